@@ -1,0 +1,85 @@
+/* ovt: the single executable. Dispatches to the subcommands that each role
+ * folder implements; `ovt help` and `ovt --help` list them. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+
+static int cmd_version(int argc, char **argv);
+static int cmd_help(int argc, char **argv);
+
+const struct ovt_command ovt_commands[] = {
+    {"help", "show this help, or a command's help (ovt help COMMAND)", cmd_help},
+    {"version", "print the version", cmd_version},
+    {NULL, NULL, NULL},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "ovt: optimistic verifiable training\n"
+            "\n"
+            "A trainer trains with controlled rounding and commits a Merkle root over the\n"
+            "state after every step; an auditor replays the run on other hardware; a dispute\n"
+            "is bisected on chain down to one step, which an arbiter re-executes on a CPU.\n"
+            "\n"
+            "usage: ovt COMMAND [OPTIONS]\n"
+            "\n"
+            "commands:\n");
+    for (const struct ovt_command *c = ovt_commands; c->name; c++)
+        fprintf(out, "  %-10s %s\n", c->name, c->summary);
+    fprintf(out, "\nRun `ovt COMMAND --help` for a command's options.\n");
+}
+
+static int cmd_version(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    printf("ovt %s\n", OVT_VERSION);
+    return 0;
+}
+
+static const struct ovt_command *find(const char *name)
+{
+    for (const struct ovt_command *c = ovt_commands; c->name; c++)
+        if (strcmp(c->name, name) == 0)
+            return c;
+    return NULL;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+    if (argc >= 2) {
+        const struct ovt_command *c = find(argv[1]);
+        if (!c || c->fn == cmd_help) {
+            fprintf(stderr, "ovt: unknown command '%s'; run `ovt --help` for the list\n", argv[1]);
+            return 2;
+        }
+        char help[] = "--help";
+        char *args[] = {argv[1], help, NULL};
+        return c->fn(2, args);
+    }
+    usage(stdout);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(name, "--version") == 0)
+        return cmd_version(0, NULL);
+    const struct ovt_command *c = find(name);
+    if (!c) {
+        fprintf(stderr, "ovt: unknown command '%s'; run `ovt --help` for the list\n", name);
+        return 2;
+    }
+    return c->fn(argc - 1, argv + 1);
+}

@@ -1,0 +1,61 @@
+#ifndef OVT_COMMON_BYTES_H
+#define OVT_COMMON_BYTES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+/* A 32-byte hash (SHA-256 or keccak-256) as a value. */
+typedef struct {
+    uint8_t b[32];
+} ovt_hash;
+
+/* SHA-256 of len bytes. */
+void ovt_sha256(ovt_hash *out, const void *data, size_t len);
+
+/* Incremental SHA-256 (OpenSSL EVP underneath). */
+typedef struct ovt_sha256_ctx ovt_sha256_ctx;
+ovt_sha256_ctx *ovt_sha256_new(void);
+void ovt_sha256_update(ovt_sha256_ctx *ctx, const void *data, size_t len);
+void ovt_sha256_final(ovt_sha256_ctx *ctx, ovt_hash *out); /* also frees ctx */
+
+/* Lower-case hex of len bytes into out (2*len+1 bytes, NUL-terminated). */
+void ovt_hex_encode(char *out, const void *data, size_t len);
+
+/* Decodes hex (optional "0x" prefix) into exactly len bytes. */
+int ovt_hex_decode(void *out, size_t len, const char *hex) OVT_MUST_USE;
+
+/* Decodes hex of any even length into a malloc'd buffer. */
+int ovt_hex_decode_alloc(uint8_t **out, size_t *len, const char *hex) OVT_MUST_USE;
+
+/* Little-endian loads and stores, for file formats. */
+static inline void ovt_put_le32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
+}
+static inline void ovt_put_le64(uint8_t *p, uint64_t v)
+{
+    ovt_put_le32(p, (uint32_t)v);
+    ovt_put_le32(p + 4, (uint32_t)(v >> 32));
+}
+static inline uint32_t ovt_get_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t ovt_get_le64(const uint8_t *p)
+{
+    return (uint64_t)ovt_get_le32(p) | (uint64_t)ovt_get_le32(p + 4) << 32;
+}
+static inline void ovt_put_be64(uint8_t *p, uint64_t v)
+{
+    for (int i = 7; i >= 0; i--) {
+        p[i] = (uint8_t)v;
+        v >>= 8;
+    }
+}
+
+/* Overwrites len bytes with zeros in a way the compiler will not drop. */
+void ovt_wipe(void *p, size_t len);
+
+#endif

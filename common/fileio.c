@@ -1,0 +1,145 @@
+#include "common/fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int fsync_dir_of(const char *path)
+{
+    char buf[4096];
+    if (strlen(path) >= sizeof buf)
+        return ovt_fail(OVT_EINVAL, "path too long: %s", path);
+    strcpy(buf, path);
+    const char *dir = dirname(buf);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0)
+        return ovt_fail_errno(OVT_EIO, "cannot open directory %s", dir);
+    int rc = fsync(fd);
+    close(fd);
+    if (rc != 0 && errno != EINVAL)
+        return ovt_fail_errno(OVT_EIO, "fsync of directory %s failed", dir);
+    return 0;
+}
+
+int ovt_write_atomic(const char *path, const void *data, size_t len, unsigned mode)
+{
+    char tmp[4096];
+    int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    if (n < 0 || (size_t)n >= sizeof tmp)
+        return ovt_fail(OVT_EINVAL, "path too long: %s", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, (mode_t)mode);
+    if (fd < 0)
+        return ovt_fail_errno(OVT_EIO, "cannot create %s", tmp);
+    /* O_CREAT honours the umask; secrets must be exactly 0600 whatever it is. */
+    if (fchmod(fd, (mode_t)mode) != 0)
+        goto fail_errno;
+    const uint8_t *p = data;
+    size_t left = len;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            goto fail_errno;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (fsync(fd) != 0)
+        goto fail_errno;
+    if (close(fd) != 0) {
+        fd = -1;
+        goto fail_errno;
+    }
+    fd = -1;
+    if (rename(tmp, path) != 0)
+        goto fail_errno;
+    return fsync_dir_of(path);
+
+fail_errno:
+    {
+        int rc = ovt_fail_errno(OVT_EIO, "cannot write %s", path);
+        if (fd >= 0)
+            close(fd);
+        unlink(tmp);
+        return rc;
+    }
+}
+
+int ovt_read_file(const char *path, uint8_t **data, size_t *len, size_t max_len)
+{
+    *data = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        if (errno == ENOENT)
+            return ovt_fail(OVT_ENOTFOUND, "%s does not exist", path);
+        return ovt_fail_errno(OVT_EIO, "cannot open %s", path);
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) {
+        fclose(f);
+        return ovt_fail_errno(OVT_EIO, "cannot stat %s", path);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fclose(f);
+        return ovt_fail(OVT_EINVAL, "%s is not a regular file", path);
+    }
+    if ((uint64_t)st.st_size > (uint64_t)max_len) {
+        fclose(f);
+        return ovt_fail(OVT_EFORMAT, "%s is %lld bytes, more than the %zu allowed", path,
+                        (long long)st.st_size, max_len);
+    }
+    size_t size = (size_t)st.st_size;
+    uint8_t *buf = malloc(size + 1);
+    if (!buf) {
+        fclose(f);
+        return ovt_fail(OVT_ENOMEM, "out of memory reading %s (%zu bytes)", path, size);
+    }
+    size_t got = fread(buf, 1, size, f);
+    int err = ferror(f);
+    fclose(f);
+    if (err || got != size) {
+        free(buf);
+        return ovt_fail(OVT_EIO, "short read on %s (%zu of %zu bytes)", path, got, size);
+    }
+    buf[size] = 0;
+    *data = buf;
+    *len = size;
+    return 0;
+}
+
+int ovt_mkdirs(const char *path, unsigned mode)
+{
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof buf)
+        return ovt_fail(OVT_EINVAL, "bad directory path '%s'", path);
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] == '/' || buf[i] == '\0') {
+            char c = buf[i];
+            buf[i] = '\0';
+            if (mkdir(buf, (mode_t)mode) != 0 && errno != EEXIST)
+                return ovt_fail_errno(OVT_EIO, "cannot create directory %s", buf);
+            buf[i] = c;
+        }
+    }
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return ovt_fail(OVT_EIO, "%s exists and is not a directory", path);
+    return 0;
+}
+
+int ovt_path_join(char *out, size_t cap, const char *dir, const char *name)
+{
+    int n = snprintf(out, cap, "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= cap)
+        return ovt_fail(OVT_EINVAL, "path too long: %s/%s", dir, name);
+    return 0;
+}

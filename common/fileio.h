@@ -1,0 +1,25 @@
+#ifndef OVT_COMMON_FILEIO_H
+#define OVT_COMMON_FILEIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+/* Writes len bytes to path so that path holds either its old content or the
+ * complete new content, never a mix: the data goes to "path.tmp.PID", is
+ * fsynced, renamed over path, and the directory is fsynced. mode is the file
+ * mode of the new file (0600 for secrets, 0644 otherwise). */
+int ovt_write_atomic(const char *path, const void *data, size_t len, unsigned mode) OVT_MUST_USE;
+
+/* Reads a whole file into a malloc'd buffer (*data, *len; a NUL byte is
+ * appended but not counted). Files larger than max_len are rejected. */
+int ovt_read_file(const char *path, uint8_t **data, size_t *len, size_t max_len) OVT_MUST_USE;
+
+/* Creates a directory and its parents (like mkdir -p). */
+int ovt_mkdirs(const char *path, unsigned mode) OVT_MUST_USE;
+
+/* Joins dir and name into out (cap bytes); fails if it does not fit. */
+int ovt_path_join(char *out, size_t cap, const char *dir, const char *name) OVT_MUST_USE;
+
+#endif

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Sets up everything ovt needs on a Debian machine and builds it into build/:
+# the Debian packages (apt-get), the pinned chain tools (npm ci: anvil, cast,
+# solc-js), then CMake. Safe to run again: it installs only what is missing.
+#   OVT_WERROR=ON   build with warnings as errors (CI does)
+#   OVT_BUILD_DIR   build folder (default build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential cmake pkg-config libsecp256k1-dev libcurl4-openssl-dev
+          libjansson-dev libssl-dev libopenblas-dev libzstd-dev nodejs npm clang)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+# nodejs/npm may come from elsewhere than Debian: accept any node >= 20 on PATH.
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  tmp=()
+  for p in "${missing[@]}"; do [[ $p == nodejs || $p == npm ]] || tmp+=("$p"); done
+  missing=("${tmp[@]+"${tmp[@]}"}")
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if [ ! -x node_modules/.bin/anvil ] || [ ! -x node_modules/.bin/cast ] || [ ! -x node_modules/.bin/solcjs ] \
+   || ! node_modules/.bin/anvil --version 2>/dev/null | grep -q "1.7.1"; then
+  echo "setup: installing the pinned anvil, cast and solc-js (npm ci)"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+build=${OVT_BUILD_DIR:-build}
+cmake -S . -B "$build" -DOVT_WERROR="${OVT_WERROR:-OFF}" >/dev/null
+cmake --build "$build" -j"$(nproc)"
+echo "setup: built $build/ovt"
