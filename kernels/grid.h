@@ -1,0 +1,48 @@
+#ifndef OVT_KERNELS_GRID_H
+#define OVT_KERNELS_GRID_H
+
+/* The target grid (DESIGN.md section 2): FP32 values whose low 32-b mantissa
+ * bits are zero, b in 24..32 (b = 32 is plain FP32). Precision p = b - 8
+ * significant bits; the exponent range, subnormals included, is FP32's.
+ * Rounding is to nearest, ties to even (even = last kept mantissa bit 0). */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+#define KRN_GRID_BITS_MIN 24
+#define KRN_GRID_BITS_MAX 32
+
+/* 0 if b is a valid grid width, else OVT_EINVAL with a message. */
+int krn_grid_check_bits(int b);
+
+/* Where a finite FP64 value lies relative to the grid. All fields are exact.
+ *   lo <= x <= hi are the two neighbouring grid values around x (lo == hi
+ *   when x is a grid value), mid is the grid midpoint nearest to x (a value
+ *   exactly representable in FP64) with its neighbours below/above, dist is
+ *   |x - mid|, nearest is x rounded to nearest-even on the grid. spacing is
+ *   the width of the grid interval that contains mid (hi - lo of that
+ *   interval). */
+typedef struct {
+    double mid;
+    double dist;
+    double spacing;
+    float below;   /* grid value just below mid */
+    float above;   /* grid value just above mid */
+    float nearest; /* round-to-nearest-even of x */
+} krn_grid_pos;
+
+/* Fills *pos for finite x. Fails with OVT_ENUMERIC if x is not finite or
+ * rounds past the largest finite grid value. */
+int krn_grid_locate(double x, int b, krn_grid_pos *pos) OVT_MUST_USE;
+
+/* Round-to-nearest-even of finite x on the grid (no overflow check: a value
+ * past the largest finite grid value becomes +-inf, which the caller must
+ * treat as a failed step). */
+float krn_grid_round(double x, int b);
+
+/* True if v is a finite grid value for width b. */
+bool krn_grid_contains(float v, int b);
+
+#endif

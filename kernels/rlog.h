@@ -1,0 +1,73 @@
+#ifndef OVT_KERNELS_RLOG_H
+#define OVT_KERNELS_RLOG_H
+
+/* The rounding log of one step (DESIGN.md sections 2 and 3): for every site
+ * that has any, the entries for elements whose FP64 value lay within the
+ * site's band of a grid midpoint. An entry is either a direction (the
+ * element took the grid value below or above the midpoint) or, where the
+ * band is wide compared with the grid spacing (values near zero after heavy
+ * cancellation), the grid value itself. See docs/numeric-contract.md.
+ *
+ * In memory a log is a list of sites in increasing site order, each with its
+ * element count and its entries in increasing element order. The file is a
+ * versioned header and a zstd-compressed body (docs/formats.md). */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+typedef enum {
+    KRN_DIR_DOWN = 0,  /* the grid value below the midpoint */
+    KRN_DIR_UP = 1,    /* the grid value above the midpoint */
+    KRN_DIR_VALUE = 2  /* an explicit grid value (wide band) */
+} krn_dir;
+
+typedef struct {
+    uint64_t index; /* element index within the site's output */
+    krn_dir dir;
+    float value;    /* KRN_DIR_VALUE only; 0 otherwise */
+} krn_rlog_entry;
+
+typedef struct {
+    uint32_t site;  /* site number within the step */
+    uint64_t n;     /* number of elements the site produced */
+    size_t count;   /* number of entries */
+    krn_rlog_entry *entries;
+} krn_rlog_site;
+
+typedef struct krn_rlog krn_rlog;
+
+krn_rlog *krn_rlog_new(void);
+void krn_rlog_free(krn_rlog *log);
+
+/* Empties the log and sets the step it belongs to. */
+void krn_rlog_reset(krn_rlog *log, uint64_t step);
+
+uint64_t krn_rlog_step(const krn_rlog *log);
+
+/* Appends an entry. Sites must be added in increasing order and entries of
+ * one site in increasing index order, index < n; anything else fails with
+ * OVT_EINVAL. */
+int krn_rlog_add(krn_rlog *log, uint32_t site, uint64_t n, uint64_t index, krn_dir dir,
+                 float value) OVT_MUST_USE;
+
+/* Read access: the sites that have entries, in order. */
+size_t krn_rlog_nsites(const krn_rlog *log);
+const krn_rlog_site *krn_rlog_site_at(const krn_rlog *log, size_t i);
+uint64_t krn_rlog_nentries(const krn_rlog *log);
+
+/* Serialises to the file format (malloc'd *buf). */
+int krn_rlog_encode(const krn_rlog *log, uint8_t **buf, size_t *len) OVT_MUST_USE;
+
+/* Parses file bytes. Every malformation (short file, wrong magic or version,
+ * sizes that disagree with the file, corrupt compressed body, sites or
+ * indices out of order or out of range, trailing bytes) fails with
+ * OVT_EFORMAT and a message that says which; *log is then empty. */
+int krn_rlog_decode(krn_rlog *log, const uint8_t *buf, size_t len) OVT_MUST_USE;
+
+/* encode + ovt_write_atomic, and ovt_read_file + decode. */
+int krn_rlog_write_file(const krn_rlog *log, const char *path) OVT_MUST_USE;
+int krn_rlog_read_file(krn_rlog *log, const char *path) OVT_MUST_USE;
+
+#endif

@@ -1,0 +1,84 @@
+#ifndef OVT_KERNELS_SITE_H
+#define OVT_KERNELS_SITE_H
+
+/* Rounding sites (DESIGN.md section 2). A step is executed inside a krn_ctx;
+ * every op hands each FP64 result to krn_site(), which numbers the site (in
+ * execution order, starting at 0 each step), rounds every element to the grid
+ * and, depending on the mode:
+ *   KRN_RECORD   (trainer)  rounds to nearest and logs every element whose
+ *                           distance to the nearest midpoint is <= tau;
+ *   KRN_REPLAY   (verifier) applies the step's log: a logged element takes
+ *                           the logged result if the verifier's own value is
+ *                           within 2*tau of it (else the log is fraudulent,
+ *                           OVT_EFRAUD), every other element rounds to nearest;
+ *   KRN_NEAREST  (ablation) rounds to nearest, ignores bands, logs nothing.
+ * A non-finite value fails the step with OVT_ENUMERIC, naming the site. */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "kernels/rlog.h"
+
+typedef enum { KRN_RECORD = 0, KRN_REPLAY = 1, KRN_NEAREST = 2 } krn_mode;
+
+/* The band tau of each element of a site, from the stated bound on how far
+ * two correct FP64 implementations of the site can differ
+ * (docs/numeric-contract.md gives each op's bound):
+ *   tau_i = base_i + rel * |x_i|
+ * where base_i is 0 (KRN_BAND_ZERO), scale (KRN_BAND_CONST), scale * a[i]
+ * (KRN_BAND_ARRAY), or scale * a[i / cols] * b[i % cols] (KRN_BAND_OUTER,
+ * for a row-major rows x cols output such as a matrix product, with a the
+ * row norms and b the column norms). A site whose tau is 0 everywhere is
+ * exact (one correctly rounded IEEE operation) and is never logged. */
+typedef enum { KRN_BAND_ZERO, KRN_BAND_CONST, KRN_BAND_ARRAY, KRN_BAND_OUTER } krn_band_kind;
+
+typedef struct {
+    krn_band_kind kind;
+    double scale;
+    const double *a;
+    const double *b;
+    size_t cols;
+    double rel;
+} krn_band;
+
+typedef enum { KRN_BACKEND_CPU = 0, KRN_BACKEND_REF = 1, KRN_BACKEND_SHUFFLE = 2, KRN_BACKEND_CUDA = 3 } krn_backend_kind;
+
+typedef struct {
+    krn_backend_kind backend;
+    krn_mode mode;
+    int grid_bits;         /* b, 24..32 */
+    uint64_t shuffle_seed; /* shuffle backend: seed of the summation orders */
+    int threads;           /* 0: the backend's default */
+} krn_config;
+
+/* Per-step counters, for progress lines and benchmarks. */
+typedef struct {
+    uint64_t sites;          /* sites executed */
+    uint64_t outputs;        /* elements rounded */
+    uint64_t logged;         /* entries written (RECORD) or applied (REPLAY) */
+    uint64_t wide;           /* entries that are explicit values */
+    double max_dist_over_tau;/* REPLAY: largest d/tau seen on a logged element */
+} krn_stats;
+
+typedef struct krn_ctx krn_ctx;
+
+int krn_ctx_new(krn_ctx **out, const krn_config *cfg) OVT_MUST_USE;
+void krn_ctx_free(krn_ctx *ctx);
+const krn_config *krn_ctx_config(const krn_ctx *ctx);
+
+/* Starts step `step`. RECORD: log is reset and filled during the step.
+ * REPLAY: log holds the trainer's log for this step (its step must match).
+ * NEAREST: log may be NULL. The ctx does not own log. */
+int krn_step_begin(krn_ctx *ctx, uint64_t step, krn_rlog *log) OVT_MUST_USE;
+
+/* Ends the step. REPLAY: fails with OVT_EFRAUD if the log has entries for
+ * sites that were never executed or whose element count differs. */
+int krn_step_end(krn_ctx *ctx, krn_stats *stats) OVT_MUST_USE;
+
+/* Rounds n FP64 values to the grid into out as the next site. name is the
+ * op's name for error messages ("matmul.fwd"). */
+int krn_site(krn_ctx *ctx, const char *name, float *out, const double *x, size_t n,
+             const krn_band *band) OVT_MUST_USE;
+
+#endif
