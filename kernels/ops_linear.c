@@ -274,7 +274,8 @@ int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *do
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
     rc = OVT_ENOMEM;
-    double *g = krn_doubles(n, op), *x = krn_doubles(nv, op), *mag = krn_doubles(nv, op);
+    size_t nx = nv > nt ? nv : nt;
+    double *g = krn_doubles(n, op), *x = krn_doubles(nx, op), *mag = krn_doubles(nx, op);
     double *gather = krn_doubles(bt, op);
     size_t *start = calloc(V + 1, sizeof *start), *pos = calloc(bt, sizeof *pos);
     if (!g || !x || !mag || !gather || !start || !pos) {
