@@ -10,7 +10,7 @@
 #include "kernels/grid.h"
 #include "kernels/rng.h"
 
-static float *fx_alloc(size_t n)
+static inline float *fx_alloc(size_t n)
 {
     float *p = calloc(n ? n : 1, sizeof(float));
     if (!p) {
@@ -21,7 +21,7 @@ static float *fx_alloc(size_t n)
 }
 
 /* n grid values ~ scale * N(0,1) from (seed, stream). */
-static float *fx_normal(size_t n, uint64_t seed, uint64_t stream, double scale)
+static inline float *fx_normal(size_t n, uint64_t seed, uint64_t stream, double scale)
 {
     float *p = fx_alloc(n);
     for (size_t i = 0; i < n; i++)
@@ -30,7 +30,7 @@ static float *fx_normal(size_t n, uint64_t seed, uint64_t stream, double scale)
 }
 
 /* n grid values uniform in [lo, hi). */
-static float *fx_uniform(size_t n, uint64_t seed, uint64_t stream, double lo, double hi)
+static inline float *fx_uniform(size_t n, uint64_t seed, uint64_t stream, double lo, double hi)
 {
     float *p = fx_alloc(n);
     for (size_t i = 0; i < n; i++)
@@ -38,7 +38,7 @@ static float *fx_uniform(size_t n, uint64_t seed, uint64_t stream, double lo, do
     return p;
 }
 
-static float *fx_const(size_t n, float v)
+static inline float *fx_const(size_t n, float v)
 {
     float *p = fx_alloc(n);
     for (size_t i = 0; i < n; i++)
@@ -53,7 +53,7 @@ static float *fx_const(size_t n, float v)
  * them differently, so two summation orders land on opposite sides of the
  * midpoint by ~2^-33 (far inside the band, far from the grid step 2^-23). */
 #define FX_PATTERN 8
-static void fx_pattern(float p[FX_PATTERN], uint64_t seed, uint64_t which)
+static inline void fx_pattern(float p[FX_PATTERN], uint64_t seed, uint64_t which)
 {
     double r = ldexp(1.0 + krn_rng_uniform(seed, which, KRN_RNG_TEST, 1), -16);
     double x = 1.0 + ldexp((double)krn_rng_below(seed, which, KRN_RNG_TEST, 2, 1u << 23), -23);
@@ -69,7 +69,7 @@ static void fx_pattern(float p[FX_PATTERN], uint64_t seed, uint64_t which)
 
 /* An 8x8 Latin square of one pattern: m[i][j] = p[(i + j) % 8]; every row and
  * every column sums exactly to the same midpoint, in a different order. */
-static void fx_latin(float *m, uint64_t seed, uint64_t which)
+static inline void fx_latin(float *m, uint64_t seed, uint64_t which)
 {
     float p[FX_PATTERN];
     fx_pattern(p, seed, which);
@@ -80,7 +80,7 @@ static void fx_latin(float *m, uint64_t seed, uint64_t which)
 
 /* Fills `rows` vectors of length 8 (row stride ld) with their own pattern,
  * cyclically shifted by the row number. */
-static void fx_pattern_rows(float *m, size_t rows, size_t ld, uint64_t seed, uint64_t stream)
+static inline void fx_pattern_rows(float *m, size_t rows, size_t ld, uint64_t seed, uint64_t stream)
 {
     for (size_t i = 0; i < rows; i++) {
         float p[FX_PATTERN];
