@@ -9,7 +9,8 @@
  *   32       8    number of entries
  *   40       8    length of the uncompressed body
  *   48       8    length of the compressed body (the rest of the file)
- *   56            body, one zstd frame (absent when the log is empty)
+ *   56            body, one zstd frame with its content size and a content
+ *                 checksum (absent when the log is empty)
  *
  * Body, per site in increasing site order: site (varint; the first site's
  * number, then the difference to the previous site, >= 1), n (varint), entry
@@ -131,7 +132,17 @@ int krn_rlog_encode(const krn_rlog *log, uint8_t **buf, size_t *len)
     }
     size_t zlen = 0;
     if (body.len > 0) {
-        zlen = ZSTD_compress(file + RLOG_HEADER, bound, body.p, body.len, RLOG_ZSTD_LEVEL);
+        /* One frame that states its content size and carries a checksum of
+         * the content, so corruption of the compressed bytes is caught. */
+        ZSTD_CCtx *cctx = ZSTD_createCCtx();
+        if (cctx == NULL) {
+            rc = ovt_fail(OVT_ENOMEM, "rounding log: out of memory for zstd");
+            goto fail;
+        }
+        ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, RLOG_ZSTD_LEVEL);
+        ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+        zlen = ZSTD_compress2(cctx, file + RLOG_HEADER, bound, body.p, body.len);
+        ZSTD_freeCCtx(cctx);
         if (ZSTD_isError(zlen)) {
             rc = ovt_fail(OVT_EIO, "rounding log: zstd: %s", ZSTD_getErrorName(zlen));
             goto fail;

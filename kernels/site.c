@@ -230,46 +230,80 @@ static void band_fill(const krn_band *band, const double *x, size_t i0, size_t l
 
 static double band_at(const krn_band *band, const double *x, size_t i)
 {
-    double tau;
+    double tau = 0.0;
     band_fill(band, x, i, 1, &tau);
     return tau;
 }
 
 /* ---- the fast path ---- */
 
-/* Rounds x[0..len) to nearest-even on the grid into out and returns the
- * number of elements it could not settle, whose offsets it writes to cand:
- * FP64 exponents outside [-126, 126] (zero, subnormal, near overflow,
- * non-finite), elements within tau of their interval's midpoint (exact ties
- * included), bands of at least a quarter of the grid step (where the nearest
- * midpoint may lie in the finer binade below), and NaN or negative bands.
- * tau == NULL means a zero band. No branches per element. */
-static inline __attribute__((always_inline)) size_t
-round_block(const double *x, const double *tau, float *out, size_t len, int b, uint32_t *cand)
+/* Rounds x[0..len) to nearest-even on the grid into out and marks in flag
+ * the elements it cannot settle: |x| outside [2^-126, 2^127) (zero,
+ * subnormal, near overflow, non-finite), elements within tau of their
+ * interval's midpoint (exact ties included), bands of at least a quarter of
+ * the grid step (where the nearest midpoint may lie in the finer binade
+ * below), and NaN or negative bands. tau == NULL means a zero band.
+ *
+ * Rounding: add just under half of the dropped low bits of the double (plus
+ * one when the last kept bit is odd, which makes a tie go to even) and clear
+ * them; a carry moves into the exponent, as rounding up into the next binade
+ * should. The midpoint of the element's interval is its kept bits with the
+ * highest dropped bit set, so d = |x - mid| is one exact subtraction.
+ * Only bit operations, 64-bit additions, shifts and FP64 operations, with no
+ * branch, so the loop vectorises. */
+static inline __attribute__((always_inline)) uint8_t
+round_one(double xj, double t, float *outj, int b)
 {
     const int drop = 61 - b;
     const uint64_t mask = (UINT64_C(1) << drop) - 1;
     const uint64_t half = UINT64_C(1) << (drop - 1);
-    const uint64_t q_shift = (uint64_t)(b - 9); /* q = 2^(e - p + 1), p = b - 8 */
-    size_t nc = 0;
-    for (size_t j = 0; j < len; j++) {
-        uint64_t u = krn_double_bits(x[j]);
-        uint64_t a = u & ~KRN_SIGN64;
-        uint64_t eb = a >> 52;
-        uint64_t r = (a + (mask >> 1) + ((a >> drop) & 1)) & ~mask;
-        out[j] = (float)krn_bits_double(r | (u & KRN_SIGN64));
-        double d = fabs(krn_bits_double(a) - krn_bits_double((a & ~mask) | half));
-        double q = krn_bits_double((eb - q_shift) << 52);
-        bool odd = eb - (1023 - 126) > 126 + 126;
-        bool flag;
-        if (tau != NULL) {
-            double t = tau[j];
-            flag = odd | (d <= t) | (4.0 * t >= q) | !(t >= 0.0);
-        } else {
-            flag = odd | (d == 0.0);
+    const double step_scale = 0x1p-52 * (double)(UINT64_C(1) << drop); /* 2^(1-p) */
+    uint64_t u = krn_double_bits(xj);
+    uint64_t a = u & ~KRN_SIGN64;
+    uint64_t r = (a + (mask >> 1) + ((a >> drop) & 1)) & ~mask;
+    *outj = (float)krn_bits_double(r | (u & KRN_SIGN64));
+    double ax = krn_bits_double(a);
+    double d = fabs(ax - krn_bits_double((a & ~mask) | half));
+    double q = krn_bits_double(a & ~KRN_MANT64) * step_scale; /* the grid step at x */
+    int normal = (ax >= 0x1p-126) & (ax < 0x1p127);
+    return (uint8_t)((normal ^ 1) | (d <= t) | (4.0 * t >= q) | !(t >= 0.0));
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* An AVX2 clone where the CPU has it (picked at load time). Both clones do
+ * the same exact integer and IEEE operations, so they give the same bits. */
+__attribute__((target_clones("avx2", "default")))
+#endif
+static void round_block(const double *restrict x, const double *restrict tau, float *restrict out,
+                        uint8_t *restrict flag, size_t len, int b)
+{
+    if (tau != NULL) {
+        for (size_t j = 0; j < len; j++)
+            flag[j] = round_one(x[j], tau[j], &out[j], b);
+    } else {
+        /* a zero band: only exact ties (d <= 0) and odd ranges */
+        for (size_t j = 0; j < len; j++)
+            flag[j] = round_one(x[j], 0.0, &out[j], b);
+    }
+}
+
+/* Offsets of the nonzero flags, eight at a time where all are zero. */
+static size_t collect_flags(const uint8_t *flag, size_t len, uint32_t *cand)
+{
+    size_t nc = 0, j = 0;
+    for (; j + 8 <= len; j += 8) {
+        uint64_t w;
+        memcpy(&w, flag + j, sizeof w);
+        if (w == 0)
+            continue;
+        for (size_t k = j; k < j + 8; k++) {
+            cand[nc] = (uint32_t)k;
+            nc += flag[k];
         }
+    }
+    for (; j < len; j++) {
         cand[nc] = (uint32_t)j;
-        nc += flag;
+        nc += flag[j];
     }
     return nc;
 }
@@ -334,19 +368,20 @@ static int run_range(site_job *job, size_t i0, size_t i1, entry_buf *buf, uint64
                      range_error *err)
 {
     double tau[SITE_BLOCK];
+    uint8_t flag[SITE_BLOCK];
     uint32_t cand[SITE_BLOCK];
     int b = job->ctx->cfg.grid_bits;
     bool banded = !band_is_zero(job->band) && job->record;
     buf->count = 0;
     for (size_t b0 = i0; b0 < i1; b0 += SITE_BLOCK) {
         size_t len = i1 - b0 < SITE_BLOCK ? i1 - b0 : SITE_BLOCK;
-        size_t nc;
         if (banded) {
             band_fill(job->band, job->x, b0, len, tau);
-            nc = round_block(job->x + b0, tau, job->out + b0, len, b, cand);
+            round_block(job->x + b0, tau, job->out + b0, flag, len, b);
         } else {
-            nc = round_block(job->x + b0, NULL, job->out + b0, len, b, cand);
+            round_block(job->x + b0, NULL, job->out + b0, flag, len, b);
         }
+        size_t nc = collect_flags(flag, len, cand);
         for (size_t k = 0; k < nc; k++) {
             size_t i = b0 + cand[k];
             krn_rlog_entry e;
