@@ -79,6 +79,9 @@ static void fail(const char *what)
 
 int main(int argc, char **argv)
 {
+    /* OpenBLAS's pthreads and the sites' OpenMP threads take turns on the
+     * same cores: spinning OpenMP workers would steal OpenBLAS's time. */
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
     int threads = 2, reps = 5;
     bool quick = false;
     for (int i = 1; i < argc; i++) {
@@ -129,29 +132,39 @@ int main(int argc, char **argv)
         }
         krn_widen(ad, a, N * K);
         krn_widen(wd, w, M * K);
-        krn_cpu be = {KRN_BACKEND_CPU, 0};
+        krn_cpu be = {KRN_BACKEND_CPU, 0, threads};
         double tp[100], tc[100], to[100];
         uint64_t entries = 0;
         size_t bytes = 0;
         for (int r = 0; r < reps; r++) {
-            double t0 = now();
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)N, (blasint)M, (blasint)K,
-                        1.0, ad, (blasint)K, wd, (blasint)K, 0.0, xd, (blasint)M);
-            double t1 = now();
-            if (krn_chunked_gemm(&be, xd, false, ad, K, true, wd, K, N, M, K) != 0)
-                fail("chunked gemm");
-            double t2 = now();
-            if (krn_step_begin(ctx, 1, log) != 0)
-                fail("step");
-            double t3 = now();
-            if (krn_matmul_forward(ctx, out, a, w, NULL, N, K, M) != 0)
-                fail(sh->name);
-            double t4 = now();
-            if (krn_step_end(ctx, NULL) != 0)
-                fail("step end");
-            tp[r] = t1 - t0;
-            tc[r] = t2 - t1;
-            to[r] = t4 - t3;
+            /* the three variants in a rotating order, so none always runs
+             * first (cold caches) or last */
+            for (int v = 0; v < 3; v++) {
+                int which = (v + r) % 3;
+                double t0 = now();
+                if (which == 0) {
+                    openblas_set_num_threads(threads); /* the ops set it to 1 */
+                    t0 = now();
+                    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)N, (blasint)M,
+                                (blasint)K, 1.0, ad, (blasint)K, wd, (blasint)K, 0.0, xd, (blasint)M);
+                    tp[r] = now() - t0;
+                } else if (which == 1) {
+                    openblas_set_num_threads(1);
+                    t0 = now();
+                    if (krn_chunked_gemm(&be, xd, false, ad, K, true, wd, K, N, M, K) != 0)
+                        fail("chunked gemm");
+                    tc[r] = now() - t0;
+                } else {
+                    if (krn_step_begin(ctx, 1, log) != 0)
+                        fail("step");
+                    t0 = now();
+                    if (krn_matmul_forward(ctx, out, a, w, NULL, N, K, M) != 0)
+                        fail(sh->name);
+                    to[r] = now() - t0;
+                    if (krn_step_end(ctx, NULL) != 0)
+                        fail("step end");
+                }
+            }
             if (r == 0) {
                 entries = krn_rlog_nentries(log);
                 if (krn_rlog_encode(log, &buf, &bytes) != 0)

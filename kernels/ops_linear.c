@@ -67,16 +67,15 @@ int krn_matmul_forward(krn_ctx *ctx, float *out, const float *inp, const float *
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
     rc = OVT_ENOMEM;
-    double *a = krn_doubles(nin, op), *w = krn_doubles(nw, op), *x = krn_doubles(nout, op);
+    double *a = krn_scratch(KRN_SCRATCH_A, nin), *w = krn_scratch(KRN_SCRATCH_B, nw);
+    double *x = krn_scratch(KRN_SCRATCH_OUT, nout);
     double *rn = krn_doubles(N, op), *cn = krn_doubles(OC, op);
     if (!a || !w || !x || !rn || !cn)
         goto done;
-    krn_widen(a, inp, nin);
-    krn_widen(w, weight, nw);
+    krn_widen_rows(a, rn, inp, N, C);
+    krn_widen_rows(w, cn, weight, OC, C);
     if ((rc = krn_chunked_gemm(&be, x, false, a, C, true, w, C, N, OC, C)))
         goto done;
-    krn_row_norms(rn, inp, N, C);
-    krn_row_norms(cn, weight, OC, C);
     krn_band band = krn_band_reduction(KRN_BAND_OUTER, C, 1.0, 0);
     band.a = rn;
     band.b = cn;
@@ -86,9 +85,6 @@ int krn_matmul_forward(krn_ctx *ctx, float *out, const float *inp, const float *
     if (bias)
         rc = bias_site(ctx, "matmul.fwd.bias", out, out, bias, N, OC, x);
 done:
-    free(a);
-    free(w);
-    free(x);
     free(rn);
     free(cn);
     return rc;
@@ -110,12 +106,13 @@ int krn_matmul_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias,
         return rc;
     rc = OVT_ENOMEM;
     size_t nx = nin > nw ? nin : nw;
-    double *g = krn_doubles(nout, op), *a = krn_doubles(nin, op), *w = krn_doubles(nw, op);
-    double *x = krn_doubles(nx, op), *gn = krn_doubles(N > OC ? N : OC, op);
+    double *g = krn_scratch(KRN_SCRATCH_A, nout), *a = krn_scratch(KRN_SCRATCH_B, nin);
+    double *w = krn_scratch(KRN_SCRATCH_C, nw), *x = krn_scratch(KRN_SCRATCH_OUT, nx);
+    double *gn = krn_doubles(N > OC ? N : OC, op);
     double *cn = krn_doubles(C, op);
     if (!g || !a || !w || !x || !gn || !cn)
         goto done;
-    krn_widen(g, dout, nout);
+    krn_widen_rows(g, gn, dout, N, OC);
     krn_widen(a, inp, nin);
     krn_widen(w, weight, nw);
     if (dinp) {
@@ -123,7 +120,6 @@ int krn_matmul_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias,
         if ((rc = krn_chunked_gemm(&be, x, false, g, OC, false, w, C, N, C, OC)))
             goto done;
         add_old(x, dinp, nin);
-        krn_row_norms(gn, dout, N, OC);
         krn_col_norms(cn, weight, OC, C);
         krn_band band = krn_band_reduction(KRN_BAND_OUTER, OC, 1.0, 1);
         band.a = gn;
@@ -147,10 +143,6 @@ int krn_matmul_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias,
     if (dbias)
         rc = column_sum_site(ctx, &be, "matmul.bwd.dbias", dbias, dout, N, OC);
 done:
-    free(g);
-    free(a);
-    free(w);
-    free(x);
     free(gn);
     free(cn);
     return rc;

@@ -38,6 +38,33 @@ double krn_chunked_dot(const krn_cpu *be, const double *x, ptrdiff_t incx, const
     return s;
 }
 
+/* One output tile (rows i0.., columns j0..) of krn_chunked_gemm. */
+static int gemm_tile(const krn_cpu *be, double *out, bool ta, const double *a, size_t lda, bool tb,
+                     const double *b, size_t ldb, size_t n, size_t k, size_t i0, size_t mb,
+                     size_t j0, size_t nb)
+{
+    double *tile = out + i0 * n + j0, *part = NULL;
+    if (k > KRN_GEMM_CHUNK && !(part = krn_scratch(KRN_SCRATCH_TILE, (size_t)KRN_TILE_M * KRN_TILE_N)))
+        return OVT_ENOMEM;
+    for (size_t k0 = 0; k0 < k; k0 += KRN_GEMM_CHUNK) {
+        size_t kc = k - k0 < KRN_GEMM_CHUNK ? k - k0 : KRN_GEMM_CHUNK;
+        const double *ab = ta ? a + k0 * lda + i0 : a + i0 * lda + k0;
+        const double *bb = tb ? b + j0 * ldb + k0 : b + k0 * ldb + j0;
+        if (k0 == 0) {
+            krn_cpu_gemm(be, tile, n, ta, ab, lda, tb, bb, ldb, mb, nb, kc);
+            continue;
+        }
+        krn_cpu_gemm(be, part, nb, ta, ab, lda, tb, bb, ldb, mb, nb, kc);
+        for (size_t i = 0; i < mb; i++) {
+            double *row = tile + i * n;
+            const double *prow = part + i * nb;
+            for (size_t j = 0; j < nb; j++)
+                row[j] += prow[j];
+        }
+    }
+    return 0;
+}
+
 int krn_chunked_gemm(const krn_cpu *be, double *out, bool ta, const double *a, size_t lda, bool tb,
                      const double *b, size_t ldb, size_t m, size_t n, size_t k)
 {
@@ -45,36 +72,25 @@ int krn_chunked_gemm(const krn_cpu *be, double *out, bool ta, const double *a, s
         memset(out, 0, m * n * sizeof *out);
         return 0;
     }
-    double *part = NULL;
-    if (k > KRN_GEMM_CHUNK) {
-        part = krn_doubles((size_t)KRN_TILE_M * KRN_TILE_N, "chunked GEMM tile");
-        if (!part)
-            return OVT_ENOMEM;
-    }
-    for (size_t i0 = 0; i0 < m; i0 += KRN_TILE_M) {
+    size_t tiles_m = (m + KRN_TILE_M - 1) / KRN_TILE_M, tiles_n = (n + KRN_TILE_N - 1) / KRN_TILE_N;
+    long ntiles = (long)(tiles_m * tiles_n);
+    int threads = be->kind == KRN_BACKEND_CPU ? be->threads : 1; /* ref: one thread */
+    if (threads > ntiles)
+        threads = (int)ntiles;
+    int rc = 0;
+    /* Tiles are independent: each thread adds its tiles' chunks in order. */
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (threads > 1)
+    for (long t = 0; t < ntiles; t++) {
+        size_t i0 = (size_t)t / tiles_n * KRN_TILE_M, j0 = (size_t)t % tiles_n * KRN_TILE_N;
         size_t mb = m - i0 < KRN_TILE_M ? m - i0 : KRN_TILE_M;
-        for (size_t j0 = 0; j0 < n; j0 += KRN_TILE_N) {
-            size_t nb = n - j0 < KRN_TILE_N ? n - j0 : KRN_TILE_N;
-            double *tile = out + i0 * n + j0;
-            for (size_t k0 = 0; k0 < k; k0 += KRN_GEMM_CHUNK) {
-                size_t kc = k - k0 < KRN_GEMM_CHUNK ? k - k0 : KRN_GEMM_CHUNK;
-                const double *ab = ta ? a + k0 * lda + i0 : a + i0 * lda + k0;
-                const double *bb = tb ? b + j0 * ldb + k0 : b + k0 * ldb + j0;
-                if (k0 == 0) {
-                    krn_cpu_gemm(be, tile, n, ta, ab, lda, tb, bb, ldb, mb, nb, kc);
-                    continue;
-                }
-                krn_cpu_gemm(be, part, nb, ta, ab, lda, tb, bb, ldb, mb, nb, kc);
-                for (size_t i = 0; i < mb; i++) {
-                    double *row = tile + i * n;
-                    const double *prow = part + i * nb;
-                    for (size_t j = 0; j < nb; j++)
-                        row[j] += prow[j];
-                }
-            }
+        size_t nb = n - j0 < KRN_TILE_N ? n - j0 : KRN_TILE_N;
+        if (gemm_tile(be, out, ta, a, lda, tb, b, ldb, n, k, i0, mb, j0, nb) != 0) {
+#pragma omp atomic write
+            rc = OVT_ENOMEM;
         }
     }
-    free(part);
+    if (rc)
+        return ovt_fail(rc, "chunked GEMM: out of memory for a tile buffer");
     return 0;
 }
 
@@ -147,6 +163,52 @@ void krn_col_norms(double *norms, const float *m, size_t rows, size_t cols)
     }
     for (size_t j = 0; j < cols; j++)
         norms[j] = sqrt(norms[j]);
+}
+
+void krn_widen_rows(double *dst, double *norms, const float *src, size_t rows, size_t cols)
+{
+    for (size_t i = 0; i < rows; i++) {
+        const float *r = src + i * cols;
+        double *d = dst + i * cols, s = 0;
+        for (size_t j = 0; j < cols; j++) {
+            d[j] = r[j];
+            s += d[j] * d[j];
+        }
+        if (norms)
+            norms[i] = sqrt(s);
+    }
+}
+
+static _Thread_local struct {
+    double *p;
+    size_t n;
+} scratch[KRN_SCRATCH_SLOTS];
+
+double *krn_scratch(int slot, size_t n)
+{
+    if (n == 0)
+        n = 1;
+    if (scratch[slot].n >= n)
+        return scratch[slot].p;
+    if (n > SIZE_MAX / sizeof(double)) {
+        ovt_fail(OVT_ENOMEM, "scratch buffer of %zu doubles overflows the address space", n);
+        return NULL;
+    }
+    free(scratch[slot].p);
+    scratch[slot].p = malloc(n * sizeof(double));
+    scratch[slot].n = scratch[slot].p ? n : 0;
+    if (!scratch[slot].p)
+        ovt_fail(OVT_ENOMEM, "out of memory for a scratch buffer of %zu doubles", n);
+    return scratch[slot].p;
+}
+
+void krn_scratch_release(void)
+{
+    for (int i = 0; i < KRN_SCRATCH_SLOTS; i++) {
+        free(scratch[i].p);
+        scratch[i].p = NULL;
+        scratch[i].n = 0;
+    }
 }
 
 void krn_widen(double *dst, const float *src, size_t n)

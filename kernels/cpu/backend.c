@@ -3,6 +3,7 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <omp.h>
 
 #include "kernels/ops.h"
 #include "kernels/rng.h"
@@ -10,19 +11,18 @@
 /* Per-thread draw counter of the shuffle backend: each reduction or libm
  * call takes the next value as the `step` argument of krn_rng. */
 static _Thread_local uint64_t shuffle_draws;
-static int blas_threads_set = -1;
 
 int krn_cpu_from_ctx(krn_ctx *ctx, krn_cpu *be)
 {
     const krn_config *cfg = krn_ctx_config(ctx);
     be->kind = cfg->backend;
     be->seed = cfg->shuffle_seed;
+    be->threads = 1;
     switch (cfg->backend) {
     case KRN_BACKEND_CPU:
-        if (cfg->threads > 0 && cfg->threads != blas_threads_set) {
-            openblas_set_num_threads(cfg->threads);
-            blas_threads_set = cfg->threads;
-        }
+        be->threads = cfg->threads > 0 ? cfg->threads : omp_get_max_threads();
+        if (openblas_get_num_threads() != 1)
+            openblas_set_num_threads(1);
         return 0;
     case KRN_BACKEND_REF:
     case KRN_BACKEND_SHUFFLE:

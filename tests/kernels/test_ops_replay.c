@@ -495,7 +495,7 @@ static void test_chunk_order(void)
     x[1] = 1;
     x[KRN_GEMM_CHUNK] = 0x1p53;
     for (int k = 0; k < 3; k++) {
-        krn_cpu be = {(krn_backend_kind)k, 7};
+        krn_cpu be = {(krn_backend_kind)k, 7, 2};
         CHECK(krn_chunked_dot(&be, x, 1, NULL, 0, K) == 0x1p53 + 2);
     }
     double reversed = 0;
