@@ -40,8 +40,10 @@
 #include "kernels/site.h"
 
 /* Reduction chunk length, part of the numeric contract (docs/op-bounds.md):
- * a sum of K terms is split into ceil(K / KRN_GEMM_CHUNK) consecutive chunks. */
-#define KRN_GEMM_CHUNK 256
+ * a sum of K terms is split into ceil(K / KRN_GEMM_CHUNK) consecutive chunks.
+ * 128 keeps the log under 2 bytes per 1,000 outputs up to K = 3072
+ * (docs/bench-kernels.md). */
+#define KRN_GEMM_CHUNK 128
 
 /* ---- matmul ------------------------------------------------------------ */
 

@@ -167,6 +167,7 @@ void krn_col_norms(double *norms, const float *m, size_t rows, size_t cols)
 
 void krn_widen_rows(double *dst, double *norms, const float *src, size_t rows, size_t cols)
 {
+#pragma omp parallel for schedule(static) if (rows * cols >= (1u << 18))
     for (size_t i = 0; i < rows; i++) {
         const float *r = src + i * cols;
         double *d = dst + i * cols, s = 0;
