@@ -8,8 +8,12 @@
 
 /* Output tile of the chunked GEMM: the partial products of one tile stay in
  * cache while the chunks are added (bench/bench_gemm.c measured the size). */
+#ifndef KRN_TILE_M
 #define KRN_TILE_M 256
+#endif
+#ifndef KRN_TILE_N
 #define KRN_TILE_N 512
+#endif
 
 double krn_gamma(double k)
 {
@@ -56,8 +60,8 @@ static int gemm_tile(const krn_cpu *be, double *out, bool ta, const double *a, s
         }
         krn_cpu_gemm(be, part, nb, ta, ab, lda, tb, bb, ldb, mb, nb, kc);
         for (size_t i = 0; i < mb; i++) {
-            double *row = tile + i * n;
-            const double *prow = part + i * nb;
+            double *restrict row = tile + i * n;
+            const double *restrict prow = part + i * nb;
             for (size_t j = 0; j < nb; j++)
                 row[j] += prow[j];
         }
@@ -165,13 +169,23 @@ void krn_col_norms(double *norms, const float *m, size_t rows, size_t cols)
         norms[j] = sqrt(norms[j]);
 }
 
-void krn_widen_rows(double *dst, double *norms, const float *src, size_t rows, size_t cols)
+void krn_widen_rows(double *restrict dst, double *restrict norms, const float *restrict src,
+                    size_t rows, size_t cols)
 {
-#pragma omp parallel for schedule(static) if (rows * cols >= (1u << 18))
     for (size_t i = 0; i < rows; i++) {
         const float *r = src + i * cols;
-        double *d = dst + i * cols, s = 0;
-        for (size_t j = 0; j < cols; j++) {
+        double *d = dst + i * cols;
+        /* eight partial sums so the loop vectorises (the order of a band's
+         * own sum is free: the margin covers its rounding) */
+        double acc[8] = {0};
+        size_t j = 0;
+        for (; j + 8 <= cols; j += 8)
+            for (int k = 0; k < 8; k++) {
+                d[j + k] = r[j + k];
+                acc[k] += d[j + k] * d[j + k];
+            }
+        double s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+        for (; j < cols; j++) {
             d[j] = r[j];
             s += d[j] * d[j];
         }

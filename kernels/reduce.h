@@ -67,7 +67,8 @@ void krn_col_norms(double *norms, const float *m, size_t rows, size_t cols);
 
 /* FP64 copy of a row-major float matrix and, in the same pass, the
  * Euclidean norm of each row (norms may be NULL). */
-void krn_widen_rows(double *dst, double *norms, const float *src, size_t rows, size_t cols);
+void krn_widen_rows(double *restrict dst, double *restrict norms, const float *restrict src,
+                    size_t rows, size_t cols);
 
 /* Per-thread scratch buffers for the ops' large FP64 temporaries, kept and
  * grown across calls so a step does not fault in fresh pages for every op.
