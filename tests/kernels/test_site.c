@@ -201,6 +201,19 @@ static void test_threads(void)
     CHECK(s1 && s4 && s1->count == s4->count);
     if (s1 && s4 && s1->count == s4->count)
         CHECK_MEM(s1->entries, s4->entries, s1->count * sizeof *s1->entries);
+    /* the failure reported is the one at the lowest index, whichever
+     * thread meets which first */
+    for (int rep = 0; rep < 5; rep++) {
+        double keep1 = f.x[250000], keep2 = f.x[100001];
+        f.x[250000] = NAN;
+        f.x[100001] = INFINITY;
+        CHECK(krn_step_begin(c4, 2, l4) == 0);
+        CHECK(krn_site(c4, "t", o4, f.x, n, &band) == OVT_ENUMERIC);
+        CHECK_MSG(strstr(ovt_errmsg(), "element 100001:") != NULL, "%s", ovt_errmsg());
+        CHECK(krn_step_end(c4, NULL) == 0);
+        f.x[250000] = keep1;
+        f.x[100001] = keep2;
+    }
     krn_ctx_free(c1);
     krn_ctx_free(c4);
     krn_rlog_free(l1);
