@@ -390,8 +390,113 @@ static void test_errors(void)
     krn_rlog_free(log);
 }
 
+/* The sites' fast path is a second implementation of grid rounding: it must
+ * agree with krn_grid_round (checked against oracles in test_grid) on every
+ * kind of input, in every mode, for every b, zeros written as +0. */
+static void test_fast_path_agrees(void)
+{
+    const size_t n = 120000;
+    double *x = malloc(n * sizeof *x), *a = malloc(n * sizeof *a);
+    float *out = malloc(n * sizeof *out);
+    for (int b = KRN_GRID_BITS_MIN; b <= KRN_GRID_BITS_MAX; b++) {
+        int p = b - 8;
+        for (size_t k = 0; k < n; k++) {
+            uint64_t r = krn_rng_u64(31, (uint64_t)b, KRN_RNG_TEST, k);
+            double u = uni(32 + (uint64_t)b, k);
+            int e = (int)(r % 300) - 170; /* past both ends of the FP32 range */
+            double g = ldexp(floor(ldexp(1.0 + u, p - 1)), e - p + 1);
+            double step = ldexp(1.0, e - p + 1);
+            switch ((r >> 16) % 6) {
+            case 0: x[k] = g; break;                                 /* a grid value */
+            case 1: x[k] = g + step / 2; break;                      /* an exact tie */
+            case 2: x[k] = nextafter(g + step / 2, (r >> 20) & 1 ? 0 : INFINITY); break;
+            case 3: x[k] = ldexp(1.0, e) * (1.0 + ldexp(u, -p - 3)); break; /* just above 2^e */
+            case 4: x[k] = ldexp(1.0, e) * (1.0 - ldexp(u, -p - 3)); break; /* just below */
+            default: x[k] = ldexp(1.0 + u, e); break;
+            }
+            if (fabs(x[k]) >= 0x1p127)
+                x[k] = ldexp(x[k], -60);
+            if ((r >> 24) & 1)
+                x[k] = -x[k];
+            a[k] = fabs(x[k]) * ldexp(1.0, -(int)((r >> 32) % 40)); /* from wide to narrow */
+        }
+        krn_band band = {.kind = KRN_BAND_ARRAY, .scale = 1.0, .a = a};
+        for (int mode = 0; mode < 3; mode++) {
+            krn_rlog *log = krn_rlog_new();
+            krn_ctx *ctx = new_ctx((krn_mode)mode, b, 2);
+            krn_rlog_reset(log, 3);
+            CHECK(krn_step_begin(ctx, 3, log) == 0);
+            int rc = krn_site(ctx, "agree", out, x, n, mode == KRN_REPLAY ? NULL : &band);
+            CHECK_MSG(rc == 0, "%s", ovt_errmsg());
+            CHECK(krn_step_end(ctx, NULL) == 0);
+            size_t bad = 0;
+            for (size_t k = 0; k < n; k++) {
+                float want = krn_grid_round(x[k], b);
+                if (want == 0.0f)
+                    want = 0.0f;
+                bad += fbits(out[k]) != fbits(want);
+            }
+            CHECK_MSG(bad == 0, "b=%d mode %d: %zu outputs differ from krn_grid_round", b, mode, bad);
+            krn_ctx_free(ctx);
+            krn_rlog_free(log);
+        }
+    }
+    free(x);
+    free(a);
+    free(out);
+}
+
+/* Just above a binade edge 2^e the nearest midpoint can be the one of the
+ * finer grid below the edge: x = 2^e + q/16 is 7q/16 from its own interval's
+ * midpoint but 5q/16 from 2^e - q/4. With tau = 3q/8 the trainer must log it
+ * (a value entry: tau > s/16), and x' = x - 0.99 tau, on the other side of
+ * that midpoint, must replay to the same output. */
+static void test_binade_edge(void)
+{
+    for (int b = KRN_GRID_BITS_MIN; b <= KRN_GRID_BITS_MAX; b += 2) {
+        int p = b - 8;
+        enum { N = 200 };
+        double x[N], x2[N], a[N];
+        float o1[N], o2[N], o3[N];
+        for (int k = 0; k < N; k++) {
+            int e = -120 + k;
+            double q = ldexp(1.0, e - p + 1);
+            double sign = k % 2 ? -1.0 : 1.0;
+            x[k] = sign * (ldexp(1.0, e) + q / 16);
+            a[k] = 3 * q / 8;
+            x2[k] = x[k] - sign * 0.99 * a[k];
+        }
+        krn_band band = {.kind = KRN_BAND_ARRAY, .scale = 1.0, .a = a};
+        krn_rlog *log = krn_rlog_new();
+        krn_ctx *rec = new_ctx(KRN_RECORD, b, 1), *rep = new_ctx(KRN_REPLAY, b, 1),
+                *abl = new_ctx(KRN_NEAREST, b, 1);
+        CHECK(krn_step_begin(rec, 1, log) == 0 && krn_site(rec, "edge", o1, x, N, &band) == 0);
+        krn_stats st;
+        CHECK(krn_step_end(rec, &st) == 0);
+        CHECK_EQ_U64(st.logged, N);
+        CHECK_EQ_U64(st.wide, N);
+        CHECK(krn_step_begin(rep, 1, log) == 0 && krn_site(rep, "edge", o2, x2, N, &band) == 0);
+        CHECK(krn_step_end(rep, NULL) == 0);
+        CHECK(krn_step_begin(abl, 1, NULL) == 0 && krn_site(abl, "edge", o3, x2, N, &band) == 0);
+        CHECK(krn_step_end(abl, NULL) == 0);
+        int same = 0, nearest_same = 0;
+        for (int k = 0; k < N; k++) {
+            same += fbits(o1[k]) == fbits(o2[k]);
+            nearest_same += fbits(o1[k]) == fbits(o3[k]);
+        }
+        CHECK_MSG(same == N, "b=%d: %d of %d replayed outputs agree", b, same, N);
+        CHECK(nearest_same == 0);
+        krn_ctx_free(rec);
+        krn_ctx_free(rep);
+        krn_ctx_free(abl);
+        krn_rlog_free(log);
+    }
+}
+
 int main(void)
 {
+    test_binade_edge();
+    test_fast_path_agrees();
     for (int b = KRN_GRID_BITS_MIN; b <= KRN_GRID_BITS_MAX; b++)
         test_replay_matches(b, 20000 + (size_t)b, 1, (uint64_t)b);
     test_replay_matches(32, 200000, 2, 99);
