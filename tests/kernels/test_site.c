@@ -210,7 +210,7 @@ static void test_threads(void)
         CHECK(krn_step_begin(c4, 2, l4) == 0);
         CHECK(krn_site(c4, "t", o4, f.x, n, &band) == OVT_ENUMERIC);
         CHECK_MSG(strstr(ovt_errmsg(), "element 100001:") != NULL, "%s", ovt_errmsg());
-        CHECK(krn_step_end(c4, NULL) == 0);
+        CHECK(krn_step_end(c4, NULL) == OVT_ENUMERIC);
         f.x[250000] = keep1;
         f.x[100001] = keep2;
     }
@@ -256,16 +256,20 @@ static void test_bands(void)
     krn_rlog *log = krn_rlog_new();
     float out[6];
     double x[6] = {0};
-    CHECK(krn_step_begin(ctx, 0, log) == 0);
     krn_band bad = {.kind = KRN_BAND_OUTER, .scale = 1, .a = rows, .b = cols, .cols = 4};
+    CHECK(krn_step_begin(ctx, 0, log) == 0);
     CHECK(krn_site(ctx, "bad", out, x, 6, &bad) == OVT_EINVAL);
+    CHECK(krn_step_end(ctx, NULL) == OVT_EINVAL);
     krn_band bad2 = {.kind = KRN_BAND_ARRAY, .scale = 1};
+    CHECK(krn_step_begin(ctx, 0, log) == 0);
     CHECK(krn_site(ctx, "bad", out, x, 6, &bad2) == OVT_EINVAL);
+    CHECK(krn_step_end(ctx, NULL) == OVT_EINVAL);
     double nan_a[6] = {1, 1, NAN, 1, 1, 1};
     krn_band bad3 = {.kind = KRN_BAND_ARRAY, .scale = 1, .a = nan_a};
+    CHECK(krn_step_begin(ctx, 0, log) == 0);
     CHECK(krn_site(ctx, "nanband", out, x, 6, &bad3) == OVT_EINVAL);
     CHECK(strstr(ovt_errmsg(), "element 2") != NULL);
-    CHECK(krn_step_end(ctx, NULL) == 0);
+    CHECK(krn_step_end(ctx, NULL) == OVT_EINVAL);
     krn_ctx_free(ctx);
     krn_rlog_free(log);
 }
@@ -370,13 +374,21 @@ static void test_errors(void)
     CHECK(krn_site(ctx, "ok", out, x, 2, &band) == 0);
     CHECK(krn_site(ctx, "attn.softmax", out, x, 4, &band) == OVT_ENUMERIC);
     CHECK_MSG(strstr(ovt_errmsg(), "site 1 (attn.softmax) element 2") != NULL, "%s", ovt_errmsg());
+    /* the step has failed: later sites refuse, the end reports it */
+    CHECK(krn_site(ctx, "later", out, x, 2, &band) == OVT_ENUMERIC);
+    CHECK(strstr(ovt_errmsg(), "later not run") && strstr(ovt_errmsg(), "attn.softmax"));
+    CHECK(krn_step_end(ctx, NULL) == OVT_ENUMERIC);
+    CHECK(strstr(ovt_errmsg(), "site 1 (attn.softmax) element 2") != NULL);
+    CHECK(krn_step_end(ctx, NULL) == OVT_EINVAL);
     x[2] = 1e39;
+    CHECK(krn_step_begin(ctx, 10, log) == 0);
     CHECK(krn_site(ctx, "big", out, x, 4, NULL) == OVT_ENUMERIC);
     CHECK(strstr(ovt_errmsg(), "largest finite") != NULL);
+    CHECK(krn_step_end(ctx, NULL) == OVT_ENUMERIC);
     x[2] = -INFINITY;
+    CHECK(krn_step_begin(ctx, 10, log) == 0);
     CHECK(krn_site(ctx, "inf", out, x, 4, NULL) == OVT_ENUMERIC);
-    CHECK(krn_step_end(ctx, NULL) == 0);
-    CHECK(krn_step_end(ctx, NULL) == OVT_EINVAL);
+    CHECK(krn_step_end(ctx, NULL) == OVT_ENUMERIC);
     /* zeros are written as +0 in every mode */
     double z[3] = {-0.0, -1e-300, -0x1p-151};
     CHECK(krn_step_begin(ctx, 11, log) == 0);
