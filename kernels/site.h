@@ -6,13 +6,16 @@
  * execution order, starting at 0 each step), rounds every element to the grid
  * and, depending on the mode:
  *   KRN_RECORD   (trainer)  rounds to nearest and logs every element whose
- *                           distance to the nearest midpoint is <= tau;
+ *                           distance to the nearest midpoint is <= tau (a
+ *                           direction, or the value itself where tau is wide
+ *                           against the grid step);
  *   KRN_REPLAY   (verifier) applies the step's log: a logged element takes
  *                           the logged result if the verifier's own value is
  *                           within 2*tau of it (else the log is fraudulent,
  *                           OVT_EFRAUD), every other element rounds to nearest;
  *   KRN_NEAREST  (ablation) rounds to nearest, ignores bands, logs nothing.
- * A non-finite value fails the step with OVT_ENUMERIC, naming the site. */
+ * A non-finite value fails the step with OVT_ENUMERIC, naming the site.
+ * The exact rules, and why they make replay exact: docs/numeric-contract.md. */
 
 #include <stddef.h>
 #include <stdint.h>
