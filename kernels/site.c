@@ -7,9 +7,9 @@
  * elements the fast path cannot settle (within the band of a midpoint, a
  * band wide compared with the grid step, zero, subnormal, near overflow,
  * non-finite, exact ties) go through krn_grid_locate. Large sites are split
- * into one contiguous range per thread; each thread collects the entries of
- * its range, and the ranges are appended to the log in order, so the log
- * does not depend on the thread count. */
+ * into fixed chunks run on the ctx's thread pool (pool.h); each chunk
+ * collects its own entries, and the chunks are appended to the log in order,
+ * so the log does not depend on the thread count or on scheduling. */
 #include "kernels/site.h"
 
 #include <math.h>
@@ -19,45 +19,43 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include <pthread.h>
 
 #include "kernels/grid.h"
 #include "kernels/grid_bits.h"
+#include "kernels/pool.h"
 
 /* Elements per block: the band of a block is computed into a small buffer,
  * then the block is rounded. */
 #define SITE_BLOCK 1024
-/* Below this many elements a site runs on the calling thread. */
+/* Elements per chunk of a large site (a unit of work for the pool), and the
+ * smallest site that is split. */
+#define SITE_CHUNK 32768
 #define SITE_PARALLEL_MIN 65536
 #define SITE_MAX_THREADS 64
 
-/* The first failure inside one thread's range, carried back to the caller
- * (error messages are per thread). */
-typedef struct {
-    int code;
-    size_t index;
-    char msg[400];
-} range_error;
-
-/* Entries found by one thread, in index order. */
+/* Entries found in one chunk, in index order, and the chunk's counts. */
 typedef struct {
     krn_rlog_entry *entries;
     size_t count;
     size_t cap;
-} entry_buf;
+    uint64_t wide;
+} chunk_out;
 
 struct krn_ctx {
     krn_config cfg;
     int nthreads;
+    krn_pool *pool; /* created on the first site large enough to split */
     bool in_step;
+    int failed;            /* the code of the site that failed this step, or 0 */
+    char failed_msg[480];  /* and its message */
     uint64_t step;
     krn_rlog *log;
     uint32_t next_site;
     size_t replay_next; /* REPLAY: the next log site not yet matched */
     krn_stats stats;
-    entry_buf bufs[SITE_MAX_THREADS];
+    chunk_out *chunks;
+    size_t chunks_cap;
 };
 
 /* What one call of krn_site works on, shared by the threads. */
@@ -70,7 +68,12 @@ typedef struct {
     size_t n;
     const krn_band *band; /* NULL: exact site */
     bool record;          /* log entries (RECORD with a band) */
-    uint64_t wide;        /* entries that are values (summed after the threads) */
+    uint64_t wide;        /* entries that are values */
+    /* the failure at the lowest element index (messages are per thread) */
+    pthread_mutex_t err_mu;
+    int err_code;
+    size_t err_index;
+    char err_msg[400];
 } site_job;
 
 int krn_ctx_new(krn_ctx **out, const krn_config *cfg)
@@ -87,15 +90,7 @@ int krn_ctx_new(krn_ctx **out, const krn_config *cfg)
     if (ctx == NULL)
         return ovt_fail(OVT_ENOMEM, "out of memory for a kernels context");
     ctx->cfg = *cfg;
-    int threads = cfg->threads;
-#ifdef _OPENMP
-    if (threads == 0)
-        threads = omp_get_max_threads();
-#else
-    threads = 1;
-#endif
-    if (threads < 1)
-        threads = 1;
+    int threads = cfg->threads ? cfg->threads : krn_cpu_count();
     if (threads > SITE_MAX_THREADS)
         threads = SITE_MAX_THREADS;
     ctx->nthreads = threads;
@@ -107,8 +102,10 @@ void krn_ctx_free(krn_ctx *ctx)
 {
     if (ctx == NULL)
         return;
-    for (int t = 0; t < SITE_MAX_THREADS; t++)
-        free(ctx->bufs[t].entries);
+    krn_pool_free(ctx->pool);
+    for (size_t c = 0; c < ctx->chunks_cap; c++)
+        free(ctx->chunks[c].entries);
+    free(ctx->chunks);
     free(ctx);
 }
 
@@ -135,6 +132,7 @@ int krn_step_begin(krn_ctx *ctx, uint64_t step, krn_rlog *log)
     ctx->next_site = 0;
     ctx->replay_next = 0;
     memset(&ctx->stats, 0, sizeof ctx->stats);
+    ctx->failed = 0;
     ctx->in_step = true;
     return 0;
 }
@@ -148,6 +146,8 @@ int krn_step_end(krn_ctx *ctx, krn_stats *stats)
     ctx->in_step = false;
     if (stats != NULL)
         *stats = ctx->stats;
+    if (ctx->failed < 0)
+        return ovt_fail(ctx->failed, "%s", ctx->failed_msg);
     if (ctx->cfg.mode == KRN_REPLAY && ctx->replay_next < krn_rlog_nsites(ctx->log)) {
         const krn_rlog_site *s = krn_rlog_site_at(ctx->log, ctx->replay_next);
         return ovt_fail(OVT_EFRAUD,
@@ -349,30 +349,44 @@ static int settle(const site_job *job, size_t i, double tau, krn_rlog_entry *ent
     return 1;
 }
 
-static int buf_push(entry_buf *buf, const krn_rlog_entry *e)
+static int chunk_push(chunk_out *co, const krn_rlog_entry *e)
 {
-    if (buf->count == buf->cap) {
-        size_t cap = buf->cap ? 2 * buf->cap : 256;
-        krn_rlog_entry *p = realloc(buf->entries, cap * sizeof *p);
+    if (co->count == co->cap) {
+        size_t cap = co->cap ? 2 * co->cap : 64;
+        krn_rlog_entry *p = realloc(co->entries, cap * sizeof *p);
         if (p == NULL)
             return ovt_fail(OVT_ENOMEM, "out of memory for %zu rounding-log entries", cap);
-        buf->entries = p;
-        buf->cap = cap;
+        co->entries = p;
+        co->cap = cap;
     }
-    buf->entries[buf->count++] = *e;
+    co->entries[co->count++] = *e;
+    co->wide += e->dir == KRN_DIR_VALUE;
     return 0;
 }
 
-/* Rounds elements [i0, i1) of the job, collecting entries into buf. */
-static int run_range(site_job *job, size_t i0, size_t i1, entry_buf *buf, uint64_t *wide,
-                     range_error *err)
+/* Keeps the failure with the lowest element index, whatever thread saw it. */
+static void job_fail(site_job *job, size_t i, int code)
+{
+    pthread_mutex_lock(&job->err_mu);
+    if (job->err_code == 0 || i < job->err_index) {
+        job->err_code = code;
+        job->err_index = i;
+        snprintf(job->err_msg, sizeof job->err_msg, "%s", ovt_errmsg());
+    }
+    pthread_mutex_unlock(&job->err_mu);
+}
+
+/* Rounds elements [i0, i1) of the job, collecting entries into co. Stops at
+ * the first failure, which it records in the job. */
+static void run_range(site_job *job, size_t i0, size_t i1, chunk_out *co)
 {
     double tau[SITE_BLOCK];
     uint8_t flag[SITE_BLOCK];
     uint32_t cand[SITE_BLOCK];
     int b = job->ctx->cfg.grid_bits;
-    bool banded = !band_is_zero(job->band) && job->record;
-    buf->count = 0;
+    bool banded = job->record;
+    co->count = 0;
+    co->wide = 0;
     for (size_t b0 = i0; b0 < i1; b0 += SITE_BLOCK) {
         size_t len = i1 - b0 < SITE_BLOCK ? i1 - b0 : SITE_BLOCK;
         if (banded) {
@@ -386,59 +400,66 @@ static int run_range(site_job *job, size_t i0, size_t i1, entry_buf *buf, uint64
             size_t i = b0 + cand[k];
             krn_rlog_entry e;
             int rc = settle(job, i, banded ? tau[cand[k]] : 0.0, &e);
-            if (rc == 1) {
-                *wide += e.dir == KRN_DIR_VALUE;
-                rc = buf_push(buf, &e);
-            }
+            if (rc == 1)
+                rc = chunk_push(co, &e);
             if (rc < 0) {
-                err->code = rc;
-                err->index = i;
-                snprintf(err->msg, sizeof err->msg, "%s", ovt_errmsg());
-                return rc;
+                job_fail(job, i, rc);
+                return;
             }
         }
     }
+}
+
+static void run_chunk(void *arg, size_t c)
+{
+    site_job *job = arg;
+    size_t i0 = c * SITE_CHUNK;
+    size_t i1 = job->n - i0 < SITE_CHUNK ? job->n : i0 + SITE_CHUNK;
+    run_range(job, i0, i1, &job->ctx->chunks[c]);
+}
+
+/* Makes room for the per-chunk results of a site of nchunks chunks. */
+static int reserve_chunks(krn_ctx *ctx, size_t nchunks)
+{
+    if (nchunks <= ctx->chunks_cap)
+        return 0;
+    chunk_out *p = realloc(ctx->chunks, nchunks * sizeof *p);
+    if (p == NULL)
+        return ovt_fail(OVT_ENOMEM, "out of memory for %zu chunks", nchunks);
+    memset(p + ctx->chunks_cap, 0, (nchunks - ctx->chunks_cap) * sizeof *p);
+    ctx->chunks = p;
+    ctx->chunks_cap = nchunks;
     return 0;
 }
 
-/* Runs the job over all elements, on several threads when it is large, and
- * appends the entries to the log in index order. */
+/* Runs the job over all elements, in chunks on the pool when it is large,
+ * and appends the entries to the log in index order. */
 static int run_job(site_job *job)
 {
     krn_ctx *ctx = job->ctx;
-    int threads = job->n >= SITE_PARALLEL_MIN ? ctx->nthreads : 1;
-    range_error errs[SITE_MAX_THREADS];
-    uint64_t wide[SITE_MAX_THREADS];
-    int rcs[SITE_MAX_THREADS];
-    for (int t = 0; t < threads; t++) {
-        errs[t] = (range_error){0};
-        wide[t] = 0;
-        rcs[t] = 0;
-    }
-    if (threads == 1) {
-        rcs[0] = run_range(job, 0, job->n, &ctx->bufs[0], &wide[0], &errs[0]);
-    } else {
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(threads) schedule(static, 1)
-#endif
-        for (int t = 0; t < threads; t++) {
-            size_t i0 = job->n / (size_t)threads * (size_t)t;
-            size_t i1 = t == threads - 1 ? job->n : job->n / (size_t)threads * (size_t)(t + 1);
-            rcs[t] = run_range(job, i0, i1, &ctx->bufs[t], &wide[t], &errs[t]);
-        }
-    }
-    /* The failure at the lowest index wins, whatever the thread count. */
-    for (int t = 0; t < threads; t++)
-        if (rcs[t] < 0)
-            return ovt_fail(errs[t].code, "%s", errs[t].msg);
-    for (int t = 0; t < threads; t++) {
-        job->wide += wide[t];
-        if (job->record && ctx->bufs[t].count > 0) {
-            int rc = krn_rlog_add_site(ctx->log, job->site, job->n, ctx->bufs[t].entries,
-                                       ctx->bufs[t].count);
+    bool split = job->n >= SITE_PARALLEL_MIN && ctx->nthreads > 1;
+    size_t nchunks = split ? (job->n + SITE_CHUNK - 1) / SITE_CHUNK : 1;
+    int rc = reserve_chunks(ctx, nchunks);
+    if (rc == 0 && split && ctx->pool == NULL)
+        rc = krn_pool_new(&ctx->pool, ctx->nthreads);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_init(&job->err_mu, NULL);
+    if (split)
+        krn_pool_run(ctx->pool, nchunks, run_chunk, job);
+    else
+        run_range(job, 0, job->n, &ctx->chunks[0]);
+    pthread_mutex_destroy(&job->err_mu);
+    if (job->err_code < 0)
+        return ovt_fail(job->err_code, "%s", job->err_msg);
+    for (size_t c = 0; c < nchunks; c++) {
+        chunk_out *co = &ctx->chunks[c];
+        job->wide += co->wide;
+        if (job->record && co->count > 0) {
+            rc = krn_rlog_add_site(ctx->log, job->site, job->n, co->entries, co->count);
             if (rc < 0)
                 return rc;
-            ctx->stats.logged += ctx->bufs[t].count;
+            ctx->stats.logged += co->count;
         }
     }
     return 0;
@@ -510,11 +531,9 @@ static int apply_entry(site_job *job, const krn_rlog_entry *e)
     return 0;
 }
 
-int krn_site(krn_ctx *ctx, const char *name, float *out, const double *x, size_t n,
-             const krn_band *band)
+static int site_run(krn_ctx *ctx, const char *name, float *out, const double *x, size_t n,
+                    const krn_band *band)
 {
-    if (!ctx->in_step)
-        return ovt_fail(OVT_EINVAL, "site %s executed outside a step", name);
     int rc = band_check(band, n);
     if (rc < 0)
         return ovt_fail_wrap(rc, "step %llu site %u (%s)", (unsigned long long)ctx->step,
@@ -563,4 +582,21 @@ int krn_site(krn_ctx *ctx, const char *name, float *out, const double *x, size_t
     }
     ctx->stats.wide += job.wide;
     return 0;
+}
+
+int krn_site(krn_ctx *ctx, const char *name, float *out, const double *x, size_t n,
+             const krn_band *band)
+{
+    if (!ctx->in_step)
+        return ovt_fail(OVT_EINVAL, "site %s executed outside a step", name);
+    if (ctx->failed < 0)
+        return ovt_fail(ctx->failed, "site %s not run: %s", name, ctx->failed_msg);
+    int rc = site_run(ctx, name, out, x, n, band);
+    if (rc < 0) {
+        /* The step has failed: later sites of it refuse to run, and
+         * krn_step_end reports this failure again. */
+        ctx->failed = rc;
+        snprintf(ctx->failed_msg, sizeof ctx->failed_msg, "%s", ovt_errmsg());
+    }
+    return rc;
 }

@@ -201,6 +201,19 @@ static void test_threads(void)
     CHECK(s1 && s4 && s1->count == s4->count);
     if (s1 && s4 && s1->count == s4->count)
         CHECK_MEM(s1->entries, s4->entries, s1->count * sizeof *s1->entries);
+    /* the failure reported is the one at the lowest index, whichever
+     * thread meets which first */
+    for (int rep = 0; rep < 5; rep++) {
+        double keep1 = f.x[250000], keep2 = f.x[100001];
+        f.x[250000] = NAN;
+        f.x[100001] = INFINITY;
+        CHECK(krn_step_begin(c4, 2, l4) == 0);
+        CHECK(krn_site(c4, "t", o4, f.x, n, &band) == OVT_ENUMERIC);
+        CHECK_MSG(strstr(ovt_errmsg(), "element 100001:") != NULL, "%s", ovt_errmsg());
+        CHECK(krn_step_end(c4, NULL) == OVT_ENUMERIC);
+        f.x[250000] = keep1;
+        f.x[100001] = keep2;
+    }
     krn_ctx_free(c1);
     krn_ctx_free(c4);
     krn_rlog_free(l1);
@@ -243,16 +256,20 @@ static void test_bands(void)
     krn_rlog *log = krn_rlog_new();
     float out[6];
     double x[6] = {0};
-    CHECK(krn_step_begin(ctx, 0, log) == 0);
     krn_band bad = {.kind = KRN_BAND_OUTER, .scale = 1, .a = rows, .b = cols, .cols = 4};
+    CHECK(krn_step_begin(ctx, 0, log) == 0);
     CHECK(krn_site(ctx, "bad", out, x, 6, &bad) == OVT_EINVAL);
+    CHECK(krn_step_end(ctx, NULL) == OVT_EINVAL);
     krn_band bad2 = {.kind = KRN_BAND_ARRAY, .scale = 1};
+    CHECK(krn_step_begin(ctx, 0, log) == 0);
     CHECK(krn_site(ctx, "bad", out, x, 6, &bad2) == OVT_EINVAL);
+    CHECK(krn_step_end(ctx, NULL) == OVT_EINVAL);
     double nan_a[6] = {1, 1, NAN, 1, 1, 1};
     krn_band bad3 = {.kind = KRN_BAND_ARRAY, .scale = 1, .a = nan_a};
+    CHECK(krn_step_begin(ctx, 0, log) == 0);
     CHECK(krn_site(ctx, "nanband", out, x, 6, &bad3) == OVT_EINVAL);
     CHECK(strstr(ovt_errmsg(), "element 2") != NULL);
-    CHECK(krn_step_end(ctx, NULL) == 0);
+    CHECK(krn_step_end(ctx, NULL) == OVT_EINVAL);
     krn_ctx_free(ctx);
     krn_rlog_free(log);
 }
@@ -357,13 +374,21 @@ static void test_errors(void)
     CHECK(krn_site(ctx, "ok", out, x, 2, &band) == 0);
     CHECK(krn_site(ctx, "attn.softmax", out, x, 4, &band) == OVT_ENUMERIC);
     CHECK_MSG(strstr(ovt_errmsg(), "site 1 (attn.softmax) element 2") != NULL, "%s", ovt_errmsg());
+    /* the step has failed: later sites refuse, the end reports it */
+    CHECK(krn_site(ctx, "later", out, x, 2, &band) == OVT_ENUMERIC);
+    CHECK(strstr(ovt_errmsg(), "later not run") && strstr(ovt_errmsg(), "attn.softmax"));
+    CHECK(krn_step_end(ctx, NULL) == OVT_ENUMERIC);
+    CHECK(strstr(ovt_errmsg(), "site 1 (attn.softmax) element 2") != NULL);
+    CHECK(krn_step_end(ctx, NULL) == OVT_EINVAL);
     x[2] = 1e39;
+    CHECK(krn_step_begin(ctx, 10, log) == 0);
     CHECK(krn_site(ctx, "big", out, x, 4, NULL) == OVT_ENUMERIC);
     CHECK(strstr(ovt_errmsg(), "largest finite") != NULL);
+    CHECK(krn_step_end(ctx, NULL) == OVT_ENUMERIC);
     x[2] = -INFINITY;
+    CHECK(krn_step_begin(ctx, 10, log) == 0);
     CHECK(krn_site(ctx, "inf", out, x, 4, NULL) == OVT_ENUMERIC);
-    CHECK(krn_step_end(ctx, NULL) == 0);
-    CHECK(krn_step_end(ctx, NULL) == OVT_EINVAL);
+    CHECK(krn_step_end(ctx, NULL) == OVT_ENUMERIC);
     /* zeros are written as +0 in every mode */
     double z[3] = {-0.0, -1e-300, -0x1p-151};
     CHECK(krn_step_begin(ctx, 11, log) == 0);
@@ -377,8 +402,113 @@ static void test_errors(void)
     krn_rlog_free(log);
 }
 
+/* The sites' fast path is a second implementation of grid rounding: it must
+ * agree with krn_grid_round (checked against oracles in test_grid) on every
+ * kind of input, in every mode, for every b, zeros written as +0. */
+static void test_fast_path_agrees(void)
+{
+    const size_t n = 120000;
+    double *x = malloc(n * sizeof *x), *a = malloc(n * sizeof *a);
+    float *out = malloc(n * sizeof *out);
+    for (int b = KRN_GRID_BITS_MIN; b <= KRN_GRID_BITS_MAX; b++) {
+        int p = b - 8;
+        for (size_t k = 0; k < n; k++) {
+            uint64_t r = krn_rng_u64(31, (uint64_t)b, KRN_RNG_TEST, k);
+            double u = uni(32 + (uint64_t)b, k);
+            int e = (int)(r % 300) - 170; /* past both ends of the FP32 range */
+            double g = ldexp(floor(ldexp(1.0 + u, p - 1)), e - p + 1);
+            double step = ldexp(1.0, e - p + 1);
+            switch ((r >> 16) % 6) {
+            case 0: x[k] = g; break;                                 /* a grid value */
+            case 1: x[k] = g + step / 2; break;                      /* an exact tie */
+            case 2: x[k] = nextafter(g + step / 2, (r >> 20) & 1 ? 0 : INFINITY); break;
+            case 3: x[k] = ldexp(1.0, e) * (1.0 + ldexp(u, -p - 3)); break; /* just above 2^e */
+            case 4: x[k] = ldexp(1.0, e) * (1.0 - ldexp(u, -p - 3)); break; /* just below */
+            default: x[k] = ldexp(1.0 + u, e); break;
+            }
+            if (fabs(x[k]) >= 0x1p127)
+                x[k] = ldexp(x[k], -60);
+            if ((r >> 24) & 1)
+                x[k] = -x[k];
+            a[k] = fabs(x[k]) * ldexp(1.0, -(int)((r >> 32) % 40)); /* from wide to narrow */
+        }
+        krn_band band = {.kind = KRN_BAND_ARRAY, .scale = 1.0, .a = a};
+        for (int mode = 0; mode < 3; mode++) {
+            krn_rlog *log = krn_rlog_new();
+            krn_ctx *ctx = new_ctx((krn_mode)mode, b, 2);
+            krn_rlog_reset(log, 3);
+            CHECK(krn_step_begin(ctx, 3, log) == 0);
+            int rc = krn_site(ctx, "agree", out, x, n, mode == KRN_REPLAY ? NULL : &band);
+            CHECK_MSG(rc == 0, "%s", ovt_errmsg());
+            CHECK(krn_step_end(ctx, NULL) == 0);
+            size_t bad = 0;
+            for (size_t k = 0; k < n; k++) {
+                float want = krn_grid_round(x[k], b);
+                if (want == 0.0f)
+                    want = 0.0f;
+                bad += fbits(out[k]) != fbits(want);
+            }
+            CHECK_MSG(bad == 0, "b=%d mode %d: %zu outputs differ from krn_grid_round", b, mode, bad);
+            krn_ctx_free(ctx);
+            krn_rlog_free(log);
+        }
+    }
+    free(x);
+    free(a);
+    free(out);
+}
+
+/* Just above a binade edge 2^e the nearest midpoint can be the one of the
+ * finer grid below the edge: x = 2^e + q/16 is 7q/16 from its own interval's
+ * midpoint but 5q/16 from 2^e - q/4. With tau = 3q/8 the trainer must log it
+ * (a value entry: tau > s/16), and x' = x - 0.99 tau, on the other side of
+ * that midpoint, must replay to the same output. */
+static void test_binade_edge(void)
+{
+    for (int b = KRN_GRID_BITS_MIN; b <= KRN_GRID_BITS_MAX; b += 2) {
+        int p = b - 8;
+        enum { N = 200 };
+        double x[N], x2[N], a[N];
+        float o1[N], o2[N], o3[N];
+        for (int k = 0; k < N; k++) {
+            int e = -120 + k;
+            double q = ldexp(1.0, e - p + 1);
+            double sign = k % 2 ? -1.0 : 1.0;
+            x[k] = sign * (ldexp(1.0, e) + q / 16);
+            a[k] = 3 * q / 8;
+            x2[k] = x[k] - sign * 0.99 * a[k];
+        }
+        krn_band band = {.kind = KRN_BAND_ARRAY, .scale = 1.0, .a = a};
+        krn_rlog *log = krn_rlog_new();
+        krn_ctx *rec = new_ctx(KRN_RECORD, b, 1), *rep = new_ctx(KRN_REPLAY, b, 1),
+                *abl = new_ctx(KRN_NEAREST, b, 1);
+        CHECK(krn_step_begin(rec, 1, log) == 0 && krn_site(rec, "edge", o1, x, N, &band) == 0);
+        krn_stats st;
+        CHECK(krn_step_end(rec, &st) == 0);
+        CHECK_EQ_U64(st.logged, N);
+        CHECK_EQ_U64(st.wide, N);
+        CHECK(krn_step_begin(rep, 1, log) == 0 && krn_site(rep, "edge", o2, x2, N, &band) == 0);
+        CHECK(krn_step_end(rep, NULL) == 0);
+        CHECK(krn_step_begin(abl, 1, NULL) == 0 && krn_site(abl, "edge", o3, x2, N, &band) == 0);
+        CHECK(krn_step_end(abl, NULL) == 0);
+        int same = 0, nearest_same = 0;
+        for (int k = 0; k < N; k++) {
+            same += fbits(o1[k]) == fbits(o2[k]);
+            nearest_same += fbits(o1[k]) == fbits(o3[k]);
+        }
+        CHECK_MSG(same == N, "b=%d: %d of %d replayed outputs agree", b, same, N);
+        CHECK(nearest_same == 0);
+        krn_ctx_free(rec);
+        krn_ctx_free(rep);
+        krn_ctx_free(abl);
+        krn_rlog_free(log);
+    }
+}
+
 int main(void)
 {
+    test_binade_edge();
+    test_fast_path_agrees();
     for (int b = KRN_GRID_BITS_MIN; b <= KRN_GRID_BITS_MAX; b++)
         test_replay_matches(b, 20000 + (size_t)b, 1, (uint64_t)b);
     test_replay_matches(32, 200000, 2, 99);
