@@ -123,10 +123,14 @@ static void put_preimage(chain_abi_enc *enc, const chain_merkle_preimage *leaf)
     chain_abi_put_bytes32(enc, &leaf->log_hash);
 }
 
-static int check_round(unsigned round)
+/* Starts the calldata of a game move: runId, then the round it answers. */
+static int begin_move(chain_abi_enc *enc, const ovt_hash *run_id, unsigned round)
 {
+    chain_abi_enc_init(enc);
     if (round > 255)
         return ovt_fail(OVT_EINVAL, "round %u does not fit the contract's uint8", round);
+    chain_abi_put_bytes32(enc, run_id);
+    chain_abi_put_uint(enc, round);
     return 0;
 }
 
@@ -159,13 +163,10 @@ int chain_arb_encode_commit(chain_buf *out, const ovt_hash *run_id, const ovt_ha
 int chain_arb_encode_bisect(chain_buf *out, const ovt_hash *run_id, unsigned round, const ovt_hash *left,
                             const ovt_hash *right)
 {
-    int rc = check_round(round);
+    chain_abi_enc enc;
+    int rc = begin_move(&enc, run_id, round);
     if (rc != 0)
         return rc;
-    chain_abi_enc enc;
-    chain_abi_enc_init(&enc);
-    chain_abi_put_bytes32(&enc, run_id);
-    chain_abi_put_uint(&enc, round);
     chain_abi_put_bytes32(&enc, left);
     chain_abi_put_bytes32(&enc, right);
     return finish(&enc, out, "bisect(bytes32,uint8,bytes32,bytes32)");
@@ -176,13 +177,10 @@ int chain_arb_encode_reveal_leaf(chain_buf *out, const ovt_hash *run_id, unsigne
                                  const ovt_hash *proof, size_t nproof)
 {
     static const chain_merkle_preimage none;
-    int rc = check_round(round);
+    chain_abi_enc enc;
+    int rc = begin_move(&enc, run_id, round);
     if (rc != 0)
         return rc;
-    chain_abi_enc enc;
-    chain_abi_enc_init(&enc);
-    chain_abi_put_bytes32(&enc, run_id);
-    chain_abi_put_uint(&enc, round);
     put_preimage(&enc, leaf);
     put_preimage(&enc, previous ? previous : &none);
     chain_abi_put_bytes32_array(&enc, proof, proof ? nproof : 0);
