@@ -4,8 +4,8 @@
 /* C bindings of the arbitration contract (chain/contracts/OvtArbitration.sol,
  * documented in docs/contract.md): the embedded bytecode, calldata for every
  * call, decoders for the views and for every event, the off-chain runId and
- * EIP-712 commitment digest, and readable revert reasons. Sending goes
- * through the chain client (chain/arbitration_send.h). */
+ * EIP-712 commitment digest, readable revert reasons, and (at the end) the
+ * calls sent through the chain client's transaction manager (chain/txm.h). */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -13,6 +13,8 @@
 #include "chain/abi.h"
 #include "chain/keys.h"
 #include "chain/merkle.h"
+#include "chain/rpc.h"
+#include "chain/txm.h"
 #include "chain/types.h"
 #include "common/bytes.h"
 
@@ -258,5 +260,102 @@ void chain_arb_describe_revert(char *out, size_t cap, const uint8_t *data, size_
 /* The name of the custom error in revert data ("BadChildren"), or "" if it is
  * none of the contract's. Writes at most cap bytes. */
 void chain_arb_revert_name(char *out, size_t cap, const uint8_t *data, size_t len);
+
+/* --- talking to a deployed contract (chain/arbitration_tx.c) */
+
+/* The contract on one node. */
+typedef struct {
+    chain_rpc *rpc; /* borrowed */
+    chain_address address;
+    uint64_t chain_id;
+} chain_arb;
+
+/* Binds to the contract at address: reads the chain id and checks that there
+ * is code at the address. */
+int chain_arb_attach(chain_arb *arb, chain_rpc *rpc, const chain_address *address) OVT_MUST_USE;
+
+/* Deploys the embedded bytecode from m's account and binds arb to the new
+ * contract. receipt may be NULL; when given the caller frees it. */
+int chain_arb_deploy(chain_arb *arb, chain_txm *m, chain_receipt *receipt) OVT_MUST_USE;
+
+/* Each call below sends one transaction from m's account and waits for its
+ * receipt (m checks it with eth_call first: a call the contract would reject
+ * fails with OVT_EREVERT and the error's name in the message, and nothing is
+ * sent). receipt may be NULL; when given it is filled once mined (also for a
+ * transaction mined as reverted) and the caller frees it. */
+
+/* open(params); *run_id (may be NULL) is the id computed off chain, checked
+ * against the RunOpened event. */
+int chain_arb_open(const chain_arb *arb, chain_txm *m, const chain_arb_params *p, ovt_hash *run_id,
+                   chain_receipt *receipt) OVT_MUST_USE;
+
+/* commit(runId, root, sig) with the caller's bond (read from getRun). sig
+ * NULL: signs the commitment with m's key (sig_out, if not NULL, gets it). */
+int chain_arb_commit(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, const ovt_hash *root,
+                     const uint8_t sig[65], uint8_t sig_out[65], chain_receipt *receipt) OVT_MUST_USE;
+
+int chain_arb_bisect(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, unsigned round,
+                     const ovt_hash *left, const ovt_hash *right, chain_receipt *receipt) OVT_MUST_USE;
+int chain_arb_reveal_leaf(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, unsigned round,
+                          const chain_merkle_preimage *leaf, const chain_merkle_preimage *previous,
+                          const ovt_hash *proof, size_t nproof, chain_receipt *receipt) OVT_MUST_USE;
+int chain_arb_verdict(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, uint64_t step,
+                      chain_arb_outcome outcome, const ovt_hash *evidence, chain_receipt *receipt) OVT_MUST_USE;
+int chain_arb_timeout(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id,
+                      chain_receipt *receipt) OVT_MUST_USE;
+int chain_arb_withdraw(const chain_arb *arb, chain_txm *m, chain_receipt *receipt) OVT_MUST_USE;
+
+/* Any calldata with a value (NULL: 0), for calls the helpers above do not
+ * cover. */
+int chain_arb_send(const chain_arb *arb, chain_txm *m, const chain_u256 *value, const chain_buf *calldata,
+                   chain_receipt *receipt) OVT_MUST_USE;
+
+/* Views with eth_call at block ("latest" when NULL; a fixed block for a
+ * consistent read). An unknown run is OVT_EREVERT (UnknownRun). */
+int chain_arb_get_run(const chain_arb *arb, const ovt_hash *run_id, const char *block,
+                      chain_arb_params *out) OVT_MUST_USE;
+int chain_arb_get_game(const chain_arb *arb, const ovt_hash *run_id, const char *block,
+                       chain_arb_game *out) OVT_MUST_USE;
+int chain_arb_credit(const chain_arb *arb, const chain_address *account, const char *block,
+                     chain_u256 *out) OVT_MUST_USE;
+
+/* Decodes this contract's events in a receipt (logs of other contracts are
+ * skipped). *events is malloc'd (free()); *n may be 0. */
+int chain_arb_receipt_events(const chain_arb *arb, const chain_receipt *receipt, chain_arb_event **events,
+                             size_t *n) OVT_MUST_USE;
+
+/* This contract's events in blocks [from_block, to_block], of one run when
+ * run_id is not NULL (Withdrawn events have no run and are then left out). */
+int chain_arb_get_events(const chain_arb *arb, const ovt_hash *run_id, uint64_t from_block, uint64_t to_block,
+                         chain_arb_event **events, size_t *n) OVT_MUST_USE;
+
+/* --- one party's side of the game */
+
+/* Gives the preimage of leaf `index` of the caller's own run history. */
+typedef int (*chain_arb_preimage_fn)(void *ctx, uint64_t index, chain_merkle_preimage *out);
+
+/* The move due from one party (is_trainer: trainer, else auditor) in game g
+ * (as read with chain_arb_get_game), computed from its own tree: */
+typedef enum { CHAIN_ARB_MOVE_NONE = 0, CHAIN_ARB_MOVE_BISECT, CHAIN_ARB_MOVE_REVEAL } chain_arb_move_kind;
+typedef struct {
+    chain_arb_move_kind kind;
+    unsigned round;
+    ovt_hash left, right;              /* BISECT */
+    uint64_t step;                     /* REVEAL: j */
+    chain_merkle_preimage leaf;        /* REVEAL: the preimage of leaf j */
+    chain_merkle_preimage previous;    /* REVEAL: the preimage of leaf j-1 (j > 0) */
+    ovt_hash proof[64];                /* REVEAL: proof of leaf j-1, depth siblings */
+    unsigned nproof;
+} chain_arb_move;
+
+/* A pure function of the game: NONE when the party has already moved this
+ * round or nothing is due from it. Fails if the tree does not fit the game
+ * (its root is not the party's committed root). */
+int chain_arb_plan_move(chain_arb_move *out, const ovt_hash *run_id, const chain_arb_game *g, int is_trainer,
+                        const chain_merkle *tree, chain_arb_preimage_fn preimage, void *ctx) OVT_MUST_USE;
+
+/* Sends a planned move (nothing for NONE). */
+int chain_arb_send_move(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, const chain_arb_move *move,
+                        chain_receipt *receipt) OVT_MUST_USE;
 
 #endif
