@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "chain/cli.h"
 #include "cli/commands.h"
 
 static int cmd_version(int argc, char **argv);
@@ -11,6 +12,7 @@ static int cmd_help(int argc, char **argv);
 const struct ovt_command ovt_commands[] = {
     {"help", "show this help, or a command's help (ovt help COMMAND)", cmd_help},
     {"version", "print the version", cmd_version},
+    {"keys", "create a keystore or show its address (new, address)", chain_cmd_keys},
     {NULL, NULL, NULL},
 };
 
