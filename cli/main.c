@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "chain/arbitration_cli.h"
 #include "chain/cli.h"
 #include "cli/commands.h"
 
@@ -13,6 +14,7 @@ const struct ovt_command ovt_commands[] = {
     {"help", "show this help, or a command's help (ovt help COMMAND)", cmd_help},
     {"version", "print the version", cmd_version},
     {"keys", "create a keystore or show its address (new, address)", chain_cmd_keys},
+    {"deploy", "deploy the arbitration contract", chain_cmd_deploy},
     {NULL, NULL, NULL},
 };
 
