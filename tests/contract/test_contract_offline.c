@@ -591,6 +591,71 @@ static void test_names(void)
     CHECK(name[0] == '\0');
 }
 
+/* View results and moves with bad input: clear errors, zeroed outputs. */
+static void test_malformed(void)
+{
+    uint8_t words[14 * 32];
+    memset(words, 0, sizeof words);
+    chain_arb_game g;
+    CHECK(chain_arb_decode_game(&g, words, sizeof words) == 0);
+    CHECK(chain_arb_decode_game(&g, words, sizeof words - 1) == OVT_EFORMAT);
+    words[31] = 6; /* phase beyond Settled */
+    CHECK(chain_arb_decode_game(&g, words, sizeof words) == OVT_EFORMAT);
+    CHECK(g.phase == CHAIN_ARB_PHASE_NONE);
+    words[31] = 2;
+    words[63] = 13; /* outcome beyond TrainerAbsent */
+    CHECK(chain_arb_decode_game(&g, words, sizeof words) == OVT_EFORMAT);
+    words[63] = 0;
+    words[2 * 32 + 30] = 1; /* round 256 does not fit uint8 */
+    CHECK(chain_arb_decode_game(&g, words, sizeof words) == OVT_EFORMAT);
+    words[2 * 32 + 30] = 0;
+
+    chain_arb_params p;
+    memset(words, 0, sizeof words);
+    CHECK(chain_arb_decode_run(&p, words, 11 * 32) == 0);
+    words[9 * 32 + 11] = 1; /* trainer bond above 2^96 */
+    CHECK(chain_arb_decode_run(&p, words, 11 * 32) == OVT_EFORMAT);
+    words[9 * 32 + 11] = 0;
+    words[0] = 1; /* an address word with high bytes set */
+    CHECK(chain_arb_decode_run(&p, words, 11 * 32) == OVT_EFORMAT);
+    CHECK(chain_arb_decode_run(&p, words, 10 * 32) == OVT_EFORMAT);
+    uint8_t w[32];
+    CHECK(chain_arb_decode_word(w, words, 31) == OVT_EFORMAT);
+    CHECK(chain_arb_decode_word(w, words, 64) == OVT_EFORMAT);
+
+    /* plan_move: a tree that is not the party's committed one is refused */
+    ovt_hash leaves[5];
+    for (int i = 0; i < 5; i++)
+        tc_rnd_hash(&leaves[i]);
+    chain_merkle *t;
+    CHECK(chain_merkle_build(&t, leaves, 5) == 0);
+    memset(&g, 0, sizeof g);
+    g.phase = CHAIN_ARB_PHASE_BISECTING;
+    g.depth = 3;
+    g.round = 1;
+    g.index = 1;
+    g.trainer_root = *chain_merkle_root(t);
+    CHECK(chain_merkle_node(t, &g.trainer_node, 1, 1) == 0);
+    ovt_hash run_id;
+    tc_rnd_hash(&run_id);
+    chain_arb_move mv;
+    CHECK(chain_arb_plan_move(&mv, &run_id, &g, 1, t, NULL, NULL) == 0);
+    CHECK(mv.kind == CHAIN_ARB_MOVE_BISECT && mv.round == 1);
+    ovt_hash parent;
+    chain_merkle_node_hash(&parent, &mv.left, &mv.right);
+    CHECK_MEM(parent.b, g.trainer_node.b, 32);
+    CHECK(chain_arb_plan_move(&mv, &run_id, &g, 0, t, NULL, NULL) == OVT_EINVAL); /* not the auditor's root */
+    g.flags = CHAIN_ARB_FLAG_TRAINER;
+    CHECK(chain_arb_plan_move(&mv, &run_id, &g, 1, t, NULL, NULL) == 0 && mv.kind == CHAIN_ARB_MOVE_NONE);
+    g.flags = 0;
+    g.trainer_node.b[0] ^= 1;
+    CHECK(chain_arb_plan_move(&mv, &run_id, &g, 1, t, NULL, NULL) == OVT_EINVAL);
+    g.trainer_node.b[0] ^= 1;
+    g.depth = 4;
+    CHECK(chain_arb_plan_move(&mv, &run_id, &g, 1, t, NULL, NULL) == OVT_EINVAL);
+    chain_merkle_free(t);
+}
+
 int main(void)
 {
     tc_seed(1);
@@ -601,6 +666,7 @@ int main(void)
         test_proofs_and_children(sizes[k]);
     test_abi_json();
     test_names();
+    test_malformed();
     if (!cast || !*cast) {
         fprintf(stderr, "OVT_CAST not set: run `npm ci`; cast cross-checks skipped\n");
         return check_done();
