@@ -340,6 +340,39 @@ static void test_confirmations(chain_txm *m, const chain_address *a1)
     m->opts.receipt_timeout_ms = 120000;
 }
 
+/* A legacy EIP-155 transaction signed by chain_tx_sign is accepted and mined,
+ * and anvil reports the hash we computed. */
+static void test_legacy_raw(chain_txm *m, const chain_address *a1)
+{
+    uint64_t nonce, base, tip;
+    CHECK(chain_rpc_nonce(rpc, &nonce, &m->from, "pending") == 0);
+    CHECK(chain_rpc_fee_history(rpc, &base, &tip, 1, 50) == 0);
+    chain_tx tx = {0};
+    tx.type = CHAIN_TX_LEGACY;
+    tx.chain_id = 31337;
+    tx.nonce = nonce;
+    tx.gas_price = 2 * base + 1000000000;
+    tx.gas_limit = 21000;
+    tx.has_to = 1;
+    tx.to = *a1;
+    tx.value = chain_u256_from_u64(5);
+    chain_buf raw;
+    ovt_hash ours, theirs;
+    chain_buf_init(&raw);
+    CHECK(chain_tx_sign(&raw, &ours, &tx, &m->key) == 0);
+    int rc = chain_rpc_send_raw(rpc, &theirs, raw.data, raw.len);
+    CHECK_MSG(rc == 0, "%s", ovt_errmsg());
+    CHECK(memcmp(ours.b, theirs.b, 32) == 0);
+    chain_receipt r;
+    int found;
+    CHECK(chain_rpc_receipt(rpc, &r, &found, &ours) == 0 && found && r.status == 1);
+    chain_receipt_free(&r);
+    /* The same bytes again: the nonce is used now. */
+    CHECK(chain_rpc_send_raw(rpc, &theirs, raw.data, raw.len) == OVT_ERPC);
+    CHECK(chain_rpc_last_error(rpc)->is_node_error);
+    chain_buf_free(&raw);
+}
+
 static void *kill_later(void *arg)
 {
     usleep(400 * 1000);
@@ -395,6 +428,7 @@ int main(void)
         test_replacement(&m, &a1);
         test_nonce_too_low(&m, &a1);
         test_confirmations(&m, &a1);
+        test_legacy_raw(&m, &a1);
         test_node_dies(&m, &a1);
         chain_txm_free(&m);
     } else {
