@@ -348,6 +348,9 @@ static void test_withdraw(void)
     CHECK(fx_credit(&env, FX_OUTSIDER) == 0);
     CHECK_REVERT(FX_OUTSIDER, NULL, &b, "NothingToWithdraw");
     CHECK_REVERT(FX_ARBITER, NULL, &b, "NothingToWithdraw");
+    /* the trainer lost its bond to the auditor (FraudulentLog): it cannot take it back */
+    CHECK(fx_credit(&env, FX_TRAINER) == 0);
+    CHECK_REVERT(FX_TRAINER, NULL, &b, "NothingToWithdraw");
     uint64_t credit = fx_credit(&env, FX_AUDITOR);
     CHECK(credit > 0);
     chain_u256 before, after;
