@@ -201,7 +201,8 @@ static int node_error(chain_rpc_error *err, const json_t *error, const char *con
     if (json_is_object(data))
         data = json_object_get(data, "data");
     int reverted = c == 3 || strstr(m, "revert") != NULL;
-    if (json_is_string(data) && ovt_hex_decode_alloc(&err->data, &err->data_len, json_string_value(data)) != 0) {
+    if (json_is_string(data) && strlen(json_string_value(data)) == json_string_length(data) &&
+        ovt_hex_decode_alloc(&err->data, &err->data_len, json_string_value(data)) != 0) {
         err->data = NULL;
         err->data_len = 0;
     }
