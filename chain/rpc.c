@@ -275,7 +275,10 @@ static int http_post(chain_rpc *rpc, body_buf *b, long *status, const char *req,
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, req);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, rpc->opts.timeout_ms);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, rpc->opts.connect_timeout_ms);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    /* Signals stay allowed: libcurl then ignores SIGPIPE during the transfer
+     * (a node closing a TLS connection must not kill the process), and with
+     * its threaded resolver it never uses alarm() for DNS timeouts. */
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 0L);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
