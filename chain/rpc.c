@@ -201,7 +201,8 @@ static int node_error(chain_rpc_error *err, const json_t *error, const char *con
     if (json_is_object(data))
         data = json_object_get(data, "data");
     int reverted = c == 3 || strstr(m, "revert") != NULL;
-    if (json_is_string(data) && ovt_hex_decode_alloc(&err->data, &err->data_len, json_string_value(data)) != 0) {
+    if (json_is_string(data) && strlen(json_string_value(data)) == json_string_length(data) &&
+        ovt_hex_decode_alloc(&err->data, &err->data_len, json_string_value(data)) != 0) {
         err->data = NULL;
         err->data_len = 0;
     }
@@ -274,7 +275,10 @@ static int http_post(chain_rpc *rpc, body_buf *b, long *status, const char *req,
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, req);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, rpc->opts.timeout_ms);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, rpc->opts.connect_timeout_ms);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    /* Signals stay allowed: libcurl then ignores SIGPIPE during the transfer
+     * (a node closing a TLS connection must not kill the process), and with
+     * its threaded resolver it never uses alarm() for DNS timeouts. */
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 0L);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, b);

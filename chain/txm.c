@@ -254,7 +254,7 @@ static int revert_reason(chain_txm *m, const chain_txm_pending *p, const chain_r
     int rc = chain_rpc_eth_call(m->rpc, &ret, &msg, block);
     chain_buf_free(&ret);
     if (rc == OVT_EREVERT)
-        return ovt_fail_wrap(OVT_EREVERT, "transaction %s mined in block %llu but", h,
+        return ovt_fail_wrap(OVT_EREVERT, "transaction %s reverted in block %llu", h,
                              (unsigned long long)r->block_number);
     return ovt_fail(OVT_EREVERT, "transaction %s reverted in block %llu (no reason recovered)", h,
                     (unsigned long long)r->block_number);

@@ -115,6 +115,7 @@ static void test_quantities(void)
         {"null", OVT_EFORMAT, "not a hex string"},
         {"{\"a\":1}", OVT_EFORMAT, "not a hex string"},
         {"1e400", OVT_EFORMAT, NULL},
+        {"\"0x1\\u0000ff\"", OVT_EFORMAT, "not a hex string"}, /* a NUL must not cut the value short */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         reset();
