@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "chain/arbitration_cli.h"
+#include "chain/cli.h"
 #include "cli/commands.h"
 
 static int cmd_version(int argc, char **argv);
@@ -11,6 +13,8 @@ static int cmd_help(int argc, char **argv);
 const struct ovt_command ovt_commands[] = {
     {"help", "show this help, or a command's help (ovt help COMMAND)", cmd_help},
     {"version", "print the version", cmd_version},
+    {"keys", "create a keystore or show its address (new, address)", chain_cmd_keys},
+    {"deploy", "deploy the arbitration contract", chain_cmd_deploy},
     {NULL, NULL, NULL},
 };
 
