@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "trainer/demo.h"
 
 static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
@@ -11,6 +12,7 @@ static int cmd_help(int argc, char **argv);
 const struct ovt_command ovt_commands[] = {
     {"help", "show this help, or a command's help (ovt help COMMAND)", cmd_help},
     {"version", "print the version", cmd_version},
+    {"demo", "the exactness demo: train, replay on other backends with and without the log", trn_cmd_demo},
     {NULL, NULL, NULL},
 };
 

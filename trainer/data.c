@@ -123,8 +123,8 @@ int trn_token_batch_get(trn_token_batch *out, const trn_tokens *data, uint64_t s
         return ovt_fail(OVT_EINVAL, "dataset has %zu tokens, fewer than one sequence of %u plus its target",
                         data->count, T);
     size_t n = (size_t)B * T;
-    out->inputs = malloc(n * sizeof(uint32_t));
-    out->targets = malloc(n * sizeof(uint32_t));
+    out->inputs = malloc(n * sizeof(int32_t));
+    out->targets = malloc(n * sizeof(int32_t));
     if (!out->inputs || !out->targets) {
         trn_token_batch_free(out);
         return ovt_fail(OVT_ENOMEM, "out of memory for a batch of %zu tokens", n);
@@ -134,19 +134,22 @@ int trn_token_batch_get(trn_token_batch *out, const trn_tokens *data, uint64_t s
     uint64_t starts = data->count - T; /* start positions 0 .. count-T-1 */
     for (uint32_t j = 0; j < B; j++) {
         uint64_t pos = krn_rng_below(seed, step, KRN_RNG_BATCH, j, starts);
-        memcpy(out->inputs + (size_t)j * T, data->tokens + pos, T * sizeof(uint32_t));
-        memcpy(out->targets + (size_t)j * T, data->tokens + pos + 1, T * sizeof(uint32_t));
+        for (uint32_t t = 0; t < T; t++) {
+            out->inputs[(size_t)j * T + t] = (int32_t)data->tokens[pos + t];
+            out->targets[(size_t)j * T + t] = (int32_t)data->tokens[pos + t + 1];
+        }
     }
     return 0;
 }
 
-static void hash_u32s(ovt_sha256_ctx *h, const uint32_t *v, size_t n)
+/* Tokens and labels are non-negative: hashed as u32le. */
+static void hash_u32s(ovt_sha256_ctx *h, const int32_t *v, size_t n)
 {
     uint8_t chunk[4 * 256];
     for (size_t i = 0; i < n;) {
         size_t k = 0;
         for (; k < 256 && i < n; k++, i++)
-            ovt_put_le32(chunk + 4 * k, v[i]);
+            ovt_put_le32(chunk + 4 * k, (uint32_t)v[i]);
         ovt_sha256_update(h, chunk, 4 * k);
     }
 }
@@ -274,7 +277,7 @@ int trn_sample_batch_get(trn_sample_batch *out, const trn_samples *data, uint64_
     if (B == 0 || data->count == 0)
         return ovt_fail(OVT_EINVAL, "empty batch or dataset");
     out->x = malloc((size_t)B * data->dim * sizeof(float));
-    out->y = malloc((size_t)B * sizeof(uint32_t));
+    out->y = malloc((size_t)B * sizeof(int32_t));
     if (!out->x || !out->y) {
         trn_sample_batch_free(out);
         return ovt_fail(OVT_ENOMEM, "out of memory for a batch of %u samples", B);
@@ -284,7 +287,7 @@ int trn_sample_batch_get(trn_sample_batch *out, const trn_samples *data, uint64_
     for (uint32_t j = 0; j < B; j++) {
         uint64_t k = krn_rng_below(seed, step, KRN_RNG_BATCH, j, data->count);
         memcpy(out->x + (size_t)j * data->dim, data->x + k * data->dim, data->dim * sizeof(float));
-        out->y[j] = data->y[k];
+        out->y[j] = (int32_t)data->y[k];
     }
     return 0;
 }
@@ -299,4 +302,51 @@ void trn_sample_batch_hash(ovt_hash *out, const trn_sample_batch *b)
     ovt_sha256_update(h, b->x, (size_t)b->B * b->dim * sizeof(float));
     hash_u32s(h, b->y, b->B);
     ovt_sha256_final(h, out);
+}
+
+int trn_samples_synthetic(trn_samples *out, uint64_t seed, uint32_t count, uint32_t dim, uint32_t n_class,
+                          int grid_bits)
+{
+    memset(out, 0, sizeof *out);
+    if (!count || !dim || n_class < 2)
+        return ovt_fail(OVT_EINVAL, "synthetic set needs count, dim > 0 and 2+ classes");
+    size_t nx = (size_t)count * dim;
+    out->x = malloc(nx * sizeof(float));
+    out->y = malloc((size_t)count * sizeof(uint32_t));
+    double *teacher = malloc((size_t)n_class * dim * sizeof(double));
+    int rv = 0;
+    if (!out->x || !out->y || !teacher) {
+        rv = ovt_fail(OVT_ENOMEM, "out of memory for %u synthetic samples", count);
+        goto fail;
+    }
+    for (size_t j = 0; j < (size_t)n_class * dim; j++)
+        teacher[j] = krn_rng_normal(seed, 1, TRN_RNG_DATA, j);
+    for (size_t i = 0; i < count; i++) {
+        float *x = out->x + i * dim;
+        for (size_t k = 0; k < dim; k++)
+            x[k] = krn_grid_round(krn_rng_normal(seed, 0, TRN_RNG_DATA, i * dim + k), grid_bits);
+        uint32_t best = 0;
+        double best_score = 0;
+        for (uint32_t c = 0; c < n_class; c++) {
+            double score = 0;
+            for (size_t k = 0; k < dim; k++)
+                score += (double)x[k] * teacher[(size_t)c * dim + k];
+            if (c == 0 || score > best_score) {
+                best = c;
+                best_score = score;
+            }
+        }
+        out->y[i] = best;
+    }
+    out->count = count;
+    out->dim = dim;
+    out->n_class = n_class;
+    if ((rv = trn_samples_rehash(out)))
+        goto fail;
+    free(teacher);
+    return 0;
+fail:
+    free(teacher);
+    trn_samples_free(out);
+    return rv;
 }

@@ -44,8 +44,8 @@ int trn_tokens_encode(const uint32_t *tokens, size_t count, uint32_t vocab, uint
 
 typedef struct {
     uint32_t B, T;
-    uint32_t *inputs;  /* (B, T) */
-    uint32_t *targets; /* (B, T) */
+    int32_t *inputs;  /* (B, T) */
+    int32_t *targets; /* (B, T) */
 } trn_token_batch;
 
 /* The batch of step `step`: B sequences of T inputs and the next T tokens as
@@ -76,7 +76,7 @@ int trn_samples_rehash(trn_samples *s) OVT_MUST_USE;
 typedef struct {
     uint32_t B, dim;
     float *x;    /* (B, dim) */
-    uint32_t *y; /* (B) */
+    int32_t *y; /* (B) labels */
 } trn_sample_batch;
 
 int trn_sample_batch_get(trn_sample_batch *out, const trn_samples *data, uint64_t seed, uint64_t step,
@@ -85,5 +85,17 @@ void trn_sample_batch_free(trn_sample_batch *b);
 
 /* batchHash: SHA-256(u32le(B) || u32le(dim) || x as float32 LE || y as u32le). */
 void trn_sample_batch_hash(ovt_hash *out, const trn_sample_batch *b);
+
+
+
+/* A synthetic classification set for the demo and tests: features
+ * x[i][k] = the grid value of krn_rng_normal(seed, 0, TRN_RNG_DATA, i*dim+k),
+ * labels from a random linear teacher: y[i] = argmax_c sum_k x[i][k]*t[c][k]
+ * with t[c][k] = krn_rng_normal(seed, 1, TRN_RNG_DATA, c*dim+k), summed in
+ * FP64 in increasing k (a fixed order, so the set is the same everywhere;
+ * its hash pins it anyway). Sets s->hash. */
+#define TRN_RNG_DATA 16u /* krn_rng purpose of synthetic data */
+int trn_samples_synthetic(trn_samples *out, uint64_t seed, uint32_t count, uint32_t dim, uint32_t n_class,
+                          int grid_bits) OVT_MUST_USE;
 
 #endif
