@@ -17,7 +17,7 @@ struct preset {
 /* gpt2-small is GPT-2's 124M model (vocab unpadded); gpt2-tiny is a
  * byte-level toy of the same structure for tests and CPU runs. */
 static const struct preset presets[] = {
-    {"mlp-demo", {.kind = TRN_MODEL_MLP, .n_layer = 2, .width = 256, .in_dim = 256, .n_class = 16}},
+    {"mlp-demo", {.kind = TRN_MODEL_MLP, .n_layer = 2, .width = 128, .in_dim = 128, .n_class = 32}},
     {"gpt2-tiny",
      {.kind = TRN_MODEL_GPT2, .n_layer = 2, .width = 64, .n_head = 4, .vocab = 256, .max_seq = 64}},
     {"gpt2-small",
@@ -82,6 +82,8 @@ int trn_config_check(const trn_run_config *rc)
         rc->eps <= 0 || !finite_in(rc->weight_decay, 0, 1) || !finite_in(rc->grad_clip, 0, 1e30))
         return ovt_fail(OVT_EINVAL, "optimizer settings out of range (lr and lr_min in [0,10], betas in "
                                     "[0,1), eps in (0,1], weight decay in [0,1], clip >= 0, 0 = off)");
+    if (rc->head_shift > 20 || (rc->head_shift && rc->model.kind != TRN_MODEL_MLP))
+        return ovt_fail(OVT_EINVAL, "head shift %u: only the MLP takes one, at most 20", rc->head_shift);
     if (rc->batch_size < 1 || rc->batch_size > (1u << 20))
         return ovt_fail(OVT_EINVAL, "batch size %u out of range 1..2^20", rc->batch_size);
     if (rc->model.kind == TRN_MODEL_GPT2 && (rc->seq_len < 1 || rc->seq_len > rc->model.max_seq))
@@ -143,7 +145,8 @@ void trn_config_encode(uint8_t out[TRN_CONFIG_ENC_LEN], const trn_run_config *rc
     ovt_put_le64(out + 116, rc->seed);
     ovt_put_le32(out + 124, rc->grid_bits);
     ovt_put_le32(out + 128, rc->band_rules);
-    memcpy(out + 132, rc->dataset_hash.b, 32);
+    ovt_put_le32(out + 132, rc->head_shift);
+    memcpy(out + 136, rc->dataset_hash.b, 32);
 }
 
 int trn_config_decode(trn_run_config *out, const uint8_t *buf, size_t len)
@@ -174,7 +177,8 @@ int trn_config_decode(trn_run_config *out, const uint8_t *buf, size_t len)
     rc.seed = ovt_get_le64(buf + 116);
     rc.grid_bits = ovt_get_le32(buf + 124);
     rc.band_rules = ovt_get_le32(buf + 128);
-    memcpy(rc.dataset_hash.b, buf + 132, 32);
+    rc.head_shift = ovt_get_le32(buf + 132);
+    memcpy(rc.dataset_hash.b, buf + 136, 32);
     int rv = trn_config_check(&rc);
     if (rv)
         return ovt_fail_wrap(OVT_EFORMAT, "run config");

@@ -45,6 +45,14 @@ typedef struct {
     uint64_t seed;       /* init and batch schedule */
     uint32_t grid_bits;  /* b in 24..32 */
     uint32_t band_rules; /* TRN_BAND_RULES_V1 */
+    /* MLP only, 0 = off: the output layer starts with a common shift of
+     * +-2^head_shift/16 added to every weight of each input column (sign per
+     * column from krn_rng). Softmax ignores a shift common to all logits, so
+     * the model computes the same function, but the backward reduction over
+     * classes then cancels 2^head_shift-fold: values near grid midpoints
+     * become frequent, which is what the exactness demo needs to show the
+     * no-log ablation diverge within a short run. At most 20. */
+    uint32_t head_shift;
     ovt_hash dataset_hash;
 } trn_run_config;
 
@@ -64,7 +72,7 @@ int trn_config_check(const trn_run_config *rc) OVT_MUST_USE;
 void trn_config_default(trn_run_config *out, const trn_model_config *m);
 
 /* Canonical encoding: TRN_CONFIG_ENC_LEN bytes, little-endian, fixed order. */
-#define TRN_CONFIG_ENC_LEN 164
+#define TRN_CONFIG_ENC_LEN 168
 void trn_config_encode(uint8_t out[TRN_CONFIG_ENC_LEN], const trn_run_config *rc);
 
 /* Parses an encoding; OVT_EFORMAT on a wrong magic or version, and the

@@ -249,11 +249,12 @@ int trn_samples_parse(trn_samples *out, const uint8_t *buf, size_t len, int grid
         }
     }
     for (size_t i = 0; i < count; i++) {
-        out->y[i] = ovt_get_le32(buf + SMP_HEADER + 4 * nx + 4 * i);
-        if (out->y[i] >= n_class) {
+        uint32_t label = ovt_get_le32(buf + SMP_HEADER + 4 * nx + 4 * i);
+        if (label >= n_class) {
             trn_samples_free(out);
-            return ovt_fail(OVT_EFORMAT, "label %zu is %u, not below %u classes", i, out->y[i], n_class);
+            return ovt_fail(OVT_EFORMAT, "label %zu is %u, not below %u classes", i, label, n_class);
         }
+        out->y[i] = label;
     }
     out->count = count;
     out->dim = dim;

@@ -35,23 +35,37 @@ void trn_demo_defaults(trn_demo_opts *opts)
     if (trn_model_preset(&m, "mlp-demo") != 0)
         abort(); /* the preset table lost its own entry: programming error */
     trn_config_default(&opts->config, &m);
-    opts->config.batch_size = 64;
-    opts->config.lr = 2e-3;
-    opts->config.lr_min = 2e-4;
+    opts->config.batch_size = 32;
+    opts->config.lr = 3e-3;
+    opts->config.lr_min = 3e-4;
     opts->config.warmup_steps = 10;
-    opts->config.decay_steps = 300;
+    opts->config.decay_steps = 200;
     opts->config.weight_decay = 0.0;
-    opts->steps = 300;
+    opts->config.head_shift = 12;
+    opts->steps = 200;
     opts->n_samples = 8192;
-    opts->every = 25;
+    opts->every = 20;
     opts->ablation = true;
+    opts->shuffle = true;
 }
 
-bool trn_demo_replay_exact(const trn_demo_result *res)
+bool trn_demo_enabled(const trn_demo_opts *opts, int run)
 {
-    return res->steps > 0 && res->first_mismatch[TRN_DEMO_REPLAY_REF] == 0 &&
-           res->first_mismatch[TRN_DEMO_REPLAY_SHUFFLE] == 0 &&
-           res->steps_run[TRN_DEMO_REPLAY_REF] == res->steps && res->steps_run[TRN_DEMO_REPLAY_SHUFFLE] == res->steps;
+    if ((run == TRN_DEMO_NEAREST_REF || run == TRN_DEMO_NEAREST_SHUFFLE) && !opts->ablation)
+        return false;
+    if ((run == TRN_DEMO_REPLAY_SHUFFLE || run == TRN_DEMO_NEAREST_SHUFFLE) && !opts->shuffle)
+        return false;
+    return true;
+}
+
+bool trn_demo_replay_exact(const trn_demo_opts *opts, const trn_demo_result *res)
+{
+    if (res->steps == 0 || res->steps != opts->steps)
+        return false;
+    for (int r = TRN_DEMO_REPLAY_REF; r <= TRN_DEMO_REPLAY_SHUFFLE; r++)
+        if (trn_demo_enabled(opts, r) && (res->first_mismatch[r] != 0 || res->steps_run[r] != res->steps))
+            return false;
+    return true;
 }
 
 static double now_seconds(void)
@@ -89,8 +103,11 @@ static int demo_setup(struct demo *d)
         return ovt_fail(OVT_EINVAL, "the demo trains an MLP");
     if (o->steps < 1 || o->n_samples < 1)
         return ovt_fail(OVT_EINVAL, "the demo needs at least one step and one sample");
+    int rv = trn_config_check(&rc);
+    if (rv)
+        return rv;
     uint32_t B = rc.batch_size;
-    int rv = trn_samples_synthetic(&d->data, rc.seed, o->n_samples + B, rc.model.in_dim, rc.model.n_class,
+    rv = trn_samples_synthetic(&d->data, rc.seed, o->n_samples + B, rc.model.in_dim, rc.model.n_class,
                                    (int)rc.grid_bits);
     if (rv)
         return rv;
@@ -110,7 +127,7 @@ static int demo_setup(struct demo *d)
     d->res->config_hash = init->config_hash;
     for (int r = 0; r < TRN_DEMO_RUNS; r++) {
         struct demo_run *run = &d->run[r];
-        if (r >= TRN_DEMO_NEAREST_REF && !o->ablation)
+        if (!trn_demo_enabled(o, r))
             continue;
         krn_config kc = {.backend = demo_runs[r].backend,
                          .mode = demo_runs[r].mode,
@@ -217,7 +234,7 @@ static int follower_step(struct demo *d, int r, const trn_batch *batch, const ov
 
 static const char *verdict(const struct demo *d, int r, char *buf, size_t cap)
 {
-    if (!d->run[r].ctx)
+    if (!trn_demo_enabled(d->opts, r))
         return "-";
     if (d->res->first_mismatch[r])
         snprintf(buf, cap, "differs@%llu", (unsigned long long)d->res->first_mismatch[r]);

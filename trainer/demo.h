@@ -31,7 +31,8 @@ typedef struct {
     uint32_t n_samples;     /* size of the synthetic training set */
     uint32_t every;         /* a progress line every `every` steps (0: none) */
     FILE *progress;         /* where progress lines go (NULL: nowhere) */
-    bool ablation;          /* run the two NEAREST runs */
+    bool ablation;          /* run the NEAREST runs */
+    bool shuffle;           /* run the shuffle-backend runs (slow: random orders) */
     int threads;            /* cpu backend threads (0: default) */
     const char *log_dir;    /* if set, the trainer's rounding logs are written there */
 } trn_demo_opts;
@@ -60,8 +61,11 @@ void trn_demo_defaults(trn_demo_opts *opts);
  * (for instance a REPLAY rejecting the trainer's log as fraudulent). */
 int trn_demo_run(const trn_demo_opts *opts, trn_demo_result *res) OVT_MUST_USE;
 
-/* True when both replays matched the trainer at every step. */
-bool trn_demo_replay_exact(const trn_demo_result *res);
+/* Whether run `run` (TRN_DEMO_*) is part of the demo under opts. */
+bool trn_demo_enabled(const trn_demo_opts *opts, int run);
+
+/* True when every replay that ran matched the trainer at every step. */
+bool trn_demo_replay_exact(const trn_demo_opts *opts, const trn_demo_result *res);
 
 /* `ovt demo` (cli/main.c). */
 int trn_cmd_demo(int argc, char **argv);

@@ -22,19 +22,23 @@ static void demo_usage(FILE *f)
             "state differs is reported. Exits 0 only if both replays matched at every step.\n"
             "\n"
             "options:\n"
-            "  --steps N          training steps (default 300)\n"
-            "  --every N          a progress line every N steps (default 25; 0: none)\n"
-            "  --batch N          samples per step (default 64)\n"
-            "  --width N          hidden layer width (default 256)\n"
+            "  --steps N          training steps (default 200)\n"
+            "  --every N          a progress line every N steps (default 20; 0: none)\n"
+            "  --batch N          samples per step (default 32)\n"
+            "  --width N          hidden layer width (default 128)\n"
             "  --layers N         hidden layers, 1..8 (default 2)\n"
-            "  --in-dim N         input features (default 256)\n"
-            "  --classes N        classes (default 16)\n"
+            "  --in-dim N         input features (default 128)\n"
+            "  --classes N        classes (default 32)\n"
             "  --samples N        training samples (default 8192)\n"
             "  --grid-bits B      grid width b, 24..32 (default 32: FP32)\n"
+            "  --head-shift K     output-layer shift 2^K/16, 0..20 (default 12; 0: off): invisible\n"
+            "                     to the loss, it makes the backward pass cancel so that values\n"
+            "                     near rounding midpoints are frequent (see docs/demo.md)\n"
             "  --seed N           seed of data, init and batches (default 1)\n"
-            "  --lr X             peak learning rate (default 0.002)\n"
+            "  --lr X             peak learning rate (default 0.003)\n"
             "  --threads N        cpu backend threads (default: the backend's)\n"
             "  --no-ablation      skip the runs without the log\n"
+            "  --no-shuffle       skip the runs on the shuffle backend (the slowest)\n"
             "  --log-dir DIR      also write the trainer's rounding logs there\n"
             "  --json             print the result as JSON (no progress lines)\n"
             "  -h, --help         this help\n");
@@ -83,7 +87,7 @@ static void print_json(const trn_demo_opts *o, const trn_demo_result *r)
     hex32(sh, &r->final_state_hash);
     json_t *runs = json_object();
     for (int k = 1; k < TRN_DEMO_RUNS; k++) {
-        if (k >= TRN_DEMO_NEAREST_REF && !o->ablation)
+        if (!trn_demo_enabled(o, k))
             continue;
         json_object_set_new(runs, run_names[k],
                             json_pack("{s:I, s:I, s:f}", "steps_run", (json_int_t)r->steps_run[k],
@@ -93,7 +97,7 @@ static void print_json(const trn_demo_opts *o, const trn_demo_result *r)
     double steps = r->steps ? (double)r->steps : 1;
     json_t *root = json_pack(
         "{s:b, s:I, s:I, s:f, s:I, s:f, s:I, s:f, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:s, s:s, s:s, s:o}",
-        "replay_exact", trn_demo_replay_exact(r), "steps", (json_int_t)r->steps, "grid_bits",
+        "replay_exact", trn_demo_replay_exact(o, r), "steps", (json_int_t)r->steps, "grid_bits",
         (json_int_t)o->config.grid_bits, "entries_per_step", (double)r->entries_total / steps, "entries_max",
         (json_int_t)r->entries_max, "log_bytes_per_step", (double)r->log_bytes_total / steps, "log_bytes_max",
         (json_int_t)r->log_bytes_max, "outputs_per_step", (double)r->outputs_total / steps, "wide_entries",
@@ -125,7 +129,7 @@ static void print_table(const trn_demo_opts *o, const trn_demo_result *r)
            r->outputs_total ? (double)r->entries_total / (double)r->outputs_total : 0.0);
     printf("%-38s %.3g\n", "largest d/tau seen by a replay", r->replay_max_dist_over_tau);
     for (int k = 1; k < TRN_DEMO_RUNS; k++) {
-        if (k >= TRN_DEMO_NEAREST_REF && !o->ablation)
+        if (!trn_demo_enabled(o, k))
             continue;
         static const char *labels[TRN_DEMO_RUNS] = {"", "replay with log, ref", "replay with log, shuffle",
                                                     "no log (nearest), ref", "no log (nearest), shuffle"};
@@ -139,9 +143,9 @@ static void print_table(const trn_demo_opts *o, const trn_demo_result *r)
     printf("%-38s %s\n", "final stateHash", sh);
     printf("%-38s trainer %.2f, replays %.2f + %.2f, no-log %.2f + %.2f\n", "seconds", r->seconds[0],
            r->seconds[1], r->seconds[2], r->seconds[3], r->seconds[4]);
-    if (trn_demo_replay_exact(r))
+    if (trn_demo_replay_exact(o, r))
         printf("\nOK: replay with the trainer's rounding logs reproduced its state bit for bit at every step\n"
-               "on both other backends.\n");
+               "on %s.\n", o->shuffle ? "both other backends" : "the ref backend");
     else
         printf("\nFAILED: a replay with the trainer's rounding logs did not reproduce its state.\n");
     if (o->ablation && !r->first_mismatch[3] && !r->first_mismatch[4])
@@ -151,7 +155,7 @@ static void print_table(const trn_demo_opts *o, const trn_demo_result *r)
 }
 
 enum { OPT_STEPS = 256, OPT_EVERY, OPT_BATCH, OPT_WIDTH, OPT_LAYERS, OPT_IN_DIM, OPT_CLASSES, OPT_SAMPLES,
-       OPT_GRID, OPT_SEED, OPT_LR, OPT_THREADS, OPT_NO_ABLATION, OPT_LOG_DIR, OPT_JSON };
+       OPT_GRID, OPT_SHIFT, OPT_SEED, OPT_LR, OPT_THREADS, OPT_NO_ABLATION, OPT_NO_SHUFFLE, OPT_LOG_DIR, OPT_JSON };
 
 int trn_cmd_demo(int argc, char **argv)
 {
@@ -160,9 +164,11 @@ int trn_cmd_demo(int argc, char **argv)
         {"batch", required_argument, NULL, OPT_BATCH},     {"width", required_argument, NULL, OPT_WIDTH},
         {"layers", required_argument, NULL, OPT_LAYERS},   {"in-dim", required_argument, NULL, OPT_IN_DIM},
         {"classes", required_argument, NULL, OPT_CLASSES}, {"samples", required_argument, NULL, OPT_SAMPLES},
-        {"grid-bits", required_argument, NULL, OPT_GRID},  {"seed", required_argument, NULL, OPT_SEED},
+        {"grid-bits", required_argument, NULL, OPT_GRID},  {"head-shift", required_argument, NULL, OPT_SHIFT},
+        {"seed", required_argument, NULL, OPT_SEED},
         {"lr", required_argument, NULL, OPT_LR},           {"threads", required_argument, NULL, OPT_THREADS},
-        {"no-ablation", no_argument, NULL, OPT_NO_ABLATION}, {"log-dir", required_argument, NULL, OPT_LOG_DIR},
+        {"no-ablation", no_argument, NULL, OPT_NO_ABLATION}, {"no-shuffle", no_argument, NULL, OPT_NO_SHUFFLE},
+        {"log-dir", required_argument, NULL, OPT_LOG_DIR},
         {"json", no_argument, NULL, OPT_JSON},             {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     trn_demo_opts o;
@@ -174,7 +180,10 @@ int trn_cmd_demo(int argc, char **argv)
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        const char *flag = c >= OPT_STEPS && c <= OPT_JSON ? longopts[c - OPT_STEPS].name : "";
+        const char *flag = "";
+        for (const struct option *lo = longopts; lo->name; lo++)
+            if (lo->val == c)
+                flag = lo->name;
         switch (c) {
         case 'h':
             demo_usage(stdout);
@@ -216,6 +225,10 @@ int trn_cmd_demo(int argc, char **argv)
             if (parse_u64(optarg, flag, 24, 32, &v)) return 2;
             o.config.grid_bits = (uint32_t)v;
             break;
+        case OPT_SHIFT:
+            if (parse_u64(optarg, flag, 0, 20, &v)) return 2;
+            o.config.head_shift = (uint32_t)v;
+            break;
         case OPT_SEED:
             if (parse_u64(optarg, flag, 0, UINT64_MAX, &v)) return 2;
             o.config.seed = v;
@@ -230,6 +243,9 @@ int trn_cmd_demo(int argc, char **argv)
             break;
         case OPT_NO_ABLATION:
             o.ablation = false;
+            break;
+        case OPT_NO_SHUFFLE:
+            o.shuffle = false;
             break;
         case OPT_LOG_DIR:
             o.log_dir = optarg;
@@ -249,14 +265,21 @@ int trn_cmd_demo(int argc, char **argv)
     }
     if (o.config.warmup_steps >= o.steps)
         o.config.warmup_steps = 0;
-    if (json)
+    if (json) {
         o.progress = NULL;
-    else
-        printf("ovt demo: MLP %u -> %u x %u (GELU) -> %u classes, batch %u, b = %u, %llu steps, seed %llu\n"
-               "trainer: cpu backend, RECORD; followers: ref and shuffle with the log (REPLAY)%s\n\n",
+    } else {
+        printf("ovt demo: MLP %u -> %u x %u (GELU) -> %u classes, batch %u, b = %u, %llu steps, seed %llu\n",
                o.config.model.in_dim, o.config.model.n_layer, o.config.model.width, o.config.model.n_class,
                o.config.batch_size, o.config.grid_bits, (unsigned long long)o.steps,
-               (unsigned long long)o.config.seed, o.ablation ? " and without it (NEAREST)" : "");
+               (unsigned long long)o.config.seed);
+        printf("trainer: cpu backend, RECORD; followers: %s with the log (REPLAY)%s\n",
+               o.shuffle ? "ref and shuffle" : "ref", o.ablation ? " and without it (NEAREST)" : "");
+        if (o.config.head_shift)
+            printf("output layer shifted by +-2^%u/16 per column: softmax ignores it, the backward pass\n"
+                   "cancels it, so values near rounding midpoints are frequent (docs/demo.md)\n",
+                   o.config.head_shift);
+        printf("\n");
+    }
     trn_demo_result r;
     int rv = trn_demo_run(&o, &r);
     if (rv) {
@@ -267,5 +290,5 @@ int trn_cmd_demo(int argc, char **argv)
         print_json(&o, &r);
     else
         print_table(&o, &r);
-    return trn_demo_replay_exact(&r) ? 0 : 1;
+    return trn_demo_replay_exact(&o, &r) ? 0 : 1;
 }

@@ -81,6 +81,29 @@ static void init_const(const trn_state *st, const trn_tensor_info *t, float valu
         st->params[t->offset + i] = value;
 }
 
+/* The MLP's optional head shift (trainer/config.h): column h of the output
+ * layer gets +-2^head_shift/16, the sign from krn_rng (seed, 0, KRN_RNG_INIT,
+ * nparams + h), added in FP64 (exact) and rounded to the grid. */
+static void init_head_shift(const trn_state *st)
+{
+    const trn_run_config *rc = &st->config;
+    if (rc->model.kind != TRN_MODEL_MLP || rc->head_shift == 0)
+        return;
+    trn_mlp_tensors t;
+    trn_mlp_slice(&t, &st->layout, st->params);
+    uint32_t L = rc->model.n_layer, H = rc->model.width, C = rc->model.n_class;
+    double shift = 1.0 / 16;
+    for (uint32_t k = 0; k < rc->head_shift; k++)
+        shift *= 2;
+    for (uint32_t h = 0; h < H; h++) {
+        double a = krn_rng_u64(rc->seed, 0, KRN_RNG_INIT, st->layout.nparams + h) & 1 ? shift : -shift;
+        for (uint32_t c = 0; c < C; c++) {
+            float *w = &t.w[L][(size_t)c * H + h];
+            *w = krn_grid_round((double)*w + a, (int)rc->grid_bits);
+        }
+    }
+}
+
 /* sqrt and division are correctly rounded IEEE operations, so every scale
  * below is the same double on every machine. */
 void trn_state_init(trn_state *st)
@@ -103,6 +126,7 @@ void trn_state_init(trn_state *st)
         else if (!strcmp(n, "wte") || !strcmp(n, "wpe") || !strcmp(n, "qkvw") || !strcmp(n, "fcw"))
             init_normal(st, t, 0.02);
     }
+    init_head_shift(st);
 }
 
 static const char state_domain[12] = {'o', 'v', 't', '.', 's', 't', 'a', 't', 'e', '.', 'v', '1'};

@@ -19,7 +19,7 @@ def config_encoding(c):
                        c["weight_decay"], c["grad_clip"])
     enc += struct.pack("<4I", c["warmup_steps"], c["decay_steps"], c["batch_size"], c["seq_len"])
     enc += struct.pack("<Q", c["seed"])
-    enc += struct.pack("<2I", c["grid_bits"], c["band_rules"])
+    enc += struct.pack("<3I", c["grid_bits"], c["band_rules"], c["head_shift"])
     enc += bytes.fromhex(c["dataset_hash"])
     return enc
 
