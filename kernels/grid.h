@@ -45,4 +45,11 @@ float krn_grid_round(double x, int b);
 /* True if v is a finite grid value for width b. */
 bool krn_grid_contains(float v, int b);
 
+/* The rounding interval of grid value v: every x in [*lo, *hi] may round to v
+ * (the ends are the midpoints to v's neighbours; a tie at an end goes to v
+ * only if v is even). For v = 0 (either sign) it is [-q/2, q/2] with q the
+ * smallest grid step. Exact. Fails with OVT_EINVAL unless v is a finite grid
+ * value. */
+int krn_grid_interval(float v, int b, double *lo, double *hi) OVT_MUST_USE;
+
 #endif

@@ -52,10 +52,19 @@ uint64_t krn_rlog_step(const krn_rlog *log);
 int krn_rlog_add(krn_rlog *log, uint32_t site, uint64_t n, uint64_t index, krn_dir dir,
                  float value) OVT_MUST_USE;
 
+/* Appends count entries to site `site` in one call (the rounding sites use
+ * this): same rules as krn_rlog_add, checked for every entry before any is
+ * added. count == 0 adds nothing (a site never has zero entries). */
+int krn_rlog_add_site(krn_rlog *log, uint32_t site, uint64_t n, const krn_rlog_entry *entries,
+                      size_t count) OVT_MUST_USE;
+
 /* Read access: the sites that have entries, in order. */
 size_t krn_rlog_nsites(const krn_rlog *log);
 const krn_rlog_site *krn_rlog_site_at(const krn_rlog *log, size_t i);
 uint64_t krn_rlog_nentries(const krn_rlog *log);
+
+/* The entries of site `site`, or NULL if it has none (binary search). */
+const krn_rlog_site *krn_rlog_find(const krn_rlog *log, uint32_t site);
 
 /* Serialises to the file format (malloc'd *buf). */
 int krn_rlog_encode(const krn_rlog *log, uint8_t **buf, size_t *len) OVT_MUST_USE;

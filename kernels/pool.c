@@ -1,0 +1,152 @@
+/* The kernels' thread pool (pool.h). Workers sleep on a condition variable
+ * and wake for each loop; chunks are claimed with one atomic counter; the
+ * caller waits for the workers that joined the loop, never for one that did
+ * not get to run. */
+#include "kernels/pool.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+struct krn_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t wake;    /* workers: a new loop, or stop */
+    pthread_cond_t settled; /* caller: the last joined worker left */
+    pthread_t *threads;
+    int nworkers;
+    bool stop;
+    uint64_t generation; /* bumped for every loop */
+    bool open;           /* workers may still join the current loop */
+    int inside;          /* workers inside the current loop */
+    void (*fn)(void *, size_t);
+    void *arg;
+    size_t nchunks;
+    atomic_size_t next; /* the next unclaimed chunk */
+};
+
+static void run_chunks(krn_pool *pool, void (*fn)(void *, size_t), void *arg, size_t nchunks)
+{
+    for (;;) {
+        size_t c = atomic_fetch_add_explicit(&pool->next, 1, memory_order_relaxed);
+        if (c >= nchunks)
+            return;
+        fn(arg, c);
+    }
+}
+
+static void *worker(void *p)
+{
+    krn_pool *pool = p;
+    uint64_t seen = 0;
+    pthread_mutex_lock(&pool->mu);
+    for (;;) {
+        while (!pool->stop && pool->generation == seen)
+            pthread_cond_wait(&pool->wake, &pool->mu);
+        if (pool->stop)
+            break;
+        seen = pool->generation;
+        if (!pool->open)
+            continue; /* woke too late: the loop is finished or finishing */
+        pool->inside++;
+        void (*fn)(void *, size_t) = pool->fn;
+        void *arg = pool->arg;
+        size_t nchunks = pool->nchunks;
+        pthread_mutex_unlock(&pool->mu);
+        run_chunks(pool, fn, arg, nchunks);
+        pthread_mutex_lock(&pool->mu);
+        if (--pool->inside == 0)
+            pthread_cond_signal(&pool->settled);
+    }
+    pthread_mutex_unlock(&pool->mu);
+    return NULL;
+}
+
+int krn_pool_new(krn_pool **out, int threads)
+{
+    *out = NULL;
+    if (threads < 1)
+        return ovt_fail(OVT_EINVAL, "a thread pool needs at least one thread, not %d", threads);
+    krn_pool *pool = calloc(1, sizeof *pool);
+    if (pool == NULL)
+        return ovt_fail(OVT_ENOMEM, "out of memory for a thread pool");
+    pthread_mutex_init(&pool->mu, NULL);
+    pthread_cond_init(&pool->wake, NULL);
+    pthread_cond_init(&pool->settled, NULL);
+    atomic_init(&pool->next, 0);
+    if (threads > 1) {
+        pool->threads = calloc((size_t)threads - 1, sizeof *pool->threads);
+        if (pool->threads == NULL) {
+            krn_pool_free(pool);
+            return ovt_fail(OVT_ENOMEM, "out of memory for a thread pool");
+        }
+        for (int t = 0; t < threads - 1; t++) {
+            if (pthread_create(&pool->threads[t], NULL, worker, pool) != 0) {
+                krn_pool_free(pool);
+                return ovt_fail(OVT_ENOMEM, "cannot start thread %d of a pool of %d", t + 1,
+                                threads);
+            }
+            pool->nworkers++;
+        }
+    }
+    *out = pool;
+    return 0;
+}
+
+void krn_pool_free(krn_pool *pool)
+{
+    if (pool == NULL)
+        return;
+    pthread_mutex_lock(&pool->mu);
+    pool->stop = true;
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->mu);
+    for (int t = 0; t < pool->nworkers; t++)
+        pthread_join(pool->threads[t], NULL);
+    free(pool->threads);
+    pthread_cond_destroy(&pool->settled);
+    pthread_cond_destroy(&pool->wake);
+    pthread_mutex_destroy(&pool->mu);
+    free(pool);
+}
+
+void krn_pool_run(krn_pool *pool, size_t nchunks, void (*fn)(void *arg, size_t chunk), void *arg)
+{
+    if (pool->nworkers == 0 || nchunks <= 1) {
+        for (size_t c = 0; c < nchunks; c++)
+            fn(arg, c);
+        return;
+    }
+    pthread_mutex_lock(&pool->mu);
+    pool->fn = fn;
+    pool->arg = arg;
+    pool->nchunks = nchunks;
+    atomic_store_explicit(&pool->next, 0, memory_order_relaxed);
+    pool->open = true;
+    pool->generation++;
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->mu);
+
+    run_chunks(pool, fn, arg, nchunks);
+
+    /* Every chunk is claimed. Close the loop to latecomers, then wait for
+     * the workers that joined it to finish their last chunk. The mutex
+     * orders their writes before our return. */
+    pthread_mutex_lock(&pool->mu);
+    pool->open = false;
+    while (pool->inside > 0)
+        pthread_cond_wait(&pool->settled, &pool->mu);
+    pthread_mutex_unlock(&pool->mu);
+}
+
+int krn_cpu_count(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        return n > 0 ? n : 1;
+    }
+    return 1;
+}

@@ -1,0 +1,33 @@
+#ifndef OVT_KERNELS_POOL_H
+#define OVT_KERNELS_POOL_H
+
+/* A small thread pool for splitting one loop into chunks (kernels/ internal).
+ *
+ * The calling thread always works too, and it waits only for chunks that a
+ * worker has actually started: a worker that is not scheduled in time (on a
+ * busy machine, or while BLAS threads still spin) simply finds no chunk left.
+ * A team-and-barrier scheme (an OpenMP parallel region) would instead stall
+ * the whole loop until every thread has run. Chunks are claimed in
+ * increasing order from one counter; which thread runs which chunk is not
+ * deterministic, so callers write each chunk's results to that chunk's own
+ * place and combine them in chunk order. */
+
+#include <stddef.h>
+
+#include "common/err.h"
+
+typedef struct krn_pool krn_pool;
+
+/* A pool that runs loops on the caller plus threads - 1 workers. */
+int krn_pool_new(krn_pool **out, int threads) OVT_MUST_USE;
+void krn_pool_free(krn_pool *pool);
+
+/* Calls fn(arg, c) once for every c in [0, nchunks), on the caller and any
+ * idle workers, and returns when all calls have returned. Not reentrant: one
+ * loop at a time per pool (fn must not call krn_pool_run on the same pool). */
+void krn_pool_run(krn_pool *pool, size_t nchunks, void (*fn)(void *arg, size_t chunk), void *arg);
+
+/* The number of CPUs this process may run on (at least 1). */
+int krn_cpu_count(void);
+
+#endif

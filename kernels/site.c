@@ -1,0 +1,582 @@
+/* Rounding sites: the trainer's RECORD, the verifier's REPLAY and the
+ * NEAREST ablation (DESIGN.md section 2, docs/numeric-contract.md).
+ *
+ * Every element goes through a fast path that works on the bits of the
+ * double: it rounds to nearest-even with integer arithmetic and measures the
+ * distance to the midpoint of the element's own grid interval. Only the
+ * elements the fast path cannot settle (within the band of a midpoint, a
+ * band wide compared with the grid step, zero, subnormal, near overflow,
+ * non-finite, exact ties) go through krn_grid_locate. Large sites are split
+ * into fixed chunks run on the ctx's thread pool (pool.h); each chunk
+ * collects its own entries, and the chunks are appended to the log in order,
+ * so the log does not depend on the thread count or on scheduling. */
+#include "kernels/site.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pthread.h>
+
+#include "kernels/grid.h"
+#include "kernels/grid_bits.h"
+#include "kernels/pool.h"
+
+/* Elements per block: the band of a block is computed into a small buffer,
+ * then the block is rounded. */
+#define SITE_BLOCK 1024
+/* Elements per chunk of a large site (a unit of work for the pool), and the
+ * smallest site that is split. */
+#define SITE_CHUNK 32768
+#define SITE_PARALLEL_MIN 65536
+#define SITE_MAX_THREADS 64
+
+/* Entries found in one chunk, in index order, and the chunk's counts. */
+typedef struct {
+    krn_rlog_entry *entries;
+    size_t count;
+    size_t cap;
+    uint64_t wide;
+} chunk_out;
+
+struct krn_ctx {
+    krn_config cfg;
+    int nthreads;
+    krn_pool *pool; /* created on the first site large enough to split */
+    bool in_step;
+    uint64_t step;
+    krn_rlog *log;
+    uint32_t next_site;
+    size_t replay_next; /* REPLAY: the next log site not yet matched */
+    krn_stats stats;
+    chunk_out *chunks;
+    size_t chunks_cap;
+};
+
+/* What one call of krn_site works on, shared by the threads. */
+typedef struct {
+    krn_ctx *ctx;
+    const char *name;
+    uint32_t site;
+    float *out;
+    const double *x;
+    size_t n;
+    const krn_band *band; /* NULL: exact site */
+    bool record;          /* log entries (RECORD with a band) */
+    uint64_t wide;        /* entries that are values */
+    /* the failure at the lowest element index (messages are per thread) */
+    pthread_mutex_t err_mu;
+    int err_code;
+    size_t err_index;
+    char err_msg[400];
+} site_job;
+
+int krn_ctx_new(krn_ctx **out, const krn_config *cfg)
+{
+    *out = NULL;
+    int rc = krn_grid_check_bits(cfg->grid_bits);
+    if (rc < 0)
+        return rc;
+    if (cfg->mode != KRN_RECORD && cfg->mode != KRN_REPLAY && cfg->mode != KRN_NEAREST)
+        return ovt_fail(OVT_EINVAL, "unknown rounding mode %d", (int)cfg->mode);
+    if (cfg->threads < 0)
+        return ovt_fail(OVT_EINVAL, "thread count %d is negative", cfg->threads);
+    krn_ctx *ctx = calloc(1, sizeof *ctx);
+    if (ctx == NULL)
+        return ovt_fail(OVT_ENOMEM, "out of memory for a kernels context");
+    ctx->cfg = *cfg;
+    int threads = cfg->threads ? cfg->threads : krn_cpu_count();
+    if (threads > SITE_MAX_THREADS)
+        threads = SITE_MAX_THREADS;
+    ctx->nthreads = threads;
+    *out = ctx;
+    return 0;
+}
+
+void krn_ctx_free(krn_ctx *ctx)
+{
+    if (ctx == NULL)
+        return;
+    krn_pool_free(ctx->pool);
+    for (size_t c = 0; c < ctx->chunks_cap; c++)
+        free(ctx->chunks[c].entries);
+    free(ctx->chunks);
+    free(ctx);
+}
+
+const krn_config *krn_ctx_config(const krn_ctx *ctx)
+{
+    return &ctx->cfg;
+}
+
+int krn_step_begin(krn_ctx *ctx, uint64_t step, krn_rlog *log)
+{
+    if (ctx->in_step)
+        return ovt_fail(OVT_EINVAL, "step %llu begun before step %llu ended",
+                        (unsigned long long)step, (unsigned long long)ctx->step);
+    if (ctx->cfg.mode != KRN_NEAREST && log == NULL)
+        return ovt_fail(OVT_EINVAL, "step %llu: %s needs a rounding log", (unsigned long long)step,
+                        ctx->cfg.mode == KRN_RECORD ? "RECORD" : "REPLAY");
+    if (ctx->cfg.mode == KRN_REPLAY && krn_rlog_step(log) != step)
+        return ovt_fail(OVT_EFRAUD, "the rounding log is for step %llu, not step %llu",
+                        (unsigned long long)krn_rlog_step(log), (unsigned long long)step);
+    if (ctx->cfg.mode == KRN_RECORD)
+        krn_rlog_reset(log, step);
+    ctx->log = ctx->cfg.mode == KRN_NEAREST ? NULL : log;
+    ctx->step = step;
+    ctx->next_site = 0;
+    ctx->replay_next = 0;
+    memset(&ctx->stats, 0, sizeof ctx->stats);
+    ctx->in_step = true;
+    return 0;
+}
+
+int krn_step_end(krn_ctx *ctx, krn_stats *stats)
+{
+    if (stats != NULL)
+        memset(stats, 0, sizeof *stats);
+    if (!ctx->in_step)
+        return ovt_fail(OVT_EINVAL, "krn_step_end without krn_step_begin");
+    ctx->in_step = false;
+    if (stats != NULL)
+        *stats = ctx->stats;
+    if (ctx->cfg.mode == KRN_REPLAY && ctx->replay_next < krn_rlog_nsites(ctx->log)) {
+        const krn_rlog_site *s = krn_rlog_site_at(ctx->log, ctx->replay_next);
+        return ovt_fail(OVT_EFRAUD,
+                        "step %llu: the rounding log has %zu entries for site %u, which was never "
+                        "executed (the step ran %u sites)",
+                        (unsigned long long)ctx->step, s->count, s->site, ctx->next_site);
+    }
+    return 0;
+}
+
+/* ---- bands ---- */
+
+static bool band_is_zero(const krn_band *band)
+{
+    return band == NULL || (band->kind == KRN_BAND_ZERO && band->rel == 0.0);
+}
+
+static int band_check(const krn_band *band, size_t n)
+{
+    if (band_is_zero(band))
+        return 0;
+    switch (band->kind) {
+    case KRN_BAND_ZERO:
+    case KRN_BAND_CONST:
+        return 0;
+    case KRN_BAND_ARRAY:
+        if (band->a == NULL)
+            return ovt_fail(OVT_EINVAL, "KRN_BAND_ARRAY without an array");
+        return 0;
+    case KRN_BAND_OUTER:
+        if (band->a == NULL || band->b == NULL || band->cols == 0 || n % band->cols != 0)
+            return ovt_fail(OVT_EINVAL, "KRN_BAND_OUTER needs row and column arrays and cols "
+                                        "dividing n (n = %zu, cols = %zu)", n, band->cols);
+        return 0;
+    }
+    return ovt_fail(OVT_EINVAL, "unknown band kind %d", (int)band->kind);
+}
+
+/* tau[j] for elements i0 .. i0+len-1:
+ *   base = 0 | scale | scale * a[i] | (scale * a[i / cols]) * b[i % cols]
+ *   tau  = base + rel * |x[i]|
+ * evaluated in exactly this order (docs/numeric-contract.md). */
+static void band_fill(const krn_band *band, const double *x, size_t i0, size_t len, double *tau)
+{
+    switch (band->kind) {
+    case KRN_BAND_ZERO:
+        for (size_t j = 0; j < len; j++)
+            tau[j] = 0.0;
+        break;
+    case KRN_BAND_CONST:
+        for (size_t j = 0; j < len; j++)
+            tau[j] = band->scale;
+        break;
+    case KRN_BAND_ARRAY:
+        for (size_t j = 0; j < len; j++)
+            tau[j] = band->scale * band->a[i0 + j];
+        break;
+    case KRN_BAND_OUTER: {
+        size_t r = i0 / band->cols, c = i0 % band->cols;
+        size_t j = 0;
+        while (j < len) {
+            double row = band->scale * band->a[r];
+            size_t run = band->cols - c < len - j ? band->cols - c : len - j;
+            const double *col = band->b + c;
+            for (size_t k = 0; k < run; k++)
+                tau[j + k] = row * col[k];
+            j += run;
+            c = 0;
+            r++;
+        }
+        break;
+    }
+    }
+    if (band->rel != 0.0) {
+        double rel = band->rel;
+        for (size_t j = 0; j < len; j++)
+            tau[j] = tau[j] + rel * fabs(x[i0 + j]);
+    }
+}
+
+static double band_at(const krn_band *band, const double *x, size_t i)
+{
+    double tau = 0.0;
+    band_fill(band, x, i, 1, &tau);
+    return tau;
+}
+
+/* ---- the fast path ---- */
+
+/* Rounds x[0..len) to nearest-even on the grid into out and marks in flag
+ * the elements it cannot settle: |x| outside [2^-126, 2^127) (zero,
+ * subnormal, near overflow, non-finite), elements within tau of their
+ * interval's midpoint (exact ties included), bands of at least a quarter of
+ * the grid step (where the nearest midpoint may lie in the finer binade
+ * below), and NaN or negative bands. tau == NULL means a zero band.
+ *
+ * Rounding: add just under half of the dropped low bits of the double (plus
+ * one when the last kept bit is odd, which makes a tie go to even) and clear
+ * them; a carry moves into the exponent, as rounding up into the next binade
+ * should. The midpoint of the element's interval is its kept bits with the
+ * highest dropped bit set, so d = |x - mid| is one exact subtraction.
+ * Only bit operations, 64-bit additions, shifts and FP64 operations, with no
+ * branch, so the loop vectorises. */
+static inline __attribute__((always_inline)) uint8_t
+round_one(double xj, double t, float *outj, int b)
+{
+    const int drop = 61 - b;
+    const uint64_t mask = (UINT64_C(1) << drop) - 1;
+    const uint64_t half = UINT64_C(1) << (drop - 1);
+    const double step_scale = 0x1p-52 * (double)(UINT64_C(1) << drop); /* 2^(1-p) */
+    uint64_t u = krn_double_bits(xj);
+    uint64_t a = u & ~KRN_SIGN64;
+    uint64_t r = (a + (mask >> 1) + ((a >> drop) & 1)) & ~mask;
+    *outj = (float)krn_bits_double(r | (u & KRN_SIGN64));
+    double ax = krn_bits_double(a);
+    double d = fabs(ax - krn_bits_double((a & ~mask) | half));
+    double q = krn_bits_double(a & ~KRN_MANT64) * step_scale; /* the grid step at x */
+    int normal = (ax >= 0x1p-126) & (ax < 0x1p127);
+    return (uint8_t)((normal ^ 1) | (d <= t) | (4.0 * t >= q) | !(t >= 0.0));
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* An AVX2 clone where the CPU has it (picked at load time). Both clones do
+ * the same exact integer and IEEE operations, so they give the same bits. */
+__attribute__((target_clones("avx2", "default")))
+#endif
+static void round_block(const double *restrict x, const double *restrict tau, float *restrict out,
+                        uint8_t *restrict flag, size_t len, int b)
+{
+    if (tau != NULL) {
+        for (size_t j = 0; j < len; j++)
+            flag[j] = round_one(x[j], tau[j], &out[j], b);
+    } else {
+        /* a zero band: only exact ties (d <= 0) and odd ranges */
+        for (size_t j = 0; j < len; j++)
+            flag[j] = round_one(x[j], 0.0, &out[j], b);
+    }
+}
+
+/* Offsets of the nonzero flags, eight at a time where all are zero. */
+static size_t collect_flags(const uint8_t *flag, size_t len, uint32_t *cand)
+{
+    size_t nc = 0, j = 0;
+    for (; j + 8 <= len; j += 8) {
+        uint64_t w;
+        memcpy(&w, flag + j, sizeof w);
+        if (w == 0)
+            continue;
+        for (size_t k = j; k < j + 8; k++) {
+            cand[nc] = (uint32_t)k;
+            nc += flag[k];
+        }
+    }
+    for (; j < len; j++) {
+        cand[nc] = (uint32_t)j;
+        nc += flag[j];
+    }
+    return nc;
+}
+
+/* ---- the slow path ---- */
+
+static float canonical_zero(float v)
+{
+    return v == 0.0f ? 0.0f : v; /* a zero is always written as +0 */
+}
+
+static int elem_fail(const site_job *job, size_t i, int code, const char *what)
+{
+    return ovt_fail(code, "step %llu site %u (%s) element %zu: %s",
+                    (unsigned long long)job->ctx->step, job->site, job->name, i, what);
+}
+
+/* Rounds an element the fast path left over; RECORD also decides its entry.
+ * Returns 1 if *entry was filled, 0 if not, or an error. */
+static int settle(const site_job *job, size_t i, double tau, krn_rlog_entry *entry)
+{
+    int b = job->ctx->cfg.grid_bits;
+    if (!(tau >= 0.0)) {
+        char what[96];
+        snprintf(what, sizeof what, "the band is %g (NaN or negative)", tau);
+        return elem_fail(job, i, OVT_EINVAL, what);
+    }
+    krn_grid_pos pos;
+    if (krn_grid_locate(job->x[i], b, &pos) < 0)
+        return elem_fail(job, i, OVT_ENUMERIC, ovt_errmsg());
+    float v = canonical_zero(pos.nearest);
+    job->out[i] = v;
+    if (!job->record || !(tau > 0.0) || !(pos.dist <= tau))
+        return 0;
+    entry->index = i;
+    if (16.0 * tau <= pos.spacing) {
+        entry->dir = pos.nearest == pos.above ? KRN_DIR_UP : KRN_DIR_DOWN;
+        entry->value = 0.0f;
+    } else {
+        entry->dir = KRN_DIR_VALUE;
+        entry->value = v;
+    }
+    return 1;
+}
+
+static int chunk_push(chunk_out *co, const krn_rlog_entry *e)
+{
+    if (co->count == co->cap) {
+        size_t cap = co->cap ? 2 * co->cap : 64;
+        krn_rlog_entry *p = realloc(co->entries, cap * sizeof *p);
+        if (p == NULL)
+            return ovt_fail(OVT_ENOMEM, "out of memory for %zu rounding-log entries", cap);
+        co->entries = p;
+        co->cap = cap;
+    }
+    co->entries[co->count++] = *e;
+    co->wide += e->dir == KRN_DIR_VALUE;
+    return 0;
+}
+
+/* Keeps the failure with the lowest element index, whatever thread saw it. */
+static void job_fail(site_job *job, size_t i, int code)
+{
+    pthread_mutex_lock(&job->err_mu);
+    if (job->err_code == 0 || i < job->err_index) {
+        job->err_code = code;
+        job->err_index = i;
+        snprintf(job->err_msg, sizeof job->err_msg, "%s", ovt_errmsg());
+    }
+    pthread_mutex_unlock(&job->err_mu);
+}
+
+/* Rounds elements [i0, i1) of the job, collecting entries into co. Stops at
+ * the first failure, which it records in the job. */
+static void run_range(site_job *job, size_t i0, size_t i1, chunk_out *co)
+{
+    double tau[SITE_BLOCK];
+    uint8_t flag[SITE_BLOCK];
+    uint32_t cand[SITE_BLOCK];
+    int b = job->ctx->cfg.grid_bits;
+    bool banded = job->record;
+    co->count = 0;
+    co->wide = 0;
+    for (size_t b0 = i0; b0 < i1; b0 += SITE_BLOCK) {
+        size_t len = i1 - b0 < SITE_BLOCK ? i1 - b0 : SITE_BLOCK;
+        if (banded) {
+            band_fill(job->band, job->x, b0, len, tau);
+            round_block(job->x + b0, tau, job->out + b0, flag, len, b);
+        } else {
+            round_block(job->x + b0, NULL, job->out + b0, flag, len, b);
+        }
+        size_t nc = collect_flags(flag, len, cand);
+        for (size_t k = 0; k < nc; k++) {
+            size_t i = b0 + cand[k];
+            krn_rlog_entry e;
+            int rc = settle(job, i, banded ? tau[cand[k]] : 0.0, &e);
+            if (rc == 1)
+                rc = chunk_push(co, &e);
+            if (rc < 0) {
+                job_fail(job, i, rc);
+                return;
+            }
+        }
+    }
+}
+
+static void run_chunk(void *arg, size_t c)
+{
+    site_job *job = arg;
+    size_t i0 = c * SITE_CHUNK;
+    size_t i1 = job->n - i0 < SITE_CHUNK ? job->n : i0 + SITE_CHUNK;
+    run_range(job, i0, i1, &job->ctx->chunks[c]);
+}
+
+/* Makes room for the per-chunk results of a site of nchunks chunks. */
+static int reserve_chunks(krn_ctx *ctx, size_t nchunks)
+{
+    if (nchunks <= ctx->chunks_cap)
+        return 0;
+    chunk_out *p = realloc(ctx->chunks, nchunks * sizeof *p);
+    if (p == NULL)
+        return ovt_fail(OVT_ENOMEM, "out of memory for %zu chunks", nchunks);
+    memset(p + ctx->chunks_cap, 0, (nchunks - ctx->chunks_cap) * sizeof *p);
+    ctx->chunks = p;
+    ctx->chunks_cap = nchunks;
+    return 0;
+}
+
+/* Runs the job over all elements, in chunks on the pool when it is large,
+ * and appends the entries to the log in index order. */
+static int run_job(site_job *job)
+{
+    krn_ctx *ctx = job->ctx;
+    bool split = job->n >= SITE_PARALLEL_MIN && ctx->nthreads > 1;
+    size_t nchunks = split ? (job->n + SITE_CHUNK - 1) / SITE_CHUNK : 1;
+    int rc = reserve_chunks(ctx, nchunks);
+    if (rc == 0 && split && ctx->pool == NULL)
+        rc = krn_pool_new(&ctx->pool, ctx->nthreads);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_init(&job->err_mu, NULL);
+    if (split)
+        krn_pool_run(ctx->pool, nchunks, run_chunk, job);
+    else
+        run_range(job, 0, job->n, &ctx->chunks[0]);
+    pthread_mutex_destroy(&job->err_mu);
+    if (job->err_code < 0)
+        return ovt_fail(job->err_code, "%s", job->err_msg);
+    for (size_t c = 0; c < nchunks; c++) {
+        chunk_out *co = &ctx->chunks[c];
+        job->wide += co->wide;
+        if (job->record && co->count > 0) {
+            rc = krn_rlog_add_site(ctx->log, job->site, job->n, co->entries, co->count);
+            if (rc < 0)
+                return rc;
+            ctx->stats.logged += co->count;
+        }
+    }
+    return 0;
+}
+
+/* ---- REPLAY: applying the log ---- */
+
+static int fraud(const site_job *job, size_t i, const char *fmt, ...) OVT_PRINTF(3, 4);
+
+static int fraud(const site_job *job, size_t i, const char *fmt, ...)
+{
+    char what[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return elem_fail(job, i, OVT_EFRAUD, what);
+}
+
+/* Applies one logged entry to element e->index of the verifier's own
+ * values; fails with OVT_EFRAUD where the rule of the contract rejects it. */
+static int apply_entry(site_job *job, const krn_rlog_entry *e)
+{
+    krn_ctx *ctx = job->ctx;
+    int b = ctx->cfg.grid_bits;
+    size_t i = (size_t)e->index;
+    if (e->index >= job->n)
+        return fraud(job, i, "the log has an entry beyond the site's %zu elements", job->n);
+    double tau = band_at(job->band, job->x, i);
+    if (!(tau > 0.0))
+        return fraud(job, i, "the element is logged but its band is %g (the site is exact there)",
+                     tau);
+    krn_grid_pos pos;
+    if (krn_grid_locate(job->x[i], b, &pos) < 0)
+        return elem_fail(job, i, OVT_ENUMERIC, ovt_errmsg());
+    float v;
+    double dist;
+    if (e->dir == KRN_DIR_VALUE) {
+        double lo, hi;
+        if (krn_grid_interval(e->value, b, &lo, &hi) < 0)
+            return fraud(job, i, "the logged value %a is not a finite grid value", (double)e->value);
+        double x = job->x[i];
+        dist = x < lo ? lo - x : (x > hi ? x - hi : 0.0);
+        if (!(dist <= 2.0 * tau))
+            return fraud(job, i, "own value is %.3g tau from the logged value's rounding "
+                                 "interval (limit 2, tau = %g)", dist / tau, tau);
+        v = e->value;
+    } else if (e->dir == KRN_DIR_DOWN || e->dir == KRN_DIR_UP) {
+        dist = pos.dist;
+        if (!(2.0 * tau <= 0.25 * pos.spacing))
+            return fraud(job, i, "a direction entry where the band is too wide: 2 tau = %g is "
+                                 "more than a quarter of the grid step %g", 2.0 * tau,
+                         pos.spacing);
+        if (!(dist <= 2.0 * tau))
+            return fraud(job, i, "own value is %.3g tau from the nearest midpoint (limit 2, "
+                                 "tau = %g)", dist / tau, tau);
+        v = e->dir == KRN_DIR_UP ? pos.above : pos.below;
+        if (isinf(v))
+            return fraud(job, i, "the logged direction leads past the largest grid value");
+        dist = pos.dist;
+    } else {
+        return fraud(job, i, "unknown entry kind %d", (int)e->dir);
+    }
+    job->out[i] = canonical_zero(v);
+    double ratio = dist / tau;
+    if (ratio > ctx->stats.max_dist_over_tau)
+        ctx->stats.max_dist_over_tau = ratio;
+    job->wide += e->dir == KRN_DIR_VALUE;
+    return 0;
+}
+
+int krn_site(krn_ctx *ctx, const char *name, float *out, const double *x, size_t n,
+             const krn_band *band)
+{
+    if (!ctx->in_step)
+        return ovt_fail(OVT_EINVAL, "site %s executed outside a step", name);
+    int rc = band_check(band, n);
+    if (rc < 0)
+        return ovt_fail_wrap(rc, "step %llu site %u (%s)", (unsigned long long)ctx->step,
+                             ctx->next_site, name);
+    site_job job = {
+        .ctx = ctx,
+        .name = name,
+        .site = ctx->next_site++,
+        .out = out,
+        .x = x,
+        .n = n,
+        .band = band_is_zero(band) ? NULL : band,
+        .record = ctx->cfg.mode == KRN_RECORD && !band_is_zero(band),
+    };
+    ctx->stats.sites++;
+    ctx->stats.outputs += n;
+
+    const krn_rlog_site *logged = NULL;
+    if (ctx->cfg.mode == KRN_REPLAY && ctx->replay_next < krn_rlog_nsites(ctx->log)) {
+        const krn_rlog_site *s = krn_rlog_site_at(ctx->log, ctx->replay_next);
+        if (s->site == job.site) {
+            logged = s;
+            ctx->replay_next++;
+        }
+    }
+    if (logged != NULL && logged->n != n)
+        return ovt_fail(OVT_EFRAUD, "step %llu site %u (%s): the log says the site has %llu "
+                                    "elements, it has %zu",
+                        (unsigned long long)ctx->step, job.site, name,
+                        (unsigned long long)logged->n, n);
+    if (logged != NULL && job.band == NULL)
+        return ovt_fail(OVT_EFRAUD, "step %llu site %u (%s) is exact (zero band) but the log has "
+                                    "%zu entries for it",
+                        (unsigned long long)ctx->step, job.site, name, logged->count);
+
+    rc = run_job(&job);
+    if (rc < 0)
+        return rc;
+    if (logged != NULL) {
+        for (size_t k = 0; k < logged->count; k++) {
+            rc = apply_entry(&job, &logged->entries[k]);
+            if (rc < 0)
+                return rc;
+        }
+        ctx->stats.logged += logged->count;
+    }
+    ctx->stats.wide += job.wide;
+    return 0;
+}

@@ -1,0 +1,404 @@
+/* Rounding sites: RECORD on x, REPLAY on a perturbed x' (|x - x'| <= tau)
+ * gives bitwise identical outputs; NEAREST on x' does not, on inputs built
+ * near midpoints (the ablation); forged logs are rejected as fraud; the log
+ * does not depend on the thread count; non-finite values fail the step. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "kernels/grid.h"
+#include "kernels/rng.h"
+#include "kernels/site.h"
+
+static krn_ctx *new_ctx(krn_mode mode, int b, int threads)
+{
+    krn_config cfg = {.backend = KRN_BACKEND_CPU, .mode = mode, .grid_bits = b, .threads = threads};
+    krn_ctx *ctx = NULL;
+    if (krn_ctx_new(&ctx, &cfg) != 0) {
+        fprintf(stderr, "krn_ctx_new: %s\n", ovt_errmsg());
+        exit(1);
+    }
+    return ctx;
+}
+
+static uint32_t fbits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static double uni(uint64_t seed, uint64_t k)
+{
+    return krn_rng_uniform(seed, 0, KRN_RNG_TEST, k);
+}
+
+/* A test case: the trainer's values x, the verifier's x2 (within tau), the
+ * band a (tau_i = scale * a[i] with scale 1), and which elements were built
+ * to straddle a midpoint (their nearest roundings differ). */
+typedef struct {
+    size_t n;
+    double *x, *x2, *a;
+    bool *straddle;
+} fixture;
+
+static void fixture_free(fixture *f)
+{
+    free(f->x);
+    free(f->x2);
+    free(f->a);
+    free(f->straddle);
+}
+
+/* Kinds of elements, by k % 8:
+ *  0-3 random values of random magnitude, relative band 2^-30 .. 2^-20;
+ *  4-5 built on a grid midpoint +- a fraction of tau (tau <= step/64),
+ *      perturbed to the other side: a direction entry that matters;
+ *  6   near zero with a band much wider than the grid step (value entries);
+ *  7   a midpoint at a binade edge or in the subnormal range. */
+static fixture make_fixture(size_t n, int b, uint64_t seed)
+{
+    fixture f = {.n = n};
+    f.x = malloc(n * sizeof *f.x);
+    f.x2 = malloc(n * sizeof *f.x2);
+    f.a = malloc(n * sizeof *f.a);
+    f.straddle = calloc(n, sizeof *f.straddle);
+    int p = b - 8;
+    for (size_t k = 0; k < n; k++) {
+        double u1 = uni(seed, 4 * k), u2 = uni(seed, 4 * k + 1), u3 = uni(seed, 4 * k + 2);
+        double sign = uni(seed, 4 * k + 3) < 0.5 ? -1.0 : 1.0;
+        double x, tau, x2;
+        switch (k % 8) {
+        default: {
+            x = sign * ldexp(1.0 + u1, (int)(u2 * 60.0) - 30);
+            tau = fabs(x) * ldexp(1.0, -30 + (int)(u3 * 10.0));
+            x2 = x + tau * (2.0 * u3 - 1.0) * 0.999;
+            break;
+        }
+        case 4:
+        case 5: {
+            /* a grid value g of p bits, its midpoint to the next value */
+            int e = (int)(u2 * 40.0) - 20;
+            double g = ldexp(floor(ldexp(1.0 + u1, p - 1)), e - p + 1);
+            double step = ldexp(1.0, e - p + 1);
+            double m = g + step / 2;
+            tau = step / 64.0 * (0.1 + u3);
+            double off = tau * (0.05 + 0.9 * u3);
+            x = sign * (m + off * (k % 2 ? 1 : -1));
+            x2 = sign * (m - off * (k % 2 ? 1 : -1) * 0.999);
+            f.straddle[k] = true;
+            break;
+        }
+        case 6: {
+            /* heavy cancellation: |x| tiny, the band many grid steps wide */
+            double step = ldexp(1.0, -20 - p);
+            tau = step * ldexp(1.0, (int)(u2 * 20.0));
+            x = sign * step * u1 * 3.0;
+            x2 = x + tau * (2.0 * u3 - 1.0) * 0.999;
+            break;
+        }
+        case 7: {
+            /* midpoints just below a binade edge (finer step) and subnormal */
+            int e = (int)(u2 * 250.0) - 125;
+            double step = ldexp(1.0, e - p); /* the step just below 2^e */
+            double m = u1 < 0.5 ? ldexp(1.0, e) - step / 2 : ldexp(1.0, -126) * u1;
+            if (u1 >= 0.5) {
+                double qmin = ldexp(1.0, -117 - b);
+                m = (floor(m / qmin) + 0.5) * qmin;
+                step = qmin;
+            }
+            tau = step / 64.0 * (0.1 + u3);
+            double off = tau * 0.5;
+            x = sign * (m + off);
+            x2 = sign * (m - off);
+            f.straddle[k] = true;
+            break;
+        }
+        }
+        f.x[k] = x;
+        f.x2[k] = x2;
+        f.a[k] = tau;
+    }
+    return f;
+}
+
+static void test_replay_matches(int b, size_t n, int threads, uint64_t seed)
+{
+    fixture f = make_fixture(n, b, seed);
+    krn_band band = {.kind = KRN_BAND_ARRAY, .scale = 1.0, .a = f.a};
+    float *out1 = malloc(n * sizeof *out1), *out2 = malloc(n * sizeof *out2),
+          *out3 = malloc(n * sizeof *out3);
+    krn_rlog *log = krn_rlog_new();
+
+    krn_ctx *rec = new_ctx(KRN_RECORD, b, threads);
+    CHECK(krn_step_begin(rec, 7, log) == 0);
+    CHECK(krn_site(rec, "exact.before", out1, f.x, n, NULL) == 0); /* site 0: exact */
+    CHECK(krn_site(rec, "test.site", out1, f.x, n, &band) == 0);   /* site 1 */
+    krn_stats st;
+    CHECK(krn_step_end(rec, &st) == 0);
+    CHECK(st.sites == 2 && st.outputs == 2 * n);
+    CHECK(st.logged == krn_rlog_nentries(log));
+    CHECK(krn_rlog_nsites(log) == 1 && krn_rlog_site_at(log, 0)->site == 1);
+    CHECK(st.wide > 0 && st.wide < st.logged);
+
+    krn_ctx *rep = new_ctx(KRN_REPLAY, b, threads);
+    CHECK(krn_step_begin(rep, 7, log) == 0);
+    CHECK(krn_site(rep, "exact.before", out2, f.x2, n, NULL) == 0);
+    int rc = krn_site(rep, "test.site", out2, f.x2, n, &band);
+    CHECK_MSG(rc == 0, "%s", ovt_errmsg());
+    krn_stats st2;
+    CHECK(krn_step_end(rep, &st2) == 0);
+    CHECK(st2.logged == st.logged);
+    CHECK(st2.max_dist_over_tau <= 2.0 && st2.max_dist_over_tau > 0.5);
+
+    size_t differ = 0, nstraddle = 0, nearest_differ = 0;
+    krn_ctx *abl = new_ctx(KRN_NEAREST, b, threads);
+    CHECK(krn_step_begin(abl, 7, NULL) == 0);
+    CHECK(krn_site(abl, "exact.before", out3, f.x2, n, NULL) == 0);
+    CHECK(krn_site(abl, "test.site", out3, f.x2, n, &band) == 0);
+    CHECK(krn_step_end(abl, NULL) == 0);
+    for (size_t k = 0; k < n; k++) {
+        differ += fbits(out1[k]) != fbits(out2[k]);
+        CHECK(krn_grid_contains(out1[k], b));
+        if (f.straddle[k]) {
+            nstraddle++;
+            nearest_differ += fbits(out1[k]) != fbits(out3[k]);
+        }
+        /* RECORD rounds to nearest, with zeros written as +0 */
+        float rn = krn_grid_round(f.x[k], b);
+        CHECK(fbits(out1[k]) == fbits(rn == 0.0f ? 0.0f : rn));
+    }
+    CHECK_MSG(differ == 0, "b=%d: %zu of %zu outputs differ after replay", b, differ, n);
+    /* every built straddling element flips without the log */
+    CHECK_MSG(nearest_differ == nstraddle && nstraddle > n / 8,
+              "b=%d: NEAREST differs on %zu of %zu built elements", b, nearest_differ, nstraddle);
+    krn_ctx_free(rec);
+    krn_ctx_free(rep);
+    krn_ctx_free(abl);
+    krn_rlog_free(log);
+    free(out1);
+    free(out2);
+    free(out3);
+    fixture_free(&f);
+}
+
+/* The log and the outputs do not depend on the number of threads. */
+static void test_threads(void)
+{
+    size_t n = 300001;
+    fixture f = make_fixture(n, 32, 11);
+    krn_band band = {.kind = KRN_BAND_ARRAY, .scale = 1.0, .a = f.a};
+    float *o1 = malloc(n * sizeof *o1), *o4 = malloc(n * sizeof *o4);
+    krn_rlog *l1 = krn_rlog_new(), *l4 = krn_rlog_new();
+    krn_ctx *c1 = new_ctx(KRN_RECORD, 32, 1), *c4 = new_ctx(KRN_RECORD, 32, 4);
+    CHECK(krn_step_begin(c1, 1, l1) == 0 && krn_step_begin(c4, 1, l4) == 0);
+    CHECK(krn_site(c1, "t", o1, f.x, n, &band) == 0);
+    CHECK(krn_site(c4, "t", o4, f.x, n, &band) == 0);
+    CHECK(krn_step_end(c1, NULL) == 0 && krn_step_end(c4, NULL) == 0);
+    CHECK_MEM(o1, o4, n * sizeof *o1);
+    CHECK(krn_rlog_nentries(l1) == krn_rlog_nentries(l4) && krn_rlog_nentries(l1) > n / 4);
+    const krn_rlog_site *s1 = krn_rlog_site_at(l1, 0), *s4 = krn_rlog_site_at(l4, 0);
+    CHECK(s1 && s4 && s1->count == s4->count);
+    if (s1 && s4 && s1->count == s4->count)
+        CHECK_MEM(s1->entries, s4->entries, s1->count * sizeof *s1->entries);
+    /* the failure reported is the one at the lowest index, whichever
+     * thread meets which first */
+    for (int rep = 0; rep < 5; rep++) {
+        double keep1 = f.x[250000], keep2 = f.x[100001];
+        f.x[250000] = NAN;
+        f.x[100001] = INFINITY;
+        CHECK(krn_step_begin(c4, 2, l4) == 0);
+        CHECK(krn_site(c4, "t", o4, f.x, n, &band) == OVT_ENUMERIC);
+        CHECK_MSG(strstr(ovt_errmsg(), "element 100001:") != NULL, "%s", ovt_errmsg());
+        CHECK(krn_step_end(c4, NULL) == 0);
+        f.x[250000] = keep1;
+        f.x[100001] = keep2;
+    }
+    krn_ctx_free(c1);
+    krn_ctx_free(c4);
+    krn_rlog_free(l1);
+    krn_rlog_free(l4);
+    free(o1);
+    free(o4);
+    fixture_free(&f);
+}
+
+/* The band kinds compute tau = base + rel |x| as documented. */
+static void test_bands(void)
+{
+    /* A 2x3 output with tau from row and column norms: element (r, c) is
+     * built at distance 0.9 * tau from a midpoint, so it is logged, and at
+     * 1.1 * tau in a second run, so it is not. */
+    double rows[2] = {1.0, 2.0}, cols[3] = {1.0, 3.0, 0.5};
+    double scale = 0x1p-34, rel = 0x1p-40;
+    for (int run = 0; run < 2; run++) {
+        double x[6];
+        for (int i = 0; i < 6; i++) {
+            double m = 1.0 + 0x1p-24 + (double)i * 0x1p-22; /* midpoints of the b = 32 grid */
+            double base = scale * rows[i / 3] * cols[i % 3];
+            double tau = base + rel * m;
+            x[i] = m + (run == 0 ? 0.9 : 1.1) * tau;
+        }
+        krn_band band = {.kind = KRN_BAND_OUTER, .scale = scale, .a = rows, .b = cols, .cols = 3,
+                         .rel = rel};
+        float out[6];
+        krn_rlog *log = krn_rlog_new();
+        krn_ctx *ctx = new_ctx(KRN_RECORD, 32, 1);
+        CHECK(krn_step_begin(ctx, 0, log) == 0);
+        CHECK(krn_site(ctx, "outer", out, x, 6, &band) == 0);
+        CHECK(krn_step_end(ctx, NULL) == 0);
+        CHECK_EQ_U64(krn_rlog_nentries(log), run == 0 ? 6 : 0);
+        krn_ctx_free(ctx);
+        krn_rlog_free(log);
+    }
+    /* malformed bands are refused */
+    krn_ctx *ctx = new_ctx(KRN_RECORD, 32, 1);
+    krn_rlog *log = krn_rlog_new();
+    float out[6];
+    double x[6] = {0};
+    CHECK(krn_step_begin(ctx, 0, log) == 0);
+    krn_band bad = {.kind = KRN_BAND_OUTER, .scale = 1, .a = rows, .b = cols, .cols = 4};
+    CHECK(krn_site(ctx, "bad", out, x, 6, &bad) == OVT_EINVAL);
+    krn_band bad2 = {.kind = KRN_BAND_ARRAY, .scale = 1};
+    CHECK(krn_site(ctx, "bad", out, x, 6, &bad2) == OVT_EINVAL);
+    double nan_a[6] = {1, 1, NAN, 1, 1, 1};
+    krn_band bad3 = {.kind = KRN_BAND_ARRAY, .scale = 1, .a = nan_a};
+    CHECK(krn_site(ctx, "nanband", out, x, 6, &bad3) == OVT_EINVAL);
+    CHECK(strstr(ovt_errmsg(), "element 2") != NULL);
+    CHECK(krn_step_end(ctx, NULL) == 0);
+    krn_ctx_free(ctx);
+    krn_rlog_free(log);
+}
+
+/* Replays a one-site step of n elements (values x, constant band tau)
+ * against `log`; returns krn_site's code, or krn_step_end's. */
+static int replay_one(krn_rlog *log, uint64_t step, const double *x, size_t n, double tau,
+                      int nsites)
+{
+    krn_ctx *ctx = new_ctx(KRN_REPLAY, 32, 1);
+    krn_band band = {.kind = KRN_BAND_CONST, .scale = tau};
+    float out[16];
+    int rc = krn_step_begin(ctx, step, log);
+    for (int s = 0; rc == 0 && s < nsites; s++)
+        rc = krn_site(ctx, "forged.op", out, x, n, &band);
+    if (rc == 0)
+        rc = krn_step_end(ctx, NULL);
+    krn_ctx_free(ctx);
+    return rc;
+}
+
+static void test_fraud(void)
+{
+    /* x[3] = 1.5 is a grid value, half a step from the nearest midpoints */
+    double x[8] = {1.0, 2.0, 3.0, 1.5, -0.75, 1e-30, 5.0, 6.0};
+    double tau = 0x1p-30;
+    krn_rlog *log = krn_rlog_new();
+
+    krn_rlog_reset(log, 5);
+    CHECK(krn_rlog_add(log, 0, 8, 3, KRN_DIR_UP, 0) == 0);
+    CHECK(replay_one(log, 5, x, 8, tau, 1) == OVT_EFRAUD);
+    const char *m = ovt_errmsg();
+    CHECK_MSG(strstr(m, "step 5") && strstr(m, "site 0") && strstr(m, "forged.op") &&
+                  strstr(m, "element 3") && strstr(m, "tau"),
+              "message: %s", m);
+
+    /* a forged value entry: 1.5 logged as 2.0 */
+    krn_rlog_reset(log, 5);
+    CHECK(krn_rlog_add(log, 0, 8, 3, KRN_DIR_VALUE, 2.0f) == 0);
+    CHECK(replay_one(log, 5, x, 8, tau, 1) == OVT_EFRAUD);
+    CHECK(strstr(ovt_errmsg(), "rounding interval") != NULL);
+    /* ... while the value 1.5 itself is accepted */
+    krn_rlog_reset(log, 5);
+    CHECK(krn_rlog_add(log, 0, 8, 3, KRN_DIR_VALUE, 1.5f) == 0);
+    CHECK(replay_one(log, 5, x, 8, tau, 1) == 0);
+    /* a value that is not on the grid */
+    krn_rlog_reset(log, 5);
+    CHECK(krn_rlog_add(log, 0, 8, 3, KRN_DIR_VALUE, 1.5f + 0x1p-23f) == 0);
+    CHECK(replay_one(log, 5, x, 8, tau, 1) == OVT_EFRAUD); /* b = 32: a grid value, too far */
+    CHECK(strstr(ovt_errmsg(), "rounding interval") != NULL);
+    krn_ctx *c24 = new_ctx(KRN_REPLAY, 24, 1);
+    krn_band band = {.kind = KRN_BAND_CONST, .scale = tau};
+    float out[8];
+    CHECK(krn_step_begin(c24, 5, log) == 0);
+    CHECK(krn_site(c24, "grid24", out, x, 8, &band) == OVT_EFRAUD); /* b = 24: not a grid value */
+    CHECK(strstr(ovt_errmsg(), "not a finite grid value") != NULL);
+    krn_ctx_free(c24);
+
+    /* an entry for a site that never runs */
+    krn_rlog_reset(log, 5);
+    CHECK(krn_rlog_add(log, 3, 8, 1, KRN_DIR_UP, 0) == 0);
+    CHECK(replay_one(log, 5, x, 8, tau, 2) == OVT_EFRAUD);
+    CHECK(strstr(ovt_errmsg(), "site 3") && strstr(ovt_errmsg(), "never executed"));
+    /* a site whose element count differs (so an index may be out of range) */
+    krn_rlog_reset(log, 5);
+    CHECK(krn_rlog_add(log, 0, 100, 50, KRN_DIR_UP, 0) == 0);
+    CHECK(replay_one(log, 5, x, 8, tau, 1) == OVT_EFRAUD);
+    CHECK(strstr(ovt_errmsg(), "100 elements") != NULL);
+    /* a log for another step */
+    krn_rlog_reset(log, 4);
+    CHECK(replay_one(log, 5, x, 8, tau, 1) == OVT_EFRAUD);
+    CHECK(strstr(ovt_errmsg(), "step 4") != NULL);
+    /* an entry in an exact site */
+    krn_rlog_reset(log, 5);
+    CHECK(krn_rlog_add(log, 0, 8, 3, KRN_DIR_UP, 0) == 0);
+    CHECK(replay_one(log, 5, x, 8, 0.0, 1) == OVT_EFRAUD);
+    CHECK(strstr(ovt_errmsg(), "exact") != NULL);
+    /* a direction entry where the band is too wide for one */
+    krn_rlog_reset(log, 5);
+    CHECK(krn_rlog_add(log, 0, 8, 5, KRN_DIR_UP, 0) == 0);
+    CHECK(replay_one(log, 5, x, 8, 1e-20, 1) == OVT_EFRAUD);
+    CHECK(strstr(ovt_errmsg(), "too wide") != NULL);
+    /* honest entries pass: x[0] = 1 + 2^-24 + tau/2 is near the midpoint of 1 and 1 + 2^-23 */
+    double y[1] = {1.0 + 0x1p-24 + 0x1p-31};
+    krn_rlog_reset(log, 5);
+    CHECK(krn_rlog_add(log, 0, 1, 0, KRN_DIR_DOWN, 0) == 0);
+    CHECK(replay_one(log, 5, y, 1, tau, 1) == 0);
+    krn_rlog_free(log);
+}
+
+static void test_errors(void)
+{
+    krn_ctx *ctx = new_ctx(KRN_RECORD, 32, 1);
+    krn_rlog *log = krn_rlog_new();
+    float out[4];
+    double x[4] = {1.0, 2.0, NAN, 4.0};
+    krn_band band = {.kind = KRN_BAND_CONST, .scale = 1e-12};
+    CHECK(krn_site(ctx, "early", out, x, 4, &band) == OVT_EINVAL); /* outside a step */
+    CHECK(krn_step_begin(ctx, 9, NULL) == OVT_EINVAL);               /* RECORD needs a log */
+    CHECK(krn_step_begin(ctx, 9, log) == 0);
+    CHECK(krn_step_begin(ctx, 10, log) == OVT_EINVAL);
+    CHECK(krn_site(ctx, "ok", out, x, 2, &band) == 0);
+    CHECK(krn_site(ctx, "attn.softmax", out, x, 4, &band) == OVT_ENUMERIC);
+    CHECK_MSG(strstr(ovt_errmsg(), "site 1 (attn.softmax) element 2") != NULL, "%s", ovt_errmsg());
+    x[2] = 1e39;
+    CHECK(krn_site(ctx, "big", out, x, 4, NULL) == OVT_ENUMERIC);
+    CHECK(strstr(ovt_errmsg(), "largest finite") != NULL);
+    x[2] = -INFINITY;
+    CHECK(krn_site(ctx, "inf", out, x, 4, NULL) == OVT_ENUMERIC);
+    CHECK(krn_step_end(ctx, NULL) == 0);
+    CHECK(krn_step_end(ctx, NULL) == OVT_EINVAL);
+    /* zeros are written as +0 in every mode */
+    double z[3] = {-0.0, -1e-300, -0x1p-151};
+    CHECK(krn_step_begin(ctx, 11, log) == 0);
+    CHECK(krn_site(ctx, "zeros", out, z, 3, NULL) == 0);
+    CHECK(fbits(out[0]) == 0 && fbits(out[1]) == 0 && fbits(out[2]) == 0);
+    CHECK(krn_step_end(ctx, NULL) == 0);
+    krn_ctx_free(ctx);
+    krn_config bad = {.mode = KRN_RECORD, .grid_bits = 23};
+    krn_ctx *c2 = NULL;
+    CHECK(krn_ctx_new(&c2, &bad) == OVT_EINVAL && c2 == NULL);
+    krn_rlog_free(log);
+}
+
+int main(void)
+{
+    for (int b = KRN_GRID_BITS_MIN; b <= KRN_GRID_BITS_MAX; b++)
+        test_replay_matches(b, 20000 + (size_t)b, 1, (uint64_t)b);
+    test_replay_matches(32, 200000, 2, 99);
+    test_replay_matches(26, 200000, 3, 98);
+    test_threads();
+    test_bands();
+    test_fraud();
+    test_errors();
+    return check_done();
+}
