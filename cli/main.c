@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "chain/arbitration_cli.h"
+#include "chain/cli.h"
 #include "cli/commands.h"
 #include "trainer/demo.h"
 
@@ -13,6 +15,8 @@ const struct ovt_command ovt_commands[] = {
     {"help", "show this help, or a command's help (ovt help COMMAND)", cmd_help},
     {"version", "print the version", cmd_version},
     {"demo", "the exactness demo: train, replay on other backends with and without the log", trn_cmd_demo},
+    {"keys", "create a keystore or show its address (new, address)", chain_cmd_keys},
+    {"deploy", "deploy the arbitration contract", chain_cmd_deploy},
     {NULL, NULL, NULL},
 };
 

@@ -1,0 +1,361 @@
+#ifndef OVT_CHAIN_ARBITRATION_H
+#define OVT_CHAIN_ARBITRATION_H
+
+/* C bindings of the arbitration contract (chain/contracts/OvtArbitration.sol,
+ * documented in docs/contract.md): the embedded bytecode, calldata for every
+ * call, decoders for the views and for every event, the off-chain runId and
+ * EIP-712 commitment digest, readable revert reasons, and (at the end) the
+ * calls sent through the chain client's transaction manager (chain/txm.h). */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "chain/abi.h"
+#include "chain/keys.h"
+#include "chain/merkle.h"
+#include "chain/rpc.h"
+#include "chain/txm.h"
+#include "chain/types.h"
+#include "common/bytes.h"
+
+/* The contract's creation bytecode (hex, no 0x) and ABI JSON, compiled from
+ * the Solidity source by solcjs at build time. */
+extern const char chain_arb_bytecode_hex[];
+extern const size_t chain_arb_bytecode_hex_len;
+extern const char chain_arb_abi_json[];
+extern const size_t chain_arb_abi_json_len;
+
+/* The contract's enum Phase. */
+typedef enum {
+    CHAIN_ARB_PHASE_NONE = 0,
+    CHAIN_ARB_PHASE_COMMITTING,
+    CHAIN_ARB_PHASE_BISECTING,
+    CHAIN_ARB_PHASE_REVEALING,
+    CHAIN_ARB_PHASE_AWAITING_VERDICT,
+    CHAIN_ARB_PHASE_SETTLED
+} chain_arb_phase;
+
+/* The contract's enum Outcome. A verdict may only be TRAINER_RIGHT ..
+ * INPUTS_UNAVAILABLE. */
+typedef enum {
+    CHAIN_ARB_NONE = 0,
+    CHAIN_ARB_VERIFIED,
+    CHAIN_ARB_TRAINER_RIGHT,
+    CHAIN_ARB_AUDITOR_RIGHT,
+    CHAIN_ARB_NEITHER,
+    CHAIN_ARB_FRAUDULENT_LOG,
+    CHAIN_ARB_INPUTS_UNAVAILABLE,
+    CHAIN_ARB_TRAINER_TIMED_OUT,
+    CHAIN_ARB_AUDITOR_TIMED_OUT,
+    CHAIN_ARB_BOTH_TIMED_OUT,
+    CHAIN_ARB_ARBITER_TIMED_OUT,
+    CHAIN_ARB_UNCHALLENGED,
+    CHAIN_ARB_TRAINER_ABSENT
+} chain_arb_outcome;
+
+const char *chain_arb_phase_name(chain_arb_phase phase);
+/* "verified", "trainer-right", ... ("?" for an unknown code). */
+const char *chain_arb_outcome_name(chain_arb_outcome outcome);
+
+/* GameView.flags bits. */
+enum { CHAIN_ARB_FLAG_TRAINER = 1, CHAIN_ARB_FLAG_AUDITOR = 2, CHAIN_ARB_FLAG_PREVIOUS = 4 };
+
+/* The contract's RunParams: what open() takes. Bonds are uint96 in wei. */
+typedef struct {
+    chain_address trainer;
+    chain_address auditor;
+    chain_address arbiter;
+    ovt_hash config_hash;
+    ovt_hash dataset_hash;
+    uint64_t steps;
+    uint32_t commit_timeout; /* seconds */
+    uint32_t move_timeout;
+    uint32_t arbiter_timeout;
+    chain_u256 trainer_bond;
+    chain_u256 auditor_bond;
+    uint64_t nonce;
+} chain_arb_params;
+
+/* The contract's GameView (getGame). */
+typedef struct {
+    chain_arb_phase phase;
+    chain_arb_outcome outcome;
+    unsigned round;
+    unsigned depth;
+    unsigned flags;
+    uint64_t deadline;
+    uint64_t index;
+    ovt_hash trainer_root;
+    ovt_hash auditor_root;
+    ovt_hash trainer_node;
+    ovt_hash auditor_node;
+    ovt_hash previous_state;
+    ovt_hash trainer_batch;
+    ovt_hash trainer_log;
+} chain_arb_game;
+
+/* --- off-chain derivations (each equals the contract's view of the same name) */
+
+/* runId = keccak256(abi.encode(chainId, contract, RunParams)). */
+void chain_arb_run_id(ovt_hash *out, uint64_t chain_id, const chain_address *contract, const chain_arb_params *p);
+
+/* The EIP-712 digest of Commitment(bytes32 runId,bytes32 root,uint64 steps,
+ * bytes32 configHash,bytes32 datasetHash) under the domain {name "ovt",
+ * version "1", chain_id, contract}. */
+void chain_arb_commitment_digest(ovt_hash *out, uint64_t chain_id, const chain_address *contract,
+                                 const ovt_hash *run_id, const ovt_hash *root, const chain_arb_params *p);
+
+/* Signs that digest: 65 bytes r || s || v (v = 27/28) as commit() takes. */
+int chain_arb_sign_commitment(uint8_t sig[65], const chain_privkey *key, uint64_t chain_id,
+                              const chain_address *contract, const ovt_hash *run_id, const ovt_hash *root,
+                              const chain_arb_params *p) OVT_MUST_USE;
+
+/* --- calldata. Each appends selector + arguments to out. */
+
+int chain_arb_encode_open(chain_buf *out, const chain_arb_params *p) OVT_MUST_USE;
+int chain_arb_encode_commit(chain_buf *out, const ovt_hash *run_id, const ovt_hash *root,
+                            const uint8_t sig[65]) OVT_MUST_USE;
+int chain_arb_encode_bisect(chain_buf *out, const ovt_hash *run_id, unsigned round, const ovt_hash *left,
+                            const ovt_hash *right) OVT_MUST_USE;
+/* previous and proof matter only for the first reveal when the step is > 0;
+ * proof holds nproof siblings, bottom up (nproof = depth). */
+int chain_arb_encode_reveal_leaf(chain_buf *out, const ovt_hash *run_id, unsigned round,
+                                 const chain_merkle_preimage *leaf, const chain_merkle_preimage *previous,
+                                 const ovt_hash *proof, size_t nproof) OVT_MUST_USE;
+int chain_arb_encode_verdict(chain_buf *out, const ovt_hash *run_id, uint64_t step, chain_arb_outcome outcome,
+                             const ovt_hash *evidence) OVT_MUST_USE;
+int chain_arb_encode_timeout(chain_buf *out, const ovt_hash *run_id) OVT_MUST_USE;
+int chain_arb_encode_withdraw(chain_buf *out) OVT_MUST_USE;
+
+/* Views. */
+int chain_arb_encode_get_run(chain_buf *out, const ovt_hash *run_id) OVT_MUST_USE;
+int chain_arb_encode_get_game(chain_buf *out, const ovt_hash *run_id) OVT_MUST_USE;
+int chain_arb_encode_credit(chain_buf *out, const chain_address *account) OVT_MUST_USE;
+int chain_arb_encode_compute_run_id(chain_buf *out, const chain_arb_params *p) OVT_MUST_USE;
+int chain_arb_encode_commitment_digest(chain_buf *out, const ovt_hash *run_id, const ovt_hash *root) OVT_MUST_USE;
+int chain_arb_encode_leaf_hash(chain_buf *out, const ovt_hash *run_id, uint64_t index,
+                               const chain_merkle_preimage *leaf) OVT_MUST_USE;
+int chain_arb_encode_node_hash(chain_buf *out, const ovt_hash *left, const ovt_hash *right) OVT_MUST_USE;
+
+/* Decoders of view results (the eth_call return data). getRun's result has
+ * no nonce: out->nonce is set to 0. */
+int chain_arb_decode_run(chain_arb_params *out, const uint8_t *data, size_t len) OVT_MUST_USE;
+int chain_arb_decode_game(chain_arb_game *out, const uint8_t *data, size_t len) OVT_MUST_USE;
+/* A single bytes32 or uint256 result. */
+int chain_arb_decode_word(uint8_t out[32], const uint8_t *data, size_t len) OVT_MUST_USE;
+
+/* --- events */
+
+typedef enum {
+    CHAIN_ARB_EV_RUN_OPENED = 0,
+    CHAIN_ARB_EV_COMMITTED,
+    CHAIN_ARB_EV_DISPUTE_OPENED,
+    CHAIN_ARB_EV_CHILDREN_REVEALED,
+    CHAIN_ARB_EV_DESCENDED,
+    CHAIN_ARB_EV_STEP_FIXED,
+    CHAIN_ARB_EV_LEAF_REVEALED,
+    CHAIN_ARB_EV_PREVIOUS_LEAF_REVEALED,
+    CHAIN_ARB_EV_VERDICT_DUE,
+    CHAIN_ARB_EV_VERDICT_GIVEN,
+    CHAIN_ARB_EV_TIMED_OUT,
+    CHAIN_ARB_EV_SETTLED,
+    CHAIN_ARB_EV_WITHDRAWN,
+    CHAIN_ARB_EV_COUNT
+} chain_arb_event_kind;
+
+/* One decoded event. run_id is set for every kind but WITHDRAWN. */
+typedef struct {
+    chain_arb_event_kind kind;
+    ovt_hash run_id;
+    uint64_t block_number;
+    ovt_hash tx_hash;
+    uint64_t log_index;
+    union {
+        struct {
+            chain_address trainer, auditor, arbiter;
+            ovt_hash config_hash, dataset_hash;
+            uint64_t steps;
+            unsigned depth;
+            uint64_t nonce;
+        } run_opened;
+        struct {
+            chain_address party;
+            ovt_hash root;
+            chain_u256 bond;
+            uint64_t deadline; /* 0 when this commit completed the pair */
+        } committed;
+        struct {
+            ovt_hash trainer_root, auditor_root;
+            unsigned depth;
+            uint64_t deadline;
+        } dispute_opened;
+        struct {
+            chain_address party;
+            unsigned round;
+            ovt_hash left, right;
+        } children_revealed;
+        struct {
+            unsigned round; /* the new round */
+            uint64_t index;
+            ovt_hash trainer_node, auditor_node;
+            uint64_t deadline;
+        } descended;
+        struct {
+            uint64_t step;
+            ovt_hash trainer_leaf, auditor_leaf;
+            uint64_t deadline; /* 0 when a padding position settled the run at once */
+        } step_fixed;
+        struct {
+            chain_address party;
+            uint64_t step;
+            chain_merkle_preimage leaf;
+        } leaf_revealed;
+        struct {
+            uint64_t step;
+            chain_merkle_preimage leaf;
+        } previous_leaf_revealed;
+        struct {
+            uint64_t step;
+            uint64_t deadline;
+        } verdict_due;
+        struct {
+            uint64_t step;
+            chain_arb_outcome outcome;
+            ovt_hash evidence;
+        } verdict_given;
+        struct {
+            chain_arb_phase phase;
+            unsigned round;
+            unsigned moved; /* flag bits of the parties that had moved */
+        } timed_out;
+        struct {
+            chain_arb_outcome outcome;
+            chain_u256 trainer_credit, auditor_credit;
+        } settled;
+        struct {
+            chain_address account;
+            chain_u256 amount;
+        } withdrawn;
+    } u;
+} chain_arb_event;
+
+/* The Solidity signature of an event kind, e.g. "Settled(bytes32,uint8,uint256,uint256)". */
+const char *chain_arb_event_signature(chain_arb_event_kind kind);
+const char *chain_arb_event_name(chain_arb_event_kind kind);
+/* topic0 of an event kind, for eth_getLogs filters. */
+void chain_arb_event_topic(ovt_hash *out, chain_arb_event_kind kind);
+
+/* Decodes a log of the contract. OVT_ENOTFOUND if topic0 is none of its
+ * events, OVT_EFORMAT if it is one but malformed. */
+int chain_arb_decode_event(chain_arb_event *out, const chain_log *log) OVT_MUST_USE;
+
+/* --- reverts */
+
+/* The contract's custom errors as Solidity signatures, NULL-terminated. */
+extern const char *const chain_arb_errors[];
+
+/* A readable reason for revert data ("BadChildren(0x..., 0x...)"). */
+void chain_arb_describe_revert(char *out, size_t cap, const uint8_t *data, size_t len);
+
+/* The name of the custom error in revert data ("BadChildren"), or "" if it is
+ * none of the contract's. Writes at most cap bytes. */
+void chain_arb_revert_name(char *out, size_t cap, const uint8_t *data, size_t len);
+
+/* --- talking to a deployed contract (chain/arbitration_tx.c) */
+
+/* The contract on one node. */
+typedef struct {
+    chain_rpc *rpc; /* borrowed */
+    chain_address address;
+    uint64_t chain_id;
+} chain_arb;
+
+/* Binds to the contract at address: reads the chain id and checks that there
+ * is code at the address. */
+int chain_arb_attach(chain_arb *arb, chain_rpc *rpc, const chain_address *address) OVT_MUST_USE;
+
+/* Deploys the embedded bytecode from m's account and binds arb to the new
+ * contract. receipt may be NULL; when given the caller frees it. */
+int chain_arb_deploy(chain_arb *arb, chain_txm *m, chain_receipt *receipt) OVT_MUST_USE;
+
+/* Each call below sends one transaction from m's account and waits for its
+ * receipt (m checks it with eth_call first: a call the contract would reject
+ * fails with OVT_EREVERT and the error's name in the message, and nothing is
+ * sent). receipt may be NULL; when given it is filled once mined (also for a
+ * transaction mined as reverted) and the caller frees it. */
+
+/* open(params); *run_id (may be NULL) is the id computed off chain, checked
+ * against the RunOpened event. */
+int chain_arb_open(const chain_arb *arb, chain_txm *m, const chain_arb_params *p, ovt_hash *run_id,
+                   chain_receipt *receipt) OVT_MUST_USE;
+
+/* commit(runId, root, sig) with the caller's bond (read from getRun). sig
+ * NULL: signs the commitment with m's key (sig_out, if not NULL, gets it). */
+int chain_arb_commit(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, const ovt_hash *root,
+                     const uint8_t sig[65], uint8_t sig_out[65], chain_receipt *receipt) OVT_MUST_USE;
+
+int chain_arb_bisect(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, unsigned round,
+                     const ovt_hash *left, const ovt_hash *right, chain_receipt *receipt) OVT_MUST_USE;
+int chain_arb_reveal_leaf(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, unsigned round,
+                          const chain_merkle_preimage *leaf, const chain_merkle_preimage *previous,
+                          const ovt_hash *proof, size_t nproof, chain_receipt *receipt) OVT_MUST_USE;
+int chain_arb_verdict(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, uint64_t step,
+                      chain_arb_outcome outcome, const ovt_hash *evidence, chain_receipt *receipt) OVT_MUST_USE;
+int chain_arb_timeout(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id,
+                      chain_receipt *receipt) OVT_MUST_USE;
+int chain_arb_withdraw(const chain_arb *arb, chain_txm *m, chain_receipt *receipt) OVT_MUST_USE;
+
+/* Any calldata with a value (NULL: 0), for calls the helpers above do not
+ * cover. */
+int chain_arb_send(const chain_arb *arb, chain_txm *m, const chain_u256 *value, const chain_buf *calldata,
+                   chain_receipt *receipt) OVT_MUST_USE;
+
+/* Views with eth_call at block ("latest" when NULL; a fixed block for a
+ * consistent read). An unknown run is OVT_EREVERT (UnknownRun). */
+int chain_arb_get_run(const chain_arb *arb, const ovt_hash *run_id, const char *block,
+                      chain_arb_params *out) OVT_MUST_USE;
+int chain_arb_get_game(const chain_arb *arb, const ovt_hash *run_id, const char *block,
+                       chain_arb_game *out) OVT_MUST_USE;
+int chain_arb_credit(const chain_arb *arb, const chain_address *account, const char *block,
+                     chain_u256 *out) OVT_MUST_USE;
+
+/* Decodes this contract's events in a receipt (logs of other contracts are
+ * skipped). *events is malloc'd (free()); *n may be 0. */
+int chain_arb_receipt_events(const chain_arb *arb, const chain_receipt *receipt, chain_arb_event **events,
+                             size_t *n) OVT_MUST_USE;
+
+/* This contract's events in blocks [from_block, to_block], of one run when
+ * run_id is not NULL (Withdrawn events have no run and are then left out). */
+int chain_arb_get_events(const chain_arb *arb, const ovt_hash *run_id, uint64_t from_block, uint64_t to_block,
+                         chain_arb_event **events, size_t *n) OVT_MUST_USE;
+
+/* --- one party's side of the game */
+
+/* Gives the preimage of leaf `index` of the caller's own run history. */
+typedef int (*chain_arb_preimage_fn)(void *ctx, uint64_t index, chain_merkle_preimage *out);
+
+/* The move due from one party (is_trainer: trainer, else auditor) in game g
+ * (as read with chain_arb_get_game), computed from its own tree: */
+typedef enum { CHAIN_ARB_MOVE_NONE = 0, CHAIN_ARB_MOVE_BISECT, CHAIN_ARB_MOVE_REVEAL } chain_arb_move_kind;
+typedef struct {
+    chain_arb_move_kind kind;
+    unsigned round;
+    ovt_hash left, right;              /* BISECT */
+    uint64_t step;                     /* REVEAL: j */
+    chain_merkle_preimage leaf;        /* REVEAL: the preimage of leaf j */
+    chain_merkle_preimage previous;    /* REVEAL: the preimage of leaf j-1 (j > 0) */
+    ovt_hash proof[64];                /* REVEAL: proof of leaf j-1, depth siblings */
+    unsigned nproof;
+} chain_arb_move;
+
+/* A pure function of the game: NONE when the party has already moved this
+ * round or nothing is due from it. Fails if the tree does not fit the game
+ * (its root is not the party's committed root). */
+int chain_arb_plan_move(chain_arb_move *out, const ovt_hash *run_id, const chain_arb_game *g, int is_trainer,
+                        const chain_merkle *tree, chain_arb_preimage_fn preimage, void *ctx) OVT_MUST_USE;
+
+/* Sends a planned move (nothing for NONE). */
+int chain_arb_send_move(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, const chain_arb_move *move,
+                        chain_receipt *receipt) OVT_MUST_USE;
+
+#endif

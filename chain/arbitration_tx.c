@@ -1,0 +1,364 @@
+/* Sending calls to the arbitration contract, reading its views and events,
+ * and one party's moves (see arbitration.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "chain/arbitration.h"
+
+int chain_arb_attach(chain_arb *arb, chain_rpc *rpc, const chain_address *address)
+{
+    memset(arb, 0, sizeof *arb);
+    uint64_t chain_id;
+    int rc = chain_rpc_chain_id(rpc, &chain_id);
+    if (rc != 0)
+        return rc;
+    char addr[43];
+    chain_address_to_string(addr, address);
+    json_t *code = NULL;
+    rc = chain_rpc_call(rpc, &code, "eth_getCode", json_pack("[s,s]", addr, "latest"));
+    if (rc != 0)
+        return ovt_fail_wrap(rc, "reading the code at %s", addr);
+    const char *hex = json_string_value(code);
+    int empty = !hex || strlen(hex) <= 2;
+    json_decref(code);
+    if (empty)
+        return ovt_fail(OVT_ENOTFOUND, "no contract at %s on chain %llu: deploy it first (ovt deploy)", addr,
+                        (unsigned long long)chain_id);
+    arb->rpc = rpc;
+    arb->address = *address;
+    arb->chain_id = chain_id;
+    return 0;
+}
+
+/* Sends data (to NULL: creation) and waits; the receipt goes to *receipt or
+ * is freed. */
+static int send_tx(chain_txm *m, const chain_address *to, const chain_u256 *value, const uint8_t *data,
+                   size_t len, chain_receipt *receipt)
+{
+    chain_receipt local;
+    chain_receipt *r = receipt ? receipt : &local;
+    memset(r, 0, sizeof *r);
+    int rc = chain_txm_send(m, r, to, value, data, len);
+    if (!receipt)
+        chain_receipt_free(&local);
+    return rc;
+}
+
+int chain_arb_deploy(chain_arb *arb, chain_txm *m, chain_receipt *receipt)
+{
+    memset(arb, 0, sizeof *arb);
+    uint8_t *code = NULL;
+    size_t len = 0;
+    int rc = ovt_hex_decode_alloc(&code, &len, chain_arb_bytecode_hex);
+    if (rc != 0)
+        return ovt_fail_wrap(rc, "embedded contract bytecode");
+    chain_receipt local;
+    memset(&local, 0, sizeof local);
+    rc = chain_txm_send(m, &local, NULL, NULL, code, len);
+    free(code);
+    if (rc == 0 && !local.has_contract_address)
+        rc = ovt_fail(OVT_EFORMAT, "the deployment receipt names no contract address");
+    if (rc == 0) {
+        arb->rpc = m->rpc;
+        arb->address = local.contract_address;
+        arb->chain_id = m->chain_id;
+    }
+    if (receipt)
+        *receipt = local;
+    else
+        chain_receipt_free(&local);
+    return rc == 0 ? 0 : ovt_fail_wrap(rc, "deploying the arbitration contract");
+}
+
+int chain_arb_send(const chain_arb *arb, chain_txm *m, const chain_u256 *value, const chain_buf *calldata,
+                   chain_receipt *receipt)
+{
+    return send_tx(m, &arb->address, value, calldata->data, calldata->len, receipt);
+}
+
+/* Encodes with the given result code, sends, frees the calldata. */
+static int send_encoded(const chain_arb *arb, chain_txm *m, const chain_u256 *value, chain_buf *calldata, int rc,
+                        chain_receipt *receipt, const char *what)
+{
+    if (rc == 0)
+        rc = chain_arb_send(arb, m, value, calldata, receipt);
+    chain_buf_free(calldata);
+    return rc == 0 ? 0 : ovt_fail_wrap(rc, "%s", what);
+}
+
+int chain_arb_open(const chain_arb *arb, chain_txm *m, const chain_arb_params *p, ovt_hash *run_id,
+                   chain_receipt *receipt)
+{
+    ovt_hash id;
+    chain_arb_run_id(&id, arb->chain_id, &arb->address, p);
+    if (run_id)
+        *run_id = id;
+    chain_receipt local;
+    chain_receipt *r = receipt ? receipt : &local;
+    chain_buf data;
+    chain_buf_init(&data);
+    int rc = send_encoded(arb, m, NULL, &data, chain_arb_encode_open(&data, p), r, "open");
+    if (rc != 0)
+        goto out;
+    chain_arb_event *events = NULL;
+    size_t n = 0;
+    rc = chain_arb_receipt_events(arb, r, &events, &n);
+    if (rc == 0) {
+        int found = 0;
+        for (size_t i = 0; i < n; i++)
+            if (events[i].kind == CHAIN_ARB_EV_RUN_OPENED && memcmp(events[i].run_id.b, id.b, 32) == 0)
+                found = 1;
+        if (!found)
+            rc = ovt_fail(OVT_EFORMAT, "open: the receipt has no RunOpened event for the runId computed here");
+    }
+    free(events);
+out:
+    if (!receipt)
+        chain_receipt_free(&local);
+    return rc;
+}
+
+int chain_arb_commit(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, const ovt_hash *root,
+                     const uint8_t sig[65], uint8_t sig_out[65], chain_receipt *receipt)
+{
+    chain_arb_params p;
+    int rc = chain_arb_get_run(arb, run_id, NULL, &p);
+    if (rc != 0)
+        return ovt_fail_wrap(rc, "commit: reading the run");
+    const chain_u256 *bond = chain_address_eq(&m->from, &p.trainer)   ? &p.trainer_bond
+                             : chain_address_eq(&m->from, &p.auditor) ? &p.auditor_bond
+                                                                      : NULL;
+    uint8_t own[65];
+    if (!sig) {
+        rc = chain_arb_sign_commitment(own, &m->key, arb->chain_id, &arb->address, run_id, root, &p);
+        if (rc != 0)
+            return rc;
+        sig = own;
+    }
+    if (sig_out)
+        memcpy(sig_out, sig, 65);
+    chain_buf data;
+    chain_buf_init(&data);
+    return send_encoded(arb, m, bond, &data, chain_arb_encode_commit(&data, run_id, root, sig), receipt,
+                        "commit");
+}
+
+int chain_arb_bisect(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, unsigned round,
+                     const ovt_hash *left, const ovt_hash *right, chain_receipt *receipt)
+{
+    chain_buf data;
+    chain_buf_init(&data);
+    return send_encoded(arb, m, NULL, &data, chain_arb_encode_bisect(&data, run_id, round, left, right), receipt,
+                        "bisect");
+}
+
+int chain_arb_reveal_leaf(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, unsigned round,
+                          const chain_merkle_preimage *leaf, const chain_merkle_preimage *previous,
+                          const ovt_hash *proof, size_t nproof, chain_receipt *receipt)
+{
+    chain_buf data;
+    chain_buf_init(&data);
+    int rc = chain_arb_encode_reveal_leaf(&data, run_id, round, leaf, previous, proof, nproof);
+    return send_encoded(arb, m, NULL, &data, rc, receipt, "revealLeaf");
+}
+
+int chain_arb_verdict(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, uint64_t step,
+                      chain_arb_outcome outcome, const ovt_hash *evidence, chain_receipt *receipt)
+{
+    chain_buf data;
+    chain_buf_init(&data);
+    return send_encoded(arb, m, NULL, &data, chain_arb_encode_verdict(&data, run_id, step, outcome, evidence),
+                        receipt, "verdict");
+}
+
+int chain_arb_timeout(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, chain_receipt *receipt)
+{
+    chain_buf data;
+    chain_buf_init(&data);
+    return send_encoded(arb, m, NULL, &data, chain_arb_encode_timeout(&data, run_id), receipt, "timeout");
+}
+
+int chain_arb_withdraw(const chain_arb *arb, chain_txm *m, chain_receipt *receipt)
+{
+    chain_buf data;
+    chain_buf_init(&data);
+    return send_encoded(arb, m, NULL, &data, chain_arb_encode_withdraw(&data), receipt, "withdraw");
+}
+
+/* --- views */
+
+/* eth_call of calldata (built with result code rc) at block; the return
+ * data goes to out. */
+static int view(const chain_arb *arb, chain_buf *calldata, int rc, const char *block, chain_buf *out,
+                const char *what)
+{
+    if (rc == 0) {
+        chain_call_msg msg = {.to = &arb->address, .data = calldata->data, .data_len = calldata->len};
+        rc = chain_rpc_eth_call(arb->rpc, out, &msg, block);
+    }
+    chain_buf_free(calldata);
+    return rc == 0 ? 0 : ovt_fail_wrap(rc, "%s", what);
+}
+
+int chain_arb_get_run(const chain_arb *arb, const ovt_hash *run_id, const char *block, chain_arb_params *out)
+{
+    memset(out, 0, sizeof *out);
+    chain_buf data, ret;
+    chain_buf_init(&data);
+    chain_buf_init(&ret);
+    int rc = view(arb, &data, chain_arb_encode_get_run(&data, run_id), block, &ret, "getRun");
+    if (rc == 0)
+        rc = chain_arb_decode_run(out, ret.data, ret.len);
+    chain_buf_free(&ret);
+    return rc;
+}
+
+int chain_arb_get_game(const chain_arb *arb, const ovt_hash *run_id, const char *block, chain_arb_game *out)
+{
+    memset(out, 0, sizeof *out);
+    chain_buf data, ret;
+    chain_buf_init(&data);
+    chain_buf_init(&ret);
+    int rc = view(arb, &data, chain_arb_encode_get_game(&data, run_id), block, &ret, "getGame");
+    if (rc == 0)
+        rc = chain_arb_decode_game(out, ret.data, ret.len);
+    chain_buf_free(&ret);
+    return rc;
+}
+
+int chain_arb_credit(const chain_arb *arb, const chain_address *account, const char *block, chain_u256 *out)
+{
+    memset(out, 0, sizeof *out);
+    chain_buf data, ret;
+    chain_buf_init(&data);
+    chain_buf_init(&ret);
+    int rc = view(arb, &data, chain_arb_encode_credit(&data, account), block, &ret, "credit");
+    if (rc == 0)
+        rc = chain_arb_decode_word(out->b, ret.data, ret.len);
+    chain_buf_free(&ret);
+    return rc;
+}
+
+/* --- events */
+
+/* Decodes the logs that belong to this contract into a malloc'd array. */
+static int decode_logs(const chain_arb *arb, const chain_log *logs, size_t nlogs, chain_arb_event **events,
+                       size_t *n)
+{
+    *events = NULL;
+    *n = 0;
+    if (nlogs == 0)
+        return 0;
+    chain_arb_event *out = calloc(nlogs, sizeof *out);
+    if (!out)
+        return ovt_fail(OVT_ENOMEM, "out of memory for %zu events", nlogs);
+    size_t k = 0;
+    for (size_t i = 0; i < nlogs; i++) {
+        if (!chain_address_eq(&logs[i].address, &arb->address) || logs[i].removed)
+            continue;
+        int rc = chain_arb_decode_event(&out[k], &logs[i]);
+        if (rc != 0) {
+            free(out);
+            return rc;
+        }
+        k++;
+    }
+    *events = out;
+    *n = k;
+    return 0;
+}
+
+int chain_arb_receipt_events(const chain_arb *arb, const chain_receipt *receipt, chain_arb_event **events,
+                             size_t *n)
+{
+    return decode_logs(arb, receipt->logs, receipt->nlogs, events, n);
+}
+
+int chain_arb_get_events(const chain_arb *arb, const ovt_hash *run_id, uint64_t from_block, uint64_t to_block,
+                         chain_arb_event **events, size_t *n)
+{
+    *events = NULL;
+    *n = 0;
+    chain_log_filter f;
+    memset(&f, 0, sizeof f);
+    f.address = &arb->address;
+    f.from_block = from_block;
+    f.to_block = to_block;
+    if (run_id) {
+        f.topics[1] = run_id;
+        f.ntopics = 2;
+    }
+    chain_log *logs = NULL;
+    size_t nlogs = 0;
+    int rc = chain_rpc_get_logs(arb->rpc, &logs, &nlogs, &f);
+    if (rc != 0)
+        return ovt_fail_wrap(rc, "reading arbitration events");
+    rc = decode_logs(arb, logs, nlogs, events, n);
+    chain_logs_free(logs, nlogs);
+    return rc;
+}
+
+/* --- one party's moves */
+
+int chain_arb_plan_move(chain_arb_move *out, const ovt_hash *run_id, const chain_arb_game *g, int is_trainer,
+                        const chain_merkle *tree, chain_arb_preimage_fn preimage, void *ctx)
+{
+    memset(out, 0, sizeof *out);
+    unsigned bit = is_trainer ? CHAIN_ARB_FLAG_TRAINER : CHAIN_ARB_FLAG_AUDITOR;
+    if ((g->phase != CHAIN_ARB_PHASE_BISECTING && g->phase != CHAIN_ARB_PHASE_REVEALING) || (g->flags & bit))
+        return 0;
+    const char *who = is_trainer ? "trainer" : "auditor";
+    const ovt_hash *root = is_trainer ? &g->trainer_root : &g->auditor_root;
+    const ovt_hash *node = is_trainer ? &g->trainer_node : &g->auditor_node;
+    if (chain_merkle_tree_depth(tree) != g->depth || memcmp(chain_merkle_root(tree)->b, root->b, 32) != 0)
+        return ovt_fail(OVT_EINVAL, "the %s's tree is not the one it committed to", who);
+    ovt_hash mine;
+    int rc = chain_merkle_node(tree, &mine, g->round, g->index);
+    if (rc != 0)
+        return rc;
+    if (memcmp(mine.b, node->b, 32) != 0)
+        return ovt_fail(OVT_EINVAL, "the %s's node at round %u, index %llu differs from its tree", who, g->round,
+                        (unsigned long long)g->index);
+    out->round = g->round;
+    if (g->phase == CHAIN_ARB_PHASE_BISECTING) {
+        out->kind = CHAIN_ARB_MOVE_BISECT;
+        return chain_merkle_children(tree, &out->left, &out->right, g->round, g->index);
+    }
+
+    uint64_t j = g->index;
+    out->kind = CHAIN_ARB_MOVE_REVEAL;
+    out->step = j;
+    rc = preimage(ctx, j, &out->leaf);
+    if (rc != 0)
+        return ovt_fail_wrap(rc, "preimage of leaf %llu", (unsigned long long)j);
+    ovt_hash leaf;
+    chain_merkle_leaf_hash(&leaf, run_id, j, &out->leaf);
+    if (memcmp(leaf.b, node->b, 32) != 0)
+        return ovt_fail(OVT_EINVAL, "the preimage of leaf %llu does not hash to the %s's leaf",
+                        (unsigned long long)j, who);
+    if (j > 0 && !(g->flags & CHAIN_ARB_FLAG_PREVIOUS)) {
+        rc = preimage(ctx, j - 1, &out->previous);
+        if (rc != 0)
+            return ovt_fail_wrap(rc, "preimage of leaf %llu", (unsigned long long)(j - 1));
+        rc = chain_merkle_proof(tree, out->proof, j - 1);
+        if (rc != 0)
+            return rc;
+        out->nproof = g->depth;
+    }
+    return 0;
+}
+
+int chain_arb_send_move(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, const chain_arb_move *move,
+                        chain_receipt *receipt)
+{
+    switch (move->kind) {
+    case CHAIN_ARB_MOVE_NONE:
+        return 0;
+    case CHAIN_ARB_MOVE_BISECT:
+        return chain_arb_bisect(arb, m, run_id, move->round, &move->left, &move->right, receipt);
+    case CHAIN_ARB_MOVE_REVEAL:
+        return chain_arb_reveal_leaf(arb, m, run_id, move->round, &move->leaf,
+                                     move->nproof ? &move->previous : NULL, move->proof, move->nproof, receipt);
+    }
+    return ovt_fail(OVT_EINVAL, "unknown move kind %d", (int)move->kind);
+}

@@ -1,0 +1,110 @@
+/* Keystore passwords from a file, the environment or the terminal (see
+ * password.h). */
+#include "chain/password.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "chain/keystore.h"
+#include "common/bytes.h"
+#include "common/fileio.h"
+
+static int from_file(char *buf, size_t cap, size_t *len, const char *path)
+{
+    uint8_t *data;
+    size_t n;
+    int rc = ovt_read_file(path, &data, &n, CHAIN_PASSWORD_MAX);
+    if (rc)
+        return ovt_fail_wrap(rc, "password file");
+    if (n > 0 && data[n - 1] == '\n')
+        n--;
+    if (n > 0 && data[n - 1] == '\r')
+        n--;
+    if (n >= cap) {
+        ovt_wipe(data, n);
+        free(data);
+        return ovt_fail(OVT_EINVAL, "password file %s: password too long", path);
+    }
+    memcpy(buf, data, n);
+    buf[n] = '\0';
+    *len = n;
+    ovt_wipe(data, n);
+    free(data);
+    return 0;
+}
+
+/* Reads one line from the terminal with echo off. */
+static int prompt(char *buf, size_t cap, size_t *len, const char *question)
+{
+    FILE *tty = fopen("/dev/tty", "r+");
+    if (!tty)
+        return ovt_fail(OVT_EINVAL, "no password: use --password-file, set OVT_PASSWORD, or run on a terminal");
+    struct termios old, quiet;
+    int fd = fileno(tty), have_term = tcgetattr(fd, &old) == 0;
+    if (have_term) {
+        quiet = old;
+        quiet.c_lflag &= (tcflag_t)~ECHO;
+        tcsetattr(fd, TCSAFLUSH, &quiet);
+    }
+    fprintf(tty, "%s", question);
+    fflush(tty);
+    char *got = fgets(buf, (int)cap, tty);
+    if (have_term)
+        tcsetattr(fd, TCSAFLUSH, &old);
+    fprintf(tty, "\n");
+    fclose(tty);
+    if (!got)
+        return ovt_fail(OVT_EINVAL, "no password entered");
+    size_t n = strlen(buf);
+    if (n > 0 && buf[n - 1] == '\n')
+        buf[--n] = '\0';
+    *len = n;
+    return 0;
+}
+
+int chain_password_get(char *buf, size_t cap, size_t *len, const char *password_file, int confirm)
+{
+    *len = 0;
+    if (cap)
+        buf[0] = '\0';
+    if (password_file)
+        return from_file(buf, cap, len, password_file);
+    const char *env = getenv("OVT_PASSWORD");
+    if (env) {
+        size_t n = strlen(env);
+        if (n >= cap)
+            return ovt_fail(OVT_EINVAL, "OVT_PASSWORD is too long");
+        memcpy(buf, env, n + 1);
+        *len = n;
+        return 0;
+    }
+    int rc = prompt(buf, cap, len, "Keystore password: ");
+    if (rc || !confirm)
+        return rc;
+    char again[CHAIN_PASSWORD_MAX];
+    size_t again_len;
+    rc = prompt(again, sizeof again, &again_len, "Repeat password: ");
+    if (rc == 0 && (again_len != *len || memcmp(again, buf, *len) != 0))
+        rc = ovt_fail(OVT_EINVAL, "the passwords do not match");
+    ovt_wipe(again, sizeof again);
+    if (rc) {
+        ovt_wipe(buf, cap);
+        *len = 0;
+    }
+    return rc;
+}
+
+int chain_unlock_keystore(chain_privkey *key, chain_address *address, const char *keystore_path,
+                          const char *password_file)
+{
+    char pw[CHAIN_PASSWORD_MAX];
+    size_t pwlen;
+    int rc = chain_password_get(pw, sizeof pw, &pwlen, password_file, 0);
+    if (rc == 0)
+        rc = chain_keystore_read(key, address, keystore_path, pw, pwlen);
+    ovt_wipe(pw, sizeof pw);
+    return rc;
+}

@@ -1,0 +1,23 @@
+#ifndef OVT_CHAIN_PASSWORD_H
+#define OVT_CHAIN_PASSWORD_H
+
+/* Getting a keystore password the way Foundry's tools do: from a file
+ * (--password-file; one trailing newline removed), else from the environment
+ * variable OVT_PASSWORD, else by prompting on the terminal without echo.
+ * The buffer is the caller's; wipe it with ovt_wipe when done. */
+
+#include <stddef.h>
+
+#include "chain/keys.h"
+#include "common/err.h"
+
+#define CHAIN_PASSWORD_MAX 1024
+
+/* confirm: prompt twice and require the same answer (for new keystores). */
+int chain_password_get(char *buf, size_t cap, size_t *len, const char *password_file, int confirm) OVT_MUST_USE;
+
+/* Unlocks a keystore file with a password obtained as above. */
+int chain_unlock_keystore(chain_privkey *key, chain_address *address, const char *keystore_path,
+                          const char *password_file) OVT_MUST_USE;
+
+#endif

@@ -1,0 +1,86 @@
+#ifndef OVT_TESTS_CONTRACT_FIXTURE_H
+#define OVT_TESTS_CONTRACT_FIXTURE_H
+
+/* A real anvil with the arbitration contract deployed, five funded accounts
+ * (opener, trainer, auditor, arbiter, outsider: anvil's dev keys 0..4), and
+ * the helpers the game suites share: runs with random histories, both
+ * parties playing from their own Merkle trees, reverts read back by name. */
+#include "chain/arbitration.h"
+#include "support/anvil.h"
+
+enum { FX_OPENER, FX_TRAINER, FX_AUDITOR, FX_ARBITER, FX_OUTSIDER, FX_NACCOUNTS };
+
+typedef struct {
+    tsup_anvil node;
+    chain_rpc *rpc;
+    chain_privkey key[FX_NACCOUNTS];
+    chain_address addr[FX_NACCOUNTS];
+    chain_txm txm[FX_NACCOUNTS];
+    chain_arb arb;
+    uint64_t next_nonce; /* run nonces */
+} fx_env;
+
+/* Starts anvil, opens the RPC client, deploys the contract. 0 or -1. */
+int fx_start(fx_env *env);
+void fx_stop(fx_env *env);
+
+/* One party's history: preimages of leaves 0..steps and its tree. */
+typedef struct {
+    uint64_t steps;
+    chain_merkle_preimage *pre; /* steps + 1 */
+    ovt_hash *leaves;           /* steps + 1 (plus any extra padding leaves the test forges) */
+    chain_merkle *tree;
+} fx_history;
+
+/* A run: its params, id, and the two parties' histories. */
+typedef struct {
+    chain_arb_params params;
+    ovt_hash run_id;
+    fx_history trainer, auditor;
+} fx_run;
+
+/* Default params for steps: timeouts in seconds, bonds in wei. */
+void fx_params(fx_env *env, chain_arb_params *p, uint64_t steps, uint32_t move_timeout, uint64_t trainer_bond,
+               uint64_t auditor_bond);
+
+/* Opens the run on chain (gas_used may be NULL). */
+int fx_open(fx_env *env, fx_run *run, const chain_arb_params *p, uint64_t *gas_used);
+
+/* A random honest history for the run; the auditor's copy differs from the
+ * trainer's first at leaf `first_diff` (none if first_diff > steps), and at
+ * a few random leaves after it. Builds both trees. */
+int fx_histories(fx_run *run, uint64_t first_diff);
+void fx_history_free(fx_history *h);
+void fx_run_free(fx_run *run);
+
+/* Builds h->tree over h->leaves (nleaves of them). */
+int fx_build_tree(fx_history *h, size_t nleaves);
+
+/* Both parties commit their roots; the gas of each commit (may be NULL). */
+int fx_commit_both(fx_env *env, fx_run *run, uint64_t gas[2]);
+
+/* Plays the bisection and the reveal from both trees until the game leaves
+ * Bisecting/Revealing (or only one party moves when only_party is
+ * FX_TRAINER/FX_AUDITOR; -1 for both). gas_log (may be NULL) is called with
+ * every move's receipt. Returns 0 or the failing move's code. */
+typedef void (*fx_gas_fn)(void *ctx, const chain_arb_move *move, int first_in_round, uint64_t gas);
+int fx_play(fx_env *env, fx_run *run, fx_gas_fn gas_log, void *ctx);
+
+/* One move of one party (FX_TRAINER or FX_AUDITOR) in the current state;
+ * *moved says whether a move was due. */
+int fx_move(fx_env *env, fx_run *run, int party, int *moved, uint64_t *gas);
+
+/* eth_call of calldata from account `who` with value (may be NULL): returns
+ * the name of the custom error it reverts with ("" if it does not revert). */
+const char *fx_revert_name(fx_env *env, int who, const chain_u256 *value, const chain_buf *calldata);
+
+/* A raw JSON-RPC call whose result is ignored (evm_increaseTime, ...). */
+int fx_raw(fx_env *env, const char *method, json_t *params);
+
+/* Advances the chain's clock by seconds and mines a block. */
+int fx_warp(fx_env *env, uint64_t seconds);
+
+/* Credit of an account (low 64 bits; fails the check if it is larger). */
+uint64_t fx_credit(fx_env *env, int who);
+
+#endif

@@ -1,0 +1,157 @@
+/* `ovt deploy` (the built binary, OVT_BINARY_DIR/ovt) against a real anvil:
+ * with --private-key and with a keystore + password file; the address is
+ * the one cast computes for the deployer's nonce, the code there answers a
+ * pure call through cast, and bad invocations fail with clear messages that
+ * never repeat the key. */
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "chain/arbitration.h"
+#include "chain/keystore.h"
+#include "check.h"
+#include "common/fileio.h"
+#include "support/anvil.h"
+#include "support/proc.h"
+
+static const char *KEY0 = "ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
+static const char *cast;
+static char ovt[4096];
+static tsup_anvil node;
+
+/* Runs a shell command line, stdout and stderr together into *out. */
+static int sh(char **out, const char *fmt, ...) OVT_PRINTF(2, 3);
+static int sh(char **out, const char *fmt, ...)
+{
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    char full[8300];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    return tsup_runl(out, "/bin/sh", "-c", full, NULL);
+}
+
+/* Checks one --json result: address = cast compute-address of the deployer
+ * at `nonce`, and the code there computes depthOf(7) = 3. */
+static void check_deployed(const char *out, const char *deployer, unsigned nonce)
+{
+    json_error_t jerr;
+    json_t *o = out ? json_loads(out, 0, &jerr) : NULL;
+    CHECK_MSG(o != NULL, "ovt deploy --json printed: %s", out ? out : "(nothing)");
+    if (!o)
+        return;
+    const char *addr = json_string_value(json_object_get(o, "address"));
+    const char *from = json_string_value(json_object_get(o, "deployer"));
+    CHECK(addr && from && strcasecmp(from, deployer) == 0);
+    CHECK(json_integer_value(json_object_get(o, "chain_id")) == 31337);
+    CHECK(json_integer_value(json_object_get(o, "gas_used")) > 1000000);
+    char *want = NULL, nonce_s[16];
+    snprintf(nonce_s, sizeof nonce_s, "%u", nonce);
+    CHECK(tsup_runl(&want, cast, "compute-address", deployer, "--nonce", nonce_s, NULL) == 0);
+    CHECK_MSG(want && addr && strstr(want, addr) != NULL, "cast: %s, ovt: %s", want ? want : "-", addr ? addr : "-");
+    char *depth = NULL;
+    CHECK(addr && tsup_runl(&depth, cast, "call", "--rpc-url", node.url, addr, "depthOf(uint64)(uint8)", "7", NULL) == 0);
+    CHECK_MSG(depth && strcmp(depth, "3") == 0, "depthOf(7) = %s", depth ? depth : "-");
+    free(depth);
+    free(want);
+    json_decref(o);
+}
+
+static void test_private_key(void)
+{
+    char *out = NULL;
+    CHECK(sh(&out, "%s deploy --rpc-url %s --private-key %s --json", ovt, node.url, KEY0) == 0);
+    check_deployed(out, "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", 0);
+    free(out);
+    /* the text form names the contract too */
+    CHECK(sh(&out, "ETH_RPC_URL=%s %s deploy --private-key %s", node.url, ovt, KEY0) == 0);
+    CHECK(out && strstr(out, "contract  0x") != NULL);
+    free(out);
+}
+
+static void test_keystore(void)
+{
+    char dir[] = "/tmp/ovt_deploy_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char ks[256], pw[256];
+    snprintf(ks, sizeof ks, "%s/key.json", dir);
+    snprintf(pw, sizeof pw, "%s/password", dir);
+    chain_privkey key;
+    chain_address addr;
+    CHECK(chain_key_generate(&key) == 0 && chain_key_address(&addr, &key) == 0);
+    CHECK(chain_keystore_write(ks, &key, "correct horse", 13, &chain_scrypt_light) == 0);
+    ovt_wipe(&key, sizeof key);
+    CHECK(ovt_write_atomic(pw, "correct horse\n", 14, 0600) == 0);
+    char a[43], *out = NULL;
+    chain_address_to_string(a, &addr);
+    CHECK(tsup_runl(&out, cast, "rpc", "--rpc-url", node.url, "anvil_setBalance", a, "0x56bc75e2d63100000",
+                    NULL) == 0);
+    free(out);
+    CHECK(sh(&out, "%s deploy --rpc-url %s --keystore %s --password-file %s --json", ovt, node.url, ks, pw) == 0);
+    check_deployed(out, a, 0);
+    free(out);
+
+    CHECK(ovt_write_atomic(pw, "wrong horse\n", 12, 0600) == 0);
+    CHECK(sh(&out, "%s deploy --rpc-url %s --keystore %s --password-file %s", ovt, node.url, ks, pw) == 1);
+    CHECK_MSG(out && strstr(out, "ovt deploy:") && (strstr(out, "password") || strstr(out, "MAC")),
+              "wrong password: %s", out ? out : "-");
+    free(out);
+    unlink(ks);
+    unlink(pw);
+    rmdir(dir);
+}
+
+static void test_bad_invocations(void)
+{
+    char *out = NULL;
+    CHECK(sh(&out, "%s deploy --help", ovt) == 0);
+    CHECK(out && strstr(out, "--rpc-url") && strstr(out, "--keystore"));
+    free(out);
+    CHECK(sh(&out, "env -u ETH_RPC_URL %s deploy --private-key %s", ovt, KEY0) == 2);
+    CHECK(out && strstr(out, "--rpc-url is required"));
+    free(out);
+    CHECK(sh(&out, "%s deploy --rpc-url %s", ovt, node.url) == 2);
+    CHECK(out && strstr(out, "exactly one of --keystore and --private-key"));
+    free(out);
+    CHECK(sh(&out, "%s deploy --rpc-url %s --private-key %s --keystore /nonexistent", ovt, node.url, KEY0) == 2);
+    free(out);
+    /* a malformed key: refused, and its text is not echoed */
+    const char *bad = "ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ffzz";
+    CHECK(sh(&out, "%s deploy --rpc-url %s --private-key %s", ovt, node.url, bad) == 1);
+    CHECK_MSG(out && strstr(out, "--private-key") && !strstr(out, "ac0974bec39a"), "%s", out ? out : "-");
+    free(out);
+    /* a node that is not there */
+    int port = tsup_free_port();
+    CHECK(sh(&out, "%s deploy --rpc-url http://127.0.0.1:%d --private-key %s", ovt, port, KEY0) == 1);
+    CHECK_MSG(out && strstr(out, "ovt deploy:") && !strstr(out, "ac0974bec39a"), "%s", out ? out : "-");
+    free(out);
+    CHECK(sh(&out, "%s deploy --rpc-url %s --private-key %s --confirmations 0", ovt, node.url, KEY0) == 2);
+    free(out);
+}
+
+int main(void)
+{
+    cast = getenv("OVT_CAST");
+    const char *bin = getenv("OVT_BINARY_DIR");
+    if (!cast || !*cast || !bin) {
+        fprintf(stderr, "OVT_CAST and OVT_BINARY_DIR must be set (run through ctest)\n");
+        return 1;
+    }
+    snprintf(ovt, sizeof ovt, "%s/ovt", bin);
+    if (access(ovt, X_OK) != 0) {
+        fprintf(stderr, "%s is not built\n", ovt);
+        return 1;
+    }
+    if (tsup_anvil_start(&node, NULL) != 0)
+        return 1;
+    test_private_key();
+    test_keystore();
+    test_bad_invocations();
+    tsup_anvil_stop(&node);
+    return check_done();
+}

@@ -1,0 +1,126 @@
+/* The scripted HTTP responder (see httpd.h). */
+#include "support/httpd.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Reads headers and a Content-Length body into a malloc'd string. */
+static char *read_request(int fd)
+{
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap + 1);
+    long want = -1;
+    size_t header_end = 0;
+    while (buf) {
+        if (len == cap) {
+            char *p = realloc(buf, 2 * cap + 1);
+            if (!p)
+                break;
+            buf = p;
+            cap *= 2;
+        }
+        ssize_t n = read(fd, buf + len, cap - len);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        buf[len] = '\0';
+        if (!header_end) {
+            char *end = strstr(buf, "\r\n\r\n");
+            if (!end)
+                continue;
+            header_end = (size_t)(end - buf) + 4;
+            char *cl = strcasestr(buf, "content-length:");
+            want = cl && cl < end ? strtol(cl + 15, NULL, 10) : 0;
+        }
+        if (header_end && len - header_end >= (size_t)want) {
+            memmove(buf, buf + header_end, len - header_end);
+            buf[len - header_end] = '\0';
+            return buf;
+        }
+    }
+    free(buf);
+    return NULL;
+}
+
+static void *serve(void *arg)
+{
+    tsup_httpd *h = arg;
+    while (!h->stopping) {
+        int fd = accept(h->listen_fd, NULL, NULL);
+        if (fd < 0)
+            break;
+        if (h->stopping) {
+            close(fd);
+            break;
+        }
+        char *req = read_request(fd);
+        tsup_http_reply *r = calloc(1, sizeof *r);
+        if (req && r) {
+            r->status = 200;
+            r->content_length = -1;
+            h->handler(h->ctx, req, r);
+            if (r->hang_ms)
+                usleep((useconds_t)r->hang_ms * 1000);
+            if (!r->close_silently) {
+                size_t blen = r->body_len ? r->body_len : strlen(r->body);
+                long declared = r->content_length >= 0 ? r->content_length : (long)blen;
+                char head[256];
+                int n = snprintf(head, sizeof head,
+                                 "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %ld\r\n"
+                                 "Connection: close\r\n\r\n",
+                                 r->status, declared);
+                /* MSG_NOSIGNAL: a client that gave up must not kill the test with SIGPIPE. */
+                if (send(fd, head, (size_t)n, MSG_NOSIGNAL) == n && blen)
+                    (void)!send(fd, r->body, blen, MSG_NOSIGNAL);
+            }
+        }
+        h->requests++;
+        free(r);
+        free(req);
+        close(fd);
+    }
+    return NULL;
+}
+
+int tsup_httpd_start(tsup_httpd *h, tsup_http_handler handler, void *ctx)
+{
+    memset(h, 0, sizeof *h);
+    h->handler = handler;
+    h->ctx = ctx;
+    h->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (h->listen_fd < 0)
+        return -1;
+    int one = 1;
+    setsockopt(h->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t sl = sizeof sa;
+    if (bind(h->listen_fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(h->listen_fd, 16) != 0 ||
+        getsockname(h->listen_fd, (struct sockaddr *)&sa, &sl) != 0) {
+        close(h->listen_fd);
+        return -1;
+    }
+    h->port = ntohs(sa.sin_port);
+    snprintf(h->url, sizeof h->url, "http://127.0.0.1:%d", h->port);
+    if (pthread_create(&h->thread, NULL, serve, h) != 0) {
+        close(h->listen_fd);
+        return -1;
+    }
+    return 0;
+}
+
+void tsup_httpd_stop(tsup_httpd *h)
+{
+    h->stopping = 1;
+    shutdown(h->listen_fd, SHUT_RDWR);
+    close(h->listen_fd);
+    pthread_join(h->thread, NULL);
+}
