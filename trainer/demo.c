@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "chain/merkle.h"
 #include "common/fileio.h"
 #include "kernels/rlog.h"
 #include "kernels/site.h"
@@ -93,7 +94,19 @@ struct demo {
     krn_rlog *log;        /* the trainer's log of the current step */
     krn_rlog *replay_log; /* the same, parsed back from its file bytes */
     float *losses;        /* per step */
+    ovt_hash *leaves[TRN_DEMO_RUNS]; /* steps + 1 leaves per run */
+    chain_merkle_preimage step;      /* batchHash and logHash of the current step */
 };
+
+/* Leaf i of run r from that run's own stateHash. */
+static void set_leaf(struct demo *d, int r, uint64_t i, const ovt_hash *state_hash)
+{
+    chain_merkle_preimage pre = d->step;
+    pre.state_hash = *state_hash;
+    if (i == 0)
+        memset(&pre.batch_hash, 0, 2 * sizeof(ovt_hash));
+    chain_merkle_leaf_hash(&d->leaves[r][i], &d->res->config_hash, i, &pre);
+}
 
 static int demo_setup(struct demo *d)
 {
@@ -138,6 +151,14 @@ static int demo_setup(struct demo *d)
             (rv = trn_workspace_new(&run->w, &rc)))
             goto done;
         run->active = true;
+        d->leaves[r] = calloc(o->steps + 1, sizeof(ovt_hash));
+        if (!d->leaves[r]) {
+            rv = ovt_fail(OVT_ENOMEM, "out of memory for the leaves");
+            goto done;
+        }
+        ovt_hash h0;
+        trn_state_hash(&h0, run->st);
+        set_leaf(d, r, 0, &h0);
     }
     krn_config ec = {.backend = KRN_BACKEND_CPU, .mode = KRN_NEAREST, .grid_bits = (int)rc.grid_bits,
                      .threads = o->threads};
@@ -159,6 +180,7 @@ static void demo_teardown(struct demo *d)
         krn_ctx_free(d->run[r].ctx);
         trn_state_free(d->run[r].st);
         trn_workspace_free(d->run[r].w);
+        free(d->leaves[r]);
     }
     krn_ctx_free(d->eval_ctx);
     krn_rlog_free(d->log);
@@ -225,6 +247,7 @@ static int follower_step(struct demo *d, int r, const trn_batch *batch, const ov
     d->res->steps_run[r] = run->st->step;
     ovt_hash h;
     trn_state_hash(&h, run->st);
+    set_leaf(d, r, run->st->step, &h);
     if (memcmp(h.b, trainer_hash->b, 32) != 0) {
         d->res->first_mismatch[r] = run->st->step;
         run->active = false;
@@ -290,7 +313,10 @@ int trn_demo_run(const trn_demo_opts *opts, trn_demo_result *res)
         ovt_hash trainer_hash;
         if (!rv) {
             res->steps = i;
+            trn_sample_batch_hash(&d.step.batch_hash, &sb);
+            ovt_sha256(&d.step.log_hash, log_bytes, log_len);
             trn_state_hash(&trainer_hash, d.run[0].st);
+            set_leaf(&d, 0, i, &trainer_hash);
             /* The followers read the log back from its file bytes, as an
              * auditor would. */
             rv = krn_rlog_decode(d.replay_log, log_bytes, log_len);
@@ -313,6 +339,16 @@ int trn_demo_run(const trn_demo_opts *opts, trn_demo_result *res)
     res->loss_start = mean_loss(d.losses, 0, tenth);
     res->loss_end = mean_loss(d.losses, opts->steps - tenth, opts->steps);
     trn_state_hash(&res->final_state_hash, d.run[0].st);
+    for (int r = 0; r < TRN_DEMO_RUNS; r++) {
+        if (!d.leaves[r] || (r > 0 && res->steps_run[r] != opts->steps))
+            continue;
+        chain_merkle *tree;
+        if ((rv = chain_merkle_build(&tree, d.leaves[r], opts->steps + 1)))
+            goto done;
+        res->root[r] = *chain_merkle_root(tree);
+        res->has_root[r] = true;
+        chain_merkle_free(tree);
+    }
     rv = heldout_loss(&d, d.run[0].st, opts->steps + 1, &res->eval_end);
 done:
     demo_teardown(&d);

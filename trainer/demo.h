@@ -50,6 +50,11 @@ typedef struct {
     float loss_start, loss_end;            /* mean training loss of the first and last 10% of steps */
     float eval_start, eval_end;            /* loss on a held-out batch at step 0 and at the end */
     ovt_hash dataset_hash, config_hash, final_state_hash;
+    /* The Merkle root over leaves 0..steps (chain/merkle.h, runId =
+     * configHash: the demo opens no run on chain) computed from each run's
+     * own stateHashes; has_root is false for a run that stopped early. */
+    ovt_hash root[TRN_DEMO_RUNS];
+    bool has_root[TRN_DEMO_RUNS];
     double seconds[TRN_DEMO_RUNS];         /* wall time per run (reported, never asserted) */
 } trn_demo_result;
 

@@ -107,6 +107,20 @@ static void print_json(const trn_demo_opts *o, const trn_demo_result *r)
         "heldout_loss_start", (double)r->eval_start, "heldout_loss_end", (double)r->eval_end, "dataset_hash", dh,
         "config_hash", ch, "final_state_hash", sh, "runs", runs);
     json_object_set_new(root, "trainer_seconds", json_real(r->seconds[0]));
+    char rh[65];
+    hex32(rh, &r->root[0]);
+    json_object_set_new(root, "root", json_string(rh));
+    for (int k = 1; k < TRN_DEMO_RUNS; k++) {
+        json_t *run = json_object_get(runs, run_names[k]);
+        if (!run)
+            continue;
+        if (r->has_root[k]) {
+            hex32(rh, &r->root[k]);
+            json_object_set_new(run, "root", json_string(rh));
+        } else {
+            json_object_set_new(run, "root", json_null());
+        }
+    }
     char *text = json_dumps(root, JSON_INDENT(2));
     if (text)
         printf("%s\n", text);
@@ -141,6 +155,16 @@ static void print_table(const trn_demo_opts *o, const trn_demo_result *r)
     printf("%-38s %.4f -> %.4f (held-out %.4f -> %.4f)\n", "training loss (first/last 10%)",
            (double)r->loss_start, (double)r->loss_end, (double)r->eval_start, (double)r->eval_end);
     printf("%-38s %s\n", "final stateHash", sh);
+    char root[65];
+    hex32(root, &r->root[0]);
+    printf("%-38s %s\n", "step Merkle root, trainer", root);
+    for (int k = 1; k < TRN_DEMO_RUNS; k++) {
+        if (!r->has_root[k])
+            continue;
+        static const char *labels[TRN_DEMO_RUNS] = {"", "step Merkle root, replay ref", "step Merkle root, replay shuffle",
+                                                    "step Merkle root, no log ref", "step Merkle root, no log shuffle"};
+        printf("%-38s %s\n", labels[k], memcmp(r->root[k].b, r->root[0].b, 32) == 0 ? "equal" : "DIFFERENT");
+    }
     printf("%-38s trainer %.2f, replays %.2f + %.2f, no-log %.2f + %.2f\n", "seconds", r->seconds[0],
            r->seconds[1], r->seconds[2], r->seconds[3], r->seconds[4]);
     if (trn_demo_replay_exact(o, r))
@@ -149,8 +173,8 @@ static void print_table(const trn_demo_opts *o, const trn_demo_result *r)
     else
         printf("\nFAILED: a replay with the trainer's rounding logs did not reproduce its state.\n");
     if (o->ablation && !r->first_mismatch[3] && !r->first_mismatch[4])
-        printf("Without the logs the runs did not diverge within %llu steps (rounding flips are rare;\n"
-               "try more steps or a wider model).\n",
+        printf("Without the logs the runs did not diverge within %llu steps (rounding flips are rare:\n"
+               "try more steps, a wider model or a larger --head-shift).\n",
                (unsigned long long)r->steps);
 }
 

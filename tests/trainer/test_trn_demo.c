@@ -26,6 +26,13 @@ static void test_demo(void)
     CHECK_EQ_U64(r.first_mismatch[TRN_DEMO_REPLAY_SHUFFLE], 0);
     CHECK_EQ_U64(r.steps_run[TRN_DEMO_REPLAY_REF], 60);
     CHECK_EQ_U64(r.steps_run[TRN_DEMO_REPLAY_SHUFFLE], 60);
+    /* Each replay's step Merkle root, built from its own stateHashes, is the
+     * trainer's; a run that stopped early has none. */
+    CHECK(r.has_root[TRN_DEMO_RECORD_CPU] && r.has_root[TRN_DEMO_REPLAY_REF] && r.has_root[TRN_DEMO_REPLAY_SHUFFLE]);
+    CHECK_MEM(r.root[TRN_DEMO_REPLAY_REF].b, r.root[TRN_DEMO_RECORD_CPU].b, 32);
+    CHECK_MEM(r.root[TRN_DEMO_REPLAY_SHUFFLE].b, r.root[TRN_DEMO_RECORD_CPU].b, 32);
+    for (int k = TRN_DEMO_NEAREST_REF; k <= TRN_DEMO_NEAREST_SHUFFLE; k++)
+        CHECK(r.has_root[k] == (r.first_mismatch[k] == 0));
     /* The ablation: at least one of the runs without the log parts from the
      * trainer within the run (each stops at its first mismatch). */
     bool diverged = r.first_mismatch[TRN_DEMO_NEAREST_REF] || r.first_mismatch[TRN_DEMO_NEAREST_SHUFFLE];
