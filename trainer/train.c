@@ -16,8 +16,6 @@ int trn_workspace_new(trn_workspace **out, const trn_run_config *rc)
     int rv = trn_config_check(rc);
     if (rv)
         return rv;
-    if (rc->model.kind != TRN_MODEL_MLP)
-        return ovt_fail(OVT_EINVAL, "the GPT-2 training step is not implemented yet");
     trn_workspace *w = calloc(1, sizeof *w);
     if (!w)
         return ovt_fail(OVT_ENOMEM, "out of memory for the model workspace");
@@ -25,6 +23,20 @@ int trn_workspace_new(trn_workspace **out, const trn_run_config *rc)
     if ((rv = trn_layout_build(&w->layout, &rc->model)))
         goto fail;
     const trn_model_config *m = &rc->model;
+    if (m->kind == TRN_MODEL_GPT2) {
+        size_t n = trn_gpt2_acts_size(m, rc->batch_size, rc->seq_len);
+        w->mem_floats = 2 * n;
+        w->mem = calloc(2 * n, sizeof(float));
+        w->grads = calloc(w->layout.nparams, sizeof(float));
+        if (!w->mem || !w->grads) {
+            rv = ovt_fail(OVT_ENOMEM, "out of memory for GPT-2 activations (2 x %zu floats) and gradients", n);
+            goto fail;
+        }
+        trn_gpt2_acts_slice(&w->acts, m, rc->batch_size, rc->seq_len, w->mem);
+        trn_gpt2_acts_slice(&w->dacts, m, rc->batch_size, rc->seq_len, w->mem + n);
+        *out = w;
+        return 0;
+    }
     size_t B = rc->batch_size, total = 0;
     for (uint32_t l = 0; l <= m->n_layer; l++) {
         size_t o = l == m->n_layer ? m->n_class : m->width;
@@ -79,7 +91,23 @@ static int check_batch(const trn_workspace *w, const trn_batch *batch)
                         batch->T, rc->batch_size, rc->seq_len);
     if (rc->model.kind == TRN_MODEL_MLP && (!batch->x || !batch->labels))
         return ovt_fail(OVT_EINVAL, "an MLP batch needs features and labels");
+    if (rc->model.kind == TRN_MODEL_GPT2 && (!batch->inputs || !batch->targets))
+        return ovt_fail(OVT_EINVAL, "a GPT-2 batch needs input and target tokens");
     return 0;
+}
+
+static int model_forward(krn_ctx *ctx, trn_workspace *w, const float *params, const trn_batch *batch, float *loss)
+{
+    if (w->config.model.kind == TRN_MODEL_GPT2)
+        return trn_gpt2_forward(ctx, w, params, batch, loss);
+    return trn_mlp_forward(ctx, w, params, batch, loss);
+}
+
+static int model_backward(krn_ctx *ctx, trn_workspace *w, const float *params, const trn_batch *batch)
+{
+    if (w->config.model.kind == TRN_MODEL_GPT2)
+        return trn_gpt2_backward(ctx, w, params, batch);
+    return trn_mlp_backward(ctx, w, params, batch);
 }
 
 /* The learning rate of step i in FP64 from basic operations in a fixed order
@@ -146,8 +174,8 @@ int trn_train_step(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_batc
     if ((rv = krn_step_begin(ctx, i, log)))
         return rv;
     memset(w->grads, 0, st->layout.nparams * sizeof(float));
-    if ((rv = trn_mlp_forward(ctx, w, st->params, batch, &info->loss)) ||
-        (rv = trn_mlp_backward(ctx, w, st->params, batch)) || (rv = optimizer_step(ctx, w, st, i, info))) {
+    if ((rv = model_forward(ctx, w, st->params, batch, &info->loss)) ||
+        (rv = model_backward(ctx, w, st->params, batch)) || (rv = optimizer_step(ctx, w, st, i, info))) {
         abandon_step(ctx, rv);
         return ovt_fail_wrap(rv, "step %llu", (unsigned long long)i);
     }
@@ -166,7 +194,7 @@ int trn_eval_loss(krn_ctx *ctx, trn_workspace *w, const trn_state *st, const trn
         return rv;
     if ((rv = krn_step_begin(ctx, step, NULL)))
         return rv;
-    if ((rv = trn_mlp_forward(ctx, w, st->params, batch, loss))) {
+    if ((rv = model_forward(ctx, w, st->params, batch, loss))) {
         abandon_step(ctx, rv);
         return rv;
     }

@@ -63,5 +63,8 @@ float *trn_workspace_grads(trn_workspace *w);
 int trn_mlp_forward(krn_ctx *ctx, trn_workspace *w, const float *params, const trn_batch *batch,
                     float *loss) OVT_MUST_USE;
 int trn_mlp_backward(krn_ctx *ctx, trn_workspace *w, const float *params, const trn_batch *batch) OVT_MUST_USE;
+int trn_gpt2_forward(krn_ctx *ctx, trn_workspace *w, const float *params, const trn_batch *batch,
+                     float *loss) OVT_MUST_USE;
+int trn_gpt2_backward(krn_ctx *ctx, trn_workspace *w, const float *params, const trn_batch *batch) OVT_MUST_USE;
 
 #endif
