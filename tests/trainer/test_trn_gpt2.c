@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "trn_helpers.h"
 #include "kernels/rlog.h"
 #include "kernels/site.h"
 #include "trainer/data.h"
@@ -41,15 +42,6 @@ static trn_run_config micro_config(trn_tokens *data)
     return rc;
 }
 
-static krn_ctx *ctx_for(krn_backend_kind backend, krn_mode mode)
-{
-    krn_config kc = {.backend = backend, .mode = mode, .grid_bits = 32, .shuffle_seed = 9, .threads = 1};
-    krn_ctx *ctx = NULL;
-    if (krn_ctx_new(&ctx, &kc) != 0)
-        abort();
-    return ctx;
-}
-
 static int batch_of(trn_token_batch *tb, trn_batch *b, const trn_tokens *data, const trn_run_config *rc,
                     uint64_t step)
 {
@@ -67,7 +59,7 @@ static void test_gradient(void)
     trn_workspace *w;
     CHECK(trn_state_new(&st, &rc) == 0 && trn_workspace_new(&w, &rc) == 0);
     trn_state_init(st);
-    krn_ctx *ctx = ctx_for(KRN_BACKEND_REF, KRN_NEAREST);
+    krn_ctx *ctx = trn_test_ctx(KRN_BACKEND_REF, KRN_NEAREST, 9);
     trn_token_batch tb;
     trn_batch b;
     CHECK(batch_of(&tb, &b, &data, &rc, 1) == 0);
@@ -127,7 +119,7 @@ static void test_train_and_replay(void)
     CHECK(trn_state_new(&st, &rc) == 0 && trn_workspace_new(&w, &rc) == 0);
     trn_state_init(st);
     CHECK(trn_state_clone(&init, st) == 0);
-    krn_ctx *rec = ctx_for(KRN_BACKEND_CPU, KRN_RECORD);
+    krn_ctx *rec = trn_test_ctx(KRN_BACKEND_CPU, KRN_RECORD, 9);
     krn_rlog *logs[STEPS];
     ovt_hash hashes[STEPS];
     float first = 0, last = 0;
@@ -152,7 +144,7 @@ static void test_train_and_replay(void)
 
     krn_backend_kind others[2] = {KRN_BACKEND_REF, KRN_BACKEND_SHUFFLE};
     for (int k = 0; k < 2; k++) {
-        krn_ctx *rep = ctx_for(others[k], KRN_REPLAY);
+        krn_ctx *rep = trn_test_ctx(others[k], KRN_REPLAY, 9);
         trn_state *v;
         CHECK(trn_state_clone(&v, init) == 0);
         int same = 0;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "trn_helpers.h"
 #include "kernels/rlog.h"
 #include "kernels/site.h"
 #include "trainer/data.h"
@@ -32,15 +33,6 @@ static trn_run_config small_config(trn_samples *data)
         abort();
     rc.dataset_hash = data->hash;
     return rc;
-}
-
-static krn_ctx *ctx_for(krn_backend_kind backend, krn_mode mode)
-{
-    krn_config kc = {.backend = backend, .mode = mode, .grid_bits = 32, .shuffle_seed = 5, .threads = 1};
-    krn_ctx *ctx = NULL;
-    if (krn_ctx_new(&ctx, &kc) != 0)
-        abort();
-    return ctx;
 }
 
 /* One step of st with the batch of its next step. */
@@ -69,7 +61,7 @@ static void test_resume_and_replay(const char *dir)
     CHECK(trn_state_clone(&init, st) == 0);
 
     /* The trainer: STEPS uninterrupted steps, logs to files. */
-    krn_ctx *rec = ctx_for(KRN_BACKEND_CPU, KRN_RECORD);
+    krn_ctx *rec = trn_test_ctx(KRN_BACKEND_CPU, KRN_RECORD, 5);
     krn_rlog *log = krn_rlog_new();
     ovt_hash hashes[STEPS + 1];
     trn_state_hash(&hashes[0], st);
@@ -105,7 +97,7 @@ static void test_resume_and_replay(const char *dir)
         ovt_hash h;
         trn_state_hash(&h, res);
         CHECK_MEM(h.b, hashes[STEPS / 2].b, 32);
-        krn_ctx *rec2 = ctx_for(KRN_BACKEND_CPU, KRN_RECORD);
+        krn_ctx *rec2 = trn_test_ctx(KRN_BACKEND_CPU, KRN_RECORD, 5);
         trn_workspace *w2;
         CHECK(trn_workspace_new(&w2, &res->config) == 0);
         int same = 0;
@@ -124,7 +116,7 @@ static void test_resume_and_replay(const char *dir)
     /* A verifier on each other backend, from the log files. */
     krn_backend_kind others[2] = {KRN_BACKEND_REF, KRN_BACKEND_SHUFFLE};
     for (int k = 0; k < 2; k++) {
-        krn_ctx *rep = ctx_for(others[k], KRN_REPLAY);
+        krn_ctx *rep = trn_test_ctx(others[k], KRN_REPLAY, 5);
         trn_state *v;
         CHECK(trn_state_clone(&v, init) == 0);
         int same = 0;
@@ -145,7 +137,7 @@ static void test_resume_and_replay(const char *dir)
     /* The log of step 2 replayed at step 1 is refused (it belongs to
      * another step). */
     {
-        krn_ctx *rep = ctx_for(KRN_BACKEND_REF, KRN_REPLAY);
+        krn_ctx *rep = trn_test_ctx(KRN_BACKEND_REF, KRN_REPLAY, 5);
         trn_state *v;
         CHECK(trn_state_clone(&v, init) == 0);
         snprintf(path, sizeof path, "%s/step-2.rlog", dir);
@@ -160,7 +152,7 @@ static void test_resume_and_replay(const char *dir)
     /* A flipped bit in the state at step k shows in stateHash_k, and the
      * run stays apart afterwards. */
     {
-        krn_ctx *rep = ctx_for(KRN_BACKEND_REF, KRN_NEAREST);
+        krn_ctx *rep = trn_test_ctx(KRN_BACKEND_REF, KRN_NEAREST, 5);
         trn_state *v;
         CHECK(trn_state_clone(&v, init) == 0);
         int first_bad = 0;
@@ -203,7 +195,7 @@ static void test_gradient(void)
     trn_workspace *w;
     CHECK(trn_state_new(&st, &rc) == 0 && trn_workspace_new(&w, &rc) == 0);
     trn_state_init(st);
-    krn_ctx *ctx = ctx_for(KRN_BACKEND_REF, KRN_NEAREST);
+    krn_ctx *ctx = trn_test_ctx(KRN_BACKEND_REF, KRN_NEAREST, 5);
     trn_sample_batch sb;
     CHECK(trn_sample_batch_get(&sb, &data, 1, 1, rc.batch_size) == 0);
     trn_batch b = {.B = sb.B, .x = sb.x, .labels = sb.y};
