@@ -1,11 +1,11 @@
 /* `ovt demo`: flags, the progress lines and the final table (or JSON). */
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "trainer/cliargs.h"
 #include "trainer/demo.h"
 
 static void demo_usage(FILE *f)
@@ -42,33 +42,6 @@ static void demo_usage(FILE *f)
             "  --log-dir DIR      also write the trainer's rounding logs there\n"
             "  --json             print the result as JSON (no progress lines)\n"
             "  -h, --help         this help\n");
-}
-
-static int parse_u64(const char *s, const char *flag, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi) {
-        fprintf(stderr, "ovt demo: %s expects an integer in %" PRIu64 "..%" PRIu64 ", got '%s'\n", flag, lo,
-                hi, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static int parse_double(const char *s, const char *flag, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v > 0) || v > 10) {
-        fprintf(stderr, "ovt demo: %s expects a number in (0, 10], got '%s'\n", flag, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
 }
 
 static const char *run_names[TRN_DEMO_RUNS] = {"trainer_cpu", "replay_ref", "replay_shuffle", "nearest_ref",
@@ -213,56 +186,56 @@ int trn_cmd_demo(int argc, char **argv)
             demo_usage(stdout);
             return 0;
         case OPT_STEPS:
-            if (parse_u64(optarg, flag, 1, 1000000, &v)) return 2;
+            if (trn_arg_u64("demo", flag, optarg, 1, 1000000, &v)) return 2;
             o.steps = v;
             o.config.decay_steps = (uint32_t)v;
             break;
         case OPT_EVERY:
-            if (parse_u64(optarg, flag, 0, 1000000, &v)) return 2;
+            if (trn_arg_u64("demo", flag, optarg, 0, 1000000, &v)) return 2;
             o.every = (uint32_t)v;
             break;
         case OPT_BATCH:
-            if (parse_u64(optarg, flag, 1, 65536, &v)) return 2;
+            if (trn_arg_u64("demo", flag, optarg, 1, 65536, &v)) return 2;
             o.config.batch_size = (uint32_t)v;
             break;
         case OPT_WIDTH:
-            if (parse_u64(optarg, flag, 1, 65536, &v)) return 2;
+            if (trn_arg_u64("demo", flag, optarg, 1, 65536, &v)) return 2;
             o.config.model.width = (uint32_t)v;
             break;
         case OPT_LAYERS:
-            if (parse_u64(optarg, flag, 1, 8, &v)) return 2;
+            if (trn_arg_u64("demo", flag, optarg, 1, 8, &v)) return 2;
             o.config.model.n_layer = (uint32_t)v;
             break;
         case OPT_IN_DIM:
-            if (parse_u64(optarg, flag, 1, 65536, &v)) return 2;
+            if (trn_arg_u64("demo", flag, optarg, 1, 65536, &v)) return 2;
             o.config.model.in_dim = (uint32_t)v;
             break;
         case OPT_CLASSES:
-            if (parse_u64(optarg, flag, 2, 65536, &v)) return 2;
+            if (trn_arg_u64("demo", flag, optarg, 2, 65536, &v)) return 2;
             o.config.model.n_class = (uint32_t)v;
             break;
         case OPT_SAMPLES:
-            if (parse_u64(optarg, flag, 1, 1u << 24, &v)) return 2;
+            if (trn_arg_u64("demo", flag, optarg, 1, 1u << 24, &v)) return 2;
             o.n_samples = (uint32_t)v;
             break;
         case OPT_GRID:
-            if (parse_u64(optarg, flag, 24, 32, &v)) return 2;
+            if (trn_arg_u64("demo", flag, optarg, 24, 32, &v)) return 2;
             o.config.grid_bits = (uint32_t)v;
             break;
         case OPT_SHIFT:
-            if (parse_u64(optarg, flag, 0, 20, &v)) return 2;
+            if (trn_arg_u64("demo", flag, optarg, 0, 20, &v)) return 2;
             o.config.head_shift = (uint32_t)v;
             break;
         case OPT_SEED:
-            if (parse_u64(optarg, flag, 0, UINT64_MAX, &v)) return 2;
+            if (trn_arg_u64("demo", flag, optarg, 0, UINT64_MAX, &v)) return 2;
             o.config.seed = v;
             break;
         case OPT_LR:
-            if (parse_double(optarg, flag, &o.config.lr)) return 2;
+            if (trn_arg_real("demo", flag, optarg, 1e-9, 10, &o.config.lr)) return 2;
             o.config.lr_min = o.config.lr / 10;
             break;
         case OPT_THREADS:
-            if (parse_u64(optarg, flag, 0, 256, &v)) return 2;
+            if (trn_arg_u64("demo", flag, optarg, 0, 256, &v)) return 2;
             o.threads = (int)v;
             break;
         case OPT_NO_ABLATION:

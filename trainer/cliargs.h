@@ -1,0 +1,15 @@
+#ifndef OVT_TRAINER_CLIARGS_H
+#define OVT_TRAINER_CLIARGS_H
+
+/* Flag value parsing shared by the trainer's commands. Each prints
+ * "ovt CMD: --flag expects ..., got 'x'" to stderr and returns -1 on bad
+ * input, 0 otherwise. */
+
+#include <stdint.h>
+
+int trn_arg_u64(const char *cmd, const char *flag, const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+
+/* A finite real in [lo, hi]. */
+int trn_arg_real(const char *cmd, const char *flag, const char *s, double lo, double hi, double *out);
+
+#endif
