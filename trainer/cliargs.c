@@ -6,6 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+const char *trn_arg_name(const struct option *longopts, int c)
+{
+    for (const struct option *lo = longopts; lo->name; lo++)
+        if (lo->val == c)
+            return lo->name;
+    return "";
+}
+
 int trn_arg_u64(const char *cmd, const char *flag, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 {
     char *end;

@@ -5,7 +5,11 @@
  * "ovt CMD: --flag expects ..., got 'x'" to stderr and returns -1 on bad
  * input, 0 otherwise. */
 
+#include <getopt.h>
 #include <stdint.h>
+
+/* The long name of the option getopt_long returned as c ("" if none). */
+const char *trn_arg_name(const struct option *longopts, int c);
 
 int trn_arg_u64(const char *cmd, const char *flag, const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
 

@@ -177,10 +177,7 @@ int trn_cmd_demo(int argc, char **argv)
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        const char *flag = "";
-        for (const struct option *lo = longopts; lo->name; lo++)
-            if (lo->val == c)
-                flag = lo->name;
+        const char *flag = trn_arg_name(longopts, c);
         switch (c) {
         case 'h':
             demo_usage(stdout);
