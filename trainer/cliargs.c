@@ -14,6 +14,20 @@ const char *trn_arg_name(const struct option *longopts, int c)
     return "";
 }
 
+int trn_arg_unknown(const char *cmd, const char *arg)
+{
+    fprintf(stderr, "ovt %s: unknown or incomplete option '%s'; see `ovt %s --help`\n", cmd, arg, cmd);
+    return 2;
+}
+
+int trn_arg_none_left(const char *cmd, int argc, char **argv)
+{
+    if (optind >= argc)
+        return 0;
+    fprintf(stderr, "ovt %s: unexpected argument '%s'; see `ovt %s --help`\n", cmd, argv[optind], cmd);
+    return -1;
+}
+
 int trn_arg_u64(const char *cmd, const char *flag, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 {
     char *end;

@@ -13,6 +13,12 @@ const char *trn_arg_name(const struct option *longopts, int c);
 
 int trn_arg_u64(const char *cmd, const char *flag, const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
 
+/* Reports an unknown option; returns 2 (the usage exit status). */
+int trn_arg_unknown(const char *cmd, const char *arg);
+
+/* Reports the first argument left after the options (-1), or returns 0. */
+int trn_arg_none_left(const char *cmd, int argc, char **argv);
+
 /* A finite real in [lo, hi]. */
 int trn_arg_real(const char *cmd, const char *flag, const char *s, double lo, double hi, double *out);
 

@@ -248,15 +248,11 @@ int trn_cmd_demo(int argc, char **argv)
             json = true;
             break;
         default:
-            fprintf(stderr, "ovt demo: unknown or incomplete option '%s'; see `ovt demo --help`\n",
-                    argv[optind - 1]);
-            return 2;
+            return trn_arg_unknown("demo", argv[optind - 1]);
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "ovt demo: unexpected argument '%s'; see `ovt demo --help`\n", argv[optind]);
+    if (trn_arg_none_left("demo", argc, argv))
         return 2;
-    }
     if (o.config.warmup_steps >= o.steps)
         o.config.warmup_steps = 0;
     if (json) {

@@ -476,15 +476,11 @@ int trn_cmd_train(int argc, char **argv)
             break;
         case O_JSON: a.json = true; break;
         default:
-            fprintf(stderr, "ovt train: unknown or incomplete option '%s'; see `ovt train --help`\n",
-                    argv[optind - 1]);
-            return 2;
+            return trn_arg_unknown("train", argv[optind - 1]);
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "ovt train: unexpected argument '%s'; see `ovt train --help`\n", argv[optind]);
+    if (trn_arg_none_left("train", argc, argv))
         return 2;
-    }
     if (!a.data || !a.out) {
         fprintf(stderr, "ovt train: --data and --out are required; see `ovt train --help`\n");
         return 2;
