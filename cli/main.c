@@ -6,6 +6,8 @@
 #include "chain/arbitration_cli.h"
 #include "chain/cli.h"
 #include "cli/commands.h"
+#include "trainer/demo.h"
+#include "trainer/run.h"
 
 static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
@@ -13,6 +15,8 @@ static int cmd_help(int argc, char **argv);
 const struct ovt_command ovt_commands[] = {
     {"help", "show this help, or a command's help (ovt help COMMAND)", cmd_help},
     {"version", "print the version", cmd_version},
+    {"demo", "the exactness demo: train, replay on other backends with and without the log", trn_cmd_demo},
+    {"train", "train a model with controlled rounding into a run directory", trn_cmd_train},
     {"keys", "create a keystore or show its address (new, address)", chain_cmd_keys},
     {"deploy", "deploy the arbitration contract", chain_cmd_deploy},
     {NULL, NULL, NULL},

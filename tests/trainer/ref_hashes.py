@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Independent reference for the trainer's hashes (docs/formats.md).
+
+Reads a JSON description written by test_trn_state and prints, one per line,
+`name hex` for: the run-config encoding, configHash, stateHash, and any
+batches listed. It rebuilds every byte from the field values with struct and
+hashlib, sharing no code with the C implementation."""
+import hashlib
+import json
+import struct
+import sys
+
+
+def config_encoding(c):
+    model = [c["kind"], c["n_layer"], c["width"], c["n_head"], c["vocab"], c["max_seq"],
+             c["in_dim"], c["n_class"]]
+    enc = b"OVTRCFG\x00" + struct.pack("<I", 1) + struct.pack("<8I", *model)
+    enc += struct.pack("<7d", c["lr"], c["lr_min"], c["beta1"], c["beta2"], c["eps"],
+                       c["weight_decay"], c["grad_clip"])
+    enc += struct.pack("<4I", c["warmup_steps"], c["decay_steps"], c["batch_size"], c["seq_len"])
+    enc += struct.pack("<Q", c["seed"])
+    enc += struct.pack("<3I", c["grid_bits"], c["band_rules"], c["head_shift"])
+    enc += bytes.fromhex(c["dataset_hash"])
+    return enc
+
+
+def state_hash(config_hash, step, sizes, sections):
+    h = hashlib.sha256()
+    h.update(b"ovt.state.v1")
+    h.update(config_hash)
+    h.update(struct.pack("<QI", step, 3 * len(sizes)))
+    for values in sections:
+        off = 0
+        for n in sizes:
+            h.update(hashlib.sha256(struct.pack("<%df" % n, *values[off:off + n])).digest())
+            off += n
+    return h.digest()
+
+
+def main():
+    d = json.load(open(sys.argv[1]))
+    enc = config_encoding(d["config"])
+    ch = hashlib.sha256(enc).digest()
+    print("config_encoding", enc.hex())
+    print("config_hash", ch.hex())
+    st = d["state"]
+    print("state_hash", state_hash(ch, st["step"], st["sizes"], [st["params"], st["m"], st["v"]]).hex())
+    for i, b in enumerate(d.get("token_batches", [])):
+        n = b["B"] * b["T"]
+        raw = struct.pack("<II", b["B"], b["T"]) + struct.pack("<%dI" % n, *b["inputs"])
+        raw += struct.pack("<%dI" % n, *b["targets"])
+        print("token_batch_%d" % i, hashlib.sha256(raw).hexdigest())
+    for i, b in enumerate(d.get("sample_batches", [])):
+        raw = struct.pack("<II", b["B"], b["dim"]) + struct.pack("<%df" % len(b["x"]), *b["x"])
+        raw += struct.pack("<%dI" % len(b["y"]), *b["y"])
+        print("sample_batch_%d" % i, hashlib.sha256(raw).hexdigest())
+
+
+if __name__ == "__main__":
+    main()

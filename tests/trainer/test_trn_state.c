@@ -1,0 +1,480 @@
+/* Tests of the trainer's foundations: run config encoding and configHash,
+ * parameter layouts, stateHash, checkpoints (round trip, every flipped bit
+ * and every truncation rejected), token and sample data, the batch schedule,
+ * and the hashes cross-checked against an independent Python implementation
+ * (tests/trainer/ref_hashes.py). */
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "common/fileio.h"
+#include "kernels/grid.h"
+#include "trainer/config.h"
+#include "trainer/data.h"
+#include "trainer/layout.h"
+#include "trainer/state.h"
+
+static trn_run_config tiny_mlp_config(void)
+{
+    trn_model_config m = {.kind = TRN_MODEL_MLP, .n_layer = 1, .width = 2, .in_dim = 3, .n_class = 2};
+    trn_run_config rc;
+    trn_config_default(&rc, &m);
+    rc.lr = 0.01;
+    rc.lr_min = 0.001;
+    rc.weight_decay = 0.1;
+    rc.warmup_steps = 3;
+    rc.decay_steps = 17;
+    rc.batch_size = 4;
+    rc.seed = 0x0123456789abcdefull;
+    rc.head_shift = 5;
+    for (int i = 0; i < 32; i++)
+        rc.dataset_hash.b[i] = (uint8_t)(0xa0 + i);
+    return rc;
+}
+
+static void test_config(void)
+{
+    trn_run_config rc = tiny_mlp_config();
+    CHECK(trn_config_check(&rc) == 0);
+    uint8_t enc[TRN_CONFIG_ENC_LEN];
+    trn_config_encode(enc, &rc);
+    trn_run_config back;
+    CHECK(trn_config_decode(&back, enc, sizeof enc) == 0);
+    uint8_t enc2[TRN_CONFIG_ENC_LEN];
+    trn_config_encode(enc2, &back);
+    CHECK_MEM(enc, enc2, sizeof enc);
+    CHECK(back.seed == rc.seed && back.lr == rc.lr && back.model.in_dim == 3);
+
+    /* Every field matters to the hash. */
+    ovt_hash h1, h2;
+    trn_config_hash(&h1, &rc);
+    rc.grid_bits = 31;
+    trn_config_hash(&h2, &rc);
+    CHECK(memcmp(h1.b, h2.b, 32) != 0);
+    rc.grid_bits = 32;
+
+    CHECK(trn_config_decode(&back, enc, sizeof enc - 1) == OVT_EFORMAT);
+    enc[0] ^= 1;
+    CHECK(trn_config_decode(&back, enc, sizeof enc) == OVT_EFORMAT);
+    CHECK(strstr(ovt_errmsg(), "magic") != NULL);
+    enc[0] ^= 1;
+    enc[8] = 9; /* version */
+    CHECK(trn_config_decode(&back, enc, sizeof enc) == OVT_EFORMAT);
+    CHECK(strstr(ovt_errmsg(), "version") != NULL);
+    enc[8] = 1;
+    enc[124] = 23; /* b = 23 is outside 24..32 */
+    CHECK(trn_config_decode(&back, enc, sizeof enc) == OVT_EFORMAT);
+
+    trn_run_config bad = tiny_mlp_config();
+    bad.beta2 = 1.0;
+    CHECK(trn_config_check(&bad) == OVT_EINVAL);
+    bad = tiny_mlp_config();
+    bad.lr = NAN;
+    CHECK(trn_config_check(&bad) == OVT_EINVAL);
+
+    trn_model_config m;
+    CHECK(trn_model_preset(&m, "gpt2-5t") == OVT_EINVAL);
+    CHECK(strstr(ovt_errmsg(), "gpt2-small") != NULL);
+    CHECK(trn_model_preset(&m, "gpt2-small") == 0);
+    m.n_head = 7; /* 768 is not a multiple of 7 */
+    CHECK(trn_model_check(&m) == OVT_EINVAL);
+}
+
+static void test_layout(void)
+{
+    trn_model_config m;
+    trn_layout l;
+    CHECK(trn_model_preset(&m, "gpt2-small") == 0);
+    CHECK(trn_layout_build(&l, &m) == 0);
+    /* GPT-2 124M with the unpadded vocabulary: the figure Hugging Face's
+     * GPT2LMHeadModel reports (tied head counted once). */
+    CHECK_EQ_U64(l.nparams, 124439808);
+    CHECK_EQ_U64(l.count, 16);
+    CHECK(strcmp(l.t[4].name, "qkvw") == 0 && l.t[4].shape[1] == 2304 && l.t[4].shape[2] == 768);
+    size_t sum = 0;
+    for (size_t k = 0; k < l.count; k++) {
+        CHECK(l.t[k].offset == sum);
+        sum += l.t[k].size;
+    }
+    CHECK(sum == l.nparams);
+
+    CHECK(trn_model_preset(&m, "mlp-demo") == 0);
+    CHECK(trn_layout_build(&l, &m) == 0);
+    CHECK_EQ_U64(l.nparams, 128 * 128 + 128 + 128 * 128 + 128 + 32 * 128 + 32);
+    float *base = calloc(l.nparams, sizeof(float));
+    trn_mlp_tensors t;
+    trn_mlp_slice(&t, &l, base);
+    CHECK(t.n_linear == 3 && t.w[0] == base && t.b[2] == base + l.nparams - 32);
+    free(base);
+}
+
+static void fill_tiny_state(trn_state *st)
+{
+    size_t n = st->layout.nparams;
+    for (size_t i = 0; i < n; i++) {
+        st->params[i] = (float)((double)i - 7.0) * 0.125f;
+        st->m[i] = (float)i * 0x1p-10f;
+        st->v[i] = (float)(i * i) * 0x1p-20f;
+    }
+    st->step = 5;
+}
+
+static void write_floats(FILE *f, const char *name, const float *v, size_t n)
+{
+    fprintf(f, "\"%s\": [", name);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s%.9e", i ? ", " : "", (double)v[i]); /* %e keeps -0 a float in JSON */
+    fprintf(f, "]");
+}
+
+static void write_i32s(FILE *f, const char *name, const int32_t *v, size_t n)
+{
+    fprintf(f, "\"%s\": [", name);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s%d", i ? ", " : "", v[i]);
+    fprintf(f, "]");
+}
+
+/* Runs ref_hashes.py on the description and returns the hex value of `name`. */
+static int python_value(const char *json_path, const char *name, char *out, size_t cap)
+{
+    const char *src = getenv("OVT_SOURCE_DIR");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "python3 %s/tests/trainer/ref_hashes.py %s", src ? src : ".", json_path);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    char line[4096];
+    int found = -1;
+    while (fgets(line, sizeof line, p)) {
+        char key[64], val[2048];
+        if (sscanf(line, "%63s %2047s", key, val) == 2 && strcmp(key, name) == 0 && strlen(val) < cap) {
+            strcpy(out, val);
+            found = 0;
+        }
+    }
+    if (pclose(p) != 0)
+        return -1;
+    return found;
+}
+
+static void test_hashes_against_python(const char *dir)
+{
+    trn_run_config rc = tiny_mlp_config();
+    trn_state *st;
+    CHECK(trn_state_new(&st, &rc) == 0);
+    if (!st)
+        return;
+    CHECK_EQ_U64(st->layout.nparams, 14);
+    fill_tiny_state(st);
+
+    trn_tokens data = {0};
+    uint32_t toks[40];
+    for (int i = 0; i < 40; i++)
+        toks[i] = (uint32_t)(i * 7 % 256);
+    uint8_t *tbuf;
+    size_t tlen;
+    CHECK(trn_tokens_encode(toks, 40, 256, &tbuf, &tlen) == 0);
+    CHECK(trn_tokens_parse(&data, tbuf, tlen) == 0);
+    free(tbuf);
+    trn_token_batch tb;
+    CHECK(trn_token_batch_get(&tb, &data, 42, 3, 2, 5) == 0);
+    trn_samples smp = {.count = 3, .dim = 2, .n_class = 2};
+    float sx[6] = {0.5f, -1.25f, 3.0f, 0.1f, -0.0f, 1e-3f};
+    uint32_t sy[3] = {1, 0, 1};
+    smp.x = sx;
+    smp.y = sy;
+    trn_sample_batch sb;
+    CHECK(trn_sample_batch_get(&sb, &smp, 9, 1, 4) == 0);
+
+    char json[512];
+    snprintf(json, sizeof json, "%s/state.json", dir);
+    FILE *f = fopen(json, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    char dh[65];
+    ovt_hex_encode(dh, rc.dataset_hash.b, 32);
+    const trn_model_config *m = &rc.model;
+    fprintf(f,
+            "{\"config\": {\"kind\": %d, \"n_layer\": %u, \"width\": %u, \"n_head\": %u, \"vocab\": %u, "
+            "\"max_seq\": %u, \"in_dim\": %u, \"n_class\": %u, \"lr\": %.17g, \"lr_min\": %.17g, "
+            "\"beta1\": %.17g, \"beta2\": %.17g, \"eps\": %.17g, \"weight_decay\": %.17g, "
+            "\"grad_clip\": %.17g, \"warmup_steps\": %u, \"decay_steps\": %u, \"batch_size\": %u, "
+            "\"seq_len\": %u, \"seed\": %llu, \"grid_bits\": %u, \"band_rules\": %u, \"head_shift\": %u, \"dataset_hash\": \"%s\"},\n",
+            (int)m->kind, m->n_layer, m->width, m->n_head, m->vocab, m->max_seq, m->in_dim, m->n_class, rc.lr,
+            rc.lr_min, rc.beta1, rc.beta2, rc.eps, rc.weight_decay, rc.grad_clip, rc.warmup_steps,
+            rc.decay_steps, rc.batch_size, rc.seq_len, (unsigned long long)rc.seed, rc.grid_bits, rc.band_rules,
+            rc.head_shift, dh);
+    fprintf(f, "\"state\": {\"step\": %llu, \"sizes\": [", (unsigned long long)st->step);
+    for (size_t k = 0; k < st->layout.count; k++)
+        fprintf(f, "%s%zu", k ? ", " : "", st->layout.t[k].size);
+    fprintf(f, "], ");
+    write_floats(f, "params", st->params, 14);
+    fprintf(f, ", ");
+    write_floats(f, "m", st->m, 14);
+    fprintf(f, ", ");
+    write_floats(f, "v", st->v, 14);
+    fprintf(f, "},\n\"token_batches\": [{\"B\": %u, \"T\": %u, ", tb.B, tb.T);
+    write_i32s(f, "inputs", tb.inputs, 10);
+    fprintf(f, ", ");
+    write_i32s(f, "targets", tb.targets, 10);
+    fprintf(f, "}],\n\"sample_batches\": [{\"B\": %u, \"dim\": %u, ", sb.B, sb.dim);
+    write_floats(f, "x", sb.x, 8);
+    fprintf(f, ", ");
+    write_i32s(f, "y", sb.y, 4);
+    fprintf(f, "}]}\n");
+    fclose(f);
+
+    char hex[600];
+    uint8_t enc[TRN_CONFIG_ENC_LEN];
+    trn_config_encode(enc, &rc);
+    char enc_hex[2 * TRN_CONFIG_ENC_LEN + 1];
+    ovt_hex_encode(enc_hex, enc, sizeof enc);
+    CHECK(python_value(json, "config_encoding", hex, sizeof hex) == 0);
+    CHECK_MSG(strcmp(hex, enc_hex) == 0, "config encoding\n C:  %s\n py: %s", enc_hex, hex);
+
+    ovt_hash h;
+    char hh[65];
+    trn_config_hash(&h, &rc);
+    ovt_hex_encode(hh, h.b, 32);
+    CHECK(python_value(json, "config_hash", hex, sizeof hex) == 0);
+    CHECK_MSG(strcmp(hex, hh) == 0, "configHash C %s py %s", hh, hex);
+
+    trn_state_hash(&h, st);
+    ovt_hex_encode(hh, h.b, 32);
+    CHECK(python_value(json, "state_hash", hex, sizeof hex) == 0);
+    CHECK_MSG(strcmp(hex, hh) == 0, "stateHash C %s py %s", hh, hex);
+
+    trn_token_batch_hash(&h, &tb);
+    ovt_hex_encode(hh, h.b, 32);
+    CHECK(python_value(json, "token_batch_0", hex, sizeof hex) == 0);
+    CHECK_MSG(strcmp(hex, hh) == 0, "token batchHash C %s py %s", hh, hex);
+
+    trn_sample_batch_hash(&h, &sb);
+    ovt_hex_encode(hh, h.b, 32);
+    CHECK(python_value(json, "sample_batch_0", hex, sizeof hex) == 0);
+    CHECK_MSG(strcmp(hex, hh) == 0, "sample batchHash C %s py %s", hh, hex);
+
+    /* Any change of state changes the hash: one bit of one moment. */
+    ovt_hash before, after;
+    trn_state_hash(&before, st);
+    uint32_t bits;
+    memcpy(&bits, &st->v[13], 4);
+    bits ^= 1u << 8;
+    memcpy(&st->v[13], &bits, 4);
+    trn_state_hash(&after, st);
+    CHECK(memcmp(before.b, after.b, 32) != 0);
+
+    trn_token_batch_free(&tb);
+    trn_sample_batch_free(&sb);
+    trn_tokens_free(&data);
+    trn_state_free(st);
+}
+
+static void test_checkpoint(const char *dir)
+{
+    trn_run_config rc = tiny_mlp_config();
+    rc.grid_bits = 24;
+    trn_state *st;
+    CHECK(trn_state_new(&st, &rc) == 0);
+    if (!st)
+        return;
+    fill_tiny_state(st);
+    char path[512];
+    snprintf(path, sizeof path, "%s/tiny.ckpt", dir);
+    CHECK(trn_checkpoint_write(st, path) == 0);
+    trn_state *back = NULL;
+    CHECK(trn_checkpoint_read(&back, path) == 0);
+    ovt_hash h1, h2;
+    trn_state_hash(&h1, st);
+    if (back) {
+        trn_state_hash(&h2, back);
+        CHECK_MEM(h1.b, h2.b, 32);
+        CHECK(back->step == 5);
+        trn_state_free(back);
+    }
+
+    uint8_t *buf;
+    size_t len;
+    CHECK(trn_checkpoint_encode(st, &buf, &len) == 0);
+    /* Every single flipped bit is rejected (one bit per byte, cycling the
+     * bit position), and so is every truncation. */
+    int flips_rejected = 0, cuts_rejected = 0;
+    for (size_t i = 0; i < len; i++) {
+        buf[i] ^= (uint8_t)(1u << (i % 8));
+        back = NULL;
+        if (trn_checkpoint_decode(&back, buf, len) == OVT_EFORMAT && back == NULL)
+            flips_rejected++;
+        trn_state_free(back);
+        buf[i] ^= (uint8_t)(1u << (i % 8));
+    }
+    CHECK_EQ_U64(flips_rejected, len);
+    for (size_t cut = 0; cut < len; cut++) {
+        back = NULL;
+        if (trn_checkpoint_decode(&back, buf, cut) == OVT_EFORMAT && back == NULL)
+            cuts_rejected++;
+        trn_state_free(back);
+    }
+    CHECK_EQ_U64(cuts_rejected, len);
+    CHECK(trn_checkpoint_decode(&back, buf, len - 100) == OVT_EFORMAT);
+    CHECK(strstr(ovt_errmsg(), "truncated") != NULL);
+
+    /* A value off the b = 24 grid, with the checksum made consistent, is
+     * still rejected: the checksum is not the only line of defence. */
+    size_t first_value = len - 32 - 3 * 14 * 4;
+    float off_grid = 1.0f + 0x1p-23f; /* needs 24 mantissa bits, b = 24 keeps 16 */
+    memcpy(buf + first_value, &off_grid, 4);
+    ovt_sha256((ovt_hash *)(buf + len - 32), buf, len - 32);
+    CHECK(trn_checkpoint_decode(&back, buf, len) == OVT_EFORMAT);
+    CHECK(strstr(ovt_errmsg(), "grid value") != NULL);
+    free(buf);
+
+    /* A missing file and garbage are clear errors, not crashes. */
+    snprintf(path, sizeof path, "%s/nope.ckpt", dir);
+    CHECK(trn_checkpoint_read(&back, path) == OVT_ENOTFOUND);
+    CHECK(trn_checkpoint_decode(&back, (const uint8_t *)"OVTCKPT", 7) == OVT_EFORMAT);
+    trn_state_free(st);
+}
+
+static void test_init(void)
+{
+    trn_model_config m;
+    CHECK(trn_model_preset(&m, "mlp-demo") == 0);
+    trn_run_config rc;
+    trn_config_default(&rc, &m);
+    rc.grid_bits = 26;
+    trn_state *a, *b;
+    CHECK(trn_state_new(&a, &rc) == 0 && trn_state_new(&b, &rc) == 0);
+    if (!a || !b)
+        return;
+    trn_state_init(a);
+    trn_state_init(b);
+    CHECK_MEM(a->mem, b->mem, 3 * a->layout.nparams * sizeof(float));
+    trn_mlp_tensors t;
+    trn_mlp_slice(&t, &a->layout, a->params);
+    /* w0 is (128, 128) drawn N(0, 1/128): check its moments loosely. */
+    double sum = 0, sq = 0;
+    size_t n = 128 * 128, off_grid = 0;
+    for (size_t i = 0; i < n; i++) {
+        sum += t.w[0][i];
+        sq += (double)t.w[0][i] * t.w[0][i];
+    }
+    for (size_t i = 0; i < a->layout.nparams; i++)
+        off_grid += !krn_grid_contains(a->params[i], 26);
+    CHECK_EQ_U64(off_grid, 0);
+    double mean = sum / n, var = sq / n - mean * mean;
+    CHECK_MSG(fabs(mean) < 0.003, "mean %g", mean);
+    CHECK_MSG(fabs(var * 128 - 1) < 0.05, "var*128 %g", var * 128);
+    CHECK(t.b[0][0] == 0 && t.b[2][31] == 0);
+    /* A different seed gives different parameters. */
+    rc.seed = 2;
+    trn_state *c;
+    CHECK(trn_state_new(&c, &rc) == 0);
+    trn_state_init(c);
+    CHECK(memcmp(a->params, c->params, 64) != 0);
+    trn_state_free(a);
+    trn_state_free(b);
+    trn_state_free(c);
+
+    CHECK(trn_model_preset(&m, "gpt2-tiny") == 0);
+    trn_config_default(&rc, &m);
+    CHECK(trn_state_new(&a, &rc) == 0);
+    trn_state_init(a);
+    trn_gpt2_tensors g;
+    trn_gpt2_slice(&g, &a->layout, a->params);
+    CHECK(g.ln1w[0] == 1.0f && g.lnfw[63] == 1.0f && g.qkvb[5] == 0.0f && g.wte[0] != 0.0f);
+    trn_state_free(a);
+}
+
+static void test_data(const char *dir)
+{
+    trn_tokens t;
+    /* Raw bytes: one token per byte. */
+    CHECK(trn_tokens_parse(&t, (const uint8_t *)"hello world", 11) == 0);
+    CHECK(t.count == 11 && t.vocab == 256 && t.tokens[4] == 'o');
+    ovt_hash h;
+    ovt_sha256(&h, "hello world", 11);
+    CHECK_MEM(h.b, t.hash.b, 32);
+
+    trn_token_batch b1, b2, b3;
+    CHECK(trn_token_batch_get(&b1, &t, 7, 1, 3, 4) == 0);
+    CHECK(trn_token_batch_get(&b2, &t, 7, 1, 3, 4) == 0);
+    CHECK(trn_token_batch_get(&b3, &t, 7, 2, 3, 4) == 0);
+    CHECK_MEM(b1.inputs, b2.inputs, 12 * 4);
+    for (int j = 0; j < 3; j++) {
+        /* Each row is a window of the text and its targets are shifted by one. */
+        char row[5] = {0};
+        for (int k = 0; k < 4; k++) {
+            row[k] = (char)b1.inputs[j * 4 + k];
+            if (k < 3)
+                CHECK(b1.targets[j * 4 + k] == b1.inputs[j * 4 + k + 1]);
+        }
+        CHECK(strstr("hello world", row) != NULL);
+    }
+    ovt_hash h1, h3;
+    trn_token_batch_hash(&h1, &b1);
+    trn_token_batch_hash(&h3, &b3);
+    CHECK(memcmp(h1.b, h3.b, 32) != 0 || memcmp(b1.inputs, b3.inputs, 48) == 0);
+    trn_token_batch_free(&b1);
+    trn_token_batch_free(&b2);
+    trn_token_batch_free(&b3);
+    CHECK(trn_token_batch_get(&b1, &t, 7, 1, 3, 11) == OVT_EINVAL);
+    trn_tokens_free(&t);
+
+    uint32_t toks[5] = {1, 500, 2, 65535, 0};
+    uint8_t *buf;
+    size_t len;
+    CHECK(trn_tokens_encode(toks, 5, 65536, &buf, &len) == 0);
+    CHECK(trn_tokens_parse(&t, buf, len) == 0);
+    CHECK(t.count == 5 && t.tokens[3] == 65535 && t.vocab == 65536);
+    trn_tokens_free(&t);
+    for (size_t cut = 8; cut < len; cut++)
+        CHECK(trn_tokens_parse(&t, buf, cut) == OVT_EFORMAT);
+    buf[12] = 100; /* vocab 100: token 500 is out of range */
+    buf[13] = 0;
+    buf[14] = 0;
+    CHECK(trn_tokens_parse(&t, buf, len) == OVT_EFORMAT);
+    CHECK(strstr(ovt_errmsg(), "vocab") != NULL);
+    char path[512];
+    snprintf(path, sizeof path, "%s/toks.bin", dir);
+    CHECK(ovt_write_atomic(path, buf, len - 1, 0644) == 0);
+    CHECK(trn_tokens_load(&t, path) == OVT_EFORMAT);
+    CHECK(strstr(ovt_errmsg(), path) != NULL);
+    free(buf);
+
+    /* Samples: round trip, off-grid feature and bad label rejected. */
+    float x[4] = {1.0f, 2.0f, 1.0f + 0x1p-23f, 4.0f};
+    uint32_t y[2] = {0, 1};
+    trn_samples s = {.count = 2, .dim = 2, .n_class = 2, .x = x, .y = y}, back;
+    CHECK(trn_samples_encode(&s, &buf, &len) == 0);
+    CHECK(trn_samples_parse(&back, buf, len, 32) == 0);
+    CHECK(back.x[2] == x[2] && back.y[1] == 1);
+    trn_samples_free(&back);
+    CHECK(trn_samples_parse(&back, buf, len, 24) == OVT_EFORMAT);
+    buf[len - 4] = 2;
+    CHECK(trn_samples_parse(&back, buf, len, 32) == OVT_EFORMAT);
+    CHECK(trn_samples_parse(&back, buf, len - 1, 32) == OVT_EFORMAT);
+    free(buf);
+}
+
+int main(void)
+{
+    char dir[] = "/tmp/ovt-trn-state-XXXXXX";
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_config();
+    test_layout();
+    test_hashes_against_python(dir);
+    test_checkpoint(dir);
+    test_init();
+    test_data(dir);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+    return check_done();
+}

@@ -1,0 +1,20 @@
+#ifndef OVT_TESTS_TRAINER_HELPERS_H
+#define OVT_TESTS_TRAINER_HELPERS_H
+
+/* Shared by the trainer suites. */
+#include <stdlib.h>
+
+#include "kernels/site.h"
+
+/* A single-threaded ctx at b = 32 for backend and mode; aborts on failure
+ * (a broken test setup, not a result). */
+static inline krn_ctx *trn_test_ctx(krn_backend_kind backend, krn_mode mode, uint64_t shuffle_seed)
+{
+    krn_config kc = {.backend = backend, .mode = mode, .grid_bits = 32, .shuffle_seed = shuffle_seed, .threads = 1};
+    krn_ctx *ctx = NULL;
+    if (krn_ctx_new(&ctx, &kc) != 0)
+        abort();
+    return ctx;
+}
+
+#endif

@@ -1,0 +1,194 @@
+#include "trainer/config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "kernels/grid.h"
+#include "trainer/layout.h"
+
+static const uint8_t config_magic[8] = {'O', 'V', 'T', 'R', 'C', 'F', 'G', 0};
+#define CONFIG_VERSION 1u
+
+struct preset {
+    const char *name;
+    trn_model_config m;
+};
+
+/* gpt2-small is GPT-2's 124M model (vocab unpadded); gpt2-tiny is a
+ * byte-level toy of the same structure for tests and CPU runs. */
+static const struct preset presets[] = {
+    {"mlp-demo", {.kind = TRN_MODEL_MLP, .n_layer = 2, .width = 128, .in_dim = 128, .n_class = 32}},
+    {"gpt2-tiny",
+     {.kind = TRN_MODEL_GPT2, .n_layer = 2, .width = 64, .n_head = 4, .vocab = 256, .max_seq = 64}},
+    {"gpt2-small",
+     {.kind = TRN_MODEL_GPT2, .n_layer = 12, .width = 768, .n_head = 12, .vocab = 50257, .max_seq = 1024}},
+};
+
+int trn_model_preset(trn_model_config *out, const char *name)
+{
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+        if (strcmp(presets[i].name, name) == 0) {
+            *out = presets[i].m;
+            return 0;
+        }
+    }
+    return ovt_fail(OVT_EINVAL, "unknown model '%s' (known: mlp-demo, gpt2-tiny, gpt2-small)", name);
+}
+
+int trn_model_check(const trn_model_config *m)
+{
+    if (m->kind == TRN_MODEL_MLP) {
+        if (m->n_layer < 1 || m->n_layer > TRN_MAX_LAYERS || !m->width || !m->in_dim || m->n_class < 2)
+            return ovt_fail(OVT_EINVAL, "MLP needs 1..%d hidden layers, width and in_dim > 0, n_class >= 2",
+                            TRN_MAX_LAYERS);
+        if (m->width > (1u << 16) || m->in_dim > (1u << 16) || m->n_class > (1u << 16))
+            return ovt_fail(OVT_EINVAL, "MLP dimensions above 65536 are not supported");
+        if (m->n_head || m->vocab || m->max_seq)
+            return ovt_fail(OVT_EINVAL, "MLP config has GPT-2 fields set");
+        return 0;
+    }
+    if (m->kind == TRN_MODEL_GPT2) {
+        if (m->n_layer < 1 || m->n_layer > 256 || !m->width || !m->n_head || !m->vocab || !m->max_seq)
+            return ovt_fail(OVT_EINVAL, "GPT-2 needs n_layer 1..256 and non-zero width, n_head, vocab, max_seq");
+        if (m->width % m->n_head)
+            return ovt_fail(OVT_EINVAL, "GPT-2 width %u is not a multiple of n_head %u", m->width, m->n_head);
+        if (m->width > (1u << 16) || m->vocab > (1u << 20) || m->max_seq > (1u << 16))
+            return ovt_fail(OVT_EINVAL, "GPT-2 dimensions too large (width <= 65536, vocab <= 2^20, max_seq <= 65536)");
+        if (m->in_dim || m->n_class)
+            return ovt_fail(OVT_EINVAL, "GPT-2 config has MLP fields set");
+        return 0;
+    }
+    return ovt_fail(OVT_EINVAL, "unknown model kind %d", (int)m->kind);
+}
+
+static int finite_in(double x, double lo, double hi)
+{
+    return isfinite(x) && x >= lo && x <= hi;
+}
+
+int trn_config_check(const trn_run_config *rc)
+{
+    int rv = trn_model_check(&rc->model);
+    if (rv)
+        return rv;
+    if (krn_grid_check_bits((int)rc->grid_bits))
+        return OVT_EINVAL;
+    if (rc->band_rules != TRN_BAND_RULES_V1)
+        return ovt_fail(OVT_EINVAL, "band rules version %u is not supported (this build knows %u)",
+                        rc->band_rules, TRN_BAND_RULES_V1);
+    if (!finite_in(rc->lr, 0, 10) || !finite_in(rc->lr_min, 0, 10) || !finite_in(rc->beta1, 0, 1) ||
+        rc->beta1 >= 1 || !finite_in(rc->beta2, 0, 1) || rc->beta2 >= 1 || !finite_in(rc->eps, 0, 1) ||
+        rc->eps <= 0 || !finite_in(rc->weight_decay, 0, 1) || !finite_in(rc->grad_clip, 0, 1e30))
+        return ovt_fail(OVT_EINVAL, "optimizer settings out of range (lr and lr_min in [0,10], betas in "
+                                    "[0,1), eps in (0,1], weight decay in [0,1], clip >= 0, 0 = off)");
+    if (rc->head_shift > 20 || (rc->head_shift && rc->model.kind != TRN_MODEL_MLP))
+        return ovt_fail(OVT_EINVAL, "head shift %u: only the MLP takes one, at most 20", rc->head_shift);
+    if (rc->batch_size < 1 || rc->batch_size > (1u << 20))
+        return ovt_fail(OVT_EINVAL, "batch size %u out of range 1..2^20", rc->batch_size);
+    if (rc->model.kind == TRN_MODEL_GPT2 && (rc->seq_len < 1 || rc->seq_len > rc->model.max_seq))
+        return ovt_fail(OVT_EINVAL, "sequence length %u out of range 1..%u", rc->seq_len, rc->model.max_seq);
+    if (rc->model.kind == TRN_MODEL_MLP && rc->seq_len)
+        return ovt_fail(OVT_EINVAL, "the MLP takes no sequence length");
+    return 0;
+}
+
+void trn_config_default(trn_run_config *out, const trn_model_config *m)
+{
+    memset(out, 0, sizeof *out);
+    out->model = *m;
+    out->lr = 1e-3;
+    out->lr_min = 1e-3;
+    out->beta1 = 0.9;
+    out->beta2 = 0.999;
+    out->eps = 1e-8;
+    out->weight_decay = 0.0;
+    out->grad_clip = 1.0;
+    out->batch_size = 8;
+    out->seq_len = m->kind == TRN_MODEL_GPT2 ? (m->max_seq < 64 ? m->max_seq : 64) : 0;
+    out->seed = 1;
+    out->grid_bits = 32;
+    out->band_rules = TRN_BAND_RULES_V1;
+}
+
+static uint64_t f64_bits(double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, 8);
+    return u;
+}
+
+static double f64_from(uint64_t u)
+{
+    double x;
+    memcpy(&x, &u, 8);
+    return x;
+}
+
+/* The encoding, field by field (docs/formats.md mirrors this table). */
+void trn_config_encode(uint8_t out[TRN_CONFIG_ENC_LEN], const trn_run_config *rc)
+{
+    const trn_model_config *m = &rc->model;
+    memcpy(out, config_magic, 8);
+    ovt_put_le32(out + 8, CONFIG_VERSION);
+    const uint32_t model_fields[8] = {(uint32_t)m->kind, m->n_layer, m->width, m->n_head,
+                                      m->vocab,          m->max_seq, m->in_dim, m->n_class};
+    for (int i = 0; i < 8; i++)
+        ovt_put_le32(out + 12 + 4 * i, model_fields[i]);
+    const double opt[7] = {rc->lr, rc->lr_min, rc->beta1, rc->beta2, rc->eps, rc->weight_decay, rc->grad_clip};
+    for (int i = 0; i < 7; i++)
+        ovt_put_le64(out + 44 + 8 * i, f64_bits(opt[i]));
+    ovt_put_le32(out + 100, rc->warmup_steps);
+    ovt_put_le32(out + 104, rc->decay_steps);
+    ovt_put_le32(out + 108, rc->batch_size);
+    ovt_put_le32(out + 112, rc->seq_len);
+    ovt_put_le64(out + 116, rc->seed);
+    ovt_put_le32(out + 124, rc->grid_bits);
+    ovt_put_le32(out + 128, rc->band_rules);
+    ovt_put_le32(out + 132, rc->head_shift);
+    memcpy(out + 136, rc->dataset_hash.b, 32);
+}
+
+int trn_config_decode(trn_run_config *out, const uint8_t *buf, size_t len)
+{
+    memset(out, 0, sizeof *out);
+    if (len != TRN_CONFIG_ENC_LEN)
+        return ovt_fail(OVT_EFORMAT, "run config is %zu bytes, expected %d", len, TRN_CONFIG_ENC_LEN);
+    if (memcmp(buf, config_magic, 8) != 0)
+        return ovt_fail(OVT_EFORMAT, "run config has a wrong magic");
+    if (ovt_get_le32(buf + 8) != CONFIG_VERSION)
+        return ovt_fail(OVT_EFORMAT, "run config version %u is not supported (expected %u)",
+                        ovt_get_le32(buf + 8), CONFIG_VERSION);
+    trn_run_config rc;
+    memset(&rc, 0, sizeof rc);
+    trn_model_config *m = &rc.model;
+    uint32_t *model_fields[8] = {NULL, &m->n_layer, &m->width, &m->n_head, &m->vocab, &m->max_seq,
+                                 &m->in_dim, &m->n_class};
+    m->kind = (trn_model_kind)ovt_get_le32(buf + 12);
+    for (int i = 1; i < 8; i++)
+        *model_fields[i] = ovt_get_le32(buf + 12 + 4 * i);
+    double *opt[7] = {&rc.lr, &rc.lr_min, &rc.beta1, &rc.beta2, &rc.eps, &rc.weight_decay, &rc.grad_clip};
+    for (int i = 0; i < 7; i++)
+        *opt[i] = f64_from(ovt_get_le64(buf + 44 + 8 * i));
+    rc.warmup_steps = ovt_get_le32(buf + 100);
+    rc.decay_steps = ovt_get_le32(buf + 104);
+    rc.batch_size = ovt_get_le32(buf + 108);
+    rc.seq_len = ovt_get_le32(buf + 112);
+    rc.seed = ovt_get_le64(buf + 116);
+    rc.grid_bits = ovt_get_le32(buf + 124);
+    rc.band_rules = ovt_get_le32(buf + 128);
+    rc.head_shift = ovt_get_le32(buf + 132);
+    memcpy(rc.dataset_hash.b, buf + 136, 32);
+    int rv = trn_config_check(&rc);
+    if (rv)
+        return ovt_fail_wrap(OVT_EFORMAT, "run config");
+    *out = rc;
+    return 0;
+}
+
+void trn_config_hash(ovt_hash *out, const trn_run_config *rc)
+{
+    uint8_t enc[TRN_CONFIG_ENC_LEN];
+    trn_config_encode(enc, rc);
+    ovt_sha256(out, enc, sizeof enc);
+}

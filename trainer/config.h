@@ -1,0 +1,85 @@
+#ifndef OVT_TRAINER_CONFIG_H
+#define OVT_TRAINER_CONFIG_H
+
+/* The run config: everything that determines a training run's states bit for
+ * bit (model, optimizer, schedule, batch size, seed, grid width, band rules,
+ * dataset). configHash is SHA-256 of its canonical binary encoding
+ * (docs/formats.md, "Run config"), never of JSON text. */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/bytes.h"
+#include "common/err.h"
+
+typedef enum { TRN_MODEL_MLP = 1, TRN_MODEL_GPT2 = 2 } trn_model_kind;
+
+/* Model shape. MLP: in_dim -> n_layer hidden layers of `width` (GELU) ->
+ * n_class logits. GPT-2: llm.c's layout, n_layer blocks of `width` channels
+ * and n_head heads, vocab tokens, max_seq positions, output head tied to the
+ * token embedding. Fields a kind does not use are 0. */
+typedef struct {
+    trn_model_kind kind;
+    uint32_t n_layer;
+    uint32_t width;
+    uint32_t n_head;  /* GPT-2 */
+    uint32_t vocab;   /* GPT-2 */
+    uint32_t max_seq; /* GPT-2 */
+    uint32_t in_dim;  /* MLP */
+    uint32_t n_class; /* MLP */
+} trn_model_config;
+
+/* The band rules the run was made under: the numeric contract's version and
+ * the fixed parts of summation order it imposes (GEMM chunk). */
+#define TRN_BAND_RULES_V1 1u
+
+typedef struct {
+    trn_model_config model;
+    /* AdamW and schedule: lr rises linearly over warmup_steps, then stays
+     * (decay_steps == 0) or falls linearly to lr_min at decay_steps. */
+    double lr, lr_min, beta1, beta2, eps, weight_decay, grad_clip;
+    uint32_t warmup_steps;
+    uint32_t decay_steps;
+    uint32_t batch_size; /* B: samples (MLP) or sequences (GPT-2) per step */
+    uint32_t seq_len;    /* T (GPT-2), 0 for the MLP */
+    uint64_t seed;       /* init and batch schedule */
+    uint32_t grid_bits;  /* b in 24..32 */
+    uint32_t band_rules; /* TRN_BAND_RULES_V1 */
+    /* MLP only, 0 = off: the output layer starts with a common shift of
+     * +-2^head_shift/16 added to every weight of each input column (sign per
+     * column from krn_rng). Softmax ignores a shift common to all logits, so
+     * the model computes the same function, but the backward reduction over
+     * classes then cancels 2^head_shift-fold: values near grid midpoints
+     * become frequent, which is what the exactness demo needs to show the
+     * no-log ablation diverge within a short run. At most 20. */
+    uint32_t head_shift;
+    ovt_hash dataset_hash;
+} trn_run_config;
+
+/* Named model shapes: "mlp-demo", "gpt2-tiny", "gpt2-small". Fails with
+ * OVT_EINVAL for an unknown name (the message lists the known ones). */
+int trn_model_preset(trn_model_config *out, const char *name) OVT_MUST_USE;
+
+/* Checks a model config for sizes the code supports (non-zero, heads divide
+ * width, layer count within TRN_MAX_LAYERS, element counts within size_t). */
+int trn_model_check(const trn_model_config *m) OVT_MUST_USE;
+
+/* Checks the whole run config (model, b, optimizer values finite and in range). */
+int trn_config_check(const trn_run_config *rc) OVT_MUST_USE;
+
+/* A run config with AdamW defaults (lr 1e-3, betas 0.9/0.999, eps 1e-8,
+ * weight decay 0, clip 1.0), b = 32, band rules v1, for model m. */
+void trn_config_default(trn_run_config *out, const trn_model_config *m);
+
+/* Canonical encoding: TRN_CONFIG_ENC_LEN bytes, little-endian, fixed order. */
+#define TRN_CONFIG_ENC_LEN 168
+void trn_config_encode(uint8_t out[TRN_CONFIG_ENC_LEN], const trn_run_config *rc);
+
+/* Parses an encoding; OVT_EFORMAT on a wrong magic or version, and the
+ * checks of trn_config_check. */
+int trn_config_decode(trn_run_config *out, const uint8_t *buf, size_t len) OVT_MUST_USE;
+
+/* configHash = SHA-256(trn_config_encode(rc)). */
+void trn_config_hash(ovt_hash *out, const trn_run_config *rc);
+
+#endif

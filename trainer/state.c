@@ -1,0 +1,290 @@
+#include "trainer/state.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/fileio.h"
+#include "kernels/grid.h"
+#include "kernels/rng.h"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "ovt hashes and writes float tensors as in-memory bytes: little-endian hosts only"
+#endif
+
+static void slice(trn_state *st)
+{
+    size_t n = st->layout.nparams;
+    st->params = st->mem;
+    st->m = st->mem + n;
+    st->v = st->mem + 2 * n;
+}
+
+int trn_state_new(trn_state **out, const trn_run_config *rc)
+{
+    *out = NULL;
+    int rv = trn_config_check(rc);
+    if (rv)
+        return rv;
+    trn_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return ovt_fail(OVT_ENOMEM, "out of memory for the training state");
+    st->config = *rc;
+    trn_config_hash(&st->config_hash, rc);
+    rv = trn_layout_build(&st->layout, &rc->model);
+    if (rv)
+        goto fail;
+    st->mem = calloc(3 * st->layout.nparams, sizeof(float));
+    if (!st->mem) {
+        rv = ovt_fail(OVT_ENOMEM, "out of memory for %zu parameters and their AdamW moments",
+                      st->layout.nparams);
+        goto fail;
+    }
+    slice(st);
+    *out = st;
+    return 0;
+fail:
+    free(st);
+    return rv;
+}
+
+void trn_state_free(trn_state *st)
+{
+    if (!st)
+        return;
+    free(st->mem);
+    free(st);
+}
+
+int trn_state_clone(trn_state **out, const trn_state *src)
+{
+    int rv = trn_state_new(out, &src->config);
+    if (rv)
+        return rv;
+    (*out)->step = src->step;
+    memcpy((*out)->mem, src->mem, 3 * src->layout.nparams * sizeof(float));
+    return 0;
+}
+
+static void init_normal(const trn_state *st, const trn_tensor_info *t, double std)
+{
+    int b = (int)st->config.grid_bits;
+    for (size_t i = 0; i < t->size; i++) {
+        double z = krn_rng_normal(st->config.seed, 0, KRN_RNG_INIT, t->offset + i);
+        st->params[t->offset + i] = krn_grid_round(z * std, b);
+    }
+}
+
+static void init_const(const trn_state *st, const trn_tensor_info *t, float value)
+{
+    for (size_t i = 0; i < t->size; i++)
+        st->params[t->offset + i] = value;
+}
+
+/* The MLP's optional head shift (trainer/config.h): column h of the output
+ * layer gets +-2^head_shift/16, the sign from krn_rng (seed, 0, KRN_RNG_INIT,
+ * nparams + h), added in FP64 (exact) and rounded to the grid. */
+static void init_head_shift(const trn_state *st)
+{
+    const trn_run_config *rc = &st->config;
+    if (rc->model.kind != TRN_MODEL_MLP || rc->head_shift == 0)
+        return;
+    trn_mlp_tensors t;
+    trn_mlp_slice(&t, &st->layout, st->params);
+    uint32_t L = rc->model.n_layer, H = rc->model.width, C = rc->model.n_class;
+    double shift = 1.0 / 16;
+    for (uint32_t k = 0; k < rc->head_shift; k++)
+        shift *= 2;
+    for (uint32_t h = 0; h < H; h++) {
+        double a = krn_rng_u64(rc->seed, 0, KRN_RNG_INIT, st->layout.nparams + h) & 1 ? shift : -shift;
+        for (uint32_t c = 0; c < C; c++) {
+            float *w = &t.w[L][(size_t)c * H + h];
+            *w = krn_grid_round((double)*w + a, (int)rc->grid_bits);
+        }
+    }
+}
+
+/* sqrt and division are correctly rounded IEEE operations, so every scale
+ * below is the same double on every machine. */
+void trn_state_init(trn_state *st)
+{
+    const trn_model_config *m = &st->config.model;
+    memset(st->mem, 0, 3 * st->layout.nparams * sizeof(float));
+    st->step = 0;
+    for (size_t k = 0; k < st->layout.count; k++) {
+        const trn_tensor_info *t = &st->layout.t[k];
+        if (m->kind == TRN_MODEL_MLP) {
+            if (t->ndim == 2)
+                init_normal(st, t, sqrt(1.0 / (double)t->shape[1]));
+            continue;
+        }
+        const char *n = t->name;
+        if (!strcmp(n, "ln1w") || !strcmp(n, "ln2w") || !strcmp(n, "lnfw"))
+            init_const(st, t, 1.0f);
+        else if (!strcmp(n, "attprojw") || !strcmp(n, "fcprojw"))
+            init_normal(st, t, 0.02 / sqrt(2.0 * m->n_layer));
+        else if (!strcmp(n, "wte") || !strcmp(n, "wpe") || !strcmp(n, "qkvw") || !strcmp(n, "fcw"))
+            init_normal(st, t, 0.02);
+    }
+    init_head_shift(st);
+}
+
+static const char state_domain[12] = {'o', 'v', 't', '.', 's', 't', 'a', 't', 'e', '.', 'v', '1'};
+
+void trn_state_hash(ovt_hash *out, const trn_state *st)
+{
+    ovt_sha256_ctx *h = ovt_sha256_new();
+    if (!h)
+        abort(); /* OpenSSL could not allocate a digest context */
+    uint8_t head[32 + 8 + 4];
+    memcpy(head, st->config_hash.b, 32);
+    ovt_put_le64(head + 32, st->step);
+    ovt_put_le32(head + 40, (uint32_t)(3 * st->layout.count));
+    ovt_sha256_update(h, state_domain, sizeof state_domain);
+    ovt_sha256_update(h, head, sizeof head);
+    const float *sections[3] = {st->params, st->m, st->v};
+    for (int s = 0; s < 3; s++) {
+        for (size_t k = 0; k < st->layout.count; k++) {
+            const trn_tensor_info *t = &st->layout.t[k];
+            ovt_hash d;
+            ovt_sha256(&d, sections[s] + t->offset, t->size * sizeof(float));
+            ovt_sha256_update(h, d.b, 32);
+        }
+    }
+    ovt_sha256_final(h, out);
+}
+
+/* Checkpoint layout; every offset below is fixed by docs/formats.md. */
+static const uint8_t ckpt_magic[8] = {'O', 'V', 'T', 'C', 'K', 'P', 'T', 0};
+#define CKPT_VERSION 1u
+#define CKPT_FIXED (8 + 4 + 4 + TRN_CONFIG_ENC_LEN + 8 + 4 + 8)
+
+int trn_checkpoint_encode(const trn_state *st, uint8_t **buf, size_t *len)
+{
+    *buf = NULL;
+    *len = 0;
+    const trn_layout *l = &st->layout;
+    size_t body = 3 * l->nparams * sizeof(float);
+    size_t total = CKPT_FIXED + 8 * l->count + body + 32;
+    uint8_t *p = malloc(total);
+    if (!p)
+        return ovt_fail(OVT_ENOMEM, "out of memory encoding a %zu-byte checkpoint", total);
+    memcpy(p, ckpt_magic, 8);
+    ovt_put_le32(p + 8, CKPT_VERSION);
+    ovt_put_le32(p + 12, TRN_CONFIG_ENC_LEN);
+    trn_config_encode(p + 16, &st->config);
+    size_t o = 16 + TRN_CONFIG_ENC_LEN;
+    ovt_put_le64(p + o, st->step);
+    ovt_put_le32(p + o + 8, (uint32_t)l->count);
+    ovt_put_le64(p + o + 12, l->nparams);
+    o = CKPT_FIXED;
+    for (size_t k = 0; k < l->count; k++, o += 8)
+        ovt_put_le64(p + o, l->t[k].size);
+    memcpy(p + o, st->mem, body);
+    o += body;
+    ovt_hash sum;
+    ovt_sha256(&sum, p, o);
+    memcpy(p + o, sum.b, 32);
+    *buf = p;
+    *len = total;
+    return 0;
+}
+
+int trn_checkpoint_decode(trn_state **out, const uint8_t *buf, size_t len)
+{
+    *out = NULL;
+    if (len < CKPT_FIXED + 32)
+        return ovt_fail(OVT_EFORMAT, "checkpoint is truncated: %zu bytes, shorter than its header", len);
+    if (memcmp(buf, ckpt_magic, 8) != 0)
+        return ovt_fail(OVT_EFORMAT, "not an ovt checkpoint (wrong magic)");
+    uint32_t version = ovt_get_le32(buf + 8);
+    if (version != CKPT_VERSION)
+        return ovt_fail(OVT_EFORMAT, "checkpoint version %u is not supported (expected %u)", version,
+                        CKPT_VERSION);
+    if (ovt_get_le32(buf + 12) != TRN_CONFIG_ENC_LEN)
+        return ovt_fail(OVT_EFORMAT, "checkpoint states a run config of %u bytes, expected %d",
+                        ovt_get_le32(buf + 12), TRN_CONFIG_ENC_LEN);
+    /* The checksum first: a flipped bit anywhere is reported as such rather
+     * than as whatever field it happened to land in. Its position depends on
+     * the sizes, so check them against the length before trusting it. */
+    size_t o = 16 + TRN_CONFIG_ENC_LEN;
+    uint64_t step = ovt_get_le64(buf + o);
+    uint32_t count = ovt_get_le32(buf + o + 8);
+    uint64_t nparams = ovt_get_le64(buf + o + 12);
+    if (count == 0 || count > TRN_MAX_TENSORS || nparams == 0 || nparams > ((uint64_t)1 << 40))
+        return ovt_fail(OVT_EFORMAT, "checkpoint header states %u tensors and %llu parameters: corrupt", count,
+                        (unsigned long long)nparams);
+    uint64_t expect = (uint64_t)CKPT_FIXED + 8ull * count + 12ull * nparams + 32;
+    if (len != expect)
+        return ovt_fail(OVT_EFORMAT, "checkpoint is %zu bytes but its header implies %llu (%s)", len,
+                        (unsigned long long)expect, len < expect ? "truncated" : "trailing bytes");
+    ovt_hash sum;
+    ovt_sha256(&sum, buf, len - 32);
+    if (memcmp(sum.b, buf + len - 32, 32) != 0)
+        return ovt_fail(OVT_EFORMAT, "checkpoint checksum mismatch: the file is corrupt");
+    trn_run_config rc;
+    int rv = trn_config_decode(&rc, buf + 16, TRN_CONFIG_ENC_LEN);
+    if (rv)
+        return ovt_fail_wrap(OVT_EFORMAT, "checkpoint");
+    trn_state *st = NULL;
+    rv = trn_state_new(&st, &rc);
+    if (rv)
+        return ovt_fail_wrap(OVT_EFORMAT, "checkpoint");
+    const trn_layout *l = &st->layout;
+    if (count != l->count || nparams != l->nparams) {
+        rv = ovt_fail(OVT_EFORMAT, "checkpoint sizes (%u tensors, %llu parameters) disagree with its model "
+                                   "config (%zu, %zu)",
+                      count, (unsigned long long)nparams, l->count, l->nparams);
+        goto fail;
+    }
+    o = CKPT_FIXED;
+    for (size_t k = 0; k < l->count; k++, o += 8) {
+        if (ovt_get_le64(buf + o) != l->t[k].size) {
+            rv = ovt_fail(OVT_EFORMAT, "checkpoint tensor %zu (%s) has %llu elements, the config says %zu", k,
+                          l->t[k].name, (unsigned long long)ovt_get_le64(buf + o), l->t[k].size);
+            goto fail;
+        }
+    }
+    memcpy(st->mem, buf + o, 12 * nparams);
+    int b = (int)rc.grid_bits;
+    for (size_t i = 0; i < 3 * l->nparams; i++) {
+        if (!krn_grid_contains(st->mem[i], b)) {
+            rv = ovt_fail(OVT_EFORMAT, "checkpoint value %zu (section %s) is not a finite grid value for b = %d",
+                          i % l->nparams, i < l->nparams ? "params" : i < 2 * l->nparams ? "m" : "v", b);
+            goto fail;
+        }
+    }
+    st->step = step;
+    *out = st;
+    return 0;
+fail:
+    trn_state_free(st);
+    return rv;
+}
+
+int trn_checkpoint_write(const trn_state *st, const char *path)
+{
+    uint8_t *buf;
+    size_t len;
+    int rv = trn_checkpoint_encode(st, &buf, &len);
+    if (rv)
+        return rv;
+    rv = ovt_write_atomic(path, buf, len, 0644);
+    free(buf);
+    return rv;
+}
+
+int trn_checkpoint_read(trn_state **out, const char *path)
+{
+    *out = NULL;
+    uint8_t *buf;
+    size_t len;
+    int rv = ovt_read_file(path, &buf, &len, (size_t)1 << 40);
+    if (rv)
+        return rv;
+    rv = trn_checkpoint_decode(out, buf, len);
+    free(buf);
+    if (rv)
+        return ovt_fail_wrap(rv, "%s", path);
+    return 0;
+}

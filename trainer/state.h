@@ -1,0 +1,59 @@
+#ifndef OVT_TRAINER_STATE_H
+#define OVT_TRAINER_STATE_H
+
+/* The training state after step i: the run config, the step number, the
+ * parameters and the AdamW moments m and v, all grid values, in one
+ * allocation of 3 * nparams floats sliced by the layout. Its stateHash and
+ * its checkpoint file are defined in docs/formats.md ("State"). */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/bytes.h"
+#include "trainer/config.h"
+#include "trainer/layout.h"
+
+typedef struct {
+    trn_run_config config;
+    ovt_hash config_hash;
+    trn_layout layout;
+    uint64_t step;
+    float *mem;    /* 3 * nparams floats; owns the memory */
+    float *params; /* mem */
+    float *m;      /* mem + nparams */
+    float *v;      /* mem + 2 * nparams */
+} trn_state;
+
+/* Allocates a zeroed state (step 0) for a checked run config. */
+int trn_state_new(trn_state **out, const trn_run_config *rc) OVT_MUST_USE;
+void trn_state_free(trn_state *st);
+
+/* A deep copy of src. */
+int trn_state_clone(trn_state **out, const trn_state *src) OVT_MUST_USE;
+
+/* Step-0 state: parameters drawn from krn_rng (seed, step 0, KRN_RNG_INIT,
+ * index = the element's offset in the flat parameter array) scaled and
+ * rounded to the grid, m = v = 0. MLP: w ~ N(0, 1/in), b = 0. GPT-2 (as
+ * GPT-2): weights N(0, 0.02^2), residual projections N(0, (0.02/sqrt(2L))^2),
+ * biases 0, layernorm weights 1. */
+void trn_state_init(trn_state *st);
+
+/* stateHash_i (docs/formats.md): SHA-256("ovt.state.v1" || configHash ||
+ * u64le(step) || u32le(3 * ntensors) || SHA-256 of every tensor's
+ * little-endian bytes, parameters then m then v, each in layout order). */
+void trn_state_hash(ovt_hash *out, const trn_state *st);
+
+/* Checkpoint file (docs/formats.md, "Checkpoint"): encode to a malloc'd
+ * buffer, or parse one. The parser rejects anything malformed (short,
+ * wrong magic/version, sizes that disagree with the config or the file
+ * length, a bad checksum, values that are not finite grid values) with
+ * OVT_EFORMAT and a message saying which. */
+int trn_checkpoint_encode(const trn_state *st, uint8_t **buf, size_t *len) OVT_MUST_USE;
+int trn_checkpoint_decode(trn_state **out, const uint8_t *buf, size_t len) OVT_MUST_USE;
+
+/* encode + ovt_write_atomic (temporary file, fsync, rename), and
+ * ovt_read_file + decode. */
+int trn_checkpoint_write(const trn_state *st, const char *path) OVT_MUST_USE;
+int trn_checkpoint_read(trn_state **out, const char *path) OVT_MUST_USE;
+
+#endif

@@ -1,0 +1,70 @@
+#ifndef OVT_TRAINER_TRAIN_H
+#define OVT_TRAINER_TRAIN_H
+
+/* One training step, the same code for trainer, auditor and arbiter: the
+ * sequence of ops (hence the numbering of rounding sites) is fixed here.
+ *
+ * Step i (i = st->step + 1) runs inside krn_step_begin/krn_step_end of ctx:
+ *   forward and backward of the model on the step's batch (gradients are
+ *   zeroed first; backward ops accumulate),
+ *   "gradnorm" of all gradients, "clip.factor" (when grad_clip > 0),
+ *   "schedule.lr" (1, exact): lr * i / warmup_steps during warmup, then lr,
+ *       or a linear fall to lr_min at decay_steps,
+ *   "adamw.*": bias corrections for t = i and the update of every parameter.
+ * The optimizer constants of the run config are rounded to the grid before
+ * use (they are ops' scalar inputs, which must be grid values).
+ * On success st->step = i. On failure the state is unspecified (AdamW works
+ * in place): reload it from the previous checkpoint. */
+
+#include <stdint.h>
+
+#include "kernels/rlog.h"
+#include "kernels/site.h"
+#include "trainer/state.h"
+
+/* The inputs of one step. MLP: x (B, in_dim) grid values and labels (B).
+ * GPT-2: inputs and targets (B, T) tokens. */
+typedef struct {
+    uint32_t B, T;
+    const float *x;
+    const int32_t *labels;
+    const int32_t *inputs;
+    const int32_t *targets;
+} trn_batch;
+
+typedef struct {
+    float loss;      /* mean loss of the batch (a grid value) */
+    float grad_norm; /* before clipping */
+    float lr;
+    krn_stats stats; /* from krn_step_end */
+} trn_step_info;
+
+/* Activations, gradients and scratch of one model for batches of up to
+ * B (and T) : allocate once per run. */
+typedef struct trn_workspace trn_workspace;
+
+int trn_workspace_new(trn_workspace **out, const trn_run_config *rc) OVT_MUST_USE;
+void trn_workspace_free(trn_workspace *w);
+
+/* Runs step st->step + 1. log: RECORD fills it (reset by the ctx), REPLAY
+ * reads it, NEAREST may pass NULL. The batch must match the config's B, T. */
+int trn_train_step(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_batch *batch, krn_rlog *log,
+                   trn_step_info *info) OVT_MUST_USE;
+
+/* Forward only (no state change, inside its own step numbering `step`):
+ * the mean loss of a batch, e.g. for evaluation. */
+int trn_eval_loss(krn_ctx *ctx, trn_workspace *w, const trn_state *st, const trn_batch *batch, uint64_t step,
+                  float *loss) OVT_MUST_USE;
+
+/* Model internals, one file per model (trainer/mlp.c, trainer/gpt2.c):
+ * forward to the mean loss, and backward into w's gradients (zeroed by the
+ * caller). */
+float *trn_workspace_grads(trn_workspace *w);
+int trn_mlp_forward(krn_ctx *ctx, trn_workspace *w, const float *params, const trn_batch *batch,
+                    float *loss) OVT_MUST_USE;
+int trn_mlp_backward(krn_ctx *ctx, trn_workspace *w, const float *params, const trn_batch *batch) OVT_MUST_USE;
+int trn_gpt2_forward(krn_ctx *ctx, trn_workspace *w, const float *params, const trn_batch *batch,
+                     float *loss) OVT_MUST_USE;
+int trn_gpt2_backward(krn_ctx *ctx, trn_workspace *w, const float *params, const trn_batch *batch) OVT_MUST_USE;
+
+#endif

@@ -1,0 +1,497 @@
+/* `ovt train`: a training run with controlled rounding, written to a run
+ * directory (trainer/run.h) that an auditor or arbiter can replay. */
+#include <dirent.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/fileio.h"
+#include "kernels/rlog.h"
+#include "kernels/site.h"
+#include "trainer/cliargs.h"
+#include "trainer/data.h"
+#include "trainer/run.h"
+#include "trainer/state.h"
+#include "trainer/train.h"
+
+static void train_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ovt train --data FILE --out DIR [OPTIONS]\n"
+            "\n"
+            "Trains a model with controlled rounding (FP64 compute, every result rounded to the\n"
+            "grid, near-midpoint decisions written to a rounding log per step) and writes the run\n"
+            "to DIR: config.bin, logs/step-N.rlog, ckpt/step-N.ckpt, steps.bin (stateHash,\n"
+            "batchHash, logHash of every step) and run.json with the step Merkle root.\n"
+            "\n"
+            "options:\n"
+            "  --model NAME         gpt2-tiny (default), gpt2-small, or mlp-demo\n"
+            "  --data FILE          GPT-2: a token file (ovt uint16 format, or raw bytes as\n"
+            "                       byte-level tokens); MLP: an ovt samples file\n"
+            "  --out DIR            the run directory (created; must not hold a run unless --resume)\n"
+            "  --steps N            training steps (default 100)\n"
+            "  --batch B            sequences or samples per step (default 8)\n"
+            "  --seq T              GPT-2 sequence length (default min(64, context))\n"
+            "  --lr X               peak learning rate (default 0.001)\n"
+            "  --lr-min X           final learning rate of the linear decay (default = --lr: constant)\n"
+            "  --warmup N           linear warmup steps (default 0)\n"
+            "  --weight-decay X     AdamW weight decay (default 0)\n"
+            "  --clip X             global gradient-norm clip, 0 = off (default 1.0)\n"
+            "  --seed N             seed of init and batch schedule (default 1)\n"
+            "  --grid-bits B        grid width b, 24..32 (default 32: FP32)\n"
+            "  --backend NAME       cpu (default), ref or shuffle\n"
+            "  --threads N          cpu backend threads (default: the backend's)\n"
+            "  --checkpoint-every K write a checkpoint every K steps (default 50; step 0 and the\n"
+            "                       last step always)\n"
+            "  --resume             continue the run in DIR from its latest checkpoint (the\n"
+            "                       options must describe the same run)\n"
+            "  --run-id HEX         32-byte runId for the root (default: zero; the contract assigns\n"
+            "                       the real one when the run is opened)\n"
+            "  --every N            a progress line every N steps (default 10; 0: none)\n"
+            "  --json               print the summary as JSON (no progress lines)\n"
+            "  -h, --help           this help\n");
+}
+
+struct train_args {
+    const char *model, *data, *out, *backend;
+    uint64_t steps;
+    uint32_t every, ckpt_every;
+    int threads;
+    bool resume, json;
+    ovt_hash run_id;
+    trn_run_config rc;
+};
+
+/* The data of the run: tokens (GPT-2) or samples (MLP). */
+struct train_data {
+    trn_tokens tokens;
+    trn_samples samples;
+};
+
+static int load_data(struct train_data *d, const struct train_args *a, trn_run_config *rc)
+{
+    memset(d, 0, sizeof *d);
+    int rv;
+    if (rc->model.kind == TRN_MODEL_GPT2) {
+        if ((rv = trn_tokens_load(&d->tokens, a->data)))
+            return rv;
+        if (d->tokens.vocab > rc->model.vocab)
+            return ovt_fail(OVT_EINVAL, "%s has vocab %u, larger than the model's %u", a->data, d->tokens.vocab,
+                            rc->model.vocab);
+        if (d->tokens.count < (size_t)rc->seq_len + 1)
+            return ovt_fail(OVT_EINVAL, "%s holds %zu tokens, fewer than one sequence of %u plus a target",
+                            a->data, d->tokens.count, rc->seq_len);
+        rc->dataset_hash = d->tokens.hash;
+        return 0;
+    }
+    uint8_t *buf;
+    size_t len;
+    if ((rv = ovt_read_file(a->data, &buf, &len, (size_t)1 << 36)))
+        return rv;
+    rv = trn_samples_parse(&d->samples, buf, len, (int)rc->grid_bits);
+    free(buf);
+    if (rv)
+        return ovt_fail_wrap(rv, "%s", a->data);
+    if (d->samples.dim != rc->model.in_dim || d->samples.n_class != rc->model.n_class)
+        return ovt_fail(OVT_EINVAL, "%s has %u features and %u classes; the model takes %u and %u", a->data,
+                        d->samples.dim, d->samples.n_class, rc->model.in_dim, rc->model.n_class);
+    rc->dataset_hash = d->samples.hash;
+    return 0;
+}
+
+static void free_data(struct train_data *d)
+{
+    trn_tokens_free(&d->tokens);
+    trn_samples_free(&d->samples);
+}
+
+/* The batch of step i and its batchHash; *keep owns the memory. */
+struct step_batch {
+    trn_token_batch tb;
+    trn_sample_batch sb;
+    trn_batch view;
+    ovt_hash hash;
+};
+
+static int get_batch(struct step_batch *b, const struct train_data *d, const trn_run_config *rc, uint64_t i)
+{
+    memset(b, 0, sizeof *b);
+    int rv;
+    if (rc->model.kind == TRN_MODEL_GPT2) {
+        if ((rv = trn_token_batch_get(&b->tb, &d->tokens, rc->seed, i, rc->batch_size, rc->seq_len)))
+            return rv;
+        trn_token_batch_hash(&b->hash, &b->tb);
+        trn_batch v = {.B = b->tb.B, .T = b->tb.T, .inputs = b->tb.inputs, .targets = b->tb.targets};
+        b->view = v;
+        return 0;
+    }
+    if ((rv = trn_sample_batch_get(&b->sb, &d->samples, rc->seed, i, rc->batch_size)))
+        return rv;
+    trn_sample_batch_hash(&b->hash, &b->sb);
+    trn_batch v = {.B = b->sb.B, .x = b->sb.x, .labels = b->sb.y};
+    b->view = v;
+    return 0;
+}
+
+static void free_batch(struct step_batch *b)
+{
+    trn_token_batch_free(&b->tb);
+    trn_sample_batch_free(&b->sb);
+}
+
+static int run_path(char *out, size_t cap, const char *dir, const char *sub, uint64_t step, const char *ext)
+{
+    int n = sub ? snprintf(out, cap, "%s/%s/step-%08llu.%s", dir, sub, (unsigned long long)step, ext)
+                : snprintf(out, cap, "%s/%s", dir, ext);
+    if (n < 0 || (size_t)n >= cap)
+        return ovt_fail(OVT_EINVAL, "path under %s is too long", dir);
+    return 0;
+}
+
+/* The highest step with a checkpoint in DIR/ckpt, or OVT_ENOTFOUND. */
+static int latest_checkpoint(const char *dir, uint64_t *step)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/ckpt", dir);
+    DIR *dh = opendir(path);
+    if (!dh)
+        return ovt_fail(OVT_ENOTFOUND, "%s has no checkpoints to resume from", path);
+    bool found = false;
+    struct dirent *e;
+    while ((e = readdir(dh))) {
+        unsigned long long s;
+        char tail[8];
+        if (sscanf(e->d_name, "step-%8llu.%5s", &s, tail) == 2 && strcmp(tail, "ckpt") == 0 &&
+            strlen(e->d_name) == 18 && (!found || s > *step)) {
+            *step = s;
+            found = true;
+        }
+    }
+    closedir(dh);
+    return found ? 0 : ovt_fail(OVT_ENOTFOUND, "%s has no checkpoints to resume from", path);
+}
+
+/* Opens the run: a fresh one (config.bin, step-0 checkpoint) or, with
+ * --resume, the latest checkpoint of the same config. */
+static int open_run(const struct train_args *a, trn_state **st, trn_step_table *table)
+{
+    char path[4096];
+    int rv;
+    uint8_t enc[TRN_CONFIG_ENC_LEN];
+    trn_config_encode(enc, &a->rc);
+    if ((rv = run_path(path, sizeof path, a->out, NULL, 0, "config.bin")))
+        return rv;
+    bool exists = access(path, F_OK) == 0;
+    table->count = 0;
+    if (!a->resume) {
+        if (exists)
+            return ovt_fail(OVT_EINVAL, "%s already holds a run: pass --resume to continue it, or another --out",
+                            a->out);
+        if ((rv = ovt_write_atomic(path, enc, sizeof enc, 0644)) || (rv = trn_state_new(st, &a->rc)))
+            return rv;
+        trn_state_init(*st);
+        trn_state_hash(&table->steps[0].state_hash, *st);
+        table->count = 1;
+        if ((rv = run_path(path, sizeof path, a->out, "ckpt", 0, "ckpt")))
+            return rv;
+        return trn_checkpoint_write(*st, path);
+    }
+    uint8_t *old;
+    size_t len;
+    if ((rv = ovt_read_file(path, &old, &len, 4096)))
+        return ovt_fail_wrap(rv, "--resume");
+    bool same = len == sizeof enc && memcmp(old, enc, len) == 0;
+    free(old);
+    if (!same)
+        return ovt_fail(OVT_EINVAL, "the run in %s was made with another config (model, data or options differ)",
+                        a->out);
+    uint64_t step = 0;
+    if ((rv = latest_checkpoint(a->out, &step)) || (rv = run_path(path, sizeof path, a->out, "ckpt", step, "ckpt")) ||
+        (rv = trn_checkpoint_read(st, path)))
+        return rv;
+    if (memcmp((*st)->config_hash.b, table->config_hash.b, 32) != 0 || (*st)->step != step)
+        return ovt_fail(OVT_EFORMAT, "%s does not belong to this run", path);
+    trn_step_table old_table;
+    if ((rv = run_path(path, sizeof path, a->out, NULL, 0, "steps.bin")) ||
+        (rv = trn_step_table_read(&old_table, path)))
+        return rv;
+    ovt_hash h;
+    trn_state_hash(&h, *st);
+    if (old_table.count < step + 1 || memcmp(old_table.config_hash.b, table->config_hash.b, 32) != 0 ||
+        memcmp(old_table.steps[step].state_hash.b, h.b, 32) != 0) {
+        trn_step_table_free(&old_table);
+        return ovt_fail(OVT_EFORMAT, "%s disagrees with the checkpoint of step %llu", path,
+                        (unsigned long long)step);
+    }
+    memcpy(table->steps, old_table.steps, (step + 1) * sizeof *table->steps);
+    table->count = step + 1;
+    trn_step_table_free(&old_table);
+    return 0;
+}
+
+static int write_summary(const struct train_args *a, const trn_state *st, const trn_step_table *table,
+                         const ovt_hash *root, uint64_t entries, uint64_t log_bytes, double first_loss,
+                         double last_loss, uint64_t steps_now)
+{
+    char ch[65], dh[65], sh[65], rh[65], rid[65];
+    ovt_hex_encode(ch, st->config_hash.b, 32);
+    ovt_hex_encode(dh, st->config.dataset_hash.b, 32);
+    ovt_hex_encode(sh, table->steps[table->count - 1].state_hash.b, 32);
+    ovt_hex_encode(rh, root->b, 32);
+    ovt_hex_encode(rid, a->run_id.b, 32);
+    json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:f}", "model",
+                          a->model, "config_hash", ch, "dataset_hash", dh, "steps", (json_int_t)st->step,
+                          "grid_bits", (json_int_t)st->config.grid_bits, "backend", a->backend,
+                          "final_state_hash", sh, "run_id", rid, "root", rh, "steps_this_session",
+                          (json_int_t)steps_now, "log_entries_this_session", (json_int_t)entries,
+                          "log_bytes_this_session", (json_int_t)log_bytes, "first_loss", first_loss,
+                          "last_loss", last_loss);
+    char *text = json_dumps(j, JSON_INDENT(2));
+    json_decref(j);
+    if (!text)
+        return ovt_fail(OVT_ENOMEM, "out of memory for run.json");
+    char path[4096];
+    int rv = run_path(path, sizeof path, a->out, NULL, 0, "run.json");
+    if (!rv)
+        rv = ovt_write_atomic(path, text, strlen(text), 0644);
+    if (!rv && a->json)
+        printf("%s\n", text);
+    else if (!rv)
+        printf("\nrun %s: %llu steps, configHash %s\nfinal stateHash %s\nstep Merkle root %s (runId %s)\n",
+               a->out, (unsigned long long)st->step, ch, sh, rh, rid);
+    free(text);
+    return rv;
+}
+
+static int train(const struct train_args *a)
+{
+    trn_run_config rc = a->rc;
+    struct train_data data;
+    trn_state *st = NULL;
+    trn_workspace *w = NULL;
+    krn_ctx *ctx = NULL;
+    krn_rlog *log = krn_rlog_new();
+    trn_step_table table = {0};
+    char path[4096];
+    int rv;
+    if (!log)
+        return ovt_fail(OVT_ENOMEM, "out of memory");
+    if ((rv = load_data(&data, a, &rc)) || (rv = trn_config_check(&rc)))
+        goto done;
+    struct train_args args = *a;
+    args.rc = rc;
+    trn_config_hash(&table.config_hash, &rc);
+    table.steps = calloc(a->steps + 1, sizeof *table.steps);
+    if (!table.steps) {
+        rv = ovt_fail(OVT_ENOMEM, "out of memory for %llu steps", (unsigned long long)a->steps);
+        goto done;
+    }
+    if ((rv = ovt_mkdirs(a->out, 0755)))
+        goto done;
+    snprintf(path, sizeof path, "%s/logs", a->out);
+    if ((rv = ovt_mkdirs(path, 0755)))
+        goto done;
+    snprintf(path, sizeof path, "%s/ckpt", a->out);
+    if ((rv = ovt_mkdirs(path, 0755)) || (rv = open_run(&args, &st, &table)))
+        goto done;
+    if (st->step > a->steps) {
+        rv = ovt_fail(OVT_EINVAL, "the run is already at step %llu, past --steps %llu",
+                      (unsigned long long)st->step, (unsigned long long)a->steps);
+        goto done;
+    }
+    krn_backend_kind backend = !strcmp(a->backend, "ref")       ? KRN_BACKEND_REF
+                               : !strcmp(a->backend, "shuffle") ? KRN_BACKEND_SHUFFLE
+                                                                : KRN_BACKEND_CPU;
+    krn_config kc = {.backend = backend, .mode = KRN_RECORD, .grid_bits = (int)rc.grid_bits,
+                     .shuffle_seed = rc.seed, .threads = a->threads};
+    if ((rv = krn_ctx_new(&ctx, &kc)) || (rv = trn_workspace_new(&w, &rc)))
+        goto done;
+    if (!a->json)
+        printf("ovt train: %s, %zu parameters, batch %u x %u, b = %u, backend %s, steps %llu..%llu -> %s\n",
+               a->model, st->layout.nparams, rc.batch_size, rc.seq_len ? rc.seq_len : 1, rc.grid_bits, a->backend,
+               (unsigned long long)st->step + 1, (unsigned long long)a->steps, a->out);
+    uint64_t entries = 0, log_bytes = 0, start = st->step;
+    double first_loss = 0, last_loss = 0;
+    while (st->step < a->steps) {
+        uint64_t i = st->step + 1;
+        struct step_batch batch;
+        if ((rv = get_batch(&batch, &data, &rc, i)))
+            goto done;
+        trn_step_info info;
+        rv = trn_train_step(ctx, w, st, &batch.view, log, &info);
+        table.steps[i].batch_hash = batch.hash;
+        free_batch(&batch);
+        if (rv)
+            goto done;
+        uint8_t *bytes;
+        size_t len;
+        if ((rv = krn_rlog_encode(log, &bytes, &len)))
+            goto done;
+        ovt_sha256(&table.steps[i].log_hash, bytes, len);
+        rv = run_path(path, sizeof path, a->out, "logs", i, "rlog");
+        if (!rv)
+            rv = ovt_write_atomic(path, bytes, len, 0644);
+        free(bytes);
+        if (rv)
+            goto done;
+        trn_state_hash(&table.steps[i].state_hash, st);
+        table.count = i + 1;
+        entries += krn_rlog_nentries(log);
+        log_bytes += len;
+        if (i == start + 1)
+            first_loss = info.loss;
+        last_loss = info.loss;
+        if ((a->ckpt_every && i % a->ckpt_every == 0) || i == a->steps) {
+            if ((rv = run_path(path, sizeof path, a->out, NULL, 0, "steps.bin")) ||
+                (rv = trn_step_table_write(&table, path)) ||
+                (rv = run_path(path, sizeof path, a->out, "ckpt", i, "ckpt")) || (rv = trn_checkpoint_write(st, path)))
+                goto done;
+        }
+        if (!a->json && a->every && (i % a->every == 0 || i == a->steps))
+            printf("step %6llu  loss %.4f  lr %.3g  grad norm %.3g  log %llu entries, %zu bytes\n",
+                   (unsigned long long)i, (double)info.loss, (double)info.lr, (double)info.grad_norm,
+                   (unsigned long long)krn_rlog_nentries(log), len);
+    }
+    if ((rv = run_path(path, sizeof path, a->out, NULL, 0, "steps.bin")) || (rv = trn_step_table_write(&table, path)))
+        goto done;
+    ovt_hash root;
+    if ((rv = trn_step_table_root(&root, &table, &a->run_id)))
+        goto done;
+    rv = write_summary(&args, st, &table, &root, entries, log_bytes, first_loss, last_loss, st->step - start);
+done:
+    krn_rlog_free(log);
+    krn_ctx_free(ctx);
+    trn_workspace_free(w);
+    trn_state_free(st);
+    trn_step_table_free(&table);
+    free_data(&data);
+    return rv;
+}
+
+enum { O_MODEL = 256, O_DATA, O_OUT, O_STEPS, O_BATCH, O_SEQ, O_LR, O_LR_MIN, O_WARMUP, O_WD, O_CLIP, O_SEED,
+       O_GRID, O_BACKEND, O_THREADS, O_CKPT, O_RESUME, O_RUN_ID, O_EVERY, O_JSON };
+
+int trn_cmd_train(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"model", required_argument, NULL, O_MODEL},     {"data", required_argument, NULL, O_DATA},
+        {"out", required_argument, NULL, O_OUT},         {"steps", required_argument, NULL, O_STEPS},
+        {"batch", required_argument, NULL, O_BATCH},     {"seq", required_argument, NULL, O_SEQ},
+        {"lr", required_argument, NULL, O_LR},           {"lr-min", required_argument, NULL, O_LR_MIN},
+        {"warmup", required_argument, NULL, O_WARMUP},   {"weight-decay", required_argument, NULL, O_WD},
+        {"clip", required_argument, NULL, O_CLIP},       {"seed", required_argument, NULL, O_SEED},
+        {"grid-bits", required_argument, NULL, O_GRID},  {"backend", required_argument, NULL, O_BACKEND},
+        {"threads", required_argument, NULL, O_THREADS}, {"checkpoint-every", required_argument, NULL, O_CKPT},
+        {"resume", no_argument, NULL, O_RESUME},         {"run-id", required_argument, NULL, O_RUN_ID},
+        {"every", required_argument, NULL, O_EVERY},     {"json", no_argument, NULL, O_JSON},
+        {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0}};
+    struct train_args a = {.model = "gpt2-tiny", .backend = "cpu", .steps = 100, .every = 10, .ckpt_every = 50};
+    /* First pass: the model, which sets the defaults the other flags change. */
+    for (int k = 1; k + 1 < argc; k++)
+        if (!strcmp(argv[k], "--model"))
+            a.model = argv[k + 1];
+    trn_model_config m;
+    if (trn_model_preset(&m, a.model)) {
+        fprintf(stderr, "ovt train: %s\n", ovt_errmsg());
+        return 2;
+    }
+    trn_config_default(&a.rc, &m);
+    bool lr_min_set = false;
+    uint64_t v;
+    double x;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        const char *flag = trn_arg_name(longopts, c);
+        switch (c) {
+        case 'h': train_usage(stdout); return 0;
+        case O_MODEL: break;
+        case O_DATA: a.data = optarg; break;
+        case O_OUT: a.out = optarg; break;
+        case O_STEPS:
+            if (trn_arg_u64("train", flag, optarg, 1, 100000000, &a.steps)) return 2;
+            break;
+        case O_BATCH:
+            if (trn_arg_u64("train", flag, optarg, 1, 1u << 20, &v)) return 2;
+            a.rc.batch_size = (uint32_t)v;
+            break;
+        case O_SEQ:
+            if (trn_arg_u64("train", flag, optarg, 1, 1u << 16, &v)) return 2;
+            a.rc.seq_len = (uint32_t)v;
+            break;
+        case O_LR:
+            if (trn_arg_real("train", flag, optarg, 0, 10, &a.rc.lr)) return 2;
+            break;
+        case O_LR_MIN:
+            if (trn_arg_real("train", flag, optarg, 0, 10, &a.rc.lr_min)) return 2;
+            lr_min_set = true;
+            break;
+        case O_WARMUP:
+            if (trn_arg_u64("train", flag, optarg, 0, UINT32_MAX, &v)) return 2;
+            a.rc.warmup_steps = (uint32_t)v;
+            break;
+        case O_WD:
+            if (trn_arg_real("train", flag, optarg, 0, 1, &a.rc.weight_decay)) return 2;
+            break;
+        case O_CLIP:
+            if (trn_arg_real("train", flag, optarg, 0, 1e30, &x)) return 2;
+            a.rc.grad_clip = x;
+            break;
+        case O_SEED:
+            if (trn_arg_u64("train", flag, optarg, 0, UINT64_MAX, &a.rc.seed)) return 2;
+            break;
+        case O_GRID:
+            if (trn_arg_u64("train", flag, optarg, 24, 32, &v)) return 2;
+            a.rc.grid_bits = (uint32_t)v;
+            break;
+        case O_BACKEND:
+            if (strcmp(optarg, "cpu") && strcmp(optarg, "ref") && strcmp(optarg, "shuffle")) {
+                fprintf(stderr, "ovt train: --backend must be cpu, ref or shuffle, got '%s'\n", optarg);
+                return 2;
+            }
+            a.backend = optarg;
+            break;
+        case O_THREADS:
+            if (trn_arg_u64("train", flag, optarg, 0, 256, &v)) return 2;
+            a.threads = (int)v;
+            break;
+        case O_CKPT:
+            if (trn_arg_u64("train", flag, optarg, 0, UINT32_MAX, &v)) return 2;
+            a.ckpt_every = (uint32_t)v;
+            break;
+        case O_RESUME: a.resume = true; break;
+        case O_RUN_ID:
+            if (ovt_hex_decode(a.run_id.b, 32, optarg)) {
+                fprintf(stderr, "ovt train: --run-id expects 32 bytes of hex: %s\n", ovt_errmsg());
+                return 2;
+            }
+            break;
+        case O_EVERY:
+            if (trn_arg_u64("train", flag, optarg, 0, UINT32_MAX, &v)) return 2;
+            a.every = (uint32_t)v;
+            break;
+        case O_JSON: a.json = true; break;
+        default:
+            return trn_arg_unknown("train", argv[optind - 1]);
+        }
+    }
+    if (trn_arg_none_left("train", argc, argv))
+        return 2;
+    if (!a.data || !a.out) {
+        fprintf(stderr, "ovt train: --data and --out are required; see `ovt train --help`\n");
+        return 2;
+    }
+    if (!lr_min_set)
+        a.rc.lr_min = a.rc.lr;
+    a.rc.decay_steps = a.rc.lr_min != a.rc.lr ? (uint32_t)a.steps : 0;
+    int rv = train(&a);
+    if (rv) {
+        fprintf(stderr, "ovt train: %s\n", ovt_errmsg());
+        return 1;
+    }
+    return 0;
+}

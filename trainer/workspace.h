@@ -1,0 +1,67 @@
+#ifndef OVT_TRAINER_WORKSPACE_H
+#define OVT_TRAINER_WORKSPACE_H
+
+/* Internal to trainer/: the layout of a trn_workspace (trainer/train.h). */
+
+#include "trainer/train.h"
+
+/* GPT-2 activations (llm.c's ActivationTensors); per-layer ones stacked
+ * over L. The gradient workspace has the same layout (its mean, rstd,
+ * probs and losses slots are unused; its preatt and att slots are the
+ * attention backward's scratch dpreatt and datt). */
+#define TRN_GPT2_NACTS 23
+typedef struct {
+    float *encoded;   /* (B,T,C) */
+    float *ln1;       /* (L,B,T,C) */
+    float *ln1_mean;  /* (L,B,T) */
+    float *ln1_rstd;  /* (L,B,T) */
+    float *qkv;       /* (L,B,T,3C) */
+    float *atty;      /* (L,B,T,C) */
+    float *preatt;    /* (L,B,NH,T,T) */
+    float *att;       /* (L,B,NH,T,T) */
+    float *attproj;   /* (L,B,T,C) */
+    float *residual2; /* (L,B,T,C) */
+    float *ln2;       /* (L,B,T,C) */
+    float *ln2_mean;  /* (L,B,T) */
+    float *ln2_rstd;  /* (L,B,T) */
+    float *fch;       /* (L,B,T,4C) */
+    float *fch_gelu;  /* (L,B,T,4C) */
+    float *fcproj;    /* (L,B,T,C) */
+    float *residual3; /* (L,B,T,C) */
+    float *lnf;       /* (B,T,C) */
+    float *lnf_mean;  /* (B,T) */
+    float *lnf_rstd;  /* (B,T) */
+    float *logits;    /* (B,T,V) */
+    float *probs;     /* (B,T,V) */
+    float *losses;    /* (B,T) */
+} trn_gpt2_acts;
+
+struct trn_workspace {
+    trn_run_config config;
+    trn_layout layout;
+    float *grads; /* nparams, the parameter layout */
+
+    /* MLP, linear layer l = 0..n_linear-1 with o_l outputs:
+     * pre[l] (B, o_l) = in_l @ w[l]^T + b[l]; act[l] = gelu(pre[l]) for the
+     * hidden layers; in_0 = x, in_l = act[l-1]; pre[n_linear-1] = logits.
+     * dpre, dact: the gradients of the same shapes. */
+    float *mem; /* one allocation for everything below */
+    float *pre[TRN_MAX_LAYERS + 1];
+    float *dpre[TRN_MAX_LAYERS + 1];
+    float *act[TRN_MAX_LAYERS];
+    float *dact[TRN_MAX_LAYERS];
+    float *probs;  /* (B, n_class) */
+    float *losses; /* (B) */
+    size_t mem_floats;
+
+    /* GPT-2: activations and their gradients, both in `mem`. */
+    trn_gpt2_acts acts, dacts;
+};
+
+/* GPT-2 (trainer/gpt2.c): the number of floats of one activation set for
+ * batches of B x T, and the slicing of such a set. */
+size_t trn_gpt2_acts_size(const trn_model_config *m, size_t B, size_t T);
+void trn_gpt2_acts_slice(trn_gpt2_acts *out, const trn_model_config *m, size_t B, size_t T, float *base);
+
+
+#endif
