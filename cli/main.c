@@ -15,6 +15,7 @@ const struct ovt_command ovt_commands[] = {
     {"version", "print the version", cmd_version},
     {"keys", "create a keystore or show its address (new, address)", chain_cmd_keys},
     {"deploy", "deploy the arbitration contract", chain_cmd_deploy},
+    {"game", "show a run and the state of its dispute game", chain_cmd_game},
     {NULL, NULL, NULL},
 };
 
