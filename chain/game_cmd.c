@@ -60,31 +60,30 @@ static json_t *to_json(const ovt_hash *run_id, uint64_t block, const chain_arb_p
                      aroot, "trainer_node", tnode, "auditor_node", anode);
 }
 
-static void print_text(const json_t *o)
+/* One line per key: strings as they are, numbers in decimal. */
+static void print_fields(const json_t *obj, const char *const *keys)
 {
-    const json_t *run = json_object_get(o, "run"), *game = json_object_get(o, "game");
-    printf("run       %s (at block %lld)\n", json_string_value(json_object_get(o, "run_id")),
-           (long long)json_integer_value(json_object_get(o, "block")));
-    const char *keys[] = {"trainer", "auditor", "arbiter", "config_hash", "dataset_hash", "steps",
-                          "commit_timeout", "move_timeout", "arbiter_timeout", "trainer_bond", "auditor_bond",
-                          NULL};
     for (int i = 0; keys[i]; i++) {
-        const json_t *v = json_object_get(run, keys[i]);
+        const json_t *v = json_object_get(obj, keys[i]);
         if (json_is_string(v))
             printf("  %-16s %s\n", keys[i], json_string_value(v));
         else
             printf("  %-16s %lld\n", keys[i], (long long)json_integer_value(v));
     }
+}
+
+static void print_text(const json_t *o)
+{
+    static const char *const run_keys[] = {"trainer", "auditor", "arbiter", "config_hash", "dataset_hash", "steps",
+                                           "commit_timeout", "move_timeout", "arbiter_timeout", "trainer_bond",
+                                           "auditor_bond", NULL};
+    static const char *const game_keys[] = {"phase", "outcome", "round", "depth", "flags", "deadline", "index",
+                                            "trainer_root", "auditor_root", "trainer_node", "auditor_node", NULL};
+    printf("run       %s (at block %lld)\n", json_string_value(json_object_get(o, "run_id")),
+           (long long)json_integer_value(json_object_get(o, "block")));
+    print_fields(json_object_get(o, "run"), run_keys);
     printf("game\n");
-    const char *gkeys[] = {"phase", "outcome", "round", "depth", "flags", "deadline", "index", "trainer_root",
-                           "auditor_root", "trainer_node", "auditor_node", NULL};
-    for (int i = 0; gkeys[i]; i++) {
-        const json_t *v = json_object_get(game, gkeys[i]);
-        if (json_is_string(v))
-            printf("  %-16s %s\n", gkeys[i], json_string_value(v));
-        else
-            printf("  %-16s %lld\n", gkeys[i], (long long)json_integer_value(v));
-    }
+    print_fields(json_object_get(o, "game"), game_keys);
 }
 
 int chain_cmd_game(int argc, char **argv)
