@@ -210,6 +210,22 @@ static void test_cli(void)
         free(out2);
         CHECK(tsup_runl(&out2, ovt, "keys", "--help", NULL) == 0 && out2 && strstr(out2, "OVT_PASSWORD"));
         free(out2);
+        /* Without --keystore: a new directory $HOME/.ovt/keystore/, mode 0700. */
+        char home[320], kd[360];
+        const char *old_home = getenv("HOME");
+        char *saved = old_home ? strdup(old_home) : NULL;
+        snprintf(home, sizeof home, "%s/home", dir);
+        CHECK(ovt_mkdirs(home, 0700) == 0);
+        setenv("HOME", home, 1);
+        CHECK(tsup_runl(&out2, ovt, "keys", "new", "--password-file", pwfile, "--scrypt-n", "1024", NULL) == 0);
+        snprintf(kd, sizeof kd, "%s/.ovt/keystore/", home);
+        CHECK(out2 && strstr(out2, kd) != NULL);
+        struct stat st;
+        CHECK(stat(kd, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0700);
+        free(out2);
+        if (saved)
+            setenv("HOME", saved, 1);
+        free(saved);
         ovt_wipe(&k, sizeof k);
     }
     json_decref(j);
