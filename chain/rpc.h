@@ -85,6 +85,21 @@ int chain_rpc_max_priority_fee(chain_rpc *rpc, uint64_t *out) OVT_MUST_USE;
 int chain_rpc_fee_history(chain_rpc *rpc, uint64_t *next_base_fee, uint64_t *priority_fee,
                           unsigned blocks, double percentile) OVT_MUST_USE;
 
+/* The parts of a block header a watcher needs: its number and hash (to
+ * notice reorgs: compare parent_hash with the hash seen before), timestamp
+ * (contract deadlines) and base fee (0 before London). */
+typedef struct {
+    uint64_t number;
+    ovt_hash hash;
+    ovt_hash parent_hash;
+    uint64_t timestamp;
+    uint64_t base_fee;
+} chain_block_header;
+
+/* eth_getBlockByNumber(block, false). block as above; *found = 0 when the
+ * node has no such block (yet). */
+int chain_rpc_block_header(chain_rpc *rpc, chain_block_header *out, int *found, const char *block) OVT_MUST_USE;
+
 /* A message for eth_call / eth_estimateGas. */
 typedef struct {
     const chain_address *from; /* NULL: omitted */

@@ -84,6 +84,7 @@ static void test_basics(const chain_address *a0)
     char dec[80];
     CHECK(chain_rpc_chain_id(rpc, &id) == 0 && id == 31337);
     CHECK(chain_rpc_block_number(rpc, &block) == 0 && block == 0);
+    CHECK(chain_rpc_nonce(rpc, &nonce, a0, NULL) == 0 && nonce == 0);
     CHECK(chain_rpc_nonce(rpc, &nonce, a0, "pending") == 0 && nonce == 0);
     CHECK(chain_rpc_balance(rpc, &bal, a0, NULL) == 0);
     chain_u256_to_dec(dec, &bal);
@@ -91,6 +92,14 @@ static void test_basics(const chain_address *a0)
     uint64_t base, tip, prio;
     CHECK(chain_rpc_fee_history(rpc, &base, &tip, 4, 50.0) == 0 && base > 0);
     CHECK(chain_rpc_max_priority_fee(rpc, &prio) == 0);
+    /* Block headers: genesis, then time moved on by evm_increaseTime. */
+    chain_block_header h0, h1;
+    int found;
+    CHECK(chain_rpc_block_header(rpc, &h0, &found, "0x0") == 0 && found && h0.number == 0 && h0.base_fee > 0);
+    CHECK(raw("evm_increaseTime", json_pack("[i]", 3600)) == 0 && raw("evm_mine", NULL) == 0);
+    CHECK(chain_rpc_block_header(rpc, &h1, &found, NULL) == 0 && found && h1.number == 1);
+    CHECK(memcmp(h1.parent_hash.b, h0.hash.b, 32) == 0 && h1.timestamp >= h0.timestamp + 3600);
+    CHECK(chain_rpc_block_header(rpc, &h1, &found, "0x100") == 0 && !found);
     /* An unknown method is a node error with the node's words. */
     json_t *res;
     CHECK(chain_rpc_call(rpc, &res, "eth_noSuchMethod", NULL) == OVT_ERPC);

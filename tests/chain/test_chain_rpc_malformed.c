@@ -320,6 +320,22 @@ static void test_receipts_and_fees(void)
     reset();
     sc.result_json = "{\"baseFeePerGas\":[\"0x10000000000000000\"]}";
     CHECK(chain_rpc_fee_history(rpc, &base, &tip, 3, 50) == OVT_EFORMAT);
+    /* Block headers. */
+    chain_block_header bh;
+    const char *block =
+        "{\"number\":\"0x2\",\"hash\":\"0x1111111111111111111111111111111111111111111111111111111111111111\","
+        "\"parentHash\":\"0x2222222222222222222222222222222222222222222222222222222222222222\","
+        "\"timestamp\":\"0x6553f100\"}";
+    reset();
+    sc.result_json = block;
+    CHECK(chain_rpc_block_header(rpc, &bh, &found, NULL) == 0 && found && bh.number == 2 &&
+          bh.timestamp == 0x6553f100 && bh.base_fee == 0);
+    reset();
+    sc.result_json = "{\"number\":\"0x2\",\"hash\":\"0x11\",\"parentHash\":\"0x22\",\"timestamp\":\"0x1\"}";
+    CHECK(chain_rpc_block_header(rpc, &bh, &found, NULL) == OVT_EFORMAT && !found);
+    reset();
+    sc.result_json = "[]";
+    CHECK(chain_rpc_block_header(rpc, &bh, &found, NULL) == OVT_EFORMAT);
     /* eth_sendRawTransaction must return a 32-byte hash. */
     reset();
     sc.result_json = "\"0x1234\"";
