@@ -5,7 +5,7 @@
  *
  * One chain_rpc is one connection to one node; use it from one thread at a
  * time. Each request has a timeout; transport failures (no connection, reset,
- * timeout, truncated body) and HTTP 429/503 are retried with exponential
+ * timeout, truncated body) and HTTP 429/502/503/504 are retried with exponential
  * backoff a bounded number of times. Everything else fails at once with a
  * clear message: HTTP errors with their status, JSON-RPC error objects with
  * the node's code and message, reverts (code 3 or a message with
@@ -25,7 +25,7 @@ typedef struct chain_rpc chain_rpc;
 typedef struct {
     long timeout_ms;         /* whole request, default 15000 */
     long connect_timeout_ms; /* default 3000 */
-    int max_retries;         /* transport errors and HTTP 429/503, default 3 */
+    int max_retries;         /* transport errors and HTTP 429/502/503/504, default 3 */
     long backoff_ms;         /* first wait, doubled each retry, default 100 */
     long backoff_max_ms;     /* default 2000 */
     size_t max_response;     /* bytes, default 64 MiB */

@@ -205,40 +205,52 @@ static uint64_t raised(uint64_t v)
 
 int chain_txm_bump(chain_txm *m, chain_txm_pending *p)
 {
-    if (p->bumps >= m->opts.max_bumps)
-        return ovt_fail(OVT_ETIMEOUT, "transaction nonce %llu still unmined after %u fee bumps",
-                        (unsigned long long)p->tx.nonce, p->bumps);
     uint64_t max_fee, tip;
     int rc = market_fees(m, &max_fee, &tip);
     if (rc)
         return rc;
-    uint64_t new_tip = raised(p->tx.max_priority_fee_per_gas);
-    uint64_t new_max = raised(p->tx.max_fee_per_gas);
-    if (tip > new_tip)
-        new_tip = tip;
-    if (max_fee > new_max)
-        new_max = max_fee;
-    if (new_max < new_tip)
-        new_max = new_tip;
-    if (m->opts.max_fee_cap && new_max > m->opts.max_fee_cap)
-        return ovt_fail(OVT_EINVAL, "replacing nonce %llu needs %llu wei/gas, above the cap %llu",
-                        (unsigned long long)p->tx.nonce, (unsigned long long)new_max,
-                        (unsigned long long)m->opts.max_fee_cap);
-    chain_tx old = p->tx;
-    p->tx.max_priority_fee_per_gas = new_tip;
-    p->tx.max_fee_per_gas = new_max;
-    p->bumps++;
-    int nonce_used;
-    rc = send_version(m, p, &nonce_used);
-    if (rc && nonce_used) {
-        /* An earlier version was mined meanwhile: the wait will find it. */
-        p->tx = old;
-        ovt_err_clear();
-        return 0;
+    const chain_tx sent = p->tx; /* the version the node has now */
+    uint64_t cur_tip = sent.max_priority_fee_per_gas, cur_max = sent.max_fee_per_gas;
+    for (;;) {
+        if (p->bumps >= m->opts.max_bumps) {
+            p->tx = sent;
+            return ovt_fail(OVT_ETIMEOUT, "transaction nonce %llu still unmined after %u fee bumps",
+                            (unsigned long long)sent.nonce, p->bumps);
+        }
+        uint64_t new_tip = raised(cur_tip), new_max = raised(cur_max);
+        if (tip > new_tip)
+            new_tip = tip;
+        if (max_fee > new_max)
+            new_max = max_fee;
+        if (new_max < new_tip)
+            new_max = new_tip;
+        if (m->opts.max_fee_cap && new_max > m->opts.max_fee_cap) {
+            p->tx = sent;
+            return ovt_fail(OVT_EINVAL, "replacing nonce %llu needs %llu wei/gas, above the cap %llu",
+                            (unsigned long long)sent.nonce, (unsigned long long)new_max,
+                            (unsigned long long)m->opts.max_fee_cap);
+        }
+        p->tx.max_priority_fee_per_gas = new_tip;
+        p->tx.max_fee_per_gas = new_max;
+        p->bumps++;
+        int nonce_used;
+        rc = send_version(m, p, &nonce_used);
+        if (rc == 0)
+            return 0;
+        if (nonce_used) {
+            /* An earlier version was mined meanwhile: the wait will find it. */
+            p->tx = sent;
+            ovt_err_clear();
+            return 0;
+        }
+        if (!node_said(m, "underpriced")) {
+            p->tx = sent;
+            return ovt_fail_wrap(rc, "replacement of nonce %llu", (unsigned long long)sent.nonce);
+        }
+        /* The node wants a larger raise than ours: raise again from here. */
+        cur_tip = new_tip;
+        cur_max = new_max;
     }
-    if (rc && node_said(m, "underpriced"))
-        return ovt_fail_wrap(rc, "replacement of nonce %llu", (unsigned long long)p->tx.nonce);
-    return rc;
 }
 
 /* Replays a reverted transaction with eth_call at its block for the reason. */

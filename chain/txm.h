@@ -69,11 +69,16 @@ int chain_txm_prepare(chain_txm *m, chain_txm_pending *p, const chain_address *t
 int chain_txm_submit(chain_txm *m, chain_txm_pending *p) OVT_MUST_USE;
 
 /* Raises both fees by at least 12.5% (and to the current market) and sends
- * the replacement. */
+ * the replacement; a node that calls it underpriced gets another raise, up
+ * to opts.max_bumps in all. A "nonce too low" answer means an earlier
+ * version was mined: returns 0 and the wait finds it. On failure p keeps the
+ * last version the node accepted. */
 int chain_txm_bump(chain_txm *m, chain_txm_pending *p) OVT_MUST_USE;
 
 /* Waits for any version's receipt and the confirmations, bumping when due.
- * *out is filled (caller frees) when a receipt was found, also on revert. */
+ * *out is filled (caller frees) when a receipt was found, also on revert.
+ * After a failure (node unreachable, timeout) it may be called again: it
+ * never sends anything except fee bumps. */
 int chain_txm_wait(chain_txm *m, chain_txm_pending *p, chain_receipt *out) OVT_MUST_USE;
 
 /* prepare + submit + wait. */
