@@ -146,8 +146,24 @@ int chain_txm_prepare(chain_txm *m, chain_txm_pending *p, const chain_address *t
     return 0;
 }
 
-/* Signs and sends the current version once; *mined_earlier is set when the
- * node says the nonce is used (for a replacement: an earlier version won). */
+/* Whether the node has the transaction with hash h (pending or mined):
+ * eth_getTransactionByHash answers non-null. */
+static int node_knows(chain_txm *m, const ovt_hash *h)
+{
+    char hex[67];
+    json_t *res;
+    hash_hex(hex, h);
+    if (chain_rpc_call(m->rpc, &res, "eth_getTransactionByHash", json_pack("[s]", hex)) != 0)
+        return 0;
+    int known = json_is_object(res);
+    json_decref(res);
+    return known;
+}
+
+/* Signs and sends the current version once. *nonce_used is set when the node
+ * says the nonce is taken by another transaction (for a replacement: an
+ * earlier version won). When it is taken by this very transaction (an
+ * earlier attempt whose answer was lost, then mined), that counts as sent. */
 static int send_version(chain_txm *m, chain_txm_pending *p, int *nonce_used)
 {
     *nonce_used = 0;
@@ -163,7 +179,15 @@ static int send_version(chain_txm *m, chain_txm_pending *p, int *nonce_used)
             rc = 0; /* the node has exactly this transaction */
             ovt_err_clear();
         } else if (rc && (node_said(m, "nonce too low") || node_said(m, "nonce has already been used"))) {
-            *nonce_used = 1;
+            char said[512];
+            snprintf(said, sizeof said, "%s", ovt_errmsg());
+            if (node_knows(m, &h)) {
+                rc = 0;
+                ovt_err_clear();
+            } else {
+                *nonce_used = 1;
+                ovt_fail(rc, "%s", said);
+            }
         } else if (rc == 0 && memcmp(node_hash.b, h.b, 32) != 0) {
             rc = ovt_fail(OVT_EFORMAT, "node returned a different transaction hash than the one signed");
         }

@@ -9,8 +9,10 @@
  *   send an EIP-1559 transaction -> poll for the receipt and N confirmations.
  * A transaction still unmined after bump_after_ms is replaced (same nonce)
  * with both fees raised by at least 12.5%. "already known" counts as sent;
- * "nonce too low" on a replacement means an earlier version was mined, and on
- * a first send re-reads the nonce. Waits are bounded (OVT_ETIMEOUT); a node
+ * so does "nonce too low" when the node has this very transaction (an
+ * earlier attempt whose answer was lost); otherwise "nonce too low" on a
+ * replacement means an earlier version was mined, and on a first send
+ * re-reads the nonce. Waits are bounded (OVT_ETIMEOUT); a node
  * that stops answering during a wait is a clear OVT_EIO/OVT_ETIMEOUT error.
  * A transaction mined with status 0 is OVT_EREVERT, with the reason from
  * replaying it with eth_call at its block. */

@@ -331,7 +331,9 @@ static void test_nonce_too_low(chain_txm *m, const chain_address *a1)
     CHECK(chain_txm_init(&other, rpc, &k, NULL) == 0);
     CHECK(chain_txm_prepare(m, &p, a1, &value, NULL, 0) == 0);
     uint64_t planned = p.tx.nonce;
-    CHECK(chain_txm_send(&other, &r, a1, &value, NULL, 0) == 0);
+    /* (a different value: the same fields would sign to the very same transaction) */
+    chain_u256 other_value = chain_u256_from_u64(8);
+    CHECK(chain_txm_send(&other, &r, a1, &other_value, NULL, 0) == 0);
     chain_receipt_free(&r);
     int rc = chain_txm_submit(m, &p);
     CHECK_MSG(rc == 0, "%s", ovt_errmsg());

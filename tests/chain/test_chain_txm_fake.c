@@ -33,6 +33,7 @@ typedef struct {
     int mined_status;
     int call_reverts;
     int receipt_http500;
+    int knows;                   /* eth_getTransactionByHash knows sends 0..knows-1 */
 } fake_node;
 
 static fake_node node;
@@ -113,6 +114,15 @@ static void handler(void *ctx, const char *req, tsup_http_reply *r)
             reply_error(r, id, -32000, n->send_script[k], NULL);
         else
             reply_result(r, id, "\"%s\"", h);
+    } else if (strcmp(m, "eth_getTransactionByHash") == 0) {
+        const char *want = json_string_value(json_array_get(params, 0));
+        int known = 0;
+        for (int k = 0; k < n->knows && want; k++) {
+            char h[67];
+            hex32(h, &n->sent_hash[k]);
+            known |= strcmp(h, want) == 0;
+        }
+        reply_result(r, id, known ? "{\"hash\":\"%s\"}" : "null", want ? want : "");
     } else if (strcmp(m, "eth_getTransactionReceipt") == 0) {
         const char *want = json_string_value(json_array_get(params, 0));
         char h[67] = "";
@@ -208,6 +218,17 @@ static void test_already_known_and_nonce(chain_txm *m)
     int rc = chain_txm_submit(m, &p);
     CHECK_MSG(rc == 0, "%s", ovt_errmsg());
     CHECK(node.nsend == 2 && node.sent[0].nonce == 5 && node.sent[1].nonce == 6 && p.tx.nonce == 6);
+    chain_txm_pending_free(&p);
+
+    /* "nonce too low" for a transaction the node already has (an earlier
+     * attempt whose answer was lost): sent, not sent again with a new nonce. */
+    reset_node();
+    node.send_script[0] = "nonce too low";
+    node.knows = 1;
+    CHECK(chain_txm_prepare(m, &p, &to, NULL, NULL, 0) == 0);
+    node.pending_nonce = 6;
+    CHECK(chain_txm_submit(m, &p) == 0);
+    CHECK(node.nsend == 1 && p.nversions == 1 && p.tx.nonce == 5 && memcmp(p.hashes[0].b, node.sent_hash[0].b, 32) == 0);
     chain_txm_pending_free(&p);
 }
 
