@@ -148,4 +148,13 @@ typedef struct {
  * *logs is malloc'd (chain_logs_free), in the node's order. */
 int chain_rpc_get_logs(chain_rpc *rpc, chain_log **logs, size_t *n, const chain_log_filter *f) OVT_MUST_USE;
 
+/* A watcher's poll: the logs matching f (address, topics; its block range
+ * is ignored) from block *cursor up to the newest block that has
+ * `confirmations` confirmations (1 = the head itself), then *cursor moves
+ * past that block. Nothing new confirmed: 0 with *n = 0 and *cursor as it
+ * was. On failure *cursor is unchanged, so the poll can simply be repeated.
+ * Keep *cursor on disk to resume after a restart. */
+int chain_rpc_poll_logs(chain_rpc *rpc, chain_log **logs, size_t *n, const chain_log_filter *f, uint64_t *cursor,
+                        unsigned confirmations) OVT_MUST_USE;
+
 #endif

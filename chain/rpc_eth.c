@@ -513,3 +513,24 @@ int chain_rpc_get_logs(chain_rpc *rpc, chain_log **logs, size_t *n, const chain_
         cursor = end + 1;
     }
 }
+
+int chain_rpc_poll_logs(chain_rpc *rpc, chain_log **logs, size_t *n, const chain_log_filter *f, uint64_t *cursor,
+                        unsigned confirmations)
+{
+    *logs = NULL;
+    *n = 0;
+    uint64_t head;
+    int rc = chain_rpc_block_number(rpc, &head);
+    if (rc)
+        return rc;
+    uint64_t depth = confirmations ? confirmations - 1 : 0;
+    if (head < depth || head - depth < *cursor)
+        return 0;
+    chain_log_filter range = *f;
+    range.from_block = *cursor;
+    range.to_block = head - depth;
+    rc = chain_rpc_get_logs(rpc, logs, n, &range);
+    if (rc == 0)
+        *cursor = range.to_block + 1;
+    return rc;
+}

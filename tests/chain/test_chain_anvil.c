@@ -215,6 +215,24 @@ static void test_events(chain_txm *m, const chain_address *contract)
         CHECK(chain_abi_decode_log(&dec, &logs[1], "Other(uint64)", 0) == OVT_EFORMAT);
     }
     chain_logs_free(logs, n);
+
+    /* Polling with a cursor: everything so far once, then nothing, then a new
+     * event only once it has 2 confirmations. */
+    uint64_t cursor = from_block;
+    CHECK(chain_rpc_poll_logs(rpc, &logs, &n, &f, &cursor, 1) == 0 && n == 2 && cursor == head + 1);
+    chain_logs_free(logs, n);
+    CHECK(chain_rpc_poll_logs(rpc, &logs, &n, &f, &cursor, 1) == 0 && n == 0 && cursor == head + 1);
+    calldata_store(&cd, &value, "third");
+    chain_receipt r3;
+    CHECK(chain_txm_send(m, &r3, contract, NULL, cd.data, cd.len) == 0);
+    chain_buf_free(&cd);
+    CHECK(chain_rpc_poll_logs(rpc, &logs, &n, &f, &cursor, 2) == 0 && n == 0 && cursor == head + 1);
+    CHECK(raw("evm_mine", NULL) == 0);
+    CHECK(chain_rpc_poll_logs(rpc, &logs, &n, &f, &cursor, 2) == 0 && n == 1 && cursor == r3.block_number + 1);
+    if (n == 1)
+        CHECK(memcmp(logs[0].tx_hash.b, r3.tx_hash.b, 32) == 0);
+    chain_logs_free(logs, n);
+    chain_receipt_free(&r3);
     chain_receipt_free(&r);
     chain_receipt_free(&r2);
 }
@@ -248,6 +266,22 @@ static void test_reverts(chain_txm *m, const chain_address *contract)
      * store() from another account with a higher tip is mined first in the
      * same block and makes seq odd. */
     uint8_t sel[4];
+    /* seq must be even to start with: read it with the public getter. */
+    chain_abi_selector(sel, "seq()");
+    chain_call_msg get = {NULL, contract, NULL, sel, 4, 0};
+    chain_abi_dec dec;
+    uint64_t seq = 1;
+    chain_buf_free(&out);
+    CHECK(chain_rpc_eth_call(rpc, &out, &get, NULL) == 0);
+    chain_abi_dec_init(&dec, out.data, out.len);
+    CHECK(chain_abi_get_uint(&dec, 0, &seq) == 0);
+    if (seq % 2) {
+        ovt_hash zero = {{0}};
+        calldata_store(&cd, &zero, "make seq even");
+        CHECK(chain_txm_send(m, &r, contract, NULL, cd.data, cd.len) == 0);
+        chain_receipt_free(&r);
+        chain_buf_free(&cd);
+    }
     chain_abi_selector(sel, "storeIfEven()");
     chain_txm_pending p, q;
     chain_txm m1;
