@@ -71,7 +71,7 @@ static int run_shape(size_t rows, size_t cols, size_t k, int threads, int reps)
     double *t_conv = malloc((size_t)reps * sizeof(double));
     double *t_mode[3];
     krn_rlog *log = krn_rlog_new(), *replay_log = krn_rlog_new();
-    uint64_t entries = 0;
+    uint64_t entries = 0, wide = 0;
     for (int m = 0; m < 3; m++)
         t_mode[m] = malloc((size_t)reps * sizeof(double));
     for (int r = 0; r < reps; r++) {
@@ -108,10 +108,24 @@ static int run_shape(size_t rows, size_t cols, size_t k, int threads, int reps)
                 return 1;
             }
             if (mode == KRN_RECORD)
+{
                 entries = st.logged;
+                wide = st.wide;
+            }
             krn_ctx_free(ctx);
         }
     }
+    uint8_t *file;
+    size_t file_len;
+    if (krn_rlog_encode(log, &file, &file_len) != 0) {
+        fprintf(stderr, "%s\n", ovt_errmsg());
+        return 1;
+    }
+    free(file);
+    printf("%4zux%-5zu K=%-5zu log: %llu entries (%llu values), %zu bytes encoded (%.2f bytes/entry, %.0f "
+           "bytes per million outputs)\n",
+           rows, cols, k, (unsigned long long)entries, (unsigned long long)wide, file_len,
+           entries ? (double)file_len / (double)entries : 0.0, (double)file_len / (double)n * 1e6);
     double conv = median(t_conv, reps) / (double)n * 1e9;
     double conv_min = t_conv[0] / (double)n * 1e9; /* sorted by median() */
     const char *names[3] = {"RECORD", "REPLAY", "NEAREST"};
