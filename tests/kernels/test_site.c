@@ -553,8 +553,52 @@ static void test_rel_band_thresholds(void)
     }
 }
 
+/* A large KRN_BAND_OUTER site whose rows do not line up with the blocks
+ * and chunks the site is cut into: element i sits at 0.9 tau_i from a
+ * midpoint when i is even and 1.1 tau_i when odd, tau_i = (scale * a[r]) *
+ * b[c] + rel |x_i|; exactly the even ones must be logged, on any thread count. */
+static void test_outer_large(void)
+{
+    const size_t cols = 3001, rows = 70, n = rows * cols;
+    double *a = malloc(rows * sizeof *a), *bn = malloc(cols * sizeof *bn);
+    double *x = malloc(n * sizeof *x);
+    float *out = malloc(n * sizeof *out);
+    double scale = 0x1p-40, rel = 0x1p-45;
+    for (size_t r = 0; r < rows; r++)
+        a[r] = 1.0 + uni(80, r);
+    for (size_t c = 0; c < cols; c++)
+        bn[c] = 1.0 + uni(81, c);
+    for (size_t i = 0; i < n; i++) {
+        double m = ldexp(floor(ldexp(1.0 + uni(82, i), 23)) + 0.5, -23); /* in [1, 2) */
+        double tau = (scale * a[i / cols]) * bn[i % cols] + rel * m;
+        x[i] = m + (i % 2 ? 1.1 : 0.9) * tau;
+    }
+    krn_band band = {.kind = KRN_BAND_OUTER, .scale = scale, .a = a, .b = bn, .cols = cols,
+                     .rel = rel};
+    for (int threads = 1; threads <= 3; threads += 2) {
+        krn_rlog *log = krn_rlog_new();
+        krn_ctx *ctx = new_ctx(KRN_RECORD, 32, threads);
+        CHECK(krn_step_begin(ctx, 4, log) == 0);
+        CHECK(krn_site(ctx, "outer.large", out, x, n, &band) == 0);
+        CHECK(krn_step_end(ctx, NULL) == 0);
+        const krn_rlog_site *s = krn_rlog_site_at(log, 0);
+        CHECK(s != NULL && s->count == (n + 1) / 2);
+        size_t wrong = 0;
+        for (size_t k = 0; s && k < s->count; k++)
+            wrong += s->entries[k].index != 2 * k || s->entries[k].dir != KRN_DIR_UP; /* x > m */
+        CHECK_MSG(wrong == 0, "threads %d: %zu entries wrong", threads, wrong);
+        krn_ctx_free(ctx);
+        krn_rlog_free(log);
+    }
+    free(a);
+    free(bn);
+    free(x);
+    free(out);
+}
+
 int main(void)
 {
+    test_outer_large();
     test_rel_band_thresholds();
     test_binade_edge();
     test_fast_path_agrees();
