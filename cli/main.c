@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "kernels/rlog_cmd.h"
 
 static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
@@ -11,6 +12,7 @@ static int cmd_help(int argc, char **argv);
 const struct ovt_command ovt_commands[] = {
     {"help", "show this help, or a command's help (ovt help COMMAND)", cmd_help},
     {"version", "print the version", cmd_version},
+    {"rlog", "check a rounding-log file and show its entries", krn_cmd_rlog},
     {NULL, NULL, NULL},
 };
 
