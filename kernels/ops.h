@@ -45,7 +45,7 @@
  * (docs/bench-kernels.md). */
 #define KRN_GEMM_CHUNK 128
 
-/* ---- matmul ------------------------------------------------------------ */
+/* ---- matmul (bounds: docs/op-bounds.md, section 2, as for every op) ---- */
 
 /* out (N,OC) = inp (N,C) @ weight^T + bias, weight (OC,C), bias (OC) or NULL.
  * Sites: "matmul.fwd" (N*OC, reduction over C) into out, then, with a bias,

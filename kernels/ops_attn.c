@@ -158,6 +158,7 @@ static int mix_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float *ou
     return krn_site(ctx, name, out, x, d->n_out, &band);
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("attention fwd"). */
 int krn_attention_forward(krn_ctx *ctx, float *out, float *preatt, float *att, const float *inp,
                           size_t B, size_t T, size_t C, size_t NH)
 {
@@ -227,6 +228,7 @@ static void scatter_third(float *dinp, const float *part, const attn_dims *d, in
         memcpy(dinp + bt * 3 * d->C + (size_t)which * d->C, part + bt * d->C, d->C * sizeof(float));
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("attention bwd"). */
 int krn_attention_backward(krn_ctx *ctx, float *dinp, float *dpreatt, float *datt,
                            const float *dout, const float *inp, const float *att, size_t B,
                            size_t T, size_t C, size_t NH)
