@@ -132,7 +132,9 @@ int krn_layernorm_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbi
  * Sites: "attn.qk" (B*NH*T*T, reduction over hs, scale inside),
  * "attn.exp" (B*NH*T*T, libm, into att), "attn.sum" (B*NH*T, reduction over
  * t2; internal), "attn.softmax" (B*NH*T*T, exact, into att), "attn.out"
- * (B*T*C, reduction over t2). C must be a multiple of NH. */
+ * (B*T*C, reduction over t2). C must be a multiple of NH. The sums over
+ * positions run over all T with the masked terms as exact zeros (chunk
+ * boundaries at multiples of KRN_GEMM_CHUNK from position 0). */
 int krn_attention_forward(krn_ctx *ctx, float *out, float *preatt, float *att, const float *inp,
                           size_t B, size_t T, size_t C, size_t NH) OVT_MUST_USE;
 
