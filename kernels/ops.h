@@ -31,7 +31,13 @@
  * token or target (OVT_EINVAL), a non-finite result (OVT_ENUMERIC, from the
  * site), a fraudulent log entry in REPLAY (OVT_EFRAUD), allocation failure.
  * On failure the outputs are unspecified and the step must be abandoned.
- * Outputs may not alias inputs unless said so. */
+ * Outputs may not alias inputs unless said so.
+ *
+ * Threads: one ctx is used by one thread at a time. The cpu backend splits
+ * GEMMs over krn_config.threads threads (output tiles) and sets OpenBLAS to
+ * one thread; results never depend on the thread count. The ops keep large
+ * FP64 temporaries in per-thread scratch buffers between calls
+ * (kernels/reduce.h). */
 
 #include <stddef.h>
 #include <stdint.h>
