@@ -1,0 +1,166 @@
+/* The cpu, ref and shuffle backends (see backend.h for what differs). */
+#include "kernels/cpu/backend.h"
+
+#include <cblas.h>
+#include <math.h>
+
+#include "kernels/ops.h"
+#include "kernels/pool.h"
+#include "kernels/rng.h"
+
+/* Per-thread draw counter of the shuffle backend: each reduction or libm
+ * call takes the next value as the `step` argument of krn_rng. */
+static _Thread_local uint64_t shuffle_draws;
+
+int krn_cpu_from_ctx(krn_ctx *ctx, krn_cpu *be)
+{
+    const krn_config *cfg = krn_ctx_config(ctx);
+    be->kind = cfg->backend;
+    be->seed = cfg->shuffle_seed;
+    be->threads = 1;
+    switch (cfg->backend) {
+    case KRN_BACKEND_CPU:
+        be->threads = cfg->threads > 0 ? cfg->threads : krn_cpu_count();
+        if (openblas_get_num_threads() != 1)
+            openblas_set_num_threads(1);
+        return 0;
+    case KRN_BACKEND_REF:
+    case KRN_BACKEND_SHUFFLE:
+        return 0;
+    case KRN_BACKEND_CUDA:
+        return ovt_fail(OVT_EINVAL, "backend cuda: not built in this version of ovt (use cpu, ref or shuffle)");
+    }
+    return ovt_fail(OVT_EINVAL, "unknown backend %d", (int)cfg->backend);
+}
+
+static double dot_interleaved(const double *x, ptrdiff_t incx, const double *y, ptrdiff_t incy,
+                              size_t n)
+{
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    size_t k = 0;
+    for (; k + 4 <= n; k += 4) {
+        const double *xa = x + (ptrdiff_t)k * incx;
+        double y0 = y ? y[(ptrdiff_t)k * incy] : 1.0;
+        double y1 = y ? y[(ptrdiff_t)(k + 1) * incy] : 1.0;
+        double y2 = y ? y[(ptrdiff_t)(k + 2) * incy] : 1.0;
+        double y3 = y ? y[(ptrdiff_t)(k + 3) * incy] : 1.0;
+        s0 += xa[0] * y0;
+        s1 += xa[incx] * y1;
+        s2 += xa[2 * incx] * y2;
+        s3 += xa[3 * incx] * y3;
+    }
+    for (; k < n; k++)
+        s0 += x[(ptrdiff_t)k * incx] * (y ? y[(ptrdiff_t)k * incy] : 1.0);
+    return (s0 + s1) + (s2 + s3);
+}
+
+static double dot_reversed(const double *x, ptrdiff_t incx, const double *y, ptrdiff_t incy,
+                           size_t n)
+{
+    double s = 0;
+    for (size_t k = n; k-- > 0;)
+        s += x[(ptrdiff_t)k * incx] * (y ? y[(ptrdiff_t)k * incy] : 1.0);
+    return s;
+}
+
+/* A random order (Fisher-Yates from krn_rng) and a random choice of fused
+ * or separate multiply-add for each term. */
+static double dot_shuffled(uint64_t seed, const double *x, ptrdiff_t incx, const double *y,
+                           ptrdiff_t incy, size_t n)
+{
+    uint32_t order[KRN_GEMM_CHUNK];
+    double s = 0;
+    size_t done = 0;
+    uint64_t draw = shuffle_draws++;
+    while (done < n) { /* n <= KRN_GEMM_CHUNK from the chunked layer; pieces otherwise */
+        size_t m = n - done < KRN_GEMM_CHUNK ? n - done : KRN_GEMM_CHUNK;
+        for (size_t k = 0; k < m; k++)
+            order[k] = (uint32_t)k;
+        for (size_t k = m; k > 1; k--) {
+            uint64_t j = krn_rng_below(seed, draw, KRN_RNG_SHUFFLE, 2 * (done + k), k);
+            uint32_t t = order[k - 1];
+            order[k - 1] = order[j];
+            order[j] = t;
+        }
+        for (size_t k = 0; k < m; k++) {
+            ptrdiff_t i = (ptrdiff_t)(done + order[k]);
+            double xi = x[i * incx], yi = y ? y[i * incy] : 1.0;
+            if (krn_rng_u64(seed, draw, KRN_RNG_SHUFFLE, 2 * (done + k) + 1) & 1)
+                s = fma(xi, yi, s);
+            else
+                s += xi * yi;
+        }
+        done += m;
+    }
+    return s;
+}
+
+double krn_cpu_dot(const krn_cpu *be, const double *x, ptrdiff_t incx, const double *y,
+                   ptrdiff_t incy, size_t n)
+{
+    switch (be->kind) {
+    case KRN_BACKEND_REF:
+        return dot_reversed(x, incx, y, incy, n);
+    case KRN_BACKEND_SHUFFLE:
+        return dot_shuffled(be->seed, x, incx, y, incy, n);
+    default:
+        return dot_interleaved(x, incx, y, incy, n);
+    }
+}
+
+void krn_cpu_gemm(const krn_cpu *be, double *c, size_t ldc, bool ta, const double *a, size_t lda,
+                  bool tb, const double *b, size_t ldb, size_t m, size_t n, size_t k)
+{
+    if (be->kind == KRN_BACKEND_CPU) {
+        cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    (blasint)m, (blasint)n, (blasint)k, 1.0, a, (blasint)lda, b, (blasint)ldb, 0.0,
+                    c, (blasint)ldc);
+        return;
+    }
+    /* Row i of op(a) and column j of op(b) as strided vectors. */
+    ptrdiff_t inca = ta ? (ptrdiff_t)lda : 1, incb = tb ? 1 : (ptrdiff_t)ldb;
+    for (size_t i = 0; i < m; i++) {
+        const double *ai = ta ? a + i : a + i * lda;
+        for (size_t j = 0; j < n; j++) {
+            const double *bj = tb ? b + j * ldb : b + j;
+            c[i * ldc + j] = krn_cpu_dot(be, ai, inca, bj, incb, k);
+        }
+    }
+}
+
+/* Moves r by a random number of ulps in [-KRN_SHUFFLE_LIBM_ULP, +KRN_SHUFFLE_LIBM_ULP]. */
+static double perturb(uint64_t seed, double r)
+{
+    if (!isfinite(r) || r == 0)
+        return r;
+    uint64_t draw = shuffle_draws++;
+    int steps = (int)krn_rng_below(seed, draw, KRN_RNG_SHUFFLE, 0, 2 * KRN_SHUFFLE_LIBM_ULP + 1) -
+                KRN_SHUFFLE_LIBM_ULP;
+    double toward = steps < 0 ? -INFINITY : INFINITY;
+    for (int s = steps < 0 ? -steps : steps; s > 0; s--)
+        r = nextafter(r, toward);
+    return r;
+}
+
+double krn_cpu_libm(const krn_cpu *be, krn_libm_fn fn, double x)
+{
+    double r;
+    switch (fn) {
+    case KRN_FN_EXP:
+        r = exp(x);
+        break;
+    case KRN_FN_LOG:
+        r = log(x);
+        break;
+    default:
+        r = tanh(x);
+        break;
+    }
+    return be->kind == KRN_BACKEND_SHUFFLE ? perturb(be->seed, r) : r;
+}
+
+double krn_cpu_pow(const krn_cpu *be, double x, double y)
+{
+    double r = pow(x, y);
+    return be->kind == KRN_BACKEND_SHUFFLE ? perturb(be->seed, r) : r;
+}

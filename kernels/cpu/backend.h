@@ -1,0 +1,64 @@
+#ifndef OVT_KERNELS_CPU_BACKEND_H
+#define OVT_KERNELS_CPU_BACKEND_H
+
+/* Internal: the CPU backends behind kernels/ops.h. The ops are written once
+ * (kernels/ops_*.c); what differs between backends is only the freedom the
+ * numeric contract leaves them (docs/op-bounds.md):
+ *   - the order in which one chunk of a sum or dot product is accumulated
+ *     (and whether it uses FMA),
+ *   - the last bits of a libm result, within the bound the contract takes.
+ * cpu:     OpenBLAS DGEMM (multi-threaded) for chunk products; sequential
+ *          4-way interleaved accumulation for vector chunks; glibc libm.
+ * ref:     plain loops on one thread, every chunk summed last term first;
+ *          glibc libm.
+ * shuffle: every chunk summed in an order drawn from krn_rng (purpose
+ *          KRN_RNG_SHUFFLE, the ctx's shuffle_seed), each product fused or
+ *          not at random; every libm result moved by up to
+ *          KRN_SHUFFLE_LIBM_ULP ulps at random. Slow; for tests.
+ * The shuffle backend draws its randomness from a per-thread counter, so a
+ * single-threaded run is repeatable but two runs in one process differ. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/site.h"
+
+typedef struct {
+    krn_backend_kind kind;
+    uint64_t seed;
+    int threads; /* cpu: threads over output tiles (each runs OpenBLAS on one thread) */
+} krn_cpu;
+
+typedef enum { KRN_FN_EXP, KRN_FN_LOG, KRN_FN_TANH } krn_libm_fn;
+
+/* The documented worst-case error of every libm the contract admits, in ulps
+ * of the result (docs/op-bounds.md, section libm), and how far the shuffle
+ * backend moves glibc's result (glibc's own error is at most 2 ulps for
+ * these functions, so glibc + perturbation stays within the bound). */
+#define KRN_LIBM_ULP 4
+#define KRN_SHUFFLE_LIBM_ULP 2
+
+/* Fills *be from the ctx's config. The cpu backend runs krn_config.threads
+ * threads (0: one per CPU) over GEMM output tiles (kernels/pool.h) and sets OpenBLAS to
+ * one thread, so BLAS and the rounding sites never compete for cores. Fails with OVT_EINVAL for the cuda
+ * backend (not built yet) or an unknown backend. */
+int krn_cpu_from_ctx(krn_ctx *ctx, krn_cpu *be) OVT_MUST_USE;
+
+/* sum_k x[k*incx]*y[k*incy] for k < n in this backend's order; y == NULL
+ * means all y are 1 (a plain sum). One chunk of the contract: n terms in any
+ * order. */
+double krn_cpu_dot(const krn_cpu *be, const double *x, ptrdiff_t incx, const double *y,
+                   ptrdiff_t incy, size_t n);
+
+/* c (m x n, row stride ldc) = op(a) @ op(b), op(a) m x k, op(b) k x n, where
+ * a is stored m x k (lda) or, with ta, k x m; b is stored k x n (ldb) or,
+ * with tb, n x k. Overwrites c (beta = 0). One chunk of the contract. */
+void krn_cpu_gemm(const krn_cpu *be, double *c, size_t ldc, bool ta, const double *a, size_t lda,
+                  bool tb, const double *b, size_t ldb, size_t m, size_t n, size_t k);
+
+/* fn(x) with this backend's libm; and pow(x, y). */
+double krn_cpu_libm(const krn_cpu *be, krn_libm_fn fn, double x);
+double krn_cpu_pow(const krn_cpu *be, double x, double y);
+
+#endif

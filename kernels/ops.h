@@ -1,0 +1,244 @@
+#ifndef OVT_KERNELS_OPS_H
+#define OVT_KERNELS_OPS_H
+
+/* The tensor ops of the MLP and GPT-2 models (DESIGN.md section 2), forward
+ * and backward, in llm.c's shape: ctx first, then outputs, then saved
+ * statistics, then inputs, then weights, dimensions last; gradients carry a
+ * `d` prefix. Every tensor is row-major FP32 holding grid values; every op
+ * computes in FP64 and hands each result to krn_site(), so each op is a
+ * fixed sequence of rounding sites, listed below in execution order (the
+ * order is part of the numeric contract: trainer, auditor and arbiter number
+ * sites identically because they call the same ops in the same order).
+ *
+ * Kinds of site (their bands are derived in docs/op-bounds.md):
+ *   reduction  a sum or dot product, accumulated in chunks of KRN_GEMM_CHUNK
+ *              terms: each chunk in any order, the chunk sums added in
+ *              increasing chunk order; band from the terms' magnitudes;
+ *   libm       one libm call (exp, log, tanh, pow) on a deterministic
+ *              argument; band relative to the result;
+ *   exact      a fixed expression of basic IEEE operations (+ - * / sqrt, in
+ *              the order written here, no contraction) on grid values:
+ *              every correct implementation computes the same FP64 value,
+ *              the band is 0 and the site never logs.
+ *
+ * Backward ops ACCUMULATE into their gradient outputs (+=, as llm.c does):
+ * the old gradient is added last, in FP64, inside the same site (the band's
+ * rel term covers that one addition). Zero the gradients before the first
+ * micro-batch.
+ *
+ * Every function returns 0 or a negative OVT_E* code with a message: a NULL
+ * where none is allowed, a zero or overflowing dimension, an out-of-range
+ * token or target (OVT_EINVAL), a non-finite result (OVT_ENUMERIC, from the
+ * site), a fraudulent log entry in REPLAY (OVT_EFRAUD), allocation failure.
+ * On failure the outputs are unspecified and the step must be abandoned.
+ * Outputs may not alias inputs unless said so.
+ *
+ * Threads: one ctx is used by one thread at a time. The cpu backend splits
+ * GEMMs over krn_config.threads threads (output tiles) and sets OpenBLAS to
+ * one thread; results never depend on the thread count. The ops keep large
+ * FP64 temporaries in per-thread scratch buffers between calls
+ * (kernels/reduce.h). */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "kernels/site.h"
+
+/* Reduction chunk length, part of the numeric contract (docs/op-bounds.md):
+ * a sum of K terms is split into ceil(K / KRN_GEMM_CHUNK) consecutive chunks.
+ * 128 keeps the log under 2 bytes per 1,000 outputs up to K = 3072
+ * (docs/bench-kernels.md). */
+#define KRN_GEMM_CHUNK 128
+
+/* ---- matmul (bounds: docs/op-bounds.md, section 2, as for every op) ---- */
+
+/* out (N,OC) = inp (N,C) @ weight^T + bias, weight (OC,C), bias (OC) or NULL.
+ * Sites: "matmul.fwd" (N*OC, reduction over C) into out, then, with a bias,
+ * "matmul.fwd.bias" (N*OC, exact: out + bias) in place. Saves nothing. */
+int krn_matmul_forward(krn_ctx *ctx, float *out, const float *inp, const float *weight,
+                       const float *bias, size_t N, size_t C, size_t OC) OVT_MUST_USE;
+
+/* dinp (N,C) += dout (N,OC) @ weight (OC,C)       [dinp may be NULL: skipped]
+ * dweight (OC,C) += dout^T @ inp (N,C)
+ * dbias (OC) += column sums of dout               [NULL when there is no bias]
+ * Sites: "matmul.bwd.dinp" (N*C, reduction over OC), "matmul.bwd.dweight"
+ * (OC*C, reduction over N), "matmul.bwd.dbias" (OC, reduction over N), in
+ * that order, each skipped when its output is NULL. */
+int krn_matmul_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias, const float *dout,
+                        const float *inp, const float *weight, size_t N, size_t C,
+                        size_t OC) OVT_MUST_USE;
+
+/* ---- bias add ---------------------------------------------------------- */
+
+/* out (N,C) = inp (N,C) + bias (C) broadcast over rows; out may equal inp.
+ * Site: "bias.fwd" (N*C, exact). */
+int krn_bias_forward(krn_ctx *ctx, float *out, const float *inp, const float *bias, size_t N,
+                     size_t C) OVT_MUST_USE;
+
+/* dbias (C) += column sums of dout (N,C). Site: "bias.bwd" (C, reduction over N). */
+int krn_bias_backward(krn_ctx *ctx, float *dbias, const float *dout, size_t N, size_t C) OVT_MUST_USE;
+
+/* ---- activations ------------------------------------------------------- */
+
+/* GPT-2's tanh GELU: out = 0.5*x*(1 + tanh(s*(x + 0.044715*x^3))),
+ * s = sqrt(2/pi) as the double 0.7978845608028654. inp, out (n).
+ * Sites: "gelu.tanh" (n, libm: tanh of the exact argument
+ * s*(x + (0.044715*x)*x*x)), then "gelu.fwd" (n, exact: (0.5*x)*(1 + t)).
+ * Saves nothing (backward recomputes the tanh). out may equal inp. */
+int krn_gelu_forward(krn_ctx *ctx, float *out, const float *inp, size_t n) OVT_MUST_USE;
+
+/* dinp (n) += dout * gelu'(inp), with t the grid tanh recomputed as above:
+ * gelu'(x) = 0.5*(1 + t) + (0.5*x)*(1 - t*t)*s*(1 + 3*0.044715*x*x).
+ * Sites: "gelu.tanh" (n, libm), "gelu.bwd" (n, exact). */
+int krn_gelu_backward(krn_ctx *ctx, float *dinp, const float *inp, const float *dout,
+                      size_t n) OVT_MUST_USE;
+
+/* out (n) = max(x, 0). Site: "relu.fwd" (n, exact). out may equal inp. */
+int krn_relu_forward(krn_ctx *ctx, float *out, const float *inp, size_t n) OVT_MUST_USE;
+
+/* dinp (n) += inp > 0 ? dout : 0. Site: "relu.bwd" (n, exact). */
+int krn_relu_backward(krn_ctx *ctx, float *dinp, const float *inp, const float *dout,
+                      size_t n) OVT_MUST_USE;
+
+/* ---- layernorm ---------------------------------------------------------- */
+
+/* Per row of inp (N,C): mean = sum(x)/C, var = sum((x - mean)^2)/C,
+ * rstd = 1/sqrt(var + 1e-5), out = ((x - mean)*rstd)*weight + bias;
+ * weight, bias (C); mean, rstd (N) are saved for backward.
+ * Sites: "layernorm.mean" (N, reduction over C), "layernorm.var" (N,
+ * reduction over C; an internal buffer, not saved), "layernorm.rstd" (N,
+ * exact), "layernorm.fwd" (N*C, exact). */
+int krn_layernorm_forward(krn_ctx *ctx, float *out, float *mean, float *rstd, const float *inp,
+                          const float *weight, const float *bias, size_t N, size_t C) OVT_MUST_USE;
+
+/* With norm = (x - mean)*rstd and dnorm = weight*dout (exact per element):
+ *   dnorm_mean = sum(dnorm)/C, dnorm_norm_mean = sum(dnorm*norm)/C per row,
+ *   dbias (C) += sum over rows of dout, dweight (C) += sum over rows of norm*dout,
+ *   dinp (N,C) += ((dnorm - dnorm_mean) - norm*dnorm_norm_mean)*rstd.
+ * Sites: "layernorm.bwd.dmean" (N, reduction over C), "layernorm.bwd.dnmean"
+ * (N, reduction over C), "layernorm.bwd.dbias" (C, reduction over N),
+ * "layernorm.bwd.dweight" (C, reduction over N), "layernorm.bwd.dinp" (N*C,
+ * exact). dnorm_mean and dnorm_norm_mean are internal buffers. */
+int krn_layernorm_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias,
+                           const float *dout, const float *inp, const float *weight,
+                           const float *mean, const float *rstd, size_t N, size_t C) OVT_MUST_USE;
+
+/* ---- attention ---------------------------------------------------------- */
+
+/* Causal multi-head self-attention from a fused qkv, as llm.c:
+ * inp (B,T,3C) holds q, k, v for each position (head h uses channels
+ * h*hs..h*hs+hs-1 of each third, hs = C/NH); out (B,T,C); preatt and att
+ * (B,NH,T,T) are saved (att is what backward needs). For t2 <= t:
+ *   preatt[t][t2] = (q_t . k_t2) * (1/sqrt(hs)), the scale the double
+ *                   1.0/sqrt((double)hs);
+ *   e[t2] = exp(preatt[t][t2] - max_t2' preatt[t][t2']); s = sum e;
+ *   att[t][t2] = e[t2] / s;  out_t = sum_t2 att[t][t2] * v_t2.
+ * Entries with t2 > t are 0 in preatt and att.
+ * Sites: "attn.qk" (B*NH*T*T, reduction over hs, scale inside),
+ * "attn.exp" (B*NH*T*T, libm, into att), "attn.sum" (B*NH*T, reduction over
+ * t2; internal), "attn.softmax" (B*NH*T*T, exact, into att), "attn.out"
+ * (B*T*C, reduction over t2). C must be a multiple of NH. The sums over
+ * positions run over all T with the masked terms as exact zeros (chunk
+ * boundaries at multiples of KRN_GEMM_CHUNK from position 0). */
+int krn_attention_forward(krn_ctx *ctx, float *out, float *preatt, float *att, const float *inp,
+                          size_t B, size_t T, size_t C, size_t NH) OVT_MUST_USE;
+
+/* dinp (B,T,3C) += gradient of the forward above; datt and dpreatt
+ * (B,NH,T,T) are scratch outputs (overwritten, llm.c style).
+ *   datt[t][t2] = dout_t . v_t2                    (t2 <= t)
+ *   dv_t2 += sum_{t >= t2} att[t][t2] * dout_t
+ *   r_t = sum_t2 att[t][t2] * datt[t][t2]
+ *   dpreatt[t][t2] = att[t][t2] * (datt[t][t2] - r_t)
+ *   dq_t += (sum_t2 dpreatt[t][t2] * k_t2) * scale
+ *   dk_t2 += (sum_{t >= t2} dpreatt[t][t2] * q_t) * scale
+ * Sites: "attn.bwd.datt" (B*NH*T*T, reduction over hs), "attn.bwd.dv"
+ * (B*T*C, reduction over t), "attn.bwd.r" (B*NH*T, reduction over t2;
+ * internal), "attn.bwd.dpreatt" (B*NH*T*T, exact), "attn.bwd.dq" (B*T*C,
+ * reduction over t2), "attn.bwd.dk" (B*T*C, reduction over t). The dv, dq,
+ * dk sites accumulate into the matching third of dinp. */
+int krn_attention_backward(krn_ctx *ctx, float *dinp, float *dpreatt, float *datt,
+                           const float *dout, const float *inp, const float *att, size_t B,
+                           size_t T, size_t C, size_t NH) OVT_MUST_USE;
+
+/* ---- residual, accumulation -------------------------------------------- */
+
+/* out (n) = inp1 + inp2. Site: "residual.fwd" (n, exact). out may equal an input. */
+int krn_residual_forward(krn_ctx *ctx, float *out, const float *inp1, const float *inp2,
+                         size_t n) OVT_MUST_USE;
+
+/* dinp1 += dout, dinp2 += dout. Sites: "residual.bwd1", "residual.bwd2" (n, exact). */
+int krn_residual_backward(krn_ctx *ctx, float *dinp1, float *dinp2, const float *dout,
+                          size_t n) OVT_MUST_USE;
+
+/* dst (n) += src (n): gradient accumulation across micro-batches or shared
+ * weights. Site: "accumulate" (n, exact). */
+int krn_accumulate(krn_ctx *ctx, float *dst, const float *src, size_t n) OVT_MUST_USE;
+
+/* ---- embedding (llm.c's encoder) ---------------------------------------- */
+
+/* out (B,T,C) = wte[tokens[b,t]] + wpe[t]; tokens (B,T) in [0,V); wte (V,C),
+ * wpe (maxT,C) with T <= maxT (only the first T rows are read).
+ * Site: "encoder.fwd" (B*T*C, exact). */
+int krn_encoder_forward(krn_ctx *ctx, float *out, const int32_t *tokens, const float *wte,
+                        const float *wpe, size_t B, size_t T, size_t C, size_t V) OVT_MUST_USE;
+
+/* dwte (V,C) += for each row v, the sum of dout[b,t] over positions with
+ * tokens[b,t] == v, taken in increasing b*T+t order; dwpe (T,C) += the sum
+ * over b of dout[b,t]. Sites: "encoder.bwd.dwte" (V*C, reduction over the
+ * occurrences of each token), "encoder.bwd.dwpe" (T*C, reduction over B). */
+int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *dout,
+                         const int32_t *tokens, size_t B, size_t T, size_t C, size_t V) OVT_MUST_USE;
+
+/* ---- softmax cross-entropy ---------------------------------------------- */
+
+/* For each of the N rows of logits (N,V) with targets (N) in [0,V):
+ *   mx = max(row); e_j = exp(logit_j - mx); s = sum_j e_j;
+ *   probs_j = e_j / s; losses = log(s) - (logit_target - mx);
+ *   loss (scalar) = sum(losses) / N.
+ * probs (N,V) and losses (N) are saved. Sites: "xent.exp" (N*V, libm, into
+ * probs), "xent.sum" (N, reduction over V; internal), "xent.probs" (N*V,
+ * exact), "xent.logsum" (N, libm: log(s); internal), "xent.losses" (N,
+ * exact), "xent.loss" (1, reduction over N, divided by N inside). Serves
+ * GPT-2 (N = B*T, V = vocabulary) and the MLP classifier (N = batch,
+ * V = classes). */
+int krn_crossentropy_forward(krn_ctx *ctx, float *loss, float *losses, float *probs,
+                             const float *logits, const int32_t *targets, size_t N,
+                             size_t V) OVT_MUST_USE;
+
+/* dlogits (N,V) += (probs - onehot(target)) * (dloss / N), dloss the
+ * gradient of the mean loss (1.0 normally; a grid value).
+ * Site: "xent.bwd" (N*V, exact: (p - ind) * (dloss / N) + old). */
+int krn_crossentropy_backward(krn_ctx *ctx, float *dlogits, const float *probs,
+                              const int32_t *targets, float dloss, size_t N, size_t V) OVT_MUST_USE;
+
+/* ---- optimizer ----------------------------------------------------------- */
+
+/* norm (scalar) = sqrt(sum of grads[i]^2) over grads (n), the global
+ * gradient norm for clipping. Sites: "gradnorm.sumsq" (1, reduction over n),
+ * "gradnorm.sqrt" (1, exact). */
+int krn_grad_norm(krn_ctx *ctx, float *norm, const float *grads, size_t n) OVT_MUST_USE;
+
+/* factor (scalar) = norm > max_norm ? max_norm / norm : 1, the gradient scale
+ * of clipping (pass it to krn_adamw_update as grad_scale). max_norm > 0.
+ * Site: "clip.factor" (1, exact). */
+int krn_clip_factor(krn_ctx *ctx, float *factor, float norm, float max_norm) OVT_MUST_USE;
+
+/* The AdamW bias corrections of step t >= 1: bc1 = 1 - beta1^t,
+ * bc2 = 1 - beta2^t (scalars). Sites: "adamw.pow1", "adamw.pow2" (1 each,
+ * libm: pow(beta, t)), "adamw.bc1", "adamw.bc2" (1 each, exact). */
+int krn_adamw_corrections(krn_ctx *ctx, float *bc1, float *bc2, float beta1, float beta2,
+                          uint64_t t) OVT_MUST_USE;
+
+/* AdamW on n parameters, in place, llm.c's form, with g = grads*grad_scale:
+ *   m = beta1*m + (1 - beta1)*g
+ *   v = beta2*v + (1 - beta2)*(g*g)
+ *   params -= lr * ((m/bc1) / (sqrt(v/bc2) + eps) + weight_decay*params)
+ * (m and v in that formula are the new, grid-rounded moments). All scalars
+ * are grid values (the trainer rounds its schedule through sites).
+ * Sites: "adamw.m", "adamw.v", "adamw.param" (n each, exact). */
+int krn_adamw_update(krn_ctx *ctx, float *params, float *m, float *v, const float *grads,
+                     float bc1, float bc2, float lr, float beta1, float beta2, float eps,
+                     float weight_decay, float grad_scale, size_t n) OVT_MUST_USE;
+
+#endif

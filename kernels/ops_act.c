@@ -1,0 +1,127 @@
+/* GELU (GPT-2's tanh form) and ReLU (kernels/ops.h). Bands: docs/op-bounds.md. */
+#include <stdlib.h>
+
+#include "kernels/ops.h"
+#include "kernels/reduce.h"
+
+/* The constants of the contract, as FP64 literals (every compiler reads a
+ * decimal literal to the same nearest double). */
+#define GELU_S 0.7978845608028654 /* sqrt(2/pi) */
+#define GELU_C 0.044715
+#define GELU_3C 0.134145 /* 3 * GELU_C, written out so no constant folding is involved */
+
+static int check_unary(const char *op, const float *out, const char *out_name, const float *inp,
+                       const float *dout, size_t n)
+{
+    size_t nn;
+    int rc;
+    if ((rc = krn_check_ptr(op, out_name, out)) || (rc = krn_check_ptr(op, "inp", inp)) ||
+        (rc = krn_check_ptr(op, "dout", dout)) || (rc = krn_check_dims(op, n, 1, &nn)))
+        return rc;
+    return 0;
+}
+
+/* Site "gelu.tanh": t = tanh(s*(x + ((c*x)*x)*x)) rounded to the grid. */
+static int gelu_tanh_site(krn_ctx *ctx, const krn_cpu *be, float *t, const float *inp, size_t n,
+                          double *x)
+{
+    for (size_t i = 0; i < n; i++) {
+        double v = inp[i];
+        x[i] = krn_cpu_libm(be, KRN_FN_TANH, GELU_S * (v + ((GELU_C * v) * v) * v));
+    }
+    krn_band band = krn_band_libm();
+    return krn_site(ctx, "gelu.tanh", t, x, n, &band);
+}
+
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("gelu"). */
+int krn_gelu_forward(krn_ctx *ctx, float *out, const float *inp, size_t n)
+{
+    static const char op[] = "gelu_forward";
+    int rc;
+    if ((rc = check_unary(op, out, "out", inp, inp, n)))
+        return rc;
+    krn_cpu be;
+    if ((rc = krn_cpu_from_ctx(ctx, &be)))
+        return rc;
+    rc = OVT_ENOMEM;
+    double *x = krn_doubles(n, op);
+    float *t = krn_floats(n, op);
+    if (!x || !t)
+        goto done;
+    if ((rc = gelu_tanh_site(ctx, &be, t, inp, n, x)))
+        goto done;
+    for (size_t i = 0; i < n; i++)
+        x[i] = (0.5 * (double)inp[i]) * (1.0 + (double)t[i]);
+    krn_band band = krn_band_exact();
+    rc = krn_site(ctx, "gelu.fwd", out, x, n, &band);
+done:
+    free(x);
+    free(t);
+    return rc;
+}
+
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("gelu"). */
+int krn_gelu_backward(krn_ctx *ctx, float *dinp, const float *inp, const float *dout, size_t n)
+{
+    static const char op[] = "gelu_backward";
+    int rc;
+    if ((rc = check_unary(op, dinp, "dinp", inp, dout, n)))
+        return rc;
+    krn_cpu be;
+    if ((rc = krn_cpu_from_ctx(ctx, &be)))
+        return rc;
+    rc = OVT_ENOMEM;
+    double *x = krn_doubles(n, op);
+    float *t = krn_floats(n, op);
+    if (!x || !t)
+        goto done;
+    if ((rc = gelu_tanh_site(ctx, &be, t, inp, n, x)))
+        goto done;
+    for (size_t i = 0; i < n; i++) {
+        double v = inp[i], th = t[i];
+        double grad = 0.5 * (1.0 + th) + (((0.5 * v) * (1.0 - th * th)) * GELU_S) * (1.0 + (GELU_3C * v) * v);
+        x[i] = grad * (double)dout[i] + (double)dinp[i];
+    }
+    krn_band band = krn_band_exact();
+    rc = krn_site(ctx, "gelu.bwd", dinp, x, n, &band);
+done:
+    free(x);
+    free(t);
+    return rc;
+}
+
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("relu"). */
+int krn_relu_forward(krn_ctx *ctx, float *out, const float *inp, size_t n)
+{
+    static const char op[] = "relu_forward";
+    int rc;
+    if ((rc = check_unary(op, out, "out", inp, inp, n)))
+        return rc;
+    double *x = krn_doubles(n, op);
+    if (!x)
+        return OVT_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        x[i] = inp[i] > 0 ? (double)inp[i] : 0.0;
+    krn_band band = krn_band_exact();
+    rc = krn_site(ctx, "relu.fwd", out, x, n, &band);
+    free(x);
+    return rc;
+}
+
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("relu"). */
+int krn_relu_backward(krn_ctx *ctx, float *dinp, const float *inp, const float *dout, size_t n)
+{
+    static const char op[] = "relu_backward";
+    int rc;
+    if ((rc = check_unary(op, dinp, "dinp", inp, dout, n)))
+        return rc;
+    double *x = krn_doubles(n, op);
+    if (!x)
+        return OVT_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        x[i] = (double)dinp[i] + (inp[i] > 0 ? (double)dout[i] : 0.0);
+    krn_band band = krn_band_exact();
+    rc = krn_site(ctx, "relu.bwd", dinp, x, n, &band);
+    free(x);
+    return rc;
+}

@@ -1,0 +1,340 @@
+/* matmul, bias add, residual add, gradient accumulation and the token +
+ * position embedding (kernels/ops.h). Each site's band: docs/op-bounds.md. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/ops.h"
+#include "kernels/reduce.h"
+
+/* x[i] += old[i]: the accumulation into an existing gradient, one FP64
+ * addition after the reduction (the band's ops = 1 covers it). */
+static void add_old(double *x, const float *old, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] += (double)old[i];
+}
+
+/* Exact site out = a + b (n elements); out may alias a or b. */
+static int exact_add(krn_ctx *ctx, const char *name, float *out, const float *a, const float *b,
+                     size_t n)
+{
+    double *x = krn_doubles(n, name);
+    if (!x)
+        return OVT_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        x[i] = (double)a[i] + (double)b[i];
+    krn_band band = krn_band_exact();
+    int rc = krn_site(ctx, name, out, x, n, &band);
+    free(x);
+    return rc;
+}
+
+/* Exact site out (N,C) = inp + bias broadcast over rows, x an N*C scratch. */
+static int bias_site(krn_ctx *ctx, const char *name, float *out, const float *inp,
+                     const float *bias, size_t N, size_t C, double *x)
+{
+    for (size_t i = 0; i < N; i++)
+        for (size_t j = 0; j < C; j++)
+            x[i * C + j] = (double)inp[i * C + j] + (double)bias[j];
+    krn_band band = krn_band_exact();
+    return krn_site(ctx, name, out, x, N * C, &band);
+}
+
+/* Site dsum (C) += column sums of m (N,C), a reduction over N. */
+static int column_sum_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float *dsum,
+                           const float *m, size_t N, size_t C)
+{
+    double *md = krn_doubles(N * C, name);
+    if (!md)
+        return OVT_ENOMEM;
+    krn_widen(md, m, N * C);
+    int rc = krn_colsum_site(ctx, be, name, dsum, md, N, C);
+    free(md);
+    return rc;
+}
+
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("matmul fwd"). */
+int krn_matmul_forward(krn_ctx *ctx, float *out, const float *inp, const float *weight,
+                       const float *bias, size_t N, size_t C, size_t OC)
+{
+    static const char op[] = "matmul_forward";
+    size_t nin, nw, nout;
+    int rc;
+    if ((rc = krn_check_ptr(op, "out", out)) || (rc = krn_check_ptr(op, "inp", inp)) ||
+        (rc = krn_check_ptr(op, "weight", weight)) || (rc = krn_check_dims(op, N, C, &nin)) ||
+        (rc = krn_check_dims(op, OC, C, &nw)) || (rc = krn_check_dims(op, N, OC, &nout)))
+        return rc;
+    krn_cpu be;
+    if ((rc = krn_cpu_from_ctx(ctx, &be)))
+        return rc;
+    rc = OVT_ENOMEM;
+    double *a = krn_scratch(KRN_SCRATCH_A, nin), *w = krn_scratch(KRN_SCRATCH_B, nw);
+    double *x = krn_scratch(KRN_SCRATCH_OUT, nout);
+    double *rn = krn_doubles(N, op), *cn = krn_doubles(OC, op);
+    if (!a || !w || !x || !rn || !cn)
+        goto done;
+    krn_widen_rows(a, rn, inp, N, C);
+    krn_widen_rows(w, cn, weight, OC, C);
+    if ((rc = krn_chunked_gemm(&be, x, false, a, C, true, w, C, N, OC, C)))
+        goto done;
+    krn_band band = krn_band_reduction(KRN_BAND_OUTER, C, 1.0, 0);
+    band.a = rn;
+    band.b = cn;
+    band.cols = OC;
+    if ((rc = krn_site(ctx, "matmul.fwd", out, x, nout, &band)))
+        goto done;
+    if (bias)
+        rc = bias_site(ctx, "matmul.fwd.bias", out, out, bias, N, OC, x);
+done:
+    free(rn);
+    free(cn);
+    return rc;
+}
+
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("matmul bwd"). */
+int krn_matmul_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias, const float *dout,
+                        const float *inp, const float *weight, size_t N, size_t C, size_t OC)
+{
+    static const char op[] = "matmul_backward";
+    size_t nin, nw, nout;
+    int rc;
+    if ((rc = krn_check_ptr(op, "dweight", dweight)) || (rc = krn_check_ptr(op, "dout", dout)) ||
+        (rc = krn_check_ptr(op, "inp", inp)) || (rc = krn_check_ptr(op, "weight", weight)) ||
+        (rc = krn_check_dims(op, N, C, &nin)) || (rc = krn_check_dims(op, OC, C, &nw)) ||
+        (rc = krn_check_dims(op, N, OC, &nout)))
+        return rc;
+    krn_cpu be;
+    if ((rc = krn_cpu_from_ctx(ctx, &be)))
+        return rc;
+    rc = OVT_ENOMEM;
+    size_t nx = nin > nw ? nin : nw;
+    double *g = krn_scratch(KRN_SCRATCH_A, nout), *a = krn_scratch(KRN_SCRATCH_B, nin);
+    double *w = krn_scratch(KRN_SCRATCH_C, nw), *x = krn_scratch(KRN_SCRATCH_OUT, nx);
+    double *gn = krn_doubles(N > OC ? N : OC, op);
+    double *cn = krn_doubles(C, op);
+    if (!g || !a || !w || !x || !gn || !cn)
+        goto done;
+    krn_widen_rows(g, gn, dout, N, OC);
+    krn_widen(a, inp, nin);
+    krn_widen(w, weight, nw);
+    if (dinp) {
+        /* dinp (N,C) += dout (N,OC) @ weight (OC,C): K = OC. */
+        if ((rc = krn_chunked_gemm(&be, x, false, g, OC, false, w, C, N, C, OC)))
+            goto done;
+        add_old(x, dinp, nin);
+        krn_col_norms(cn, weight, OC, C);
+        krn_band band = krn_band_reduction(KRN_BAND_OUTER, OC, 1.0, 1);
+        band.a = gn;
+        band.b = cn;
+        band.cols = C;
+        if ((rc = krn_site(ctx, "matmul.bwd.dinp", dinp, x, nin, &band)))
+            goto done;
+    }
+    /* dweight (OC,C) += dout^T (OC,N) @ inp (N,C): K = N. */
+    if ((rc = krn_chunked_gemm(&be, x, true, g, OC, false, a, C, OC, C, N)))
+        goto done;
+    add_old(x, dweight, nw);
+    krn_col_norms(gn, dout, N, OC);
+    krn_col_norms(cn, inp, N, C);
+    krn_band band = krn_band_reduction(KRN_BAND_OUTER, N, 1.0, 1);
+    band.a = gn;
+    band.b = cn;
+    band.cols = C;
+    if ((rc = krn_site(ctx, "matmul.bwd.dweight", dweight, x, nw, &band)))
+        goto done;
+    if (dbias)
+        rc = column_sum_site(ctx, &be, "matmul.bwd.dbias", dbias, dout, N, OC);
+done:
+    free(gn);
+    free(cn);
+    return rc;
+}
+
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("bias"). */
+int krn_bias_forward(krn_ctx *ctx, float *out, const float *inp, const float *bias, size_t N,
+                     size_t C)
+{
+    static const char op[] = "bias_forward";
+    size_t n;
+    int rc;
+    if ((rc = krn_check_ptr(op, "out", out)) || (rc = krn_check_ptr(op, "inp", inp)) ||
+        (rc = krn_check_ptr(op, "bias", bias)) || (rc = krn_check_dims(op, N, C, &n)))
+        return rc;
+    double *x = krn_doubles(n, op);
+    if (!x)
+        return OVT_ENOMEM;
+    rc = bias_site(ctx, "bias.fwd", out, inp, bias, N, C, x);
+    free(x);
+    return rc;
+}
+
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("bias"). */
+int krn_bias_backward(krn_ctx *ctx, float *dbias, const float *dout, size_t N, size_t C)
+{
+    static const char op[] = "bias_backward";
+    size_t n;
+    int rc;
+    if ((rc = krn_check_ptr(op, "dbias", dbias)) || (rc = krn_check_ptr(op, "dout", dout)) ||
+        (rc = krn_check_dims(op, N, C, &n)))
+        return rc;
+    krn_cpu be;
+    if ((rc = krn_cpu_from_ctx(ctx, &be)))
+        return rc;
+    return column_sum_site(ctx, &be, "bias.bwd", dbias, dout, N, C);
+}
+
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("residual, accumulate"). */
+int krn_residual_forward(krn_ctx *ctx, float *out, const float *inp1, const float *inp2, size_t n)
+{
+    static const char op[] = "residual_forward";
+    size_t nn;
+    int rc;
+    if ((rc = krn_check_ptr(op, "out", out)) || (rc = krn_check_ptr(op, "inp1", inp1)) ||
+        (rc = krn_check_ptr(op, "inp2", inp2)) || (rc = krn_check_dims(op, n, 1, &nn)))
+        return rc;
+    return exact_add(ctx, "residual.fwd", out, inp1, inp2, n);
+}
+
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("residual, accumulate"). */
+int krn_residual_backward(krn_ctx *ctx, float *dinp1, float *dinp2, const float *dout, size_t n)
+{
+    static const char op[] = "residual_backward";
+    size_t nn;
+    int rc;
+    if ((rc = krn_check_ptr(op, "dinp1", dinp1)) || (rc = krn_check_ptr(op, "dinp2", dinp2)) ||
+        (rc = krn_check_ptr(op, "dout", dout)) || (rc = krn_check_dims(op, n, 1, &nn)))
+        return rc;
+    if ((rc = exact_add(ctx, "residual.bwd1", dinp1, dinp1, dout, n)))
+        return rc;
+    return exact_add(ctx, "residual.bwd2", dinp2, dinp2, dout, n);
+}
+
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("residual, accumulate"). */
+int krn_accumulate(krn_ctx *ctx, float *dst, const float *src, size_t n)
+{
+    static const char op[] = "accumulate";
+    size_t nn;
+    int rc;
+    if ((rc = krn_check_ptr(op, "dst", dst)) || (rc = krn_check_ptr(op, "src", src)) ||
+        (rc = krn_check_dims(op, n, 1, &nn)))
+        return rc;
+    return exact_add(ctx, "accumulate", dst, dst, src, n);
+}
+
+static int check_tokens(const char *op, const int32_t *tokens, size_t n, size_t V)
+{
+    for (size_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || (size_t)tokens[i] >= V)
+            return ovt_fail(OVT_EINVAL, "%s: token %d at position %zu is outside the vocabulary [0, %zu)",
+                            op, (int)tokens[i], i, V);
+    return 0;
+}
+
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("encoder fwd"). */
+int krn_encoder_forward(krn_ctx *ctx, float *out, const int32_t *tokens, const float *wte,
+                        const float *wpe, size_t B, size_t T, size_t C, size_t V)
+{
+    static const char op[] = "encoder_forward";
+    size_t bt, n, nv;
+    int rc;
+    if ((rc = krn_check_ptr(op, "out", out)) || (rc = krn_check_ptr(op, "tokens", tokens)) ||
+        (rc = krn_check_ptr(op, "wte", wte)) || (rc = krn_check_ptr(op, "wpe", wpe)) ||
+        (rc = krn_check_dims(op, B, T, &bt)) || (rc = krn_check_dims(op, bt, C, &n)) ||
+        (rc = krn_check_dims(op, V, C, &nv)) || (rc = check_tokens(op, tokens, bt, V)))
+        return rc;
+    double *x = krn_doubles(n, op);
+    if (!x)
+        return OVT_ENOMEM;
+    for (size_t b = 0; b < B; b++)
+        for (size_t t = 0; t < T; t++) {
+            const float *te = wte + (size_t)tokens[b * T + t] * C, *pe = wpe + t * C;
+            double *xo = x + (b * T + t) * C;
+            for (size_t c = 0; c < C; c++)
+                xo[c] = (double)te[c] + (double)pe[c];
+        }
+    krn_band band = krn_band_exact();
+    rc = krn_site(ctx, "encoder.fwd", out, x, n, &band);
+    free(x);
+    return rc;
+}
+
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("encoder bwd"). */
+int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *dout,
+                         const int32_t *tokens, size_t B, size_t T, size_t C, size_t V)
+{
+    static const char op[] = "encoder_backward";
+    size_t bt, n, nv, nt;
+    int rc;
+    if ((rc = krn_check_ptr(op, "dwte", dwte)) || (rc = krn_check_ptr(op, "dwpe", dwpe)) ||
+        (rc = krn_check_ptr(op, "dout", dout)) || (rc = krn_check_ptr(op, "tokens", tokens)) ||
+        (rc = krn_check_dims(op, B, T, &bt)) || (rc = krn_check_dims(op, bt, C, &n)) ||
+        (rc = krn_check_dims(op, V, C, &nv)) || (rc = krn_check_dims(op, T, C, &nt)) ||
+        (rc = check_tokens(op, tokens, bt, V)))
+        return rc;
+    krn_cpu be;
+    if ((rc = krn_cpu_from_ctx(ctx, &be)))
+        return rc;
+    rc = OVT_ENOMEM;
+    size_t nx = nv > nt ? nv : nt;
+    /* x and mag are V*C (38.6M for GPT-2 small): per-thread scratch */
+    double *g = krn_doubles(n, op), *x = krn_scratch(KRN_SCRATCH_A, nx);
+    double *mag = krn_scratch(KRN_SCRATCH_B, nx), *gather = krn_doubles(bt, op);
+    size_t *start = calloc(V + 1, sizeof *start), *pos = calloc(bt, sizeof *pos);
+    if (!g || !x || !mag || !gather || !start || !pos) {
+        ovt_fail(OVT_ENOMEM, "%s: out of memory", op);
+        goto done;
+    }
+    krn_widen(g, dout, n);
+    /* Positions of each token in increasing b*T+t order (a stable counting sort). */
+    for (size_t i = 0; i < bt; i++)
+        start[tokens[i] + 1]++;
+    for (size_t v = 0; v < V; v++)
+        start[v + 1] += start[v];
+    for (size_t i = 0; i < bt; i++) {
+        size_t v = (size_t)tokens[i];
+        pos[start[v]++] = i;
+    }
+    for (size_t v = V; v > 0; v--)
+        start[v] = start[v - 1];
+    start[0] = 0;
+    /* dwte: for each token its occurrences' dout rows, chunk-summed; the
+     * band's scale is folded into mag because K differs per token. */
+    for (size_t v = 0; v < V; v++) {
+        size_t cnt = start[v + 1] - start[v];
+        double gam = cnt ? krn_chunked_gamma(cnt) : 0.0;
+        for (size_t c = 0; c < C; c++) {
+            double s = 0, m = 0;
+            if (cnt) {
+                for (size_t j = 0; j < cnt; j++) {
+                    gather[j] = g[pos[start[v] + j] * C + c];
+                    m += gather[j] < 0 ? -gather[j] : gather[j];
+                }
+                s = krn_chunked_dot(&be, gather, 1, NULL, 0, cnt);
+            }
+            x[v * C + c] = s + (double)dwte[v * C + c];
+            mag[v * C + c] = gam * m;
+        }
+    }
+    krn_band band = krn_band_reduction(KRN_BAND_ARRAY, 1, 1.0, 1);
+    band.scale = KRN_BAND_MARGIN * 2.0;
+    band.a = mag;
+    if ((rc = krn_site(ctx, "encoder.bwd.dwte", dwte, x, nv, &band)))
+        goto done;
+    /* dwpe: for each position t the sum over b (stride T*C). */
+    for (size_t i = 0; i < nt; i++) {
+        x[i] = krn_chunked_dot(&be, g + i, (ptrdiff_t)nt, NULL, 0, B) + (double)dwpe[i];
+        double m = 0;
+        for (size_t b = 0; b < B; b++)
+            m += g[b * nt + i] < 0 ? -g[b * nt + i] : g[b * nt + i];
+        mag[i] = m;
+    }
+    band = krn_band_reduction(KRN_BAND_ARRAY, B, 1.0, 1);
+    band.a = mag;
+    rc = krn_site(ctx, "encoder.bwd.dwpe", dwpe, x, nt, &band);
+done:
+    free(g);
+    free(gather);
+    free(start);
+    free(pos);
+    return rc;
+}

@@ -1,0 +1,121 @@
+/* Softmax cross-entropy with a mean loss (kernels/ops.h). Bands: docs/op-bounds.md. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "kernels/ops.h"
+#include "kernels/reduce.h"
+
+static int check_targets(const char *op, const int32_t *targets, size_t N, size_t V)
+{
+    for (size_t i = 0; i < N; i++)
+        if (targets[i] < 0 || (size_t)targets[i] >= V)
+            return ovt_fail(OVT_EINVAL, "%s: target %d of row %zu is outside [0, %zu)", op,
+                            (int)targets[i], i, V);
+    return 0;
+}
+
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("cross-entropy fwd"). */
+int krn_crossentropy_forward(krn_ctx *ctx, float *loss, float *losses, float *probs,
+                             const float *logits, const int32_t *targets, size_t N, size_t V)
+{
+    static const char op[] = "crossentropy_forward";
+    size_t n;
+    int rc;
+    if ((rc = krn_check_ptr(op, "loss", loss)) || (rc = krn_check_ptr(op, "losses", losses)) ||
+        (rc = krn_check_ptr(op, "probs", probs)) || (rc = krn_check_ptr(op, "logits", logits)) ||
+        (rc = krn_check_ptr(op, "targets", targets)) || (rc = krn_check_dims(op, N, V, &n)) ||
+        (rc = check_targets(op, targets, N, V)))
+        return rc;
+    krn_cpu be;
+    if ((rc = krn_cpu_from_ctx(ctx, &be)))
+        return rc;
+    rc = OVT_ENOMEM;
+    /* x and e are N*V (12.9M for GPT-2 small): per-thread scratch, kept across calls */
+    double *x = krn_scratch(KRN_SCRATCH_A, n), *e = krn_scratch(KRN_SCRATCH_B, n);
+    double *mag = krn_doubles(N, op);
+    float *mx = krn_floats(N, op), *sums = krn_floats(N, op), *logsum = krn_floats(N, op);
+    if (!x || !e || !mag || !mx || !sums || !logsum)
+        goto done;
+    for (size_t i = 0; i < N; i++) {
+        const float *row = logits + i * V;
+        float m = row[0];
+        for (size_t j = 1; j < V; j++)
+            m = row[j] > m ? row[j] : m;
+        mx[i] = m;
+        for (size_t j = 0; j < V; j++)
+            x[i * V + j] = krn_cpu_libm(&be, KRN_FN_EXP, (double)row[j] - (double)m);
+    }
+    krn_band band = krn_band_libm();
+    if ((rc = krn_site(ctx, "xent.exp", probs, x, n, &band)))
+        goto done;
+    krn_widen(e, probs, n);
+    for (size_t i = 0; i < N; i++) {
+        x[i] = krn_chunked_dot(&be, e + i * V, 1, NULL, 0, V);
+        double m = 0;
+        for (size_t j = 0; j < V; j++)
+            m += e[i * V + j];
+        mag[i] = m;
+    }
+    band = krn_band_reduction(KRN_BAND_ARRAY, V, 1.0, 0);
+    band.a = mag;
+    if ((rc = krn_site(ctx, "xent.sum", sums, x, N, &band)))
+        goto done;
+    for (size_t i = 0; i < N; i++)
+        for (size_t j = 0; j < V; j++)
+            x[i * V + j] = e[i * V + j] / (double)sums[i];
+    band = krn_band_exact();
+    if ((rc = krn_site(ctx, "xent.probs", probs, x, n, &band)))
+        goto done;
+    for (size_t i = 0; i < N; i++)
+        x[i] = krn_cpu_libm(&be, KRN_FN_LOG, (double)sums[i]);
+    band = krn_band_libm();
+    if ((rc = krn_site(ctx, "xent.logsum", logsum, x, N, &band)))
+        goto done;
+    for (size_t i = 0; i < N; i++)
+        x[i] = (double)logsum[i] - ((double)logits[i * V + (size_t)targets[i]] - (double)mx[i]);
+    band = krn_band_exact();
+    if ((rc = krn_site(ctx, "xent.losses", losses, x, N, &band)))
+        goto done;
+    krn_widen(e, losses, N);
+    double m = 0;
+    for (size_t i = 0; i < N; i++)
+        m += fabs(e[i]);
+    x[0] = krn_chunked_dot(&be, e, 1, NULL, 0, N) / (double)N;
+    band = krn_band_reduction(KRN_BAND_CONST, N, 1.0 / (double)N, 1);
+    band.scale *= m;
+    rc = krn_site(ctx, "xent.loss", loss, x, 1, &band);
+done:
+    free(mag);
+    free(mx);
+    free(sums);
+    free(logsum);
+    return rc;
+}
+
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("cross-entropy bwd"). */
+int krn_crossentropy_backward(krn_ctx *ctx, float *dlogits, const float *probs,
+                              const int32_t *targets, float dloss, size_t N, size_t V)
+{
+    static const char op[] = "crossentropy_backward";
+    size_t n;
+    int rc;
+    if ((rc = krn_check_ptr(op, "dlogits", dlogits)) || (rc = krn_check_ptr(op, "probs", probs)) ||
+        (rc = krn_check_ptr(op, "targets", targets)) || (rc = krn_check_dims(op, N, V, &n)) ||
+        (rc = check_targets(op, targets, N, V)))
+        return rc;
+    if (!isfinite(dloss))
+        return ovt_fail(OVT_EINVAL, "%s: dloss is not finite", op);
+    double *x = krn_doubles(n, op);
+    if (!x)
+        return OVT_ENOMEM;
+    double g = (double)dloss / (double)N;
+    for (size_t i = 0; i < N; i++)
+        for (size_t j = 0; j < V; j++) {
+            double ind = (size_t)targets[i] == j ? 1.0 : 0.0;
+            x[i * V + j] = ((double)probs[i * V + j] - ind) * g + (double)dlogits[i * V + j];
+        }
+    krn_band band = krn_band_exact();
+    rc = krn_site(ctx, "xent.bwd", dlogits, x, n, &band);
+    free(x);
+    return rc;
+}

@@ -1,0 +1,138 @@
+/* Global gradient norm, clipping factor and AdamW (kernels/ops.h). Bands:
+ * docs/op-bounds.md. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "kernels/ops.h"
+#include "kernels/reduce.h"
+
+/* One-element site. */
+static int scalar_site(krn_ctx *ctx, const char *name, float *out, double x, const krn_band *band)
+{
+    return krn_site(ctx, name, out, &x, 1, band);
+}
+
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("grad norm"). */
+int krn_grad_norm(krn_ctx *ctx, float *norm, const float *grads, size_t n)
+{
+    static const char op[] = "grad_norm";
+    size_t nn;
+    int rc;
+    if ((rc = krn_check_ptr(op, "norm", norm)) || (rc = krn_check_ptr(op, "grads", grads)) ||
+        (rc = krn_check_dims(op, n, 1, &nn)))
+        return rc;
+    krn_cpu be;
+    if ((rc = krn_cpu_from_ctx(ctx, &be)))
+        return rc;
+    /* Widen in blocks of whole chunks so a huge parameter vector needs no
+     * FP64 copy; the chunk sums are still added in increasing order. */
+    enum { BLOCK = 64 * KRN_GEMM_CHUNK };
+    double *g = krn_doubles(BLOCK, op);
+    if (!g)
+        return OVT_ENOMEM;
+    double s = 0, mag = 0;
+    for (size_t i0 = 0; i0 < n; i0 += BLOCK) {
+        size_t len = n - i0 < BLOCK ? n - i0 : BLOCK;
+        krn_widen(g, grads + i0, len);
+        for (size_t k0 = 0; k0 < len; k0 += KRN_GEMM_CHUNK) {
+            size_t kc = len - k0 < KRN_GEMM_CHUNK ? len - k0 : KRN_GEMM_CHUNK;
+            double part = krn_cpu_dot(&be, g + k0, 1, g + k0, 1, kc);
+            s = i0 + k0 == 0 ? part : s + part;
+        }
+        for (size_t k = 0; k < len; k++)
+            mag += g[k] * g[k];
+    }
+    free(g);
+    krn_band band = krn_band_reduction(KRN_BAND_CONST, n, 1.0, 0);
+    band.scale *= mag;
+    float sumsq;
+    if ((rc = scalar_site(ctx, "gradnorm.sumsq", &sumsq, s, &band)))
+        return rc;
+    band = krn_band_exact();
+    return scalar_site(ctx, "gradnorm.sqrt", norm, sqrt((double)sumsq), &band);
+}
+
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("clipping"). */
+int krn_clip_factor(krn_ctx *ctx, float *factor, float norm, float max_norm)
+{
+    static const char op[] = "clip_factor";
+    int rc;
+    if ((rc = krn_check_ptr(op, "factor", factor)))
+        return rc;
+    if (!(max_norm > 0) || !isfinite(max_norm))
+        return ovt_fail(OVT_EINVAL, "%s: max_norm must be positive and finite", op);
+    if (!(norm >= 0) || !isfinite(norm))
+        return ovt_fail(OVT_ENUMERIC, "%s: the gradient norm is not a finite non-negative value", op);
+    double x = norm > max_norm ? (double)max_norm / (double)norm : 1.0;
+    krn_band band = krn_band_exact();
+    return scalar_site(ctx, "clip.factor", factor, x, &band);
+}
+
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("AdamW"). */
+int krn_adamw_corrections(krn_ctx *ctx, float *bc1, float *bc2, float beta1, float beta2,
+                          uint64_t t)
+{
+    static const char op[] = "adamw_corrections";
+    int rc;
+    if ((rc = krn_check_ptr(op, "bc1", bc1)) || (rc = krn_check_ptr(op, "bc2", bc2)))
+        return rc;
+    if (t == 0 || t > (1ull << 53))
+        return ovt_fail(OVT_EINVAL, "%s: step t = %llu must be in 1..2^53", op, (unsigned long long)t);
+    if (!(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1))
+        return ovt_fail(OVT_EINVAL, "%s: betas must lie in [0, 1)", op);
+    krn_cpu be;
+    if ((rc = krn_cpu_from_ctx(ctx, &be)))
+        return rc;
+    float p1, p2;
+    krn_band band = krn_band_libm();
+    if ((rc = scalar_site(ctx, "adamw.pow1", &p1, krn_cpu_pow(&be, beta1, (double)t), &band)) ||
+        (rc = scalar_site(ctx, "adamw.pow2", &p2, krn_cpu_pow(&be, beta2, (double)t), &band)))
+        return rc;
+    band = krn_band_exact();
+    if ((rc = scalar_site(ctx, "adamw.bc1", bc1, 1.0 - (double)p1, &band)) ||
+        (rc = scalar_site(ctx, "adamw.bc2", bc2, 1.0 - (double)p2, &band)))
+        return rc;
+    return 0;
+}
+
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("AdamW"). */
+int krn_adamw_update(krn_ctx *ctx, float *params, float *m, float *v, const float *grads,
+                     float bc1, float bc2, float lr, float beta1, float beta2, float eps,
+                     float weight_decay, float grad_scale, size_t n)
+{
+    static const char op[] = "adamw_update";
+    size_t nn;
+    int rc;
+    if ((rc = krn_check_ptr(op, "params", params)) || (rc = krn_check_ptr(op, "m", m)) ||
+        (rc = krn_check_ptr(op, "v", v)) || (rc = krn_check_ptr(op, "grads", grads)) ||
+        (rc = krn_check_dims(op, n, 1, &nn)))
+        return rc;
+    if (!(bc1 > 0) || !(bc2 > 0))
+        return ovt_fail(OVT_EINVAL, "%s: bias corrections must be positive (run krn_adamw_corrections)", op);
+    double *x = krn_doubles(n, op);
+    if (!x)
+        return OVT_ENOMEM;
+    double b1 = beta1, b2 = beta2, s = grad_scale;
+    krn_band band = krn_band_exact();
+    for (size_t i = 0; i < n; i++) {
+        double g = (double)grads[i] * s;
+        x[i] = b1 * (double)m[i] + (1.0 - b1) * g;
+    }
+    if ((rc = krn_site(ctx, "adamw.m", m, x, n, &band)))
+        goto done;
+    for (size_t i = 0; i < n; i++) {
+        double g = (double)grads[i] * s;
+        x[i] = b2 * (double)v[i] + (1.0 - b2) * (g * g);
+    }
+    if ((rc = krn_site(ctx, "adamw.v", v, x, n, &band)))
+        goto done;
+    for (size_t i = 0; i < n; i++) {
+        double p = params[i];
+        double mhat = (double)m[i] / (double)bc1, vhat = (double)v[i] / (double)bc2;
+        x[i] = p - (double)lr * (mhat / (sqrt(vhat) + (double)eps) + (double)weight_decay * p);
+    }
+    rc = krn_site(ctx, "adamw.param", params, x, n, &band);
+done:
+    free(x);
+    return rc;
+}

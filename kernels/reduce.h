@@ -1,0 +1,104 @@
+#ifndef OVT_KERNELS_REDUCE_H
+#define OVT_KERNELS_REDUCE_H
+
+/* Internal to kernels/: the chunked summation order every backend follows
+ * (the part of the order the numeric contract fixes), the bands that go with
+ * it, and small helpers the ops share. docs/op-bounds.md derives the bounds. */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kernels/cpu/backend.h"
+#include "kernels/ops.h"
+#include "kernels/site.h"
+
+/* The safety factor on every band: covers the rounding of the band's own
+ * computation (norms, products) and the (1-u) denominators of the
+ * propagation terms. Part of the contract. */
+#define KRN_BAND_MARGIN 1.0625
+
+/* u = 2^-53, the FP64 unit roundoff. */
+#define KRN_U 0x1p-53
+
+/* gamma_k = k*u / (1 - k*u). */
+double krn_gamma(double k);
+
+/* The coefficient of a chunked sum of K terms: gamma_{c + n - 1} with
+ * c = min(K, KRN_GEMM_CHUNK) and n = ceil(K / KRN_GEMM_CHUNK): every correct
+ * implementation is within this times sum|terms| of the exact sum. */
+double krn_chunked_gamma(size_t K);
+
+/* sum_k x[k*incx]*y[k*incy] (y NULL: all ones) in the contract's order:
+ * consecutive chunks of KRN_GEMM_CHUNK terms, each in the backend's order,
+ * chunk sums added into the result in increasing chunk order. */
+double krn_chunked_dot(const krn_cpu *be, const double *x, ptrdiff_t incx, const double *y,
+                       ptrdiff_t incy, size_t K);
+
+/* out (m x n, dense) = op(a) @ op(b) with the inner dimension k in chunks as
+ * above: per output tile, each chunk's product (beta = 0, the backend's
+ * order) is added into the tile in increasing chunk order. Storage of a and
+ * b as in krn_cpu_gemm. Fails only on allocation. */
+int krn_chunked_gemm(const krn_cpu *be, double *out, bool ta, const double *a, size_t lda, bool tb,
+                     const double *b, size_t ldb, size_t m, size_t n, size_t k) OVT_MUST_USE;
+
+/* Bands. The caller fills kind, a, b, cols where the band has them.
+ * reduction: tau = MARGIN*(2*chunked_gamma(K)*factor*mag_i + 2*u*ops*|x|),
+ *   mag_i >= sum|terms| of element i (from a / a x b), factor a constant the
+ *   exact sum is multiplied by (1/C for a mean, a scale), ops the number of
+ *   FP64 operations applied after the sum (a division, the accumulation
+ *   into an old gradient), each of which can add one rounding per side.
+ * libm: tau = MARGIN*2*KRN_LIBM_ULP*2^-52*|x|, for a libm call on an
+ *   argument every implementation computes identically.
+ * exact: tau = 0. */
+krn_band krn_band_reduction(krn_band_kind kind, size_t K, double factor, int ops);
+krn_band krn_band_libm(void);
+krn_band krn_band_exact(void);
+
+/* Site `name`: acc (C) += the column sums of m (N,C), each a reduction over
+ * N rows added to the old value last. The bias and weight gradients of
+ * matmul, bias add and layernorm. */
+int krn_colsum_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float *acc,
+                    const double *m, size_t N, size_t C) OVT_MUST_USE;
+
+/* Euclidean norms of the rows (n_rows values) or the columns (n_cols
+ * values) of a row-major float matrix, computed in FP64. */
+void krn_row_norms(double *norms, const float *m, size_t rows, size_t cols);
+void krn_col_norms(double *norms, const float *m, size_t rows, size_t cols);
+
+/* FP64 copy of a row-major float matrix and, in the same pass, the
+ * Euclidean norm of each row (norms may be NULL). */
+void krn_widen_rows(double *restrict dst, double *restrict norms, const float *restrict src,
+                    size_t rows, size_t cols);
+
+/* Per-thread scratch buffers for the ops' large FP64 temporaries, kept and
+ * grown across calls so a step does not fault in fresh pages for every op.
+ * A buffer stays valid until the next request of the same slot on the same
+ * thread; an op uses each slot once. NULL after an OVT_ENOMEM message.
+ * krn_scratch_release frees the calling thread's buffers. */
+enum {
+    KRN_SCRATCH_A,
+    KRN_SCRATCH_B,
+    KRN_SCRATCH_C,
+    KRN_SCRATCH_D,
+    KRN_SCRATCH_E,
+    KRN_SCRATCH_F,
+    KRN_SCRATCH_OUT,
+    KRN_SCRATCH_TILE, /* krn_chunked_gemm's own */
+    KRN_SCRATCH_SLOTS
+};
+double *krn_scratch(int slot, size_t n);
+void krn_scratch_release(void);
+
+/* FP64 copy of a float array (exact). */
+void krn_widen(double *dst, const float *src, size_t n);
+
+/* malloc of n doubles or floats with an overflow check; NULL after setting
+ * an OVT_ENOMEM message naming `what`. */
+double *krn_doubles(size_t n, const char *what);
+float *krn_floats(size_t n, const char *what);
+
+/* Argument checks shared by the ops: 0, or OVT_EINVAL naming the op. */
+int krn_check_ptr(const char *op, const char *what, const void *p) OVT_MUST_USE;
+int krn_check_dims(const char *op, size_t a, size_t b, size_t *product) OVT_MUST_USE;
+
+#endif

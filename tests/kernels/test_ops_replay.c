@@ -1,0 +1,601 @@
+/* Every op: outputs computed on one backend (RECORD) and replayed on another
+ * with the first one's rounding log (REPLAY) are bitwise identical, over
+ * seeds, shapes (including reductions longer than a chunk) and backend
+ * pairs. On inputs built on grid midpoints (tests/kernels/ops_fixture.h),
+ * replaying without the log (NEAREST) differs: asserted for every op whose
+ * sites include a reduction. Exact ops (delta = 0) never log and agree
+ * anyway. Also: misuse and bad input give clear errors, the cuda backend
+ * says it is not built. */
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "kernels/ops.h"
+#include "kernels/reduce.h"
+#include "kernels/rlog.h"
+#include "ops_fixture.h"
+
+/* ---- output collection ---- */
+
+typedef struct {
+    float *v;
+    size_t n;
+} outv;
+
+static void out_add(outv *o, const float *a, size_t n)
+{
+    o->v = realloc(o->v, (o->n + n) * sizeof(float));
+    if (!o->v) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    memcpy(o->v + o->n, a, n * sizeof(float));
+    o->n += n;
+}
+
+/* Frees a NULL-terminated list of buffers. */
+static void free_all(float **bufs)
+{
+    for (; *bufs; bufs++)
+        free(*bufs);
+}
+
+/* ---- the ops under test: each builds its inputs from (seed, pattern),
+ * runs on ctx and appends every output to o ---- */
+
+typedef int (*op_fn)(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o);
+
+static int op_matmul_fwd(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+{
+    size_t N = pattern ? 16 : 7, C = pattern ? 8 : (seed % 2 ? 300 : 40), OC = pattern ? 12 : 9;
+    float *inp = fx_normal(N * C, seed, 1, 1.0), *w = fx_normal(OC * C, seed, 2, 0.1);
+    float *bias = pattern ? fx_const(OC, 0) : fx_normal(OC, seed, 3, 1.0), *out = fx_alloc(N * OC);
+    if (pattern) {
+        fx_pattern_rows(inp, N, C, seed, 1);
+        for (size_t j = 0; j < OC; j++)
+            for (size_t k = 0; k < C; k++)
+                w[j * C + k] = ldexpf(1.0f, (int)(j % 3));
+    }
+    int rc = krn_matmul_forward(ctx, out, inp, w, bias, N, C, OC);
+    out_add(o, out, N * OC);
+    free_all((float *[]){inp, w, bias, out, NULL});
+    return rc;
+}
+
+static int op_matmul_bwd(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+{
+    /* random shapes put each of the three reductions over a chunk in turn */
+    size_t N = 8, C = 5, OC = 8;
+    if (!pattern) {
+        N = seed % 3 == 0 ? 270 : 6;
+        OC = seed % 3 == 1 ? 260 : 11;
+        C = 13;
+    }
+    float *dout = fx_normal(N * OC, seed, 1, 1.0), *inp = fx_normal(N * C, seed, 2, 1.0);
+    float *w = fx_normal(OC * C, seed, 3, 0.2);
+    float *dinp = pattern ? fx_const(N * C, 0) : fx_normal(N * C, seed, 4, 0.5);
+    float *dw = pattern ? fx_const(OC * C, 0) : fx_normal(OC * C, seed, 5, 0.5);
+    float *db = pattern ? fx_const(OC, 0) : fx_normal(OC, seed, 6, 0.5);
+    if (pattern) {
+        fx_latin(dout, seed, 7);
+        for (size_t c = 0; c < C; c++) {
+            for (size_t i = 0; i < N; i++)
+                inp[i * C + c] = ldexpf(1.0f, (int)(c % 3));
+            for (size_t j = 0; j < OC; j++)
+                w[j * C + c] = ldexpf(1.0f, -(int)(c % 2));
+        }
+    }
+    int rc = krn_matmul_backward(ctx, dinp, dw, db, dout, inp, w, N, C, OC);
+    out_add(o, dinp, N * C);
+    out_add(o, dw, OC * C);
+    out_add(o, db, OC);
+    free_all((float *[]){dout, inp, w, dinp, dw, db, NULL});
+    return rc;
+}
+
+static int op_bias(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+{
+    size_t N = pattern ? 8 : 300, C = pattern ? 8 : 7;
+    float *inp = fx_normal(N * C, seed, 1, 1.0), *bias = fx_normal(C, seed, 2, 1.0);
+    float *out = fx_alloc(N * C), *db = pattern ? fx_const(C, 0) : fx_normal(C, seed, 3, 1.0);
+    if (pattern)
+        fx_latin(inp, seed, 4);
+    int rc = krn_bias_forward(ctx, out, inp, bias, N, C);
+    if (rc == 0)
+        rc = krn_bias_backward(ctx, db, inp, N, C); /* inp doubles as dout */
+    out_add(o, out, N * C);
+    out_add(o, db, C);
+    free_all((float *[]){inp, bias, out, db, NULL});
+    return rc;
+}
+
+static int op_layernorm_fwd(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+{
+    size_t N = pattern ? 8 : 6, C = pattern ? 8 : (seed % 2 ? 300 : 24);
+    float *inp = fx_normal(N * C, seed, 1, 2.0), *w = fx_normal(C, seed, 2, 1.0);
+    float *b = fx_normal(C, seed, 3, 1.0);
+    float *out = fx_alloc(N * C), *mean = fx_alloc(N), *rstd = fx_alloc(N);
+    if (pattern)
+        fx_pattern_rows(inp, N, C, seed, 4);
+    int rc = krn_layernorm_forward(ctx, out, mean, rstd, inp, w, b, N, C);
+    out_add(o, out, N * C);
+    out_add(o, mean, N);
+    out_add(o, rstd, N);
+    free_all((float *[]){inp, w, b, out, mean, rstd, NULL});
+    return rc;
+}
+
+static int op_layernorm_bwd(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+{
+    size_t N = pattern ? 8 : (seed % 2 ? 270 : 5), C = pattern ? 8 : (seed % 2 ? 6 : 280);
+    float *dout = fx_normal(N * C, seed, 1, 1.0), *inp = fx_normal(N * C, seed, 2, 1.0);
+    float *w = pattern ? fx_const(C, 1) : fx_normal(C, seed, 3, 1.0);
+    float *mean = fx_normal(N, seed, 4, 0.1), *rstd = fx_uniform(N, seed, 5, 0.5, 2.0);
+    float *dinp = pattern ? fx_const(N * C, 0) : fx_normal(N * C, seed, 6, 1.0);
+    float *dw = pattern ? fx_const(C, 0) : fx_normal(C, seed, 7, 1.0);
+    float *db = pattern ? fx_const(C, 0) : fx_normal(C, seed, 8, 1.0);
+    if (pattern)
+        fx_latin(dout, seed, 9);
+    int rc = krn_layernorm_backward(ctx, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+    out_add(o, dinp, N * C);
+    out_add(o, dw, C);
+    out_add(o, db, C);
+    free_all((float *[]){dout, inp, w, mean, rstd, dinp, dw, db, NULL});
+    return rc;
+}
+
+static int op_attention_fwd(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+{
+    /* pattern: hs = 16 so the scale 1/4 keeps a midpoint a midpoint */
+    size_t B = 2, T = pattern ? 5 : (seed % 2 ? 9 : 4), NH = 2, C = pattern ? 32 : 12;
+    float *inp = fx_normal(B * T * 3 * C, seed, 1, 1.0);
+    float *out = fx_alloc(B * T * C), *pre = fx_alloc(B * NH * T * T), *att = fx_alloc(B * NH * T * T);
+    if (pattern) {
+        size_t hs = C / NH;
+        for (size_t bt = 0; bt < B * T; bt++)
+            for (size_t h = 0; h < NH; h++) {
+                float *q = inp + bt * 3 * C + h * hs, *k = q + C;
+                fx_pattern_rows(q, 1, hs, seed, 100 + bt * NH + h);
+                for (size_t i = 0; i < hs; i++) {
+                    q[i] = i < FX_PATTERN ? q[i] : 0.0f;
+                    k[i] = 1.0f;
+                }
+            }
+    }
+    int rc = krn_attention_forward(ctx, out, pre, att, inp, B, T, C, NH);
+    out_add(o, out, B * T * C);
+    out_add(o, pre, B * NH * T * T);
+    out_add(o, att, B * NH * T * T);
+    free_all((float *[]){inp, out, pre, att, NULL});
+    return rc;
+}
+
+static int op_attention_bwd(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+{
+    size_t B = 2, T = pattern ? 5 : (seed % 2 ? 9 : 4), NH = 2, C = pattern ? 32 : 12;
+    size_t ntt = B * NH * T * T;
+    float *inp = fx_normal(B * T * 3 * C, seed, 1, 1.0), *dout = fx_normal(B * T * C, seed, 2, 1.0);
+    float *att = fx_uniform(ntt, seed, 3, 0.0, 1.0);
+    float *dinp = pattern ? fx_const(B * T * 3 * C, 0) : fx_normal(B * T * 3 * C, seed, 4, 0.5);
+    float *dpre = fx_alloc(ntt), *datt = fx_alloc(ntt);
+    for (size_t r = 0; r < B * NH * T; r++)
+        for (size_t t2 = r % T + 1; t2 < T; t2++)
+            att[r * T + t2] = 0; /* causal */
+    if (pattern) {
+        size_t hs = C / NH;
+        for (size_t bt = 0; bt < B * T; bt++)
+            for (size_t h = 0; h < NH; h++) {
+                float *g = dout + bt * C + h * hs, *v = inp + bt * 3 * C + 2 * C + h * hs;
+                fx_pattern_rows(g, 1, hs, seed, 200 + bt * NH + h);
+                for (size_t i = 0; i < hs; i++) {
+                    g[i] = i < FX_PATTERN ? g[i] : 0.0f;
+                    v[i] = 1.0f;
+                }
+            }
+    }
+    int rc = krn_attention_backward(ctx, dinp, dpre, datt, dout, inp, att, B, T, C, NH);
+    out_add(o, dinp, B * T * 3 * C);
+    out_add(o, dpre, ntt);
+    out_add(o, datt, ntt);
+    free_all((float *[]){inp, dout, att, dinp, dpre, datt, NULL});
+    return rc;
+}
+
+static int op_encoder(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+{
+    size_t B = pattern ? 8 : 3, T = pattern ? 1 : 9, C = pattern ? 8 : 6, V = 7;
+    int32_t *tok = malloc(B * T * sizeof *tok);
+    for (size_t i = 0; i < B * T; i++)
+        tok[i] = pattern ? 3 : (int32_t)krn_rng_below(seed, 9, KRN_RNG_TEST, i, V);
+    float *wte = fx_normal(V * C, seed, 1, 1.0), *wpe = fx_normal(T * C, seed, 2, 1.0);
+    float *out = fx_alloc(B * T * C), *dout = fx_normal(B * T * C, seed, 3, 1.0);
+    float *dwte = pattern ? fx_const(V * C, 0) : fx_normal(V * C, seed, 4, 1.0);
+    float *dwpe = pattern ? fx_const(T * C, 0) : fx_normal(T * C, seed, 5, 1.0);
+    if (pattern)
+        fx_latin(dout, seed, 6);
+    int rc = krn_encoder_forward(ctx, out, tok, wte, wpe, B, T, C, V);
+    if (rc == 0)
+        rc = krn_encoder_backward(ctx, dwte, dwpe, dout, tok, B, T, C, V);
+    out_add(o, out, B * T * C);
+    out_add(o, dwte, V * C);
+    out_add(o, dwpe, T * C);
+    free(tok);
+    free_all((float *[]){wte, wpe, out, dout, dwte, dwpe, NULL});
+    return rc;
+}
+
+static int op_gelu(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+{
+    size_t n = 500;
+    float *x = fx_normal(n, seed, 1, 2.0), *dout = fx_normal(n, seed, 2, 1.0);
+    for (size_t i = 0; pattern && i < n; i++)
+        x[i] = i % 2 ? FX_TANH_INPUT : -FX_TANH_INPUT;
+    float *out = fx_alloc(n), *dinp = fx_normal(n, seed, 3, 1.0);
+    int rc = krn_gelu_forward(ctx, out, x, n);
+    if (rc == 0)
+        rc = krn_gelu_backward(ctx, dinp, x, dout, n);
+    out_add(o, out, n);
+    out_add(o, dinp, n);
+    free_all((float *[]){x, dout, out, dinp, NULL});
+    return rc;
+}
+
+static int op_crossentropy(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+{
+    size_t N = 6, V = seed % 2 ? 300 : 10;
+    int32_t *tgt = malloc(N * sizeof *tgt);
+    for (size_t i = 0; i < N; i++)
+        tgt[i] = (int32_t)krn_rng_below(seed, 9, KRN_RNG_TEST, i, V);
+    float *logits = fx_normal(N * V, seed, 1, 3.0), *probs = fx_alloc(N * V), *losses = fx_alloc(N);
+    for (size_t i = 0; pattern && i < N * V; i++) /* rows [0, e, e, ...]: exp(e) near a midpoint */
+        logits[i] = i % V ? FX_EXP_INPUT : 0.0f;
+    float *dlogits = fx_normal(N * V, seed, 2, 0.1), loss = 0;
+    int rc = krn_crossentropy_forward(ctx, &loss, losses, probs, logits, tgt, N, V);
+    if (rc == 0)
+        rc = krn_crossentropy_backward(ctx, dlogits, probs, tgt, 1.0f, N, V);
+    out_add(o, &loss, 1);
+    out_add(o, losses, N);
+    out_add(o, probs, N * V);
+    out_add(o, dlogits, N * V);
+    free(tgt);
+    free_all((float *[]){logits, probs, losses, dlogits, NULL});
+    return rc;
+}
+
+static int op_optimizer(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+{
+    size_t n = 1000;
+    float *p = fx_normal(n, seed, 1, 1.0), *g = fx_normal(n, seed, 2, 1.0);
+    float *m = fx_normal(n, seed, 3, 0.1), *v = fx_uniform(n, seed, 4, 0.0, 0.1);
+    float norm = 0, factor = 0, bc1 = 0, bc2 = 0;
+    int rc = krn_grad_norm(ctx, &norm, g, n);
+    if (rc == 0)
+        rc = krn_clip_factor(ctx, &factor, norm, 1.0f);
+    if (rc == 0)
+        rc = pattern ? krn_adamw_corrections(ctx, &bc1, &bc2, FX_POW_BETA1, FX_POW_BETA2, FX_POW_T)
+                     : krn_adamw_corrections(ctx, &bc1, &bc2, 0.9f, 0.95f, 1 + seed % 7);
+    float b1 = pattern ? FX_POW_BETA1 : 0.9f, b2 = pattern ? FX_POW_BETA2 : 0.95f;
+    if (rc == 0)
+        rc = krn_adamw_update(ctx, p, m, v, g, bc1, bc2, 3e-4f, b1, b2, 1e-8f, 0.1f, factor, n);
+    float scalars[4] = {norm, factor, bc1, bc2};
+    out_add(o, scalars, 4);
+    out_add(o, p, n);
+    out_add(o, m, n);
+    out_add(o, v, n);
+    free_all((float *[]){p, g, m, v, NULL});
+    return rc;
+}
+
+/* Exact ops only: they may never log. */
+static int op_exact(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+{
+    size_t n = 777;
+    float *a = fx_normal(n, seed, 1, 1.0), *b = fx_normal(n, seed, 2, 1.0);
+    float *d1 = fx_normal(n, seed, 3, 1.0), *d2 = fx_normal(n, seed, 4, 1.0), *out = fx_alloc(n);
+    float *r = fx_alloc(n), *dr = fx_normal(n, seed, 5, 1.0);
+    int rc = krn_residual_forward(ctx, out, a, b, n);
+    if (rc == 0)
+        rc = krn_residual_backward(ctx, d1, d2, b, n);
+    if (rc == 0)
+        rc = krn_accumulate(ctx, d1, a, n);
+    if (rc == 0)
+        rc = krn_relu_forward(ctx, r, a, n);
+    if (rc == 0)
+        rc = krn_relu_backward(ctx, dr, a, b, n);
+    out_add(o, out, n);
+    out_add(o, d1, n);
+    out_add(o, d2, n);
+    out_add(o, r, n);
+    out_add(o, dr, n);
+    free_all((float *[]){a, b, d1, d2, out, r, dr, NULL});
+    return rc;
+}
+
+/* The libm searches' results hold on the libm this test runs on. */
+static bool libm_near_midpoints(void)
+{
+    double t = tanh(fx_gelu_arg(FX_TANH_INPUT)), e = exp((double)FX_EXP_INPUT);
+    double p1 = pow(FX_POW_BETA1, FX_POW_T), p2 = pow(FX_POW_BETA2, FX_POW_T);
+    return fx_ulps_from_midpoint(t) <= 1.5 && fx_ulps_from_midpoint(e) <= 1.5 &&
+           fx_ulps_from_midpoint(p1) <= 1.5 && fx_ulps_from_midpoint(p2) <= 1.5;
+}
+
+typedef struct {
+    const char *name;
+    op_fn fn;
+    bool forced;      /* the pattern inputs make NEAREST differ */
+    bool exact;       /* no site of the op can log */
+    bool (*pre)(void); /* a condition for `forced` (NULL: always) */
+} op_case;
+
+static const op_case cases[] = {
+    {"matmul_forward", op_matmul_fwd, true, false, NULL},
+    {"matmul_backward", op_matmul_bwd, true, false, NULL},
+    {"bias_forward+backward", op_bias, true, false, NULL},
+    {"layernorm_forward", op_layernorm_fwd, true, false, NULL},
+    {"layernorm_backward", op_layernorm_bwd, true, false, NULL},
+    {"attention_forward", op_attention_fwd, true, false, NULL},
+    {"attention_backward", op_attention_bwd, true, false, NULL},
+    {"encoder_forward+backward", op_encoder, true, false, NULL},
+    {"gelu_forward+backward", op_gelu, true, false, libm_near_midpoints},
+    {"crossentropy_forward+backward", op_crossentropy, true, false, libm_near_midpoints},
+    {"grad_norm+clip+adamw", op_optimizer, true, false, libm_near_midpoints},
+    {"residual+accumulate+relu", op_exact, false, true, NULL},
+};
+
+/* ---- running one step ---- */
+
+typedef struct {
+    krn_backend_kind backend;
+    uint64_t shuffle_seed;
+    int threads; /* 0: 2 */
+    int bits;    /* 0: 32 */
+} backend_sel;
+
+static const char *backend_name(krn_backend_kind k)
+{
+    return k == KRN_BACKEND_CPU ? "cpu" : k == KRN_BACKEND_REF ? "ref" : "shuffle";
+}
+
+/* Runs op on one backend in one mode as step 1; returns its outputs. */
+static int run_step(const op_case *c, uint64_t seed, bool pattern, backend_sel be, krn_mode mode,
+                    krn_rlog *log, outv *o, krn_stats *st)
+{
+    krn_config cfg = {.backend = be.backend, .mode = mode, .grid_bits = be.bits ? be.bits : 32,
+                      .shuffle_seed = be.shuffle_seed, .threads = be.threads ? be.threads : 2};
+    krn_ctx *ctx = NULL;
+    int rc = krn_ctx_new(&ctx, &cfg);
+    if (rc == 0)
+        rc = krn_step_begin(ctx, 1, log);
+    if (rc == 0)
+        rc = c->fn(ctx, seed, pattern, o);
+    if (rc == 0)
+        rc = krn_step_end(ctx, st);
+    if (rc != 0)
+        fprintf(stderr, "%s on %s: %s\n", c->name, backend_name(be.backend), ovt_errmsg());
+    krn_ctx_free(ctx);
+    return rc;
+}
+
+static size_t count_diff(const outv *a, const outv *b)
+{
+    size_t d = 0;
+    for (size_t i = 0; i < a->n && i < b->n; i++)
+        d += memcmp(&a->v[i], &b->v[i], sizeof(float)) != 0;
+    return d;
+}
+
+/* The log as the verifier gets it: encoded to file bytes and decoded. */
+static krn_rlog *through_file_format(const krn_rlog *log)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    krn_rlog *copy = krn_rlog_new();
+    if (krn_rlog_encode(log, &buf, &len) != 0 || krn_rlog_decode(copy, buf, len) != 0) {
+        fprintf(stderr, "log codec: %s\n", ovt_errmsg());
+        exit(1);
+    }
+    free(buf);
+    return copy;
+}
+
+/* RECORD on a, REPLAY on b: identical. NEAREST on b: returns the number of
+ * outputs that differ from a's. */
+static size_t check_pair(const op_case *c, uint64_t seed, bool pattern, backend_sel a, backend_sel b,
+                         uint64_t *logged)
+{
+    outv oa = {0}, ob = {0}, on = {0};
+    krn_stats st;
+    krn_rlog *log = krn_rlog_new();
+    CHECK(run_step(c, seed, pattern, a, KRN_RECORD, log, &oa, &st) == 0);
+    *logged += krn_rlog_nentries(log);
+    if (c->exact)
+        CHECK_MSG(krn_rlog_nentries(log) == 0, "%s logged %llu entries", c->name,
+                  (unsigned long long)krn_rlog_nentries(log));
+    krn_rlog *replay_log = through_file_format(log);
+    CHECK(run_step(c, seed, pattern, b, KRN_REPLAY, replay_log, &ob, &st) == 0);
+    CHECK_MSG(oa.n == ob.n && count_diff(&oa, &ob) == 0,
+              "%s seed %llu%s: %s -> %s replay differs in %zu of %zu outputs", c->name,
+              (unsigned long long)seed, pattern ? " (midpoints)" : "", backend_name(a.backend),
+              backend_name(b.backend), count_diff(&oa, &ob), oa.n);
+    CHECK(run_step(c, seed, pattern, b, KRN_NEAREST, NULL, &on, &st) == 0);
+    size_t flips = count_diff(&oa, &on);
+    if (c->exact)
+        CHECK_MSG(flips == 0, "%s: exact op differs across backends", c->name);
+    free(oa.v);
+    free(ob.v);
+    free(on.v);
+    krn_rlog_free(log);
+    krn_rlog_free(replay_log);
+    return flips;
+}
+
+static void test_replay(void)
+{
+    const backend_sel cpu = {KRN_BACKEND_CPU, 0, 0, 0}, ref = {KRN_BACKEND_REF, 0, 0, 0};
+    const backend_sel sh1 = {KRN_BACKEND_SHUFFLE, 11, 0, 0}, sh2 = {KRN_BACKEND_SHUFFLE, 12, 0, 0};
+    const backend_sel pairs[][2] = {{cpu, ref}, {ref, cpu}, {cpu, sh1}, {sh1, cpu}, {sh1, sh2}, {ref, sh2}};
+    const size_t npairs = sizeof pairs / sizeof pairs[0];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const op_case *c = &cases[i];
+        uint64_t logged_random = 0, logged_pattern = 0;
+        size_t flips = 0;
+        for (uint64_t seed = 1; seed <= 6; seed++)
+            for (size_t p = 0; p < npairs; p++)
+                check_pair(c, seed, false, pairs[p][0], pairs[p][1], &logged_random);
+        bool forced = c->forced && (!c->pre || c->pre());
+        if (c->forced && !forced)
+            printf("%s: this libm does not put the searched arguments near midpoints; "
+                   "the flip check is skipped\n", c->name);
+        if (forced) {
+            for (uint64_t seed = 1; seed <= 4; seed++)
+                for (size_t p = 0; p < npairs; p++)
+                    flips += check_pair(c, 100 + seed, true, pairs[p][0], pairs[p][1], &logged_pattern);
+            CHECK_MSG(flips > 0, "%s: midpoint inputs never made NEAREST differ", c->name);
+            CHECK_MSG(logged_pattern > 0, "%s: midpoint inputs were never logged", c->name);
+        }
+        printf("%-32s random: %llu entries logged; midpoints: %llu logged, %zu outputs differ without the log\n",
+               c->name, (unsigned long long)logged_random, (unsigned long long)logged_pattern, flips);
+    }
+}
+
+/* A narrower grid (b = 26): the same exchange on random data. */
+static void test_narrow_grid(void)
+{
+    const backend_sel cpu = {KRN_BACKEND_CPU, 0, 0, 26}, ref = {KRN_BACKEND_REF, 0, 0, 26};
+    const backend_sel sh = {KRN_BACKEND_SHUFFLE, 21, 0, 26};
+    uint64_t logged = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (uint64_t seed = 1; seed <= 2; seed++) {
+            check_pair(&cases[i], seed, false, cpu, ref, &logged);
+            check_pair(&cases[i], seed, false, sh, cpu, &logged);
+        }
+    printf("grid b = 26: %llu entries logged over all ops\n", (unsigned long long)logged);
+}
+
+/* The cpu backend's result and log do not depend on its thread count (the
+ * tiles are independent; each adds its chunks in order). */
+static void test_thread_count(void)
+{
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const op_case *c = &cases[i];
+        uint8_t *buf[2] = {NULL, NULL};
+        size_t len[2] = {0, 0};
+        outv o[2] = {{0}, {0}};
+        for (int t = 0; t < 2; t++) {
+            backend_sel be = {KRN_BACKEND_CPU, 0, t == 0 ? 1 : 3, 0};
+            krn_rlog *log = krn_rlog_new();
+            krn_stats st;
+            CHECK(run_step(c, 105, true, be, KRN_RECORD, log, &o[t], &st) == 0);
+            CHECK(krn_rlog_encode(log, &buf[t], &len[t]) == 0);
+            krn_rlog_free(log);
+        }
+        CHECK_MSG(len[0] == len[1] && memcmp(buf[0], buf[1], len[0]) == 0,
+                  "%s: the log depends on the thread count", c->name);
+        CHECK_MSG(o[0].n == o[1].n && count_diff(&o[0], &o[1]) == 0,
+                  "%s: the outputs depend on the thread count", c->name);
+        free(buf[0]), free(buf[1]), free(o[0].v), free(o[1].v);
+    }
+    /* a product of 2 x 2 output tiles (256 x 512 each) with 3 chunks */
+    size_t N = 300, C = 300, OC = 600;
+    float *inp = fx_normal(N * C, 9, 1, 1.0), *w = fx_normal(OC * C, 9, 2, 1.0);
+    float *out[2] = {fx_alloc(N * OC), fx_alloc(N * OC)};
+    uint64_t entries[2] = {0, 0};
+    for (int t = 0; t < 2; t++) {
+        krn_config cfg = {.backend = KRN_BACKEND_CPU, .mode = KRN_RECORD, .grid_bits = 32,
+                          .threads = t == 0 ? 1 : 4};
+        krn_ctx *ctx = NULL;
+        krn_rlog *log = krn_rlog_new();
+        CHECK(krn_ctx_new(&ctx, &cfg) == 0 && krn_step_begin(ctx, 1, log) == 0);
+        CHECK(krn_matmul_forward(ctx, out[t], inp, w, NULL, N, C, OC) == 0);
+        CHECK(krn_step_end(ctx, NULL) == 0);
+        entries[t] = krn_rlog_nentries(log);
+        krn_rlog_free(log);
+        krn_ctx_free(ctx);
+    }
+    CHECK(memcmp(out[0], out[1], N * OC * sizeof(float)) == 0);
+    CHECK(entries[0] == entries[1]);
+    free(inp), free(w), free(out[0]), free(out[1]);
+}
+
+/* ---- misuse and bad input ---- */
+
+static krn_ctx *plain_ctx(krn_backend_kind be)
+{
+    krn_config cfg = {.backend = be, .mode = KRN_NEAREST, .grid_bits = 32};
+    krn_ctx *ctx = NULL;
+    if (krn_ctx_new(&ctx, &cfg) != 0 || krn_step_begin(ctx, 0, NULL) != 0) {
+        fprintf(stderr, "ctx: %s\n", ovt_errmsg());
+        exit(1);
+    }
+    return ctx;
+}
+
+static void test_errors(void)
+{
+    float a[64] = {0}, b[64] = {0}, out[64];
+    krn_ctx *ctx = plain_ctx(KRN_BACKEND_CPU);
+    CHECK(krn_matmul_forward(ctx, out, NULL, b, NULL, 2, 2, 2) == OVT_EINVAL);
+    CHECK(strstr(ovt_errmsg(), "inp is NULL") != NULL);
+    CHECK(krn_matmul_forward(ctx, out, a, b, NULL, 0, 2, 2) == OVT_EINVAL);
+    CHECK(strstr(ovt_errmsg(), "zero dimension") != NULL);
+    CHECK(krn_matmul_forward(ctx, out, a, b, NULL, SIZE_MAX / 2, 4, 2) == OVT_EINVAL);
+    int32_t tok[2] = {0, 5};
+    CHECK(krn_encoder_forward(ctx, out, tok, a, b, 1, 2, 2, 5) == OVT_EINVAL);
+    CHECK(strstr(ovt_errmsg(), "outside the vocabulary") != NULL);
+    int32_t tgt[2] = {-1, 0};
+    float loss;
+    CHECK(krn_crossentropy_forward(ctx, &loss, out, b, a, tgt, 2, 4) == OVT_EINVAL);
+    CHECK(krn_attention_forward(ctx, out, a, b, a, 1, 2, 3, 2) == OVT_EINVAL);
+    CHECK(strstr(ovt_errmsg(), "not a multiple") != NULL);
+    CHECK(krn_clip_factor(ctx, out, 1.0f, 0.0f) == OVT_EINVAL);
+    CHECK(krn_adamw_corrections(ctx, out, out + 1, 0.9f, 0.95f, 0) == OVT_EINVAL);
+    CHECK(krn_adamw_corrections(ctx, out, out + 1, 1.5f, 0.95f, 1) == OVT_EINVAL);
+    /* a non-finite result fails the step at the site, naming it */
+    float big[4] = {3e38f, 3e38f, 3e38f, 3e38f}, one[4] = {1, 1, 1, 1};
+    CHECK(krn_matmul_forward(ctx, out, big, one, NULL, 1, 4, 1) == OVT_ENUMERIC);
+    CHECK(strstr(ovt_errmsg(), "matmul.fwd") != NULL);
+    krn_ctx_free(ctx);
+
+    ctx = plain_ctx(KRN_BACKEND_CUDA);
+    CHECK(krn_matmul_forward(ctx, out, a, b, NULL, 2, 2, 2) == OVT_EINVAL);
+    CHECK(strstr(ovt_errmsg(), "not built") != NULL);
+    krn_ctx_free(ctx);
+}
+
+/* The chunk contract itself: x = [1, 1, 0 ..., 2^53 (first of chunk 2), 0 ...].
+ * The ref backend sums each chunk last term first; a reversed sum over all K
+ * terms would give 2^53 (each 1 lost against 2^53 by ties-to-even), the
+ * chunked order adds chunk 1's sum 2 to chunk 2's 2^53 exactly. Every
+ * backend must give 2^53 + 2 (any order inside a chunk is exact here). */
+static void test_chunk_order(void)
+{
+    size_t K = 2 * KRN_GEMM_CHUNK;
+    double *x = calloc(K, sizeof *x);
+    x[0] = 1;
+    x[1] = 1;
+    x[KRN_GEMM_CHUNK] = 0x1p53;
+    for (int k = 0; k < 3; k++) {
+        krn_cpu be = {(krn_backend_kind)k, 7, 2};
+        CHECK(krn_chunked_dot(&be, x, 1, NULL, 0, K) == 0x1p53 + 2);
+    }
+    double reversed = 0;
+    for (size_t k = K; k-- > 0;)
+        reversed += x[k];
+    CHECK(reversed == 0x1p53);
+    /* the chunked bound coefficient: gamma_{c + n - 1} */
+    CHECK(krn_chunked_gamma(100) == krn_gamma(100));
+    CHECK(krn_chunked_gamma(3 * KRN_GEMM_CHUNK) == krn_gamma(KRN_GEMM_CHUNK + 2));
+    CHECK(krn_chunked_gamma(3 * KRN_GEMM_CHUNK + 1) == krn_gamma(KRN_GEMM_CHUNK + 3));
+    free(x);
+}
+
+int main(void)
+{
+    test_errors();
+    test_chunk_order();
+    test_replay();
+    test_narrow_grid();
+    test_thread_count();
+    return check_done();
+}
