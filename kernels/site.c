@@ -69,9 +69,6 @@ typedef struct {
     const krn_band *band; /* NULL: exact site */
     bool record;          /* log entries (RECORD with a band) */
     uint64_t wide;        /* entries that are values */
-    /* REPLAY: elements past the largest grid value, left as +-inf until the
-     * log has been applied (a logged element may still take a grid value) */
-    size_t past_top;
     /* the failure at the lowest element index (messages are per thread) */
     pthread_mutex_t err_mu;
     int err_code;
@@ -324,30 +321,9 @@ static int elem_fail(const site_job *job, size_t i, int code, const char *what)
                     (unsigned long long)job->ctx->step, job->site, job->name, i, what);
 }
 
-/* For finite x at or past the overflow threshold (which krn_grid_locate
- * refuses): its nearest midpoint is the threshold itself, between the
- * largest grid value and 2^128. Returns false for any other x. */
-static bool locate_past_top(double x, int b, krn_grid_pos *pos)
-{
-    int p = b - 8;
-    double q = ldexp(1.0, 128 - p), top = 0x1p128 - q, threshold = top + 0.5 * q;
-    double ax = fabs(x);
-    if (!(ax >= threshold) || isinf(ax))
-        return false;
-    bool neg = signbit(x);
-    pos->mid = neg ? -threshold : threshold;
-    pos->dist = ax - threshold;
-    pos->spacing = q;
-    pos->below = neg ? -INFINITY : (float)top;
-    pos->above = neg ? (float)-top : INFINITY;
-    pos->nearest = neg ? -INFINITY : INFINITY;
-    return true;
-}
-
 /* Rounds an element the fast path left over; RECORD also decides its entry.
- * Returns 1 if *entry was filled, 0 if not, or an error. In REPLAY a value
- * past the largest grid value is left as +-inf for the log to settle. */
-static int settle(site_job *job, size_t i, double tau, krn_rlog_entry *entry)
+ * Returns 1 if *entry was filled, 0 if not, or an error. */
+static int settle(const site_job *job, size_t i, double tau, krn_rlog_entry *entry)
 {
     int b = job->ctx->cfg.grid_bits;
     if (!(tau >= 0.0)) {
@@ -356,16 +332,8 @@ static int settle(site_job *job, size_t i, double tau, krn_rlog_entry *entry)
         return elem_fail(job, i, OVT_EINVAL, what);
     }
     krn_grid_pos pos;
-    if (krn_grid_locate(job->x[i], b, &pos) < 0) {
-        if (job->ctx->cfg.mode == KRN_REPLAY && locate_past_top(job->x[i], b, &pos)) {
-            job->out[i] = pos.nearest;
-            pthread_mutex_lock(&job->err_mu);
-            job->past_top++;
-            pthread_mutex_unlock(&job->err_mu);
-            return 0;
-        }
+    if (krn_grid_locate(job->x[i], b, &pos) < 0)
         return elem_fail(job, i, OVT_ENUMERIC, ovt_errmsg());
-    }
     float v = canonical_zero(pos.nearest);
     job->out[i] = v;
     if (!job->record || !(tau > 0.0) || !(pos.dist <= tau))
@@ -525,7 +493,7 @@ static int apply_entry(site_job *job, const krn_rlog_entry *e)
         return fraud(job, i, "the element is logged but its band is %g (the site is exact there)",
                      tau);
     krn_grid_pos pos;
-    if (krn_grid_locate(job->x[i], b, &pos) < 0 && !locate_past_top(job->x[i], b, &pos))
+    if (krn_grid_locate(job->x[i], b, &pos) < 0)
         return elem_fail(job, i, OVT_ENUMERIC, ovt_errmsg());
     float v;
     double dist;
@@ -611,15 +579,6 @@ static int site_run(krn_ctx *ctx, const char *name, float *out, const double *x,
                 return rc;
         }
         ctx->stats.logged += logged->count;
-    }
-    if (job.past_top > 0) {
-        /* what the log did not bring back into range overflows */
-        for (size_t i = 0; i < n; i++)
-            if (isinf(out[i]))
-                return ovt_fail(OVT_ENUMERIC, "step %llu site %u (%s) element %zu: value %.17g "
-                                              "rounds past the largest finite grid value (b = %d)",
-                                (unsigned long long)ctx->step, job.site, name, i, x[i],
-                                ctx->cfg.grid_bits);
     }
     ctx->stats.wide += job.wide;
     return 0;

@@ -596,59 +596,8 @@ static void test_outer_large(void)
     free(out);
 }
 
-/* The top of the range: the trainer's x a little below the overflow
- * threshold G + q/2 rounds to G and is logged; a verifier whose x' is a
- * little above the threshold takes G from the log (a direction where the
- * band is narrow, the value where it is wide) instead of overflowing. An
- * unlogged element past the threshold fails the step; a forged UP entry
- * there (to 2^128) is fraud. */
-static void test_top_of_range(void)
-{
-    for (int b = 24; b <= 32; b += 8) {
-        int p = b - 8;
-        double q = ldexp(1.0, 128 - p), top = 0x1p128 - q, thr = top + q / 2;
-        double a[4] = {q / 64, q, 0, 0}; /* narrow, wide, exact, exact */
-        double x[4] = {thr - q / 256, -(thr - q / 4), 1.0, 2.0};
-        double x2[4] = {thr + q / 256, -(thr + q / 4), 1.0, 2.0};
-        float o1[4], o2[4];
-        krn_band band = {.kind = KRN_BAND_ARRAY, .scale = 1.0, .a = a};
-        krn_rlog *log = krn_rlog_new();
-        krn_ctx *rec = new_ctx(KRN_RECORD, b, 1), *rep = new_ctx(KRN_REPLAY, b, 1);
-        CHECK(krn_step_begin(rec, 6, log) == 0 && krn_site(rec, "top", o1, x, 4, &band) == 0);
-        krn_stats st;
-        CHECK(krn_step_end(rec, &st) == 0);
-        CHECK(st.logged == 2 && st.wide == 1);
-        CHECK(o1[0] == (float)top && o1[1] == (float)-top);
-        CHECK(krn_step_begin(rep, 6, log) == 0);
-        int rc = krn_site(rep, "top", o2, x2, 4, &band);
-        CHECK_MSG(rc == 0, "b=%d: %s", b, ovt_errmsg());
-        CHECK(krn_step_end(rep, NULL) == (rc == 0 ? 0 : rc));
-        CHECK_MEM(o1, o2, sizeof o1);
-        /* without the entries the verifier's values overflow */
-        krn_rlog *empty = krn_rlog_new();
-        krn_rlog_reset(empty, 6);
-        CHECK(krn_step_begin(rep, 6, empty) == 0);
-        CHECK(krn_site(rep, "top", o2, x2, 4, &band) == OVT_ENUMERIC);
-        CHECK_MSG(strstr(ovt_errmsg(), "element 0: value") && strstr(ovt_errmsg(), "largest finite"),
-                  "%s", ovt_errmsg());
-        CHECK(krn_step_end(rep, NULL) == OVT_ENUMERIC);
-        /* a forged UP entry at the threshold leads to 2^128 */
-        krn_rlog_reset(empty, 6);
-        CHECK(krn_rlog_add(empty, 0, 4, 0, KRN_DIR_UP, 0) == 0);
-        CHECK(krn_step_begin(rep, 6, empty) == 0);
-        CHECK(krn_site(rep, "top", o2, x2, 4, &band) == OVT_EFRAUD);
-        CHECK(strstr(ovt_errmsg(), "past the largest grid value") != NULL);
-        CHECK(krn_step_end(rep, NULL) == OVT_EFRAUD);
-        krn_rlog_free(empty);
-        krn_ctx_free(rec);
-        krn_ctx_free(rep);
-        krn_rlog_free(log);
-    }
-}
-
 int main(void)
 {
-    test_top_of_range();
     test_outer_large();
     test_rel_band_thresholds();
     test_binade_edge();
