@@ -3,9 +3,9 @@
 
 #include <cblas.h>
 #include <math.h>
-#include <omp.h>
 
 #include "kernels/ops.h"
+#include "kernels/pool.h"
 #include "kernels/rng.h"
 
 /* Per-thread draw counter of the shuffle backend: each reduction or libm
@@ -20,7 +20,7 @@ int krn_cpu_from_ctx(krn_ctx *ctx, krn_cpu *be)
     be->threads = 1;
     switch (cfg->backend) {
     case KRN_BACKEND_CPU:
-        be->threads = cfg->threads > 0 ? cfg->threads : omp_get_max_threads();
+        be->threads = cfg->threads > 0 ? cfg->threads : krn_cpu_count();
         if (openblas_get_num_threads() != 1)
             openblas_set_num_threads(1);
         return 0;
