@@ -518,6 +518,27 @@ static void test_thread_count(void)
     free(inp), free(w), free(out[0]), free(out[1]);
 }
 
+/* A forged entry (an element the trainer never logged, far from any
+ * midpoint) makes the op fail in REPLAY with OVT_EFRAUD. */
+static void test_forged_entry(void)
+{
+    size_t N = 7, C = 40, OC = 9;
+    float *inp = fx_normal(N * C, 3, 1, 1.0), *w = fx_normal(OC * C, 3, 2, 0.1), *out = fx_alloc(N * OC);
+    krn_rlog *log = krn_rlog_new();
+    krn_rlog_reset(log, 1);
+    CHECK(krn_rlog_add(log, 0, N * OC, 5, KRN_DIR_UP, 0) == 0);
+    krn_config cfg = {.backend = KRN_BACKEND_REF, .mode = KRN_REPLAY, .grid_bits = 32};
+    krn_ctx *ctx = NULL;
+    CHECK(krn_ctx_new(&ctx, &cfg) == 0 && krn_step_begin(ctx, 1, log) == 0);
+    int rc = krn_matmul_forward(ctx, out, inp, w, NULL, N, C, OC);
+    if (rc == 0)
+        rc = krn_step_end(ctx, NULL);
+    CHECK_MSG(rc == OVT_EFRAUD, "forged entry: rc %d (%s)", rc, ovt_errmsg());
+    krn_ctx_free(ctx);
+    krn_rlog_free(log);
+    free(inp), free(w), free(out);
+}
+
 /* ---- misuse and bad input ---- */
 
 static krn_ctx *plain_ctx(krn_backend_kind be)
@@ -593,6 +614,7 @@ static void test_chunk_order(void)
 int main(void)
 {
     test_errors();
+    test_forged_entry();
     test_chunk_order();
     test_replay();
     test_narrow_grid();
