@@ -241,4 +241,12 @@ int krn_adamw_update(krn_ctx *ctx, float *params, float *m, float *v, const floa
                      float bc1, float bc2, float lr, float beta1, float beta2, float eps,
                      float weight_decay, float grad_scale, size_t n) OVT_MUST_USE;
 
+/* ---- memory ------------------------------------------------------------- */
+
+/* Frees the calling thread's scratch buffers (the ops' large FP64
+ * temporaries, kept between calls so a training loop does not fault in
+ * fresh pages every step; up to about 1 GB for GPT-2 small). For processes
+ * that run a step now and then, such as the arbiter. */
+void krn_ops_release(void);
+
 #endif

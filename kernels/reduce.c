@@ -252,6 +252,11 @@ double *krn_scratch(int slot, size_t n)
     return scratch[slot].p;
 }
 
+void krn_ops_release(void)
+{
+    krn_scratch_release();
+}
+
 void krn_scratch_release(void)
 {
     for (int i = 0; i < KRN_SCRATCH_SLOTS; i++) {

@@ -117,6 +117,29 @@ void krn_cpu_gemm(const krn_cpu *be, double *c, size_t ldc, bool ta, const doubl
                     c, (blasint)ldc);
         return;
     }
+    if (be->kind == KRN_BACKEND_REF && !(tb && !ta)) {
+        /* Rank-1 updates, last k first: each c[i][j] is 0 + a_{K-1} b_{K-1} +
+         * ... + a_0 b_0 in that order, exactly dot_reversed's sequence, with
+         * the inner loop running along rows of c. (With a row-major and b
+         * transposed, the dots below read both operands contiguously.) */
+        for (size_t i = 0; i < m; i++)
+            for (size_t j = 0; j < n; j++)
+                c[i * ldc + j] = 0;
+        for (size_t kk = k; kk-- > 0;)
+            for (size_t i = 0; i < m; i++) {
+                double aik = ta ? a[kk * lda + i] : a[i * lda + kk];
+                double *ci = c + i * ldc;
+                if (tb) {
+                    for (size_t j = 0; j < n; j++)
+                        ci[j] += aik * b[j * ldb + kk];
+                } else {
+                    const double *bk = b + kk * ldb;
+                    for (size_t j = 0; j < n; j++)
+                        ci[j] += aik * bk[j];
+                }
+            }
+        return;
+    }
     /* Row i of op(a) and column j of op(b) as strided vectors. */
     ptrdiff_t inca = ta ? (ptrdiff_t)lda : 1, incb = tb ? 1 : (ptrdiff_t)ldb;
     for (size_t i = 0; i < m; i++) {

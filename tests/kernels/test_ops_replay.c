@@ -518,6 +518,27 @@ static void test_thread_count(void)
     free(inp), free(w), free(out[0]), free(out[1]);
 }
 
+/* A forged entry (an element the trainer never logged, far from any
+ * midpoint) makes the op fail in REPLAY with OVT_EFRAUD. */
+static void test_forged_entry(void)
+{
+    size_t N = 7, C = 40, OC = 9;
+    float *inp = fx_normal(N * C, 3, 1, 1.0), *w = fx_normal(OC * C, 3, 2, 0.1), *out = fx_alloc(N * OC);
+    krn_rlog *log = krn_rlog_new();
+    krn_rlog_reset(log, 1);
+    CHECK(krn_rlog_add(log, 0, N * OC, 5, KRN_DIR_UP, 0) == 0);
+    krn_config cfg = {.backend = KRN_BACKEND_REF, .mode = KRN_REPLAY, .grid_bits = 32};
+    krn_ctx *ctx = NULL;
+    CHECK(krn_ctx_new(&ctx, &cfg) == 0 && krn_step_begin(ctx, 1, log) == 0);
+    int rc = krn_matmul_forward(ctx, out, inp, w, NULL, N, C, OC);
+    if (rc == 0)
+        rc = krn_step_end(ctx, NULL);
+    CHECK_MSG(rc == OVT_EFRAUD, "forged entry: rc %d (%s)", rc, ovt_errmsg());
+    krn_ctx_free(ctx);
+    krn_rlog_free(log);
+    free(inp), free(w), free(out);
+}
+
 /* ---- misuse and bad input ---- */
 
 static krn_ctx *plain_ctx(krn_backend_kind be)
@@ -590,9 +611,38 @@ static void test_chunk_order(void)
     free(x);
 }
 
+/* The ref backend's GEMM (rank-1 updates, last k first) sums every element
+ * in exactly the order of its reversed dot product, for every transposition. */
+static void test_ref_gemm_order(void)
+{
+    size_t m = 37, n = 29, k = 100;
+    float *af = fx_normal(m * k, 4, 1, 3.0), *bf = fx_normal(k * n, 4, 2, 3.0);
+    double *a = calloc(m * k, sizeof *a), *b = calloc(k * n, sizeof *b), *c = calloc(m * n, sizeof *c);
+    krn_widen(a, af, m * k);
+    krn_widen(b, bf, k * n);
+    krn_cpu be = {KRN_BACKEND_REF, 0, 1};
+    size_t bad = 0;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            size_t lda = ta ? m : k, ldb = tb ? k : n;
+            krn_cpu_gemm(&be, c, n, ta, a, lda, tb, b, ldb, m, n, k);
+            for (size_t i = 0; i < m; i++)
+                for (size_t j = 0; j < n; j++) {
+                    const double *ai = ta ? a + i : a + i * lda, *bj = tb ? b + j * ldb : b + j;
+                    double d = krn_cpu_dot(&be, ai, ta ? (ptrdiff_t)lda : 1, bj,
+                                           tb ? 1 : (ptrdiff_t)ldb, k);
+                    bad += memcmp(&d, &c[i * n + j], sizeof d) != 0;
+                }
+        }
+    CHECK_MSG(bad == 0, "%zu ref GEMM elements differ from the reversed dot", bad);
+    free(af), free(bf), free(a), free(b), free(c);
+}
+
 int main(void)
 {
+    test_ref_gemm_order();
     test_errors();
+    test_forged_entry();
     test_chunk_order();
     test_replay();
     test_narrow_grid();
