@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "arbiter/watch.h"
 #include "chain/arbitration_cli.h"
 #include "chain/cli.h"
 #include "cli/commands.h"
@@ -19,6 +20,7 @@ const struct ovt_command ovt_commands[] = {
     {"train", "train a model with controlled rounding into a run directory", trn_cmd_train},
     {"keys", "create a keystore or show its address (new, address)", chain_cmd_keys},
     {"deploy", "deploy the arbitration contract", chain_cmd_deploy},
+    {"arbiter", "the arbiter daemon: watch disputes, re-execute the step, post verdicts", arb_cmd_arbiter},
     {NULL, NULL, NULL},
 };
 

@@ -15,6 +15,7 @@
 #include "trainer/data.h"
 #include "trainer/run.h"
 #include "trainer/state.h"
+#include "trainer/step.h"
 #include "trainer/train.h"
 
 static void train_usage(FILE *f)
@@ -65,81 +66,19 @@ struct train_args {
     trn_run_config rc;
 };
 
-/* The data of the run: tokens (GPT-2) or samples (MLP). */
-struct train_data {
-    trn_tokens tokens;
-    trn_samples samples;
-};
-
-static int load_data(struct train_data *d, const struct train_args *a, trn_run_config *rc)
+static int load_data(trn_dataset *d, const struct train_args *a, trn_run_config *rc)
 {
     memset(d, 0, sizeof *d);
-    int rv;
-    if (rc->model.kind == TRN_MODEL_GPT2) {
-        if ((rv = trn_tokens_load(&d->tokens, a->data)))
-            return rv;
-        if (d->tokens.vocab > rc->model.vocab)
-            return ovt_fail(OVT_EINVAL, "%s has vocab %u, larger than the model's %u", a->data, d->tokens.vocab,
-                            rc->model.vocab);
-        if (d->tokens.count < (size_t)rc->seq_len + 1)
-            return ovt_fail(OVT_EINVAL, "%s holds %zu tokens, fewer than one sequence of %u plus a target",
-                            a->data, d->tokens.count, rc->seq_len);
-        rc->dataset_hash = d->tokens.hash;
-        return 0;
-    }
     uint8_t *buf;
     size_t len;
-    if ((rv = ovt_read_file(a->data, &buf, &len, (size_t)1 << 36)))
-        return rv;
-    rv = trn_samples_parse(&d->samples, buf, len, (int)rc->grid_bits);
-    free(buf);
+    int rv = ovt_read_file(a->data, &buf, &len, (size_t)1 << 36);
     if (rv)
-        return ovt_fail_wrap(rv, "%s", a->data);
-    if (d->samples.dim != rc->model.in_dim || d->samples.n_class != rc->model.n_class)
-        return ovt_fail(OVT_EINVAL, "%s has %u features and %u classes; the model takes %u and %u", a->data,
-                        d->samples.dim, d->samples.n_class, rc->model.in_dim, rc->model.n_class);
-    rc->dataset_hash = d->samples.hash;
-    return 0;
-}
-
-static void free_data(struct train_data *d)
-{
-    trn_tokens_free(&d->tokens);
-    trn_samples_free(&d->samples);
-}
-
-/* The batch of step i and its batchHash; *keep owns the memory. */
-struct step_batch {
-    trn_token_batch tb;
-    trn_sample_batch sb;
-    trn_batch view;
-    ovt_hash hash;
-};
-
-static int get_batch(struct step_batch *b, const struct train_data *d, const trn_run_config *rc, uint64_t i)
-{
-    memset(b, 0, sizeof *b);
-    int rv;
-    if (rc->model.kind == TRN_MODEL_GPT2) {
-        if ((rv = trn_token_batch_get(&b->tb, &d->tokens, rc->seed, i, rc->batch_size, rc->seq_len)))
-            return rv;
-        trn_token_batch_hash(&b->hash, &b->tb);
-        trn_batch v = {.B = b->tb.B, .T = b->tb.T, .inputs = b->tb.inputs, .targets = b->tb.targets};
-        b->view = v;
-        return 0;
-    }
-    if ((rv = trn_sample_batch_get(&b->sb, &d->samples, rc->seed, i, rc->batch_size)))
         return rv;
-    trn_sample_batch_hash(&b->hash, &b->sb);
-    trn_batch v = {.B = b->sb.B, .x = b->sb.x, .labels = b->sb.y};
-    b->view = v;
-    return 0;
-}
-
-static void free_batch(struct step_batch *b)
-{
-    trn_token_batch_free(&b->tb);
-    trn_sample_batch_free(&b->sb);
+    rv = trn_dataset_parse(d, rc, buf, len, a->data);
+    free(buf);
+    if (rv == 0)
+        rc->dataset_hash = d->hash;
+    return rv;
 }
 
 static int run_path(char *out, size_t cap, const char *dir, const char *sub, uint64_t step, const char *ext)
@@ -269,7 +208,7 @@ static int write_summary(const struct train_args *a, const trn_state *st, const 
 static int train(const struct train_args *a)
 {
     trn_run_config rc = a->rc;
-    struct train_data data;
+    trn_dataset data;
     trn_state *st = NULL;
     trn_workspace *w = NULL;
     krn_ctx *ctx = NULL;
@@ -317,13 +256,13 @@ static int train(const struct train_args *a)
     double first_loss = 0, last_loss = 0;
     while (st->step < a->steps) {
         uint64_t i = st->step + 1;
-        struct step_batch batch;
-        if ((rv = get_batch(&batch, &data, &rc, i)))
+        trn_step_batch batch;
+        if ((rv = trn_step_batch_get(&batch, &data, &rc, i)))
             goto done;
         trn_step_info info;
         rv = trn_train_step(ctx, w, st, &batch.view, log, &info);
         table.steps[i].batch_hash = batch.hash;
-        free_batch(&batch);
+        trn_step_batch_free(&batch);
         if (rv)
             goto done;
         uint8_t *bytes;
@@ -367,7 +306,7 @@ done:
     trn_workspace_free(w);
     trn_state_free(st);
     trn_step_table_free(&table);
-    free_data(&data);
+    trn_dataset_free(&data);
     return rv;
 }
 

@@ -1,0 +1,215 @@
+/* `ovt arbiter watch`: the arbiter daemon (arbiter/watch.h). */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arbiter/watch.h"
+#include "chain/password.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: ovt arbiter watch --rpc-url URL --contract ADDR\n"
+            "                         (--keystore FILE [--password-file F] | --private-key KEY)\n"
+            "                         --store URL --state-dir DIR [OPTIONS]\n"
+            "\n"
+            "Follows the arbitration contract for runs that name this account as arbiter. When\n"
+            "a dispute reaches AwaitingVerdict it fetches the disputed step's inputs from the\n"
+            "artifact store (state j-1, the dataset, the trainer's rounding log j), checks them\n"
+            "against the hashes revealed on chain, re-executes step j on the CPU with the\n"
+            "trainer's log (fraud check included) and posts the verdict: trainer right, auditor\n"
+            "right, neither, fraudulent rounding log, or inputs not made available.\n"
+            "Its cursor and one folder per game live in --state-dir, so a restart resumes.\n"
+            "SIGINT/SIGTERM stop it cleanly.\n"
+            "\n"
+            "  --rpc-url URL         the node's JSON-RPC endpoint (default: $ETH_RPC_URL)\n"
+            "  --contract ADDR       the arbitration contract\n"
+            "  --keystore FILE       the arbiter's Web3 v3 keystore; password from\n"
+            "                        --password-file, else $OVT_PASSWORD, else a prompt\n"
+            "  --private-key KEY     a raw hex key (throwaway devnet accounts only)\n"
+            "  --store URL           the artifact store: file://DIR, http://..., https://...\n"
+            "  --state-dir DIR       where the cursor and the games are kept (created)\n"
+            "  --confirmations N     act on blocks this deep, the head counting as 1 (default 2)\n"
+            "  --poll-interval S     seconds between polls (default 4; fractions allowed)\n"
+            "  --from-block B        first block to read when DIR has no cursor (default 0)\n"
+            "  --log-range N         blocks per eth_getLogs range (default 2000)\n"
+            "  --input-wait S        seconds to wait for missing inputs before ruling them\n"
+            "                        unavailable (default 600; always ruled before the deadline)\n"
+            "  --deadline-margin S   seconds before the verdict deadline that end any wait (default 120)\n"
+            "  --threads N           CPU threads for re-execution (default: all)\n"
+            "  --once                process up to the current head and exit\n"
+            "  --json                one JSON object per log line\n"
+            "  -h, --help            this help\n");
+}
+
+static volatile int stop_requested;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+static int parse_num(const char *flag, const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "ovt arbiter watch: %s expects a number in %g..%g, got '%s'\n", flag, lo, hi, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+enum { O_RPC = 256, O_CONTRACT, O_KEYSTORE, O_PASSWORD, O_KEY, O_STORE, O_STATE, O_CONF, O_POLL, O_FROM, O_RANGE,
+       O_WAIT, O_MARGIN, O_THREADS, O_ONCE, O_JSON };
+
+static int watch_main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"rpc-url", required_argument, NULL, O_RPC},       {"contract", required_argument, NULL, O_CONTRACT},
+        {"keystore", required_argument, NULL, O_KEYSTORE}, {"password-file", required_argument, NULL, O_PASSWORD},
+        {"private-key", required_argument, NULL, O_KEY},   {"store", required_argument, NULL, O_STORE},
+        {"state-dir", required_argument, NULL, O_STATE},   {"confirmations", required_argument, NULL, O_CONF},
+        {"poll-interval", required_argument, NULL, O_POLL}, {"from-block", required_argument, NULL, O_FROM},
+        {"log-range", required_argument, NULL, O_RANGE},   {"input-wait", required_argument, NULL, O_WAIT},
+        {"deadline-margin", required_argument, NULL, O_MARGIN}, {"threads", required_argument, NULL, O_THREADS},
+        {"once", no_argument, NULL, O_ONCE},               {"json", no_argument, NULL, O_JSON},
+        {"help", no_argument, NULL, 'h'},                  {NULL, 0, NULL, 0},
+    };
+    arb_watch_opts o;
+    arb_watch_opts_default(&o);
+    const char *rpc_url = getenv("ETH_RPC_URL"), *contract = NULL, *keystore = NULL, *password_file = NULL,
+               *private_key = NULL, *store_url = NULL;
+    double x;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_RPC: rpc_url = optarg; break;
+        case O_CONTRACT: contract = optarg; break;
+        case O_KEYSTORE: keystore = optarg; break;
+        case O_PASSWORD: password_file = optarg; break;
+        case O_KEY: private_key = optarg; break;
+        case O_STORE: store_url = optarg; break;
+        case O_STATE: o.state_dir = optarg; break;
+        case O_CONF:
+            if (parse_num("--confirmations", optarg, 1, 1000, &x)) return 2;
+            o.confirmations = (unsigned)x;
+            break;
+        case O_POLL:
+            if (parse_num("--poll-interval", optarg, 0.01, 86400, &x)) return 2;
+            o.poll_ms = (long)(x * 1000);
+            break;
+        case O_FROM:
+            if (parse_num("--from-block", optarg, 0, 1e15, &x)) return 2;
+            o.from_block = (uint64_t)x;
+            break;
+        case O_RANGE:
+            if (parse_num("--log-range", optarg, 1, 1e6, &x)) return 2;
+            o.log_range = (uint64_t)x;
+            break;
+        case O_WAIT:
+            if (parse_num("--input-wait", optarg, 0, 1e9, &x)) return 2;
+            o.input_wait = (uint32_t)x;
+            break;
+        case O_MARGIN:
+            if (parse_num("--deadline-margin", optarg, 0, 1e9, &x)) return 2;
+            o.deadline_margin = (uint32_t)x;
+            break;
+        case O_THREADS:
+            if (parse_num("--threads", optarg, 0, 256, &x)) return 2;
+            o.threads = (int)x;
+            break;
+        case O_ONCE: o.once = true; break;
+        case O_JSON: o.json = true; break;
+        case 'h': usage(stdout); return 0;
+        default:
+            fprintf(stderr, "ovt arbiter watch: unknown option '%s'; see `ovt arbiter watch --help`\n",
+                    argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "ovt arbiter watch: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    const char *missing = !rpc_url || !*rpc_url ? "--rpc-url (or ETH_RPC_URL)"
+                          : !contract           ? "--contract"
+                          : !store_url          ? "--store"
+                          : !o.state_dir        ? "--state-dir"
+                                                : NULL;
+    if (missing) {
+        fprintf(stderr, "ovt arbiter watch: %s is required; see `ovt arbiter watch --help`\n", missing);
+        return 2;
+    }
+    if (!!keystore == !!private_key) {
+        fprintf(stderr, "ovt arbiter watch: give exactly one of --keystore and --private-key\n");
+        return 2;
+    }
+    chain_address addr;
+    if (chain_address_from_string(&addr, contract)) {
+        fprintf(stderr, "ovt arbiter watch: --contract: %s\n", ovt_errmsg());
+        return 2;
+    }
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    chain_privkey key;
+    chain_rpc *rpc = NULL;
+    chain_txm m;
+    memset(&m, 0, sizeof m);
+    chain_arb arb;
+    trn_store *store = NULL;
+    int rc = chain_load_key(&key, keystore, password_file, private_key);
+    if (rc == 0) {
+        chain_rpc_opts ro;
+        chain_rpc_opts_default(&ro);
+        ro.custom_errors = chain_arb_errors;
+        rc = chain_rpc_open(&rpc, rpc_url, &ro);
+    }
+    if (rc == 0) {
+        chain_txm_opts to;
+        chain_txm_opts_default(&to);
+        to.confirmations = o.confirmations;
+        to.poll_ms = o.poll_ms < 250 ? o.poll_ms : 250;
+        rc = chain_txm_init(&m, rpc, &key, &to);
+    }
+    ovt_wipe(&key, sizeof key);
+    if (rc == 0)
+        rc = chain_arb_attach(&arb, rpc, &addr);
+    if (rc == 0)
+        rc = trn_store_open(&store, store_url);
+    if (rc == 0)
+        rc = arb_watch(&o, &arb, &m, store, &stop_requested);
+    if (rc)
+        fprintf(stderr, "ovt arbiter watch: %s\n", ovt_errmsg());
+    trn_store_close(store);
+    if (m.rpc)
+        chain_txm_free(&m);
+    chain_rpc_close(rpc);
+    return rc ? 1 : 0;
+}
+
+int arb_cmd_arbiter(int argc, char **argv)
+{
+    if (argc >= 2 && !strcmp(argv[1], "watch"))
+        return watch_main(argc - 1, argv + 1);
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "ovt arbiter: expected the subcommand 'watch'; see `ovt arbiter --help`\n");
+    return 2;
+}
