@@ -392,6 +392,8 @@ static int act(watcher *w, arb_game *g)
     bool sent;
     if ((rv = verdict_known(w, g, &sent)))
         return rv;
+    if (g->has_eval && g->eval.exec == ARB_EXEC_NOT_RUN)
+        g->has_eval = false; /* inputs were missing: look in the store again */
     arb_view v;
     arb_action a;
     for (int pass = 0; pass < 2; pass++) {
