@@ -208,21 +208,25 @@ static int check_reorg(watcher *w)
 }
 
 /* Reads events from the cursor up to the safe block, one bounded range at a
- * time; the cursor moves (and is saved) after the games are. */
+ * time; the cursor moves (and is saved) after the games are. The hashes of
+ * the range's last ARB_RECENT blocks are kept for check_reorg; they are
+ * read between two reads of the last block's hash, which must agree (the
+ * blocks under an unchanged block are unchanged). */
 static int follow(watcher *w)
 {
     arb_cursor *c = &w->cursor;
     while (c->next <= w->safe && !*w->stop) {
         uint64_t to = w->safe - c->next + 1 > w->o->log_range ? c->next + w->o->log_range - 1 : w->safe;
-        ovt_hash before, after;
+        uint64_t first = to + 1 - c->next > ARB_RECENT ? to + 1 - ARB_RECENT : c->next;
+        ovt_hash before, hashes[ARB_RECENT];
         chain_arb_event *evs = NULL;
         size_t n = 0;
         int rv = block_info(w->arb->rpc, to, &before, NULL);
         if (!rv)
             rv = chain_arb_get_events(w->arb, NULL, c->next, to, &evs, &n);
-        if (!rv)
-            rv = block_info(w->arb->rpc, to, &after, NULL);
-        if (!rv && memcmp(before.b, after.b, 32) != 0)
+        for (uint64_t b = first; !rv && b <= to; b++)
+            rv = block_info(w->arb->rpc, b, &hashes[b - first], NULL);
+        if (!rv && memcmp(before.b, hashes[to - first].b, 32) != 0)
             rv = ovt_fail(OVT_EIO, "block %" PRIu64 " changed while its logs were read", to);
         for (size_t i = 0; !rv && i < n; i++)
             rv = on_event(w, &evs[i]);
@@ -230,7 +234,8 @@ static int follow(watcher *w)
         if (rv)
             return rv;
         c->next = to + 1;
-        arb_cursor_push(c, to, &after);
+        for (uint64_t b = first; b <= to; b++)
+            arb_cursor_push(c, b, &hashes[b - first]);
         if ((rv = arb_cursor_save(c, w->o->state_dir)))
             return rv;
     }
