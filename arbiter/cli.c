@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "arbiter/watch.h"
-#include "chain/password.h"
+#include "chain/sender.h"
 
 static void usage(FILE *out)
 {
@@ -166,39 +166,24 @@ static int watch_main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
-    chain_privkey key;
-    chain_rpc *rpc = NULL;
-    chain_txm m;
-    memset(&m, 0, sizeof m);
+    chain_txm_opts to;
+    chain_txm_opts_default(&to);
+    to.confirmations = o.confirmations;
+    to.poll_ms = o.poll_ms < 250 ? o.poll_ms : 250;
+    chain_sender snd;
     chain_arb arb;
     trn_store *store = NULL;
-    int rc = chain_load_key(&key, keystore, password_file, private_key);
-    if (rc == 0) {
-        chain_rpc_opts ro;
-        chain_rpc_opts_default(&ro);
-        ro.custom_errors = chain_arb_errors;
-        rc = chain_rpc_open(&rpc, rpc_url, &ro);
-    }
-    if (rc == 0) {
-        chain_txm_opts to;
-        chain_txm_opts_default(&to);
-        to.confirmations = o.confirmations;
-        to.poll_ms = o.poll_ms < 250 ? o.poll_ms : 250;
-        rc = chain_txm_init(&m, rpc, &key, &to);
-    }
-    ovt_wipe(&key, sizeof key);
+    int rc = chain_sender_open(&snd, rpc_url, keystore, password_file, private_key, &to);
     if (rc == 0)
-        rc = chain_arb_attach(&arb, rpc, &addr);
+        rc = chain_arb_attach(&arb, snd.rpc, &addr);
     if (rc == 0)
         rc = trn_store_open(&store, store_url);
     if (rc == 0)
-        rc = arb_watch(&o, &arb, &m, store, &stop_requested);
+        rc = arb_watch(&o, &arb, &snd.txm, store, &stop_requested);
     if (rc)
         fprintf(stderr, "ovt arbiter watch: %s\n", ovt_errmsg());
     trn_store_close(store);
-    if (m.rpc)
-        chain_txm_free(&m);
-    chain_rpc_close(rpc);
+    chain_sender_close(&snd);
     return rc ? 1 : 0;
 }
 

@@ -448,17 +448,20 @@ static int tick(watcher *w)
     w->safe = w->head + 1 - w->o->confirmations;
     if ((rv = follow(w)))
         return rv;
+    /* One game's failure (a node error, a local error while evaluating) is
+     * reported and retried next tick; it does not hold the others back. */
+    int first = 0;
     for (size_t i = 0; i < w->ngames && !*w->stop; i++) {
         arb_game *g = &w->games[i];
         if (g->done || g->opened_block > w->safe)
             continue;
         if ((rv = act(w, g))) {
-            char id[67];
-            arb_hex32(id, &g->run_id);
-            return ovt_fail_wrap(rv, "run %s", id);
+            say(w, "error", &g->run_id, json_pack("{s:s}", "error", ovt_errname(rv)), "%s", ovt_errmsg());
+            if (!first)
+                first = rv;
         }
     }
-    return 0;
+    return first;
 }
 
 static int open_state(watcher *w)
