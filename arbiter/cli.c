@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "arbiter/watch.h"
-#include "chain/sender.h"
+#include "chain/session.h"
 
 static void usage(FILE *out)
 {
@@ -66,15 +66,13 @@ static int parse_num(const char *flag, const char *s, double lo, double hi, doub
     return 0;
 }
 
-enum { O_RPC = 256, O_CONTRACT, O_KEYSTORE, O_PASSWORD, O_KEY, O_STORE, O_STATE, O_CONF, O_POLL, O_FROM, O_RANGE,
+enum { O_STORE = 256, O_STATE, O_CONF, O_POLL, O_FROM, O_RANGE,
        O_WAIT, O_MARGIN, O_THREADS, O_ONCE, O_JSON };
 
 static int watch_main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"rpc-url", required_argument, NULL, O_RPC},       {"contract", required_argument, NULL, O_CONTRACT},
-        {"keystore", required_argument, NULL, O_KEYSTORE}, {"password-file", required_argument, NULL, O_PASSWORD},
-        {"private-key", required_argument, NULL, O_KEY},   {"store", required_argument, NULL, O_STORE},
+        CHAIN_SESSION_LONGOPTS,                            {"store", required_argument, NULL, O_STORE},
         {"state-dir", required_argument, NULL, O_STATE},   {"confirmations", required_argument, NULL, O_CONF},
         {"poll-interval", required_argument, NULL, O_POLL}, {"from-block", required_argument, NULL, O_FROM},
         {"log-range", required_argument, NULL, O_RANGE},   {"input-wait", required_argument, NULL, O_WAIT},
@@ -84,19 +82,17 @@ static int watch_main(int argc, char **argv)
     };
     arb_watch_opts o;
     arb_watch_opts_default(&o);
-    const char *rpc_url = getenv("ETH_RPC_URL"), *contract = NULL, *keystore = NULL, *password_file = NULL,
-               *private_key = NULL, *store_url = NULL;
+    chain_session_args sa;
+    chain_session_args_init(&sa);
+    const char *store_url = NULL;
     double x;
     int c;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (chain_session_take(&sa, c, optarg))
+            continue;
         switch (c) {
-        case O_RPC: rpc_url = optarg; break;
-        case O_CONTRACT: contract = optarg; break;
-        case O_KEYSTORE: keystore = optarg; break;
-        case O_PASSWORD: password_file = optarg; break;
-        case O_KEY: private_key = optarg; break;
         case O_STORE: store_url = optarg; break;
         case O_STATE: o.state_dir = optarg; break;
         case O_CONF:
@@ -140,8 +136,8 @@ static int watch_main(int argc, char **argv)
         fprintf(stderr, "ovt arbiter watch: unexpected argument '%s'\n", argv[optind]);
         return 2;
     }
-    const char *missing = !rpc_url || !*rpc_url ? "--rpc-url (or ETH_RPC_URL)"
-                          : !contract           ? "--contract"
+    const char *missing = !sa.rpc_url || !*sa.rpc_url ? "--rpc-url (or ETH_RPC_URL)"
+                          : !sa.contract              ? "--contract"
                           : !store_url          ? "--store"
                           : !o.state_dir        ? "--state-dir"
                                                 : NULL;
@@ -149,41 +145,37 @@ static int watch_main(int argc, char **argv)
         fprintf(stderr, "ovt arbiter watch: %s is required; see `ovt arbiter watch --help`\n", missing);
         return 2;
     }
-    if (!!keystore == !!private_key) {
+    if (!!sa.keystore == !!sa.private_key) {
         fprintf(stderr, "ovt arbiter watch: give exactly one of --keystore and --private-key\n");
         return 2;
     }
     chain_address addr;
-    if (chain_address_from_string(&addr, contract)) {
+    if (chain_address_from_string(&addr, sa.contract)) {
         fprintf(stderr, "ovt arbiter watch: --contract: %s\n", ovt_errmsg());
         return 2;
     }
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    struct sigaction act;
+    memset(&act, 0, sizeof act);
+    act.sa_handler = on_signal;
+    sigemptyset(&act.sa_mask);
+    sigaction(SIGINT, &act, NULL);
+    sigaction(SIGTERM, &act, NULL);
 
-    chain_txm_opts to;
-    chain_txm_opts_default(&to);
-    to.confirmations = o.confirmations;
-    to.poll_ms = o.poll_ms < 250 ? o.poll_ms : 250;
-    chain_sender snd;
-    chain_arb arb;
+    chain_session ses;
     trn_store *store = NULL;
-    int rc = chain_sender_open(&snd, rpc_url, keystore, password_file, private_key, &to);
-    if (rc == 0)
-        rc = chain_arb_attach(&arb, snd.rpc, &addr);
-    if (rc == 0)
+    int rc = chain_session_open(&ses, &sa, 1);
+    if (rc == 0) {
+        ses.txm.opts.confirmations = o.confirmations;
+        ses.txm.opts.poll_ms = o.poll_ms < 250 ? o.poll_ms : 250;
         rc = trn_store_open(&store, store_url);
+    }
     if (rc == 0)
-        rc = arb_watch(&o, &arb, &snd.txm, store, &stop_requested);
+        rc = arb_watch(&o, &ses.arb, &ses.txm, store, &stop_requested);
     if (rc)
         fprintf(stderr, "ovt arbiter watch: %s\n", ovt_errmsg());
     trn_store_close(store);
-    chain_sender_close(&snd);
+    chain_session_close(&ses);
     return rc ? 1 : 0;
 }
 

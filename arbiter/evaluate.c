@@ -8,6 +8,7 @@
 #include "kernels/rlog.h"
 #include "trainer/config.h"
 #include "trainer/state.h"
+#include "trainer/rundata.h"
 #include "trainer/step.h"
 
 #define MAX_CONFIG_OBJECT 4096
@@ -31,32 +32,17 @@ static void add_note(char *note, size_t cap, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Fetches object `name`; checks its SHA-256 unless check_hash is 0.
- * Returns the input status; *data is set only for ARB_INPUT_OK. A local
- * failure (not the store's) is a negative code in *err. */
-static arb_input fetch(trn_store *store, const ovt_hash *name, int check_hash, size_t max, uint8_t **data,
-                       size_t *len, const char *what, char *note, size_t cap)
+/* What a store failure means for an input: not there (or not reachable:
+ * look again later), or there but not what its name says. A local failure
+ * (memory) stays an error, in *err. */
+static arb_input store_status(int rv, int *err, const char *what, char *note, size_t cap)
 {
-    int rv = trn_store_get(store, name, data, len, max);
-    if (rv == OVT_ENOTFOUND || rv == OVT_EIO) {
-        add_note(note, cap, "%s: %s", what, ovt_errmsg());
-        return ARB_INPUT_MISSING;
-    }
-    if (rv) {
-        add_note(note, cap, "%s: %s", what, ovt_errmsg());
-        return ARB_INPUT_MISMATCH;
-    }
-    if (check_hash) {
-        ovt_hash h;
-        ovt_sha256(&h, *data, *len);
-        if (memcmp(h.b, name->b, 32) != 0) {
-            free(*data);
-            *data = NULL;
-            add_note(note, cap, "%s: the store's object does not hash to its name", what);
-            return ARB_INPUT_MISMATCH;
-        }
-    }
-    return ARB_INPUT_OK;
+    if (rv == 0)
+        return ARB_INPUT_OK;
+    add_note(note, cap, "%s: %s", what, ovt_errmsg());
+    if (rv == OVT_ENOMEM && !*err)
+        *err = rv;
+    return rv == OVT_ENOTFOUND || rv == OVT_EIO || rv == OVT_ENOMEM ? ARB_INPUT_MISSING : ARB_INPUT_MISMATCH;
 }
 
 static int step_zero(arb_eval *out, trn_store *store, const ovt_hash *run_id, const chain_arb_params *run,
@@ -64,10 +50,12 @@ static int step_zero(arb_eval *out, trn_store *store, const ovt_hash *run_id, co
 {
     uint8_t *buf = NULL;
     size_t len;
+    int err = 0;
     out->input[ARB_IN_STATE] =
-        fetch(store, &run->config_hash, 1, MAX_CONFIG_OBJECT, &buf, &len, "run config", note, cap);
+        store_status(trn_store_get(store, &run->config_hash, MAX_CONFIG_OBJECT, &buf, &len), &err, "run config",
+                     note, cap);
     if (out->input[ARB_IN_STATE] != ARB_INPUT_OK)
-        return 0;
+        return err;
     trn_run_config rc;
     int rv = trn_config_decode(&rc, buf, len);
     free(buf);
@@ -89,30 +77,20 @@ static int step_zero(arb_eval *out, trn_store *store, const ovt_hash *run_id, co
     return 0;
 }
 
-/* The checkpoint of state j-1: decoded, hashing to stateHash_{j-1}, of this run. */
-static arb_input get_state(trn_state **st, trn_store *store, const chain_arb_params *run, const chain_arb_game *g,
-                           char *note, size_t cap)
+/* The state j-1 (the store checks that it hashes to stateHash_{j-1}), of
+ * this run and at step j-1. */
+static arb_input get_state(trn_state **st, int *err, trn_store *store, const chain_arb_params *run,
+                           const chain_arb_game *g, char *note, size_t cap)
 {
-    uint8_t *buf = NULL;
-    size_t len;
-    arb_input in = fetch(store, &g->previous_state, 0, MAX_OBJECT, &buf, &len, "state checkpoint", note, cap);
+    arb_input in = store_status(trn_store_get_state(store, &g->previous_state, st), err, "state j-1", note, cap);
     if (in != ARB_INPUT_OK)
         return in;
-    int rv = trn_checkpoint_decode(st, buf, len);
-    free(buf);
-    if (rv) {
-        add_note(note, cap, "state checkpoint: %s", ovt_errmsg());
-        return ARB_INPUT_MISMATCH;
-    }
-    ovt_hash h;
-    trn_state_hash(&h, *st);
-    const char *wrong = memcmp(h.b, g->previous_state.b, 32) != 0                     ? "its state does not hash to stateHash_{j-1}"
-                        : memcmp((*st)->config_hash.b, run->config_hash.b, 32) != 0 ? "its config is not the run's"
-                        : (*st)->step + 1 != g->index                               ? "it is not the state before the disputed step"
-                                                                                    : NULL;
+    const char *wrong = memcmp((*st)->config_hash.b, run->config_hash.b, 32) != 0 ? "its config is not the run's"
+                        : (*st)->step + 1 != g->index ? "it is not the state before the disputed step"
+                                                      : NULL;
     if (!wrong)
         return ARB_INPUT_OK;
-    add_note(note, cap, "state checkpoint: %s", wrong);
+    add_note(note, cap, "state j-1: %s", wrong);
     trn_state_free(*st);
     *st = NULL;
     return ARB_INPUT_MISMATCH;
@@ -120,8 +98,8 @@ static arb_input get_state(trn_state **st, trn_store *store, const chain_arb_par
 
 /* The trainer's log j: fetched (or, for an empty log, built: its bytes are
  * fixed by the step number) and checked against logHash_j. */
-static arb_input get_log(uint8_t **buf, size_t *len, trn_store *store, const chain_arb_game *g, char *note,
-                         size_t cap)
+static arb_input get_log(uint8_t **buf, size_t *len, int *err, trn_store *store, const chain_arb_game *g,
+                         char *note, size_t cap)
 {
     krn_rlog *empty = krn_rlog_new();
     if (empty) {
@@ -138,7 +116,8 @@ static arb_input get_log(uint8_t **buf, size_t *len, trn_store *store, const cha
         }
         krn_rlog_free(empty);
     }
-    return fetch(store, &g->trainer_log, 1, MAX_OBJECT, buf, len, "rounding log", note, cap);
+    return store_status(trn_store_get(store, &g->trainer_log, MAX_OBJECT, buf, len), err, "rounding log j", note,
+                        cap);
 }
 
 int arb_evaluate(arb_eval *out, trn_store *store, const ovt_hash *run_id, const chain_arb_params *run,
@@ -154,20 +133,20 @@ int arb_evaluate(arb_eval *out, trn_store *store, const ovt_hash *run_id, const 
     trn_state *st = NULL;
     uint8_t *data = NULL, *logbytes = NULL;
     size_t data_len = 0, log_len = 0;
-    trn_dataset ds;
+    trn_run_data ds;
     memset(&ds, 0, sizeof ds);
     krn_rlog *log = NULL;
     int rv = 0;
-    out->input[ARB_IN_STATE] = get_state(&st, store, run, g, note, cap);
-    out->input[ARB_IN_DATASET] =
-        fetch(store, &run->dataset_hash, 1, MAX_OBJECT, &data, &data_len, "dataset", note, cap);
-    out->input[ARB_IN_LOG] = get_log(&logbytes, &log_len, store, g, note, cap);
+    out->input[ARB_IN_STATE] = get_state(&st, &rv, store, run, g, note, cap);
+    out->input[ARB_IN_DATASET] = store_status(trn_store_get(store, &run->dataset_hash, MAX_OBJECT, &data, &data_len),
+                                              &rv, "dataset", note, cap);
+    out->input[ARB_IN_LOG] = get_log(&logbytes, &log_len, &rv, store, g, note, cap);
     for (int k = 0; k < ARB_NINPUTS; k++)
-        if (out->input[k] != ARB_INPUT_OK)
+        if (rv || out->input[k] != ARB_INPUT_OK)
             goto done;
 
-    if (trn_dataset_parse(&ds, &st->config, data, data_len, "dataset") ||
-        memcmp(st->config.dataset_hash.b, run->dataset_hash.b, 32) != 0) {
+    if (memcmp(st->config.dataset_hash.b, run->dataset_hash.b, 32) != 0 ||
+        trn_run_data_parse(&ds, data, data_len, &st->config, 0, "the dataset")) {
         add_note(note, cap, "the dataset does not fit the run's config");
         out->exec = ARB_EXEC_FAILED;
         goto done;
@@ -197,7 +176,7 @@ int arb_evaluate(arb_eval *out, trn_store *store, const ovt_hash *run_id, const 
     out->exec = ARB_EXEC_OK;
 done:
     krn_rlog_free(log);
-    trn_dataset_free(&ds);
+    trn_run_data_free(&ds);
     free(data);
     free(logbytes);
     trn_state_free(st);

@@ -9,7 +9,7 @@
 
 #include "chain/arbitration.h"
 #include "chain/arbitration_cli.h"
-#include "chain/sender.h"
+#include "chain/password.h"
 
 static void usage(FILE *out)
 {
@@ -100,25 +100,40 @@ int chain_cmd_deploy(int argc, char **argv)
         return 2;
     }
 
-    chain_txm_opts to;
-    chain_txm_opts_default(&to);
-    to.confirmations = confirmations;
-    chain_sender snd;
+    chain_privkey key;
+    chain_rpc *rpc = NULL;
+    chain_txm m;
+    memset(&m, 0, sizeof m);
     chain_arb arb;
     chain_receipt receipt;
     memset(&receipt, 0, sizeof receipt);
-    int rc = chain_sender_open(&snd, rpc_url, keystore, password_file, private_key, &to);
+    int rc = chain_load_key(&key, keystore, password_file, private_key);
+    if (rc == 0) {
+        chain_rpc_opts ro;
+        chain_rpc_opts_default(&ro);
+        ro.custom_errors = chain_arb_errors;
+        rc = chain_rpc_open(&rpc, rpc_url, &ro);
+    }
+    if (rc == 0) {
+        chain_txm_opts to;
+        chain_txm_opts_default(&to);
+        to.confirmations = confirmations;
+        rc = chain_txm_init(&m, rpc, &key, &to);
+    }
+    ovt_wipe(&key, sizeof key);
     if (rc == 0)
-        rc = chain_arb_deploy(&arb, &snd.txm, &receipt);
+        rc = chain_arb_deploy(&arb, &m, &receipt);
     if (rc == 0) {
         chain_arb check;
-        rc = chain_arb_attach(&check, snd.rpc, &arb.address);
+        rc = chain_arb_attach(&check, rpc, &arb.address);
     }
     if (rc == 0)
-        print_result(json, &arb, &snd.txm.from, &receipt);
+        print_result(json, &arb, &m.from, &receipt);
     else
         fprintf(stderr, "ovt deploy: %s\n", ovt_errmsg());
     chain_receipt_free(&receipt);
-    chain_sender_close(&snd);
+    if (m.rpc)
+        chain_txm_free(&m);
+    chain_rpc_close(rpc);
     return rc == 0 ? 0 : 1;
 }

@@ -8,7 +8,8 @@
  *   one bit flipped in state 2     -> auditor right at 2
  *   both parties wrong at step 3   -> neither
  *   a forged rounding-log entry    -> fraudulent rounding log
- *   log 5 withheld from the store  -> inputs not made available
+ *   log 5 withheld from the store  -> inputs not made available (logHash_5)
+ *   state 3 corrupt in the store   -> inputs not made available (stateHash_3)
  * every verdict's evidence equal to the leaf computed here from the
  * trainer's files. Then: the daemon killed (SIGKILL) during the bisection
  * and again while it waits for a missing input, restarted, finishes with
@@ -36,6 +37,7 @@
 
 #define STEPS 6
 #define WITHHELD 5
+#define CORRUPT 4 /* the store's copy of state CORRUPT-1 is corrupt */
 
 static fx_env env;
 static char root[64], ovt[4096], run_dir[128], store_url[160], arbiter_key[65];
@@ -43,17 +45,15 @@ static trn_step_table table; /* the honest trainer's */
 static ovt_hash config_hash, dataset_hash, forged_log;
 static uint64_t forged_step;
 
-static int put_file(trn_store *s, const char *path, const ovt_hash *name)
+/* Publishes checkpoint file `path` as state/<its stateHash>. */
+static int put_checkpoint(trn_store *s, const char *path)
 {
-    uint8_t *buf;
-    size_t len;
-    int rv = ovt_read_file(path, &buf, &len, (size_t)1 << 30);
+    trn_state *st;
+    int rv = trn_checkpoint_read(&st, path);
     if (rv)
         return rv;
-    ovt_hash h;
-    ovt_sha256(&h, buf, len);
-    rv = trn_store_put(s, name ? name : &h, buf, len);
-    free(buf);
+    rv = trn_store_put_state(s, st);
+    trn_state_free(st);
     return rv;
 }
 
@@ -62,25 +62,46 @@ static void step_path(char *out, size_t cap, const char *sub, uint64_t step, con
     snprintf(out, cap, "%s/%s/step-%08llu.%s", run_dir, sub, (unsigned long long)step, ext);
 }
 
+/* Replaces a file:// store's copy of a checkpoint (state/<stateHash>,
+ * docs/store.md) with the checkpoint's bytes with one bit flipped. */
+static int corrupt_checkpoint(const char *url, const char *ckpt, const ovt_hash *state_hash)
+{
+    uint8_t *buf;
+    size_t len;
+    char hex[65], path[512];
+    int rv = ovt_read_file(ckpt, &buf, &len, (size_t)1 << 30);
+    if (rv)
+        return rv;
+    buf[len / 2] ^= 0x04;
+    ovt_hex_encode(hex, state_hash->b, 32);
+    snprintf(path, sizeof path, "%s/state/%s", url + strlen("file://"), hex);
+    rv = ovt_write_atomic(path, buf, len, 0644);
+    free(buf);
+    return rv;
+}
+
 /* Fills a store with what an honest trainer publishes: config, dataset,
- * every checkpoint (named by its stateHash) and every log but `skip_log`. */
-static int publish(const char *url, uint64_t skip_log)
+ * every checkpoint (named by its stateHash) and every log but `skip_log`,
+ * with state CORRUPT-1 corrupted if corrupt_state. */
+static int publish(const char *url, uint64_t skip_log, int corrupt_state)
 {
     trn_store *s;
     char path[512];
     int rv = trn_store_open(&s, url);
     snprintf(path, sizeof path, "%s/config.bin", run_dir);
     if (!rv)
-        rv = put_file(s, path, NULL);
+        rv = trn_store_put_file(s, path, NULL);
     snprintf(path, sizeof path, "%s/samples.bin", root);
     if (!rv)
-        rv = put_file(s, path, NULL);
+        rv = trn_store_put_file(s, path, NULL);
     for (uint64_t i = 0; !rv && i <= STEPS; i++) {
         step_path(path, sizeof path, "ckpt", i, "ckpt");
-        rv = put_file(s, path, &table.steps[i].state_hash);
+        rv = put_checkpoint(s, path);
+        if (!rv && corrupt_state && i == CORRUPT - 1)
+            rv = corrupt_checkpoint(url, path, &table.steps[i].state_hash);
         if (!rv && i > 0 && i != skip_log) {
             step_path(path, sizeof path, "logs", i, "rlog");
-            rv = put_file(s, path, NULL);
+            rv = trn_store_put_file(s, path, NULL);
         }
     }
     trn_store_close(s);
@@ -94,7 +115,7 @@ static int forge_log(void)
 {
     char path[512];
     for (uint64_t i = 1; i <= STEPS; i++) {
-        if (i == WITHHELD)
+        if (i == WITHHELD || i == CORRUPT)
             continue;
         krn_rlog *log = krn_rlog_new(), *bad = krn_rlog_new();
         step_path(path, sizeof path, "logs", i, "rlog");
@@ -130,12 +151,11 @@ static int forge_log(void)
             return rv;
         if (!added)
             continue;
-        ovt_sha256(&forged_log, bytes, len);
         forged_step = i;
         trn_store *s;
         rv = trn_store_open(&s, store_url);
         if (!rv)
-            rv = trn_store_put(s, &forged_log, bytes, len);
+            rv = trn_store_put(s, bytes, len, &forged_log);
         trn_store_close(s);
         free(bytes);
         printf("forged log: step %llu, %zu bytes\n", (unsigned long long)i, len);
@@ -358,7 +378,7 @@ static int wait_for(const char *path, const char *needle, int seconds)
 
 static void test_verdicts(void)
 {
-    static scenario sc[6];
+    static scenario sc[7];
     chain_merkle_preimage honest[STEPS + 1], t[STEPS + 1], a[STEPS + 1];
     memcpy(honest, table.steps, sizeof honest);
     uint64_t from = head() + 1;
@@ -445,6 +465,17 @@ static void test_verdicts(void)
     sc[k].evidence = honest[WITHHELD].log_hash;
     k++;
 
+    /* the store's copy of state CORRUPT-1 is corrupt; the auditor lies at CORRUPT */
+    memcpy(a, honest, sizeof a);
+    for (int i = CORRUPT; i <= STEPS; i++)
+        a[i].state_hash.b[6] ^= 0x11;
+    sc[k].name = "corrupt state";
+    CHECK(open_run(&sc[k].run, honest, a) == 0);
+    sc[k].step = CORRUPT;
+    sc[k].outcome = CHAIN_ARB_INPUTS_UNAVAILABLE;
+    sc[k].evidence = honest[CORRUPT - 1].state_hash;
+    k++;
+
     for (int i = 0; i < k; i++) {
         CHECK(fx_play(&env, &sc[i].run, NULL, NULL) == 0);
         chain_arb_game g = game_of(&sc[i].run);
@@ -489,7 +520,7 @@ static void test_kill_restart(void)
     snprintf(state, sizeof state, "%s/state-b", root);
     snprintf(cursor, sizeof cursor, "%s/cursor.json", state);
     snprintf(url, sizeof url, "file://%s/store-b", root);
-    CHECK(publish(url, WITHHELD) == 0);
+    CHECK(publish(url, WITHHELD, 0) == 0);
     uint64_t from = head() + 1;
     const char *daemon[] = {"--confirmations", "1", "--input-wait", "3600", NULL};
 
@@ -522,7 +553,7 @@ static void test_kill_restart(void)
     trn_store *s;
     char path[512];
     step_path(path, sizeof path, "logs", WITHHELD, "rlog");
-    CHECK(trn_store_open(&s, url) == 0 && put_file(s, path, NULL) == 0);
+    CHECK(trn_store_open(&s, url) == 0 && trn_store_put_file(s, path, NULL) == 0);
     trn_store_close(s);
     snprintf(logp, sizeof logp, "%s/b3.log", root);
     pid = arbiter(state, url, from, logp, 0, daemon);
@@ -581,7 +612,7 @@ static void test_reorg(void)
     /* the block holding the auditor's reveal and VerdictDue is replaced */
     CHECK(fx_raw(&env, "anvil_reorg", json_pack("[i,[]]", 1)) == 0);
     CHECK(game_of(&run).phase == CHAIN_ARB_PHASE_REVEALING);
-    CHECK(publish(url, 0) == 0); /* the inputs are there now: only the reorg holds it back */
+    CHECK(publish(url, 0, 0) == 0); /* the inputs are there now: only the reorg holds it back */
     snprintf(logp, sizeof logp, "%s/c2.log", root);
     CHECK(arbiter(state, url, from, logp, 1, once) == 0);
     CHECK(count_in(logp, "\"event\":\"reorg\"") == 1);
@@ -632,7 +663,7 @@ int main(void)
         return 1;
     }
     snprintf(store_url, sizeof store_url, "file://%s/store", root);
-    if (train_run() != 0 || publish(store_url, WITHHELD) != 0 || forge_log() != 0) {
+    if (train_run() != 0 || publish(store_url, WITHHELD, 1) != 0 || forge_log() != 0) {
         fprintf(stderr, "setup: %s\n", ovt_errmsg());
         return 1;
     }
