@@ -16,7 +16,7 @@ static char af_dir[256];
 static char af_text[512]; /* the dataset */
 
 /* Creates the scratch directory and the dataset. 0 or -1. */
-static int af_init(const char *name)
+static inline int af_init(const char *name)
 {
     const char *bin = getenv("OVT_BINARY_DIR");
     snprintf(af_ovt, sizeof af_ovt, "%s/ovt", bin ? bin : ".");
@@ -38,7 +38,7 @@ static int af_init(const char *name)
 }
 
 /* Runs `ovt ARGS...` (NULL-terminated); *out (may be NULL) gets stdout. */
-static int af_ovt_run(char **out, ...)
+static inline int af_ovt_run(char **out, ...)
 {
     char *argv[64];
     int n = 0;
@@ -54,7 +54,7 @@ static int af_ovt_run(char **out, ...)
 
 /* Trains a gpt2-tiny run of `steps` steps into af_dir/NAME (checkpoints
  * every 8 steps). 0 or the exit status. */
-static int af_train(const char *name, int steps, char *run_dir, size_t cap)
+static inline int af_train(const char *name, int steps, char *run_dir, size_t cap)
 {
     snprintf(run_dir, cap, "%s/%s", af_dir, name);
     char s[16];
@@ -66,7 +66,7 @@ static int af_train(const char *name, int steps, char *run_dir, size_t cap)
     return rv;
 }
 
-static void af_cleanup(void)
+static inline void af_cleanup(void)
 {
     if (!getenv("OVT_KEEP_TMP"))
         (void)!tsup_runl(NULL, "/bin/rm", "-rf", af_dir, NULL);
