@@ -303,8 +303,8 @@ static int arbiter(const char *state_dir, const char *url, uint64_t from_block, 
     snprintf(from, sizeof from, "%llu", (unsigned long long)from_block);
     const char *argv[40] = {ovt, "arbiter", "watch", "--rpc-url", env.node.url, "--contract", contract,
                             "--private-key", arbiter_key, "--store", url, "--state-dir", state_dir,
-                            "--from-block", from, "--json", "--poll-interval", "0.1"};
-    int n = 18;
+                            "--from-block", from, "--poll-interval", "0.1"};
+    int n = 17;
     for (int k = 0; extra && extra[k]; k++)
         argv[n++] = extra[k];
     argv[n] = NULL;
@@ -485,17 +485,20 @@ static void test_verdicts(void)
     char state[512], logp[512];
     snprintf(state, sizeof state, "%s/state-a", root);
     snprintf(logp, sizeof logp, "%s/a.log", root);
-    const char *once[] = {"--once", "--confirmations", "1", "--input-wait", "0", NULL};
+    const char *once[] = {"--once", "--json", "--confirmations", "1", "--input-wait", "0", NULL};
     CHECK(arbiter(state, store_url, from, logp, 1, once) == 0);
     for (int i = 0; i < k; i++)
         check_verdict(&sc[i]);
     CHECK_EQ_U64(count_in(logp, "\"event\":\"verdict_mined\""), k);
     check_log_lines(logp);
 
-    /* a second pass posts nothing more */
+    /* a second pass posts nothing more (human log lines this time) */
     snprintf(logp, sizeof logp, "%s/a2.log", root);
-    CHECK(arbiter(state, store_url, from, logp, 1, once) == 0);
-    CHECK_EQ_U64(count_in(logp, "verdict_sent"), 0);
+    const char *human[] = {"--once", "--confirmations", "1", NULL};
+    CHECK(arbiter(state, store_url, from, logp, 1, human) == 0);
+    CHECK_EQ_U64(count_in(logp, "verdict"), 0);
+    CHECK_EQ_U64(count_in(logp, " done "), k); /* each settled game is left once */
+    CHECK(count_in(logp, " start ") == 1 && count_in(logp, "{") == 0);
     for (int i = 0; i < k; i++) {
         CHECK(verdicts(&sc[i].run, NULL) == 1);
         fx_run_free(&sc[i].run);
@@ -522,7 +525,7 @@ static void test_kill_restart(void)
     snprintf(url, sizeof url, "file://%s/store-b", root);
     CHECK(publish(url, WITHHELD, 0) == 0);
     uint64_t from = head() + 1;
-    const char *daemon[] = {"--confirmations", "1", "--input-wait", "3600", NULL};
+    const char *daemon[] = {"--json", "--confirmations", "1", "--input-wait", "3600", NULL};
 
     /* killed during the bisection */
     snprintf(logp, sizeof logp, "%s/b1.log", root);
@@ -569,7 +572,7 @@ static void test_kill_restart(void)
 
     /* and once more: nothing is posted again */
     snprintf(logp, sizeof logp, "%s/b4.log", root);
-    const char *once[] = {"--once", "--confirmations", "1", NULL};
+    const char *once[] = {"--once", "--json", "--confirmations", "1", NULL};
     CHECK(arbiter(state, url, from, logp, 1, once) == 0);
     CHECK_EQ_U64(count_in(logp, "verdict_sent"), 0);
     CHECK(verdicts(&run, NULL) == 1);
@@ -603,7 +606,7 @@ static void test_reorg(void)
     CHECK(game_of(&run).phase == CHAIN_ARB_PHASE_AWAITING_VERDICT);
 
     /* the arbiter sees VerdictDue; its store is still empty, so it waits */
-    const char *once[] = {"--once", "--confirmations", "1", "--input-wait", "3600", NULL};
+    const char *once[] = {"--once", "--json", "--confirmations", "1", "--input-wait", "3600", NULL};
     snprintf(logp, sizeof logp, "%s/c1.log", root);
     CHECK(arbiter(state, url, from, logp, 1, once) == 0);
     CHECK(count_in(logp, "\"event\":\"verdict_due\"") == 1 && count_in(logp, "\"event\":\"waiting\"") == 1);
@@ -632,6 +635,17 @@ static void test_reorg(void)
     honest_leaf(&sc.evidence, &run, 3);
     check_verdict(&sc);
     check_log_lines(logp);
+
+    /* the verdict's own block is reorganised away: the game is back at
+     * AwaitingVerdict, and the arbiter rules again (once on this chain) */
+    CHECK(fx_raw(&env, "anvil_reorg", json_pack("[i,[]]", 1)) == 0);
+    CHECK(verdicts(&run, NULL) == 0);
+    CHECK(game_of(&run).phase == CHAIN_ARB_PHASE_AWAITING_VERDICT);
+    CHECK(fx_raw(&env, "evm_mine", NULL) == 0);
+    snprintf(logp, sizeof logp, "%s/c4.log", root);
+    CHECK(arbiter(state, url, from, logp, 1, once) == 0);
+    CHECK(count_in(logp, "\"event\":\"verdict_sent\"") == 1); /* its first verdict is gone: sent again */
+    check_verdict(&sc);
     fx_run_free(&run);
 }
 
