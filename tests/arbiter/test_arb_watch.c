@@ -376,6 +376,29 @@ static int wait_for(const char *path, const char *needle, int seconds)
 
 /* --- the scenarios */
 
+/* The honest history with every stateHash from step `from` on changed. */
+static void lie_from(chain_merkle_preimage *h, uint64_t from, uint8_t mask)
+{
+    memcpy(h, table.steps, (STEPS + 1) * sizeof *h);
+    for (uint64_t i = from; i <= STEPS; i++)
+        h[i].state_hash.b[i % 32] ^= mask;
+}
+
+/* Opens a run between these histories, expecting `outcome` at `step` with
+ * `evidence` (NULL: the honest leaf of the step). */
+static void add_scenario(scenario *sc, const char *name, const chain_merkle_preimage *t, const chain_merkle_preimage *a,
+                         uint64_t step, chain_arb_outcome outcome, const ovt_hash *evidence)
+{
+    sc->name = name;
+    CHECK_MSG(open_run(&sc->run, t, a) == 0, "%s: %s", name, ovt_errmsg());
+    sc->step = step;
+    sc->outcome = outcome;
+    if (evidence)
+        sc->evidence = *evidence;
+    else
+        honest_leaf(&sc->evidence, &sc->run, step);
+}
+
 static void test_verdicts(void)
 {
     static scenario sc[7];
@@ -384,97 +407,49 @@ static void test_verdicts(void)
     uint64_t from = head() + 1;
     int k = 0;
 
-    /* lying auditor at 3 */
-    memcpy(a, honest, sizeof a);
-    for (int i = 3; i <= STEPS; i++)
-        a[i].state_hash.b[i] ^= 0x10;
-    sc[k].name = "lying auditor";
-    CHECK(open_run(&sc[k].run, honest, a) == 0);
-    sc[k].step = 3;
-    sc[k].outcome = CHAIN_ARB_TRAINER_RIGHT;
-    honest_leaf(&sc[k].evidence, &sc[k].run, 3);
-    k++;
+    lie_from(a, 3, 0x10);
+    add_scenario(&sc[k++], "lying auditor", honest, a, 3, CHAIN_ARB_TRAINER_RIGHT, NULL);
+    /* at step 0 the initial state comes from the config */
+    lie_from(a, 0, 0x01);
+    add_scenario(&sc[k++], "step 0", honest, a, 0, CHAIN_ARB_TRAINER_RIGHT, NULL);
 
-    /* lying auditor at 0: the initial state comes from the config */
-    memcpy(a, honest, sizeof a);
-    for (int i = 0; i <= STEPS; i++)
-        a[i].state_hash.b[0] ^= 1;
-    sc[k].name = "step 0";
-    CHECK(open_run(&sc[k].run, honest, a) == 0);
-    sc[k].step = 0;
-    sc[k].outcome = CHAIN_ARB_TRAINER_RIGHT;
-    honest_leaf(&sc[k].evidence, &sc[k].run, 0);
-    k++;
-
-    /* one bit flipped in the trainer's state after step 2 */
+    /* one bit flipped in the trainer's state after step 2 (and everything
+     * after it differs too) */
     trn_state *st = NULL;
     char path[512];
     step_path(path, sizeof path, "ckpt", 2, "ckpt");
     CHECK(trn_checkpoint_read(&st, path) == 0);
+    lie_from(t, 3, 0x40);
     if (st) {
         uint32_t bits;
         memcpy(&bits, &st->params[17], 4);
         bits ^= 1u << 9;
         memcpy(&st->params[17], &bits, 4);
-        memcpy(t, honest, sizeof t);
         trn_state_hash(&t[2].state_hash, st);
         CHECK(memcmp(t[2].state_hash.b, honest[2].state_hash.b, 32) != 0);
-        for (int i = 3; i <= STEPS; i++)
-            t[i].state_hash.b[5] ^= 0x40; /* everything after it differs too */
         trn_state_free(st);
     }
-    sc[k].name = "bit flip";
-    CHECK(open_run(&sc[k].run, t, honest) == 0);
-    sc[k].step = 2;
-    sc[k].outcome = CHAIN_ARB_AUDITOR_RIGHT;
-    honest_leaf(&sc[k].evidence, &sc[k].run, 2);
-    k++;
+    add_scenario(&sc[k++], "bit flip", t, honest, 2, CHAIN_ARB_AUDITOR_RIGHT, NULL);
 
     /* both wrong at 3: the recomputed (honest) leaf is the evidence */
-    memcpy(t, honest, sizeof t);
-    memcpy(a, honest, sizeof a);
-    for (int i = 3; i <= STEPS; i++) {
-        t[i].state_hash.b[1] ^= 2;
-        a[i].state_hash.b[2] ^= 4;
-    }
-    sc[k].name = "neither";
-    CHECK(open_run(&sc[k].run, t, a) == 0);
-    sc[k].step = 3;
-    sc[k].outcome = CHAIN_ARB_NEITHER;
-    honest_leaf(&sc[k].evidence, &sc[k].run, 3);
-    k++;
+    lie_from(t, 3, 0x02);
+    lie_from(a, 3, 0x04);
+    add_scenario(&sc[k++], "neither", t, a, 3, CHAIN_ARB_NEITHER, NULL);
 
     /* forged log entry: the trainer commits the forged log's hash */
     memcpy(t, honest, sizeof t);
     t[forged_step].log_hash = forged_log;
-    sc[k].name = "forged log";
-    CHECK(open_run(&sc[k].run, t, honest) == 0);
-    sc[k].step = forged_step;
-    sc[k].outcome = CHAIN_ARB_FRAUDULENT_LOG;
-    sc[k].evidence = forged_log;
-    k++;
+    add_scenario(&sc[k++], "forged log", t, honest, forged_step, CHAIN_ARB_FRAUDULENT_LOG, &forged_log);
 
-    /* withheld: log 5 is not in the store; the auditor lies at 5 */
-    memcpy(a, honest, sizeof a);
-    for (int i = WITHHELD; i <= STEPS; i++)
-        a[i].state_hash.b[3] ^= 8;
-    sc[k].name = "withheld";
-    CHECK(open_run(&sc[k].run, honest, a) == 0);
-    sc[k].step = WITHHELD;
-    sc[k].outcome = CHAIN_ARB_INPUTS_UNAVAILABLE;
-    sc[k].evidence = honest[WITHHELD].log_hash;
-    k++;
+    /* log WITHHELD is not in the store; the auditor lies there */
+    lie_from(a, WITHHELD, 0x08);
+    add_scenario(&sc[k++], "withheld", honest, a, WITHHELD, CHAIN_ARB_INPUTS_UNAVAILABLE,
+                 &honest[WITHHELD].log_hash);
 
     /* the store's copy of state CORRUPT-1 is corrupt; the auditor lies at CORRUPT */
-    memcpy(a, honest, sizeof a);
-    for (int i = CORRUPT; i <= STEPS; i++)
-        a[i].state_hash.b[6] ^= 0x11;
-    sc[k].name = "corrupt state";
-    CHECK(open_run(&sc[k].run, honest, a) == 0);
-    sc[k].step = CORRUPT;
-    sc[k].outcome = CHAIN_ARB_INPUTS_UNAVAILABLE;
-    sc[k].evidence = honest[CORRUPT - 1].state_hash;
-    k++;
+    lie_from(a, CORRUPT, 0x11);
+    add_scenario(&sc[k++], "corrupt state", honest, a, CORRUPT, CHAIN_ARB_INPUTS_UNAVAILABLE,
+                 &honest[CORRUPT - 1].state_hash);
 
     for (int i = 0; i < k; i++) {
         CHECK(fx_play(&env, &sc[i].run, NULL, NULL) == 0);
@@ -516,9 +491,7 @@ static void test_kill_restart(void)
 {
     chain_merkle_preimage honest[STEPS + 1], a[STEPS + 1];
     memcpy(honest, table.steps, sizeof honest);
-    memcpy(a, honest, sizeof a);
-    for (int i = WITHHELD; i <= STEPS; i++)
-        a[i].state_hash.b[9] ^= 0x20;
+    lie_from(a, WITHHELD, 0x20);
     char state[256], url[512], logp[512], cursor[512];
     snprintf(state, sizeof state, "%s/state-b", root);
     snprintf(cursor, sizeof cursor, "%s/cursor.json", state);
@@ -583,9 +556,7 @@ static void test_reorg(void)
 {
     chain_merkle_preimage honest[STEPS + 1], a[STEPS + 1];
     memcpy(honest, table.steps, sizeof honest);
-    memcpy(a, honest, sizeof a);
-    for (int i = 3; i <= STEPS; i++)
-        a[i].state_hash.b[4] ^= 0x02;
+    lie_from(a, 3, 0x80);
     char state[256], url[512], logp[512], gamefile[512];
     snprintf(state, sizeof state, "%s/state-c", root);
     snprintf(url, sizeof url, "file://%s/store-c", root);
