@@ -658,6 +658,35 @@ static void test_usage(void)
     free(out);
 }
 
+/* State dirs the daemon must refuse with a clear error: one of another
+ * contract, and one with a corrupt game file. */
+static void test_bad_state_dirs(void)
+{
+    char dir[256], file[512], logp[512];
+    snprintf(dir, sizeof dir, "%s/state-other", root);
+    snprintf(file, sizeof file, "%s/cursor.json", dir);
+    CHECK(ovt_mkdirs(dir, 0700) == 0);
+    static const char other[] = "{\"chain_id\": 31337, \"contract\": \"0x1111111111111111111111111111111111111111\", "
+                                "\"next\": 5, \"recent\": []}";
+    CHECK(ovt_write_atomic(file, other, strlen(other), 0644) == 0);
+    snprintf(logp, sizeof logp, "%s/bad1.log", root);
+    const char *once[] = {"--once", "--json", NULL};
+    CHECK(arbiter(dir, store_url, 0, logp, 1, once) == 1);
+    CHECK(count_in(logp, "belongs to another chain or contract") == 1);
+
+    snprintf(dir, sizeof dir, "%s/state-corrupt", root);
+    snprintf(file, sizeof file, "%s/games/%064d/game.json", dir, 0);
+    CHECK(ovt_mkdirs(dir, 0700) == 0);
+    snprintf(logp, sizeof logp, "%s/bad2.log", root);
+    CHECK(arbiter(dir, store_url, 0, logp, 1, once) == 0); /* a fresh dir: fine */
+    snprintf(logp, sizeof logp, "%s/games/%064d", dir, 0);
+    CHECK(ovt_mkdirs(logp, 0700) == 0);
+    CHECK(ovt_write_atomic(file, "{\"run_id\": 1", 13, 0644) == 0);
+    snprintf(logp, sizeof logp, "%s/bad3.log", root);
+    CHECK(arbiter(dir, store_url, 0, logp, 1, once) == 1);
+    CHECK(count_in(logp, "game.json") == 1 && count_in(logp, "not a JSON object") == 1);
+}
+
 int main(void)
 {
     const char *bin = getenv("OVT_BINARY_DIR");
@@ -680,6 +709,7 @@ int main(void)
         return 1;
     ovt_hex_encode(arbiter_key, env.key[FX_ARBITER].b, 32);
     test_usage();
+    test_bad_state_dirs();
     test_verdicts();
     test_kill_restart();
     test_reorg();
