@@ -532,6 +532,8 @@ static void test_kill_restart(void)
     pid = arbiter(state, url, from, logp, 0, daemon);
     CHECK(wait_for(logp, "\"event\":\"waiting\"", 60) == 0);
     CHECK(count_in(logp, "\"event\":\"verdict_due\"") == 1); /* read after the restart, not missed */
+    usleep(600000); /* several more polls: each looks in the store again, quietly */
+    CHECK(count_in(logp, "\"event\":\"inputs_unavailable\"") == 1);
     kill_pid(pid, SIGKILL);
     CHECK(verdicts(&run, NULL) == 0);
 
