@@ -382,6 +382,9 @@ int aud_agent_run(chain_session *s, const aud_agent_opts *o, chain_arb_outcome *
                       "the node did not answer (%s); retrying in %ld ms", ovt_errmsg(), backoff);
             sleep_ms(backoff);
             backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
+            /* A transaction sent before the failure may be lost with the
+             * node's pool: let the node's pending count pick the nonce. */
+            s->txm.next_nonce = 0;
             continue;
         }
         if (rv)
