@@ -21,33 +21,41 @@ static int check_hash(const ovt_hash *got, trn_run_config *rc, int set_hash, con
     return 0;
 }
 
-int trn_run_data_load(trn_run_data *d, const char *path, trn_run_config *rc, int set_hash)
+int trn_run_data_parse(trn_run_data *d, const uint8_t *buf, size_t len, trn_run_config *rc, int set_hash,
+                       const char *what)
 {
     memset(d, 0, sizeof *d);
     int rv;
     if (rc->model.kind == TRN_MODEL_GPT2) {
-        if ((rv = trn_tokens_load(&d->tokens, path)))
-            return rv;
+        if ((rv = trn_tokens_parse(&d->tokens, buf, len)))
+            return ovt_fail_wrap(rv, "%s", what);
         if (d->tokens.vocab > rc->model.vocab)
-            return ovt_fail(OVT_EINVAL, "%s has vocab %u, larger than the model's %u", path, d->tokens.vocab,
+            return ovt_fail(OVT_EINVAL, "%s has vocab %u, larger than the model's %u", what, d->tokens.vocab,
                             rc->model.vocab);
         if (d->tokens.count < (size_t)rc->seq_len + 1)
-            return ovt_fail(OVT_EINVAL, "%s holds %zu tokens, fewer than one sequence of %u plus a target", path,
+            return ovt_fail(OVT_EINVAL, "%s holds %zu tokens, fewer than one sequence of %u plus a target", what,
                             d->tokens.count, rc->seq_len);
-        return check_hash(&d->tokens.hash, rc, set_hash, path);
+        return check_hash(&d->tokens.hash, rc, set_hash, what);
     }
+    if ((rv = trn_samples_parse(&d->samples, buf, len, (int)rc->grid_bits)))
+        return ovt_fail_wrap(rv, "%s", what);
+    if (d->samples.dim != rc->model.in_dim || d->samples.n_class != rc->model.n_class)
+        return ovt_fail(OVT_EINVAL, "%s has %u features and %u classes; the model takes %u and %u", what,
+                        d->samples.dim, d->samples.n_class, rc->model.in_dim, rc->model.n_class);
+    return check_hash(&d->samples.hash, rc, set_hash, what);
+}
+
+int trn_run_data_load(trn_run_data *d, const char *path, trn_run_config *rc, int set_hash)
+{
+    memset(d, 0, sizeof *d);
     uint8_t *buf;
     size_t len;
-    if ((rv = ovt_read_file(path, &buf, &len, (size_t)1 << 36)))
-        return rv;
-    rv = trn_samples_parse(&d->samples, buf, len, (int)rc->grid_bits);
-    free(buf);
+    int rv = ovt_read_file(path, &buf, &len, (size_t)1 << 36);
     if (rv)
-        return ovt_fail_wrap(rv, "%s", path);
-    if (d->samples.dim != rc->model.in_dim || d->samples.n_class != rc->model.n_class)
-        return ovt_fail(OVT_EINVAL, "%s has %u features and %u classes; the model takes %u and %u", path,
-                        d->samples.dim, d->samples.n_class, rc->model.in_dim, rc->model.n_class);
-    return check_hash(&d->samples.hash, rc, set_hash, path);
+        return rv;
+    rv = trn_run_data_parse(d, buf, len, rc, set_hash, path);
+    free(buf);
+    return rv;
 }
 
 void trn_run_data_free(trn_run_data *d)

@@ -18,6 +18,9 @@ typedef struct {
  * rc->dataset_hash is set from the file when set_hash is nonzero (a new
  * run); otherwise the file's hash must equal it (OVT_ECRYPTO if not). */
 int trn_run_data_load(trn_run_data *d, const char *path, trn_run_config *rc, int set_hash) OVT_MUST_USE;
+/* The same from the file's bytes (what names them in messages). */
+int trn_run_data_parse(trn_run_data *d, const uint8_t *buf, size_t len, trn_run_config *rc, int set_hash,
+                       const char *what) OVT_MUST_USE;
 void trn_run_data_free(trn_run_data *d);
 
 /* The batch of step i, a view for trn_train_step, and its batchHash. */
