@@ -22,14 +22,11 @@ const struct ovt_command ovt_commands[] = {
     {"train", "train a model with controlled rounding into a run directory", trn_cmd_train},
     {"keys", "create a keystore or show its address (new, address)", chain_cmd_keys},
     {"deploy", "deploy the arbitration contract", chain_cmd_deploy},
-<<<<<<< HEAD
     {"commit", "open a run on chain, publish it to a store and commit its step root", trn_cmd_commit},
     {"audit", "replay a run on another backend, compare leaf by leaf, commit the auditor's root", aud_cmd_audit},
     {"agent", "play a run's dispute game as the trainer or the auditor", aud_cmd_agent},
     {"arbiter", "the arbiter daemon: watch disputes, re-execute the step, post verdicts", arb_cmd_arbiter},
-=======
     {"game", "show a run and the state of its dispute game", chain_cmd_game},
->>>>>>> main
     {NULL, NULL, NULL},
 };
 
