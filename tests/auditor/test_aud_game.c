@@ -81,6 +81,8 @@ static int audit(const char *rid, const char *out_dir, const char *lie_at)
                                  "--json", NULL);
     if (rv != 0)
         fprintf(stderr, "audit: %s\n", out ? out : "");
+    /* The trainer committed first: its root is that of the table it published. */
+    CHECK(out && strstr(out, "\"trainer_root_matches\":true"));
     free(out);
     return rv;
 }
