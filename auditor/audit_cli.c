@@ -102,9 +102,13 @@ static void print_report(const struct audit_args *a, const aud_report *r, json_t
 }
 
 /* Commits the auditor's own root for the run, after checking the run's
- * parameters against what was replayed. */
-static int commit_root(chain_session *s, const struct audit_args *a, const aud_report *r, ovt_hash *root_out)
+ * parameters against what was replayed. *trainer_root_matches: whether the
+ * trainer's committed root is the root of the step table it published (-1:
+ * the trainer has not committed yet). */
+static int commit_root(chain_session *s, const struct audit_args *a, const aud_report *r, ovt_hash *root_out,
+                       int *trainer_root_matches)
 {
+    *trainer_root_matches = -1;
     chain_arb_params p;
     int rv = chain_arb_get_run(&s->arb, &a->run_id, NULL, &p);
     if (rv)
@@ -118,7 +122,15 @@ static int commit_root(chain_session *s, const struct audit_args *a, const aud_r
         return rv;
     *root_out = *chain_merkle_root(h.tree);
     chain_arb_game g;
-    if (!(rv = chain_arb_get_game(&s->arb, &a->run_id, NULL, &g)) && (g.flags & CHAIN_ARB_FLAG_AUDITOR))
+    ovt_hash published;
+    if (!(rv = chain_arb_get_game(&s->arb, &a->run_id, NULL, &g)) && (g.flags & CHAIN_ARB_FLAG_TRAINER) &&
+        !(rv = trn_step_table_root(&published, &r->trainer, &a->run_id))) {
+        *trainer_root_matches = memcmp(published.b, g.trainer_root.b, 32) == 0;
+        if (!*trainer_root_matches)
+            fprintf(stderr, "ovt audit: warning: the trainer's committed root is not the root of the step table it "
+                            "published; the dispute will show where they part\n");
+    }
+    if (!rv && (g.flags & CHAIN_ARB_FLAG_AUDITOR))
         rv = 0; /* committed before (a restart): nothing to send */
     else if (!rv)
         rv = chain_arb_commit(&s->arb, &s->txm, &a->run_id, root_out, NULL, NULL, NULL);
@@ -172,11 +184,14 @@ static int audit(const struct audit_args *a, int *finding)
         }
         if ((rv = chain_session_open(&s, &a->chain, 1)))
             goto done;
-        rv = commit_root(&s, a, &r, &root);
+        int matches;
+        rv = commit_root(&s, a, &r, &root, &matches);
         if (!rv) {
             char hex[67];
             chain_hash_hex(hex, &root);
             json_object_set_new(j, "root", json_string(hex));
+            if (matches >= 0)
+                json_object_set_new(j, "trainer_root_matches", json_boolean(matches));
         }
         if (!rv && a->agent) {
             print_report(a, &r, j);

@@ -84,6 +84,34 @@ int trn_step_batch_get(trn_step_batch *b, const trn_run_data *d, const trn_run_c
     return 0;
 }
 
+int trn_step_batch_encode(const trn_step_batch *b, uint8_t **buf, size_t *len)
+{
+    *buf = NULL;
+    *len = 0;
+    int tokens = b->tb.inputs != NULL;
+    uint32_t B = tokens ? b->tb.B : b->sb.B, W = tokens ? b->tb.T : b->sb.dim;
+    size_t cells = (size_t)B * W, total = 8 + 4 * (tokens ? 2 * cells : cells + B);
+    uint8_t *p = malloc(total);
+    if (!p)
+        return ovt_fail(OVT_ENOMEM, "out of memory for a batch of %zu bytes", total);
+    ovt_put_le32(p, B);
+    ovt_put_le32(p + 4, W);
+    uint8_t *q = p + 8;
+    for (size_t k = 0; k < cells; k++, q += 4) {
+        uint32_t v;
+        if (tokens)
+            v = (uint32_t)b->tb.inputs[k];
+        else
+            memcpy(&v, &b->sb.x[k], 4);
+        ovt_put_le32(q, v);
+    }
+    for (size_t k = 0; k < (tokens ? cells : B); k++, q += 4)
+        ovt_put_le32(q, tokens ? (uint32_t)b->tb.targets[k] : (uint32_t)b->sb.y[k]);
+    *buf = p;
+    *len = total;
+    return 0;
+}
+
 void trn_step_batch_free(trn_step_batch *b)
 {
     trn_token_batch_free(&b->tb);

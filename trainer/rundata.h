@@ -34,6 +34,12 @@ typedef struct {
 int trn_step_batch_get(trn_step_batch *b, const trn_run_data *d, const trn_run_config *rc, uint64_t i) OVT_MUST_USE;
 void trn_step_batch_free(trn_step_batch *b);
 
+/* The bytes batchHash is the SHA-256 of (docs/formats.md, "Batches"):
+ * u32le(B) || u32le(T or dim) || inputs or features || targets or labels,
+ * all 4-byte little-endian. Published to the artifact store as a blob, the
+ * batch is then found by its batchHash. malloc'd *buf. */
+int trn_step_batch_encode(const trn_step_batch *b, uint8_t **buf, size_t *len) OVT_MUST_USE;
+
 /* A path in a run directory: DIR/SUB/step-NNNNNNNN.EXT, or DIR/EXT when
  * sub is NULL (EXT is then the file name, e.g. "steps.bin"). */
 int trn_run_path(char *out, size_t cap, const char *dir, const char *sub, uint64_t step, const char *ext) OVT_MUST_USE;

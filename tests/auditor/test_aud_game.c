@@ -10,7 +10,8 @@
  *   transaction per round (nonces), and the verdict posted from the arbiter's
  *   key ends both agents with the outcome;
  *   an auditor that stops answering: the trainer agent claims the timeout
- *   once the clock passes the deadline (evm_increaseTime). */
+ *   once the clock passes the deadline (evm_increaseTime);
+ *   a trainer agent with --withhold against `ovt audit --agent`. */
 #include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
@@ -80,6 +81,8 @@ static int audit(const char *rid, const char *out_dir, const char *lie_at)
                                  "--json", NULL);
     if (rv != 0)
         fprintf(stderr, "audit: %s\n", out ? out : "");
+    /* The trainer committed first: its root is that of the table it published. */
+    CHECK(out && strstr(out, "\"trainer_root_matches\":true"));
     free(out);
     return rv;
 }
@@ -93,7 +96,8 @@ static int game(const char *rid, chain_arb_game *g)
 }
 
 /* Starts `ovt agent` for a role; stdout goes to OUT_PATH. */
-static pid_t agent(const char *role, const char *rid, const char *dir, const char *out_path)
+/* Starts a child running `ovt` with args (NULL-terminated); stdout to out_path. */
+static pid_t spawn(const char *out_path, char *const *args)
 {
     pid_t parent = getpid();
     pid_t pid = fork();
@@ -105,10 +109,17 @@ static pid_t agent(const char *role, const char *rid, const char *dir, const cha
     int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0 || dup2(fd, 1) < 0)
         _exit(126);
-    const char *key = !strcmp(role, "trainer") ? keys[TRAINER] : keys[AUDITOR];
-    execl(af_ovt, af_ovt, "agent", "--role", role, "--run-id", rid, "--rpc-url", node.url, "--contract", contract,
-          "--private-key", key, "--run", dir, "--poll-interval", "0.1", "--json", (char *)NULL);
+    execv(af_ovt, args);
     _exit(127);
+}
+
+static pid_t agent(const char *role, const char *rid, const char *dir, const char *out_path)
+{
+    char *key = (char *)(!strcmp(role, "trainer") ? keys[TRAINER] : keys[AUDITOR]);
+    char *args[] = {af_ovt, "agent", "--role", (char *)role, "--run-id", (char *)rid, "--rpc-url", node.url,
+                    "--contract", contract, "--private-key", key, "--run", (char *)dir, "--poll-interval", "0.1",
+                    "--json", NULL};
+    return spawn(out_path, args);
 }
 
 /* Waits for an agent to exit (up to seconds); its exit status or -1. */
@@ -154,6 +165,21 @@ static int wait_phase(const char *rid, chain_arb_phase phase, int seconds, chain
         sleep_ms(100);
     }
     return -1;
+}
+
+/* Posts a verdict from the arbiter's key. */
+static int verdict(const char *rid, uint64_t step, chain_arb_outcome outcome, const ovt_hash *evidence)
+{
+    chain_txm m;
+    chain_privkey k;
+    ovt_hash id;
+    if (chain_key_from_hex(&k, keys[ARBITER]) || chain_txm_init(&m, rpc, &k, NULL))
+        return -1;
+    int rv = chain_parse_hash(&id, "id", rid);
+    if (!rv)
+        rv = chain_arb_verdict(&arb, &m, &id, step, outcome, evidence, NULL);
+    chain_txm_free(&m);
+    return rv;
 }
 
 static void test_verified(void)
@@ -246,16 +272,14 @@ static void test_lying_auditor(void)
     trn_state_free(st);
     CHECK(trn_store_get(store, &t.steps[13].log_hash, 1 << 30, &log, &len) == 0);
     free(log);
+    /* Batch 13 is a blob whose SHA-256 is the trainer's batchHash_13. */
+    CHECK(trn_store_get(store, &t.steps[13].batch_hash, 1 << 30, &log, &len) == 0);
+    CHECK(len == 8 + 4 * 2 * 2 * 16);
+    free(log);
     trn_store_close(store);
     trn_step_table_free(&t);
     /* The arbiter (another helper's watcher) is played by the test. */
-    chain_txm m;
-    chain_privkey k;
-    ovt_hash id;
-    CHECK(chain_key_from_hex(&k, keys[ARBITER]) == 0 && chain_txm_init(&m, rpc, &k, NULL) == 0);
-    CHECK(chain_parse_hash(&id, "id", rid) == 0);
-    CHECK(chain_arb_verdict(&arb, &m, &id, 13, CHAIN_ARB_TRAINER_RIGHT, &g.trainer_node, NULL) == 0);
-    chain_txm_free(&m);
+    CHECK(verdict(rid, 13, CHAIN_ARB_TRAINER_RIGHT, &g.trainer_node) == 0);
     CHECK(wait_agent(tp, 60) == 0 && wait_agent(ap, 60) == 0);
     CHECK(file_has(t_out, "trainer-right") && file_has(a_out, "trainer-right"));
     /* The agents kept their game on disk; the node going away was retried. */
@@ -285,6 +309,39 @@ static void test_timeout(void)
     CHECK(file_has(t_out, "auditor-timed-out"));
 }
 
+/* A trainer that withholds the inputs, against an auditor playing from
+ * `ovt audit --agent`: the game still reaches the verdict, state j-1 and
+ * batch j are not in the store, and the arbiter's InputsUnavailable ends it. */
+static void test_withhold(void)
+{
+    char rid[67], aud[600], t_out[600], a_out[600];
+    CHECK(commit(rid, "600") == 0);
+    snprintf(aud, sizeof aud, "%s/aud-withhold", af_dir);
+    snprintf(t_out, sizeof t_out, "%s/trainer-withhold.out", af_dir);
+    snprintf(a_out, sizeof a_out, "%s/auditor-withhold.out", af_dir);
+    char *targs[] = {af_ovt, "agent", "--role", "trainer", "--run-id", rid, "--rpc-url", node.url, "--contract",
+                     contract, "--private-key", (char *)keys[TRAINER], "--run", run_dir, "--poll-interval", "0.1",
+                     "--withhold", NULL};
+    char *aargs[] = {af_ovt, "audit", store_url, "--run-id", rid, "--out", aud, "--backend", "ref", "--rpc-url",
+                     node.url, "--contract", contract, "--private-key", (char *)keys[AUDITOR], "--lie-at", "7",
+                     "--agent", "--poll-interval", "0.1", NULL};
+    pid_t tp = spawn(t_out, targs), ap = spawn(a_out, aargs);
+    chain_arb_game g;
+    CHECK(wait_phase(rid, CHAIN_ARB_PHASE_AWAITING_VERDICT, 120, &g) == 0);
+    CHECK_EQ_U64(g.index, 7);
+    trn_store *store;
+    trn_state *st = NULL;
+    uint8_t *buf;
+    size_t len;
+    CHECK(trn_store_open(&store, store_url) == 0);
+    CHECK(trn_store_get_state(store, &g.previous_state, &st) == OVT_ENOTFOUND);
+    CHECK(trn_store_get(store, &g.trainer_batch, 1 << 30, &buf, &len) == OVT_ENOTFOUND);
+    trn_store_close(store);
+    CHECK(verdict(rid, 7, CHAIN_ARB_INPUTS_UNAVAILABLE, &g.previous_state) == 0);
+    CHECK(wait_agent(tp, 60) == 0 && wait_agent(ap, 60) == 0);
+    CHECK(file_has(t_out, "inputs-unavailable") && file_has(a_out, "inputs-unavailable"));
+}
+
 int main(void)
 {
     CHECK(af_init("aud-game") == 0);
@@ -312,6 +369,7 @@ int main(void)
     test_verified();
     test_lying_auditor();
     test_timeout();
+    test_withhold();
 
     chain_rpc_close(rpc);
     tsup_anvil_stop(&node);
