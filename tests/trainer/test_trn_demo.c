@@ -1,6 +1,7 @@
 /* The exactness demo as a test (a shorter run than `ovt demo`): replaying
  * the trainer's rounding logs on the ref and shuffle backends reproduces the
- * trainer's stateHash at every step; without the logs the runs diverge; and,
+ * trainer's stateHash at every step; without the logs the runs diverge;
+ * plain FP32 training in two summation orders diverges at once; and,
  * independently of the hashes, the model learns (the loss falls) and the
  * head shift that makes the ablation diverge leaves the loss unchanged. */
 #include <math.h>
@@ -37,6 +38,10 @@ static void test_demo(void)
      * trainer within the run (each stops at its first mismatch). */
     bool diverged = r.first_mismatch[TRN_DEMO_NEAREST_REF] || r.first_mismatch[TRN_DEMO_NEAREST_SHUFFLE];
     CHECK_MSG(diverged, "no-log runs matched the trainer for all %llu steps", (unsigned long long)r.steps);
+    /* The contrast: plain FP32 training, the same run summed in two orders,
+     * parts at the first step, in most of the state. */
+    CHECK_EQ_U64(r.fp32_first_mismatch, 1);
+    CHECK(r.fp32_params_differing > 0.1);
     /* The log was used: entries were recorded and replays saw logged values
      * within the band. */
     CHECK(r.entries_total > 0);
