@@ -32,8 +32,11 @@ static void test_demo(void)
     CHECK(r.has_root[TRN_DEMO_RECORD_CPU] && r.has_root[TRN_DEMO_REPLAY_REF] && r.has_root[TRN_DEMO_REPLAY_SHUFFLE]);
     CHECK_MEM(r.root[TRN_DEMO_REPLAY_REF].b, r.root[TRN_DEMO_RECORD_CPU].b, 32);
     CHECK_MEM(r.root[TRN_DEMO_REPLAY_SHUFFLE].b, r.root[TRN_DEMO_RECORD_CPU].b, 32);
-    for (int k = TRN_DEMO_NEAREST_REF; k <= TRN_DEMO_NEAREST_SHUFFLE; k++)
-        CHECK(r.has_root[k] == (r.first_mismatch[k] == 0));
+    for (int k = TRN_DEMO_NEAREST_REF; k <= TRN_DEMO_NEAREST_SHUFFLE; k++) {
+        CHECK(r.has_root[k] == (r.steps_run[k] == r.steps));
+        if (r.has_root[k]) /* equal roots exactly when no step differed */
+            CHECK((memcmp(r.root[k].b, r.root[0].b, 32) == 0) == (r.first_mismatch[k] == 0));
+    }
     /* The ablation: at least one of the runs without the log parts from the
      * trainer within the run (each stops at its first mismatch). */
     bool diverged = r.first_mismatch[TRN_DEMO_NEAREST_REF] || r.first_mismatch[TRN_DEMO_NEAREST_SHUFFLE];
