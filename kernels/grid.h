@@ -17,13 +17,15 @@
 /* 0 if b is a valid grid width, else OVT_EINVAL with a message. */
 int krn_grid_check_bits(int b);
 
-/* Where a finite FP64 value lies relative to the grid. All fields are exact.
- *   lo <= x <= hi are the two neighbouring grid values around x (lo == hi
- *   when x is a grid value), mid is the grid midpoint nearest to x (a value
- *   exactly representable in FP64) with its neighbours below/above, dist is
- *   |x - mid|, nearest is x rounded to nearest-even on the grid. spacing is
- *   the width of the grid interval that contains mid (hi - lo of that
- *   interval). */
+/* Where a finite FP64 value x lies relative to the grid. All fields are
+ * exact (docs/numeric-contract.md, section 2):
+ *   mid      the grid midpoint nearest to x (just above a binade edge 2^e
+ *            that can be the midpoint 2^e - q/4 of the finer grid below);
+ *   dist     |x - mid|;
+ *   below, above  the two grid values whose midpoint mid is (above is +inf
+ *            for the midpoint just past the largest finite grid value);
+ *   spacing  above - below;
+ *   nearest  x rounded to nearest-even on the grid (IEEE signed zeros). */
 typedef struct {
     double mid;
     double dist;

@@ -47,6 +47,8 @@ struct krn_ctx {
     int nthreads;
     krn_pool *pool; /* created on the first site large enough to split */
     bool in_step;
+    int failed;            /* the code of the site that failed this step, or 0 */
+    char failed_msg[480];  /* and its message */
     uint64_t step;
     krn_rlog *log;
     uint32_t next_site;
@@ -130,6 +132,7 @@ int krn_step_begin(krn_ctx *ctx, uint64_t step, krn_rlog *log)
     ctx->next_site = 0;
     ctx->replay_next = 0;
     memset(&ctx->stats, 0, sizeof ctx->stats);
+    ctx->failed = 0;
     ctx->in_step = true;
     return 0;
 }
@@ -143,6 +146,8 @@ int krn_step_end(krn_ctx *ctx, krn_stats *stats)
     ctx->in_step = false;
     if (stats != NULL)
         *stats = ctx->stats;
+    if (ctx->failed < 0)
+        return ovt_fail(ctx->failed, "%s", ctx->failed_msg);
     if (ctx->cfg.mode == KRN_REPLAY && ctx->replay_next < krn_rlog_nsites(ctx->log)) {
         const krn_rlog_site *s = krn_rlog_site_at(ctx->log, ctx->replay_next);
         return ovt_fail(OVT_EFRAUD,
@@ -500,17 +505,17 @@ static int apply_entry(site_job *job, const krn_rlog_entry *e)
         dist = x < lo ? lo - x : (x > hi ? x - hi : 0.0);
         if (!(dist <= 2.0 * tau))
             return fraud(job, i, "own value is %.3g tau from the logged value's rounding "
-                                 "interval (limit 2, tau = %g)", dist / tau, tau);
+                                 "interval (limit 2, tau = %.17g)", dist / tau, tau);
         v = e->value;
     } else if (e->dir == KRN_DIR_DOWN || e->dir == KRN_DIR_UP) {
         dist = pos.dist;
         if (!(2.0 * tau <= 0.25 * pos.spacing))
-            return fraud(job, i, "a direction entry where the band is too wide: 2 tau = %g is "
-                                 "more than a quarter of the grid step %g", 2.0 * tau,
+            return fraud(job, i, "a direction entry where the band is too wide: 2 tau = %.17g is "
+                                 "more than a quarter of the grid step %.17g", 2.0 * tau,
                          pos.spacing);
         if (!(dist <= 2.0 * tau))
             return fraud(job, i, "own value is %.3g tau from the nearest midpoint (limit 2, "
-                                 "tau = %g)", dist / tau, tau);
+                                 "tau = %.17g)", dist / tau, tau);
         v = e->dir == KRN_DIR_UP ? pos.above : pos.below;
         if (isinf(v))
             return fraud(job, i, "the logged direction leads past the largest grid value");
@@ -526,11 +531,9 @@ static int apply_entry(site_job *job, const krn_rlog_entry *e)
     return 0;
 }
 
-int krn_site(krn_ctx *ctx, const char *name, float *out, const double *x, size_t n,
-             const krn_band *band)
+static int site_run(krn_ctx *ctx, const char *name, float *out, const double *x, size_t n,
+                    const krn_band *band)
 {
-    if (!ctx->in_step)
-        return ovt_fail(OVT_EINVAL, "site %s executed outside a step", name);
     int rc = band_check(band, n);
     if (rc < 0)
         return ovt_fail_wrap(rc, "step %llu site %u (%s)", (unsigned long long)ctx->step,
@@ -579,4 +582,21 @@ int krn_site(krn_ctx *ctx, const char *name, float *out, const double *x, size_t
     }
     ctx->stats.wide += job.wide;
     return 0;
+}
+
+int krn_site(krn_ctx *ctx, const char *name, float *out, const double *x, size_t n,
+             const krn_band *band)
+{
+    if (!ctx->in_step)
+        return ovt_fail(OVT_EINVAL, "site %s executed outside a step", name);
+    if (ctx->failed < 0)
+        return ovt_fail(ctx->failed, "site %s not run: %s", name, ctx->failed_msg);
+    int rc = site_run(ctx, name, out, x, n, band);
+    if (rc < 0) {
+        /* The step has failed: later sites of it refuse to run, and
+         * krn_step_end reports this failure again. */
+        ctx->failed = rc;
+        snprintf(ctx->failed_msg, sizeof ctx->failed_msg, "%s", ovt_errmsg());
+    }
+    return rc;
 }

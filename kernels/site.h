@@ -6,13 +6,16 @@
  * execution order, starting at 0 each step), rounds every element to the grid
  * and, depending on the mode:
  *   KRN_RECORD   (trainer)  rounds to nearest and logs every element whose
- *                           distance to the nearest midpoint is <= tau;
+ *                           distance to the nearest midpoint is <= tau (a
+ *                           direction, or the value itself where tau is wide
+ *                           against the grid step);
  *   KRN_REPLAY   (verifier) applies the step's log: a logged element takes
  *                           the logged result if the verifier's own value is
  *                           within 2*tau of it (else the log is fraudulent,
  *                           OVT_EFRAUD), every other element rounds to nearest;
  *   KRN_NEAREST  (ablation) rounds to nearest, ignores bands, logs nothing.
- * A non-finite value fails the step with OVT_ENUMERIC, naming the site. */
+ * A non-finite value fails the step with OVT_ENUMERIC, naming the site.
+ * The exact rules, and why they make replay exact: docs/numeric-contract.md. */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -72,12 +75,16 @@ const krn_config *krn_ctx_config(const krn_ctx *ctx);
  * NEAREST: log may be NULL. The ctx does not own log. */
 int krn_step_begin(krn_ctx *ctx, uint64_t step, krn_rlog *log) OVT_MUST_USE;
 
-/* Ends the step. REPLAY: fails with OVT_EFRAUD if the log has entries for
- * sites that were never executed or whose element count differs. */
+/* Ends the step. Fails with the failure of the step's failed site, if one
+ * failed; REPLAY: fails with OVT_EFRAUD if the log has entries for sites that
+ * were never executed. The ctx is ready for krn_step_begin either way. */
 int krn_step_end(krn_ctx *ctx, krn_stats *stats) OVT_MUST_USE;
 
 /* Rounds n FP64 values to the grid into out as the next site. name is the
- * op's name for error messages ("matmul.fwd"). */
+ * op's name for error messages ("matmul.fwd"). out and x must not overlap.
+ * A failure (non-finite value, overflow, a fraudulent log entry, a bad band)
+ * fails the whole step: later krn_site calls of the step return the same
+ * code without running. Zeros are written as +0. */
 int krn_site(krn_ctx *ctx, const char *name, float *out, const double *x, size_t n,
              const krn_band *band) OVT_MUST_USE;
 

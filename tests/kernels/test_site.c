@@ -210,7 +210,7 @@ static void test_threads(void)
         CHECK(krn_step_begin(c4, 2, l4) == 0);
         CHECK(krn_site(c4, "t", o4, f.x, n, &band) == OVT_ENUMERIC);
         CHECK_MSG(strstr(ovt_errmsg(), "element 100001:") != NULL, "%s", ovt_errmsg());
-        CHECK(krn_step_end(c4, NULL) == 0);
+        CHECK(krn_step_end(c4, NULL) == OVT_ENUMERIC);
         f.x[250000] = keep1;
         f.x[100001] = keep2;
     }
@@ -256,16 +256,20 @@ static void test_bands(void)
     krn_rlog *log = krn_rlog_new();
     float out[6];
     double x[6] = {0};
-    CHECK(krn_step_begin(ctx, 0, log) == 0);
     krn_band bad = {.kind = KRN_BAND_OUTER, .scale = 1, .a = rows, .b = cols, .cols = 4};
+    CHECK(krn_step_begin(ctx, 0, log) == 0);
     CHECK(krn_site(ctx, "bad", out, x, 6, &bad) == OVT_EINVAL);
+    CHECK(krn_step_end(ctx, NULL) == OVT_EINVAL);
     krn_band bad2 = {.kind = KRN_BAND_ARRAY, .scale = 1};
+    CHECK(krn_step_begin(ctx, 0, log) == 0);
     CHECK(krn_site(ctx, "bad", out, x, 6, &bad2) == OVT_EINVAL);
+    CHECK(krn_step_end(ctx, NULL) == OVT_EINVAL);
     double nan_a[6] = {1, 1, NAN, 1, 1, 1};
     krn_band bad3 = {.kind = KRN_BAND_ARRAY, .scale = 1, .a = nan_a};
+    CHECK(krn_step_begin(ctx, 0, log) == 0);
     CHECK(krn_site(ctx, "nanband", out, x, 6, &bad3) == OVT_EINVAL);
     CHECK(strstr(ovt_errmsg(), "element 2") != NULL);
-    CHECK(krn_step_end(ctx, NULL) == 0);
+    CHECK(krn_step_end(ctx, NULL) == OVT_EINVAL);
     krn_ctx_free(ctx);
     krn_rlog_free(log);
 }
@@ -370,13 +374,21 @@ static void test_errors(void)
     CHECK(krn_site(ctx, "ok", out, x, 2, &band) == 0);
     CHECK(krn_site(ctx, "attn.softmax", out, x, 4, &band) == OVT_ENUMERIC);
     CHECK_MSG(strstr(ovt_errmsg(), "site 1 (attn.softmax) element 2") != NULL, "%s", ovt_errmsg());
+    /* the step has failed: later sites refuse, the end reports it */
+    CHECK(krn_site(ctx, "later", out, x, 2, &band) == OVT_ENUMERIC);
+    CHECK(strstr(ovt_errmsg(), "later not run") && strstr(ovt_errmsg(), "attn.softmax"));
+    CHECK(krn_step_end(ctx, NULL) == OVT_ENUMERIC);
+    CHECK(strstr(ovt_errmsg(), "site 1 (attn.softmax) element 2") != NULL);
+    CHECK(krn_step_end(ctx, NULL) == OVT_EINVAL);
     x[2] = 1e39;
+    CHECK(krn_step_begin(ctx, 10, log) == 0);
     CHECK(krn_site(ctx, "big", out, x, 4, NULL) == OVT_ENUMERIC);
     CHECK(strstr(ovt_errmsg(), "largest finite") != NULL);
+    CHECK(krn_step_end(ctx, NULL) == OVT_ENUMERIC);
     x[2] = -INFINITY;
+    CHECK(krn_step_begin(ctx, 10, log) == 0);
     CHECK(krn_site(ctx, "inf", out, x, 4, NULL) == OVT_ENUMERIC);
-    CHECK(krn_step_end(ctx, NULL) == 0);
-    CHECK(krn_step_end(ctx, NULL) == OVT_EINVAL);
+    CHECK(krn_step_end(ctx, NULL) == OVT_ENUMERIC);
     /* zeros are written as +0 in every mode */
     double z[3] = {-0.0, -1e-300, -0x1p-151};
     CHECK(krn_step_begin(ctx, 11, log) == 0);
@@ -390,8 +402,206 @@ static void test_errors(void)
     krn_rlog_free(log);
 }
 
+/* The sites' fast path is a second implementation of grid rounding: it must
+ * agree with krn_grid_round (checked against oracles in test_grid) on every
+ * kind of input, in every mode, for every b, zeros written as +0. */
+static void test_fast_path_agrees(void)
+{
+    const size_t n = 120000;
+    double *x = malloc(n * sizeof *x), *a = malloc(n * sizeof *a);
+    float *out = malloc(n * sizeof *out);
+    for (int b = KRN_GRID_BITS_MIN; b <= KRN_GRID_BITS_MAX; b++) {
+        int p = b - 8;
+        for (size_t k = 0; k < n; k++) {
+            uint64_t r = krn_rng_u64(31, (uint64_t)b, KRN_RNG_TEST, k);
+            double u = uni(32 + (uint64_t)b, k);
+            int e = (int)(r % 300) - 170; /* past both ends of the FP32 range */
+            double g = ldexp(floor(ldexp(1.0 + u, p - 1)), e - p + 1);
+            double step = ldexp(1.0, e - p + 1);
+            switch ((r >> 16) % 6) {
+            case 0: x[k] = g; break;                                 /* a grid value */
+            case 1: x[k] = g + step / 2; break;                      /* an exact tie */
+            case 2: x[k] = nextafter(g + step / 2, (r >> 20) & 1 ? 0 : INFINITY); break;
+            case 3: x[k] = ldexp(1.0, e) * (1.0 + ldexp(u, -p - 3)); break; /* just above 2^e */
+            case 4: x[k] = ldexp(1.0, e) * (1.0 - ldexp(u, -p - 3)); break; /* just below */
+            default: x[k] = ldexp(1.0 + u, e); break;
+            }
+            if (fabs(x[k]) >= 0x1p127)
+                x[k] = ldexp(x[k], -60);
+            if ((r >> 24) & 1)
+                x[k] = -x[k];
+            a[k] = fabs(x[k]) * ldexp(1.0, -(int)((r >> 32) % 40)); /* from wide to narrow */
+        }
+        krn_band band = {.kind = KRN_BAND_ARRAY, .scale = 1.0, .a = a};
+        for (int mode = 0; mode < 3; mode++) {
+            krn_rlog *log = krn_rlog_new();
+            krn_ctx *ctx = new_ctx((krn_mode)mode, b, 2);
+            krn_rlog_reset(log, 3);
+            CHECK(krn_step_begin(ctx, 3, log) == 0);
+            int rc = krn_site(ctx, "agree", out, x, n, mode == KRN_REPLAY ? NULL : &band);
+            CHECK_MSG(rc == 0, "%s", ovt_errmsg());
+            CHECK(krn_step_end(ctx, NULL) == 0);
+            size_t bad = 0;
+            for (size_t k = 0; k < n; k++) {
+                float want = krn_grid_round(x[k], b);
+                if (want == 0.0f)
+                    want = 0.0f;
+                bad += fbits(out[k]) != fbits(want);
+            }
+            CHECK_MSG(bad == 0, "b=%d mode %d: %zu outputs differ from krn_grid_round", b, mode, bad);
+            krn_ctx_free(ctx);
+            krn_rlog_free(log);
+        }
+    }
+    free(x);
+    free(a);
+    free(out);
+}
+
+/* Just above a binade edge 2^e the nearest midpoint can be the one of the
+ * finer grid below the edge: x = 2^e + q/16 is 7q/16 from its own interval's
+ * midpoint but 5q/16 from 2^e - q/4. With tau = 3q/8 the trainer must log it
+ * (a value entry: tau > s/16), and x' = x - 0.99 tau, on the other side of
+ * that midpoint, must replay to the same output. */
+static void test_binade_edge(void)
+{
+    for (int b = KRN_GRID_BITS_MIN; b <= KRN_GRID_BITS_MAX; b += 2) {
+        int p = b - 8;
+        enum { N = 200 };
+        double x[N], x2[N], a[N];
+        float o1[N], o2[N], o3[N];
+        for (int k = 0; k < N; k++) {
+            int e = -120 + k;
+            double q = ldexp(1.0, e - p + 1);
+            double sign = k % 2 ? -1.0 : 1.0;
+            x[k] = sign * (ldexp(1.0, e) + q / 16);
+            a[k] = 3 * q / 8;
+            x2[k] = x[k] - sign * 0.99 * a[k];
+        }
+        krn_band band = {.kind = KRN_BAND_ARRAY, .scale = 1.0, .a = a};
+        krn_rlog *log = krn_rlog_new();
+        krn_ctx *rec = new_ctx(KRN_RECORD, b, 1), *rep = new_ctx(KRN_REPLAY, b, 1),
+                *abl = new_ctx(KRN_NEAREST, b, 1);
+        CHECK(krn_step_begin(rec, 1, log) == 0 && krn_site(rec, "edge", o1, x, N, &band) == 0);
+        krn_stats st;
+        CHECK(krn_step_end(rec, &st) == 0);
+        CHECK_EQ_U64(st.logged, N);
+        CHECK_EQ_U64(st.wide, N);
+        CHECK(krn_step_begin(rep, 1, log) == 0 && krn_site(rep, "edge", o2, x2, N, &band) == 0);
+        CHECK(krn_step_end(rep, NULL) == 0);
+        CHECK(krn_step_begin(abl, 1, NULL) == 0 && krn_site(abl, "edge", o3, x2, N, &band) == 0);
+        CHECK(krn_step_end(abl, NULL) == 0);
+        int same = 0, nearest_same = 0;
+        for (int k = 0; k < N; k++) {
+            same += fbits(o1[k]) == fbits(o2[k]);
+            nearest_same += fbits(o1[k]) == fbits(o3[k]);
+        }
+        CHECK_MSG(same == N, "b=%d: %d of %d replayed outputs agree", b, same, N);
+        CHECK(nearest_same == 0);
+        krn_ctx_free(rec);
+        krn_ctx_free(rep);
+        krn_ctx_free(abl);
+        krn_rlog_free(log);
+    }
+}
+
+/* Bands with a relative term: the verifier's tau' = base + rel |x'| differs
+ * from the trainer's. Elements sit near midpoints with tau right at the
+ * direction threshold (s/16) and at the verifier's limit (s/8), and x' is
+ * anywhere within min(tau, tau') of x: an honest replay must never be called
+ * fraud and must reproduce the trainer's outputs. */
+static void test_rel_band_thresholds(void)
+{
+    enum { N = 40000 };
+    static double x[N], x2[N], base[N];
+    static float o1[N], o2[N];
+    for (int b = 24; b <= 32; b += 8) {
+        int p = b - 8;
+        double rel = 0x1p-36;
+        for (int k = 0; k < N; k++) {
+            double u1 = uni(70, 3 * (uint64_t)k), u2 = uni(71, 3 * (uint64_t)k),
+                   u3 = uni(72, 3 * (uint64_t)k);
+            int e = (int)(u1 * 40) - 20;
+            double s = ldexp(1.0, e - p + 1);
+            double m = ldexp(floor(ldexp(1.0 + u2, p - 1)), e - p + 1) + s / 2;
+            double target = (k % 2 ? s / 16 : s / 8) * (1.0 + ldexp((double)(k % 7) - 3.0, -40));
+            base[k] = target - rel * m;
+            double tau = base[k] + rel * m;
+            x[k] = m + tau * (2.0 * u3 - 1.0);
+            double tau_x = base[k] + rel * fabs(x[k]);
+            double e2 = tau_x * 0.98 * (2.0 * uni(73, (uint64_t)k) - 1.0);
+            x2[k] = x[k] + e2;
+            double tau_x2 = base[k] + rel * fabs(x2[k]);
+            if (fabs(e2) > 0.99 * tau_x2) /* keep |x - x'| below both bands */
+                x2[k] = x[k];
+        }
+        krn_band band = {.kind = KRN_BAND_ARRAY, .scale = 1.0, .a = base, .rel = rel};
+        krn_rlog *log = krn_rlog_new();
+        krn_ctx *rec = new_ctx(KRN_RECORD, b, 1), *rep = new_ctx(KRN_REPLAY, b, 1);
+        krn_stats st;
+        CHECK(krn_step_begin(rec, 2, log) == 0 && krn_site(rec, "rel", o1, x, N, &band) == 0);
+        CHECK(krn_step_end(rec, &st) == 0);
+        CHECK(st.logged > N / 4 && st.wide > 0 && st.wide < st.logged);
+        CHECK(krn_step_begin(rep, 2, log) == 0);
+        int rc = krn_site(rep, "rel", o2, x2, N, &band);
+        CHECK_MSG(rc == 0, "b=%d: %s", b, ovt_errmsg());
+        CHECK(krn_step_end(rep, NULL) == 0);
+        CHECK_MEM(o1, o2, sizeof o1);
+        krn_ctx_free(rec);
+        krn_ctx_free(rep);
+        krn_rlog_free(log);
+    }
+}
+
+/* A large KRN_BAND_OUTER site whose rows do not line up with the blocks
+ * and chunks the site is cut into: element i sits at 0.9 tau_i from a
+ * midpoint when i is even and 1.1 tau_i when odd, tau_i = (scale * a[r]) *
+ * b[c] + rel |x_i|; exactly the even ones must be logged, on any thread count. */
+static void test_outer_large(void)
+{
+    const size_t cols = 3001, rows = 70, n = rows * cols;
+    double *a = malloc(rows * sizeof *a), *bn = malloc(cols * sizeof *bn);
+    double *x = malloc(n * sizeof *x);
+    float *out = malloc(n * sizeof *out);
+    double scale = 0x1p-40, rel = 0x1p-45;
+    for (size_t r = 0; r < rows; r++)
+        a[r] = 1.0 + uni(80, r);
+    for (size_t c = 0; c < cols; c++)
+        bn[c] = 1.0 + uni(81, c);
+    for (size_t i = 0; i < n; i++) {
+        double m = ldexp(floor(ldexp(1.0 + uni(82, i), 23)) + 0.5, -23); /* in [1, 2) */
+        double tau = (scale * a[i / cols]) * bn[i % cols] + rel * m;
+        x[i] = m + (i % 2 ? 1.1 : 0.9) * tau;
+    }
+    krn_band band = {.kind = KRN_BAND_OUTER, .scale = scale, .a = a, .b = bn, .cols = cols,
+                     .rel = rel};
+    for (int threads = 1; threads <= 3; threads += 2) {
+        krn_rlog *log = krn_rlog_new();
+        krn_ctx *ctx = new_ctx(KRN_RECORD, 32, threads);
+        CHECK(krn_step_begin(ctx, 4, log) == 0);
+        CHECK(krn_site(ctx, "outer.large", out, x, n, &band) == 0);
+        CHECK(krn_step_end(ctx, NULL) == 0);
+        const krn_rlog_site *s = krn_rlog_site_at(log, 0);
+        CHECK(s != NULL && s->count == (n + 1) / 2);
+        size_t wrong = 0;
+        for (size_t k = 0; s && k < s->count; k++)
+            wrong += s->entries[k].index != 2 * k || s->entries[k].dir != KRN_DIR_UP; /* x > m */
+        CHECK_MSG(wrong == 0, "threads %d: %zu entries wrong", threads, wrong);
+        krn_ctx_free(ctx);
+        krn_rlog_free(log);
+    }
+    free(a);
+    free(bn);
+    free(x);
+    free(out);
+}
+
 int main(void)
 {
+    test_outer_large();
+    test_rel_band_thresholds();
+    test_binade_edge();
+    test_fast_path_agrees();
     for (int b = KRN_GRID_BITS_MIN; b <= KRN_GRID_BITS_MAX; b++)
         test_replay_matches(b, 20000 + (size_t)b, 1, (uint64_t)b);
     test_replay_matches(32, 200000, 2, 99);

@@ -1,0 +1,57 @@
+/* The kernels' thread pool: every chunk runs exactly once per loop, for any
+ * chunk count and thread count, over many loops in a row (late workers must
+ * never run a chunk of a loop that has ended); results written by workers
+ * are visible to the caller when krn_pool_run returns. */
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "kernels/pool.h"
+
+typedef struct {
+    size_t nchunks;
+    atomic_int *runs;  /* per chunk: how many times it ran */
+    uint64_t *result;  /* per chunk: a value computed by whoever ran it */
+} loop_arg;
+
+static void chunk_fn(void *p, size_t c)
+{
+    loop_arg *a = p;
+    atomic_fetch_add(&a->runs[c], 1);
+    uint64_t h = c + 1;
+    for (int k = 0; k < 200; k++)
+        h = h * 6364136223846793005u + 1442695040888963407u;
+    a->result[c] = h;
+}
+
+int main(void)
+{
+    CHECK(krn_cpu_count() >= 1);
+    krn_pool *bad = NULL;
+    CHECK(krn_pool_new(&bad, 0) == OVT_EINVAL && bad == NULL);
+    for (int threads = 1; threads <= 5; threads++) {
+        krn_pool *pool;
+        CHECK(krn_pool_new(&pool, threads) == 0);
+        size_t bad_runs = 0, bad_results = 0;
+        for (int loop = 0; loop < 400; loop++) {
+            size_t n = (size_t)(loop * 7919 % 97);
+            loop_arg a = {.nchunks = n};
+            a.runs = calloc(n + 1, sizeof *a.runs);
+            a.result = calloc(n + 1, sizeof *a.result);
+            krn_pool_run(pool, n, chunk_fn, &a);
+            for (size_t c = 0; c < n; c++) {
+                uint64_t h = c + 1;
+                for (int k = 0; k < 200; k++)
+                    h = h * 6364136223846793005u + 1442695040888963407u;
+                bad_runs += atomic_load(&a.runs[c]) != 1;
+                bad_results += a.result[c] != h;
+            }
+            free(a.runs);
+            free(a.result);
+        }
+        CHECK_MSG(bad_runs == 0 && bad_results == 0, "threads %d: %zu chunks ran other than once, "
+                  "%zu results missing", threads, bad_runs, bad_results);
+        krn_pool_free(pool);
+    }
+    return check_done();
+}
