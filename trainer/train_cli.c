@@ -354,11 +354,13 @@ static int train(const struct train_args *a)
                 (rv = run_path(path, sizeof path, a->out, "ckpt", i, "ckpt")) || (rv = trn_checkpoint_write(st, path)))
                 goto done;
         }
-        if (!a->json && a->every && (i % a->every == 0 || i == a->steps))
+        if (!a->json && a->every && (i % a->every == 0 || i == a->steps)) {
             printf("step %6llu  loss %.4f  lr %.3g  grad norm %.3g  log %llu entries, %zu bytes  %.2f s\n",
                    (unsigned long long)i, (double)info.loss, (double)info.lr, (double)info.grad_norm,
                    (unsigned long long)krn_rlog_nentries(log), len,
                    (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+            fflush(stdout);
+        }
     }
     if ((rv = run_path(path, sizeof path, a->out, NULL, 0, "steps.bin")) || (rv = trn_step_table_write(&table, path)))
         goto done;
