@@ -47,6 +47,15 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* CPU time of the whole process (all threads): less disturbed than wall
+ * time by other processes on a shared machine. */
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -113,8 +122,9 @@ int main(int argc, char **argv)
 
     printf("threads %d, reps %d (median), KRN_GEMM_CHUNK %d, grid b = 32\n", threads, reps,
            KRN_GEMM_CHUNK);
-    printf("%-36s %9s %9s %9s %8s %8s %8s %10s %10s\n", "shape", "plain s", "chunk s", "op s",
-           "chunk/pl", "op/plain", "op/chunk", "entries/M", "bytes/M");
+    printf("%-36s %8s %8s %8s %7s %7s %7s | %7s %7s %7s %9s %8s\n", "shape (wall s | cpu ratios)",
+           "plain", "chunked", "op", "ch/pl", "op/pl", "op/ch", "ch/pl", "op/pl", "op/ch", "entries/M",
+           "bytes/M");
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const shape *sh = &shapes[s];
         if (quick && (sh->K > 10000 || sh->M > 10000))
@@ -129,29 +139,45 @@ int main(int argc, char **argv)
         }
         krn_widen(ad, a, N * K);
         krn_widen(wd, w, M * K);
-        krn_cpu be = {KRN_BACKEND_CPU, 0};
-        double tp[100], tc[100], to[100];
+        krn_cpu be = {KRN_BACKEND_CPU, 0, threads};
+        double tp[100], tc[100], to[100], cp[100], cc[100], co[100];
         uint64_t entries = 0;
         size_t bytes = 0;
         for (int r = 0; r < reps; r++) {
-            double t0 = now();
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)N, (blasint)M, (blasint)K,
-                        1.0, ad, (blasint)K, wd, (blasint)K, 0.0, xd, (blasint)M);
-            double t1 = now();
-            if (krn_chunked_gemm(&be, xd, false, ad, K, true, wd, K, N, M, K) != 0)
-                fail("chunked gemm");
-            double t2 = now();
-            if (krn_step_begin(ctx, 1, log) != 0)
-                fail("step");
-            double t3 = now();
-            if (krn_matmul_forward(ctx, out, a, w, NULL, N, K, M) != 0)
-                fail(sh->name);
-            double t4 = now();
-            if (krn_step_end(ctx, NULL) != 0)
-                fail("step end");
-            tp[r] = t1 - t0;
-            tc[r] = t2 - t1;
-            to[r] = t4 - t3;
+            /* the three variants in a rotating order, so none always runs
+             * first (cold caches) or last */
+            for (int v = 0; v < 3; v++) {
+                int which = (v + r) % 3;
+                double t0 = now(), c0 = cpu_now();
+                if (which == 0) {
+                    openblas_set_num_threads(threads); /* the ops set it to 1 */
+                    t0 = now();
+                    c0 = cpu_now();
+                    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)N, (blasint)M,
+                                (blasint)K, 1.0, ad, (blasint)K, wd, (blasint)K, 0.0, xd, (blasint)M);
+                    tp[r] = now() - t0;
+                    cp[r] = cpu_now() - c0;
+                } else if (which == 1) {
+                    openblas_set_num_threads(1);
+                    t0 = now();
+                    c0 = cpu_now();
+                    if (krn_chunked_gemm(&be, xd, false, ad, K, true, wd, K, N, M, K) != 0)
+                        fail("chunked gemm");
+                    tc[r] = now() - t0;
+                    cc[r] = cpu_now() - c0;
+                } else {
+                    if (krn_step_begin(ctx, 1, log) != 0)
+                        fail("step");
+                    t0 = now();
+                    c0 = cpu_now();
+                    if (krn_matmul_forward(ctx, out, a, w, NULL, N, K, M) != 0)
+                        fail(sh->name);
+                    to[r] = now() - t0;
+                    co[r] = cpu_now() - c0;
+                    if (krn_step_end(ctx, NULL) != 0)
+                        fail("step end");
+                }
+            }
             if (r == 0) {
                 entries = krn_rlog_nentries(log);
                 if (krn_rlog_encode(log, &buf, &bytes) != 0)
@@ -161,9 +187,11 @@ int main(int argc, char **argv)
             }
         }
         double p = median(tp, reps), c = median(tc, reps), o = median(to, reps);
+        double pc = median(cp, reps), ccpu = median(cc, reps), oc = median(co, reps);
         double per_m = 1e6 / (double)(N * M);
-        printf("%-36s %9.4f %9.4f %9.4f %8.3f %8.3f %8.3f %10.1f %10.1f\n", sh->name, p, c, o,
-               c / p, o / p, o / c, (double)entries * per_m, (double)bytes * per_m);
+        printf("%-36s %8.4f %8.4f %8.4f %7.3f %7.3f %7.3f | %7.3f %7.3f %7.3f %9.1f %8.1f\n", sh->name,
+               p, c, o, c / p, o / p, o / c, ccpu / pc, oc / pc, oc / ccpu, (double)entries * per_m,
+               (double)bytes * per_m);
         fflush(stdout);
         free(a), free(w), free(out), free(ad), free(wd), free(xd);
     }

@@ -92,7 +92,7 @@ int chain_arb_open(const chain_arb *arb, chain_txm *m, const chain_arb_params *p
     ovt_hash id;
     chain_arb_run_id(&id, arb->chain_id, &arb->address, p);
     if (run_id)
-        *run_id = id;
+        memset(run_id, 0, sizeof *run_id);
     chain_receipt local;
     chain_receipt *r = receipt ? receipt : &local;
     chain_buf data;
@@ -112,6 +112,8 @@ int chain_arb_open(const chain_arb *arb, chain_txm *m, const chain_arb_params *p
             rc = ovt_fail(OVT_EFORMAT, "open: the receipt has no RunOpened event for the runId computed here");
     }
     free(events);
+    if (rc == 0 && run_id)
+        *run_id = id;
 out:
     if (!receipt)
         chain_receipt_free(&local);
@@ -121,6 +123,8 @@ out:
 int chain_arb_commit(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, const ovt_hash *root,
                      const uint8_t sig[65], uint8_t sig_out[65], chain_receipt *receipt)
 {
+    if (sig_out)
+        memset(sig_out, 0, 65);
     chain_arb_params p;
     int rc = chain_arb_get_run(arb, run_id, NULL, &p);
     if (rc != 0)
@@ -135,12 +139,12 @@ int chain_arb_commit(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id,
             return rc;
         sig = own;
     }
-    if (sig_out)
-        memcpy(sig_out, sig, 65);
     chain_buf data;
     chain_buf_init(&data);
-    return send_encoded(arb, m, bond, &data, chain_arb_encode_commit(&data, run_id, root, sig), receipt,
-                        "commit");
+    rc = send_encoded(arb, m, bond, &data, chain_arb_encode_commit(&data, run_id, root, sig), receipt, "commit");
+    if (rc == 0 && sig_out)
+        memcpy(sig_out, sig, 65);
+    return rc;
 }
 
 int chain_arb_bisect(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, unsigned round,

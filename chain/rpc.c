@@ -201,7 +201,8 @@ static int node_error(chain_rpc_error *err, const json_t *error, const char *con
     if (json_is_object(data))
         data = json_object_get(data, "data");
     int reverted = c == 3 || strstr(m, "revert") != NULL;
-    if (json_is_string(data) && ovt_hex_decode_alloc(&err->data, &err->data_len, json_string_value(data)) != 0) {
+    if (json_is_string(data) && strlen(json_string_value(data)) == json_string_length(data) &&
+        ovt_hex_decode_alloc(&err->data, &err->data_len, json_string_value(data)) != 0) {
         err->data = NULL;
         err->data_len = 0;
     }
@@ -274,7 +275,10 @@ static int http_post(chain_rpc *rpc, body_buf *b, long *status, const char *req,
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, req);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, rpc->opts.timeout_ms);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, rpc->opts.connect_timeout_ms);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    /* Signals stay allowed: libcurl then ignores SIGPIPE during the transfer
+     * (a node closing a TLS connection must not kill the process), and with
+     * its threaded resolver it never uses alarm() for DNS timeouts. */
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 0L);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
@@ -288,8 +292,8 @@ static int http_post(chain_rpc *rpc, body_buf *b, long *status, const char *req,
         return ovt_fail(code, "cannot reach node %s: %s", rpc->where, what);
     }
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-    if (*status == 429 || *status == 503) {
-        *retry = 1;
+    if (*status == 429 || *status == 502 || *status == 503 || *status == 504) {
+        *retry = 1; /* rate limits and gateways in front of a restarting node */
         return ovt_fail(OVT_ERPC, "node %s answered HTTP %ld (%s)", rpc->where, *status,
                         *status == 429 ? "rate limited" : "unavailable");
     }

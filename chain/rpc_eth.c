@@ -6,10 +6,19 @@
 #include "chain/keys.h"
 #include "chain/rpc.h"
 
+/* The text of a JSON string, or NULL if v is not a string or hides a NUL
+ * byte (which would cut the C string short and pass a truncated value on). */
+static const char *text(const json_t *v)
+{
+    if (!json_is_string(v))
+        return NULL;
+    const char *s = json_string_value(v);
+    return strlen(s) == json_string_length(v) ? s : NULL;
+}
+
 static const char *str_field(const json_t *obj, const char *key)
 {
-    json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
-    return json_is_string(v) ? json_string_value(v) : NULL;
+    return text(json_is_object(obj) ? json_object_get(obj, key) : NULL);
 }
 
 int chain_json_u64(uint64_t *out, const json_t *obj, const char *key)
@@ -47,9 +56,9 @@ static int json_data(uint8_t **out, size_t *len, const json_t *v, const char *wh
 {
     *out = NULL;
     *len = 0;
-    if (!json_is_string(v) || strncmp(json_string_value(v), "0x", 2) != 0)
+    if (!text(v) || strncmp(text(v), "0x", 2) != 0)
         return ovt_fail(OVT_EFORMAT, "node response: %s is not a 0x hex string", what);
-    int rc = ovt_hex_decode_alloc(out, len, json_string_value(v));
+    int rc = ovt_hex_decode_alloc(out, len, text(v));
     return rc ? ovt_fail_wrap(rc, "node response: %s", what) : 0;
 }
 
@@ -72,8 +81,8 @@ int chain_json_log(chain_log *out, const json_t *obj)
     }
     for (size_t i = 0; i < json_array_size(topics); i++) {
         json_t *t = json_array_get(topics, i);
-        if (!json_is_string(t) || strncmp(json_string_value(t), "0x", 2) != 0 ||
-            ovt_hex_decode(out->topics[i].b, 32, json_string_value(t)) != 0) {
+        if (!text(t) || strncmp(text(t), "0x", 2) != 0 ||
+            ovt_hex_decode(out->topics[i].b, 32, text(t)) != 0) {
             rc = ovt_fail(OVT_EFORMAT, "node response: log topic %zu is not a 32-byte hex string", i);
             goto fail;
         }
@@ -97,9 +106,9 @@ static int call_u64(chain_rpc *rpc, uint64_t *out, const char *method, json_t *p
     int rc = chain_rpc_call(rpc, &res, method, params);
     if (rc)
         return rc;
-    if (!json_is_string(res))
+    if (!text(res))
         rc = ovt_fail(OVT_EFORMAT, "%s: result is not a hex string", method);
-    else if ((rc = chain_hexq_u64(out, json_string_value(res))) != 0)
+    else if ((rc = chain_hexq_u64(out, text(res))) != 0)
         rc = ovt_fail_wrap(rc, "%s", method);
     json_decref(res);
     return rc;
@@ -149,9 +158,9 @@ int chain_rpc_balance(chain_rpc *rpc, chain_u256 *out, const chain_address *addr
     int rc = chain_rpc_call(rpc, &res, "eth_getBalance", json_pack("[s, s]", a, block ? block : "latest"));
     if (rc)
         return rc;
-    if (!json_is_string(res))
+    if (!text(res))
         rc = ovt_fail(OVT_EFORMAT, "eth_getBalance: result is not a hex string");
-    else if ((rc = chain_hexq_u256(out, json_string_value(res))) != 0)
+    else if ((rc = chain_hexq_u256(out, text(res))) != 0)
         rc = ovt_fail_wrap(rc, "eth_getBalance");
     json_decref(res);
     return rc;
@@ -160,6 +169,36 @@ int chain_rpc_balance(chain_rpc *rpc, chain_u256 *out, const chain_address *addr
 int chain_rpc_max_priority_fee(chain_rpc *rpc, uint64_t *out)
 {
     return call_u64(rpc, out, "eth_maxPriorityFeePerGas", NULL);
+}
+
+int chain_rpc_block_header(chain_rpc *rpc, chain_block_header *out, int *found, const char *block)
+{
+    memset(out, 0, sizeof *out);
+    *found = 0;
+    json_t *res;
+    int rc = chain_rpc_call(rpc, &res, "eth_getBlockByNumber", json_pack("[s, b]", block ? block : "latest", 0));
+    if (rc)
+        return rc;
+    if (json_is_null(res)) {
+        json_decref(res);
+        return 0;
+    }
+    if (!json_is_object(res)) {
+        rc = ovt_fail(OVT_EFORMAT, "eth_getBlockByNumber: result is not an object");
+    } else if ((rc = chain_json_u64(&out->number, res, "number")) || (rc = chain_json_hash(&out->hash, res, "hash")) ||
+               (rc = chain_json_hash(&out->parent_hash, res, "parentHash")) ||
+               (rc = chain_json_u64(&out->timestamp, res, "timestamp"))) {
+        rc = ovt_fail_wrap(rc, "eth_getBlockByNumber");
+    } else if (json_object_get(res, "baseFeePerGas") &&
+               (rc = chain_json_u64(&out->base_fee, res, "baseFeePerGas")) != 0) {
+        rc = ovt_fail_wrap(rc, "eth_getBlockByNumber");
+    } else {
+        *found = 1;
+    }
+    if (rc)
+        memset(out, 0, sizeof *out);
+    json_decref(res);
+    return rc;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -190,7 +229,7 @@ int chain_rpc_fee_history(chain_rpc *rpc, uint64_t *next_base_fee, uint64_t *pri
         goto done;
     }
     json_t *last = json_array_get(base, json_array_size(base) - 1);
-    if (!json_is_string(last) || (rc = chain_hexq_u64(next_base_fee, json_string_value(last))) != 0) {
+    if (!text(last) || (rc = chain_hexq_u64(next_base_fee, text(last))) != 0) {
         rc = ovt_fail(OVT_EFORMAT, "eth_feeHistory: malformed baseFeePerGas");
         goto done;
     }
@@ -204,7 +243,7 @@ int chain_rpc_fee_history(chain_rpc *rpc, uint64_t *next_base_fee, uint64_t *pri
         for (size_t i = 0; i < nrewards; i++) {
             json_t *row = json_array_get(reward, i);
             json_t *r0 = json_is_array(row) ? json_array_get(row, 0) : NULL;
-            if (!json_is_string(r0) || chain_hexq_u64(&rewards[i], json_string_value(r0)) != 0) {
+            if (!text(r0) || chain_hexq_u64(&rewards[i], text(r0)) != 0) {
                 rc = ovt_fail(OVT_EFORMAT, "eth_feeHistory: malformed reward row %zu", i);
                 goto done;
             }
@@ -299,8 +338,8 @@ int chain_rpc_send_raw(chain_rpc *rpc, ovt_hash *tx_hash, const uint8_t *raw, si
     free(d);
     if (rc)
         return rc;
-    if (!json_is_string(res) || strncmp(json_string_value(res), "0x", 2) != 0 ||
-        ovt_hex_decode(tx_hash->b, 32, json_string_value(res)) != 0)
+    if (!text(res) || strncmp(text(res), "0x", 2) != 0 ||
+        ovt_hex_decode(tx_hash->b, 32, text(res)) != 0)
         rc = ovt_fail(OVT_EFORMAT, "eth_sendRawTransaction: result is not a transaction hash");
     json_decref(res);
     return rc;
@@ -473,4 +512,25 @@ int chain_rpc_get_logs(chain_rpc *rpc, chain_log **logs, size_t *n, const chain_
             return 0;
         cursor = end + 1;
     }
+}
+
+int chain_rpc_poll_logs(chain_rpc *rpc, chain_log **logs, size_t *n, const chain_log_filter *f, uint64_t *cursor,
+                        unsigned confirmations)
+{
+    *logs = NULL;
+    *n = 0;
+    uint64_t head;
+    int rc = chain_rpc_block_number(rpc, &head);
+    if (rc)
+        return rc;
+    uint64_t depth = confirmations ? confirmations - 1 : 0;
+    if (head < depth || head - depth < *cursor)
+        return 0;
+    chain_log_filter range = *f;
+    range.from_block = *cursor;
+    range.to_block = head - depth;
+    rc = chain_rpc_get_logs(rpc, logs, n, &range);
+    if (rc == 0)
+        *cursor = range.to_block + 1;
+    return rc;
 }

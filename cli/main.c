@@ -20,6 +20,7 @@ const struct ovt_command ovt_commands[] = {
     {"train", "train a model with controlled rounding into a run directory", trn_cmd_train},
     {"keys", "create a keystore or show its address (new, address)", chain_cmd_keys},
     {"deploy", "deploy the arbitration contract", chain_cmd_deploy},
+    {"game", "show a run and the state of its dispute game", chain_cmd_game},
     {"rlog", "check a rounding-log file and show its entries", krn_cmd_rlog},
     {NULL, NULL, NULL},
 };

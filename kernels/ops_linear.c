@@ -53,6 +53,7 @@ static int column_sum_site(krn_ctx *ctx, const krn_cpu *be, const char *name, fl
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("matmul fwd"). */
 int krn_matmul_forward(krn_ctx *ctx, float *out, const float *inp, const float *weight,
                        const float *bias, size_t N, size_t C, size_t OC)
 {
@@ -67,16 +68,15 @@ int krn_matmul_forward(krn_ctx *ctx, float *out, const float *inp, const float *
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
     rc = OVT_ENOMEM;
-    double *a = krn_doubles(nin, op), *w = krn_doubles(nw, op), *x = krn_doubles(nout, op);
+    double *a = krn_scratch(KRN_SCRATCH_A, nin), *w = krn_scratch(KRN_SCRATCH_B, nw);
+    double *x = krn_scratch(KRN_SCRATCH_OUT, nout);
     double *rn = krn_doubles(N, op), *cn = krn_doubles(OC, op);
     if (!a || !w || !x || !rn || !cn)
         goto done;
-    krn_widen(a, inp, nin);
-    krn_widen(w, weight, nw);
+    krn_widen_rows(a, rn, inp, N, C);
+    krn_widen_rows(w, cn, weight, OC, C);
     if ((rc = krn_chunked_gemm(&be, x, false, a, C, true, w, C, N, OC, C)))
         goto done;
-    krn_row_norms(rn, inp, N, C);
-    krn_row_norms(cn, weight, OC, C);
     krn_band band = krn_band_reduction(KRN_BAND_OUTER, C, 1.0, 0);
     band.a = rn;
     band.b = cn;
@@ -86,14 +86,12 @@ int krn_matmul_forward(krn_ctx *ctx, float *out, const float *inp, const float *
     if (bias)
         rc = bias_site(ctx, "matmul.fwd.bias", out, out, bias, N, OC, x);
 done:
-    free(a);
-    free(w);
-    free(x);
     free(rn);
     free(cn);
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("matmul bwd"). */
 int krn_matmul_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias, const float *dout,
                         const float *inp, const float *weight, size_t N, size_t C, size_t OC)
 {
@@ -110,12 +108,13 @@ int krn_matmul_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias,
         return rc;
     rc = OVT_ENOMEM;
     size_t nx = nin > nw ? nin : nw;
-    double *g = krn_doubles(nout, op), *a = krn_doubles(nin, op), *w = krn_doubles(nw, op);
-    double *x = krn_doubles(nx, op), *gn = krn_doubles(N > OC ? N : OC, op);
+    double *g = krn_scratch(KRN_SCRATCH_A, nout), *a = krn_scratch(KRN_SCRATCH_B, nin);
+    double *w = krn_scratch(KRN_SCRATCH_C, nw), *x = krn_scratch(KRN_SCRATCH_OUT, nx);
+    double *gn = krn_doubles(N > OC ? N : OC, op);
     double *cn = krn_doubles(C, op);
     if (!g || !a || !w || !x || !gn || !cn)
         goto done;
-    krn_widen(g, dout, nout);
+    krn_widen_rows(g, gn, dout, N, OC);
     krn_widen(a, inp, nin);
     krn_widen(w, weight, nw);
     if (dinp) {
@@ -123,7 +122,6 @@ int krn_matmul_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias,
         if ((rc = krn_chunked_gemm(&be, x, false, g, OC, false, w, C, N, C, OC)))
             goto done;
         add_old(x, dinp, nin);
-        krn_row_norms(gn, dout, N, OC);
         krn_col_norms(cn, weight, OC, C);
         krn_band band = krn_band_reduction(KRN_BAND_OUTER, OC, 1.0, 1);
         band.a = gn;
@@ -147,15 +145,12 @@ int krn_matmul_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias,
     if (dbias)
         rc = column_sum_site(ctx, &be, "matmul.bwd.dbias", dbias, dout, N, OC);
 done:
-    free(g);
-    free(a);
-    free(w);
-    free(x);
     free(gn);
     free(cn);
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("bias"). */
 int krn_bias_forward(krn_ctx *ctx, float *out, const float *inp, const float *bias, size_t N,
                      size_t C)
 {
@@ -173,6 +168,7 @@ int krn_bias_forward(krn_ctx *ctx, float *out, const float *inp, const float *bi
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("bias"). */
 int krn_bias_backward(krn_ctx *ctx, float *dbias, const float *dout, size_t N, size_t C)
 {
     static const char op[] = "bias_backward";
@@ -187,6 +183,7 @@ int krn_bias_backward(krn_ctx *ctx, float *dbias, const float *dout, size_t N, s
     return column_sum_site(ctx, &be, "bias.bwd", dbias, dout, N, C);
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("residual, accumulate"). */
 int krn_residual_forward(krn_ctx *ctx, float *out, const float *inp1, const float *inp2, size_t n)
 {
     static const char op[] = "residual_forward";
@@ -198,6 +195,7 @@ int krn_residual_forward(krn_ctx *ctx, float *out, const float *inp1, const floa
     return exact_add(ctx, "residual.fwd", out, inp1, inp2, n);
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("residual, accumulate"). */
 int krn_residual_backward(krn_ctx *ctx, float *dinp1, float *dinp2, const float *dout, size_t n)
 {
     static const char op[] = "residual_backward";
@@ -211,6 +209,7 @@ int krn_residual_backward(krn_ctx *ctx, float *dinp1, float *dinp2, const float 
     return exact_add(ctx, "residual.bwd2", dinp2, dinp2, dout, n);
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("residual, accumulate"). */
 int krn_accumulate(krn_ctx *ctx, float *dst, const float *src, size_t n)
 {
     static const char op[] = "accumulate";
@@ -231,6 +230,7 @@ static int check_tokens(const char *op, const int32_t *tokens, size_t n, size_t 
     return 0;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("encoder fwd"). */
 int krn_encoder_forward(krn_ctx *ctx, float *out, const int32_t *tokens, const float *wte,
                         const float *wpe, size_t B, size_t T, size_t C, size_t V)
 {
@@ -258,6 +258,7 @@ int krn_encoder_forward(krn_ctx *ctx, float *out, const int32_t *tokens, const f
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("encoder bwd"). */
 int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *dout,
                          const int32_t *tokens, size_t B, size_t T, size_t C, size_t V)
 {
@@ -275,8 +276,9 @@ int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *do
         return rc;
     rc = OVT_ENOMEM;
     size_t nx = nv > nt ? nv : nt;
-    double *g = krn_doubles(n, op), *x = krn_doubles(nx, op), *mag = krn_doubles(nx, op);
-    double *gather = krn_doubles(bt, op);
+    /* x and mag are V*C (38.6M for GPT-2 small): per-thread scratch */
+    double *g = krn_doubles(n, op), *x = krn_scratch(KRN_SCRATCH_A, nx);
+    double *mag = krn_scratch(KRN_SCRATCH_B, nx), *gather = krn_doubles(bt, op);
     size_t *start = calloc(V + 1, sizeof *start), *pos = calloc(bt, sizeof *pos);
     if (!g || !x || !mag || !gather || !start || !pos) {
         ovt_fail(OVT_ENOMEM, "%s: out of memory", op);
@@ -331,8 +333,6 @@ int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *do
     rc = krn_site(ctx, "encoder.bwd.dwpe", dwpe, x, nt, &band);
 done:
     free(g);
-    free(x);
-    free(mag);
     free(gather);
     free(start);
     free(pos);

@@ -65,6 +65,30 @@ int krn_colsum_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float *ac
 void krn_row_norms(double *norms, const float *m, size_t rows, size_t cols);
 void krn_col_norms(double *norms, const float *m, size_t rows, size_t cols);
 
+/* FP64 copy of a row-major float matrix and, in the same pass, the
+ * Euclidean norm of each row (norms may be NULL). */
+void krn_widen_rows(double *restrict dst, double *restrict norms, const float *restrict src,
+                    size_t rows, size_t cols);
+
+/* Per-thread scratch buffers for the ops' large FP64 temporaries, kept and
+ * grown across calls so a step does not fault in fresh pages for every op.
+ * A buffer stays valid until the next request of the same slot on the same
+ * thread; an op uses each slot once. NULL after an OVT_ENOMEM message.
+ * krn_scratch_release frees the calling thread's buffers. */
+enum {
+    KRN_SCRATCH_A,
+    KRN_SCRATCH_B,
+    KRN_SCRATCH_C,
+    KRN_SCRATCH_D,
+    KRN_SCRATCH_E,
+    KRN_SCRATCH_F,
+    KRN_SCRATCH_OUT,
+    KRN_SCRATCH_TILE, /* krn_chunked_gemm's own */
+    KRN_SCRATCH_SLOTS
+};
+double *krn_scratch(int slot, size_t n);
+void krn_scratch_release(void);
+
 /* FP64 copy of a float array (exact). */
 void krn_widen(double *dst, const float *src, size_t n);
 

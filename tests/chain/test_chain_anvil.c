@@ -38,6 +38,20 @@ static int raw(const char *method, json_t *params)
     return rc;
 }
 
+/* Automine mines a transaction, though not necessarily before the send
+ * returns: polls for its receipt for up to 5 s. Returns 1 when found. */
+static int wait_mined(const ovt_hash *tx, chain_receipt *r)
+{
+    int found = 0;
+    for (int tries = 0; tries < 100 && !found; tries++) {
+        if (chain_rpc_receipt(rpc, r, &found, tx) != 0)
+            return 0;
+        if (!found)
+            usleep(50 * 1000);
+    }
+    return found;
+}
+
 static void calldata_store(chain_buf *out, const ovt_hash *value, const char *note)
 {
     uint8_t sel[4];
@@ -70,6 +84,7 @@ static void test_basics(const chain_address *a0)
     char dec[80];
     CHECK(chain_rpc_chain_id(rpc, &id) == 0 && id == 31337);
     CHECK(chain_rpc_block_number(rpc, &block) == 0 && block == 0);
+    CHECK(chain_rpc_nonce(rpc, &nonce, a0, NULL) == 0 && nonce == 0);
     CHECK(chain_rpc_nonce(rpc, &nonce, a0, "pending") == 0 && nonce == 0);
     CHECK(chain_rpc_balance(rpc, &bal, a0, NULL) == 0);
     chain_u256_to_dec(dec, &bal);
@@ -77,6 +92,14 @@ static void test_basics(const chain_address *a0)
     uint64_t base, tip, prio;
     CHECK(chain_rpc_fee_history(rpc, &base, &tip, 4, 50.0) == 0 && base > 0);
     CHECK(chain_rpc_max_priority_fee(rpc, &prio) == 0);
+    /* Block headers: genesis, then time moved on by evm_increaseTime. */
+    chain_block_header h0, h1;
+    int found;
+    CHECK(chain_rpc_block_header(rpc, &h0, &found, "0x0") == 0 && found && h0.number == 0 && h0.base_fee > 0);
+    CHECK(raw("evm_increaseTime", json_pack("[i]", 3600)) == 0 && raw("evm_mine", NULL) == 0);
+    CHECK(chain_rpc_block_header(rpc, &h1, &found, NULL) == 0 && found && h1.number == 1);
+    CHECK(memcmp(h1.parent_hash.b, h0.hash.b, 32) == 0 && h1.timestamp >= h0.timestamp + 3600);
+    CHECK(chain_rpc_block_header(rpc, &h1, &found, "0x100") == 0 && !found);
     /* An unknown method is a node error with the node's words. */
     json_t *res;
     CHECK(chain_rpc_call(rpc, &res, "eth_noSuchMethod", NULL) == OVT_ERPC);
@@ -192,6 +215,24 @@ static void test_events(chain_txm *m, const chain_address *contract)
         CHECK(chain_abi_decode_log(&dec, &logs[1], "Other(uint64)", 0) == OVT_EFORMAT);
     }
     chain_logs_free(logs, n);
+
+    /* Polling with a cursor: everything so far once, then nothing, then a new
+     * event only once it has 2 confirmations. */
+    uint64_t cursor = from_block;
+    CHECK(chain_rpc_poll_logs(rpc, &logs, &n, &f, &cursor, 1) == 0 && n == 2 && cursor == head + 1);
+    chain_logs_free(logs, n);
+    CHECK(chain_rpc_poll_logs(rpc, &logs, &n, &f, &cursor, 1) == 0 && n == 0 && cursor == head + 1);
+    calldata_store(&cd, &value, "third");
+    chain_receipt r3;
+    CHECK(chain_txm_send(m, &r3, contract, NULL, cd.data, cd.len) == 0);
+    chain_buf_free(&cd);
+    CHECK(chain_rpc_poll_logs(rpc, &logs, &n, &f, &cursor, 2) == 0 && n == 0 && cursor == head + 1);
+    CHECK(raw("evm_mine", NULL) == 0);
+    CHECK(chain_rpc_poll_logs(rpc, &logs, &n, &f, &cursor, 2) == 0 && n == 1 && cursor == r3.block_number + 1);
+    if (n == 1)
+        CHECK(memcmp(logs[0].tx_hash.b, r3.tx_hash.b, 32) == 0);
+    chain_logs_free(logs, n);
+    chain_receipt_free(&r3);
     chain_receipt_free(&r);
     chain_receipt_free(&r2);
 }
@@ -225,6 +266,22 @@ static void test_reverts(chain_txm *m, const chain_address *contract)
      * store() from another account with a higher tip is mined first in the
      * same block and makes seq odd. */
     uint8_t sel[4];
+    /* seq must be even to start with: read it with the public getter. */
+    chain_abi_selector(sel, "seq()");
+    chain_call_msg get = {NULL, contract, NULL, sel, 4, 0};
+    chain_abi_dec dec;
+    uint64_t seq = 1;
+    chain_buf_free(&out);
+    CHECK(chain_rpc_eth_call(rpc, &out, &get, NULL) == 0);
+    chain_abi_dec_init(&dec, out.data, out.len);
+    CHECK(chain_abi_get_uint(&dec, 0, &seq) == 0);
+    if (seq % 2) {
+        ovt_hash zero = {{0}};
+        calldata_store(&cd, &zero, "make seq even");
+        CHECK(chain_txm_send(m, &r, contract, NULL, cd.data, cd.len) == 0);
+        chain_receipt_free(&r);
+        chain_buf_free(&cd);
+    }
     chain_abi_selector(sel, "storeIfEven()");
     chain_txm_pending p, q;
     chain_txm m1;
@@ -308,7 +365,9 @@ static void test_nonce_too_low(chain_txm *m, const chain_address *a1)
     CHECK(chain_txm_init(&other, rpc, &k, NULL) == 0);
     CHECK(chain_txm_prepare(m, &p, a1, &value, NULL, 0) == 0);
     uint64_t planned = p.tx.nonce;
-    CHECK(chain_txm_send(&other, &r, a1, &value, NULL, 0) == 0);
+    /* (a different value: the same fields would sign to the very same transaction) */
+    chain_u256 other_value = chain_u256_from_u64(8);
+    CHECK(chain_txm_send(&other, &r, a1, &other_value, NULL, 0) == 0);
     chain_receipt_free(&r);
     int rc = chain_txm_submit(m, &p);
     CHECK_MSG(rc == 0, "%s", ovt_errmsg());
@@ -329,7 +388,9 @@ static void test_confirmations(chain_txm *m, const chain_address *a1)
     m->opts.receipt_timeout_ms = 600;
     CHECK(chain_txm_prepare(m, &p, a1, &value, NULL, 0) == 0);
     CHECK(chain_txm_submit(m, &p) == 0);
-    /* Mined at once (automine) but only 1 deep: times out, clearly. */
+    CHECK(wait_mined(&p.hashes[0], &r));
+    chain_receipt_free(&r);
+    /* Mined (automine) but only 1 deep: times out, clearly. */
     CHECK(chain_txm_wait(m, &p, &r) == OVT_ETIMEOUT);
     CHECK(strstr(ovt_errmsg(), "not confirmed") != NULL);
     CHECK(raw("anvil_mine", json_pack("[s]", "0x2")) == 0);
@@ -338,6 +399,38 @@ static void test_confirmations(chain_txm *m, const chain_address *a1)
     chain_txm_pending_free(&p);
     m->opts.confirmations = 1;
     m->opts.receipt_timeout_ms = 120000;
+}
+
+/* A legacy EIP-155 transaction signed by chain_tx_sign is accepted and mined,
+ * and anvil reports the hash we computed. */
+static void test_legacy_raw(chain_txm *m, const chain_address *a1)
+{
+    uint64_t nonce, base, tip;
+    CHECK(chain_rpc_nonce(rpc, &nonce, &m->from, "pending") == 0);
+    CHECK(chain_rpc_fee_history(rpc, &base, &tip, 1, 50) == 0);
+    chain_tx tx = {0};
+    tx.type = CHAIN_TX_LEGACY;
+    tx.chain_id = 31337;
+    tx.nonce = nonce;
+    tx.gas_price = 2 * base + 1000000000;
+    tx.gas_limit = 21000;
+    tx.has_to = 1;
+    tx.to = *a1;
+    tx.value = chain_u256_from_u64(5);
+    chain_buf raw;
+    ovt_hash ours, theirs;
+    chain_buf_init(&raw);
+    CHECK(chain_tx_sign(&raw, &ours, &tx, &m->key) == 0);
+    int rc = chain_rpc_send_raw(rpc, &theirs, raw.data, raw.len);
+    CHECK_MSG(rc == 0, "%s", ovt_errmsg());
+    CHECK(memcmp(ours.b, theirs.b, 32) == 0);
+    chain_receipt r;
+    CHECK(wait_mined(&ours, &r) && r.status == 1);
+    chain_receipt_free(&r);
+    /* The same bytes again: the nonce is used now. */
+    CHECK(chain_rpc_send_raw(rpc, &theirs, raw.data, raw.len) == OVT_ERPC);
+    CHECK(chain_rpc_last_error(rpc)->is_node_error);
+    chain_buf_free(&raw);
 }
 
 static void *kill_later(void *arg)
@@ -395,6 +488,7 @@ int main(void)
         test_replacement(&m, &a1);
         test_nonce_too_low(&m, &a1);
         test_confirmations(&m, &a1);
+        test_legacy_raw(&m, &a1);
         test_node_dies(&m, &a1);
         chain_txm_free(&m);
     } else {

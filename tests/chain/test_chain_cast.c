@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "chain/abi.h"
+#include "chain/eip712.h"
 #include "chain/keccak.h"
 #include "chain/keys.h"
 #include "chain/rlp.h"
@@ -370,8 +371,96 @@ static void test_rlp(void)
         chain_rlp_item item;
         CHECK(chain_rlp_decode_whole(&item, b.data, b.len) == 0);
         free(out);
+        /* And back: cast from-rlp of our bytes prints the same structure. */
+        char *ours = hex0x(b.data, b.len);
+        CHECK(tsup_runl(&out, cast, "from-rlp", ours, NULL) == 0);
+        CHECK_MSG(out && strcmp(out, (char *)json.data) == 0, "from-rlp %.200s\n  ours %.200s", out, (char *)json.data);
+        free(ours);
+        free(out);
         chain_buf_free(&b);
         chain_buf_free(&json);
+    }
+}
+
+
+/* EIP-712 typed data with every member kind the commitment may use, signed
+ * by cast from the JSON form and by us from the hashes. */
+static void test_eip712(void)
+{
+    static const char type_string[] =
+        "Commitment(bytes32 runId,uint64 step,address party,bool final,uint256 amount,string note,bytes extra)";
+    for (int i = 0; i < 6; i++) {
+        chain_privkey k;
+        char khex[65];
+        random_key(&k, khex);
+        char name[16], version[8], note[24];
+        snprintf(name, sizeof name, "ovt%llu", (unsigned long long)(rnd() % 100000));
+        snprintf(version, sizeof version, "%u", (unsigned)(rnd() % 9 + 1));
+        snprintf(note, sizeof note, "note-%llx", (unsigned long long)rnd_sized());
+        uint64_t chain_id = i == 0 ? 1 : rnd() % 1000000 + 1, step = rnd_sized();
+        chain_address verifying, party;
+        ovt_hash run_id;
+        chain_u256 amount;
+        uint8_t extra[40];
+        size_t extra_len = (size_t)(rnd() % sizeof extra);
+        rnd_bytes(verifying.b, 20);
+        rnd_bytes(party.b, 20);
+        rnd_bytes(run_id.b, 32);
+        rnd_bytes(amount.b, 32);
+        rnd_bytes(extra, extra_len);
+        int final = (int)(rnd() & 1);
+
+        ovt_hash dom, st, dig, note_hash, extra_hash;
+        chain_eip712_domain_separator(&dom, name, version, chain_id, &verifying);
+        chain_keccak256(&note_hash, note, strlen(note));
+        chain_keccak256(&extra_hash, extra, extra_len);
+        chain_abi_enc enc;
+        chain_buf fields;
+        chain_abi_enc_init(&enc);
+        chain_buf_init(&fields);
+        chain_abi_put_bytes32(&enc, &run_id);
+        chain_abi_put_uint(&enc, step);
+        chain_abi_put_address(&enc, &party);
+        chain_abi_put_bool(&enc, final);
+        chain_abi_put_u256(&enc, &amount);
+        chain_abi_put_bytes32(&enc, &note_hash);
+        chain_abi_put_bytes32(&enc, &extra_hash);
+        CHECK(chain_abi_enc_finish(&enc, &fields, NULL) == 0);
+        CHECK(chain_eip712_hash_struct(&st, type_string, fields.data, fields.len) == 0);
+        chain_eip712_digest(&dig, &dom, &st);
+        chain_sig sig;
+        uint8_t rsv[65];
+        CHECK(chain_sign_hash(&sig, &k, &dig) == 0);
+        chain_sig_to_rsv(rsv, &sig);
+
+        char verifying_s[43], party_s[43], amount_s[80], *run_s = hex0x(run_id.b, 32), *extra_s = hex0x(extra, extra_len);
+        chain_address_to_string(verifying_s, &verifying);
+        chain_address_to_string(party_s, &party);
+        chain_u256_to_dec(amount_s, &amount);
+        char json[4096];
+        snprintf(json, sizeof json,
+                 "{\"types\":{\"EIP712Domain\":[{\"name\":\"name\",\"type\":\"string\"},"
+                 "{\"name\":\"version\",\"type\":\"string\"},{\"name\":\"chainId\",\"type\":\"uint256\"},"
+                 "{\"name\":\"verifyingContract\",\"type\":\"address\"}],"
+                 "\"Commitment\":[{\"name\":\"runId\",\"type\":\"bytes32\"},{\"name\":\"step\",\"type\":\"uint64\"},"
+                 "{\"name\":\"party\",\"type\":\"address\"},{\"name\":\"final\",\"type\":\"bool\"},"
+                 "{\"name\":\"amount\",\"type\":\"uint256\"},{\"name\":\"note\",\"type\":\"string\"},"
+                 "{\"name\":\"extra\",\"type\":\"bytes\"}]},"
+                 "\"primaryType\":\"Commitment\","
+                 "\"domain\":{\"name\":\"%s\",\"version\":\"%s\",\"chainId\":%llu,\"verifyingContract\":\"%s\"},"
+                 "\"message\":{\"runId\":\"%s\",\"step\":\"%llu\",\"party\":\"%s\",\"final\":%s,"
+                 "\"amount\":\"%s\",\"note\":\"%s\",\"extra\":\"%s\"}}",
+                 name, version, (unsigned long long)chain_id, verifying_s, run_s, (unsigned long long)step, party_s,
+                 final ? "true" : "false", amount_s, note, extra_s);
+        char *out;
+        CHECK(tsup_runl(&out, cast, "wallet", "sign", "--private-key", khex, "--data", json, NULL) == 0);
+        CHECK_MSG(same_hex(out, rsv, 65, "EIP-712 signature"), "case %d", i);
+        free(out);
+        free(run_s);
+        free(extra_s);
+        chain_abi_enc_free(&enc);
+        chain_buf_free(&fields);
+        ovt_wipe(&k, sizeof k);
     }
 }
 
@@ -390,5 +479,6 @@ int main(void)
     test_transactions();
     test_calldata();
     test_rlp();
+    test_eip712();
     return check_done();
 }

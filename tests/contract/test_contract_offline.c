@@ -12,6 +12,7 @@
 #include "chain/arbitration.h"
 #include "chain/keccak.h"
 #include "check.h"
+#include "common/fileio.h"
 #include "support/proc.h"
 #include "util.h"
 
@@ -656,6 +657,31 @@ static void test_malformed(void)
     chain_merkle_free(t);
 }
 
+/* The embedded strings are byte for byte what solcjs wrote at build time. */
+static void test_embedding(void)
+{
+    const char *bin = getenv("OVT_BINARY_DIR");
+    if (!bin) {
+        fprintf(stderr, "OVT_BINARY_DIR not set; embedding check skipped\n");
+        return;
+    }
+    static const char stem[] = "solc/chain_contracts_OvtArbitration_sol_OvtArbitration";
+    const char *ext[2] = {"bin", "abi"};
+    const char *embedded[2] = {chain_arb_bytecode_hex, chain_arb_abi_json};
+    for (int k = 0; k < 2; k++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s.%s", bin, stem, ext[k]);
+        uint8_t *data = NULL;
+        size_t len = 0;
+        CHECK_MSG(ovt_read_file(path, &data, &len, 1 << 22) == 0, "%s", ovt_errmsg());
+        while (len && (data[len - 1] == '\n' || data[len - 1] == ' '))
+            len--;
+        CHECK_MSG(data && len == strlen(embedded[k]) && memcmp(data, embedded[k], len) == 0,
+                  "embedded %s differs from %s", ext[k], path);
+        free(data);
+    }
+}
+
 int main(void)
 {
     tc_seed(1);
@@ -667,6 +693,7 @@ int main(void)
     test_abi_json();
     test_names();
     test_malformed();
+    test_embedding();
     if (!cast || !*cast) {
         fprintf(stderr, "OVT_CAST not set: run `npm ci`; cast cross-checks skipped\n");
         return check_done();

@@ -8,12 +8,15 @@
  * with a non-verdict outcome or contradicting the leaves; anything after
  * settlement; a withdrawal of someone else's bond. Deadlines with
  * evm_increaseTime + evm_mine: trainer late, auditor late, both late,
- * arbiter late, and the two commit timeouts. Bonds are checked after each
- * outcome, and a withdrawal moves exactly the credit. */
+ * arbiter late, and the two commit timeouts. A move carried into a chain
+ * reorganised with anvil_reorg reverts (WrongRound) and the game goes on.
+ * Bonds are checked after each outcome, and a withdrawal moves exactly the
+ * credit. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "chain/clock.h"
 #include "chain/keccak.h"
 #include "check.h"
 #include "fixture.h"
@@ -64,6 +67,47 @@ static int play_through(fx_run *run, chain_arb_phase phase)
             return rc;
     }
     return 0;
+}
+
+/* Signs calldata to the contract from account `who` with the next nonce and
+ * a fixed gas limit, skipping the eth_call check (raw: the signed bytes). */
+static int sign_raw(chain_buf *raw, ovt_hash *txh, int who, const chain_buf *calldata)
+{
+    chain_buf_init(raw);
+    uint64_t nonce = 0;
+    int rc = chain_rpc_nonce(env.rpc, &nonce, &env.addr[who], "pending");
+    if (rc != 0)
+        return rc;
+    chain_tx tx = {.type = CHAIN_TX_EIP1559, .chain_id = env.arb.chain_id, .nonce = nonce,
+                   .max_priority_fee_per_gas = 1000000000, .max_fee_per_gas = 20000000000ULL, .gas_limit = 300000,
+                   .has_to = 1, .to = env.arb.address, .data = calldata->data, .data_len = calldata->len};
+    return chain_tx_sign(raw, txh, &tx, &env.key[who]);
+}
+
+/* Sends raw (unless already sent) and returns the mined status (0 or 1), or -1. */
+static int mined_status_of(const ovt_hash *txh)
+{
+    for (int tries = 0; tries < 400; tries++) {
+        chain_receipt rec;
+        int found = 0;
+        if (chain_rpc_receipt(env.rpc, &rec, &found, txh) != 0)
+            return -1;
+        if (found) {
+            int status = rec.status;
+            chain_receipt_free(&rec);
+            return status;
+        }
+        chain_sleep_ms(5);
+    }
+    return -1;
+}
+
+static int mined_status(const chain_buf *raw, const ovt_hash *txh)
+{
+    ovt_hash sent;
+    if (chain_rpc_send_raw(env.rpc, &sent, raw->data, raw->len) != 0)
+        return -1;
+    return mined_status_of(txh);
 }
 
 static void test_open_rejections(void)
@@ -194,23 +238,10 @@ static void test_game_rejections(void)
     CHECK_REVERT(FX_TRAINER, NULL, &stale, "WrongRound");
 
     /* the same stale move mined anyway (as after a reorg): it reverts on chain */
-    uint64_t nonce = 0;
-    CHECK(chain_rpc_nonce(env.rpc, &nonce, &env.addr[FX_TRAINER], "pending") == 0);
-    chain_tx tx = {.type = CHAIN_TX_EIP1559, .chain_id = env.arb.chain_id, .nonce = nonce,
-                   .max_priority_fee_per_gas = 1000000000, .max_fee_per_gas = 20000000000ULL, .gas_limit = 200000,
-                   .has_to = 1, .to = env.arb.address, .data = stale.data, .data_len = stale.len};
     chain_buf raw;
-    chain_buf_init(&raw);
-    ovt_hash txh, sent;
-    CHECK(chain_tx_sign(&raw, &txh, &tx, &env.key[FX_TRAINER]) == 0);
-    CHECK(chain_rpc_send_raw(env.rpc, &sent, raw.data, raw.len) == 0);
-    chain_receipt rec;
-    int found = 0;
-    for (int tries = 0; tries < 200 && !found; tries++)
-        CHECK(chain_rpc_receipt(env.rpc, &rec, &found, &txh) == 0);
-    CHECK(found && rec.status == 0);
-    if (found)
-        chain_receipt_free(&rec);
+    ovt_hash txh;
+    CHECK(sign_raw(&raw, &txh, FX_TRAINER, &stale) == 0);
+    CHECK(mined_status(&raw, &txh) == 0);
     chain_buf_free(&raw);
     chain_buf_free(&stale);
     CHECK(game(&run).round == 1);
@@ -317,6 +348,9 @@ static void test_withdraw(void)
     CHECK(fx_credit(&env, FX_OUTSIDER) == 0);
     CHECK_REVERT(FX_OUTSIDER, NULL, &b, "NothingToWithdraw");
     CHECK_REVERT(FX_ARBITER, NULL, &b, "NothingToWithdraw");
+    /* the trainer lost its bond to the auditor (FraudulentLog): it cannot take it back */
+    CHECK(fx_credit(&env, FX_TRAINER) == 0);
+    CHECK_REVERT(FX_TRAINER, NULL, &b, "NothingToWithdraw");
     uint64_t credit = fx_credit(&env, FX_AUDITOR);
     CHECK(credit > 0);
     chain_u256 before, after;
@@ -530,6 +564,53 @@ static void test_deadlines(void)
     }
 }
 
+/* A move carried into a reorganised chain names a round the game is no
+ * longer in, and reverts there instead of being applied to the wrong round;
+ * the game then goes on to the right step. */
+static void test_reorg(void)
+{
+    fx_run run;
+    int moved;
+    CHECK(disputed_run(&run, 1000, 777, 600) == 0);
+    for (int k = 0; k < 2; k++) {
+        CHECK(fx_move(&env, &run, FX_TRAINER, &moved, NULL) == 0 && moved);
+        CHECK(fx_move(&env, &run, FX_AUDITOR, &moved, NULL) == 0 && moved);
+    }
+    chain_arb_game g = game(&run);
+    CHECK(g.round == 2);
+    ovt_hash l, r;
+    CHECK(chain_merkle_children(run.trainer.tree, &l, &r, g.round, g.index) == 0);
+    chain_buf move, raw;
+    chain_buf_init(&move);
+    CHECK(chain_arb_encode_bisect(&move, &run.run_id, g.round, &l, &r) == 0);
+    ovt_hash txh;
+    CHECK(sign_raw(&raw, &txh, FX_TRAINER, &move) == 0);
+    CHECK(mined_status(&raw, &txh) == 1);
+    CHECK(game(&run).flags == CHAIN_ARB_FLAG_TRAINER);
+
+    /* drop the last two blocks (the auditor's round-1 move and this one) and
+     * mine the trainer's round-2 move again in the new first block */
+    char *hex = malloc(2 * raw.len + 3);
+    tc_hex0x(hex, raw.data, raw.len);
+    CHECK(fx_raw(&env, "anvil_reorg", json_pack("[i,[[s,i]]]", 2, hex, 0)) == 0);
+    free(hex);
+    g = game(&run);
+    CHECK_MSG(g.round == 1 && g.flags == CHAIN_ARB_FLAG_TRAINER, "after the reorg: round %u flags %u", g.round,
+              g.flags);
+    CHECK_EQ_U64(mined_status_of(&txh), 0);
+    CHECK_REVERT(FX_TRAINER, NULL, &move, "WrongRound");
+    chain_buf_free(&raw);
+    chain_buf_free(&move);
+
+    /* the managers' nonces went back with the chain */
+    for (int who = FX_TRAINER; who <= FX_AUDITOR; who++)
+        CHECK(chain_rpc_nonce(env.rpc, &env.txm[who].next_nonce, &env.addr[who], "pending") == 0);
+    CHECK(play_through(&run, CHAIN_ARB_PHASE_BISECTING) == 0);
+    g = game(&run);
+    CHECK(g.phase == CHAIN_ARB_PHASE_REVEALING && g.index == 777);
+    fx_run_free(&run);
+}
+
 int main(void)
 {
     if (fx_start(&env) != 0)
@@ -540,6 +621,7 @@ int main(void)
     test_verdict_kinds();
     test_step_zero_rules();
     test_deadlines();
+    test_reorg();
     fx_stop(&env);
     return check_done();
 }

@@ -90,4 +90,31 @@ static inline void fx_pattern_rows(float *m, size_t rows, size_t ld, uint64_t se
     }
 }
 
+/* Arguments whose libm result lies about one FP64 ulp from an FP32 grid
+ * midpoint, found by an exhaustive search over FP32 inputs (glibc 2.36,
+ * x86_64): tanh of GELU's argument for this input, exp of this input, and
+ * pow(beta, 5) for these betas (exact midpoints). A libm within its ulp
+ * bound may round them to either side; the shuffle backend's perturbation
+ * does. fx_ulps_from_midpoint lets a test check this on the libm it runs. */
+#define FX_TANH_INPUT 0x1.1f1d12p-10f
+#define FX_EXP_INPUT -0x1.d2259ap+3f
+#define FX_POW_BETA1 0.90625f
+#define FX_POW_BETA2 0.96875f
+#define FX_POW_T 5
+
+/* |y - m| in FP64 ulps of y, m the FP32 midpoint nearest to y (b = 32). */
+static inline double fx_ulps_from_midpoint(double y)
+{
+    float f = (float)y;
+    float o = (double)f < y ? nextafterf(f, INFINITY) : nextafterf(f, -INFINITY);
+    double m = ((double)f + (double)o) / 2;
+    return fabs(y - m) / (nextafter(fabs(y), INFINITY) - fabs(y));
+}
+
+/* GELU's tanh argument, as kernels/ops_act.c computes it. */
+static inline double fx_gelu_arg(double v)
+{
+    return 0.7978845608028654 * (v + ((0.044715 * v) * v) * v);
+}
+
 #endif
