@@ -25,6 +25,18 @@ static int add_old(krn_dev *d, int slot, double *x, const float *old, size_t n)
     return krn_dev_launched("accumulate into the old gradient");
 }
 
+/* A matrix-product site: reduction over K, OUTER band from the row norms rn
+ * and the column norms cn, `ops` FP64 operations after the sum. */
+static int product_site(krn_ctx *ctx, const char *name, float *res, float *host_out, const double *x,
+                        size_t n, size_t K, int ops, const double *rn, const double *cn, size_t cols)
+{
+    krn_band band = krn_band_reduction(KRN_BAND_OUTER, K, 1.0, ops);
+    band.a = rn;
+    band.b = cn;
+    band.cols = cols;
+    return krn_cuda_site(ctx, name, res, host_out, x, n, &band);
+}
+
 extern "C" int krn_cuda_matmul_forward(krn_ctx *ctx, float *out, const float *inp, const float *weight,
                                        const float *bias, size_t N, size_t C, size_t OC)
 {
@@ -40,11 +52,8 @@ extern "C" int krn_cuda_matmul_forward(krn_ctx *ctx, float *out, const float *in
     if ((rc = krn_cuda_row_norms(rn, a, N, C)) || (rc = krn_cuda_row_norms(cn, w, OC, C)) ||
         (rc = krn_cuda_chunked_gemm(d, x, false, a, C, true, w, C, N, OC, C)))
         return krn_cuda_fail(ctx, rc);
-    krn_band band = krn_band_reduction(KRN_BAND_OUTER, C, 1.0, 0);
-    band.a = rn;
-    band.b = cn;
-    band.cols = OC;
-    if ((rc = krn_cuda_site(ctx, "matmul.fwd", dout, bias ? NULL : out, x, N * OC, &band)) || !bias)
+    if ((rc = product_site(ctx, "matmul.fwd", dout, bias ? NULL : out, x, N * OC, C, 0, rn, cn, OC)) ||
+        !bias)
         return rc;
     float *dbias = krn_dev_upload(d, DEV_E, bias, OC);
     if (!dbias)
@@ -76,11 +85,7 @@ extern "C" int krn_cuda_matmul_backward(krn_ctx *ctx, float *dinp, float *dweigh
             (rc = add_old(d, DEV_G, x, dinp, nin)) || (rc = krn_cuda_row_norms(gn, g, N, OC)) ||
             (rc = krn_cuda_col_norms(cn, w, OC, C)))
             return krn_cuda_fail(ctx, rc);
-        krn_band band = krn_band_reduction(KRN_BAND_OUTER, OC, 1.0, 1);
-        band.a = gn;
-        band.b = cn;
-        band.cols = C;
-        if ((rc = krn_cuda_site(ctx, "matmul.bwd.dinp", res, dinp, x, nin, &band)))
+        if ((rc = product_site(ctx, "matmul.bwd.dinp", res, dinp, x, nin, OC, 1, gn, cn, C)))
             return rc;
     }
     /* dweight (OC,C) += dout^T (OC,N) @ inp (N,C): K = N. */
@@ -88,11 +93,7 @@ extern "C" int krn_cuda_matmul_backward(krn_ctx *ctx, float *dinp, float *dweigh
         (rc = add_old(d, DEV_G, x, dweight, nw)) || (rc = krn_cuda_col_norms(gn, g, N, OC)) ||
         (rc = krn_cuda_col_norms(cn, a, N, C)))
         return krn_cuda_fail(ctx, rc);
-    krn_band band = krn_band_reduction(KRN_BAND_OUTER, N, 1.0, 1);
-    band.a = gn;
-    band.b = cn;
-    band.cols = C;
-    if ((rc = krn_cuda_site(ctx, "matmul.bwd.dweight", res, dweight, x, nw, &band)) || !dbias)
+    if ((rc = product_site(ctx, "matmul.bwd.dweight", res, dweight, x, nw, N, 1, gn, cn, C)) || !dbias)
         return rc;
     return krn_cuda_colsum_site(ctx, "matmul.bwd.dbias", dbias, g, N, OC);
 }
