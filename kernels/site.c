@@ -123,8 +123,8 @@ void krn_ctx_set_device(krn_ctx *ctx, void *device, void (*device_free)(void *de
 int krn_cuda_attach(krn_ctx *ctx)
 {
     (void)ctx;
-    return ovt_fail(OVT_EINVAL, "backend cuda: this ovt was built without CUDA (not built: no CUDA "
-                                "toolkit with cuBLAS at configure time); use cpu, ref or shuffle");
+    return ovt_fail(OVT_EINVAL, "backend cuda: this ovt was built without CUDA (not built: CMake found "
+                                "no CUDA toolkit with cuBLAS, or -DOVT_CUDA=OFF); use cpu, ref or shuffle");
 }
 #endif
 

@@ -52,7 +52,7 @@ static void train_usage(FILE *f)
             "                       the real one when the run is opened)\n"
             "  --every N            a progress line every N steps (default 10; 0: none)\n"
             "  --replay DIR         replay the run in DIR instead of recording: every step applies\n"
-            "                       DIR/logs/step-N.rlog (REPLAY, a fraudulent entry fails the step);\n"
+            "                       DIR/logs/step-NNNNNNNN.rlog (REPLAY, a fraudulent entry fails the step);\n"
             "                       the state hashes must then equal DIR's (bench/gpu-check.sh)\n"
             "  --nearest            round to nearest without any log (the ablation; no entries)\n"
             "  --print-state        print \"state STEP HASH\" with the stateHash after every step\n"
