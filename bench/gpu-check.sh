@@ -16,7 +16,7 @@
 #   5. prints a table; exits 0 only if every replay matched at every step.
 # Environment: OVT_GPU_BUILD (build folder, default build-gpu), STEPS (20),
 # MODELS ("gpt2-tiny gpt2-small"),
-# SMALL_B / SMALL_T (4 / 64), TINY_B / TINY_T (8 / 64), OVT_GPU_ARCH (90).
+# SMALL_B / SMALL_T (2 / 64), TINY_B / TINY_T (8 / 64), OVT_GPU_ARCH (90).
 # OVT_GPU_REHEARSAL=1 rehearses the script without a GPU: the "GPU" runs use
 # the ref backend, the CUDA build, test_cuda_ops and bench_gpu are skipped.
 set -euo pipefail
@@ -98,18 +98,24 @@ run_model() {
   say "$model: $steps steps on the GPU ($gpu_backend, RECORD)"
   local t0 t1 t2 t3
   t0=$(date +%s.%N)
-  "$ovt" train "${common[@]}" --backend "$gpu_backend" --out "$dir/gpu" > "$dir/gpu.txt"
+  "$ovt" train "${common[@]}" --backend "$gpu_backend" --out "$dir/gpu" > "$dir/gpu.txt" ||
+    echo "the GPU run failed (its message is above)"
   t1=$(date +%s.%N)
   tail -3 "$dir/gpu.txt"
-  say "$model: replay on the CPU with the GPU's logs (cpu, REPLAY)"
-  "$ovt" train "${common[@]}" --backend cpu --replay "$dir/gpu" --out "$dir/cpu" > "$dir/cpu.txt"
+  # The replay and the ablation run side by side, half the cores each.
+  say "$model: replay on the CPU with the GPU's logs (cpu, REPLAY) and the ablation without logs (cpu, NEAREST)"
+  local half=$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))
+  "$ovt" train "${common[@]}" --backend cpu --threads "$half" --replay "$dir/gpu" --out "$dir/cpu" > "$dir/cpu.txt" &
+  local replay_pid=$!
+  "$ovt" train "${common[@]}" --backend cpu --threads "$half" --nearest --out "$dir/nearest" > "$dir/nearest.txt" &
+  local nearest_pid=$!
+  wait "$replay_pid" || echo "the CPU replay failed: $(tail -1 "$dir/cpu.txt")"
   t2=$(date +%s.%N)
-  say "$model: the ablation on the CPU without logs (cpu, NEAREST)"
-  "$ovt" train "${common[@]}" --backend cpu --nearest --out "$dir/nearest" > "$dir/nearest.txt"
+  wait "$nearest_pid" || echo "the CPU ablation run failed"
   t3=$(date +%s.%N)
-  grep '^state ' "$dir/gpu.txt" > "$dir/gpu.state"
-  grep '^state ' "$dir/cpu.txt" > "$dir/cpu.state"
-  grep '^state ' "$dir/nearest.txt" > "$dir/nearest.state"
+  grep '^state ' "$dir/gpu.txt" > "$dir/gpu.state" || true
+  grep '^state ' "$dir/cpu.txt" > "$dir/cpu.state" || true
+  grep '^state ' "$dir/nearest.txt" > "$dir/nearest.state" || true
   local n_gpu n_match first_nearest replay
   n_gpu=$(wc -l < "$dir/gpu.state")
   n_match=$(paste -d' ' "$dir/gpu.state" "$dir/cpu.state" | awk '$1=="state" && $2==$5 && $3==$6' | wc -l)
@@ -129,14 +135,15 @@ run_model() {
 for model in ${MODELS:-gpt2-tiny gpt2-small}; do
   case $model in
     gpt2-tiny) run_model gpt2-tiny "${TINY_B:-8}" "${TINY_T:-64}" ;;
-    gpt2-small) run_model gpt2-small "${SMALL_B:-4}" "${SMALL_T:-64}" ;;
+    gpt2-small) run_model gpt2-small "${SMALL_B:-2}" "${SMALL_T:-64}" ;;
     *) fail "unknown model $model" ;;
   esac
 done
 
 say "timing: the matrix products of one gpt2-small step (bench_gpu)"
 if [ "$rehearsal" = 1 ]; then : > "$out/bench_gpu.txt"; else
-  "$build/bench/bench_gpu" gpt2-small "${SMALL_B:-4}" "${SMALL_T:-64}" 3 | tee "$out/bench_gpu.txt"
+  "$build/bench/bench_gpu" gpt2-small "${SMALL_B:-2}" "${SMALL_T:-64}" 3 | tee "$out/bench_gpu.txt" ||
+    echo "bench_gpu failed"
 fi
 g() { awk -v k="$1" '$1==k {print $2}' "$out/bench_gpu.txt"; }
 
