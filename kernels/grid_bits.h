@@ -65,4 +65,22 @@ static inline KRN_HD uint8_t krn_round_fast(double xj, double t, float *outj, in
     return (uint8_t)((normal ^ 1) | (d <= t) | (4.0 * t >= q) | !(t >= 0.0));
 }
 
+/* krn_round_fast, and also settles an exact zero whose band is below half
+ * the smallest grid step q_min = 2^(-117-b): the nearest midpoint, q_min/2
+ * away, lies outside the band, so the slow path would write +0 and log
+ * nothing; this does the same. The cuda sites use it so that the zeros of
+ * sparse gradients and untouched moments (embedding rows of tokens not in
+ * the batch) stay on the device instead of travelling as candidates.
+ * test_cuda_host checks it against krn_site. */
+static inline KRN_HD uint8_t krn_round_fast_zero(double xj, double t, float *outj, int b)
+{
+    uint8_t flag = krn_round_fast(xj, t, outj, b);
+    double half_qmin = krn_bits_double((uint64_t)(1023 - 118 - b) << 52);
+    if (xj == 0.0 && t >= 0.0 && t < half_qmin) {
+        *outj = 0.0f;
+        flag = 0;
+    }
+    return flag;
+}
+
 #endif

@@ -41,9 +41,9 @@ static void make_values(double *x, double *a, size_t n, uint64_t seed)
             x[i] = mid + (2.0 * w - 1.0) * a[i] * 0.9;
             break;
         }
-        case 2:
-            x[i] = 0.0;
-            a[i] = 1e-30;
+        case 2: /* zeros (either sign) with a band that reaches q_min/2 or not */
+            x[i] = w < 0.5 ? -0.0 : 0.0;
+            a[i] = (i / 6) % 3 == 0 ? 1e-30 : (i / 6) % 3 == 1 ? 0.0 : 0x1p-151;
             break;
         case 3:
             x[i] = sign * ldexp(u, -140);
@@ -87,7 +87,7 @@ static int device_site(krn_ctx *ctx, const char *name, float *out, const double 
     for (size_t i = 0; i < n; i++) {
         if (banded)
             tau[i] = band->scale * band->a[i] + band->rel * fabs(x[i]);
-        flag[i] = krn_round_fast(x[i], s.record ? tau[i] : 0.0, &out[i], 32);
+        flag[i] = krn_round_fast_zero(x[i], s.record ? tau[i] : 0.0, &out[i], 32);
     }
     size_t nc = 0, nl = s.logged ? s.logged->count : 0;
     for (size_t i = 0; i < n; i++)
