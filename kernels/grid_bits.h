@@ -65,17 +65,24 @@ static inline KRN_HD uint8_t krn_round_fast(double xj, double t, float *outj, in
     return (uint8_t)((normal ^ 1) | (d <= t) | (4.0 * t >= q) | !(t >= 0.0));
 }
 
-/* krn_round_fast, and also settles an exact zero whose band is below half
- * the smallest grid step q_min = 2^(-117-b): the nearest midpoint, q_min/2
- * away, lies outside the band, so the slow path would write +0 and log
- * nothing; this does the same. The cuda sites use it so that the zeros of
- * sparse gradients and untouched moments (embedding rows of tokens not in
- * the batch) stay on the device instead of travelling as candidates.
- * test_cuda_host checks it against krn_site. */
-static inline KRN_HD uint8_t krn_round_fast_zero(double xj, double t, float *outj, int b)
+/* krn_round_fast, settling two more kinds of element the way the slow path
+ * would, so that they need not leave a device:
+ *  - an exact tie with a zero band in the normal range: the fast path
+ *    already rounds it to even, and a zero band logs nothing (with t == 0
+ *    the tie is the only reason krn_round_fast flags a normal element);
+ *  - an exact zero whose band is below half the smallest grid step
+ *    q_min = 2^(-117-b): the nearest midpoint, q_min/2 away, lies outside
+ *    the band, so the slow path writes +0 and logs nothing. These are the
+ *    zeros of sparse gradients and untouched moments (embedding rows of
+ *    tokens not in the batch).
+ * The cuda sites use it; test_cuda_host checks it against krn_site. */
+static inline KRN_HD uint8_t krn_round_fast_device(double xj, double t, float *outj, int b)
 {
     uint8_t flag = krn_round_fast(xj, t, outj, b);
+    double ax = krn_abs64(xj);
     double half_qmin = krn_bits_double((uint64_t)(1023 - 118 - b) << 52);
+    if (t == 0.0 && ax >= 0x1p-126 && ax < 0x1p127)
+        flag = 0;
     if (xj == 0.0 && t >= 0.0 && t < half_qmin) {
         *outj = 0.0f;
         flag = 0;

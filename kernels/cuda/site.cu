@@ -1,8 +1,8 @@
 /* Rounding sites on the device (device.cuh, kernels/site_sparse.h).
  *
  * Every element is rounded on the device by the same fast path as the CPU
- * (krn_round_fast_zero: krn_round_fast, plus zeros far inside their
- * interval); the elements it cannot settle are flagged, the flags are
+ * (krn_round_fast_device: krn_round_fast, plus exact ties of zero-band
+ * elements and zeros far inside their interval); the elements it cannot settle are flagged, the flags are
  * prefix-summed (cub::DeviceScan) and the flagged elements compacted, in
  * index order, into (index, x, tau) triples. Only those come back to the
  * host, which settles them with the CPU code (krn_sparse_finish: the same
@@ -43,7 +43,7 @@ static __global__ void round_kernel(float *out, uint32_t *flag, const double *x,
 {
     KRN_GRID_LOOP(i, n) {
         double t = use_tau ? band_tau(band, x, i) : 0.0;
-        flag[i] = krn_round_fast_zero(x[i], t, &out[i], b);
+        flag[i] = krn_round_fast_device(x[i], t, &out[i], b);
     }
 }
 
