@@ -20,8 +20,9 @@ static void usage(FILE *out)
             "       ovt keys address --keystore FILE [--password-file F] [--json]\n"
             "\n"
             "new       create a random key and write it as a Web3 v3 keystore (scrypt,\n"
-            "          mode 0600). --keystore names a directory (the file is named\n"
-            "          UTC--<time>--<address> as geth does) or a new file; default\n"
+            "          mode 0600). --keystore names a directory (one that exists or a\n"
+            "          path ending in /; the file is named UTC--<time>--<address> as\n"
+            "          geth does) or a new file; default\n"
             "          $HOME/.ovt/keystore/. --scrypt-n sets scrypt's N (a power of two,\n"
             "          default 262144 as geth; cast uses 8192).\n"
             "address   decrypt a keystore and print its address.\n"
@@ -62,7 +63,7 @@ static int keys_new(const char *keystore, const char *password_file, uint64_t sc
             fprintf(stderr, "ovt keys new: HOME is not set; pass --keystore\n");
             return 2;
         }
-        snprintf(default_dir, sizeof default_dir, "%s/.ovt/keystore", home);
+        snprintf(default_dir, sizeof default_dir, "%s/.ovt/keystore/", home);
         keystore = default_dir;
     }
     chain_privkey key;

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "trainer/demo.h"
 #include "trainer/run.h"
+#include "kernels/rlog_cmd.h"
 
 static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
@@ -19,6 +20,8 @@ const struct ovt_command ovt_commands[] = {
     {"train", "train a model with controlled rounding into a run directory", trn_cmd_train},
     {"keys", "create a keystore or show its address (new, address)", chain_cmd_keys},
     {"deploy", "deploy the arbitration contract", chain_cmd_deploy},
+    {"game", "show a run and the state of its dispute game", chain_cmd_game},
+    {"rlog", "check a rounding-log file and show its entries", krn_cmd_rlog},
     {NULL, NULL, NULL},
 };
 

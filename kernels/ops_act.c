@@ -34,6 +34,7 @@ static int gelu_tanh_site(krn_ctx *ctx, const krn_cpu *be, float *t, const float
     return krn_site(ctx, "gelu.tanh", t, x, n, &band);
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("gelu"). */
 int krn_gelu_forward(krn_ctx *ctx, float *out, const float *inp, size_t n)
 {
     static const char op[] = "gelu_forward";
@@ -61,6 +62,7 @@ done:
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("gelu"). */
 int krn_gelu_backward(krn_ctx *ctx, float *dinp, const float *inp, const float *dout, size_t n)
 {
     static const char op[] = "gelu_backward";
@@ -91,6 +93,7 @@ done:
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("relu"). */
 int krn_relu_forward(krn_ctx *ctx, float *out, const float *inp, size_t n)
 {
     static const char op[] = "relu_forward";
@@ -109,6 +112,7 @@ int krn_relu_forward(krn_ctx *ctx, float *out, const float *inp, size_t n)
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("relu"). */
 int krn_relu_backward(krn_ctx *ctx, float *dinp, const float *inp, const float *dout, size_t n)
 {
     static const char op[] = "relu_backward";

@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config libsecp256k1-dev libcurl4-openssl-dev
-          libjansson-dev libssl-dev libopenblas-dev libzstd-dev nodejs npm clang)
+          libjansson-dev libssl-dev libopenblas-dev libzstd-dev nodejs npm clang
+          libclang-rt-14-dev)  # libFuzzer and sanitizer runtimes (only Recommended by clang-14)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

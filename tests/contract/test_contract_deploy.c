@@ -1,4 +1,4 @@
-/* `ovt deploy` (the built binary, OVT_BINARY_DIR/ovt) against a real anvil:
+/* `ovt deploy` and `ovt game` (the built binary, OVT_BINARY_DIR/ovt) against a real anvil:
  * with --private-key and with a keystore + password file; the address is
  * the one cast computes for the deployer's nonce, the code there answers a
  * pure call through cast, and bad invocations fail with clear messages that
@@ -134,6 +134,67 @@ static void test_bad_invocations(void)
     free(out);
 }
 
+/* `ovt game` on a run opened with cast: the fields read back, an unknown run
+ * is a clear error. */
+static void test_game_command(void)
+{
+    char *out = NULL;
+    CHECK(sh(&out, "%s deploy --rpc-url %s --private-key %s --json", ovt, node.url, KEY0) == 0);
+    json_t *o = out ? json_loads(out, 0, NULL) : NULL;
+    free(out);
+    const char *addr = json_string_value(json_object_get(o, "address"));
+    CHECK(addr != NULL);
+    if (!addr) {
+        json_decref(o);
+        return;
+    }
+    char contract[43];
+    snprintf(contract, sizeof contract, "%s", addr);
+    json_decref(o);
+    static const char params[] =
+        "(0x70997970C51812dc3A010C7d01b50e0d17dc79C8,0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC,"
+        "0x90F79bf6EB2c4f870365E785982E1f101E93b906,0x1111111111111111111111111111111111111111111111111111111111111111,"
+        "0x2222222222222222222222222222222222222222222222222222222222222222,1000,3600,600,7200,5,6,42)";
+    static const char sig[] =
+        "(address,address,address,bytes32,bytes32,uint64,uint32,uint32,uint32,uint96,uint96,uint64)";
+    char fn[256], *run_id = NULL;
+    snprintf(fn, sizeof fn, "computeRunId(%s)(bytes32)", sig);
+    CHECK(tsup_runl(&run_id, cast, "call", "--rpc-url", node.url, contract, fn, params, NULL) == 0);
+    snprintf(fn, sizeof fn, "open(%s)", sig);
+    CHECK(tsup_runl(&out, cast, "send", "--rpc-url", node.url, "--private-key", KEY0, contract, fn, params, NULL) ==
+          0);
+    free(out);
+    CHECK(run_id != NULL);
+    if (!run_id)
+        return;
+    CHECK(sh(&out, "%s game --rpc-url %s --contract %s --run-id %s --json", ovt, node.url, contract, run_id) == 0);
+    o = out ? json_loads(out, 0, NULL) : NULL;
+    CHECK_MSG(o != NULL, "ovt game --json: %s", out ? out : "-");
+    json_t *run = json_object_get(o, "run"), *game = json_object_get(o, "game");
+    CHECK(json_integer_value(json_object_get(run, "steps")) == 1000);
+    CHECK(json_integer_value(json_object_get(run, "move_timeout")) == 600);
+    const char *trainer = json_string_value(json_object_get(run, "trainer"));
+    CHECK(trainer && strcmp(trainer, "0x70997970C51812dc3A010C7d01b50e0d17dc79C8") == 0);
+    const char *bond = json_string_value(json_object_get(run, "auditor_bond"));
+    CHECK(bond && strcmp(bond, "6") == 0);
+    const char *phase = json_string_value(json_object_get(game, "phase"));
+    CHECK(phase && strcmp(phase, "committing") == 0);
+    CHECK(json_integer_value(json_object_get(game, "depth")) == 10);
+    json_decref(o);
+    free(out);
+    CHECK(sh(&out, "%s game --rpc-url %s --contract %s --run-id %s", ovt, node.url, contract, run_id) == 0);
+    CHECK(out && strstr(out, "phase            committing"));
+    free(out);
+
+    run_id[5] ^= 1; /* another run */
+    CHECK(sh(&out, "%s game --rpc-url %s --contract %s --run-id %s", ovt, node.url, contract, run_id) == 1);
+    CHECK_MSG(out && strstr(out, "UnknownRun"), "%s", out ? out : "-");
+    free(out);
+    CHECK(sh(&out, "%s game --rpc-url %s --contract %s --run-id 0x1234", ovt, node.url, contract) == 2);
+    free(out);
+    free(run_id);
+}
+
 int main(void)
 {
     cast = getenv("OVT_CAST");
@@ -152,6 +213,7 @@ int main(void)
     test_private_key();
     test_keystore();
     test_bad_invocations();
+    test_game_command();
     tsup_anvil_stop(&node);
     return check_done();
 }

@@ -11,6 +11,11 @@ if ! command -v clang >/dev/null; then
   echo "fuzz: clang not found (apt-get install clang)" >&2
   exit 1
 fi
+rt="$(clang -print-resource-dir)/lib/linux/libclang_rt.fuzzer-x86_64.a"
+if [ ! -f "$rt" ]; then
+  echo "fuzz: libFuzzer runtime missing ($rt): apt-get install libclang-rt-14-dev" >&2
+  exit 1
+fi
 cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang -DOVT_FUZZ=ON -DOVT_CUDA=OFF >/dev/null
 cmake --build "$build" -j2 --target fuzz_rlp fuzz_abi fuzz_rpc
 status=0

@@ -61,6 +61,8 @@ static void *serve(void *arg)
         }
         char *req = read_request(fd);
         tsup_http_reply *r = calloc(1, sizeof *r);
+        /* Counted before replying, so a client that has its answer sees the count. */
+        __atomic_add_fetch(&h->requests, 1, __ATOMIC_SEQ_CST);
         if (req && r) {
             r->status = 200;
             r->content_length = -1;
@@ -80,7 +82,6 @@ static void *serve(void *arg)
                     (void)!send(fd, r->body, blen, MSG_NOSIGNAL);
             }
         }
-        h->requests++;
         free(r);
         free(req);
         close(fd);
