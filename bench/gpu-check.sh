@@ -64,7 +64,9 @@ if [ "$rehearsal" = 1 ]; then
   ops_status="(rehearsal: not run)"
 else
   say "build (CUDA, sm_$arch)"
-  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DOVT_WERROR=ON -DOVT_CUDA=ON \
+  # Warnings are not errors here: another nvcc or GCC may warn where the CI's
+  # do not, and this check is about the numbers (CI builds with -Werror).
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DOVT_WERROR=OFF -DOVT_CUDA=ON \
         -DCMAKE_CUDA_ARCHITECTURES="$arch" >"$out/cmake.log" 2>&1 || { cat "$out/cmake.log"; fail "cmake"; }
   grep -q "ovt: CUDA backend ON" "$out/cmake.log" || fail "CMake did not enable the CUDA backend (see $out/cmake.log)"
   cmake --build "$build" -j"$(nproc)" --target ovt bench_gpu test_cuda_ops test_cuda_host >/dev/null
