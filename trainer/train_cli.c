@@ -43,7 +43,7 @@ static void train_usage(FILE *f)
             "  --clip X             global gradient-norm clip, 0 = off (default 1.0)\n"
             "  --seed N             seed of init and batch schedule (default 1)\n"
             "  --grid-bits B        grid width b, 24..32 (default 32: FP32)\n"
-            "  --backend NAME       cpu (default), ref or shuffle\n"
+            "  --backend NAME       cpu (default), ref, shuffle, or cuda (a GPU; ovt built with CUDA)\n"
             "  --threads N          cpu backend threads (default: the backend's)\n"
             "  --checkpoint-every K write a checkpoint every K steps (default 50; step 0 and the\n"
             "                       last step always)\n"
@@ -52,16 +52,21 @@ static void train_usage(FILE *f)
             "  --run-id HEX         32-byte runId for the root (default: zero; the contract assigns\n"
             "                       the real one when the run is opened)\n"
             "  --every N            a progress line every N steps (default 10; 0: none)\n"
+            "  --replay DIR         replay the run in DIR instead of recording: every step applies\n"
+            "                       DIR/logs/step-NNNNNNNN.rlog (REPLAY, a fraudulent entry fails the step);\n"
+            "                       the state hashes must then equal DIR's (bench/gpu-check.sh)\n"
+            "  --nearest            round to nearest without any log (the ablation; no entries)\n"
+            "  --print-state        print \"state STEP HASH\" with the stateHash after every step\n"
             "  --json               print the summary as JSON (no progress lines)\n"
             "  -h, --help           this help\n");
 }
 
 struct train_args {
-    const char *model, *data, *out, *backend;
+    const char *model, *data, *out, *backend, *replay;
     uint64_t steps;
     uint32_t every, ckpt_every;
     int threads;
-    bool resume, json;
+    bool resume, json, nearest, print_state;
     ovt_hash run_id;
     trn_run_config rc;
 };
@@ -196,8 +201,10 @@ static int train(const struct train_args *a)
     }
     krn_backend_kind backend = !strcmp(a->backend, "ref")       ? KRN_BACKEND_REF
                                : !strcmp(a->backend, "shuffle") ? KRN_BACKEND_SHUFFLE
+                               : !strcmp(a->backend, "cuda")    ? KRN_BACKEND_CUDA
                                                                 : KRN_BACKEND_CPU;
-    krn_config kc = {.backend = backend, .mode = KRN_RECORD, .grid_bits = (int)rc.grid_bits,
+    krn_mode mode = a->replay ? KRN_REPLAY : a->nearest ? KRN_NEAREST : KRN_RECORD;
+    krn_config kc = {.backend = backend, .mode = mode, .grid_bits = (int)rc.grid_bits,
                      .shuffle_seed = rc.seed, .threads = a->threads};
     if ((rv = krn_ctx_new(&ctx, &kc)) || (rv = trn_workspace_new(&w, &rc)))
         goto done;
@@ -215,7 +222,12 @@ static int train(const struct train_args *a)
         trn_step_info info;
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        rv = trn_train_step(ctx, w, st, &batch.view, log, &info);
+        if (a->replay && !(rv = trn_run_path(path, sizeof path, a->replay, "logs", i, "rlog")))
+            rv = krn_rlog_read_file(log, path);
+        if (mode == KRN_NEAREST)
+            krn_rlog_reset(log, i);
+        if (!rv)
+            rv = trn_train_step(ctx, w, st, &batch.view, mode == KRN_NEAREST ? NULL : log, &info);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         table.steps[i].batch_hash = batch.hash;
         trn_step_batch_free(&batch);
@@ -234,6 +246,11 @@ static int train(const struct train_args *a)
             goto done;
         trn_state_hash(&table.steps[i].state_hash, st);
         table.count = i + 1;
+        if (a->print_state) {
+            char hx[65];
+            ovt_hex_encode(hx, table.steps[i].state_hash.b, 32);
+            printf("state %llu %s\n", (unsigned long long)i, hx);
+        }
         entries += krn_rlog_nentries(log);
         log_bytes += len;
         if (i == start + 1)
@@ -270,7 +287,8 @@ done:
 }
 
 enum { O_MODEL = 256, O_DATA, O_OUT, O_STEPS, O_BATCH, O_SEQ, O_LR, O_LR_MIN, O_WARMUP, O_WD, O_CLIP, O_SEED,
-       O_GRID, O_BACKEND, O_THREADS, O_CKPT, O_RESUME, O_RUN_ID, O_EVERY, O_JSON };
+       O_GRID, O_BACKEND, O_THREADS, O_CKPT, O_RESUME, O_RUN_ID, O_EVERY, O_JSON, O_REPLAY, O_NEAREST,
+       O_PRINT_STATE };
 
 int trn_cmd_train(int argc, char **argv)
 {
@@ -285,6 +303,8 @@ int trn_cmd_train(int argc, char **argv)
         {"threads", required_argument, NULL, O_THREADS}, {"checkpoint-every", required_argument, NULL, O_CKPT},
         {"resume", no_argument, NULL, O_RESUME},         {"run-id", required_argument, NULL, O_RUN_ID},
         {"every", required_argument, NULL, O_EVERY},     {"json", no_argument, NULL, O_JSON},
+        {"replay", required_argument, NULL, O_REPLAY},   {"nearest", no_argument, NULL, O_NEAREST},
+        {"print-state", no_argument, NULL, O_PRINT_STATE},
         {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0}};
     struct train_args a = {.model = "gpt2-tiny", .backend = "cpu", .steps = 100, .every = 10, .ckpt_every = 50};
     /* First pass: the model, which sets the defaults the other flags change. */
@@ -347,8 +367,9 @@ int trn_cmd_train(int argc, char **argv)
             a.rc.grid_bits = (uint32_t)v;
             break;
         case O_BACKEND:
-            if (strcmp(optarg, "cpu") && strcmp(optarg, "ref") && strcmp(optarg, "shuffle")) {
-                fprintf(stderr, "ovt train: --backend must be cpu, ref or shuffle, got '%s'\n", optarg);
+            if (strcmp(optarg, "cpu") && strcmp(optarg, "ref") && strcmp(optarg, "shuffle") &&
+                strcmp(optarg, "cuda")) {
+                fprintf(stderr, "ovt train: --backend must be cpu, ref, shuffle or cuda, got '%s'\n", optarg);
                 return 2;
             }
             a.backend = optarg;
@@ -373,6 +394,9 @@ int trn_cmd_train(int argc, char **argv)
             a.every = (uint32_t)v;
             break;
         case O_JSON: a.json = true; break;
+        case O_REPLAY: a.replay = optarg; break;
+        case O_NEAREST: a.nearest = true; break;
+        case O_PRINT_STATE: a.print_state = true; break;
         default:
             return trn_arg_unknown("train", argv[optind - 1]);
         }
@@ -381,6 +405,10 @@ int trn_cmd_train(int argc, char **argv)
         return 2;
     if (!a.data || !a.out) {
         fprintf(stderr, "ovt train: --data and --out are required; see `ovt train --help`\n");
+        return 2;
+    }
+    if (a.replay && a.nearest) {
+        fprintf(stderr, "ovt train: --replay and --nearest exclude each other\n");
         return 2;
     }
     if (!lr_min_set)
