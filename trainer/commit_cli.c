@@ -28,7 +28,7 @@ static void usage(FILE *f)
             "RUNDIR/steps.bin, publishes the run (config, dataset, every step's rounding log, the\n"
             "step table and a manifest) to --store, signs the EIP-712 commitment and commits it with\n"
             "the trainer's bond. Writes RUNDIR/receipt.json (docs/agent.md).\n"
-            "\n" CHAIN_SESSION_HELP
+            "\n" CHAIN_SESSION_HELP CHAIN_SESSION_CONFIRMATIONS_HELP
             "  --auditor ADDR       the auditor's address\n"
             "  --arbiter ADDR       the arbiter's address\n"
             "  --bond WEI           the trainer's bond (default 0)\n"
@@ -194,6 +194,7 @@ int trn_cmd_commit(int argc, char **argv)
 {
     static const struct option longopts[] = {
         CHAIN_SESSION_LONGOPTS,
+        CHAIN_SESSION_CONFIRMATIONS_LONGOPT,
         {"auditor", required_argument, NULL, O_AUDITOR},     {"arbiter", required_argument, NULL, O_ARBITER},
         {"bond", required_argument, NULL, O_BOND},           {"auditor-bond", required_argument, NULL, O_ABOND},
         {"commit-timeout", required_argument, NULL, O_CTO},  {"move-timeout", required_argument, NULL, O_MTO},

@@ -220,6 +220,22 @@ static void test_verified(void)
     CHECK(strlen(sig_hex) == 132 && ovt_hex_decode(rsv, 65, sig_hex + 2) == 0);
     CHECK(chain_sig_from_rsv(&sig, rsv) == 0 && chain_recover_address(&signer, &sig, &digest) == 0);
     CHECK(chain_address_from_string(&trainer, addr[TRAINER]) == 0 && chain_address_eq(&signer, &trainer));
+    /* Bad input: clear errors, nothing sent. */
+    char *out0 = NULL;
+    CHECK(af_ovt_run(&out0, "agent", "--role", "trainer", "--run-id", rid, "--rpc-url", node.url, "--contract",
+                     contract, "--private-key", keys[TRAINER], "--run", run_dir, "--confirmations", "0", NULL) == 1);
+    free(out0);
+    CHECK(af_ovt_run(&out0, "agent", "--role", "judge", "--run-id", rid, "--run", run_dir, NULL) == 2);
+    free(out0);
+    CHECK(af_ovt_run(&out0, "commit", "--rpc-url", node.url, NULL) == 2); /* no RUNDIR */
+    free(out0);
+    CHECK(af_ovt_run(&out0, "commit", run_dir, "--rpc-url", node.url, "--contract", contract, "--private-key",
+                     keys[TRAINER], "--auditor", addr[AUDITOR], "--arbiter", addr[ARBITER], "--store", store_url,
+                     NULL) == 2); /* --store without --data */
+    free(out0);
+    CHECK(af_ovt_run(&out0, "commit", run_dir, "--rpc-url", node.url, "--contract", contract, "--private-key",
+                     keys[TRAINER], "--auditor", "0x1234", "--arbiter", addr[ARBITER], NULL) == 2);
+    free(out0);
     /* A second audit commit for the same run is refused before sending. */
     char *out = NULL;
     CHECK(af_ovt_run(&out, "audit", store_url, "--run-id", rid, "--out", aud, "--rpc-url", node.url, "--contract",
