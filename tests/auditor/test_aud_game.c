@@ -9,7 +9,8 @@
  *   has published state 12 and log 13, each party sent exactly one
  *   transaction per round (nonces), and the verdict posted from the arbiter's
  *   key ends both agents with the outcome;
- *   an auditor that stops answering: the trainer agent claims the timeout
+ *   an auditor that stops answering: the trainer agent (stopped by SIGTERM
+ *   and started again on the way, sending nothing twice) claims the timeout
  *   once the clock passes the deadline (evm_increaseTime);
  *   a trainer agent with --withhold against `ovt audit --agent`. */
 #include <fcntl.h>
@@ -315,6 +316,16 @@ static void test_timeout(void)
     for (int waited = 0; waited < 300 && (game(rid, &g) != 0 || !(g.flags & CHAIN_ARB_FLAG_TRAINER)); waited++)
         sleep_ms(100);
     CHECK(g.flags & CHAIN_ARB_FLAG_TRAINER);
+    /* SIGTERM stops it between turns (exit 1); started again from its state
+     * it sends nothing more for the round it already answered. */
+    sleep_ms(300);
+    CHECK(kill(tp, SIGTERM) == 0);
+    CHECK(wait_agent(tp, 20) == 1);
+    uint64_t before = nonce_of(TRAINER);
+    tp = agent("trainer", rid, run_dir, t_out);
+    sleep_ms(1500);
+    CHECK_EQ_U64(nonce_of(TRAINER), before);
+    CHECK(game(rid, &g) == 0 && g.phase == CHAIN_ARB_PHASE_BISECTING && g.round == 0);
     json_t *res = NULL;
     CHECK(chain_rpc_call(rpc, &res, "evm_increaseTime", json_pack("[i]", 601)) == 0);
     json_decref(res);
