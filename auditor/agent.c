@@ -20,6 +20,15 @@ static void on_signal(int sig)
     stop_requested = 1;
 }
 
+void aud_print_outcome(chain_arb_outcome outcome, bool json)
+{
+    if (json)
+        printf("{\"outcome\":\"%s\",\"code\":%d}\n", chain_arb_outcome_name(outcome), (int)outcome);
+    else
+        printf("%s\n", chain_arb_outcome_name(outcome));
+    fflush(stdout);
+}
+
 void aud_agent_install_signals(void)
 {
     struct sigaction sa;

@@ -151,6 +151,6 @@ int aud_cmd_agent(int argc, char **argv)
         fprintf(stderr, "ovt agent: %s\n", ovt_errmsg());
         return 1;
     }
-    printf("%s\n", chain_arb_outcome_name(outcome));
+    aud_print_outcome(outcome, o.json);
     return 0;
 }

@@ -207,7 +207,7 @@ static int audit(const struct audit_args *a, int *finding)
             chain_arb_outcome outcome;
             aud_agent_install_signals();
             if (!rv && !(rv = aud_agent_run(&s, &ao, &outcome)))
-                printf("%s\n", chain_arb_outcome_name(outcome));
+                aud_print_outcome(outcome, a->json);
         }
         chain_session_close(&s);
         if (rv)

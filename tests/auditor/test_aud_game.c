@@ -298,7 +298,7 @@ static void test_lying_auditor(void)
     /* The arbiter (another helper's watcher) is played by the test. */
     CHECK(verdict(rid, 13, CHAIN_ARB_TRAINER_RIGHT, &g.trainer_node) == 0);
     CHECK(wait_agent(tp, 60) == 0 && wait_agent(ap, 60) == 0);
-    CHECK(file_has(t_out, "trainer-right") && file_has(a_out, "trainer-right"));
+    CHECK(file_has(t_out, "{\"outcome\":\"trainer-right\",\"code\":2}") && file_has(a_out, "trainer-right"));
     /* The agents kept their game on disk; the node going away was retried. */
     snprintf(path, sizeof path, "%s/agent/%s/state.json", run_dir, rid + 2);
     CHECK(file_has(path, "\"published\": true") && file_has(path, "trainer-right"));
