@@ -33,6 +33,7 @@ static int gelu_tanh_site(krn_ctx *ctx, const krn_cpu *be, float *t, const float
     return krn_site(ctx, "gelu.tanh", t, x, n, &band);
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("gelu"). */
 int krn_gelu_forward(krn_ctx *ctx, float *out, const float *inp, size_t n)
 {
     static const char op[] = "gelu_forward";
@@ -59,6 +60,7 @@ done:
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("gelu"). */
 int krn_gelu_backward(krn_ctx *ctx, float *dinp, const float *inp, const float *dout, size_t n)
 {
     static const char op[] = "gelu_backward";
@@ -88,6 +90,7 @@ done:
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("relu"). */
 int krn_relu_forward(krn_ctx *ctx, float *out, const float *inp, size_t n)
 {
     static const char op[] = "relu_forward";
@@ -105,6 +108,7 @@ int krn_relu_forward(krn_ctx *ctx, float *out, const float *inp, size_t n)
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("relu"). */
 int krn_relu_backward(krn_ctx *ctx, float *dinp, const float *inp, const float *dout, size_t n)
 {
     static const char op[] = "relu_backward";

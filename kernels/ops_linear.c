@@ -53,6 +53,7 @@ static int column_sum_site(krn_ctx *ctx, const krn_cpu *be, const char *name, fl
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("matmul fwd"). */
 int krn_matmul_forward(krn_ctx *ctx, float *out, const float *inp, const float *weight,
                        const float *bias, size_t N, size_t C, size_t OC)
 {
@@ -90,6 +91,7 @@ done:
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("matmul bwd"). */
 int krn_matmul_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias, const float *dout,
                         const float *inp, const float *weight, size_t N, size_t C, size_t OC)
 {
@@ -148,6 +150,7 @@ done:
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("bias"). */
 int krn_bias_forward(krn_ctx *ctx, float *out, const float *inp, const float *bias, size_t N,
                      size_t C)
 {
@@ -165,6 +168,7 @@ int krn_bias_forward(krn_ctx *ctx, float *out, const float *inp, const float *bi
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("bias"). */
 int krn_bias_backward(krn_ctx *ctx, float *dbias, const float *dout, size_t N, size_t C)
 {
     static const char op[] = "bias_backward";
@@ -179,6 +183,7 @@ int krn_bias_backward(krn_ctx *ctx, float *dbias, const float *dout, size_t N, s
     return column_sum_site(ctx, &be, "bias.bwd", dbias, dout, N, C);
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("residual, accumulate"). */
 int krn_residual_forward(krn_ctx *ctx, float *out, const float *inp1, const float *inp2, size_t n)
 {
     static const char op[] = "residual_forward";
@@ -190,6 +195,7 @@ int krn_residual_forward(krn_ctx *ctx, float *out, const float *inp1, const floa
     return exact_add(ctx, "residual.fwd", out, inp1, inp2, n);
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("residual, accumulate"). */
 int krn_residual_backward(krn_ctx *ctx, float *dinp1, float *dinp2, const float *dout, size_t n)
 {
     static const char op[] = "residual_backward";
@@ -203,6 +209,7 @@ int krn_residual_backward(krn_ctx *ctx, float *dinp1, float *dinp2, const float 
     return exact_add(ctx, "residual.bwd2", dinp2, dinp2, dout, n);
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("residual, accumulate"). */
 int krn_accumulate(krn_ctx *ctx, float *dst, const float *src, size_t n)
 {
     static const char op[] = "accumulate";
@@ -223,6 +230,7 @@ static int check_tokens(const char *op, const int32_t *tokens, size_t n, size_t 
     return 0;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("encoder fwd"). */
 int krn_encoder_forward(krn_ctx *ctx, float *out, const int32_t *tokens, const float *wte,
                         const float *wpe, size_t B, size_t T, size_t C, size_t V)
 {
@@ -250,6 +258,7 @@ int krn_encoder_forward(krn_ctx *ctx, float *out, const int32_t *tokens, const f
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("encoder bwd"). */
 int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *dout,
                          const int32_t *tokens, size_t B, size_t T, size_t C, size_t V)
 {
@@ -267,8 +276,9 @@ int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *do
         return rc;
     rc = OVT_ENOMEM;
     size_t nx = nv > nt ? nv : nt;
-    double *g = krn_doubles(n, op), *x = krn_doubles(nx, op), *mag = krn_doubles(nx, op);
-    double *gather = krn_doubles(bt, op);
+    /* x and mag are V*C (38.6M for GPT-2 small): per-thread scratch */
+    double *g = krn_doubles(n, op), *x = krn_scratch(KRN_SCRATCH_A, nx);
+    double *mag = krn_scratch(KRN_SCRATCH_B, nx), *gather = krn_doubles(bt, op);
     size_t *start = calloc(V + 1, sizeof *start), *pos = calloc(bt, sizeof *pos);
     if (!g || !x || !mag || !gather || !start || !pos) {
         ovt_fail(OVT_ENOMEM, "%s: out of memory", op);
@@ -323,8 +333,6 @@ int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *do
     rc = krn_site(ctx, "encoder.bwd.dwpe", dwpe, x, nt, &band);
 done:
     free(g);
-    free(x);
-    free(mag);
     free(gather);
     free(start);
     free(pos);

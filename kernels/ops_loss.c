@@ -14,6 +14,7 @@ static int check_targets(const char *op, const int32_t *targets, size_t N, size_
     return 0;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("cross-entropy fwd"). */
 int krn_crossentropy_forward(krn_ctx *ctx, float *loss, float *losses, float *probs,
                              const float *logits, const int32_t *targets, size_t N, size_t V)
 {
@@ -29,7 +30,9 @@ int krn_crossentropy_forward(krn_ctx *ctx, float *loss, float *losses, float *pr
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
     rc = OVT_ENOMEM;
-    double *x = krn_doubles(n, op), *e = krn_doubles(n, op), *mag = krn_doubles(N, op);
+    /* x and e are N*V (12.9M for GPT-2 small): per-thread scratch, kept across calls */
+    double *x = krn_scratch(KRN_SCRATCH_A, n), *e = krn_scratch(KRN_SCRATCH_B, n);
+    double *mag = krn_doubles(N, op);
     float *mx = krn_floats(N, op), *sums = krn_floats(N, op), *logsum = krn_floats(N, op);
     if (!x || !e || !mag || !mx || !sums || !logsum)
         goto done;
@@ -82,8 +85,6 @@ int krn_crossentropy_forward(krn_ctx *ctx, float *loss, float *losses, float *pr
     band.scale *= m;
     rc = krn_site(ctx, "xent.loss", loss, x, 1, &band);
 done:
-    free(x);
-    free(e);
     free(mag);
     free(mx);
     free(sums);
@@ -91,6 +92,7 @@ done:
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("cross-entropy bwd"). */
 int krn_crossentropy_backward(krn_ctx *ctx, float *dlogits, const float *probs,
                               const int32_t *targets, float dloss, size_t N, size_t V)
 {

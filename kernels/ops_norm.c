@@ -27,6 +27,7 @@ static int row_mean_site(krn_ctx *ctx, const krn_cpu *be, const char *name, floa
     return krn_site(ctx, name, out, x, N, &band);
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("layernorm fwd"). */
 int krn_layernorm_forward(krn_ctx *ctx, float *out, float *mean, float *rstd, const float *inp,
                           const float *weight, const float *bias, size_t N, size_t C)
 {
@@ -73,6 +74,7 @@ done:
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("layernorm bwd"). */
 int krn_layernorm_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias,
                            const float *dout, const float *inp, const float *weight,
                            const float *mean, const float *rstd, size_t N, size_t C)

@@ -12,6 +12,7 @@ static int scalar_site(krn_ctx *ctx, const char *name, float *out, double x, con
     return krn_site(ctx, name, out, &x, 1, band);
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("grad norm"). */
 int krn_grad_norm(krn_ctx *ctx, float *norm, const float *grads, size_t n)
 {
     static const char op[] = "grad_norm";
@@ -51,6 +52,7 @@ int krn_grad_norm(krn_ctx *ctx, float *norm, const float *grads, size_t n)
     return scalar_site(ctx, "gradnorm.sqrt", norm, sqrt((double)sumsq), &band);
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("clipping"). */
 int krn_clip_factor(krn_ctx *ctx, float *factor, float norm, float max_norm)
 {
     static const char op[] = "clip_factor";
@@ -66,6 +68,7 @@ int krn_clip_factor(krn_ctx *ctx, float *factor, float norm, float max_norm)
     return scalar_site(ctx, "clip.factor", factor, x, &band);
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("AdamW"). */
 int krn_adamw_corrections(krn_ctx *ctx, float *bc1, float *bc2, float beta1, float beta2,
                           uint64_t t)
 {
@@ -92,6 +95,7 @@ int krn_adamw_corrections(krn_ctx *ctx, float *bc1, float *bc2, float beta1, flo
     return 0;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("AdamW"). */
 int krn_adamw_update(krn_ctx *ctx, float *params, float *m, float *v, const float *grads,
                      float bc1, float bc2, float lr, float beta1, float beta2, float eps,
                      float weight_decay, float grad_scale, size_t n)

@@ -505,17 +505,17 @@ static int apply_entry(site_job *job, const krn_rlog_entry *e)
         dist = x < lo ? lo - x : (x > hi ? x - hi : 0.0);
         if (!(dist <= 2.0 * tau))
             return fraud(job, i, "own value is %.3g tau from the logged value's rounding "
-                                 "interval (limit 2, tau = %g)", dist / tau, tau);
+                                 "interval (limit 2, tau = %.17g)", dist / tau, tau);
         v = e->value;
     } else if (e->dir == KRN_DIR_DOWN || e->dir == KRN_DIR_UP) {
         dist = pos.dist;
         if (!(2.0 * tau <= 0.25 * pos.spacing))
-            return fraud(job, i, "a direction entry where the band is too wide: 2 tau = %g is "
-                                 "more than a quarter of the grid step %g", 2.0 * tau,
+            return fraud(job, i, "a direction entry where the band is too wide: 2 tau = %.17g is "
+                                 "more than a quarter of the grid step %.17g", 2.0 * tau,
                          pos.spacing);
         if (!(dist <= 2.0 * tau))
             return fraud(job, i, "own value is %.3g tau from the nearest midpoint (limit 2, "
-                                 "tau = %g)", dist / tau, tau);
+                                 "tau = %.17g)", dist / tau, tau);
         v = e->dir == KRN_DIR_UP ? pos.above : pos.below;
         if (isinf(v))
             return fraud(job, i, "the logged direction leads past the largest grid value");

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/fileio.h"
@@ -212,7 +213,10 @@ static int train(const struct train_args *a)
         if ((rv = trn_step_batch_get(&batch, &data, &rc, i)))
             goto done;
         trn_step_info info;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         rv = trn_train_step(ctx, w, st, &batch.view, log, &info);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
         table.steps[i].batch_hash = batch.hash;
         trn_step_batch_free(&batch);
         if (rv)
@@ -241,10 +245,13 @@ static int train(const struct train_args *a)
                 (rv = trn_run_path(path, sizeof path, a->out, "ckpt", i, "ckpt")) || (rv = trn_checkpoint_write(st, path)))
                 goto done;
         }
-        if (!a->json && a->every && (i % a->every == 0 || i == a->steps))
-            printf("step %6llu  loss %.4f  lr %.3g  grad norm %.3g  log %llu entries, %zu bytes\n",
+        if (!a->json && a->every && (i % a->every == 0 || i == a->steps)) {
+            printf("step %6llu  loss %.4f  lr %.3g  grad norm %.3g  log %llu entries, %zu bytes  %.2f s\n",
                    (unsigned long long)i, (double)info.loss, (double)info.lr, (double)info.grad_norm,
-                   (unsigned long long)krn_rlog_nentries(log), len);
+                   (unsigned long long)krn_rlog_nentries(log), len,
+                   (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+            fflush(stdout);
+        }
     }
     if ((rv = trn_run_path(path, sizeof path, a->out, NULL, 0, "steps.bin")) || (rv = trn_step_table_write(&table, path)))
         goto done;
