@@ -6,6 +6,7 @@
 #include "chain/arbitration_cli.h"
 #include "chain/cli.h"
 #include "cli/commands.h"
+#include "examples/devnet/devnet.h"
 #include "trainer/demo.h"
 #include "trainer/run.h"
 
@@ -20,6 +21,7 @@ const struct ovt_command ovt_commands[] = {
     {"keys", "create a keystore or show its address (new, address)", chain_cmd_keys},
     {"deploy", "deploy the arbitration contract", chain_cmd_deploy},
     {"game", "show a run and the state of its dispute game", chain_cmd_game},
+    {"devnet", "the local dispute simulation: anvil, a faulty trainer, auditor and arbiter", devnet_cmd},
     {NULL, NULL, NULL},
 };
 
