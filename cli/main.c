@@ -3,10 +3,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "auditor/cli.h"
 #include "chain/arbitration_cli.h"
 #include "chain/cli.h"
 #include "cli/commands.h"
 #include "examples/devnet/devnet.h"
+#include "trainer/commit.h"
 #include "trainer/demo.h"
 #include "trainer/run.h"
 
@@ -20,6 +22,9 @@ const struct ovt_command ovt_commands[] = {
     {"train", "train a model with controlled rounding into a run directory", trn_cmd_train},
     {"keys", "create a keystore or show its address (new, address)", chain_cmd_keys},
     {"deploy", "deploy the arbitration contract", chain_cmd_deploy},
+    {"commit", "open a run on chain, publish it to a store and commit its step root", trn_cmd_commit},
+    {"audit", "replay a run on another backend, compare leaf by leaf, commit the auditor's root", aud_cmd_audit},
+    {"agent", "play a run's dispute game as the trainer or the auditor", aud_cmd_agent},
     {"game", "show a run and the state of its dispute game", chain_cmd_game},
     {"devnet", "the local dispute simulation: anvil, a faulty trainer, auditor and arbiter", devnet_cmd},
     {NULL, NULL, NULL},

@@ -1,6 +1,5 @@
 /* `ovt train`: a training run with controlled rounding, written to a run
  * directory (trainer/run.h) that an auditor or arbiter can replay. */
-#include <dirent.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdbool.h>
@@ -14,6 +13,7 @@
 #include "trainer/cliargs.h"
 #include "trainer/data.h"
 #include "trainer/fault.h"
+#include "trainer/rundata.h"
 #include "trainer/run.h"
 #include "trainer/state.h"
 #include "trainer/train.h"
@@ -76,115 +76,6 @@ struct train_args {
     trn_run_config rc;
 };
 
-/* The data of the run: tokens (GPT-2) or samples (MLP). */
-struct train_data {
-    trn_tokens tokens;
-    trn_samples samples;
-};
-
-static int load_data(struct train_data *d, const struct train_args *a, trn_run_config *rc)
-{
-    memset(d, 0, sizeof *d);
-    int rv;
-    if (rc->model.kind == TRN_MODEL_GPT2) {
-        if ((rv = trn_tokens_load(&d->tokens, a->data)))
-            return rv;
-        if (d->tokens.vocab > rc->model.vocab)
-            return ovt_fail(OVT_EINVAL, "%s has vocab %u, larger than the model's %u", a->data, d->tokens.vocab,
-                            rc->model.vocab);
-        if (d->tokens.count < (size_t)rc->seq_len + 1)
-            return ovt_fail(OVT_EINVAL, "%s holds %zu tokens, fewer than one sequence of %u plus a target",
-                            a->data, d->tokens.count, rc->seq_len);
-        rc->dataset_hash = d->tokens.hash;
-        return 0;
-    }
-    uint8_t *buf;
-    size_t len;
-    if ((rv = ovt_read_file(a->data, &buf, &len, (size_t)1 << 36)))
-        return rv;
-    rv = trn_samples_parse(&d->samples, buf, len, (int)rc->grid_bits);
-    free(buf);
-    if (rv)
-        return ovt_fail_wrap(rv, "%s", a->data);
-    if (d->samples.dim != rc->model.in_dim || d->samples.n_class != rc->model.n_class)
-        return ovt_fail(OVT_EINVAL, "%s has %u features and %u classes; the model takes %u and %u", a->data,
-                        d->samples.dim, d->samples.n_class, rc->model.in_dim, rc->model.n_class);
-    rc->dataset_hash = d->samples.hash;
-    return 0;
-}
-
-static void free_data(struct train_data *d)
-{
-    trn_tokens_free(&d->tokens);
-    trn_samples_free(&d->samples);
-}
-
-/* The batch of step i and its batchHash; *keep owns the memory. */
-struct step_batch {
-    trn_token_batch tb;
-    trn_sample_batch sb;
-    trn_batch view;
-    ovt_hash hash;
-};
-
-static int get_batch(struct step_batch *b, const struct train_data *d, const trn_run_config *rc, uint64_t i)
-{
-    memset(b, 0, sizeof *b);
-    int rv;
-    if (rc->model.kind == TRN_MODEL_GPT2) {
-        if ((rv = trn_token_batch_get(&b->tb, &d->tokens, rc->seed, i, rc->batch_size, rc->seq_len)))
-            return rv;
-        trn_token_batch_hash(&b->hash, &b->tb);
-        trn_batch v = {.B = b->tb.B, .T = b->tb.T, .inputs = b->tb.inputs, .targets = b->tb.targets};
-        b->view = v;
-        return 0;
-    }
-    if ((rv = trn_sample_batch_get(&b->sb, &d->samples, rc->seed, i, rc->batch_size)))
-        return rv;
-    trn_sample_batch_hash(&b->hash, &b->sb);
-    trn_batch v = {.B = b->sb.B, .x = b->sb.x, .labels = b->sb.y};
-    b->view = v;
-    return 0;
-}
-
-static void free_batch(struct step_batch *b)
-{
-    trn_token_batch_free(&b->tb);
-    trn_sample_batch_free(&b->sb);
-}
-
-static int run_path(char *out, size_t cap, const char *dir, const char *sub, uint64_t step, const char *ext)
-{
-    int n = sub ? snprintf(out, cap, "%s/%s/step-%08llu.%s", dir, sub, (unsigned long long)step, ext)
-                : snprintf(out, cap, "%s/%s", dir, ext);
-    if (n < 0 || (size_t)n >= cap)
-        return ovt_fail(OVT_EINVAL, "path under %s is too long", dir);
-    return 0;
-}
-
-/* The highest step with a checkpoint in DIR/ckpt, or OVT_ENOTFOUND. */
-static int latest_checkpoint(const char *dir, uint64_t *step)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/ckpt", dir);
-    DIR *dh = opendir(path);
-    if (!dh)
-        return ovt_fail(OVT_ENOTFOUND, "%s has no checkpoints to resume from", path);
-    bool found = false;
-    struct dirent *e;
-    while ((e = readdir(dh))) {
-        unsigned long long s;
-        char tail[8];
-        if (sscanf(e->d_name, "step-%8llu.%5s", &s, tail) == 2 && strcmp(tail, "ckpt") == 0 &&
-            strlen(e->d_name) == 18 && (!found || s > *step)) {
-            *step = s;
-            found = true;
-        }
-    }
-    closedir(dh);
-    return found ? 0 : ovt_fail(OVT_ENOTFOUND, "%s has no checkpoints to resume from", path);
-}
-
 /* Opens the run: a fresh one (config.bin, step-0 checkpoint) or, with
  * --resume, the latest checkpoint of the same config. */
 static int open_run(const struct train_args *a, trn_state **st, trn_step_table *table)
@@ -193,7 +84,7 @@ static int open_run(const struct train_args *a, trn_state **st, trn_step_table *
     int rv;
     uint8_t enc[TRN_CONFIG_ENC_LEN];
     trn_config_encode(enc, &a->rc);
-    if ((rv = run_path(path, sizeof path, a->out, NULL, 0, "config.bin")))
+    if ((rv = trn_run_path(path, sizeof path, a->out, NULL, 0, "config.bin")))
         return rv;
     bool exists = access(path, F_OK) == 0;
     table->count = 0;
@@ -206,7 +97,7 @@ static int open_run(const struct train_args *a, trn_state **st, trn_step_table *
         trn_state_init(*st);
         trn_state_hash(&table->steps[0].state_hash, *st);
         table->count = 1;
-        if ((rv = run_path(path, sizeof path, a->out, "ckpt", 0, "ckpt")))
+        if ((rv = trn_run_path(path, sizeof path, a->out, "ckpt", 0, "ckpt")))
             return rv;
         return trn_checkpoint_write(*st, path);
     }
@@ -220,13 +111,13 @@ static int open_run(const struct train_args *a, trn_state **st, trn_step_table *
         return ovt_fail(OVT_EINVAL, "the run in %s was made with another config (model, data or options differ)",
                         a->out);
     uint64_t step = 0;
-    if ((rv = latest_checkpoint(a->out, &step)) || (rv = run_path(path, sizeof path, a->out, "ckpt", step, "ckpt")) ||
+    if ((rv = trn_run_latest_checkpoint(a->out, UINT64_MAX, &step)) || (rv = trn_run_path(path, sizeof path, a->out, "ckpt", step, "ckpt")) ||
         (rv = trn_checkpoint_read(st, path)))
         return rv;
     if (memcmp((*st)->config_hash.b, table->config_hash.b, 32) != 0 || (*st)->step != step)
         return ovt_fail(OVT_EFORMAT, "%s does not belong to this run", path);
     trn_step_table old_table;
-    if ((rv = run_path(path, sizeof path, a->out, NULL, 0, "steps.bin")) ||
+    if ((rv = trn_run_path(path, sizeof path, a->out, NULL, 0, "steps.bin")) ||
         (rv = trn_step_table_read(&old_table, path)))
         return rv;
     ovt_hash h;
@@ -265,7 +156,7 @@ static int write_summary(const struct train_args *a, const trn_state *st, const 
     if (!text)
         return ovt_fail(OVT_ENOMEM, "out of memory for run.json");
     char path[4096];
-    int rv = run_path(path, sizeof path, a->out, NULL, 0, "run.json");
+    int rv = trn_run_path(path, sizeof path, a->out, NULL, 0, "run.json");
     if (!rv)
         rv = ovt_write_atomic(path, text, strlen(text), 0644);
     if (!rv && a->json)
@@ -280,7 +171,7 @@ static int write_summary(const struct train_args *a, const trn_state *st, const 
 static int train(const struct train_args *a)
 {
     trn_run_config rc = a->rc;
-    struct train_data data;
+    trn_run_data data;
     trn_state *st = NULL;
     trn_workspace *w = NULL;
     krn_ctx *ctx = NULL;
@@ -290,7 +181,7 @@ static int train(const struct train_args *a)
     int rv;
     if (!log)
         return ovt_fail(OVT_ENOMEM, "out of memory");
-    if ((rv = load_data(&data, a, &rc)) || (rv = trn_config_check(&rc)))
+    if ((rv = trn_run_data_load(&data, a->data, &rc, 1)) || (rv = trn_config_check(&rc)))
         goto done;
     struct train_args args = *a;
     args.rc = rc;
@@ -328,8 +219,8 @@ static int train(const struct train_args *a)
     double first_loss = 0, last_loss = 0;
     while (st->step < a->steps) {
         uint64_t i = st->step + 1;
-        struct step_batch batch;
-        if ((rv = get_batch(&batch, &data, &rc, i)))
+        trn_step_batch batch;
+        if ((rv = trn_step_batch_get(&batch, &data, &rc, i)))
             goto done;
         trn_step_info info = {0};
         if (trn_fault_at(&a->fault, TRN_FAULT_POISONED_BATCH, i))
@@ -349,7 +240,7 @@ static int train(const struct train_args *a)
         if (!rv && trn_fault_at(&a->fault, TRN_FAULT_BITFLIP, i))
             trn_fault_bitflip(st);
         table.steps[i].batch_hash = batch.hash;
-        free_batch(&batch);
+        trn_step_batch_free(&batch);
         if (rv)
             goto done;
         uint8_t *bytes;
@@ -357,7 +248,7 @@ static int train(const struct train_args *a)
         if ((rv = krn_rlog_encode(log, &bytes, &len)))
             goto done;
         ovt_sha256(&table.steps[i].log_hash, bytes, len);
-        rv = run_path(path, sizeof path, a->out, "logs", i, "rlog");
+        rv = trn_run_path(path, sizeof path, a->out, "logs", i, "rlog");
         if (!rv)
             rv = ovt_write_atomic(path, bytes, len, 0644);
         free(bytes);
@@ -371,9 +262,9 @@ static int train(const struct train_args *a)
             first_loss = info.loss;
         last_loss = info.loss;
         if ((a->ckpt_every && i % a->ckpt_every == 0) || i == a->steps) {
-            if ((rv = run_path(path, sizeof path, a->out, NULL, 0, "steps.bin")) ||
+            if ((rv = trn_run_path(path, sizeof path, a->out, NULL, 0, "steps.bin")) ||
                 (rv = trn_step_table_write(&table, path)) ||
-                (rv = run_path(path, sizeof path, a->out, "ckpt", i, "ckpt")) || (rv = trn_checkpoint_write(st, path)))
+                (rv = trn_run_path(path, sizeof path, a->out, "ckpt", i, "ckpt")) || (rv = trn_checkpoint_write(st, path)))
                 goto done;
         }
         if (!a->json && a->every && (i % a->every == 0 || i == a->steps))
@@ -381,7 +272,7 @@ static int train(const struct train_args *a)
                    (unsigned long long)i, (double)info.loss, (double)info.lr, (double)info.grad_norm,
                    (unsigned long long)krn_rlog_nentries(log), len);
     }
-    if ((rv = run_path(path, sizeof path, a->out, NULL, 0, "steps.bin")) || (rv = trn_step_table_write(&table, path)))
+    if ((rv = trn_run_path(path, sizeof path, a->out, NULL, 0, "steps.bin")) || (rv = trn_step_table_write(&table, path)))
         goto done;
     ovt_hash root;
     if ((rv = trn_step_table_root(&root, &table, &a->run_id)))
@@ -393,7 +284,7 @@ done:
     trn_workspace_free(w);
     trn_state_free(st);
     trn_step_table_free(&table);
-    free_data(&data);
+    trn_run_data_free(&data);
     return rv;
 }
 

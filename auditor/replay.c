@@ -1,0 +1,319 @@
+/* The auditor's replay (see replay.h). */
+#include "auditor/replay.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/fileio.h"
+#include "kernels/rlog.h"
+#include "trainer/rundata.h"
+#include "trainer/train.h"
+
+/* What a replay of one run directory needs. */
+struct replayer {
+    const char *dir;
+    trn_run_config rc;
+    ovt_hash config_hash;
+    trn_run_data data;
+    trn_step_table trainer;
+    krn_ctx *ctx;
+    trn_workspace *w;
+    krn_rlog *log;
+};
+
+static void replayer_close(struct replayer *r)
+{
+    trn_run_data_free(&r->data);
+    trn_step_table_free(&r->trainer);
+    krn_ctx_free(r->ctx);
+    trn_workspace_free(r->w);
+    krn_rlog_free(r->log);
+    memset(r, 0, sizeof *r);
+}
+
+static int replayer_open(struct replayer *r, const char *dir, const char *data_path, krn_backend_kind backend,
+                         int threads)
+{
+    memset(r, 0, sizeof *r);
+    r->dir = dir;
+    char path[4096];
+    int rv;
+    if ((rv = trn_run_load_config(dir, &r->rc, &r->config_hash)) || (rv = trn_run_path(path, sizeof path, dir, NULL, 0,
+                                                                                 "steps.bin")) ||
+        (rv = trn_step_table_read(&r->trainer, path)))
+        goto fail;
+    if (memcmp(r->trainer.config_hash.b, r->config_hash.b, 32) != 0) {
+        rv = ovt_fail(OVT_EFORMAT, "%s belongs to another run config than %s/config.bin", path, dir);
+        goto fail;
+    }
+    if (r->trainer.count < 2) {
+        rv = ovt_fail(OVT_EFORMAT, "%s holds no steps", path);
+        goto fail;
+    }
+    if ((rv = trn_run_data_load(&r->data, data_path, &r->rc, 0)))
+        goto fail;
+    krn_config kc = {.backend = backend, .mode = KRN_REPLAY, .grid_bits = (int)r->rc.grid_bits,
+                     .shuffle_seed = r->rc.seed, .threads = threads};
+    if ((rv = krn_ctx_new(&r->ctx, &kc)) || (rv = trn_workspace_new(&r->w, &r->rc)))
+        goto fail;
+    if (!(r->log = krn_rlog_new())) {
+        rv = ovt_fail(OVT_ENOMEM, "out of memory");
+        goto fail;
+    }
+    return 0;
+fail:
+    replayer_close(r);
+    return rv;
+}
+
+/* The starting state: step 0 from the config, or the latest checkpoint at or
+ * before `step`, which must be the trainer's claimed state there. */
+static int replayer_start(struct replayer *r, uint64_t step, trn_state **out)
+{
+    *out = NULL;
+    int rv;
+    if (step == 0) {
+        if ((rv = trn_state_new(out, &r->rc)))
+            return rv;
+        trn_state_init(*out);
+        return 0;
+    }
+    uint64_t at = 0;
+    char path[4096];
+    if ((rv = trn_run_latest_checkpoint(r->dir, step, &at)) ||
+        (rv = trn_run_path(path, sizeof path, r->dir, "ckpt", at, "ckpt")) || (rv = trn_checkpoint_read(out, path)))
+        return rv;
+    ovt_hash h;
+    trn_state_hash(&h, *out);
+    if ((*out)->step != at || at >= r->trainer.count || memcmp(h.b, r->trainer.steps[at].state_hash.b, 32) != 0 ||
+        memcmp((*out)->config_hash.b, r->config_hash.b, 32) != 0) {
+        trn_state_free(*out);
+        *out = NULL;
+        return ovt_fail(OVT_EFORMAT, "%s is not the state the step table claims for step %llu", path,
+                        (unsigned long long)at);
+    }
+    return 0;
+}
+
+/* Runs step st->step + 1 with the trainer's log. *leaf gets the auditor's
+ * preimage; a log the verifier rejects (malformed, or an entry too far from a
+ * midpoint) is *fraud = 1 with the reason in detail, and the step's state is
+ * then unusable. Other failures are returned. */
+static int replayer_step(struct replayer *r, trn_state *st, chain_merkle_preimage *leaf, int *fraud, char *detail,
+                         size_t cap)
+{
+    uint64_t i = st->step + 1;
+    memset(leaf, 0, sizeof *leaf);
+    *fraud = 0;
+    char path[4096];
+    uint8_t *bytes;
+    size_t len;
+    int rv = trn_run_path(path, sizeof path, r->dir, "logs", i, "rlog");
+    if (rv || (rv = ovt_read_file(path, &bytes, &len, (size_t)1 << 31)))
+        return rv ? ovt_fail_wrap(rv, "the rounding log of step %llu", (unsigned long long)i) : rv;
+    ovt_sha256(&leaf->log_hash, bytes, len);
+    rv = krn_rlog_decode(r->log, bytes, len);
+    free(bytes);
+    trn_step_batch batch;
+    if (!rv && krn_rlog_step(r->log) != i)
+        rv = ovt_fail(OVT_EFORMAT, "it is the log of step %llu", (unsigned long long)krn_rlog_step(r->log));
+    if (rv == OVT_EFORMAT) {
+        *fraud = 1;
+        snprintf(detail, cap, "the rounding log of step %llu is malformed: %s", (unsigned long long)i, ovt_errmsg());
+        return 0;
+    }
+    if (rv || (rv = trn_step_batch_get(&batch, &r->data, &r->rc, i)))
+        return rv;
+    leaf->batch_hash = batch.hash;
+    trn_step_info info;
+    rv = trn_train_step(r->ctx, r->w, st, &batch.view, r->log, &info);
+    trn_step_batch_free(&batch);
+    if (rv == OVT_EFRAUD) {
+        *fraud = 1;
+        snprintf(detail, cap, "the rounding log of step %llu is fraudulent: %s", (unsigned long long)i, ovt_errmsg());
+        return 0;
+    }
+    if (rv)
+        return ovt_fail_wrap(rv, "step %llu", (unsigned long long)i);
+    trn_state_hash(&leaf->state_hash, st);
+    return 0;
+}
+
+void aud_report_free(aud_report *r)
+{
+    trn_step_table_free(&r->own);
+    trn_step_table_free(&r->trainer);
+}
+
+/* A wrong stateHash for the lying auditor: SHA-256("ovt.lie" || honest). */
+static void lie(ovt_hash *h)
+{
+    uint8_t buf[7 + 32];
+    memcpy(buf, "ovt.lie", 7);
+    memcpy(buf + 7, h->b, 32);
+    ovt_sha256(h, buf, sizeof buf);
+}
+
+static void compare(aud_report *out, uint64_t i, const chain_merkle_preimage *own, const chain_merkle_preimage *theirs)
+{
+    out->state_differs = memcmp(own->state_hash.b, theirs->state_hash.b, 32) != 0;
+    out->batch_differs = memcmp(own->batch_hash.b, theirs->batch_hash.b, 32) != 0;
+    out->log_differs = memcmp(own->log_hash.b, theirs->log_hash.b, 32) != 0;
+    if (out->state_differs || out->batch_differs || out->log_differs) {
+        out->finding = AUD_DIVERGED;
+        out->step = i;
+    }
+}
+
+int aud_replay(const aud_replay_opts *opts, aud_report *out)
+{
+    memset(out, 0, sizeof *out);
+    struct replayer r;
+    trn_state *st = NULL;
+    int rv = replayer_open(&r, opts->run_dir, opts->data_path, opts->backend, opts->threads);
+    if (rv)
+        return rv;
+    uint64_t n = r.trainer.count - 1;
+    uint64_t from = opts->from ? opts->from : 1, to = opts->to ? opts->to : n;
+    if (from > to || to > n) {
+        rv = ovt_fail(OVT_EINVAL, "steps %llu..%llu are not within the run's 1..%llu", (unsigned long long)from,
+                      (unsigned long long)to, (unsigned long long)n);
+        goto done;
+    }
+    out->steps = n;
+    out->partial = from > 1 || to < n;
+    out->own.config_hash = r.config_hash;
+    out->own.count = n + 1;
+    if (!(out->own.steps = calloc(n + 1, sizeof *out->own.steps))) {
+        rv = ovt_fail(OVT_ENOMEM, "out of memory for %llu steps", (unsigned long long)n);
+        goto done;
+    }
+    if ((rv = replayer_start(&r, from - 1, &st)))
+        goto done;
+    memcpy(out->own.steps, r.trainer.steps, (st->step + 1) * sizeof *out->own.steps);
+    if (st->step == 0) {
+        trn_state_hash(&out->own.steps[0].state_hash, st);
+        compare(out, 0, &out->own.steps[0], &r.trainer.steps[0]);
+    }
+    while (out->finding == AUD_VERIFIED && st->step < to) {
+        uint64_t i = st->step + 1;
+        int fraud;
+        if ((rv = replayer_step(&r, st, &out->own.steps[i], &fraud, out->detail, sizeof out->detail)))
+            goto done;
+        out->replayed++;
+        if (fraud) {
+            out->finding = AUD_FRAUD;
+            out->step = i;
+            out->state_differs = true;
+            break;
+        }
+        if (i < from)
+            out->own.steps[i] = r.trainer.steps[i];
+        else
+            compare(out, i, &out->own.steps[i], &r.trainer.steps[i]);
+        if (opts->progress && opts->every && (i % opts->every == 0 || i == to))
+            fprintf(opts->progress, "replayed step %llu of %llu\n", (unsigned long long)i, (unsigned long long)to);
+    }
+    for (uint64_t i = st->step + 1; out->finding == AUD_VERIFIED && i <= n; i++)
+        out->own.steps[i] = r.trainer.steps[i]; /* not replayed (to < N): the trainer's claim */
+    if (opts->lie_at && out->finding == AUD_VERIFIED)
+        for (uint64_t i = opts->lie_at; i <= n; i++)
+            lie(&out->own.steps[i].state_hash);
+    out->trainer = r.trainer;
+    memset(&r.trainer, 0, sizeof r.trainer);
+done:
+    trn_state_free(st);
+    replayer_close(&r);
+    if (rv)
+        aud_report_free(out);
+    return rv;
+}
+
+int aud_rebuild_state(trn_state **out, const char *run_dir, const char *data_path, uint64_t step)
+{
+    *out = NULL;
+    struct replayer r;
+    trn_state *st = NULL;
+    int rv = replayer_open(&r, run_dir, data_path, KRN_BACKEND_CPU, 0);
+    if (rv)
+        return rv;
+    if (step >= r.trainer.count) {
+        rv = ovt_fail(OVT_EINVAL, "the run has no step %llu", (unsigned long long)step);
+        goto done;
+    }
+    if ((rv = replayer_start(&r, step, &st)))
+        goto done;
+    while (st->step < step) {
+        chain_merkle_preimage leaf;
+        int fraud;
+        char detail[512];
+        if ((rv = replayer_step(&r, st, &leaf, &fraud, detail, sizeof detail)))
+            goto done;
+        if (fraud || memcmp(leaf.state_hash.b, r.trainer.steps[st->step].state_hash.b, 32) != 0) {
+            rv = ovt_fail(OVT_EFORMAT, "replaying step %llu of %s does not give the state its step table claims%s%s",
+                          (unsigned long long)st->step, run_dir, fraud ? ": " : "", fraud ? detail : "");
+            goto done;
+        }
+    }
+    *out = st;
+    st = NULL;
+done:
+    trn_state_free(st);
+    replayer_close(&r);
+    return rv;
+}
+
+static int fetch_blob(trn_store *store, const ovt_hash *name, const char *path)
+{
+    uint8_t *buf;
+    size_t len;
+    int rv = trn_store_get(store, name, (size_t)1 << 36, &buf, &len);
+    if (rv)
+        return rv;
+    rv = ovt_write_atomic(path, buf, len, 0644);
+    free(buf);
+    return rv;
+}
+
+int aud_fetch_run(trn_store *store, const ovt_hash *run_id, const char *dir, trn_store_manifest *manifest)
+{
+    trn_store_manifest m;
+    trn_step_table table = {0};
+    trn_run_config rc;
+    ovt_hash ch;
+    char path[4096];
+    int rv = trn_store_get_manifest(store, run_id, &m);
+    if (rv)
+        return rv;
+    if ((rv = trn_run_path(path, sizeof path, dir, "logs", 0, "rlog")))
+        return rv;
+    *strrchr(path, '/') = '\0';
+    if ((rv = ovt_mkdirs(path, 0755)) || (rv = trn_run_path(path, sizeof path, dir, NULL, 0, "config.bin")) ||
+        (rv = fetch_blob(store, &m.config_hash, path)) || (rv = trn_run_load_config(dir, &rc, &ch)) ||
+        (rv = trn_run_path(path, sizeof path, dir, NULL, 0, "steps.bin")) ||
+        (rv = fetch_blob(store, &m.steps_hash, path)) || (rv = trn_step_table_read(&table, path)))
+        goto done;
+    if (memcmp(rc.dataset_hash.b, m.dataset_hash.b, 32) != 0 || memcmp(table.config_hash.b, ch.b, 32) != 0 ||
+        table.count != m.steps + 1) {
+        rv = ovt_fail(OVT_EFORMAT, "the run published in %s does not hang together (config, dataset and step "
+                      "table disagree)", trn_store_url(store));
+        goto done;
+    }
+    if ((rv = trn_run_path(path, sizeof path, dir, NULL, 0, "dataset.bin")) ||
+        (rv = fetch_blob(store, &m.dataset_hash, path)))
+        goto done;
+    for (size_t i = 1; i < table.count; i++) {
+        if ((rv = trn_run_path(path, sizeof path, dir, "logs", i, "rlog")))
+            goto done;
+        rv = fetch_blob(store, &table.steps[i].log_hash, path);
+        if (rv == OVT_ENOTFOUND)
+            rv = 0;
+        if (rv)
+            goto done;
+    }
+    if (manifest)
+        *manifest = m;
+done:
+    trn_step_table_free(&table);
+    return rv;
+}

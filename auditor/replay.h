@@ -1,0 +1,73 @@
+#ifndef OVT_AUDITOR_REPLAY_H
+#define OVT_AUDITOR_REPLAY_H
+
+/* The auditor's replay (DESIGN.md section 5): re-executes a trainer's run
+ * from its published files, in REPLAY mode on the auditor's own backend, and
+ * compares leaf by leaf: for every step i its own (stateHash_i, batchHash_i,
+ * logHash_i) against the trainer's step table.
+ *
+ * The trainer's run is a directory in the layout of `ovt train`
+ * (trainer/run.h): config.bin, steps.bin, logs/step-N.rlog and, for partial
+ * audits, ckpt/step-N.ckpt. aud_fetch_run fills such a directory from an
+ * artifact store. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kernels/site.h"
+#include "trainer/run.h"
+#include "trainer/state.h"
+#include "trainer/store.h"
+
+typedef struct {
+    const char *run_dir;   /* the trainer's run */
+    const char *data_path; /* the dataset file (checked against the config's datasetHash) */
+    krn_backend_kind backend;
+    int threads;           /* 0: the backend's default */
+    uint64_t from, to;     /* compare steps from..to; 0: 1 and N. from > 1 starts from
+                              the latest checkpoint at or before from - 1 */
+    uint64_t lie_at;       /* fault injection (0: off): from this step on, the
+                              auditor's own table carries wrong stateHashes */
+    FILE *progress;        /* a line every `every` steps (NULL: none) */
+    uint64_t every;
+} aud_replay_opts;
+
+typedef enum { AUD_VERIFIED = 0, AUD_DIVERGED, AUD_FRAUD } aud_finding;
+
+typedef struct {
+    aud_finding finding;
+    uint64_t steps;       /* N, the trainer's step count */
+    uint64_t step;        /* DIVERGED / FRAUD: the first divergent step */
+    bool state_differs, batch_differs, log_differs; /* which part of leaf `step` differs */
+    char detail[512];     /* FRAUD: why the log was rejected */
+    uint64_t replayed;    /* steps executed */
+    bool partial;         /* from > 1 or to < N: own is not a full history */
+    /* The auditor's own history, steps 0..N. Steps before `from` are copied
+     * from the trainer's table; from the first divergent step on, the
+     * auditor stops replaying (the game only reaches the leftmost difference)
+     * and its leaves there carry a zero stateHash, except leaf `step` itself
+     * when the state was computed. */
+    trn_step_table own;
+    trn_step_table trainer;
+} aud_report;
+
+/* Replays and compares. Returns 0 when the replay ran (read the finding),
+ * or a negative code when it could not (a missing file, a dataset that is
+ * not the run's, ...). The caller frees the report with aud_report_free. */
+int aud_replay(const aud_replay_opts *opts, aud_report *out) OVT_MUST_USE;
+void aud_report_free(aud_report *r);
+
+/* Rebuilds the trainer's own state after step `step` from its run directory:
+ * the latest checkpoint at or before it, then its logged steps replayed on
+ * the cpu backend, each stateHash checked against its step table. */
+int aud_rebuild_state(trn_state **out, const char *run_dir, const char *data_path, uint64_t step) OVT_MUST_USE;
+
+/* Fills dir (created) with the run published under run_id in the store:
+ * config.bin, steps.bin, dataset.bin and every step's log, each checked
+ * against its hash; *manifest (may be NULL) gets the manifest. Logs the
+ * store does not have are left out (the replay then fails at that step). */
+int aud_fetch_run(trn_store *store, const ovt_hash *run_id, const char *dir,
+                  trn_store_manifest *manifest) OVT_MUST_USE;
+
+#endif

@@ -1,0 +1,93 @@
+/* A party's connection to the node and the contract (see session.h). */
+#include "chain/session.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "chain/password.h"
+
+void chain_session_args_init(chain_session_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->rpc_url = getenv("ETH_RPC_URL");
+}
+
+int chain_session_take(chain_session_args *a, int code, const char *arg)
+{
+    switch (code) {
+    case CHAIN_OPT_RPC_URL: a->rpc_url = arg; return 1;
+    case CHAIN_OPT_CONTRACT: a->contract = arg; return 1;
+    case CHAIN_OPT_KEYSTORE: a->keystore = arg; return 1;
+    case CHAIN_OPT_PASSWORD_FILE: a->password_file = arg; return 1;
+    case CHAIN_OPT_PRIVATE_KEY: a->private_key = arg; return 1;
+    default: return 0;
+    }
+}
+
+int chain_session_args_any(const chain_session_args *a)
+{
+    return a->contract || a->keystore || a->private_key;
+}
+
+static int load_key(chain_privkey *key, const chain_session_args *a)
+{
+    if (!!a->keystore == !!a->private_key)
+        return ovt_fail(OVT_EINVAL, "give exactly one of --keystore and --private-key");
+    if (a->keystore) {
+        chain_address addr;
+        return chain_unlock_keystore(key, &addr, a->keystore, a->password_file);
+    }
+    int rv = chain_key_from_hex(key, a->private_key);
+    return rv ? ovt_fail(rv, "--private-key is not a valid secp256k1 key") : 0;
+}
+
+int chain_session_open(chain_session *s, const chain_session_args *a, int need_key)
+{
+    memset(s, 0, sizeof *s);
+    if (!a->rpc_url || !*a->rpc_url)
+        return ovt_fail(OVT_EINVAL, "--rpc-url is required (or set ETH_RPC_URL)");
+    if (!a->contract)
+        return ovt_fail(OVT_EINVAL, "--contract is required");
+    chain_address addr;
+    if (chain_address_from_string(&addr, a->contract))
+        return ovt_fail(OVT_EINVAL, "--contract is not an address: '%s'", a->contract);
+    chain_rpc_opts ro;
+    chain_rpc_opts_default(&ro);
+    ro.custom_errors = chain_arb_errors;
+    int rv = chain_rpc_open(&s->rpc, a->rpc_url, &ro);
+    if (!rv)
+        rv = chain_arb_attach(&s->arb, s->rpc, &addr);
+    if (!rv && need_key) {
+        chain_privkey key;
+        rv = load_key(&key, a);
+        if (!rv)
+            rv = chain_txm_init(&s->txm, s->rpc, &key, NULL);
+        ovt_wipe(&key, sizeof key);
+    }
+    if (rv)
+        chain_session_close(s);
+    return rv;
+}
+
+void chain_session_close(chain_session *s)
+{
+    if (s->txm.rpc)
+        chain_txm_free(&s->txm);
+    chain_rpc_close(s->rpc);
+    memset(s, 0, sizeof *s);
+}
+
+int chain_parse_hash(ovt_hash *out, const char *flag, const char *text)
+{
+    const char *hex = text[0] == '0' && (text[1] == 'x' || text[1] == 'X') ? text + 2 : text;
+    if (strlen(hex) != 64 || ovt_hex_decode(out->b, 32, hex))
+        return ovt_fail(OVT_EINVAL, "%s expects 32 bytes of hex, got '%s'", flag, text);
+    return 0;
+}
+
+void chain_hash_hex(char out[67], const ovt_hash *h)
+{
+    out[0] = '0';
+    out[1] = 'x';
+    ovt_hex_encode(out + 2, h->b, 32);
+}

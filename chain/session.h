@@ -1,0 +1,64 @@
+#ifndef OVT_CHAIN_SESSION_H
+#define OVT_CHAIN_SESSION_H
+
+/* What the party commands (`ovt commit`, `ovt audit`, `ovt agent`) share: a
+ * node, the party's key in a transaction manager, and the arbitration
+ * contract, from the usual flags --rpc-url (or $ETH_RPC_URL), --contract,
+ * --keystore [--password-file] or --private-key. */
+
+#include "chain/arbitration.h"
+
+typedef struct {
+    const char *rpc_url;
+    const char *contract;
+    const char *keystore;
+    const char *password_file;
+    const char *private_key;
+} chain_session_args;
+
+typedef struct {
+    chain_rpc *rpc;
+    chain_txm txm; /* txm.rpc is NULL when no key was given */
+    chain_arb arb;
+} chain_session;
+
+/* getopt_long codes and entries of the shared flags: put
+ * CHAIN_SESSION_LONGOPTS in a command's option table and pass every code to
+ * chain_session_take, which returns 1 when it consumed it. */
+enum { CHAIN_OPT_RPC_URL = 1000, CHAIN_OPT_CONTRACT, CHAIN_OPT_KEYSTORE, CHAIN_OPT_PASSWORD_FILE, CHAIN_OPT_PRIVATE_KEY };
+#define CHAIN_SESSION_LONGOPTS                                                                                   \
+    {"rpc-url", required_argument, NULL, CHAIN_OPT_RPC_URL},                                                     \
+        {"contract", required_argument, NULL, CHAIN_OPT_CONTRACT},                                               \
+        {"keystore", required_argument, NULL, CHAIN_OPT_KEYSTORE},                                               \
+        {"password-file", required_argument, NULL, CHAIN_OPT_PASSWORD_FILE},                                     \
+        {"private-key", required_argument, NULL, CHAIN_OPT_PRIVATE_KEY}
+
+/* Help text of those flags, for usage messages. */
+#define CHAIN_SESSION_HELP                                                                                       \
+    "  --rpc-url URL        the node's JSON-RPC endpoint (default: $ETH_RPC_URL)\n"                              \
+    "  --contract ADDR      the arbitration contract\n"                                                          \
+    "  --keystore FILE      the party's Web3 v3 keystore (password: --password-file,\n"                         \
+    "                       else $OVT_PASSWORD, else a prompt)\n"                                                 \
+    "  --private-key KEY    a raw hex key, for throwaway devnet accounts only\n"
+
+int chain_session_take(chain_session_args *a, int code, const char *arg);
+
+/* Sets rpc_url from $ETH_RPC_URL. */
+void chain_session_args_init(chain_session_args *a);
+
+/* Whether any chain flag was given. */
+int chain_session_args_any(const chain_session_args *a);
+
+/* Opens the node and attaches to the contract; with need_key, also unlocks
+ * exactly one of --keystore and --private-key into the transaction manager
+ * (the key is wiped from every other place). */
+int chain_session_open(chain_session *s, const chain_session_args *a, int need_key) OVT_MUST_USE;
+void chain_session_close(chain_session *s);
+
+/* Parses 32 bytes of hex (with or without 0x) given to flag. */
+int chain_parse_hash(ovt_hash *out, const char *flag, const char *text) OVT_MUST_USE;
+
+/* "0x" + 64 hex digits. */
+void chain_hash_hex(char out[67], const ovt_hash *h);
+
+#endif

@@ -1,0 +1,35 @@
+#ifndef OVT_TRAINER_COMMIT_H
+#define OVT_TRAINER_COMMIT_H
+
+/* The trainer's commitment receipt, RUNDIR/receipt.json (docs/agent.md):
+ * what `ovt commit` did on chain, enough to check the commitment off chain
+ * (the EIP-712 signature over Commitment(runId, root, steps, configHash,
+ * datasetHash) recovers to the trainer) and for the trainer agent to play
+ * the run's game. */
+
+#include <stdbool.h>
+
+#include "chain/arbitration.h"
+
+typedef struct {
+    uint64_t chain_id;
+    chain_address contract;
+    chain_arb_params params; /* nonce 0 when the run was joined */
+    ovt_hash run_id;
+    ovt_hash root;
+    uint8_t signature[65];
+    ovt_hash commit_tx;
+    bool has_open_tx;
+    ovt_hash open_tx;
+    const char *store;      /* may be NULL */
+    const char *data;       /* absolute path of the dataset, may be NULL */
+    ovt_hash steps_blob;    /* the step table's store name (zero if not published) */
+} trn_commit_receipt;
+
+/* The receipt as indented JSON (malloc'd). */
+int trn_commit_receipt_json(const trn_commit_receipt *r, char **text) OVT_MUST_USE;
+
+/* `ovt commit` (cli/main.c). */
+int trn_cmd_commit(int argc, char **argv);
+
+#endif

@@ -1,0 +1,129 @@
+/* A run's dataset and batches (see rundata.h). */
+#include "trainer/rundata.h"
+
+#include <dirent.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/fileio.h"
+#include "common/bytes.h"
+
+static int check_hash(const ovt_hash *got, trn_run_config *rc, int set_hash, const char *path)
+{
+    if (set_hash) {
+        rc->dataset_hash = *got;
+        return 0;
+    }
+    if (memcmp(got->b, rc->dataset_hash.b, 32) != 0)
+        return ovt_fail(OVT_ECRYPTO, "%s is not the run's dataset (its SHA-256 differs from the datasetHash)", path);
+    return 0;
+}
+
+int trn_run_data_load(trn_run_data *d, const char *path, trn_run_config *rc, int set_hash)
+{
+    memset(d, 0, sizeof *d);
+    int rv;
+    if (rc->model.kind == TRN_MODEL_GPT2) {
+        if ((rv = trn_tokens_load(&d->tokens, path)))
+            return rv;
+        if (d->tokens.vocab > rc->model.vocab)
+            return ovt_fail(OVT_EINVAL, "%s has vocab %u, larger than the model's %u", path, d->tokens.vocab,
+                            rc->model.vocab);
+        if (d->tokens.count < (size_t)rc->seq_len + 1)
+            return ovt_fail(OVT_EINVAL, "%s holds %zu tokens, fewer than one sequence of %u plus a target", path,
+                            d->tokens.count, rc->seq_len);
+        return check_hash(&d->tokens.hash, rc, set_hash, path);
+    }
+    uint8_t *buf;
+    size_t len;
+    if ((rv = ovt_read_file(path, &buf, &len, (size_t)1 << 36)))
+        return rv;
+    rv = trn_samples_parse(&d->samples, buf, len, (int)rc->grid_bits);
+    free(buf);
+    if (rv)
+        return ovt_fail_wrap(rv, "%s", path);
+    if (d->samples.dim != rc->model.in_dim || d->samples.n_class != rc->model.n_class)
+        return ovt_fail(OVT_EINVAL, "%s has %u features and %u classes; the model takes %u and %u", path,
+                        d->samples.dim, d->samples.n_class, rc->model.in_dim, rc->model.n_class);
+    return check_hash(&d->samples.hash, rc, set_hash, path);
+}
+
+void trn_run_data_free(trn_run_data *d)
+{
+    trn_tokens_free(&d->tokens);
+    trn_samples_free(&d->samples);
+}
+
+int trn_step_batch_get(trn_step_batch *b, const trn_run_data *d, const trn_run_config *rc, uint64_t i)
+{
+    memset(b, 0, sizeof *b);
+    int rv;
+    if (rc->model.kind == TRN_MODEL_GPT2) {
+        if ((rv = trn_token_batch_get(&b->tb, &d->tokens, rc->seed, i, rc->batch_size, rc->seq_len)))
+            return rv;
+        trn_token_batch_hash(&b->hash, &b->tb);
+        trn_batch v = {.B = b->tb.B, .T = b->tb.T, .inputs = b->tb.inputs, .targets = b->tb.targets};
+        b->view = v;
+        return 0;
+    }
+    if ((rv = trn_sample_batch_get(&b->sb, &d->samples, rc->seed, i, rc->batch_size)))
+        return rv;
+    trn_sample_batch_hash(&b->hash, &b->sb);
+    trn_batch v = {.B = b->sb.B, .x = b->sb.x, .labels = b->sb.y};
+    b->view = v;
+    return 0;
+}
+
+void trn_step_batch_free(trn_step_batch *b)
+{
+    trn_token_batch_free(&b->tb);
+    trn_sample_batch_free(&b->sb);
+}
+
+int trn_run_path(char *out, size_t cap, const char *dir, const char *sub, uint64_t step, const char *ext)
+{
+    int n = sub ? snprintf(out, cap, "%s/%s/step-%08llu.%s", dir, sub, (unsigned long long)step, ext)
+                : snprintf(out, cap, "%s/%s", dir, ext);
+    if (n < 0 || (size_t)n >= cap)
+        return ovt_fail(OVT_EINVAL, "path under %s is too long", dir);
+    return 0;
+}
+
+int trn_run_latest_checkpoint(const char *dir, uint64_t max_step, uint64_t *step)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/ckpt", dir);
+    DIR *dh = opendir(path);
+    if (!dh)
+        return ovt_fail(OVT_ENOTFOUND, "%s has no checkpoint at or before the step", path);
+    bool found = false;
+    struct dirent *e;
+    while ((e = readdir(dh))) {
+        unsigned long long s;
+        char tail[8];
+        if (sscanf(e->d_name, "step-%8llu.%5s", &s, tail) == 2 && strcmp(tail, "ckpt") == 0 &&
+            strlen(e->d_name) == 18 && s <= max_step && (!found || s > *step)) {
+            *step = s;
+            found = true;
+        }
+    }
+    closedir(dh);
+    return found ? 0 : ovt_fail(OVT_ENOTFOUND, "%s has no checkpoint at or before the step", path);
+}
+
+
+int trn_run_load_config(const char *dir, trn_run_config *rc, ovt_hash *config_hash)
+{
+    char path[4096];
+    uint8_t *buf;
+    size_t len;
+    int rv = trn_run_path(path, sizeof path, dir, NULL, 0, "config.bin");
+    if (rv || (rv = ovt_read_file(path, &buf, &len, 4096)))
+        return rv;
+    ovt_sha256(config_hash, buf, len);
+    rv = trn_config_decode(rc, buf, len);
+    free(buf);
+    return rv ? ovt_fail_wrap(rv, "%s", path) : 0;
+}

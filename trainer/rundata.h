@@ -1,0 +1,45 @@
+#ifndef OVT_TRAINER_RUNDATA_H
+#define OVT_TRAINER_RUNDATA_H
+
+/* A run's dataset and the batch of each step, as every party builds them:
+ * the trainer (`ovt train`), the auditor's replay and the arbiter. */
+
+#include "trainer/config.h"
+#include "trainer/data.h"
+#include "trainer/train.h"
+
+/* The data of a run: tokens (GPT-2) or samples (MLP). */
+typedef struct {
+    trn_tokens tokens;
+    trn_samples samples;
+} trn_run_data;
+
+/* Loads the data file for run config rc and checks it fits the model.
+ * rc->dataset_hash is set from the file when set_hash is nonzero (a new
+ * run); otherwise the file's hash must equal it (OVT_ECRYPTO if not). */
+int trn_run_data_load(trn_run_data *d, const char *path, trn_run_config *rc, int set_hash) OVT_MUST_USE;
+void trn_run_data_free(trn_run_data *d);
+
+/* The batch of step i, a view for trn_train_step, and its batchHash. */
+typedef struct {
+    trn_token_batch tb;
+    trn_sample_batch sb;
+    trn_batch view;
+    ovt_hash hash;
+} trn_step_batch;
+
+int trn_step_batch_get(trn_step_batch *b, const trn_run_data *d, const trn_run_config *rc, uint64_t i) OVT_MUST_USE;
+void trn_step_batch_free(trn_step_batch *b);
+
+/* A path in a run directory: DIR/SUB/step-NNNNNNNN.EXT, or DIR/EXT when
+ * sub is NULL (EXT is then the file name, e.g. "steps.bin"). */
+int trn_run_path(char *out, size_t cap, const char *dir, const char *sub, uint64_t step, const char *ext) OVT_MUST_USE;
+
+/* The highest step <= max_step with a checkpoint in DIR/ckpt, or OVT_ENOTFOUND. */
+int trn_run_latest_checkpoint(const char *dir, uint64_t max_step, uint64_t *step) OVT_MUST_USE;
+
+/* Reads DIR/config.bin: the decoded run config and configHash (SHA-256 of
+ * the file's bytes). */
+int trn_run_load_config(const char *dir, trn_run_config *rc, ovt_hash *config_hash) OVT_MUST_USE;
+
+#endif

@@ -1,0 +1,333 @@
+/* The artifact store: file:// and http(s):// (see store.h). */
+#include "trainer/store.h"
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/fileio.h"
+
+/* The largest checkpoint or manifest a get accepts. */
+#define STORE_MAX_STATE ((size_t)1 << 36)
+#define STORE_MAX_MANIFEST ((size_t)1 << 16)
+
+struct trn_store {
+    char *url;  /* as given, without trailing slashes */
+    char *dir;  /* file://: the directory; NULL for http(s) */
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+
+static void curl_init(void)
+{
+    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+int trn_store_open(trn_store **out, const char *url)
+{
+    *out = NULL;
+    size_t n = strlen(url);
+    while (n > 1 && url[n - 1] == '/')
+        n--;
+    int is_file = strncmp(url, "file://", 7) == 0;
+    if (!is_file && strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
+        return ovt_fail(OVT_EINVAL, "store URL '%s' must start with file://, http:// or https://", url);
+    if (is_file && (n <= 7 || url[7] != '/'))
+        return ovt_fail(OVT_EINVAL, "store URL '%s' needs an absolute path (file:///DIR)", url);
+    trn_store *s = calloc(1, sizeof *s);
+    if (!s || !(s->url = strndup(url, n)) || (is_file && !(s->dir = strndup(url + 7, n - 7)))) {
+        trn_store_close(s);
+        return ovt_fail(OVT_ENOMEM, "out of memory");
+    }
+    *out = s;
+    return 0;
+}
+
+void trn_store_close(trn_store *s)
+{
+    if (!s)
+        return;
+    free(s->url);
+    free(s->dir);
+    free(s);
+}
+
+const char *trn_store_url(const trn_store *s)
+{
+    return s->url;
+}
+
+static int object_path(char *out, size_t cap, const char *base, const char *kind, const ovt_hash *name,
+                       const char *ext)
+{
+    char hex[65];
+    ovt_hex_encode(hex, name->b, 32);
+    int n = snprintf(out, cap, "%s/%s/%s%s", base, kind, hex, ext);
+    if (n < 0 || (size_t)n >= cap)
+        return ovt_fail(OVT_EINVAL, "store path under %s is too long", base);
+    return 0;
+}
+
+/* Writes an object unless it is already there. */
+static int store_write(trn_store *s, const char *kind, const ovt_hash *name, const char *ext, const void *data,
+                       size_t len, int replace)
+{
+    if (!s->dir)
+        return ovt_fail(OVT_EINVAL, "cannot publish to %s: only file:// stores are written (serve the directory "
+                        "over HTTP to share it)", s->url);
+    char path[4096];
+    int rv = object_path(path, sizeof path, s->dir, kind, name, "");
+    if (rv)
+        return rv;
+    *strrchr(path, '/') = '\0';
+    if ((rv = ovt_mkdirs(path, 0755)))
+        return rv;
+    if ((rv = object_path(path, sizeof path, s->dir, kind, name, ext)))
+        return rv;
+    struct stat sb;
+    if (!replace && stat(path, &sb) == 0)
+        return 0;
+    return ovt_write_atomic(path, data, len, 0644);
+}
+
+struct body {
+    uint8_t *data;
+    size_t len, cap, max;
+    int too_big;
+};
+
+static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
+{
+    struct body *b = arg;
+    size_t n = size * nmemb;
+    if (n > b->max - b->len) {
+        b->too_big = 1;
+        return 0;
+    }
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 65536;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        uint8_t *q = realloc(b->data, cap);
+        if (!q)
+            return 0;
+        b->data = q;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return n;
+}
+
+static int http_get(trn_store *s, const char *url, const char *what, size_t max_len, uint8_t **data, size_t *len)
+{
+    pthread_once(&curl_once, curl_init);
+    if (curl_init_rc != CURLE_OK)
+        return ovt_fail(OVT_EIO, "libcurl did not initialise: %s", curl_easy_strerror(curl_init_rc));
+    CURL *c = curl_easy_init();
+    if (!c)
+        return ovt_fail(OVT_ENOMEM, "libcurl: no handle");
+    struct body b = {.max = max_len};
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 30L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    CURLcode cc = curl_easy_perform(c);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(c);
+    int rv = 0;
+    if (b.too_big)
+        rv = ovt_fail(OVT_EFORMAT, "%s from %s is larger than %zu bytes", what, s->url, max_len);
+    else if (cc != CURLE_OK)
+        rv = ovt_fail(OVT_EIO, "fetching %s from %s: %s", what, s->url, curl_easy_strerror(cc));
+    else if (status == 404 || status == 410)
+        rv = ovt_fail(OVT_ENOTFOUND, "%s is not in the store %s (HTTP %ld)", what, s->url, status);
+    else if (status != 200)
+        rv = ovt_fail(OVT_EIO, "fetching %s from %s: the server answered HTTP %ld", what, s->url, status);
+    if (rv) {
+        free(b.data);
+        return rv;
+    }
+    if (!b.data && !(b.data = calloc(1, 1)))
+        return ovt_fail(OVT_ENOMEM, "out of memory");
+    *data = b.data;
+    *len = b.len;
+    return 0;
+}
+
+/* Reads an object (no hash check yet). */
+static int store_read(trn_store *s, const char *kind, const ovt_hash *name, const char *ext, size_t max_len,
+                      uint8_t **data, size_t *len)
+{
+    *data = NULL;
+    *len = 0;
+    char path[4096], what[128], hex[65];
+    ovt_hex_encode(hex, name->b, 32);
+    snprintf(what, sizeof what, "%s %.16s...", kind, hex);
+    int rv = object_path(path, sizeof path, s->dir ? s->dir : s->url, kind, name, ext);
+    if (rv)
+        return rv;
+    if (!s->dir)
+        return http_get(s, path, what, max_len, data, len);
+    rv = ovt_read_file(path, data, len, max_len);
+    if (rv == OVT_ENOTFOUND)
+        return ovt_fail(OVT_ENOTFOUND, "%s is not in the store %s", what, s->url);
+    return rv ? ovt_fail_wrap(rv, "store %s", s->url) : 0;
+}
+
+int trn_store_put(trn_store *s, const void *data, size_t len, ovt_hash *name)
+{
+    ovt_hash h;
+    ovt_sha256(&h, data, len);
+    if (name)
+        *name = h;
+    return store_write(s, "blob", &h, "", data, len, 0);
+}
+
+int trn_store_put_file(trn_store *s, const char *path, ovt_hash *name)
+{
+    uint8_t *buf;
+    size_t len;
+    int rv = ovt_read_file(path, &buf, &len, (size_t)1 << 40);
+    if (rv)
+        return rv;
+    rv = trn_store_put(s, buf, len, name);
+    free(buf);
+    return rv;
+}
+
+int trn_store_has(trn_store *s, const ovt_hash *name)
+{
+    char path[4096];
+    struct stat sb;
+    return s->dir && object_path(path, sizeof path, s->dir, "blob", name, "") == 0 && stat(path, &sb) == 0;
+}
+
+int trn_store_get(trn_store *s, const ovt_hash *name, size_t max_len, uint8_t **data, size_t *len)
+{
+    int rv = store_read(s, "blob", name, "", max_len, data, len);
+    if (rv)
+        return rv;
+    ovt_hash h;
+    ovt_sha256(&h, *data, *len);
+    if (memcmp(h.b, name->b, 32) != 0) {
+        char hex[65];
+        ovt_hex_encode(hex, name->b, 32);
+        free(*data);
+        *data = NULL;
+        *len = 0;
+        return ovt_fail(OVT_ECRYPTO, "blob %s from %s does not match its hash (corrupt or forged)", hex, s->url);
+    }
+    return 0;
+}
+
+int trn_store_put_state(trn_store *s, const trn_state *st)
+{
+    ovt_hash h;
+    trn_state_hash(&h, st);
+    uint8_t *buf;
+    size_t len;
+    int rv = trn_checkpoint_encode(st, &buf, &len);
+    if (rv)
+        return rv;
+    rv = store_write(s, "state", &h, "", buf, len, 0);
+    free(buf);
+    return rv;
+}
+
+int trn_store_get_state(trn_store *s, const ovt_hash *state_hash, trn_state **out)
+{
+    *out = NULL;
+    uint8_t *buf;
+    size_t len;
+    int rv = store_read(s, "state", state_hash, "", STORE_MAX_STATE, &buf, &len);
+    if (rv)
+        return rv;
+    char hex[65];
+    ovt_hex_encode(hex, state_hash->b, 32);
+    trn_state *st;
+    rv = trn_checkpoint_decode(&st, buf, len);
+    free(buf);
+    if (rv)
+        return ovt_fail_wrap(rv, "state %s from %s", hex, s->url);
+    ovt_hash h;
+    trn_state_hash(&h, st);
+    if (memcmp(h.b, state_hash->b, 32) != 0) {
+        trn_state_free(st);
+        return ovt_fail(OVT_ECRYPTO, "state %s from %s holds a state with another stateHash (corrupt or forged)",
+                        hex, s->url);
+    }
+    *out = st;
+    return 0;
+}
+
+static void hex_field(char out[65], const ovt_hash *h)
+{
+    ovt_hex_encode(out, h->b, 32);
+}
+
+int trn_store_put_manifest(trn_store *s, const trn_store_manifest *m)
+{
+    char rid[65], ch[65], dh[65], sh[65];
+    hex_field(rid, &m->run_id);
+    hex_field(ch, &m->config_hash);
+    hex_field(dh, &m->dataset_hash);
+    hex_field(sh, &m->steps_hash);
+    json_t *j = json_pack("{s:i, s:s, s:s, s:s, s:s, s:I}", "version", 1, "run_id", rid, "config", ch, "dataset",
+                          dh, "steps_table", sh, "steps", (json_int_t)m->steps);
+    char *text = j ? json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
+    json_decref(j);
+    if (!text)
+        return ovt_fail(OVT_ENOMEM, "out of memory for a manifest");
+    int rv = store_write(s, "run", &m->run_id, ".json", text, strlen(text), 1);
+    free(text);
+    return rv;
+}
+
+static int json_hash(ovt_hash *out, json_t *j, const char *key)
+{
+    const char *v = json_string_value(json_object_get(j, key));
+    if (!v || strlen(v) != 64 || ovt_hex_decode(out->b, 32, v))
+        return ovt_fail(OVT_EFORMAT, "run manifest: \"%s\" is not 32 bytes of hex", key);
+    return 0;
+}
+
+int trn_store_get_manifest(trn_store *s, const ovt_hash *run_id, trn_store_manifest *out)
+{
+    memset(out, 0, sizeof *out);
+    uint8_t *buf;
+    size_t len;
+    int rv = store_read(s, "run", run_id, ".json", STORE_MAX_MANIFEST, &buf, &len);
+    if (rv)
+        return rv;
+    json_error_t jerr;
+    json_t *j = json_loadb((const char *)buf, len, 0, &jerr);
+    free(buf);
+    if (!j)
+        return ovt_fail(OVT_EFORMAT, "run manifest from %s is not JSON: %s", s->url, jerr.text);
+    json_t *steps = json_object_get(j, "steps");
+    if (json_integer_value(json_object_get(j, "version")) != 1)
+        rv = ovt_fail(OVT_EFORMAT, "run manifest from %s: unknown version", s->url);
+    else if (!json_is_integer(steps) || json_integer_value(steps) < 1)
+        rv = ovt_fail(OVT_EFORMAT, "run manifest from %s: \"steps\" must be a positive integer", s->url);
+    if (!rv && !(rv = json_hash(&out->run_id, j, "run_id")) && !(rv = json_hash(&out->config_hash, j, "config")) &&
+        !(rv = json_hash(&out->dataset_hash, j, "dataset")) && !(rv = json_hash(&out->steps_hash, j, "steps_table")))
+        out->steps = (uint64_t)json_integer_value(steps);
+    json_decref(j);
+    if (!rv && memcmp(out->run_id.b, run_id->b, 32) != 0)
+        rv = ovt_fail(OVT_ECRYPTO, "run manifest from %s names another run", s->url);
+    if (rv)
+        memset(out, 0, sizeof *out);
+    return rv;
+}
