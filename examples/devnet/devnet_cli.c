@@ -113,8 +113,11 @@ static void print_text(const devnet_opts *o, const devnet_result *r, bool as_exp
         printf("expected: %s -> %s\n", chain_arb_outcome_name(r->expected),
                as_expected ? "as expected" : "NOT AS EXPECTED");
     printf("time from the %s's commitment to the %s: %.1f s (whole simulation %.1f s)\n",
-           o->fault == DEVNET_NONE ? "second" : o->fault == DEVNET_LYING_AUDITOR ? "auditor" : "trainer",
-           r->outcome == CHAIN_ARB_VERIFIED ? "settlement" : "verdict", r->verdict_s - r->faulty_commit_s, r->total_s);
+           o->fault == DEVNET_LYING_AUDITOR ? "auditor" : "trainer",
+           r->outcome == CHAIN_ARB_VERIFIED                                            ? "settlement"
+           : r->outcome >= CHAIN_ARB_TRAINER_TIMED_OUT && r->outcome <= CHAIN_ARB_BOTH_TIMED_OUT ? "timeout"
+                                                                                               : "verdict",
+           r->verdict_s - r->faulty_commit_s, r->total_s);
     printf("contract %s, run %s\n\ntransactions:\n", r->contract, r->run_id);
     printf("  %-6s %-9s %-11s %9s  %-6s %s\n", "block", "party", "call", "gas", "status", "hash");
     for (size_t i = 0; i < r->ledger.n; i++) {

@@ -347,6 +347,8 @@ static int start_trainer_agent(struct devnet *d)
     arg(&c, "%s", d->store_url);
     arg(&c, "--state-dir");
     arg(&c, "%s", state);
+    arg(&c, "--poll-interval");
+    arg(&c, "0.2");
     if (d->o->fault == DEVNET_WITHHELD_INPUTS)
         arg(&c, "--withhold");
     return start(d, &d->trainer_agent, "trainer-agent", c.argv);
@@ -361,11 +363,10 @@ static int start_auditor(struct devnet *d)
     cmdline c = {0};
     arg(&c, "%s", d->exe);
     arg(&c, "audit");
+    arg(&c, "%s", d->store_url);
     chain_args(&c, d, KEY_AUDITOR);
     arg(&c, "--run-id");
     arg(&c, "%s", run_id);
-    arg(&c, "--store");
-    arg(&c, "%s", d->store_url);
     arg(&c, "--out");
     arg(&c, "%s", dir);
     arg(&c, "--backend");
@@ -373,6 +374,8 @@ static int start_auditor(struct devnet *d)
     arg(&c, "--agent");
     arg(&c, "--state-dir");
     arg(&c, "%s", state);
+    arg(&c, "--poll-interval");
+    arg(&c, "0.2");
     if (d->o->fault == DEVNET_LYING_AUDITOR) {
         arg(&c, "--lie-at");
         arg(&c, "%llu", (unsigned long long)d->o->at);
@@ -442,8 +445,8 @@ static void on_event(struct devnet *d, const chain_arb_event *e)
         devnet_party p = chain_address_eq(&e->u.committed.party, &d->addr[KEY_TRAINER]) ? DEVNET_PARTY_TRAINER
                                                                                           : DEVNET_PARTY_AUDITOR;
         devnet_party f = faulty_party(d->o);
-        /* With no fault the clock runs from the second commitment. */
-        if (p == f || (f == DEVNET_PARTY_NONE && e->u.committed.deadline == 0))
+        /* With no fault the clock runs from the trainer's commitment. */
+        if (p == f || (f == DEVNET_PARTY_NONE && p == DEVNET_PARTY_TRAINER))
             r->faulty_commit_s = elapsed(d);
         break;
     }
@@ -621,9 +624,14 @@ static int play(struct devnet *d)
     while (!d->settled) {
         if (devnet_interrupted())
             return ovt_fail(OVT_EINVAL, "interrupted");
-        if (elapsed(d) > until)
-            return ovt_fail(OVT_ETIMEOUT, "the run did not settle within %.0f s (logs in %s)", until,
-                            d->r->work_dir);
+        if (elapsed(d) > until) {
+            devnet_child *parties[3] = {d->trainer_agent, d->auditor, d->arbiter};
+            for (int i = 0; i < 3; i++)
+                if (parties[i])
+                    devnet_print_log_tail(stderr, parties[i], 6);
+            return ovt_fail(OVT_ETIMEOUT, "the run did not settle within %.0f s%s", until,
+                            d->o->keep ? "" : " (rerun with --keep DIR to keep every process's log)");
+        }
         if ((rv = follow_events(d)) || (rv = silence(d)))
             return rv;
         devnet_reap(&d->kids);
