@@ -63,8 +63,10 @@ const char *devnet_fault_name(devnet_fault f);
 int devnet_fault_parse(devnet_fault *out, const char *name) OVT_MUST_USE;
 const char *devnet_party_name(devnet_party p);
 
-/* The outcome the scenario must end in. */
+/* The outcome the scenario must end in, and whether outcome `out` is one
+ * it may end in (poisoned-batch: also fraudulent-log). */
 chain_arb_outcome devnet_expected(const devnet_opts *o);
+bool devnet_outcome_ok(const devnet_opts *o, chain_arb_outcome out);
 
 /* Runs the scenario. Returns 0 when the run settled (compare r->outcome
  * with r->expected), or an error (anvil missing, a child failing, the

@@ -16,7 +16,8 @@ static const struct {
     [DEVNET_NONE] = {"none", CHAIN_ARB_VERIFIED, "an honest run: equal roots, verified"},
     [DEVNET_BITFLIP] = {"bitflip", CHAIN_ARB_AUDITOR_RIGHT, "the trainer flips a bit of a parameter after step K"},
     [DEVNET_POISONED_BATCH] = {"poisoned-batch", CHAIN_ARB_AUDITOR_RIGHT,
-                               "the trainer trains step K on changed targets"},
+                               "the trainer trains step K on changed targets (its log may then not fit the "
+                               "schedule's batch: fraudulent-log is as good)"},
     [DEVNET_SKIPPED_STEP] = {"skipped-step", CHAIN_ARB_AUDITOR_RIGHT, "the trainer skips step K (state K = K-1)"},
     [DEVNET_FORGED_LOG] = {"forged-log", CHAIN_ARB_FRAUDULENT_LOG,
                            "log K carries a wrong direction for an element far from its midpoint"},
@@ -56,6 +57,15 @@ chain_arb_outcome devnet_expected(const devnet_opts *o)
     return faults[o->fault].expected;
 }
 
+bool devnet_outcome_ok(const devnet_opts *o, chain_arb_outcome out)
+{
+    if (out == devnet_expected(o))
+        return true;
+    /* a log recorded on a poisoned batch may hold entries the schedule's
+     * batch does not support: the trainer is then caught by its log */
+    return !o->silent && o->fault == DEVNET_POISONED_BATCH && out == CHAIN_ARB_FRAUDULENT_LOG;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -72,7 +82,8 @@ static void usage(FILE *f)
             "\n"
             "faults (--fault KIND):\n");
     for (int i = 0; i < DEVNET_FAULT_COUNT; i++)
-        fprintf(f, "  %-16s %s: %s\n", faults[i].name, faults[i].what, chain_arb_outcome_name(faults[i].expected));
+        fprintf(f, "  %-16s -> %s\n  %16s    %s\n", faults[i].name, chain_arb_outcome_name(faults[i].expected), "",
+                faults[i].what);
     fprintf(f,
             "\n"
             "options:\n"
@@ -266,7 +277,7 @@ int devnet_cmd(int argc, char **argv)
         devnet_ledger_free(&r.ledger);
         return 1;
     }
-    bool as_expected = r.outcome == r.expected &&
+    bool as_expected = devnet_outcome_ok(&o, r.outcome) &&
                        (o.fault == DEVNET_NONE || o.silent || (r.has_step && r.step == o.at));
     if (o.json)
         print_json(&o, &r, as_expected);
