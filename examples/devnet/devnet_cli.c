@@ -16,8 +16,8 @@ static const struct {
     [DEVNET_NONE] = {"none", CHAIN_ARB_VERIFIED, "an honest run: equal roots, verified"},
     [DEVNET_BITFLIP] = {"bitflip", CHAIN_ARB_AUDITOR_RIGHT, "the trainer flips a bit of a parameter after step K"},
     [DEVNET_POISONED_BATCH] = {"poisoned-batch", CHAIN_ARB_AUDITOR_RIGHT,
-                               "the trainer trains step K on changed targets (its log may then not fit the "
-                               "schedule's batch: fraudulent-log is as good)"},
+                               "the trainer trains step K on changed targets (or fraudulent-log: its log\n"
+                               "                      may not fit the schedule's batch)"},
     [DEVNET_SKIPPED_STEP] = {"skipped-step", CHAIN_ARB_AUDITOR_RIGHT, "the trainer skips step K (state K = K-1)"},
     [DEVNET_FORGED_LOG] = {"forged-log", CHAIN_ARB_FRAUDULENT_LOG,
                            "log K carries a wrong direction for an element far from its midpoint"},
@@ -87,7 +87,7 @@ static void usage(FILE *f)
     fprintf(f,
             "\n"
             "options:\n"
-            "  --at K             the faulty step (default: 17, or N/2 when N < 17)\n"
+            "  --at K             the faulty step (default: 17, or N/2 when N < 34)\n"
             "  --steps N          training steps (default 64)\n"
             "  --model NAME       gpt2-tiny (default: byte-level text, the GPL-3) or mlp (synthetic)\n"
             "  --batch B          batch size (default 4)\n"

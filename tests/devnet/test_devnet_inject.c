@@ -61,6 +61,21 @@ static trn_state *ckpt_of(const char *name, uint64_t step)
     return st;
 }
 
+/* The rounding log of step `step` of run `name` (NULL if unreadable). */
+static krn_rlog *log_of(const char *name, uint64_t step)
+{
+    char p[4300];
+    snprintf(p, sizeof p, "%s/%s/logs/step-%08llu.rlog", dir, name, (unsigned long long)step);
+    krn_rlog *log = krn_rlog_new();
+    int rv = krn_rlog_read_file(log, p);
+    CHECK_MSG(rv == 0, "%s: %s", p, ovt_errmsg());
+    if (rv) {
+        krn_rlog_free(log);
+        return NULL;
+    }
+    return log;
+}
+
 static int same(const ovt_hash *a, const ovt_hash *b)
 {
     return memcmp(a->b, b->b, 32) == 0;
@@ -150,13 +165,11 @@ static void test_skipped(const trn_step_table *clean)
     }
     trn_state_free(prev);
     trn_state_free(cur);
-    char p[4300];
-    snprintf(p, sizeof p, "%s/skipped-step/logs/step-%08d.rlog", dir, K);
-    krn_rlog *log = krn_rlog_new();
-    int rv = krn_rlog_read_file(log, p);
-    CHECK_MSG(rv == 0, "%s", ovt_errmsg());
-    CHECK_EQ_U64(krn_rlog_nentries(log), 0);
-    CHECK_EQ_U64(krn_rlog_step(log), K);
+    krn_rlog *log = log_of("skipped-step", K);
+    if (log) {
+        CHECK_EQ_U64(krn_rlog_nentries(log), 0);
+        CHECK_EQ_U64(krn_rlog_step(log), K);
+    }
     krn_rlog_free(log);
     check_replay("skipped-step", AUD_DIVERGED);
 }
@@ -179,19 +192,10 @@ static void test_forged(const trn_step_table *clean)
     check_prefix("forged-log", clean, &t);
     CHECK(!same(&clean->steps[K].log_hash, &t.steps[K].log_hash));
     trn_step_table_free(&t);
-    char p[4300];
-    snprintf(p, sizeof p, "%s/forged-log/logs/step-%08d.rlog", dir, K);
-    krn_rlog *forged = krn_rlog_new(), *honest = krn_rlog_new();
-    int rv = krn_rlog_read_file(forged, p);
-    CHECK_MSG(rv == 0, "%s", ovt_errmsg());
-    snprintf(p, sizeof p, "%s/clean/logs/step-%08d.rlog", dir, K);
-    rv = krn_rlog_read_file(honest, p);
-    CHECK_MSG(rv == 0, "%s", ovt_errmsg());
-    /* one entry more than the honest log: the forged one (later sites may
-     * differ too, since the state follows the wrong rounding) */
-    CHECK(krn_rlog_nentries(forged) >= 1);
+    /* the forged entry is in the log (it is the one the replay rejects) */
+    krn_rlog *forged = log_of("forged-log", K);
+    CHECK(forged && krn_rlog_nentries(forged) >= 1);
     krn_rlog_free(forged);
-    krn_rlog_free(honest);
     check_replay("forged-log", AUD_FRAUD);
 }
 
