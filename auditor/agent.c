@@ -205,6 +205,30 @@ static int read_chain(struct agent *a, chain_arb_game *g, uint64_t *block, uint6
 
 /* --- the trainer's data availability */
 
+/* Publishes the bytes of batch j, named by their SHA-256: the batchHash. */
+static int publish_batch(const aud_agent_opts *o, uint64_t j, const ovt_hash *batch_hash)
+{
+    trn_run_config rc;
+    ovt_hash ch, name;
+    trn_run_data data;
+    trn_step_batch batch;
+    uint8_t *buf = NULL;
+    size_t len;
+    int rv = trn_run_load_config(o->run_dir, &rc, &ch);
+    if (rv || (rv = trn_run_data_load(&data, o->data_path, &rc, 0)))
+        return rv;
+    if (!(rv = trn_step_batch_get(&batch, &data, &rc, j))) {
+        if (!(rv = trn_step_batch_encode(&batch, &buf, &len)) && !(rv = trn_store_put(o->store, buf, len, &name)) &&
+            memcmp(name.b, batch_hash->b, 32) != 0)
+            rv = ovt_fail(OVT_EFORMAT, "batch %llu of the dataset is not the one the step table names",
+                          (unsigned long long)j);
+        free(buf);
+        trn_step_batch_free(&batch);
+    }
+    trn_run_data_free(&data);
+    return rv;
+}
+
 static int publish_inputs(struct agent *a, uint64_t j)
 {
     const aud_agent_opts *o = a->o;
@@ -223,6 +247,8 @@ static int publish_inputs(struct agent *a, uint64_t j)
     if (!o->data_path)
         return ovt_fail(OVT_EINVAL, "the trainer agent needs the dataset (--data) to rebuild state %llu",
                         (unsigned long long)(j - 1));
+    if ((rv = publish_batch(o, j, &a->hist.table.steps[j].batch_hash)))
+        return rv;
     trn_state *st;
     if ((rv = aud_rebuild_state(&st, o->run_dir, o->data_path, j - 1)))
         return rv;
@@ -356,6 +382,9 @@ int aud_agent_run(chain_session *s, const aud_agent_opts *o, chain_arb_outcome *
                       "the node did not answer (%s); retrying in %ld ms", ovt_errmsg(), backoff);
             sleep_ms(backoff);
             backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
+            /* A transaction sent before the failure may be lost with the
+             * node's pool: let the node's pending count pick the nonce. */
+            s->txm.next_nonce = 0;
             continue;
         }
         if (rv)

@@ -11,9 +11,11 @@
  *   is refused by the contract before anything is sent;
  *   nothing due and the deadline passed: claim the timeout;
  *   trainer, once the game stands on step j: publish the step's inputs
- *   (state j-1, log j, config, dataset) to the store, unless withholding.
+ *   (state j-1, batch j, log j, config, dataset) to the store, unless
+ *   withholding.
  * A node that does not answer is retried with a doubling backoff (up to
- * 5 s); each turn re-reads the chain, so a move is never sent twice. The
+ * 5 s); each turn re-reads the chain, so a move is never sent twice, and
+ * after a failure the node's pending count picks the next nonce. The
  * per-game state (what was sent and published, the outcome) is kept in
  * STATE_DIR/<runId>/state.json, written atomically. SIGINT/SIGTERM stop the
  * loop between turns. */

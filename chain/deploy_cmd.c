@@ -30,19 +30,6 @@ static void usage(FILE *out)
             "                       \"block_number\", \"gas_used\"}\n");
 }
 
-/* The deployer's key from exactly one of --keystore and --private-key. */
-static int load_key(chain_privkey *key, const char *keystore, const char *password_file, const char *private_key)
-{
-    if (!!keystore == !!private_key)
-        return ovt_fail(OVT_EINVAL, "give exactly one of --keystore and --private-key");
-    if (keystore) {
-        chain_address addr;
-        return chain_unlock_keystore(key, &addr, keystore, password_file);
-    }
-    int rc = chain_key_from_hex(key, private_key);
-    return rc == 0 ? 0 : ovt_fail_wrap(rc, "--private-key");
-}
-
 static void print_result(int json, const chain_arb *arb, const chain_address *deployer, const chain_receipt *r)
 {
     char addr[43], from[43], tx[67];
@@ -120,7 +107,7 @@ int chain_cmd_deploy(int argc, char **argv)
     chain_arb arb;
     chain_receipt receipt;
     memset(&receipt, 0, sizeof receipt);
-    int rc = load_key(&key, keystore, password_file, private_key);
+    int rc = chain_load_key(&key, keystore, password_file, private_key);
     if (rc == 0) {
         chain_rpc_opts ro;
         chain_rpc_opts_default(&ro);

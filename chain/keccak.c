@@ -32,13 +32,13 @@ static void keccak_f1600(uint64_t st[25])
         uint64_t c4 = st[4] ^ st[9] ^ st[14] ^ st[19] ^ st[24];
         uint64_t d0 = c4 ^ rotl64(c1, 1), d1 = c0 ^ rotl64(c2, 1), d2 = c1 ^ rotl64(c3, 1);
         uint64_t d3 = c2 ^ rotl64(c4, 1), d4 = c3 ^ rotl64(c0, 1);
-        for (int y = 0; y < 25; y += 5) {
-            st[y] ^= d0;
-            st[y + 1] ^= d1;
-            st[y + 2] ^= d2;
-            st[y + 3] ^= d3;
-            st[y + 4] ^= d4;
-        }
+#define THETA_ROW(y) (st[y] ^= d0, st[y + 1] ^= d1, st[y + 2] ^= d2, st[y + 3] ^= d3, st[y + 4] ^= d4)
+        THETA_ROW(0);
+        THETA_ROW(5);
+        THETA_ROW(10);
+        THETA_ROW(15);
+        THETA_ROW(20);
+#undef THETA_ROW
         /* rho and pi: rotate each lane and move it to its new position */
         /* Walking from lane 1, each lane is rotated by its rho offset
          * (1, 3, 6, 10, ...) and moved to its pi position (10, 7, 11, ...). */
@@ -69,14 +69,21 @@ static void keccak_f1600(uint64_t st[25])
         next = st[1]; st[1] = rotl64(t, 44); t = next;
         (void)t;
         /* chi: the only non-linear step, row by row */
-        for (int y = 0; y < 25; y += 5) {
-            uint64_t a0 = st[y], a1 = st[y + 1], a2 = st[y + 2], a3 = st[y + 3], a4 = st[y + 4];
-            st[y] = a0 ^ (~a1 & a2);
-            st[y + 1] = a1 ^ (~a2 & a3);
-            st[y + 2] = a2 ^ (~a3 & a4);
-            st[y + 3] = a3 ^ (~a4 & a0);
-            st[y + 4] = a4 ^ (~a0 & a1);
-        }
+#define CHI_ROW(y)                                                                                   \
+    do {                                                                                             \
+        uint64_t a0 = st[y], a1 = st[y + 1], a2 = st[y + 2], a3 = st[y + 3], a4 = st[y + 4];         \
+        st[y] = a0 ^ (~a1 & a2);                                                                     \
+        st[y + 1] = a1 ^ (~a2 & a3);                                                                 \
+        st[y + 2] = a2 ^ (~a3 & a4);                                                                 \
+        st[y + 3] = a3 ^ (~a4 & a0);                                                                 \
+        st[y + 4] = a4 ^ (~a0 & a1);                                                                 \
+    } while (0)
+        CHI_ROW(0);
+        CHI_ROW(5);
+        CHI_ROW(10);
+        CHI_ROW(15);
+        CHI_ROW(20);
+#undef CHI_ROW
         /* iota */
         st[0] ^= round_constants[round];
     }

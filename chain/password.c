@@ -108,3 +108,15 @@ int chain_unlock_keystore(chain_privkey *key, chain_address *address, const char
     ovt_wipe(pw, sizeof pw);
     return rc;
 }
+
+int chain_load_key(chain_privkey *key, const char *keystore, const char *password_file, const char *private_key)
+{
+    if (!!keystore == !!private_key)
+        return ovt_fail(OVT_EINVAL, "give exactly one of --keystore and --private-key");
+    if (keystore) {
+        chain_address addr;
+        return chain_unlock_keystore(key, &addr, keystore, password_file);
+    }
+    int rc = chain_key_from_hex(key, private_key);
+    return rc == 0 ? 0 : ovt_fail_wrap(rc, "--private-key");
+}

@@ -20,4 +20,10 @@ int chain_password_get(char *buf, size_t cap, size_t *len, const char *password_
 int chain_unlock_keystore(chain_privkey *key, chain_address *address, const char *keystore_path,
                           const char *password_file) OVT_MUST_USE;
 
+/* A sender's key from exactly one of a keystore (unlocked as above) and a
+ * raw hex key (--private-key), as the commands that send transactions take
+ * them. The key is never echoed in messages. */
+int chain_load_key(chain_privkey *key, const char *keystore, const char *password_file,
+                   const char *private_key) OVT_MUST_USE;
+
 #endif

@@ -292,8 +292,8 @@ static int http_post(chain_rpc *rpc, body_buf *b, long *status, const char *req,
         return ovt_fail(code, "cannot reach node %s: %s", rpc->where, what);
     }
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-    if (*status == 429 || *status == 503) {
-        *retry = 1;
+    if (*status == 429 || *status == 502 || *status == 503 || *status == 504) {
+        *retry = 1; /* rate limits and gateways in front of a restarting node */
         return ovt_fail(OVT_ERPC, "node %s answered HTTP %ld (%s)", rpc->where, *status,
                         *status == 429 ? "rate limited" : "unavailable");
     }

@@ -5,7 +5,7 @@
  *
  * One chain_rpc is one connection to one node; use it from one thread at a
  * time. Each request has a timeout; transport failures (no connection, reset,
- * timeout, truncated body) and HTTP 429/503 are retried with exponential
+ * timeout, truncated body) and HTTP 429/502/503/504 are retried with exponential
  * backoff a bounded number of times. Everything else fails at once with a
  * clear message: HTTP errors with their status, JSON-RPC error objects with
  * the node's code and message, reverts (code 3 or a message with
@@ -25,7 +25,7 @@ typedef struct chain_rpc chain_rpc;
 typedef struct {
     long timeout_ms;         /* whole request, default 15000 */
     long connect_timeout_ms; /* default 3000 */
-    int max_retries;         /* transport errors and HTTP 429/503, default 3 */
+    int max_retries;         /* transport errors and HTTP 429/502/503/504, default 3 */
     long backoff_ms;         /* first wait, doubled each retry, default 100 */
     long backoff_max_ms;     /* default 2000 */
     size_t max_response;     /* bytes, default 64 MiB */
@@ -85,6 +85,21 @@ int chain_rpc_max_priority_fee(chain_rpc *rpc, uint64_t *out) OVT_MUST_USE;
 int chain_rpc_fee_history(chain_rpc *rpc, uint64_t *next_base_fee, uint64_t *priority_fee,
                           unsigned blocks, double percentile) OVT_MUST_USE;
 
+/* The parts of a block header a watcher needs: its number and hash (to
+ * notice reorgs: compare parent_hash with the hash seen before), timestamp
+ * (contract deadlines) and base fee (0 before London). */
+typedef struct {
+    uint64_t number;
+    ovt_hash hash;
+    ovt_hash parent_hash;
+    uint64_t timestamp;
+    uint64_t base_fee;
+} chain_block_header;
+
+/* eth_getBlockByNumber(block, false). block as above; *found = 0 when the
+ * node has no such block (yet). */
+int chain_rpc_block_header(chain_rpc *rpc, chain_block_header *out, int *found, const char *block) OVT_MUST_USE;
+
 /* A message for eth_call / eth_estimateGas. */
 typedef struct {
     const chain_address *from; /* NULL: omitted */
@@ -132,5 +147,14 @@ typedef struct {
  * refuses (an error object) is halved and retried, down to one block.
  * *logs is malloc'd (chain_logs_free), in the node's order. */
 int chain_rpc_get_logs(chain_rpc *rpc, chain_log **logs, size_t *n, const chain_log_filter *f) OVT_MUST_USE;
+
+/* A watcher's poll: the logs matching f (address, topics; its block range
+ * is ignored) from block *cursor up to the newest block that has
+ * `confirmations` confirmations (1 = the head itself), then *cursor moves
+ * past that block. Nothing new confirmed: 0 with *n = 0 and *cursor as it
+ * was. On failure *cursor is unchanged, so the poll can simply be repeated.
+ * Keep *cursor on disk to resume after a restart. */
+int chain_rpc_poll_logs(chain_rpc *rpc, chain_log **logs, size_t *n, const chain_log_filter *f, uint64_t *cursor,
+                        unsigned confirmations) OVT_MUST_USE;
 
 #endif

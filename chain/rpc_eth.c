@@ -171,6 +171,36 @@ int chain_rpc_max_priority_fee(chain_rpc *rpc, uint64_t *out)
     return call_u64(rpc, out, "eth_maxPriorityFeePerGas", NULL);
 }
 
+int chain_rpc_block_header(chain_rpc *rpc, chain_block_header *out, int *found, const char *block)
+{
+    memset(out, 0, sizeof *out);
+    *found = 0;
+    json_t *res;
+    int rc = chain_rpc_call(rpc, &res, "eth_getBlockByNumber", json_pack("[s, b]", block ? block : "latest", 0));
+    if (rc)
+        return rc;
+    if (json_is_null(res)) {
+        json_decref(res);
+        return 0;
+    }
+    if (!json_is_object(res)) {
+        rc = ovt_fail(OVT_EFORMAT, "eth_getBlockByNumber: result is not an object");
+    } else if ((rc = chain_json_u64(&out->number, res, "number")) || (rc = chain_json_hash(&out->hash, res, "hash")) ||
+               (rc = chain_json_hash(&out->parent_hash, res, "parentHash")) ||
+               (rc = chain_json_u64(&out->timestamp, res, "timestamp"))) {
+        rc = ovt_fail_wrap(rc, "eth_getBlockByNumber");
+    } else if (json_object_get(res, "baseFeePerGas") &&
+               (rc = chain_json_u64(&out->base_fee, res, "baseFeePerGas")) != 0) {
+        rc = ovt_fail_wrap(rc, "eth_getBlockByNumber");
+    } else {
+        *found = 1;
+    }
+    if (rc)
+        memset(out, 0, sizeof *out);
+    json_decref(res);
+    return rc;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -482,4 +512,25 @@ int chain_rpc_get_logs(chain_rpc *rpc, chain_log **logs, size_t *n, const chain_
             return 0;
         cursor = end + 1;
     }
+}
+
+int chain_rpc_poll_logs(chain_rpc *rpc, chain_log **logs, size_t *n, const chain_log_filter *f, uint64_t *cursor,
+                        unsigned confirmations)
+{
+    *logs = NULL;
+    *n = 0;
+    uint64_t head;
+    int rc = chain_rpc_block_number(rpc, &head);
+    if (rc)
+        return rc;
+    uint64_t depth = confirmations ? confirmations - 1 : 0;
+    if (head < depth || head - depth < *cursor)
+        return 0;
+    chain_log_filter range = *f;
+    range.from_block = *cursor;
+    range.to_block = head - depth;
+    rc = chain_rpc_get_logs(rpc, logs, n, &range);
+    if (rc == 0)
+        *cursor = range.to_block + 1;
+    return rc;
 }

@@ -29,18 +29,6 @@ int chain_session_args_any(const chain_session_args *a)
     return a->contract || a->keystore || a->private_key;
 }
 
-static int load_key(chain_privkey *key, const chain_session_args *a)
-{
-    if (!!a->keystore == !!a->private_key)
-        return ovt_fail(OVT_EINVAL, "give exactly one of --keystore and --private-key");
-    if (a->keystore) {
-        chain_address addr;
-        return chain_unlock_keystore(key, &addr, a->keystore, a->password_file);
-    }
-    int rv = chain_key_from_hex(key, a->private_key);
-    return rv ? ovt_fail(rv, "--private-key is not a valid secp256k1 key") : 0;
-}
-
 int chain_session_open(chain_session *s, const chain_session_args *a, int need_key)
 {
     memset(s, 0, sizeof *s);
@@ -59,7 +47,7 @@ int chain_session_open(chain_session *s, const chain_session_args *a, int need_k
         rv = chain_arb_attach(&s->arb, s->rpc, &addr);
     if (!rv && need_key) {
         chain_privkey key;
-        rv = load_key(&key, a);
+        rv = chain_load_key(&key, a->keystore, a->password_file, a->private_key);
         if (!rv)
             rv = chain_txm_init(&s->txm, s->rpc, &key, NULL);
         ovt_wipe(&key, sizeof key);

@@ -146,8 +146,24 @@ int chain_txm_prepare(chain_txm *m, chain_txm_pending *p, const chain_address *t
     return 0;
 }
 
-/* Signs and sends the current version once; *mined_earlier is set when the
- * node says the nonce is used (for a replacement: an earlier version won). */
+/* Whether the node has the transaction with hash h (pending or mined):
+ * eth_getTransactionByHash answers non-null. */
+static int node_knows(chain_txm *m, const ovt_hash *h)
+{
+    char hex[67];
+    json_t *res;
+    hash_hex(hex, h);
+    if (chain_rpc_call(m->rpc, &res, "eth_getTransactionByHash", json_pack("[s]", hex)) != 0)
+        return 0;
+    int known = json_is_object(res);
+    json_decref(res);
+    return known;
+}
+
+/* Signs and sends the current version once. *nonce_used is set when the node
+ * says the nonce is taken by another transaction (for a replacement: an
+ * earlier version won). When it is taken by this very transaction (an
+ * earlier attempt whose answer was lost, then mined), that counts as sent. */
 static int send_version(chain_txm *m, chain_txm_pending *p, int *nonce_used)
 {
     *nonce_used = 0;
@@ -163,7 +179,15 @@ static int send_version(chain_txm *m, chain_txm_pending *p, int *nonce_used)
             rc = 0; /* the node has exactly this transaction */
             ovt_err_clear();
         } else if (rc && (node_said(m, "nonce too low") || node_said(m, "nonce has already been used"))) {
-            *nonce_used = 1;
+            char said[512];
+            snprintf(said, sizeof said, "%s", ovt_errmsg());
+            if (node_knows(m, &h)) {
+                rc = 0;
+                ovt_err_clear();
+            } else {
+                *nonce_used = 1;
+                ovt_fail(rc, "%s", said);
+            }
         } else if (rc == 0 && memcmp(node_hash.b, h.b, 32) != 0) {
             rc = ovt_fail(OVT_EFORMAT, "node returned a different transaction hash than the one signed");
         }
@@ -205,40 +229,52 @@ static uint64_t raised(uint64_t v)
 
 int chain_txm_bump(chain_txm *m, chain_txm_pending *p)
 {
-    if (p->bumps >= m->opts.max_bumps)
-        return ovt_fail(OVT_ETIMEOUT, "transaction nonce %llu still unmined after %u fee bumps",
-                        (unsigned long long)p->tx.nonce, p->bumps);
     uint64_t max_fee, tip;
     int rc = market_fees(m, &max_fee, &tip);
     if (rc)
         return rc;
-    uint64_t new_tip = raised(p->tx.max_priority_fee_per_gas);
-    uint64_t new_max = raised(p->tx.max_fee_per_gas);
-    if (tip > new_tip)
-        new_tip = tip;
-    if (max_fee > new_max)
-        new_max = max_fee;
-    if (new_max < new_tip)
-        new_max = new_tip;
-    if (m->opts.max_fee_cap && new_max > m->opts.max_fee_cap)
-        return ovt_fail(OVT_EINVAL, "replacing nonce %llu needs %llu wei/gas, above the cap %llu",
-                        (unsigned long long)p->tx.nonce, (unsigned long long)new_max,
-                        (unsigned long long)m->opts.max_fee_cap);
-    chain_tx old = p->tx;
-    p->tx.max_priority_fee_per_gas = new_tip;
-    p->tx.max_fee_per_gas = new_max;
-    p->bumps++;
-    int nonce_used;
-    rc = send_version(m, p, &nonce_used);
-    if (rc && nonce_used) {
-        /* An earlier version was mined meanwhile: the wait will find it. */
-        p->tx = old;
-        ovt_err_clear();
-        return 0;
+    const chain_tx sent = p->tx; /* the version the node has now */
+    uint64_t cur_tip = sent.max_priority_fee_per_gas, cur_max = sent.max_fee_per_gas;
+    for (;;) {
+        if (p->bumps >= m->opts.max_bumps) {
+            p->tx = sent;
+            return ovt_fail(OVT_ETIMEOUT, "transaction nonce %llu still unmined after %u fee bumps",
+                            (unsigned long long)sent.nonce, p->bumps);
+        }
+        uint64_t new_tip = raised(cur_tip), new_max = raised(cur_max);
+        if (tip > new_tip)
+            new_tip = tip;
+        if (max_fee > new_max)
+            new_max = max_fee;
+        if (new_max < new_tip)
+            new_max = new_tip;
+        if (m->opts.max_fee_cap && new_max > m->opts.max_fee_cap) {
+            p->tx = sent;
+            return ovt_fail(OVT_EINVAL, "replacing nonce %llu needs %llu wei/gas, above the cap %llu",
+                            (unsigned long long)sent.nonce, (unsigned long long)new_max,
+                            (unsigned long long)m->opts.max_fee_cap);
+        }
+        p->tx.max_priority_fee_per_gas = new_tip;
+        p->tx.max_fee_per_gas = new_max;
+        p->bumps++;
+        int nonce_used;
+        rc = send_version(m, p, &nonce_used);
+        if (rc == 0)
+            return 0;
+        if (nonce_used) {
+            /* An earlier version was mined meanwhile: the wait will find it. */
+            p->tx = sent;
+            ovt_err_clear();
+            return 0;
+        }
+        if (!node_said(m, "underpriced")) {
+            p->tx = sent;
+            return ovt_fail_wrap(rc, "replacement of nonce %llu", (unsigned long long)sent.nonce);
+        }
+        /* The node wants a larger raise than ours: raise again from here. */
+        cur_tip = new_tip;
+        cur_max = new_max;
     }
-    if (rc && node_said(m, "underpriced"))
-        return ovt_fail_wrap(rc, "replacement of nonce %llu", (unsigned long long)p->tx.nonce);
-    return rc;
 }
 
 /* Replays a reverted transaction with eth_call at its block for the reason. */

@@ -9,8 +9,10 @@
  *   send an EIP-1559 transaction -> poll for the receipt and N confirmations.
  * A transaction still unmined after bump_after_ms is replaced (same nonce)
  * with both fees raised by at least 12.5%. "already known" counts as sent;
- * "nonce too low" on a replacement means an earlier version was mined, and on
- * a first send re-reads the nonce. Waits are bounded (OVT_ETIMEOUT); a node
+ * so does "nonce too low" when the node has this very transaction (an
+ * earlier attempt whose answer was lost); otherwise "nonce too low" on a
+ * replacement means an earlier version was mined, and on a first send
+ * re-reads the nonce. Waits are bounded (OVT_ETIMEOUT); a node
  * that stops answering during a wait is a clear OVT_EIO/OVT_ETIMEOUT error.
  * A transaction mined with status 0 is OVT_EREVERT, with the reason from
  * replaying it with eth_call at its block. */
@@ -69,11 +71,16 @@ int chain_txm_prepare(chain_txm *m, chain_txm_pending *p, const chain_address *t
 int chain_txm_submit(chain_txm *m, chain_txm_pending *p) OVT_MUST_USE;
 
 /* Raises both fees by at least 12.5% (and to the current market) and sends
- * the replacement. */
+ * the replacement; a node that calls it underpriced gets another raise, up
+ * to opts.max_bumps in all. A "nonce too low" answer means an earlier
+ * version was mined: returns 0 and the wait finds it. On failure p keeps the
+ * last version the node accepted. */
 int chain_txm_bump(chain_txm *m, chain_txm_pending *p) OVT_MUST_USE;
 
 /* Waits for any version's receipt and the confirmations, bumping when due.
- * *out is filled (caller frees) when a receipt was found, also on revert. */
+ * *out is filled (caller frees) when a receipt was found, also on revert.
+ * After a failure (node unreachable, timeout) it may be called again: it
+ * never sends anything except fee bumps. */
 int chain_txm_wait(chain_txm *m, chain_txm_pending *p, chain_receipt *out) OVT_MUST_USE;
 
 /* prepare + submit + wait. */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "arbiter/watch.h"
 #include "auditor/cli.h"
 #include "chain/arbitration_cli.h"
 #include "chain/cli.h"
@@ -25,6 +26,7 @@ const struct ovt_command ovt_commands[] = {
     {"commit", "open a run on chain, publish it to a store and commit its step root", trn_cmd_commit},
     {"audit", "replay a run on another backend, compare leaf by leaf, commit the auditor's root", aud_cmd_audit},
     {"agent", "play a run's dispute game as the trainer or the auditor", aud_cmd_agent},
+    {"arbiter", "the arbiter daemon: watch disputes, re-execute the step, post verdicts", arb_cmd_arbiter},
     {"game", "show a run and the state of its dispute game", chain_cmd_game},
     {"devnet", "the local dispute simulation: anvil, a faulty trainer, auditor and arbiter", devnet_cmd},
     {NULL, NULL, NULL},

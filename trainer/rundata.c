@@ -21,33 +21,41 @@ static int check_hash(const ovt_hash *got, trn_run_config *rc, int set_hash, con
     return 0;
 }
 
-int trn_run_data_load(trn_run_data *d, const char *path, trn_run_config *rc, int set_hash)
+int trn_run_data_parse(trn_run_data *d, const uint8_t *buf, size_t len, trn_run_config *rc, int set_hash,
+                       const char *what)
 {
     memset(d, 0, sizeof *d);
     int rv;
     if (rc->model.kind == TRN_MODEL_GPT2) {
-        if ((rv = trn_tokens_load(&d->tokens, path)))
-            return rv;
+        if ((rv = trn_tokens_parse(&d->tokens, buf, len)))
+            return ovt_fail_wrap(rv, "%s", what);
         if (d->tokens.vocab > rc->model.vocab)
-            return ovt_fail(OVT_EINVAL, "%s has vocab %u, larger than the model's %u", path, d->tokens.vocab,
+            return ovt_fail(OVT_EINVAL, "%s has vocab %u, larger than the model's %u", what, d->tokens.vocab,
                             rc->model.vocab);
         if (d->tokens.count < (size_t)rc->seq_len + 1)
-            return ovt_fail(OVT_EINVAL, "%s holds %zu tokens, fewer than one sequence of %u plus a target", path,
+            return ovt_fail(OVT_EINVAL, "%s holds %zu tokens, fewer than one sequence of %u plus a target", what,
                             d->tokens.count, rc->seq_len);
-        return check_hash(&d->tokens.hash, rc, set_hash, path);
+        return check_hash(&d->tokens.hash, rc, set_hash, what);
     }
+    if ((rv = trn_samples_parse(&d->samples, buf, len, (int)rc->grid_bits)))
+        return ovt_fail_wrap(rv, "%s", what);
+    if (d->samples.dim != rc->model.in_dim || d->samples.n_class != rc->model.n_class)
+        return ovt_fail(OVT_EINVAL, "%s has %u features and %u classes; the model takes %u and %u", what,
+                        d->samples.dim, d->samples.n_class, rc->model.in_dim, rc->model.n_class);
+    return check_hash(&d->samples.hash, rc, set_hash, what);
+}
+
+int trn_run_data_load(trn_run_data *d, const char *path, trn_run_config *rc, int set_hash)
+{
+    memset(d, 0, sizeof *d);
     uint8_t *buf;
     size_t len;
-    if ((rv = ovt_read_file(path, &buf, &len, (size_t)1 << 36)))
-        return rv;
-    rv = trn_samples_parse(&d->samples, buf, len, (int)rc->grid_bits);
-    free(buf);
+    int rv = ovt_read_file(path, &buf, &len, (size_t)1 << 36);
     if (rv)
-        return ovt_fail_wrap(rv, "%s", path);
-    if (d->samples.dim != rc->model.in_dim || d->samples.n_class != rc->model.n_class)
-        return ovt_fail(OVT_EINVAL, "%s has %u features and %u classes; the model takes %u and %u", path,
-                        d->samples.dim, d->samples.n_class, rc->model.in_dim, rc->model.n_class);
-    return check_hash(&d->samples.hash, rc, set_hash, path);
+        return rv;
+    rv = trn_run_data_parse(d, buf, len, rc, set_hash, path);
+    free(buf);
+    return rv;
 }
 
 void trn_run_data_free(trn_run_data *d)
@@ -73,6 +81,34 @@ int trn_step_batch_get(trn_step_batch *b, const trn_run_data *d, const trn_run_c
     trn_sample_batch_hash(&b->hash, &b->sb);
     trn_batch v = {.B = b->sb.B, .x = b->sb.x, .labels = b->sb.y};
     b->view = v;
+    return 0;
+}
+
+int trn_step_batch_encode(const trn_step_batch *b, uint8_t **buf, size_t *len)
+{
+    *buf = NULL;
+    *len = 0;
+    int tokens = b->tb.inputs != NULL;
+    uint32_t B = tokens ? b->tb.B : b->sb.B, W = tokens ? b->tb.T : b->sb.dim;
+    size_t cells = (size_t)B * W, total = 8 + 4 * (tokens ? 2 * cells : cells + B);
+    uint8_t *p = malloc(total);
+    if (!p)
+        return ovt_fail(OVT_ENOMEM, "out of memory for a batch of %zu bytes", total);
+    ovt_put_le32(p, B);
+    ovt_put_le32(p + 4, W);
+    uint8_t *q = p + 8;
+    for (size_t k = 0; k < cells; k++, q += 4) {
+        uint32_t v;
+        if (tokens)
+            v = (uint32_t)b->tb.inputs[k];
+        else
+            memcpy(&v, &b->sb.x[k], 4);
+        ovt_put_le32(q, v);
+    }
+    for (size_t k = 0; k < (tokens ? cells : B); k++, q += 4)
+        ovt_put_le32(q, tokens ? (uint32_t)b->tb.targets[k] : (uint32_t)b->sb.y[k]);
+    *buf = p;
+    *len = total;
     return 0;
 }
 

@@ -18,6 +18,9 @@ typedef struct {
  * rc->dataset_hash is set from the file when set_hash is nonzero (a new
  * run); otherwise the file's hash must equal it (OVT_ECRYPTO if not). */
 int trn_run_data_load(trn_run_data *d, const char *path, trn_run_config *rc, int set_hash) OVT_MUST_USE;
+/* The same from the file's bytes (what names them in messages). */
+int trn_run_data_parse(trn_run_data *d, const uint8_t *buf, size_t len, trn_run_config *rc, int set_hash,
+                       const char *what) OVT_MUST_USE;
 void trn_run_data_free(trn_run_data *d);
 
 /* The batch of step i, a view for trn_train_step, and its batchHash. */
@@ -30,6 +33,12 @@ typedef struct {
 
 int trn_step_batch_get(trn_step_batch *b, const trn_run_data *d, const trn_run_config *rc, uint64_t i) OVT_MUST_USE;
 void trn_step_batch_free(trn_step_batch *b);
+
+/* The bytes batchHash is the SHA-256 of (docs/formats.md, "Batches"):
+ * u32le(B) || u32le(T or dim) || inputs or features || targets or labels,
+ * all 4-byte little-endian. Published to the artifact store as a blob, the
+ * batch is then found by its batchHash. malloc'd *buf. */
+int trn_step_batch_encode(const trn_step_batch *b, uint8_t **buf, size_t *len) OVT_MUST_USE;
 
 /* A path in a run directory: DIR/SUB/step-NNNNNNNN.EXT, or DIR/EXT when
  * sub is NULL (EXT is then the file name, e.g. "steps.bin"). */

@@ -84,6 +84,7 @@ static void test_basics(const chain_address *a0)
     char dec[80];
     CHECK(chain_rpc_chain_id(rpc, &id) == 0 && id == 31337);
     CHECK(chain_rpc_block_number(rpc, &block) == 0 && block == 0);
+    CHECK(chain_rpc_nonce(rpc, &nonce, a0, NULL) == 0 && nonce == 0);
     CHECK(chain_rpc_nonce(rpc, &nonce, a0, "pending") == 0 && nonce == 0);
     CHECK(chain_rpc_balance(rpc, &bal, a0, NULL) == 0);
     chain_u256_to_dec(dec, &bal);
@@ -91,6 +92,14 @@ static void test_basics(const chain_address *a0)
     uint64_t base, tip, prio;
     CHECK(chain_rpc_fee_history(rpc, &base, &tip, 4, 50.0) == 0 && base > 0);
     CHECK(chain_rpc_max_priority_fee(rpc, &prio) == 0);
+    /* Block headers: genesis, then time moved on by evm_increaseTime. */
+    chain_block_header h0, h1;
+    int found;
+    CHECK(chain_rpc_block_header(rpc, &h0, &found, "0x0") == 0 && found && h0.number == 0 && h0.base_fee > 0);
+    CHECK(raw("evm_increaseTime", json_pack("[i]", 3600)) == 0 && raw("evm_mine", NULL) == 0);
+    CHECK(chain_rpc_block_header(rpc, &h1, &found, NULL) == 0 && found && h1.number == 1);
+    CHECK(memcmp(h1.parent_hash.b, h0.hash.b, 32) == 0 && h1.timestamp >= h0.timestamp + 3600);
+    CHECK(chain_rpc_block_header(rpc, &h1, &found, "0x100") == 0 && !found);
     /* An unknown method is a node error with the node's words. */
     json_t *res;
     CHECK(chain_rpc_call(rpc, &res, "eth_noSuchMethod", NULL) == OVT_ERPC);
@@ -206,6 +215,24 @@ static void test_events(chain_txm *m, const chain_address *contract)
         CHECK(chain_abi_decode_log(&dec, &logs[1], "Other(uint64)", 0) == OVT_EFORMAT);
     }
     chain_logs_free(logs, n);
+
+    /* Polling with a cursor: everything so far once, then nothing, then a new
+     * event only once it has 2 confirmations. */
+    uint64_t cursor = from_block;
+    CHECK(chain_rpc_poll_logs(rpc, &logs, &n, &f, &cursor, 1) == 0 && n == 2 && cursor == head + 1);
+    chain_logs_free(logs, n);
+    CHECK(chain_rpc_poll_logs(rpc, &logs, &n, &f, &cursor, 1) == 0 && n == 0 && cursor == head + 1);
+    calldata_store(&cd, &value, "third");
+    chain_receipt r3;
+    CHECK(chain_txm_send(m, &r3, contract, NULL, cd.data, cd.len) == 0);
+    chain_buf_free(&cd);
+    CHECK(chain_rpc_poll_logs(rpc, &logs, &n, &f, &cursor, 2) == 0 && n == 0 && cursor == head + 1);
+    CHECK(raw("evm_mine", NULL) == 0);
+    CHECK(chain_rpc_poll_logs(rpc, &logs, &n, &f, &cursor, 2) == 0 && n == 1 && cursor == r3.block_number + 1);
+    if (n == 1)
+        CHECK(memcmp(logs[0].tx_hash.b, r3.tx_hash.b, 32) == 0);
+    chain_logs_free(logs, n);
+    chain_receipt_free(&r3);
     chain_receipt_free(&r);
     chain_receipt_free(&r2);
 }
@@ -239,6 +266,22 @@ static void test_reverts(chain_txm *m, const chain_address *contract)
      * store() from another account with a higher tip is mined first in the
      * same block and makes seq odd. */
     uint8_t sel[4];
+    /* seq must be even to start with: read it with the public getter. */
+    chain_abi_selector(sel, "seq()");
+    chain_call_msg get = {NULL, contract, NULL, sel, 4, 0};
+    chain_abi_dec dec;
+    uint64_t seq = 1;
+    chain_buf_free(&out);
+    CHECK(chain_rpc_eth_call(rpc, &out, &get, NULL) == 0);
+    chain_abi_dec_init(&dec, out.data, out.len);
+    CHECK(chain_abi_get_uint(&dec, 0, &seq) == 0);
+    if (seq % 2) {
+        ovt_hash zero = {{0}};
+        calldata_store(&cd, &zero, "make seq even");
+        CHECK(chain_txm_send(m, &r, contract, NULL, cd.data, cd.len) == 0);
+        chain_receipt_free(&r);
+        chain_buf_free(&cd);
+    }
     chain_abi_selector(sel, "storeIfEven()");
     chain_txm_pending p, q;
     chain_txm m1;
@@ -322,7 +365,9 @@ static void test_nonce_too_low(chain_txm *m, const chain_address *a1)
     CHECK(chain_txm_init(&other, rpc, &k, NULL) == 0);
     CHECK(chain_txm_prepare(m, &p, a1, &value, NULL, 0) == 0);
     uint64_t planned = p.tx.nonce;
-    CHECK(chain_txm_send(&other, &r, a1, &value, NULL, 0) == 0);
+    /* (a different value: the same fields would sign to the very same transaction) */
+    chain_u256 other_value = chain_u256_from_u64(8);
+    CHECK(chain_txm_send(&other, &r, a1, &other_value, NULL, 0) == 0);
     chain_receipt_free(&r);
     int rc = chain_txm_submit(m, &p);
     CHECK_MSG(rc == 0, "%s", ovt_errmsg());

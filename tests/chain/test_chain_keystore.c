@@ -3,6 +3,10 @@
  * parameters (beyond OpenSSL's default memory cap), wrong passwords,
  * corrupted and hostile files, and the `ovt keys` command. */
 #include <jansson.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -160,6 +164,74 @@ static void test_bad_files(void)
     CHECK(chain_keystore_read(&k, &a, "/nonexistent/keystore.json", "x", 1) != 0);
 }
 
+/* Reads what the child writes to the terminal until `want` shows up (or 10 s
+ * pass); the text read is appended to buf. */
+static int read_until(int fd, char *buf, size_t cap, const char *want)
+{
+    size_t len = strlen(buf);
+    for (int waited = 0; waited < 10000 && !strstr(buf, want); waited += 50) {
+        struct pollfd pfd = {fd, POLLIN, 0};
+        if (poll(&pfd, 1, 50) > 0) {
+            ssize_t n = read(fd, buf + len, cap - 1 - len);
+            if (n <= 0)
+                break;
+            len += (size_t)n;
+            buf[len] = '\0';
+        }
+    }
+    return strstr(buf, want) != NULL;
+}
+
+/* The prompt on a terminal: `ovt keys new` asks twice without echo, and
+ * `ovt keys address` asks once; the password never appears on the terminal. */
+static void test_prompt(const char *ovt)
+{
+    char path[320];
+    snprintf(path, sizeof path, "%s/prompted.json", dir);
+    const char *const commands[2][8] = {
+        {ovt, "keys", "new", "--keystore", path, "--scrypt-n", "1024", NULL},
+        {ovt, "keys", "address", "--keystore", path, NULL},
+    };
+    for (int c = 0; c < 2; c++) {
+        int master;
+        pid_t pid = forkpty(&master, NULL, NULL, NULL);
+        if (pid == 0) {
+            unsetenv("OVT_PASSWORD");
+            execv(ovt, (char *const *)commands[c]);
+            _exit(127);
+        }
+        CHECK(pid > 0);
+        if (pid < 0)
+            return;
+        char seen[8192] = "";
+        CHECK(read_until(master, seen, sizeof seen, "Keystore password: "));
+        CHECK(write(master, "typed secret\n", 13) == 13);
+        if (c == 0) {
+            CHECK(read_until(master, seen, sizeof seen, "Repeat password: "));
+            CHECK(write(master, "typed secret\n", 13) == 13);
+        }
+        CHECK(read_until(master, seen, sizeof seen, "address"));
+        int status = -1;
+        for (int waited = 0; waited < 10000 && waitpid(pid, &status, WNOHANG) == 0; waited += 50) {
+            char more[1024];
+            struct pollfd pfd = {master, POLLIN, 0};
+            if (poll(&pfd, 1, 50) > 0 && read(master, more, sizeof more) <= 0)
+                continue;
+        }
+        if (status == -1) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+        }
+        close(master);
+        CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: status %d", commands[c][2], status);
+        CHECK_MSG(strstr(seen, "typed secret") == NULL, "the password was echoed: %s", seen);
+    }
+    chain_privkey k;
+    chain_address a;
+    CHECK(chain_keystore_read(&k, &a, path, "typed secret", 12) == 0);
+    ovt_wipe(&k, sizeof k);
+}
+
 static void test_cli(void)
 {
     char ovt[512], kdir[300], pwfile[300], *out = NULL;
@@ -230,6 +302,7 @@ static void test_cli(void)
     }
     json_decref(j);
     free(out);
+    test_prompt(ovt);
 }
 
 int main(void)

@@ -85,7 +85,7 @@ static chain_rpc *rpc;
 static void reset(void)
 {
     memset(&sc, 0, sizeof sc);
-    srv.requests = 0;
+    __atomic_store_n(&srv.requests, 0, __ATOMIC_SEQ_CST);
 }
 
 static int block_number(uint64_t *v)
@@ -199,7 +199,7 @@ static void test_http(void)
     sc.status = 500;
     sc.body = "internal error";
     CHECK(block_number(&v) == OVT_ERPC && strstr(ovt_errmsg(), "HTTP 500") && strstr(ovt_errmsg(), "internal error"));
-    CHECK(srv.requests == 1); /* not retried */
+    CHECK(__atomic_load_n(&srv.requests, __ATOMIC_SEQ_CST) == 1); /* not retried */
     /* HTTP 500 carrying a JSON-RPC error: the node's words win. */
     reset();
     sc.status = 500;
@@ -211,19 +211,19 @@ static void test_http(void)
     sc.fail_status = 429;
     sc.result_json = "\"0x7\"";
     CHECK(block_number(&v) == 0 && v == 7);
-    CHECK_EQ_U64(srv.requests, 3);
+    CHECK_EQ_U64(__atomic_load_n(&srv.requests, __ATOMIC_SEQ_CST), 3);
     /* Always 429: bounded (max_retries 3 = 4 attempts), clear message. */
     reset();
     sc.fail_first = 1000;
     sc.fail_status = 429;
     CHECK(block_number(&v) == OVT_ERPC && strstr(ovt_errmsg(), "rate limited") && strstr(ovt_errmsg(), "4 attempts"));
-    CHECK_EQ_U64(srv.requests, 4);
+    CHECK_EQ_U64(__atomic_load_n(&srv.requests, __ATOMIC_SEQ_CST), 4);
     /* A truncated body (declared 1000 bytes, sent fewer): retried, then an error. */
     reset();
     sc.result_json = "\"0x7\"";
     sc.content_length = 1000;
     CHECK(block_number(&v) == OVT_EIO && strstr(ovt_errmsg(), "truncated"));
-    CHECK_EQ_U64(srv.requests, 4);
+    CHECK_EQ_U64(__atomic_load_n(&srv.requests, __ATOMIC_SEQ_CST), 4);
     /* A reply larger than the cap. */
     chain_rpc_opts o;
     chain_rpc_opts_default(&o);
@@ -320,6 +320,22 @@ static void test_receipts_and_fees(void)
     reset();
     sc.result_json = "{\"baseFeePerGas\":[\"0x10000000000000000\"]}";
     CHECK(chain_rpc_fee_history(rpc, &base, &tip, 3, 50) == OVT_EFORMAT);
+    /* Block headers. */
+    chain_block_header bh;
+    const char *block =
+        "{\"number\":\"0x2\",\"hash\":\"0x1111111111111111111111111111111111111111111111111111111111111111\","
+        "\"parentHash\":\"0x2222222222222222222222222222222222222222222222222222222222222222\","
+        "\"timestamp\":\"0x6553f100\"}";
+    reset();
+    sc.result_json = block;
+    CHECK(chain_rpc_block_header(rpc, &bh, &found, NULL) == 0 && found && bh.number == 2 &&
+          bh.timestamp == 0x6553f100 && bh.base_fee == 0);
+    reset();
+    sc.result_json = "{\"number\":\"0x2\",\"hash\":\"0x11\",\"parentHash\":\"0x22\",\"timestamp\":\"0x1\"}";
+    CHECK(chain_rpc_block_header(rpc, &bh, &found, NULL) == OVT_EFORMAT && !found);
+    reset();
+    sc.result_json = "[]";
+    CHECK(chain_rpc_block_header(rpc, &bh, &found, NULL) == OVT_EFORMAT);
     /* eth_sendRawTransaction must return a 32-byte hash. */
     reset();
     sc.result_json = "\"0x1234\"";

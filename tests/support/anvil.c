@@ -61,56 +61,86 @@ static int answers(int port)
     return ok;
 }
 
-int tsup_anvil_start(tsup_anvil *a, const char *const *extra_args)
+/* Starts anvil on port: 0 when it answers, 1 when it exited (the port was
+ * most likely taken meanwhile), -1 on failure. */
+static int spawn(tsup_anvil *a, const char *anvil, int port, const char *const *extra_args)
 {
-    memset(a, 0, sizeof *a);
+    char port_s[16];
+    snprintf(port_s, sizeof port_s, "%d", port);
+    const char *argv[40] = {anvil, "--host", "127.0.0.1", "--port", port_s, "--silent"};
+    int n = 6;
+    for (int i = 0; extra_args && extra_args[i] && n < 39; i++)
+        argv[n++] = extra_args[i];
+    argv[n] = NULL;
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(1);
+        execv(anvil, (char *const *)argv);
+        _exit(127);
+    }
+    a->pid = pid;
+    a->port = port;
+    snprintf(a->url, sizeof a->url, "http://127.0.0.1:%d", port);
+    for (int waited = 0; waited < 20000; waited += 50) {
+        int status;
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            a->pid = 0;
+            return 1;
+        }
+        if (answers(port))
+            return 0;
+        sleep_ms(50);
+    }
+    tsup_anvil_stop(a);
+    fprintf(stderr, "anvil did not answer on port %d within 20 s\n", port);
+    return -1;
+}
+
+static const char *anvil_path(void)
+{
     const char *anvil = getenv("OVT_ANVIL");
     if (!anvil || !*anvil) {
         fprintf(stderr, "OVT_ANVIL is not set (run `npm ci`, then reconfigure)\n");
-        return -1;
+        return NULL;
     }
+    return anvil;
+}
+
+int tsup_anvil_start(tsup_anvil *a, const char *const *extra_args)
+{
+    memset(a, 0, sizeof *a);
+    const char *anvil = anvil_path();
+    if (!anvil)
+        return -1;
     for (int attempt = 0; attempt < 5; attempt++) {
         int port = tsup_free_port();
         if (port < 0)
             continue;
-        char port_s[16];
-        snprintf(port_s, sizeof port_s, "%d", port);
-        const char *argv[40] = {anvil, "--host", "127.0.0.1", "--port", port_s, "--silent"};
-        int n = 6;
-        for (int i = 0; extra_args && extra_args[i] && n < 39; i++)
-            argv[n++] = extra_args[i];
-        argv[n] = NULL;
-        pid_t parent = getpid();
-        pid_t pid = fork();
-        if (pid < 0)
-            return -1;
-        if (pid == 0) {
-            prctl(PR_SET_PDEATHSIG, SIGKILL);
-            if (getppid() != parent)
-                _exit(1);
-            execv(anvil, (char *const *)argv);
-            _exit(127);
-        }
-        a->pid = pid;
-        a->port = port;
-        snprintf(a->url, sizeof a->url, "http://127.0.0.1:%d", port);
-        for (int waited = 0; waited < 20000; waited += 50) {
-            int status;
-            if (waitpid(pid, &status, WNOHANG) == pid) {
-                a->pid = 0; /* exited: most likely the port was taken meanwhile */
-                break;
-            }
-            if (answers(port))
-                return 0;
-            sleep_ms(50);
-        }
-        if (a->pid) {
-            tsup_anvil_stop(a);
-            fprintf(stderr, "anvil did not answer on port %d within 20 s\n", port);
-            return -1;
-        }
+        int rv = spawn(a, anvil, port, extra_args);
+        if (rv <= 0)
+            return rv;
     }
     fprintf(stderr, "anvil would not start (5 attempts)\n");
+    return -1;
+}
+
+int tsup_anvil_restart(tsup_anvil *a, const char *const *extra_args)
+{
+    const char *anvil = anvil_path();
+    if (!anvil || a->pid > 0)
+        return -1;
+    for (int attempt = 0; attempt < 20; attempt++) {
+        int rv = spawn(a, anvil, a->port, extra_args);
+        if (rv <= 0)
+            return rv;
+        sleep_ms(250); /* the old listener may still hold the port */
+    }
+    fprintf(stderr, "anvil would not restart on port %d\n", a->port);
     return -1;
 }
 

@@ -19,6 +19,10 @@ typedef struct {
  * stderr (OVT_ANVIL unset, or anvil not answering within 20 s). */
 int tsup_anvil_start(tsup_anvil *a, const char *const *extra_args);
 
+/* Starts a stopped anvil again on the same port (a->port), with the given
+ * arguments (e.g. {"--state", FILE, NULL} to reload what it dumped). */
+int tsup_anvil_restart(tsup_anvil *a, const char *const *extra_args);
+
 /* Stops it (SIGTERM, then SIGKILL after 2 s) and reaps it. Safe to call twice. */
 void tsup_anvil_stop(tsup_anvil *a);
 

@@ -10,8 +10,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* Reads headers and a Content-Length body into a malloc'd string. */
-static char *read_request(int fd)
+/* Reads headers and a Content-Length body into a malloc'd string; the
+ * request line ("GET /path HTTP/1.1") goes to line. */
+static char *read_request(int fd, char *line, size_t line_cap)
 {
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap + 1);
@@ -35,6 +36,8 @@ static char *read_request(int fd)
             if (!end)
                 continue;
             header_end = (size_t)(end - buf) + 4;
+            size_t ll = strcspn(buf, "\r\n");
+            snprintf(line, line_cap, "%.*s", (int)(ll < line_cap ? ll : line_cap - 1), buf);
             char *cl = strcasestr(buf, "content-length:");
             want = cl && cl < end ? strtol(cl + 15, NULL, 10) : 0;
         }
@@ -59,8 +62,10 @@ static void *serve(void *arg)
             close(fd);
             break;
         }
-        char *req = read_request(fd);
+        char *req = read_request(fd, h->request_line, sizeof h->request_line);
         tsup_http_reply *r = calloc(1, sizeof *r);
+        /* Counted before replying, so a client that has its answer sees the count. */
+        __atomic_add_fetch(&h->requests, 1, __ATOMIC_SEQ_CST);
         if (req && r) {
             r->status = 200;
             r->content_length = -1;
@@ -80,7 +85,6 @@ static void *serve(void *arg)
                     (void)!send(fd, r->body, blen, MSG_NOSIGNAL);
             }
         }
-        h->requests++;
         free(r);
         free(req);
         close(fd);

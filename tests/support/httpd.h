@@ -27,7 +27,8 @@ typedef struct {
     void *ctx;
     pthread_t thread;
     volatile int stopping;
-    volatile int requests; /* requests answered so far */
+    int requests;          /* requests received so far (read with __atomic_load_n) */
+    char request_line[512]; /* of the request being answered (for the handler) */
 } tsup_httpd;
 
 int tsup_httpd_start(tsup_httpd *h, tsup_http_handler handler, void *ctx);

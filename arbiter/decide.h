@@ -1,0 +1,97 @@
+#ifndef OVT_ARBITER_DECIDE_H
+#define OVT_ARBITER_DECIDE_H
+
+/* The arbiter's decisions as a pure function of what it knows: the run and
+ * its game read at one block, the wall clock, and (once it has fetched and
+ * re-executed the disputed step) the evaluation. Nothing here reads the
+ * chain, the store or the clock; arbiter/watch.c does, then asks arb_decide
+ * what to do, and sends what it says. docs/arbiter.md explains each rule. */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "chain/arbitration.h"
+#include "common/bytes.h"
+
+/* One input of the disputed step as the arbiter found it in the store. */
+typedef enum {
+    ARB_INPUT_OK = 0,
+    ARB_INPUT_MISSING,  /* the store does not have it (or could not be reached) */
+    ARB_INPUT_MISMATCH  /* the store's object does not match the committed hash */
+} arb_input;
+
+/* The inputs, in the order they are checked and named as evidence. */
+enum {
+    ARB_IN_STATE = 0, /* state j-1 (checkpoint named stateHash_{j-1}); for j = 0 the run config */
+    ARB_IN_DATASET,   /* the dataset the batch of step j is rebuilt from (j > 0) */
+    ARB_IN_LOG,       /* the trainer's rounding log j (j > 0) */
+    ARB_NINPUTS
+};
+
+typedef enum {
+    ARB_EXEC_NOT_RUN = 0, /* some input is not available */
+    ARB_EXEC_OK,          /* re-executed: leaf is the recomputed leaf j */
+    ARB_EXEC_FRAUD,       /* the trainer's log failed the fraud check (or is not a log) */
+    ARB_EXEC_FAILED       /* the step fails (a non-finite value): no valid state j exists */
+} arb_exec;
+
+/* The game fields an evaluation was made from; an evaluation is only used
+ * while the game still shows exactly these (after a reorg it may not). */
+typedef struct {
+    uint64_t step;
+    ovt_hash trainer_leaf, auditor_leaf;
+    ovt_hash previous_state, trainer_batch, trainer_log;
+} arb_basis;
+
+typedef struct {
+    arb_basis basis;
+    arb_input input[ARB_NINPUTS];
+    arb_exec exec;
+    ovt_hash leaf;         /* ARB_EXEC_OK: the recomputed leaf j */
+    ovt_hash state_hash;   /* ARB_EXEC_OK: the recomputed stateHash_j */
+    ovt_hash batch_hash;   /* j > 0, dataset available: batchHash_j of the schedule */
+} arb_eval;
+
+/* Everything arb_decide looks at. */
+typedef struct {
+    const chain_address *self;     /* the arbiter's address */
+    const chain_arb_params *run;   /* getRun */
+    const chain_arb_game *game;    /* getGame at the read block */
+    uint64_t now;                  /* unix seconds: max(wall clock, head block's timestamp) */
+    uint64_t first_missing;        /* when inputs were first found unavailable (0: never) */
+    uint32_t input_wait;           /* seconds to wait for missing inputs */
+    uint32_t deadline_margin;      /* seconds before the deadline by which a verdict must be sent */
+    bool verdict_sent;             /* a verdict transaction of ours for this game is known mined or pending */
+    const arb_eval *eval;          /* NULL: not evaluated yet */
+} arb_view;
+
+typedef enum {
+    ARB_ACT_NONE = 0, /* nothing to do now (not ours, game not at the verdict, already sent) */
+    ARB_ACT_DONE,     /* the game is over: stop following it */
+    ARB_ACT_EVALUATE, /* fetch the inputs and re-execute the step */
+    ARB_ACT_WAIT,     /* inputs are missing; look again later */
+    ARB_ACT_VERDICT   /* send verdict(step, outcome, evidence) */
+} arb_act;
+
+typedef struct {
+    arb_act kind;
+    uint64_t step;
+    chain_arb_outcome outcome;
+    ovt_hash evidence;
+    const char *reason; /* a short static explanation for the log */
+} arb_action;
+
+/* The next action for one game. Pure: same view, same action. */
+void arb_decide(arb_action *out, const arb_view *v);
+
+/* The basis of game g (phase AwaitingVerdict). */
+void arb_basis_of(arb_basis *out, const chain_arb_game *g);
+
+/* The evidence posted with Neither when the step cannot be executed at all
+ * (ARB_EXEC_FAILED): keccak256("ovt.arbiter.step-failed"). */
+void arb_step_failed_evidence(ovt_hash *out);
+
+const char *arb_act_name(arb_act a);
+const char *arb_input_name(int which);
+
+#endif

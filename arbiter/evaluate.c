@@ -1,0 +1,184 @@
+#include "arbiter/evaluate.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/rlog.h"
+#include "trainer/config.h"
+#include "trainer/state.h"
+#include "trainer/rundata.h"
+#include "trainer/step.h"
+
+#define MAX_CONFIG_OBJECT 4096
+#define MAX_OBJECT ((size_t)1 << 36)
+
+static void add_note(char *note, size_t cap, const char *fmt, ...) OVT_PRINTF(3, 4);
+static void add_note(char *note, size_t cap, const char *fmt, ...)
+{
+    if (!note || !cap)
+        return;
+    size_t used = strlen(note);
+    if (used + 3 >= cap)
+        return;
+    if (used) {
+        strcpy(note + used, "; ");
+        used += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(note + used, cap - used, fmt, ap);
+    va_end(ap);
+}
+
+/* What a store failure means for an input: not there (or not reachable:
+ * look again later), or there but not what its name says. A local failure
+ * (memory) stays an error, in *err. */
+static arb_input store_status(int rv, int *err, const char *what, char *note, size_t cap)
+{
+    if (rv == 0)
+        return ARB_INPUT_OK;
+    add_note(note, cap, "%s: %s", what, ovt_errmsg());
+    if (rv == OVT_ENOMEM && !*err)
+        *err = rv;
+    return rv == OVT_ENOTFOUND || rv == OVT_EIO || rv == OVT_ENOMEM ? ARB_INPUT_MISSING : ARB_INPUT_MISMATCH;
+}
+
+static int step_zero(arb_eval *out, trn_store *store, const ovt_hash *run_id, const chain_arb_params *run,
+                     char *note, size_t cap)
+{
+    uint8_t *buf = NULL;
+    size_t len;
+    int err = 0;
+    out->input[ARB_IN_STATE] =
+        store_status(trn_store_get(store, &run->config_hash, MAX_CONFIG_OBJECT, &buf, &len), &err, "run config",
+                     note, cap);
+    if (out->input[ARB_IN_STATE] != ARB_INPUT_OK)
+        return err;
+    trn_run_config rc;
+    int rv = trn_config_decode(&rc, buf, len);
+    free(buf);
+    if (rv || memcmp(rc.dataset_hash.b, run->dataset_hash.b, 32) != 0) {
+        add_note(note, cap, "the run config named by configHash is not a valid config of this run: %s",
+                 rv ? ovt_errmsg() : "another datasetHash");
+        out->exec = ARB_EXEC_FAILED;
+        return 0;
+    }
+    trn_state *st;
+    if ((rv = trn_state_new(&st, &rc)))
+        return rv;
+    trn_state_init(st);
+    trn_state_hash(&out->state_hash, st);
+    trn_state_free(st);
+    chain_merkle_preimage pre = {.state_hash = out->state_hash};
+    chain_merkle_leaf_hash(&out->leaf, run_id, 0, &pre);
+    out->exec = ARB_EXEC_OK;
+    return 0;
+}
+
+/* The state j-1 (the store checks that it hashes to stateHash_{j-1}), of
+ * this run and at step j-1. */
+static arb_input get_state(trn_state **st, int *err, trn_store *store, const chain_arb_params *run,
+                           const chain_arb_game *g, char *note, size_t cap)
+{
+    arb_input in = store_status(trn_store_get_state(store, &g->previous_state, st), err, "state j-1", note, cap);
+    if (in != ARB_INPUT_OK)
+        return in;
+    const char *wrong = memcmp((*st)->config_hash.b, run->config_hash.b, 32) != 0 ? "its config is not the run's"
+                        : (*st)->step + 1 != g->index ? "it is not the state before the disputed step"
+                                                      : NULL;
+    if (!wrong)
+        return ARB_INPUT_OK;
+    add_note(note, cap, "state j-1: %s", wrong);
+    trn_state_free(*st);
+    *st = NULL;
+    return ARB_INPUT_MISMATCH;
+}
+
+/* The trainer's log j: fetched (or, for an empty log, built: its bytes are
+ * fixed by the step number) and checked against logHash_j. */
+static arb_input get_log(uint8_t **buf, size_t *len, int *err, trn_store *store, const chain_arb_game *g,
+                         char *note, size_t cap)
+{
+    krn_rlog *empty = krn_rlog_new();
+    if (empty) {
+        krn_rlog_reset(empty, g->index);
+        if (krn_rlog_encode(empty, buf, len) == 0) {
+            ovt_hash h;
+            ovt_sha256(&h, *buf, *len);
+            if (memcmp(h.b, g->trainer_log.b, 32) == 0) {
+                krn_rlog_free(empty);
+                return ARB_INPUT_OK;
+            }
+            free(*buf);
+            *buf = NULL;
+        }
+        krn_rlog_free(empty);
+    }
+    return store_status(trn_store_get(store, &g->trainer_log, MAX_OBJECT, buf, len), err, "rounding log j", note,
+                        cap);
+}
+
+int arb_evaluate(arb_eval *out, trn_store *store, const ovt_hash *run_id, const chain_arb_params *run,
+                 const chain_arb_game *g, int threads, char *note, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    if (note && cap)
+        note[0] = 0;
+    arb_basis_of(&out->basis, g);
+    if (g->index == 0)
+        return step_zero(out, store, run_id, run, note, cap);
+
+    trn_state *st = NULL;
+    uint8_t *data = NULL, *logbytes = NULL;
+    size_t data_len = 0, log_len = 0;
+    trn_run_data ds;
+    memset(&ds, 0, sizeof ds);
+    krn_rlog *log = NULL;
+    int rv = 0;
+    out->input[ARB_IN_STATE] = get_state(&st, &rv, store, run, g, note, cap);
+    out->input[ARB_IN_DATASET] = store_status(trn_store_get(store, &run->dataset_hash, MAX_OBJECT, &data, &data_len),
+                                              &rv, "dataset", note, cap);
+    out->input[ARB_IN_LOG] = get_log(&logbytes, &log_len, &rv, store, g, note, cap);
+    for (int k = 0; k < ARB_NINPUTS; k++)
+        if (rv || out->input[k] != ARB_INPUT_OK)
+            goto done;
+
+    if (memcmp(st->config.dataset_hash.b, run->dataset_hash.b, 32) != 0 ||
+        trn_run_data_parse(&ds, data, data_len, &st->config, 0, "the dataset")) {
+        add_note(note, cap, "the dataset does not fit the run's config");
+        out->exec = ARB_EXEC_FAILED;
+        goto done;
+    }
+    if (!(log = krn_rlog_new())) {
+        rv = ovt_fail(OVT_ENOMEM, "out of memory");
+        goto done;
+    }
+    if (krn_rlog_decode(log, logbytes, log_len)) {
+        add_note(note, cap, "the trainer's rounding log is malformed: %s", ovt_errmsg());
+        out->exec = ARB_EXEC_FRAUD;
+        goto done;
+    }
+    rv = trn_step_replay(st, &ds, log, threads, &out->batch_hash);
+    if (rv == OVT_EFRAUD || rv == OVT_ENUMERIC) {
+        add_note(note, cap, "%s", ovt_errmsg());
+        out->exec = rv == OVT_EFRAUD ? ARB_EXEC_FRAUD : ARB_EXEC_FAILED;
+        rv = 0;
+        goto done;
+    }
+    if (rv)
+        goto done;
+    trn_state_hash(&out->state_hash, st);
+    chain_merkle_preimage pre = {.state_hash = out->state_hash, .batch_hash = out->batch_hash,
+                                 .log_hash = g->trainer_log};
+    chain_merkle_leaf_hash(&out->leaf, run_id, g->index, &pre);
+    out->exec = ARB_EXEC_OK;
+done:
+    krn_rlog_free(log);
+    trn_run_data_free(&ds);
+    free(data);
+    free(logbytes);
+    trn_state_free(st);
+    return rv;
+}

@@ -1,0 +1,27 @@
+#ifndef OVT_ARBITER_EVALUATE_H
+#define OVT_ARBITER_EVALUATE_H
+
+/* Fetching the disputed step's inputs and re-executing it: the arbiter's
+ * only expensive work, and the only part that reads the store. */
+
+#include <stddef.h>
+
+#include "arbiter/decide.h"
+#include "trainer/store.h"
+
+/* Evaluates step j = g->index of run run_id (g in phase AwaitingVerdict):
+ *   j = 0: the run config (named configHash) -> the initial state;
+ *   j > 0: the checkpoint named stateHash_{j-1} (its state must hash to
+ *          it and carry the run's configHash), the dataset named
+ *          datasetHash (the batch of step j is rebuilt from it by the
+ *          schedule), and the trainer's rounding log named logHash_j;
+ *          then step j on the cpu backend in REPLAY with that log.
+ * The recomputed leaf j uses the recomputed stateHash_j, the schedule's
+ * batchHash_j and the trainer's logHash_j. An unavailable input is a result
+ * (out->input), not an error; note (cap bytes, may be NULL) says what was
+ * wrong. Returns a negative code only when the arbiter itself failed
+ * (memory, a local error); the evaluation should then be retried. */
+int arb_evaluate(arb_eval *out, trn_store *store, const ovt_hash *run_id, const chain_arb_params *run,
+                 const chain_arb_game *g, int threads, char *note, size_t cap) OVT_MUST_USE;
+
+#endif

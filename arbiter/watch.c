@@ -1,0 +1,524 @@
+#include "arbiter/watch.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "arbiter/decide.h"
+#include "arbiter/evaluate.h"
+#include "arbiter/watch_state.h"
+#include "chain/clock.h"
+#include "common/fileio.h"
+
+void arb_watch_opts_default(arb_watch_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->confirmations = 2;
+    o->poll_ms = 4000;
+    o->log_range = 2000;
+    o->input_wait = 600;
+    o->deadline_margin = 120;
+    o->log = stdout;
+}
+
+typedef struct {
+    const arb_watch_opts *o;
+    const chain_arb *arb;
+    chain_txm *m;
+    trn_store *store;
+    volatile int *stop;
+    arb_cursor cursor;
+    arb_game *games;
+    size_t ngames;
+    uint64_t head, safe, head_time;
+} watcher;
+
+/* One log line: JSON {"time", "event", "run_id"?, "message", ...fields} or
+ * "TIME EVENT [run 0x12345678] message". fields (may be NULL) is stolen. */
+static void say(const watcher *w, const char *event, const ovt_hash *run, json_t *fields, const char *fmt, ...)
+    OVT_PRINTF(5, 6);
+static void say(const watcher *w, const char *event, const ovt_hash *run, json_t *fields, const char *fmt, ...)
+{
+    char msg[1024], when[32], id[67] = "";
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (run)
+        arb_hex32(id, run);
+    FILE *f = w->o->log;
+    if (w->o->json) {
+        json_t *j = fields ? fields : json_object();
+        json_object_set_new(j, "time", json_string(when));
+        json_object_set_new(j, "event", json_string(event));
+        if (run)
+            json_object_set_new(j, "run_id", json_string(id));
+        json_object_set_new(j, "message", json_string(msg));
+        char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+        json_decref(j);
+        if (text)
+            fprintf(f, "%s\n", text);
+        free(text);
+    } else {
+        json_decref(fields);
+        if (run)
+            fprintf(f, "%s %-14s run %.10s: %s\n", when, event, id, msg);
+        else
+            fprintf(f, "%s %-14s %s\n", when, event, msg);
+    }
+    fflush(f);
+}
+
+static void block_tag(char out[24], uint64_t block)
+{
+    snprintf(out, 24, "0x%" PRIx64, block);
+}
+
+/* Hash and timestamp of block `number` (eth_getBlockByNumber). */
+static int block_info(chain_rpc *rpc, uint64_t number, ovt_hash *hash, uint64_t *timestamp)
+{
+    char tag[24];
+    block_tag(tag, number);
+    json_t *res = NULL;
+    int rv = chain_rpc_call(rpc, &res, "eth_getBlockByNumber", json_pack("[s,b]", tag, 0));
+    if (rv)
+        return rv;
+    uint64_t ts = 0;
+    if (!json_is_object(res))
+        rv = ovt_fail(OVT_ENOTFOUND, "block %" PRIu64 " does not exist (yet)", number);
+    else if ((rv = chain_json_hash(hash, res, "hash")) == 0)
+        rv = chain_json_u64(&ts, res, "timestamp");
+    json_decref(res);
+    if (timestamp)
+        *timestamp = ts;
+    return rv ? ovt_fail_wrap(rv, "block %" PRIu64, number) : 0;
+}
+
+static arb_game *find_game(watcher *w, const ovt_hash *run_id)
+{
+    for (size_t i = 0; i < w->ngames; i++)
+        if (memcmp(w->games[i].run_id.b, run_id->b, 32) == 0)
+            return &w->games[i];
+    return NULL;
+}
+
+/* --- following the events */
+
+static int remember_event(watcher *w, arb_game *g, const chain_arb_event *ev)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(g->events, i, e) {
+        json_t *b = json_object_get(e, "block"), *li = json_object_get(e, "log_index");
+        if ((uint64_t)json_integer_value(b) == ev->block_number && (uint64_t)json_integer_value(li) == ev->log_index)
+            return 0; /* seen before a restart */
+    }
+    char tx[67];
+    arb_hex32(tx, &ev->tx_hash);
+    json_array_append_new(g->events, json_pack("{s:s, s:I, s:I, s:s}", "event", chain_arb_event_name(ev->kind),
+                                               "block", (json_int_t)ev->block_number, "log_index",
+                                               (json_int_t)ev->log_index, "tx", tx));
+    json_t *f = json_pack("{s:s, s:I}", "kind", chain_arb_event_name(ev->kind), "block", (json_int_t)ev->block_number);
+    if (ev->kind == CHAIN_ARB_EV_VERDICT_DUE)
+        say(w, "verdict_due", &g->run_id, f, "a verdict on step %" PRIu64 " is due by %" PRIu64 " (block %" PRIu64 ")",
+            ev->u.verdict_due.step, ev->u.verdict_due.deadline, ev->block_number);
+    else if (ev->kind == CHAIN_ARB_EV_SETTLED)
+        say(w, "settled", &g->run_id, f, "settled: %s", chain_arb_outcome_name(ev->u.settled.outcome));
+    else
+        say(w, "event", &g->run_id, f, "%s in block %" PRIu64, chain_arb_event_name(ev->kind), ev->block_number);
+    return arb_game_save(g, w->o->state_dir);
+}
+
+static int on_event(watcher *w, const chain_arb_event *ev)
+{
+    arb_game *g = find_game(w, &ev->run_id);
+    if (ev->kind == CHAIN_ARB_EV_RUN_OPENED && !g) {
+        if (!chain_address_eq(&ev->u.run_opened.arbiter, &w->m->from))
+            return 0;
+        arb_game *more = realloc(w->games, (w->ngames + 1) * sizeof *w->games);
+        if (!more)
+            return ovt_fail(OVT_ENOMEM, "out of memory");
+        w->games = more;
+        g = &w->games[w->ngames++];
+        memset(g, 0, sizeof *g);
+        g->run_id = ev->run_id;
+        g->opened_block = ev->block_number;
+        g->events = json_array();
+        say(w, "run_opened", &g->run_id,
+            json_pack("{s:I, s:I}", "steps", (json_int_t)ev->u.run_opened.steps, "block", (json_int_t)ev->block_number),
+            "a run of %" PRIu64 " steps names this arbiter", ev->u.run_opened.steps);
+    }
+    return g ? remember_event(w, g, ev) : 0;
+}
+
+/* A reorg: the newest remembered block hash no longer matches the chain.
+ * Rewinds the cursor to the newest block that still matches (or to the
+ * start), forgets the events read after it and the runs opened after it. */
+static int check_reorg(watcher *w)
+{
+    arb_cursor *c = &w->cursor;
+    size_t keep = c->nrecent;
+    while (keep > 0) {
+        ovt_hash h;
+        int rv = block_info(w->arb->rpc, c->recent_block[keep - 1], &h, NULL);
+        if (rv && rv != OVT_ENOTFOUND)
+            return rv;
+        if (rv == 0 && memcmp(h.b, c->recent_hash[keep - 1].b, 32) == 0)
+            break;
+        keep--;
+    }
+    if (keep == c->nrecent)
+        return 0;
+    uint64_t old_next = c->next;
+    c->next = keep ? c->recent_block[keep - 1] + 1 : w->o->from_block;
+    c->nrecent = keep;
+    say(w, "reorg", NULL, json_pack("{s:I, s:I}", "from_block", (json_int_t)c->next, "was", (json_int_t)old_next),
+        "the chain was reorganised: reading again from block %" PRIu64 " (was at %" PRIu64 ")", c->next, old_next);
+    for (size_t i = 0; i < w->ngames;) {
+        arb_game *g = &w->games[i];
+        int rv;
+        if (g->opened_block >= c->next) {
+            say(w, "run_vanished", &g->run_id, NULL, "the run's opening is no longer on the chain");
+            if ((rv = arb_game_remove(g, w->o->state_dir)))
+                return rv;
+            arb_game_free(g);
+            w->games[i] = w->games[--w->ngames];
+            continue;
+        }
+        json_t *kept = json_array(), *e;
+        size_t k;
+        json_array_foreach(g->events, k, e) {
+            if ((uint64_t)json_integer_value(json_object_get(e, "block")) < c->next)
+                json_array_append(kept, e);
+        }
+        json_decref(g->events);
+        g->events = kept;
+        if ((rv = arb_game_save(g, w->o->state_dir)))
+            return rv;
+        i++;
+    }
+    return arb_cursor_save(c, w->o->state_dir);
+}
+
+/* Reads events from the cursor up to the safe block, one bounded range at a
+ * time; the cursor moves (and is saved) after the games are. The hashes of
+ * the range's last ARB_RECENT blocks are kept for check_reorg; they are
+ * read between two reads of the last block's hash, which must agree (the
+ * blocks under an unchanged block are unchanged). */
+static int follow(watcher *w)
+{
+    arb_cursor *c = &w->cursor;
+    while (c->next <= w->safe && !*w->stop) {
+        uint64_t to = w->safe - c->next + 1 > w->o->log_range ? c->next + w->o->log_range - 1 : w->safe;
+        uint64_t first = to + 1 - c->next > ARB_RECENT ? to + 1 - ARB_RECENT : c->next;
+        ovt_hash before, hashes[ARB_RECENT];
+        chain_arb_event *evs = NULL;
+        size_t n = 0;
+        int rv = block_info(w->arb->rpc, to, &before, NULL);
+        if (!rv)
+            rv = chain_arb_get_events(w->arb, NULL, c->next, to, &evs, &n);
+        for (uint64_t b = first; !rv && b <= to; b++)
+            rv = block_info(w->arb->rpc, b, &hashes[b - first], NULL);
+        if (!rv && memcmp(before.b, hashes[to - first].b, 32) != 0)
+            rv = ovt_fail(OVT_EIO, "block %" PRIu64 " changed while its logs were read", to);
+        for (size_t i = 0; !rv && i < n; i++)
+            rv = on_event(w, &evs[i]);
+        free(evs);
+        if (rv)
+            return rv;
+        c->next = to + 1;
+        for (uint64_t b = first; b <= to; b++)
+            arb_cursor_push(c, b, &hashes[b - first]);
+        if ((rv = arb_cursor_save(c, w->o->state_dir)))
+            return rv;
+    }
+    return 0;
+}
+
+/* --- acting on one game */
+
+/* Whether our verdict transaction is mined (successfully) or still known to
+ * the node; a transaction that vanished (reorg, dropped) may be sent again. */
+static int verdict_known(watcher *w, arb_game *g, bool *known)
+{
+    *known = false;
+    if (!g->has_verdict)
+        return 0;
+    chain_receipt r;
+    int found;
+    int rv = chain_rpc_receipt(w->arb->rpc, &r, &found, &g->verdict_tx);
+    if (rv)
+        return rv;
+    if (found) {
+        *known = r.status == 1;
+        chain_receipt_free(&r);
+        return 0;
+    }
+    char tx[67];
+    arb_hex32(tx, &g->verdict_tx);
+    json_t *res = NULL;
+    if ((rv = chain_rpc_call(w->arb->rpc, &res, "eth_getTransactionByHash", json_pack("[s]", tx))))
+        return rv;
+    *known = json_is_object(res);
+    json_decref(res);
+    return 0;
+}
+
+static uint64_t now_s(const watcher *w)
+{
+    uint64_t wall = (uint64_t)time(NULL);
+    return wall > w->head_time ? wall : w->head_time;
+}
+
+static void view_of(arb_view *v, const watcher *w, const arb_game *g, const chain_arb_params *run,
+                    const chain_arb_game *game, bool sent)
+{
+    memset(v, 0, sizeof *v);
+    v->self = &w->m->from;
+    v->run = run;
+    v->game = game;
+    v->now = now_s(w);
+    v->first_missing = g->first_missing;
+    v->input_wait = w->o->input_wait;
+    v->deadline_margin = w->o->deadline_margin;
+    v->verdict_sent = sent;
+    v->eval = g->has_eval ? &g->eval : NULL;
+}
+
+static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const chain_arb_game *game)
+{
+    char note[1024];
+    say(w, "evaluate", &g->run_id, json_pack("{s:I}", "step", (json_int_t)game->index),
+        "fetching the inputs of step %" PRIu64 " and re-executing it", game->index);
+    arb_eval e;
+    int rv = arb_evaluate(&e, w->store, &g->run_id, run, game, w->o->threads, note, sizeof note);
+    if (rv)
+        return ovt_fail_wrap(rv, "evaluating step %" PRIu64, game->index);
+    bool complete = true;
+    json_t *inputs = json_object();
+    for (int k = 0; k < ARB_NINPUTS; k++) {
+        static const char *const st[] = {"ok", "missing", "mismatch"};
+        json_object_set_new(inputs, arb_input_name(k), json_string(st[e.input[k]]));
+        complete &= e.input[k] == ARB_INPUT_OK;
+    }
+    static const char *const ex[] = {"not run", "ok", "fraud", "failed"};
+    char leaf[67];
+    arb_hex32(leaf, &e.leaf);
+    say(w, complete ? "evaluated" : "inputs_unavailable", &g->run_id,
+        json_pack("{s:I, s:o, s:s, s:s, s:s}", "step", (json_int_t)game->index, "inputs", inputs, "exec",
+                  ex[e.exec], "leaf", leaf, "note", note),
+        "step %" PRIu64 ": %s%s%s", game->index, complete ? ex[e.exec] : "inputs unavailable", note[0] ? ": " : "",
+        note);
+    g->eval = e;
+    g->has_eval = true;
+    if (!complete && !g->first_missing)
+        g->first_missing = now_s(w);
+    return arb_game_save(g, w->o->state_dir);
+}
+
+static int send_verdict(watcher *w, arb_game *g, const arb_action *a)
+{
+    chain_buf data;
+    chain_buf_init(&data);
+    chain_txm_pending p;
+    memset(&p, 0, sizeof p);
+    chain_receipt r;
+    memset(&r, 0, sizeof r);
+    char ev[67];
+    arb_hex32(ev, &a->evidence);
+    int rv = chain_arb_encode_verdict(&data, &g->run_id, a->step, a->outcome, &a->evidence);
+    if (!rv)
+        rv = chain_txm_prepare(w->m, &p, &w->arb->address, NULL, data.data, data.len);
+    if (!rv)
+        rv = chain_txm_submit(w->m, &p);
+    chain_buf_free(&data);
+    if (rv) {
+        chain_txm_pending_free(&p);
+        return ovt_fail_wrap(rv, "sending the verdict");
+    }
+    g->has_verdict = true;
+    g->verdict_tx = p.hashes[p.nversions - 1];
+    g->verdict_outcome = a->outcome;
+    g->verdict_evidence = a->evidence;
+    char tx[67];
+    arb_hex32(tx, &g->verdict_tx);
+    if ((rv = arb_game_save(g, w->o->state_dir))) {
+        chain_txm_pending_free(&p);
+        return rv;
+    }
+    say(w, "verdict_sent", &g->run_id,
+        json_pack("{s:I, s:s, s:s, s:s}", "step", (json_int_t)a->step, "outcome", chain_arb_outcome_name(a->outcome),
+                  "evidence", ev, "tx", tx),
+        "verdict %s on step %" PRIu64 " (%s), tx %s", chain_arb_outcome_name(a->outcome), a->step, a->reason, tx);
+    rv = chain_txm_wait(w->m, &p, &r);
+    if (p.nversions)
+        g->verdict_tx = p.hashes[p.nversions - 1];
+    if (rv == 0) {
+        arb_hex32(tx, &r.tx_hash);
+        g->verdict_tx = r.tx_hash;
+        say(w, "verdict_mined", &g->run_id,
+            json_pack("{s:I, s:s, s:I, s:I}", "step", (json_int_t)a->step, "tx", tx, "block",
+                      (json_int_t)r.block_number, "gas_used", (json_int_t)r.gas_used),
+            "verdict mined in block %" PRIu64 " (gas %" PRIu64 ")", r.block_number, r.gas_used);
+    }
+    chain_receipt_free(&r);
+    chain_txm_pending_free(&p);
+    int rv2 = arb_game_save(g, w->o->state_dir);
+    return rv ? rv : rv2;
+}
+
+static void note_action(watcher *w, arb_game *g, const arb_action *a)
+{
+    if (a->kind == g->last_act && a->reason == g->last_reason)
+        return;
+    g->last_act = a->kind;
+    g->last_reason = a->reason;
+    if (a->kind == ARB_ACT_WAIT || a->kind == ARB_ACT_NONE)
+        say(w, a->kind == ARB_ACT_WAIT ? "waiting" : "idle", &g->run_id, json_pack("{s:s}", "action", arb_act_name(a->kind)),
+            "%s", a->reason);
+}
+
+static int act(watcher *w, arb_game *g)
+{
+    char tag[24];
+    block_tag(tag, w->safe);
+    chain_arb_params run;
+    chain_arb_game game;
+    int rv;
+    if ((rv = chain_arb_get_run(w->arb, &g->run_id, tag, &run)) || (rv = chain_arb_get_game(w->arb, &g->run_id, tag, &game)))
+        return rv == OVT_EREVERT ? 0 : rv; /* not yet at the safe block: a later tick sees it */
+    bool sent;
+    if ((rv = verdict_known(w, g, &sent)))
+        return rv;
+    if (g->has_eval && g->eval.exec == ARB_EXEC_NOT_RUN)
+        g->has_eval = false; /* inputs were missing: look in the store again */
+    arb_view v;
+    arb_action a;
+    for (int pass = 0; pass < 2; pass++) {
+        view_of(&v, w, g, &run, &game, sent);
+        arb_decide(&a, &v);
+        if (a.kind != ARB_ACT_EVALUATE || *w->stop)
+            break;
+        if ((rv = evaluate(w, g, &run, &game)))
+            return rv;
+    }
+    note_action(w, g, &a);
+    if (a.kind == ARB_ACT_DONE) {
+        g->done = true;
+        say(w, "done", &g->run_id, json_pack("{s:s}", "outcome", chain_arb_outcome_name(game.outcome)),
+            "no longer followed: %s (outcome %s)", a.reason, chain_arb_outcome_name(game.outcome));
+        return arb_game_save(g, w->o->state_dir);
+    }
+    if (a.kind != ARB_ACT_VERDICT || *w->stop)
+        return 0;
+    /* Re-read the game as it is now (the send happens there) and decide
+     * again: only a verdict that the latest state still calls for is sent. */
+    chain_arb_game latest;
+    if ((rv = chain_arb_get_game(w->arb, &g->run_id, "latest", &latest)))
+        return rv;
+    arb_action again;
+    view_of(&v, w, g, &run, &latest, sent);
+    arb_decide(&again, &v);
+    if (again.kind != ARB_ACT_VERDICT || again.outcome != a.outcome || memcmp(again.evidence.b, a.evidence.b, 32)) {
+        say(w, "verdict_held", &g->run_id, NULL, "the game changed since the read block (%s); not sending",
+            again.reason ? again.reason : "-");
+        return 0;
+    }
+    return send_verdict(w, g, &again);
+}
+
+/* --- the loop */
+
+static int tick(watcher *w)
+{
+    int rv;
+    if ((rv = chain_rpc_block_number(w->arb->rpc, &w->head)))
+        return rv;
+    if ((rv = block_info(w->arb->rpc, w->head, &(ovt_hash){{0}}, &w->head_time)) || (rv = check_reorg(w)))
+        return rv;
+    if (w->head + 1 < w->o->confirmations)
+        return 0;
+    w->safe = w->head + 1 - w->o->confirmations;
+    if ((rv = follow(w)))
+        return rv;
+    /* One game's failure (a node error, a local error while evaluating) is
+     * reported and retried next tick; it does not hold the others back. */
+    int first = 0;
+    for (size_t i = 0; i < w->ngames && !*w->stop; i++) {
+        arb_game *g = &w->games[i];
+        if (g->done || g->opened_block > w->safe)
+            continue;
+        if ((rv = act(w, g))) {
+            say(w, "error", &g->run_id, json_pack("{s:s}", "error", ovt_errname(rv)), "%s", ovt_errmsg());
+            if (!first)
+                first = rv;
+        }
+    }
+    return first;
+}
+
+static int open_state(watcher *w)
+{
+    int rv = ovt_mkdirs(w->o->state_dir, 0700);
+    if (rv)
+        return rv;
+    rv = arb_cursor_load(&w->cursor, w->o->state_dir);
+    if (rv == OVT_ENOTFOUND) {
+        memset(&w->cursor, 0, sizeof w->cursor);
+        w->cursor.chain_id = w->arb->chain_id;
+        w->cursor.contract = w->arb->address;
+        w->cursor.next = w->o->from_block;
+        rv = arb_cursor_save(&w->cursor, w->o->state_dir);
+    }
+    if (rv)
+        return rv;
+    if (w->cursor.chain_id != w->arb->chain_id || !chain_address_eq(&w->cursor.contract, &w->arb->address))
+        return ovt_fail(OVT_EINVAL, "%s belongs to another chain or contract: use another --state-dir",
+                        w->o->state_dir);
+    return arb_games_load(&w->games, &w->ngames, w->o->state_dir);
+}
+
+int arb_watch(const arb_watch_opts *o, const chain_arb *arb, chain_txm *m, trn_store *store, volatile int *stop)
+{
+    watcher w = {.o = o, .arb = arb, .m = m, .store = store, .stop = stop};
+    int rv = open_state(&w);
+    if (rv)
+        goto done;
+    char self[43];
+    chain_address_to_string(self, &m->from);
+    size_t open = 0;
+    for (size_t i = 0; i < w.ngames; i++)
+        open += !w.games[i].done;
+    say(&w, "start", NULL,
+        json_pack("{s:s, s:I, s:I, s:I}", "arbiter", self, "next_block", (json_int_t)w.cursor.next, "open_games",
+                  (json_int_t)open, "confirmations", (json_int_t)o->confirmations),
+        "arbiter %s from block %" PRIu64 ", %zu open game(s), %u confirmation(s)", self, w.cursor.next, open,
+        o->confirmations);
+    while (!*stop) {
+        rv = tick(&w);
+        if (rv && o->once)
+            break;
+        if (rv)
+            say(&w, "error", NULL, json_pack("{s:s}", "error", ovt_errname(rv)), "%s (retrying)", ovt_errmsg());
+        if (o->once)
+            break;
+        for (long slept = 0; slept < o->poll_ms && !*stop; slept += 50)
+            chain_sleep_ms(o->poll_ms - slept < 50 ? o->poll_ms - slept : 50);
+        rv = 0;
+    }
+    if (!rv)
+        say(&w, "stop", NULL, json_pack("{s:I}", "next_block", (json_int_t)w.cursor.next), "stopped at block %" PRIu64,
+            w.cursor.next);
+done:
+    for (size_t i = 0; i < w.ngames; i++)
+        arb_game_free(&w.games[i]);
+    free(w.games);
+    return rv;
+}

@@ -1,0 +1,56 @@
+#ifndef OVT_ARBITER_WATCH_STATE_H
+#define OVT_ARBITER_WATCH_STATE_H
+
+/* Internal to arbiter/: the watcher's state on disk (see watch.h): the
+ * cursor and one folder per game. */
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arbiter/decide.h"
+
+#define ARB_RECENT 64 /* block hashes kept for reorg detection */
+
+typedef struct {
+    uint64_t chain_id;
+    chain_address contract;
+    uint64_t next;                   /* first block not yet read */
+    size_t nrecent;                  /* oldest first */
+    uint64_t recent_block[ARB_RECENT];
+    ovt_hash recent_hash[ARB_RECENT];
+} arb_cursor;
+
+typedef struct {
+    ovt_hash run_id;
+    uint64_t opened_block;
+    bool done;
+    uint64_t first_missing;
+    bool has_eval;
+    arb_eval eval;
+    bool has_verdict;                /* a verdict transaction was sent */
+    ovt_hash verdict_tx;
+    chain_arb_outcome verdict_outcome;
+    ovt_hash verdict_evidence;
+    json_t *events;                  /* array of {event, block, log_index, tx} */
+    arb_act last_act;                /* not saved: for logging changes */
+    const char *last_reason;
+} arb_game;
+
+/* cursor.json: OVT_ENOTFOUND when there is none yet. */
+int arb_cursor_load(arb_cursor *c, const char *dir) OVT_MUST_USE;
+int arb_cursor_save(const arb_cursor *c, const char *dir) OVT_MUST_USE;
+void arb_cursor_push(arb_cursor *c, uint64_t block, const ovt_hash *hash);
+
+/* games/<runId>/: load every game folder (*games malloc'd), save one, and
+ * remove one (a run whose opening vanished in a reorg). */
+int arb_games_load(arb_game **games, size_t *n, const char *dir) OVT_MUST_USE;
+int arb_game_save(const arb_game *g, const char *dir) OVT_MUST_USE;
+int arb_game_remove(const arb_game *g, const char *dir) OVT_MUST_USE;
+void arb_game_free(arb_game *g);
+
+/* "0x" + 64 hex digits, and back. */
+void arb_hex32(char out[67], const ovt_hash *h);
+int arb_parse_hex32(ovt_hash *out, const json_t *v) OVT_MUST_USE;
+
+#endif

@@ -1,0 +1,376 @@
+/* The party commands on a real anvil, all run as the built `ovt`:
+ *   ovt deploy; ovt commit (opens, publishes to a file:// store, commits);
+ *   ovt audit from the store with the auditor's key: equal roots settle the
+ *   run as verified, and the receipt's EIP-712 signature recovers to the
+ *   trainer;
+ *   a lying auditor (--lie-at 13): two `ovt agent` processes play the descent
+ *   to step 13 while anvil is stopped (state dumped) and restarted from its
+ *   state mid-game; the game reaches AwaitingVerdict at step 13, the trainer
+ *   has published state 12 and log 13, each party sent exactly one
+ *   transaction per round (nonces), and the verdict posted from the arbiter's
+ *   key ends both agents with the outcome;
+ *   an auditor that stops answering: the trainer agent claims the timeout
+ *   once the clock passes the deadline (evm_increaseTime);
+ *   a trainer agent with --withhold against `ovt audit --agent`. */
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "aud_fixture.h"
+#include "chain/arbitration.h"
+#include "chain/session.h"
+#include "check.h"
+#include "support/anvil.h"
+#include "trainer/run.h"
+#include "trainer/store.h"
+
+static const char *const keys[4] = {
+    "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80", /* deployer */
+    "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d", /* trainer */
+    "0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a", /* auditor */
+    "0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6", /* arbiter */
+};
+enum { DEPLOYER, TRAINER, AUDITOR, ARBITER };
+
+static tsup_anvil node;
+static chain_rpc *rpc;
+static chain_arb arb;
+static char contract[43], addr[4][43], store_url[600], store_dir[512], state_file[512];
+static char run_dir[512];
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static const char *json_str(const char *text, const char *key, char *out, size_t cap)
+{
+    json_t *j = json_loads(text ? text : "", 0, NULL);
+    const char *v = json_string_value(json_object_get(j, key));
+    snprintf(out, cap, "%s", v ? v : "");
+    json_decref(j);
+    return out;
+}
+
+/* ovt commit of run_dir: returns the run id (hex) in rid. */
+static int commit(char rid[67], const char *move_timeout)
+{
+    char *out = NULL, data_abs[600];
+    snprintf(data_abs, sizeof data_abs, "%s", af_text);
+    int rv = af_ovt_run(&out, "commit", run_dir, "--rpc-url", node.url, "--contract", contract, "--private-key",
+                        keys[TRAINER], "--auditor", addr[AUDITOR], "--arbiter", addr[ARBITER], "--bond", "1000",
+                        "--move-timeout", move_timeout, "--store", store_url, "--data", data_abs, "--json", NULL);
+    json_str(out, "run_id", rid, 67);
+    free(out);
+    return rv;
+}
+
+static int audit(const char *rid, const char *out_dir, const char *lie_at)
+{
+    char *out = NULL;
+    int rv = lie_at ? af_ovt_run(&out, "audit", store_url, "--run-id", rid, "--out", out_dir, "--backend", "ref",
+                                 "--rpc-url", node.url, "--contract", contract, "--private-key", keys[AUDITOR],
+                                 "--lie-at", lie_at, "--json", NULL)
+                    : af_ovt_run(&out, "audit", store_url, "--run-id", rid, "--out", out_dir, "--backend", "ref",
+                                 "--rpc-url", node.url, "--contract", contract, "--private-key", keys[AUDITOR],
+                                 "--json", NULL);
+    if (rv != 0)
+        fprintf(stderr, "audit: %s\n", out ? out : "");
+    free(out);
+    return rv;
+}
+
+static int game(const char *rid, chain_arb_game *g)
+{
+    ovt_hash id;
+    if (chain_parse_hash(&id, "run id", rid))
+        return -1;
+    return chain_arb_get_game(&arb, &id, NULL, g);
+}
+
+/* Starts `ovt agent` for a role; stdout goes to OUT_PATH. */
+/* Starts a child running `ovt` with args (NULL-terminated); stdout to out_path. */
+static pid_t spawn(const char *out_path, char *const *args)
+{
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(1);
+    int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || dup2(fd, 1) < 0)
+        _exit(126);
+    execv(af_ovt, args);
+    _exit(127);
+}
+
+static pid_t agent(const char *role, const char *rid, const char *dir, const char *out_path)
+{
+    char *key = (char *)(!strcmp(role, "trainer") ? keys[TRAINER] : keys[AUDITOR]);
+    char *args[] = {af_ovt, "agent", "--role", (char *)role, "--run-id", (char *)rid, "--rpc-url", node.url,
+                    "--contract", contract, "--private-key", key, "--run", (char *)dir, "--poll-interval", "0.1",
+                    "--json", NULL};
+    return spawn(out_path, args);
+}
+
+/* Waits for an agent to exit (up to seconds); its exit status or -1. */
+static int wait_agent(pid_t pid, int seconds)
+{
+    for (int waited = 0; waited < seconds * 10; waited++) {
+        int status;
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        sleep_ms(100);
+    }
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    return -1;
+}
+
+static int file_has(const char *path, const char *what)
+{
+    uint8_t *buf;
+    size_t len;
+    if (ovt_read_file(path, &buf, &len, 1 << 24))
+        return 0;
+    int has = strstr((char *)buf, what) != NULL;
+    free(buf);
+    return has;
+}
+
+static uint64_t nonce_of(int who)
+{
+    chain_address a;
+    uint64_t n = 0;
+    CHECK(chain_address_from_string(&a, addr[who]) == 0);
+    CHECK(chain_rpc_nonce(rpc, &n, &a, "latest") == 0);
+    return n;
+}
+
+/* Waits until the game is in phase (up to seconds). */
+static int wait_phase(const char *rid, chain_arb_phase phase, int seconds, chain_arb_game *g)
+{
+    for (int waited = 0; waited < seconds * 10; waited++) {
+        if (game(rid, g) == 0 && g->phase == phase)
+            return 0;
+        sleep_ms(100);
+    }
+    return -1;
+}
+
+/* Posts a verdict from the arbiter's key. */
+static int verdict(const char *rid, uint64_t step, chain_arb_outcome outcome, const ovt_hash *evidence)
+{
+    chain_txm m;
+    chain_privkey k;
+    ovt_hash id;
+    if (chain_key_from_hex(&k, keys[ARBITER]) || chain_txm_init(&m, rpc, &k, NULL))
+        return -1;
+    int rv = chain_parse_hash(&id, "id", rid);
+    if (!rv)
+        rv = chain_arb_verdict(&arb, &m, &id, step, outcome, evidence, NULL);
+    chain_txm_free(&m);
+    return rv;
+}
+
+static void test_verified(void)
+{
+    char rid[67], aud[600];
+    CHECK(commit(rid, "600") == 0);
+    CHECK(strlen(rid) == 66);
+    snprintf(aud, sizeof aud, "%s/aud-honest", af_dir);
+    CHECK(audit(rid, aud, NULL) == 0);
+    chain_arb_game g;
+    CHECK(game(rid, &g) == 0);
+    CHECK(g.phase == CHAIN_ARB_PHASE_SETTLED && g.outcome == CHAIN_ARB_VERIFIED);
+    CHECK(memcmp(g.trainer_root.b, g.auditor_root.b, 32) == 0);
+    /* The trainer's root is the one of its own step table for this runId,
+     * and the receipt's signature recovers to the trainer. */
+    char path[600], sig_hex[200], root_hex[80];
+    snprintf(path, sizeof path, "%s/steps.bin", run_dir);
+    trn_step_table t;
+    ovt_hash id, root;
+    CHECK(trn_step_table_read(&t, path) == 0 && chain_parse_hash(&id, "id", rid) == 0);
+    CHECK(trn_step_table_root(&root, &t, &id) == 0);
+    CHECK(memcmp(root.b, g.trainer_root.b, 32) == 0);
+    trn_step_table_free(&t);
+    snprintf(path, sizeof path, "%s/receipt.json", run_dir);
+    uint8_t *buf;
+    size_t len;
+    CHECK(ovt_read_file(path, &buf, &len, 1 << 20) == 0);
+    json_str((char *)buf, "signature", sig_hex, sizeof sig_hex);
+    json_str((char *)buf, "root", root_hex, sizeof root_hex);
+    free(buf);
+    chain_arb_params p;
+    CHECK(chain_arb_get_run(&arb, &id, NULL, &p) == 0);
+    ovt_hash digest;
+    chain_arb_commitment_digest(&digest, arb.chain_id, &arb.address, &id, &root, &p);
+    uint8_t rsv[65];
+    chain_sig sig;
+    chain_address signer, trainer;
+    CHECK(strlen(sig_hex) == 132 && ovt_hex_decode(rsv, 65, sig_hex + 2) == 0);
+    CHECK(chain_sig_from_rsv(&sig, rsv) == 0 && chain_recover_address(&signer, &sig, &digest) == 0);
+    CHECK(chain_address_from_string(&trainer, addr[TRAINER]) == 0 && chain_address_eq(&signer, &trainer));
+    /* A second audit commit for the same run is refused before sending. */
+    char *out = NULL;
+    CHECK(af_ovt_run(&out, "audit", store_url, "--run-id", rid, "--out", aud, "--rpc-url", node.url, "--contract",
+                     contract, "--private-key", keys[TRAINER], NULL) == 1);
+    free(out);
+}
+
+static void test_lying_auditor(void)
+{
+    char rid[67], aud[600], t_out[600], a_out[600];
+    CHECK(commit(rid, "600") == 0);
+    snprintf(aud, sizeof aud, "%s/aud-liar", af_dir);
+    CHECK(audit(rid, aud, "13") == 0);
+    chain_arb_game g;
+    CHECK(game(rid, &g) == 0 && g.phase == CHAIN_ARB_PHASE_BISECTING && g.depth == 5);
+    uint64_t t0 = nonce_of(TRAINER), a0 = nonce_of(AUDITOR);
+    snprintf(t_out, sizeof t_out, "%s/trainer-agent.out", af_dir);
+    snprintf(a_out, sizeof a_out, "%s/auditor-agent.out", af_dir);
+    pid_t tp = agent("trainer", rid, run_dir, t_out);
+    pid_t ap = agent("auditor", rid, aud, a_out);
+    /* Mid-game: stop anvil (it dumps its state), keep it away a while, bring
+     * it back from the state file on the same port. */
+    for (int waited = 0; waited < 600 && (game(rid, &g) != 0 || g.round < 2); waited++)
+        sleep_ms(100);
+    CHECK_MSG(g.round >= 2 && g.phase == CHAIN_ARB_PHASE_BISECTING, "round %u phase %d", g.round, (int)g.phase);
+    tsup_anvil_stop(&node);
+    sleep_ms(1500);
+    const char *args[] = {"--state", state_file, NULL};
+    CHECK(tsup_anvil_restart(&node, args) == 0);
+    CHECK(wait_phase(rid, CHAIN_ARB_PHASE_AWAITING_VERDICT, 120, &g) == 0);
+    CHECK_EQ_U64(g.index, 13);
+    /* One transaction per round and party: 5 bisections and the reveal. */
+    CHECK_EQ_U64(nonce_of(TRAINER) - t0, 6);
+    CHECK_EQ_U64(nonce_of(AUDITOR) - a0, 6);
+    /* The trainer published state 12 and log 13, as committed. */
+    trn_step_table t;
+    char path[600];
+    snprintf(path, sizeof path, "%s/steps.bin", run_dir);
+    CHECK(trn_step_table_read(&t, path) == 0);
+    CHECK(memcmp(g.previous_state.b, t.steps[12].state_hash.b, 32) == 0);
+    CHECK(memcmp(g.trainer_log.b, t.steps[13].log_hash.b, 32) == 0);
+    trn_store *store;
+    trn_state *st = NULL;
+    uint8_t *log;
+    size_t len;
+    CHECK(trn_store_open(&store, store_url) == 0);
+    for (int waited = 0; waited < 100 && trn_store_get_state(store, &t.steps[12].state_hash, &st) != 0; waited++)
+        sleep_ms(100);
+    CHECK(st && st->step == 12);
+    trn_state_free(st);
+    CHECK(trn_store_get(store, &t.steps[13].log_hash, 1 << 30, &log, &len) == 0);
+    free(log);
+    /* Batch 13 is a blob whose SHA-256 is the trainer's batchHash_13. */
+    CHECK(trn_store_get(store, &t.steps[13].batch_hash, 1 << 30, &log, &len) == 0);
+    CHECK(len == 8 + 4 * 2 * 2 * 16);
+    free(log);
+    trn_store_close(store);
+    trn_step_table_free(&t);
+    /* The arbiter (another helper's watcher) is played by the test. */
+    CHECK(verdict(rid, 13, CHAIN_ARB_TRAINER_RIGHT, &g.trainer_node) == 0);
+    CHECK(wait_agent(tp, 60) == 0 && wait_agent(ap, 60) == 0);
+    CHECK(file_has(t_out, "trainer-right") && file_has(a_out, "trainer-right"));
+    /* The agents kept their game on disk; the node going away was retried. */
+    snprintf(path, sizeof path, "%s/agent/%s/state.json", run_dir, rid + 2);
+    CHECK(file_has(path, "\"published\": true") && file_has(path, "trainer-right"));
+}
+
+static void test_timeout(void)
+{
+    char rid[67], aud[600], t_out[600];
+    CHECK(commit(rid, "600") == 0);
+    snprintf(aud, sizeof aud, "%s/aud-silent", af_dir);
+    CHECK(audit(rid, aud, "3") == 0);
+    snprintf(t_out, sizeof t_out, "%s/trainer-timeout.out", af_dir);
+    pid_t tp = agent("trainer", rid, run_dir, t_out);
+    chain_arb_game g;
+    for (int waited = 0; waited < 300 && (game(rid, &g) != 0 || !(g.flags & CHAIN_ARB_FLAG_TRAINER)); waited++)
+        sleep_ms(100);
+    CHECK(g.flags & CHAIN_ARB_FLAG_TRAINER);
+    json_t *res = NULL;
+    CHECK(chain_rpc_call(rpc, &res, "evm_increaseTime", json_pack("[i]", 601)) == 0);
+    json_decref(res);
+    CHECK(chain_rpc_call(rpc, &res, "evm_mine", NULL) == 0);
+    json_decref(res);
+    CHECK(wait_agent(tp, 60) == 0);
+    CHECK(game(rid, &g) == 0 && g.outcome == CHAIN_ARB_AUDITOR_TIMED_OUT);
+    CHECK(file_has(t_out, "auditor-timed-out"));
+}
+
+/* A trainer that withholds the inputs, against an auditor playing from
+ * `ovt audit --agent`: the game still reaches the verdict, state j-1 and
+ * batch j are not in the store, and the arbiter's InputsUnavailable ends it. */
+static void test_withhold(void)
+{
+    char rid[67], aud[600], t_out[600], a_out[600];
+    CHECK(commit(rid, "600") == 0);
+    snprintf(aud, sizeof aud, "%s/aud-withhold", af_dir);
+    snprintf(t_out, sizeof t_out, "%s/trainer-withhold.out", af_dir);
+    snprintf(a_out, sizeof a_out, "%s/auditor-withhold.out", af_dir);
+    char *targs[] = {af_ovt, "agent", "--role", "trainer", "--run-id", rid, "--rpc-url", node.url, "--contract",
+                     contract, "--private-key", (char *)keys[TRAINER], "--run", run_dir, "--poll-interval", "0.1",
+                     "--withhold", NULL};
+    char *aargs[] = {af_ovt, "audit", store_url, "--run-id", rid, "--out", aud, "--backend", "ref", "--rpc-url",
+                     node.url, "--contract", contract, "--private-key", (char *)keys[AUDITOR], "--lie-at", "7",
+                     "--agent", "--poll-interval", "0.1", NULL};
+    pid_t tp = spawn(t_out, targs), ap = spawn(a_out, aargs);
+    chain_arb_game g;
+    CHECK(wait_phase(rid, CHAIN_ARB_PHASE_AWAITING_VERDICT, 120, &g) == 0);
+    CHECK_EQ_U64(g.index, 7);
+    trn_store *store;
+    trn_state *st = NULL;
+    uint8_t *buf;
+    size_t len;
+    CHECK(trn_store_open(&store, store_url) == 0);
+    CHECK(trn_store_get_state(store, &g.previous_state, &st) == OVT_ENOTFOUND);
+    CHECK(trn_store_get(store, &g.trainer_batch, 1 << 30, &buf, &len) == OVT_ENOTFOUND);
+    trn_store_close(store);
+    CHECK(verdict(rid, 7, CHAIN_ARB_INPUTS_UNAVAILABLE, &g.previous_state) == 0);
+    CHECK(wait_agent(tp, 60) == 0 && wait_agent(ap, 60) == 0);
+    CHECK(file_has(t_out, "inputs-unavailable") && file_has(a_out, "inputs-unavailable"));
+}
+
+int main(void)
+{
+    CHECK(af_init("aud-game") == 0);
+    snprintf(state_file, sizeof state_file, "%s/anvil-state.json", af_dir);
+    snprintf(store_dir, sizeof store_dir, "%s/store", af_dir);
+    snprintf(store_url, sizeof store_url, "file://%s", store_dir);
+    const char *args[] = {"--state", state_file, NULL};
+    if (tsup_anvil_start(&node, args) != 0)
+        return 1;
+    CHECK(af_train("run", 20, run_dir, sizeof run_dir) == 0);
+    char *out = NULL;
+    CHECK(af_ovt_run(&out, "deploy", "--rpc-url", node.url, "--private-key", keys[DEPLOYER], "--json", NULL) == 0);
+    json_str(out, "address", contract, sizeof contract);
+    free(out);
+    for (int i = 0; i < 4; i++) {
+        chain_privkey k;
+        chain_address a;
+        CHECK(chain_key_from_hex(&k, keys[i]) == 0 && chain_key_address(&a, &k) == 0);
+        chain_address_to_string(addr[i], &a);
+    }
+    chain_address ca;
+    CHECK(chain_rpc_open(&rpc, node.url, NULL) == 0);
+    CHECK(chain_address_from_string(&ca, contract) == 0 && chain_arb_attach(&arb, rpc, &ca) == 0);
+
+    test_verified();
+    test_lying_auditor();
+    test_timeout();
+    test_withhold();
+
+    chain_rpc_close(rpc);
+    tsup_anvil_stop(&node);
+    af_cleanup();
+    return check_done();
+}

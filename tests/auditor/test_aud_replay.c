@@ -1,0 +1,252 @@
+/* The auditor's replay against runs made by the built `ovt train`:
+ * an honest run verifies on ref and shuffle; a run resumed from a tampered
+ * checkpoint diverges exactly at that step; a log changed after the fact is
+ * found at its step (logHash differs); a forged log entry, committed by the
+ * trainer, is reported as fraud at its step; missing files and a wrong
+ * dataset are clear errors. The expected steps are the ones the test
+ * tampered with. */
+#include <unistd.h>
+
+#include "aud_fixture.h"
+#include "auditor/replay.h"
+#include "check.h"
+#include "kernels/rlog.h"
+#include "trainer/rundata.h"
+
+#define STEPS 20
+
+static aud_report replay(const char *run, krn_backend_kind backend, int *rv)
+{
+    aud_replay_opts o = {.run_dir = run, .data_path = af_text, .backend = backend};
+    aud_report r;
+    *rv = aud_replay(&o, &r);
+    return r;
+}
+
+static void copy_run(const char *from, const char *name, char *to, size_t cap)
+{
+    snprintf(to, cap, "%s/%s", af_dir, name);
+    CHECK(tsup_runl(NULL, "/bin/cp", "-r", from, to, NULL) == 0);
+}
+
+/* Replaces entry k of the step table in run/steps.bin. */
+static void patch_table(const char *run, uint64_t k, const ovt_hash *state, const ovt_hash *log)
+{
+    char path[512];
+    trn_step_table t;
+    snprintf(path, sizeof path, "%s/steps.bin", run);
+    CHECK(trn_step_table_read(&t, path) == 0);
+    if (state)
+        t.steps[k].state_hash = *state;
+    if (log)
+        t.steps[k].log_hash = *log;
+    CHECK(trn_step_table_write(&t, path) == 0);
+    trn_step_table_free(&t);
+}
+
+/* The first step >= 2 whose log has an entry, and that log. */
+static uint64_t step_with_entries(const char *run, krn_rlog *log)
+{
+    char path[512];
+    for (uint64_t i = 2; i <= STEPS; i++) {
+        CHECK(trn_run_path(path, sizeof path, run, "logs", i, "rlog") == 0);
+        CHECK(krn_rlog_read_file(log, path) == 0);
+        if (krn_rlog_nentries(log) > 0)
+            return i;
+    }
+    return 0;
+}
+
+static void test_tampered_checkpoint(const char *honest)
+{
+    char run[512], path[512];
+    copy_run(honest, "ckpt", run, sizeof run);
+    /* Flip the lowest mantissa bit of one parameter in the step-8 checkpoint
+     * (still a finite FP32 grid value), record its hash as the trainer's
+     * claim for step 8, and let the trainer go on from it. */
+    trn_state *st;
+    CHECK(trn_run_path(path, sizeof path, run, "ckpt", 8, "ckpt") == 0);
+    CHECK(trn_checkpoint_read(&st, path) == 0);
+    uint32_t bits;
+    memcpy(&bits, &st->params[3], 4);
+    bits ^= 1;
+    memcpy(&st->params[3], &bits, 4);
+    CHECK(trn_checkpoint_write(st, path) == 0);
+    ovt_hash h;
+    trn_state_hash(&h, st);
+    trn_state_free(st);
+    patch_table(run, 8, &h, NULL);
+    CHECK(trn_run_path(path, sizeof path, run, "ckpt", 16, "ckpt") == 0 && unlink(path) == 0);
+    CHECK(trn_run_path(path, sizeof path, run, "ckpt", STEPS, "ckpt") == 0 && unlink(path) == 0);
+    snprintf(path, sizeof path, "%d", STEPS);
+    char *out = NULL;
+    CHECK(af_ovt_run(&out, "train", "--model", "gpt2-tiny", "--data", af_text, "--out", run, "--steps", path,
+                     "--batch", "2", "--seq", "16", "--checkpoint-every", "8", "--every", "0", "--json", "--resume",
+                     NULL) == 0);
+    CHECK(out && strstr(out, "\"steps_this_session\": 12"));
+    free(out);
+    int rv;
+    aud_report r = replay(run, KRN_BACKEND_REF, &rv);
+    CHECK_MSG(rv == 0, "%s", ovt_errmsg());
+    CHECK(r.finding == AUD_DIVERGED && r.step == 8);
+    CHECK(r.state_differs && !r.batch_differs && !r.log_differs);
+    CHECK(r.replayed == 8);
+    /* Leaves before the divergence are the trainer's; leaf 8 is not. */
+    CHECK(memcmp(r.own.steps[7].state_hash.b, r.trainer.steps[7].state_hash.b, 32) == 0);
+    CHECK(memcmp(r.own.steps[8].state_hash.b, r.trainer.steps[8].state_hash.b, 32) != 0);
+    aud_report_free(&r);
+    /* Starting after the tampered step from the trainer's own (tampered)
+     * checkpoint: the rest of its history is consistent. */
+    aud_replay_opts o = {.run_dir = run, .data_path = af_text, .backend = KRN_BACKEND_REF, .from = 9};
+    CHECK(aud_replay(&o, &r) == 0);
+    CHECK(r.finding == AUD_VERIFIED && r.partial && r.replayed == STEPS - 8);
+    aud_report_free(&r);
+}
+
+static void test_tampered_log(const char *honest)
+{
+    char run[512], path[512];
+    copy_run(honest, "log", run, sizeof run);
+    krn_rlog *log = krn_rlog_new(), *changed = krn_rlog_new();
+    uint64_t k = step_with_entries(run, log);
+    CHECK_MSG(k > 0, "no step of the run has a log entry");
+    /* The same log with the first entry's direction flipped. */
+    krn_rlog_reset(changed, k);
+    for (size_t i = 0; i < krn_rlog_nsites(log); i++) {
+        const krn_rlog_site *s = krn_rlog_site_at(log, i);
+        for (size_t e = 0; e < s->count; e++) {
+            krn_rlog_entry x = s->entries[e];
+            if (i == 0 && e == 0 && x.dir != KRN_DIR_VALUE)
+                x.dir = x.dir == KRN_DIR_UP ? KRN_DIR_DOWN : KRN_DIR_UP;
+            CHECK(krn_rlog_add(changed, s->site, s->n, x.index, x.dir, x.value) == 0);
+        }
+    }
+    CHECK(trn_run_path(path, sizeof path, run, "logs", k, "rlog") == 0);
+    CHECK(krn_rlog_write_file(changed, path) == 0);
+    int rv;
+    aud_report r = replay(run, KRN_BACKEND_REF, &rv);
+    CHECK_MSG(rv == 0, "%s", ovt_errmsg());
+    CHECK_MSG(r.finding != AUD_VERIFIED && r.step == k, "finding %d at %llu, tampered %llu", (int)r.finding,
+              (unsigned long long)r.step, (unsigned long long)k);
+    CHECK(r.finding == AUD_FRAUD || r.log_differs);
+    aud_report_free(&r);
+
+    /* A forged entry: an element the log does not name, claimed UP, in a log
+     * the trainer commits to (its hash goes into the step table). */
+    copy_run(honest, "forged", run, sizeof run);
+    krn_rlog_reset(changed, k);
+    const krn_rlog_site *s0 = krn_rlog_site_at(log, 0);
+    uint64_t forged = s0->entries[s0->count - 1].index + 1;
+    if (forged >= s0->n)
+        forged = s0->entries[0].index - 1;
+    for (size_t i = 0; i < krn_rlog_nsites(log); i++) {
+        const krn_rlog_site *s = krn_rlog_site_at(log, i);
+        for (size_t e = 0; e < s->count; e++) {
+            if (i == 0 && forged < s->entries[e].index && (e == 0 || forged > s->entries[e - 1].index))
+                CHECK(krn_rlog_add(changed, s->site, s->n, forged, KRN_DIR_UP, 0) == 0);
+            CHECK(krn_rlog_add(changed, s->site, s->n, s->entries[e].index, s->entries[e].dir, s->entries[e].value) == 0);
+            if (i == 0 && e == s->count - 1 && forged > s->entries[e].index)
+                CHECK(krn_rlog_add(changed, s->site, s->n, forged, KRN_DIR_UP, 0) == 0);
+        }
+    }
+    CHECK(krn_rlog_nentries(changed) == krn_rlog_nentries(log) + 1);
+    CHECK(trn_run_path(path, sizeof path, run, "logs", k, "rlog") == 0);
+    CHECK(krn_rlog_write_file(changed, path) == 0);
+    uint8_t *bytes;
+    size_t len;
+    ovt_hash lh;
+    CHECK(ovt_read_file(path, &bytes, &len, 1 << 30) == 0);
+    ovt_sha256(&lh, bytes, len);
+    free(bytes);
+    patch_table(run, k, NULL, &lh);
+    r = replay(run, KRN_BACKEND_REF, &rv);
+    CHECK_MSG(rv == 0, "%s", ovt_errmsg());
+    CHECK_MSG(r.finding == AUD_FRAUD && r.step == k, "finding %d at %llu", (int)r.finding, (unsigned long long)r.step);
+    CHECK(strstr(r.detail, "fraudulent") != NULL);
+    /* The auditor's leaf k keeps the log it was given and no state. */
+    CHECK(memcmp(r.own.steps[k].log_hash.b, lh.b, 32) == 0);
+    aud_report_free(&r);
+
+    /* The CLI says so, with exit status 3. */
+    char *out = NULL;
+    CHECK(af_ovt_run(&out, "audit", run, "--data", af_text, "--backend", "ref", "--json", NULL) == 3);
+    char want[64];
+    snprintf(want, sizeof want, "\"step\":%llu", (unsigned long long)k);
+    CHECK(out && strstr(out, "\"finding\":\"fraud\"") && strstr(out, want));
+    free(out);
+    krn_rlog_free(log);
+    krn_rlog_free(changed);
+}
+
+static void test_bad_input(const char *honest)
+{
+    char run[512], path[512];
+    copy_run(honest, "missing", run, sizeof run);
+    CHECK(trn_run_path(path, sizeof path, run, "logs", 5, "rlog") == 0 && unlink(path) == 0);
+    int rv;
+    aud_report r = replay(run, KRN_BACKEND_REF, &rv);
+    CHECK(rv == OVT_ENOTFOUND && strstr(ovt_errmsg(), "step 5"));
+    aud_replay_opts o = {.run_dir = honest, .data_path = path, .backend = KRN_BACKEND_REF};
+    snprintf(path, sizeof path, "%s/other.txt", af_dir);
+    CHECK(ovt_write_atomic(path, "some other text, long enough for a sequence of sixteen", 54, 0644) == 0);
+    CHECK(aud_replay(&o, &r) == OVT_ECRYPTO && strstr(ovt_errmsg(), "not the run's dataset"));
+    o.data_path = af_text;
+    o.from = 5;
+    o.to = 3;
+    CHECK(aud_replay(&o, &r) == OVT_EINVAL);
+    char *out = NULL;
+    CHECK(af_ovt_run(&out, "audit", honest, "--backend", "gpu", NULL) == 2);
+    free(out);
+    CHECK(af_ovt_run(&out, "audit", honest, NULL) == 2); /* no --data */
+    free(out);
+}
+
+int main(void)
+{
+    CHECK(af_init("aud-replay") == 0);
+    char honest[512];
+    CHECK(af_train("honest", STEPS, honest, sizeof honest) == 0);
+
+    /* Honest: verified on ref (every step) and shuffle (first 6 steps: it
+     * draws a random summation order per element and is slow). */
+    int rv;
+    aud_report r = replay(honest, KRN_BACKEND_REF, &rv);
+    CHECK_MSG(rv == 0, "%s", ovt_errmsg());
+    CHECK(r.finding == AUD_VERIFIED && r.replayed == STEPS && !r.partial && r.steps == STEPS);
+    CHECK(r.own.count == STEPS + 1 &&
+          memcmp(r.own.steps, r.trainer.steps, (STEPS + 1) * sizeof *r.own.steps) == 0);
+    aud_report_free(&r);
+    aud_replay_opts o = {.run_dir = honest, .data_path = af_text, .backend = KRN_BACKEND_SHUFFLE, .to = 6};
+    CHECK(aud_replay(&o, &r) == 0);
+    CHECK(r.finding == AUD_VERIFIED && r.replayed == 6 && r.partial);
+    aud_report_free(&r);
+    char *out = NULL, aud_dir[512];
+    snprintf(aud_dir, sizeof aud_dir, "%s/aud", af_dir);
+    CHECK(af_ovt_run(&out, "audit", honest, "--data", af_text, "--backend", "ref", "--out", aud_dir, NULL) == 0);
+    CHECK(out && strstr(out, "verified"));
+    free(out);
+    /* Its history is the trainer's, and a lying auditor's differs from the
+     * step it lies at. */
+    char a_path[600], t_path[600];
+    trn_step_table mine, theirs;
+    snprintf(a_path, sizeof a_path, "%s/steps.bin", aud_dir);
+    snprintf(t_path, sizeof t_path, "%s/steps.bin", honest);
+    CHECK(trn_step_table_read(&mine, a_path) == 0 && trn_step_table_read(&theirs, t_path) == 0);
+    CHECK(mine.count == theirs.count && memcmp(mine.steps, theirs.steps, mine.count * sizeof *mine.steps) == 0);
+    trn_step_table_free(&mine);
+    o.backend = KRN_BACKEND_REF;
+    o.to = 0;
+    o.lie_at = 13;
+    CHECK(aud_replay(&o, &r) == 0);
+    CHECK(r.finding == AUD_VERIFIED);
+    for (uint64_t i = 0; i <= STEPS; i++)
+        CHECK((memcmp(r.own.steps[i].state_hash.b, theirs.steps[i].state_hash.b, 32) == 0) == (i < 13));
+    aud_report_free(&r);
+    trn_step_table_free(&theirs);
+
+    test_tampered_checkpoint(honest);
+    test_tampered_log(honest);
+    test_bad_input(honest);
+    af_cleanup();
+    return check_done();
+}
