@@ -404,6 +404,11 @@ static int start_arbiter(struct devnet *d)
     arg(&c, "0.2");
     arg(&c, "--from-block");
     arg(&c, "%llu", (unsigned long long)d->deploy_block);
+    /* inputs the trainer has not published 5 s after both leaves are
+     * revealed are ruled unavailable (the trainer agent publishes them
+     * before it reveals its leaf) */
+    arg(&c, "--input-wait");
+    arg(&c, "5");
     progress(d, "arbiter: watching the contract");
     return start(d, &d->arbiter, "arbiter", c.argv);
 }
