@@ -56,6 +56,7 @@ typedef struct {
     double faulty_commit_s;     /* seconds since start when the faulty party's commit was seen */
     double verdict_s;           /* ... the verdict (or the timeout, or verification) */
     double total_s;
+    char arbiter_saw[256];      /* the arbiter watcher's own line on the settlement ("" if none) */
     devnet_ledger ledger;       /* every transaction of the devnet */
 } devnet_result;
 

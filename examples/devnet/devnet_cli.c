@@ -129,6 +129,7 @@ static void print_text(const devnet_opts *o, const devnet_result *r, bool as_exp
            : r->outcome >= CHAIN_ARB_TRAINER_TIMED_OUT && r->outcome <= CHAIN_ARB_BOTH_TIMED_OUT ? "timeout"
                                                                                                : "verdict",
            r->verdict_s - r->faulty_commit_s, r->total_s);
+    printf("the arbiter's watcher saw: %s\n", r->arbiter_saw[0] ? r->arbiter_saw : "(nothing)");
     printf("contract %s, run %s\n\ntransactions:\n", r->contract, r->run_id);
     printf("  %-6s %-9s %-11s %9s  %-6s %s\n", "block", "party", "call", "gas", "status", "hash");
     for (size_t i = 0; i < r->ledger.n; i++) {
@@ -173,6 +174,7 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
                           r->has_step ? json_integer((json_int_t)r->step) : json_null(), "commit_to_verdict_s",
                           r->verdict_s - r->faulty_commit_s, "total_s", r->total_s, "run_id", r->run_id, "rpc_url",
                           r->rpc_url, "gas", gas, "transactions", txs);
+    json_object_set_new(j, "arbiter_saw", json_string(r->arbiter_saw));
     if (o->keep)
         json_object_set_new(j, "work_dir", json_string(r->work_dir));
     char *text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;

@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "chain/keys.h"
 #include "common/fileio.h"
 #include "examples/devnet/children.h"
@@ -409,6 +411,7 @@ static int start_arbiter(struct devnet *d)
      * before it reveals its leaf) */
     arg(&c, "--input-wait");
     arg(&c, "5");
+    arg(&c, "--json");
     progress(d, "arbiter: watching the contract");
     return start(d, &d->arbiter, "arbiter", c.argv);
 }
@@ -620,6 +623,30 @@ static int setup_chain(struct devnet *d)
     return 0;
 }
 
+/* The arbiter watcher's own report of the settlement: its JSON log line
+ * {"event": "settled", "run_id": ..., "message": ...}; 1 once found. */
+static int arbiter_saw(struct devnet *d)
+{
+    FILE *f = fopen(d->arbiter->log_path, "r");
+    if (!f)
+        return 0;
+    char line[4096];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        json_t *j = json_loads(line, 0, NULL);
+        const char *ev = json_string_value(json_object_get(j, "event"));
+        const char *run = json_string_value(json_object_get(j, "run_id"));
+        const char *msg = json_string_value(json_object_get(j, "message"));
+        if (ev && run && msg && strcmp(ev, "settled") == 0 && strcasecmp(run, d->r->run_id) == 0) {
+            snprintf(d->r->arbiter_saw, sizeof d->r->arbiter_saw, "%s", msg);
+            found = 1;
+        }
+        json_decref(j);
+    }
+    fclose(f);
+    return found;
+}
+
 /* Follows the game until the run settles (and the parties' agents have
  * seen it), the timeout, SIGINT or a party failing. */
 static int play(struct devnet *d)
@@ -657,13 +684,17 @@ static int play(struct devnet *d)
         }
         devnet_sleep_ms(100);
     }
-    /* The agents end by themselves once they see the settlement. */
+    /* The agents end by themselves once they see the settlement; the
+     * arbiter watcher logs it. */
     for (int waited = 0; waited < 100; waited++) {
         devnet_reap(&d->kids);
-        if ((!d->trainer_agent || d->trainer_agent->exited) && (!d->auditor || d->auditor->exited))
+        bool seen = d->r->arbiter_saw[0] || arbiter_saw(d);
+        if (seen && (!d->trainer_agent || d->trainer_agent->exited) && (!d->auditor || d->auditor->exited))
             break;
         devnet_sleep_ms(100);
     }
+    if (d->r->arbiter_saw[0])
+        progress(d, "arbiter: its watcher logged \"%s\"", d->r->arbiter_saw);
     return 0;
 }
 
