@@ -8,6 +8,7 @@
 #include "chain/arbitration_cli.h"
 #include "chain/cli.h"
 #include "cli/commands.h"
+#include "examples/devnet/devnet.h"
 #include "trainer/commit.h"
 #include "trainer/demo.h"
 #include "trainer/run.h"
@@ -29,6 +30,7 @@ const struct ovt_command ovt_commands[] = {
     {"arbiter", "the arbiter daemon: watch disputes, re-execute the step, post verdicts", arb_cmd_arbiter},
     {"game", "show a run and the state of its dispute game", chain_cmd_game},
     {"rlog", "check a rounding-log file and show its entries", krn_cmd_rlog},
+    {"devnet", "the local dispute simulation: anvil, a faulty trainer, auditor and arbiter", devnet_cmd},
     {NULL, NULL, NULL},
 };
 

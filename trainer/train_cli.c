@@ -13,6 +13,7 @@
 #include "kernels/site.h"
 #include "trainer/cliargs.h"
 #include "trainer/data.h"
+#include "trainer/fault.h"
 #include "trainer/rundata.h"
 #include "trainer/run.h"
 #include "trainer/state.h"
@@ -53,7 +54,16 @@ static void train_usage(FILE *f)
             "                       the real one when the run is opened)\n"
             "  --every N            a progress line every N steps (default 10; 0: none)\n"
             "  --json               print the summary as JSON (no progress lines)\n"
-            "  -h, --help           this help\n");
+            "  -h, --help           this help\n"
+            "\n"
+            "testing only (fault injection for `ovt devnet` and the tests; the run is then wrong\n"
+            "at step K on purpose, see docs/devnet.md):\n"
+            "  --inject-fault KIND  bitflip (a parameter bit flipped after step K), poisoned-batch\n"
+            "                       (step K trained on changed targets, the schedule's batchHash\n"
+            "                       kept), skipped-step (state K = state K-1, empty log K) or\n"
+            "                       forged-log (log K has a wrong-direction entry far from its\n"
+            "                       midpoint, and the state follows it)\n"
+            "  --fault-step K       the faulty step, 1..--steps (required with --inject-fault)\n");
 }
 
 struct train_args {
@@ -63,6 +73,7 @@ struct train_args {
     int threads;
     bool resume, json;
     ovt_hash run_id;
+    trn_fault fault; /* testing only */
     trn_run_config rc;
 };
 
@@ -212,11 +223,26 @@ static int train(const struct train_args *a)
         trn_step_batch batch;
         if ((rv = trn_step_batch_get(&batch, &data, &rc, i)))
             goto done;
-        trn_step_info info;
+        trn_step_info info = {0};
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        rv = trn_train_step(ctx, w, st, &batch.view, log, &info);
+        if (trn_fault_at(&a->fault, TRN_FAULT_POISONED_BATCH, i))
+            trn_fault_poison(&batch.tb, &batch.sb, rc.model.vocab, rc.model.n_class);
+        if (trn_fault_at(&a->fault, TRN_FAULT_FORGED_LOG, i))
+            krn_ctx_forge_next_site(ctx);
+        if (trn_fault_at(&a->fault, TRN_FAULT_SKIPPED_STEP, i)) {
+            krn_rlog_reset(log, i);
+            st->step = i;
+            rv = 0;
+        } else {
+            rv = trn_train_step(ctx, w, st, &batch.view, log, &info);
+        }
         clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (!rv && trn_fault_at(&a->fault, TRN_FAULT_FORGED_LOG, i) && !krn_ctx_forged(ctx))
+            rv = ovt_fail(OVT_EINVAL, "--inject-fault forged-log: no element of step %llu could be forged",
+                          (unsigned long long)i);
+        if (!rv && trn_fault_at(&a->fault, TRN_FAULT_BITFLIP, i))
+            trn_fault_bitflip(st);
         table.steps[i].batch_hash = batch.hash;
         trn_step_batch_free(&batch);
         if (rv)
@@ -270,7 +296,7 @@ done:
 }
 
 enum { O_MODEL = 256, O_DATA, O_OUT, O_STEPS, O_BATCH, O_SEQ, O_LR, O_LR_MIN, O_WARMUP, O_WD, O_CLIP, O_SEED,
-       O_GRID, O_BACKEND, O_THREADS, O_CKPT, O_RESUME, O_RUN_ID, O_EVERY, O_JSON };
+       O_GRID, O_BACKEND, O_THREADS, O_CKPT, O_RESUME, O_RUN_ID, O_EVERY, O_JSON, O_FAULT, O_FAULT_STEP };
 
 int trn_cmd_train(int argc, char **argv)
 {
@@ -285,6 +311,7 @@ int trn_cmd_train(int argc, char **argv)
         {"threads", required_argument, NULL, O_THREADS}, {"checkpoint-every", required_argument, NULL, O_CKPT},
         {"resume", no_argument, NULL, O_RESUME},         {"run-id", required_argument, NULL, O_RUN_ID},
         {"every", required_argument, NULL, O_EVERY},     {"json", no_argument, NULL, O_JSON},
+        {"inject-fault", required_argument, NULL, O_FAULT}, {"fault-step", required_argument, NULL, O_FAULT_STEP},
         {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0}};
     struct train_args a = {.model = "gpt2-tiny", .backend = "cpu", .steps = 100, .every = 10, .ckpt_every = 50};
     /* First pass: the model, which sets the defaults the other flags change. */
@@ -373,6 +400,15 @@ int trn_cmd_train(int argc, char **argv)
             a.every = (uint32_t)v;
             break;
         case O_JSON: a.json = true; break;
+        case O_FAULT:
+            if (trn_fault_parse(&a.fault.kind, optarg)) {
+                fprintf(stderr, "ovt train: --inject-fault: %s\n", ovt_errmsg());
+                return 2;
+            }
+            break;
+        case O_FAULT_STEP:
+            if (trn_arg_u64("train", flag, optarg, 1, 100000000, &a.fault.step)) return 2;
+            break;
         default:
             return trn_arg_unknown("train", argv[optind - 1]);
         }
@@ -381,6 +417,10 @@ int trn_cmd_train(int argc, char **argv)
         return 2;
     if (!a.data || !a.out) {
         fprintf(stderr, "ovt train: --data and --out are required; see `ovt train --help`\n");
+        return 2;
+    }
+    if ((a.fault.kind != TRN_FAULT_NONE) != (a.fault.step != 0) || a.fault.step > a.steps) {
+        fprintf(stderr, "ovt train: --inject-fault KIND and --fault-step K (1..--steps) go together\n");
         return 2;
     }
     if (!lr_min_set)
