@@ -9,6 +9,7 @@
 #include "chain/cli.h"
 #include "cli/commands.h"
 #include "examples/devnet/devnet.h"
+#include "trainer/check.h"
 #include "trainer/commit.h"
 #include "trainer/demo.h"
 #include "trainer/run.h"
@@ -22,6 +23,8 @@ const struct ovt_command ovt_commands[] = {
     {"version", "print the version", cmd_version},
     {"demo", "the exactness demo: train, replay on other backends with and without the log", trn_cmd_demo},
     {"train", "train a model with controlled rounding into a run directory", trn_cmd_train},
+    {"step", "re-execute one step of a run and compare it with the step table", trn_cmd_step},
+    {"verify", "check a commitment receipt offline (signature, root, config, data, replayed steps)", trn_cmd_verify},
     {"keys", "create a keystore or show its address (new, address)", chain_cmd_keys},
     {"deploy", "deploy the arbitration contract", chain_cmd_deploy},
     {"commit", "open a run on chain, publish it to a store and commit its step root", trn_cmd_commit},
