@@ -2,6 +2,7 @@
  * directory (trainer/run.h) that an auditor or arbiter can replay. */
 #include <getopt.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "trainer/cliargs.h"
 #include "trainer/data.h"
 #include "trainer/fault.h"
+#include "trainer/plot.h"
 #include "trainer/rundata.h"
 #include "trainer/run.h"
 #include "trainer/state.h"
@@ -27,10 +29,14 @@ static void train_usage(FILE *f)
             "Trains a model with controlled rounding (FP64 compute, every result rounded to the\n"
             "grid, near-midpoint decisions written to a rounding log per step) and writes the run\n"
             "to DIR: config.bin, logs/step-N.rlog, ckpt/step-N.ckpt, steps.bin (stateHash,\n"
-            "batchHash, logHash of every step) and run.json with the step Merkle root.\n"
+            "batchHash, logHash of every step), run.json with the step Merkle root, and the\n"
+            "loss curve as loss.csv and loss.svg (written at every checkpoint and at the end).\n"
             "\n"
             "options:\n"
             "  --model NAME         gpt2-tiny (default), gpt2-small, or mlp-demo\n"
+            "  --config FILE        start from the run config of another run (its config.bin: model,\n"
+            "                       optimizer, schedule, batch, seed, b); later flags change it and\n"
+            "                       the datasetHash comes from --data\n"
             "  --data FILE          GPT-2: a token file (ovt uint16 format, or raw bytes as\n"
             "                       byte-level tokens); MLP: an ovt samples file\n"
             "  --out DIR            the run directory (created; must not hold a run unless --resume)\n"
@@ -169,6 +175,44 @@ static int write_summary(const struct train_args *a, const trn_state *st, const 
     return rv;
 }
 
+/* Writes loss.csv and loss.svg of the run from its rows so far. */
+static int write_loss(const struct train_args *a, const trn_loss_row *rows, size_t n)
+{
+    char path[4096], title[256];
+    snprintf(title, sizeof title, "ovt train %s: loss per step", a->model);
+    int rv = trn_run_path(path, sizeof path, a->out, NULL, 0, "loss.csv");
+    if (!rv)
+        rv = trn_loss_csv_write(path, rows, n);
+    if (!rv)
+        rv = trn_run_path(path, sizeof path, a->out, NULL, 0, "loss.svg");
+    return rv ? rv : trn_loss_svg_write(path, rows, n, title);
+}
+
+/* The rows of steps 1..upto kept from an earlier session (--resume). */
+static int resume_loss(const struct train_args *a, trn_loss_row *rows, size_t *n, uint64_t upto)
+{
+    char path[4096];
+    trn_loss_row *old;
+    size_t count;
+    *n = 0;
+    int rv = trn_run_path(path, sizeof path, a->out, NULL, 0, "loss.csv");
+    if (rv || access(path, F_OK) != 0)
+        return rv;
+    if ((rv = trn_loss_csv_read(path, &old, &count)))
+        return rv;
+    for (size_t i = 0; i < count && old[i].step <= upto && *n < upto; i++)
+        rows[(*n)++] = old[i];
+    free(old);
+    return 0;
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0->tv_nsec);
+}
+
 static int train(const struct train_args *a)
 {
     trn_run_config rc = a->rc;
@@ -178,6 +222,8 @@ static int train(const struct train_args *a)
     krn_ctx *ctx = NULL;
     krn_rlog *log = krn_rlog_new();
     trn_step_table table = {0};
+    trn_loss_row *rows = NULL;
+    size_t nrows = 0;
     char path[4096];
     int rv;
     if (!log)
@@ -188,7 +234,8 @@ static int train(const struct train_args *a)
     args.rc = rc;
     trn_config_hash(&table.config_hash, &rc);
     table.steps = calloc(a->steps + 1, sizeof *table.steps);
-    if (!table.steps) {
+    rows = calloc(a->steps + 1, sizeof *rows);
+    if (!table.steps || !rows) {
         rv = ovt_fail(OVT_ENOMEM, "out of memory for %llu steps", (unsigned long long)a->steps);
         goto done;
     }
@@ -218,6 +265,10 @@ static int train(const struct train_args *a)
                (unsigned long long)st->step + 1, (unsigned long long)a->steps, a->out);
     uint64_t entries = 0, log_bytes = 0, start = st->step;
     double first_loss = 0, last_loss = 0;
+    if ((rv = resume_loss(&args, rows, &nrows, start)))
+        goto done;
+    struct timespec session_t0;
+    clock_gettime(CLOCK_MONOTONIC, &session_t0);
     while (st->step < a->steps) {
         uint64_t i = st->step + 1;
         trn_step_batch batch;
@@ -238,6 +289,12 @@ static int train(const struct train_args *a)
             rv = trn_train_step(ctx, w, st, &batch.view, log, &info);
         }
         clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (!rv && !isfinite(info.loss))
+            rv = ovt_fail(OVT_ENUMERIC, "the loss is %g", (double)info.loss);
+        if (rv == OVT_ENUMERIC)
+            rv = ovt_fail_wrap(rv, "step %llu diverged (lower --lr or keep --clip on); nothing of step %llu was "
+                                   "written, the run's files stop at its last checkpoint",
+                               (unsigned long long)i, (unsigned long long)i);
         if (!rv && trn_fault_at(&a->fault, TRN_FAULT_FORGED_LOG, i) && !krn_ctx_forged(ctx))
             rv = ovt_fail(OVT_EINVAL, "--inject-fault forged-log: no element of step %llu could be forged",
                           (unsigned long long)i);
@@ -265,16 +322,21 @@ static int train(const struct train_args *a)
         if (i == start + 1)
             first_loss = info.loss;
         last_loss = info.loss;
+        rows[nrows++] = (trn_loss_row){.step = i, .loss = info.loss, .lr = info.lr, .grad_norm = info.grad_norm,
+                                       .log_entries = krn_rlog_nentries(log)};
         if ((a->ckpt_every && i % a->ckpt_every == 0) || i == a->steps) {
             if ((rv = trn_run_path(path, sizeof path, a->out, NULL, 0, "steps.bin")) ||
                 (rv = trn_step_table_write(&table, path)) ||
-                (rv = trn_run_path(path, sizeof path, a->out, "ckpt", i, "ckpt")) || (rv = trn_checkpoint_write(st, path)))
+                (rv = trn_run_path(path, sizeof path, a->out, "ckpt", i, "ckpt")) || (rv = trn_checkpoint_write(st, path)) ||
+                (rv = write_loss(a, rows, nrows)))
                 goto done;
         }
         if (!a->json && a->every && (i % a->every == 0 || i == a->steps)) {
-            printf("step %6llu  loss %.4f  lr %.3g  grad norm %.3g  log %llu entries, %zu bytes  %.2f s\n",
-                   (unsigned long long)i, (double)info.loss, (double)info.lr, (double)info.grad_norm,
-                   (unsigned long long)krn_rlog_nentries(log), len,
+            printf("step %6llu/%llu  loss %.4f  lr %.3g  grad norm %.3g  %.2f steps/s  log %llu entries "
+                   "(%.0f per step so far), %zu bytes  step %.2f s\n",
+                   (unsigned long long)i, (unsigned long long)a->steps, (double)info.loss, (double)info.lr,
+                   (double)info.grad_norm, (double)(i - start) / seconds_since(&session_t0),
+                   (unsigned long long)krn_rlog_nentries(log), (double)entries / (double)(i - start), len,
                    (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
             fflush(stdout);
         }
@@ -286,6 +348,7 @@ static int train(const struct train_args *a)
         goto done;
     rv = write_summary(&args, st, &table, &root, entries, log_bytes, first_loss, last_loss, st->step - start);
 done:
+    free(rows);
     krn_rlog_free(log);
     krn_ctx_free(ctx);
     trn_workspace_free(w);
@@ -295,8 +358,28 @@ done:
     return rv;
 }
 
+/* --config FILE: another run's config.bin as the starting config. */
+static int load_config_file(struct train_args *a, const char *path)
+{
+    uint8_t *buf;
+    size_t len;
+    trn_run_config rc;
+    int rv = ovt_read_file(path, &buf, &len, 4096);
+    if (!rv) {
+        rv = trn_config_decode(&rc, buf, len);
+        free(buf);
+    }
+    if (rv) {
+        fprintf(stderr, "ovt train: --config %s: %s\n", path, ovt_errmsg());
+        return rv;
+    }
+    a->rc = rc;
+    a->model = rc.model.kind == TRN_MODEL_MLP ? "mlp (--config)" : "gpt2 (--config)";
+    return 0;
+}
+
 enum { O_MODEL = 256, O_DATA, O_OUT, O_STEPS, O_BATCH, O_SEQ, O_LR, O_LR_MIN, O_WARMUP, O_WD, O_CLIP, O_SEED,
-       O_GRID, O_BACKEND, O_THREADS, O_CKPT, O_RESUME, O_RUN_ID, O_EVERY, O_JSON, O_FAULT, O_FAULT_STEP };
+       O_GRID, O_BACKEND, O_THREADS, O_CKPT, O_RESUME, O_RUN_ID, O_EVERY, O_JSON, O_FAULT, O_FAULT_STEP, O_CONFIG };
 
 int trn_cmd_train(int argc, char **argv)
 {
@@ -311,7 +394,7 @@ int trn_cmd_train(int argc, char **argv)
         {"threads", required_argument, NULL, O_THREADS}, {"checkpoint-every", required_argument, NULL, O_CKPT},
         {"resume", no_argument, NULL, O_RESUME},         {"run-id", required_argument, NULL, O_RUN_ID},
         {"every", required_argument, NULL, O_EVERY},     {"json", no_argument, NULL, O_JSON},
-        {"inject-fault", required_argument, NULL, O_FAULT}, {"fault-step", required_argument, NULL, O_FAULT_STEP},
+        {"config", required_argument, NULL, O_CONFIG},   {"inject-fault", required_argument, NULL, O_FAULT}, {"fault-step", required_argument, NULL, O_FAULT_STEP},
         {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0}};
     struct train_args a = {.model = "gpt2-tiny", .backend = "cpu", .steps = 100, .every = 10, .ckpt_every = 50};
     /* First pass: the model, which sets the defaults the other flags change. */
@@ -324,7 +407,14 @@ int trn_cmd_train(int argc, char **argv)
         return 2;
     }
     trn_config_default(&a.rc, &m);
-    bool lr_min_set = false;
+    bool have_config = false;
+    for (int k = 1; k + 1 < argc; k++)
+        if (!strcmp(argv[k], "--config")) {
+            if (load_config_file(&a, argv[k + 1]))
+                return 2;
+            have_config = true;
+        }
+    bool lr_min_set = have_config; /* the config's own lr_min */
     uint64_t v;
     double x;
     int c;
@@ -334,7 +424,8 @@ int trn_cmd_train(int argc, char **argv)
         const char *flag = trn_arg_name(longopts, c);
         switch (c) {
         case 'h': train_usage(stdout); return 0;
-        case O_MODEL: break;
+        case O_MODEL:
+        case O_CONFIG: break;
         case O_DATA: a.data = optarg; break;
         case O_OUT: a.out = optarg; break;
         case O_STEPS:
