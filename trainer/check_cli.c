@@ -171,6 +171,8 @@ int trn_cmd_step(int argc, char **argv)
     trn_replay_result r;
     rv = trn_step_replay_run(dir, &d, k, threads, &r);
     trn_run_data_free(&d);
+    char why[1024];
+    snprintf(why, sizeof why, "%s", rv ? ovt_errmsg() : "");
     if (rv && rv != OVT_EFRAUD) {
         fprintf(stderr, "ovt step: %s\n", ovt_errmsg());
         trn_step_table_free(&table);
@@ -202,7 +204,7 @@ int trn_cmd_step(int argc, char **argv)
                               (json_int_t)r.from_checkpoint, "result", result, "state_matches", match_state,
                               "batch_matches", match_batch, "log_matches", match_log);
         if (rv == OVT_EFRAUD) {
-            json_object_set_new(o, "error", json_string(ovt_errmsg()));
+            json_object_set_new(o, "error", json_string(why));
         } else {
             json_object_set_new(o, "state_hash", json_string(sh));
             json_object_set_new(o, "table_state_hash", json_string(wsh));
@@ -216,7 +218,7 @@ int trn_cmd_step(int argc, char **argv)
         printf("%s\n", text ? text : "{}");
         free(text);
     } else if (rv == OVT_EFRAUD) {
-        printf("step %llu: FRAUD: %s\n", (unsigned long long)k, ovt_errmsg());
+        printf("step %llu: FRAUD: %s\n", (unsigned long long)k, why);
     } else {
         printf("step %llu re-executed from checkpoint %llu\n", (unsigned long long)k,
                (unsigned long long)r.from_checkpoint);
