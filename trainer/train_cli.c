@@ -50,7 +50,7 @@ static void train_usage(FILE *f)
             "  --clip X             global gradient-norm clip, 0 = off (default 1.0)\n"
             "  --seed N             seed of init and batch schedule (default 1)\n"
             "  --grid-bits B        grid width b, 24..32 (default 32: FP32)\n"
-            "  --backend NAME       cpu (default), ref or shuffle\n"
+            "  --backend NAME       cpu (default), ref, shuffle, or cuda (where ovt was built with it)\n"
             "  --threads N          cpu backend threads (default: the backend's)\n"
             "  --checkpoint-every K write a checkpoint every K steps (default 50; step 0 and the\n"
             "                       last step always)\n"
@@ -254,6 +254,7 @@ static int train(const struct train_args *a)
     }
     krn_backend_kind backend = !strcmp(a->backend, "ref")       ? KRN_BACKEND_REF
                                : !strcmp(a->backend, "shuffle") ? KRN_BACKEND_SHUFFLE
+                               : !strcmp(a->backend, "cuda")    ? KRN_BACKEND_CUDA
                                                                 : KRN_BACKEND_CPU;
     krn_config kc = {.backend = backend, .mode = KRN_RECORD, .grid_bits = (int)rc.grid_bits,
                      .shuffle_seed = rc.seed, .threads = a->threads};
@@ -465,8 +466,8 @@ int trn_cmd_train(int argc, char **argv)
             a.rc.grid_bits = (uint32_t)v;
             break;
         case O_BACKEND:
-            if (strcmp(optarg, "cpu") && strcmp(optarg, "ref") && strcmp(optarg, "shuffle")) {
-                fprintf(stderr, "ovt train: --backend must be cpu, ref or shuffle, got '%s'\n", optarg);
+            if (strcmp(optarg, "cpu") && strcmp(optarg, "ref") && strcmp(optarg, "shuffle") && strcmp(optarg, "cuda")) {
+                fprintf(stderr, "ovt train: --backend must be cpu, ref, shuffle or cuda, got '%s'\n", optarg);
                 return 2;
             }
             a.backend = optarg;
