@@ -169,6 +169,8 @@ static void check_verify(const char *run, const char *data, const trn_step_table
     /* Another dataset. */
     CHECK(run_ovt("verify %s --data %s", receipt, path) == 1);
     CHECK(output_has("FAIL dataset"));
+    CHECK(run_ovt("step --run %s --step 3 --data %s", run, path) == 1);
+    CHECK(output_has("dataset"));
     CHECK(run_ovt("verify %s", receipt) == 0);
     CHECK(run_ovt("verify") == 2);
     CHECK(run_ovt("verify %s/nonexistent.json", dir) == 1);
