@@ -59,6 +59,8 @@ struct krn_ctx {
     size_t chunks_cap;
     void *device;                     /* the cuda backend's state, or NULL */
     void (*device_free)(void *device);
+    bool forge_armed; /* testing: forge an entry at the next site that allows it */
+    bool forged;
 };
 
 /* What one call of krn_site works on, shared by the threads. */
@@ -165,6 +167,7 @@ int krn_step_begin(krn_ctx *ctx, uint64_t step, krn_rlog *log)
     ctx->replay_next = 0;
     memset(&ctx->stats, 0, sizeof ctx->stats);
     ctx->failed = 0;
+    ctx->forged = false;
     ctx->in_step = true;
     return 0;
 }
@@ -176,6 +179,7 @@ int krn_step_end(krn_ctx *ctx, krn_stats *stats)
     if (!ctx->in_step)
         return ovt_fail(OVT_EINVAL, "krn_step_end without krn_step_begin");
     ctx->in_step = false;
+    ctx->forge_armed = false;
     if (stats != NULL)
         *stats = ctx->stats;
     if (ctx->failed < 0)
@@ -535,6 +539,50 @@ static int apply_entry(site_job *job, const krn_rlog_entry *e, double xi, double
     return 0;
 }
 
+/* ---- testing: a forged entry ---- */
+
+void krn_ctx_forge_next_site(krn_ctx *ctx)
+{
+    ctx->forge_armed = true;
+    ctx->forged = false;
+}
+
+bool krn_ctx_forged(const krn_ctx *ctx)
+{
+    return ctx->forged;
+}
+
+/* Rounds the last element of the job's site beyond its logged entries that
+ * lies farther than 4 tau from every midpoint to the wrong neighbour, and
+ * logs that direction (krn_ctx_forge_next_site). Leaves the site alone if no
+ * element qualifies. */
+static void forge_entry(site_job *job)
+{
+    krn_ctx *ctx = job->ctx;
+    const krn_rlog_site *s = krn_rlog_find(ctx->log, job->site);
+    size_t first = s != NULL ? (size_t)s->entries[s->count - 1].index + 1 : 0;
+    for (size_t i = job->n; i-- > first;) {
+        double tau = band_at(job->band, job->x, i);
+        krn_grid_pos pos;
+        double ax = fabs(job->x[i]);
+        if (!(tau > 0.0) || !(ax >= 0x1p-100 && ax < 0x1p100) ||
+            krn_grid_locate(job->x[i], ctx->cfg.grid_bits, &pos) < 0)
+            continue;
+        if (!(pos.dist > 4.0 * tau) || !(2.0 * tau <= 0.25 * pos.spacing))
+            continue;
+        bool up = pos.nearest != pos.above;
+        float wrong = up ? pos.above : pos.below;
+        if (isinf(wrong) || wrong == 0.0f ||
+            krn_rlog_add(ctx->log, job->site, job->n, i, up ? KRN_DIR_UP : KRN_DIR_DOWN, 0.0f) < 0)
+            continue;
+        job->out[i] = wrong;
+        ctx->stats.logged++;
+        ctx->forge_armed = false;
+        ctx->forged = true;
+        return;
+    }
+}
+
 static int site_run(krn_ctx *ctx, const char *name, float *out, const double *x, size_t n,
                     const krn_band *band)
 {
@@ -576,6 +624,8 @@ static int site_run(krn_ctx *ctx, const char *name, float *out, const double *x,
     rc = run_job(&job);
     if (rc < 0)
         return rc;
+    if (ctx->forge_armed && job.record)
+        forge_entry(&job);
     if (logged != NULL) {
         for (size_t k = 0; k < logged->count; k++) {
             const krn_rlog_entry *e = &logged->entries[k];
