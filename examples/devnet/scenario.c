@@ -353,6 +353,8 @@ static int start_trainer_agent(struct devnet *d)
     arg(&c, "0.2");
     if (d->o->fault == DEVNET_WITHHELD_INPUTS)
         arg(&c, "--withhold");
+    progress(d, "trainer: its agent plays the game and publishes the disputed step's inputs%s",
+             d->o->fault == DEVNET_WITHHELD_INPUTS ? " (no: it withholds them)" : "");
     return start(d, &d->trainer_agent, "trainer-agent", c.argv);
 }
 
@@ -470,8 +472,7 @@ static void on_event(struct devnet *d, const chain_arb_event *e)
                                               &d->addr[d->o->silent == DEVNET_PARTY_TRAINER ? KEY_TRAINER : KEY_AUDITOR]) &&
             e->u.children_revealed.round == d->round)
             d->honest_moved_s = elapsed(d);
-        if (!d->o->json || getenv("OVT_DEVNET_VERBOSE"))
-            progress(d, "chain: round %u: %s revealed its children", e->u.children_revealed.round,
+        progress(d, "chain: round %u: %s revealed its children", e->u.children_revealed.round,
                      party_of(d, &e->u.children_revealed.party));
         break;
     case CHAIN_ARB_EV_DESCENDED:
