@@ -35,7 +35,8 @@ static void usage(FILE *f)
             "  --run-id HEX         the run on chain (store source, and to commit)\n"
             "  --json               print the report as JSON\n"
             "\n"
-            "On chain (the auditor commits its own root for --run-id; needs a full audit and --out):\n" CHAIN_SESSION_HELP
+            "On chain (the auditor commits its own root for --run-id; needs a full audit and --out):\n"
+            CHAIN_SESSION_HELP CHAIN_SESSION_CONFIRMATIONS_HELP
             "  --agent              then play the game to the end as the auditor's agent\n"
             "  --state-dir DIR      the agent's per-game state (default OUT/agent)\n"
             "  --poll-interval S    the agent's polling interval in seconds (default 2)\n"
@@ -102,9 +103,13 @@ static void print_report(const struct audit_args *a, const aud_report *r, json_t
 }
 
 /* Commits the auditor's own root for the run, after checking the run's
- * parameters against what was replayed. */
-static int commit_root(chain_session *s, const struct audit_args *a, const aud_report *r, ovt_hash *root_out)
+ * parameters against what was replayed. *trainer_root_matches: whether the
+ * trainer's committed root is the root of the step table it published (-1:
+ * the trainer has not committed yet). */
+static int commit_root(chain_session *s, const struct audit_args *a, const aud_report *r, ovt_hash *root_out,
+                       int *trainer_root_matches)
 {
+    *trainer_root_matches = -1;
     chain_arb_params p;
     int rv = chain_arb_get_run(&s->arb, &a->run_id, NULL, &p);
     if (rv)
@@ -118,7 +123,15 @@ static int commit_root(chain_session *s, const struct audit_args *a, const aud_r
         return rv;
     *root_out = *chain_merkle_root(h.tree);
     chain_arb_game g;
-    if (!(rv = chain_arb_get_game(&s->arb, &a->run_id, NULL, &g)) && (g.flags & CHAIN_ARB_FLAG_AUDITOR))
+    ovt_hash published;
+    if (!(rv = chain_arb_get_game(&s->arb, &a->run_id, NULL, &g)) && (g.flags & CHAIN_ARB_FLAG_TRAINER) &&
+        !(rv = trn_step_table_root(&published, &r->trainer, &a->run_id))) {
+        *trainer_root_matches = memcmp(published.b, g.trainer_root.b, 32) == 0;
+        if (!*trainer_root_matches)
+            fprintf(stderr, "ovt audit: warning: the trainer's committed root is not the root of the step table it "
+                            "published; the dispute will show where they part\n");
+    }
+    if (!rv && (g.flags & CHAIN_ARB_FLAG_AUDITOR))
         rv = 0; /* committed before (a restart): nothing to send */
     else if (!rv)
         rv = chain_arb_commit(&s->arb, &s->txm, &a->run_id, root_out, NULL, NULL, NULL);
@@ -172,11 +185,14 @@ static int audit(const struct audit_args *a, int *finding)
         }
         if ((rv = chain_session_open(&s, &a->chain, 1)))
             goto done;
-        rv = commit_root(&s, a, &r, &root);
+        int matches;
+        rv = commit_root(&s, a, &r, &root, &matches);
         if (!rv) {
             char hex[67];
             chain_hash_hex(hex, &root);
             json_object_set_new(j, "root", json_string(hex));
+            if (matches >= 0)
+                json_object_set_new(j, "trainer_root_matches", json_boolean(matches));
         }
         if (!rv && a->agent) {
             print_report(a, &r, j);
@@ -191,7 +207,7 @@ static int audit(const struct audit_args *a, int *finding)
             chain_arb_outcome outcome;
             aud_agent_install_signals();
             if (!rv && !(rv = aud_agent_run(&s, &ao, &outcome)))
-                printf("%s\n", chain_arb_outcome_name(outcome));
+                aud_print_outcome(outcome, a->json);
         }
         chain_session_close(&s);
         if (rv)
@@ -209,6 +225,7 @@ int aud_cmd_audit(int argc, char **argv)
 {
     static const struct option longopts[] = {
         CHAIN_SESSION_LONGOPTS,
+        CHAIN_SESSION_CONFIRMATIONS_LONGOPT,
         {"backend", required_argument, NULL, O_BACKEND},     {"threads", required_argument, NULL, O_THREADS},
         {"data", required_argument, NULL, O_DATA},           {"steps-from", required_argument, NULL, O_FROM},
         {"steps-to", required_argument, NULL, O_TO},         {"out", required_argument, NULL, O_OUT},

@@ -9,7 +9,8 @@
  *   has published state 12 and log 13, each party sent exactly one
  *   transaction per round (nonces), and the verdict posted from the arbiter's
  *   key ends both agents with the outcome;
- *   an auditor that stops answering: the trainer agent claims the timeout
+ *   an auditor that stops answering: the trainer agent (stopped by SIGTERM
+ *   and started again on the way, sending nothing twice) claims the timeout
  *   once the clock passes the deadline (evm_increaseTime);
  *   a trainer agent with --withhold against `ovt audit --agent`. */
 #include <fcntl.h>
@@ -81,6 +82,8 @@ static int audit(const char *rid, const char *out_dir, const char *lie_at)
                                  "--json", NULL);
     if (rv != 0)
         fprintf(stderr, "audit: %s\n", out ? out : "");
+    /* The trainer committed first: its root is that of the table it published. */
+    CHECK(out && strstr(out, "\"trainer_root_matches\":true"));
     free(out);
     return rv;
 }
@@ -218,6 +221,22 @@ static void test_verified(void)
     CHECK(strlen(sig_hex) == 132 && ovt_hex_decode(rsv, 65, sig_hex + 2) == 0);
     CHECK(chain_sig_from_rsv(&sig, rsv) == 0 && chain_recover_address(&signer, &sig, &digest) == 0);
     CHECK(chain_address_from_string(&trainer, addr[TRAINER]) == 0 && chain_address_eq(&signer, &trainer));
+    /* Bad input: clear errors, nothing sent. */
+    char *out0 = NULL;
+    CHECK(af_ovt_run(&out0, "agent", "--role", "trainer", "--run-id", rid, "--rpc-url", node.url, "--contract",
+                     contract, "--private-key", keys[TRAINER], "--run", run_dir, "--confirmations", "0", NULL) == 1);
+    free(out0);
+    CHECK(af_ovt_run(&out0, "agent", "--role", "judge", "--run-id", rid, "--run", run_dir, NULL) == 2);
+    free(out0);
+    CHECK(af_ovt_run(&out0, "commit", "--rpc-url", node.url, NULL) == 2); /* no RUNDIR */
+    free(out0);
+    CHECK(af_ovt_run(&out0, "commit", run_dir, "--rpc-url", node.url, "--contract", contract, "--private-key",
+                     keys[TRAINER], "--auditor", addr[AUDITOR], "--arbiter", addr[ARBITER], "--store", store_url,
+                     NULL) == 2); /* --store without --data */
+    free(out0);
+    CHECK(af_ovt_run(&out0, "commit", run_dir, "--rpc-url", node.url, "--contract", contract, "--private-key",
+                     keys[TRAINER], "--auditor", "0x1234", "--arbiter", addr[ARBITER], NULL) == 2);
+    free(out0);
     /* A second audit commit for the same run is refused before sending. */
     char *out = NULL;
     CHECK(af_ovt_run(&out, "audit", store_url, "--run-id", rid, "--out", aud, "--rpc-url", node.url, "--contract",
@@ -279,7 +298,7 @@ static void test_lying_auditor(void)
     /* The arbiter (another helper's watcher) is played by the test. */
     CHECK(verdict(rid, 13, CHAIN_ARB_TRAINER_RIGHT, &g.trainer_node) == 0);
     CHECK(wait_agent(tp, 60) == 0 && wait_agent(ap, 60) == 0);
-    CHECK(file_has(t_out, "trainer-right") && file_has(a_out, "trainer-right"));
+    CHECK(file_has(t_out, "{\"outcome\":\"trainer-right\",\"code\":2}") && file_has(a_out, "trainer-right"));
     /* The agents kept their game on disk; the node going away was retried. */
     snprintf(path, sizeof path, "%s/agent/%s/state.json", run_dir, rid + 2);
     CHECK(file_has(path, "\"published\": true") && file_has(path, "trainer-right"));
@@ -297,6 +316,16 @@ static void test_timeout(void)
     for (int waited = 0; waited < 300 && (game(rid, &g) != 0 || !(g.flags & CHAIN_ARB_FLAG_TRAINER)); waited++)
         sleep_ms(100);
     CHECK(g.flags & CHAIN_ARB_FLAG_TRAINER);
+    /* SIGTERM stops it between turns (exit 1); started again from its state
+     * it sends nothing more for the round it already answered. */
+    sleep_ms(300);
+    CHECK(kill(tp, SIGTERM) == 0);
+    CHECK(wait_agent(tp, 20) == 1);
+    uint64_t before = nonce_of(TRAINER);
+    tp = agent("trainer", rid, run_dir, t_out);
+    sleep_ms(1500);
+    CHECK_EQ_U64(nonce_of(TRAINER), before);
+    CHECK(game(rid, &g) == 0 && g.phase == CHAIN_ARB_PHASE_BISECTING && g.round == 0);
     json_t *res = NULL;
     CHECK(chain_rpc_call(rpc, &res, "evm_increaseTime", json_pack("[i]", 601)) == 0);
     json_decref(res);
