@@ -292,15 +292,21 @@ static void view_of(arb_view *v, const watcher *w, const arb_game *g, const chai
     v->eval = g->has_eval ? &g->eval : NULL;
 }
 
-static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const chain_arb_game *game)
+/* Evaluates the step and saves the result. prev (may be NULL) is the
+ * previous evaluation with inputs missing: while nothing changes, the
+ * repeated look into the store is not logged again. */
+static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const chain_arb_game *game,
+                    const arb_eval *prev)
 {
     char note[1024];
-    say(w, "evaluate", &g->run_id, json_pack("{s:I}", "step", (json_int_t)game->index),
-        "fetching the inputs of step %" PRIu64 " and re-executing it", game->index);
+    if (!prev)
+        say(w, "evaluate", &g->run_id, json_pack("{s:I}", "step", (json_int_t)game->index),
+            "fetching the inputs of step %" PRIu64 " and re-executing it", game->index);
     arb_eval e;
     int rv = arb_evaluate(&e, w->store, &g->run_id, run, game, w->o->threads, note, sizeof note);
     if (rv)
         return ovt_fail_wrap(rv, "evaluating step %" PRIu64, game->index);
+    bool same = prev && !memcmp(&prev->basis, &e.basis, sizeof e.basis) && !memcmp(prev->input, e.input, sizeof e.input);
     bool complete = true;
     json_t *inputs = json_object();
     for (int k = 0; k < ARB_NINPUTS; k++) {
@@ -311,11 +317,14 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
     static const char *const ex[] = {"not run", "ok", "fraud", "failed"};
     char leaf[67];
     arb_hex32(leaf, &e.leaf);
-    say(w, complete ? "evaluated" : "inputs_unavailable", &g->run_id,
-        json_pack("{s:I, s:o, s:s, s:s, s:s}", "step", (json_int_t)game->index, "inputs", inputs, "exec",
-                  ex[e.exec], "leaf", leaf, "note", note),
-        "step %" PRIu64 ": %s%s%s", game->index, complete ? ex[e.exec] : "inputs unavailable", note[0] ? ": " : "",
-        note);
+    if (same)
+        json_decref(inputs);
+    else
+        say(w, complete ? "evaluated" : "inputs_unavailable", &g->run_id,
+            json_pack("{s:I, s:o, s:s, s:s, s:s}", "step", (json_int_t)game->index, "inputs", inputs, "exec",
+                      ex[e.exec], "leaf", leaf, "note", note),
+            "step %" PRIu64 ": %s%s%s", game->index, complete ? ex[e.exec] : "inputs unavailable",
+            note[0] ? ": " : "", note);
     g->eval = e;
     g->has_eval = true;
     if (!complete && !g->first_missing)
@@ -397,8 +406,12 @@ static int act(watcher *w, arb_game *g)
     bool sent;
     if ((rv = verdict_known(w, g, &sent)))
         return rv;
-    if (g->has_eval && g->eval.exec == ARB_EXEC_NOT_RUN)
+    arb_eval missing;
+    bool was_missing = g->has_eval && g->eval.exec == ARB_EXEC_NOT_RUN;
+    if (was_missing) {
+        missing = g->eval;
         g->has_eval = false; /* inputs were missing: look in the store again */
+    }
     arb_view v;
     arb_action a;
     for (int pass = 0; pass < 2; pass++) {
@@ -406,7 +419,7 @@ static int act(watcher *w, arb_game *g)
         arb_decide(&a, &v);
         if (a.kind != ARB_ACT_EVALUATE || *w->stop)
             break;
-        if ((rv = evaluate(w, g, &run, &game)))
+        if ((rv = evaluate(w, g, &run, &game, was_missing ? &missing : NULL)))
             return rv;
     }
     note_action(w, g, &a);

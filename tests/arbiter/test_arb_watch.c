@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "chain/keystore.h"
 #include "check.h"
 #include "common/fileio.h"
 #include "fixture.h"
@@ -41,6 +42,7 @@
 
 static fx_env env;
 static char root[64], ovt[4096], run_dir[128], store_url[160], arbiter_key[65];
+static char keystore_path[256], password_path[256]; /* when set, the arbiter's key comes from a keystore */
 static trn_step_table table; /* the honest trainer's */
 static ovt_hash config_hash, dataset_hash, forged_log;
 static uint64_t forged_step;
@@ -302,9 +304,17 @@ static int arbiter(const char *state_dir, const char *url, uint64_t from_block, 
     chain_address_to_string(contract, &env.arb.address);
     snprintf(from, sizeof from, "%llu", (unsigned long long)from_block);
     const char *argv[40] = {ovt, "arbiter", "watch", "--rpc-url", env.node.url, "--contract", contract,
-                            "--private-key", arbiter_key, "--store", url, "--state-dir", state_dir,
-                            "--from-block", from, "--poll-interval", "0.1"};
-    int n = 17;
+                            "--store", url, "--state-dir", state_dir, "--from-block", from, "--poll-interval", "0.1"};
+    int n = 15;
+    if (keystore_path[0]) {
+        argv[n++] = "--keystore";
+        argv[n++] = keystore_path;
+        argv[n++] = "--password-file";
+        argv[n++] = password_path;
+    } else {
+        argv[n++] = "--private-key";
+        argv[n++] = arbiter_key;
+    }
     for (int k = 0; extra && extra[k]; k++)
         argv[n++] = extra[k];
     argv[n] = NULL;
@@ -522,6 +532,8 @@ static void test_kill_restart(void)
     pid = arbiter(state, url, from, logp, 0, daemon);
     CHECK(wait_for(logp, "\"event\":\"waiting\"", 60) == 0);
     CHECK(count_in(logp, "\"event\":\"verdict_due\"") == 1); /* read after the restart, not missed */
+    usleep(600000); /* several more polls: each looks in the store again, quietly */
+    CHECK(count_in(logp, "\"event\":\"inputs_unavailable\"") == 1);
     kill_pid(pid, SIGKILL);
     CHECK(verdicts(&run, NULL) == 0);
 
@@ -543,11 +555,25 @@ static void test_kill_restart(void)
     honest_leaf(&sc.evidence, &run, WITHHELD);
     check_verdict(&sc);
 
-    /* and once more: nothing is posted again */
+    /* and once more, the key from a keystore this time: nothing is posted again */
+    snprintf(keystore_path, sizeof keystore_path, "%s/arbiter.json", root);
+    snprintf(password_path, sizeof password_path, "%s/password", root);
+    CHECK(chain_keystore_write(keystore_path, &env.key[FX_ARBITER], "arbiter pw", 10, &chain_scrypt_light) == 0);
+    CHECK(ovt_write_atomic(password_path, "arbiter pw\n", 11, 0600) == 0);
     snprintf(logp, sizeof logp, "%s/b4.log", root);
     const char *once[] = {"--once", "--json", "--confirmations", "1", NULL};
     CHECK(arbiter(state, url, from, logp, 1, once) == 0);
+    char self[43];
+    chain_address_to_string(self, &env.addr[FX_ARBITER]);
+    CHECK(count_in(logp, "\"event\":\"start\"") == 1 && count_in(logp, self) > 0);
     CHECK_EQ_U64(count_in(logp, "verdict_sent"), 0);
+    check_log_lines(logp);
+    /* a wrong password is a clear error, before anything is read or sent */
+    CHECK(ovt_write_atomic(password_path, "not it\n", 7, 0600) == 0);
+    snprintf(logp, sizeof logp, "%s/b5.log", root);
+    CHECK(arbiter(state, url, from, logp, 1, once) == 1);
+    CHECK(count_in(logp, "ovt arbiter watch:") == 1 && count_in(logp, "\"event\"") == 0);
+    keystore_path[0] = 0;
     CHECK(verdicts(&run, NULL) == 1);
     fx_run_free(&run);
 }
@@ -634,6 +660,35 @@ static void test_usage(void)
     free(out);
 }
 
+/* State dirs the daemon must refuse with a clear error: one of another
+ * contract, and one with a corrupt game file. */
+static void test_bad_state_dirs(void)
+{
+    char dir[256], file[512], logp[512];
+    snprintf(dir, sizeof dir, "%s/state-other", root);
+    snprintf(file, sizeof file, "%s/cursor.json", dir);
+    CHECK(ovt_mkdirs(dir, 0700) == 0);
+    static const char other[] = "{\"chain_id\": 31337, \"contract\": \"0x1111111111111111111111111111111111111111\", "
+                                "\"next\": 5, \"recent\": []}";
+    CHECK(ovt_write_atomic(file, other, strlen(other), 0644) == 0);
+    snprintf(logp, sizeof logp, "%s/bad1.log", root);
+    const char *once[] = {"--once", "--json", NULL};
+    CHECK(arbiter(dir, store_url, 0, logp, 1, once) == 1);
+    CHECK(count_in(logp, "belongs to another chain or contract") == 1);
+
+    snprintf(dir, sizeof dir, "%s/state-corrupt", root);
+    snprintf(file, sizeof file, "%s/games/%064d/game.json", dir, 0);
+    CHECK(ovt_mkdirs(dir, 0700) == 0);
+    snprintf(logp, sizeof logp, "%s/bad2.log", root);
+    CHECK(arbiter(dir, store_url, 0, logp, 1, once) == 0); /* a fresh dir: fine */
+    snprintf(logp, sizeof logp, "%s/games/%064d", dir, 0);
+    CHECK(ovt_mkdirs(logp, 0700) == 0);
+    CHECK(ovt_write_atomic(file, "{\"run_id\": 1", 13, 0644) == 0);
+    snprintf(logp, sizeof logp, "%s/bad3.log", root);
+    CHECK(arbiter(dir, store_url, 0, logp, 1, once) == 1);
+    CHECK(count_in(logp, "game.json") == 1 && count_in(logp, "not a JSON object") == 1);
+}
+
 int main(void)
 {
     const char *bin = getenv("OVT_BINARY_DIR");
@@ -656,6 +711,7 @@ int main(void)
         return 1;
     ovt_hex_encode(arbiter_key, env.key[FX_ARBITER].b, 32);
     test_usage();
+    test_bad_state_dirs();
     test_verdicts();
     test_kill_restart();
     test_reorg();
