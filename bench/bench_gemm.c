@@ -88,9 +88,6 @@ static void fail(const char *what)
 
 int main(int argc, char **argv)
 {
-    /* OpenBLAS's pthreads and the sites' OpenMP threads take turns on the
-     * same cores: spinning OpenMP workers would steal OpenBLAS's time. */
-    setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
     int threads = 2, reps = 5;
     bool quick = false;
     for (int i = 1; i < argc; i++) {

@@ -8,11 +8,15 @@
  * norms ~ sqrt(K)). Prints, per shape and mode, the median and the minimum
  * over reps of the time per element, and the same for the conversion loop
  * (the minimum is the figure least disturbed by other work on a shared
- * machine). Results are written down in docs/bench-kernels.md. */
+ * machine), and the site's RECORD time over the time of the FP64 DGEMM that
+ * would produce such an output (OpenBLAS, its default threads, best of 3).
+ * Results are written down in docs/bench-kernels.md. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <cblas.h>
 
 #include "kernels/rng.h"
 #include "kernels/site.h"
@@ -71,7 +75,7 @@ static int run_shape(size_t rows, size_t cols, size_t k, int threads, int reps)
     double *t_conv = malloc((size_t)reps * sizeof(double));
     double *t_mode[3];
     krn_rlog *log = krn_rlog_new(), *replay_log = krn_rlog_new();
-    uint64_t entries = 0;
+    uint64_t entries = 0, wide = 0;
     for (int m = 0; m < 3; m++)
         t_mode[m] = malloc((size_t)reps * sizeof(double));
     for (int r = 0; r < reps; r++) {
@@ -108,10 +112,52 @@ static int run_shape(size_t rows, size_t cols, size_t k, int threads, int reps)
                 return 1;
             }
             if (mode == KRN_RECORD)
+{
                 entries = st.logged;
+                wide = st.wide;
+            }
             krn_ctx_free(ctx);
         }
     }
+    uint8_t *file;
+    size_t file_len;
+    if (krn_rlog_encode(log, &file, &file_len) != 0) {
+        fprintf(stderr, "%s\n", ovt_errmsg());
+        return 1;
+    }
+    free(file);
+    printf("%4zux%-5zu K=%-5zu log: %llu entries (%llu values), %zu bytes encoded (%.2f bytes/entry, %.0f "
+           "bytes per million outputs)\n",
+           rows, cols, k, (unsigned long long)entries, (unsigned long long)wide, file_len,
+           entries ? (double)file_len / (double)entries : 0.0, (double)file_len / (double)n * 1e6);
+    /* the DGEMM that makes a rows x cols output from an inner dimension k */
+    double *am = malloc(rows * k * sizeof *am), *bm = malloc(k * cols * sizeof *bm);
+    double *cm = malloc(n * sizeof *cm);
+    if (!am || !bm || !cm) {
+        fprintf(stderr, "out of memory\n");
+        return 1;
+    }
+    for (size_t i = 0; i < rows * k; i++)
+        am[i] = krn_rng_uniform(4, 0, KRN_RNG_TEST, i) - 0.5;
+    for (size_t i = 0; i < k * cols; i++)
+        bm[i] = krn_rng_uniform(5, 0, KRN_RNG_TEST, i) - 0.5;
+    double t_gemm = 1e30;
+    for (int r = 0; r < 3; r++) {
+        double t0 = now();
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)cols, (int)k, 1.0,
+                    am, (int)k, bm, (int)cols, 0.0, cm, (int)cols);
+        double t = now() - t0;
+        t_gemm = t < t_gemm ? t : t_gemm;
+    }
+    free(am);
+    free(bm);
+    free(cm);
+    double rec_min = t_mode[0][0];
+    for (int r = 1; r < reps; r++)
+        rec_min = t_mode[0][r] < rec_min ? t_mode[0][r] : rec_min;
+    printf("%4zux%-5zu K=%-5zu DGEMM %.2f ms (%.1f GFLOP/s); RECORD site %.3f ms = %.1f%% of it\n",
+           rows, cols, k, t_gemm * 1e3, 2.0 * (double)rows * (double)cols * (double)k / t_gemm * 1e-9,
+           rec_min * 1e3, 100.0 * rec_min / t_gemm);
     double conv = median(t_conv, reps) / (double)n * 1e9;
     double conv_min = t_conv[0] / (double)n * 1e9; /* sorted by median() */
     const char *names[3] = {"RECORD", "REPLAY", "NEAREST"};

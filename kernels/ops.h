@@ -31,7 +31,13 @@
  * token or target (OVT_EINVAL), a non-finite result (OVT_ENUMERIC, from the
  * site), a fraudulent log entry in REPLAY (OVT_EFRAUD), allocation failure.
  * On failure the outputs are unspecified and the step must be abandoned.
- * Outputs may not alias inputs unless said so. */
+ * Outputs may not alias inputs unless said so.
+ *
+ * Threads: one ctx is used by one thread at a time. The cpu backend splits
+ * GEMMs over krn_config.threads threads (output tiles) and sets OpenBLAS to
+ * one thread; results never depend on the thread count. The ops keep large
+ * FP64 temporaries in per-thread scratch buffers between calls
+ * (kernels/reduce.h). */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -45,7 +51,7 @@
  * (docs/bench-kernels.md). */
 #define KRN_GEMM_CHUNK 128
 
-/* ---- matmul ------------------------------------------------------------ */
+/* ---- matmul (bounds: docs/op-bounds.md, section 2, as for every op) ---- */
 
 /* out (N,OC) = inp (N,C) @ weight^T + bias, weight (OC,C), bias (OC) or NULL.
  * Sites: "matmul.fwd" (N*OC, reduction over C) into out, then, with a bias,
@@ -132,7 +138,9 @@ int krn_layernorm_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbi
  * Sites: "attn.qk" (B*NH*T*T, reduction over hs, scale inside),
  * "attn.exp" (B*NH*T*T, libm, into att), "attn.sum" (B*NH*T, reduction over
  * t2; internal), "attn.softmax" (B*NH*T*T, exact, into att), "attn.out"
- * (B*T*C, reduction over t2). C must be a multiple of NH. */
+ * (B*T*C, reduction over t2). C must be a multiple of NH. The sums over
+ * positions run over all T with the masked terms as exact zeros (chunk
+ * boundaries at multiples of KRN_GEMM_CHUNK from position 0). */
 int krn_attention_forward(krn_ctx *ctx, float *out, float *preatt, float *att, const float *inp,
                           size_t B, size_t T, size_t C, size_t NH) OVT_MUST_USE;
 
@@ -232,5 +240,13 @@ int krn_adamw_corrections(krn_ctx *ctx, float *bc1, float *bc2, float beta1, flo
 int krn_adamw_update(krn_ctx *ctx, float *params, float *m, float *v, const float *grads,
                      float bc1, float bc2, float lr, float beta1, float beta2, float eps,
                      float weight_decay, float grad_scale, size_t n) OVT_MUST_USE;
+
+/* ---- memory ------------------------------------------------------------- */
+
+/* Frees the calling thread's scratch buffers (the ops' large FP64
+ * temporaries, kept between calls so a training loop does not fault in
+ * fresh pages every step; up to about 1 GB for GPT-2 small). For processes
+ * that run a step now and then, such as the arbiter. */
+void krn_ops_release(void);
 
 #endif

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "kernels/ops.h"
+#include "kernels/cuda/dispatch.h"
 #include "kernels/reduce.h"
 
 /* The constants of the contract, as FP64 literals (every compiler reads a
@@ -33,12 +34,14 @@ static int gelu_tanh_site(krn_ctx *ctx, const krn_cpu *be, float *t, const float
     return krn_site(ctx, "gelu.tanh", t, x, n, &band);
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("gelu"). */
 int krn_gelu_forward(krn_ctx *ctx, float *out, const float *inp, size_t n)
 {
     static const char op[] = "gelu_forward";
     int rc;
     if ((rc = check_unary(op, out, "out", inp, inp, n)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_gelu_forward(ctx, out, inp, n));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
@@ -59,12 +62,14 @@ done:
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("gelu"). */
 int krn_gelu_backward(krn_ctx *ctx, float *dinp, const float *inp, const float *dout, size_t n)
 {
     static const char op[] = "gelu_backward";
     int rc;
     if ((rc = check_unary(op, dinp, "dinp", inp, dout, n)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_gelu_backward(ctx, dinp, inp, dout, n));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
@@ -88,12 +93,14 @@ done:
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("relu"). */
 int krn_relu_forward(krn_ctx *ctx, float *out, const float *inp, size_t n)
 {
     static const char op[] = "relu_forward";
     int rc;
     if ((rc = check_unary(op, out, "out", inp, inp, n)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_relu_forward(ctx, out, inp, n));
     double *x = krn_doubles(n, op);
     if (!x)
         return OVT_ENOMEM;
@@ -105,12 +112,14 @@ int krn_relu_forward(krn_ctx *ctx, float *out, const float *inp, size_t n)
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("relu"). */
 int krn_relu_backward(krn_ctx *ctx, float *dinp, const float *inp, const float *dout, size_t n)
 {
     static const char op[] = "relu_backward";
     int rc;
     if ((rc = check_unary(op, dinp, "dinp", inp, dout, n)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_relu_backward(ctx, dinp, inp, dout, n));
     double *x = krn_doubles(n, op);
     if (!x)
         return OVT_ENOMEM;

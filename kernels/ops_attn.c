@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernels/ops.h"
+#include "kernels/cuda/dispatch.h"
 #include "kernels/reduce.h"
 
 /* The shapes and derived strides of one call. */
@@ -61,29 +62,38 @@ static void head_norms(double *norms, const attn_dims *d, const double *m, int w
 }
 
 /* Site `name` (B,NH,T,T): x = (a_t . b_t2) * factor over the head's
- * channels, for t2 <= t. a is a slice of a tensor with row stride sa, b of
- * one with row stride sb; an and bn their head norms. */
+ * channels, for t2 <= t; one chunked product per (b, h) (K = hs). a is a
+ * slice of a tensor with row stride sa, b of one with row stride sb; an and
+ * bn their head norms. */
 static int pair_dot_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float *out,
                          const attn_dims *d, const double *a, size_t sa, const double *an,
                          const double *b, size_t sb, const double *bn, double factor, int ops,
                          double *x, double *mag)
 {
-    for (size_t bb = 0; bb < d->B; bb++)
-        for (size_t h = 0; h < d->NH; h++)
-            for (size_t t = 0; t < d->T; t++) {
-                const double *ar = a + (bb * d->T + t) * sa + h * d->hs;
-                for (size_t t2 = 0; t2 < d->T; t2++) {
+    size_t T = d->T;
+    double *prod = krn_scratch(KRN_SCRATCH_OUT, T * T);
+    if (!prod)
+        return OVT_ENOMEM;
+    int rc = 0;
+    for (size_t bb = 0; bb < d->B && rc == 0; bb++)
+        for (size_t h = 0; h < d->NH && rc == 0; h++) {
+            const double *ah = a + bb * T * sa + h * d->hs, *bh = b + bb * T * sb + h * d->hs;
+            if ((rc = krn_chunked_gemm(be, prod, false, ah, sa, true, bh, sb, T, T, d->hs)))
+                break;
+            for (size_t t = 0; t < T; t++)
+                for (size_t t2 = 0; t2 < T; t2++) {
                     size_t i = tt_index(d, bb, h, t, t2);
                     if (t2 > t) {
                         x[i] = mag[i] = 0;
                         continue;
                     }
-                    const double *br = b + (bb * d->T + t2) * sb + h * d->hs;
-                    double s = krn_chunked_dot(be, ar, 1, br, 1, d->hs);
+                    double s = prod[t * T + t2];
                     x[i] = factor == 1.0 ? s : s * factor;
-                    mag[i] = an[(bb * d->T + t) * d->NH + h] * bn[(bb * d->T + t2) * d->NH + h];
+                    mag[i] = an[(bb * T + t) * d->NH + h] * bn[(bb * T + t2) * d->NH + h];
                 }
-            }
+        }
+    if (rc)
+        return rc;
     krn_band band = krn_band_reduction(KRN_BAND_ARRAY, d->hs, factor, ops);
     band.a = mag;
     return krn_site(ctx, name, out, x, d->n_tt, &band);
@@ -109,55 +119,74 @@ static int row_sum_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float
     return krn_site(ctx, name, out, x, d->n_row, &band);
 }
 
-/* Site `name` (B,T,C): for each (b, t, h, i), the weighted sum of the rows of
- * `val` (a slice of a tensor with row stride sv) with weights from the
- * (B,NH,T,T) tensor w, times factor, plus old (if not NULL):
- *   by_row (t fixed):    sum_{t2 <= t} w[t][t2] * val[t2]
- *   !by_row (t2 fixed):  sum_{t >= t2} w[t][t2] * val[t]
- * K up to T. The result goes to out (B*T*C floats, contiguous). */
+/* Norms of the rows (by_rows) or columns of a rows x cols block with row
+ * stride ld. */
+static void block_norms(double *norms, const double *m, size_t rows, size_t cols, size_t ld,
+                        bool by_rows)
+{
+    size_t n = by_rows ? rows : cols;
+    for (size_t k = 0; k < n; k++)
+        norms[k] = 0;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++) {
+            double v = m[r * ld + c];
+            norms[by_rows ? r : c] += v * v;
+        }
+    for (size_t k = 0; k < n; k++)
+        norms[k] = sqrt(norms[k]);
+}
+
+/* Site `name` (B,T,C): for each (b, h) the product of the (T,T) block of w
+ * (or its transpose, !by_row) with the head's (T,hs) slice of val (row
+ * stride sv), times factor, plus old (if not NULL, row stride old_stride):
+ *   by_row:   out_t  = sum_t2 w[t][t2] * val[t2]   (w zero above the diagonal)
+ *   !by_row:  out_t2 = sum_t  w[t][t2] * val[t]
+ * Each a chunked sum over all T positions (masked terms are exact zeros), so
+ * the band uses K = T and the Cauchy-Schwarz bound: the norm of the weights'
+ * row (column) times the norm of val's column over t. The result goes to out
+ * (B*T*C floats, contiguous). */
 static int mix_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float *out,
                     const attn_dims *d, const double *w, bool by_row, const double *val, size_t sv,
                     double factor, const float *old, size_t old_stride, double *x, double *mag)
 {
-    size_t T = d->T;
-    for (size_t b = 0; b < d->B; b++)
-        for (size_t t = 0; t < T; t++)
-            for (size_t h = 0; h < d->NH; h++) {
-                const double *wbase = w + tt_index(d, b, h, 0, 0);
-                for (size_t i = 0; i < d->hs; i++) {
-                    size_t o = (b * T + t) * d->C + h * d->hs + i;
-                    const double *wv, *vv;
-                    ptrdiff_t incw;
-                    size_t len;
-                    if (by_row) { /* w[t][0..t], val[0..t] */
-                        wv = wbase + t * T;
-                        incw = 1;
-                        vv = val + (b * T) * sv + h * d->hs + i;
-                        len = t + 1;
-                    } else { /* w[t..T-1][t], val[t..T-1] */
-                        wv = wbase + t * T + t;
-                        incw = (ptrdiff_t)T;
-                        vv = val + (b * T + t) * sv + h * d->hs + i;
-                        len = T - t;
-                    }
-                    double s = krn_chunked_dot(be, wv, incw, vv, (ptrdiff_t)sv, len);
-                    double m = 0;
-                    for (size_t k = 0; k < len; k++)
-                        m += fabs(wv[(ptrdiff_t)k * incw] * vv[k * sv]);
+    size_t T = d->T, hs = d->hs;
+    double *prod = krn_scratch(KRN_SCRATCH_OUT, T * hs), *wn = krn_doubles(T, name), *vn = krn_doubles(hs, name);
+    int rc = OVT_ENOMEM;
+    if (!prod || !wn || !vn)
+        goto done;
+    rc = 0;
+    for (size_t b = 0; b < d->B && rc == 0; b++)
+        for (size_t h = 0; h < d->NH; h++) {
+            const double *wh = w + tt_index(d, b, h, 0, 0), *vh = val + b * T * sv + h * hs;
+            if ((rc = krn_chunked_gemm(be, prod, !by_row, wh, T, false, vh, sv, T, hs, T)))
+                break;
+            block_norms(wn, wh, T, T, T, by_row);
+            block_norms(vn, vh, T, hs, sv, false);
+            for (size_t t = 0; t < T; t++)
+                for (size_t i = 0; i < hs; i++) {
+                    size_t o = (b * T + t) * d->C + h * hs + i;
+                    double s = prod[t * hs + i];
                     if (factor != 1.0)
                         s = s * factor;
                     if (old)
-                        s = s + (double)old[(b * T + t) * old_stride + h * d->hs + i];
+                        s = s + (double)old[(b * T + t) * old_stride + h * hs + i];
                     x[o] = s;
-                    mag[o] = m;
+                    mag[o] = wn[t] * vn[i];
                 }
-            }
+        }
+    if (rc)
+        goto done;
     int ops = (factor != 1.0) + (old != NULL);
     krn_band band = krn_band_reduction(KRN_BAND_ARRAY, T, factor, ops);
     band.a = mag;
-    return krn_site(ctx, name, out, x, d->n_out, &band);
+    rc = krn_site(ctx, name, out, x, d->n_out, &band);
+done:
+    free(wn);
+    free(vn);
+    return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("attention fwd"). */
 int krn_attention_forward(krn_ctx *ctx, float *out, float *preatt, float *att, const float *inp,
                           size_t B, size_t T, size_t C, size_t NH)
 {
@@ -168,13 +197,15 @@ int krn_attention_forward(krn_ctx *ctx, float *out, float *preatt, float *att, c
         (rc = krn_check_ptr(op, "att", att)) || (rc = krn_check_ptr(op, "inp", inp)) ||
         (rc = attn_check(op, B, T, C, NH, &d)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_attention_forward(ctx, out, preatt, att, inp, B, T, C, NH));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
     rc = OVT_ENOMEM;
     size_t nx = d.n_tt > d.n_out ? d.n_tt : d.n_out;
-    double *qkv = krn_doubles(d.n_inp, op), *x = krn_doubles(nx, op), *mag = krn_doubles(nx, op);
-    double *w = krn_doubles(d.n_tt, op);
+    /* the (B,NH,T,T) temporaries are per-thread scratch, kept across calls */
+    double *qkv = krn_scratch(KRN_SCRATCH_A, d.n_inp), *x = krn_scratch(KRN_SCRATCH_B, nx);
+    double *mag = krn_scratch(KRN_SCRATCH_C, nx), *w = krn_scratch(KRN_SCRATCH_D, d.n_tt);
     double *qn = krn_doubles(d.n_row, op), *kn = krn_doubles(d.n_row, op);
     float *sums = krn_floats(d.n_row, op);
     if (!qkv || !x || !mag || !w || !qn || !kn || !sums)
@@ -210,10 +241,6 @@ int krn_attention_forward(krn_ctx *ctx, float *out, float *preatt, float *att, c
     krn_widen(w, att, d.n_tt);
     rc = mix_site(ctx, &be, "attn.out", out, &d, w, true, qkv + 2 * C, 3 * C, 1.0, NULL, 0, x, mag);
 done:
-    free(qkv);
-    free(x);
-    free(mag);
-    free(w);
     free(qn);
     free(kn);
     free(sums);
@@ -227,6 +254,7 @@ static void scatter_third(float *dinp, const float *part, const attn_dims *d, in
         memcpy(dinp + bt * 3 * d->C + (size_t)which * d->C, part + bt * d->C, d->C * sizeof(float));
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("attention bwd"). */
 int krn_attention_backward(krn_ctx *ctx, float *dinp, float *dpreatt, float *datt,
                            const float *dout, const float *inp, const float *att, size_t B,
                            size_t T, size_t C, size_t NH)
@@ -239,14 +267,15 @@ int krn_attention_backward(krn_ctx *ctx, float *dinp, float *dpreatt, float *dat
         (rc = krn_check_ptr(op, "inp", inp)) || (rc = krn_check_ptr(op, "att", att)) ||
         (rc = attn_check(op, B, T, C, NH, &d)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_attention_backward(ctx, dinp, dpreatt, datt, dout, inp, att, B, T, C, NH));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
     rc = OVT_ENOMEM;
     size_t nx = d.n_tt > d.n_out ? d.n_tt : d.n_out;
-    double *qkv = krn_doubles(d.n_inp, op), *g = krn_doubles(d.n_out, op);
-    double *x = krn_doubles(nx, op), *mag = krn_doubles(nx, op);
-    double *w = krn_doubles(d.n_tt, op), *y = krn_doubles(d.n_tt, op);
+    double *qkv = krn_scratch(KRN_SCRATCH_A, d.n_inp), *g = krn_scratch(KRN_SCRATCH_F, d.n_out);
+    double *x = krn_scratch(KRN_SCRATCH_B, nx), *mag = krn_scratch(KRN_SCRATCH_C, nx);
+    double *w = krn_scratch(KRN_SCRATCH_D, d.n_tt), *y = krn_scratch(KRN_SCRATCH_E, d.n_tt);
     double *gn = krn_doubles(d.n_row, op), *vn = krn_doubles(d.n_row, op);
     float *r = krn_floats(d.n_row, op), *part = krn_floats(d.n_out, op);
     if (!qkv || !g || !x || !mag || !w || !y || !gn || !vn || !r || !part)
@@ -284,12 +313,6 @@ int krn_attention_backward(krn_ctx *ctx, float *dinp, float *dpreatt, float *dat
         goto done;
     scatter_third(dinp, part, &d, 1);
 done:
-    free(qkv);
-    free(g);
-    free(x);
-    free(mag);
-    free(w);
-    free(y);
     free(gn);
     free(vn);
     free(r);

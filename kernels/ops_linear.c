@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kernels/ops.h"
+#include "kernels/cuda/dispatch.h"
 #include "kernels/reduce.h"
 
 /* x[i] += old[i]: the accumulation into an existing gradient, one FP64
@@ -53,6 +54,7 @@ static int column_sum_site(krn_ctx *ctx, const krn_cpu *be, const char *name, fl
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("matmul fwd"). */
 int krn_matmul_forward(krn_ctx *ctx, float *out, const float *inp, const float *weight,
                        const float *bias, size_t N, size_t C, size_t OC)
 {
@@ -63,6 +65,7 @@ int krn_matmul_forward(krn_ctx *ctx, float *out, const float *inp, const float *
         (rc = krn_check_ptr(op, "weight", weight)) || (rc = krn_check_dims(op, N, C, &nin)) ||
         (rc = krn_check_dims(op, OC, C, &nw)) || (rc = krn_check_dims(op, N, OC, &nout)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_matmul_forward(ctx, out, inp, weight, bias, N, C, OC));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
@@ -90,6 +93,7 @@ done:
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("matmul bwd"). */
 int krn_matmul_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias, const float *dout,
                         const float *inp, const float *weight, size_t N, size_t C, size_t OC)
 {
@@ -101,6 +105,7 @@ int krn_matmul_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias,
         (rc = krn_check_dims(op, N, C, &nin)) || (rc = krn_check_dims(op, OC, C, &nw)) ||
         (rc = krn_check_dims(op, N, OC, &nout)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_matmul_backward(ctx, dinp, dweight, dbias, dout, inp, weight, N, C, OC));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
@@ -148,6 +153,7 @@ done:
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("bias"). */
 int krn_bias_forward(krn_ctx *ctx, float *out, const float *inp, const float *bias, size_t N,
                      size_t C)
 {
@@ -157,6 +163,7 @@ int krn_bias_forward(krn_ctx *ctx, float *out, const float *inp, const float *bi
     if ((rc = krn_check_ptr(op, "out", out)) || (rc = krn_check_ptr(op, "inp", inp)) ||
         (rc = krn_check_ptr(op, "bias", bias)) || (rc = krn_check_dims(op, N, C, &n)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_bias_forward(ctx, out, inp, bias, N, C));
     double *x = krn_doubles(n, op);
     if (!x)
         return OVT_ENOMEM;
@@ -165,6 +172,7 @@ int krn_bias_forward(krn_ctx *ctx, float *out, const float *inp, const float *bi
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("bias"). */
 int krn_bias_backward(krn_ctx *ctx, float *dbias, const float *dout, size_t N, size_t C)
 {
     static const char op[] = "bias_backward";
@@ -173,12 +181,14 @@ int krn_bias_backward(krn_ctx *ctx, float *dbias, const float *dout, size_t N, s
     if ((rc = krn_check_ptr(op, "dbias", dbias)) || (rc = krn_check_ptr(op, "dout", dout)) ||
         (rc = krn_check_dims(op, N, C, &n)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_bias_backward(ctx, dbias, dout, N, C));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
     return column_sum_site(ctx, &be, "bias.bwd", dbias, dout, N, C);
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("residual, accumulate"). */
 int krn_residual_forward(krn_ctx *ctx, float *out, const float *inp1, const float *inp2, size_t n)
 {
     static const char op[] = "residual_forward";
@@ -187,9 +197,11 @@ int krn_residual_forward(krn_ctx *ctx, float *out, const float *inp1, const floa
     if ((rc = krn_check_ptr(op, "out", out)) || (rc = krn_check_ptr(op, "inp1", inp1)) ||
         (rc = krn_check_ptr(op, "inp2", inp2)) || (rc = krn_check_dims(op, n, 1, &nn)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_residual_forward(ctx, out, inp1, inp2, n));
     return exact_add(ctx, "residual.fwd", out, inp1, inp2, n);
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("residual, accumulate"). */
 int krn_residual_backward(krn_ctx *ctx, float *dinp1, float *dinp2, const float *dout, size_t n)
 {
     static const char op[] = "residual_backward";
@@ -198,11 +210,13 @@ int krn_residual_backward(krn_ctx *ctx, float *dinp1, float *dinp2, const float 
     if ((rc = krn_check_ptr(op, "dinp1", dinp1)) || (rc = krn_check_ptr(op, "dinp2", dinp2)) ||
         (rc = krn_check_ptr(op, "dout", dout)) || (rc = krn_check_dims(op, n, 1, &nn)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_residual_backward(ctx, dinp1, dinp2, dout, n));
     if ((rc = exact_add(ctx, "residual.bwd1", dinp1, dinp1, dout, n)))
         return rc;
     return exact_add(ctx, "residual.bwd2", dinp2, dinp2, dout, n);
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("residual, accumulate"). */
 int krn_accumulate(krn_ctx *ctx, float *dst, const float *src, size_t n)
 {
     static const char op[] = "accumulate";
@@ -211,6 +225,7 @@ int krn_accumulate(krn_ctx *ctx, float *dst, const float *src, size_t n)
     if ((rc = krn_check_ptr(op, "dst", dst)) || (rc = krn_check_ptr(op, "src", src)) ||
         (rc = krn_check_dims(op, n, 1, &nn)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_accumulate(ctx, dst, src, n));
     return exact_add(ctx, "accumulate", dst, dst, src, n);
 }
 
@@ -223,6 +238,7 @@ static int check_tokens(const char *op, const int32_t *tokens, size_t n, size_t 
     return 0;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("encoder fwd"). */
 int krn_encoder_forward(krn_ctx *ctx, float *out, const int32_t *tokens, const float *wte,
                         const float *wpe, size_t B, size_t T, size_t C, size_t V)
 {
@@ -234,6 +250,7 @@ int krn_encoder_forward(krn_ctx *ctx, float *out, const int32_t *tokens, const f
         (rc = krn_check_dims(op, B, T, &bt)) || (rc = krn_check_dims(op, bt, C, &n)) ||
         (rc = krn_check_dims(op, V, C, &nv)) || (rc = check_tokens(op, tokens, bt, V)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_encoder_forward(ctx, out, tokens, wte, wpe, B, T, C, V));
     double *x = krn_doubles(n, op);
     if (!x)
         return OVT_ENOMEM;
@@ -250,6 +267,7 @@ int krn_encoder_forward(krn_ctx *ctx, float *out, const int32_t *tokens, const f
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("encoder bwd"). */
 int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *dout,
                          const int32_t *tokens, size_t B, size_t T, size_t C, size_t V)
 {
@@ -262,13 +280,15 @@ int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *do
         (rc = krn_check_dims(op, V, C, &nv)) || (rc = krn_check_dims(op, T, C, &nt)) ||
         (rc = check_tokens(op, tokens, bt, V)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_encoder_backward(ctx, dwte, dwpe, dout, tokens, B, T, C, V));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
     rc = OVT_ENOMEM;
     size_t nx = nv > nt ? nv : nt;
-    double *g = krn_doubles(n, op), *x = krn_doubles(nx, op), *mag = krn_doubles(nx, op);
-    double *gather = krn_doubles(bt, op);
+    /* x and mag are V*C (38.6M for GPT-2 small): per-thread scratch */
+    double *g = krn_doubles(n, op), *x = krn_scratch(KRN_SCRATCH_A, nx);
+    double *mag = krn_scratch(KRN_SCRATCH_B, nx), *gather = krn_doubles(bt, op);
     size_t *start = calloc(V + 1, sizeof *start), *pos = calloc(bt, sizeof *pos);
     if (!g || !x || !mag || !gather || !start || !pos) {
         ovt_fail(OVT_ENOMEM, "%s: out of memory", op);
@@ -323,8 +343,6 @@ int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *do
     rc = krn_site(ctx, "encoder.bwd.dwpe", dwpe, x, nt, &band);
 done:
     free(g);
-    free(x);
-    free(mag);
     free(gather);
     free(start);
     free(pos);

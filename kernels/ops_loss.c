@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "kernels/ops.h"
+#include "kernels/cuda/dispatch.h"
 #include "kernels/reduce.h"
 
 static int check_targets(const char *op, const int32_t *targets, size_t N, size_t V)
@@ -14,6 +15,7 @@ static int check_targets(const char *op, const int32_t *targets, size_t N, size_
     return 0;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("cross-entropy fwd"). */
 int krn_crossentropy_forward(krn_ctx *ctx, float *loss, float *losses, float *probs,
                              const float *logits, const int32_t *targets, size_t N, size_t V)
 {
@@ -25,11 +27,14 @@ int krn_crossentropy_forward(krn_ctx *ctx, float *loss, float *losses, float *pr
         (rc = krn_check_ptr(op, "targets", targets)) || (rc = krn_check_dims(op, N, V, &n)) ||
         (rc = check_targets(op, targets, N, V)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_crossentropy_forward(ctx, loss, losses, probs, logits, targets, N, V));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
     rc = OVT_ENOMEM;
-    double *x = krn_doubles(n, op), *e = krn_doubles(n, op), *mag = krn_doubles(N, op);
+    /* x and e are N*V (12.9M for GPT-2 small): per-thread scratch, kept across calls */
+    double *x = krn_scratch(KRN_SCRATCH_A, n), *e = krn_scratch(KRN_SCRATCH_B, n);
+    double *mag = krn_doubles(N, op);
     float *mx = krn_floats(N, op), *sums = krn_floats(N, op), *logsum = krn_floats(N, op);
     if (!x || !e || !mag || !mx || !sums || !logsum)
         goto done;
@@ -82,8 +87,6 @@ int krn_crossentropy_forward(krn_ctx *ctx, float *loss, float *losses, float *pr
     band.scale *= m;
     rc = krn_site(ctx, "xent.loss", loss, x, 1, &band);
 done:
-    free(x);
-    free(e);
     free(mag);
     free(mx);
     free(sums);
@@ -91,6 +94,7 @@ done:
     return rc;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("cross-entropy bwd"). */
 int krn_crossentropy_backward(krn_ctx *ctx, float *dlogits, const float *probs,
                               const int32_t *targets, float dloss, size_t N, size_t V)
 {
@@ -103,6 +107,7 @@ int krn_crossentropy_backward(krn_ctx *ctx, float *dlogits, const float *probs,
         return rc;
     if (!isfinite(dloss))
         return ovt_fail(OVT_EINVAL, "%s: dloss is not finite", op);
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_crossentropy_backward(ctx, dlogits, probs, targets, dloss, N, V));
     double *x = krn_doubles(n, op);
     if (!x)
         return OVT_ENOMEM;

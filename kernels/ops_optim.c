@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "kernels/ops.h"
+#include "kernels/cuda/dispatch.h"
 #include "kernels/reduce.h"
 
 /* One-element site. */
@@ -12,6 +13,7 @@ static int scalar_site(krn_ctx *ctx, const char *name, float *out, double x, con
     return krn_site(ctx, name, out, &x, 1, band);
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("grad norm"). */
 int krn_grad_norm(krn_ctx *ctx, float *norm, const float *grads, size_t n)
 {
     static const char op[] = "grad_norm";
@@ -20,6 +22,7 @@ int krn_grad_norm(krn_ctx *ctx, float *norm, const float *grads, size_t n)
     if ((rc = krn_check_ptr(op, "norm", norm)) || (rc = krn_check_ptr(op, "grads", grads)) ||
         (rc = krn_check_dims(op, n, 1, &nn)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_grad_norm(ctx, norm, grads, n));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
@@ -51,6 +54,7 @@ int krn_grad_norm(krn_ctx *ctx, float *norm, const float *grads, size_t n)
     return scalar_site(ctx, "gradnorm.sqrt", norm, sqrt((double)sumsq), &band);
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("clipping"). */
 int krn_clip_factor(krn_ctx *ctx, float *factor, float norm, float max_norm)
 {
     static const char op[] = "clip_factor";
@@ -61,11 +65,13 @@ int krn_clip_factor(krn_ctx *ctx, float *factor, float norm, float max_norm)
         return ovt_fail(OVT_EINVAL, "%s: max_norm must be positive and finite", op);
     if (!(norm >= 0) || !isfinite(norm))
         return ovt_fail(OVT_ENUMERIC, "%s: the gradient norm is not a finite non-negative value", op);
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_clip_factor(ctx, factor, norm, max_norm));
     double x = norm > max_norm ? (double)max_norm / (double)norm : 1.0;
     krn_band band = krn_band_exact();
     return scalar_site(ctx, "clip.factor", factor, x, &band);
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("AdamW"). */
 int krn_adamw_corrections(krn_ctx *ctx, float *bc1, float *bc2, float beta1, float beta2,
                           uint64_t t)
 {
@@ -77,6 +83,7 @@ int krn_adamw_corrections(krn_ctx *ctx, float *bc1, float *bc2, float beta1, flo
         return ovt_fail(OVT_EINVAL, "%s: step t = %llu must be in 1..2^53", op, (unsigned long long)t);
     if (!(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1))
         return ovt_fail(OVT_EINVAL, "%s: betas must lie in [0, 1)", op);
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_adamw_corrections(ctx, bc1, bc2, beta1, beta2, t));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
@@ -92,6 +99,7 @@ int krn_adamw_corrections(krn_ctx *ctx, float *bc1, float *bc2, float beta1, flo
     return 0;
 }
 
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("AdamW"). */
 int krn_adamw_update(krn_ctx *ctx, float *params, float *m, float *v, const float *grads,
                      float bc1, float bc2, float lr, float beta1, float beta2, float eps,
                      float weight_decay, float grad_scale, size_t n)
@@ -105,6 +113,7 @@ int krn_adamw_update(krn_ctx *ctx, float *params, float *m, float *v, const floa
         return rc;
     if (!(bc1 > 0) || !(bc2 > 0))
         return ovt_fail(OVT_EINVAL, "%s: bias corrections must be positive (run krn_adamw_corrections)", op);
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_adamw_update(ctx, params, m, v, grads, bc1, bc2, lr, beta1, beta2, eps, weight_decay, grad_scale, n));
     double *x = krn_doubles(n, op);
     if (!x)
         return OVT_ENOMEM;

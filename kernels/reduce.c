@@ -2,9 +2,12 @@
 #include "kernels/reduce.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "kernels/pool.h"
 
 /* Output tile of the chunked GEMM: the partial products of one tile stay in
  * cache while the chunks are added (bench/bench_gemm.c measured the size). */
@@ -69,6 +72,32 @@ static int gemm_tile(const krn_cpu *be, double *out, bool ta, const double *a, s
     return 0;
 }
 
+/* What the pool's workers need to compute tiles of one product. */
+typedef struct {
+    const krn_cpu *be;
+    double *out;
+    bool ta, tb;
+    const double *a, *b;
+    size_t lda, ldb, m, n, k, tiles_n;
+    atomic_int rc;
+} gemm_job;
+
+static void gemm_tile_job(void *arg, size_t t)
+{
+    gemm_job *j = arg;
+    size_t i0 = t / j->tiles_n * KRN_TILE_M, j0 = t % j->tiles_n * KRN_TILE_N;
+    size_t mb = j->m - i0 < KRN_TILE_M ? j->m - i0 : KRN_TILE_M;
+    size_t nb = j->n - j0 < KRN_TILE_N ? j->n - j0 : KRN_TILE_N;
+    if (gemm_tile(j->be, j->out, j->ta, j->a, j->lda, j->tb, j->b, j->ldb, j->n, j->k, i0, mb, j0,
+                  nb) != 0)
+        atomic_store(&j->rc, OVT_ENOMEM);
+}
+
+/* The calling thread's pool for GEMM tiles (workers sleep between loops, so
+ * nothing spins while the caller rounds). Kept for the thread's lifetime. */
+static _Thread_local krn_pool *tile_pool;
+static _Thread_local int tile_pool_threads;
+
 int krn_chunked_gemm(const krn_cpu *be, double *out, bool ta, const double *a, size_t lda, bool tb,
                      const double *b, size_t ldb, size_t m, size_t n, size_t k)
 {
@@ -76,25 +105,31 @@ int krn_chunked_gemm(const krn_cpu *be, double *out, bool ta, const double *a, s
         memset(out, 0, m * n * sizeof *out);
         return 0;
     }
-    size_t tiles_m = (m + KRN_TILE_M - 1) / KRN_TILE_M, tiles_n = (n + KRN_TILE_N - 1) / KRN_TILE_N;
-    long ntiles = (long)(tiles_m * tiles_n);
+    gemm_job job = {.be = be, .out = out, .ta = ta, .tb = tb, .a = a, .b = b, .lda = lda,
+                    .ldb = ldb, .m = m, .n = n, .k = k,
+                    .tiles_n = (n + KRN_TILE_N - 1) / KRN_TILE_N};
+    atomic_init(&job.rc, 0);
+    size_t ntiles = (m + KRN_TILE_M - 1) / KRN_TILE_M * job.tiles_n;
     int threads = be->kind == KRN_BACKEND_CPU ? be->threads : 1; /* ref: one thread */
-    if (threads > ntiles)
-        threads = (int)ntiles;
-    int rc = 0;
-    /* Tiles are independent: each thread adds its tiles' chunks in order. */
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (threads > 1)
-    for (long t = 0; t < ntiles; t++) {
-        size_t i0 = (size_t)t / tiles_n * KRN_TILE_M, j0 = (size_t)t % tiles_n * KRN_TILE_N;
-        size_t mb = m - i0 < KRN_TILE_M ? m - i0 : KRN_TILE_M;
-        size_t nb = n - j0 < KRN_TILE_N ? n - j0 : KRN_TILE_N;
-        if (gemm_tile(be, out, ta, a, lda, tb, b, ldb, n, k, i0, mb, j0, nb) != 0) {
-#pragma omp atomic write
-            rc = OVT_ENOMEM;
+    if (threads > 1 && ntiles > 1) {
+        /* Tiles are independent: each adds its own chunks in order. */
+        if (tile_pool && tile_pool_threads != threads) {
+            krn_pool_free(tile_pool);
+            tile_pool = NULL;
         }
+        if (!tile_pool) {
+            int rc = krn_pool_new(&tile_pool, threads);
+            if (rc)
+                return rc;
+            tile_pool_threads = threads;
+        }
+        krn_pool_run(tile_pool, ntiles, gemm_tile_job, &job);
+    } else {
+        for (size_t t = 0; t < ntiles; t++)
+            gemm_tile_job(&job, t);
     }
-    if (rc)
-        return ovt_fail(rc, "chunked GEMM: out of memory for a tile buffer");
+    if (atomic_load(&job.rc))
+        return ovt_fail(OVT_ENOMEM, "chunked GEMM: out of memory for a tile buffer");
     return 0;
 }
 
@@ -215,6 +250,11 @@ double *krn_scratch(int slot, size_t n)
     if (!scratch[slot].p)
         ovt_fail(OVT_ENOMEM, "out of memory for a scratch buffer of %zu doubles", n);
     return scratch[slot].p;
+}
+
+void krn_ops_release(void)
+{
+    krn_scratch_release();
 }
 
 void krn_scratch_release(void)

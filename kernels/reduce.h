@@ -75,7 +75,17 @@ void krn_widen_rows(double *restrict dst, double *restrict norms, const float *r
  * A buffer stays valid until the next request of the same slot on the same
  * thread; an op uses each slot once. NULL after an OVT_ENOMEM message.
  * krn_scratch_release frees the calling thread's buffers. */
-enum { KRN_SCRATCH_A, KRN_SCRATCH_B, KRN_SCRATCH_C, KRN_SCRATCH_OUT, KRN_SCRATCH_TILE, KRN_SCRATCH_SLOTS };
+enum {
+    KRN_SCRATCH_A,
+    KRN_SCRATCH_B,
+    KRN_SCRATCH_C,
+    KRN_SCRATCH_D,
+    KRN_SCRATCH_E,
+    KRN_SCRATCH_F,
+    KRN_SCRATCH_OUT,
+    KRN_SCRATCH_TILE, /* krn_chunked_gemm's own */
+    KRN_SCRATCH_SLOTS
+};
 double *krn_scratch(int slot, size_t n);
 void krn_scratch_release(void);
 

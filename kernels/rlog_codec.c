@@ -34,9 +34,14 @@
 #define RLOG_VERSION 1
 #define RLOG_HEADER 56
 #define RLOG_ZSTD_LEVEL 3
-/* No body may decompress to more than this; memory grows with the bytes
- * actually decompressed, never with what a header claims. */
-#define RLOG_MAX_BODY (UINT64_C(1) << 30)
+/* No body may decompress to more than this, and no log may hold more
+ * entries (16 bytes each in memory), so a reader never needs more than
+ * about 1.5 GiB whatever a file says; memory grows with the bytes actually
+ * decompressed, never with what a header claims. For scale: the published
+ * figure for GPT-2 is 18-20 MB of log per step, and ours costs about 3 bytes
+ * per entry, so a step should stay within a few million entries. */
+#define RLOG_MAX_BODY (UINT64_C(1) << 29)
+#define RLOG_MAX_ENTRIES (UINT64_C(1) << 26)
 #define RLOG_MIN_SITE_BYTES 6 /* site, n, count, one index, kinds byte, one bits byte */
 
 typedef struct {
@@ -119,9 +124,11 @@ int krn_rlog_encode(const krn_rlog *log, uint8_t **buf, size_t *len)
         if (rc < 0)
             goto fail;
     }
-    if (body.len > RLOG_MAX_BODY) {
-        rc = ovt_fail(OVT_EINVAL, "rounding log: the body (%zu bytes) exceeds the format's limit",
-                      body.len);
+    if (body.len > RLOG_MAX_BODY || krn_rlog_nentries(log) > RLOG_MAX_ENTRIES) {
+        rc = ovt_fail(OVT_EINVAL, "rounding log: %llu entries in a %zu-byte body exceed the "
+                                  "format's limits (%llu entries, %llu bytes)",
+                      (unsigned long long)krn_rlog_nentries(log), body.len,
+                      (unsigned long long)RLOG_MAX_ENTRIES, (unsigned long long)RLOG_MAX_BODY);
         goto fail;
     }
     size_t bound = body.len ? ZSTD_compressBound(body.len) : 0;
@@ -204,7 +211,9 @@ static int get_varint(reader *r, uint64_t *v, const char *field)
                     start);
 }
 
-static int decode_site(reader *r, krn_rlog *log, uint64_t *site, bool first)
+/* Decodes one site into log; at most `allowed` entries (what the header
+ * leaves). */
+static int decode_site(reader *r, krn_rlog *log, uint64_t *site, bool first, uint64_t allowed)
 {
     size_t start = r->pos;
     uint64_t delta, n, count;
@@ -223,6 +232,8 @@ static int decode_site(reader *r, krn_rlog *log, uint64_t *site, bool first)
         return bad("a site with more entries than elements", start);
     if (count > r->len - r->pos)
         return bad("entry count larger than the rest of the body", start);
+    if (count > allowed)
+        return bad("more entries than the header states", start);
 
     krn_rlog_entry *entries = calloc((size_t)count, sizeof *entries);
     if (entries == NULL)
@@ -407,6 +418,10 @@ int krn_rlog_decode(krn_rlog *log, const uint8_t *buf, size_t len)
         return ovt_fail(OVT_EFORMAT, "rounding log: header states a %llu-byte body, more than "
                                      "the limit of %llu", (unsigned long long)body_len,
                         (unsigned long long)RLOG_MAX_BODY);
+    if (nentries > RLOG_MAX_ENTRIES)
+        return ovt_fail(OVT_EFORMAT, "rounding log: header states %llu entries, more than the "
+                                     "limit of %llu", (unsigned long long)nentries,
+                        (unsigned long long)RLOG_MAX_ENTRIES);
     if ((body_len == 0) != (zlen == 0) || (body_len == 0) != (nsites == 0) ||
         nentries < nsites || nentries > body_len || nsites > body_len / RLOG_MIN_SITE_BYTES)
         return ovt_fail(OVT_EFORMAT, "rounding log: header sizes disagree (%llu sites, %llu "
@@ -430,7 +445,7 @@ int krn_rlog_decode(krn_rlog *log, const uint8_t *buf, size_t len)
                           (unsigned long long)i, (unsigned long long)nsites);
             goto done;
         }
-        rc = decode_site(&r, log, &site, i == 0);
+        rc = decode_site(&r, log, &site, i == 0, nentries - krn_rlog_nentries(log));
         if (rc < 0)
             goto done;
     }

@@ -54,8 +54,9 @@ int trn_tokens_parse(trn_tokens *out, const uint8_t *buf, size_t len)
     for (size_t i = 0; i < count; i++) {
         tokens[i] = uint16_format ? (uint32_t)body[2 * i] | (uint32_t)body[2 * i + 1] << 8 : body[i];
         if (tokens[i] >= vocab) {
+            uint32_t bad = tokens[i];
             free(tokens);
-            return ovt_fail(OVT_EFORMAT, "token %zu is %u, not below the vocab size %u", i, tokens[i], vocab);
+            return ovt_fail(OVT_EFORMAT, "token %zu is %u, not below the vocab size %u", i, bad, vocab);
         }
     }
     out->vocab = vocab;

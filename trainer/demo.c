@@ -14,6 +14,7 @@
 #include "kernels/rlog.h"
 #include "kernels/site.h"
 #include "trainer/data.h"
+#include "trainer/fp32.h"
 #include "trainer/state.h"
 #include "trainer/train.h"
 
@@ -48,6 +49,7 @@ void trn_demo_defaults(trn_demo_opts *opts)
     opts->every = 20;
     opts->ablation = true;
     opts->shuffle = true;
+    opts->fp32 = true;
 }
 
 bool trn_demo_enabled(const trn_demo_opts *opts, int run)
@@ -95,6 +97,9 @@ struct demo {
     krn_rlog *replay_log; /* the same, parsed back from its file bytes */
     float *losses;        /* per step */
     ovt_hash *leaves[TRN_DEMO_RUNS]; /* steps + 1 leaves per run */
+    trn_state *fp32_state[2];        /* forward-order and reversed-order sums */
+    trn_fp32 *fp32;
+    bool fp32_active;
     chain_merkle_preimage step;      /* batchHash and logHash of the current step */
 };
 
@@ -160,6 +165,12 @@ static int demo_setup(struct demo *d)
         trn_state_hash(&h0, run->st);
         set_leaf(d, r, 0, &h0);
     }
+    if (o->fp32) {
+        if ((rv = trn_fp32_new(&d->fp32, &rc)) || (rv = trn_state_clone(&d->fp32_state[0], init)) ||
+            (rv = trn_state_clone(&d->fp32_state[1], init)))
+            goto done;
+        d->fp32_active = true;
+    }
     krn_config ec = {.backend = KRN_BACKEND_CPU, .mode = KRN_NEAREST, .grid_bits = (int)rc.grid_bits,
                      .threads = o->threads};
     if ((rv = krn_ctx_new(&d->eval_ctx, &ec)))
@@ -183,6 +194,9 @@ static void demo_teardown(struct demo *d)
         free(d->leaves[r]);
     }
     krn_ctx_free(d->eval_ctx);
+    trn_fp32_free(d->fp32);
+    trn_state_free(d->fp32_state[0]);
+    trn_state_free(d->fp32_state[1]);
     krn_rlog_free(d->log);
     krn_rlog_free(d->replay_log);
     free(d->losses);
@@ -251,6 +265,30 @@ static int follower_step(struct demo *d, int r, const trn_batch *batch, const ov
     if (memcmp(h.b, trainer_hash->b, 32) != 0) {
         d->res->first_mismatch[r] = run->st->step;
         run->active = false;
+    }
+    return 0;
+}
+
+/* Both plain FP32 runs take the step; they stop at their first difference. */
+static int fp32_step(struct demo *d, const trn_batch *batch)
+{
+    float loss[2];
+    int rv;
+    for (int k = 0; k < 2; k++)
+        if ((rv = trn_fp32_step(d->fp32, d->fp32_state[k], batch, k == 1, &loss[k])))
+            return rv;
+    d->res->fp32_loss_end = loss[0];
+    const trn_state *a = d->fp32_state[0], *b = d->fp32_state[1];
+    size_t n = 3 * a->layout.nparams, differ = 0;
+    for (size_t i = 0; i < n; i++)
+        differ += memcmp(&a->mem[i], &b->mem[i], sizeof(float)) != 0;
+    ovt_hash ha, hb;
+    trn_state_hash(&ha, a);
+    trn_state_hash(&hb, b);
+    if (memcmp(ha.b, hb.b, 32) != 0) {
+        d->res->fp32_first_mismatch = a->step;
+        d->res->fp32_params_differing = (double)differ / (double)n;
+        d->fp32_active = false;
     }
     return 0;
 }
@@ -328,6 +366,8 @@ int trn_demo_run(const trn_demo_opts *opts, trn_demo_result *res)
             rv = follower_step(&d, r, &batch, &trainer_hash);
             res->seconds[r] += now_seconds() - t0;
         }
+        if (!rv && d.fp32_active)
+            rv = fp32_step(&d, &batch);
         free(log_bytes);
         trn_sample_batch_free(&sb);
         if (rv)

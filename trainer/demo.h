@@ -33,6 +33,7 @@ typedef struct {
     FILE *progress;         /* where progress lines go (NULL: nowhere) */
     bool ablation;          /* run the NEAREST runs */
     bool shuffle;           /* run the shuffle-backend runs (slow: random orders) */
+    bool fp32;              /* the contrast: plain FP32 training in two summation orders */
     int threads;            /* cpu backend threads (0: default) */
     const char *log_dir;    /* if set, the trainer's rounding logs are written there */
 } trn_demo_opts;
@@ -56,6 +57,13 @@ typedef struct {
     ovt_hash root[TRN_DEMO_RUNS];
     bool has_root[TRN_DEMO_RUNS];
     double seconds[TRN_DEMO_RUNS];         /* wall time per run (reported, never asserted) */
+    /* The plain FP32 contrast (trainer/fp32.h): two runs from the same
+     * initial state, one summing forward and one backward; the first step
+     * whose states differ (0: none within the run), and at that step the
+     * share of state values (parameters, m, v) that differ. */
+    uint64_t fp32_first_mismatch;
+    double fp32_params_differing;
+    float fp32_loss_end;
 } trn_demo_result;
 
 /* The demo's default settings (MLP "mlp-demo", 300 steps, ...). */

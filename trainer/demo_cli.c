@@ -39,6 +39,7 @@ static void demo_usage(FILE *f)
             "  --threads N        cpu backend threads (default: the backend's)\n"
             "  --no-ablation      skip the runs without the log\n"
             "  --no-shuffle       skip the runs on the shuffle backend (the slowest)\n"
+            "  --no-fp32          skip the contrast: plain FP32 training summed in two orders\n"
             "  --log-dir DIR      also write the trainer's rounding logs there\n"
             "  --json             print the result as JSON (no progress lines)\n"
             "  -h, --help         this help\n");
@@ -80,6 +81,11 @@ static void print_json(const trn_demo_opts *o, const trn_demo_result *r)
         "heldout_loss_start", (double)r->eval_start, "heldout_loss_end", (double)r->eval_end, "dataset_hash", dh,
         "config_hash", ch, "final_state_hash", sh, "runs", runs);
     json_object_set_new(root, "trainer_seconds", json_real(r->seconds[0]));
+    if (o->fp32)
+        json_object_set_new(root, "plain_fp32",
+                            json_pack("{s:I, s:f, s:f}", "first_mismatch", (json_int_t)r->fp32_first_mismatch,
+                                      "params_differing", r->fp32_params_differing, "loss_at_stop",
+                                      (double)r->fp32_loss_end));
     char rh[65];
     hex32(rh, &r->root[0]);
     json_object_set_new(root, "root", json_string(rh));
@@ -125,6 +131,13 @@ static void print_table(const trn_demo_opts *o, const trn_demo_result *r)
         else
             printf("%-38s identical at all %llu steps\n", labels[k], (unsigned long long)r->steps_run[k]);
     }
+    if (o->fp32 && r->fp32_first_mismatch)
+        printf("%-38s first differs at step %llu (%.0f%% of state values differ)\n",
+               "plain FP32, sums forward vs backward", (unsigned long long)r->fp32_first_mismatch,
+               100.0 * r->fp32_params_differing);
+    else if (o->fp32)
+        printf("%-38s identical at all %llu steps\n", "plain FP32, sums forward vs backward",
+               (unsigned long long)r->steps);
     printf("%-38s %.4f -> %.4f (held-out %.4f -> %.4f)\n", "training loss (first/last 10%)",
            (double)r->loss_start, (double)r->loss_end, (double)r->eval_start, (double)r->eval_end);
     printf("%-38s %s\n", "final stateHash", sh);
@@ -152,7 +165,7 @@ static void print_table(const trn_demo_opts *o, const trn_demo_result *r)
 }
 
 enum { OPT_STEPS = 256, OPT_EVERY, OPT_BATCH, OPT_WIDTH, OPT_LAYERS, OPT_IN_DIM, OPT_CLASSES, OPT_SAMPLES,
-       OPT_GRID, OPT_SHIFT, OPT_SEED, OPT_LR, OPT_THREADS, OPT_NO_ABLATION, OPT_NO_SHUFFLE, OPT_LOG_DIR, OPT_JSON };
+       OPT_GRID, OPT_SHIFT, OPT_SEED, OPT_LR, OPT_THREADS, OPT_NO_ABLATION, OPT_NO_SHUFFLE, OPT_NO_FP32, OPT_LOG_DIR, OPT_JSON };
 
 int trn_cmd_demo(int argc, char **argv)
 {
@@ -165,6 +178,7 @@ int trn_cmd_demo(int argc, char **argv)
         {"seed", required_argument, NULL, OPT_SEED},
         {"lr", required_argument, NULL, OPT_LR},           {"threads", required_argument, NULL, OPT_THREADS},
         {"no-ablation", no_argument, NULL, OPT_NO_ABLATION}, {"no-shuffle", no_argument, NULL, OPT_NO_SHUFFLE},
+        {"no-fp32", no_argument, NULL, OPT_NO_FP32},
         {"log-dir", required_argument, NULL, OPT_LOG_DIR},
         {"json", no_argument, NULL, OPT_JSON},             {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
@@ -240,6 +254,9 @@ int trn_cmd_demo(int argc, char **argv)
             break;
         case OPT_NO_SHUFFLE:
             o.shuffle = false;
+            break;
+        case OPT_NO_FP32:
+            o.fp32 = false;
             break;
         case OPT_LOG_DIR:
             o.log_dir = optarg;

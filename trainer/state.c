@@ -1,8 +1,10 @@
 #include "trainer/state.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/fileio.h"
 #include "kernels/grid.h"
@@ -131,8 +133,55 @@ void trn_state_init(trn_state *st)
 
 static const char state_domain[12] = {'o', 'v', 't', '.', 's', 't', 'a', 't', 'e', '.', 'v', '1'};
 
+/* The per-tensor digests D(section, t), in the order they are combined:
+ * index s * count + k for section s (params, m, v) and tensor k. Large
+ * states hash on several threads, each taking the next undone digest. */
+struct digest_job {
+    const trn_state *st;
+    ovt_hash *digests;
+    size_t total;
+    size_t next; /* atomic */
+};
+
+static void *digest_worker(void *arg)
+{
+    struct digest_job *job = arg;
+    const trn_state *st = job->st;
+    const float *sections[3] = {st->params, st->m, st->v};
+    size_t count = st->layout.count;
+    for (;;) {
+        size_t j = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED);
+        if (j >= job->total)
+            return NULL;
+        const trn_tensor_info *t = &st->layout.t[j % count];
+        ovt_sha256(&job->digests[j], sections[j / count] + t->offset, t->size * sizeof(float));
+    }
+}
+
+#define HASH_THREADS 4
+#define HASH_PARALLEL_MIN ((size_t)1 << 22) /* parameters; below this one thread is quicker */
+
+static void tensor_digests(ovt_hash *digests, const trn_state *st)
+{
+    struct digest_job job = {.st = st, .digests = digests, .total = 3 * st->layout.count, .next = 0};
+    pthread_t threads[HASH_THREADS];
+    int started = 0;
+    if (st->layout.nparams >= HASH_PARALLEL_MIN) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        int want = cpus > HASH_THREADS ? HASH_THREADS : (int)cpus;
+        for (; started < want - 1; started++)
+            if (pthread_create(&threads[started], NULL, digest_worker, &job) != 0)
+                break; /* fewer threads is only slower */
+    }
+    digest_worker(&job);
+    for (int i = 0; i < started; i++)
+        pthread_join(threads[i], NULL);
+}
+
 void trn_state_hash(ovt_hash *out, const trn_state *st)
 {
+    ovt_hash digests[3 * TRN_MAX_TENSORS];
+    tensor_digests(digests, st);
     ovt_sha256_ctx *h = ovt_sha256_new();
     if (!h)
         abort(); /* OpenSSL could not allocate a digest context */
@@ -142,15 +191,7 @@ void trn_state_hash(ovt_hash *out, const trn_state *st)
     ovt_put_le32(head + 40, (uint32_t)(3 * st->layout.count));
     ovt_sha256_update(h, state_domain, sizeof state_domain);
     ovt_sha256_update(h, head, sizeof head);
-    const float *sections[3] = {st->params, st->m, st->v};
-    for (int s = 0; s < 3; s++) {
-        for (size_t k = 0; k < st->layout.count; k++) {
-            const trn_tensor_info *t = &st->layout.t[k];
-            ovt_hash d;
-            ovt_sha256(&d, sections[s] + t->offset, t->size * sizeof(float));
-            ovt_sha256_update(h, d.b, 32);
-        }
-    }
+    ovt_sha256_update(h, digests, 3 * st->layout.count * sizeof(ovt_hash));
     ovt_sha256_final(h, out);
 }
 

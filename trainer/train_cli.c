@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/fileio.h"
@@ -43,7 +44,7 @@ static void train_usage(FILE *f)
             "  --clip X             global gradient-norm clip, 0 = off (default 1.0)\n"
             "  --seed N             seed of init and batch schedule (default 1)\n"
             "  --grid-bits B        grid width b, 24..32 (default 32: FP32)\n"
-            "  --backend NAME       cpu (default), ref or shuffle\n"
+            "  --backend NAME       cpu (default), ref, shuffle, or cuda (a GPU; ovt built with CUDA)\n"
             "  --threads N          cpu backend threads (default: the backend's)\n"
             "  --checkpoint-every K write a checkpoint every K steps (default 50; step 0 and the\n"
             "                       last step always)\n"
@@ -52,6 +53,11 @@ static void train_usage(FILE *f)
             "  --run-id HEX         32-byte runId for the root (default: zero; the contract assigns\n"
             "                       the real one when the run is opened)\n"
             "  --every N            a progress line every N steps (default 10; 0: none)\n"
+            "  --replay DIR         replay the run in DIR instead of recording: every step applies\n"
+            "                       DIR/logs/step-NNNNNNNN.rlog (REPLAY, a fraudulent entry fails the step);\n"
+            "                       the state hashes must then equal DIR's (bench/gpu-check.sh)\n"
+            "  --nearest            round to nearest without any log (the ablation; no entries)\n"
+            "  --print-state        print \"state STEP HASH\" with the stateHash after every step\n"
             "  --json               print the summary as JSON (no progress lines)\n"
             "  -h, --help           this help\n"
             "\n"
@@ -66,11 +72,11 @@ static void train_usage(FILE *f)
 }
 
 struct train_args {
-    const char *model, *data, *out, *backend;
+    const char *model, *data, *out, *backend, *replay;
     uint64_t steps;
     uint32_t every, ckpt_every;
     int threads;
-    bool resume, json;
+    bool resume, json, nearest, print_state;
     ovt_hash run_id;
     trn_fault fault; /* testing only */
     trn_run_config rc;
@@ -206,8 +212,10 @@ static int train(const struct train_args *a)
     }
     krn_backend_kind backend = !strcmp(a->backend, "ref")       ? KRN_BACKEND_REF
                                : !strcmp(a->backend, "shuffle") ? KRN_BACKEND_SHUFFLE
+                               : !strcmp(a->backend, "cuda")    ? KRN_BACKEND_CUDA
                                                                 : KRN_BACKEND_CPU;
-    krn_config kc = {.backend = backend, .mode = KRN_RECORD, .grid_bits = (int)rc.grid_bits,
+    krn_mode mode = a->replay ? KRN_REPLAY : a->nearest ? KRN_NEAREST : KRN_RECORD;
+    krn_config kc = {.backend = backend, .mode = mode, .grid_bits = (int)rc.grid_bits,
                      .shuffle_seed = rc.seed, .threads = a->threads};
     if ((rv = krn_ctx_new(&ctx, &kc)) || (rv = trn_workspace_new(&w, &rc)))
         goto done;
@@ -223,22 +231,28 @@ static int train(const struct train_args *a)
         if ((rv = trn_step_batch_get(&batch, &data, &rc, i)))
             goto done;
         trn_step_info info = {0};
-        if (trn_fault_at(&a->fault, TRN_FAULT_POISONED_BATCH, i))
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        if (a->replay && !(rv = trn_run_path(path, sizeof path, a->replay, "logs", i, "rlog")))
+            rv = krn_rlog_read_file(log, path);
+        if (mode == KRN_NEAREST)
+            krn_rlog_reset(log, i);
+        if (!rv && trn_fault_at(&a->fault, TRN_FAULT_POISONED_BATCH, i))
             trn_fault_poison(&batch.tb, &batch.sb, rc.model.vocab, rc.model.n_class);
-        if (trn_fault_at(&a->fault, TRN_FAULT_FORGED_LOG, i))
+        if (!rv && trn_fault_at(&a->fault, TRN_FAULT_FORGED_LOG, i))
             krn_ctx_forge_next_site(ctx);
-        if (trn_fault_at(&a->fault, TRN_FAULT_SKIPPED_STEP, i)) {
+        if (!rv && trn_fault_at(&a->fault, TRN_FAULT_SKIPPED_STEP, i)) {
             krn_rlog_reset(log, i);
             st->step = i;
-            rv = 0;
-        } else {
-            rv = trn_train_step(ctx, w, st, &batch.view, log, &info);
+        } else if (!rv) {
+            rv = trn_train_step(ctx, w, st, &batch.view, mode == KRN_NEAREST ? NULL : log, &info);
         }
         if (!rv && trn_fault_at(&a->fault, TRN_FAULT_FORGED_LOG, i) && !krn_ctx_forged(ctx))
             rv = ovt_fail(OVT_EINVAL, "--inject-fault forged-log: no element of step %llu could be forged",
                           (unsigned long long)i);
         if (!rv && trn_fault_at(&a->fault, TRN_FAULT_BITFLIP, i))
             trn_fault_bitflip(st);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
         table.steps[i].batch_hash = batch.hash;
         trn_step_batch_free(&batch);
         if (rv)
@@ -256,6 +270,11 @@ static int train(const struct train_args *a)
             goto done;
         trn_state_hash(&table.steps[i].state_hash, st);
         table.count = i + 1;
+        if (a->print_state) {
+            char hx[65];
+            ovt_hex_encode(hx, table.steps[i].state_hash.b, 32);
+            printf("state %llu %s\n", (unsigned long long)i, hx);
+        }
         entries += krn_rlog_nentries(log);
         log_bytes += len;
         if (i == start + 1)
@@ -267,10 +286,13 @@ static int train(const struct train_args *a)
                 (rv = trn_run_path(path, sizeof path, a->out, "ckpt", i, "ckpt")) || (rv = trn_checkpoint_write(st, path)))
                 goto done;
         }
-        if (!a->json && a->every && (i % a->every == 0 || i == a->steps))
-            printf("step %6llu  loss %.4f  lr %.3g  grad norm %.3g  log %llu entries, %zu bytes\n",
+        if (!a->json && a->every && (i % a->every == 0 || i == a->steps)) {
+            printf("step %6llu  loss %.4f  lr %.3g  grad norm %.3g  log %llu entries, %zu bytes  %.2f s\n",
                    (unsigned long long)i, (double)info.loss, (double)info.lr, (double)info.grad_norm,
-                   (unsigned long long)krn_rlog_nentries(log), len);
+                   (unsigned long long)krn_rlog_nentries(log), len,
+                   (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+            fflush(stdout);
+        }
     }
     if ((rv = trn_run_path(path, sizeof path, a->out, NULL, 0, "steps.bin")) || (rv = trn_step_table_write(&table, path)))
         goto done;
@@ -289,7 +311,8 @@ done:
 }
 
 enum { O_MODEL = 256, O_DATA, O_OUT, O_STEPS, O_BATCH, O_SEQ, O_LR, O_LR_MIN, O_WARMUP, O_WD, O_CLIP, O_SEED,
-       O_GRID, O_BACKEND, O_THREADS, O_CKPT, O_RESUME, O_RUN_ID, O_EVERY, O_JSON, O_FAULT, O_FAULT_STEP };
+       O_GRID, O_BACKEND, O_THREADS, O_CKPT, O_RESUME, O_RUN_ID, O_EVERY, O_JSON, O_REPLAY, O_NEAREST,
+       O_PRINT_STATE, O_FAULT, O_FAULT_STEP };
 
 int trn_cmd_train(int argc, char **argv)
 {
@@ -304,6 +327,8 @@ int trn_cmd_train(int argc, char **argv)
         {"threads", required_argument, NULL, O_THREADS}, {"checkpoint-every", required_argument, NULL, O_CKPT},
         {"resume", no_argument, NULL, O_RESUME},         {"run-id", required_argument, NULL, O_RUN_ID},
         {"every", required_argument, NULL, O_EVERY},     {"json", no_argument, NULL, O_JSON},
+        {"replay", required_argument, NULL, O_REPLAY},   {"nearest", no_argument, NULL, O_NEAREST},
+        {"print-state", no_argument, NULL, O_PRINT_STATE},
         {"inject-fault", required_argument, NULL, O_FAULT}, {"fault-step", required_argument, NULL, O_FAULT_STEP},
         {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0}};
     struct train_args a = {.model = "gpt2-tiny", .backend = "cpu", .steps = 100, .every = 10, .ckpt_every = 50};
@@ -367,8 +392,9 @@ int trn_cmd_train(int argc, char **argv)
             a.rc.grid_bits = (uint32_t)v;
             break;
         case O_BACKEND:
-            if (strcmp(optarg, "cpu") && strcmp(optarg, "ref") && strcmp(optarg, "shuffle")) {
-                fprintf(stderr, "ovt train: --backend must be cpu, ref or shuffle, got '%s'\n", optarg);
+            if (strcmp(optarg, "cpu") && strcmp(optarg, "ref") && strcmp(optarg, "shuffle") &&
+                strcmp(optarg, "cuda")) {
+                fprintf(stderr, "ovt train: --backend must be cpu, ref, shuffle or cuda, got '%s'\n", optarg);
                 return 2;
             }
             a.backend = optarg;
@@ -393,6 +419,9 @@ int trn_cmd_train(int argc, char **argv)
             a.every = (uint32_t)v;
             break;
         case O_JSON: a.json = true; break;
+        case O_REPLAY: a.replay = optarg; break;
+        case O_NEAREST: a.nearest = true; break;
+        case O_PRINT_STATE: a.print_state = true; break;
         case O_FAULT:
             if (trn_fault_parse(&a.fault.kind, optarg)) {
                 fprintf(stderr, "ovt train: --inject-fault: %s\n", ovt_errmsg());
@@ -410,6 +439,10 @@ int trn_cmd_train(int argc, char **argv)
         return 2;
     if (!a.data || !a.out) {
         fprintf(stderr, "ovt train: --data and --out are required; see `ovt train --help`\n");
+        return 2;
+    }
+    if (a.replay && a.nearest) {
+        fprintf(stderr, "ovt train: --replay and --nearest exclude each other\n");
         return 2;
     }
     if ((a.fault.kind != TRN_FAULT_NONE) != (a.fault.step != 0) || a.fault.step > a.steps) {

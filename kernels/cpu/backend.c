@@ -3,9 +3,9 @@
 
 #include <cblas.h>
 #include <math.h>
-#include <omp.h>
 
 #include "kernels/ops.h"
+#include "kernels/pool.h"
 #include "kernels/rng.h"
 
 /* Per-thread draw counter of the shuffle backend: each reduction or libm
@@ -20,7 +20,7 @@ int krn_cpu_from_ctx(krn_ctx *ctx, krn_cpu *be)
     be->threads = 1;
     switch (cfg->backend) {
     case KRN_BACKEND_CPU:
-        be->threads = cfg->threads > 0 ? cfg->threads : omp_get_max_threads();
+        be->threads = cfg->threads > 0 ? cfg->threads : krn_cpu_count();
         if (openblas_get_num_threads() != 1)
             openblas_set_num_threads(1);
         return 0;
@@ -115,6 +115,29 @@ void krn_cpu_gemm(const krn_cpu *be, double *c, size_t ldc, bool ta, const doubl
         cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                     (blasint)m, (blasint)n, (blasint)k, 1.0, a, (blasint)lda, b, (blasint)ldb, 0.0,
                     c, (blasint)ldc);
+        return;
+    }
+    if (be->kind == KRN_BACKEND_REF && !(tb && !ta)) {
+        /* Rank-1 updates, last k first: each c[i][j] is 0 + a_{K-1} b_{K-1} +
+         * ... + a_0 b_0 in that order, exactly dot_reversed's sequence, with
+         * the inner loop running along rows of c. (With a row-major and b
+         * transposed, the dots below read both operands contiguously.) */
+        for (size_t i = 0; i < m; i++)
+            for (size_t j = 0; j < n; j++)
+                c[i * ldc + j] = 0;
+        for (size_t kk = k; kk-- > 0;)
+            for (size_t i = 0; i < m; i++) {
+                double aik = ta ? a[kk * lda + i] : a[i * lda + kk];
+                double *ci = c + i * ldc;
+                if (tb) {
+                    for (size_t j = 0; j < n; j++)
+                        ci[j] += aik * b[j * ldb + kk];
+                } else {
+                    const double *bk = b + kk * ldb;
+                    for (size_t j = 0; j < n; j++)
+                        ci[j] += aik * bk[j];
+                }
+            }
         return;
     }
     /* Row i of op(a) and column j of op(b) as strided vectors. */

@@ -40,7 +40,7 @@ typedef enum { KRN_FN_EXP, KRN_FN_LOG, KRN_FN_TANH } krn_libm_fn;
 #define KRN_SHUFFLE_LIBM_ULP 2
 
 /* Fills *be from the ctx's config. The cpu backend runs krn_config.threads
- * threads (0: OpenMP's default) over GEMM output tiles and sets OpenBLAS to
+ * threads (0: one per CPU) over GEMM output tiles (kernels/pool.h) and sets OpenBLAS to
  * one thread, so BLAS and the rounding sites never compete for cores. Fails with OVT_EINVAL for the cuda
  * backend (not built yet) or an unknown backend. */
 int krn_cpu_from_ctx(krn_ctx *ctx, krn_cpu *be) OVT_MUST_USE;

@@ -23,6 +23,7 @@
 
 #include "aud_fixture.h"
 #include "chain/arbitration.h"
+#include "chain/keystore.h"
 #include "chain/session.h"
 #include "check.h"
 #include "support/anvil.h"
@@ -58,17 +59,35 @@ static const char *json_str(const char *text, const char *key, char *out, size_t
     return out;
 }
 
-/* ovt commit of run_dir: returns the run id (hex) in rid. */
-static int commit(char rid[67], const char *move_timeout)
+/* ovt commit of run_dir: returns the run id (hex) in rid. The trainer's
+ * key comes from its keystore when keystore is set, else --private-key. */
+static int commit_with(char rid[67], const char *move_timeout, const char *keystore, const char *password_file)
 {
     char *out = NULL, data_abs[600];
     snprintf(data_abs, sizeof data_abs, "%s", af_text);
-    int rv = af_ovt_run(&out, "commit", run_dir, "--rpc-url", node.url, "--contract", contract, "--private-key",
-                        keys[TRAINER], "--auditor", addr[AUDITOR], "--arbiter", addr[ARBITER], "--bond", "1000",
-                        "--move-timeout", move_timeout, "--store", store_url, "--data", data_abs, "--json", NULL);
+    char *args[40] = {af_ovt, "commit", run_dir, "--rpc-url", node.url, "--contract", contract, "--auditor",
+                      addr[AUDITOR], "--arbiter", addr[ARBITER], "--bond", "1000", "--move-timeout",
+                      (char *)move_timeout, "--store", store_url, "--data", data_abs, "--json"};
+    int n = 20;
+    if (keystore) {
+        args[n++] = "--keystore";
+        args[n++] = (char *)keystore;
+        args[n++] = "--password-file";
+        args[n++] = (char *)password_file;
+    } else {
+        args[n++] = "--private-key";
+        args[n++] = (char *)keys[TRAINER];
+    }
+    args[n] = NULL;
+    int rv = tsup_run(args, &out);
     json_str(out, "run_id", rid, 67);
     free(out);
     return rv;
+}
+
+static int commit(char rid[67], const char *move_timeout)
+{
+    return commit_with(rid, move_timeout, NULL, NULL);
 }
 
 static int audit(const char *rid, const char *out_dir, const char *lie_at)
@@ -306,8 +325,19 @@ static void test_lying_auditor(void)
 
 static void test_timeout(void)
 {
-    char rid[67], aud[600], t_out[600];
-    CHECK(commit(rid, "600") == 0);
+    char rid[67], aud[600], t_out[600], ks[600], pw[600];
+    /* This run's trainer signs from a keystore (light scrypt) and a password file. */
+    chain_privkey k;
+    snprintf(ks, sizeof ks, "%s/trainer.keystore", af_dir);
+    snprintf(pw, sizeof pw, "%s/password", af_dir);
+    CHECK(chain_key_from_hex(&k, keys[TRAINER]) == 0);
+    CHECK(chain_keystore_write(ks, &k, "hunter2", 7, &chain_scrypt_light) == 0);
+    CHECK(ovt_write_atomic(pw, "hunter2\n", 8, 0600) == 0);
+    CHECK(commit_with(rid, "600", ks, pw) == 0);
+    CHECK(strlen(rid) == 66);
+    CHECK(ovt_write_atomic(pw, "wrong\n", 6, 0600) == 0);
+    char other[67];
+    CHECK(commit_with(other, "600", ks, pw) == 1); /* wrong password: a clear failure */
     snprintf(aud, sizeof aud, "%s/aud-silent", af_dir);
     CHECK(audit(rid, aud, "3") == 0);
     snprintf(t_out, sizeof t_out, "%s/trainer-timeout.out", af_dir);

@@ -375,6 +375,11 @@ int main(void)
     test_bias_residual();
     test_crossentropy();
     test_optimizer();
+    /* released scratch grows back on the next call */
+    krn_ops_release();
+    float in[4] = {1, 2, 3, 4}, w[4] = {1, 1, 1, 1}, out = 0;
+    CHECK(krn_matmul_forward(ctx, &out, in, w, NULL, 1, 4, 1) == 0 && out == 10.0f);
+    krn_ops_release();
     krn_ctx_free(ctx);
     return check_done();
 }

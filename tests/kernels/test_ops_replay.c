@@ -5,7 +5,7 @@
  * replaying without the log (NEAREST) differs: asserted for every op whose
  * sites include a reduction. Exact ops (delta = 0) never log and agree
  * anyway. Also: misuse and bad input give clear errors, the cuda backend
- * says it is not built. */
+ * is refused with a clear message where it is not built or has no device. */
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -348,19 +348,21 @@ static const op_case cases[] = {
 typedef struct {
     krn_backend_kind backend;
     uint64_t shuffle_seed;
+    int threads; /* 0: 2 */
+    int bits;    /* 0: 32 */
 } backend_sel;
 
 static const char *backend_name(krn_backend_kind k)
 {
-    return k == KRN_BACKEND_CPU ? "cpu" : k == KRN_BACKEND_REF ? "ref" : "shuffle";
+    return k == KRN_BACKEND_CPU ? "cpu" : k == KRN_BACKEND_REF ? "ref" : k == KRN_BACKEND_CUDA ? "cuda" : "shuffle";
 }
 
 /* Runs op on one backend in one mode as step 1; returns its outputs. */
 static int run_step(const op_case *c, uint64_t seed, bool pattern, backend_sel be, krn_mode mode,
                     krn_rlog *log, outv *o, krn_stats *st)
 {
-    krn_config cfg = {.backend = be.backend, .mode = mode, .grid_bits = 32,
-                      .shuffle_seed = be.shuffle_seed, .threads = 2};
+    krn_config cfg = {.backend = be.backend, .mode = mode, .grid_bits = be.bits ? be.bits : 32,
+                      .shuffle_seed = be.shuffle_seed, .threads = be.threads ? be.threads : 2};
     krn_ctx *ctx = NULL;
     int rc = krn_ctx_new(&ctx, &cfg);
     if (rc == 0)
@@ -428,17 +430,23 @@ static size_t check_pair(const op_case *c, uint64_t seed, bool pattern, backend_
     return flips;
 }
 
-static void test_replay(void)
+static const backend_sel cpu = {KRN_BACKEND_CPU, 0, 0, 0}, ref = {KRN_BACKEND_REF, 0, 0, 0};
+static const backend_sel sh1 = {KRN_BACKEND_SHUFFLE, 11, 0, 0}, sh2 = {KRN_BACKEND_SHUFFLE, 12, 0, 0};
+static const backend_sel cuda = {KRN_BACKEND_CUDA, 0, 0, 0};
+
+/* Seeds of random and of midpoint inputs per case and pair (the cuda run
+ * takes fewer: every cuda step creates a device context). */
+static uint64_t replay_seeds = 6, pattern_seeds = 4;
+
+/* Every case over seeds and the backend pairs (RECORD on the first, REPLAY
+ * and NEAREST on the second). */
+static void test_replay(const backend_sel (*pairs)[2], size_t npairs)
 {
-    const backend_sel cpu = {KRN_BACKEND_CPU, 0}, ref = {KRN_BACKEND_REF, 0};
-    const backend_sel sh1 = {KRN_BACKEND_SHUFFLE, 11}, sh2 = {KRN_BACKEND_SHUFFLE, 12};
-    const backend_sel pairs[][2] = {{cpu, ref}, {ref, cpu}, {cpu, sh1}, {sh1, cpu}, {sh1, sh2}, {ref, sh2}};
-    const size_t npairs = sizeof pairs / sizeof pairs[0];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const op_case *c = &cases[i];
         uint64_t logged_random = 0, logged_pattern = 0;
         size_t flips = 0;
-        for (uint64_t seed = 1; seed <= 6; seed++)
+        for (uint64_t seed = 1; seed <= replay_seeds; seed++)
             for (size_t p = 0; p < npairs; p++)
                 check_pair(c, seed, false, pairs[p][0], pairs[p][1], &logged_random);
         bool forced = c->forced && (!c->pre || c->pre());
@@ -446,7 +454,7 @@ static void test_replay(void)
             printf("%s: this libm does not put the searched arguments near midpoints; "
                    "the flip check is skipped\n", c->name);
         if (forced) {
-            for (uint64_t seed = 1; seed <= 4; seed++)
+            for (uint64_t seed = 1; seed <= pattern_seeds; seed++)
                 for (size_t p = 0; p < npairs; p++)
                     flips += check_pair(c, 100 + seed, true, pairs[p][0], pairs[p][1], &logged_pattern);
             CHECK_MSG(flips > 0, "%s: midpoint inputs never made NEAREST differ", c->name);
@@ -455,6 +463,86 @@ static void test_replay(void)
         printf("%-32s random: %llu entries logged; midpoints: %llu logged, %zu outputs differ without the log\n",
                c->name, (unsigned long long)logged_random, (unsigned long long)logged_pattern, flips);
     }
+}
+
+/* A narrower grid (b = 26): the same exchange on random data. */
+static void test_narrow_grid(void)
+{
+    const backend_sel cpu26 = {KRN_BACKEND_CPU, 0, 0, 26}, ref26 = {KRN_BACKEND_REF, 0, 0, 26};
+    const backend_sel sh26 = {KRN_BACKEND_SHUFFLE, 21, 0, 26};
+    uint64_t logged = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (uint64_t seed = 1; seed <= 2; seed++) {
+            check_pair(&cases[i], seed, false, cpu26, ref26, &logged);
+            check_pair(&cases[i], seed, false, sh26, cpu26, &logged);
+        }
+    printf("grid b = 26: %llu entries logged over all ops\n", (unsigned long long)logged);
+}
+
+/* The cpu backend's result and log do not depend on its thread count (the
+ * tiles are independent; each adds its chunks in order). */
+static void test_thread_count(void)
+{
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const op_case *c = &cases[i];
+        uint8_t *buf[2] = {NULL, NULL};
+        size_t len[2] = {0, 0};
+        outv o[2] = {{0}, {0}};
+        for (int t = 0; t < 2; t++) {
+            backend_sel be = {KRN_BACKEND_CPU, 0, t == 0 ? 1 : 3, 0};
+            krn_rlog *log = krn_rlog_new();
+            krn_stats st;
+            CHECK(run_step(c, 105, true, be, KRN_RECORD, log, &o[t], &st) == 0);
+            CHECK(krn_rlog_encode(log, &buf[t], &len[t]) == 0);
+            krn_rlog_free(log);
+        }
+        CHECK_MSG(len[0] == len[1] && memcmp(buf[0], buf[1], len[0]) == 0,
+                  "%s: the log depends on the thread count", c->name);
+        CHECK_MSG(o[0].n == o[1].n && count_diff(&o[0], &o[1]) == 0,
+                  "%s: the outputs depend on the thread count", c->name);
+        free(buf[0]), free(buf[1]), free(o[0].v), free(o[1].v);
+    }
+    /* a product of 2 x 2 output tiles (256 x 512 each) with 3 chunks */
+    size_t N = 300, C = 300, OC = 600;
+    float *inp = fx_normal(N * C, 9, 1, 1.0), *w = fx_normal(OC * C, 9, 2, 1.0);
+    float *out[2] = {fx_alloc(N * OC), fx_alloc(N * OC)};
+    uint64_t entries[2] = {0, 0};
+    for (int t = 0; t < 2; t++) {
+        krn_config cfg = {.backend = KRN_BACKEND_CPU, .mode = KRN_RECORD, .grid_bits = 32,
+                          .threads = t == 0 ? 1 : 4};
+        krn_ctx *ctx = NULL;
+        krn_rlog *log = krn_rlog_new();
+        CHECK(krn_ctx_new(&ctx, &cfg) == 0 && krn_step_begin(ctx, 1, log) == 0);
+        CHECK(krn_matmul_forward(ctx, out[t], inp, w, NULL, N, C, OC) == 0);
+        CHECK(krn_step_end(ctx, NULL) == 0);
+        entries[t] = krn_rlog_nentries(log);
+        krn_rlog_free(log);
+        krn_ctx_free(ctx);
+    }
+    CHECK(memcmp(out[0], out[1], N * OC * sizeof(float)) == 0);
+    CHECK(entries[0] == entries[1]);
+    free(inp), free(w), free(out[0]), free(out[1]);
+}
+
+/* A forged entry (an element the trainer never logged, far from any
+ * midpoint) makes the op fail in REPLAY with OVT_EFRAUD. */
+static void test_forged_entry(void)
+{
+    size_t N = 7, C = 40, OC = 9;
+    float *inp = fx_normal(N * C, 3, 1, 1.0), *w = fx_normal(OC * C, 3, 2, 0.1), *out = fx_alloc(N * OC);
+    krn_rlog *log = krn_rlog_new();
+    krn_rlog_reset(log, 1);
+    CHECK(krn_rlog_add(log, 0, N * OC, 5, KRN_DIR_UP, 0) == 0);
+    krn_config cfg = {.backend = KRN_BACKEND_REF, .mode = KRN_REPLAY, .grid_bits = 32};
+    krn_ctx *ctx = NULL;
+    CHECK(krn_ctx_new(&ctx, &cfg) == 0 && krn_step_begin(ctx, 1, log) == 0);
+    int rc = krn_matmul_forward(ctx, out, inp, w, NULL, N, C, OC);
+    if (rc == 0)
+        rc = krn_step_end(ctx, NULL);
+    CHECK_MSG(rc == OVT_EFRAUD, "forged entry: rc %d (%s)", rc, ovt_errmsg());
+    krn_ctx_free(ctx);
+    krn_rlog_free(log);
+    free(inp), free(w), free(out);
 }
 
 /* ---- misuse and bad input ---- */
@@ -496,9 +584,20 @@ static void test_errors(void)
     CHECK(strstr(ovt_errmsg(), "matmul.fwd") != NULL);
     krn_ctx_free(ctx);
 
-    ctx = plain_ctx(KRN_BACKEND_CUDA);
-    CHECK(krn_matmul_forward(ctx, out, a, b, NULL, 2, 2, 2) == OVT_EINVAL);
-    CHECK(strstr(ovt_errmsg(), "not built") != NULL);
+    /* the cuda backend: refused at krn_ctx_new when ovt was built without
+     * CUDA, or when no device is usable (test_cuda_ops, this file built with
+     * OVT_TEST_CUDA, runs it where one is) */
+    krn_config cc = {.backend = KRN_BACKEND_CUDA, .mode = KRN_NEAREST, .grid_bits = 32};
+    ctx = NULL;
+    int crc = krn_ctx_new(&ctx, &cc);
+#ifdef OVT_HAVE_CUDA
+    if (crc != 0)
+        CHECK(crc == OVT_EINVAL && strstr(ovt_errmsg(), "no usable CUDA device") != NULL);
+#else
+    CHECK(crc == OVT_EINVAL && strstr(ovt_errmsg(), "built without CUDA") != NULL);
+#endif
+    CHECK(crc != 0 || ctx != NULL);
+    CHECK(crc == 0 || ctx == NULL);
     krn_ctx_free(ctx);
 }
 
@@ -529,10 +628,72 @@ static void test_chunk_order(void)
     free(x);
 }
 
+/* The ref backend's GEMM (rank-1 updates, last k first) sums every element
+ * in exactly the order of its reversed dot product, for every transposition. */
+static void test_ref_gemm_order(void)
+{
+    size_t m = 37, n = 29, k = 100;
+    float *af = fx_normal(m * k, 4, 1, 3.0), *bf = fx_normal(k * n, 4, 2, 3.0);
+    double *a = calloc(m * k, sizeof *a), *b = calloc(k * n, sizeof *b), *c = calloc(m * n, sizeof *c);
+    krn_widen(a, af, m * k);
+    krn_widen(b, bf, k * n);
+    krn_cpu be = {KRN_BACKEND_REF, 0, 1};
+    size_t bad = 0;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            size_t lda = ta ? m : k, ldb = tb ? k : n;
+            krn_cpu_gemm(&be, c, n, ta, a, lda, tb, b, ldb, m, n, k);
+            for (size_t i = 0; i < m; i++)
+                for (size_t j = 0; j < n; j++) {
+                    const double *ai = ta ? a + i : a + i * lda, *bj = tb ? b + j * ldb : b + j;
+                    double d = krn_cpu_dot(&be, ai, ta ? (ptrdiff_t)lda : 1, bj,
+                                           tb ? 1 : (ptrdiff_t)ldb, k);
+                    bad += memcmp(&d, &c[i * n + j], sizeof d) != 0;
+                }
+        }
+    CHECK_MSG(bad == 0, "%zu ref GEMM elements differ from the reversed dot", bad);
+    free(af), free(bf), free(a), free(b), free(c);
+}
+
+#ifndef OVT_TEST_CUDA
 int main(void)
 {
+    (void)cuda;
+    test_ref_gemm_order();
     test_errors();
+    test_forged_entry();
     test_chunk_order();
-    test_replay();
+    const backend_sel pairs[][2] = {{cpu, ref}, {ref, cpu}, {cpu, sh1}, {sh1, cpu}, {sh1, sh2}, {ref, sh2}};
+    test_replay(pairs, sizeof pairs / sizeof pairs[0]);
+    test_narrow_grid();
+    test_thread_count();
     return check_done();
 }
+#else
+/* test_cuda_ops: the same cases with the cuda backend on one side of every
+ * pair. Skipped (exit 77, ctest SKIP_RETURN_CODE) where ovt has no CUDA or
+ * the machine no usable device. */
+int main(void)
+{
+    (void)ref;
+    (void)sh2;
+    (void)test_errors;
+    (void)test_chunk_order;
+    (void)test_ref_gemm_order;
+    (void)test_forged_entry;
+    (void)test_narrow_grid;
+    (void)test_thread_count;
+    krn_config cc = {.backend = KRN_BACKEND_CUDA, .mode = KRN_NEAREST, .grid_bits = 32};
+    krn_ctx *probe = NULL;
+    if (krn_ctx_new(&probe, &cc) != 0) {
+        printf("SKIP: the cuda backend is not available here: %s\n", ovt_errmsg());
+        return 77;
+    }
+    krn_ctx_free(probe);
+    const backend_sel pairs[][2] = {{cpu, cuda}, {cuda, cpu}, {cuda, sh1}, {sh1, cuda}};
+    replay_seeds = 3;
+    pattern_seeds = 3;
+    test_replay(pairs, sizeof pairs / sizeof pairs[0]);
+    return check_done();
+}
+#endif

@@ -301,8 +301,14 @@ static void test_truncate_and_flip(void)
     ovt_put_le64(mod + 40, UINT64_C(1) << 40);
     CHECK(krn_rlog_decode(back, mod, len) == OVT_EFORMAT && strstr(ovt_errmsg(), "limit"));
     memcpy(mod, buf, len);
-    ovt_put_le64(mod + 40, (UINT64_C(1) << 30) - 1);
+    ovt_put_le64(mod + 40, (UINT64_C(1) << 29) - 1);
     CHECK(krn_rlog_decode(back, mod, len) == OVT_EFORMAT && strstr(ovt_errmsg(), "decompresses"));
+    memcpy(mod, buf, len);
+    ovt_put_le64(mod + 40, (UINT64_C(1) << 29) + 1);
+    CHECK(krn_rlog_decode(back, mod, len) == OVT_EFORMAT && strstr(ovt_errmsg(), "limit"));
+    memcpy(mod, buf, len);
+    ovt_put_le64(mod + 32, (UINT64_C(1) << 26) + 1);
+    CHECK(krn_rlog_decode(back, mod, len) == OVT_EFORMAT && strstr(ovt_errmsg(), "limit"));
     memcpy(mod, buf, len);
     ovt_put_le64(mod + 48, UINT64_MAX);
     CHECK(krn_rlog_decode(back, mod, len) == OVT_EFORMAT && strstr(ovt_errmsg(), "truncated"));
@@ -407,6 +413,9 @@ static void test_body_errors(void)
     const uint8_t two[] = {0x00, 0x05, 0x01, 0x02, 0x00, 0x01, 0x01, 0x05, 0x01, 0x02, 0x00, 0x01};
     expect_body_error("sites stated too few", 1, 2, two, sizeof two, "trailing bytes in the body");
     expect_body_error("entries stated wrong", 2, 3, two, sizeof two, "header states 3 entries");
+    const uint8_t two_in_one[] = {0x00, 0x05, 0x02, 0x01, 0x01, 0x00, 0x01, 0x00, 0x00};
+    expect_body_error("entries beyond the header's", 1, 1, two_in_one, sizeof two_in_one,
+                      "more entries than the header states");
     expect_body_error("body ends early", 3, 3, two, sizeof two, "disagree");
 }
 

@@ -505,8 +505,101 @@ static void test_binade_edge(void)
     }
 }
 
+/* Bands with a relative term: the verifier's tau' = base + rel |x'| differs
+ * from the trainer's. Elements sit near midpoints with tau right at the
+ * direction threshold (s/16) and at the verifier's limit (s/8), and x' is
+ * anywhere within min(tau, tau') of x: an honest replay must never be called
+ * fraud and must reproduce the trainer's outputs. */
+static void test_rel_band_thresholds(void)
+{
+    enum { N = 40000 };
+    static double x[N], x2[N], base[N];
+    static float o1[N], o2[N];
+    for (int b = 24; b <= 32; b += 8) {
+        int p = b - 8;
+        double rel = 0x1p-36;
+        for (int k = 0; k < N; k++) {
+            double u1 = uni(70, 3 * (uint64_t)k), u2 = uni(71, 3 * (uint64_t)k),
+                   u3 = uni(72, 3 * (uint64_t)k);
+            int e = (int)(u1 * 40) - 20;
+            double s = ldexp(1.0, e - p + 1);
+            double m = ldexp(floor(ldexp(1.0 + u2, p - 1)), e - p + 1) + s / 2;
+            double target = (k % 2 ? s / 16 : s / 8) * (1.0 + ldexp((double)(k % 7) - 3.0, -40));
+            base[k] = target - rel * m;
+            double tau = base[k] + rel * m;
+            x[k] = m + tau * (2.0 * u3 - 1.0);
+            double tau_x = base[k] + rel * fabs(x[k]);
+            double e2 = tau_x * 0.98 * (2.0 * uni(73, (uint64_t)k) - 1.0);
+            x2[k] = x[k] + e2;
+            double tau_x2 = base[k] + rel * fabs(x2[k]);
+            if (fabs(e2) > 0.99 * tau_x2) /* keep |x - x'| below both bands */
+                x2[k] = x[k];
+        }
+        krn_band band = {.kind = KRN_BAND_ARRAY, .scale = 1.0, .a = base, .rel = rel};
+        krn_rlog *log = krn_rlog_new();
+        krn_ctx *rec = new_ctx(KRN_RECORD, b, 1), *rep = new_ctx(KRN_REPLAY, b, 1);
+        krn_stats st;
+        CHECK(krn_step_begin(rec, 2, log) == 0 && krn_site(rec, "rel", o1, x, N, &band) == 0);
+        CHECK(krn_step_end(rec, &st) == 0);
+        CHECK(st.logged > N / 4 && st.wide > 0 && st.wide < st.logged);
+        CHECK(krn_step_begin(rep, 2, log) == 0);
+        int rc = krn_site(rep, "rel", o2, x2, N, &band);
+        CHECK_MSG(rc == 0, "b=%d: %s", b, ovt_errmsg());
+        CHECK(krn_step_end(rep, NULL) == 0);
+        CHECK_MEM(o1, o2, sizeof o1);
+        krn_ctx_free(rec);
+        krn_ctx_free(rep);
+        krn_rlog_free(log);
+    }
+}
+
+/* A large KRN_BAND_OUTER site whose rows do not line up with the blocks
+ * and chunks the site is cut into: element i sits at 0.9 tau_i from a
+ * midpoint when i is even and 1.1 tau_i when odd, tau_i = (scale * a[r]) *
+ * b[c] + rel |x_i|; exactly the even ones must be logged, on any thread count. */
+static void test_outer_large(void)
+{
+    const size_t cols = 3001, rows = 70, n = rows * cols;
+    double *a = malloc(rows * sizeof *a), *bn = malloc(cols * sizeof *bn);
+    double *x = malloc(n * sizeof *x);
+    float *out = malloc(n * sizeof *out);
+    double scale = 0x1p-40, rel = 0x1p-45;
+    for (size_t r = 0; r < rows; r++)
+        a[r] = 1.0 + uni(80, r);
+    for (size_t c = 0; c < cols; c++)
+        bn[c] = 1.0 + uni(81, c);
+    for (size_t i = 0; i < n; i++) {
+        double m = ldexp(floor(ldexp(1.0 + uni(82, i), 23)) + 0.5, -23); /* in [1, 2) */
+        double tau = (scale * a[i / cols]) * bn[i % cols] + rel * m;
+        x[i] = m + (i % 2 ? 1.1 : 0.9) * tau;
+    }
+    krn_band band = {.kind = KRN_BAND_OUTER, .scale = scale, .a = a, .b = bn, .cols = cols,
+                     .rel = rel};
+    for (int threads = 1; threads <= 3; threads += 2) {
+        krn_rlog *log = krn_rlog_new();
+        krn_ctx *ctx = new_ctx(KRN_RECORD, 32, threads);
+        CHECK(krn_step_begin(ctx, 4, log) == 0);
+        CHECK(krn_site(ctx, "outer.large", out, x, n, &band) == 0);
+        CHECK(krn_step_end(ctx, NULL) == 0);
+        const krn_rlog_site *s = krn_rlog_site_at(log, 0);
+        CHECK(s != NULL && s->count == (n + 1) / 2);
+        size_t wrong = 0;
+        for (size_t k = 0; s && k < s->count; k++)
+            wrong += s->entries[k].index != 2 * k || s->entries[k].dir != KRN_DIR_UP; /* x > m */
+        CHECK_MSG(wrong == 0, "threads %d: %zu entries wrong", threads, wrong);
+        krn_ctx_free(ctx);
+        krn_rlog_free(log);
+    }
+    free(a);
+    free(bn);
+    free(x);
+    free(out);
+}
+
 int main(void)
 {
+    test_outer_large();
+    test_rel_band_thresholds();
     test_binade_edge();
     test_fast_path_agrees();
     for (int b = KRN_GRID_BITS_MIN; b <= KRN_GRID_BITS_MAX; b++)

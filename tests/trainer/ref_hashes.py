@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Independent reference for the trainer's hashes (docs/formats.md).
+"""Independent reference for the trainer's hashes and checkpoint layout
+(docs/formats.md).
 
 Reads a JSON description written by test_trn_state and prints, one per line,
 `name hex` for: the run-config encoding, configHash, stateHash, and any
 batches listed. It rebuilds every byte from the field values with struct and
-hashlib, sharing no code with the C implementation."""
+hashlib, sharing no code with the C implementation. With `--checkpoint FILE`
+it parses a checkpoint instead and prints the stateHash of its contents."""
 import hashlib
 import json
 import struct
@@ -37,7 +39,28 @@ def state_hash(config_hash, step, sizes, sections):
     return h.digest()
 
 
+def checkpoint_state_hash(path):
+    """Parses a checkpoint by the offsets in docs/formats.md, checks its
+    trailing SHA-256, and recomputes stateHash from its contents."""
+    raw = open(path, "rb").read()
+    assert raw[:8] == b"OVTCKPT\x00", "magic"
+    version, cfg_len = struct.unpack_from("<II", raw, 8)
+    assert version == 1 and cfg_len == 168, "version or config length"
+    assert hashlib.sha256(raw[:-32]).digest() == raw[-32:], "checksum"
+    config_hash = hashlib.sha256(raw[16:16 + cfg_len]).digest()
+    step, count, nparams = struct.unpack_from("<QIQ", raw, 184)
+    sizes = list(struct.unpack_from("<%dQ" % count, raw, 204))
+    assert sum(sizes) == nparams, "sizes table"
+    body = 204 + 8 * count
+    assert len(raw) == body + 12 * nparams + 32, "length"
+    sections = [struct.unpack_from("<%df" % nparams, raw, body + 4 * nparams * s) for s in range(3)]
+    return state_hash(config_hash, step, sizes, sections)
+
+
 def main():
+    if sys.argv[1] == "--checkpoint":
+        print("checkpoint_state_hash", checkpoint_state_hash(sys.argv[2]).hex())
+        return
     d = json.load(open(sys.argv[1]))
     enc = config_encoding(d["config"])
     ch = hashlib.sha256(enc).digest()

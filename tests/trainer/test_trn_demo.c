@@ -1,6 +1,7 @@
 /* The exactness demo as a test (a shorter run than `ovt demo`): replaying
  * the trainer's rounding logs on the ref and shuffle backends reproduces the
- * trainer's stateHash at every step; without the logs the runs diverge; and,
+ * trainer's stateHash at every step; without the logs the runs diverge;
+ * plain FP32 training in two summation orders diverges at once; and,
  * independently of the hashes, the model learns (the loss falls) and the
  * head shift that makes the ablation diverge leaves the loss unchanged. */
 #include <math.h>
@@ -31,12 +32,19 @@ static void test_demo(void)
     CHECK(r.has_root[TRN_DEMO_RECORD_CPU] && r.has_root[TRN_DEMO_REPLAY_REF] && r.has_root[TRN_DEMO_REPLAY_SHUFFLE]);
     CHECK_MEM(r.root[TRN_DEMO_REPLAY_REF].b, r.root[TRN_DEMO_RECORD_CPU].b, 32);
     CHECK_MEM(r.root[TRN_DEMO_REPLAY_SHUFFLE].b, r.root[TRN_DEMO_RECORD_CPU].b, 32);
-    for (int k = TRN_DEMO_NEAREST_REF; k <= TRN_DEMO_NEAREST_SHUFFLE; k++)
-        CHECK(r.has_root[k] == (r.first_mismatch[k] == 0));
+    for (int k = TRN_DEMO_NEAREST_REF; k <= TRN_DEMO_NEAREST_SHUFFLE; k++) {
+        CHECK(r.has_root[k] == (r.steps_run[k] == r.steps));
+        if (r.has_root[k]) /* equal roots exactly when no step differed */
+            CHECK((memcmp(r.root[k].b, r.root[0].b, 32) == 0) == (r.first_mismatch[k] == 0));
+    }
     /* The ablation: at least one of the runs without the log parts from the
      * trainer within the run (each stops at its first mismatch). */
     bool diverged = r.first_mismatch[TRN_DEMO_NEAREST_REF] || r.first_mismatch[TRN_DEMO_NEAREST_SHUFFLE];
     CHECK_MSG(diverged, "no-log runs matched the trainer for all %llu steps", (unsigned long long)r.steps);
+    /* The contrast: plain FP32 training, the same run summed in two orders,
+     * parts at the first step, in most of the state. */
+    CHECK_EQ_U64(r.fp32_first_mismatch, 1);
+    CHECK(r.fp32_params_differing > 0.1);
     /* The log was used: entries were recorded and replays saw logged values
      * within the band. */
     CHECK(r.entries_total > 0);

@@ -136,7 +136,7 @@ static void write_i32s(FILE *f, const char *name, const int32_t *v, size_t n)
     fprintf(f, "]");
 }
 
-/* Runs ref_hashes.py on the description and returns the hex value of `name`. */
+/* Runs ref_hashes.py with args and returns the hex value of `name`. */
 static int python_value(const char *json_path, const char *name, char *out, size_t cap)
 {
     const char *src = getenv("OVT_SOURCE_DIR");
@@ -295,6 +295,13 @@ static void test_checkpoint(const char *dir)
         CHECK(back->step == 5);
         trn_state_free(back);
     }
+
+    /* The documented layout, read by the Python reference: same stateHash. */
+    char arg[600], hex[80], mine[65];
+    snprintf(arg, sizeof arg, "--checkpoint %s", path);
+    CHECK(python_value(arg, "checkpoint_state_hash", hex, sizeof hex) == 0);
+    ovt_hex_encode(mine, h1.b, 32);
+    CHECK_MSG(strcmp(hex, mine) == 0, "checkpoint stateHash C %s py %s", mine, hex);
 
     uint8_t *buf;
     size_t len;
