@@ -160,6 +160,10 @@ int devnet_anvil_start(devnet_children *kids, devnet_child **child, chain_rpc **
         }
         chain_rpc_close(*rpc);
         *rpc = NULL;
+        if (!c->exited && devnet_interrupted()) {
+            devnet_stop(c, 2000);
+            return ovt_fail(OVT_EINVAL, "interrupted while anvil was starting");
+        }
         if (!c->exited) {
             devnet_stop(c, 2000);
             return ovt_fail(OVT_ETIMEOUT, "%s did not answer on port %d within 20 s", anvil, port);

@@ -21,7 +21,21 @@
 #include "check.h"
 #include "support/proc.h"
 
-static char ovt[4096];
+static char ovt[4096], tmp[4096];
+
+/* Whether folder `dir` has no entries (the devnet's work folders are gone). */
+static int empty_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d)))
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n == 0;
+}
 
 /* Runs ovt devnet with the given arguments and --json; *out gets the parsed
  * result (NULL if stdout was not JSON). Returns the exit status. */
@@ -139,8 +153,10 @@ static void run_scenario(const struct scenario *s)
         CHECK_EQ_U64(count_calls(j, "bisect", "auditor"), 7);
         CHECK(json_real_value(json_object_get(j, "commit_to_verdict_s")) > 0);
     }
-    /* every process is gone: nothing answers on anvil's port any more */
+    /* every process is gone: nothing answers on anvil's port any more; and
+     * the work folder under $TMPDIR is removed */
     CHECK_MSG(!port_answers(str(j, "rpc_url")), "%s: anvil still answers at %s", label, str(j, "rpc_url"));
+    CHECK_MSG(empty_dir(tmp), "%s: the work folder was left in %s", label, tmp);
     printf("%-16s %-8s -> %s at %s, %.1f s from the commitment\n", s->fault, s->silent ? s->silent : "", out,
            json_is_null(step) ? "-" : "step 17", json_real_value(json_object_get(j, "commit_to_verdict_s")));
     json_decref(j);
@@ -175,11 +191,11 @@ static int children_of(pid_t pid, pid_t *out, int cap)
 /* SIGINT in the middle of a game: the devnet stops every child and exits 1. */
 static void test_sigint(void)
 {
-    char keep[4096];
-    snprintf(keep, sizeof keep, "%s/test_devnet_sigint.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    char keep[4200];
+    snprintf(keep, sizeof keep, "%s/sigint.XXXXXX", tmp);
     if (!mkdtemp(keep))
         return;
-    char dir[4200], auditor_log[4300];
+    char dir[4300], auditor_log[4400];
     snprintf(dir, sizeof dir, "%s/work", keep);
     snprintf(auditor_log, sizeof auditor_log, "%s/auditor.log", dir);
     pid_t pid = fork();
@@ -243,6 +259,11 @@ int main(void)
         return 1;
     }
     snprintf(ovt, sizeof ovt, "%s/ovt", bin);
+    /* the devnets' temporary folders go here, so the test sees them removed */
+    snprintf(tmp, sizeof tmp, "%s/test_devnet.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(tmp))
+        return 1;
+    setenv("TMPDIR", tmp, 1);
     test_errors();
     static const struct scenario scenarios[] = {
         {"none", NULL, "verified", NULL, "none"},
@@ -258,5 +279,6 @@ int main(void)
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         run_scenario(&scenarios[i]);
     test_sigint();
+    rmdir(tmp);
     return check_done();
 }
