@@ -477,6 +477,56 @@ static int tick(watcher *w)
     return first;
 }
 
+/* A node that does not answer (stopped, restarted, unreachable) is waited
+ * for, not given up on: the ticks are retried with a doubling pause, capped,
+ * and the state on disk stays as it is (every action is re-derived from
+ * the chain once it answers). */
+#define ARB_BACKOFF_MAX_MS 30000L
+
+typedef struct {
+    unsigned retries;
+    long backoff_ms;  /* the pause before the next retry */
+    time_t since;
+} outage;
+
+/* Whether the failed tick (rv) was the node not answering, asked again
+ * with a plain eth_blockNumber; if so, logs it and grows the backoff. */
+static bool node_down(watcher *w, outage *out, int rv)
+{
+    char why[512];
+    snprintf(why, sizeof why, "%s", ovt_errmsg());
+    uint64_t h;
+    int probe = chain_rpc_block_number(w->arb->rpc, &h);
+    if (probe != OVT_ETIMEOUT && probe != OVT_EIO) {
+        (void)ovt_fail(rv, "%s", why); /* the tick's own error, for the caller to log */
+        return false;
+    }
+    if (out->retries++ == 0) {
+        out->since = time(NULL);
+        out->backoff_ms = w->o->poll_ms;
+    } else {
+        long cap = w->o->poll_ms > ARB_BACKOFF_MAX_MS ? w->o->poll_ms : ARB_BACKOFF_MAX_MS;
+        out->backoff_ms = out->backoff_ms > cap / 2 ? cap : out->backoff_ms * 2;
+    }
+    /* A verdict sent just before may be lost with the node's pool: the
+     * node's pending count picks the next nonce again. */
+    w->m->next_nonce = 0;
+    say(w, "node_unreachable", NULL,
+        json_pack("{s:s, s:I, s:I}", "error", ovt_errname(probe), "retry", (json_int_t)out->retries, "backoff_ms",
+                  (json_int_t)out->backoff_ms),
+        "the node does not answer (%s); retry %u in %ld ms", why, out->retries, out->backoff_ms);
+    return true;
+}
+
+static void node_back(watcher *w, outage *out)
+{
+    say(w, "node_back", NULL,
+        json_pack("{s:I, s:I}", "retries", (json_int_t)out->retries, "seconds", (json_int_t)(time(NULL) - out->since)),
+        "the node answers again after %u retries (%lld s)", out->retries, (long long)(time(NULL) - out->since));
+    out->retries = 0;
+    out->backoff_ms = w->o->poll_ms;
+}
+
 static int open_state(watcher *w)
 {
     int rv = ovt_mkdirs(w->o->state_dir, 0700);
@@ -514,16 +564,22 @@ int arb_watch(const arb_watch_opts *o, const chain_arb *arb, chain_txm *m, trn_s
                   (json_int_t)open, "confirmations", (json_int_t)o->confirmations),
         "arbiter %s from block %" PRIu64 ", %zu open game(s), %u confirmation(s)", self, w.cursor.next, open,
         o->confirmations);
+    outage out = {.backoff_ms = o->poll_ms};
     while (!*stop) {
         rv = tick(&w);
         if (rv && o->once)
             break;
-        if (rv)
+        long pause = o->poll_ms;
+        if (rv && node_down(&w, &out, rv))
+            pause = out.backoff_ms;
+        else if (rv)
             say(&w, "error", NULL, json_pack("{s:s}", "error", ovt_errname(rv)), "%s (retrying)", ovt_errmsg());
+        else if (out.retries)
+            node_back(&w, &out);
         if (o->once)
             break;
-        for (long slept = 0; slept < o->poll_ms && !*stop; slept += 50)
-            chain_sleep_ms(o->poll_ms - slept < 50 ? o->poll_ms - slept : 50);
+        for (long slept = 0; slept < pause && !*stop; slept += 50)
+            chain_sleep_ms(pause - slept < 50 ? pause - slept : 50);
         rv = 0;
     }
     if (!rv)

@@ -44,7 +44,9 @@ typedef struct {
 void arb_watch_opts_default(arb_watch_opts *o);
 
 /* Runs the watcher until *stop becomes non-zero (a signal handler sets it)
- * or, with once, until it has caught up with the head. arb and m are bound
+ * or, with once, until it has caught up with the head. A failed tick is
+ * logged and retried; a node that does not answer is retried with a
+ * doubling pause (at most 30 s, or poll_ms if longer). arb and m are bound
  * to the same node; m's account is the arbiter. Returns 0 on a clean stop,
  * or a negative code (a bad state dir, a state dir of another contract or
  * chain, or with once any failure). */

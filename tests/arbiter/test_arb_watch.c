@@ -15,7 +15,9 @@
  * and again while it waits for a missing input, restarted, finishes with
  * the right verdict, posted once, and stops cleanly on SIGTERM; and a
  * reorg that removes the block holding VerdictDue does not make it act on
- * the vanished event, while the event mined again is seen exactly once. */
+ * the vanished event, while the event mined again is seen exactly once;
+ * and anvil stopped and restarted from its state under the running daemon,
+ * which waits for it, goes on and posts the one right verdict. */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -42,6 +44,7 @@
 
 static fx_env env;
 static char root[64], ovt[4096], run_dir[128], store_url[160], arbiter_key[65];
+static char anvil_state[128]; /* anvil dumps its state here when stopped */
 static char keystore_path[256], password_path[256]; /* when set, the arbiter's key comes from a keystore */
 static trn_step_table table; /* the honest trainer's */
 static ovt_hash config_hash, dataset_hash, forged_log;
@@ -646,6 +649,72 @@ static void test_reorg(void)
     fx_run_free(&run);
 }
 
+/* Where needle first occurs in the file (-1: nowhere). */
+static long first_at(const char *path, const char *needle)
+{
+    char *text = slurp(path);
+    const char *p = strstr(text, needle);
+    long at = p ? (long)(p - text) : -1;
+    free(text);
+    return at;
+}
+
+/* The node goes away under the running daemon: anvil is stopped (dumping
+ * its state) during the bisection, kept away a few seconds and started
+ * again from its state on the same port; the game reaches AwaitingVerdict
+ * after the restart. The daemon keeps running, says the node does not
+ * answer and that it retries, says when it is back, posts one verdict (the
+ * right one) and stops cleanly on SIGTERM. */
+static void test_node_outage(void)
+{
+    chain_merkle_preimage honest[STEPS + 1], a[STEPS + 1];
+    memcpy(honest, table.steps, sizeof honest);
+    lie_from(a, 3, 0x21);
+    char state[256], logp[512];
+    snprintf(state, sizeof state, "%s/state-d", root);
+    snprintf(logp, sizeof logp, "%s/d.log", root);
+    uint64_t from = head() + 1;
+    const char *daemon[] = {"--json", "--confirmations", "1", "--input-wait", "0", NULL};
+    pid_t pid = arbiter(state, store_url, from, logp, 0, daemon);
+    CHECK(pid > 0);
+    fx_run run;
+    CHECK(open_run(&run, honest, a) == 0);
+    int moved, st = 0;
+    CHECK(fx_move(&env, &run, FX_TRAINER, &moved, NULL) == 0 && moved);
+    CHECK(fx_move(&env, &run, FX_AUDITOR, &moved, NULL) == 0 && moved);
+    CHECK(wait_for(logp, "ChildrenRevealed", 30) == 0);
+
+    tsup_anvil_stop(&env.node);
+    CHECK(wait_for(logp, "\"event\":\"node_unreachable\"", 30) == 0);
+    sleep(3);
+    CHECK_MSG(waitpid(pid, &st, WNOHANG) == 0, "the daemon exited while the node was away (status %d)", st);
+    CHECK(count_in(logp, "retry 1 in") == 1);
+    CHECK(count_in(logp, "\"event\":\"node_back\"") == 0);
+    const char *args[] = {"--state", anvil_state, NULL};
+    CHECK(tsup_anvil_restart(&env.node, args) == 0);
+    CHECK(game_of(&run).phase == CHAIN_ARB_PHASE_BISECTING); /* the state came back */
+    CHECK(wait_for(logp, "\"event\":\"node_back\"", 60) == 0);
+
+    /* the rest of the game, on the restarted node */
+    CHECK(fx_play(&env, &run, NULL, NULL) == 0);
+    CHECK(wait_for(logp, "\"event\":\"done\"", 60) == 0);
+    CHECK_MSG(waitpid(pid, &st, WNOHANG) == 0, "the daemon exited (status %d)", st);
+    kill(pid, SIGTERM);
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    long down = first_at(logp, "\"event\":\"node_unreachable\""), back = first_at(logp, "\"event\":\"node_back\""),
+         due = first_at(logp, "\"event\":\"verdict_due\"");
+    CHECK_MSG(down >= 0 && down < back && back < due, "log order: unreachable %ld, back %ld, verdict_due %ld", down,
+              back, due);
+    CHECK(count_in(logp, "\"event\":\"verdict_due\"") == 1);
+    CHECK(count_in(logp, "\"event\":\"verdict_sent\"") == 1);
+    CHECK(count_in(logp, "\"event\":\"stop\"") == 1);
+    check_log_lines(logp);
+    scenario sc = {.name = "node outage", .run = run, .step = 3, .outcome = CHAIN_ARB_TRAINER_RIGHT};
+    honest_leaf(&sc.evidence, &run, 3);
+    check_verdict(&sc);
+    fx_run_free(&run);
+}
+
 static void test_usage(void)
 {
     char *out = NULL;
@@ -707,7 +776,9 @@ int main(void)
         fprintf(stderr, "setup: %s\n", ovt_errmsg());
         return 1;
     }
-    if (fx_start(&env) != 0)
+    snprintf(anvil_state, sizeof anvil_state, "%s/anvil-state.json", root);
+    const char *anvil_args[] = {"--state", anvil_state, NULL};
+    if (fx_start_with(&env, anvil_args) != 0)
         return 1;
     ovt_hex_encode(arbiter_key, env.key[FX_ARBITER].b, 32);
     test_usage();
@@ -715,6 +786,7 @@ int main(void)
     test_verdicts();
     test_kill_restart();
     test_reorg();
+    test_node_outage();
     fx_stop(&env);
     ovt_wipe(arbiter_key, sizeof arbiter_key);
     if (check_failures == 0 && !getenv("OVT_TEST_KEEP"))

@@ -17,9 +17,14 @@ static const char *const dev_keys[FX_NACCOUNTS] = {
 
 int fx_start(fx_env *env)
 {
+    return fx_start_with(env, NULL);
+}
+
+int fx_start_with(fx_env *env, const char *const *anvil_args)
+{
     memset(env, 0, sizeof *env);
     tc_seed(0x5eed);
-    if (tsup_anvil_start(&env->node, NULL) != 0)
+    if (tsup_anvil_start(&env->node, anvil_args) != 0)
         return -1;
     chain_rpc_opts o;
     chain_rpc_opts_default(&o);

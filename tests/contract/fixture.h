@@ -22,6 +22,8 @@ typedef struct {
 
 /* Starts anvil, opens the RPC client, deploys the contract. 0 or -1. */
 int fx_start(fx_env *env);
+/* The same with extra anvil arguments (e.g. {"--state", FILE, NULL}). */
+int fx_start_with(fx_env *env, const char *const *anvil_args);
 void fx_stop(fx_env *env);
 
 /* One party's history: preimages of leaves 0..steps and its tree. */
