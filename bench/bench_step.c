@@ -8,7 +8,9 @@
  * step's FC shape, the same thread count). Also the rounding log's encoded
  * bytes per step and the time of trn_state_hash on the state after the step.
  *
- *   bench_step [--model gpt2-small] [--batch 4] [--seq 64] [--threads 2] [--reps 1]
+ *   bench_step [--model gpt2-small] [--batch 4] [--seq 64] [--threads 2] [--reps 3]
+ * The DGEMM rate is measured before every pair of steps and its median
+ * taken, so all three figures see the same load on a shared machine.
  * Results are written down in docs/bench-trainer.md. */
 #include <cblas.h>
 #include <stdio.h>
@@ -96,7 +98,7 @@ int main(int argc, char **argv)
 {
     const char *model = "gpt2-small";
     uint32_t B = 4, T = 64;
-    int threads = 2, reps = 1;
+    int threads = 2, reps = 3;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--model"))
             model = argv[i + 1];
@@ -150,8 +152,10 @@ int main(int argc, char **argv)
 
     /* warm-up (first touch of the workspace and the scratch buffers) */
     timed_step(init, w, KRN_RECORD, threads, &batch.view, log, NULL);
-    double t_rec[32], t_plain[32], t_hash = 1e30;
+    size_t C = m.width, L = m.n_layer, V = m.vocab, N = (size_t)B * T;
+    double t_rec[32], t_plain[32], rates[32], t_hash = 1e30;
     for (int r = 0; r < reps; r++) {
+        rates[r] = dgemm_rate(N, 4 * C, C, threads);
         trn_state *after;
         t_rec[r] = timed_step(init, w, KRN_RECORD, threads, &batch.view, log, &after);
         ovt_hash h;
@@ -164,7 +168,8 @@ int main(int argc, char **argv)
     }
     qsort(t_rec, (size_t)reps, sizeof(double), cmp_double);
     qsort(t_plain, (size_t)reps, sizeof(double), cmp_double);
-    double rec = t_rec[reps / 2], plain = t_plain[reps / 2];
+    qsort(rates, (size_t)reps, sizeof(double), cmp_double);
+    double rec = t_rec[reps / 2], plain = t_plain[reps / 2], rate = rates[reps / 2];
     uint8_t *bytes;
     size_t len;
     if (krn_rlog_encode(log, &bytes, &len))
@@ -174,14 +179,18 @@ int main(int argc, char **argv)
     /* the floor: every matmul forward (2 N C OC) and backward (4 N C OC),
      * the tied head included; attention 4 B T^2 C per layer forward, twice
      * that backward */
-    size_t C = m.width, L = m.n_layer, V = m.vocab, N = (size_t)B * T;
     double flops = 6.0 * (double)N * ((double)L * 12.0 * (double)C * (double)C + (double)V * (double)C) +
                    12.0 * (double)L * (double)B * (double)T * (double)T * (double)C;
-    double rate = dgemm_rate(N, 4 * C, C, threads);
     double floor_s = flops / (rate * 1e9);
     printf("bench_step: %s, %zu parameters, batch %u x %u, %d thread(s), median of %d\n", model,
            init->layout.nparams, B, T, threads, reps);
-    printf("RECORD step      %8.3f s\n", rec);
+    printf("RECORD step      %8.3f s   (each rep: ", rec);
+    for (int r = 0; r < reps; r++)
+        printf("%.2f%s", t_rec[r], r + 1 < reps ? " " : " s; PLAIN ");
+    for (int r = 0; r < reps; r++)
+        printf("%.2f%s", t_plain[r], r + 1 < reps ? " " : " s; DGEMM ");
+    for (int r = 0; r < reps; r++)
+        printf("%.1f%s", rates[r], r + 1 < reps ? " " : " GFLOP/s, sorted)\n");
     printf("PLAIN step       %8.3f s   RECORD / PLAIN = %.3f (target <= 1.15)\n", plain, rec / plain);
     printf("floor            %8.3f s   %.4g GFLOP at %.2f GFLOP/s DGEMM (%zu x %zu x %zu); "
            "RECORD / floor = %.2f (target <= 1.5), PLAIN / floor = %.2f\n",
