@@ -32,6 +32,15 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* CPU seconds of the whole process (all threads): less sensitive than wall
+ * time to other jobs on a shared machine. */
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static void fail(const char *what)
 {
     fprintf(stderr, "bench_step: %s: %s\n", what, ovt_errmsg());
@@ -44,8 +53,9 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* GFLOP/s of one FP64 DGEMM (m x k) @ (k x n) on `threads` OpenBLAS threads, best of 3. */
-static double dgemm_rate(size_t m, size_t n, size_t k, int threads)
+/* GFLOP/s of one FP64 DGEMM (m x k) @ (k x n) on `threads` OpenBLAS threads,
+ * best of 3, per wall second and (*cpu_rate) per CPU second. */
+static double dgemm_rate(size_t m, size_t n, size_t k, int threads, double *cpu_rate)
 {
     double *a = calloc(m * k, sizeof *a), *b = calloc(k * n, sizeof *b), *c = calloc(m * n, sizeof *c);
     if (!a || !b || !c)
@@ -55,15 +65,16 @@ static double dgemm_rate(size_t m, size_t n, size_t k, int threads)
     for (size_t i = 0; i < k * n; i++)
         b[i] = (double)(i % 5) - 2;
     openblas_set_num_threads(threads);
-    double best = 1e30;
+    double best = 1e30, best_cpu = 1e30;
     for (int r = 0; r < 3; r++) {
-        double t0 = now();
+        double t0 = now(), c0 = cpu_now();
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)n, (blasint)k, 1.0, a,
                     (blasint)k, b, (blasint)n, 0.0, c, (blasint)n);
-        double t = now() - t0;
-        if (t < best)
-            best = t;
+        double t = now() - t0, tc = cpu_now() - c0;
+        best = t < best ? t : best;
+        best_cpu = tc < best_cpu ? tc : best_cpu;
     }
+    *cpu_rate = 2.0 * (double)m * (double)n * (double)k / best_cpu / 1e9;
     openblas_set_num_threads(1);
     free(a);
     free(b);
@@ -74,7 +85,7 @@ static double dgemm_rate(size_t m, size_t n, size_t k, int threads)
 /* One timed step of a fresh copy of init; the state after it in *after
  * (freed by the caller) when after is not NULL. */
 static double timed_step(const trn_state *init, trn_workspace *w, krn_mode mode, int threads,
-                         const trn_batch *b, krn_rlog *log, trn_state **after)
+                         const trn_batch *b, krn_rlog *log, trn_state **after, double *cpu)
 {
     krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = mode, .grid_bits = 32, .threads = threads};
     krn_ctx *ctx;
@@ -82,10 +93,11 @@ static double timed_step(const trn_state *init, trn_workspace *w, krn_mode mode,
     if (krn_ctx_new(&ctx, &kc) || trn_state_clone(&st, init))
         fail("setup");
     trn_step_info info;
-    double t0 = now();
+    double t0 = now(), c0 = cpu_now();
     if (trn_train_step(ctx, w, st, b, mode == KRN_RECORD ? log : NULL, &info))
         fail(mode == KRN_RECORD ? "RECORD step" : "PLAIN step");
     double t = now() - t0;
+    *cpu = cpu_now() - c0;
     krn_ctx_free(ctx);
     if (after)
         *after = st;
@@ -151,24 +163,28 @@ int main(int argc, char **argv)
     krn_rlog *log = krn_rlog_new();
 
     /* warm-up (first touch of the workspace and the scratch buffers) */
-    timed_step(init, w, KRN_RECORD, threads, &batch.view, log, NULL);
+    double c_rec[32], c_plain[32], crates[32];
+    timed_step(init, w, KRN_RECORD, threads, &batch.view, log, NULL, c_rec);
     size_t C = m.width, L = m.n_layer, V = m.vocab, N = (size_t)B * T;
     double t_rec[32], t_plain[32], rates[32], t_hash = 1e30;
     for (int r = 0; r < reps; r++) {
-        rates[r] = dgemm_rate(N, 4 * C, C, threads);
+        rates[r] = dgemm_rate(N, 4 * C, C, threads, &crates[r]);
         trn_state *after;
-        t_rec[r] = timed_step(init, w, KRN_RECORD, threads, &batch.view, log, &after);
+        t_rec[r] = timed_step(init, w, KRN_RECORD, threads, &batch.view, log, &after, &c_rec[r]);
         ovt_hash h;
         double t0 = now();
         trn_state_hash(&h, after);
         double th = now() - t0;
         t_hash = th < t_hash ? th : t_hash;
         trn_state_free(after);
-        t_plain[r] = timed_step(init, w, KRN_PLAIN, threads, &batch.view, NULL, NULL);
+        t_plain[r] = timed_step(init, w, KRN_PLAIN, threads, &batch.view, NULL, NULL, &c_plain[r]);
     }
     qsort(t_rec, (size_t)reps, sizeof(double), cmp_double);
     qsort(t_plain, (size_t)reps, sizeof(double), cmp_double);
     qsort(rates, (size_t)reps, sizeof(double), cmp_double);
+    qsort(c_rec, (size_t)reps, sizeof(double), cmp_double);
+    qsort(c_plain, (size_t)reps, sizeof(double), cmp_double);
+    qsort(crates, (size_t)reps, sizeof(double), cmp_double);
     double rec = t_rec[reps / 2], plain = t_plain[reps / 2], rate = rates[reps / 2];
     uint8_t *bytes;
     size_t len;
@@ -195,6 +211,10 @@ int main(int argc, char **argv)
     printf("floor            %8.3f s   %.4g GFLOP at %.2f GFLOP/s DGEMM (%zu x %zu x %zu); "
            "RECORD / floor = %.2f (target <= 1.5), PLAIN / floor = %.2f\n",
            floor_s, flops / 1e9, rate, N, 4 * C, C, rec / floor_s, plain / floor_s);
+    double crec = c_rec[reps / 2], cplain = c_plain[reps / 2], cfloor = flops / (crates[reps / 2] * 1e9);
+    printf("CPU seconds      RECORD %.2f, PLAIN %.2f (RECORD / PLAIN = %.3f); floor %.2f at %.2f GFLOP "
+           "per CPU s: RECORD / floor = %.2f, PLAIN / floor = %.2f\n",
+           crec, cplain, crec / cplain, cfloor, crates[reps / 2], crec / cfloor, cplain / cfloor);
     printf("rounding log     %llu entries, %zu bytes per step (target < 200000)\n",
            (unsigned long long)krn_rlog_nentries(log), len);
     printf("state hash       %8.3f s per step (%.1f%% of RECORD)\n", t_hash, 100.0 * t_hash / rec);
