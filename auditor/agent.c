@@ -20,6 +20,15 @@ static void on_signal(int sig)
     stop_requested = 1;
 }
 
+void aud_print_outcome(chain_arb_outcome outcome, bool json)
+{
+    if (json)
+        printf("{\"outcome\":\"%s\",\"code\":%d}\n", chain_arb_outcome_name(outcome), (int)outcome);
+    else
+        printf("%s\n", chain_arb_outcome_name(outcome));
+    fflush(stdout);
+}
+
 void aud_agent_install_signals(void)
 {
     struct sigaction sa;
@@ -185,7 +194,7 @@ static int block_timestamp(chain_rpc *rpc, const char *block, uint64_t *ts)
     if (rv)
         return rv;
     rv = json_is_object(res) ? chain_json_u64(ts, res, "timestamp")
-                             : ovt_fail(OVT_EFORMAT, "the node has no block %s", block);
+                             : ovt_fail(OVT_ERPC, "the node has no block %s (reorganised away?)", block);
     json_decref(res);
     return rv;
 }
@@ -293,16 +302,21 @@ static int turn(struct agent *a, chain_arb_outcome *outcome, int *done, int *wai
             agent_log(a, "withhold", json_pack("{s:I}", "step", (json_int_t)g.index),
                       "not publishing the inputs of step %llu (%s)", (unsigned long long)g.index,
                       o->withhold ? "--withhold" : "no --store");
+        } else if ((rv = publish_inputs(a, g.index))) {
+            /* Keep playing (the reveal is still due); try again next turn. */
+            agent_log(a, "publish_failed", json_pack("{s:I}", "step", (json_int_t)g.index),
+                      "publishing the inputs of step %llu failed: %s", (unsigned long long)g.index, ovt_errmsg());
+            published = -1;
         } else {
-            if ((rv = publish_inputs(a, g.index)))
-                return ovt_fail_wrap(rv, "publishing the inputs of step %llu", (unsigned long long)g.index);
             agent_log(a, "published", json_pack("{s:I, s:s}", "step", (json_int_t)g.index, "store",
                                                 trn_store_url(o->store)),
                       "inputs of step %llu published to %s", (unsigned long long)g.index, trn_store_url(o->store));
         }
-        json_object_set_new(a->state, "published", json_true());
-        if ((rv = save_state(a)))
-            return rv;
+        if (published == 0) {
+            json_object_set_new(a->state, "published", json_true());
+            if ((rv = save_state(a)))
+                return rv;
+        }
     }
     chain_arb_move mv;
     if (g.phase == CHAIN_ARB_PHASE_BISECTING || g.phase == CHAIN_ARB_PHASE_REVEALING) {

@@ -45,6 +45,10 @@ typedef struct {
  * history whose root is not the party's committed root, an unknown run). */
 int aud_agent_run(chain_session *s, const aud_agent_opts *o, chain_arb_outcome *outcome) OVT_MUST_USE;
 
+/* Prints the outcome to stdout: its name, or with json
+ * {"outcome": NAME, "code": N} on one line. */
+void aud_print_outcome(chain_arb_outcome outcome, bool json);
+
 /* Installs SIGINT/SIGTERM handlers that make aud_agent_run return. */
 void aud_agent_install_signals(void);
 

@@ -23,7 +23,7 @@ static void usage(FILE *f)
             "A node that goes away is retried with backoff; SIGINT/SIGTERM stop it cleanly (exit 1).\n"
             "\n"
             "  --role R             trainer or auditor\n"
-            "  --run-id HEX         the run\n" CHAIN_SESSION_HELP
+            "  --run-id HEX         the run\n" CHAIN_SESSION_HELP CHAIN_SESSION_CONFIRMATIONS_HELP
             "  --run DIR            this party's history (DIR/steps.bin)\n"
             "  --store URL          trainer: file://DIR to publish the inputs to (default: the\n"
             "                       receipt's store)\n"
@@ -62,6 +62,7 @@ int aud_cmd_agent(int argc, char **argv)
 {
     static const struct option longopts[] = {
         CHAIN_SESSION_LONGOPTS,
+        CHAIN_SESSION_CONFIRMATIONS_LONGOPT,
         {"role", required_argument, NULL, O_ROLE},          {"run-id", required_argument, NULL, O_RUN_ID},
         {"run", required_argument, NULL, O_RUN},            {"store", required_argument, NULL, O_STORE},
         {"data", required_argument, NULL, O_DATA},          {"state-dir", required_argument, NULL, O_STATE_DIR},
@@ -150,6 +151,6 @@ int aud_cmd_agent(int argc, char **argv)
         fprintf(stderr, "ovt agent: %s\n", ovt_errmsg());
         return 1;
     }
-    printf("%s\n", chain_arb_outcome_name(outcome));
+    aud_print_outcome(outcome, o.json);
     return 0;
 }

@@ -35,7 +35,8 @@ static void usage(FILE *f)
             "  --run-id HEX         the run on chain (store source, and to commit)\n"
             "  --json               print the report as JSON\n"
             "\n"
-            "On chain (the auditor commits its own root for --run-id; needs a full audit and --out):\n" CHAIN_SESSION_HELP
+            "On chain (the auditor commits its own root for --run-id; needs a full audit and --out):\n"
+            CHAIN_SESSION_HELP CHAIN_SESSION_CONFIRMATIONS_HELP
             "  --agent              then play the game to the end as the auditor's agent\n"
             "  --state-dir DIR      the agent's per-game state (default OUT/agent)\n"
             "  --poll-interval S    the agent's polling interval in seconds (default 2)\n"
@@ -206,7 +207,7 @@ static int audit(const struct audit_args *a, int *finding)
             chain_arb_outcome outcome;
             aud_agent_install_signals();
             if (!rv && !(rv = aud_agent_run(&s, &ao, &outcome)))
-                printf("%s\n", chain_arb_outcome_name(outcome));
+                aud_print_outcome(outcome, a->json);
         }
         chain_session_close(&s);
         if (rv)
@@ -224,6 +225,7 @@ int aud_cmd_audit(int argc, char **argv)
 {
     static const struct option longopts[] = {
         CHAIN_SESSION_LONGOPTS,
+        CHAIN_SESSION_CONFIRMATIONS_LONGOPT,
         {"backend", required_argument, NULL, O_BACKEND},     {"threads", required_argument, NULL, O_THREADS},
         {"data", required_argument, NULL, O_DATA},           {"steps-from", required_argument, NULL, O_FROM},
         {"steps-to", required_argument, NULL, O_TO},         {"out", required_argument, NULL, O_OUT},

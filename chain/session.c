@@ -1,6 +1,7 @@
 /* A party's connection to the node and the contract (see session.h). */
 #include "chain/session.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,7 @@ int chain_session_take(chain_session_args *a, int code, const char *arg)
     case CHAIN_OPT_KEYSTORE: a->keystore = arg; return 1;
     case CHAIN_OPT_PASSWORD_FILE: a->password_file = arg; return 1;
     case CHAIN_OPT_PRIVATE_KEY: a->private_key = arg; return 1;
+    case CHAIN_OPT_CONFIRMATIONS: a->confirmations = arg; return 1;
     default: return 0;
     }
 }
@@ -39,6 +41,16 @@ int chain_session_open(chain_session *s, const chain_session_args *a, int need_k
     chain_address addr;
     if (chain_address_from_string(&addr, a->contract))
         return ovt_fail(OVT_EINVAL, "--contract is not an address: '%s'", a->contract);
+    chain_txm_opts to;
+    chain_txm_opts_default(&to);
+    if (a->confirmations) {
+        char *end;
+        errno = 0;
+        unsigned long n = strtoul(a->confirmations, &end, 10);
+        if (errno || end == a->confirmations || *end || n < 1 || n > 1000)
+            return ovt_fail(OVT_EINVAL, "--confirmations must be a number in 1..1000, got '%s'", a->confirmations);
+        to.confirmations = (unsigned)n;
+    }
     chain_rpc_opts ro;
     chain_rpc_opts_default(&ro);
     ro.custom_errors = chain_arb_errors;
@@ -49,7 +61,7 @@ int chain_session_open(chain_session *s, const chain_session_args *a, int need_k
         chain_privkey key;
         rv = chain_load_key(&key, a->keystore, a->password_file, a->private_key);
         if (!rv)
-            rv = chain_txm_init(&s->txm, s->rpc, &key, NULL);
+            rv = chain_txm_init(&s->txm, s->rpc, &key, &to);
         ovt_wipe(&key, sizeof key);
     }
     if (rv)

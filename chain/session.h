@@ -14,6 +14,7 @@ typedef struct {
     const char *keystore;
     const char *password_file;
     const char *private_key;
+    const char *confirmations; /* blocks to wait for, including the receipt's (NULL: 1) */
 } chain_session_args;
 
 typedef struct {
@@ -25,13 +26,22 @@ typedef struct {
 /* getopt_long codes and entries of the shared flags: put
  * CHAIN_SESSION_LONGOPTS in a command's option table and pass every code to
  * chain_session_take, which returns 1 when it consumed it. */
-enum { CHAIN_OPT_RPC_URL = 1000, CHAIN_OPT_CONTRACT, CHAIN_OPT_KEYSTORE, CHAIN_OPT_PASSWORD_FILE, CHAIN_OPT_PRIVATE_KEY };
+enum { CHAIN_OPT_RPC_URL = 1000, CHAIN_OPT_CONTRACT, CHAIN_OPT_KEYSTORE, CHAIN_OPT_PASSWORD_FILE, CHAIN_OPT_PRIVATE_KEY,
+       CHAIN_OPT_CONFIRMATIONS };
 #define CHAIN_SESSION_LONGOPTS                                                                                   \
     {"rpc-url", required_argument, NULL, CHAIN_OPT_RPC_URL},                                                     \
         {"contract", required_argument, NULL, CHAIN_OPT_CONTRACT},                                               \
         {"keystore", required_argument, NULL, CHAIN_OPT_KEYSTORE},                                               \
         {"password-file", required_argument, NULL, CHAIN_OPT_PASSWORD_FILE},                                     \
         {"private-key", required_argument, NULL, CHAIN_OPT_PRIVATE_KEY}
+
+/* An optional entry for commands whose transactions should wait for
+ * confirmations (chain_session_take stores it, chain_session_open checks it).
+ * Not part of CHAIN_SESSION_LONGOPTS: the arbiter's --confirmations means
+ * something else (how deep a block must be before it acts). */
+#define CHAIN_SESSION_CONFIRMATIONS_LONGOPT {"confirmations", required_argument, NULL, CHAIN_OPT_CONFIRMATIONS}
+#define CHAIN_SESSION_CONFIRMATIONS_HELP                                                                          \
+    "  --confirmations N    blocks each transaction waits for, including its own (default 1)\n"
 
 /* Help text of those flags, for usage messages. */
 #define CHAIN_SESSION_HELP                                                                                       \
@@ -49,7 +59,8 @@ void chain_session_args_init(chain_session_args *a);
 /* Whether any chain flag was given. */
 int chain_session_args_any(const chain_session_args *a);
 
-/* Opens the node and attaches to the contract; with need_key, also unlocks
+/* Opens the node and attaches to the contract (a --confirmations outside
+ * 1..1000 is OVT_EINVAL); with need_key, also unlocks
  * exactly one of --keystore and --private-key into the transaction manager
  * (the key is wiped from every other place). */
 int chain_session_open(chain_session *s, const chain_session_args *a, int need_key) OVT_MUST_USE;

@@ -8,6 +8,8 @@
 #include "chain/arbitration_cli.h"
 #include "chain/cli.h"
 #include "cli/commands.h"
+#include "examples/devnet/devnet.h"
+#include "trainer/check.h"
 #include "trainer/commit.h"
 #include "trainer/demo.h"
 #include "trainer/run.h"
@@ -21,6 +23,8 @@ const struct ovt_command ovt_commands[] = {
     {"version", "print the version", cmd_version},
     {"demo", "the exactness demo: train, replay on other backends with and without the log", trn_cmd_demo},
     {"train", "train a model with controlled rounding into a run directory", trn_cmd_train},
+    {"step", "re-execute one step of a run and compare it with the step table", trn_cmd_step},
+    {"verify", "check a commitment receipt offline (signature, root, config, data, replayed steps)", trn_cmd_verify},
     {"keys", "create a keystore or show its address (new, address)", chain_cmd_keys},
     {"deploy", "deploy the arbitration contract", chain_cmd_deploy},
     {"commit", "open a run on chain, publish it to a store and commit its step root", trn_cmd_commit},
@@ -29,6 +33,7 @@ const struct ovt_command ovt_commands[] = {
     {"arbiter", "the arbiter daemon: watch disputes, re-execute the step, post verdicts", arb_cmd_arbiter},
     {"game", "show a run and the state of its dispute game", chain_cmd_game},
     {"rlog", "check a rounding-log file and show its entries", krn_cmd_rlog},
+    {"devnet", "the local dispute simulation: anvil, a faulty trainer, auditor and arbiter", devnet_cmd},
     {NULL, NULL, NULL},
 };
 

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "kernels/ops.h"
+#include "kernels/cuda/dispatch.h"
 #include "kernels/reduce.h"
 
 /* The constants of the contract, as FP64 literals (every compiler reads a
@@ -40,6 +41,7 @@ int krn_gelu_forward(krn_ctx *ctx, float *out, const float *inp, size_t n)
     int rc;
     if ((rc = check_unary(op, out, "out", inp, inp, n)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_gelu_forward(ctx, out, inp, n));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
@@ -67,6 +69,7 @@ int krn_gelu_backward(krn_ctx *ctx, float *dinp, const float *inp, const float *
     int rc;
     if ((rc = check_unary(op, dinp, "dinp", inp, dout, n)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_gelu_backward(ctx, dinp, inp, dout, n));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
@@ -97,6 +100,7 @@ int krn_relu_forward(krn_ctx *ctx, float *out, const float *inp, size_t n)
     int rc;
     if ((rc = check_unary(op, out, "out", inp, inp, n)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_relu_forward(ctx, out, inp, n));
     double *x = krn_doubles(n, op);
     if (!x)
         return OVT_ENOMEM;
@@ -115,6 +119,7 @@ int krn_relu_backward(krn_ctx *ctx, float *dinp, const float *inp, const float *
     int rc;
     if ((rc = check_unary(op, dinp, "dinp", inp, dout, n)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_relu_backward(ctx, dinp, inp, dout, n));
     double *x = krn_doubles(n, op);
     if (!x)
         return OVT_ENOMEM;

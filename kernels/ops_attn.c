@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernels/ops.h"
+#include "kernels/cuda/dispatch.h"
 #include "kernels/reduce.h"
 
 /* The shapes and derived strides of one call. */
@@ -196,6 +197,7 @@ int krn_attention_forward(krn_ctx *ctx, float *out, float *preatt, float *att, c
         (rc = krn_check_ptr(op, "att", att)) || (rc = krn_check_ptr(op, "inp", inp)) ||
         (rc = attn_check(op, B, T, C, NH, &d)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_attention_forward(ctx, out, preatt, att, inp, B, T, C, NH));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
@@ -265,6 +267,7 @@ int krn_attention_backward(krn_ctx *ctx, float *dinp, float *dpreatt, float *dat
         (rc = krn_check_ptr(op, "inp", inp)) || (rc = krn_check_ptr(op, "att", att)) ||
         (rc = attn_check(op, B, T, C, NH, &d)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_attention_backward(ctx, dinp, dpreatt, datt, dout, inp, att, B, T, C, NH));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "kernels/ops.h"
+#include "kernels/cuda/dispatch.h"
 #include "kernels/reduce.h"
 
 static int check_targets(const char *op, const int32_t *targets, size_t N, size_t V)
@@ -26,6 +27,7 @@ int krn_crossentropy_forward(krn_ctx *ctx, float *loss, float *losses, float *pr
         (rc = krn_check_ptr(op, "targets", targets)) || (rc = krn_check_dims(op, N, V, &n)) ||
         (rc = check_targets(op, targets, N, V)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_crossentropy_forward(ctx, loss, losses, probs, logits, targets, N, V));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
@@ -129,6 +131,7 @@ int krn_crossentropy_backward(krn_ctx *ctx, float *dlogits, const float *probs,
         return rc;
     if (!isfinite(dloss))
         return ovt_fail(OVT_EINVAL, "%s: dloss is not finite", op);
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_crossentropy_backward(ctx, dlogits, probs, targets, dloss, N, V));
     xent_bwd_job j = {.dlogits = dlogits, .probs = probs, .targets = targets, .V = V,
                       .g = (double)dloss / (double)N};
     return krn_site_exact_fill(ctx, "xent.bwd", dlogits, n, xent_bwd_fill, &j);

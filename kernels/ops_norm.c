@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "kernels/ops.h"
+#include "kernels/cuda/dispatch.h"
 #include "kernels/reduce.h"
 
 /* The epsilon of the contract, an FP64 literal. */
@@ -39,6 +40,7 @@ int krn_layernorm_forward(krn_ctx *ctx, float *out, float *mean, float *rstd, co
         (rc = krn_check_ptr(op, "weight", weight)) || (rc = krn_check_ptr(op, "bias", bias)) ||
         (rc = krn_check_dims(op, N, C, &n)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_layernorm_forward(ctx, out, mean, rstd, inp, weight, bias, N, C));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
@@ -88,6 +90,7 @@ int krn_layernorm_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbi
         (rc = krn_check_ptr(op, "mean", mean)) || (rc = krn_check_ptr(op, "rstd", rstd)) ||
         (rc = krn_check_dims(op, N, C, &n)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_layernorm_backward(ctx, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;

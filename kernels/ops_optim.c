@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "kernels/ops.h"
+#include "kernels/cuda/dispatch.h"
 #include "kernels/reduce.h"
 
 /* One-element site. */
@@ -21,6 +22,7 @@ int krn_grad_norm(krn_ctx *ctx, float *norm, const float *grads, size_t n)
     if ((rc = krn_check_ptr(op, "norm", norm)) || (rc = krn_check_ptr(op, "grads", grads)) ||
         (rc = krn_check_dims(op, n, 1, &nn)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_grad_norm(ctx, norm, grads, n));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
@@ -63,6 +65,7 @@ int krn_clip_factor(krn_ctx *ctx, float *factor, float norm, float max_norm)
         return ovt_fail(OVT_EINVAL, "%s: max_norm must be positive and finite", op);
     if (!(norm >= 0) || !isfinite(norm))
         return ovt_fail(OVT_ENUMERIC, "%s: the gradient norm is not a finite non-negative value", op);
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_clip_factor(ctx, factor, norm, max_norm));
     double x = norm > max_norm ? (double)max_norm / (double)norm : 1.0;
     krn_band band = krn_band_exact();
     return scalar_site(ctx, "clip.factor", factor, x, &band);
@@ -80,6 +83,7 @@ int krn_adamw_corrections(krn_ctx *ctx, float *bc1, float *bc2, float beta1, flo
         return ovt_fail(OVT_EINVAL, "%s: step t = %llu must be in 1..2^53", op, (unsigned long long)t);
     if (!(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1))
         return ovt_fail(OVT_EINVAL, "%s: betas must lie in [0, 1)", op);
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_adamw_corrections(ctx, bc1, bc2, beta1, beta2, t));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
@@ -147,6 +151,7 @@ int krn_adamw_update(krn_ctx *ctx, float *params, float *m, float *v, const floa
         return rc;
     if (!(bc1 > 0) || !(bc2 > 0))
         return ovt_fail(OVT_EINVAL, "%s: bias corrections must be positive (run krn_adamw_corrections)", op);
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_adamw_update(ctx, params, m, v, grads, bc1, bc2, lr, beta1, beta2, eps, weight_decay, grad_scale, n));
     adamw_job j = {.params = params, .m = m, .v = v, .grads = grads, .b1 = beta1, .b2 = beta2,
                    .s = grad_scale, .bc1 = bc1, .bc2 = bc2, .lr = lr, .eps = eps,
                    .wd = weight_decay};

@@ -24,6 +24,7 @@
 #include "kernels/grid.h"
 #include "kernels/grid_bits.h"
 #include "kernels/pool.h"
+#include "kernels/site_sparse.h"
 
 /* Elements per block: the band of a block is computed into a small buffer,
  * then the block is rounded. */
@@ -56,6 +57,10 @@ struct krn_ctx {
     krn_stats stats;
     chunk_out *chunks;
     size_t chunks_cap;
+    void *device;                     /* the cuda backend's state, or NULL */
+    void (*device_free)(void *device);
+    bool forge_armed; /* testing: forge an entry at the next site that allows it */
+    bool forged;
 };
 
 /* What one call of krn_site works on, shared by the threads. */
@@ -90,6 +95,9 @@ int krn_ctx_new(krn_ctx **out, const krn_config *cfg)
     if (cfg->mode == KRN_PLAIN && cfg->grid_bits != 32)
         return ovt_fail(OVT_EINVAL, "KRN_PLAIN converts to FP32: grid_bits must be 32, not %d",
                         cfg->grid_bits);
+    if (cfg->mode == KRN_PLAIN && cfg->backend == KRN_BACKEND_CUDA)
+        return ovt_fail(OVT_EINVAL, "KRN_PLAIN (benchmark baseline) runs on the CPU backends only, "
+                                    "not cuda");
     if (cfg->threads < 0)
         return ovt_fail(OVT_EINVAL, "thread count %d is negative", cfg->threads);
     krn_ctx *ctx = calloc(1, sizeof *ctx);
@@ -100,14 +108,43 @@ int krn_ctx_new(krn_ctx **out, const krn_config *cfg)
     if (threads > SITE_MAX_THREADS)
         threads = SITE_MAX_THREADS;
     ctx->nthreads = threads;
+    if (cfg->backend == KRN_BACKEND_CUDA) {
+        rc = krn_cuda_attach(ctx);
+        if (rc < 0) {
+            free(ctx);
+            return rc;
+        }
+    }
     *out = ctx;
     return 0;
 }
+
+void *krn_ctx_device(const krn_ctx *ctx)
+{
+    return ctx->device;
+}
+
+void krn_ctx_set_device(krn_ctx *ctx, void *device, void (*device_free)(void *device))
+{
+    ctx->device = device;
+    ctx->device_free = device_free;
+}
+
+#ifndef OVT_HAVE_CUDA
+int krn_cuda_attach(krn_ctx *ctx)
+{
+    (void)ctx;
+    return ovt_fail(OVT_EINVAL, "backend cuda: this ovt was built without CUDA (not built: CMake found "
+                                "no CUDA toolkit with cuBLAS, or -DOVT_CUDA=OFF); use cpu, ref or shuffle");
+}
+#endif
 
 void krn_ctx_free(krn_ctx *ctx)
 {
     if (ctx == NULL)
         return;
+    if (ctx->device != NULL && ctx->device_free != NULL)
+        ctx->device_free(ctx->device);
     krn_pool_free(ctx->pool);
     for (size_t c = 0; c < ctx->chunks_cap; c++)
         free(ctx->chunks[c].entries);
@@ -140,6 +177,7 @@ int krn_step_begin(krn_ctx *ctx, uint64_t step, krn_rlog *log)
     ctx->replay_next = 0;
     memset(&ctx->stats, 0, sizeof ctx->stats);
     ctx->failed = 0;
+    ctx->forged = false;
     ctx->in_step = true;
     return 0;
 }
@@ -151,6 +189,7 @@ int krn_step_end(krn_ctx *ctx, krn_stats *stats)
     if (!ctx->in_step)
         return ovt_fail(OVT_EINVAL, "krn_step_end without krn_step_begin");
     ctx->in_step = false;
+    ctx->forge_armed = false;
     if (stats != NULL)
         *stats = ctx->stats;
     if (ctx->failed < 0)
@@ -242,43 +281,7 @@ static double band_at(const krn_band *band, const double *x, size_t i)
     return tau;
 }
 
-/* ---- the fast path ---- */
-
-/* Rounds x[0..len) to nearest-even on the grid into out and marks in flag
- * the elements it cannot settle: |x| outside [2^-126, 2^127) (zero,
- * subnormal, near overflow, non-finite), elements within tau of their
- * interval's midpoint (exact ties included), bands of at least a quarter of
- * the grid step (where the nearest midpoint may lie in the finer binade
- * below), and NaN or negative bands; except +0 with a zero band, which
- * rounds to +0 here. tau == NULL means a zero band.
- *
- * Rounding: add just under half of the dropped low bits of the double (plus
- * one when the last kept bit is odd, which makes a tie go to even) and clear
- * them; a carry moves into the exponent, as rounding up into the next binade
- * should. The midpoint of the element's interval is its kept bits with the
- * highest dropped bit set, so d = |x - mid| is one exact subtraction.
- * Only bit operations, 64-bit additions, shifts and FP64 operations, with no
- * branch, so the loop vectorises. */
-static inline __attribute__((always_inline)) uint8_t
-round_one(double xj, double t, float *outj, int b)
-{
-    const int drop = 61 - b;
-    const uint64_t mask = (UINT64_C(1) << drop) - 1;
-    const uint64_t half = UINT64_C(1) << (drop - 1);
-    const double step_scale = 0x1p-52 * (double)(UINT64_C(1) << drop); /* 2^(1-p) */
-    uint64_t u = krn_double_bits(xj);
-    uint64_t a = u & ~KRN_SIGN64;
-    uint64_t r = (a + (mask >> 1) + ((a >> drop) & 1)) & ~mask;
-    *outj = (float)krn_bits_double(r | (u & KRN_SIGN64));
-    double ax = krn_bits_double(a);
-    double d = fabs(ax - krn_bits_double((a & ~mask) | half));
-    double q = krn_bits_double(a & ~KRN_MANT64) * step_scale; /* the grid step at x */
-    int normal = (ax >= 0x1p-126) & (ax < 0x1p127);
-    /* +0 with a zero band (the masked half of attention, padding) is settled
-     * here as the slow path would: written as +0, never logged. */
-    int plain_zero = (u == 0) & (t == 0.0);
-    return (uint8_t)(((normal ^ 1) | (d <= t) | (4.0 * t >= q) | !(t >= 0.0)) & !plain_zero);
-}
+/* ---- the fast path (krn_round_fast, grid_bits.h) ---- */
 
 #if defined(__x86_64__) && defined(__GNUC__)
 /* An AVX2 clone where the CPU has it (picked at load time). Both clones do
@@ -290,11 +293,11 @@ static void round_block(const double *restrict x, const double *restrict tau, fl
 {
     if (tau != NULL) {
         for (size_t j = 0; j < len; j++)
-            flag[j] = round_one(x[j], tau[j], &out[j], b);
+            flag[j] = krn_round_fast(x[j], tau[j], &out[j], b);
     } else {
         /* a zero band: only exact ties (d <= 0) and odd ranges */
         for (size_t j = 0; j < len; j++)
-            flag[j] = round_one(x[j], 0.0, &out[j], b);
+            flag[j] = krn_round_fast(x[j], 0.0, &out[j], b);
     }
 }
 
@@ -334,7 +337,8 @@ static int elem_fail(const site_job *job, size_t i, int code, const char *what)
 
 /* Rounds an element the fast path left over; RECORD also decides its entry.
  * Returns 1 if *entry was filled, 0 if not, or an error. */
-static int settle(const site_job *job, size_t i, double xi, double tau, krn_rlog_entry *entry)
+static int settle(const site_job *job, size_t i, double xi, double tau, float *outi,
+                  krn_rlog_entry *entry)
 {
     int b = job->ctx->cfg.grid_bits;
     if (!(tau >= 0.0)) {
@@ -346,7 +350,7 @@ static int settle(const site_job *job, size_t i, double xi, double tau, krn_rlog
     if (krn_grid_locate(xi, b, &pos) < 0)
         return elem_fail(job, i, OVT_ENUMERIC, ovt_errmsg());
     float v = canonical_zero(pos.nearest);
-    job->out[i] = v;
+    *outi = v;
     if (!job->record || !(tau > 0.0) || !(pos.dist <= tau))
         return 0;
     entry->index = i;
@@ -419,7 +423,7 @@ static void run_range(site_job *job, size_t i0, size_t i1, chunk_out *co)
         for (size_t k = 0; k < nc; k++) {
             size_t i = b0 + cand[k];
             krn_rlog_entry e;
-            int rc = settle(job, i, xb[cand[k]], banded ? tau[cand[k]] : 0.0, &e);
+            int rc = settle(job, i, xb[cand[k]], banded ? tau[cand[k]] : 0.0, &job->out[i], &e);
             if (rc == 1)
                 rc = chunk_push(co, &e);
             if (rc < 0) {
@@ -499,21 +503,25 @@ static int fraud(const site_job *job, size_t i, const char *fmt, ...)
     return elem_fail(job, i, OVT_EFRAUD, what);
 }
 
-/* Applies one logged entry to element e->index of the verifier's own
- * values; fails with OVT_EFRAUD where the rule of the contract rejects it. */
-static int apply_entry(site_job *job, const krn_rlog_entry *e)
+static int entry_beyond(const site_job *job, const krn_rlog_entry *e)
+{
+    return fraud(job, (size_t)e->index, "the log has an entry beyond the site's %zu elements",
+                 job->n);
+}
+
+/* Applies one logged entry to element e->index, whose value on this side is
+ * xi and band tau, writing the result to *outi; fails with OVT_EFRAUD where
+ * the rule of the contract rejects it. */
+static int apply_entry(site_job *job, const krn_rlog_entry *e, double xi, double tau, float *outi)
 {
     krn_ctx *ctx = job->ctx;
     int b = ctx->cfg.grid_bits;
     size_t i = (size_t)e->index;
-    if (e->index >= job->n)
-        return fraud(job, i, "the log has an entry beyond the site's %zu elements", job->n);
-    double tau = band_at(job->band, job->x, i);
     if (!(tau > 0.0))
         return fraud(job, i, "the element is logged but its band is %g (the site is exact there)",
                      tau);
     krn_grid_pos pos;
-    if (krn_grid_locate(job->x[i], b, &pos) < 0)
+    if (krn_grid_locate(xi, b, &pos) < 0)
         return elem_fail(job, i, OVT_ENUMERIC, ovt_errmsg());
     float v;
     double dist;
@@ -521,8 +529,7 @@ static int apply_entry(site_job *job, const krn_rlog_entry *e)
         double lo, hi;
         if (krn_grid_interval(e->value, b, &lo, &hi) < 0)
             return fraud(job, i, "the logged value %a is not a finite grid value", (double)e->value);
-        double x = job->x[i];
-        dist = x < lo ? lo - x : (x > hi ? x - hi : 0.0);
+        dist = xi < lo ? lo - xi : (xi > hi ? xi - hi : 0.0);
         if (!(dist <= 2.0 * tau))
             return fraud(job, i, "own value is %.3g tau from the logged value's rounding "
                                  "interval (limit 2, tau = %.17g)", dist / tau, tau);
@@ -543,12 +550,56 @@ static int apply_entry(site_job *job, const krn_rlog_entry *e)
     } else {
         return fraud(job, i, "unknown entry kind %d", (int)e->dir);
     }
-    job->out[i] = canonical_zero(v);
+    *outi = canonical_zero(v);
     double ratio = dist / tau;
     if (ratio > ctx->stats.max_dist_over_tau)
         ctx->stats.max_dist_over_tau = ratio;
     job->wide += e->dir == KRN_DIR_VALUE;
     return 0;
+}
+
+/* ---- testing: a forged entry ---- */
+
+void krn_ctx_forge_next_site(krn_ctx *ctx)
+{
+    ctx->forge_armed = true;
+    ctx->forged = false;
+}
+
+bool krn_ctx_forged(const krn_ctx *ctx)
+{
+    return ctx->forged;
+}
+
+/* Rounds the last element of the job's site beyond its logged entries that
+ * lies farther than 4 tau from every midpoint to the wrong neighbour, and
+ * logs that direction (krn_ctx_forge_next_site). Leaves the site alone if no
+ * element qualifies. */
+static void forge_entry(site_job *job)
+{
+    krn_ctx *ctx = job->ctx;
+    const krn_rlog_site *s = krn_rlog_find(ctx->log, job->site);
+    size_t first = s != NULL ? (size_t)s->entries[s->count - 1].index + 1 : 0;
+    for (size_t i = job->n; i-- > first;) {
+        double tau = band_at(job->band, job->x, i);
+        krn_grid_pos pos;
+        double ax = fabs(job->x[i]);
+        if (!(tau > 0.0) || !(ax >= 0x1p-100 && ax < 0x1p100) ||
+            krn_grid_locate(job->x[i], ctx->cfg.grid_bits, &pos) < 0)
+            continue;
+        if (!(pos.dist > 4.0 * tau) || !(2.0 * tau <= 0.25 * pos.spacing))
+            continue;
+        bool up = pos.nearest != pos.above;
+        float wrong = up ? pos.above : pos.below;
+        if (isinf(wrong) || wrong == 0.0f ||
+            krn_rlog_add(ctx->log, job->site, job->n, i, up ? KRN_DIR_UP : KRN_DIR_DOWN, 0.0f) < 0)
+            continue;
+        job->out[i] = wrong;
+        ctx->stats.logged++;
+        ctx->forge_armed = false;
+        ctx->forged = true;
+        return;
+    }
 }
 
 static int site_run(krn_ctx *ctx, const char *name, float *out, const double *x, size_t n,
@@ -592,9 +643,15 @@ static int site_run(krn_ctx *ctx, const char *name, float *out, const double *x,
     rc = run_job(&job);
     if (rc < 0)
         return rc;
+    if (ctx->forge_armed && job.record)
+        forge_entry(&job);
     if (logged != NULL) {
         for (size_t k = 0; k < logged->count; k++) {
-            rc = apply_entry(&job, &logged->entries[k]);
+            const krn_rlog_entry *e = &logged->entries[k];
+            size_t i = (size_t)e->index;
+            if (e->index >= n)
+                return entry_beyond(&job, e);
+            rc = apply_entry(&job, e, x[i], band_at(job.band, x, i), &out[i]);
             if (rc < 0)
                 return rc;
         }
@@ -618,10 +675,7 @@ static int site_enter(krn_ctx *ctx, const char *name)
  * krn_step_end reports this failure again. */
 static int site_leave(krn_ctx *ctx, int rc)
 {
-    if (rc < 0) {
-        ctx->failed = rc;
-        snprintf(ctx->failed_msg, sizeof ctx->failed_msg, "%s", ovt_errmsg());
-    }
+    krn_sparse_fail(ctx, rc);
     return rc;
 }
 
@@ -655,4 +709,100 @@ int krn_site(krn_ctx *ctx, const char *name, float *out, const double *x, size_t
     if (rc < 0)
         return rc;
     return site_leave(ctx, site_run(ctx, name, out, x, n, band));
+}
+
+/* ---- sites whose values live elsewhere (site_sparse.h) ---- */
+
+static int sparse_failed(krn_ctx *ctx, int rc)
+{
+    krn_sparse_fail(ctx, rc);
+    return rc;
+}
+
+void krn_sparse_fail(krn_ctx *ctx, int rc)
+{
+    if (rc < 0 && ctx->in_step && ctx->failed == 0) {
+        ctx->failed = rc;
+        snprintf(ctx->failed_msg, sizeof ctx->failed_msg, "%s", ovt_errmsg());
+    }
+}
+
+int krn_sparse_begin(krn_ctx *ctx, const char *name, size_t n, bool banded, krn_sparse_site *s)
+{
+    memset(s, 0, sizeof *s);
+    if (!ctx->in_step)
+        return ovt_fail(OVT_EINVAL, "site %s executed outside a step", name);
+    if (ctx->failed < 0)
+        return ovt_fail(ctx->failed, "site %s not run: %s", name, ctx->failed_msg);
+    s->name = name;
+    s->site = ctx->next_site++;
+    s->n = n;
+    s->banded = banded;
+    s->record = ctx->cfg.mode == KRN_RECORD && banded;
+    ctx->stats.sites++;
+    ctx->stats.outputs += n;
+    if (ctx->cfg.mode == KRN_REPLAY && ctx->replay_next < krn_rlog_nsites(ctx->log)) {
+        const krn_rlog_site *ls = krn_rlog_site_at(ctx->log, ctx->replay_next);
+        if (ls->site == s->site) {
+            s->logged = ls;
+            ctx->replay_next++;
+        }
+    }
+    if (s->logged != NULL && s->logged->n != n)
+        return sparse_failed(ctx, ovt_fail(OVT_EFRAUD, "step %llu site %u (%s): the log says the site "
+                                                       "has %llu elements, it has %zu",
+                                           (unsigned long long)ctx->step, s->site, name,
+                                           (unsigned long long)s->logged->n, n));
+    if (s->logged != NULL && !banded)
+        return sparse_failed(ctx, ovt_fail(OVT_EFRAUD, "step %llu site %u (%s) is exact (zero band) "
+                                                       "but the log has %zu entries for it",
+                                           (unsigned long long)ctx->step, s->site, name,
+                                           s->logged->count));
+    return 0;
+}
+
+int krn_sparse_finish(krn_ctx *ctx, const krn_sparse_site *s, const krn_sparse_values *cand,
+                      const krn_sparse_values *logged)
+{
+    site_job job = {.ctx = ctx, .name = s->name, .site = s->site, .n = s->n, .record = s->record};
+    int rc = reserve_chunks(ctx, 1);
+    if (rc < 0)
+        return sparse_failed(ctx, rc);
+    chunk_out *co = &ctx->chunks[0];
+    co->count = 0;
+    co->wide = 0;
+    for (size_t k = 0; k < cand->count; k++) {
+        size_t i = (size_t)cand->index[k];
+        krn_rlog_entry e;
+        double tau = s->record ? cand->tau[k] : 0.0;
+        if (i >= s->n || (k > 0 && cand->index[k] <= cand->index[k - 1]))
+            return sparse_failed(ctx, ovt_fail(OVT_EINVAL, "step %llu site %u (%s): candidate %zu "
+                                                           "(element %zu) out of order or range",
+                                               (unsigned long long)ctx->step, s->site, s->name, k, i));
+        rc = settle(&job, i, cand->x[k], tau, &cand->out[k], &e);
+        if (rc == 1)
+            rc = chunk_push(co, &e);
+        if (rc < 0)
+            return sparse_failed(ctx, rc);
+    }
+    job.wide = co->wide;
+    if (s->record && co->count > 0) {
+        rc = krn_rlog_add_site(ctx->log, s->site, s->n, co->entries, co->count);
+        if (rc < 0)
+            return sparse_failed(ctx, rc);
+        ctx->stats.logged += co->count;
+    }
+    if (s->logged != NULL) {
+        for (size_t k = 0; k < s->logged->count; k++) {
+            const krn_rlog_entry *e = &s->logged->entries[k];
+            if (e->index >= s->n)
+                return sparse_failed(ctx, entry_beyond(&job, e));
+            rc = apply_entry(&job, e, logged->x[k], logged->tau[k], &logged->out[k]);
+            if (rc < 0)
+                return sparse_failed(ctx, rc);
+        }
+        ctx->stats.logged += s->logged->count;
+    }
+    ctx->stats.wide += job.wide;
+    return 0;
 }

@@ -22,6 +22,7 @@
  * A non-finite value fails the step with OVT_ENUMERIC, naming the site.
  * The exact rules, and why they make replay exact: docs/numeric-contract.md. */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -103,5 +104,16 @@ int krn_site(krn_ctx *ctx, const char *name, float *out, const double *x, size_t
 typedef void (*krn_site_fill)(void *arg, size_t i0, size_t len, double *x);
 int krn_site_exact_fill(krn_ctx *ctx, const char *name, float *out, size_t n, krn_site_fill fill,
                         void *arg) OVT_MUST_USE;
+
+/* Testing only (fault injection: `ovt train --inject-fault forged-log`).
+ * Arms a forgery for the next (or current) RECORD step: the first banded
+ * site that has an element farther than 4 tau from every midpoint (beyond
+ * its last logged element, where a direction entry is allowed) rounds its
+ * last such element to the wrong neighbour and logs that wrong direction, an
+ * entry every verifier must reject as fraud. krn_step_end disarms it. */
+void krn_ctx_forge_next_site(krn_ctx *ctx);
+
+/* True if the armed forgery was made in the current (or last ended) step. */
+bool krn_ctx_forged(const krn_ctx *ctx);
 
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "chain/session.h"
+#include "trainer/rundata.h"
 
 static void set_hash(json_t *o, const char *key, const ovt_hash *h)
 {
@@ -66,4 +67,37 @@ int trn_commit_receipt_json(const trn_commit_receipt *r, char **text)
     *text = json_dumps(o, JSON_INDENT(2));
     json_decref(o);
     return *text ? 0 : ovt_fail(OVT_ENOMEM, "out of memory");
+}
+
+int trn_publish_run(trn_store *s, const char *dir, const trn_step_table *t, const char *data_path,
+                    const ovt_hash *dataset_hash, const ovt_hash *run_id, trn_store_manifest *m)
+{
+    memset(m, 0, sizeof *m);
+    m->run_id = *run_id;
+    m->config_hash = t->config_hash;
+    m->dataset_hash = *dataset_hash;
+    m->steps = t->count - 1;
+    char path[4096];
+    ovt_hash h;
+    uint8_t *buf = NULL;
+    size_t len;
+    int rv;
+    if ((rv = trn_run_path(path, sizeof path, dir, NULL, 0, "config.bin")) || (rv = trn_store_put_file(s, path, &h)))
+        return rv;
+    if (memcmp(h.b, t->config_hash.b, 32) != 0)
+        return ovt_fail(OVT_EFORMAT, "%s is not the config of the step table", path);
+    if ((rv = trn_store_put_file(s, data_path, &h)))
+        return rv;
+    if (memcmp(h.b, dataset_hash->b, 32) != 0)
+        return ovt_fail(OVT_ECRYPTO, "%s is not the run's dataset (SHA-256 differs)", data_path);
+    for (size_t i = 1; i < t->count; i++) {
+        if ((rv = trn_run_path(path, sizeof path, dir, "logs", i, "rlog")) || (rv = trn_store_put_file(s, path, &h)))
+            return rv;
+        if (memcmp(h.b, t->steps[i].log_hash.b, 32) != 0)
+            return ovt_fail(OVT_EFORMAT, "%s is not the log the step table names for step %zu", path, i);
+    }
+    if (!(rv = trn_step_table_encode(t, &buf, &len)) && !(rv = trn_store_put(s, buf, len, &m->steps_hash)))
+        rv = trn_store_put_manifest(s, m);
+    free(buf);
+    return rv;
 }

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 
 #include "chain/arbitration.h"
+#include "trainer/run.h"
+#include "trainer/store.h"
 
 typedef struct {
     uint64_t chain_id;
@@ -28,6 +30,13 @@ typedef struct {
 
 /* The receipt as indented JSON (malloc'd). */
 int trn_commit_receipt_json(const trn_commit_receipt *r, char **text) OVT_MUST_USE;
+
+/* Publishes run directory `dir` (whose step table is t) to store s for
+ * run_id: config.bin, the dataset at data_path (its SHA-256 must be
+ * dataset_hash), every step's log (each must hash to its logHash), the step
+ * table, and the manifest, which *m gets. docs/store.md. */
+int trn_publish_run(trn_store *s, const char *dir, const trn_step_table *t, const char *data_path,
+                    const ovt_hash *dataset_hash, const ovt_hash *run_id, trn_store_manifest *m) OVT_MUST_USE;
 
 /* `ovt commit` (cli/main.c). */
 int trn_cmd_commit(int argc, char **argv);

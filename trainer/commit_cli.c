@@ -28,7 +28,7 @@ static void usage(FILE *f)
             "RUNDIR/steps.bin, publishes the run (config, dataset, every step's rounding log, the\n"
             "step table and a manifest) to --store, signs the EIP-712 commitment and commits it with\n"
             "the trainer's bond. Writes RUNDIR/receipt.json (docs/agent.md).\n"
-            "\n" CHAIN_SESSION_HELP
+            "\n" CHAIN_SESSION_HELP CHAIN_SESSION_CONFIRMATIONS_HELP
             "  --auditor ADDR       the auditor's address\n"
             "  --arbiter ADDR       the arbiter's address\n"
             "  --bond WEI           the trainer's bond (default 0)\n"
@@ -54,41 +54,16 @@ struct commit_args {
     ovt_hash run_id;
 };
 
-static int publish(const struct commit_args *a, const trn_step_table *t, const ovt_hash *run_id, ovt_hash *manifest_steps)
+static int publish(const struct commit_args *a, const trn_step_table *t, const ovt_hash *run_id, ovt_hash *steps_blob)
 {
     trn_store *s;
-    char path[4096];
     int rv = trn_store_open(&s, a->store);
     if (rv)
         return rv;
-    trn_store_manifest m = {.run_id = *run_id, .config_hash = t->config_hash, .dataset_hash = a->p.dataset_hash,
-                            .steps = t->count - 1};
-    ovt_hash h;
-    uint8_t *buf = NULL;
-    size_t len;
-    if ((rv = trn_run_path(path, sizeof path, a->dir, NULL, 0, "config.bin")) || (rv = trn_store_put_file(s, path, &h)))
-        goto done;
-    if ((rv = trn_store_put_file(s, a->data, &h)))
-        goto done;
-    if (memcmp(h.b, a->p.dataset_hash.b, 32) != 0) {
-        rv = ovt_fail(OVT_ECRYPTO, "--data %s is not the run's dataset (SHA-256 differs)", a->data);
-        goto done;
-    }
-    for (size_t i = 1; i < t->count; i++) {
-        if ((rv = trn_run_path(path, sizeof path, a->dir, "logs", i, "rlog")) ||
-            (rv = trn_store_put_file(s, path, &h)))
-            goto done;
-        if (memcmp(h.b, t->steps[i].log_hash.b, 32) != 0) {
-            rv = ovt_fail(OVT_EFORMAT, "%s is not the log the step table names for step %zu", path, i);
-            goto done;
-        }
-    }
-    if ((rv = trn_step_table_encode(t, &buf, &len)) || (rv = trn_store_put(s, buf, len, &m.steps_hash)) ||
-        (rv = trn_store_put_manifest(s, &m)))
-        goto done;
-    *manifest_steps = m.steps_hash;
-done:
-    free(buf);
+    trn_store_manifest m;
+    rv = trn_publish_run(s, a->dir, t, a->data, &a->p.dataset_hash, run_id, &m);
+    if (!rv)
+        *steps_blob = m.steps_hash;
     trn_store_close(s);
     return rv;
 }
@@ -194,6 +169,7 @@ int trn_cmd_commit(int argc, char **argv)
 {
     static const struct option longopts[] = {
         CHAIN_SESSION_LONGOPTS,
+        CHAIN_SESSION_CONFIRMATIONS_LONGOPT,
         {"auditor", required_argument, NULL, O_AUDITOR},     {"arbiter", required_argument, NULL, O_ARBITER},
         {"bond", required_argument, NULL, O_BOND},           {"auditor-bond", required_argument, NULL, O_ABOND},
         {"commit-timeout", required_argument, NULL, O_CTO},  {"move-timeout", required_argument, NULL, O_MTO},

@@ -1,8 +1,11 @@
 #include "trainer/step.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/fileio.h"
 #include "kernels/site.h"
+#include "trainer/run.h"
 #include "trainer/train.h"
 
 int trn_step_replay(trn_state *st, const trn_run_data *d, krn_rlog *log, int threads, ovt_hash *batch_hash)
@@ -29,5 +32,60 @@ done:
     trn_step_batch_free(&b);
     trn_workspace_free(w);
     krn_ctx_free(ctx);
+    return rv;
+}
+
+/* Reads logs/step-i.rlog of dir into log and hashes its bytes. */
+static int read_step_log(const char *dir, uint64_t i, krn_rlog *log, ovt_hash *hash)
+{
+    char path[4096];
+    uint8_t *buf;
+    size_t len;
+    int rv = trn_run_path(path, sizeof path, dir, "logs", i, "rlog");
+    if (rv || (rv = ovt_read_file(path, &buf, &len, (size_t)1 << 32)))
+        return rv;
+    ovt_sha256(hash, buf, len);
+    rv = krn_rlog_decode(log, buf, len);
+    free(buf);
+    return rv ? ovt_fail_wrap(rv, "%s", path) : 0;
+}
+
+int trn_step_replay_run(const char *dir, const trn_run_data *d, uint64_t k, int threads, trn_replay_result *out)
+{
+    memset(out, 0, sizeof *out);
+    if (k == 0)
+        return ovt_fail(OVT_EINVAL, "step 0 is the initial state: there is no step to re-execute");
+    trn_run_config rc;
+    ovt_hash config_hash;
+    char path[4096];
+    trn_state *st = NULL;
+    krn_rlog *log = krn_rlog_new();
+    int rv;
+    if (!log)
+        return ovt_fail(OVT_ENOMEM, "out of memory");
+    if ((rv = trn_run_load_config(dir, &rc, &config_hash)) ||
+        (rv = trn_run_latest_checkpoint(dir, k - 1, &out->from_checkpoint)) ||
+        (rv = trn_run_path(path, sizeof path, dir, "ckpt", out->from_checkpoint, "ckpt")))
+        goto done;
+    if ((rv = trn_checkpoint_read(&st, path))) {
+        rv = ovt_fail_wrap(rv, "checkpoint %s", path);
+        goto done;
+    }
+    if (memcmp(st->config_hash.b, config_hash.b, 32) != 0 || st->step != out->from_checkpoint) {
+        rv = ovt_fail(OVT_EFORMAT, "checkpoint %s does not belong to this run (another config or step)", path);
+        goto done;
+    }
+    for (uint64_t i = st->step + 1; i <= k; i++) {
+        if ((rv = read_step_log(dir, i, log, &out->log_hash)))
+            goto done;
+        if ((rv = trn_step_replay(st, d, log, threads, &out->batch_hash))) {
+            rv = ovt_fail_wrap(rv, "re-executing step %llu", (unsigned long long)i);
+            goto done;
+        }
+    }
+    trn_state_hash(&out->state_hash, st);
+done:
+    trn_state_free(st);
+    krn_rlog_free(log);
     return rv;
 }

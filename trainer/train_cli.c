@@ -2,6 +2,7 @@
  * directory (trainer/run.h) that an auditor or arbiter can replay. */
 #include <getopt.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,8 @@
 #include "kernels/site.h"
 #include "trainer/cliargs.h"
 #include "trainer/data.h"
+#include "trainer/fault.h"
+#include "trainer/plot.h"
 #include "trainer/rundata.h"
 #include "trainer/run.h"
 #include "trainer/state.h"
@@ -26,10 +29,14 @@ static void train_usage(FILE *f)
             "Trains a model with controlled rounding (FP64 compute, every result rounded to the\n"
             "grid, near-midpoint decisions written to a rounding log per step) and writes the run\n"
             "to DIR: config.bin, logs/step-N.rlog, ckpt/step-N.ckpt, steps.bin (stateHash,\n"
-            "batchHash, logHash of every step) and run.json with the step Merkle root.\n"
+            "batchHash, logHash of every step), run.json with the step Merkle root, and the\n"
+            "loss curve as loss.csv and loss.svg (written at every checkpoint and at the end).\n"
             "\n"
             "options:\n"
             "  --model NAME         gpt2-tiny (default), gpt2-small, or mlp-demo\n"
+            "  --config FILE        start from the run config of another run (its config.bin: model,\n"
+            "                       optimizer, schedule, batch, seed, b); later flags change it and\n"
+            "                       the datasetHash comes from --data\n"
             "  --data FILE          GPT-2: a token file (ovt uint16 format, or raw bytes as\n"
             "                       byte-level tokens); MLP: an ovt samples file\n"
             "  --out DIR            the run directory (created; must not hold a run unless --resume)\n"
@@ -43,7 +50,7 @@ static void train_usage(FILE *f)
             "  --clip X             global gradient-norm clip, 0 = off (default 1.0)\n"
             "  --seed N             seed of init and batch schedule (default 1)\n"
             "  --grid-bits B        grid width b, 24..32 (default 32: FP32)\n"
-            "  --backend NAME       cpu (default), ref or shuffle\n"
+            "  --backend NAME       cpu (default), ref, shuffle, or cuda (a GPU; ovt built with CUDA)\n"
             "  --threads N          cpu backend threads (default: the backend's)\n"
             "  --checkpoint-every K write a checkpoint every K steps (default 50; step 0 and the\n"
             "                       last step always)\n"
@@ -52,17 +59,32 @@ static void train_usage(FILE *f)
             "  --run-id HEX         32-byte runId for the root (default: zero; the contract assigns\n"
             "                       the real one when the run is opened)\n"
             "  --every N            a progress line every N steps (default 10; 0: none)\n"
+            "  --replay DIR         replay the run in DIR instead of recording: every step applies\n"
+            "                       DIR/logs/step-NNNNNNNN.rlog (REPLAY, a fraudulent entry fails the step);\n"
+            "                       the state hashes must then equal DIR's (bench/gpu-check.sh)\n"
+            "  --nearest            round to nearest without any log (the ablation; no entries)\n"
+            "  --print-state        print \"state STEP HASH\" with the stateHash after every step\n"
             "  --json               print the summary as JSON (no progress lines)\n"
-            "  -h, --help           this help\n");
+            "  -h, --help           this help\n"
+            "\n"
+            "testing only (fault injection for `ovt devnet` and the tests; the run is then wrong\n"
+            "at step K on purpose, see docs/devnet.md):\n"
+            "  --inject-fault KIND  bitflip (a parameter bit flipped after step K), poisoned-batch\n"
+            "                       (step K trained on changed targets, the schedule's batchHash\n"
+            "                       kept), skipped-step (state K = state K-1, empty log K) or\n"
+            "                       forged-log (log K has a wrong-direction entry far from its\n"
+            "                       midpoint, and the state follows it)\n"
+            "  --fault-step K       the faulty step, 1..--steps (required with --inject-fault)\n");
 }
 
 struct train_args {
-    const char *model, *data, *out, *backend;
+    const char *model, *data, *out, *backend, *replay;
     uint64_t steps;
     uint32_t every, ckpt_every;
     int threads;
-    bool resume, json;
+    bool resume, json, nearest, print_state;
     ovt_hash run_id;
+    trn_fault fault; /* testing only */
     trn_run_config rc;
 };
 
@@ -158,6 +180,44 @@ static int write_summary(const struct train_args *a, const trn_state *st, const 
     return rv;
 }
 
+/* Writes loss.csv and loss.svg of the run from its rows so far. */
+static int write_loss(const struct train_args *a, const trn_loss_row *rows, size_t n)
+{
+    char path[4096], title[256];
+    snprintf(title, sizeof title, "ovt train %s: loss per step", a->model);
+    int rv = trn_run_path(path, sizeof path, a->out, NULL, 0, "loss.csv");
+    if (!rv)
+        rv = trn_loss_csv_write(path, rows, n);
+    if (!rv)
+        rv = trn_run_path(path, sizeof path, a->out, NULL, 0, "loss.svg");
+    return rv ? rv : trn_loss_svg_write(path, rows, n, title);
+}
+
+/* The rows of steps 1..upto kept from an earlier session (--resume). */
+static int resume_loss(const struct train_args *a, trn_loss_row *rows, size_t *n, uint64_t upto)
+{
+    char path[4096];
+    trn_loss_row *old;
+    size_t count;
+    *n = 0;
+    int rv = trn_run_path(path, sizeof path, a->out, NULL, 0, "loss.csv");
+    if (rv || access(path, F_OK) != 0)
+        return rv;
+    if ((rv = trn_loss_csv_read(path, &old, &count)))
+        return rv;
+    for (size_t i = 0; i < count && old[i].step <= upto && *n < upto; i++)
+        rows[(*n)++] = old[i];
+    free(old);
+    return 0;
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0->tv_nsec);
+}
+
 static int train(const struct train_args *a)
 {
     trn_run_config rc = a->rc;
@@ -167,6 +227,8 @@ static int train(const struct train_args *a)
     krn_ctx *ctx = NULL;
     krn_rlog *log = krn_rlog_new();
     trn_step_table table = {0};
+    trn_loss_row *rows = NULL;
+    size_t nrows = 0;
     char path[4096];
     int rv;
     if (!log)
@@ -177,7 +239,8 @@ static int train(const struct train_args *a)
     args.rc = rc;
     trn_config_hash(&table.config_hash, &rc);
     table.steps = calloc(a->steps + 1, sizeof *table.steps);
-    if (!table.steps) {
+    rows = calloc(a->steps + 1, sizeof *rows);
+    if (!table.steps || !rows) {
         rv = ovt_fail(OVT_ENOMEM, "out of memory for %llu steps", (unsigned long long)a->steps);
         goto done;
     }
@@ -196,8 +259,10 @@ static int train(const struct train_args *a)
     }
     krn_backend_kind backend = !strcmp(a->backend, "ref")       ? KRN_BACKEND_REF
                                : !strcmp(a->backend, "shuffle") ? KRN_BACKEND_SHUFFLE
+                               : !strcmp(a->backend, "cuda")    ? KRN_BACKEND_CUDA
                                                                 : KRN_BACKEND_CPU;
-    krn_config kc = {.backend = backend, .mode = KRN_RECORD, .grid_bits = (int)rc.grid_bits,
+    krn_mode mode = a->replay ? KRN_REPLAY : a->nearest ? KRN_NEAREST : KRN_RECORD;
+    krn_config kc = {.backend = backend, .mode = mode, .grid_bits = (int)rc.grid_bits,
                      .shuffle_seed = rc.seed, .threads = a->threads};
     if ((rv = krn_ctx_new(&ctx, &kc)) || (rv = trn_workspace_new(&w, &rc)))
         goto done;
@@ -207,16 +272,44 @@ static int train(const struct train_args *a)
                (unsigned long long)st->step + 1, (unsigned long long)a->steps, a->out);
     uint64_t entries = 0, log_bytes = 0, start = st->step;
     double first_loss = 0, last_loss = 0;
+    if ((rv = resume_loss(&args, rows, &nrows, start)))
+        goto done;
+    struct timespec session_t0;
+    clock_gettime(CLOCK_MONOTONIC, &session_t0);
     while (st->step < a->steps) {
         uint64_t i = st->step + 1;
         trn_step_batch batch;
         if ((rv = trn_step_batch_get(&batch, &data, &rc, i)))
             goto done;
-        trn_step_info info;
+        trn_step_info info = {0};
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        rv = trn_train_step(ctx, w, st, &batch.view, log, &info);
+        if (a->replay && !(rv = trn_run_path(path, sizeof path, a->replay, "logs", i, "rlog")))
+            rv = krn_rlog_read_file(log, path);
+        if (mode == KRN_NEAREST)
+            krn_rlog_reset(log, i);
+        if (!rv && trn_fault_at(&a->fault, TRN_FAULT_POISONED_BATCH, i))
+            trn_fault_poison(&batch.tb, &batch.sb, rc.model.vocab, rc.model.n_class);
+        if (!rv && trn_fault_at(&a->fault, TRN_FAULT_FORGED_LOG, i))
+            krn_ctx_forge_next_site(ctx);
+        if (!rv && trn_fault_at(&a->fault, TRN_FAULT_SKIPPED_STEP, i)) {
+            krn_rlog_reset(log, i);
+            st->step = i;
+        } else if (!rv) {
+            rv = trn_train_step(ctx, w, st, &batch.view, mode == KRN_NEAREST ? NULL : log, &info);
+        }
         clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (!rv && !isfinite(info.loss))
+            rv = ovt_fail(OVT_ENUMERIC, "the loss is %g", (double)info.loss);
+        if (rv == OVT_ENUMERIC)
+            rv = ovt_fail_wrap(rv, "step %llu diverged (lower --lr or keep --clip on); nothing of step %llu was "
+                                   "written, the run's files stop at its last checkpoint",
+                               (unsigned long long)i, (unsigned long long)i);
+        if (!rv && trn_fault_at(&a->fault, TRN_FAULT_FORGED_LOG, i) && !krn_ctx_forged(ctx))
+            rv = ovt_fail(OVT_EINVAL, "--inject-fault forged-log: no element of step %llu could be forged",
+                          (unsigned long long)i);
+        if (!rv && trn_fault_at(&a->fault, TRN_FAULT_BITFLIP, i))
+            trn_fault_bitflip(st);
         table.steps[i].batch_hash = batch.hash;
         trn_step_batch_free(&batch);
         if (rv)
@@ -234,21 +327,31 @@ static int train(const struct train_args *a)
             goto done;
         trn_state_hash(&table.steps[i].state_hash, st);
         table.count = i + 1;
+        if (a->print_state) {
+            char hx[65];
+            ovt_hex_encode(hx, table.steps[i].state_hash.b, 32);
+            printf("state %llu %s\n", (unsigned long long)i, hx);
+        }
         entries += krn_rlog_nentries(log);
         log_bytes += len;
         if (i == start + 1)
             first_loss = info.loss;
         last_loss = info.loss;
+        rows[nrows++] = (trn_loss_row){.step = i, .loss = info.loss, .lr = info.lr, .grad_norm = info.grad_norm,
+                                       .log_entries = krn_rlog_nentries(log)};
         if ((a->ckpt_every && i % a->ckpt_every == 0) || i == a->steps) {
             if ((rv = trn_run_path(path, sizeof path, a->out, NULL, 0, "steps.bin")) ||
                 (rv = trn_step_table_write(&table, path)) ||
-                (rv = trn_run_path(path, sizeof path, a->out, "ckpt", i, "ckpt")) || (rv = trn_checkpoint_write(st, path)))
+                (rv = trn_run_path(path, sizeof path, a->out, "ckpt", i, "ckpt")) || (rv = trn_checkpoint_write(st, path)) ||
+                (rv = write_loss(a, rows, nrows)))
                 goto done;
         }
         if (!a->json && a->every && (i % a->every == 0 || i == a->steps)) {
-            printf("step %6llu  loss %.4f  lr %.3g  grad norm %.3g  log %llu entries, %zu bytes  %.2f s\n",
-                   (unsigned long long)i, (double)info.loss, (double)info.lr, (double)info.grad_norm,
-                   (unsigned long long)krn_rlog_nentries(log), len,
+            printf("step %6llu/%llu  loss %.4f  lr %.3g  grad norm %.3g  %.2f steps/s  log %llu entries "
+                   "(%.0f per step so far), %zu bytes  step %.2f s\n",
+                   (unsigned long long)i, (unsigned long long)a->steps, (double)info.loss, (double)info.lr,
+                   (double)info.grad_norm, (double)(i - start) / seconds_since(&session_t0),
+                   (unsigned long long)krn_rlog_nentries(log), (double)entries / (double)(i - start), len,
                    (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
             fflush(stdout);
         }
@@ -260,6 +363,7 @@ static int train(const struct train_args *a)
         goto done;
     rv = write_summary(&args, st, &table, &root, entries, log_bytes, first_loss, last_loss, st->step - start);
 done:
+    free(rows);
     krn_rlog_free(log);
     krn_ctx_free(ctx);
     trn_workspace_free(w);
@@ -269,8 +373,29 @@ done:
     return rv;
 }
 
+/* --config FILE: another run's config.bin as the starting config. */
+static int load_config_file(struct train_args *a, const char *path)
+{
+    uint8_t *buf;
+    size_t len;
+    trn_run_config rc;
+    int rv = ovt_read_file(path, &buf, &len, 4096);
+    if (!rv) {
+        rv = trn_config_decode(&rc, buf, len);
+        free(buf);
+    }
+    if (rv) {
+        fprintf(stderr, "ovt train: --config %s: %s\n", path, ovt_errmsg());
+        return rv;
+    }
+    a->rc = rc;
+    a->model = rc.model.kind == TRN_MODEL_MLP ? "mlp (--config)" : "gpt2 (--config)";
+    return 0;
+}
+
 enum { O_MODEL = 256, O_DATA, O_OUT, O_STEPS, O_BATCH, O_SEQ, O_LR, O_LR_MIN, O_WARMUP, O_WD, O_CLIP, O_SEED,
-       O_GRID, O_BACKEND, O_THREADS, O_CKPT, O_RESUME, O_RUN_ID, O_EVERY, O_JSON };
+       O_GRID, O_BACKEND, O_THREADS, O_CKPT, O_RESUME, O_RUN_ID, O_EVERY, O_JSON, O_REPLAY, O_NEAREST,
+       O_PRINT_STATE, O_FAULT, O_FAULT_STEP, O_CONFIG };
 
 int trn_cmd_train(int argc, char **argv)
 {
@@ -285,6 +410,9 @@ int trn_cmd_train(int argc, char **argv)
         {"threads", required_argument, NULL, O_THREADS}, {"checkpoint-every", required_argument, NULL, O_CKPT},
         {"resume", no_argument, NULL, O_RESUME},         {"run-id", required_argument, NULL, O_RUN_ID},
         {"every", required_argument, NULL, O_EVERY},     {"json", no_argument, NULL, O_JSON},
+        {"replay", required_argument, NULL, O_REPLAY},   {"nearest", no_argument, NULL, O_NEAREST},
+        {"print-state", no_argument, NULL, O_PRINT_STATE},
+        {"config", required_argument, NULL, O_CONFIG},   {"inject-fault", required_argument, NULL, O_FAULT}, {"fault-step", required_argument, NULL, O_FAULT_STEP},
         {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0}};
     struct train_args a = {.model = "gpt2-tiny", .backend = "cpu", .steps = 100, .every = 10, .ckpt_every = 50};
     /* First pass: the model, which sets the defaults the other flags change. */
@@ -297,7 +425,14 @@ int trn_cmd_train(int argc, char **argv)
         return 2;
     }
     trn_config_default(&a.rc, &m);
-    bool lr_min_set = false;
+    bool have_config = false;
+    for (int k = 1; k + 1 < argc; k++)
+        if (!strcmp(argv[k], "--config")) {
+            if (load_config_file(&a, argv[k + 1]))
+                return 2;
+            have_config = true;
+        }
+    bool lr_min_set = have_config; /* the config's own lr_min */
     uint64_t v;
     double x;
     int c;
@@ -307,7 +442,8 @@ int trn_cmd_train(int argc, char **argv)
         const char *flag = trn_arg_name(longopts, c);
         switch (c) {
         case 'h': train_usage(stdout); return 0;
-        case O_MODEL: break;
+        case O_MODEL:
+        case O_CONFIG: break;
         case O_DATA: a.data = optarg; break;
         case O_OUT: a.out = optarg; break;
         case O_STEPS:
@@ -347,8 +483,9 @@ int trn_cmd_train(int argc, char **argv)
             a.rc.grid_bits = (uint32_t)v;
             break;
         case O_BACKEND:
-            if (strcmp(optarg, "cpu") && strcmp(optarg, "ref") && strcmp(optarg, "shuffle")) {
-                fprintf(stderr, "ovt train: --backend must be cpu, ref or shuffle, got '%s'\n", optarg);
+            if (strcmp(optarg, "cpu") && strcmp(optarg, "ref") && strcmp(optarg, "shuffle") &&
+                strcmp(optarg, "cuda")) {
+                fprintf(stderr, "ovt train: --backend must be cpu, ref, shuffle or cuda, got '%s'\n", optarg);
                 return 2;
             }
             a.backend = optarg;
@@ -373,6 +510,18 @@ int trn_cmd_train(int argc, char **argv)
             a.every = (uint32_t)v;
             break;
         case O_JSON: a.json = true; break;
+        case O_REPLAY: a.replay = optarg; break;
+        case O_NEAREST: a.nearest = true; break;
+        case O_PRINT_STATE: a.print_state = true; break;
+        case O_FAULT:
+            if (trn_fault_parse(&a.fault.kind, optarg)) {
+                fprintf(stderr, "ovt train: --inject-fault: %s\n", ovt_errmsg());
+                return 2;
+            }
+            break;
+        case O_FAULT_STEP:
+            if (trn_arg_u64("train", flag, optarg, 1, 100000000, &a.fault.step)) return 2;
+            break;
         default:
             return trn_arg_unknown("train", argv[optind - 1]);
         }
@@ -381,6 +530,14 @@ int trn_cmd_train(int argc, char **argv)
         return 2;
     if (!a.data || !a.out) {
         fprintf(stderr, "ovt train: --data and --out are required; see `ovt train --help`\n");
+        return 2;
+    }
+    if (a.replay && a.nearest) {
+        fprintf(stderr, "ovt train: --replay and --nearest exclude each other\n");
+        return 2;
+    }
+    if ((a.fault.kind != TRN_FAULT_NONE) != (a.fault.step != 0) || a.fault.step > a.steps) {
+        fprintf(stderr, "ovt train: --inject-fault KIND and --fault-step K (1..--steps) go together\n");
         return 2;
     }
     if (!lr_min_set)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/fileio.h"
+#include "support/httpd.h"
 #include "support/proc.h"
 
 static char af_ovt[512];
@@ -64,6 +65,44 @@ static inline int af_train(const char *name, int steps, char *run_dir, size_t ca
                       "--batch", "2", "--seq", "16", "--checkpoint-every", "8", "--every", "0", "--json", NULL);
     free(out);
     return rv;
+}
+
+/* A static file server for tsup_httpd: GET /s/PATH answers ROOT/PATH (404
+ * if absent), any path containing /boom/ answers 500, corrupt flips a byte of
+ * every body. Bodies are limited to tsup_http_reply's 64 KiB. */
+typedef struct {
+    tsup_httpd httpd;
+    const char *root;
+    int corrupt;
+} af_server;
+
+static inline void af_serve(void *ctx, const char *body, tsup_http_reply *reply)
+{
+    (void)body;
+    af_server *srv = ctx;
+    char path[1024], file[2048];
+    if (sscanf(srv->httpd.request_line, "GET %1000s", path) != 1) {
+        reply->status = 400;
+        return;
+    }
+    if (strstr(path, "/boom/")) {
+        reply->status = 500;
+        snprintf(reply->body, sizeof reply->body, "internal error");
+        return;
+    }
+    const char *rel = strstr(path, "/s/");
+    snprintf(file, sizeof file, "%s/%s", srv->root, rel ? rel + 3 : "");
+    uint8_t *buf;
+    size_t len;
+    if (!rel || ovt_read_file(file, &buf, &len, sizeof reply->body) != 0) {
+        reply->status = 404;
+        return;
+    }
+    memcpy(reply->body, buf, len);
+    reply->body_len = len;
+    if (srv->corrupt && len)
+        reply->body[len / 2] ^= 1;
+    free(buf);
 }
 
 static inline void af_cleanup(void)

@@ -9,7 +9,8 @@
  *   has published state 12 and log 13, each party sent exactly one
  *   transaction per round (nonces), and the verdict posted from the arbiter's
  *   key ends both agents with the outcome;
- *   an auditor that stops answering: the trainer agent claims the timeout
+ *   an auditor that stops answering: the trainer agent (stopped by SIGTERM
+ *   and started again on the way, sending nothing twice) claims the timeout
  *   once the clock passes the deadline (evm_increaseTime);
  *   a trainer agent with --withhold against `ovt audit --agent`. */
 #include <fcntl.h>
@@ -22,6 +23,7 @@
 
 #include "aud_fixture.h"
 #include "chain/arbitration.h"
+#include "chain/keystore.h"
 #include "chain/session.h"
 #include "check.h"
 #include "support/anvil.h"
@@ -57,17 +59,35 @@ static const char *json_str(const char *text, const char *key, char *out, size_t
     return out;
 }
 
-/* ovt commit of run_dir: returns the run id (hex) in rid. */
-static int commit(char rid[67], const char *move_timeout)
+/* ovt commit of run_dir: returns the run id (hex) in rid. The trainer's
+ * key comes from its keystore when keystore is set, else --private-key. */
+static int commit_with(char rid[67], const char *move_timeout, const char *keystore, const char *password_file)
 {
     char *out = NULL, data_abs[600];
     snprintf(data_abs, sizeof data_abs, "%s", af_text);
-    int rv = af_ovt_run(&out, "commit", run_dir, "--rpc-url", node.url, "--contract", contract, "--private-key",
-                        keys[TRAINER], "--auditor", addr[AUDITOR], "--arbiter", addr[ARBITER], "--bond", "1000",
-                        "--move-timeout", move_timeout, "--store", store_url, "--data", data_abs, "--json", NULL);
+    char *args[40] = {af_ovt, "commit", run_dir, "--rpc-url", node.url, "--contract", contract, "--auditor",
+                      addr[AUDITOR], "--arbiter", addr[ARBITER], "--bond", "1000", "--move-timeout",
+                      (char *)move_timeout, "--store", store_url, "--data", data_abs, "--json"};
+    int n = 20;
+    if (keystore) {
+        args[n++] = "--keystore";
+        args[n++] = (char *)keystore;
+        args[n++] = "--password-file";
+        args[n++] = (char *)password_file;
+    } else {
+        args[n++] = "--private-key";
+        args[n++] = (char *)keys[TRAINER];
+    }
+    args[n] = NULL;
+    int rv = tsup_run(args, &out);
     json_str(out, "run_id", rid, 67);
     free(out);
     return rv;
+}
+
+static int commit(char rid[67], const char *move_timeout)
+{
+    return commit_with(rid, move_timeout, NULL, NULL);
 }
 
 static int audit(const char *rid, const char *out_dir, const char *lie_at)
@@ -220,6 +240,22 @@ static void test_verified(void)
     CHECK(strlen(sig_hex) == 132 && ovt_hex_decode(rsv, 65, sig_hex + 2) == 0);
     CHECK(chain_sig_from_rsv(&sig, rsv) == 0 && chain_recover_address(&signer, &sig, &digest) == 0);
     CHECK(chain_address_from_string(&trainer, addr[TRAINER]) == 0 && chain_address_eq(&signer, &trainer));
+    /* Bad input: clear errors, nothing sent. */
+    char *out0 = NULL;
+    CHECK(af_ovt_run(&out0, "agent", "--role", "trainer", "--run-id", rid, "--rpc-url", node.url, "--contract",
+                     contract, "--private-key", keys[TRAINER], "--run", run_dir, "--confirmations", "0", NULL) == 1);
+    free(out0);
+    CHECK(af_ovt_run(&out0, "agent", "--role", "judge", "--run-id", rid, "--run", run_dir, NULL) == 2);
+    free(out0);
+    CHECK(af_ovt_run(&out0, "commit", "--rpc-url", node.url, NULL) == 2); /* no RUNDIR */
+    free(out0);
+    CHECK(af_ovt_run(&out0, "commit", run_dir, "--rpc-url", node.url, "--contract", contract, "--private-key",
+                     keys[TRAINER], "--auditor", addr[AUDITOR], "--arbiter", addr[ARBITER], "--store", store_url,
+                     NULL) == 2); /* --store without --data */
+    free(out0);
+    CHECK(af_ovt_run(&out0, "commit", run_dir, "--rpc-url", node.url, "--contract", contract, "--private-key",
+                     keys[TRAINER], "--auditor", "0x1234", "--arbiter", addr[ARBITER], NULL) == 2);
+    free(out0);
     /* A second audit commit for the same run is refused before sending. */
     char *out = NULL;
     CHECK(af_ovt_run(&out, "audit", store_url, "--run-id", rid, "--out", aud, "--rpc-url", node.url, "--contract",
@@ -281,7 +317,7 @@ static void test_lying_auditor(void)
     /* The arbiter (another helper's watcher) is played by the test. */
     CHECK(verdict(rid, 13, CHAIN_ARB_TRAINER_RIGHT, &g.trainer_node) == 0);
     CHECK(wait_agent(tp, 60) == 0 && wait_agent(ap, 60) == 0);
-    CHECK(file_has(t_out, "trainer-right") && file_has(a_out, "trainer-right"));
+    CHECK(file_has(t_out, "{\"outcome\":\"trainer-right\",\"code\":2}") && file_has(a_out, "trainer-right"));
     /* The agents kept their game on disk; the node going away was retried. */
     snprintf(path, sizeof path, "%s/agent/%s/state.json", run_dir, rid + 2);
     CHECK(file_has(path, "\"published\": true") && file_has(path, "trainer-right"));
@@ -289,8 +325,19 @@ static void test_lying_auditor(void)
 
 static void test_timeout(void)
 {
-    char rid[67], aud[600], t_out[600];
-    CHECK(commit(rid, "600") == 0);
+    char rid[67], aud[600], t_out[600], ks[600], pw[600];
+    /* This run's trainer signs from a keystore (light scrypt) and a password file. */
+    chain_privkey k;
+    snprintf(ks, sizeof ks, "%s/trainer.keystore", af_dir);
+    snprintf(pw, sizeof pw, "%s/password", af_dir);
+    CHECK(chain_key_from_hex(&k, keys[TRAINER]) == 0);
+    CHECK(chain_keystore_write(ks, &k, "hunter2", 7, &chain_scrypt_light) == 0);
+    CHECK(ovt_write_atomic(pw, "hunter2\n", 8, 0600) == 0);
+    CHECK(commit_with(rid, "600", ks, pw) == 0);
+    CHECK(strlen(rid) == 66);
+    CHECK(ovt_write_atomic(pw, "wrong\n", 6, 0600) == 0);
+    char other[67];
+    CHECK(commit_with(other, "600", ks, pw) == 1); /* wrong password: a clear failure */
     snprintf(aud, sizeof aud, "%s/aud-silent", af_dir);
     CHECK(audit(rid, aud, "3") == 0);
     snprintf(t_out, sizeof t_out, "%s/trainer-timeout.out", af_dir);
@@ -299,6 +346,16 @@ static void test_timeout(void)
     for (int waited = 0; waited < 300 && (game(rid, &g) != 0 || !(g.flags & CHAIN_ARB_FLAG_TRAINER)); waited++)
         sleep_ms(100);
     CHECK(g.flags & CHAIN_ARB_FLAG_TRAINER);
+    /* SIGTERM stops it between turns (exit 1); started again from its state
+     * it sends nothing more for the round it already answered. */
+    sleep_ms(300);
+    CHECK(kill(tp, SIGTERM) == 0);
+    CHECK(wait_agent(tp, 20) == 1);
+    uint64_t before = nonce_of(TRAINER);
+    tp = agent("trainer", rid, run_dir, t_out);
+    sleep_ms(1500);
+    CHECK_EQ_U64(nonce_of(TRAINER), before);
+    CHECK(game(rid, &g) == 0 && g.phase == CHAIN_ARB_PHASE_BISECTING && g.round == 0);
     json_t *res = NULL;
     CHECK(chain_rpc_call(rpc, &res, "evm_increaseTime", json_pack("[i]", 601)) == 0);
     json_decref(res);

@@ -3,7 +3,8 @@
  * checkpoint diverges exactly at that step; a log changed after the fact is
  * found at its step (logHash differs); a forged log entry, committed by the
  * trainer, is reported as fraud at its step; missing files and a wrong
- * dataset are clear errors. The expected steps are the ones the test
+ * dataset are clear errors; the run published to a store and fetched over
+ * http:// verifies, and a swapped log in the store is refused. The expected steps are the ones the test
  * tampered with. */
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include "auditor/replay.h"
 #include "check.h"
 #include "kernels/rlog.h"
+#include "trainer/commit.h"
 #include "trainer/rundata.h"
 
 #define STEPS 20
@@ -201,6 +203,55 @@ static void test_bad_input(const char *honest)
     free(out);
 }
 
+/* The run published to a file:// store and fetched back over http:// (the
+ * test's server serves the store's directory): verified, and a log that
+ * changed in the store is refused on fetch. */
+static void test_from_http_store(const char *honest)
+{
+    char dir[512], url[600], path[600], fetched[512];
+    snprintf(dir, sizeof dir, "%s/store", af_dir);
+    snprintf(url, sizeof url, "file://%s", dir);
+    trn_store *s;
+    trn_step_table t;
+    trn_store_manifest m;
+    ovt_hash run_id;
+    ovt_sha256(&run_id, "some run", 8);
+    snprintf(path, sizeof path, "%s/steps.bin", honest);
+    CHECK(trn_step_table_read(&t, path) == 0);
+    trn_run_config rc;
+    ovt_hash ch;
+    CHECK(trn_run_load_config(honest, &rc, &ch) == 0);
+    CHECK(trn_store_open(&s, url) == 0);
+    CHECK(trn_publish_run(s, honest, &t, af_text, &rc.dataset_hash, &run_id, &m) == 0);
+    trn_store_close(s);
+    static af_server srv;
+    srv.root = dir;
+    CHECK(tsup_httpd_start(&srv.httpd, af_serve, &srv) == 0);
+    snprintf(url, sizeof url, "%s/s", srv.httpd.url);
+    CHECK(trn_store_open(&s, url) == 0);
+    snprintf(fetched, sizeof fetched, "%s/fetched", af_dir);
+    CHECK_MSG(aud_fetch_run(s, &run_id, fetched, NULL) == 0, "%s", ovt_errmsg());
+    snprintf(path, sizeof path, "%s/dataset.bin", fetched);
+    aud_replay_opts o = {.run_dir = fetched, .data_path = path, .backend = KRN_BACKEND_REF};
+    aud_report r;
+    CHECK(aud_replay(&o, &r) == 0);
+    CHECK(r.finding == AUD_VERIFIED && r.replayed == STEPS);
+    aud_report_free(&r);
+    /* Log 4 replaced in the store by log 5's bytes: its name no longer fits. */
+    char a[700], b[700], hex[65];
+    ovt_hex_encode(hex, t.steps[4].log_hash.b, 32);
+    snprintf(a, sizeof a, "%s/blob/%s", dir, hex);
+    ovt_hex_encode(hex, t.steps[5].log_hash.b, 32);
+    snprintf(b, sizeof b, "%s/blob/%s", dir, hex);
+    CHECK(memcmp(t.steps[4].log_hash.b, t.steps[5].log_hash.b, 32) != 0);
+    CHECK(tsup_runl(NULL, "/bin/cp", b, a, NULL) == 0);
+    snprintf(fetched, sizeof fetched, "%s/fetched2", af_dir);
+    CHECK(aud_fetch_run(s, &run_id, fetched, NULL) == OVT_ECRYPTO);
+    trn_store_close(s);
+    tsup_httpd_stop(&srv.httpd);
+    trn_step_table_free(&t);
+}
+
 int main(void)
 {
     CHECK(af_init("aud-replay") == 0);
@@ -247,6 +298,7 @@ int main(void)
     test_tampered_checkpoint(honest);
     test_tampered_log(honest);
     test_bad_input(honest);
+    test_from_http_store(honest);
     af_cleanup();
     return check_done();
 }

@@ -12,44 +12,6 @@
 #include "support/httpd.h"
 #include "trainer/store.h"
 
-/* Serves GET /PATH from the store directory; scripted faults by path. */
-struct server {
-    const char *root;
-    int corrupt; /* flip a byte of every body */
-};
-
-static void serve(void *ctx, const char *body, tsup_http_reply *reply)
-{
-    (void)body;
-    struct server *srv = ctx;
-    extern tsup_httpd httpd;
-    char path[1024], file[2048];
-    if (sscanf(httpd.request_line, "GET %1000s", path) != 1) {
-        reply->status = 400;
-        return;
-    }
-    if (strstr(path, "/boom/")) {
-        reply->status = 500;
-        snprintf(reply->body, sizeof reply->body, "internal error");
-        return;
-    }
-    const char *rel = strstr(path, "/s/");
-    snprintf(file, sizeof file, "%s/%s", srv->root, rel ? rel + 3 : "");
-    uint8_t *buf;
-    size_t len;
-    if (!rel || ovt_read_file(file, &buf, &len, sizeof reply->body) != 0) {
-        reply->status = 404;
-        return;
-    }
-    memcpy(reply->body, buf, len);
-    reply->body_len = len;
-    if (srv->corrupt && len)
-        reply->body[len / 2] ^= 1;
-    free(buf);
-}
-
-tsup_httpd httpd;
-
 int main(void)
 {
     CHECK(af_init("aud-store") == 0);
@@ -128,9 +90,11 @@ int main(void)
     trn_store_close(s);
 
     /* http:// through libcurl. */
-    struct server srv = {.root = dir};
-    CHECK(tsup_httpd_start(&httpd, serve, &srv) == 0);
-    snprintf(url, sizeof url, "%s/s", httpd.url);
+    static af_server srv;
+    srv.root = dir;
+    tsup_httpd *httpd = &srv.httpd;
+    CHECK(tsup_httpd_start(httpd, af_serve, &srv) == 0);
+    snprintf(url, sizeof url, "%s/s", httpd->url);
     CHECK(trn_store_open(&s, url) == 0);
     CHECK(trn_store_get(s, &name, 1 << 20, &got, &len) == 0);
     CHECK(len == strlen(text) && memcmp(got, text, len) == 0);
@@ -142,12 +106,12 @@ int main(void)
     CHECK(trn_store_get(s, &name, 1 << 20, &got, &len) == OVT_ECRYPTO);
     srv.corrupt = 0;
     trn_store_close(s);
-    snprintf(url, sizeof url, "%s/boom/", httpd.url);
+    snprintf(url, sizeof url, "%s/boom/", httpd->url);
     CHECK(trn_store_open(&s, url) == 0);
     CHECK(trn_store_get(s, &name, 1 << 20, &got, &len) == OVT_EIO);
     CHECK(strstr(ovt_errmsg(), "HTTP 500"));
     trn_store_close(s);
-    tsup_httpd_stop(&httpd);
+    tsup_httpd_stop(httpd);
     /* Nobody listening. */
     snprintf(url, sizeof url, "http://127.0.0.1:%d/s", tsup_free_port());
     CHECK(trn_store_open(&s, url) == 0);

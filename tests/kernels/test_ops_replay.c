@@ -5,7 +5,7 @@
  * replaying without the log (NEAREST) differs: asserted for every op whose
  * sites include a reduction. Exact ops (delta = 0) never log and agree
  * anyway. Also: misuse and bad input give clear errors, the cuda backend
- * says it is not built. */
+ * is refused with a clear message where it is not built or has no device. */
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -354,7 +354,7 @@ typedef struct {
 
 static const char *backend_name(krn_backend_kind k)
 {
-    return k == KRN_BACKEND_CPU ? "cpu" : k == KRN_BACKEND_REF ? "ref" : "shuffle";
+    return k == KRN_BACKEND_CPU ? "cpu" : k == KRN_BACKEND_REF ? "ref" : k == KRN_BACKEND_CUDA ? "cuda" : "shuffle";
 }
 
 /* Runs op on one backend in one mode as step 1; returns its outputs. */
@@ -430,17 +430,23 @@ static size_t check_pair(const op_case *c, uint64_t seed, bool pattern, backend_
     return flips;
 }
 
-static void test_replay(void)
+static const backend_sel cpu = {KRN_BACKEND_CPU, 0, 0, 0}, ref = {KRN_BACKEND_REF, 0, 0, 0};
+static const backend_sel sh1 = {KRN_BACKEND_SHUFFLE, 11, 0, 0}, sh2 = {KRN_BACKEND_SHUFFLE, 12, 0, 0};
+static const backend_sel cuda = {KRN_BACKEND_CUDA, 0, 0, 0};
+
+/* Seeds of random and of midpoint inputs per case and pair (the cuda run
+ * takes fewer: every cuda step creates a device context). */
+static uint64_t replay_seeds = 6, pattern_seeds = 4;
+
+/* Every case over seeds and the backend pairs (RECORD on the first, REPLAY
+ * and NEAREST on the second). */
+static void test_replay(const backend_sel (*pairs)[2], size_t npairs)
 {
-    const backend_sel cpu = {KRN_BACKEND_CPU, 0, 0, 0}, ref = {KRN_BACKEND_REF, 0, 0, 0};
-    const backend_sel sh1 = {KRN_BACKEND_SHUFFLE, 11, 0, 0}, sh2 = {KRN_BACKEND_SHUFFLE, 12, 0, 0};
-    const backend_sel pairs[][2] = {{cpu, ref}, {ref, cpu}, {cpu, sh1}, {sh1, cpu}, {sh1, sh2}, {ref, sh2}};
-    const size_t npairs = sizeof pairs / sizeof pairs[0];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const op_case *c = &cases[i];
         uint64_t logged_random = 0, logged_pattern = 0;
         size_t flips = 0;
-        for (uint64_t seed = 1; seed <= 6; seed++)
+        for (uint64_t seed = 1; seed <= replay_seeds; seed++)
             for (size_t p = 0; p < npairs; p++)
                 check_pair(c, seed, false, pairs[p][0], pairs[p][1], &logged_random);
         bool forced = c->forced && (!c->pre || c->pre());
@@ -448,7 +454,7 @@ static void test_replay(void)
             printf("%s: this libm does not put the searched arguments near midpoints; "
                    "the flip check is skipped\n", c->name);
         if (forced) {
-            for (uint64_t seed = 1; seed <= 4; seed++)
+            for (uint64_t seed = 1; seed <= pattern_seeds; seed++)
                 for (size_t p = 0; p < npairs; p++)
                     flips += check_pair(c, 100 + seed, true, pairs[p][0], pairs[p][1], &logged_pattern);
             CHECK_MSG(flips > 0, "%s: midpoint inputs never made NEAREST differ", c->name);
@@ -462,13 +468,13 @@ static void test_replay(void)
 /* A narrower grid (b = 26): the same exchange on random data. */
 static void test_narrow_grid(void)
 {
-    const backend_sel cpu = {KRN_BACKEND_CPU, 0, 0, 26}, ref = {KRN_BACKEND_REF, 0, 0, 26};
-    const backend_sel sh = {KRN_BACKEND_SHUFFLE, 21, 0, 26};
+    const backend_sel cpu26 = {KRN_BACKEND_CPU, 0, 0, 26}, ref26 = {KRN_BACKEND_REF, 0, 0, 26};
+    const backend_sel sh26 = {KRN_BACKEND_SHUFFLE, 21, 0, 26};
     uint64_t logged = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (uint64_t seed = 1; seed <= 2; seed++) {
-            check_pair(&cases[i], seed, false, cpu, ref, &logged);
-            check_pair(&cases[i], seed, false, sh, cpu, &logged);
+            check_pair(&cases[i], seed, false, cpu26, ref26, &logged);
+            check_pair(&cases[i], seed, false, sh26, cpu26, &logged);
         }
     printf("grid b = 26: %llu entries logged over all ops\n", (unsigned long long)logged);
 }
@@ -578,9 +584,20 @@ static void test_errors(void)
     CHECK(strstr(ovt_errmsg(), "matmul.fwd") != NULL);
     krn_ctx_free(ctx);
 
-    ctx = plain_ctx(KRN_BACKEND_CUDA);
-    CHECK(krn_matmul_forward(ctx, out, a, b, NULL, 2, 2, 2) == OVT_EINVAL);
-    CHECK(strstr(ovt_errmsg(), "not built") != NULL);
+    /* the cuda backend: refused at krn_ctx_new when ovt was built without
+     * CUDA, or when no device is usable (test_cuda_ops, this file built with
+     * OVT_TEST_CUDA, runs it where one is) */
+    krn_config cc = {.backend = KRN_BACKEND_CUDA, .mode = KRN_NEAREST, .grid_bits = 32};
+    ctx = NULL;
+    int crc = krn_ctx_new(&ctx, &cc);
+#ifdef OVT_HAVE_CUDA
+    if (crc != 0)
+        CHECK(crc == OVT_EINVAL && strstr(ovt_errmsg(), "no usable CUDA device") != NULL);
+#else
+    CHECK(crc == OVT_EINVAL && strstr(ovt_errmsg(), "built without CUDA") != NULL);
+#endif
+    CHECK(crc != 0 || ctx != NULL);
+    CHECK(crc == 0 || ctx == NULL);
     krn_ctx_free(ctx);
 }
 
@@ -638,14 +655,45 @@ static void test_ref_gemm_order(void)
     free(af), free(bf), free(a), free(b), free(c);
 }
 
+#ifndef OVT_TEST_CUDA
 int main(void)
 {
+    (void)cuda;
     test_ref_gemm_order();
     test_errors();
     test_forged_entry();
     test_chunk_order();
-    test_replay();
+    const backend_sel pairs[][2] = {{cpu, ref}, {ref, cpu}, {cpu, sh1}, {sh1, cpu}, {sh1, sh2}, {ref, sh2}};
+    test_replay(pairs, sizeof pairs / sizeof pairs[0]);
     test_narrow_grid();
     test_thread_count();
     return check_done();
 }
+#else
+/* test_cuda_ops: the same cases with the cuda backend on one side of every
+ * pair. Skipped (exit 77, ctest SKIP_RETURN_CODE) where ovt has no CUDA or
+ * the machine no usable device. */
+int main(void)
+{
+    (void)ref;
+    (void)sh2;
+    (void)test_errors;
+    (void)test_chunk_order;
+    (void)test_ref_gemm_order;
+    (void)test_forged_entry;
+    (void)test_narrow_grid;
+    (void)test_thread_count;
+    krn_config cc = {.backend = KRN_BACKEND_CUDA, .mode = KRN_NEAREST, .grid_bits = 32};
+    krn_ctx *probe = NULL;
+    if (krn_ctx_new(&probe, &cc) != 0) {
+        printf("SKIP: the cuda backend is not available here: %s\n", ovt_errmsg());
+        return 77;
+    }
+    krn_ctx_free(probe);
+    const backend_sel pairs[][2] = {{cpu, cuda}, {cuda, cpu}, {cuda, sh1}, {sh1, cuda}};
+    replay_seeds = 3;
+    pattern_seeds = 3;
+    test_replay(pairs, sizeof pairs / sizeof pairs[0]);
+    return check_done();
+}
+#endif

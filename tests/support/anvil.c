@@ -1,6 +1,8 @@
 /* Starting and stopping a test anvil (see anvil.h). */
 #include "support/anvil.h"
 
+#include "examples/devnet/node.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -23,19 +25,7 @@ static void sleep_ms(long ms)
 
 int tsup_free_port(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t sl = sizeof sa;
-    int port = -1;
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && getsockname(fd, (struct sockaddr *)&sa, &sl) == 0)
-        port = ntohs(sa.sin_port);
-    close(fd);
-    return port;
+    return devnet_free_port();
 }
 
 /* Sends a raw eth_chainId request and checks for a JSON-RPC result. */

@@ -13,33 +13,8 @@
 #include "trainer/run.h"
 #include "trainer/state.h"
 #include "trainer/train.h"
+#include "trn_cli_helpers.h"
 #include "trn_helpers.h"
-
-static char ovt[1024], dir[64];
-
-/* Runs `ovt ARGS` with output to DIR/out.txt; returns the exit status. */
-static int run_ovt(const char *args)
-{
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s %s > %s/out.txt 2>&1", ovt, args, dir);
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static int output_has(const char *needle)
-{
-    char path[256];
-    snprintf(path, sizeof path, "%s/out.txt", dir);
-    uint8_t *buf;
-    size_t len;
-    if (ovt_read_file(path, &buf, &len, 1 << 20))
-        return 0;
-    int found = strstr((char *)buf, needle) != NULL;
-    if (!found)
-        fprintf(stderr, "output lacks '%s':\n%s\n", needle, (char *)buf);
-    free(buf);
-    return found;
-}
 
 static const char *train_flags = "--model gpt2-tiny --steps 8 --batch 2 --seq 16 --lr 0.003 --every 0";
 
@@ -120,13 +95,8 @@ static void read_root(const char *run, char out[65])
 
 int main(void)
 {
-    const char *bin = getenv("OVT_BINARY_DIR");
-    snprintf(ovt, sizeof ovt, "%s/ovt", bin ? bin : ".");
-    snprintf(dir, sizeof dir, "/tmp/ovt-trn-cli-XXXXXX");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
+    if (cli_setup("trn-cli"))
         return 1;
-    }
     /* The data: a few hundred bytes of text, byte-level tokens. */
     char data[256], args[2048], run_a[256], run_b[256];
     snprintf(data, sizeof data, "%s/text.txt", dir);
@@ -137,13 +107,13 @@ int main(void)
     snprintf(run_b, sizeof run_b, "%s/b", dir);
 
     snprintf(args, sizeof args, "train %s --data %s --out %s --checkpoint-every 0", train_flags, data, run_a);
-    CHECK(run_ovt(args) == 0);
+    CHECK(run_ovt("%s", args) == 0);
     CHECK(output_has("step Merkle root"));
     replay_run_dir(run_a, data);
 
     /* Interrupted run: checkpoints at 3 and 6, the last one lost; resume. */
     snprintf(args, sizeof args, "train %s --data %s --out %s --checkpoint-every 3", train_flags, data, run_b);
-    CHECK(run_ovt(args) == 0);
+    CHECK(run_ovt("%s", args) == 0);
     char path[512];
     snprintf(path, sizeof path, "%s/ckpt/step-00000008.ckpt", run_b);
     CHECK(unlink(path) == 0);
@@ -152,7 +122,7 @@ int main(void)
     snprintf(path, sizeof path, "%s/run.json", run_b);
     CHECK(unlink(path) == 0);
     snprintf(args, sizeof args, "train %s --data %s --out %s --checkpoint-every 3 --resume", train_flags, data, run_b);
-    CHECK(run_ovt(args) == 0);
+    CHECK(run_ovt("%s", args) == 0);
     CHECK(output_has("steps 4..8"));
     char root_a[65], root_b[65];
     read_root(run_a, root_a);
@@ -173,7 +143,7 @@ int main(void)
     free(sbuf);
     trn_samples_free(&smp);
     snprintf(args, sizeof args, "train --model mlp-demo --data %s --out %s/m --steps 5 --batch 16 --json", samples, dir);
-    CHECK(run_ovt(args) == 0);
+    CHECK(run_ovt("%s", args) == 0);
     CHECK(output_has("\"steps\": 5"));
     snprintf(path, sizeof path, "%s/m/ckpt/step-00000005.ckpt", dir);
     CHECK(access(path, F_OK) == 0);
@@ -183,16 +153,16 @@ int main(void)
     free(sbuf);
     trn_samples_free(&smp);
     snprintf(args, sizeof args, "train --model mlp-demo --data %s --out %s/m2", samples, dir);
-    CHECK(run_ovt(args) == 1);
+    CHECK(run_ovt("%s", args) == 1);
     CHECK(output_has("64 features"));
 
     /* Refusals: an existing run without --resume, another config on
      * --resume, a corrupt checkpoint, missing flags, bad values. */
     snprintf(args, sizeof args, "train %s --data %s --out %s", train_flags, data, run_a);
-    CHECK(run_ovt(args) == 1);
+    CHECK(run_ovt("%s", args) == 1);
     CHECK(output_has("already holds a run"));
     snprintf(args, sizeof args, "train %s --data %s --out %s --resume --seed 2", train_flags, data, run_a);
-    CHECK(run_ovt(args) == 1);
+    CHECK(run_ovt("%s", args) == 1);
     CHECK(output_has("another config"));
     snprintf(path, sizeof path, "%s/ckpt/step-00000008.ckpt", run_a);
     FILE *f = fopen(path, "r+b");
@@ -203,7 +173,7 @@ int main(void)
         fclose(f);
     }
     snprintf(args, sizeof args, "train %s --data %s --out %s --resume", train_flags, data, run_a);
-    CHECK(run_ovt(args) == 1);
+    CHECK(run_ovt("%s", args) == 1);
     CHECK(output_has("checksum"));
     CHECK(run_ovt("train --out /tmp/nowhere") == 2);
     CHECK(output_has("--data and --out are required"));
@@ -212,7 +182,7 @@ int main(void)
     CHECK(run_ovt("train --model gpt3 --data x --out y") == 2);
     CHECK(output_has("unknown model"));
     snprintf(args, sizeof args, "train --data %s/missing --out %s/c", dir, dir);
-    CHECK(run_ovt(args) == 1);
+    CHECK(run_ovt("%s", args) == 1);
     CHECK(output_has("does not exist"));
     CHECK(run_ovt("train --help") == 0);
     CHECK(output_has("usage: ovt train"));
@@ -220,9 +190,6 @@ int main(void)
     CHECK(output_has("usage: ovt demo"));
     CHECK(run_ovt("demo --steps 0") == 2);
 
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
+    cli_cleanup();
     return check_done();
 }

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# The GPU check of the cuda backend (docs/gpu.md). On a machine with an NVIDIA
+# GPU (written for an H200, sm_90; about 5-8 minutes there), from a clean
+# checkout:
+#   1. installs the build dependencies if missing (apt-get; skipped when the
+#      machine is offline and they are there), builds ovt with CUDA for sm_90;
+#   2. runs test_cuda_ops: every op with the cuda backend on one side of each
+#      backend pair, RECORD/REPLAY bitwise identical (must PASS, not skip);
+#   3. for gpt2-tiny and gpt2-small: trains STEPS steps on the GPU (--backend
+#      cuda, RECORD), replays them on the CPU (cpu backend, --replay with the
+#      GPU's logs) and requires identical stateHashes at every step; runs the
+#      ablation on the CPU without the logs (--nearest) and reports the first
+#      step whose state differs from the GPU's;
+#   4. times the matrix products of a GPT-2 step with controlled rounding on the
+#      GPU against plain FP32 and FP64 cuBLAS (bench_gpu);
+#   5. prints a table; exits 0 only if every replay matched at every step.
+# Environment: OVT_GPU_BUILD (build folder, default build-gpu), STEPS (20),
+# MODELS ("gpt2-tiny gpt2-small"),
+# SMALL_B / SMALL_T (2 / 64), TINY_B / TINY_T (8 / 64), OVT_GPU_ARCH (90).
+# OVT_GPU_REHEARSAL=1 rehearses the script without a GPU: the "GPU" runs use
+# the ref backend, the CUDA build, test_cuda_ops and bench_gpu are skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+build=${OVT_GPU_BUILD:-build-gpu}
+steps=${STEPS:-20}
+out=${OVT_GPU_OUT:-$root/runs/gpu-check}
+arch=${OVT_GPU_ARCH:-90}
+rehearsal=${OVT_GPU_REHEARSAL:-0}
+gpu_backend=cuda
+[ "$rehearsal" = 1 ] && gpu_backend=ref
+t_start=$(date +%s)
+mkdir -p "$out"
+say() { printf '\n== %s\n' "$*"; }
+fail() { printf 'gpu-check: FAIL: %s\n' "$*" >&2; exit 1; }
+
+say "machine"
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+nproc
+
+say "dependencies"
+export PATH=/usr/local/cuda/bin:$PATH
+[ "$rehearsal" = 1 ] || command -v nvcc >/dev/null || fail "nvcc not found (CUDA toolkit expected in /usr/local/cuda)"
+packages=(build-essential cmake pkg-config libsecp256k1-dev libcurl4-openssl-dev libjansson-dev
+          libssl-dev libopenblas-dev libzstd-dev)
+missing=()
+if command -v dpkg >/dev/null; then
+  for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  if ! { "${sudo_cmd[@]}" apt-get update -qq &&
+         DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }; then
+    echo "apt-get could not install ${missing[*]} (offline?); trying the build anyway"
+  fi
+fi
+
+if [ "$rehearsal" = 1 ]; then
+  say "rehearsal: build without CUDA, the ref backend stands in for the GPU"
+  cmake -S . -B "$build" -DOVT_CUDA=OFF >"$out/cmake.log" 2>&1 || { cat "$out/cmake.log"; fail "cmake"; }
+  cmake --build "$build" -j"$(nproc)" --target ovt >/dev/null
+  ops_status="(rehearsal: not run)"
+else
+  say "build (CUDA, sm_$arch)"
+  # Warnings are not errors here: another nvcc or GCC may warn where the CI's
+  # do not, and this check is about the numbers (CI builds with -Werror).
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DOVT_WERROR=OFF -DOVT_CUDA=ON \
+        -DCMAKE_CUDA_ARCHITECTURES="$arch" >"$out/cmake.log" 2>&1 || { cat "$out/cmake.log"; fail "cmake"; }
+  grep -q "ovt: CUDA backend ON" "$out/cmake.log" || fail "CMake did not enable the CUDA backend (see $out/cmake.log)"
+  cmake --build "$build" -j"$(nproc)" --target ovt bench_gpu test_cuda_ops test_cuda_host >/dev/null
+
+  say "test_cuda_host, test_cuda_ops (cuda on one side of every backend pair)"
+  "$build/tests/kernels/test_cuda_host" | tail -1
+  set +e
+  "$build/tests/kernels/test_cuda_ops" > "$out/ops.log" 2>&1
+  ops_rc=$?
+  set -e
+  tail -15 "$out/ops.log"
+  [ $ops_rc -eq 77 ] && fail "test_cuda_ops skipped: no usable device"
+  ops_status=$([ $ops_rc -eq 0 ] && echo PASS || echo FAIL)
+fi
+ovt="$build/ovt"
+t_built=$(date +%s)
+
+# Byte-level training text: the project's own docs, repeated.
+data="$out/tokens.txt"
+: > "$data"
+for k in 1 2 3 4; do cat docs/*.md README.md >> "$data" 2>/dev/null || true; done
+
+# run MODEL B T: GPU record, CPU replay, CPU nearest; fills the table row.
+rows=()
+all_ok=1
+run_model() {
+  local model=$1 B=$2 T=$3 dir="$out/$1"
+  rm -rf "$dir"; mkdir -p "$dir"
+  local common=(--model "$model" --data "$data" --steps "$steps" --batch "$B" --seq "$T" --every 0
+                --checkpoint-every 0 --print-state)
+  say "$model: $steps steps on the GPU ($gpu_backend, RECORD)"
+  local t0 t1 t2 t3
+  t0=$(date +%s.%N)
+  "$ovt" train "${common[@]}" --backend "$gpu_backend" --out "$dir/gpu" > "$dir/gpu.txt" ||
+    echo "the GPU run failed (its message is above)"
+  t1=$(date +%s.%N)
+  tail -3 "$dir/gpu.txt"
+  # The replay and the ablation run side by side, half the cores each.
+  say "$model: replay on the CPU with the GPU's logs (cpu, REPLAY) and the ablation without logs (cpu, NEAREST)"
+  local half=$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))
+  "$ovt" train "${common[@]}" --backend cpu --threads "$half" --replay "$dir/gpu" --out "$dir/cpu" > "$dir/cpu.txt" &
+  local replay_pid=$!
+  "$ovt" train "${common[@]}" --backend cpu --threads "$half" --nearest --out "$dir/nearest" > "$dir/nearest.txt" &
+  local nearest_pid=$!
+  wait "$replay_pid" || echo "the CPU replay failed: $(tail -1 "$dir/cpu.txt")"
+  t2=$(date +%s.%N)
+  wait "$nearest_pid" || echo "the CPU ablation run failed"
+  t3=$(date +%s.%N)
+  grep '^state ' "$dir/gpu.txt" > "$dir/gpu.state" || true
+  grep '^state ' "$dir/cpu.txt" > "$dir/cpu.state" || true
+  grep '^state ' "$dir/nearest.txt" > "$dir/nearest.state" || true
+  local n_gpu n_match first_nearest replay
+  n_gpu=$(wc -l < "$dir/gpu.state")
+  n_match=$(paste -d' ' "$dir/gpu.state" "$dir/cpu.state" | awk '$1=="state" && $2==$5 && $3==$6' | wc -l)
+  first_nearest=$(paste -d' ' "$dir/gpu.state" "$dir/nearest.state" | awk '$3!=$6 {print $2; exit}')
+  if [ "$n_gpu" -eq "$steps" ] && [ "$n_match" -eq "$steps" ]; then replay=PASS; else replay=FAIL; all_ok=0; fi
+  local entries bytes
+  entries=$(python3 -c "import json;print(json.load(open('$dir/gpu/run.json'))['log_entries_this_session'])" 2>/dev/null || echo '?')
+  bytes=$(python3 -c "import json;print(json.load(open('$dir/gpu/run.json'))['log_bytes_this_session'])" 2>/dev/null || echo '?')
+  echo "replay with log: $n_match of $steps steps identical ($replay); ablation first differs at step ${first_nearest:-none}"
+  local gpu_s cpu_s
+  gpu_s=$(awk -v a="$t0" -v b="$t1" -v n="$steps" 'BEGIN {printf "%.3f", (b - a) / n}')
+  cpu_s=$(awk -v a="$t1" -v b="$t2" -v n="$steps" 'BEGIN {printf "%.3f", (b - a) / n}')
+  rows+=("$(printf '%-10s %-8s %5s  %-6s %8s  %9s %10s  %8s %8s' "$model" "${B}x${T}" "$steps" "$replay" \
+          "${first_nearest:-none}" "$entries" "$bytes" "$gpu_s" "$cpu_s")")
+}
+
+for model in ${MODELS:-gpt2-tiny gpt2-small}; do
+  case $model in
+    gpt2-tiny) run_model gpt2-tiny "${TINY_B:-8}" "${TINY_T:-64}" ;;
+    gpt2-small) run_model gpt2-small "${SMALL_B:-2}" "${SMALL_T:-64}" ;;
+    *) fail "unknown model $model" ;;
+  esac
+done
+
+say "timing: the matrix products of one gpt2-small step (bench_gpu)"
+if [ "$rehearsal" = 1 ]; then : > "$out/bench_gpu.txt"; else
+  "$build/bench/bench_gpu" gpt2-small "${SMALL_B:-2}" "${SMALL_T:-64}" 3 | tee "$out/bench_gpu.txt" ||
+    echo "bench_gpu failed"
+fi
+g() { awk -v k="$1" '$1==k {print $2}' "$out/bench_gpu.txt"; }
+
+t_end=$(date +%s)
+say "summary (commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
+echo "test_cuda_ops (every op, cuda <-> cpu/shuffle, RECORD/REPLAY): $ops_status"
+printf '%-10s %-8s %5s  %-6s %8s  %9s %10s  %8s %8s\n' model BxT steps replay ablation entries "log bytes" "gpu s/st" "cpu s/st"
+for r in "${rows[@]}"; do echo "$r"; done
+echo "gpt2-small step products: controlled $(g gemm_controlled_ms) ms, plain FP32 cuBLAS $(g gemm_fp32_ms) ms," \
+     "plain FP64 cuBLAS $(g gemm_fp64_ms) ms: controlled/FP32 $(g ratio_controlled_over_fp32)x," \
+     "controlled/FP64 $(g ratio_controlled_over_fp64)x"
+echo "wall: build $((t_built - t_start)) s, total $((t_end - t_start)) s"
+[ "$ops_status" = PASS ] || [ "$rehearsal" = 1 ] || fail "test_cuda_ops failed (see $out/ops.log)"
+[ $all_ok -eq 1 ] || fail "a replay did not match (see above)"
+echo "gpu-check: PASS"

@@ -1,0 +1,81 @@
+#ifndef OVT_EXAMPLES_DEVNET_DEVNET_H
+#define OVT_EXAMPLES_DEVNET_DEVNET_H
+
+/* `ovt devnet`: the local dispute simulation (DESIGN.md section 5,
+ * docs/devnet.md). One process starts anvil, deploys the arbitration
+ * contract, trains a small model with a fault injected at one step, and runs
+ * the trainer's commit and agent, the auditor (replaying on the ref backend)
+ * and the arbiter's watcher as child processes, following the game on chain
+ * until the run is settled; then it reads back every transaction and reports
+ * who was wrong at which step, the gas per party and the time from the
+ * faulty party's commitment to the verdict. */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "chain/arbitration.h"
+#include "examples/devnet/ledger.h"
+
+typedef enum {
+    DEVNET_NONE = 0,
+    DEVNET_BITFLIP,
+    DEVNET_POISONED_BATCH,
+    DEVNET_SKIPPED_STEP,
+    DEVNET_FORGED_LOG,
+    DEVNET_WITHHELD_INPUTS,
+    DEVNET_LYING_AUDITOR,
+    DEVNET_FAULT_COUNT
+} devnet_fault;
+
+typedef enum { DEVNET_PARTY_NONE = 0, DEVNET_PARTY_TRAINER, DEVNET_PARTY_AUDITOR } devnet_party;
+
+typedef struct {
+    devnet_fault fault;
+    uint64_t at;          /* the faulty step (faults other than none) */
+    uint64_t steps;       /* N */
+    bool mlp;             /* mlp-demo instead of gpt2-tiny */
+    uint32_t batch, seq;  /* batch size; GPT-2 sequence length */
+    devnet_party silent;  /* this party's agent stops answering once the dispute opens */
+    uint32_t move_timeout;/* seconds, on the devnet's clock */
+    double timeout_s;     /* the whole simulation, wall clock */
+    const char *keep;     /* keep the work in this folder (NULL: a temporary one, removed) */
+    const char *anvil;    /* --anvil, or NULL */
+    bool json;            /* progress on stderr; the caller prints JSON */
+} devnet_opts;
+
+typedef struct {
+    char work_dir[4096];
+    char rpc_url[64];
+    char contract[43];
+    char run_id[67];
+    chain_arb_outcome outcome;  /* NONE if the run never settled */
+    chain_arb_outcome expected;
+    bool has_step;
+    uint64_t step;              /* the disputed step, once fixed */
+    devnet_party wrong;         /* the party the outcome says was wrong */
+    double faulty_commit_s;     /* seconds since start when the faulty party's commit was seen */
+    double verdict_s;           /* ... the verdict (or the timeout, or verification) */
+    double total_s;
+    char arbiter_saw[256];      /* the arbiter watcher's own line on the settlement ("" if none) */
+    devnet_ledger ledger;       /* every transaction of the devnet */
+} devnet_result;
+
+const char *devnet_fault_name(devnet_fault f);
+int devnet_fault_parse(devnet_fault *out, const char *name) OVT_MUST_USE;
+const char *devnet_party_name(devnet_party p);
+
+/* The outcome the scenario must end in, and whether outcome `out` is one
+ * it may end in (poisoned-batch: also fraudulent-log). */
+chain_arb_outcome devnet_expected(const devnet_opts *o);
+bool devnet_outcome_ok(const devnet_opts *o, chain_arb_outcome out);
+
+/* Runs the scenario. Returns 0 when the run settled (compare r->outcome
+ * with r->expected), or an error (anvil missing, a child failing, the
+ * timeout, SIGINT); every child is stopped either way and the work folder
+ * removed unless o->keep. The caller frees r->ledger. */
+int devnet_run(const devnet_opts *o, devnet_result *r) OVT_MUST_USE;
+
+/* `ovt devnet` (cli/main.c). */
+int devnet_cmd(int argc, char **argv);
+
+#endif

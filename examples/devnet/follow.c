@@ -1,0 +1,176 @@
+/* The devnet follows the game through the contract's events (scenario.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "examples/devnet/node.h"
+#include "examples/devnet/scenario.h"
+
+/* A short form of a hash for progress lines: 0x1234abcd.. */
+static const char *short_hash(char buf[16], const ovt_hash *h)
+{
+    char full[67];
+    devnet_hex0x(full, h->b, 32);
+    snprintf(buf, 16, "%.10s..", full);
+    return buf;
+}
+
+/* ---- following the game on chain ---- */
+
+static devnet_party faulty_party(const devnet_opts *o)
+{
+    if (o->fault == DEVNET_NONE)
+        return DEVNET_PARTY_NONE;
+    return o->fault == DEVNET_LYING_AUDITOR ? DEVNET_PARTY_AUDITOR : DEVNET_PARTY_TRAINER;
+}
+
+devnet_party devnet_wrong_party(chain_arb_outcome out)
+{
+    switch (out) {
+    case CHAIN_ARB_AUDITOR_RIGHT:
+    case CHAIN_ARB_FRAUDULENT_LOG:
+    case CHAIN_ARB_INPUTS_UNAVAILABLE:
+    case CHAIN_ARB_TRAINER_TIMED_OUT: return DEVNET_PARTY_TRAINER;
+    case CHAIN_ARB_TRAINER_RIGHT:
+    case CHAIN_ARB_AUDITOR_TIMED_OUT: return DEVNET_PARTY_AUDITOR;
+    default: return DEVNET_PARTY_NONE;
+    }
+}
+
+static void on_event(struct devnet *d, const chain_arb_event *e)
+{
+    char h1[16], h2[16];
+    devnet_result *r = d->r;
+    switch (e->kind) {
+    case CHAIN_ARB_EV_RUN_OPENED:
+        devnet_progress(d, "chain: run opened, %llu steps, tree depth %u", (unsigned long long)e->u.run_opened.steps,
+                 e->u.run_opened.depth);
+        break;
+    case CHAIN_ARB_EV_COMMITTED: {
+        const char *who = devnet_party_of(d, &e->u.committed.party);
+        devnet_progress(d, "chain: %s committed root %s", who, short_hash(h1, &e->u.committed.root));
+        devnet_party p = chain_address_eq(&e->u.committed.party, &d->addr[KEY_TRAINER]) ? DEVNET_PARTY_TRAINER
+                                                                                          : DEVNET_PARTY_AUDITOR;
+        devnet_party f = faulty_party(d->o);
+        /* With no fault the clock runs from the trainer's commitment. */
+        if (p == f || (f == DEVNET_PARTY_NONE && p == DEVNET_PARTY_TRAINER))
+            r->faulty_commit_s = devnet_elapsed(d);
+        break;
+    }
+    case CHAIN_ARB_EV_DISPUTE_OPENED:
+        d->dispute_open = true;
+        d->round = 0;
+        devnet_progress(d, "chain: the roots differ: dispute opened (trainer %s, auditor %s), %u rounds of bisection",
+                 short_hash(h1, &e->u.dispute_opened.trainer_root), short_hash(h2, &e->u.dispute_opened.auditor_root),
+                 e->u.dispute_opened.depth);
+        break;
+    case CHAIN_ARB_EV_CHILDREN_REVEALED:
+        if (d->o->silent && !chain_address_eq(&e->u.children_revealed.party,
+                                              &d->addr[d->o->silent == DEVNET_PARTY_TRAINER ? KEY_TRAINER : KEY_AUDITOR]) &&
+            e->u.children_revealed.round == d->round)
+            d->honest_moved_s = devnet_elapsed(d);
+        devnet_progress(d, "chain: round %u: %s revealed its children", e->u.children_revealed.round,
+                     devnet_party_of(d, &e->u.children_revealed.party));
+        break;
+    case CHAIN_ARB_EV_DESCENDED:
+        d->round = e->u.descended.round;
+        devnet_progress(d, "chain: descended to round %u, node %llu", e->u.descended.round,
+                 (unsigned long long)e->u.descended.index);
+        break;
+    case CHAIN_ARB_EV_STEP_FIXED:
+        r->has_step = true;
+        r->step = e->u.step_fixed.step;
+        devnet_progress(d, "chain: the first differing leaf is step %llu", (unsigned long long)e->u.step_fixed.step);
+        break;
+    case CHAIN_ARB_EV_LEAF_REVEALED:
+        devnet_progress(d, "chain: %s revealed its leaf %llu", devnet_party_of(d, &e->u.leaf_revealed.party),
+                 (unsigned long long)e->u.leaf_revealed.step);
+        break;
+    case CHAIN_ARB_EV_PREVIOUS_LEAF_REVEALED:
+    case CHAIN_ARB_EV_WITHDRAWN: break;
+    case CHAIN_ARB_EV_VERDICT_DUE:
+        devnet_progress(d, "chain: both leaves revealed: the arbiter's verdict on step %llu is due",
+                 (unsigned long long)e->u.verdict_due.step);
+        break;
+    case CHAIN_ARB_EV_VERDICT_GIVEN:
+        r->verdict_s = devnet_elapsed(d);
+        r->has_step = true;
+        r->step = e->u.verdict_given.step;
+        devnet_progress(d, "chain: verdict on step %llu: %s (evidence %s)", (unsigned long long)e->u.verdict_given.step,
+                 chain_arb_outcome_name(e->u.verdict_given.outcome), short_hash(h1, &e->u.verdict_given.evidence));
+        break;
+    case CHAIN_ARB_EV_TIMED_OUT:
+        r->verdict_s = devnet_elapsed(d);
+        devnet_progress(d, "chain: a deadline passed (phase %s, round %u)", chain_arb_phase_name(e->u.timed_out.phase),
+                 e->u.timed_out.round);
+        break;
+    case CHAIN_ARB_EV_SETTLED: {
+        char c1[80], c2[80];
+        chain_u256_to_dec(c1, &e->u.settled.trainer_credit);
+        chain_u256_to_dec(c2, &e->u.settled.auditor_credit);
+        d->settled = true;
+        r->outcome = e->u.settled.outcome;
+        if (r->verdict_s == 0)
+            r->verdict_s = devnet_elapsed(d);
+        devnet_progress(d, "chain: settled: %s (credited: trainer %s wei, auditor %s wei)",
+                 chain_arb_outcome_name(e->u.settled.outcome), c1, c2);
+        break;
+    }
+    case CHAIN_ARB_EV_COUNT: break;
+    }
+}
+
+/* Reads the contract's new events up to the head and handles them. */
+int devnet_follow_events(struct devnet *d)
+{
+    uint64_t head;
+    int rv = chain_rpc_block_number(d->rpc, &head);
+    if (rv || head < d->next_block)
+        return rv;
+    chain_arb_event *ev = NULL;
+    size_t n = 0;
+    if ((rv = chain_arb_get_events(&d->arb, NULL, d->next_block, head, &ev, &n)))
+        return rv;
+    for (size_t i = 0; i < n; i++) {
+        if (!d->have_run && ev[i].kind == CHAIN_ARB_EV_RUN_OPENED) {
+            d->run_id = ev[i].run_id;
+            d->have_run = true;
+            devnet_hex0x(d->r->run_id, d->run_id.b, 32);
+        }
+        if (d->have_run && memcmp(ev[i].run_id.b, d->run_id.b, 32) == 0)
+            on_event(d, &ev[i]);
+    }
+    free(ev);
+    d->next_block = head + 1;
+    return 0;
+}
+
+/* A party that stops answering: once the dispute is open its agent is
+ * stopped; once the other party has made its move of the round (or after a
+ * while), the devnet's clock jumps past the move deadline, and the other
+ * party's agent claims the timeout. */
+int devnet_silence(struct devnet *d)
+{
+    if (!d->o->silent || !d->dispute_open)
+        return 0;
+    devnet_child *c = d->o->silent == DEVNET_PARTY_TRAINER ? d->trainer_agent : d->auditor;
+    if (!d->silenced) {
+        devnet_progress(d, "devnet: the %s stops answering (its agent, pid %d, is stopped)",
+                 devnet_party_name(d->o->silent), (int)c->pid);
+        devnet_stop(c, 3000);
+        d->silenced = true;
+        d->silenced_s = devnet_elapsed(d);
+        return 0;
+    }
+    double now = devnet_elapsed(d);
+    /* the other party's move of this round, seen a second ago, or 20 s of quiet */
+    bool ready = (d->honest_moved_s > 0 && now - d->honest_moved_s > 1.0) || now - d->silenced_s > 20;
+    if (!d->time_moved && ready) {
+        devnet_progress(d, "devnet: moving anvil's clock %u s forward, past the move deadline", d->o->move_timeout + 1);
+        int rv = devnet_advance_time(d->rpc, (uint64_t)d->o->move_timeout + 1);
+        if (rv)
+            return rv;
+        d->time_moved = true;
+    }
+    return 0;
+}

@@ -1,0 +1,185 @@
+/* anvil for the devnet (node.h). */
+#include "examples/devnet/node.h"
+
+#include <arpa/inet.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#ifndef OVT_SOURCE_DIR
+#define OVT_SOURCE_DIR ""
+#endif
+
+int devnet_self_exe(char *out, size_t cap)
+{
+    ssize_t n = readlink("/proc/self/exe", out, cap - 1);
+    if (n <= 0 || (size_t)n >= cap - 1)
+        return ovt_fail_errno(OVT_EIO, "cannot find the ovt executable (/proc/self/exe)");
+    out[n] = '\0';
+    return 0;
+}
+
+static int is_executable(const char *path)
+{
+    return path[0] && access(path, X_OK) == 0;
+}
+
+/* Appends a candidate to the list of places looked at. */
+static void note(char *looked, size_t cap, const char *path)
+{
+    size_t len = strlen(looked), add = strlen(path);
+    if (len + add + 3 >= cap)
+        return;
+    if (len) {
+        memcpy(looked + len, ", ", 2);
+        len += 2;
+    }
+    memcpy(looked + len, path, add + 1);
+}
+
+int devnet_find_anvil(char *out, size_t cap, const char *given)
+{
+    char looked[2048] = "";
+    char cand[PATH_MAX];
+    if (given) {
+        if (is_executable(given)) {
+            snprintf(out, cap, "%s", given);
+            return 0;
+        }
+        return ovt_fail(OVT_ENOTFOUND, "--anvil %s is not an executable file", given);
+    }
+    const char *env = getenv("OVT_ANVIL");
+    if (env && *env) {
+        if (is_executable(env)) {
+            snprintf(out, cap, "%s", env);
+            return 0;
+        }
+        note(looked, sizeof looked, env);
+    }
+    /* The source tree this ovt was built from, then next to the executable
+     * and its parent folder (build/ovt in a checkout). */
+    const char *roots[3] = {OVT_SOURCE_DIR, NULL, NULL};
+    char exe[PATH_MAX], exe_dir[PATH_MAX], exe_parent[PATH_MAX];
+    if (devnet_self_exe(exe, sizeof exe) == 0) {
+        snprintf(exe_dir, sizeof exe_dir, "%s", exe);
+        char *slash = strrchr(exe_dir, '/');
+        if (slash) {
+            *slash = '\0';
+            roots[1] = exe_dir;
+            snprintf(exe_parent, sizeof exe_parent, "%s", exe_dir);
+            slash = strrchr(exe_parent, '/');
+            if (slash) {
+                *slash = '\0';
+                roots[2] = exe_parent;
+            }
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        if (!roots[i] || !roots[i][0])
+            continue;
+        snprintf(cand, sizeof cand, "%s/node_modules/.bin/anvil", roots[i]);
+        if (is_executable(cand)) {
+            snprintf(out, cap, "%s", cand);
+            return 0;
+        }
+        note(looked, sizeof looked, cand);
+    }
+    const char *path = getenv("PATH");
+    while (path && *path) {
+        const char *end = strchr(path, ':');
+        size_t len = end ? (size_t)(end - path) : strlen(path);
+        if (len > 0 && len < sizeof cand - 8) {
+            snprintf(cand, sizeof cand, "%.*s/anvil", (int)len, path);
+            if (is_executable(cand)) {
+                snprintf(out, cap, "%s", cand);
+                return 0;
+            }
+        }
+        path = end ? end + 1 : NULL;
+    }
+    note(looked, sizeof looked, "$PATH");
+    return ovt_fail(OVT_ENOTFOUND,
+                    "anvil not found: run `npm ci` in the source tree (it installs the pinned anvil into "
+                    "node_modules/.bin), or pass --anvil PATH; looked at %s", looked);
+}
+
+int devnet_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t sl = sizeof sa;
+    int port = -1;
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && getsockname(fd, (struct sockaddr *)&sa, &sl) == 0)
+        port = ntohs(sa.sin_port);
+    close(fd);
+    return port;
+}
+
+int devnet_anvil_start(devnet_children *kids, devnet_child **child, chain_rpc **rpc, char *url, size_t url_cap,
+                       const char *anvil, const char *log_path)
+{
+    *child = NULL;
+    *rpc = NULL;
+    chain_rpc_opts ro;
+    chain_rpc_opts_default(&ro);
+    ro.timeout_ms = 2000;
+    ro.max_retries = 0;
+    for (int attempt = 0; attempt < 4; attempt++) {
+        int port = devnet_free_port();
+        if (port < 0)
+            return ovt_fail_errno(OVT_EIO, "no free TCP port on 127.0.0.1");
+        char port_s[16];
+        snprintf(port_s, sizeof port_s, "%d", port);
+        char *argv[] = {(char *)anvil, "--host", "127.0.0.1", "--port", port_s, "--silent", NULL};
+        devnet_child *c;
+        int rv = devnet_spawn(kids, &c, "anvil", argv, log_path);
+        if (rv)
+            return rv;
+        snprintf(url, url_cap, "http://127.0.0.1:%d", port);
+        if ((rv = chain_rpc_open(rpc, url, &ro)))
+            return rv;
+        for (int waited = 0; waited < 20000 && !devnet_interrupted(); waited += 100) {
+            uint64_t id;
+            devnet_reap(kids);
+            if (c->exited)
+                break; /* most likely the port was taken meanwhile: try another */
+            if (chain_rpc_chain_id(*rpc, &id) == 0) {
+                *child = c;
+                return 0;
+            }
+            devnet_sleep_ms(100);
+        }
+        chain_rpc_close(*rpc);
+        *rpc = NULL;
+        if (!c->exited && devnet_interrupted()) {
+            devnet_stop(c, 2000);
+            return ovt_fail(OVT_EINVAL, "interrupted while anvil was starting");
+        }
+        if (!c->exited) {
+            devnet_stop(c, 2000);
+            return ovt_fail(OVT_ETIMEOUT, "%s did not answer on port %d within 20 s", anvil, port);
+        }
+    }
+    return ovt_fail(OVT_EIO, "%s exited at start 4 times (see %s)", anvil, log_path);
+}
+
+int devnet_advance_time(chain_rpc *rpc, uint64_t seconds)
+{
+    json_t *r = NULL;
+    int rv = chain_rpc_call(rpc, &r, "evm_increaseTime", json_pack("[I]", (json_int_t)seconds));
+    json_decref(r);
+    r = NULL;
+    if (!rv)
+        rv = chain_rpc_call(rpc, &r, "evm_mine", NULL);
+    json_decref(r);
+    return rv ? ovt_fail_wrap(rv, "moving anvil's clock by %llu s", (unsigned long long)seconds) : 0;
+}

@@ -1,0 +1,35 @@
+#ifndef OVT_EXAMPLES_DEVNET_NODE_H
+#define OVT_EXAMPLES_DEVNET_NODE_H
+
+/* The devnet's chain: a local anvil (the pinned npm package) on 127.0.0.1 on
+ * a free port, and the test-only RPC calls that move its clock. */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "chain/rpc.h"
+#include "examples/devnet/children.h"
+
+/* Finds the anvil executable, in this order: `given` (--anvil), $OVT_ANVIL,
+ * node_modules/.bin/anvil in the source tree ovt was built from, next to the
+ * executable or in its parent folder, then $PATH. Fails with OVT_ENOTFOUND
+ * naming `npm ci` and every place it looked. */
+int devnet_find_anvil(char *out, size_t cap, const char *given) OVT_MUST_USE;
+
+/* The path of the running ovt executable (/proc/self/exe). */
+int devnet_self_exe(char *out, size_t cap) OVT_MUST_USE;
+
+/* Starts anvil on a free loopback port (a few attempts, since a free port
+ * can be taken between the check and the bind), waits until it answers
+ * eth_chainId (20 s), and opens *rpc on it. url gets http://127.0.0.1:PORT. */
+int devnet_anvil_start(devnet_children *kids, devnet_child **child, chain_rpc **rpc, char *url, size_t url_cap,
+                       const char *anvil, const char *log_path) OVT_MUST_USE;
+
+/* A TCP port on 127.0.0.1 that was free a moment ago (bound and
+ * released), or -1. */
+int devnet_free_port(void);
+
+/* evm_increaseTime(seconds) then evm_mine: the next block is that much later. */
+int devnet_advance_time(chain_rpc *rpc, uint64_t seconds) OVT_MUST_USE;
+
+#endif

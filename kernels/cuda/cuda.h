@@ -1,0 +1,65 @@
+#ifndef OVT_KERNELS_CUDA_CUDA_H
+#define OVT_KERNELS_CUDA_CUDA_H
+
+/* Internal to kernels/: the cuda backend (kernels/cuda/, built when CMake
+ * finds CUDA with cuBLAS: OVT_HAVE_CUDA). Each op of kernels/ops.h has a
+ * krn_cuda_ twin with the same logical signature, in its own file; the op in
+ * kernels/ops_*.c checks its arguments and hands over to the twin when the
+ * ctx's backend is KRN_BACKEND_CUDA. Tensors are host memory on both sides
+ * of the call: the twin copies the inputs to the device, runs every site of
+ * the op there (rounding, band, flags and compaction; only the few
+ * candidate elements come back to be settled, see kernels/site_sparse.h)
+ * and copies the outputs back. docs/gpu.md describes the design. */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/site.h"
+
+int krn_cuda_matmul_forward(krn_ctx *ctx, float *out, const float *inp, const float *weight,
+                       const float *bias, size_t N, size_t C, size_t OC);
+int krn_cuda_matmul_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias, const float *dout,
+                        const float *inp, const float *weight, size_t N, size_t C,
+                        size_t OC);
+int krn_cuda_bias_forward(krn_ctx *ctx, float *out, const float *inp, const float *bias, size_t N,
+                     size_t C);
+int krn_cuda_bias_backward(krn_ctx *ctx, float *dbias, const float *dout, size_t N, size_t C);
+int krn_cuda_gelu_forward(krn_ctx *ctx, float *out, const float *inp, size_t n);
+int krn_cuda_gelu_backward(krn_ctx *ctx, float *dinp, const float *inp, const float *dout,
+                      size_t n);
+int krn_cuda_relu_forward(krn_ctx *ctx, float *out, const float *inp, size_t n);
+int krn_cuda_relu_backward(krn_ctx *ctx, float *dinp, const float *inp, const float *dout,
+                      size_t n);
+int krn_cuda_layernorm_forward(krn_ctx *ctx, float *out, float *mean, float *rstd, const float *inp,
+                          const float *weight, const float *bias, size_t N, size_t C);
+int krn_cuda_layernorm_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias,
+                           const float *dout, const float *inp, const float *weight,
+                           const float *mean, const float *rstd, size_t N, size_t C);
+int krn_cuda_attention_forward(krn_ctx *ctx, float *out, float *preatt, float *att, const float *inp,
+                          size_t B, size_t T, size_t C, size_t NH);
+int krn_cuda_attention_backward(krn_ctx *ctx, float *dinp, float *dpreatt, float *datt,
+                           const float *dout, const float *inp, const float *att, size_t B,
+                           size_t T, size_t C, size_t NH);
+int krn_cuda_residual_forward(krn_ctx *ctx, float *out, const float *inp1, const float *inp2,
+                         size_t n);
+int krn_cuda_residual_backward(krn_ctx *ctx, float *dinp1, float *dinp2, const float *dout,
+                          size_t n);
+int krn_cuda_accumulate(krn_ctx *ctx, float *dst, const float *src, size_t n);
+int krn_cuda_encoder_forward(krn_ctx *ctx, float *out, const int32_t *tokens, const float *wte,
+                        const float *wpe, size_t B, size_t T, size_t C, size_t V);
+int krn_cuda_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *dout,
+                         const int32_t *tokens, size_t B, size_t T, size_t C, size_t V);
+int krn_cuda_crossentropy_forward(krn_ctx *ctx, float *loss, float *losses, float *probs,
+                             const float *logits, const int32_t *targets, size_t N,
+                             size_t V);
+int krn_cuda_crossentropy_backward(krn_ctx *ctx, float *dlogits, const float *probs,
+                              const int32_t *targets, float dloss, size_t N, size_t V);
+int krn_cuda_grad_norm(krn_ctx *ctx, float *norm, const float *grads, size_t n);
+int krn_cuda_clip_factor(krn_ctx *ctx, float *factor, float norm, float max_norm);
+int krn_cuda_adamw_corrections(krn_ctx *ctx, float *bc1, float *bc2, float beta1, float beta2,
+                          uint64_t t);
+int krn_cuda_adamw_update(krn_ctx *ctx, float *params, float *m, float *v, const float *grads,
+                     float bc1, float bc2, float lr, float beta1, float beta2, float eps,
+                     float weight_decay, float grad_scale, size_t n);
+
+#endif

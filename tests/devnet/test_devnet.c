@@ -1,0 +1,284 @@
+/* `ovt devnet` end to end on a real anvil (label devnet): every fault kind
+ * ends in the verdict that names the faulty party and the faulty step (none
+ * ends verified), on gpt2-tiny runs of 64 steps; a party that stops
+ * answering loses by deadline and the arbiter's watcher logs it; SIGINT
+ * stops every process the devnet started; bad input is a clear error.
+ * Expected outcomes come from the contract's rules (docs/contract.md), not
+ * from the devnet's own table. */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "support/proc.h"
+
+static char ovt[4096], tmp[4096];
+
+/* Whether folder `dir` has no entries (the devnet's work folders are gone). */
+static int empty_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d)))
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n == 0;
+}
+
+/* Runs ovt devnet with the given arguments and --json; *out gets the parsed
+ * result (NULL if stdout was not JSON). Returns the exit status. */
+static int devnet(json_t **out, const char *const *args)
+{
+    char *argv[32] = {ovt, "devnet", "--json"};
+    int n = 3;
+    for (int i = 0; args[i] && n < 31; i++)
+        argv[n++] = (char *)args[i];
+    argv[n] = NULL;
+    char *text = NULL;
+    int st = tsup_run(argv, &text);
+    *out = text ? json_loads(text, 0, NULL) : NULL;
+    free(text);
+    return st;
+}
+
+static const char *str(const json_t *j, const char *key)
+{
+    const char *s = json_string_value(json_object_get(j, key));
+    return s ? s : "";
+}
+
+/* Whether something still answers on the URL's loopback port. */
+static int port_answers(const char *url)
+{
+    const char *colon = strrchr(url, ':');
+    if (!colon)
+        return 0;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)atoi(colon + 1));
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int ok = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    close(fd);
+    return ok;
+}
+
+/* The transactions of a result that made call `call`, and who sent them. */
+static int count_calls(const json_t *j, const char *call, const char *party)
+{
+    int n = 0;
+    size_t i;
+    const json_t *t;
+    json_array_foreach(json_object_get(j, "transactions"), i, t)
+    {
+        if (strcmp(str(t, "call"), call) == 0 && (!party || strcmp(str(t, "party"), party) == 0))
+            n++;
+        CHECK_MSG(json_is_true(json_object_get(t, "ok")), "a reverted %s transaction", str(t, "call"));
+    }
+    return n;
+}
+
+struct scenario {
+    const char *fault;
+    const char *silent;
+    const char *outcome;   /* from the contract's rules for this fault */
+    const char *outcome2;  /* also acceptable (poisoned-batch), or NULL */
+    const char *wrong;     /* the party the outcome names */
+};
+
+static void run_scenario(const struct scenario *s)
+{
+    const char *args[12] = {"--fault", s->fault, "--at", "17", "--steps", "64", "--model", "gpt2-tiny"};
+    int n = 8;
+    if (s->silent) {
+        args[n++] = "--silent";
+        args[n++] = s->silent;
+    }
+    args[n] = NULL;
+    json_t *j;
+    int st = devnet(&j, args);
+    const char *label = s->silent ? s->silent : s->fault;
+    CHECK_MSG(st == 0, "%s: exit status %d", label, st);
+    CHECK_MSG(j != NULL, "%s: no JSON result", label);
+    if (!j)
+        return;
+    const char *out = str(j, "outcome");
+    CHECK_MSG(strcmp(out, s->outcome) == 0 || (s->outcome2 && strcmp(out, s->outcome2) == 0),
+              "%s: outcome %s, want %s", label, out, s->outcome);
+    CHECK_MSG(strcmp(str(j, "wrong_party"), s->wrong) == 0, "%s: wrong party %s, want %s", label,
+              str(j, "wrong_party"), s->wrong);
+    CHECK(json_is_true(json_object_get(j, "as_expected")));
+    json_t *step = json_object_get(j, "step");
+    int verdicts = count_calls(j, "verdict", "arbiter");
+    CHECK_EQ_U64(count_calls(j, "verdict", NULL), verdicts); /* only the arbiter gives one */
+    CHECK_EQ_U64(count_calls(j, "commit", "trainer"), 1);
+    CHECK_EQ_U64(count_calls(j, "commit", "auditor"), 1);
+    CHECK_EQ_U64(count_calls(j, "deploy", "deployer"), 1);
+    json_t *gas = json_object_get(j, "gas");
+    CHECK(json_integer_value(json_object_get(gas, "trainer")) > 0);
+    CHECK(json_integer_value(json_object_get(gas, "auditor")) > 0);
+    if (strcmp(s->fault, "none") == 0) {
+        CHECK(json_is_null(step));
+        CHECK_EQ_U64(verdicts, 0);
+        CHECK_EQ_U64(count_calls(j, "bisect", NULL), 0);
+    } else if (s->silent) {
+        /* the other party claimed the timeout, and the arbiter's watcher saw it */
+        CHECK_EQ_U64(verdicts, 0);
+        const char *other = strcmp(s->silent, "trainer") == 0 ? "auditor" : "trainer";
+        CHECK_EQ_U64(count_calls(j, "timeout", other), 1);
+        CHECK_MSG(strstr(str(j, "arbiter_saw"), s->outcome) != NULL, "%s: the arbiter saw '%s'", label,
+                  str(j, "arbiter_saw"));
+    } else {
+        CHECK_MSG(json_integer_value(step) == 17, "%s: step %lld, want 17", label,
+                  (long long)json_integer_value(step));
+        CHECK_EQ_U64(verdicts, 1);
+        CHECK(json_integer_value(json_object_get(gas, "arbiter")) > 0);
+        CHECK_EQ_U64(count_calls(j, "revealLeaf", "trainer"), 1);
+        CHECK_EQ_U64(count_calls(j, "revealLeaf", "auditor"), 1);
+        /* depth 7 for 65 leaves: both parties bisect every round */
+        CHECK_EQ_U64(count_calls(j, "bisect", "trainer"), 7);
+        CHECK_EQ_U64(count_calls(j, "bisect", "auditor"), 7);
+        CHECK(json_real_value(json_object_get(j, "commit_to_verdict_s")) > 0);
+    }
+    /* every process is gone: nothing answers on anvil's port any more; and
+     * the work folder under $TMPDIR is removed */
+    CHECK_MSG(!port_answers(str(j, "rpc_url")), "%s: anvil still answers at %s", label, str(j, "rpc_url"));
+    CHECK_MSG(empty_dir(tmp), "%s: the work folder was left in %s", label, tmp);
+    printf("%-16s %-8s -> %s at %s, %.1f s from the commitment\n", s->fault, s->silent ? s->silent : "", out,
+           json_is_null(step) ? "-" : "step 17", json_real_value(json_object_get(j, "commit_to_verdict_s")));
+    json_decref(j);
+}
+
+/* The PIDs of the direct children of pid (from /proc). */
+static int children_of(pid_t pid, pid_t *out, int cap)
+{
+    DIR *d = opendir("/proc");
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)) && n < cap) {
+        char path[300], buf[512];
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t len = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[len] = '\0';
+        const char *rp = strrchr(buf, ')');
+        int ppid;
+        char state;
+        if (rp && sscanf(rp + 2, "%c %d", &state, &ppid) == 2 && ppid == pid)
+            out[n++] = (pid_t)atoi(e->d_name);
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* SIGINT in the middle of a game: the devnet stops every child and exits 1. */
+static void test_sigint(void)
+{
+    char keep[4200];
+    snprintf(keep, sizeof keep, "%s/sigint.XXXXXX", tmp);
+    if (!mkdtemp(keep))
+        return;
+    char dir[4300], auditor_log[4400];
+    snprintf(dir, sizeof dir, "%s/work", keep);
+    snprintf(auditor_log, sizeof auditor_log, "%s/auditor.log", dir);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl(ovt, ovt, "devnet", "--fault", "bitflip", "--keep", dir, (char *)NULL);
+        _exit(127);
+    }
+    /* wait until the auditor runs: anvil, the arbiter, the trainer's agent and the auditor are then up */
+    for (int i = 0; i < 600 && access(auditor_log, F_OK) != 0; i++)
+        usleep(100000);
+    pid_t kids[16];
+    int nk = children_of(pid, kids, 16);
+    CHECK_MSG(nk >= 4, "%d children before SIGINT", nk);
+    kill(pid, SIGINT);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    for (int i = 0; i < nk; i++)
+        CHECK_MSG(kill(kids[i], 0) != 0 && errno == ESRCH, "child %d still runs after SIGINT", (int)kids[i]);
+    char *rm[] = {"/bin/rm", "-rf", keep, NULL};
+    tsup_run(rm, NULL);
+}
+
+static void test_errors(void)
+{
+    char *out = NULL;
+    char *bad_fault[] = {ovt, "devnet", "--fault", "meteor", NULL};
+    CHECK_EQ_U64(tsup_run(bad_fault, &out), 2);
+    free(out);
+    char *no_fault[] = {ovt, "devnet", NULL};
+    CHECK_EQ_U64(tsup_run(no_fault, &out), 2);
+    free(out);
+    char *late[] = {ovt, "devnet", "--fault", "bitflip", "--steps", "8", "--at", "9", NULL};
+    CHECK_EQ_U64(tsup_run(late, &out), 2);
+    free(out);
+    char *silent_none[] = {ovt, "devnet", "--fault", "none", "--silent", "trainer", NULL};
+    CHECK_EQ_U64(tsup_run(silent_none, &out), 2);
+    free(out);
+    /* a missing anvil names what to do, and leaves no folder behind */
+    char *no_anvil[] = {"/bin/sh", "-c", "\"$0\" devnet --fault none --anvil /nonexistent/anvil 2>&1", ovt, NULL};
+    int st = tsup_run(no_anvil, &out);
+    CHECK_EQ_U64(st, 1);
+    CHECK_MSG(out && strstr(out, "--anvil /nonexistent/anvil") && strstr(out, "not an executable"), "%s",
+              out ? out : "-");
+    free(out);
+    char *help[] = {ovt, "devnet", "--help", NULL};
+    CHECK_EQ_U64(tsup_run(help, &out), 0);
+    CHECK(out && strstr(out, "withheld-inputs") && strstr(out, "--silent"));
+    free(out);
+}
+
+int main(void)
+{
+    const char *bin = getenv("OVT_BINARY_DIR");
+    const char *anvil = getenv("OVT_ANVIL");
+    if (!bin || !anvil || !*anvil) {
+        fprintf(stderr, "OVT_BINARY_DIR and OVT_ANVIL must be set (run `npm ci`, then reconfigure)\n");
+        return 1;
+    }
+    snprintf(ovt, sizeof ovt, "%s/ovt", bin);
+    /* the devnets' temporary folders go here, so the test sees them removed */
+    snprintf(tmp, sizeof tmp, "%s/test_devnet.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(tmp))
+        return 1;
+    setenv("TMPDIR", tmp, 1);
+    test_errors();
+    static const struct scenario scenarios[] = {
+        {"none", NULL, "verified", NULL, "none"},
+        {"bitflip", NULL, "auditor-right", NULL, "trainer"},
+        {"poisoned-batch", NULL, "auditor-right", "fraudulent-log", "trainer"},
+        {"skipped-step", NULL, "auditor-right", NULL, "trainer"},
+        {"forged-log", NULL, "fraudulent-log", NULL, "trainer"},
+        {"withheld-inputs", NULL, "inputs-unavailable", NULL, "trainer"},
+        {"lying-auditor", NULL, "trainer-right", NULL, "auditor"},
+        {"bitflip", "trainer", "trainer-timed-out", NULL, "trainer"},
+        {"lying-auditor", "auditor", "auditor-timed-out", NULL, "auditor"},
+    };
+    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
+        run_scenario(&scenarios[i]);
+    test_sigint();
+    rmdir(tmp);
+    return check_done();
+}

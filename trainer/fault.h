@@ -1,0 +1,54 @@
+#ifndef OVT_TRAINER_FAULT_H
+#define OVT_TRAINER_FAULT_H
+
+/* Testing only: faults a dishonest or broken trainer could commit, injected
+ * into one step of `ovt train` (--inject-fault KIND --fault-step K) so that
+ * the dispute game (`ovt devnet`) has something to find. The run directory
+ * then describes a run whose step K no honest replay reproduces:
+ *   bitflip         after step K one bit of one parameter is flipped (a
+ *                   hardware fault); training goes on from the flipped state;
+ *   poisoned-batch  step K trains on the scheduled batch with every target
+ *                   changed, while the step table keeps the schedule's
+ *                   batchHash (the trainer claims it followed the schedule);
+ *   skipped-step    step K is not computed: state K holds state K-1's
+ *                   tensors (with step number K), log K is empty;
+ *   forged-log      log K carries one entry with the wrong direction for an
+ *                   element far from its midpoint, and the state follows
+ *                   that wrong rounding (krn_ctx_forge_next_site). */
+
+#include <stdint.h>
+
+#include "common/err.h"
+#include "trainer/data.h"
+#include "trainer/state.h"
+
+typedef enum {
+    TRN_FAULT_NONE = 0,
+    TRN_FAULT_BITFLIP,
+    TRN_FAULT_POISONED_BATCH,
+    TRN_FAULT_SKIPPED_STEP,
+    TRN_FAULT_FORGED_LOG
+} trn_fault_kind;
+
+typedef struct {
+    trn_fault_kind kind;
+    uint64_t step; /* K >= 1 */
+} trn_fault;
+
+/* The kind named name ("none", "bitflip", ...), or OVT_EINVAL listing them. */
+int trn_fault_parse(trn_fault_kind *out, const char *name) OVT_MUST_USE;
+const char *trn_fault_name(trn_fault_kind kind);
+
+/* True if fault f of kind `kind` applies to step i. */
+int trn_fault_at(const trn_fault *f, trn_fault_kind kind, uint64_t i);
+
+/* poisoned-batch: every target token becomes (t + 1) mod vocab, or every
+ * label (y + 1) mod n_class. Either batch may be empty (NULL arrays). */
+void trn_fault_poison(trn_token_batch *tb, trn_sample_batch *sb, uint32_t vocab, uint32_t n_class);
+
+/* bitflip: flips the highest mantissa bit (kept at every grid width) of the
+ * first normal parameter at or after a step-derived offset; the result is
+ * still a finite grid value. Returns the flipped element's index. */
+size_t trn_fault_bitflip(trn_state *st);
+
+#endif
