@@ -40,7 +40,9 @@ static inline KRN_HD double krn_abs64(double x)
  * (zero, subnormal, near overflow, non-finite), within t of its interval's
  * midpoint (exact ties included), a band of at least a quarter of the grid
  * step (the nearest midpoint may lie in the finer binade below), or a NaN or
- * negative band. t == 0 for a zero band.
+ * negative band; except +0 with a zero band (the masked half of attention,
+ * padding), which it settles as the slow path would: written as +0, never
+ * logged. t == 0 for a zero band.
  *
  * Rounding: add just under half of the dropped low bits of the double (plus
  * one when the last kept bit is odd, which makes a tie go to even) and clear
@@ -62,7 +64,8 @@ static inline KRN_HD uint8_t krn_round_fast(double xj, double t, float *outj, in
     double d = krn_abs64(ax - krn_bits_double((a & ~mask) | half));
     double q = krn_bits_double(a & ~KRN_MANT64) * step_scale; /* the grid step at x */
     int normal = (ax >= 0x1p-126) & (ax < 0x1p127);
-    return (uint8_t)((normal ^ 1) | (d <= t) | (4.0 * t >= q) | !(t >= 0.0));
+    int plain_zero = (u == 0) & (t == 0.0);
+    return (uint8_t)(((normal ^ 1) | (d <= t) | (4.0 * t >= q) | !(t >= 0.0)) & !plain_zero);
 }
 
 /* krn_round_fast, settling two more kinds of element the way the slow path

@@ -94,6 +94,30 @@ done:
     return rc;
 }
 
+/* xent.bwd's values, (probs - onehot(target)) * g + the old dlogits, by
+ * blocks of the flattened (N,V) tensor. */
+typedef struct {
+    const float *dlogits, *probs;
+    const int32_t *targets;
+    size_t V;
+    double g;
+} xent_bwd_job;
+
+static void xent_bwd_fill(void *arg, size_t i0, size_t len, double *x)
+{
+    const xent_bwd_job *j = arg;
+    size_t r = i0 / j->V, c = i0 % j->V;
+    for (size_t k = 0; k < len; k++) {
+        size_t i = i0 + k;
+        double ind = (size_t)j->targets[r] == c ? 1.0 : 0.0;
+        x[k] = ((double)j->probs[i] - ind) * j->g + (double)j->dlogits[i];
+        if (++c == j->V) {
+            c = 0;
+            r++;
+        }
+    }
+}
+
 /* Sites and bands: kernels/ops.h, docs/op-bounds.md ("cross-entropy bwd"). */
 int krn_crossentropy_backward(krn_ctx *ctx, float *dlogits, const float *probs,
                               const int32_t *targets, float dloss, size_t N, size_t V)
@@ -108,17 +132,7 @@ int krn_crossentropy_backward(krn_ctx *ctx, float *dlogits, const float *probs,
     if (!isfinite(dloss))
         return ovt_fail(OVT_EINVAL, "%s: dloss is not finite", op);
     KRN_CUDA_DISPATCH(ctx, krn_cuda_crossentropy_backward(ctx, dlogits, probs, targets, dloss, N, V));
-    double *x = krn_doubles(n, op);
-    if (!x)
-        return OVT_ENOMEM;
-    double g = (double)dloss / (double)N;
-    for (size_t i = 0; i < N; i++)
-        for (size_t j = 0; j < V; j++) {
-            double ind = (size_t)targets[i] == j ? 1.0 : 0.0;
-            x[i * V + j] = ((double)probs[i * V + j] - ind) * g + (double)dlogits[i * V + j];
-        }
-    krn_band band = krn_band_exact();
-    rc = krn_site(ctx, "xent.bwd", dlogits, x, n, &band);
-    free(x);
-    return rc;
+    xent_bwd_job j = {.dlogits = dlogits, .probs = probs, .targets = targets, .V = V,
+                      .g = (double)dloss / (double)N};
+    return krn_site_exact_fill(ctx, "xent.bwd", dlogits, n, xent_bwd_fill, &j);
 }

@@ -99,6 +99,44 @@ int krn_adamw_corrections(krn_ctx *ctx, float *bc1, float *bc2, float beta1, flo
     return 0;
 }
 
+/* The FP64 values of AdamW's three exact sites, computed block by block
+ * (krn_site_exact_fill) so 124M parameters need no FP64 copy. */
+typedef struct {
+    float *params, *m, *v;
+    const float *grads;
+    double b1, b2, s;
+    float bc1, bc2, lr, eps, wd;
+} adamw_job;
+
+static void adamw_m(void *arg, size_t i0, size_t len, double *x)
+{
+    const adamw_job *j = arg;
+    for (size_t k = 0; k < len; k++) {
+        double g = (double)j->grads[i0 + k] * j->s;
+        x[k] = j->b1 * (double)j->m[i0 + k] + (1.0 - j->b1) * g;
+    }
+}
+
+static void adamw_v(void *arg, size_t i0, size_t len, double *x)
+{
+    const adamw_job *j = arg;
+    for (size_t k = 0; k < len; k++) {
+        double g = (double)j->grads[i0 + k] * j->s;
+        x[k] = j->b2 * (double)j->v[i0 + k] + (1.0 - j->b2) * (g * g);
+    }
+}
+
+static void adamw_param(void *arg, size_t i0, size_t len, double *x)
+{
+    const adamw_job *j = arg;
+    for (size_t k = 0; k < len; k++) {
+        size_t i = i0 + k;
+        double p = j->params[i];
+        double mhat = (double)j->m[i] / (double)j->bc1, vhat = (double)j->v[i] / (double)j->bc2;
+        x[k] = p - (double)j->lr * (mhat / (sqrt(vhat) + (double)j->eps) + (double)j->wd * p);
+    }
+}
+
 /* Sites and bands: kernels/ops.h, docs/op-bounds.md ("AdamW"). */
 int krn_adamw_update(krn_ctx *ctx, float *params, float *m, float *v, const float *grads,
                      float bc1, float bc2, float lr, float beta1, float beta2, float eps,
@@ -114,30 +152,11 @@ int krn_adamw_update(krn_ctx *ctx, float *params, float *m, float *v, const floa
     if (!(bc1 > 0) || !(bc2 > 0))
         return ovt_fail(OVT_EINVAL, "%s: bias corrections must be positive (run krn_adamw_corrections)", op);
     KRN_CUDA_DISPATCH(ctx, krn_cuda_adamw_update(ctx, params, m, v, grads, bc1, bc2, lr, beta1, beta2, eps, weight_decay, grad_scale, n));
-    double *x = krn_doubles(n, op);
-    if (!x)
-        return OVT_ENOMEM;
-    double b1 = beta1, b2 = beta2, s = grad_scale;
-    krn_band band = krn_band_exact();
-    for (size_t i = 0; i < n; i++) {
-        double g = (double)grads[i] * s;
-        x[i] = b1 * (double)m[i] + (1.0 - b1) * g;
-    }
-    if ((rc = krn_site(ctx, "adamw.m", m, x, n, &band)))
-        goto done;
-    for (size_t i = 0; i < n; i++) {
-        double g = (double)grads[i] * s;
-        x[i] = b2 * (double)v[i] + (1.0 - b2) * (g * g);
-    }
-    if ((rc = krn_site(ctx, "adamw.v", v, x, n, &band)))
-        goto done;
-    for (size_t i = 0; i < n; i++) {
-        double p = params[i];
-        double mhat = (double)m[i] / (double)bc1, vhat = (double)v[i] / (double)bc2;
-        x[i] = p - (double)lr * (mhat / (sqrt(vhat) + (double)eps) + (double)weight_decay * p);
-    }
-    rc = krn_site(ctx, "adamw.param", params, x, n, &band);
-done:
-    free(x);
-    return rc;
+    adamw_job j = {.params = params, .m = m, .v = v, .grads = grads, .b1 = beta1, .b2 = beta2,
+                   .s = grad_scale, .bc1 = bc1, .bc2 = bc2, .lr = lr, .eps = eps,
+                   .wd = weight_decay};
+    if ((rc = krn_site_exact_fill(ctx, "adamw.m", m, n, adamw_m, &j)) ||
+        (rc = krn_site_exact_fill(ctx, "adamw.v", v, n, adamw_v, &j)))
+        return rc;
+    return krn_site_exact_fill(ctx, "adamw.param", params, n, adamw_param, &j);
 }

@@ -69,7 +69,9 @@ typedef struct {
     const char *name;
     uint32_t site;
     float *out;
-    const double *x;
+    const double *x;      /* NULL: the values come from fill */
+    krn_site_fill fill;
+    void *fill_arg;
     size_t n;
     const krn_band *band; /* NULL: exact site */
     bool record;          /* log entries (RECORD with a band) */
@@ -87,8 +89,15 @@ int krn_ctx_new(krn_ctx **out, const krn_config *cfg)
     int rc = krn_grid_check_bits(cfg->grid_bits);
     if (rc < 0)
         return rc;
-    if (cfg->mode != KRN_RECORD && cfg->mode != KRN_REPLAY && cfg->mode != KRN_NEAREST)
+    if (cfg->mode != KRN_RECORD && cfg->mode != KRN_REPLAY && cfg->mode != KRN_NEAREST &&
+        cfg->mode != KRN_PLAIN)
         return ovt_fail(OVT_EINVAL, "unknown rounding mode %d", (int)cfg->mode);
+    if (cfg->mode == KRN_PLAIN && cfg->grid_bits != 32)
+        return ovt_fail(OVT_EINVAL, "KRN_PLAIN converts to FP32: grid_bits must be 32, not %d",
+                        cfg->grid_bits);
+    if (cfg->mode == KRN_PLAIN && cfg->backend == KRN_BACKEND_CUDA)
+        return ovt_fail(OVT_EINVAL, "KRN_PLAIN (benchmark baseline) runs on the CPU backends only, "
+                                    "not cuda");
     if (cfg->threads < 0)
         return ovt_fail(OVT_EINVAL, "thread count %d is negative", cfg->threads);
     krn_ctx *ctx = calloc(1, sizeof *ctx);
@@ -153,7 +162,8 @@ int krn_step_begin(krn_ctx *ctx, uint64_t step, krn_rlog *log)
     if (ctx->in_step)
         return ovt_fail(OVT_EINVAL, "step %llu begun before step %llu ended",
                         (unsigned long long)step, (unsigned long long)ctx->step);
-    if (ctx->cfg.mode != KRN_NEAREST && log == NULL)
+    bool logs = ctx->cfg.mode == KRN_RECORD || ctx->cfg.mode == KRN_REPLAY;
+    if (logs && log == NULL)
         return ovt_fail(OVT_EINVAL, "step %llu: %s needs a rounding log", (unsigned long long)step,
                         ctx->cfg.mode == KRN_RECORD ? "RECORD" : "REPLAY");
     if (ctx->cfg.mode == KRN_REPLAY && krn_rlog_step(log) != step)
@@ -161,7 +171,7 @@ int krn_step_begin(krn_ctx *ctx, uint64_t step, krn_rlog *log)
                         (unsigned long long)krn_rlog_step(log), (unsigned long long)step);
     if (ctx->cfg.mode == KRN_RECORD)
         krn_rlog_reset(log, step);
-    ctx->log = ctx->cfg.mode == KRN_NEAREST ? NULL : log;
+    ctx->log = logs ? log : NULL;
     ctx->step = step;
     ctx->next_site = 0;
     ctx->replay_next = 0;
@@ -385,26 +395,35 @@ static void job_fail(site_job *job, size_t i, int code)
  * the first failure, which it records in the job. */
 static void run_range(site_job *job, size_t i0, size_t i1, chunk_out *co)
 {
-    double tau[SITE_BLOCK];
+    double tau[SITE_BLOCK], xbuf[SITE_BLOCK];
     uint8_t flag[SITE_BLOCK];
     uint32_t cand[SITE_BLOCK];
     int b = job->ctx->cfg.grid_bits;
     bool banded = job->record;
     co->count = 0;
     co->wide = 0;
+    bool plain = job->ctx->cfg.mode == KRN_PLAIN;
     for (size_t b0 = i0; b0 < i1; b0 += SITE_BLOCK) {
         size_t len = i1 - b0 < SITE_BLOCK ? i1 - b0 : SITE_BLOCK;
+        const double *xb = job->x ? job->x + b0 : xbuf;
+        if (!job->x)
+            job->fill(job->fill_arg, b0, len, xbuf);
+        if (plain) {
+            for (size_t j = 0; j < len; j++)
+                job->out[b0 + j] = (float)xb[j];
+            continue;
+        }
         if (banded) {
             band_fill(job->band, job->x, b0, len, tau);
-            round_block(job->x + b0, tau, job->out + b0, flag, len, b);
+            round_block(xb, tau, job->out + b0, flag, len, b);
         } else {
-            round_block(job->x + b0, NULL, job->out + b0, flag, len, b);
+            round_block(xb, NULL, job->out + b0, flag, len, b);
         }
         size_t nc = collect_flags(flag, len, cand);
         for (size_t k = 0; k < nc; k++) {
             size_t i = b0 + cand[k];
             krn_rlog_entry e;
-            int rc = settle(job, i, job->x[i], banded ? tau[cand[k]] : 0.0, &job->out[i], &e);
+            int rc = settle(job, i, xb[cand[k]], banded ? tau[cand[k]] : 0.0, &job->out[i], &e);
             if (rc == 1)
                 rc = chunk_push(co, &e);
             if (rc < 0) {
@@ -642,21 +661,54 @@ static int site_run(krn_ctx *ctx, const char *name, float *out, const double *x,
     return 0;
 }
 
-int krn_site(krn_ctx *ctx, const char *name, float *out, const double *x, size_t n,
-             const krn_band *band)
+/* The part of krn_site and krn_site_fill after the checks both share. */
+static int site_enter(krn_ctx *ctx, const char *name)
 {
     if (!ctx->in_step)
         return ovt_fail(OVT_EINVAL, "site %s executed outside a step", name);
     if (ctx->failed < 0)
         return ovt_fail(ctx->failed, "site %s not run: %s", name, ctx->failed_msg);
-    int rc = site_run(ctx, name, out, x, n, band);
-    if (rc < 0) {
-        /* The step has failed: later sites of it refuse to run, and
-         * krn_step_end reports this failure again. */
-        ctx->failed = rc;
-        snprintf(ctx->failed_msg, sizeof ctx->failed_msg, "%s", ovt_errmsg());
-    }
+    return 0;
+}
+
+/* Records a failure of the step: later sites of it refuse to run, and
+ * krn_step_end reports this failure again. */
+static int site_leave(krn_ctx *ctx, int rc)
+{
+    krn_sparse_fail(ctx, rc);
     return rc;
+}
+
+int krn_site_exact_fill(krn_ctx *ctx, const char *name, float *out, size_t n, krn_site_fill fill,
+                        void *arg)
+{
+    int rc = site_enter(ctx, name);
+    if (rc < 0)
+        return rc;
+    site_job job = {.ctx = ctx, .name = name, .site = ctx->next_site++, .out = out,
+                    .fill = fill, .fill_arg = arg, .n = n};
+    ctx->stats.sites++;
+    ctx->stats.outputs += n;
+    if (ctx->cfg.mode == KRN_REPLAY && ctx->replay_next < krn_rlog_nsites(ctx->log) &&
+        krn_rlog_site_at(ctx->log, ctx->replay_next)->site == job.site)
+        rc = ovt_fail(OVT_EFRAUD, "step %llu site %u (%s) is exact (zero band) but the log has "
+                                  "%zu entries for it",
+                      (unsigned long long)ctx->step, job.site, name,
+                      krn_rlog_site_at(ctx->log, ctx->replay_next)->count);
+    else
+        rc = run_job(&job);
+    if (rc == 0)
+        ctx->stats.wide += job.wide;
+    return site_leave(ctx, rc);
+}
+
+int krn_site(krn_ctx *ctx, const char *name, float *out, const double *x, size_t n,
+             const krn_band *band)
+{
+    int rc = site_enter(ctx, name);
+    if (rc < 0)
+        return rc;
+    return site_leave(ctx, site_run(ctx, name, out, x, n, band));
 }
 
 /* ---- sites whose values live elsewhere (site_sparse.h) ---- */

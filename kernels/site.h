@@ -13,7 +13,12 @@
  *                           the logged result if the verifier's own value is
  *                           within 2*tau of it (else the log is fraudulent,
  *                           OVT_EFRAUD), every other element rounds to nearest;
- *   KRN_NEAREST  (ablation) rounds to nearest, ignores bands, logs nothing.
+ *   KRN_NEAREST  (ablation) rounds to nearest, ignores bands, logs nothing;
+ *   KRN_PLAIN    (benchmark baseline only, never used by the protocol)
+ *                converts every element with (float)x: no band, no log, no
+ *                grid other than FP32 (grid_bits must be 32), no check for
+ *                non-finite values. A plain FP64-compute step to measure the
+ *                cost of controlled rounding against.
  * A non-finite value fails the step with OVT_ENUMERIC, naming the site.
  * The exact rules, and why they make replay exact: docs/numeric-contract.md. */
 
@@ -24,7 +29,7 @@
 #include "common/err.h"
 #include "kernels/rlog.h"
 
-typedef enum { KRN_RECORD = 0, KRN_REPLAY = 1, KRN_NEAREST = 2 } krn_mode;
+typedef enum { KRN_RECORD = 0, KRN_REPLAY = 1, KRN_NEAREST = 2, KRN_PLAIN = 3 } krn_mode;
 
 /* The band tau of each element of a site, from the stated bound on how far
  * two correct FP64 implementations of the site can differ
@@ -88,6 +93,17 @@ int krn_step_end(krn_ctx *ctx, krn_stats *stats) OVT_MUST_USE;
  * code without running. Zeros are written as +0. */
 int krn_site(krn_ctx *ctx, const char *name, float *out, const double *x, size_t n,
              const krn_band *band) OVT_MUST_USE;
+
+/* An exact site (zero band) whose FP64 values are computed block by block
+ * as the site rounds them, so no FP64 copy of the whole site is needed:
+ * fill(arg, i0, len, x) writes the values of elements i0 .. i0+len-1 into
+ * x. It is called once per element range, from the ctx's threads at once for
+ * large sites, and may read out[i0 .. i0+len) (not yet written) but no other
+ * element of out. Same site number, rounding and failures as krn_site with
+ * the same values and krn_band_exact(). */
+typedef void (*krn_site_fill)(void *arg, size_t i0, size_t len, double *x);
+int krn_site_exact_fill(krn_ctx *ctx, const char *name, float *out, size_t n, krn_site_fill fill,
+                        void *arg) OVT_MUST_USE;
 
 /* Testing only (fault injection: `ovt train --inject-fault forged-log`).
  * Arms a forgery for the next (or current) RECORD step: the first banded

@@ -596,8 +596,107 @@ static void test_outer_large(void)
     free(out);
 }
 
+/* krn_site_exact_fill: values computed by blocks round exactly as krn_site
+ * rounds the same array with a zero band (+0 and -0, ties, subnormals,
+ * ordinary values), in every mode, on one and two threads; a non-finite
+ * value fails the step naming the site; a REPLAY log with entries for the
+ * site is fraud. KRN_PLAIN converts with (float)x. */
+typedef struct {
+    const double *x;
+    int calls;
+} fill_src;
+
+static void fill_copy(void *arg, size_t i0, size_t len, double *x)
+{
+    fill_src *f = arg;
+    __atomic_fetch_add(&f->calls, 1, __ATOMIC_RELAXED);
+    memcpy(x, f->x + i0, len * sizeof *x);
+}
+
+static void test_exact_fill(void)
+{
+    const size_t n = 150001; /* split over the pool, and a ragged last block */
+    double *x = malloc(n * sizeof *x);
+    float *want = malloc(n * sizeof *want), *got = malloc(n * sizeof *got);
+    for (size_t k = 0; k < n; k++) {
+        uint64_t r = krn_rng_u64(41, 0, KRN_RNG_TEST, k);
+        double u = uni(42, k);
+        switch (r % 6) {
+        case 0: x[k] = 0.0; break;
+        case 1: x[k] = -0.0; break;
+        case 2: x[k] = 1.0 + 0x1p-24; break;             /* a tie: to even */
+        case 3: x[k] = ldexp(u, -140); break;             /* subnormal range */
+        default: x[k] = ldexp(u - 0.5, (int)(r >> 8) % 40 - 20); break;
+        }
+    }
+    krn_band exact = {.kind = KRN_BAND_ZERO};
+    for (int mode = 0; mode < 4; mode++)
+        for (int threads = 1; threads <= 2; threads++) {
+            krn_rlog *log = krn_rlog_new();
+            krn_rlog_reset(log, 5);
+            krn_ctx *ctx = new_ctx((krn_mode)mode, 32, threads);
+            CHECK(krn_step_begin(ctx, 5, log) == 0);
+            fill_src src = {.x = x};
+            CHECK_MSG(krn_site(ctx, "array", want, x, n, &exact) == 0, "%s", ovt_errmsg());
+            CHECK_MSG(krn_site_exact_fill(ctx, "fill", got, n, fill_copy, &src) == 0, "%s",
+                      ovt_errmsg());
+            krn_stats st;
+            CHECK(krn_step_end(ctx, &st) == 0);
+            CHECK(st.sites == 2 && st.outputs == 2 * n && st.logged == 0);
+            CHECK(src.calls == (int)((n + 1023) / 1024)); /* each block once */
+            size_t bad = 0, badref = 0;
+            for (size_t k = 0; k < n; k++) {
+                bad += fbits(got[k]) != fbits(want[k]);
+                float ref = mode == KRN_PLAIN ? (float)x[k] : krn_grid_round(x[k], 32);
+                if (mode != KRN_PLAIN && ref == 0.0f)
+                    ref = 0.0f; /* zeros are written as +0 */
+                badref += fbits(want[k]) != fbits(ref);
+            }
+            CHECK_MSG(bad == 0, "mode %d threads %d: %zu fill outputs differ", mode, threads, bad);
+            CHECK_MSG(badref == 0, "mode %d threads %d: %zu outputs differ from the reference", mode,
+                      threads, badref);
+            CHECK(krn_rlog_nsites(log) == 0 || mode == KRN_REPLAY);
+            krn_ctx_free(ctx);
+            krn_rlog_free(log);
+        }
+
+    /* a NaN from the fill fails the step and names the site */
+    krn_ctx *ctx = new_ctx(KRN_RECORD, 32, 2);
+    krn_rlog *log = krn_rlog_new();
+    double saved = x[123456];
+    x[123456] = NAN;
+    fill_src src = {.x = x};
+    CHECK(krn_step_begin(ctx, 6, log) == 0);
+    CHECK(krn_site_exact_fill(ctx, "nanfill", got, n, fill_copy, &src) == OVT_ENUMERIC);
+    CHECK(strstr(ovt_errmsg(), "nanfill") != NULL && strstr(ovt_errmsg(), "123456") != NULL);
+    CHECK(krn_site(ctx, "after", want, x, 1, &exact) == OVT_ENUMERIC);
+    CHECK(krn_step_end(ctx, NULL) == OVT_ENUMERIC);
+    x[123456] = saved;
+    krn_ctx_free(ctx);
+
+    /* REPLAY: entries logged for an exact fill site are fraud */
+    krn_rlog_entry e = {.index = 3, .dir = KRN_DIR_UP};
+    krn_rlog_reset(log, 7);
+    CHECK(krn_rlog_add_site(log, 0, n, &e, 1) == 0);
+    ctx = new_ctx(KRN_REPLAY, 32, 2);
+    CHECK(krn_step_begin(ctx, 7, log) == 0);
+    CHECK(krn_site_exact_fill(ctx, "forged", got, n, fill_copy, &src) == OVT_EFRAUD);
+    CHECK(strstr(ovt_errmsg(), "forged") != NULL);
+    CHECK(krn_step_end(ctx, NULL) == OVT_EFRAUD);
+    krn_ctx_free(ctx);
+    krn_rlog_free(log);
+
+    /* KRN_PLAIN is FP32 only */
+    krn_config cfg = {.backend = KRN_BACKEND_CPU, .mode = KRN_PLAIN, .grid_bits = 30};
+    CHECK(krn_ctx_new(&ctx, &cfg) == OVT_EINVAL && ctx == NULL);
+    free(x);
+    free(want);
+    free(got);
+}
+
 int main(void)
 {
+    test_exact_fill();
     test_outer_large();
     test_rel_band_thresholds();
     test_binade_edge();

@@ -1,0 +1,228 @@
+/* bench_step: issue 5's figures for one training step. From the same state
+ * and batch (random tokens), interleaved in one run:
+ *   RECORD  the trainer's controlled-rounding step (cpu backend, log written),
+ *   PLAIN   the same ops with sites that only convert (float)x (KRN_PLAIN: no
+ *           band check, no log): a plain FP64-compute step as the baseline;
+ * the median of each, their ratio, and the floor: the step's matmul and
+ * attention FLOPs at the OpenBLAS DGEMM rate measured in the same run (the
+ * step's FC shape, the same thread count). Also the rounding log's encoded
+ * bytes per step and the time of trn_state_hash on the state after the step.
+ *
+ *   bench_step [--model gpt2-small] [--batch 4] [--seq 64] [--threads 2] [--reps 3]
+ * The DGEMM rate is measured before every pair of steps and its median
+ * taken, so all three figures see the same load on a shared machine.
+ * Results are written down in docs/bench-trainer.md. */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/rlog.h"
+#include "kernels/rng.h"
+#include "kernels/site.h"
+#include "trainer/rundata.h"
+#include "trainer/state.h"
+#include "trainer/train.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* CPU seconds of the whole process (all threads): less sensitive than wall
+ * time to other jobs on a shared machine. */
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void fail(const char *what)
+{
+    fprintf(stderr, "bench_step: %s: %s\n", what, ovt_errmsg());
+    exit(1);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* GFLOP/s of one FP64 DGEMM (m x k) @ (k x n) on `threads` OpenBLAS threads,
+ * best of 3, per wall second and (*cpu_rate) per CPU second. */
+static double dgemm_rate(size_t m, size_t n, size_t k, int threads, double *cpu_rate)
+{
+    double *a = calloc(m * k, sizeof *a), *b = calloc(k * n, sizeof *b), *c = calloc(m * n, sizeof *c);
+    if (!a || !b || !c)
+        fail("out of memory");
+    for (size_t i = 0; i < m * k; i++)
+        a[i] = (double)(i % 7) - 3;
+    for (size_t i = 0; i < k * n; i++)
+        b[i] = (double)(i % 5) - 2;
+    openblas_set_num_threads(threads);
+    double best = 1e30, best_cpu = 1e30;
+    for (int r = 0; r < 3; r++) {
+        double t0 = now(), c0 = cpu_now();
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)n, (blasint)k, 1.0, a,
+                    (blasint)k, b, (blasint)n, 0.0, c, (blasint)n);
+        double t = now() - t0, tc = cpu_now() - c0;
+        best = t < best ? t : best;
+        best_cpu = tc < best_cpu ? tc : best_cpu;
+    }
+    *cpu_rate = 2.0 * (double)m * (double)n * (double)k / best_cpu / 1e9;
+    openblas_set_num_threads(1);
+    free(a);
+    free(b);
+    free(c);
+    return 2.0 * (double)m * (double)n * (double)k / best / 1e9;
+}
+
+/* One timed step of a fresh copy of init; the state after it in *after
+ * (freed by the caller) when after is not NULL. */
+static double timed_step(const trn_state *init, trn_workspace *w, krn_mode mode, int threads,
+                         const trn_batch *b, krn_rlog *log, trn_state **after, double *cpu)
+{
+    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = mode, .grid_bits = 32, .threads = threads};
+    krn_ctx *ctx;
+    trn_state *st;
+    if (krn_ctx_new(&ctx, &kc) || trn_state_clone(&st, init))
+        fail("setup");
+    trn_step_info info;
+    double t0 = now(), c0 = cpu_now();
+    if (trn_train_step(ctx, w, st, b, mode == KRN_RECORD ? log : NULL, &info))
+        fail(mode == KRN_RECORD ? "RECORD step" : "PLAIN step");
+    double t = now() - t0;
+    *cpu = cpu_now() - c0;
+    krn_ctx_free(ctx);
+    if (after)
+        *after = st;
+    else
+        trn_state_free(st);
+    return t;
+}
+
+int main(int argc, char **argv)
+{
+    const char *model = "gpt2-small";
+    uint32_t B = 4, T = 64;
+    int threads = 2, reps = 3;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--model"))
+            model = argv[i + 1];
+        else if (!strcmp(argv[i], "--batch"))
+            B = (uint32_t)atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--seq"))
+            T = (uint32_t)atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--threads"))
+            threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--reps"))
+            reps = atoi(argv[i + 1]);
+        else {
+            fprintf(stderr, "usage: bench_step [--model NAME] [--batch B] [--seq T] [--threads N] [--reps R]\n");
+            return 2;
+        }
+    }
+    if (reps < 1 || reps > 32 || threads < 1 || B < 1 || T < 1) {
+        fprintf(stderr, "bench_step: reps must be 1..32, threads, batch and seq positive\n");
+        return 2;
+    }
+    trn_model_config m;
+    if (trn_model_preset(&m, model))
+        fail("--model");
+    trn_run_config rc;
+    trn_config_default(&rc, &m);
+    rc.batch_size = B;
+    rc.seq_len = T;
+
+    /* a token file of random tokens */
+    size_t ntok = (size_t)B * T * 16 + T + 1;
+    uint32_t *tok = malloc(ntok * sizeof *tok);
+    uint8_t *file;
+    size_t file_len;
+    if (!tok)
+        fail("out of memory");
+    for (size_t i = 0; i < ntok; i++)
+        tok[i] = (uint32_t)krn_rng_below(rc.seed, 0, 99, i, m.vocab);
+    if (trn_tokens_encode(tok, ntok, m.vocab, &file, &file_len))
+        fail("tokens");
+    free(tok);
+    trn_run_data data;
+    if (trn_run_data_parse(&data, file, file_len, &rc, 1, "tokens") || trn_config_check(&rc))
+        fail("dataset");
+    trn_state *init;
+    trn_workspace *w;
+    trn_step_batch batch;
+    if (trn_state_new(&init, &rc) || trn_workspace_new(&w, &rc) || trn_step_batch_get(&batch, &data, &rc, 1))
+        fail("setup");
+    trn_state_init(init);
+    krn_rlog *log = krn_rlog_new();
+
+    /* warm-up (first touch of the workspace and the scratch buffers) */
+    double c_rec[32], c_plain[32], crates[32];
+    timed_step(init, w, KRN_RECORD, threads, &batch.view, log, NULL, c_rec);
+    size_t C = m.width, L = m.n_layer, V = m.vocab, N = (size_t)B * T;
+    double t_rec[32], t_plain[32], rates[32], t_hash = 1e30;
+    for (int r = 0; r < reps; r++) {
+        rates[r] = dgemm_rate(N, 4 * C, C, threads, &crates[r]);
+        trn_state *after;
+        t_rec[r] = timed_step(init, w, KRN_RECORD, threads, &batch.view, log, &after, &c_rec[r]);
+        ovt_hash h;
+        double t0 = now();
+        trn_state_hash(&h, after);
+        double th = now() - t0;
+        t_hash = th < t_hash ? th : t_hash;
+        trn_state_free(after);
+        t_plain[r] = timed_step(init, w, KRN_PLAIN, threads, &batch.view, NULL, NULL, &c_plain[r]);
+    }
+    qsort(t_rec, (size_t)reps, sizeof(double), cmp_double);
+    qsort(t_plain, (size_t)reps, sizeof(double), cmp_double);
+    qsort(rates, (size_t)reps, sizeof(double), cmp_double);
+    qsort(c_rec, (size_t)reps, sizeof(double), cmp_double);
+    qsort(c_plain, (size_t)reps, sizeof(double), cmp_double);
+    qsort(crates, (size_t)reps, sizeof(double), cmp_double);
+    double rec = t_rec[reps / 2], plain = t_plain[reps / 2], rate = rates[reps / 2];
+    uint8_t *bytes;
+    size_t len;
+    if (krn_rlog_encode(log, &bytes, &len))
+        fail("encode");
+    free(bytes);
+
+    /* the floor: every matmul forward (2 N C OC) and backward (4 N C OC),
+     * the tied head included; attention 4 B T^2 C per layer forward, twice
+     * that backward */
+    double flops = 6.0 * (double)N * ((double)L * 12.0 * (double)C * (double)C + (double)V * (double)C) +
+                   12.0 * (double)L * (double)B * (double)T * (double)T * (double)C;
+    double floor_s = flops / (rate * 1e9);
+    printf("bench_step: %s, %zu parameters, batch %u x %u, %d thread(s), median of %d\n", model,
+           init->layout.nparams, B, T, threads, reps);
+    printf("RECORD step      %8.3f s   (each rep: ", rec);
+    for (int r = 0; r < reps; r++)
+        printf("%.2f%s", t_rec[r], r + 1 < reps ? " " : " s; PLAIN ");
+    for (int r = 0; r < reps; r++)
+        printf("%.2f%s", t_plain[r], r + 1 < reps ? " " : " s; DGEMM ");
+    for (int r = 0; r < reps; r++)
+        printf("%.1f%s", rates[r], r + 1 < reps ? " " : " GFLOP/s, sorted)\n");
+    printf("PLAIN step       %8.3f s   RECORD / PLAIN = %.3f (target <= 1.15)\n", plain, rec / plain);
+    printf("floor            %8.3f s   %.4g GFLOP at %.2f GFLOP/s DGEMM (%zu x %zu x %zu); "
+           "RECORD / floor = %.2f (target <= 1.5), PLAIN / floor = %.2f\n",
+           floor_s, flops / 1e9, rate, N, 4 * C, C, rec / floor_s, plain / floor_s);
+    double crec = c_rec[reps / 2], cplain = c_plain[reps / 2], cfloor = flops / (crates[reps / 2] * 1e9);
+    printf("CPU seconds      RECORD %.2f, PLAIN %.2f (RECORD / PLAIN = %.3f); floor %.2f at %.2f GFLOP "
+           "per CPU s: RECORD / floor = %.2f, PLAIN / floor = %.2f\n",
+           crec, cplain, crec / cplain, cfloor, crates[reps / 2], crec / cfloor, cplain / cfloor);
+    printf("rounding log     %llu entries, %zu bytes per step (target < 200000)\n",
+           (unsigned long long)krn_rlog_nentries(log), len);
+    printf("state hash       %8.3f s per step (%.1f%% of RECORD)\n", t_hash, 100.0 * t_hash / rec);
+    trn_step_batch_free(&batch);
+    trn_workspace_free(w);
+    krn_rlog_free(log);
+    trn_state_free(init);
+    trn_run_data_free(&data);
+    free(file);
+    return 0;
+}
