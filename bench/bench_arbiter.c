@@ -24,12 +24,7 @@
 #include "trainer/step.h"
 #include "trainer/train.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_util.h"
 
 static void fail(const char *what)
 {

@@ -22,6 +22,8 @@
 #include "kernels/rlog.h"
 #include "kernels/rng.h"
 
+#include "bench_util.h"
+
 /* out (N,M) = A (N,K) @ W^T, W (M,K): the forward products, the backward
  * dinp products (K = the layer's output width) and dweight products (K = the
  * 256 tokens) of GPT-2 small all have this form. */
@@ -39,34 +41,6 @@ static const shape shapes[] = {
     {"bwd lm_head dinp  K = 50257", 256, 50257, 768},
     {"bwd mlp.fc dW  768 x 3072, K = 256", 768, 256, 3072},
 };
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* CPU time of the whole process (all threads): less disturbed than wall
- * time by other processes on a shared machine. */
-static double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static float *normal(size_t n, uint64_t stream, double scale)
 {

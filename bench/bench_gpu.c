@@ -22,12 +22,7 @@
 #include "kernels/rng.h"
 #include "trainer/config.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_util.h"
 
 typedef struct {
     size_t C, OC;

@@ -17,18 +17,7 @@
 #include "trainer/state.h"
 #include "trainer/train.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
+#include "bench_util.h"
 
 /* One timed step of a fresh copy of init in the given mode. */
 static int timed_step(const trn_state *init, trn_workspace *w, krn_mode mode, const trn_batch *b, krn_rlog *log,
