@@ -133,13 +133,19 @@ static pid_t spawn(const char *out_path, char *const *args)
     _exit(127);
 }
 
-static pid_t agent(const char *role, const char *rid, const char *dir, const char *out_path)
+static pid_t agent_every(const char *role, const char *rid, const char *dir, const char *out_path,
+                         const char *poll)
 {
     char *key = (char *)(!strcmp(role, "trainer") ? keys[TRAINER] : keys[AUDITOR]);
     char *args[] = {af_ovt, "agent", "--role", (char *)role, "--run-id", (char *)rid, "--rpc-url", node.url,
-                    "--contract", contract, "--private-key", key, "--run", (char *)dir, "--poll-interval", "0.1",
-                    "--json", NULL};
+                    "--contract", contract, "--private-key", key, "--run", (char *)dir, "--poll-interval",
+                    (char *)poll, "--json", NULL};
     return spawn(out_path, args);
+}
+
+static pid_t agent(const char *role, const char *rid, const char *dir, const char *out_path)
+{
+    return agent_every(role, rid, dir, out_path, "0.1");
 }
 
 /* Waits for an agent to exit (up to seconds); its exit status or -1. */
@@ -274,13 +280,19 @@ static void test_lying_auditor(void)
     uint64_t t0 = nonce_of(TRAINER), a0 = nonce_of(AUDITOR);
     snprintf(t_out, sizeof t_out, "%s/trainer-agent.out", af_dir);
     snprintf(a_out, sizeof a_out, "%s/auditor-agent.out", af_dir);
-    pid_t tp = agent("trainer", rid, run_dir, t_out);
-    pid_t ap = agent("auditor", rid, aud, a_out);
+    /* Agents that take a turn every 0.4 s leave the game in its middle rounds
+     * for a second or more, which the 20 ms poll below does not miss even on
+     * a loaded machine (at 0.1 s the whole descent can finish between two
+     * looks, as it once did in CI). */
+    pid_t tp = agent_every("trainer", rid, run_dir, t_out, "0.4");
+    pid_t ap = agent_every("auditor", rid, aud, a_out, "0.4");
     /* Mid-game: stop anvil (it dumps its state), keep it away a while, bring
-     * it back from the state file on the same port. */
-    for (int waited = 0; waited < 600 && (game(rid, &g) != 0 || g.round < 2); waited++)
-        sleep_ms(100);
-    CHECK_MSG(g.round >= 2 && g.phase == CHAIN_ARB_PHASE_BISECTING, "round %u phase %d", g.round, (int)g.phase);
+     * it back from the state file on the same port. Both parties still have
+     * moves to make while the game is bisecting or revealing. */
+    for (int waited = 0; waited < 3000 && (game(rid, &g) != 0 || g.round < 2); waited++)
+        sleep_ms(20);
+    CHECK_MSG(g.round >= 2 && (g.phase == CHAIN_ARB_PHASE_BISECTING || g.phase == CHAIN_ARB_PHASE_REVEALING),
+              "round %u phase %d", g.round, (int)g.phase);
     tsup_anvil_stop(&node);
     sleep_ms(1500);
     const char *args[] = {"--state", state_file, NULL};
