@@ -7,6 +7,7 @@
 
 #include "kernels/rlog.h"
 #include "trainer/config.h"
+#include "trainer/init.h"
 #include "trainer/state.h"
 #include "trainer/rundata.h"
 #include "trainer/step.h"
@@ -65,10 +66,26 @@ static int step_zero(arb_eval *out, trn_store *store, const ovt_hash *run_id, co
         out->exec = ARB_EXEC_FAILED;
         return 0;
     }
+    /* A run that starts from given parameters names them by init_hash
+     * (their paramsHash, the blob's SHA-256); otherwise the seed draws them. */
+    uint8_t *params = NULL;
+    size_t params_len = 0;
+    if (trn_config_has_init(&rc)) {
+        out->input[ARB_IN_STATE] = store_status(trn_store_get(store, &rc.init_hash, MAX_OBJECT, &params, &params_len),
+                                                &err, "starting parameters (init_hash)", note, cap);
+        if (out->input[ARB_IN_STATE] != ARB_INPUT_OK)
+            return err;
+    }
     trn_state *st;
-    if ((rv = trn_state_new(&st, &rc)))
+    rv = trn_state_start(&st, &rc, params, params_len);
+    free(params);
+    if (rv == OVT_EFORMAT) {
+        add_note(note, cap, "the starting parameters the config names are not a state 0 of it: %s", ovt_errmsg());
+        out->exec = ARB_EXEC_FAILED;
+        return 0;
+    }
+    if (rv)
         return rv;
-    trn_state_init(st);
     trn_state_hash(&out->state_hash, st);
     trn_state_free(st);
     chain_merkle_preimage pre = {.state_hash = out->state_hash};

@@ -10,7 +10,9 @@
 #include "trainer/store.h"
 
 /* Evaluates step j = g->index of run run_id (g in phase AwaitingVerdict):
- *   j = 0: the run config (named configHash) -> the initial state;
+ *   j = 0: the run config (named configHash) -> the initial state (drawn
+ *          from the seed, or, when the config has an init_hash, the
+ *          parameters blob named by it, with m = v = 0);
  *   j > 0: the checkpoint named stateHash_{j-1} (its state must hash to
  *          it and carry the run's configHash), the dataset named
  *          datasetHash (the batch of step j is rebuilt from it by the

@@ -10,6 +10,7 @@
 
 #include "auditor/replay.h"
 #include "common/fileio.h"
+#include "trainer/commit.h"
 #include "trainer/rundata.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -248,8 +249,8 @@ static int publish_inputs(struct agent *a, uint64_t j)
         return rv;
     if (o->data_path && (rv = trn_store_put_file(o->store, o->data_path, NULL)))
         return rv;
-    if (j == 0)
-        return 0; /* the initial state is the config's: nothing else to show */
+    if (j == 0) /* the initial state is the config's (and the parameters its init_hash names) */
+        return trn_publish_init(o->store, o->run_dir);
     if ((rv = trn_run_path(path, sizeof path, o->run_dir, "logs", j, "rlog")) ||
         (rv = trn_store_put_file(o->store, path, NULL)))
         return rv;

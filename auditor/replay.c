@@ -6,6 +6,7 @@
 
 #include "common/fileio.h"
 #include "kernels/rlog.h"
+#include "trainer/init.h"
 #include "trainer/rundata.h"
 #include "trainer/train.h"
 
@@ -66,12 +67,35 @@ fail:
     return rv;
 }
 
-/* The starting state: step 0 from the config, or the latest checkpoint at or
- * before `step`, which must be the trainer's claimed state there. */
+/* State 0 of a run that starts from given parameters (config init_hash):
+ * the run's step-0 checkpoint, which must be state 0 of this config and
+ * hold parameters whose paramsHash is init_hash. */
+static int replayer_start_init(struct replayer *r, trn_state **out)
+{
+    char path[4096];
+    int rv = trn_run_path(path, sizeof path, r->dir, "ckpt", 0, "ckpt");
+    if (rv || (rv = trn_checkpoint_read(out, path)))
+        return ovt_fail_wrap(rv, "the run starts from given parameters (init_hash) and needs its state 0");
+    if (memcmp((*out)->config_hash.b, r->config_hash.b, 32) != 0)
+        rv = ovt_fail(OVT_EFORMAT, "%s belongs to another run config", path);
+    else if ((rv = trn_state_check_start(*out)))
+        rv = ovt_fail_wrap(rv, "%s is not the state 0 the run config commits to", path);
+    if (rv) {
+        trn_state_free(*out);
+        *out = NULL;
+    }
+    return rv;
+}
+
+/* The starting state: step 0 from the config (the seed, or the parameters
+ * init_hash names), or the latest checkpoint at or before `step`, which must
+ * be the trainer's claimed state there. */
 static int replayer_start(struct replayer *r, uint64_t step, trn_state **out)
 {
     *out = NULL;
     int rv;
+    if (step == 0 && trn_config_has_init(&r->rc))
+        return replayer_start_init(r, out);
     if (step == 0) {
         if ((rv = trn_state_new(out, &r->rc)))
             return rv;
@@ -275,6 +299,31 @@ static int fetch_blob(trn_store *store, const ovt_hash *name, const char *path)
     return rv;
 }
 
+/* A run that starts from given parameters: the blob named init_hash (the
+ * store checks its SHA-256), written as the run's step-0 checkpoint. */
+static int fetch_init(trn_store *store, const trn_run_config *rc, const char *dir)
+{
+    if (!trn_config_has_init(rc))
+        return 0;
+    uint8_t *buf;
+    size_t len;
+    trn_state *st;
+    char path[4096];
+    int rv = trn_store_get(store, &rc->init_hash, (size_t)1 << 36, &buf, &len);
+    if (rv)
+        return ovt_fail_wrap(rv, "the run's starting parameters (init_hash)");
+    rv = trn_state_start(&st, rc, buf, len);
+    free(buf);
+    if (rv)
+        return ovt_fail_wrap(rv, "the run's starting parameters (init_hash)");
+    if (!(rv = trn_run_path(path, sizeof path, dir, "ckpt", 0, "ckpt")))
+        *strrchr(path, '/') = '\0';
+    if (!rv && !(rv = ovt_mkdirs(path, 0755)) && !(rv = trn_run_path(path, sizeof path, dir, "ckpt", 0, "ckpt")))
+        rv = trn_checkpoint_write(st, path);
+    trn_state_free(st);
+    return rv;
+}
+
 int aud_fetch_run(trn_store *store, const ovt_hash *run_id, const char *dir, trn_store_manifest *manifest)
 {
     trn_store_manifest m;
@@ -300,7 +349,7 @@ int aud_fetch_run(trn_store *store, const ovt_hash *run_id, const char *dir, trn
         goto done;
     }
     if ((rv = trn_run_path(path, sizeof path, dir, NULL, 0, "dataset.bin")) ||
-        (rv = fetch_blob(store, &m.dataset_hash, path)))
+        (rv = fetch_blob(store, &m.dataset_hash, path)) || (rv = fetch_init(store, &rc, dir)))
         goto done;
     for (size_t i = 1; i < table.count; i++) {
         if ((rv = trn_run_path(path, sizeof path, dir, "logs", i, "rlog")))

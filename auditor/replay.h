@@ -8,7 +8,9 @@
  *
  * The trainer's run is a directory in the layout of `ovt train`
  * (trainer/run.h): config.bin, steps.bin, logs/step-N.rlog and, for partial
- * audits, ckpt/step-N.ckpt. aud_fetch_run fills such a directory from an
+ * audits and for runs that start from given parameters (config init_hash:
+ * state 0 is then ckpt/step-00000000.ckpt, checked against it),
+ * ckpt/step-N.ckpt. aud_fetch_run fills such a directory from an
  * artifact store. */
 
 #include <stdbool.h>
@@ -64,8 +66,9 @@ void aud_report_free(aud_report *r);
 int aud_rebuild_state(trn_state **out, const char *run_dir, const char *data_path, uint64_t step) OVT_MUST_USE;
 
 /* Fills dir (created) with the run published under run_id in the store:
- * config.bin, steps.bin, dataset.bin and every step's log, each checked
- * against its hash; *manifest (may be NULL) gets the manifest. Logs the
+ * config.bin, steps.bin, dataset.bin, every step's log and, for a run
+ * that starts from given parameters, ckpt/step-00000000.ckpt built from the
+ * blob named by the config's init_hash, each checked against its hash; *manifest (may be NULL) gets the manifest. Logs the
  * store does not have are left out (the replay then fails at that step). */
 int aud_fetch_run(trn_store *store, const ovt_hash *run_id, const char *dir,
                   trn_store_manifest *manifest) OVT_MUST_USE;

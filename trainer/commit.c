@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "chain/session.h"
+#include "trainer/init.h"
 #include "trainer/rundata.h"
 
 static void set_hash(json_t *o, const char *key, const ovt_hash *h)
@@ -69,6 +70,28 @@ int trn_commit_receipt_json(const trn_commit_receipt *r, char **text)
     return *text ? 0 : ovt_fail(OVT_ENOMEM, "out of memory");
 }
 
+int trn_publish_init(trn_store *s, const char *dir)
+{
+    trn_run_config rc;
+    ovt_hash ch, name;
+    char path[4096];
+    trn_state *st = NULL;
+    int rv = trn_run_load_config(dir, &rc, &ch);
+    if (rv || !trn_config_has_init(&rc))
+        return rv;
+    if ((rv = trn_run_path(path, sizeof path, dir, "ckpt", 0, "ckpt")) || (rv = trn_checkpoint_read(&st, path)))
+        return ovt_fail_wrap(rv, "the run starts from given parameters (init_hash) and needs its state 0");
+    if (memcmp(st->config_hash.b, ch.b, 32) != 0)
+        rv = ovt_fail(OVT_EFORMAT, "%s belongs to another run config", path);
+    else if ((rv = trn_state_check_start(st)))
+        rv = ovt_fail_wrap(rv, "%s", path);
+    else if (!(rv = trn_store_put(s, st->params, st->layout.nparams * sizeof(float), &name)) &&
+             memcmp(name.b, rc.init_hash.b, 32) != 0)
+        rv = ovt_fail(OVT_EFORMAT, "the parameters of %s are not the ones init_hash names", path);
+    trn_state_free(st);
+    return rv;
+}
+
 int trn_publish_run(trn_store *s, const char *dir, const trn_step_table *t, const char *data_path,
                     const ovt_hash *dataset_hash, const ovt_hash *run_id, trn_store_manifest *m)
 {
@@ -90,6 +113,8 @@ int trn_publish_run(trn_store *s, const char *dir, const trn_step_table *t, cons
         return rv;
     if (memcmp(h.b, dataset_hash->b, 32) != 0)
         return ovt_fail(OVT_ECRYPTO, "%s is not the run's dataset (SHA-256 differs)", data_path);
+    if ((rv = trn_publish_init(s, dir)))
+        return rv;
     for (size_t i = 1; i < t->count; i++) {
         if ((rv = trn_run_path(path, sizeof path, dir, "logs", i, "rlog")) || (rv = trn_store_put_file(s, path, &h)))
             return rv;

@@ -7,7 +7,6 @@
 #include "trainer/layout.h"
 
 static const uint8_t config_magic[8] = {'O', 'V', 'T', 'R', 'C', 'F', 'G', 0};
-#define CONFIG_VERSION 1u
 
 struct preset {
     const char *name;
@@ -82,6 +81,8 @@ int trn_config_check(const trn_run_config *rc)
         rc->eps <= 0 || !finite_in(rc->weight_decay, 0, 1) || !finite_in(rc->grad_clip, 0, 1e30))
         return ovt_fail(OVT_EINVAL, "optimizer settings out of range (lr and lr_min in [0,10], betas in "
                                     "[0,1), eps in (0,1], weight decay in [0,1], clip >= 0, 0 = off)");
+    if (rc->schedule != TRN_SCHEDULE_LINEAR && rc->schedule != TRN_SCHEDULE_COSINE)
+        return ovt_fail(OVT_EINVAL, "schedule kind %u is unknown (0 linear, 1 cosine)", (unsigned)rc->schedule);
     if (rc->head_shift > 20 || (rc->head_shift && rc->model.kind != TRN_MODEL_MLP))
         return ovt_fail(OVT_EINVAL, "head shift %u: only the MLP takes one, at most 20", rc->head_shift);
     if (rc->batch_size < 1 || rc->batch_size > (1u << 20))
@@ -125,12 +126,24 @@ static double f64_from(uint64_t u)
     return x;
 }
 
+int trn_config_has_init(const trn_run_config *rc)
+{
+    static const ovt_hash zero;
+    return memcmp(rc->init_hash.b, zero.b, 32) != 0;
+}
+
+static int needs_v2(const trn_run_config *rc)
+{
+    return rc->schedule != TRN_SCHEDULE_LINEAR || trn_config_has_init(rc);
+}
+
 /* The encoding, field by field (docs/formats.md mirrors this table). */
-void trn_config_encode(uint8_t out[TRN_CONFIG_ENC_LEN], const trn_run_config *rc)
+size_t trn_config_encode(uint8_t out[TRN_CONFIG_ENC_MAX], const trn_run_config *rc)
 {
     const trn_model_config *m = &rc->model;
+    int v2 = needs_v2(rc);
     memcpy(out, config_magic, 8);
-    ovt_put_le32(out + 8, CONFIG_VERSION);
+    ovt_put_le32(out + 8, v2 ? 2u : 1u);
     const uint32_t model_fields[8] = {(uint32_t)m->kind, m->n_layer, m->width, m->n_head,
                                       m->vocab,          m->max_seq, m->in_dim, m->n_class};
     for (int i = 0; i < 8; i++)
@@ -147,18 +160,26 @@ void trn_config_encode(uint8_t out[TRN_CONFIG_ENC_LEN], const trn_run_config *rc
     ovt_put_le32(out + 128, rc->band_rules);
     ovt_put_le32(out + 132, rc->head_shift);
     memcpy(out + 136, rc->dataset_hash.b, 32);
+    if (!v2)
+        return TRN_CONFIG_ENC_V1_LEN;
+    ovt_put_le32(out + 168, (uint32_t)rc->schedule);
+    memcpy(out + 172, rc->init_hash.b, 32);
+    return TRN_CONFIG_ENC_V2_LEN;
 }
 
 int trn_config_decode(trn_run_config *out, const uint8_t *buf, size_t len)
 {
     memset(out, 0, sizeof *out);
-    if (len != TRN_CONFIG_ENC_LEN)
-        return ovt_fail(OVT_EFORMAT, "run config is %zu bytes, expected %d", len, TRN_CONFIG_ENC_LEN);
+    if (len < 12)
+        return ovt_fail(OVT_EFORMAT, "run config is %zu bytes, shorter than its header", len);
     if (memcmp(buf, config_magic, 8) != 0)
         return ovt_fail(OVT_EFORMAT, "run config has a wrong magic");
-    if (ovt_get_le32(buf + 8) != CONFIG_VERSION)
-        return ovt_fail(OVT_EFORMAT, "run config version %u is not supported (expected %u)",
-                        ovt_get_le32(buf + 8), CONFIG_VERSION);
+    uint32_t version = ovt_get_le32(buf + 8);
+    if (version != 1 && version != 2)
+        return ovt_fail(OVT_EFORMAT, "run config version %u is not supported (this build reads 1 and 2)", version);
+    size_t want = version == 1 ? TRN_CONFIG_ENC_V1_LEN : TRN_CONFIG_ENC_V2_LEN;
+    if (len != want)
+        return ovt_fail(OVT_EFORMAT, "run config version %u is %zu bytes, expected %zu", version, len, want);
     trn_run_config rc;
     memset(&rc, 0, sizeof rc);
     trn_model_config *m = &rc.model;
@@ -179,6 +200,13 @@ int trn_config_decode(trn_run_config *out, const uint8_t *buf, size_t len)
     rc.band_rules = ovt_get_le32(buf + 128);
     rc.head_shift = ovt_get_le32(buf + 132);
     memcpy(rc.dataset_hash.b, buf + 136, 32);
+    if (version == 2) {
+        rc.schedule = (trn_schedule_kind)ovt_get_le32(buf + 168);
+        memcpy(rc.init_hash.b, buf + 172, 32);
+        if (!needs_v2(&rc))
+            return ovt_fail(OVT_EFORMAT, "run config version 2 with a linear schedule and no init_hash is not "
+                                         "canonical (that config encodes as version 1)");
+    }
     int rv = trn_config_check(&rc);
     if (rv)
         return ovt_fail_wrap(OVT_EFORMAT, "run config");
@@ -188,7 +216,7 @@ int trn_config_decode(trn_run_config *out, const uint8_t *buf, size_t len)
 
 void trn_config_hash(ovt_hash *out, const trn_run_config *rc)
 {
-    uint8_t enc[TRN_CONFIG_ENC_LEN];
-    trn_config_encode(enc, rc);
-    ovt_sha256(out, enc, sizeof enc);
+    uint8_t enc[TRN_CONFIG_ENC_MAX];
+    size_t len = trn_config_encode(enc, rc);
+    ovt_sha256(out, enc, len);
 }

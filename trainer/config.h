@@ -14,6 +14,9 @@
 
 typedef enum { TRN_MODEL_MLP = 1, TRN_MODEL_GPT2 = 2 } trn_model_kind;
 
+/* The shape of the learning-rate fall after warmup (trainer/schedule.h). */
+typedef enum { TRN_SCHEDULE_LINEAR = 0, TRN_SCHEDULE_COSINE = 1 } trn_schedule_kind;
+
 /* Model shape. MLP: in_dim -> n_layer hidden layers of `width` (GELU) ->
  * n_class logits. GPT-2: llm.c's layout, n_layer blocks of `width` channels
  * and n_head heads, vocab tokens, max_seq positions, output head tied to the
@@ -36,7 +39,8 @@ typedef struct {
 typedef struct {
     trn_model_config model;
     /* AdamW and schedule: lr rises linearly over warmup_steps, then stays
-     * (decay_steps == 0) or falls linearly to lr_min at decay_steps. */
+     * (decay_steps == 0) or falls to lr_min at decay_steps, linearly or
+     * along a cosine (trainer/schedule.h). */
     double lr, lr_min, beta1, beta2, eps, weight_decay, grad_clip;
     uint32_t warmup_steps;
     uint32_t decay_steps;
@@ -54,6 +58,12 @@ typedef struct {
      * no-log ablation diverge within a short run. At most 20. */
     uint32_t head_shift;
     ovt_hash dataset_hash;
+    trn_schedule_kind schedule;
+    /* The starting point: all zero = parameters drawn from the seed
+     * (trn_state_init); otherwise the paramsHash (trainer/init.h: SHA-256 of
+     * the parameters' little-endian bytes in layout order) of the parameters
+     * state 0 starts from, with m = v = 0 (fine-tuning, `--init-from`). */
+    ovt_hash init_hash;
 } trn_run_config;
 
 /* Named model shapes: "mlp-demo", "gpt2-tiny", "gpt2-small". Fails with
@@ -71,12 +81,22 @@ int trn_config_check(const trn_run_config *rc) OVT_MUST_USE;
  * weight decay 0, clip 1.0), b = 32, band rules v1, for model m. */
 void trn_config_default(trn_run_config *out, const trn_model_config *m);
 
-/* Canonical encoding: TRN_CONFIG_ENC_LEN bytes, little-endian, fixed order. */
-#define TRN_CONFIG_ENC_LEN 168
-void trn_config_encode(uint8_t out[TRN_CONFIG_ENC_LEN], const trn_run_config *rc);
+/* Canonical encoding, little-endian, fixed order (docs/formats.md): version
+ * 1 (168 bytes) for a linear schedule started from the seed, which every
+ * run made before version 2 is, so their configHash and stateHashes stay;
+ * version 2 (204 bytes: version 1's fields, then the schedule kind and
+ * init_hash) otherwise. Returns the length written. */
+#define TRN_CONFIG_ENC_V1_LEN 168
+#define TRN_CONFIG_ENC_V2_LEN 204
+#define TRN_CONFIG_ENC_MAX TRN_CONFIG_ENC_V2_LEN
+size_t trn_config_encode(uint8_t out[TRN_CONFIG_ENC_MAX], const trn_run_config *rc);
 
-/* Parses an encoding; OVT_EFORMAT on a wrong magic or version, and the
- * checks of trn_config_check. */
+/* Whether init_hash is set (the run starts from given parameters). */
+int trn_config_has_init(const trn_run_config *rc);
+
+/* Parses an encoding of either version; OVT_EFORMAT on a wrong magic,
+ * version or length, a version 2 encoding of a config version 1 can hold
+ * (not canonical), and the checks of trn_config_check. */
 int trn_config_decode(trn_run_config *out, const uint8_t *buf, size_t len) OVT_MUST_USE;
 
 /* configHash = SHA-256(trn_config_encode(rc)). */

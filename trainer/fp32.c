@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "trainer/schedule.h"
+
 struct trn_fp32 {
     trn_run_config config;
     trn_layout layout;
@@ -156,10 +158,15 @@ int trn_fp32_step(trn_fp32 *w, trn_state *st, const trn_batch *batch, bool rever
     float lr = (float)rc->lr;
     if (rc->warmup_steps && t <= rc->warmup_steps)
         lr = (float)rc->lr * (float)t / (float)rc->warmup_steps;
+    else if (rc->decay_steps > rc->warmup_steps && t >= rc->decay_steps)
+        lr = (float)rc->lr_min;
+    else if (rc->decay_steps > rc->warmup_steps && rc->schedule == TRN_SCHEDULE_COSINE)
+        lr = (float)rc->lr_min + (float)(rc->lr - rc->lr_min) *
+                                     (0.5f * (1.0f + (float)trn_cospi((double)((float)(t - rc->warmup_steps) /
+                                                                               (float)(rc->decay_steps - rc->warmup_steps)))));
     else if (rc->decay_steps > rc->warmup_steps)
-        lr = t >= rc->decay_steps ? (float)rc->lr_min
-                                  : (float)rc->lr - (float)(rc->lr - rc->lr_min) * (float)(t - rc->warmup_steps) /
-                                                        (float)(rc->decay_steps - rc->warmup_steps);
+        lr = (float)rc->lr - (float)(rc->lr - rc->lr_min) * (float)(t - rc->warmup_steps) /
+                                 (float)(rc->decay_steps - rc->warmup_steps);
     float b1 = (float)rc->beta1, b2 = (float)rc->beta2, eps = (float)rc->eps, wd = (float)rc->weight_decay;
     float bc1 = 1.0f - powf(b1, (float)t), bc2 = 1.0f - powf(b2, (float)t);
     for (size_t i = 0; i < n; i++) {

@@ -195,30 +195,39 @@ void trn_state_hash(ovt_hash *out, const trn_state *st)
     ovt_sha256_final(h, out);
 }
 
-/* Checkpoint layout; every offset below is fixed by docs/formats.md. */
+/* Checkpoint layout; every offset below is fixed by docs/formats.md. The
+ * run config's encoding is 168 (version 1) or 204 (version 2) bytes, stated
+ * at offset 12; the fields after it move with it. */
 static const uint8_t ckpt_magic[8] = {'O', 'V', 'T', 'C', 'K', 'P', 'T', 0};
 #define CKPT_VERSION 1u
-#define CKPT_FIXED (8 + 4 + 4 + TRN_CONFIG_ENC_LEN + 8 + 4 + 8)
+
+/* The header's length for a config encoding of cfg_len bytes. */
+static size_t ckpt_fixed(size_t cfg_len)
+{
+    return 8 + 4 + 4 + cfg_len + 8 + 4 + 8;
+}
 
 int trn_checkpoint_encode(const trn_state *st, uint8_t **buf, size_t *len)
 {
     *buf = NULL;
     *len = 0;
     const trn_layout *l = &st->layout;
+    uint8_t enc[TRN_CONFIG_ENC_MAX];
+    size_t cfg_len = trn_config_encode(enc, &st->config);
     size_t body = 3 * l->nparams * sizeof(float);
-    size_t total = CKPT_FIXED + 8 * l->count + body + 32;
+    size_t total = ckpt_fixed(cfg_len) + 8 * l->count + body + 32;
     uint8_t *p = malloc(total);
     if (!p)
         return ovt_fail(OVT_ENOMEM, "out of memory encoding a %zu-byte checkpoint", total);
     memcpy(p, ckpt_magic, 8);
     ovt_put_le32(p + 8, CKPT_VERSION);
-    ovt_put_le32(p + 12, TRN_CONFIG_ENC_LEN);
-    trn_config_encode(p + 16, &st->config);
-    size_t o = 16 + TRN_CONFIG_ENC_LEN;
+    ovt_put_le32(p + 12, (uint32_t)cfg_len);
+    memcpy(p + 16, enc, cfg_len);
+    size_t o = 16 + cfg_len;
     ovt_put_le64(p + o, st->step);
     ovt_put_le32(p + o + 8, (uint32_t)l->count);
     ovt_put_le64(p + o + 12, l->nparams);
-    o = CKPT_FIXED;
+    o = ckpt_fixed(cfg_len);
     for (size_t k = 0; k < l->count; k++, o += 8)
         ovt_put_le64(p + o, l->t[k].size);
     memcpy(p + o, st->mem, body);
@@ -234,7 +243,7 @@ int trn_checkpoint_encode(const trn_state *st, uint8_t **buf, size_t *len)
 int trn_checkpoint_decode(trn_state **out, const uint8_t *buf, size_t len)
 {
     *out = NULL;
-    if (len < CKPT_FIXED + 32)
+    if (len < ckpt_fixed(TRN_CONFIG_ENC_V1_LEN) + 32)
         return ovt_fail(OVT_EFORMAT, "checkpoint is truncated: %zu bytes, shorter than its header", len);
     if (memcmp(buf, ckpt_magic, 8) != 0)
         return ovt_fail(OVT_EFORMAT, "not an ovt checkpoint (wrong magic)");
@@ -242,20 +251,24 @@ int trn_checkpoint_decode(trn_state **out, const uint8_t *buf, size_t len)
     if (version != CKPT_VERSION)
         return ovt_fail(OVT_EFORMAT, "checkpoint version %u is not supported (expected %u)", version,
                         CKPT_VERSION);
-    if (ovt_get_le32(buf + 12) != TRN_CONFIG_ENC_LEN)
-        return ovt_fail(OVT_EFORMAT, "checkpoint states a run config of %u bytes, expected %d",
-                        ovt_get_le32(buf + 12), TRN_CONFIG_ENC_LEN);
+    size_t cfg_len = ovt_get_le32(buf + 12);
+    if (cfg_len != TRN_CONFIG_ENC_V1_LEN && cfg_len != TRN_CONFIG_ENC_V2_LEN)
+        return ovt_fail(OVT_EFORMAT, "checkpoint states a run config of %zu bytes, expected %d or %d", cfg_len,
+                        TRN_CONFIG_ENC_V1_LEN, TRN_CONFIG_ENC_V2_LEN);
+    size_t fixed = ckpt_fixed(cfg_len);
+    if (len < fixed + 32)
+        return ovt_fail(OVT_EFORMAT, "checkpoint is truncated: %zu bytes, shorter than its header", len);
     /* The checksum first: a flipped bit anywhere is reported as such rather
      * than as whatever field it happened to land in. Its position depends on
      * the sizes, so check them against the length before trusting it. */
-    size_t o = 16 + TRN_CONFIG_ENC_LEN;
+    size_t o = 16 + cfg_len;
     uint64_t step = ovt_get_le64(buf + o);
     uint32_t count = ovt_get_le32(buf + o + 8);
     uint64_t nparams = ovt_get_le64(buf + o + 12);
     if (count == 0 || count > TRN_MAX_TENSORS || nparams == 0 || nparams > ((uint64_t)1 << 40))
         return ovt_fail(OVT_EFORMAT, "checkpoint header states %u tensors and %llu parameters: corrupt", count,
                         (unsigned long long)nparams);
-    uint64_t expect = (uint64_t)CKPT_FIXED + 8ull * count + 12ull * nparams + 32;
+    uint64_t expect = (uint64_t)fixed + 8ull * count + 12ull * nparams + 32;
     if (len != expect)
         return ovt_fail(OVT_EFORMAT, "checkpoint is %zu bytes but its header implies %llu (%s)", len,
                         (unsigned long long)expect, len < expect ? "truncated" : "trailing bytes");
@@ -264,7 +277,7 @@ int trn_checkpoint_decode(trn_state **out, const uint8_t *buf, size_t len)
     if (memcmp(sum.b, buf + len - 32, 32) != 0)
         return ovt_fail(OVT_EFORMAT, "checkpoint checksum mismatch: the file is corrupt");
     trn_run_config rc;
-    int rv = trn_config_decode(&rc, buf + 16, TRN_CONFIG_ENC_LEN);
+    int rv = trn_config_decode(&rc, buf + 16, cfg_len);
     if (rv)
         return ovt_fail_wrap(OVT_EFORMAT, "checkpoint");
     trn_state *st = NULL;
@@ -278,7 +291,7 @@ int trn_checkpoint_decode(trn_state **out, const uint8_t *buf, size_t len)
                       count, (unsigned long long)nparams, l->count, l->nparams);
         goto fail;
     }
-    o = CKPT_FIXED;
+    o = fixed;
     for (size_t k = 0; k < l->count; k++, o += 8) {
         if (ovt_get_le64(buf + o) != l->t[k].size) {
             rv = ovt_fail(OVT_EFORMAT, "checkpoint tensor %zu (%s) has %llu elements, the config says %zu", k,

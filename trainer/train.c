@@ -8,6 +8,7 @@
 
 #include "kernels/grid.h"
 #include "kernels/ops.h"
+#include "trainer/schedule.h"
 #include "trainer/workspace.h"
 
 int trn_workspace_new(trn_workspace **out, const trn_run_config *rc)
@@ -110,21 +111,6 @@ static int model_backward(krn_ctx *ctx, trn_workspace *w, const float *params, c
     return trn_mlp_backward(ctx, w, params, batch);
 }
 
-/* The learning rate of step i in FP64 from basic operations in a fixed order
- * (so the "schedule.lr" site is exact). */
-static double schedule_lr(const trn_run_config *rc, uint64_t i)
-{
-    if (rc->warmup_steps && i <= rc->warmup_steps)
-        return rc->lr * (double)i / (double)rc->warmup_steps;
-    if (rc->decay_steps > rc->warmup_steps) {
-        if (i >= rc->decay_steps)
-            return rc->lr_min;
-        double frac = (double)(i - rc->warmup_steps) / (double)(rc->decay_steps - rc->warmup_steps);
-        return rc->lr - (rc->lr - rc->lr_min) * frac;
-    }
-    return rc->lr;
-}
-
 static int optimizer_step(krn_ctx *ctx, trn_workspace *w, trn_state *st, uint64_t i, trn_step_info *info)
 {
     const trn_run_config *rc = &st->config;
@@ -136,7 +122,7 @@ static int optimizer_step(krn_ctx *ctx, trn_workspace *w, trn_state *st, uint64_
         return rv;
     if (rc->grad_clip > 0 && (rv = krn_clip_factor(ctx, &scale, norm, krn_grid_round(rc->grad_clip, b))))
         return rv;
-    double lr64 = schedule_lr(rc, i);
+    double lr64 = trn_schedule_lr(rc, i); /* + - * / only: the site is exact */
     const krn_band exact = {.kind = KRN_BAND_ZERO};
     if ((rv = krn_site(ctx, "schedule.lr", &lr, &lr64, 1, &exact)))
         return rv;

@@ -8,8 +8,8 @@
  *   forward and backward of the model on the step's batch (gradients are
  *   zeroed first; backward ops accumulate),
  *   "gradnorm" of all gradients, "clip.factor" (when grad_clip > 0),
- *   "schedule.lr" (1, exact): lr * i / warmup_steps during warmup, then lr,
- *       or a linear fall to lr_min at decay_steps,
+ *   "schedule.lr" (1, exact): trn_schedule_lr (trainer/schedule.h): linear
+ *       warmup, then lr, or a linear or cosine fall to lr_min at decay_steps,
  *   "adamw.*": bias corrections for t = i and the update of every parameter.
  * The optimizer constants of the run config are rounded to the grid before
  * use (they are ops' scalar inputs, which must be grid values).

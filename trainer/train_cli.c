@@ -15,9 +15,11 @@
 #include "trainer/cliargs.h"
 #include "trainer/data.h"
 #include "trainer/fault.h"
+#include "trainer/init.h"
 #include "trainer/plot.h"
 #include "trainer/rundata.h"
 #include "trainer/run.h"
+#include "trainer/schedule.h"
 #include "trainer/state.h"
 #include "trainer/train.h"
 
@@ -44,11 +46,18 @@ static void train_usage(FILE *f)
             "  --batch B            sequences or samples per step (default 8)\n"
             "  --seq T              GPT-2 sequence length (default min(64, context))\n"
             "  --lr X               peak learning rate (default 0.001)\n"
-            "  --lr-min X           final learning rate of the linear decay (default = --lr: constant)\n"
+            "  --lr-min X           learning rate at the last step (default --lr / 10; = --lr: constant)\n"
+            "  --schedule KIND      the fall from --lr to --lr-min over the steps after warmup: cosine\n"
+            "                       (default; lr_min + (lr - lr_min)(1 + cos(pi p))/2) or linear\n"
             "  --warmup N           linear warmup steps (default 0)\n"
             "  --weight-decay X     AdamW weight decay (default 0)\n"
             "  --clip X             global gradient-norm clip, 0 = off (default 1.0)\n"
             "  --seed N             seed of init and batch schedule (default 1)\n"
+            "  --init-from FILE     fine-tune: start from the parameters in FILE instead of the seed's\n"
+            "                       init (AdamW moments 0, step 0): an ovt checkpoint of a run with\n"
+            "                       the same model shape, or an llm.c GPT-2 float32 weight file\n"
+            "                       (gpt2_124M.bin); rounded to the grid; the config commits to them\n"
+            "                       (init_hash), so --resume and --replay need the same FILE\n"
             "  --grid-bits B        grid width b, 24..32 (default 32: FP32)\n"
             "  --backend NAME       cpu (default), ref, shuffle, or cuda (a GPU; ovt built with CUDA)\n"
             "  --threads N          cpu backend threads (default: the backend's)\n"
@@ -78,7 +87,7 @@ static void train_usage(FILE *f)
 }
 
 struct train_args {
-    const char *model, *data, *out, *backend, *replay;
+    const char *model, *data, *out, *backend, *replay, *init_from;
     uint64_t steps;
     uint32_t every, ckpt_every;
     int threads;
@@ -86,6 +95,8 @@ struct train_args {
     ovt_hash run_id;
     trn_fault fault; /* testing only */
     trn_run_config rc;
+    const float *init_params; /* --init-from, nparams floats; NULL: from the seed */
+    size_t init_len;          /* bytes */
 };
 
 /* Opens the run: a fresh one (config.bin, step-0 checkpoint) or, with
@@ -94,8 +105,8 @@ static int open_run(const struct train_args *a, trn_state **st, trn_step_table *
 {
     char path[4096];
     int rv;
-    uint8_t enc[TRN_CONFIG_ENC_LEN];
-    trn_config_encode(enc, &a->rc);
+    uint8_t enc[TRN_CONFIG_ENC_MAX];
+    size_t enc_len = trn_config_encode(enc, &a->rc);
     if ((rv = trn_run_path(path, sizeof path, a->out, NULL, 0, "config.bin")))
         return rv;
     bool exists = access(path, F_OK) == 0;
@@ -104,9 +115,9 @@ static int open_run(const struct train_args *a, trn_state **st, trn_step_table *
         if (exists)
             return ovt_fail(OVT_EINVAL, "%s already holds a run: pass --resume to continue it, or another --out",
                             a->out);
-        if ((rv = ovt_write_atomic(path, enc, sizeof enc, 0644)) || (rv = trn_state_new(st, &a->rc)))
+        if ((rv = ovt_write_atomic(path, enc, enc_len, 0644)) ||
+            (rv = trn_state_start(st, &a->rc, (const uint8_t *)a->init_params, a->init_len)))
             return rv;
-        trn_state_init(*st);
         trn_state_hash(&table->steps[0].state_hash, *st);
         table->count = 1;
         if ((rv = trn_run_path(path, sizeof path, a->out, "ckpt", 0, "ckpt")))
@@ -117,10 +128,11 @@ static int open_run(const struct train_args *a, trn_state **st, trn_step_table *
     size_t len;
     if ((rv = ovt_read_file(path, &old, &len, 4096)))
         return ovt_fail_wrap(rv, "--resume");
-    bool same = len == sizeof enc && memcmp(old, enc, len) == 0;
+    bool same = len == enc_len && memcmp(old, enc, len) == 0;
     free(old);
     if (!same)
-        return ovt_fail(OVT_EINVAL, "the run in %s was made with another config (model, data or options differ)",
+        return ovt_fail(OVT_EINVAL, "the run in %s was made with another config (model, data, options or "
+                                    "--init-from differ)",
                         a->out);
     uint64_t step = 0;
     if ((rv = trn_run_latest_checkpoint(a->out, UINT64_MAX, &step)) || (rv = trn_run_path(path, sizeof path, a->out, "ckpt", step, "ckpt")) ||
@@ -163,6 +175,14 @@ static int write_summary(const struct train_args *a, const trn_state *st, const 
                           (json_int_t)steps_now, "log_entries_this_session", (json_int_t)entries,
                           "log_bytes_this_session", (json_int_t)log_bytes, "first_loss", first_loss,
                           "last_loss", last_loss);
+    json_object_set_new(j, "schedule", json_string(trn_schedule_name(st->config.schedule)));
+    if (trn_config_has_init(&st->config)) {
+        char ih[65];
+        ovt_hex_encode(ih, st->config.init_hash.b, 32);
+        json_object_set_new(j, "init_hash", json_string(ih));
+    } else {
+        json_object_set_new(j, "init_hash", json_null());
+    }
     char *text = json_dumps(j, JSON_INDENT(2));
     json_decref(j);
     if (!text)
@@ -233,10 +253,23 @@ static int train(const struct train_args *a)
     int rv;
     if (!log)
         return ovt_fail(OVT_ENOMEM, "out of memory");
+    float *init_params = NULL;
+    size_t init_n = 0;
     if ((rv = trn_run_data_load(&data, a->data, &rc, 1)) || (rv = trn_config_check(&rc)))
         goto done;
+    if (a->init_from) {
+        if ((rv = trn_init_load(&init_params, &init_n, &rc, a->init_from)))
+            goto done;
+        ovt_sha256(&rc.init_hash, init_params, init_n * sizeof(float));
+    } else if (trn_config_has_init(&rc)) {
+        rv = ovt_fail(OVT_EINVAL, "the run config (--config) starts from given parameters (init_hash set): pass "
+                                  "them with --init-from FILE");
+        goto done;
+    }
     struct train_args args = *a;
     args.rc = rc;
+    args.init_params = init_params;
+    args.init_len = init_n * sizeof(float);
     trn_config_hash(&table.config_hash, &rc);
     table.steps = calloc(a->steps + 1, sizeof *table.steps);
     rows = calloc(a->steps + 1, sizeof *rows);
@@ -267,9 +300,12 @@ static int train(const struct train_args *a)
     if ((rv = krn_ctx_new(&ctx, &kc)) || (rv = trn_workspace_new(&w, &rc)))
         goto done;
     if (!a->json)
-        printf("ovt train: %s, %zu parameters, batch %u x %u, b = %u, backend %s, steps %llu..%llu -> %s\n",
+        printf("ovt train: %s, %zu parameters, batch %u x %u, b = %u, backend %s, steps %llu..%llu -> %s\n"
+               "  lr %g -> %g (%s after %u warmup steps)%s%s\n",
                a->model, st->layout.nparams, rc.batch_size, rc.seq_len ? rc.seq_len : 1, rc.grid_bits, a->backend,
-               (unsigned long long)st->step + 1, (unsigned long long)a->steps, a->out);
+               (unsigned long long)st->step + 1, (unsigned long long)a->steps, a->out, rc.lr, rc.lr_min,
+               trn_schedule_name(rc.schedule), rc.warmup_steps, a->init_from ? ", starting from " : "",
+               a->init_from ? a->init_from : "");
     uint64_t entries = 0, log_bytes = 0, start = st->step;
     double first_loss = 0, last_loss = 0;
     if ((rv = resume_loss(&args, rows, &nrows, start)))
@@ -363,6 +399,7 @@ static int train(const struct train_args *a)
         goto done;
     rv = write_summary(&args, st, &table, &root, entries, log_bytes, first_loss, last_loss, st->step - start);
 done:
+    free(init_params);
     free(rows);
     krn_rlog_free(log);
     krn_ctx_free(ctx);
@@ -395,7 +432,7 @@ static int load_config_file(struct train_args *a, const char *path)
 
 enum { O_MODEL = 256, O_DATA, O_OUT, O_STEPS, O_BATCH, O_SEQ, O_LR, O_LR_MIN, O_WARMUP, O_WD, O_CLIP, O_SEED,
        O_GRID, O_BACKEND, O_THREADS, O_CKPT, O_RESUME, O_RUN_ID, O_EVERY, O_JSON, O_REPLAY, O_NEAREST,
-       O_PRINT_STATE, O_FAULT, O_FAULT_STEP, O_CONFIG };
+       O_PRINT_STATE, O_FAULT, O_FAULT_STEP, O_CONFIG, O_SCHEDULE, O_INIT_FROM };
 
 int trn_cmd_train(int argc, char **argv)
 {
@@ -411,7 +448,8 @@ int trn_cmd_train(int argc, char **argv)
         {"resume", no_argument, NULL, O_RESUME},         {"run-id", required_argument, NULL, O_RUN_ID},
         {"every", required_argument, NULL, O_EVERY},     {"json", no_argument, NULL, O_JSON},
         {"replay", required_argument, NULL, O_REPLAY},   {"nearest", no_argument, NULL, O_NEAREST},
-        {"print-state", no_argument, NULL, O_PRINT_STATE},
+        {"print-state", no_argument, NULL, O_PRINT_STATE}, {"schedule", required_argument, NULL, O_SCHEDULE},
+        {"init-from", required_argument, NULL, O_INIT_FROM},
         {"config", required_argument, NULL, O_CONFIG},   {"inject-fault", required_argument, NULL, O_FAULT}, {"fault-step", required_argument, NULL, O_FAULT_STEP},
         {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0}};
     struct train_args a = {.model = "gpt2-tiny", .backend = "cpu", .steps = 100, .every = 10, .ckpt_every = 50};
@@ -425,6 +463,7 @@ int trn_cmd_train(int argc, char **argv)
         return 2;
     }
     trn_config_default(&a.rc, &m);
+    a.rc.schedule = TRN_SCHEDULE_COSINE; /* new runs: warmup then cosine (a --config keeps its own) */
     bool have_config = false;
     for (int k = 1; k + 1 < argc; k++)
         if (!strcmp(argv[k], "--config")) {
@@ -445,6 +484,13 @@ int trn_cmd_train(int argc, char **argv)
         case O_MODEL:
         case O_CONFIG: break;
         case O_DATA: a.data = optarg; break;
+        case O_INIT_FROM: a.init_from = optarg; break;
+        case O_SCHEDULE:
+            if (trn_schedule_parse(&a.rc.schedule, optarg)) {
+                fprintf(stderr, "ovt train: --schedule: %s\n", ovt_errmsg());
+                return 2;
+            }
+            break;
         case O_OUT: a.out = optarg; break;
         case O_STEPS:
             if (trn_arg_u64("train", flag, optarg, 1, 100000000, &a.steps)) return 2;
@@ -541,7 +587,7 @@ int trn_cmd_train(int argc, char **argv)
         return 2;
     }
     if (!lr_min_set)
-        a.rc.lr_min = a.rc.lr;
+        a.rc.lr_min = a.rc.lr / 10;
     a.rc.decay_steps = a.rc.lr_min != a.rc.lr ? (uint32_t)a.steps : 0;
     int rv = train(&a);
     if (rv) {

@@ -16,13 +16,19 @@ import sys
 def config_encoding(c):
     model = [c["kind"], c["n_layer"], c["width"], c["n_head"], c["vocab"], c["max_seq"],
              c["in_dim"], c["n_class"]]
-    enc = b"OVTRCFG\x00" + struct.pack("<I", 1) + struct.pack("<8I", *model)
+    schedule = c.get("schedule", 0)
+    init_hash = bytes.fromhex(c.get("init_hash", "00" * 32))
+    # version 1 while it can hold the config (linear schedule, no init_hash)
+    v2 = schedule != 0 or init_hash != bytes(32)
+    enc = b"OVTRCFG\x00" + struct.pack("<I", 2 if v2 else 1) + struct.pack("<8I", *model)
     enc += struct.pack("<7d", c["lr"], c["lr_min"], c["beta1"], c["beta2"], c["eps"],
                        c["weight_decay"], c["grad_clip"])
     enc += struct.pack("<4I", c["warmup_steps"], c["decay_steps"], c["batch_size"], c["seq_len"])
     enc += struct.pack("<Q", c["seed"])
     enc += struct.pack("<3I", c["grid_bits"], c["band_rules"], c["head_shift"])
     enc += bytes.fromhex(c["dataset_hash"])
+    if v2:
+        enc += struct.pack("<I", schedule) + init_hash
     return enc
 
 
@@ -45,13 +51,14 @@ def checkpoint_state_hash(path):
     raw = open(path, "rb").read()
     assert raw[:8] == b"OVTCKPT\x00", "magic"
     version, cfg_len = struct.unpack_from("<II", raw, 8)
-    assert version == 1 and cfg_len == 168, "version or config length"
+    assert version == 1 and cfg_len in (168, 204), "version or config length"
+    assert struct.unpack_from("<I", raw, 24)[0] == (1 if cfg_len == 168 else 2), "config version"
     assert hashlib.sha256(raw[:-32]).digest() == raw[-32:], "checksum"
     config_hash = hashlib.sha256(raw[16:16 + cfg_len]).digest()
-    step, count, nparams = struct.unpack_from("<QIQ", raw, 184)
-    sizes = list(struct.unpack_from("<%dQ" % count, raw, 204))
+    step, count, nparams = struct.unpack_from("<QIQ", raw, 16 + cfg_len)
+    sizes = list(struct.unpack_from("<%dQ" % count, raw, 36 + cfg_len))
     assert sum(sizes) == nparams, "sizes table"
-    body = 204 + 8 * count
+    body = 36 + cfg_len + 8 * count
     assert len(raw) == body + 12 * nparams + 32, "length"
     sections = [struct.unpack_from("<%df" % nparams, raw, body + 4 * nparams * s) for s in range(3)]
     return state_hash(config_hash, step, sizes, sections)

@@ -154,12 +154,12 @@ static void check_verify(const char *run, const char *data, const trn_step_table
     ovt_hash ch;
     CHECK(trn_run_load_config(run, &rc, &ch) == 0);
     rc.seed += 1;
-    uint8_t enc[TRN_CONFIG_ENC_LEN];
-    trn_config_encode(enc, &rc);
+    uint8_t enc[TRN_CONFIG_ENC_MAX];
+    size_t enc_len = trn_config_encode(enc, &rc);
     snprintf(path, sizeof path, "%s/config.bin", run);
     snprintf(saved, sizeof saved, "%s/config.saved", dir);
     CHECK(copy_file(path, saved) == 0);
-    CHECK(ovt_write_atomic(path, enc, sizeof enc, 0644) == 0);
+    CHECK(ovt_write_atomic(path, enc, enc_len, 0644) == 0);
     CHECK(run_ovt("verify %s --replay 2", receipt) == 1);
     CHECK(output_has("FAIL config"));
     CHECK(output_has("the receipt says"));

@@ -31,12 +31,12 @@ static void replay_run_dir(const char *run, const char *data)
     if (!st || table.count != 9)
         return;
     /* config.bin is the config the checkpoint carries. */
-    uint8_t *cfg, enc[TRN_CONFIG_ENC_LEN];
+    uint8_t *cfg, enc[TRN_CONFIG_ENC_MAX];
     size_t len;
     snprintf(path, sizeof path, "%s/config.bin", run);
     CHECK(ovt_read_file(path, &cfg, &len, 4096) == 0);
-    trn_config_encode(enc, &st->config);
-    CHECK(len == sizeof enc && memcmp(cfg, enc, len) == 0);
+    size_t enc_len = trn_config_encode(enc, &st->config);
+    CHECK(len == enc_len && memcmp(cfg, enc, len) == 0);
     free(cfg);
     trn_tokens tokens;
     CHECK(trn_tokens_load(&tokens, data) == 0);

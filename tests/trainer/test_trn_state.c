@@ -33,17 +33,80 @@ static trn_run_config tiny_mlp_config(void)
     return rc;
 }
 
+/* The tiny config with what only version 2 holds: a cosine schedule and a
+ * starting point (init_hash). */
+static trn_run_config tiny_v2_config(void)
+{
+    trn_run_config rc = tiny_mlp_config();
+    rc.schedule = TRN_SCHEDULE_COSINE;
+    for (int i = 0; i < 32; i++)
+        rc.init_hash.b[i] = (uint8_t)(0x31 * i + 7);
+    return rc;
+}
+
+/* Version 2: round trip, every new field read back and checked, the
+ * canonical rule (version 1 when it can hold the config). */
+static void test_config_v2(void)
+{
+    trn_run_config rc = tiny_v2_config(), back;
+    uint8_t enc[TRN_CONFIG_ENC_MAX], enc2[TRN_CONFIG_ENC_MAX];
+    size_t len = trn_config_encode(enc, &rc);
+    CHECK_EQ_U64(len, 204);
+    CHECK_EQ_U64(ovt_get_le32(enc + 8), 2);
+    CHECK_EQ_U64(ovt_get_le32(enc + 168), 1); /* cosine */
+    CHECK_MEM(enc + 172, rc.init_hash.b, 32);
+    CHECK(trn_config_decode(&back, enc, len) == 0);
+    CHECK(back.schedule == TRN_SCHEDULE_COSINE && trn_config_has_init(&back));
+    CHECK_MEM(back.init_hash.b, rc.init_hash.b, 32);
+    CHECK(back.seed == rc.seed && back.head_shift == 5 && back.decay_steps == 17);
+    CHECK_EQ_U64(trn_config_encode(enc2, &back), len);
+    CHECK_MEM(enc, enc2, len);
+    /* Each new field alone needs version 2 and changes the hash. */
+    trn_run_config only = tiny_mlp_config();
+    ovt_hash h0, h1, h2;
+    trn_config_hash(&h0, &only);
+    only.schedule = TRN_SCHEDULE_COSINE;
+    CHECK_EQ_U64(trn_config_encode(enc2, &only), 204);
+    trn_config_hash(&h1, &only);
+    only.schedule = TRN_SCHEDULE_LINEAR;
+    only.init_hash.b[31] = 1;
+    CHECK_EQ_U64(trn_config_encode(enc2, &only), 204);
+    CHECK(trn_config_decode(&back, enc2, 204) == 0 && back.schedule == TRN_SCHEDULE_LINEAR && back.init_hash.b[31] == 1);
+    trn_config_hash(&h2, &only);
+    CHECK(memcmp(h0.b, h1.b, 32) != 0 && memcmp(h0.b, h2.b, 32) != 0 && memcmp(h1.b, h2.b, 32) != 0);
+    /* The decoder checks the new fields: an unknown schedule kind, a length
+     * that is not version 2's, a version 2 encoding of a version 1 config. */
+    ovt_put_le32(enc + 168, 2);
+    CHECK(trn_config_decode(&back, enc, len) == OVT_EFORMAT);
+    CHECK(strstr(ovt_errmsg(), "schedule") != NULL);
+    ovt_put_le32(enc + 168, 1);
+    CHECK(trn_config_decode(&back, enc, len - 1) == OVT_EFORMAT);
+    CHECK(trn_config_decode(&back, enc, TRN_CONFIG_ENC_V1_LEN) == OVT_EFORMAT);
+    ovt_put_le32(enc + 168, 0);
+    memset(enc + 172, 0, 32);
+    CHECK(trn_config_decode(&back, enc, len) == OVT_EFORMAT);
+    CHECK(strstr(ovt_errmsg(), "canonical") != NULL);
+    /* Version 1 still decodes, as a linear schedule from the seed, and a
+     * 204-byte buffer with version 1 in it does not. */
+    rc = tiny_mlp_config();
+    CHECK_EQ_U64(trn_config_encode(enc, &rc), 168);
+    CHECK(trn_config_decode(&back, enc, 168) == 0);
+    CHECK(back.schedule == TRN_SCHEDULE_LINEAR && !trn_config_has_init(&back));
+    CHECK(trn_config_decode(&back, enc, 204) == OVT_EFORMAT);
+}
+
 static void test_config(void)
 {
     trn_run_config rc = tiny_mlp_config();
     CHECK(trn_config_check(&rc) == 0);
-    uint8_t enc[TRN_CONFIG_ENC_LEN];
-    trn_config_encode(enc, &rc);
+    uint8_t enc[TRN_CONFIG_ENC_MAX];
+    const size_t enc_len = TRN_CONFIG_ENC_V1_LEN;
+    CHECK_EQ_U64(trn_config_encode(enc, &rc), enc_len);
     trn_run_config back;
-    CHECK(trn_config_decode(&back, enc, sizeof enc) == 0);
-    uint8_t enc2[TRN_CONFIG_ENC_LEN];
+    CHECK(trn_config_decode(&back, enc, enc_len) == 0);
+    uint8_t enc2[TRN_CONFIG_ENC_MAX];
     trn_config_encode(enc2, &back);
-    CHECK_MEM(enc, enc2, sizeof enc);
+    CHECK_MEM(enc, enc2, enc_len);
     CHECK(back.seed == rc.seed && back.lr == rc.lr && back.model.in_dim == 3);
 
     /* Every field matters to the hash. */
@@ -54,17 +117,17 @@ static void test_config(void)
     CHECK(memcmp(h1.b, h2.b, 32) != 0);
     rc.grid_bits = 32;
 
-    CHECK(trn_config_decode(&back, enc, sizeof enc - 1) == OVT_EFORMAT);
+    CHECK(trn_config_decode(&back, enc, enc_len - 1) == OVT_EFORMAT);
     enc[0] ^= 1;
-    CHECK(trn_config_decode(&back, enc, sizeof enc) == OVT_EFORMAT);
+    CHECK(trn_config_decode(&back, enc, enc_len) == OVT_EFORMAT);
     CHECK(strstr(ovt_errmsg(), "magic") != NULL);
     enc[0] ^= 1;
     enc[8] = 9; /* version */
-    CHECK(trn_config_decode(&back, enc, sizeof enc) == OVT_EFORMAT);
+    CHECK(trn_config_decode(&back, enc, enc_len) == OVT_EFORMAT);
     CHECK(strstr(ovt_errmsg(), "version") != NULL);
     enc[8] = 1;
     enc[124] = 23; /* b = 23 is outside 24..32 */
-    CHECK(trn_config_decode(&back, enc, sizeof enc) == OVT_EFORMAT);
+    CHECK(trn_config_decode(&back, enc, enc_len) == OVT_EFORMAT);
 
     trn_run_config bad = tiny_mlp_config();
     bad.beta2 = 1.0;
@@ -159,9 +222,9 @@ static int python_value(const char *json_path, const char *name, char *out, size
     return found;
 }
 
-static void test_hashes_against_python(const char *dir)
+static void test_hashes_against_python(const char *dir, int v2)
 {
-    trn_run_config rc = tiny_mlp_config();
+    trn_run_config rc = v2 ? tiny_v2_config() : tiny_mlp_config();
     trn_state *st;
     CHECK(trn_state_new(&st, &rc) == 0);
     if (!st)
@@ -194,19 +257,21 @@ static void test_hashes_against_python(const char *dir)
     CHECK(f != NULL);
     if (!f)
         return;
-    char dh[65];
+    char dh[65], ih[65];
     ovt_hex_encode(dh, rc.dataset_hash.b, 32);
+    ovt_hex_encode(ih, rc.init_hash.b, 32);
     const trn_model_config *m = &rc.model;
     fprintf(f,
             "{\"config\": {\"kind\": %d, \"n_layer\": %u, \"width\": %u, \"n_head\": %u, \"vocab\": %u, "
             "\"max_seq\": %u, \"in_dim\": %u, \"n_class\": %u, \"lr\": %.17g, \"lr_min\": %.17g, "
             "\"beta1\": %.17g, \"beta2\": %.17g, \"eps\": %.17g, \"weight_decay\": %.17g, "
             "\"grad_clip\": %.17g, \"warmup_steps\": %u, \"decay_steps\": %u, \"batch_size\": %u, "
-            "\"seq_len\": %u, \"seed\": %llu, \"grid_bits\": %u, \"band_rules\": %u, \"head_shift\": %u, \"dataset_hash\": \"%s\"},\n",
+            "\"seq_len\": %u, \"seed\": %llu, \"grid_bits\": %u, \"band_rules\": %u, \"head_shift\": %u, \"dataset_hash\": \"%s\", "
+            "\"schedule\": %d, \"init_hash\": \"%s\"},\n",
             (int)m->kind, m->n_layer, m->width, m->n_head, m->vocab, m->max_seq, m->in_dim, m->n_class, rc.lr,
             rc.lr_min, rc.beta1, rc.beta2, rc.eps, rc.weight_decay, rc.grad_clip, rc.warmup_steps,
             rc.decay_steps, rc.batch_size, rc.seq_len, (unsigned long long)rc.seed, rc.grid_bits, rc.band_rules,
-            rc.head_shift, dh);
+            rc.head_shift, dh, (int)rc.schedule, ih);
     fprintf(f, "\"state\": {\"step\": %llu, \"sizes\": [", (unsigned long long)st->step);
     for (size_t k = 0; k < st->layout.count; k++)
         fprintf(f, "%s%zu", k ? ", " : "", st->layout.t[k].size);
@@ -228,10 +293,11 @@ static void test_hashes_against_python(const char *dir)
     fclose(f);
 
     char hex[600];
-    uint8_t enc[TRN_CONFIG_ENC_LEN];
-    trn_config_encode(enc, &rc);
-    char enc_hex[2 * TRN_CONFIG_ENC_LEN + 1];
-    ovt_hex_encode(enc_hex, enc, sizeof enc);
+    uint8_t enc[TRN_CONFIG_ENC_MAX];
+    size_t enc_len = trn_config_encode(enc, &rc);
+    CHECK_EQ_U64(enc_len, v2 ? 204 : 168);
+    char enc_hex[2 * TRN_CONFIG_ENC_MAX + 1];
+    ovt_hex_encode(enc_hex, enc, enc_len);
     CHECK(python_value(json, "config_encoding", hex, sizeof hex) == 0);
     CHECK_MSG(strcmp(hex, enc_hex) == 0, "config encoding\n C:  %s\n py: %s", enc_hex, hex);
 
@@ -273,9 +339,9 @@ static void test_hashes_against_python(const char *dir)
     trn_state_free(st);
 }
 
-static void test_checkpoint(const char *dir)
+static void test_checkpoint(const char *dir, int v2)
 {
-    trn_run_config rc = tiny_mlp_config();
+    trn_run_config rc = v2 ? tiny_v2_config() : tiny_mlp_config();
     rc.grid_bits = 24;
     trn_state *st;
     CHECK(trn_state_new(&st, &rc) == 0);
@@ -474,9 +540,12 @@ int main(void)
         return 1;
     }
     test_config();
+    test_config_v2();
     test_layout();
-    test_hashes_against_python(dir);
-    test_checkpoint(dir);
+    test_hashes_against_python(dir, 0);
+    test_hashes_against_python(dir, 1);
+    test_checkpoint(dir, 0);
+    test_checkpoint(dir, 1);
     test_init();
     test_data(dir);
     char cmd[600];

@@ -1,0 +1,214 @@
+/* The starting point of a run (see init.h). */
+#include "trainer/init.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/fileio.h"
+#include "kernels/grid.h"
+
+#define LLMC_MAGIC 20240326
+#define LLMC_HEADER_INTS 256
+#define LLMC_MAX_FILE ((size_t)1 << 36)
+
+void trn_params_hash(ovt_hash *out, const trn_state *st)
+{
+    ovt_sha256(out, st->params, st->layout.nparams * sizeof(float));
+}
+
+/* "gpt2 L12 C768 NH12 V50257 maxT1024" or "mlp L2 width128 in128 classes32". */
+static void shape_text(char *buf, size_t cap, const trn_model_config *m)
+{
+    if (m->kind == TRN_MODEL_GPT2)
+        snprintf(buf, cap, "gpt2 L%u C%u NH%u V%u maxT%u", m->n_layer, m->width, m->n_head, m->vocab, m->max_seq);
+    else
+        snprintf(buf, cap, "mlp L%u width%u in%u classes%u", m->n_layer, m->width, m->in_dim, m->n_class);
+}
+
+static int same_shape(const trn_model_config *a, const trn_model_config *b)
+{
+    return a->kind == b->kind && a->n_layer == b->n_layer && a->width == b->width && a->n_head == b->n_head &&
+           a->vocab == b->vocab && a->max_seq == b->max_seq && a->in_dim == b->in_dim && a->n_class == b->n_class;
+}
+
+static int shape_mismatch(const char *path, const char *what, const trn_model_config *file,
+                          const trn_model_config *run)
+{
+    char fs[128], rs[128];
+    shape_text(fs, sizeof fs, file);
+    shape_text(rs, sizeof rs, run);
+    return ovt_fail(OVT_EINVAL, "%s: the %s holds a model of shape %s, the run's model is %s", path, what, fs, rs);
+}
+
+/* Rounds n imported values to grid b in place; a non-finite one fails. */
+static int round_imported(float *v, size_t n, int b, const char *path, const trn_layout *l)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(v[i])) {
+            const char *name = "?";
+            for (size_t k = 0; k < l->count; k++)
+                if (i >= l->t[k].offset && i < l->t[k].offset + l->t[k].size)
+                    name = l->t[k].name;
+            return ovt_fail(OVT_EFORMAT, "%s: parameter %zu (tensor %s) is not finite (%g)", path, i, name,
+                            (double)v[i]);
+        }
+        v[i] = krn_grid_round((double)v[i], b);
+    }
+    return 0;
+}
+
+static int load_checkpoint(float *params, const trn_run_config *rc, const trn_layout *l, const char *path)
+{
+    trn_state *src;
+    int rv = trn_checkpoint_read(&src, path);
+    if (rv)
+        return rv;
+    if (!same_shape(&src->config.model, &rc->model))
+        rv = shape_mismatch(path, "checkpoint", &src->config.model, &rc->model);
+    else
+        memcpy(params, src->params, l->nparams * sizeof(float));
+    trn_state_free(src);
+    return rv;
+}
+
+static int load_llmc(float *params, const trn_run_config *rc, const trn_layout *l, const uint8_t *buf, size_t len,
+                     const char *path)
+{
+    if (len < 4 * LLMC_HEADER_INTS)
+        return ovt_fail(OVT_EFORMAT, "%s: truncated llm.c weight file (%zu bytes, shorter than its 1024-byte header)",
+                        path, len);
+    uint32_t h[8];
+    for (int k = 0; k < 8; k++)
+        h[k] = ovt_get_le32(buf + 4 * k);
+    if (h[1] != 3)
+        return ovt_fail(OVT_EFORMAT, "%s: llm.c weight file version %u is not supported (only 3: float32; "
+                                     "version 5 is bfloat16)",
+                        path, h[1]);
+    uint32_t maxT = h[2], V = h[3], L = h[4], NH = h[5], C = h[6], Vp = h[7];
+    trn_model_config file = {.kind = TRN_MODEL_GPT2, .n_layer = L, .width = C, .n_head = NH, .vocab = V,
+                             .max_seq = maxT};
+    if (!same_shape(&file, &rc->model))
+        return shape_mismatch(path, "llm.c weight file", &file, &rc->model);
+    if (Vp < V || Vp > (1u << 21))
+        return ovt_fail(OVT_EFORMAT, "%s: padded vocabulary %u is below the vocabulary %u or too large", path, Vp, V);
+    /* llm.c's wte is (Vp, C); ovt's is (V, C) and comes first. */
+    size_t pad = (size_t)(Vp - V) * C;
+    uint64_t expect = 4ull * LLMC_HEADER_INTS + 4ull * (l->nparams + pad);
+    if (len != expect)
+        return ovt_fail(OVT_EFORMAT, "%s: llm.c weight file is %zu bytes, its header implies %llu (%s)", path, len,
+                        (unsigned long long)expect, len < expect ? "truncated" : "trailing bytes");
+    const uint8_t *p = buf + 4 * LLMC_HEADER_INTS;
+    size_t wte = l->t[0].size;
+    memcpy(params, p, wte * sizeof(float));
+    memcpy(params + wte, p + 4 * (wte + pad), (l->nparams - wte) * sizeof(float));
+    return 0;
+}
+
+int trn_init_load(float **params, size_t *nparams, const trn_run_config *rc, const char *path)
+{
+    *params = NULL;
+    *nparams = 0;
+    trn_layout l;
+    int rv = trn_layout_build(&l, &rc->model);
+    if (rv)
+        return rv;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if ((rv = ovt_read_file(path, &buf, &len, LLMC_MAX_FILE)))
+        return ovt_fail_wrap(rv, "--init-from");
+    float *v = malloc(l.nparams * sizeof(float));
+    if (!v) {
+        free(buf);
+        return ovt_fail(OVT_ENOMEM, "out of memory for %zu parameters", l.nparams);
+    }
+    if (len >= 8 && !memcmp(buf, "OVTCKPT", 8)) {
+        free(buf); /* read again, checked, by the checkpoint reader */
+        buf = NULL;
+        rv = load_checkpoint(v, rc, &l, path);
+    } else if (len >= 4 && ovt_get_le32(buf) == LLMC_MAGIC) {
+        rv = load_llmc(v, rc, &l, buf, len, path);
+    } else {
+        rv = ovt_fail(OVT_EFORMAT, "%s is neither an ovt checkpoint (magic OVTCKPT) nor an llm.c weight file "
+                                   "(magic %d)",
+                      path, LLMC_MAGIC);
+    }
+    free(buf);
+    if (!rv)
+        rv = round_imported(v, l.nparams, (int)rc->grid_bits, path, &l);
+    if (rv) {
+        free(v);
+        return rv;
+    }
+    *params = v;
+    *nparams = l.nparams;
+    return 0;
+}
+
+int trn_state_start(trn_state **out, const trn_run_config *rc, const uint8_t *params, size_t len)
+{
+    *out = NULL;
+    trn_state *st;
+    int rv = trn_state_new(&st, rc);
+    if (rv)
+        return rv;
+    if (!trn_config_has_init(rc)) {
+        if (params) {
+            trn_state_free(st);
+            return ovt_fail(OVT_EINVAL, "parameters given for a run that starts from its seed");
+        }
+        trn_state_init(st);
+        *out = st;
+        return 0;
+    }
+    size_t n = st->layout.nparams;
+    if (!params || len != n * sizeof(float)) {
+        trn_state_free(st);
+        return ovt_fail(OVT_EFORMAT, "the starting parameters are %zu bytes, the model has %zu parameters (%zu bytes)",
+                        params ? len : 0, n, n * sizeof(float));
+    }
+    memcpy(st->params, params, len);
+    if ((rv = trn_state_check_start(st))) {
+        trn_state_free(st);
+        return rv;
+    }
+    *out = st;
+    return 0;
+}
+
+int trn_state_check_start(const trn_state *st)
+{
+    size_t n = st->layout.nparams;
+    int b = (int)st->config.grid_bits;
+    if (st->step != 0)
+        return ovt_fail(OVT_EFORMAT, "the state is at step %llu, not the starting state 0",
+                        (unsigned long long)st->step);
+    for (size_t i = 0; i < 2 * n; i++)
+        if (st->m[i] != 0.0f || signbit(st->m[i])) /* st->m and st->v are contiguous */
+            return ovt_fail(OVT_EFORMAT, "starting state: AdamW %s[%zu] is %g, not 0", i < n ? "m" : "v", i % n,
+                            (double)st->m[i]);
+    for (size_t i = 0; i < n; i++)
+        if (!krn_grid_contains(st->params[i], b))
+            return ovt_fail(OVT_EFORMAT, "starting parameter %zu is not a finite grid value for b = %d", i, b);
+    if (!trn_config_has_init(&st->config)) {
+        trn_state *fresh;
+        int rv = trn_state_new(&fresh, &st->config);
+        if (rv)
+            return rv;
+        trn_state_init(fresh);
+        int same = !memcmp(fresh->params, st->params, n * sizeof(float));
+        trn_state_free(fresh);
+        return same ? 0 : ovt_fail(OVT_EFORMAT, "starting state: the parameters are not the ones the seed draws");
+    }
+    ovt_hash h;
+    trn_params_hash(&h, st);
+    if (memcmp(h.b, st->config.init_hash.b, 32) != 0) {
+        char have[65], want[65];
+        ovt_hex_encode(have, h.b, 32);
+        ovt_hex_encode(want, st->config.init_hash.b, 32);
+        return ovt_fail(OVT_EFORMAT, "starting state: its paramsHash %s is not the run config's init_hash %s", have,
+                        want);
+    }
+    return 0;
+}

@@ -1,0 +1,47 @@
+#ifndef OVT_TRAINER_INIT_H
+#define OVT_TRAINER_INIT_H
+
+/* The starting point of a run (docs/trainer.md, "Fine-tuning"): state 0 is
+ * either drawn from the seed (trn_state_init) or, when the run config's
+ * init_hash is set, given parameters with m = v = 0. The config commits to
+ * those parameters through init_hash = paramsHash (below), so trainer,
+ * auditor and arbiter agree on state 0 without trusting a file. */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trainer/state.h"
+
+/* paramsHash = SHA-256 of the parameters' little-endian float32 bytes
+ * (4 * nparams), tensors in layout order: the name of the blob `ovt commit`
+ * publishes for an init run (docs/store.md). Not a stateHash: that one
+ * covers the configHash, which covers init_hash. */
+void trn_params_hash(ovt_hash *out, const trn_state *st);
+
+/* Reads starting parameters for a run of config rc from path, which is
+ *   an ovt checkpoint (any run's, any step): its parameters; its model shape
+ *       must equal rc's;
+ *   an llm.c GPT-2 weight file (header of 256 int32: magic 20240326,
+ *       version 3 = float32, maxT, V, L, NH, C, Vp; then the parameters in
+ *       llm.c's order, wte with Vp >= V rows of which the first V are kept);
+ *       its shape must equal rc's.
+ * Values are rounded to rc's grid (krn_grid_round; the identity for b = 32
+ * float32 values). *params gets nparams floats (malloc'd, the caller frees).
+ * A wrong magic or version, a truncated file, a shape that differs (both
+ * shapes named) or a non-finite value: OVT_EFORMAT or OVT_EINVAL with a
+ * message naming the file. */
+int trn_init_load(float **params, size_t *nparams, const trn_run_config *rc, const char *path) OVT_MUST_USE;
+
+/* State 0 of a run of config rc: from the seed when rc->init_hash is zero
+ * (params must be NULL), else from params (len bytes: 4 * nparams
+ * little-endian grid values) whose paramsHash must equal rc->init_hash;
+ * m = v = 0, step 0. OVT_EFORMAT on a wrong length, a value off the grid or
+ * a paramsHash that is not init_hash. */
+int trn_state_start(trn_state **out, const trn_run_config *rc, const uint8_t *params, size_t len) OVT_MUST_USE;
+
+/* Checks that st (e.g. a step-0 checkpoint) is state 0 of its own config:
+ * step 0, m = v = 0 and paramsHash = init_hash (or, with no init_hash, the
+ * parameters trn_state_init draws). OVT_EFORMAT naming what differs. */
+int trn_state_check_start(const trn_state *st) OVT_MUST_USE;
+
+#endif
