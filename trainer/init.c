@@ -59,7 +59,9 @@ static int round_imported(float *v, size_t n, int b, const char *path, const trn
     return 0;
 }
 
-static int load_checkpoint(float *params, const trn_run_config *rc, const trn_layout *l, const char *path)
+/* Each loader checks the file's model shape against the run's before it
+ * allocates the run's nparams floats (*out). */
+static int load_checkpoint(float **out, const trn_run_config *rc, const trn_layout *l, const char *path)
 {
     trn_state *src;
     int rv = trn_checkpoint_read(&src, path);
@@ -67,13 +69,15 @@ static int load_checkpoint(float *params, const trn_run_config *rc, const trn_la
         return rv;
     if (!same_shape(&src->config.model, &rc->model))
         rv = shape_mismatch(path, "checkpoint", &src->config.model, &rc->model);
+    else if (!(*out = malloc(l->nparams * sizeof(float))))
+        rv = ovt_fail(OVT_ENOMEM, "out of memory for %zu parameters", l->nparams);
     else
-        memcpy(params, src->params, l->nparams * sizeof(float));
+        memcpy(*out, src->params, l->nparams * sizeof(float));
     trn_state_free(src);
     return rv;
 }
 
-static int load_llmc(float *params, const trn_run_config *rc, const trn_layout *l, const uint8_t *buf, size_t len,
+static int load_llmc(float **out, const trn_run_config *rc, const trn_layout *l, const uint8_t *buf, size_t len,
                      const char *path)
 {
     if (len < 4 * LLMC_HEADER_INTS)
@@ -99,10 +103,12 @@ static int load_llmc(float *params, const trn_run_config *rc, const trn_layout *
     if (len != expect)
         return ovt_fail(OVT_EFORMAT, "%s: llm.c weight file is %zu bytes, its header implies %llu (%s)", path, len,
                         (unsigned long long)expect, len < expect ? "truncated" : "trailing bytes");
+    if (!(*out = malloc(l->nparams * sizeof(float))))
+        return ovt_fail(OVT_ENOMEM, "out of memory for %zu parameters", l->nparams);
     const uint8_t *p = buf + 4 * LLMC_HEADER_INTS;
     size_t wte = l->t[0].size;
-    memcpy(params, p, wte * sizeof(float));
-    memcpy(params + wte, p + 4 * (wte + pad), (l->nparams - wte) * sizeof(float));
+    memcpy(*out, p, wte * sizeof(float));
+    memcpy(*out + wte, p + 4 * (wte + pad), (l->nparams - wte) * sizeof(float));
     return 0;
 }
 
@@ -116,19 +122,15 @@ int trn_init_load(float **params, size_t *nparams, const trn_run_config *rc, con
         return rv;
     uint8_t *buf = NULL;
     size_t len = 0;
+    float *v = NULL;
     if ((rv = ovt_read_file(path, &buf, &len, LLMC_MAX_FILE)))
         return ovt_fail_wrap(rv, "--init-from");
-    float *v = malloc(l.nparams * sizeof(float));
-    if (!v) {
-        free(buf);
-        return ovt_fail(OVT_ENOMEM, "out of memory for %zu parameters", l.nparams);
-    }
     if (len >= 8 && !memcmp(buf, "OVTCKPT", 8)) {
-        free(buf); /* read again, checked, by the checkpoint reader */
+        free(buf); /* read again, and checked, by the checkpoint reader */
         buf = NULL;
-        rv = load_checkpoint(v, rc, &l, path);
+        rv = load_checkpoint(&v, rc, &l, path);
     } else if (len >= 4 && ovt_get_le32(buf) == LLMC_MAGIC) {
-        rv = load_llmc(v, rc, &l, buf, len, path);
+        rv = load_llmc(&v, rc, &l, buf, len, path);
     } else {
         rv = ovt_fail(OVT_EFORMAT, "%s is neither an ovt checkpoint (magic OVTCKPT) nor an llm.c weight file "
                                    "(magic %d)",

@@ -5,6 +5,7 @@
 
 #include "common/fileio.h"
 #include "kernels/site.h"
+#include "trainer/init.h"
 #include "trainer/run.h"
 #include "trainer/train.h"
 
@@ -73,6 +74,10 @@ int trn_step_replay_run(const char *dir, const trn_run_data *d, uint64_t k, int 
     }
     if (memcmp(st->config_hash.b, config_hash.b, 32) != 0 || st->step != out->from_checkpoint) {
         rv = ovt_fail(OVT_EFORMAT, "checkpoint %s does not belong to this run (another config or step)", path);
+        goto done;
+    }
+    if (st->step == 0 && trn_config_has_init(&rc) && (rv = trn_state_check_start(st))) {
+        rv = ovt_fail_wrap(rv, "checkpoint %s is not the state 0 the run config commits to", path);
         goto done;
     }
     for (uint64_t i = st->step + 1; i <= k; i++) {

@@ -11,6 +11,7 @@
 #include "check.h"
 #include "common/fileio.h"
 #include "support/proc.h"
+#include "trn_helpers.h"
 
 static char ovt[4096], data[4200];
 
@@ -21,21 +22,6 @@ static int run(char **out, const char *args)
     snprintf(cmd, sizeof cmd, "%s train --model gpt2-tiny --data %s --steps 3 --batch 2 --seq 16 --every 0 %s",
              ovt, data, args);
     return tsup_runl(out, "/bin/sh", "-c", cmd, NULL);
-}
-
-/* The "state N HASH" lines of a run's output, in order. */
-static void state_lines(char *dst, size_t cap, const char *text)
-{
-    dst[0] = 0;
-    for (const char *p = text; p && *p;) {
-        const char *e = strchr(p, '\n');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len > 6 && !strncmp(p, "state ", 6) && strlen(dst) + len + 2 < cap) {
-            strncat(dst, p, len);
-            strcat(dst, "\n");
-        }
-        p = e ? e + 1 : NULL;
-    }
 }
 
 int main(void)
@@ -61,9 +47,9 @@ int main(void)
     CHECK(run(&rep, args) == 0);
     snprintf(args, sizeof args, "--backend cpu --print-state --nearest --out %s/near --json", dir);
     CHECK(run(&near, args) == 0);
-    state_lines(s_rec, sizeof s_rec, rec);
-    state_lines(s_rep, sizeof s_rep, rep);
-    state_lines(s_near, sizeof s_near, near);
+    trn_test_state_lines(s_rec, sizeof s_rec, rec);
+    trn_test_state_lines(s_rep, sizeof s_rep, rep);
+    trn_test_state_lines(s_near, sizeof s_near, near);
     CHECK(strlen(s_rec) > 3 * 70); /* three "state N <64 hex>" lines */
     CHECK_MSG(strcmp(s_rec, s_rep) == 0, "record:\n%s\nreplay:\n%s", s_rec, s_rep);
     CHECK(near && strstr(near, "\"log_entries_this_session\": 0") != NULL);

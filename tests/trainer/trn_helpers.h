@@ -3,6 +3,7 @@
 
 /* Shared by the trainer suites. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/site.h"
 
@@ -15,6 +16,22 @@ static inline krn_ctx *trn_test_ctx(krn_backend_kind backend, krn_mode mode, uin
     if (krn_ctx_new(&ctx, &kc) != 0)
         abort();
     return ctx;
+}
+
+/* The "state N HASH" lines of `ovt train --print-state` output, in order,
+ * into dst (cap bytes). */
+static inline void trn_test_state_lines(char *dst, size_t cap, const char *text)
+{
+    dst[0] = 0;
+    for (const char *p = text; p && *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len > 6 && !strncmp(p, "state ", 6) && strlen(dst) + len + 2 < cap) {
+            strncat(dst, p, len);
+            strcat(dst, "\n");
+        }
+        p = e ? e + 1 : NULL;
+    }
 }
 
 #endif
