@@ -112,31 +112,40 @@ static int load_llmc(float **out, const trn_run_config *rc, const trn_layout *l,
     return 0;
 }
 
+/* The first 8 bytes of path (fewer for a shorter file: the rest zero). */
+static int read_magic(uint8_t magic[8], const char *path)
+{
+    memset(magic, 0, 8);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ovt_fail_errno(OVT_EIO, "--init-from %s", path);
+    size_t got = fread(magic, 1, 8, f);
+    (void)got; /* a short file keeps zeros and fails as neither format */
+    fclose(f);
+    return 0;
+}
+
 int trn_init_load(float **params, size_t *nparams, const trn_run_config *rc, const char *path)
 {
     *params = NULL;
     *nparams = 0;
     trn_layout l;
-    int rv = trn_layout_build(&l, &rc->model);
-    if (rv)
-        return rv;
-    uint8_t *buf = NULL;
+    uint8_t magic[8], *buf = NULL;
     size_t len = 0;
     float *v = NULL;
-    if ((rv = ovt_read_file(path, &buf, &len, LLMC_MAX_FILE)))
-        return ovt_fail_wrap(rv, "--init-from");
-    if (len >= 8 && !memcmp(buf, "OVTCKPT", 8)) {
-        free(buf); /* read again, and checked, by the checkpoint reader */
-        buf = NULL;
-        rv = load_checkpoint(&v, rc, &l, path);
-    } else if (len >= 4 && ovt_get_le32(buf) == LLMC_MAGIC) {
-        rv = load_llmc(&v, rc, &l, buf, len, path);
-    } else {
+    int rv = trn_layout_build(&l, &rc->model);
+    if (rv || (rv = read_magic(magic, path)))
+        return rv;
+    if (!memcmp(magic, "OVTCKPT", 8)) {
+        rv = load_checkpoint(&v, rc, &l, path); /* parsed and checked by the checkpoint reader */
+    } else if (ovt_get_le32(magic) != LLMC_MAGIC) {
         rv = ovt_fail(OVT_EFORMAT, "%s is neither an ovt checkpoint (magic OVTCKPT) nor an llm.c weight file "
                                    "(magic %d)",
                       path, LLMC_MAGIC);
+    } else if (!(rv = ovt_read_file(path, &buf, &len, LLMC_MAX_FILE))) {
+        rv = load_llmc(&v, rc, &l, buf, len, path);
+        free(buf);
     }
-    free(buf);
     if (!rv)
         rv = round_imported(v, l.nparams, (int)rc->grid_bits, path, &l);
     if (rv) {

@@ -1,6 +1,7 @@
 /* Fine-tuning and the cosine schedule end to end, through the built `ovt`:
  *   a cosine gpt2-tiny run recorded on cpu replays on ref and on shuffle with
- *     identical state hashes, and its logged lr follows the schedule;
+ *     identical state hashes, and its logged lr follows the schedule; a
+ *     linear run keeps the version 1 config;
  *   --init-from a checkpoint of that run: state 0 holds exactly its
  *     parameters with zero moments, the config (version 2) carries
  *     init_hash = SHA-256 of those parameter bytes, training goes on, and
@@ -123,6 +124,23 @@ static void test_cosine_replays(void)
     /* loss.csv writes 9 digits: enough to give back the FP32 value exactly. */
     CHECK(rows && (float)rows[0].lr == (float)0.002 && (float)rows[3].lr == (float)0.0002);
     free(rows);
+}
+
+/* --schedule linear with no init keeps the version 1 config (the hashes of
+ * runs made before version 2); a bad kind or a missing file are errors. */
+static void test_linear_and_usage(void)
+{
+    CHECK(run_ovt(TRAIN " --steps 2 --schedule linear --lr-min 0.0005 --out %s/Lin", data, dir) == 0);
+    char path[512];
+    uint8_t *cfg = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof path, "%s/Lin/config.bin", dir);
+    CHECK(ovt_read_file(path, &cfg, &len, 4096) == 0 && len == 168 && cfg && ovt_get_le32(cfg + 8) == 1);
+    free(cfg);
+    CHECK(run_ovt(TRAIN " --steps 2 --schedule cos --out %s/X", data, dir) == 2);
+    CHECK(output_has("linear, cosine"));
+    CHECK(run_ovt(TRAIN " --steps 2 --init-from %s/no-such-file --out %s/X", data, dir, dir) == 1);
+    CHECK(output_has("no-such-file"));
 }
 
 /* --init-from A's last checkpoint. Leaves dir/B. */
@@ -376,6 +394,7 @@ int main(void)
         text[i] = (char)('a' + (i * 7 + i / 13) % 26);
     CHECK(ovt_write_atomic(data, text, sizeof text, 0644) == 0);
     test_cosine_replays();
+    test_linear_and_usage();
     test_init_from_checkpoint();
     test_init_from_llmc();
     test_store_and_arbiter();
