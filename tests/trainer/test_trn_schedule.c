@@ -1,12 +1,14 @@
 /* The learning-rate schedule (trainer/schedule.h): trn_cospi against a long
  * double libm reference over more than 10^5 points, exactly 1, 0, -1 at
  * p = 0, 1/2, 1, exact symmetry and monotonicity; the schedule's values at
- * the end of warmup, the middle and the end of the cosine fall. */
+ * the end of warmup, the middle and the end of the cosine fall; plain FP32
+ * training (trainer/fp32.c) steps with the same cosine rate. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
 
 #include "check.h"
+#include "trainer/fp32.h"
 #include "trainer/schedule.h"
 
 /* The bound asserted, in ulps of the double nearest the true value. */
@@ -130,9 +132,50 @@ static void test_schedule(void)
     CHECK(trn_schedule_parse(&k, "cos") == OVT_EINVAL && strstr(ovt_errmsg(), "linear, cosine") != NULL);
 }
 
+/* AdamW's first step moves every parameter whose gradient is far above eps
+ * by lr_1 * g / (|g| + eps) (m and v start at 0 and the bias corrections
+ * undo the betas), so the largest move is lr_1 to a few FP32 ulps: check it
+ * is the cosine's lr_1, not the linear one, in plain FP32 training. */
+static void test_fp32_follows_cosine(void)
+{
+    trn_model_config m = {.kind = TRN_MODEL_MLP, .n_layer = 1, .width = 8, .in_dim = 4, .n_class = 3};
+    trn_run_config rc;
+    trn_config_default(&rc, &m);
+    rc.lr = 0.01;
+    rc.lr_min = 0.001;
+    rc.decay_steps = 3; /* step 1: p = 1/3, cosine weight 3/4, linear 2/3 */
+    rc.batch_size = 4;
+    rc.grad_clip = 0;
+    rc.schedule = TRN_SCHEDULE_COSINE;
+    trn_state *st = NULL, *before = NULL;
+    trn_fp32 *w = NULL;
+    CHECK(trn_state_new(&st, &rc) == 0 && trn_fp32_new(&w, &rc) == 0);
+    if (!st || !w)
+        return;
+    trn_state_init(st);
+    CHECK(trn_state_clone(&before, st) == 0);
+    float x[16];
+    int32_t labels[4] = {0, 1, 2, 1};
+    for (int i = 0; i < 16; i++)
+        x[i] = (float)((i * 37 % 11) - 5) / 4;
+    trn_batch b = {.B = 4, .T = 0, .x = x, .labels = labels};
+    float loss;
+    CHECK(trn_fp32_step(w, st, &b, false, &loss) == 0);
+    double most = 0;
+    for (size_t i = 0; i < st->layout.nparams; i++)
+        most = fmax(most, fabs((double)st->params[i] - (double)before->params[i]));
+    double cosine = 0.001 + 0.009 * 0.75, linear = 0.01 - 0.009 / 3;
+    CHECK_MSG(fabs(most - cosine) < 1e-4 * cosine, "largest move %.9g, cosine lr %.9g, linear lr %.9g", most, cosine,
+              linear);
+    trn_fp32_free(w);
+    trn_state_free(st);
+    trn_state_free(before);
+}
+
 int main(void)
 {
     test_cospi();
     test_schedule();
+    test_fp32_follows_cosine();
     return check_done();
 }
