@@ -3,7 +3,9 @@
 
 #include <getopt.h>
 #include <jansson.h>
+#include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -245,6 +247,8 @@ static void verify_usage(FILE *f)
                "\n"
                "Checks a commitment receipt offline, against the run directory it lies in:\n"
                "  signature  the EIP-712 Commitment signature recovers to the receipt's trainer\n"
+               "  run_id     the runId derives from the receipt's chain, contract, parties,\n"
+               "             deadlines, bonds and nonce (as the contract derives it)\n"
                "  steps      steps.bin has the receipt's step count and configHash, and its leaves\n"
                "             (with the receipt's runId) hash to the receipt's root\n"
                "  config     SHA-256 of config.bin is the receipt's configHash\n"
@@ -283,12 +287,47 @@ static void check_add(checks *c, const char *name, bool ok, const char *fmt, ...
 }
 
 typedef struct {
-    uint64_t chain_id, steps;
-    chain_address contract, trainer;
-    ovt_hash run_id, root, config_hash, dataset_hash;
+    uint64_t chain_id;
+    chain_address contract;
+    chain_arb_params p; /* trainer, configHash, datasetHash, steps always; the rest when has_params */
+    bool has_params;    /* version 2: every RunParams field, the nonce included */
+    ovt_hash run_id, root;
     uint8_t sig[65];
     char data[4096];
 } receipt;
+
+/* The RunParams fields beyond those the signature covers (receipt version 2):
+ * with them the runId can be derived as the contract derives it. */
+static int receipt_read_params(receipt *r, json_t *j, const char *path)
+{
+    const char *addr[] = {"auditor", "arbiter"}, *wei[] = {"trainer_bond", "auditor_bond"},
+               *secs[] = {"commit_timeout", "move_timeout", "verdict_timeout"};
+    chain_address *addr_out[] = {&r->p.auditor, &r->p.arbiter};
+    chain_u256 *wei_out[] = {&r->p.trainer_bond, &r->p.auditor_bond};
+    uint32_t *secs_out[] = {&r->p.commit_timeout, &r->p.move_timeout, &r->p.arbiter_timeout};
+    for (int i = 0; i < 2; i++) {
+        const char *s = json_string_value(json_object_get(j, addr[i]));
+        if (!s || chain_address_from_string(addr_out[i], s))
+            return ovt_fail(OVT_EFORMAT, "%s: \"%s\" must be an address", path, addr[i]);
+        s = json_string_value(json_object_get(j, wei[i]));
+        if (!s || chain_u256_from_dec(wei_out[i], s))
+            return ovt_fail(OVT_EFORMAT, "%s: \"%s\" must be a decimal string of wei", path, wei[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        json_t *v = json_object_get(j, secs[i]);
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > UINT32_MAX)
+            return ovt_fail(OVT_EFORMAT, "%s: \"%s\" must be a number of seconds", path, secs[i]);
+        *secs_out[i] = (uint32_t)json_integer_value(v);
+    }
+    const char *nonce = json_string_value(json_object_get(j, "nonce"));
+    char *end = NULL;
+    errno = 0;
+    unsigned long long n = nonce && *nonce >= '0' && *nonce <= '9' ? strtoull(nonce, &end, 10) : 0;
+    if (!end || *end || errno)
+        return ovt_fail(OVT_EFORMAT, "%s: \"nonce\" must be a decimal string", path);
+    r->p.nonce = n;
+    return 0;
+}
 
 static int receipt_read(receipt *r, const char *path)
 {
@@ -316,16 +355,20 @@ static int receipt_read(receipt *r, const char *path)
     } else if (!contract || !trainer || !sig) {
         rv = ovt_fail(OVT_EFORMAT, "%s lacks \"contract\", \"trainer\" or \"signature\"", path);
     } else if ((rv = chain_address_from_string(&r->contract, contract)) ||
-               (rv = chain_address_from_string(&r->trainer, trainer))) {
+               (rv = chain_address_from_string(&r->p.trainer, trainer))) {
         rv = ovt_fail_wrap(OVT_EFORMAT, "%s", path);
     } else if (ovt_hex_decode(r->sig, 65, sig + (strncmp(sig, "0x", 2) ? 0 : 2))) {
         rv = ovt_fail(OVT_EFORMAT, "%s: \"signature\" must be 65 bytes of hex", path);
     } else if (!(rv = json_hash(&r->run_id, j, "run_id", path)) && !(rv = json_hash(&r->root, j, "root", path)) &&
-               !(rv = json_hash(&r->config_hash, j, "config_hash", path))) {
-        rv = json_hash(&r->dataset_hash, j, "dataset_hash", path);
+               !(rv = json_hash(&r->p.config_hash, j, "config_hash", path)) &&
+               !(rv = json_hash(&r->p.dataset_hash, j, "dataset_hash", path))) {
+        json_t *version = json_object_get(j, "version");
+        r->has_params = json_is_integer(version) && json_integer_value(version) >= 2;
+        if (r->has_params)
+            rv = receipt_read_params(r, j, path);
     }
     r->chain_id = (uint64_t)json_integer_value(cid);
-    r->steps = (uint64_t)json_integer_value(steps);
+    r->p.steps = (uint64_t)json_integer_value(steps);
     if (data)
         snprintf(r->data, sizeof r->data, "%s", data);
     json_decref(j);
@@ -334,39 +377,55 @@ static int receipt_read(receipt *r, const char *path)
 
 static void check_signature(checks *c, const receipt *r)
 {
-    chain_arb_params p;
-    memset(&p, 0, sizeof p);
-    p.config_hash = r->config_hash;
-    p.dataset_hash = r->dataset_hash;
-    p.steps = r->steps;
     ovt_hash digest;
-    chain_arb_commitment_digest(&digest, r->chain_id, &r->contract, &r->run_id, &r->root, &p);
+    chain_arb_commitment_digest(&digest, r->chain_id, &r->contract, &r->run_id, &r->root, &r->p);
     chain_sig sig;
     chain_address who;
     char want[43], got[43];
-    chain_address_to_string(want, &r->trainer);
+    chain_address_to_string(want, &r->p.trainer);
     if (chain_sig_from_rsv(&sig, r->sig) || chain_recover_address(&who, &sig, &digest)) {
         check_add(c, "signature", false, "the signature is not a valid secp256k1 signature: %s", ovt_errmsg());
         return;
     }
     chain_address_to_string(got, &who);
-    if (chain_address_eq(&who, &r->trainer))
+    if (chain_address_eq(&who, &r->p.trainer))
         check_add(c, "signature", true, "recovers to the trainer %s", want);
     else
         check_add(c, "signature", false, "recovers to %s, not to the trainer %s", got, want);
+}
+
+/* The signature covers runId but not the parties, deadlines and bonds; the
+ * runId does (the contract derives it from all of RunParams), so a receipt
+ * whose runId is re-derived from its own fields names the run's real terms. */
+static void check_run_id(checks *c, const receipt *r)
+{
+    if (!r->has_params) {
+        check_add(c, "run_id", false, "receipt version 1 has no nonce: the runId cannot be derived");
+        return;
+    }
+    ovt_hash id;
+    char want[67], got[67];
+    chain_arb_run_id(&id, r->chain_id, &r->contract, &r->p);
+    chain_hash_hex(want, &r->run_id);
+    chain_hash_hex(got, &id);
+    if (memcmp(id.b, r->run_id.b, 32) == 0)
+        check_add(c, "run_id", true, "%s derives from the receipt's chain, contract, parties, terms and nonce", want);
+    else
+        check_add(c, "run_id", false, "the receipt's chain, contract, parties, terms and nonce derive %s, not %s", got,
+                  want);
 }
 
 static void check_steps(checks *c, const receipt *r, const trn_step_table *t)
 {
     char a[67], b[67];
     hex(a, &t->config_hash);
-    hex(b, &r->config_hash);
-    if (t->count != r->steps + 1) {
+    hex(b, &r->p.config_hash);
+    if (t->count != r->p.steps + 1) {
         check_add(c, "steps", false, "steps.bin holds %zu steps, the receipt %llu", t->count - 1,
-                  (unsigned long long)r->steps);
+                  (unsigned long long)r->p.steps);
         return;
     }
-    if (memcmp(t->config_hash.b, r->config_hash.b, 32)) {
+    if (memcmp(t->config_hash.b, r->p.config_hash.b, 32)) {
         check_add(c, "steps", false, "steps.bin is for configHash %s, the receipt for %s", a, b);
         return;
     }
@@ -503,6 +562,7 @@ int trn_cmd_verify(int argc, char **argv)
         data = r.data;
     ck.list = json_array();
     check_signature(&ck, &r);
+    check_run_id(&ck, &r);
     char path[4096];
     trn_step_table t = {0};
     bool have_table = false;
@@ -513,17 +573,17 @@ int trn_cmd_verify(int argc, char **argv)
     if (have_table)
         check_steps(&ck, &r, &t);
     if (!trn_run_path(path, sizeof path, dir, NULL, 0, "config.bin"))
-        check_file_hash(&ck, "config", path, &r.config_hash);
+        check_file_hash(&ck, "config", path, &r.p.config_hash);
     trn_run_config rc;
     ovt_hash ch;
     if (trn_run_load_config(dir, &rc, &ch))
         check_add(&ck, "dataset", false, "%s", ovt_errmsg());
-    else if (memcmp(rc.dataset_hash.b, r.dataset_hash.b, 32))
+    else if (memcmp(rc.dataset_hash.b, r.p.dataset_hash.b, 32))
         check_add(&ck, "dataset", false, "config.bin names another datasetHash than the receipt");
     else if (!data)
         check_add(&ck, "dataset", false, "no dataset to check: pass --data FILE (the receipt names none)");
     else
-        check_file_hash(&ck, "dataset", data, &r.dataset_hash);
+        check_file_hash(&ck, "dataset", data, &r.p.dataset_hash);
     if (replay && have_table && ck.all_ok)
         check_replay(&ck, dir, data, &t, replay, threads);
     else if (replay)

@@ -2,6 +2,7 @@
 #include "trainer/commit.h"
 
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,7 +37,7 @@ int trn_commit_receipt_json(const trn_commit_receipt *r, char **text)
     json_t *o = json_object();
     if (!o)
         return ovt_fail(OVT_ENOMEM, "out of memory");
-    json_object_set_new(o, "version", json_integer(1));
+    json_object_set_new(o, "version", json_integer(2));
     json_object_set_new(o, "chain_id", json_integer((json_int_t)r->chain_id));
     set_address(o, "contract", &r->contract);
     set_hash(o, "run_id", &r->run_id);
@@ -51,6 +52,9 @@ int trn_commit_receipt_json(const trn_commit_receipt *r, char **text)
     json_object_set_new(o, "verdict_timeout", json_integer(r->params.arbiter_timeout));
     set_wei(o, "trainer_bond", &r->params.trainer_bond);
     set_wei(o, "auditor_bond", &r->params.auditor_bond);
+    char nonce[24]; /* a decimal string: JSON readers lose integers above 2^53 */
+    snprintf(nonce, sizeof nonce, "%llu", (unsigned long long)r->params.nonce);
+    json_object_set_new(o, "nonce", json_string(nonce));
     set_hash(o, "root", &r->root);
     char sig[133];
     sig[0] = '0';

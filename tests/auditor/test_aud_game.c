@@ -246,6 +246,12 @@ static void test_verified(void)
     CHECK(strlen(sig_hex) == 132 && ovt_hex_decode(rsv, 65, sig_hex + 2) == 0);
     CHECK(chain_sig_from_rsv(&sig, rsv) == 0 && chain_recover_address(&signer, &sig, &digest) == 0);
     CHECK(chain_address_from_string(&trainer, addr[TRAINER]) == 0 && chain_address_eq(&signer, &trainer));
+    /* `ovt verify` accepts the receipt `ovt commit` wrote: its runId derives
+     * from its terms as the contract derived it when the run was opened. */
+    char *vout = NULL;
+    CHECK(af_ovt_run(&vout, "verify", path, NULL) == 0);
+    CHECK_MSG(vout && strstr(vout, "ok   run_id ") && strstr(vout, "verified"), "%s", vout ? vout : "(none)");
+    free(vout);
     /* Bad input: clear errors, nothing sent. */
     char *out0 = NULL;
     CHECK(af_ovt_run(&out0, "agent", "--role", "trainer", "--run-id", rid, "--rpc-url", node.url, "--contract",

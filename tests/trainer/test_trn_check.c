@@ -94,8 +94,10 @@ static const char *anvil_keys[] = {"0xac0974bec39a17e36ba4a6b4d238ff944bacb478cb
                                    "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d"};
 
 /* Writes RUN/receipt.json as `ovt commit` would, signed with key `signer`
- * but naming anvil key 0 as the trainer; root_flip changes the root. */
-static void write_receipt(const char *run, const char *data, const trn_step_table *t, int signer, int root_flip)
+ * but naming anvil key 0 as the trainer; root_flip changes the root,
+ * bond_change the auditor's bond after the runId was derived. */
+static void write_receipt_terms(const char *run, const char *data, const trn_step_table *t, int signer,
+                                int root_flip, unsigned bond_change)
 {
     trn_commit_receipt r;
     memset(&r, 0, sizeof r);
@@ -111,7 +113,17 @@ static void write_receipt(const char *run, const char *data, const trn_step_tabl
     r.params.config_hash = ch;
     r.params.dataset_hash = rc.dataset_hash;
     r.params.steps = t->count - 1;
-    memset(r.run_id.b, 0x5a, 32);
+    CHECK(chain_address_from_string(&r.params.auditor, "0x70997970C51812dc3A010C7d01b50e0d17dc79C8") == 0);
+    CHECK(chain_address_from_string(&r.params.arbiter, "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC") == 0);
+    r.params.commit_timeout = 600;
+    r.params.move_timeout = 300;
+    r.params.arbiter_timeout = 900;
+    r.params.trainer_bond = chain_u256_from_u64(1000000000000000000ull);
+    r.params.auditor_bond = chain_u256_from_u64(500000000000000000ull);
+    r.params.nonce = 18446744073709551557ull; /* above 2^53: the receipt keeps it exact */
+    /* The contract's own derivation (pinned against it in tests/contract). */
+    chain_arb_run_id(&r.run_id, r.chain_id, &r.contract, &r.params);
+    r.params.auditor_bond = chain_u256_from_u64(500000000000000000ull + bond_change);
     CHECK(trn_step_table_root(&r.root, t, &r.run_id) == 0);
     r.root.b[7] ^= (uint8_t)root_flip;
     CHECK(chain_arb_sign_commitment(r.signature, &key, r.chain_id, &r.contract, &r.run_id, &r.root, &r.params) == 0);
@@ -121,6 +133,11 @@ static void write_receipt(const char *run, const char *data, const trn_step_tabl
     snprintf(path, sizeof path, "%s/receipt.json", run);
     CHECK(ovt_write_atomic(path, text, strlen(text), 0644) == 0);
     free(text);
+}
+
+static void write_receipt(const char *run, const char *data, const trn_step_table *t, int signer, int root_flip)
+{
+    write_receipt_terms(run, data, t, signer, root_flip, 0);
 }
 
 static void check_verify(const char *run, const char *data, const trn_step_table *t)
@@ -133,6 +150,7 @@ static void check_verify(const char *run, const char *data, const trn_step_table
     CHECK(output_has("ok   signature recovers to the trainer 0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"));
     CHECK(output_has("ok   step 1 "));
     CHECK(output_has("ok   step 30 "));
+    CHECK(output_has("ok   run_id "));
     CHECK(run_ovt("verify %s --json", receipt) == 0);
     CHECK(output_has("\"ok\": true"));
     /* ovt step now names the leaf (the receipt has a runId). */
@@ -143,6 +161,13 @@ static void check_verify(const char *run, const char *data, const trn_step_table
     CHECK(run_ovt("verify %s", receipt) == 1);
     CHECK(output_has("FAIL steps     the 31 leaves hash to root"));
     CHECK(output_has("NOT verified"));
+
+    /* Terms changed after the runId was derived: the signature still holds
+     * (it does not cover the bonds), the runId does not. */
+    write_receipt_terms(run, data, t, 0, 0, 1);
+    CHECK(run_ovt("verify %s", receipt) == 1);
+    CHECK(output_has("ok   signature"));
+    CHECK(output_has("FAIL run_id"));
 
     write_receipt(run, data, t, 1, 0);
     CHECK(run_ovt("verify %s", receipt) == 1);
