@@ -7,14 +7,6 @@
 #include "kernels/cuda/dispatch.h"
 #include "kernels/reduce.h"
 
-/* x[i] += old[i]: the accumulation into an existing gradient, one FP64
- * addition after the reduction (the band's ops = 1 covers it). */
-static void add_old(double *x, const float *old, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        x[i] += (double)old[i];
-}
-
 /* Exact site out = a + b (n elements); out may alias a or b. */
 static int exact_add(krn_ctx *ctx, const char *name, float *out, const float *a, const float *b,
                      size_t n)
@@ -70,14 +62,15 @@ int krn_matmul_forward(krn_ctx *ctx, float *out, const float *inp, const float *
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
     rc = OVT_ENOMEM;
-    double *a = krn_scratch(KRN_SCRATCH_A, nin), *w = krn_scratch(KRN_SCRATCH_B, nw);
-    double *x = krn_scratch(KRN_SCRATCH_OUT, nout);
+    /* the weight is widened tile by tile inside the product (it is the
+     * 50257 x 768 wte for GPT-2's head); its row norms come from FP32 */
+    double *a = krn_scratch(KRN_SCRATCH_A, nin), *x = krn_scratch(KRN_SCRATCH_OUT, nout);
     double *rn = krn_doubles(N, op), *cn = krn_doubles(OC, op);
-    if (!a || !w || !x || !rn || !cn)
+    if (!a || !x || !rn || !cn)
         goto done;
-    krn_widen_rows(a, rn, inp, N, C);
-    krn_widen_rows(w, cn, weight, OC, C);
-    if ((rc = krn_chunked_gemm(&be, x, false, a, C, true, w, C, N, OC, C)))
+    krn_gemm_in in = {.a = a, .lda = C, .tb = true, .bf = weight, .ldb = C};
+    if ((rc = krn_widen_rows(&be, a, rn, inp, N, C)) || (rc = krn_widen_rows(&be, NULL, cn, weight, OC, C)) ||
+        (rc = krn_chunked_gemm_in(&be, x, &in, N, OC, C)))
         goto done;
     krn_band band = krn_band_reduction(KRN_BAND_OUTER, C, 1.0, 0);
     band.a = rn;
@@ -110,22 +103,22 @@ int krn_matmul_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias,
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
     rc = OVT_ENOMEM;
+    /* the weight is widened tile by tile inside the dinp product; the old
+     * gradients are added inside the products' tiles */
     size_t nx = nin > nw ? nin : nw;
     double *g = krn_scratch(KRN_SCRATCH_A, nout), *a = krn_scratch(KRN_SCRATCH_B, nin);
-    double *w = krn_scratch(KRN_SCRATCH_C, nw), *x = krn_scratch(KRN_SCRATCH_OUT, nx);
+    double *x = krn_scratch(KRN_SCRATCH_OUT, nx);
     double *gn = krn_doubles(N > OC ? N : OC, op);
     double *cn = krn_doubles(C, op);
-    if (!g || !a || !w || !x || !gn || !cn)
+    if (!g || !a || !x || !gn || !cn)
         goto done;
-    krn_widen_rows(g, gn, dout, N, OC);
-    krn_widen(a, inp, nin);
-    krn_widen(w, weight, nw);
+    if ((rc = krn_widen_rows(&be, g, gn, dout, N, OC)) || (rc = krn_widen_rows(&be, a, NULL, inp, N, C)))
+        goto done;
     if (dinp) {
         /* dinp (N,C) += dout (N,OC) @ weight (OC,C): K = OC. */
-        if ((rc = krn_chunked_gemm(&be, x, false, g, OC, false, w, C, N, C, OC)))
+        krn_gemm_in in = {.a = g, .lda = OC, .bf = weight, .ldb = C, .old = dinp};
+        if ((rc = krn_chunked_gemm_in(&be, x, &in, N, C, OC)) || (rc = krn_col_norms(&be, cn, weight, OC, C)))
             goto done;
-        add_old(x, dinp, nin);
-        krn_col_norms(cn, weight, OC, C);
         krn_band band = krn_band_reduction(KRN_BAND_OUTER, OC, 1.0, 1);
         band.a = gn;
         band.b = cn;
@@ -134,11 +127,10 @@ int krn_matmul_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias,
             goto done;
     }
     /* dweight (OC,C) += dout^T (OC,N) @ inp (N,C): K = N. */
-    if ((rc = krn_chunked_gemm(&be, x, true, g, OC, false, a, C, OC, C, N)))
+    krn_gemm_in in = {.ta = true, .a = g, .lda = OC, .b = a, .ldb = C, .old = dweight};
+    if ((rc = krn_chunked_gemm_in(&be, x, &in, OC, C, N)) || (rc = krn_col_norms(&be, gn, dout, N, OC)) ||
+        (rc = krn_col_norms(&be, cn, inp, N, C)))
         goto done;
-    add_old(x, dweight, nw);
-    krn_col_norms(gn, dout, N, OC);
-    krn_col_norms(cn, inp, N, C);
     krn_band band = krn_band_reduction(KRN_BAND_OUTER, N, 1.0, 1);
     band.a = gn;
     band.b = cn;
