@@ -100,7 +100,8 @@ int krn_adamw_corrections(krn_ctx *ctx, float *bc1, float *bc2, float beta1, flo
 }
 
 /* The FP64 values of AdamW's three exact sites, computed block by block
- * (krn_site_exact_fill) so 124M parameters need no FP64 copy. */
+ * (krn_site_exact_fills: m, v and then the parameters of each block in one
+ * pass) so 124M parameters need no FP64 copy and are read once. */
 typedef struct {
     float *params, *m, *v;
     const float *grads;
@@ -155,8 +156,7 @@ int krn_adamw_update(krn_ctx *ctx, float *params, float *m, float *v, const floa
     adamw_job j = {.params = params, .m = m, .v = v, .grads = grads, .b1 = beta1, .b2 = beta2,
                    .s = grad_scale, .bc1 = bc1, .bc2 = bc2, .lr = lr, .eps = eps,
                    .wd = weight_decay};
-    if ((rc = krn_site_exact_fill(ctx, "adamw.m", m, n, adamw_m, &j)) ||
-        (rc = krn_site_exact_fill(ctx, "adamw.v", v, n, adamw_v, &j)))
-        return rc;
-    return krn_site_exact_fill(ctx, "adamw.param", params, n, adamw_param, &j);
+    const krn_exact_fill sites[3] = {{"adamw.m", m, adamw_m}, {"adamw.v", v, adamw_v},
+                                     {"adamw.param", params, adamw_param}};
+    return krn_site_exact_fills(ctx, sites, 3, n, &j);
 }
