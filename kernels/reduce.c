@@ -74,7 +74,8 @@ static int gemm_tile(const gemm_job *j, size_t i0, size_t mb, size_t j0, size_t 
     const krn_gemm_in *in = &j->in;
     size_t n = j->n, k = j->k;
     double *tile = j->out + i0 * n + j0, *part = NULL, *wide = NULL;
-    if (k > KRN_GEMM_CHUNK && !(part = krn_scratch(KRN_SCRATCH_TILE, (size_t)KRN_TILE_M * KRN_TILE_N)))
+    if (k > KRN_GEMM_CHUNK && j->be->kind != KRN_BACKEND_CPU &&
+        !(part = krn_scratch(KRN_SCRATCH_TILE, (size_t)KRN_TILE_M * KRN_TILE_N)))
         return OVT_ENOMEM;
     if (in->bf && !(wide = krn_scratch(KRN_SCRATCH_WIDE, (size_t)KRN_GEMM_CHUNK * nb)))
         return OVT_ENOMEM;
@@ -85,6 +86,10 @@ static int gemm_tile(const gemm_job *j, size_t i0, size_t mb, size_t j0, size_t 
                            : in->tb ? in->b + j0 * in->ldb + k0 : in->b + k0 * in->ldb + j0;
         if (k0 == 0) {
             krn_cpu_gemm(j->be, tile, n, in->ta, ab, in->lda, in->tb, bb, ldb, mb, nb, kc);
+            continue;
+        }
+        if (j->be->kind == KRN_BACKEND_CPU) { /* the same sums, no partial buffer */
+            krn_cpu_gemm_add(j->be, tile, n, in->ta, ab, in->lda, in->tb, bb, ldb, mb, nb, kc);
             continue;
         }
         krn_cpu_gemm(j->be, part, nb, in->ta, ab, in->lda, in->tb, bb, ldb, mb, nb, kc);
@@ -252,10 +257,10 @@ static void col_norms_chunk(void *arg, size_t c)
 
 int krn_col_norms(const krn_cpu *be, double *norms, const float *m, size_t rows, size_t cols)
 {
-    /* 16 columns at least (contiguous in each row), else enough chunks for
-     * every thread to take several */
-    size_t per = (cols + 8 * (size_t)be->threads - 1) / (8 * (size_t)be->threads);
-    per = per < 16 ? 16 : (per + 15) / 16 * 16;
+    /* two chunks per thread, of 64 columns at least: every chunk reads
+     * its columns of every row, so wide chunks read whole cache lines */
+    size_t per = (cols + 2 * (size_t)be->threads - 1) / (2 * (size_t)be->threads);
+    per = per < 64 ? 64 : (per + 15) / 16 * 16;
     matrix_job j = {.norms = norms, .src = m, .rows = rows, .cols = cols, .per = per};
     return krn_parallel(be, (cols + per - 1) / per, col_norms_chunk, &j);
 }
