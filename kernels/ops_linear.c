@@ -259,6 +259,44 @@ int krn_encoder_forward(krn_ctx *ctx, float *out, const int32_t *tokens, const f
     return rc;
 }
 
+/* Rows of the vocabulary per range of encoder.bwd.dwte's loop on the pool. */
+#define DWTE_ROWS 512
+
+/* encoder.bwd.dwte's values and band magnitudes for ranges of tokens. */
+typedef struct {
+    const krn_cpu *be;
+    const double *g;       /* dout in FP64 */
+    const float *dwte;
+    const size_t *start, *pos; /* each token's occurrences, in b*T+t order */
+    double *x, *mag, *gather; /* gather: BT doubles per range */
+    size_t C, bt;
+} dwte_job;
+
+/* For each token its occurrences' dout rows, chunk-summed; the band's scale
+ * is folded into mag because K differs per token. */
+static void dwte_rows(void *arg, size_t v0, size_t v1)
+{
+    const dwte_job *j = arg;
+    size_t C = j->C;
+    double *gather = j->gather + v0 / DWTE_ROWS * j->bt;
+    for (size_t v = v0; v < v1; v++) {
+        size_t cnt = j->start[v + 1] - j->start[v];
+        double gam = cnt ? krn_chunked_gamma(cnt) : 0.0;
+        for (size_t c = 0; c < C; c++) {
+            double s = 0, m = 0;
+            if (cnt) {
+                for (size_t k = 0; k < cnt; k++) {
+                    gather[k] = j->g[j->pos[j->start[v] + k] * C + c];
+                    m += gather[k] < 0 ? -gather[k] : gather[k];
+                }
+                s = krn_chunked_dot(j->be, gather, 1, NULL, 0, cnt);
+            }
+            j->x[v * C + c] = s + (double)j->dwte[v * C + c];
+            j->mag[v * C + c] = gam * m;
+        }
+    }
+}
+
 /* Sites and bands: kernels/ops.h, docs/op-bounds.md ("encoder bwd"). */
 int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *dout,
                          const int32_t *tokens, size_t B, size_t T, size_t C, size_t V)
@@ -280,7 +318,8 @@ int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *do
     size_t nx = nv > nt ? nv : nt;
     /* x and mag are V*C (38.6M for GPT-2 small): per-thread scratch */
     double *g = krn_doubles(n, op), *x = krn_scratch(KRN_SCRATCH_A, nx);
-    double *mag = krn_scratch(KRN_SCRATCH_B, nx), *gather = krn_doubles(bt, op);
+    size_t ranges = (V + DWTE_ROWS - 1) / DWTE_ROWS;
+    double *mag = krn_scratch(KRN_SCRATCH_B, nx), *gather = krn_doubles(ranges * bt, op);
     size_t *start = calloc(V + 1, sizeof *start), *pos = calloc(bt, sizeof *pos);
     if (!g || !x || !mag || !gather || !start || !pos) {
         ovt_fail(OVT_ENOMEM, "%s: out of memory", op);
@@ -299,24 +338,10 @@ int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *do
     for (size_t v = V; v > 0; v--)
         start[v] = start[v - 1];
     start[0] = 0;
-    /* dwte: for each token its occurrences' dout rows, chunk-summed; the
-     * band's scale is folded into mag because K differs per token. */
-    for (size_t v = 0; v < V; v++) {
-        size_t cnt = start[v + 1] - start[v];
-        double gam = cnt ? krn_chunked_gamma(cnt) : 0.0;
-        for (size_t c = 0; c < C; c++) {
-            double s = 0, m = 0;
-            if (cnt) {
-                for (size_t j = 0; j < cnt; j++) {
-                    gather[j] = g[pos[start[v] + j] * C + c];
-                    m += gather[j] < 0 ? -gather[j] : gather[j];
-                }
-                s = krn_chunked_dot(&be, gather, 1, NULL, 0, cnt);
-            }
-            x[v * C + c] = s + (double)dwte[v * C + c];
-            mag[v * C + c] = gam * m;
-        }
-    }
+    dwte_job j = {.be = &be, .g = g, .dwte = dwte, .start = start, .pos = pos, .x = x, .mag = mag,
+                  .gather = gather, .C = C, .bt = bt};
+    if ((rc = krn_parallel_ranges(&be, V, DWTE_ROWS, dwte_rows, &j)))
+        goto done;
     krn_band band = krn_band_reduction(KRN_BAND_ARRAY, 1, 1.0, 1);
     band.scale = KRN_BAND_MARGIN * 2.0;
     band.a = mag;

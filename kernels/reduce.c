@@ -148,6 +148,26 @@ int krn_parallel(const krn_cpu *be, size_t nchunks, void (*fn)(void *arg, size_t
     return 0;
 }
 
+typedef struct {
+    size_t n, per;
+    void (*fn)(void *arg, size_t i0, size_t i1);
+    void *arg;
+} ranges_job;
+
+static void range_chunk(void *arg, size_t c)
+{
+    const ranges_job *j = arg;
+    size_t i0 = c * j->per;
+    j->fn(j->arg, i0, j->n - i0 < j->per ? j->n : i0 + j->per);
+}
+
+int krn_parallel_ranges(const krn_cpu *be, size_t n, size_t per,
+                        void (*fn)(void *arg, size_t i0, size_t i1), void *arg)
+{
+    ranges_job j = {.n = n, .per = per ? per : 1, .fn = fn, .arg = arg};
+    return krn_parallel(be, (n + j.per - 1) / j.per, range_chunk, &j);
+}
+
 int krn_chunked_gemm_in(const krn_cpu *be, double *out, const krn_gemm_in *in, size_t m, size_t n,
                         size_t k)
 {

@@ -88,6 +88,13 @@ int krn_colsum_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float *ac
 int krn_parallel(const krn_cpu *be, size_t nchunks, void (*fn)(void *arg, size_t chunk),
                  void *arg) OVT_MUST_USE;
 
+/* fn(arg, i0, i1) for consecutive ranges [i0, i1) of `per` elements (the
+ * last one shorter) covering [0, n), on krn_parallel: for loops whose
+ * elements are independent (one thread, in order, on ref and shuffle, so
+ * the shuffle backend's draws come in the same order as a plain loop's). */
+int krn_parallel_ranges(const krn_cpu *be, size_t n, size_t per,
+                        void (*fn)(void *arg, size_t i0, size_t i1), void *arg) OVT_MUST_USE;
+
 /* Euclidean norms of the columns (cols values) of a row-major float matrix,
  * in FP64, each column's squares added in row order; split over columns
  * with krn_parallel. */
