@@ -14,6 +14,9 @@
 #ifndef KRN_TILE_M
 #define KRN_TILE_M 256
 #endif
+#ifndef KRN_TILE_CPU_N
+#define KRN_TILE_CPU_N 256
+#endif
 #ifndef KRN_TILE_N
 #define KRN_TILE_N 512
 #endif
@@ -168,6 +171,24 @@ int krn_parallel_ranges(const krn_cpu *be, size_t n, size_t per,
     return krn_parallel(be, (n + j.per - 1) / j.per, range_chunk, &j);
 }
 
+/* Columns per output tile. ref and shuffle: KRN_TILE_N (their summation
+ * draws follow the tiles). cpu: up to KRN_TILE_CPU_N columns, the tiles of a
+ * row of tiles equal in width (a multiple of 8, OpenBLAS's column unroll)
+ * and their count a multiple of 4, so that two or four threads get equal
+ * shares; a function of n alone, never of the thread count. Each element's
+ * chunk sums are the same whatever tile computes them. */
+static size_t gemm_tile_n(const krn_cpu *be, size_t n)
+{
+    if (be->kind != KRN_BACKEND_CPU)
+        return KRN_TILE_N;
+    if (n <= KRN_TILE_CPU_N)
+        return n;
+    size_t tiles = (n + KRN_TILE_CPU_N - 1) / KRN_TILE_CPU_N;
+    tiles = (tiles + 3) / 4 * 4;
+    size_t w = (n + tiles - 1) / tiles;
+    return (w + 7) / 8 * 8;
+}
+
 int krn_chunked_gemm_in(const krn_cpu *be, double *out, const krn_gemm_in *in, size_t m, size_t n,
                         size_t k)
 {
@@ -177,7 +198,8 @@ int krn_chunked_gemm_in(const krn_cpu *be, double *out, const krn_gemm_in *in, s
         return 0;
     }
     gemm_job job = {.be = be, .out = out, .in = *in, .m = m, .n = n, .k = k,
-                    .tile_n = KRN_TILE_N, .tiles_n = (n + KRN_TILE_N - 1) / KRN_TILE_N};
+                    .tile_n = gemm_tile_n(be, n)};
+    job.tiles_n = (n + job.tile_n - 1) / job.tile_n;
     atomic_init(&job.rc, 0);
     size_t ntiles = (m + KRN_TILE_M - 1) / KRN_TILE_M * job.tiles_n;
     /* Tiles are independent: each adds its own chunks in order. */
