@@ -40,8 +40,9 @@ static int column_sum_site(krn_ctx *ctx, const krn_cpu *be, const char *name, fl
     double *md = krn_doubles(N * C, name);
     if (!md)
         return OVT_ENOMEM;
-    krn_widen(md, m, N * C);
-    int rc = krn_colsum_site(ctx, be, name, dsum, md, N, C);
+    int rc = krn_widen_rows(be, md, NULL, m, N, C);
+    if (rc == 0)
+        rc = krn_colsum_site(ctx, be, name, dsum, md, N, C);
     free(md);
     return rc;
 }

@@ -242,6 +242,29 @@ krn_band krn_band_exact(void)
     return band;
 }
 
+typedef struct {
+    const krn_cpu *be;
+    const double *m;
+    const float *acc;
+    double *x, *mag;
+    size_t N, C;
+} colsum_job;
+
+/* Columns [j0, j1): chunked sums plus the old value, and magnitudes added in
+ * row order. */
+static void colsum_cols(void *arg, size_t j0, size_t j1)
+{
+    const colsum_job *c = arg;
+    size_t C = c->C;
+    for (size_t j = j0; j < j1; j++) {
+        c->x[j] = krn_chunked_dot(c->be, c->m + j, (ptrdiff_t)C, NULL, 0, c->N) + (double)c->acc[j];
+        c->mag[j] = 0;
+    }
+    for (size_t i = 0; i < c->N; i++)
+        for (size_t j = j0; j < j1; j++)
+            c->mag[j] += fabs(c->m[i * C + j]);
+}
+
 int krn_colsum_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float *acc,
                     const double *m, size_t N, size_t C)
 {
@@ -249,13 +272,9 @@ int krn_colsum_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float *ac
     double *x = krn_doubles(C, name), *mag = krn_doubles(C, name);
     if (!x || !mag)
         goto done;
-    for (size_t j = 0; j < C; j++) {
-        x[j] = krn_chunked_dot(be, m + j, (ptrdiff_t)C, NULL, 0, N) + (double)acc[j];
-        mag[j] = 0;
-    }
-    for (size_t i = 0; i < N; i++)
-        for (size_t j = 0; j < C; j++)
-            mag[j] += fabs(m[i * C + j]);
+    colsum_job job = {.be = be, .m = m, .acc = acc, .x = x, .mag = mag, .N = N, .C = C};
+    if ((rc = krn_parallel_ranges(be, C, 64, colsum_cols, &job)))
+        goto done;
     krn_band band = krn_band_reduction(KRN_BAND_ARRAY, N, 1.0, 1);
     band.a = mag;
     rc = krn_site(ctx, name, acc, x, C, &band);
