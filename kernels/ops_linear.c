@@ -7,30 +7,38 @@
 #include "kernels/cuda/dispatch.h"
 #include "kernels/reduce.h"
 
+/* The values of an exact site out[i] = a[i] + b[i % period], computed
+ * block by block as the site rounds them (krn_site_exact_fill). */
+typedef struct {
+    const float *a, *b;
+    size_t period;
+} add_job;
+
+static void add_fill(void *arg, size_t i0, size_t len, double *x)
+{
+    const add_job *j = arg;
+    size_t c = i0 % j->period;
+    for (size_t k = 0; k < len; k++) {
+        x[k] = (double)j->a[i0 + k] + (double)j->b[c];
+        if (++c == j->period)
+            c = 0;
+    }
+}
+
 /* Exact site out = a + b (n elements); out may alias a or b. */
 static int exact_add(krn_ctx *ctx, const char *name, float *out, const float *a, const float *b,
                      size_t n)
 {
-    double *x = krn_doubles(n, name);
-    if (!x)
-        return OVT_ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        x[i] = (double)a[i] + (double)b[i];
-    krn_band band = krn_band_exact();
-    int rc = krn_site(ctx, name, out, x, n, &band);
-    free(x);
-    return rc;
+    add_job j = {.a = a, .b = b, .period = n};
+    return krn_site_exact_fill(ctx, name, out, n, add_fill, &j);
 }
 
-/* Exact site out (N,C) = inp + bias broadcast over rows, x an N*C scratch. */
+/* Exact site out (N,C) = inp + bias broadcast over rows; out may alias inp. */
 static int bias_site(krn_ctx *ctx, const char *name, float *out, const float *inp,
-                     const float *bias, size_t N, size_t C, double *x)
+                     const float *bias, size_t N, size_t C)
 {
-    for (size_t i = 0; i < N; i++)
-        for (size_t j = 0; j < C; j++)
-            x[i * C + j] = (double)inp[i * C + j] + (double)bias[j];
-    krn_band band = krn_band_exact();
-    return krn_site(ctx, name, out, x, N * C, &band);
+    add_job j = {.a = inp, .b = bias, .period = C};
+    return krn_site_exact_fill(ctx, name, out, N * C, add_fill, &j);
 }
 
 /* Site dsum (C) += column sums of m (N,C), a reduction over N. */
@@ -80,7 +88,7 @@ int krn_matmul_forward(krn_ctx *ctx, float *out, const float *inp, const float *
     if ((rc = krn_site(ctx, "matmul.fwd", out, x, nout, &band)))
         goto done;
     if (bias)
-        rc = bias_site(ctx, "matmul.fwd.bias", out, out, bias, N, OC, x);
+        rc = bias_site(ctx, "matmul.fwd.bias", out, out, bias, N, OC);
 done:
     free(rn);
     free(cn);
@@ -157,12 +165,7 @@ int krn_bias_forward(krn_ctx *ctx, float *out, const float *inp, const float *bi
         (rc = krn_check_ptr(op, "bias", bias)) || (rc = krn_check_dims(op, N, C, &n)))
         return rc;
     KRN_CUDA_DISPATCH(ctx, krn_cuda_bias_forward(ctx, out, inp, bias, N, C));
-    double *x = krn_doubles(n, op);
-    if (!x)
-        return OVT_ENOMEM;
-    rc = bias_site(ctx, "bias.fwd", out, inp, bias, N, C, x);
-    free(x);
-    return rc;
+    return bias_site(ctx, "bias.fwd", out, inp, bias, N, C);
 }
 
 /* Sites and bands: kernels/ops.h, docs/op-bounds.md ("bias"). */
