@@ -125,8 +125,8 @@ int krn_matmul_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias,
         goto done;
     if (dinp) {
         /* dinp (N,C) += dout (N,OC) @ weight (OC,C): K = OC. */
-        krn_gemm_in in = {.a = g, .lda = OC, .bf = weight, .ldb = C, .old = dinp};
-        if ((rc = krn_chunked_gemm_in(&be, x, &in, N, C, OC)) || (rc = krn_col_norms(&be, cn, weight, OC, C)))
+        krn_gemm_in in = {.a = g, .lda = OC, .bf = weight, .ldb = C, .old = dinp, .bnorms = cn};
+        if ((rc = krn_chunked_gemm_in(&be, x, &in, N, C, OC)))
             goto done;
         krn_band band = krn_band_reduction(KRN_BAND_OUTER, OC, 1.0, 1);
         band.a = gn;

@@ -71,6 +71,15 @@ static const double *widen_chunk(const krn_gemm_in *in, double *buf, size_t k0, 
     return buf;
 }
 
+/* bnorms[j0 .. j0+nb) += the squares of the widened chunk's rows (rows of b
+ * without tb: each column's squares in row order). */
+static void chunk_col_squares(double *restrict sq, const double *restrict buf, size_t kc, size_t nb)
+{
+    for (size_t r = 0; r < kc; r++)
+        for (size_t c = 0; c < nb; c++)
+            sq[c] += buf[r * nb + c] * buf[r * nb + c];
+}
+
 /* One output tile (rows i0.., columns j0..) of krn_chunked_gemm_in. */
 static int gemm_tile(const gemm_job *j, size_t i0, size_t mb, size_t j0, size_t nb)
 {
@@ -82,11 +91,18 @@ static int gemm_tile(const gemm_job *j, size_t i0, size_t mb, size_t j0, size_t 
         return OVT_ENOMEM;
     if (in->bf && !(wide = krn_scratch(KRN_SCRATCH_WIDE, (size_t)KRN_GEMM_CHUNK * nb)))
         return OVT_ENOMEM;
+    /* the first row of tiles takes b's column norms as it widens b */
+    bool norms = in->bnorms && in->bf && !in->tb && i0 == 0;
+    if (norms)
+        for (size_t c = 0; c < nb; c++)
+            in->bnorms[j0 + c] = 0;
     for (size_t k0 = 0; k0 < k; k0 += KRN_GEMM_CHUNK) {
         size_t kc = k - k0 < KRN_GEMM_CHUNK ? k - k0 : KRN_GEMM_CHUNK, ldb = in->ldb;
         const double *ab = in->ta ? in->a + k0 * in->lda + i0 : in->a + i0 * in->lda + k0;
         const double *bb = in->bf ? widen_chunk(in, wide, k0, kc, j0, nb, &ldb)
                            : in->tb ? in->b + j0 * in->ldb + k0 : in->b + k0 * in->ldb + j0;
+        if (norms)
+            chunk_col_squares(in->bnorms + j0, bb, kc, nb);
         if (k0 == 0) {
             krn_cpu_gemm(j->be, tile, n, in->ta, ab, in->lda, in->tb, bb, ldb, mb, nb, kc);
             continue;
@@ -103,6 +119,9 @@ static int gemm_tile(const gemm_job *j, size_t i0, size_t mb, size_t j0, size_t 
                 row[c] += prow[c];
         }
     }
+    if (norms)
+        for (size_t c = 0; c < nb; c++)
+            in->bnorms[j0 + c] = sqrt(in->bnorms[j0 + c]);
     if (in->old)
         for (size_t i = 0; i < mb; i++) {
             double *restrict row = tile + i * n;
@@ -195,6 +214,8 @@ int krn_chunked_gemm_in(const krn_cpu *be, double *out, const krn_gemm_in *in, s
     if (k == 0) {
         for (size_t i = 0; i < m * n; i++)
             out[i] = in->old ? (double)in->old[i] : 0.0;
+        for (size_t j = 0; in->bnorms && in->bf && !in->tb && j < n; j++)
+            in->bnorms[j] = 0;
         return 0;
     }
     gemm_job job = {.be = be, .out = out, .in = *in, .m = m, .n = n, .k = k,

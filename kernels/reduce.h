@@ -45,7 +45,10 @@ int krn_chunked_gemm(const krn_cpu *be, double *out, bool ta, const double *a, s
  * b in FP64 (b) or in FP32 (bf, the other NULL), an FP32 b being widened
  * chunk by chunk inside each tile, so no FP64 copy of it exists; old NULL or
  * an m x n FP32 matrix added to each element after its chunk sums (one FP64
- * addition: the accumulation into an existing gradient). */
+ * addition: the accumulation into an existing gradient); bnorms NULL or,
+ * with bf and not tb, n doubles that receive the Euclidean norms of b's
+ * columns, taken while widening (each column's squares added in row order,
+ * the same values as krn_col_norms). */
 typedef struct {
     bool ta;
     const double *a;
@@ -55,6 +58,7 @@ typedef struct {
     const float *bf;
     size_t ldb;
     const float *old;
+    double *bnorms;
 } krn_gemm_in;
 
 /* krn_chunked_gemm with the operands above: the same values as widening bf
