@@ -147,7 +147,7 @@ int krn_matmul_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias,
     if ((rc = krn_site(ctx, "matmul.bwd.dweight", dweight, x, nw, &band)))
         goto done;
     if (dbias)
-        rc = column_sum_site(ctx, &be, "matmul.bwd.dbias", dbias, dout, N, OC);
+        rc = krn_colsum_site(ctx, &be, "matmul.bwd.dbias", dbias, g, N, OC); /* g: dout in FP64 */
 done:
     free(gn);
     free(cn);
