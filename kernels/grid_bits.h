@@ -78,7 +78,9 @@ static inline KRN_HD uint8_t krn_round_fast(double xj, double t, float *outj, in
  *    the band, so the slow path writes +0 and logs nothing. These are the
  *    zeros of sparse gradients and untouched moments (embedding rows of
  *    tokens not in the batch).
- * The cuda sites use it; test_cuda_host checks it against krn_site. */
+ * The cuda sites use it, and the CPU sites for zero-band blocks (exact
+ * sites, and every site in REPLAY and NEAREST before the log is applied);
+ * test_cuda_host checks it against krn_site's slow path. */
 static inline KRN_HD uint8_t krn_round_fast_device(double xj, double t, float *outj, int b)
 {
     uint8_t flag = krn_round_fast(xj, t, outj, b);

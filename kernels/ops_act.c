@@ -22,16 +22,59 @@ static int check_unary(const char *op, const float *out, const char *out_name, c
     return 0;
 }
 
-/* Site "gelu.tanh": t = tanh(s*(x + ((c*x)*x)*x)) rounded to the grid. */
-static int gelu_tanh_site(krn_ctx *ctx, const krn_cpu *be, float *t, const float *inp, size_t n,
-                          double *x)
+/* Elements per range of the loops below on the pool. */
+#define GELU_RANGE 16384
+
+/* The FP64 values of the gelu sites, by ranges of elements on the pool. */
+typedef struct {
+    const krn_cpu *be;
+    const float *inp, *t, *dout, *dinp;
+    double *x;
+} gelu_job;
+
+/* tanh(s*(x + ((c*x)*x)*x)) */
+static void gelu_tanh_range(void *arg, size_t i0, size_t i1)
 {
-    for (size_t i = 0; i < n; i++) {
-        double v = inp[i];
-        x[i] = krn_cpu_libm(be, KRN_FN_TANH, GELU_S * (v + ((GELU_C * v) * v) * v));
+    const gelu_job *j = arg;
+    for (size_t i = i0; i < i1; i++) {
+        double v = j->inp[i];
+        j->x[i] = krn_cpu_libm(j->be, KRN_FN_TANH, GELU_S * (v + ((GELU_C * v) * v) * v));
     }
+}
+
+static void gelu_fwd_range(void *arg, size_t i0, size_t i1)
+{
+    const gelu_job *j = arg;
+    for (size_t i = i0; i < i1; i++)
+        j->x[i] = (0.5 * (double)j->inp[i]) * (1.0 + (double)j->t[i]);
+}
+
+static void gelu_bwd_range(void *arg, size_t i0, size_t i1)
+{
+    const gelu_job *j = arg;
+    for (size_t i = i0; i < i1; i++) {
+        double v = j->inp[i], th = j->t[i];
+        double grad = 0.5 * (1.0 + th) + (((0.5 * v) * (1.0 - th * th)) * GELU_S) * (1.0 + (GELU_3C * v) * v);
+        j->x[i] = grad * (double)j->dout[i] + (double)j->dinp[i];
+    }
+}
+
+/* Site "gelu.tanh" into j->t, then the exact site `name` with fn's values
+ * into out. */
+static int gelu_sites(krn_ctx *ctx, gelu_job *j, float *t, const char *name, float *out,
+                      void (*fn)(void *arg, size_t i0, size_t i1), size_t n)
+{
+    int rc;
+    if ((rc = krn_parallel_ranges(j->be, n, GELU_RANGE, gelu_tanh_range, j)))
+        return rc;
     krn_band band = krn_band_libm();
-    return krn_site(ctx, "gelu.tanh", t, x, n, &band);
+    if ((rc = krn_site(ctx, "gelu.tanh", t, j->x, n, &band)))
+        return rc;
+    j->t = t;
+    if ((rc = krn_parallel_ranges(j->be, n, GELU_RANGE, fn, j)))
+        return rc;
+    band = krn_band_exact();
+    return krn_site(ctx, name, out, j->x, n, &band);
 }
 
 /* Sites and bands: kernels/ops.h, docs/op-bounds.md ("gelu"). */
@@ -48,15 +91,10 @@ int krn_gelu_forward(krn_ctx *ctx, float *out, const float *inp, size_t n)
     rc = OVT_ENOMEM;
     double *x = krn_doubles(n, op);
     float *t = krn_floats(n, op);
-    if (!x || !t)
-        goto done;
-    if ((rc = gelu_tanh_site(ctx, &be, t, inp, n, x)))
-        goto done;
-    for (size_t i = 0; i < n; i++)
-        x[i] = (0.5 * (double)inp[i]) * (1.0 + (double)t[i]);
-    krn_band band = krn_band_exact();
-    rc = krn_site(ctx, "gelu.fwd", out, x, n, &band);
-done:
+    if (x && t) {
+        gelu_job j = {.be = &be, .inp = inp, .x = x};
+        rc = gelu_sites(ctx, &j, t, "gelu.fwd", out, gelu_fwd_range, n);
+    }
     free(x);
     free(t);
     return rc;
@@ -76,18 +114,10 @@ int krn_gelu_backward(krn_ctx *ctx, float *dinp, const float *inp, const float *
     rc = OVT_ENOMEM;
     double *x = krn_doubles(n, op);
     float *t = krn_floats(n, op);
-    if (!x || !t)
-        goto done;
-    if ((rc = gelu_tanh_site(ctx, &be, t, inp, n, x)))
-        goto done;
-    for (size_t i = 0; i < n; i++) {
-        double v = inp[i], th = t[i];
-        double grad = 0.5 * (1.0 + th) + (((0.5 * v) * (1.0 - th * th)) * GELU_S) * (1.0 + (GELU_3C * v) * v);
-        x[i] = grad * (double)dout[i] + (double)dinp[i];
+    if (x && t) {
+        gelu_job j = {.be = &be, .inp = inp, .dout = dout, .dinp = dinp, .x = x};
+        rc = gelu_sites(ctx, &j, t, "gelu.bwd", dinp, gelu_bwd_range, n);
     }
-    krn_band band = krn_band_exact();
-    rc = krn_site(ctx, "gelu.bwd", dinp, x, n, &band);
-done:
     free(x);
     free(t);
     return rc;

@@ -7,38 +7,38 @@
 #include "kernels/cuda/dispatch.h"
 #include "kernels/reduce.h"
 
-/* x[i] += old[i]: the accumulation into an existing gradient, one FP64
- * addition after the reduction (the band's ops = 1 covers it). */
-static void add_old(double *x, const float *old, size_t n)
+/* The values of an exact site out[i] = a[i] + b[i % period], computed
+ * block by block as the site rounds them (krn_site_exact_fill). */
+typedef struct {
+    const float *a, *b;
+    size_t period;
+} add_job;
+
+static void add_fill(void *arg, size_t i0, size_t len, double *x)
 {
-    for (size_t i = 0; i < n; i++)
-        x[i] += (double)old[i];
+    const add_job *j = arg;
+    size_t c = i0 % j->period;
+    for (size_t k = 0; k < len; k++) {
+        x[k] = (double)j->a[i0 + k] + (double)j->b[c];
+        if (++c == j->period)
+            c = 0;
+    }
 }
 
 /* Exact site out = a + b (n elements); out may alias a or b. */
 static int exact_add(krn_ctx *ctx, const char *name, float *out, const float *a, const float *b,
                      size_t n)
 {
-    double *x = krn_doubles(n, name);
-    if (!x)
-        return OVT_ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        x[i] = (double)a[i] + (double)b[i];
-    krn_band band = krn_band_exact();
-    int rc = krn_site(ctx, name, out, x, n, &band);
-    free(x);
-    return rc;
+    add_job j = {.a = a, .b = b, .period = n};
+    return krn_site_exact_fill(ctx, name, out, n, add_fill, &j);
 }
 
-/* Exact site out (N,C) = inp + bias broadcast over rows, x an N*C scratch. */
+/* Exact site out (N,C) = inp + bias broadcast over rows; out may alias inp. */
 static int bias_site(krn_ctx *ctx, const char *name, float *out, const float *inp,
-                     const float *bias, size_t N, size_t C, double *x)
+                     const float *bias, size_t N, size_t C)
 {
-    for (size_t i = 0; i < N; i++)
-        for (size_t j = 0; j < C; j++)
-            x[i * C + j] = (double)inp[i * C + j] + (double)bias[j];
-    krn_band band = krn_band_exact();
-    return krn_site(ctx, name, out, x, N * C, &band);
+    add_job j = {.a = inp, .b = bias, .period = C};
+    return krn_site_exact_fill(ctx, name, out, N * C, add_fill, &j);
 }
 
 /* Site dsum (C) += column sums of m (N,C), a reduction over N. */
@@ -48,8 +48,9 @@ static int column_sum_site(krn_ctx *ctx, const krn_cpu *be, const char *name, fl
     double *md = krn_doubles(N * C, name);
     if (!md)
         return OVT_ENOMEM;
-    krn_widen(md, m, N * C);
-    int rc = krn_colsum_site(ctx, be, name, dsum, md, N, C);
+    int rc = krn_widen_rows(be, md, NULL, m, N, C);
+    if (rc == 0)
+        rc = krn_colsum_site(ctx, be, name, dsum, md, N, C);
     free(md);
     return rc;
 }
@@ -70,14 +71,15 @@ int krn_matmul_forward(krn_ctx *ctx, float *out, const float *inp, const float *
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
     rc = OVT_ENOMEM;
-    double *a = krn_scratch(KRN_SCRATCH_A, nin), *w = krn_scratch(KRN_SCRATCH_B, nw);
-    double *x = krn_scratch(KRN_SCRATCH_OUT, nout);
+    /* the weight is widened tile by tile inside the product (it is the
+     * 50257 x 768 wte for GPT-2's head); its row norms come from FP32 */
+    double *a = krn_scratch(KRN_SCRATCH_A, nin), *x = krn_scratch(KRN_SCRATCH_OUT, nout);
     double *rn = krn_doubles(N, op), *cn = krn_doubles(OC, op);
-    if (!a || !w || !x || !rn || !cn)
+    if (!a || !x || !rn || !cn)
         goto done;
-    krn_widen_rows(a, rn, inp, N, C);
-    krn_widen_rows(w, cn, weight, OC, C);
-    if ((rc = krn_chunked_gemm(&be, x, false, a, C, true, w, C, N, OC, C)))
+    krn_gemm_in in = {.a = a, .lda = C, .tb = true, .bf = weight, .ldb = C};
+    if ((rc = krn_widen_rows(&be, a, rn, inp, N, C)) || (rc = krn_widen_rows(&be, NULL, cn, weight, OC, C)) ||
+        (rc = krn_chunked_gemm_in(&be, x, &in, N, OC, C)))
         goto done;
     krn_band band = krn_band_reduction(KRN_BAND_OUTER, C, 1.0, 0);
     band.a = rn;
@@ -86,7 +88,7 @@ int krn_matmul_forward(krn_ctx *ctx, float *out, const float *inp, const float *
     if ((rc = krn_site(ctx, "matmul.fwd", out, x, nout, &band)))
         goto done;
     if (bias)
-        rc = bias_site(ctx, "matmul.fwd.bias", out, out, bias, N, OC, x);
+        rc = bias_site(ctx, "matmul.fwd.bias", out, out, bias, N, OC);
 done:
     free(rn);
     free(cn);
@@ -110,22 +112,22 @@ int krn_matmul_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias,
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
     rc = OVT_ENOMEM;
+    /* the weight is widened tile by tile inside the dinp product; the old
+     * gradients are added inside the products' tiles */
     size_t nx = nin > nw ? nin : nw;
     double *g = krn_scratch(KRN_SCRATCH_A, nout), *a = krn_scratch(KRN_SCRATCH_B, nin);
-    double *w = krn_scratch(KRN_SCRATCH_C, nw), *x = krn_scratch(KRN_SCRATCH_OUT, nx);
+    double *x = krn_scratch(KRN_SCRATCH_OUT, nx);
     double *gn = krn_doubles(N > OC ? N : OC, op);
     double *cn = krn_doubles(C, op);
-    if (!g || !a || !w || !x || !gn || !cn)
+    if (!g || !a || !x || !gn || !cn)
         goto done;
-    krn_widen_rows(g, gn, dout, N, OC);
-    krn_widen(a, inp, nin);
-    krn_widen(w, weight, nw);
+    if ((rc = krn_widen_rows(&be, g, gn, dout, N, OC)) || (rc = krn_widen_rows(&be, a, NULL, inp, N, C)))
+        goto done;
     if (dinp) {
         /* dinp (N,C) += dout (N,OC) @ weight (OC,C): K = OC. */
-        if ((rc = krn_chunked_gemm(&be, x, false, g, OC, false, w, C, N, C, OC)))
+        krn_gemm_in in = {.a = g, .lda = OC, .bf = weight, .ldb = C, .old = dinp, .bnorms = cn};
+        if ((rc = krn_chunked_gemm_in(&be, x, &in, N, C, OC)))
             goto done;
-        add_old(x, dinp, nin);
-        krn_col_norms(cn, weight, OC, C);
         krn_band band = krn_band_reduction(KRN_BAND_OUTER, OC, 1.0, 1);
         band.a = gn;
         band.b = cn;
@@ -134,11 +136,10 @@ int krn_matmul_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias,
             goto done;
     }
     /* dweight (OC,C) += dout^T (OC,N) @ inp (N,C): K = N. */
-    if ((rc = krn_chunked_gemm(&be, x, true, g, OC, false, a, C, OC, C, N)))
+    krn_gemm_in in = {.ta = true, .a = g, .lda = OC, .b = a, .ldb = C, .old = dweight};
+    if ((rc = krn_chunked_gemm_in(&be, x, &in, OC, C, N)) || (rc = krn_col_norms(&be, gn, dout, N, OC)) ||
+        (rc = krn_col_norms(&be, cn, inp, N, C)))
         goto done;
-    add_old(x, dweight, nw);
-    krn_col_norms(gn, dout, N, OC);
-    krn_col_norms(cn, inp, N, C);
     krn_band band = krn_band_reduction(KRN_BAND_OUTER, N, 1.0, 1);
     band.a = gn;
     band.b = cn;
@@ -146,7 +147,7 @@ int krn_matmul_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias,
     if ((rc = krn_site(ctx, "matmul.bwd.dweight", dweight, x, nw, &band)))
         goto done;
     if (dbias)
-        rc = column_sum_site(ctx, &be, "matmul.bwd.dbias", dbias, dout, N, OC);
+        rc = krn_colsum_site(ctx, &be, "matmul.bwd.dbias", dbias, g, N, OC); /* g: dout in FP64 */
 done:
     free(gn);
     free(cn);
@@ -164,12 +165,7 @@ int krn_bias_forward(krn_ctx *ctx, float *out, const float *inp, const float *bi
         (rc = krn_check_ptr(op, "bias", bias)) || (rc = krn_check_dims(op, N, C, &n)))
         return rc;
     KRN_CUDA_DISPATCH(ctx, krn_cuda_bias_forward(ctx, out, inp, bias, N, C));
-    double *x = krn_doubles(n, op);
-    if (!x)
-        return OVT_ENOMEM;
-    rc = bias_site(ctx, "bias.fwd", out, inp, bias, N, C, x);
-    free(x);
-    return rc;
+    return bias_site(ctx, "bias.fwd", out, inp, bias, N, C);
 }
 
 /* Sites and bands: kernels/ops.h, docs/op-bounds.md ("bias"). */
@@ -267,6 +263,44 @@ int krn_encoder_forward(krn_ctx *ctx, float *out, const int32_t *tokens, const f
     return rc;
 }
 
+/* Rows of the vocabulary per range of encoder.bwd.dwte's loop on the pool. */
+#define DWTE_ROWS 512
+
+/* encoder.bwd.dwte's values and band magnitudes for ranges of tokens. */
+typedef struct {
+    const krn_cpu *be;
+    const double *g;       /* dout in FP64 */
+    const float *dwte;
+    const size_t *start, *pos; /* each token's occurrences, in b*T+t order */
+    double *x, *mag, *gather; /* gather: BT doubles per range */
+    size_t C, bt;
+} dwte_job;
+
+/* For each token its occurrences' dout rows, chunk-summed; the band's scale
+ * is folded into mag because K differs per token. */
+static void dwte_rows(void *arg, size_t v0, size_t v1)
+{
+    const dwte_job *j = arg;
+    size_t C = j->C;
+    double *gather = j->gather + v0 / DWTE_ROWS * j->bt;
+    for (size_t v = v0; v < v1; v++) {
+        size_t cnt = j->start[v + 1] - j->start[v];
+        double gam = cnt ? krn_chunked_gamma(cnt) : 0.0;
+        for (size_t c = 0; c < C; c++) {
+            double s = 0, m = 0;
+            if (cnt) {
+                for (size_t k = 0; k < cnt; k++) {
+                    gather[k] = j->g[j->pos[j->start[v] + k] * C + c];
+                    m += gather[k] < 0 ? -gather[k] : gather[k];
+                }
+                s = krn_chunked_dot(j->be, gather, 1, NULL, 0, cnt);
+            }
+            j->x[v * C + c] = s + (double)j->dwte[v * C + c];
+            j->mag[v * C + c] = gam * m;
+        }
+    }
+}
+
 /* Sites and bands: kernels/ops.h, docs/op-bounds.md ("encoder bwd"). */
 int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *dout,
                          const int32_t *tokens, size_t B, size_t T, size_t C, size_t V)
@@ -288,7 +322,8 @@ int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *do
     size_t nx = nv > nt ? nv : nt;
     /* x and mag are V*C (38.6M for GPT-2 small): per-thread scratch */
     double *g = krn_doubles(n, op), *x = krn_scratch(KRN_SCRATCH_A, nx);
-    double *mag = krn_scratch(KRN_SCRATCH_B, nx), *gather = krn_doubles(bt, op);
+    size_t ranges = (V + DWTE_ROWS - 1) / DWTE_ROWS;
+    double *mag = krn_scratch(KRN_SCRATCH_B, nx), *gather = krn_doubles(ranges * bt, op);
     size_t *start = calloc(V + 1, sizeof *start), *pos = calloc(bt, sizeof *pos);
     if (!g || !x || !mag || !gather || !start || !pos) {
         ovt_fail(OVT_ENOMEM, "%s: out of memory", op);
@@ -307,24 +342,10 @@ int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *do
     for (size_t v = V; v > 0; v--)
         start[v] = start[v - 1];
     start[0] = 0;
-    /* dwte: for each token its occurrences' dout rows, chunk-summed; the
-     * band's scale is folded into mag because K differs per token. */
-    for (size_t v = 0; v < V; v++) {
-        size_t cnt = start[v + 1] - start[v];
-        double gam = cnt ? krn_chunked_gamma(cnt) : 0.0;
-        for (size_t c = 0; c < C; c++) {
-            double s = 0, m = 0;
-            if (cnt) {
-                for (size_t j = 0; j < cnt; j++) {
-                    gather[j] = g[pos[start[v] + j] * C + c];
-                    m += gather[j] < 0 ? -gather[j] : gather[j];
-                }
-                s = krn_chunked_dot(&be, gather, 1, NULL, 0, cnt);
-            }
-            x[v * C + c] = s + (double)dwte[v * C + c];
-            mag[v * C + c] = gam * m;
-        }
-    }
+    dwte_job j = {.be = &be, .g = g, .dwte = dwte, .start = start, .pos = pos, .x = x, .mag = mag,
+                  .gather = gather, .C = C, .bt = bt};
+    if ((rc = krn_parallel_ranges(&be, V, DWTE_ROWS, dwte_rows, &j)))
+        goto done;
     krn_band band = krn_band_reduction(KRN_BAND_ARRAY, 1, 1.0, 1);
     band.scale = KRN_BAND_MARGIN * 2.0;
     band.a = mag;

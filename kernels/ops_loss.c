@@ -15,6 +15,62 @@ static int check_targets(const char *op, const int32_t *targets, size_t N, size_
     return 0;
 }
 
+/* The row loops of the forward, by ranges of rows on the pool. */
+typedef struct {
+    const krn_cpu *be;
+    const float *logits, *probs, *sums;
+    float *mx;
+    double *x, *e, *mag;
+    size_t V;
+} xent_job;
+
+/* Rows of exp(logit - max(row)). */
+static void xent_exp_rows(void *arg, size_t r0, size_t r1)
+{
+    const xent_job *j = arg;
+    size_t V = j->V;
+    for (size_t i = r0; i < r1; i++) {
+        const float *row = j->logits + i * V;
+        float m = row[0];
+        for (size_t k = 1; k < V; k++)
+            m = row[k] > m ? row[k] : m;
+        j->mx[i] = m;
+        for (size_t k = 0; k < V; k++)
+            j->x[i * V + k] = krn_cpu_libm(j->be, KRN_FN_EXP, (double)row[k] - (double)m);
+    }
+}
+
+/* Rows' sums of e (chunked) and their magnitudes. */
+static void xent_sum_rows(void *arg, size_t r0, size_t r1)
+{
+    const xent_job *j = arg;
+    size_t V = j->V;
+    for (size_t i = r0; i < r1; i++) {
+        j->x[i] = krn_chunked_dot(j->be, j->e + i * V, 1, NULL, 0, V);
+        double m = 0;
+        for (size_t k = 0; k < V; k++)
+            m += j->e[i * V + k];
+        j->mag[i] = m;
+    }
+}
+
+/* Rows of e / sum. */
+static void xent_div_rows(void *arg, size_t r0, size_t r1)
+{
+    const xent_job *j = arg;
+    size_t V = j->V;
+    for (size_t i = r0; i < r1; i++)
+        for (size_t k = 0; k < V; k++)
+            j->x[i * V + k] = j->e[i * V + k] / (double)j->sums[i];
+}
+
+/* FP64 copy of rows of probs into e. */
+static void xent_widen_rows(void *arg, size_t r0, size_t r1)
+{
+    const xent_job *j = arg;
+    krn_widen(j->e + r0 * j->V, j->probs + r0 * j->V, (r1 - r0) * j->V);
+}
+
 /* Sites and bands: kernels/ops.h, docs/op-bounds.md ("cross-entropy fwd"). */
 int krn_crossentropy_forward(krn_ctx *ctx, float *loss, float *losses, float *probs,
                              const float *logits, const int32_t *targets, size_t N, size_t V)
@@ -38,33 +94,25 @@ int krn_crossentropy_forward(krn_ctx *ctx, float *loss, float *losses, float *pr
     float *mx = krn_floats(N, op), *sums = krn_floats(N, op), *logsum = krn_floats(N, op);
     if (!x || !e || !mag || !mx || !sums || !logsum)
         goto done;
-    for (size_t i = 0; i < N; i++) {
-        const float *row = logits + i * V;
-        float m = row[0];
-        for (size_t j = 1; j < V; j++)
-            m = row[j] > m ? row[j] : m;
-        mx[i] = m;
-        for (size_t j = 0; j < V; j++)
-            x[i * V + j] = krn_cpu_libm(&be, KRN_FN_EXP, (double)row[j] - (double)m);
-    }
+    /* rows on the pool: a few rows per range, at least one range per row
+     * block of about 64K elements */
+    size_t rows = ((size_t)1 << 16) / V ? ((size_t)1 << 16) / V : 1;
+    xent_job j = {.be = &be, .logits = logits, .probs = probs, .sums = sums, .mx = mx, .x = x,
+                  .e = e, .mag = mag, .V = V};
+    if ((rc = krn_parallel_ranges(&be, N, rows, xent_exp_rows, &j)))
+        goto done;
     krn_band band = krn_band_libm();
     if ((rc = krn_site(ctx, "xent.exp", probs, x, n, &band)))
         goto done;
-    krn_widen(e, probs, n);
-    for (size_t i = 0; i < N; i++) {
-        x[i] = krn_chunked_dot(&be, e + i * V, 1, NULL, 0, V);
-        double m = 0;
-        for (size_t j = 0; j < V; j++)
-            m += e[i * V + j];
-        mag[i] = m;
-    }
+    if ((rc = krn_parallel_ranges(&be, N, rows, xent_widen_rows, &j)) ||
+        (rc = krn_parallel_ranges(&be, N, rows, xent_sum_rows, &j)))
+        goto done;
     band = krn_band_reduction(KRN_BAND_ARRAY, V, 1.0, 0);
     band.a = mag;
     if ((rc = krn_site(ctx, "xent.sum", sums, x, N, &band)))
         goto done;
-    for (size_t i = 0; i < N; i++)
-        for (size_t j = 0; j < V; j++)
-            x[i * V + j] = e[i * V + j] / (double)sums[i];
+    if ((rc = krn_parallel_ranges(&be, N, rows, xent_div_rows, &j)))
+        goto done;
     band = krn_band_exact();
     if ((rc = krn_site(ctx, "xent.probs", probs, x, n, &band)))
         goto done;

@@ -100,7 +100,8 @@ int krn_adamw_corrections(krn_ctx *ctx, float *bc1, float *bc2, float beta1, flo
 }
 
 /* The FP64 values of AdamW's three exact sites, computed block by block
- * (krn_site_exact_fill) so 124M parameters need no FP64 copy. */
+ * (krn_site_exact_fills: m, v and then the parameters of each block in one
+ * pass) so 124M parameters need no FP64 copy and are read once. */
 typedef struct {
     float *params, *m, *v;
     const float *grads;
@@ -108,32 +109,39 @@ typedef struct {
     float bc1, bc2, lr, eps, wd;
 } adamw_job;
 
-static void adamw_m(void *arg, size_t i0, size_t len, double *x)
+/* The fills copy the job's fields into locals so the loops vectorise (the
+ * output x could otherwise alias them). */
+static void adamw_m(void *arg, size_t i0, size_t len, double *restrict x)
 {
     const adamw_job *j = arg;
+    const float *restrict grads = j->grads + i0, *restrict m = j->m + i0;
+    const double b1 = j->b1, s = j->s;
     for (size_t k = 0; k < len; k++) {
-        double g = (double)j->grads[i0 + k] * j->s;
-        x[k] = j->b1 * (double)j->m[i0 + k] + (1.0 - j->b1) * g;
+        double g = (double)grads[k] * s;
+        x[k] = b1 * (double)m[k] + (1.0 - b1) * g;
     }
 }
 
-static void adamw_v(void *arg, size_t i0, size_t len, double *x)
+static void adamw_v(void *arg, size_t i0, size_t len, double *restrict x)
 {
     const adamw_job *j = arg;
+    const float *restrict grads = j->grads + i0, *restrict v = j->v + i0;
+    const double b2 = j->b2, s = j->s;
     for (size_t k = 0; k < len; k++) {
-        double g = (double)j->grads[i0 + k] * j->s;
-        x[k] = j->b2 * (double)j->v[i0 + k] + (1.0 - j->b2) * (g * g);
+        double g = (double)grads[k] * s;
+        x[k] = b2 * (double)v[k] + (1.0 - b2) * (g * g);
     }
 }
 
-static void adamw_param(void *arg, size_t i0, size_t len, double *x)
+static void adamw_param(void *arg, size_t i0, size_t len, double *restrict x)
 {
     const adamw_job *j = arg;
+    const float *restrict params = j->params + i0, *restrict m = j->m + i0, *restrict v = j->v + i0;
+    const double bc1 = j->bc1, bc2 = j->bc2, lr = j->lr, eps = j->eps, wd = j->wd;
     for (size_t k = 0; k < len; k++) {
-        size_t i = i0 + k;
-        double p = j->params[i];
-        double mhat = (double)j->m[i] / (double)j->bc1, vhat = (double)j->v[i] / (double)j->bc2;
-        x[k] = p - (double)j->lr * (mhat / (sqrt(vhat) + (double)j->eps) + (double)j->wd * p);
+        double p = params[k];
+        double mhat = (double)m[k] / bc1, vhat = (double)v[k] / bc2;
+        x[k] = p - lr * (mhat / (sqrt(vhat) + eps) + wd * p);
     }
 }
 
@@ -155,8 +163,7 @@ int krn_adamw_update(krn_ctx *ctx, float *params, float *m, float *v, const floa
     adamw_job j = {.params = params, .m = m, .v = v, .grads = grads, .b1 = beta1, .b2 = beta2,
                    .s = grad_scale, .bc1 = bc1, .bc2 = bc2, .lr = lr, .eps = eps,
                    .wd = weight_decay};
-    if ((rc = krn_site_exact_fill(ctx, "adamw.m", m, n, adamw_m, &j)) ||
-        (rc = krn_site_exact_fill(ctx, "adamw.v", v, n, adamw_v, &j)))
-        return rc;
-    return krn_site_exact_fill(ctx, "adamw.param", params, n, adamw_param, &j);
+    const krn_exact_fill sites[3] = {{"adamw.m", m, adamw_m}, {"adamw.v", v, adamw_v},
+                                     {"adamw.param", params, adamw_param}};
+    return krn_site_exact_fills(ctx, sites, 3, n, &j);
 }

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "kernels/reduce.h"
+
 struct krn_pool {
     pthread_mutex_t mu;
     pthread_cond_t wake;    /* workers: a new loop, or stop */
@@ -61,6 +63,7 @@ static void *worker(void *p)
             pthread_cond_signal(&pool->settled);
     }
     pthread_mutex_unlock(&pool->mu);
+    krn_scratch_release(); /* the buffers the loops grew on this thread (reduce.h) */
     return NULL;
 }
 

@@ -14,6 +14,9 @@
 #ifndef KRN_TILE_M
 #define KRN_TILE_M 256
 #endif
+#ifndef KRN_TILE_CPU_N
+#define KRN_TILE_CPU_N 256
+#endif
 #ifndef KRN_TILE_N
 #define KRN_TILE_N 512
 #endif
@@ -45,92 +48,195 @@ double krn_chunked_dot(const krn_cpu *be, const double *x, ptrdiff_t incx, const
     return s;
 }
 
-/* One output tile (rows i0.., columns j0..) of krn_chunked_gemm. */
-static int gemm_tile(const krn_cpu *be, double *out, bool ta, const double *a, size_t lda, bool tb,
-                     const double *b, size_t ldb, size_t n, size_t k, size_t i0, size_t mb,
-                     size_t j0, size_t nb)
-{
-    double *tile = out + i0 * n + j0, *part = NULL;
-    if (k > KRN_GEMM_CHUNK && !(part = krn_scratch(KRN_SCRATCH_TILE, (size_t)KRN_TILE_M * KRN_TILE_N)))
-        return OVT_ENOMEM;
-    for (size_t k0 = 0; k0 < k; k0 += KRN_GEMM_CHUNK) {
-        size_t kc = k - k0 < KRN_GEMM_CHUNK ? k - k0 : KRN_GEMM_CHUNK;
-        const double *ab = ta ? a + k0 * lda + i0 : a + i0 * lda + k0;
-        const double *bb = tb ? b + j0 * ldb + k0 : b + k0 * ldb + j0;
-        if (k0 == 0) {
-            krn_cpu_gemm(be, tile, n, ta, ab, lda, tb, bb, ldb, mb, nb, kc);
-            continue;
-        }
-        krn_cpu_gemm(be, part, nb, ta, ab, lda, tb, bb, ldb, mb, nb, kc);
-        for (size_t i = 0; i < mb; i++) {
-            double *restrict row = tile + i * n;
-            const double *restrict prow = part + i * nb;
-            for (size_t j = 0; j < nb; j++)
-                row[j] += prow[j];
-        }
-    }
-    return 0;
-}
-
 /* What the pool's workers need to compute tiles of one product. */
 typedef struct {
     const krn_cpu *be;
     double *out;
-    bool ta, tb;
-    const double *a, *b;
-    size_t lda, ldb, m, n, k, tiles_n;
+    krn_gemm_in in;
+    size_t m, n, k, tile_n, tiles_n;
     atomic_int rc;
 } gemm_job;
+
+/* The FP64 copy of the part of the FP32 operand b that chunk k0 (kc terms)
+ * of the tile at columns j0 (nb) reads, and its row stride: with tb the rows
+ * j0.. and columns k0.. of b, else the rows k0.. and columns j0... */
+static const double *widen_chunk(const krn_gemm_in *in, double *buf, size_t k0, size_t kc,
+                                 size_t j0, size_t nb, size_t *ld)
+{
+    size_t rows = in->tb ? nb : kc, cols = in->tb ? kc : nb;
+    const float *src = in->tb ? in->bf + j0 * in->ldb + k0 : in->bf + k0 * in->ldb + j0;
+    for (size_t r = 0; r < rows; r++)
+        krn_widen(buf + r * cols, src + r * in->ldb, cols);
+    *ld = cols;
+    return buf;
+}
+
+/* bnorms[j0 .. j0+nb) += the squares of the widened chunk's rows (rows of b
+ * without tb: each column's squares in row order). */
+static void chunk_col_squares(double *restrict sq, const double *restrict buf, size_t kc, size_t nb)
+{
+    for (size_t r = 0; r < kc; r++)
+        for (size_t c = 0; c < nb; c++)
+            sq[c] += buf[r * nb + c] * buf[r * nb + c];
+}
+
+/* One output tile (rows i0.., columns j0..) of krn_chunked_gemm_in. */
+static int gemm_tile(const gemm_job *j, size_t i0, size_t mb, size_t j0, size_t nb)
+{
+    const krn_gemm_in *in = &j->in;
+    size_t n = j->n, k = j->k;
+    double *tile = j->out + i0 * n + j0, *part = NULL, *wide = NULL;
+    if (k > KRN_GEMM_CHUNK && j->be->kind != KRN_BACKEND_CPU &&
+        !(part = krn_scratch(KRN_SCRATCH_TILE, (size_t)KRN_TILE_M * KRN_TILE_N)))
+        return OVT_ENOMEM;
+    if (in->bf && !(wide = krn_scratch(KRN_SCRATCH_WIDE, (size_t)KRN_GEMM_CHUNK * nb)))
+        return OVT_ENOMEM;
+    /* the first row of tiles takes b's column norms as it widens b */
+    bool norms = in->bnorms && in->bf && !in->tb && i0 == 0;
+    if (norms)
+        for (size_t c = 0; c < nb; c++)
+            in->bnorms[j0 + c] = 0;
+    for (size_t k0 = 0; k0 < k; k0 += KRN_GEMM_CHUNK) {
+        size_t kc = k - k0 < KRN_GEMM_CHUNK ? k - k0 : KRN_GEMM_CHUNK, ldb = in->ldb;
+        const double *ab = in->ta ? in->a + k0 * in->lda + i0 : in->a + i0 * in->lda + k0;
+        const double *bb = in->bf ? widen_chunk(in, wide, k0, kc, j0, nb, &ldb)
+                           : in->tb ? in->b + j0 * in->ldb + k0 : in->b + k0 * in->ldb + j0;
+        if (norms)
+            chunk_col_squares(in->bnorms + j0, bb, kc, nb);
+        if (k0 == 0) {
+            krn_cpu_gemm(j->be, tile, n, in->ta, ab, in->lda, in->tb, bb, ldb, mb, nb, kc);
+            continue;
+        }
+        if (j->be->kind == KRN_BACKEND_CPU) { /* the same sums, no partial buffer */
+            krn_cpu_gemm_add(j->be, tile, n, in->ta, ab, in->lda, in->tb, bb, ldb, mb, nb, kc);
+            continue;
+        }
+        krn_cpu_gemm(j->be, part, nb, in->ta, ab, in->lda, in->tb, bb, ldb, mb, nb, kc);
+        for (size_t i = 0; i < mb; i++) {
+            double *restrict row = tile + i * n;
+            const double *restrict prow = part + i * nb;
+            for (size_t c = 0; c < nb; c++)
+                row[c] += prow[c];
+        }
+    }
+    if (norms)
+        for (size_t c = 0; c < nb; c++)
+            in->bnorms[j0 + c] = sqrt(in->bnorms[j0 + c]);
+    if (in->old)
+        for (size_t i = 0; i < mb; i++) {
+            double *restrict row = tile + i * n;
+            const float *restrict orow = in->old + (i0 + i) * n + j0;
+            for (size_t c = 0; c < nb; c++)
+                row[c] += (double)orow[c];
+        }
+    return 0;
+}
 
 static void gemm_tile_job(void *arg, size_t t)
 {
     gemm_job *j = arg;
-    size_t i0 = t / j->tiles_n * KRN_TILE_M, j0 = t % j->tiles_n * KRN_TILE_N;
+    size_t i0 = t / j->tiles_n * KRN_TILE_M, j0 = t % j->tiles_n * j->tile_n;
     size_t mb = j->m - i0 < KRN_TILE_M ? j->m - i0 : KRN_TILE_M;
-    size_t nb = j->n - j0 < KRN_TILE_N ? j->n - j0 : KRN_TILE_N;
-    if (gemm_tile(j->be, j->out, j->ta, j->a, j->lda, j->tb, j->b, j->ldb, j->n, j->k, i0, mb, j0,
-                  nb) != 0)
+    size_t nb = j->n - j0 < j->tile_n ? j->n - j0 : j->tile_n;
+    if (gemm_tile(j, i0, mb, j0, nb) != 0)
         atomic_store(&j->rc, OVT_ENOMEM);
 }
 
-/* The calling thread's pool for GEMM tiles (workers sleep between loops, so
- * nothing spins while the caller rounds). Kept for the thread's lifetime. */
+/* The calling thread's pool for GEMM tiles and the other loops of
+ * krn_parallel (workers sleep between loops, so nothing spins while the
+ * caller rounds). Kept for the thread's lifetime. */
 static _Thread_local krn_pool *tile_pool;
 static _Thread_local int tile_pool_threads;
+
+int krn_parallel(const krn_cpu *be, size_t nchunks, void (*fn)(void *arg, size_t chunk), void *arg)
+{
+    int threads = be->kind == KRN_BACKEND_CPU ? be->threads : 1; /* ref, shuffle: one thread */
+    if (threads <= 1 || nchunks <= 1) {
+        for (size_t c = 0; c < nchunks; c++)
+            fn(arg, c);
+        return 0;
+    }
+    if (tile_pool && tile_pool_threads != threads) {
+        krn_pool_free(tile_pool);
+        tile_pool = NULL;
+    }
+    if (!tile_pool) {
+        int rc = krn_pool_new(&tile_pool, threads);
+        if (rc)
+            return rc;
+        tile_pool_threads = threads;
+    }
+    krn_pool_run(tile_pool, nchunks, fn, arg);
+    return 0;
+}
+
+typedef struct {
+    size_t n, per;
+    void (*fn)(void *arg, size_t i0, size_t i1);
+    void *arg;
+} ranges_job;
+
+static void range_chunk(void *arg, size_t c)
+{
+    const ranges_job *j = arg;
+    size_t i0 = c * j->per;
+    j->fn(j->arg, i0, j->n - i0 < j->per ? j->n : i0 + j->per);
+}
+
+int krn_parallel_ranges(const krn_cpu *be, size_t n, size_t per,
+                        void (*fn)(void *arg, size_t i0, size_t i1), void *arg)
+{
+    ranges_job j = {.n = n, .per = per ? per : 1, .fn = fn, .arg = arg};
+    return krn_parallel(be, (n + j.per - 1) / j.per, range_chunk, &j);
+}
+
+/* Columns per output tile. ref and shuffle: KRN_TILE_N (their summation
+ * draws follow the tiles). cpu: up to KRN_TILE_CPU_N columns, the tiles of a
+ * row of tiles equal in width (a multiple of 8, OpenBLAS's column unroll)
+ * and their count a multiple of 4, so that two or four threads get equal
+ * shares; a function of n alone, never of the thread count. Each element's
+ * chunk sums are the same whatever tile computes them. */
+static size_t gemm_tile_n(const krn_cpu *be, size_t n)
+{
+    if (be->kind != KRN_BACKEND_CPU)
+        return KRN_TILE_N;
+    if (n <= KRN_TILE_CPU_N)
+        return n;
+    size_t tiles = (n + KRN_TILE_CPU_N - 1) / KRN_TILE_CPU_N;
+    tiles = (tiles + 3) / 4 * 4;
+    size_t w = (n + tiles - 1) / tiles;
+    return (w + 7) / 8 * 8;
+}
+
+int krn_chunked_gemm_in(const krn_cpu *be, double *out, const krn_gemm_in *in, size_t m, size_t n,
+                        size_t k)
+{
+    if (k == 0) {
+        for (size_t i = 0; i < m * n; i++)
+            out[i] = in->old ? (double)in->old[i] : 0.0;
+        for (size_t j = 0; in->bnorms && in->bf && !in->tb && j < n; j++)
+            in->bnorms[j] = 0;
+        return 0;
+    }
+    gemm_job job = {.be = be, .out = out, .in = *in, .m = m, .n = n, .k = k,
+                    .tile_n = gemm_tile_n(be, n)};
+    job.tiles_n = (n + job.tile_n - 1) / job.tile_n;
+    atomic_init(&job.rc, 0);
+    size_t ntiles = (m + KRN_TILE_M - 1) / KRN_TILE_M * job.tiles_n;
+    /* Tiles are independent: each adds its own chunks in order. */
+    int rc = krn_parallel(be, ntiles, gemm_tile_job, &job);
+    if (rc)
+        return rc;
+    if (atomic_load(&job.rc))
+        return ovt_fail(OVT_ENOMEM, "chunked GEMM: out of memory for a tile buffer");
+    return 0;
+}
 
 int krn_chunked_gemm(const krn_cpu *be, double *out, bool ta, const double *a, size_t lda, bool tb,
                      const double *b, size_t ldb, size_t m, size_t n, size_t k)
 {
-    if (k == 0) {
-        memset(out, 0, m * n * sizeof *out);
-        return 0;
-    }
-    gemm_job job = {.be = be, .out = out, .ta = ta, .tb = tb, .a = a, .b = b, .lda = lda,
-                    .ldb = ldb, .m = m, .n = n, .k = k,
-                    .tiles_n = (n + KRN_TILE_N - 1) / KRN_TILE_N};
-    atomic_init(&job.rc, 0);
-    size_t ntiles = (m + KRN_TILE_M - 1) / KRN_TILE_M * job.tiles_n;
-    int threads = be->kind == KRN_BACKEND_CPU ? be->threads : 1; /* ref: one thread */
-    if (threads > 1 && ntiles > 1) {
-        /* Tiles are independent: each adds its own chunks in order. */
-        if (tile_pool && tile_pool_threads != threads) {
-            krn_pool_free(tile_pool);
-            tile_pool = NULL;
-        }
-        if (!tile_pool) {
-            int rc = krn_pool_new(&tile_pool, threads);
-            if (rc)
-                return rc;
-            tile_pool_threads = threads;
-        }
-        krn_pool_run(tile_pool, ntiles, gemm_tile_job, &job);
-    } else {
-        for (size_t t = 0; t < ntiles; t++)
-            gemm_tile_job(&job, t);
-    }
-    if (atomic_load(&job.rc))
-        return ovt_fail(OVT_ENOMEM, "chunked GEMM: out of memory for a tile buffer");
-    return 0;
+    krn_gemm_in in = {.ta = ta, .a = a, .lda = lda, .tb = tb, .b = b, .ldb = ldb};
+    return krn_chunked_gemm_in(be, out, &in, m, n, k);
 }
 
 krn_band krn_band_reduction(krn_band_kind kind, size_t K, double factor, int ops)
@@ -157,6 +263,29 @@ krn_band krn_band_exact(void)
     return band;
 }
 
+typedef struct {
+    const krn_cpu *be;
+    const double *m;
+    const float *acc;
+    double *x, *mag;
+    size_t N, C;
+} colsum_job;
+
+/* Columns [j0, j1): chunked sums plus the old value, and magnitudes added in
+ * row order. */
+static void colsum_cols(void *arg, size_t j0, size_t j1)
+{
+    const colsum_job *c = arg;
+    size_t C = c->C;
+    for (size_t j = j0; j < j1; j++) {
+        c->x[j] = krn_chunked_dot(c->be, c->m + j, (ptrdiff_t)C, NULL, 0, c->N) + (double)c->acc[j];
+        c->mag[j] = 0;
+    }
+    for (size_t i = 0; i < c->N; i++)
+        for (size_t j = j0; j < j1; j++)
+            c->mag[j] += fabs(c->m[i * C + j]);
+}
+
 int krn_colsum_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float *acc,
                     const double *m, size_t N, size_t C)
 {
@@ -164,13 +293,9 @@ int krn_colsum_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float *ac
     double *x = krn_doubles(C, name), *mag = krn_doubles(C, name);
     if (!x || !mag)
         goto done;
-    for (size_t j = 0; j < C; j++) {
-        x[j] = krn_chunked_dot(be, m + j, (ptrdiff_t)C, NULL, 0, N) + (double)acc[j];
-        mag[j] = 0;
-    }
-    for (size_t i = 0; i < N; i++)
-        for (size_t j = 0; j < C; j++)
-            mag[j] += fabs(m[i * C + j]);
+    colsum_job job = {.be = be, .m = m, .acc = acc, .x = x, .mag = mag, .N = N, .C = C};
+    if ((rc = krn_parallel_ranges(be, C, 64, colsum_cols, &job)))
+        goto done;
     krn_band band = krn_band_reduction(KRN_BAND_ARRAY, N, 1.0, 1);
     band.a = mag;
     rc = krn_site(ctx, name, acc, x, C, &band);
@@ -180,53 +305,89 @@ done:
     return rc;
 }
 
-void krn_row_norms(double *norms, const float *m, size_t rows, size_t cols)
+/* Chunks of about 64K elements for krn_parallel, whole rows or columns. */
+static size_t lines_per_chunk(size_t line_len)
 {
-    for (size_t i = 0; i < rows; i++) {
-        const float *r = m + i * cols;
-        double s = 0;
-        for (size_t j = 0; j < cols; j++)
-            s += (double)r[j] * (double)r[j];
-        norms[i] = sqrt(s);
-    }
+    size_t per = ((size_t)1 << 16) / (line_len ? line_len : 1);
+    return per ? per : 1;
 }
 
-void krn_col_norms(double *norms, const float *m, size_t rows, size_t cols)
+/* A loop over a row-major float matrix split into chunks of `per` rows or
+ * columns for krn_parallel: its FP64 copy (or NULL) and norms. */
+typedef struct {
+    double *dst, *norms;
+    const float *src;
+    size_t rows, cols, per;
+} matrix_job;
+
+/* Columns [c*per, c*per + per): each column's squares added in row order. */
+static void col_norms_chunk(void *arg, size_t c)
 {
-    for (size_t j = 0; j < cols; j++)
-        norms[j] = 0;
-    for (size_t i = 0; i < rows; i++) {
-        const float *r = m + i * cols;
-        for (size_t j = 0; j < cols; j++)
-            norms[j] += (double)r[j] * (double)r[j];
+    const matrix_job *j = arg;
+    size_t j0 = c * j->per, j1 = j0 + j->per < j->cols ? j0 + j->per : j->cols;
+    double *restrict nrm = j->norms;
+    for (size_t k = j0; k < j1; k++)
+        nrm[k] = 0;
+    for (size_t i = 0; i < j->rows; i++) {
+        const float *restrict r = j->src + i * j->cols;
+        for (size_t k = j0; k < j1; k++)
+            nrm[k] += (double)r[k] * (double)r[k];
     }
-    for (size_t j = 0; j < cols; j++)
-        norms[j] = sqrt(norms[j]);
+    for (size_t k = j0; k < j1; k++)
+        nrm[k] = sqrt(nrm[k]);
 }
 
-void krn_widen_rows(double *restrict dst, double *restrict norms, const float *restrict src,
-                    size_t rows, size_t cols)
+int krn_col_norms(const krn_cpu *be, double *norms, const float *m, size_t rows, size_t cols)
 {
-    for (size_t i = 0; i < rows; i++) {
-        const float *r = src + i * cols;
-        double *d = dst + i * cols;
-        /* eight partial sums so the loop vectorises (the order of a band's
-         * own sum is free: the margin covers its rounding) */
-        double acc[8] = {0};
-        size_t j = 0;
-        for (; j + 8 <= cols; j += 8)
-            for (int k = 0; k < 8; k++) {
-                d[j + k] = r[j + k];
-                acc[k] += d[j + k] * d[j + k];
-            }
-        double s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-        for (; j < cols; j++) {
-            d[j] = r[j];
-            s += d[j] * d[j];
+    /* two chunks per thread, of 64 columns at least: every chunk reads
+     * its columns of every row, so wide chunks read whole cache lines */
+    size_t per = (cols + 2 * (size_t)be->threads - 1) / (2 * (size_t)be->threads);
+    per = per < 64 ? 64 : (per + 15) / 16 * 16;
+    matrix_job j = {.norms = norms, .src = m, .rows = rows, .cols = cols, .per = per};
+    return krn_parallel(be, (cols + per - 1) / per, col_norms_chunk, &j);
+}
+
+/* One row: its FP64 copy into d (NULL: none) and its Euclidean norm. */
+static double widen_row(double *restrict d, const float *restrict r, size_t cols)
+{
+    /* eight partial sums so the loop vectorises (the order of a band's
+     * own sum is free: the margin covers its rounding) */
+    double acc[8] = {0};
+    size_t j = 0;
+    for (; j + 8 <= cols; j += 8)
+        for (int k = 0; k < 8; k++) {
+            double v = r[j + k];
+            if (d)
+                d[j + k] = v;
+            acc[k] += v * v;
         }
-        if (norms)
-            norms[i] = sqrt(s);
+    double s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; j < cols; j++) {
+        double v = r[j];
+        if (d)
+            d[j] = v;
+        s += v * v;
     }
+    return sqrt(s);
+}
+
+static void widen_rows_chunk(void *arg, size_t c)
+{
+    const matrix_job *j = arg;
+    size_t i0 = c * j->per, i1 = i0 + j->per < j->rows ? i0 + j->per : j->rows;
+    for (size_t i = i0; i < i1; i++) {
+        double nrm = widen_row(j->dst ? j->dst + i * j->cols : NULL, j->src + i * j->cols, j->cols);
+        if (j->norms)
+            j->norms[i] = nrm;
+    }
+}
+
+int krn_widen_rows(const krn_cpu *be, double *dst, double *norms, const float *src, size_t rows,
+                   size_t cols)
+{
+    matrix_job j = {.dst = dst, .norms = norms, .src = src, .rows = rows, .cols = cols,
+                        .per = lines_per_chunk(cols)};
+    return krn_parallel(be, (rows + j.per - 1) / j.per, widen_rows_chunk, &j);
 }
 
 static _Thread_local struct {

@@ -41,6 +41,31 @@ double krn_chunked_dot(const krn_cpu *be, const double *x, ptrdiff_t incx, const
 int krn_chunked_gemm(const krn_cpu *be, double *out, bool ta, const double *a, size_t lda, bool tb,
                      const double *b, size_t ldb, size_t m, size_t n, size_t k) OVT_MUST_USE;
 
+/* The operands of krn_chunked_gemm_in: a and b stored as for krn_cpu_gemm;
+ * b in FP64 (b) or in FP32 (bf, the other NULL), an FP32 b being widened
+ * chunk by chunk inside each tile, so no FP64 copy of it exists; old NULL or
+ * an m x n FP32 matrix added to each element after its chunk sums (one FP64
+ * addition: the accumulation into an existing gradient); bnorms NULL or,
+ * with bf and not tb, n doubles that receive the Euclidean norms of b's
+ * columns, taken while widening (each column's squares added in row order,
+ * the same values as krn_col_norms). */
+typedef struct {
+    bool ta;
+    const double *a;
+    size_t lda;
+    bool tb;
+    const double *b;
+    const float *bf;
+    size_t ldb;
+    const float *old;
+    double *bnorms;
+} krn_gemm_in;
+
+/* krn_chunked_gemm with the operands above: the same values as widening bf
+ * first and adding old afterwards. */
+int krn_chunked_gemm_in(const krn_cpu *be, double *out, const krn_gemm_in *in, size_t m, size_t n,
+                        size_t k) OVT_MUST_USE;
+
 /* Bands. The caller fills kind, a, b, cols where the band has them.
  * reduction: tau = MARGIN*(2*chunked_gamma(K)*factor*mag_i + 2*u*ops*|x|),
  *   mag_i >= sum|terms| of element i (from a / a x b), factor a constant the
@@ -60,15 +85,31 @@ krn_band krn_band_exact(void);
 int krn_colsum_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float *acc,
                     const double *m, size_t N, size_t C) OVT_MUST_USE;
 
-/* Euclidean norms of the rows (n_rows values) or the columns (n_cols
- * values) of a row-major float matrix, computed in FP64. */
-void krn_row_norms(double *norms, const float *m, size_t rows, size_t cols);
-void krn_col_norms(double *norms, const float *m, size_t rows, size_t cols);
+/* fn(arg, c) for every c < nchunks on the calling thread's pool of
+ * be->threads threads (the cpu backend; ref and shuffle run on one thread),
+ * chunks claimed in any order (pool.h). Fails only when the pool cannot
+ * start. */
+int krn_parallel(const krn_cpu *be, size_t nchunks, void (*fn)(void *arg, size_t chunk),
+                 void *arg) OVT_MUST_USE;
 
-/* FP64 copy of a row-major float matrix and, in the same pass, the
- * Euclidean norm of each row (norms may be NULL). */
-void krn_widen_rows(double *restrict dst, double *restrict norms, const float *restrict src,
-                    size_t rows, size_t cols);
+/* fn(arg, i0, i1) for consecutive ranges [i0, i1) of `per` elements (the
+ * last one shorter) covering [0, n), on krn_parallel: for loops whose
+ * elements are independent (one thread, in order, on ref and shuffle, so
+ * the shuffle backend's draws come in the same order as a plain loop's). */
+int krn_parallel_ranges(const krn_cpu *be, size_t n, size_t per,
+                        void (*fn)(void *arg, size_t i0, size_t i1), void *arg) OVT_MUST_USE;
+
+/* Euclidean norms of the columns (cols values) of a row-major float matrix,
+ * in FP64, each column's squares added in row order; split over columns
+ * with krn_parallel. */
+int krn_col_norms(const krn_cpu *be, double *norms, const float *m, size_t rows,
+                  size_t cols) OVT_MUST_USE;
+
+/* FP64 copy of a row-major float matrix (dst may be NULL: norms only) and,
+ * in the same pass, the Euclidean norm of each row (norms may be NULL), with
+ * eight partial sums per row; split over rows with krn_parallel. */
+int krn_widen_rows(const krn_cpu *be, double *restrict dst, double *restrict norms,
+                   const float *restrict src, size_t rows, size_t cols) OVT_MUST_USE;
 
 /* Per-thread scratch buffers for the ops' large FP64 temporaries, kept and
  * grown across calls so a step does not fault in fresh pages for every op.
@@ -84,6 +125,7 @@ enum {
     KRN_SCRATCH_F,
     KRN_SCRATCH_OUT,
     KRN_SCRATCH_TILE, /* krn_chunked_gemm's own */
+    KRN_SCRATCH_WIDE, /* krn_chunked_gemm's own */
     KRN_SCRATCH_SLOTS
 };
 double *krn_scratch(int slot, size_t n);

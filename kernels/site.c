@@ -6,7 +6,7 @@
  * distance to the midpoint of the element's own grid interval. Only the
  * elements the fast path cannot settle (within the band of a midpoint, a
  * band wide compared with the grid step, zero, subnormal, near overflow,
- * non-finite, exact ties) go through krn_grid_locate. Large sites are split
+ * non-finite, exact ties of a banded site) go through krn_grid_locate. Large sites are split
  * into fixed chunks run on the ctx's thread pool (pool.h); each chunk
  * collects its own entries, and the chunks are appended to the log in order,
  * so the log does not depend on the thread count or on scheduling. */
@@ -232,11 +232,11 @@ static int band_check(const krn_band *band, size_t n)
     return ovt_fail(OVT_EINVAL, "unknown band kind %d", (int)band->kind);
 }
 
-/* tau[j] for elements i0 .. i0+len-1:
+/* tau[j] for elements i0 .. i0+len-1, whose values are xb[0 .. len-1]:
  *   base = 0 | scale | scale * a[i] | (scale * a[i / cols]) * b[i % cols]
  *   tau  = base + rel * |x[i]|
  * evaluated in exactly this order (docs/numeric-contract.md). */
-static void band_fill(const krn_band *band, const double *x, size_t i0, size_t len, double *tau)
+static void band_fill(const krn_band *band, const double *xb, size_t i0, size_t len, double *tau)
 {
     switch (band->kind) {
     case KRN_BAND_ZERO:
@@ -270,14 +270,14 @@ static void band_fill(const krn_band *band, const double *x, size_t i0, size_t l
     if (band->rel != 0.0) {
         double rel = band->rel;
         for (size_t j = 0; j < len; j++)
-            tau[j] = tau[j] + rel * fabs(x[i0 + j]);
+            tau[j] = tau[j] + rel * fabs(xb[j]);
     }
 }
 
 static double band_at(const krn_band *band, const double *x, size_t i)
 {
     double tau = 0.0;
-    band_fill(band, x, i, 1, &tau);
+    band_fill(band, x + i, i, 1, &tau);
     return tau;
 }
 
@@ -295,9 +295,10 @@ static void round_block(const double *restrict x, const double *restrict tau, fl
         for (size_t j = 0; j < len; j++)
             flag[j] = krn_round_fast(x[j], tau[j], &out[j], b);
     } else {
-        /* a zero band: only exact ties (d <= 0) and odd ranges */
+        /* a zero band: exact ties go to even and zeros to +0 here, as the
+         * slow path would (krn_round_fast_device); only odd ranges are left */
         for (size_t j = 0; j < len; j++)
-            flag[j] = krn_round_fast(x[j], 0.0, &out[j], b);
+            flag[j] = krn_round_fast_device(x[j], 0.0, &out[j], b);
     }
 }
 
@@ -391,55 +392,76 @@ static void job_fail(site_job *job, size_t i, int code)
     pthread_mutex_unlock(&job->err_mu);
 }
 
-/* Rounds elements [i0, i1) of the job, collecting entries into co. Stops at
- * the first failure, which it records in the job. */
-static void run_range(site_job *job, size_t i0, size_t i1, chunk_out *co)
+/* Rounds the block [b0, b0 + len) of one site, collecting entries into co.
+ * Returns 0, or a failure, which it records in the job. */
+static int site_block(site_job *job, size_t b0, size_t len, double *xbuf, chunk_out *co)
 {
-    double tau[SITE_BLOCK], xbuf[SITE_BLOCK];
+    double tau[SITE_BLOCK];
     uint8_t flag[SITE_BLOCK];
     uint32_t cand[SITE_BLOCK];
     int b = job->ctx->cfg.grid_bits;
     bool banded = job->record;
+    const double *xb = job->x ? job->x + b0 : xbuf;
+    if (!job->x)
+        job->fill(job->fill_arg, b0, len, xbuf);
+    if (job->ctx->cfg.mode == KRN_PLAIN) {
+        for (size_t j = 0; j < len; j++)
+            job->out[b0 + j] = (float)xb[j];
+        return 0;
+    }
+    if (banded) {
+        band_fill(job->band, xb, b0, len, tau);
+        round_block(xb, tau, job->out + b0, flag, len, b);
+    } else {
+        round_block(xb, NULL, job->out + b0, flag, len, b);
+    }
+    size_t nc = collect_flags(flag, len, cand);
+    for (size_t k = 0; k < nc; k++) {
+        size_t i = b0 + cand[k];
+        krn_rlog_entry e;
+        int rc = settle(job, i, xb[cand[k]], banded ? tau[cand[k]] : 0.0, &job->out[i], &e);
+        if (rc == 1)
+            rc = chunk_push(co, &e);
+        if (rc < 0) {
+            job_fail(job, i, rc);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* Sites rounded together (krn_site_exact_fills), or one site: all of the
+ * same length n; only the first may have a band. */
+typedef struct {
+    site_job *jobs;
+    size_t njobs;
+} site_group;
+
+/* Rounds elements [i0, i1) of the group's sites, block by block, each block
+ * of every site in site order, collecting the first site's entries into co.
+ * A site that fails stops itself and the sites after it; the sites before
+ * it go on, so each site's failure is the one at its lowest element index,
+ * as if the sites ran one after the other. */
+static void run_range(const site_group *g, size_t i0, size_t i1, chunk_out *co)
+{
+    double xbuf[SITE_BLOCK];
     co->count = 0;
     co->wide = 0;
-    bool plain = job->ctx->cfg.mode == KRN_PLAIN;
-    for (size_t b0 = i0; b0 < i1; b0 += SITE_BLOCK) {
+    size_t active = g->njobs;
+    for (size_t b0 = i0; b0 < i1 && active > 0; b0 += SITE_BLOCK) {
         size_t len = i1 - b0 < SITE_BLOCK ? i1 - b0 : SITE_BLOCK;
-        const double *xb = job->x ? job->x + b0 : xbuf;
-        if (!job->x)
-            job->fill(job->fill_arg, b0, len, xbuf);
-        if (plain) {
-            for (size_t j = 0; j < len; j++)
-                job->out[b0 + j] = (float)xb[j];
-            continue;
-        }
-        if (banded) {
-            band_fill(job->band, job->x, b0, len, tau);
-            round_block(xb, tau, job->out + b0, flag, len, b);
-        } else {
-            round_block(xb, NULL, job->out + b0, flag, len, b);
-        }
-        size_t nc = collect_flags(flag, len, cand);
-        for (size_t k = 0; k < nc; k++) {
-            size_t i = b0 + cand[k];
-            krn_rlog_entry e;
-            int rc = settle(job, i, xb[cand[k]], banded ? tau[cand[k]] : 0.0, &job->out[i], &e);
-            if (rc == 1)
-                rc = chunk_push(co, &e);
-            if (rc < 0) {
-                job_fail(job, i, rc);
-                return;
-            }
-        }
+        for (size_t s = 0; s < active; s++)
+            if (site_block(&g->jobs[s], b0, len, xbuf, co) < 0)
+                active = s;
     }
 }
 
 static void run_chunk(void *arg, size_t c)
 {
-    site_job *job = arg;
-    size_t i0 = c * SITE_CHUNK;
-    size_t i1 = job->n - i0 < SITE_CHUNK ? job->n : i0 + SITE_CHUNK;
-    run_range(job, i0, i1, &job->ctx->chunks[c]);
+    const site_group *g = arg;
+    size_t n = g->jobs[0].n, i0 = c * SITE_CHUNK;
+    size_t i1 = n - i0 < SITE_CHUNK ? n : i0 + SITE_CHUNK;
+    run_range(g, i0, i1, &g->jobs[0].ctx->chunks[c]);
 }
 
 /* Makes room for the per-chunk results of a site of nchunks chunks. */
@@ -456,26 +478,33 @@ static int reserve_chunks(krn_ctx *ctx, size_t nchunks)
     return 0;
 }
 
-/* Runs the job over all elements, in chunks on the pool when it is large,
- * and appends the entries to the log in index order. */
-static int run_job(site_job *job)
+/* Runs the group's sites over all elements, in chunks on the pool when
+ * they are large, and appends the first site's entries to the log in index
+ * order. Fails with the failure of the first site that failed. */
+static int run_group(site_job *jobs, size_t njobs)
 {
-    krn_ctx *ctx = job->ctx;
-    bool split = job->n >= SITE_PARALLEL_MIN && ctx->nthreads > 1;
-    size_t nchunks = split ? (job->n + SITE_CHUNK - 1) / SITE_CHUNK : 1;
+    krn_ctx *ctx = jobs[0].ctx;
+    size_t n = jobs[0].n;
+    bool split = n >= SITE_PARALLEL_MIN && ctx->nthreads > 1;
+    size_t nchunks = split ? (n + SITE_CHUNK - 1) / SITE_CHUNK : 1;
     int rc = reserve_chunks(ctx, nchunks);
     if (rc == 0 && split && ctx->pool == NULL)
         rc = krn_pool_new(&ctx->pool, ctx->nthreads);
     if (rc < 0)
         return rc;
-    pthread_mutex_init(&job->err_mu, NULL);
+    site_group g = {.jobs = jobs, .njobs = njobs};
+    for (size_t s = 0; s < njobs; s++)
+        pthread_mutex_init(&jobs[s].err_mu, NULL);
     if (split)
-        krn_pool_run(ctx->pool, nchunks, run_chunk, job);
+        krn_pool_run(ctx->pool, nchunks, run_chunk, &g);
     else
-        run_range(job, 0, job->n, &ctx->chunks[0]);
-    pthread_mutex_destroy(&job->err_mu);
-    if (job->err_code < 0)
-        return ovt_fail(job->err_code, "%s", job->err_msg);
+        run_range(&g, 0, n, &ctx->chunks[0]);
+    for (size_t s = 0; s < njobs; s++)
+        pthread_mutex_destroy(&jobs[s].err_mu);
+    for (size_t s = 0; s < njobs; s++)
+        if (jobs[s].err_code < 0)
+            return ovt_fail(jobs[s].err_code, "%s", jobs[s].err_msg);
+    site_job *job = &jobs[0];
     for (size_t c = 0; c < nchunks; c++) {
         chunk_out *co = &ctx->chunks[c];
         job->wide += co->wide;
@@ -640,7 +669,7 @@ static int site_run(krn_ctx *ctx, const char *name, float *out, const double *x,
                                     "%zu entries for it",
                         (unsigned long long)ctx->step, job.site, name, logged->count);
 
-    rc = run_job(&job);
+    rc = run_group(&job, 1);
     if (rc < 0)
         return rc;
     if (ctx->forge_armed && job.record)
@@ -679,27 +708,40 @@ static int site_leave(krn_ctx *ctx, int rc)
     return rc;
 }
 
+int krn_site_exact_fills(krn_ctx *ctx, const krn_exact_fill *sites, size_t nsites, size_t n,
+                         void *arg)
+{
+    if (nsites == 0 || nsites > KRN_EXACT_FILLS_MAX)
+        return ovt_fail(OVT_EINVAL, "krn_site_exact_fills: %zu sites (1..%d)", nsites,
+                        KRN_EXACT_FILLS_MAX);
+    int rc = site_enter(ctx, sites[0].name);
+    if (rc < 0)
+        return rc;
+    site_job jobs[KRN_EXACT_FILLS_MAX];
+    for (size_t s = 0; s < nsites; s++) {
+        jobs[s] = (site_job){.ctx = ctx, .name = sites[s].name, .site = ctx->next_site++,
+                             .out = sites[s].out, .fill = sites[s].fill, .fill_arg = arg, .n = n};
+        ctx->stats.sites++;
+        ctx->stats.outputs += n;
+    }
+    const krn_rlog_site *next = NULL;
+    if (ctx->cfg.mode == KRN_REPLAY && ctx->replay_next < krn_rlog_nsites(ctx->log))
+        next = krn_rlog_site_at(ctx->log, ctx->replay_next);
+    for (size_t s = 0; s < nsites && rc == 0; s++)
+        if (next != NULL && next->site == jobs[s].site)
+            rc = ovt_fail(OVT_EFRAUD, "step %llu site %u (%s) is exact (zero band) but the log has "
+                                      "%zu entries for it",
+                          (unsigned long long)ctx->step, jobs[s].site, jobs[s].name, next->count);
+    if (rc == 0)
+        rc = run_group(jobs, nsites);
+    return site_leave(ctx, rc);
+}
+
 int krn_site_exact_fill(krn_ctx *ctx, const char *name, float *out, size_t n, krn_site_fill fill,
                         void *arg)
 {
-    int rc = site_enter(ctx, name);
-    if (rc < 0)
-        return rc;
-    site_job job = {.ctx = ctx, .name = name, .site = ctx->next_site++, .out = out,
-                    .fill = fill, .fill_arg = arg, .n = n};
-    ctx->stats.sites++;
-    ctx->stats.outputs += n;
-    if (ctx->cfg.mode == KRN_REPLAY && ctx->replay_next < krn_rlog_nsites(ctx->log) &&
-        krn_rlog_site_at(ctx->log, ctx->replay_next)->site == job.site)
-        rc = ovt_fail(OVT_EFRAUD, "step %llu site %u (%s) is exact (zero band) but the log has "
-                                  "%zu entries for it",
-                      (unsigned long long)ctx->step, job.site, name,
-                      krn_rlog_site_at(ctx->log, ctx->replay_next)->count);
-    else
-        rc = run_job(&job);
-    if (rc == 0)
-        ctx->stats.wide += job.wide;
-    return site_leave(ctx, rc);
+    krn_exact_fill site = {.name = name, .out = out, .fill = fill};
+    return krn_site_exact_fills(ctx, &site, 1, n, arg);
 }
 
 int krn_site(krn_ctx *ctx, const char *name, float *out, const double *x, size_t n,

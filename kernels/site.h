@@ -105,6 +105,25 @@ typedef void (*krn_site_fill)(void *arg, size_t i0, size_t len, double *x);
 int krn_site_exact_fill(krn_ctx *ctx, const char *name, float *out, size_t n, krn_site_fill fill,
                         void *arg) OVT_MUST_USE;
 
+/* Several exact sites over n elements each, numbered consecutively in the
+ * order given, rounded together block by block: for each range of
+ * elements, every site's fill runs and its values are rounded into its out
+ * before the next site's fill runs for the same range, so a fill may read
+ * the earlier sites' outputs (already rounded) and its own out (not yet
+ * written) in its range, and nothing else of them. Same site numbers,
+ * rounding and failure (the first site that fails, at its lowest element
+ * index) as krn_site_exact_fill on each in turn, when each site's values
+ * depend only on the same element of the earlier ones. For the three
+ * passes of AdamW over all parameters: one pass instead of three. */
+typedef struct {
+    const char *name;
+    float *out;
+    krn_site_fill fill;
+} krn_exact_fill;
+#define KRN_EXACT_FILLS_MAX 4
+int krn_site_exact_fills(krn_ctx *ctx, const krn_exact_fill *sites, size_t nsites, size_t n,
+                         void *arg) OVT_MUST_USE;
+
 /* Testing only (fault injection: `ovt train --inject-fault forged-log`).
  * Arms a forgery for the next (or current) RECORD step: the first banded
  * site that has an element farther than 4 tau from every midpoint (beyond

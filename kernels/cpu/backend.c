@@ -151,6 +151,16 @@ void krn_cpu_gemm(const krn_cpu *be, double *c, size_t ldc, bool ta, const doubl
     }
 }
 
+void krn_cpu_gemm_add(const krn_cpu *be, double *c, size_t ldc, bool ta, const double *a,
+                      size_t lda, bool tb, const double *b, size_t ldb, size_t m, size_t n,
+                      size_t k)
+{
+    (void)be;
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                (blasint)m, (blasint)n, (blasint)k, 1.0, a, (blasint)lda, b, (blasint)ldb, 1.0, c,
+                (blasint)ldc);
+}
+
 /* Moves r by a random number of ulps in [-KRN_SHUFFLE_LIBM_ULP, +KRN_SHUFFLE_LIBM_ULP]. */
 static double perturb(uint64_t seed, double r)
 {

@@ -57,6 +57,16 @@ double krn_cpu_dot(const krn_cpu *be, const double *x, ptrdiff_t incx, const dou
 void krn_cpu_gemm(const krn_cpu *be, double *c, size_t ldc, bool ta, const double *a, size_t lda,
                   bool tb, const double *b, size_t ldb, size_t m, size_t n, size_t k);
 
+/* The cpu backend only: c += op(a) @ op(b) (OpenBLAS with beta = 1), each
+ * element's product summed from zero in the kernel and then added to c in
+ * one FP64 addition, the same value as krn_cpu_gemm into a buffer and an
+ * addition afterwards (OpenBLAS's kernels add alpha * acc to C once after
+ * their k loop; k <= KRN_GEMM_CHUNK is a single k block;
+ * test_ops_replay checks the identity). */
+void krn_cpu_gemm_add(const krn_cpu *be, double *c, size_t ldc, bool ta, const double *a,
+                      size_t lda, bool tb, const double *b, size_t ldb, size_t m, size_t n,
+                      size_t k);
+
 /* fn(x) with this backend's libm; and pow(x, y). */
 double krn_cpu_libm(const krn_cpu *be, krn_libm_fn fn, double x);
 double krn_cpu_pow(const krn_cpu *be, double x, double y);

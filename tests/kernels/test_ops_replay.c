@@ -655,11 +655,46 @@ static void test_ref_gemm_order(void)
     free(af), free(bf), free(a), free(b), free(c);
 }
 
+/* krn_cpu_gemm_add (OpenBLAS with beta = 1) gives exactly the chunk product
+ * into a buffer plus one addition per element, for every transposition,
+ * shapes with edge tiles, and chunks of up to KRN_GEMM_CHUNK terms: the
+ * chunked GEMM of the cpu backend relies on it. */
+static void test_gemm_add(void)
+{
+    krn_cpu be = {KRN_BACKEND_CPU, 0, 1};
+    const size_t shapes[][3] = {{37, 29, KRN_GEMM_CHUNK}, {256, 512, KRN_GEMM_CHUNK}, {13, 70, 1},
+                                {64, 33, KRN_GEMM_CHUNK - 3}};
+    size_t bad = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        size_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+        float *af = fx_normal(m * k, 5, (uint32_t)s, 3.0), *bf = fx_normal(k * n, 6, (uint32_t)s, 3.0);
+        float *cf = fx_normal(m * n, 7, (uint32_t)s, 50.0);
+        double *a = calloc(m * k, sizeof *a), *b = calloc(k * n, sizeof *b);
+        double *c = calloc(m * n, sizeof *c), *part = calloc(m * n, sizeof *part);
+        krn_widen(a, af, m * k);
+        krn_widen(b, bf, k * n);
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                size_t lda = ta ? m : k, ldb = tb ? k : n;
+                krn_widen(c, cf, m * n);
+                krn_cpu_gemm_add(&be, c, n, ta, a, lda, tb, b, ldb, m, n, k);
+                krn_cpu_gemm(&be, part, n, ta, a, lda, tb, b, ldb, m, n, k);
+                for (size_t i = 0; i < m * n; i++) {
+                    double want = (double)cf[i] + part[i];
+                    bad += memcmp(&want, &c[i], sizeof want) != 0;
+                }
+            }
+        free(af), free(bf), free(cf), free(a), free(b), free(c), free(part);
+    }
+    CHECK_MSG(bad == 0, "%zu elements of krn_cpu_gemm_add differ from product + addition", bad);
+}
+
 #ifndef OVT_TEST_CUDA
 int main(void)
 {
     (void)cuda;
     test_ref_gemm_order();
+    test_gemm_add();
     test_errors();
     test_forged_entry();
     test_chunk_order();
@@ -678,6 +713,7 @@ int main(void)
     (void)ref;
     (void)sh2;
     (void)test_errors;
+    (void)test_gemm_add;
     (void)test_chunk_order;
     (void)test_ref_gemm_order;
     (void)test_forged_entry;

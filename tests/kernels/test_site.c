@@ -694,9 +694,138 @@ static void test_exact_fill(void)
     free(got);
 }
 
+/* krn_site_exact_fills: three exact sites, each reading the rounded output
+ * of the one before, rounded together block by block give the same outputs
+ * and counts as krn_site_exact_fill run three times, in every mode, on one
+ * and two threads; a failure is the first failing site's, at its lowest
+ * element, even where a later site fails earlier in the same chunk; a
+ * REPLAY log with entries for any of the sites is fraud. */
+typedef struct {
+    const double *x;
+    float *out[3];
+    double nan_at[3]; /* element index + 1 where site s yields a NaN, or 0 */
+    double nan_at2[3];
+} chain_src;
+
+static double chain_nan(const chain_src *c, int s, size_t i, double v)
+{
+    return (c->nan_at[s] == (double)(i + 1) || c->nan_at2[s] == (double)(i + 1)) ? NAN : v;
+}
+
+static void chain0(void *arg, size_t i0, size_t len, double *x)
+{
+    const chain_src *c = arg;
+    for (size_t k = 0; k < len; k++)
+        x[k] = chain_nan(c, 0, i0 + k, c->x[i0 + k] * 3.0);
+}
+
+static void chain1(void *arg, size_t i0, size_t len, double *x)
+{
+    const chain_src *c = arg;
+    for (size_t k = 0; k < len; k++)
+        x[k] = chain_nan(c, 1, i0 + k, (double)c->out[0][i0 + k] + c->x[i0 + k] * 0.1);
+}
+
+static void chain2(void *arg, size_t i0, size_t len, double *x)
+{
+    const chain_src *c = arg;
+    for (size_t k = 0; k < len; k++) {
+        size_t i = i0 + k;
+        x[k] = chain_nan(c, 2, i, (double)c->out[1][i] / ((double)c->out[0][i] + 0.5) + (double)c->out[2][i]);
+    }
+}
+
+/* Runs the chain as one krn_site_exact_fills call (fused) or three calls. */
+static int run_chain(krn_ctx *ctx, chain_src *c, size_t n, bool fused)
+{
+    static const krn_site_fill fills[3] = {chain0, chain1, chain2};
+    static const char *const names[3] = {"chain.a", "chain.b", "chain.c"};
+    krn_exact_fill sites[3];
+    for (int s = 0; s < 3; s++)
+        sites[s] = (krn_exact_fill){names[s], c->out[s], fills[s]};
+    if (fused)
+        return krn_site_exact_fills(ctx, sites, 3, n, c);
+    int rc = 0;
+    for (int s = 0; s < 3 && rc == 0; s++)
+        rc = krn_site_exact_fill(ctx, names[s], c->out[s], n, fills[s], c);
+    return rc;
+}
+
+static void test_exact_fills(void)
+{
+    const size_t n = 150001;
+    double *x = malloc(n * sizeof *x);
+    float *buf = malloc(6 * n * sizeof *buf);
+    for (size_t k = 0; k < n; k++)
+        x[k] = ldexp(uni(43, k) - 0.5, (int)(krn_rng_u64(44, 0, KRN_RNG_TEST, k) % 30) - 15);
+    for (int mode = 0; mode < 4; mode++)
+        for (int threads = 1; threads <= 2; threads++) {
+            chain_src c[2];
+            krn_stats st[2];
+            for (int fused = 0; fused < 2; fused++) {
+                c[fused] = (chain_src){.x = x};
+                for (int s = 0; s < 3; s++) {
+                    c[fused].out[s] = buf + (3 * fused + s) * n;
+                    for (size_t k = 0; k < n; k++)
+                        c[fused].out[s][k] = (float)(k % 7); /* the old values site c adds */
+                }
+                krn_rlog *log = krn_rlog_new();
+                krn_rlog_reset(log, 5);
+                krn_ctx *ctx = new_ctx((krn_mode)mode, 32, threads);
+                CHECK(krn_step_begin(ctx, 5, log) == 0);
+                CHECK_MSG(run_chain(ctx, &c[fused], n, fused) == 0, "%s", ovt_errmsg());
+                CHECK(krn_step_end(ctx, &st[fused]) == 0);
+                krn_ctx_free(ctx);
+                krn_rlog_free(log);
+            }
+            CHECK(st[1].sites == 3 && st[1].outputs == 3 * n && st[1].sites == st[0].sites);
+            size_t bad = 0;
+            for (size_t k = 0; k < 3 * n; k++)
+                bad += fbits(buf[k]) != fbits(buf[3 * n + k]);
+            CHECK_MSG(bad == 0, "mode %d threads %d: %zu fused outputs differ", mode, threads, bad);
+        }
+
+    /* failures: site b fails at 100, site a at 30000 (same chunk, a later
+     * block): a's failure is reported; then only b, at 100 and 140000 */
+    for (int only_b = 0; only_b < 2; only_b++)
+        for (int fused = 0; fused < 2; fused++) {
+            chain_src c = {.x = x, .out = {buf, buf + n, buf + 2 * n}};
+            c.nan_at[1] = 101;
+            c.nan_at2[1] = 140001;
+            if (!only_b)
+                c.nan_at[0] = 30001;
+            krn_ctx *ctx = new_ctx(KRN_RECORD, 32, 2);
+            krn_rlog *log = krn_rlog_new();
+            CHECK(krn_step_begin(ctx, 6, log) == 0);
+            CHECK(run_chain(ctx, &c, n, fused) == OVT_ENUMERIC);
+            const char *want = only_b ? "site 1 (chain.b) element 100:" : "site 0 (chain.a) element 30000:";
+            CHECK_MSG(strstr(ovt_errmsg(), want) != NULL, "fused %d: %s", fused, ovt_errmsg());
+            CHECK(krn_step_end(ctx, NULL) == OVT_ENUMERIC);
+            krn_ctx_free(ctx);
+            krn_rlog_free(log);
+        }
+
+    /* REPLAY: entries logged for the second site of the group are fraud */
+    krn_rlog *log = krn_rlog_new();
+    krn_rlog_entry e = {.index = 3, .dir = KRN_DIR_UP};
+    krn_rlog_reset(log, 7);
+    CHECK(krn_rlog_add_site(log, 1, n, &e, 1) == 0);
+    krn_ctx *ctx = new_ctx(KRN_REPLAY, 32, 2);
+    chain_src c = {.x = x, .out = {buf, buf + n, buf + 2 * n}};
+    CHECK(krn_step_begin(ctx, 7, log) == 0);
+    CHECK(run_chain(ctx, &c, n, true) == OVT_EFRAUD);
+    CHECK(strstr(ovt_errmsg(), "site 1 (chain.b)") != NULL);
+    CHECK(krn_step_end(ctx, NULL) == OVT_EFRAUD);
+    krn_ctx_free(ctx);
+    krn_rlog_free(log);
+    free(x);
+    free(buf);
+}
+
 int main(void)
 {
     test_exact_fill();
+    test_exact_fills();
     test_outer_large();
     test_rel_band_thresholds();
     test_binade_edge();
