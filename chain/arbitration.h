@@ -94,6 +94,18 @@ typedef struct {
     ovt_hash trainer_log;
 } chain_arb_game;
 
+/* Gas the bindings add to eth_estimateGas (after the txm margin) for commit,
+ * bisect and revealLeaf, the calls that race the other party's call of the
+ * same round. The estimate prices the chain as it is; if the other party's
+ * call is mined first, the same call becomes the second of its round and
+ * does more: the second commit opens the dispute (119k gas against 68k), the
+ * second bisect descends (up to 55k against 44k), the second reveal opens
+ * the verdict (92k against 71k). The 25% margin alone does not cover that
+ * (an agent once ran out of gas in CI when the order flipped); 60,000 covers
+ * the largest difference with room. Unused gas is refunded.
+ * tests/contract/test_contract_game.c plays every round as such a race. */
+#define CHAIN_ARB_RACE_GAS 60000u
+
 /* --- off-chain derivations (each equals the contract's view of the same name) */
 
 /* runId = keccak256(abi.encode(chainId, contract, RunParams)). */

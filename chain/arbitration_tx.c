@@ -33,12 +33,12 @@ int chain_arb_attach(chain_arb *arb, chain_rpc *rpc, const chain_address *addres
 /* Sends data (to NULL: creation) and waits; the receipt goes to *receipt or
  * is freed. */
 static int send_tx(chain_txm *m, const chain_address *to, const chain_u256 *value, const uint8_t *data,
-                   size_t len, chain_receipt *receipt)
+                   size_t len, uint64_t extra_gas, chain_receipt *receipt)
 {
     chain_receipt local;
     chain_receipt *r = receipt ? receipt : &local;
     memset(r, 0, sizeof *r);
-    int rc = chain_txm_send(m, r, to, value, data, len);
+    int rc = chain_txm_send_extra(m, r, to, value, data, len, extra_gas);
     if (!receipt)
         chain_receipt_free(&local);
     return rc;
@@ -73,15 +73,16 @@ int chain_arb_deploy(chain_arb *arb, chain_txm *m, chain_receipt *receipt)
 int chain_arb_send(const chain_arb *arb, chain_txm *m, const chain_u256 *value, const chain_buf *calldata,
                    chain_receipt *receipt)
 {
-    return send_tx(m, &arb->address, value, calldata->data, calldata->len, receipt);
+    return send_tx(m, &arb->address, value, calldata->data, calldata->len, 0, receipt);
 }
 
-/* Encodes with the given result code, sends, frees the calldata. */
+/* Encodes with the given result code, sends (extra_gas added to the
+ * estimate), frees the calldata. */
 static int send_encoded(const chain_arb *arb, chain_txm *m, const chain_u256 *value, chain_buf *calldata, int rc,
-                        chain_receipt *receipt, const char *what)
+                        uint64_t extra_gas, chain_receipt *receipt, const char *what)
 {
     if (rc == 0)
-        rc = chain_arb_send(arb, m, value, calldata, receipt);
+        rc = send_tx(m, &arb->address, value, calldata->data, calldata->len, extra_gas, receipt);
     chain_buf_free(calldata);
     return rc == 0 ? 0 : ovt_fail_wrap(rc, "%s", what);
 }
@@ -97,7 +98,7 @@ int chain_arb_open(const chain_arb *arb, chain_txm *m, const chain_arb_params *p
     chain_receipt *r = receipt ? receipt : &local;
     chain_buf data;
     chain_buf_init(&data);
-    int rc = send_encoded(arb, m, NULL, &data, chain_arb_encode_open(&data, p), r, "open");
+    int rc = send_encoded(arb, m, NULL, &data, chain_arb_encode_open(&data, p), 0, r, "open");
     if (rc != 0)
         goto out;
     chain_arb_event *events = NULL;
@@ -141,7 +142,8 @@ int chain_arb_commit(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id,
     }
     chain_buf data;
     chain_buf_init(&data);
-    rc = send_encoded(arb, m, bond, &data, chain_arb_encode_commit(&data, run_id, root, sig), receipt, "commit");
+    rc = send_encoded(arb, m, bond, &data, chain_arb_encode_commit(&data, run_id, root, sig), CHAIN_ARB_RACE_GAS, receipt,
+                      "commit");
     if (rc == 0 && sig_out)
         memcpy(sig_out, sig, 65);
     return rc;
@@ -152,8 +154,8 @@ int chain_arb_bisect(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id,
 {
     chain_buf data;
     chain_buf_init(&data);
-    return send_encoded(arb, m, NULL, &data, chain_arb_encode_bisect(&data, run_id, round, left, right), receipt,
-                        "bisect");
+    return send_encoded(arb, m, NULL, &data, chain_arb_encode_bisect(&data, run_id, round, left, right), CHAIN_ARB_RACE_GAS,
+                        receipt, "bisect");
 }
 
 int chain_arb_reveal_leaf(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, unsigned round,
@@ -163,7 +165,7 @@ int chain_arb_reveal_leaf(const chain_arb *arb, chain_txm *m, const ovt_hash *ru
     chain_buf data;
     chain_buf_init(&data);
     int rc = chain_arb_encode_reveal_leaf(&data, run_id, round, leaf, previous, proof, nproof);
-    return send_encoded(arb, m, NULL, &data, rc, receipt, "revealLeaf");
+    return send_encoded(arb, m, NULL, &data, rc, CHAIN_ARB_RACE_GAS, receipt, "revealLeaf");
 }
 
 int chain_arb_verdict(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, uint64_t step,
@@ -171,7 +173,7 @@ int chain_arb_verdict(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id
 {
     chain_buf data;
     chain_buf_init(&data);
-    return send_encoded(arb, m, NULL, &data, chain_arb_encode_verdict(&data, run_id, step, outcome, evidence),
+    return send_encoded(arb, m, NULL, &data, chain_arb_encode_verdict(&data, run_id, step, outcome, evidence), 0,
                         receipt, "verdict");
 }
 
@@ -179,14 +181,14 @@ int chain_arb_timeout(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id
 {
     chain_buf data;
     chain_buf_init(&data);
-    return send_encoded(arb, m, NULL, &data, chain_arb_encode_timeout(&data, run_id), receipt, "timeout");
+    return send_encoded(arb, m, NULL, &data, chain_arb_encode_timeout(&data, run_id), 0, receipt, "timeout");
 }
 
 int chain_arb_withdraw(const chain_arb *arb, chain_txm *m, chain_receipt *receipt)
 {
     chain_buf data;
     chain_buf_init(&data);
-    return send_encoded(arb, m, NULL, &data, chain_arb_encode_withdraw(&data), receipt, "withdraw");
+    return send_encoded(arb, m, NULL, &data, chain_arb_encode_withdraw(&data), 0, receipt, "withdraw");
 }
 
 /* --- views */

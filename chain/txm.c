@@ -292,6 +292,11 @@ static int revert_reason(chain_txm *m, const chain_txm_pending *p, const chain_r
     if (rc == OVT_EREVERT)
         return ovt_fail_wrap(OVT_EREVERT, "transaction %s reverted in block %llu", h,
                              (unsigned long long)r->block_number);
+    if (r->gas_used >= p->tx.gas_limit)
+        return ovt_fail(OVT_EREVERT,
+                        "transaction %s ran out of gas in block %llu (it used all of its limit, %llu): the call "
+                        "took a costlier path than when its gas was estimated",
+                        h, (unsigned long long)r->block_number, (unsigned long long)p->tx.gas_limit);
     return ovt_fail(OVT_EREVERT, "transaction %s reverted in block %llu (no reason recovered)", h,
                     (unsigned long long)r->block_number);
 }
@@ -340,17 +345,24 @@ int chain_txm_wait(chain_txm *m, chain_txm_pending *p, chain_receipt *out)
     }
 }
 
-int chain_txm_send(chain_txm *m, chain_receipt *out, const chain_address *to, const chain_u256 *value,
-                   const uint8_t *data, size_t len)
+int chain_txm_send_extra(chain_txm *m, chain_receipt *out, const chain_address *to, const chain_u256 *value,
+                         const uint8_t *data, size_t len, uint64_t extra_gas)
 {
     chain_txm_pending p;
     memset(out, 0, sizeof *out);
     int rc = chain_txm_prepare(m, &p, to, value, data, len);
     if (rc)
         return rc;
+    p.tx.gas_limit += extra_gas;
     rc = chain_txm_submit(m, &p);
     if (rc == 0)
         rc = chain_txm_wait(m, &p, out);
     chain_txm_pending_free(&p);
     return rc;
+}
+
+int chain_txm_send(chain_txm *m, chain_receipt *out, const chain_address *to, const chain_u256 *value,
+                   const uint8_t *data, size_t len)
+{
+    return chain_txm_send_extra(m, out, to, value, data, len, 0);
 }

@@ -87,4 +87,11 @@ int chain_txm_wait(chain_txm *m, chain_txm_pending *p, chain_receipt *out) OVT_M
 int chain_txm_send(chain_txm *m, chain_receipt *out, const chain_address *to, const chain_u256 *value,
                    const uint8_t *data, size_t len) OVT_MUST_USE;
 
+/* chain_txm_send with extra_gas added to the gas limit after the margin: for a
+ * call whose cost depends on what lands before it (eth_estimateGas prices the
+ * chain as it is now; the other party's move mined first can make the same call
+ * take a costlier path). Unused gas is not paid for. */
+int chain_txm_send_extra(chain_txm *m, chain_receipt *out, const chain_address *to, const chain_u256 *value,
+                         const uint8_t *data, size_t len, uint64_t extra_gas) OVT_MUST_USE;
+
 #endif

@@ -188,16 +188,21 @@ static int preimage_of(void *ctx, uint64_t index, chain_merkle_preimage *out)
     return 0;
 }
 
-int fx_move(fx_env *env, fx_run *run, int party, int *moved, uint64_t *gas)
+int fx_plan(fx_env *env, fx_run *run, int party, chain_arb_move *mv)
 {
-    *moved = 0;
     chain_arb_game g;
     int rc = chain_arb_get_game(&env->arb, &run->run_id, NULL, &g);
     if (rc != 0)
         return rc;
     fx_history *h = party == FX_TRAINER ? &run->trainer : &run->auditor;
+    return chain_arb_plan_move(mv, &run->run_id, &g, party == FX_TRAINER, h->tree, preimage_of, h);
+}
+
+int fx_move(fx_env *env, fx_run *run, int party, int *moved, uint64_t *gas)
+{
+    *moved = 0;
     chain_arb_move mv;
-    rc = chain_arb_plan_move(&mv, &run->run_id, &g, party == FX_TRAINER, h->tree, preimage_of, h);
+    int rc = fx_plan(env, run, party, &mv);
     if (rc != 0 || mv.kind == CHAIN_ARB_MOVE_NONE)
         return rc;
     chain_receipt r;

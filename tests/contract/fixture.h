@@ -72,6 +72,10 @@ int fx_play(fx_env *env, fx_run *run, fx_gas_fn gas_log, void *ctx);
  * *moved says whether a move was due. */
 int fx_move(fx_env *env, fx_run *run, int party, int *moved, uint64_t *gas);
 
+/* The move party would make in the game's current state (kind NONE when
+ * none is due). */
+int fx_plan(fx_env *env, fx_run *run, int party, chain_arb_move *mv);
+
 /* eth_call of calldata from account `who` with value (may be NULL): returns
  * the name of the custom error it reverts with ("" if it does not revert). */
 const char *fx_revert_name(fx_env *env, int who, const chain_u256 *value, const chain_buf *calldata);

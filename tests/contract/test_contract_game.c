@@ -6,7 +6,9 @@
  * forged padding leaves are decided on chain; the contract's own leafHash,
  * nodeHash, computeRunId and commitmentDigest equal the C ones; the gas of
  * every call of a full dispute over 2^20 steps is measured from receipts
- * and must stay under 3,000,000 in all. */
+ * and must stay under 3,000,000 in all; every round played as a race (each
+ * party's call priced while it would be first, mined second) succeeds with
+ * the bindings' CHAIN_ARB_RACE_GAS and would not with the margin alone. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -323,6 +325,124 @@ static void test_gas_2p20(void)
     fx_run_free(&run);
 }
 
+/* --- races: a call priced while it would be the first of its round, mined
+ * after the other party's call of the same round */
+
+static void encode_move(chain_buf *out, const fx_run *run, const chain_arb_move *mv)
+{
+    chain_buf_init(out);
+    int rc = mv->kind == CHAIN_ARB_MOVE_BISECT
+                 ? chain_arb_encode_bisect(out, &run->run_id, mv->round, &mv->left, &mv->right)
+                 : chain_arb_encode_reveal_leaf(out, &run->run_id, mv->round, &mv->leaf,
+                                                mv->nproof ? &mv->previous : NULL, mv->proof, mv->nproof);
+    CHECK(rc == 0);
+}
+
+static uint64_t estimate(int party, const chain_u256 *value, const chain_buf *data)
+{
+    chain_call_msg msg = {.from = &env.addr[party], .to = &env.arb.address, .value = value, .data = data->data,
+                          .data_len = data->len};
+    uint64_t gas = 0;
+    CHECK_MSG(chain_rpc_estimate_gas(env.rpc, &gas, &msg) == 0, "estimate: %s", ovt_errmsg());
+    return gas;
+}
+
+/* The gas limit the bindings give a call estimated at gas: the txm margin
+ * (the same formula as chain_txm_prepare) plus CHAIN_ARB_RACE_GAS. */
+static uint64_t bindings_limit(int party, uint64_t gas, int with_race)
+{
+    unsigned pct = env.txm[party].opts.gas_margin_pct;
+    uint64_t margin = gas + gas / 100 * pct + (gas % 100) * pct / 100;
+    return margin + (with_race ? CHAIN_ARB_RACE_GAS : 0);
+}
+
+/* Sends data from party with the gas limit it was given earlier (the race's
+ * stale estimate); returns the gas used, 0 when it failed. */
+static uint64_t send_stale(int party, const chain_u256 *value, const chain_buf *data, uint64_t limit)
+{
+    chain_txm_pending p;
+    chain_receipt r;
+    memset(&r, 0, sizeof r);
+    int rc = chain_txm_prepare(&env.txm[party], &p, &env.arb.address, value, data->data, data->len);
+    if (rc == 0) {
+        p.tx.gas_limit = limit;
+        rc = chain_txm_submit(&env.txm[party], &p);
+        if (rc == 0)
+            rc = chain_txm_wait(&env.txm[party], &p, &r);
+        chain_txm_pending_free(&p);
+    }
+    uint64_t used = rc == 0 ? r.gas_used : 0;
+    CHECK_MSG(rc == 0, "the second call of the race failed with gas limit %llu: %s", (unsigned long long)limit,
+              ovt_errmsg());
+    chain_receipt_free(&r);
+    return used;
+}
+
+static void test_race_gas(void)
+{
+    chain_arb_params p;
+    uint64_t steps = 1000, d = 1 + tc_rnd() % (steps - 1);
+    fx_params(&env, &p, steps, 600, 1000, 3000);
+    fx_run run;
+    CHECK(fx_open(&env, &run, &p, NULL) == 0 && fx_histories(&run, d) == 0);
+    /* Commits: the auditor's is priced before the trainer's lands. */
+    const ovt_hash *roots[2] = {chain_merkle_root(run.trainer.tree), chain_merkle_root(run.auditor.tree)};
+    chain_buf commit[2];
+    chain_u256 bond[2] = {p.trainer_bond, p.auditor_bond};
+    for (int k = 0; k < 2; k++) {
+        uint8_t sig[65];
+        int party = k == 0 ? FX_TRAINER : FX_AUDITOR;
+        chain_buf_init(&commit[k]);
+        CHECK(chain_arb_sign_commitment(sig, &env.key[party], env.arb.chain_id, &env.arb.address, &run.run_id,
+                                        roots[k], &p) == 0);
+        CHECK(chain_arb_encode_commit(&commit[k], &run.run_id, roots[k], sig) == 0);
+    }
+    uint64_t est = estimate(FX_AUDITOR, &bond[1], &commit[1]);
+    uint64_t races = 0, beyond_margin = 0;
+    CHECK(chain_arb_send(&env.arb, &env.txm[FX_TRAINER], &bond[0], &commit[0], NULL) == 0);
+    uint64_t used = send_stale(FX_AUDITOR, &bond[1], &commit[1], bindings_limit(FX_AUDITOR, est, 1));
+    races++;
+    beyond_margin += used > bindings_limit(FX_AUDITOR, est, 0);
+    chain_buf_free(&commit[0]);
+    chain_buf_free(&commit[1]);
+    /* Every round: both moves planned and the second priced before the
+     * first is sent. */
+    for (;;) {
+        chain_arb_game g;
+        CHECK(chain_arb_get_game(&env.arb, &run.run_id, NULL, &g) == 0);
+        if (g.phase != CHAIN_ARB_PHASE_BISECTING && g.phase != CHAIN_ARB_PHASE_REVEALING)
+            break;
+        int first = (tc_rnd() & 1) ? FX_TRAINER : FX_AUDITOR, second = first == FX_TRAINER ? FX_AUDITOR : FX_TRAINER;
+        chain_arb_move m1, m2;
+        CHECK(fx_plan(&env, &run, first, &m1) == 0 && fx_plan(&env, &run, second, &m2) == 0);
+        if (m1.kind == CHAIN_ARB_MOVE_NONE || m2.kind == CHAIN_ARB_MOVE_NONE)
+            break;
+        chain_buf b1, b2;
+        encode_move(&b1, &run, &m1);
+        encode_move(&b2, &run, &m2);
+        est = estimate(second, NULL, &b2);
+        CHECK(chain_arb_send(&env.arb, &env.txm[first], NULL, &b1, NULL) == 0);
+        used = send_stale(second, NULL, &b2, bindings_limit(second, est, 1));
+        races++;
+        beyond_margin += used > bindings_limit(second, est, 0);
+        chain_buf_free(&b1);
+        chain_buf_free(&b2);
+        if (!used)
+            break;
+    }
+    chain_arb_game g;
+    CHECK(chain_arb_get_game(&env.arb, &run.run_id, NULL, &g) == 0);
+    CHECK_MSG(g.phase == CHAIN_ARB_PHASE_AWAITING_VERDICT && g.index == d, "phase %s index %llu, want step %llu",
+              chain_arb_phase_name(g.phase), (unsigned long long)g.index, (unsigned long long)d);
+    /* depth 10: a commit race, 10 bisect races, a reveal race; and the margin
+     * alone would have been short in at least one of them */
+    CHECK_EQ_U64(races, 1 + chain_merkle_depth(steps) + 1);
+    CHECK_MSG(beyond_margin > 0, "no race needed more than the 25%% margin (%llu races)", (unsigned long long)races);
+    printf("races: %llu, %llu of them beyond the 25%% margin alone\n", (unsigned long long)races,
+           (unsigned long long)beyond_margin);
+    fx_run_free(&run);
+}
+
 int main(void)
 {
     if (fx_start(&env) != 0)
@@ -331,6 +451,7 @@ int main(void)
     test_verified();
     test_padding();
     test_random_games();
+    test_race_gas();
     test_gas_2p20();
     fx_stop(&env);
     return check_done();
