@@ -1,10 +1,13 @@
 #include "trainer/config.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "kernels/grid.h"
 #include "trainer/layout.h"
+#include "trainer/schedule.h"
 
 static const uint8_t config_magic[8] = {'O', 'V', 'T', 'R', 'C', 'F', 'G', 0};
 
@@ -219,4 +222,73 @@ void trn_config_hash(ovt_hash *out, const trn_run_config *rc)
     uint8_t enc[TRN_CONFIG_ENC_MAX];
     size_t len = trn_config_encode(enc, rc);
     ovt_sha256(out, enc, len);
+}
+
+/* Appends "; " (after the first) and the formatted text to out. */
+static void diff_add(char *out, size_t cap, int *n, const char *fmt, ...) OVT_PRINTF(4, 5);
+static void diff_add(char *out, size_t cap, int *n, const char *fmt, ...)
+{
+    size_t used = strlen(out);
+    if (*n > 0 && used + 2 < cap) {
+        memcpy(out + used, "; ", 3);
+        used += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    if (used < cap)
+        vsnprintf(out + used, cap - used, fmt, ap);
+    va_end(ap);
+    (*n)++;
+}
+
+int trn_config_diff(char *out, size_t cap, const trn_run_config *there, const trn_run_config *here)
+{
+    int n = 0;
+    if (cap)
+        out[0] = '\0';
+    if (memcmp(&there->model, &here->model, sizeof here->model) != 0)
+        diff_add(out, cap, &n, "--model: L%u C%u V%u there, L%u C%u V%u here", there->model.n_layer,
+                 there->model.width, there->model.vocab, here->model.n_layer, here->model.width, here->model.vocab);
+    const struct {
+        const char *flag;
+        double a, b;
+    } reals[] = {{"--lr", there->lr, here->lr},
+                 {"--lr-min", there->lr_min, here->lr_min},
+                 {"beta1", there->beta1, here->beta1},
+                 {"beta2", there->beta2, here->beta2},
+                 {"eps", there->eps, here->eps},
+                 {"--weight-decay", there->weight_decay, here->weight_decay},
+                 {"--clip", there->grad_clip, here->grad_clip}};
+    for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++)
+        if (memcmp(&reals[i].a, &reals[i].b, sizeof(double)) != 0)
+            diff_add(out, cap, &n, "%s: %.17g there, %.17g here", reals[i].flag, reals[i].a, reals[i].b);
+    const struct {
+        const char *flag;
+        uint64_t a, b;
+    } ints[] = {{"--warmup", there->warmup_steps, here->warmup_steps},
+                {"--steps (the schedule's length)", there->decay_steps, here->decay_steps},
+                {"--batch", there->batch_size, here->batch_size},
+                {"--seq", there->seq_len, here->seq_len},
+                {"--seed", there->seed, here->seed},
+                {"--grid-bits", there->grid_bits, here->grid_bits},
+                {"band rules", there->band_rules, here->band_rules},
+                {"--head-shift", there->head_shift, here->head_shift}};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        if (ints[i].a != ints[i].b)
+            diff_add(out, cap, &n, "%s: %llu there, %llu here", ints[i].flag, (unsigned long long)ints[i].a,
+                     (unsigned long long)ints[i].b);
+    if (there->schedule != here->schedule)
+        diff_add(out, cap, &n, "--schedule: %s there, %s here", trn_schedule_name(there->schedule),
+                 trn_schedule_name(here->schedule));
+    if (memcmp(there->init_hash.b, here->init_hash.b, 32) != 0) {
+        char a[17], b[17];
+        ovt_hex_encode(a, there->init_hash.b, 8);
+        ovt_hex_encode(b, here->init_hash.b, 8);
+        diff_add(out, cap, &n, "--init-from: %s there, %s here",
+                 trn_config_has_init(there) ? a : "none (the seed's init)",
+                 trn_config_has_init(here) ? b : "none (the seed's init)");
+    }
+    if (memcmp(there->dataset_hash.b, here->dataset_hash.b, 32) != 0)
+        diff_add(out, cap, &n, "--data: another dataset (datasetHash differs)");
+    return n;
 }

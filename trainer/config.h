@@ -91,6 +91,12 @@ void trn_config_default(trn_run_config *out, const trn_model_config *m);
 #define TRN_CONFIG_ENC_MAX TRN_CONFIG_ENC_V2_LEN
 size_t trn_config_encode(uint8_t out[TRN_CONFIG_ENC_MAX], const trn_run_config *rc);
 
+/* Names what differs between two configs, as the `ovt train` flags that
+ * set it with both values ("--steps: 6 there, 10 here; --init-from: ..."),
+ * into out (cap bytes, always terminated). Returns the number of fields
+ * that differ. `there` is the stored run's, `here` the one asked for. */
+int trn_config_diff(char *out, size_t cap, const trn_run_config *there, const trn_run_config *here);
+
 /* Whether init_hash is set (the run starts from given parameters). */
 int trn_config_has_init(const trn_run_config *rc);
 

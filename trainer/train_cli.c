@@ -129,11 +129,16 @@ static int open_run(const struct train_args *a, trn_state **st, trn_step_table *
     if ((rv = ovt_read_file(path, &old, &len, 4096)))
         return ovt_fail_wrap(rv, "--resume");
     bool same = len == enc_len && memcmp(old, enc, len) == 0;
+    trn_run_config there;
+    char diff[1024] = "";
+    if (!same && trn_config_decode(&there, old, len) == 0)
+        trn_config_diff(diff, sizeof diff, &there, &a->rc);
     free(old);
     if (!same)
-        return ovt_fail(OVT_EINVAL, "the run in %s was made with another config (model, data, options or "
-                                    "--init-from differ)",
-                        a->out);
+        return ovt_fail(OVT_EINVAL,
+                        "the run in %s was made with another config; pass the options it was made with "
+                        "(%s)",
+                        a->out, diff[0] ? diff : "its config.bin does not decode");
     uint64_t step = 0;
     if ((rv = trn_run_latest_checkpoint(a->out, UINT64_MAX, &step)) || (rv = trn_run_path(path, sizeof path, a->out, "ckpt", step, "ckpt")) ||
         (rv = trn_checkpoint_read(st, path)))

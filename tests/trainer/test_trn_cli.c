@@ -164,6 +164,7 @@ int main(void)
     snprintf(args, sizeof args, "train %s --data %s --out %s --resume --seed 2", train_flags, data, run_a);
     CHECK(run_ovt("%s", args) == 1);
     CHECK(output_has("another config"));
+    CHECK(output_has("--seed: 1 there, 2 here")); /* names the flag and both values */
     snprintf(path, sizeof path, "%s/ckpt/step-00000008.ckpt", run_a);
     FILE *f = fopen(path, "r+b");
     CHECK(f != NULL);

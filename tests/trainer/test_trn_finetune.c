@@ -187,7 +187,8 @@ static void test_init_from_checkpoint(void)
     CHECK(run_ovt("audit %s --data %s --backend shuffle", b, data) == 0 && output_has("verified"));
     /* --resume needs the same --init-from: without it the config differs. */
     CHECK(run_ovt(TRAIN " --steps 4 --seed 9 --backend cpu --resume --out %s", data, b) == 1);
-    CHECK(output_has("--init-from"));
+    CHECK(output_has("--init-from: "));
+    CHECK(output_has("there, none (the seed's init) here"));
 
     /* An auditor whose state 0 differs: ckpt 0 replaced by a well-formed
      * state 0 of the same config with one parameter changed. */
