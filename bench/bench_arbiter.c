@@ -24,38 +24,12 @@
 #include "trainer/step.h"
 #include "trainer/train.h"
 
-#include "bench_util.h"
+#include "bench_setup.h"
 
 static void fail(const char *what)
 {
     fprintf(stderr, "bench_arbiter: %s: %s\n", what, ovt_errmsg());
     exit(1);
-}
-
-/* GFLOP/s of one FP64 DGEMM (m x k) @ (k x n), best of 3. */
-static double dgemm_rate(size_t m, size_t n, size_t k, int threads)
-{
-    double *a = calloc(m * k, sizeof *a), *b = calloc(k * n, sizeof *b), *c = calloc(m * n, sizeof *c);
-    if (!a || !b || !c)
-        fail("out of memory");
-    for (size_t i = 0; i < m * k; i++)
-        a[i] = (double)(i % 7) - 3;
-    for (size_t i = 0; i < k * n; i++)
-        b[i] = (double)(i % 5) - 2;
-    openblas_set_num_threads(threads);
-    double best = 1e30;
-    for (int r = 0; r < 3; r++) {
-        double t0 = now();
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)n, (blasint)k, 1.0, a,
-                    (blasint)k, b, (blasint)n, 0.0, c, (blasint)n);
-        double t = now() - t0;
-        if (t < best)
-            best = t;
-    }
-    free(a);
-    free(b);
-    free(c);
-    return 2.0 * (double)m * (double)n * (double)k / best / 1e9;
 }
 
 int main(int argc, char **argv)
@@ -86,17 +60,10 @@ int main(int argc, char **argv)
     rc.seq_len = T;
 
     /* a token file of random tokens, as the store would hand it over */
-    size_t ntok = (size_t)B * T * 16 + T + 1;
-    uint32_t *tok = malloc(ntok * sizeof *tok);
+    trn_run_data data;
     uint8_t *file;
     size_t file_len;
-    for (size_t i = 0; i < ntok; i++)
-        tok[i] = (uint32_t)krn_rng_below(rc.seed, 0, 99, i, m.vocab);
-    if (trn_tokens_encode(tok, ntok, m.vocab, &file, &file_len))
-        fail("tokens");
-    free(tok);
-    trn_run_data data;
-    if (trn_run_data_parse(&data, file, file_len, &rc, 1, "tokens") || trn_config_check(&rc))
+    if (bench_random_dataset(&data, &file, &file_len, &rc, &m))
         fail("dataset");
 
     trn_state *trainer, *arbiter;
@@ -142,7 +109,9 @@ int main(int argc, char **argv)
     double flops = 6.0 * (double)trainer->layout.nparams * (double)N + 6.0 * (double)V * (double)C * (double)N +
                    12.0 * (double)L * (double)B * (double)T * (double)T * (double)C;
     int blas_threads = threads ? threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    double rate = dgemm_rate(N, 4 * C, C, blas_threads);
+    double rate = bench_dgemm_rate(N, 4 * C, C, blas_threads, NULL);
+    if (rate < 0)
+        fail("out of memory");
     double floor_s = flops / (rate * 1e9);
     printf("model %s, %zu parameters, batch %u x %u, %d thread(s)\n", model, trainer->layout.nparams, B, T,
            blas_threads);

@@ -25,41 +25,12 @@
 #include "trainer/state.h"
 #include "trainer/train.h"
 
-#include "bench_util.h"
+#include "bench_setup.h"
 
 static void fail(const char *what)
 {
     fprintf(stderr, "bench_step: %s: %s\n", what, ovt_errmsg());
     exit(1);
-}
-
-/* GFLOP/s of one FP64 DGEMM (m x k) @ (k x n) on `threads` OpenBLAS threads,
- * best of 3, per wall second and (*cpu_rate) per CPU second. */
-static double dgemm_rate(size_t m, size_t n, size_t k, int threads, double *cpu_rate)
-{
-    double *a = calloc(m * k, sizeof *a), *b = calloc(k * n, sizeof *b), *c = calloc(m * n, sizeof *c);
-    if (!a || !b || !c)
-        fail("out of memory");
-    for (size_t i = 0; i < m * k; i++)
-        a[i] = (double)(i % 7) - 3;
-    for (size_t i = 0; i < k * n; i++)
-        b[i] = (double)(i % 5) - 2;
-    openblas_set_num_threads(threads);
-    double best = 1e30, best_cpu = 1e30;
-    for (int r = 0; r < 3; r++) {
-        double t0 = now(), c0 = cpu_now();
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)n, (blasint)k, 1.0, a,
-                    (blasint)k, b, (blasint)n, 0.0, c, (blasint)n);
-        double t = now() - t0, tc = cpu_now() - c0;
-        best = t < best ? t : best;
-        best_cpu = tc < best_cpu ? tc : best_cpu;
-    }
-    *cpu_rate = 2.0 * (double)m * (double)n * (double)k / best_cpu / 1e9;
-    openblas_set_num_threads(1);
-    free(a);
-    free(b);
-    free(c);
-    return 2.0 * (double)m * (double)n * (double)k / best / 1e9;
 }
 
 /* One timed step of a fresh copy of init; the state after it in *after
@@ -120,19 +91,10 @@ int main(int argc, char **argv)
     rc.seq_len = T;
 
     /* a token file of random tokens */
-    size_t ntok = (size_t)B * T * 16 + T + 1;
-    uint32_t *tok = malloc(ntok * sizeof *tok);
+    trn_run_data data;
     uint8_t *file;
     size_t file_len;
-    if (!tok)
-        fail("out of memory");
-    for (size_t i = 0; i < ntok; i++)
-        tok[i] = (uint32_t)krn_rng_below(rc.seed, 0, 99, i, m.vocab);
-    if (trn_tokens_encode(tok, ntok, m.vocab, &file, &file_len))
-        fail("tokens");
-    free(tok);
-    trn_run_data data;
-    if (trn_run_data_parse(&data, file, file_len, &rc, 1, "tokens") || trn_config_check(&rc))
+    if (bench_random_dataset(&data, &file, &file_len, &rc, &m))
         fail("dataset");
     trn_state *init;
     trn_workspace *w;
@@ -148,7 +110,9 @@ int main(int argc, char **argv)
     size_t C = m.width, L = m.n_layer, V = m.vocab, N = (size_t)B * T;
     double t_rec[32], t_plain[32], rates[32], t_hash = 1e30;
     for (int r = 0; r < reps; r++) {
-        rates[r] = dgemm_rate(N, 4 * C, C, threads, &crates[r]);
+        rates[r] = bench_dgemm_rate(N, 4 * C, C, threads, &crates[r]);
+        if (rates[r] < 0)
+            fail("out of memory");
         trn_state *after;
         t_rec[r] = timed_step(init, w, KRN_RECORD, threads, &batch.view, log, &after, &c_rec[r]);
         ovt_hash h;
