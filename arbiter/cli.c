@@ -8,6 +8,7 @@
 
 #include "arbiter/watch.h"
 #include "chain/session.h"
+#include "common/signals.h"
 
 static void usage(FILE *out)
 {
@@ -45,7 +46,7 @@ static void usage(FILE *out)
             "  -h, --help            this help\n");
 }
 
-static volatile int stop_requested;
+static volatile sig_atomic_t stop_requested;
 
 static void on_signal(int sig)
 {
@@ -155,12 +156,7 @@ static int watch_main(int argc, char **argv)
         return 2;
     }
 
-    struct sigaction act;
-    memset(&act, 0, sizeof act);
-    act.sa_handler = on_signal;
-    sigemptyset(&act.sa_mask);
-    sigaction(SIGINT, &act, NULL);
-    sigaction(SIGTERM, &act, NULL);
+    ovt_on_stop_signals(on_signal);
 
     chain_session ses;
     trn_store *store = NULL;

@@ -10,6 +10,7 @@
 
 #include "auditor/replay.h"
 #include "common/fileio.h"
+#include "common/signals.h"
 #include "trainer/commit.h"
 #include "trainer/rundata.h"
 
@@ -32,12 +33,7 @@ void aud_print_outcome(chain_arb_outcome outcome, bool json)
 
 void aud_agent_install_signals(void)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    ovt_on_stop_signals(on_signal);
 }
 
 void aud_history_free(aud_history *h)

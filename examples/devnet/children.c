@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/signals.h"
+
 static volatile sig_atomic_t interrupted;
 
 static void on_signal(int sig)
@@ -21,12 +23,7 @@ static void on_signal(int sig)
 
 void devnet_catch_signals(void)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    ovt_on_stop_signals(on_signal);
 }
 
 bool devnet_interrupted(void)
