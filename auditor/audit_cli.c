@@ -251,10 +251,7 @@ int aud_cmd_audit(int argc, char **argv)
         switch (c) {
         case 'h': usage(stdout); return 0;
         case O_BACKEND:
-            if (!strcmp(optarg, "cpu")) a.backend = KRN_BACKEND_CPU;
-            else if (!strcmp(optarg, "ref")) a.backend = KRN_BACKEND_REF;
-            else if (!strcmp(optarg, "shuffle")) a.backend = KRN_BACKEND_SHUFFLE;
-            else {
+            if (krn_backend_parse(&a.backend, optarg) || a.backend == KRN_BACKEND_CUDA) {
                 fprintf(stderr, "ovt audit: --backend must be cpu, ref or shuffle, got '%s'\n", optarg);
                 return 2;
             }

@@ -83,6 +83,23 @@ typedef struct {
     char err_msg[400];
 } site_job;
 
+int krn_backend_parse(krn_backend_kind *out, const char *name)
+{
+    static const struct {
+        const char *name;
+        krn_backend_kind kind;
+    } known[] = {{"cpu", KRN_BACKEND_CPU},
+                 {"ref", KRN_BACKEND_REF},
+                 {"shuffle", KRN_BACKEND_SHUFFLE},
+                 {"cuda", KRN_BACKEND_CUDA}};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!strcmp(name, known[i].name)) {
+            *out = known[i].kind;
+            return 0;
+        }
+    return ovt_fail(OVT_EINVAL, "unknown backend '%s' (known: cpu, ref, shuffle, cuda)", name);
+}
+
 int krn_ctx_new(krn_ctx **out, const krn_config *cfg)
 {
     *out = NULL;

@@ -53,6 +53,11 @@ typedef struct {
 
 typedef enum { KRN_BACKEND_CPU = 0, KRN_BACKEND_REF = 1, KRN_BACKEND_SHUFFLE = 2, KRN_BACKEND_CUDA = 3 } krn_backend_kind;
 
+/* The backend a command line names: "cpu", "ref", "shuffle" or "cuda";
+ * OVT_EINVAL naming the known ones otherwise. Whether this build and
+ * machine can run cuda is krn_ctx_new's to say. */
+int krn_backend_parse(krn_backend_kind *out, const char *name) OVT_MUST_USE;
+
 typedef struct {
     krn_backend_kind backend;
     krn_mode mode;

@@ -88,6 +88,7 @@ static void train_usage(FILE *f)
 
 struct train_args {
     const char *model, *data, *out, *backend, *replay, *init_from;
+    krn_backend_kind backend_kind; /* parsed from backend */
     uint64_t steps;
     uint32_t every, ckpt_every;
     int threads;
@@ -295,12 +296,8 @@ static int train(const struct train_args *a)
                       (unsigned long long)st->step, (unsigned long long)a->steps);
         goto done;
     }
-    krn_backend_kind backend = !strcmp(a->backend, "ref")       ? KRN_BACKEND_REF
-                               : !strcmp(a->backend, "shuffle") ? KRN_BACKEND_SHUFFLE
-                               : !strcmp(a->backend, "cuda")    ? KRN_BACKEND_CUDA
-                                                                : KRN_BACKEND_CPU;
     krn_mode mode = a->replay ? KRN_REPLAY : a->nearest ? KRN_NEAREST : KRN_RECORD;
-    krn_config kc = {.backend = backend, .mode = mode, .grid_bits = (int)rc.grid_bits,
+    krn_config kc = {.backend = a->backend_kind, .mode = mode, .grid_bits = (int)rc.grid_bits,
                      .shuffle_seed = rc.seed, .threads = a->threads};
     if ((rv = krn_ctx_new(&ctx, &kc)) || (rv = trn_workspace_new(&w, &rc)))
         goto done;
@@ -534,8 +531,7 @@ int trn_cmd_train(int argc, char **argv)
             a.rc.grid_bits = (uint32_t)v;
             break;
         case O_BACKEND:
-            if (strcmp(optarg, "cpu") && strcmp(optarg, "ref") && strcmp(optarg, "shuffle") &&
-                strcmp(optarg, "cuda")) {
+            if (krn_backend_parse(&a.backend_kind, optarg)) {
                 fprintf(stderr, "ovt train: --backend must be cpu, ref, shuffle or cuda, got '%s'\n", optarg);
                 return 2;
             }

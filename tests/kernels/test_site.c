@@ -822,8 +822,24 @@ static void test_exact_fills(void)
     free(buf);
 }
 
+/* The names the commands accept for --backend, and a clear refusal. */
+static void test_backend_names(void)
+{
+    const char *names[] = {"cpu", "ref", "shuffle", "cuda"};
+    const krn_backend_kind kinds[] = {KRN_BACKEND_CPU, KRN_BACKEND_REF, KRN_BACKEND_SHUFFLE, KRN_BACKEND_CUDA};
+    for (int i = 0; i < 4; i++) {
+        krn_backend_kind k = KRN_BACKEND_CPU;
+        CHECK(krn_backend_parse(&k, names[i]) == 0 && k == kinds[i]);
+    }
+    krn_backend_kind k = KRN_BACKEND_REF;
+    CHECK(krn_backend_parse(&k, "gpu") == OVT_EINVAL && k == KRN_BACKEND_REF);
+    CHECK(strstr(ovt_errmsg(), "'gpu'") && strstr(ovt_errmsg(), "cpu, ref, shuffle, cuda"));
+    CHECK(krn_backend_parse(&k, "CPU") == OVT_EINVAL); /* names are exact */
+}
+
 int main(void)
 {
+    test_backend_names();
     test_exact_fill();
     test_exact_fills();
     test_outer_large();
