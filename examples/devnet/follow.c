@@ -146,9 +146,9 @@ int devnet_follow_events(struct devnet *d)
 }
 
 /* A party that stops answering: once the dispute is open its agent is
- * stopped; once the other party has made its move of the round (or after a
- * while), the devnet's clock jumps past the move deadline, and the other
- * party's agent claims the timeout. */
+ * stopped; once the other party has made its move of the round, the
+ * devnet's clock jumps past the move deadline, and the other party's agent
+ * claims the timeout. */
 int devnet_silence(struct devnet *d)
 {
     if (!d->o->silent || !d->dispute_open)
@@ -159,12 +159,13 @@ int devnet_silence(struct devnet *d)
                  devnet_party_name(d->o->silent), (int)c->pid);
         devnet_stop(c, 3000);
         d->silenced = true;
-        d->silenced_s = devnet_elapsed(d);
         return 0;
     }
-    double now = devnet_elapsed(d);
-    /* the other party's move of this round, seen a second ago, or 20 s of quiet */
-    bool ready = (d->honest_moved_s > 0 && now - d->honest_moved_s > 1.0) || now - d->silenced_s > 20;
+    /* Only once the other party's move of this round is on chain: moving
+     * the clock earlier would put that party past the deadline too. There is
+     * no wall-clock fallback (a loaded machine can take any time to move);
+     * the devnet's --timeout bounds the wait. */
+    bool ready = d->honest_moved_s > 0 && devnet_elapsed(d) - d->honest_moved_s > 1.0;
     if (!d->time_moved && ready) {
         devnet_progress(d, "devnet: moving anvil's clock %u s forward, past the move deadline", d->o->move_timeout + 1);
         int rv = devnet_advance_time(d->rpc, (uint64_t)d->o->move_timeout + 1);

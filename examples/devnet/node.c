@@ -153,6 +153,16 @@ int devnet_anvil_start(devnet_children *kids, devnet_child **child, chain_rpc **
             if (c->exited)
                 break; /* most likely the port was taken meanwhile: try another */
             if (chain_rpc_chain_id(*rpc, &id) == 0) {
+                /* Up. From here on the devnet follows the game with the
+                 * client's ordinary timeouts and retries: a 2 s limit with no
+                 * retry suits probing a port, but a loaded machine (the
+                 * arbiter re-executing a step on both cores) can keep anvil
+                 * from answering that fast, and one slow answer must not
+                 * end the simulation. */
+                chain_rpc_close(*rpc);
+                chain_rpc_opts_default(&ro);
+                if ((rv = chain_rpc_open(rpc, url, &ro)))
+                    return rv;
                 *child = c;
                 return 0;
             }

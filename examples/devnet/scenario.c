@@ -274,12 +274,19 @@ static int play(struct devnet *d)
         devnet_sleep_ms(100);
     }
     /* The agents end by themselves once they see the settlement; the
-     * arbiter watcher logs it. */
-    for (int waited = 0; waited < 100; waited++) {
+     * arbiter watcher logs it. Both are waited for as events, bounded only
+     * by --timeout: on a loaded machine they can take longer than any fixed
+     * guess, and the result reports what the arbiter saw. */
+    for (;;) {
         devnet_reap(&d->kids);
         bool seen = d->r->arbiter_saw[0] || devnet_arbiter_saw(d);
         if (seen && (!d->trainer_agent || d->trainer_agent->exited) && (!d->auditor || d->auditor->exited))
             break;
+        if (devnet_interrupted() || devnet_elapsed(d) > until) {
+            devnet_progress(d, "devnet: %s", seen ? "an agent has not ended after the settlement"
+                                                  : "the arbiter's watcher has not logged the settlement");
+            break;
+        }
         devnet_sleep_ms(100);
     }
     if (d->r->arbiter_saw[0])

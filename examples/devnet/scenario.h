@@ -32,7 +32,7 @@ struct devnet {
     ovt_hash run_id;
     bool have_run, settled, dispute_open, silenced, time_moved;
     unsigned round;
-    double honest_moved_s, silenced_s;
+    double honest_moved_s;
     devnet_child *trainer_agent, *auditor, *arbiter;
 };
 

@@ -207,7 +207,7 @@ static void test_sigint(void)
         _exit(127);
     }
     /* wait until the auditor runs: anvil, the arbiter, the trainer's agent and the auditor are then up */
-    for (int i = 0; i < 600 && access(auditor_log, F_OK) != 0; i++)
+    for (int i = 0; i < 6000 && access(auditor_log, F_OK) != 0; i++)
         usleep(100000);
     pid_t kids[16];
     int nk = children_of(pid, kids, 16);
