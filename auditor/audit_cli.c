@@ -7,6 +7,7 @@
 #include "auditor/agent.h"
 #include "auditor/cli.h"
 #include "auditor/replay.h"
+#include "chain/policy.h"
 #include "common/fileio.h"
 #include "trainer/cliargs.h"
 #include "trainer/rundata.h"
@@ -40,6 +41,7 @@ static void usage(FILE *f)
             "  --agent              then play the game to the end as the auditor's agent\n"
             "  --state-dir DIR      the agent's per-game state (default OUT/agent)\n"
             "  --poll-interval S    the agent's polling interval in seconds (default 2)\n"
+            "\n" CHAIN_POLICY_HELP
             "\n"
             "Fault injection (for devnet tests, never for real audits):\n"
             "  --lie-at STEP        a lying auditor: its history carries wrong stateHashes from STEP on\n"
@@ -58,6 +60,7 @@ struct audit_args {
     long poll_ms;
     ovt_hash run_id;
     chain_session_args chain;
+    chain_policy_args policy;
 };
 
 static const char *finding_name(aud_finding f)
@@ -102,6 +105,21 @@ static void print_report(const struct audit_args *a, const aud_report *r, json_t
         printf("fraud at step %llu: %s\n", (unsigned long long)r->step, r->detail);
 }
 
+/* Reads the run's terms and checks them against this auditor's policy and
+ * key, before anything is fetched or sent. */
+static int check_terms(chain_session *s, const struct audit_args *a, chain_arb_params *p)
+{
+    chain_policy pol;
+    int rv = chain_policy_resolve(&pol, &a->policy);
+    if (!rv)
+        rv = chain_arb_get_run(&s->arb, &a->run_id, NULL, p);
+    if (!rv && !chain_address_eq(&p->auditor, &s->txm.from))
+        rv = ovt_fail(OVT_EINVAL, "this key is not the run's auditor");
+    if (!rv)
+        rv = chain_policy_check(&pol, p, s->arb.chain_id, &s->arb.address, 0);
+    return rv;
+}
+
 /* Commits the auditor's own root for the run, after checking the run's
  * parameters against what was replayed. *trainer_root_matches: whether the
  * trainer's committed root is the root of the step table it published (-1:
@@ -111,7 +129,7 @@ static int commit_root(chain_session *s, const struct audit_args *a, const aud_r
 {
     *trainer_root_matches = -1;
     chain_arb_params p;
-    int rv = chain_arb_get_run(&s->arb, &a->run_id, NULL, &p);
+    int rv = check_terms(s, a, &p);
     if (rv)
         return rv;
     if (memcmp(p.config_hash.b, r->own.config_hash.b, 32) != 0 || p.steps != r->steps)
@@ -145,6 +163,18 @@ static int audit(const struct audit_args *a, int *finding)
     const char *run_dir = a->source, *data = a->data;
     int rv;
     int from_store = strstr(a->source, "://") != NULL;
+    if (chain_session_args_any(&a->chain)) {
+        /* Refuse a run outside the policy before fetching anything from
+         * its store (and long before any bond moves). */
+        chain_session s;
+        chain_arb_params p;
+        if ((rv = chain_session_open(&s, &a->chain, 1)))
+            return rv;
+        rv = check_terms(&s, a, &p);
+        chain_session_close(&s);
+        if (rv)
+            return rv;
+    }
     if (from_store) {
         trn_store *store;
         if ((rv = ovt_path_join(fetched, sizeof fetched, a->out, "trainer")) ||
@@ -226,6 +256,7 @@ int aud_cmd_audit(int argc, char **argv)
     static const struct option longopts[] = {
         CHAIN_SESSION_LONGOPTS,
         CHAIN_SESSION_CONFIRMATIONS_LONGOPT,
+        CHAIN_POLICY_LONGOPTS,
         {"backend", required_argument, NULL, O_BACKEND},     {"threads", required_argument, NULL, O_THREADS},
         {"data", required_argument, NULL, O_DATA},           {"steps-from", required_argument, NULL, O_FROM},
         {"steps-to", required_argument, NULL, O_TO},         {"out", required_argument, NULL, O_OUT},
@@ -236,6 +267,7 @@ int aud_cmd_audit(int argc, char **argv)
     struct audit_args a;
     memset(&a, 0, sizeof a);
     chain_session_args_init(&a.chain);
+    chain_policy_args_init(&a.policy);
     a.backend = KRN_BACKEND_REF;
     a.backend_name = "ref";
     a.poll_ms = 2000;
@@ -246,7 +278,7 @@ int aud_cmd_audit(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         const char *flag = trn_arg_name(longopts, c);
-        if (chain_session_take(&a.chain, c, optarg))
+        if (chain_session_take(&a.chain, c, optarg) || chain_policy_take(&a.policy, c, optarg))
             continue;
         switch (c) {
         case 'h': usage(stdout); return 0;
