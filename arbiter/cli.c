@@ -14,7 +14,8 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: ovt arbiter watch --rpc-url URL --contract ADDR\n"
-            "                         (--keystore FILE [--password-file F] | --private-key KEY)\n"
+            "                         (--keystore FILE [--password-file F] | --private-key-file F |\n"
+            "                          --private-key-env VAR | --private-key KEY)\n"
             "                         --store URL --state-dir DIR [OPTIONS]\n"
             "\n"
             "Follows the arbitration contract for runs that name this account as arbiter. When\n"
@@ -30,7 +31,10 @@ static void usage(FILE *out)
             "  --contract ADDR       the arbitration contract\n"
             "  --keystore FILE       the arbiter's Web3 v3 keystore; password from\n"
             "                        --password-file, else $OVT_PASSWORD, else a prompt\n"
-            "  --private-key KEY     a raw hex key (throwaway devnet accounts only)\n"
+            "  --private-key-file F  a file holding a raw hex key (mode 0600)\n"
+            "  --private-key-env V   the environment variable V holds a raw hex key\n"
+            "  --private-key KEY     a raw hex key (throwaway devnet accounts only; overwritten in\n"
+            "                        argv at once, but ps may see it before)\n"
             "  --store URL           the artifact store: file://DIR, http://..., https://...\n"
             "  --state-dir DIR       where the cursor and the games are kept (created)\n"
             "  --confirmations N     act on blocks this deep, the head counting as 1 (default 2)\n"
@@ -146,8 +150,9 @@ static int watch_main(int argc, char **argv)
         fprintf(stderr, "ovt arbiter watch: %s is required; see `ovt arbiter watch --help`\n", missing);
         return 2;
     }
-    if (!!sa.keystore == !!sa.private_key) {
-        fprintf(stderr, "ovt arbiter watch: give exactly one of --keystore and --private-key\n");
+    if (chain_session_key_sources(&sa) != 1) {
+        fprintf(stderr, "ovt arbiter watch: give exactly one of --keystore, --private-key-file, --private-key-env "
+                        "and --private-key\n");
         return 2;
     }
     chain_address addr;

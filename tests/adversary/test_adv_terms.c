@@ -14,8 +14,10 @@
  *   refused, the trainer's balance unchanged. An honest run opened by
  *   someone else is joined, and the receipt carries the run's real nonce
  *   (from RunOpened) so `ovt verify` derives its runId. */
+#include <dirent.h>
 #include <jansson.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "adv_fixture.h"
 #include "chain/arbitration.h"
@@ -290,8 +292,94 @@ static void test_join_receipt_verifies(void)
     snprintf(path, sizeof path, "%s/receipt.json", honest_dir);
     out = NULL;
     rv = adv_ovt(&out, NULL, "verify", path, NULL);
-    CHECK_MSG(rv == 0 && has(out, "ok   run_id "), "exit %d: %s", rv, out);
+    CHECK_MSG(rv == 0 && has(out, "ok   run_id ") && has(out, "receipt consistent") && has(out, "NOT checked"),
+              "exit %d: %s", rv, out);
     free(out);
+}
+
+/* Raw keys from a file (0600 only) and from an environment variable; a key
+ * given on the command line is overwritten in the daemon's argv, and no key
+ * text reaches an error message. */
+static void test_key_sources(void)
+{
+    char kf[600], state[600], sd[600], *err = NULL;
+    snprintf(kf, sizeof kf, "%s/arbiter.key", af_dir);
+    snprintf(state, sizeof state, "%s/arb-state", af_dir);
+    const char *key = adv_keys[ADV_ARBITER];
+    CHECK(ovt_write_atomic(kf, key, strlen(key), 0644) == 0);
+    int rv = adv_ovt(NULL, &err, "arbiter", "watch", "--rpc-url", node.url, "--contract", contract, "--store",
+                     store_url, "--state-dir", state, "--private-key-file", kf, "--once", NULL);
+    CHECK_MSG(rv == 1 && has(err, "chmod 600") && !has(err, key + 2), "%d %s", rv, err);
+    free(err);
+    CHECK(chmod(kf, 0600) == 0);
+    err = NULL;
+    rv = adv_ovt(NULL, &err, "arbiter", "watch", "--rpc-url", node.url, "--contract", contract, "--store", store_url,
+                 "--state-dir", state, "--private-key-file", kf, "--once", NULL);
+    CHECK_MSG(rv == 0, "%d %s", rv, err);
+    free(err);
+    setenv("ADV_ARBITER_KEY", key, 1);
+    err = NULL;
+    rv = adv_ovt(NULL, &err, "arbiter", "watch", "--rpc-url", node.url, "--contract", contract, "--store", store_url,
+                 "--state-dir", state, "--private-key-env", "ADV_ARBITER_KEY", "--once", NULL);
+    CHECK_MSG(rv == 0, "%d %s", rv, err);
+    free(err);
+    unsetenv("ADV_ARBITER_KEY");
+    err = NULL;
+    rv = adv_ovt(NULL, &err, "arbiter", "watch", "--rpc-url", node.url, "--contract", contract, "--store", store_url,
+                 "--state-dir", state, "--private-key-env", "ADV_ARBITER_KEY", "--once", NULL);
+    CHECK_MSG(rv == 1 && has(err, "ADV_ARBITER_KEY is not set"), "%d %s", rv, err);
+    free(err);
+    /* Two sources at once: refused, naming the flags only. */
+    err = NULL;
+    rv = adv_ovt(NULL, &err, "arbiter", "watch", "--rpc-url", node.url, "--contract", contract, "--store", store_url,
+                 "--state-dir", state, "--private-key-file", kf, "--private-key", key, "--once", NULL);
+    CHECK_MSG(rv == 2 && !has(err, key + 2), "%d %s", rv, err);
+    free(err);
+    /* A malformed key in the file is not echoed. */
+    CHECK(ovt_write_atomic(kf, "0xzz5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e", 66, 0600) == 0);
+    err = NULL;
+    rv = adv_ovt(NULL, &err, "arbiter", "watch", "--rpc-url", node.url, "--contract", contract, "--store", store_url,
+                 "--state-dir", state, "--private-key-file", kf, "--once", NULL);
+    CHECK_MSG(rv == 1 && !has(err, "5e5e5e5e"), "%d %s", rv, err);
+    free(err);
+    /* The daemon with --private-key: once it has opened its session (its
+     * state folder holds a cursor), its cmdline no longer holds the key. */
+    snprintf(sd, sizeof sd, "%s/arb-state-argv", af_dir);
+    char *argv[] = {af_ovt, "arbiter", "watch", "--rpc-url", node.url, "--contract", contract, "--store", store_url,
+                    "--state-dir", sd, "--poll-interval", "0.1", "--private-key", (char *)key, NULL};
+    pid_t pid = adv_spawn(argv, NULL, NULL);
+    char cmdline_path[64], *cmdline = NULL;
+    snprintf(cmdline_path, sizeof cmdline_path, "/proc/%d/cmdline", (int)pid);
+    int up = 0;
+    for (double end = adv_now() + 60; !up && adv_now() < end; adv_sleep_ms(50)) {
+        DIR *d = opendir(sd);
+        struct dirent *e;
+        while (d && (e = readdir(d)) != NULL)
+            up |= e->d_name[0] != '.';
+        if (d)
+            closedir(d);
+    }
+    CHECK(up);
+    /* /proc files report size 0: read until EOF. */
+    static char text[1 << 16];
+    size_t len = 0;
+    int fd = open(cmdline_path, O_RDONLY);
+    for (ssize_t r; fd >= 0 && len < sizeof text - 1 && (r = read(fd, text + len, sizeof text - 1 - len)) > 0;)
+        len += (size_t)r;
+    if (fd >= 0)
+        close(fd);
+    CHECK(len > 0);
+    for (size_t i = 0; i < len; i++)
+        if (!text[i])
+            text[i] = ' ';
+    text[len] = 0;
+    cmdline = strdup(text);
+    CHECK_MSG(!has(cmdline, key + 2) && has(cmdline, "--private-key xxxxxxxx"), "%s", cmdline);
+    free(cmdline);
+    double t0 = adv_now();
+    kill(pid, SIGTERM);
+    CHECK(adv_wait(pid, 10) >= 0);
+    printf("arbiter daemon ended %.2f s after SIGTERM\n", adv_now() - t0);
 }
 
 int main(void)
@@ -329,6 +417,7 @@ int main(void)
     test_other_hostile_terms();
     test_theft_refused_on_join();
     test_join_receipt_verifies();
+    test_key_sources();
 
     chain_rpc_close(rpc);
     tsup_anvil_stop(&node);
