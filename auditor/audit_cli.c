@@ -9,6 +9,7 @@
 #include "auditor/replay.h"
 #include "chain/policy.h"
 #include "common/fileio.h"
+#include "common/signals.h"
 #include "trainer/cliargs.h"
 #include "trainer/rundata.h"
 
@@ -34,6 +35,10 @@ static void usage(FILE *f)
             "  --steps-to N         last step to compare (default: the last)\n"
             "  --out DIR            write the auditor's history (DIR/steps.bin) and DIR/audit.json\n"
             "  --run-id HEX         the run on chain (store source, and to commit)\n"
+            "  --max-dataset BYTES  the largest dataset, or any other object, fetched from the store\n"
+            "                       (default 1073741824, 1 GiB; the config is capped at 4 KiB and\n"
+            "                       steps.bin at its size for the manifest's N)\n"
+            "  --fetch-timeout S    the whole fetch from the store ends after S seconds (default 3600)\n"
             "  --json               print the report as JSON\n"
             "\n"
             "On chain (the auditor commits its own root for --run-id; needs a full audit and --out):\n"
@@ -49,7 +54,7 @@ static void usage(FILE *f)
 }
 
 enum { O_BACKEND = 256, O_THREADS, O_DATA, O_FROM, O_TO, O_OUT, O_RUN_ID, O_JSON, O_AGENT, O_STATE_DIR, O_POLL,
-       O_LIE_AT };
+       O_LIE_AT, O_MAX_DATASET, O_FETCH_TIMEOUT };
 
 struct audit_args {
     const char *source, *data, *out, *state_dir;
@@ -58,6 +63,8 @@ struct audit_args {
     int threads, json, agent, have_run_id;
     uint64_t from, to, lie_at;
     long poll_ms;
+    uint64_t max_dataset;
+    double fetch_timeout;
     ovt_hash run_id;
     chain_session_args chain;
     chain_policy_args policy;
@@ -157,6 +164,40 @@ static int commit_root(chain_session *s, const struct audit_args *a, const aud_r
     return rv;
 }
 
+static volatile sig_atomic_t fetch_stop;
+
+static void on_fetch_signal(int sig)
+{
+    (void)sig;
+    fetch_stop = 1;
+}
+
+/* Fetches the run from the store within bounds: each object capped at what
+ * it can be, the whole fetch by --fetch-timeout, and SIGINT/SIGTERM end it. */
+static int fetch_bounded(const struct audit_args *a, const char *dir)
+{
+    trn_store *store;
+    trn_store_manifest m;
+    int rv = trn_store_open(&store, a->source);
+    if (rv)
+        return rv;
+    ovt_on_stop_signals(on_fetch_signal);
+    trn_store_set_stop(store, &fetch_stop);
+    trn_store_set_deadline(store, a->fetch_timeout);
+    trn_store_set_max_blob(store, (size_t)a->max_dataset);
+    if (!(rv = trn_store_get_manifest(store, &a->run_id, &m))) {
+        /* steps.bin: a 56-byte header and 96 bytes a step, steps 0..N. */
+        trn_store_expect(store, &m.config_hash, TRN_STORE_MAX_CONFIG);
+        if (m.steps < ((uint64_t)1 << 40))
+            trn_store_expect(store, &m.steps_hash, 56 + 96 * ((size_t)m.steps + 1));
+        rv = aud_fetch_run(store, &a->run_id, dir, NULL);
+    }
+    trn_store_close(store);
+    if (fetch_stop && !rv)
+        rv = ovt_fail(OVT_EIO, "stopped (SIGINT/SIGTERM)");
+    return rv;
+}
+
 static int audit(const struct audit_args *a, int *finding)
 {
     char path[4096], fetched[4096];
@@ -176,13 +217,7 @@ static int audit(const struct audit_args *a, int *finding)
             return rv;
     }
     if (from_store) {
-        trn_store *store;
-        if ((rv = ovt_path_join(fetched, sizeof fetched, a->out, "trainer")) ||
-            (rv = trn_store_open(&store, a->source)))
-            return rv;
-        rv = aud_fetch_run(store, &a->run_id, fetched, NULL);
-        trn_store_close(store);
-        if (rv)
+        if ((rv = ovt_path_join(fetched, sizeof fetched, a->out, "trainer")) || (rv = fetch_bounded(a, fetched)))
             return rv;
         run_dir = fetched;
         if ((rv = ovt_path_join(path, sizeof path, fetched, "dataset.bin")))
@@ -263,6 +298,8 @@ int aud_cmd_audit(int argc, char **argv)
         {"run-id", required_argument, NULL, O_RUN_ID},       {"json", no_argument, NULL, O_JSON},
         {"agent", no_argument, NULL, O_AGENT},               {"state-dir", required_argument, NULL, O_STATE_DIR},
         {"poll-interval", required_argument, NULL, O_POLL},  {"lie-at", required_argument, NULL, O_LIE_AT},
+        {"max-dataset", required_argument, NULL, O_MAX_DATASET},
+        {"fetch-timeout", required_argument, NULL, O_FETCH_TIMEOUT},
         {"help", no_argument, NULL, 'h'},                    {NULL, 0, NULL, 0}};
     struct audit_args a;
     memset(&a, 0, sizeof a);
@@ -271,6 +308,8 @@ int aud_cmd_audit(int argc, char **argv)
     a.backend = KRN_BACKEND_REF;
     a.backend_name = "ref";
     a.poll_ms = 2000;
+    a.max_dataset = TRN_STORE_MAX_BLOB_DEFAULT;
+    a.fetch_timeout = 3600;
     uint64_t v;
     double x;
     int c;
@@ -302,6 +341,12 @@ int aud_cmd_audit(int argc, char **argv)
             break;
         case O_LIE_AT:
             if (trn_arg_u64("audit", flag, optarg, 0, UINT64_MAX, &a.lie_at)) return 2;
+            break;
+        case O_MAX_DATASET:
+            if (trn_arg_u64("audit", flag, optarg, 1, (uint64_t)1 << 40, &a.max_dataset)) return 2;
+            break;
+        case O_FETCH_TIMEOUT:
+            if (trn_arg_real("audit", flag, optarg, 0.1, 1e7, &a.fetch_timeout)) return 2;
             break;
         case O_OUT: a.out = optarg; break;
         case O_STATE_DIR: a.state_dir = optarg; break;
