@@ -1,6 +1,7 @@
 /* `ovt audit` (see cli.h and docs/agent.md). */
 #include <getopt.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -193,6 +194,9 @@ static int fetch_bounded(const struct audit_args *a, const char *dir)
         rv = aud_fetch_run(store, &a->run_id, dir, NULL);
     }
     trn_store_close(store);
+    /* Only the fetch is ended by the flag; the replay and the commit stop
+     * as before (the default action), and --agent installs its own. */
+    ovt_on_stop_signals(SIG_DFL);
     if (fetch_stop && !rv)
         rv = ovt_fail(OVT_EIO, "stopped (SIGINT/SIGTERM)");
     return rv;

@@ -3,7 +3,8 @@
  *   state at step 4, naming its own second address as arbiter, an 18 ETH
  *   auditor bond and a 30 s move timeout. `ovt audit --agent` refuses it
  *   before fetching or sending anything, naming the arbiter, the bond and
- *   the timeout; the auditor's balance and nonce are unchanged. Without
+ *   the timeout; the auditor's balance and nonce are unchanged; `ovt agent`
+ *   refuses the same run before any move. Without
  *   --accept-arbiter it refuses and says how to name one.
  *   Within its policy (a --policy file, a flag overriding it) the auditor
  *   that finds that run divergent still commits its root and its bond.
@@ -121,6 +122,14 @@ static void test_theft_refused_by_auditor(void)
     CHECK_EQ_U64(nonce_of(ADV_AUDITOR), n0);
     CHECK((game_flags(rid) & CHAIN_ARB_FLAG_AUDITOR) == 0);
 
+    /* `ovt agent` for the same run checks the same terms before any move. */
+    err = NULL;
+    rv = adv_ovt(NULL, &err, "agent", "--role", "auditor", "--run-id", rid, "--rpc-url", node.url, "--contract",
+                 contract, "--private-key", adv_keys[ADV_AUDITOR], "--run", out_dir, "--accept-arbiter",
+                 addr[ADV_ARBITER], NULL);
+    CHECK_MSG(rv == 1 && has(err, addr[ADV_ACCOMPLICE]) && has(err, "nothing was sent"), "%d %s", rv, err);
+    free(err);
+    CHECK_EQ_U64(nonce_of(ADV_AUDITOR), n0);
     /* No arbiter named at all: refused, saying how to name one. */
     err = NULL;
     rv = audit(rid, out_dir, &err, NULL, NULL, NULL, NULL, NULL, NULL);
