@@ -14,7 +14,8 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: ovt arbiter watch --rpc-url URL --contract ADDR\n"
-            "                         (--keystore FILE [--password-file F] | --private-key KEY)\n"
+            "                         (--keystore FILE [--password-file F] | --private-key-file F |\n"
+            "                          --private-key-env VAR | --private-key KEY)\n"
             "                         --store URL --state-dir DIR [OPTIONS]\n"
             "\n"
             "Follows the arbitration contract for runs that name this account as arbiter. When\n"
@@ -30,7 +31,10 @@ static void usage(FILE *out)
             "  --contract ADDR       the arbitration contract\n"
             "  --keystore FILE       the arbiter's Web3 v3 keystore; password from\n"
             "                        --password-file, else $OVT_PASSWORD, else a prompt\n"
-            "  --private-key KEY     a raw hex key (throwaway devnet accounts only)\n"
+            "  --private-key-file F  a file holding a raw hex key (mode 0600)\n"
+            "  --private-key-env V   the environment variable V holds a raw hex key\n"
+            "  --private-key KEY     a raw hex key (throwaway devnet accounts only; overwritten in\n"
+            "                        argv at once, but ps may see it before)\n"
             "  --store URL           the artifact store: file://DIR, http://..., https://...\n"
             "  --state-dir DIR       where the cursor and the games are kept (created)\n"
             "  --confirmations N     act on blocks this deep, the head counting as 1 (default 2)\n"
@@ -40,6 +44,9 @@ static void usage(FILE *out)
             "  --input-wait S        seconds to wait for missing inputs before ruling them\n"
             "                        unavailable (default 600; always ruled before the deadline)\n"
             "  --deadline-margin S   seconds before the verdict deadline that end any wait (default 120)\n"
+            "  --max-dataset BYTES   the largest dataset (and any blob without a tighter cap) it\n"
+            "                        fetches (default 1073741824, 1 GiB); a checkpoint is capped at\n"
+            "                        its model's size, a log at the format's 515 MiB, a config at 4 KiB\n"
             "  --threads N           CPU threads for re-execution (default: all)\n"
             "  --once                process up to the current head and exit\n"
             "  --json                one JSON object per log line\n"
@@ -68,7 +75,7 @@ static int parse_num(const char *flag, const char *s, double lo, double hi, doub
 }
 
 enum { O_STORE = 256, O_STATE, O_CONF, O_POLL, O_FROM, O_RANGE,
-       O_WAIT, O_MARGIN, O_THREADS, O_ONCE, O_JSON };
+       O_WAIT, O_MARGIN, O_THREADS, O_ONCE, O_JSON, O_MAX_DATASET };
 
 static int watch_main(int argc, char **argv)
 {
@@ -78,6 +85,7 @@ static int watch_main(int argc, char **argv)
         {"poll-interval", required_argument, NULL, O_POLL}, {"from-block", required_argument, NULL, O_FROM},
         {"log-range", required_argument, NULL, O_RANGE},   {"input-wait", required_argument, NULL, O_WAIT},
         {"deadline-margin", required_argument, NULL, O_MARGIN}, {"threads", required_argument, NULL, O_THREADS},
+        {"max-dataset", required_argument, NULL, O_MAX_DATASET},
         {"once", no_argument, NULL, O_ONCE},               {"json", no_argument, NULL, O_JSON},
         {"help", no_argument, NULL, 'h'},                  {NULL, 0, NULL, 0},
     };
@@ -86,7 +94,7 @@ static int watch_main(int argc, char **argv)
     chain_session_args sa;
     chain_session_args_init(&sa);
     const char *store_url = NULL;
-    double x;
+    double x, max_dataset = (double)TRN_STORE_MAX_BLOB_DEFAULT;
     int c;
     optind = 1;
     opterr = 0;
@@ -124,6 +132,9 @@ static int watch_main(int argc, char **argv)
             if (parse_num("--threads", optarg, 0, 256, &x)) return 2;
             o.threads = (int)x;
             break;
+        case O_MAX_DATASET:
+            if (parse_num("--max-dataset", optarg, 1, 1e15, &max_dataset)) return 2;
+            break;
         case O_ONCE: o.once = true; break;
         case O_JSON: o.json = true; break;
         case 'h': usage(stdout); return 0;
@@ -146,8 +157,9 @@ static int watch_main(int argc, char **argv)
         fprintf(stderr, "ovt arbiter watch: %s is required; see `ovt arbiter watch --help`\n", missing);
         return 2;
     }
-    if (!!sa.keystore == !!sa.private_key) {
-        fprintf(stderr, "ovt arbiter watch: give exactly one of --keystore and --private-key\n");
+    if (chain_session_key_sources(&sa) != 1) {
+        fprintf(stderr, "ovt arbiter watch: give exactly one of --keystore, --private-key-file, --private-key-env "
+                        "and --private-key\n");
         return 2;
     }
     chain_address addr;
@@ -165,6 +177,10 @@ static int watch_main(int argc, char **argv)
         ses.txm.opts.confirmations = o.confirmations;
         ses.txm.opts.poll_ms = o.poll_ms < 250 ? o.poll_ms : 250;
         rc = trn_store_open(&store, store_url);
+    }
+    if (rc == 0) {
+        trn_store_set_max_blob(store, (size_t)max_dataset);
+        trn_store_set_stop(store, &stop_requested);
     }
     if (rc == 0)
         rc = arb_watch(&o, &ses.arb, &ses.txm, store, &stop_requested);

@@ -302,6 +302,14 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
     if (!prev)
         say(w, "evaluate", &g->run_id, json_pack("{s:I}", "step", (json_int_t)game->index),
             "fetching the inputs of step %" PRIu64 " and re-executing it", game->index);
+    /* Every fetch ends by the last moment a verdict can still be sent (the
+     * deadline less the margin): an input that cannot be had by then is
+     * missing, and the next pass rules InputsUnavailable in time. */
+    uint64_t now = now_s(w), last = game->deadline > w->o->deadline_margin ? game->deadline - w->o->deadline_margin : 0;
+    trn_store_set_deadline(w->store, last > now ? (double)(last - now) : 0.001);
+    trn_store_expect_config(w->store, &run->config_hash);
+    trn_store_expect(w->store, &run->config_hash, TRN_STORE_MAX_CONFIG);
+    trn_store_expect(w->store, &game->trainer_log, TRN_STORE_MAX_LOG);
     arb_eval e;
     int rv = arb_evaluate(&e, w->store, &g->run_id, run, game, w->o->threads, note, sizeof note);
     if (rv)

@@ -6,6 +6,7 @@
 
 #include "auditor/agent.h"
 #include "auditor/cli.h"
+#include "chain/policy.h"
 #include "common/fileio.h"
 #include "trainer/cliargs.h"
 
@@ -31,6 +32,7 @@ static void usage(FILE *f)
             "  --state-dir D        per-game state, one folder per run (default DIR/agent)\n"
             "  --poll-interval S    seconds between turns (default 2)\n"
             "  --json               log lines as JSON objects\n"
+            "\n" CHAIN_POLICY_HELP
             "\n"
             "Fault injection (for devnet tests):\n"
             "  --withhold           trainer: never publish the disputed step's inputs\n"
@@ -63,6 +65,7 @@ int aud_cmd_agent(int argc, char **argv)
     static const struct option longopts[] = {
         CHAIN_SESSION_LONGOPTS,
         CHAIN_SESSION_CONFIRMATIONS_LONGOPT,
+        CHAIN_POLICY_LONGOPTS,
         {"role", required_argument, NULL, O_ROLE},          {"run-id", required_argument, NULL, O_RUN_ID},
         {"run", required_argument, NULL, O_RUN},            {"store", required_argument, NULL, O_STORE},
         {"data", required_argument, NULL, O_DATA},          {"state-dir", required_argument, NULL, O_STATE_DIR},
@@ -71,6 +74,9 @@ int aud_cmd_agent(int argc, char **argv)
         {NULL, 0, NULL, 0}};
     chain_session_args chain;
     chain_session_args_init(&chain);
+    chain_policy_args policy_args;
+    chain_policy_args_init(&policy_args);
+    chain_policy policy;
     aud_agent_opts o;
     memset(&o, 0, sizeof o);
     o.poll_ms = 2000;
@@ -81,7 +87,7 @@ int aud_cmd_agent(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         const char *flag = trn_arg_name(longopts, c);
-        if (chain_session_take(&chain, c, optarg))
+        if (chain_session_take(&chain, c, optarg) || chain_policy_take(&policy_args, c, optarg))
             continue;
         switch (c) {
         case 'h': usage(stdout); return 0;
@@ -139,11 +145,18 @@ int aud_cmd_agent(int argc, char **argv)
     trn_store *store = NULL;
     chain_session s;
     chain_arb_outcome outcome;
-    int rv = store_url ? trn_store_open(&store, store_url) : 0;
+    chain_arb_params terms;
+    int rv = chain_policy_resolve(&policy, &policy_args);
+    if (!rv && store_url)
+        rv = trn_store_open(&store, store_url);
     o.store = store;
     if (!rv && !(rv = chain_session_open(&s, &chain, 1))) {
         aud_agent_install_signals();
-        rv = aud_agent_run(&s, &o, &outcome);
+        /* The run's terms against this party's policy before any move. */
+        if (!(rv = chain_arb_get_run(&s.arb, &o.run_id, NULL, &terms)))
+            rv = chain_policy_check(&policy, &terms, s.arb.chain_id, &s.arb.address, o.is_trainer);
+        if (!rv)
+            rv = aud_agent_run(&s, &o, &outcome);
         chain_session_close(&s);
     }
     trn_store_close(store);

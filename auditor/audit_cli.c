@@ -1,13 +1,16 @@
 /* `ovt audit` (see cli.h and docs/agent.md). */
 #include <getopt.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "auditor/agent.h"
 #include "auditor/cli.h"
 #include "auditor/replay.h"
+#include "chain/policy.h"
 #include "common/fileio.h"
+#include "common/signals.h"
 #include "trainer/cliargs.h"
 #include "trainer/rundata.h"
 
@@ -33,6 +36,10 @@ static void usage(FILE *f)
             "  --steps-to N         last step to compare (default: the last)\n"
             "  --out DIR            write the auditor's history (DIR/steps.bin) and DIR/audit.json\n"
             "  --run-id HEX         the run on chain (store source, and to commit)\n"
+            "  --max-dataset BYTES  the largest dataset, or any other object, fetched from the store\n"
+            "                       (default 1073741824, 1 GiB; the config is capped at 4 KiB and\n"
+            "                       steps.bin at its size for the manifest's N)\n"
+            "  --fetch-timeout S    the whole fetch from the store ends after S seconds (default 3600)\n"
             "  --json               print the report as JSON\n"
             "\n"
             "On chain (the auditor commits its own root for --run-id; needs a full audit and --out):\n"
@@ -40,6 +47,7 @@ static void usage(FILE *f)
             "  --agent              then play the game to the end as the auditor's agent\n"
             "  --state-dir DIR      the agent's per-game state (default OUT/agent)\n"
             "  --poll-interval S    the agent's polling interval in seconds (default 2)\n"
+            "\n" CHAIN_POLICY_HELP
             "\n"
             "Fault injection (for devnet tests, never for real audits):\n"
             "  --lie-at STEP        a lying auditor: its history carries wrong stateHashes from STEP on\n"
@@ -47,7 +55,7 @@ static void usage(FILE *f)
 }
 
 enum { O_BACKEND = 256, O_THREADS, O_DATA, O_FROM, O_TO, O_OUT, O_RUN_ID, O_JSON, O_AGENT, O_STATE_DIR, O_POLL,
-       O_LIE_AT };
+       O_LIE_AT, O_MAX_DATASET, O_FETCH_TIMEOUT };
 
 struct audit_args {
     const char *source, *data, *out, *state_dir;
@@ -56,8 +64,11 @@ struct audit_args {
     int threads, json, agent, have_run_id;
     uint64_t from, to, lie_at;
     long poll_ms;
+    uint64_t max_dataset;
+    double fetch_timeout;
     ovt_hash run_id;
     chain_session_args chain;
+    chain_policy_args policy;
 };
 
 static const char *finding_name(aud_finding f)
@@ -102,6 +113,21 @@ static void print_report(const struct audit_args *a, const aud_report *r, json_t
         printf("fraud at step %llu: %s\n", (unsigned long long)r->step, r->detail);
 }
 
+/* Reads the run's terms and checks them against this auditor's policy and
+ * key, before anything is fetched or sent. */
+static int check_terms(chain_session *s, const struct audit_args *a, chain_arb_params *p)
+{
+    chain_policy pol;
+    int rv = chain_policy_resolve(&pol, &a->policy);
+    if (!rv)
+        rv = chain_arb_get_run(&s->arb, &a->run_id, NULL, p);
+    if (!rv && !chain_address_eq(&p->auditor, &s->txm.from))
+        rv = ovt_fail(OVT_EINVAL, "this key is not the run's auditor");
+    if (!rv)
+        rv = chain_policy_check(&pol, p, s->arb.chain_id, &s->arb.address, 0);
+    return rv;
+}
+
 /* Commits the auditor's own root for the run, after checking the run's
  * parameters against what was replayed. *trainer_root_matches: whether the
  * trainer's committed root is the root of the step table it published (-1:
@@ -111,7 +137,7 @@ static int commit_root(chain_session *s, const struct audit_args *a, const aud_r
 {
     *trainer_root_matches = -1;
     chain_arb_params p;
-    int rv = chain_arb_get_run(&s->arb, &a->run_id, NULL, &p);
+    int rv = check_terms(s, a, &p);
     if (rv)
         return rv;
     if (memcmp(p.config_hash.b, r->own.config_hash.b, 32) != 0 || p.steps != r->steps)
@@ -139,20 +165,63 @@ static int commit_root(chain_session *s, const struct audit_args *a, const aud_r
     return rv;
 }
 
+static volatile sig_atomic_t fetch_stop;
+
+static void on_fetch_signal(int sig)
+{
+    (void)sig;
+    fetch_stop = 1;
+}
+
+/* Fetches the run from the store within bounds: each object capped at what
+ * it can be, the whole fetch by --fetch-timeout, and SIGINT/SIGTERM end it. */
+static int fetch_bounded(const struct audit_args *a, const char *dir)
+{
+    trn_store *store;
+    trn_store_manifest m;
+    int rv = trn_store_open(&store, a->source);
+    if (rv)
+        return rv;
+    ovt_on_stop_signals(on_fetch_signal);
+    trn_store_set_stop(store, &fetch_stop);
+    trn_store_set_deadline(store, a->fetch_timeout);
+    trn_store_set_max_blob(store, (size_t)a->max_dataset);
+    if (!(rv = trn_store_get_manifest(store, &a->run_id, &m))) {
+        /* steps.bin: a 56-byte header and 96 bytes a step, steps 0..N. */
+        trn_store_expect(store, &m.config_hash, TRN_STORE_MAX_CONFIG);
+        if (m.steps < ((uint64_t)1 << 40))
+            trn_store_expect(store, &m.steps_hash, 56 + 96 * ((size_t)m.steps + 1));
+        rv = aud_fetch_run(store, &a->run_id, dir, NULL);
+    }
+    trn_store_close(store);
+    /* Only the fetch is ended by the flag; the replay and the commit stop
+     * as before (the default action), and --agent installs its own. */
+    ovt_on_stop_signals(SIG_DFL);
+    if (fetch_stop && !rv)
+        rv = ovt_fail(OVT_EIO, "stopped (SIGINT/SIGTERM)");
+    return rv;
+}
+
 static int audit(const struct audit_args *a, int *finding)
 {
     char path[4096], fetched[4096];
     const char *run_dir = a->source, *data = a->data;
     int rv;
     int from_store = strstr(a->source, "://") != NULL;
-    if (from_store) {
-        trn_store *store;
-        if ((rv = ovt_path_join(fetched, sizeof fetched, a->out, "trainer")) ||
-            (rv = trn_store_open(&store, a->source)))
+    if (chain_session_args_any(&a->chain)) {
+        /* Refuse a run outside the policy before fetching anything from
+         * its store (and long before any bond moves). */
+        chain_session s;
+        chain_arb_params p;
+        if ((rv = chain_session_open(&s, &a->chain, 1)))
             return rv;
-        rv = aud_fetch_run(store, &a->run_id, fetched, NULL);
-        trn_store_close(store);
+        rv = check_terms(&s, a, &p);
+        chain_session_close(&s);
         if (rv)
+            return rv;
+    }
+    if (from_store) {
+        if ((rv = ovt_path_join(fetched, sizeof fetched, a->out, "trainer")) || (rv = fetch_bounded(a, fetched)))
             return rv;
         run_dir = fetched;
         if ((rv = ovt_path_join(path, sizeof path, fetched, "dataset.bin")))
@@ -226,19 +295,25 @@ int aud_cmd_audit(int argc, char **argv)
     static const struct option longopts[] = {
         CHAIN_SESSION_LONGOPTS,
         CHAIN_SESSION_CONFIRMATIONS_LONGOPT,
+        CHAIN_POLICY_LONGOPTS,
         {"backend", required_argument, NULL, O_BACKEND},     {"threads", required_argument, NULL, O_THREADS},
         {"data", required_argument, NULL, O_DATA},           {"steps-from", required_argument, NULL, O_FROM},
         {"steps-to", required_argument, NULL, O_TO},         {"out", required_argument, NULL, O_OUT},
         {"run-id", required_argument, NULL, O_RUN_ID},       {"json", no_argument, NULL, O_JSON},
         {"agent", no_argument, NULL, O_AGENT},               {"state-dir", required_argument, NULL, O_STATE_DIR},
         {"poll-interval", required_argument, NULL, O_POLL},  {"lie-at", required_argument, NULL, O_LIE_AT},
+        {"max-dataset", required_argument, NULL, O_MAX_DATASET},
+        {"fetch-timeout", required_argument, NULL, O_FETCH_TIMEOUT},
         {"help", no_argument, NULL, 'h'},                    {NULL, 0, NULL, 0}};
     struct audit_args a;
     memset(&a, 0, sizeof a);
     chain_session_args_init(&a.chain);
+    chain_policy_args_init(&a.policy);
     a.backend = KRN_BACKEND_REF;
     a.backend_name = "ref";
     a.poll_ms = 2000;
+    a.max_dataset = TRN_STORE_MAX_BLOB_DEFAULT;
+    a.fetch_timeout = 3600;
     uint64_t v;
     double x;
     int c;
@@ -246,7 +321,7 @@ int aud_cmd_audit(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         const char *flag = trn_arg_name(longopts, c);
-        if (chain_session_take(&a.chain, c, optarg))
+        if (chain_session_take(&a.chain, c, optarg) || chain_policy_take(&a.policy, c, optarg))
             continue;
         switch (c) {
         case 'h': usage(stdout); return 0;
@@ -270,6 +345,12 @@ int aud_cmd_audit(int argc, char **argv)
             break;
         case O_LIE_AT:
             if (trn_arg_u64("audit", flag, optarg, 0, UINT64_MAX, &a.lie_at)) return 2;
+            break;
+        case O_MAX_DATASET:
+            if (trn_arg_u64("audit", flag, optarg, 1, (uint64_t)1 << 40, &a.max_dataset)) return 2;
+            break;
+        case O_FETCH_TIMEOUT:
+            if (trn_arg_real("audit", flag, optarg, 0.1, 1e7, &a.fetch_timeout)) return 2;
             break;
         case O_OUT: a.out = optarg; break;
         case O_STATE_DIR: a.state_dir = optarg; break;

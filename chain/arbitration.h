@@ -341,6 +341,11 @@ int chain_arb_receipt_events(const chain_arb *arb, const chain_receipt *receipt,
 int chain_arb_get_events(const chain_arb *arb, const ovt_hash *run_id, uint64_t from_block, uint64_t to_block,
                          chain_arb_event **events, size_t *n) OVT_MUST_USE;
 
+/* Sets p->nonce (getRun has none) from the run's RunOpened event, found by
+ * scanning eth_getLogs windows back from the latest block (at most 2M
+ * blocks), and checked: p's terms with that nonce must derive run_id. */
+int chain_arb_find_nonce(const chain_arb *arb, const ovt_hash *run_id, chain_arb_params *p) OVT_MUST_USE;
+
 /* --- one party's side of the game */
 
 /* Gives the preimage of leaf `index` of the caller's own run history. */

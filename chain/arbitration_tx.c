@@ -368,3 +368,44 @@ int chain_arb_send_move(const chain_arb *arb, chain_txm *m, const ovt_hash *run_
     }
     return ovt_fail(OVT_EINVAL, "unknown move kind %d", (int)move->kind);
 }
+
+/* --- the nonce of an opened run */
+
+int chain_arb_find_nonce(const chain_arb *arb, const ovt_hash *run_id, chain_arb_params *p)
+{
+    enum { WINDOW = 5000, MAX_BLOCKS = 2000000 };
+    uint64_t latest;
+    int rc = chain_rpc_block_number(arb->rpc, &latest);
+    if (rc != 0)
+        return rc;
+    for (uint64_t hi = latest, scanned = 0; scanned < MAX_BLOCKS; scanned += WINDOW) {
+        uint64_t lo = hi >= WINDOW - 1 ? hi - (WINDOW - 1) : 0;
+        chain_arb_event *ev;
+        size_t n;
+        if ((rc = chain_arb_get_events(arb, run_id, lo, hi, &ev, &n)) != 0)
+            return rc;
+        int found = 0;
+        for (size_t i = 0; i < n && !found; i++) {
+            if (ev[i].kind != CHAIN_ARB_EV_RUN_OPENED)
+                continue;
+            chain_arb_params q = *p;
+            ovt_hash id;
+            q.nonce = ev[i].u.run_opened.nonce;
+            chain_arb_run_id(&id, arb->chain_id, &arb->address, &q);
+            if (memcmp(id.b, run_id->b, 32) == 0) {
+                p->nonce = q.nonce;
+                found = 1;
+            }
+        }
+        free(ev);
+        if (found)
+            return 0;
+        if (lo == 0)
+            break;
+        hi = lo - 1;
+    }
+    return ovt_fail(OVT_ENOTFOUND,
+                    "no RunOpened event of this run whose nonce derives its runId in the last %llu blocks; "
+                    "check --run-id and --contract",
+                    (unsigned long long)(latest < MAX_BLOCKS ? latest + 1 : MAX_BLOCKS));
+}

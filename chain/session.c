@@ -4,8 +4,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "chain/password.h"
+#include "common/fileio.h"
 
 void chain_session_args_init(chain_session_args *a)
 {
@@ -20,7 +22,20 @@ int chain_session_take(chain_session_args *a, int code, const char *arg)
     case CHAIN_OPT_CONTRACT: a->contract = arg; return 1;
     case CHAIN_OPT_KEYSTORE: a->keystore = arg; return 1;
     case CHAIN_OPT_PASSWORD_FILE: a->password_file = arg; return 1;
-    case CHAIN_OPT_PRIVATE_KEY: a->private_key = arg; return 1;
+    case CHAIN_OPT_PRIVATE_KEY: {
+        /* Keep a copy and overwrite the argv text, so that ps and
+         * /proc/PID/cmdline show x's for the rest of the process's life. */
+        char *copy = strdup(arg);
+        if (copy) {
+            memset((char *)arg, 'x', strlen(arg));
+            a->private_key = copy;
+        } else {
+            a->private_key = arg;
+        }
+        return 1;
+    }
+    case CHAIN_OPT_PRIVATE_KEY_FILE: a->private_key_file = arg; return 1;
+    case CHAIN_OPT_PRIVATE_KEY_ENV: a->private_key_env = arg; return 1;
     case CHAIN_OPT_CONFIRMATIONS: a->confirmations = arg; return 1;
     default: return 0;
     }
@@ -28,7 +43,50 @@ int chain_session_take(chain_session_args *a, int code, const char *arg)
 
 int chain_session_args_any(const chain_session_args *a)
 {
-    return a->contract || a->keystore || a->private_key;
+    return a->contract || chain_session_key_sources(a) > 0;
+}
+
+int chain_session_key_sources(const chain_session_args *a)
+{
+    return !!a->keystore + !!a->private_key + !!a->private_key_file + !!a->private_key_env;
+}
+
+/* A raw hex key from --private-key-file or --private-key-env. */
+static int load_raw_key(chain_privkey *key, const chain_session_args *a)
+{
+    char hex[200];
+    if (a->private_key_env) {
+        const char *v = getenv(a->private_key_env);
+        if (!v || !*v)
+            return ovt_fail(OVT_EINVAL, "--private-key-env: the environment variable %s is not set", a->private_key_env);
+        if (strlen(v) >= sizeof hex)
+            return ovt_fail(OVT_EINVAL, "--private-key-env: %s does not hold a hex key", a->private_key_env);
+        strcpy(hex, v);
+    } else {
+        struct stat st;
+        uint8_t *buf;
+        size_t len;
+        int rv = ovt_read_file(a->private_key_file, &buf, &len, sizeof hex - 1);
+        if (rv)
+            return ovt_fail_wrap(rv, "--private-key-file");
+        if (stat(a->private_key_file, &st) == 0 && (st.st_mode & 077)) {
+            ovt_wipe(buf, len);
+            free(buf);
+            return ovt_fail(OVT_EINVAL,
+                            "--private-key-file %s can be read by other users (mode %03o): chmod 600 it first",
+                            a->private_key_file, (unsigned)(st.st_mode & 0777));
+        }
+        while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r' || buf[len - 1] == ' '))
+            len--;
+        memcpy(hex, buf, len);
+        hex[len] = 0;
+        ovt_wipe(buf, len);
+        free(buf);
+    }
+    int rv = chain_key_from_hex(key, hex);
+    ovt_wipe(hex, sizeof hex);
+    return rv == 0 ? 0
+                   : ovt_fail_wrap(rv, "%s", a->private_key_env ? "--private-key-env" : "--private-key-file");
 }
 
 int chain_session_open(chain_session *s, const chain_session_args *a, int need_key)
@@ -59,7 +117,13 @@ int chain_session_open(chain_session *s, const chain_session_args *a, int need_k
         rv = chain_arb_attach(&s->arb, s->rpc, &addr);
     if (!rv && need_key) {
         chain_privkey key;
-        rv = chain_load_key(&key, a->keystore, a->password_file, a->private_key);
+        if (chain_session_key_sources(a) != 1)
+            rv = ovt_fail(OVT_EINVAL, "give exactly one of --keystore, --private-key-file, --private-key-env and "
+                                      "--private-key");
+        else if (a->private_key_file || a->private_key_env)
+            rv = load_raw_key(&key, a);
+        else
+            rv = chain_load_key(&key, a->keystore, a->password_file, a->private_key);
         if (!rv)
             rv = chain_txm_init(&s->txm, s->rpc, &key, &to);
         ovt_wipe(&key, sizeof key);

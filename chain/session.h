@@ -13,7 +13,9 @@ typedef struct {
     const char *contract;
     const char *keystore;
     const char *password_file;
-    const char *private_key;
+    const char *private_key;      /* a copy: the argv text is overwritten (ps shows x's) */
+    const char *private_key_file; /* a file holding the hex key (mode 0600 or stricter) */
+    const char *private_key_env;  /* the name of an environment variable holding it */
     const char *confirmations; /* blocks to wait for, including the receipt's (NULL: 1) */
 } chain_session_args;
 
@@ -27,13 +29,15 @@ typedef struct {
  * CHAIN_SESSION_LONGOPTS in a command's option table and pass every code to
  * chain_session_take, which returns 1 when it consumed it. */
 enum { CHAIN_OPT_RPC_URL = 1000, CHAIN_OPT_CONTRACT, CHAIN_OPT_KEYSTORE, CHAIN_OPT_PASSWORD_FILE, CHAIN_OPT_PRIVATE_KEY,
-       CHAIN_OPT_CONFIRMATIONS };
+       CHAIN_OPT_CONFIRMATIONS, CHAIN_OPT_PRIVATE_KEY_FILE, CHAIN_OPT_PRIVATE_KEY_ENV };
 #define CHAIN_SESSION_LONGOPTS                                                                                   \
     {"rpc-url", required_argument, NULL, CHAIN_OPT_RPC_URL},                                                     \
         {"contract", required_argument, NULL, CHAIN_OPT_CONTRACT},                                               \
         {"keystore", required_argument, NULL, CHAIN_OPT_KEYSTORE},                                               \
         {"password-file", required_argument, NULL, CHAIN_OPT_PASSWORD_FILE},                                     \
-        {"private-key", required_argument, NULL, CHAIN_OPT_PRIVATE_KEY}
+        {"private-key", required_argument, NULL, CHAIN_OPT_PRIVATE_KEY},                                         \
+        {"private-key-file", required_argument, NULL, CHAIN_OPT_PRIVATE_KEY_FILE},                               \
+        {"private-key-env", required_argument, NULL, CHAIN_OPT_PRIVATE_KEY_ENV}
 
 /* An optional entry for commands whose transactions should wait for
  * confirmations (chain_session_take stores it, chain_session_open checks it).
@@ -49,7 +53,10 @@ enum { CHAIN_OPT_RPC_URL = 1000, CHAIN_OPT_CONTRACT, CHAIN_OPT_KEYSTORE, CHAIN_O
     "  --contract ADDR      the arbitration contract\n"                                                          \
     "  --keystore FILE      the party's Web3 v3 keystore (password: --password-file,\n"                         \
     "                       else $OVT_PASSWORD, else a prompt)\n"                                                 \
-    "  --private-key KEY    a raw hex key, for throwaway devnet accounts only\n"
+    "  --private-key-file F a file holding a raw hex key (mode 0600)\n"                                          \
+    "  --private-key-env V  the environment variable V holds a raw hex key (e.g. ETH_PRIVATE_KEY)\n"          \
+    "  --private-key KEY    a raw hex key on the command line, for throwaway devnet accounts\n"                  \
+    "                       only (other users' ps may see it before ovt overwrites it)\n"
 
 int chain_session_take(chain_session_args *a, int code, const char *arg);
 
@@ -59,10 +66,14 @@ void chain_session_args_init(chain_session_args *a);
 /* Whether any chain flag was given. */
 int chain_session_args_any(const chain_session_args *a);
 
+/* How many key sources (keystore, raw key, key file, key variable) were
+ * given: exactly one is needed to send. */
+int chain_session_key_sources(const chain_session_args *a);
+
 /* Opens the node and attaches to the contract (a --confirmations outside
- * 1..1000 is OVT_EINVAL); with need_key, also unlocks
- * exactly one of --keystore and --private-key into the transaction manager
- * (the key is wiped from every other place). */
+ * 1..1000 is OVT_EINVAL); with need_key, also unlocks exactly one of
+ * --keystore, --private-key, --private-key-file and --private-key-env into
+ * the transaction manager (the key is wiped from every other place). */
 int chain_session_open(chain_session *s, const chain_session_args *a, int need_key) OVT_MUST_USE;
 void chain_session_close(chain_session *s);
 

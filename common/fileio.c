@@ -71,24 +71,47 @@ fail_errno:
     }
 }
 
-int ovt_read_file(const char *path, uint8_t **data, size_t *len, size_t max_len)
+int ovt_open_regular(const char *path, int *fd_out, struct stat *st)
 {
-    *data = NULL;
-    *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    *fd_out = -1;
+    /* Non-blocking open, then fstat: opening a FIFO (or a device) for
+     * reading would otherwise block until a writer appears, before the
+     * regular-file check could refuse it. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
         if (errno == ENOENT)
             return ovt_fail(OVT_ENOTFOUND, "%s does not exist", path);
         return ovt_fail_errno(OVT_EIO, "cannot open %s", path);
     }
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0) {
-        fclose(f);
-        return ovt_fail_errno(OVT_EIO, "cannot stat %s", path);
+    int rc = 0, flags;
+    if (fstat(fd, st) != 0)
+        rc = ovt_fail_errno(OVT_EIO, "cannot stat %s", path);
+    else if (!S_ISREG(st->st_mode))
+        rc = ovt_fail(OVT_EINVAL, "%s is not a regular file (a FIFO, device or directory is refused)", path);
+    else if ((flags = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
+        rc = ovt_fail_errno(OVT_EIO, "cannot read %s", path);
+    if (rc) {
+        close(fd);
+        return rc;
     }
-    if (!S_ISREG(st.st_mode)) {
-        fclose(f);
-        return ovt_fail(OVT_EINVAL, "%s is not a regular file", path);
+    *fd_out = fd;
+    return 0;
+}
+
+int ovt_read_file(const char *path, uint8_t **data, size_t *len, size_t max_len)
+{
+    *data = NULL;
+    *len = 0;
+    int fd;
+    struct stat st;
+    int rc = ovt_open_regular(path, &fd, &st);
+    if (rc)
+        return rc;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        rc = ovt_fail_errno(OVT_EIO, "cannot read %s", path);
+        close(fd);
+        return rc;
     }
     if ((uint64_t)st.st_size > (uint64_t)max_len) {
         fclose(f);

@@ -12,8 +12,17 @@
  * mode of the new file (0600 for secrets, 0644 otherwise). */
 int ovt_write_atomic(const char *path, const void *data, size_t len, unsigned mode) OVT_MUST_USE;
 
+struct stat;
+
+/* Opens path for reading only if it is a regular file: opened non-blocking
+ * and checked with fstat before any read, so a FIFO or device is refused at
+ * once instead of blocking (then made blocking again). *fd (O_CLOEXEC) is the
+ * caller's to close; st gets the fstat. */
+int ovt_open_regular(const char *path, int *fd, struct stat *st) OVT_MUST_USE;
+
 /* Reads a whole file into a malloc'd buffer (*data, *len; a NUL byte is
- * appended but not counted). Files larger than max_len are rejected. */
+ * appended but not counted). Files larger than max_len are rejected, as are files
+ * that are not regular (ovt_open_regular). */
 int ovt_read_file(const char *path, uint8_t **data, size_t *len, size_t max_len) OVT_MUST_USE;
 
 /* Creates a directory and its parents (like mkdir -p). */

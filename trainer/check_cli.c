@@ -597,7 +597,17 @@ int trn_cmd_verify(int argc, char **argv)
         free(text);
     } else {
         json_decref(ck.list);
-        printf("%s: %s\n", rpath, ck.all_ok ? "verified" : "NOT verified");
+        if (!ck.all_ok)
+            printf("%s: NOT verified\n", rpath);
+        else if (replay)
+            printf("%s: verified: the receipt is consistent and %llu of its %llu steps, re-executed, match; not "
+                   "checked: the other steps, and anything on chain (what root was committed, the game)\n",
+                   rpath, (unsigned long long)(replay < r.p.steps ? replay : r.p.steps), (unsigned long long)r.p.steps);
+        else
+            printf("%s: receipt consistent (checked: the signature, runId, root, config and dataset above); NOT "
+                   "checked: whether any training step is right (none was re-executed: a lying trainer's receipt "
+                   "passes this; add --replay K or run `ovt audit`), and anything on chain\n",
+                   rpath);
     }
     return ck.all_ok ? 0 : 1;
 }

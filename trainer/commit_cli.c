@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "chain/policy.h"
 #include "chain/session.h"
 #include "common/fileio.h"
 #include "trainer/cliargs.h"
@@ -37,11 +38,14 @@ static void usage(FILE *f)
             "  --move-timeout S     per bisection round (default 600)\n"
             "  --verdict-timeout S  the arbiter's deadline (default 3600)\n"
             "  --nonce N            the open's nonce (default: random)\n"
-            "  --run-id HEX         join a run already opened (its parameters must match)\n"
+            "  --run-id HEX         join a run already opened (its parameters must match, and its\n"
+            "                       terms must be inside the policy below)\n"
             "  --store URL          file://DIR to publish the run to (required to be audited)\n"
             "  --data FILE          the dataset (its SHA-256 must be the run's datasetHash)\n"
             "  --json               print the receipt as JSON\n"
-            "  -h, --help           this help\n");
+            "  -h, --help           this help\n"
+            "\n"
+            "Joining with --run-id, the run was opened by someone else: " CHAIN_POLICY_HELP);
 }
 
 enum { O_AUDITOR = 256, O_ARBITER, O_BOND, O_ABOND, O_CTO, O_MTO, O_VTO, O_NONCE, O_RUN_ID, O_STORE, O_DATA, O_JSON };
@@ -49,6 +53,7 @@ enum { O_AUDITOR = 256, O_ARBITER, O_BOND, O_ABOND, O_CTO, O_MTO, O_VTO, O_NONCE
 struct commit_args {
     const char *dir, *store, *data;
     chain_session_args chain;
+    chain_policy_args policy;
     chain_arb_params p;
     int have_auditor, have_arbiter, have_abond, have_run_id, json;
     ovt_hash run_id;
@@ -101,13 +106,18 @@ static int commit_run(struct commit_args *a)
     ovt_hash run_id, root, steps_blob = {{0}};
     if (a->have_run_id) {
         chain_arb_params on_chain;
+        chain_policy pol;
         run_id = a->run_id;
-        if ((rv = chain_arb_get_run(&s.arb, &run_id, NULL, &on_chain)))
+        if ((rv = chain_policy_resolve(&pol, &a->policy)) ||
+            (rv = chain_arb_get_run(&s.arb, &run_id, NULL, &on_chain)))
             goto done;
         if (!same_params(&on_chain, &a->p)) {
             rv = ovt_fail(OVT_EINVAL, "run --run-id was opened for another trainer, config, dataset or step count");
             goto done;
         }
+        if ((rv = chain_policy_check(&pol, &on_chain, s.arb.chain_id, &s.arb.address, 1)) ||
+            (rv = chain_arb_find_nonce(&s.arb, &run_id, &on_chain)))
+            goto done;
         a->p = on_chain;
     } else {
         if (!a->have_auditor || !a->have_arbiter) {
@@ -155,13 +165,10 @@ done:
 
 static int parse_wei(chain_u256 *out, const char *flag, const char *s)
 {
-    chain_u256 v;
-    uint64_t lo;
-    if (chain_u256_from_dec(&v, s) || (chain_u256_to_u64(&lo, &v) && !chain_u256_is_zero(&v))) {
-        fprintf(stderr, "ovt commit: %s expects a number of wei below 2^64, got '%s'\n", flag, s);
+    if (chain_parse_wei96(out, flag, s)) {
+        fprintf(stderr, "ovt commit: %s\n", ovt_errmsg());
         return -1;
     }
-    *out = v;
     return 0;
 }
 
@@ -170,6 +177,7 @@ int trn_cmd_commit(int argc, char **argv)
     static const struct option longopts[] = {
         CHAIN_SESSION_LONGOPTS,
         CHAIN_SESSION_CONFIRMATIONS_LONGOPT,
+        CHAIN_POLICY_LONGOPTS,
         {"auditor", required_argument, NULL, O_AUDITOR},     {"arbiter", required_argument, NULL, O_ARBITER},
         {"bond", required_argument, NULL, O_BOND},           {"auditor-bond", required_argument, NULL, O_ABOND},
         {"commit-timeout", required_argument, NULL, O_CTO},  {"move-timeout", required_argument, NULL, O_MTO},
@@ -180,6 +188,7 @@ int trn_cmd_commit(int argc, char **argv)
     struct commit_args a;
     memset(&a, 0, sizeof a);
     chain_session_args_init(&a.chain);
+    chain_policy_args_init(&a.policy);
     a.p.commit_timeout = 3600;
     a.p.move_timeout = 600;
     a.p.arbiter_timeout = 3600;
@@ -192,7 +201,7 @@ int trn_cmd_commit(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         const char *flag = trn_arg_name(longopts, c);
-        if (chain_session_take(&a.chain, c, optarg))
+        if (chain_session_take(&a.chain, c, optarg) || chain_policy_take(&a.policy, c, optarg))
             continue;
         switch (c) {
         case 'h': usage(stdout); return 0;

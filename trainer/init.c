@@ -1,6 +1,9 @@
 /* The starting point of a run (see init.h). */
 #include "trainer/init.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,9 +119,16 @@ static int load_llmc(float **out, const trn_run_config *rc, const trn_layout *l,
 static int read_magic(uint8_t magic[8], const char *path)
 {
     memset(magic, 0, 8);
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    int fd;
+    struct stat st;
+    int rv = ovt_open_regular(path, &fd, &st);
+    if (rv)
+        return ovt_fail_wrap(rv, "--init-from");
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
         return ovt_fail_errno(OVT_EIO, "--init-from %s", path);
+    }
     size_t got = fread(magic, 1, 8, f);
     (void)got; /* a short file keeps zeros and fails as neither format */
     fclose(f);

@@ -2,22 +2,118 @@
 #include "trainer/store.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "common/fileio.h"
+#include "trainer/config.h"
+#include "trainer/layout.h"
 
 /* The largest checkpoint or manifest a get accepts. */
 #define STORE_MAX_STATE ((size_t)1 << 36)
 #define STORE_MAX_MANIFEST ((size_t)1 << 16)
 
+#define STORE_MAX_EXPECT 16
+
 struct trn_store {
     char *url;  /* as given, without trailing slashes */
     char *dir;  /* file://: the directory; NULL for http(s) */
+    size_t max_blob;
+    struct {
+        ovt_hash name;
+        size_t max;
+    } expect[STORE_MAX_EXPECT];
+    unsigned nexpect;
+    int have_config;
+    ovt_hash config_hash;
+    double deadline; /* CLOCK_MONOTONIC seconds; 0: none */
+    volatile sig_atomic_t *stop;
 };
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void trn_store_set_max_blob(trn_store *s, size_t max_len)
+{
+    s->max_blob = max_len;
+}
+
+void trn_store_expect(trn_store *s, const ovt_hash *name, size_t max_len)
+{
+    unsigned i = 0;
+    while (i < s->nexpect && memcmp(s->expect[i].name.b, name->b, 32) != 0)
+        i++;
+    if (i == STORE_MAX_EXPECT) /* full: the oldest gives way */
+        memmove(s->expect, s->expect + 1, sizeof s->expect[0] * --i);
+    else if (i == s->nexpect)
+        s->nexpect++;
+    s->expect[i].name = *name;
+    s->expect[i].max = max_len;
+}
+
+void trn_store_expect_config(trn_store *s, const ovt_hash *config_hash)
+{
+    s->have_config = 1;
+    s->config_hash = *config_hash;
+}
+
+void trn_store_set_deadline(trn_store *s, double seconds)
+{
+    s->deadline = seconds > 0 ? mono_now() + seconds : 0;
+}
+
+void trn_store_set_stop(trn_store *s, volatile sig_atomic_t *stop)
+{
+    s->stop = stop;
+}
+
+/* The cap of a get: the caller's, the name's and the store's. */
+static size_t cap_of(const trn_store *s, const char *kind, const ovt_hash *name, size_t max_len)
+{
+    size_t cap = max_len;
+    if (!strcmp(kind, "blob") && s->max_blob < cap)
+        cap = s->max_blob;
+    for (unsigned i = 0; i < s->nexpect; i++)
+        if (memcmp(s->expect[i].name.b, name->b, 32) == 0 && s->expect[i].max < cap)
+            cap = s->expect[i].max;
+    return cap;
+}
+
+/* The exact length of a checkpoint whose first bytes are head (docs/
+ * formats.md, "Checkpoint"): 0 while more bytes are needed, SIZE_MAX if the
+ * header is not one of a state of the expected config. */
+static size_t checkpoint_length(const trn_store *s, const uint8_t *head, size_t n)
+{
+    if (n < 16)
+        return 0;
+    if (memcmp(head, "OVTCKPT", 8) != 0)
+        return SIZE_MAX;
+    uint32_t c = (uint32_t)head[12] | (uint32_t)head[13] << 8 | (uint32_t)head[14] << 16 | (uint32_t)head[15] << 24;
+    if (c > TRN_CONFIG_ENC_MAX)
+        return SIZE_MAX;
+    if (n < 16 + (size_t)c)
+        return 0;
+    trn_run_config rc;
+    trn_layout l;
+    ovt_hash h;
+    if (trn_config_decode(&rc, head + 16, c) || trn_layout_build(&l, &rc.model))
+        return SIZE_MAX;
+    trn_config_hash(&h, &rc);
+    if (s->have_config && memcmp(h.b, s->config_hash.b, 32) != 0)
+        return SIZE_MAX;
+    return 16 + (size_t)c + 8 + 4 + 8 + 8 * l.count + 12 * l.nparams + 32;
+}
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc;
@@ -39,6 +135,8 @@ int trn_store_open(trn_store **out, const char *url)
     if (is_file && (n <= 7 || url[7] != '/'))
         return ovt_fail(OVT_EINVAL, "store URL '%s' needs an absolute path (file:///DIR)", url);
     trn_store *s = calloc(1, sizeof *s);
+    if (s)
+        s->max_blob = TRN_STORE_MAX_BLOB_DEFAULT;
     if (!s || !(s->url = strndup(url, n)) || (is_file && !(s->dir = strndup(url + 7, n - 7)))) {
         trn_store_close(s);
         return ovt_fail(OVT_ENOMEM, "out of memory");
@@ -94,10 +192,14 @@ static int store_write(trn_store *s, const char *kind, const ovt_hash *name, con
     return ovt_write_atomic(path, data, len, 0644);
 }
 
+/* An HTTP body on its way: to an unlinked temporary file, never more than
+ * max bytes; the first bytes kept to read a checkpoint's header. */
 struct body {
-    uint8_t *data;
-    size_t len, cap, max;
-    int too_big;
+    const trn_store *s;
+    FILE *f;
+    size_t len, max;
+    int is_state, too_big, not_state, io_error;
+    uint8_t head[16 + TRN_CONFIG_ENC_MAX];
 };
 
 static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
@@ -108,38 +210,85 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
         b->too_big = 1;
         return 0;
     }
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 65536;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        uint8_t *q = realloc(b->data, cap);
-        if (!q)
+    if (b->is_state && b->len < sizeof b->head) {
+        size_t k = sizeof b->head - b->len < n ? sizeof b->head - b->len : n;
+        memcpy(b->head + b->len, p, k);
+        size_t want = checkpoint_length(b->s, b->head, b->len + k);
+        if (want == SIZE_MAX) {
+            b->not_state = 1;
             return 0;
-        b->data = q;
-        b->cap = cap;
+        }
+        if (want && want < b->max)
+            b->max = want;
+        if (n > b->max - b->len) {
+            b->too_big = 1;
+            return 0;
+        }
     }
-    memcpy(b->data + b->len, p, n);
+    if (fwrite(p, 1, n, b->f) != n) {
+        b->io_error = 1;
+        return 0;
+    }
     b->len += n;
-    b->data[b->len] = '\0';
     return n;
 }
 
-static int http_get(trn_store *s, const char *url, const char *what, size_t max_len, uint8_t **data, size_t *len)
+/* Called by libcurl at least once a second while it waits: a stop request
+ * or the deadline ends the transfer at once. */
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    const trn_store *s = arg;
+    return (s->stop && *s->stop) || (s->deadline > 0 && mono_now() >= s->deadline);
+}
+
+static FILE *temp_file(void)
+{
+    const char *dir = getenv("TMPDIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/ovt-fetch-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return NULL;
+    unlink(path);
+    FILE *f = fdopen(fd, "w+b");
+    if (!f)
+        close(fd);
+    return f;
+}
+
+static int http_get(trn_store *s, const char *url, const char *what, int is_state, size_t max_len, uint8_t **data,
+                    size_t *len)
 {
     pthread_once(&curl_once, curl_init);
     if (curl_init_rc != CURLE_OK)
         return ovt_fail(OVT_EIO, "libcurl did not initialise: %s", curl_easy_strerror(curl_init_rc));
+    if (s->stop && *s->stop)
+        return ovt_fail(OVT_EIO, "fetching %s from %s: stopped (SIGINT/SIGTERM)", what, s->url);
+    double left = s->deadline > 0 ? s->deadline - mono_now() : 0;
+    if (s->deadline > 0 && left <= 0)
+        return ovt_fail(OVT_EIO, "fetching %s from %s: the fetch deadline has passed", what, s->url);
+    struct body b = {.s = s, .max = max_len, .is_state = is_state};
+    if (!(b.f = temp_file()))
+        return ovt_fail_errno(OVT_EIO, "fetching %s: cannot create a temporary file (set TMPDIR)", what);
     CURL *c = curl_easy_init();
-    if (!c)
+    if (!c) {
+        fclose(b.f);
         return ovt_fail(OVT_ENOMEM, "libcurl: no handle");
-    struct body b = {.max = max_len};
+    }
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
     curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 30L);
+    if (s->deadline > 0)
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(left * 1000) + 1);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, s);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
     CURLcode cc = curl_easy_perform(c);
@@ -148,20 +297,34 @@ static int http_get(trn_store *s, const char *url, const char *what, size_t max_
     curl_easy_cleanup(c);
     int rv = 0;
     if (b.too_big)
-        rv = ovt_fail(OVT_EFORMAT, "%s from %s is larger than %zu bytes", what, s->url, max_len);
+        rv = ovt_fail(OVT_EFORMAT, "%s from %s is larger than the %zu bytes it can be", what, s->url, b.max);
+    else if (b.not_state)
+        rv = ovt_fail(OVT_EFORMAT, "%s from %s is not a checkpoint of the run's config", what, s->url);
+    else if (b.io_error)
+        rv = ovt_fail_errno(OVT_EIO, "fetching %s: writing the temporary file failed", what);
+    else if (s->stop && *s->stop)
+        rv = ovt_fail(OVT_EIO, "fetching %s from %s: stopped (SIGINT/SIGTERM)", what, s->url);
+    else if (cc == CURLE_OPERATION_TIMEDOUT || cc == CURLE_ABORTED_BY_CALLBACK)
+        rv = ovt_fail(OVT_EIO, "fetching %s from %s: not complete by the fetch deadline (%zu bytes came)", what,
+                      s->url, b.len);
     else if (cc != CURLE_OK)
         rv = ovt_fail(OVT_EIO, "fetching %s from %s: %s", what, s->url, curl_easy_strerror(cc));
     else if (status == 404 || status == 410)
         rv = ovt_fail(OVT_ENOTFOUND, "%s is not in the store %s (HTTP %ld)", what, s->url, status);
     else if (status != 200)
         rv = ovt_fail(OVT_EIO, "fetching %s from %s: the server answered HTTP %ld", what, s->url, status);
+    uint8_t *buf = NULL;
+    if (!rv && !(buf = malloc(b.len + 1)))
+        rv = ovt_fail(OVT_ENOMEM, "out of memory for %s (%zu bytes)", what, b.len);
+    if (!rv && (fflush(b.f) != 0 || fseek(b.f, 0, SEEK_SET) != 0 || fread(buf, 1, b.len, b.f) != b.len))
+        rv = ovt_fail_errno(OVT_EIO, "fetching %s: reading the temporary file back failed", what);
+    fclose(b.f);
     if (rv) {
-        free(b.data);
+        free(buf);
         return rv;
     }
-    if (!b.data && !(b.data = calloc(1, 1)))
-        return ovt_fail(OVT_ENOMEM, "out of memory");
-    *data = b.data;
+    buf[b.len] = 0;
+    *data = buf;
     *len = b.len;
     return 0;
 }
@@ -178,8 +341,9 @@ static int store_read(trn_store *s, const char *kind, const ovt_hash *name, cons
     int rv = object_path(path, sizeof path, s->dir ? s->dir : s->url, kind, name, ext);
     if (rv)
         return rv;
+    max_len = cap_of(s, kind, name, max_len);
     if (!s->dir)
-        return http_get(s, path, what, max_len, data, len);
+        return http_get(s, path, what, !strcmp(kind, "state"), max_len, data, len);
     rv = ovt_read_file(path, data, len, max_len);
     if (rv == OVT_ENOTFOUND)
         return ovt_fail(OVT_ENOTFOUND, "%s is not in the store %s", what, s->url);

@@ -20,6 +20,7 @@
  * with OVT_ECRYPTO on a mismatch; a missing object is OVT_ENOTFOUND, a server
  * error or unreachable server OVT_EIO, each with a message naming the object. */
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,36 @@ typedef struct trn_store trn_store;
 int trn_store_open(trn_store **out, const char *url) OVT_MUST_USE;
 void trn_store_close(trn_store *s);
 const char *trn_store_url(const trn_store *s);
+
+/* Bounds (docs/store.md, "Limits"). A store may be slow, endless or
+ * forged, so every get is bounded in size and time:
+ * - size: a get accepts at most the smallest of the caller's max_len, the
+ *   cap given for that name with trn_store_expect, and the store's blob cap
+ *   (trn_store_set_max_blob; default TRN_STORE_MAX_BLOB_DEFAULT). A
+ *   checkpoint is capped at the exact size its header's config implies, and
+ *   with trn_store_expect_config that config must be the run's. An HTTP body
+ *   streams to an unlinked temporary file and is read into memory only once
+ *   complete and within its cap;
+ * - time: every HTTP get ends (OVT_EIO, "deadline") at the store's deadline
+ *   (trn_store_set_deadline), and at once when *stop becomes non-zero
+ *   (trn_store_set_stop: a SIGINT/SIGTERM flag), checked by libcurl's
+ *   progress callback at least once a second while waiting. */
+#define TRN_STORE_MAX_BLOB_DEFAULT ((size_t)1 << 30)
+/* The largest rounding log the format allows (docs/formats.md: a body of at
+ * most 512 MiB, zstd-compressed, after a 56-byte header). */
+#define TRN_STORE_MAX_LOG (((size_t)512 << 20) + ((size_t)3 << 20))
+/* A run config encoding (version 2 is 204 bytes). */
+#define TRN_STORE_MAX_CONFIG ((size_t)4096)
+
+void trn_store_set_max_blob(trn_store *s, size_t max_len);
+/* A cap for the blob called name (up to 16 names; later calls for the same
+ * name replace the cap). */
+void trn_store_expect(trn_store *s, const ovt_hash *name, size_t max_len);
+/* Checkpoints fetched from now on must hold a state of this config. */
+void trn_store_expect_config(trn_store *s, const ovt_hash *config_hash);
+/* Fetches end seconds from now (CLOCK_MONOTONIC); seconds <= 0: no deadline. */
+void trn_store_set_deadline(trn_store *s, double seconds);
+void trn_store_set_stop(trn_store *s, volatile sig_atomic_t *stop);
 
 /* Stores bytes as blob/<SHA-256>; *name (may be NULL) gets the hash. An
  * object already present is left as it is (same name, same bytes). file://

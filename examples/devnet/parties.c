@@ -56,6 +56,18 @@ static void addr_arg(cmdline *c, const char *flag, const chain_address *a)
     arg(c, "%s", s);
 }
 
+/* A party's policy (docs/agent.md): the devnet's own arbiter, its 1 ETH
+ * bonds, and its move timeout (which --move-timeout may set below the
+ * default floor to keep a devnet short). */
+static void policy_args(cmdline *c, const struct devnet *d)
+{
+    addr_arg(c, "--accept-arbiter", &d->addr[KEY_ARBITER]);
+    arg(c, "--max-bond");
+    arg(c, "1000000000000000000");
+    arg(c, "--min-move-timeout");
+    arg(c, "%u", d->o->move_timeout);
+}
+
 int devnet_run_train(struct devnet *d)
 {
     const devnet_opts *o = d->o;
@@ -140,6 +152,7 @@ int devnet_start_trainer_agent(struct devnet *d)
     arg(&c, "%s", state);
     arg(&c, "--poll-interval");
     arg(&c, "0.2");
+    policy_args(&c, d);
     if (d->o->fault == DEVNET_WITHHELD_INPUTS)
         arg(&c, "--withhold");
     devnet_progress(d, "trainer: its agent plays the game and publishes the disputed step's inputs%s",
@@ -165,6 +178,7 @@ int devnet_start_auditor(struct devnet *d)
     arg(&c, "--backend");
     arg(&c, "ref");
     arg(&c, "--agent");
+    policy_args(&c, d);
     arg(&c, "--state-dir");
     arg(&c, "%s", state);
     arg(&c, "--poll-interval");

@@ -209,8 +209,14 @@ static void test_sigint(void)
     /* wait until the auditor runs: anvil, the arbiter, the trainer's agent and the auditor are then up */
     for (int i = 0; i < 6000 && access(auditor_log, F_OK) != 0; i++)
         usleep(100000);
+    /* The devnet creates a child's log before it forks the child: look
+     * again until the fork has happened. */
     pid_t kids[16];
     int nk = children_of(pid, kids, 16);
+    for (int i = 0; i < 300 && nk < 4; i++) {
+        usleep(100000);
+        nk = children_of(pid, kids, 16);
+    }
     CHECK_MSG(nk >= 4, "%d children before SIGINT", nk);
     kill(pid, SIGINT);
     int status = 0;

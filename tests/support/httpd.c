@@ -51,6 +51,33 @@ static char *read_request(int fd, char *line, size_t line_cap)
     return NULL;
 }
 
+/* An endless chunked body, or a trickle of one byte at a time, until the
+ * client hangs up (send fails) or the server stops. */
+static void stream(tsup_httpd *h, int fd, const tsup_http_reply *r)
+{
+    char head[256];
+    int n = r->endless ? snprintf(head, sizeof head,
+                                  "HTTP/1.1 200 X\r\nContent-Type: application/octet-stream\r\n"
+                                  "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
+                       : snprintf(head, sizeof head,
+                                  "HTTP/1.1 200 X\r\nContent-Type: application/octet-stream\r\n"
+                                  "Content-Length: %ld\r\nConnection: close\r\n\r\n",
+                                  r->content_length > 0 ? r->content_length : 1000000000L);
+    if (send(fd, head, (size_t)n, MSG_NOSIGNAL) != n)
+        return;
+    static char chunk[65536 + 16];
+    if (r->endless) {
+        int k = snprintf(chunk, sizeof chunk, "10000\r\n");
+        memset(chunk + k, 'x', 65536);
+        memcpy(chunk + k + 65536, "\r\n", 2);
+        while (!h->stopping && send(fd, chunk, (size_t)k + 65538, MSG_NOSIGNAL) > 0) {
+        }
+        return;
+    }
+    while (!h->stopping && send(fd, "x", 1, MSG_NOSIGNAL) == 1)
+        usleep((useconds_t)r->trickle_ms * 1000);
+}
+
 static void *serve(void *arg)
 {
     tsup_httpd *h = arg;
@@ -72,7 +99,9 @@ static void *serve(void *arg)
             h->handler(h->ctx, req, r);
             if (r->hang_ms)
                 usleep((useconds_t)r->hang_ms * 1000);
-            if (!r->close_silently) {
+            if (r->endless || r->trickle_ms > 0) {
+                stream(h, fd, r);
+            } else if (!r->close_silently) {
                 size_t blen = r->body_len ? r->body_len : strlen(r->body);
                 long declared = r->content_length >= 0 ? r->content_length : (long)blen;
                 char head[256];

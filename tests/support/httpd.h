@@ -3,7 +3,9 @@
 
 /* A tiny HTTP/1.1 responder on 127.0.0.1 (free port) running in a thread,
  * for serving malformed or scripted JSON-RPC responses to a client under
- * test. One request per connection; the handler decides each reply. */
+ * test. One request per connection; the handler decides each reply. A
+ * hostile store's replies (endless, trickling) go on until the client
+ * hangs up or the server stops. */
 
 #include <pthread.h>
 #include <stddef.h>
@@ -15,6 +17,8 @@ typedef struct {
     long content_length;     /* >= 0: declared length (a larger one truncates); -1: body_len */
     int hang_ms;             /* sleep before answering */
     int close_silently;      /* close the connection without any reply */
+    int endless;             /* after the headers, a chunked body of 64 KiB chunks that never ends */
+    int trickle_ms;          /* > 0: declare content_length, then send one byte every trickle_ms */
 } tsup_http_reply;
 
 typedef void (*tsup_http_handler)(void *ctx, const char *request_body, tsup_http_reply *reply);
