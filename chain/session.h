@@ -15,6 +15,8 @@ typedef struct {
     const char *password_file;
     const char *private_key;
     const char *confirmations; /* blocks to wait for, including the receipt's (NULL: 1) */
+    const char *max_fee;       /* --max-fee-per-gas: wei or "Ngwei" (NULL: no cap) */
+    const char *priority_fee;  /* --priority-fee: the tip's cap (NULL: no cap) */
 } chain_session_args;
 
 typedef struct {
@@ -27,13 +29,15 @@ typedef struct {
  * CHAIN_SESSION_LONGOPTS in a command's option table and pass every code to
  * chain_session_take, which returns 1 when it consumed it. */
 enum { CHAIN_OPT_RPC_URL = 1000, CHAIN_OPT_CONTRACT, CHAIN_OPT_KEYSTORE, CHAIN_OPT_PASSWORD_FILE, CHAIN_OPT_PRIVATE_KEY,
-       CHAIN_OPT_CONFIRMATIONS };
+       CHAIN_OPT_CONFIRMATIONS, CHAIN_OPT_MAX_FEE, CHAIN_OPT_PRIORITY_FEE };
 #define CHAIN_SESSION_LONGOPTS                                                                                   \
     {"rpc-url", required_argument, NULL, CHAIN_OPT_RPC_URL},                                                     \
         {"contract", required_argument, NULL, CHAIN_OPT_CONTRACT},                                               \
         {"keystore", required_argument, NULL, CHAIN_OPT_KEYSTORE},                                               \
         {"password-file", required_argument, NULL, CHAIN_OPT_PASSWORD_FILE},                                     \
-        {"private-key", required_argument, NULL, CHAIN_OPT_PRIVATE_KEY}
+        {"private-key", required_argument, NULL, CHAIN_OPT_PRIVATE_KEY},                                         \
+        {"max-fee-per-gas", required_argument, NULL, CHAIN_OPT_MAX_FEE},                                         \
+        {"priority-fee", required_argument, NULL, CHAIN_OPT_PRIORITY_FEE}
 
 /* An optional entry for commands whose transactions should wait for
  * confirmations (chain_session_take stores it, chain_session_open checks it).
@@ -49,7 +53,17 @@ enum { CHAIN_OPT_RPC_URL = 1000, CHAIN_OPT_CONTRACT, CHAIN_OPT_KEYSTORE, CHAIN_O
     "  --contract ADDR      the arbitration contract\n"                                                          \
     "  --keystore FILE      the party's Web3 v3 keystore (password: --password-file,\n"                         \
     "                       else $OVT_PASSWORD, else a prompt)\n"                                                 \
-    "  --private-key KEY    a raw hex key, for throwaway devnet accounts only\n"
+    "  --private-key KEY    a raw hex key, for throwaway devnet accounts only\n"                               \
+    CHAIN_SESSION_FEE_HELP
+
+/* The fee caps (also in `ovt deploy`). */
+#define CHAIN_SESSION_FEE_HELP                                                                                   \
+    "  --max-fee-per-gas F  never pay more than F per gas (wei, or e.g. 30gwei): the\n"                          \
+    "                       max fee, or the gas price on a node without EIP-1559\n"                              \
+    "  --priority-fee F     never tip more than F per gas (wei or gwei)\n"
+
+/* Applies --max-fee-per-gas / --priority-fee (either may be NULL) to opts. */
+int chain_session_fee_caps(chain_txm_opts *opts, const char *max_fee, const char *priority_fee) OVT_MUST_USE;
 
 int chain_session_take(chain_session_args *a, int code, const char *arg);
 

@@ -538,8 +538,10 @@ int chain_txm_wait(chain_txm *m, chain_txm_pending *p, chain_receipt *out)
     for (;;) {
         uint64_t head;
         int rc = chain_rpc_block_number(m->rpc, &head);
-        if (rc)
-            return ovt_fail_wrap(rc, "waiting for transaction nonce %llu", (unsigned long long)p->tx.nonce);
+        if (rc) {
+            hash_hex(h, &p->hashes[p->nversions - 1]);
+            return ovt_fail_wrap(rc, "waiting for transaction %s (nonce %llu)", h, (unsigned long long)p->tx.nonce);
+        }
         long long now = chain_now_ms();
         if (!have_head || head != last_head) {
             have_head = 1;
