@@ -9,12 +9,16 @@
  *   eth_getLogs capped at 10 blocks: the reader halves its ranges until the
  *   node takes them and finds every event (RunOpened of runs opened 15
  *   blocks apart), and `ovt arbiter watch --once` through the same proxy
- *   reads the whole contract history. */
+ *   reads the whole contract history;
+ * and, on a second anvil at --hardfork berlin (no EIP-1559: no base fee, no
+ * eth_feeHistory rewards), the manager sends a legacy (type 0) transaction
+ * that is mined. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "chain/arbitration.h"
+#include "chain/session.h"
 #include "check.h"
 #include "support/anvil.h"
 #include "support/proc.h"
@@ -137,6 +141,35 @@ int main(void)
               "watch exited %d: %s", rc, out ? out : "-");
     free(out);
     (void)!tsup_runl(NULL, "/bin/rm", "-rf", state, NULL);
+
+    /* A node without EIP-1559. */
+    tsup_anvil old;
+    const char *berlin[] = {"--hardfork", "berlin", NULL};
+    if (tsup_anvil_start(&old, berlin) == 0) {
+        chain_rpc *orpc;
+        chain_txm om;
+        chain_address to = {{0x43}};
+        chain_u256 one = chain_u256_from_u64(1);
+        CHECK(chain_rpc_open(&orpc, old.url, NULL) == 0);
+        CHECK(chain_key_from_hex(&k, KEY0) == 0 && chain_txm_init(&om, orpc, &k, NULL) == 0);
+        rc = chain_txm_send(&om, &r, &to, &one, NULL, 0);
+        CHECK_MSG(rc == 0 && om.legacy == 1 && r.status == 1, "berlin: %s", ovt_errmsg());
+        if (rc == 0) {
+            char h[67];
+            json_t *tx;
+            chain_hash_hex(h, &r.tx_hash);
+            CHECK(chain_rpc_call(orpc, &tx, "eth_getTransactionByHash", json_pack("[s]", h)) == 0);
+            const char *type = json_string_value(json_object_get(tx, "type"));
+            CHECK_MSG(type && !strcmp(type, "0x0"), "type %s", type ? type : "-");
+            json_decref(tx);
+            chain_receipt_free(&r);
+        }
+        chain_txm_free(&om);
+        chain_rpc_close(orpc);
+        tsup_anvil_stop(&old);
+    } else {
+        CHECK_MSG(0, "anvil --hardfork berlin did not start");
+    }
 
     chain_txm_free(&m);
     ovt_wipe(&k, sizeof k);
