@@ -29,7 +29,8 @@ static void usage(FILE *f)
             "step table and a manifest) to --store, signs the EIP-712 commitment and commits it with\n"
             "the trainer's bond. Writes RUNDIR/receipt.json (docs/agent.md).\n"
             "RUNDIR/commit.json records what was begun: run again with the same flags after any\n"
-            "failure, ovt commit continues (the run opened once, committed once).\n"
+            "failure, ovt commit continues (the run opened once, committed once). Once\n"
+            "receipt.json is written that commit is finished: a new ovt commit opens a new run.\n"
             "\n" CHAIN_SESSION_HELP CHAIN_SESSION_CONFIRMATIONS_HELP
             "  --auditor ADDR       the auditor's address\n"
             "  --arbiter ADDR       the arbiter's address\n"
@@ -82,6 +83,26 @@ static void trn_fault_point(const char *name)
     }
 }
 
+/* Whether RUNDIR/receipt.json is that of the journal's run: that commit
+ * finished, and running ovt commit again commits the directory anew. */
+static bool journal_finished(const char *dir, const trn_commit_journal *j)
+{
+    char path[4096];
+    uint8_t *text;
+    size_t len;
+    if (trn_run_path(path, sizeof path, dir, NULL, 0, "receipt.json") || ovt_read_file(path, &text, &len, 1 << 20)) {
+        ovt_err_clear();
+        return false;
+    }
+    json_t *o = json_loadb((const char *)text, len, 0, NULL);
+    free(text);
+    ovt_hash rid;
+    bool same = o && chain_json_hash(&rid, o, "run_id") == 0 && memcmp(rid.b, j->run_id.b, 32) == 0;
+    ovt_err_clear();
+    json_decref(o);
+    return same;
+}
+
 static int same_params(const chain_arb_params *on_chain, const chain_arb_params *mine)
 {
     return chain_address_eq(&on_chain->trainer, &mine->trainer) &&
@@ -118,9 +139,10 @@ static int commit_run(struct commit_args *a)
     int resumed = 0;
     rv = trn_commit_journal_load(a->dir, &j);
     if (rv == 0)
-        resumed = 1;
+        resumed = !journal_finished(a->dir, &j); /* a finished commit is no resume point: a new run */
     else if (rv != OVT_ENOTFOUND)
         goto done;
+    rv = 0;
     if (resumed && (j.chain_id != s.arb.chain_id || !chain_address_eq(&j.contract, &s.arb.address))) {
         char jc[43];
         chain_address_to_string(jc, &j.contract);
