@@ -249,8 +249,13 @@ static int check_reorg(watcher *w)
     }
     if (keep == c->nrecent)
         return 0;
-    uint64_t old_next = c->next;
-    c->next = keep ? c->recent_block[keep - 1] + 1 : w->o->from_block;
+    uint64_t old_next = c->next, start = w->o->from_block;
+    /* Without --from-block the start is the deployment block (not 0: on a
+     * public chain that would be thousands of log queries). */
+    int drv = !keep && !w->o->has_from_block ? arb_deployment_block(w->arb->rpc, &w->arb->address, &start) : 0;
+    if (drv)
+        return ovt_fail_wrap(drv, "a reorg deeper than the blocks remembered: finding the deployment block");
+    c->next = keep ? c->recent_block[keep - 1] + 1 : start;
     c->nrecent = keep;
     say(w, "reorg", NULL, json_pack("{s:I, s:I}", "from_block", (json_int_t)c->next, "was", (json_int_t)old_next),
         "the chain was reorganised: reading again from block %" PRIu64 " (was at %" PRIu64 ")", c->next, old_next);
