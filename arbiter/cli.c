@@ -37,9 +37,11 @@ static void usage(FILE *out)
             "                        argv at once, but ps may see it before)\n"
             "  --store URL           the artifact store: file://DIR, http://..., https://...\n"
             "  --state-dir DIR       where the cursor and the games are kept (created)\n"
-            "  --confirmations N     act on blocks this deep, the head counting as 1 (default 2)\n"
+            "  --confirmations N     act on blocks this deep, the head counting as 1 (default: 1\n"
+            "                        on an automining devnet, else 2; docs/arbiter.md)\n"
             "  --poll-interval S     seconds between polls (default 4; fractions allowed)\n"
-            "  --from-block B        first block to read when DIR has no cursor (default 0)\n"
+            "  --from-block B        first block to read when DIR has no cursor (default: the\n"
+            "                        contract's deployment block, found with eth_getCode)\n"
             "  --log-range N         blocks per eth_getLogs range (default 2000)\n"
             "  --input-wait S        seconds to wait for missing inputs before ruling them\n"
             "                        unavailable (default 600; always ruled before the deadline)\n"
@@ -115,6 +117,7 @@ static int watch_main(int argc, char **argv)
         case O_FROM:
             if (parse_num("--from-block", optarg, 0, 1e15, &x)) return 2;
             o.from_block = (uint64_t)x;
+            o.has_from_block = true;
             break;
         case O_RANGE:
             if (parse_num("--log-range", optarg, 1, 1e6, &x)) return 2;
@@ -173,6 +176,10 @@ static int watch_main(int argc, char **argv)
     chain_session ses;
     trn_store *store = NULL;
     int rc = chain_session_open(&ses, &sa, 1);
+    if (rc == 0 && o.confirmations == 0) {
+        const char *why;
+        rc = arb_watch_confirmations(ses.rpc, &o.confirmations, &why);
+    }
     if (rc == 0) {
         ses.txm.opts.confirmations = o.confirmations;
         ses.txm.opts.poll_ms = o.poll_ms < 250 ? o.poll_ms : 250;

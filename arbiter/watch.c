@@ -16,12 +16,85 @@
 void arb_watch_opts_default(arb_watch_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->confirmations = 2;
+    o->confirmations = 0;
     o->poll_ms = 4000;
     o->log_range = 2000;
     o->input_wait = 600;
     o->deadline_margin = 120;
     o->log = stdout;
+}
+
+/* Whether method answers true (a node without it: no). */
+static int node_flag(chain_rpc *rpc, const char *method)
+{
+    json_t *res;
+    if (chain_rpc_call(rpc, &res, method, NULL) != 0) {
+        ovt_err_clear();
+        return 0;
+    }
+    int yes = json_is_true(res);
+    json_decref(res);
+    return yes;
+}
+
+int arb_watch_confirmations(chain_rpc *rpc, unsigned *out, const char **why)
+{
+    json_t *res;
+    const char *client = "";
+    int ganache = 0;
+    if (chain_rpc_call(rpc, &res, "web3_clientVersion", NULL) == 0) {
+        client = json_string_value(res) ? json_string_value(res) : "";
+        ganache = strstr(client, "Ganache") != NULL || strstr(client, "ganache") != NULL;
+        json_decref(res);
+    } else {
+        ovt_err_clear();
+    }
+    if (node_flag(rpc, "anvil_getAutomine") || node_flag(rpc, "hardhat_getAutomine") || ganache) {
+        *out = 1;
+        *why = "automining devnet: a block is made per transaction, the head counts";
+    } else {
+        *out = 2;
+        *why = "blocks on a clock: act on blocks one deep";
+    }
+    return 0;
+}
+
+static int has_code(chain_rpc *rpc, const chain_address *address, uint64_t block, int *yes)
+{
+    char a[43], tag[24];
+    chain_address_to_string(a, address);
+    snprintf(tag, sizeof tag, "0x%" PRIx64, block);
+    json_t *res;
+    int rv = chain_rpc_call(rpc, &res, "eth_getCode", json_pack("[s, s]", a, tag));
+    if (rv)
+        return ovt_fail_wrap(rv, "eth_getCode at block %" PRIu64, block);
+    const char *code = json_string_value(res);
+    *yes = code && strlen(code) > 2;
+    json_decref(res);
+    return 0;
+}
+
+int arb_deployment_block(chain_rpc *rpc, const chain_address *address, uint64_t *out)
+{
+    uint64_t head;
+    int yes, rv = chain_rpc_block_number(rpc, &head);
+    if (rv || (rv = has_code(rpc, address, head, &yes)))
+        return rv;
+    if (!yes)
+        return ovt_fail(OVT_ENOTFOUND, "no contract code at the head");
+    uint64_t lo = 0, hi = head; /* the code is at hi, and not before lo */
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if ((rv = has_code(rpc, address, mid, &yes)))
+            return ovt_fail_wrap(rv, "finding the contract's deployment block (a node without old state: pass "
+                                     "--from-block, the block_number that ovt deploy --json printed)");
+        if (yes)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    *out = hi;
+    return 0;
 }
 
 typedef struct {
@@ -176,8 +249,13 @@ static int check_reorg(watcher *w)
     }
     if (keep == c->nrecent)
         return 0;
-    uint64_t old_next = c->next;
-    c->next = keep ? c->recent_block[keep - 1] + 1 : w->o->from_block;
+    uint64_t old_next = c->next, start = w->o->from_block;
+    /* Without --from-block the start is the deployment block (not 0: on a
+     * public chain that would be thousands of log queries). */
+    int drv = !keep && !w->o->has_from_block ? arb_deployment_block(w->arb->rpc, &w->arb->address, &start) : 0;
+    if (drv)
+        return ovt_fail_wrap(drv, "a reorg deeper than the blocks remembered: finding the deployment block");
+    c->next = keep ? c->recent_block[keep - 1] + 1 : start;
     c->nrecent = keep;
     say(w, "reorg", NULL, json_pack("{s:I, s:I}", "from_block", (json_int_t)c->next, "was", (json_int_t)old_next),
         "the chain was reorganised: reading again from block %" PRIu64 " (was at %" PRIu64 ")", c->next, old_next);
@@ -546,6 +624,13 @@ static int open_state(watcher *w)
         w->cursor.chain_id = w->arb->chain_id;
         w->cursor.contract = w->arb->address;
         w->cursor.next = w->o->from_block;
+        if (!w->o->has_from_block) {
+            rv = arb_deployment_block(w->arb->rpc, &w->arb->address, &w->cursor.next);
+            if (rv)
+                return rv;
+            say(w, "from_block", NULL, json_pack("{s:I}", "block", (json_int_t)w->cursor.next),
+                "the contract was deployed in block %" PRIu64 ": reading from there", w->cursor.next);
+        }
         rv = arb_cursor_save(&w->cursor, w->o->state_dir);
     }
     if (rv)
@@ -556,10 +641,18 @@ static int open_state(watcher *w)
     return arb_games_load(&w->games, &w->ngames, w->o->state_dir);
 }
 
-int arb_watch(const arb_watch_opts *o, const chain_arb *arb, chain_txm *m, trn_store *store, volatile int *stop)
+int arb_watch(const arb_watch_opts *opts, const chain_arb *arb, chain_txm *m, trn_store *store, volatile int *stop)
 {
+    arb_watch_opts eff = *opts;
+    const arb_watch_opts *o = &eff;
     watcher w = {.o = o, .arb = arb, .m = m, .store = store, .stop = stop};
-    int rv = open_state(&w);
+    int rv = 0;
+    if (eff.confirmations == 0) {
+        const char *why;
+        if ((rv = arb_watch_confirmations(arb->rpc, &eff.confirmations, &why)))
+            goto done;
+    }
+    rv = open_state(&w);
     if (rv)
         goto done;
     char self[43];

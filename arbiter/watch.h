@@ -29,9 +29,12 @@
 
 typedef struct {
     const char *state_dir;
-    unsigned confirmations;   /* >= 1: a block counts once this many blocks (itself included) exist */
+    unsigned confirmations;   /* >= 1: a block counts once this many blocks (itself included) exist;
+                                 0 (the default): arb_watch_confirmations decides */
     long poll_ms;             /* between ticks */
     uint64_t from_block;      /* first block to read when there is no cursor yet */
+    bool has_from_block;      /* false (the default): the contract's deployment block, found with
+                                 eth_getCode */
     uint64_t log_range;       /* blocks per eth_getLogs range */
     uint32_t input_wait;      /* seconds to wait for missing inputs before ruling them unavailable */
     uint32_t deadline_margin; /* seconds before the verdict deadline that end any wait */
@@ -42,6 +45,20 @@ typedef struct {
 } arb_watch_opts;
 
 void arb_watch_opts_default(arb_watch_opts *o);
+
+/* The default confirmations for the node: 1 on an automining devnet (a node
+ * that answers anvil_getAutomine or hardhat_getAutomine with true, or
+ * ganache, whose default is to mine one block per transaction: there no block
+ * comes until the next transaction, so the head itself must count), else 2
+ * (a chain that makes blocks on a clock: act on blocks one deep). *why says
+ * which. */
+int arb_watch_confirmations(chain_rpc *rpc, unsigned *out, const char **why) OVT_MUST_USE;
+
+/* The block in which the code at address appeared (binary search with
+ * eth_getCode); OVT_ENOTFOUND when there is no code at the head. A node that
+ * cannot answer for old blocks (not an archive node) fails: pass
+ * --from-block then. */
+int arb_deployment_block(chain_rpc *rpc, const chain_address *address, uint64_t *out) OVT_MUST_USE;
 
 /* Runs the watcher until *stop becomes non-zero (a signal handler sets it)
  * or, with once, until it has caught up with the head. A failed tick is

@@ -94,6 +94,7 @@ typedef struct {
     ovt_hash parent_hash;
     uint64_t timestamp;
     uint64_t base_fee;
+    int has_base_fee; /* the block has baseFeePerGas (EIP-1559) */
 } chain_block_header;
 
 /* eth_getBlockByNumber(block, false). block as above; *found = 0 when the

@@ -193,6 +193,7 @@ int chain_rpc_block_header(chain_rpc *rpc, chain_block_header *out, int *found, 
                (rc = chain_json_u64(&out->base_fee, res, "baseFeePerGas")) != 0) {
         rc = ovt_fail_wrap(rc, "eth_getBlockByNumber");
     } else {
+        out->has_base_fee = json_object_get(res, "baseFeePerGas") != NULL;
         *found = 1;
     }
     if (rc)

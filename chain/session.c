@@ -37,6 +37,8 @@ int chain_session_take(chain_session_args *a, int code, const char *arg)
     case CHAIN_OPT_PRIVATE_KEY_FILE: a->private_key_file = arg; return 1;
     case CHAIN_OPT_PRIVATE_KEY_ENV: a->private_key_env = arg; return 1;
     case CHAIN_OPT_CONFIRMATIONS: a->confirmations = arg; return 1;
+    case CHAIN_OPT_MAX_FEE: a->max_fee = arg; return 1;
+    case CHAIN_OPT_PRIORITY_FEE: a->priority_fee = arg; return 1;
     default: return 0;
     }
 }
@@ -89,6 +91,19 @@ static int load_raw_key(chain_privkey *key, const chain_session_args *a)
                    : ovt_fail_wrap(rv, "%s", a->private_key_env ? "--private-key-env" : "--private-key-file");
 }
 
+int chain_session_fee_caps(chain_txm_opts *opts, const char *max_fee, const char *priority_fee)
+{
+    int rc;
+    if (max_fee && (rc = chain_txm_parse_fee(&opts->max_fee_cap, "--max-fee-per-gas", max_fee)))
+        return rc;
+    if (priority_fee && (rc = chain_txm_parse_fee(&opts->max_tip_cap, "--priority-fee", priority_fee)))
+        return rc;
+    if (opts->max_fee_cap && opts->max_tip_cap > opts->max_fee_cap)
+        return ovt_fail(OVT_EINVAL, "--priority-fee (%llu) is above --max-fee-per-gas (%llu)",
+                        (unsigned long long)opts->max_tip_cap, (unsigned long long)opts->max_fee_cap);
+    return 0;
+}
+
 int chain_session_open(chain_session *s, const chain_session_args *a, int need_key)
 {
     memset(s, 0, sizeof *s);
@@ -109,6 +124,9 @@ int chain_session_open(chain_session *s, const chain_session_args *a, int need_k
             return ovt_fail(OVT_EINVAL, "--confirmations must be a number in 1..1000, got '%s'", a->confirmations);
         to.confirmations = (unsigned)n;
     }
+    int fc = chain_session_fee_caps(&to, a->max_fee, a->priority_fee);
+    if (fc)
+        return fc;
     chain_rpc_opts ro;
     chain_rpc_opts_default(&ro);
     ro.custom_errors = chain_arb_errors;

@@ -17,6 +17,8 @@ typedef struct {
     const char *private_key_file; /* a file holding the hex key (mode 0600 or stricter) */
     const char *private_key_env;  /* the name of an environment variable holding it */
     const char *confirmations; /* blocks to wait for, including the receipt's (NULL: 1) */
+    const char *max_fee;       /* --max-fee-per-gas: wei or "Ngwei" (NULL: no cap) */
+    const char *priority_fee;  /* --priority-fee: the tip's cap (NULL: no cap) */
 } chain_session_args;
 
 typedef struct {
@@ -29,7 +31,8 @@ typedef struct {
  * CHAIN_SESSION_LONGOPTS in a command's option table and pass every code to
  * chain_session_take, which returns 1 when it consumed it. */
 enum { CHAIN_OPT_RPC_URL = 1000, CHAIN_OPT_CONTRACT, CHAIN_OPT_KEYSTORE, CHAIN_OPT_PASSWORD_FILE, CHAIN_OPT_PRIVATE_KEY,
-       CHAIN_OPT_CONFIRMATIONS, CHAIN_OPT_PRIVATE_KEY_FILE, CHAIN_OPT_PRIVATE_KEY_ENV };
+       CHAIN_OPT_CONFIRMATIONS, CHAIN_OPT_PRIVATE_KEY_FILE, CHAIN_OPT_PRIVATE_KEY_ENV, CHAIN_OPT_MAX_FEE,
+       CHAIN_OPT_PRIORITY_FEE };
 #define CHAIN_SESSION_LONGOPTS                                                                                   \
     {"rpc-url", required_argument, NULL, CHAIN_OPT_RPC_URL},                                                     \
         {"contract", required_argument, NULL, CHAIN_OPT_CONTRACT},                                               \
@@ -37,7 +40,9 @@ enum { CHAIN_OPT_RPC_URL = 1000, CHAIN_OPT_CONTRACT, CHAIN_OPT_KEYSTORE, CHAIN_O
         {"password-file", required_argument, NULL, CHAIN_OPT_PASSWORD_FILE},                                     \
         {"private-key", required_argument, NULL, CHAIN_OPT_PRIVATE_KEY},                                         \
         {"private-key-file", required_argument, NULL, CHAIN_OPT_PRIVATE_KEY_FILE},                               \
-        {"private-key-env", required_argument, NULL, CHAIN_OPT_PRIVATE_KEY_ENV}
+        {"private-key-env", required_argument, NULL, CHAIN_OPT_PRIVATE_KEY_ENV},                                 \
+        {"max-fee-per-gas", required_argument, NULL, CHAIN_OPT_MAX_FEE},                                         \
+        {"priority-fee", required_argument, NULL, CHAIN_OPT_PRIORITY_FEE}
 
 /* An optional entry for commands whose transactions should wait for
  * confirmations (chain_session_take stores it, chain_session_open checks it).
@@ -56,7 +61,17 @@ enum { CHAIN_OPT_RPC_URL = 1000, CHAIN_OPT_CONTRACT, CHAIN_OPT_KEYSTORE, CHAIN_O
     "  --private-key-file F a file holding a raw hex key (mode 0600)\n"                                          \
     "  --private-key-env V  the environment variable V holds a raw hex key (e.g. ETH_PRIVATE_KEY)\n"          \
     "  --private-key KEY    a raw hex key on the command line, for throwaway devnet accounts\n"                  \
-    "                       only (other users' ps may see it before ovt overwrites it)\n"
+    "                       only (other users' ps may see it before ovt overwrites it)\n"                      \
+    CHAIN_SESSION_FEE_HELP
+
+/* The fee caps (also in `ovt deploy`). */
+#define CHAIN_SESSION_FEE_HELP                                                                                   \
+    "  --max-fee-per-gas F  never pay more than F per gas (wei, or e.g. 30gwei): the\n"                          \
+    "                       max fee, or the gas price on a node without EIP-1559\n"                              \
+    "  --priority-fee F     never tip more than F per gas (wei or gwei)\n"
+
+/* Applies --max-fee-per-gas / --priority-fee (either may be NULL) to opts. */
+int chain_session_fee_caps(chain_txm_opts *opts, const char *max_fee, const char *priority_fee) OVT_MUST_USE;
 
 int chain_session_take(chain_session_args *a, int code, const char *arg);
 

@@ -44,6 +44,30 @@ int trn_publish_run(trn_store *s, const char *dir, const trn_step_table *t, cons
  * blob/<init_hash>. Nothing for a run that starts from its seed. */
 int trn_publish_init(trn_store *s, const char *dir) OVT_MUST_USE;
 
+/* RUNDIR/commit.json, written (temp + fsync + rename) before `ovt commit`
+ * sends anything: the chain, the contract, the runId and the open's nonce
+ * (so a run again opens nothing new: the same terms give the same runId) and
+ * the block it started from (where its events are looked for). A run again
+ * reads it, waits for what the interrupted run sent, then asks the chain
+ * what is done (the run, the trainer's Committed event) and does the rest. */
+typedef struct {
+    uint64_t chain_id;
+    chain_address contract;
+    ovt_hash run_id;
+    uint64_t nonce;      /* the open's nonce parameter */
+    uint64_t from_block; /* the head before the first transaction */
+    bool joined;         /* --run-id: the run was opened by someone else */
+} trn_commit_journal;
+
+/* OVT_ENOTFOUND when RUNDIR has none. */
+int trn_commit_journal_load(const char *dir, trn_commit_journal *j) OVT_MUST_USE;
+int trn_commit_journal_save(const char *dir, const trn_commit_journal *j) OVT_MUST_USE;
+
+/* The first event of kind for run_id (of party, for COMMITTED) from
+ * from_block to the head: *tx its transaction, *found 0 when none. */
+int trn_commit_find_event(const chain_arb *arb, const ovt_hash *run_id, chain_arb_event_kind kind,
+                          const chain_address *party, uint64_t from_block, ovt_hash *tx, int *found) OVT_MUST_USE;
+
 /* `ovt commit` (cli/main.c). */
 int trn_cmd_commit(int argc, char **argv);
 

@@ -29,6 +29,9 @@ static void usage(FILE *f)
             "RUNDIR/steps.bin, publishes the run (config, dataset, every step's rounding log, the\n"
             "step table and a manifest) to --store, signs the EIP-712 commitment and commits it with\n"
             "the trainer's bond. Writes RUNDIR/receipt.json (docs/agent.md).\n"
+            "RUNDIR/commit.json records what was begun: run again with the same flags after any\n"
+            "failure, ovt commit continues (the run opened once, committed once). Once\n"
+            "receipt.json is written that commit is finished: a new ovt commit opens a new run.\n"
             "\n" CHAIN_SESSION_HELP CHAIN_SESSION_CONFIRMATIONS_HELP
             "  --auditor ADDR       the auditor's address\n"
             "  --arbiter ADDR       the arbiter's address\n"
@@ -55,7 +58,7 @@ struct commit_args {
     chain_session_args chain;
     chain_policy_args policy;
     chain_arb_params p;
-    int have_auditor, have_arbiter, have_abond, have_run_id, json;
+    int have_auditor, have_arbiter, have_abond, have_run_id, have_nonce, json;
     ovt_hash run_id;
 };
 
@@ -71,6 +74,38 @@ static int publish(const struct commit_args *a, const trn_step_table *t, const o
         *steps_blob = m.steps_hash;
     trn_store_close(s);
     return rv;
+}
+
+/* Test-only fault injection: OVT_TEST_EXIT_AT=opened|committed ends the
+ * process (status 86) at that point, as a kill would (with
+ * OVT_TEST_EXIT_AFTER_SEND, chain/txm.c, for the moments after a send). */
+static void trn_fault_point(const char *name)
+{
+    const char *at = getenv("OVT_TEST_EXIT_AT");
+    if (at && strcmp(at, name) == 0) {
+        fflush(NULL);
+        _exit(86);
+    }
+}
+
+/* Whether RUNDIR/receipt.json is that of the journal's run: that commit
+ * finished, and running ovt commit again commits the directory anew. */
+static bool journal_finished(const char *dir, const trn_commit_journal *j)
+{
+    char path[4096];
+    uint8_t *text;
+    size_t len;
+    if (trn_run_path(path, sizeof path, dir, NULL, 0, "receipt.json") || ovt_read_file(path, &text, &len, 1 << 20)) {
+        ovt_err_clear();
+        return false;
+    }
+    json_t *o = json_loadb((const char *)text, len, 0, NULL);
+    free(text);
+    ovt_hash rid;
+    bool same = o && chain_json_hash(&rid, o, "run_id") == 0 && memcmp(rid.b, j->run_id.b, 32) == 0;
+    ovt_err_clear();
+    json_decref(o);
+    return same;
 }
 
 static int same_params(const chain_arb_params *on_chain, const chain_arb_params *mine)
@@ -104,6 +139,32 @@ static int commit_run(struct commit_args *a)
         goto done;
     a->p.trainer = s.txm.from;
     ovt_hash run_id, root, steps_blob = {{0}};
+    /* A run again continues what the journal says was begun. */
+    trn_commit_journal j;
+    int resumed = 0;
+    rv = trn_commit_journal_load(a->dir, &j);
+    if (rv == 0)
+        resumed = !journal_finished(a->dir, &j); /* a finished commit is no resume point: a new run */
+    else if (rv != OVT_ENOTFOUND)
+        goto done;
+    rv = 0;
+    if (resumed && (j.chain_id != s.arb.chain_id || !chain_address_eq(&j.contract, &s.arb.address))) {
+        char jc[43];
+        chain_address_to_string(jc, &j.contract);
+        rv = ovt_fail(OVT_EINVAL,
+                      "%s/commit.json records a commit on chain %llu, contract %s: this run was committed there; "
+                      "move the file away to commit it to another contract",
+                      a->dir, (unsigned long long)j.chain_id, jc);
+        goto done;
+    }
+    if (resumed && !a->have_run_id && !j.joined) {
+        if (a->have_nonce && a->p.nonce != j.nonce) {
+            rv = ovt_fail(OVT_EINVAL, "--nonce %llu differs from the nonce %llu of the run this directory opened",
+                          (unsigned long long)a->p.nonce, (unsigned long long)j.nonce);
+            goto done;
+        }
+        a->p.nonce = j.nonce;
+    }
     if (a->have_run_id) {
         chain_arb_params on_chain;
         chain_policy pol;
@@ -126,15 +187,56 @@ static int commit_run(struct commit_args *a)
         }
         chain_arb_run_id(&run_id, s.arb.chain_id, &s.arb.address, &a->p);
     }
+    if (resumed && memcmp(j.run_id.b, run_id.b, 32) != 0) {
+        char jr[67];
+        chain_hash_hex(jr, &j.run_id);
+        rv = ovt_fail(OVT_EINVAL,
+                      "%s/commit.json records run %s, but these flags name another run (different terms or "
+                      "--run-id): run again with the same flags, or move the file away",
+                      a->dir, jr);
+        goto done;
+    }
+    if (!resumed) {
+        j = (trn_commit_journal){.chain_id = s.arb.chain_id, .contract = s.arb.address, .run_id = run_id,
+                                 .nonce = a->p.nonce, .joined = a->have_run_id};
+        if ((rv = chain_rpc_block_number(s.rpc, &j.from_block)) || (rv = trn_commit_journal_save(a->dir, &j)))
+            goto done;
+    } else if ((rv = chain_txm_settle(&s.txm))) {
+        goto done; /* what the interrupted run sent lands before the chain is read */
+    }
     if ((rv = trn_step_table_root(&root, &t, &run_id)))
         goto done;
     if (a->store && (rv = publish(a, &t, &run_id, &steps_blob)))
         goto done;
-    if (!a->have_run_id && (rv = chain_arb_open(&s.arb, &s.txm, &a->p, &run_id, &open_r)))
-        goto done;
+    int found = 0;
+    ovt_hash tx;
+    if (!a->have_run_id) {
+        chain_arb_params on_chain;
+        if (resumed && chain_arb_get_run(&s.arb, &run_id, NULL, &on_chain) == 0 &&
+            (rv = trn_commit_find_event(&s.arb, &run_id, CHAIN_ARB_EV_RUN_OPENED, NULL, j.from_block, &tx, &found)))
+            goto done;
+        ovt_err_clear();
+        if (found)
+            rv = chain_txm_wait_hash(&s.txm, &tx, &open_r); /* opened by the interrupted run */
+        else
+            rv = chain_arb_open(&s.arb, &s.txm, &a->p, &run_id, &open_r);
+        if (rv)
+            goto done;
+        trn_fault_point("opened");
+    }
     uint8_t sig[65];
-    if ((rv = chain_arb_commit(&s.arb, &s.txm, &run_id, &root, NULL, sig, &commit_r)))
+    found = 0;
+    if (resumed && (rv = trn_commit_find_event(&s.arb, &run_id, CHAIN_ARB_EV_COMMITTED, &s.txm.from, j.from_block,
+                                               &tx, &found)))
         goto done;
+    if (found) { /* committed by the interrupted run: the same deterministic signature */
+        if ((rv = chain_arb_sign_commitment(sig, &s.txm.key, s.arb.chain_id, &s.arb.address, &run_id, &root, &a->p)) ||
+            (rv = chain_txm_wait_hash(&s.txm, &tx, &commit_r)))
+            goto done;
+    } else if ((rv = chain_arb_commit(&s.arb, &s.txm, &run_id, &root, NULL, sig, &commit_r))) {
+        goto done;
+    }
+    trn_fault_point("committed");
     trn_commit_receipt cr = {.chain_id = s.arb.chain_id, .contract = s.arb.address, .params = a->p,
                              .run_id = run_id, .root = root, .commit_tx = commit_r.tx_hash,
                              .has_open_tx = !a->have_run_id, .open_tx = open_r.tx_hash, .store = a->store,
@@ -228,6 +330,7 @@ int trn_cmd_commit(int argc, char **argv)
             break;
         case O_NONCE:
             if (trn_arg_u64("commit", flag, optarg, 0, UINT64_MAX, &a.p.nonce)) return 2;
+            a.have_nonce = 1;
             break;
         case O_RUN_ID:
             if (chain_parse_hash(&a.run_id, flag, optarg)) {

@@ -40,6 +40,9 @@ typedef struct {
     double timeout_s;     /* the whole simulation, wall clock */
     const char *keep;     /* keep the work in this folder (NULL: a temporary one, removed) */
     const char *anvil;    /* --anvil, or NULL */
+    const char *node;     /* --node: "anvil" (default), "ganache" or "hardhat" (npm, node_modules/.bin) */
+    uint32_t block_time;  /* --block-time: seconds per block, 0: a block per transaction */
+    uint32_t confirmations; /* --confirmations for every party, 0: each command's default */
     bool json;            /* progress on stderr; the caller prints JSON */
 } devnet_opts;
 

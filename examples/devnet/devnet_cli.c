@@ -98,6 +98,10 @@ static void usage(FILE *f)
             "  --move-timeout S   seconds per bisection round on the devnet's clock (default 600)\n"
             "  --timeout S        give up after S seconds of wall time (default 900)\n"
             "  --keep DIR         keep the work (run, store, logs of every process) in DIR\n"
+            "  --node KIND        anvil (default), ganache or hardhat (the pinned npm packages)\n"
+            "  --block-time S     a block every S seconds, as on a testnet (default: a block per\n"
+            "                     transaction); watch a dispute at testnet pace\n"
+            "  --confirmations N  blocks every party waits for (default: each command's own)\n"
             "  --anvil PATH       the anvil executable (default: $OVT_ANVIL, node_modules/.bin,\n"
             "                     then $PATH)\n"
             "  --json             the result as JSON on stdout (progress lines go to stderr)\n"
@@ -183,7 +187,8 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
     json_decref(j);
 }
 
-enum { O_FAULT = 256, O_AT, O_STEPS, O_MODEL, O_BATCH, O_SEQ, O_SILENT, O_MOVE, O_TIMEOUT, O_KEEP, O_ANVIL, O_JSON };
+enum { O_FAULT = 256, O_AT, O_STEPS, O_MODEL, O_BATCH, O_SEQ, O_SILENT, O_MOVE, O_TIMEOUT, O_KEEP, O_ANVIL, O_JSON,
+       O_NODE, O_BLOCK_TIME, O_CONF };
 
 int devnet_cmd(int argc, char **argv)
 {
@@ -194,6 +199,8 @@ int devnet_cmd(int argc, char **argv)
         {"silent", required_argument, NULL, O_SILENT}, {"move-timeout", required_argument, NULL, O_MOVE},
         {"timeout", required_argument, NULL, O_TIMEOUT}, {"keep", required_argument, NULL, O_KEEP},
         {"anvil", required_argument, NULL, O_ANVIL},   {"json", no_argument, NULL, O_JSON},
+        {"node", required_argument, NULL, O_NODE},     {"block-time", required_argument, NULL, O_BLOCK_TIME},
+        {"confirmations", required_argument, NULL, O_CONF},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};
     devnet_opts o = {.steps = 64, .batch = 4, .seq = 32, .move_timeout = 600, .timeout_s = 900};
     bool have_fault = false, have_at = false;
@@ -251,6 +258,21 @@ int devnet_cmd(int argc, char **argv)
             break;
         case O_KEEP: o.keep = optarg; break;
         case O_ANVIL: o.anvil = optarg; break;
+        case O_NODE:
+            if (strcmp(optarg, "anvil") && strcmp(optarg, "ganache") && strcmp(optarg, "hardhat")) {
+                fprintf(stderr, "ovt devnet: --node must be anvil, ganache or hardhat, got '%s'\n", optarg);
+                return 2;
+            }
+            o.node = optarg;
+            break;
+        case O_BLOCK_TIME:
+            if (trn_arg_u64("devnet", flag, optarg, 1, 3600, &v)) return 2;
+            o.block_time = (uint32_t)v;
+            break;
+        case O_CONF:
+            if (trn_arg_u64("devnet", flag, optarg, 1, 1000, &v)) return 2;
+            o.confirmations = (uint32_t)v;
+            break;
         case O_JSON: o.json = true; break;
         default: return trn_arg_unknown("devnet", argv[optind - 1]);
         }

@@ -127,6 +127,32 @@ int devnet_free_port(void)
 int devnet_anvil_start(devnet_children *kids, devnet_child **child, chain_rpc **rpc, char *url, size_t url_cap,
                        const char *anvil, const char *log_path)
 {
+    return devnet_node_start(kids, child, rpc, url, url_cap, "anvil", anvil, 0, log_path);
+}
+
+#define DEVNET_MNEMONIC "test test test test test test test test test test test junk"
+
+int devnet_node_start(devnet_children *kids, devnet_child **child, chain_rpc **rpc, char *url, size_t url_cap,
+                      const char *kind, const char *anvil, uint32_t block_time, const char *log_path)
+{
+    char exe[PATH_MAX], bt[16], bt_env[64], hh_dir[PATH_MAX];
+    snprintf(bt, sizeof bt, "%u", block_time);
+    int is_ganache = strcmp(kind, "ganache") == 0, is_hardhat = strcmp(kind, "hardhat") == 0;
+    if (is_ganache || is_hardhat) {
+        snprintf(exe, sizeof exe, "%s/node_modules/.bin/%s", OVT_SOURCE_DIR, kind);
+        if (!is_executable(exe))
+            return ovt_fail(OVT_ENOTFOUND, "%s not found at %s: run `npm ci` in %s (it installs the pinned %s)",
+                            kind, exe, OVT_SOURCE_DIR, kind);
+        snprintf(hh_dir, sizeof hh_dir, "%s/tests/support/hardhat", OVT_SOURCE_DIR);
+        snprintf(bt_env, sizeof bt_env, "%u", block_time);
+        if (is_hardhat) {
+            setenv("OVT_HARDHAT_BLOCK_TIME", bt_env, 1);
+            setenv("HARDHAT_DISABLE_TELEMETRY_PROMPT", "true", 1);
+        }
+        anvil = exe;
+    } else if (strcmp(kind, "anvil") != 0) {
+        return ovt_fail(OVT_EINVAL, "--node must be anvil, ganache or hardhat, got '%s'", kind);
+    }
     *child = NULL;
     *rpc = NULL;
     chain_rpc_opts ro;
@@ -139,15 +165,40 @@ int devnet_anvil_start(devnet_children *kids, devnet_child **child, chain_rpc **
             return ovt_fail_errno(OVT_EIO, "no free TCP port on 127.0.0.1");
         char port_s[16];
         snprintf(port_s, sizeof port_s, "%d", port);
-        char *argv[] = {(char *)anvil, "--host", "127.0.0.1", "--port", port_s, "--silent", NULL};
+        char *argv[24];
+        int n = 0;
+        if (is_hardhat) { /* Hardhat runs only from its project folder: sh cds there, then execs it */
+            char *hh[] = {"/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", hh_dir, (char *)anvil, "node",
+                          "--hostname", "127.0.0.1", "--port", port_s, NULL};
+            for (int k = 0; hh[k]; k++)
+                argv[n++] = hh[k];
+        } else if (is_ganache) {
+            char *g[] = {(char *)anvil, "--server.host", "127.0.0.1", "--server.port", port_s, "--wallet.mnemonic",
+                         DEVNET_MNEMONIC, "--chain.hardfork", "shanghai", "--logging.quiet", NULL};
+            for (int k = 0; g[k]; k++)
+                argv[n++] = g[k];
+            if (block_time) {
+                argv[n++] = "--miner.blockTime";
+                argv[n++] = bt;
+            }
+        } else {
+            char *a[] = {(char *)anvil, "--host", "127.0.0.1", "--port", port_s, "--silent", NULL};
+            for (int k = 0; a[k]; k++)
+                argv[n++] = a[k];
+            if (block_time) {
+                argv[n++] = "--block-time";
+                argv[n++] = bt;
+            }
+        }
+        argv[n] = NULL;
         devnet_child *c;
-        int rv = devnet_spawn(kids, &c, "anvil", argv, log_path);
+        int rv = devnet_spawn(kids, &c, kind, argv, log_path);
         if (rv)
             return rv;
         snprintf(url, url_cap, "http://127.0.0.1:%d", port);
         if ((rv = chain_rpc_open(rpc, url, &ro)))
             return rv;
-        for (int waited = 0; waited < 20000 && !devnet_interrupted(); waited += 100) {
+        for (int waited = 0; waited < 60000 && !devnet_interrupted(); waited += 100) { /* Hardhat takes seconds */
             uint64_t id;
             devnet_reap(kids);
             if (c->exited)
@@ -176,7 +227,7 @@ int devnet_anvil_start(devnet_children *kids, devnet_child **child, chain_rpc **
         }
         if (!c->exited) {
             devnet_stop(c, 2000);
-            return ovt_fail(OVT_ETIMEOUT, "%s did not answer on port %d within 20 s", anvil, port);
+            return ovt_fail(OVT_ETIMEOUT, "%s did not answer on port %d within 60 s", anvil, port);
         }
     }
     return ovt_fail(OVT_EIO, "%s exited at start 4 times (see %s)", anvil, log_path);

@@ -25,6 +25,14 @@ int devnet_self_exe(char *out, size_t cap) OVT_MUST_USE;
 int devnet_anvil_start(devnet_children *kids, devnet_child **child, chain_rpc **rpc, char *url, size_t url_cap,
                        const char *anvil, const char *log_path) OVT_MUST_USE;
 
+/* Like devnet_anvil_start for a node of kind "anvil" (the executable
+ * `anvil`), "ganache" or "hardhat" (node_modules/.bin of the source tree;
+ * the Hardhat config is tests/support/hardhat), with a block every
+ * block_time seconds (0: one per transaction). Every kind has anvil's dev
+ * accounts (the same mnemonic). */
+int devnet_node_start(devnet_children *kids, devnet_child **child, chain_rpc **rpc, char *url, size_t url_cap,
+                      const char *kind, const char *anvil, uint32_t block_time, const char *log_path) OVT_MUST_USE;
+
 /* A TCP port on 127.0.0.1 that was free a moment ago (bound and
  * released), or -1. */
 int devnet_free_port(void);

@@ -46,6 +46,10 @@ static void chain_args(cmdline *c, const struct devnet *d, int key)
     arg(c, "%s", d->r->contract);
     arg(c, "--private-key");
     arg(c, "%s", devnet_dev_keys[key]);
+    if (d->o->confirmations) {
+        arg(c, "--confirmations");
+        arg(c, "%u", d->o->confirmations);
+    }
 }
 
 static void addr_arg(cmdline *c, const char *flag, const chain_address *a)
@@ -205,8 +209,8 @@ int devnet_start_arbiter(struct devnet *d)
     arg(&c, "%s", d->store_url);
     arg(&c, "--state-dir");
     arg(&c, "%s", state);
-    arg(&c, "--confirmations");
-    arg(&c, "1");
+    /* --confirmations: --confirmations of the devnet, else the watcher's own
+     * default (1 on an automining node, 2 with --block-time). */
     arg(&c, "--poll-interval");
     arg(&c, "0.2");
     arg(&c, "--from-block");

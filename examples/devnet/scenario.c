@@ -196,13 +196,16 @@ static int setup_chain(struct devnet *d)
 {
     char anvil[4096], log[4300];
     int rv;
-    if ((rv = devnet_find_anvil(anvil, sizeof anvil, d->o->anvil)))
+    const char *kind = d->o->node ? d->o->node : "anvil";
+    if (strcmp(kind, "anvil") == 0 && (rv = devnet_find_anvil(anvil, sizeof anvil, d->o->anvil)))
         return rv;
     devnet_child_log_path(log, sizeof log, d, "anvil");
     devnet_child *c;
-    if ((rv = devnet_anvil_start(&d->kids, &c, &d->rpc, d->r->rpc_url, sizeof d->r->rpc_url, anvil, log)))
+    if ((rv = devnet_node_start(&d->kids, &c, &d->rpc, d->r->rpc_url, sizeof d->r->rpc_url, kind, anvil,
+                                d->o->block_time, log)))
         return rv;
-    devnet_progress(d, "anvil %s (pid %d) at %s", anvil, (int)c->pid, d->r->rpc_url);
+    devnet_progress(d, "%s (pid %d) at %s%s", kind, (int)c->pid, d->r->rpc_url,
+                    d->o->block_time ? ", a block on a clock" : "");
     chain_privkey key;
     for (int i = NKEYS - 1; i >= 0 && !rv; i--) {
         if (!(rv = chain_key_from_hex(&key, devnet_dev_keys[i])))

@@ -307,8 +307,8 @@ static int arbiter(const char *state_dir, const char *url, uint64_t from_block, 
     chain_address_to_string(contract, &env.arb.address);
     snprintf(from, sizeof from, "%llu", (unsigned long long)from_block);
     const char *argv[40] = {ovt, "arbiter", "watch", "--rpc-url", env.node.url, "--contract", contract,
-                            "--store", url, "--state-dir", state_dir, "--from-block", from, "--poll-interval", "0.1"};
-    int n = 15;
+                            "--store", url, "--state-dir", state_dir, "--poll-interval", "0.1", "--from-block", from};
+    int n = from_block == UINT64_MAX ? 13 : 15; /* UINT64_MAX: the default (the deployment block) */
     if (keystore_path[0]) {
         argv[n++] = "--keystore";
         argv[n++] = keystore_path;
@@ -473,11 +473,16 @@ static void test_verdicts(void)
     char state[512], logp[512];
     snprintf(state, sizeof state, "%s/state-a", root);
     snprintf(logp, sizeof logp, "%s/a.log", root);
-    const char *once[] = {"--once", "--json", "--confirmations", "1", "--input-wait", "0", NULL};
-    CHECK(arbiter(state, store_url, from, logp, 1, once) == 0);
+    /* At its defaults: on automining anvil one confirmation (the head, where
+     * the last move is, counts), read from the contract's deployment block. */
+    const char *once[] = {"--once", "--json", "--input-wait", "0", NULL};
+    (void)from;
+    CHECK(arbiter(state, store_url, UINT64_MAX, logp, 1, once) == 0);
     for (int i = 0; i < k; i++)
         check_verdict(&sc[i]);
     CHECK_EQ_U64(count_in(logp, "\"event\":\"verdict_mined\""), k);
+    CHECK_EQ_U64(count_in(logp, "\"confirmations\":1"), 1);
+    CHECK_EQ_U64(count_in(logp, "\"event\":\"from_block\""), 1);
     check_log_lines(logp);
 
     /* a second pass posts nothing more (human log lines this time) */

@@ -338,6 +338,8 @@ static void test_replacement(chain_txm *m, const chain_address *a1)
     /* Automatic bump inside the wait: bump_after 200 ms, mined by a later evm_mine. */
     m->opts.bump_after_ms = 200;
     m->opts.receipt_timeout_ms = 1500;
+    long interval = m->block_interval_ms;
+    m->block_interval_ms = 1; /* as if blocks came fast: the bump is not held back to 3 block intervals */
     CHECK(chain_txm_prepare(m, &p, a1, &value, NULL, 0) == 0);
     CHECK(chain_txm_submit(m, &p) == 0);
     rc = chain_txm_wait(m, &p, &r); /* nothing mines: times out after bumping */
@@ -350,6 +352,7 @@ static void test_replacement(chain_txm *m, const chain_address *a1)
     chain_receipt_free(&r);
     chain_txm_pending_free(&p);
     m->opts.bump_after_ms = 20000;
+    m->block_interval_ms = interval;
     CHECK(raw("evm_setAutomine", json_pack("[b]", 1)) == 0);
 }
 

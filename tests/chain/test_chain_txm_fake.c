@@ -34,6 +34,9 @@ typedef struct {
     int call_reverts;
     int receipt_http500;
     int knows;                   /* eth_getTransactionByHash knows sends 0..knows-1 */
+    int legacy;                  /* no baseFeePerGas, no eth_feeHistory, eth_gasPrice = base_fee */
+    uint64_t head, head_max;     /* eth_blockNumber; each answer moves it one block until head_max */
+    int mine_on_send;            /* mark the first send mined as it arrives (an answer that is lost later) */
 } fake_node;
 
 static fake_node node;
@@ -84,6 +87,15 @@ static void handler(void *ctx, const char *req, tsup_http_reply *r)
             reply_result(r, id, "\"0x\"");
     } else if (strcmp(m, "eth_estimateGas") == 0) {
         reply_result(r, id, "\"0x5208\"");
+    } else if (strcmp(m, "eth_getBlockByNumber") == 0) {
+        reply_result(r, id,
+                     "{\"number\":\"0x%llx\",\"hash\":\"0x%064x\",\"parentHash\":\"0x%064x\",\"timestamp\":"
+                     "\"0x64\"%s}",
+                     (unsigned long long)n->head, 1, 2, n->legacy ? "" : ",\"baseFeePerGas\":\"0x1\"");
+    } else if (strcmp(m, "eth_gasPrice") == 0) {
+        reply_result(r, id, "\"0x%llx\"", (unsigned long long)n->base_fee);
+    } else if (strcmp(m, "eth_feeHistory") == 0 && n->legacy) {
+        reply_error(r, id, -32601, "Method eth_feeHistory not supported", NULL);
     } else if (strcmp(m, "eth_feeHistory") == 0) {
         reply_result(r, id, "{\"oldestBlock\":\"0x1\",\"baseFeePerGas\":[\"0x1\",\"0x%llx\"],\"reward\":[[\"0x%llx\"]]}",
                      (unsigned long long)n->base_fee, (unsigned long long)n->tip);
@@ -95,7 +107,9 @@ static void handler(void *ctx, const char *req, tsup_http_reply *r)
     } else if (strcmp(m, "eth_getTransactionCount") == 0) {
         reply_result(r, id, "\"0x%llx\"", (unsigned long long)n->pending_nonce);
     } else if (strcmp(m, "eth_blockNumber") == 0) {
-        reply_result(r, id, "\"0x10\"");
+        reply_result(r, id, "\"0x%llx\"", (unsigned long long)n->head);
+        if (n->head < n->head_max)
+            n->head++;
     } else if (strcmp(m, "eth_sendRawTransaction") == 0 && n->nsend < 16) {
         uint8_t *raw;
         size_t len;
@@ -110,7 +124,12 @@ static void handler(void *ctx, const char *req, tsup_http_reply *r)
         }
         char h[67];
         hex32(h, &n->sent_hash[k]);
-        if (n->send_script[k])
+        if (n->mine_on_send && n->mined < 0)
+            n->mined = k;
+        if (n->send_script[k] && strcmp(n->send_script[k], "HTTP502") == 0) {
+            r->status = 502;
+            snprintf(r->body, sizeof r->body, "bad gateway");
+        } else if (n->send_script[k])
             reply_error(r, id, -32000, n->send_script[k], NULL);
         else
             reply_result(r, id, "\"%s\"", h);
@@ -161,6 +180,7 @@ static void reset_node(void)
     node.tip = 2 * GWEI;
     node.mined = -1;
     node.mined_status = 1;
+    node.head = node.head_max = 0x10;
 }
 
 /* b >= a * 9/8 (a raise of at least 12.5%). */
@@ -311,6 +331,139 @@ static void test_wait(chain_txm *m)
     chain_txm_pending_free(&p);
 }
 
+/* Mined but not yet confirmed: waited on, never replaced, however soon a
+ * bump would be due (the bug of issue 12: replacements of a mined
+ * transaction refused as "nonce too low" and counted until the wait failed). */
+static void test_mined_unconfirmed(chain_txm *m)
+{
+    chain_txm_pending p;
+    chain_receipt r;
+    reset_node();
+    m->opts.confirmations = 4;
+    m->opts.bump_after_ms = 1;
+    node.mine_on_send = 1;
+    node.head_max = 0x10 + 3; /* the receipt's block 0x10 and three more, one per poll */
+    for (int k = 1; k < 16; k++)
+        node.send_script[k] = "nonce too low";
+    CHECK(chain_txm_prepare(m, &p, &to, NULL, NULL, 0) == 0);
+    CHECK(chain_txm_submit(m, &p) == 0);
+    int rc = chain_txm_wait(m, &p, &r);
+    CHECK_MSG(rc == 0, "%s", ovt_errmsg());
+    CHECK(node.nsend == 1 && p.bumps == 0 && r.block_number == 0x10 && node.head == 0x13);
+    chain_receipt_free(&r);
+    chain_txm_pending_free(&p);
+
+    /* No new block while one confirmation is missing: a stall, said as such,
+     * still nothing sent again. */
+    reset_node();
+    node.mine_on_send = 1;
+    m->opts.confirmations = 2;
+    CHECK(chain_txm_prepare(m, &p, &to, NULL, NULL, 0) == 0);
+    CHECK(chain_txm_submit(m, &p) == 0);
+    rc = chain_txm_wait(m, &p, &r);
+    CHECK_MSG(rc == OVT_ETIMEOUT && strstr(ovt_errmsg(), "1 of 2 confirmations") && strstr(ovt_errmsg(), "no new block"),
+              "%s", ovt_errmsg());
+    CHECK(node.nsend == 1);
+    chain_txm_pending_free(&p);
+    m->opts.confirmations = 1;
+    m->opts.bump_after_ms = 20000;
+}
+
+/* The answer to a send is lost (HTTP 502; the retry meets ganache's "the tx
+ * doesn't have the correct nonce" because the first attempt landed and was
+ * mined): the manager looks up the receipt and counts it as sent. */
+static void test_lost_answer(chain_txm *m)
+{
+    chain_txm_pending p;
+    chain_receipt r;
+    reset_node();
+    node.mine_on_send = 1;
+    node.send_script[0] = "HTTP502";
+    node.send_script[1] = "the tx doesn't have the correct nonce. account has nonce of: 6 tx has nonce of: 5";
+    node.pending_nonce = 5;
+    CHECK(chain_txm_prepare(m, &p, &to, NULL, NULL, 0) == 0);
+    node.pending_nonce = 6; /* what the node says once the first attempt is mined */
+    int rc = chain_txm_submit(m, &p);
+    CHECK_MSG(rc == 0, "%s", ovt_errmsg());
+    CHECK(node.nsend == 2 && p.nversions == 1 && p.tx.nonce == 5 && memcmp(p.hashes[0].b, node.sent_hash[0].b, 32) == 0);
+    CHECK(chain_txm_wait(m, &p, &r) == 0 && memcmp(r.tx_hash.b, node.sent_hash[0].b, 32) == 0);
+    chain_receipt_free(&r);
+    chain_txm_pending_free(&p);
+
+    /* Hardhat's "Known transaction" from a node that does not show its pool
+     * by hash: the wording is the only evidence, and it is taken. */
+    reset_node();
+    node.send_script[0] = "Known transaction: 0x1234";
+    CHECK(chain_txm_prepare(m, &p, &to, NULL, NULL, 0) == 0);
+    CHECK(chain_txm_submit(m, &p) == 0 && p.nversions == 1);
+    chain_txm_pending_free(&p);
+
+    /* "nonce too low" while nothing of ours is mined or held and the latest
+     * nonce is not past ours: not counted as sent, and said why. */
+    reset_node();
+    node.send_script[0] = "nonce too low";
+    CHECK(chain_txm_prepare(m, &p, &to, NULL, NULL, 0) == 0);
+    rc = chain_txm_submit(m, &p);
+    CHECK_MSG(rc != 0 && p.nversions == 0 && strstr(ovt_errmsg(), "pool"), "%s", ovt_errmsg());
+    chain_txm_pending_free(&p);
+}
+
+/* A fee cap the next raise would cross: no replacement is sent, the wait
+ * keeps waiting for the version out there and, when it gives up, says that
+ * the cap stopped it. The tip cap bounds the tip. */
+static void test_fee_cap(chain_txm *m)
+{
+    chain_txm_pending p;
+    chain_receipt r;
+    reset_node();
+    m->opts.max_fee_cap = 23 * GWEI; /* the first version's 22 gwei fits, a 12.5% raise does not */
+    m->opts.bump_after_ms = 1;
+    CHECK(chain_txm_prepare(m, &p, &to, NULL, NULL, 0) == 0 && p.tx.max_fee_per_gas == 22 * GWEI);
+    CHECK(chain_txm_submit(m, &p) == 0);
+    int rc = chain_txm_wait(m, &p, &r);
+    CHECK_MSG(rc == OVT_ETIMEOUT && p.capped && strstr(ovt_errmsg(), "above the cap") && strstr(ovt_errmsg(), "unmined"),
+              "%s", ovt_errmsg());
+    CHECK(node.nsend == 1);
+    for (int k = 0; k < node.nsend; k++)
+        CHECK(node.sent[k].max_fee_per_gas <= 23 * GWEI);
+    chain_txm_pending_free(&p);
+    m->opts.max_fee_cap = 0;
+    m->opts.bump_after_ms = 20000;
+
+    reset_node();
+    m->opts.max_tip_cap = GWEI;
+    CHECK(chain_txm_prepare(m, &p, &to, NULL, NULL, 0) == 0 && p.tx.max_priority_fee_per_gas == GWEI &&
+          p.tx.max_fee_per_gas == 21 * GWEI);
+    chain_txm_pending_free(&p);
+    m->opts.max_tip_cap = 0;
+
+    uint64_t v;
+    CHECK(chain_txm_parse_fee(&v, "--max-fee-per-gas", "30gwei") == 0 && v == 30 * GWEI);
+    CHECK(chain_txm_parse_fee(&v, "--max-fee-per-gas", "1.5gwei") == 0 && v == 1500000000ULL);
+    CHECK(chain_txm_parse_fee(&v, "--priority-fee", "12345") == 0 && v == 12345);
+    CHECK(chain_txm_parse_fee(&v, "--priority-fee", "1.5") == OVT_EINVAL && strstr(ovt_errmsg(), "--priority-fee"));
+    CHECK(chain_txm_parse_fee(&v, "--priority-fee", "gwei") == OVT_EINVAL);
+    CHECK(chain_txm_parse_fee(&v, "--priority-fee", "99999999999999999999") == OVT_EINVAL);
+}
+
+/* A node without EIP-1559: a legacy EIP-155 transaction at eth_gasPrice,
+ * bumped by raising the gas price. */
+static void test_legacy(chain_txm *m)
+{
+    chain_txm_pending p;
+    reset_node();
+    node.legacy = 1;
+    m->legacy = -1;
+    CHECK(chain_txm_prepare(m, &p, &to, NULL, NULL, 0) == 0);
+    CHECK(m->legacy == 1 && p.tx.type == CHAIN_TX_LEGACY && p.tx.gas_price == 10 * GWEI);
+    CHECK(chain_txm_submit(m, &p) == 0 && chain_txm_bump(m, &p) == 0);
+    CHECK(node.nsend == 2 && node.sent[0].type == CHAIN_TX_LEGACY && node.sent[0].chain_id == 31337 &&
+          node.sent[1].type == CHAIN_TX_LEGACY && raised_enough(node.sent[0].gas_price, node.sent[1].gas_price) &&
+          chain_address_eq(&node.sender[1], &m->from));
+    chain_txm_pending_free(&p);
+    m->legacy = -1;
+}
+
 int main(void)
 {
     tsup_httpd srv;
@@ -327,6 +480,7 @@ int main(void)
     chain_txm_opts_default(&to_opts);
     to_opts.poll_ms = 20;
     to_opts.receipt_timeout_ms = 5000;
+    to_opts.min_stall_ms = 200; /* and the block interval below: a stalled node is noticed in tests' time */
     if (chain_rpc_open(&rpc, srv.url, &o) != 0 ||
         chain_key_from_hex(&k, "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d") != 0 ||
         chain_txm_init(&m, rpc, &k, &to_opts) != 0) {
@@ -334,11 +488,16 @@ int main(void)
         return 1;
     }
     CHECK(m.chain_id == 31337);
+    m.block_interval_ms = 20;
     mgr = &m;
     test_prepare(&m);
     test_already_known_and_nonce(&m);
     test_bumps(&m);
     test_wait(&m);
+    test_mined_unconfirmed(&m);
+    test_lost_answer(&m);
+    test_fee_cap(&m);
+    test_legacy(&m);
     chain_txm_free(&m);
     ovt_wipe(&k, sizeof k);
     chain_rpc_close(rpc);
