@@ -157,6 +157,23 @@ static int commit_run(struct commit_args *a)
                       a->dir, (unsigned long long)j.chain_id, jc);
         goto done;
     }
+    if (resumed && !j.joined) {
+        /* The journal's run may never have been opened: its open reverted
+         * (the contract refused the terms) or was never sent. Once nothing
+         * this account sent is pending, a run the chain does not know is no
+         * resume point, and these flags start afresh. */
+        chain_arb_params jp;
+        if ((rv = chain_txm_settle(&s.txm)))
+            goto done;
+        rv = chain_arb_get_run(&s.arb, &j.run_id, NULL, &jp);
+        if (rv == OVT_EREVERT) {
+            ovt_err_clear();
+            resumed = 0;
+        } else if (rv) {
+            goto done;
+        }
+        rv = 0;
+    }
     if (resumed && !a->have_run_id && !j.joined) {
         if (a->have_nonce && a->p.nonce != j.nonce) {
             rv = ovt_fail(OVT_EINVAL, "--nonce %llu differs from the nonce %llu of the run this directory opened",
