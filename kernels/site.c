@@ -456,10 +456,14 @@ static float canonical_zero(float v)
     return v == 0.0f ? 0.0f : v; /* a zero is always written as +0 */
 }
 
+/* what may be ovt_errmsg() itself (the reason krn_grid_locate gave): it is
+ * copied first, since the new message is written over the old one. */
 static int elem_fail(const site_job *job, size_t i, int code, const char *what)
 {
+    char reason[400];
+    snprintf(reason, sizeof reason, "%s", what);
     return ovt_fail(code, "step %llu site %u (%s) element %zu: %s",
-                    (unsigned long long)job->ctx->step, job->site, job->name, i, what);
+                    (unsigned long long)job->ctx->step, job->site, job->name, i, reason);
 }
 
 /* Rounds an element the fast path left over; RECORD also decides its entry.
