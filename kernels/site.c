@@ -762,9 +762,12 @@ bool krn_ctx_forged(const krn_ctx *ctx)
 }
 
 /* Rounds the last element of the job's site beyond its logged entries that
- * lies farther than 4 tau from every midpoint to the wrong neighbour, and
- * logs that direction (krn_ctx_forge_next_site). Leaves the site alone if no
- * element qualifies. */
+ * lies between 1.25 and 1.5 tau from its midpoint to the wrong neighbour,
+ * and logs that direction (krn_ctx_forge_next_site): an impossible direction
+ * for every verifier (honest values are within tau/(2M) of each other, so
+ * every verifier's d' lies between 0.78 and 1.97 tau, beyond tau'/2 +
+ * delta' and within 2 tau'). Leaves the site alone if no element
+ * qualifies; a later site of the step is tried. */
 static void forge_entry(site_job *job)
 {
     krn_ctx *ctx = job->ctx;
@@ -777,7 +780,7 @@ static void forge_entry(site_job *job)
         if (!(tau > 0.0) || !(ax >= 0x1p-100 && ax < 0x1p100) ||
             krn_grid_locate(job->x[i], ctx->cfg.grid_bits, &pos) < 0)
             continue;
-        if (!(pos.dist > 4.0 * tau) || !(2.0 * tau <= 0.25 * pos.spacing))
+        if (!(pos.dist > 1.25 * tau && pos.dist <= 1.5 * tau) || !(2.0 * tau <= 0.25 * pos.spacing))
             continue;
         bool up = pos.nearest != pos.above;
         float wrong = up ? pos.above : pos.below;

@@ -177,10 +177,11 @@ const krn_finding *krn_ctx_finding(const krn_ctx *ctx);
 
 /* Testing only (fault injection: `ovt train --inject-fault forged-log`).
  * Arms a forgery for the next (or current) RECORD step: the first banded
- * site that has an element farther than 4 tau from every midpoint (beyond
- * its last logged element, where a direction entry is allowed) rounds its
- * last such element to the wrong neighbour and logs that wrong direction, an
- * entry every verifier must reject as fraud. krn_step_end disarms it. */
+ * site that has an element between 1.25 and 1.5 tau from its midpoint
+ * (beyond its last logged element, where a direction entry is allowed)
+ * rounds its last such element to the wrong neighbour and logs that wrong
+ * direction, an entry every verifier must reject as fraud (a certain
+ * impossible direction). krn_step_end disarms it. */
 void krn_ctx_forge_next_site(krn_ctx *ctx);
 
 /* True if the armed forgery was made in the current (or last ended) step. */
