@@ -42,6 +42,7 @@ typedef struct {
     size_t count;
     size_t cap;
     uint64_t wide;
+    uint64_t ambiguous; /* elements with d <= tau/(2M) */
 } chunk_out;
 
 struct krn_ctx {
@@ -469,7 +470,7 @@ static int elem_fail(const site_job *job, size_t i, int code, const char *what)
 /* Rounds an element the fast path left over; RECORD also decides its entry.
  * Returns 1 if *entry was filled, 0 if not, or an error. */
 static int settle(site_job *job, size_t i, double xi, double tau, float *outi,
-                  krn_rlog_entry *entry)
+                  krn_rlog_entry *entry, uint64_t *ambiguous)
 {
     int b = job->ctx->cfg.grid_bits;
     if (!(tau >= 0.0)) {
@@ -482,6 +483,8 @@ static int settle(site_job *job, size_t i, double xi, double tau, float *outi,
         return elem_fail(job, i, OVT_ENUMERIC, ovt_errmsg());
     float v = canonical_zero(pos.nearest);
     *outi = v;
+    if (tau > 0.0 && pos.dist <= tau * (0.5 / KRN_BAND_MARGIN))
+        (*ambiguous)++;
     if (job->replay) {
         check_unlogged(job, i, pos.dist, tau);
         return 0;
@@ -553,7 +556,7 @@ static int site_block(site_job *job, size_t b0, size_t len, double *xbuf, chunk_
     for (size_t k = 0; k < nc; k++) {
         size_t i = b0 + cand[k];
         krn_rlog_entry e;
-        int rc = settle(job, i, xb[cand[k]], banded ? tau[cand[k]] : 0.0, &job->out[i], &e);
+        int rc = settle(job, i, xb[cand[k]], banded ? tau[cand[k]] : 0.0, &job->out[i], &e, &co->ambiguous);
         if (rc == 1)
             rc = chunk_push(co, &e);
         if (rc < 0) {
@@ -581,6 +584,7 @@ static void run_range(const site_group *g, size_t i0, size_t i1, chunk_out *co)
     double xbuf[SITE_BLOCK];
     co->count = 0;
     co->wide = 0;
+    co->ambiguous = 0;
     size_t active = g->njobs;
     for (size_t b0 = i0; b0 < i1 && active > 0; b0 += SITE_BLOCK) {
         size_t len = i1 - b0 < SITE_BLOCK ? i1 - b0 : SITE_BLOCK;
@@ -646,6 +650,7 @@ static int run_group(site_job *jobs, size_t njobs)
     for (size_t c = 0; c < nchunks; c++) {
         chunk_out *co = &ctx->chunks[c];
         job->wide += co->wide;
+        ctx->stats.ambiguous += co->ambiguous;
         if (job->record && co->count > 0) {
             rc = krn_rlog_add_site(ctx->log, job->site, job->n, co->entries, co->count);
             if (rc < 0)
@@ -761,19 +766,66 @@ bool krn_ctx_forged(const krn_ctx *ctx)
     return ctx->forged;
 }
 
-/* Rounds the last element of the job's site beyond its logged entries that
- * lies between 1.25 and 1.5 tau from its midpoint to the wrong neighbour,
- * and logs that direction (krn_ctx_forge_next_site): an impossible direction
- * for every verifier (honest values are within tau/(2M) of each other, so
- * every verifier's d' lies between 0.78 and 1.97 tau, beyond tau'/2 +
- * delta' and within 2 tau'). Leaves the site alone if no element
- * qualifies; a later site of the step is tried. */
+/* Adds entry e (for an element the site has no entry for) to the job's
+ * site, which is the last site of the log so far: the log is rebuilt with
+ * e in index order. Testing only (forge_entry). */
+static int insert_entry(krn_ctx *ctx, const site_job *job, const krn_rlog_entry *e)
+{
+    krn_rlog *copy = krn_rlog_new();
+    krn_rlog_entry *merged = NULL;
+    int rc = copy ? 0 : OVT_ENOMEM;
+    if (rc == 0)
+        krn_rlog_reset(copy, ctx->step);
+    for (size_t k = 0; rc == 0 && k < krn_rlog_nsites(ctx->log); k++) {
+        const krn_rlog_site *ls = krn_rlog_site_at(ctx->log, k);
+        if (ls->site != job->site) {
+            rc = krn_rlog_add_site(copy, ls->site, ls->n, ls->entries, ls->count);
+            continue;
+        }
+        merged = malloc((ls->count + 1) * sizeof *merged);
+        if (merged == NULL) {
+            rc = OVT_ENOMEM;
+            break;
+        }
+        size_t m = 0, j = 0;
+        for (; j < ls->count && ls->entries[j].index < e->index; j++)
+            merged[m++] = ls->entries[j];
+        merged[m++] = *e;
+        for (; j < ls->count; j++)
+            merged[m++] = ls->entries[j];
+        rc = krn_rlog_add_site(copy, ls->site, ls->n, merged, m);
+    }
+    if (rc == 0 && krn_rlog_find(ctx->log, job->site) == NULL)
+        rc = krn_rlog_add_site(copy, job->site, job->n, e, 1);
+    if (rc == 0) {
+        krn_rlog_reset(ctx->log, ctx->step);
+        for (size_t k = 0; rc == 0 && k < krn_rlog_nsites(copy); k++) {
+            const krn_rlog_site *ls = krn_rlog_site_at(copy, k);
+            rc = krn_rlog_add_site(ctx->log, ls->site, ls->n, ls->entries, ls->count);
+        }
+    }
+    free(merged);
+    krn_rlog_free(copy);
+    return rc;
+}
+
+/* Rounds the last element of the job's site without an entry that lies
+ * between 1.25 and 1.5 tau from its midpoint to the wrong neighbour, and
+ * logs that direction (krn_ctx_forge_next_site): an impossible direction for
+ * every verifier (honest values are within tau/(2M) of each other, so every
+ * verifier's d' lies between 0.78 and 1.97 tau, beyond tau'/2 + delta' and
+ * within 2 tau'). Leaves the site alone if no element qualifies; a later
+ * site of the step is tried. */
 static void forge_entry(site_job *job)
 {
     krn_ctx *ctx = job->ctx;
     const krn_rlog_site *s = krn_rlog_find(ctx->log, job->site);
-    size_t first = s != NULL ? (size_t)s->entries[s->count - 1].index + 1 : 0;
-    for (size_t i = job->n; i-- > first;) {
+    size_t k = s != NULL ? s->count : 0; /* entries below the element looked at */
+    for (size_t i = job->n; i-- > 0;) {
+        while (k > 0 && s->entries[k - 1].index > i)
+            k--;
+        if (k > 0 && s->entries[k - 1].index == i)
+            continue; /* logged */
         double tau = band_at(job->band, job->x, i);
         krn_grid_pos pos;
         double ax = fabs(job->x[i]);
@@ -784,9 +836,9 @@ static void forge_entry(site_job *job)
             continue;
         bool up = pos.nearest != pos.above;
         float wrong = up ? pos.above : pos.below;
-        if (isinf(wrong) || wrong == 0.0f ||
-            krn_rlog_add(ctx->log, job->site, job->n, i, up ? KRN_DIR_UP : KRN_DIR_DOWN, 0.0f) < 0)
-            continue;
+        krn_rlog_entry e = {.index = i, .dir = up ? KRN_DIR_UP : KRN_DIR_DOWN};
+        if (isinf(wrong) || wrong == 0.0f || insert_entry(ctx, job, &e) < 0)
+            return;
         job->out[i] = wrong;
         ctx->stats.logged++;
         ctx->forge_armed = false;
@@ -981,6 +1033,7 @@ int krn_sparse_finish(krn_ctx *ctx, const krn_sparse_site *s, const krn_sparse_v
     chunk_out *co = &ctx->chunks[0];
     co->count = 0;
     co->wide = 0;
+    co->ambiguous = 0;
     for (size_t k = 0; k < cand->count; k++) {
         size_t i = (size_t)cand->index[k];
         krn_rlog_entry e;
@@ -989,13 +1042,14 @@ int krn_sparse_finish(krn_ctx *ctx, const krn_sparse_site *s, const krn_sparse_v
             return sparse_failed(ctx, ovt_fail(OVT_EINVAL, "step %llu site %u (%s): candidate %zu "
                                                            "(element %zu) out of order or range",
                                                (unsigned long long)ctx->step, s->site, s->name, k, i));
-        rc = settle(&job, i, cand->x[k], tau, &cand->out[k], &e);
+        rc = settle(&job, i, cand->x[k], tau, &cand->out[k], &e, &co->ambiguous);
         if (rc == 1)
             rc = chunk_push(co, &e);
         if (rc < 0)
             return sparse_failed(ctx, rc);
     }
     job.wide = co->wide;
+    ctx->stats.ambiguous += co->ambiguous;
     if (s->record && co->count > 0) {
         rc = krn_rlog_add_site(ctx->log, s->site, s->n, co->entries, co->count);
         if (rc < 0)

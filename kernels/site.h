@@ -89,6 +89,9 @@ typedef struct {
     uint64_t logged;         /* entries written (RECORD) or applied (REPLAY) */
     uint64_t wide;           /* entries that are explicit values */
     double max_dist_over_tau;/* REPLAY: largest d/tau seen on a logged element */
+    uint64_t ambiguous;      /* RECORD, REPLAY: elements with tau > 0 and d <= delta =
+                                tau/(2*M), where both roundings are honest (the
+                                trainer's bits of choice) */
 } krn_stats;
 
 typedef struct krn_ctx krn_ctx;
@@ -177,11 +180,11 @@ const krn_finding *krn_ctx_finding(const krn_ctx *ctx);
 
 /* Testing only (fault injection: `ovt train --inject-fault forged-log`).
  * Arms a forgery for the next (or current) RECORD step: the first banded
- * site that has an element between 1.25 and 1.5 tau from its midpoint
- * (beyond its last logged element, where a direction entry is allowed)
- * rounds its last such element to the wrong neighbour and logs that wrong
- * direction, an entry every verifier must reject as fraud (a certain
- * impossible direction). krn_step_end disarms it. */
+ * site that has an unlogged element between 1.25 and 1.5 tau from its
+ * midpoint (where a direction entry is allowed) rounds its last such
+ * element to the wrong neighbour and logs that wrong direction, an entry
+ * every verifier must reject as fraud (a certain impossible direction).
+ * krn_step_end disarms it. */
 void krn_ctx_forge_next_site(krn_ctx *ctx);
 
 /* True if the armed forgery was made in the current (or last ended) step. */
