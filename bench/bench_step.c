@@ -169,7 +169,8 @@ int main(int argc, char **argv)
     printf("rounding log     %llu entries, %zu bytes per step (target < 200000)\n",
            (unsigned long long)krn_rlog_nentries(log), len);
     printf("bits of choice   %llu elements with d <= delta = tau/(2M) (both roundings honest) of %llu "
-           "rounded\n", (unsigned long long)last_record.ambiguous, (unsigned long long)last_record.outputs);
+           "rounded; %llu of them exactly 0 or on a midpoint\n", (unsigned long long)last_record.ambiguous,
+           (unsigned long long)last_record.outputs, (unsigned long long)last_record.ambiguous_exact);
     printf("state hash       %8.3f s per step (%.1f%% of RECORD)\n", t_hash, 100.0 * t_hash / rec);
     trn_step_batch_free(&batch);
     trn_workspace_free(w);

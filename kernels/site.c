@@ -42,7 +42,7 @@ typedef struct {
     size_t count;
     size_t cap;
     uint64_t wide;
-    uint64_t ambiguous; /* elements with d <= tau/(2M) */
+    uint64_t ambiguous[2]; /* elements with d <= tau/(2M); of those, x == 0 or d == 0 */
 } chunk_out;
 
 struct krn_ctx {
@@ -470,7 +470,7 @@ static int elem_fail(const site_job *job, size_t i, int code, const char *what)
 /* Rounds an element the fast path left over; RECORD also decides its entry.
  * Returns 1 if *entry was filled, 0 if not, or an error. */
 static int settle(site_job *job, size_t i, double xi, double tau, float *outi,
-                  krn_rlog_entry *entry, uint64_t *ambiguous)
+                  krn_rlog_entry *entry, uint64_t ambiguous[2])
 {
     int b = job->ctx->cfg.grid_bits;
     if (!(tau >= 0.0)) {
@@ -483,8 +483,10 @@ static int settle(site_job *job, size_t i, double xi, double tau, float *outi,
         return elem_fail(job, i, OVT_ENUMERIC, ovt_errmsg());
     float v = canonical_zero(pos.nearest);
     *outi = v;
-    if (tau > 0.0 && pos.dist <= tau * (0.5 / KRN_BAND_MARGIN))
-        (*ambiguous)++;
+    if (tau > 0.0 && pos.dist <= tau * (0.5 / KRN_BAND_MARGIN)) {
+        ambiguous[0]++;
+        ambiguous[1] += xi == 0.0 || pos.dist == 0.0;
+    }
     if (job->replay) {
         check_unlogged(job, i, pos.dist, tau);
         return 0;
@@ -556,7 +558,7 @@ static int site_block(site_job *job, size_t b0, size_t len, double *xbuf, chunk_
     for (size_t k = 0; k < nc; k++) {
         size_t i = b0 + cand[k];
         krn_rlog_entry e;
-        int rc = settle(job, i, xb[cand[k]], banded ? tau[cand[k]] : 0.0, &job->out[i], &e, &co->ambiguous);
+        int rc = settle(job, i, xb[cand[k]], banded ? tau[cand[k]] : 0.0, &job->out[i], &e, co->ambiguous);
         if (rc == 1)
             rc = chunk_push(co, &e);
         if (rc < 0) {
@@ -584,7 +586,7 @@ static void run_range(const site_group *g, size_t i0, size_t i1, chunk_out *co)
     double xbuf[SITE_BLOCK];
     co->count = 0;
     co->wide = 0;
-    co->ambiguous = 0;
+    co->ambiguous[0] = co->ambiguous[1] = 0;
     size_t active = g->njobs;
     for (size_t b0 = i0; b0 < i1 && active > 0; b0 += SITE_BLOCK) {
         size_t len = i1 - b0 < SITE_BLOCK ? i1 - b0 : SITE_BLOCK;
@@ -650,7 +652,8 @@ static int run_group(site_job *jobs, size_t njobs)
     for (size_t c = 0; c < nchunks; c++) {
         chunk_out *co = &ctx->chunks[c];
         job->wide += co->wide;
-        ctx->stats.ambiguous += co->ambiguous;
+        ctx->stats.ambiguous += co->ambiguous[0];
+        ctx->stats.ambiguous_exact += co->ambiguous[1];
         if (job->record && co->count > 0) {
             rc = krn_rlog_add_site(ctx->log, job->site, job->n, co->entries, co->count);
             if (rc < 0)
@@ -1033,7 +1036,7 @@ int krn_sparse_finish(krn_ctx *ctx, const krn_sparse_site *s, const krn_sparse_v
     chunk_out *co = &ctx->chunks[0];
     co->count = 0;
     co->wide = 0;
-    co->ambiguous = 0;
+    co->ambiguous[0] = co->ambiguous[1] = 0;
     for (size_t k = 0; k < cand->count; k++) {
         size_t i = (size_t)cand->index[k];
         krn_rlog_entry e;
@@ -1042,14 +1045,15 @@ int krn_sparse_finish(krn_ctx *ctx, const krn_sparse_site *s, const krn_sparse_v
             return sparse_failed(ctx, ovt_fail(OVT_EINVAL, "step %llu site %u (%s): candidate %zu "
                                                            "(element %zu) out of order or range",
                                                (unsigned long long)ctx->step, s->site, s->name, k, i));
-        rc = settle(&job, i, cand->x[k], tau, &cand->out[k], &e, &co->ambiguous);
+        rc = settle(&job, i, cand->x[k], tau, &cand->out[k], &e, co->ambiguous);
         if (rc == 1)
             rc = chunk_push(co, &e);
         if (rc < 0)
             return sparse_failed(ctx, rc);
     }
     job.wide = co->wide;
-    ctx->stats.ambiguous += co->ambiguous;
+    ctx->stats.ambiguous += co->ambiguous[0];
+    ctx->stats.ambiguous_exact += co->ambiguous[1];
     if (s->record && co->count > 0) {
         rc = krn_rlog_add_site(ctx->log, s->site, s->n, co->entries, co->count);
         if (rc < 0)

@@ -92,6 +92,7 @@ typedef struct {
     uint64_t ambiguous;      /* RECORD, REPLAY: elements with tau > 0 and d <= delta =
                                 tau/(2*M), where both roundings are honest (the
                                 trainer's bits of choice) */
+    uint64_t ambiguous_exact;/* of those, x exactly 0 or exactly on a midpoint */
 } krn_stats;
 
 typedef struct krn_ctx krn_ctx;
