@@ -89,6 +89,9 @@ static json_t *report_json(const struct audit_args *a, const aud_report *r)
     }
     if (r->finding == AUD_FRAUD)
         json_object_set_new(o, "detail", json_string(r->detail));
+    if (r->suspect_step)
+        json_object_set_new(o, "suspect", json_pack("{s:I, s:s}", "step", (json_int_t)r->suspect_step, "detail",
+                                                    r->suspect));
     if (a->lie_at)
         json_object_set_new(o, "lie_at", json_integer((json_int_t)a->lie_at));
     return o;
@@ -111,6 +114,9 @@ static void print_report(const struct audit_args *a, const aud_report *r, json_t
                r->log_differs ? " logHash differs" : "");
     else
         printf("fraud at step %llu: %s\n", (unsigned long long)r->step, r->detail);
+    if (r->suspect_step)
+        printf("note: the log of step %llu breaks the arbiter's rule: %s\n", (unsigned long long)r->suspect_step,
+               r->suspect);
 }
 
 /* Reads the run's terms and checks them against this auditor's policy and

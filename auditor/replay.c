@@ -8,6 +8,7 @@
 #include "kernels/rlog.h"
 #include "trainer/init.h"
 #include "trainer/rundata.h"
+#include "trainer/step.h"
 #include "trainer/train.h"
 
 /* What a replay of one run directory needs. */
@@ -20,6 +21,8 @@ struct replayer {
     krn_ctx *ctx;
     trn_workspace *w;
     krn_rlog *log;
+    uint64_t suspect_step; /* the first uncertain finding, 0: none */
+    char suspect[512];
 };
 
 static void replayer_close(struct replayer *r)
@@ -53,8 +56,8 @@ static int replayer_open(struct replayer *r, const char *dir, const char *data_p
     }
     if ((rv = trn_run_data_load(&r->data, data_path, &r->rc, 0)))
         goto fail;
-    krn_config kc = {.backend = backend, .mode = KRN_REPLAY, .grid_bits = (int)r->rc.grid_bits,
-                     .shuffle_seed = r->rc.seed, .threads = threads};
+    krn_config kc = {.backend = backend, .mode = KRN_REPLAY, .verifier = KRN_VERIFY_AUDITOR,
+                     .grid_bits = (int)r->rc.grid_bits, .shuffle_seed = r->rc.seed, .threads = threads};
     if ((rv = krn_ctx_new(&r->ctx, &kc)) || (rv = trn_workspace_new(&r->w, &r->rc)))
         goto fail;
     if (!(r->log = krn_rlog_new())) {
@@ -67,56 +70,11 @@ fail:
     return rv;
 }
 
-/* State 0 of a run that starts from given parameters (config init_hash):
- * the run's step-0 checkpoint, which must be state 0 of this config and
- * hold parameters whose paramsHash is init_hash. */
-static int replayer_start_init(struct replayer *r, trn_state **out)
-{
-    char path[4096];
-    int rv = trn_run_path(path, sizeof path, r->dir, "ckpt", 0, "ckpt");
-    if (rv || (rv = trn_checkpoint_read(out, path)))
-        return ovt_fail_wrap(rv, "the run starts from given parameters (init_hash) and needs its state 0");
-    if (memcmp((*out)->config_hash.b, r->config_hash.b, 32) != 0)
-        rv = ovt_fail(OVT_EFORMAT, "%s belongs to another run config", path);
-    else if ((rv = trn_state_check_start(*out)))
-        rv = ovt_fail_wrap(rv, "%s is not the state 0 the run config commits to", path);
-    if (rv) {
-        trn_state_free(*out);
-        *out = NULL;
-    }
-    return rv;
-}
-
-/* The starting state: step 0 from the config (the seed, or the parameters
- * init_hash names), or the latest checkpoint at or before `step`, which must
- * be the trainer's claimed state there. */
+/* The starting state at or before `step` (trn_run_start_state). */
 static int replayer_start(struct replayer *r, uint64_t step, trn_state **out)
 {
-    *out = NULL;
-    int rv;
-    if (step == 0 && trn_config_has_init(&r->rc))
-        return replayer_start_init(r, out);
-    if (step == 0) {
-        if ((rv = trn_state_new(out, &r->rc)))
-            return rv;
-        trn_state_init(*out);
-        return 0;
-    }
-    uint64_t at = 0;
-    char path[4096];
-    if ((rv = trn_run_latest_checkpoint(r->dir, step, &at)) ||
-        (rv = trn_run_path(path, sizeof path, r->dir, "ckpt", at, "ckpt")) || (rv = trn_checkpoint_read(out, path)))
-        return rv;
-    ovt_hash h;
-    trn_state_hash(&h, *out);
-    if ((*out)->step != at || at >= r->trainer.count || memcmp(h.b, r->trainer.steps[at].state_hash.b, 32) != 0 ||
-        memcmp((*out)->config_hash.b, r->config_hash.b, 32) != 0) {
-        trn_state_free(*out);
-        *out = NULL;
-        return ovt_fail(OVT_EFORMAT, "%s is not the state the step table claims for step %llu", path,
-                        (unsigned long long)at);
-    }
-    return 0;
+    uint64_t at;
+    return trn_run_start_state(out, &at, r->dir, &r->rc, &r->config_hash, &r->trainer, step);
 }
 
 /* Runs step st->step + 1 with the trainer's log. *leaf gets the auditor's
@@ -159,6 +117,11 @@ static int replayer_step(struct replayer *r, trn_state *st, chain_merkle_preimag
     }
     if (rv)
         return ovt_fail_wrap(rv, "step %llu", (unsigned long long)i);
+    const krn_finding *f = krn_ctx_finding(r->ctx);
+    if (f->rule != KRN_RULE_NONE && r->suspect_step == 0) {
+        r->suspect_step = i;
+        snprintf(r->suspect, sizeof r->suspect, "%s", f->message);
+    }
     trn_state_hash(&leaf->state_hash, st);
     return 0;
 }
@@ -243,6 +206,8 @@ int aud_replay(const aud_replay_opts *opts, aud_report *out)
     if (opts->lie_at && out->finding == AUD_VERIFIED)
         for (uint64_t i = opts->lie_at; i <= n; i++)
             lie(&out->own.steps[i].state_hash);
+    out->suspect_step = r.suspect_step;
+    snprintf(out->suspect, sizeof out->suspect, "%s", r.suspect);
     out->trainer = r.trainer;
     memset(&r.trainer, 0, sizeof r.trainer);
 done:

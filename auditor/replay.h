@@ -4,7 +4,10 @@
 /* The auditor's replay (DESIGN.md section 5): re-executes a trainer's run
  * from its published files, in REPLAY mode on the auditor's own backend, and
  * compares leaf by leaf: for every step i its own (stateHash_i, batchHash_i,
- * logHash_i) against the trainer's step table.
+ * logHash_i) against the trainer's step table. The replay applies the rule
+ * as an auditor (KRN_VERIFY_AUDITOR, DESIGN.md section 2 "Who applies the
+ * rule"): only a certain violation is fraud; one that only the strict rule
+ * sees is reported in suspect and the replay goes on.
  *
  * The trainer's run is a directory in the layout of `ovt train`
  * (trainer/run.h): config.bin, steps.bin, logs/step-N.rlog and, for partial
@@ -43,6 +46,12 @@ typedef struct {
     uint64_t step;        /* DIVERGED / FRAUD: the first divergent step */
     bool state_differs, batch_differs, log_differs; /* which part of leaf `step` differs */
     char detail[512];     /* FRAUD: why the log was rejected */
+    /* The first violation of the arbiter's strict rule that is not certain
+     * (an honest arbiter within the op's bound could accept it): reported,
+     * not disputed; the replay followed the trainer's entry there, or
+     * rounded the unlogged element to nearest. suspect_step 0: none. */
+    uint64_t suspect_step;
+    char suspect[512];
     uint64_t replayed;    /* steps executed */
     bool partial;         /* from > 1 or to < N: own is not a full history */
     /* The auditor's own history, steps 0..N. Steps before `from` are copied

@@ -6,7 +6,9 @@
  * the median of each, their ratio, and the floor: the step's matmul and
  * attention FLOPs at the OpenBLAS DGEMM rate measured in the same run (the
  * step's FC shape, the same thread count). Also the rounding log's encoded
- * bytes per step and the time of trn_state_hash on the state after the step.
+ * bytes per step, the bits of choice (elements with d <= delta, where either
+ * rounding is honest) and the time of trn_state_hash on the state after
+ * the step.
  *
  *   bench_step [--model gpt2-small] [--batch 4] [--seq 64] [--threads 2] [--reps 3]
  * The DGEMM rate is measured before every pair of steps and its median
@@ -33,6 +35,9 @@ static void fail(const char *what)
     exit(1);
 }
 
+/* The counters of the last RECORD step (bits of choice). */
+static krn_stats last_record;
+
 /* One timed step of a fresh copy of init; the state after it in *after
  * (freed by the caller) when after is not NULL. */
 static double timed_step(const trn_state *init, trn_workspace *w, krn_mode mode, int threads,
@@ -49,6 +54,8 @@ static double timed_step(const trn_state *init, trn_workspace *w, krn_mode mode,
         fail(mode == KRN_RECORD ? "RECORD step" : "PLAIN step");
     double t = now() - t0;
     *cpu = cpu_now() - c0;
+    if (mode == KRN_RECORD)
+        last_record = info.stats;
     krn_ctx_free(ctx);
     if (after)
         *after = st;
@@ -161,6 +168,9 @@ int main(int argc, char **argv)
            crec, cplain, crec / cplain, cfloor, crates[reps / 2], crec / cfloor, cplain / cfloor);
     printf("rounding log     %llu entries, %zu bytes per step (target < 200000)\n",
            (unsigned long long)krn_rlog_nentries(log), len);
+    printf("bits of choice   %llu elements with d <= delta = tau/(2M) (both roundings honest) of %llu "
+           "rounded; %llu of them exactly 0 or on a midpoint\n", (unsigned long long)last_record.ambiguous,
+           (unsigned long long)last_record.outputs, (unsigned long long)last_record.ambiguous_exact);
     printf("state hash       %8.3f s per step (%.1f%% of RECORD)\n", t_hash, 100.0 * t_hash / rec);
     trn_step_batch_free(&batch);
     trn_workspace_free(w);

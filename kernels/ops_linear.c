@@ -347,7 +347,7 @@ int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *do
     if ((rc = krn_parallel_ranges(&be, V, DWTE_ROWS, dwte_rows, &j)))
         goto done;
     krn_band band = krn_band_reduction(KRN_BAND_ARRAY, 1, 1.0, 1);
-    band.scale = KRN_BAND_MARGIN * 2.0;
+    band.scale = KRN_BAND_WIDTH * 2.0;
     band.a = mag;
     if ((rc = krn_site(ctx, "encoder.bwd.dwte", dwte, x, nv, &band)))
         goto done;

@@ -243,8 +243,8 @@ krn_band krn_band_reduction(krn_band_kind kind, size_t K, double factor, int ops
 {
     krn_band band = {0};
     band.kind = kind;
-    band.scale = KRN_BAND_MARGIN * 2.0 * krn_chunked_gamma(K) * factor;
-    band.rel = KRN_BAND_MARGIN * 2.0 * KRN_U * ops;
+    band.scale = KRN_BAND_WIDTH * 2.0 * krn_chunked_gamma(K) * factor;
+    band.rel = KRN_BAND_WIDTH * 2.0 * KRN_U * ops;
     return band;
 }
 
@@ -252,7 +252,7 @@ krn_band krn_band_libm(void)
 {
     krn_band band = {0};
     band.kind = KRN_BAND_ZERO;
-    band.rel = KRN_BAND_MARGIN * 2.0 * KRN_LIBM_ULP * 0x1p-52;
+    band.rel = KRN_BAND_WIDTH * 2.0 * KRN_LIBM_ULP * 0x1p-52;
     return band;
 }
 

@@ -17,6 +17,11 @@
  * propagation terms. Part of the contract. */
 #define KRN_BAND_MARGIN 1.0625
 
+/* Contract version 2: every band is twice the margined bound,
+ * tau = 2*M*delta, so that tau'/2 = M*delta' bounds the pairwise difference
+ * delta with the margin's slack (docs/numeric-contract.md section 6). */
+#define KRN_BAND_WIDTH (2.0 * KRN_BAND_MARGIN)
+
 /* u = 2^-53, the FP64 unit roundoff. */
 #define KRN_U 0x1p-53
 
@@ -67,12 +72,12 @@ int krn_chunked_gemm_in(const krn_cpu *be, double *out, const krn_gemm_in *in, s
                         size_t k) OVT_MUST_USE;
 
 /* Bands. The caller fills kind, a, b, cols where the band has them.
- * reduction: tau = MARGIN*(2*chunked_gamma(K)*factor*mag_i + 2*u*ops*|x|),
+ * reduction: tau = 2*MARGIN*(2*chunked_gamma(K)*factor*mag_i + 2*u*ops*|x|),
  *   mag_i >= sum|terms| of element i (from a / a x b), factor a constant the
  *   exact sum is multiplied by (1/C for a mean, a scale), ops the number of
  *   FP64 operations applied after the sum (a division, the accumulation
  *   into an old gradient), each of which can add one rounding per side.
- * libm: tau = MARGIN*2*KRN_LIBM_ULP*2^-52*|x|, for a libm call on an
+ * libm: tau = 2*MARGIN*2*KRN_LIBM_ULP*2^-52*|x|, for a libm call on an
  *   argument every implementation computes identically.
  * exact: tau = 0. */
 krn_band krn_band_reduction(krn_band_kind kind, size_t K, double factor, int ops);

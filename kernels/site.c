@@ -24,6 +24,7 @@
 #include "kernels/grid.h"
 #include "kernels/grid_bits.h"
 #include "kernels/pool.h"
+#include "kernels/reduce.h"
 #include "kernels/site_sparse.h"
 
 /* Elements per block: the band of a block is computed into a small buffer,
@@ -41,6 +42,7 @@ typedef struct {
     size_t count;
     size_t cap;
     uint64_t wide;
+    uint64_t ambiguous[2]; /* elements with d <= tau/(2M); of those, x == 0 or d == 0 */
 } chunk_out;
 
 struct krn_ctx {
@@ -61,6 +63,7 @@ struct krn_ctx {
     void (*device_free)(void *device);
     bool forge_armed; /* testing: forge an entry at the next site that allows it */
     bool forged;
+    krn_finding finding; /* REPLAY: the step's first strict finding */
 };
 
 /* What one call of krn_site works on, shared by the threads. */
@@ -75,7 +78,14 @@ typedef struct {
     size_t n;
     const krn_band *band; /* NULL: exact site */
     bool record;          /* log entries (RECORD with a band) */
+    bool replay;          /* REPLAY with a band: look for missing entries */
+    bool mu_live;         /* err_mu is initialised (threads may be running) */
+    const krn_rlog_site *logged; /* REPLAY: the site's entries, or NULL */
     uint64_t wide;        /* entries that are values */
+    /* REPLAY: the strict rule's finding at the lowest element index, and the
+     * one that fails the site (any finding for the arbiter, a certain one
+     * for the auditor), also at the lowest index; under err_mu */
+    krn_finding first, fail;
     /* the failure at the lowest element index (messages are per thread) */
     pthread_mutex_t err_mu;
     int err_code;
@@ -195,6 +205,7 @@ int krn_step_begin(krn_ctx *ctx, uint64_t step, krn_rlog *log)
     memset(&ctx->stats, 0, sizeof ctx->stats);
     ctx->failed = 0;
     ctx->forged = false;
+    memset(&ctx->finding, 0, sizeof ctx->finding);
     ctx->in_step = true;
     return 0;
 }
@@ -340,6 +351,105 @@ static size_t collect_flags(const uint8_t *flag, size_t len, uint32_t *cand)
     return nc;
 }
 
+/* ---- REPLAY: the rule of contract version 2 (docs/numeric-contract.md 6) ---- */
+
+const char *krn_rule_name(krn_rule rule)
+{
+    switch (rule) {
+    case KRN_RULE_NONE: return "no finding";
+    case KRN_RULE_MISSING_ENTRY: return "missing entry";
+    case KRN_RULE_IMPOSSIBLE_DIRECTION: return "impossible direction";
+    case KRN_RULE_DIRECTION_FAR: return "direction too far from the midpoint";
+    case KRN_RULE_DIRECTION_WIDE: return "direction where the band is too wide";
+    case KRN_RULE_VALUE_FAR: return "value too far";
+    }
+    return "unknown rule";
+}
+
+const krn_finding *krn_ctx_finding(const krn_ctx *ctx)
+{
+    return &ctx->finding;
+}
+
+/* How far the auditor widens a threshold on the verifier's own value so that
+ * it covers every honest arbiter's: the op's pairwise bound as this party
+ * evaluates it, delta' = tau'/(2*M), plus 2^-20 of it for the last bits in
+ * which two parties' bands differ (about 1e-11 relative). */
+static double widening(double tau)
+{
+    return tau * (0.5 / KRN_BAND_MARGIN) * (1.0 + 0x1p-20);
+}
+
+/* A violation of the strict rule at element i (dist: d' or the distance to a
+ * value's interval): kept as the job's first finding if it has the lowest
+ * index so far, and as the site's failure if the role fails on it (the
+ * arbiter on any, the auditor on a certain one). what says the numbers. */
+static void note_finding(site_job *job, size_t i, krn_rule rule, double dist, double tau, bool certain,
+                         const char *what)
+{
+    krn_ctx *ctx = job->ctx;
+    bool auditor = ctx->cfg.verifier == KRN_VERIFY_AUDITOR;
+    krn_finding f = {.rule = rule, .step = ctx->step, .site = job->site, .element = i,
+                     .dist_over_tau = dist / tau, .certain = certain};
+    snprintf(f.op, sizeof f.op, "%s", job->name);
+    snprintf(f.message, sizeof f.message, "step %llu site %u (%s) element %zu: %s: %s%s",
+             (unsigned long long)ctx->step, job->site, job->name, i, krn_rule_name(rule), what,
+             !auditor ? ""
+             : certain ? " (certain: every honest arbiter within the op's bound sees it)"
+                       : " (not certain: an honest arbiter within the op's bound could accept it)");
+    if (job->mu_live)
+        pthread_mutex_lock(&job->err_mu);
+    if (job->first.rule == KRN_RULE_NONE || i < job->first.element)
+        job->first = f;
+    if ((!auditor || certain) && (job->fail.rule == KRN_RULE_NONE || i < job->fail.element))
+        job->fail = f;
+    if (job->mu_live)
+        pthread_mutex_unlock(&job->err_mu);
+}
+
+/* True if the site's log has an entry for element i (entries are in index
+ * order). */
+static bool is_logged(const site_job *job, size_t i)
+{
+    const krn_rlog_site *s = job->logged;
+    if (s == NULL)
+        return false;
+    size_t lo = 0, hi = s->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->entries[mid].index < i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->count && s->entries[lo].index == i;
+}
+
+/* An unlogged element the fast path flagged: a missing entry if d' <= tau'/2,
+ * certain if d' <= tau'/2 - delta'. */
+static void check_unlogged(site_job *job, size_t i, double dist, double tau)
+{
+    if (!(tau > 0.0) || !(dist <= 0.5 * tau) || is_logged(job, i))
+        return;
+    char what[160];
+    snprintf(what, sizeof what, "own value is %.3g tau from the nearest midpoint, within 0.5 tau, "
+                                "and the log has no entry for it (tau = %.17g)", dist / tau, tau);
+    note_finding(job, i, KRN_RULE_MISSING_ENTRY, dist, tau, dist <= 0.5 * tau - widening(tau), what);
+}
+
+/* The failure the site's findings call for (OVT_EFRAUD with the message of
+ * the failing finding at the lowest index), or 0; keeps the step's first
+ * finding in the ctx. */
+static int findings_close(site_job *job)
+{
+    krn_ctx *ctx = job->ctx;
+    if (ctx->finding.rule == KRN_RULE_NONE && job->first.rule != KRN_RULE_NONE)
+        ctx->finding = job->first;
+    if (job->fail.rule != KRN_RULE_NONE)
+        return ovt_fail(OVT_EFRAUD, "%s", job->fail.message);
+    return 0;
+}
+
 /* ---- the slow path ---- */
 
 static float canonical_zero(float v)
@@ -347,16 +457,20 @@ static float canonical_zero(float v)
     return v == 0.0f ? 0.0f : v; /* a zero is always written as +0 */
 }
 
+/* what may be ovt_errmsg() itself (the reason krn_grid_locate gave): it is
+ * copied first, since the new message is written over the old one. */
 static int elem_fail(const site_job *job, size_t i, int code, const char *what)
 {
+    char reason[400];
+    snprintf(reason, sizeof reason, "%s", what);
     return ovt_fail(code, "step %llu site %u (%s) element %zu: %s",
-                    (unsigned long long)job->ctx->step, job->site, job->name, i, what);
+                    (unsigned long long)job->ctx->step, job->site, job->name, i, reason);
 }
 
 /* Rounds an element the fast path left over; RECORD also decides its entry.
  * Returns 1 if *entry was filled, 0 if not, or an error. */
-static int settle(const site_job *job, size_t i, double xi, double tau, float *outi,
-                  krn_rlog_entry *entry)
+static int settle(site_job *job, size_t i, double xi, double tau, float *outi,
+                  krn_rlog_entry *entry, uint64_t ambiguous[2])
 {
     int b = job->ctx->cfg.grid_bits;
     if (!(tau >= 0.0)) {
@@ -369,6 +483,14 @@ static int settle(const site_job *job, size_t i, double xi, double tau, float *o
         return elem_fail(job, i, OVT_ENUMERIC, ovt_errmsg());
     float v = canonical_zero(pos.nearest);
     *outi = v;
+    if (tau > 0.0 && pos.dist <= tau * (0.5 / KRN_BAND_MARGIN)) {
+        ambiguous[0]++;
+        ambiguous[1] += xi == 0.0 || pos.dist == 0.0;
+    }
+    if (job->replay) {
+        check_unlogged(job, i, pos.dist, tau);
+        return 0;
+    }
     if (!job->record || !(tau > 0.0) || !(pos.dist <= tau))
         return 0;
     entry->index = i;
@@ -417,7 +539,7 @@ static int site_block(site_job *job, size_t b0, size_t len, double *xbuf, chunk_
     uint8_t flag[SITE_BLOCK];
     uint32_t cand[SITE_BLOCK];
     int b = job->ctx->cfg.grid_bits;
-    bool banded = job->record;
+    bool banded = job->record || job->replay;
     const double *xb = job->x ? job->x + b0 : xbuf;
     if (!job->x)
         job->fill(job->fill_arg, b0, len, xbuf);
@@ -436,7 +558,7 @@ static int site_block(site_job *job, size_t b0, size_t len, double *xbuf, chunk_
     for (size_t k = 0; k < nc; k++) {
         size_t i = b0 + cand[k];
         krn_rlog_entry e;
-        int rc = settle(job, i, xb[cand[k]], banded ? tau[cand[k]] : 0.0, &job->out[i], &e);
+        int rc = settle(job, i, xb[cand[k]], banded ? tau[cand[k]] : 0.0, &job->out[i], &e, co->ambiguous);
         if (rc == 1)
             rc = chunk_push(co, &e);
         if (rc < 0) {
@@ -464,6 +586,7 @@ static void run_range(const site_group *g, size_t i0, size_t i1, chunk_out *co)
     double xbuf[SITE_BLOCK];
     co->count = 0;
     co->wide = 0;
+    co->ambiguous[0] = co->ambiguous[1] = 0;
     size_t active = g->njobs;
     for (size_t b0 = i0; b0 < i1 && active > 0; b0 += SITE_BLOCK) {
         size_t len = i1 - b0 < SITE_BLOCK ? i1 - b0 : SITE_BLOCK;
@@ -510,14 +633,18 @@ static int run_group(site_job *jobs, size_t njobs)
     if (rc < 0)
         return rc;
     site_group g = {.jobs = jobs, .njobs = njobs};
-    for (size_t s = 0; s < njobs; s++)
+    for (size_t s = 0; s < njobs; s++) {
         pthread_mutex_init(&jobs[s].err_mu, NULL);
+        jobs[s].mu_live = true;
+    }
     if (split)
         krn_pool_run(ctx->pool, nchunks, run_chunk, &g);
     else
         run_range(&g, 0, n, &ctx->chunks[0]);
-    for (size_t s = 0; s < njobs; s++)
+    for (size_t s = 0; s < njobs; s++) {
+        jobs[s].mu_live = false;
         pthread_mutex_destroy(&jobs[s].err_mu);
+    }
     for (size_t s = 0; s < njobs; s++)
         if (jobs[s].err_code < 0)
             return ovt_fail(jobs[s].err_code, "%s", jobs[s].err_msg);
@@ -525,6 +652,8 @@ static int run_group(site_job *jobs, size_t njobs)
     for (size_t c = 0; c < nchunks; c++) {
         chunk_out *co = &ctx->chunks[c];
         job->wide += co->wide;
+        ctx->stats.ambiguous += co->ambiguous[0];
+        ctx->stats.ambiguous_exact += co->ambiguous[1];
         if (job->record && co->count > 0) {
             rc = krn_rlog_add_site(ctx->log, job->site, job->n, co->entries, co->count);
             if (rc < 0)
@@ -556,8 +685,18 @@ static int entry_beyond(const site_job *job, const krn_rlog_entry *e)
 }
 
 /* Applies one logged entry to element e->index, whose value on this side is
- * xi and band tau, writing the result to *outi; fails with OVT_EFRAUD where
- * the rule of the contract rejects it. */
+ * xi and band tau, writing the result to *outi. The rule (contract version
+ * 2, with tau = 2*M*delta):
+ *   direction: tau' > 0, 2*tau' <= s'/4, d' <= 2*tau', and where
+ *              d' > tau'/2 the verifier's own side of m';
+ *   value:     a finite grid value whose rounding interval is within
+ *              tau'/2 of x'.
+ * A violation is a finding (note_finding): certain where it lies outside the
+ * thresholds widened by delta' (what no honest arbiter accepts). The output
+ * follows the entry wherever the entry is well formed; a site with a finding
+ * its role fails on fails as a whole (findings_close). A malformed entry
+ * (exact element, not a grid value, unknown kind, past the largest grid
+ * value) fails at once with OVT_EFRAUD. */
 static int apply_entry(site_job *job, const krn_rlog_entry *e, double xi, double tau, float *outi)
 {
     krn_ctx *ctx = job->ctx;
@@ -569,6 +708,8 @@ static int apply_entry(site_job *job, const krn_rlog_entry *e, double xi, double
     krn_grid_pos pos;
     if (krn_grid_locate(xi, b, &pos) < 0)
         return elem_fail(job, i, OVT_ENUMERIC, ovt_errmsg());
+    double half = 0.5 * tau, w = widening(tau);
+    char what[200];
     float v;
     double dist;
     if (e->dir == KRN_DIR_VALUE) {
@@ -576,23 +717,34 @@ static int apply_entry(site_job *job, const krn_rlog_entry *e, double xi, double
         if (krn_grid_interval(e->value, b, &lo, &hi) < 0)
             return fraud(job, i, "the logged value %a is not a finite grid value", (double)e->value);
         dist = xi < lo ? lo - xi : (xi > hi ? xi - hi : 0.0);
-        if (!(dist <= 2.0 * tau))
-            return fraud(job, i, "own value is %.3g tau from the logged value's rounding "
-                                 "interval (limit 2, tau = %.17g)", dist / tau, tau);
+        if (!(dist <= half)) {
+            snprintf(what, sizeof what, "own value is %.3g tau from the logged value's rounding "
+                                        "interval (limit 0.5, tau = %.17g)", dist / tau, tau);
+            note_finding(job, i, KRN_RULE_VALUE_FAR, dist, tau, !(dist <= half + w), what);
+        }
         v = e->value;
     } else if (e->dir == KRN_DIR_DOWN || e->dir == KRN_DIR_UP) {
         dist = pos.dist;
-        if (!(2.0 * tau <= 0.25 * pos.spacing))
-            return fraud(job, i, "a direction entry where the band is too wide: 2 tau = %.17g is "
-                                 "more than a quarter of the grid step %.17g", 2.0 * tau,
-                         pos.spacing);
-        if (!(dist <= 2.0 * tau))
-            return fraud(job, i, "own value is %.3g tau from the nearest midpoint (limit 2, "
-                                 "tau = %.17g)", dist / tau, tau);
+        krn_dir own = xi > pos.mid ? KRN_DIR_UP : KRN_DIR_DOWN;
+        if (!(2.0 * tau <= 0.25 * pos.spacing)) {
+            snprintf(what, sizeof what, "2 tau = %.17g is more than a quarter of the grid step %.17g",
+                     2.0 * tau, pos.spacing);
+            note_finding(job, i, KRN_RULE_DIRECTION_WIDE, dist, tau,
+                         !(2.0 * tau * (1.0 - 0x1p-20) <= 0.25 * pos.spacing), what);
+        } else if (!(dist <= 2.0 * tau)) {
+            snprintf(what, sizeof what, "own value is %.3g tau from the nearest midpoint (limit 2, "
+                                        "tau = %.17g)", dist / tau, tau);
+            note_finding(job, i, KRN_RULE_DIRECTION_FAR, dist, tau, !(dist <= 2.0 * tau + w), what);
+        } else if (dist > half && e->dir != own) {
+            snprintf(what, sizeof what, "the log says %s, but own value is %.3g tau %s the midpoint "
+                                        "(beyond 0.5 tau every honest value is on that side; tau = %.17g)",
+                     e->dir == KRN_DIR_UP ? "up" : "down", dist / tau,
+                     own == KRN_DIR_UP ? "above" : "below", tau);
+            note_finding(job, i, KRN_RULE_IMPOSSIBLE_DIRECTION, dist, tau, dist > half + w, what);
+        }
         v = e->dir == KRN_DIR_UP ? pos.above : pos.below;
         if (isinf(v))
             return fraud(job, i, "the logged direction leads past the largest grid value");
-        dist = pos.dist;
     } else {
         return fraud(job, i, "unknown entry kind %d", (int)e->dir);
     }
@@ -617,29 +769,79 @@ bool krn_ctx_forged(const krn_ctx *ctx)
     return ctx->forged;
 }
 
-/* Rounds the last element of the job's site beyond its logged entries that
- * lies farther than 4 tau from every midpoint to the wrong neighbour, and
- * logs that direction (krn_ctx_forge_next_site). Leaves the site alone if no
- * element qualifies. */
+/* Adds entry e (for an element the site has no entry for) to the job's
+ * site, which is the last site of the log so far: the log is rebuilt with
+ * e in index order. Testing only (forge_entry). */
+static int insert_entry(krn_ctx *ctx, const site_job *job, const krn_rlog_entry *e)
+{
+    krn_rlog *copy = krn_rlog_new();
+    krn_rlog_entry *merged = NULL;
+    int rc = copy ? 0 : OVT_ENOMEM;
+    if (rc == 0)
+        krn_rlog_reset(copy, ctx->step);
+    for (size_t k = 0; rc == 0 && k < krn_rlog_nsites(ctx->log); k++) {
+        const krn_rlog_site *ls = krn_rlog_site_at(ctx->log, k);
+        if (ls->site != job->site) {
+            rc = krn_rlog_add_site(copy, ls->site, ls->n, ls->entries, ls->count);
+            continue;
+        }
+        merged = malloc((ls->count + 1) * sizeof *merged);
+        if (merged == NULL) {
+            rc = OVT_ENOMEM;
+            break;
+        }
+        size_t m = 0, j = 0;
+        for (; j < ls->count && ls->entries[j].index < e->index; j++)
+            merged[m++] = ls->entries[j];
+        merged[m++] = *e;
+        for (; j < ls->count; j++)
+            merged[m++] = ls->entries[j];
+        rc = krn_rlog_add_site(copy, ls->site, ls->n, merged, m);
+    }
+    if (rc == 0 && krn_rlog_find(ctx->log, job->site) == NULL)
+        rc = krn_rlog_add_site(copy, job->site, job->n, e, 1);
+    if (rc == 0) {
+        krn_rlog_reset(ctx->log, ctx->step);
+        for (size_t k = 0; rc == 0 && k < krn_rlog_nsites(copy); k++) {
+            const krn_rlog_site *ls = krn_rlog_site_at(copy, k);
+            rc = krn_rlog_add_site(ctx->log, ls->site, ls->n, ls->entries, ls->count);
+        }
+    }
+    free(merged);
+    krn_rlog_free(copy);
+    return rc;
+}
+
+/* Rounds the last element of the job's site without an entry that lies
+ * between 1.25 and 1.5 tau from its midpoint to the wrong neighbour, and
+ * logs that direction (krn_ctx_forge_next_site): an impossible direction for
+ * every verifier (honest values are within tau/(2M) of each other, so every
+ * verifier's d' lies between 0.78 and 1.97 tau, beyond tau'/2 + delta' and
+ * within 2 tau'). Leaves the site alone if no element qualifies; a later
+ * site of the step is tried. */
 static void forge_entry(site_job *job)
 {
     krn_ctx *ctx = job->ctx;
     const krn_rlog_site *s = krn_rlog_find(ctx->log, job->site);
-    size_t first = s != NULL ? (size_t)s->entries[s->count - 1].index + 1 : 0;
-    for (size_t i = job->n; i-- > first;) {
+    size_t k = s != NULL ? s->count : 0; /* entries below the element looked at */
+    for (size_t i = job->n; i-- > 0;) {
+        while (k > 0 && s->entries[k - 1].index > i)
+            k--;
+        if (k > 0 && s->entries[k - 1].index == i)
+            continue; /* logged */
         double tau = band_at(job->band, job->x, i);
         krn_grid_pos pos;
         double ax = fabs(job->x[i]);
         if (!(tau > 0.0) || !(ax >= 0x1p-100 && ax < 0x1p100) ||
             krn_grid_locate(job->x[i], ctx->cfg.grid_bits, &pos) < 0)
             continue;
-        if (!(pos.dist > 4.0 * tau) || !(2.0 * tau <= 0.25 * pos.spacing))
+        if (!(pos.dist > 1.25 * tau && pos.dist <= 1.5 * tau) || !(2.0 * tau <= 0.25 * pos.spacing))
             continue;
         bool up = pos.nearest != pos.above;
         float wrong = up ? pos.above : pos.below;
-        if (isinf(wrong) || wrong == 0.0f ||
-            krn_rlog_add(ctx->log, job->site, job->n, i, up ? KRN_DIR_UP : KRN_DIR_DOWN, 0.0f) < 0)
-            continue;
+        krn_rlog_entry e = {.index = i, .dir = up ? KRN_DIR_UP : KRN_DIR_DOWN};
+        if (isinf(wrong) || wrong == 0.0f || insert_entry(ctx, job, &e) < 0)
+            return;
         job->out[i] = wrong;
         ctx->stats.logged++;
         ctx->forge_armed = false;
@@ -664,6 +866,7 @@ static int site_run(krn_ctx *ctx, const char *name, float *out, const double *x,
         .n = n,
         .band = band_is_zero(band) ? NULL : band,
         .record = ctx->cfg.mode == KRN_RECORD && !band_is_zero(band),
+        .replay = ctx->cfg.mode == KRN_REPLAY && !band_is_zero(band),
     };
     ctx->stats.sites++;
     ctx->stats.outputs += n;
@@ -686,6 +889,7 @@ static int site_run(krn_ctx *ctx, const char *name, float *out, const double *x,
                                     "%zu entries for it",
                         (unsigned long long)ctx->step, job.site, name, logged->count);
 
+    job.logged = logged;
     rc = run_group(&job, 1);
     if (rc < 0)
         return rc;
@@ -704,7 +908,7 @@ static int site_run(krn_ctx *ctx, const char *name, float *out, const double *x,
         ctx->stats.logged += logged->count;
     }
     ctx->stats.wide += job.wide;
-    return 0;
+    return findings_close(&job);
 }
 
 /* The part of krn_site and krn_site_fill after the checks both share. */
@@ -798,6 +1002,7 @@ int krn_sparse_begin(krn_ctx *ctx, const char *name, size_t n, bool banded, krn_
     s->n = n;
     s->banded = banded;
     s->record = ctx->cfg.mode == KRN_RECORD && banded;
+    s->flag_band = (ctx->cfg.mode == KRN_RECORD || ctx->cfg.mode == KRN_REPLAY) && banded;
     ctx->stats.sites++;
     ctx->stats.outputs += n;
     if (ctx->cfg.mode == KRN_REPLAY && ctx->replay_next < krn_rlog_nsites(ctx->log)) {
@@ -823,28 +1028,32 @@ int krn_sparse_begin(krn_ctx *ctx, const char *name, size_t n, bool banded, krn_
 int krn_sparse_finish(krn_ctx *ctx, const krn_sparse_site *s, const krn_sparse_values *cand,
                       const krn_sparse_values *logged)
 {
-    site_job job = {.ctx = ctx, .name = s->name, .site = s->site, .n = s->n, .record = s->record};
+    site_job job = {.ctx = ctx, .name = s->name, .site = s->site, .n = s->n, .record = s->record,
+                    .replay = ctx->cfg.mode == KRN_REPLAY && s->banded, .logged = s->logged};
     int rc = reserve_chunks(ctx, 1);
     if (rc < 0)
         return sparse_failed(ctx, rc);
     chunk_out *co = &ctx->chunks[0];
     co->count = 0;
     co->wide = 0;
+    co->ambiguous[0] = co->ambiguous[1] = 0;
     for (size_t k = 0; k < cand->count; k++) {
         size_t i = (size_t)cand->index[k];
         krn_rlog_entry e;
-        double tau = s->record ? cand->tau[k] : 0.0;
+        double tau = s->flag_band ? cand->tau[k] : 0.0;
         if (i >= s->n || (k > 0 && cand->index[k] <= cand->index[k - 1]))
             return sparse_failed(ctx, ovt_fail(OVT_EINVAL, "step %llu site %u (%s): candidate %zu "
                                                            "(element %zu) out of order or range",
                                                (unsigned long long)ctx->step, s->site, s->name, k, i));
-        rc = settle(&job, i, cand->x[k], tau, &cand->out[k], &e);
+        rc = settle(&job, i, cand->x[k], tau, &cand->out[k], &e, co->ambiguous);
         if (rc == 1)
             rc = chunk_push(co, &e);
         if (rc < 0)
             return sparse_failed(ctx, rc);
     }
     job.wide = co->wide;
+    ctx->stats.ambiguous += co->ambiguous[0];
+    ctx->stats.ambiguous_exact += co->ambiguous[1];
     if (s->record && co->count > 0) {
         rc = krn_rlog_add_site(ctx->log, s->site, s->n, co->entries, co->count);
         if (rc < 0)
@@ -863,5 +1072,5 @@ int krn_sparse_finish(krn_ctx *ctx, const krn_sparse_site *s, const krn_sparse_v
         ctx->stats.logged += s->logged->count;
     }
     ctx->stats.wide += job.wide;
-    return 0;
+    return sparse_failed(ctx, findings_close(&job));
 }

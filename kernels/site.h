@@ -9,10 +9,14 @@
  *                           distance to the nearest midpoint is <= tau (a
  *                           direction, or the value itself where tau is wide
  *                           against the grid step);
- *   KRN_REPLAY   (verifier) applies the step's log: a logged element takes
- *                           the logged result if the verifier's own value is
- *                           within 2*tau of it (else the log is fraudulent,
- *                           OVT_EFRAUD), every other element rounds to nearest;
+ *   KRN_REPLAY   (verifier) applies the step's log under the rule of
+ *                           contract version 2 (docs/numeric-contract.md
+ *                           section 6): a logged element takes the logged
+ *                           result where the rule accepts it, every other
+ *                           element rounds to nearest, and an unlogged
+ *                           element within tau/2 of a midpoint is a missing
+ *                           entry. How a violation is treated depends on the
+ *                           verifier's role (krn_verifier);
  *   KRN_NEAREST  (ablation) rounds to nearest, ignores bands, logs nothing;
  *   KRN_PLAIN    (benchmark baseline only, never used by the protocol)
  *                converts every element with (float)x: no band, no log, no
@@ -58,9 +62,21 @@ typedef enum { KRN_BACKEND_CPU = 0, KRN_BACKEND_REF = 1, KRN_BACKEND_SHUFFLE = 2
  * machine can run cuda is krn_ctx_new's to say. */
 int krn_backend_parse(krn_backend_kind *out, const char *name) OVT_MUST_USE;
 
+/* Who applies the REPLAY rule (DESIGN.md section 2, "Who applies the rule"):
+ *   KRN_VERIFY_ARBITER  the strict rule: any violation fails the step with
+ *                       OVT_EFRAUD (the arbiter, `ovt step`);
+ *   KRN_VERIFY_AUDITOR  follows every entry some honest arbiter could
+ *                       accept (thresholds widened by the op's bound
+ *                       delta' = tau'/(2*KRN_BAND_MARGIN)) and fails only on
+ *                       a certain violation (one every honest arbiter sees);
+ *                       a violation only the strict rule sees is recorded
+ *                       (krn_ctx_finding) and the step goes on. */
+typedef enum { KRN_VERIFY_ARBITER = 0, KRN_VERIFY_AUDITOR = 1 } krn_verifier;
+
 typedef struct {
     krn_backend_kind backend;
     krn_mode mode;
+    krn_verifier verifier; /* REPLAY only */
     int grid_bits;         /* b, 24..32 */
     uint64_t shuffle_seed; /* shuffle backend: seed of the summation orders */
     int threads;           /* 0: the backend's default */
@@ -73,9 +89,39 @@ typedef struct {
     uint64_t logged;         /* entries written (RECORD) or applied (REPLAY) */
     uint64_t wide;           /* entries that are explicit values */
     double max_dist_over_tau;/* REPLAY: largest d/tau seen on a logged element */
+    uint64_t ambiguous;      /* RECORD, REPLAY: elements with tau > 0 and d <= delta =
+                                tau/(2*M), where both roundings are honest (the
+                                trainer's bits of choice) */
+    uint64_t ambiguous_exact;/* of those, x exactly 0 or exactly on a midpoint */
 } krn_stats;
 
 typedef struct krn_ctx krn_ctx;
+
+/* What the strict REPLAY rule found wrong with a log element. */
+typedef enum {
+    KRN_RULE_NONE = 0,
+    KRN_RULE_MISSING_ENTRY,        /* no entry, d' <= tau'/2 */
+    KRN_RULE_IMPOSSIBLE_DIRECTION, /* a direction, d' > tau'/2, not the verifier's side */
+    KRN_RULE_DIRECTION_FAR,        /* a direction, d' > 2*tau' */
+    KRN_RULE_DIRECTION_WIDE,       /* a direction where 2*tau' > s'/4 */
+    KRN_RULE_VALUE_FAR             /* a value whose interval is farther than tau'/2 */
+} krn_rule;
+
+/* "missing entry", "impossible direction", ... */
+const char *krn_rule_name(krn_rule rule);
+
+/* The first violation of the strict rule in a REPLAY step (lowest site,
+ * then lowest element index), certain or not. */
+typedef struct {
+    krn_rule rule;        /* KRN_RULE_NONE: none */
+    uint64_t step;
+    uint32_t site;
+    char op[48];
+    uint64_t element;
+    double dist_over_tau; /* d' (or the distance to the value's interval) / tau' */
+    bool certain;         /* outside the widened thresholds: every honest arbiter sees it */
+    char message[400];    /* names step, site, op, element, the rule and the distance */
+} krn_finding;
 
 int krn_ctx_new(krn_ctx **out, const krn_config *cfg) OVT_MUST_USE;
 void krn_ctx_free(krn_ctx *ctx);
@@ -129,12 +175,17 @@ typedef struct {
 int krn_site_exact_fills(krn_ctx *ctx, const krn_exact_fill *sites, size_t nsites, size_t n,
                          void *arg) OVT_MUST_USE;
 
+/* The first finding of the current (or last ended) REPLAY step; rule is
+ * KRN_RULE_NONE when the strict rule found nothing. Points into ctx. */
+const krn_finding *krn_ctx_finding(const krn_ctx *ctx);
+
 /* Testing only (fault injection: `ovt train --inject-fault forged-log`).
  * Arms a forgery for the next (or current) RECORD step: the first banded
- * site that has an element farther than 4 tau from every midpoint (beyond
- * its last logged element, where a direction entry is allowed) rounds its
- * last such element to the wrong neighbour and logs that wrong direction, an
- * entry every verifier must reject as fraud. krn_step_end disarms it. */
+ * site that has an unlogged element between 1.25 and 1.5 tau from its
+ * midpoint (where a direction entry is allowed) rounds its last such
+ * element to the wrong neighbour and logs that wrong direction, an entry
+ * every verifier must reject as fraud (a certain impossible direction).
+ * krn_step_end disarms it. */
 void krn_ctx_forge_next_site(krn_ctx *ctx);
 
 /* True if the armed forgery was made in the current (or last ended) step. */

@@ -15,8 +15,9 @@
  *   krn_sparse_finish   settles the candidates in index order (RECORD: their
  *                       entries go to the log), then applies the log entries.
  *
- * Flags: in RECORD with a band the fast path uses the element's band tau;
- * otherwise (REPLAY, NEAREST, exact sites) a zero band, as krn_site does.
+ * Flags: in RECORD and REPLAY with a band the fast path uses the element's
+ * band tau (REPLAY looks for missing entries among them); otherwise
+ * (NEAREST, exact sites) a zero band, as krn_site does.
  * Every failure is also recorded as the step's failure (later sites refuse to
  * run, krn_step_end reports it). */
 
@@ -31,7 +32,8 @@ typedef struct {
     uint32_t site;
     size_t n;
     bool banded;                  /* the band is not zero everywhere */
-    bool record;                  /* RECORD with a band: tau flags, entries are logged */
+    bool record;                  /* RECORD with a band: entries are logged */
+    bool flag_band;               /* RECORD or REPLAY with a band: tau flags */
     const krn_rlog_site *logged;  /* REPLAY: this site's entries, or NULL */
 } krn_sparse_site;
 

@@ -4,7 +4,8 @@
 #include <math.h>
 #include <string.h>
 
-static const char *const fault_names[] = {"none", "bitflip", "poisoned-batch", "skipped-step", "forged-log"};
+static const char *const fault_names[] = {"none", "bitflip", "poisoned-batch", "skipped-step", "forged-log",
+                                           "omitted-log"};
 
 int trn_fault_parse(trn_fault_kind *out, const char *name)
 {
@@ -16,7 +17,7 @@ int trn_fault_parse(trn_fault_kind *out, const char *name)
     }
     *out = TRN_FAULT_NONE;
     return ovt_fail(OVT_EINVAL, "unknown trainer fault '%s' (known: none, bitflip, poisoned-batch, "
-                                "skipped-step, forged-log)", name);
+                                "skipped-step, forged-log, omitted-log)", name);
 }
 
 const char *trn_fault_name(trn_fault_kind kind)
@@ -26,6 +27,8 @@ const char *trn_fault_name(trn_fault_kind kind)
 
 int trn_fault_at(const trn_fault *f, trn_fault_kind kind, uint64_t i)
 {
+    if (kind == TRN_FAULT_OMITTED_LOG)
+        return f->kind == kind && i >= f->step;
     return f->kind == kind && f->step == i;
 }
 

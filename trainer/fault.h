@@ -10,11 +10,19 @@
  *   poisoned-batch  step K trains on the scheduled batch with every target
  *                   changed, while the step table keeps the schedule's
  *                   batchHash (the trainer claims it followed the schedule);
- *   skipped-step    step K is not computed: state K holds state K-1's
- *                   tensors (with step number K), log K is empty;
+ *   skipped-step    step K's update is not kept: state K holds state K-1's
+ *                   tensors (with step number K), log K is the log step K
+ *                   writes (an empty log would be fraud under contract
+ *                   version 2, a missing entry; this fault is about the
+ *                   state);
  *   forged-log      log K carries one entry with the wrong direction for an
- *                   element far from its midpoint, and the state follows
- *                   that wrong rounding (krn_ctx_forge_next_site). */
+ *                   element 1.25..1.5 tau from its midpoint (an impossible
+ *                   direction), and the state follows that wrong rounding
+ *                   (krn_ctx_forge_next_site);
+ *   omitted-log     from step K on, every log is written without its
+ *                   entries (the states are the honest ones: a trainer that
+ *                   saves itself the log; contract version 2 makes the
+ *                   missing entries fraud). */
 
 #include <stdint.h>
 
@@ -27,7 +35,8 @@ typedef enum {
     TRN_FAULT_BITFLIP,
     TRN_FAULT_POISONED_BATCH,
     TRN_FAULT_SKIPPED_STEP,
-    TRN_FAULT_FORGED_LOG
+    TRN_FAULT_FORGED_LOG,
+    TRN_FAULT_OMITTED_LOG
 } trn_fault_kind;
 
 typedef struct {
@@ -39,7 +48,8 @@ typedef struct {
 int trn_fault_parse(trn_fault_kind *out, const char *name) OVT_MUST_USE;
 const char *trn_fault_name(trn_fault_kind kind);
 
-/* True if fault f of kind `kind` applies to step i. */
+/* True if fault f of kind `kind` applies to step i (omitted-log: every step
+ * from K on; the others: step K). */
 int trn_fault_at(const trn_fault *f, trn_fault_kind kind, uint64_t i);
 
 /* poisoned-batch: every target token becomes (t + 1) mod vocab, or every

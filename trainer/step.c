@@ -51,6 +51,66 @@ static int read_step_log(const char *dir, uint64_t i, krn_rlog *log, ovt_hash *h
     return rv ? ovt_fail_wrap(rv, "%s", path) : 0;
 }
 
+/* State 0 of a run that starts from given parameters (config init_hash):
+ * the run's step-0 checkpoint, which must be state 0 of this config and
+ * hold parameters whose paramsHash is init_hash. */
+static int start_from_init(trn_state **out, const char *dir, const ovt_hash *config_hash)
+{
+    char path[4096];
+    int rv = trn_run_path(path, sizeof path, dir, "ckpt", 0, "ckpt");
+    if (rv || (rv = trn_checkpoint_read(out, path)))
+        return ovt_fail_wrap(rv, "the run starts from given parameters (init_hash) and needs its state 0");
+    if (memcmp((*out)->config_hash.b, config_hash->b, 32) != 0)
+        rv = ovt_fail(OVT_EFORMAT, "%s belongs to another run config", path);
+    else if ((rv = trn_state_check_start(*out)))
+        rv = ovt_fail_wrap(rv, "%s is not the state 0 the run config commits to", path);
+    if (rv) {
+        trn_state_free(*out);
+        *out = NULL;
+    }
+    return rv;
+}
+
+int trn_run_start_state(trn_state **out, uint64_t *at, const char *dir, const trn_run_config *rc,
+                        const ovt_hash *config_hash, const trn_step_table *table, uint64_t step)
+{
+    *out = NULL;
+    *at = 0;
+    int rv;
+    if (memcmp(table->config_hash.b, config_hash->b, 32) != 0)
+        return ovt_fail(OVT_EFORMAT, "the step table of %s belongs to another run config than %s/config.bin", dir,
+                        dir);
+    if (step == 0 && trn_config_has_init(rc))
+        return start_from_init(out, dir, config_hash);
+    if (step == 0) {
+        if ((rv = trn_state_new(out, rc)))
+            return rv;
+        trn_state_init(*out);
+        return 0;
+    }
+    char path[4096];
+    if ((rv = trn_run_latest_checkpoint(dir, step, at)) ||
+        (rv = trn_run_path(path, sizeof path, dir, "ckpt", *at, "ckpt")))
+        return rv;
+    if ((rv = trn_checkpoint_read(out, path)))
+        return ovt_fail_wrap(rv, "checkpoint %s", path);
+    ovt_hash h;
+    trn_state_hash(&h, *out);
+    if ((*out)->step != *at || *at >= table->count || memcmp(h.b, table->steps[*at].state_hash.b, 32) != 0 ||
+        memcmp((*out)->config_hash.b, config_hash->b, 32) != 0) {
+        trn_state_free(*out);
+        *out = NULL;
+        return ovt_fail(OVT_EFORMAT, "%s is not the state the step table claims for step %llu", path,
+                        (unsigned long long)*at);
+    }
+    if (*at == 0 && trn_config_has_init(rc) && (rv = trn_state_check_start(*out))) {
+        trn_state_free(*out);
+        *out = NULL;
+        return ovt_fail_wrap(rv, "%s is not the state 0 the run config commits to", path);
+    }
+    return 0;
+}
+
 int trn_step_replay_run(const char *dir, const trn_run_data *d, uint64_t k, int threads, trn_replay_result *out)
 {
     memset(out, 0, sizeof *out);
@@ -60,26 +120,16 @@ int trn_step_replay_run(const char *dir, const trn_run_data *d, uint64_t k, int 
     ovt_hash config_hash;
     char path[4096];
     trn_state *st = NULL;
+    trn_step_table table = {0};
     krn_rlog *log = krn_rlog_new();
     int rv;
     if (!log)
         return ovt_fail(OVT_ENOMEM, "out of memory");
     if ((rv = trn_run_load_config(dir, &rc, &config_hash)) ||
-        (rv = trn_run_latest_checkpoint(dir, k - 1, &out->from_checkpoint)) ||
-        (rv = trn_run_path(path, sizeof path, dir, "ckpt", out->from_checkpoint, "ckpt")))
+        (rv = trn_run_path(path, sizeof path, dir, NULL, 0, "steps.bin")) ||
+        (rv = trn_step_table_read(&table, path)) ||
+        (rv = trn_run_start_state(&st, &out->from_checkpoint, dir, &rc, &config_hash, &table, k - 1)))
         goto done;
-    if ((rv = trn_checkpoint_read(&st, path))) {
-        rv = ovt_fail_wrap(rv, "checkpoint %s", path);
-        goto done;
-    }
-    if (memcmp(st->config_hash.b, config_hash.b, 32) != 0 || st->step != out->from_checkpoint) {
-        rv = ovt_fail(OVT_EFORMAT, "checkpoint %s does not belong to this run (another config or step)", path);
-        goto done;
-    }
-    if (st->step == 0 && trn_config_has_init(&rc) && (rv = trn_state_check_start(st))) {
-        rv = ovt_fail_wrap(rv, "checkpoint %s is not the state 0 the run config commits to", path);
-        goto done;
-    }
     for (uint64_t i = st->step + 1; i <= k; i++) {
         if ((rv = read_step_log(dir, i, log, &out->log_hash)))
             goto done;
@@ -91,6 +141,7 @@ int trn_step_replay_run(const char *dir, const trn_run_data *d, uint64_t k, int 
     trn_state_hash(&out->state_hash, st);
 done:
     trn_state_free(st);
+    trn_step_table_free(&table);
     krn_rlog_free(log);
     return rv;
 }

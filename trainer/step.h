@@ -6,6 +6,7 @@
  * trainer's rounding log. */
 
 #include "kernels/rlog.h"
+#include "trainer/run.h"
 #include "trainer/rundata.h"
 #include "trainer/state.h"
 
@@ -20,6 +21,17 @@
 int trn_step_replay(trn_state *st, const trn_run_data *d, krn_rlog *log, int threads,
                     ovt_hash *batch_hash) OVT_MUST_USE;
 
+/* The state a replay of the run in dir (config rc, hashing to config_hash;
+ * step table `table`, which must be the config's) starts from to reach step
+ * `step`: state 0 from the config (the seed, or the run's step-0 checkpoint
+ * when the config names given parameters by init_hash, checked against
+ * them), or else the latest checkpoint at or before `step`, which must be
+ * of this config, at the step it names, and hash to the stateHash the step
+ * table claims there. *at gets the state's step. OVT_EFORMAT naming the
+ * file when a check fails. Shared by `ovt audit` and `ovt step`. */
+int trn_run_start_state(trn_state **out, uint64_t *at, const char *dir, const trn_run_config *rc,
+                        const ovt_hash *config_hash, const trn_step_table *table, uint64_t step) OVT_MUST_USE;
+
 /* What trn_step_replay_run found for the last step it re-executed. */
 typedef struct {
     uint64_t from_checkpoint; /* the checkpoint the replay started from */
@@ -28,9 +40,10 @@ typedef struct {
     ovt_hash log_hash;        /* SHA-256 of logs/step-k.rlog as read */
 } trn_replay_result;
 
-/* Re-executes step k >= 1 of the run in directory dir (data d): loads the
- * latest checkpoint at or before step k-1 (checked against the run's
- * config.bin), replays the steps up to k-1 with their logs, then step k.
+/* Re-executes step k >= 1 of the run in directory dir (data d): starts from
+ * trn_run_start_state (steps.bin must be of the run's config.bin, the
+ * checkpoint the state steps.bin claims), replays the steps up to k-1 with
+ * their logs, then step k.
  * Errors name the step and file: a missing, truncated or corrupted
  * checkpoint or log (OVT_EFORMAT, OVT_ENOTFOUND), a log that fails the
  * fraud check (OVT_EFRAUD), a non-finite value (OVT_ENUMERIC). */

@@ -149,6 +149,17 @@ static void abandon_step(krn_ctx *ctx, int rv)
     ovt_fail(rv, "%s", msg);
 }
 
+/* A failed step's message names the step once: the rounding sites' own
+ * messages already begin with "step N " (site, op, element). */
+static int step_fail(int rv, uint64_t i)
+{
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "step %llu ", (unsigned long long)i);
+    if (strncmp(ovt_errmsg(), prefix, strlen(prefix)) == 0)
+        return rv;
+    return ovt_fail_wrap(rv, "step %llu", (unsigned long long)i);
+}
+
 int trn_train_step(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_batch *batch, krn_rlog *log,
                    trn_step_info *info)
 {
@@ -163,10 +174,10 @@ int trn_train_step(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_batc
     if ((rv = model_forward(ctx, w, st->params, batch, &info->loss)) ||
         (rv = model_backward(ctx, w, st->params, batch)) || (rv = optimizer_step(ctx, w, st, i, info))) {
         abandon_step(ctx, rv);
-        return ovt_fail_wrap(rv, "step %llu", (unsigned long long)i);
+        return step_fail(rv, i);
     }
     if ((rv = krn_step_end(ctx, &info->stats)))
-        return ovt_fail_wrap(rv, "step %llu", (unsigned long long)i);
+        return step_fail(rv, i);
     st->step = i;
     return 0;
 }

@@ -80,9 +80,11 @@ static void train_usage(FILE *f)
             "at step K on purpose, see docs/devnet.md):\n"
             "  --inject-fault KIND  bitflip (a parameter bit flipped after step K), poisoned-batch\n"
             "                       (step K trained on changed targets, the schedule's batchHash\n"
-            "                       kept), skipped-step (state K = state K-1, empty log K) or\n"
-            "                       forged-log (log K has a wrong-direction entry far from its\n"
-            "                       midpoint, and the state follows it)\n"
+            "                       kept), skipped-step (state K = state K-1, log K the step's) or\n"
+            "                       forged-log (log K has a wrong-direction entry for an element\n"
+            "                       1.25..1.5 tau from its midpoint, and the state follows it) or\n"
+            "                       omitted-log (the logs of steps K.. are written empty; the\n"
+            "                       states are the honest ones)\n"
             "  --fault-step K       the faulty step, 1..--steps (required with --inject-fault)\n");
 }
 
@@ -331,8 +333,20 @@ static int train(const struct train_args *a)
         if (!rv && trn_fault_at(&a->fault, TRN_FAULT_FORGED_LOG, i))
             krn_ctx_forge_next_site(ctx);
         if (!rv && trn_fault_at(&a->fault, TRN_FAULT_SKIPPED_STEP, i)) {
-            krn_rlog_reset(log, i);
-            st->step = i;
+            /* the log is the one step K writes (an empty one would be a
+             * log with missing entries, fraud under contract version 2:
+             * this fault is about the state); the update is discarded */
+            size_t bytes = 3 * st->layout.nparams * sizeof(float);
+            float *keep = malloc(bytes);
+            if (!keep)
+                rv = ovt_fail(OVT_ENOMEM, "out of memory for a copy of state %llu", (unsigned long long)(i - 1));
+            if (!rv) {
+                memcpy(keep, st->mem, bytes);
+                rv = trn_train_step(ctx, w, st, &batch.view, log, &info);
+                memcpy(st->mem, keep, bytes);
+                free(keep);
+                st->step = i;
+            }
         } else if (!rv) {
             rv = trn_train_step(ctx, w, st, &batch.view, mode == KRN_NEAREST ? NULL : log, &info);
         }
@@ -348,6 +362,8 @@ static int train(const struct train_args *a)
                           (unsigned long long)i);
         if (!rv && trn_fault_at(&a->fault, TRN_FAULT_BITFLIP, i))
             trn_fault_bitflip(st);
+        if (!rv && trn_fault_at(&a->fault, TRN_FAULT_OMITTED_LOG, i))
+            krn_rlog_reset(log, i);
         table.steps[i].batch_hash = batch.hash;
         trn_step_batch_free(&batch);
         if (rv)

@@ -20,11 +20,14 @@ static const struct {
                                "                      may not fit the schedule's batch)"},
     [DEVNET_SKIPPED_STEP] = {"skipped-step", CHAIN_ARB_AUDITOR_RIGHT, "the trainer skips step K (state K = K-1)"},
     [DEVNET_FORGED_LOG] = {"forged-log", CHAIN_ARB_FRAUDULENT_LOG,
-                           "log K carries a wrong direction for an element far from its midpoint"},
+                           "log K carries a wrong direction for an element 1.25..1.5 tau from its\n"
+                           "                      midpoint (an impossible direction)"},
     [DEVNET_WITHHELD_INPUTS] = {"withheld-inputs", CHAIN_ARB_INPUTS_UNAVAILABLE,
                                 "a bitflip at K, and the trainer withholds step K's inputs"},
     [DEVNET_LYING_AUDITOR] = {"lying-auditor", CHAIN_ARB_TRAINER_RIGHT,
                               "the auditor claims wrong states from step K on"},
+    [DEVNET_OMITTED_LOG] = {"omitted-log", CHAIN_ARB_FRAUDULENT_LOG,
+                            "the trainer writes its logs from step K on without their entries"},
 };
 
 const char *devnet_fault_name(devnet_fault f)
@@ -40,7 +43,7 @@ int devnet_fault_parse(devnet_fault *out, const char *name)
             return 0;
         }
     return ovt_fail(OVT_EINVAL, "unknown fault '%s' (none, bitflip, poisoned-batch, skipped-step, forged-log, "
-                                "withheld-inputs, lying-auditor)", name);
+                                "withheld-inputs, lying-auditor, omitted-log)", name);
 }
 
 const char *devnet_party_name(devnet_party p)

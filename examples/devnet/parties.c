@@ -99,7 +99,7 @@ int devnet_run_train(struct devnet *d)
     static const char *const train_faults[DEVNET_FAULT_COUNT] = {
         [DEVNET_BITFLIP] = "bitflip", [DEVNET_POISONED_BATCH] = "poisoned-batch",
         [DEVNET_SKIPPED_STEP] = "skipped-step", [DEVNET_FORGED_LOG] = "forged-log",
-        [DEVNET_WITHHELD_INPUTS] = "bitflip"};
+        [DEVNET_WITHHELD_INPUTS] = "bitflip", [DEVNET_OMITTED_LOG] = "omitted-log"};
     if (train_faults[o->fault]) {
         arg(&c, "--inject-fault");
         arg(&c, "%s", train_faults[o->fault]);

@@ -109,7 +109,7 @@ extern "C" int krn_cuda_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe,
         goto done;
     {
         krn_band band = krn_band_reduction(KRN_BAND_ARRAY, 1, 1.0, 1);
-        band.scale = KRN_BAND_MARGIN * 2.0;
+        band.scale = KRN_BAND_WIDTH * 2.0;
         band.a = mag;
         if ((rc = krn_cuda_site(ctx, "encoder.bwd.dwte", res, dwte, x, nv, &band)))
             goto out;

@@ -155,7 +155,7 @@ int krn_cuda_site(krn_ctx *ctx, const char *name, float *out, float *host_out, c
         return rc;
     int b = krn_ctx_config(ctx)->grid_bits;
     size_t ncand = 0, nlog = s.logged ? s.logged->count : 0;
-    if ((rc = flag_and_compact(d, out, x, n, band, s.record, b, &ncand)))
+    if ((rc = flag_and_compact(d, out, x, n, band, s.flag_band, b, &ncand)))
         return krn_cuda_fail(ctx, rc);
 
     krn_sparse_values cand = {ncand, NULL, NULL, NULL, NULL}, logged = {nlog, NULL, NULL, NULL, NULL};

@@ -14,6 +14,7 @@
 #include "kernels/rlog.h"
 #include "trainer/commit.h"
 #include "trainer/rundata.h"
+#include "trainer/step.h"
 
 #define STEPS 20
 
@@ -180,6 +181,169 @@ static void test_tampered_log(const char *honest)
     krn_rlog_free(changed);
 }
 
+/* Replays step k of run three ways a verifier does and checks each calls it
+ * fraud naming the step, an element and `rule`: ovt audit on cpu, ref and
+ * shuffle (the auditor's certain violation), ovt step (the arbiter's path on
+ * the command line) and trn_step_replay from the state before k (the
+ * arbiter's evaluation). */
+static void expect_fraud_everywhere(const char *run, uint64_t k, const char *rule)
+{
+    char want_step[32], want_json[32];
+    snprintf(want_step, sizeof want_step, "step %llu site ", (unsigned long long)k);
+    snprintf(want_json, sizeof want_json, "\"step\":%llu", (unsigned long long)k);
+    krn_backend_kind backends[] = {KRN_BACKEND_CPU, KRN_BACKEND_REF, KRN_BACKEND_SHUFFLE};
+    for (int b = 0; b < 3; b++) {
+        aud_replay_opts o = {.run_dir = run, .data_path = af_text, .backend = backends[b], .to = k};
+        if (backends[b] == KRN_BACKEND_SHUFFLE)
+            o.from = k; /* shuffle is slow: from the checkpoint before k */
+        aud_report r;
+        CHECK_MSG(aud_replay(&o, &r) == 0, "%s", ovt_errmsg());
+        CHECK_MSG(r.finding == AUD_FRAUD && r.step == k, "backend %d: finding %d at %llu (want fraud at %llu)", b,
+                  (int)r.finding, (unsigned long long)r.step, (unsigned long long)k);
+        CHECK_MSG(strstr(r.detail, rule) && strstr(r.detail, want_step) && strstr(r.detail, " element ") &&
+                      strstr(r.detail, "(certain"),
+                  "backend %d: %s", b, r.detail);
+        aud_report_free(&r);
+    }
+    char *out = NULL;
+    CHECK(af_ovt_run(&out, "audit", run, "--data", af_text, "--backend", "ref", "--json", NULL) == 3);
+    CHECK_MSG(out && strstr(out, "\"finding\":\"fraud\"") && strstr(out, want_json) && strstr(out, rule), "%s",
+              out ? out : "");
+    free(out);
+    char ks[24];
+    snprintf(ks, sizeof ks, "%llu", (unsigned long long)k);
+    out = NULL;
+    CHECK(af_ovt_run(&out, "step", "--run", run, "--step", ks, "--data", af_text, NULL) == 1);
+    CHECK_MSG(out && strstr(out, "FRAUD") && strstr(out, rule) && strstr(out, want_step), "%s", out ? out : "");
+    free(out);
+    /* the arbiter's evaluation: trn_step_replay from state k-1 */
+    trn_state *st = NULL;
+    trn_run_data d;
+    trn_run_config rc;
+    ovt_hash ch;
+    krn_rlog *log = krn_rlog_new();
+    char path[512];
+    CHECK(aud_rebuild_state(&st, run, af_text, k - 1) == 0);
+    CHECK(trn_run_load_config(run, &rc, &ch) == 0 && trn_run_data_load(&d, af_text, &rc, 0) == 0);
+    CHECK(trn_run_path(path, sizeof path, run, "logs", k, "rlog") == 0 && krn_rlog_read_file(log, path) == 0);
+    ovt_hash bh;
+    if (st) {
+        CHECK(trn_step_replay(st, &d, log, 0, &bh) == OVT_EFRAUD);
+        CHECK_MSG(strstr(ovt_errmsg(), rule) && strstr(ovt_errmsg(), want_step), "%s", ovt_errmsg());
+    }
+    trn_state_free(st);
+    trn_run_data_free(&d);
+    krn_rlog_free(log);
+}
+
+/* Writes log `orig` (of step k) into run as the trainer would commit it
+ * (its hash in the step table): without any entry (flip SIZE_MAX) or with
+ * the flip-th entry of the log (counting all sites) flipped if it is a
+ * direction. */
+static void rewrite_log(const char *run, uint64_t k, const krn_rlog *orig, size_t flip)
+{
+    char path[512];
+    krn_rlog *changed = krn_rlog_new();
+    krn_rlog_reset(changed, k);
+    size_t ordinal = 0;
+    for (size_t i = 0; flip != SIZE_MAX && i < krn_rlog_nsites(orig); i++) {
+        const krn_rlog_site *s = krn_rlog_site_at(orig, i);
+        for (size_t e = 0; e < s->count; e++, ordinal++) {
+            krn_rlog_entry x = s->entries[e];
+            if (x.dir != KRN_DIR_VALUE && ordinal == flip)
+                x.dir = x.dir == KRN_DIR_UP ? KRN_DIR_DOWN : KRN_DIR_UP;
+            CHECK(krn_rlog_add(changed, s->site, s->n, x.index, x.dir, x.value) == 0);
+        }
+    }
+    CHECK(trn_run_path(path, sizeof path, run, "logs", k, "rlog") == 0);
+    CHECK(krn_rlog_write_file(changed, path) == 0);
+    uint8_t *bytes;
+    size_t len;
+    ovt_hash lh;
+    CHECK(ovt_read_file(path, &bytes, &len, 1 << 30) == 0);
+    ovt_sha256(&lh, bytes, len);
+    free(bytes);
+    patch_table(run, k, NULL, &lh);
+    krn_rlog_free(changed);
+}
+
+/* Contract version 2: an incomplete log is fraud. A --nearest run (every
+ * log empty, the states equal to the honest run's) and a run whose log k
+ * lost its entries are refused on every backend and by the arbiter's path,
+ * naming a missing entry; a log with flipped directions where the elements
+ * sit farther than tau'/2 from their midpoints is refused naming an
+ * impossible direction. */
+static void test_incomplete_logs(const char *honest)
+{
+    char nearest[512], run[512];
+    snprintf(nearest, sizeof nearest, "%s/nearest", af_dir);
+    char *out = NULL;
+    CHECK(af_ovt_run(&out, "train", "--model", "gpt2-tiny", "--data", af_text, "--out", nearest, "--steps", "20",
+                     "--batch", "2", "--seq", "16", "--checkpoint-every", "8", "--every", "0", "--nearest", "--json",
+                     NULL) == 0);
+    free(out);
+    trn_step_table a, b;
+    char pa[600], pb[600];
+    snprintf(pa, sizeof pa, "%s/steps.bin", honest);
+    snprintf(pb, sizeof pb, "%s/steps.bin", nearest);
+    CHECK(trn_step_table_read(&a, pa) == 0 && trn_step_table_read(&b, pb) == 0);
+    /* the states are the honest run's: only the logs tell them apart */
+    CHECK(a.count == b.count && memcmp(a.steps[1].state_hash.b, b.steps[1].state_hash.b, 32) == 0);
+    trn_step_table_free(&a);
+    trn_step_table_free(&b);
+    expect_fraud_everywhere(nearest, 1, "missing entry");
+
+    krn_rlog *log = krn_rlog_new();
+    copy_run(honest, "dropped", run, sizeof run);
+    uint64_t k = step_with_entries(run, log);
+    CHECK(k > 0 && krn_rlog_nentries(log) > 100);
+    rewrite_log(run, k, log, SIZE_MAX);
+    expect_fraud_everywhere(run, k, "missing entry");
+
+    /* Flip one direction at a time. Where the auditor's own d' is within
+     * tau'/2 the flip is honest (the element is ambiguous) and nobody
+     * objects at that element; beyond tau'/2 it is an impossible direction
+     * for the arbiter (ovt step), and the auditor reports it: as fraud where
+     * certain (d' > tau'/2 + delta', rare among honest entries), else as a
+     * note while its replay follows the entry. Stop at the first note. */
+    copy_run(honest, "flipped", run, sizeof run);
+    bool noted = false;
+    for (size_t j = 0; j < krn_rlog_nentries(log) && j < 400 && !noted; j++) {
+        rewrite_log(run, k, log, j);
+        aud_replay_opts o = {.run_dir = run, .data_path = af_text, .backend = KRN_BACKEND_CPU, .to = k};
+        aud_report r;
+        CHECK(aud_replay(&o, &r) == 0);
+        if (r.suspect_step && strstr(r.suspect, "impossible direction")) {
+            noted = true;
+            CHECK_MSG(r.suspect_step == k && strstr(r.suspect, "(not certain"), "%s", r.suspect);
+            char ks[24], *sout = NULL;
+            snprintf(ks, sizeof ks, "%llu", (unsigned long long)k);
+            CHECK(af_ovt_run(&sout, "step", "--run", run, "--step", ks, "--data", af_text, NULL) == 1);
+            CHECK_MSG(sout && strstr(sout, "FRAUD") && strstr(sout, "impossible direction"), "%s", sout ? sout : "");
+            free(sout);
+            sout = NULL;
+            CHECK(af_ovt_run(&sout, "audit", run, "--data", af_text, "--backend", "cpu", NULL) != 1);
+            CHECK_MSG(sout && strstr(sout, "note: the log of step") && strstr(sout, "impossible direction"), "%s",
+                      sout ? sout : "");
+            free(sout);
+        }
+        aud_report_free(&r);
+    }
+    CHECK_MSG(noted, "step %llu: no flipped direction lies beyond tau'/2", (unsigned long long)k);
+
+    /* A certain impossible direction: the trainer's forged-log fault logs
+     * the wrong side of an element 1.25..1.5 tau from its midpoint. */
+    char forged[512];
+    snprintf(forged, sizeof forged, "%s/forged-v2", af_dir);
+    out = NULL;
+    CHECK(af_ovt_run(&out, "train", "--model", "gpt2-tiny", "--data", af_text, "--out", forged, "--steps", "4",
+                     "--batch", "2", "--seq", "16", "--checkpoint-every", "8", "--every", "0", "--inject-fault",
+                     "forged-log", "--fault-step", "3", "--json", NULL) == 0);
+    free(out);
+    expect_fraud_everywhere(forged, 3, "impossible direction");
+    krn_rlog_free(log);
+}
+
 static void test_bad_input(const char *honest)
 {
     char run[512], path[512];
@@ -298,6 +462,7 @@ int main(void)
     test_tampered_checkpoint(honest);
     test_tampered_log(honest);
     test_bad_input(honest);
+    test_incomplete_logs(honest);
     test_from_http_store(honest);
     af_cleanup();
     return check_done();

@@ -277,6 +277,7 @@ int main(void)
         {"poisoned-batch", NULL, "auditor-right", "fraudulent-log", "trainer"},
         {"skipped-step", NULL, "auditor-right", NULL, "trainer"},
         {"forged-log", NULL, "fraudulent-log", NULL, "trainer"},
+        {"omitted-log", NULL, "fraudulent-log", NULL, "trainer"},
         {"withheld-inputs", NULL, "inputs-unavailable", NULL, "trainer"},
         {"lying-auditor", NULL, "trainer-right", NULL, "auditor"},
         {"bitflip", "trainer", "trainer-timed-out", NULL, "trainer"},

@@ -4,8 +4,9 @@
  * before K untouched and makes step K the first one no honest replay gives;
  * each fault is the one it claims to be (one bit of one parameter, the
  * schedule's batchHash kept, state K = state K-1 with an empty log, a log the
- * verifier rejects as fraud). */
+ * verifier rejects as fraud, the honest states with logs emptied from K on). */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -81,8 +82,9 @@ static int same(const ovt_hash *a, const ovt_hash *b)
     return memcmp(a->b, b->b, 32) == 0;
 }
 
-/* Steps before K agree with the clean run, step K's state does not. */
-static void check_prefix(const char *name, const trn_step_table *clean, const trn_step_table *t)
+/* Steps before K agree with the clean run, step K's state does not (or, for
+ * a fault in the log, its state or its log does not). */
+static void check_prefix_log(const char *name, const trn_step_table *clean, const trn_step_table *t, bool log_fault)
 {
     CHECK_EQ_U64(t->count, STEPS + 1);
     if (t->count != STEPS + 1 || clean->count != STEPS + 1)
@@ -93,9 +95,16 @@ static void check_prefix(const char *name, const trn_step_table *clean, const tr
                       same(&clean->steps[i].batch_hash, &t->steps[i].batch_hash) &&
                       same(&clean->steps[i].log_hash, &t->steps[i].log_hash),
                   "%s: leaf %d differs from the clean run", name, i);
-    CHECK_MSG(!same(&clean->steps[K].state_hash, &t->steps[K].state_hash), "%s: state %d is the clean one", name, K);
+    CHECK_MSG(!same(&clean->steps[K].state_hash, &t->steps[K].state_hash) ||
+                  (log_fault && !same(&clean->steps[K].log_hash, &t->steps[K].log_hash)),
+              "%s: state %d is the clean one", name, K);
     CHECK_MSG(same(&clean->steps[K].batch_hash, &t->steps[K].batch_hash),
               "%s: batchHash %d is not the schedule's", name, K);
+}
+
+static void check_prefix(const char *name, const trn_step_table *clean, const trn_step_table *t)
+{
+    check_prefix_log(name, clean, t, false);
 }
 
 /* The auditor's replay of run `name` on the ref backend: finding want (or
@@ -165,12 +174,14 @@ static void test_skipped(const trn_step_table *clean)
     }
     trn_state_free(prev);
     trn_state_free(cur);
+    /* log K is the one the clean run wrote at K */
     krn_rlog *log = log_of("skipped-step", K);
-    if (log) {
-        CHECK_EQ_U64(krn_rlog_nentries(log), 0);
+    if (log)
         CHECK_EQ_U64(krn_rlog_step(log), K);
-    }
     krn_rlog_free(log);
+    table_of(&t, "skipped-step");
+    CHECK(same(&clean->steps[K].log_hash, &t.steps[K].log_hash));
+    trn_step_table_free(&t);
     check_replay("skipped-step", AUD_DIVERGED);
 }
 
@@ -189,7 +200,9 @@ static void test_forged(const trn_step_table *clean)
 {
     trn_step_table t;
     table_of(&t, "forged-log");
-    check_prefix("forged-log", clean, &t);
+    /* one element rounded to the other side may leave every parameter as
+     * it was: the log is what differs for sure */
+    check_prefix_log("forged-log", clean, &t, true);
     CHECK(!same(&clean->steps[K].log_hash, &t.steps[K].log_hash));
     trn_step_table_free(&t);
     /* the forged entry is in the log (it is the one the replay rejects) */
@@ -197,6 +210,38 @@ static void test_forged(const trn_step_table *clean)
     CHECK(forged && krn_rlog_nentries(forged) >= 1);
     krn_rlog_free(forged);
     check_replay("forged-log", AUD_FRAUD);
+}
+
+/* omitted-log: the states are the clean run's, the logs from K on are
+ * empty while the clean run logs hundreds of entries at K (so some of them
+ * are certain omissions for any honest verifier), and the auditor calls step
+ * K fraud naming a missing entry. */
+static void test_omitted(const trn_step_table *clean)
+{
+    trn_step_table t;
+    table_of(&t, "omitted-log");
+    check_prefix_log("omitted-log", clean, &t, true);
+    for (size_t i = 0; i < t.count && i < clean->count; i++)
+        CHECK(same(&clean->steps[i].state_hash, &t.steps[i].state_hash));
+    trn_step_table_free(&t);
+    krn_rlog *honest = log_of("clean", K);
+    CHECK_MSG(honest && krn_rlog_nentries(honest) >= 100, "the clean log of step %d has %zu entries", K,
+              honest ? krn_rlog_nentries(honest) : 0);
+    krn_rlog_free(honest);
+    for (uint64_t i = K; i <= STEPS; i++) {
+        krn_rlog *log = log_of("omitted-log", i);
+        CHECK(log && krn_rlog_nentries(log) == 0 && krn_rlog_step(log) == i);
+        krn_rlog_free(log);
+    }
+    char run[4300];
+    snprintf(run, sizeof run, "%s/omitted-log", dir);
+    aud_replay_opts o = {.run_dir = run, .data_path = data, .backend = KRN_BACKEND_REF, .threads = 1};
+    aud_report r;
+    CHECK(aud_replay(&o, &r) == 0);
+    CHECK_MSG(r.finding == AUD_FRAUD && r.step == K && strstr(r.detail, "missing entry") &&
+                  strstr(r.detail, "(certain"),
+              "finding %d at %llu: %s", (int)r.finding, (unsigned long long)r.step, r.detail);
+    aud_report_free(&r);
 }
 
 int main(void)
@@ -218,8 +263,8 @@ int main(void)
     CHECK(ovt_write_atomic(data, text, sizeof text, 0644) == 0);
 
     CHECK_EQ_U64(train("clean", NULL), 0);
-    const char *kinds[] = {"bitflip", "skipped-step", "poisoned-batch", "forged-log"};
-    for (int i = 0; i < 4; i++)
+    const char *kinds[] = {"bitflip", "skipped-step", "poisoned-batch", "forged-log", "omitted-log"};
+    for (int i = 0; i < 5; i++)
         CHECK_MSG(train(kinds[i], kinds[i]) == 0, "ovt train --inject-fault %s failed", kinds[i]);
     /* usage errors */
     char *argv_bad[] = {ovt, "train", "--data", data, "--out", dir, "--inject-fault", "melt", "--fault-step", "3", NULL};
@@ -237,6 +282,7 @@ int main(void)
     test_skipped(&clean);
     test_poisoned(&clean);
     test_forged(&clean);
+    test_omitted(&clean);
     trn_step_table_free(&clean);
 
     char *rm[] = {"/bin/rm", "-rf", dir, NULL};

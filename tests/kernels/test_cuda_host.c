@@ -88,7 +88,7 @@ static int device_site(krn_ctx *ctx, const char *name, float *out, const double 
     for (size_t i = 0; i < n; i++) {
         if (banded)
             tau[i] = band->scale * band->a[i] + band->rel * fabs(x[i]);
-        flag[i] = krn_round_fast_device(x[i], s.record ? tau[i] : 0.0, &out[i], 32);
+        flag[i] = krn_round_fast_device(x[i], s.flag_band ? tau[i] : 0.0, &out[i], 32);
     }
     size_t nc = 0, nl = s.logged ? s.logged->count : 0;
     for (size_t i = 0; i < n; i++)
@@ -101,7 +101,7 @@ static int device_site(krn_ctx *ctx, const char *name, float *out, const double 
         if (flag[i]) {
             idx[o] = i;
             cx[o] = x[i];
-            ct[o++] = s.record ? tau[i] : 0.0;
+            ct[o++] = s.flag_band ? tau[i] : 0.0;
         }
     for (size_t k = 0; k < nl; k++) {
         size_t i = s.logged->entries[k].index < n ? s.logged->entries[k].index : 0;

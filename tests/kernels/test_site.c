@@ -10,6 +10,11 @@
 #include "kernels/rng.h"
 #include "kernels/site.h"
 
+/* Contract version 2: the pairwise bound delta is at most tau/(2*M),
+ * M = 1.0625 (kernels/reduce.h), so the fixtures perturb by at most that. */
+#define BAND_MARGIN 1.0625
+#define DELTA_PER_TAU (0.5 / BAND_MARGIN)
+
 static krn_ctx *new_ctx(krn_mode mode, int b, int threads)
 {
     krn_config cfg = {.backend = KRN_BACKEND_CPU, .mode = mode, .grid_bits = b, .threads = threads};
@@ -72,7 +77,7 @@ static fixture make_fixture(size_t n, int b, uint64_t seed)
         default: {
             x = sign * ldexp(1.0 + u1, (int)(u2 * 60.0) - 30);
             tau = fabs(x) * ldexp(1.0, -30 + (int)(u3 * 10.0));
-            x2 = x + tau * (2.0 * u3 - 1.0) * 0.999;
+            x2 = x + tau * (2.0 * u3 - 1.0) * 0.999 * DELTA_PER_TAU;
             break;
         }
         case 4:
@@ -83,7 +88,7 @@ static fixture make_fixture(size_t n, int b, uint64_t seed)
             double step = ldexp(1.0, e - p + 1);
             double m = g + step / 2;
             tau = step / 64.0 * (0.1 + u3);
-            double off = tau * (0.05 + 0.9 * u3);
+            double off = tau * (0.05 + 0.9 * u3) * 0.5 * DELTA_PER_TAU;
             x = sign * (m + off * (k % 2 ? 1 : -1));
             x2 = sign * (m - off * (k % 2 ? 1 : -1) * 0.999);
             f.straddle[k] = true;
@@ -94,7 +99,7 @@ static fixture make_fixture(size_t n, int b, uint64_t seed)
             double step = ldexp(1.0, -20 - p);
             tau = step * ldexp(1.0, (int)(u2 * 20.0));
             x = sign * step * u1 * 3.0;
-            x2 = x + tau * (2.0 * u3 - 1.0) * 0.999;
+            x2 = x + tau * (2.0 * u3 - 1.0) * 0.999 * DELTA_PER_TAU;
             break;
         }
         case 7: {
@@ -108,7 +113,7 @@ static fixture make_fixture(size_t n, int b, uint64_t seed)
                 step = qmin;
             }
             tau = step / 64.0 * (0.1 + u3);
-            double off = tau * 0.5;
+            double off = tau * 0.5 * 0.999 * DELTA_PER_TAU;
             x = sign * (m + off);
             x2 = sign * (m - off);
             f.straddle[k] = true;
@@ -149,7 +154,7 @@ static void test_replay_matches(int b, size_t n, int threads, uint64_t seed)
     krn_stats st2;
     CHECK(krn_step_end(rep, &st2) == 0);
     CHECK(st2.logged == st.logged);
-    CHECK(st2.max_dist_over_tau <= 2.0 && st2.max_dist_over_tau > 0.5);
+    CHECK(st2.max_dist_over_tau <= 1.5 && st2.max_dist_over_tau > 0.5);
 
     size_t differ = 0, nstraddle = 0, nearest_differ = 0;
     krn_ctx *abl = new_ctx(KRN_NEAREST, b, threads);
@@ -294,7 +299,7 @@ static int replay_one(krn_rlog *log, uint64_t step, const double *x, size_t n, d
 static void test_fraud(void)
 {
     /* x[3] = 1.5 is a grid value, half a step from the nearest midpoints */
-    double x[8] = {1.0, 2.0, 3.0, 1.5, -0.75, 1e-30, 5.0, 6.0};
+    double x[8] = {1.0, 2.0, 3.0, 1.5, -0.75, 0.375, 5.0, 6.0};
     double tau = 0x1p-30;
     krn_rlog *log = krn_rlog_new();
 
@@ -350,6 +355,7 @@ static void test_fraud(void)
     /* a direction entry where the band is too wide for one */
     krn_rlog_reset(log, 5);
     CHECK(krn_rlog_add(log, 0, 8, 5, KRN_DIR_UP, 0) == 0);
+    x[5] = 1e-30;
     CHECK(replay_one(log, 5, x, 8, 1e-20, 1) == OVT_EFRAUD);
     CHECK(strstr(ovt_errmsg(), "too wide") != NULL);
     /* honest entries pass: x[0] = 1 + 2^-24 + tau/2 is near the midpoint of 1 and 1 + 2^-23 */
@@ -358,6 +364,193 @@ static void test_fraud(void)
     CHECK(krn_rlog_add(log, 0, 1, 0, KRN_DIR_DOWN, 0) == 0);
     CHECK(replay_one(log, 5, y, 1, tau, 1) == 0);
     krn_rlog_free(log);
+}
+
+/* ---- the version-2 rule, element by element ---- */
+
+/* What an element with no entry, a direction or a value entry should meet,
+ * stated independently of kernels/site.c (docs/numeric-contract.md section
+ * 6): the verifier's own distance dist = |x' - m'|, whether x' is above m',
+ * its band tau (tau <= s/32 here, so the direction geometry always holds).
+ * entry: 0 none, 1 direction to own side, 2 direction to the other side,
+ * 3 value RN(x'), 4 value across the midpoint. */
+typedef struct {
+    krn_rule rule; /* KRN_RULE_NONE: accepted by the strict rule */
+    bool certain;  /* outside the thresholds widened by delta' */
+} rule_outcome;
+
+static rule_outcome rule_expect(double dist, double tau, int entry)
+{
+    double delta = tau / (2.0 * BAND_MARGIN);
+    double widen = delta + delta * 0x1p-20; /* delta' and the bands' last bits */
+    double half = tau / 2.0;
+    rule_outcome o = {KRN_RULE_NONE, false};
+    switch (entry) {
+    case 0:
+        if (dist <= half)
+            o = (rule_outcome){KRN_RULE_MISSING_ENTRY, dist <= half - widen};
+        break;
+    case 1:
+    case 2:
+        if (dist > 2.0 * tau)
+            o = (rule_outcome){KRN_RULE_DIRECTION_FAR, dist > 2.0 * tau + widen};
+        else if (entry == 2 && dist > half)
+            o = (rule_outcome){KRN_RULE_IMPOSSIBLE_DIRECTION, dist > half + widen};
+        break;
+    case 3:
+        break; /* x' lies in RN(x')'s interval */
+    case 4:
+        if (dist > half) /* the neighbour's interval begins at the midpoint */
+            o = (rule_outcome){KRN_RULE_VALUE_FAR, dist > half + widen};
+        break;
+    }
+    return o;
+}
+
+/* Elements placed at chosen distances from a b = 32 midpoint: within the
+ * certain part of tau/2, the uncertain edges on both sides of tau/2, between
+ * tau/2 and tau, between tau and 2 tau, around 2 tau and past it; each with
+ * every kind of entry, replayed by the arbiter and by the auditor. The
+ * outcome (fails or not, the finding's rule and certainty, the output) must
+ * be the one rule_expect states. */
+static void test_rule_v2_random(void)
+{
+    const double wf = (1.0 + 0x1p-20) / (2.0 * BAND_MARGIN); /* widening / tau */
+    const double zones[][2] = {{0.0, 0.5 - wf},        {0.5 - wf, 0.5},       {0.5, 0.5 + wf},
+                               {0.5 + wf, 1.0},        {1.0, 2.0},            {2.0, 2.0 + wf},
+                               {2.0 + wf, 3.0}};
+    const int nzones = (int)(sizeof zones / sizeof zones[0]);
+    size_t cases = 0, failed_arb = 0, failed_aud = 0, uncertain = 0;
+    krn_rlog *log = krn_rlog_new();
+    for (uint64_t r = 0; r < 60; r++) {
+        for (int z = 0; z < nzones; z++) {
+            for (int entry = 0; entry <= 4; entry++) {
+                uint64_t k = (r * 16 + (uint64_t)z) * 8 + (uint64_t)entry;
+                double u1 = uni(77, 4 * k), u2 = uni(77, 4 * k + 1), u3 = uni(77, 4 * k + 2);
+                int e = (int)(u2 * 40.0) - 20;
+                double g = ldexp(floor(ldexp(1.0 + u1, 23)), e - 23); /* a b = 32 grid value */
+                double s = ldexp(1.0, e - 23), m = g + s / 2;
+                double tau = s * ldexp(1.0, -5 - (int)(u3 * 12.0));
+                double f = zones[z][0] + (zones[z][1] - zones[z][0]) * uni(77, 4 * k + 3);
+                bool above = (k / 3) % 2 == 0;
+                double x = above ? m + f * tau : m - f * tau;
+                double dist = fabs(x - m);
+                float below_v = (float)g, above_v = (float)(g + s);
+                float nearest = above ? above_v : below_v, other = above ? below_v : above_v;
+                if (dist == 0.0)
+                    continue; /* a tie: no side */
+                rule_outcome want = rule_expect(dist, tau, entry);
+                for (int role = 0; role < 2; role++) {
+                    krn_rlog_reset(log, 3);
+                    if (entry == 1 || entry == 2) {
+                        bool up = (entry == 1) == above;
+                        CHECK(krn_rlog_add(log, 0, 1, 0, up ? KRN_DIR_UP : KRN_DIR_DOWN, 0) == 0);
+                    } else if (entry >= 3) {
+                        CHECK(krn_rlog_add(log, 0, 1, 0, KRN_DIR_VALUE, entry == 3 ? nearest : other) == 0);
+                    }
+                    krn_config cfg = {.mode = KRN_REPLAY, .grid_bits = 32, .threads = 1,
+                                      .verifier = role ? KRN_VERIFY_AUDITOR : KRN_VERIFY_ARBITER};
+                    krn_ctx *ctx = NULL;
+                    CHECK(krn_ctx_new(&ctx, &cfg) == 0);
+                    krn_band band = {.kind = KRN_BAND_CONST, .scale = tau};
+                    float out = -1.0f;
+                    CHECK(krn_step_begin(ctx, 3, log) == 0);
+                    int rc = krn_site(ctx, "rule.site", &out, &x, 1, &band);
+                    int rc_end = krn_step_end(ctx, NULL);
+                    const krn_finding *fd = krn_ctx_finding(ctx);
+                    bool should_fail = want.rule != KRN_RULE_NONE && (role == 0 || want.certain);
+                    CHECK_MSG((rc == OVT_EFRAUD) == should_fail && rc_end == rc,
+                              "zone %d entry %d role %d: d/tau = %.9g, rc %d: %s", z, entry, role,
+                              dist / tau, rc, rc ? ovt_errmsg() : "accepted");
+                    CHECK_MSG(fd->rule == want.rule, "zone %d entry %d role %d: d/tau = %.9g: finding '%s', "
+                              "want '%s'", z, entry, role, dist / tau, krn_rule_name(fd->rule),
+                              krn_rule_name(want.rule));
+                    if (want.rule != KRN_RULE_NONE) {
+                        CHECK(fd->certain == want.certain && fd->element == 0 && fd->site == 0 &&
+                              fd->step == 3 && !strcmp(fd->op, "rule.site"));
+                        CHECK(strstr(fd->message, krn_rule_name(want.rule)) != NULL);
+                        CHECK(fabs(fd->dist_over_tau - dist / tau) <= 1e-12 * (dist / tau) + 1e-300);
+                        if (role == 1)
+                            CHECK(strstr(fd->message, want.certain ? "(certain" : "(not certain") != NULL);
+                    }
+                    if (rc == 0) {
+                        /* the output follows the entry, or rounds to nearest without one */
+                        float want_out = entry == 0 || entry == 3 ? nearest
+                                       : entry == 4              ? other
+                                       : entry == 1              ? nearest
+                                                                 : other;
+                        CHECK(fbits(out) == fbits(want_out));
+                    }
+                    failed_arb += role == 0 && rc != 0;
+                    failed_aud += role == 1 && rc != 0;
+                    uncertain += role == 1 && want.rule != KRN_RULE_NONE && !want.certain;
+                    krn_ctx_free(ctx);
+                    cases++;
+                }
+            }
+        }
+    }
+    /* every branch was reached: the auditor fails less often than the arbiter */
+    CHECK(cases > 3000 && failed_aud > 0 && failed_arb > failed_aud && uncertain > 100);
+    krn_rlog_free(log);
+}
+
+/* A site where some honest elements are logged and the trainer dropped an
+ * entry: the arbiter names the missing entry at the lowest element index,
+ * whatever the thread count, and accepts the complete log. */
+static void test_missing_entry_site(void)
+{
+    size_t n = 200003;
+    fixture f = make_fixture(n, 32, 5);
+    krn_band band = {.kind = KRN_BAND_ARRAY, .scale = 1.0, .a = f.a};
+    float *out = malloc(n * sizeof *out), *out2 = malloc(n * sizeof *out2);
+    krn_rlog *log = krn_rlog_new(), *cut = krn_rlog_new();
+    krn_ctx *rec = new_ctx(KRN_RECORD, 32, 4);
+    CHECK(krn_step_begin(rec, 2, log) == 0);
+    CHECK(krn_site(rec, "t", out, f.x, n, &band) == 0);
+    CHECK(krn_step_end(rec, NULL) == 0);
+    /* drop every entry from the 1000th on whose own d' is within tau/2 - delta' */
+    const krn_rlog_site *ls = krn_rlog_site_at(log, 0);
+    size_t first_dropped = SIZE_MAX;
+    krn_rlog_reset(cut, 2);
+    for (size_t k = 0; k < ls->count; k++) {
+        size_t i = (size_t)ls->entries[k].index;
+        krn_grid_pos pos;
+        CHECK(krn_grid_locate(f.x2[i], 32, &pos) == 0);
+        bool drop = k >= 1000 && ls->entries[k].dir != KRN_DIR_VALUE && pos.dist < 0.02 * f.a[i];
+        if (drop && first_dropped == SIZE_MAX)
+            first_dropped = i;
+        if (!drop)
+            CHECK(krn_rlog_add(cut, 0, n, i, ls->entries[k].dir, ls->entries[k].value) == 0);
+    }
+    CHECK(first_dropped != SIZE_MAX);
+    for (int threads = 1; threads <= 4; threads += 3) {
+        for (int role = 0; role < 2; role++) {
+            krn_config cfg = {.mode = KRN_REPLAY, .grid_bits = 32, .threads = threads,
+                              .verifier = role ? KRN_VERIFY_AUDITOR : KRN_VERIFY_ARBITER};
+            krn_ctx *ctx = NULL;
+            CHECK(krn_ctx_new(&ctx, &cfg) == 0);
+            CHECK(krn_step_begin(ctx, 2, log) == 0);
+            CHECK_MSG(krn_site(ctx, "t", out2, f.x2, n, &band) == 0, "%s", ovt_errmsg());
+            CHECK(krn_step_end(ctx, NULL) == 0 && krn_ctx_finding(ctx)->rule == KRN_RULE_NONE);
+            CHECK_MEM(out, out2, n * sizeof *out);
+            CHECK(krn_step_begin(ctx, 2, cut) == 0);
+            CHECK(krn_site(ctx, "t", out2, f.x2, n, &band) == OVT_EFRAUD);
+            char want[64];
+            snprintf(want, sizeof want, "element %zu: missing entry", first_dropped);
+            CHECK_MSG(strstr(ovt_errmsg(), want) != NULL, "%s (want %s)", ovt_errmsg(), want);
+            CHECK(krn_step_end(ctx, NULL) == OVT_EFRAUD);
+            CHECK(krn_ctx_finding(ctx)->rule == KRN_RULE_MISSING_ENTRY &&
+                  krn_ctx_finding(ctx)->element == first_dropped && krn_ctx_finding(ctx)->certain);
+            krn_ctx_free(ctx);
+        }
+    }
+    krn_ctx_free(rec);
+    krn_rlog_free(log);
+    krn_rlog_free(cut);
+    free(out);
+    free(out2);
+    fixture_free(&f);
 }
 
 static void test_errors(void)
@@ -383,7 +576,11 @@ static void test_errors(void)
     x[2] = 1e39;
     CHECK(krn_step_begin(ctx, 10, log) == 0);
     CHECK(krn_site(ctx, "big", out, x, 4, NULL) == OVT_ENUMERIC);
-    CHECK(strstr(ovt_errmsg(), "largest finite") != NULL);
+    /* the whole reason once, after the site's prefix (it used to repeat the
+     * prefix over the start of the reason) */
+    CHECK_MSG(!strcmp(ovt_errmsg(), "step 10 site 0 (big) element 2: value 9.9999999999999994e+38 rounds past "
+                                    "the largest finite grid value (b = 32)"),
+              "%s", ovt_errmsg());
     CHECK(krn_step_end(ctx, NULL) == OVT_ENUMERIC);
     x[2] = -INFINITY;
     CHECK(krn_step_begin(ctx, 10, log) == 0);
@@ -508,7 +705,7 @@ static void test_binade_edge(void)
 /* Bands with a relative term: the verifier's tau' = base + rel |x'| differs
  * from the trainer's. Elements sit near midpoints with tau right at the
  * direction threshold (s/16) and at the verifier's limit (s/8), and x' is
- * anywhere within min(tau, tau') of x: an honest replay must never be called
+ * anywhere within the pairwise bound min(tau, tau')/(2M) of x: an honest replay must never be called
  * fraud and must reproduce the trainer's outputs. */
 static void test_rel_band_thresholds(void)
 {
@@ -529,10 +726,10 @@ static void test_rel_band_thresholds(void)
             double tau = base[k] + rel * m;
             x[k] = m + tau * (2.0 * u3 - 1.0);
             double tau_x = base[k] + rel * fabs(x[k]);
-            double e2 = tau_x * 0.98 * (2.0 * uni(73, (uint64_t)k) - 1.0);
+            double e2 = tau_x * 0.98 * DELTA_PER_TAU * (2.0 * uni(73, (uint64_t)k) - 1.0);
             x2[k] = x[k] + e2;
             double tau_x2 = base[k] + rel * fabs(x2[k]);
-            if (fabs(e2) > 0.99 * tau_x2) /* keep |x - x'| below both bands */
+            if (fabs(e2) > 0.99 * DELTA_PER_TAU * tau_x2) /* below both bounds */
                 x2[k] = x[k];
         }
         krn_band band = {.kind = KRN_BAND_ARRAY, .scale = 1.0, .a = base, .rel = rel};
@@ -853,6 +1050,8 @@ int main(void)
     test_threads();
     test_bands();
     test_fraud();
+    test_rule_v2_random();
+    test_missing_entry_site();
     test_errors();
     return check_done();
 }

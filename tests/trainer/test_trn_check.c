@@ -26,6 +26,8 @@
 #include "trainer/plot.h"
 #include "trainer/run.h"
 #include "trainer/rundata.h"
+#include "trainer/state.h"
+#include "trainer/step.h"
 #include "trn_cli_helpers.h"
 
 static int copy_file(const char *from, const char *to)
@@ -216,6 +218,42 @@ static void check_fraud(const char *data)
     CHECK(run_ovt("step --run %s --step 6 --data %s", run, data) == 1);
     CHECK(output_has("FRAUD: re-executing step 5"));
     CHECK(run_ovt("step --run %s --step 4 --data %s", run, data) == 0);
+    /* A tampered moment in checkpoint 3 with step 4 of the table rewritten to
+     * what the tampered state gives: ovt step must not start from a state the
+     * table does not name for step 3. */
+    char tampered[256], ckpt[512], table_path[512];
+    snprintf(tampered, sizeof tampered, "%s/tampered", dir);
+    CHECK(run_ovt("train --data %s --out %s --steps 6 --batch 2 --seq 16 --every 0 --checkpoint-every 3", data,
+                  tampered) == 0);
+    snprintf(ckpt, sizeof ckpt, "%s/ckpt/step-00000003.ckpt", tampered);
+    snprintf(table_path, sizeof table_path, "%s/steps.bin", tampered);
+    trn_state *st = NULL;
+    trn_step_table t = {0};
+    trn_run_data rd;
+    memset(&rd, 0, sizeof rd);
+    krn_rlog *log4 = krn_rlog_new();
+    CHECK(trn_checkpoint_read(&st, ckpt) == 0 && trn_step_table_read(&t, table_path) == 0);
+    CHECK(trn_run_data_load(&rd, data, &st->config, 0) == 0);
+    if (st && t.count == 7) {
+        st->m[0] = st->m[0] == 0.0f ? 1.0f : -st->m[0];
+        CHECK(trn_checkpoint_write(st, ckpt) == 0);
+        snprintf(path, sizeof path, "%s/logs/step-00000004.rlog", tampered);
+        ovt_hash bh;
+        CHECK(krn_rlog_read_file(log4, path) == 0 && trn_step_replay(st, &rd, log4, 1, &bh) == 0);
+        trn_state_hash(&t.steps[4].state_hash, st);
+        CHECK(trn_step_table_write(&t, table_path) == 0);
+    }
+    CHECK(run_ovt("step --run %s --step 4 --data %s", tampered, data) == 1);
+    CHECK(output_has("is not the state the step table claims for step 3"));
+    /* A steps.bin of another configHash. */
+    t.config_hash.b[0] ^= 1;
+    CHECK(trn_step_table_write(&t, table_path) == 0);
+    CHECK(run_ovt("step --run %s --step 2 --data %s", tampered, data) == 1);
+    CHECK(output_has("belongs to another run config"));
+    trn_state_free(st);
+    trn_step_table_free(&t);
+    trn_run_data_free(&rd);
+    krn_rlog_free(log4);
     /* Truncated log. */
     uint8_t *buf;
     size_t len;
