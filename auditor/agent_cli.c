@@ -7,6 +7,7 @@
 #include "auditor/agent.h"
 #include "auditor/cli.h"
 #include "common/fileio.h"
+#include "common/metrics.h"
 #include "trainer/cliargs.h"
 
 static void usage(FILE *f)
@@ -31,13 +32,15 @@ static void usage(FILE *f)
             "  --state-dir D        per-game state, one folder per run (default DIR/agent)\n"
             "  --poll-interval S    seconds between turns (default 2)\n"
             "  --json               log lines as JSON objects\n"
+            "  --metrics-addr ADDR  serve /metrics (Prometheus text format) and /healthz on ADDR:\n"
+            "                       PORT (on 127.0.0.1) or HOST:PORT; off unless given\n"
             "\n"
             "Fault injection (for devnet tests):\n"
             "  --withhold           trainer: never publish the disputed step's inputs\n"
             "  -h, --help           this help\n");
 }
 
-enum { O_ROLE = 256, O_RUN_ID, O_RUN, O_STORE, O_DATA, O_STATE_DIR, O_POLL, O_JSON, O_WITHHOLD };
+enum { O_ROLE = 256, O_RUN_ID, O_RUN, O_STORE, O_DATA, O_STATE_DIR, O_POLL, O_JSON, O_WITHHOLD, O_METRICS };
 
 /* The store and dataset the trainer named in its receipt (if any). */
 static void receipt_defaults(const char *dir, char *store, char *data, size_t cap)
@@ -68,13 +71,14 @@ int aud_cmd_agent(int argc, char **argv)
         {"data", required_argument, NULL, O_DATA},          {"state-dir", required_argument, NULL, O_STATE_DIR},
         {"poll-interval", required_argument, NULL, O_POLL}, {"json", no_argument, NULL, O_JSON},
         {"withhold", no_argument, NULL, O_WITHHOLD},        {"help", no_argument, NULL, 'h'},
+        {"metrics-addr", required_argument, NULL, O_METRICS},
         {NULL, 0, NULL, 0}};
     chain_session_args chain;
     chain_session_args_init(&chain);
     aud_agent_opts o;
     memset(&o, 0, sizeof o);
     o.poll_ms = 2000;
-    const char *role = NULL, *store_url = NULL;
+    const char *role = NULL, *store_url = NULL, *metrics_addr = NULL;
     int have_run_id = 0, c;
     double x;
     optind = 1;
@@ -103,6 +107,7 @@ int aud_cmd_agent(int argc, char **argv)
             break;
         case O_JSON: o.json = true; break;
         case O_WITHHOLD: o.withhold = true; break;
+        case O_METRICS: metrics_addr = optarg; break;
         default: return trn_arg_unknown("agent", argv[optind - 1]);
         }
     }
@@ -139,7 +144,11 @@ int aud_cmd_agent(int argc, char **argv)
     trn_store *store = NULL;
     chain_session s;
     chain_arb_outcome outcome;
-    int rv = store_url ? trn_store_open(&store, store_url) : 0;
+    ovt_httpserve *metrics = NULL;
+    ovt_metrics_configure(o.is_trainer ? "trainer" : "auditor", o.poll_ms * 10 > 60000 ? o.poll_ms * 10 : 60000);
+    int rv = metrics_addr ? ovt_metrics_serve(&metrics, metrics_addr) : 0;
+    if (!rv && store_url)
+        rv = trn_store_open(&store, store_url);
     o.store = store;
     if (!rv && !(rv = chain_session_open(&s, &chain, 1))) {
         aud_agent_install_signals();
@@ -147,6 +156,7 @@ int aud_cmd_agent(int argc, char **argv)
         chain_session_close(&s);
     }
     trn_store_close(store);
+    ovt_httpserve_stop(metrics);
     if (rv) {
         fprintf(stderr, "ovt agent: %s\n", ovt_errmsg());
         return 1;

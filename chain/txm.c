@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "chain/clock.h"
+#include "common/metrics.h"
 
 void chain_txm_opts_default(chain_txm_opts *opts)
 {
@@ -217,6 +218,7 @@ int chain_txm_submit(chain_txm *m, chain_txm_pending *p)
             rc = send_version(m, p, &nonce_used);
         }
     }
+    ovt_metrics_add(rc ? OVT_METRIC_TX_FAILED : OVT_METRIC_TX_SENT, 1);
     return rc;
 }
 
@@ -259,8 +261,10 @@ int chain_txm_bump(chain_txm *m, chain_txm_pending *p)
         p->bumps++;
         int nonce_used;
         rc = send_version(m, p, &nonce_used);
-        if (rc == 0)
+        if (rc == 0) {
+            ovt_metrics_add(OVT_METRIC_TX_BUMPED, 1);
             return 0;
+        }
         if (nonce_used) {
             /* An earlier version was mined meanwhile: the wait will find it. */
             p->tx = sent;
@@ -324,8 +328,10 @@ int chain_txm_wait(chain_txm *m, chain_txm_pending *p, chain_receipt *out)
                 return ovt_fail_wrap(rc, "waiting for confirmations of %s", h);
             }
             if (head >= out->block_number && head - out->block_number + 1 >= m->opts.confirmations) {
-                if (out->status == 0)
+                if (out->status == 0) {
+                    ovt_metrics_add(OVT_METRIC_TX_FAILED, 1);
                     return revert_reason(m, p, out);
+                }
                 return 0;
             }
             chain_receipt_free(out);
@@ -333,6 +339,7 @@ int chain_txm_wait(chain_txm *m, chain_txm_pending *p, chain_receipt *out)
         }
         if (chain_now_ms() >= deadline) {
             hash_hex(h, &p->hashes[p->nversions - 1]);
+            ovt_metrics_add(OVT_METRIC_TX_FAILED, 1);
             return ovt_fail(OVT_ETIMEOUT, "transaction %s (nonce %llu) not confirmed within %ld ms", h,
                             (unsigned long long)p->tx.nonce, m->opts.receipt_timeout_ms);
         }

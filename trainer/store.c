@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "common/fileio.h"
+#include "common/metrics.h"
 
 /* The largest checkpoint or manifest a get accepts. */
 #define STORE_MAX_STATE ((size_t)1 << 36)
@@ -178,9 +179,15 @@ static int store_read(trn_store *s, const char *kind, const ovt_hash *name, cons
     int rv = object_path(path, sizeof path, s->dir ? s->dir : s->url, kind, name, ext);
     if (rv)
         return rv;
-    if (!s->dir)
-        return http_get(s, path, what, max_len, data, len);
+    if (!s->dir) {
+        rv = http_get(s, path, what, max_len, data, len);
+        ovt_metrics_add(rv ? OVT_METRIC_STORE_FETCH_FAILURES : OVT_METRIC_STORE_FETCH_BYTES, rv ? 1 : *len);
+        ovt_metrics_add(OVT_METRIC_STORE_FETCHES, rv ? 0 : 1);
+        return rv;
+    }
     rv = ovt_read_file(path, data, len, max_len);
+    ovt_metrics_add(rv ? OVT_METRIC_STORE_FETCH_FAILURES : OVT_METRIC_STORE_FETCH_BYTES, rv ? 1 : *len);
+    ovt_metrics_add(OVT_METRIC_STORE_FETCHES, rv ? 0 : 1);
     if (rv == OVT_ENOTFOUND)
         return ovt_fail(OVT_ENOTFOUND, "%s is not in the store %s", what, s->url);
     return rv ? ovt_fail_wrap(rv, "store %s", s->url) : 0;

@@ -40,6 +40,8 @@ typedef struct {
     double timeout_s;     /* the whole simulation, wall clock */
     const char *keep;     /* keep the work in this folder (NULL: a temporary one, removed) */
     const char *anvil;    /* --anvil, or NULL */
+    const char *store;    /* --store: the artifact store every party uses (NULL: a file:// one in the work folder) */
+    const char *arbiter_metrics; /* --arbiter-metrics-addr: passed to the arbiter as --metrics-addr */
     bool json;            /* progress on stderr; the caller prints JSON */
 } devnet_opts;
 

@@ -100,6 +100,11 @@ static void usage(FILE *f)
             "  --keep DIR         keep the work (run, store, logs of every process) in DIR\n"
             "  --anvil PATH       the anvil executable (default: $OVT_ANVIL, node_modules/.bin,\n"
             "                     then $PATH)\n"
+            "  --store URL        the artifact store all parties use (default: file:// in the work\n"
+            "                     folder); an http(s):// store takes uploads by PUT, with the\n"
+            "                     credentials of docs/store.md from the environment\n"
+            "  --arbiter-metrics-addr ADDR  the arbiter serves /metrics and /healthz on ADDR\n"
+            "                     (its --metrics-addr)\n"
             "  --json             the result as JSON on stdout (progress lines go to stderr)\n"
             "  -h, --help         this help\n"
             "\n"
@@ -183,7 +188,7 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
     json_decref(j);
 }
 
-enum { O_FAULT = 256, O_AT, O_STEPS, O_MODEL, O_BATCH, O_SEQ, O_SILENT, O_MOVE, O_TIMEOUT, O_KEEP, O_ANVIL, O_JSON };
+enum { O_FAULT = 256, O_AT, O_STEPS, O_MODEL, O_BATCH, O_SEQ, O_SILENT, O_MOVE, O_TIMEOUT, O_KEEP, O_ANVIL, O_JSON, O_STORE, O_ARB_METRICS };
 
 int devnet_cmd(int argc, char **argv)
 {
@@ -194,6 +199,7 @@ int devnet_cmd(int argc, char **argv)
         {"silent", required_argument, NULL, O_SILENT}, {"move-timeout", required_argument, NULL, O_MOVE},
         {"timeout", required_argument, NULL, O_TIMEOUT}, {"keep", required_argument, NULL, O_KEEP},
         {"anvil", required_argument, NULL, O_ANVIL},   {"json", no_argument, NULL, O_JSON},
+        {"store", required_argument, NULL, O_STORE},   {"arbiter-metrics-addr", required_argument, NULL, O_ARB_METRICS},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};
     devnet_opts o = {.steps = 64, .batch = 4, .seq = 32, .move_timeout = 600, .timeout_s = 900};
     bool have_fault = false, have_at = false;
@@ -251,6 +257,8 @@ int devnet_cmd(int argc, char **argv)
             break;
         case O_KEEP: o.keep = optarg; break;
         case O_ANVIL: o.anvil = optarg; break;
+        case O_STORE: o.store = optarg; break;
+        case O_ARB_METRICS: o.arbiter_metrics = optarg; break;
         case O_JSON: o.json = true; break;
         default: return trn_arg_unknown("devnet", argv[optind - 1]);
         }
