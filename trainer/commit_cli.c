@@ -38,7 +38,10 @@ static void usage(FILE *f)
             "  --verdict-timeout S  the arbiter's deadline (default 3600)\n"
             "  --nonce N            the open's nonce (default: random)\n"
             "  --run-id HEX         join a run already opened (its parameters must match)\n"
-            "  --store URL          file://DIR to publish the run to (required to be audited)\n"
+            "  --store URL          where to publish the run (required to be audited): file://DIR, or\n"
+            "                       http(s)://HOST/PATH (uploads by PUT; credentials from\n"
+            "                       OVT_STORE_BEARER_TOKEN[_FILE] or OVT_STORE_BASIC_AUTH[_FILE],\n"
+            "                       docs/store.md)\n"
             "  --data FILE          the dataset (its SHA-256 must be the run's datasetHash)\n"
             "  --json               print the receipt as JSON\n"
             "  -h, --help           this help\n");

@@ -10,6 +10,7 @@
 
 #include "common/fileio.h"
 #include "common/metrics.h"
+#include "trainer/store_http.h"
 
 /* The largest checkpoint or manifest a get accepts. */
 #define STORE_MAX_STATE ((size_t)1 << 36)
@@ -73,13 +74,22 @@ static int object_path(char *out, size_t cap, const char *base, const char *kind
     return 0;
 }
 
+/* http(s)://: PUT, after a HEAD unless replace (trainer/store_http.h). */
+static int store_write_http(trn_store *s, const char *kind, const ovt_hash *name, const char *ext, const void *data,
+                            size_t len, int replace)
+{
+    char rel[128], hex[65];
+    ovt_hex_encode(hex, name->b, 32);
+    snprintf(rel, sizeof rel, "%s/%s%s", kind, hex, ext);
+    return trn_store_http_put(s->url, rel, data, len, replace);
+}
+
 /* Writes an object unless it is already there. */
 static int store_write(trn_store *s, const char *kind, const ovt_hash *name, const char *ext, const void *data,
                        size_t len, int replace)
 {
     if (!s->dir)
-        return ovt_fail(OVT_EINVAL, "cannot publish to %s: only file:// stores are written (serve the directory "
-                        "over HTTP to share it)", s->url);
+        return store_write_http(s, kind, name, ext, data, len, replace);
     char path[4096];
     int rv = object_path(path, sizeof path, s->dir, kind, name, "");
     if (rv)
@@ -204,6 +214,8 @@ int trn_store_put(trn_store *s, const void *data, size_t len, ovt_hash *name)
 
 int trn_store_put_file(trn_store *s, const char *path, ovt_hash *name)
 {
+    if (!s->dir) /* streamed: a checkpoint or dataset may be larger than memory allows */
+        return trn_store_http_put_blob_file(s->url, path, name);
     uint8_t *buf;
     size_t len;
     int rv = ovt_read_file(path, &buf, &len, (size_t)1 << 40);
@@ -218,6 +230,14 @@ int trn_store_has(trn_store *s, const ovt_hash *name)
 {
     char path[4096];
     struct stat sb;
+    if (!s->dir) {
+        char rel[80], hex[65];
+        int found;
+        uint64_t size;
+        ovt_hex_encode(hex, name->b, 32);
+        snprintf(rel, sizeof rel, "blob/%s", hex);
+        return trn_store_http_head(s->url, rel, &found, &size) == 0 && found;
+    }
     return s->dir && object_path(path, sizeof path, s->dir, "blob", name, "") == 0 && stat(path, &sb) == 0;
 }
 
