@@ -26,7 +26,8 @@ static void usage(FILE *f)
             "  --role R             trainer or auditor\n"
             "  --run-id HEX         the run\n" CHAIN_SESSION_HELP CHAIN_SESSION_CONFIRMATIONS_HELP
             "  --run DIR            this party's history (DIR/steps.bin)\n"
-            "  --store URL          trainer: file://DIR or http(s)://... (PUT) to publish the inputs\n"
+            "  --store URL          trainer: file://DIR, http(s)://... (PUT) or s3://BUCKET/PREFIX to\n"
+            "                       publish the inputs\n"
             "                       to (default: the receipt's store)\n"
             "  --data FILE          trainer: the dataset (default: the receipt's)\n"
             "  --state-dir D        per-game state, one folder per run (default DIR/agent)\n"

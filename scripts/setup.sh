@@ -31,8 +31,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 if [ ! -x node_modules/.bin/anvil ] || [ ! -x node_modules/.bin/cast ] || [ ! -x node_modules/.bin/solcjs ] \
+   || [ ! -x node_modules/.bin/s3rver ] \
    || ! node_modules/.bin/anvil --version 2>/dev/null | grep -q "1.7.1"; then
-  echo "setup: installing the pinned anvil, cast and solc-js (npm ci)"
+  echo "setup: installing the pinned anvil, cast, solc-js and s3rver (npm ci)"
   npm ci --no-audit --no-fund --loglevel=error
 fi
 

@@ -40,8 +40,10 @@ static void usage(FILE *f)
             "  --run-id HEX         join a run already opened (its parameters must match)\n"
             "  --store URL          where to publish the run (required to be audited): file://DIR, or\n"
             "                       http(s)://HOST/PATH (uploads by PUT; credentials from\n"
-            "                       OVT_STORE_BEARER_TOKEN[_FILE] or OVT_STORE_BASIC_AUTH[_FILE],\n"
-            "                       docs/store.md)\n"
+            "                       OVT_STORE_BEARER_TOKEN[_FILE] or OVT_STORE_BASIC_AUTH[_FILE]),\n"
+            "                       or s3://BUCKET/PREFIX (SigV4 from AWS_ACCESS_KEY_ID,\n"
+            "                       AWS_SECRET_ACCESS_KEY, AWS_REGION; AWS_ENDPOINT_URL for MinIO, R2,\n"
+            "                       ...); see docs/store.md\n"
             "  --data FILE          the dataset (its SHA-256 must be the run's datasetHash)\n"
             "  --json               print the receipt as JSON\n"
             "  -h, --help           this help\n");

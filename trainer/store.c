@@ -32,12 +32,16 @@ static void curl_init(void)
 int trn_store_open(trn_store **out, const char *url)
 {
     *out = NULL;
+    char s3_base[1024];
+    if (strncmp(url, "s3://", 5) == 0 && trn_store_s3_resolve(s3_base, sizeof s3_base, url))
+        return OVT_EINVAL;
+    url = strncmp(url, "s3://", 5) == 0 ? s3_base : url;
     size_t n = strlen(url);
     while (n > 1 && url[n - 1] == '/')
         n--;
     int is_file = strncmp(url, "file://", 7) == 0;
     if (!is_file && strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
-        return ovt_fail(OVT_EINVAL, "store URL '%s' must start with file://, http:// or https://", url);
+        return ovt_fail(OVT_EINVAL, "store URL '%s' must start with file://, http://, https:// or s3://", url);
     if (is_file && (n <= 7 || url[7] != '/'))
         return ovt_fail(OVT_EINVAL, "store URL '%s' needs an absolute path (file:///DIR)", url);
     trn_store *s = calloc(1, sizeof *s);
@@ -153,7 +157,13 @@ static int http_get(trn_store *s, const char *url, const char *what, size_t max_
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 30L);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    struct trn_store_http_get_auth *auth = NULL;
+    if (trn_store_http_get_sign(c, url, &auth)) {
+        curl_easy_cleanup(c);
+        return ovt_fail_wrap(OVT_EINVAL, "fetching %s from %s", what, s->url);
+    }
     CURLcode cc = curl_easy_perform(c);
+    trn_store_http_get_done(auth);
     long status = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_cleanup(c);

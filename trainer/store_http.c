@@ -50,8 +50,10 @@ static int secret_from_env(const char *name, char *out, size_t cap)
 
 struct auth {
     char token[SECRET_MAX];
-    char basic[SECRET_MAX];
-    int has_token, has_basic;
+    char basic[SECRET_MAX];   /* user:password, or for S3 key id:secret */
+    char session[SECRET_MAX]; /* S3: AWS_SESSION_TOKEN */
+    char sigv4[128];          /* S3: "aws:amz:REGION:s3" */
+    int has_token, has_basic, has_session, s3;
 };
 
 static void auth_wipe(struct auth *a)
@@ -61,8 +63,40 @@ static void auth_wipe(struct auth *a)
         p[i] = 0;
 }
 
-static int auth_load(struct auth *a)
+/* S3 (s3:// stores): AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and
+ * AWS_SESSION_TOKEN), signed with SigV4 by libcurl for the region of
+ * AWS_REGION / AWS_DEFAULT_REGION (us-east-1 if neither). Without keys the
+ * requests go unsigned (reads of a public bucket). */
+static int auth_load_s3(struct auth *a)
 {
+    memset(a, 0, sizeof *a);
+    a->s3 = 1;
+    const char *id = getenv("AWS_ACCESS_KEY_ID"), *secret = getenv("AWS_SECRET_ACCESS_KEY");
+    const char *session = getenv("AWS_SESSION_TOKEN");
+    snprintf(a->sigv4, sizeof a->sigv4, "aws:amz:%s:s3", trn_store_s3_region());
+    if ((id && *id) != (secret && *secret))
+        return ovt_fail(OVT_EINVAL, "set both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for an s3:// store, or "
+                        "neither (unsigned reads of a public bucket)");
+    if (!id || !*id)
+        return 0;
+    if (strlen(id) + strlen(secret) + 2 > sizeof a->basic || (session && strlen(session) >= sizeof a->session))
+        return ovt_fail(OVT_EINVAL, "the AWS credentials in the environment are too long");
+    size_t il = strlen(id), sl = strlen(secret);
+    memcpy(a->basic, id, il);
+    a->basic[il] = ':';
+    memcpy(a->basic + il + 1, secret, sl + 1);
+    a->has_basic = 1;
+    if (session && *session) {
+        memcpy(a->session, session, strlen(session) + 1);
+        a->has_session = 1;
+    }
+    return 0;
+}
+
+static int auth_load(struct auth *a, int s3)
+{
+    if (s3)
+        return auth_load_s3(a);
     memset(a, 0, sizeof *a);
     int t = secret_from_env("OVT_STORE_BEARER_TOKEN", a->token, sizeof a->token);
     if (t < 0)
@@ -126,7 +160,23 @@ static int handle(CURL **out, struct curl_slist **hdrs, const char *base, const 
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
-    if (a->has_token) {
+    if (a->s3) {
+        /* the payload is not hashed into the signature (it may be a
+         * gigabyte streamed from disk); the object's name is its hash */
+        *hdrs = curl_slist_append(NULL, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+        if (*hdrs && a->has_session) {
+            char h[SECRET_MAX + 32];
+            snprintf(h, sizeof h, "x-amz-security-token: %s", a->session);
+            struct curl_slist *more = curl_slist_append(*hdrs, h);
+            memset(h, 0, sizeof h);
+            if (more)
+                *hdrs = more;
+        }
+        if (a->has_basic) {
+            curl_easy_setopt(c, CURLOPT_AWS_SIGV4, a->sigv4);
+            curl_easy_setopt(c, CURLOPT_USERPWD, a->basic);
+        }
+    } else if (a->has_token) {
         char h[SECRET_MAX + 32];
         snprintf(h, sizeof h, "Authorization: Bearer %s", a->token);
         *hdrs = curl_slist_append(NULL, h);
@@ -157,6 +207,9 @@ static void handle_free(CURL *c, struct curl_slist *hdrs)
 
 static int status_error(long status, const char *what, const char *base)
 {
+    if ((status == 401 || status == 403) && strstr(base, "://") && trn_store_s3_is(base))
+        return ovt_fail(OVT_EIO, "%s on %s: the server refused the request (HTTP %ld); check AWS_ACCESS_KEY_ID, "
+                        "AWS_SECRET_ACCESS_KEY, AWS_REGION and the bucket's permissions", what, base, status);
     if (status == 401 || status == 403)
         return ovt_fail(OVT_EIO, "%s on %s: the server refused the credentials (HTTP %ld); set "
                         "OVT_STORE_BEARER_TOKEN(_FILE) or OVT_STORE_BASIC_AUTH(_FILE) to ones it accepts", what,
@@ -201,7 +254,7 @@ static int head_with(const char *base, const char *rel, const struct auth *a, in
 int trn_store_http_head(const char *base, const char *rel, int *found, uint64_t *size)
 {
     struct auth a;
-    int rv = auth_load(&a);
+    int rv = auth_load(&a, trn_store_s3_is(base));
     if (rv)
         return rv;
     rv = head_with(base, rel, &a, found, size);
@@ -253,7 +306,7 @@ static size_t on_read(char *buf, size_t size, size_t n, void *arg)
 static int put_source(const char *base, const char *rel, struct source *src, int replace)
 {
     struct auth a;
-    int rv = auth_load(&a);
+    int rv = auth_load(&a, trn_store_s3_is(base));
     if (rv)
         return rv;
     if (!replace) {
@@ -353,4 +406,112 @@ int trn_store_http_put_blob_file(const char *base, const char *path, ovt_hash *n
     ovt_hex_encode(hex, hash.b, 32);
     snprintf(rel, sizeof rel, "blob/%s", hex);
     return trn_store_http_put_file(base, rel, path, size, 0);
+}
+
+/* --- s3:// stores */
+
+/* The https (or endpoint) URLs that s3:// stores resolved to, so that the
+ * functions above, given a base URL, know to sign (a store opened as s3://
+ * registers its base here; at most a few per process). */
+static pthread_mutex_t s3_lock = PTHREAD_MUTEX_INITIALIZER;
+static char s3_bases[8][1024];
+static int s3_nbases;
+
+int trn_store_s3_is(const char *base)
+{
+    pthread_mutex_lock(&s3_lock);
+    int found = 0;
+    for (int i = 0; i < s3_nbases && !found; i++)
+        found = strncmp(base, s3_bases[i], strlen(s3_bases[i])) == 0;
+    pthread_mutex_unlock(&s3_lock);
+    return found;
+}
+
+const char *trn_store_s3_region(void)
+{
+    const char *r = getenv("AWS_REGION");
+    if (!r || !*r)
+        r = getenv("AWS_DEFAULT_REGION");
+    return r && *r ? r : "us-east-1";
+}
+
+int trn_store_s3_resolve(char *out, size_t cap, const char *url)
+{
+    const char *rest = url + 5; /* after s3:// */
+    size_t blen = strcspn(rest, "/");
+    if (strncmp(url, "s3://", 5) != 0 || blen == 0 || blen > 63)
+        return ovt_fail(OVT_EINVAL, "store URL '%s' must be s3://BUCKET[/PREFIX]", url);
+    for (size_t i = 0; i < blen; i++) {
+        char ch = rest[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '.'))
+            return ovt_fail(OVT_EINVAL, "'%.*s' is not an S3 bucket name (lower-case letters, digits, '-', '.')",
+                            (int)blen, rest);
+    }
+    const char *prefix = rest + blen; /* "" or "/..." */
+    const char *ep = getenv("AWS_ENDPOINT_URL_S3");
+    if (!ep || !*ep)
+        ep = getenv("AWS_ENDPOINT_URL");
+    int n;
+    if (ep && *ep) {
+        if (strncmp(ep, "http://", 7) != 0 && strncmp(ep, "https://", 8) != 0)
+            return ovt_fail(OVT_EINVAL, "AWS_ENDPOINT_URL '%s' must start with http:// or https://", ep);
+        size_t elen = strlen(ep);
+        while (elen > 0 && ep[elen - 1] == '/')
+            elen--;
+        n = snprintf(out, cap, "%.*s/%.*s%s", (int)elen, ep, (int)blen, rest, prefix); /* path style */
+    } else {
+        n = snprintf(out, cap, "https://%.*s.s3.%s.amazonaws.com%s", (int)blen, rest, trn_store_s3_region(), prefix);
+    }
+    if (n < 0 || (size_t)n >= cap)
+        return ovt_fail(OVT_EINVAL, "store URL '%s' is too long", url);
+    size_t len = strlen(out);
+    while (len > 0 && out[len - 1] == '/')
+        out[--len] = '\0';
+    pthread_mutex_lock(&s3_lock);
+    int known = 0;
+    for (int i = 0; i < s3_nbases && !known; i++)
+        known = strcmp(s3_bases[i], out) == 0;
+    if (!known && s3_nbases < 8 && len < sizeof s3_bases[0])
+        snprintf(s3_bases[s3_nbases++], sizeof s3_bases[0], "%s", out);
+    pthread_mutex_unlock(&s3_lock);
+    return 0;
+}
+
+struct trn_store_http_get_auth {
+    struct auth a;
+    struct curl_slist *hdrs;
+};
+
+int trn_store_http_get_sign(void *curl, const char *url, struct trn_store_http_get_auth **out)
+{
+    *out = NULL;
+    if (!trn_store_s3_is(url))
+        return 0; /* plain http(s) reads stay anonymous */
+    struct trn_store_http_get_auth *g = calloc(1, sizeof *g);
+    if (!g)
+        return ovt_fail(OVT_ENOMEM, "out of memory");
+    int rv = auth_load(&g->a, 1);
+    if (rv) {
+        free(g);
+        return rv;
+    }
+    CURL *c = curl;
+    g->hdrs = curl_slist_append(NULL, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+    if (g->hdrs)
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, g->hdrs);
+    if (g->a.has_basic) {
+        curl_easy_setopt(c, CURLOPT_AWS_SIGV4, g->a.sigv4);
+        curl_easy_setopt(c, CURLOPT_USERPWD, g->a.basic);
+    }
+    *out = g;
+    return 0;
+}
+
+void trn_store_http_get_done(struct trn_store_http_get_auth *g)
+{
+    if (!g)
+        return;
+    curl_slist_free_all(g->hdrs);
+    auth_wipe(&g->a);
+    free(g);
 }

@@ -36,4 +36,20 @@ int trn_store_http_put_blob_file(const char *base, const char *path, ovt_hash *n
  * say) or 0 on 404/410; other statuses are OVT_EIO. */
 int trn_store_http_head(const char *base, const char *rel, int *found, uint64_t *size) OVT_MUST_USE;
 
+/* s3://BUCKET[/PREFIX] (docs/store.md, "S3"): the base URL to use, path
+ * style under $AWS_ENDPOINT_URL_S3 or $AWS_ENDPOINT_URL when set (MinIO, R2,
+ * ...), else https://BUCKET.s3.REGION.amazonaws.com/PREFIX. Requests to a
+ * resolved base are signed with SigV4 by libcurl (AWS_ACCESS_KEY_ID,
+ * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION from the environment). */
+int trn_store_s3_resolve(char *out, size_t cap, const char *url) OVT_MUST_USE;
+/* Whether base was resolved from an s3:// URL (requests to it are signed). */
+int trn_store_s3_is(const char *base);
+const char *trn_store_s3_region(void);
+
+/* For a GET of url with a CURL handle: signs it when url is an S3 store's
+ * (nothing otherwise); trn_store_http_get_done after the request. */
+struct trn_store_http_get_auth;
+int trn_store_http_get_sign(void *curl, const char *url, struct trn_store_http_get_auth **out) OVT_MUST_USE;
+void trn_store_http_get_done(struct trn_store_http_get_auth *g);
+
 #endif
