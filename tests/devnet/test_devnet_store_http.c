@@ -193,6 +193,50 @@ static void test_store_api(void)
     CHECK_EQ_U64(log_count("\"PUT ", rel), 2);
     free(data);
 
+    /* a large file: streamed with progress lines on stderr (captured here) */
+    size_t large = (size_t)64 << 20;
+    snprintf(fpath, sizeof fpath, "%s/large.bin", dir);
+    FILE *lf = fopen(fpath, "wb");
+    CHECK(lf != NULL);
+    if (lf) {
+        uint8_t block[4096];
+        for (size_t off = 0; off < large; off += sizeof block) {
+            for (size_t i = 0; i < sizeof block; i++)
+                block[i] = (uint8_t)((off + i) * 2246822519u >> 11);
+            fwrite(block, 1, sizeof block, lf);
+        }
+        CHECK(fclose(lf) == 0);
+        char errp[300];
+        snprintf(errp, sizeof errp, "%s/progress.txt", dir);
+        fflush(stderr);
+        int saved = dup(2);
+        FILE *ef = fopen(errp, "w");
+        if (ef && saved >= 0)
+            dup2(fileno(ef), 2);
+        ovt_hash lname;
+        int prv = trn_store_put_file(s, fpath, &lname);
+        fflush(stderr);
+        if (saved >= 0) {
+            dup2(saved, 2);
+            close(saved);
+        }
+        if (ef)
+            fclose(ef);
+        CHECK(prv == 0);
+        uint8_t *progress;
+        size_t plen;
+        CHECK(ovt_read_file(errp, &progress, &plen, 1 << 20) == 0);
+        if (progress) {
+            CHECK_MSG(strstr((char *)progress, "uploading blob/") && strstr((char *)progress, "64 of 64 MiB"), "%s",
+                      (char *)progress);
+            free(progress);
+        }
+        ovt_hex_encode(hex, lname.b, 32);
+        snprintf(path, sizeof path, "%s/www/ovt/blob/%s", dir, hex);
+        struct stat sb;
+        CHECK(stat(path, &sb) == 0 && (size_t)sb.st_size == large);
+    }
+
     /* the manifest is replaced each time */
     trn_store_manifest m = {.steps = 3}, back;
     memset(m.run_id.b, 0x11, 32);
