@@ -1,11 +1,15 @@
 /* Debian's prometheus scrapes the arbiter daemon during a dispute on anvil
- * (label arbiter, anvil): the test starts prometheus on 127.0.0.1 (free
- * port, temporary TSDB, scraping the arbiter's --metrics-addr every second)
- * and `ovt devnet --fault bitflip --arbiter-metrics-addr ...`, waits for
- * prometheus to report the target up, reads /healthz from the arbiter
- * itself, and once the dispute has settled asks prometheus's HTTP API that
- * the read block moved, that a game was followed and that its phases were
- * seen. Skipped (exit 77) when prometheus is not installed. */
+ * (label arbiter, anvil). The test starts anvil with the contract (the
+ * contract fixture), `ovt arbiter watch --metrics-addr`, and prometheus on
+ * 127.0.0.1 (free port, temporary TSDB, 1 s scrapes), then drives the chain
+ * itself and after every step waits until prometheus's HTTP API
+ * (/api/v1/query) shows the change, so the checks wait on events:
+ *   the target is up and the read block is there; blocks mined -> the read
+ *   block moves; a run naming the arbiter opened and disputed -> one game
+ *   bisecting with a deadline ahead; the bisection played out and the store
+ *   empty -> the arbiter rules inputs unavailable: settled, one verdict
+ *   transaction sent, store fetch failures counted. /healthz answers 200.
+ * Skipped (exit 77) when prometheus is not installed. */
 #include <curl/curl.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -16,6 +20,7 @@
 
 #include "check.h"
 #include "common/fileio.h"
+#include "fixture.h"
 #include "support/anvil.h"
 #include "support/servers.h"
 
@@ -96,57 +101,88 @@ int main(void)
     }
     CHECK_MSG(ready, "prometheus did not become ready; see %s", prom_log);
 
-    char ovt[4096], maddr[64], out_path[256], err_path[256];
+    /* anvil with the contract, and the arbiter watching it */
+    fx_env env;
+    CHECK(ready && fx_start(&env) == 0);
+    if (!ready || !env.rpc) {
+        tsup_stop(prom_pid);
+        return check_done();
+    }
+    char ovt[4096], maddr[64], arb_log[256], state_dir[256], store[300], contract[43], key[65];
     snprintf(ovt, sizeof ovt, "%s/ovt", bin);
     snprintf(maddr, sizeof maddr, "127.0.0.1:%d", metrics_port);
-    snprintf(out_path, sizeof out_path, "%s/devnet.out", dir);
-    snprintf(err_path, sizeof err_path, "%s/devnet.err", dir);
-    char *dargv[] = {ovt, "devnet", "--fault", "bitflip", "--steps", "32", "--batch", "2", "--seq", "16",
-                     "--arbiter-metrics-addr", maddr, "--json", NULL};
-    pid_t dev_pid = ready ? tsup_spawn(dargv, out_path) : -1;
-    CHECK(dev_pid > 0);
+    snprintf(arb_log, sizeof arb_log, "%s/arbiter.log", dir);
+    snprintf(state_dir, sizeof state_dir, "%s/arbiter", dir);
+    snprintf(store, sizeof store, "file://%s/store", dir);
+    CHECK(ovt_mkdirs(store + 7, 0755) == 0);
+    chain_address_to_string(contract, &env.arb.address);
+    ovt_hex_encode(key, env.key[FX_ARBITER].b, 32);
+    char *aargv[] = {ovt, "arbiter", "watch", "--rpc-url", env.node.url, "--contract", contract, "--private-key", key,
+                     "--store", store, "--state-dir", state_dir, "--confirmations", "1", "--poll-interval", "0.2",
+                     "--input-wait", "0", "--metrics-addr", maddr, "--json", NULL};
+    pid_t arb_pid = tsup_spawn(aargv, arb_log);
+    CHECK(arb_pid > 0);
 
-    /* the event: prometheus has scraped the arbiter successfully */
-    double v = 0;
-    int up = 0, dev_status = -2, dev_done = 0;
-    while (dev_pid > 0 && !up && !(dev_done = tsup_exited(dev_pid, &dev_status))) {
-        up = prom_query("up{job=\"ovt-arbiter\"} == 1", &v) == 0;
-        if (!up)
-            tsup_sleep_ms(200);
-    }
-    CHECK_MSG(up, "prometheus never scraped the arbiter successfully; see %s and %s", prom_log, out_path);
-    if (up) {
-        /* the arbiter's own health check, while it runs */
-        char hurl[128];
-        snprintf(hurl, sizeof hurl, "http://%s/healthz", maddr);
-        long hs = tsup_http_get(hurl, body, sizeof body);
-        CHECK_MSG(hs == 200 || dev_done, "healthz %ld: %s", hs, body);
-        CHECK(prom_query("ovt_chain_head_block", &v) == 0 && v >= 1);
-        CHECK(prom_query("ovt_info{role=\"arbiter\"}", &v) == 0 && v == 1);
-    }
-    while (dev_pid > 0 && !dev_done) {
-        dev_done = tsup_exited(dev_pid, &dev_status);
-        if (!dev_done)
-            tsup_sleep_ms(200);
-    }
-    CHECK_MSG(dev_status == 0, "ovt devnet exited %d; see %s", dev_status, out_path);
-    uint8_t *outb = NULL;
-    size_t outl = 0;
-    CHECK(ovt_read_file(out_path, &outb, &outl, 1 << 22) == 0);
-    CHECK(outb && strstr((char *)outb, "\"outcome\": \"auditor-right\"") != NULL);
-    free(outb);
+    /* each wait: until prometheus shows it (give up after two minutes) */
+#define WAIT_FOR(query, cond, what)                                                       \
+    do {                                                                                  \
+        int seen_ = 0, st_;                                                               \
+        for (int i_ = 0; i_ < 1200 && !seen_; i_++) {                                     \
+            seen_ = prom_query(query, &v) == 0 && (cond);                                 \
+            if (!seen_ && tsup_exited(arb_pid, &st_)) {                                   \
+                arb_pid = -1;                                                             \
+                break;                                                                    \
+            }                                                                             \
+            if (!seen_)                                                                   \
+                tsup_sleep_ms(100);                                                       \
+        }                                                                                 \
+        CHECK_MSG(seen_, "prometheus never showed %s (%s); see %s and %s", what, query, arb_log, prom_log); \
+    } while (0)
 
-    /* what prometheus recorded during the dispute */
-    CHECK(prom_query("max_over_time(ovt_chain_read_block[1h]) - min_over_time(ovt_chain_read_block[1h])", &v) == 0);
-    CHECK_MSG(v > 0, "the read block never moved in the scrapes (%g)", v);
-    CHECK(prom_query("max_over_time(ovt_games_followed[1h])", &v) == 0);
-    CHECK_MSG(v >= 1, "no scrape saw a followed game (%g)", v);
-    CHECK(prom_query("count(count_over_time(ovt_games[1h]))", &v) == 0);
-    CHECK_MSG(v >= 1, "no phase series (%g)", v);
+    double v = 0, v0 = 0;
+    WAIT_FOR("up{job=\"ovt-arbiter\"}", v == 1, "the arbiter up");
+    WAIT_FOR("ovt_chain_read_block", v >= 1, "a read block");
+    v0 = v;
+    CHECK(prom_query("ovt_info{role=\"arbiter\"}", &v) == 0 && v == 1);
+    char hurl[128], hbody[512];
+    snprintf(hurl, sizeof hurl, "http://%s/healthz", maddr);
+    CHECK(tsup_http_get(hurl, hbody, sizeof hbody) == 200);
+
+    /* blocks mined: the read block moves */
+    for (int i = 0; i < 3; i++)
+        CHECK(fx_raw(&env, "evm_mine", NULL) == 0);
+    WAIT_FOR("ovt_chain_read_block", v >= v0 + 3, "the read block moving");
+    CHECK(prom_query("ovt_games_followed", &v) == 0 && v == 0);
+
+    /* a run naming this arbiter, disputed: one game bisecting, its deadline ahead */
+    fx_run run;
+    memset(&run, 0, sizeof run);
+    chain_arb_params params;
+    fx_params(&env, &params, 8, 3600, 1000, 1000);
+    CHECK(fx_open(&env, &run, &params, NULL) == 0);
+    CHECK(fx_histories(&run, 3) == 0);
+    CHECK(fx_commit_both(&env, &run, NULL) == 0);
+    WAIT_FOR("ovt_games{phase=\"bisecting\"}", v == 1, "a game bisecting");
+    CHECK(prom_query("ovt_games_followed", &v) == 0 && v == 1);
+    CHECK(prom_query("ovt_nearest_deadline_seconds", &v) == 0 && v > 0);
+    CHECK(prom_query("ovt_transactions_sent_total", &v) == 0 && v == 0);
+
+    /* played out; the store is empty: the verdict is inputs unavailable */
+    CHECK(fx_play(&env, &run, NULL, NULL) == 0);
+    WAIT_FOR("ovt_games{phase=\"settled\"}", v == 1, "the game settled");
+    CHECK(prom_query("ovt_games_followed", &v) == 0 && v == 0);
+    CHECK(prom_query("ovt_transactions_sent_total", &v) == 0 && v == 1);
+    CHECK(prom_query("ovt_transactions_failed_total", &v) == 0 && v == 0);
+    CHECK(prom_query("ovt_store_fetch_failures_total", &v) == 0 && v >= 1);
+    CHECK(prom_query("ovt_node_errors_total", &v) == 0 && v == 0);
     CHECK(prom_query("max_over_time(ovt_ticks_total[1h])", &v) == 0 && v >= 2);
-    CHECK(prom_query("max_over_time(ovt_node_errors_total[1h])", &v) == 0 && v == 0);
+    chain_arb_game g;
+    CHECK(chain_arb_get_game(&env.arb, &run.run_id, "latest", &g) == 0 && g.phase == CHAIN_ARB_PHASE_SETTLED &&
+          g.outcome == CHAIN_ARB_INPUTS_UNAVAILABLE);
+    fx_run_free(&run);
 
-    tsup_stop(dev_pid > 0 && !dev_done ? dev_pid : -1);
+    tsup_stop(arb_pid);
+    fx_stop(&env);
     tsup_stop(prom_pid);
     int rv = check_done();
     if (rv == 0) {
