@@ -243,6 +243,10 @@ static int head_with(const char *base, const char *rel, const struct auth *a, in
         return ovt_fail(OVT_EIO, "%s on %s: %s", what, base, curl_easy_strerror(cc));
     if (status == 404 || status == 410)
         return 0;
+    /* S3 answers a missing key with 403 to a caller without s3:ListBucket:
+     * not found, as far as we can tell; a PUT with bad keys fails on its own */
+    if (status == 403 && a->s3)
+        return 0;
     if (status != 200)
         return status_error(status, what, base);
     *found = 1;
