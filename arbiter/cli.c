@@ -8,6 +8,7 @@
 
 #include "arbiter/watch.h"
 #include "chain/session.h"
+#include "common/metrics.h"
 #include "common/signals.h"
 
 static void usage(FILE *out)
@@ -35,7 +36,8 @@ static void usage(FILE *out)
             "  --private-key-env V   the environment variable V holds a raw hex key\n"
             "  --private-key KEY     a raw hex key (throwaway devnet accounts only; overwritten in\n"
             "                        argv at once, but ps may see it before)\n"
-            "  --store URL           the artifact store: file://DIR, http://..., https://...\n"
+            "  --store URL           the artifact store: file://DIR, http://..., https://...,\n"
+            "                        s3://BUCKET/PREFIX (docs/store.md)\n"
             "  --state-dir DIR       where the cursor and the games are kept (created)\n"
             "  --confirmations N     act on blocks this deep, the head counting as 1 (default: 1\n"
             "                        on an automining devnet, else 2; docs/arbiter.md)\n"
@@ -52,6 +54,9 @@ static void usage(FILE *out)
             "  --threads N           CPU threads for re-execution (default: all)\n"
             "  --once                process up to the current head and exit\n"
             "  --json                one JSON object per log line\n"
+            "  --metrics-addr ADDR   serve /metrics (Prometheus text format) and /healthz on ADDR:\n"
+            "                        PORT (on 127.0.0.1) or HOST:PORT; off unless given\n"
+            "                        (docs/arbiter.md, \"Operating a watcher\")\n"
             "  -h, --help            this help\n");
 }
 
@@ -77,7 +82,7 @@ static int parse_num(const char *flag, const char *s, double lo, double hi, doub
 }
 
 enum { O_STORE = 256, O_STATE, O_CONF, O_POLL, O_FROM, O_RANGE,
-       O_WAIT, O_MARGIN, O_THREADS, O_ONCE, O_JSON, O_MAX_DATASET };
+       O_WAIT, O_MARGIN, O_THREADS, O_ONCE, O_JSON, O_MAX_DATASET, O_METRICS };
 
 static int watch_main(int argc, char **argv)
 {
@@ -89,13 +94,14 @@ static int watch_main(int argc, char **argv)
         {"deadline-margin", required_argument, NULL, O_MARGIN}, {"threads", required_argument, NULL, O_THREADS},
         {"max-dataset", required_argument, NULL, O_MAX_DATASET},
         {"once", no_argument, NULL, O_ONCE},               {"json", no_argument, NULL, O_JSON},
+        {"metrics-addr", required_argument, NULL, O_METRICS},
         {"help", no_argument, NULL, 'h'},                  {NULL, 0, NULL, 0},
     };
     arb_watch_opts o;
     arb_watch_opts_default(&o);
     chain_session_args sa;
     chain_session_args_init(&sa);
-    const char *store_url = NULL;
+    const char *store_url = NULL, *metrics_addr = NULL;
     double x, max_dataset = (double)TRN_STORE_MAX_BLOB_DEFAULT;
     int c;
     optind = 1;
@@ -140,6 +146,7 @@ static int watch_main(int argc, char **argv)
             break;
         case O_ONCE: o.once = true; break;
         case O_JSON: o.json = true; break;
+        case O_METRICS: metrics_addr = optarg; break;
         case 'h': usage(stdout); return 0;
         default:
             fprintf(stderr, "ovt arbiter watch: unknown option '%s'; see `ovt arbiter watch --help`\n",
@@ -173,6 +180,13 @@ static int watch_main(int argc, char **argv)
 
     ovt_on_stop_signals(on_signal);
 
+    /* /healthz fails once no tick has completed for 10 polls (and a minute). */
+    ovt_httpserve *metrics = NULL;
+    ovt_metrics_configure("arbiter", o.poll_ms * 10 > 60000 ? o.poll_ms * 10 : 60000);
+    if (metrics_addr && ovt_metrics_serve(&metrics, metrics_addr)) {
+        fprintf(stderr, "ovt arbiter watch: %s\n", ovt_errmsg());
+        return 1;
+    }
     chain_session ses;
     trn_store *store = NULL;
     int rc = chain_session_open(&ses, &sa, 1);
@@ -195,6 +209,7 @@ static int watch_main(int argc, char **argv)
         fprintf(stderr, "ovt arbiter watch: %s\n", ovt_errmsg());
     trn_store_close(store);
     chain_session_close(&ses);
+    ovt_httpserve_stop(metrics);
     return rc ? 1 : 0;
 }
 

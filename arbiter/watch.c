@@ -12,6 +12,7 @@
 #include "arbiter/watch_state.h"
 #include "chain/clock.h"
 #include "common/fileio.h"
+#include "common/metrics.h"
 
 void arb_watch_opts_default(arb_watch_opts *o)
 {
@@ -389,7 +390,9 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
     trn_store_expect(w->store, &run->config_hash, TRN_STORE_MAX_CONFIG);
     trn_store_expect(w->store, &game->trainer_log, TRN_STORE_MAX_LOG);
     arb_eval e;
+    long long t0 = chain_now_ms();
     int rv = arb_evaluate(&e, w->store, &g->run_id, run, game, w->o->threads, note, sizeof note);
+    ovt_metrics_eval_seconds((double)(chain_now_ms() - t0) / 1000.0);
     if (rv)
         return ovt_fail_wrap(rv, "evaluating step %" PRIu64, game->index);
     bool same = prev && !memcmp(&prev->basis, &e.basis, sizeof e.basis) && !memcmp(prev->input, e.input, sizeof e.input);
@@ -489,6 +492,7 @@ static int act(watcher *w, arb_game *g)
     int rv;
     if ((rv = chain_arb_get_run(w->arb, &g->run_id, tag, &run)) || (rv = chain_arb_get_game(w->arb, &g->run_id, tag, &game)))
         return rv == OVT_EREVERT ? 0 : rv; /* not yet at the safe block: a later tick sees it */
+    ovt_metrics_game(&g->run_id, chain_arb_phase_name(game.phase), game.deadline, game.phase == CHAIN_ARB_PHASE_SETTLED);
     bool sent;
     if ((rv = verdict_known(w, g, &sent)))
         return rv;
@@ -547,6 +551,7 @@ static int tick(watcher *w)
     w->safe = w->head + 1 - w->o->confirmations;
     if ((rv = follow(w)))
         return rv;
+    ovt_metrics_chain(w->head, w->cursor.next ? w->cursor.next - 1 : 0, w->head_time);
     /* One game's failure (a node error, a local error while evaluating) is
      * reported and retried next tick; it does not hold the others back. */
     int first = 0;
@@ -668,6 +673,7 @@ int arb_watch(const arb_watch_opts *opts, const chain_arb *arb, chain_txm *m, tr
     outage out = {.backoff_ms = o->poll_ms};
     while (!*stop) {
         rv = tick(&w);
+        ovt_metrics_tick(rv == 0);
         if (rv && o->once)
             break;
         long pause = o->poll_ms;

@@ -10,6 +10,7 @@
 
 #include "auditor/replay.h"
 #include "common/fileio.h"
+#include "common/metrics.h"
 #include "common/signals.h"
 #include "trainer/commit.h"
 #include "trainer/rundata.h"
@@ -206,7 +207,10 @@ static int read_chain(struct agent *a, chain_arb_game *g, uint64_t *block, uint6
     snprintf(tag, sizeof tag, "0x%llx", (unsigned long long)*block);
     if ((rv = block_timestamp(a->s->rpc, tag, now)))
         return rv;
-    return chain_arb_get_game(&a->s->arb, &a->o->run_id, tag, g);
+    ovt_metrics_chain(*block, *block, *now);
+    if ((rv = chain_arb_get_game(&a->s->arb, &a->o->run_id, tag, g)) == 0)
+        ovt_metrics_game(&a->o->run_id, chain_arb_phase_name(g->phase), g->deadline, g->phase == CHAIN_ARB_PHASE_SETTLED);
+    return rv;
 }
 
 /* --- the trainer's data availability */
@@ -388,6 +392,7 @@ int aud_agent_run(chain_session *s, const aud_agent_opts *o, chain_arb_outcome *
     while (!stop_requested) {
         int done, wait;
         rv = turn(&a, outcome, &done, &wait);
+        ovt_metrics_tick(rv == 0);
         if (rv == OVT_EIO || rv == OVT_ETIMEOUT || rv == OVT_ERPC) {
             agent_log(&a, "retry", json_pack("{s:I}", "backoff_ms", (json_int_t)backoff),
                       "the node did not answer (%s); retrying in %ld ms", ovt_errmsg(), backoff);

@@ -8,6 +8,7 @@
 #include "auditor/cli.h"
 #include "chain/policy.h"
 #include "common/fileio.h"
+#include "common/metrics.h"
 #include "trainer/cliargs.h"
 
 static void usage(FILE *f)
@@ -26,12 +27,15 @@ static void usage(FILE *f)
             "  --role R             trainer or auditor\n"
             "  --run-id HEX         the run\n" CHAIN_SESSION_HELP CHAIN_SESSION_CONFIRMATIONS_HELP
             "  --run DIR            this party's history (DIR/steps.bin)\n"
-            "  --store URL          trainer: file://DIR to publish the inputs to (default: the\n"
-            "                       receipt's store)\n"
+            "  --store URL          trainer: file://DIR, http(s)://... (PUT) or s3://BUCKET/PREFIX to\n"
+            "                       publish the inputs\n"
+            "                       to (default: the receipt's store)\n"
             "  --data FILE          trainer: the dataset (default: the receipt's)\n"
             "  --state-dir D        per-game state, one folder per run (default DIR/agent)\n"
             "  --poll-interval S    seconds between turns (default 2)\n"
             "  --json               log lines as JSON objects\n"
+            "  --metrics-addr ADDR  serve /metrics (Prometheus text format) and /healthz on ADDR:\n"
+            "                       PORT (on 127.0.0.1) or HOST:PORT; off unless given\n"
             "\n" CHAIN_POLICY_HELP
             "\n"
             "Fault injection (for devnet tests):\n"
@@ -39,7 +43,7 @@ static void usage(FILE *f)
             "  -h, --help           this help\n");
 }
 
-enum { O_ROLE = 256, O_RUN_ID, O_RUN, O_STORE, O_DATA, O_STATE_DIR, O_POLL, O_JSON, O_WITHHOLD };
+enum { O_ROLE = 256, O_RUN_ID, O_RUN, O_STORE, O_DATA, O_STATE_DIR, O_POLL, O_JSON, O_WITHHOLD, O_METRICS };
 
 /* The store and dataset the trainer named in its receipt (if any). */
 static void receipt_defaults(const char *dir, char *store, char *data, size_t cap)
@@ -71,6 +75,7 @@ int aud_cmd_agent(int argc, char **argv)
         {"data", required_argument, NULL, O_DATA},          {"state-dir", required_argument, NULL, O_STATE_DIR},
         {"poll-interval", required_argument, NULL, O_POLL}, {"json", no_argument, NULL, O_JSON},
         {"withhold", no_argument, NULL, O_WITHHOLD},        {"help", no_argument, NULL, 'h'},
+        {"metrics-addr", required_argument, NULL, O_METRICS},
         {NULL, 0, NULL, 0}};
     chain_session_args chain;
     chain_session_args_init(&chain);
@@ -80,7 +85,7 @@ int aud_cmd_agent(int argc, char **argv)
     aud_agent_opts o;
     memset(&o, 0, sizeof o);
     o.poll_ms = 2000;
-    const char *role = NULL, *store_url = NULL;
+    const char *role = NULL, *store_url = NULL, *metrics_addr = NULL;
     int have_run_id = 0, c;
     double x;
     optind = 1;
@@ -109,6 +114,7 @@ int aud_cmd_agent(int argc, char **argv)
             break;
         case O_JSON: o.json = true; break;
         case O_WITHHOLD: o.withhold = true; break;
+        case O_METRICS: metrics_addr = optarg; break;
         default: return trn_arg_unknown("agent", argv[optind - 1]);
         }
     }
@@ -146,7 +152,11 @@ int aud_cmd_agent(int argc, char **argv)
     chain_session s;
     chain_arb_outcome outcome;
     chain_arb_params terms;
+    ovt_httpserve *metrics = NULL;
+    ovt_metrics_configure(o.is_trainer ? "trainer" : "auditor", o.poll_ms * 10 > 60000 ? o.poll_ms * 10 : 60000);
     int rv = chain_policy_resolve(&policy, &policy_args);
+    if (!rv && metrics_addr)
+        rv = ovt_metrics_serve(&metrics, metrics_addr);
     if (!rv && store_url)
         rv = trn_store_open(&store, store_url);
     o.store = store;
@@ -160,6 +170,7 @@ int aud_cmd_agent(int argc, char **argv)
         chain_session_close(&s);
     }
     trn_store_close(store);
+    ovt_httpserve_stop(metrics);
     if (rv) {
         fprintf(stderr, "ovt agent: %s\n", ovt_errmsg());
         return 1;

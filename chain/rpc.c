@@ -9,6 +9,7 @@
 #include <curl/curl.h>
 
 #include "chain/clock.h"
+#include "common/metrics.h"
 
 struct chain_rpc {
     CURL *curl;
@@ -323,6 +324,8 @@ int chain_rpc_call(chain_rpc *rpc, json_t **result, const char *method, json_t *
         int retry;
         attempts++;
         rc = http_post(rpc, &b, &status, req, &retry);
+        if (rc || status != 200)
+            ovt_metrics_add(OVT_METRIC_NODE_ERRORS, 1);
         if (rc == 0) {
             if (status != 200) {
                 /* Some nodes put a JSON-RPC error in a non-200 reply: prefer it. */

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "chain/clock.h"
+#include "common/metrics.h"
 
 void chain_txm_opts_default(chain_txm_opts *opts)
 {
@@ -386,6 +387,7 @@ int chain_txm_submit(chain_txm *m, chain_txm_pending *p)
             rc = send_version(m, p, &nonce_used, &earlier, &underpriced);
         }
     }
+    ovt_metrics_add(rc ? OVT_METRIC_TX_FAILED : OVT_METRIC_TX_SENT, 1);
     return rc;
 }
 
@@ -448,8 +450,11 @@ int chain_txm_bump(chain_txm *m, chain_txm_pending *p)
         rc = send_version(m, p, &nonce_used, &earlier, &underpriced);
         if (rc == 0 && earlier)
             p->tx = sent; /* an earlier version was mined meanwhile: the wait finds it */
-        if (rc == 0)
+        if (rc == 0) {
+            if (!earlier)
+                ovt_metrics_add(OVT_METRIC_TX_BUMPED, 1);
             return 0;
+        }
         if (nonce_used) {
             p->tx = sent;
             return ovt_fail_wrap(rc, "nonce %llu was used by a transaction that is none of the %zu sent for it",
@@ -559,8 +564,10 @@ int chain_txm_wait(chain_txm *m, chain_txm_pending *p, chain_receipt *out)
                 continue;
             mined = 1;
             if (head >= out->block_number && head - out->block_number + 1 >= m->opts.confirmations) {
-                if (out->status == 0)
+                if (out->status == 0) {
+                    ovt_metrics_add(OVT_METRIC_TX_FAILED, 1);
                     return revert_reason(m, p, out);
+                }
                 return 0;
             }
             if (now - head_seen_ms >= stall_ms) {
@@ -579,6 +586,7 @@ int chain_txm_wait(chain_txm *m, chain_txm_pending *p, chain_receipt *out)
         }
         if (hard && now >= hard) {
             hash_hex(h, &p->hashes[p->nversions - 1]);
+            ovt_metrics_add(OVT_METRIC_TX_FAILED, 1);
             return ovt_fail(OVT_ETIMEOUT, "transaction %s (nonce %llu) not confirmed within %ld ms", h,
                             (unsigned long long)p->tx.nonce, m->opts.receipt_timeout_ms);
         }

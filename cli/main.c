@@ -11,6 +11,7 @@
 #include "examples/devnet/devnet.h"
 #include "trainer/check.h"
 #include "trainer/commit.h"
+#include "trainer/data_cmd.h"
 #include "trainer/demo.h"
 #include "trainer/run.h"
 #include "kernels/rlog_cmd.h"
@@ -22,6 +23,7 @@ const struct ovt_command ovt_commands[] = {
     {"help", "show this help, or a command's help (ovt help COMMAND)", cmd_help},
     {"version", "print the version", cmd_version},
     {"demo", "the exactness demo: train, replay on other backends with and without the log", trn_cmd_demo},
+    {"data", "make a training data file: an MLP samples set, GPT-2 tokens from text", trn_cmd_data},
     {"train", "train a model with controlled rounding into a run directory", trn_cmd_train},
     {"step", "re-execute one step of a run and compare it with the step table", trn_cmd_step},
     {"verify", "check a commitment receipt offline (signature, root, config, data, replayed steps)", trn_cmd_verify},

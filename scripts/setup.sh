@@ -9,7 +9,10 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config libsecp256k1-dev libcurl4-openssl-dev
           libjansson-dev libssl-dev libopenblas-dev libzstd-dev nodejs npm clang
-          libclang-rt-14-dev)  # libFuzzer and sanitizer runtimes (only Recommended by clang-14)
+          libclang-rt-14-dev   # libFuzzer and sanitizer runtimes (only Recommended by clang-14)
+          prometheus           # tests: scrapes the arbiter's --metrics-addr (skipped without it)
+          nginx-light          # tests: a WebDAV (PUT) store for --store http:// (ngx_http_dav_module)
+          python3-botocore)    # tests: checks the SigV4 signatures of s3:// requests (AWS's own signer)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -29,11 +32,11 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 if [ ! -x node_modules/.bin/anvil ] || [ ! -x node_modules/.bin/cast ] || [ ! -x node_modules/.bin/solcjs ] \
-   || [ ! -x node_modules/.bin/ganache ] || [ ! -x node_modules/.bin/hardhat ] \
+   || [ ! -x node_modules/.bin/ganache ] || [ ! -x node_modules/.bin/hardhat ] || [ ! -x node_modules/.bin/s3rver ] \
    || ! node_modules/.bin/anvil --version 2>/dev/null | grep -q "1.7.1" \
    || ! grep -q '"version": "7.9.2"' node_modules/ganache/package.json 2>/dev/null \
    || ! grep -q '"version": "2.22.19"' node_modules/hardhat/package.json 2>/dev/null; then
-  echo "setup: installing the pinned anvil, cast, solc-js, ganache and Hardhat (npm ci)"
+  echo "setup: installing the pinned anvil, cast, solc-js, ganache, Hardhat and s3rver (npm ci)"
   npm ci --no-audit --no-fund --loglevel=error
 fi
 

@@ -15,6 +15,8 @@
 #include "common/fileio.h"
 #include "trainer/config.h"
 #include "trainer/layout.h"
+#include "common/metrics.h"
+#include "trainer/store_http.h"
 
 /* The largest checkpoint or manifest a get accepts. */
 #define STORE_MAX_STATE ((size_t)1 << 36)
@@ -126,12 +128,16 @@ static void curl_init(void)
 int trn_store_open(trn_store **out, const char *url)
 {
     *out = NULL;
+    char s3_base[1024];
+    if (strncmp(url, "s3://", 5) == 0 && trn_store_s3_resolve(s3_base, sizeof s3_base, url))
+        return OVT_EINVAL;
+    url = strncmp(url, "s3://", 5) == 0 ? s3_base : url;
     size_t n = strlen(url);
     while (n > 1 && url[n - 1] == '/')
         n--;
     int is_file = strncmp(url, "file://", 7) == 0;
     if (!is_file && strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
-        return ovt_fail(OVT_EINVAL, "store URL '%s' must start with file://, http:// or https://", url);
+        return ovt_fail(OVT_EINVAL, "store URL '%s' must start with file://, http://, https:// or s3://", url);
     if (is_file && (n <= 7 || url[7] != '/'))
         return ovt_fail(OVT_EINVAL, "store URL '%s' needs an absolute path (file:///DIR)", url);
     trn_store *s = calloc(1, sizeof *s);
@@ -170,13 +176,22 @@ static int object_path(char *out, size_t cap, const char *base, const char *kind
     return 0;
 }
 
+/* http(s)://: PUT, after a HEAD unless replace (trainer/store_http.h). */
+static int store_write_http(trn_store *s, const char *kind, const ovt_hash *name, const char *ext, const void *data,
+                            size_t len, int replace)
+{
+    char rel[128], hex[65];
+    ovt_hex_encode(hex, name->b, 32);
+    snprintf(rel, sizeof rel, "%s/%s%s", kind, hex, ext);
+    return trn_store_http_put(s->url, rel, data, len, replace);
+}
+
 /* Writes an object unless it is already there. */
 static int store_write(trn_store *s, const char *kind, const ovt_hash *name, const char *ext, const void *data,
                        size_t len, int replace)
 {
     if (!s->dir)
-        return ovt_fail(OVT_EINVAL, "cannot publish to %s: only file:// stores are written (serve the directory "
-                        "over HTTP to share it)", s->url);
+        return store_write_http(s, kind, name, ext, data, len, replace);
     char path[4096];
     int rv = object_path(path, sizeof path, s->dir, kind, name, "");
     if (rv)
@@ -291,7 +306,14 @@ static int http_get(trn_store *s, const char *url, const char *what, int is_stat
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, s);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    struct trn_store_http_get_auth *auth = NULL;
+    if (trn_store_http_get_sign(c, url, &auth)) {
+        curl_easy_cleanup(c);
+        fclose(b.f);
+        return ovt_fail_wrap(OVT_EINVAL, "fetching %s from %s", what, s->url);
+    }
     CURLcode cc = curl_easy_perform(c);
+    trn_store_http_get_done(auth);
     long status = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_cleanup(c);
@@ -342,9 +364,15 @@ static int store_read(trn_store *s, const char *kind, const ovt_hash *name, cons
     if (rv)
         return rv;
     max_len = cap_of(s, kind, name, max_len);
-    if (!s->dir)
-        return http_get(s, path, what, !strcmp(kind, "state"), max_len, data, len);
+    if (!s->dir) {
+        rv = http_get(s, path, what, !strcmp(kind, "state"), max_len, data, len);
+        ovt_metrics_add(rv ? OVT_METRIC_STORE_FETCH_FAILURES : OVT_METRIC_STORE_FETCH_BYTES, rv ? 1 : *len);
+        ovt_metrics_add(OVT_METRIC_STORE_FETCHES, rv ? 0 : 1);
+        return rv;
+    }
     rv = ovt_read_file(path, data, len, max_len);
+    ovt_metrics_add(rv ? OVT_METRIC_STORE_FETCH_FAILURES : OVT_METRIC_STORE_FETCH_BYTES, rv ? 1 : *len);
+    ovt_metrics_add(OVT_METRIC_STORE_FETCHES, rv ? 0 : 1);
     if (rv == OVT_ENOTFOUND)
         return ovt_fail(OVT_ENOTFOUND, "%s is not in the store %s", what, s->url);
     return rv ? ovt_fail_wrap(rv, "store %s", s->url) : 0;
@@ -361,6 +389,8 @@ int trn_store_put(trn_store *s, const void *data, size_t len, ovt_hash *name)
 
 int trn_store_put_file(trn_store *s, const char *path, ovt_hash *name)
 {
+    if (!s->dir) /* streamed: a checkpoint or dataset may be larger than memory allows */
+        return trn_store_http_put_blob_file(s->url, path, name);
     uint8_t *buf;
     size_t len;
     int rv = ovt_read_file(path, &buf, &len, (size_t)1 << 40);
@@ -375,6 +405,14 @@ int trn_store_has(trn_store *s, const ovt_hash *name)
 {
     char path[4096];
     struct stat sb;
+    if (!s->dir) {
+        char rel[80], hex[65];
+        int found;
+        uint64_t size;
+        ovt_hex_encode(hex, name->b, 32);
+        snprintf(rel, sizeof rel, "blob/%s", hex);
+        return trn_store_http_head(s->url, rel, &found, &size) == 0 && found;
+    }
     return s->dir && object_path(path, sizeof path, s->dir, "blob", name, "") == 0 && stat(path, &sb) == 0;
 }
 

@@ -3,8 +3,9 @@
 
 /* The artifact store (DESIGN.md section 4, docs/store.md): where a trainer
  * publishes what an auditor or arbiter needs to replay its run, named by a
- * URL: file://DIR (read and write) or http(s)://HOST/PATH (read only, through
- * libcurl; serve a file:// store's directory with any static web server).
+ * URL: file://DIR or http(s)://HOST/PATH (read and write; http through
+ * libcurl, uploads by PUT, trainer/store_http.h; a file:// store's directory
+ * served by any static web server is a read-only http store).
  *
  * Content addressed, with two naming rules:
  *   blob/<hex>       any bytes, named by the SHA-256 of the bytes: run config
@@ -68,14 +69,15 @@ void trn_store_set_stop(trn_store *s, volatile sig_atomic_t *stop);
 
 /* Stores bytes as blob/<SHA-256>; *name (may be NULL) gets the hash. An
  * object already present is left as it is (same name, same bytes). file://
- * only; writes are atomic (temporary file, fsync, rename). */
+ * writes are atomic (temporary file, fsync, rename); http(s):// uploads by
+ * PUT after a HEAD (trainer/store_http.h), put_file streaming. */
 int trn_store_put(trn_store *s, const void *data, size_t len, ovt_hash *name) OVT_MUST_USE;
 int trn_store_put_file(trn_store *s, const char *path, ovt_hash *name) OVT_MUST_USE;
 
 /* Fetches blob/<name> (at most max_len bytes) and checks its SHA-256. */
 int trn_store_get(trn_store *s, const ovt_hash *name, size_t max_len, uint8_t **data, size_t *len) OVT_MUST_USE;
 
-/* Whether an object is present (file:// only: 1 yes, 0 no). */
+/* Whether a blob is present (1 yes, 0 no or unknown; http(s): a HEAD). */
 int trn_store_has(trn_store *s, const ovt_hash *name);
 
 /* Stores the state's checkpoint as state/<stateHash>. */

@@ -44,6 +44,8 @@ typedef struct {
     const char *node;     /* --node: "anvil" (default), "ganache" or "hardhat" (npm, node_modules/.bin) */
     uint32_t block_time;  /* --block-time: seconds per block, 0: a block per transaction */
     uint32_t confirmations; /* --confirmations for every party, 0: each command's default */
+    const char *store;    /* --store: the artifact store every party uses (NULL: a file:// one in the work folder) */
+    const char *arbiter_metrics; /* --arbiter-metrics-addr: passed to the arbiter as --metrics-addr */
     bool json;            /* progress on stderr; the caller prints JSON */
 } devnet_opts;
 

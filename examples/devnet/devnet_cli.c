@@ -107,6 +107,11 @@ static void usage(FILE *f)
             "  --confirmations N  blocks every party waits for (default: each command's own)\n"
             "  --anvil PATH       the anvil executable (default: $OVT_ANVIL, node_modules/.bin,\n"
             "                     then $PATH)\n"
+            "  --store URL        the artifact store all parties use (default: file:// in the work\n"
+            "                     folder); an http(s):// store takes uploads by PUT, with the\n"
+            "                     credentials of docs/store.md from the environment\n"
+            "  --arbiter-metrics-addr ADDR  the arbiter serves /metrics and /healthz on ADDR\n"
+            "                     (its --metrics-addr)\n"
             "  --json             the result as JSON on stdout (progress lines go to stderr)\n"
             "  -h, --help         this help\n"
             "\n"
@@ -191,7 +196,7 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
 }
 
 enum { O_FAULT = 256, O_AT, O_STEPS, O_MODEL, O_BATCH, O_SEQ, O_SILENT, O_MOVE, O_TIMEOUT, O_KEEP, O_ANVIL, O_JSON,
-       O_NODE, O_BLOCK_TIME, O_CONF };
+       O_NODE, O_BLOCK_TIME, O_CONF, O_STORE, O_ARB_METRICS };
 
 int devnet_cmd(int argc, char **argv)
 {
@@ -204,6 +209,7 @@ int devnet_cmd(int argc, char **argv)
         {"anvil", required_argument, NULL, O_ANVIL},   {"json", no_argument, NULL, O_JSON},
         {"node", required_argument, NULL, O_NODE},     {"block-time", required_argument, NULL, O_BLOCK_TIME},
         {"confirmations", required_argument, NULL, O_CONF},
+        {"store", required_argument, NULL, O_STORE},   {"arbiter-metrics-addr", required_argument, NULL, O_ARB_METRICS},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};
     devnet_opts o = {.steps = 64, .batch = 4, .seq = 32, .move_timeout = 600, .timeout_s = 900};
     bool have_fault = false, have_at = false;
@@ -276,6 +282,8 @@ int devnet_cmd(int argc, char **argv)
             if (trn_arg_u64("devnet", flag, optarg, 1, 1000, &v)) return 2;
             o.confirmations = (uint32_t)v;
             break;
+        case O_STORE: o.store = optarg; break;
+        case O_ARB_METRICS: o.arbiter_metrics = optarg; break;
         case O_JSON: o.json = true; break;
         default: return trn_arg_unknown("devnet", argv[optind - 1]);
         }

@@ -221,6 +221,10 @@ int devnet_start_arbiter(struct devnet *d)
     arg(&c, "--input-wait");
     arg(&c, "5");
     arg(&c, "--json");
+    if (d->o->arbiter_metrics) {
+        arg(&c, "--metrics-addr");
+        arg(&c, "%s", d->o->arbiter_metrics);
+    }
     devnet_progress(d, "arbiter: watching the contract");
     return devnet_start_child(d, &d->arbiter, "arbiter", c.argv);
 }

@@ -1,0 +1,183 @@
+/* A new user's path through the built binary, with only commands that
+ * `ovt train --help` names: `ovt data mlp` then `ovt train --model mlp-demo`,
+ * `ovt data text` (their own text) then `ovt train --model gpt2-tiny`, and a
+ * replay of each run (`ovt step` on the arbiter's CPU backend, and
+ * `ovt train --replay` on another backend reaching the same stateHashes).
+ * Also: `ovt data mlp` is a pure function of its flags, its datasetHash is
+ * the one the run commits to, the token file holds the text's bytes, and bad
+ * invocations fail with a usage status and a message. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "common/fileio.h"
+#include "trainer/data.h"
+#include "trn_cli_helpers.h"
+#include "trn_helpers.h"
+
+/* The value of "key": "..." in the out.txt of the last run. */
+static int output_json_string(const char *key, char *out, size_t cap)
+{
+    char path[256], pat[128];
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    snprintf(pat, sizeof pat, "\"%s\": \"", key);
+    uint8_t *buf;
+    size_t len;
+    if (ovt_read_file(path, &buf, &len, 1 << 20))
+        return -1;
+    const char *p = strstr((char *)buf, pat);
+    int rv = -1;
+    if (p) {
+        p += strlen(pat);
+        const char *q = strchr(p, '"');
+        if (q && (size_t)(q - p) < cap) {
+            memcpy(out, p, (size_t)(q - p));
+            out[q - p] = '\0';
+            rv = 0;
+        }
+    }
+    free(buf);
+    return rv;
+}
+
+/* The "state N HASH" lines of out.txt. */
+static void output_states(char *out, size_t cap)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    uint8_t *buf;
+    size_t len;
+    out[0] = '\0';
+    if (ovt_read_file(path, &buf, &len, 1 << 20) == 0) {
+        trn_test_state_lines(out, cap, (char *)buf);
+        free(buf);
+    }
+}
+
+static void mlp_path(void)
+{
+    char h1[80], h2[80], h3[80], run_hash[80];
+    CHECK(run_ovt("data mlp --seed 7 --samples 256 --out %s/s1.bin --json", dir) == 0);
+    CHECK(output_json_string("dataset_hash", h1, sizeof h1) == 0);
+    CHECK(run_ovt("data mlp --seed 7 --samples 256 --out %s/s2.bin --json", dir) == 0);
+    CHECK(output_json_string("dataset_hash", h2, sizeof h2) == 0);
+    CHECK(run_ovt("data mlp --seed 8 --samples 256 --out %s/s3.bin --json", dir) == 0);
+    CHECK(output_json_string("dataset_hash", h3, sizeof h3) == 0);
+    CHECK_MSG(strcmp(h1, h2) == 0, "same flags, different files: %s %s", h1, h2);
+    CHECK_MSG(strcmp(h1, h3) != 0, "another seed, the same file: %s", h1);
+
+    /* the file parses as the samples mlp-demo takes, and its hash is the one printed */
+    char path[256];
+    snprintf(path, sizeof path, "%s/s1.bin", dir);
+    uint8_t *buf;
+    size_t len;
+    CHECK(ovt_read_file(path, &buf, &len, 1 << 26) == 0);
+    trn_samples s;
+    CHECK(trn_samples_parse(&s, buf, len, 32) == 0);
+    CHECK_EQ_U64(s.count, 256);
+    CHECK_EQ_U64(s.dim, 128);
+    CHECK_EQ_U64(s.n_class, 32);
+    char hex[65];
+    ovt_hex_encode(hex, s.hash.b, 32);
+    CHECK(strcmp(hex, h1) == 0);
+    trn_samples_free(&s);
+    free(buf);
+
+    CHECK(run_ovt("train --model mlp-demo --data %s/s1.bin --steps 4 --batch 8 --every 0 --checkpoint-every 1 "
+                  "--backend cpu --print-state --out %s/mlp --json",
+                  dir, dir) == 0);
+    CHECK(output_json_string("dataset_hash", run_hash, sizeof run_hash) == 0);
+    CHECK_MSG(strcmp(run_hash, h1) == 0, "the run commits to %s, ovt data printed %s", run_hash, h1);
+    static char rec[4096], rep[4096];
+    output_states(rec, sizeof rec);
+    CHECK(strlen(rec) > 4 * 70);
+    CHECK(run_ovt("step --run %s/mlp --step 3 --data %s/s1.bin", dir, dir) == 0);
+    CHECK(run_ovt("train --model mlp-demo --data %s/s1.bin --steps 4 --batch 8 --every 0 --backend ref "
+                  "--print-state --replay %s/mlp --out %s/mlp-replay --json",
+                  dir, dir, dir) == 0);
+    output_states(rep, sizeof rep);
+    CHECK_MSG(strcmp(rec, rep) == 0, "record:\n%s\nreplay:\n%s", rec, rep);
+
+    /* a set made for another width is refused by mlp-demo with the sizes named */
+    CHECK(run_ovt("data mlp --dim 16 --samples 64 --out %s/narrow.bin", dir) == 0);
+    CHECK(run_ovt("train --model mlp-demo --data %s/narrow.bin --steps 1 --out %s/bad", dir, dir) == 1);
+    CHECK(output_has("16 features"));
+}
+
+static void text_path(void)
+{
+    char path[256], hash[80], run_hash[80];
+    snprintf(path, sizeof path, "%s/my.txt", dir);
+    char text[5000];
+    size_t n = 0;
+    while (n < sizeof text) {
+        static const char line[] = "It was the best of times, it was the worst of times; \xc3\xa9t\xc3\xa9.\n";
+        size_t k = strlen(line) < sizeof text - n ? strlen(line) : sizeof text - n;
+        memcpy(text + n, line, k);
+        n += k;
+    }
+    CHECK(ovt_write_atomic(path, text, n, 0644) == 0);
+    CHECK(run_ovt("data text %s --out %s/tokens.bin --json", path, dir) == 0);
+    CHECK(output_has("\"tokens\": 5000"));
+    CHECK(output_json_string("dataset_hash", hash, sizeof hash) == 0);
+
+    /* one token per byte, in order, vocab 256 */
+    snprintf(path, sizeof path, "%s/tokens.bin", dir);
+    trn_tokens t;
+    CHECK(trn_tokens_load(&t, path) == 0);
+    CHECK_EQ_U64(t.count, n);
+    CHECK_EQ_U64(t.vocab, 256);
+    int same = t.count == n;
+    for (size_t i = 0; same && i < n; i++)
+        same = t.tokens[i] == (uint8_t)text[i];
+    CHECK(same);
+    trn_tokens_free(&t);
+
+    CHECK(run_ovt("train --model gpt2-tiny --data %s/tokens.bin --steps 3 --batch 2 --seq 16 --every 0 "
+                  "--checkpoint-every 1 --print-state --out %s/gpt --json",
+                  dir, dir) == 0);
+    CHECK(output_json_string("dataset_hash", run_hash, sizeof run_hash) == 0);
+    CHECK(strcmp(run_hash, hash) == 0);
+    static char rec[4096], rep[4096];
+    output_states(rec, sizeof rec);
+    CHECK(strlen(rec) > 3 * 70);
+    CHECK(run_ovt("step --run %s/gpt --step 2 --data %s/tokens.bin", dir, dir) == 0);
+    CHECK(run_ovt("train --model gpt2-tiny --data %s/tokens.bin --steps 3 --batch 2 --seq 16 --every 0 "
+                  "--backend ref --print-state --replay %s/gpt --out %s/gpt-replay --json",
+                  dir, dir, dir) == 0);
+    output_states(rep, sizeof rep);
+    CHECK_MSG(strcmp(rec, rep) == 0, "record:\n%s\nreplay:\n%s", rec, rep);
+}
+
+static void misuse(void)
+{
+    CHECK(run_ovt("data") == 2);
+    CHECK(output_has("ovt data mlp"));
+    CHECK(run_ovt("data mlp") == 2);
+    CHECK(output_has("--out"));
+    CHECK(run_ovt("data text --out %s/x.bin", dir) == 2);
+    CHECK(output_has("text file"));
+    CHECK(run_ovt("data text %s/nonexistent.txt --out %s/x.bin", dir, dir) == 1);
+    CHECK(output_has("nonexistent.txt"));
+    CHECK(run_ovt("data mlp --classes 1 --out %s/x.bin", dir) == 2);
+    CHECK(run_ovt("data text a b --out %s/x.bin", dir) == 2);
+    CHECK(run_ovt("data text %s/my.txt --seed 3 --out %s/x.bin", dir, dir) == 2);
+    CHECK(run_ovt("data --help") == 0);
+    CHECK(output_has("BPE"));
+    CHECK(run_ovt("train --help") == 0);
+    CHECK(output_has("ovt data text"));
+    CHECK(output_has("ovt data mlp"));
+}
+
+int main(void)
+{
+    if (cli_setup("data-cli"))
+        return 1;
+    mlp_path();
+    text_path();
+    misuse();
+    int rv = check_done();
+    if (rv == 0)
+        cli_cleanup();
+    return rv;
+}
