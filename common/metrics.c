@@ -5,12 +5,13 @@
 
 #include <math.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "common/text.h"
 
 #define METRICS_MAX_GAMES 1024
 #define METRICS_MAX_PHASES 16
@@ -109,53 +110,15 @@ void ovt_metrics_tick(int ok)
     pthread_mutex_unlock(&lock);
 }
 
-/* A growing text buffer; on allocation failure it stays failed. */
-struct text {
-    char *p;
-    size_t len, cap;
-    int failed;
-};
-
-static void put(struct text *t, const char *fmt, ...) OVT_PRINTF(2, 3);
-static void put(struct text *t, const char *fmt, ...)
+static void metric(ovt_text *t, const char *name, const char *type, const char *help)
 {
-    if (t->failed)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(t->p ? t->p + t->len : NULL, t->p ? t->cap - t->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            t->failed = 1;
-            return;
-        }
-        if (t->p && t->len + (size_t)n < t->cap) {
-            t->len += (size_t)n;
-            return;
-        }
-        size_t cap = t->cap ? t->cap * 2 : 4096;
-        while (cap < t->len + (size_t)n + 1)
-            cap *= 2;
-        char *q = realloc(t->p, cap);
-        if (!q) {
-            t->failed = 1;
-            return;
-        }
-        t->p = q;
-        t->cap = cap;
-    }
+    ovt_text_put(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-static void metric(struct text *t, const char *name, const char *type, const char *help)
-{
-    put(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-static void counter(struct text *t, const char *name, const char *help, ovt_metric_counter c)
+static void counter(ovt_text *t, const char *name, const char *help, ovt_metric_counter c)
 {
     metric(t, name, "counter", help);
-    put(t, "%s %llu\n", name, (unsigned long long)ovt_metrics_get(c));
+    ovt_text_put(t, "%s %llu\n", name, (unsigned long long)ovt_metrics_get(c));
 }
 
 int ovt_metrics_render(char **out, size_t *len)
@@ -175,28 +138,28 @@ int ovt_metrics_render(char **out, size_t *len)
     if (!games)
         return ovt_fail(OVT_ENOMEM, "out of memory rendering metrics");
     double now = wall_now();
-    struct text t = {0};
+    ovt_text t = {0};
     metric(&t, "ovt_info", "gauge", "Always 1; the labels say which ovt daemon this is.");
-    put(&t, "ovt_info{role=\"%s\",version=\"%s\"} 1\n", role, OVT_VERSION);
+    ovt_text_put(&t, "ovt_info{role=\"%s\",version=\"%s\"} 1\n", role, OVT_VERSION);
     if (started > 0) {
         metric(&t, "ovt_start_time_seconds", "gauge", "Unix time the daemon started.");
-        put(&t, "ovt_start_time_seconds %.3f\n", started);
+        ovt_text_put(&t, "ovt_start_time_seconds %.3f\n", started);
     }
     if (have_chain) {
         metric(&t, "ovt_chain_head_block", "gauge", "The newest block the node reported.");
-        put(&t, "ovt_chain_head_block %llu\n", (unsigned long long)head);
+        ovt_text_put(&t, "ovt_chain_head_block %llu\n", (unsigned long long)head);
         metric(&t, "ovt_chain_read_block", "gauge",
                "The newest block the daemon has read and acts on (the head less the confirmations).");
-        put(&t, "ovt_chain_read_block %llu\n", (unsigned long long)read_block);
+        ovt_text_put(&t, "ovt_chain_read_block %llu\n", (unsigned long long)read_block);
         metric(&t, "ovt_chain_lag_blocks", "gauge", "Head block minus read block.");
-        put(&t, "ovt_chain_lag_blocks %llu\n", (unsigned long long)(head > read_block ? head - read_block : 0));
+        ovt_text_put(&t, "ovt_chain_lag_blocks %llu\n", (unsigned long long)(head > read_block ? head - read_block : 0));
         metric(&t, "ovt_chain_head_age_seconds", "gauge",
                "Seconds since the head block's timestamp (a stalled chain or node grows this).");
-        put(&t, "ovt_chain_head_age_seconds %.0f\n", now > (double)head_time ? now - (double)head_time : 0.0);
+        ovt_text_put(&t, "ovt_chain_head_age_seconds %.0f\n", now > (double)head_time ? now - (double)head_time : 0.0);
     }
     if (last_ok > 0) {
         metric(&t, "ovt_last_tick_timestamp_seconds", "gauge", "Unix time of the last loop iteration that completed.");
-        put(&t, "ovt_last_tick_timestamp_seconds %.3f\n", last_ok);
+        ovt_text_put(&t, "ovt_last_tick_timestamp_seconds %.3f\n", last_ok);
     }
     /* games by phase, the open ones and the nearest deadline */
     const char *phases[METRICS_MAX_PHASES];
@@ -221,13 +184,13 @@ int ovt_metrics_render(char **out, size_t *len)
     }
     metric(&t, "ovt_games", "gauge", "Games this daemon knows, by the phase it last read (settled ones included).");
     for (size_t k = 0; k < nphases; k++)
-        put(&t, "ovt_games{phase=\"%s\"} %llu\n", phases[k], (unsigned long long)per_phase[k]);
+        ovt_text_put(&t, "ovt_games{phase=\"%s\"} %llu\n", phases[k], (unsigned long long)per_phase[k]);
     metric(&t, "ovt_games_followed", "gauge", "Games not yet settled that this daemon follows.");
-    put(&t, "ovt_games_followed %zu\n", open);
+    ovt_text_put(&t, "ovt_games_followed %zu\n", open);
     if (nearest) {
         metric(&t, "ovt_nearest_deadline_seconds", "gauge",
                "Seconds until the nearest deadline of a followed game (negative: passed).");
-        put(&t, "ovt_nearest_deadline_seconds %.0f\n", (double)nearest - now);
+        ovt_text_put(&t, "ovt_nearest_deadline_seconds %.0f\n", (double)nearest - now);
     }
     counter(&t, "ovt_transactions_sent_total", "Transactions submitted (first versions).", OVT_METRIC_TX_SENT);
     counter(&t, "ovt_transactions_bumped_total", "Replacement transactions sent with raised fees.",
@@ -244,7 +207,7 @@ int ovt_metrics_render(char **out, size_t *len)
     counter(&t, "ovt_tick_errors_total", "Loop iterations that failed (retried).", OVT_METRIC_TICK_ERRORS);
     if (have_eval && isfinite(eval_seconds)) {
         metric(&t, "ovt_last_step_evaluation_seconds", "gauge", "Wall time of the last re-execution of a step.");
-        put(&t, "ovt_last_step_evaluation_seconds %.6f\n", eval_seconds);
+        ovt_text_put(&t, "ovt_last_step_evaluation_seconds %.6f\n", eval_seconds);
     }
     free(games);
     if (t.failed) {

@@ -2,50 +2,14 @@
 #include "trainer/plot.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/fileio.h"
+#include "common/text.h"
 
-/* A growing text buffer; on allocation failure it stays failed. */
-typedef struct {
-    char *p;
-    size_t len, cap;
-    int failed;
-} text;
-
-static void put(text *t, const char *fmt, ...) OVT_PRINTF(2, 3);
-static void put(text *t, const char *fmt, ...)
-{
-    if (t->failed)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(t->p ? t->p + t->len : NULL, t->p ? t->cap - t->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            t->failed = 1;
-            return;
-        }
-        if (t->p && t->len + (size_t)n < t->cap) {
-            t->len += (size_t)n;
-            return;
-        }
-        size_t cap = 2 * (t->cap + (size_t)n + 64);
-        char *q = realloc(t->p, cap);
-        if (!q) {
-            t->failed = 1;
-            return;
-        }
-        t->p = q;
-        t->cap = cap;
-    }
-}
-
-static int finish(text *t, const char *path)
+static int finish(ovt_text *t, const char *path)
 {
     int rv = t->failed ? ovt_fail(OVT_ENOMEM, "out of memory writing %s", path)
                        : ovt_write_atomic(path, t->p, t->len, 0644);
@@ -55,10 +19,10 @@ static int finish(text *t, const char *path)
 
 int trn_loss_csv_write(const char *path, const trn_loss_row *rows, size_t n)
 {
-    text t = {0};
-    put(&t, "step,loss,lr,grad_norm,log_entries\n");
+    ovt_text t = {0};
+    ovt_text_put(&t, "step,loss,lr,grad_norm,log_entries\n");
     for (size_t i = 0; i < n; i++)
-        put(&t, "%llu,%.9g,%.9g,%.9g,%llu\n", (unsigned long long)rows[i].step, rows[i].loss, rows[i].lr,
+        ovt_text_put(&t, "%llu,%.9g,%.9g,%.9g,%llu\n", (unsigned long long)rows[i].step, rows[i].loss, rows[i].lr,
             rows[i].grad_norm, (unsigned long long)rows[i].log_entries);
     return finish(&t, path);
 }
@@ -123,15 +87,15 @@ static double tick_step(double span, int want)
     return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * p;
 }
 
-static void put_escaped(text *t, const char *s)
+static void put_escaped(ovt_text *t, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
-        case '<': put(t, "&lt;"); break;
-        case '>': put(t, "&gt;"); break;
-        case '&': put(t, "&amp;"); break;
-        case '"': put(t, "&quot;"); break;
-        default: put(t, "%c", *s);
+        case '<': ovt_text_put(t, "&lt;"); break;
+        case '>': ovt_text_put(t, "&gt;"); break;
+        case '&': ovt_text_put(t, "&amp;"); break;
+        case '"': ovt_text_put(t, "&quot;"); break;
+        default: ovt_text_put(t, "%c", *s);
         }
     }
 }
@@ -159,41 +123,41 @@ int trn_loss_svg_write(const char *path, const trn_loss_row *rows, size_t n, con
     double pw = W - L - R, ph = H - T - B;
 #define PX(x) (L + ((x) - x0) / (x1 - x0) * pw)
 #define PY(y) (T + (y1 - (y)) / (y1 - y0) * ph)
-    text t = {0};
-    put(&t, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+    ovt_text t = {0};
+    ovt_text_put(&t, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" height=\"%g\" viewBox=\"0 0 %g %g\" "
             "font-family=\"sans-serif\" font-size=\"12\">\n"
             "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n<title>",
         W, H, W, H);
     put_escaped(&t, title);
-    put(&t, "</title>\n<text x=\"%g\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">", W / 2);
+    ovt_text_put(&t, "</title>\n<text x=\"%g\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">", W / 2);
     put_escaped(&t, title);
-    put(&t, "</text>\n<g stroke=\"#ddd\">\n");
+    ovt_text_put(&t, "</text>\n<g stroke=\"#ddd\">\n");
     for (double y = y0; y <= y1 + ys / 2; y += ys)
-        put(&t, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", L, PY(y), W - R, PY(y));
-    put(&t, "</g>\n<g stroke=\"black\">\n<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\"/>\n"
+        ovt_text_put(&t, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", L, PY(y), W - R, PY(y));
+    ovt_text_put(&t, "</g>\n<g stroke=\"black\">\n<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\"/>\n"
             "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\"/>\n</g>\n",
         L, T, L, H - B, L, H - B, W - R, H - B);
-    put(&t, "<g text-anchor=\"end\">\n");
+    ovt_text_put(&t, "<g text-anchor=\"end\">\n");
     for (double y = y0; y <= y1 + ys / 2; y += ys)
-        put(&t, "<text x=\"%g\" y=\"%.1f\">%g</text>\n", L - 6, PY(y) + 4, fabs(y) < ys / 1e6 ? 0 : y);
-    put(&t, "</g>\n<g text-anchor=\"middle\">\n");
+        ovt_text_put(&t, "<text x=\"%g\" y=\"%.1f\">%g</text>\n", L - 6, PY(y) + 4, fabs(y) < ys / 1e6 ? 0 : y);
+    ovt_text_put(&t, "</g>\n<g text-anchor=\"middle\">\n");
     for (double x = ceil(x0 / xs) * xs; x <= x1 + xs / 1e6; x += xs)
-        put(&t, "<line x1=\"%.1f\" y1=\"%g\" x2=\"%.1f\" y2=\"%g\" stroke=\"black\"/><text x=\"%.1f\" y=\"%g\">%g</text>\n",
+        ovt_text_put(&t, "<line x1=\"%.1f\" y1=\"%g\" x2=\"%.1f\" y2=\"%g\" stroke=\"black\"/><text x=\"%.1f\" y=\"%g\">%g</text>\n",
             PX(x), H - B, PX(x), H - B + 5, PX(x), H - B + 18, x);
-    put(&t, "</g>\n<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">step</text>\n", L + pw / 2, H - 12);
-    put(&t, "<text x=\"16\" y=\"%g\" text-anchor=\"middle\" transform=\"rotate(-90 16 %g)\">training loss</text>\n",
+    ovt_text_put(&t, "</g>\n<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">step</text>\n", L + pw / 2, H - 12);
+    ovt_text_put(&t, "<text x=\"16\" y=\"%g\" text-anchor=\"middle\" transform=\"rotate(-90 16 %g)\">training loss</text>\n",
         T + ph / 2, T + ph / 2);
     if (n) {
-        put(&t, "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\" points=\"");
+        ovt_text_put(&t, "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\" points=\"");
         for (size_t i = 0; i < n; i++)
-            put(&t, "%s%.2f,%.2f", i ? " " : "", PX((double)rows[i].step), PY(rows[i].loss));
-        put(&t, "\"/>\n");
+            ovt_text_put(&t, "%s%.2f,%.2f", i ? " " : "", PX((double)rows[i].step), PY(rows[i].loss));
+        ovt_text_put(&t, "\"/>\n");
     } else {
-        put(&t, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">no steps yet</text>\n", L + pw / 2, T + ph / 2);
+        ovt_text_put(&t, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">no steps yet</text>\n", L + pw / 2, T + ph / 2);
     }
 #undef PX
 #undef PY
-    put(&t, "</svg>\n");
+    ovt_text_put(&t, "</svg>\n");
     return finish(&t, path);
 }
