@@ -11,13 +11,15 @@
 #include "chain/cli.h"
 #include "chain/keystore.h"
 #include "chain/password.h"
+#include "chain/session.h"
 #include "common/fileio.h"
 
 static void usage(FILE *out)
 {
     fprintf(out,
             "usage: ovt keys new [--keystore DIR|FILE] [--password-file F] [--scrypt-n N] [--json]\n"
-            "       ovt keys address --keystore FILE [--password-file F] [--json]\n"
+            "       ovt keys address (--keystore FILE [--password-file F] | --private-key-file F |\n"
+            "                         --private-key-env VAR | --private-key KEY) [--json]\n"
             "\n"
             "new       create a random key and write it as a Web3 v3 keystore (scrypt,\n"
             "          mode 0600). --keystore names a directory (one that exists or a\n"
@@ -25,11 +27,14 @@ static void usage(FILE *out)
             "          geth does) or a new file; default\n"
             "          $HOME/.ovt/keystore/. --scrypt-n sets scrypt's N (a power of two,\n"
             "          default 262144 as geth; cast uses 8192).\n"
-            "address   decrypt a keystore and print its address.\n"
+            "address   print the address of a key: a keystore (decrypted), a file holding a\n"
+            "          raw hex key (mode 0600), an environment variable holding one (e.g.\n"
+            "          ETH_PRIVATE_KEY), or a raw key on the command line (throwaway keys\n"
+            "          only: other users' ps may see it before ovt overwrites it).\n"
             "\n"
             "The password comes from --password-file (one trailing newline removed), else\n"
             "the environment variable OVT_PASSWORD, else a prompt without echo.\n"
-            "--json prints {\"address\": ..., \"keystore\": ...}.\n");
+            "--json prints {\"address\": ..., \"keystore\": ...} (keystore only for one).\n");
 }
 
 static void print_result(int json, const chain_address *a, const char *path)
@@ -37,13 +42,16 @@ static void print_result(int json, const chain_address *a, const char *path)
     char addr[43];
     chain_address_to_string(addr, a);
     if (json) {
-        json_t *o = json_pack("{s:s, s:s}", "address", addr, "keystore", path);
+        json_t *o = path ? json_pack("{s:s, s:s}", "address", addr, "keystore", path)
+                         : json_pack("{s:s}", "address", addr);
         char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
         printf("%s\n", s ? s : "{}");
         free(s);
         json_decref(o);
     } else {
-        printf("address  %s\nkeystore %s\n", addr, path);
+        printf("address  %s\n", addr);
+        if (path)
+            printf("keystore %s\n", path);
     }
 }
 
@@ -109,21 +117,28 @@ static int keys_new(const char *keystore, const char *password_file, uint64_t sc
     return 0;
 }
 
-static int keys_address(const char *keystore, const char *password_file, int json)
+/* The address of the one key source given: a keystore (decrypted) or a raw
+ * key from a file, an environment variable or the command line. */
+static int keys_address(const chain_session_args *ka, int json)
 {
-    if (!keystore) {
-        fprintf(stderr, "ovt keys address: --keystore FILE is required\n");
+    if (chain_session_key_sources(ka) == 0) {
+        fprintf(stderr, "ovt keys address: give --keystore FILE, --private-key-file F, --private-key-env VAR or "
+                        "--private-key KEY\n");
         return 2;
     }
     chain_privkey key;
     chain_address addr;
-    int rc = chain_unlock_keystore(&key, &addr, keystore, password_file);
+    int rc = ka->keystore && chain_session_key_sources(ka) == 1
+                 ? chain_unlock_keystore(&key, &addr, ka->keystore, ka->password_file)
+                 : chain_session_load_key(&key, ka);
+    if (!rc && !ka->keystore)
+        rc = chain_key_address(&addr, &key);
     ovt_wipe(&key, sizeof key);
     if (rc) {
         fprintf(stderr, "ovt keys address: %s\n", ovt_errmsg());
         return 1;
     }
-    print_result(json, &addr, keystore);
+    print_result(json, &addr, ka->keystore);
     return 0;
 }
 
@@ -132,7 +147,11 @@ int chain_cmd_keys(int argc, char **argv)
     static const struct option opts[] = {
         {"keystore", required_argument, NULL, 'k'}, {"password-file", required_argument, NULL, 'p'},
         {"scrypt-n", required_argument, NULL, 'n'}, {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+        {"help", no_argument, NULL, 'h'},
+        {"private-key", required_argument, NULL, CHAIN_OPT_PRIVATE_KEY},
+        {"private-key-file", required_argument, NULL, CHAIN_OPT_PRIVATE_KEY_FILE},
+        {"private-key-env", required_argument, NULL, CHAIN_OPT_PRIVATE_KEY_ENV},
+        {NULL, 0, NULL, 0},
     };
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         usage(argc < 2 ? stderr : stdout);
@@ -141,8 +160,18 @@ int chain_cmd_keys(int argc, char **argv)
     const char *sub = argv[1], *keystore = NULL, *password_file = NULL;
     uint64_t scrypt_n = chain_scrypt_standard.n;
     int json = 0, c;
+    chain_session_args ka; /* the key sources of `address` */
+    chain_session_args_init(&ka);
     optind = 0;
     while ((c = getopt_long(argc - 1, argv + 1, "h", opts, NULL)) != -1) {
+        if (c == CHAIN_OPT_PRIVATE_KEY || c == CHAIN_OPT_PRIVATE_KEY_FILE || c == CHAIN_OPT_PRIVATE_KEY_ENV) {
+            if (strcmp(sub, "address") != 0) {
+                fprintf(stderr, "ovt keys %s: the raw key flags are for `ovt keys address`\n", sub);
+                return 2;
+            }
+            (void)chain_session_take(&ka, c, optarg);
+            continue;
+        }
         switch (c) {
         case 'k': keystore = optarg; break;
         case 'p': password_file = optarg; break;
@@ -169,7 +198,11 @@ int chain_cmd_keys(int argc, char **argv)
     if (strcmp(sub, "new") == 0)
         return keys_new(keystore, password_file, scrypt_n, json);
     if (strcmp(sub, "address") == 0)
-        return keys_address(keystore, password_file, json);
+    {
+        ka.keystore = keystore;
+        ka.password_file = password_file;
+        return keys_address(&ka, json);
+    }
     fprintf(stderr, "ovt keys: unknown subcommand '%s' (new or address)\n", sub);
     return 2;
 }

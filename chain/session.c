@@ -91,6 +91,16 @@ static int load_raw_key(chain_privkey *key, const chain_session_args *a)
                    : ovt_fail_wrap(rv, "%s", a->private_key_env ? "--private-key-env" : "--private-key-file");
 }
 
+int chain_session_load_key(chain_privkey *key, const chain_session_args *a)
+{
+    if (chain_session_key_sources(a) != 1)
+        return ovt_fail(OVT_EINVAL, "give exactly one of --keystore, --private-key-file, --private-key-env and "
+                                    "--private-key");
+    if (a->private_key_file || a->private_key_env)
+        return load_raw_key(key, a);
+    return chain_load_key(key, a->keystore, a->password_file, a->private_key);
+}
+
 int chain_session_fee_caps(chain_txm_opts *opts, const char *max_fee, const char *priority_fee)
 {
     int rc;
@@ -135,13 +145,7 @@ int chain_session_open(chain_session *s, const chain_session_args *a, int need_k
         rv = chain_arb_attach(&s->arb, s->rpc, &addr);
     if (!rv && need_key) {
         chain_privkey key;
-        if (chain_session_key_sources(a) != 1)
-            rv = ovt_fail(OVT_EINVAL, "give exactly one of --keystore, --private-key-file, --private-key-env and "
-                                      "--private-key");
-        else if (a->private_key_file || a->private_key_env)
-            rv = load_raw_key(&key, a);
-        else
-            rv = chain_load_key(&key, a->keystore, a->password_file, a->private_key);
+        rv = chain_session_load_key(&key, a);
         if (!rv)
             rv = chain_txm_init(&s->txm, s->rpc, &key, &to);
         ovt_wipe(&key, sizeof key);

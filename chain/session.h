@@ -85,6 +85,11 @@ int chain_session_args_any(const chain_session_args *a);
  * given: exactly one is needed to send. */
 int chain_session_key_sources(const chain_session_args *a);
 
+/* Unlocks exactly one of --keystore (with --password-file, $OVT_PASSWORD or
+ * a prompt), --private-key, --private-key-file and --private-key-env; the
+ * error names the flag, never the key. */
+int chain_session_load_key(chain_privkey *key, const chain_session_args *a) OVT_MUST_USE;
+
 /* Opens the node and attaches to the contract (a --confirmations outside
  * 1..1000 is OVT_EINVAL); with need_key, also unlocks exactly one of
  * --keystore, --private-key, --private-key-file and --private-key-env into

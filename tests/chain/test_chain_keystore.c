@@ -273,6 +273,41 @@ static void test_cli(void)
         CHECK(tsup_runl(&out2, cast, "wallet", "address", "--keystore", path, "--password", "cli secret", NULL) == 0);
         CHECK(out2 && strcmp(out2, addr) == 0);
         free(out2);
+        /* The raw key sources of `ovt keys address` name the address cast
+         * derives from the same key, and never print the key. */
+        char keyfile[300], hex0x[70];
+        snprintf(hex0x, sizeof hex0x, "0x%s", hex);
+        CHECK(tsup_runl(&out2, cast, "wallet", "address", "--private-key", hex0x, NULL) == 0);
+        CHECK(out2 && strcmp(out2, addr) == 0);
+        free(out2);
+        setenv("OVT_TEST_KEY", hex0x, 1);
+        CHECK(tsup_runl(&out2, ovt, "keys", "address", "--private-key-env", "OVT_TEST_KEY", "--json", NULL) == 0);
+        CHECK(out2 && strstr(out2, addr) != NULL && strstr(out2, hex) == NULL && strstr(out2, "keystore") == NULL);
+        free(out2);
+        snprintf(keyfile, sizeof keyfile, "%s/key.hex", dir);
+        CHECK(ovt_write_atomic(keyfile, hex0x, strlen(hex0x), 0600) == 0);
+        CHECK(tsup_runl(&out2, ovt, "keys", "address", "--private-key-file", keyfile, NULL) == 0);
+        CHECK(out2 && strstr(out2, addr) != NULL && strstr(out2, hex) == NULL);
+        free(out2);
+        CHECK(tsup_runl(&out2, ovt, "keys", "address", "--private-key", hex0x, NULL) == 0);
+        CHECK(out2 && strstr(out2, addr) != NULL);
+        free(out2);
+        /* A key file other users can read, two sources, an unset variable:
+         * errors that name the problem and not the key. */
+        CHECK(chmod(keyfile, 0644) == 0);
+        CHECK(tsup_runl(&out2, "/bin/sh", "-c", "\"$0\" keys address --private-key-file \"$1\" 2>&1", ovt, keyfile,
+                        NULL) == 1);
+        CHECK(out2 && strstr(out2, "chmod 600") != NULL && strstr(out2, hex) == NULL);
+        free(out2);
+        CHECK(tsup_runl(&out2, "/bin/sh", "-c", "\"$0\" keys address --private-key-env OVT_TEST_KEY --keystore \"$1\" 2>&1",
+                        ovt, path, NULL) == 1);
+        CHECK(out2 && strstr(out2, "exactly one") != NULL && strstr(out2, hex) == NULL);
+        free(out2);
+        unsetenv("OVT_TEST_KEY");
+        CHECK(tsup_runl(&out2, ovt, "keys", "address", "--private-key-env", "OVT_TEST_KEY", NULL) == 1);
+        free(out2);
+        CHECK(tsup_runl(&out2, ovt, "keys", "new", "--private-key-env", "OVT_TEST_KEY", NULL) == 2);
+        free(out2);
         /* Refuses to overwrite an existing file; usage errors exit 2. */
         CHECK(tsup_runl(&out2, ovt, "keys", "new", "--keystore", path, "--password-file", pwfile, NULL) == 1);
         free(out2);
