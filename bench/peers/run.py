@@ -36,6 +36,7 @@ def main():
     ap.add_argument("--seq", type=int, default=64)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--python", default="", help="the python3 that runs torch_step.py (default: the first that imports torch)")
     a = ap.parse_args()
     L, C, NH, V, maxT = MODELS[a.model]
     shape = ["--batch", str(a.batch), "--seq", str(a.seq), "--threads", str(a.threads)]
@@ -45,13 +46,14 @@ def main():
         sys.exit(f"bench_peers did not start: {ready}")
     print(ready, flush=True)
     here = os.path.dirname(os.path.abspath(__file__))
-    t, tready = None, "python3 could not import torch"
-    try:
-        subprocess.run([sys.executable, "-c", "import torch"], check=True, capture_output=True)
-        t, tready = start([sys.executable, os.path.join(here, "torch_step.py"), "--layers", str(L), "--width",
-                           str(C), "--heads", str(NH), "--vocab", str(V), "--max-seq", str(maxT)] + shape)
-    except subprocess.CalledProcessError:
-        pass
+    # the first of these that imports torch runs its step (Debian's
+    # python3-torch lives in /usr/bin/python3's packages, not a venv's)
+    t, tready = None, "no python3 here imports torch (Debian: apt-get install python3-torch)"
+    for py in dict.fromkeys([a.python] if a.python else [sys.executable, "/usr/bin/python3"]):
+        if subprocess.run([py, "-c", "import torch"], capture_output=True).returncode == 0:
+            t, tready = start([py, os.path.join(here, "torch_step.py"), "--layers", str(L), "--width", str(C),
+                               "--heads", str(NH), "--vocab", str(V), "--max-seq", str(maxT)] + shape)
+            break
     print(tready if t else f"PyTorch row skipped: {tready}", flush=True)
 
     rows = {"ovt RECORD": [], "ovt PLAIN": [], "plain FP32 C (OpenBLAS SGEMM)": [], "PyTorch FP32": []}
