@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bigmem.h"
 #include "kernels/pool.h"
 
 /* Output tile of the chunked GEMM: the partial products of one tile stay in
@@ -406,7 +407,7 @@ double *krn_scratch(int slot, size_t n)
         return NULL;
     }
     free(scratch[slot].p);
-    scratch[slot].p = malloc(n * sizeof(double));
+    scratch[slot].p = ovt_big_alloc(n, sizeof(double));
     scratch[slot].n = scratch[slot].p ? n : 0;
     if (!scratch[slot].p)
         ovt_fail(OVT_ENOMEM, "out of memory for a scratch buffer of %zu doubles", n);
@@ -441,7 +442,7 @@ double *krn_doubles(size_t n, const char *what)
         ovt_fail(OVT_ENOMEM, "%s: %zu doubles overflow the address space", what, n);
         return NULL;
     }
-    double *p = malloc(n * sizeof(double));
+    double *p = ovt_big_alloc(n, sizeof(double));
     if (!p)
         ovt_fail(OVT_ENOMEM, "%s: out of memory allocating %zu doubles", what, n);
     return p;
@@ -455,7 +456,7 @@ float *krn_floats(size_t n, const char *what)
         ovt_fail(OVT_ENOMEM, "%s: %zu floats overflow the address space", what, n);
         return NULL;
     }
-    float *p = malloc(n * sizeof(float));
+    float *p = ovt_big_alloc(n, sizeof(float));
     if (!p)
         ovt_fail(OVT_ENOMEM, "%s: out of memory allocating %zu floats", what, n);
     return p;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/bigmem.h"
 #include "common/fileio.h"
 #include "kernels/grid.h"
 #include "kernels/rng.h"
@@ -36,7 +37,7 @@ int trn_state_new(trn_state **out, const trn_run_config *rc)
     rv = trn_layout_build(&st->layout, &rc->model);
     if (rv)
         goto fail;
-    st->mem = calloc(3 * st->layout.nparams, sizeof(float));
+    st->mem = ovt_big_calloc(3 * st->layout.nparams, sizeof(float));
     if (!st->mem) {
         rv = ovt_fail(OVT_ENOMEM, "out of memory for %zu parameters and their AdamW moments",
                       st->layout.nparams);

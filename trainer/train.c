@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bigmem.h"
 #include "kernels/grid.h"
 #include "kernels/ops.h"
 #include "trainer/schedule.h"
@@ -27,8 +28,8 @@ int trn_workspace_new(trn_workspace **out, const trn_run_config *rc)
     if (m->kind == TRN_MODEL_GPT2) {
         size_t n = trn_gpt2_acts_size(m, rc->batch_size, rc->seq_len);
         w->mem_floats = 2 * n;
-        w->mem = calloc(2 * n, sizeof(float));
-        w->grads = calloc(w->layout.nparams, sizeof(float));
+        w->mem = ovt_big_calloc(2 * n, sizeof(float));
+        w->grads = ovt_big_calloc(w->layout.nparams, sizeof(float));
         if (!w->mem || !w->grads) {
             rv = ovt_fail(OVT_ENOMEM, "out of memory for GPT-2 activations (2 x %zu floats) and gradients", n);
             goto fail;

@@ -1,0 +1,144 @@
+/* bench_peers: the C side of the peer benchmark (bench/peers/run.sh). One
+ * GPT-2 model and batch shape, three steps kept warm in one process: ovt's
+ * RECORD step (the trainer's, log written), ovt's PLAIN step (the same ops,
+ * sites that only convert to FP32, no log; a baseline the protocol never
+ * uses) and a plain FP32 step with OpenBLAS SGEMM (gpt2_fp32.c). After one
+ * warm-up step of each it reads lines from stdin: for each line "round" it
+ * runs one timed step of each, in that order, and prints
+ *   round RECORD_s PLAIN_s FP32_s
+ * so that run.sh can interleave it with other processes (PyTorch's step)
+ * without either paying a cold start. Each ovt step starts from the same
+ * state (a fresh copy); the FP32 model keeps training its own copy.
+ *
+ *   bench_peers [--model gpt2-small] [--batch B] [--seq T] [--threads N] */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/rlog.h"
+#include "trainer/rundata.h"
+#include "trainer/state.h"
+#include "trainer/step.h"
+#include "trainer/train.h"
+
+#include "../bench_setup.h"
+#include "gpt2_fp32.h"
+
+static void fail(const char *what)
+{
+    fprintf(stderr, "bench_peers: %s: %s\n", what, ovt_errmsg());
+    exit(1);
+}
+
+/* One timed ovt step of a fresh copy of init (the copy is not timed). */
+static double ovt_step(const trn_state *init, trn_workspace *w, krn_mode mode, int threads, const trn_batch *b,
+                       krn_rlog *log)
+{
+    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = mode, .grid_bits = 32, .threads = threads};
+    krn_ctx *ctx;
+    trn_state *st;
+    if (krn_ctx_new(&ctx, &kc) || trn_state_clone(&st, init))
+        fail("setup");
+    trn_step_info info;
+    if (log)
+        krn_rlog_reset(log, 0);
+    double t0 = now();
+    if (trn_train_step(ctx, w, st, b, log, &info))
+        fail(mode == KRN_RECORD ? "RECORD step" : "PLAIN step");
+    double t = now() - t0;
+    krn_ctx_free(ctx);
+    trn_state_free(st);
+    return t;
+}
+
+static double fp32_step(fp32_gpt2 *g, const trn_batch *b, const fp32_adamw *opt, int threads)
+{
+    openblas_set_num_threads(threads);
+    double t0 = now();
+    fp32_gpt2_step(g, b->inputs, b->targets, opt);
+    double t = now() - t0;
+    openblas_set_num_threads(1);
+    return t;
+}
+
+int main(int argc, char **argv)
+{
+    const char *model = "gpt2-small";
+    uint32_t B = 4, T = 64;
+    int threads = 2;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--model"))
+            model = argv[i + 1];
+        else if (!strcmp(argv[i], "--batch"))
+            B = (uint32_t)atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--seq"))
+            T = (uint32_t)atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--threads"))
+            threads = atoi(argv[i + 1]);
+        else {
+            fprintf(stderr, "usage: bench_peers [--model NAME] [--batch B] [--seq T] [--threads N]\n");
+            return 2;
+        }
+    }
+    if (threads < 1 || B < 1 || T < 1) {
+        fprintf(stderr, "bench_peers: threads, batch and seq must be positive\n");
+        return 2;
+    }
+    trn_model_config m;
+    if (trn_model_preset(&m, model))
+        fail("--model");
+    if (m.kind != TRN_MODEL_GPT2) {
+        fprintf(stderr, "bench_peers: a GPT-2 model is needed\n");
+        return 2;
+    }
+    trn_run_config rc;
+    trn_config_default(&rc, &m);
+    rc.batch_size = B;
+    rc.seq_len = T;
+
+    trn_run_data data;
+    uint8_t *file;
+    size_t file_len;
+    if (bench_random_dataset(&data, &file, &file_len, &rc, &m))
+        fail("dataset");
+    trn_state *init;
+    trn_workspace *w;
+    trn_step_batch batch;
+    if (trn_state_new(&init, &rc) || trn_workspace_new(&w, &rc) || trn_step_batch_get(&batch, &data, &rc, 1))
+        fail("setup");
+    trn_state_init(init);
+    krn_rlog *log = krn_rlog_new();
+    fp32_gpt2 *g;
+    if (!log || fp32_gpt2_new(&g, m.n_layer, m.width, m.n_head, m.vocab, m.max_seq, B, T, rc.seed))
+        fail("out of memory");
+    fp32_adamw opt = {(float)rc.lr,  (float)rc.beta1,        (float)rc.beta2,
+                      (float)rc.eps, (float)rc.weight_decay, (float)rc.grad_clip};
+
+    /* warm-up: first touch of the workspaces, activations and moments */
+    ovt_step(init, w, KRN_RECORD, threads, &batch.view, log);
+    ovt_step(init, w, KRN_PLAIN, threads, &batch.view, NULL);
+    fp32_step(g, &batch.view, &opt, threads);
+    printf("ready %s %zu params B %u T %u threads %d log_entries %llu\n", model, init->layout.nparams, B, T, threads,
+           (unsigned long long)krn_rlog_nentries(log));
+    fflush(stdout);
+
+    char line[64];
+    while (fgets(line, sizeof line, stdin)) {
+        if (strncmp(line, "round", 5))
+            break;
+        double rec = ovt_step(init, w, KRN_RECORD, threads, &batch.view, log);
+        double plain = ovt_step(init, w, KRN_PLAIN, threads, &batch.view, NULL);
+        double f32 = fp32_step(g, &batch.view, &opt, threads);
+        printf("round %.4f %.4f %.4f\n", rec, plain, f32);
+        fflush(stdout);
+    }
+    fp32_gpt2_free(g);
+    krn_rlog_free(log);
+    trn_step_batch_free(&batch);
+    trn_workspace_free(w);
+    trn_state_free(init);
+    trn_run_data_free(&data);
+    free(file);
+    return 0;
+}
