@@ -71,8 +71,17 @@ static int step_zero(arb_eval *out, trn_store *store, const ovt_hash *run_id, co
     uint8_t *params = NULL;
     size_t params_len = 0;
     if (trn_config_has_init(&rc)) {
-        out->input[ARB_IN_STATE] = store_status(trn_store_get(store, &rc.init_hash, MAX_OBJECT, &params, &params_len),
-                                                &err, "starting parameters (init_hash)", note, cap);
+        /* Exactly 4 bytes a parameter of the config's model. */
+        size_t want = 0;
+        if (trn_init_blob_len(&rc, &want)) {
+            add_note(note, cap, "the run config's model has no valid shape: %s", ovt_errmsg());
+            out->exec = ARB_EXEC_FAILED;
+            return 0;
+        }
+        char what[96];
+        snprintf(what, sizeof what, "starting parameters (init_hash, %zu bytes for the config's model)", want);
+        out->input[ARB_IN_STATE] = store_status(trn_store_get(store, &rc.init_hash, want, &params, &params_len),
+                                                &err, what, note, cap);
         if (out->input[ARB_IN_STATE] != ARB_INPUT_OK)
             return err;
     }
@@ -133,8 +142,9 @@ static arb_input get_log(uint8_t **buf, size_t *len, int *err, trn_store *store,
         }
         krn_rlog_free(empty);
     }
-    return store_status(trn_store_get(store, &g->trainer_log, MAX_OBJECT, buf, len), err, "rounding log j", note,
-                        cap);
+    /* At most what the log format allows (kernels/rlog.h). */
+    return store_status(trn_store_get(store, &g->trainer_log, KRN_RLOG_MAX_FILE, buf, len), err, "rounding log j",
+                        note, cap);
 }
 
 int arb_evaluate(arb_eval *out, trn_store *store, const ovt_hash *run_id, const chain_arb_params *run,

@@ -388,7 +388,6 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
     trn_store_set_deadline(w->store, last > now ? (double)(last - now) : 0.001);
     trn_store_expect_config(w->store, &run->config_hash);
     trn_store_expect(w->store, &run->config_hash, TRN_STORE_MAX_CONFIG);
-    trn_store_expect(w->store, &game->trainer_log, TRN_STORE_MAX_LOG);
     arb_eval e;
     long long t0 = chain_now_ms();
     int rv = arb_evaluate(&e, w->store, &g->run_id, run, game, w->o->threads, note, sizeof note);

@@ -11,6 +11,10 @@
 #include "trainer/step.h"
 #include "trainer/train.h"
 
+/* Objects with no cap of their own here: the store's blob cap and the
+ * caps ovt audit gives by name (trn_store_expect) bound them. */
+#define MAX_OBJECT ((size_t)1 << 36)
+
 /* What a replay of one run directory needs. */
 struct replayer {
     const char *dir;
@@ -252,11 +256,13 @@ done:
     return rv;
 }
 
-static int fetch_blob(trn_store *store, const ovt_hash *name, const char *path)
+/* Fetches blob name (at most max_len bytes, and within the store's caps)
+ * into path. */
+static int fetch_blob(trn_store *store, const ovt_hash *name, size_t max_len, const char *path)
 {
     uint8_t *buf;
     size_t len;
-    int rv = trn_store_get(store, name, (size_t)1 << 36, &buf, &len);
+    int rv = trn_store_get(store, name, max_len, &buf, &len);
     if (rv)
         return rv;
     rv = ovt_write_atomic(path, buf, len, 0644);
@@ -274,9 +280,14 @@ static int fetch_init(trn_store *store, const trn_run_config *rc, const char *di
     size_t len;
     trn_state *st;
     char path[4096];
-    int rv = trn_store_get(store, &rc->init_hash, (size_t)1 << 36, &buf, &len);
+    /* Exactly 4 bytes a parameter of the config's model: nothing longer is
+     * taken from the store. */
+    size_t want;
+    int rv = trn_init_blob_len(rc, &want);
+    if (!rv)
+        rv = trn_store_get(store, &rc->init_hash, want, &buf, &len);
     if (rv)
-        return ovt_fail_wrap(rv, "the run's starting parameters (init_hash)");
+        return ovt_fail_wrap(rv, "the run's starting parameters (init_hash, %zu bytes for the config's model)", want);
     rv = trn_state_start(&st, rc, buf, len);
     free(buf);
     if (rv)
@@ -303,9 +314,9 @@ int aud_fetch_run(trn_store *store, const ovt_hash *run_id, const char *dir, trn
         return rv;
     *strrchr(path, '/') = '\0';
     if ((rv = ovt_mkdirs(path, 0755)) || (rv = trn_run_path(path, sizeof path, dir, NULL, 0, "config.bin")) ||
-        (rv = fetch_blob(store, &m.config_hash, path)) || (rv = trn_run_load_config(dir, &rc, &ch)) ||
+        (rv = fetch_blob(store, &m.config_hash, TRN_STORE_MAX_CONFIG, path)) || (rv = trn_run_load_config(dir, &rc, &ch)) ||
         (rv = trn_run_path(path, sizeof path, dir, NULL, 0, "steps.bin")) ||
-        (rv = fetch_blob(store, &m.steps_hash, path)) || (rv = trn_step_table_read(&table, path)))
+        (rv = fetch_blob(store, &m.steps_hash, MAX_OBJECT, path)) || (rv = trn_step_table_read(&table, path)))
         goto done;
     if (memcmp(rc.dataset_hash.b, m.dataset_hash.b, 32) != 0 || memcmp(table.config_hash.b, ch.b, 32) != 0 ||
         table.count != m.steps + 1) {
@@ -314,16 +325,19 @@ int aud_fetch_run(trn_store *store, const ovt_hash *run_id, const char *dir, trn
         goto done;
     }
     if ((rv = trn_run_path(path, sizeof path, dir, NULL, 0, "dataset.bin")) ||
-        (rv = fetch_blob(store, &m.dataset_hash, path)) || (rv = fetch_init(store, &rc, dir)))
+        (rv = fetch_blob(store, &m.dataset_hash, MAX_OBJECT, path)) || (rv = fetch_init(store, &rc, dir)))
         goto done;
     for (size_t i = 1; i < table.count; i++) {
         if ((rv = trn_run_path(path, sizeof path, dir, "logs", i, "rlog")))
             goto done;
-        rv = fetch_blob(store, &table.steps[i].log_hash, path);
+        /* A log is at most what its format allows (kernels/rlog.h). */
+        rv = fetch_blob(store, &table.steps[i].log_hash, KRN_RLOG_MAX_FILE, path);
         if (rv == OVT_ENOTFOUND)
             rv = 0;
-        if (rv)
+        if (rv) {
+            rv = ovt_fail_wrap(rv, "the rounding log of step %zu (at most %zu bytes)", i, (size_t)KRN_RLOG_MAX_FILE);
             goto done;
+        }
     }
     if (manifest)
         *manifest = m;

@@ -17,6 +17,16 @@
 
 #include "common/err.h"
 
+/* The format's size limits (docs/formats.md, "Rounding log"). No body may
+ * decompress to more than KRN_RLOG_MAX_BODY bytes, so no log file can be
+ * longer than KRN_RLOG_MAX_FILE: the header and one zstd frame of such a body,
+ * whose worst case is ZSTD_COMPRESSBOUND (the body plus 1/256 of it; checked
+ * against zstd.h in rlog_codec.c). krn_rlog_decode refuses a longer file, and
+ * every fetch of a log from a store is capped here (docs/store.md, "Limits"). */
+#define KRN_RLOG_HEADER 56
+#define KRN_RLOG_MAX_BODY ((size_t)1 << 29)
+#define KRN_RLOG_MAX_FILE (KRN_RLOG_HEADER + KRN_RLOG_MAX_BODY + (KRN_RLOG_MAX_BODY >> 8))
+
 typedef enum {
     KRN_DIR_DOWN = 0,  /* the grid value below the midpoint */
     KRN_DIR_UP = 1,    /* the grid value above the midpoint */
@@ -71,7 +81,8 @@ int krn_rlog_encode(const krn_rlog *log, uint8_t **buf, size_t *len) OVT_MUST_US
 
 /* Parses file bytes. Every malformation (short file, wrong magic or version,
  * sizes that disagree with the file, corrupt compressed body, sites or
- * indices out of order or out of range, trailing bytes) fails with
+ * indices out of order or out of range, trailing bytes, a file longer than
+ * KRN_RLOG_MAX_FILE) fails with
  * OVT_EFORMAT and a message that says which; *log is then empty. */
 int krn_rlog_decode(krn_rlog *log, const uint8_t *buf, size_t len) OVT_MUST_USE;
 

@@ -32,7 +32,7 @@
 
 #define RLOG_MAGIC "OVTRLOG"
 #define RLOG_VERSION 1
-#define RLOG_HEADER 56
+#define RLOG_HEADER KRN_RLOG_HEADER
 #define RLOG_ZSTD_LEVEL 3
 /* No body may decompress to more than this, and no log may hold more
  * entries (16 bytes each in memory), so a reader never needs more than
@@ -40,7 +40,9 @@
  * decompressed, never with what a header claims. For scale: the published
  * figure for GPT-2 is 18-20 MB of log per step, and ours costs about 3 bytes
  * per entry, so a step should stay within a few million entries. */
-#define RLOG_MAX_BODY (UINT64_C(1) << 29)
+#define RLOG_MAX_BODY ((uint64_t)KRN_RLOG_MAX_BODY)
+_Static_assert(KRN_RLOG_MAX_FILE == RLOG_HEADER + ZSTD_COMPRESSBOUND(KRN_RLOG_MAX_BODY),
+               "KRN_RLOG_MAX_FILE is the header and zstd's bound on a frame of the largest body");
 #define RLOG_MAX_ENTRIES (UINT64_C(1) << 26)
 #define RLOG_MIN_SITE_BYTES 6 /* site, n, count, one index, kinds byte, one bits byte */
 
@@ -396,6 +398,9 @@ int krn_rlog_decode(krn_rlog *log, const uint8_t *buf, size_t len)
     if (len < RLOG_HEADER)
         return ovt_fail(OVT_EFORMAT, "rounding log: file of %zu bytes is shorter than the "
                                      "%d-byte header", len, RLOG_HEADER);
+    if (len > KRN_RLOG_MAX_FILE)
+        return ovt_fail(OVT_EFORMAT, "rounding log: file of %zu bytes is longer than the format's limit of %zu",
+                        len, (size_t)KRN_RLOG_MAX_FILE);
     if (memcmp(buf, RLOG_MAGIC, 8) != 0)
         return ovt_fail(OVT_EFORMAT, "rounding log: wrong magic (not a rounding-log file)");
     uint32_t version = ovt_get_le32(buf + 8);
@@ -482,7 +487,7 @@ int krn_rlog_read_file(krn_rlog *log, const char *path)
 {
     uint8_t *buf;
     size_t len;
-    int rc = ovt_read_file(path, &buf, &len, RLOG_HEADER + ZSTD_compressBound(RLOG_MAX_BODY));
+    int rc = ovt_read_file(path, &buf, &len, KRN_RLOG_MAX_FILE);
     if (rc < 0) {
         krn_rlog_reset(log, 0);
         return rc;

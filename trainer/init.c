@@ -21,6 +21,17 @@ void trn_params_hash(ovt_hash *out, const trn_state *st)
     ovt_sha256(out, st->params, st->layout.nparams * sizeof(float));
 }
 
+int trn_init_blob_len(const trn_run_config *rc, size_t *len)
+{
+    *len = 0;
+    trn_layout l;
+    int rv = trn_layout_build(&l, &rc->model);
+    if (rv)
+        return rv;
+    *len = l.nparams * sizeof(float);
+    return 0;
+}
+
 /* "gpt2 L12 C768 NH12 V50257 maxT1024" or "mlp L2 width128 in128 classes32". */
 static void shape_text(char *buf, size_t cap, const trn_model_config *m)
 {

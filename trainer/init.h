@@ -18,6 +18,13 @@
  * covers the configHash, which covers init_hash. */
 void trn_params_hash(ovt_hash *out, const trn_state *st);
 
+/* The exact length of the starting-parameters blob of a run of config rc
+ * (the bytes init_hash names): 4 bytes for each of the model's nparams
+ * parameters, with no header. What a fetch of that blob may take
+ * (docs/store.md, "Limits"). OVT_EINVAL for a model shape that is not
+ * valid. */
+int trn_init_blob_len(const trn_run_config *rc, size_t *len) OVT_MUST_USE;
+
 /* Reads starting parameters for a run of config rc from path, which is
  *   an ovt checkpoint (any run's, any step): its parameters; its model shape
  *       must equal rc's;

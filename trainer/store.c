@@ -213,6 +213,7 @@ struct body {
     const trn_store *s;
     FILE *f;
     size_t len, max;
+    size_t seen; /* bytes libcurl handed over, the refused ones included */
     int is_state, too_big, not_state, io_error;
     uint8_t head[16 + TRN_CONFIG_ENC_MAX];
 };
@@ -221,6 +222,7 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 {
     struct body *b = arg;
     size_t n = size * nmemb;
+    b->seen += n;
     if (n > b->max - b->len) {
         b->too_big = 1;
         return 0;
@@ -304,6 +306,9 @@ static int http_get(trn_store *s, const char *url, const char *what, int is_stat
     curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, s);
+    /* A declared Content-Length over the cap: refused before any byte. */
+    curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE,
+                     max_len < (size_t)INT64_MAX ? (curl_off_t)max_len : (curl_off_t)INT64_MAX);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
     struct trn_store_http_get_auth *auth = NULL;
@@ -319,7 +324,11 @@ static int http_get(trn_store *s, const char *url, const char *what, int is_stat
     curl_easy_cleanup(c);
     int rv = 0;
     if (b.too_big)
-        rv = ovt_fail(OVT_EFORMAT, "%s from %s is larger than the %zu bytes it can be", what, s->url, b.max);
+        rv = ovt_fail(OVT_EFORMAT, "%s from %s is larger than the %zu bytes it can be (refused after %zu bytes)", what,
+                      s->url, b.max, b.seen);
+    else if (cc == CURLE_FILESIZE_EXCEEDED)
+        rv = ovt_fail(OVT_EFORMAT, "%s from %s is larger than the %zu bytes it can be (its Content-Length says so; "
+                      "refused before the body)", what, s->url, b.max);
     else if (b.not_state)
         rv = ovt_fail(OVT_EFORMAT, "%s from %s is not a checkpoint of the run's config", what, s->url);
     else if (b.io_error)

@@ -43,17 +43,19 @@ const char *trn_store_url(const trn_store *s);
  *   cap given for that name with trn_store_expect, and the store's blob cap
  *   (trn_store_set_max_blob; default TRN_STORE_MAX_BLOB_DEFAULT). A
  *   checkpoint is capped at the exact size its header's config implies, and
- *   with trn_store_expect_config that config must be the run's. An HTTP body
+ *   with trn_store_expect_config that config must be the run's. Callers cap
+ *   the rest by what each must be: a rounding log at KRN_RLOG_MAX_FILE
+ *   (kernels/rlog.h), starting parameters at trn_init_blob_len of the run's
+ *   config (trainer/init.h), a config at TRN_STORE_MAX_CONFIG. An HTTP body
  *   streams to an unlinked temporary file and is read into memory only once
- *   complete and within its cap;
+ *   complete and within its cap: a declared Content-Length over the cap is
+ *   refused before any byte, a body that grows past it as soon as it does
+ *   (after at most the cap and one libcurl buffer, CURL_MAX_WRITE_SIZE);
  * - time: every HTTP get ends (OVT_EIO, "deadline") at the store's deadline
  *   (trn_store_set_deadline), and at once when *stop becomes non-zero
  *   (trn_store_set_stop: a SIGINT/SIGTERM flag), checked by libcurl's
  *   progress callback at least once a second while waiting. */
 #define TRN_STORE_MAX_BLOB_DEFAULT ((size_t)1 << 30)
-/* The largest rounding log the format allows (docs/formats.md: a body of at
- * most 512 MiB, zstd-compressed, after a 56-byte header). */
-#define TRN_STORE_MAX_LOG (((size_t)512 << 20) + ((size_t)3 << 20))
 /* A run config encoding (version 2 is 204 bytes). */
 #define TRN_STORE_MAX_CONFIG ((size_t)4096)
 
