@@ -14,7 +14,6 @@
 #include "trainer/data_cmd.h"
 #include "trainer/demo.h"
 #include "trainer/run.h"
-#include "kernels/rlog_cmd.h"
 
 static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
@@ -34,7 +33,7 @@ const struct ovt_command ovt_commands[] = {
     {"agent", "play a run's dispute game as the trainer or the auditor", aud_cmd_agent},
     {"arbiter", "the arbiter daemon: watch disputes, re-execute the step, post verdicts", arb_cmd_arbiter},
     {"game", "show a run and the state of its dispute game", chain_cmd_game},
-    {"rlog", "check a rounding-log file and show its entries", krn_cmd_rlog},
+    {"rlog", "check a rounding-log file; --sites: count a step's near-midpoint elements per site", trn_cmd_rlog},
     {"devnet", "the local dispute simulation: anvil, a faulty trainer, auditor and arbiter", devnet_cmd},
     {NULL, NULL, NULL},
 };

@@ -1,6 +1,7 @@
 /* `ovt rlog FILE`: shows what a rounding-log file holds, after checking it
  * completely (krn_rlog_read_file), with its SHA-256 (the logHash of the
- * step's Merkle leaf). */
+ * step's Merkle leaf). The run-directory form (RUNDIR --step K [--sites])
+ * is trn_cmd_rlog's (trainer/check_cli.c), which replays the step. */
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -18,23 +19,47 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: ovt rlog [--entries] [--json] FILE\n"
+            "       ovt rlog RUNDIR --step K [--entries] [--json]\n"
+            "       ovt rlog RUNDIR --step K --sites [--data FILE] [--threads N] [--json]\n"
             "\n"
-            "Checks a rounding-log file (one step's log, docs/formats.md) and shows its\n"
-            "step, SHA-256 (the step's logHash), sizes and entry counts. Every\n"
-            "malformation is reported and the command fails.\n"
+            "Checks a rounding-log file (one step's log, docs/formats.md; with --step, the\n"
+            "run's RUNDIR/logs/step-K.rlog) and shows its step, SHA-256 (the step's logHash),\n"
+            "sizes and entry counts. Every malformation is reported and the command fails.\n"
             "\n"
             "An entry is an element the trainer saw within its band tau of a grid\n"
             "midpoint (contract version 2, docs/numeric-contract.md: tau = 2*M*delta): a\n"
             "direction where tau <= s/16, else the value. How many elements of a site sit\n"
             "within tau/2 (those a verifier requires an entry for) depends on the values,\n"
-            "which the log does not hold: `ovt step --run DIR --step K` replays the step\n"
-            "and names the first element within tau'/2 that has no entry (a missing\n"
-            "entry), and `ovt audit` does so on any backend.\n"
+            "which the log does not hold: --sites re-executes step K from the run directory\n"
+            "(cpu backend, REPLAY mode with the run's logs, as `ovt step` does) and prints\n"
+            "one row per site step K executed:\n"
+            "  site      the site number (execution order within the step)\n"
+            "  op        the op that rounds there\n"
+            "  n         elements of the site\n"
+            "  entries   entries the log holds for the site\n"
+            "  <=tau/2   elements whose own distance d' to the nearest midpoint is at most\n"
+            "            tau'/2 (the replay's own values and band): a verifier requires an\n"
+            "            entry for each, and an unlogged one is a missing entry\n"
+            "  <=tau     elements with d' <= tau': those an honest trainer with these very\n"
+            "            values logs (replayed on the trainer's backend, entries equals it)\n"
+            "An exact site (zero band, never logged) shows - in the last three columns.\n"
+            "Then the totals. A log that fails the check ends the table at the failing site\n"
+            "and the command says why (status 1); `ovt step` and `ovt audit` name the element.\n"
             "\n"
-            "  --entries   also list every entry: site, element index, kind (down, up,\n"
-            "              value) and, for values, the FP32 value and its bits\n"
-            "  --json      print one JSON object instead of text\n"
-            "  -h, --help  show this help\n");
+            "  --entries      also list every entry: site, element index, kind (down, up,\n"
+            "                 value) and, for values, the FP32 value and its bits\n"
+            "  --json         print one JSON object instead of text\n"
+            "  --step K       the log of step K of the run in RUNDIR\n"
+            "  --sites        replay step K and count per site (needs --step)\n"
+            "  --data FILE    --sites: the dataset (default: the path in RUNDIR/receipt.json)\n"
+            "  --threads N    --sites: cpu threads (default: the backend's)\n"
+            "  -h, --help     show this help\n");
+}
+
+/* The full help of `ovt rlog` (the replay form is trainer/check_cli.c's). */
+void krn_rlog_usage(FILE *out)
+{
+    usage(out);
 }
 
 /* A JSON integer, or a decimal string past JSON's signed 64-bit range. */

@@ -43,6 +43,7 @@ typedef struct {
     size_t cap;
     uint64_t wide;
     uint64_t ambiguous[2]; /* elements with d <= tau/(2M); of those, x == 0 or d == 0 */
+    uint64_t within[2];    /* elements with tau > 0 and d <= tau/2, d <= tau */
 } chunk_out;
 
 struct krn_ctx {
@@ -64,6 +65,10 @@ struct krn_ctx {
     bool forge_armed; /* testing: forge an entry at the next site that allows it */
     bool forged;
     krn_finding finding; /* REPLAY: the step's first strict finding */
+    bool collect_next;       /* per-site counts from the next step on */
+    bool collect;            /* per-site counts in this step */
+    krn_site_stats *sites;   /* the step's rows, nsites of them */
+    size_t nsites, sites_cap;
 };
 
 /* What one call of krn_site works on, shared by the threads. */
@@ -82,6 +87,7 @@ typedef struct {
     bool mu_live;         /* err_mu is initialised (threads may be running) */
     const krn_rlog_site *logged; /* REPLAY: the site's entries, or NULL */
     uint64_t wide;        /* entries that are values */
+    uint64_t within[2];   /* elements with tau > 0 and d <= tau/2, d <= tau */
     /* REPLAY: the strict rule's finding at the lowest element index, and the
      * one that fails the site (any finding for the arbiter, a certain one
      * for the auditor), also at the lowest index; under err_mu */
@@ -176,6 +182,7 @@ void krn_ctx_free(krn_ctx *ctx)
     for (size_t c = 0; c < ctx->chunks_cap; c++)
         free(ctx->chunks[c].entries);
     free(ctx->chunks);
+    free(ctx->sites);
     free(ctx);
 }
 
@@ -206,6 +213,8 @@ int krn_step_begin(krn_ctx *ctx, uint64_t step, krn_rlog *log)
     ctx->failed = 0;
     ctx->forged = false;
     memset(&ctx->finding, 0, sizeof ctx->finding);
+    ctx->collect = ctx->collect_next && logs;
+    ctx->nsites = 0;
     ctx->in_step = true;
     return 0;
 }
@@ -425,6 +434,47 @@ static bool is_logged(const site_job *job, size_t i)
     return lo < s->count && s->entries[lo].index == i;
 }
 
+/* ---- per-site counts (krn_ctx_collect_sites) ---- */
+
+void krn_ctx_collect_sites(krn_ctx *ctx, bool on)
+{
+    ctx->collect_next = on;
+}
+
+const krn_site_stats *krn_ctx_site_stats(const krn_ctx *ctx, size_t *count)
+{
+    *count = ctx->collect ? ctx->nsites : 0;
+    return ctx->collect ? ctx->sites : NULL;
+}
+
+/* Adds the job's row when the step counts per site: its counts, and its
+ * entries (RECORD: those the log now has for it, REPLAY: the trainer's). */
+static int site_row(const site_job *job)
+{
+    krn_ctx *ctx = job->ctx;
+    if (!ctx->collect)
+        return 0;
+    if (ctx->nsites == ctx->sites_cap) {
+        size_t cap = ctx->sites_cap ? 2 * ctx->sites_cap : 64;
+        krn_site_stats *p = realloc(ctx->sites, cap * sizeof *p);
+        if (p == NULL)
+            return ovt_fail(OVT_ENOMEM, "out of memory for %zu per-site counts", cap);
+        ctx->sites = p;
+        ctx->sites_cap = cap;
+    }
+    const krn_rlog_site *ls = ctx->cfg.mode == KRN_RECORD ? krn_rlog_find(ctx->log, job->site) : job->logged;
+    krn_site_stats *r = &ctx->sites[ctx->nsites++];
+    memset(r, 0, sizeof *r);
+    r->site = job->site;
+    snprintf(r->op, sizeof r->op, "%s", job->name);
+    r->n = job->n;
+    r->banded = job->record || job->replay;
+    r->entries = ls != NULL ? ls->count : 0;
+    r->within_half = job->within[0];
+    r->within_tau = job->within[1];
+    return 0;
+}
+
 /* An unlogged element the fast path flagged: a missing entry if d' <= tau'/2,
  * certain if d' <= tau'/2 - delta'. */
 static void check_unlogged(site_job *job, size_t i, double dist, double tau)
@@ -470,7 +520,7 @@ static int elem_fail(const site_job *job, size_t i, int code, const char *what)
 /* Rounds an element the fast path left over; RECORD also decides its entry.
  * Returns 1 if *entry was filled, 0 if not, or an error. */
 static int settle(site_job *job, size_t i, double xi, double tau, float *outi,
-                  krn_rlog_entry *entry, uint64_t ambiguous[2])
+                  krn_rlog_entry *entry, chunk_out *co)
 {
     int b = job->ctx->cfg.grid_bits;
     if (!(tau >= 0.0)) {
@@ -484,8 +534,12 @@ static int settle(site_job *job, size_t i, double xi, double tau, float *outi,
     float v = canonical_zero(pos.nearest);
     *outi = v;
     if (tau > 0.0 && pos.dist <= tau * (0.5 / KRN_BAND_MARGIN)) {
-        ambiguous[0]++;
-        ambiguous[1] += xi == 0.0 || pos.dist == 0.0;
+        co->ambiguous[0]++;
+        co->ambiguous[1] += xi == 0.0 || pos.dist == 0.0;
+    }
+    if (tau > 0.0 && pos.dist <= tau) {
+        co->within[0] += pos.dist <= 0.5 * tau;
+        co->within[1]++;
     }
     if (job->replay) {
         check_unlogged(job, i, pos.dist, tau);
@@ -558,7 +612,7 @@ static int site_block(site_job *job, size_t b0, size_t len, double *xbuf, chunk_
     for (size_t k = 0; k < nc; k++) {
         size_t i = b0 + cand[k];
         krn_rlog_entry e;
-        int rc = settle(job, i, xb[cand[k]], banded ? tau[cand[k]] : 0.0, &job->out[i], &e, co->ambiguous);
+        int rc = settle(job, i, xb[cand[k]], banded ? tau[cand[k]] : 0.0, &job->out[i], &e, co);
         if (rc == 1)
             rc = chunk_push(co, &e);
         if (rc < 0) {
@@ -587,6 +641,7 @@ static void run_range(const site_group *g, size_t i0, size_t i1, chunk_out *co)
     co->count = 0;
     co->wide = 0;
     co->ambiguous[0] = co->ambiguous[1] = 0;
+    co->within[0] = co->within[1] = 0;
     size_t active = g->njobs;
     for (size_t b0 = i0; b0 < i1 && active > 0; b0 += SITE_BLOCK) {
         size_t len = i1 - b0 < SITE_BLOCK ? i1 - b0 : SITE_BLOCK;
@@ -652,6 +707,8 @@ static int run_group(site_job *jobs, size_t njobs)
     for (size_t c = 0; c < nchunks; c++) {
         chunk_out *co = &ctx->chunks[c];
         job->wide += co->wide;
+        job->within[0] += co->within[0];
+        job->within[1] += co->within[1];
         ctx->stats.ambiguous += co->ambiguous[0];
         ctx->stats.ambiguous_exact += co->ambiguous[1];
         if (job->record && co->count > 0) {
@@ -908,6 +965,8 @@ static int site_run(krn_ctx *ctx, const char *name, float *out, const double *x,
         ctx->stats.logged += logged->count;
     }
     ctx->stats.wide += job.wide;
+    if ((rc = site_row(&job)) < 0)
+        return rc;
     return findings_close(&job);
 }
 
@@ -955,6 +1014,8 @@ int krn_site_exact_fills(krn_ctx *ctx, const krn_exact_fill *sites, size_t nsite
                           (unsigned long long)ctx->step, jobs[s].site, jobs[s].name, next->count);
     if (rc == 0)
         rc = run_group(jobs, nsites);
+    for (size_t s = 0; s < nsites && rc == 0; s++)
+        rc = site_row(&jobs[s]);
     return site_leave(ctx, rc);
 }
 
@@ -1037,6 +1098,7 @@ int krn_sparse_finish(krn_ctx *ctx, const krn_sparse_site *s, const krn_sparse_v
     co->count = 0;
     co->wide = 0;
     co->ambiguous[0] = co->ambiguous[1] = 0;
+    co->within[0] = co->within[1] = 0;
     for (size_t k = 0; k < cand->count; k++) {
         size_t i = (size_t)cand->index[k];
         krn_rlog_entry e;
@@ -1045,13 +1107,15 @@ int krn_sparse_finish(krn_ctx *ctx, const krn_sparse_site *s, const krn_sparse_v
             return sparse_failed(ctx, ovt_fail(OVT_EINVAL, "step %llu site %u (%s): candidate %zu "
                                                            "(element %zu) out of order or range",
                                                (unsigned long long)ctx->step, s->site, s->name, k, i));
-        rc = settle(&job, i, cand->x[k], tau, &cand->out[k], &e, co->ambiguous);
+        rc = settle(&job, i, cand->x[k], tau, &cand->out[k], &e, co);
         if (rc == 1)
             rc = chunk_push(co, &e);
         if (rc < 0)
             return sparse_failed(ctx, rc);
     }
     job.wide = co->wide;
+    job.within[0] = co->within[0];
+    job.within[1] = co->within[1];
     ctx->stats.ambiguous += co->ambiguous[0];
     ctx->stats.ambiguous_exact += co->ambiguous[1];
     if (s->record && co->count > 0) {
@@ -1072,5 +1136,7 @@ int krn_sparse_finish(krn_ctx *ctx, const krn_sparse_site *s, const krn_sparse_v
         ctx->stats.logged += s->logged->count;
     }
     ctx->stats.wide += job.wide;
+    if ((rc = site_row(&job)) < 0)
+        return sparse_failed(ctx, rc);
     return sparse_failed(ctx, findings_close(&job));
 }

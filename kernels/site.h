@@ -175,6 +175,31 @@ typedef struct {
 int krn_site_exact_fills(krn_ctx *ctx, const krn_exact_fill *sites, size_t nsites, size_t n,
                          void *arg) OVT_MUST_USE;
 
+/* Per-site counts of a step (`ovt rlog RUNDIR --step K --sites`), off by
+ * default. Counted on the slow path, where an element's own distance d to
+ * the nearest midpoint is known: every element with tau > 0 and d <= tau
+ * reaches it (the fast path flags them), so the counts are exact and cost
+ * nothing on the elements the fast path settles; no output bit changes.
+ * RECORD and REPLAY only (NEAREST and PLAIN use no band: zeros). */
+typedef struct {
+    uint32_t site;
+    char op[48];          /* the op's name ("matmul.fwd"), cut to fit */
+    uint64_t n;           /* elements */
+    bool banded;          /* tau > 0 somewhere (an exact site is never logged) */
+    uint64_t entries;     /* RECORD: entries written; REPLAY: entries the log holds */
+    uint64_t within_half; /* elements with tau > 0 and own d <= tau/2 */
+    uint64_t within_tau;  /* elements with tau > 0 and own d <= tau */
+} krn_site_stats;
+
+/* Turns per-site counting on or off from the next krn_step_begin on. */
+void krn_ctx_collect_sites(krn_ctx *ctx, bool on);
+
+/* The current (or last ended) step's per-site counts, one per site executed
+ * in site order, *count of them; NULL with *count = 0 when counting is off.
+ * Points into ctx, valid until the next krn_step_begin. A site that failed
+ * has no row (the step failed). */
+const krn_site_stats *krn_ctx_site_stats(const krn_ctx *ctx, size_t *count);
+
 /* The first finding of the current (or last ended) REPLAY step; rule is
  * KRN_RULE_NONE when the strict rule found nothing. Points into ctx. */
 const krn_finding *krn_ctx_finding(const krn_ctx *ctx);

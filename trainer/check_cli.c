@@ -16,6 +16,8 @@
 #include "chain/merkle.h"
 #include "chain/session.h"
 #include "common/fileio.h"
+#include "kernels/rlog_cmd.h"
+#include "kernels/site.h"
 #include "trainer/cliargs.h"
 #include "trainer/run.h"
 #include "trainer/rundata.h"
@@ -610,4 +612,176 @@ int trn_cmd_verify(int argc, char **argv)
                    rpath);
     }
     return ck.all_ok ? 0 : 1;
+}
+
+/* ---- ovt rlog RUNDIR --step K [--sites] -------------------------------- */
+
+/* True if argv uses an option of the run-directory form. */
+static bool rlog_run_form(int argc, char **argv)
+{
+    static const char *const names[] = {"--step", "--sites", "--data", "--threads"};
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--"))
+            break;
+        for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+            size_t len = strlen(names[k]);
+            if (!strncmp(argv[i], names[k], len) && (argv[i][len] == 0 || argv[i][len] == '='))
+                return true;
+        }
+    }
+    return false;
+}
+
+static void rlog_sites_json(const krn_site_stats *rows, size_t n, uint64_t k, const char *error)
+{
+    json_t *sites = json_array();
+    uint64_t tot[4] = {0};
+    for (size_t i = 0; i < n; i++) {
+        const krn_site_stats *r = &rows[i];
+        json_array_append_new(sites, json_pack("{s:I, s:s, s:I, s:b, s:I, s:I, s:I}", "site", (json_int_t)r->site,
+                                               "op", r->op, "n", (json_int_t)r->n, "banded", r->banded,
+                                               "entries", (json_int_t)r->entries, "within_half_tau",
+                                               (json_int_t)r->within_half, "within_tau",
+                                               (json_int_t)r->within_tau));
+        tot[0] += r->n;
+        tot[1] += r->entries;
+        tot[2] += r->within_half;
+        tot[3] += r->within_tau;
+    }
+    json_t *o = json_pack("{s:I, s:o, s:{s:I, s:I, s:I, s:I}}", "step", (json_int_t)k, "sites", sites, "totals", "n",
+                          (json_int_t)tot[0], "entries", (json_int_t)tot[1], "within_half_tau", (json_int_t)tot[2],
+                          "within_tau", (json_int_t)tot[3]);
+    json_object_set_new(o, "result", json_string(error ? "fraud" : "ok"));
+    if (error)
+        json_object_set_new(o, "error", json_string(error));
+    char *text = json_dumps(o, JSON_INDENT(2));
+    json_decref(o);
+    printf("%s\n", text ? text : "{}");
+    free(text);
+}
+
+static void rlog_sites_text(const krn_site_stats *rows, size_t n, uint64_t k, const char *dir)
+{
+    uint64_t tot[4] = {0};
+    printf("step %llu of %s, re-executed (cpu, REPLAY with the run's logs): %zu sites\n", (unsigned long long)k,
+           dir, n);
+    printf("%6s  %-28s %10s %9s %9s %9s\n", "site", "op", "n", "entries", "<=tau/2", "<=tau");
+    for (size_t i = 0; i < n; i++) {
+        const krn_site_stats *r = &rows[i];
+        if (r->banded)
+            printf("%6u  %-28s %10llu %9llu %9llu %9llu\n", r->site, r->op, (unsigned long long)r->n,
+                   (unsigned long long)r->entries, (unsigned long long)r->within_half,
+                   (unsigned long long)r->within_tau);
+        else
+            printf("%6u  %-28s %10llu %9s %9s %9s\n", r->site, r->op, (unsigned long long)r->n, "-", "-", "-");
+        tot[0] += r->n;
+        tot[1] += r->entries;
+        tot[2] += r->within_half;
+        tot[3] += r->within_tau;
+    }
+    printf("%6s  %-28s %10llu %9llu %9llu %9llu\n", "total", "", (unsigned long long)tot[0],
+           (unsigned long long)tot[1], (unsigned long long)tot[2], (unsigned long long)tot[3]);
+}
+
+enum { R_STEP = 256, R_SITES, R_DATA, R_THREADS, R_JSON, R_ENTRIES };
+
+int trn_cmd_rlog(int argc, char **argv)
+{
+    if (!rlog_run_form(argc, argv))
+        return krn_cmd_rlog(argc, argv);
+    static const struct option longopts[] = {
+        {"step", required_argument, NULL, R_STEP},       {"sites", no_argument, NULL, R_SITES},
+        {"data", required_argument, NULL, R_DATA},       {"threads", required_argument, NULL, R_THREADS},
+        {"json", no_argument, NULL, R_JSON},             {"entries", no_argument, NULL, R_ENTRIES},
+        {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0}};
+    const char *data = NULL;
+    uint64_t k = 0, v;
+    int threads = 0, c;
+    bool json = false, entries = false, sites = false, have_k = false;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        const char *flag = trn_arg_name(longopts, c);
+        switch (c) {
+        case 'h': krn_rlog_usage(stdout); return 0;
+        case R_STEP:
+            if (trn_arg_u64("rlog", flag, optarg, 1, CHAIN_MERKLE_MAX_STEPS, &k)) return 2;
+            have_k = true;
+            break;
+        case R_SITES: sites = true; break;
+        case R_DATA: data = optarg; break;
+        case R_THREADS:
+            if (trn_arg_u64("rlog", flag, optarg, 0, 256, &v)) return 2;
+            threads = (int)v;
+            break;
+        case R_JSON: json = true; break;
+        case R_ENTRIES: entries = true; break;
+        default: return trn_arg_unknown("rlog", argv[optind - 1]);
+        }
+    }
+    const char *why = !have_k                        ? "--sites, --data and --threads need RUNDIR --step K"
+                      : optind != argc - 1           ? "expected one RUNDIR"
+                      : sites && entries             ? "--entries lists a log file's entries; --sites counts per site"
+                      : !sites && (data || threads)  ? "--data and --threads go with --sites"
+                                                     : NULL;
+    if (why) {
+        fprintf(stderr, "ovt rlog: %s; see `ovt rlog --help`\n", why);
+        return 2;
+    }
+    const char *dir = argv[optind];
+    char path[4096];
+    if (!sites) {
+        if (trn_run_path(path, sizeof path, dir, "logs", k, "rlog")) {
+            fprintf(stderr, "ovt rlog: %s\n", ovt_errmsg());
+            return 1;
+        }
+        char name[] = "rlog", fe[] = "--entries", fj[] = "--json";
+        char *args[5];
+        int n = 0;
+        args[n++] = name;
+        if (entries)
+            args[n++] = fe;
+        if (json)
+            args[n++] = fj;
+        args[n++] = path;
+        args[n] = NULL;
+        return krn_cmd_rlog(n, args);
+    }
+    trn_run_config rc;
+    trn_run_data d;
+    memset(&d, 0, sizeof d);
+    trn_step_table table = {0};
+    int rv = load_data(&d, dir, data, &rc);
+    if (!rv && !(rv = trn_run_path(path, sizeof path, dir, NULL, 0, "steps.bin")))
+        rv = trn_step_table_read(&table, path);
+    if (!rv && k >= table.count)
+        rv = ovt_fail(OVT_EINVAL, "the run in %s has steps 1..%zu, not step %llu", dir,
+                      table.count ? table.count - 1 : 0, (unsigned long long)k);
+    trn_step_table_free(&table);
+    if (rv) {
+        fprintf(stderr, "ovt rlog: %s\n", ovt_errmsg());
+        trn_run_data_free(&d);
+        return 1;
+    }
+    trn_replay_result r;
+    krn_site_stats *rows = NULL;
+    size_t nrows = 0;
+    rv = trn_step_replay_sites(dir, &d, k, threads, &r, &rows, &nrows);
+    trn_run_data_free(&d);
+    char err[1024];
+    snprintf(err, sizeof err, "%s", rv ? ovt_errmsg() : "");
+    if (rv && (rv != OVT_EFRAUD || nrows == 0)) {
+        fprintf(stderr, "ovt rlog: %s\n", err);
+        free(rows);
+        return 1;
+    }
+    if (json) {
+        rlog_sites_json(rows, nrows, k, rv ? err : NULL);
+    } else {
+        rlog_sites_text(rows, nrows, k, dir);
+        if (rv)
+            printf("step %llu: FRAUD: %s\n", (unsigned long long)k, err);
+    }
+    free(rows);
+    return rv ? 1 : 0;
 }

@@ -9,7 +9,11 @@
 #include "trainer/run.h"
 #include "trainer/train.h"
 
-int trn_step_replay(trn_state *st, const trn_run_data *d, krn_rlog *log, int threads, ovt_hash *batch_hash)
+/* trn_step_replay; with rows != NULL it also counts per site (krn_ctx_collect_sites)
+ * and hands back a copy of the rows, *rows (malloc'd) and *nrows, including
+ * when the step fails after some sites ran (a fraud finding). */
+static int replay_step(trn_state *st, const trn_run_data *d, krn_rlog *log, int threads, ovt_hash *batch_hash,
+                       krn_site_stats **rows, size_t *nrows)
 {
     memset(batch_hash, 0, sizeof *batch_hash);
     uint64_t i = st->step + 1;
@@ -27,13 +31,30 @@ int trn_step_replay(trn_state *st, const trn_run_data *d, krn_rlog *log, int thr
         (rv = trn_step_batch_get(&b, d, &st->config, i)))
         goto done;
     *batch_hash = b.hash;
+    if (rows)
+        krn_ctx_collect_sites(ctx, true);
     trn_step_info info;
     rv = trn_train_step(ctx, w, st, &b.view, log, &info);
+    if (rows) {
+        size_t n;
+        const krn_site_stats *r = krn_ctx_site_stats(ctx, &n);
+        if (n > 0 && (*rows = malloc(n * sizeof **rows)) == NULL) {
+            rv = rv ? rv : ovt_fail(OVT_ENOMEM, "out of memory for %zu per-site counts", n);
+        } else if (n > 0) {
+            memcpy(*rows, r, n * sizeof **rows);
+            *nrows = n;
+        }
+    }
 done:
     trn_step_batch_free(&b);
     trn_workspace_free(w);
     krn_ctx_free(ctx);
     return rv;
+}
+
+int trn_step_replay(trn_state *st, const trn_run_data *d, krn_rlog *log, int threads, ovt_hash *batch_hash)
+{
+    return replay_step(st, d, log, threads, batch_hash, NULL, NULL);
 }
 
 /* Reads logs/step-i.rlog of dir into log and hashes its bytes. */
@@ -113,7 +134,17 @@ int trn_run_start_state(trn_state **out, uint64_t *at, const char *dir, const tr
 
 int trn_step_replay_run(const char *dir, const trn_run_data *d, uint64_t k, int threads, trn_replay_result *out)
 {
+    return trn_step_replay_sites(dir, d, k, threads, out, NULL, NULL);
+}
+
+int trn_step_replay_sites(const char *dir, const trn_run_data *d, uint64_t k, int threads, trn_replay_result *out,
+                          krn_site_stats **rows, size_t *nrows)
+{
     memset(out, 0, sizeof *out);
+    if (rows) {
+        *rows = NULL;
+        *nrows = 0;
+    }
     if (k == 0)
         return ovt_fail(OVT_EINVAL, "step 0 is the initial state: there is no step to re-execute");
     trn_run_config rc;
@@ -133,7 +164,8 @@ int trn_step_replay_run(const char *dir, const trn_run_data *d, uint64_t k, int 
     for (uint64_t i = st->step + 1; i <= k; i++) {
         if ((rv = read_step_log(dir, i, log, &out->log_hash)))
             goto done;
-        if ((rv = trn_step_replay(st, d, log, threads, &out->batch_hash))) {
+        bool last = i == k;
+        if ((rv = replay_step(st, d, log, threads, &out->batch_hash, last ? rows : NULL, last ? nrows : NULL))) {
             rv = ovt_fail_wrap(rv, "re-executing step %llu", (unsigned long long)i);
             goto done;
         }

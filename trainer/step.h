@@ -6,6 +6,7 @@
  * trainer's rounding log. */
 
 #include "kernels/rlog.h"
+#include "kernels/site.h"
 #include "trainer/run.h"
 #include "trainer/rundata.h"
 #include "trainer/state.h"
@@ -49,5 +50,15 @@ typedef struct {
  * fraud check (OVT_EFRAUD), a non-finite value (OVT_ENUMERIC). */
 int trn_step_replay_run(const char *dir, const trn_run_data *d, uint64_t k, int threads,
                         trn_replay_result *out) OVT_MUST_USE;
+
+/* trn_step_replay_run that also counts step k per site (krn_site_stats:
+ * elements, the log's entries, elements within tau/2 and within tau of a
+ * midpoint by the replay's own values), for `ovt rlog RUNDIR --step K
+ * --sites`. *rows (malloc'd, the caller frees it) gets *nrows rows, one per
+ * site step k executed; also when step k fails after some of its sites ran
+ * (a fraud finding: the rows end with the site that failed). rows may be
+ * NULL (trn_step_replay_run). */
+int trn_step_replay_sites(const char *dir, const trn_run_data *d, uint64_t k, int threads,
+                          trn_replay_result *out, krn_site_stats **rows, size_t *nrows) OVT_MUST_USE;
 
 #endif

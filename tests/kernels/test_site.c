@@ -1034,6 +1034,99 @@ static void test_backend_names(void)
     CHECK(krn_backend_parse(&k, "CPU") == OVT_EINVAL); /* names are exact */
 }
 
+/* Per-site counts (krn_ctx_collect_sites) against an independent count with
+ * krn_grid_locate: elements with tau > 0 and d <= tau/2, d <= tau, on the
+ * trainer's x in RECORD (where every such element is logged, and nothing
+ * else: entries == within tau) and on the verifier's x2 in REPLAY (entries:
+ * the log's); an exact site has a row with zeros; outputs and logs are the
+ * same bits with counting on and off, on 1 and 3 threads; NEAREST has no
+ * rows. */
+static void count_own(const double *x, const double *a, size_t n, int b, uint64_t *half, uint64_t *within)
+{
+    *half = *within = 0;
+    for (size_t i = 0; i < n; i++) {
+        krn_grid_pos pos;
+        if (krn_grid_locate(x[i], b, &pos) < 0 || !(a[i] > 0.0))
+            continue;
+        *half += pos.dist <= 0.5 * a[i];
+        *within += pos.dist <= a[i];
+    }
+}
+
+static void test_site_stats(int threads)
+{
+    const int b = 32;
+    const size_t n = 150000;
+    fixture f = make_fixture(n, b, 4242 + (uint64_t)threads);
+    krn_band band = {.kind = KRN_BAND_ARRAY, .scale = 1.0, .a = f.a};
+    float *o1 = malloc(n * sizeof *o1), *o2 = malloc(n * sizeof *o2), *ex = malloc(n * sizeof *ex);
+    krn_rlog *log = krn_rlog_new(), *log_off = krn_rlog_new();
+    uint64_t half, within;
+    size_t count = 0;
+    for (int on = 0; on < 2; on++) {
+        krn_ctx *ctx = new_ctx(KRN_RECORD, b, threads);
+        krn_ctx_collect_sites(ctx, on);
+        CHECK(krn_step_begin(ctx, 3, on ? log : log_off) == 0);
+        CHECK(krn_site(ctx, "exact", ex, f.x2, n, NULL) == 0);
+        CHECK(krn_site(ctx, "banded", on ? o1 : o2, f.x, n, &band) == 0);
+        CHECK(krn_step_end(ctx, NULL) == 0);
+        const krn_site_stats *rows = krn_ctx_site_stats(ctx, &count);
+        if (!on) {
+            CHECK(rows == NULL && count == 0);
+        } else {
+            CHECK(rows != NULL && count == 2);
+        }
+        if (on && rows != NULL && count == 2) {
+            count_own(f.x, f.a, n, b, &half, &within);
+            CHECK(rows[0].site == 0 && !rows[0].banded && rows[0].entries == 0 && rows[0].within_tau == 0);
+            CHECK(rows[1].site == 1 && rows[1].banded && rows[1].n == n && strcmp(rows[1].op, "banded") == 0);
+            CHECK_EQ_U64(rows[1].within_half, half);
+            CHECK_EQ_U64(rows[1].within_tau, within);
+            CHECK_EQ_U64(rows[1].entries, krn_rlog_nentries(log));
+            CHECK_EQ_U64(rows[1].entries, within); /* RECORD logs exactly the elements within tau */
+            CHECK(half > 0 && half < within);
+        }
+        krn_ctx_free(ctx);
+    }
+    CHECK(memcmp(o1, o2, n * sizeof *o1) == 0);
+    CHECK(krn_rlog_nentries(log) == krn_rlog_nentries(log_off));
+
+    /* REPLAY on x2: the verifier's own counts, the trainer's entries */
+    for (int on = 0; on < 2; on++) {
+        krn_ctx *ctx = new_ctx(KRN_REPLAY, b, threads);
+        krn_ctx_collect_sites(ctx, on);
+        CHECK(krn_step_begin(ctx, 3, log) == 0);
+        CHECK(krn_site(ctx, "exact", ex, f.x2, n, NULL) == 0);
+        CHECK(krn_site(ctx, "banded", on ? o2 : o1, f.x2, n, &band) == 0);
+        CHECK(krn_step_end(ctx, NULL) == 0);
+        const krn_site_stats *rows = krn_ctx_site_stats(ctx, &count);
+        CHECK(!on || (rows != NULL && count == 2));
+        if (on && rows != NULL && count == 2) {
+            count_own(f.x2, f.a, n, b, &half, &within);
+            CHECK_EQ_U64(rows[1].within_half, half);
+            CHECK_EQ_U64(rows[1].within_tau, within);
+            CHECK_EQ_U64(rows[1].entries, krn_rlog_nentries(log));
+            CHECK(rows[1].within_half <= rows[1].within_tau);
+        }
+        krn_ctx_free(ctx);
+    }
+    CHECK(memcmp(o1, o2, n * sizeof *o1) == 0);
+
+    krn_ctx *ctx = new_ctx(KRN_NEAREST, b, threads);
+    krn_ctx_collect_sites(ctx, true);
+    CHECK(krn_step_begin(ctx, 3, NULL) == 0);
+    CHECK(krn_site(ctx, "banded", o1, f.x, n, &band) == 0);
+    CHECK(krn_step_end(ctx, NULL) == 0);
+    CHECK(krn_ctx_site_stats(ctx, &count) == NULL && count == 0);
+    krn_ctx_free(ctx);
+    krn_rlog_free(log);
+    krn_rlog_free(log_off);
+    free(o1);
+    free(o2);
+    free(ex);
+    fixture_free(&f);
+}
+
 int main(void)
 {
     test_backend_names();
@@ -1053,5 +1146,7 @@ int main(void)
     test_rule_v2_random();
     test_missing_entry_site();
     test_errors();
+    test_site_stats(1);
+    test_site_stats(3);
     return check_done();
 }
