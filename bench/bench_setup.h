@@ -1,17 +1,21 @@
 #ifndef OVT_BENCH_SETUP_H
 #define OVT_BENCH_SETUP_H
 
-/* What the step benchmarks (bench_step, bench_arbiter) both set up: a
- * dataset of random tokens, and the OpenBLAS DGEMM rate their FLOP floor is
- * measured against. */
+/* What the step benchmarks (bench_step, bench_arbiter, bench/peers) set up:
+ * a dataset of random tokens, the inputs of one timed step, and the
+ * OpenBLAS DGEMM rate their FLOP floor is measured against. */
 #include <cblas.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench_util.h"
 #include "common/err.h"
 #include "kernels/rng.h"
 #include "trainer/data.h"
 #include "trainer/rundata.h"
+#include "trainer/state.h"
+#include "trainer/step.h"
+#include "trainer/train.h"
 
 /* GFLOP/s of one FP64 DGEMM (m x k) @ (k x n) on `threads` OpenBLAS threads,
  * best of 3, per wall second and (*cpu_rate, when not NULL) per CPU second
@@ -71,6 +75,54 @@ static inline int bench_random_dataset(trn_run_data *data, uint8_t **file, size_
         *file = NULL;
     }
     return rv;
+}
+
+/* What a step benchmark times over and over: model m's default config at
+ * batch B and sequence T, a random dataset for it (bench_random_dataset),
+ * the initial state, a workspace and batch 1. */
+typedef struct {
+    trn_run_config rc;
+    trn_run_data data;
+    uint8_t *file;
+    size_t file_len;
+    trn_state *init;
+    trn_workspace *w;
+    trn_step_batch batch;
+} bench_step_inputs;
+
+/* 0, or a negative OVT_E* code with the message set and *what naming the
+ * stage that failed ("dataset" or "setup"); nothing is left to free then. */
+static inline int bench_step_inputs_new(bench_step_inputs *in, const trn_model_config *m, uint32_t B, uint32_t T,
+                                        const char **what)
+{
+    memset(in, 0, sizeof *in);
+    trn_config_default(&in->rc, m);
+    in->rc.batch_size = B;
+    in->rc.seq_len = T;
+    *what = "dataset";
+    int rv = bench_random_dataset(&in->data, &in->file, &in->file_len, &in->rc, m);
+    if (rv)
+        return rv;
+    *what = "setup";
+    if ((rv = trn_state_new(&in->init, &in->rc)) || (rv = trn_workspace_new(&in->w, &in->rc)) ||
+        (rv = trn_step_batch_get(&in->batch, &in->data, &in->rc, 1))) {
+        trn_workspace_free(in->w);
+        trn_state_free(in->init);
+        trn_run_data_free(&in->data);
+        free(in->file);
+        return rv;
+    }
+    trn_state_init(in->init);
+    return 0;
+}
+
+static inline void bench_step_inputs_free(bench_step_inputs *in)
+{
+    trn_step_batch_free(&in->batch);
+    trn_workspace_free(in->w);
+    trn_state_free(in->init);
+    trn_run_data_free(&in->data);
+    free(in->file);
 }
 
 #endif

@@ -92,28 +92,17 @@ int main(int argc, char **argv)
     trn_model_config m;
     if (trn_model_preset(&m, model))
         fail("--model");
-    trn_run_config rc;
-    trn_config_default(&rc, &m);
-    rc.batch_size = B;
-    rc.seq_len = T;
-
-    /* a token file of random tokens */
-    trn_run_data data;
-    uint8_t *file;
-    size_t file_len;
-    if (bench_random_dataset(&data, &file, &file_len, &rc, &m))
-        fail("dataset");
-    trn_state *init;
-    trn_workspace *w;
-    trn_step_batch batch;
-    if (trn_state_new(&init, &rc) || trn_workspace_new(&w, &rc) || trn_step_batch_get(&batch, &data, &rc, 1))
-        fail("setup");
-    trn_state_init(init);
+    bench_step_inputs in;
+    const char *what;
+    if (bench_step_inputs_new(&in, &m, B, T, &what))
+        fail(what);
+    trn_state *init = in.init;
+    trn_workspace *w = in.w;
     krn_rlog *log = krn_rlog_new();
 
     /* warm-up (first touch of the workspace and the scratch buffers) */
     double c_rec[32], c_plain[32], crates[32];
-    timed_step(init, w, KRN_RECORD, threads, &batch.view, log, NULL, c_rec);
+    timed_step(init, w, KRN_RECORD, threads, &in.batch.view, log, NULL, c_rec);
     size_t C = m.width, L = m.n_layer, V = m.vocab, N = (size_t)B * T;
     double t_rec[32], t_plain[32], rates[32], t_hash = 1e30;
     for (int r = 0; r < reps; r++) {
@@ -121,14 +110,14 @@ int main(int argc, char **argv)
         if (rates[r] < 0)
             fail("out of memory");
         trn_state *after;
-        t_rec[r] = timed_step(init, w, KRN_RECORD, threads, &batch.view, log, &after, &c_rec[r]);
+        t_rec[r] = timed_step(init, w, KRN_RECORD, threads, &in.batch.view, log, &after, &c_rec[r]);
         ovt_hash h;
         double t0 = now();
         trn_state_hash(&h, after);
         double th = now() - t0;
         t_hash = th < t_hash ? th : t_hash;
         trn_state_free(after);
-        t_plain[r] = timed_step(init, w, KRN_PLAIN, threads, &batch.view, NULL, NULL, &c_plain[r]);
+        t_plain[r] = timed_step(init, w, KRN_PLAIN, threads, &in.batch.view, NULL, NULL, &c_plain[r]);
     }
     qsort(t_rec, (size_t)reps, sizeof(double), cmp_double);
     qsort(t_plain, (size_t)reps, sizeof(double), cmp_double);
@@ -172,11 +161,7 @@ int main(int argc, char **argv)
            "rounded; %llu of them exactly 0 or on a midpoint\n", (unsigned long long)last_record.ambiguous,
            (unsigned long long)last_record.outputs, (unsigned long long)last_record.ambiguous_exact);
     printf("state hash       %8.3f s per step (%.1f%% of RECORD)\n", t_hash, 100.0 * t_hash / rec);
-    trn_step_batch_free(&batch);
-    trn_workspace_free(w);
     krn_rlog_free(log);
-    trn_state_free(init);
-    trn_run_data_free(&data);
-    free(file);
+    bench_step_inputs_free(&in);
     return 0;
 }

@@ -92,33 +92,23 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_peers: a GPT-2 model is needed\n");
         return 2;
     }
-    trn_run_config rc;
-    trn_config_default(&rc, &m);
-    rc.batch_size = B;
-    rc.seq_len = T;
-
-    trn_run_data data;
-    uint8_t *file;
-    size_t file_len;
-    if (bench_random_dataset(&data, &file, &file_len, &rc, &m))
-        fail("dataset");
-    trn_state *init;
-    trn_workspace *w;
-    trn_step_batch batch;
-    if (trn_state_new(&init, &rc) || trn_workspace_new(&w, &rc) || trn_step_batch_get(&batch, &data, &rc, 1))
-        fail("setup");
-    trn_state_init(init);
+    bench_step_inputs in;
+    const char *what;
+    if (bench_step_inputs_new(&in, &m, B, T, &what))
+        fail(what);
+    trn_state *init = in.init;
+    trn_workspace *w = in.w;
     krn_rlog *log = krn_rlog_new();
     fp32_gpt2 *g;
-    if (!log || fp32_gpt2_new(&g, m.n_layer, m.width, m.n_head, m.vocab, m.max_seq, B, T, rc.seed))
+    if (!log || fp32_gpt2_new(&g, m.n_layer, m.width, m.n_head, m.vocab, m.max_seq, B, T, in.rc.seed))
         fail("out of memory");
-    fp32_adamw opt = {(float)rc.lr,  (float)rc.beta1,        (float)rc.beta2,
-                      (float)rc.eps, (float)rc.weight_decay, (float)rc.grad_clip};
+    fp32_adamw opt = {(float)in.rc.lr,  (float)in.rc.beta1,        (float)in.rc.beta2,
+                      (float)in.rc.eps, (float)in.rc.weight_decay, (float)in.rc.grad_clip};
 
     /* warm-up: first touch of the workspaces, activations and moments */
-    ovt_step(init, w, KRN_RECORD, threads, &batch.view, log);
-    ovt_step(init, w, KRN_PLAIN, threads, &batch.view, NULL);
-    fp32_step(g, &batch.view, &opt, threads);
+    ovt_step(init, w, KRN_RECORD, threads, &in.batch.view, log);
+    ovt_step(init, w, KRN_PLAIN, threads, &in.batch.view, NULL);
+    fp32_step(g, &in.batch.view, &opt, threads);
     printf("ready %s %zu params B %u T %u threads %d log_entries %llu\n", model, init->layout.nparams, B, T, threads,
            (unsigned long long)krn_rlog_nentries(log));
     fflush(stdout);
@@ -127,18 +117,14 @@ int main(int argc, char **argv)
     while (fgets(line, sizeof line, stdin)) {
         if (strncmp(line, "round", 5))
             break;
-        double rec = ovt_step(init, w, KRN_RECORD, threads, &batch.view, log);
-        double plain = ovt_step(init, w, KRN_PLAIN, threads, &batch.view, NULL);
-        double f32 = fp32_step(g, &batch.view, &opt, threads);
+        double rec = ovt_step(init, w, KRN_RECORD, threads, &in.batch.view, log);
+        double plain = ovt_step(init, w, KRN_PLAIN, threads, &in.batch.view, NULL);
+        double f32 = fp32_step(g, &in.batch.view, &opt, threads);
         printf("round %.4f %.4f %.4f\n", rec, plain, f32);
         fflush(stdout);
     }
     fp32_gpt2_free(g);
     krn_rlog_free(log);
-    trn_step_batch_free(&batch);
-    trn_workspace_free(w);
-    trn_state_free(init);
-    trn_run_data_free(&data);
-    free(file);
+    bench_step_inputs_free(&in);
     return 0;
 }
