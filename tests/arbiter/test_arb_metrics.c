@@ -22,6 +22,7 @@
 #include "common/fileio.h"
 #include "fixture.h"
 #include "support/anvil.h"
+#include "support/proc.h"
 #include "support/servers.h"
 
 #define SKIP 77
@@ -184,15 +185,7 @@ int main(void)
     tsup_stop(arb_pid);
     fx_stop(&env);
     tsup_stop(prom_pid);
-    int rv = check_done();
-    if (rv == 0) {
-        char cmd[128];
-        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-        if (system(cmd) != 0)
-            fprintf(stderr, "could not remove %s\n", dir);
-    } else {
-        fprintf(stderr, "kept %s\n", dir);
-    }
+    int rv = tsup_finish_dir(dir, check_done());
     curl_global_cleanup();
     return rv;
 }

@@ -266,14 +266,6 @@ int main(void)
         test_dispute();
     }
     tsup_stop(pid);
-    int rv = check_done();
-    if (rv == 0) {
-        char cmd[128];
-        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-        if (system(cmd) != 0)
-            fprintf(stderr, "could not remove %s\n", dir);
-    } else {
-        fprintf(stderr, "kept %s\n", dir);
-    }
+    int rv = tsup_finish_dir(dir, check_done());
     return rv;
 }

@@ -77,3 +77,15 @@ int tsup_runl(char **out, const char *prog, ...)
     argv[n] = NULL;
     return tsup_run(argv, out);
 }
+
+int tsup_finish_dir(const char *dir, int rv)
+{
+    if (rv == 0) {
+        char *rm[] = {"/bin/rm", "-rf", (char *)dir, NULL};
+        if (tsup_run(rm, NULL) != 0)
+            fprintf(stderr, "could not remove %s\n", dir);
+    } else {
+        fprintf(stderr, "kept %s\n", dir);
+    }
+    return rv;
+}

@@ -12,4 +12,8 @@ int tsup_run(char *const argv[], char **out);
 /* Like tsup_run with a printf-built list: tsup_runf(&out, prog, arg1, ..., NULL). */
 int tsup_runl(char **out, const char *prog, ...);
 
+/* A test's temporary folder at its end: removed when the checks passed
+ * (rv == 0), else kept for a look and its path printed. Returns rv. */
+int tsup_finish_dir(const char *dir, int rv);
+
 #endif
