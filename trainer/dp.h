@@ -1,0 +1,88 @@
+#ifndef OVT_TRAINER_DP_H
+#define OVT_TRAINER_DP_H
+
+/* The processes of a data-parallel step (issue 13, docs/data-parallel.md).
+ *
+ * A run config with S shards (trn_run_config.shards) splits each step's batch
+ * into S shards of B/S sequences (or samples). Each shard's forward and
+ * backward is computed on its own and its parameter gradient rounded to the
+ * grid; the S shard gradients are then summed as one rounding site,
+ * "grad.sum", whose band holds for any order and grouping of the S terms.
+ *
+ * R processes (R divides S, `mpirun -np R ovt train --shards S`) share a
+ * step: rank r computes shards r*S/R .. (r+1)*S/R - 1. A NULL trn_dp is one
+ * process computing every shard in order: replay, `ovt step`, `ovt audit`,
+ * the arbiter, and one-process training. Everything below is collective:
+ * every rank calls it, in the same order, with the same step. A rank that
+ * does not arrive within the timeout given to trn_dp_open ends the job with
+ * an error that names it.
+ *
+ * Built with Open MPI when CMake finds it (OVT_HAVE_MPI); without it
+ * trn_dp_available() is false and trn_dp_open fails saying so. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/bytes.h"
+#include "common/err.h"
+#include "kernels/rlog.h"
+
+typedef struct trn_dp trn_dp;
+
+/* What a step's log records for each shard in its shard table. */
+#define TRN_SHARD_HOST_MAX 64
+typedef struct {
+    ovt_hash grad_hash;            /* SHA-256 of the shard's rounded FP32 gradient
+                                      (little-endian, layout order) */
+    uint32_t rank;                 /* the process that computed it */
+    char host[TRN_SHARD_HOST_MAX]; /* that process's host name, NUL-terminated */
+    float loss;                    /* the shard's mean loss (not in the table) */
+} trn_shard_record;
+
+/* Whether this build has MPI; whether this process was started by mpirun
+ * (Open MPI's environment), so that `ovt train` should open a trn_dp. */
+bool trn_dp_available(void);
+bool trn_dp_launched(void);
+
+/* MPI_Init and this process's rank, size and host. timeout_s: how long a
+ * collective waits for the other ranks before it ends the job. */
+int trn_dp_open(trn_dp **out, double timeout_s) OVT_MUST_USE;
+/* MPI_Finalize. */
+void trn_dp_close(trn_dp *dp);
+int trn_dp_rank(const trn_dp *dp);
+int trn_dp_size(const trn_dp *dp);
+const char *trn_dp_host(const trn_dp *dp);
+
+/* Every rank fills the records of its own shards in rec[0..S); afterwards
+ * every rank holds all S. */
+int trn_dp_share_shards(trn_dp *dp, trn_shard_record *rec, uint32_t S, uint64_t step) OVT_MUST_USE;
+
+/* Rounds elements offset .. offset+len-1 of site "grad.sum" (n elements in
+ * all) into out[0..len) from their FP64 sums and sums of magnitudes. */
+typedef int (*trn_dp_round_fn)(void *arg, float *out, const double *sum, const double *abs_sum, size_t offset,
+                               size_t len);
+
+/* The gradient sum: sum and abs_sum (n each) hold this rank's FP64 partial
+ * sums over its own shards (overwritten). The ranks add them up in whatever
+ * order the library picks, each rank rounds its slice with `round`, and the
+ * rounded slices are gathered, so that every rank ends with the same grads
+ * (n). */
+int trn_dp_grad_sum(trn_dp *dp, float *grads, double *sum, double *abs_sum, size_t n, trn_dp_round_fn round,
+                    void *arg, uint64_t step) OVT_MUST_USE;
+
+/* After the step: rank 0's log becomes the merge of every rank's log
+ * (sites in order; a site split over ranks, such as grad.sum, in element
+ * order). Other ranks' logs are left as they were. */
+int trn_dp_merge_log(trn_dp *dp, krn_rlog *log, uint64_t step) OVT_MUST_USE;
+
+/* Every rank holds the same stateHash after step `step`; otherwise an error
+ * naming each rank that differs from rank 0. */
+int trn_dp_check_state(trn_dp *dp, const ovt_hash *state_hash, uint64_t step) OVT_MUST_USE;
+
+/* Every rank learns whether any rank failed (rv != 0 somewhere): returns 0
+ * when all succeeded, else an error naming the first rank that failed and
+ * its message. */
+int trn_dp_agree(trn_dp *dp, int rv, uint64_t step) OVT_MUST_USE;
+
+#endif

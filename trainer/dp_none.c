@@ -1,0 +1,47 @@
+/* trainer/dp.h in a build without MPI: one process is the only choice. */
+#include "trainer/dp.h"
+
+static int no_mpi(void)
+{
+    return ovt_fail(OVT_EINVAL, "this ovt was built without MPI: install libopenmpi-dev (scripts/setup.sh) and "
+                                "rebuild to run data-parallel processes with mpirun");
+}
+
+bool trn_dp_available(void) { return false; }
+bool trn_dp_launched(void) { return false; }
+int trn_dp_open(trn_dp **out, double timeout_s)
+{
+    (void)timeout_s;
+    *out = NULL;
+    return no_mpi();
+}
+void trn_dp_close(trn_dp *dp) { (void)dp; }
+int trn_dp_rank(const trn_dp *dp) { (void)dp; return 0; }
+int trn_dp_size(const trn_dp *dp) { (void)dp; return 1; }
+const char *trn_dp_host(const trn_dp *dp) { (void)dp; return ""; }
+int trn_dp_share_shards(trn_dp *dp, trn_shard_record *rec, uint32_t S, uint64_t step)
+{
+    (void)dp, (void)rec, (void)S, (void)step;
+    return no_mpi();
+}
+int trn_dp_grad_sum(trn_dp *dp, float *grads, double *sum, double *abs_sum, size_t n, trn_dp_round_fn round,
+                    void *arg, uint64_t step)
+{
+    (void)dp, (void)grads, (void)sum, (void)abs_sum, (void)n, (void)round, (void)arg, (void)step;
+    return no_mpi();
+}
+int trn_dp_merge_log(trn_dp *dp, krn_rlog *log, uint64_t step)
+{
+    (void)dp, (void)log, (void)step;
+    return no_mpi();
+}
+int trn_dp_check_state(trn_dp *dp, const ovt_hash *state_hash, uint64_t step)
+{
+    (void)dp, (void)state_hash, (void)step;
+    return no_mpi();
+}
+int trn_dp_agree(trn_dp *dp, int rv, uint64_t step)
+{
+    (void)dp, (void)step;
+    return rv;
+}
