@@ -113,7 +113,7 @@ int main(int argc, char **argv)
         }
         krn_widen(ad, a, N * K);
         krn_widen(wd, w, M * K);
-        krn_cpu be = {KRN_BACKEND_CPU, 0, threads};
+        krn_cpu be = {KRN_BACKEND_CPU, 0, threads, KRN_CPU_GEMM_BEST};
         double tp[100], tc[100], to[100], cp[100], cc[100], co[100];
         uint64_t entries = 0;
         size_t bytes = 0;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/bigmem.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/pool.h"
 
 /* Output tile of the chunked GEMM: the partial products of one tile stay in
@@ -55,6 +56,8 @@ typedef struct {
     double *out;
     krn_gemm_in in;
     size_t m, n, k, tile_n, tiles_n;
+    bool own;         /* cpu: kernels/cpu/gemm.c, not OpenBLAS */
+    krn_gemm_isa isa; /* its path */
     atomic_int rc;
 } gemm_job;
 
@@ -81,16 +84,38 @@ static void chunk_col_squares(double *restrict sq, const double *restrict buf, s
             sq[c] += buf[r * nb + c] * buf[r * nb + c];
 }
 
+/* tile (mb x nb, row stride n) = (first ? 0 : tile) + one chunk's product
+ * on the cpu backend: its own kernel (pack non-NULL, kernels/cpu/gemm.h) or
+ * OpenBLAS (beta = 0 for the first chunk, 1 after: the same sums, no
+ * partial buffer). Both give the same bits (test_gemm_chunk). */
+static void cpu_tile_chunk(const gemm_job *j, double *pack, double *tile, const double *ab,
+                           const double *bb, size_t ldb, size_t mb, size_t nb, size_t kc,
+                           bool first)
+{
+    const krn_gemm_in *in = &j->in;
+    if (pack)
+        krn_gemm_block(j->isa, pack, tile, j->n, in->ta, ab, in->lda, in->tb, bb, ldb, mb, nb, kc,
+                       first);
+    else if (first)
+        krn_cpu_gemm(j->be, tile, j->n, in->ta, ab, in->lda, in->tb, bb, ldb, mb, nb, kc);
+    else
+        krn_cpu_gemm_add(j->be, tile, j->n, in->ta, ab, in->lda, in->tb, bb, ldb, mb, nb, kc);
+}
+
 /* One output tile (rows i0.., columns j0..) of krn_chunked_gemm_in. */
 static int gemm_tile(const gemm_job *j, size_t i0, size_t mb, size_t j0, size_t nb)
 {
     const krn_gemm_in *in = &j->in;
     size_t n = j->n, k = j->k;
-    double *tile = j->out + i0 * n + j0, *part = NULL, *wide = NULL;
-    if (k > KRN_GEMM_CHUNK && j->be->kind != KRN_BACKEND_CPU &&
+    bool cpu = j->be->kind == KRN_BACKEND_CPU;
+    double *tile = j->out + i0 * n + j0, *part = NULL, *wide = NULL, *pack = NULL;
+    if (k > KRN_GEMM_CHUNK && !cpu &&
         !(part = krn_scratch(KRN_SCRATCH_TILE, (size_t)KRN_TILE_M * KRN_TILE_N)))
         return OVT_ENOMEM;
     if (in->bf && !(wide = krn_scratch(KRN_SCRATCH_WIDE, (size_t)KRN_GEMM_CHUNK * nb)))
+        return OVT_ENOMEM;
+    if (cpu && j->own &&
+        !(pack = krn_scratch(KRN_SCRATCH_PACK, krn_gemm_pack_doubles(j->isa, mb, nb, KRN_GEMM_CHUNK))))
         return OVT_ENOMEM;
     /* the first row of tiles takes b's column norms as it widens b */
     bool norms = in->bnorms && in->bf && !in->tb && i0 == 0;
@@ -104,12 +129,12 @@ static int gemm_tile(const gemm_job *j, size_t i0, size_t mb, size_t j0, size_t 
                            : in->tb ? in->b + j0 * in->ldb + k0 : in->b + k0 * in->ldb + j0;
         if (norms)
             chunk_col_squares(in->bnorms + j0, bb, kc, nb);
-        if (k0 == 0) {
-            krn_cpu_gemm(j->be, tile, n, in->ta, ab, in->lda, in->tb, bb, ldb, mb, nb, kc);
+        if (cpu) {
+            cpu_tile_chunk(j, pack, tile, ab, bb, ldb, mb, nb, kc, k0 == 0);
             continue;
         }
-        if (j->be->kind == KRN_BACKEND_CPU) { /* the same sums, no partial buffer */
-            krn_cpu_gemm_add(j->be, tile, n, in->ta, ab, in->lda, in->tb, bb, ldb, mb, nb, kc);
+        if (k0 == 0) {
+            krn_cpu_gemm(j->be, tile, n, in->ta, ab, in->lda, in->tb, bb, ldb, mb, nb, kc);
             continue;
         }
         krn_cpu_gemm(j->be, part, nb, in->ta, ab, in->lda, in->tb, bb, ldb, mb, nb, kc);
@@ -222,6 +247,8 @@ int krn_chunked_gemm_in(const krn_cpu *be, double *out, const krn_gemm_in *in, s
     gemm_job job = {.be = be, .out = out, .in = *in, .m = m, .n = n, .k = k,
                     .tile_n = gemm_tile_n(be, n)};
     job.tiles_n = (n + job.tile_n - 1) / job.tile_n;
+    job.own = be->gemm != KRN_CPU_GEMM_BLAS;
+    job.isa = krn_cpu_gemm_isa(be);
     atomic_init(&job.rc, 0);
     size_t ntiles = (m + KRN_TILE_M - 1) / KRN_TILE_M * job.tiles_n;
     /* Tiles are independent: each adds its own chunks in order. */

@@ -131,6 +131,7 @@ enum {
     KRN_SCRATCH_OUT,
     KRN_SCRATCH_TILE, /* krn_chunked_gemm's own */
     KRN_SCRATCH_WIDE, /* krn_chunked_gemm's own */
+    KRN_SCRATCH_PACK, /* krn_chunked_gemm's own: packed operands (kernels/cpu/gemm.h) */
     KRN_SCRATCH_SLOTS
 };
 double *krn_scratch(int slot, size_t n);

@@ -3,6 +3,8 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "kernels/ops.h"
 #include "kernels/pool.h"
@@ -12,18 +14,64 @@
  * call takes the next value as the `step` argument of krn_rng. */
 static _Thread_local uint64_t shuffle_draws;
 
+/* OVT_GEMM (backend.h) into *kind. */
+static int gemm_from_env(krn_cpu_gemm_kind *kind)
+{
+    static const struct {
+        const char *name;
+        krn_cpu_gemm_kind kind;
+        krn_gemm_isa needs;
+    } names[] = {{"own", KRN_CPU_GEMM_BEST, KRN_GEMM_ISA_C},
+                 {"blas", KRN_CPU_GEMM_BLAS, KRN_GEMM_ISA_C},
+                 {"avx512", KRN_CPU_GEMM_AVX512, KRN_GEMM_ISA_AVX512},
+                 {"avx2", KRN_CPU_GEMM_AVX2, KRN_GEMM_ISA_AVX2},
+                 {"c", KRN_CPU_GEMM_C, KRN_GEMM_ISA_C}};
+    const char *v = getenv("OVT_GEMM");
+    *kind = KRN_CPU_GEMM_BEST;
+    if (!v || !*v)
+        return 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (strcmp(v, names[i].name) != 0)
+            continue;
+        /* the paths are ordered C < AVX2 < AVX-512: the best one runs the others */
+        if (names[i].needs > krn_gemm_isa_best())
+            return ovt_fail(OVT_EINVAL, "OVT_GEMM=%s: this CPU cannot run that path (best: %s); "
+                            "unset OVT_GEMM to use the best one", v,
+                            krn_gemm_isa_name(krn_gemm_isa_best()));
+        *kind = names[i].kind;
+        return 0;
+    }
+    return ovt_fail(OVT_EINVAL, "OVT_GEMM=%s: unknown (use own, blas, avx512, avx2 or c; unset: own)",
+                    v);
+}
+
+krn_gemm_isa krn_cpu_gemm_isa(const krn_cpu *be)
+{
+    switch (be->gemm) {
+    case KRN_CPU_GEMM_AVX512:
+        return KRN_GEMM_ISA_AVX512;
+    case KRN_CPU_GEMM_AVX2:
+        return KRN_GEMM_ISA_AVX2;
+    case KRN_CPU_GEMM_C:
+        return KRN_GEMM_ISA_C;
+    default:
+        return krn_gemm_isa_best();
+    }
+}
+
 int krn_cpu_from_ctx(krn_ctx *ctx, krn_cpu *be)
 {
     const krn_config *cfg = krn_ctx_config(ctx);
     be->kind = cfg->backend;
     be->seed = cfg->shuffle_seed;
     be->threads = 1;
+    be->gemm = KRN_CPU_GEMM_BEST;
     switch (cfg->backend) {
     case KRN_BACKEND_CPU:
         be->threads = cfg->threads > 0 ? cfg->threads : krn_cpu_count();
         if (openblas_get_num_threads() != 1)
             openblas_set_num_threads(1);
-        return 0;
+        return gemm_from_env(&be->gemm);
     case KRN_BACKEND_REF:
     case KRN_BACKEND_SHUFFLE:
         return 0;

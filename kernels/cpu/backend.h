@@ -7,8 +7,11 @@
  *   - the order in which one chunk of a sum or dot product is accumulated
  *     (and whether it uses FMA),
  *   - the last bits of a libm result, within the bound the contract takes.
- * cpu:     OpenBLAS DGEMM (multi-threaded) for chunk products; sequential
- *          4-way interleaved accumulation for vector chunks; glibc libm.
+ * cpu:     its own chunked GEMM (kernels/cpu/gemm.h: AVX-512, AVX2+FMA or
+ *          portable C, chosen at run time) for chunk products, in the order
+ *          of OpenBLAS's DGEMM kernel, which env OVT_GEMM=blas selects
+ *          instead (same bits); sequential 4-way interleaved accumulation
+ *          for vector chunks; glibc libm.
  * ref:     plain loops on one thread, every chunk summed last term first;
  *          glibc libm.
  * shuffle: every chunk summed in an order drawn from krn_rng (purpose
@@ -22,13 +25,30 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/cpu/gemm.h"
 #include "kernels/site.h"
+
+/* What computes the cpu backend's chunk products: its own kernel on the
+ * best path this CPU runs, OpenBLAS's DGEMM one chunk at a time, or its own
+ * kernel on a given path (for tests and benchmarks). Env OVT_GEMM: unset or
+ * "own", "blas", "avx512", "avx2", "c". All give the same bits. */
+typedef enum {
+    KRN_CPU_GEMM_BEST,
+    KRN_CPU_GEMM_BLAS,
+    KRN_CPU_GEMM_AVX512,
+    KRN_CPU_GEMM_AVX2,
+    KRN_CPU_GEMM_C
+} krn_cpu_gemm_kind;
 
 typedef struct {
     krn_backend_kind kind;
     uint64_t seed;
-    int threads; /* cpu: threads over output tiles (each runs OpenBLAS on one thread) */
+    int threads; /* cpu: threads over output tiles (each runs its GEMM on one thread) */
+    krn_cpu_gemm_kind gemm; /* cpu: see above */
 } krn_cpu;
+
+/* The path of the own kernel be->gemm names (BLAS: the best one). */
+krn_gemm_isa krn_cpu_gemm_isa(const krn_cpu *be);
 
 typedef enum { KRN_FN_EXP, KRN_FN_LOG, KRN_FN_TANH } krn_libm_fn;
 
@@ -41,8 +61,10 @@ typedef enum { KRN_FN_EXP, KRN_FN_LOG, KRN_FN_TANH } krn_libm_fn;
 
 /* Fills *be from the ctx's config. The cpu backend runs krn_config.threads
  * threads (0: one per CPU) over GEMM output tiles (kernels/pool.h) and sets OpenBLAS to
- * one thread, so BLAS and the rounding sites never compete for cores. Fails with OVT_EINVAL for the cuda
- * backend (not built yet) or an unknown backend. */
+ * one thread, so BLAS and the rounding sites never compete for cores; its
+ * GEMM comes from env OVT_GEMM (above). Fails with OVT_EINVAL for the cuda
+ * backend (not built yet), an unknown backend, an unknown OVT_GEMM or a
+ * path this CPU cannot run. */
 int krn_cpu_from_ctx(krn_ctx *ctx, krn_cpu *be) OVT_MUST_USE;
 
 /* sum_k x[k*incx]*y[k*incy] for k < n in this backend's order; y == NULL

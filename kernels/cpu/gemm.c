@@ -1,0 +1,332 @@
+/* The cpu backend's own chunked GEMM (gemm.h): packing, the micro-kernels
+ * for AVX-512, AVX2+FMA and portable C, and OpenBLAS's last-row order.
+ *
+ * This file keeps -ffp-contract=off like the rest: every fused multiply-add
+ * below is an explicit fma() or _mm*_fmadd_pd, the operation the order in
+ * gemm.h names; nothing else is fused. */
+#include "kernels/cpu/gemm.h"
+
+#include <math.h>
+
+#include "kernels/ops.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define KRN_GEMM_X86 1
+#endif
+
+/* K block of the packed operands, in chunks: each block of A (m x KC) is
+ * packed once and stays in L2 while the B micro-panels (KC x NR) pass
+ * through L1; one chunk keeps a 24-column B panel at 24 KiB. */
+#ifndef KRN_GEMM_KC_CHUNKS
+#define KRN_GEMM_KC_CHUNKS 1
+#endif
+#define KC ((size_t)KRN_GEMM_CHUNK * KRN_GEMM_KC_CHUNKS)
+
+/* The micro-tile: MR rows of C by NR columns; ap is an MR-row panel of A
+ * packed k-major (MR values per k), bp an NR-column panel of B packed
+ * k-major (NR values per k). zero: c's old values are taken as +0 (the
+ * first chunk of a product, which OpenBLAS computes with beta = 0). */
+typedef void (*ukr_fn)(size_t kc, const double *restrict ap, const double *restrict bp,
+                       double *restrict c, size_t ldc, bool zero);
+
+typedef struct {
+    size_t mr, nr;
+    ukr_fn ukr;
+} isa_desc;
+
+static size_t min_sz(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+/* ---- portable C: 4 x 4, fma() from libm (hardware where the CPU has it) */
+
+static void ukr_c(size_t kc, const double *restrict ap, const double *restrict bp,
+                  double *restrict c, size_t ldc, bool zero)
+{
+    for (size_t k0 = 0; k0 < kc; k0 += KRN_GEMM_CHUNK) {
+        size_t kn = min_sz(KRN_GEMM_CHUNK, kc - k0);
+        double acc[4][4] = {{0}};
+        for (size_t k = k0; k < k0 + kn; k++)
+            for (int i = 0; i < 4; i++)
+                for (int j = 0; j < 4; j++)
+                    acc[i][j] = fma(ap[k * 4 + i], bp[k * 4 + j], acc[i][j]);
+        bool z = zero && k0 == 0;
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++)
+                c[i * ldc + j] = (z ? 0.0 : c[i * ldc + j]) + acc[i][j];
+    }
+}
+
+#ifdef KRN_GEMM_X86
+
+/* ---- AVX2 + FMA: 6 x 8, twelve ymm accumulators */
+
+__attribute__((target("avx2,fma"))) static void ukr_avx2(size_t kc, const double *restrict ap,
+                                                         const double *restrict bp,
+                                                         double *restrict c, size_t ldc, bool zero)
+{
+    for (size_t k0 = 0; k0 < kc; k0 += KRN_GEMM_CHUNK) {
+        size_t kn = min_sz(KRN_GEMM_CHUNK, kc - k0);
+        __m256d acc[6][2];
+#pragma GCC unroll 6
+        for (int i = 0; i < 6; i++)
+            acc[i][0] = acc[i][1] = _mm256_setzero_pd();
+        const double *a = ap + k0 * 6, *b = bp + k0 * 8;
+        for (size_t k = 0; k < kn; k++, a += 6, b += 8) {
+            __m256d b0 = _mm256_loadu_pd(b), b1 = _mm256_loadu_pd(b + 4);
+#pragma GCC unroll 6
+            for (int i = 0; i < 6; i++) {
+                __m256d ai = _mm256_broadcast_sd(a + i);
+                acc[i][0] = _mm256_fmadd_pd(ai, b0, acc[i][0]);
+                acc[i][1] = _mm256_fmadd_pd(ai, b1, acc[i][1]);
+            }
+        }
+        bool z = zero && k0 == 0;
+#pragma GCC unroll 6
+        for (int i = 0; i < 6; i++)
+#pragma GCC unroll 2
+            for (int v = 0; v < 2; v++) {
+                double *p = c + i * ldc + 4 * v;
+                __m256d old = z ? _mm256_setzero_pd() : _mm256_loadu_pd(p);
+                _mm256_storeu_pd(p, _mm256_add_pd(old, acc[i][v]));
+            }
+    }
+}
+
+/* ---- AVX-512F: 8 x 24, twenty-four zmm accumulators */
+
+__attribute__((target("avx512f"))) static void ukr_avx512(size_t kc, const double *restrict ap,
+                                                          const double *restrict bp,
+                                                          double *restrict c, size_t ldc,
+                                                          bool zero)
+{
+    for (size_t k0 = 0; k0 < kc; k0 += KRN_GEMM_CHUNK) {
+        size_t kn = min_sz(KRN_GEMM_CHUNK, kc - k0);
+        __m512d acc[8][3];
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++)
+            acc[i][0] = acc[i][1] = acc[i][2] = _mm512_setzero_pd();
+        const double *a = ap + k0 * 8, *b = bp + k0 * 24;
+        for (size_t k = 0; k < kn; k++, a += 8, b += 24) {
+            __m512d b0 = _mm512_loadu_pd(b), b1 = _mm512_loadu_pd(b + 8);
+            __m512d b2 = _mm512_loadu_pd(b + 16);
+#pragma GCC unroll 8
+            for (int i = 0; i < 8; i++) {
+                __m512d ai = _mm512_set1_pd(a[i]);
+                acc[i][0] = _mm512_fmadd_pd(ai, b0, acc[i][0]);
+                acc[i][1] = _mm512_fmadd_pd(ai, b1, acc[i][1]);
+                acc[i][2] = _mm512_fmadd_pd(ai, b2, acc[i][2]);
+            }
+        }
+        bool z = zero && k0 == 0;
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++)
+#pragma GCC unroll 3
+            for (int v = 0; v < 3; v++) {
+                double *p = c + i * ldc + 8 * v;
+                __m512d old = z ? _mm512_setzero_pd() : _mm512_loadu_pd(p);
+                _mm512_storeu_pd(p, _mm512_add_pd(old, acc[i][v]));
+            }
+    }
+}
+
+#endif
+
+static isa_desc desc_of(krn_gemm_isa isa)
+{
+#ifdef KRN_GEMM_X86
+    if (isa == KRN_GEMM_ISA_AVX512)
+        return (isa_desc){8, 24, ukr_avx512};
+    if (isa == KRN_GEMM_ISA_AVX2)
+        return (isa_desc){6, 8, ukr_avx2};
+#endif
+    (void)isa;
+    return (isa_desc){4, 4, ukr_c};
+}
+
+krn_gemm_isa krn_gemm_isa_best(void)
+{
+#ifdef KRN_GEMM_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        return KRN_GEMM_ISA_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return KRN_GEMM_ISA_AVX2;
+#endif
+    return KRN_GEMM_ISA_C;
+}
+
+const char *krn_gemm_isa_name(krn_gemm_isa isa)
+{
+    switch (isa) {
+    case KRN_GEMM_ISA_AVX512:
+        return "avx512";
+    case KRN_GEMM_ISA_AVX2:
+        return "avx2";
+    default:
+        return "c";
+    }
+}
+
+static size_t round_up(size_t x, size_t to)
+{
+    return (x + to - 1) / to * to;
+}
+
+size_t krn_gemm_pack_doubles(krn_gemm_isa isa, size_t m, size_t n, size_t k)
+{
+    isa_desc d = desc_of(isa);
+    return (round_up(m, d.mr) + round_up(n, d.nr)) * min_sz(k, KC);
+}
+
+/* Rows of op(a) (m of them) at columns k0 .. k0+kc into MR-row panels,
+ * k-major, rows past m as zeros. */
+static void pack_a(double *restrict dst, size_t mr, bool ta, const double *restrict a, size_t lda,
+                   size_t m, size_t k0, size_t kc)
+{
+    for (size_t i0 = 0; i0 < m; i0 += mr, dst += mr * kc) {
+        size_t rows = min_sz(mr, m - i0);
+        if (ta) {
+            for (size_t k = 0; k < kc; k++) {
+                const double *src = a + (k0 + k) * lda + i0;
+                for (size_t r = 0; r < mr; r++)
+                    dst[k * mr + r] = r < rows ? src[r] : 0.0;
+            }
+            continue;
+        }
+        for (size_t r = 0; r < mr; r++) {
+            const double *src = a + (i0 + r) * lda + k0;
+            for (size_t k = 0; k < kc; k++)
+                dst[k * mr + r] = r < rows ? src[k] : 0.0;
+        }
+    }
+}
+
+/* Columns of op(b) (n of them) at rows k0 .. k0+kc into NR-column panels,
+ * k-major, columns past n as zeros. */
+static void pack_b(double *restrict dst, size_t nr, bool tb, const double *restrict b, size_t ldb,
+                   size_t n, size_t k0, size_t kc)
+{
+    for (size_t j0 = 0; j0 < n; j0 += nr, dst += nr * kc) {
+        size_t cols = min_sz(nr, n - j0);
+        if (!tb) {
+            for (size_t k = 0; k < kc; k++) {
+                const double *src = b + (k0 + k) * ldb + j0;
+                for (size_t c = 0; c < nr; c++)
+                    dst[k * nr + c] = c < cols ? src[c] : 0.0;
+            }
+            continue;
+        }
+        for (size_t c = 0; c < nr; c++) {
+            const double *src = b + (j0 + c) * ldb + k0;
+            for (size_t k = 0; k < kc; k++)
+                dst[k * nr + c] = c < cols ? src[k] : 0.0;
+        }
+    }
+}
+
+/* A micro-tile cut by the edge of C (rows < MR or cols < NR): through a
+ * full-size buffer, so the micro-kernel is the same one. */
+static void edge_tile(const isa_desc *d, size_t kc, const double *ap, const double *bp, double *c,
+                      size_t ldc, size_t rows, size_t cols, bool zero)
+{
+    double tmp[8 * 24] = {0}; /* lanes past the edge: summed, never stored */
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++)
+            tmp[i * d->nr + j] = zero ? 0.0 : c[i * ldc + j];
+    d->ukr(kc, ap, bp, tmp, d->nr, zero);
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++)
+            c[i * ldc + j] = tmp[i * d->nr + j];
+}
+
+/* The last row of an odd m (see gemm.h): row r of the packed A panel ap,
+ * every column of the packed B panels, chunk by chunk. Columns below
+ * 4*floor(n/4) take OpenBLAS's four partial sums, the others one chain.
+ * Four columns at a time so that sixteen independent chains keep the FMA
+ * units busy; always inlined into each target below, where fma() is the
+ * hardware instruction. */
+static inline __attribute__((always_inline)) void
+last_row_body(size_t mr, size_t nr, size_t kc, const double *restrict ap, size_t r,
+              const double *restrict bp, double *restrict c, size_t n, bool zero)
+{
+    size_t n4 = n / 4 * 4;
+    for (size_t k0 = 0; k0 < kc; k0 += KRN_GEMM_CHUNK) {
+        size_t kn = min_sz(KRN_GEMM_CHUNK, kc - k0), k8 = kn / 8 * 8;
+        bool z = zero && k0 == 0;
+        for (size_t j = 0; j < n4; j += 4) {
+            const double *b = bp + j / nr * nr * kc + j % nr; /* 4 columns in one panel */
+            double e[4][4] = {{0}};
+            for (size_t k = 0; k < k8; k += 4)
+                for (size_t u = 0; u < 4; u++)
+                    for (size_t q = 0; q < 4; q++)
+                        e[u][q] = fma(ap[(k0 + k + u) * mr + r], b[(k0 + k + u) * nr + q], e[u][q]);
+            for (size_t k = k8; k < kn; k++)
+                for (size_t q = 0; q < 4; q++)
+                    e[0][q] = fma(ap[(k0 + k) * mr + r], b[(k0 + k) * nr + q], e[0][q]);
+            for (size_t q = 0; q < 4; q++)
+                c[j + q] = (z ? 0.0 : c[j + q]) + ((e[0][q] + e[1][q]) + (e[2][q] + e[3][q]));
+        }
+        for (size_t j = n4; j < n; j++) {
+            const double *b = bp + j / nr * nr * kc + j % nr;
+            double acc = 0.0;
+            for (size_t k = k0; k < k0 + kn; k++)
+                acc = fma(ap[k * mr + r], b[k * nr], acc);
+            c[j] = (z ? 0.0 : c[j]) + acc;
+        }
+    }
+}
+
+static void last_row_c(size_t mr, size_t nr, size_t kc, const double *ap, size_t r,
+                       const double *bp, double *c, size_t n, bool zero)
+{
+    last_row_body(mr, nr, kc, ap, r, bp, c, n, zero);
+}
+
+#ifdef KRN_GEMM_X86
+__attribute__((target("avx2,fma"))) static void last_row_fma(size_t mr, size_t nr, size_t kc,
+                                                             const double *ap, size_t r,
+                                                             const double *bp, double *c, size_t n,
+                                                             bool zero)
+{
+    last_row_body(mr, nr, kc, ap, r, bp, c, n, zero);
+}
+#endif
+
+void krn_gemm_block(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool ta, const double *a,
+                    size_t lda, bool tb, const double *b, size_t ldb, size_t m, size_t n, size_t k,
+                    bool first)
+{
+    isa_desc d = desc_of(isa);
+    size_t mp = round_up(m, d.mr);
+    size_t mmain = m & 1 ? m - 1 : m; /* an odd m's last row: OpenBLAS's own order */
+    for (size_t k0 = 0; k0 < k; k0 += KC) {
+        size_t kc = min_sz(KC, k - k0);
+        double *apk = pack, *bpk = pack + mp * kc;
+        bool zero = first && k0 == 0;
+        pack_a(apk, d.mr, ta, a, lda, m, k0, kc);
+        pack_b(bpk, d.nr, tb, b, ldb, n, k0, kc);
+        for (size_t j = 0; j < n; j += d.nr)
+            for (size_t i = 0; i < mmain; i += d.mr) {
+                const double *ap = apk + i * kc, *bp = bpk + j * kc;
+                size_t rows = min_sz(d.mr, mmain - i), cols = min_sz(d.nr, n - j);
+                if (rows == d.mr && cols == d.nr)
+                    d.ukr(kc, ap, bp, c + i * ldc + j, ldc, zero);
+                else
+                    edge_tile(&d, kc, ap, bp, c + i * ldc + j, ldc, rows, cols, zero);
+            }
+        if (mmain == m)
+            continue;
+        const double *ap = apk + mmain / d.mr * d.mr * kc;
+        size_t r = mmain % d.mr;
+#ifdef KRN_GEMM_X86
+        if (isa != KRN_GEMM_ISA_C) {
+            last_row_fma(d.mr, d.nr, kc, ap, r, bpk, c + mmain * ldc, n, zero);
+            continue;
+        }
+#endif
+        last_row_c(d.mr, d.nr, kc, ap, r, bpk, c + mmain * ldc, n, zero);
+    }
+}

@@ -1,0 +1,47 @@
+#ifndef OVT_KERNELS_CPU_GEMM_H
+#define OVT_KERNELS_CPU_GEMM_H
+
+/* Internal: the cpu backend's own chunked GEMM (issue 15). Its K blocking
+ * is the contract's chunk: the operands of a block are packed once, and a
+ * register-blocked micro-kernel sums each chunk of KRN_GEMM_CHUNK terms from
+ * zero in registers and adds that sum to C in one FP64 addition, chunks in
+ * increasing order (docs/numeric-contract.md, the GEMM chunk).
+ *
+ * The order inside a chunk is the one OpenBLAS 0.3.21's Haswell DGEMM
+ * kernel (the core libopenblas picks on this AVX-512 Zen machine) uses for a
+ * call of the same m x n x k, so the cpu backend keeps its bits whichever of
+ * the two computes a product (tests/kernels/test_gemm_chunk.c checks it):
+ *   - every element: one chain of FMAs, k increasing, from +0;
+ *   - except, when m is odd, the elements (m-1, j) with j < 4*floor(n/4):
+ *     OpenBLAS computes row-major C as column-major C^T, and its kernel for
+ *     a last single column of C^T (its "4x1" kernel) keeps four partial sums,
+ *     e[k mod 4] for k below 8*floor(kc/8), the remaining k added to e[0],
+ *     summed as (e0 + e1) + (e2 + e3).
+ * Every fma is correctly rounded, so the AVX-512, AVX2+FMA and portable C
+ * paths give identical bits; they differ only in speed. */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef enum { KRN_GEMM_ISA_C, KRN_GEMM_ISA_AVX2, KRN_GEMM_ISA_AVX512 } krn_gemm_isa;
+
+/* The fastest path this CPU runs (__builtin_cpu_supports): AVX-512F, else
+ * AVX2 with FMA, else the portable C path. */
+krn_gemm_isa krn_gemm_isa_best(void);
+
+/* "avx512", "avx2" or "c". */
+const char *krn_gemm_isa_name(krn_gemm_isa isa);
+
+/* Doubles of packing scratch krn_gemm_block needs for an m x n product. */
+size_t krn_gemm_pack_doubles(krn_gemm_isa isa, size_t m, size_t n, size_t k);
+
+/* c (m x n, row stride ldc) = (first ? 0 : c) + op(a) @ op(b), storage of a
+ * and b as in krn_cpu_gemm, k in consecutive chunks of KRN_GEMM_CHUNK from
+ * k = 0, each chunk's sum added to c in order: the values of krn_cpu_gemm
+ * on the first chunk and krn_cpu_gemm_add on each later one, each called
+ * with this m and n. pack holds krn_gemm_pack_doubles(isa, m, n, k). */
+void krn_gemm_block(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool ta, const double *a,
+                    size_t lda, bool tb, const double *b, size_t ldb, size_t m, size_t n, size_t k,
+                    bool first);
+
+#endif

@@ -1,0 +1,258 @@
+/* The cpu backend's own chunked GEMM (kernels/cpu/gemm.h) gives exactly the
+ * bits of OpenBLAS's DGEMM called chunk by chunk (beta = 0, then 1), which
+ * the cpu backend used before: on every path this CPU runs (AVX-512,
+ * AVX2+FMA, portable C), all four transpositions, the tile shapes of a
+ * gpt2-tiny and a gpt2-small step, edge sizes that are not multiples of a
+ * micro-tile and k that is not a multiple of the chunk. A second, separate
+ * reference is the order gemm.h documents, written here as plain scalar
+ * loops; so a change of OpenBLAS's kernel shows up as a failure against one
+ * reference and not the other. Then krn_chunked_gemm_in (tiles, threads, an
+ * FP32 b widened per chunk, an old gradient, column norms) with
+ * OVT_GEMM=blas against the own kernel, and OVT_GEMM's parsing. */
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/ops.h"
+#include "kernels/reduce.h"
+#include "ops_fixture.h"
+
+/* Doubles with full 53-bit significands and exponents over a range of
+ * 2^+-8, signs mixed: every fma rounds, so a different order shows. */
+static double *random_doubles(size_t n, uint64_t seed)
+{
+    double *p = malloc((n ? n : 1) * sizeof *p);
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        double u = (double)(s >> 11) * 0x1p-53; /* [0, 1) */
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        int e = (int)(s % 17) - 8;
+        p[i] = ldexp(s & (1ull << 40) ? -(0.5 + u) : 0.5 + u, e);
+    }
+    return p;
+}
+
+static double op_a(bool ta, const double *a, size_t lda, size_t i, size_t k)
+{
+    return ta ? a[k * lda + i] : a[i * lda + k];
+}
+
+static double op_b(bool tb, const double *b, size_t ldb, size_t k, size_t j)
+{
+    return tb ? b[j * ldb + k] : b[k * ldb + j];
+}
+
+/* The order gemm.h documents, one element at a time. */
+static void documented_order(double *c, bool ta, const double *a, size_t lda, bool tb,
+                             const double *b, size_t ldb, size_t m, size_t n, size_t k)
+{
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) {
+            double acc = 0.0;
+            for (size_t k0 = 0; k0 < k; k0 += KRN_GEMM_CHUNK) {
+                size_t kc = k - k0 < KRN_GEMM_CHUNK ? k - k0 : KRN_GEMM_CHUNK;
+                double s;
+                if (m % 2 == 1 && i == m - 1 && j < n / 4 * 4) {
+                    double e[4] = {0, 0, 0, 0};
+                    size_t k8 = kc / 8 * 8;
+                    for (size_t q = 0; q < kc; q++)
+                        e[q < k8 ? q % 4 : 0] = fma(op_a(ta, a, lda, i, k0 + q),
+                                                    op_b(tb, b, ldb, k0 + q, j), e[q < k8 ? q % 4 : 0]);
+                    s = (e[0] + e[1]) + (e[2] + e[3]);
+                } else {
+                    s = 0.0;
+                    for (size_t q = 0; q < kc; q++)
+                        s = fma(op_a(ta, a, lda, i, k0 + q), op_b(tb, b, ldb, k0 + q, j), s);
+                }
+                acc = k0 == 0 ? 0.0 + s : acc + s;
+            }
+            c[i * n + j] = acc;
+        }
+}
+
+/* OpenBLAS chunk by chunk, as the cpu backend's tiles called it. */
+static void blas_chunks(double *c, bool ta, const double *a, size_t lda, bool tb, const double *b,
+                        size_t ldb, size_t m, size_t n, size_t k)
+{
+    krn_cpu be = {KRN_BACKEND_CPU, 0, 1, KRN_CPU_GEMM_BLAS};
+    for (size_t k0 = 0; k0 < k; k0 += KRN_GEMM_CHUNK) {
+        size_t kc = k - k0 < KRN_GEMM_CHUNK ? k - k0 : KRN_GEMM_CHUNK;
+        const double *ak = ta ? a + k0 * lda : a + k0, *bk = tb ? b + k0 : b + k0 * ldb;
+        if (k0 == 0)
+            krn_cpu_gemm(&be, c, n, ta, ak, lda, tb, bk, ldb, m, n, kc);
+        else
+            krn_cpu_gemm_add(&be, c, n, ta, ak, lda, tb, bk, ldb, m, n, kc);
+    }
+}
+
+static size_t count_diff(const double *x, const double *y, size_t n)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += memcmp(&x[i], &y[i], sizeof x[i]) != 0;
+    return bad;
+}
+
+/* Tiles the chunked products of a step hand to the kernel (m <= 256 rows,
+ * widths from reduce.c's gemm_tile_n, attention's T x T x hs), and edges. */
+static void test_block_bits(void)
+{
+    const size_t shapes[][3] = {
+        /* gpt2-small, B = 4, T = 64: N = 256 rows, C = 768 */
+        {256, 192, 128}, {256, 256, 128}, {256, 252, 128}, {256, 192, 768}, {64, 64, 64},
+        /* gpt2-tiny and short batches */
+        {64, 128, 128}, {128, 64, 64}, {16, 16, 16}, {32, 96, 32},
+        /* odd m (OpenBLAS's last-row order), edges, k off the chunk */
+        {1, 1, 1}, {1, 13, 128}, {3, 5, 7}, {17, 23, 128}, {9, 25, 129}, {7, 4, 300},
+        {255, 257, 100}, {129, 131, 127}, {5, 9, 64}, {31, 48, 9}, {33, 3, 256}, {2, 1, 200},
+    };
+    krn_gemm_isa best = krn_gemm_isa_best();
+    size_t bad_blas[3] = {0}, bad_doc[3] = {0}, bad_ref = 0, total = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        size_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+        double *a = random_doubles(m * k, 2 * s + 1), *b = random_doubles(k * n, 2 * s + 2);
+        double *c = malloc(m * n * sizeof *c), *want = malloc(m * n * sizeof *want);
+        double *doc = malloc(m * n * sizeof *doc);
+        for (int t = 0; t < 4; t++) {
+            bool ta = t & 1, tb = t & 2;
+            size_t lda = ta ? m : k, ldb = tb ? k : n;
+            blas_chunks(want, ta, a, lda, tb, b, ldb, m, n, k);
+            documented_order(doc, ta, a, lda, tb, b, ldb, m, n, k);
+            bad_ref += count_diff(want, doc, m * n);
+            for (int isa = KRN_GEMM_ISA_C; isa <= (int)best; isa++) {
+                double *pack = malloc(krn_gemm_pack_doubles(isa, m, n, k) * sizeof *pack);
+                for (size_t i = 0; i < m * n; i++)
+                    c[i] = NAN; /* first = true must not read c */
+                krn_gemm_block(isa, pack, c, n, ta, a, lda, tb, b, ldb, m, n, k, true);
+                bad_blas[isa] += count_diff(c, want, m * n);
+                bad_doc[isa] += count_diff(c, doc, m * n);
+                free(pack);
+            }
+            total += m * n;
+        }
+        free(a), free(b), free(c), free(want), free(doc);
+    }
+    CHECK_MSG(bad_ref == 0, "%zu of %zu elements: OpenBLAS's order is not the one gemm.h documents",
+              bad_ref, total);
+    for (int isa = KRN_GEMM_ISA_C; isa <= (int)best; isa++) {
+        CHECK_MSG(bad_blas[isa] == 0, "%s: %zu of %zu elements differ from OpenBLAS",
+                  krn_gemm_isa_name(isa), bad_blas[isa], total);
+        CHECK_MSG(bad_doc[isa] == 0, "%s: %zu of %zu elements differ from the documented order",
+                  krn_gemm_isa_name(isa), bad_doc[isa], total);
+    }
+    printf("block: %zu elements x %d paths (best: %s) compared with OpenBLAS\n", total, (int)best + 1,
+           krn_gemm_isa_name(best));
+}
+
+/* first = false adds to c: c0 + chunk sums, each chunk's sum added in turn
+ * (the first one too, unlike first = true's 0 + sum). */
+static void test_block_add(void)
+{
+    size_t m = 37, n = 29, k = 2 * KRN_GEMM_CHUNK + 5;
+    double *a = random_doubles(m * k, 91), *b = random_doubles(k * n, 92);
+    double *c0 = random_doubles(m * n, 93), *c = malloc(m * n * sizeof *c);
+    double *doc = malloc(m * n * sizeof *doc), *part = malloc(m * n * sizeof *part);
+    for (int isa = KRN_GEMM_ISA_C; isa <= (int)krn_gemm_isa_best(); isa++) {
+        double *pack = malloc(krn_gemm_pack_doubles(isa, m, n, k) * sizeof *pack);
+        memcpy(c, c0, m * n * sizeof *c);
+        krn_gemm_block(isa, pack, c, n, false, a, k, false, b, n, m, n, k, false);
+        memcpy(doc, c0, m * n * sizeof *doc);
+        for (size_t k0 = 0; k0 < k; k0 += KRN_GEMM_CHUNK) {
+            size_t kc = k - k0 < KRN_GEMM_CHUNK ? k - k0 : KRN_GEMM_CHUNK;
+            documented_order(part, false, a + k0, k, false, b + k0 * n, n, m, n, kc);
+            for (size_t i = 0; i < m * n; i++)
+                doc[i] += part[i];
+        }
+        CHECK_MSG(count_diff(c, doc, m * n) == 0, "%s: first = false does not add to c",
+                  krn_gemm_isa_name(isa));
+        free(pack);
+    }
+    free(a), free(b), free(c0), free(c), free(doc), free(part);
+}
+
+/* krn_chunked_gemm_in over several tiles and two threads: the own kernel on
+ * each path and OpenBLAS give the same outputs and column norms, with b in
+ * FP64 or FP32, with and without an old gradient. */
+static void test_chunked_paths(void)
+{
+    const size_t shapes[][3] = {{301, 600, 300}, {256, 768, 768}, {7, 33, 129}, {64, 64, 64}};
+    krn_gemm_isa best = krn_gemm_isa_best();
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        size_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+        double *a = random_doubles(m * k, 40 + s);
+        float *bf = fx_normal(k * n, 50 + s, 1, 2.0), *old = fx_normal(m * n, 60 + s, 2, 1.0);
+        double *bd = malloc(k * n * sizeof *bd);
+        krn_widen(bd, bf, k * n);
+        double *want = malloc(m * n * sizeof *want), *got = malloc(m * n * sizeof *got);
+        double *nwant = malloc(n * sizeof *nwant), *ngot = malloc(n * sizeof *ngot);
+        for (int variant = 0; variant < 3; variant++) {
+            krn_gemm_in in = {.a = a, .lda = k, .ldb = n};
+            if (variant == 0)
+                in.b = bd;
+            else
+                in.bf = bf, in.bnorms = nwant;
+            if (variant == 2)
+                in.old = old;
+            krn_cpu blas = {KRN_BACKEND_CPU, 0, 2, KRN_CPU_GEMM_BLAS};
+            CHECK(krn_chunked_gemm_in(&blas, want, &in, m, n, k) == 0);
+            const krn_cpu_gemm_kind kinds[] = {KRN_CPU_GEMM_C, KRN_CPU_GEMM_AVX2, KRN_CPU_GEMM_AVX512};
+            for (int isa = KRN_GEMM_ISA_C; isa <= (int)best; isa++) {
+                krn_cpu own = {KRN_BACKEND_CPU, 0, 2, kinds[isa]};
+                if (in.bnorms)
+                    in.bnorms = ngot;
+                CHECK(krn_chunked_gemm_in(&own, got, &in, m, n, k) == 0);
+                size_t bad = count_diff(got, want, m * n);
+                CHECK_MSG(bad == 0, "%zu x %zu x %zu variant %d %s: %zu outputs differ from OpenBLAS",
+                          m, n, k, variant, krn_gemm_isa_name(isa), bad);
+                if (in.bnorms)
+                    CHECK(count_diff(ngot, nwant, n) == 0);
+                if (in.bnorms)
+                    in.bnorms = nwant;
+            }
+        }
+        free(a), free(bf), free(old), free(bd), free(want), free(got), free(nwant), free(ngot);
+    }
+}
+
+/* OVT_GEMM picks the cpu backend's products; a bad value is refused with a
+ * message that names the variable and the values it takes. */
+static void test_env(void)
+{
+    krn_config cfg = {.backend = KRN_BACKEND_CPU, .mode = KRN_PLAIN, .grid_bits = 32, .threads = 1};
+    krn_ctx *ctx = NULL;
+    CHECK(krn_ctx_new(&ctx, &cfg) == 0);
+    krn_cpu be;
+    setenv("OVT_GEMM", "blas", 1);
+    CHECK(krn_cpu_from_ctx(ctx, &be) == 0 && be.gemm == KRN_CPU_GEMM_BLAS);
+    setenv("OVT_GEMM", "c", 1);
+    CHECK(krn_cpu_from_ctx(ctx, &be) == 0 && be.gemm == KRN_CPU_GEMM_C);
+    CHECK(krn_cpu_gemm_isa(&be) == KRN_GEMM_ISA_C);
+    setenv("OVT_GEMM", "fast", 1);
+    CHECK(krn_cpu_from_ctx(ctx, &be) == OVT_EINVAL);
+    CHECK(strstr(ovt_errmsg(), "OVT_GEMM=fast") && strstr(ovt_errmsg(), "blas"));
+    unsetenv("OVT_GEMM");
+    CHECK(krn_cpu_from_ctx(ctx, &be) == 0 && be.gemm == KRN_CPU_GEMM_BEST);
+    CHECK(krn_cpu_gemm_isa(&be) == krn_gemm_isa_best());
+    krn_ctx_free(ctx);
+}
+
+int main(void)
+{
+    /* as in every op: the cpu backend sets OpenBLAS to one thread (its
+     * threaded DGEMM splits C differently, so its last-row order moves) */
+    krn_config cfg = {.backend = KRN_BACKEND_CPU, .mode = KRN_PLAIN, .grid_bits = 32, .threads = 1};
+    krn_ctx *ctx = NULL;
+    krn_cpu be;
+    unsetenv("OVT_GEMM");
+    CHECK(krn_ctx_new(&ctx, &cfg) == 0 && krn_cpu_from_ctx(ctx, &be) == 0);
+    krn_ctx_free(ctx);
+    test_block_bits();
+    test_block_add();
+    test_chunked_paths();
+    test_env();
+    return check_done();
+}
