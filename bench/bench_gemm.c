@@ -1,12 +1,16 @@
 /* bench_gemm: the cost of controlled rounding on the GEMMs of GPT-2 small
  * (256 tokens), and the size of the rounding log they produce.
  *
- * For each shape, in the same run, median of several repetitions:
- *   plain    one FP64 DGEMM (OpenBLAS, beta = 0) on FP64 copies of the inputs;
- *   chunked  the contract's chunked product (kernels/reduce.h) on the same;
+ * For each shape, in the same run, interleaved, median of several repetitions:
+ *   plain    one FP64 DGEMM (OpenBLAS, beta = 0, --threads threads) on FP64
+ *            copies of the inputs;
+ *   blas-ch  the contract's chunked product (kernels/reduce.h) on the same,
+ *            each chunk of each output tile an OpenBLAS DGEMM (OVT_GEMM=blas);
+ *   own-ch   the same product with the cpu backend's own kernel
+ *            (kernels/cpu/gemm.h, the default; same bits);
  *   op       krn_matmul_forward (or the dinp part of krn_matmul_backward) in
- *            RECORD: widening the FP32 inputs, chunked product, norms, band,
- *            rounding, logging;
+ *            RECORD: widening the FP32 inputs, chunked product (OVT_GEMM's
+ *            choice), norms, band, rounding, logging;
  * and the log: entries and encoded bytes per million outputs.
  *
  *   bench_gemm [--threads N] [--reps N] [--quick]
@@ -94,11 +98,17 @@ int main(int argc, char **argv)
         fail("encode");
     free(buf);
 
-    printf("threads %d, reps %d (median), KRN_GEMM_CHUNK %d, grid b = 32\n", threads, reps,
-           KRN_GEMM_CHUNK);
-    printf("%-36s %8s %8s %8s %7s %7s %7s | %7s %7s %7s %9s %8s\n", "shape (wall s | cpu ratios)",
-           "plain", "chunked", "op", "ch/pl", "op/pl", "op/ch", "ch/pl", "op/pl", "op/ch", "entries/M",
-           "bytes/M");
+    double load[3] = {0, 0, 0};
+    if (getloadavg(load, 3) < 0)
+        load[0] = load[1] = load[2] = -1;
+    printf("threads %d, reps %d (median), KRN_GEMM_CHUNK %d, grid b = 32, own kernel: %s, "
+           "op: %s, load average %.2f %.2f %.2f\n",
+           threads, reps, KRN_GEMM_CHUNK, krn_gemm_isa_name(krn_gemm_isa_best()),
+           getenv("OVT_GEMM") && *getenv("OVT_GEMM") ? getenv("OVT_GEMM") : "own", load[0], load[1],
+           load[2]);
+    printf("%-36s %8s %8s %8s %8s %7s %7s %7s %7s | %7s %7s %9s %8s\n",
+           "shape (wall s | cpu ratios)", "plain", "blas-ch", "own-ch", "op", "bch/pl", "och/pl",
+           "och/bch", "op/pl", "och/pl", "op/pl", "entries/M", "bytes/M");
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const shape *sh = &shapes[s];
         if (quick && (sh->K > 10000 || sh->M > 10000))
@@ -113,44 +123,35 @@ int main(int argc, char **argv)
         }
         krn_widen(ad, a, N * K);
         krn_widen(wd, w, M * K);
-        krn_cpu be = {KRN_BACKEND_CPU, 0, threads, KRN_CPU_GEMM_BEST};
-        double tp[100], tc[100], to[100], cp[100], cc[100], co[100];
+        /* the chunked product through OpenBLAS (today's path before issue
+         * 15) and through the own kernel (kernels/cpu/gemm.h) */
+        krn_cpu be_blas = {KRN_BACKEND_CPU, 0, threads, KRN_CPU_GEMM_BLAS};
+        krn_cpu be_own = {KRN_BACKEND_CPU, 0, threads, KRN_CPU_GEMM_BEST};
+        double t[4][100], c[4][100];
         uint64_t entries = 0;
         size_t bytes = 0;
         for (int r = 0; r < reps; r++) {
-            /* the three variants in a rotating order, so none always runs
+            /* the four variants in a rotating order, so none always runs
              * first (cold caches) or last */
-            for (int v = 0; v < 3; v++) {
-                int which = (v + r) % 3;
+            for (int v = 0; v < 4; v++) {
+                int which = (v + r) % 4;
+                openblas_set_num_threads(which == 0 ? threads : 1); /* the ops set it to 1 */
+                if (which == 3 && krn_step_begin(ctx, 1, log) != 0)
+                    fail("step");
                 double t0 = now(), c0 = cpu_now();
-                if (which == 0) {
-                    openblas_set_num_threads(threads); /* the ops set it to 1 */
-                    t0 = now();
-                    c0 = cpu_now();
+                if (which == 0)
                     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)N, (blasint)M,
                                 (blasint)K, 1.0, ad, (blasint)K, wd, (blasint)K, 0.0, xd, (blasint)M);
-                    tp[r] = now() - t0;
-                    cp[r] = cpu_now() - c0;
-                } else if (which == 1) {
-                    openblas_set_num_threads(1);
-                    t0 = now();
-                    c0 = cpu_now();
-                    if (krn_chunked_gemm(&be, xd, false, ad, K, true, wd, K, N, M, K) != 0)
-                        fail("chunked gemm");
-                    tc[r] = now() - t0;
-                    cc[r] = cpu_now() - c0;
-                } else {
-                    if (krn_step_begin(ctx, 1, log) != 0)
-                        fail("step");
-                    t0 = now();
-                    c0 = cpu_now();
+                else if (which == 3) {
                     if (krn_matmul_forward(ctx, out, a, w, NULL, N, K, M) != 0)
                         fail(sh->name);
-                    to[r] = now() - t0;
-                    co[r] = cpu_now() - c0;
-                    if (krn_step_end(ctx, NULL) != 0)
-                        fail("step end");
-                }
+                } else if (krn_chunked_gemm(which == 1 ? &be_blas : &be_own, xd, false, ad, K, true,
+                                            wd, K, N, M, K) != 0)
+                    fail("chunked gemm");
+                t[which][r] = now() - t0;
+                c[which][r] = cpu_now() - c0;
+                if (which == 3 && krn_step_end(ctx, NULL) != 0)
+                    fail("step end");
             }
             if (r == 0) {
                 entries = krn_rlog_nentries(log);
@@ -160,12 +161,13 @@ int main(int argc, char **argv)
                 bytes -= empty_len;
             }
         }
-        double p = median(tp, reps), c = median(tc, reps), o = median(to, reps);
-        double pc = median(cp, reps), ccpu = median(cc, reps), oc = median(co, reps);
+        double p = median(t[0], reps), bch = median(t[1], reps), och = median(t[2], reps);
+        double o = median(t[3], reps), pc = median(c[0], reps), occ = median(c[2], reps);
+        double oc = median(c[3], reps);
         double per_m = 1e6 / (double)(N * M);
-        printf("%-36s %8.4f %8.4f %8.4f %7.3f %7.3f %7.3f | %7.3f %7.3f %7.3f %9.1f %8.1f\n", sh->name,
-               p, c, o, c / p, o / p, o / c, ccpu / pc, oc / pc, oc / ccpu, (double)entries * per_m,
-               (double)bytes * per_m);
+        printf("%-36s %8.4f %8.4f %8.4f %8.4f %7.3f %7.3f %7.3f %7.3f | %7.3f %7.3f %9.1f %8.1f\n",
+               sh->name, p, bch, och, o, bch / p, och / p, och / bch, o / p, occ / pc, oc / pc,
+               (double)entries * per_m, (double)bytes * per_m);
         fflush(stdout);
         free(a), free(w), free(out), free(ad), free(wd), free(xd);
     }
