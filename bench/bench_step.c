@@ -8,18 +8,23 @@
  * step's FC shape, the same thread count). Also the rounding log's encoded
  * bytes per step, the bits of choice (elements with d <= delta, where either
  * rounding is honest) and the time of trn_state_hash on the state after
- * the step.
+ * the step. A third step per pair, RECORD with OVT_GEMM=blas (the chunked
+ * products through OpenBLAS one chunk at a time, the cpu backend's path
+ * before issue 15), gives the before/after ratio in the same run and shows
+ * that the two paths give the same rounding log and stateHash.
  *
  *   bench_step [--model gpt2-small] [--batch 4] [--seq 64] [--threads 2] [--reps 3]
  * The DGEMM rate is measured before every pair of steps and its median
  * taken, so all three figures see the same load on a shared machine.
  * Results are written down in docs/bench-trainer.md. */
 #include <cblas.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "kernels/cpu/gemm.h"
 #include "kernels/rlog.h"
 #include "kernels/rng.h"
 #include "kernels/site.h"
@@ -38,11 +43,21 @@ static void fail(const char *what)
 /* The counters of the last RECORD step (bits of choice). */
 static krn_stats last_record;
 
+/* OVT_GEMM as the caller found it, for the steps that do not force blas. */
+static const char *gemm_env;
+
 /* One timed step of a fresh copy of init; the state after it in *after
- * (freed by the caller) when after is not NULL. */
+ * (freed by the caller) when after is not NULL. blas: the chunked products
+ * through OpenBLAS (OVT_GEMM=blas) for this step. */
 static double timed_step(const trn_state *init, trn_workspace *w, krn_mode mode, int threads,
-                         const trn_batch *b, krn_rlog *log, trn_state **after, double *cpu)
+                         const trn_batch *b, krn_rlog *log, trn_state **after, double *cpu, bool blas)
 {
+    if (blas)
+        setenv("OVT_GEMM", "blas", 1);
+    else if (gemm_env)
+        setenv("OVT_GEMM", gemm_env, 1);
+    else
+        unsetenv("OVT_GEMM");
     krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = mode, .grid_bits = 32, .threads = threads};
     krn_ctx *ctx;
     trn_state *st;
@@ -57,6 +72,10 @@ static double timed_step(const trn_state *init, trn_workspace *w, krn_mode mode,
     if (mode == KRN_RECORD)
         last_record = info.stats;
     krn_ctx_free(ctx);
+    if (blas && gemm_env)
+        setenv("OVT_GEMM", gemm_env, 1);
+    else if (blas)
+        unsetenv("OVT_GEMM");
     if (after)
         *after = st;
     else
@@ -98,39 +117,55 @@ int main(int argc, char **argv)
         fail(what);
     trn_state *init = in.init;
     trn_workspace *w = in.w;
-    krn_rlog *log = krn_rlog_new();
+    krn_rlog *log = krn_rlog_new(), *blas_log = krn_rlog_new();
+    gemm_env = getenv("OVT_GEMM");
+    double load[3] = {-1, -1, -1};
+    if (getloadavg(load, 3) < 0)
+        load[0] = -1;
 
     /* warm-up (first touch of the workspace and the scratch buffers) */
-    double c_rec[32], c_plain[32], crates[32];
-    timed_step(init, w, KRN_RECORD, threads, &in.batch.view, log, NULL, c_rec);
+    double c_rec[32], c_plain[32], c_blas[32], crates[32];
+    timed_step(init, w, KRN_RECORD, threads, &in.batch.view, log, NULL, c_rec, false);
     size_t C = m.width, L = m.n_layer, V = m.vocab, N = (size_t)B * T;
-    double t_rec[32], t_plain[32], rates[32], t_hash = 1e30;
+    double t_rec[32], t_plain[32], t_blas[32], rates[32], t_hash = 1e30;
+    bool same_hash = true;
     for (int r = 0; r < reps; r++) {
         rates[r] = bench_dgemm_rate(N, 4 * C, C, threads, &crates[r]);
         if (rates[r] < 0)
             fail("out of memory");
-        trn_state *after;
-        t_rec[r] = timed_step(init, w, KRN_RECORD, threads, &in.batch.view, log, &after, &c_rec[r]);
-        ovt_hash h;
+        trn_state *after, *after_blas;
+        t_rec[r] = timed_step(init, w, KRN_RECORD, threads, &in.batch.view, log, &after, &c_rec[r],
+                              false);
+        ovt_hash h, hb;
         double t0 = now();
         trn_state_hash(&h, after);
         double th = now() - t0;
         t_hash = th < t_hash ? th : t_hash;
         trn_state_free(after);
-        t_plain[r] = timed_step(init, w, KRN_PLAIN, threads, &in.batch.view, NULL, NULL, &c_plain[r]);
+        t_plain[r] = timed_step(init, w, KRN_PLAIN, threads, &in.batch.view, NULL, NULL, &c_plain[r],
+                                false);
+        t_blas[r] = timed_step(init, w, KRN_RECORD, threads, &in.batch.view, blas_log, &after_blas,
+                               &c_blas[r], true);
+        trn_state_hash(&hb, after_blas);
+        same_hash = same_hash && memcmp(&h, &hb, sizeof h) == 0;
+        trn_state_free(after_blas);
     }
     qsort(t_rec, (size_t)reps, sizeof(double), cmp_double);
     qsort(t_plain, (size_t)reps, sizeof(double), cmp_double);
     qsort(rates, (size_t)reps, sizeof(double), cmp_double);
     qsort(c_rec, (size_t)reps, sizeof(double), cmp_double);
     qsort(c_plain, (size_t)reps, sizeof(double), cmp_double);
+    qsort(t_blas, (size_t)reps, sizeof(double), cmp_double);
+    qsort(c_blas, (size_t)reps, sizeof(double), cmp_double);
     qsort(crates, (size_t)reps, sizeof(double), cmp_double);
     double rec = t_rec[reps / 2], plain = t_plain[reps / 2], rate = rates[reps / 2];
-    uint8_t *bytes;
-    size_t len;
-    if (krn_rlog_encode(log, &bytes, &len))
+    uint8_t *bytes, *blas_bytes;
+    size_t len, blas_len;
+    if (krn_rlog_encode(log, &bytes, &len) || krn_rlog_encode(blas_log, &blas_bytes, &blas_len))
         fail("encode");
+    bool same_log = len == blas_len && memcmp(bytes, blas_bytes, len) == 0;
     free(bytes);
+    free(blas_bytes);
 
     /* the floor: every matmul forward (2 N C OC) and backward (4 N C OC),
      * the tied head included; attention 4 B T^2 C per layer forward, twice
@@ -138,8 +173,10 @@ int main(int argc, char **argv)
     double flops = 6.0 * (double)N * ((double)L * 12.0 * (double)C * (double)C + (double)V * (double)C) +
                    12.0 * (double)L * (double)B * (double)T * (double)T * (double)C;
     double floor_s = flops / (rate * 1e9);
-    printf("bench_step: %s, %zu parameters, batch %u x %u, %d thread(s), median of %d\n", model,
-           init->layout.nparams, B, T, threads, reps);
+    printf("bench_step: %s, %zu parameters, batch %u x %u, %d thread(s), median of %d, "
+           "chunked GEMM: %s (own kernel: %s), load average %.2f %.2f %.2f\n",
+           model, init->layout.nparams, B, T, threads, reps, gemm_env ? gemm_env : "own",
+           krn_gemm_isa_name(krn_gemm_isa_best()), load[0], load[1], load[2]);
     printf("RECORD step      %8.3f s   (each rep: ", rec);
     for (int r = 0; r < reps; r++)
         printf("%.2f%s", t_rec[r], r + 1 < reps ? " " : " s; PLAIN ");
@@ -155,6 +192,10 @@ int main(int argc, char **argv)
     printf("CPU seconds      RECORD %.2f, PLAIN %.2f (RECORD / PLAIN = %.3f); floor %.2f at %.2f GFLOP "
            "per CPU s: RECORD / floor = %.2f, PLAIN / floor = %.2f\n",
            crec, cplain, crec / cplain, cfloor, crates[reps / 2], crec / cfloor, cplain / cfloor);
+    double blas = t_blas[reps / 2], cblas = c_blas[reps / 2];
+    printf("RECORD, blas     %8.3f s   (OVT_GEMM=blas) RECORD / RECORD-blas = %.3f (CPU %.3f); "
+           "RECORD-blas / floor = %.2f; same log and stateHash as RECORD: %s\n",
+           blas, rec / blas, crec / cblas, blas / floor_s, same_log && same_hash ? "yes" : "NO");
     printf("rounding log     %llu entries, %zu bytes per step (target < 200000)\n",
            (unsigned long long)krn_rlog_nentries(log), len);
     printf("bits of choice   %llu elements with d <= delta = tau/(2M) (both roundings honest) of %llu "
@@ -162,6 +203,7 @@ int main(int argc, char **argv)
            (unsigned long long)last_record.outputs, (unsigned long long)last_record.ambiguous_exact);
     printf("state hash       %8.3f s per step (%.1f%% of RECORD)\n", t_hash, 100.0 * t_hash / rec);
     krn_rlog_free(log);
+    krn_rlog_free(blas_log);
     bench_step_inputs_free(&in);
     return 0;
 }
