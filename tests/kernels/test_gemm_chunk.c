@@ -102,9 +102,14 @@ static size_t count_diff(const double *x, const double *y, size_t n)
 static void test_block_bits(void)
 {
     const size_t shapes[][3] = {
-        /* gpt2-small, B = 4, T = 64: N = 256 rows, C = 768 */
-        {256, 192, 128}, {256, 256, 128}, {256, 252, 128}, {256, 192, 768}, {64, 64, 64},
-        /* gpt2-tiny and short batches */
+        /* gpt2-small, B = 4, T = 64: tiles of N = 256 rows by 192 (C = 768,
+         * 3C), 256 (4C) or 252 (V) columns; K = C, 4C, N; attention T x T x
+         * hs and T x hs x T; the last tile row of dwte (50257 = 196 * 256 + 81) */
+        {256, 192, 128}, {256, 256, 128}, {256, 252, 128}, {256, 192, 768}, {256, 192, 3072},
+        {64, 64, 64}, {81, 192, 256},
+        /* gpt2-tiny, B = 8, T = 64: C = 64, 3C = 192, 4C = 256, V = 256, hs = 16 */
+        {256, 64, 64}, {256, 192, 64}, {256, 256, 256}, {256, 64, 512}, {64, 64, 16}, {64, 16, 64},
+        /* other batch shapes */
         {64, 128, 128}, {128, 64, 64}, {16, 16, 16}, {32, 96, 32},
         /* odd m (OpenBLAS's last-row order), edges, k off the chunk */
         {1, 1, 1}, {1, 13, 128}, {3, 5, 7}, {17, 23, 128}, {9, 25, 129}, {7, 4, 300},
