@@ -182,47 +182,51 @@ size_t krn_gemm_pack_doubles(krn_gemm_isa isa, size_t m, size_t n, size_t k)
 }
 
 /* Rows of op(a) (m of them) at columns k0 .. k0+kc into MR-row panels,
- * k-major, rows past m as zeros. */
+ * k-major, rows past m as zeros. The writes run in order (k outer): with a
+ * not transposed the reads are MR streams along the rows, which the
+ * prefetchers follow, where strided writes would touch a line per value. */
 static void pack_a(double *restrict dst, size_t mr, bool ta, const double *restrict a, size_t lda,
                    size_t m, size_t k0, size_t kc)
 {
     for (size_t i0 = 0; i0 < m; i0 += mr, dst += mr * kc) {
         size_t rows = min_sz(mr, m - i0);
-        if (ta) {
-            for (size_t k = 0; k < kc; k++) {
+        for (size_t k = 0; k < kc; k++) {
+            double *d = dst + k * mr;
+            if (ta) {
                 const double *src = a + (k0 + k) * lda + i0;
-                for (size_t r = 0; r < mr; r++)
-                    dst[k * mr + r] = r < rows ? src[r] : 0.0;
+                for (size_t r = 0; r < rows; r++)
+                    d[r] = src[r];
+            } else {
+                const double *src = a + i0 * lda + k0 + k;
+                for (size_t r = 0; r < rows; r++)
+                    d[r] = src[r * lda];
             }
-            continue;
-        }
-        for (size_t r = 0; r < mr; r++) {
-            const double *src = a + (i0 + r) * lda + k0;
-            for (size_t k = 0; k < kc; k++)
-                dst[k * mr + r] = r < rows ? src[k] : 0.0;
+            for (size_t r = rows; r < mr; r++)
+                d[r] = 0.0;
         }
     }
 }
 
 /* Columns of op(b) (n of them) at rows k0 .. k0+kc into NR-column panels,
- * k-major, columns past n as zeros. */
+ * k-major, columns past n as zeros; writes in order, as pack_a. */
 static void pack_b(double *restrict dst, size_t nr, bool tb, const double *restrict b, size_t ldb,
                    size_t n, size_t k0, size_t kc)
 {
     for (size_t j0 = 0; j0 < n; j0 += nr, dst += nr * kc) {
         size_t cols = min_sz(nr, n - j0);
-        if (!tb) {
-            for (size_t k = 0; k < kc; k++) {
+        for (size_t k = 0; k < kc; k++) {
+            double *d = dst + k * nr;
+            if (!tb) {
                 const double *src = b + (k0 + k) * ldb + j0;
-                for (size_t c = 0; c < nr; c++)
-                    dst[k * nr + c] = c < cols ? src[c] : 0.0;
+                for (size_t c = 0; c < cols; c++)
+                    d[c] = src[c];
+            } else {
+                const double *src = b + j0 * ldb + k0 + k;
+                for (size_t c = 0; c < cols; c++)
+                    d[c] = src[c * ldb];
             }
-            continue;
-        }
-        for (size_t c = 0; c < nr; c++) {
-            const double *src = b + (j0 + c) * ldb + k0;
-            for (size_t k = 0; k < kc; k++)
-                dst[k * nr + c] = c < cols ? src[k] : 0.0;
+            for (size_t c = cols; c < nr; c++)
+                d[c] = 0.0;
         }
     }
 }
