@@ -49,6 +49,22 @@ if(OVT_CUDA)
 endif()
 message(STATUS "ovt: CUDA backend ${OVT_HAVE_CUDA}")
 
+# MPI is optional: the data-parallel transport (trainer/dp_mpi.c,
+# docs/data-parallel.md) is built when MPI's C bindings are found; otherwise
+# trainer/dp_none.c stands in and `mpirun ovt train` says how to get it.
+# Imported targets' include folders are SYSTEM, so -Werror holds with mpi.h.
+set(OVT_HAVE_MPI OFF)
+if(OVT_MPI)
+  find_package(MPI COMPONENTS C QUIET)
+  if(MPI_C_FOUND)
+    set(OVT_HAVE_MPI ON)
+    target_link_libraries(ovt_deps INTERFACE MPI::MPI_C)
+    # tests run ranks through it (tests/support/mpirun.c)
+    set(OVT_MPIRUN ${MPIEXEC_EXECUTABLE})
+  endif()
+endif()
+message(STATUS "ovt: MPI transport ${OVT_HAVE_MPI}")
+
 # node tools (anvil, cast, solc-js) come from the npm packages pinned in
 # package.json, installed by `npm ci` into node_modules/.
 set(OVT_NODE_BIN ${CMAKE_SOURCE_DIR}/node_modules/.bin)

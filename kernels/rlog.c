@@ -194,3 +194,107 @@ int krn_rlog_add_site(krn_rlog *log, uint32_t site, uint64_t n, const krn_rlog_e
     log->nentries += count;
     return 0;
 }
+
+/* The entries of one site present in several logs, in increasing element
+ * order, into tmp (count entries in all): a k-way merge by scanning the k
+ * heads, k being the number of processes (small). */
+static int merge_site(krn_rlog *out, uint32_t site, uint64_t n, const krn_rlog_site **parts, size_t *pos, size_t k,
+                      krn_rlog_entry *tmp, size_t count)
+{
+    for (size_t i = 0; i < k; i++)
+        pos[i] = 0;
+    uint64_t prev = 0;
+    for (size_t m = 0; m < count; m++) {
+        size_t best = k;
+        for (size_t i = 0; i < k; i++)
+            if (pos[i] < parts[i]->count &&
+                (best == k || parts[i]->entries[pos[i]].index < parts[best]->entries[pos[best]].index))
+                best = i;
+        const krn_rlog_entry *e = &parts[best]->entries[pos[best]++];
+        if (m > 0 && e->index == prev)
+            return ovt_fail(OVT_EINVAL, "rounding log merge: site %u element %llu is logged by two of the logs", site,
+                            (unsigned long long)e->index);
+        prev = e->index;
+        tmp[m] = *e;
+    }
+    return krn_rlog_add_site(out, site, n, tmp, count);
+}
+
+int krn_rlog_merge(krn_rlog *dst, const krn_rlog *const *src, size_t nsrc)
+{
+    if (nsrc == 0) {
+        krn_rlog_reset(dst, dst->step);
+        return 0;
+    }
+    for (size_t j = 1; j < nsrc; j++)
+        if (src[j]->step != src[0]->step)
+            return ovt_fail(OVT_EINVAL, "rounding log merge: log %zu belongs to step %llu, log 0 to step %llu", j,
+                            (unsigned long long)src[j]->step, (unsigned long long)src[0]->step);
+    int rc = OVT_ENOMEM;
+    krn_rlog *out = krn_rlog_new();
+    size_t *cur = calloc(nsrc, sizeof *cur);       /* next site of each log */
+    size_t *pos = calloc(nsrc, sizeof *pos);       /* merge cursors */
+    const krn_rlog_site **parts = calloc(nsrc, sizeof *parts);
+    krn_rlog_entry *tmp = NULL;
+    size_t tmp_cap = 0;
+    if (out == NULL || cur == NULL || pos == NULL || parts == NULL) {
+        rc = ovt_fail(OVT_ENOMEM, "rounding log merge: out of memory");
+        goto done;
+    }
+    out->step = src[0]->step;
+    for (;;) {
+        /* the smallest site not yet merged, and every log that has it */
+        bool any = false;
+        uint32_t site = 0;
+        for (size_t j = 0; j < nsrc; j++)
+            if (cur[j] < src[j]->nsites && (!any || src[j]->sites[cur[j]].site < site)) {
+                site = src[j]->sites[cur[j]].site;
+                any = true;
+            }
+        if (!any)
+            break;
+        size_t k = 0, count = 0;
+        uint64_t n = 0;
+        for (size_t j = 0; j < nsrc; j++) {
+            if (cur[j] >= src[j]->nsites || src[j]->sites[cur[j]].site != site)
+                continue;
+            const krn_rlog_site *s = &src[j]->sites[cur[j]++];
+            if (k > 0 && s->n != n) {
+                rc = ovt_fail(OVT_EINVAL, "rounding log merge: site %u has n = %llu in log %zu but %llu in another",
+                              site, (unsigned long long)s->n, j, (unsigned long long)n);
+                goto done;
+            }
+            n = s->n;
+            parts[k++] = s;
+            count += s->count;
+        }
+        if (k == 1) {
+            rc = krn_rlog_add_site(out, site, n, parts[0]->entries, parts[0]->count);
+        } else {
+            if (count > tmp_cap) {
+                krn_rlog_entry *t = realloc(tmp, count * sizeof *t);
+                if (t == NULL) {
+                    rc = ovt_fail(OVT_ENOMEM, "rounding log merge: out of memory for %zu entries", count);
+                    goto done;
+                }
+                tmp = t;
+                tmp_cap = count;
+            }
+            rc = merge_site(out, site, n, parts, pos, k, tmp, count);
+        }
+        if (rc < 0)
+            goto done;
+    }
+    /* move out's content into dst */
+    krn_rlog swap = *dst;
+    *dst = *out;
+    *out = swap;
+    rc = 0;
+done:
+    krn_rlog_free(out);
+    free(tmp);
+    free(parts);
+    free(pos);
+    free(cur);
+    return rc;
+}

@@ -76,6 +76,14 @@ uint64_t krn_rlog_nentries(const krn_rlog *log);
 /* The entries of site `site`, or NULL if it has none (binary search). */
 const krn_rlog_site *krn_rlog_find(const krn_rlog *log, uint32_t site);
 
+/* Replaces dst's content with the merge of src[0..nsrc) (dst may be one of
+ * them): every site of any of them, in increasing site order; a site present
+ * in several (the slices of a site split over processes, such as grad.sum)
+ * with their entries in increasing element order. All must belong to the
+ * same step and agree on each site's n, and no element may be logged twice;
+ * otherwise OVT_EINVAL and dst is left unchanged. */
+int krn_rlog_merge(krn_rlog *dst, const krn_rlog *const *src, size_t nsrc) OVT_MUST_USE;
+
 /* Serialises to the file format (malloc'd *buf). */
 int krn_rlog_encode(const krn_rlog *log, uint8_t **buf, size_t *len) OVT_MUST_USE;
 

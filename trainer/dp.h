@@ -53,6 +53,11 @@ void trn_dp_close(trn_dp *dp);
 int trn_dp_rank(const trn_dp *dp);
 int trn_dp_size(const trn_dp *dp);
 const char *trn_dp_host(const trn_dp *dp);
+/* Every rank's host name, hosts[r] for r in 0 .. trn_dp_size() - 1 (each
+ * NUL-terminated, cut at TRN_SHARD_HOST_MAX - 1 bytes), for RUNDIR/ranks.json.
+ * trn_dp_open gathered them, so this talks to no other rank; any rank may
+ * call it. With a NULL dp, hosts[0] is this machine's name. */
+int trn_dp_hosts(const trn_dp *dp, char (*hosts)[TRN_SHARD_HOST_MAX]) OVT_MUST_USE;
 
 /* Every rank fills the records of its own shards in rec[0..S); afterwards
  * every rank holds all S. */

@@ -1,6 +1,9 @@
 /* trainer/dp.h in a build without MPI: one process is the only choice. */
 #include "trainer/dp.h"
 
+#include <string.h>
+#include <unistd.h>
+
 static int no_mpi(void)
 {
     return ovt_fail(OVT_EINVAL, "this ovt was built without MPI: install libopenmpi-dev (scripts/setup.sh) and "
@@ -19,6 +22,14 @@ void trn_dp_close(trn_dp *dp) { (void)dp; }
 int trn_dp_rank(const trn_dp *dp) { (void)dp; return 0; }
 int trn_dp_size(const trn_dp *dp) { (void)dp; return 1; }
 const char *trn_dp_host(const trn_dp *dp) { (void)dp; return ""; }
+int trn_dp_hosts(const trn_dp *dp, char (*hosts)[TRN_SHARD_HOST_MAX])
+{
+    (void)dp;
+    memset(hosts[0], 0, TRN_SHARD_HOST_MAX);
+    if (gethostname(hosts[0], TRN_SHARD_HOST_MAX - 1) != 0)
+        return ovt_fail_errno(OVT_EIO, "gethostname");
+    return 0;
+}
 int trn_dp_share_shards(trn_dp *dp, trn_shard_record *rec, uint32_t S, uint64_t step)
 {
     (void)dp, (void)rec, (void)S, (void)step;
