@@ -419,6 +419,60 @@ static void test_body_errors(void)
     expect_body_error("body ends early", 3, 3, two, sizeof two, "disagree");
 }
 
+/* krn_rlog_merge: a site split over three logs comes out in element order
+ * (the expected log written here entry by entry, not by a merge), a site in
+ * one log only is copied, the destination may be a source, and two logs of
+ * one element, disagreeing n or different steps are refused with dst as it
+ * was. */
+static void test_merge(void)
+{
+    krn_rlog *a = krn_rlog_new(), *b = krn_rlog_new(), *c = krn_rlog_new(), *want = krn_rlog_new();
+    krn_rlog_reset(a, 9), krn_rlog_reset(b, 9), krn_rlog_reset(c, 9), krn_rlog_reset(want, 9);
+    /* site 2 in a only; site 5 (n = 30) split: a 0..9, b 10..19, c 20..29 but
+     * (the order of the sources does not matter); site 7 in c only */
+    CHECK(krn_rlog_add(a, 2, 4, 1, KRN_DIR_UP, 0) == 0);
+    CHECK(krn_rlog_add(a, 5, 30, 3, KRN_DIR_DOWN, 0) == 0);
+    CHECK(krn_rlog_add(a, 5, 30, 9, KRN_DIR_VALUE, 1.5f) == 0);
+    CHECK(krn_rlog_add(b, 5, 30, 10, KRN_DIR_UP, 0) == 0);
+    CHECK(krn_rlog_add(b, 5, 30, 17, KRN_DIR_DOWN, 0) == 0);
+    CHECK(krn_rlog_add(c, 5, 30, 20, KRN_DIR_VALUE, -2.0f) == 0);
+    CHECK(krn_rlog_add(c, 5, 30, 29, KRN_DIR_UP, 0) == 0);
+    CHECK(krn_rlog_add(c, 7, 2, 0, KRN_DIR_DOWN, 0) == 0);
+    CHECK(krn_rlog_add(want, 2, 4, 1, KRN_DIR_UP, 0) == 0);
+    CHECK(krn_rlog_add(want, 5, 30, 3, KRN_DIR_DOWN, 0) == 0);
+    CHECK(krn_rlog_add(want, 5, 30, 9, KRN_DIR_VALUE, 1.5f) == 0);
+    CHECK(krn_rlog_add(want, 5, 30, 10, KRN_DIR_UP, 0) == 0);
+    CHECK(krn_rlog_add(want, 5, 30, 17, KRN_DIR_DOWN, 0) == 0);
+    CHECK(krn_rlog_add(want, 5, 30, 20, KRN_DIR_VALUE, -2.0f) == 0);
+    CHECK(krn_rlog_add(want, 5, 30, 29, KRN_DIR_UP, 0) == 0);
+    CHECK(krn_rlog_add(want, 7, 2, 0, KRN_DIR_DOWN, 0) == 0);
+
+    /* the sources in any order give the same log; dst = a source works */
+    const krn_rlog *order1[] = {c, a, b};
+    krn_rlog *m = krn_rlog_new();
+    CHECK(krn_rlog_merge(m, order1, 3) == 0);
+    CHECK(same_log(m, want));
+    const krn_rlog *order2[] = {a, b, c};
+    CHECK(krn_rlog_merge(a, order2, 3) == 0);
+    CHECK(same_log(a, want));
+
+    /* refusals leave dst unchanged */
+    krn_rlog *dup = krn_rlog_new(), *badn = krn_rlog_new(), *other = krn_rlog_new();
+    krn_rlog_reset(dup, 9), krn_rlog_reset(badn, 9), krn_rlog_reset(other, 10);
+    CHECK(krn_rlog_add(dup, 5, 30, 17, KRN_DIR_UP, 0) == 0);
+    CHECK(krn_rlog_add(badn, 5, 31, 25, KRN_DIR_UP, 0) == 0);
+    const krn_rlog *s_dup[] = {b, dup}, *s_n[] = {b, badn}, *s_step[] = {b, other};
+    CHECK(krn_rlog_merge(m, s_dup, 2) == OVT_EINVAL);
+    CHECK(strstr(ovt_errmsg(), "element 17 is logged by two") != NULL);
+    CHECK(krn_rlog_merge(m, s_n, 2) == OVT_EINVAL);
+    CHECK(strstr(ovt_errmsg(), "n = 31") != NULL);
+    CHECK(krn_rlog_merge(m, s_step, 2) == OVT_EINVAL);
+    CHECK(strstr(ovt_errmsg(), "step 10") != NULL);
+    CHECK(same_log(m, want));
+    krn_rlog_free(dup), krn_rlog_free(badn), krn_rlog_free(other), krn_rlog_free(m);
+    krn_rlog_free(a), krn_rlog_free(b), krn_rlog_free(c), krn_rlog_free(want);
+}
+
 int main(void)
 {
     test_memory_rules();
@@ -426,5 +480,6 @@ int main(void)
     test_round_trips();
     test_truncate_and_flip();
     test_body_errors();
+    test_merge();
     return check_done();
 }
