@@ -44,10 +44,12 @@ static const char *op_name(uint64_t op)
 
 enum { TAG_ARRIVE = 1, TAG_GO = 2, TAG_LOG_LEN = 3, TAG_LOG = 4 };
 
-/* grad_sum reduces at most this many elements per collective, so that no
- * rank needs more than the caller's buffers; OVT_DP_CHUNK overrides it
- * (tests use a small one to cross chunk edges). */
-#define DP_CHUNK_DEFAULT ((size_t)8 << 20)
+/* grad_sum reduces at most this many elements per collective (8 MiB of
+ * FP64): Open MPI 4.1's non-blocking reduce-scatter over TCP ran about ten
+ * times slower per element with chunks of 2M elements and more
+ * (bench/bench_dp.c, docs/data-parallel.md). OVT_DP_CHUNK overrides it
+ * (tests use small ones to cross chunk edges). */
+#define DP_CHUNK_DEFAULT ((size_t)1 << 20)
 /* The longest failure message trn_dp_agree passes on. */
 #define DP_AGREE_MSG 2048
 /* A rank that sends no log in trn_dp_merge_log sends this length. */
@@ -95,11 +97,12 @@ static void OVT_PRINTF(2, 3) die(const trn_dp *dp, const char *fmt, ...)
 }
 
 /* Polls reqs until all completed (true) or the deadline passed (false).
- * Non-blocking collectives progress inside MPI_Test*. The first 50 ms
- * yield the core between polls (a collective whose ranks have all arrived
- * finishes within that), then the poll sleeps 0.2 ms at a time, so waiting
- * ranks leave the cores to the ranks still computing. */
-static bool wait_until(MPI_Request *reqs, int n, double deadline)
+ * Non-blocking collectives progress only inside MPI's test calls, so while
+ * data moves (patient false: every rank has arrived) the loop polls without
+ * pause, yielding the core between polls. While waiting for other ranks to
+ * arrive (patient true), after 50 ms it sleeps 0.2 ms between polls, so
+ * that ranks waiting for a slow one leave the cores to it. */
+static bool wait_until(MPI_Request *reqs, int n, double deadline, bool patient)
 {
     double start = now_s();
     for (;;) {
@@ -110,7 +113,7 @@ static bool wait_until(MPI_Request *reqs, int n, double deadline)
         double t = now_s();
         if (t >= deadline)
             return false;
-        if (t - start < 0.05)
+        if (!patient || t - start < 0.05)
             sched_yield();
         else
             nanosleep(&(struct timespec){.tv_nsec = 200000}, NULL);
@@ -120,7 +123,7 @@ static bool wait_until(MPI_Request *reqs, int n, double deadline)
 /* Waits for the data of one collective, which every rank has joined. */
 static void finish(const trn_dp *dp, MPI_Request *reqs, int n, uint64_t op, uint64_t step)
 {
-    if (!wait_until(reqs, n, now_s() + dp->timeout_s))
+    if (!wait_until(reqs, n, now_s() + dp->timeout_s, false))
         die(dp, "%s at step %llu did not complete within %g s after every rank arrived: a rank died or the "
                 "network between the ranks failed",
             op_name(op), (unsigned long long)step, dp->timeout_s);
@@ -137,7 +140,7 @@ static void arrive(trn_dp *dp, uint64_t op, uint64_t step, uint64_t n)
         MPI_Request rq[2];
         MPI_Isend(note, 4, MPI_UINT64_T, 0, TAG_ARRIVE, dp->notes, &rq[0]);
         MPI_Irecv(go, 4, MPI_UINT64_T, 0, TAG_GO, dp->notes, &rq[1]);
-        if (!wait_until(rq, 2, now_s() + 2 * dp->timeout_s))
+        if (!wait_until(rq, 2, now_s() + 2 * dp->timeout_s, true))
             die(dp, "waited %g s (twice the rank timeout) at %s of step %llu for rank 0 (host %s) to see every "
                     "rank arrive: rank 0 is hung or gone",
                 2 * dp->timeout_s, op_name(op), (unsigned long long)step, dp->hosts[0]);
@@ -150,7 +153,7 @@ static void arrive(trn_dp *dp, uint64_t op, uint64_t step, uint64_t n)
         die(dp, "out of memory for %d arrival notes", others);
     for (int r = 1; r < dp->size; r++)
         MPI_Irecv(got[r - 1], 4, MPI_UINT64_T, r, TAG_ARRIVE, dp->notes, &rq[r - 1]);
-    if (!wait_until(rq, others, now_s() + dp->timeout_s)) {
+    if (!wait_until(rq, others, now_s() + dp->timeout_s, true)) {
         char missing[768] = "";
         size_t len = 0;
         int nmissing = 0;
@@ -227,7 +230,7 @@ int trn_dp_open(trn_dp **out, double timeout_s)
     MPI_Request rq[2];
     MPI_Comm_idup(MPI_COMM_WORLD, &dp->comm, &rq[0]);
     MPI_Comm_idup(MPI_COMM_WORLD, &dp->notes, &rq[1]);
-    if (!wait_until(rq, 2, now_s() + 2 * timeout_s))
+    if (!wait_until(rq, 2, now_s() + 2 * timeout_s, true))
         die(dp, "not every one of the %d ranks started the data-parallel run within %g s (twice the rank timeout)",
             dp->size, 2 * timeout_s);
     arrive(dp, OP_OPEN, 0, (uint64_t)dp->size);
