@@ -50,6 +50,11 @@ bool trn_dp_launched(void);
 int trn_dp_open(trn_dp **out, double timeout_s) OVT_MUST_USE;
 /* MPI_Finalize. */
 void trn_dp_close(trn_dp *dp);
+/* Ends every rank of the job now (MPI_Abort; mpirun exits non-zero), for a
+ * failure that only this rank knows of (the others would wait for it at the
+ * next collective until the timeout): print the error first. Does not
+ * return. */
+void trn_dp_abort(trn_dp *dp, int code);
 int trn_dp_rank(const trn_dp *dp);
 int trn_dp_size(const trn_dp *dp);
 const char *trn_dp_host(const trn_dp *dp);

@@ -252,6 +252,15 @@ void trn_dp_close(trn_dp *dp)
     free(dp);
 }
 
+void trn_dp_abort(trn_dp *dp, int code)
+{
+    (void)dp;
+    fflush(stdout);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, code > 0 && code < 256 ? code : 1);
+    abort();
+}
+
 int trn_dp_rank(const trn_dp *dp) { return dp ? dp->rank : 0; }
 int trn_dp_size(const trn_dp *dp) { return dp ? dp->size : 1; }
 const char *trn_dp_host(const trn_dp *dp) { return dp ? dp->hosts[dp->rank] : ""; }

@@ -1,6 +1,7 @@
 /* trainer/dp.h in a build without MPI: one process is the only choice. */
 #include "trainer/dp.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -19,6 +20,12 @@ int trn_dp_open(trn_dp **out, double timeout_s)
     return no_mpi();
 }
 void trn_dp_close(trn_dp *dp) { (void)dp; }
+void trn_dp_abort(trn_dp *dp, int code)
+{
+    /* no trn_dp can be open in this build: only misuse gets here */
+    (void)dp, (void)code;
+    abort();
+}
 int trn_dp_rank(const trn_dp *dp) { (void)dp; return 0; }
 int trn_dp_size(const trn_dp *dp) { (void)dp; return 1; }
 const char *trn_dp_host(const trn_dp *dp) { (void)dp; return ""; }

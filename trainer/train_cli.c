@@ -14,6 +14,7 @@
 #include "kernels/site.h"
 #include "trainer/cliargs.h"
 #include "trainer/data.h"
+#include "trainer/dp.h"
 #include "trainer/fault.h"
 #include "trainer/init.h"
 #include "trainer/plot.h"
@@ -81,7 +82,14 @@ static void train_usage(FILE *f)
             "  --nearest            round to nearest without any log (the ablation; no entries)\n"
             "  --print-state        print \"state STEP HASH\" with the stateHash after every step\n"
             "  --json               print the summary as JSON (no progress lines)\n"
+            "  --rank-timeout S     under mpirun: how long, in seconds, a process waits for the others\n"
+            "                       at each exchange before it ends the job naming the ones missing\n"
+            "                       (default 600; docs/data-parallel.md)\n"
             "  -h, --help           this help\n"
+            "\n"
+            "Data-parallel: `mpirun -np R ovt train ...` runs R processes that share each step;\n"
+            "every process reads the same --data, only rank 0 writes DIR and prints, and every\n"
+            "process checks after each step that all hold the same stateHash (docs/data-parallel.md).\n"
             "\n"
             "testing only (fault injection for `ovt devnet` and the tests; the run is then wrong\n"
             "at step K on purpose, see docs/devnet.md):\n"
@@ -107,6 +115,9 @@ struct train_args {
     trn_run_config rc;
     const float *init_params; /* --init-from, nparams floats; NULL: from the seed */
     size_t init_len;          /* bytes */
+    double rank_timeout;      /* seconds, under mpirun */
+    trn_dp *dp;               /* under mpirun; NULL: one process */
+    bool writer;              /* this process writes the run directory and prints (rank 0) */
 };
 
 /* Opens the run: a fresh one (config.bin, step-0 checkpoint) or, with
@@ -121,6 +132,14 @@ static int open_run(const struct train_args *a, trn_state **st, trn_step_table *
         return rv;
     bool exists = access(path, F_OK) == 0;
     table->count = 0;
+    if (!a->resume && !a->writer) {
+        /* another rank of this job: rank 0 writes config.bin and the first checkpoint */
+        if ((rv = trn_state_start(st, &a->rc, (const uint8_t *)a->init_params, a->init_len)))
+            return rv;
+        trn_state_hash(&table->steps[0].state_hash, *st);
+        table->count = 1;
+        return 0;
+    }
     if (!a->resume) {
         if (exists)
             return ovt_fail(OVT_EINVAL, "%s already holds a run: pass --resume to continue it, or another --out",
@@ -253,7 +272,23 @@ static double seconds_since(const struct timespec *t0)
     return (double)(t1.tv_sec - t0->tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0->tv_nsec);
 }
 
-static int train(const struct train_args *a)
+/* Under mpirun every rank learns whether any rank failed (trn_dp_agree):
+ * a failure is then every rank's (*together), and they stop together. */
+static int agree(const struct train_args *a, int rv, uint64_t step, bool *together)
+{
+    if (a->dp == NULL)
+        return rv;
+    rv = trn_dp_agree(a->dp, rv, step);
+    if (rv)
+        *together = true;
+    return rv;
+}
+
+/* The run. Under mpirun (a->dp) every rank computes; only the writer (rank
+ * 0) writes the run directory and prints. A failure that every rank shares
+ * sets *together; any other is this rank's alone (the caller then ends the
+ * job). */
+static int train(const struct train_args *a, bool *together)
 {
     trn_run_config rc = a->rc;
     trn_run_data data;
@@ -292,13 +327,17 @@ static int train(const struct train_args *a)
         rv = ovt_fail(OVT_ENOMEM, "out of memory for %llu steps", (unsigned long long)a->steps);
         goto done;
     }
-    if ((rv = ovt_mkdirs(a->out, 0755)))
-        goto done;
-    snprintf(path, sizeof path, "%s/logs", a->out);
-    if ((rv = ovt_mkdirs(path, 0755)))
-        goto done;
-    snprintf(path, sizeof path, "%s/ckpt", a->out);
-    if ((rv = ovt_mkdirs(path, 0755)) || (rv = open_run(&args, &st, &table)))
+    if (a->writer) {
+        if ((rv = ovt_mkdirs(a->out, 0755)))
+            goto done;
+        snprintf(path, sizeof path, "%s/logs", a->out);
+        if ((rv = ovt_mkdirs(path, 0755)))
+            goto done;
+        snprintf(path, sizeof path, "%s/ckpt", a->out);
+        if ((rv = ovt_mkdirs(path, 0755)))
+            goto done;
+    }
+    if ((rv = agree(a, open_run(&args, &st, &table), 0, together)))
         goto done;
     if (st->step > a->steps) {
         rv = ovt_fail(OVT_EINVAL, "the run is already at step %llu, past --steps %llu",
@@ -310,7 +349,10 @@ static int train(const struct train_args *a)
                      .shuffle_seed = rc.seed, .threads = a->threads};
     if ((rv = krn_ctx_new(&ctx, &kc)) || (rv = trn_workspace_new(&w, &rc)))
         goto done;
-    if (!a->json)
+    if (!a->json && a->writer && a->dp)
+        printf("ovt train: %d processes (mpirun), this one rank 0 on %s, rank timeout %g s\n", trn_dp_size(a->dp),
+               trn_dp_host(a->dp), a->rank_timeout);
+    if (!a->json && a->writer)
         printf("ovt train: %s, %zu parameters, batch %u x %u, b = %u, backend %s, steps %llu..%llu -> %s\n"
                "  lr %g -> %g (%s after %u warmup steps)%s%s\n",
                a->model, st->layout.nparams, rc.batch_size, rc.seq_len ? rc.seq_len : 1, rc.grid_bits, a->backend,
@@ -319,7 +361,7 @@ static int train(const struct train_args *a)
                a->init_from ? a->init_from : "");
     uint64_t entries = 0, log_bytes = 0, start = st->step;
     double first_loss = 0, last_loss = 0;
-    if ((rv = resume_loss(&args, rows, &nrows, start)))
+    if (a->writer && (rv = resume_loss(&args, rows, &nrows, start)))
         goto done;
     struct timespec session_t0;
     clock_gettime(CLOCK_MONOTONIC, &session_t0);
@@ -349,13 +391,13 @@ static int train(const struct train_args *a)
                 rv = ovt_fail(OVT_ENOMEM, "out of memory for a copy of state %llu", (unsigned long long)(i - 1));
             if (!rv) {
                 memcpy(keep, st->mem, bytes);
-                rv = trn_train_step(ctx, w, st, &batch.view, log, &info);
+                rv = trn_train_step(ctx, w, st, &batch.view, log, &info); /* MERGE(issue 13): pass a->dp */
                 memcpy(st->mem, keep, bytes);
                 free(keep);
                 st->step = i;
             }
         } else if (!rv) {
-            rv = trn_train_step(ctx, w, st, &batch.view, mode == KRN_NEAREST ? NULL : log, &info);
+            rv = trn_train_step(ctx, w, st, &batch.view, mode == KRN_NEAREST ? NULL : log, &info); /* MERGE(issue 13): pass a->dp */
         }
         clock_gettime(CLOCK_MONOTONIC, &t1);
         if (!rv && !isfinite(info.loss))
@@ -371,24 +413,34 @@ static int train(const struct train_args *a)
             trn_fault_bitflip(st);
         if (!rv && trn_fault_at(&a->fault, TRN_FAULT_OMITTED_LOG, i))
             krn_rlog_reset(log, i);
+        rv = agree(a, rv, i, together);
         table.steps[i].batch_hash = batch.hash;
         trn_step_batch_free(&batch);
         if (rv)
             goto done;
-        uint8_t *bytes;
-        size_t len;
-        if ((rv = krn_rlog_encode(log, &bytes, &len)))
+        /* rank 0's log becomes the whole step's (every rank's entries) */
+        if (a->dp && (rv = agree(a, trn_dp_merge_log(a->dp, log, i), i, together)))
             goto done;
-        ovt_sha256(&table.steps[i].log_hash, bytes, len);
-        rv = trn_run_path(path, sizeof path, a->out, "logs", i, "rlog");
-        if (!rv)
-            rv = ovt_write_atomic(path, bytes, len, 0644);
-        free(bytes);
-        if (rv)
-            goto done;
+        size_t len = 0;
+        if (a->writer) {
+            uint8_t *bytes;
+            if ((rv = krn_rlog_encode(log, &bytes, &len)))
+                goto done;
+            ovt_sha256(&table.steps[i].log_hash, bytes, len);
+            rv = trn_run_path(path, sizeof path, a->out, "logs", i, "rlog");
+            if (!rv)
+                rv = ovt_write_atomic(path, bytes, len, 0644);
+            free(bytes);
+            if (rv)
+                goto done;
+        }
         trn_state_hash(&table.steps[i].state_hash, st);
         table.count = i + 1;
-        if (a->print_state) {
+        if (a->dp && (rv = trn_dp_check_state(a->dp, &table.steps[i].state_hash, i))) {
+            *together = true; /* every rank holds the same answer */
+            goto done;
+        }
+        if (a->print_state && a->writer) {
             char hx[65];
             ovt_hex_encode(hx, table.steps[i].state_hash.b, 32);
             printf("state %llu %s\n", (unsigned long long)i, hx);
@@ -400,14 +452,14 @@ static int train(const struct train_args *a)
         last_loss = info.loss;
         rows[nrows++] = (trn_loss_row){.step = i, .loss = info.loss, .lr = info.lr, .grad_norm = info.grad_norm,
                                        .log_entries = krn_rlog_nentries(log)};
-        if ((a->ckpt_every && i % a->ckpt_every == 0) || i == a->steps) {
+        if (a->writer && ((a->ckpt_every && i % a->ckpt_every == 0) || i == a->steps)) {
             if ((rv = trn_run_path(path, sizeof path, a->out, NULL, 0, "steps.bin")) ||
                 (rv = trn_step_table_write(&table, path)) ||
                 (rv = trn_run_path(path, sizeof path, a->out, "ckpt", i, "ckpt")) || (rv = trn_checkpoint_write(st, path)) ||
                 (rv = write_loss(a, rows, nrows)))
                 goto done;
         }
-        if (!a->json && a->every && (i % a->every == 0 || i == a->steps)) {
+        if (!a->json && a->writer && a->every && (i % a->every == 0 || i == a->steps)) {
             printf("step %6llu/%llu  loss %.4f  lr %.3g  grad norm %.3g  %.2f steps/s  log %llu entries "
                    "(%.0f per step so far), %zu bytes  step %.2f s\n",
                    (unsigned long long)i, (unsigned long long)a->steps, (double)info.loss, (double)info.lr,
@@ -416,6 +468,10 @@ static int train(const struct train_args *a)
                    (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
             fflush(stdout);
         }
+    }
+    if (!a->writer) {
+        rv = 0; /* rank 0 writes the rest */
+        goto done;
     }
     if ((rv = trn_run_path(path, sizeof path, a->out, NULL, 0, "steps.bin")) || (rv = trn_step_table_write(&table, path)))
         goto done;
@@ -457,7 +513,7 @@ static int load_config_file(struct train_args *a, const char *path)
 
 enum { O_MODEL = 256, O_DATA, O_OUT, O_STEPS, O_BATCH, O_SEQ, O_LR, O_LR_MIN, O_WARMUP, O_WD, O_CLIP, O_SEED,
        O_GRID, O_BACKEND, O_THREADS, O_CKPT, O_RESUME, O_RUN_ID, O_EVERY, O_JSON, O_REPLAY, O_NEAREST,
-       O_PRINT_STATE, O_FAULT, O_FAULT_STEP, O_CONFIG, O_SCHEDULE, O_INIT_FROM };
+       O_PRINT_STATE, O_FAULT, O_FAULT_STEP, O_CONFIG, O_SCHEDULE, O_INIT_FROM, O_RANK_TIMEOUT };
 
 int trn_cmd_train(int argc, char **argv)
 {
@@ -474,10 +530,11 @@ int trn_cmd_train(int argc, char **argv)
         {"every", required_argument, NULL, O_EVERY},     {"json", no_argument, NULL, O_JSON},
         {"replay", required_argument, NULL, O_REPLAY},   {"nearest", no_argument, NULL, O_NEAREST},
         {"print-state", no_argument, NULL, O_PRINT_STATE}, {"schedule", required_argument, NULL, O_SCHEDULE},
-        {"init-from", required_argument, NULL, O_INIT_FROM},
+        {"init-from", required_argument, NULL, O_INIT_FROM}, {"rank-timeout", required_argument, NULL, O_RANK_TIMEOUT},
         {"config", required_argument, NULL, O_CONFIG},   {"inject-fault", required_argument, NULL, O_FAULT}, {"fault-step", required_argument, NULL, O_FAULT_STEP},
         {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0}};
-    struct train_args a = {.model = "gpt2-tiny", .backend = "cpu", .steps = 100, .every = 10, .ckpt_every = 50};
+    struct train_args a = {.model = "gpt2-tiny", .backend = "cpu", .steps = 100, .every = 10, .ckpt_every = 50,
+                           .rank_timeout = 600, .writer = true};
     /* First pass: the model, which sets the defaults the other flags change. */
     for (int k = 1; k + 1 < argc; k++)
         if (!strcmp(argv[k], "--model"))
@@ -583,6 +640,9 @@ int trn_cmd_train(int argc, char **argv)
         case O_REPLAY: a.replay = optarg; break;
         case O_NEAREST: a.nearest = true; break;
         case O_PRINT_STATE: a.print_state = true; break;
+        case O_RANK_TIMEOUT:
+            if (trn_arg_real("train", flag, optarg, 0.001, 1e6, &a.rank_timeout)) return 2;
+            break;
         case O_FAULT:
             if (trn_fault_parse(&a.fault.kind, optarg)) {
                 fprintf(stderr, "ovt train: --inject-fault: %s\n", ovt_errmsg());
@@ -613,10 +673,26 @@ int trn_cmd_train(int argc, char **argv)
     if (!lr_min_set)
         a.rc.lr_min = a.rc.lr / 10;
     a.rc.decay_steps = a.rc.lr_min != a.rc.lr ? (uint32_t)a.steps : 0;
-    int rv = train(&a);
-    if (rv) {
-        fprintf(stderr, "ovt train: %s\n", ovt_errmsg());
-        return 1;
+    if (trn_dp_launched()) {
+        if (a.replay) {
+            fprintf(stderr, "ovt train: --replay runs in one process: start it without mpirun\n");
+            return 2;
+        }
+        if (trn_dp_open(&a.dp, a.rank_timeout)) {
+            fprintf(stderr, "ovt train: %s\n", ovt_errmsg());
+            return 1;
+        }
+        a.writer = trn_dp_rank(a.dp) == 0;
     }
-    return 0;
+    bool together = false;
+    int rv = train(&a, &together);
+    if (rv && a.dp && !together) {
+        /* only this rank knows: the others would wait for it until the timeout */
+        fprintf(stderr, "ovt train: rank %d (host %s): %s\n", trn_dp_rank(a.dp), trn_dp_host(a.dp), ovt_errmsg());
+        trn_dp_abort(a.dp, 1);
+    }
+    if (rv && a.writer)
+        fprintf(stderr, "ovt train: %s\n", ovt_errmsg());
+    trn_dp_close(a.dp);
+    return rv ? 1 : 0;
 }
