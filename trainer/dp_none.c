@@ -12,7 +12,10 @@ static int no_mpi(void)
 }
 
 bool trn_dp_available(void) { return false; }
-bool trn_dp_launched(void) { return false; }
+/* Started by mpirun all the same: say so, so that `ovt train` tries to open
+ * a dp and fails with the message above instead of R processes each
+ * training alone into the same run directory. */
+bool trn_dp_launched(void) { return getenv("OMPI_COMM_WORLD_SIZE") != NULL || getenv("PMIX_RANK") != NULL; }
 int trn_dp_open(trn_dp **out, double timeout_s)
 {
     (void)timeout_s;
