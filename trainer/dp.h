@@ -77,7 +77,9 @@ typedef int (*trn_dp_round_fn)(void *arg, float *out, const double *sum, const d
  * sums over its own shards (overwritten). The ranks add them up in whatever
  * order the library picks, each rank rounds its slice with `round`, and the
  * rounded slices are gathered, so that every rank ends with the same grads
- * (n). */
+ * (n). `round` may be called several times (the sum goes in chunks), each
+ * with its own offset. A rank whose `round` fails still takes part in the
+ * rest and returns the failure at the end: pass it to trn_dp_agree. */
 int trn_dp_grad_sum(trn_dp *dp, float *grads, double *sum, double *abs_sum, size_t n, trn_dp_round_fn round,
                     void *arg, uint64_t step) OVT_MUST_USE;
 
