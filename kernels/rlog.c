@@ -15,6 +15,8 @@ struct krn_rlog {
     size_t cap_sites;
     size_t *cap_entries; /* capacity of sites[i].entries */
     uint64_t nentries;
+    uint32_t nshards;
+    ovt_hash *shards; /* nshards of them */
 };
 
 krn_rlog *krn_rlog_new(void)
@@ -37,13 +39,55 @@ void krn_rlog_free(krn_rlog *log)
     free_sites(log);
     free(log->sites);
     free(log->cap_entries);
+    free(log->shards);
     free(log);
 }
 
 void krn_rlog_reset(krn_rlog *log, uint64_t step)
 {
     free_sites(log);
+    free(log->shards);
+    log->shards = NULL;
+    log->nshards = 0;
     log->step = step;
+}
+
+int krn_rlog_set_shards(krn_rlog *log, const ovt_hash *hashes, uint32_t S)
+{
+    if (S == 1 || S > KRN_RLOG_MAX_SHARDS)
+        return ovt_fail(OVT_EINVAL, "rounding log: a shard table of %u shards (2..%u, or none)", S,
+                        KRN_RLOG_MAX_SHARDS);
+    ovt_hash *t = NULL;
+    if (S > 0) {
+        t = malloc(S * sizeof *t);
+        if (t == NULL)
+            return ovt_fail(OVT_ENOMEM, "rounding log: out of memory for a shard table");
+        memcpy(t, hashes, S * sizeof *t);
+    }
+    free(log->shards);
+    log->shards = t;
+    log->nshards = S;
+    return 0;
+}
+
+uint32_t krn_rlog_nshards(const krn_rlog *log)
+{
+    return log->nshards;
+}
+
+const ovt_hash *krn_rlog_shard_hash(const krn_rlog *log, uint32_t j)
+{
+    return j < log->nshards ? &log->shards[j] : NULL;
+}
+
+int krn_rlog_shift_sites(krn_rlog *log, uint32_t delta)
+{
+    if (log->nsites > 0 && log->sites[log->nsites - 1].site > UINT32_MAX - delta)
+        return ovt_fail(OVT_EINVAL, "rounding log: site %u + %u passes 2^32 - 1",
+                        log->sites[log->nsites - 1].site, delta);
+    for (size_t i = 0; i < log->nsites; i++)
+        log->sites[i].site += delta;
+    return 0;
 }
 
 uint64_t krn_rlog_step(const krn_rlog *log)
@@ -285,6 +329,8 @@ int krn_rlog_merge(krn_rlog *dst, const krn_rlog *const *src, size_t nsrc)
         if (rc < 0)
             goto done;
     }
+    if (src[0]->nshards > 0 && (rc = krn_rlog_set_shards(out, src[0]->shards, src[0]->nshards)) < 0)
+        goto done;
     /* move out's content into dst */
     krn_rlog swap = *dst;
     *dst = *out;

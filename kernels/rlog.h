@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/bytes.h"
 #include "common/err.h"
 
 /* The format's size limits (docs/formats.md, "Rounding log"). No body may
@@ -24,8 +25,10 @@
  * against zstd.h in rlog_codec.c). krn_rlog_decode refuses a longer file, and
  * every fetch of a log from a store is capped here (docs/store.md, "Limits"). */
 #define KRN_RLOG_HEADER 56
+#define KRN_RLOG_MAX_SHARDS 1024u
 #define KRN_RLOG_MAX_BODY ((size_t)1 << 29)
-#define KRN_RLOG_MAX_FILE (KRN_RLOG_HEADER + KRN_RLOG_MAX_BODY + (KRN_RLOG_MAX_BODY >> 8))
+#define KRN_RLOG_MAX_FILE                                                                          \
+    (KRN_RLOG_HEADER + 32 * (size_t)KRN_RLOG_MAX_SHARDS + KRN_RLOG_MAX_BODY + (KRN_RLOG_MAX_BODY >> 8))
 
 typedef enum {
     KRN_DIR_DOWN = 0,  /* the grid value below the midpoint */
@@ -51,7 +54,7 @@ typedef struct krn_rlog krn_rlog;
 krn_rlog *krn_rlog_new(void);
 void krn_rlog_free(krn_rlog *log);
 
-/* Empties the log and sets the step it belongs to. */
+/* Empties the log (its shard table too) and sets the step it belongs to. */
 void krn_rlog_reset(krn_rlog *log, uint64_t step);
 
 uint64_t krn_rlog_step(const krn_rlog *log);
@@ -76,12 +79,28 @@ uint64_t krn_rlog_nentries(const krn_rlog *log);
 /* The entries of site `site`, or NULL if it has none (binary search). */
 const krn_rlog_site *krn_rlog_find(const krn_rlog *log, uint32_t site);
 
+/* The shard table of a sharded step (docs/formats.md, format version 2):
+ * the SHA-256 of each of the step's S shard gradients, hashes[j] for shard
+ * j. A log of a step in one shard has none (0). Setting replaces the table;
+ * S = 0 removes it; S above KRN_RLOG_MAX_SHARDS (or 1: a table is for S >=
+ * 2) fails with OVT_EINVAL. */
+int krn_rlog_set_shards(krn_rlog *log, const ovt_hash *hashes, uint32_t S) OVT_MUST_USE;
+uint32_t krn_rlog_nshards(const krn_rlog *log);
+/* hashes[j], or NULL when j >= krn_rlog_nshards(). */
+const ovt_hash *krn_rlog_shard_hash(const krn_rlog *log, uint32_t j);
+
+/* Adds delta to every site number (the sites a process computed with its
+ * own numbering, moved to where they belong in the step). OVT_EINVAL if a
+ * number would pass 2^32 - 1. */
+int krn_rlog_shift_sites(krn_rlog *log, uint32_t delta) OVT_MUST_USE;
+
 /* Replaces dst's content with the merge of src[0..nsrc) (dst may be one of
  * them): every site of any of them, in increasing site order; a site present
  * in several (the slices of a site split over processes, such as grad.sum)
  * with their entries in increasing element order. All must belong to the
  * same step and agree on each site's n, and no element may be logged twice;
- * otherwise OVT_EINVAL and dst is left unchanged. */
+ * otherwise OVT_EINVAL and dst is left unchanged. The result has src[0]'s
+ * shard table. */
 int krn_rlog_merge(krn_rlog *dst, const krn_rlog *const *src, size_t nsrc) OVT_MUST_USE;
 
 /* Serialises to the file format (malloc'd *buf). */

@@ -2,14 +2,15 @@
  *
  *   offset  size  field
  *    0       8    magic "OVTRLOG\0"
- *    8       4    format version (1)
- *   12       4    reserved, 0
+ *    8       4    format version: 1, or 2 for a log with a shard table
+ *   12       4    version 1: reserved, 0; version 2: the shard count S (2..1024)
  *   16       8    step
  *   24       8    number of sites with entries
  *   32       8    number of entries
  *   40       8    length of the uncompressed body
  *   48       8    length of the compressed body (the rest of the file)
- *   56            body, one zstd frame with its content size and a content
+ *   56     32*S  version 2 only: the shard table, S SHA-256 hashes
+ *   56+32S        body, one zstd frame with its content size and a content
  *                 checksum (absent when the log is empty)
  *
  * Body, per site in increasing site order: site (varint; the first site's
@@ -31,7 +32,8 @@
 #include "kernels/rlog.h"
 
 #define RLOG_MAGIC "OVTRLOG"
-#define RLOG_VERSION 1
+#define RLOG_VERSION 1        /* a log without a shard table */
+#define RLOG_VERSION_SHARDS 2 /* with one */
 #define RLOG_HEADER KRN_RLOG_HEADER
 #define RLOG_ZSTD_LEVEL 3
 /* No body may decompress to more than this, and no log may hold more
@@ -41,8 +43,10 @@
  * figure for GPT-2 is 18-20 MB of log per step, and ours costs about 3 bytes
  * per entry, so a step should stay within a few million entries. */
 #define RLOG_MAX_BODY ((uint64_t)KRN_RLOG_MAX_BODY)
-_Static_assert(KRN_RLOG_MAX_FILE == RLOG_HEADER + ZSTD_COMPRESSBOUND(KRN_RLOG_MAX_BODY),
-               "KRN_RLOG_MAX_FILE is the header and zstd's bound on a frame of the largest body");
+_Static_assert(KRN_RLOG_MAX_FILE == RLOG_HEADER + 32 * (size_t)KRN_RLOG_MAX_SHARDS +
+                                       ZSTD_COMPRESSBOUND(KRN_RLOG_MAX_BODY),
+               "KRN_RLOG_MAX_FILE is the header, the largest shard table and zstd's bound on a frame of the "
+               "largest body");
 #define RLOG_MAX_ENTRIES (UINT64_C(1) << 26)
 #define RLOG_MIN_SITE_BYTES 6 /* site, n, count, one index, kinds byte, one bits byte */
 
@@ -134,7 +138,9 @@ int krn_rlog_encode(const krn_rlog *log, uint8_t **buf, size_t *len)
         goto fail;
     }
     size_t bound = body.len ? ZSTD_compressBound(body.len) : 0;
-    file = malloc(RLOG_HEADER + bound);
+    uint32_t S = krn_rlog_nshards(log);
+    size_t head = RLOG_HEADER + 32 * (size_t)S;
+    file = malloc(head + bound);
     if (file == NULL) {
         rc = ovt_fail(OVT_ENOMEM, "rounding log: out of memory for the file");
         goto fail;
@@ -150,7 +156,7 @@ int krn_rlog_encode(const krn_rlog *log, uint8_t **buf, size_t *len)
         }
         ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, RLOG_ZSTD_LEVEL);
         ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
-        zlen = ZSTD_compress2(cctx, file + RLOG_HEADER, bound, body.p, body.len);
+        zlen = ZSTD_compress2(cctx, file + head, bound, body.p, body.len);
         ZSTD_freeCCtx(cctx);
         if (ZSTD_isError(zlen)) {
             rc = ovt_fail(OVT_EIO, "rounding log: zstd: %s", ZSTD_getErrorName(zlen));
@@ -158,8 +164,10 @@ int krn_rlog_encode(const krn_rlog *log, uint8_t **buf, size_t *len)
         }
     }
     memcpy(file, RLOG_MAGIC, 8); /* with its NUL */
-    ovt_put_le32(file + 8, RLOG_VERSION);
-    ovt_put_le32(file + 12, 0);
+    ovt_put_le32(file + 8, S > 0 ? RLOG_VERSION_SHARDS : RLOG_VERSION);
+    ovt_put_le32(file + 12, S);
+    for (uint32_t j = 0; j < S; j++)
+        memcpy(file + RLOG_HEADER + 32 * (size_t)j, krn_rlog_shard_hash(log, j)->b, 32);
     ovt_put_le64(file + 16, krn_rlog_step(log));
     ovt_put_le64(file + 24, nsites);
     ovt_put_le64(file + 32, krn_rlog_nentries(log));
@@ -167,7 +175,7 @@ int krn_rlog_encode(const krn_rlog *log, uint8_t **buf, size_t *len)
     ovt_put_le64(file + 48, zlen);
     free(body.p);
     *buf = file;
-    *len = RLOG_HEADER + zlen;
+    *len = head + zlen;
     return 0;
 fail:
     free(file);
@@ -404,21 +412,28 @@ int krn_rlog_decode(krn_rlog *log, const uint8_t *buf, size_t len)
     if (memcmp(buf, RLOG_MAGIC, 8) != 0)
         return ovt_fail(OVT_EFORMAT, "rounding log: wrong magic (not a rounding-log file)");
     uint32_t version = ovt_get_le32(buf + 8);
-    if (version != RLOG_VERSION)
-        return ovt_fail(OVT_EFORMAT, "rounding log: format version %u, this build reads %d",
-                        version, RLOG_VERSION);
-    if (ovt_get_le32(buf + 12) != 0)
+    if (version != RLOG_VERSION && version != RLOG_VERSION_SHARDS)
+        return ovt_fail(OVT_EFORMAT, "rounding log: format version %u, this build reads %d and %d",
+                        version, RLOG_VERSION, RLOG_VERSION_SHARDS);
+    uint32_t S = ovt_get_le32(buf + 12);
+    if (version == RLOG_VERSION && S != 0)
         return ovt_fail(OVT_EFORMAT, "rounding log: reserved header field is not zero");
+    if (version == RLOG_VERSION_SHARDS && (S < 2 || S > KRN_RLOG_MAX_SHARDS))
+        return ovt_fail(OVT_EFORMAT, "rounding log: version 2 states %u shards (2..%u)", S, KRN_RLOG_MAX_SHARDS);
+    size_t head = RLOG_HEADER + 32 * (size_t)S;
+    if (len < head)
+        return ovt_fail(OVT_EFORMAT, "rounding log: file of %zu bytes is shorter than its header and the "
+                                     "table of %u shards (%zu bytes, truncated)", len, S, head);
     uint64_t step = ovt_get_le64(buf + 16);
     uint64_t nsites = ovt_get_le64(buf + 24);
     uint64_t nentries = ovt_get_le64(buf + 32);
     uint64_t body_len = ovt_get_le64(buf + 40);
     uint64_t zlen = ovt_get_le64(buf + 48);
-    if (zlen != len - RLOG_HEADER)
+    if (zlen != len - head)
         return ovt_fail(OVT_EFORMAT, "rounding log: header states a %llu-byte compressed body, "
                                      "the file has %zu bytes after the header%s",
-                        (unsigned long long)zlen, len - RLOG_HEADER,
-                        zlen > len - RLOG_HEADER ? " (truncated)" : " (trailing bytes)");
+                        (unsigned long long)zlen, len - head,
+                        zlen > len - head ? " (truncated)" : " (trailing bytes)");
     if (body_len > RLOG_MAX_BODY)
         return ovt_fail(OVT_EFORMAT, "rounding log: header states a %llu-byte body, more than "
                                      "the limit of %llu", (unsigned long long)body_len,
@@ -433,15 +448,25 @@ int krn_rlog_decode(krn_rlog *log, const uint8_t *buf, size_t len)
                                      "entries, %llu-byte body, %llu compressed)",
                         (unsigned long long)nsites, (unsigned long long)nentries,
                         (unsigned long long)body_len, (unsigned long long)zlen);
-    if (nsites == 0) {
-        krn_rlog_reset(log, step);
-        return 0;
+    ovt_hash *table = NULL;
+    if (S > 0) {
+        if ((table = malloc(S * sizeof *table)) == NULL)
+            return ovt_fail(OVT_ENOMEM, "rounding log: out of memory for a shard table");
+        for (uint32_t j = 0; j < S; j++)
+            memcpy(table[j].b, buf + RLOG_HEADER + 32 * (size_t)j, 32);
     }
-    uint8_t *body;
-    int rc = decompress(buf + RLOG_HEADER, (size_t)zlen, (size_t)body_len, &body);
-    if (rc < 0)
+    uint8_t *body = NULL;
+    int rc = 0;
+    if (nsites > 0 && (rc = decompress(buf + head, (size_t)zlen, (size_t)body_len, &body)) < 0) {
+        free(table);
         return rc;
+    }
     krn_rlog_reset(log, step);
+    if (S > 0)
+        rc = krn_rlog_set_shards(log, table, S);
+    free(table);
+    if (rc < 0 || nsites == 0)
+        goto done;
     reader r = {body, (size_t)body_len, 0};
     uint64_t site = 0;
     for (uint64_t i = 0; i < nsites; i++) {

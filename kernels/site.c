@@ -241,6 +241,22 @@ int krn_step_end(krn_ctx *ctx, krn_stats *stats)
     return 0;
 }
 
+uint32_t krn_ctx_next_site(const krn_ctx *ctx)
+{
+    return ctx->next_site;
+}
+
+int krn_ctx_set_next_site(krn_ctx *ctx, uint32_t site)
+{
+    if (!ctx->in_step || (ctx->cfg.mode != KRN_RECORD && ctx->cfg.mode != KRN_NEAREST))
+        return ovt_fail(OVT_EINVAL, "krn_ctx_set_next_site: only inside a RECORD or NEAREST step");
+    if (site < ctx->next_site)
+        return ovt_fail(OVT_EINVAL, "krn_ctx_set_next_site: site %u is below the %u sites already numbered", site,
+                        ctx->next_site);
+    ctx->next_site = site;
+    return 0;
+}
+
 /* ---- bands ---- */
 
 static bool band_is_zero(const krn_band *band)

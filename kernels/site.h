@@ -175,6 +175,17 @@ typedef struct {
 int krn_site_exact_fills(krn_ctx *ctx, const krn_exact_fill *sites, size_t nsites, size_t n,
                          void *arg) OVT_MUST_USE;
 
+/* The number the next site of the current step gets (the count of sites
+ * numbered so far). */
+uint32_t krn_ctx_next_site(const krn_ctx *ctx);
+
+/* Renumbers: the next site gets number `site` (>= the sites numbered so
+ * far). For a process that computes some shards of a sharded step
+ * (trainer/train.c): its sites are numbered as one process computing
+ * every shard in order would number them. RECORD and NEAREST only
+ * (OVT_EINVAL otherwise: a replay is one process). */
+int krn_ctx_set_next_site(krn_ctx *ctx, uint32_t site) OVT_MUST_USE;
+
 /* Per-site counts of a step (`ovt rlog RUNDIR --step K --sites`), off by
  * default. Counted on the slow path, where an element's own distance d to
  * the nearest midpoint is known: every element with tau > 0 and d <= tau

@@ -94,7 +94,16 @@ int trn_config_check(const trn_run_config *rc)
         return ovt_fail(OVT_EINVAL, "sequence length %u out of range 1..%u", rc->seq_len, rc->model.max_seq);
     if (rc->model.kind == TRN_MODEL_MLP && rc->seq_len)
         return ovt_fail(OVT_EINVAL, "the MLP takes no sequence length");
+    uint32_t S = trn_config_shards(rc);
+    if (S > TRN_MAX_SHARDS || rc->batch_size % S != 0)
+        return ovt_fail(OVT_EINVAL, "%u shards: the shard count must divide the batch size (%u) and be at most %u",
+                        S, rc->batch_size, TRN_MAX_SHARDS);
     return 0;
+}
+
+uint32_t trn_config_shards(const trn_run_config *rc)
+{
+    return rc->shards ? rc->shards : 1;
 }
 
 void trn_config_default(trn_run_config *out, const trn_model_config *m)
@@ -113,6 +122,7 @@ void trn_config_default(trn_run_config *out, const trn_model_config *m)
     out->seed = 1;
     out->grid_bits = 32;
     out->band_rules = TRN_BAND_RULES_V1;
+    out->shards = 1;
 }
 
 static uint64_t f64_bits(double x)
@@ -135,18 +145,21 @@ int trn_config_has_init(const trn_run_config *rc)
     return memcmp(rc->init_hash.b, zero.b, 32) != 0;
 }
 
-static int needs_v2(const trn_run_config *rc)
+/* The lowest encoding version that holds rc (canonical encoding). */
+static uint32_t enc_version(const trn_run_config *rc)
 {
-    return rc->schedule != TRN_SCHEDULE_LINEAR || trn_config_has_init(rc);
+    if (trn_config_shards(rc) > 1)
+        return 3;
+    return rc->schedule != TRN_SCHEDULE_LINEAR || trn_config_has_init(rc) ? 2 : 1;
 }
 
 /* The encoding, field by field (docs/formats.md mirrors this table). */
 size_t trn_config_encode(uint8_t out[TRN_CONFIG_ENC_MAX], const trn_run_config *rc)
 {
     const trn_model_config *m = &rc->model;
-    int v2 = needs_v2(rc);
+    uint32_t version = enc_version(rc);
     memcpy(out, config_magic, 8);
-    ovt_put_le32(out + 8, v2 ? 2u : 1u);
+    ovt_put_le32(out + 8, version);
     const uint32_t model_fields[8] = {(uint32_t)m->kind, m->n_layer, m->width, m->n_head,
                                       m->vocab,          m->max_seq, m->in_dim, m->n_class};
     for (int i = 0; i < 8; i++)
@@ -163,11 +176,14 @@ size_t trn_config_encode(uint8_t out[TRN_CONFIG_ENC_MAX], const trn_run_config *
     ovt_put_le32(out + 128, rc->band_rules);
     ovt_put_le32(out + 132, rc->head_shift);
     memcpy(out + 136, rc->dataset_hash.b, 32);
-    if (!v2)
+    if (version == 1)
         return TRN_CONFIG_ENC_V1_LEN;
     ovt_put_le32(out + 168, (uint32_t)rc->schedule);
     memcpy(out + 172, rc->init_hash.b, 32);
-    return TRN_CONFIG_ENC_V2_LEN;
+    if (version == 2)
+        return TRN_CONFIG_ENC_V2_LEN;
+    ovt_put_le32(out + 204, trn_config_shards(rc));
+    return TRN_CONFIG_ENC_V3_LEN;
 }
 
 int trn_config_decode(trn_run_config *out, const uint8_t *buf, size_t len)
@@ -178,9 +194,11 @@ int trn_config_decode(trn_run_config *out, const uint8_t *buf, size_t len)
     if (memcmp(buf, config_magic, 8) != 0)
         return ovt_fail(OVT_EFORMAT, "run config has a wrong magic");
     uint32_t version = ovt_get_le32(buf + 8);
-    if (version != 1 && version != 2)
-        return ovt_fail(OVT_EFORMAT, "run config version %u is not supported (this build reads 1 and 2)", version);
-    size_t want = version == 1 ? TRN_CONFIG_ENC_V1_LEN : TRN_CONFIG_ENC_V2_LEN;
+    if (version < 1 || version > 3)
+        return ovt_fail(OVT_EFORMAT, "run config version %u is not supported (this build reads 1 to 3)", version);
+    size_t want = version == 1   ? TRN_CONFIG_ENC_V1_LEN
+                  : version == 2 ? TRN_CONFIG_ENC_V2_LEN
+                                 : TRN_CONFIG_ENC_V3_LEN;
     if (len != want)
         return ovt_fail(OVT_EFORMAT, "run config version %u is %zu bytes, expected %zu", version, len, want);
     trn_run_config rc;
@@ -203,13 +221,17 @@ int trn_config_decode(trn_run_config *out, const uint8_t *buf, size_t len)
     rc.band_rules = ovt_get_le32(buf + 128);
     rc.head_shift = ovt_get_le32(buf + 132);
     memcpy(rc.dataset_hash.b, buf + 136, 32);
-    if (version == 2) {
+    if (version >= 2) {
         rc.schedule = (trn_schedule_kind)ovt_get_le32(buf + 168);
         memcpy(rc.init_hash.b, buf + 172, 32);
-        if (!needs_v2(&rc))
-            return ovt_fail(OVT_EFORMAT, "run config version 2 with a linear schedule and no init_hash is not "
-                                         "canonical (that config encodes as version 1)");
     }
+    rc.shards = version == 3 ? ovt_get_le32(buf + 204) : 1;
+    if (version == 3 && rc.shards < 2)
+        return ovt_fail(OVT_EFORMAT, "run config version 3 with %u shard(s) is not canonical (one shard encodes "
+                                     "as version 1 or 2)", rc.shards);
+    if (version != enc_version(&rc))
+        return ovt_fail(OVT_EFORMAT, "run config version %u with a linear schedule, no init_hash and one shard is "
+                                     "not canonical (that config encodes as version 1)", version);
     int rv = trn_config_check(&rc);
     if (rv)
         return ovt_fail_wrap(OVT_EFORMAT, "run config");
@@ -272,7 +294,8 @@ int trn_config_diff(char *out, size_t cap, const trn_run_config *there, const tr
                 {"--seed", there->seed, here->seed},
                 {"--grid-bits", there->grid_bits, here->grid_bits},
                 {"band rules", there->band_rules, here->band_rules},
-                {"--head-shift", there->head_shift, here->head_shift}};
+                {"--head-shift", there->head_shift, here->head_shift},
+                {"--shards", trn_config_shards(there), trn_config_shards(here)}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if (ints[i].a != ints[i].b)
             diff_add(out, cap, &n, "%s: %llu there, %llu here", ints[i].flag, (unsigned long long)ints[i].a,

@@ -64,7 +64,18 @@ typedef struct {
      * the parameters' little-endian bytes in layout order) of the parameters
      * state 0 starts from, with m = v = 0 (fine-tuning, `--init-from`). */
     ovt_hash init_hash;
+    /* S, the shards each step's batch is split into (docs/data-parallel.md):
+     * 1 = one batch, the step of every run before shards existed; S > 1
+     * divides batch_size, and each shard's gradient is computed on its own
+     * and the S of them averaged by the exact site "grad.sum". 0 reads as 1
+     * (trn_config_shards). At most TRN_MAX_SHARDS. */
+    uint32_t shards;
 } trn_run_config;
+
+#define TRN_MAX_SHARDS 1024u
+
+/* rc->shards, with 0 read as 1. */
+uint32_t trn_config_shards(const trn_run_config *rc);
 
 /* Named model shapes: "mlp-demo", "gpt2-tiny", "gpt2-small". Fails with
  * OVT_EINVAL for an unknown name (the message lists the known ones). */
@@ -82,13 +93,16 @@ int trn_config_check(const trn_run_config *rc) OVT_MUST_USE;
 void trn_config_default(trn_run_config *out, const trn_model_config *m);
 
 /* Canonical encoding, little-endian, fixed order (docs/formats.md): version
- * 1 (168 bytes) for a linear schedule started from the seed, which every
- * run made before version 2 is, so their configHash and stateHashes stay;
- * version 2 (204 bytes: version 1's fields, then the schedule kind and
- * init_hash) otherwise. Returns the length written. */
+ * 1 (168 bytes) for a linear schedule started from the seed in one shard,
+ * which every run made before version 2 is, so their configHash and
+ * stateHashes stay; version 2 (204 bytes: version 1's fields, then the
+ * schedule kind and init_hash) for another schedule or start in one shard;
+ * version 3 (208 bytes: version 2's fields, then the shard count) for S > 1.
+ * Returns the length written. */
 #define TRN_CONFIG_ENC_V1_LEN 168
 #define TRN_CONFIG_ENC_V2_LEN 204
-#define TRN_CONFIG_ENC_MAX TRN_CONFIG_ENC_V2_LEN
+#define TRN_CONFIG_ENC_V3_LEN 208
+#define TRN_CONFIG_ENC_MAX TRN_CONFIG_ENC_V3_LEN
 size_t trn_config_encode(uint8_t out[TRN_CONFIG_ENC_MAX], const trn_run_config *rc);
 
 /* Names what differs between two configs, as the `ovt train` flags that
@@ -100,9 +114,9 @@ int trn_config_diff(char *out, size_t cap, const trn_run_config *there, const tr
 /* Whether init_hash is set (the run starts from given parameters). */
 int trn_config_has_init(const trn_run_config *rc);
 
-/* Parses an encoding of either version; OVT_EFORMAT on a wrong magic,
- * version or length, a version 2 encoding of a config version 1 can hold
- * (not canonical), and the checks of trn_config_check. */
+/* Parses an encoding of any version; OVT_EFORMAT on a wrong magic,
+ * version or length, an encoding of a config a lower version can hold (not
+ * canonical), and the checks of trn_config_check. */
 int trn_config_decode(trn_run_config *out, const uint8_t *buf, size_t len) OVT_MUST_USE;
 
 /* configHash = SHA-256(trn_config_encode(rc)). */
