@@ -5,7 +5,7 @@
 #include <string.h>
 
 static const char *const fault_names[] = {"none", "bitflip", "poisoned-batch", "skipped-step", "forged-log",
-                                           "omitted-log"};
+                                           "omitted-log", "bitflip-shard"};
 
 int trn_fault_parse(trn_fault_kind *out, const char *name)
 {
@@ -17,7 +17,7 @@ int trn_fault_parse(trn_fault_kind *out, const char *name)
     }
     *out = TRN_FAULT_NONE;
     return ovt_fail(OVT_EINVAL, "unknown trainer fault '%s' (known: none, bitflip, poisoned-batch, "
-                                "skipped-step, forged-log, omitted-log)", name);
+                                "skipped-step, forged-log, omitted-log, bitflip-shard)", name);
 }
 
 const char *trn_fault_name(trn_fault_kind kind)
@@ -57,4 +57,24 @@ size_t trn_fault_bitflip(trn_state *st)
         return i;
     }
     return n; /* no normal parameter: nothing to flip (never for a real model) */
+}
+
+size_t trn_fault_bitflip_grad(float *g, size_t n)
+{
+    double norm2 = 0;
+    for (size_t i = 0; i < n; i++)
+        norm2 += (double)g[i] * (double)g[i];
+    double limit = ldexp(sqrt(norm2), -16);
+    size_t best = n;
+    for (size_t i = 0; i < n; i++)
+        if (fpclassify(g[i]) == FP_NORMAL && fabs((double)g[i]) <= limit &&
+            (best == n || fabs((double)g[i]) > fabs((double)g[best])))
+            best = i;
+    if (best == n)
+        return n;
+    uint32_t bits;
+    memcpy(&bits, &g[best], sizeof bits);
+    bits ^= UINT32_C(1) << 22;
+    memcpy(&g[best], &bits, sizeof bits);
+    return best;
 }

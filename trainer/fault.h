@@ -22,7 +22,11 @@
  *   omitted-log     from step K on, every log is written without its
  *                   entries (the states are the honest ones: a trainer that
  *                   saves itself the log; contract version 2 makes the
- *                   missing entries fraud). */
+ *                   missing entries fraud);
+ *   bitflip-shard   in step K of a sharded run (--shards S), one bit of shard
+ *                   J's gradient (--fault-shard J) is flipped on the process
+ *                   that computes it, before it is hashed into the log's
+ *                   shard table and summed (trn_fault_bitflip_grad). */
 
 #include <stdint.h>
 
@@ -36,12 +40,14 @@ typedef enum {
     TRN_FAULT_POISONED_BATCH,
     TRN_FAULT_SKIPPED_STEP,
     TRN_FAULT_FORGED_LOG,
-    TRN_FAULT_OMITTED_LOG
+    TRN_FAULT_OMITTED_LOG,
+    TRN_FAULT_BITFLIP_SHARD
 } trn_fault_kind;
 
 typedef struct {
     trn_fault_kind kind;
-    uint64_t step; /* K >= 1 */
+    uint64_t step;  /* K >= 1 */
+    uint32_t shard; /* bitflip-shard: J */
 } trn_fault;
 
 /* The kind named name ("none", "bitflip", ...), or OVT_EINVAL listing them. */
@@ -60,5 +66,13 @@ void trn_fault_poison(trn_token_batch *tb, trn_sample_batch *sb, uint32_t vocab,
  * first normal parameter at or after a step-derived offset; the result is
  * still a finite grid value. Returns the flipped element's index. */
 size_t trn_fault_bitflip(trn_state *st);
+
+/* bitflip-shard: flips the highest mantissa bit of one element of a shard's
+ * gradient g (n): the largest in magnitude among the normal elements at most
+ * 2^-16 of the gradient's norm, so that the element's sum changes by at
+ * least a quarter of its value while the norm (and hence the clip factor and
+ * every other element's update) keeps its rounded value. Returns the
+ * element's index (n when every element is zero). */
+size_t trn_fault_bitflip_grad(float *g, size_t n);
 
 #endif

@@ -9,6 +9,8 @@
 #include "common/bigmem.h"
 #include "kernels/grid.h"
 #include "kernels/ops.h"
+#include "kernels/shard.h"
+#include "trainer/fault.h"
 #include "trainer/schedule.h"
 #include "trainer/workspace.h"
 
@@ -25,8 +27,18 @@ int trn_workspace_new(trn_workspace **out, const trn_run_config *rc)
     if ((rv = trn_layout_build(&w->layout, &rc->model)))
         goto fail;
     const trn_model_config *m = &rc->model;
+    uint32_t S = trn_config_shards(rc);
+    size_t B = rc->batch_size / S; /* one shard's: the model runs shard by shard */
+    if (S > 1) {
+        w->shard_hashes = calloc(S, sizeof *w->shard_hashes);
+        w->shard_loss = calloc(S, sizeof *w->shard_loss);
+        if (!w->shard_hashes || !w->shard_loss) {
+            rv = ovt_fail(OVT_ENOMEM, "out of memory for the table of %u shards", S);
+            goto fail;
+        }
+    }
     if (m->kind == TRN_MODEL_GPT2) {
-        size_t n = trn_gpt2_acts_size(m, rc->batch_size, rc->seq_len);
+        size_t n = trn_gpt2_acts_size(m, B, rc->seq_len);
         w->mem_floats = 2 * n;
         w->mem = ovt_big_calloc(2 * n, sizeof(float));
         w->grads = ovt_big_calloc(w->layout.nparams, sizeof(float));
@@ -34,12 +46,12 @@ int trn_workspace_new(trn_workspace **out, const trn_run_config *rc)
             rv = ovt_fail(OVT_ENOMEM, "out of memory for GPT-2 activations (2 x %zu floats) and gradients", n);
             goto fail;
         }
-        trn_gpt2_acts_slice(&w->acts, m, rc->batch_size, rc->seq_len, w->mem);
-        trn_gpt2_acts_slice(&w->dacts, m, rc->batch_size, rc->seq_len, w->mem + n);
+        trn_gpt2_acts_slice(&w->acts, m, B, rc->seq_len, w->mem);
+        trn_gpt2_acts_slice(&w->dacts, m, B, rc->seq_len, w->mem + n);
         *out = w;
         return 0;
     }
-    size_t B = rc->batch_size, total = 0;
+    size_t total = 0;
     for (uint32_t l = 0; l <= m->n_layer; l++) {
         size_t o = l == m->n_layer ? m->n_class : m->width;
         total += 2 * B * o + (l < m->n_layer ? 2 * B * o : 0);
@@ -77,7 +89,36 @@ void trn_workspace_free(trn_workspace *w)
         return;
     free(w->mem);
     free(w->grads);
+    for (uint32_t k = 0; k < w->nshard_grads; k++)
+        free(w->shard_grads[k]);
+    free(w->shard_grads);
+    free(w->shard_hashes);
+    free(w->shard_loss);
     free(w);
+}
+
+void trn_workspace_fault_shard(trn_workspace *w, uint64_t step, uint32_t shard)
+{
+    w->fault_step = step;
+    w->fault_shard = shard;
+}
+
+/* Gradient buffers for the k shards this process computes. */
+static int shard_grads_reserve(trn_workspace *w, uint32_t k)
+{
+    if (k <= w->nshard_grads)
+        return 0;
+    float **g = realloc(w->shard_grads, k * sizeof *g);
+    if (!g)
+        return ovt_fail(OVT_ENOMEM, "out of memory for %u shard gradients", k);
+    w->shard_grads = g;
+    for (; w->nshard_grads < k; w->nshard_grads++) {
+        g[w->nshard_grads] = ovt_big_calloc(w->layout.nparams, sizeof(float));
+        if (!g[w->nshard_grads])
+            return ovt_fail(OVT_ENOMEM, "out of memory for %u shard gradients of %zu floats", k,
+                            w->layout.nparams);
+    }
+    return 0;
 }
 
 float *trn_workspace_grads(trn_workspace *w)
@@ -103,6 +144,22 @@ static int model_forward(krn_ctx *ctx, trn_workspace *w, const float *params, co
     if (w->config.model.kind == TRN_MODEL_GPT2)
         return trn_gpt2_forward(ctx, w, params, batch, loss);
     return trn_mlp_forward(ctx, w, params, batch, loss);
+}
+
+/* Shard s of S of a batch: its sequences (samples) s*B/S .. (s+1)*B/S - 1. */
+static trn_batch shard_of(const trn_batch *b, const trn_model_config *m, uint32_t s, uint32_t S)
+{
+    trn_batch v = *b;
+    v.B = b->B / S;
+    size_t first = (size_t)s * v.B;
+    if (m->kind == TRN_MODEL_GPT2) {
+        v.inputs = b->inputs + first * b->T;
+        v.targets = b->targets + first * b->T;
+    } else {
+        v.x = b->x + first * m->in_dim;
+        v.labels = b->labels + first;
+    }
+    return v;
 }
 
 static int model_backward(krn_ctx *ctx, trn_workspace *w, const float *params, const trn_batch *batch)
@@ -161,23 +218,113 @@ static int step_fail(int rv, uint64_t i)
     return ovt_fail_wrap(rv, "step %llu", (unsigned long long)i);
 }
 
+/* fill for "grad.sum" and "loss.mean": the exact mean of the shard values. */
+typedef struct {
+    const float *const *g;
+    uint32_t S;
+} shard_mean_arg;
+
+static void fill_shard_mean(void *arg, size_t i0, size_t len, double *x)
+{
+    const shard_mean_arg *a = arg;
+    for (size_t j = 0; j < len; j++)
+        x[j] = krn_shard_mean(a->g, a->S, i0 + j);
+}
+
+/* Forward and backward of shards lo .. hi-1 of a sharded step, each into
+ * its own gradient (w->shard_grads[s - lo]), hashed into w->shard_hashes[s];
+ * their losses into w->shard_loss[s]. Sites are numbered from where the ctx
+ * stands: shard s at (s - lo) * P on. */
+static int shards_run(krn_ctx *ctx, trn_workspace *w, const trn_state *st, const trn_batch *batch, uint32_t lo,
+                      uint32_t hi, uint64_t i)
+{
+    uint32_t S = trn_config_shards(&w->config);
+    size_t n = st->layout.nparams;
+    int rv = shard_grads_reserve(w, hi - lo);
+    if (rv)
+        return rv;
+    float *sum = w->grads;
+    uint32_t first_site = krn_ctx_next_site(ctx);
+    for (uint32_t s = lo; s < hi && !rv; s++) {
+        trn_batch v = shard_of(batch, &w->config.model, s, S);
+        w->grads = w->shard_grads[s - lo];
+        memset(w->grads, 0, n * sizeof(float));
+        if (!(rv = model_forward(ctx, w, st->params, &v, &w->shard_loss[s])))
+            rv = model_backward(ctx, w, st->params, &v);
+        if (!rv && w->fault_step == i && w->fault_shard == s)
+            trn_fault_bitflip_grad(w->grads, n);
+        if (!rv)
+            ovt_sha256(&w->shard_hashes[s], w->grads, n * sizeof(float));
+        if (!rv && s == lo) {
+            uint32_t P = krn_ctx_next_site(ctx) - first_site;
+            if (w->sites_per_shard && w->sites_per_shard != P)
+                rv = ovt_fail(OVT_EINVAL, "a shard ran %u sites, an earlier one %u", P, w->sites_per_shard);
+            w->sites_per_shard = P;
+        }
+    }
+    w->grads = sum;
+    return rv;
+}
+
+/* The shards of a sharded step and their sum, up to the optimizer. */
+static int sharded_grads(krn_ctx *ctx, trn_workspace *w, const trn_state *st, const trn_batch *batch, krn_rlog *log,
+                         uint64_t i, trn_step_info *info)
+{
+    uint32_t S = trn_config_shards(&w->config);
+    int replay = krn_ctx_config(ctx)->mode == KRN_REPLAY;
+    if (replay && krn_rlog_nshards(log) != S)
+        return ovt_fail(OVT_EFRAUD, "step %llu: the rounding log has a shard table of %u shards, the run's "
+                                    "steps have %u",
+                        (unsigned long long)i, krn_rlog_nshards(log), S);
+    int rv = shards_run(ctx, w, st, batch, 0, S, i);
+    if (rv)
+        return rv;
+    shard_mean_arg g = {(const float *const *)w->shard_grads, S};
+    if ((rv = krn_site_exact_fill(ctx, "grad.sum", w->grads, st->layout.nparams, fill_shard_mean, &g)))
+        return rv;
+    const float *losses[TRN_MAX_SHARDS];
+    for (uint32_t s = 0; s < S; s++)
+        losses[s] = &w->shard_loss[s];
+    shard_mean_arg l = {losses, S};
+    if ((rv = krn_site_exact_fill(ctx, "loss.mean", &info->loss, 1, fill_shard_mean, &l)))
+        return rv;
+    info->shard_hashes = w->shard_hashes;
+    for (uint32_t s = 0; replay && s < S && info->shard_differs < 0; s++)
+        if (memcmp(krn_rlog_shard_hash(log, s)->b, w->shard_hashes[s].b, 32) != 0)
+            info->shard_differs = s;
+    return 0;
+}
+
 int trn_train_step(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_batch *batch, krn_rlog *log,
                    trn_step_info *info)
 {
     memset(info, 0, sizeof *info);
+    info->shard_differs = -1;
     int rv = check_batch(w, batch);
     if (rv)
         return rv;
     uint64_t i = st->step + 1;
+    uint32_t S = trn_config_shards(&w->config);
+    info->shards = S;
+    if (S == 1 && log && krn_ctx_config(ctx)->mode == KRN_REPLAY && krn_rlog_nshards(log) != 0)
+        return ovt_fail(OVT_EFRAUD, "step %llu: the rounding log has a shard table of %u shards, the run's steps "
+                                    "are in one shard",
+                        (unsigned long long)i, krn_rlog_nshards(log));
     if ((rv = krn_step_begin(ctx, i, log)))
         return rv;
     memset(w->grads, 0, st->layout.nparams * sizeof(float));
-    if ((rv = model_forward(ctx, w, st->params, batch, &info->loss)) ||
-        (rv = model_backward(ctx, w, st->params, batch)) || (rv = optimizer_step(ctx, w, st, i, info))) {
+    if (S > 1)
+        rv = sharded_grads(ctx, w, st, batch, log, i, info);
+    else if (!(rv = model_forward(ctx, w, st->params, batch, &info->loss)))
+        rv = model_backward(ctx, w, st->params, batch);
+    if (rv || (rv = optimizer_step(ctx, w, st, i, info))) {
         abandon_step(ctx, rv);
         return step_fail(rv, i);
     }
     if ((rv = krn_step_end(ctx, &info->stats)))
+        return step_fail(rv, i);
+    if (S > 1 && log && krn_ctx_config(ctx)->mode == KRN_RECORD &&
+        (rv = krn_rlog_set_shards(log, w->shard_hashes, S)))
         return step_fail(rv, i);
     st->step = i;
     return 0;
@@ -192,7 +339,21 @@ int trn_eval_loss(krn_ctx *ctx, trn_workspace *w, const trn_state *st, const trn
         return rv;
     if ((rv = krn_step_begin(ctx, step, NULL)))
         return rv;
-    if ((rv = model_forward(ctx, w, st->params, batch, loss))) {
+    uint32_t S = trn_config_shards(&w->config);
+    if (S == 1) {
+        rv = model_forward(ctx, w, st->params, batch, loss);
+    } else {
+        const float *losses[TRN_MAX_SHARDS];
+        for (uint32_t s = 0; s < S && !rv; s++) {
+            trn_batch v = shard_of(batch, &w->config.model, s, S);
+            rv = model_forward(ctx, w, st->params, &v, &w->shard_loss[s]);
+            losses[s] = &w->shard_loss[s];
+        }
+        shard_mean_arg l = {losses, S};
+        if (!rv)
+            rv = krn_site_exact_fill(ctx, "loss.mean", loss, 1, fill_shard_mean, &l);
+    }
+    if (rv) {
         abandon_step(ctx, rv);
         return rv;
     }

@@ -37,6 +37,12 @@ typedef struct {
     float grad_norm; /* before clipping */
     float lr;
     krn_stats stats; /* from krn_step_end */
+    /* A sharded step (S > 1): */
+    uint32_t shards;              /* S (1 for a step in one shard) */
+    const ovt_hash *shard_hashes; /* the S shard gradients' SHA-256 as this step computed them (points
+                                     into the workspace, valid until its next step); NULL when S = 1 */
+    int64_t shard_differs;        /* REPLAY: the first shard whose gradient's hash differs from the
+                                     log's shard table; -1 when none does (or S = 1) */
 } trn_step_info;
 
 /* Activations, gradients and scratch of one model for batches of up to
@@ -47,9 +53,27 @@ int trn_workspace_new(trn_workspace **out, const trn_run_config *rc) OVT_MUST_US
 void trn_workspace_free(trn_workspace *w);
 
 /* Runs step st->step + 1. log: RECORD fills it (reset by the ctx), REPLAY
- * reads it, NEAREST may pass NULL. The batch must match the config's B, T. */
+ * reads it, NEAREST may pass NULL. The batch must match the config's B, T.
+ *
+ * With S = config shards > 1 (docs/training-step.md, "Shards"): shard s of
+ * the batch is its sequences (samples) s*B/S .. (s+1)*B/S - 1; each shard's
+ * forward and backward run on their own into a gradient of their own (the
+ * gradient of the shard's mean loss), numbered as sites s*P .. (s+1)*P - 1
+ * for P sites per shard; then "grad.sum" (the exact mean of the S shard
+ * gradients, kernels/shard.h) and "loss.mean" (the same over the shard
+ * losses), then the optimizer as for one shard. RECORD writes the shard
+ * gradients' SHA-256 into the log's shard table; REPLAY requires a table of
+ * S and reports the first shard whose recomputed hash differs
+ * (info->shard_differs), which is a finding, not a failure: the state
+ * decides. */
 int trn_train_step(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_batch *batch, krn_rlog *log,
                    trn_step_info *info) OVT_MUST_USE;
+
+/* Testing only (`ovt train --inject-fault bitflip-shard`): in step `step`,
+ * flip one bit of shard `shard`'s gradient before it is hashed and summed
+ * (trn_fault_bitflip_grad), on the process that computes that shard.
+ * step 0 turns it off. */
+void trn_workspace_fault_shard(trn_workspace *w, uint64_t step, uint32_t shard);
 
 /* Forward only (no state change, inside its own step numbering `step`):
  * the mean loss of a batch, e.g. for evaluation. */

@@ -64,6 +64,10 @@ static void train_usage(FILE *f)
             "                       (gpt2_124M.bin); rounded to the grid; the config commits to them\n"
             "                       (init_hash), so --resume and --replay need the same FILE\n"
             "  --grid-bits B        grid width b, 24..32 (default 32: FP32)\n"
+            "  --shards S           split each step's batch into S shards (S divides --batch; default\n"
+            "                       1): each shard's gradient on its own, their exact mean summed as\n"
+            "                       one site, the shards' gradient hashes in the log; under\n"
+            "                       `mpirun -np R` (R divides S) each process computes S/R shards\n"
             "  --backend NAME       cpu (default), ref, shuffle, or cuda (a GPU; ovt built with CUDA);\n"
             "                       cpu computes its GEMMs with its own kernel (AVX-512, AVX2 or C,\n"
             "                       the best this CPU runs); env OVT_GEMM=blas uses OpenBLAS instead,\n"
@@ -99,8 +103,10 @@ static void train_usage(FILE *f)
             "                       forged-log (log K has a wrong-direction entry for an element\n"
             "                       1.25..1.5 tau from its midpoint, and the state follows it) or\n"
             "                       omitted-log (the logs of steps K.. are written empty; the\n"
-            "                       states are the honest ones)\n"
-            "  --fault-step K       the faulty step, 1..--steps (required with --inject-fault)\n");
+            "                       states are the honest ones) or bitflip-shard (a bit of shard J's\n"
+            "                       gradient flipped in step K, on the process computing it)\n"
+            "  --fault-step K       the faulty step, 1..--steps (required with --inject-fault)\n"
+            "  --fault-shard J      bitflip-shard: the shard, 0..S-1 (default 0)\n");
 }
 
 struct train_args {
@@ -349,13 +355,18 @@ static int train(const struct train_args *a, bool *together)
                      .shuffle_seed = rc.seed, .threads = a->threads};
     if ((rv = krn_ctx_new(&ctx, &kc)) || (rv = trn_workspace_new(&w, &rc)))
         goto done;
+    if (a->fault.kind == TRN_FAULT_BITFLIP_SHARD)
+        trn_workspace_fault_shard(w, a->fault.step, a->fault.shard);
     if (!a->json && a->writer && a->dp)
         printf("ovt train: %d processes (mpirun), this one rank 0 on %s, rank timeout %g s\n", trn_dp_size(a->dp),
                trn_dp_host(a->dp), a->rank_timeout);
+    char shards_note[32];
+    snprintf(shards_note, sizeof shards_note, " in %u shards", trn_config_shards(&rc));
     if (!a->json && a->writer)
-        printf("ovt train: %s, %zu parameters, batch %u x %u, b = %u, backend %s, steps %llu..%llu -> %s\n"
+        printf("ovt train: %s, %zu parameters, batch %u x %u%s, b = %u, backend %s, steps %llu..%llu -> %s\n"
                "  lr %g -> %g (%s after %u warmup steps)%s%s\n",
-               a->model, st->layout.nparams, rc.batch_size, rc.seq_len ? rc.seq_len : 1, rc.grid_bits, a->backend,
+               a->model, st->layout.nparams, rc.batch_size, rc.seq_len ? rc.seq_len : 1,
+               trn_config_shards(&rc) > 1 ? shards_note : "", rc.grid_bits, a->backend,
                (unsigned long long)st->step + 1, (unsigned long long)a->steps, a->out, rc.lr, rc.lr_min,
                trn_schedule_name(rc.schedule), rc.warmup_steps, a->init_from ? ", starting from " : "",
                a->init_from ? a->init_from : "");
@@ -411,8 +422,19 @@ static int train(const struct train_args *a, bool *together)
                           (unsigned long long)i);
         if (!rv && trn_fault_at(&a->fault, TRN_FAULT_BITFLIP, i))
             trn_fault_bitflip(st);
-        if (!rv && trn_fault_at(&a->fault, TRN_FAULT_OMITTED_LOG, i))
+        if (!rv && trn_fault_at(&a->fault, TRN_FAULT_OMITTED_LOG, i)) {
+            /* the entries go; a sharded step's shard table stays */
+            uint32_t S = krn_rlog_nshards(log);
+            ovt_hash *hashes = S ? malloc(S * sizeof *hashes) : NULL;
+            for (uint32_t s = 0; hashes && s < S; s++)
+                hashes[s] = *krn_rlog_shard_hash(log, s);
             krn_rlog_reset(log, i);
+            if (S && !hashes)
+                rv = ovt_fail(OVT_ENOMEM, "out of memory for a shard table");
+            else if (S)
+                rv = krn_rlog_set_shards(log, hashes, S);
+            free(hashes);
+        }
         rv = agree(a, rv, i, together);
         table.steps[i].batch_hash = batch.hash;
         trn_step_batch_free(&batch);
@@ -513,7 +535,8 @@ static int load_config_file(struct train_args *a, const char *path)
 
 enum { O_MODEL = 256, O_DATA, O_OUT, O_STEPS, O_BATCH, O_SEQ, O_LR, O_LR_MIN, O_WARMUP, O_WD, O_CLIP, O_SEED,
        O_GRID, O_BACKEND, O_THREADS, O_CKPT, O_RESUME, O_RUN_ID, O_EVERY, O_JSON, O_REPLAY, O_NEAREST,
-       O_PRINT_STATE, O_FAULT, O_FAULT_STEP, O_CONFIG, O_SCHEDULE, O_INIT_FROM, O_RANK_TIMEOUT };
+       O_PRINT_STATE, O_FAULT, O_FAULT_STEP, O_CONFIG, O_SCHEDULE, O_INIT_FROM, O_RANK_TIMEOUT, O_SHARDS,
+       O_FAULT_SHARD };
 
 int trn_cmd_train(int argc, char **argv)
 {
@@ -532,6 +555,7 @@ int trn_cmd_train(int argc, char **argv)
         {"print-state", no_argument, NULL, O_PRINT_STATE}, {"schedule", required_argument, NULL, O_SCHEDULE},
         {"init-from", required_argument, NULL, O_INIT_FROM}, {"rank-timeout", required_argument, NULL, O_RANK_TIMEOUT},
         {"config", required_argument, NULL, O_CONFIG},   {"inject-fault", required_argument, NULL, O_FAULT}, {"fault-step", required_argument, NULL, O_FAULT_STEP},
+        {"shards", required_argument, NULL, O_SHARDS},   {"fault-shard", required_argument, NULL, O_FAULT_SHARD},
         {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0}};
     struct train_args a = {.model = "gpt2-tiny", .backend = "cpu", .steps = 100, .every = 10, .ckpt_every = 50,
                            .rank_timeout = 600, .writer = true};
@@ -652,6 +676,14 @@ int trn_cmd_train(int argc, char **argv)
         case O_FAULT_STEP:
             if (trn_arg_u64("train", flag, optarg, 1, 100000000, &a.fault.step)) return 2;
             break;
+        case O_SHARDS:
+            if (trn_arg_u64("train", flag, optarg, 1, TRN_MAX_SHARDS, &v)) return 2;
+            a.rc.shards = (uint32_t)v;
+            break;
+        case O_FAULT_SHARD:
+            if (trn_arg_u64("train", flag, optarg, 0, TRN_MAX_SHARDS - 1, &v)) return 2;
+            a.fault.shard = (uint32_t)v;
+            break;
         default:
             return trn_arg_unknown("train", argv[optind - 1]);
         }
@@ -668,6 +700,15 @@ int trn_cmd_train(int argc, char **argv)
     }
     if ((a.fault.kind != TRN_FAULT_NONE) != (a.fault.step != 0) || a.fault.step > a.steps) {
         fprintf(stderr, "ovt train: --inject-fault KIND and --fault-step K (1..--steps) go together\n");
+        return 2;
+    }
+    if (a.rc.batch_size % trn_config_shards(&a.rc) != 0) {
+        fprintf(stderr, "ovt train: --shards %u must divide --batch %u\n", trn_config_shards(&a.rc), a.rc.batch_size);
+        return 2;
+    }
+    if (a.fault.kind == TRN_FAULT_BITFLIP_SHARD && a.fault.shard >= trn_config_shards(&a.rc)) {
+        fprintf(stderr, "ovt train: --fault-shard %u: the run has %u shard(s) (--shards S, J in 0..S-1)\n",
+                a.fault.shard, trn_config_shards(&a.rc));
         return 2;
     }
     if (!lr_min_set)

@@ -56,6 +56,21 @@ struct trn_workspace {
 
     /* GPT-2: activations and their gradients, both in `mem`. */
     trn_gpt2_acts acts, dacts;
+
+    /* A sharded step (config shards S > 1): activations are for one shard
+     * of B/S; shard_grads[k] is the gradient of the k-th shard this
+     * process computes (grown on first use to as many as it computes),
+     * shard_hashes[s] the SHA-256 of shard s's gradient (all S, once the
+     * step has them), shard_loss[s] its mean loss. */
+    float **shard_grads;
+    uint32_t nshard_grads;
+    ovt_hash *shard_hashes;
+    float *shard_loss;
+    uint32_t sites_per_shard; /* learnt from the first shard a step ran */
+    /* Testing only (--inject-fault bitflip-shard): flip a bit of shard
+     * fault_shard's gradient in step fault_step (0: off). */
+    uint64_t fault_step;
+    uint32_t fault_shard;
 };
 
 /* GPT-2 (trainer/gpt2.c): the number of floats of one activation set for
