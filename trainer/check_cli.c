@@ -20,6 +20,7 @@
 #include "kernels/site.h"
 #include "trainer/cliargs.h"
 #include "trainer/run.h"
+#include "trainer/ranks.h"
 #include "trainer/rundata.h"
 #include "trainer/step.h"
 
@@ -193,6 +194,9 @@ int trn_cmd_step(int argc, char **argv)
     bool match_state = !memcmp(got.state_hash.b, want->state_hash.b, 32);
     bool match_batch = !memcmp(got.batch_hash.b, want->batch_hash.b, 32);
     bool match_log = !memcmp(got.log_hash.b, want->log_hash.b, 32);
+    trn_shard_owner owner = {0};
+    bool have_owner = r.shard_differs >= 0 &&
+                      trn_ranks_owner_in(&owner, dir, k, (uint32_t)r.shard_differs) == 0;
     const char *result = rv == OVT_EFRAUD                          ? "fraud"
                          : match_state && match_batch && match_log ? "match"
                                                                     : "mismatch";
@@ -217,6 +221,15 @@ int trn_cmd_step(int argc, char **argv)
             json_object_set_new(o, "leaf", have_id ? json_string(lf) : json_null());
             json_object_set_new(o, "table_leaf", have_id ? json_string(wlf) : json_null());
         }
+        json_object_set_new(o, "shards", json_integer(r.shards));
+        if (r.shard_differs >= 0) {
+            json_t *sd = json_pack("{s:I}", "shard", (json_int_t)r.shard_differs);
+            json_object_set_new(sd, "rank", have_owner ? json_integer(owner.rank) : json_null());
+            json_object_set_new(sd, "host", have_owner ? json_string(owner.host) : json_null());
+            json_object_set_new(o, "shard_differs", sd);
+        } else {
+            json_object_set_new(o, "shard_differs", json_null());
+        }
         char *text = json_dumps(o, JSON_INDENT(2));
         json_decref(o);
         printf("%s\n", text ? text : "{}");
@@ -235,6 +248,16 @@ int trn_cmd_step(int argc, char **argv)
             printf("  leaf      %s  %s\n", lf, !memcmp(leaf.b, want_leaf.b, 32) ? "matches" : "DIFFERS");
         else
             printf("  leaf      (no runId yet: the run was not opened on chain)\n");
+        if (r.shard_differs >= 0 && have_owner)
+            printf("  shard %lld of %u: its gradient DIFFERS from the log's shard table (computed by rank %u on "
+                   "host %s, per ranks.json)\n",
+                   (long long)r.shard_differs, r.shards, owner.rank, owner.host);
+        else if (r.shard_differs >= 0)
+            printf("  shard %lld of %u: its gradient DIFFERS from the log's shard table (no ranks.json names its "
+                   "process)\n",
+                   (long long)r.shard_differs, r.shards);
+        else if (r.shards > 1)
+            printf("  shards    all %u gradients match the log's shard table\n", r.shards);
         printf("step %llu: %s\n", (unsigned long long)k, !strcmp(result, "match") ? "matches the step table" : "does NOT match the step table");
     }
     trn_step_table_free(&table);

@@ -197,7 +197,7 @@ void trn_state_hash(ovt_hash *out, const trn_state *st)
 }
 
 /* Checkpoint layout; every offset below is fixed by docs/formats.md. The
- * run config's encoding is 168 (version 1) or 204 (version 2) bytes, stated
+ * run config's encoding is 168, 204 or 208 bytes (versions 1, 2, 3), stated
  * at offset 12; the fields after it move with it. */
 static const uint8_t ckpt_magic[8] = {'O', 'V', 'T', 'C', 'K', 'P', 'T', 0};
 #define CKPT_VERSION 1u
@@ -253,9 +253,9 @@ int trn_checkpoint_decode(trn_state **out, const uint8_t *buf, size_t len)
         return ovt_fail(OVT_EFORMAT, "checkpoint version %u is not supported (expected %u)", version,
                         CKPT_VERSION);
     size_t cfg_len = ovt_get_le32(buf + 12);
-    if (cfg_len != TRN_CONFIG_ENC_V1_LEN && cfg_len != TRN_CONFIG_ENC_V2_LEN)
-        return ovt_fail(OVT_EFORMAT, "checkpoint states a run config of %zu bytes, expected %d or %d", cfg_len,
-                        TRN_CONFIG_ENC_V1_LEN, TRN_CONFIG_ENC_V2_LEN);
+    if (cfg_len != TRN_CONFIG_ENC_V1_LEN && cfg_len != TRN_CONFIG_ENC_V2_LEN && cfg_len != TRN_CONFIG_ENC_V3_LEN)
+        return ovt_fail(OVT_EFORMAT, "checkpoint states a run config of %zu bytes, expected %d, %d or %d", cfg_len,
+                        TRN_CONFIG_ENC_V1_LEN, TRN_CONFIG_ENC_V2_LEN, TRN_CONFIG_ENC_V3_LEN);
     size_t fixed = ckpt_fixed(cfg_len);
     if (len < fixed + 32)
         return ovt_fail(OVT_EFORMAT, "checkpoint is truncated: %zu bytes, shorter than its header", len);

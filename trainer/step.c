@@ -13,7 +13,7 @@
  * and hands back a copy of the rows, *rows (malloc'd) and *nrows, including
  * when the step fails after some sites ran (a fraud finding). */
 static int replay_step(trn_state *st, const trn_run_data *d, krn_rlog *log, int threads, ovt_hash *batch_hash,
-                       krn_site_stats **rows, size_t *nrows)
+                       krn_site_stats **rows, size_t *nrows, trn_replay_result *res)
 {
     memset(batch_hash, 0, sizeof *batch_hash);
     uint64_t i = st->step + 1;
@@ -35,6 +35,10 @@ static int replay_step(trn_state *st, const trn_run_data *d, krn_rlog *log, int 
         krn_ctx_collect_sites(ctx, true);
     trn_step_info info;
     rv = trn_train_step(ctx, w, st, &b.view, log, &info);
+    if (res) {
+        res->shards = info.shards;
+        res->shard_differs = info.shard_differs;
+    }
     if (rows) {
         size_t n;
         const krn_site_stats *r = krn_ctx_site_stats(ctx, &n);
@@ -54,7 +58,7 @@ done:
 
 int trn_step_replay(trn_state *st, const trn_run_data *d, krn_rlog *log, int threads, ovt_hash *batch_hash)
 {
-    return replay_step(st, d, log, threads, batch_hash, NULL, NULL);
+    return replay_step(st, d, log, threads, batch_hash, NULL, NULL, NULL);
 }
 
 /* Reads logs/step-i.rlog of dir into log and hashes its bytes. */
@@ -141,6 +145,8 @@ int trn_step_replay_sites(const char *dir, const trn_run_data *d, uint64_t k, in
                           krn_site_stats **rows, size_t *nrows)
 {
     memset(out, 0, sizeof *out);
+    out->shards = 1;
+    out->shard_differs = -1;
     if (rows) {
         *rows = NULL;
         *nrows = 0;
@@ -165,7 +171,8 @@ int trn_step_replay_sites(const char *dir, const trn_run_data *d, uint64_t k, in
         if ((rv = read_step_log(dir, i, log, &out->log_hash)))
             goto done;
         bool last = i == k;
-        if ((rv = replay_step(st, d, log, threads, &out->batch_hash, last ? rows : NULL, last ? nrows : NULL))) {
+        if ((rv = replay_step(st, d, log, threads, &out->batch_hash, last ? rows : NULL, last ? nrows : NULL,
+                              last ? out : NULL))) {
             rv = ovt_fail_wrap(rv, "re-executing step %llu", (unsigned long long)i);
             goto done;
         }

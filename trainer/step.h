@@ -39,6 +39,9 @@ typedef struct {
     ovt_hash state_hash;      /* after step k */
     ovt_hash batch_hash;      /* of step k */
     ovt_hash log_hash;        /* SHA-256 of logs/step-k.rlog as read */
+    uint32_t shards;          /* the run's S */
+    int64_t shard_differs;    /* the first shard of step k whose recomputed gradient hash differs from
+                                 the log's shard table; -1 when none does (or S = 1) */
 } trn_replay_result;
 
 /* Re-executes step k >= 1 of the run in directory dir (data d): starts from

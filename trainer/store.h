@@ -56,7 +56,7 @@ const char *trn_store_url(const trn_store *s);
  *   (trn_store_set_stop: a SIGINT/SIGTERM flag), checked by libcurl's
  *   progress callback at least once a second while waiting. */
 #define TRN_STORE_MAX_BLOB_DEFAULT ((size_t)1 << 30)
-/* A run config encoding (version 2 is 204 bytes). */
+/* A run config encoding (version 3 is 208 bytes). */
 #define TRN_STORE_MAX_CONFIG ((size_t)4096)
 
 void trn_store_set_max_blob(trn_store *s, size_t max_len);

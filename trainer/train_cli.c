@@ -16,6 +16,7 @@
 #include "trainer/data.h"
 #include "trainer/dp.h"
 #include "trainer/fault.h"
+#include "trainer/ranks.h"
 #include "trainer/init.h"
 #include "trainer/plot.h"
 #include "trainer/rundata.h"
@@ -290,6 +291,23 @@ static int agree(const struct train_args *a, int rv, uint64_t step, bool *togeth
     return rv;
 }
 
+/* ranks.json (trainer/ranks.h): which process computes which shard from
+ * step `from` on. Written by rank 0; every rank returns its result. */
+static int record_ranks(const struct train_args *a, const trn_run_config *rc, uint64_t from)
+{
+    if (!a->writer)
+        return 0;
+    int R = trn_dp_size(a->dp);
+    char(*hosts)[TRN_SHARD_HOST_MAX] = calloc((size_t)R, sizeof *hosts);
+    if (!hosts)
+        return ovt_fail(OVT_ENOMEM, "out of memory for %d host names", R);
+    int rv = trn_dp_hosts(a->dp, hosts);
+    if (!rv)
+        rv = trn_ranks_record(a->out, trn_config_shards(rc), from, R, (const char(*)[TRN_SHARD_HOST_MAX])hosts);
+    free(hosts);
+    return rv;
+}
+
 /* The run. Under mpirun (a->dp) every rank computes; only the writer (rank
  * 0) writes the run directory and prints. A failure that every rank shares
  * sets *together; any other is this rank's alone (the caller then ends the
@@ -371,6 +389,8 @@ static int train(const struct train_args *a, bool *together)
                trn_schedule_name(rc.schedule), rc.warmup_steps, a->init_from ? ", starting from " : "",
                a->init_from ? a->init_from : "");
     uint64_t entries = 0, log_bytes = 0, start = st->step;
+    if (trn_config_shards(&rc) > 1 && (rv = agree(a, record_ranks(a, &rc, start + 1), start, together)))
+        goto done;
     double first_loss = 0, last_loss = 0;
     if (a->writer && (rv = resume_loss(&args, rows, &nrows, start)))
         goto done;
