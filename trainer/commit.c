@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "chain/session.h"
+#include "common/fileio.h"
 #include "trainer/init.h"
+#include "trainer/ranks.h"
 #include "trainer/rundata.h"
 
 static void set_hash(json_t *o, const char *key, const ovt_hash *h)
@@ -96,6 +98,38 @@ int trn_publish_init(trn_store *s, const char *dir)
     return rv;
 }
 
+/* A sharded run's RUNDIR/ranks.json (which process computed which shard)
+ * as a blob the manifest names; nothing when the run has none (one shard,
+ * or a run from before ranks.json). It is the trainer's own record, not
+ * committed: an arbiter uses it only to name a rank and host. */
+static int publish_ranks(trn_store *s, const char *dir, trn_store_manifest *m)
+{
+    char path[4096];
+    uint8_t *buf = NULL;
+    size_t len;
+    int rv = trn_run_path(path, sizeof path, dir, NULL, 0, "ranks.json");
+    if (rv)
+        return rv;
+    rv = ovt_read_file(path, &buf, &len, TRN_RANKS_MAX_FILE);
+    if (rv == OVT_ENOTFOUND) {
+        ovt_err_clear();
+        return 0;
+    }
+    if (rv)
+        return rv;
+    trn_shard_owner owner;
+    if (trn_ranks_owner(&owner, (const char *)buf, len, 1, 0) == OVT_EFORMAT) {
+        free(buf);
+        return ovt_fail(OVT_EFORMAT, "%s: %s", path, ovt_errmsg());
+    }
+    ovt_err_clear();
+    rv = trn_store_put(s, buf, len, &m->ranks_hash);
+    free(buf);
+    if (!rv)
+        m->has_ranks = true;
+    return rv;
+}
+
 int trn_publish_run(trn_store *s, const char *dir, const trn_step_table *t, const char *data_path,
                     const ovt_hash *dataset_hash, const ovt_hash *run_id, trn_store_manifest *m)
 {
@@ -125,6 +159,8 @@ int trn_publish_run(trn_store *s, const char *dir, const trn_step_table *t, cons
         if (memcmp(h.b, t->steps[i].log_hash.b, 32) != 0)
             return ovt_fail(OVT_EFORMAT, "%s is not the log the step table names for step %zu", path, i);
     }
+    if ((rv = publish_ranks(s, dir, m)))
+        return rv;
     if (!(rv = trn_step_table_encode(t, &buf, &len)) && !(rv = trn_store_put(s, buf, len, &m->steps_hash)))
         rv = trn_store_put_manifest(s, m);
     free(buf);

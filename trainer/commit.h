@@ -34,8 +34,9 @@ int trn_commit_receipt_json(const trn_commit_receipt *r, char **text) OVT_MUST_U
 /* Publishes run directory `dir` (whose step table is t) to store s for
  * run_id: config.bin, the dataset at data_path (its SHA-256 must be
  * dataset_hash), the starting parameters of a run with an init_hash
- * (trn_publish_init), every step's log (each must hash to its logHash), the
- * step table, and the manifest, which *m gets. docs/store.md. */
+ * (trn_publish_init), every step's log (each must hash to its logHash), a
+ * sharded run's ranks.json (when the run has one: the manifest's "ranks"),
+ * the step table, and the manifest, which *m gets. docs/store.md. */
 int trn_publish_run(trn_store *s, const char *dir, const trn_step_table *t, const char *data_path,
                     const ovt_hash *dataset_hash, const ovt_hash *run_id, trn_store_manifest *m) OVT_MUST_USE;
 

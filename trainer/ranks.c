@@ -10,8 +10,6 @@
 #include "common/fileio.h"
 #include "trainer/config.h"
 
-#define RANKS_MAX_FILE ((size_t)1 << 22)
-
 static int ranks_path(char *out, size_t cap, const char *dir)
 {
     if ((size_t)snprintf(out, cap, "%s/ranks.json", dir) >= cap)
@@ -85,7 +83,7 @@ int trn_ranks_owner_in(trn_shard_owner *out, const char *dir, uint64_t step, uin
     uint8_t *buf;
     size_t len;
     int rv = ranks_path(path, sizeof path, dir);
-    if (rv || (rv = ovt_read_file(path, &buf, &len, RANKS_MAX_FILE)))
+    if (rv || (rv = ovt_read_file(path, &buf, &len, TRN_RANKS_MAX_FILE)))
         return rv;
     rv = trn_ranks_owner(out, (const char *)buf, len, step, shard);
     free(buf);
@@ -102,7 +100,7 @@ int trn_ranks_record(const char *dir, uint32_t S, uint64_t from_step, int R,
     json_t *root = NULL, *segs = NULL;
     uint8_t *buf = NULL;
     size_t len = 0;
-    rv = ovt_read_file(path, &buf, &len, RANKS_MAX_FILE);
+    rv = ovt_read_file(path, &buf, &len, TRN_RANKS_MAX_FILE);
     if (rv == 0) {
         uint32_t S0 = 0;
         rv = ranks_parse(&root, &segs, &S0, (const char *)buf, len);

@@ -18,6 +18,10 @@
 #include "common/err.h"
 #include "trainer/dp.h"
 
+/* The largest ranks.json a reader accepts (a run's own file, or one
+ * fetched from a store: trn_ranks_owner's callers cap it at this). */
+#define TRN_RANKS_MAX_FILE ((size_t)1 << 22)
+
 typedef struct {
     uint32_t rank;
     char host[TRN_SHARD_HOST_MAX];

@@ -497,6 +497,11 @@ int trn_store_put_manifest(trn_store *s, const trn_store_manifest *m)
     hex_field(sh, &m->steps_hash);
     json_t *j = json_pack("{s:i, s:s, s:s, s:s, s:s, s:I}", "version", 1, "run_id", rid, "config", ch, "dataset",
                           dh, "steps_table", sh, "steps", (json_int_t)m->steps);
+    if (j && m->has_ranks) {
+        char rh[65];
+        hex_field(rh, &m->ranks_hash);
+        json_object_set_new(j, "ranks", json_string(rh));
+    }
     char *text = j ? json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
     json_decref(j);
     if (!text)
@@ -535,6 +540,13 @@ int trn_store_get_manifest(trn_store *s, const ovt_hash *run_id, trn_store_manif
     if (!rv && !(rv = json_hash(&out->run_id, j, "run_id")) && !(rv = json_hash(&out->config_hash, j, "config")) &&
         !(rv = json_hash(&out->dataset_hash, j, "dataset")) && !(rv = json_hash(&out->steps_hash, j, "steps_table")))
         out->steps = (uint64_t)json_integer_value(steps);
+    /* optional, and only a hint: a malformed one is as if absent */
+    if (!rv && json_is_string(json_object_get(j, "ranks"))) {
+        if (json_hash(&out->ranks_hash, j, "ranks") == 0)
+            out->has_ranks = true;
+        else
+            ovt_err_clear();
+    }
     json_decref(j);
     if (!rv && memcmp(out->run_id.b, run_id->b, 32) != 0)
         rv = ovt_fail(OVT_ECRYPTO, "run manifest from %s names another run", s->url);

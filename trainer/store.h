@@ -22,6 +22,7 @@
  * error or unreachable server OVT_EIO, each with a message naming the object. */
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -96,10 +97,15 @@ typedef struct {
     ovt_hash dataset_hash; /* blob: the data file */
     ovt_hash steps_hash;   /* blob: steps.bin (the trainer's step table) */
     uint64_t steps;        /* N */
+    bool has_ranks;        /* a sharded run published its ranks.json (optional field "ranks") */
+    ovt_hash ranks_hash;   /* blob: RUNDIR/ranks.json (trainer/ranks.h), which process computed which
+                              shard: the trainer's own record, a hint that no hash commits to */
 } trn_store_manifest;
 
 int trn_store_put_manifest(trn_store *s, const trn_store_manifest *m) OVT_MUST_USE;
-/* Reads run/<run_id>.json; checks that it names run_id. */
+/* Reads run/<run_id>.json; checks that it names run_id. "ranks" is
+ * optional (manifests before it have none): absent, or not 32 bytes of hex,
+ * it leaves has_ranks false; it is a hint, never a reason to refuse a run. */
 int trn_store_get_manifest(trn_store *s, const ovt_hash *run_id, trn_store_manifest *out) OVT_MUST_USE;
 
 #endif

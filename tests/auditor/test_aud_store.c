@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "arbiter/evaluate.h"
+#include "common/fileio.h"
 #include "auditor/replay.h"
 #include "aud_fixture.h"
 #include "check.h"
@@ -265,6 +266,27 @@ int main(void)
     CHECK(trn_store_get_manifest(s, &man.run_id, &rd) == 0);
     CHECK(rd.steps == 20 && memcmp(rd.config_hash.b, name.b, 32) == 0);
     CHECK(trn_store_get_manifest(s, &missing, &rd) == OVT_ENOTFOUND);
+    /* "ranks" (a sharded run's ranks.json) is optional: absent above, round
+     * trips when given, and a malformed one reads as absent (a hint). */
+    CHECK(trn_store_get_manifest(s, &man.run_id, &rd) == 0 && !rd.has_ranks);
+    man.has_ranks = true;
+    ovt_sha256(&man.ranks_hash, "ranks", 5);
+    CHECK(trn_store_put_manifest(s, &man) == 0);
+    CHECK(trn_store_get_manifest(s, &man.run_id, &rd) == 0 && rd.has_ranks &&
+          memcmp(rd.ranks_hash.b, man.ranks_hash.b, 32) == 0 && rd.steps == 20);
+    {
+        char rid[65], ch[65], mpath[1024], mtext[512];
+        ovt_hex_encode(rid, man.run_id.b, 32);
+        ovt_hex_encode(ch, name.b, 32);
+        snprintf(mpath, sizeof mpath, "%s/run/%s.json", dir, rid);
+        snprintf(mtext, sizeof mtext,
+                 "{\"version\": 1, \"run_id\": \"%s\", \"config\": \"%s\", \"dataset\": \"%s\", "
+                 "\"steps_table\": \"%s\", \"steps\": 20, \"ranks\": \"not a hash\"}", rid, ch, ch, ch);
+        CHECK(ovt_write_atomic(mpath, mtext, strlen(mtext), 0644) == 0);
+        CHECK(trn_store_get_manifest(s, &man.run_id, &rd) == 0 && !rd.has_ranks && rd.steps == 20);
+    }
+    man.has_ranks = false;
+    CHECK(trn_store_put_manifest(s, &man) == 0);
     trn_store_close(s);
 
     /* http:// through libcurl. */
