@@ -13,6 +13,9 @@
 #include "chain/arbitration.h"
 #include "common/bytes.h"
 
+/* A host name as ranks.json holds it, NUL included (TRN_SHARD_HOST_MAX). */
+#define ARB_HOST_MAX 64
+
 /* One input of the disputed step as the arbiter found it in the store. */
 typedef enum {
     ARB_INPUT_OK = 0,
@@ -50,6 +53,15 @@ typedef struct {
     ovt_hash leaf;         /* ARB_EXEC_OK: the recomputed leaf j */
     ovt_hash state_hash;   /* ARB_EXEC_OK: the recomputed stateHash_j */
     ovt_hash batch_hash;   /* j > 0, dataset available: batchHash_j of the schedule */
+    /* A sharded run (docs/arbiter.md, "Which shard"): a finding for the log,
+     * never an input of arb_decide, which rules on the leaf alone. */
+    uint32_t shards;       /* ARB_EXEC_OK: the run's S (1 for a step in one shard; 0 not known) */
+    int64_t shard_differs; /* ARB_EXEC_OK: the first shard whose recomputed gradient hash differs from
+                              the trainer's log's shard table; -1 when none does */
+    bool has_owner;        /* shard_differs >= 0 and the trainer's ranks.json (the manifest's "ranks")
+                              named the process that computed it: a hint, not committed */
+    uint32_t owner_rank;
+    char owner_host[ARB_HOST_MAX];
 } arb_eval;
 
 /* Everything arb_decide looks at. */

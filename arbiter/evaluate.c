@@ -8,9 +8,12 @@
 #include "kernels/rlog.h"
 #include "trainer/config.h"
 #include "trainer/init.h"
+#include "trainer/ranks.h"
 #include "trainer/state.h"
 #include "trainer/rundata.h"
 #include "trainer/step.h"
+
+_Static_assert(ARB_HOST_MAX == TRN_SHARD_HOST_MAX, "arb_eval holds a ranks.json host name");
 
 #define MAX_CONFIG_OBJECT 4096
 #define MAX_OBJECT ((size_t)1 << 36)
@@ -147,10 +150,45 @@ static arb_input get_log(uint8_t **buf, size_t *len, int *err, trn_store *store,
                         note, cap);
 }
 
+/* Which process computed shard out->shard_differs of step j, from the
+ * trainer's ranks.json: the blob the run's manifest names as "ranks". Its
+ * record is the trainer's own, committed nowhere, so nothing here changes
+ * the verdict: a manifest or ranks.json that is missing, unreachable,
+ * forged or malformed leaves out->has_owner false and says why in the note.
+ * Both fetches are bounded like every other (the manifest by the store,
+ * ranks.json at TRN_RANKS_MAX_FILE). */
+static void find_owner(arb_eval *out, trn_store *store, const ovt_hash *run_id, uint64_t j, char *note, size_t cap)
+{
+    trn_store_manifest m;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    trn_shard_owner owner;
+    if (trn_store_get_manifest(store, run_id, &m)) {
+        add_note(note, cap, "shard %lld's rank and host are not known: the run manifest: %s",
+                 (long long)out->shard_differs, ovt_errmsg());
+    } else if (!m.has_ranks) {
+        add_note(note, cap, "shard %lld's rank and host are not known: the run manifest names no ranks.json",
+                 (long long)out->shard_differs);
+    } else if (trn_store_get(store, &m.ranks_hash, TRN_RANKS_MAX_FILE, &buf, &len)) {
+        add_note(note, cap, "shard %lld's rank and host are not known: ranks.json: %s", (long long)out->shard_differs,
+                 ovt_errmsg());
+    } else if (trn_ranks_owner(&owner, (const char *)buf, len, j, (uint32_t)out->shard_differs)) {
+        add_note(note, cap, "shard %lld's rank and host are not known: %s", (long long)out->shard_differs,
+                 ovt_errmsg());
+    } else {
+        out->has_owner = true;
+        out->owner_rank = owner.rank;
+        snprintf(out->owner_host, sizeof out->owner_host, "%s", owner.host);
+    }
+    ovt_err_clear();
+    free(buf);
+}
+
 int arb_evaluate(arb_eval *out, trn_store *store, const ovt_hash *run_id, const chain_arb_params *run,
                  const chain_arb_game *g, int threads, char *note, size_t cap)
 {
     memset(out, 0, sizeof *out);
+    out->shard_differs = -1;
     if (note && cap)
         note[0] = 0;
     arb_basis_of(&out->basis, g);
@@ -187,7 +225,8 @@ int arb_evaluate(arb_eval *out, trn_store *store, const ovt_hash *run_id, const 
         out->exec = ARB_EXEC_FRAUD;
         goto done;
     }
-    rv = trn_step_replay(st, &ds, log, threads, &out->batch_hash);
+    trn_replay_result shard_result;
+    rv = trn_step_replay_shards(st, &ds, log, threads, &out->batch_hash, &shard_result);
     if (rv == OVT_EFRAUD || rv == OVT_ENUMERIC) {
         add_note(note, cap, "%s", ovt_errmsg());
         out->exec = rv == OVT_EFRAUD ? ARB_EXEC_FRAUD : ARB_EXEC_FAILED;
@@ -201,6 +240,10 @@ int arb_evaluate(arb_eval *out, trn_store *store, const ovt_hash *run_id, const 
                                  .log_hash = g->trainer_log};
     chain_merkle_leaf_hash(&out->leaf, run_id, g->index, &pre);
     out->exec = ARB_EXEC_OK;
+    out->shards = shard_result.shards;
+    out->shard_differs = shard_result.shard_differs;
+    if (out->shard_differs >= 0)
+        find_owner(out, store, run_id, g->index, note, cap);
 done:
     krn_rlog_free(log);
     trn_run_data_free(&ds);

@@ -371,6 +371,24 @@ static void view_of(arb_view *v, const watcher *w, const arb_game *g, const chai
     v->eval = g->has_eval ? &g->eval : NULL;
 }
 
+/* "; shard J of S: its gradient differs ..." for the evaluation's log line
+ * (empty when no shard's does), naming the rank and host when the trainer's
+ * ranks.json did, and saying where they come from. */
+static void shard_phrase(char *out, size_t cap, const arb_eval *e)
+{
+    out[0] = 0;
+    if (e->shard_differs < 0)
+        return;
+    if (e->has_owner)
+        snprintf(out, cap,
+                 "; shard %" PRId64 " of %u: its gradient differs from the trainer's shard table (computed by rank "
+                 "%u on host %s, per %s)",
+                 e->shard_differs, e->shards, e->owner_rank, e->owner_host, ARB_OWNER_SOURCE);
+    else
+        snprintf(out, cap, "; shard %" PRId64 " of %u: its gradient differs from the trainer's shard table",
+                 e->shard_differs, e->shards);
+}
+
 /* Evaluates the step and saves the result. prev (may be NULL) is the
  * previous evaluation with inputs missing: while nothing changes, the
  * repeated look into the store is not logged again. */
@@ -403,16 +421,21 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
         complete &= e.input[k] == ARB_INPUT_OK;
     }
     static const char *const ex[] = {"not run", "ok", "fraud", "failed"};
-    char leaf[67];
+    char leaf[67], shard[512];
     arb_hex32(leaf, &e.leaf);
-    if (same)
+    shard_phrase(shard, sizeof shard, &e);
+    if (same) {
         json_decref(inputs);
-    else
-        say(w, complete ? "evaluated" : "inputs_unavailable", &g->run_id,
-            json_pack("{s:I, s:o, s:s, s:s, s:s}", "step", (json_int_t)game->index, "inputs", inputs, "exec",
-                      ex[e.exec], "leaf", leaf, "note", note),
-            "step %" PRIu64 ": %s%s%s", game->index, complete ? ex[e.exec] : "inputs unavailable",
-            note[0] ? ": " : "", note);
+    } else {
+        json_t *fields = json_pack("{s:I, s:o, s:s, s:s, s:s}", "step", (json_int_t)game->index, "inputs", inputs,
+                                   "exec", ex[e.exec], "leaf", leaf, "note", note);
+        if (fields && e.exec == ARB_EXEC_OK) {
+            json_object_set_new(fields, "shards", json_integer(e.shards));
+            json_object_set_new(fields, "shard_differs", arb_shard_json(&e));
+        }
+        say(w, complete ? "evaluated" : "inputs_unavailable", &g->run_id, fields, "step %" PRIu64 ": %s%s%s%s",
+            game->index, complete ? ex[e.exec] : "inputs unavailable", shard, note[0] ? ": " : "", note);
+    }
     g->eval = e;
     g->has_eval = true;
     if (!complete && !g->first_missing)
@@ -450,10 +473,16 @@ static int send_verdict(watcher *w, arb_game *g, const arb_action *a)
         chain_txm_pending_free(&p);
         return rv;
     }
-    say(w, "verdict_sent", &g->run_id,
-        json_pack("{s:I, s:s, s:s, s:s}", "step", (json_int_t)a->step, "outcome", chain_arb_outcome_name(a->outcome),
-                  "evidence", ev, "tx", tx),
-        "verdict %s on step %" PRIu64 " (%s), tx %s", chain_arb_outcome_name(a->outcome), a->step, a->reason, tx);
+    char shard[512] = "";
+    json_t *fields = json_pack("{s:I, s:s, s:s, s:s}", "step", (json_int_t)a->step, "outcome",
+                               chain_arb_outcome_name(a->outcome), "evidence", ev, "tx", tx);
+    if (g->has_eval && g->eval.exec == ARB_EXEC_OK) {
+        shard_phrase(shard, sizeof shard, &g->eval);
+        if (fields)
+            json_object_set_new(fields, "shard_differs", arb_shard_json(&g->eval));
+    }
+    say(w, "verdict_sent", &g->run_id, fields, "verdict %s on step %" PRIu64 " (%s), tx %s%s",
+        chain_arb_outcome_name(a->outcome), a->step, a->reason, tx, shard);
     rv = chain_txm_wait(w->m, &p, &r);
     if (p.nversions)
         g->verdict_tx = p.hashes[p.nversions - 1];

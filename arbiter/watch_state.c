@@ -146,17 +146,51 @@ static int game_dir(char *out, size_t cap, const char *dir, const ovt_hash *run_
     return n > 0 && (size_t)n < cap ? 0 : ovt_fail(OVT_EINVAL, "state dir path is too long");
 }
 
+json_t *arb_shard_json(const arb_eval *e)
+{
+    if (e->shard_differs < 0)
+        return json_null();
+    json_t *o = json_pack("{s:I, s:I}", "shard", (json_int_t)e->shard_differs, "shards", (json_int_t)e->shards);
+    json_object_set_new(o, "rank", e->has_owner ? json_integer(e->owner_rank) : json_null());
+    json_object_set_new(o, "host", e->has_owner ? json_string(e->owner_host) : json_null());
+    json_object_set_new(o, "owner_source", json_string(e->has_owner ? ARB_OWNER_SOURCE : "none"));
+    return o;
+}
+
+/* The shard finding of eval.json ("shards", "shard_differs"), absent from
+ * files written before it: then none is known. Only a hint, so a malformed
+ * one is dropped rather than refused. */
+static void shard_parse(arb_eval *e, const json_t *j)
+{
+    json_t *S = json_object_get(j, "shards"), *sd = json_object_get(j, "shard_differs");
+    e->shard_differs = -1;
+    if (json_is_integer(S) && json_integer_value(S) >= 0 && json_integer_value(S) <= UINT32_MAX)
+        e->shards = (uint32_t)json_integer_value(S);
+    json_t *shard = json_object_get(sd, "shard"), *rank = json_object_get(sd, "rank");
+    json_t *host = json_object_get(sd, "host");
+    if (!json_is_integer(shard) || json_integer_value(shard) < 0 || json_integer_value(shard) >= (json_int_t)e->shards)
+        return;
+    e->shard_differs = json_integer_value(shard);
+    if (json_is_integer(rank) && json_integer_value(rank) >= 0 && json_integer_value(rank) <= UINT32_MAX &&
+        json_is_string(host) && strlen(json_string_value(host)) < sizeof e->owner_host) {
+        e->has_owner = true;
+        e->owner_rank = (uint32_t)json_integer_value(rank);
+        snprintf(e->owner_host, sizeof e->owner_host, "%s", json_string_value(host));
+    }
+}
+
 static json_t *eval_json(const arb_eval *e)
 {
     const arb_basis *b = &e->basis;
     json_t *inputs = json_array();
     for (int k = 0; k < ARB_NINPUTS; k++)
         json_array_append_new(inputs, json_integer(e->input[k]));
-    return json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:o, s:o, s:o}", "step", (json_int_t)b->step,
-                     "trainer_leaf", hexj(&b->trainer_leaf), "auditor_leaf", hexj(&b->auditor_leaf),
-                     "previous_state", hexj(&b->previous_state), "trainer_batch", hexj(&b->trainer_batch),
-                     "trainer_log", hexj(&b->trainer_log), "inputs", inputs, "exec", (int)e->exec, "leaf",
-                     hexj(&e->leaf), "state_hash", hexj(&e->state_hash), "batch_hash", hexj(&e->batch_hash));
+    return json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:o, s:o, s:o, s:I, s:o}", "step",
+                     (json_int_t)b->step, "trainer_leaf", hexj(&b->trainer_leaf), "auditor_leaf",
+                     hexj(&b->auditor_leaf), "previous_state", hexj(&b->previous_state), "trainer_batch",
+                     hexj(&b->trainer_batch), "trainer_log", hexj(&b->trainer_log), "inputs", inputs, "exec",
+                     (int)e->exec, "leaf", hexj(&e->leaf), "state_hash", hexj(&e->state_hash), "batch_hash",
+                     hexj(&e->batch_hash), "shards", (json_int_t)e->shards, "shard_differs", arb_shard_json(e));
 }
 
 static int eval_parse(arb_eval *e, const json_t *j)
@@ -183,6 +217,7 @@ static int eval_parse(arb_eval *e, const json_t *j)
         e->input[k] = (arb_input)json_integer_value(v);
     }
     e->exec = (arb_exec)json_integer_value(exec);
+    shard_parse(e, j);
     return 0;
 }
 

@@ -49,6 +49,15 @@ int arb_game_save(const arb_game *g, const char *dir) OVT_MUST_USE;
 int arb_game_remove(const arb_game *g, const char *dir) OVT_MUST_USE;
 void arb_game_free(arb_game *g);
 
+/* Where an evaluation's rank and host come from, as the log and eval.json
+ * say it: the trainer's record, which no hash commits to. */
+#define ARB_OWNER_SOURCE "the trainer's ranks.json: its own record, a hint, not committed"
+
+/* An evaluation's shard finding: {"shard", "shards", "rank", "host",
+ * "owner_source"} (rank and host null when not known), or JSON null when no
+ * shard's gradient differs. */
+json_t *arb_shard_json(const arb_eval *e);
+
 /* "0x" + 64 hex digits, and back. */
 void arb_hex32(char out[67], const ovt_hash *h);
 int arb_parse_hex32(ovt_hash *out, const json_t *v) OVT_MUST_USE;

@@ -61,6 +61,15 @@ int trn_step_replay(trn_state *st, const trn_run_data *d, krn_rlog *log, int thr
     return replay_step(st, d, log, threads, batch_hash, NULL, NULL, NULL);
 }
 
+int trn_step_replay_shards(trn_state *st, const trn_run_data *d, krn_rlog *log, int threads, ovt_hash *batch_hash,
+                           trn_replay_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->shards = trn_config_shards(&st->config);
+    res->shard_differs = -1;
+    return replay_step(st, d, log, threads, batch_hash, NULL, NULL, res);
+}
+
 /* Reads logs/step-i.rlog of dir into log and hashes its bytes. */
 static int read_step_log(const char *dir, uint64_t i, krn_rlog *log, ovt_hash *hash)
 {

@@ -11,6 +11,8 @@
 #include "trainer/rundata.h"
 #include "trainer/state.h"
 
+struct trn_replay_result;
+
 /* Re-executes step st->step + 1 on the cpu backend (threads: 0 for its
  * default) in REPLAY mode with the trainer's log, whose step must match.
  * d is the run's data. On success st holds the state after the step and
@@ -21,6 +23,14 @@
  * unspecified. */
 int trn_step_replay(trn_state *st, const trn_run_data *d, krn_rlog *log, int threads,
                     ovt_hash *batch_hash) OVT_MUST_USE;
+
+/* trn_step_replay that also reports what the step's shards showed: the
+ * run's S in res->shards and the first shard whose recomputed gradient hash
+ * differs from the log's shard table in res->shard_differs (-1 none, or a
+ * step that failed before its shards were compared); res's other fields
+ * are zeroed. For the arbiter, which names that shard beside its verdict. */
+int trn_step_replay_shards(trn_state *st, const trn_run_data *d, krn_rlog *log, int threads,
+                           ovt_hash *batch_hash, struct trn_replay_result *res) OVT_MUST_USE;
 
 /* The state a replay of the run in dir (config rc, hashing to config_hash;
  * step table `table`, which must be the config's) starts from to reach step
@@ -34,7 +44,7 @@ int trn_run_start_state(trn_state **out, uint64_t *at, const char *dir, const tr
                         const ovt_hash *config_hash, const trn_step_table *table, uint64_t step) OVT_MUST_USE;
 
 /* What trn_step_replay_run found for the last step it re-executed. */
-typedef struct {
+typedef struct trn_replay_result {
     uint64_t from_checkpoint; /* the checkpoint the replay started from */
     ovt_hash state_hash;      /* after step k */
     ovt_hash batch_hash;      /* of step k */
