@@ -25,6 +25,7 @@ typedef enum {
     DEVNET_WITHHELD_INPUTS,
     DEVNET_LYING_AUDITOR,
     DEVNET_OMITTED_LOG,
+    DEVNET_BITFLIP_SHARD,
     DEVNET_FAULT_COUNT
 } devnet_fault;
 
@@ -47,6 +48,9 @@ typedef struct {
     const char *store;    /* --store: the artifact store every party uses (NULL: a file:// one in the work folder) */
     const char *arbiter_metrics; /* --arbiter-metrics-addr: passed to the arbiter as --metrics-addr */
     bool json;            /* progress on stderr; the caller prints JSON */
+    uint32_t shards;      /* --shards S: the trainer's run splits each batch into S shards (1: none) */
+    uint32_t ranks;       /* --ranks R: the trainer runs as R processes under mpirun (1: no mpirun) */
+    uint32_t fault_shard; /* --fault-shard J: bitflip-shard's shard (default S/2) */
 } devnet_opts;
 
 typedef struct {
@@ -63,6 +67,15 @@ typedef struct {
     double verdict_s;           /* ... the verdict (or the timeout, or verification) */
     double total_s;
     char arbiter_saw[256];      /* the arbiter watcher's own line on the settlement ("" if none) */
+    /* What the arbiter's watcher logged of the disputed step's shards (its
+     * "evaluated" line): the first shard whose gradient differs, and who
+     * computed it per the trainer's ranks.json (a hint, not committed). */
+    bool arbiter_named_shard;
+    int64_t arbiter_shard;
+    uint32_t arbiter_shards;
+    bool arbiter_named_owner;
+    uint32_t arbiter_rank;
+    char arbiter_host[64];
     devnet_ledger ledger;       /* every transaction of the devnet */
 } devnet_result;
 

@@ -7,6 +7,8 @@
 
 #include "examples/devnet/devnet.h"
 #include "trainer/cliargs.h"
+#include "trainer/config.h"
+#include "trainer/dp.h"
 
 static const struct {
     const char *name;
@@ -28,6 +30,9 @@ static const struct {
                               "the auditor claims wrong states from step K on"},
     [DEVNET_OMITTED_LOG] = {"omitted-log", CHAIN_ARB_FRAUDULENT_LOG,
                             "the trainer writes its logs from step K on without their entries"},
+    [DEVNET_BITFLIP_SHARD] = {"bitflip-shard", CHAIN_ARB_AUDITOR_RIGHT,
+                              "a sharded run (--shards S >= 2): one bit of shard J's gradient flips in\n"
+                              "                      step K; the arbiter names shard J (and its rank and host)"},
 };
 
 const char *devnet_fault_name(devnet_fault f)
@@ -43,7 +48,7 @@ int devnet_fault_parse(devnet_fault *out, const char *name)
             return 0;
         }
     return ovt_fail(OVT_EINVAL, "unknown fault '%s' (none, bitflip, poisoned-batch, skipped-step, forged-log, "
-                                "withheld-inputs, lying-auditor, omitted-log)", name);
+                                "withheld-inputs, lying-auditor, omitted-log, bitflip-shard)", name);
 }
 
 const char *devnet_party_name(devnet_party p)
@@ -95,6 +100,12 @@ static void usage(FILE *f)
             "  --model NAME       gpt2-tiny (default: byte-level text, the GPL-3) or mlp (synthetic)\n"
             "  --batch B          batch size (default 4)\n"
             "  --seq T            gpt2-tiny sequence length (default 32)\n"
+            "  --shards S         the trainer splits each step's batch into S shards (S divides\n"
+            "                     --batch; default 1); the auditor replays the same config\n"
+            "  --ranks R          run the trainer as R processes, `mpirun -np R ovt train` on\n"
+            "                     loopback (R divides S; default 1: no mpirun; needs a build with\n"
+            "                     MPI and mpirun: $OVT_MPIRUN, the build's, then $PATH)\n"
+            "  --fault-shard J    bitflip-shard: the shard whose gradient flips (default S/2)\n"
             "  --silent PARTY     trainer or auditor: that party's agent stops once the dispute\n"
             "                     opens; the devnet moves anvil's clock past the move deadline\n"
             "                     and the other party claims the timeout\n"
@@ -142,6 +153,20 @@ static void print_text(const devnet_opts *o, const devnet_result *r, bool as_exp
                                                                                                : "verdict",
            r->verdict_s - r->faulty_commit_s, r->total_s);
     printf("the arbiter's watcher saw: %s\n", r->arbiter_saw[0] ? r->arbiter_saw : "(nothing)");
+    if (r->arbiter_named_shard && r->arbiter_named_owner)
+        printf("the arbiter named shard %lld of %u: its gradient differs from the trainer's shard table; computed "
+               "by rank %u on host %s (per the trainer's ranks.json: a hint, not committed)\n",
+               (long long)r->arbiter_shard, r->arbiter_shards, r->arbiter_rank, r->arbiter_host);
+    else if (r->arbiter_named_shard)
+        printf("the arbiter named shard %lld of %u: its gradient differs from the trainer's shard table (no "
+               "rank or host: the trainer published no usable ranks.json)\n",
+               (long long)r->arbiter_shard, r->arbiter_shards);
+    else if (o->shards > 1 && r->outcome != CHAIN_ARB_VERIFIED)
+        printf("the arbiter named no shard: every shard's gradient matched the trainer's shard table%s\n",
+               o->fault == DEVNET_BITFLIP_SHARD ? " (NOT AS EXPECTED)" : "");
+    if (o->fault == DEVNET_BITFLIP_SHARD)
+        printf("expected shard: %u (of %u, %u process%s)\n", o->fault_shard, o->shards, o->ranks,
+               o->ranks == 1 ? "" : "es");
     printf("contract %s, run %s\n\ntransactions:\n", r->contract, r->run_id);
     printf("  %-6s %-9s %-11s %9s  %-6s %s\n", "block", "party", "call", "gas", "status", "hash");
     for (size_t i = 0; i < r->ledger.n; i++) {
@@ -187,6 +212,21 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
                           r->verdict_s - r->faulty_commit_s, "total_s", r->total_s, "run_id", r->run_id, "rpc_url",
                           r->rpc_url, "gas", gas, "transactions", txs);
     json_object_set_new(j, "arbiter_saw", json_string(r->arbiter_saw));
+    json_object_set_new(j, "shards", json_integer(o->shards));
+    json_object_set_new(j, "ranks", json_integer(o->ranks));
+    json_object_set_new(j, "fault_shard",
+                        o->fault == DEVNET_BITFLIP_SHARD ? json_integer(o->fault_shard) : json_null());
+    json_t *named = json_null();
+    if (r->arbiter_named_shard) {
+        named = json_pack("{s:I, s:I}", "shard", (json_int_t)r->arbiter_shard, "shards",
+                          (json_int_t)r->arbiter_shards);
+        json_object_set_new(named, "rank", r->arbiter_named_owner ? json_integer(r->arbiter_rank) : json_null());
+        json_object_set_new(named, "host", r->arbiter_named_owner ? json_string(r->arbiter_host) : json_null());
+        json_object_set_new(named, "owner_source",
+                            json_string(r->arbiter_named_owner ? "the trainer's ranks.json (a hint, not committed)"
+                                                               : "none"));
+    }
+    json_object_set_new(j, "arbiter_shard", named);
     if (o->keep)
         json_object_set_new(j, "work_dir", json_string(r->work_dir));
     char *text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
@@ -196,7 +236,7 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
 }
 
 enum { O_FAULT = 256, O_AT, O_STEPS, O_MODEL, O_BATCH, O_SEQ, O_SILENT, O_MOVE, O_TIMEOUT, O_KEEP, O_ANVIL, O_JSON,
-       O_NODE, O_BLOCK_TIME, O_CONF, O_STORE, O_ARB_METRICS };
+       O_NODE, O_BLOCK_TIME, O_CONF, O_STORE, O_ARB_METRICS, O_SHARDS, O_RANKS, O_FAULT_SHARD };
 
 int devnet_cmd(int argc, char **argv)
 {
@@ -210,9 +250,12 @@ int devnet_cmd(int argc, char **argv)
         {"node", required_argument, NULL, O_NODE},     {"block-time", required_argument, NULL, O_BLOCK_TIME},
         {"confirmations", required_argument, NULL, O_CONF},
         {"store", required_argument, NULL, O_STORE},   {"arbiter-metrics-addr", required_argument, NULL, O_ARB_METRICS},
+        {"shards", required_argument, NULL, O_SHARDS}, {"ranks", required_argument, NULL, O_RANKS},
+        {"fault-shard", required_argument, NULL, O_FAULT_SHARD},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};
-    devnet_opts o = {.steps = 64, .batch = 4, .seq = 32, .move_timeout = 600, .timeout_s = 900};
-    bool have_fault = false, have_at = false;
+    devnet_opts o = {.steps = 64, .batch = 4, .seq = 32, .move_timeout = 600, .timeout_s = 900, .shards = 1,
+                     .ranks = 1};
+    bool have_fault = false, have_at = false, have_fault_shard = false;
     uint64_t v;
     int c;
     optind = 1;
@@ -284,6 +327,19 @@ int devnet_cmd(int argc, char **argv)
             break;
         case O_STORE: o.store = optarg; break;
         case O_ARB_METRICS: o.arbiter_metrics = optarg; break;
+        case O_SHARDS:
+            if (trn_arg_u64("devnet", flag, optarg, 1, TRN_MAX_SHARDS, &v)) return 2;
+            o.shards = (uint32_t)v;
+            break;
+        case O_RANKS:
+            if (trn_arg_u64("devnet", flag, optarg, 1, TRN_MAX_SHARDS, &v)) return 2;
+            o.ranks = (uint32_t)v;
+            break;
+        case O_FAULT_SHARD:
+            if (trn_arg_u64("devnet", flag, optarg, 0, TRN_MAX_SHARDS - 1, &v)) return 2;
+            o.fault_shard = (uint32_t)v;
+            have_fault_shard = true;
+            break;
         case O_JSON: o.json = true; break;
         default: return trn_arg_unknown("devnet", argv[optind - 1]);
         }
@@ -301,6 +357,35 @@ int devnet_cmd(int argc, char **argv)
                 (unsigned long long)o.steps);
         return 2;
     }
+    if (o.batch % o.shards != 0) {
+        fprintf(stderr, "ovt devnet: --shards %u must divide --batch %u\n", o.shards, o.batch);
+        return 2;
+    }
+    if (o.shards % o.ranks != 0) {
+        fprintf(stderr, "ovt devnet: --ranks %u must divide --shards %u (each process computes S/R shards)\n",
+                o.ranks, o.shards);
+        return 2;
+    }
+    if (o.fault == DEVNET_BITFLIP_SHARD && o.shards < 2) {
+        fprintf(stderr, "ovt devnet: --fault bitflip-shard needs a sharded run: --shards S >= 2\n");
+        return 2;
+    }
+    if (have_fault_shard && o.fault != DEVNET_BITFLIP_SHARD) {
+        fprintf(stderr, "ovt devnet: --fault-shard goes with --fault bitflip-shard\n");
+        return 2;
+    }
+    if (!have_fault_shard)
+        o.fault_shard = o.shards / 2;
+    if (o.fault_shard >= o.shards) {
+        fprintf(stderr, "ovt devnet: --fault-shard %u: the run has %u shards (J in 0..%u)\n", o.fault_shard,
+                o.shards, o.shards - 1);
+        return 2;
+    }
+    if (o.ranks > 1 && !trn_dp_available()) {
+        fprintf(stderr, "ovt devnet: --ranks %u needs a build with MPI (this one has none: install libopenmpi-dev "
+                        "and rebuild; docs/data-parallel.md)\n", o.ranks);
+        return 2;
+    }
     if (o.silent && o.fault == DEVNET_NONE) {
         fprintf(stderr, "ovt devnet: --silent needs a dispute: combine it with a fault other than none\n");
         return 2;
@@ -312,8 +397,11 @@ int devnet_cmd(int argc, char **argv)
         devnet_ledger_free(&r.ledger);
         return 1;
     }
+    /* bitflip-shard also expects the arbiter to have named the flipped shard */
     bool as_expected = devnet_outcome_ok(&o, r.outcome) &&
-                       (o.fault == DEVNET_NONE || o.silent || (r.has_step && r.step == o.at));
+                       (o.fault == DEVNET_NONE || o.silent || (r.has_step && r.step == o.at)) &&
+                       (o.fault != DEVNET_BITFLIP_SHARD || o.silent ||
+                        (r.arbiter_named_shard && r.arbiter_shard == (int64_t)o.fault_shard));
     if (o.json)
         print_json(&o, &r, as_expected);
     else

@@ -107,6 +107,46 @@ int devnet_find_anvil(char *out, size_t cap, const char *given)
                     "node_modules/.bin), or pass --anvil PATH; looked at %s", looked);
 }
 
+#ifndef OVT_MPIRUN_PATH
+#define OVT_MPIRUN_PATH ""
+#endif
+
+int devnet_find_mpirun(char *out, size_t cap)
+{
+    char looked[2048] = "";
+    const char *env = getenv("OVT_MPIRUN");
+    if (env && *env) {
+        if (is_executable(env)) {
+            snprintf(out, cap, "%s", env);
+            return 0;
+        }
+        note(looked, sizeof looked, env);
+    }
+    if (is_executable(OVT_MPIRUN_PATH)) {
+        snprintf(out, cap, "%s", OVT_MPIRUN_PATH);
+        return 0;
+    }
+    if (OVT_MPIRUN_PATH[0])
+        note(looked, sizeof looked, OVT_MPIRUN_PATH);
+    char cand[PATH_MAX];
+    const char *path = getenv("PATH");
+    while (path && *path) {
+        const char *end = strchr(path, ':');
+        size_t len = end ? (size_t)(end - path) : strlen(path);
+        if (len > 0 && len < sizeof cand - 8) {
+            snprintf(cand, sizeof cand, "%.*s/mpirun", (int)len, path);
+            if (is_executable(cand)) {
+                snprintf(out, cap, "%s", cand);
+                return 0;
+            }
+        }
+        path = end ? end + 1 : NULL;
+    }
+    note(looked, sizeof looked, "$PATH");
+    return ovt_fail(OVT_ENOTFOUND, "mpirun not found (--ranks > 1 runs the trainer under Open MPI's mpirun: install "
+                                   "openmpi-bin, or set OVT_MPIRUN); looked at %s", looked);
+}
+
 int devnet_free_port(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);

@@ -16,6 +16,11 @@
  * naming `npm ci` and every place it looked. */
 int devnet_find_anvil(char *out, size_t cap, const char *given) OVT_MUST_USE;
 
+/* Finds Open MPI's mpirun for --ranks R > 1: $OVT_MPIRUN, the one CMake
+ * found when ovt was built with MPI, then $PATH. OVT_ENOTFOUND naming
+ * every place it looked. */
+int devnet_find_mpirun(char *out, size_t cap) OVT_MUST_USE;
+
 /* The path of the running ovt executable (/proc/self/exe). */
 int devnet_self_exe(char *out, size_t cap) OVT_MUST_USE;
 

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "chain/keys.h"
+#include "examples/devnet/node.h"
 #include "examples/devnet/scenario.h"
 
 /* ---- the parties' commands (docs/devnet.md lists them) ---- */
@@ -72,10 +73,37 @@ static void policy_args(cmdline *c, const struct devnet *d)
     arg(c, "%u", d->o->move_timeout);
 }
 
+/* --ranks R > 1: the trainer as R processes, `mpirun -np R` on loopback
+ * with the flags tests/support/mpirun.c uses (root allowed, more ranks than
+ * cores, no binding, TCP on lo only for the data and mpirun's own wiring). */
+static int mpirun_prefix(cmdline *c, const devnet_opts *o)
+{
+    char mpirun[4096];
+    int rv = devnet_find_mpirun(mpirun, sizeof mpirun);
+    if (rv)
+        return ovt_fail_wrap(rv, "--ranks %u", o->ranks);
+    /* Open MPI refuses to run as root without both; the devnet's other
+     * children inherit them too, which only Open MPI reads. */
+    if (setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1) || setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1))
+        return ovt_fail_errno(OVT_ENOMEM, "setenv");
+    static const char *const fixed[] = {"--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
+                                        "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo",
+                                        "--mca", "oob_tcp_if_include", "lo"};
+    arg(c, "%s", mpirun);
+    arg(c, "-np");
+    arg(c, "%u", o->ranks);
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        arg(c, "%s", fixed[i]);
+    return 0;
+}
+
 int devnet_run_train(struct devnet *d)
 {
     const devnet_opts *o = d->o;
     cmdline c = {0};
+    int rv;
+    if (o->ranks > 1 && (rv = mpirun_prefix(&c, o)))
+        return rv;
     arg(&c, "%s", d->exe);
     arg(&c, "train");
     arg(&c, "--model");
@@ -99,16 +127,34 @@ int devnet_run_train(struct devnet *d)
     static const char *const train_faults[DEVNET_FAULT_COUNT] = {
         [DEVNET_BITFLIP] = "bitflip", [DEVNET_POISONED_BATCH] = "poisoned-batch",
         [DEVNET_SKIPPED_STEP] = "skipped-step", [DEVNET_FORGED_LOG] = "forged-log",
-        [DEVNET_WITHHELD_INPUTS] = "bitflip", [DEVNET_OMITTED_LOG] = "omitted-log"};
+        [DEVNET_WITHHELD_INPUTS] = "bitflip", [DEVNET_OMITTED_LOG] = "omitted-log",
+        [DEVNET_BITFLIP_SHARD] = "bitflip-shard"};
+    if (o->shards > 1) {
+        arg(&c, "--shards");
+        arg(&c, "%u", o->shards);
+    }
     if (train_faults[o->fault]) {
         arg(&c, "--inject-fault");
         arg(&c, "%s", train_faults[o->fault]);
         arg(&c, "--fault-step");
         arg(&c, "%llu", (unsigned long long)o->at);
     }
+    if (o->fault == DEVNET_BITFLIP_SHARD) {
+        arg(&c, "--fault-shard");
+        arg(&c, "%u", o->fault_shard);
+    }
+    if (c.n >= 63)
+        return ovt_fail(OVT_EINVAL, "the trainer's command line is too long");
+    char sharded[96] = "", injecting[96] = "";
+    if (o->shards > 1)
+        snprintf(sharded, sizeof sharded, " in %u shards on %u process%s%s", o->shards, o->ranks,
+                 o->ranks == 1 ? "" : "es", o->ranks > 1 ? " (mpirun)" : "");
+    if (train_faults[o->fault] && o->fault == DEVNET_BITFLIP_SHARD)
+        snprintf(injecting, sizeof injecting, ", injecting bitflip-shard (shard %u)", o->fault_shard);
+    else if (train_faults[o->fault])
+        snprintf(injecting, sizeof injecting, ", injecting %s", train_faults[o->fault]);
     devnet_progress(d, "trainer: training %s for %llu steps on the cpu backend%s%s", o->mlp ? "mlp-demo" : "gpt2-tiny",
-             (unsigned long long)o->steps, train_faults[o->fault] ? ", injecting " : "",
-             train_faults[o->fault] ? train_faults[o->fault] : "");
+                    (unsigned long long)o->steps, sharded, injecting);
     return devnet_run_to_end(d, "train", c.argv, o->timeout_s);
 }
 
@@ -230,6 +276,26 @@ int devnet_start_arbiter(struct devnet *d)
 }
 
 
+/* The shard the arbiter's "evaluated" line names (arbiter/watch.c:
+ * {"shard", "shards", "rank", "host", ...}, rank and host null when the
+ * trainer's ranks.json did not say); the last such line counts. */
+static void note_shard(devnet_result *r, const json_t *sd)
+{
+    json_t *shard = json_object_get(sd, "shard"), *shards = json_object_get(sd, "shards");
+    json_t *rank = json_object_get(sd, "rank"), *host = json_object_get(sd, "host");
+    r->arbiter_named_shard = json_is_integer(shard) && json_is_integer(shards);
+    r->arbiter_named_owner = false;
+    if (!r->arbiter_named_shard)
+        return;
+    r->arbiter_shard = json_integer_value(shard);
+    r->arbiter_shards = (uint32_t)json_integer_value(shards);
+    if (json_is_integer(rank) && json_is_string(host)) {
+        r->arbiter_named_owner = true;
+        r->arbiter_rank = (uint32_t)json_integer_value(rank);
+        snprintf(r->arbiter_host, sizeof r->arbiter_host, "%s", json_string_value(host));
+    }
+}
+
 /* The arbiter watcher's own report of the settlement: its JSON log line
  * {"event": "settled", "run_id": ..., "message": ...}; 1 once found. */
 int devnet_arbiter_saw(struct devnet *d)
@@ -248,6 +314,8 @@ int devnet_arbiter_saw(struct devnet *d)
             snprintf(d->r->arbiter_saw, sizeof d->r->arbiter_saw, "%s", msg);
             found = 1;
         }
+        if (ev && run && strcmp(ev, "evaluated") == 0 && strcasecmp(run, d->r->run_id) == 0)
+            note_shard(d->r, json_object_get(j, "shard_differs"));
         json_decref(j);
     }
     fclose(f);

@@ -1,0 +1,209 @@
+/* `ovt devnet --fault bitflip-shard` on a sharded run (label devnet): the
+ * trainer (gpt2-tiny, 8 steps, --shards 4) flips one bit of shard J's
+ * gradient in step K = 5; the dispute ends auditor-right at step 5, and the
+ * arbiter names shard J and the rank and host that computed it, which must
+ * be the ones the trainer's own RUNDIR/ranks.json gives (trn_ranks_owner_in).
+ * The case is the argument, so ctest runs them side by side:
+ *   ranks1  the trainer in one process (J = 2: rank 0)
+ *   ranks2  the trainer as `mpirun -np 2` (J = 2: rank 1); exits 77 (skip)
+ *           in a build without MPI, or when a tiny `mpirun -np 2 ovt train
+ *           --shards 2` fails: the multi-process step is not in this build
+ *   errors  the usage errors of --shards, --ranks and --fault-shard */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "support/mpirun.h"
+#include "support/proc.h"
+#include "trainer/ranks.h"
+
+static char ovt[4096];
+
+static const char *str(const json_t *j, const char *key)
+{
+    const char *s = json_string_value(json_object_get(j, key));
+    return s ? s : "";
+}
+
+/* Whether `mpirun -np 2 ovt train --shards 2` runs in this build: a 2-step
+ * run of a tiny text. 1 yes; 0 no, with the reason printed. */
+static int mpi_train_works(const char *work)
+{
+    char text[4200], data[4200], out[4200];
+    snprintf(text, sizeof text, "%s/probe.txt", work);
+    snprintf(data, sizeof data, "%s/probe.bin", work);
+    snprintf(out, sizeof out, "%s/probe-run", work);
+    FILE *f = fopen(text, "w");
+    if (!f)
+        return 0;
+    for (int i = 0; i < 200; i++)
+        fprintf(f, "the model takes a step, the log rounds it, the arbiter checks it %d\n", i);
+    fclose(f);
+    char *o = NULL;
+    int st = tsup_runl(&o, ovt, "data", "text", text, "--out", data, (char *)NULL);
+    free(o);
+    if (st != 0) {
+        fprintf(stderr, "ranks2: `ovt data text` failed (%d)\n", st);
+        return 0;
+    }
+    char *argv[] = {ovt, "train", "--data", data, "--out", out, "--steps", "2", "--shards", "2", "--batch", "4", NULL};
+    st = tsup_mpirun(2, NULL, argv, &o);
+    if (st != 0) {
+        /* the reason ovt train gave: a "not yet" of this build, or the
+         * error of one that runs every shard on every rank */
+        const char *why = NULL;
+        static const char *const marks[] = {"not yet", "failed:", "error", "ovt train:"};
+        for (size_t k = 0; o && !why && k < sizeof marks / sizeof marks[0]; k++)
+            if ((why = strstr(o, marks[k])))
+                while (why > o && why[-1] != '\n')
+                    why--;
+        char line[512] = "";
+        if (why)
+            snprintf(line, sizeof line, "%.*s", (int)strcspn(why, "\n"), why);
+        fprintf(stderr,
+                "SKIP ranks2: `mpirun -np 2 ovt train --shards 2` is not supported by this build (exit %d%s%s%s): "
+                "the multi-process sharded step has not landed yet\n",
+                st, line[0] ? ": \"" : "", line, line[0] ? "\"" : "");
+    }
+    free(o);
+    return st == 0;
+}
+
+static void usage_errors(void)
+{
+    static const char *const cases[][12] = {
+        {"--fault", "bitflip-shard", NULL},                                         /* needs --shards >= 2 */
+        {"--fault", "bitflip-shard", "--shards", "3", NULL},                       /* 3 does not divide batch 4 */
+        {"--fault", "bitflip-shard", "--shards", "4", "--ranks", "3", NULL},       /* R must divide S */
+        {"--fault", "bitflip-shard", "--shards", "4", "--fault-shard", "4", NULL}, /* J in 0..S-1 */
+        {"--fault", "bitflip", "--fault-shard", "1", NULL},                        /* only with bitflip-shard */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *argv[16] = {ovt, "devnet"};
+        int n = 2;
+        for (int k = 0; cases[i][k]; k++)
+            argv[n++] = (char *)cases[i][k];
+        argv[n] = NULL;
+        char *out = NULL;
+        int st = tsup_run(argv, &out);
+        CHECK_MSG(st == 2, "usage case %zu: exit %d", i, st);
+        free(out);
+    }
+    char *help[] = {ovt, "devnet", "--help", NULL};
+    char *out = NULL;
+    CHECK_EQ_U64(tsup_run(help, &out), 0);
+    CHECK(out && strstr(out, "bitflip-shard") && strstr(out, "--ranks") && strstr(out, "--fault-shard"));
+    free(out);
+}
+
+/* Reads a whole small file (NULL if it cannot). */
+static json_t *load_json(const char *path)
+{
+    json_error_t e;
+    json_t *j = json_load_file(path, 0, &e);
+    CHECK_MSG(j != NULL, "%s: %s", path, e.text);
+    return j;
+}
+
+static void dispute(const char *label, const char *ranks, const char *work)
+{
+    char keep[4200];
+    snprintf(keep, sizeof keep, "%s/devnet", work);
+    char *argv[] = {ovt,        "devnet", "--json",  "--fault", "bitflip-shard", "--shards", "4", "--ranks",
+                    (char *)ranks, "--steps", "8", "--at", "5", "--keep", keep, "--timeout", "600", NULL};
+    char *text = NULL;
+    int st = tsup_run(argv, &text);
+    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+    CHECK_MSG(st == 0 && j, "%s: ovt devnet exited %d: %s", label, st, text ? text : "(no output)");
+    free(text);
+    if (!j)
+        return;
+    CHECK_MSG(!strcmp(str(j, "outcome"), "auditor-right"), "%s: outcome %s", label, str(j, "outcome"));
+    CHECK(!strcmp(str(j, "wrong_party"), "trainer"));
+    CHECK(json_integer_value(json_object_get(j, "step")) == 5);
+    CHECK(json_is_true(json_object_get(j, "as_expected")));
+    CHECK(json_integer_value(json_object_get(j, "fault_shard")) == 2);
+    CHECK(json_integer_value(json_object_get(j, "shards")) == 4);
+
+    /* who computed shard 2 of step 5, by the trainer's own record */
+    char run_dir[4300];
+    snprintf(run_dir, sizeof run_dir, "%s/trainer", keep);
+    trn_shard_owner want;
+    CHECK_MSG(trn_ranks_owner_in(&want, run_dir, 5, 2) == 0, "%s: %s/ranks.json: %s", label, run_dir, ovt_errmsg());
+    CHECK_EQ_U64(want.rank, strcmp(ranks, "1") == 0 ? 0 : 1); /* rank r of R computes shards r*S/R.. */
+
+    /* the devnet's report of what the arbiter named */
+    json_t *named = json_object_get(j, "arbiter_shard");
+    CHECK_MSG(json_is_object(named), "%s: the arbiter named no shard", label);
+    CHECK(json_integer_value(json_object_get(named, "shard")) == 2);
+    CHECK(json_integer_value(json_object_get(named, "shards")) == 4);
+    CHECK(json_is_integer(json_object_get(named, "rank")) &&
+          json_integer_value(json_object_get(named, "rank")) == (json_int_t)want.rank);
+    CHECK_MSG(!strcmp(str(named, "host"), want.host), "%s: host %s, ranks.json says %s", label, str(named, "host"),
+              want.host);
+
+    /* the arbiter's own state: eval.json of the game */
+    char eval_path[4600];
+    snprintf(eval_path, sizeof eval_path, "%s/arbiter/games/%s/eval.json", keep, str(j, "run_id") + 2);
+    json_t *ev = load_json(eval_path);
+    json_t *sd = json_object_get(ev, "shard_differs");
+    CHECK(json_integer_value(json_object_get(ev, "shards")) == 4);
+    CHECK(json_integer_value(json_object_get(sd, "shard")) == 2);
+    CHECK(json_integer_value(json_object_get(sd, "rank")) == (json_int_t)want.rank);
+    CHECK(!strcmp(str(sd, "host"), want.host));
+    CHECK_MSG(strstr(str(sd, "owner_source"), "not committed") != NULL, "%s: owner_source '%s'", label,
+              str(sd, "owner_source"));
+    json_decref(ev);
+
+    /* the manifest names ranks.json */
+    char man_path[4600];
+    snprintf(man_path, sizeof man_path, "%s/store/run/%s.json", keep, str(j, "run_id") + 2);
+    json_t *man = load_json(man_path);
+    CHECK(strlen(str(man, "ranks")) == 64);
+    json_decref(man);
+    printf("%s: auditor-right at step 5, the arbiter named shard 2, rank %u on host %s\n", label, want.rank,
+           want.host);
+    json_decref(j);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_devnet_shard ranks1|ranks2|errors\n");
+        return 2;
+    }
+    const char *bin = getenv("OVT_BINARY_DIR");
+    snprintf(ovt, sizeof ovt, "%s/ovt", bin ? bin : ".");
+    char work[4096];
+    snprintf(work, sizeof work, "%s/test_devnet_shard.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(work))
+        return 1;
+    int skip = 0;
+    if (!strcmp(argv[1], "errors")) {
+        usage_errors();
+    } else if (!strcmp(argv[1], "ranks1")) {
+        dispute("ranks1", "1", work);
+    } else if (!strcmp(argv[1], "ranks2")) {
+        if (!tsup_mpirun_path()) {
+            fprintf(stderr, "SKIP ranks2: this build has no MPI (OVT_MPIRUN is empty)\n");
+            skip = 1;
+        } else if (!mpi_train_works(work)) {
+            skip = 1;
+        } else {
+            dispute("ranks2", "2", work);
+        }
+    } else {
+        fprintf(stderr, "unknown case %s\n", argv[1]);
+        return 2;
+    }
+    char *rm[] = {"/bin/rm", "-rf", work, NULL};
+    char *o = NULL;
+    if (tsup_run(rm, &o) != 0)
+        fprintf(stderr, "could not remove %s\n", work);
+    free(o);
+    if (skip)
+        return check_failures ? 1 : 77;
+    return check_done();
+}
