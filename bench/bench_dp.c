@@ -1,28 +1,22 @@
 /* bench_dp: what the data-parallel transport costs (docs/data-parallel.md):
- * the gradient sum (FP64 reduce-scatter of sums and magnitudes, the slice's
- * rounding, FP32 all-gather) for the parameter counts of gpt2-tiny and
- * gpt2-small, and the per-step small calls (shard table, stateHash check,
- * failure check). Run under mpirun:
+ * the exact gradient sum (keys' max all-reduce, the own shards' terms,
+ * FP64 reduce-scatter of the partial sums, the slice's mean and rounding,
+ * FP32 all-gather) with 2 shards per rank (S = 2R) for the parameter count
+ * of gpt2-tiny and 16M, and the per-step small calls (shard table,
+ * stateHash check, failure check). Run under mpirun:
  *   mpirun -np 2 bench/bench_dp [N ...]
  * (as root, over loopback: add --allow-run-as-root --mca btl self,tcp
  * --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo). Rank 0 prints the
- * median wall time of each over the repetitions; the rounding is a plain
- * FP32 conversion, so the figure is the communication and its memory
- * traffic, not the grad.sum site's band arithmetic. */
+ * median wall time of each over the repetitions, the time of the same sum
+ * in one process (a NULL dp, all S shards: the arithmetic alone), and the
+ * bytes each rank sends per element (1 key, 8 partial sum, 4 gather). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench_util.h"
 #include "trainer/dp.h"
-
-static int round_plain(void *arg, float *out, const double *sum, const double *abs_sum, size_t offset, size_t len)
-{
-    (void)arg, (void)abs_sum, (void)offset;
-    for (size_t i = 0; i < len; i++)
-        out[i] = (float)sum[i];
-    return 0;
-}
 
 int main(int argc, char **argv)
 {
@@ -37,39 +31,60 @@ int main(int argc, char **argv)
         return 1;
     }
     int R = trn_dp_size(dp), rank = trn_dp_rank(dp);
-    size_t sizes[8] = {120576, 124439808};
+    size_t sizes[8] = {120576, 16777216};
     int nsizes = 2;
     if (argc > 1) {
         nsizes = 0;
         for (int i = 1; i < argc && nsizes < 8; i++)
             sizes[nsizes++] = strtoull(argv[i], NULL, 10);
     }
+    enum { PER_RANK = 2 };
+    uint32_t S_sum = (uint32_t)R * PER_RANK;
     if (rank == 0)
-        printf("R = %d\n%12s %6s %12s %12s\n", R, "n", "reps", "grad_sum ms", "MB/s/rank");
+        printf("R = %d, S = %u\n%12s %6s %14s %14s %12s\n", R, S_sum, "n", "reps", "grad_sum ms", "1 process ms",
+               "MB/s/rank");
     for (int s = 0; s < nsizes; s++) {
         size_t n = sizes[s];
         float *grads = malloc(n * sizeof *grads);
-        double *sum = malloc(n * sizeof *sum), *abs_sum = malloc(n * sizeof *abs_sum);
-        if (!grads || !sum || !abs_sum)
+        /* rank 0 also holds every shard for the one-process figure */
+        uint32_t held = rank == 0 ? S_sum : PER_RANK;
+        float **shard = calloc(held, sizeof *shard);
+        if (!grads || !shard)
             return 1;
+        for (uint32_t j = 0; j < held; j++) {
+            uint32_t global = rank == 0 ? j : (uint32_t)rank * PER_RANK + j;
+            if ((shard[j] = malloc(n * sizeof *shard[j])) == NULL)
+                return 1;
+            for (size_t i = 0; i < n; i++) /* exponents over 40 binades */
+                shard[j][i] = ldexpf(1.0f + (float)((i * 7919u + global * 104729u) % 8388608u) * 0x1p-23f,
+                                     (int)((i + global * 13u) % 40u) - 20) * (((i + global) & 1) ? -1.0f : 1.0f);
+        }
+        const float *const *own = (const float *const *)shard; /* rank 0: its own are shards 0, 1 */
         int reps = n > 10000000 ? 5 : 50;
-        double t[50];
+        double t[50], t1[50];
         for (int k = 0; k < reps; k++) {
-            for (size_t i = 0; i < n; i++)
-                sum[i] = abs_sum[i] = (double)(i % 1000) * 0.001;
             if (trn_dp_agree(dp, 0, (uint64_t)k) != 0) /* start together */
                 return 1;
             double t0 = now();
-            if (trn_dp_grad_sum(dp, grads, sum, abs_sum, n, round_plain, NULL, (uint64_t)k) != 0)
+            if (trn_dp_grad_sum(dp, grads, own, PER_RANK, S_sum, n, 32, (uint64_t)k) != 0) {
+                fprintf(stderr, "bench_dp: %s\n", ovt_errmsg());
                 return 1;
+            }
             t[k] = now() - t0;
         }
-        double med = median(t, reps);
+        for (int k = 0; k < reps && rank == 0; k++) {
+            double t0 = now();
+            if (trn_dp_grad_sum(NULL, grads, own, S_sum, S_sum, n, 32, (uint64_t)k) != 0)
+                return 1;
+            t1[k] = now() - t0;
+        }
+        double med = median(t, reps), med1 = rank == 0 ? median(t1, reps) : 0;
         if (rank == 0)
-            printf("%12zu %6d %12.2f %12.0f\n", n, reps, med * 1e3, (double)n * 20.0 / med / 1e6);
+            printf("%12zu %6d %14.2f %14.2f %12.0f\n", n, reps, med * 1e3, med1 * 1e3, (double)n * 13.0 / med / 1e6);
+        for (uint32_t j = 0; j < held; j++)
+            free(shard[j]);
+        free(shard);
         free(grads);
-        free(sum);
-        free(abs_sum);
     }
     uint32_t S = (uint32_t)R * 4; /* 4 shards per rank */
     trn_shard_record *rec = calloc(S, sizeof *rec);

@@ -6,8 +6,9 @@
  * A run config with S shards (trn_run_config.shards) splits each step's batch
  * into S shards of B/S sequences (or samples). Each shard's forward and
  * backward is computed on its own and its parameter gradient rounded to the
- * grid; the S shard gradients are then summed as one rounding site,
- * "grad.sum", whose band holds for any order and grouping of the S terms.
+ * grid; the S shard gradients are then averaged as one site, "grad.sum",
+ * whose result is exact for any order and grouping of the S terms
+ * (kernels/shard.h), so it has no band and no log entries.
  *
  * R processes (R divides S, `mpirun -np R ovt train --shards S`) share a
  * step: rank r computes shards r*S/R .. (r+1)*S/R - 1. A NULL trn_dp is one
@@ -68,24 +69,37 @@ int trn_dp_hosts(const trn_dp *dp, char (*hosts)[TRN_SHARD_HOST_MAX]) OVT_MUST_U
  * every rank holds all S. */
 int trn_dp_share_shards(trn_dp *dp, trn_shard_record *rec, uint32_t S, uint64_t step) OVT_MUST_USE;
 
-/* Rounds elements offset .. offset+len-1 of site "grad.sum" (n elements in
- * all) into out[0..len) from their FP64 sums and sums of magnitudes. */
-typedef int (*trn_dp_round_fn)(void *arg, float *out, const double *sum, const double *abs_sum, size_t offset,
-                               size_t len);
-
-/* The gradient sum: sum and abs_sum (n each) hold this rank's FP64 partial
- * sums over its own shards (overwritten). The ranks add them up in whatever
- * order the library picks, each rank rounds its slice with `round`, and the
- * rounded slices are gathered, so that every rank ends with the same grads
- * (n). `round` may be called several times (the sum goes in chunks), each
- * with its own offset. A rank whose `round` fails still takes part in the
- * rest and returns the failure at the end: pass it to trn_dp_agree. */
-int trn_dp_grad_sum(trn_dp *dp, float *grads, double *sum, double *abs_sum, size_t n, trn_dp_round_fn round,
-                    void *arg, uint64_t step) OVT_MUST_USE;
+/* The gradient sum of a sharded step (site "grad.sum", kernels/shard.h):
+ * shard[0..nlocal) are this rank's shard gradients (n floats each), S the
+ * step's shard count over all ranks. The ranks take the max of the
+ * per-element keys (krn_shard_key) over every shard, each rank sums the
+ * terms krn_shard_term(g, krn_shard_quantum(key, S)) of its own shards,
+ * the ranks add those FP64 partial sums in whatever order the library picks
+ * (exact by construction), each rank divides its slice by S and rounds it
+ * with krn_grid_round(x, grid_bits), and the slices are gathered, so that
+ * every rank ends with the same grads (n), equal bit for bit to
+ * krn_grid_round(krn_shard_mean(all S shards, i), grid_bits) for every i.
+ *
+ * The site is exact: it has no band and adds nothing to the rounding log.
+ * A zero mean is +0 whatever the signs of the shards' zeros. Rank r holds
+ * shards r*S/R .. (r+1)*S/R - 1, so nlocal must be S/R; grads must not
+ * overlap any shard. A NULL dp is one process holding every shard
+ * (nlocal == S): the same result, computed in this process, in every build.
+ *
+ * Failures: S that R does not divide and an invalid grid_bits are refused
+ * alike by every rank before any collective. A non-finite shard value fails
+ * every rank (each sees it in the keys' max; its holder names the shard); a
+ * mean that rounds past the largest finite grid value (possible only for
+ * shard values off the grid) and nlocal != S/R fail the rank that sees it.
+ * A failing rank still takes part in every collective and returns its error
+ * (OVT_ENUMERIC or OVT_EINVAL) at the end, with grads zeroed: pass the
+ * result to trn_dp_agree, as every rank's grads are then of no use. */
+int trn_dp_grad_sum(trn_dp *dp, float *grads, const float *const *shard, uint32_t nlocal, uint32_t S,
+                    size_t n, int grid_bits, uint64_t step) OVT_MUST_USE;
 
 /* After the step: rank 0's log becomes the merge of every rank's log
- * (sites in order; a site split over ranks, such as grad.sum, in element
- * order). Other ranks' logs are left as they were. */
+ * (sites in order; a site split over ranks in element order). Other ranks'
+ * logs are left as they were. */
 int trn_dp_merge_log(trn_dp *dp, krn_rlog *log, uint64_t step) OVT_MUST_USE;
 
 /* Every rank holds the same stateHash after step `step`; otherwise an error

@@ -14,6 +14,7 @@
  * Only the calling thread uses MPI (MPI_THREAD_FUNNELED): the kernels' own
  * thread pool never does. */
 #include "trainer/dp.h"
+#include "trainer/dp_sum.h"
 
 #include <mpi.h>
 
@@ -45,7 +46,7 @@ static const char *op_name(uint64_t op)
 enum { TAG_ARRIVE = 1, TAG_GO = 2, TAG_LOG_LEN = 3, TAG_LOG = 4 };
 
 /* grad_sum reduces at most this many elements per collective (8 MiB of
- * FP64): Open MPI 4.1's non-blocking reduce-scatter over TCP ran about ten
+ * FP64 partial sums, 1 MiB of keys): Open MPI 4.1's non-blocking reduce-scatter over TCP ran about ten
  * times slower per element with chunks of 2M elements and more
  * (bench/bench_dp.c, docs/data-parallel.md). OVT_DP_CHUNK overrides it
  * (tests use small ones to cross chunk edges). */
@@ -293,20 +294,39 @@ int trn_dp_share_shards(trn_dp *dp, trn_shard_record *rec, uint32_t S, uint64_t 
     return 0;
 }
 
-int trn_dp_grad_sum(trn_dp *dp, float *grads, double *sum, double *abs_sum, size_t n, trn_dp_round_fn round,
-                    void *arg, uint64_t step)
+int trn_dp_grad_sum(trn_dp *dp, float *grads, const float *const *shard, uint32_t nlocal, uint32_t S, size_t n,
+                    int grid_bits, uint64_t step)
 {
+    if (dp == NULL)
+        return trn_dp_sum_one_process(grads, shard, nlocal, S, n, grid_bits, step);
     int R = dp->size;
+    /* S and grid_bits are the run config's, the same on every rank: every
+     * rank refuses alike, before any collective */
+    int rc = trn_dp_sum_check(S, R, grid_bits);
+    if (rc != 0) {
+        memset(grads, 0, n * sizeof *grads);
+        return rc;
+    }
+    uint32_t own = S / (uint32_t)R, first = (uint32_t)dp->rank * own;
+    if (nlocal != own) {
+        rc = ovt_fail(OVT_EINVAL, "step %llu: grad.sum: rank %d holds %u shards, not S/R = %u/%d = %u",
+                      (unsigned long long)step, dp->rank, nlocal, S, R, own);
+        nlocal = 0; /* it takes part all the same, with the neutral key 1 and terms 0 */
+    }
+    size_t cap = n < dp->chunk ? n : dp->chunk;
     int *counts = calloc((size_t)R, sizeof *counts);
     int *displs = calloc((size_t)R, sizeof *displs);
-    if (counts == NULL || displs == NULL) {
+    uint8_t *key = malloc(cap > 0 ? cap : 1);
+    double *partial = malloc((cap > 0 ? cap : 1) * sizeof *partial);
+    if (counts == NULL || displs == NULL || key == NULL || partial == NULL) {
         free(counts);
         free(displs);
+        free(key);
+        free(partial);
         /* a rank that cannot take part ends the job rather than leave the others waiting */
-        die(dp, "out of memory for the gradient sum's %d slices", R);
+        die(dp, "out of memory for the gradient sum's chunk of %zu elements", cap);
     }
     arrive(dp, OP_GRAD_SUM, step, n);
-    int rc = 0;
     for (size_t c0 = 0; c0 < n;) {
         size_t m = n - c0 < dp->chunk ? n - c0 : dp->chunk;
         for (int r = 0; r < R; r++) {
@@ -314,24 +334,36 @@ int trn_dp_grad_sum(trn_dp *dp, float *grads, double *sum, double *abs_sum, size
             displs[r] = (int)lo;
             counts[r] = (int)(hi - lo);
         }
-        /* in place: this rank's slice of the FP64 sums lands at the start of
-         * the chunk (MPI_IN_PLACE reduce-scatter) */
-        MPI_Request rq[2];
-        MPI_Ireduce_scatter(MPI_IN_PLACE, sum + c0, counts, MPI_DOUBLE, MPI_SUM, dp->comm, &rq[0]);
-        MPI_Ireduce_scatter(MPI_IN_PLACE, abs_sum + c0, counts, MPI_DOUBLE, MPI_SUM, dp->comm, &rq[1]);
-        finish(dp, rq, 2, OP_GRAD_SUM, step);
+        /* the keys' max over every shard of every rank sets each element's
+         * quantum (kernels/shard.h) */
+        MPI_Request rq;
+        trn_dp_sum_keys(key, shard, nlocal, c0, m);
+        MPI_Iallreduce(MPI_IN_PLACE, key, (int)m, MPI_UINT8_T, MPI_MAX, dp->comm, &rq);
+        finish(dp, &rq, 1, OP_GRAD_SUM, step);
+        /* a non-finite value anywhere shows in the keys on every rank: all
+         * of them fail (its holder names the shard) and carry on with 0 */
+        size_t bad = trn_dp_sum_first_nonfinite(key, m);
+        if (bad < m && rc == 0)
+            rc = trn_dp_sum_fail_nonfinite(shard, nlocal, first, c0 + bad, step);
+        /* the own shards' terms, then the ranks' FP64 partial sums added in
+         * Open MPI's order, exact in any order: this rank's slice of the
+         * totals lands at the start of partial (in place) */
+        trn_dp_sum_terms(partial, key, shard, nlocal, S, c0, m);
+        MPI_Ireduce_scatter(MPI_IN_PLACE, partial, counts, MPI_DOUBLE, MPI_SUM, dp->comm, &rq);
+        finish(dp, &rq, 1, OP_GRAD_SUM, step);
         size_t mine = (size_t)displs[dp->rank], len = (size_t)counts[dp->rank];
-        if (rc == 0 && len > 0) {
-            rc = round(arg, grads + c0 + mine, sum + c0, abs_sum + c0, c0 + mine, len);
-            /* a rank whose rounding fails still takes part in the rest, and
-             * returns its failure at the end (trn_dp_agree tells the others) */
-        }
-        MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, grads + c0, counts, displs, MPI_FLOAT, dp->comm, &rq[0]);
-        finish(dp, rq, 1, OP_GRAD_SUM, step);
+        int mean_rc = trn_dp_sum_mean(grads + c0 + mine, partial, S, grid_bits, c0 + mine, len, step, rc == 0);
+        rc = rc != 0 ? rc : mean_rc;
+        MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, grads + c0, counts, displs, MPI_FLOAT, dp->comm, &rq);
+        finish(dp, &rq, 1, OP_GRAD_SUM, step);
         c0 += m;
     }
+    free(partial);
+    free(key);
     free(counts);
     free(displs);
+    if (rc != 0)
+        memset(grads, 0, n * sizeof *grads);
     return rc;
 }
 

@@ -1,5 +1,6 @@
 /* trainer/dp.h in a build without MPI: one process is the only choice. */
 #include "trainer/dp.h"
+#include "trainer/dp_sum.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -45,10 +46,12 @@ int trn_dp_share_shards(trn_dp *dp, trn_shard_record *rec, uint32_t S, uint64_t 
     (void)dp, (void)rec, (void)S, (void)step;
     return no_mpi();
 }
-int trn_dp_grad_sum(trn_dp *dp, float *grads, double *sum, double *abs_sum, size_t n, trn_dp_round_fn round,
-                    void *arg, uint64_t step)
+int trn_dp_grad_sum(trn_dp *dp, float *grads, const float *const *shard, uint32_t nlocal, uint32_t S, size_t n,
+                    int grid_bits, uint64_t step)
 {
-    (void)dp, (void)grads, (void)sum, (void)abs_sum, (void)n, (void)round, (void)arg, (void)step;
+    /* a NULL dp is one process holding every shard, as in the MPI build */
+    if (dp == NULL)
+        return trn_dp_sum_one_process(grads, shard, nlocal, S, n, grid_bits, step);
     return no_mpi();
 }
 int trn_dp_merge_log(trn_dp *dp, krn_rlog *log, uint64_t step)

@@ -5,7 +5,11 @@
  * (`--worker SCENARIO TIMEOUT [MARKER]`) and checks how each run ended:
  *   basic     R = 1, 2, 4 (and 2, 4 with a small OVT_DP_CHUNK, so the gradient
  *             sum crosses chunk edges): every dp call on known inputs, checked
- *             on every rank (each rank's exit status is its own checks').
+ *             on every rank (each rank's exit status is its own checks'); the
+ *             gradient sum of S = 4 and 8 shards of adversarial data
+ *             (tests/support/shard_data.h) bit for bit against krn_shard_mean
+ *             over all S shards in one process, and its failures (a NaN, a
+ *             rank with too few shards, means past the grid).
  *   hang      R = 4, rank 2 sleeps past a 4 s rank timeout: rank 0 names rank 2
  *             and the job ends (mpirun exits) before rank 2 wakes (it would
  *             write MARKER).
@@ -13,7 +17,8 @@
  *   kill      R = 2, rank 1 kills itself (SIGKILL): the job ends with an error
  *             naming rank 1, rank 0 never gets past the collective.
  *   mismatch  R = 2, the ranks call different collectives: rank 0 says so.
- * Without MPI in this build the test is skipped (77). */
+ * The gradient sum with a NULL dp (one process) is checked first, in every
+ * build; without MPI the rest is skipped (77). */
 #include <math.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -24,96 +29,192 @@
 
 #include "check.h"
 #include "common/bytes.h"
+#include "kernels/grid.h"
 #include "kernels/rlog.h"
+#include "kernels/shard.h"
 #include "support/mpirun.h"
+#include "support/shard_data.h"
 #include "trainer/dp.h"
 
 /* ---------------------------------------------------------------- worker */
 
-/* Rank r's partial FP64 sum for element i: multiples of 2^-40 below 2^2 in
- * magnitude, so that any sum of up to 4 of them is exact in FP64 whatever the
- * order, and its nearest FP32 is known independently of the library. */
-static double part(size_t i, int r)
+/* The gradient sum's data (tests/support/shard_data.h): shard s of S,
+ * element i. For a grid narrower than 32 bits the HUGE elements (FLT_MAX is
+ * off such a grid, and their mean would round past the grid's largest
+ * value) become NORMAL ones unless keep_huge. */
+static float shard_value(uint32_t S, uint32_t s, size_t i, int grid_bits, bool keep_huge)
 {
-    long long k = (long long)((i * 2654435761u + (size_t)r * 40503u) % 2001u) - 1000;
-    return (double)k / 1024.0 + (r == 0 ? ldexp((double)(i % 3), -40) : 0.0) + ldexp((double)(r & 1), -38);
+    if (grid_bits < 32 && !keep_huge && i % TSD_KINDS == TSD_HUGE)
+        return tsd_value(3, S, s, i - TSD_HUGE + TSD_NORMAL);
+    return tsd_value(3, S, s, i);
 }
 
-typedef struct {
-    int R;
-    size_t n;
-    int fail_rank;   /* this rank's round fails (-1: none) */
-    int rank;
-    size_t bad_abs;  /* abs_sum values that were not the exact total */
-    size_t bad_span; /* calls outside 0..n */
-    size_t rounded;  /* elements this rank rounded */
-} round_ctx;
-
-static int round_nearest(void *arg, float *out, const double *sum, const double *abs_sum, size_t offset, size_t len)
+/* Shards first .. first + count - 1 of S, n elements each. */
+static float **make_shards(uint32_t S, uint32_t first, uint32_t count, size_t n, int grid_bits, bool keep_huge)
 {
-    round_ctx *c = arg;
-    if (offset + len > c->n || len == 0)
-        c->bad_span++;
-    if (c->rank == c->fail_rank)
-        return ovt_fail(OVT_ENUMERIC, "grad.sum element %zu is not finite (on purpose)", offset);
-    for (size_t j = 0; j < len && offset + j < c->n; j++) {
-        double a = 0;
-        for (int r = 0; r < c->R; r++)
-            a += fabs(part(offset + j, r));
-        if (abs_sum[j] != a)
-            c->bad_abs++;
-        out[j] = (float)sum[j];
+    float **g = calloc(count ? count : 1, sizeof *g);
+    for (uint32_t j = 0; j < count; j++) {
+        g[j] = malloc(n * sizeof *g[j]);
+        for (size_t i = 0; i < n; i++)
+            g[j][i] = shard_value(S, first + j, i, grid_bits, keep_huge);
     }
-    c->rounded += len;
-    return 0;
+    return g;
+}
+
+static void free_shards(float **g, uint32_t count)
+{
+    for (uint32_t j = 0; j < count; j++)
+        free(g[j]);
+    free(g);
+}
+
+/* The independent result: every shard in this process, krn_shard_mean
+ * element by element, rounded to the grid. */
+static float *reference_sum(uint32_t S, size_t n, int grid_bits, bool keep_huge)
+{
+    float **all = make_shards(S, 0, S, n, grid_bits, keep_huge);
+    float *want = malloc(n * sizeof *want);
+    for (size_t i = 0; i < n; i++)
+        want[i] = krn_grid_round(krn_shard_mean((const float *const *)all, S, i), grid_bits);
+    free_shards(all, S);
+    return want;
+}
+
+static size_t count_differing(const float *a, const float *b, size_t n)
+{
+    size_t wrong = 0;
+    for (size_t i = 0; i < n; i++)
+        wrong += memcmp(&a[i], &b[i], sizeof a[i]) != 0;
+    return wrong;
+}
+
+static bool all_zero(const float *g, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (g[i] != 0 || signbit(g[i]))
+            return false;
+    return true;
+}
+
+#define SUM_N 100003
+
+/* Every rank's gathered grads equal, bit for bit, the one-process
+ * reference over all S shards; so does a NULL dp given all of them. */
+static void check_grad_sum(trn_dp *dp, int R, int rank, uint32_t S, int grid_bits, uint64_t step)
+{
+    size_t n = SUM_N;
+    uint32_t own = S / (uint32_t)R;
+    float **mine = make_shards(S, (uint32_t)rank * own, own, n, grid_bits, false);
+    float *want = reference_sum(S, n, grid_bits, false);
+    float *grads = malloc(n * sizeof *grads);
+    for (size_t i = 0; i < n; i++)
+        grads[i] = NAN;
+    int rv = trn_dp_grad_sum(dp, grads, (const float *const *)mine, own, S, n, grid_bits, step);
+    CHECK_MSG(rv == 0, "S %u, b %d: %s", S, grid_bits, ovt_errmsg());
+    CHECK_MSG(count_differing(grads, want, n) == 0, "S %u, b %d, R %d: %zu elements differ from the reference", S,
+              grid_bits, R, count_differing(grads, want, n));
+    free(grads);
+    free(want);
+    free_shards(mine, own);
+}
+
+/* A NULL dp: one process, every shard (also in a build without MPI). */
+static void test_grad_sum_one_process(void)
+{
+    static const uint32_t Ss[] = {1, 3, 4, 6, 8};
+    size_t n = 20011;
+    float *grads = malloc(n * sizeof *grads);
+    for (size_t j = 0; j < sizeof Ss / sizeof Ss[0]; j++)
+        for (int b = 24; b <= 32; b += 8) {
+            uint32_t S = Ss[j];
+            float **all = make_shards(S, 0, S, n, b, false);
+            float *want = reference_sum(S, n, b, false);
+            CHECK(trn_dp_grad_sum(NULL, grads, (const float *const *)all, S, S, n, b, 1) == 0);
+            CHECK_MSG(count_differing(grads, want, n) == 0, "NULL dp, S %u, b %d", S, b);
+            free(want);
+            free_shards(all, S);
+        }
+    float **all = make_shards(4, 0, 4, n, 32, false);
+    /* not every shard, a bad grid, no shards */
+    CHECK(trn_dp_grad_sum(NULL, grads, (const float *const *)all, 2, 4, n, 32, 1) == OVT_EINVAL);
+    CHECK(trn_dp_grad_sum(NULL, grads, (const float *const *)all, 4, 4, n, 40, 1) == OVT_EINVAL);
+    CHECK(trn_dp_grad_sum(NULL, grads, (const float *const *)all, 0, 0, n, 32, 1) == OVT_EINVAL);
+    /* a non-finite value: named, grads zeroed */
+    all[2][777] = INFINITY;
+    CHECK(trn_dp_grad_sum(NULL, grads, (const float *const *)all, 4, 4, n, 32, 1) == OVT_ENUMERIC);
+    CHECK_MSG(strstr(ovt_errmsg(), "shard 2's gradient element 777 is not finite") != NULL, "%s", ovt_errmsg());
+    CHECK(all_zero(grads, n));
+    free_shards(all, 4);
+    /* FLT_MAX's mean past the 24-bit grid */
+    all = make_shards(4, 0, 4, n, 24, true);
+    CHECK(trn_dp_grad_sum(NULL, grads, (const float *const *)all, 4, 4, n, 24, 1) == OVT_ENUMERIC);
+    CHECK_MSG(strstr(ovt_errmsg(), "rounds past the largest finite value of the 24-bit grid") != NULL, "%s",
+              ovt_errmsg());
+    free_shards(all, 4);
+    free(grads);
 }
 
 static void test_grad_sum(trn_dp *dp, int R, int rank)
 {
-    size_t n = 100003;
+    uint64_t step = 3;
+    for (uint32_t S = 4; S <= 8; S *= 2) {
+        check_grad_sum(dp, R, rank, S, 32, step++);
+        check_grad_sum(dp, R, rank, S, 24, step++);
+    }
+    size_t n = SUM_N;
+    uint32_t S = 8, own = S / (uint32_t)R;
+    float **mine = make_shards(S, (uint32_t)rank * own, own, n, 32, false);
     float *grads = malloc(n * sizeof *grads);
-    double *sum = malloc(n * sizeof *sum), *abs_sum = malloc(n * sizeof *abs_sum);
-    for (size_t i = 0; i < n; i++) {
-        grads[i] = NAN;
-        sum[i] = part(i, rank);
-        abs_sum[i] = fabs(part(i, rank));
-    }
-    round_ctx c = {.R = R, .n = n, .fail_rank = -1, .rank = rank};
-    CHECK(trn_dp_grad_sum(dp, grads, sum, abs_sum, n, round_nearest, &c, 3) == 0);
-    size_t wrong = 0;
-    for (size_t i = 0; i < n; i++) {
-        double t = 0;
-        for (int r = 0; r < R; r++)
-            t += part(i, r);
-        float want = (float)t;
-        if (memcmp(&grads[i], &want, sizeof want) != 0)
-            wrong++;
-    }
-    CHECK_EQ_U64(wrong, 0);
-    CHECK_EQ_U64(c.bad_abs, 0);
-    CHECK_EQ_U64(c.bad_span, 0);
-    /* rank r rounds its own share (all of it when R = 1); that the shares
-     * cover every element shows in grads above */
-    CHECK(c.rounded > 0 && (R > 1 ? c.rounded < n : c.rounded == n));
+    char want[160];
 
-    /* one rank's rounding fails: it says so, the others finish, and agree
-     * gives every rank that rank's error */
-    for (size_t i = 0; i < n; i++) {
-        sum[i] = part(i, rank);
-        abs_sum[i] = fabs(part(i, rank));
+    /* a NaN in one shard of the last rank: every rank fails (the keys' max
+     * shows it to all), the holder names the shard, all finish the sum */
+    uint32_t bad_shard = S - 1;
+    if (rank == R - 1)
+        mine[own - 1][54321] = NAN;
+    int rv = trn_dp_grad_sum(dp, grads, (const float *const *)mine, own, S, n, 32, 20);
+    CHECK(rv == OVT_ENUMERIC);
+    CHECK(all_zero(grads, n));
+    if (rank == R - 1)
+        snprintf(want, sizeof want, "shard %u's gradient element 54321 is not finite", bad_shard);
+    else
+        snprintf(want, sizeof want, "gradient element 54321 is not finite in a shard of another process");
+    CHECK_MSG(strstr(ovt_errmsg(), want) != NULL, "%s", ovt_errmsg());
+    CHECK(trn_dp_agree(dp, rv, 20) == OVT_ENUMERIC);
+    CHECK_MSG(strstr(ovt_errmsg(), "rank 0 (host ") != NULL, "%s", ovt_errmsg());
+    if (rank == R - 1)
+        mine[own - 1][54321] = shard_value(S, bad_shard, 54321, 32, false);
+
+    /* the last rank holds one shard too few: it fails, takes part all the
+     * same, and agree names it on every rank */
+    if (own >= 2) {
+        rv = trn_dp_grad_sum(dp, grads, (const float *const *)mine, rank == R - 1 ? own - 1 : own, S, n, 32, 21);
+        CHECK(rank == R - 1 ? rv == OVT_EINVAL : rv == 0);
+        CHECK(trn_dp_agree(dp, rv, 21) == OVT_EINVAL);
+        snprintf(want, sizeof want, "rank %d (host ", R - 1);
+        CHECK_MSG(strstr(ovt_errmsg(), want) != NULL && strstr(ovt_errmsg(), "not S/R") != NULL, "%s",
+                  ovt_errmsg());
     }
-    round_ctx f = {.R = R, .n = n, .fail_rank = R - 1, .rank = rank};
-    int rv = trn_dp_grad_sum(dp, grads, sum, abs_sum, n, round_nearest, &f, 4);
-    CHECK(rank == R - 1 ? rv == OVT_ENUMERIC : rv == 0);
-    int rc = trn_dp_agree(dp, rv, 4);
-    CHECK(rc == OVT_ENUMERIC);
-    char want[64];
-    snprintf(want, sizeof want, "rank %d (host ", R - 1);
-    CHECK_MSG(strstr(ovt_errmsg(), want) != NULL && strstr(ovt_errmsg(), "(on purpose)") != NULL, "%s",
-              ovt_errmsg());
+
+    /* config errors are refused alike by every rank, without a collective */
+    if (R > 1) {
+        CHECK(trn_dp_grad_sum(dp, grads, (const float *const *)mine, own, (uint32_t)R + 1, n, 32, 22) == OVT_EINVAL);
+        CHECK(strstr(ovt_errmsg(), "must divide --shards") != NULL);
+    }
+    CHECK(trn_dp_grad_sum(dp, grads, (const float *const *)mine, own, S, n, 23, 22) == OVT_EINVAL);
+
+    /* shard values off the 24-bit grid (FLT_MAX): the ranks whose slices
+     * hold such means fail, the others finish, agree stops them all */
+    free_shards(mine, own);
+    mine = make_shards(S, (uint32_t)rank * own, own, n, 24, true);
+    rv = trn_dp_grad_sum(dp, grads, (const float *const *)mine, own, S, n, 24, 23);
+    CHECK(rv == 0 || rv == OVT_ENUMERIC);
+    if (rv != 0)
+        CHECK_MSG(strstr(ovt_errmsg(), "rounds past the largest finite value") != NULL, "%s", ovt_errmsg());
+    CHECK(trn_dp_agree(dp, rv, 23) == OVT_ENUMERIC);
+    CHECK_MSG(strstr(ovt_errmsg(), "rounds past the largest finite value") != NULL, "%s", ovt_errmsg());
+    free_shards(mine, own);
     free(grads);
-    free(sum);
-    free(abs_sum);
 }
 
 static void shard_hash(ovt_hash *h, uint32_t j, uint64_t step)
@@ -298,9 +399,11 @@ int main(int argc, char **argv)
 {
     if (argc >= 4 && strcmp(argv[1], "--worker") == 0)
         return worker(argv[2], atof(argv[3]), argc >= 5 ? argv[4] : "-");
+    /* the one-process gradient sum needs no MPI: checked in every build */
+    test_grad_sum_one_process();
     if (!trn_dp_available() || tsup_mpirun_path() == NULL) {
-        printf("skipped: this build has no MPI (install libopenmpi-dev, scripts/setup.sh)\n");
-        return 77;
+        printf("skipped: this build has no MPI (install libopenmpi-dev, scripts/setup.sh); ");
+        return check_done() != 0 ? 1 : 77;
     }
     CHECK(!trn_dp_launched());
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
