@@ -31,7 +31,10 @@
 /* What computes the cpu backend's chunk products: its own kernel on the
  * best path this CPU runs, OpenBLAS's DGEMM one chunk at a time, or its own
  * kernel on a given path (for tests and benchmarks). Env OVT_GEMM: unset or
- * "own", "blas", "avx512", "avx2", "c". All give the same bits. */
+ * "own", "blas", "avx512", "avx2", "c". The own paths give the same bits
+ * on every machine; "blas" gives them too where OpenBLAS runs its Haswell
+ * DGEMM kernel (Haswell and Zen cores), another honest order elsewhere
+ * (its AVX-512 kernels on SkylakeX and Cooperlake cores). */
 typedef enum {
     KRN_CPU_GEMM_BEST,
     KRN_CPU_GEMM_BLAS,
