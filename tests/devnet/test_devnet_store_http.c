@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -47,6 +48,21 @@ static int log_count(const char *a, const char *b)
         line = nl ? nl + 1 : NULL;
     }
     free(buf);
+    return n;
+}
+
+/* log_count once it reaches `want`: nginx writes a request's line after it
+ * has sent the response, so a client that has its answer may look before
+ * the line is there. Waits for the line (up to 20 s, a loaded machine's
+ * worst), then counts; more than `want` still shows. */
+static int log_count_wait(const char *a, const char *b, int want)
+{
+    int n = log_count(a, b);
+    for (int k = 0; k < 200 && n >= 0 && n < want; k++) {
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        n = log_count(a, b);
+    }
     return n;
 }
 
@@ -158,9 +174,9 @@ static void test_store_api(void)
     CHECK(trn_store_has(s, &name) == 1);
     /* again: a HEAD, no second PUT */
     CHECK(trn_store_put(s, blob, sizeof blob, NULL) == 0);
-    CHECK_EQ_U64(log_count("\"PUT ", rel), 3); /* the two refused above and one accepted */
-    CHECK_EQ_U64(log_count(rel, "\" 201 "), 1);
-    CHECK(log_count("\"HEAD ", rel) >= 2);
+    CHECK_EQ_U64(log_count_wait("\"PUT ", rel, 3), 3); /* the two refused above and one accepted */
+    CHECK_EQ_U64(log_count_wait(rel, "\" 201 ", 1), 1);
+    CHECK(log_count_wait("\"HEAD ", rel, 2) >= 2);
     CHECK(trn_store_get(s, &name, 1 << 20, &got, &len) == 0 && len == sizeof blob);
     free(got);
 
@@ -190,7 +206,7 @@ static void test_store_api(void)
     CHECK(trn_store_put_file(s, fpath, NULL) == 0);
     CHECK(ovt_read_file(path, &got, &len, big + 1) == 0 && len == big);
     free(got);
-    CHECK_EQ_U64(log_count("\"PUT ", rel), 2);
+    CHECK_EQ_U64(log_count_wait("\"PUT ", rel, 2), 2);
     free(data);
 
     /* a large file: streamed with progress lines on stderr (captured here) */
@@ -265,12 +281,12 @@ static void test_dispute(void)
     CHECK(out && no_token_in(out));
     free(out);
     /* the trainer published by PUT; the arbiter read state j-1 by GET */
-    CHECK(log_count("\"PUT /ovt/run/", NULL) >= 1);
-    CHECK(log_count("\"PUT /ovt/state/", NULL) >= 1);
-    CHECK(log_count("\"PUT ", NULL) > puts_before + 3);
-    CHECK(log_count("\"GET /ovt/state/", " 200 ") > gets_before);
-    CHECK(log_count("\"GET /ovt/run/", " 200 ") >= 1);
-    CHECK_EQ_U64(log_count("\"PUT ", "\" 401 "), 2); /* only the two refusals of test_store_api */
+    CHECK(log_count_wait("\"PUT /ovt/run/", NULL, 1) >= 1);
+    CHECK(log_count_wait("\"PUT /ovt/state/", NULL, 1) >= 1);
+    CHECK(log_count_wait("\"PUT ", NULL, puts_before + 4) > puts_before + 3);
+    CHECK(log_count_wait("\"GET /ovt/state/", " 200 ", gets_before + 1) > gets_before);
+    CHECK(log_count_wait("\"GET /ovt/run/", " 200 ", 1) >= 1);
+    CHECK_EQ_U64(log_count_wait("\"PUT ", "\" 401 ", 2), 2); /* only the two refusals of test_store_api */
 }
 
 int main(void)
