@@ -80,6 +80,18 @@ const ovt_hash *krn_rlog_shard_hash(const krn_rlog *log, uint32_t j)
     return j < log->nshards ? &log->shards[j] : NULL;
 }
 
+void krn_rlog_drop_sites_from(krn_rlog *log, uint32_t end)
+{
+    while (log->nsites > 0 && log->sites[log->nsites - 1].site >= end) {
+        krn_rlog_site *s = &log->sites[--log->nsites];
+        log->nentries -= s->count;
+        free(s->entries);
+        s->entries = NULL;
+        s->count = 0;
+        log->cap_entries[log->nsites] = 0;
+    }
+}
+
 int krn_rlog_shift_sites(krn_rlog *log, uint32_t delta)
 {
     if (log->nsites > 0 && log->sites[log->nsites - 1].site > UINT32_MAX - delta)

@@ -94,6 +94,10 @@ const ovt_hash *krn_rlog_shard_hash(const krn_rlog *log, uint32_t j);
  * number would pass 2^32 - 1. */
 int krn_rlog_shift_sites(krn_rlog *log, uint32_t delta) OVT_MUST_USE;
 
+/* Drops every site numbered `end` or above (a process's log cut to the
+ * sites only it computed, before rank 0 merges the logs). */
+void krn_rlog_drop_sites_from(krn_rlog *log, uint32_t end);
+
 /* Replaces dst's content with the merge of src[0..nsrc) (dst may be one of
  * them): every site of any of them, in increasing site order; a site present
  * in several (the slices of a site split over processes, such as grad.sum)

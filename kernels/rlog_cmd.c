@@ -106,6 +106,13 @@ static void print_json(const krn_rlog *log, const char *hash, size_t bytes, uint
                              json_u64(krn_rlog_step(log)), "sha256", hash, "bytes",
                              (json_int_t)bytes, "entries", (json_int_t)krn_rlog_nentries(log),
                              "values", (json_int_t)values, "sites", sites);
+    json_t *shards = json_array();
+    for (uint32_t j = 0; j < krn_rlog_nshards(log); j++) {
+        char h[65];
+        ovt_hex_encode(h, krn_rlog_shard_hash(log, j)->b, 32);
+        json_array_append_new(shards, json_string(h));
+    }
+    json_object_set_new(root, "shard_hashes", shards);
     json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
     fputc('\n', stdout);
     json_decref(root);
@@ -122,6 +129,11 @@ static void print_text(const krn_rlog *log, const char *path, const char *hash, 
     printf("  sites    %zu with entries\n", krn_rlog_nsites(log));
     printf("  entries  %llu (%llu directions, %llu values)\n", (unsigned long long)n,
            (unsigned long long)(n - values), (unsigned long long)values);
+    for (uint32_t j = 0; j < krn_rlog_nshards(log); j++) {
+        char h[65];
+        ovt_hex_encode(h, krn_rlog_shard_hash(log, j)->b, 32);
+        printf("  shard %-3u gradient sha256 %s\n", j, h);
+    }
     if (!entries)
         return;
     for (size_t i = 0; i < krn_rlog_nsites(log); i++) {

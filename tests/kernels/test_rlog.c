@@ -473,6 +473,78 @@ static void test_merge(void)
     krn_rlog_free(a), krn_rlog_free(b), krn_rlog_free(c), krn_rlog_free(want);
 }
 
+/* Format version 2: the shard table, written after the header and read
+ * back; its header and length checked; merge keeps src[0]'s table; the
+ * site edits a rank's log needs (shift, drop from). */
+static void test_shard_table(void)
+{
+    krn_rlog *log = krn_rlog_new(), *back = krn_rlog_new();
+    krn_rlog_reset(log, 9);
+    CHECK(krn_rlog_add(log, 2, 10, 3, KRN_DIR_UP, 0) == 0);
+    CHECK(krn_rlog_add(log, 7, 10, 1, KRN_DIR_DOWN, 0) == 0);
+    ovt_hash h[4];
+    for (int j = 0; j < 4; j++)
+        for (int b = 0; b < 32; b++)
+            h[j].b[b] = (uint8_t)(j * 32 + b);
+    CHECK(krn_rlog_set_shards(log, h, 1) == OVT_EINVAL);
+    CHECK(krn_rlog_set_shards(log, h, KRN_RLOG_MAX_SHARDS + 1) == OVT_EINVAL);
+    CHECK(krn_rlog_set_shards(log, h, 4) == 0);
+    uint8_t *buf;
+    size_t len;
+    CHECK(krn_rlog_encode(log, &buf, &len) == 0);
+    CHECK_EQ_U64(ovt_get_le32(buf + 8), 2);
+    CHECK_EQ_U64(ovt_get_le32(buf + 12), 4);
+    CHECK_MEM(buf + HEADER, h[0].b, 32);
+    CHECK_MEM(buf + HEADER + 96, h[3].b, 32);
+    CHECK_EQ_U64(ovt_get_le64(buf + 48), len - HEADER - 128);
+    CHECK(krn_rlog_decode(back, buf, len) == 0 && same_log(log, back));
+    CHECK(krn_rlog_nshards(back) == 4 && !memcmp(krn_rlog_shard_hash(back, 2)->b, h[2].b, 32));
+    CHECK(krn_rlog_shard_hash(back, 4) == NULL);
+    /* cut inside the table, a count of 1, a version 1 header with a count */
+    CHECK(krn_rlog_decode(back, buf, HEADER + 100) == OVT_EFORMAT);
+    CHECK(strstr(ovt_errmsg(), "truncated") != NULL && krn_rlog_nshards(back) == 0);
+    ovt_put_le32(buf + 12, 1);
+    CHECK(krn_rlog_decode(back, buf, len) == OVT_EFORMAT);
+    ovt_put_le32(buf + 12, 5); /* claims one hash more: the body is then 32 bytes short */
+    CHECK(krn_rlog_decode(back, buf, len) == OVT_EFORMAT);
+    ovt_put_le32(buf + 12, 4);
+    ovt_put_le32(buf + 8, 1);
+    CHECK(krn_rlog_decode(back, buf, len) == OVT_EFORMAT);
+    CHECK(strstr(ovt_errmsg(), "reserved") != NULL);
+    free(buf);
+    /* an empty sharded log is the header and the table */
+    krn_rlog_reset(back, 3);
+    CHECK(krn_rlog_set_shards(back, h, 2) == 0);
+    CHECK(krn_rlog_encode(back, &buf, &len) == 0);
+    CHECK_EQ_U64(len, HEADER + 64);
+    CHECK(krn_rlog_decode(back, buf, len) == 0 && krn_rlog_nshards(back) == 2 && krn_rlog_nentries(back) == 0);
+    free(buf);
+    /* reset clears the table; a log without one is version 1 */
+    krn_rlog_reset(back, 3);
+    CHECK(krn_rlog_nshards(back) == 0);
+    CHECK(krn_rlog_encode(back, &buf, &len) == 0);
+    CHECK_EQ_U64(ovt_get_le32(buf + 8), 1);
+    free(buf);
+    /* a rank's log: shifted to its shards' sites, cut before the common ones */
+    krn_rlog *rank1 = krn_rlog_new();
+    krn_rlog_reset(rank1, 9);
+    CHECK(krn_rlog_add(rank1, 0, 10, 4, KRN_DIR_UP, 0) == 0);
+    CHECK(krn_rlog_add(rank1, 1, 10, 5, KRN_DIR_UP, 0) == 0);
+    CHECK(krn_rlog_add(rank1, 7, 10, 1, KRN_DIR_DOWN, 0) == 0);
+    krn_rlog_drop_sites_from(rank1, 7);
+    CHECK(krn_rlog_nsites(rank1) == 2 && krn_rlog_nentries(rank1) == 2);
+    CHECK(krn_rlog_shift_sites(rank1, 3) == 0);
+    CHECK(krn_rlog_site_at(rank1, 0)->site == 3 && krn_rlog_site_at(rank1, 1)->site == 4);
+    CHECK(krn_rlog_shift_sites(rank1, UINT32_MAX) == OVT_EINVAL);
+    const krn_rlog *src[2] = {log, rank1};
+    CHECK(krn_rlog_merge(back, src, 2) == 0);
+    CHECK(krn_rlog_nsites(back) == 4 && krn_rlog_nentries(back) == 4 && krn_rlog_nshards(back) == 4);
+    CHECK(krn_rlog_site_at(back, 1)->site == 3 && krn_rlog_site_at(back, 3)->site == 7);
+    krn_rlog_free(rank1);
+    krn_rlog_free(log);
+    krn_rlog_free(back);
+}
+
 int main(void)
 {
     test_memory_rules();
@@ -481,5 +553,6 @@ int main(void)
     test_truncate_and_flip();
     test_body_errors();
     test_merge();
+    test_shard_table();
     return check_done();
 }
