@@ -5,7 +5,7 @@
 #include <string.h>
 
 static const char *const fault_names[] = {"none", "bitflip", "poisoned-batch", "skipped-step", "forged-log",
-                                           "omitted-log", "bitflip-shard"};
+                                           "omitted-log", "bitflip-shard", "kill-rank", "hang-rank"};
 
 int trn_fault_parse(trn_fault_kind *out, const char *name)
 {
@@ -17,7 +17,7 @@ int trn_fault_parse(trn_fault_kind *out, const char *name)
     }
     *out = TRN_FAULT_NONE;
     return ovt_fail(OVT_EINVAL, "unknown trainer fault '%s' (known: none, bitflip, poisoned-batch, "
-                                "skipped-step, forged-log, omitted-log, bitflip-shard)", name);
+                                "skipped-step, forged-log, omitted-log, bitflip-shard, kill-rank, hang-rank)", name);
 }
 
 const char *trn_fault_name(trn_fault_kind kind)

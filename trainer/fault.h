@@ -26,7 +26,13 @@
  *   bitflip-shard   in step K of a sharded run (--shards S), one bit of shard
  *                   J's gradient (--fault-shard J) is flipped on the process
  *                   that computes it, before it is hashed into the log's
- *                   shard table and summed (trn_fault_bitflip_grad). */
+ *                   shard table and summed (trn_fault_bitflip_grad);
+ *   kill-rank       under mpirun, rank --fault-rank r kills itself (SIGKILL)
+ *                   as step K begins: a process that dies mid-run;
+ *   hang-rank       under mpirun, rank r stops answering as step K begins
+ *                   (it sleeps until the job is ended): a process that hangs.
+ * The last two leave the run directory at its last checkpoint, for
+ * --resume. */
 
 #include <stdint.h>
 
@@ -41,13 +47,16 @@ typedef enum {
     TRN_FAULT_SKIPPED_STEP,
     TRN_FAULT_FORGED_LOG,
     TRN_FAULT_OMITTED_LOG,
-    TRN_FAULT_BITFLIP_SHARD
+    TRN_FAULT_BITFLIP_SHARD,
+    TRN_FAULT_KILL_RANK,
+    TRN_FAULT_HANG_RANK
 } trn_fault_kind;
 
 typedef struct {
     trn_fault_kind kind;
     uint64_t step;  /* K >= 1 */
     uint32_t shard; /* bitflip-shard: J */
+    uint32_t rank;  /* kill-rank, hang-rank: r */
 } trn_fault;
 
 /* The kind named name ("none", "bitflip", ...), or OVT_EINVAL listing them. */

@@ -2,14 +2,17 @@
  * one numbered step of a krn_ctx. */
 #include "trainer/train.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/bigmem.h"
 #include "kernels/grid.h"
 #include "kernels/ops.h"
 #include "kernels/shard.h"
+#include "trainer/dp.h"
 #include "trainer/fault.h"
 #include "trainer/schedule.h"
 #include "trainer/workspace.h"
@@ -266,22 +269,99 @@ static int shards_run(krn_ctx *ctx, trn_workspace *w, const trn_state *st, const
     return rv;
 }
 
-/* The shards of a sharded step and their sum, up to the optimizer. */
+/* fill for "grad.sum" under several processes: the transport has already
+ * rounded the mean into out (a grid value), which the site takes as is. */
+static void fill_rounded(void *arg, size_t i0, size_t len, double *x)
+{
+    const float *out = arg;
+    for (size_t j = 0; j < len; j++)
+        x[j] = out[i0 + j];
+}
+
+static double now_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The gradient sum of shards spread over the processes of dp: each rank
+ * ran shards lo .. hi-1, its sites numbered from lo*P when it knew P (every
+ * step after its first: `numbered`), else from 0, and then they move to
+ * where one process computing every shard numbers them (shard s at s*P);
+ * the ranks exchange the shards' hashes and losses and sum the gradients. */
+static int dp_sum(krn_ctx *ctx, trn_workspace *w, const trn_state *st, krn_rlog *log, trn_dp *dp, uint32_t lo,
+                  uint32_t hi, bool numbered, uint64_t i, double *comm)
+{
+    uint32_t S = trn_config_shards(&w->config), P = w->sites_per_shard;
+    int rv = 0;
+    if (log && lo > 0 && !numbered && krn_ctx_config(ctx)->mode == KRN_RECORD)
+        rv = krn_rlog_shift_sites(log, lo * P);
+    if (!rv)
+        rv = krn_ctx_set_next_site(ctx, S * P);
+    trn_shard_record *rec = calloc(S, sizeof *rec);
+    if (!rec)
+        rv = ovt_fail(OVT_ENOMEM, "out of memory for the records of %u shards", S);
+    for (uint32_t s = lo; rec && s < hi; s++) {
+        rec[s].grad_hash = w->shard_hashes[s];
+        rec[s].loss = w->shard_loss[s];
+        rec[s].rank = (uint32_t)trn_dp_rank(dp);
+        snprintf(rec[s].host, sizeof rec[s].host, "%s", trn_dp_host(dp));
+    }
+    /* a rank that failed so far stops every rank here, together */
+    double t0 = now_seconds();
+    if ((rv = trn_dp_agree(dp, rv, i)))
+        goto done;
+    if ((rv = trn_dp_share_shards(dp, rec, S, i)))
+        goto done;
+    for (uint32_t s = 0; s < S; s++) {
+        w->shard_hashes[s] = rec[s].grad_hash;
+        w->shard_loss[s] = rec[s].loss;
+    }
+    rv = trn_dp_grad_sum(dp, w->grads, (const float *const *)w->shard_grads, hi - lo, S, st->layout.nparams,
+                         (int)w->config.grid_bits, i);
+    *comm += now_seconds() - t0;
+    if (rv)
+        goto done;
+    rv = krn_site_exact_fill(ctx, "grad.sum", w->grads, st->layout.nparams, fill_rounded, w->grads);
+done:
+    free(rec);
+    return rv;
+}
+
+/* The shards of a sharded step and their sum, up to the optimizer: every
+ * shard in this process (dp NULL), or this rank's share of them. */
 static int sharded_grads(krn_ctx *ctx, trn_workspace *w, const trn_state *st, const trn_batch *batch, krn_rlog *log,
-                         uint64_t i, trn_step_info *info)
+                         trn_dp *dp, uint64_t i, trn_step_info *info)
 {
     uint32_t S = trn_config_shards(&w->config);
+    uint32_t R = (uint32_t)trn_dp_size(dp), r = (uint32_t)trn_dp_rank(dp);
     int replay = krn_ctx_config(ctx)->mode == KRN_REPLAY;
+    if (S % R != 0)
+        return ovt_fail(OVT_EINVAL, "%u shards cannot be split evenly over %u processes: the number of processes "
+                                    "(mpirun -np) must divide --shards",
+                        S, R);
+    if (replay && dp)
+        return ovt_fail(OVT_EINVAL, "a replay runs in one process");
     if (replay && krn_rlog_nshards(log) != S)
         return ovt_fail(OVT_EFRAUD, "step %llu: the rounding log has a shard table of %u shards, the run's "
                                     "steps have %u",
                         (unsigned long long)i, krn_rlog_nshards(log), S);
-    int rv = shards_run(ctx, w, st, batch, 0, S, i);
+    uint32_t lo = r * (S / R), hi = lo + S / R;
+    /* number this rank's sites where they belong once P is known */
+    bool numbered = dp && lo > 0 && w->sites_per_shard > 0;
+    int rv = numbered ? krn_ctx_set_next_site(ctx, lo * w->sites_per_shard) : 0;
+    if (!rv)
+        rv = shards_run(ctx, w, st, batch, lo, hi, i);
+    if (dp)
+        rv = rv ? trn_dp_agree(dp, rv, i) : dp_sum(ctx, w, st, log, dp, lo, hi, numbered, i, &info->comm_seconds);
     if (rv)
         return rv;
-    shard_mean_arg g = {(const float *const *)w->shard_grads, S};
-    if ((rv = krn_site_exact_fill(ctx, "grad.sum", w->grads, st->layout.nparams, fill_shard_mean, &g)))
-        return rv;
+    if (!dp) {
+        shard_mean_arg g = {(const float *const *)w->shard_grads, S};
+        if ((rv = krn_site_exact_fill(ctx, "grad.sum", w->grads, st->layout.nparams, fill_shard_mean, &g)))
+            return rv;
+    }
     const float *losses[TRN_MAX_SHARDS];
     for (uint32_t s = 0; s < S; s++)
         losses[s] = &w->shard_loss[s];
@@ -297,6 +377,12 @@ static int sharded_grads(krn_ctx *ctx, trn_workspace *w, const trn_state *st, co
 
 int trn_train_step(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_batch *batch, krn_rlog *log,
                    trn_step_info *info)
+{
+    return trn_train_step_dp(ctx, w, st, batch, log, NULL, info);
+}
+
+int trn_train_step_dp(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_batch *batch, krn_rlog *log,
+                      trn_dp *dp, trn_step_info *info)
 {
     memset(info, 0, sizeof *info);
     info->shard_differs = -1;
@@ -314,7 +400,7 @@ int trn_train_step(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_batc
         return rv;
     memset(w->grads, 0, st->layout.nparams * sizeof(float));
     if (S > 1)
-        rv = sharded_grads(ctx, w, st, batch, log, i, info);
+        rv = sharded_grads(ctx, w, st, batch, log, dp, i, info);
     else if (!(rv = model_forward(ctx, w, st->params, batch, &info->loss)))
         rv = model_backward(ctx, w, st->params, batch);
     if (rv || (rv = optimizer_step(ctx, w, st, i, info))) {
@@ -326,6 +412,10 @@ int trn_train_step(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_batc
     if (S > 1 && log && krn_ctx_config(ctx)->mode == KRN_RECORD &&
         (rv = krn_rlog_set_shards(log, w->shard_hashes, S)))
         return step_fail(rv, i);
+    /* the other ranks keep the entries of their own shards for rank 0's merge
+     * (the sites from grad.sum on, every rank computed alike) */
+    if (S > 1 && log && dp && trn_dp_rank(dp) > 0 && krn_ctx_config(ctx)->mode == KRN_RECORD)
+        krn_rlog_drop_sites_from(log, S * w->sites_per_shard);
     st->step = i;
     return 0;
 }

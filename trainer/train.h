@@ -43,6 +43,8 @@ typedef struct {
                                      into the workspace, valid until its next step); NULL when S = 1 */
     int64_t shard_differs;        /* REPLAY: the first shard whose gradient's hash differs from the
                                      log's shard table; -1 when none does (or S = 1) */
+    double comm_seconds;          /* under processes: wall time in the exchanges with the other ranks
+                                     (waiting for them included) */
 } trn_step_info;
 
 /* Activations, gradients and scratch of one model for batches of up to
@@ -68,6 +70,18 @@ void trn_workspace_free(trn_workspace *w);
  * decides. */
 int trn_train_step(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_batch *batch, krn_rlog *log,
                    trn_step_info *info) OVT_MUST_USE;
+
+/* trn_train_step with the step's shards spread over the processes of dp
+ * (trainer/dp.h; NULL: this process computes every shard). Collective:
+ * every rank calls it for the same step; rank r computes shards
+ * r*S/R .. (r+1)*S/R - 1 and every rank ends with the same state. RECORD:
+ * rank 0's log holds its own shards' entries and every site from grad.sum
+ * on, another rank's only its own shards' (trn_dp_merge_log then makes
+ * rank 0's log the step's whole log, byte for byte the one-process log).
+ * A failure on any rank fails the step on every rank. */
+typedef struct trn_dp trn_dp;
+int trn_train_step_dp(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_batch *batch, krn_rlog *log,
+                      trn_dp *dp, trn_step_info *info) OVT_MUST_USE;
 
 /* Testing only (`ovt train --inject-fault bitflip-shard`): in step `step`,
  * flip one bit of shard `shard`'s gradient before it is hashed and summed

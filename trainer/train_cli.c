@@ -3,9 +3,11 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,8 +73,9 @@ static void train_usage(FILE *f)
             "                       `mpirun -np R` (R divides S) each process computes S/R shards\n"
             "  --backend NAME       cpu (default), ref, shuffle, or cuda (a GPU; ovt built with CUDA);\n"
             "                       cpu computes its GEMMs with its own kernel (AVX-512, AVX2 or C,\n"
-            "                       the best this CPU runs); env OVT_GEMM=blas uses OpenBLAS instead,\n"
-            "                       with the same bits (OVT_GEMM=avx2 or c: a slower path of its own)\n"
+            "                       the best this CPU runs, the same bits on every one); env\n"
+            "                       OVT_GEMM=blas uses OpenBLAS instead, with the same bits where it\n"
+            "                       runs its Haswell kernel (OVT_GEMM=avx2 or c: a slower own path)\n"
             "  --threads N          cpu backend threads (default: the backend's)\n"
             "  --checkpoint-every K write a checkpoint every K steps (default 50; step 0 and the\n"
             "                       last step always)\n"
@@ -107,7 +110,10 @@ static void train_usage(FILE *f)
             "                       states are the honest ones) or bitflip-shard (a bit of shard J's\n"
             "                       gradient flipped in step K, on the process computing it)\n"
             "  --fault-step K       the faulty step, 1..--steps (required with --inject-fault)\n"
-            "  --fault-shard J      bitflip-shard: the shard, 0..S-1 (default 0)\n");
+            "  --fault-shard J      bitflip-shard: the shard, 0..S-1 (default 0)\n"
+            "                       kill-rank and hang-rank (under mpirun): rank --fault-rank r kills\n"
+            "                       itself, or stops answering, as step K begins\n"
+            "  --fault-rank r       kill-rank, hang-rank: the rank (default 0)\n");
 }
 
 struct train_args {
@@ -199,9 +205,15 @@ static int open_run(const struct train_args *a, trn_state **st, trn_step_table *
     return 0;
 }
 
+/* What this session's steps cost: wall time computing them and in the
+ * exchanges with other processes, this process's peak memory. */
+typedef struct {
+    double step_seconds, comm_seconds;
+} session_cost;
+
 static int write_summary(const struct train_args *a, const trn_state *st, const trn_step_table *table,
                          const ovt_hash *root, uint64_t entries, uint64_t log_bytes, double first_loss,
-                         double last_loss, uint64_t steps_now)
+                         double last_loss, uint64_t steps_now, const session_cost *cost)
 {
     char ch[65], dh[65], sh[65], rh[65], rid[65];
     ovt_hex_encode(ch, st->config_hash.b, 32);
@@ -217,6 +229,13 @@ static int write_summary(const struct train_args *a, const trn_state *st, const 
                           "log_bytes_this_session", (json_int_t)log_bytes, "first_loss", first_loss,
                           "last_loss", last_loss);
     json_object_set_new(j, "schedule", json_string(trn_schedule_name(st->config.schedule)));
+    json_object_set_new(j, "shards", json_integer(trn_config_shards(&st->config)));
+    json_object_set_new(j, "processes", json_integer(trn_dp_size(a->dp)));
+    json_object_set_new(j, "step_seconds_this_session", json_real(cost->step_seconds));
+    json_object_set_new(j, "comm_seconds_this_session", json_real(cost->comm_seconds));
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    json_object_set_new(j, "max_rss_bytes_rank0", json_integer((json_int_t)ru.ru_maxrss * 1024));
     if (trn_config_has_init(&st->config)) {
         char ih[65];
         ovt_hex_encode(ih, st->config.init_hash.b, 32);
@@ -396,11 +415,16 @@ static int train(const struct train_args *a, bool *together)
         goto done;
     struct timespec session_t0;
     clock_gettime(CLOCK_MONOTONIC, &session_t0);
+    session_cost cost = {0};
     while (st->step < a->steps) {
         uint64_t i = st->step + 1;
         trn_step_batch batch;
         if ((rv = trn_step_batch_get(&batch, &data, &rc, i)))
             goto done;
+        if (a->dp && (int)a->fault.rank == trn_dp_rank(a->dp) && trn_fault_at(&a->fault, TRN_FAULT_KILL_RANK, i))
+            raise(SIGKILL);
+        while (a->dp && (int)a->fault.rank == trn_dp_rank(a->dp) && trn_fault_at(&a->fault, TRN_FAULT_HANG_RANK, i))
+            sleep(1); /* until mpirun ends the job */
         trn_step_info info = {0};
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -422,13 +446,13 @@ static int train(const struct train_args *a, bool *together)
                 rv = ovt_fail(OVT_ENOMEM, "out of memory for a copy of state %llu", (unsigned long long)(i - 1));
             if (!rv) {
                 memcpy(keep, st->mem, bytes);
-                rv = trn_train_step(ctx, w, st, &batch.view, log, &info); /* MERGE(issue 13): pass a->dp */
+                rv = trn_train_step_dp(ctx, w, st, &batch.view, log, a->dp, &info);
                 memcpy(st->mem, keep, bytes);
                 free(keep);
                 st->step = i;
             }
         } else if (!rv) {
-            rv = trn_train_step(ctx, w, st, &batch.view, mode == KRN_NEAREST ? NULL : log, &info); /* MERGE(issue 13): pass a->dp */
+            rv = trn_train_step_dp(ctx, w, st, &batch.view, mode == KRN_NEAREST ? NULL : log, a->dp, &info);
         }
         clock_gettime(CLOCK_MONOTONIC, &t1);
         if (!rv && !isfinite(info.loss))
@@ -455,6 +479,10 @@ static int train(const struct train_args *a, bool *together)
                 rv = krn_rlog_set_shards(log, hashes, S);
             free(hashes);
         }
+        cost.step_seconds += (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        cost.comm_seconds += info.comm_seconds;
+        struct timespec c0;
+        clock_gettime(CLOCK_MONOTONIC, &c0);
         rv = agree(a, rv, i, together);
         table.steps[i].batch_hash = batch.hash;
         trn_step_batch_free(&batch);
@@ -463,6 +491,7 @@ static int train(const struct train_args *a, bool *together)
         /* rank 0's log becomes the whole step's (every rank's entries) */
         if (a->dp && (rv = agree(a, trn_dp_merge_log(a->dp, log, i), i, together)))
             goto done;
+        cost.comm_seconds += seconds_since(&c0);
         size_t len = 0;
         if (a->writer) {
             uint8_t *bytes;
@@ -478,10 +507,12 @@ static int train(const struct train_args *a, bool *together)
         }
         trn_state_hash(&table.steps[i].state_hash, st);
         table.count = i + 1;
+        clock_gettime(CLOCK_MONOTONIC, &c0);
         if (a->dp && (rv = trn_dp_check_state(a->dp, &table.steps[i].state_hash, i))) {
             *together = true; /* every rank holds the same answer */
             goto done;
         }
+        cost.comm_seconds += seconds_since(&c0);
         if (a->print_state && a->writer) {
             char hx[65];
             ovt_hex_encode(hx, table.steps[i].state_hash.b, 32);
@@ -520,7 +551,7 @@ static int train(const struct train_args *a, bool *together)
     ovt_hash root;
     if ((rv = trn_step_table_root(&root, &table, &a->run_id)))
         goto done;
-    rv = write_summary(&args, st, &table, &root, entries, log_bytes, first_loss, last_loss, st->step - start);
+    rv = write_summary(&args, st, &table, &root, entries, log_bytes, first_loss, last_loss, st->step - start, &cost);
 done:
     free(init_params);
     free(rows);
@@ -556,7 +587,7 @@ static int load_config_file(struct train_args *a, const char *path)
 enum { O_MODEL = 256, O_DATA, O_OUT, O_STEPS, O_BATCH, O_SEQ, O_LR, O_LR_MIN, O_WARMUP, O_WD, O_CLIP, O_SEED,
        O_GRID, O_BACKEND, O_THREADS, O_CKPT, O_RESUME, O_RUN_ID, O_EVERY, O_JSON, O_REPLAY, O_NEAREST,
        O_PRINT_STATE, O_FAULT, O_FAULT_STEP, O_CONFIG, O_SCHEDULE, O_INIT_FROM, O_RANK_TIMEOUT, O_SHARDS,
-       O_FAULT_SHARD };
+       O_FAULT_SHARD, O_FAULT_RANK };
 
 int trn_cmd_train(int argc, char **argv)
 {
@@ -576,6 +607,7 @@ int trn_cmd_train(int argc, char **argv)
         {"init-from", required_argument, NULL, O_INIT_FROM}, {"rank-timeout", required_argument, NULL, O_RANK_TIMEOUT},
         {"config", required_argument, NULL, O_CONFIG},   {"inject-fault", required_argument, NULL, O_FAULT}, {"fault-step", required_argument, NULL, O_FAULT_STEP},
         {"shards", required_argument, NULL, O_SHARDS},   {"fault-shard", required_argument, NULL, O_FAULT_SHARD},
+        {"fault-rank", required_argument, NULL, O_FAULT_RANK},
         {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0}};
     struct train_args a = {.model = "gpt2-tiny", .backend = "cpu", .steps = 100, .every = 10, .ckpt_every = 50,
                            .rank_timeout = 600, .writer = true};
@@ -704,6 +736,10 @@ int trn_cmd_train(int argc, char **argv)
             if (trn_arg_u64("train", flag, optarg, 0, TRN_MAX_SHARDS - 1, &v)) return 2;
             a.fault.shard = (uint32_t)v;
             break;
+        case O_FAULT_RANK:
+            if (trn_arg_u64("train", flag, optarg, 0, 65535, &v)) return 2;
+            a.fault.rank = (uint32_t)v;
+            break;
         default:
             return trn_arg_unknown("train", argv[optind - 1]);
         }
@@ -744,6 +780,14 @@ int trn_cmd_train(int argc, char **argv)
             return 1;
         }
         a.writer = trn_dp_rank(a.dp) == 0;
+        if (trn_config_shards(&a.rc) % (uint32_t)trn_dp_size(a.dp) != 0) {
+            if (a.writer)
+                fprintf(stderr, "ovt train: %u shard(s) cannot be split evenly over %d processes: the number of "
+                                "processes (mpirun -np) must divide --shards\n",
+                        trn_config_shards(&a.rc), trn_dp_size(a.dp));
+            trn_dp_close(a.dp);
+            return 2;
+        }
     }
     bool together = false;
     int rv = train(&a, &together);

@@ -6,8 +6,7 @@
  * The case is the argument, so ctest runs them side by side:
  *   ranks1  the trainer in one process (J = 2: rank 0)
  *   ranks2  the trainer as `mpirun -np 2` (J = 2: rank 1); exits 77 (skip)
- *           in a build without MPI, or when a tiny `mpirun -np 2 ovt train
- *           --shards 2` fails: the multi-process step is not in this build
+ *           in a build without MPI
  *   errors  the usage errors of --shards, --ranks and --fault-shard */
 #include <jansson.h>
 #include <stdlib.h>
@@ -25,50 +24,6 @@ static const char *str(const json_t *j, const char *key)
 {
     const char *s = json_string_value(json_object_get(j, key));
     return s ? s : "";
-}
-
-/* Whether `mpirun -np 2 ovt train --shards 2` runs in this build: a 2-step
- * run of a tiny text. 1 yes; 0 no, with the reason printed. */
-static int mpi_train_works(const char *work)
-{
-    char text[4200], data[4200], out[4200];
-    snprintf(text, sizeof text, "%s/probe.txt", work);
-    snprintf(data, sizeof data, "%s/probe.bin", work);
-    snprintf(out, sizeof out, "%s/probe-run", work);
-    FILE *f = fopen(text, "w");
-    if (!f)
-        return 0;
-    for (int i = 0; i < 200; i++)
-        fprintf(f, "the model takes a step, the log rounds it, the arbiter checks it %d\n", i);
-    fclose(f);
-    char *o = NULL;
-    int st = tsup_runl(&o, ovt, "data", "text", text, "--out", data, (char *)NULL);
-    free(o);
-    if (st != 0) {
-        fprintf(stderr, "ranks2: `ovt data text` failed (%d)\n", st);
-        return 0;
-    }
-    char *argv[] = {ovt, "train", "--data", data, "--out", out, "--steps", "2", "--shards", "2", "--batch", "4", NULL};
-    st = tsup_mpirun(2, NULL, argv, &o);
-    if (st != 0) {
-        /* the reason ovt train gave: a "not yet" of this build, or the
-         * error of one that runs every shard on every rank */
-        const char *why = NULL;
-        static const char *const marks[] = {"not yet", "failed:", "error", "ovt train:"};
-        for (size_t k = 0; o && !why && k < sizeof marks / sizeof marks[0]; k++)
-            if ((why = strstr(o, marks[k])))
-                while (why > o && why[-1] != '\n')
-                    why--;
-        char line[512] = "";
-        if (why)
-            snprintf(line, sizeof line, "%.*s", (int)strcspn(why, "\n"), why);
-        fprintf(stderr,
-                "SKIP ranks2: `mpirun -np 2 ovt train --shards 2` is not supported by this build (exit %d%s%s%s): "
-                "the multi-process sharded step has not landed yet\n",
-                st, line[0] ? ": \"" : "", line, line[0] ? "\"" : "");
-    }
-    free(o);
-    return st == 0;
 }
 
 static void usage_errors(void)
@@ -188,8 +143,6 @@ int main(int argc, char **argv)
     } else if (!strcmp(argv[1], "ranks2")) {
         if (!tsup_mpirun_path()) {
             fprintf(stderr, "SKIP ranks2: this build has no MPI (OVT_MPIRUN is empty)\n");
-            skip = 1;
-        } else if (!mpi_train_works(work)) {
             skip = 1;
         } else {
             dispute("ranks2", "2", work);

@@ -1,22 +1,25 @@
 /* `mpirun ovt train` through the built binary (trainer/train_cli.c with
  * trainer/dp_mpi.c): one rank under mpirun writes the same run directory,
  * byte for byte (steps.bin, every log, the last checkpoint), as a run without
- * mpirun; two ranks that each compute the whole step (--nearest, no logs to
- * merge) write the one-process run's steps.bin, only rank 0 writing; a
- * failure on rank 0 stops both ranks with rank 0's message; --rank-timeout is
- * checked and documented. Skipped (77) without MPI.
- *
- * Once trn_train_step takes the dp (issue 13, --shards), the sharded runs
- * with R = 1, 2, 4 against the one-process run of the same S belong here. */
+ * mpirun; a run of S = 4 shards on R = 1, 2 and 4 processes writes the
+ * one-process run's steps.bin, logs and checkpoints byte for byte (only rank 0
+ * writing), and so does one resumed with another R; a bit flipped in shard 3's
+ * gradient on R = 2 is named by `ovt step` with its rank (1); a rank killed
+ * mid-run ends the job naming it, and --resume on another R finishes the run
+ * byte for byte; a hung rank is named within the rank timeout; R that does not
+ * divide S is refused; a failure on rank 0 stops both ranks with rank 0's
+ * message; --rank-timeout is checked and documented. Skipped (77) without
+ * MPI. */
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "support/mpirun.h"
 #include "trainer/dp.h"
+#include "trainer/ranks.h"
 #include "trn_cli_helpers.h"
 
-static const char *flags = "--model gpt2-tiny --steps 3 --batch 2 --seq 16 --lr 0.003 --every 0 --threads 1";
+static const char *flags = "--model gpt2-tiny --steps 3 --batch 4 --seq 16 --lr 0.003 --every 0 --threads 1";
 
 static int same_file(const char *a, const char *b)
 {
@@ -28,6 +31,24 @@ static int same_file(const char *a, const char *b)
         fprintf(stderr, "%s and %s differ\n", a, b);
     free(x);
     free(y);
+    return same;
+}
+
+/* The files of a sharded run that must be the same bytes whatever the
+ * process count. */
+static const char *sfiles[] = {"steps.bin", "config.bin", "logs/step-00000001.rlog", "logs/step-00000002.rlog",
+                               "logs/step-00000003.rlog", "ckpt/step-00000003.ckpt"};
+
+/* Whether run directory dir/y holds dir/x's files, byte for byte. */
+static int same_run(const char *x, const char *y)
+{
+    char a[512], b[512];
+    int same = 1;
+    for (size_t i = 0; i < sizeof sfiles / sizeof sfiles[0]; i++) {
+        snprintf(a, sizeof a, "%s/%s/%s", dir, x, sfiles[i]);
+        snprintf(b, sizeof b, "%s/%s/%s", dir, y, sfiles[i]);
+        same &= same_file(a, b);
+    }
     return same;
 }
 
@@ -80,19 +101,92 @@ int main(void)
         CHECK_MSG(same_file(a, b), "%s", files[i]);
     }
 
-    /* two ranks, each computing the whole step without logs: the same states
-     * (checked after every step by the ranks), written once */
-    CHECK(run_ovt("train %s --nearest --data %s --out %s/one-nearest", flags, data, dir) == 0);
-    snprintf(extra, sizeof extra, "--nearest --out %s/r2-nearest", dir);
-    CHECK(mpi_train(2, data, extra, &out) == 0);
-    CHECK(out != NULL && strstr(out, "2 processes (mpirun)") != NULL);
+    /* S = 4 shards: one process, then R = 1, 2, 4 processes, byte for byte */
+    CHECK(run_ovt("train %s --shards 4 --data %s --out %s/s4", flags, data, dir) == 0);
+    for (int R = 1; R <= 4; R *= 2) {
+        snprintf(extra, sizeof extra, "--shards 4 --out %s/s4-r%d", dir, R);
+        CHECK_MSG(mpi_train(R, data, extra, &out) == 0, "R = %d: %s", R, out ? out : "");
+        free(out);
+        snprintf(a, sizeof a, "s4-r%d", R);
+        CHECK_MSG(same_run("s4", a), "R = %d", R);
+    }
+    /* ranks.json: R = 4 put shard 3 on rank 3 */
+    trn_shard_owner owner;
+    snprintf(a, sizeof a, "%s/s4-r4", dir);
+    CHECK(trn_ranks_owner_in(&owner, a, 2, 3) == 0 && owner.rank == 3);
+
+    /* a resumed run on another R: 2 steps on R = 2, then step 3 on R = 4 */
+    {
+        char line[1024];
+        snprintf(line, sizeof line, "--shards 4 --checkpoint-every 1 --out %s/s4-resume", dir);
+        /* a run that stopped after step 2 (its last checkpoint): 3 steps
+         * on R = 2 with step 3's checkpoint removed; --resume then does step
+         * 3 again, on R = 4 */
+        CHECK(mpi_train(2, data, line, &out) == 0);
+        free(out);
+        CHECK(run_ovt("rlog %s/s4-resume/logs/step-00000003.rlog", dir) == 0);
+        char rm[1024];
+        snprintf(rm, sizeof rm, "rm -f %s/s4-resume/ckpt/step-00000003.ckpt", dir);
+        CHECK(system(rm) == 0);
+        snprintf(line, sizeof line, "--shards 4 --checkpoint-every 1 --resume --out %s/s4-resume", dir);
+        CHECK_MSG(mpi_train(4, data, line, &out) == 0, "%s", out ? out : "");
+        free(out);
+        CHECK_MSG(same_run("s4", "s4-resume"), "resumed on another R");
+        /* steps 1-2 on 2 processes, step 3 on 4 */
+        snprintf(a, sizeof a, "%s/s4-resume", dir);
+        CHECK(trn_ranks_owner_in(&owner, a, 2, 3) == 0 && owner.rank == 1);
+        CHECK(trn_ranks_owner_in(&owner, a, 3, 3) == 0 && owner.rank == 3);
+    }
+
+    /* rank 1 of 2 dies (SIGKILL) as step 3 begins: the job ends with an error
+     * naming it, the run stays at its step-2 checkpoint, and --resume on
+     * R = 4 finishes it, byte for byte the one-process run */
+    snprintf(extra, sizeof extra,
+             "--shards 4 --checkpoint-every 1 --inject-fault kill-rank --fault-rank 1 --fault-step 3 --out %s/killed",
+             dir);
+    CHECK(mpi_train(2, data, extra, &out) != 0);
+    CHECK_MSG(out != NULL && strstr(out, "rank 1") != NULL && strstr(out, "signal 9") != NULL, "%s", out ? out : "");
     free(out);
-    snprintf(a, sizeof a, "%s/one-nearest/steps.bin", dir);
-    snprintf(b, sizeof b, "%s/r2-nearest/steps.bin", dir);
-    CHECK(same_file(a, b));
+    snprintf(a, sizeof a, "%s/killed/ckpt/step-00000002.ckpt", dir);
+    CHECK(access(a, F_OK) == 0);
+    snprintf(a, sizeof a, "%s/killed/ckpt/step-00000003.ckpt", dir);
+    CHECK(access(a, F_OK) != 0);
+    snprintf(extra, sizeof extra, "--shards 4 --checkpoint-every 1 --resume --out %s/killed", dir);
+    CHECK_MSG(mpi_train(4, data, extra, &out) == 0, "%s", out ? out : "");
+    free(out);
+    CHECK_MSG(same_run("s4", "killed"), "killed and resumed");
+
+    /* rank 1 of 2 hangs at step 2: rank 0 names it within the rank timeout
+     * and the job ends (mpirun exits: this call returns) */
+    snprintf(extra, sizeof extra,
+             "--shards 4 --rank-timeout 3 --inject-fault hang-rank --fault-rank 1 --fault-step 2 --out %s/hung", dir);
+    CHECK(mpi_train(2, data, extra, &out) != 0);
+    CHECK_MSG(out != NULL && strstr(out, "rank 1 (host") != NULL && strstr(out, "did not arrive") != NULL, "%s",
+              out ? out : "");
+    free(out);
+
+    /* a bit flipped in shard 3's gradient at step 2 on R = 2: rank 1 computed it */
+    snprintf(extra, sizeof extra, "--shards 4 --inject-fault bitflip-shard --fault-shard 3 --fault-step 2 --out %s/flip",
+             dir);
+    CHECK(mpi_train(2, data, extra, &out) == 0);
+    free(out);
+    CHECK(run_ovt("step --run %s/flip --step 1 --data %s", dir, data) == 0);
+    CHECK(run_ovt("step --run %s/flip --step 2 --data %s", dir, data) == 1);
+    CHECK(output_has("stateHash") && output_has("DIFFERS"));
+    CHECK(output_has("shard 3 of 4: its gradient DIFFERS") && output_has("computed by rank 1 on host"));
+    /* the auditor's replay on another backend: divergent at step 2, shard 3, rank 1 */
+    CHECK(run_ovt("audit %s/flip --data %s --backend ref", dir, data) == 3);
+    CHECK(output_has("divergent at step 2") && output_has("step 2: shard 3's gradient differs") &&
+          output_has("computed by rank 1 on host"));
+
+    /* R must divide S */
+    snprintf(extra, sizeof extra, "--shards 4 --out %s/bad-r3", dir);
+    CHECK(mpi_train(3, data, extra, &out) != 0);
+    CHECK(out != NULL && strstr(out, "must divide --shards") != NULL);
+    free(out);
 
     /* a failure on rank 0 only (the directory holds a run): both stop with its message */
-    snprintf(extra, sizeof extra, "--nearest --out %s/r2-nearest", dir);
+    snprintf(extra, sizeof extra, "--shards 2 --nearest --out %s/s4-r2", dir);
     CHECK(mpi_train(2, data, extra, &out) != 0);
     CHECK(out != NULL && strstr(out, "rank 0 (host") != NULL && strstr(out, "already holds a run") != NULL);
     free(out);
