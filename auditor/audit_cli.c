@@ -92,6 +92,12 @@ static json_t *report_json(const struct audit_args *a, const aud_report *r)
     if (r->suspect_step)
         json_object_set_new(o, "suspect", json_pack("{s:I, s:s}", "step", (json_int_t)r->suspect_step, "detail",
                                                     r->suspect));
+    if (r->shard_step) {
+        json_t *sd = json_pack("{s:I, s:I}", "step", (json_int_t)r->shard_step, "shard", (json_int_t)r->shard);
+        json_object_set_new(sd, "rank", r->shard_owner_known ? json_integer(r->shard_rank) : json_null());
+        json_object_set_new(sd, "host", r->shard_owner_known ? json_string(r->shard_host) : json_null());
+        json_object_set_new(o, "shard_differs", sd);
+    }
     if (a->lie_at)
         json_object_set_new(o, "lie_at", json_integer((json_int_t)a->lie_at));
     return o;
@@ -117,6 +123,13 @@ static void print_report(const struct audit_args *a, const aud_report *r, json_t
     if (r->suspect_step)
         printf("note: the log of step %llu breaks the arbiter's rule: %s\n", (unsigned long long)r->suspect_step,
                r->suspect);
+    if (r->shard_step && r->shard_owner_known)
+        printf("step %llu: shard %u's gradient differs from the trainer's shard table (computed by rank %u on host "
+               "%s, per the trainer's ranks.json)\n",
+               (unsigned long long)r->shard_step, r->shard, r->shard_rank, r->shard_host);
+    else if (r->shard_step)
+        printf("step %llu: shard %u's gradient differs from the trainer's shard table\n",
+               (unsigned long long)r->shard_step, r->shard);
 }
 
 /* Reads the run's terms and checks them against this auditor's policy and

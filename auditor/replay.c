@@ -7,6 +7,7 @@
 #include "common/fileio.h"
 #include "kernels/rlog.h"
 #include "trainer/init.h"
+#include "trainer/ranks.h"
 #include "trainer/rundata.h"
 #include "trainer/step.h"
 #include "trainer/train.h"
@@ -27,6 +28,8 @@ struct replayer {
     krn_rlog *log;
     uint64_t suspect_step; /* the first uncertain finding, 0: none */
     char suspect[512];
+    uint64_t shard_step; /* the first step with a shard that differs from the table, 0: none */
+    uint32_t shard;
 };
 
 static void replayer_close(struct replayer *r)
@@ -121,6 +124,10 @@ static int replayer_step(struct replayer *r, trn_state *st, chain_merkle_preimag
     }
     if (rv)
         return ovt_fail_wrap(rv, "step %llu", (unsigned long long)i);
+    if (info.shard_differs >= 0 && r->shard_step == 0) {
+        r->shard_step = i;
+        r->shard = (uint32_t)info.shard_differs;
+    }
     const krn_finding *f = krn_ctx_finding(r->ctx);
     if (f->rule != KRN_RULE_NONE && r->suspect_step == 0) {
         r->suspect_step = i;
@@ -212,6 +219,14 @@ int aud_replay(const aud_replay_opts *opts, aud_report *out)
             lie(&out->own.steps[i].state_hash);
     out->suspect_step = r.suspect_step;
     snprintf(out->suspect, sizeof out->suspect, "%s", r.suspect);
+    out->shard_step = r.shard_step;
+    out->shard = r.shard;
+    trn_shard_owner owner;
+    if (r.shard_step && trn_ranks_owner_in(&owner, r.dir, r.shard_step, r.shard) == 0) {
+        out->shard_owner_known = true;
+        out->shard_rank = owner.rank;
+        snprintf(out->shard_host, sizeof out->shard_host, "%s", owner.host);
+    }
     out->trainer = r.trainer;
     memset(&r.trainer, 0, sizeof r.trainer);
 done:

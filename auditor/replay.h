@@ -52,6 +52,15 @@ typedef struct {
      * rounded the unlogged element to nearest. suspect_step 0: none. */
     uint64_t suspect_step;
     char suspect[512];
+    /* A sharded run: the first replayed step whose recomputed shard gradient
+     * differs from the hash in the trainer's shard table, and that shard
+     * (shard_step 0: none). Which process computed it: the trainer's
+     * ranks.json, when its run directory has one (shard_owner_known). */
+    uint64_t shard_step;
+    uint32_t shard;
+    bool shard_owner_known;
+    uint32_t shard_rank;
+    char shard_host[64];
     uint64_t replayed;    /* steps executed */
     bool partial;         /* from > 1 or to < N: own is not a full history */
     /* The auditor's own history, steps 0..N. Steps before `from` are copied
