@@ -191,6 +191,44 @@ int main(void)
     CHECK(output_has("usage: ovt demo"));
     CHECK(run_ovt("demo --steps 0") == 2);
 
+    /* One-shard runs keep their bits: steps.bin (every stateHash and logHash)
+     * of two short runs, pinned from the build before sharded steps existed
+     * (2854c18), for gpt2-tiny on a generated text and mlp-demo on ovt's
+     * synthetic samples. */
+    {
+        char pin[256], tok[256], mlp[256], sp[512];
+        snprintf(pin, sizeof pin, "%s/pin.txt", dir);
+        snprintf(tok, sizeof tok, "%s/pin.bin", dir);
+        snprintf(mlp, sizeof mlp, "%s/mlp.bin", dir);
+        FILE *pf = fopen(pin, "w");
+        CHECK(pf != NULL);
+        for (int i = 0; pf && i < 400; i++)
+            fprintf(pf, "line %d: the quick brown fox jumps over the lazy dog %d times.\n", i, i * 7 % 13);
+        if (pf)
+            fclose(pf);
+        CHECK(run_ovt("data text %s --out %s", pin, tok) == 0);
+        CHECK(run_ovt("data mlp --seed 1 --samples 256 --out %s", mlp) == 0);
+        CHECK(run_ovt("train --data %s --out %s/pin-gpt2 --steps 3 --batch 4 --seq 16 --every 0 --threads 1", tok,
+                      dir) == 0);
+        CHECK(run_ovt("train --model mlp-demo --data %s --out %s/pin-mlp --steps 3 --batch 16 --every 0", mlp, dir) ==
+              0);
+        const char *runs[2] = {"pin-gpt2", "pin-mlp"};
+        const char *want[2] = {"91d2ea5f7503564915f77574c6938c849cb7b1ab5e7500632a898b7f0e65a9ca",
+                               "a7beabe2799a09771181e27e487756cb2b07b08e07b34b7dfeebbc5f76c43ecb"};
+        for (int k = 0; k < 2; k++) {
+            uint8_t *buf = NULL;
+            size_t len = 0;
+            snprintf(sp, sizeof sp, "%s/%s/steps.bin", dir, runs[k]);
+            CHECK(ovt_read_file(sp, &buf, &len, 1 << 20) == 0);
+            ovt_hash h;
+            ovt_sha256(&h, buf, len);
+            char hx[65];
+            ovt_hex_encode(hx, h.b, 32);
+            CHECK_MSG(!strcmp(hx, want[k]), "%s: steps.bin %s, before shards %s", runs[k], hx, want[k]);
+            free(buf);
+        }
+    }
+
     cli_cleanup();
     return check_done();
 }

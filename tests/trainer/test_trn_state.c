@@ -95,6 +95,52 @@ static void test_config_v2(void)
     CHECK(trn_config_decode(&back, enc, 204) == OVT_EFORMAT);
 }
 
+/* Version 3 (S > 1 shards): the shard count after version 2's fields, the
+ * canonical rule both ways (S = 1 never encodes as version 3, whatever the
+ * schedule), and S must divide the batch. */
+static void test_config_v3(void)
+{
+    trn_run_config rc = tiny_mlp_config(), back;
+    uint8_t enc[TRN_CONFIG_ENC_MAX], one[TRN_CONFIG_ENC_MAX];
+    size_t one_len = trn_config_encode(one, &rc);
+    CHECK_EQ_U64(one_len, 168);
+    rc.shards = 1; /* 1 and 0 are the same config, byte for byte */
+    CHECK_EQ_U64(trn_config_encode(enc, &rc), 168);
+    CHECK_MEM(enc, one, 168);
+    rc.batch_size = 8;
+    rc.shards = 4;
+    size_t len = trn_config_encode(enc, &rc);
+    CHECK_EQ_U64(len, 208);
+    CHECK_EQ_U64(ovt_get_le32(enc + 8), 3);
+    CHECK_EQ_U64(ovt_get_le32(enc + 168), 0); /* linear: version 2's fields are there, zero */
+    CHECK_EQ_U64(ovt_get_le32(enc + 204), 4);
+    CHECK(trn_config_decode(&back, enc, len) == 0 && back.shards == 4 && back.batch_size == 8);
+    ovt_hash h4, h2;
+    trn_config_hash(&h4, &rc);
+    rc.shards = 2;
+    trn_config_hash(&h2, &rc);
+    CHECK(memcmp(h4.b, h2.b, 32) != 0);
+    /* not canonical: version 3 with one shard; a wrong length; version 1 or 2
+     * decoded from a 208-byte buffer */
+    ovt_put_le32(enc + 204, 1);
+    CHECK(trn_config_decode(&back, enc, len) == OVT_EFORMAT);
+    CHECK(strstr(ovt_errmsg(), "canonical") != NULL);
+    ovt_put_le32(enc + 204, 4);
+    CHECK(trn_config_decode(&back, enc, len - 1) == OVT_EFORMAT);
+    CHECK(trn_config_decode(&back, one, 208) == OVT_EFORMAT);
+    /* a count that does not divide the batch, or above the limit */
+    ovt_put_le32(enc + 204, 3);
+    CHECK(trn_config_decode(&back, enc, len) == OVT_EFORMAT);
+    rc.shards = 3;
+    CHECK(trn_config_check(&rc) == OVT_EINVAL);
+    CHECK(strstr(ovt_errmsg(), "divide the batch size") != NULL);
+    rc.batch_size = 2048;
+    rc.shards = 2048;
+    CHECK(trn_config_check(&rc) == OVT_EINVAL);
+    /* the decoder reads one shard from versions 1 and 2 */
+    CHECK(trn_config_decode(&back, one, one_len) == 0 && trn_config_shards(&back) == 1);
+}
+
 static void test_config(void)
 {
     trn_run_config rc = tiny_mlp_config();
@@ -541,6 +587,7 @@ int main(void)
     }
     test_config();
     test_config_v2();
+    test_config_v3();
     test_layout();
     test_hashes_against_python(dir, 0);
     test_hashes_against_python(dir, 1);
