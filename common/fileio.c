@@ -28,6 +28,12 @@ static int fsync_dir_of(const char *path)
 
 int ovt_write_atomic(const char *path, const void *data, size_t len, unsigned mode)
 {
+    ovt_span part = {.data = data, .len = len};
+    return ovt_write_atomic_parts(path, &part, 1, mode);
+}
+
+int ovt_write_atomic_parts(const char *path, const ovt_span *parts, size_t nparts, unsigned mode)
+{
     char tmp[4096];
     int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     if (n < 0 || (size_t)n >= sizeof tmp)
@@ -38,17 +44,20 @@ int ovt_write_atomic(const char *path, const void *data, size_t len, unsigned mo
     /* O_CREAT honours the umask; secrets must be exactly 0600 whatever it is. */
     if (fchmod(fd, (mode_t)mode) != 0)
         goto fail_errno;
-    const uint8_t *p = data;
-    size_t left = len;
-    while (left > 0) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            goto fail_errno;
+    for (size_t k = 0; k < nparts; k++) {
+        const uint8_t *p = parts[k].data;
+        size_t left = parts[k].len;
+        while (left > 0) {
+            /* at most 64 MB per call: Linux writes at most about 2 GB at once */
+            ssize_t w = write(fd, p, left < ((size_t)64 << 20) ? left : ((size_t)64 << 20));
+            if (w < 0) {
+                if (errno == EINTR)
+                    continue;
+                goto fail_errno;
+            }
+            p += w;
+            left -= (size_t)w;
         }
-        p += w;
-        left -= (size_t)w;
     }
     if (fsync(fd) != 0)
         goto fail_errno;

@@ -12,6 +12,15 @@
  * mode of the new file (0600 for secrets, 0644 otherwise). */
 int ovt_write_atomic(const char *path, const void *data, size_t len, unsigned mode) OVT_MUST_USE;
 
+/* ovt_write_atomic of the concatenation of nparts byte ranges, written one
+ * after the other without joining them in memory first (a checkpoint's
+ * header, the state's own memory, its checksum). */
+typedef struct {
+    const void *data;
+    size_t len;
+} ovt_span;
+int ovt_write_atomic_parts(const char *path, const ovt_span *parts, size_t nparts, unsigned mode) OVT_MUST_USE;
+
 struct stat;
 
 /* Opens path for reading only if it is a regular file: opened non-blocking

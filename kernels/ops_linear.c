@@ -95,6 +95,10 @@ done:
     return rc;
 }
 
+/* The most FP64 values of dweight computed at once (then rounded, then
+ * the next rows): 4M doubles, 32 MB. */
+#define DWEIGHT_PART ((size_t)1 << 22)
+
 /* Sites and bands: kernels/ops.h, docs/op-bounds.md ("matmul bwd"). */
 int krn_matmul_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias, const float *dout,
                         const float *inp, const float *weight, size_t N, size_t C, size_t OC)
@@ -113,8 +117,16 @@ int krn_matmul_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias,
         return rc;
     rc = OVT_ENOMEM;
     /* the weight is widened tile by tile inside the dinp product; the old
-     * gradients are added inside the products' tiles */
-    size_t nx = nin > nw ? nin : nw;
+     * gradients are added inside the products' tiles; dweight is computed
+     * and rounded in parts of whole tile rows (GPT-2's head: 50257 x 768,
+     * 309 MB in FP64 at once) */
+    size_t part_rows = OC;
+    if (nw > DWEIGHT_PART) {
+        part_rows = DWEIGHT_PART / C / KRN_TILE_M * KRN_TILE_M;
+        part_rows = part_rows ? part_rows : KRN_TILE_M;
+    }
+    size_t npart = (part_rows < OC ? part_rows : OC) * C;
+    size_t nx = nin > npart ? nin : npart;
     double *g = krn_scratch(KRN_SCRATCH_A, nout), *a = krn_scratch(KRN_SCRATCH_B, nin);
     double *x = krn_scratch(KRN_SCRATCH_OUT, nx);
     double *gn = krn_doubles(N > OC ? N : OC, op);
@@ -135,16 +147,25 @@ int krn_matmul_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias,
         if ((rc = krn_site(ctx, "matmul.bwd.dinp", dinp, x, nin, &band)))
             goto done;
     }
-    /* dweight (OC,C) += dout^T (OC,N) @ inp (N,C): K = N. */
-    krn_gemm_in in = {.ta = true, .a = g, .lda = OC, .b = a, .ldb = C, .old = dweight};
-    if ((rc = krn_chunked_gemm_in(&be, x, &in, OC, C, N)) || (rc = krn_col_norms(&be, gn, dout, N, OC)) ||
-        (rc = krn_col_norms(&be, cn, inp, N, C)))
+    /* dweight (OC,C) += dout^T (OC,N) @ inp (N,C): K = N, by parts of rows
+     * r0 .. r0+rows of dweight (rows r0.. of dout^T are columns r0.. of dout) */
+    if ((rc = krn_col_norms(&be, gn, dout, N, OC)) || (rc = krn_col_norms(&be, cn, inp, N, C)))
         goto done;
     krn_band band = krn_band_reduction(KRN_BAND_OUTER, N, 1.0, 1);
-    band.a = gn;
-    band.b = cn;
     band.cols = C;
-    if ((rc = krn_site(ctx, "matmul.bwd.dweight", dweight, x, nw, &band)))
+    krn_site_parts *sp = NULL;
+    if ((rc = krn_site_parts_begin(ctx, &sp, "matmul.bwd.dweight", dweight, nw, &band)))
+        goto done;
+    for (size_t r0 = 0; r0 < OC && rc == 0; r0 += part_rows) {
+        size_t rows = OC - r0 < part_rows ? OC - r0 : part_rows;
+        krn_gemm_in in = {.ta = true, .a = g + r0, .lda = OC, .b = a, .ldb = C, .old = dweight + r0 * C};
+        if ((rc = krn_chunked_gemm_in(&be, x, &in, rows, C, N)) == 0)
+            rc = krn_site_part(sp, x, rows * C, gn + r0, cn);
+    }
+    int end_rc = krn_site_parts_end(sp);
+    if (rc == 0)
+        rc = end_rc;
+    if (rc)
         goto done;
     if (dbias)
         rc = krn_colsum_site(ctx, &be, "matmul.bwd.dbias", dbias, g, N, OC); /* g: dout in FP64 */
@@ -263,8 +284,12 @@ int krn_encoder_forward(krn_ctx *ctx, float *out, const int32_t *tokens, const f
     return rc;
 }
 
-/* Rows of the vocabulary per range of encoder.bwd.dwte's loop on the pool. */
+/* Rows of the vocabulary per range of encoder.bwd.dwte's loop on the pool,
+ * and per part of the site (its values and band magnitudes are computed
+ * and rounded a part at a time: V x C doubles of each would be 309 MB for
+ * GPT-2 small). */
 #define DWTE_ROWS 512
+#define DWTE_PART_ROWS (8 * DWTE_ROWS)
 
 /* encoder.bwd.dwte's values and band magnitudes for ranges of tokens. */
 typedef struct {
@@ -272,18 +297,20 @@ typedef struct {
     const double *g;       /* dout in FP64 */
     const float *dwte;
     const size_t *start, *pos; /* each token's occurrences, in b*T+t order */
-    double *x, *mag, *gather; /* gather: BT doubles per range */
+    double *x, *mag, *gather; /* the part's; gather: BT doubles per range */
     size_t C, bt;
+    size_t v0; /* the part's first row */
 } dwte_job;
 
 /* For each token its occurrences' dout rows, chunk-summed; the band's scale
  * is folded into mag because K differs per token. */
-static void dwte_rows(void *arg, size_t v0, size_t v1)
+static void dwte_rows(void *arg, size_t r0, size_t r1)
 {
     const dwte_job *j = arg;
     size_t C = j->C;
-    double *gather = j->gather + v0 / DWTE_ROWS * j->bt;
-    for (size_t v = v0; v < v1; v++) {
+    double *gather = j->gather + r0 / DWTE_ROWS * j->bt;
+    for (size_t r = r0; r < r1; r++) {
+        size_t v = j->v0 + r;
         size_t cnt = j->start[v + 1] - j->start[v];
         double gam = cnt ? krn_chunked_gamma(cnt) : 0.0;
         for (size_t c = 0; c < C; c++) {
@@ -295,8 +322,8 @@ static void dwte_rows(void *arg, size_t v0, size_t v1)
                 }
                 s = krn_chunked_dot(j->be, gather, 1, NULL, 0, cnt);
             }
-            j->x[v * C + c] = s + (double)j->dwte[v * C + c];
-            j->mag[v * C + c] = gam * m;
+            j->x[r * C + c] = s + (double)j->dwte[v * C + c];
+            j->mag[r * C + c] = gam * m;
         }
     }
 }
@@ -319,10 +346,11 @@ int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *do
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
     rc = OVT_ENOMEM;
-    size_t nx = nv > nt ? nv : nt;
-    /* x and mag are V*C (38.6M for GPT-2 small): per-thread scratch */
+    size_t part_rows = V < DWTE_PART_ROWS ? V : DWTE_PART_ROWS;
+    size_t nx = part_rows * C > nt ? part_rows * C : nt;
+    /* x and mag: one part, per-thread scratch */
     double *g = krn_doubles(n, op), *x = krn_scratch(KRN_SCRATCH_A, nx);
-    size_t ranges = (V + DWTE_ROWS - 1) / DWTE_ROWS;
+    size_t ranges = (part_rows + DWTE_ROWS - 1) / DWTE_ROWS;
     double *mag = krn_scratch(KRN_SCRATCH_B, nx), *gather = krn_doubles(ranges * bt, op);
     size_t *start = calloc(V + 1, sizeof *start), *pos = calloc(bt, sizeof *pos);
     if (!g || !x || !mag || !gather || !start || !pos) {
@@ -344,12 +372,21 @@ int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *do
     start[0] = 0;
     dwte_job j = {.be = &be, .g = g, .dwte = dwte, .start = start, .pos = pos, .x = x, .mag = mag,
                   .gather = gather, .C = C, .bt = bt};
-    if ((rc = krn_parallel_ranges(&be, V, DWTE_ROWS, dwte_rows, &j)))
-        goto done;
     krn_band band = krn_band_reduction(KRN_BAND_ARRAY, 1, 1.0, 1);
     band.scale = KRN_BAND_WIDTH * 2.0;
-    band.a = mag;
-    if ((rc = krn_site(ctx, "encoder.bwd.dwte", dwte, x, nv, &band)))
+    krn_site_parts *sp = NULL;
+    if ((rc = krn_site_parts_begin(ctx, &sp, "encoder.bwd.dwte", dwte, nv, &band)))
+        goto done;
+    for (size_t v0 = 0; v0 < V && rc == 0; v0 += part_rows) {
+        size_t rows = V - v0 < part_rows ? V - v0 : part_rows;
+        j.v0 = v0;
+        if ((rc = krn_parallel_ranges(&be, rows, DWTE_ROWS, dwte_rows, &j)) == 0)
+            rc = krn_site_part(sp, x, rows * C, mag, NULL);
+    }
+    int end_rc = krn_site_parts_end(sp);
+    if (rc == 0)
+        rc = end_rc;
+    if (rc)
         goto done;
     /* dwpe: for each position t the sum over b (stride T*C). */
     for (size_t i = 0; i < nt; i++) {

@@ -1,5 +1,6 @@
 /* Softmax cross-entropy with a mean loss (kernels/ops.h). Bands: docs/op-bounds.md. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "kernels/ops.h"
@@ -20,56 +21,68 @@ typedef struct {
     const krn_cpu *be;
     const float *logits, *probs, *sums;
     float *mx;
-    double *x, *e, *mag;
+    double *x, *mag;
     size_t V;
+    size_t row0; /* xent.exp: the first row of the part x holds */
+    atomic_int rc;
 } xent_job;
 
-/* Rows of exp(logit - max(row)). */
+/* Rows row0 + r0 .. row0 + r1 of exp(logit - max(row)), into the part's x. */
 static void xent_exp_rows(void *arg, size_t r0, size_t r1)
 {
     const xent_job *j = arg;
     size_t V = j->V;
-    for (size_t i = r0; i < r1; i++) {
+    for (size_t r = r0; r < r1; r++) {
+        size_t i = j->row0 + r;
         const float *row = j->logits + i * V;
         float m = row[0];
         for (size_t k = 1; k < V; k++)
             m = row[k] > m ? row[k] : m;
         j->mx[i] = m;
         for (size_t k = 0; k < V; k++)
-            j->x[i * V + k] = krn_cpu_libm(j->be, KRN_FN_EXP, (double)row[k] - (double)m);
+            j->x[r * V + k] = krn_cpu_libm(j->be, KRN_FN_EXP, (double)row[k] - (double)m);
     }
 }
 
-/* Rows' sums of e (chunked) and their magnitudes. */
+/* Rows' sums of the rounded exponentials (chunked, over each row's FP64
+ * copy) and their magnitudes. */
 static void xent_sum_rows(void *arg, size_t r0, size_t r1)
 {
-    const xent_job *j = arg;
+    xent_job *j = arg;
     size_t V = j->V;
+    double *e = malloc(V * sizeof *e);
+    if (e == NULL) {
+        atomic_store(&j->rc, OVT_ENOMEM);
+        return;
+    }
     for (size_t i = r0; i < r1; i++) {
-        j->x[i] = krn_chunked_dot(j->be, j->e + i * V, 1, NULL, 0, V);
+        krn_widen(e, j->probs + i * V, V);
+        j->x[i] = krn_chunked_dot(j->be, e, 1, NULL, 0, V);
         double m = 0;
         for (size_t k = 0; k < V; k++)
-            m += j->e[i * V + k];
+            m += e[k];
         j->mag[i] = m;
+    }
+    free(e);
+}
+
+/* xent.probs' values e / sum of its row, e the rounded exponential that
+ * probs still holds (the site reads its own out before writing it). */
+static void xent_div_fill(void *arg, size_t i0, size_t len, double *x)
+{
+    const xent_job *j = arg;
+    size_t r = i0 / j->V, c = i0 % j->V;
+    for (size_t k = 0; k < len; k++) {
+        x[k] = (double)j->probs[i0 + k] / (double)j->sums[r];
+        if (++c == j->V) {
+            c = 0;
+            r++;
+        }
     }
 }
 
-/* Rows of e / sum. */
-static void xent_div_rows(void *arg, size_t r0, size_t r1)
-{
-    const xent_job *j = arg;
-    size_t V = j->V;
-    for (size_t i = r0; i < r1; i++)
-        for (size_t k = 0; k < V; k++)
-            j->x[i * V + k] = j->e[i * V + k] / (double)j->sums[i];
-}
-
-/* FP64 copy of rows of probs into e. */
-static void xent_widen_rows(void *arg, size_t r0, size_t r1)
-{
-    const xent_job *j = arg;
-    krn_widen(j->e + r0 * j->V, j->probs + r0 * j->V, (r1 - r0) * j->V);
-}
+/* Rows of xent.exp computed and rounded at once: about 1M doubles. */
+#define XENT_PART ((size_t)1 << 20)
 
 /* Sites and bands: kernels/ops.h, docs/op-bounds.md ("cross-entropy fwd"). */
 int krn_crossentropy_forward(krn_ctx *ctx, float *loss, float *losses, float *probs,
@@ -88,9 +101,12 @@ int krn_crossentropy_forward(krn_ctx *ctx, float *loss, float *losses, float *pr
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
     rc = OVT_ENOMEM;
-    /* x and e are N*V (12.9M for GPT-2 small): per-thread scratch, kept across calls */
-    double *x = krn_scratch(KRN_SCRATCH_A, n), *e = krn_scratch(KRN_SCRATCH_B, n);
-    double *mag = krn_doubles(N, op);
+    /* x holds a part of xent.exp's rows (all N*V would be 103 MB for GPT-2
+     * small), later the per-row sites: per-thread scratch, kept across calls */
+    size_t part_rows = XENT_PART / V ? XENT_PART / V : 1;
+    part_rows = part_rows < N ? part_rows : N;
+    double *x = krn_scratch(KRN_SCRATCH_A, part_rows * V > N ? part_rows * V : N);
+    double *e = krn_doubles(N, op), *mag = krn_doubles(N, op);
     float *mx = krn_floats(N, op), *sums = krn_floats(N, op), *logsum = krn_floats(N, op);
     if (!x || !e || !mag || !mx || !sums || !logsum)
         goto done;
@@ -98,23 +114,32 @@ int krn_crossentropy_forward(krn_ctx *ctx, float *loss, float *losses, float *pr
      * block of about 64K elements */
     size_t rows = ((size_t)1 << 16) / V ? ((size_t)1 << 16) / V : 1;
     xent_job j = {.be = &be, .logits = logits, .probs = probs, .sums = sums, .mx = mx, .x = x,
-                  .e = e, .mag = mag, .V = V};
-    if ((rc = krn_parallel_ranges(&be, N, rows, xent_exp_rows, &j)))
-        goto done;
+                  .mag = mag, .V = V};
+    atomic_init(&j.rc, 0);
     krn_band band = krn_band_libm();
-    if ((rc = krn_site(ctx, "xent.exp", probs, x, n, &band)))
+    krn_site_parts *sp = NULL;
+    if ((rc = krn_site_parts_begin(ctx, &sp, "xent.exp", probs, n, &band)))
         goto done;
-    if ((rc = krn_parallel_ranges(&be, N, rows, xent_widen_rows, &j)) ||
-        (rc = krn_parallel_ranges(&be, N, rows, xent_sum_rows, &j)))
+    for (size_t r0 = 0; r0 < N && rc == 0; r0 += part_rows) {
+        size_t nr = N - r0 < part_rows ? N - r0 : part_rows;
+        j.row0 = r0;
+        if ((rc = krn_parallel_ranges(&be, nr, rows, xent_exp_rows, &j)) == 0)
+            rc = krn_site_part(sp, x, nr * V, NULL, NULL);
+    }
+    int end_rc = krn_site_parts_end(sp);
+    if (rc == 0)
+        rc = end_rc;
+    if (rc || (rc = krn_parallel_ranges(&be, N, rows, xent_sum_rows, &j)))
         goto done;
+    if ((rc = atomic_load(&j.rc))) {
+        rc = ovt_fail(rc, "%s: out of memory for a row's FP64 copy", op);
+        goto done;
+    }
     band = krn_band_reduction(KRN_BAND_ARRAY, V, 1.0, 0);
     band.a = mag;
     if ((rc = krn_site(ctx, "xent.sum", sums, x, N, &band)))
         goto done;
-    if ((rc = krn_parallel_ranges(&be, N, rows, xent_div_rows, &j)))
-        goto done;
-    band = krn_band_exact();
-    if ((rc = krn_site(ctx, "xent.probs", probs, x, n, &band)))
+    if ((rc = krn_site_exact_fill(ctx, "xent.probs", probs, n, xent_div_fill, &j)))
         goto done;
     for (size_t i = 0; i < N; i++)
         x[i] = krn_cpu_libm(&be, KRN_FN_LOG, (double)sums[i]);
@@ -135,6 +160,7 @@ int krn_crossentropy_forward(krn_ctx *ctx, float *loss, float *losses, float *pr
     band.scale *= m;
     rc = krn_site(ctx, "xent.loss", loss, x, 1, &band);
 done:
+    free(e);
     free(mag);
     free(mx);
     free(sums);

@@ -13,9 +13,6 @@
 
 /* Output tile of the chunked GEMM: the partial products of one tile stay in
  * cache while the chunks are added (bench/bench_gemm.c measured the size). */
-#ifndef KRN_TILE_M
-#define KRN_TILE_M 256
-#endif
 #ifndef KRN_TILE_CPU_N
 #define KRN_TILE_CPU_N 256
 #endif

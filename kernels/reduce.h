@@ -25,6 +25,13 @@
 /* u = 2^-53, the FP64 unit roundoff. */
 #define KRN_U 0x1p-53
 
+/* Rows per output tile of the chunked GEMM (reduce.c): a product split into
+ * parts of rows at multiples of it computes every tile as the whole product
+ * does, so its values are the same bit for bit. */
+#ifndef KRN_TILE_M
+#define KRN_TILE_M 256
+#endif
+
 /* gamma_k = k*u / (1 - k*u). */
 double krn_gamma(double k);
 

@@ -78,6 +78,7 @@ typedef struct {
     uint32_t site;
     float *out;
     const double *x;      /* NULL: the values come from fill */
+    size_t base;          /* the element x[0] (and the band's arrays' first) is */
     krn_site_fill fill;
     void *fill_arg;
     size_t n;
@@ -610,7 +611,7 @@ static int site_block(site_job *job, size_t b0, size_t len, double *xbuf, chunk_
     uint32_t cand[SITE_BLOCK];
     int b = job->ctx->cfg.grid_bits;
     bool banded = job->record || job->replay;
-    const double *xb = job->x ? job->x + b0 : xbuf;
+    const double *xb = job->x ? job->x + (b0 - job->base) : xbuf;
     if (!job->x)
         job->fill(job->fill_arg, b0, len, xbuf);
     if (job->ctx->cfg.mode == KRN_PLAIN) {
@@ -619,7 +620,7 @@ static int site_block(site_job *job, size_t b0, size_t len, double *xbuf, chunk_
         return 0;
     }
     if (banded) {
-        band_fill(job->band, xb, b0, len, tau);
+        band_fill(job->band, xb, b0 - job->base, len, tau);
         round_block(xb, tau, job->out + b0, flag, len, b);
     } else {
         round_block(xb, NULL, job->out + b0, flag, len, b);
@@ -644,6 +645,7 @@ static int site_block(site_job *job, size_t b0, size_t len, double *xbuf, chunk_
 typedef struct {
     site_job *jobs;
     size_t njobs;
+    size_t lo, hi; /* the elements rounded now: all, or one part (krn_site_part) */
 } site_group;
 
 /* Rounds elements [i0, i1) of the group's sites, block by block, each block
@@ -670,8 +672,8 @@ static void run_range(const site_group *g, size_t i0, size_t i1, chunk_out *co)
 static void run_chunk(void *arg, size_t c)
 {
     const site_group *g = arg;
-    size_t n = g->jobs[0].n, i0 = c * SITE_CHUNK;
-    size_t i1 = n - i0 < SITE_CHUNK ? n : i0 + SITE_CHUNK;
+    size_t i0 = g->lo + c * SITE_CHUNK;
+    size_t i1 = g->hi - i0 < SITE_CHUNK ? g->hi : i0 + SITE_CHUNK;
     run_range(g, i0, i1, &g->jobs[0].ctx->chunks[c]);
 }
 
@@ -689,13 +691,13 @@ static int reserve_chunks(krn_ctx *ctx, size_t nchunks)
     return 0;
 }
 
-/* Runs the group's sites over all elements, in chunks on the pool when
- * they are large, and appends the first site's entries to the log in index
- * order. Fails with the failure of the first site that failed. */
-static int run_group(site_job *jobs, size_t njobs)
+/* Runs the group's sites over elements [lo, hi), in chunks on the pool
+ * when they are large, and appends the first site's entries to the log in
+ * index order. Fails with the failure of the first site that failed. */
+static int run_group(site_job *jobs, size_t njobs, size_t lo, size_t hi)
 {
     krn_ctx *ctx = jobs[0].ctx;
-    size_t n = jobs[0].n;
+    size_t n = hi - lo;
     bool split = n >= SITE_PARALLEL_MIN && ctx->nthreads > 1;
     size_t nchunks = split ? (n + SITE_CHUNK - 1) / SITE_CHUNK : 1;
     int rc = reserve_chunks(ctx, nchunks);
@@ -703,7 +705,7 @@ static int run_group(site_job *jobs, size_t njobs)
         rc = krn_pool_new(&ctx->pool, ctx->nthreads);
     if (rc < 0)
         return rc;
-    site_group g = {.jobs = jobs, .njobs = njobs};
+    site_group g = {.jobs = jobs, .njobs = njobs, .lo = lo, .hi = hi};
     for (size_t s = 0; s < njobs; s++) {
         pthread_mutex_init(&jobs[s].err_mu, NULL);
         jobs[s].mu_live = true;
@@ -711,7 +713,7 @@ static int run_group(site_job *jobs, size_t njobs)
     if (split)
         krn_pool_run(ctx->pool, nchunks, run_chunk, &g);
     else
-        run_range(&g, 0, n, &ctx->chunks[0]);
+        run_range(&g, lo, hi, &ctx->chunks[0]);
     for (size_t s = 0; s < njobs; s++) {
         jobs[s].mu_live = false;
         pthread_mutex_destroy(&jobs[s].err_mu);
@@ -885,42 +887,66 @@ static int insert_entry(krn_ctx *ctx, const site_job *job, const krn_rlog_entry 
     return rc;
 }
 
-/* Rounds the last element of the job's site without an entry that lies
- * between 1.25 and 1.5 tau from its midpoint to the wrong neighbour, and
- * logs that direction (krn_ctx_forge_next_site): an impossible direction for
- * every verifier (honest values are within tau/(2M) of each other, so every
- * verifier's d' lies between 0.78 and 1.97 tau, beyond tau'/2 + delta' and
- * within 2 tau'). Leaves the site alone if no element qualifies; a later
- * site of the step is tried. */
-static void forge_entry(site_job *job)
+/* The forgery krn_ctx_forge_next_site arms: the last element of the job's
+ * site without an entry that lies between 1.25 and 1.5 tau from its
+ * midpoint is rounded to the wrong neighbour and that direction logged: an
+ * impossible direction for every verifier (honest values are within
+ * tau/(2M) of each other, so every verifier's d' lies between 0.78 and
+ * 1.97 tau, beyond tau'/2 + delta' and within 2 tau'). The site is left
+ * alone if no element qualifies; a later site of the step is tried. */
+typedef struct {
+    bool found;
+    krn_rlog_entry entry;
+    float wrong;
+} forgery;
+
+/* The forgery for the highest element of [lo, hi) that allows one, if any
+ * (x and the band's arrays start at element job->base); the site's entries
+ * up to hi are in the log. */
+static bool forge_find(const site_job *job, size_t lo, size_t hi, forgery *f)
 {
     krn_ctx *ctx = job->ctx;
     const krn_rlog_site *s = krn_rlog_find(ctx->log, job->site);
     size_t k = s != NULL ? s->count : 0; /* entries below the element looked at */
-    for (size_t i = job->n; i-- > 0;) {
+    for (size_t i = hi; i-- > lo;) {
         while (k > 0 && s->entries[k - 1].index > i)
             k--;
         if (k > 0 && s->entries[k - 1].index == i)
             continue; /* logged */
-        double tau = band_at(job->band, job->x, i);
+        double xi = job->x[i - job->base];
+        double tau = band_at(job->band, job->x, i - job->base);
         krn_grid_pos pos;
-        double ax = fabs(job->x[i]);
+        double ax = fabs(xi);
         if (!(tau > 0.0) || !(ax >= 0x1p-100 && ax < 0x1p100) ||
-            krn_grid_locate(job->x[i], ctx->cfg.grid_bits, &pos) < 0)
+            krn_grid_locate(xi, ctx->cfg.grid_bits, &pos) < 0)
             continue;
         if (!(pos.dist > 1.25 * tau && pos.dist <= 1.5 * tau) || !(2.0 * tau <= 0.25 * pos.spacing))
             continue;
         bool up = pos.nearest != pos.above;
-        float wrong = up ? pos.above : pos.below;
-        krn_rlog_entry e = {.index = i, .dir = up ? KRN_DIR_UP : KRN_DIR_DOWN};
-        if (isinf(wrong) || wrong == 0.0f || insert_entry(ctx, job, &e) < 0)
-            return;
-        job->out[i] = wrong;
-        ctx->stats.logged++;
-        ctx->forge_armed = false;
-        ctx->forged = true;
-        return;
+        f->found = true;
+        f->wrong = up ? pos.above : pos.below;
+        f->entry = (krn_rlog_entry){.index = i, .dir = up ? KRN_DIR_UP : KRN_DIR_DOWN};
+        return true;
     }
+    return false;
+}
+
+static void forge_apply(site_job *job, const forgery *f)
+{
+    krn_ctx *ctx = job->ctx;
+    if (!f->found || isinf(f->wrong) || f->wrong == 0.0f || insert_entry(ctx, job, &f->entry) < 0)
+        return;
+    job->out[f->entry.index] = f->wrong;
+    ctx->stats.logged++;
+    ctx->forge_armed = false;
+    ctx->forged = true;
+}
+
+static void forge_entry(site_job *job)
+{
+    forgery f = {0};
+    if (forge_find(job, 0, job->n, &f))
+        forge_apply(job, &f);
 }
 
 static int site_run(krn_ctx *ctx, const char *name, float *out, const double *x, size_t n,
@@ -963,7 +989,7 @@ static int site_run(krn_ctx *ctx, const char *name, float *out, const double *x,
                         (unsigned long long)ctx->step, job.site, name, logged->count);
 
     job.logged = logged;
-    rc = run_group(&job, 1);
+    rc = run_group(&job, 1, 0, n);
     if (rc < 0)
         return rc;
     if (ctx->forge_armed && job.record)
@@ -1029,7 +1055,7 @@ int krn_site_exact_fills(krn_ctx *ctx, const krn_exact_fill *sites, size_t nsite
                                       "%zu entries for it",
                           (unsigned long long)ctx->step, jobs[s].site, jobs[s].name, next->count);
     if (rc == 0)
-        rc = run_group(jobs, nsites);
+        rc = run_group(jobs, nsites, 0, n);
     for (size_t s = 0; s < nsites && rc == 0; s++)
         rc = site_row(&jobs[s]);
     return site_leave(ctx, rc);
@@ -1155,4 +1181,147 @@ int krn_sparse_finish(krn_ctx *ctx, const krn_sparse_site *s, const krn_sparse_v
     if ((rc = site_row(&job)) < 0)
         return sparse_failed(ctx, rc);
     return sparse_failed(ctx, findings_close(&job));
+}
+
+/* ---- sites handed over in parts (krn_site_parts_begin) ---- */
+
+struct krn_site_parts {
+    site_job job;
+    krn_band band; /* the caller's kind, scale, rel and cols; a and b per part */
+    size_t next;   /* elements handed over so far */
+    int rc;        /* the site's failure, once it failed */
+    /* REPLAY: each logged element's value and band, saved as its part goes
+     * by, so that the entries are applied after the whole site as krn_site
+     * applies them; saved of them so far */
+    double *saved_x, *saved_tau;
+    size_t saved;
+    forgery forge; /* testing: the highest element a forgery fits so far */
+};
+
+int krn_site_parts_begin(krn_ctx *ctx, krn_site_parts **out, const char *name, float *values, size_t n,
+                         const krn_band *band)
+{
+    *out = NULL;
+    int rc = site_enter(ctx, name);
+    if (rc < 0)
+        return rc;
+    bool zero = band_is_zero(band);
+    if (!zero && band->kind == KRN_BAND_OUTER && (band->cols == 0 || n % band->cols != 0))
+        return site_leave(ctx, ovt_fail(OVT_EINVAL, "step %llu site %u (%s): KRN_BAND_OUTER needs cols dividing "
+                                                    "n (n = %zu, cols = %zu)",
+                                        (unsigned long long)ctx->step, ctx->next_site, name, n, band->cols));
+    krn_site_parts *p = calloc(1, sizeof *p);
+    if (p == NULL)
+        return site_leave(ctx, ovt_fail(OVT_ENOMEM, "out of memory for site %s", name));
+    if (!zero)
+        p->band = *band;
+    p->job = (site_job){
+        .ctx = ctx,
+        .name = name,
+        .site = ctx->next_site++,
+        .out = values,
+        .n = n,
+        .band = zero ? NULL : &p->band,
+        .record = ctx->cfg.mode == KRN_RECORD && !zero,
+        .replay = ctx->cfg.mode == KRN_REPLAY && !zero,
+    };
+    site_job *job = &p->job;
+    ctx->stats.sites++;
+    ctx->stats.outputs += n;
+    if (ctx->cfg.mode == KRN_REPLAY && ctx->replay_next < krn_rlog_nsites(ctx->log)) {
+        const krn_rlog_site *s = krn_rlog_site_at(ctx->log, ctx->replay_next);
+        if (s->site == job->site) {
+            job->logged = s;
+            ctx->replay_next++;
+        }
+    }
+    const krn_rlog_site *logged = job->logged;
+    if (logged != NULL && logged->n != n)
+        rc = ovt_fail(OVT_EFRAUD, "step %llu site %u (%s): the log says the site has %llu elements, it has %zu",
+                      (unsigned long long)ctx->step, job->site, name, (unsigned long long)logged->n, n);
+    else if (logged != NULL && job->band == NULL)
+        rc = ovt_fail(OVT_EFRAUD, "step %llu site %u (%s) is exact (zero band) but the log has %zu entries for it",
+                      (unsigned long long)ctx->step, job->site, name, logged->count);
+    else if (logged != NULL && ((p->saved_x = malloc(logged->count * sizeof(double))) == NULL ||
+                                (p->saved_tau = malloc(logged->count * sizeof(double))) == NULL))
+        rc = ovt_fail(OVT_ENOMEM, "out of memory for %zu rounding-log entries", logged->count);
+    if (rc < 0) {
+        free(p->saved_x);
+        free(p->saved_tau);
+        free(p);
+        return site_leave(ctx, rc);
+    }
+    *out = p;
+    return 0;
+}
+
+int krn_site_part(krn_site_parts *p, const double *x, size_t len, const double *a, const double *b)
+{
+    if (p->rc < 0)
+        return p->rc;
+    site_job *job = &p->job;
+    krn_ctx *ctx = job->ctx;
+    size_t lo = p->next;
+    if (len == 0 || len > job->n - lo ||
+        (job->band != NULL && p->band.kind == KRN_BAND_OUTER && (lo % p->band.cols || len % p->band.cols)))
+        return p->rc = site_leave(ctx, ovt_fail(OVT_EINVAL, "step %llu site %u (%s): a part of %zu elements at "
+                                                            "%zu does not fit the site's %zu%s",
+                                                (unsigned long long)ctx->step, job->site, job->name, len, lo,
+                                                job->n, job->band && p->band.kind == KRN_BAND_OUTER
+                                                            ? " in whole rows" : ""));
+    p->band.a = a;
+    p->band.b = b;
+    job->x = x;
+    job->base = lo;
+    int rc = run_group(job, 1, lo, lo + len);
+    if (rc < 0)
+        return p->rc = site_leave(ctx, rc);
+    const krn_rlog_site *logged = job->logged;
+    while (logged != NULL && p->saved < logged->count && logged->entries[p->saved].index < lo + len) {
+        size_t i = (size_t)logged->entries[p->saved].index - lo;
+        p->saved_x[p->saved] = x[i];
+        p->saved_tau[p->saved] = band_at(job->band, x, i);
+        p->saved++;
+    }
+    if (ctx->forge_armed && job->record)
+        (void)forge_find(job, lo, lo + len, &p->forge);
+    p->next = lo + len;
+    return 0;
+}
+
+int krn_site_parts_end(krn_site_parts *p)
+{
+    if (p == NULL)
+        return 0;
+    site_job *job = &p->job;
+    krn_ctx *ctx = job->ctx;
+    int rc = p->rc;
+    if (rc == 0 && p->next != job->n)
+        rc = site_leave(ctx, ovt_fail(OVT_EINVAL, "step %llu site %u (%s): %zu of its %zu elements were handed over",
+                                      (unsigned long long)ctx->step, job->site, job->name, p->next, job->n));
+    else if (rc == 0) {
+        job->x = NULL;
+        if (ctx->forge_armed && job->record)
+            forge_apply(job, &p->forge);
+        const krn_rlog_site *logged = job->logged;
+        for (size_t k = 0; logged != NULL && k < logged->count && rc == 0; k++) {
+            const krn_rlog_entry *e = &logged->entries[k];
+            if (e->index >= job->n)
+                rc = entry_beyond(job, e);
+            else
+                rc = apply_entry(job, e, p->saved_x[k], p->saved_tau[k], &job->out[e->index]);
+        }
+        if (rc == 0 && logged != NULL)
+            ctx->stats.logged += logged->count;
+        if (rc == 0) {
+            ctx->stats.wide += job->wide;
+            if ((rc = site_row(job)) == 0)
+                rc = findings_close(job);
+        }
+        rc = site_leave(ctx, rc);
+    }
+    free(p->saved_x);
+    free(p->saved_tau);
+    free(p);
+    return rc;
 }

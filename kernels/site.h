@@ -186,6 +186,30 @@ uint32_t krn_ctx_next_site(const krn_ctx *ctx);
  * (OVT_EINVAL otherwise: a replay is one process). */
 int krn_ctx_set_next_site(krn_ctx *ctx, uint32_t site) OVT_MUST_USE;
 
+/* A site (banded or exact) whose FP64 values are handed over in parts, in
+ * element order, so that no FP64 copy of the whole site is needed: the
+ * same site number, rounding, log entries, REPLAY checks (entries are
+ * applied once the whole site went by, as krn_site applies them), failures
+ * and statistics as krn_site with the same values and band.
+ *   krn_site_parts_begin  numbers the site; band gives kind, scale, rel and
+ *                         cols (its a and b are ignored);
+ *   krn_site_part         rounds the next len elements, whose values are
+ *                         x[0 .. len) and whose band arrays start at the
+ *                         part's first element: KRN_BAND_ARRAY a[0 .. len);
+ *                         KRN_BAND_OUTER a from the part's first row (a part
+ *                         is whole rows) and b all cols;
+ *   krn_site_parts_end    finishes the site and frees the handle; call it
+ *                         also after a failed part (it returns that failure)
+ *                         and with NULL (returns 0).
+ * Elements of out are written by the part that holds them (REPLAY: a logged
+ * element again at the end). A failure fails the whole step, as krn_site's. */
+typedef struct krn_site_parts krn_site_parts;
+int krn_site_parts_begin(krn_ctx *ctx, krn_site_parts **parts, const char *name, float *out, size_t n,
+                         const krn_band *band) OVT_MUST_USE;
+int krn_site_part(krn_site_parts *parts, const double *x, size_t len, const double *a,
+                  const double *b) OVT_MUST_USE;
+int krn_site_parts_end(krn_site_parts *parts) OVT_MUST_USE;
+
 /* Per-site counts of a step (`ovt rlog RUNDIR --step K --sites`), off by
  * default. Counted on the slow path, where an element's own distance d to
  * the nearest midpoint is known: every element with tau > 0 and d <= tau

@@ -49,6 +49,34 @@ void trn_gpt2_acts_slice(trn_gpt2_acts *out, const trn_model_config *m, size_t B
     }
 }
 
+/* The gradient set has no slots of its own for logits and probs (B*T*V
+ * each, 103 MB together for GPT-2 small at B = 4, T = 64): dlogits is
+ * written over the forward set's logits, which nothing reads once the
+ * cross-entropy forward has made probs, and probs has no gradient. */
+size_t trn_gpt2_dacts_size(const trn_model_config *m, size_t B, size_t T)
+{
+    return trn_gpt2_acts_size(m, B, T) - 2 * B * T * (size_t)m->vocab;
+}
+
+void trn_gpt2_dacts_slice(trn_gpt2_acts *out, const trn_model_config *m, size_t B, size_t T, float *base,
+                          const trn_gpt2_acts *acts)
+{
+    size_t sizes[TRN_GPT2_NACTS];
+    act_sizes(sizes, m, B, T);
+    sizes[20] = sizes[21] = 0; /* logits, probs */
+    float **ptrs[TRN_GPT2_NACTS] = {
+        &out->encoded, &out->ln1,      &out->ln1_mean, &out->ln1_rstd, &out->qkv,      &out->atty,
+        &out->preatt,  &out->att,      &out->attproj,  &out->residual2, &out->ln2,     &out->ln2_mean,
+        &out->ln2_rstd, &out->fch,     &out->fch_gelu, &out->fcproj,   &out->residual3, &out->lnf,
+        &out->lnf_mean, &out->lnf_rstd, &out->logits,  &out->probs,    &out->losses};
+    for (int i = 0; i < TRN_GPT2_NACTS; i++) {
+        *ptrs[i] = base;
+        base += sizes[i];
+    }
+    out->logits = acts->logits;
+    out->probs = NULL;
+}
+
 int trn_gpt2_forward(krn_ctx *ctx, trn_workspace *w, const float *params, const trn_batch *batch, float *loss)
 {
     const trn_model_config *m = &w->config.model;
@@ -93,8 +121,10 @@ int trn_gpt2_backward(krn_ctx *ctx, trn_workspace *w, const float *params, const
     trn_gpt2_slice(&p, &w->layout, (float *)params);
     trn_gpt2_slice(&g, &w->layout, w->grads);
     trn_gpt2_acts *a = &w->acts, *d = &w->dacts;
-    /* Backward ops accumulate: every activation gradient starts at zero. */
-    memset(d->encoded, 0, trn_gpt2_acts_size(m, B, T) * sizeof(float));
+    /* Backward ops accumulate: every activation gradient starts at zero
+     * (dlogits over the forward's logits, trn_gpt2_dacts_slice). */
+    memset(d->encoded, 0, trn_gpt2_dacts_size(m, B, T) * sizeof(float));
+    memset(d->logits, 0, BT * V * sizeof(float));
     int rv;
     TRY(krn_crossentropy_backward(ctx, d->logits, a->probs, batch->targets, 1.0f, BT, V));
     TRY(krn_matmul_backward(ctx, d->lnf, g.wte, NULL, d->logits, a->lnf, p.wte, BT, C, V));

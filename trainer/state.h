@@ -51,8 +51,10 @@ void trn_state_hash(ovt_hash *out, const trn_state *st);
 int trn_checkpoint_encode(const trn_state *st, uint8_t **buf, size_t *len) OVT_MUST_USE;
 int trn_checkpoint_decode(trn_state **out, const uint8_t *buf, size_t len) OVT_MUST_USE;
 
-/* encode + ovt_write_atomic (temporary file, fsync, rename), and
- * ovt_read_file + decode. */
+/* The same bytes as encode, written to a temporary file, fsynced and
+ * renamed (ovt_write_atomic_parts) straight from the state's memory; and
+ * the checks of decode, reading the file's tensor bytes straight into the
+ * new state's memory. Neither holds a second copy of the state. */
 int trn_checkpoint_write(const trn_state *st, const char *path) OVT_MUST_USE;
 int trn_checkpoint_read(trn_state **out, const char *path) OVT_MUST_USE;
 

@@ -42,15 +42,16 @@ int trn_workspace_new(trn_workspace **out, const trn_run_config *rc)
     }
     if (m->kind == TRN_MODEL_GPT2) {
         size_t n = trn_gpt2_acts_size(m, B, rc->seq_len);
-        w->mem_floats = 2 * n;
-        w->mem = ovt_big_calloc(2 * n, sizeof(float));
+        size_t nd = trn_gpt2_dacts_size(m, B, rc->seq_len);
+        w->mem_floats = n + nd;
+        w->mem = ovt_big_calloc(n + nd, sizeof(float));
         w->grads = ovt_big_calloc(w->layout.nparams, sizeof(float));
         if (!w->mem || !w->grads) {
-            rv = ovt_fail(OVT_ENOMEM, "out of memory for GPT-2 activations (2 x %zu floats) and gradients", n);
+            rv = ovt_fail(OVT_ENOMEM, "out of memory for GPT-2 activations (%zu + %zu floats) and gradients", n, nd);
             goto fail;
         }
         trn_gpt2_acts_slice(&w->acts, m, B, rc->seq_len, w->mem);
-        trn_gpt2_acts_slice(&w->dacts, m, B, rc->seq_len, w->mem + n);
+        trn_gpt2_dacts_slice(&w->dacts, m, B, rc->seq_len, w->mem + n, &w->acts);
         *out = w;
         return 0;
     }

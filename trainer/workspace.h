@@ -6,9 +6,10 @@
 #include "trainer/train.h"
 
 /* GPT-2 activations (llm.c's ActivationTensors); per-layer ones stacked
- * over L. The gradient workspace has the same layout (its mean, rstd,
- * probs and losses slots are unused; its preatt and att slots are the
- * attention backward's scratch dpreatt and datt). */
+ * over L. The gradient workspace has the same layout (its mean, rstd
+ * and losses slots are unused; its preatt and att slots are the attention
+ * backward's scratch dpreatt and datt), less logits and probs
+ * (trn_gpt2_dacts_slice). */
 #define TRN_GPT2_NACTS 23
 typedef struct {
     float *encoded;   /* (B,T,C) */
@@ -77,6 +78,12 @@ struct trn_workspace {
  * batches of B x T, and the slicing of such a set. */
 size_t trn_gpt2_acts_size(const trn_model_config *m, size_t B, size_t T);
 void trn_gpt2_acts_slice(trn_gpt2_acts *out, const trn_model_config *m, size_t B, size_t T, float *base);
+/* The gradient set's floats and slicing: the same slots without logits
+ * and probs of its own; its logits (dlogits) are the forward set's acts
+ * logits, its probs NULL. */
+size_t trn_gpt2_dacts_size(const trn_model_config *m, size_t B, size_t T);
+void trn_gpt2_dacts_slice(trn_gpt2_acts *out, const trn_model_config *m, size_t B, size_t T, float *base,
+                          const trn_gpt2_acts *acts);
 
 
 #endif

@@ -1127,11 +1127,99 @@ static void test_site_stats(int threads)
     fixture_free(&f);
 }
 
+
+/* krn_site_parts: a banded site handed over in ragged parts gives the
+ * outputs, log entries and counts of krn_site on the same values, in
+ * RECORD and in REPLAY (the verifier's own values, the trainer's log), on
+ * one and two threads; a fraudulent entry fails both with the same message;
+ * a part that does not fit fails the step. */
+static int parts_site(krn_ctx *ctx, float *out, const fixture *f, const double *x, size_t n)
+{
+    static const size_t cuts[] = {70001, 1, 65536, 1024};
+    krn_band band = {.kind = KRN_BAND_ARRAY, .scale = 1.0};
+    krn_site_parts *sp = NULL;
+    int rc = krn_site_parts_begin(ctx, &sp, "test.site", out, n, &band);
+    if (rc)
+        return rc;
+    for (size_t k = 0, at = 0; at < n && rc == 0; k++) {
+        size_t len = k < 4 ? cuts[k] : n - at;
+        rc = krn_site_part(sp, x + at, len, f->a + at, NULL);
+        at += len;
+    }
+    int end = krn_site_parts_end(sp);
+    return rc ? rc : end;
+}
+
+static void test_site_parts(void)
+{
+    const size_t n = 200003;
+    fixture f = make_fixture(n, 32, 77);
+    krn_band band = {.kind = KRN_BAND_ARRAY, .scale = 1.0, .a = f.a};
+    float *want = malloc(n * sizeof *want), *got = malloc(n * sizeof *got);
+    for (int threads = 1; threads <= 2; threads++) {
+        krn_rlog *log1 = krn_rlog_new(), *log2 = krn_rlog_new();
+        krn_ctx *ctx = new_ctx(KRN_RECORD, 32, threads);
+        krn_stats s1, s2;
+        CHECK(krn_step_begin(ctx, 3, log1) == 0);
+        CHECK(krn_site(ctx, "test.site", want, f.x, n, &band) == 0);
+        CHECK(krn_step_end(ctx, &s1) == 0);
+        CHECK(krn_step_begin(ctx, 3, log2) == 0);
+        CHECK_MSG(parts_site(ctx, got, &f, f.x, n) == 0, "%s", ovt_errmsg());
+        CHECK(krn_step_end(ctx, &s2) == 0);
+        CHECK(memcmp(want, got, n * sizeof *got) == 0);
+        CHECK(s1.logged == s2.logged && s1.logged > 0 && s1.wide == s2.wide && s1.ambiguous == s2.ambiguous);
+        CHECK(krn_rlog_nsites(log1) == 1 && krn_rlog_nsites(log2) == 1);
+        const krn_rlog_site *a = krn_rlog_site_at(log1, 0), *b = krn_rlog_site_at(log2, 0);
+        CHECK(a->count == b->count && memcmp(a->entries, b->entries, a->count * sizeof *a->entries) == 0);
+        krn_ctx_free(ctx);
+
+        ctx = new_ctx(KRN_REPLAY, 32, threads);
+        CHECK(krn_step_begin(ctx, 3, log1) == 0);
+        CHECK_MSG(krn_site(ctx, "test.site", want, f.x2, n, &band) == 0, "%s", ovt_errmsg());
+        CHECK(krn_step_end(ctx, &s1) == 0);
+        CHECK(krn_step_begin(ctx, 3, log1) == 0);
+        CHECK_MSG(parts_site(ctx, got, &f, f.x2, n) == 0, "%s", ovt_errmsg());
+        CHECK(krn_step_end(ctx, &s2) == 0);
+        CHECK(memcmp(want, got, n * sizeof *got) == 0);
+        CHECK(s1.logged == s2.logged && s1.max_dist_over_tau == s2.max_dist_over_tau);
+
+        /* a direction entry for an element far from its midpoint: fraud */
+        krn_rlog_entry e = {.index = 131072 + 8, .dir = KRN_DIR_UP}; /* k % 8 == 0: a random value */
+        krn_rlog_reset(log2, 4);
+        CHECK(krn_rlog_add_site(log2, 0, n, &e, 1) == 0);
+        char msg1[512];
+        CHECK(krn_step_begin(ctx, 4, log2) == 0);
+        CHECK(krn_site(ctx, "test.site", want, f.x2, n, &band) == OVT_EFRAUD);
+        snprintf(msg1, sizeof msg1, "%s", ovt_errmsg());
+        CHECK(krn_step_end(ctx, NULL) == OVT_EFRAUD);
+        CHECK(krn_step_begin(ctx, 4, log2) == 0);
+        CHECK(parts_site(ctx, got, &f, f.x2, n) == OVT_EFRAUD);
+        CHECK_MSG(strcmp(msg1, ovt_errmsg()) == 0, "'%s' vs '%s'", msg1, ovt_errmsg());
+        CHECK(krn_step_end(ctx, NULL) == OVT_EFRAUD);
+        krn_ctx_free(ctx);
+        krn_rlog_free(log1);
+        krn_rlog_free(log2);
+    }
+    /* parts that overrun the site fail the step */
+    krn_ctx *ctx = new_ctx(KRN_NEAREST, 32, 1);
+    krn_site_parts *sp = NULL;
+    CHECK(krn_step_begin(ctx, 5, NULL) == 0);
+    CHECK(krn_site_parts_begin(ctx, &sp, "short", got, 10, &band) == 0);
+    CHECK(krn_site_part(sp, f.x, 11, f.a, NULL) == OVT_EINVAL);
+    CHECK(krn_site_parts_end(sp) == OVT_EINVAL);
+    CHECK(krn_step_end(ctx, NULL) == OVT_EINVAL);
+    krn_ctx_free(ctx);
+    free(want);
+    free(got);
+    fixture_free(&f);
+}
+
 int main(void)
 {
     test_backend_names();
     test_exact_fill();
     test_exact_fills();
+    test_site_parts();
     test_outer_large();
     test_rel_band_thresholds();
     test_binade_edge();
