@@ -41,4 +41,8 @@ double krn_shard_term(float g, double q);
 /* The mean of g[0][i] .. g[S-1][i] as defined above. */
 double krn_shard_mean(const float *const *g, uint32_t S, size_t i);
 
+/* x[j] = krn_shard_mean(g, S, i0 + j) for j < len (the same values, the
+ * per-call work done once). */
+void krn_shard_mean_block(double *x, const float *const *g, uint32_t S, size_t i0, size_t len);
+
 #endif

@@ -258,6 +258,21 @@ int krn_ctx_set_next_site(krn_ctx *ctx, uint32_t site)
     return 0;
 }
 
+int krn_ctx_parallel(krn_ctx *ctx, size_t n, void (*fn)(void *arg, size_t i), void *arg)
+{
+    if (n > 1 && ctx->nthreads > 1 && ctx->pool == NULL) {
+        int rc = krn_pool_new(&ctx->pool, ctx->nthreads);
+        if (rc < 0)
+            return rc;
+    }
+    if (n > 1 && ctx->pool != NULL)
+        krn_pool_run(ctx->pool, n, fn, arg);
+    else
+        for (size_t i = 0; i < n; i++)
+            fn(arg, i);
+    return 0;
+}
+
 /* ---- bands ---- */
 
 static bool band_is_zero(const krn_band *band)

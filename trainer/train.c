@@ -231,8 +231,19 @@ typedef struct {
 static void fill_shard_mean(void *arg, size_t i0, size_t len, double *x)
 {
     const shard_mean_arg *a = arg;
-    for (size_t j = 0; j < len; j++)
-        x[j] = krn_shard_mean(a->g, a->S, i0 + j);
+    krn_shard_mean_block(x, a->g, a->S, i0, len);
+}
+
+/* The SHA-256 of shard lo + k's gradient, for the k-th of a rank's shards. */
+typedef struct {
+    trn_workspace *w;
+    uint32_t lo;
+} shard_hash_arg;
+
+static void hash_shard(void *arg, size_t k)
+{
+    const shard_hash_arg *a = arg;
+    ovt_sha256(&a->w->shard_hashes[a->lo + k], a->w->shard_grads[k], a->w->layout.nparams * sizeof(float));
 }
 
 /* Forward and backward of shards lo .. hi-1 of a sharded step, each into
@@ -257,8 +268,6 @@ static int shards_run(krn_ctx *ctx, trn_workspace *w, const trn_state *st, const
             rv = model_backward(ctx, w, st->params, &v);
         if (!rv && w->fault_step == i && w->fault_shard == s)
             trn_fault_bitflip_grad(w->grads, n);
-        if (!rv)
-            ovt_sha256(&w->shard_hashes[s], w->grads, n * sizeof(float));
         if (!rv && s == lo) {
             uint32_t P = krn_ctx_next_site(ctx) - first_site;
             if (w->sites_per_shard && w->sites_per_shard != P)
@@ -267,6 +276,10 @@ static int shards_run(krn_ctx *ctx, trn_workspace *w, const trn_state *st, const
         }
     }
     w->grads = sum;
+    /* the shards' hashes side by side on the ctx's threads */
+    shard_hash_arg h = {w, lo};
+    if (!rv)
+        rv = krn_ctx_parallel(ctx, hi - lo, hash_shard, &h);
     return rv;
 }
 
