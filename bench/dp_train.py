@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Issue 13's figures for whole training steps (docs/bench-trainer.md,
 "Data-parallel steps"): `ovt train` with S = 4 shards on R = 1 process
-(2 threads) and on R = 2 processes under mpirun (1 thread each), against the
-same run in one shard (S = 1, 2 threads), interleaved round by round.
+(2 threads) and on R = 2 processes under mpirun (1 thread each; over TCP on
+loopback as the tests run, and over Open MPI's shared-memory transport),
+against the same run in one shard (S = 1, 2 threads), interleaved round by
+round.
 
 For each configuration it reports the median step time (steps 2.. of each
 run: step 1 also faults in the workspace), the time rank 0 spent in the
@@ -28,8 +30,9 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MPI_FLAGS = ["--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,tcp",
-             "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo"]
+MPI_COMMON = ["--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "--mca", "oob_tcp_if_include", "lo"]
+MPI_BTL = {"tcp": ["--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo"],
+           "vader": ["--mca", "btl", "self,vader"]}
 
 
 def loadavg():
@@ -51,7 +54,7 @@ def make_data(ovt, model, tmp):
 
 
 def run(ovt, mpirun, cfg, args, data, out):
-    shards, ranks, threads = cfg
+    shards, ranks, threads, btl = cfg
     cmd = [ovt, "train", "--model", args.model, "--data", data, "--out", out, "--steps", str(args.steps),
            "--batch", str(args.batch), "--seq", str(args.seq), "--every", "1", "--threads", str(threads),
            "--checkpoint-every", "0"]
@@ -59,7 +62,7 @@ def run(ovt, mpirun, cfg, args, data, out):
         cmd += ["--shards", str(shards)]
     env = dict(os.environ)
     if ranks > 1:
-        cmd = [mpirun, "-np", str(ranks)] + MPI_FLAGS + cmd
+        cmd = [mpirun, "-np", str(ranks)] + MPI_COMMON + MPI_BTL[btl] + cmd
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if p.returncode != 0:
@@ -87,9 +90,10 @@ def main():
     mpirun = shutil.which("mpirun")
     if mpirun is None:
         sys.exit("mpirun not found: install openmpi-bin (scripts/setup.sh)")
-    configs = [(1, 1, 2), (4, 1, 2), (4, 2, 1)]
-    names = {(1, 1, 2): "S = 1, R = 1, 2 threads", (4, 1, 2): "S = 4, R = 1, 2 threads",
-             (4, 2, 1): "S = 4, R = 2, 1 thread each"}
+    configs = [(1, 1, 2, ""), (4, 1, 2, ""), (4, 2, 1, "tcp"), (4, 2, 1, "vader")]
+    names = {configs[0]: "S = 1, R = 1, 2 threads", configs[1]: "S = 4, R = 1, 2 threads",
+             configs[2]: "S = 4, R = 2, 1 thread each, TCP loopback",
+             configs[3]: "S = 4, R = 2, 1 thread each, shared memory"}
     results = {c: [] for c in configs}
     tmp = tempfile.mkdtemp(prefix="ovt-dp-bench-")
     try:
@@ -97,10 +101,11 @@ def main():
         print("load average before: %s" % loadavg())
         for rnd in range(args.rounds):
             for c in configs:
-                out = os.path.join(tmp, "run-%d-%d-%d-%d" % (rnd, *c))
+                out = os.path.join(tmp, "run-%d-%d-%d-%d%s" % (rnd, *c))
                 results[c].append(run(args.ovt, mpirun, c, args, data, out))
-        same = open(os.path.join(tmp, "run-0-4-1-2", "steps.bin"), "rb").read() == \
-            open(os.path.join(tmp, "run-0-4-2-1", "steps.bin"), "rb").read()
+        ref = open(os.path.join(tmp, "run-0-4-1-2", "steps.bin"), "rb").read()
+        same = all(open(os.path.join(tmp, "run-0-4-2-1" + b, "steps.bin"), "rb").read() == ref
+                   for b in ("tcp", "vader"))
         print("load average after: %s" % loadavg())
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -119,7 +124,7 @@ def main():
             base = (step, logb)
         print("| %s | %.3f | %.2f | %.3f | %.0f | %.2f | %.2f |" % (names[c], step, step / base[0], comm, logb,
                                                                      logb / base[1], rss))
-    print("\nS = 4 steps.bin identical on R = 1 and R = 2: %s" % ("yes" if same else "NO"))
+    print("\nS = 4 steps.bin identical on R = 1 and R = 2 (both transports): %s" % ("yes" if same else "NO"))
     return 0 if same else 1
 
 

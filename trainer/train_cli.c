@@ -534,7 +534,7 @@ static int train(const struct train_args *a, bool *together)
         }
         if (!a->json && a->writer && a->every && (i % a->every == 0 || i == a->steps)) {
             printf("step %6llu/%llu  loss %.4f  lr %.3g  grad norm %.3g  %.2f steps/s  log %llu entries "
-                   "(%.0f per step so far), %zu bytes  step %.2f s\n",
+                   "(%.0f per step so far), %zu bytes  step %.3f s\n",
                    (unsigned long long)i, (unsigned long long)a->steps, (double)info.loss, (double)info.lr,
                    (double)info.grad_norm, (double)(i - start) / seconds_since(&session_t0),
                    (unsigned long long)krn_rlog_nentries(log), (double)entries / (double)(i - start), len,
