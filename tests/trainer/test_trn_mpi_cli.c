@@ -157,9 +157,10 @@ int main(void)
     CHECK_MSG(same_run("s4", "killed"), "killed and resumed");
 
     /* rank 1 of 2 hangs at step 2: rank 0 names it within the rank timeout
-     * and the job ends (mpirun exits: this call returns) */
+     * and the job ends (mpirun exits: this call returns); 8 s leaves a loaded
+     * machine time to start both ranks and run step 1 */
     snprintf(extra, sizeof extra,
-             "--shards 4 --rank-timeout 3 --inject-fault hang-rank --fault-rank 1 --fault-step 2 --out %s/hung", dir);
+             "--shards 4 --rank-timeout 8 --inject-fault hang-rank --fault-rank 1 --fault-step 2 --out %s/hung", dir);
     CHECK(mpi_train(2, data, extra, &out) != 0);
     CHECK_MSG(out != NULL && strstr(out, "rank 1 (host") != NULL && strstr(out, "did not arrive") != NULL, "%s",
               out ? out : "");
