@@ -185,7 +185,7 @@ static void find_owner(arb_eval *out, trn_store *store, const ovt_hash *run_id, 
 }
 
 int arb_evaluate(arb_eval *out, trn_store *store, const ovt_hash *run_id, const chain_arb_params *run,
-                 const chain_arb_game *g, int threads, char *note, size_t cap)
+                 const chain_arb_game *g, int threads, trn_replayer *prep, char *note, size_t cap)
 {
     memset(out, 0, sizeof *out);
     out->shard_differs = -1;
@@ -226,7 +226,10 @@ int arb_evaluate(arb_eval *out, trn_store *store, const ovt_hash *run_id, const 
         goto done;
     }
     trn_replay_result shard_result;
-    rv = trn_step_replay_shards(st, &ds, log, threads, &out->batch_hash, &shard_result);
+    if (prep && trn_replayer_fits(prep, st))
+        rv = trn_step_replay_prepared(prep, st, &ds, log, &out->batch_hash, &shard_result);
+    else
+        rv = trn_step_replay_shards(st, &ds, log, threads, &out->batch_hash, &shard_result);
     if (rv == OVT_EFRAUD || rv == OVT_ENUMERIC) {
         add_note(note, cap, "%s", ovt_errmsg());
         out->exec = rv == OVT_EFRAUD ? ARB_EXEC_FRAUD : ARB_EXEC_FAILED;

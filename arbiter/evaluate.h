@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "arbiter/decide.h"
+#include "trainer/step.h"
 #include "trainer/store.h"
 
 /* Evaluates step j = g->index of run run_id (g in phase AwaitingVerdict):
@@ -22,8 +23,11 @@
  * batchHash_j and the trainer's logHash_j. An unavailable input is a result
  * (out->input), not an error; note (cap bytes, may be NULL) says what was
  * wrong. Returns a negative code only when the arbiter itself failed
- * (memory, a local error); the evaluation should then be retried. */
+ * (memory, a local error); the evaluation should then be retried.
+ * prep (may be NULL): a replay prepared for the run's config
+ * (trn_replayer_new, made when the dispute opened), used when the state's
+ * config is its own; the same bits either way. */
 int arb_evaluate(arb_eval *out, trn_store *store, const ovt_hash *run_id, const chain_arb_params *run,
-                 const chain_arb_game *g, int threads, char *note, size_t cap) OVT_MUST_USE;
+                 const chain_arb_game *g, int threads, trn_replayer *prep, char *note, size_t cap) OVT_MUST_USE;
 
 #endif

@@ -408,7 +408,7 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
     trn_store_expect(w->store, &run->config_hash, TRN_STORE_MAX_CONFIG);
     arb_eval e;
     long long t0 = chain_now_ms();
-    int rv = arb_evaluate(&e, w->store, &g->run_id, run, game, w->o->threads, note, sizeof note);
+    int rv = arb_evaluate(&e, w->store, &g->run_id, run, game, w->o->threads, g->prep, note, sizeof note);
     ovt_metrics_eval_seconds((double)(chain_now_ms() - t0) / 1000.0);
     if (rv)
         return ovt_fail_wrap(rv, "evaluating step %" PRIu64, game->index);
@@ -511,6 +511,38 @@ static void note_action(watcher *w, arb_game *g, const arb_action *a)
             "%s", a->reason);
 }
 
+/* The arbiter warm from its first step: once the roots differ, the
+ * bisection takes a move per level (minutes on a real chain) before the
+ * disputed step is known, so the re-execution's ctx and workspace are made
+ * and their memory written now (trn_replayer_new), not when the verdict is
+ * due. Tried once per game and process; a failure (the config not in the
+ * store yet, no memory) only means the evaluation makes its own. */
+static void prepare(watcher *w, arb_game *g, const chain_arb_params *run)
+{
+    g->prep_tried = true;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    trn_run_config rc;
+    trn_store_set_deadline(w->store, 30);
+    long long t0 = chain_now_ms();
+    int rv = trn_store_get(w->store, &run->config_hash, TRN_STORE_MAX_CONFIG, &buf, &len);
+    if (!rv)
+        rv = trn_config_decode(&rc, buf, len);
+    free(buf);
+    if (!rv)
+        rv = trn_replayer_new(&g->prep, &rc, w->o->threads);
+    if (rv) {
+        say(w, "prepare", &g->run_id, json_pack("{s:b, s:s}", "ready", 0, "error", ovt_errmsg()),
+            "the re-execution is not prepared in advance (%s); it will set itself up when due", ovt_errmsg());
+        ovt_err_clear();
+        return;
+    }
+    say(w, "prepare", &g->run_id,
+        json_pack("{s:b, s:f}", "ready", 1, "seconds", (double)(chain_now_ms() - t0) / 1000.0),
+        "the re-execution's workspace is ready (%.1f s), before the disputed step is known",
+        (double)(chain_now_ms() - t0) / 1000.0);
+}
+
 static int act(watcher *w, arb_game *g)
 {
     char tag[24];
@@ -521,6 +553,10 @@ static int act(watcher *w, arb_game *g)
     if ((rv = chain_arb_get_run(w->arb, &g->run_id, tag, &run)) || (rv = chain_arb_get_game(w->arb, &g->run_id, tag, &game)))
         return rv == OVT_EREVERT ? 0 : rv; /* not yet at the safe block: a later tick sees it */
     ovt_metrics_game(&g->run_id, chain_arb_phase_name(game.phase), game.deadline, game.phase == CHAIN_ARB_PHASE_SETTLED);
+    if (!g->prep_tried && !*w->stop &&
+        (game.phase == CHAIN_ARB_PHASE_BISECTING || game.phase == CHAIN_ARB_PHASE_REVEALING ||
+         game.phase == CHAIN_ARB_PHASE_AWAITING_VERDICT))
+        prepare(w, g, &run);
     bool sent;
     if ((rv = verdict_known(w, g, &sent)))
         return rv;
@@ -543,6 +579,8 @@ static int act(watcher *w, arb_game *g)
     note_action(w, g, &a);
     if (a.kind == ARB_ACT_DONE) {
         g->done = true;
+        trn_replayer_free(g->prep); /* its memory back: the game is over */
+        g->prep = NULL;
         say(w, "done", &g->run_id, json_pack("{s:s}", "outcome", chain_arb_outcome_name(game.outcome)),
             "no longer followed: %s (outcome %s)", a.reason, chain_arb_outcome_name(game.outcome));
         return arb_game_save(g, w->o->state_dir);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "arbiter/decide.h"
+#include "trainer/step.h"
 
 #define ARB_RECENT 64 /* block hashes kept for reorg detection */
 
@@ -35,6 +36,8 @@ typedef struct {
     json_t *events;                  /* array of {event, block, log_index, tx} */
     arb_act last_act;                /* not saved: for logging changes */
     const char *last_reason;
+    trn_replayer *prep;              /* not saved: the replay prepared when the dispute opened */
+    bool prep_tried;                 /* not saved: preparing was tried (once per process) */
 } arb_game;
 
 /* cursor.json: OVT_ENOTFOUND when there is none yet. */

@@ -12,27 +12,88 @@
 /* trn_step_replay; with rows != NULL it also counts per site (krn_ctx_collect_sites)
  * and hands back a copy of the rows, *rows (malloc'd) and *nrows, including
  * when the step fails after some sites ran (a fraud finding). */
-static int replay_step(trn_state *st, const trn_run_data *d, krn_rlog *log, int threads, ovt_hash *batch_hash,
-                       krn_site_stats **rows, size_t *nrows, trn_replay_result *res)
+struct trn_replayer {
+    ovt_hash config_hash;
+    krn_ctx *ctx;
+    trn_workspace *w;
+};
+
+static int replayer_open(trn_replayer *r, const trn_run_config *rc, int threads)
+{
+    memset(r, 0, sizeof *r);
+    trn_config_hash(&r->config_hash, rc);
+    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_REPLAY, .grid_bits = (int)rc->grid_bits,
+                     .threads = threads};
+    int rv = krn_ctx_new(&r->ctx, &kc);
+    if (!rv)
+        rv = trn_workspace_new(&r->w, rc);
+    return rv;
+}
+
+static void replayer_close(trn_replayer *r)
+{
+    trn_workspace_free(r->w);
+    krn_ctx_free(r->ctx);
+    memset(r, 0, sizeof *r);
+}
+
+int trn_replayer_new(trn_replayer **out, const trn_run_config *rc, int threads)
+{
+    *out = NULL;
+    trn_replayer *r = malloc(sizeof *r);
+    if (!r)
+        return ovt_fail(OVT_ENOMEM, "out of memory");
+    int rv = replayer_open(r, rc, threads);
+    if (!rv)
+        rv = trn_workspace_prefault(r->w, r->ctx);
+    if (rv) {
+        replayer_close(r);
+        free(r);
+        return rv;
+    }
+    *out = r;
+    return 0;
+}
+
+void trn_replayer_free(trn_replayer *r)
+{
+    if (!r)
+        return;
+    replayer_close(r);
+    free(r);
+}
+
+bool trn_replayer_fits(const trn_replayer *r, const trn_state *st)
+{
+    return memcmp(r->config_hash.b, st->config_hash.b, 32) == 0;
+}
+
+/* trn_step_replay on prep's ctx and workspace, or on fresh ones (prep
+ * NULL); with rows != NULL it also counts per site (krn_ctx_collect_sites)
+ * and hands back a copy of the rows, *rows (malloc'd) and *nrows, including
+ * when the step fails after some sites ran (a fraud finding). */
+static int replay_step_in(trn_replayer *prep, trn_state *st, const trn_run_data *d, krn_rlog *log, int threads,
+                          ovt_hash *batch_hash, krn_site_stats **rows, size_t *nrows, trn_replay_result *res)
 {
     memset(batch_hash, 0, sizeof *batch_hash);
     uint64_t i = st->step + 1;
     if (krn_rlog_step(log) != i)
         return ovt_fail(OVT_EFRAUD, "the rounding log is for step %llu, not step %llu",
                         (unsigned long long)krn_rlog_step(log), (unsigned long long)i);
-    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_REPLAY, .grid_bits = (int)st->config.grid_bits,
-                     .threads = threads};
-    krn_ctx *ctx = NULL;
-    trn_workspace *w = NULL;
+    trn_replayer fresh = {0};
     trn_step_batch b;
     memset(&b, 0, sizeof b);
-    int rv;
-    if ((rv = krn_ctx_new(&ctx, &kc)) || (rv = trn_workspace_new(&w, &st->config)) ||
-        (rv = trn_step_batch_get(&b, d, &st->config, i)))
+    int rv = 0;
+    if (prep && memcmp(prep->config_hash.b, st->config_hash.b, 32) != 0)
+        return ovt_fail(OVT_EINVAL, "the prepared replay is for another run config than the state's");
+    if (!prep && (rv = replayer_open(&fresh, &st->config, threads)))
+        goto done;
+    krn_ctx *ctx = prep ? prep->ctx : fresh.ctx;
+    trn_workspace *w = prep ? prep->w : fresh.w;
+    if ((rv = trn_step_batch_get(&b, d, &st->config, i)))
         goto done;
     *batch_hash = b.hash;
-    if (rows)
-        krn_ctx_collect_sites(ctx, true);
+    krn_ctx_collect_sites(ctx, rows != NULL);
     trn_step_info info;
     rv = trn_train_step(ctx, w, st, &b.view, log, &info);
     if (res) {
@@ -51,14 +112,28 @@ static int replay_step(trn_state *st, const trn_run_data *d, krn_rlog *log, int 
     }
 done:
     trn_step_batch_free(&b);
-    trn_workspace_free(w);
-    krn_ctx_free(ctx);
+    replayer_close(&fresh);
     return rv;
+}
+
+static int replay_step(trn_state *st, const trn_run_data *d, krn_rlog *log, int threads, ovt_hash *batch_hash,
+                       krn_site_stats **rows, size_t *nrows, trn_replay_result *res)
+{
+    return replay_step_in(NULL, st, d, log, threads, batch_hash, rows, nrows, res);
 }
 
 int trn_step_replay(trn_state *st, const trn_run_data *d, krn_rlog *log, int threads, ovt_hash *batch_hash)
 {
     return replay_step(st, d, log, threads, batch_hash, NULL, NULL, NULL);
+}
+
+int trn_step_replay_prepared(trn_replayer *prep, trn_state *st, const trn_run_data *d, krn_rlog *log,
+                             ovt_hash *batch_hash, trn_replay_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->shards = trn_config_shards(&st->config);
+    res->shard_differs = -1;
+    return replay_step_in(prep, st, d, log, 0, batch_hash, NULL, NULL, res);
 }
 
 int trn_step_replay_shards(trn_state *st, const trn_run_data *d, krn_rlog *log, int threads, ovt_hash *batch_hash,

@@ -5,6 +5,8 @@
  * from the state before the step, with the batch the schedule gives and the
  * trainer's rounding log. */
 
+#include <stdbool.h>
+
 #include "kernels/rlog.h"
 #include "kernels/site.h"
 #include "trainer/run.h"
@@ -73,5 +75,24 @@ int trn_step_replay_run(const char *dir, const trn_run_data *d, uint64_t k, int 
  * NULL (trn_step_replay_run). */
 int trn_step_replay_sites(const char *dir, const trn_run_data *d, uint64_t k, int threads,
                           trn_replay_result *out, krn_site_stats **rows, size_t *nrows) OVT_MUST_USE;
+
+/* A prepared replay: the arbiter warm from its first step. A cpu REPLAY ctx
+ * and a workspace for one run config, their memory (activations, gradients,
+ * a sharded step's shard gradients) written once in advance, so that the
+ * re-execution itself does not first fault about a gigabyte of fresh pages
+ * in (gpt2-small: 2.5 s of a 4-7 s step on this machine, docs/bench-trainer.md).
+ * The watcher makes one when a game's dispute opens, long before the
+ * disputed step is known (arbiter/watch.c). threads: 0 for the backend's
+ * default. */
+typedef struct trn_replayer trn_replayer;
+int trn_replayer_new(trn_replayer **out, const trn_run_config *rc, int threads) OVT_MUST_USE;
+void trn_replayer_free(trn_replayer *r);
+/* Whether r was prepared for st's run config. */
+bool trn_replayer_fits(const trn_replayer *r, const trn_state *st);
+
+/* trn_step_replay_shards on prep's ctx and workspace (prep's config must
+ * be the state's: OVT_EINVAL otherwise); the same bits as a fresh replay. */
+int trn_step_replay_prepared(trn_replayer *prep, trn_state *st, const trn_run_data *d, krn_rlog *log,
+                             ovt_hash *batch_hash, trn_replay_result *res) OVT_MUST_USE;
 
 #endif

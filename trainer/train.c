@@ -107,6 +107,42 @@ void trn_workspace_fault_shard(trn_workspace *w, uint64_t step, uint32_t shard)
     w->fault_shard = shard;
 }
 
+/* Zeroes piece i of PREFAULT_PIECES of one buffer. */
+#define PREFAULT_PIECE ((size_t)32 << 20)
+typedef struct {
+    float *p;
+    size_t n; /* floats */
+} prefault_arg;
+
+static void prefault_piece(void *arg, size_t i)
+{
+    const prefault_arg *a = arg;
+    size_t per = PREFAULT_PIECE / sizeof(float), lo = i * per, hi = lo + per < a->n ? lo + per : a->n;
+    memset(a->p + lo, 0, (hi - lo) * sizeof(float));
+}
+
+static int prefault(krn_ctx *ctx, float *p, size_t n)
+{
+    prefault_arg a = {p, n};
+    size_t per = PREFAULT_PIECE / sizeof(float);
+    return krn_ctx_parallel(ctx, (n + per - 1) / per, prefault_piece, &a);
+}
+
+static int shard_grads_reserve(trn_workspace *w, uint32_t k);
+
+int trn_workspace_prefault(trn_workspace *w, krn_ctx *ctx)
+{
+    uint32_t S = trn_config_shards(&w->config);
+    int rv = S > 1 ? shard_grads_reserve(w, S) : 0;
+    if (!rv)
+        rv = prefault(ctx, w->mem, w->mem_floats);
+    if (!rv)
+        rv = prefault(ctx, w->grads, w->layout.nparams);
+    for (uint32_t k = 0; !rv && k < w->nshard_grads; k++)
+        rv = prefault(ctx, w->shard_grads[k], w->layout.nparams);
+    return rv;
+}
+
 /* Gradient buffers for the k shards this process computes. */
 static int shard_grads_reserve(trn_workspace *w, uint32_t k)
 {

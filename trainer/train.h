@@ -83,6 +83,13 @@ typedef struct trn_dp trn_dp;
 int trn_train_step_dp(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_batch *batch, krn_rlog *log,
                       trn_dp *dp, trn_step_info *info) OVT_MUST_USE;
 
+/* Writes every page of w's buffers once (zeros), on ctx's threads: the
+ * activations and gradients, and for a sharded config the S shard
+ * gradients one process needs, so that a later step does not fault them in
+ * (trn_replayer_new). The same bits either way: every step zeroes what it
+ * accumulates into. */
+int trn_workspace_prefault(trn_workspace *w, krn_ctx *ctx) OVT_MUST_USE;
+
 /* Testing only (`ovt train --inject-fault bitflip-shard`): in step `step`,
  * flip one bit of shard `shard`'s gradient before it is hashed and summed
  * (trn_fault_bitflip_grad), on the process that computes that shard.

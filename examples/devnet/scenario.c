@@ -69,7 +69,12 @@ static int make_work_dir(struct devnet *d)
 {
     char *w = d->r->work_dir;
     if (d->o->keep) {
-        snprintf(w, sizeof d->r->work_dir, "%s", d->o->keep);
+        /* absolute: the parties get file:// store URLs and run in folders of their own */
+        char cwd[2048];
+        if (d->o->keep[0] != '/' && getcwd(cwd, sizeof cwd) != NULL)
+            snprintf(w, sizeof d->r->work_dir, "%s/%s", cwd, d->o->keep);
+        else
+            snprintf(w, sizeof d->r->work_dir, "%s", d->o->keep);
         if (access(w, F_OK) == 0) {
             char probe[4200];
             snprintf(probe, sizeof probe, "%s/anvil.log", w);

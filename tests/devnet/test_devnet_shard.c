@@ -112,6 +112,26 @@ static void dispute(const char *label, const char *ranks, const char *work)
               str(sd, "owner_source"));
     json_decref(ev);
 
+    /* the arbiter warm: its re-execution was prepared while the game was
+     * still bisecting, before it evaluated the step */
+    char log_path[4300];
+    snprintf(log_path, sizeof log_path, "%s/arbiter.log", keep);
+    FILE *lf = fopen(log_path, "r");
+    CHECK(lf != NULL);
+    char line[8192];
+    long prepared = -1, evaluated = -1, n = 0;
+    while (lf && fgets(line, sizeof line, lf)) {
+        if (prepared < 0 && strstr(line, "\"event\":\"prepare\"") && strstr(line, "\"ready\":true"))
+            prepared = n;
+        if (evaluated < 0 && strstr(line, "\"event\":\"evaluate\""))
+            evaluated = n;
+        n++;
+    }
+    if (lf)
+        fclose(lf);
+    CHECK_MSG(prepared >= 0 && evaluated > prepared, "%s: prepared at line %ld, evaluated at %ld", label, prepared,
+              evaluated);
+
     /* the manifest names ranks.json */
     char man_path[4600];
     snprintf(man_path, sizeof man_path, "%s/store/run/%s.json", keep, str(j, "run_id") + 2);

@@ -358,7 +358,7 @@ static void test_store_and_arbiter(void)
     chain_arb_game g = {.phase = CHAIN_ARB_PHASE_AWAITING_VERDICT, .index = 0};
     arb_eval e;
     char note[512];
-    CHECK(arb_evaluate(&e, s, &run_id, &run, &g, 1, note, sizeof note) == 0);
+    CHECK(arb_evaluate(&e, s, &run_id, &run, &g, 1, NULL, note, sizeof note) == 0);
     CHECK_MSG(e.exec == ARB_EXEC_OK, "%s", note);
     CHECK_MEM(e.state_hash.b, t.steps[0].state_hash.b, 32);
     /* Step 1 from state 0 (named by stateHash_0 in the store). */
@@ -369,7 +369,7 @@ static void test_store_and_arbiter(void)
     g.previous_state = t.steps[0].state_hash;
     g.trainer_batch = t.steps[1].batch_hash;
     g.trainer_log = t.steps[1].log_hash;
-    CHECK(arb_evaluate(&e, s, &run_id, &run, &g, 1, note, sizeof note) == 0);
+    CHECK(arb_evaluate(&e, s, &run_id, &run, &g, 1, NULL, note, sizeof note) == 0);
     CHECK_MSG(e.exec == ARB_EXEC_OK, "%s", note);
     CHECK_MEM(e.state_hash.b, t.steps[1].state_hash.b, 32);
     /* Without the blob init_hash names, leaf 0 cannot be rebuilt. */
@@ -378,7 +378,7 @@ static void test_store_and_arbiter(void)
     snprintf(path, sizeof path, "%s/store/blob/%s", dir, hex);
     CHECK(unlink(path) == 0);
     g = (chain_arb_game){.phase = CHAIN_ARB_PHASE_AWAITING_VERDICT, .index = 0};
-    CHECK(arb_evaluate(&e, s, &run_id, &run, &g, 1, note, sizeof note) == 0);
+    CHECK(arb_evaluate(&e, s, &run_id, &run, &g, 1, NULL, note, sizeof note) == 0);
     CHECK(e.input[ARB_IN_STATE] == ARB_INPUT_MISSING && e.exec == ARB_EXEC_NOT_RUN);
     CHECK(strstr(note, "init_hash") != NULL);
     trn_store_close(s);
