@@ -34,10 +34,9 @@ size_t trn_gpt2_acts_size(const trn_model_config *m, size_t B, size_t T)
     return total;
 }
 
-void trn_gpt2_acts_slice(trn_gpt2_acts *out, const trn_model_config *m, size_t B, size_t T, float *base)
+/* Points out's slots at consecutive pieces of base, sizes[i] floats each. */
+static void slice_by(trn_gpt2_acts *out, const size_t sizes[TRN_GPT2_NACTS], float *base)
 {
-    size_t sizes[TRN_GPT2_NACTS];
-    act_sizes(sizes, m, B, T);
     float **ptrs[TRN_GPT2_NACTS] = {
         &out->encoded, &out->ln1,      &out->ln1_mean, &out->ln1_rstd, &out->qkv,      &out->atty,
         &out->preatt,  &out->att,      &out->attproj,  &out->residual2, &out->ln2,     &out->ln2_mean,
@@ -47,6 +46,13 @@ void trn_gpt2_acts_slice(trn_gpt2_acts *out, const trn_model_config *m, size_t B
         *ptrs[i] = base;
         base += sizes[i];
     }
+}
+
+void trn_gpt2_acts_slice(trn_gpt2_acts *out, const trn_model_config *m, size_t B, size_t T, float *base)
+{
+    size_t sizes[TRN_GPT2_NACTS];
+    act_sizes(sizes, m, B, T);
+    slice_by(out, sizes, base);
 }
 
 /* The gradient set has no slots of its own for logits and probs (B*T*V
@@ -64,15 +70,7 @@ void trn_gpt2_dacts_slice(trn_gpt2_acts *out, const trn_model_config *m, size_t 
     size_t sizes[TRN_GPT2_NACTS];
     act_sizes(sizes, m, B, T);
     sizes[20] = sizes[21] = 0; /* logits, probs */
-    float **ptrs[TRN_GPT2_NACTS] = {
-        &out->encoded, &out->ln1,      &out->ln1_mean, &out->ln1_rstd, &out->qkv,      &out->atty,
-        &out->preatt,  &out->att,      &out->attproj,  &out->residual2, &out->ln2,     &out->ln2_mean,
-        &out->ln2_rstd, &out->fch,     &out->fch_gelu, &out->fcproj,   &out->residual3, &out->lnf,
-        &out->lnf_mean, &out->lnf_rstd, &out->logits,  &out->probs,    &out->losses};
-    for (int i = 0; i < TRN_GPT2_NACTS; i++) {
-        *ptrs[i] = base;
-        base += sizes[i];
-    }
+    slice_by(out, sizes, base);
     out->logits = acts->logits;
     out->probs = NULL;
 }
