@@ -84,7 +84,7 @@ static int replay_step_in(trn_replayer *prep, trn_state *st, const trn_run_data 
     trn_step_batch b;
     memset(&b, 0, sizeof b);
     int rv = 0;
-    if (prep && memcmp(prep->config_hash.b, st->config_hash.b, 32) != 0)
+    if (prep && !trn_replayer_fits(prep, st))
         return ovt_fail(OVT_EINVAL, "the prepared replay is for another run config than the state's");
     if (!prep && (rv = replayer_open(&fresh, &st->config, threads)))
         goto done;
@@ -127,22 +127,26 @@ int trn_step_replay(trn_state *st, const trn_run_data *d, krn_rlog *log, int thr
     return replay_step(st, d, log, threads, batch_hash, NULL, NULL, NULL);
 }
 
-int trn_step_replay_prepared(trn_replayer *prep, trn_state *st, const trn_run_data *d, krn_rlog *log,
-                             ovt_hash *batch_hash, trn_replay_result *res)
+/* One step's replay with its shard finding in *res (on prep, or fresh). */
+static int replay_shards(trn_replayer *prep, trn_state *st, const trn_run_data *d, krn_rlog *log, int threads,
+                         ovt_hash *batch_hash, trn_replay_result *res)
 {
     memset(res, 0, sizeof *res);
     res->shards = trn_config_shards(&st->config);
     res->shard_differs = -1;
-    return replay_step_in(prep, st, d, log, 0, batch_hash, NULL, NULL, res);
+    return replay_step_in(prep, st, d, log, threads, batch_hash, NULL, NULL, res);
+}
+
+int trn_step_replay_prepared(trn_replayer *prep, trn_state *st, const trn_run_data *d, krn_rlog *log,
+                             ovt_hash *batch_hash, trn_replay_result *res)
+{
+    return replay_shards(prep, st, d, log, 0, batch_hash, res);
 }
 
 int trn_step_replay_shards(trn_state *st, const trn_run_data *d, krn_rlog *log, int threads, ovt_hash *batch_hash,
                            trn_replay_result *res)
 {
-    memset(res, 0, sizeof *res);
-    res->shards = trn_config_shards(&st->config);
-    res->shard_differs = -1;
-    return replay_step(st, d, log, threads, batch_hash, NULL, NULL, res);
+    return replay_shards(NULL, st, d, log, threads, batch_hash, res);
 }
 
 /* Reads logs/step-i.rlog of dir into log and hashes its bytes. */

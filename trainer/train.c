@@ -270,6 +270,17 @@ static void fill_shard_mean(void *arg, size_t i0, size_t len, double *x)
     krn_shard_mean_block(x, a->g, a->S, i0, len);
 }
 
+/* Site "loss.mean": the exact mean of the S shard losses. */
+static int loss_mean(krn_ctx *ctx, trn_workspace *w, float *loss)
+{
+    uint32_t S = trn_config_shards(&w->config);
+    const float *losses[TRN_MAX_SHARDS];
+    for (uint32_t s = 0; s < S; s++)
+        losses[s] = &w->shard_loss[s];
+    shard_mean_arg l = {losses, S};
+    return krn_site_exact_fill(ctx, "loss.mean", loss, 1, fill_shard_mean, &l);
+}
+
 /* The SHA-256 of shard lo + k's gradient, for the k-th of a rank's shards. */
 typedef struct {
     trn_workspace *w;
@@ -393,10 +404,6 @@ static int sharded_grads(krn_ctx *ctx, trn_workspace *w, const trn_state *st, co
                         S, R);
     if (replay && dp)
         return ovt_fail(OVT_EINVAL, "a replay runs in one process");
-    if (replay && krn_rlog_nshards(log) != S)
-        return ovt_fail(OVT_EFRAUD, "step %llu: the rounding log has a shard table of %u shards, the run's "
-                                    "steps have %u",
-                        (unsigned long long)i, krn_rlog_nshards(log), S);
     uint32_t lo = r * (S / R), hi = lo + S / R;
     /* number this rank's sites where they belong once P is known */
     bool numbered = dp && lo > 0 && w->sites_per_shard > 0;
@@ -412,11 +419,7 @@ static int sharded_grads(krn_ctx *ctx, trn_workspace *w, const trn_state *st, co
         if ((rv = krn_site_exact_fill(ctx, "grad.sum", w->grads, st->layout.nparams, fill_shard_mean, &g)))
             return rv;
     }
-    const float *losses[TRN_MAX_SHARDS];
-    for (uint32_t s = 0; s < S; s++)
-        losses[s] = &w->shard_loss[s];
-    shard_mean_arg l = {losses, S};
-    if ((rv = krn_site_exact_fill(ctx, "loss.mean", &info->loss, 1, fill_shard_mean, &l)))
+    if ((rv = loss_mean(ctx, w, &info->loss)))
         return rv;
     info->shard_hashes = w->shard_hashes;
     for (uint32_t s = 0; replay && s < S && info->shard_differs < 0; s++)
@@ -442,17 +445,23 @@ int trn_train_step_dp(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_b
     uint64_t i = st->step + 1;
     uint32_t S = trn_config_shards(&w->config);
     info->shards = S;
-    if (S == 1 && log && krn_ctx_config(ctx)->mode == KRN_REPLAY && krn_rlog_nshards(log) != 0)
-        return ovt_fail(OVT_EFRAUD, "step %llu: the rounding log has a shard table of %u shards, the run's steps "
-                                    "are in one shard",
-                        (unsigned long long)i, krn_rlog_nshards(log));
+    /* a replayed log's shard table must be the run's: S hashes, or none for one shard */
+    if (log && krn_ctx_config(ctx)->mode == KRN_REPLAY && krn_rlog_nshards(log) != (S > 1 ? S : 0)) {
+        char steps[32] = "are in one shard";
+        if (S > 1)
+            snprintf(steps, sizeof steps, "have %u", S);
+        return ovt_fail(OVT_EFRAUD, "step %llu: the rounding log has a shard table of %u shards, the run's steps %s",
+                        (unsigned long long)i, krn_rlog_nshards(log), steps);
+    }
     if ((rv = krn_step_begin(ctx, i, log)))
         return rv;
-    memset(w->grads, 0, st->layout.nparams * sizeof(float));
-    if (S > 1)
-        rv = sharded_grads(ctx, w, st, batch, log, dp, i, info);
-    else if (!(rv = model_forward(ctx, w, st->params, batch, &info->loss)))
-        rv = model_backward(ctx, w, st->params, batch);
+    if (S > 1) {
+        rv = sharded_grads(ctx, w, st, batch, log, dp, i, info); /* grad.sum writes every gradient */
+    } else {
+        memset(w->grads, 0, st->layout.nparams * sizeof(float)); /* the backward ops accumulate */
+        if (!(rv = model_forward(ctx, w, st->params, batch, &info->loss)))
+            rv = model_backward(ctx, w, st->params, batch);
+    }
     if (rv || (rv = optimizer_step(ctx, w, st, i, info))) {
         abandon_step(ctx, rv);
         return step_fail(rv, i);
@@ -483,15 +492,12 @@ int trn_eval_loss(krn_ctx *ctx, trn_workspace *w, const trn_state *st, const trn
     if (S == 1) {
         rv = model_forward(ctx, w, st->params, batch, loss);
     } else {
-        const float *losses[TRN_MAX_SHARDS];
         for (uint32_t s = 0; s < S && !rv; s++) {
             trn_batch v = shard_of(batch, &w->config.model, s, S);
             rv = model_forward(ctx, w, st->params, &v, &w->shard_loss[s]);
-            losses[s] = &w->shard_loss[s];
         }
-        shard_mean_arg l = {losses, S};
         if (!rv)
-            rv = krn_site_exact_fill(ctx, "loss.mean", loss, 1, fill_shard_mean, &l);
+            rv = loss_mean(ctx, w, loss);
     }
     if (rv) {
         abandon_step(ctx, rv);

@@ -467,19 +467,8 @@ static int train(const struct train_args *a, bool *together)
                           (unsigned long long)i);
         if (!rv && trn_fault_at(&a->fault, TRN_FAULT_BITFLIP, i))
             trn_fault_bitflip(st);
-        if (!rv && trn_fault_at(&a->fault, TRN_FAULT_OMITTED_LOG, i)) {
-            /* the entries go; a sharded step's shard table stays */
-            uint32_t S = krn_rlog_nshards(log);
-            ovt_hash *hashes = S ? malloc(S * sizeof *hashes) : NULL;
-            for (uint32_t s = 0; hashes && s < S; s++)
-                hashes[s] = *krn_rlog_shard_hash(log, s);
-            krn_rlog_reset(log, i);
-            if (S && !hashes)
-                rv = ovt_fail(OVT_ENOMEM, "out of memory for a shard table");
-            else if (S)
-                rv = krn_rlog_set_shards(log, hashes, S);
-            free(hashes);
-        }
+        if (!rv && trn_fault_at(&a->fault, TRN_FAULT_OMITTED_LOG, i))
+            krn_rlog_drop_sites_from(log, 0); /* the entries go; a sharded step's shard table stays */
         cost.step_seconds += (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
         cost.comm_seconds += info.comm_seconds;
         struct timespec c0;
