@@ -50,18 +50,6 @@ static trn_run_config mlp_config(trn_samples *data, uint32_t S, uint32_t head_sh
     return rc;
 }
 
-static int step_once(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_samples *data, krn_rlog *log,
-                     trn_step_info *info)
-{
-    trn_sample_batch sb;
-    int rv = trn_sample_batch_get(&sb, data, st->config.seed, st->step + 1, st->config.batch_size);
-    if (rv)
-        return rv;
-    trn_batch b = {.B = sb.B, .x = sb.x, .labels = sb.y};
-    rv = trn_train_step(ctx, w, st, &b, log, info);
-    trn_sample_batch_free(&sb);
-    return rv;
-}
 
 static void test_sum_is_the_batch_gradient(void)
 {
@@ -78,8 +66,8 @@ static void test_sum_is_the_batch_gradient(void)
     CHECK(trn_workspace_new(&w1, &r1) == 0 && trn_workspace_new(&w4, &r4) == 0);
     krn_ctx *ctx = trn_test_ctx(KRN_BACKEND_CPU, KRN_NEAREST, 1);
     trn_step_info i1, i4;
-    CHECK(step_once(ctx, w1, s1, &data, NULL, &i1) == 0);
-    CHECK(step_once(ctx, w4, s4, &data, NULL, &i4) == 0);
+    CHECK(trn_test_mlp_step(ctx, w1, s1, &data, NULL, &i1) == 0);
+    CHECK(trn_test_mlp_step(ctx, w4, s4, &data, NULL, &i4) == 0);
     CHECK(i1.shards == 1 && i4.shards == 4 && i1.shard_hashes == NULL && i4.shard_hashes != NULL);
     const float *g1 = trn_workspace_grads(w1), *g4 = trn_workspace_grads(w4);
     size_t n = s1->layout.nparams, differ = 0;
@@ -132,7 +120,7 @@ static void test_replay_and_ablation(void)
     for (int i = 0; i < STEPS; i++) {
         logs[i] = krn_rlog_new();
         trn_step_info info;
-        CHECK_MSG(step_once(rec, w, st, &data, logs[i], &info) == 0, "%s", ovt_errmsg());
+        CHECK_MSG(trn_test_mlp_step(rec, w, st, &data, logs[i], &info) == 0, "%s", ovt_errmsg());
         trn_state_hash(&hashes[i], st);
         CHECK(krn_rlog_nshards(logs[i]) == 4);
         /* each table entry is the SHA-256 of that shard's gradient as it was summed */
@@ -148,7 +136,7 @@ static void test_replay_and_ablation(void)
         int same = 0;
         for (int i = 0; i < STEPS; i++) {
             trn_step_info info;
-            CHECK_MSG(step_once(rep, w, v, &data, modes[k] == KRN_REPLAY ? logs[i] : NULL, &info) == 0, "%s",
+            CHECK_MSG(trn_test_mlp_step(rep, w, v, &data, modes[k] == KRN_REPLAY ? logs[i] : NULL, &info) == 0, "%s",
                       ovt_errmsg());
             ovt_hash h;
             trn_state_hash(&h, v);
@@ -174,14 +162,14 @@ static void test_replay_and_ablation(void)
     table[1].b[7] ^= 1;
     CHECK(krn_rlog_set_shards(logs[0], table, 4) == 0);
     trn_step_info info;
-    CHECK(step_once(rep, w, v, &data, logs[0], &info) == 0);
+    CHECK(trn_test_mlp_step(rep, w, v, &data, logs[0], &info) == 0);
     CHECK(info.shard_differs == 1);
     ovt_hash h;
     trn_state_hash(&h, v);
     CHECK(!memcmp(h.b, hashes[0].b, 32));
     /* No table: fraud. */
     CHECK(krn_rlog_set_shards(logs[1], NULL, 0) == 0);
-    CHECK(step_once(rep, w, v, &data, logs[1], &info) == OVT_EFRAUD);
+    CHECK(trn_test_mlp_step(rep, w, v, &data, logs[1], &info) == OVT_EFRAUD);
     CHECK(strstr(ovt_errmsg(), "shard table of 0 shards") != NULL);
     trn_state_free(v);
 
@@ -191,7 +179,7 @@ static void test_replay_and_ablation(void)
     CHECK(trn_state_clone(&bad, init) == 0);
     krn_rlog *flog = krn_rlog_new();
     trn_workspace_fault_shard(w, 1, 2);
-    CHECK(step_once(rec, w, bad, &data, flog, &info) == 0);
+    CHECK(trn_test_mlp_step(rec, w, bad, &data, flog, &info) == 0);
     trn_workspace_fault_shard(w, 0, 0);
     ovt_hash hb;
     trn_state_hash(&hb, bad);
@@ -199,7 +187,7 @@ static void test_replay_and_ablation(void)
     CHECK(memcmp(krn_rlog_shard_hash(flog, 2)->b, krn_rlog_shard_hash(logs[0], 2)->b, 32) != 0);
     CHECK(!memcmp(krn_rlog_shard_hash(flog, 0)->b, info.shard_hashes[0].b, 32));
     CHECK(trn_state_clone(&v, init) == 0);
-    CHECK(step_once(rep, w, v, &data, flog, &info) == 0);
+    CHECK(trn_test_mlp_step(rep, w, v, &data, flog, &info) == 0);
     CHECK(info.shard_differs == 2);
     trn_state_hash(&h, v);
     CHECK(!memcmp(h.b, hashes[0].b, 32)); /* the honest state: the auditor is right */
@@ -232,7 +220,7 @@ static void test_one_shard_table(void)
     ovt_hash t[2] = {{{0}}, {{1}}};
     CHECK(krn_rlog_set_shards(log, t, 2) == 0);
     trn_step_info info;
-    CHECK(step_once(rep, w, st, &data, log, &info) == OVT_EFRAUD);
+    CHECK(trn_test_mlp_step(rep, w, st, &data, log, &info) == OVT_EFRAUD);
     CHECK(strstr(ovt_errmsg(), "one shard") != NULL);
     krn_rlog_free(log);
     krn_ctx_free(rep);

@@ -35,19 +35,6 @@ static trn_run_config small_config(trn_samples *data)
     return rc;
 }
 
-/* One step of st with the batch of its next step. */
-static int step_once(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_samples *data, krn_rlog *log,
-                     trn_step_info *info)
-{
-    trn_sample_batch sb;
-    int rv = trn_sample_batch_get(&sb, data, st->config.seed, st->step + 1, st->config.batch_size);
-    if (rv)
-        return rv;
-    trn_batch b = {.B = sb.B, .x = sb.x, .labels = sb.y};
-    rv = trn_train_step(ctx, w, st, &b, log, info);
-    trn_sample_batch_free(&sb);
-    return rv;
-}
 
 static void test_resume_and_replay(const char *dir)
 {
@@ -70,7 +57,7 @@ static void test_resume_and_replay(const char *dir)
     char path[512];
     for (int i = 1; i <= STEPS; i++) {
         trn_step_info info;
-        CHECK_MSG(step_once(rec, w, st, &data, log, &info) == 0, "%s", ovt_errmsg());
+        CHECK_MSG(trn_test_mlp_step(rec, w, st, &data, log, &info) == 0, "%s", ovt_errmsg());
         trn_state_hash(&hashes[i], st);
         entries += krn_rlog_nentries(log);
         snprintf(path, sizeof path, "%s/step-%d.rlog", dir, i);
@@ -103,7 +90,7 @@ static void test_resume_and_replay(const char *dir)
         int same = 0;
         for (int i = STEPS / 2 + 1; i <= STEPS; i++) {
             trn_step_info info;
-            CHECK(step_once(rec2, w2, res, &data, log, &info) == 0);
+            CHECK(trn_test_mlp_step(rec2, w2, res, &data, log, &info) == 0);
             trn_state_hash(&h, res);
             same += memcmp(h.b, hashes[i].b, 32) == 0;
         }
@@ -124,7 +111,7 @@ static void test_resume_and_replay(const char *dir)
             snprintf(path, sizeof path, "%s/step-%d.rlog", dir, i);
             CHECK(krn_rlog_read_file(log, path) == 0);
             trn_step_info info;
-            CHECK_MSG(step_once(rep, w, v, &data, log, &info) == 0, "%s", ovt_errmsg());
+            CHECK_MSG(trn_test_mlp_step(rep, w, v, &data, log, &info) == 0, "%s", ovt_errmsg());
             ovt_hash h;
             trn_state_hash(&h, v);
             same += memcmp(h.b, hashes[i].b, 32) == 0;
@@ -143,7 +130,7 @@ static void test_resume_and_replay(const char *dir)
         snprintf(path, sizeof path, "%s/step-2.rlog", dir);
         CHECK(krn_rlog_read_file(log, path) == 0);
         trn_step_info info;
-        CHECK(step_once(rep, w, v, &data, log, &info) != 0);
+        CHECK(trn_test_mlp_step(rep, w, v, &data, log, &info) != 0);
         CHECK(strstr(ovt_errmsg(), "step 1") != NULL);
         trn_state_free(v);
         krn_ctx_free(rep);
@@ -158,7 +145,7 @@ static void test_resume_and_replay(const char *dir)
         int first_bad = 0;
         for (int i = 1; i <= 4; i++) {
             trn_step_info info;
-            CHECK(step_once(rep, w, v, &data, NULL, &info) == 0);
+            CHECK(trn_test_mlp_step(rep, w, v, &data, NULL, &info) == 0);
             if (i == 3) {
                 uint32_t bits;
                 memcpy(&bits, &v->m[100], 4);
