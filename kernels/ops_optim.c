@@ -13,6 +13,35 @@ static int scalar_site(krn_ctx *ctx, const char *name, float *out, double x, con
     return krn_site(ctx, name, out, &x, 1, band);
 }
 
+/* The global norm's sums, block by block on the pool: the backend's dot of
+ * every chunk of KRN_GEMM_CHUNK squares into parts[chunk] (added in chunk
+ * order afterwards, on one thread: the contract's order whatever thread
+ * computed a chunk) and each block's sum of squares for the band into
+ * mags[block]. No FP64 copy of the gradients. */
+enum { NORM_BLOCK = 64 * KRN_GEMM_CHUNK };
+
+typedef struct {
+    const krn_cpu *be;
+    const float *grads;
+    size_t n;
+    double *parts, *mags;
+} norm_job;
+
+static void norm_block(void *arg, size_t b)
+{
+    const norm_job *j = arg;
+    size_t i0 = b * NORM_BLOCK, len = j->n - i0 < NORM_BLOCK ? j->n - i0 : NORM_BLOCK;
+    double g[KRN_GEMM_CHUNK], mag = 0;
+    for (size_t k0 = 0; k0 < len; k0 += KRN_GEMM_CHUNK) {
+        size_t kc = len - k0 < KRN_GEMM_CHUNK ? len - k0 : KRN_GEMM_CHUNK;
+        krn_widen(g, j->grads + i0 + k0, kc);
+        j->parts[(i0 + k0) / KRN_GEMM_CHUNK] = krn_cpu_dot(j->be, g, 1, g, 1, kc);
+        for (size_t k = 0; k < kc; k++)
+            mag += g[k] * g[k];
+    }
+    j->mags[b] = mag;
+}
+
 /* Sites and bands: kernels/ops.h, docs/op-bounds.md ("grad norm"). */
 int krn_grad_norm(krn_ctx *ctx, float *norm, const float *grads, size_t n)
 {
@@ -26,25 +55,21 @@ int krn_grad_norm(krn_ctx *ctx, float *norm, const float *grads, size_t n)
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
-    /* Widen in blocks of whole chunks so a huge parameter vector needs no
-     * FP64 copy; the chunk sums are still added in increasing order. */
-    enum { BLOCK = 64 * KRN_GEMM_CHUNK };
-    double *g = krn_doubles(BLOCK, op);
-    if (!g)
+    size_t nchunks = (n + KRN_GEMM_CHUNK - 1) / KRN_GEMM_CHUNK, nblocks = (n + NORM_BLOCK - 1) / NORM_BLOCK;
+    double *parts = krn_doubles(nchunks + nblocks, op);
+    if (!parts)
         return OVT_ENOMEM;
-    double s = 0, mag = 0;
-    for (size_t i0 = 0; i0 < n; i0 += BLOCK) {
-        size_t len = n - i0 < BLOCK ? n - i0 : BLOCK;
-        krn_widen(g, grads + i0, len);
-        for (size_t k0 = 0; k0 < len; k0 += KRN_GEMM_CHUNK) {
-            size_t kc = len - k0 < KRN_GEMM_CHUNK ? len - k0 : KRN_GEMM_CHUNK;
-            double part = krn_cpu_dot(&be, g + k0, 1, g + k0, 1, kc);
-            s = i0 + k0 == 0 ? part : s + part;
-        }
-        for (size_t k = 0; k < len; k++)
-            mag += g[k] * g[k];
+    norm_job j = {.be = &be, .grads = grads, .n = n, .parts = parts, .mags = parts + nchunks};
+    if ((rc = krn_parallel(&be, nblocks, norm_block, &j))) {
+        free(parts);
+        return rc;
     }
-    free(g);
+    double s = parts[0], mag = j.mags[0];
+    for (size_t c = 1; c < nchunks; c++)
+        s += parts[c];
+    for (size_t b = 1; b < nblocks; b++)
+        mag += j.mags[b];
+    free(parts);
     krn_band band = krn_band_reduction(KRN_BAND_CONST, n, 1.0, 0);
     band.scale *= mag;
     float sumsq;
