@@ -615,13 +615,14 @@ static void test_fast_path_agrees(void)
             int e = (int)(r % 300) - 170; /* past both ends of the FP32 range */
             double g = ldexp(floor(ldexp(1.0 + u, p - 1)), e - p + 1);
             double step = ldexp(1.0, e - p + 1);
-            switch ((r >> 16) % 6) {
+            switch ((r >> 16) % 7) {
             case 0: x[k] = g; break;                                 /* a grid value */
             case 1: x[k] = g + step / 2; break;                      /* an exact tie */
             case 2: x[k] = nextafter(g + step / 2, (r >> 20) & 1 ? 0 : INFINITY); break;
             case 3: x[k] = ldexp(1.0, e) * (1.0 + ldexp(u, -p - 3)); break; /* just above 2^e */
             case 4: x[k] = ldexp(1.0, e) * (1.0 - ldexp(u, -p - 3)); break; /* just below */
-            default: x[k] = ldexp(1.0 + u, e); break;
+            case 5: x[k] = ldexp(1.0 + u, e); break;
+            default: x[k] = 0.0; break; /* +0 and, below, -0: both become +0 */
             }
             if (fabs(x[k]) >= 0x1p127)
                 x[k] = ldexp(x[k], -60);
