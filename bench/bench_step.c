@@ -13,7 +13,14 @@
  * before issue 15), gives the before/after ratio in the same run and shows
  * that the two paths give the same rounding log and stateHash.
  *
- *   bench_step [--model gpt2-small] [--batch 4] [--seq 64] [--threads 2] [--reps 3]
+ * With --loop K, also K consecutive RECORD steps from the same start, each
+ * followed by its stateHash, twice per repetition in alternating order: once
+ * hashing after each step (the trainer before issue 15's overlap) and once
+ * with trn_state_hash_begin, the hash running during the next step's forward
+ * and backward as `ovt train` does now; seconds per step with the hash, and
+ * whether both give the same K hashes.
+ *
+ *   bench_step [--model gpt2-small] [--batch 4] [--seq 64] [--threads 2] [--reps 3] [--loop K]
  * The DGEMM rate is measured before every pair of steps and its median
  * taken, so all three figures see the same load on a shared machine.
  * Results are written down in docs/bench-trainer.md. */
@@ -83,11 +90,42 @@ static double timed_step(const trn_state *init, trn_workspace *w, krn_mode mode,
     return t;
 }
 
+/* Seconds of k RECORD steps from init, each with its stateHash (into
+ * hashes[0..k)): after the step, or overlapped with the next one. */
+static double timed_loop(const trn_state *init, trn_workspace *w, int threads, const trn_batch *b, krn_rlog *log,
+                         int k, bool overlap, ovt_hash *hashes)
+{
+    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_RECORD, .grid_bits = 32, .threads = threads};
+    krn_ctx *ctx;
+    trn_state *st;
+    if (krn_ctx_new(&ctx, &kc) || trn_state_clone(&st, init))
+        fail("setup");
+    trn_step_info info;
+    uint64_t at;
+    double t0 = now();
+    for (int i = 0; i < k; i++) {
+        if (trn_train_step(ctx, w, st, b, log, &info))
+            fail("RECORD step");
+        if (overlap && trn_state_hash_end(st, &hashes[i ? i - 1 : 0], &at) && at != st->step - 1)
+            fail("the overlapped hash is of the wrong step");
+        if (!overlap)
+            trn_state_hash(&hashes[i], st);
+        else if (trn_state_hash_begin(st))
+            fail("hash");
+    }
+    if (overlap && !trn_state_hash_end(st, &hashes[k - 1], &at))
+        fail("no overlapped hash");
+    double t = now() - t0;
+    krn_ctx_free(ctx);
+    trn_state_free(st);
+    return t;
+}
+
 int main(int argc, char **argv)
 {
     const char *model = "gpt2-small";
     uint32_t B = 4, T = 64;
-    int threads = 2, reps = 3;
+    int threads = 2, reps = 3, loop = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--model"))
             model = argv[i + 1];
@@ -99,13 +137,16 @@ int main(int argc, char **argv)
             threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--reps"))
             reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--loop"))
+            loop = atoi(argv[i + 1]);
         else {
-            fprintf(stderr, "usage: bench_step [--model NAME] [--batch B] [--seq T] [--threads N] [--reps R]\n");
+            fprintf(stderr, "usage: bench_step [--model NAME] [--batch B] [--seq T] [--threads N] [--reps R] "
+                            "[--loop K]\n");
             return 2;
         }
     }
-    if (reps < 1 || reps > 32 || threads < 1 || B < 1 || T < 1) {
-        fprintf(stderr, "bench_step: reps must be 1..32, threads, batch and seq positive\n");
+    if (reps < 1 || reps > 32 || threads < 1 || B < 1 || T < 1 || loop < 0 || loop > 16) {
+        fprintf(stderr, "bench_step: reps must be 1..32, loop 0..16, threads, batch and seq positive\n");
         return 2;
     }
     trn_model_config m;
@@ -202,6 +243,24 @@ int main(int argc, char **argv)
            "rounded; %llu of them exactly 0 or on a midpoint\n", (unsigned long long)last_record.ambiguous,
            (unsigned long long)last_record.outputs, (unsigned long long)last_record.ambiguous_exact);
     printf("state hash       %8.3f s per step (%.1f%% of RECORD)\n", t_hash, 100.0 * t_hash / rec);
+    if (loop > 0) {
+        double t_seq[32], t_ovl[32];
+        bool same = true;
+        for (int r = 0; r < reps; r++) {
+            ovt_hash hs[16], ho[16];
+            for (int o = 0; o < 2; o++) {
+                bool overlap = (o + r) % 2 == 1; /* alternate which goes first */
+                double t = timed_loop(init, w, threads, &in.batch.view, log, loop, overlap, overlap ? ho : hs);
+                *(overlap ? &t_ovl[r] : &t_seq[r]) = t / loop;
+            }
+            same = same && memcmp(hs, ho, (size_t)loop * sizeof hs[0]) == 0;
+        }
+        qsort(t_seq, (size_t)reps, sizeof(double), cmp_double);
+        qsort(t_ovl, (size_t)reps, sizeof(double), cmp_double);
+        printf("step + hash      %8.3f s per step hashing after it, %.3f s overlapped with the next step "
+               "(%d steps, median of %d): overlapped / after = %.3f; same stateHashes: %s\n",
+               t_seq[reps / 2], t_ovl[reps / 2], loop, reps, t_ovl[reps / 2] / t_seq[reps / 2], same ? "yes" : "NO");
+    }
     krn_rlog_free(log);
     krn_rlog_free(blas_log);
     bench_step_inputs_free(&in);

@@ -44,6 +44,7 @@ void trn_fault_poison(trn_token_batch *tb, trn_sample_batch *sb, uint32_t vocab,
 
 size_t trn_fault_bitflip(trn_state *st)
 {
+    trn_state_settle(st);
     size_t n = st->layout.nparams;
     size_t start = (size_t)((st->step * UINT64_C(2654435761)) % n);
     for (size_t k = 0; k < n; k++) {

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -70,6 +72,9 @@ void trn_state_free(trn_state *st)
 {
     if (!st)
         return;
+    ovt_hash ignored;
+    uint64_t at;
+    (void)trn_state_hash_end(st, &ignored, &at);
     free(st->mem);
     free(st);
 }
@@ -177,38 +182,114 @@ static void *digest_worker(void *arg)
 #define HASH_THREADS 4
 #define HASH_PARALLEL_MIN ((size_t)1 << 22) /* parameters; below this one thread is quicker */
 
+/* Helper threads for a state of this size: the CPUs less the caller's, at
+ * most HASH_THREADS - 1; none for a small state. */
+static int hash_helpers(const trn_state *st)
+{
+    if (st->layout.nparams < HASH_PARALLEL_MIN)
+        return 0;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return (cpus > HASH_THREADS ? HASH_THREADS : (int)cpus) - 1;
+}
+
 static void tensor_digests(ovt_hash *digests, const trn_state *st)
 {
     struct digest_job job = {.st = st, .digests = digests, .total = 3 * st->layout.count, .next = 0};
     pthread_t threads[HASH_THREADS];
-    int started = 0;
-    if (st->layout.nparams >= HASH_PARALLEL_MIN) {
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        int want = cpus > HASH_THREADS ? HASH_THREADS : (int)cpus;
-        for (; started < want - 1; started++)
-            if (pthread_create(&threads[started], NULL, digest_worker, &job) != 0)
-                break; /* fewer threads is only slower */
-    }
+    int started = 0, want = hash_helpers(st);
+    for (; started < want; started++)
+        if (pthread_create(&threads[started], NULL, digest_worker, &job) != 0)
+            break; /* fewer threads is only slower */
     digest_worker(&job);
     for (int i = 0; i < started; i++)
         pthread_join(threads[i], NULL);
+}
+
+/* The stateHash from the per-tensor digests and the step they were taken at. */
+static void combine(ovt_hash *out, const trn_state *st, uint64_t step, const ovt_hash *digests)
+{
+    ovt_sha256_ctx *h = ovt_sha256_new();
+    if (!h)
+        abort(); /* OpenSSL could not allocate a digest context */
+    uint8_t head[32 + 8 + 4];
+    memcpy(head, st->config_hash.b, 32);
+    ovt_put_le64(head + 32, step);
+    ovt_put_le32(head + 40, (uint32_t)(3 * st->layout.count));
+    ovt_sha256_update(h, state_domain, sizeof state_domain);
+    ovt_sha256_update(h, head, sizeof head);
+    ovt_sha256_update(h, digests, 3 * st->layout.count * sizeof(ovt_hash));
+    ovt_sha256_final(h, out);
 }
 
 void trn_state_hash(ovt_hash *out, const trn_state *st)
 {
     ovt_hash digests[3 * TRN_MAX_TENSORS];
     tensor_digests(digests, st);
-    ovt_sha256_ctx *h = ovt_sha256_new();
-    if (!h)
-        abort(); /* OpenSSL could not allocate a digest context */
-    uint8_t head[32 + 8 + 4];
-    memcpy(head, st->config_hash.b, 32);
-    ovt_put_le64(head + 32, st->step);
-    ovt_put_le32(head + 40, (uint32_t)(3 * st->layout.count));
-    ovt_sha256_update(h, state_domain, sizeof state_domain);
-    ovt_sha256_update(h, head, sizeof head);
-    ovt_sha256_update(h, digests, 3 * st->layout.count * sizeof(ovt_hash));
-    ovt_sha256_final(h, out);
+    combine(out, st, st->step, digests);
+}
+
+/* A hash in the background (trn_state_hash_begin): the digests' job, its
+ * helper threads, and once settled the result. */
+struct trn_state_hashing {
+    struct digest_job job;
+    ovt_hash digests[3 * TRN_MAX_TENSORS];
+    pthread_t threads[HASH_THREADS];
+    int started;
+    uint64_t step;
+    bool settled;
+    ovt_hash result;
+};
+
+static void *idle_digest_worker(void *arg)
+{
+    /* Linux: SCHED_IDLE for this thread alone; where refused, the thread
+     * only competes with the step at normal priority */
+    const struct sched_param none = {.sched_priority = 0};
+    (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &none);
+    return digest_worker(arg);
+}
+
+int trn_state_hash_begin(trn_state *st)
+{
+    trn_state_settle(st);
+    free(st->hashing);
+    struct trn_state_hashing *hs = calloc(1, sizeof *hs);
+    st->hashing = hs;
+    if (!hs)
+        return ovt_fail(OVT_ENOMEM, "out of memory for the stateHash of step %llu", (unsigned long long)st->step);
+    hs->job = (struct digest_job){.st = st, .digests = hs->digests, .total = 3 * st->layout.count, .next = 0};
+    hs->step = st->step;
+    /* every CPU, the caller's too: it is busy with the step, whose idle
+     * moments the helpers fill */
+    int want = hash_helpers(st) + (st->layout.nparams >= HASH_PARALLEL_MIN);
+    for (; hs->started < want; hs->started++)
+        if (pthread_create(&hs->threads[hs->started], NULL, idle_digest_worker, &hs->job) != 0)
+            break;
+    return 0;
+}
+
+void trn_state_settle(trn_state *st)
+{
+    struct trn_state_hashing *hs = st->hashing;
+    if (!hs || hs->settled)
+        return;
+    digest_worker(&hs->job); /* the digests no helper has taken */
+    for (int i = 0; i < hs->started; i++)
+        pthread_join(hs->threads[i], NULL);
+    combine(&hs->result, st, hs->step, hs->digests);
+    hs->settled = true;
+}
+
+bool trn_state_hash_end(trn_state *st, ovt_hash *out, uint64_t *step)
+{
+    if (!st->hashing)
+        return false;
+    trn_state_settle(st);
+    *out = st->hashing->result;
+    *step = st->hashing->step;
+    free(st->hashing);
+    st->hashing = NULL;
+    return true;
 }
 
 /* Checkpoint layout; every offset below is fixed by docs/formats.md. The

@@ -6,6 +6,7 @@
  * allocation of 3 * nparams floats sliced by the layout. Its stateHash and
  * its checkpoint file are defined in docs/formats.md ("State"). */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,6 +23,7 @@ typedef struct {
     float *params; /* mem */
     float *m;      /* mem + nparams */
     float *v;      /* mem + 2 * nparams */
+    struct trn_state_hashing *hashing; /* trn_state_hash_begin's, until trn_state_hash_end */
 } trn_state;
 
 /* Allocates a zeroed state (step 0) for a checked run config. */
@@ -42,6 +44,27 @@ void trn_state_init(trn_state *st);
  * u64le(step) || u32le(3 * ntensors) || SHA-256 of every tensor's
  * little-endian bytes, parameters then m then v, each in layout order). */
 void trn_state_hash(ovt_hash *out, const trn_state *st);
+
+/* trn_state_hash of the state as it is now, computed in the background while
+ * the caller goes on with work that only reads the state (the trainer: the
+ * next step's forward and backward). The background threads run at
+ * SCHED_IDLE, on CPU time the caller's threads leave unused, so they never
+ * slow the step down; what they have not done when the hash is needed, the
+ * caller does. Until trn_state_hash_end the state must not change: whatever
+ * writes it calls trn_state_settle first (the optimizer step does). Without
+ * threads the caller computes it all when it settles. OVT_ENOMEM when no
+ * memory is left for the job. One hash at a time: a second begin settles
+ * and discards the first. */
+int trn_state_hash_begin(trn_state *st) OVT_MUST_USE;
+
+/* Waits for trn_state_hash_begin's digests (taking those no thread has
+ * started), after which the state may change; a no-op without a begin. */
+void trn_state_settle(trn_state *st);
+
+/* The hash trn_state_hash_begin started (settling it first) and the step
+ * the state was at then. Returns false, out and step untouched, when none
+ * was started. */
+bool trn_state_hash_end(trn_state *st, ovt_hash *out, uint64_t *step);
 
 /* Checkpoint file (docs/formats.md, "Checkpoint"): encode to a malloc'd
  * buffer, or parse one. The parser rejects anything malformed (short,

@@ -227,6 +227,7 @@ static int optimizer_step(krn_ctx *ctx, trn_workspace *w, trn_state *st, uint64_
     float beta1 = krn_grid_round(rc->beta1, b), beta2 = krn_grid_round(rc->beta2, b);
     if ((rv = krn_adamw_corrections(ctx, &bc1, &bc2, beta1, beta2, i)))
         return rv;
+    trn_state_settle(st); /* a stateHash of the state before this step may still be running */
     if ((rv = krn_adamw_update(ctx, st->params, st->m, st->v, w->grads, bc1, bc2, lr, beta1, beta2,
                                krn_grid_round(rc->eps, b), krn_grid_round(rc->weight_decay, b), scale, n)))
         return rv;

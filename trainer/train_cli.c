@@ -328,6 +328,36 @@ static int record_ranks(const struct train_args *a, const trn_run_config *rc, ui
     return rv;
 }
 
+/* The stateHash of the state st holds, begun after its step
+ * (trn_state_hash_begin), into the step table, which then counts the step;
+ * then every rank checks it and --print-state prints it. Nothing to do when
+ * no hash is running. Steps are hashed in order, so the table's count is
+ * the hashed step's successor. */
+static int step_hashed(const struct train_args *a, trn_state *st, trn_step_table *table, session_cost *cost,
+                       bool *together)
+{
+    ovt_hash h;
+    uint64_t i;
+    if (!trn_state_hash_end(st, &h, &i))
+        return 0;
+    table->steps[i].state_hash = h;
+    table->count = i + 1;
+    struct timespec c0;
+    clock_gettime(CLOCK_MONOTONIC, &c0);
+    int rv;
+    if (a->dp && (rv = trn_dp_check_state(a->dp, &table->steps[i].state_hash, i))) {
+        *together = true; /* every rank holds the same answer */
+        return rv;
+    }
+    cost->comm_seconds += seconds_since(&c0);
+    if (a->print_state && a->writer) {
+        char hx[65];
+        ovt_hex_encode(hx, table->steps[i].state_hash.b, 32);
+        printf("state %llu %s\n", (unsigned long long)i, hx);
+    }
+    return 0;
+}
+
 /* The run. Under mpirun (a->dp) every rank computes; only the writer (rank
  * 0) writes the run directory and prints. A failure that every rank shares
  * sets *together; any other is this rank's alone (the caller then ends the
@@ -495,19 +525,10 @@ static int train(const struct train_args *a, bool *together)
             if (rv)
                 goto done;
         }
-        trn_state_hash(&table.steps[i].state_hash, st);
-        table.count = i + 1;
-        clock_gettime(CLOCK_MONOTONIC, &c0);
-        if (a->dp && (rv = trn_dp_check_state(a->dp, &table.steps[i].state_hash, i))) {
-            *together = true; /* every rank holds the same answer */
+        /* step i's stateHash runs in the background during step i + 1's
+         * forward and backward; the optimizer step waits for it */
+        if ((rv = step_hashed(a, st, &table, &cost, together)) || (rv = trn_state_hash_begin(st)))
             goto done;
-        }
-        cost.comm_seconds += seconds_since(&c0);
-        if (a->print_state && a->writer) {
-            char hx[65];
-            ovt_hex_encode(hx, table.steps[i].state_hash.b, 32);
-            printf("state %llu %s\n", (unsigned long long)i, hx);
-        }
         entries += krn_rlog_nentries(log);
         log_bytes += len;
         if (i == start + 1)
@@ -515,7 +536,10 @@ static int train(const struct train_args *a, bool *together)
         last_loss = info.loss;
         rows[nrows++] = (trn_loss_row){.step = i, .loss = info.loss, .lr = info.lr, .grad_norm = info.grad_norm,
                                        .log_entries = krn_rlog_nentries(log)};
-        if (a->writer && ((a->ckpt_every && i % a->ckpt_every == 0) || i == a->steps)) {
+        bool ckpt = (a->ckpt_every && i % a->ckpt_every == 0) || i == a->steps;
+        if (ckpt && (rv = step_hashed(a, st, &table, &cost, together))) /* every rank: it checks */
+            goto done;
+        if (a->writer && ckpt) {
             if ((rv = trn_run_path(path, sizeof path, a->out, NULL, 0, "steps.bin")) ||
                 (rv = trn_step_table_write(&table, path)) ||
                 (rv = trn_run_path(path, sizeof path, a->out, "ckpt", i, "ckpt")) || (rv = trn_checkpoint_write(st, path)) ||
@@ -532,6 +556,8 @@ static int train(const struct train_args *a, bool *together)
             fflush(stdout);
         }
     }
+    if ((rv = step_hashed(a, st, &table, &cost, together)))
+        goto done;
     if (!a->writer) {
         rv = 0; /* rank 0 writes the rest */
         goto done;

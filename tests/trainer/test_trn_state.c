@@ -507,6 +507,55 @@ static void test_init(void)
     trn_state_free(a);
 }
 
+/* trn_state_hash_begin: the hash of the state as it was at begin, whatever
+ * happens to the state after trn_state_settle, on a state small enough to
+ * hash on the caller alone and on one large enough for the idle-priority
+ * helper threads (4M parameters and more). */
+static void test_hash_background(void)
+{
+    for (int big = 0; big < 2; big++) {
+        trn_model_config m;
+        CHECK(trn_model_preset(&m, "gpt2-tiny") == 0);
+        if (big) {
+            m.width = 512; /* 2 layers of 12 * 512^2 plus 4096 x 512 embeddings: 8.4M parameters */
+            m.n_layer = 2;
+            m.n_head = 8;
+            m.vocab = 4096;
+        }
+        trn_run_config rc;
+        trn_config_default(&rc, &m);
+        trn_state *st;
+        CHECK(trn_state_new(&st, &rc) == 0);
+        if (!st)
+            return;
+        CHECK(!big || st->layout.nparams >= ((size_t)1 << 22));
+        trn_state_init(st);
+        st->step = 7;
+        ovt_hash want, got, changed;
+        uint64_t at = 0;
+        trn_state_hash(&want, st);
+        CHECK(!trn_state_hash_end(st, &got, &at)); /* none begun */
+        CHECK(trn_state_hash_begin(st) == 0);
+        st->step = 8; /* the step counter moves on before the optimizer writes */
+        trn_state_settle(st);
+        st->params[0] += 1.0f; /* writes after the settle */
+        st->v[st->layout.nparams - 1] = 2.0f;
+        CHECK(trn_state_hash_end(st, &got, &at));
+        CHECK_EQ_U64(at, 7);
+        CHECK_MEM(got.b, want.b, 32);
+        CHECK(!trn_state_hash_end(st, &got, &at)); /* taken */
+        trn_state_hash(&changed, st);
+        CHECK(memcmp(changed.b, want.b, 32) != 0);
+        /* a second begin replaces the first; freeing a state with a hash
+         * running waits for it */
+        CHECK(trn_state_hash_begin(st) == 0 && trn_state_hash_begin(st) == 0);
+        CHECK(trn_state_hash_end(st, &got, &at) && at == 8);
+        CHECK_MEM(got.b, changed.b, 32);
+        CHECK(trn_state_hash_begin(st) == 0);
+        trn_state_free(st);
+    }
+}
+
 static void test_data(const char *dir)
 {
     trn_tokens t;
@@ -594,6 +643,7 @@ int main(void)
     test_checkpoint(dir, 0);
     test_checkpoint(dir, 1);
     test_init();
+    test_hash_background();
     test_data(dir);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
