@@ -29,7 +29,7 @@ static int check_unary(const char *op, const float *out, const char *out_name, c
 typedef struct {
     const krn_cpu *be;
     const float *inp, *t, *dout, *dinp;
-    double *x;
+    double *x; /* gelu.tanh's values */
 } gelu_job;
 
 /* tanh(s*(x + ((c*x)*x)*x)) */
@@ -42,27 +42,33 @@ static void gelu_tanh_range(void *arg, size_t i0, size_t i1)
     }
 }
 
-static void gelu_fwd_range(void *arg, size_t i0, size_t i1)
+/* The exact sites' values, filled block by block as the site rounds them
+ * (krn_site_exact_fill): no FP64 array, no pass of their own over memory. */
+static void gelu_fwd_fill(void *arg, size_t i0, size_t len, double *restrict x)
 {
     const gelu_job *j = arg;
-    for (size_t i = i0; i < i1; i++)
-        j->x[i] = (0.5 * (double)j->inp[i]) * (1.0 + (double)j->t[i]);
+    const float *restrict inp = j->inp + i0, *restrict t = j->t + i0;
+    for (size_t k = 0; k < len; k++)
+        x[k] = (0.5 * (double)inp[k]) * (1.0 + (double)t[k]);
 }
 
-static void gelu_bwd_range(void *arg, size_t i0, size_t i1)
+/* Reads dinp[i0 .. i0+len), which the site then overwrites with the result. */
+static void gelu_bwd_fill(void *arg, size_t i0, size_t len, double *restrict x)
 {
     const gelu_job *j = arg;
-    for (size_t i = i0; i < i1; i++) {
-        double v = j->inp[i], th = j->t[i];
+    const float *restrict inp = j->inp + i0, *restrict t = j->t + i0, *restrict dout = j->dout + i0,
+                          *restrict dinp = j->dinp + i0;
+    for (size_t k = 0; k < len; k++) {
+        double v = inp[k], th = t[k];
         double grad = 0.5 * (1.0 + th) + (((0.5 * v) * (1.0 - th * th)) * GELU_S) * (1.0 + (GELU_3C * v) * v);
-        j->x[i] = grad * (double)j->dout[i] + (double)j->dinp[i];
+        x[k] = grad * (double)dout[k] + (double)dinp[k];
     }
 }
 
-/* Site "gelu.tanh" into j->t, then the exact site `name` with fn's values
+/* Site "gelu.tanh" into t, then the exact site `name` with fill's values
  * into out. */
-static int gelu_sites(krn_ctx *ctx, gelu_job *j, float *t, const char *name, float *out,
-                      void (*fn)(void *arg, size_t i0, size_t i1), size_t n)
+static int gelu_sites(krn_ctx *ctx, gelu_job *j, float *t, const char *name, float *out, krn_site_fill fill,
+                      size_t n)
 {
     int rc;
     if ((rc = krn_parallel_ranges(j->be, n, GELU_RANGE, gelu_tanh_range, j)))
@@ -71,10 +77,7 @@ static int gelu_sites(krn_ctx *ctx, gelu_job *j, float *t, const char *name, flo
     if ((rc = krn_site(ctx, "gelu.tanh", t, j->x, n, &band)))
         return rc;
     j->t = t;
-    if ((rc = krn_parallel_ranges(j->be, n, GELU_RANGE, fn, j)))
-        return rc;
-    band = krn_band_exact();
-    return krn_site(ctx, name, out, j->x, n, &band);
+    return krn_site_exact_fill(ctx, name, out, n, fill, j);
 }
 
 /* Sites and bands: kernels/ops.h, docs/op-bounds.md ("gelu"). */
@@ -93,7 +96,7 @@ int krn_gelu_forward(krn_ctx *ctx, float *out, const float *inp, size_t n)
     float *t = krn_floats(n, op);
     if (x && t) {
         gelu_job j = {.be = &be, .inp = inp, .x = x};
-        rc = gelu_sites(ctx, &j, t, "gelu.fwd", out, gelu_fwd_range, n);
+        rc = gelu_sites(ctx, &j, t, "gelu.fwd", out, gelu_fwd_fill, n);
     }
     free(x);
     free(t);
@@ -116,7 +119,7 @@ int krn_gelu_backward(krn_ctx *ctx, float *dinp, const float *inp, const float *
     float *t = krn_floats(n, op);
     if (x && t) {
         gelu_job j = {.be = &be, .inp = inp, .dout = dout, .dinp = dinp, .x = x};
-        rc = gelu_sites(ctx, &j, t, "gelu.bwd", dinp, gelu_bwd_range, n);
+        rc = gelu_sites(ctx, &j, t, "gelu.bwd", dinp, gelu_bwd_fill, n);
     }
     free(x);
     free(t);
