@@ -13,7 +13,7 @@
  * before issue 15), gives the before/after ratio in the same run and shows
  * that the two paths give the same rounding log and stateHash.
  *
- * With --loop K, also K consecutive RECORD steps from the same start, each
+ * With --loop K, instead: K consecutive RECORD steps from the same start, each
  * followed by its stateHash, twice per repetition in alternating order: once
  * hashing after each step (the trainer before issue 15's overlap) and once
  * with trn_state_hash_begin, the hash running during the next step's forward
@@ -88,6 +88,67 @@ static double timed_step(const trn_state *init, trn_workspace *w, krn_mode mode,
     else
         trn_state_free(st);
     return t;
+}
+
+/* One core's FP64 FMA rate in GFLOP/s: twelve independent chains of
+ * 256-bit (avx512: 512-bit) fused multiply-adds kept in registers (the
+ * empty asm only makes the compiler keep every chain), for
+ * about 0.2 s: the most any kernel can reach here, against which the
+ * DGEMM rate the floor uses can be read. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define FMA_CHAINS 12
+__attribute__((target("avx2,fma"), noinline)) static double fma_peak_avx2(void)
+{
+    __m256d acc[FMA_CHAINS], x = _mm256_set1_pd(0.999999), y = _mm256_set1_pd(1e-7);
+    for (int c = 0; c < FMA_CHAINS; c++)
+        acc[c] = _mm256_set1_pd(c);
+    const long iters = 20000000;
+    double t0 = now();
+    for (long k = 0; k < iters; k++) {
+#pragma GCC unroll 12
+        for (int c = 0; c < FMA_CHAINS; c++)
+            acc[c] = _mm256_fmadd_pd(acc[c], x, y);
+        __asm__ volatile("" ::"x"(acc[0]), "x"(acc[1]), "x"(acc[2]), "x"(acc[3]), "x"(acc[4]), "x"(acc[5]),
+                         "x"(acc[6]), "x"(acc[7]), "x"(acc[8]), "x"(acc[9]), "x"(acc[10]), "x"(acc[11]));
+    }
+    double t = now() - t0;
+    return (double)iters * FMA_CHAINS * 8 / t / 1e9;
+}
+
+__attribute__((target("avx512f"), noinline)) static double fma_peak_avx512(void)
+{
+    __m512d acc[FMA_CHAINS], x = _mm512_set1_pd(0.999999), y = _mm512_set1_pd(1e-7);
+    for (int c = 0; c < FMA_CHAINS; c++)
+        acc[c] = _mm512_set1_pd(c);
+    const long iters = 10000000;
+    double t0 = now();
+    for (long k = 0; k < iters; k++) {
+#pragma GCC unroll 12
+        for (int c = 0; c < FMA_CHAINS; c++)
+            acc[c] = _mm512_fmadd_pd(acc[c], x, y);
+        __asm__ volatile("" ::"v"(acc[0]), "v"(acc[1]), "v"(acc[2]), "v"(acc[3]), "v"(acc[4]), "v"(acc[5]),
+                         "v"(acc[6]), "v"(acc[7]), "v"(acc[8]), "v"(acc[9]), "v"(acc[10]), "v"(acc[11]));
+    }
+    double t = now() - t0;
+    return (double)iters * FMA_CHAINS * 16 / t / 1e9;
+}
+#endif
+
+/* The better of the two paths this CPU runs (0 where neither). */
+static double fma_peak(void)
+{
+    double best = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        best = fma_peak_avx2();
+    if (__builtin_cpu_supports("avx512f")) {
+        double p = fma_peak_avx512();
+        best = p > best ? p : best;
+    }
+#endif
+    return best;
 }
 
 /* Seconds of k RECORD steps from init, each with its stateHash (into
@@ -167,6 +228,30 @@ int main(int argc, char **argv)
     /* warm-up (first touch of the workspace and the scratch buffers) */
     double c_rec[32], c_plain[32], c_blas[32], crates[32];
     timed_step(init, w, KRN_RECORD, threads, &in.batch.view, log, NULL, c_rec, false);
+    if (loop > 0) {
+        double t_seq[32], t_ovl[32];
+        bool same = true;
+        for (int r = 0; r < reps; r++) {
+            ovt_hash hs[16], ho[16];
+            for (int o = 0; o < 2; o++) {
+                bool overlap = (o + r) % 2 == 1; /* alternate which goes first */
+                double t = timed_loop(init, w, threads, &in.batch.view, log, loop, overlap, overlap ? ho : hs);
+                *(overlap ? &t_ovl[r] : &t_seq[r]) = t / loop;
+            }
+            same = same && memcmp(hs, ho, (size_t)loop * sizeof hs[0]) == 0;
+        }
+        qsort(t_seq, (size_t)reps, sizeof(double), cmp_double);
+        qsort(t_ovl, (size_t)reps, sizeof(double), cmp_double);
+        printf("bench_step --loop: %s, batch %u x %u, %d thread(s), load average %.2f %.2f %.2f\n", model, B, T,
+               threads, load[0], load[1], load[2]);
+        printf("step + hash      %8.3f s per step hashing after it, %.3f s overlapped with the next step "
+               "(%d steps, median of %d): overlapped / after = %.3f; same stateHashes: %s\n",
+               t_seq[reps / 2], t_ovl[reps / 2], loop, reps, t_ovl[reps / 2] / t_seq[reps / 2], same ? "yes" : "NO");
+        krn_rlog_free(log);
+        krn_rlog_free(blas_log);
+        bench_step_inputs_free(&in);
+        return same ? 0 : 1;
+    }
     size_t C = m.width, L = m.n_layer, V = m.vocab, N = (size_t)B * T;
     double t_rec[32], t_plain[32], t_blas[32], rates[32], t_hash = 1e30;
     bool same_hash = true;
@@ -243,24 +328,12 @@ int main(int argc, char **argv)
            "rounded; %llu of them exactly 0 or on a midpoint\n", (unsigned long long)last_record.ambiguous,
            (unsigned long long)last_record.outputs, (unsigned long long)last_record.ambiguous_exact);
     printf("state hash       %8.3f s per step (%.1f%% of RECORD)\n", t_hash, 100.0 * t_hash / rec);
-    if (loop > 0) {
-        double t_seq[32], t_ovl[32];
-        bool same = true;
-        for (int r = 0; r < reps; r++) {
-            ovt_hash hs[16], ho[16];
-            for (int o = 0; o < 2; o++) {
-                bool overlap = (o + r) % 2 == 1; /* alternate which goes first */
-                double t = timed_loop(init, w, threads, &in.batch.view, log, loop, overlap, overlap ? ho : hs);
-                *(overlap ? &t_ovl[r] : &t_seq[r]) = t / loop;
-            }
-            same = same && memcmp(hs, ho, (size_t)loop * sizeof hs[0]) == 0;
-        }
-        qsort(t_seq, (size_t)reps, sizeof(double), cmp_double);
-        qsort(t_ovl, (size_t)reps, sizeof(double), cmp_double);
-        printf("step + hash      %8.3f s per step hashing after it, %.3f s overlapped with the next step "
-               "(%d steps, median of %d): overlapped / after = %.3f; same stateHashes: %s\n",
-               t_seq[reps / 2], t_ovl[reps / 2], loop, reps, t_ovl[reps / 2] / t_seq[reps / 2], same ? "yes" : "NO");
-    }
+    double peak = fma_peak();
+    if (peak > 0)
+        printf("FMA peak         %8.1f GFLOP/s per core (FP64, registers only): the DGEMM above runs at %.0f%% of "
+               "%d cores' peak; the step's GEMMs at that peak would take %.3f s (RECORD / that = %.2f)\n",
+               peak, 100.0 * rate / (peak * threads), threads, flops / (peak * threads * 1e9),
+               rec / (flops / (peak * threads * 1e9)));
     krn_rlog_free(log);
     krn_rlog_free(blas_log);
     bench_step_inputs_free(&in);

@@ -164,18 +164,25 @@ struct digest_job {
     size_t next; /* atomic */
 };
 
+/* The bytes of digest j: section j / count (params, m, v), tensor j % count. */
+static const uint8_t *digest_bytes(const trn_state *st, size_t j, size_t *len)
+{
+    const float *sections[3] = {st->params, st->m, st->v};
+    const trn_tensor_info *t = &st->layout.t[j % st->layout.count];
+    *len = t->size * sizeof(float);
+    return (const uint8_t *)(sections[j / st->layout.count] + t->offset);
+}
+
 static void *digest_worker(void *arg)
 {
     struct digest_job *job = arg;
-    const trn_state *st = job->st;
-    const float *sections[3] = {st->params, st->m, st->v};
-    size_t count = st->layout.count;
     for (;;) {
         size_t j = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED);
         if (j >= job->total)
             return NULL;
-        const trn_tensor_info *t = &st->layout.t[j % count];
-        ovt_sha256(&job->digests[j], sections[j / count] + t->offset, t->size * sizeof(float));
+        size_t len;
+        const uint8_t *p = digest_bytes(job->st, j, &len);
+        ovt_sha256(&job->digests[j], p, len);
     }
 }
 
@@ -228,11 +235,30 @@ void trn_state_hash(ovt_hash *out, const trn_state *st)
     combine(out, st, st->step, digests);
 }
 
-/* A hash in the background (trn_state_hash_begin): the digests' job, its
- * helper threads, and once settled the result. */
+/* A hash in the background (trn_state_hash_begin). Helpers claim digests in
+ * order and hash each in pieces of HASH_PIECE bytes; once the caller needs
+ * the hash (hurry), a helper parks the digest it holds (its context and how
+ * far it got) at the end of its piece and leaves, and the finishers (the
+ * caller and threads at normal priority) do the rest. So the caller never
+ * waits for more than one piece of a helper that the scheduler keeps off
+ * the CPU (SCHED_IDLE threads only run on CPU time nothing else wants). */
+#define HASH_PIECE ((size_t)256 << 10)
+
+/* A claimed slot is its claimer's until it parks it or is done; a parked
+ * one goes to the first finisher that takes it. */
+enum { SLOT_CLAIMED, SLOT_PARKED, SLOT_FINISHING, SLOT_DONE };
+
 struct trn_state_hashing {
-    struct digest_job job;
+    const trn_state *st;
+    size_t total;
+    size_t next; /* atomic: the next unclaimed digest */
+    int hurry;   /* atomic: the caller wants the hash now */
+    int slot[3 * TRN_MAX_TENSORS]; /* atomic: SLOT_* of each claimed digest */
+    ovt_sha256_ctx *parked[3 * TRN_MAX_TENSORS];
+    size_t parked_at[3 * TRN_MAX_TENSORS];
     ovt_hash digests[3 * TRN_MAX_TENSORS];
+    pthread_mutex_t mu; /* with cv: a helper parked or finished a digest */
+    pthread_cond_t cv;
     pthread_t threads[HASH_THREADS];
     int started;
     uint64_t step;
@@ -240,32 +266,100 @@ struct trn_state_hashing {
     ovt_hash result;
 };
 
-static void *idle_digest_worker(void *arg)
+static void slot_set(struct trn_state_hashing *hs, size_t j, int state)
 {
+    pthread_mutex_lock(&hs->mu);
+    __atomic_store_n(&hs->slot[j], state, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&hs->cv);
+    pthread_mutex_unlock(&hs->mu);
+}
+
+static void *idle_helper(void *arg)
+{
+    struct trn_state_hashing *hs = arg;
     /* Linux: SCHED_IDLE for this thread alone; where refused, the thread
-     * only competes with the step at normal priority */
+     * competes with the step at normal priority, which is only slower */
     const struct sched_param none = {.sched_priority = 0};
     (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &none);
-    return digest_worker(arg);
+    while (!__atomic_load_n(&hs->hurry, __ATOMIC_ACQUIRE)) {
+        size_t j = __atomic_fetch_add(&hs->next, 1, __ATOMIC_RELAXED);
+        if (j >= hs->total)
+            break;
+        size_t len, off = 0;
+        const uint8_t *p = digest_bytes(hs->st, j, &len);
+        ovt_sha256_ctx *h = ovt_sha256_new();
+        if (!h)
+            abort(); /* OpenSSL could not allocate a digest context */
+        for (; off < len && !__atomic_load_n(&hs->hurry, __ATOMIC_ACQUIRE); off += HASH_PIECE)
+            ovt_sha256_update(h, p + off, len - off < HASH_PIECE ? len - off : HASH_PIECE);
+        if (off < len) {
+            hs->parked[j] = h;
+            hs->parked_at[j] = off;
+            slot_set(hs, j, SLOT_PARKED);
+            break;
+        }
+        ovt_sha256_final(h, &hs->digests[j]);
+        slot_set(hs, j, SLOT_DONE);
+    }
+    return NULL;
 }
 
 int trn_state_hash_begin(trn_state *st)
 {
-    trn_state_settle(st);
-    free(st->hashing);
+    ovt_hash ignored;
+    uint64_t at;
+    (void)trn_state_hash_end(st, &ignored, &at);
     struct trn_state_hashing *hs = calloc(1, sizeof *hs);
-    st->hashing = hs;
     if (!hs)
         return ovt_fail(OVT_ENOMEM, "out of memory for the stateHash of step %llu", (unsigned long long)st->step);
-    hs->job = (struct digest_job){.st = st, .digests = hs->digests, .total = 3 * st->layout.count, .next = 0};
+    st->hashing = hs;
+    hs->st = st;
+    hs->total = 3 * st->layout.count;
     hs->step = st->step;
+    pthread_mutex_init(&hs->mu, NULL);
+    pthread_cond_init(&hs->cv, NULL);
     /* every CPU, the caller's too: it is busy with the step, whose idle
      * moments the helpers fill */
     int want = hash_helpers(st) + (st->layout.nparams >= HASH_PARALLEL_MIN);
     for (; hs->started < want; hs->started++)
-        if (pthread_create(&hs->threads[hs->started], NULL, idle_digest_worker, &hs->job) != 0)
+        if (pthread_create(&hs->threads[hs->started], NULL, idle_helper, hs) != 0)
             break;
     return 0;
+}
+
+/* The caller's side once it wants the hash, on the caller and on fresh
+ * threads at normal priority (the helpers may get no CPU at all while other
+ * processes want it): the digests no helper claimed, then the ones the
+ * helpers parked, each taken by one finisher. */
+static void *finisher(void *arg)
+{
+    struct trn_state_hashing *hs = arg;
+    for (;;) {
+        size_t j = __atomic_fetch_add(&hs->next, 1, __ATOMIC_RELAXED);
+        if (j >= hs->total)
+            break;
+        size_t len;
+        const uint8_t *p = digest_bytes(hs->st, j, &len);
+        ovt_sha256(&hs->digests[j], p, len);
+        slot_set(hs, j, SLOT_DONE); /* another finisher may be waiting for it */
+    }
+    for (size_t j = 0; j < hs->total; j++) {
+        pthread_mutex_lock(&hs->mu);
+        while (__atomic_load_n(&hs->slot[j], __ATOMIC_ACQUIRE) == SLOT_CLAIMED)
+            pthread_cond_wait(&hs->cv, &hs->mu); /* a helper is within a piece of it */
+        int parked = SLOT_PARKED;
+        bool take = __atomic_compare_exchange_n(&hs->slot[j], &parked, SLOT_FINISHING, false, __ATOMIC_ACQ_REL,
+                                                __ATOMIC_ACQUIRE);
+        pthread_mutex_unlock(&hs->mu);
+        if (!take)
+            continue;
+        size_t len;
+        const uint8_t *p = digest_bytes(hs->st, j, &len);
+        ovt_sha256_update(hs->parked[j], p + hs->parked_at[j], len - hs->parked_at[j]);
+        ovt_sha256_final(hs->parked[j], &hs->digests[j]);
+        hs->parked[j] = NULL;
+    }
+    return NULL;
 }
 
 void trn_state_settle(trn_state *st)
@@ -273,9 +367,19 @@ void trn_state_settle(trn_state *st)
     struct trn_state_hashing *hs = st->hashing;
     if (!hs || hs->settled)
         return;
-    digest_worker(&hs->job); /* the digests no helper has taken */
+    __atomic_store_n(&hs->hurry, 1, __ATOMIC_RELEASE);
+    pthread_t threads[HASH_THREADS];
+    int started = 0, want = hash_helpers(st);
+    for (; started < want; started++)
+        if (pthread_create(&threads[started], NULL, finisher, hs) != 0)
+            break;
+    finisher(hs);
+    for (int i = 0; i < started; i++)
+        pthread_join(threads[i], NULL);
     for (int i = 0; i < hs->started; i++)
         pthread_join(hs->threads[i], NULL);
+    pthread_mutex_destroy(&hs->mu);
+    pthread_cond_destroy(&hs->cv);
     combine(&hs->result, st, hs->step, hs->digests);
     hs->settled = true;
 }

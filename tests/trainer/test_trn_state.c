@@ -5,6 +5,7 @@
  * (tests/trainer/ref_hashes.py). */
 #include <math.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -551,6 +552,15 @@ static void test_hash_background(void)
         CHECK(trn_state_hash_begin(st) == 0 && trn_state_hash_begin(st) == 0);
         CHECK(trn_state_hash_end(st, &got, &at) && at == 8);
         CHECK_MEM(got.b, changed.b, 32);
+        /* the caller wanting the hash at once, or after the helpers got
+         * some way into it: they park what they hold, the caller finishes */
+        for (int k = 0; big && k < 24; k++) {
+            CHECK(trn_state_hash_begin(st) == 0);
+            struct timespec pause = {0, (long)(k % 8) * 2000000}; /* 0 to 14 ms */
+            nanosleep(&pause, NULL);
+            CHECK(trn_state_hash_end(st, &got, &at) && at == 8);
+            CHECK_MEM(got.b, changed.b, 32);
+        }
         CHECK(trn_state_hash_begin(st) == 0);
         trn_state_free(st);
     }
