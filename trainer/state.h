@@ -48,9 +48,11 @@ void trn_state_hash(ovt_hash *out, const trn_state *st);
 /* trn_state_hash of the state as it is now, computed in the background while
  * the caller goes on with work that only reads the state (the trainer: the
  * next step's forward and backward). The background threads run at
- * SCHED_IDLE, on CPU time the caller's threads leave unused, so they never
- * slow the step down; what they have not done when the hash is needed, the
- * caller does. Until trn_state_hash_end the state must not change: whatever
+ * SCHED_IDLE, on CPU time the caller's threads leave unused; what they have
+ * not done when the hash is needed, the caller does with threads at normal
+ * priority, and a background thread hands over the tensor it is hashing
+ * within 256 KiB. On a machine with no idle CPU the overlap gains nothing
+ * and costs little (bench_step --loop). Until trn_state_hash_end the state must not change: whatever
  * writes it calls trn_state_settle first (the optimizer step does). Without
  * threads the caller computes it all when it settles. OVT_ENOMEM when no
  * memory is left for the job. One hash at a time: a second begin settles
