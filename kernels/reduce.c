@@ -214,12 +214,18 @@ int krn_parallel_ranges(const krn_cpu *be, size_t n, size_t per,
 }
 
 /* Columns per output tile. ref and shuffle: KRN_TILE_N (their summation
- * draws follow the tiles). cpu: up to KRN_TILE_CPU_N columns, the tiles of a
- * row of tiles equal in width (a multiple of 8, OpenBLAS's column unroll)
- * and their count a multiple of 4, so that two or four threads get equal
- * shares; a function of n alone, never of the thread count. Each element's
- * chunk sums are the same whatever tile computes them. */
-static size_t gemm_tile_n(const krn_cpu *be, size_t n)
+ * draws follow the tiles). cpu: up to about KRN_TILE_CPU_N columns, the
+ * tiles of a row of tiles equal in width and their count about a multiple
+ * of 4, so that two or four threads get equal shares; a function of n and
+ * the kernel alone, never of the thread count. The width is a multiple of
+ * 8 (OpenBLAS's column unroll) and, for the own kernel, of its micro-tile's
+ * columns (24 on AVX-512: a 252-wide tile ran its last 12 columns through
+ * the edge path, 6 to 8% slower than 240 or 264 in a single-thread timing).
+ * Each element's chunk sums are the same whatever tile computes them, and
+ * with every width a multiple of 4 the columns that take a single chain in
+ * an odd m's last row (gemm.h) are always the last n mod 4 of the whole
+ * product, so the width changes no bit. */
+static size_t gemm_tile_n(const krn_cpu *be, size_t n, bool own, krn_gemm_isa isa)
 {
     if (be->kind != KRN_BACKEND_CPU)
         return KRN_TILE_N;
@@ -227,8 +233,9 @@ static size_t gemm_tile_n(const krn_cpu *be, size_t n)
         return n;
     size_t tiles = (n + KRN_TILE_CPU_N - 1) / KRN_TILE_CPU_N;
     tiles = (tiles + 3) / 4 * 4;
-    size_t w = (n + tiles - 1) / tiles;
-    return (w + 7) / 8 * 8;
+    size_t w = (n + tiles - 1) / tiles, unit = own ? krn_gemm_nr(isa) : 8;
+    unit = unit % 8 == 0 ? unit : unit * 2; /* 24, 8, or the portable path's 4 -> 8 */
+    return (w + unit - 1) / unit * unit;
 }
 
 int krn_chunked_gemm_in(const krn_cpu *be, double *out, const krn_gemm_in *in, size_t m, size_t n,
@@ -241,11 +248,11 @@ int krn_chunked_gemm_in(const krn_cpu *be, double *out, const krn_gemm_in *in, s
             in->bnorms[j] = 0;
         return 0;
     }
-    gemm_job job = {.be = be, .out = out, .in = *in, .m = m, .n = n, .k = k,
-                    .tile_n = gemm_tile_n(be, n)};
-    job.tiles_n = (n + job.tile_n - 1) / job.tile_n;
+    gemm_job job = {.be = be, .out = out, .in = *in, .m = m, .n = n, .k = k};
     job.own = be->gemm != KRN_CPU_GEMM_BLAS;
     job.isa = krn_cpu_gemm_isa(be);
+    job.tile_n = gemm_tile_n(be, n, job.own, job.isa);
+    job.tiles_n = (n + job.tile_n - 1) / job.tile_n;
     atomic_init(&job.rc, 0);
     size_t ntiles = (m + KRN_TILE_M - 1) / KRN_TILE_M * job.tiles_n;
     /* Tiles are independent: each adds its own chunks in order. */

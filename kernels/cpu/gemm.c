@@ -170,6 +170,11 @@ const char *krn_gemm_isa_name(krn_gemm_isa isa)
     }
 }
 
+size_t krn_gemm_nr(krn_gemm_isa isa)
+{
+    return desc_of(isa).nr;
+}
+
 static size_t round_up(size_t x, size_t to)
 {
     return (x + to - 1) / to * to;

@@ -32,6 +32,10 @@ krn_gemm_isa krn_gemm_isa_best(void);
 /* "avx512", "avx2" or "c". */
 const char *krn_gemm_isa_name(krn_gemm_isa isa);
 
+/* Columns of the path's micro-tile (24, 8 or 4): a tile of C whose width
+ * is a multiple of it needs no edge tiles. */
+size_t krn_gemm_nr(krn_gemm_isa isa);
+
 /* Doubles of packing scratch krn_gemm_block needs for an m x n product. */
 size_t krn_gemm_pack_doubles(krn_gemm_isa isa, size_t m, size_t n, size_t k);
 
