@@ -233,8 +233,9 @@ static size_t gemm_tile_n(const krn_cpu *be, size_t n, bool own, krn_gemm_isa is
         return n;
     size_t tiles = (n + KRN_TILE_CPU_N - 1) / KRN_TILE_CPU_N;
     tiles = (tiles + 3) / 4 * 4;
-    size_t w = (n + tiles - 1) / tiles, unit = own ? krn_gemm_nr(isa) : 8;
-    unit = unit % 8 == 0 ? unit : unit * 2; /* 24, 8, or the portable path's 4 -> 8 */
+    size_t w = (n + tiles - 1) / tiles, nr = own ? krn_gemm_nr(isa) : 8, unit = nr;
+    while (unit % 8 != 0) /* the least common multiple of 8 and nr: 24, 8 */
+        unit += nr;
     return (w + unit - 1) / unit * unit;
 }
 

@@ -155,35 +155,14 @@ void trn_state_init(trn_state *st)
 static const char state_domain[12] = {'o', 'v', 't', '.', 's', 't', 'a', 't', 'e', '.', 'v', '1'};
 
 /* The per-tensor digests D(section, t), in the order they are combined:
- * index s * count + k for section s (params, m, v) and tensor k. Large
- * states hash on several threads, each taking the next undone digest. */
-struct digest_job {
-    const trn_state *st;
-    ovt_hash *digests;
-    size_t total;
-    size_t next; /* atomic */
-};
-
-/* The bytes of digest j: section j / count (params, m, v), tensor j % count. */
+ * index j = s * count + k for section s (params, m, v) and tensor k; the
+ * bytes of digest j. */
 static const uint8_t *digest_bytes(const trn_state *st, size_t j, size_t *len)
 {
     const float *sections[3] = {st->params, st->m, st->v};
     const trn_tensor_info *t = &st->layout.t[j % st->layout.count];
     *len = t->size * sizeof(float);
     return (const uint8_t *)(sections[j / st->layout.count] + t->offset);
-}
-
-static void *digest_worker(void *arg)
-{
-    struct digest_job *job = arg;
-    for (;;) {
-        size_t j = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED);
-        if (j >= job->total)
-            return NULL;
-        size_t len;
-        const uint8_t *p = digest_bytes(job->st, j, &len);
-        ovt_sha256(&job->digests[j], p, len);
-    }
 }
 
 #define HASH_THREADS 4
@@ -197,19 +176,6 @@ static int hash_helpers(const trn_state *st)
         return 0;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     return (cpus > HASH_THREADS ? HASH_THREADS : (int)cpus) - 1;
-}
-
-static void tensor_digests(ovt_hash *digests, const trn_state *st)
-{
-    struct digest_job job = {.st = st, .digests = digests, .total = 3 * st->layout.count, .next = 0};
-    pthread_t threads[HASH_THREADS];
-    int started = 0, want = hash_helpers(st);
-    for (; started < want; started++)
-        if (pthread_create(&threads[started], NULL, digest_worker, &job) != 0)
-            break; /* fewer threads is only slower */
-    digest_worker(&job);
-    for (int i = 0; i < started; i++)
-        pthread_join(threads[i], NULL);
 }
 
 /* The stateHash from the per-tensor digests and the step they were taken at. */
@@ -228,20 +194,15 @@ static void combine(ovt_hash *out, const trn_state *st, uint64_t step, const ovt
     ovt_sha256_final(h, out);
 }
 
-void trn_state_hash(ovt_hash *out, const trn_state *st)
-{
-    ovt_hash digests[3 * TRN_MAX_TENSORS];
-    tensor_digests(digests, st);
-    combine(out, st, st->step, digests);
-}
-
-/* A hash in the background (trn_state_hash_begin). Helpers claim digests in
- * order and hash each in pieces of HASH_PIECE bytes; once the caller needs
- * the hash (hurry), a helper parks the digest it holds (its context and how
- * far it got) at the end of its piece and leaves, and the finishers (the
- * caller and threads at normal priority) do the rest. So the caller never
- * waits for more than one piece of a helper that the scheduler keeps off
- * the CPU (SCHED_IDLE threads only run on CPU time nothing else wants). */
+/* The job that computes the digests: for trn_state_hash (no helpers, the
+ * finishers do it all at once) and in the background (trn_state_hash_begin).
+ * Helpers claim digests in order and hash each in pieces of HASH_PIECE
+ * bytes; once the caller needs the hash (hurry), a helper parks the digest
+ * it holds (its context and how far it got) at the end of its piece and
+ * leaves, and the finishers (the caller and threads at normal priority) do
+ * the rest. So the caller never waits for more than one piece of a helper
+ * that the scheduler keeps off the CPU (SCHED_IDLE threads only run on CPU
+ * time nothing else wants). */
 #define HASH_PIECE ((size_t)256 << 10)
 
 /* A claimed slot is its claimer's until it parks it or is done; a parked
@@ -304,6 +265,15 @@ static void *idle_helper(void *arg)
     return NULL;
 }
 
+static void job_init(struct trn_state_hashing *hs, const trn_state *st)
+{
+    hs->st = st;
+    hs->total = 3 * st->layout.count;
+    hs->step = st->step;
+    pthread_mutex_init(&hs->mu, NULL);
+    pthread_cond_init(&hs->cv, NULL);
+}
+
 int trn_state_hash_begin(trn_state *st)
 {
     ovt_hash ignored;
@@ -313,11 +283,7 @@ int trn_state_hash_begin(trn_state *st)
     if (!hs)
         return ovt_fail(OVT_ENOMEM, "out of memory for the stateHash of step %llu", (unsigned long long)st->step);
     st->hashing = hs;
-    hs->st = st;
-    hs->total = 3 * st->layout.count;
-    hs->step = st->step;
-    pthread_mutex_init(&hs->mu, NULL);
-    pthread_cond_init(&hs->cv, NULL);
+    job_init(hs, st);
     /* every CPU, the caller's too: it is busy with the step, whose idle
      * moments the helpers fill */
     int want = hash_helpers(st) + (st->layout.nparams >= HASH_PARALLEL_MIN);
@@ -362,14 +328,13 @@ static void *finisher(void *arg)
     return NULL;
 }
 
-void trn_state_settle(trn_state *st)
+/* The hash, now: the finishers on the caller and on fresh threads (a
+ * large state's; fewer threads is only slower), then the helpers joined. */
+static void job_finish(struct trn_state_hashing *hs)
 {
-    struct trn_state_hashing *hs = st->hashing;
-    if (!hs || hs->settled)
-        return;
     __atomic_store_n(&hs->hurry, 1, __ATOMIC_RELEASE);
     pthread_t threads[HASH_THREADS];
-    int started = 0, want = hash_helpers(st);
+    int started = 0, want = hash_helpers(hs->st);
     for (; started < want; started++)
         if (pthread_create(&threads[started], NULL, finisher, hs) != 0)
             break;
@@ -380,7 +345,23 @@ void trn_state_settle(trn_state *st)
         pthread_join(hs->threads[i], NULL);
     pthread_mutex_destroy(&hs->mu);
     pthread_cond_destroy(&hs->cv);
-    combine(&hs->result, st, hs->step, hs->digests);
+    combine(&hs->result, hs->st, hs->step, hs->digests);
+}
+
+void trn_state_hash(ovt_hash *out, const trn_state *st)
+{
+    struct trn_state_hashing hs = {0};
+    job_init(&hs, st);
+    job_finish(&hs);
+    *out = hs.result;
+}
+
+void trn_state_settle(trn_state *st)
+{
+    struct trn_state_hashing *hs = st->hashing;
+    if (!hs || hs->settled)
+        return;
+    job_finish(hs);
     hs->settled = true;
 }
 
