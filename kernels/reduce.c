@@ -74,7 +74,7 @@ static const double *widen_chunk(const krn_gemm_in *in, double *buf, size_t k0, 
 
 /* bnorms[j0 .. j0+nb) += the squares of the widened chunk's rows (rows of b
  * without tb: each column's squares in row order). */
-static void chunk_col_squares(double *restrict sq, const double *restrict buf, size_t kc, size_t nb)
+KRN_VEC_CLONES static void chunk_col_squares(double *restrict sq, const double *restrict buf, size_t kc, size_t nb)
 {
     for (size_t r = 0; r < kc; r++)
         for (size_t c = 0; c < nb; c++)
@@ -87,16 +87,62 @@ static void chunk_col_squares(double *restrict sq, const double *restrict buf, s
  * partial buffer). Both give the same bits (test_gemm_chunk). */
 static void cpu_tile_chunk(const gemm_job *j, double *pack, double *tile, const double *ab,
                            const double *bb, size_t ldb, size_t mb, size_t nb, size_t kc,
-                           bool first)
+                           bool first, const krn_gemm_ahead *ahead)
 {
     const krn_gemm_in *in = &j->in;
     if (pack)
         krn_gemm_block(j->isa, pack, tile, j->n, in->ta, ab, in->lda, in->tb, bb, ldb, mb, nb, kc,
-                       first);
+                       first, ahead);
     else if (first)
         krn_cpu_gemm(j->be, tile, j->n, in->ta, ab, in->lda, in->tb, bb, ldb, mb, nb, kc);
     else
         krn_cpu_gemm_add(j->be, tile, j->n, in->ta, ab, in->lda, in->tb, bb, ldb, mb, nb, kc);
+}
+
+/* tile (mb x nb, row stride n) += old (FP32, the same stride), after the
+ * tile's last chunk. */
+KRN_VEC_CLONES static void add_old(double *restrict tile, size_t n, const float *restrict old,
+                                   size_t mb, size_t nb)
+{
+    for (size_t i = 0; i < mb; i++) {
+        double *restrict row = tile + i * n;
+        const float *restrict orow = old + i * n;
+        for (size_t c = 0; c < nb; c++)
+            row[c] += (double)orow[c];
+    }
+}
+
+/* What the tile at rows i0.. (mb), columns j0.. (nb) reads after its chunk
+ * at k0 (kc terms): the next chunk's rows of a and of b, or after the last
+ * one the old values. Prefetched during the chunk's micro-tiles, they come
+ * from memory while it computes (the FP32 weights of a step are read from
+ * DRAM: 500 MB for gpt2-small). */
+static krn_gemm_ahead tile_ahead(const gemm_job *j, size_t i0, size_t mb, size_t j0, size_t nb,
+                                 size_t k0, size_t kc)
+{
+    const krn_gemm_in *in = &j->in;
+    krn_gemm_ahead ah = {.n = 0};
+    size_t k1 = k0 + kc;
+    if (k1 >= j->k) {
+        if (in->old)
+            ah.r[ah.n++] = (krn_gemm_region){in->old + i0 * j->n + j0, mb, nb * sizeof(float),
+                                             j->n * sizeof(float)};
+        return ah;
+    }
+    size_t kn = j->k - k1 < KRN_GEMM_CHUNK ? j->k - k1 : KRN_GEMM_CHUNK;
+    if (in->ta)
+        ah.r[ah.n++] = (krn_gemm_region){in->a + k1 * in->lda + i0, kn, mb * sizeof(double),
+                                         in->lda * sizeof(double)};
+    else
+        ah.r[ah.n++] = (krn_gemm_region){in->a + i0 * in->lda + k1, mb, kn * sizeof(double),
+                                         in->lda * sizeof(double)};
+    size_t es = in->bf ? sizeof(float) : sizeof(double);
+    const char *b = in->bf ? (const char *)in->bf : (const char *)in->b;
+    if (in->tb)
+        ah.r[ah.n++] = (krn_gemm_region){b + (j0 * in->ldb + k1) * es, nb, kn * es, in->ldb * es};
+    else
+        ah.r[ah.n++] = (krn_gemm_region){b + (k1 * in->ldb + j0) * es, kn, nb * es, in->ldb * es};
+    return ah;
 }
 
 /* One output tile (rows i0.., columns j0..) of krn_chunked_gemm_in. */
@@ -127,7 +173,8 @@ static int gemm_tile(const gemm_job *j, size_t i0, size_t mb, size_t j0, size_t 
         if (norms)
             chunk_col_squares(in->bnorms + j0, bb, kc, nb);
         if (cpu) {
-            cpu_tile_chunk(j, pack, tile, ab, bb, ldb, mb, nb, kc, k0 == 0);
+            krn_gemm_ahead ah = tile_ahead(j, i0, mb, j0, nb, k0, kc);
+            cpu_tile_chunk(j, pack, tile, ab, bb, ldb, mb, nb, kc, k0 == 0, &ah);
             continue;
         }
         if (k0 == 0) {
@@ -146,12 +193,7 @@ static int gemm_tile(const gemm_job *j, size_t i0, size_t mb, size_t j0, size_t 
         for (size_t c = 0; c < nb; c++)
             in->bnorms[j0 + c] = sqrt(in->bnorms[j0 + c]);
     if (in->old)
-        for (size_t i = 0; i < mb; i++) {
-            double *restrict row = tile + i * n;
-            const float *restrict orow = in->old + (i0 + i) * n + j0;
-            for (size_t c = 0; c < nb; c++)
-                row[c] += (double)orow[c];
-        }
+        add_old(tile, n, in->old + i0 * n + j0, mb, nb);
     return 0;
 }
 
@@ -354,7 +396,7 @@ typedef struct {
 } matrix_job;
 
 /* Columns [c*per, c*per + per): each column's squares added in row order. */
-static void col_norms_chunk(void *arg, size_t c)
+KRN_VEC_CLONES static void col_norms_chunk(void *arg, size_t c)
 {
     const matrix_job *j = arg;
     size_t j0 = c * j->per, j1 = j0 + j->per < j->cols ? j0 + j->per : j->cols;
@@ -404,7 +446,7 @@ static double widen_row(double *restrict d, const float *restrict r, size_t cols
     return sqrt(s);
 }
 
-static void widen_rows_chunk(void *arg, size_t c)
+KRN_VEC_CLONES static void widen_rows_chunk(void *arg, size_t c)
 {
     const matrix_job *j = arg;
     size_t i0 = c * j->per, i1 = i0 + j->per < j->rows ? i0 + j->per : j->rows;
@@ -460,7 +502,7 @@ void krn_scratch_release(void)
     }
 }
 
-void krn_widen(double *dst, const float *src, size_t n)
+KRN_VEC_CLONES void krn_widen(double *dst, const float *src, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         dst[i] = src[i];

@@ -7,6 +7,7 @@
 #include "kernels/cpu/gemm.h"
 
 #include <math.h>
+#include <stdint.h>
 
 #include "kernels/ops.h"
 
@@ -186,53 +187,141 @@ size_t krn_gemm_pack_doubles(krn_gemm_isa isa, size_t m, size_t n, size_t k)
     return (round_up(m, d.mr) + round_up(n, d.nr)) * min_sz(k, KC);
 }
 
-/* Rows of op(a) (m of them) at columns k0 .. k0+kc into MR-row panels,
- * k-major, rows past m as zeros. The writes run in order (k outer): with a
- * not transposed the reads are MR streams along the rows, which the
- * prefetchers follow, where strided writes would touch a line per value. */
-static void pack_a(double *restrict dst, size_t mr, bool ta, const double *restrict a, size_t lda,
-                   size_t m, size_t k0, size_t kc)
+/* dst[k * width + r] = src[r * ld + k] for r < count, k < kc, and 0 for
+ * the rows count .. width: a panel gathered from count strided rows. */
+static void gather_panel(double *restrict dst, size_t width, const double *restrict src, size_t ld,
+                         size_t count, size_t kc)
 {
-    for (size_t i0 = 0; i0 < m; i0 += mr, dst += mr * kc) {
-        size_t rows = min_sz(mr, m - i0);
-        for (size_t k = 0; k < kc; k++) {
-            double *d = dst + k * mr;
-            if (ta) {
-                const double *src = a + (k0 + k) * lda + i0;
-                for (size_t r = 0; r < rows; r++)
-                    d[r] = src[r];
-            } else {
-                const double *src = a + i0 * lda + k0 + k;
-                for (size_t r = 0; r < rows; r++)
-                    d[r] = src[r * lda];
-            }
-            for (size_t r = rows; r < mr; r++)
-                d[r] = 0.0;
-        }
+    for (size_t k = 0; k < kc; k++) {
+        double *d = dst + k * width;
+        for (size_t r = 0; r < count; r++)
+            d[r] = src[r * ld + k];
+        for (size_t r = count; r < width; r++)
+            d[r] = 0.0;
     }
 }
 
+#ifdef KRN_GEMM_X86
+/* gather_panel by 4 x 4 transposes: four rows' next four values loaded as
+ * four vectors, stored as four k-columns of the panel. The same values, in
+ * the same places; the rest (a last group of rows, k past a multiple of 4)
+ * as gather_panel does it. */
+__attribute__((target("avx2"))) static void gather_panel_avx2(double *restrict dst, size_t width,
+                                                              const double *restrict src, size_t ld,
+                                                              size_t count, size_t kc)
+{
+    size_t rows4 = count / 4 * 4, k4 = kc / 4 * 4;
+    for (size_t r = 0; r < rows4; r += 4) {
+        const double *s0 = src + r * ld, *s1 = s0 + ld, *s2 = s1 + ld, *s3 = s2 + ld;
+        for (size_t k = 0; k < k4; k += 4) {
+            __m256d v0 = _mm256_loadu_pd(s0 + k), v1 = _mm256_loadu_pd(s1 + k);
+            __m256d v2 = _mm256_loadu_pd(s2 + k), v3 = _mm256_loadu_pd(s3 + k);
+            __m256d t0 = _mm256_unpacklo_pd(v0, v1), t1 = _mm256_unpackhi_pd(v0, v1);
+            __m256d t2 = _mm256_unpacklo_pd(v2, v3), t3 = _mm256_unpackhi_pd(v2, v3);
+            double *d = dst + k * width + r;
+            _mm256_storeu_pd(d, _mm256_permute2f128_pd(t0, t2, 0x20));
+            _mm256_storeu_pd(d + width, _mm256_permute2f128_pd(t1, t3, 0x20));
+            _mm256_storeu_pd(d + 2 * width, _mm256_permute2f128_pd(t0, t2, 0x31));
+            _mm256_storeu_pd(d + 3 * width, _mm256_permute2f128_pd(t1, t3, 0x31));
+        }
+    }
+    for (size_t k = 0; k < kc; k++) {
+        double *d = dst + k * width;
+        for (size_t r = k < k4 ? rows4 : 0; r < count; r++)
+            d[r] = src[r * ld + k];
+        for (size_t r = count; r < width; r++)
+            d[r] = 0.0;
+    }
+}
+#endif
+
+/* dst[k * width + r] = src[k * ld + r] for r < count, k < kc, 0 past count:
+ * a panel copied from kc rows. */
+static void copy_panel(double *restrict dst, size_t width, const double *restrict src, size_t ld,
+                       size_t count, size_t kc)
+{
+    for (size_t k = 0; k < kc; k++) {
+        double *d = dst + k * width;
+        const double *sr = src + k * ld;
+        for (size_t r = 0; r < count; r++)
+            d[r] = sr[r];
+        for (size_t r = count; r < width; r++)
+            d[r] = 0.0;
+    }
+}
+
+/* Rows of op(a) (m of them) at columns k0 .. k0+kc into MR-row panels,
+ * k-major, rows past m as zeros. Without ta each panel is gathered from MR
+ * rows of a (by transposes where the CPU has AVX2), with ta copied. */
+static void pack_a(double *restrict dst, size_t mr, bool ta, const double *restrict a, size_t lda,
+                   size_t m, size_t k0, size_t kc, bool vec)
+{
+    for (size_t i0 = 0; i0 < m; i0 += mr, dst += mr * kc) {
+        size_t rows = min_sz(mr, m - i0);
+        if (ta)
+            copy_panel(dst, mr, a + k0 * lda + i0, lda, rows, kc);
+#ifdef KRN_GEMM_X86
+        else if (vec)
+            gather_panel_avx2(dst, mr, a + i0 * lda + k0, lda, rows, kc);
+#endif
+        else
+            gather_panel(dst, mr, a + i0 * lda + k0, lda, rows, kc);
+    }
+    (void)vec;
+}
+
 /* Columns of op(b) (n of them) at rows k0 .. k0+kc into NR-column panels,
- * k-major, columns past n as zeros; writes in order, as pack_a. */
+ * k-major, columns past n as zeros; with tb gathered, as pack_a. */
 static void pack_b(double *restrict dst, size_t nr, bool tb, const double *restrict b, size_t ldb,
-                   size_t n, size_t k0, size_t kc)
+                   size_t n, size_t k0, size_t kc, bool vec)
 {
     for (size_t j0 = 0; j0 < n; j0 += nr, dst += nr * kc) {
         size_t cols = min_sz(nr, n - j0);
-        for (size_t k = 0; k < kc; k++) {
-            double *d = dst + k * nr;
-            if (!tb) {
-                const double *src = b + (k0 + k) * ldb + j0;
-                for (size_t c = 0; c < cols; c++)
-                    d[c] = src[c];
-            } else {
-                const double *src = b + j0 * ldb + k0 + k;
-                for (size_t c = 0; c < cols; c++)
-                    d[c] = src[c * ldb];
-            }
-            for (size_t c = cols; c < nr; c++)
-                d[c] = 0.0;
+        if (!tb)
+            copy_panel(dst, nr, b + k0 * ldb + j0, ldb, cols, kc);
+#ifdef KRN_GEMM_X86
+        else if (vec)
+            gather_panel_avx2(dst, nr, b + j0 * ldb + k0, ldb, cols, kc);
+#endif
+        else
+            gather_panel(dst, nr, b + j0 * ldb + k0, ldb, cols, kc);
+    }
+    (void)vec;
+}
+
+/* Where the prefetches of a krn_gemm_ahead have got to. */
+typedef struct {
+    const krn_gemm_ahead *ah;
+    int reg;
+    size_t row, off;
+} ahead_cursor;
+
+static size_t ahead_lines(const krn_gemm_ahead *ah)
+{
+    size_t lines = 0;
+    for (int i = 0; ah && i < ah->n; i++)
+        lines += ah->r[i].rows * (ah->r[i].row_bytes / 64 + 2);
+    return lines;
+}
+
+/* The next `lines` cache lines of the regions, into L2. */
+static void ahead_some(ahead_cursor *cur, size_t lines)
+{
+    while (lines && cur->ah && cur->reg < cur->ah->n) {
+        const krn_gemm_region *r = &cur->ah->r[cur->reg];
+        if (cur->row >= r->rows) {
+            cur->reg++, cur->row = 0, cur->off = 0;
+            continue;
         }
+        uintptr_t p = (uintptr_t)r->base + cur->row * r->stride;
+        uintptr_t q = (p & ~(uintptr_t)63) + cur->off;
+        if (q >= p + r->row_bytes) {
+            cur->row++, cur->off = 0;
+            continue;
+        }
+        __builtin_prefetch((const void *)q, 0, 2);
+        cur->off += 64;
+        lines--;
     }
 }
 
@@ -306,17 +395,22 @@ __attribute__((target("avx2,fma"))) static void last_row_fma(size_t mr, size_t n
 
 void krn_gemm_block(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool ta, const double *a,
                     size_t lda, bool tb, const double *b, size_t ldb, size_t m, size_t n, size_t k,
-                    bool first)
+                    bool first, const krn_gemm_ahead *ahead)
 {
     isa_desc d = desc_of(isa);
     size_t mp = round_up(m, d.mr);
     size_t mmain = m & 1 ? m - 1 : m; /* an odd m's last row: OpenBLAS's own order */
+    bool vec = isa != KRN_GEMM_ISA_C;
+    /* the prefetches spread evenly over the micro-tiles of all K blocks */
+    size_t tiles = (mmain + d.mr - 1) / d.mr * ((n + d.nr - 1) / d.nr) * ((k + KC - 1) / KC);
+    size_t per = tiles ? ahead_lines(ahead) / tiles + 1 : 0;
+    ahead_cursor cur = {.ah = ahead};
     for (size_t k0 = 0; k0 < k; k0 += KC) {
         size_t kc = min_sz(KC, k - k0);
         double *apk = pack, *bpk = pack + mp * kc;
         bool zero = first && k0 == 0;
-        pack_a(apk, d.mr, ta, a, lda, m, k0, kc);
-        pack_b(bpk, d.nr, tb, b, ldb, n, k0, kc);
+        pack_a(apk, d.mr, ta, a, lda, m, k0, kc, vec);
+        pack_b(bpk, d.nr, tb, b, ldb, n, k0, kc, vec);
         for (size_t j = 0; j < n; j += d.nr)
             for (size_t i = 0; i < mmain; i += d.mr) {
                 const double *ap = apk + i * kc, *bp = bpk + j * kc;
@@ -325,6 +419,7 @@ void krn_gemm_block(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool 
                     d.ukr(kc, ap, bp, c + i * ldc + j, ldc, zero);
                 else
                     edge_tile(&d, kc, ap, bp, c + i * ldc + j, ldc, rows, cols, zero);
+                ahead_some(&cur, per);
             }
         if (mmain == m)
             continue;
@@ -338,4 +433,5 @@ void krn_gemm_block(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool 
 #endif
         last_row_c(d.mr, d.nr, kc, ap, r, bpk, c + mmain * ldc, n, zero);
     }
+    ahead_some(&cur, SIZE_MAX); /* what is left (a block of one row: no micro-tiles) */
 }

@@ -39,13 +39,27 @@ size_t krn_gemm_nr(krn_gemm_isa isa);
 /* Doubles of packing scratch krn_gemm_block needs for an m x n product. */
 size_t krn_gemm_pack_doubles(krn_gemm_isa isa, size_t m, size_t n, size_t k);
 
+/* Memory the caller reads after this block (the next chunk's operands, a
+ * tile's old values): rows of row_bytes bytes, stride bytes apart. */
+typedef struct {
+    const void *base;
+    size_t rows, row_bytes, stride;
+} krn_gemm_region;
+
+typedef struct {
+    krn_gemm_region r[3];
+    int n;
+} krn_gemm_ahead;
+
 /* c (m x n, row stride ldc) = (first ? 0 : c) + op(a) @ op(b), storage of a
  * and b as in krn_cpu_gemm, k in consecutive chunks of KRN_GEMM_CHUNK from
  * k = 0, each chunk's sum added to c in order: the values of krn_cpu_gemm
  * on the first chunk and krn_cpu_gemm_add on each later one, each called
- * with this m and n. pack holds krn_gemm_pack_doubles(isa, m, n, k). */
+ * with this m and n. pack holds krn_gemm_pack_doubles(isa, m, n, k). ahead
+ * (may be NULL): lines to prefetch, a few after each micro-tile, so that
+ * they come from memory while the block computes; it changes no value. */
 void krn_gemm_block(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool ta, const double *a,
                     size_t lda, bool tb, const double *b, size_t ldb, size_t m, size_t n, size_t k,
-                    bool first);
+                    bool first, const krn_gemm_ahead *ahead);
 
 #endif

@@ -150,7 +150,7 @@ static void test_block_bits(void)
                 double *pack = malloc(krn_gemm_pack_doubles(isa, m, n, k) * sizeof *pack);
                 for (size_t i = 0; i < m * n; i++)
                     c[i] = NAN; /* first = true must not read c */
-                krn_gemm_block(isa, pack, c, n, ta, a, lda, tb, b, ldb, m, n, k, true);
+                krn_gemm_block(isa, pack, c, n, ta, a, lda, tb, b, ldb, m, n, k, true, NULL);
                 bad_blas[isa] += count_diff(c, want, m * n);
                 bad_doc[isa] += count_diff(c, doc, m * n);
                 free(pack);
@@ -190,7 +190,7 @@ static void test_block_add(void)
     for (int isa = KRN_GEMM_ISA_C; isa <= (int)krn_gemm_isa_best(); isa++) {
         double *pack = malloc(krn_gemm_pack_doubles(isa, m, n, k) * sizeof *pack);
         memcpy(c, c0, m * n * sizeof *c);
-        krn_gemm_block(isa, pack, c, n, false, a, k, false, b, n, m, n, k, false);
+        krn_gemm_block(isa, pack, c, n, false, a, k, false, b, n, m, n, k, false, NULL);
         memcpy(doc, c0, m * n * sizeof *doc);
         for (size_t k0 = 0; k0 < k; k0 += KRN_GEMM_CHUNK) {
             size_t kc = k - k0 < KRN_GEMM_CHUNK ? k - k0 : KRN_GEMM_CHUNK;
