@@ -16,8 +16,11 @@ static int scalar_site(krn_ctx *ctx, const char *name, float *out, double x, con
 /* The global norm's sums, block by block on the pool: the backend's dot of
  * every chunk of KRN_GEMM_CHUNK squares into parts[chunk] (added in chunk
  * order afterwards, on one thread: the contract's order whatever thread
- * computed a chunk) and each block's sum of squares for the band into
- * mags[block]. No FP64 copy of the gradients. */
+ * computed a chunk) and, for the band, each block's sum of its chunks'
+ * parts into mags[block]: the terms are squares, so the parts are their
+ * magnitudes' sums too (a band's own sum may take any order: its margin
+ * covers the rounding). No FP64 copy of the gradients, and no second chain
+ * of 124M dependent additions for the magnitudes. */
 enum { NORM_BLOCK = 64 * KRN_GEMM_CHUNK };
 
 typedef struct {
@@ -35,9 +38,9 @@ static void norm_block(void *arg, size_t b)
     for (size_t k0 = 0; k0 < len; k0 += KRN_GEMM_CHUNK) {
         size_t kc = len - k0 < KRN_GEMM_CHUNK ? len - k0 : KRN_GEMM_CHUNK;
         krn_widen(g, j->grads + i0 + k0, kc);
-        j->parts[(i0 + k0) / KRN_GEMM_CHUNK] = krn_cpu_dot(j->be, g, 1, g, 1, kc);
-        for (size_t k = 0; k < kc; k++)
-            mag += g[k] * g[k];
+        double part = krn_cpu_dot(j->be, g, 1, g, 1, kc);
+        j->parts[(i0 + k0) / KRN_GEMM_CHUNK] = part;
+        mag += part;
     }
     j->mags[b] = mag;
 }
@@ -136,7 +139,7 @@ typedef struct {
 
 /* The fills copy the job's fields into locals so the loops vectorise (the
  * output x could otherwise alias them). */
-static void adamw_m(void *arg, size_t i0, size_t len, double *restrict x)
+KRN_VEC_CLONES static void adamw_m(void *arg, size_t i0, size_t len, double *restrict x)
 {
     const adamw_job *j = arg;
     const float *restrict grads = j->grads + i0, *restrict m = j->m + i0;
@@ -147,7 +150,7 @@ static void adamw_m(void *arg, size_t i0, size_t len, double *restrict x)
     }
 }
 
-static void adamw_v(void *arg, size_t i0, size_t len, double *restrict x)
+KRN_VEC_CLONES static void adamw_v(void *arg, size_t i0, size_t len, double *restrict x)
 {
     const adamw_job *j = arg;
     const float *restrict grads = j->grads + i0, *restrict v = j->v + i0;
@@ -158,7 +161,7 @@ static void adamw_v(void *arg, size_t i0, size_t len, double *restrict x)
     }
 }
 
-static void adamw_param(void *arg, size_t i0, size_t len, double *restrict x)
+KRN_VEC_CLONES static void adamw_param(void *arg, size_t i0, size_t len, double *restrict x)
 {
     const adamw_job *j = arg;
     const float *restrict params = j->params + i0, *restrict m = j->m + i0, *restrict v = j->v + i0;
