@@ -81,6 +81,16 @@ KRN_VEC_CLONES static void chunk_col_squares(double *restrict sq, const double *
             sq[c] += buf[r * nb + c] * buf[r * nb + c];
 }
 
+/* chunk_col_squares from the FP32 rows of b (row stride ld): the same
+ * squares of the same (exactly widened) values, in the same order. */
+KRN_VEC_CLONES static void chunk_col_squares_f(double *restrict sq, const float *restrict b, size_t ld,
+                                               size_t kc, size_t nb)
+{
+    for (size_t r = 0; r < kc; r++)
+        for (size_t c = 0; c < nb; c++)
+            sq[c] += (double)b[r * ld + c] * (double)b[r * ld + c];
+}
+
 /* tile (mb x nb, row stride n) = (first ? 0 : tile) + one chunk's product
  * on the cpu backend: its own kernel (pack non-NULL, kernels/cpu/gemm.h) or
  * OpenBLAS (beta = 0 for the first chunk, 1 after: the same sums, no
@@ -155,7 +165,10 @@ static int gemm_tile(const gemm_job *j, size_t i0, size_t mb, size_t j0, size_t 
     if (k > KRN_GEMM_CHUNK && !cpu &&
         !(part = krn_scratch(KRN_SCRATCH_TILE, (size_t)KRN_TILE_M * KRN_TILE_N)))
         return OVT_ENOMEM;
-    if (in->bf && !(wide = krn_scratch(KRN_SCRATCH_WIDE, (size_t)KRN_GEMM_CHUNK * nb)))
+    /* the own kernel widens an FP32 b as it packs it; OpenBLAS and the ref
+     * and shuffle backends take an FP64 copy of each chunk */
+    bool direct = cpu && j->own && in->bf;
+    if (in->bf && !direct && !(wide = krn_scratch(KRN_SCRATCH_WIDE, (size_t)KRN_GEMM_CHUNK * nb)))
         return OVT_ENOMEM;
     if (cpu && j->own &&
         !(pack = krn_scratch(KRN_SCRATCH_PACK, krn_gemm_pack_doubles(j->isa, mb, nb, KRN_GEMM_CHUNK))))
@@ -168,6 +181,15 @@ static int gemm_tile(const gemm_job *j, size_t i0, size_t mb, size_t j0, size_t 
     for (size_t k0 = 0; k0 < k; k0 += KRN_GEMM_CHUNK) {
         size_t kc = k - k0 < KRN_GEMM_CHUNK ? k - k0 : KRN_GEMM_CHUNK, ldb = in->ldb;
         const double *ab = in->ta ? in->a + k0 * in->lda + i0 : in->a + i0 * in->lda + k0;
+        if (direct) {
+            const float *bc = in->tb ? in->bf + j0 * ldb + k0 : in->bf + k0 * ldb + j0;
+            if (norms)
+                chunk_col_squares_f(in->bnorms + j0, bc, ldb, kc, nb);
+            krn_gemm_ahead ah = tile_ahead(j, i0, mb, j0, nb, k0, kc);
+            krn_gemm_block_f(j->isa, pack, tile, n, in->ta, ab, in->lda, in->tb, bc, ldb, mb, nb,
+                             kc, k0 == 0, &ah);
+            continue;
+        }
         const double *bb = in->bf ? widen_chunk(in, wide, k0, kc, j0, nb, &ldb)
                            : in->tb ? in->b + j0 * in->ldb + k0 : in->b + k0 * in->ldb + j0;
         if (norms)

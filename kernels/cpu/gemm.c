@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "kernels/ops.h"
+#include "kernels/reduce.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -250,6 +251,63 @@ static void copy_panel(double *restrict dst, size_t width, const double *restric
     }
 }
 
+/* gather_panel and copy_panel from FP32: each value widened as it is
+ * packed (exact), so an FP32 operand needs no FP64 copy of its own. */
+static void gather_panel_f(double *restrict dst, size_t width, const float *restrict src, size_t ld,
+                           size_t count, size_t kc)
+{
+    for (size_t k = 0; k < kc; k++) {
+        double *d = dst + k * width;
+        for (size_t r = 0; r < count; r++)
+            d[r] = (double)src[r * ld + k];
+        for (size_t r = count; r < width; r++)
+            d[r] = 0.0;
+    }
+}
+
+KRN_VEC_CLONES static void copy_panel_f(double *restrict dst, size_t width, const float *restrict src,
+                                        size_t ld, size_t count, size_t kc)
+{
+    for (size_t k = 0; k < kc; k++) {
+        double *d = dst + k * width;
+        const float *sr = src + k * ld;
+        for (size_t r = 0; r < count; r++)
+            d[r] = (double)sr[r];
+        for (size_t r = count; r < width; r++)
+            d[r] = 0.0;
+    }
+}
+
+#ifdef KRN_GEMM_X86
+__attribute__((target("avx2"))) static void gather_panel_f_avx2(double *restrict dst, size_t width,
+                                                                const float *restrict src, size_t ld,
+                                                                size_t count, size_t kc)
+{
+    size_t rows4 = count / 4 * 4, k4 = kc / 4 * 4;
+    for (size_t r = 0; r < rows4; r += 4) {
+        const float *s0 = src + r * ld, *s1 = s0 + ld, *s2 = s1 + ld, *s3 = s2 + ld;
+        for (size_t k = 0; k < k4; k += 4) {
+            __m256d v0 = _mm256_cvtps_pd(_mm_loadu_ps(s0 + k)), v1 = _mm256_cvtps_pd(_mm_loadu_ps(s1 + k));
+            __m256d v2 = _mm256_cvtps_pd(_mm_loadu_ps(s2 + k)), v3 = _mm256_cvtps_pd(_mm_loadu_ps(s3 + k));
+            __m256d t0 = _mm256_unpacklo_pd(v0, v1), t1 = _mm256_unpackhi_pd(v0, v1);
+            __m256d t2 = _mm256_unpacklo_pd(v2, v3), t3 = _mm256_unpackhi_pd(v2, v3);
+            double *d = dst + k * width + r;
+            _mm256_storeu_pd(d, _mm256_permute2f128_pd(t0, t2, 0x20));
+            _mm256_storeu_pd(d + width, _mm256_permute2f128_pd(t1, t3, 0x20));
+            _mm256_storeu_pd(d + 2 * width, _mm256_permute2f128_pd(t0, t2, 0x31));
+            _mm256_storeu_pd(d + 3 * width, _mm256_permute2f128_pd(t1, t3, 0x31));
+        }
+    }
+    for (size_t k = 0; k < kc; k++) {
+        double *d = dst + k * width;
+        for (size_t r = k < k4 ? rows4 : 0; r < count; r++)
+            d[r] = (double)src[r * ld + k];
+        for (size_t r = count; r < width; r++)
+            d[r] = 0.0;
+    }
+}
+#endif
+
 /* Rows of op(a) (m of them) at columns k0 .. k0+kc into MR-row panels,
  * k-major, rows past m as zeros. Without ta each panel is gathered from MR
  * rows of a (by transposes where the CPU has AVX2), with ta copied. */
@@ -271,20 +329,33 @@ static void pack_a(double *restrict dst, size_t mr, bool ta, const double *restr
 }
 
 /* Columns of op(b) (n of them) at rows k0 .. k0+kc into NR-column panels,
- * k-major, columns past n as zeros; with tb gathered, as pack_a. */
-static void pack_b(double *restrict dst, size_t nr, bool tb, const double *restrict b, size_t ldb,
-                   size_t n, size_t k0, size_t kc, bool vec)
+ * k-major, columns past n as zeros; with tb gathered, as pack_a. b is FP64,
+ * or when it is NULL bf is FP32, widened here. */
+static void pack_b(double *restrict dst, size_t nr, bool tb, const double *restrict b,
+                   const float *restrict bf, size_t ldb, size_t n, size_t k0, size_t kc, bool vec)
 {
     for (size_t j0 = 0; j0 < n; j0 += nr, dst += nr * kc) {
         size_t cols = min_sz(nr, n - j0);
+        size_t at = tb ? j0 * ldb + k0 : k0 * ldb + j0;
+        if (!b) {
+            if (!tb)
+                copy_panel_f(dst, nr, bf + at, ldb, cols, kc);
+#ifdef KRN_GEMM_X86
+            else if (vec)
+                gather_panel_f_avx2(dst, nr, bf + at, ldb, cols, kc);
+#endif
+            else
+                gather_panel_f(dst, nr, bf + at, ldb, cols, kc);
+            continue;
+        }
         if (!tb)
-            copy_panel(dst, nr, b + k0 * ldb + j0, ldb, cols, kc);
+            copy_panel(dst, nr, b + at, ldb, cols, kc);
 #ifdef KRN_GEMM_X86
         else if (vec)
-            gather_panel_avx2(dst, nr, b + j0 * ldb + k0, ldb, cols, kc);
+            gather_panel_avx2(dst, nr, b + at, ldb, cols, kc);
 #endif
         else
-            gather_panel(dst, nr, b + j0 * ldb + k0, ldb, cols, kc);
+            gather_panel(dst, nr, b + at, ldb, cols, kc);
     }
     (void)vec;
 }
@@ -393,9 +464,9 @@ __attribute__((target("avx2,fma"))) static void last_row_fma(size_t mr, size_t n
 }
 #endif
 
-void krn_gemm_block(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool ta, const double *a,
-                    size_t lda, bool tb, const double *b, size_t ldb, size_t m, size_t n, size_t k,
-                    bool first, const krn_gemm_ahead *ahead)
+static void block(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool ta, const double *a,
+                  size_t lda, bool tb, const double *b, const float *bf, size_t ldb, size_t m,
+                  size_t n, size_t k, bool first, const krn_gemm_ahead *ahead)
 {
     isa_desc d = desc_of(isa);
     size_t mp = round_up(m, d.mr);
@@ -410,7 +481,7 @@ void krn_gemm_block(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool 
         double *apk = pack, *bpk = pack + mp * kc;
         bool zero = first && k0 == 0;
         pack_a(apk, d.mr, ta, a, lda, m, k0, kc, vec);
-        pack_b(bpk, d.nr, tb, b, ldb, n, k0, kc, vec);
+        pack_b(bpk, d.nr, tb, b, bf, ldb, n, k0, kc, vec);
         for (size_t j = 0; j < n; j += d.nr)
             for (size_t i = 0; i < mmain; i += d.mr) {
                 const double *ap = apk + i * kc, *bp = bpk + j * kc;
@@ -434,4 +505,18 @@ void krn_gemm_block(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool 
         last_row_c(d.mr, d.nr, kc, ap, r, bpk, c + mmain * ldc, n, zero);
     }
     ahead_some(&cur, SIZE_MAX); /* what is left (a block of one row: no micro-tiles) */
+}
+
+void krn_gemm_block(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool ta, const double *a,
+                    size_t lda, bool tb, const double *b, size_t ldb, size_t m, size_t n, size_t k,
+                    bool first, const krn_gemm_ahead *ahead)
+{
+    block(isa, pack, c, ldc, ta, a, lda, tb, b, NULL, ldb, m, n, k, first, ahead);
+}
+
+void krn_gemm_block_f(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool ta,
+                      const double *a, size_t lda, bool tb, const float *b, size_t ldb, size_t m,
+                      size_t n, size_t k, bool first, const krn_gemm_ahead *ahead)
+{
+    block(isa, pack, c, ldc, ta, a, lda, tb, NULL, b, ldb, m, n, k, first, ahead);
 }

@@ -62,4 +62,10 @@ void krn_gemm_block(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool 
                     size_t lda, bool tb, const double *b, size_t ldb, size_t m, size_t n, size_t k,
                     bool first, const krn_gemm_ahead *ahead);
 
+/* krn_gemm_block with b in FP32 (storage as there), each value widened to
+ * FP64 as it is packed: the same values as krn_gemm_block on b's FP64 copy. */
+void krn_gemm_block_f(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool ta,
+                      const double *a, size_t lda, bool tb, const float *b, size_t ldb, size_t m,
+                      size_t n, size_t k, bool first, const krn_gemm_ahead *ahead);
+
 #endif

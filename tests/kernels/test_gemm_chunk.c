@@ -207,7 +207,9 @@ static void test_block_add(void)
 
 /* krn_chunked_gemm_in over several tiles and two threads: the own kernel on
  * each path and OpenBLAS give the same outputs and column norms, with b in
- * FP64 or FP32, with and without an old gradient. */
+ * FP64 or FP32 (which the own kernel widens as it packs), stored as it is or
+ * transposed (the forward products' weights), with and without an old
+ * gradient. */
 static void test_chunked_paths(void)
 {
     /* 301 x 603: an odd m whose last row takes one chain in its last
@@ -221,15 +223,24 @@ static void test_chunked_paths(void)
         float *bf = fx_normal(k * n, 50 + s, 1, 2.0), *old = fx_normal(m * n, 60 + s, 2, 1.0);
         double *bd = malloc(k * n * sizeof *bd);
         krn_widen(bd, bf, k * n);
+        float *bft = malloc(k * n * sizeof *bft); /* b^T: n rows of k */
+        double *bdt = malloc(k * n * sizeof *bdt);
+        for (size_t kk = 0; kk < k; kk++)
+            for (size_t j = 0; j < n; j++)
+                bft[j * k + kk] = bf[kk * n + j], bdt[j * k + kk] = bd[kk * n + j];
         double *want = malloc(m * n * sizeof *want), *got = malloc(m * n * sizeof *got);
         double *nwant = malloc(n * sizeof *nwant), *ngot = malloc(n * sizeof *ngot);
-        for (int variant = 0; variant < 3; variant++) {
+        for (int variant = 0; variant < 5; variant++) {
             krn_gemm_in in = {.a = a, .lda = k, .ldb = n};
             if (variant == 0)
                 in.b = bd;
-            else
+            else if (variant <= 2)
                 in.bf = bf, in.bnorms = nwant;
-            if (variant == 2)
+            else if (variant == 3)
+                in.tb = true, in.bf = bft, in.ldb = k;
+            else
+                in.tb = true, in.b = bdt, in.ldb = k;
+            if (variant == 2 || variant == 3)
                 in.old = old;
             /* the reference: OpenBLAS where it runs the documented order,
              * else the own portable C path (every path must give its bits) */
@@ -251,6 +262,7 @@ static void test_chunked_paths(void)
             }
         }
         free(a), free(bf), free(old), free(bd), free(want), free(got), free(nwant), free(ngot);
+        free(bft), free(bdt);
     }
 }
 
