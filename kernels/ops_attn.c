@@ -2,6 +2,7 @@
  * layout. Bands: docs/op-bounds.md. Entries above the diagonal (t2 > t) are
  * 0 in every (T,T) tensor and are exact. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,6 +62,60 @@ static void head_norms(double *norms, const attn_dims *d, const double *m, int w
         }
 }
 
+/* The heads of one call, on the pool: head bh = b * NH + h computes its own
+ * products and writes only its own elements of x and mag, so the values are
+ * those of a loop over the heads in order. The products inside run on one
+ * thread (one (T,T) product per head; the pool is busy with the heads). */
+typedef struct {
+    krn_cpu be1; /* be with one thread */
+    const attn_dims *d;
+    const double *a, *an, *b, *bn;
+    size_t sa, sb;
+    double factor;
+    const float *old;
+    size_t old_stride;
+    bool by_row;
+    double *x, *mag, *norms; /* norms: T + hs per head (mix_site) */
+    atomic_int rc;
+} heads_job;
+
+static void pair_dot_head(void *arg, size_t bh)
+{
+    heads_job *j = arg;
+    const attn_dims *d = j->d;
+    size_t T = d->T, bb = bh / d->NH, h = bh % d->NH;
+    double *prod = krn_scratch(KRN_SCRATCH_OUT, T * T);
+    const double *ah = j->a + bb * T * j->sa + h * d->hs, *bhp = j->b + bb * T * j->sb + h * d->hs;
+    if (!prod || krn_chunked_gemm(&j->be1, prod, false, ah, j->sa, true, bhp, j->sb, T, T, d->hs)) {
+        atomic_store(&j->rc, OVT_ENOMEM);
+        return;
+    }
+    for (size_t t = 0; t < T; t++)
+        for (size_t t2 = 0; t2 < T; t2++) {
+            size_t i = tt_index(d, bb, h, t, t2);
+            if (t2 > t) {
+                j->x[i] = j->mag[i] = 0;
+                continue;
+            }
+            double v = prod[t * T + t2];
+            j->x[i] = j->factor == 1.0 ? v : v * j->factor;
+            j->mag[i] = j->an[(bb * T + t) * d->NH + h] * j->bn[(bb * T + t2) * d->NH + h];
+        }
+}
+
+/* Runs fn over the B*NH heads; OVT_ENOMEM if a head's product found no
+ * memory. */
+static int run_heads(const krn_cpu *be, heads_job *j, void (*fn)(void *arg, size_t bh))
+{
+    j->be1 = *be;
+    j->be1.threads = 1;
+    atomic_init(&j->rc, 0);
+    int rc = krn_parallel(be, j->d->B * j->d->NH, fn, j);
+    if (rc == 0 && atomic_load(&j->rc))
+        rc = ovt_fail(OVT_ENOMEM, "attention: out of memory for a head's product");
+    return rc;
+}
+
 /* Site `name` (B,NH,T,T): x = (a_t . b_t2) * factor over the head's
  * channels, for t2 <= t; one chunked product per (b, h) (K = hs). a is a
  * slice of a tensor with row stride sa, b of one with row stride sb; an and
@@ -70,28 +125,9 @@ static int pair_dot_site(krn_ctx *ctx, const krn_cpu *be, const char *name, floa
                          const double *b, size_t sb, const double *bn, double factor, int ops,
                          double *x, double *mag)
 {
-    size_t T = d->T;
-    double *prod = krn_scratch(KRN_SCRATCH_OUT, T * T);
-    if (!prod)
-        return OVT_ENOMEM;
-    int rc = 0;
-    for (size_t bb = 0; bb < d->B && rc == 0; bb++)
-        for (size_t h = 0; h < d->NH && rc == 0; h++) {
-            const double *ah = a + bb * T * sa + h * d->hs, *bh = b + bb * T * sb + h * d->hs;
-            if ((rc = krn_chunked_gemm(be, prod, false, ah, sa, true, bh, sb, T, T, d->hs)))
-                break;
-            for (size_t t = 0; t < T; t++)
-                for (size_t t2 = 0; t2 < T; t2++) {
-                    size_t i = tt_index(d, bb, h, t, t2);
-                    if (t2 > t) {
-                        x[i] = mag[i] = 0;
-                        continue;
-                    }
-                    double s = prod[t * T + t2];
-                    x[i] = factor == 1.0 ? s : s * factor;
-                    mag[i] = an[(bb * T + t) * d->NH + h] * bn[(bb * T + t2) * d->NH + h];
-                }
-        }
+    heads_job j = {.d = d, .a = a, .an = an, .b = b, .bn = bn, .sa = sa, .sb = sb,
+                   .factor = factor, .x = x, .mag = mag};
+    int rc = run_heads(be, &j, pair_dot_head);
     if (rc)
         return rc;
     krn_band band = krn_band_reduction(KRN_BAND_ARRAY, d->hs, factor, ops);
@@ -145,45 +181,74 @@ static void block_norms(double *norms, const double *m, size_t rows, size_t cols
  * the band uses K = T and the Cauchy-Schwarz bound: the norm of the weights'
  * row (column) times the norm of val's column over t. The result goes to out
  * (B*T*C floats, contiguous). */
+static void mix_head(void *arg, size_t bh)
+{
+    heads_job *j = arg;
+    const attn_dims *d = j->d;
+    size_t T = d->T, hs = d->hs, b = bh / d->NH, h = bh % d->NH;
+    double *prod = krn_scratch(KRN_SCRATCH_OUT, T * hs);
+    double *wn = j->norms + bh * (T + hs), *vn = wn + T;
+    const double *wh = j->a + tt_index(d, b, h, 0, 0), *vh = j->b + b * T * j->sb + h * hs;
+    if (!prod || krn_chunked_gemm(&j->be1, prod, !j->by_row, wh, T, false, vh, j->sb, T, hs, T)) {
+        atomic_store(&j->rc, OVT_ENOMEM);
+        return;
+    }
+    block_norms(wn, wh, T, T, T, j->by_row);
+    block_norms(vn, vh, T, hs, j->sb, false);
+    for (size_t t = 0; t < T; t++)
+        for (size_t i = 0; i < hs; i++) {
+            size_t o = (b * T + t) * d->C + h * hs + i;
+            double v = prod[t * hs + i];
+            if (j->factor != 1.0)
+                v = v * j->factor;
+            if (j->old)
+                v = v + (double)j->old[(b * T + t) * j->old_stride + h * hs + i];
+            j->x[o] = v;
+            j->mag[o] = wn[t] * vn[i];
+        }
+}
+
 static int mix_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float *out,
                     const attn_dims *d, const double *w, bool by_row, const double *val, size_t sv,
                     double factor, const float *old, size_t old_stride, double *x, double *mag)
 {
-    size_t T = d->T, hs = d->hs;
-    double *prod = krn_scratch(KRN_SCRATCH_OUT, T * hs), *wn = krn_doubles(T, name), *vn = krn_doubles(hs, name);
-    int rc = OVT_ENOMEM;
-    if (!prod || !wn || !vn)
-        goto done;
-    rc = 0;
-    for (size_t b = 0; b < d->B && rc == 0; b++)
-        for (size_t h = 0; h < d->NH; h++) {
-            const double *wh = w + tt_index(d, b, h, 0, 0), *vh = val + b * T * sv + h * hs;
-            if ((rc = krn_chunked_gemm(be, prod, !by_row, wh, T, false, vh, sv, T, hs, T)))
-                break;
-            block_norms(wn, wh, T, T, T, by_row);
-            block_norms(vn, vh, T, hs, sv, false);
-            for (size_t t = 0; t < T; t++)
-                for (size_t i = 0; i < hs; i++) {
-                    size_t o = (b * T + t) * d->C + h * hs + i;
-                    double s = prod[t * hs + i];
-                    if (factor != 1.0)
-                        s = s * factor;
-                    if (old)
-                        s = s + (double)old[(b * T + t) * old_stride + h * hs + i];
-                    x[o] = s;
-                    mag[o] = wn[t] * vn[i];
-                }
-        }
+    double *norms = krn_doubles(d->B * d->NH * (d->T + d->hs), name);
+    if (!norms)
+        return OVT_ENOMEM;
+    heads_job j = {.d = d, .a = w, .b = val, .sb = sv, .factor = factor, .old = old,
+                   .old_stride = old_stride, .by_row = by_row, .x = x, .mag = mag, .norms = norms};
+    int rc = run_heads(be, &j, mix_head);
+    free(norms);
     if (rc)
-        goto done;
+        return rc;
     int ops = (factor != 1.0) + (old != NULL);
-    krn_band band = krn_band_reduction(KRN_BAND_ARRAY, T, factor, ops);
+    krn_band band = krn_band_reduction(KRN_BAND_ARRAY, d->T, factor, ops);
     band.a = mag;
-    rc = krn_site(ctx, name, out, x, d->n_out, &band);
-done:
-    free(wn);
-    free(vn);
-    return rc;
+    return krn_site(ctx, name, out, x, d->n_out, &band);
+}
+
+/* e = exp(preatt - rowmax) for t2 <= t, 0 above the diagonal (the max and
+ * the difference are exact), rows [r0, r1). */
+typedef struct {
+    const krn_cpu *be;
+    const attn_dims *d;
+    const float *preatt;
+    double *x;
+} exp_job;
+
+static void exp_rows(void *arg, size_t r0, size_t r1)
+{
+    const exp_job *j = arg;
+    size_t T = j->d->T;
+    for (size_t r = r0; r < r1; r++) {
+        size_t t = r % T;
+        const float *pr = j->preatt + r * T;
+        float mx = pr[0];
+        for (size_t t2 = 1; t2 <= t; t2++)
+            mx = pr[t2] > mx ? pr[t2] : mx;
+        for (size_t t2 = 0; t2 < T; t2++)
+            j->x[r * T + t2] = t2 <= t ? krn_cpu_libm(j->be, KRN_FN_EXP, (double)pr[t2] - (double)mx) : 0.0;
+    }
 }
 
 /* Sites and bands: kernels/ops.h, docs/op-bounds.md ("attention fwd"). */
@@ -216,16 +281,9 @@ int krn_attention_forward(krn_ctx *ctx, float *out, float *preatt, float *att, c
     if ((rc = pair_dot_site(ctx, &be, "attn.qk", preatt, &d, qkv, 3 * C, qn, qkv + C, 3 * C, kn,
                             d.scale, 1, x, mag)))
         goto done;
-    /* e = exp(preatt - rowmax) for t2 <= t (the max and the difference are exact). */
-    for (size_t r = 0; r < d.n_row; r++) {
-        size_t t = r % T;
-        const float *pr = preatt + r * T;
-        float mx = pr[0];
-        for (size_t t2 = 1; t2 <= t; t2++)
-            mx = pr[t2] > mx ? pr[t2] : mx;
-        for (size_t t2 = 0; t2 < T; t2++)
-            x[r * T + t2] = t2 <= t ? krn_cpu_libm(&be, KRN_FN_EXP, (double)pr[t2] - (double)mx) : 0.0;
-    }
+    exp_job ej = {.be = &be, .d = &d, .preatt = preatt, .x = x};
+    if ((rc = krn_parallel_ranges(&be, d.n_row, 64, exp_rows, &ej)))
+        goto done;
     krn_band band = krn_band_libm();
     if ((rc = krn_site(ctx, "attn.exp", att, x, d.n_tt, &band)))
         goto done;
