@@ -55,6 +55,8 @@ typedef struct {
     size_t m, n, k, tile_n, tiles_n;
     bool own;         /* cpu: kernels/cpu/gemm.c, not OpenBLAS */
     krn_gemm_isa isa; /* its path */
+    double *apre;       /* own: a packed once (NULL: each tile packs its own) */
+    size_t apre_tile;   /* doubles of apre per row of tiles */
     atomic_int rc;
 } gemm_job;
 
@@ -96,13 +98,13 @@ KRN_VEC_CLONES static void chunk_col_squares_f(double *restrict sq, const float 
  * OpenBLAS (beta = 0 for the first chunk, 1 after: the same sums, no
  * partial buffer). Both give the same bits (test_gemm_chunk). */
 static void cpu_tile_chunk(const gemm_job *j, double *pack, double *tile, const double *ab,
-                           const double *bb, size_t ldb, size_t mb, size_t nb, size_t kc,
-                           bool first, const krn_gemm_ahead *ahead)
+                           const double *ap, const double *bb, size_t ldb, size_t mb, size_t nb,
+                           size_t kc, bool first, const krn_gemm_ahead *ahead)
 {
     const krn_gemm_in *in = &j->in;
     if (pack)
-        krn_gemm_block(j->isa, pack, tile, j->n, in->ta, ab, in->lda, in->tb, bb, ldb, mb, nb, kc,
-                       first, ahead);
+        krn_gemm_block_ex(j->isa, pack, tile, j->n, in->ta, ab, in->lda, ap, in->tb, bb, NULL, ldb,
+                          mb, nb, kc, first, ahead);
     else if (first)
         krn_cpu_gemm(j->be, tile, j->n, in->ta, ab, in->lda, in->tb, bb, ldb, mb, nb, kc);
     else
@@ -186,8 +188,11 @@ static int gemm_tile(const gemm_job *j, size_t i0, size_t mb, size_t j0, size_t 
             if (norms)
                 chunk_col_squares_f(in->bnorms + j0, bc, ldb, kc, nb);
             krn_gemm_ahead ah = tile_ahead(j, i0, mb, j0, nb, k0, kc);
-            krn_gemm_block_f(j->isa, pack, tile, n, in->ta, ab, in->lda, in->tb, bc, ldb, mb, nb,
-                             kc, k0 == 0, &ah);
+            const double *ap = NULL;
+            if (j->apre)
+                ap = j->apre + i0 / KRN_TILE_M * j->apre_tile + krn_gemm_apack_doubles(j->isa, mb, k0);
+            krn_gemm_block_ex(j->isa, pack, tile, n, in->ta, ab, in->lda, ap, in->tb, NULL, bc, ldb,
+                              mb, nb, kc, k0 == 0, &ah);
             continue;
         }
         const double *bb = in->bf ? widen_chunk(in, wide, k0, kc, j0, nb, &ldb)
@@ -196,7 +201,10 @@ static int gemm_tile(const gemm_job *j, size_t i0, size_t mb, size_t j0, size_t 
             chunk_col_squares(in->bnorms + j0, bb, kc, nb);
         if (cpu) {
             krn_gemm_ahead ah = tile_ahead(j, i0, mb, j0, nb, k0, kc);
-            cpu_tile_chunk(j, pack, tile, ab, bb, ldb, mb, nb, kc, k0 == 0, &ah);
+            const double *ap = NULL;
+            if (j->apre)
+                ap = j->apre + i0 / KRN_TILE_M * j->apre_tile + krn_gemm_apack_doubles(j->isa, mb, k0);
+            cpu_tile_chunk(j, pack, tile, ab, ap, bb, ldb, mb, nb, kc, k0 == 0, &ah);
             continue;
         }
         if (k0 == 0) {
@@ -227,6 +235,25 @@ static void gemm_tile_job(void *arg, size_t t)
     size_t nb = j->n - j0 < j->tile_n ? j->n - j0 : j->tile_n;
     if (gemm_tile(j, i0, mb, j0, nb) != 0)
         atomic_store(&j->rc, OVT_ENOMEM);
+}
+
+/* The most doubles of a packed once for all tiles (16 MB): every product of
+ * a gpt2-small step but the head's dinp (K = 50257: 103 MB). */
+#define APRE_MAX ((size_t)1 << 21)
+
+/* Packs a's rows of tiles, chunk by chunk, unit u = (row of tiles, chunk),
+ * into job->apre: row of tiles r at r * apre_tile, its chunk at k0 after
+ * round_up(rows, MR) * k0 doubles, each exactly as krn_gemm_block packs it. */
+static void prepack_unit(void *arg, size_t u)
+{
+    gemm_job *j = arg;
+    const krn_gemm_in *in = &j->in;
+    size_t chunks = (j->k + KRN_GEMM_CHUNK - 1) / KRN_GEMM_CHUNK;
+    size_t r = u / chunks, k0 = u % chunks * KRN_GEMM_CHUNK, i0 = r * KRN_TILE_M;
+    size_t mb = j->m - i0 < KRN_TILE_M ? j->m - i0 : KRN_TILE_M;
+    size_t kc = j->k - k0 < KRN_GEMM_CHUNK ? j->k - k0 : KRN_GEMM_CHUNK;
+    double *dst = j->apre + r * j->apre_tile + krn_gemm_apack_doubles(j->isa, mb, k0);
+    krn_gemm_pack_a(j->isa, dst, in->ta, in->ta ? in->a + i0 : in->a + i0 * in->lda, in->lda, mb, k0, kc);
 }
 
 /* The calling thread's pool for GEMM tiles and the other loops of
@@ -319,9 +346,20 @@ int krn_chunked_gemm_in(const krn_cpu *be, double *out, const krn_gemm_in *in, s
     job.tile_n = gemm_tile_n(be, n, job.own, job.isa);
     job.tiles_n = (n + job.tile_n - 1) / job.tile_n;
     atomic_init(&job.rc, 0);
-    size_t ntiles = (m + KRN_TILE_M - 1) / KRN_TILE_M * job.tiles_n;
+    size_t rows_t = (m + KRN_TILE_M - 1) / KRN_TILE_M, ntiles = rows_t * job.tiles_n;
+    int rc;
+    /* the own kernel on several tiles per row of tiles: a packed once, not
+     * once per tile (a gpt2-small head's forward has 191 tiles) */
+    if (be->kind == KRN_BACKEND_CPU && job.own && job.tiles_n > 1) {
+        job.apre_tile = krn_gemm_apack_doubles(job.isa, KRN_TILE_M, k);
+        if (rows_t * job.apre_tile <= APRE_MAX)
+            job.apre = krn_scratch(KRN_SCRATCH_APACK, rows_t * job.apre_tile);
+        size_t chunks = (k + KRN_GEMM_CHUNK - 1) / KRN_GEMM_CHUNK;
+        if (job.apre && (rc = krn_parallel(be, rows_t * chunks, prepack_unit, &job)))
+            return rc;
+    }
     /* Tiles are independent: each adds its own chunks in order. */
-    int rc = krn_parallel(be, ntiles, gemm_tile_job, &job);
+    rc = krn_parallel(be, ntiles, gemm_tile_job, &job);
     if (rc)
         return rc;
     if (atomic_load(&job.rc))

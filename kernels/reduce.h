@@ -150,6 +150,7 @@ enum {
     KRN_SCRATCH_TILE, /* krn_chunked_gemm's own */
     KRN_SCRATCH_WIDE, /* krn_chunked_gemm's own */
     KRN_SCRATCH_PACK, /* krn_chunked_gemm's own: packed operands (kernels/cpu/gemm.h) */
+    KRN_SCRATCH_APACK, /* krn_chunked_gemm's own: a packed once for all of a product's tiles */
     KRN_SCRATCH_SLOTS
 };
 double *krn_scratch(int slot, size_t n);

@@ -465,8 +465,8 @@ __attribute__((target("avx2,fma"))) static void last_row_fma(size_t mr, size_t n
 #endif
 
 static void block(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool ta, const double *a,
-                  size_t lda, bool tb, const double *b, const float *bf, size_t ldb, size_t m,
-                  size_t n, size_t k, bool first, const krn_gemm_ahead *ahead)
+                  size_t lda, const double *a_packed, bool tb, const double *b, const float *bf,
+                  size_t ldb, size_t m, size_t n, size_t k, bool first, const krn_gemm_ahead *ahead)
 {
     isa_desc d = desc_of(isa);
     size_t mp = round_up(m, d.mr);
@@ -478,9 +478,13 @@ static void block(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool ta
     ahead_cursor cur = {.ah = ahead};
     for (size_t k0 = 0; k0 < k; k0 += KC) {
         size_t kc = min_sz(KC, k - k0);
-        double *apk = pack, *bpk = pack + mp * kc;
+        const double *apk = a_packed;
+        double *bpk = pack + mp * kc;
         bool zero = first && k0 == 0;
-        pack_a(apk, d.mr, ta, a, lda, m, k0, kc, vec);
+        if (!a_packed) {
+            pack_a(pack, d.mr, ta, a, lda, m, k0, kc, vec);
+            apk = pack;
+        }
         pack_b(bpk, d.nr, tb, b, bf, ldb, n, k0, kc, vec);
         for (size_t j = 0; j < n; j += d.nr)
             for (size_t i = 0; i < mmain; i += d.mr) {
@@ -511,12 +515,24 @@ void krn_gemm_block(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool 
                     size_t lda, bool tb, const double *b, size_t ldb, size_t m, size_t n, size_t k,
                     bool first, const krn_gemm_ahead *ahead)
 {
-    block(isa, pack, c, ldc, ta, a, lda, tb, b, NULL, ldb, m, n, k, first, ahead);
+    block(isa, pack, c, ldc, ta, a, lda, NULL, tb, b, NULL, ldb, m, n, k, first, ahead);
 }
 
-void krn_gemm_block_f(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool ta,
-                      const double *a, size_t lda, bool tb, const float *b, size_t ldb, size_t m,
-                      size_t n, size_t k, bool first, const krn_gemm_ahead *ahead)
+void krn_gemm_block_ex(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool ta,
+                       const double *a, size_t lda, const double *a_packed, bool tb,
+                       const double *b, const float *bf, size_t ldb, size_t m, size_t n, size_t k,
+                       bool first, const krn_gemm_ahead *ahead)
 {
-    block(isa, pack, c, ldc, ta, a, lda, tb, NULL, b, ldb, m, n, k, first, ahead);
+    block(isa, pack, c, ldc, ta, a, lda, a_packed, tb, b, bf, ldb, m, n, k, first, ahead);
+}
+
+size_t krn_gemm_apack_doubles(krn_gemm_isa isa, size_t m, size_t kc)
+{
+    return round_up(m, desc_of(isa).mr) * kc;
+}
+
+void krn_gemm_pack_a(krn_gemm_isa isa, double *dst, bool ta, const double *a, size_t lda, size_t m,
+                     size_t k0, size_t kc)
+{
+    pack_a(dst, desc_of(isa).mr, ta, a, lda, m, k0, kc, isa != KRN_GEMM_ISA_C);
 }

@@ -62,10 +62,23 @@ void krn_gemm_block(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool 
                     size_t lda, bool tb, const double *b, size_t ldb, size_t m, size_t n, size_t k,
                     bool first, const krn_gemm_ahead *ahead);
 
-/* krn_gemm_block with b in FP32 (storage as there), each value widened to
- * FP64 as it is packed: the same values as krn_gemm_block on b's FP64 copy. */
-void krn_gemm_block_f(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool ta,
-                      const double *a, size_t lda, bool tb, const float *b, size_t ldb, size_t m,
-                      size_t n, size_t k, bool first, const krn_gemm_ahead *ahead);
+/* Doubles of op(a)'s m rows at one chunk (kc <= KRN_GEMM_CHUNK columns)
+ * packed as krn_gemm_block packs them. */
+size_t krn_gemm_apack_doubles(krn_gemm_isa isa, size_t m, size_t kc);
+
+/* Packs rows 0 .. m of op(a) at columns k0 .. k0+kc (kc <= KRN_GEMM_CHUNK)
+ * into dst (krn_gemm_apack_doubles of them), as krn_gemm_block does. */
+void krn_gemm_pack_a(krn_gemm_isa isa, double *dst, bool ta, const double *a, size_t lda, size_t m,
+                     size_t k0, size_t kc);
+
+/* krn_gemm_block with two more sources, the same values:
+ *   a_packed (k <= KRN_GEMM_CHUNK): op(a) packed by krn_gemm_pack_a with
+ *     this m and k, for a product whose tiles share their rows of a (a is
+ *     then only read for an odd m's last row, from the packed copy too);
+ *   b NULL: bf, b in FP32, each value widened to FP64 as it is packed. */
+void krn_gemm_block_ex(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool ta,
+                       const double *a, size_t lda, const double *a_packed, bool tb,
+                       const double *b, const float *bf, size_t ldb, size_t m, size_t n, size_t k,
+                       bool first, const krn_gemm_ahead *ahead);
 
 #endif

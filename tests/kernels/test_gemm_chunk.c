@@ -208,7 +208,9 @@ static void test_block_add(void)
 /* krn_chunked_gemm_in over several tiles and two threads: the own kernel on
  * each path and OpenBLAS give the same outputs and column norms, with b in
  * FP64 or FP32 (which the own kernel widens as it packs), stored as it is or
- * transposed (the forward products' weights), with and without an old
+ * transposed (the forward products' weights), a stored as it is or
+ * transposed (the weight gradients' products; a product of several tiles
+ * per row of tiles packs a once for all of them), with and without an old
  * gradient. */
 static void test_chunked_paths(void)
 {
@@ -224,13 +226,17 @@ static void test_chunked_paths(void)
         double *bd = malloc(k * n * sizeof *bd);
         krn_widen(bd, bf, k * n);
         float *bft = malloc(k * n * sizeof *bft); /* b^T: n rows of k */
-        double *bdt = malloc(k * n * sizeof *bdt);
+        double *bdt = malloc(k * n * sizeof *bdt), *at = malloc(m * k * sizeof *at); /* a^T */
+        for (size_t i = 0; i < m; i++)
+            for (size_t kk = 0; kk < k; kk++)
+                at[kk * m + i] = a[i * k + kk];
         for (size_t kk = 0; kk < k; kk++)
             for (size_t j = 0; j < n; j++)
                 bft[j * k + kk] = bf[kk * n + j], bdt[j * k + kk] = bd[kk * n + j];
         double *want = malloc(m * n * sizeof *want), *got = malloc(m * n * sizeof *got);
+        double *doc = malloc(m * n * sizeof *doc);
         double *nwant = malloc(n * sizeof *nwant), *ngot = malloc(n * sizeof *ngot);
-        for (int variant = 0; variant < 5; variant++) {
+        for (int variant = 0; variant < 6; variant++) {
             krn_gemm_in in = {.a = a, .lda = k, .ldb = n};
             if (variant == 0)
                 in.b = bd;
@@ -238,14 +244,24 @@ static void test_chunked_paths(void)
                 in.bf = bf, in.bnorms = nwant;
             else if (variant == 3)
                 in.tb = true, in.bf = bft, in.ldb = k;
-            else
+            else if (variant == 4)
                 in.tb = true, in.b = bdt, in.ldb = k;
-            if (variant == 2 || variant == 3)
+            else
+                in.ta = true, in.a = at, in.lda = m, in.b = bd;
+            if (variant == 2 || variant == 3 || variant == 5)
                 in.old = old;
             /* the reference: OpenBLAS where it runs the documented order,
              * else the own portable C path (every path must give its bits) */
             krn_cpu ref = {KRN_BACKEND_CPU, 0, 2, blas_comparable() ? KRN_CPU_GEMM_BLAS : KRN_CPU_GEMM_C};
             CHECK(krn_chunked_gemm_in(&ref, want, &in, m, n, k) == 0);
+            /* and the documented order, element by element, plus the old
+             * value last: independent of the tiles and the packing */
+            documented_order(doc, in.ta, in.a, in.lda, in.tb, in.tb ? bdt : bd, in.ldb, m, n, k);
+            for (size_t i = 0; in.old && i < m * n; i++)
+                doc[i] += (double)in.old[i];
+            size_t bad_doc = count_diff(want, doc, m * n);
+            CHECK_MSG(bad_doc == 0, "%zu x %zu x %zu variant %d: %zu reference outputs differ from the documented order",
+                      m, n, k, variant, bad_doc);
             const krn_cpu_gemm_kind kinds[] = {KRN_CPU_GEMM_C, KRN_CPU_GEMM_AVX2, KRN_CPU_GEMM_AVX512};
             for (int isa = KRN_GEMM_ISA_C; isa <= (int)best; isa++) {
                 krn_cpu own = {KRN_BACKEND_CPU, 0, 2, kinds[isa]};
@@ -262,7 +278,7 @@ static void test_chunked_paths(void)
             }
         }
         free(a), free(bf), free(old), free(bd), free(want), free(got), free(nwant), free(ngot);
-        free(bft), free(bdt);
+        free(bft), free(bdt), free(at), free(doc);
     }
 }
 
