@@ -72,14 +72,14 @@ int krn_matmul_forward(krn_ctx *ctx, float *out, const float *inp, const float *
         return rc;
     rc = OVT_ENOMEM;
     /* the weight is widened tile by tile inside the product (it is the
-     * 50257 x 768 wte for GPT-2's head); its row norms come from FP32 */
+     * 50257 x 768 wte for GPT-2's head), which takes its row norms from
+     * FP32 as it reads it */
     double *a = krn_scratch(KRN_SCRATCH_A, nin), *x = krn_scratch(KRN_SCRATCH_OUT, nout);
     double *rn = krn_doubles(N, op), *cn = krn_doubles(OC, op);
     if (!a || !x || !rn || !cn)
         goto done;
-    krn_gemm_in in = {.a = a, .lda = C, .tb = true, .bf = weight, .ldb = C};
-    if ((rc = krn_widen_rows(&be, a, rn, inp, N, C)) || (rc = krn_widen_rows(&be, NULL, cn, weight, OC, C)) ||
-        (rc = krn_chunked_gemm_in(&be, x, &in, N, OC, C)))
+    krn_gemm_in in = {.a = a, .lda = C, .tb = true, .bf = weight, .ldb = C, .bnorms = cn};
+    if ((rc = krn_widen_rows(&be, a, rn, inp, N, C)) || (rc = krn_chunked_gemm_in(&be, x, &in, N, OC, C)))
         goto done;
     krn_band band = krn_band_reduction(KRN_BAND_OUTER, C, 1.0, 0);
     band.a = rn;

@@ -93,6 +93,18 @@ KRN_VEC_CLONES static void chunk_col_squares_f(double *restrict sq, const float 
             sq[c] += (double)b[r * ld + c] * (double)b[r * ld + c];
 }
 
+/* The row norms of b with tb (krn_widen_rows' order, widen_row below):
+ * lanes[8 c + q] += the squares of row c's columns k = q mod 8 in this
+ * chunk (len a multiple of 8: a chunk starts at a multiple of 128). */
+KRN_VEC_CLONES static void row_square_lanes(double *restrict lanes, const float *restrict b, size_t ld,
+                                            size_t rows, size_t len)
+{
+    for (size_t c = 0; c < rows; c++)
+        for (size_t k = 0; k < len; k += 8)
+            for (size_t q = 0; q < 8; q++)
+                lanes[8 * c + q] += (double)b[c * ld + k + q] * (double)b[c * ld + k + q];
+}
+
 /* tile (mb x nb, row stride n) = (first ? 0 : tile) + one chunk's product
  * on the cpu backend: its own kernel (pack non-NULL, kernels/cpu/gemm.h) or
  * OpenBLAS (beta = 0 for the first chunk, 1 after: the same sums, no
@@ -175,14 +187,24 @@ static int gemm_tile(const gemm_job *j, size_t i0, size_t mb, size_t j0, size_t 
     if (cpu && j->own &&
         !(pack = krn_scratch(KRN_SCRATCH_PACK, krn_gemm_pack_doubles(j->isa, mb, nb, KRN_GEMM_CHUNK))))
         return OVT_ENOMEM;
-    /* the first row of tiles takes b's column norms as it widens b */
+    /* the first row of tiles takes b's column norms as it widens b (with
+     * tb: eight lanes per row, krn_widen_rows' partial sums) */
     bool norms = in->bnorms && in->bf && !in->tb && i0 == 0;
+    bool rnorms = in->bnorms && in->bf && in->tb && i0 == 0;
+    double *lanes = NULL;
+    if (rnorms && !(lanes = krn_scratch(KRN_SCRATCH_LANES, 8 * nb)))
+        return OVT_ENOMEM;
+    for (size_t c = 0; rnorms && c < 8 * nb; c++)
+        lanes[c] = 0;
+    size_t k8 = k / 8 * 8;
     if (norms)
         for (size_t c = 0; c < nb; c++)
             in->bnorms[j0 + c] = 0;
     for (size_t k0 = 0; k0 < k; k0 += KRN_GEMM_CHUNK) {
         size_t kc = k - k0 < KRN_GEMM_CHUNK ? k - k0 : KRN_GEMM_CHUNK, ldb = in->ldb;
         const double *ab = in->ta ? in->a + k0 * in->lda + i0 : in->a + i0 * in->lda + k0;
+        if (rnorms && k0 < k8)
+            row_square_lanes(lanes, in->bf + j0 * ldb + k0, ldb, nb, (k8 < k0 + kc ? k8 : k0 + kc) - k0);
         if (direct) {
             const float *bc = in->tb ? in->bf + j0 * ldb + k0 : in->bf + k0 * ldb + j0;
             if (norms)
@@ -222,6 +244,14 @@ static int gemm_tile(const gemm_job *j, size_t i0, size_t mb, size_t j0, size_t 
     if (norms)
         for (size_t c = 0; c < nb; c++)
             in->bnorms[j0 + c] = sqrt(in->bnorms[j0 + c]);
+    for (size_t c = 0; rnorms && c < nb; c++) {
+        const double *a8 = lanes + 8 * c;
+        double sum = ((a8[0] + a8[1]) + (a8[2] + a8[3])) + ((a8[4] + a8[5]) + (a8[6] + a8[7]));
+        const float *row = in->bf + (j0 + c) * in->ldb;
+        for (size_t q = k8; q < k; q++)
+            sum += (double)row[q] * (double)row[q];
+        in->bnorms[j0 + c] = sqrt(sum);
+    }
     if (in->old)
         add_old(tile, n, in->old + i0 * n + j0, mb, nb);
     return 0;
@@ -336,7 +366,7 @@ int krn_chunked_gemm_in(const krn_cpu *be, double *out, const krn_gemm_in *in, s
     if (k == 0) {
         for (size_t i = 0; i < m * n; i++)
             out[i] = in->old ? (double)in->old[i] : 0.0;
-        for (size_t j = 0; in->bnorms && in->bf && !in->tb && j < n; j++)
+        for (size_t j = 0; in->bnorms && in->bf && j < n; j++)
             in->bnorms[j] = 0;
         return 0;
     }

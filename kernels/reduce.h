@@ -69,9 +69,11 @@ int krn_chunked_gemm(const krn_cpu *be, double *out, bool ta, const double *a, s
  * chunk by chunk inside each tile, so no FP64 copy of it exists; old NULL or
  * an m x n FP32 matrix added to each element after its chunk sums (one FP64
  * addition: the accumulation into an existing gradient); bnorms NULL or,
- * with bf and not tb, n doubles that receive the Euclidean norms of b's
- * columns, taken while widening (each column's squares added in row order,
- * the same values as krn_col_norms). */
+ * with bf, n doubles that receive the Euclidean norms of op(b)'s columns,
+ * taken as the tiles read b: without tb b's columns, each one's squares
+ * added in row order (the values of krn_col_norms); with tb b's rows (a
+ * forward product's weight rows), in krn_widen_rows' order, so a forward
+ * product reads its weights once. */
 typedef struct {
     bool ta;
     const double *a;
@@ -151,6 +153,7 @@ enum {
     KRN_SCRATCH_WIDE, /* krn_chunked_gemm's own */
     KRN_SCRATCH_PACK, /* krn_chunked_gemm's own: packed operands (kernels/cpu/gemm.h) */
     KRN_SCRATCH_APACK, /* krn_chunked_gemm's own: a packed once for all of a product's tiles */
+    KRN_SCRATCH_LANES, /* krn_chunked_gemm's own: partial sums of b's row norms */
     KRN_SCRATCH_SLOTS
 };
 double *krn_scratch(int slot, size_t n);

@@ -243,7 +243,7 @@ static void test_chunked_paths(void)
             else if (variant <= 2)
                 in.bf = bf, in.bnorms = nwant;
             else if (variant == 3)
-                in.tb = true, in.bf = bft, in.ldb = k;
+                in.tb = true, in.bf = bft, in.ldb = k, in.bnorms = nwant;
             else if (variant == 4)
                 in.tb = true, in.b = bdt, in.ldb = k;
             else
@@ -262,6 +262,17 @@ static void test_chunked_paths(void)
             size_t bad_doc = count_diff(want, doc, m * n);
             CHECK_MSG(bad_doc == 0, "%zu x %zu x %zu variant %d: %zu reference outputs differ from the documented order",
                       m, n, k, variant, bad_doc);
+            /* the norms of op(b)'s columns: krn_col_norms' values, or
+             * krn_widen_rows' for a transposed b (its rows) */
+            double *nref = malloc(n * sizeof *nref);
+            if (in.bnorms && !in.tb)
+                CHECK(krn_col_norms(&ref, nref, bf, k, n) == 0);
+            if (in.bnorms && in.tb)
+                CHECK(krn_widen_rows(&ref, NULL, nref, bft, n, k) == 0);
+            if (in.bnorms)
+                CHECK_MSG(count_diff(nwant, nref, n) == 0, "%zu x %zu x %zu variant %d: column norms differ",
+                          m, n, k, variant);
+            free(nref);
             const krn_cpu_gemm_kind kinds[] = {KRN_CPU_GEMM_C, KRN_CPU_GEMM_AVX2, KRN_CPU_GEMM_AVX512};
             for (int isa = KRN_GEMM_ISA_C; isa <= (int)best; isa++) {
                 krn_cpu own = {KRN_BACKEND_CPU, 0, 2, kinds[isa]};
