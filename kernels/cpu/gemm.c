@@ -206,17 +206,19 @@ static void gather_panel(double *restrict dst, size_t width, const double *restr
 /* gather_panel by 4 x 4 transposes: four rows' next four values loaded as
  * four vectors, stored as four k-columns of the panel. The same values, in
  * the same places; the rest (a last group of rows, k past a multiple of 4)
- * as gather_panel does it. */
+ * as gather_panel does it. From src, or when it is NULL from the FP32 srcf,
+ * each value widened as it is loaded. */
 __attribute__((target("avx2"))) static void gather_panel_avx2(double *restrict dst, size_t width,
-                                                              const double *restrict src, size_t ld,
+                                                              const double *restrict src,
+                                                              const float *restrict srcf, size_t ld,
                                                               size_t count, size_t kc)
 {
+#define LOAD4(row, k) (src ? _mm256_loadu_pd(src + (row) * ld + (k)) \
+                           : _mm256_cvtps_pd(_mm_loadu_ps(srcf + (row) * ld + (k))))
     size_t rows4 = count / 4 * 4, k4 = kc / 4 * 4;
-    for (size_t r = 0; r < rows4; r += 4) {
-        const double *s0 = src + r * ld, *s1 = s0 + ld, *s2 = s1 + ld, *s3 = s2 + ld;
+    for (size_t r = 0; r < rows4; r += 4)
         for (size_t k = 0; k < k4; k += 4) {
-            __m256d v0 = _mm256_loadu_pd(s0 + k), v1 = _mm256_loadu_pd(s1 + k);
-            __m256d v2 = _mm256_loadu_pd(s2 + k), v3 = _mm256_loadu_pd(s3 + k);
+            __m256d v0 = LOAD4(r, k), v1 = LOAD4(r + 1, k), v2 = LOAD4(r + 2, k), v3 = LOAD4(r + 3, k);
             __m256d t0 = _mm256_unpacklo_pd(v0, v1), t1 = _mm256_unpackhi_pd(v0, v1);
             __m256d t2 = _mm256_unpacklo_pd(v2, v3), t3 = _mm256_unpackhi_pd(v2, v3);
             double *d = dst + k * width + r;
@@ -225,11 +227,11 @@ __attribute__((target("avx2"))) static void gather_panel_avx2(double *restrict d
             _mm256_storeu_pd(d + 2 * width, _mm256_permute2f128_pd(t0, t2, 0x31));
             _mm256_storeu_pd(d + 3 * width, _mm256_permute2f128_pd(t1, t3, 0x31));
         }
-    }
+#undef LOAD4
     for (size_t k = 0; k < kc; k++) {
         double *d = dst + k * width;
         for (size_t r = k < k4 ? rows4 : 0; r < count; r++)
-            d[r] = src[r * ld + k];
+            d[r] = src ? src[r * ld + k] : (double)srcf[r * ld + k];
         for (size_t r = count; r < width; r++)
             d[r] = 0.0;
     }
@@ -278,35 +280,6 @@ KRN_VEC_CLONES static void copy_panel_f(double *restrict dst, size_t width, cons
     }
 }
 
-#ifdef KRN_GEMM_X86
-__attribute__((target("avx2"))) static void gather_panel_f_avx2(double *restrict dst, size_t width,
-                                                                const float *restrict src, size_t ld,
-                                                                size_t count, size_t kc)
-{
-    size_t rows4 = count / 4 * 4, k4 = kc / 4 * 4;
-    for (size_t r = 0; r < rows4; r += 4) {
-        const float *s0 = src + r * ld, *s1 = s0 + ld, *s2 = s1 + ld, *s3 = s2 + ld;
-        for (size_t k = 0; k < k4; k += 4) {
-            __m256d v0 = _mm256_cvtps_pd(_mm_loadu_ps(s0 + k)), v1 = _mm256_cvtps_pd(_mm_loadu_ps(s1 + k));
-            __m256d v2 = _mm256_cvtps_pd(_mm_loadu_ps(s2 + k)), v3 = _mm256_cvtps_pd(_mm_loadu_ps(s3 + k));
-            __m256d t0 = _mm256_unpacklo_pd(v0, v1), t1 = _mm256_unpackhi_pd(v0, v1);
-            __m256d t2 = _mm256_unpacklo_pd(v2, v3), t3 = _mm256_unpackhi_pd(v2, v3);
-            double *d = dst + k * width + r;
-            _mm256_storeu_pd(d, _mm256_permute2f128_pd(t0, t2, 0x20));
-            _mm256_storeu_pd(d + width, _mm256_permute2f128_pd(t1, t3, 0x20));
-            _mm256_storeu_pd(d + 2 * width, _mm256_permute2f128_pd(t0, t2, 0x31));
-            _mm256_storeu_pd(d + 3 * width, _mm256_permute2f128_pd(t1, t3, 0x31));
-        }
-    }
-    for (size_t k = 0; k < kc; k++) {
-        double *d = dst + k * width;
-        for (size_t r = k < k4 ? rows4 : 0; r < count; r++)
-            d[r] = (double)src[r * ld + k];
-        for (size_t r = count; r < width; r++)
-            d[r] = 0.0;
-    }
-}
-#endif
 
 /* Rows of op(a) (m of them) at columns k0 .. k0+kc into MR-row panels,
  * k-major, rows past m as zeros. Without ta each panel is gathered from MR
@@ -320,7 +293,7 @@ static void pack_a(double *restrict dst, size_t mr, bool ta, const double *restr
             copy_panel(dst, mr, a + k0 * lda + i0, lda, rows, kc);
 #ifdef KRN_GEMM_X86
         else if (vec)
-            gather_panel_avx2(dst, mr, a + i0 * lda + k0, lda, rows, kc);
+            gather_panel_avx2(dst, mr, a + i0 * lda + k0, NULL, lda, rows, kc);
 #endif
         else
             gather_panel(dst, mr, a + i0 * lda + k0, lda, rows, kc);
@@ -342,7 +315,7 @@ static void pack_b(double *restrict dst, size_t nr, bool tb, const double *restr
                 copy_panel_f(dst, nr, bf + at, ldb, cols, kc);
 #ifdef KRN_GEMM_X86
             else if (vec)
-                gather_panel_f_avx2(dst, nr, bf + at, ldb, cols, kc);
+                gather_panel_avx2(dst, nr, NULL, bf + at, ldb, cols, kc);
 #endif
             else
                 gather_panel_f(dst, nr, bf + at, ldb, cols, kc);
@@ -352,7 +325,7 @@ static void pack_b(double *restrict dst, size_t nr, bool tb, const double *restr
             copy_panel(dst, nr, b + at, ldb, cols, kc);
 #ifdef KRN_GEMM_X86
         else if (vec)
-            gather_panel_avx2(dst, nr, b + at, ldb, cols, kc);
+            gather_panel_avx2(dst, nr, b + at, NULL, ldb, cols, kc);
 #endif
         else
             gather_panel(dst, nr, b + at, ldb, cols, kc);
