@@ -60,6 +60,14 @@ typedef struct {
     atomic_int rc;
 } gemm_job;
 
+/* krn_widen's loop (a multiversioned function is declared with its clones
+ * before any use, so this one is static and comes first). */
+KRN_VEC_CLONES static void widen_vec(double *restrict dst, const float *restrict src, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = src[i];
+}
+
 /* The FP64 copy of the part of the FP32 operand b that chunk k0 (kc terms)
  * of the tile at columns j0 (nb) reads, and its row stride: with tb the rows
  * j0.. and columns k0.. of b, else the rows k0.. and columns j0... */
@@ -69,7 +77,7 @@ static const double *widen_chunk(const krn_gemm_in *in, double *buf, size_t k0, 
     size_t rows = in->tb ? nb : kc, cols = in->tb ? kc : nb;
     const float *src = in->tb ? in->bf + j0 * in->ldb + k0 : in->bf + k0 * in->ldb + j0;
     for (size_t r = 0; r < rows; r++)
-        krn_widen(buf + r * cols, src + r * in->ldb, cols);
+        widen_vec(buf + r * cols, src + r * in->ldb, cols);
     *ld = cols;
     return buf;
 }
@@ -592,10 +600,9 @@ void krn_scratch_release(void)
     }
 }
 
-KRN_VEC_CLONES void krn_widen(double *dst, const float *src, size_t n)
+void krn_widen(double *dst, const float *src, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        dst[i] = src[i];
+    widen_vec(dst, src, n);
 }
 
 double *krn_doubles(size_t n, const char *what)
