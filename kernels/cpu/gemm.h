@@ -8,9 +8,11 @@
  * increasing order (docs/numeric-contract.md, the GEMM chunk).
  *
  * The order inside a chunk is the one OpenBLAS 0.3.21's Haswell DGEMM
- * kernel (the core libopenblas picks on this AVX-512 Zen machine) uses for a
- * call of the same m x n x k, so the cpu backend keeps its bits whichever of
- * the two computes a product (tests/kernels/test_gemm_chunk.c checks it):
+ * kernel uses for a call of the same m x n x k (the core libopenblas picks
+ * on Haswell and Zen cores; on cores it takes for SkylakeX or Cooperlake it
+ * runs another kernel, and test_gemm_chunk then checks the own paths against
+ * this order alone), so the cpu backend keeps its bits whichever of the two
+ * computes a product where OpenBLAS runs that kernel:
  *   - every element: one chain of FMAs, k increasing, from +0;
  *   - except, when m is odd, the elements (m-1, j) with j < 4*floor(n/4):
  *     OpenBLAS computes row-major C as column-major C^T, and its kernel for
