@@ -162,7 +162,11 @@ static krn_gemm_ahead tile_ahead(const gemm_job *j, size_t i0, size_t mb, size_t
         return ah;
     }
     size_t kn = j->k - k1 < KRN_GEMM_CHUNK ? j->k - k1 : KRN_GEMM_CHUNK;
-    if (in->ta)
+    if (j->apre) /* a packed once: the tile reads the next chunk's panels there */
+        ah.r[ah.n++] = (krn_gemm_region){j->apre + i0 / KRN_TILE_M * j->apre_tile +
+                                             krn_gemm_apack_doubles(j->isa, mb, k1),
+                                         1, krn_gemm_apack_doubles(j->isa, mb, kn) * sizeof(double), 0};
+    else if (in->ta)
         ah.r[ah.n++] = (krn_gemm_region){in->a + k1 * in->lda + i0, kn, mb * sizeof(double),
                                          in->lda * sizeof(double)};
     else
