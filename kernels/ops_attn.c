@@ -69,7 +69,7 @@ static void head_norms(double *norms, const attn_dims *d, const double *m, int w
 typedef struct {
     krn_cpu be1; /* be with one thread */
     const attn_dims *d;
-    const double *a, *an, *b, *bn;
+    const double *a, *an, *b, *bn; /* mix_site: a the (T,T) weights, b the values */
     size_t sa, sb;
     double factor;
     const float *old;

@@ -82,23 +82,20 @@ static const double *widen_chunk(const krn_gemm_in *in, double *buf, size_t k0, 
     return buf;
 }
 
-/* bnorms[j0 .. j0+nb) += the squares of the widened chunk's rows (rows of b
- * without tb: each column's squares in row order). */
-KRN_VEC_CLONES static void chunk_col_squares(double *restrict sq, const double *restrict buf, size_t kc, size_t nb)
-{
-    for (size_t r = 0; r < kc; r++)
-        for (size_t c = 0; c < nb; c++)
-            sq[c] += buf[r * nb + c] * buf[r * nb + c];
-}
-
-/* chunk_col_squares from the FP32 rows of b (row stride ld): the same
- * squares of the same (exactly widened) values, in the same order. */
-KRN_VEC_CLONES static void chunk_col_squares_f(double *restrict sq, const float *restrict b, size_t ld,
-                                               size_t kc, size_t nb)
+/* bnorms[j0 .. j0+nb) += the squares of one chunk's rows of b (FP32, row
+ * stride ld; without tb: each column's squares in row order). */
+KRN_VEC_CLONES static void chunk_col_squares(double *restrict sq, const float *restrict b, size_t ld,
+                                             size_t kc, size_t nb)
 {
     for (size_t r = 0; r < kc; r++)
         for (size_t c = 0; c < nb; c++)
             sq[c] += (double)b[r * ld + c] * (double)b[r * ld + c];
+}
+
+/* The sum of eight partial sums, in the order krn_widen_rows' norms use. */
+static double lanes_sum(const double *a8)
+{
+    return ((a8[0] + a8[1]) + (a8[2] + a8[3])) + ((a8[4] + a8[5]) + (a8[6] + a8[7]));
 }
 
 /* The row norms of b with tb (krn_widen_rows' order, widen_row below):
@@ -118,17 +115,24 @@ KRN_VEC_CLONES static void row_square_lanes(double *restrict lanes, const float 
  * OpenBLAS (beta = 0 for the first chunk, 1 after: the same sums, no
  * partial buffer). Both give the same bits (test_gemm_chunk). */
 static void cpu_tile_chunk(const gemm_job *j, double *pack, double *tile, const double *ab,
-                           const double *ap, const double *bb, size_t ldb, size_t mb, size_t nb,
-                           size_t kc, bool first, const krn_gemm_ahead *ahead)
+                           const double *ap, const double *bb, const float *bc, size_t ldb,
+                           size_t mb, size_t nb, size_t kc, bool first, const krn_gemm_ahead *ahead)
 {
     const krn_gemm_in *in = &j->in;
-    if (pack)
-        krn_gemm_block_ex(j->isa, pack, tile, j->n, in->ta, ab, in->lda, ap, in->tb, bb, NULL, ldb,
+    if (pack) /* bb NULL: the own kernel packs the FP32 bc itself */
+        krn_gemm_block_ex(j->isa, pack, tile, j->n, in->ta, ab, in->lda, ap, in->tb, bb, bc, ldb,
                           mb, nb, kc, first, ahead);
     else if (first)
         krn_cpu_gemm(j->be, tile, j->n, in->ta, ab, in->lda, in->tb, bb, ldb, mb, nb, kc);
     else
         krn_cpu_gemm_add(j->be, tile, j->n, in->ta, ab, in->lda, in->tb, bb, ldb, mb, nb, kc);
+}
+
+/* Where the rows i0 .. i0+mb of a start in the product's packed a, at the
+ * chunk at k0 (prepack_unit's layout). */
+static double *apre_at(const gemm_job *j, size_t i0, size_t mb, size_t k0)
+{
+    return j->apre + i0 / KRN_TILE_M * j->apre_tile + krn_gemm_apack_doubles(j->isa, mb, k0);
 }
 
 /* tile (mb x nb, row stride n) += old (FP32, the same stride), after the
@@ -163,9 +167,8 @@ static krn_gemm_ahead tile_ahead(const gemm_job *j, size_t i0, size_t mb, size_t
     }
     size_t kn = j->k - k1 < KRN_GEMM_CHUNK ? j->k - k1 : KRN_GEMM_CHUNK;
     if (j->apre) /* a packed once: the tile reads the next chunk's panels there */
-        ah.r[ah.n++] = (krn_gemm_region){j->apre + i0 / KRN_TILE_M * j->apre_tile +
-                                             krn_gemm_apack_doubles(j->isa, mb, k1),
-                                         1, krn_gemm_apack_doubles(j->isa, mb, kn) * sizeof(double), 0};
+        ah.r[ah.n++] = (krn_gemm_region){apre_at(j, i0, mb, k1), 1,
+                                         krn_gemm_apack_doubles(j->isa, mb, kn) * sizeof(double), 0};
     else if (in->ta)
         ah.r[ah.n++] = (krn_gemm_region){in->a + k1 * in->lda + i0, kn, mb * sizeof(double),
                                          in->lda * sizeof(double)};
@@ -199,8 +202,9 @@ static int gemm_tile(const gemm_job *j, size_t i0, size_t mb, size_t j0, size_t 
     if (cpu && j->own &&
         !(pack = krn_scratch(KRN_SCRATCH_PACK, krn_gemm_pack_doubles(j->isa, mb, nb, KRN_GEMM_CHUNK))))
         return OVT_ENOMEM;
-    /* the first row of tiles takes b's column norms as it widens b (with
-     * tb: eight lanes per row, krn_widen_rows' partial sums) */
+    /* the first row of tiles takes op(b)'s column norms from the FP32 b as
+     * it reads it (with tb: eight lanes per row, krn_widen_rows' partial
+     * sums), whichever path computes the product */
     bool norms = in->bnorms && in->bf && !in->tb && i0 == 0;
     bool rnorms = in->bnorms && in->bf && in->tb && i0 == 0;
     double *lanes = NULL;
@@ -215,30 +219,18 @@ static int gemm_tile(const gemm_job *j, size_t i0, size_t mb, size_t j0, size_t 
     for (size_t k0 = 0; k0 < k; k0 += KRN_GEMM_CHUNK) {
         size_t kc = k - k0 < KRN_GEMM_CHUNK ? k - k0 : KRN_GEMM_CHUNK, ldb = in->ldb;
         const double *ab = in->ta ? in->a + k0 * in->lda + i0 : in->a + i0 * in->lda + k0;
+        const float *bc = !in->bf ? NULL : in->tb ? in->bf + j0 * ldb + k0 : in->bf + k0 * ldb + j0;
         if (rnorms && k0 < k8)
-            row_square_lanes(lanes, in->bf + j0 * ldb + k0, ldb, nb, (k8 < k0 + kc ? k8 : k0 + kc) - k0);
-        if (direct) {
-            const float *bc = in->tb ? in->bf + j0 * ldb + k0 : in->bf + k0 * ldb + j0;
-            if (norms)
-                chunk_col_squares_f(in->bnorms + j0, bc, ldb, kc, nb);
-            krn_gemm_ahead ah = tile_ahead(j, i0, mb, j0, nb, k0, kc);
-            const double *ap = NULL;
-            if (j->apre)
-                ap = j->apre + i0 / KRN_TILE_M * j->apre_tile + krn_gemm_apack_doubles(j->isa, mb, k0);
-            krn_gemm_block_ex(j->isa, pack, tile, n, in->ta, ab, in->lda, ap, in->tb, NULL, bc, ldb,
-                              mb, nb, kc, k0 == 0, &ah);
-            continue;
-        }
-        const double *bb = in->bf ? widen_chunk(in, wide, k0, kc, j0, nb, &ldb)
-                           : in->tb ? in->b + j0 * in->ldb + k0 : in->b + k0 * in->ldb + j0;
+            row_square_lanes(lanes, bc, ldb, nb, (k8 < k0 + kc ? k8 : k0 + kc) - k0);
         if (norms)
-            chunk_col_squares(in->bnorms + j0, bb, kc, nb);
+            chunk_col_squares(in->bnorms + j0, bc, ldb, kc, nb);
+        const double *bb = direct ? NULL
+                           : in->bf ? widen_chunk(in, wide, k0, kc, j0, nb, &ldb)
+                           : in->tb ? in->b + j0 * in->ldb + k0 : in->b + k0 * in->ldb + j0;
         if (cpu) {
             krn_gemm_ahead ah = tile_ahead(j, i0, mb, j0, nb, k0, kc);
-            const double *ap = NULL;
-            if (j->apre)
-                ap = j->apre + i0 / KRN_TILE_M * j->apre_tile + krn_gemm_apack_doubles(j->isa, mb, k0);
-            cpu_tile_chunk(j, pack, tile, ab, ap, bb, ldb, mb, nb, kc, k0 == 0, &ah);
+            const double *ap = j->apre ? apre_at(j, i0, mb, k0) : NULL;
+            cpu_tile_chunk(j, pack, tile, ab, ap, bb, bc, ldb, mb, nb, kc, k0 == 0, &ah);
             continue;
         }
         if (k0 == 0) {
@@ -257,8 +249,7 @@ static int gemm_tile(const gemm_job *j, size_t i0, size_t mb, size_t j0, size_t 
         for (size_t c = 0; c < nb; c++)
             in->bnorms[j0 + c] = sqrt(in->bnorms[j0 + c]);
     for (size_t c = 0; rnorms && c < nb; c++) {
-        const double *a8 = lanes + 8 * c;
-        double sum = ((a8[0] + a8[1]) + (a8[2] + a8[3])) + ((a8[4] + a8[5]) + (a8[6] + a8[7]));
+        double sum = lanes_sum(lanes + 8 * c);
         const float *row = in->bf + (j0 + c) * in->ldb;
         for (size_t q = k8; q < k; q++)
             sum += (double)row[q] * (double)row[q];
@@ -294,8 +285,7 @@ static void prepack_unit(void *arg, size_t u)
     size_t r = u / chunks, k0 = u % chunks * KRN_GEMM_CHUNK, i0 = r * KRN_TILE_M;
     size_t mb = j->m - i0 < KRN_TILE_M ? j->m - i0 : KRN_TILE_M;
     size_t kc = j->k - k0 < KRN_GEMM_CHUNK ? j->k - k0 : KRN_GEMM_CHUNK;
-    double *dst = j->apre + r * j->apre_tile + krn_gemm_apack_doubles(j->isa, mb, k0);
-    krn_gemm_pack_a(j->isa, dst, in->ta, in->ta ? in->a + i0 : in->a + i0 * in->lda, in->lda, mb, k0, kc);
+    krn_gemm_pack_a(j->isa, apre_at(j, i0, mb, k0), in->ta, in->ta ? in->a + i0 : in->a + i0 * in->lda, in->lda, mb, k0, kc);
 }
 
 /* The calling thread's pool for GEMM tiles and the other loops of
@@ -538,7 +528,7 @@ static double widen_row(double *restrict d, const float *restrict r, size_t cols
                 d[j + k] = v;
             acc[k] += v * v;
         }
-    double s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    double s = lanes_sum(acc);
     for (; j < cols; j++) {
         double v = r[j];
         if (d)

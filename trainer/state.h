@@ -52,8 +52,9 @@ void trn_state_hash(ovt_hash *out, const trn_state *st);
  * not done when the hash is needed, the caller does with threads at normal
  * priority, and a background thread hands over the tensor it is hashing
  * within 256 KiB. On a machine with no idle CPU the overlap gains nothing
- * and costs little (bench_step --loop). Until trn_state_hash_end the state must not change: whatever
- * writes it calls trn_state_settle first (the optimizer step does). Without
+ * and costs little (bench_step --loop). Until trn_state_hash_end the state
+ * must not change: whatever writes it calls trn_state_settle first (the
+ * optimizer step does). Without
  * threads the caller computes it all when it settles. OVT_ENOMEM when no
  * memory is left for the job. One hash at a time: a second begin settles
  * and discards the first. */

@@ -189,14 +189,16 @@ size_t krn_gemm_pack_doubles(krn_gemm_isa isa, size_t m, size_t n, size_t k)
 }
 
 /* dst[k * width + r] = src[r * ld + k] for r < count, k < kc, and 0 for
- * the rows count .. width: a panel gathered from count strided rows. */
-static void gather_panel(double *restrict dst, size_t width, const double *restrict src, size_t ld,
-                         size_t count, size_t kc)
+ * the rows count .. width: a panel gathered from count strided rows. From
+ * src, or when it is NULL from the FP32 srcf, each value widened (exactly)
+ * as it is packed, so an FP32 operand needs no FP64 copy of its own. */
+static void gather_panel(double *restrict dst, size_t width, const double *restrict src,
+                         const float *restrict srcf, size_t ld, size_t count, size_t kc)
 {
     for (size_t k = 0; k < kc; k++) {
         double *d = dst + k * width;
         for (size_t r = 0; r < count; r++)
-            d[r] = src[r * ld + k];
+            d[r] = src ? src[r * ld + k] : (double)srcf[r * ld + k];
         for (size_t r = count; r < width; r++)
             d[r] = 0.0;
     }
@@ -206,8 +208,7 @@ static void gather_panel(double *restrict dst, size_t width, const double *restr
 /* gather_panel by 4 x 4 transposes: four rows' next four values loaded as
  * four vectors, stored as four k-columns of the panel. The same values, in
  * the same places; the rest (a last group of rows, k past a multiple of 4)
- * as gather_panel does it. From src, or when it is NULL from the FP32 srcf,
- * each value widened as it is loaded. */
+ * as gather_panel does it. */
 __attribute__((target("avx2"))) static void gather_panel_avx2(double *restrict dst, size_t width,
                                                               const double *restrict src,
                                                               const float *restrict srcf, size_t ld,
@@ -239,96 +240,44 @@ __attribute__((target("avx2"))) static void gather_panel_avx2(double *restrict d
 #endif
 
 /* dst[k * width + r] = src[k * ld + r] for r < count, k < kc, 0 past count:
- * a panel copied from kc rows. */
-static void copy_panel(double *restrict dst, size_t width, const double *restrict src, size_t ld,
-                       size_t count, size_t kc)
+ * a panel copied from kc rows; src or srcf as for gather_panel. */
+KRN_VEC_CLONES static void copy_panel(double *restrict dst, size_t width, const double *restrict src,
+                                      const float *restrict srcf, size_t ld, size_t count, size_t kc)
 {
     for (size_t k = 0; k < kc; k++) {
         double *d = dst + k * width;
-        const double *sr = src + k * ld;
-        for (size_t r = 0; r < count; r++)
-            d[r] = sr[r];
+        if (src)
+            for (size_t r = 0; r < count; r++)
+                d[r] = src[k * ld + r];
+        else
+            for (size_t r = 0; r < count; r++)
+                d[r] = (double)srcf[k * ld + r];
         for (size_t r = count; r < width; r++)
             d[r] = 0.0;
     }
 }
 
-/* gather_panel and copy_panel from FP32: each value widened as it is
- * packed (exact), so an FP32 operand needs no FP64 copy of its own. */
-static void gather_panel_f(double *restrict dst, size_t width, const float *restrict src, size_t ld,
-                           size_t count, size_t kc)
+/* The count lines (rows of op(a), columns of op(b)) of an operand at k0 ..
+ * k0+kc into panels of width lines, k-major, lines past count as zeros.
+ * gather: a line is a row of the storage (a not transposed, b transposed),
+ * gathered by transposes where the CPU has AVX2 (vec); else a line is a
+ * column of the storage, copied. The operand is src, or when it is NULL
+ * the FP32 srcf. */
+static void pack_panels(double *restrict dst, size_t width, bool gather, const double *src,
+                        const float *srcf, size_t ld, size_t count, size_t k0, size_t kc, bool vec)
 {
-    for (size_t k = 0; k < kc; k++) {
-        double *d = dst + k * width;
-        for (size_t r = 0; r < count; r++)
-            d[r] = (double)src[r * ld + k];
-        for (size_t r = count; r < width; r++)
-            d[r] = 0.0;
-    }
-}
-
-KRN_VEC_CLONES static void copy_panel_f(double *restrict dst, size_t width, const float *restrict src,
-                                        size_t ld, size_t count, size_t kc)
-{
-    for (size_t k = 0; k < kc; k++) {
-        double *d = dst + k * width;
-        const float *sr = src + k * ld;
-        for (size_t r = 0; r < count; r++)
-            d[r] = (double)sr[r];
-        for (size_t r = count; r < width; r++)
-            d[r] = 0.0;
-    }
-}
-
-
-/* Rows of op(a) (m of them) at columns k0 .. k0+kc into MR-row panels,
- * k-major, rows past m as zeros. Without ta each panel is gathered from MR
- * rows of a (by transposes where the CPU has AVX2), with ta copied. */
-static void pack_a(double *restrict dst, size_t mr, bool ta, const double *restrict a, size_t lda,
-                   size_t m, size_t k0, size_t kc, bool vec)
-{
-    for (size_t i0 = 0; i0 < m; i0 += mr, dst += mr * kc) {
-        size_t rows = min_sz(mr, m - i0);
-        if (ta)
-            copy_panel(dst, mr, a + k0 * lda + i0, lda, rows, kc);
+    for (size_t p0 = 0; p0 < count; p0 += width, dst += width * kc) {
+        size_t lines = min_sz(width, count - p0), at = gather ? p0 * ld + k0 : k0 * ld + p0;
+        const double *s = src ? src + at : NULL;
+        const float *sf = src ? NULL : srcf + at;
+        if (!gather)
+            copy_panel(dst, width, s, sf, ld, lines, kc);
 #ifdef KRN_GEMM_X86
         else if (vec)
-            gather_panel_avx2(dst, mr, a + i0 * lda + k0, NULL, lda, rows, kc);
+            gather_panel_avx2(dst, width, s, sf, ld, lines, kc);
 #endif
         else
-            gather_panel(dst, mr, a + i0 * lda + k0, lda, rows, kc);
-    }
-    (void)vec;
-}
-
-/* Columns of op(b) (n of them) at rows k0 .. k0+kc into NR-column panels,
- * k-major, columns past n as zeros; with tb gathered, as pack_a. b is FP64,
- * or when it is NULL bf is FP32, widened here. */
-static void pack_b(double *restrict dst, size_t nr, bool tb, const double *restrict b,
-                   const float *restrict bf, size_t ldb, size_t n, size_t k0, size_t kc, bool vec)
-{
-    for (size_t j0 = 0; j0 < n; j0 += nr, dst += nr * kc) {
-        size_t cols = min_sz(nr, n - j0);
-        size_t at = tb ? j0 * ldb + k0 : k0 * ldb + j0;
-        if (!b) {
-            if (!tb)
-                copy_panel_f(dst, nr, bf + at, ldb, cols, kc);
-#ifdef KRN_GEMM_X86
-            else if (vec)
-                gather_panel_avx2(dst, nr, NULL, bf + at, ldb, cols, kc);
-#endif
-            else
-                gather_panel_f(dst, nr, bf + at, ldb, cols, kc);
-            continue;
-        }
-        if (!tb)
-            copy_panel(dst, nr, b + at, ldb, cols, kc);
-#ifdef KRN_GEMM_X86
-        else if (vec)
-            gather_panel_avx2(dst, nr, b + at, NULL, ldb, cols, kc);
-#endif
-        else
-            gather_panel(dst, nr, b + at, ldb, cols, kc);
+            gather_panel(dst, width, s, sf, ld, lines, kc);
     }
     (void)vec;
 }
@@ -437,9 +386,10 @@ __attribute__((target("avx2,fma"))) static void last_row_fma(size_t mr, size_t n
 }
 #endif
 
-static void block(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool ta, const double *a,
-                  size_t lda, const double *a_packed, bool tb, const double *b, const float *bf,
-                  size_t ldb, size_t m, size_t n, size_t k, bool first, const krn_gemm_ahead *ahead)
+void krn_gemm_block_ex(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool ta,
+                       const double *a, size_t lda, const double *a_packed, bool tb,
+                       const double *b, const float *bf, size_t ldb, size_t m, size_t n, size_t k,
+                       bool first, const krn_gemm_ahead *ahead)
 {
     isa_desc d = desc_of(isa);
     size_t mp = round_up(m, d.mr);
@@ -455,10 +405,10 @@ static void block(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool ta
         double *bpk = pack + mp * kc;
         bool zero = first && k0 == 0;
         if (!a_packed) {
-            pack_a(pack, d.mr, ta, a, lda, m, k0, kc, vec);
+            pack_panels(pack, d.mr, !ta, a, NULL, lda, m, k0, kc, vec);
             apk = pack;
         }
-        pack_b(bpk, d.nr, tb, b, bf, ldb, n, k0, kc, vec);
+        pack_panels(bpk, d.nr, tb, b, bf, ldb, n, k0, kc, vec);
         for (size_t j = 0; j < n; j += d.nr)
             for (size_t i = 0; i < mmain; i += d.mr) {
                 const double *ap = apk + i * kc, *bp = bpk + j * kc;
@@ -488,15 +438,7 @@ void krn_gemm_block(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool 
                     size_t lda, bool tb, const double *b, size_t ldb, size_t m, size_t n, size_t k,
                     bool first, const krn_gemm_ahead *ahead)
 {
-    block(isa, pack, c, ldc, ta, a, lda, NULL, tb, b, NULL, ldb, m, n, k, first, ahead);
-}
-
-void krn_gemm_block_ex(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool ta,
-                       const double *a, size_t lda, const double *a_packed, bool tb,
-                       const double *b, const float *bf, size_t ldb, size_t m, size_t n, size_t k,
-                       bool first, const krn_gemm_ahead *ahead)
-{
-    block(isa, pack, c, ldc, ta, a, lda, a_packed, tb, b, bf, ldb, m, n, k, first, ahead);
+    krn_gemm_block_ex(isa, pack, c, ldc, ta, a, lda, NULL, tb, b, NULL, ldb, m, n, k, first, ahead);
 }
 
 size_t krn_gemm_apack_doubles(krn_gemm_isa isa, size_t m, size_t kc)
@@ -507,5 +449,5 @@ size_t krn_gemm_apack_doubles(krn_gemm_isa isa, size_t m, size_t kc)
 void krn_gemm_pack_a(krn_gemm_isa isa, double *dst, bool ta, const double *a, size_t lda, size_t m,
                      size_t k0, size_t kc)
 {
-    pack_a(dst, desc_of(isa).mr, ta, a, lda, m, k0, kc, isa != KRN_GEMM_ISA_C);
+    pack_panels(dst, desc_of(isa).mr, !ta, a, NULL, lda, m, k0, kc, isa != KRN_GEMM_ISA_C);
 }
