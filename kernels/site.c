@@ -20,6 +20,9 @@
 #include <string.h>
 
 #include <pthread.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #include "kernels/grid.h"
 #include "kernels/grid_bits.h"
@@ -305,6 +308,7 @@ static int band_check(const krn_band *band, size_t n)
  *   base = 0 | scale | scale * a[i] | (scale * a[i / cols]) * b[i % cols]
  *   tau  = base + rel * |x[i]|
  * evaluated in exactly this order (docs/numeric-contract.md). */
+KRN_VEC_CLONES
 static void band_fill(const krn_band *band, const double *xb, size_t i0, size_t len, double *tau)
 {
     switch (band->kind) {
@@ -352,11 +356,9 @@ static double band_at(const krn_band *band, const double *x, size_t i)
 
 /* ---- the fast path (krn_round_fast, grid_bits.h) ---- */
 
-#if defined(__x86_64__) && defined(__GNUC__)
-/* An AVX2 clone where the CPU has it (picked at load time). Both clones do
- * the same exact integer and IEEE operations, so they give the same bits. */
-__attribute__((target_clones("avx2", "default")))
-#endif
+/* AVX-512F, AVX2 and baseline clones (KRN_VEC_CLONES): all do the same
+ * exact integer and IEEE operations, so they give the same bits. */
+KRN_VEC_CLONES
 static void round_block(const double *restrict x, const double *restrict tau, float *restrict out,
                         uint8_t *restrict flag, size_t len, int b)
 {
@@ -400,6 +402,100 @@ static size_t collect_flags(const uint8_t *flag, size_t len, uint32_t *cand)
     for (; j < len; j++) {
         cand[nc] = (uint32_t)j;
         nc += flag[j];
+    }
+    return nc;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define SITE_AVX512 1
+
+/* round_block's banded loop (krn_round_fast, tau != NULL) and its zero-band
+ * FP32 loop (tau == NULL, b == 32) eight elements per instruction, the flags
+ * kept as mask bits and written out as offsets (collect_flags' cand). The
+ * same integer and IEEE operations in the same order, so the same outputs
+ * and the same flags; test_site checks both against the portable loops.
+ * len is a multiple of 8. Returns the number of offsets written. */
+__attribute__((target("avx512f"))) static size_t
+round_cand_avx512(const double *restrict x, const double *restrict tau, float *restrict out,
+                  uint32_t *restrict cand, size_t len, int b)
+{
+    const int drop = 61 - b;
+    const uint64_t m = (UINT64_C(1) << drop) - 1;
+    const __m512i sign = _mm512_set1_epi64((long long)KRN_SIGN64);
+    const __m512i mant = _mm512_set1_epi64((long long)KRN_MANT64);
+    const __m512i mask = _mm512_set1_epi64((long long)m);
+    const __m512i below_half = _mm512_set1_epi64((long long)(m >> 1));
+    const __m512i half = _mm512_set1_epi64((long long)(UINT64_C(1) << (drop - 1)));
+    const __m512i one = _mm512_set1_epi64(1);
+    const __m128i shift = _mm_cvtsi32_si128(drop);
+    const __m512d step_scale = _mm512_set1_pd(0x1p-52 * (double)(UINT64_C(1) << drop));
+    const __m512d lo = _mm512_set1_pd(0x1p-126), hi = _mm512_set1_pd(0x1p127);
+    const __m512d four = _mm512_set1_pd(4.0), zero = _mm512_setzero_pd();
+    size_t nc = 0;
+    for (size_t j = 0; j < len; j += 8) {
+        __m512d xv = _mm512_loadu_pd(x + j);
+        __m512i u = _mm512_castpd_si512(xv);
+        __m512i a = _mm512_andnot_si512(sign, u);
+        __m512d ax = _mm512_castsi512_pd(a);
+        __mmask8 normal = _mm512_cmp_pd_mask(ax, lo, _CMP_GE_OQ) & _mm512_cmp_pd_mask(ax, hi, _CMP_LT_OQ);
+        unsigned flag;
+        if (tau != NULL) {
+            __m512d t = _mm512_loadu_pd(tau + j);
+            __m512i lsb = _mm512_and_si512(_mm512_srl_epi64(a, shift), one);
+            __m512i r = _mm512_andnot_si512(mask, _mm512_add_epi64(_mm512_add_epi64(a, below_half), lsb));
+            __m512i rs = _mm512_or_si512(r, _mm512_and_si512(u, sign));
+            _mm256_storeu_ps(out + j, _mm512_cvtpd_ps(_mm512_castsi512_pd(rs)));
+            __m512d mid = _mm512_castsi512_pd(_mm512_or_si512(_mm512_andnot_si512(mask, a), half));
+            __m512d d = _mm512_castsi512_pd(
+                _mm512_andnot_si512(sign, _mm512_castpd_si512(_mm512_sub_pd(ax, mid))));
+            __m512d q = _mm512_mul_pd(_mm512_castsi512_pd(_mm512_andnot_si512(mant, a)), step_scale);
+            unsigned plain_zero = _mm512_cmpeq_epi64_mask(u, _mm512_setzero_si512()) &
+                                  _mm512_cmp_pd_mask(t, zero, _CMP_EQ_OQ);
+            unsigned near = _mm512_cmp_pd_mask(d, t, _CMP_LE_OQ);
+            unsigned wide = _mm512_cmp_pd_mask(_mm512_mul_pd(four, t), q, _CMP_GE_OQ);
+            unsigned bad = _mm512_cmp_pd_mask(t, zero, _CMP_NGE_UQ); /* !(t >= 0) */
+            flag = ((~(unsigned)normal | near | wide | bad) & ~plain_zero) & 0xffu;
+        } else {
+            __m256 f = _mm256_add_ps(_mm512_cvtpd_ps(xv), _mm256_setzero_ps()); /* -0 becomes +0 */
+            _mm256_storeu_ps(out + j, f);
+            unsigned settled = normal | _mm512_cmp_pd_mask(ax, zero, _CMP_EQ_OQ);
+            flag = ~settled & 0xffu;
+        }
+        while (flag != 0) {
+            cand[nc++] = (uint32_t)(j + (size_t)__builtin_ctz(flag));
+            flag &= flag - 1;
+        }
+    }
+    return nc;
+}
+#endif
+
+/* Testing only: the portable loops even where the AVX-512 one would run. */
+static bool site_portable;
+
+void krn_site_force_portable(bool on)
+{
+    site_portable = on;
+}
+
+/* Rounds x[0 .. len) into out as round_block does and writes the offsets of
+ * the elements it flags to cand, in increasing order; returns how many. */
+static size_t round_cands(const double *restrict x, const double *restrict tau, float *restrict out,
+                          uint8_t *restrict flag, uint32_t *restrict cand, size_t len, int b)
+{
+    size_t nc = 0, j = 0;
+#ifdef SITE_AVX512
+    if ((tau != NULL || b == 32) && !site_portable && __builtin_cpu_supports("avx512f")) {
+        j = len & ~(size_t)7;
+        nc = round_cand_avx512(x, tau, out, cand, j, b);
+    }
+#endif
+    if (j < len) {
+        round_block(x + j, tau != NULL ? tau + j : NULL, out + j, flag, len - j, b);
+        size_t more = collect_flags(flag, len - j, cand + nc);
+        for (size_t k = nc; k < nc + more; k++)
+            cand[k] += (uint32_t)j;
+        nc += more;
     }
     return nc;
 }
@@ -646,13 +742,9 @@ static int site_block(site_job *job, size_t b0, size_t len, double *xbuf, chunk_
             job->out[b0 + j] = (float)xb[j];
         return 0;
     }
-    if (banded) {
+    if (banded)
         band_fill(job->band, xb, b0 - job->base, len, tau);
-        round_block(xb, tau, job->out + b0, flag, len, b);
-    } else {
-        round_block(xb, NULL, job->out + b0, flag, len, b);
-    }
-    size_t nc = collect_flags(flag, len, cand);
+    size_t nc = round_cands(xb, banded ? tau : NULL, job->out + b0, flag, cand, len, b);
     for (size_t k = 0; k < nc; k++) {
         size_t i = b0 + cand[k];
         krn_rlog_entry e;

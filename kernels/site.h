@@ -246,6 +246,10 @@ const krn_site_stats *krn_ctx_site_stats(const krn_ctx *ctx, size_t *count);
  * KRN_RULE_NONE when the strict rule found nothing. Points into ctx. */
 const krn_finding *krn_ctx_finding(const krn_ctx *ctx);
 
+/* Testing only: on (true) the sites round with their portable loops even
+ * where the CPU has the AVX-512 one; both give the same bits. */
+void krn_site_force_portable(bool on);
+
 /* Testing only (fault injection: `ovt train --inject-fault forged-log`).
  * Arms a forgery for the next (or current) RECORD step: the first banded
  * site that has an unlogged element between 1.25 and 1.5 tau from its

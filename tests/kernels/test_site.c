@@ -599,9 +599,15 @@ static void test_errors(void)
     krn_rlog_free(log);
 }
 
+static void count_own(const double *x, const double *a, size_t n, int b, uint64_t *half, uint64_t *within);
+
 /* The sites' fast path is a second implementation of grid rounding: it must
  * agree with krn_grid_round (checked against oracles in test_grid) on every
- * kind of input, in every mode, for every b, zeros written as +0. */
+ * kind of input, in every mode, for every b, zeros written as +0; RECORD
+ * must log exactly the elements within their band (krn_grid_locate's
+ * count), so no element the fast path should have flagged slips through.
+ * Both with the AVX-512 loops (where the CPU has them) and the portable
+ * ones. */
 static void test_fast_path_agrees(void)
 {
     const size_t n = 120000;
@@ -631,7 +637,11 @@ static void test_fast_path_agrees(void)
             a[k] = fabs(x[k]) * ldexp(1.0, -(int)((r >> 32) % 40)); /* from wide to narrow */
         }
         krn_band band = {.kind = KRN_BAND_ARRAY, .scale = 1.0, .a = a};
-        for (int mode = 0; mode < 3; mode++) {
+        uint64_t half, within;
+        count_own(x, a, n, b, &half, &within);
+        for (int run = 0; run < 6; run++) {
+            int mode = run % 3;
+            krn_site_force_portable(run >= 3);
             krn_rlog *log = krn_rlog_new();
             krn_ctx *ctx = new_ctx((krn_mode)mode, b, 2);
             krn_rlog_reset(log, 3);
@@ -639,6 +649,10 @@ static void test_fast_path_agrees(void)
             int rc = krn_site(ctx, "agree", out, x, n, mode == KRN_REPLAY ? NULL : &band);
             CHECK_MSG(rc == 0, "%s", ovt_errmsg());
             CHECK(krn_step_end(ctx, NULL) == 0);
+            if (mode == KRN_RECORD)
+                CHECK_MSG(krn_rlog_nentries(log) == within && within > 0,
+                          "b=%d portable %d: %llu entries, %llu elements within tau", b, run >= 3,
+                          (unsigned long long)krn_rlog_nentries(log), (unsigned long long)within);
             size_t bad = 0;
             for (size_t k = 0; k < n; k++) {
                 float want = krn_grid_round(x[k], b);
@@ -646,11 +660,13 @@ static void test_fast_path_agrees(void)
                     want = 0.0f;
                 bad += fbits(out[k]) != fbits(want);
             }
-            CHECK_MSG(bad == 0, "b=%d mode %d: %zu outputs differ from krn_grid_round", b, mode, bad);
+            CHECK_MSG(bad == 0, "b=%d mode %d portable %d: %zu outputs differ from krn_grid_round", b, mode,
+                      run >= 3, bad);
             krn_ctx_free(ctx);
             krn_rlog_free(log);
         }
     }
+    krn_site_force_portable(false);
     free(x);
     free(a);
     free(out);
