@@ -32,14 +32,18 @@ typedef struct {
     double *x; /* gelu.tanh's values */
 } gelu_job;
 
-/* tanh(s*(x + ((c*x)*x)*x)) */
+/* tanh(s*(x + ((c*x)*x)*x)): the arguments, then their tanh in one pass
+ * (krn_tanh_array) unless the backend moves each result (shuffle). */
 static void gelu_tanh_range(void *arg, size_t i0, size_t i1)
 {
     const gelu_job *j = arg;
+    bool each = j->be->kind == KRN_BACKEND_SHUFFLE;
     for (size_t i = i0; i < i1; i++) {
-        double v = j->inp[i];
-        j->x[i] = krn_cpu_libm(j->be, KRN_FN_TANH, GELU_S * (v + ((GELU_C * v) * v) * v));
+        double v = j->inp[i], y = GELU_S * (v + ((GELU_C * v) * v) * v);
+        j->x[i] = each ? krn_cpu_libm(j->be, KRN_FN_TANH, y) : y;
     }
+    if (!each)
+        krn_tanh_array(j->x + i0, i1 - i0);
 }
 
 /* The exact sites' values, filled block by block as the site rounds them

@@ -234,7 +234,7 @@ double krn_cpu_libm(const krn_cpu *be, krn_libm_fn fn, double x)
         r = log(x);
         break;
     default:
-        r = tanh(x);
+        r = krn_tanh(x);
         break;
     }
     return be->kind == KRN_BACKEND_SHUFFLE ? perturb(be->seed, r) : r;

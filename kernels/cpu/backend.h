@@ -11,9 +11,9 @@
  *          portable C, chosen at run time) for chunk products, in the order
  *          of OpenBLAS's DGEMM kernel, which env OVT_GEMM=blas selects
  *          instead (same bits); sequential 4-way interleaved accumulation
- *          for vector chunks; glibc libm.
+ *          for vector chunks; glibc's exp and log, krn_tanh (below).
  * ref:     plain loops on one thread, every chunk summed last term first;
- *          glibc libm.
+ *          glibc's exp and log, krn_tanh.
  * shuffle: every chunk summed in an order drawn from krn_rng (purpose
  *          KRN_RNG_SHUFFLE, the ctx's shuffle_seed), each product fused or
  *          not at random; every libm result moved by up to
@@ -92,8 +92,21 @@ void krn_cpu_gemm_add(const krn_cpu *be, double *c, size_t ldc, bool ta, const d
                       size_t lda, bool tb, const double *b, size_t ldb, size_t m, size_t n,
                       size_t k);
 
-/* fn(x) with this backend's libm; and pow(x, y). */
+/* fn(x) with this backend's libm; and pow(x, y). tanh is krn_tanh on
+ * every backend (shuffle moves it as it moves glibc's exp and log). */
 double krn_cpu_libm(const krn_cpu *be, krn_libm_fn fn, double x);
 double krn_cpu_pow(const krn_cpu *be, double x, double y);
+
+/* ovt's tanh (kernels/cpu/tanh.c): fdlibm's algorithm with the fused
+ * multiply-adds where glibc 2.36's x86-64 FMA build has them, so it gives
+ * that glibc's values, on every machine (it calls no library function but
+ * fma). Its error, as glibc's, is at most 2.11 ulps where test_tanh
+ * looked (the contract admits KRN_LIBM_ULP). krn_tanh_array replaces x[0 .. n) by their krn_tanh, eight
+ * at a time with AVX-512F where the CPU has it (the same operations per
+ * element: the same values). krn_tanh_force_portable(true), for tests,
+ * turns the AVX-512 loop off. */
+double krn_tanh(double x);
+void krn_tanh_array(double *x, size_t n);
+void krn_tanh_force_portable(bool on);
 
 #endif
