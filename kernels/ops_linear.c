@@ -284,22 +284,20 @@ int krn_encoder_forward(krn_ctx *ctx, float *out, const int32_t *tokens, const f
     return rc;
 }
 
-/* Rows of the vocabulary per range of encoder.bwd.dwte's loop on the pool,
- * and per part of the site (its values and band magnitudes are computed
- * and rounded a part at a time: V x C doubles of each would be 309 MB for
- * GPT-2 small). */
-#define DWTE_ROWS 512
-#define DWTE_PART_ROWS (8 * DWTE_ROWS)
+/* The batch's distinct tokens per range of encoder.bwd.dwte's loop on the
+ * pool. */
+#define DWTE_ROWS 8
 
-/* encoder.bwd.dwte's values and band magnitudes for ranges of tokens. */
+/* encoder.bwd.dwte's values and band magnitudes for the rows of the batch's
+ * distinct tokens, one compact row each. */
 typedef struct {
     const krn_cpu *be;
     const double *g;       /* dout in FP64 */
     const float *dwte;
     const size_t *start, *pos; /* each token's occurrences, in b*T+t order */
-    double *x, *mag, *gather; /* the part's; gather: BT doubles per range */
+    const size_t *uniq;        /* the distinct tokens, increasing */
+    double *x, *mag, *gather;  /* rows of uniq; gather: BT doubles per range */
     size_t C, bt;
-    size_t v0; /* the part's first row */
 } dwte_job;
 
 /* For each token its occurrences' dout rows, chunk-summed; the band's scale
@@ -310,18 +308,16 @@ static void dwte_rows(void *arg, size_t r0, size_t r1)
     size_t C = j->C;
     double *gather = j->gather + r0 / DWTE_ROWS * j->bt;
     for (size_t r = r0; r < r1; r++) {
-        size_t v = j->v0 + r;
+        size_t v = j->uniq[r];
         size_t cnt = j->start[v + 1] - j->start[v];
-        double gam = cnt ? krn_chunked_gamma(cnt) : 0.0;
+        double gam = krn_chunked_gamma(cnt);
         for (size_t c = 0; c < C; c++) {
-            double s = 0, m = 0;
-            if (cnt) {
-                for (size_t k = 0; k < cnt; k++) {
-                    gather[k] = j->g[j->pos[j->start[v] + k] * C + c];
-                    m += gather[k] < 0 ? -gather[k] : gather[k];
-                }
-                s = krn_chunked_dot(j->be, gather, 1, NULL, 0, cnt);
+            double m = 0;
+            for (size_t k = 0; k < cnt; k++) {
+                gather[k] = j->g[j->pos[j->start[v] + k] * C + c];
+                m += gather[k] < 0 ? -gather[k] : gather[k];
             }
+            double s = krn_chunked_dot(j->be, gather, 1, NULL, 0, cnt);
             j->x[r * C + c] = s + (double)j->dwte[v * C + c];
             j->mag[r * C + c] = gam * m;
         }
@@ -346,14 +342,14 @@ int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *do
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
     rc = OVT_ENOMEM;
-    size_t part_rows = V < DWTE_PART_ROWS ? V : DWTE_PART_ROWS;
-    size_t nx = part_rows * C > nt ? part_rows * C : nt;
-    /* x and mag: one part, per-thread scratch */
+    /* x and mag: the distinct tokens' rows (at most bt), and dwpe's nt */
+    size_t nx = bt * C > nt ? bt * C : nt;
     double *g = krn_doubles(n, op), *x = krn_scratch(KRN_SCRATCH_A, nx);
-    size_t ranges = (part_rows + DWTE_ROWS - 1) / DWTE_ROWS;
+    size_t ranges = (bt + DWTE_ROWS - 1) / DWTE_ROWS;
     double *mag = krn_scratch(KRN_SCRATCH_B, nx), *gather = krn_doubles(ranges * bt, op);
     size_t *start = calloc(V + 1, sizeof *start), *pos = calloc(bt, sizeof *pos);
-    if (!g || !x || !mag || !gather || !start || !pos) {
+    size_t *uniq = calloc(bt, sizeof *uniq);
+    if (!g || !x || !mag || !gather || !start || !pos || !uniq) {
         ovt_fail(OVT_ENOMEM, "%s: out of memory", op);
         goto done;
     }
@@ -370,19 +366,37 @@ int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *do
     for (size_t v = V; v > 0; v--)
         start[v] = start[v - 1];
     start[0] = 0;
-    dwte_job j = {.be = &be, .g = g, .dwte = dwte, .start = start, .pos = pos, .x = x, .mag = mag,
-                  .gather = gather, .C = C, .bt = bt};
+    size_t nu = 0;
+    for (size_t v = 0; v < V; v++)
+        if (start[v + 1] > start[v])
+            uniq[nu++] = v;
+    dwte_job j = {.be = &be, .g = g, .dwte = dwte, .start = start, .pos = pos, .uniq = uniq,
+                  .x = x, .mag = mag, .gather = gather, .C = C, .bt = bt};
+    if ((rc = krn_parallel_ranges(&be, nu, DWTE_ROWS, dwte_rows, &j)))
+        goto done;
+    /* The site over all V rows: a row no token of the batch names has the
+     * value dwte already holds and a zero band, and is kept as it is
+     * (krn_site_part_keep); runs of the batch's tokens are handed over from
+     * their compact rows. */
     krn_band band = krn_band_reduction(KRN_BAND_ARRAY, 1, 1.0, 1);
     band.scale = KRN_BAND_WIDTH * 2.0;
     krn_site_parts *sp = NULL;
     if ((rc = krn_site_parts_begin(ctx, &sp, "encoder.bwd.dwte", dwte, nv, &band)))
         goto done;
-    for (size_t v0 = 0; v0 < V && rc == 0; v0 += part_rows) {
-        size_t rows = V - v0 < part_rows ? V - v0 : part_rows;
-        j.v0 = v0;
-        if ((rc = krn_parallel_ranges(&be, rows, DWTE_ROWS, dwte_rows, &j)) == 0)
-            rc = krn_site_part(sp, x, rows * C, mag, NULL);
+    size_t v = 0;
+    for (size_t u = 0; u < nu && rc == 0;) {
+        size_t run = 1;
+        while (u + run < nu && uniq[u + run] == uniq[u] + run)
+            run++;
+        if (uniq[u] > v)
+            rc = krn_site_part_keep(sp, (uniq[u] - v) * C);
+        if (rc == 0)
+            rc = krn_site_part(sp, x + u * C, run * C, mag + u * C, NULL);
+        v = uniq[u] + run;
+        u += run;
     }
+    if (rc == 0 && v < V)
+        rc = krn_site_part_keep(sp, (V - v) * C);
     int end_rc = krn_site_parts_end(sp);
     if (rc == 0)
         rc = end_rc;
@@ -404,5 +418,6 @@ done:
     free(gather);
     free(start);
     free(pos);
+    free(uniq);
     return rc;
 }

@@ -1408,6 +1408,65 @@ int krn_site_part(krn_site_parts *p, const double *x, size_t len, const double *
     return 0;
 }
 
+/* Whether out[0 .. len) all round to themselves with a band that cannot
+ * reach their midpoints: +0, or a normal grid value below 2^127 (what the
+ * fast path settles without a flag when tau = rel |x|). */
+static bool settled_grid(const float *out, size_t len, int b)
+{
+    uint32_t low = b >= 32 ? 0 : (UINT32_C(1) << (32 - b)) - 1, bad = 0;
+    for (size_t j = 0; j < len; j++) {
+        uint32_t u;
+        memcpy(&u, &out[j], sizeof u);
+        uint32_t e = (u >> 23) & 0xffu;
+        bad |= (uint32_t)(u != 0) & ((uint32_t)(e - 1 > 252u) | (uint32_t)((u & low) != 0));
+    }
+    return bad == 0;
+}
+
+int krn_site_part_keep(krn_site_parts *p, size_t len)
+{
+    static const double zeros[SITE_BLOCK];
+    if (p->rc < 0)
+        return p->rc;
+    site_job *job = &p->job;
+    krn_ctx *ctx = job->ctx;
+    size_t lo = p->next;
+    if (len == 0 || len > job->n - lo || (job->band != NULL && p->band.kind != KRN_BAND_ARRAY))
+        return p->rc = site_leave(ctx, ovt_fail(OVT_EINVAL, "step %llu site %u (%s): %zu kept elements at %zu "
+                                                            "do not fit the site's %zu%s",
+                                                (unsigned long long)ctx->step, job->site, job->name, len, lo,
+                                                job->n, job->band ? " (or its band is not an array)" : ""));
+    double xbuf[SITE_BLOCK];
+    for (size_t b0 = lo; b0 < lo + len; b0 += SITE_BLOCK) {
+        size_t blen = lo + len - b0 < SITE_BLOCK ? lo + len - b0 : SITE_BLOCK;
+        const float *o = job->out + b0;
+        if (!settled_grid(o, blen, ctx->cfg.grid_bits)) {
+            /* anything else takes krn_site_part's way with the same values */
+            for (size_t j = 0; j < blen; j++)
+                xbuf[j] = (double)o[j];
+            p->next = b0;
+            int rc = krn_site_part(p, xbuf, blen, zeros, NULL);
+            if (rc < 0)
+                return rc;
+            continue;
+        }
+        /* REPLAY: a logged element here keeps its value and band for the end */
+        const krn_rlog_site *logged = job->logged;
+        while (logged != NULL && p->saved < logged->count && logged->entries[p->saved].index < b0 + blen) {
+            double xi = (double)job->out[logged->entries[p->saved].index];
+            p->saved_x[p->saved] = xi;
+            p->saved_tau[p->saved] = 0.0;
+            if (job->band != NULL) {
+                p->band.a = zeros;
+                band_fill(job->band, &xi, 0, 1, &p->saved_tau[p->saved]);
+            }
+            p->saved++;
+        }
+        p->next = b0 + blen;
+    }
+    return 0;
+}
+
 int krn_site_parts_end(krn_site_parts *p)
 {
     if (p == NULL)

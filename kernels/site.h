@@ -198,6 +198,15 @@ int krn_ctx_set_next_site(krn_ctx *ctx, uint32_t site) OVT_MUST_USE;
  *                         part's first element: KRN_BAND_ARRAY a[0 .. len);
  *                         KRN_BAND_OUTER a from the part's first row (a part
  *                         is whole rows) and b all cols;
+ *   krn_site_part_keep    hands over the next len elements as values
+ *                         out already holds (x[i] = (double)out[i]) with a
+ *                         band array of zeros (KRN_BAND_ARRAY sites, and
+ *                         exact ones): grid values round to themselves and
+ *                         are never near a midpoint, so it only reads out,
+ *                         and takes krn_site_part's way for any block with
+ *                         something else in it (-0, a value off the grid, a
+ *                         subnormal or non-finite one): every result,
+ *                         entry, failure and count is krn_site_part's;
  *   krn_site_parts_end    finishes the site and frees the handle; call it
  *                         also after a failed part (it returns that failure)
  *                         and with NULL (returns 0).
@@ -208,6 +217,7 @@ int krn_site_parts_begin(krn_ctx *ctx, krn_site_parts **parts, const char *name,
                          const krn_band *band) OVT_MUST_USE;
 int krn_site_part(krn_site_parts *parts, const double *x, size_t len, const double *a,
                   const double *b) OVT_MUST_USE;
+int krn_site_part_keep(krn_site_parts *parts, size_t len) OVT_MUST_USE;
 int krn_site_parts_end(krn_site_parts *parts) OVT_MUST_USE;
 
 /* Runs fn(arg, i) for every i in [0, n) on the ctx's threads (the pool of

@@ -1231,12 +1231,144 @@ static void test_site_parts(void)
     fixture_free(&f);
 }
 
+/* krn_site_part_keep against krn_site on the same values: kept ranges are
+ * the FP32 values out already holds with band array 0, between them a part
+ * of the fixture's values. Kept values are grid values and +0, with one
+ * block each holding a -0, a subnormal and (b < 32) a value off the grid,
+ * which the keep takes through the ordinary path; outputs, entries and
+ * counts match in RECORD; REPLAY of the reference log matches; a hostile
+ * entry on a kept element is fraud with krn_site's message; a NaN among
+ * the kept values (its band is NaN too) fails both with the same code and
+ * message. */
+static int keep_site(krn_ctx *ctx, float *out, const fixture *f, size_t n, size_t k1, size_t k2,
+                     const krn_band *band)
+{
+    krn_site_parts *sp = NULL;
+    int rc = krn_site_parts_begin(ctx, &sp, "test.keep", out, n, band);
+    if (rc)
+        return rc;
+    if ((rc = krn_site_part_keep(sp, k1)) == 0 && (rc = krn_site_part(sp, f->x + k1, k2 - k1, f->a + k1, NULL)) == 0)
+        rc = krn_site_part_keep(sp, n - k2);
+    int end = krn_site_parts_end(sp);
+    return rc ? rc : end;
+}
+
+static void test_site_part_keep(int b, int threads)
+{
+    const size_t n = 70000, k1 = 30000, k2 = 41000;
+    fixture f = make_fixture(n, b, 99 + (uint64_t)b);
+    float *old = malloc(n * sizeof *old), *want = malloc(n * sizeof *want), *got = malloc(n * sizeof *got);
+    double *xr = malloc(n * sizeof *xr), *ar = malloc(n * sizeof *ar);
+    for (size_t k = 0; k < n; k++) {
+        double u = uni(500 + (uint64_t)b, k);
+        old[k] = k % 5 == 0 ? 0.0f : krn_grid_round(ldexp(u - 0.5, (int)(k % 40) - 20), b);
+    }
+    old[5000] = -0.0f;
+    old[12001] = 0x1p-140f;
+    if (b < 32)
+        old[20002] = 1.0f + 0x1p-23f; /* not on a grid of fewer than 24 bits */
+    for (size_t k = 0; k < n; k++) {
+        bool kept = k < k1 || k >= k2;
+        xr[k] = kept ? (double)old[k] : f.x[k];
+        ar[k] = kept ? 0.0 : f.a[k];
+    }
+    krn_band band = {.kind = KRN_BAND_ARRAY, .scale = 1.0, .rel = 0x1p-40};
+    krn_band band_ref = band;
+    band_ref.a = ar;
+    krn_rlog *log1 = krn_rlog_new(), *log2 = krn_rlog_new();
+    krn_ctx *ctx = new_ctx(KRN_RECORD, b, threads);
+    krn_stats s1, s2;
+    CHECK(krn_step_begin(ctx, 3, log1) == 0);
+    CHECK(krn_site(ctx, "test.keep", want, xr, n, &band_ref) == 0);
+    CHECK(krn_step_end(ctx, &s1) == 0);
+    memcpy(got, old, n * sizeof *got);
+    CHECK(krn_step_begin(ctx, 3, log2) == 0);
+    CHECK_MSG(keep_site(ctx, got, &f, n, k1, k2, &band) == 0, "%s", ovt_errmsg());
+    CHECK(krn_step_end(ctx, &s2) == 0);
+    CHECK_MSG(memcmp(want, got, n * sizeof *got) == 0, "b=%d: outputs differ", b);
+    CHECK(fbits(got[5000]) == 0 && got[12001] == krn_grid_round(0x1p-140, b));
+    CHECK(b == 32 || got[20002] == krn_grid_round(1.0 + 0x1p-23, b));
+    CHECK(s1.logged == s2.logged && s1.logged > 0 && s1.wide == s2.wide && s1.ambiguous == s2.ambiguous);
+    const krn_rlog_site *e1 = krn_rlog_site_at(log1, 0), *e2 = krn_rlog_site_at(log2, 0);
+    CHECK(e1 && e2 && e1->count == e2->count && memcmp(e1->entries, e2->entries, e1->count * sizeof *e1->entries) == 0);
+    krn_ctx_free(ctx);
+
+    ctx = new_ctx(KRN_REPLAY, b, threads);
+    CHECK(krn_step_begin(ctx, 3, log1) == 0);
+    CHECK(krn_site(ctx, "test.keep", want, xr, n, &band_ref) == 0);
+    CHECK(krn_step_end(ctx, &s1) == 0);
+    memcpy(got, old, n * sizeof *got);
+    CHECK(krn_step_begin(ctx, 3, log1) == 0);
+    CHECK_MSG(keep_site(ctx, got, &f, n, k1, k2, &band) == 0, "%s", ovt_errmsg());
+    CHECK(krn_step_end(ctx, &s2) == 0);
+    CHECK(memcmp(want, got, n * sizeof *got) == 0 && s1.logged == s2.logged);
+
+    /* the honest entries and a direction entry on a kept grid value: fraud
+     * at that element, as krn_site finds it */
+    e1 = krn_rlog_site_at(log1, 0);
+    size_t ne = e1 ? e1->count : 0;
+    krn_rlog_entry *es = malloc((ne + 1) * sizeof *es);
+    if (ne)
+        memcpy(es, e1->entries, ne * sizeof *es);
+    es[ne] = (krn_rlog_entry){.index = 60001, .dir = KRN_DIR_UP};
+    krn_rlog_reset(log2, 4);
+    CHECK(krn_rlog_add_site(log2, 0, n, es, ne + 1) == 0);
+    free(es);
+    char msg[512];
+    CHECK(krn_step_begin(ctx, 4, log2) == 0);
+    CHECK(krn_site(ctx, "test.keep", want, xr, n, &band_ref) == OVT_EFRAUD);
+    snprintf(msg, sizeof msg, "%s", ovt_errmsg());
+    CHECK_MSG(strstr(msg, "element 60001"), "%s", msg);
+    CHECK(krn_step_end(ctx, NULL) == OVT_EFRAUD);
+    memcpy(got, old, n * sizeof *got);
+    CHECK(krn_step_begin(ctx, 4, log2) == 0);
+    CHECK(keep_site(ctx, got, &f, n, k1, k2, &band) == OVT_EFRAUD);
+    CHECK_MSG(strcmp(msg, ovt_errmsg()) == 0, "'%s' vs '%s'", msg, ovt_errmsg());
+    CHECK(krn_step_end(ctx, NULL) == OVT_EFRAUD);
+    krn_ctx_free(ctx);
+
+    /* a NaN among the kept values fails both ways alike */
+    old[65000] = NAN;
+    xr[65000] = NAN;
+    ctx = new_ctx(KRN_RECORD, b, threads);
+    CHECK(krn_step_begin(ctx, 5, log1) == 0);
+    int rc = krn_site(ctx, "test.keep", want, xr, n, &band_ref);
+    CHECK(rc < 0 && strstr(ovt_errmsg(), "element 65000"));
+    snprintf(msg, sizeof msg, "%s", ovt_errmsg());
+    CHECK(krn_step_end(ctx, NULL) == rc);
+    memcpy(got, old, n * sizeof *got);
+    CHECK(krn_step_begin(ctx, 5, log2) == 0);
+    CHECK(keep_site(ctx, got, &f, n, k1, k2, &band) == rc);
+    CHECK_MSG(strcmp(msg, ovt_errmsg()) == 0, "'%s' vs '%s'", msg, ovt_errmsg());
+    CHECK(krn_step_end(ctx, NULL) == rc);
+    /* an OUTER band cannot be kept */
+    krn_band outer = {.kind = KRN_BAND_OUTER, .scale = 1.0, .cols = 10};
+    krn_site_parts *sp = NULL;
+    CHECK(krn_step_begin(ctx, 6, log2) == 0);
+    CHECK(krn_site_parts_begin(ctx, &sp, "outer", got, 100, &outer) == 0);
+    CHECK(krn_site_part_keep(sp, 10) == OVT_EINVAL);
+    CHECK(krn_site_parts_end(sp) == OVT_EINVAL);
+    CHECK(krn_step_end(ctx, NULL) == OVT_EINVAL);
+    krn_ctx_free(ctx);
+    krn_rlog_free(log1);
+    krn_rlog_free(log2);
+    free(old);
+    free(want);
+    free(got);
+    free(xr);
+    free(ar);
+    fixture_free(&f);
+}
+
 int main(void)
 {
     test_backend_names();
     test_exact_fill();
     test_exact_fills();
     test_site_parts();
+    test_site_part_keep(32, 1);
+    test_site_part_keep(32, 2);
+    test_site_part_keep(26, 2);
     test_outer_large();
     test_rel_band_thresholds();
     test_binade_edge();
