@@ -309,8 +309,10 @@ static int band_check(const krn_band *band, size_t n)
  *   tau  = base + rel * |x[i]|
  * evaluated in exactly this order (docs/numeric-contract.md). */
 KRN_VEC_CLONES
-static void band_fill(const krn_band *band, const double *xb, size_t i0, size_t len, double *tau)
+static void band_fill(const krn_band *band, const double *restrict xb, size_t i0, size_t len,
+                      double *restrict tau)
 {
+    const double scale = band->scale; /* locals: tau may not alias the band */
     switch (band->kind) {
     case KRN_BAND_ZERO:
         for (size_t j = 0; j < len; j++)
@@ -318,17 +320,19 @@ static void band_fill(const krn_band *band, const double *xb, size_t i0, size_t 
         break;
     case KRN_BAND_CONST:
         for (size_t j = 0; j < len; j++)
-            tau[j] = band->scale;
+            tau[j] = scale;
         break;
-    case KRN_BAND_ARRAY:
+    case KRN_BAND_ARRAY: {
+        const double *restrict a = band->a + i0;
         for (size_t j = 0; j < len; j++)
-            tau[j] = band->scale * band->a[i0 + j];
+            tau[j] = scale * a[j];
         break;
+    }
     case KRN_BAND_OUTER: {
         size_t r = i0 / band->cols, c = i0 % band->cols;
         size_t j = 0;
         while (j < len) {
-            double row = band->scale * band->a[r];
+            double row = scale * band->a[r];
             size_t run = band->cols - c < len - j ? band->cols - c : len - j;
             const double *col = band->b + c;
             for (size_t k = 0; k < run; k++)
