@@ -438,18 +438,63 @@ typedef struct {
     size_t N, C;
 } colsum_job;
 
+/* COLSUM_LANES columns from m + j at once, each summed exactly as
+ * krn_chunked_dot sums one with the cpu backend's krn_cpu_dot (four chains
+ * over the rows of a chunk, k = 0, 1, 2, 3 mod 4, the rest into the first,
+ * then (s0 + s1) + (s2 + s3); the chunks in order), plus the old value: a
+ * column per lane, so vectorised loads along the rows of m. */
+#define COLSUM_LANES 8
+KRN_VEC_CLONES static void colsum_lanes(const double *restrict m, size_t C, size_t N,
+                                        const float *restrict acc, double *restrict x)
+{
+    double s[COLSUM_LANES];
+    for (size_t k0 = 0; k0 < N; k0 += KRN_GEMM_CHUNK) {
+        size_t kc = N - k0 < KRN_GEMM_CHUNK ? N - k0 : KRN_GEMM_CHUNK;
+        double s0[COLSUM_LANES] = {0}, s1[COLSUM_LANES] = {0}, s2[COLSUM_LANES] = {0},
+               s3[COLSUM_LANES] = {0};
+        const double *r = m + k0 * C;
+        size_t k = 0;
+        for (; k + 4 <= kc; k += 4, r += 4 * C)
+            for (int l = 0; l < COLSUM_LANES; l++) {
+                s0[l] += r[l];
+                s1[l] += r[C + l];
+                s2[l] += r[2 * C + l];
+                s3[l] += r[3 * C + l];
+            }
+        for (; k < kc; k++, r += C)
+            for (int l = 0; l < COLSUM_LANES; l++)
+                s0[l] += r[l];
+        for (int l = 0; l < COLSUM_LANES; l++) {
+            double part = (s0[l] + s1[l]) + (s2[l] + s3[l]);
+            s[l] = k0 == 0 ? part : s[l] + part;
+        }
+    }
+    for (int l = 0; l < COLSUM_LANES; l++)
+        x[l] = s[l] + (double)acc[l];
+}
+
+void krn_colsum_values(const krn_cpu *be, const double *m, size_t N, size_t C, const float *acc,
+                       size_t j0, size_t j1, double *x)
+{
+    size_t j = j0;
+    if (be->kind == KRN_BACKEND_CPU)
+        for (; j + COLSUM_LANES <= j1; j += COLSUM_LANES)
+            colsum_lanes(m + j, C, N, acc + j, x + j);
+    for (; j < j1; j++)
+        x[j] = krn_chunked_dot(be, m + j, (ptrdiff_t)C, NULL, 0, N) + (double)acc[j];
+}
+
 /* Columns [j0, j1): chunked sums plus the old value, and magnitudes added in
  * row order. */
 static void colsum_cols(void *arg, size_t j0, size_t j1)
 {
     const colsum_job *c = arg;
-    size_t C = c->C;
-    for (size_t j = j0; j < j1; j++) {
-        c->x[j] = krn_chunked_dot(c->be, c->m + j, (ptrdiff_t)C, NULL, 0, c->N) + (double)c->acc[j];
+    size_t C = c->C, j;
+    krn_colsum_values(c->be, c->m, c->N, C, c->acc, j0, j1, c->x);
+    for (j = j0; j < j1; j++)
         c->mag[j] = 0;
-    }
     for (size_t i = 0; i < c->N; i++)
-        for (size_t j = j0; j < j1; j++)
+        for (j = j0; j < j1; j++)
             c->mag[j] += fabs(c->m[i * C + j]);
 }
 

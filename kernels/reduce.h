@@ -110,6 +110,12 @@ krn_band krn_band_exact(void);
 int krn_colsum_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float *acc,
                     const double *m, size_t N, size_t C) OVT_MUST_USE;
 
+/* krn_colsum_site's values for columns [j0, j1): x[j] = krn_chunked_dot of
+ * column j of m (N,C) + acc[j]; the cpu backend takes eight columns at a
+ * time, each in krn_cpu_dot's order (the same bits). */
+void krn_colsum_values(const krn_cpu *be, const double *m, size_t N, size_t C, const float *acc,
+                       size_t j0, size_t j1, double *x);
+
 /* fn(arg, c) for every c < nchunks on the calling thread's pool of
  * be->threads threads (the cpu backend; ref and shuffle run on one thread),
  * chunks claimed in any order (pool.h). Fails only when the pool cannot

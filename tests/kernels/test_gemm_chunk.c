@@ -28,6 +28,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/ops.h"
 #include "kernels/reduce.h"
+#include "kernels/rng.h"
 #include "ops_fixture.h"
 
 /* Doubles with full 53-bit significands and exponents over a range of
@@ -315,6 +316,68 @@ static void test_env(void)
     krn_ctx_free(ctx);
 }
 
+/* krn_colsum_values (eight columns at a time on the cpu backend) against
+ * the order it documents written out here as scalar loops, and against
+ * krn_chunked_dot column by column: N below, at and past a chunk and not a
+ * multiple of 4, column counts and starts that are not multiples of 8,
+ * terms of mixed sign and magnitude so that any other order shows. */
+static double colsum_documented(const double *m, size_t N, size_t C, size_t j, float acc)
+{
+    double s = 0.0;
+    for (size_t k0 = 0; k0 < N; k0 += KRN_GEMM_CHUNK) {
+        size_t kc = N - k0 < KRN_GEMM_CHUNK ? N - k0 : KRN_GEMM_CHUNK;
+        double c[4] = {0.0, 0.0, 0.0, 0.0};
+        size_t k = 0;
+        for (; k + 4 <= kc; k += 4)
+            for (int l = 0; l < 4; l++)
+                c[l] = c[l] + m[(k0 + k + (size_t)l) * C + j];
+        for (; k < kc; k++)
+            c[0] = c[0] + m[(k0 + k) * C + j];
+        double part = (c[0] + c[1]) + (c[2] + c[3]);
+        s = k0 == 0 ? part : s + part;
+    }
+    return s + (double)acc;
+}
+
+static void test_colsum(const krn_cpu *be)
+{
+    static const size_t Ns[] = {1, 3, 4, 127, 128, 129, 300, 513};
+    static const size_t Cs[] = {7, 8, 77};
+    size_t bad = 0, cases = 0, differs = 0;
+    for (size_t a = 0; a < sizeof Ns / sizeof *Ns; a++)
+        for (size_t b = 0; b < sizeof Cs / sizeof *Cs; b++) {
+            size_t N = Ns[a], C = Cs[b];
+            double *m = malloc(N * C * sizeof *m), *x = malloc(C * sizeof *x);
+            float *acc = malloc(C * sizeof *acc);
+            for (size_t i = 0; i < N * C; i++) {
+                uint64_t r = krn_rng_u64(5, N, KRN_RNG_TEST, i);
+                m[i] = ldexp((double)(r >> 11) * 0x1p-53 - 0.5, (int)(r % 40) - 20);
+            }
+            for (size_t j = 0; j < C; j++)
+                acc[j] = (float)ldexp(1.0, (int)j % 7 - 3);
+            for (size_t j0 = 0; j0 < 3 && j0 < C; j0++) {
+                krn_colsum_values(be, m, N, C, acc, j0, C, x);
+                for (size_t j = j0; j < C; j++) {
+                    double want = colsum_documented(m, N, C, j, acc[j]);
+                    double lib = krn_chunked_dot(be, m + j, (ptrdiff_t)C, NULL, 0, N) + (double)acc[j];
+                    bad += x[j] != want || lib != want;
+                    /* the same terms summed row after row, to see that order matters here */
+                    double seq = 0.0;
+                    for (size_t k = 0; k < N; k++)
+                        seq += m[k * C + j];
+                    differs += seq + (double)acc[j] != want;
+                    cases++;
+                }
+            }
+            free(m);
+            free(x);
+            free(acc);
+        }
+    CHECK_MSG(bad == 0, "%zu of %zu column sums differ from the documented order", bad, cases);
+    CHECK_MSG(differs > cases / 10, "only %zu of %zu sums depend on the order: the data does not test it", differs,
+              cases);
+}
+
 int main(void)
 {
     /* as in every op: the cpu backend sets OpenBLAS to one thread (its
@@ -325,6 +388,7 @@ int main(void)
     unsetenv("OVT_GEMM");
     CHECK(krn_ctx_new(&ctx, &cfg) == 0 && krn_cpu_from_ctx(ctx, &be) == 0);
     krn_ctx_free(ctx);
+    test_colsum(&be);
     test_block_bits();
     test_block_add();
     test_chunked_paths();
