@@ -445,10 +445,16 @@ round_cand_avx512(const double *restrict x, const double *restrict tau, float *r
         unsigned flag;
         if (tau != NULL) {
             __m512d t = _mm512_loadu_pd(tau + j);
-            __m512i lsb = _mm512_and_si512(_mm512_srl_epi64(a, shift), one);
-            __m512i r = _mm512_andnot_si512(mask, _mm512_add_epi64(_mm512_add_epi64(a, below_half), lsb));
-            __m512i rs = _mm512_or_si512(r, _mm512_and_si512(u, sign));
-            _mm256_storeu_ps(out + j, _mm512_cvtpd_ps(_mm512_castsi512_pd(rs)));
+            if (b == 32) {
+                /* in the normal range the conversion rounds to nearest even
+                 * as the integer rounding does; other lanes are flagged */
+                _mm256_storeu_ps(out + j, _mm512_cvtpd_ps(xv));
+            } else {
+                __m512i lsb = _mm512_and_si512(_mm512_srl_epi64(a, shift), one);
+                __m512i r = _mm512_andnot_si512(mask, _mm512_add_epi64(_mm512_add_epi64(a, below_half), lsb));
+                __m512i rs = _mm512_or_si512(r, _mm512_and_si512(u, sign));
+                _mm256_storeu_ps(out + j, _mm512_cvtpd_ps(_mm512_castsi512_pd(rs)));
+            }
             __m512d mid = _mm512_castsi512_pd(_mm512_or_si512(_mm512_andnot_si512(mask, a), half));
             __m512d d = _mm512_castsi512_pd(
                 _mm512_andnot_si512(sign, _mm512_castpd_si512(_mm512_sub_pd(ax, mid))));
