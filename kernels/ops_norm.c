@@ -11,21 +11,70 @@
 
 /* Site `name` (N): out[i] = (sum_c a[i,c]*b[i,c]) / C per row (b NULL: plain
  * sum), a reduction over C followed by one division. */
+/* Rows per range of the loops below on the pool (krn_parallel_ranges): each
+ * row's values depend on that row alone. */
+#define LN_ROWS 16
+
+/* The row loops' operands: the site values' inputs and outputs, by op. */
+typedef struct {
+    const krn_cpu *be;
+    const double *a, *b;
+    double *x, *mag, *xd, *dev, *norm, *dnorm;
+    const float *inp, *mean, *rstd, *weight, *bias, *dout, *dinp, *dmean, *dnmean;
+    size_t C;
+} ln_job;
+
+static void mean_rows(void *arg, size_t i0, size_t i1)
+{
+    const ln_job *j = arg;
+    size_t C = j->C;
+    for (size_t i = i0; i < i1; i++) {
+        const double *ai = j->a + i * C, *bi = j->b ? j->b + i * C : NULL;
+        j->x[i] = krn_chunked_dot(j->be, ai, 1, bi, 1, C) / (double)C;
+        double m = 0;
+        for (size_t c = 0; c < C; c++)
+            m += fabs(bi ? ai[c] * bi[c] : ai[c]);
+        j->mag[i] = m;
+    }
+}
+
 static int row_mean_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float *out,
                          const double *a, const double *b, size_t N, size_t C, double *x,
                          double *mag)
 {
-    for (size_t i = 0; i < N; i++) {
-        const double *ai = a + i * C, *bi = b ? b + i * C : NULL;
-        x[i] = krn_chunked_dot(be, ai, 1, bi, 1, C) / (double)C;
-        double m = 0;
-        for (size_t c = 0; c < C; c++)
-            m += fabs(bi ? ai[c] * bi[c] : ai[c]);
-        mag[i] = m;
-    }
+    ln_job j = {.be = be, .a = a, .b = b, .x = x, .mag = mag, .C = C};
+    int rc = krn_parallel_ranges(be, N, LN_ROWS, mean_rows, &j);
+    if (rc)
+        return rc;
     krn_band band = krn_band_reduction(KRN_BAND_ARRAY, C, 1.0 / (double)C, 1);
     band.a = mag;
     return krn_site(ctx, name, out, x, N, &band);
+}
+
+/* forward: the input widened, then (after the mean) its deviations, then
+ * (after rstd) the output's values */
+static void widen_rows(void *arg, size_t i0, size_t i1)
+{
+    const ln_job *j = arg;
+    krn_widen(j->xd + i0 * j->C, j->inp + i0 * j->C, (i1 - i0) * j->C);
+}
+
+static void dev_rows(void *arg, size_t i0, size_t i1)
+{
+    const ln_job *j = arg;
+    size_t C = j->C;
+    for (size_t i = i0; i < i1; i++)
+        for (size_t c = 0; c < C; c++)
+            j->dev[i * C + c] = j->xd[i * C + c] - (double)j->mean[i];
+}
+
+static void out_rows(void *arg, size_t i0, size_t i1)
+{
+    const ln_job *j = arg;
+    size_t C = j->C;
+    for (size_t i = i0; i < i1; i++)
+        for (size_t c = 0; c < C; c++)
+            j->x[i * C + c] = (j->dev[i * C + c] * (double)j->rstd[i]) * (double)j->weight[c] + (double)j->bias[c];
 }
 
 /* Sites and bands: kernels/ops.h, docs/op-bounds.md ("layernorm fwd"). */
@@ -50,22 +99,19 @@ int krn_layernorm_forward(krn_ctx *ctx, float *out, float *mean, float *rstd, co
     float *var = krn_floats(N, op);
     if (!xd || !dev || !x || !mag || !var)
         goto done;
-    krn_widen(xd, inp, n);
-    if ((rc = row_mean_site(ctx, &be, "layernorm.mean", mean, xd, NULL, N, C, x, mag)))
-        goto done;
-    for (size_t i = 0; i < N; i++)
-        for (size_t c = 0; c < C; c++)
-            dev[i * C + c] = xd[i * C + c] - (double)mean[i];
-    if ((rc = row_mean_site(ctx, &be, "layernorm.var", var, dev, dev, N, C, x, mag)))
+    ln_job j = {.be = &be, .x = x, .xd = xd, .dev = dev, .inp = inp, .mean = mean, .rstd = rstd,
+                .weight = weight, .bias = bias, .C = C};
+    if ((rc = krn_parallel_ranges(&be, N, LN_ROWS, widen_rows, &j)) ||
+        (rc = row_mean_site(ctx, &be, "layernorm.mean", mean, xd, NULL, N, C, x, mag)) ||
+        (rc = krn_parallel_ranges(&be, N, LN_ROWS, dev_rows, &j)) ||
+        (rc = row_mean_site(ctx, &be, "layernorm.var", var, dev, dev, N, C, x, mag)))
         goto done;
     for (size_t i = 0; i < N; i++)
         x[i] = 1.0 / sqrt((double)var[i] + LAYERNORM_EPS);
     krn_band band = krn_band_exact();
-    if ((rc = krn_site(ctx, "layernorm.rstd", rstd, x, N, &band)))
+    if ((rc = krn_site(ctx, "layernorm.rstd", rstd, x, N, &band)) ||
+        (rc = krn_parallel_ranges(&be, N, LN_ROWS, out_rows, &j)))
         goto done;
-    for (size_t i = 0; i < N; i++)
-        for (size_t c = 0; c < C; c++)
-            x[i * C + c] = (dev[i * C + c] * (double)rstd[i]) * (double)weight[c] + (double)bias[c];
     rc = krn_site(ctx, "layernorm.fwd", out, x, n, &band);
 done:
     free(xd);
@@ -74,6 +120,45 @@ done:
     free(mag);
     free(var);
     return rc;
+}
+
+/* backward: norm and dnorm, then the column sums' operands, then dinp's values */
+static void norm_rows(void *arg, size_t i0, size_t i1)
+{
+    const ln_job *j = arg;
+    size_t C = j->C;
+    for (size_t i = i0; i < i1; i++)
+        for (size_t c = 0; c < C; c++) {
+            size_t k = i * C + c;
+            j->norm[k] = ((double)j->inp[k] - (double)j->mean[i]) * (double)j->rstd[i];
+            j->dnorm[k] = (double)j->weight[c] * (double)j->dout[k];
+        }
+}
+
+static void dout_rows(void *arg, size_t i0, size_t i1)
+{
+    const ln_job *j = arg;
+    krn_widen(j->x + i0 * j->C, j->dout + i0 * j->C, (i1 - i0) * j->C);
+}
+
+static void normdout_rows(void *arg, size_t i0, size_t i1)
+{
+    const ln_job *j = arg;
+    for (size_t k = i0 * j->C; k < i1 * j->C; k++)
+        j->x[k] = j->norm[k] * (double)j->dout[k];
+}
+
+static void dinp_rows(void *arg, size_t i0, size_t i1)
+{
+    const ln_job *j = arg;
+    size_t C = j->C;
+    for (size_t i = i0; i < i1; i++)
+        for (size_t c = 0; c < C; c++) {
+            size_t k = i * C + c;
+            j->x[k] = ((j->dnorm[k] - (double)j->dmean[i]) - j->norm[k] * (double)j->dnmean[i]) *
+                          (double)j->rstd[i] +
+                      (double)j->dinp[k];
+        }
 }
 
 /* Sites and bands: kernels/ops.h, docs/op-bounds.md ("layernorm bwd"). */
@@ -101,28 +186,18 @@ int krn_layernorm_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbi
     if (!norm || !dnorm || !x || !mag || !dmean || !dnmean)
         goto done;
     /* norm, dnorm: fixed expressions of grid values, identical everywhere. */
-    for (size_t i = 0; i < N; i++)
-        for (size_t c = 0; c < C; c++) {
-            size_t k = i * C + c;
-            norm[k] = ((double)inp[k] - (double)mean[i]) * (double)rstd[i];
-            dnorm[k] = (double)weight[c] * (double)dout[k];
-        }
-    if ((rc = row_mean_site(ctx, &be, "layernorm.bwd.dmean", dmean, dnorm, NULL, N, C, x, mag)) ||
-        (rc = row_mean_site(ctx, &be, "layernorm.bwd.dnmean", dnmean, dnorm, norm, N, C, x, mag)))
+    ln_job j = {.be = &be, .x = x, .norm = norm, .dnorm = dnorm, .inp = inp, .mean = mean,
+                .rstd = rstd, .weight = weight, .dout = dout, .dinp = dinp, .dmean = dmean,
+                .dnmean = dnmean, .C = C};
+    if ((rc = krn_parallel_ranges(&be, N, LN_ROWS, norm_rows, &j)) ||
+        (rc = row_mean_site(ctx, &be, "layernorm.bwd.dmean", dmean, dnorm, NULL, N, C, x, mag)) ||
+        (rc = row_mean_site(ctx, &be, "layernorm.bwd.dnmean", dnmean, dnorm, norm, N, C, x, mag)) ||
+        (rc = krn_parallel_ranges(&be, N, LN_ROWS, dout_rows, &j)) ||
+        (rc = krn_colsum_site(ctx, &be, "layernorm.bwd.dbias", dbias, x, N, C)) ||
+        (rc = krn_parallel_ranges(&be, N, LN_ROWS, normdout_rows, &j)) ||
+        (rc = krn_colsum_site(ctx, &be, "layernorm.bwd.dweight", dweight, x, N, C)) ||
+        (rc = krn_parallel_ranges(&be, N, LN_ROWS, dinp_rows, &j)))
         goto done;
-    krn_widen(x, dout, n);
-    if ((rc = krn_colsum_site(ctx, &be, "layernorm.bwd.dbias", dbias, x, N, C)))
-        goto done;
-    for (size_t k = 0; k < n; k++)
-        x[k] = norm[k] * (double)dout[k];
-    if ((rc = krn_colsum_site(ctx, &be, "layernorm.bwd.dweight", dweight, x, N, C)))
-        goto done;
-    for (size_t i = 0; i < N; i++)
-        for (size_t c = 0; c < C; c++) {
-            size_t k = i * C + c;
-            x[k] = ((dnorm[k] - (double)dmean[i]) - norm[k] * (double)dnmean[i]) * (double)rstd[i] +
-                   (double)dinp[k];
-        }
     krn_band band = krn_band_exact();
     rc = krn_site(ctx, "layernorm.bwd.dinp", dinp, x, n, &band);
 done:
