@@ -57,6 +57,8 @@ typedef struct {
     krn_gemm_isa isa; /* its path */
     double *apre;       /* own: a packed once (NULL: each tile packs its own) */
     size_t apre_tile;   /* doubles of apre per row of tiles */
+    double *bpre;       /* own: b packed once (NULL: each tile packs its own) */
+    size_t bpre_row;    /* doubles of bpre per row of b at a chunk: n rounded up to the micro-tile */
     atomic_int rc;
 } gemm_job;
 
@@ -115,12 +117,13 @@ KRN_VEC_CLONES static void row_square_lanes(double *restrict lanes, const float 
  * OpenBLAS (beta = 0 for the first chunk, 1 after: the same sums, no
  * partial buffer). Both give the same bits (test_gemm_chunk). */
 static void cpu_tile_chunk(const gemm_job *j, double *pack, double *tile, const double *ab,
-                           const double *ap, const double *bb, const float *bc, size_t ldb,
-                           size_t mb, size_t nb, size_t kc, bool first, const krn_gemm_ahead *ahead)
+                           const double *ap, const double *bb, const float *bc, const double *bp,
+                           size_t ldb, size_t mb, size_t nb, size_t kc, bool first,
+                           const krn_gemm_ahead *ahead)
 {
     const krn_gemm_in *in = &j->in;
     if (pack) /* bb NULL: the own kernel packs the FP32 bc itself */
-        krn_gemm_block_ex(j->isa, pack, tile, j->n, in->ta, ab, in->lda, ap, in->tb, bb, bc, ldb,
+        krn_gemm_block_ex(j->isa, pack, tile, j->n, in->ta, ab, in->lda, ap, in->tb, bb, bc, bp, ldb,
                           mb, nb, kc, first, ahead);
     else if (first)
         krn_cpu_gemm(j->be, tile, j->n, in->ta, ab, in->lda, in->tb, bb, ldb, mb, nb, kc);
@@ -133,6 +136,15 @@ static void cpu_tile_chunk(const gemm_job *j, double *pack, double *tile, const 
 static double *apre_at(const gemm_job *j, size_t i0, size_t mb, size_t k0)
 {
     return j->apre + i0 / KRN_TILE_M * j->apre_tile + krn_gemm_apack_doubles(j->isa, mb, k0);
+}
+
+/* Where the columns j0.. start in the product's packed b, at the chunk at
+ * k0 (prepack_b_unit's layout: each chunk's panels of all n columns, the
+ * chunks one after the other). */
+static double *bpre_at(const gemm_job *j, size_t j0, size_t k0)
+{
+    size_t kc = j->k - k0 < KRN_GEMM_CHUNK ? j->k - k0 : KRN_GEMM_CHUNK;
+    return j->bpre + j->bpre_row * k0 + j0 * kc;
 }
 
 /* tile (mb x nb, row stride n) += old (FP32, the same stride), after the
@@ -175,6 +187,11 @@ static krn_gemm_ahead tile_ahead(const gemm_job *j, size_t i0, size_t mb, size_t
     else
         ah.r[ah.n++] = (krn_gemm_region){in->a + i0 * in->lda + k1, mb, kn * sizeof(double),
                                          in->lda * sizeof(double)};
+    if (j->bpre) { /* and b */
+        ah.r[ah.n++] = (krn_gemm_region){bpre_at(j, j0, k1), 1,
+                                         krn_gemm_bpack_doubles(j->isa, nb, kn) * sizeof(double), 0};
+        return ah;
+    }
     size_t es = in->bf ? sizeof(float) : sizeof(double);
     const char *b = in->bf ? (const char *)in->bf : (const char *)in->b;
     if (in->tb)
@@ -230,7 +247,8 @@ static int gemm_tile(const gemm_job *j, size_t i0, size_t mb, size_t j0, size_t 
         if (cpu) {
             krn_gemm_ahead ah = tile_ahead(j, i0, mb, j0, nb, k0, kc);
             const double *ap = j->apre ? apre_at(j, i0, mb, k0) : NULL;
-            cpu_tile_chunk(j, pack, tile, ab, ap, bb, bc, ldb, mb, nb, kc, k0 == 0, &ah);
+            const double *bp = j->bpre ? bpre_at(j, j0, k0) : NULL;
+            cpu_tile_chunk(j, pack, tile, ab, ap, bb, bc, bp, ldb, mb, nb, kc, k0 == 0, &ah);
             continue;
         }
         if (k0 == 0) {
@@ -286,6 +304,25 @@ static void prepack_unit(void *arg, size_t u)
     size_t mb = j->m - i0 < KRN_TILE_M ? j->m - i0 : KRN_TILE_M;
     size_t kc = j->k - k0 < KRN_GEMM_CHUNK ? j->k - k0 : KRN_GEMM_CHUNK;
     krn_gemm_pack_a(j->isa, apre_at(j, i0, mb, k0), in->ta, in->ta ? in->a + i0 : in->a + i0 * in->lda, in->lda, mb, k0, kc);
+}
+
+/* The most doubles of b packed once for all rows of tiles (16 MB): b of
+ * every weight gradient of a gpt2-small step (K = B T). */
+#define BPRE_MAX ((size_t)1 << 21)
+
+/* Packs b's columns of tiles, chunk by chunk, unit u = (chunk, column of
+ * tiles), into job->bpre at bpre_at's place, each exactly as
+ * krn_gemm_block packs them. */
+static void prepack_b_unit(void *arg, size_t u)
+{
+    gemm_job *j = arg;
+    const krn_gemm_in *in = &j->in;
+    size_t k0 = u / j->tiles_n * KRN_GEMM_CHUNK, j0 = u % j->tiles_n * j->tile_n;
+    size_t nb = j->n - j0 < j->tile_n ? j->n - j0 : j->tile_n;
+    size_t kc = j->k - k0 < KRN_GEMM_CHUNK ? j->k - k0 : KRN_GEMM_CHUNK, ldb = in->ldb;
+    size_t at = in->tb ? j0 * ldb + k0 : k0 * ldb + j0;
+    krn_gemm_pack_b(j->isa, bpre_at(j, j0, k0), in->tb, in->bf ? NULL : in->b + at,
+                    in->bf ? in->bf + at : NULL, ldb, nb, kc);
 }
 
 /* The calling thread's pool for GEMM tiles and the other loops of
@@ -388,6 +425,16 @@ int krn_chunked_gemm_in(const krn_cpu *be, double *out, const krn_gemm_in *in, s
             job.apre = krn_scratch(KRN_SCRATCH_APACK, rows_t * job.apre_tile);
         size_t chunks = (k + KRN_GEMM_CHUNK - 1) / KRN_GEMM_CHUNK;
         if (job.apre && (rc = krn_parallel(be, rows_t * chunks, prepack_unit, &job)))
+            return rc;
+    }
+    /* and on several rows of tiles, b once, not once per row of tiles (a
+     * gpt2-small head's weight gradient has 197) */
+    if (be->kind == KRN_BACKEND_CPU && job.own && rows_t > 1) {
+        size_t chunks = (k + KRN_GEMM_CHUNK - 1) / KRN_GEMM_CHUNK;
+        job.bpre_row = krn_gemm_bpack_doubles(job.isa, n, 1);
+        if (job.bpre_row * k <= BPRE_MAX)
+            job.bpre = krn_scratch(KRN_SCRATCH_BPACK, job.bpre_row * k);
+        if (job.bpre && (rc = krn_parallel(be, chunks * job.tiles_n, prepack_b_unit, &job)))
             return rc;
     }
     /* Tiles are independent: each adds its own chunks in order. */

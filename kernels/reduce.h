@@ -159,6 +159,7 @@ enum {
     KRN_SCRATCH_WIDE, /* krn_chunked_gemm's own */
     KRN_SCRATCH_PACK, /* krn_chunked_gemm's own: packed operands (kernels/cpu/gemm.h) */
     KRN_SCRATCH_APACK, /* krn_chunked_gemm's own: a packed once for all of a product's tiles */
+    KRN_SCRATCH_BPACK, /* and b, for a product with several rows of tiles */
     KRN_SCRATCH_LANES, /* krn_chunked_gemm's own: partial sums of b's row norms */
     KRN_SCRATCH_SLOTS
 };

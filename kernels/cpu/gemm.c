@@ -388,8 +388,8 @@ __attribute__((target("avx2,fma"))) static void last_row_fma(size_t mr, size_t n
 
 void krn_gemm_block_ex(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool ta,
                        const double *a, size_t lda, const double *a_packed, bool tb,
-                       const double *b, const float *bf, size_t ldb, size_t m, size_t n, size_t k,
-                       bool first, const krn_gemm_ahead *ahead)
+                       const double *b, const float *bf, const double *b_packed, size_t ldb, size_t m,
+                       size_t n, size_t k, bool first, const krn_gemm_ahead *ahead)
 {
     isa_desc d = desc_of(isa);
     size_t mp = round_up(m, d.mr);
@@ -408,7 +408,10 @@ void krn_gemm_block_ex(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bo
             pack_panels(pack, d.mr, !ta, a, NULL, lda, m, k0, kc, vec);
             apk = pack;
         }
-        pack_panels(bpk, d.nr, tb, b, bf, ldb, n, k0, kc, vec);
+        if (b_packed)
+            bpk = (double *)b_packed; /* read only */
+        else
+            pack_panels(bpk, d.nr, tb, b, bf, ldb, n, k0, kc, vec);
         for (size_t j = 0; j < n; j += d.nr)
             for (size_t i = 0; i < mmain; i += d.mr) {
                 const double *ap = apk + i * kc, *bp = bpk + j * kc;
@@ -438,7 +441,7 @@ void krn_gemm_block(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool 
                     size_t lda, bool tb, const double *b, size_t ldb, size_t m, size_t n, size_t k,
                     bool first, const krn_gemm_ahead *ahead)
 {
-    krn_gemm_block_ex(isa, pack, c, ldc, ta, a, lda, NULL, tb, b, NULL, ldb, m, n, k, first, ahead);
+    krn_gemm_block_ex(isa, pack, c, ldc, ta, a, lda, NULL, tb, b, NULL, NULL, ldb, m, n, k, first, ahead);
 }
 
 size_t krn_gemm_apack_doubles(krn_gemm_isa isa, size_t m, size_t kc)
@@ -450,4 +453,15 @@ void krn_gemm_pack_a(krn_gemm_isa isa, double *dst, bool ta, const double *a, si
                      size_t k0, size_t kc)
 {
     pack_panels(dst, desc_of(isa).mr, !ta, a, NULL, lda, m, k0, kc, isa != KRN_GEMM_ISA_C);
+}
+
+size_t krn_gemm_bpack_doubles(krn_gemm_isa isa, size_t n, size_t kc)
+{
+    return round_up(n, desc_of(isa).nr) * kc;
+}
+
+void krn_gemm_pack_b(krn_gemm_isa isa, double *dst, bool tb, const double *b, const float *bf,
+                     size_t ldb, size_t n, size_t kc)
+{
+    pack_panels(dst, desc_of(isa).nr, tb, b, bf, ldb, n, 0, kc, isa != KRN_GEMM_ISA_C);
 }

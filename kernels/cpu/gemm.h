@@ -73,14 +73,27 @@ size_t krn_gemm_apack_doubles(krn_gemm_isa isa, size_t m, size_t kc);
 void krn_gemm_pack_a(krn_gemm_isa isa, double *dst, bool ta, const double *a, size_t lda, size_t m,
                      size_t k0, size_t kc);
 
-/* krn_gemm_block with two more sources, the same values:
+/* Doubles of op(b)'s n columns at one chunk (kc <= KRN_GEMM_CHUNK rows)
+ * packed as krn_gemm_block packs them; a block of columns from j0 (a
+ * multiple of krn_gemm_nr) starts j0 * kc doubles in. */
+size_t krn_gemm_bpack_doubles(krn_gemm_isa isa, size_t n, size_t kc);
+
+/* Packs columns 0 .. n of op(b) at rows 0 .. kc (b or, when NULL, the FP32
+ * bf, pointing at the chunk's first row) into dst, as krn_gemm_block does. */
+void krn_gemm_pack_b(krn_gemm_isa isa, double *dst, bool tb, const double *b, const float *bf,
+                     size_t ldb, size_t n, size_t kc);
+
+/* krn_gemm_block with more sources, the same values:
  *   a_packed (k <= KRN_GEMM_CHUNK): op(a) packed by krn_gemm_pack_a with
  *     this m and k, for a product whose tiles share their rows of a (a is
  *     then only read for an odd m's last row, from the packed copy too);
- *   b NULL: bf, b in FP32, each value widened to FP64 as it is packed. */
+ *   b NULL: bf, b in FP32, each value widened to FP64 as it is packed;
+ *   b_packed (k <= KRN_GEMM_CHUNK): op(b) packed by krn_gemm_pack_b with
+ *     this n and k, for a product whose tiles share their columns of b
+ *     (b and bf are then not read). */
 void krn_gemm_block_ex(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bool ta,
                        const double *a, size_t lda, const double *a_packed, bool tb,
-                       const double *b, const float *bf, size_t ldb, size_t m, size_t n, size_t k,
-                       bool first, const krn_gemm_ahead *ahead);
+                       const double *b, const float *bf, const double *b_packed, size_t ldb, size_t m,
+                       size_t n, size_t k, bool first, const krn_gemm_ahead *ahead);
 
 #endif
