@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "kernels/cpu/backend.h"
+#include "kernels/grid_bits.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -38,24 +39,10 @@
 #define Q4 4.00821782732936239552e-06     /* 0x3ed0cfca86e65239 */
 #define Q5 -2.01099218183624371326e-07    /* 0xbe8afdb76e09c32d */
 
-static uint64_t bits_of(double x)
-{
-    uint64_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static double of_bits(uint64_t u)
-{
-    double x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
 /* expm1(y) for 2^-54 <= |y| < 709.78 (every argument tanh passes it). */
 static double expm1_mid(double y)
 {
-    uint32_t hx = (uint32_t)(bits_of(y) >> 32) & 0x7fffffffu;
+    uint32_t hx = (uint32_t)(krn_double_bits(y) >> 32) & 0x7fffffffu;
     int neg = y < 0.0;
     double x = y, c = 0.0, hi, lo;
     int k = 0;
@@ -89,16 +76,18 @@ static double expm1_mid(double y)
         return x < -0.25 ? (e - (x + 0.5)) * -2.0 : fma(x - e, 2.0, 1.0);
     uint64_t scale = (uint64_t)(int64_t)k << 52; /* k added to the exponent */
     if (k <= -2 || k > 56)
-        return of_bits(bits_of(1.0 - (e - x)) + scale) - 1.0;
-    if (k < 20)
-        return of_bits(bits_of(of_bits((uint64_t)(0x3ff00000u - (0x200000u >> k)) << 32) - (e - x)) + scale);
-    double y1 = (x - (e + of_bits((uint64_t)(0x3ff - k) << 52))) + 1.0;
-    return of_bits(bits_of(y1) + scale);
+        return krn_bits_double(krn_double_bits(1.0 - (e - x)) + scale) - 1.0;
+    if (k < 20) {
+        double t1 = krn_bits_double((uint64_t)(0x3ff00000u - (0x200000u >> k)) << 32); /* 1 - 2^-k */
+        return krn_bits_double(krn_double_bits(t1 - (e - x)) + scale);
+    }
+    double y1 = (x - (e + krn_bits_double((uint64_t)(0x3ff - k) << 52))) + 1.0;
+    return krn_bits_double(krn_double_bits(y1) + scale);
 }
 
 double krn_tanh(double x)
 {
-    uint32_t ix = (uint32_t)(bits_of(x) >> 32) & 0x7fffffffu;
+    uint32_t ix = (uint32_t)(krn_double_bits(x) >> 32) & 0x7fffffffu;
     if (ix >= 0x7ff00000u)
         return x != x ? x + x : (x > 0 ? 1.0 : -1.0);
     double z;
