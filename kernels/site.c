@@ -1384,6 +1384,24 @@ int krn_site_parts_begin(krn_ctx *ctx, krn_site_parts **out, const char *name, f
     return 0;
 }
 
+/* REPLAY: whether a logged element lies in [lo, lo + len), the part at hand. */
+static bool logged_in(const krn_site_parts *p, size_t lo, size_t len)
+{
+    const krn_rlog_site *logged = p->job.logged;
+    return logged != NULL && p->saved < logged->count && logged->entries[p->saved].index < lo + len;
+}
+
+/* REPLAY: each logged element of the part keeps its value x[i - lo] and
+ * band (the part's band arrays) for the end of the site. */
+static void save_logged(krn_site_parts *p, size_t lo, size_t len, const double *x)
+{
+    for (; logged_in(p, lo, len); p->saved++) {
+        size_t i = (size_t)p->job.logged->entries[p->saved].index - lo;
+        p->saved_x[p->saved] = x[i];
+        p->saved_tau[p->saved] = band_at(p->job.band, x, i);
+    }
+}
+
 int krn_site_part(krn_site_parts *p, const double *x, size_t len, const double *a, const double *b)
 {
     if (p->rc < 0)
@@ -1405,13 +1423,7 @@ int krn_site_part(krn_site_parts *p, const double *x, size_t len, const double *
     int rc = run_group(job, 1, lo, lo + len);
     if (rc < 0)
         return p->rc = site_leave(ctx, rc);
-    const krn_rlog_site *logged = job->logged;
-    while (logged != NULL && p->saved < logged->count && logged->entries[p->saved].index < lo + len) {
-        size_t i = (size_t)logged->entries[p->saved].index - lo;
-        p->saved_x[p->saved] = x[i];
-        p->saved_tau[p->saved] = band_at(job->band, x, i);
-        p->saved++;
-    }
+    save_logged(p, lo, len, x);
     if (ctx->forge_armed && job->record)
         (void)forge_find(job, lo, lo + len, &p->forge);
     p->next = lo + len;
@@ -1450,29 +1462,18 @@ int krn_site_part_keep(krn_site_parts *p, size_t len)
     for (size_t b0 = lo; b0 < lo + len; b0 += SITE_BLOCK) {
         size_t blen = lo + len - b0 < SITE_BLOCK ? lo + len - b0 : SITE_BLOCK;
         const float *o = job->out + b0;
-        if (!settled_grid(o, blen, ctx->cfg.grid_bits)) {
-            /* anything else takes krn_site_part's way with the same values */
-            for (size_t j = 0; j < blen; j++)
-                xbuf[j] = (double)o[j];
-            p->next = b0;
-            int rc = krn_site_part(p, xbuf, blen, zeros, NULL);
-            if (rc < 0)
-                return rc;
+        if (settled_grid(o, blen, ctx->cfg.grid_bits) && !logged_in(p, b0, blen)) {
+            p->next = b0 + blen;
             continue;
         }
-        /* REPLAY: a logged element here keeps its value and band for the end */
-        const krn_rlog_site *logged = job->logged;
-        while (logged != NULL && p->saved < logged->count && logged->entries[p->saved].index < b0 + blen) {
-            double xi = (double)job->out[logged->entries[p->saved].index];
-            p->saved_x[p->saved] = xi;
-            p->saved_tau[p->saved] = 0.0;
-            if (job->band != NULL) {
-                p->band.a = zeros;
-                band_fill(job->band, &xi, 0, 1, &p->saved_tau[p->saved]);
-            }
-            p->saved++;
-        }
-        p->next = b0 + blen;
+        /* anything else, and a block holding a logged element (REPLAY),
+         * takes krn_site_part's way with the same values */
+        for (size_t j = 0; j < blen; j++)
+            xbuf[j] = (double)o[j];
+        p->next = b0;
+        int rc = krn_site_part(p, xbuf, blen, zeros, NULL);
+        if (rc < 0)
+            return rc;
     }
     return 0;
 }

@@ -205,8 +205,9 @@ int krn_ctx_set_next_site(krn_ctx *ctx, uint32_t site) OVT_MUST_USE;
  *                         are never near a midpoint, so it only reads out,
  *                         and takes krn_site_part's way for any block with
  *                         something else in it (-0, a value off the grid, a
- *                         subnormal or non-finite one): every result,
- *                         entry, failure and count is krn_site_part's;
+ *                         subnormal or non-finite one) or, in REPLAY, a
+ *                         logged element: every result, entry, failure and
+ *                         count is krn_site_part's;
  *   krn_site_parts_end    finishes the site and frees the handle; call it
  *                         also after a failed part (it returns that failure)
  *                         and with NULL (returns 0).
