@@ -9,8 +9,6 @@
 /* The epsilon of the contract, an FP64 literal. */
 #define LAYERNORM_EPS 1e-5
 
-/* Site `name` (N): out[i] = (sum_c a[i,c]*b[i,c]) / C per row (b NULL: plain
- * sum), a reduction over C followed by one division. */
 /* Rows per range of the loops below on the pool (krn_parallel_ranges): each
  * row's values depend on that row alone. */
 #define LN_ROWS 16
@@ -38,6 +36,8 @@ static void mean_rows(void *arg, size_t i0, size_t i1)
     }
 }
 
+/* Site `name` (N): out[i] = (sum_c a[i,c]*b[i,c]) / C per row (b NULL: plain
+ * sum), a reduction over C followed by one division. */
 static int row_mean_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float *out,
                          const double *a, const double *b, size_t N, size_t C, double *x,
                          double *mag)
@@ -51,14 +51,8 @@ static int row_mean_site(krn_ctx *ctx, const krn_cpu *be, const char *name, floa
     return krn_site(ctx, name, out, x, N, &band);
 }
 
-/* forward: the input widened, then (after the mean) its deviations, then
- * (after rstd) the output's values */
-static void widen_rows(void *arg, size_t i0, size_t i1)
-{
-    const ln_job *j = arg;
-    krn_widen(j->xd + i0 * j->C, j->inp + i0 * j->C, (i1 - i0) * j->C);
-}
-
+/* forward: the input's deviations (after the mean), then (after rstd) the
+ * output's values */
 static void dev_rows(void *arg, size_t i0, size_t i1)
 {
     const ln_job *j = arg;
@@ -99,9 +93,9 @@ int krn_layernorm_forward(krn_ctx *ctx, float *out, float *mean, float *rstd, co
     float *var = krn_floats(N, op);
     if (!xd || !dev || !x || !mag || !var)
         goto done;
-    ln_job j = {.be = &be, .x = x, .xd = xd, .dev = dev, .inp = inp, .mean = mean, .rstd = rstd,
+    ln_job j = {.be = &be, .x = x, .xd = xd, .dev = dev, .mean = mean, .rstd = rstd,
                 .weight = weight, .bias = bias, .C = C};
-    if ((rc = krn_parallel_ranges(&be, N, LN_ROWS, widen_rows, &j)) ||
+    if ((rc = krn_widen_rows(&be, xd, NULL, inp, N, C)) ||
         (rc = row_mean_site(ctx, &be, "layernorm.mean", mean, xd, NULL, N, C, x, mag)) ||
         (rc = krn_parallel_ranges(&be, N, LN_ROWS, dev_rows, &j)) ||
         (rc = row_mean_site(ctx, &be, "layernorm.var", var, dev, dev, N, C, x, mag)))
@@ -122,7 +116,7 @@ done:
     return rc;
 }
 
-/* backward: norm and dnorm, then the column sums' operands, then dinp's values */
+/* backward: norm and dnorm, then dweight's column-sum operand, then dinp's values */
 static void norm_rows(void *arg, size_t i0, size_t i1)
 {
     const ln_job *j = arg;
@@ -133,12 +127,6 @@ static void norm_rows(void *arg, size_t i0, size_t i1)
             j->norm[k] = ((double)j->inp[k] - (double)j->mean[i]) * (double)j->rstd[i];
             j->dnorm[k] = (double)j->weight[c] * (double)j->dout[k];
         }
-}
-
-static void dout_rows(void *arg, size_t i0, size_t i1)
-{
-    const ln_job *j = arg;
-    krn_widen(j->x + i0 * j->C, j->dout + i0 * j->C, (i1 - i0) * j->C);
 }
 
 static void normdout_rows(void *arg, size_t i0, size_t i1)
@@ -192,7 +180,7 @@ int krn_layernorm_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbi
     if ((rc = krn_parallel_ranges(&be, N, LN_ROWS, norm_rows, &j)) ||
         (rc = row_mean_site(ctx, &be, "layernorm.bwd.dmean", dmean, dnorm, NULL, N, C, x, mag)) ||
         (rc = row_mean_site(ctx, &be, "layernorm.bwd.dnmean", dnmean, dnorm, norm, N, C, x, mag)) ||
-        (rc = krn_parallel_ranges(&be, N, LN_ROWS, dout_rows, &j)) ||
+        (rc = krn_widen_rows(&be, x, NULL, dout, N, C)) ||
         (rc = krn_colsum_site(ctx, &be, "layernorm.bwd.dbias", dbias, x, N, C)) ||
         (rc = krn_parallel_ranges(&be, N, LN_ROWS, normdout_rows, &j)) ||
         (rc = krn_colsum_site(ctx, &be, "layernorm.bwd.dweight", dweight, x, N, C)) ||
