@@ -416,6 +416,7 @@ int krn_chunked_gemm_in(const krn_cpu *be, double *out, const krn_gemm_in *in, s
     job.tiles_n = (n + job.tile_n - 1) / job.tile_n;
     atomic_init(&job.rc, 0);
     size_t rows_t = (m + KRN_TILE_M - 1) / KRN_TILE_M, ntiles = rows_t * job.tiles_n;
+    size_t chunks = (k + KRN_GEMM_CHUNK - 1) / KRN_GEMM_CHUNK;
     int rc;
     /* the own kernel on several tiles per row of tiles: a packed once, not
      * once per tile (a gpt2-small head's forward has 191 tiles) */
@@ -423,14 +424,12 @@ int krn_chunked_gemm_in(const krn_cpu *be, double *out, const krn_gemm_in *in, s
         job.apre_tile = krn_gemm_apack_doubles(job.isa, KRN_TILE_M, k);
         if (rows_t * job.apre_tile <= APRE_MAX)
             job.apre = krn_scratch(KRN_SCRATCH_APACK, rows_t * job.apre_tile);
-        size_t chunks = (k + KRN_GEMM_CHUNK - 1) / KRN_GEMM_CHUNK;
         if (job.apre && (rc = krn_parallel(be, rows_t * chunks, prepack_unit, &job)))
             return rc;
     }
     /* and on several rows of tiles, b once, not once per row of tiles (a
      * gpt2-small head's weight gradient has 197) */
     if (be->kind == KRN_BACKEND_CPU && job.own && rows_t > 1) {
-        size_t chunks = (k + KRN_GEMM_CHUNK - 1) / KRN_GEMM_CHUNK;
         job.bpre_row = krn_gemm_bpack_doubles(job.isa, n, 1);
         if (job.bpre_row * k <= BPRE_MAX)
             job.bpre = krn_scratch(KRN_SCRATCH_BPACK, job.bpre_row * k);

@@ -402,16 +402,16 @@ void krn_gemm_block_ex(krn_gemm_isa isa, double *pack, double *c, size_t ldc, bo
     for (size_t k0 = 0; k0 < k; k0 += KC) {
         size_t kc = min_sz(KC, k - k0);
         const double *apk = a_packed;
-        double *bpk = pack + mp * kc;
+        const double *bpk = b_packed;
         bool zero = first && k0 == 0;
         if (!a_packed) {
             pack_panels(pack, d.mr, !ta, a, NULL, lda, m, k0, kc, vec);
             apk = pack;
         }
-        if (b_packed)
-            bpk = (double *)b_packed; /* read only */
-        else
-            pack_panels(bpk, d.nr, tb, b, bf, ldb, n, k0, kc, vec);
+        if (!b_packed) {
+            pack_panels(pack + mp * kc, d.nr, tb, b, bf, ldb, n, k0, kc, vec);
+            bpk = pack + mp * kc;
+        }
         for (size_t j = 0; j < n; j += d.nr)
             for (size_t i = 0; i < mmain; i += d.mr) {
                 const double *ap = apk + i * kc, *bp = bpk + j * kc;
