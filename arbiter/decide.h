@@ -13,7 +13,7 @@
 #include "chain/arbitration.h"
 #include "common/bytes.h"
 
-/* A host name as ranks.json holds it, NUL included (TRN_SHARD_HOST_MAX). */
+/* A host name as ranks.json holds it, NUL included (DP_HOST_MAX). */
 #define ARB_HOST_MAX 64
 
 /* One input of the disputed step as the arbiter found it in the store. */

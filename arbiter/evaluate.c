@@ -8,12 +8,12 @@
 #include "kernels/rlog.h"
 #include "trainer/config.h"
 #include "trainer/init.h"
-#include "trainer/ranks.h"
+#include "dp/ranks.h"
 #include "trainer/state.h"
 #include "trainer/rundata.h"
 #include "trainer/step.h"
 
-_Static_assert(ARB_HOST_MAX == TRN_SHARD_HOST_MAX, "arb_eval holds a ranks.json host name");
+_Static_assert(ARB_HOST_MAX == DP_HOST_MAX, "arb_eval holds a ranks.json host name");
 
 #define MAX_CONFIG_OBJECT 4096
 #define MAX_OBJECT ((size_t)1 << 36)
@@ -49,14 +49,14 @@ static arb_input store_status(int rv, int *err, const char *what, char *note, si
     return rv == OVT_ENOTFOUND || rv == OVT_EIO || rv == OVT_ENOMEM ? ARB_INPUT_MISSING : ARB_INPUT_MISMATCH;
 }
 
-static int step_zero(arb_eval *out, trn_store *store, const ovt_hash *run_id, const chain_arb_params *run,
+static int step_zero(arb_eval *out, store_ctx *store, const ovt_hash *run_id, const chain_arb_params *run,
                      char *note, size_t cap)
 {
     uint8_t *buf = NULL;
     size_t len;
     int err = 0;
     out->input[ARB_IN_STATE] =
-        store_status(trn_store_get(store, &run->config_hash, MAX_CONFIG_OBJECT, &buf, &len), &err, "run config",
+        store_status(store_get(store, &run->config_hash, MAX_CONFIG_OBJECT, &buf, &len), &err, "run config",
                      note, cap);
     if (out->input[ARB_IN_STATE] != ARB_INPUT_OK)
         return err;
@@ -83,7 +83,7 @@ static int step_zero(arb_eval *out, trn_store *store, const ovt_hash *run_id, co
         }
         char what[96];
         snprintf(what, sizeof what, "starting parameters (init_hash, %zu bytes for the config's model)", want);
-        out->input[ARB_IN_STATE] = store_status(trn_store_get(store, &rc.init_hash, want, &params, &params_len),
+        out->input[ARB_IN_STATE] = store_status(store_get(store, &rc.init_hash, want, &params, &params_len),
                                                 &err, what, note, cap);
         if (out->input[ARB_IN_STATE] != ARB_INPUT_OK)
             return err;
@@ -108,10 +108,10 @@ static int step_zero(arb_eval *out, trn_store *store, const ovt_hash *run_id, co
 
 /* The state j-1 (the store checks that it hashes to stateHash_{j-1}), of
  * this run and at step j-1. */
-static arb_input get_state(trn_state **st, int *err, trn_store *store, const chain_arb_params *run,
+static arb_input get_state(trn_state **st, int *err, store_ctx *store, const chain_arb_params *run,
                            const chain_arb_game *g, char *note, size_t cap)
 {
-    arb_input in = store_status(trn_store_get_state(store, &g->previous_state, st), err, "state j-1", note, cap);
+    arb_input in = store_status(store_get_state(store, &g->previous_state, st), err, "state j-1", note, cap);
     if (in != ARB_INPUT_OK)
         return in;
     const char *wrong = memcmp((*st)->config_hash.b, run->config_hash.b, 32) != 0 ? "its config is not the run's"
@@ -127,7 +127,7 @@ static arb_input get_state(trn_state **st, int *err, trn_store *store, const cha
 
 /* The trainer's log j: fetched (or, for an empty log, built: its bytes are
  * fixed by the step number) and checked against logHash_j. */
-static arb_input get_log(uint8_t **buf, size_t *len, int *err, trn_store *store, const chain_arb_game *g,
+static arb_input get_log(uint8_t **buf, size_t *len, int *err, store_ctx *store, const chain_arb_game *g,
                          char *note, size_t cap)
 {
     krn_rlog *empty = krn_rlog_new();
@@ -146,7 +146,7 @@ static arb_input get_log(uint8_t **buf, size_t *len, int *err, trn_store *store,
         krn_rlog_free(empty);
     }
     /* At most what the log format allows (kernels/rlog.h). */
-    return store_status(trn_store_get(store, &g->trainer_log, KRN_RLOG_MAX_FILE, buf, len), err, "rounding log j",
+    return store_status(store_get(store, &g->trainer_log, KRN_RLOG_MAX_FILE, buf, len), err, "rounding log j",
                         note, cap);
 }
 
@@ -156,23 +156,23 @@ static arb_input get_log(uint8_t **buf, size_t *len, int *err, trn_store *store,
  * the verdict: a manifest or ranks.json that is missing, unreachable,
  * forged or malformed leaves out->has_owner false and says why in the note.
  * Both fetches are bounded like every other (the manifest by the store,
- * ranks.json at TRN_RANKS_MAX_FILE). */
-static void find_owner(arb_eval *out, trn_store *store, const ovt_hash *run_id, uint64_t j, char *note, size_t cap)
+ * ranks.json at DP_RANKS_MAX_FILE). */
+static void find_owner(arb_eval *out, store_ctx *store, const ovt_hash *run_id, uint64_t j, char *note, size_t cap)
 {
-    trn_store_manifest m;
+    store_manifest m;
     uint8_t *buf = NULL;
     size_t len = 0;
-    trn_shard_owner owner;
-    if (trn_store_get_manifest(store, run_id, &m)) {
+    dp_shard_owner owner;
+    if (store_get_manifest(store, run_id, &m)) {
         add_note(note, cap, "shard %lld's rank and host are not known: the run manifest: %s",
                  (long long)out->shard_differs, ovt_errmsg());
     } else if (!m.has_ranks) {
         add_note(note, cap, "shard %lld's rank and host are not known: the run manifest names no ranks.json",
                  (long long)out->shard_differs);
-    } else if (trn_store_get(store, &m.ranks_hash, TRN_RANKS_MAX_FILE, &buf, &len)) {
+    } else if (store_get(store, &m.ranks_hash, DP_RANKS_MAX_FILE, &buf, &len)) {
         add_note(note, cap, "shard %lld's rank and host are not known: ranks.json: %s", (long long)out->shard_differs,
                  ovt_errmsg());
-    } else if (trn_ranks_owner(&owner, (const char *)buf, len, j, (uint32_t)out->shard_differs)) {
+    } else if (dp_ranks_owner(&owner, (const char *)buf, len, j, (uint32_t)out->shard_differs)) {
         add_note(note, cap, "shard %lld's rank and host are not known: %s", (long long)out->shard_differs,
                  ovt_errmsg());
     } else {
@@ -184,7 +184,7 @@ static void find_owner(arb_eval *out, trn_store *store, const ovt_hash *run_id, 
     free(buf);
 }
 
-int arb_evaluate(arb_eval *out, trn_store *store, const ovt_hash *run_id, const chain_arb_params *run,
+int arb_evaluate(arb_eval *out, store_ctx *store, const ovt_hash *run_id, const chain_arb_params *run,
                  const chain_arb_game *g, int threads, trn_replayer *prep, char *note, size_t cap)
 {
     memset(out, 0, sizeof *out);
@@ -203,7 +203,7 @@ int arb_evaluate(arb_eval *out, trn_store *store, const ovt_hash *run_id, const 
     krn_rlog *log = NULL;
     int rv = 0;
     out->input[ARB_IN_STATE] = get_state(&st, &rv, store, run, g, note, cap);
-    out->input[ARB_IN_DATASET] = store_status(trn_store_get(store, &run->dataset_hash, MAX_OBJECT, &data, &data_len),
+    out->input[ARB_IN_DATASET] = store_status(store_get(store, &run->dataset_hash, MAX_OBJECT, &data, &data_len),
                                               &rv, "dataset", note, cap);
     out->input[ARB_IN_LOG] = get_log(&logbytes, &log_len, &rv, store, g, note, cap);
     for (int k = 0; k < ARB_NINPUTS; k++)

@@ -8,7 +8,7 @@
 
 #include "arbiter/decide.h"
 #include "trainer/step.h"
-#include "trainer/store.h"
+#include "store/store.h"
 
 /* Evaluates step j = g->index of run run_id (g in phase AwaitingVerdict):
  *   j = 0: the run config (named configHash) -> the initial state (drawn
@@ -27,7 +27,7 @@
  * prep (may be NULL): a replay prepared for the run's config
  * (trn_replayer_new, made when the dispute opened), used when the state's
  * config is its own; the same bits either way. */
-int arb_evaluate(arb_eval *out, trn_store *store, const ovt_hash *run_id, const chain_arb_params *run,
+int arb_evaluate(arb_eval *out, store_ctx *store, const ovt_hash *run_id, const chain_arb_params *run,
                  const chain_arb_game *g, int threads, trn_replayer *prep, char *note, size_t cap) OVT_MUST_USE;
 
 #endif

@@ -102,7 +102,7 @@ typedef struct {
     const arb_watch_opts *o;
     const chain_arb *arb;
     chain_txm *m;
-    trn_store *store;
+    store_ctx *store;
     volatile int *stop;
     arb_cursor cursor;
     arb_game *games;
@@ -403,9 +403,9 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
      * deadline less the margin): an input that cannot be had by then is
      * missing, and the next pass rules InputsUnavailable in time. */
     uint64_t now = now_s(w), last = game->deadline > w->o->deadline_margin ? game->deadline - w->o->deadline_margin : 0;
-    trn_store_set_deadline(w->store, last > now ? (double)(last - now) : 0.001);
-    trn_store_expect_config(w->store, &run->config_hash);
-    trn_store_expect(w->store, &run->config_hash, TRN_STORE_MAX_CONFIG);
+    store_set_deadline(w->store, last > now ? (double)(last - now) : 0.001);
+    store_expect_config(w->store, &run->config_hash);
+    store_expect(w->store, &run->config_hash, STORE_MAX_CONFIG);
     arb_eval e;
     long long t0 = chain_now_ms();
     int rv = arb_evaluate(&e, w->store, &g->run_id, run, game, w->o->threads, g->prep, note, sizeof note);
@@ -523,9 +523,9 @@ static void prepare(watcher *w, arb_game *g, const chain_arb_params *run)
     uint8_t *buf = NULL;
     size_t len = 0;
     trn_run_config rc;
-    trn_store_set_deadline(w->store, 30);
+    store_set_deadline(w->store, 30);
     long long t0 = chain_now_ms();
-    int rv = trn_store_get(w->store, &run->config_hash, TRN_STORE_MAX_CONFIG, &buf, &len);
+    int rv = store_get(w->store, &run->config_hash, STORE_MAX_CONFIG, &buf, &len);
     if (!rv)
         rv = trn_config_decode(&rc, buf, len);
     free(buf);
@@ -712,7 +712,7 @@ static int open_state(watcher *w)
     return arb_games_load(&w->games, &w->ngames, w->o->state_dir);
 }
 
-int arb_watch(const arb_watch_opts *opts, const chain_arb *arb, chain_txm *m, trn_store *store, volatile int *stop)
+int arb_watch(const arb_watch_opts *opts, const chain_arb *arb, chain_txm *m, store_ctx *store, volatile int *stop)
 {
     arb_watch_opts eff = *opts;
     const arb_watch_opts *o = &eff;

@@ -25,7 +25,7 @@
 
 #include "chain/arbitration.h"
 #include "chain/txm.h"
-#include "trainer/store.h"
+#include "store/store.h"
 
 typedef struct {
     const char *state_dir;
@@ -67,10 +67,8 @@ int arb_deployment_block(chain_rpc *rpc, const chain_address *address, uint64_t 
  * to the same node; m's account is the arbiter. Returns 0 on a clean stop,
  * or a negative code (a bad state dir, a state dir of another contract or
  * chain, or with once any failure). */
-int arb_watch(const arb_watch_opts *o, const chain_arb *arb, chain_txm *m, trn_store *store,
+int arb_watch(const arb_watch_opts *o, const chain_arb *arb, chain_txm *m, store_ctx *store,
               volatile int *stop) OVT_MUST_USE;
 
-/* `ovt arbiter` (cli/main.c). */
-int arb_cmd_arbiter(int argc, char **argv);
 
 #endif

@@ -7,13 +7,13 @@
 #include "common/fileio.h"
 #include "kernels/rlog.h"
 #include "trainer/init.h"
-#include "trainer/ranks.h"
+#include "dp/ranks.h"
 #include "trainer/rundata.h"
 #include "trainer/step.h"
 #include "trainer/train.h"
 
 /* Objects with no cap of their own here: the store's blob cap and the
- * caps ovt audit gives by name (trn_store_expect) bound them. */
+ * caps ovt audit gives by name (store_expect) bound them. */
 #define MAX_OBJECT ((size_t)1 << 36)
 
 /* What a replay of one run directory needs. */
@@ -221,8 +221,8 @@ int aud_replay(const aud_replay_opts *opts, aud_report *out)
     snprintf(out->suspect, sizeof out->suspect, "%s", r.suspect);
     out->shard_step = r.shard_step;
     out->shard = r.shard;
-    trn_shard_owner owner;
-    if (r.shard_step && trn_ranks_owner_in(&owner, r.dir, r.shard_step, r.shard) == 0) {
+    dp_shard_owner owner;
+    if (r.shard_step && dp_ranks_owner_in(&owner, r.dir, r.shard_step, r.shard) == 0) {
         out->shard_owner_known = true;
         out->shard_rank = owner.rank;
         snprintf(out->shard_host, sizeof out->shard_host, "%s", owner.host);
@@ -273,11 +273,11 @@ done:
 
 /* Fetches blob name (at most max_len bytes, and within the store's caps)
  * into path. */
-static int fetch_blob(trn_store *store, const ovt_hash *name, size_t max_len, const char *path)
+static int fetch_blob(store_ctx *store, const ovt_hash *name, size_t max_len, const char *path)
 {
     uint8_t *buf;
     size_t len;
-    int rv = trn_store_get(store, name, max_len, &buf, &len);
+    int rv = store_get(store, name, max_len, &buf, &len);
     if (rv)
         return rv;
     rv = ovt_write_atomic(path, buf, len, 0644);
@@ -287,7 +287,7 @@ static int fetch_blob(trn_store *store, const ovt_hash *name, size_t max_len, co
 
 /* A run that starts from given parameters: the blob named init_hash (the
  * store checks its SHA-256), written as the run's step-0 checkpoint. */
-static int fetch_init(trn_store *store, const trn_run_config *rc, const char *dir)
+static int fetch_init(store_ctx *store, const trn_run_config *rc, const char *dir)
 {
     if (!trn_config_has_init(rc))
         return 0;
@@ -300,7 +300,7 @@ static int fetch_init(trn_store *store, const trn_run_config *rc, const char *di
     size_t want;
     int rv = trn_init_blob_len(rc, &want);
     if (!rv)
-        rv = trn_store_get(store, &rc->init_hash, want, &buf, &len);
+        rv = store_get(store, &rc->init_hash, want, &buf, &len);
     if (rv)
         return ovt_fail_wrap(rv, "the run's starting parameters (init_hash, %zu bytes for the config's model)", want);
     rv = trn_state_start(&st, rc, buf, len);
@@ -315,28 +315,28 @@ static int fetch_init(trn_store *store, const trn_run_config *rc, const char *di
     return rv;
 }
 
-int aud_fetch_run(trn_store *store, const ovt_hash *run_id, const char *dir, trn_store_manifest *manifest)
+int aud_fetch_run(store_ctx *store, const ovt_hash *run_id, const char *dir, store_manifest *manifest)
 {
-    trn_store_manifest m;
+    store_manifest m;
     trn_step_table table = {0};
     trn_run_config rc;
     ovt_hash ch;
     char path[4096];
-    int rv = trn_store_get_manifest(store, run_id, &m);
+    int rv = store_get_manifest(store, run_id, &m);
     if (rv)
         return rv;
     if ((rv = trn_run_path(path, sizeof path, dir, "logs", 0, "rlog")))
         return rv;
     *strrchr(path, '/') = '\0';
     if ((rv = ovt_mkdirs(path, 0755)) || (rv = trn_run_path(path, sizeof path, dir, NULL, 0, "config.bin")) ||
-        (rv = fetch_blob(store, &m.config_hash, TRN_STORE_MAX_CONFIG, path)) || (rv = trn_run_load_config(dir, &rc, &ch)) ||
+        (rv = fetch_blob(store, &m.config_hash, STORE_MAX_CONFIG, path)) || (rv = trn_run_load_config(dir, &rc, &ch)) ||
         (rv = trn_run_path(path, sizeof path, dir, NULL, 0, "steps.bin")) ||
         (rv = fetch_blob(store, &m.steps_hash, MAX_OBJECT, path)) || (rv = trn_step_table_read(&table, path)))
         goto done;
     if (memcmp(rc.dataset_hash.b, m.dataset_hash.b, 32) != 0 || memcmp(table.config_hash.b, ch.b, 32) != 0 ||
         table.count != m.steps + 1) {
         rv = ovt_fail(OVT_EFORMAT, "the run published in %s does not hang together (config, dataset and step "
-                      "table disagree)", trn_store_url(store));
+                      "table disagree)", store_url_of(store));
         goto done;
     }
     if ((rv = trn_run_path(path, sizeof path, dir, NULL, 0, "dataset.bin")) ||

@@ -23,7 +23,7 @@
 #include "kernels/site.h"
 #include "trainer/run.h"
 #include "trainer/state.h"
-#include "trainer/store.h"
+#include "store/store.h"
 
 typedef struct {
     const char *run_dir;   /* the trainer's run */
@@ -88,7 +88,7 @@ int aud_rebuild_state(trn_state **out, const char *run_dir, const char *data_pat
  * that starts from given parameters, ckpt/step-00000000.ckpt built from the
  * blob named by the config's init_hash, each checked against its hash; *manifest (may be NULL) gets the manifest. Logs the
  * store does not have are left out (the replay then fails at that step). */
-int aud_fetch_run(trn_store *store, const ovt_hash *run_id, const char *dir,
-                  trn_store_manifest *manifest) OVT_MUST_USE;
+int aud_fetch_run(store_ctx *store, const ovt_hash *run_id, const char *dir,
+                  store_manifest *manifest) OVT_MUST_USE;
 
 #endif

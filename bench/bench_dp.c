@@ -16,21 +16,21 @@
 #include <string.h>
 
 #include "bench_util.h"
-#include "trainer/dp.h"
+#include "dp/dp.h"
 
 int main(int argc, char **argv)
 {
-    if (!trn_dp_available() || !trn_dp_launched()) {
+    if (!dp_available() || !dp_launched()) {
         fprintf(stderr, "bench_dp: start it with mpirun -np R (see the top of bench/bench_dp.c)%s\n",
-                trn_dp_available() ? "" : "; this build has no MPI");
+                dp_available() ? "" : "; this build has no MPI");
         return 2;
     }
-    trn_dp *dp;
-    if (trn_dp_open(&dp, 600) != 0) {
+    dp_ctx *dp;
+    if (dp_open(&dp, 600) != 0) {
         fprintf(stderr, "bench_dp: %s\n", ovt_errmsg());
         return 1;
     }
-    int R = trn_dp_size(dp), rank = trn_dp_rank(dp);
+    int R = dp_size(dp), rank = dp_rank(dp);
     size_t sizes[8] = {120576, 16777216};
     int nsizes = 2;
     if (argc > 1) {
@@ -63,10 +63,10 @@ int main(int argc, char **argv)
         int reps = n > 10000000 ? 5 : 50;
         double t[50], t1[50];
         for (int k = 0; k < reps; k++) {
-            if (trn_dp_agree(dp, 0, (uint64_t)k) != 0) /* start together */
+            if (dp_agree(dp, 0, (uint64_t)k) != 0) /* start together */
                 return 1;
             double t0 = now();
-            if (trn_dp_grad_sum(dp, grads, own, PER_RANK, S_sum, n, 32, (uint64_t)k) != 0) {
+            if (dp_grad_sum(dp, grads, own, PER_RANK, S_sum, n, 32, (uint64_t)k) != 0) {
                 fprintf(stderr, "bench_dp: %s\n", ovt_errmsg());
                 return 1;
             }
@@ -74,7 +74,7 @@ int main(int argc, char **argv)
         }
         for (int k = 0; k < reps && rank == 0; k++) {
             double t0 = now();
-            if (trn_dp_grad_sum(NULL, grads, own, S_sum, S_sum, n, 32, (uint64_t)k) != 0)
+            if (dp_grad_sum(NULL, grads, own, S_sum, S_sum, n, 32, (uint64_t)k) != 0)
                 return 1;
             t1[k] = now() - t0;
         }
@@ -87,21 +87,21 @@ int main(int argc, char **argv)
         free(grads);
     }
     uint32_t S = (uint32_t)R * 4; /* 4 shards per rank */
-    trn_shard_record *rec = calloc(S, sizeof *rec);
+    dp_shard_record *rec = calloc(S, sizeof *rec);
     if (rec == NULL)
         return 1;
     ovt_hash h = {{0}};
     double t[200];
     for (int k = 0; k < 200; k++) {
         double t0 = now();
-        if (trn_dp_share_shards(dp, rec, S, (uint64_t)k) != 0 ||
-            trn_dp_check_state(dp, &h, (uint64_t)k) != 0 || trn_dp_agree(dp, 0, (uint64_t)k) != 0)
+        if (dp_share_shards(dp, rec, S, (uint64_t)k) != 0 ||
+            dp_check_state(dp, &h, (uint64_t)k) != 0 || dp_agree(dp, 0, (uint64_t)k) != 0)
             return 1;
         t[k] = now() - t0;
     }
     if (rank == 0)
         printf("shard table + stateHash check + failure check: %.3f ms per step (median of 200)\n", median(t, 200) * 1e3);
     free(rec);
-    trn_dp_close(dp);
+    dp_close(dp);
     return 0;
 }

@@ -11,7 +11,7 @@
 #include "bench_util.h"
 #include "common/err.h"
 #include "kernels/rng.h"
-#include "trainer/data.h"
+#include "data/dataset.h"
 #include "trainer/rundata.h"
 #include "trainer/state.h"
 #include "trainer/step.h"
@@ -64,7 +64,7 @@ static inline int bench_random_dataset(trn_run_data *data, uint8_t **file, size_
         return ovt_fail(OVT_ENOMEM, "out of memory");
     for (size_t i = 0; i < ntok; i++)
         tok[i] = (uint32_t)krn_rng_below(rc->seed, 0, 99, i, m->vocab);
-    int rv = trn_tokens_encode(tok, ntok, m->vocab, file, file_len);
+    int rv = data_tokens_encode(tok, ntok, m->vocab, file, file_len);
     free(tok);
     if (rv)
         return rv;

@@ -13,7 +13,7 @@
 
 #include "kernels/rlog.h"
 #include "kernels/site.h"
-#include "trainer/data.h"
+#include "data/dataset.h"
 #include "trainer/state.h"
 #include "trainer/train.h"
 
@@ -108,20 +108,20 @@ int main(int argc, char **argv)
     trn_config_default(&rc, &m);
     rc.batch_size = 32;
     rc.head_shift = 12;
-    trn_samples data;
-    if (trn_samples_synthetic(&data, 1, 1024, m.in_dim, m.n_class, 32))
+    data_samples data;
+    if (data_samples_synthetic(&data, 1, 1024, m.in_dim, m.n_class, 32))
         return 1;
     rc.dataset_hash = data.hash;
-    trn_sample_batch sb;
-    if (trn_sample_batch_get(&sb, &data, rc.seed, 1, rc.batch_size))
+    data_sample_batch sb;
+    if (data_sample_batch_get(&sb, &data, rc.seed, 1, rc.batch_size))
         return 1;
     trn_batch b = {.B = sb.B, .x = sb.x, .labels = sb.y};
     if (bench("mlp-demo", &rc, &b, reps)) {
         fprintf(stderr, "bench_trainer: %s\n", ovt_errmsg());
         return 1;
     }
-    trn_sample_batch_free(&sb);
-    trn_samples_free(&data);
+    data_sample_batch_free(&sb);
+    data_samples_free(&data);
 
     /* gpt2-tiny on byte-level tokens of a generated text, B = 8, T = 64. */
     if (trn_model_preset(&m, "gpt2-tiny"))
@@ -133,19 +133,19 @@ int main(int argc, char **argv)
     static uint8_t text[N];
     for (int i = 0; i < N; i++)
         text[i] = (uint8_t)("abcdefgh ijklmnop\n"[(i * 7 + i / 13) % 18]);
-    trn_tokens toks;
-    if (trn_tokens_parse(&toks, text, N))
+    data_tokens toks;
+    if (data_tokens_parse(&toks, text, N))
         return 1;
     rc.dataset_hash = toks.hash;
-    trn_token_batch tb;
-    if (trn_token_batch_get(&tb, &toks, rc.seed, 1, rc.batch_size, rc.seq_len))
+    data_token_batch tb;
+    if (data_token_batch_get(&tb, &toks, rc.seed, 1, rc.batch_size, rc.seq_len))
         return 1;
     trn_batch gb = {.B = tb.B, .T = tb.T, .inputs = tb.inputs, .targets = tb.targets};
     if (bench("gpt2-tiny", &rc, &gb, reps)) {
         fprintf(stderr, "bench_trainer: %s\n", ovt_errmsg());
         return 1;
     }
-    trn_token_batch_free(&tb);
-    trn_tokens_free(&toks);
+    data_token_batch_free(&tb);
+    data_tokens_free(&toks);
     return 0;
 }

@@ -49,9 +49,9 @@ if(OVT_CUDA)
 endif()
 message(STATUS "ovt: CUDA backend ${OVT_HAVE_CUDA}")
 
-# MPI is optional: the data-parallel transport (trainer/dp_mpi.c,
+# MPI is optional: the data-parallel transport (dp/mpi.c,
 # docs/data-parallel.md) is built when MPI's C bindings are found; otherwise
-# trainer/dp_none.c stands in and `mpirun ovt train` says how to get it.
+# dp/single.c stands in and `mpirun ovt train` says how to get it.
 # Imported targets' include folders are SYSTEM, so -Werror holds with mpi.h.
 set(OVT_HAVE_MPI OFF)
 if(OVT_MPI)

@@ -22,7 +22,7 @@
  * binades below the largest term, so the mean is the exact mean of the
  * g_s to far below the grid's precision.
  *
- * Data-parallel processes (trainer/dp_mpi.c) reduce the keys with a max and
+ * Data-parallel processes (dp/mpi.c) reduce the keys with a max and
  * the terms with a sum; one process does both in krn_shard_mean. */
 
 #include <stddef.h>

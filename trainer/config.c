@@ -6,8 +6,6 @@
 #include <string.h>
 
 #include "kernels/grid.h"
-#include "trainer/layout.h"
-#include "trainer/schedule.h"
 
 static const uint8_t config_magic[8] = {'O', 'V', 'T', 'R', 'C', 'F', 'G', 0};
 
@@ -314,4 +312,20 @@ int trn_config_diff(char *out, size_t cap, const trn_run_config *there, const tr
     if (memcmp(there->dataset_hash.b, here->dataset_hash.b, 32) != 0)
         diff_add(out, cap, &n, "--data: another dataset (datasetHash differs)");
     return n;
+}
+
+const char *trn_schedule_name(trn_schedule_kind kind)
+{
+    return kind == TRN_SCHEDULE_COSINE ? "cosine" : kind == TRN_SCHEDULE_LINEAR ? "linear" : "unknown";
+}
+
+int trn_schedule_parse(trn_schedule_kind *out, const char *name)
+{
+    if (!strcmp(name, "linear"))
+        *out = TRN_SCHEDULE_LINEAR;
+    else if (!strcmp(name, "cosine"))
+        *out = TRN_SCHEDULE_COSINE;
+    else
+        return ovt_fail(OVT_EINVAL, "unknown schedule '%s' (known: linear, cosine)", name);
+    return 0;
 }

@@ -11,11 +11,16 @@
 
 #include "common/bytes.h"
 #include "common/err.h"
+#include "kernels/rlog.h"
 
 typedef enum { TRN_MODEL_MLP = 1, TRN_MODEL_GPT2 = 2 } trn_model_kind;
 
 /* The shape of the learning-rate fall after warmup (trainer/schedule.h). */
 typedef enum { TRN_SCHEDULE_LINEAR = 0, TRN_SCHEDULE_COSINE = 1 } trn_schedule_kind;
+
+/* "linear" / "cosine" and back; parse fails with OVT_EINVAL. */
+const char *trn_schedule_name(trn_schedule_kind kind);
+int trn_schedule_parse(trn_schedule_kind *out, const char *name) OVT_MUST_USE;
 
 /* Model shape. MLP: in_dim -> n_layer hidden layers of `width` (GELU) ->
  * n_class logits. GPT-2: llm.c's layout, n_layer blocks of `width` channels
@@ -72,7 +77,10 @@ typedef struct {
     uint32_t shards;
 } trn_run_config;
 
-#define TRN_MAX_SHARDS 1024u
+#define TRN_MAX_LAYERS 8 /* MLP hidden layers */
+
+/* A step's shard table in its rounding log holds at most this many. */
+#define TRN_MAX_SHARDS KRN_RLOG_MAX_SHARDS
 
 /* rc->shards, with 0 read as 1. */
 uint32_t trn_config_shards(const trn_run_config *rc);

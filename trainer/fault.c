@@ -32,7 +32,7 @@ int trn_fault_at(const trn_fault *f, trn_fault_kind kind, uint64_t i)
     return f->kind == kind && f->step == i;
 }
 
-void trn_fault_poison(trn_token_batch *tb, trn_sample_batch *sb, uint32_t vocab, uint32_t n_class)
+void trn_fault_poison(data_token_batch *tb, data_sample_batch *sb, uint32_t vocab, uint32_t n_class)
 {
     if (tb->targets != NULL && vocab > 1)
         for (size_t j = 0; j < (size_t)tb->B * tb->T; j++)

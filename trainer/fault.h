@@ -37,7 +37,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
-#include "trainer/data.h"
+#include "data/dataset.h"
 #include "trainer/state.h"
 
 typedef enum {
@@ -69,7 +69,7 @@ int trn_fault_at(const trn_fault *f, trn_fault_kind kind, uint64_t i);
 
 /* poisoned-batch: every target token becomes (t + 1) mod vocab, or every
  * label (y + 1) mod n_class. Either batch may be empty (NULL arrays). */
-void trn_fault_poison(trn_token_batch *tb, trn_sample_batch *sb, uint32_t vocab, uint32_t n_class);
+void trn_fault_poison(data_token_batch *tb, data_sample_batch *sb, uint32_t vocab, uint32_t n_class);
 
 /* bitflip: flips the highest mantissa bit (kept at every grid width) of the
  * first normal parameter at or after a step-derived offset; the result is

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kernels/ops.h"
+#include "trainer/train.h"
 #include "trainer/workspace.h"
 
 /* Runs one op; returns its error from the enclosing function (rv in scope). */

@@ -12,7 +12,6 @@
 
 #include "trainer/config.h"
 
-#define TRN_MAX_LAYERS 8   /* MLP hidden layers */
 #define TRN_MAX_TENSORS 24
 
 typedef struct {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kernels/ops.h"
+#include "trainer/train.h"
 #include "trainer/workspace.h"
 
 static size_t fan_in(const trn_model_config *m, uint32_t l)

@@ -36,7 +36,5 @@ void trn_step_table_free(trn_step_table *t);
 /* The Merkle root over the table's leaves for run run_id (chain/merkle.h). */
 int trn_step_table_root(ovt_hash *root, const trn_step_table *t, const ovt_hash *run_id) OVT_MUST_USE;
 
-/* `ovt train` (cli/main.c). */
-int trn_cmd_train(int argc, char **argv);
 
 #endif

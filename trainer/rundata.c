@@ -27,7 +27,7 @@ int trn_run_data_parse(trn_run_data *d, const uint8_t *buf, size_t len, trn_run_
     memset(d, 0, sizeof *d);
     int rv;
     if (rc->model.kind == TRN_MODEL_GPT2) {
-        if ((rv = trn_tokens_parse(&d->tokens, buf, len)))
+        if ((rv = data_tokens_parse(&d->tokens, buf, len)))
             return ovt_fail_wrap(rv, "%s", what);
         if (d->tokens.vocab > rc->model.vocab)
             return ovt_fail(OVT_EINVAL, "%s has vocab %u, larger than the model's %u", what, d->tokens.vocab,
@@ -37,7 +37,7 @@ int trn_run_data_parse(trn_run_data *d, const uint8_t *buf, size_t len, trn_run_
                             d->tokens.count, rc->seq_len);
         return check_hash(&d->tokens.hash, rc, set_hash, what);
     }
-    if ((rv = trn_samples_parse(&d->samples, buf, len, (int)rc->grid_bits)))
+    if ((rv = data_samples_parse(&d->samples, buf, len, (int)rc->grid_bits)))
         return ovt_fail_wrap(rv, "%s", what);
     if (d->samples.dim != rc->model.in_dim || d->samples.n_class != rc->model.n_class)
         return ovt_fail(OVT_EINVAL, "%s has %u features and %u classes; the model takes %u and %u", what,
@@ -60,8 +60,8 @@ int trn_run_data_load(trn_run_data *d, const char *path, trn_run_config *rc, int
 
 void trn_run_data_free(trn_run_data *d)
 {
-    trn_tokens_free(&d->tokens);
-    trn_samples_free(&d->samples);
+    data_tokens_free(&d->tokens);
+    data_samples_free(&d->samples);
 }
 
 int trn_step_batch_get(trn_step_batch *b, const trn_run_data *d, const trn_run_config *rc, uint64_t i)
@@ -69,16 +69,16 @@ int trn_step_batch_get(trn_step_batch *b, const trn_run_data *d, const trn_run_c
     memset(b, 0, sizeof *b);
     int rv;
     if (rc->model.kind == TRN_MODEL_GPT2) {
-        if ((rv = trn_token_batch_get(&b->tb, &d->tokens, rc->seed, i, rc->batch_size, rc->seq_len)))
+        if ((rv = data_token_batch_get(&b->tb, &d->tokens, rc->seed, i, rc->batch_size, rc->seq_len)))
             return rv;
-        trn_token_batch_hash(&b->hash, &b->tb);
+        data_token_batch_hash(&b->hash, &b->tb);
         trn_batch v = {.B = b->tb.B, .T = b->tb.T, .inputs = b->tb.inputs, .targets = b->tb.targets};
         b->view = v;
         return 0;
     }
-    if ((rv = trn_sample_batch_get(&b->sb, &d->samples, rc->seed, i, rc->batch_size)))
+    if ((rv = data_sample_batch_get(&b->sb, &d->samples, rc->seed, i, rc->batch_size)))
         return rv;
-    trn_sample_batch_hash(&b->hash, &b->sb);
+    data_sample_batch_hash(&b->hash, &b->sb);
     trn_batch v = {.B = b->sb.B, .x = b->sb.x, .labels = b->sb.y};
     b->view = v;
     return 0;
@@ -114,8 +114,8 @@ int trn_step_batch_encode(const trn_step_batch *b, uint8_t **buf, size_t *len)
 
 void trn_step_batch_free(trn_step_batch *b)
 {
-    trn_token_batch_free(&b->tb);
-    trn_sample_batch_free(&b->sb);
+    data_token_batch_free(&b->tb);
+    data_sample_batch_free(&b->sb);
 }
 
 int trn_run_path(char *out, size_t cap, const char *dir, const char *sub, uint64_t step, const char *ext)

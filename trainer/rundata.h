@@ -5,13 +5,13 @@
  * the trainer (`ovt train`), the auditor's replay and the arbiter. */
 
 #include "trainer/config.h"
-#include "trainer/data.h"
+#include "data/dataset.h"
 #include "trainer/train.h"
 
 /* The data of a run: tokens (GPT-2) or samples (MLP). */
 typedef struct {
-    trn_tokens tokens;
-    trn_samples samples;
+    data_tokens tokens;
+    data_samples samples;
 } trn_run_data;
 
 /* Loads the data file for run config rc and checks it fits the model.
@@ -25,8 +25,8 @@ void trn_run_data_free(trn_run_data *d);
 
 /* The batch of step i, a view for trn_train_step, and its batchHash. */
 typedef struct {
-    trn_token_batch tb;
-    trn_sample_batch sb;
+    data_token_batch tb;
+    data_sample_batch sb;
     trn_batch view;
     ovt_hash hash;
 } trn_step_batch;

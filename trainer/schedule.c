@@ -90,19 +90,3 @@ double trn_schedule_lr(const trn_run_config *rc, uint64_t i)
     }
     return rc->lr;
 }
-
-const char *trn_schedule_name(trn_schedule_kind kind)
-{
-    return kind == TRN_SCHEDULE_COSINE ? "cosine" : kind == TRN_SCHEDULE_LINEAR ? "linear" : "unknown";
-}
-
-int trn_schedule_parse(trn_schedule_kind *out, const char *name)
-{
-    if (!strcmp(name, "linear"))
-        *out = TRN_SCHEDULE_LINEAR;
-    else if (!strcmp(name, "cosine"))
-        *out = TRN_SCHEDULE_COSINE;
-    else
-        return ovt_fail(OVT_EINVAL, "unknown schedule '%s' (known: linear, cosine)", name);
-    return 0;
-}

@@ -4,7 +4,7 @@
 /* The learning-rate schedule (docs/trainer.md, "Schedule"): linear warmup,
  * then a linear or cosine fall from lr to lr_min between warmup_steps and
  * decay_steps. Shared by the controlled-rounding step (trainer/train.c, the
- * "schedule.lr" site) and plain FP32 training (trainer/fp32.c). */
+ * "schedule.lr" site) and plain FP32 training (examples/demo/fp32.c). */
 
 #include <stdint.h>
 
@@ -25,9 +25,5 @@ double trn_cospi(double p);
  *     cosine:  lr_min + (lr - lr_min) * (0.5 * (1 + trn_cospi(p)))
  *   otherwise lr. */
 double trn_schedule_lr(const trn_run_config *rc, uint64_t i);
-
-/* "linear" / "cosine" and back; parse fails with OVT_EINVAL. */
-const char *trn_schedule_name(trn_schedule_kind kind);
-int trn_schedule_parse(trn_schedule_kind *out, const char *name) OVT_MUST_USE;
 
 #endif

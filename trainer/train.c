@@ -12,7 +12,7 @@
 #include "kernels/grid.h"
 #include "kernels/ops.h"
 #include "kernels/shard.h"
-#include "trainer/dp.h"
+#include "dp/dp.h"
 #include "trainer/fault.h"
 #include "trainer/schedule.h"
 #include "trainer/workspace.h"
@@ -352,7 +352,7 @@ static double now_seconds(void)
  * step after its first: `numbered`), else from 0, and then they move to
  * where one process computing every shard numbers them (shard s at s*P);
  * the ranks exchange the shards' hashes and losses and sum the gradients. */
-static int dp_sum(krn_ctx *ctx, trn_workspace *w, const trn_state *st, krn_rlog *log, trn_dp *dp, uint32_t lo,
+static int dp_sum(krn_ctx *ctx, trn_workspace *w, const trn_state *st, krn_rlog *log, dp_ctx *dp, uint32_t lo,
                   uint32_t hi, bool numbered, uint64_t i, double *comm)
 {
     uint32_t S = trn_config_shards(&w->config), P = w->sites_per_shard;
@@ -361,26 +361,26 @@ static int dp_sum(krn_ctx *ctx, trn_workspace *w, const trn_state *st, krn_rlog 
         rv = krn_rlog_shift_sites(log, lo * P);
     if (!rv)
         rv = krn_ctx_set_next_site(ctx, S * P);
-    trn_shard_record *rec = calloc(S, sizeof *rec);
+    dp_shard_record *rec = calloc(S, sizeof *rec);
     if (!rec)
         rv = ovt_fail(OVT_ENOMEM, "out of memory for the records of %u shards", S);
     for (uint32_t s = lo; rec && s < hi; s++) {
         rec[s].grad_hash = w->shard_hashes[s];
         rec[s].loss = w->shard_loss[s];
-        rec[s].rank = (uint32_t)trn_dp_rank(dp);
-        snprintf(rec[s].host, sizeof rec[s].host, "%s", trn_dp_host(dp));
+        rec[s].rank = (uint32_t)dp_rank(dp);
+        snprintf(rec[s].host, sizeof rec[s].host, "%s", dp_host(dp));
     }
     /* a rank that failed so far stops every rank here, together */
     double t0 = now_seconds();
-    if ((rv = trn_dp_agree(dp, rv, i)))
+    if ((rv = dp_agree(dp, rv, i)))
         goto done;
-    if ((rv = trn_dp_share_shards(dp, rec, S, i)))
+    if ((rv = dp_share_shards(dp, rec, S, i)))
         goto done;
     for (uint32_t s = 0; s < S; s++) {
         w->shard_hashes[s] = rec[s].grad_hash;
         w->shard_loss[s] = rec[s].loss;
     }
-    rv = trn_dp_grad_sum(dp, w->grads, (const float *const *)w->shard_grads, hi - lo, S, st->layout.nparams,
+    rv = dp_grad_sum(dp, w->grads, (const float *const *)w->shard_grads, hi - lo, S, st->layout.nparams,
                          (int)w->config.grid_bits, i);
     *comm += now_seconds() - t0;
     if (rv)
@@ -394,10 +394,10 @@ done:
 /* The shards of a sharded step and their sum, up to the optimizer: every
  * shard in this process (dp NULL), or this rank's share of them. */
 static int sharded_grads(krn_ctx *ctx, trn_workspace *w, const trn_state *st, const trn_batch *batch, krn_rlog *log,
-                         trn_dp *dp, uint64_t i, trn_step_info *info)
+                         dp_ctx *dp, uint64_t i, trn_step_info *info)
 {
     uint32_t S = trn_config_shards(&w->config);
-    uint32_t R = (uint32_t)trn_dp_size(dp), r = (uint32_t)trn_dp_rank(dp);
+    uint32_t R = (uint32_t)dp_size(dp), r = (uint32_t)dp_rank(dp);
     int replay = krn_ctx_config(ctx)->mode == KRN_REPLAY;
     if (S % R != 0)
         return ovt_fail(OVT_EINVAL, "%u shards cannot be split evenly over %u processes: the number of processes "
@@ -412,7 +412,7 @@ static int sharded_grads(krn_ctx *ctx, trn_workspace *w, const trn_state *st, co
     if (!rv)
         rv = shards_run(ctx, w, st, batch, lo, hi, i);
     if (dp)
-        rv = rv ? trn_dp_agree(dp, rv, i) : dp_sum(ctx, w, st, log, dp, lo, hi, numbered, i, &info->comm_seconds);
+        rv = rv ? dp_agree(dp, rv, i) : dp_sum(ctx, w, st, log, dp, lo, hi, numbered, i, &info->comm_seconds);
     if (rv)
         return rv;
     if (!dp) {
@@ -436,7 +436,7 @@ int trn_train_step(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_batc
 }
 
 int trn_train_step_dp(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_batch *batch, krn_rlog *log,
-                      trn_dp *dp, trn_step_info *info)
+                      dp_ctx *dp, trn_step_info *info)
 {
     memset(info, 0, sizeof *info);
     info->shard_differs = -1;
@@ -474,7 +474,7 @@ int trn_train_step_dp(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_b
         return step_fail(rv, i);
     /* the other ranks keep the entries of their own shards for rank 0's merge
      * (the sites from grad.sum on, every rank computed alike) */
-    if (S > 1 && log && dp && trn_dp_rank(dp) > 0 && krn_ctx_config(ctx)->mode == KRN_RECORD)
+    if (S > 1 && log && dp && dp_rank(dp) > 0 && krn_ctx_config(ctx)->mode == KRN_RECORD)
         krn_rlog_drop_sites_from(log, S * w->sites_per_shard);
     st->step = i;
     return 0;

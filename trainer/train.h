@@ -72,16 +72,16 @@ int trn_train_step(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_batc
                    trn_step_info *info) OVT_MUST_USE;
 
 /* trn_train_step with the step's shards spread over the processes of dp
- * (trainer/dp.h; NULL: this process computes every shard). Collective:
+ * (dp/dp.h; NULL: this process computes every shard). Collective:
  * every rank calls it for the same step; rank r computes shards
  * r*S/R .. (r+1)*S/R - 1 and every rank ends with the same state. RECORD:
  * rank 0's log holds its own shards' entries and every site from grad.sum
- * on, another rank's only its own shards' (trn_dp_merge_log then makes
+ * on, another rank's only its own shards' (dp_merge_log then makes
  * rank 0's log the step's whole log, byte for byte the one-process log).
  * A failure on any rank fails the step on every rank. */
-typedef struct trn_dp trn_dp;
+typedef struct dp_ctx dp_ctx;
 int trn_train_step_dp(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_batch *batch, krn_rlog *log,
-                      trn_dp *dp, trn_step_info *info) OVT_MUST_USE;
+                      dp_ctx *dp, trn_step_info *info) OVT_MUST_USE;
 
 /* Writes every page of w's buffers once (zeros), on ctx's threads: the
  * activations and gradients, and for a sharded config the S shard

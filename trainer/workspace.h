@@ -1,9 +1,12 @@
 #ifndef OVT_TRAINER_WORKSPACE_H
 #define OVT_TRAINER_WORKSPACE_H
 
-/* Internal to trainer/: the layout of a trn_workspace (trainer/train.h). */
+/* Internal to trainer/: the layout of a trn_workspace (trainer/train.h
+ * declares the type and its functions). */
 
-#include "trainer/train.h"
+#include "common/bytes.h"
+#include "trainer/config.h"
+#include "trainer/layout.h"
 
 /* GPT-2 activations (llm.c's ActivationTensors); per-layer ones stacked
  * over L. The gradient workspace has the same layout (its mean, rstd

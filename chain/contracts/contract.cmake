@@ -1,6 +1,6 @@
 # Included from chain/CMakeLists.txt (CMAKE_CURRENT_SOURCE_DIR is chain/).
 # The arbitration contract is compiled at build time with the pinned solc-js
-# and embedded into libovt as C strings (generated/ovt_arbitration_code.c), so
+# and embedded into the chain library as C strings (generated/ovt_arbitration_code.c), so
 # `ovt deploy` needs no node.js at run time.
 if(NOT OVT_SOLCJS)
   message(FATAL_ERROR "solcjs not found in ${OVT_NODE_BIN}: run `npm ci` in ${CMAKE_SOURCE_DIR} "
@@ -21,9 +21,4 @@ add_custom_command(
   DEPENDS ${CMAKE_SOURCE_DIR}/${OVT_CONTRACT_SOL} ${CMAKE_CURRENT_SOURCE_DIR}/contracts/embed.cmake
   COMMENT "Compiling ${OVT_CONTRACT_SOL} with solcjs (optimizer on) and embedding it"
   VERBATIM)
-# The command's output is visible only in this directory: a target here runs
-# it, and the top directory (where ovtlib lives) is told the file is generated.
-add_custom_target(ovt_contract_code DEPENDS ${OVT_CONTRACT_C})
-set_source_files_properties(${OVT_CONTRACT_C} DIRECTORY ${CMAKE_SOURCE_DIR} PROPERTIES GENERATED TRUE)
-add_dependencies(ovtlib ovt_contract_code)
-target_sources(ovtlib PRIVATE ${OVT_CONTRACT_C})
+target_sources(ovt_chain PRIVATE ${OVT_CONTRACT_C})

@@ -94,7 +94,5 @@ bool devnet_outcome_ok(const devnet_opts *o, chain_arb_outcome out);
  * removed unless o->keep. The caller frees r->ledger. */
 int devnet_run(const devnet_opts *o, devnet_result *r) OVT_MUST_USE;
 
-/* `ovt devnet` (cli/main.c). */
-int devnet_cmd(int argc, char **argv);
 
 #endif

@@ -15,7 +15,7 @@
 #include "examples/devnet/devnet.h"
 #include "examples/devnet/node.h"
 #include "examples/devnet/scenario.h"
-#include "trainer/data.h"
+#include "data/dataset.h"
 
 /* anvil's first four funded dev accounts (its default mnemonic); throwaway
  * keys that exist only on a local devnet. */
@@ -121,11 +121,11 @@ static int make_dataset(struct devnet *d)
     size_t len = 0;
     if (d->o->mlp) {
         snprintf(d->data_path, sizeof d->data_path, "%s/samples.bin", d->r->work_dir);
-        trn_samples s;
-        if ((rv = trn_samples_synthetic(&s, 1, 1024, 128, 32, 32)))
+        data_samples s;
+        if ((rv = data_samples_synthetic(&s, 1, 1024, 128, 32, 32)))
             return rv;
-        rv = trn_samples_encode(&s, &buf, &len);
-        trn_samples_free(&s);
+        rv = data_samples_encode(&s, &buf, &len);
+        data_samples_free(&s);
     } else {
         snprintf(d->data_path, sizeof d->data_path, "%s/text.txt", d->r->work_dir);
         rv = ovt_read_file("/usr/share/common-licenses/GPL-3", &buf, &len, (size_t)1 << 24);

@@ -27,7 +27,7 @@
 #include "support/anvil.h"
 #include "trainer/run.h"
 #include "trainer/rundata.h"
-#include "trainer/store.h"
+#include "store/store.h"
 
 static tsup_anvil node;
 static chain_rpc *rpc;

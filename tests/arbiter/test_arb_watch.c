@@ -32,10 +32,10 @@
 #include "fixture.h"
 #include "kernels/rlog.h"
 #include "support/proc.h"
-#include "trainer/data.h"
+#include "data/dataset.h"
 #include "trainer/run.h"
 #include "trainer/state.h"
-#include "trainer/store.h"
+#include "store/store.h"
 #include "util.h"
 
 #define STEPS 6
@@ -51,13 +51,13 @@ static ovt_hash config_hash, dataset_hash, forged_log;
 static uint64_t forged_step;
 
 /* Publishes checkpoint file `path` as state/<its stateHash>. */
-static int put_checkpoint(trn_store *s, const char *path)
+static int put_checkpoint(store_ctx *s, const char *path)
 {
     trn_state *st;
     int rv = trn_checkpoint_read(&st, path);
     if (rv)
         return rv;
-    rv = trn_store_put_state(s, st);
+    rv = store_put_state(s, st);
     trn_state_free(st);
     return rv;
 }
@@ -90,15 +90,15 @@ static int corrupt_checkpoint(const char *url, const char *ckpt, const ovt_hash 
  * with state CORRUPT-1 corrupted if corrupt_state. */
 static int publish(const char *url, uint64_t skip_log, int corrupt_state)
 {
-    trn_store *s;
+    store_ctx *s;
     char path[512];
-    int rv = trn_store_open(&s, url);
+    int rv = store_open(&s, url);
     snprintf(path, sizeof path, "%s/config.bin", run_dir);
     if (!rv)
-        rv = trn_store_put_file(s, path, NULL);
+        rv = store_put_file(s, path, NULL);
     snprintf(path, sizeof path, "%s/samples.bin", root);
     if (!rv)
-        rv = trn_store_put_file(s, path, NULL);
+        rv = store_put_file(s, path, NULL);
     for (uint64_t i = 0; !rv && i <= STEPS; i++) {
         step_path(path, sizeof path, "ckpt", i, "ckpt");
         rv = put_checkpoint(s, path);
@@ -106,10 +106,10 @@ static int publish(const char *url, uint64_t skip_log, int corrupt_state)
             rv = corrupt_checkpoint(url, path, &table.steps[i].state_hash);
         if (!rv && i > 0 && i != skip_log) {
             step_path(path, sizeof path, "logs", i, "rlog");
-            rv = trn_store_put_file(s, path, NULL);
+            rv = store_put_file(s, path, NULL);
         }
     }
-    trn_store_close(s);
+    store_close(s);
     return rv;
 }
 
@@ -157,11 +157,11 @@ static int forge_log(void)
         if (!added)
             continue;
         forged_step = i;
-        trn_store *s;
-        rv = trn_store_open(&s, store_url);
+        store_ctx *s;
+        rv = store_open(&s, store_url);
         if (!rv)
-            rv = trn_store_put(s, bytes, len, &forged_log);
-        trn_store_close(s);
+            rv = store_put(s, bytes, len, &forged_log);
+        store_close(s);
         free(bytes);
         printf("forged log: step %llu, %zu bytes\n", (unsigned long long)i, len);
         return rv;
@@ -172,13 +172,13 @@ static int forge_log(void)
 /* Trains the run with the built binary and reads its step table. */
 static int train_run(void)
 {
-    trn_samples s;
+    data_samples s;
     uint8_t *buf;
     size_t len;
     char path[512], cfg[512];
-    if (trn_samples_synthetic(&s, 7, 256, 128, 32, 32) || trn_samples_encode(&s, &buf, &len))
+    if (data_samples_synthetic(&s, 7, 256, 128, 32, 32) || data_samples_encode(&s, &buf, &len))
         return -1;
-    trn_samples_free(&s);
+    data_samples_free(&s);
     snprintf(path, sizeof path, "%s/samples.bin", root);
     int rv = ovt_write_atomic(path, buf, len, 0644);
     ovt_sha256(&dataset_hash, buf, len);
@@ -546,11 +546,11 @@ static void test_kill_restart(void)
     CHECK(verdicts(&run, NULL) == 0);
 
     /* the trainer publishes the log; the third life posts the verdict */
-    trn_store *s;
+    store_ctx *s;
     char path[512];
     step_path(path, sizeof path, "logs", WITHHELD, "rlog");
-    CHECK(trn_store_open(&s, url) == 0 && trn_store_put_file(s, path, NULL) == 0);
-    trn_store_close(s);
+    CHECK(store_open(&s, url) == 0 && store_put_file(s, path, NULL) == 0);
+    store_close(s);
     snprintf(logp, sizeof logp, "%s/b3.log", root);
     pid = arbiter(state, url, from, logp, 0, daemon);
     CHECK(wait_for(logp, "\"event\":\"done\"", 60) == 0);

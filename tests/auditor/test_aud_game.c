@@ -28,7 +28,7 @@
 #include "check.h"
 #include "support/anvil.h"
 #include "trainer/run.h"
-#include "trainer/store.h"
+#include "store/store.h"
 
 static const char *const keys[4] = {
     "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80", /* deployer */
@@ -316,22 +316,22 @@ static void test_lying_auditor(void)
     CHECK(trn_step_table_read(&t, path) == 0);
     CHECK(memcmp(g.previous_state.b, t.steps[12].state_hash.b, 32) == 0);
     CHECK(memcmp(g.trainer_log.b, t.steps[13].log_hash.b, 32) == 0);
-    trn_store *store;
+    store_ctx *store;
     trn_state *st = NULL;
     uint8_t *log;
     size_t len;
-    CHECK(trn_store_open(&store, store_url) == 0);
-    for (int waited = 0; waited < 100 && trn_store_get_state(store, &t.steps[12].state_hash, &st) != 0; waited++)
+    CHECK(store_open(&store, store_url) == 0);
+    for (int waited = 0; waited < 100 && store_get_state(store, &t.steps[12].state_hash, &st) != 0; waited++)
         sleep_ms(100);
     CHECK(st && st->step == 12);
     trn_state_free(st);
-    CHECK(trn_store_get(store, &t.steps[13].log_hash, 1 << 30, &log, &len) == 0);
+    CHECK(store_get(store, &t.steps[13].log_hash, 1 << 30, &log, &len) == 0);
     free(log);
     /* Batch 13 is a blob whose SHA-256 is the trainer's batchHash_13. */
-    CHECK(trn_store_get(store, &t.steps[13].batch_hash, 1 << 30, &log, &len) == 0);
+    CHECK(store_get(store, &t.steps[13].batch_hash, 1 << 30, &log, &len) == 0);
     CHECK(len == 8 + 4 * 2 * 2 * 16);
     free(log);
-    trn_store_close(store);
+    store_close(store);
     trn_step_table_free(&t);
     /* The arbiter (another helper's watcher) is played by the test. */
     CHECK(verdict(rid, 13, CHAIN_ARB_TRAINER_RIGHT, &g.trainer_node) == 0);
@@ -405,14 +405,14 @@ static void test_withhold(void)
     chain_arb_game g;
     CHECK(wait_phase(rid, CHAIN_ARB_PHASE_AWAITING_VERDICT, 120, &g) == 0);
     CHECK_EQ_U64(g.index, 7);
-    trn_store *store;
+    store_ctx *store;
     trn_state *st = NULL;
     uint8_t *buf;
     size_t len;
-    CHECK(trn_store_open(&store, store_url) == 0);
-    CHECK(trn_store_get_state(store, &g.previous_state, &st) == OVT_ENOTFOUND);
-    CHECK(trn_store_get(store, &g.trainer_batch, 1 << 30, &buf, &len) == OVT_ENOTFOUND);
-    trn_store_close(store);
+    CHECK(store_open(&store, store_url) == 0);
+    CHECK(store_get_state(store, &g.previous_state, &st) == OVT_ENOTFOUND);
+    CHECK(store_get(store, &g.trainer_batch, 1 << 30, &buf, &len) == OVT_ENOTFOUND);
+    store_close(store);
     CHECK(verdict(rid, 7, CHAIN_ARB_INPUTS_UNAVAILABLE, &g.previous_state) == 0);
     CHECK(wait_agent(tp, 60) == 0 && wait_agent(ap, 60) == 0);
     CHECK(file_has(t_out, "inputs-unavailable") && file_has(a_out, "inputs-unavailable"));

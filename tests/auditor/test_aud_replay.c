@@ -12,7 +12,7 @@
 #include "auditor/replay.h"
 #include "check.h"
 #include "kernels/rlog.h"
-#include "trainer/commit.h"
+#include "party/commit.h"
 #include "trainer/rundata.h"
 #include "trainer/step.h"
 
@@ -375,9 +375,9 @@ static void test_from_http_store(const char *honest)
     char dir[512], url[600], path[600], fetched[512];
     snprintf(dir, sizeof dir, "%s/store", af_dir);
     snprintf(url, sizeof url, "file://%s", dir);
-    trn_store *s;
+    store_ctx *s;
     trn_step_table t;
-    trn_store_manifest m;
+    store_manifest m;
     ovt_hash run_id;
     ovt_sha256(&run_id, "some run", 8);
     snprintf(path, sizeof path, "%s/steps.bin", honest);
@@ -385,14 +385,14 @@ static void test_from_http_store(const char *honest)
     trn_run_config rc;
     ovt_hash ch;
     CHECK(trn_run_load_config(honest, &rc, &ch) == 0);
-    CHECK(trn_store_open(&s, url) == 0);
-    CHECK(trn_publish_run(s, honest, &t, af_text, &rc.dataset_hash, &run_id, &m) == 0);
-    trn_store_close(s);
+    CHECK(store_open(&s, url) == 0);
+    CHECK(party_publish_run(s, honest, &t, af_text, &rc.dataset_hash, &run_id, &m) == 0);
+    store_close(s);
     static af_server srv;
     srv.root = dir;
     CHECK(tsup_httpd_start(&srv.httpd, af_serve, &srv) == 0);
     snprintf(url, sizeof url, "%s/s", srv.httpd.url);
-    CHECK(trn_store_open(&s, url) == 0);
+    CHECK(store_open(&s, url) == 0);
     snprintf(fetched, sizeof fetched, "%s/fetched", af_dir);
     CHECK_MSG(aud_fetch_run(s, &run_id, fetched, NULL) == 0, "%s", ovt_errmsg());
     snprintf(path, sizeof path, "%s/dataset.bin", fetched);
@@ -411,7 +411,7 @@ static void test_from_http_store(const char *honest)
     CHECK(tsup_runl(NULL, "/bin/cp", b, a, NULL) == 0);
     snprintf(fetched, sizeof fetched, "%s/fetched2", af_dir);
     CHECK(aud_fetch_run(s, &run_id, fetched, NULL) == OVT_ECRYPTO);
-    trn_store_close(s);
+    store_close(s);
     tsup_httpd_stop(&srv.httpd);
     trn_step_table_free(&t);
 }

@@ -21,7 +21,7 @@
 #include "support/httpd.h"
 #include "trainer/init.h"
 #include "trainer/run.h"
-#include "trainer/store.h"
+#include "store/store.h"
 
 /* Per-object caps (docs/store.md, "Limits"): a rounding log is capped at
  * the format's limit (KRN_RLOG_MAX_FILE), a run's starting parameters at
@@ -53,26 +53,26 @@ static size_t refused_after(const char *msg)
 
 /* A run of steps = 1 whose config is rc, published under run_id, with
  * log_hash as step 1's logHash. */
-static void publish_run(trn_store *s, trn_run_config *rc, const char *dataset, const ovt_hash *log_hash,
+static void publish_run(store_ctx *s, trn_run_config *rc, const char *dataset, const ovt_hash *log_hash,
                         const ovt_hash *run_id)
 {
     uint8_t enc[TRN_CONFIG_ENC_MAX], *buf;
     size_t len;
     ovt_hash ch, named;
-    CHECK(trn_store_put(s, dataset, strlen(dataset), &rc->dataset_hash) == 0);
+    CHECK(store_put(s, dataset, strlen(dataset), &rc->dataset_hash) == 0);
     size_t n = trn_config_encode(enc, rc);
-    CHECK(trn_store_put(s, enc, n, &named) == 0);
+    CHECK(store_put(s, enc, n, &named) == 0);
     trn_config_hash(&ch, rc);
     CHECK_MEM(ch.b, named.b, 32);
     chain_merkle_preimage steps[2];
     memset(steps, 0, sizeof steps);
     steps[1].log_hash = *log_hash;
     trn_step_table t = {.config_hash = ch, .count = 2, .steps = steps};
-    trn_store_manifest m = {.run_id = *run_id, .config_hash = ch, .dataset_hash = rc->dataset_hash, .steps = 1};
+    store_manifest m = {.run_id = *run_id, .config_hash = ch, .dataset_hash = rc->dataset_hash, .steps = 1};
     CHECK(trn_step_table_encode(&t, &buf, &len) == 0);
-    CHECK(trn_store_put(s, buf, len, &m.steps_hash) == 0);
+    CHECK(store_put(s, buf, len, &m.steps_hash) == 0);
     free(buf);
-    CHECK(trn_store_put_manifest(s, &m) == 0);
+    CHECK(store_put_manifest(s, &m) == 0);
 }
 
 static void caps(void)
@@ -80,8 +80,8 @@ static void caps(void)
     char dir[512], url[600], path[1024], fetched[600], hex[65], note[1024];
     snprintf(dir, sizeof dir, "%s/caps", af_dir);
     snprintf(url, sizeof url, "file://%s", dir);
-    trn_store *s;
-    CHECK(trn_store_open(&s, url) == 0);
+    store_ctx *s;
+    CHECK(store_open(&s, url) == 0);
     /* A small MLP starting from given parameters (zeros): 4 * nparams bytes. */
     trn_model_config m = {.kind = TRN_MODEL_MLP, .n_layer = 1, .width = 8, .in_dim = 8, .n_class = 4};
     trn_run_config with_init, from_seed;
@@ -148,7 +148,7 @@ static void caps(void)
     CHECK(arb_evaluate(&e, s, &run_seed, &run, &g, 1, NULL, note, sizeof note) == 0);
     CHECK_MSG(e.input[ARB_IN_LOG] == ARB_INPUT_MISMATCH && strstr(note, "rounding log j") && strstr(note, limit_log),
               "%s", note);
-    trn_store_close(s);
+    store_close(s);
 
     /* http://: the init blob with its true Content-Length is refused before
      * its body; as an endless chunked body, after at most the cap and one
@@ -158,7 +158,7 @@ static void caps(void)
     cs.files.root = dir;
     CHECK(tsup_httpd_start(&cs.files.httpd, caps_serve, &cs) == 0);
     snprintf(url, sizeof url, "%s/s", cs.files.httpd.url);
-    CHECK(trn_store_open(&s, url) == 0);
+    CHECK(store_open(&s, url) == 0);
     snprintf(fetched, sizeof fetched, "%s/caps-h1", af_dir);
     rv = aud_fetch_run(s, &run_init, fetched, NULL);
     CHECK_MSG(rv == OVT_EFORMAT && strstr(ovt_errmsg(), "starting parameters") && strstr(ovt_errmsg(), limit_init) &&
@@ -186,7 +186,7 @@ static void caps(void)
                   got > KRN_RLOG_MAX_FILE && got <= KRN_RLOG_MAX_FILE + CURL_MAX_WRITE_SIZE,
               "%d %s", rv, ovt_errmsg());
     printf("caps: %s\n", ovt_errmsg());
-    trn_store_close(s);
+    store_close(s);
     tsup_httpd_stop(&cs.files.httpd);
     free(params);
 }
@@ -197,33 +197,33 @@ int main(void)
     char url[600], dir[512];
     snprintf(dir, sizeof dir, "%s/store", af_dir);
     snprintf(url, sizeof url, "file://%s/", dir);
-    trn_store *s;
-    CHECK(trn_store_open(&s, "ftp://x") == OVT_EINVAL);
-    CHECK(trn_store_open(&s, "file://relative/dir") == OVT_EINVAL);
-    CHECK(trn_store_open(&s, url) == 0);
+    store_ctx *s;
+    CHECK(store_open(&s, "ftp://x") == OVT_EINVAL);
+    CHECK(store_open(&s, "file://relative/dir") == OVT_EINVAL);
+    CHECK(store_open(&s, url) == 0);
 
     /* Blobs are named by the SHA-256 of their bytes. */
     const char *text = "a rounding log, say";
     ovt_hash name, want, missing;
-    CHECK(trn_store_put(s, text, strlen(text), &name) == 0);
+    CHECK(store_put(s, text, strlen(text), &name) == 0);
     ovt_sha256(&want, text, strlen(text));
     CHECK_MEM(name.b, want.b, 32);
-    CHECK(trn_store_has(s, &name) == 1);
+    CHECK(store_has(s, &name) == 1);
     uint8_t *got;
     size_t len;
-    CHECK(trn_store_get(s, &name, 1 << 20, &got, &len) == 0);
+    CHECK(store_get(s, &name, 1 << 20, &got, &len) == 0);
     CHECK(len == strlen(text) && memcmp(got, text, len) == 0);
     free(got);
-    CHECK(trn_store_get(s, &name, 4, &got, &len) != 0); /* over the caller's limit */
+    CHECK(store_get(s, &name, 4, &got, &len) != 0); /* over the caller's limit */
     ovt_sha256(&missing, "nothing", 7);
-    CHECK(trn_store_get(s, &missing, 1 << 20, &got, &len) == OVT_ENOTFOUND);
+    CHECK(store_get(s, &missing, 1 << 20, &got, &len) == OVT_ENOTFOUND);
     CHECK(strstr(ovt_errmsg(), "not in the store"));
     /* A blob whose bytes changed on disk is refused. */
     char hex[65], path[1024];
     ovt_hex_encode(hex, name.b, 32);
     snprintf(path, sizeof path, "%s/blob/%s", dir, hex);
     CHECK(ovt_write_atomic(path, "a rounding log, sax", 19, 0644) == 0);
-    CHECK(trn_store_get(s, &name, 1 << 20, &got, &len) == OVT_ECRYPTO);
+    CHECK(store_get(s, &name, 1 << 20, &got, &len) == OVT_ECRYPTO);
     CHECK(strstr(ovt_errmsg(), "does not match its hash"));
     CHECK(ovt_write_atomic(path, text, strlen(text), 0644) == 0);
 
@@ -239,13 +239,13 @@ int main(void)
     trn_state_init(st);
     ovt_hash sh, other;
     trn_state_hash(&sh, st);
-    CHECK(trn_store_put_state(s, st) == 0);
-    CHECK(trn_store_get_state(s, &sh, &back) == 0);
+    CHECK(store_put_state(s, st) == 0);
+    CHECK(store_get_state(s, &sh, &back) == 0);
     CHECK(back->step == 0 && memcmp(back->mem, st->mem, 3 * st->layout.nparams * sizeof(float)) == 0);
     trn_state_free(back);
     st->params[0] = 0.5f;
     trn_state_hash(&other, st);
-    CHECK(trn_store_put_state(s, st) == 0);
+    CHECK(store_put_state(s, st) == 0);
     /* state/<sh> replaced by the other state's checkpoint: refused. */
     char a[1024], b[1024];
     ovt_hex_encode(hex, sh.b, 32);
@@ -253,26 +253,26 @@ int main(void)
     ovt_hex_encode(hex, other.b, 32);
     snprintf(b, sizeof b, "%s/state/%s", dir, hex);
     CHECK(tsup_runl(NULL, "/bin/cp", b, a, NULL) == 0);
-    CHECK(trn_store_get_state(s, &sh, &back) == OVT_ECRYPTO);
-    CHECK(trn_store_get_state(s, &other, &back) == 0);
+    CHECK(store_get_state(s, &sh, &back) == OVT_ECRYPTO);
+    CHECK(store_get_state(s, &other, &back) == 0);
     trn_state_free(back);
     trn_state_free(st);
 
     /* Manifests. */
-    trn_store_manifest man = {.steps = 20}, rd;
+    store_manifest man = {.steps = 20}, rd;
     ovt_sha256(&man.run_id, "run", 3);
     man.config_hash = name;
-    CHECK(trn_store_put_manifest(s, &man) == 0);
-    CHECK(trn_store_get_manifest(s, &man.run_id, &rd) == 0);
+    CHECK(store_put_manifest(s, &man) == 0);
+    CHECK(store_get_manifest(s, &man.run_id, &rd) == 0);
     CHECK(rd.steps == 20 && memcmp(rd.config_hash.b, name.b, 32) == 0);
-    CHECK(trn_store_get_manifest(s, &missing, &rd) == OVT_ENOTFOUND);
+    CHECK(store_get_manifest(s, &missing, &rd) == OVT_ENOTFOUND);
     /* "ranks" (a sharded run's ranks.json) is optional: absent above, round
      * trips when given, and a malformed one reads as absent (a hint). */
-    CHECK(trn_store_get_manifest(s, &man.run_id, &rd) == 0 && !rd.has_ranks);
+    CHECK(store_get_manifest(s, &man.run_id, &rd) == 0 && !rd.has_ranks);
     man.has_ranks = true;
     ovt_sha256(&man.ranks_hash, "ranks", 5);
-    CHECK(trn_store_put_manifest(s, &man) == 0);
-    CHECK(trn_store_get_manifest(s, &man.run_id, &rd) == 0 && rd.has_ranks &&
+    CHECK(store_put_manifest(s, &man) == 0);
+    CHECK(store_get_manifest(s, &man.run_id, &rd) == 0 && rd.has_ranks &&
           memcmp(rd.ranks_hash.b, man.ranks_hash.b, 32) == 0 && rd.steps == 20);
     {
         char rid[65], ch[65], mpath[1024], mtext[512];
@@ -283,11 +283,11 @@ int main(void)
                  "{\"version\": 1, \"run_id\": \"%s\", \"config\": \"%s\", \"dataset\": \"%s\", "
                  "\"steps_table\": \"%s\", \"steps\": 20, \"ranks\": \"not a hash\"}", rid, ch, ch, ch);
         CHECK(ovt_write_atomic(mpath, mtext, strlen(mtext), 0644) == 0);
-        CHECK(trn_store_get_manifest(s, &man.run_id, &rd) == 0 && !rd.has_ranks && rd.steps == 20);
+        CHECK(store_get_manifest(s, &man.run_id, &rd) == 0 && !rd.has_ranks && rd.steps == 20);
     }
     man.has_ranks = false;
-    CHECK(trn_store_put_manifest(s, &man) == 0);
-    trn_store_close(s);
+    CHECK(store_put_manifest(s, &man) == 0);
+    store_close(s);
 
     /* http:// through libcurl. */
     static af_server srv;
@@ -295,28 +295,28 @@ int main(void)
     tsup_httpd *httpd = &srv.httpd;
     CHECK(tsup_httpd_start(httpd, af_serve, &srv) == 0);
     snprintf(url, sizeof url, "%s/s", httpd->url);
-    CHECK(trn_store_open(&s, url) == 0);
-    CHECK(trn_store_get(s, &name, 1 << 20, &got, &len) == 0);
+    CHECK(store_open(&s, url) == 0);
+    CHECK(store_get(s, &name, 1 << 20, &got, &len) == 0);
     CHECK(len == strlen(text) && memcmp(got, text, len) == 0);
     free(got);
-    CHECK(trn_store_get_manifest(s, &man.run_id, &rd) == 0 && rd.steps == 20);
-    CHECK(trn_store_get(s, &missing, 1 << 20, &got, &len) == OVT_ENOTFOUND);
-    CHECK(trn_store_put(s, text, 3, NULL) == OVT_EIO); /* a server that takes no uploads: an error, not a silent success */
+    CHECK(store_get_manifest(s, &man.run_id, &rd) == 0 && rd.steps == 20);
+    CHECK(store_get(s, &missing, 1 << 20, &got, &len) == OVT_ENOTFOUND);
+    CHECK(store_put(s, text, 3, NULL) == OVT_EIO); /* a server that takes no uploads: an error, not a silent success */
     srv.corrupt = 1;
-    CHECK(trn_store_get(s, &name, 1 << 20, &got, &len) == OVT_ECRYPTO);
+    CHECK(store_get(s, &name, 1 << 20, &got, &len) == OVT_ECRYPTO);
     srv.corrupt = 0;
-    trn_store_close(s);
+    store_close(s);
     snprintf(url, sizeof url, "%s/boom/", httpd->url);
-    CHECK(trn_store_open(&s, url) == 0);
-    CHECK(trn_store_get(s, &name, 1 << 20, &got, &len) == OVT_EIO);
+    CHECK(store_open(&s, url) == 0);
+    CHECK(store_get(s, &name, 1 << 20, &got, &len) == OVT_EIO);
     CHECK(strstr(ovt_errmsg(), "HTTP 500"));
-    trn_store_close(s);
+    store_close(s);
     tsup_httpd_stop(httpd);
     /* Nobody listening. */
     snprintf(url, sizeof url, "http://127.0.0.1:%d/s", tsup_free_port());
-    CHECK(trn_store_open(&s, url) == 0);
-    CHECK(trn_store_get(s, &name, 1 << 20, &got, &len) == OVT_EIO);
-    trn_store_close(s);
+    CHECK(store_open(&s, url) == 0);
+    CHECK(store_get(s, &name, 1 << 20, &got, &len) == OVT_EIO);
+    store_close(s);
     caps();
     af_cleanup();
     return check_done();

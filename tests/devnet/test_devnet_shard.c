@@ -2,7 +2,7 @@
  * trainer (gpt2-tiny, 8 steps, --shards 4) flips one bit of shard J's
  * gradient in step K = 5; the dispute ends auditor-right at step 5, and the
  * arbiter names shard J and the rank and host that computed it, which must
- * be the ones the trainer's own RUNDIR/ranks.json gives (trn_ranks_owner_in).
+ * be the ones the trainer's own RUNDIR/ranks.json gives (dp_ranks_owner_in).
  * The case is the argument, so ctest runs them side by side:
  *   ranks1  the trainer in one process (J = 2: rank 0)
  *   ranks2  the trainer as `mpirun -np 2` (J = 2: rank 1); exits 77 (skip)
@@ -16,7 +16,7 @@
 #include "check.h"
 #include "support/mpirun.h"
 #include "support/proc.h"
-#include "trainer/ranks.h"
+#include "dp/ranks.h"
 
 static char ovt[4096];
 
@@ -85,8 +85,8 @@ static void dispute(const char *label, const char *ranks, const char *work)
     /* who computed shard 2 of step 5, by the trainer's own record */
     char run_dir[4300];
     snprintf(run_dir, sizeof run_dir, "%s/trainer", keep);
-    trn_shard_owner want;
-    CHECK_MSG(trn_ranks_owner_in(&want, run_dir, 5, 2) == 0, "%s: %s/ranks.json: %s", label, run_dir, ovt_errmsg());
+    dp_shard_owner want;
+    CHECK_MSG(dp_ranks_owner_in(&want, run_dir, 5, 2) == 0, "%s: %s/ranks.json: %s", label, run_dir, ovt_errmsg());
     CHECK_EQ_U64(want.rank, strcmp(ranks, "1") == 0 ? 0 : 1); /* rank r of R computes shards r*S/R.. */
 
     /* the devnet's report of what the arbiter named */

@@ -1,7 +1,7 @@
 /* Publishing to an http:// store over PUT, against Debian's nginx with its
  * WebDAV module (label devnet): the test starts nginx on 127.0.0.1 (free
  * port, temporary root, PUT allowed only with a bearer token, GET open) and
- *   - through trainer/store.h: an upload without the token is refused with
+ *   - through store/store.h: an upload without the token is refused with
  *     a message that says which variable to set; with the token from a file
  *     a blob lands under its content address, a second put is not sent again
  *     (one PUT in nginx's log), a file is streamed and read back, an object
@@ -24,7 +24,7 @@
 #include "support/anvil.h"
 #include "support/proc.h"
 #include "support/servers.h"
-#include "trainer/store.h"
+#include "store/store.h"
 
 #define SKIP 77
 #define TOKEN "s3cr3t-t0ken-for-the-test-only"
@@ -136,33 +136,33 @@ static int no_token_in(const char *msg)
 
 static void test_store_api(void)
 {
-    trn_store *s = NULL;
-    CHECK(trn_store_open(&s, base_url) == 0);
+    store_ctx *s = NULL;
+    CHECK(store_open(&s, base_url) == 0);
     if (!s)
         return;
     unsetenv("OVT_STORE_BEARER_TOKEN");
     unsetenv("OVT_STORE_BEARER_TOKEN_FILE");
     const char blob[] = "a blob published over PUT";
     ovt_hash name;
-    int rv = trn_store_put(s, blob, sizeof blob, &name);
+    int rv = store_put(s, blob, sizeof blob, &name);
     CHECK(rv == OVT_EIO);
     CHECK_MSG(strstr(ovt_errmsg(), "401") && strstr(ovt_errmsg(), "OVT_STORE_BEARER_TOKEN"), "%s", ovt_errmsg());
 
     /* a wrong token: refused, and the message does not echo it */
     setenv("OVT_STORE_BEARER_TOKEN", "wrong-" TOKEN, 1);
-    CHECK(trn_store_put(s, blob, sizeof blob, &name) == OVT_EIO);
+    CHECK(store_put(s, blob, sizeof blob, &name) == OVT_EIO);
     CHECK(no_token_in(ovt_errmsg()));
     /* both sources at once: a clear error */
     char tok_path[300];
     snprintf(tok_path, sizeof tok_path, "%s/token", dir);
     CHECK(ovt_write_atomic(tok_path, TOKEN "\n", strlen(TOKEN) + 1, 0600) == 0);
     setenv("OVT_STORE_BEARER_TOKEN_FILE", tok_path, 1);
-    CHECK(trn_store_put(s, blob, sizeof blob, &name) == OVT_EINVAL);
+    CHECK(store_put(s, blob, sizeof blob, &name) == OVT_EINVAL);
     CHECK(strstr(ovt_errmsg(), "keep one") != NULL);
     unsetenv("OVT_STORE_BEARER_TOKEN");
 
     /* the token from a file: the blob lands under its name */
-    CHECK(trn_store_put(s, blob, sizeof blob, &name) == 0);
+    CHECK(store_put(s, blob, sizeof blob, &name) == 0);
     char hex[65], path[400], rel[100];
     ovt_hex_encode(hex, name.b, 32);
     snprintf(rel, sizeof rel, "/ovt/blob/%s", hex);
@@ -171,13 +171,13 @@ static void test_store_api(void)
     size_t len;
     CHECK(ovt_read_file(path, &got, &len, 1 << 20) == 0 && len == sizeof blob && memcmp(got, blob, len) == 0);
     free(got);
-    CHECK(trn_store_has(s, &name) == 1);
+    CHECK(store_has(s, &name) == 1);
     /* again: a HEAD, no second PUT */
-    CHECK(trn_store_put(s, blob, sizeof blob, NULL) == 0);
+    CHECK(store_put(s, blob, sizeof blob, NULL) == 0);
     CHECK_EQ_U64(log_count_wait("\"PUT ", rel, 3), 3); /* the two refused above and one accepted */
     CHECK_EQ_U64(log_count_wait(rel, "\" 201 ", 1), 1);
     CHECK(log_count_wait("\"HEAD ", rel, 2) >= 2);
-    CHECK(trn_store_get(s, &name, 1 << 20, &got, &len) == 0 && len == sizeof blob);
+    CHECK(store_get(s, &name, 1 << 20, &got, &len) == 0 && len == sizeof blob);
     free(got);
 
     /* a file, streamed, read back through the store */
@@ -193,9 +193,9 @@ static void test_store_api(void)
     CHECK(ovt_write_atomic(fpath, data, big, 0644) == 0);
     ovt_hash fname, expect;
     ovt_sha256(&expect, data, big);
-    CHECK(trn_store_put_file(s, fpath, &fname) == 0);
+    CHECK(store_put_file(s, fpath, &fname) == 0);
     CHECK_MEM(fname.b, expect.b, 32);
-    CHECK(trn_store_get(s, &fname, big, &got, &len) == 0 && len == big && memcmp(got, data, big) == 0);
+    CHECK(store_get(s, &fname, big, &got, &len) == 0 && len == big && memcmp(got, data, big) == 0);
     free(got);
 
     /* the server holds a truncated copy (an upload cut short elsewhere): sent again */
@@ -203,7 +203,7 @@ static void test_store_api(void)
     snprintf(rel, sizeof rel, "/ovt/blob/%s", hex);
     snprintf(path, sizeof path, "%s/www%s", dir, rel);
     CHECK(ovt_write_atomic(path, data, big / 2, 0644) == 0);
-    CHECK(trn_store_put_file(s, fpath, NULL) == 0);
+    CHECK(store_put_file(s, fpath, NULL) == 0);
     CHECK(ovt_read_file(path, &got, &len, big + 1) == 0 && len == big);
     free(got);
     CHECK_EQ_U64(log_count_wait("\"PUT ", rel, 2), 2);
@@ -230,7 +230,7 @@ static void test_store_api(void)
         if (ef && saved >= 0)
             dup2(fileno(ef), 2);
         ovt_hash lname;
-        int prv = trn_store_put_file(s, fpath, &lname);
+        int prv = store_put_file(s, fpath, &lname);
         fflush(stderr);
         if (saved >= 0) {
             dup2(saved, 2);
@@ -254,15 +254,15 @@ static void test_store_api(void)
     }
 
     /* the manifest is replaced each time */
-    trn_store_manifest m = {.steps = 3}, back;
+    store_manifest m = {.steps = 3}, back;
     memset(m.run_id.b, 0x11, 32);
-    CHECK(trn_store_put_manifest(s, &m) == 0);
+    CHECK(store_put_manifest(s, &m) == 0);
     m.steps = 4;
-    CHECK(trn_store_put_manifest(s, &m) == 0);
-    CHECK(trn_store_get_manifest(s, &m.run_id, &back) == 0);
+    CHECK(store_put_manifest(s, &m) == 0);
+    CHECK(store_get_manifest(s, &m.run_id, &back) == 0);
     CHECK_EQ_U64(back.steps, 4);
     CHECK(no_token_in(ovt_errmsg()));
-    trn_store_close(s);
+    store_close(s);
 }
 
 static void test_dispute(void)

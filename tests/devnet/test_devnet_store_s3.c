@@ -2,7 +2,7 @@
  * S3-compatible server that checks AWS SigV4 signatures), started by the
  * test on 127.0.0.1 (free port, temporary directory, one bucket), reached
  * through AWS_ENDPOINT_URL (label devnet):
- *   - through trainer/store.h: an unknown key id is refused with a message
+ *   - through store/store.h: an unknown key id is refused with a message
  *     that names the AWS variables and not the secret; with the right keys a blob
  *     and a streamed file go up signed and come back, a second put is not
  *     stored again (s3rver logs one store of it), the manifest is replaced;
@@ -25,7 +25,7 @@
 #include "support/anvil.h"
 #include "support/proc.h"
 #include "support/servers.h"
-#include "trainer/store.h"
+#include "store/store.h"
 
 #define SKIP 77
 #define BUCKET "ovt-test"
@@ -48,9 +48,9 @@ static int log_count(const char *needle)
 
 static void test_store_api(void)
 {
-    trn_store *s = NULL;
-    CHECK(trn_store_open(&s, "s3://" BUCKET "/api") == 0);
-    CHECK(trn_store_open(&(trn_store *){NULL}, "s3://Bad_Bucket/x") == OVT_EINVAL);
+    store_ctx *s = NULL;
+    CHECK(store_open(&s, "s3://" BUCKET "/api") == 0);
+    CHECK(store_open(&(store_ctx *){NULL}, "s3://Bad_Bucket/x") == OVT_EINVAL);
     if (!s)
         return;
     const char blob[] = "a blob published to S3";
@@ -59,29 +59,29 @@ static void test_store_api(void)
      * header and looks the key id up; it does not recompute the signature) */
     setenv("AWS_ACCESS_KEY_ID", "NOTAKEY", 1);
     setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret-xyzzy", 1);
-    CHECK(trn_store_put(s, blob, sizeof blob, &name) == OVT_EIO);
+    CHECK(store_put(s, blob, sizeof blob, &name) == OVT_EIO);
     CHECK_MSG(strstr(ovt_errmsg(), "403") && strstr(ovt_errmsg(), "AWS_SECRET_ACCESS_KEY"), "%s", ovt_errmsg());
     CHECK(strstr(ovt_errmsg(), "xyzzy") == NULL);
     setenv("AWS_ACCESS_KEY_ID", "S3RVER", 1);
     unsetenv("AWS_SECRET_ACCESS_KEY");
-    CHECK(trn_store_put(s, blob, sizeof blob, &name) == OVT_EINVAL); /* an id without a secret */
+    CHECK(store_put(s, blob, sizeof blob, &name) == OVT_EINVAL); /* an id without a secret */
     setenv("AWS_SECRET_ACCESS_KEY", "S3RVER", 1);
 
-    CHECK(trn_store_put(s, blob, sizeof blob, &name) == 0);
+    CHECK(store_put(s, blob, sizeof blob, &name) == 0);
     char hex[65], stored[200];
     ovt_hex_encode(hex, name.b, 32);
     snprintf(stored, sizeof stored, "Stored object \"api/blob/%s\"", hex);
     CHECK_EQ_U64(log_count(stored), 1);
-    CHECK(trn_store_has(s, &name) == 1);
-    CHECK(trn_store_put(s, blob, sizeof blob, NULL) == 0);
+    CHECK(store_has(s, &name) == 1);
+    CHECK(store_put(s, blob, sizeof blob, NULL) == 0);
     CHECK_EQ_U64(log_count(stored), 1); /* not sent again */
     uint8_t *got;
     size_t len;
-    CHECK(trn_store_get(s, &name, 1 << 20, &got, &len) == 0 && len == sizeof blob && memcmp(got, blob, len) == 0);
+    CHECK(store_get(s, &name, 1 << 20, &got, &len) == 0 && len == sizeof blob && memcmp(got, blob, len) == 0);
     free(got);
     ovt_hash missing = {{0x5a}};
-    CHECK(trn_store_get(s, &missing, 1 << 20, &got, &len) == OVT_ENOTFOUND);
-    CHECK(trn_store_has(s, &missing) == 0);
+    CHECK(store_get(s, &missing, 1 << 20, &got, &len) == OVT_ENOTFOUND);
+    CHECK(store_has(s, &missing) == 0);
 
     size_t big = 2u << 20;
     uint8_t *data = malloc(big);
@@ -94,19 +94,19 @@ static void test_store_api(void)
     snprintf(fpath, sizeof fpath, "%s/big.bin", dir);
     CHECK(ovt_write_atomic(fpath, data, big, 0644) == 0);
     ovt_hash fname;
-    CHECK(trn_store_put_file(s, fpath, &fname) == 0);
-    CHECK(trn_store_get(s, &fname, big, &got, &len) == 0 && len == big && memcmp(got, data, big) == 0);
+    CHECK(store_put_file(s, fpath, &fname) == 0);
+    CHECK(store_get(s, &fname, big, &got, &len) == 0 && len == big && memcmp(got, data, big) == 0);
     free(got);
     free(data);
 
-    trn_store_manifest m = {.steps = 3}, back;
+    store_manifest m = {.steps = 3}, back;
     memset(m.run_id.b, 0x22, 32);
-    CHECK(trn_store_put_manifest(s, &m) == 0);
+    CHECK(store_put_manifest(s, &m) == 0);
     m.steps = 5;
-    CHECK(trn_store_put_manifest(s, &m) == 0);
-    CHECK(trn_store_get_manifest(s, &m.run_id, &back) == 0);
+    CHECK(store_put_manifest(s, &m) == 0);
+    CHECK(store_get_manifest(s, &m.run_id, &back) == 0);
     CHECK_EQ_U64(back.steps, 5);
-    trn_store_close(s);
+    store_close(s);
 }
 
 static void test_dispute(void)
@@ -168,16 +168,16 @@ static void test_sigv4(void)
     setenv("AWS_ACCESS_KEY_ID", "AKIDSIGTEST", 1);
     setenv("AWS_SECRET_ACCESS_KEY", "sig-secret-q9", 1);
     setenv("AWS_REGION", "us-west-2", 1);
-    trn_store *s = NULL;
-    CHECK(trn_store_open(&s, "s3://sigbucket/p") == 0);
+    store_ctx *s = NULL;
+    CHECK(store_open(&s, "s3://sigbucket/p") == 0);
     if (s) {
         const char blob[] = "signed by libcurl, checked by botocore";
         ovt_hash name;
-        CHECK_MSG(trn_store_put(s, blob, sizeof blob, &name) == 0, "%s", ovt_errmsg());
-        CHECK(trn_store_has(s, &name) == 1);
+        CHECK_MSG(store_put(s, blob, sizeof blob, &name) == 0, "%s", ovt_errmsg());
+        CHECK(store_has(s, &name) == 1);
         uint8_t *got;
         size_t len;
-        CHECK(trn_store_get(s, &name, 1 << 20, &got, &len) == 0 && len == sizeof blob);
+        CHECK(store_get(s, &name, 1 << 20, &got, &len) == 0 && len == sizeof blob);
         free(got);
         char fpath[300];
         snprintf(fpath, sizeof fpath, "%s/sig.bin", dir);
@@ -186,23 +186,23 @@ static void test_sigv4(void)
             data[i] = (uint8_t)(i * 7 + 3);
         CHECK(ovt_write_atomic(fpath, data, sizeof data, 0644) == 0);
         ovt_hash fname;
-        CHECK(trn_store_put_file(s, fpath, &fname) == 0);
-        CHECK(trn_store_get(s, &fname, sizeof data, &got, &len) == 0 && len == sizeof data &&
+        CHECK(store_put_file(s, fpath, &fname) == 0);
+        CHECK(store_get(s, &fname, sizeof data, &got, &len) == 0 && len == sizeof data &&
               memcmp(got, data, len) == 0);
         free(got);
-        trn_store_manifest m = {.steps = 2};
+        store_manifest m = {.steps = 2};
         memset(m.run_id.b, 0x33, 32);
-        CHECK(trn_store_put_manifest(s, &m) == 0);
+        CHECK(store_put_manifest(s, &m) == 0);
 
         const char other[] = "never stored";
         setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret-q9", 1);
-        CHECK(trn_store_put(s, other, sizeof other, NULL) == OVT_EIO);
+        CHECK(store_put(s, other, sizeof other, NULL) == OVT_EIO);
         CHECK(strstr(ovt_errmsg(), "403") != NULL && strstr(ovt_errmsg(), "wrong-secret") == NULL);
         setenv("AWS_SECRET_ACCESS_KEY", "sig-secret-q9", 1);
         setenv("AWS_REGION", "eu-central-1", 1);
-        CHECK(trn_store_get(s, &name, 1 << 20, &got, &len) != 0);
+        CHECK(store_get(s, &name, 1 << 20, &got, &len) != 0);
         setenv("AWS_REGION", "us-west-2", 1);
-        trn_store_close(s);
+        store_close(s);
     }
     tsup_stop(pid);
     uint8_t *buf;

@@ -17,15 +17,17 @@ if [ ! -f "$rt" ]; then
   exit 1
 fi
 cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang -DOVT_FUZZ=ON -DOVT_CUDA=OFF >/dev/null
-cmake --build "$build" -j2 --target fuzz_rlp fuzz_abi fuzz_rpc
+cmake --build "$build" -j2 --target fuzz_rlp fuzz_abi fuzz_rpc fuzz_rlog
 status=0
-for t in rlp abi rpc; do
+for t in rlp abi rpc rlog; do
   corpus="$build/fuzz-corpus/$t"
   mkdir -p "$corpus"
   echo "fuzz: fuzz_$t for ${secs}s"
   log="$build/fuzz_$t.log"
+  seeds=()   # the checked-in seed corpus of a target, where it has one
+  [ -d "tests/fuzz/corpus/$t" ] && seeds=("$PWD/tests/fuzz/corpus/$t")
   if (cd "$build" && "./tests/fuzz/fuzz_$t" -max_total_time="$secs" -max_len=4096 -rss_limit_mb=2048 \
-        -print_final_stats=1 "fuzz-corpus/$t" "$OLDPWD/tests/fuzz/corpus/$t") >"$log" 2>&1; then
+        -print_final_stats=1 "fuzz-corpus/$t" "${seeds[@]+"${seeds[@]}"}") >"$log" 2>&1; then
     grep -E "^(Done|stat::number_of_executed_units|stat::new_units_added)" "$log" || true
   else
     echo "fuzz: fuzz_$t FAILED (full log: $log)" >&2

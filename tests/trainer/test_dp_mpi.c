@@ -1,4 +1,4 @@
-/* The data-parallel transport (trainer/dp.h on Open MPI) under mpirun.
+/* The data-parallel transport (dp/dp.h on Open MPI) under mpirun.
  *
  * Run by ctest, this program is the driver: it starts itself under mpirun
  * (tests/support/mpirun.c: root, oversubscribed, loopback) as workers
@@ -34,7 +34,7 @@
 #include "kernels/shard.h"
 #include "support/mpirun.h"
 #include "support/shard_data.h"
-#include "trainer/dp.h"
+#include "dp/dp.h"
 
 /* ---------------------------------------------------------------- worker */
 
@@ -100,7 +100,7 @@ static bool all_zero(const float *g, size_t n)
 
 /* Every rank's gathered grads equal, bit for bit, the one-process
  * reference over all S shards; so does a NULL dp given all of them. */
-static void check_grad_sum(trn_dp *dp, int R, int rank, uint32_t S, int grid_bits, uint64_t step)
+static void check_grad_sum(dp_ctx *dp, int R, int rank, uint32_t S, int grid_bits, uint64_t step)
 {
     size_t n = SUM_N;
     uint32_t own = S / (uint32_t)R;
@@ -109,7 +109,7 @@ static void check_grad_sum(trn_dp *dp, int R, int rank, uint32_t S, int grid_bit
     float *grads = malloc(n * sizeof *grads);
     for (size_t i = 0; i < n; i++)
         grads[i] = NAN;
-    int rv = trn_dp_grad_sum(dp, grads, (const float *const *)mine, own, S, n, grid_bits, step);
+    int rv = dp_grad_sum(dp, grads, (const float *const *)mine, own, S, n, grid_bits, step);
     CHECK_MSG(rv == 0, "S %u, b %d: %s", S, grid_bits, ovt_errmsg());
     CHECK_MSG(count_differing(grads, want, n) == 0, "S %u, b %d, R %d: %zu elements differ from the reference", S,
               grid_bits, R, count_differing(grads, want, n));
@@ -129,32 +129,32 @@ static void test_grad_sum_one_process(void)
             uint32_t S = Ss[j];
             float **all = make_shards(S, 0, S, n, b, false);
             float *want = reference_sum(S, n, b, false);
-            CHECK(trn_dp_grad_sum(NULL, grads, (const float *const *)all, S, S, n, b, 1) == 0);
+            CHECK(dp_grad_sum(NULL, grads, (const float *const *)all, S, S, n, b, 1) == 0);
             CHECK_MSG(count_differing(grads, want, n) == 0, "NULL dp, S %u, b %d", S, b);
             free(want);
             free_shards(all, S);
         }
     float **all = make_shards(4, 0, 4, n, 32, false);
     /* not every shard, a bad grid, no shards */
-    CHECK(trn_dp_grad_sum(NULL, grads, (const float *const *)all, 2, 4, n, 32, 1) == OVT_EINVAL);
-    CHECK(trn_dp_grad_sum(NULL, grads, (const float *const *)all, 4, 4, n, 40, 1) == OVT_EINVAL);
-    CHECK(trn_dp_grad_sum(NULL, grads, (const float *const *)all, 0, 0, n, 32, 1) == OVT_EINVAL);
+    CHECK(dp_grad_sum(NULL, grads, (const float *const *)all, 2, 4, n, 32, 1) == OVT_EINVAL);
+    CHECK(dp_grad_sum(NULL, grads, (const float *const *)all, 4, 4, n, 40, 1) == OVT_EINVAL);
+    CHECK(dp_grad_sum(NULL, grads, (const float *const *)all, 0, 0, n, 32, 1) == OVT_EINVAL);
     /* a non-finite value: named, grads zeroed */
     all[2][777] = INFINITY;
-    CHECK(trn_dp_grad_sum(NULL, grads, (const float *const *)all, 4, 4, n, 32, 1) == OVT_ENUMERIC);
+    CHECK(dp_grad_sum(NULL, grads, (const float *const *)all, 4, 4, n, 32, 1) == OVT_ENUMERIC);
     CHECK_MSG(strstr(ovt_errmsg(), "shard 2's gradient element 777 is not finite") != NULL, "%s", ovt_errmsg());
     CHECK(all_zero(grads, n));
     free_shards(all, 4);
     /* FLT_MAX's mean past the 24-bit grid */
     all = make_shards(4, 0, 4, n, 24, true);
-    CHECK(trn_dp_grad_sum(NULL, grads, (const float *const *)all, 4, 4, n, 24, 1) == OVT_ENUMERIC);
+    CHECK(dp_grad_sum(NULL, grads, (const float *const *)all, 4, 4, n, 24, 1) == OVT_ENUMERIC);
     CHECK_MSG(strstr(ovt_errmsg(), "rounds past the largest finite value of the 24-bit grid") != NULL, "%s",
               ovt_errmsg());
     free_shards(all, 4);
     free(grads);
 }
 
-static void test_grad_sum(trn_dp *dp, int R, int rank)
+static void test_grad_sum(dp_ctx *dp, int R, int rank)
 {
     uint64_t step = 3;
     for (uint32_t S = 4; S <= 8; S *= 2) {
@@ -172,7 +172,7 @@ static void test_grad_sum(trn_dp *dp, int R, int rank)
     uint32_t bad_shard = S - 1;
     if (rank == R - 1)
         mine[own - 1][54321] = NAN;
-    int rv = trn_dp_grad_sum(dp, grads, (const float *const *)mine, own, S, n, 32, 20);
+    int rv = dp_grad_sum(dp, grads, (const float *const *)mine, own, S, n, 32, 20);
     CHECK(rv == OVT_ENUMERIC);
     CHECK(all_zero(grads, n));
     if (rank == R - 1)
@@ -180,7 +180,7 @@ static void test_grad_sum(trn_dp *dp, int R, int rank)
     else
         snprintf(want, sizeof want, "gradient element 54321 is not finite in a shard of another process");
     CHECK_MSG(strstr(ovt_errmsg(), want) != NULL, "%s", ovt_errmsg());
-    CHECK(trn_dp_agree(dp, rv, 20) == OVT_ENUMERIC);
+    CHECK(dp_agree(dp, rv, 20) == OVT_ENUMERIC);
     CHECK_MSG(strstr(ovt_errmsg(), "rank 0 (host ") != NULL, "%s", ovt_errmsg());
     if (rank == R - 1)
         mine[own - 1][54321] = shard_value(S, bad_shard, 54321, 32, false);
@@ -188,9 +188,9 @@ static void test_grad_sum(trn_dp *dp, int R, int rank)
     /* the last rank holds one shard too few: it fails, takes part all the
      * same, and agree names it on every rank */
     if (own >= 2) {
-        rv = trn_dp_grad_sum(dp, grads, (const float *const *)mine, rank == R - 1 ? own - 1 : own, S, n, 32, 21);
+        rv = dp_grad_sum(dp, grads, (const float *const *)mine, rank == R - 1 ? own - 1 : own, S, n, 32, 21);
         CHECK(rank == R - 1 ? rv == OVT_EINVAL : rv == 0);
-        CHECK(trn_dp_agree(dp, rv, 21) == OVT_EINVAL);
+        CHECK(dp_agree(dp, rv, 21) == OVT_EINVAL);
         snprintf(want, sizeof want, "rank %d (host ", R - 1);
         CHECK_MSG(strstr(ovt_errmsg(), want) != NULL && strstr(ovt_errmsg(), "not S/R") != NULL, "%s",
                   ovt_errmsg());
@@ -198,20 +198,20 @@ static void test_grad_sum(trn_dp *dp, int R, int rank)
 
     /* config errors are refused alike by every rank, without a collective */
     if (R > 1) {
-        CHECK(trn_dp_grad_sum(dp, grads, (const float *const *)mine, own, (uint32_t)R + 1, n, 32, 22) == OVT_EINVAL);
+        CHECK(dp_grad_sum(dp, grads, (const float *const *)mine, own, (uint32_t)R + 1, n, 32, 22) == OVT_EINVAL);
         CHECK(strstr(ovt_errmsg(), "must divide --shards") != NULL);
     }
-    CHECK(trn_dp_grad_sum(dp, grads, (const float *const *)mine, own, S, n, 23, 22) == OVT_EINVAL);
+    CHECK(dp_grad_sum(dp, grads, (const float *const *)mine, own, S, n, 23, 22) == OVT_EINVAL);
 
     /* shard values off the 24-bit grid (FLT_MAX): the ranks whose slices
      * hold such means fail, the others finish, agree stops them all */
     free_shards(mine, own);
     mine = make_shards(S, (uint32_t)rank * own, own, n, 24, true);
-    rv = trn_dp_grad_sum(dp, grads, (const float *const *)mine, own, S, n, 24, 23);
+    rv = dp_grad_sum(dp, grads, (const float *const *)mine, own, S, n, 24, 23);
     CHECK(rv == 0 || rv == OVT_ENUMERIC);
     if (rv != 0)
         CHECK_MSG(strstr(ovt_errmsg(), "rounds past the largest finite value") != NULL, "%s", ovt_errmsg());
-    CHECK(trn_dp_agree(dp, rv, 23) == OVT_ENUMERIC);
+    CHECK(dp_agree(dp, rv, 23) == OVT_ENUMERIC);
     CHECK_MSG(strstr(ovt_errmsg(), "rounds past the largest finite value") != NULL, "%s", ovt_errmsg());
     free_shards(mine, own);
     free(grads);
@@ -224,16 +224,16 @@ static void shard_hash(ovt_hash *h, uint32_t j, uint64_t step)
     ovt_sha256(h, text, strlen(text));
 }
 
-static void test_share_shards(trn_dp *dp, int R, int rank)
+static void test_share_shards(dp_ctx *dp, int R, int rank)
 {
     for (uint32_t S = (uint32_t)R; S <= 8; S *= 2) {
-        trn_shard_record *rec = malloc(S * sizeof *rec);
+        dp_shard_record *rec = malloc(S * sizeof *rec);
         memset(rec, 0xEE, S * sizeof *rec);
         for (uint32_t j = (uint32_t)rank * S / (uint32_t)R; j < (uint32_t)(rank + 1) * S / (uint32_t)R; j++) {
             shard_hash(&rec[j].grad_hash, j, 6);
             rec[j].loss = 0.25f * (float)j;
         }
-        CHECK(trn_dp_share_shards(dp, rec, S, 6) == 0);
+        CHECK(dp_share_shards(dp, rec, S, 6) == 0);
         for (uint32_t j = 0; j < S; j++) {
             ovt_hash h;
             shard_hash(&h, j, 6);
@@ -244,8 +244,8 @@ static void test_share_shards(trn_dp *dp, int R, int rank)
     }
     if (R > 1) {
         /* R does not divide R + 1: every rank refuses alike, no collective */
-        trn_shard_record rec[8];
-        CHECK(trn_dp_share_shards(dp, rec, (uint32_t)R + 1, 6) == OVT_EINVAL);
+        dp_shard_record rec[8];
+        CHECK(dp_share_shards(dp, rec, (uint32_t)R + 1, 6) == OVT_EINVAL);
         CHECK(strstr(ovt_errmsg(), "must divide --shards") != NULL);
     }
 }
@@ -274,7 +274,7 @@ static void fill_log(krn_rlog *log, int R, int rank, bool want_all)
         CHECK(krn_rlog_add(log, 9, 4, 2, KRN_DIR_UP, 0) == 0);
 }
 
-static void test_merge_log(trn_dp *dp, int R, int rank)
+static void test_merge_log(dp_ctx *dp, int R, int rank)
 {
     krn_rlog *log = krn_rlog_new(), *want = krn_rlog_new();
     fill_log(log, R, rank, false);
@@ -282,7 +282,7 @@ static void test_merge_log(trn_dp *dp, int R, int rank)
         fill_log(want, R, rank, true);
     else
         fill_log(want, R, rank, false); /* the other ranks keep theirs */
-    CHECK(trn_dp_merge_log(dp, log, 5) == 0);
+    CHECK(dp_merge_log(dp, log, 5) == 0);
     uint8_t *a = NULL, *b = NULL;
     size_t alen = 0, blen = 0;
     CHECK(krn_rlog_encode(log, &a, &alen) == 0);
@@ -294,18 +294,18 @@ static void test_merge_log(trn_dp *dp, int R, int rank)
     krn_rlog_free(want);
 }
 
-static void test_check_state_and_agree(trn_dp *dp, int R, int rank, char (*hosts)[TRN_SHARD_HOST_MAX])
+static void test_check_state_and_agree(dp_ctx *dp, int R, int rank, char (*hosts)[DP_HOST_MAX])
 {
     ovt_hash h;
     ovt_sha256(&h, "state", 5);
-    CHECK(trn_dp_check_state(dp, &h, 7) == 0);
-    CHECK(trn_dp_agree(dp, 0, 7) == 0);
+    CHECK(dp_check_state(dp, &h, 7) == 0);
+    CHECK(dp_agree(dp, 0, 7) == 0);
     if (R == 1)
         return;
     /* the last rank holds another state: every rank hears which */
     if (rank == R - 1)
         ovt_sha256(&h, "other", 5);
-    CHECK(trn_dp_check_state(dp, &h, 8) == OVT_ENUMERIC);
+    CHECK(dp_check_state(dp, &h, 8) == OVT_ENUMERIC);
     char want[128];
     snprintf(want, sizeof want, "rank %d (host %s) has", R - 1, hosts[R - 1]);
     CHECK_MSG(strstr(ovt_errmsg(), want) != NULL, "%s", ovt_errmsg());
@@ -318,29 +318,29 @@ static void test_check_state_and_agree(trn_dp *dp, int R, int rank, char (*hosts
         rv = ovt_fail(OVT_EIO, "the disk is full (on purpose, rank 1)");
     else if (rank == R - 1)
         rv = ovt_fail(OVT_EINVAL, "something else (rank %d)", rank);
-    CHECK(trn_dp_agree(dp, rv, 9) == OVT_EIO);
+    CHECK(dp_agree(dp, rv, 9) == OVT_EIO);
     snprintf(want, sizeof want, "step 9: rank 1 (host %s) failed: the disk is full (on purpose, rank 1)", hosts[1]);
     CHECK_MSG(strcmp(ovt_errmsg(), want) == 0, "%s", ovt_errmsg());
 }
 
 static int worker(const char *scenario, double timeout_s, const char *marker)
 {
-    trn_dp *dp = NULL;
-    if (trn_dp_open(&dp, timeout_s) != 0) {
-        fprintf(stderr, "trn_dp_open: %s\n", ovt_errmsg());
+    dp_ctx *dp = NULL;
+    if (dp_open(&dp, timeout_s) != 0) {
+        fprintf(stderr, "dp_open: %s\n", ovt_errmsg());
         return 1;
     }
-    int R = trn_dp_size(dp), rank = trn_dp_rank(dp);
-    char(*hosts)[TRN_SHARD_HOST_MAX] = calloc((size_t)R, sizeof *hosts);
-    CHECK(trn_dp_hosts(dp, hosts) == 0);
-    CHECK(strcmp(hosts[rank], trn_dp_host(dp)) == 0 && hosts[rank][0] != '\0');
+    int R = dp_size(dp), rank = dp_rank(dp);
+    char(*hosts)[DP_HOST_MAX] = calloc((size_t)R, sizeof *hosts);
+    CHECK(dp_hosts(dp, hosts) == 0);
+    CHECK(strcmp(hosts[rank], dp_host(dp)) == 0 && hosts[rank][0] != '\0');
     for (int r = 0; r < R; r++)
-        CHECK(hosts[r][0] != '\0' && memchr(hosts[r], '\0', TRN_SHARD_HOST_MAX) != NULL);
+        CHECK(hosts[r][0] != '\0' && memchr(hosts[r], '\0', DP_HOST_MAX) != NULL);
 
     ovt_hash h;
     ovt_sha256(&h, "state", 5);
     if (strcmp(scenario, "basic") == 0) {
-        CHECK(trn_dp_launched());
+        CHECK(dp_launched());
         test_share_shards(dp, R, rank);
         test_grad_sum(dp, R, rank);
         test_merge_log(dp, R, rank);
@@ -353,22 +353,22 @@ static int worker(const char *scenario, double timeout_s, const char *marker)
             if (f)
                 fclose(f);
         }
-        CHECK(trn_dp_check_state(dp, &h, 7) == 0);
+        CHECK(dp_check_state(dp, &h, 7) == 0);
     } else if (strcmp(scenario, "kill") == 0) {
         if (rank == 1)
             raise(SIGKILL);
-        CHECK(trn_dp_check_state(dp, &h, 7) == 0);
+        CHECK(dp_check_state(dp, &h, 7) == 0);
         FILE *f = fopen(marker, "w");
         if (f)
             fclose(f);
     } else if (strcmp(scenario, "mismatch") == 0) {
         if (rank == 1)
-            CHECK(trn_dp_agree(dp, 0, 7) == 0);
+            CHECK(dp_agree(dp, 0, 7) == 0);
         else
-            CHECK(trn_dp_check_state(dp, &h, 7) == 0);
+            CHECK(dp_check_state(dp, &h, 7) == 0);
     }
     free(hosts);
-    trn_dp_close(dp);
+    dp_close(dp);
     printf("rank %d of %d (%s): ", rank, R, scenario);
     return check_done();
 }
@@ -401,11 +401,11 @@ int main(int argc, char **argv)
         return worker(argv[2], atof(argv[3]), argc >= 5 ? argv[4] : "-");
     /* the one-process gradient sum needs no MPI: checked in every build */
     test_grad_sum_one_process();
-    if (!trn_dp_available() || tsup_mpirun_path() == NULL) {
+    if (!dp_available() || tsup_mpirun_path() == NULL) {
         printf("skipped: this build has no MPI (install libopenmpi-dev, scripts/setup.sh); ");
         return check_done() != 0 ? 1 : 77;
     }
-    CHECK(!trn_dp_launched());
+    CHECK(!dp_launched());
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
     if (len <= 0)
         return 1;

@@ -15,8 +15,8 @@
 
 #include "check.h"
 #include "common/fileio.h"
-#include "trainer/bpe.h"
-#include "trainer/data.h"
+#include "data/bpe.h"
+#include "data/dataset.h"
 #include "trn_cli_helpers.h"
 
 static char vocab_dir[2048];
@@ -55,7 +55,7 @@ static int reference_ids(const char *path, uint32_t **ids, size_t *count)
 }
 
 /* ovt's tokens of text equal node's, and decode back to text. */
-static void check_text(const char *name, const uint8_t *text, size_t n, trn_bpe *b)
+static void check_text(const char *name, const uint8_t *text, size_t n, data_bpe *b)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/%s.txt", dir, name);
@@ -66,9 +66,9 @@ static void check_text(const char *name, const uint8_t *text, size_t n, trn_bpe 
     CHECK(output_has("\"vocab\": 50257"));
     char bin[256];
     snprintf(bin, sizeof bin, "%s/%s.bin", dir, name);
-    trn_tokens t = {0};
-    CHECK(trn_tokens_load(&t, bin) == 0);
-    CHECK_EQ_U64(t.vocab, TRN_BPE_GPT2_VOCAB);
+    data_tokens t = {0};
+    CHECK(data_tokens_load(&t, bin) == 0);
+    CHECK_EQ_U64(t.vocab, DATA_BPE_GPT2_VOCAB);
 
     uint32_t *ref = NULL;
     size_t nref = 0;
@@ -89,7 +89,7 @@ static void check_text(const char *name, const uint8_t *text, size_t n, trn_bpe 
     int ok = back != NULL;
     for (size_t i = 0; ok && i < t.count; i++) {
         size_t len;
-        const uint8_t *p = trn_bpe_token_bytes(b, t.tokens[i], &len);
+        const uint8_t *p = data_bpe_token_bytes(b, t.tokens[i], &len);
         ok = p && k + len <= n;
         if (ok) {
             memcpy(back + k, p, len);
@@ -98,7 +98,7 @@ static void check_text(const char *name, const uint8_t *text, size_t n, trn_bpe 
     }
     CHECK_MSG(ok && k == n && memcmp(back, text, n) == 0, "%s: the tokens do not decode to the text", name);
     free(back);
-    trn_tokens_free(&t);
+    data_tokens_free(&t);
 }
 
 static const char *const tricky[] = {
@@ -134,11 +134,11 @@ int main(void)
     }
     if (cli_setup("bpe"))
         return 1;
-    trn_bpe *b = NULL;
-    CHECK(trn_bpe_load(&b, vocab_dir) == 0);
+    data_bpe *b = NULL;
+    CHECK(data_bpe_load(&b, vocab_dir) == 0);
     if (!b)
         return check_done();
-    CHECK_EQ_U64(trn_bpe_vocab(b), TRN_BPE_GPT2_VOCAB);
+    CHECK_EQ_U64(data_bpe_vocab(b), DATA_BPE_GPT2_VOCAB);
 
     const char *gpl = "/usr/share/common-licenses/GPL-3";
     uint8_t *text;
@@ -154,7 +154,7 @@ int main(void)
         snprintf(name, sizeof name, "tricky%zu", i);
         check_text(name, (const uint8_t *)tricky[i], strlen(tricky[i]), b);
     }
-    trn_bpe_free(b);
+    data_bpe_free(b);
 
     /* misuse: a directory without the files, and --bpe for `data mlp` */
     CHECK(run_ovt("data text %s/tricky0.txt --out %s/x.bin --bpe %s", dir, dir, dir) == 1);

@@ -21,8 +21,8 @@
 #include "chain/session.h"
 #include "check.h"
 #include "common/fileio.h"
-#include "trainer/commit.h"
-#include "trainer/data.h"
+#include "party/commit.h"
+#include "data/dataset.h"
 #include "trainer/plot.h"
 #include "trainer/run.h"
 #include "trainer/rundata.h"
@@ -101,7 +101,7 @@ static const char *anvil_keys[] = {"0xac0974bec39a17e36ba4a6b4d238ff944bacb478cb
 static void write_receipt_terms(const char *run, const char *data, const trn_step_table *t, int signer,
                                 int root_flip, unsigned bond_change)
 {
-    trn_commit_receipt r;
+    party_receipt r;
     memset(&r, 0, sizeof r);
     r.chain_id = 31337;
     CHECK(chain_address_from_string(&r.contract, "0x5fbdb2315678afecb367f032d93f642f64180aa3") == 0);
@@ -131,7 +131,7 @@ static void write_receipt_terms(const char *run, const char *data, const trn_ste
     CHECK(chain_arb_sign_commitment(r.signature, &key, r.chain_id, &r.contract, &r.run_id, &r.root, &r.params) == 0);
     r.data = data;
     char *text, path[512];
-    CHECK(trn_commit_receipt_json(&r, &text) == 0);
+    CHECK(party_receipt_json(&r, &text) == 0);
     snprintf(path, sizeof path, "%s/receipt.json", run);
     CHECK(ovt_write_atomic(path, text, strlen(text), 0644) == 0);
     free(text);
@@ -281,15 +281,15 @@ static void check_fraud(const char *data)
  * results pass FP32's range, and the step must fail with a clear error. */
 static void check_divergence(void)
 {
-    trn_samples s;
-    CHECK(trn_samples_synthetic(&s, 3, 64, 128, 32, 32) == 0);
+    data_samples s;
+    CHECK(data_samples_synthetic(&s, 3, 64, 128, 32, 32) == 0);
     for (size_t i = 0; i < (size_t)s.count * s.dim; i++)
         s.x[i] = copysignf(0x1p127f, s.x[i]);
     uint8_t *buf;
     size_t len;
     char data[256], run[256], path[512];
-    CHECK(trn_samples_encode(&s, &buf, &len) == 0);
-    trn_samples_free(&s);
+    CHECK(data_samples_encode(&s, &buf, &len) == 0);
+    data_samples_free(&s);
     snprintf(data, sizeof data, "%s/huge.smp", dir);
     CHECK(ovt_write_atomic(data, buf, len, 0644) == 0);
     free(buf);

@@ -9,7 +9,7 @@
 #include "check.h"
 #include "common/fileio.h"
 #include "kernels/rlog.h"
-#include "trainer/data.h"
+#include "data/dataset.h"
 #include "trainer/run.h"
 #include "trainer/state.h"
 #include "trainer/train.h"
@@ -38,8 +38,8 @@ static void replay_run_dir(const char *run, const char *data)
     size_t enc_len = trn_config_encode(enc, &st->config);
     CHECK(len == enc_len && memcmp(cfg, enc, len) == 0);
     free(cfg);
-    trn_tokens tokens;
-    CHECK(trn_tokens_load(&tokens, data) == 0);
+    data_tokens tokens;
+    CHECK(data_tokens_load(&tokens, data) == 0);
     CHECK_MEM(tokens.hash.b, st->config.dataset_hash.b, 32);
 
     trn_workspace *w;
@@ -56,10 +56,10 @@ static void replay_run_dir(const char *run, const char *data)
         CHECK_MEM(lh.b, table.steps[i].log_hash.b, 32);
         CHECK(krn_rlog_decode(log, bytes, len) == 0);
         free(bytes);
-        trn_token_batch tb;
-        CHECK(trn_token_batch_get(&tb, &tokens, st->config.seed, i, st->config.batch_size, st->config.seq_len) == 0);
+        data_token_batch tb;
+        CHECK(data_token_batch_get(&tb, &tokens, st->config.seed, i, st->config.batch_size, st->config.seq_len) == 0);
         ovt_hash bh;
-        trn_token_batch_hash(&bh, &tb);
+        data_token_batch_hash(&bh, &tb);
         CHECK_MEM(bh.b, table.steps[i].batch_hash.b, 32);
         trn_batch b = {.B = tb.B, .T = tb.T, .inputs = tb.inputs, .targets = tb.targets};
         trn_step_info info;
@@ -67,13 +67,13 @@ static void replay_run_dir(const char *run, const char *data)
         ovt_hash sh;
         trn_state_hash(&sh, st);
         same += memcmp(sh.b, table.steps[i].state_hash.b, 32) == 0;
-        trn_token_batch_free(&tb);
+        data_token_batch_free(&tb);
     }
     CHECK_EQ_U64(same, 8);
     krn_rlog_free(log);
     krn_ctx_free(ctx);
     trn_workspace_free(w);
-    trn_tokens_free(&tokens);
+    data_tokens_free(&tokens);
     trn_state_free(st);
     trn_step_table_free(&table);
 }
@@ -132,26 +132,26 @@ int main(void)
     /* The MLP path: a samples file, replayed by nobody here but trained,
      * checkpointed and summarised; a samples file of the wrong shape is
      * refused. */
-    trn_samples smp;
-    CHECK(trn_samples_synthetic(&smp, 4, 300, 128, 32, 32) == 0);
+    data_samples smp;
+    CHECK(data_samples_synthetic(&smp, 4, 300, 128, 32, 32) == 0);
     uint8_t *sbuf;
     size_t slen;
-    CHECK(trn_samples_encode(&smp, &sbuf, &slen) == 0);
+    CHECK(data_samples_encode(&smp, &sbuf, &slen) == 0);
     char samples[256];
     snprintf(samples, sizeof samples, "%s/samples.bin", dir);
     CHECK(ovt_write_atomic(samples, sbuf, slen, 0644) == 0);
     free(sbuf);
-    trn_samples_free(&smp);
+    data_samples_free(&smp);
     snprintf(args, sizeof args, "train --model mlp-demo --data %s --out %s/m --steps 5 --batch 16 --json", samples, dir);
     CHECK(run_ovt("%s", args) == 0);
     CHECK(output_has("\"steps\": 5"));
     snprintf(path, sizeof path, "%s/m/ckpt/step-00000005.ckpt", dir);
     CHECK(access(path, F_OK) == 0);
-    CHECK(trn_samples_synthetic(&smp, 4, 10, 64, 32, 32) == 0);
-    CHECK(trn_samples_encode(&smp, &sbuf, &slen) == 0);
+    CHECK(data_samples_synthetic(&smp, 4, 10, 64, 32, 32) == 0);
+    CHECK(data_samples_encode(&smp, &sbuf, &slen) == 0);
     CHECK(ovt_write_atomic(samples, sbuf, slen, 0644) == 0);
     free(sbuf);
-    trn_samples_free(&smp);
+    data_samples_free(&smp);
     snprintf(args, sizeof args, "train --model mlp-demo --data %s --out %s/m2", samples, dir);
     CHECK(run_ovt("%s", args) == 1);
     CHECK(output_has("64 features"));

@@ -11,7 +11,7 @@
 
 #include "check.h"
 #include "common/fileio.h"
-#include "trainer/data.h"
+#include "data/dataset.h"
 #include "trn_cli_helpers.h"
 #include "trn_helpers.h"
 
@@ -72,15 +72,15 @@ static void mlp_path(void)
     uint8_t *buf;
     size_t len;
     CHECK(ovt_read_file(path, &buf, &len, 1 << 26) == 0);
-    trn_samples s;
-    CHECK(trn_samples_parse(&s, buf, len, 32) == 0);
+    data_samples s;
+    CHECK(data_samples_parse(&s, buf, len, 32) == 0);
     CHECK_EQ_U64(s.count, 256);
     CHECK_EQ_U64(s.dim, 128);
     CHECK_EQ_U64(s.n_class, 32);
     char hex[65];
     ovt_hex_encode(hex, s.hash.b, 32);
     CHECK(strcmp(hex, h1) == 0);
-    trn_samples_free(&s);
+    data_samples_free(&s);
     free(buf);
 
     CHECK(run_ovt("train --model mlp-demo --data %s/s1.bin --steps 4 --batch 8 --every 0 --checkpoint-every 1 "
@@ -123,15 +123,15 @@ static void text_path(void)
 
     /* one token per byte, in order, vocab 256 */
     snprintf(path, sizeof path, "%s/tokens.bin", dir);
-    trn_tokens t;
-    CHECK(trn_tokens_load(&t, path) == 0);
+    data_tokens t;
+    CHECK(data_tokens_load(&t, path) == 0);
     CHECK_EQ_U64(t.count, n);
     CHECK_EQ_U64(t.vocab, 256);
     int same = t.count == n;
     for (size_t i = 0; same && i < n; i++)
         same = t.tokens[i] == (uint8_t)text[i];
     CHECK(same);
-    trn_tokens_free(&t);
+    data_tokens_free(&t);
 
     CHECK(run_ovt("train --model gpt2-tiny --data %s/tokens.bin --steps 3 --batch 2 --seq 16 --every 0 "
                   "--checkpoint-every 1 --print-state --out %s/gpt --json",

@@ -7,39 +7,39 @@
 #include <math.h>
 
 #include "check.h"
-#include "trainer/demo.h"
+#include "examples/demo/demo.h"
 
 static void test_demo(void)
 {
-    trn_demo_opts o;
-    trn_demo_defaults(&o);
+    demo_opts o;
+    demo_defaults(&o);
     o.steps = 60;
     o.n_samples = 2048;
     o.every = 0;
     o.config.head_shift = 13;
     o.config.decay_steps = 60;
-    trn_demo_result r;
-    int rv = trn_demo_run(&o, &r);
+    demo_result r;
+    int rv = demo_run(&o, &r);
     CHECK_MSG(rv == 0, "%s", ovt_errmsg());
     CHECK_EQ_U64(r.steps, 60);
-    CHECK(trn_demo_replay_exact(&o, &r));
-    CHECK_EQ_U64(r.first_mismatch[TRN_DEMO_REPLAY_REF], 0);
-    CHECK_EQ_U64(r.first_mismatch[TRN_DEMO_REPLAY_SHUFFLE], 0);
-    CHECK_EQ_U64(r.steps_run[TRN_DEMO_REPLAY_REF], 60);
-    CHECK_EQ_U64(r.steps_run[TRN_DEMO_REPLAY_SHUFFLE], 60);
+    CHECK(demo_replay_exact(&o, &r));
+    CHECK_EQ_U64(r.first_mismatch[DEMO_REPLAY_REF], 0);
+    CHECK_EQ_U64(r.first_mismatch[DEMO_REPLAY_SHUFFLE], 0);
+    CHECK_EQ_U64(r.steps_run[DEMO_REPLAY_REF], 60);
+    CHECK_EQ_U64(r.steps_run[DEMO_REPLAY_SHUFFLE], 60);
     /* Each replay's step Merkle root, built from its own stateHashes, is the
      * trainer's; a run that stopped early has none. */
-    CHECK(r.has_root[TRN_DEMO_RECORD_CPU] && r.has_root[TRN_DEMO_REPLAY_REF] && r.has_root[TRN_DEMO_REPLAY_SHUFFLE]);
-    CHECK_MEM(r.root[TRN_DEMO_REPLAY_REF].b, r.root[TRN_DEMO_RECORD_CPU].b, 32);
-    CHECK_MEM(r.root[TRN_DEMO_REPLAY_SHUFFLE].b, r.root[TRN_DEMO_RECORD_CPU].b, 32);
-    for (int k = TRN_DEMO_NEAREST_REF; k <= TRN_DEMO_NEAREST_SHUFFLE; k++) {
+    CHECK(r.has_root[DEMO_RECORD_CPU] && r.has_root[DEMO_REPLAY_REF] && r.has_root[DEMO_REPLAY_SHUFFLE]);
+    CHECK_MEM(r.root[DEMO_REPLAY_REF].b, r.root[DEMO_RECORD_CPU].b, 32);
+    CHECK_MEM(r.root[DEMO_REPLAY_SHUFFLE].b, r.root[DEMO_RECORD_CPU].b, 32);
+    for (int k = DEMO_NEAREST_REF; k <= DEMO_NEAREST_SHUFFLE; k++) {
         CHECK(r.has_root[k] == (r.steps_run[k] == r.steps));
         if (r.has_root[k]) /* equal roots exactly when no step differed */
             CHECK((memcmp(r.root[k].b, r.root[0].b, 32) == 0) == (r.first_mismatch[k] == 0));
     }
     /* The ablation: at least one of the runs without the log parts from the
      * trainer within the run (each stops at its first mismatch). */
-    bool diverged = r.first_mismatch[TRN_DEMO_NEAREST_REF] || r.first_mismatch[TRN_DEMO_NEAREST_SHUFFLE];
+    bool diverged = r.first_mismatch[DEMO_NEAREST_REF] || r.first_mismatch[DEMO_NEAREST_SHUFFLE];
     CHECK_MSG(diverged, "no-log runs matched the trainer for all %llu steps", (unsigned long long)r.steps);
     /* The contrast: plain FP32 training, the same run summed in two orders,
      * parts at the first step, in most of the state. */
@@ -60,26 +60,26 @@ static void test_demo(void)
     o.steps = 2;
     o.ablation = false;
     o.shuffle = false;
-    rv = trn_demo_run(&o, &r);
+    rv = demo_run(&o, &r);
     CHECK_MSG(rv == 0, "%s", ovt_errmsg());
     CHECK_MSG(fabsf(r.eval_start - shifted_eval) < 1e-3f, "held-out loss %g with the shift, %g without",
               (double)shifted_eval, (double)r.eval_start);
-    CHECK(trn_demo_replay_exact(&o, &r));
+    CHECK(demo_replay_exact(&o, &r));
 }
 
 static void test_bad_options(void)
 {
-    trn_demo_opts o;
-    trn_demo_defaults(&o);
-    trn_demo_result r;
+    demo_opts o;
+    demo_defaults(&o);
+    demo_result r;
     o.steps = 0;
-    CHECK(trn_demo_run(&o, &r) == OVT_EINVAL);
-    trn_demo_defaults(&o);
+    CHECK(demo_run(&o, &r) == OVT_EINVAL);
+    demo_defaults(&o);
     o.config.grid_bits = 33;
-    CHECK(trn_demo_run(&o, &r) == OVT_EINVAL);
-    trn_demo_defaults(&o);
+    CHECK(demo_run(&o, &r) == OVT_EINVAL);
+    demo_defaults(&o);
     o.config.head_shift = 21;
-    CHECK(trn_demo_run(&o, &r) == OVT_EINVAL);
+    CHECK(demo_run(&o, &r) == OVT_EINVAL);
 }
 
 int main(void)

@@ -22,7 +22,7 @@
 #include "auditor/replay.h"
 #include "check.h"
 #include "kernels/grid.h"
-#include "trainer/commit.h"
+#include "party/commit.h"
 #include "support/proc.h"
 #include "trainer/plot.h"
 #include "trainer/rundata.h"
@@ -339,14 +339,14 @@ static void test_store_and_arbiter(void)
     trn_step_table t;
     trn_run_config rc;
     ovt_hash ch, run_id;
-    trn_store_manifest m;
-    trn_store *s;
+    store_manifest m;
+    store_ctx *s;
     ovt_sha256(&run_id, "finetune run", 12);
     snprintf(path, sizeof path, "%s/steps.bin", b);
     CHECK(trn_step_table_read(&t, path) == 0 && trn_run_load_config(b, &rc, &ch) == 0);
-    CHECK(trn_store_open(&s, url) == 0);
-    CHECK_MSG(trn_publish_run(s, b, &t, data, &rc.dataset_hash, &run_id, &m) == 0, "%s", ovt_errmsg());
-    CHECK(trn_store_has(s, &rc.init_hash) == 1);
+    CHECK(store_open(&s, url) == 0);
+    CHECK_MSG(party_publish_run(s, b, &t, data, &rc.dataset_hash, &run_id, &m) == 0, "%s", ovt_errmsg());
+    CHECK(store_has(s, &rc.init_hash) == 1);
     snprintf(fetched, sizeof fetched, "%s/fetched", dir);
     CHECK_MSG(aud_fetch_run(s, &run_id, fetched, NULL) == 0, "%s", ovt_errmsg());
     snprintf(path, sizeof path, "%s/ckpt/step-00000000.ckpt", fetched);
@@ -363,7 +363,7 @@ static void test_store_and_arbiter(void)
     CHECK_MEM(e.state_hash.b, t.steps[0].state_hash.b, 32);
     /* Step 1 from state 0 (named by stateHash_0 in the store). */
     trn_state *s0 = read_ckpt(b, 0);
-    CHECK(s0 && trn_store_put_state(s, s0) == 0);
+    CHECK(s0 && store_put_state(s, s0) == 0);
     trn_state_free(s0);
     g.index = 1;
     g.previous_state = t.steps[0].state_hash;
@@ -381,7 +381,7 @@ static void test_store_and_arbiter(void)
     CHECK(arb_evaluate(&e, s, &run_id, &run, &g, 1, NULL, note, sizeof note) == 0);
     CHECK(e.input[ARB_IN_STATE] == ARB_INPUT_MISSING && e.exec == ARB_EXEC_NOT_RUN);
     CHECK(strstr(note, "init_hash") != NULL);
-    trn_store_close(s);
+    store_close(s);
     trn_step_table_free(&t);
 }
 

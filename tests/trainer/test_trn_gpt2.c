@@ -11,13 +11,13 @@
 #include "trn_helpers.h"
 #include "kernels/rlog.h"
 #include "kernels/site.h"
-#include "trainer/data.h"
+#include "data/dataset.h"
 #include "trainer/state.h"
 #include "trainer/train.h"
 
 #define STEPS 30
 
-static trn_run_config micro_config(trn_tokens *data)
+static trn_run_config micro_config(data_tokens *data)
 {
     /* A text that repeats with period 7 over a 48-token vocabulary. */
     enum { N = 700 };
@@ -26,7 +26,7 @@ static trn_run_config micro_config(trn_tokens *data)
         toks[i] = (uint32_t)((i % 7) * 5 + 3);
     uint8_t *buf;
     size_t len;
-    if (trn_tokens_encode(toks, N, 48, &buf, &len) != 0 || trn_tokens_parse(data, buf, len) != 0)
+    if (data_tokens_encode(toks, N, 48, &buf, &len) != 0 || data_tokens_parse(data, buf, len) != 0)
         abort();
     free(buf);
     trn_model_config m = {.kind = TRN_MODEL_GPT2, .n_layer = 2, .width = 32, .n_head = 4, .vocab = 48, .max_seq = 16};
@@ -42,10 +42,10 @@ static trn_run_config micro_config(trn_tokens *data)
     return rc;
 }
 
-static int batch_of(trn_token_batch *tb, trn_batch *b, const trn_tokens *data, const trn_run_config *rc,
+static int batch_of(data_token_batch *tb, trn_batch *b, const data_tokens *data, const trn_run_config *rc,
                     uint64_t step)
 {
-    int rv = trn_token_batch_get(tb, data, rc->seed, step, rc->batch_size, rc->seq_len);
+    int rv = data_token_batch_get(tb, data, rc->seed, step, rc->batch_size, rc->seq_len);
     trn_batch view = {.B = tb->B, .T = tb->T, .inputs = tb->inputs, .targets = tb->targets};
     *b = view;
     return rv;
@@ -53,14 +53,14 @@ static int batch_of(trn_token_batch *tb, trn_batch *b, const trn_tokens *data, c
 
 static void test_gradient(void)
 {
-    trn_tokens data;
+    data_tokens data;
     trn_run_config rc = micro_config(&data);
     trn_state *st;
     trn_workspace *w;
     CHECK(trn_state_new(&st, &rc) == 0 && trn_workspace_new(&w, &rc) == 0);
     trn_state_init(st);
     krn_ctx *ctx = trn_test_ctx(KRN_BACKEND_REF, KRN_NEAREST, 9);
-    trn_token_batch tb;
+    data_token_batch tb;
     trn_batch b;
     CHECK(batch_of(&tb, &b, &data, &rc, 1) == 0);
     size_t n = st->layout.nparams;
@@ -103,16 +103,16 @@ static void test_gradient(void)
     }
     CHECK_EQ_U64(good, checked);
     CHECK(checked == 8);
-    trn_token_batch_free(&tb);
+    data_token_batch_free(&tb);
     krn_ctx_free(ctx);
     trn_workspace_free(w);
     trn_state_free(st);
-    trn_tokens_free(&data);
+    data_tokens_free(&data);
 }
 
 static void test_train_and_replay(void)
 {
-    trn_tokens data;
+    data_tokens data;
     trn_run_config rc = micro_config(&data);
     trn_state *st, *init;
     trn_workspace *w;
@@ -125,7 +125,7 @@ static void test_train_and_replay(void)
     float first = 0, last = 0;
     uint64_t entries = 0;
     for (int i = 0; i < STEPS; i++) {
-        trn_token_batch tb;
+        data_token_batch tb;
         trn_batch b;
         CHECK(batch_of(&tb, &b, &data, &rc, (uint64_t)i + 1) == 0);
         logs[i] = krn_rlog_new();
@@ -136,7 +136,7 @@ static void test_train_and_replay(void)
         if (i == 0)
             first = info.loss;
         last = info.loss;
-        trn_token_batch_free(&tb);
+        data_token_batch_free(&tb);
     }
     CHECK_MSG(last < 0.5f * first, "loss %g -> %g", (double)first, (double)last);
     printf("gpt2 micro: loss %.4f -> %.4f, %llu log entries in %d steps\n", (double)first, (double)last,
@@ -149,7 +149,7 @@ static void test_train_and_replay(void)
         CHECK(trn_state_clone(&v, init) == 0);
         int same = 0;
         for (int i = 0; i < STEPS; i++) {
-            trn_token_batch tb;
+            data_token_batch tb;
             trn_batch b;
             CHECK(batch_of(&tb, &b, &data, &rc, (uint64_t)i + 1) == 0);
             trn_step_info info;
@@ -157,7 +157,7 @@ static void test_train_and_replay(void)
             ovt_hash h;
             trn_state_hash(&h, v);
             same += memcmp(h.b, hashes[i].b, 32) == 0;
-            trn_token_batch_free(&tb);
+            data_token_batch_free(&tb);
         }
         CHECK_EQ_U64(same, STEPS);
         trn_state_free(v);
@@ -169,7 +169,7 @@ static void test_train_and_replay(void)
     trn_workspace_free(w);
     trn_state_free(init);
     trn_state_free(st);
-    trn_tokens_free(&data);
+    data_tokens_free(&data);
 }
 
 int main(void)

@@ -1,5 +1,5 @@
-/* `mpirun ovt train` through the built binary (trainer/train_cli.c with
- * trainer/dp_mpi.c): one rank under mpirun writes the same run directory,
+/* `mpirun ovt train` through the built binary (cli/cmd_train.c with
+ * dp/mpi.c): one rank under mpirun writes the same run directory,
  * byte for byte (steps.bin, every log, the last checkpoint), as a run without
  * mpirun; a run of S = 4 shards on R = 1, 2 and 4 processes writes the
  * one-process run's steps.bin, logs and checkpoints byte for byte (only rank 0
@@ -15,8 +15,8 @@
 
 #include "check.h"
 #include "support/mpirun.h"
-#include "trainer/dp.h"
-#include "trainer/ranks.h"
+#include "dp/dp.h"
+#include "dp/ranks.h"
 #include "trn_cli_helpers.h"
 
 static const char *flags = "--model gpt2-tiny --steps 3 --batch 4 --seq 16 --lr 0.003 --every 0 --threads 1";
@@ -69,7 +69,7 @@ static int mpi_train(int np, const char *data, const char *extra, char **out)
 
 int main(void)
 {
-    if (!trn_dp_available() || tsup_mpirun_path() == NULL) {
+    if (!dp_available() || tsup_mpirun_path() == NULL) {
         printf("skipped: this build has no MPI (install libopenmpi-dev, scripts/setup.sh)\n");
         return 77;
     }
@@ -111,9 +111,9 @@ int main(void)
         CHECK_MSG(same_run("s4", a), "R = %d", R);
     }
     /* ranks.json: R = 4 put shard 3 on rank 3 */
-    trn_shard_owner owner;
+    dp_shard_owner owner;
     snprintf(a, sizeof a, "%s/s4-r4", dir);
-    CHECK(trn_ranks_owner_in(&owner, a, 2, 3) == 0 && owner.rank == 3);
+    CHECK(dp_ranks_owner_in(&owner, a, 2, 3) == 0 && owner.rank == 3);
 
     /* a resumed run on another R: 2 steps on R = 2, then step 3 on R = 4 */
     {
@@ -134,8 +134,8 @@ int main(void)
         CHECK_MSG(same_run("s4", "s4-resume"), "resumed on another R");
         /* steps 1-2 on 2 processes, step 3 on 4 */
         snprintf(a, sizeof a, "%s/s4-resume", dir);
-        CHECK(trn_ranks_owner_in(&owner, a, 2, 3) == 0 && owner.rank == 1);
-        CHECK(trn_ranks_owner_in(&owner, a, 3, 3) == 0 && owner.rank == 3);
+        CHECK(dp_ranks_owner_in(&owner, a, 2, 3) == 0 && owner.rank == 1);
+        CHECK(dp_ranks_owner_in(&owner, a, 3, 3) == 0 && owner.rank == 3);
     }
 
     /* rank 1 of 2 dies (SIGKILL) as step 3 begins: the job ends with an error

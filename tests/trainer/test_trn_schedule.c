@@ -2,13 +2,13 @@
  * double libm reference over more than 10^5 points, exactly 1, 0, -1 at
  * p = 0, 1/2, 1, exact symmetry and monotonicity; the schedule's values at
  * the end of warmup, the middle and the end of the cosine fall; plain FP32
- * training (trainer/fp32.c) steps with the same cosine rate. */
+ * training (examples/demo/fp32.c) steps with the same cosine rate. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
 
 #include "check.h"
-#include "trainer/fp32.h"
+#include "examples/demo/fp32.h"
 #include "trainer/schedule.h"
 
 /* The bound asserted, in ulps of the double nearest the true value. */
@@ -148,8 +148,8 @@ static void test_fp32_follows_cosine(void)
     rc.grad_clip = 0;
     rc.schedule = TRN_SCHEDULE_COSINE;
     trn_state *st = NULL, *before = NULL;
-    trn_fp32 *w = NULL;
-    CHECK(trn_state_new(&st, &rc) == 0 && trn_fp32_new(&w, &rc) == 0);
+    demo_fp32 *w = NULL;
+    CHECK(trn_state_new(&st, &rc) == 0 && demo_fp32_new(&w, &rc) == 0);
     if (!st || !w)
         return;
     trn_state_init(st);
@@ -160,14 +160,14 @@ static void test_fp32_follows_cosine(void)
         x[i] = (float)((i * 37 % 11) - 5) / 4;
     trn_batch b = {.B = 4, .T = 0, .x = x, .labels = labels};
     float loss;
-    CHECK(trn_fp32_step(w, st, &b, false, &loss) == 0);
+    CHECK(demo_fp32_step(w, st, &b, false, &loss) == 0);
     double most = 0;
     for (size_t i = 0; i < st->layout.nparams; i++)
         most = fmax(most, fabs((double)st->params[i] - (double)before->params[i]));
     double cosine = 0.001 + 0.009 * 0.75, linear = 0.01 - 0.009 / 3;
     CHECK_MSG(fabs(most - cosine) < 1e-4 * cosine, "largest move %.9g, cosine lr %.9g, linear lr %.9g", most, cosine,
               linear);
-    trn_fp32_free(w);
+    demo_fp32_free(w);
     trn_state_free(st);
     trn_state_free(before);
 }

@@ -24,14 +24,14 @@
 #include "kernels/rlog.h"
 #include "kernels/site.h"
 #include "common/fileio.h"
-#include "trainer/data.h"
-#include "trainer/ranks.h"
+#include "data/dataset.h"
+#include "dp/ranks.h"
 #include "trainer/state.h"
 #include "trainer/train.h"
 
 #define STEPS 40
 
-static trn_run_config mlp_config(trn_samples *data, uint32_t S, uint32_t head_shift)
+static trn_run_config mlp_config(data_samples *data, uint32_t S, uint32_t head_shift)
 {
     trn_model_config m = {.kind = TRN_MODEL_MLP, .n_layer = 2, .width = 32, .in_dim = 24, .n_class = 5};
     trn_run_config rc;
@@ -44,7 +44,7 @@ static trn_run_config mlp_config(trn_samples *data, uint32_t S, uint32_t head_sh
     rc.seed = 77;
     rc.head_shift = head_shift;
     rc.shards = S;
-    if (trn_samples_synthetic(data, rc.seed, 512, m.in_dim, m.n_class, 32) != 0)
+    if (data_samples_synthetic(data, rc.seed, 512, m.in_dim, m.n_class, 32) != 0)
         abort();
     rc.dataset_hash = data->hash;
     return rc;
@@ -53,7 +53,7 @@ static trn_run_config mlp_config(trn_samples *data, uint32_t S, uint32_t head_sh
 
 static void test_sum_is_the_batch_gradient(void)
 {
-    trn_samples data;
+    data_samples data;
     trn_run_config r1 = mlp_config(&data, 1, 0);
     trn_run_config r4 = r1;
     r4.shards = 4;
@@ -86,14 +86,14 @@ static void test_sum_is_the_batch_gradient(void)
     trn_workspace_free(w4);
     trn_state_free(s1);
     trn_state_free(s4);
-    trn_samples_free(&data);
+    data_samples_free(&data);
 }
 
 static void test_replay_and_ablation(void)
 {
     /* the exactness demo's model and head shift (docs/demo.md): values near
      * midpoints are frequent, so the ablation leaves the run within steps */
-    trn_samples data;
+    data_samples data;
     trn_model_config m;
     if (trn_model_preset(&m, "mlp-demo") != 0)
         abort();
@@ -106,7 +106,7 @@ static void test_replay_and_ablation(void)
     rc.decay_steps = STEPS;
     rc.head_shift = 12;
     rc.shards = 4;
-    if (trn_samples_synthetic(&data, rc.seed, 2048, m.in_dim, m.n_class, 32) != 0)
+    if (data_samples_synthetic(&data, rc.seed, 2048, m.in_dim, m.n_class, 32) != 0)
         abort();
     rc.dataset_hash = data.hash;
     trn_state *st, *init;
@@ -202,13 +202,13 @@ static void test_replay_and_ablation(void)
     trn_workspace_free(w);
     trn_state_free(init);
     trn_state_free(st);
-    trn_samples_free(&data);
+    data_samples_free(&data);
 }
 
 /* A one-shard step's log with a shard table is fraud too. */
 static void test_one_shard_table(void)
 {
-    trn_samples data;
+    data_samples data;
     trn_run_config rc = mlp_config(&data, 1, 0);
     trn_state *st;
     trn_workspace *w;
@@ -226,7 +226,7 @@ static void test_one_shard_table(void)
     krn_ctx_free(rep);
     trn_workspace_free(w);
     trn_state_free(st);
-    trn_samples_free(&data);
+    data_samples_free(&data);
 }
 
 /* ranks.json is read from a store as well as from a run directory: every
@@ -237,12 +237,12 @@ static void test_ranks_json(void)
     static const char good[] = "{\"version\": 1, \"shards\": 4, \"segments\": ["
                                "{\"from_step\": 1, \"processes\": 2, \"hosts\": [\"a\", \"b\"]},"
                                "{\"from_step\": 5, \"processes\": 4, \"hosts\": [\"a\", \"b\", \"c\", \"d\"]}]}";
-    trn_shard_owner o;
-    CHECK(trn_ranks_owner(&o, good, strlen(good), 4, 3) == 0 && o.rank == 1 && !strcmp(o.host, "b"));
-    CHECK(trn_ranks_owner(&o, good, strlen(good), 5, 3) == 0 && o.rank == 3 && !strcmp(o.host, "d"));
-    CHECK(trn_ranks_owner(&o, good, strlen(good), 9, 0) == 0 && o.rank == 0 && !strcmp(o.host, "a"));
-    CHECK(trn_ranks_owner(&o, good, strlen(good), 0, 0) == OVT_ENOTFOUND);
-    CHECK(trn_ranks_owner(&o, good, strlen(good), 2, 4) == OVT_ENOTFOUND);
+    dp_shard_owner o;
+    CHECK(dp_ranks_owner(&o, good, strlen(good), 4, 3) == 0 && o.rank == 1 && !strcmp(o.host, "b"));
+    CHECK(dp_ranks_owner(&o, good, strlen(good), 5, 3) == 0 && o.rank == 3 && !strcmp(o.host, "d"));
+    CHECK(dp_ranks_owner(&o, good, strlen(good), 9, 0) == 0 && o.rank == 0 && !strcmp(o.host, "a"));
+    CHECK(dp_ranks_owner(&o, good, strlen(good), 0, 0) == OVT_ENOTFOUND);
+    CHECK(dp_ranks_owner(&o, good, strlen(good), 2, 4) == OVT_ENOTFOUND);
     static const char *bad[] = {
         "not json",
         "{\"version\": 2, \"shards\": 4, \"segments\": []}",
@@ -256,16 +256,16 @@ static void test_ranks_json(void)
         "\"hosts\": [\"a\", \"b\"]}]}",
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
-        CHECK_MSG(trn_ranks_owner(&o, bad[k], strlen(bad[k]), 1, 0) == OVT_EFORMAT, "case %zu", k);
+        CHECK_MSG(dp_ranks_owner(&o, bad[k], strlen(bad[k]), 1, 0) == OVT_EFORMAT, "case %zu", k);
     /* a run on 2 processes, resumed from step 3 on 4, then again from 3 on 4 */
     char dir[] = "/tmp/ovt-ranks-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
-    char h[4][TRN_SHARD_HOST_MAX] = {"h0", "h1", "h2", "h3"};
-    CHECK(trn_ranks_record(dir, 4, 1, 2, (const char(*)[TRN_SHARD_HOST_MAX])h) == 0);
-    CHECK(trn_ranks_record(dir, 4, 3, 4, (const char(*)[TRN_SHARD_HOST_MAX])h) == 0);
-    CHECK(trn_ranks_record(dir, 4, 3, 4, (const char(*)[TRN_SHARD_HOST_MAX])h) == 0);
-    CHECK(trn_ranks_owner_in(&o, dir, 2, 3) == 0 && o.rank == 1);
-    CHECK(trn_ranks_owner_in(&o, dir, 3, 3) == 0 && o.rank == 3 && !strcmp(o.host, "h3"));
+    char h[4][DP_HOST_MAX] = {"h0", "h1", "h2", "h3"};
+    CHECK(dp_ranks_record(dir, 4, 1, 2, (const char(*)[DP_HOST_MAX])h) == 0);
+    CHECK(dp_ranks_record(dir, 4, 3, 4, (const char(*)[DP_HOST_MAX])h) == 0);
+    CHECK(dp_ranks_record(dir, 4, 3, 4, (const char(*)[DP_HOST_MAX])h) == 0);
+    CHECK(dp_ranks_owner_in(&o, dir, 2, 3) == 0 && o.rank == 1);
+    CHECK(dp_ranks_owner_in(&o, dir, 3, 3) == 0 && o.rank == 3 && !strcmp(o.host, "h3"));
     char path[64];
     snprintf(path, sizeof path, "%s/ranks.json", dir);
     uint8_t *buf;
@@ -277,7 +277,7 @@ static void test_ranks_json(void)
     CHECK_EQ_U64(segs, 2); /* the same segment again is not added twice */
     free(buf);
     /* another run's shard count is refused */
-    CHECK(trn_ranks_record(dir, 8, 4, 2, (const char(*)[TRN_SHARD_HOST_MAX])h) == OVT_EFORMAT);
+    CHECK(dp_ranks_record(dir, 8, 4, 2, (const char(*)[DP_HOST_MAX])h) == OVT_EFORMAT);
     unlink(path);
     rmdir(dir);
 }

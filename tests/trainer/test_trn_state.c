@@ -12,7 +12,7 @@
 #include "common/fileio.h"
 #include "kernels/grid.h"
 #include "trainer/config.h"
-#include "trainer/data.h"
+#include "data/dataset.h"
 #include "trainer/layout.h"
 #include "trainer/state.h"
 
@@ -279,24 +279,24 @@ static void test_hashes_against_python(const char *dir, int v2)
     CHECK_EQ_U64(st->layout.nparams, 14);
     fill_tiny_state(st);
 
-    trn_tokens data = {0};
+    data_tokens data = {0};
     uint32_t toks[40];
     for (int i = 0; i < 40; i++)
         toks[i] = (uint32_t)(i * 7 % 256);
     uint8_t *tbuf;
     size_t tlen;
-    CHECK(trn_tokens_encode(toks, 40, 256, &tbuf, &tlen) == 0);
-    CHECK(trn_tokens_parse(&data, tbuf, tlen) == 0);
+    CHECK(data_tokens_encode(toks, 40, 256, &tbuf, &tlen) == 0);
+    CHECK(data_tokens_parse(&data, tbuf, tlen) == 0);
     free(tbuf);
-    trn_token_batch tb;
-    CHECK(trn_token_batch_get(&tb, &data, 42, 3, 2, 5) == 0);
-    trn_samples smp = {.count = 3, .dim = 2, .n_class = 2};
+    data_token_batch tb;
+    CHECK(data_token_batch_get(&tb, &data, 42, 3, 2, 5) == 0);
+    data_samples smp = {.count = 3, .dim = 2, .n_class = 2};
     float sx[6] = {0.5f, -1.25f, 3.0f, 0.1f, -0.0f, 1e-3f};
     uint32_t sy[3] = {1, 0, 1};
     smp.x = sx;
     smp.y = sy;
-    trn_sample_batch sb;
-    CHECK(trn_sample_batch_get(&sb, &smp, 9, 1, 4) == 0);
+    data_sample_batch sb;
+    CHECK(data_sample_batch_get(&sb, &smp, 9, 1, 4) == 0);
 
     char json[512];
     snprintf(json, sizeof json, "%s/state.json", dir);
@@ -360,12 +360,12 @@ static void test_hashes_against_python(const char *dir, int v2)
     CHECK(python_value(json, "state_hash", hex, sizeof hex) == 0);
     CHECK_MSG(strcmp(hex, hh) == 0, "stateHash C %s py %s", hh, hex);
 
-    trn_token_batch_hash(&h, &tb);
+    data_token_batch_hash(&h, &tb);
     ovt_hex_encode(hh, h.b, 32);
     CHECK(python_value(json, "token_batch_0", hex, sizeof hex) == 0);
     CHECK_MSG(strcmp(hex, hh) == 0, "token batchHash C %s py %s", hh, hex);
 
-    trn_sample_batch_hash(&h, &sb);
+    data_sample_batch_hash(&h, &sb);
     ovt_hex_encode(hh, h.b, 32);
     CHECK(python_value(json, "sample_batch_0", hex, sizeof hex) == 0);
     CHECK_MSG(strcmp(hex, hh) == 0, "sample batchHash C %s py %s", hh, hex);
@@ -380,9 +380,9 @@ static void test_hashes_against_python(const char *dir, int v2)
     trn_state_hash(&after, st);
     CHECK(memcmp(before.b, after.b, 32) != 0);
 
-    trn_token_batch_free(&tb);
-    trn_sample_batch_free(&sb);
-    trn_tokens_free(&data);
+    data_token_batch_free(&tb);
+    data_sample_batch_free(&sb);
+    data_tokens_free(&data);
     trn_state_free(st);
 }
 
@@ -568,18 +568,18 @@ static void test_hash_background(void)
 
 static void test_data(const char *dir)
 {
-    trn_tokens t;
+    data_tokens t;
     /* Raw bytes: one token per byte. */
-    CHECK(trn_tokens_parse(&t, (const uint8_t *)"hello world", 11) == 0);
+    CHECK(data_tokens_parse(&t, (const uint8_t *)"hello world", 11) == 0);
     CHECK(t.count == 11 && t.vocab == 256 && t.tokens[4] == 'o');
     ovt_hash h;
     ovt_sha256(&h, "hello world", 11);
     CHECK_MEM(h.b, t.hash.b, 32);
 
-    trn_token_batch b1, b2, b3;
-    CHECK(trn_token_batch_get(&b1, &t, 7, 1, 3, 4) == 0);
-    CHECK(trn_token_batch_get(&b2, &t, 7, 1, 3, 4) == 0);
-    CHECK(trn_token_batch_get(&b3, &t, 7, 2, 3, 4) == 0);
+    data_token_batch b1, b2, b3;
+    CHECK(data_token_batch_get(&b1, &t, 7, 1, 3, 4) == 0);
+    CHECK(data_token_batch_get(&b2, &t, 7, 1, 3, 4) == 0);
+    CHECK(data_token_batch_get(&b3, &t, 7, 2, 3, 4) == 0);
     CHECK_MEM(b1.inputs, b2.inputs, 12 * 4);
     for (int j = 0; j < 3; j++) {
         /* Each row is a window of the text and its targets are shifted by one. */
@@ -592,48 +592,48 @@ static void test_data(const char *dir)
         CHECK(strstr("hello world", row) != NULL);
     }
     ovt_hash h1, h3;
-    trn_token_batch_hash(&h1, &b1);
-    trn_token_batch_hash(&h3, &b3);
+    data_token_batch_hash(&h1, &b1);
+    data_token_batch_hash(&h3, &b3);
     CHECK(memcmp(h1.b, h3.b, 32) != 0 || memcmp(b1.inputs, b3.inputs, 48) == 0);
-    trn_token_batch_free(&b1);
-    trn_token_batch_free(&b2);
-    trn_token_batch_free(&b3);
-    CHECK(trn_token_batch_get(&b1, &t, 7, 1, 3, 11) == OVT_EINVAL);
-    trn_tokens_free(&t);
+    data_token_batch_free(&b1);
+    data_token_batch_free(&b2);
+    data_token_batch_free(&b3);
+    CHECK(data_token_batch_get(&b1, &t, 7, 1, 3, 11) == OVT_EINVAL);
+    data_tokens_free(&t);
 
     uint32_t toks[5] = {1, 500, 2, 65535, 0};
     uint8_t *buf;
     size_t len;
-    CHECK(trn_tokens_encode(toks, 5, 65536, &buf, &len) == 0);
-    CHECK(trn_tokens_parse(&t, buf, len) == 0);
+    CHECK(data_tokens_encode(toks, 5, 65536, &buf, &len) == 0);
+    CHECK(data_tokens_parse(&t, buf, len) == 0);
     CHECK(t.count == 5 && t.tokens[3] == 65535 && t.vocab == 65536);
-    trn_tokens_free(&t);
+    data_tokens_free(&t);
     for (size_t cut = 8; cut < len; cut++)
-        CHECK(trn_tokens_parse(&t, buf, cut) == OVT_EFORMAT);
+        CHECK(data_tokens_parse(&t, buf, cut) == OVT_EFORMAT);
     buf[12] = 100; /* vocab 100: token 500 is out of range */
     buf[13] = 0;
     buf[14] = 0;
-    CHECK(trn_tokens_parse(&t, buf, len) == OVT_EFORMAT);
+    CHECK(data_tokens_parse(&t, buf, len) == OVT_EFORMAT);
     CHECK(strstr(ovt_errmsg(), "vocab") != NULL);
     char path[512];
     snprintf(path, sizeof path, "%s/toks.bin", dir);
     CHECK(ovt_write_atomic(path, buf, len - 1, 0644) == 0);
-    CHECK(trn_tokens_load(&t, path) == OVT_EFORMAT);
+    CHECK(data_tokens_load(&t, path) == OVT_EFORMAT);
     CHECK(strstr(ovt_errmsg(), path) != NULL);
     free(buf);
 
     /* Samples: round trip, off-grid feature and bad label rejected. */
     float x[4] = {1.0f, 2.0f, 1.0f + 0x1p-23f, 4.0f};
     uint32_t y[2] = {0, 1};
-    trn_samples s = {.count = 2, .dim = 2, .n_class = 2, .x = x, .y = y}, back;
-    CHECK(trn_samples_encode(&s, &buf, &len) == 0);
-    CHECK(trn_samples_parse(&back, buf, len, 32) == 0);
+    data_samples s = {.count = 2, .dim = 2, .n_class = 2, .x = x, .y = y}, back;
+    CHECK(data_samples_encode(&s, &buf, &len) == 0);
+    CHECK(data_samples_parse(&back, buf, len, 32) == 0);
     CHECK(back.x[2] == x[2] && back.y[1] == 1);
-    trn_samples_free(&back);
-    CHECK(trn_samples_parse(&back, buf, len, 24) == OVT_EFORMAT);
+    data_samples_free(&back);
+    CHECK(data_samples_parse(&back, buf, len, 24) == OVT_EFORMAT);
     buf[len - 4] = 2;
-    CHECK(trn_samples_parse(&back, buf, len, 32) == OVT_EFORMAT);
-    CHECK(trn_samples_parse(&back, buf, len - 1, 32) == OVT_EFORMAT);
+    CHECK(data_samples_parse(&back, buf, len, 32) == OVT_EFORMAT);
+    CHECK(data_samples_parse(&back, buf, len - 1, 32) == OVT_EFORMAT);
     free(buf);
 }
 

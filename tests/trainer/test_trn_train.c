@@ -10,13 +10,13 @@
 #include "trn_helpers.h"
 #include "kernels/rlog.h"
 #include "kernels/site.h"
-#include "trainer/data.h"
+#include "data/dataset.h"
 #include "trainer/state.h"
 #include "trainer/train.h"
 
 #define STEPS 12
 
-static trn_run_config small_config(trn_samples *data)
+static trn_run_config small_config(data_samples *data)
 {
     trn_model_config m = {.kind = TRN_MODEL_MLP, .n_layer = 2, .width = 32, .in_dim = 24, .n_class = 5};
     trn_run_config rc;
@@ -29,7 +29,7 @@ static trn_run_config small_config(trn_samples *data)
     rc.weight_decay = 0.01;
     rc.seed = 77;
     rc.head_shift = 4;
-    if (trn_samples_synthetic(data, rc.seed, 512, m.in_dim, m.n_class, 32) != 0)
+    if (data_samples_synthetic(data, rc.seed, 512, m.in_dim, m.n_class, 32) != 0)
         abort();
     rc.dataset_hash = data->hash;
     return rc;
@@ -38,7 +38,7 @@ static trn_run_config small_config(trn_samples *data)
 
 static void test_resume_and_replay(const char *dir)
 {
-    trn_samples data;
+    data_samples data;
     trn_run_config rc = small_config(&data);
     trn_state *st;
     trn_workspace *w;
@@ -167,7 +167,7 @@ static void test_resume_and_replay(const char *dir)
     trn_workspace_free(w);
     trn_state_free(init);
     trn_state_free(st);
-    trn_samples_free(&data);
+    data_samples_free(&data);
 }
 
 /* The MLP's backward against central differences of its forward loss, for
@@ -175,7 +175,7 @@ static void test_resume_and_replay(const char *dir)
  * FP32 value). */
 static void test_gradient(void)
 {
-    trn_samples data;
+    data_samples data;
     trn_run_config rc = small_config(&data);
     rc.head_shift = 0;
     trn_state *st;
@@ -183,8 +183,8 @@ static void test_gradient(void)
     CHECK(trn_state_new(&st, &rc) == 0 && trn_workspace_new(&w, &rc) == 0);
     trn_state_init(st);
     krn_ctx *ctx = trn_test_ctx(KRN_BACKEND_REF, KRN_NEAREST, 5);
-    trn_sample_batch sb;
-    CHECK(trn_sample_batch_get(&sb, &data, 1, 1, rc.batch_size) == 0);
+    data_sample_batch sb;
+    CHECK(data_sample_batch_get(&sb, &data, 1, 1, rc.batch_size) == 0);
     trn_batch b = {.B = sb.B, .x = sb.x, .labels = sb.y};
     float loss;
     size_t n = st->layout.nparams;
@@ -221,11 +221,11 @@ static void test_gradient(void)
     }
     CHECK_EQ_U64(good, checked);
     free(grad);
-    trn_sample_batch_free(&sb);
+    data_sample_batch_free(&sb);
     krn_ctx_free(ctx);
     trn_workspace_free(w);
     trn_state_free(st);
-    trn_samples_free(&data);
+    data_samples_free(&data);
 }
 
 int main(void)

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "kernels/site.h"
-#include "trainer/data.h"
+#include "data/dataset.h"
 #include "trainer/train.h"
 
 /* A single-threaded ctx at b = 32 for backend and mode; aborts on failure
@@ -21,16 +21,16 @@ static inline krn_ctx *trn_test_ctx(krn_backend_kind backend, krn_mode mode, uin
 }
 
 /* One MLP step of st with the schedule's batch of its next step. */
-static inline int trn_test_mlp_step(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_samples *data,
+static inline int trn_test_mlp_step(krn_ctx *ctx, trn_workspace *w, trn_state *st, const data_samples *data,
                                     krn_rlog *log, trn_step_info *info)
 {
-    trn_sample_batch sb;
-    int rv = trn_sample_batch_get(&sb, data, st->config.seed, st->step + 1, st->config.batch_size);
+    data_sample_batch sb;
+    int rv = data_sample_batch_get(&sb, data, st->config.seed, st->step + 1, st->config.batch_size);
     if (rv)
         return rv;
     trn_batch b = {.B = sb.B, .x = sb.x, .labels = sb.y};
     rv = trn_train_step(ctx, w, st, &b, log, info);
-    trn_sample_batch_free(&sb);
+    data_sample_batch_free(&sb);
     return rv;
 }
 

@@ -1,0 +1,411 @@
+/* `ovt devnet`: options, the fault table and the report (devnet.h). */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "examples/devnet/devnet.h"
+#include "cli/args.h"
+#include "trainer/config.h"
+#include "dp/dp.h"
+
+static const struct {
+    const char *name;
+    chain_arb_outcome expected;
+    const char *what;
+} faults[DEVNET_FAULT_COUNT] = {
+    [DEVNET_NONE] = {"none", CHAIN_ARB_VERIFIED, "an honest run: equal roots, verified"},
+    [DEVNET_BITFLIP] = {"bitflip", CHAIN_ARB_AUDITOR_RIGHT, "the trainer flips a bit of a parameter after step K"},
+    [DEVNET_POISONED_BATCH] = {"poisoned-batch", CHAIN_ARB_AUDITOR_RIGHT,
+                               "the trainer trains step K on changed targets (or fraudulent-log: its log\n"
+                               "                      may not fit the schedule's batch)"},
+    [DEVNET_SKIPPED_STEP] = {"skipped-step", CHAIN_ARB_AUDITOR_RIGHT, "the trainer skips step K (state K = K-1)"},
+    [DEVNET_FORGED_LOG] = {"forged-log", CHAIN_ARB_FRAUDULENT_LOG,
+                           "log K carries a wrong direction for an element 1.25..1.5 tau from its\n"
+                           "                      midpoint (an impossible direction)"},
+    [DEVNET_WITHHELD_INPUTS] = {"withheld-inputs", CHAIN_ARB_INPUTS_UNAVAILABLE,
+                                "a bitflip at K, and the trainer withholds step K's inputs"},
+    [DEVNET_LYING_AUDITOR] = {"lying-auditor", CHAIN_ARB_TRAINER_RIGHT,
+                              "the auditor claims wrong states from step K on"},
+    [DEVNET_OMITTED_LOG] = {"omitted-log", CHAIN_ARB_FRAUDULENT_LOG,
+                            "the trainer writes its logs from step K on without their entries"},
+    [DEVNET_BITFLIP_SHARD] = {"bitflip-shard", CHAIN_ARB_AUDITOR_RIGHT,
+                              "a sharded run (--shards S >= 2): one bit of shard J's gradient flips in\n"
+                              "                      step K; the arbiter names shard J (and its rank and host)"},
+};
+
+const char *devnet_fault_name(devnet_fault f)
+{
+    return (unsigned)f < DEVNET_FAULT_COUNT ? faults[f].name : "?";
+}
+
+int devnet_fault_parse(devnet_fault *out, const char *name)
+{
+    for (int i = 0; i < DEVNET_FAULT_COUNT; i++)
+        if (strcmp(name, faults[i].name) == 0) {
+            *out = (devnet_fault)i;
+            return 0;
+        }
+    return ovt_fail(OVT_EINVAL, "unknown fault '%s' (none, bitflip, poisoned-batch, skipped-step, forged-log, "
+                                "withheld-inputs, lying-auditor, omitted-log, bitflip-shard)", name);
+}
+
+const char *devnet_party_name(devnet_party p)
+{
+    return p == DEVNET_PARTY_TRAINER ? "trainer" : p == DEVNET_PARTY_AUDITOR ? "auditor" : "none";
+}
+
+chain_arb_outcome devnet_expected(const devnet_opts *o)
+{
+    if (o->silent == DEVNET_PARTY_TRAINER)
+        return CHAIN_ARB_TRAINER_TIMED_OUT;
+    if (o->silent == DEVNET_PARTY_AUDITOR)
+        return CHAIN_ARB_AUDITOR_TIMED_OUT;
+    return faults[o->fault].expected;
+}
+
+bool devnet_outcome_ok(const devnet_opts *o, chain_arb_outcome out)
+{
+    if (out == devnet_expected(o))
+        return true;
+    /* a log recorded on a poisoned batch may hold entries the schedule's
+     * batch does not support: the trainer is then caught by its log */
+    return !o->silent && o->fault == DEVNET_POISONED_BATCH && out == CHAIN_ARB_FRAUDULENT_LOG;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ovt devnet --fault KIND [--at STEP] [--steps N] [--model gpt2-tiny|mlp] [OPTIONS]\n"
+            "\n"
+            "The local dispute simulation: starts anvil on 127.0.0.1, deploys the arbitration\n"
+            "contract, trains a small model with a fault injected at step K (`ovt train` on cpu),\n"
+            "runs the trainer's `ovt commit` and `ovt agent`, the auditor (`ovt audit --agent`,\n"
+            "replaying on the ref backend) and the arbiter (`ovt arbiter watch`) as child\n"
+            "processes, follows the game on chain and prints the outcome: verified, or who was\n"
+            "wrong at which step, with every transaction, the gas per party and the time from\n"
+            "the faulty party's commitment to the verdict. Parties use anvil's dev accounts\n"
+            "1-3 (throwaway keys). Every process it starts it stops, by PID.\n"
+            "\n"
+            "faults (--fault KIND):\n");
+    for (int i = 0; i < DEVNET_FAULT_COUNT; i++)
+        fprintf(f, "  %-16s -> %s\n  %16s    %s\n", faults[i].name, chain_arb_outcome_name(faults[i].expected), "",
+                faults[i].what);
+    fprintf(f,
+            "\n"
+            "options:\n"
+            "  --at K             the faulty step (default: 17, or N/2 when N < 34)\n"
+            "  --steps N          training steps (default 64)\n"
+            "  --model NAME       gpt2-tiny (default: byte-level text, the GPL-3) or mlp (synthetic)\n"
+            "  --batch B          batch size (default 4)\n"
+            "  --seq T            gpt2-tiny sequence length (default 32)\n"
+            "  --shards S         the trainer splits each step's batch into S shards (S divides\n"
+            "                     --batch; default 1); the auditor replays the same config\n"
+            "  --ranks R          run the trainer as R processes, `mpirun -np R ovt train` on\n"
+            "                     loopback (R divides S; default 1: no mpirun; needs a build with\n"
+            "                     MPI and mpirun: $OVT_MPIRUN, the build's, then $PATH)\n"
+            "  --fault-shard J    bitflip-shard: the shard whose gradient flips (default S/2)\n"
+            "  --silent PARTY     trainer or auditor: that party's agent stops once the dispute\n"
+            "                     opens; the devnet moves anvil's clock past the move deadline\n"
+            "                     and the other party claims the timeout\n"
+            "  --move-timeout S   seconds per bisection round on the devnet's clock (default 600)\n"
+            "  --timeout S        give up after S seconds of wall time (default 900)\n"
+            "  --keep DIR         keep the work (run, store, logs of every process) in DIR\n"
+            "  --node KIND        anvil (default), ganache or hardhat (the pinned npm packages)\n"
+            "  --block-time S     a block every S seconds, as on a testnet (default: a block per\n"
+            "                     transaction); watch a dispute at testnet pace\n"
+            "  --confirmations N  blocks every party waits for (default: each command's own)\n"
+            "  --anvil PATH       the anvil executable (default: $OVT_ANVIL, node_modules/.bin,\n"
+            "                     then $PATH)\n"
+            "  --store URL        the artifact store all parties use (default: file:// in the work\n"
+            "                     folder); an http(s):// store takes uploads by PUT, with the\n"
+            "                     credentials of docs/store.md from the environment\n"
+            "  --arbiter-metrics-addr ADDR  the arbiter serves /metrics and /healthz on ADDR\n"
+            "                     (its --metrics-addr)\n"
+            "  --json             the result as JSON on stdout (progress lines go to stderr)\n"
+            "  -h, --help         this help\n"
+            "\n"
+            "exit status: 0 when the run ended as the fault implies, 1 when it ended otherwise or\n"
+            "failed, 2 for a usage error.\n");
+}
+
+static void print_text(const devnet_opts *o, const devnet_result *r, bool as_expected)
+{
+    printf("\n");
+    if (r->outcome == CHAIN_ARB_VERIFIED)
+        printf("outcome: verified: the auditor's replay gave the trainer's root\n");
+    else if (r->has_step && r->wrong != DEVNET_PARTY_NONE)
+        printf("outcome: the %s was wrong at step %llu (%s)\n", devnet_party_name(r->wrong),
+               (unsigned long long)r->step, chain_arb_outcome_name(r->outcome));
+    else
+        printf("outcome: %s (the %s was wrong)\n", chain_arb_outcome_name(r->outcome), devnet_party_name(r->wrong));
+    if (o->fault != DEVNET_NONE && !o->silent)
+        printf("expected: %s at step %llu -> %s\n", chain_arb_outcome_name(r->expected), (unsigned long long)o->at,
+               as_expected ? "as expected" : "NOT AS EXPECTED");
+    else
+        printf("expected: %s -> %s\n", chain_arb_outcome_name(r->expected),
+               as_expected ? "as expected" : "NOT AS EXPECTED");
+    printf("time from the %s's commitment to the %s: %.1f s (whole simulation %.1f s)\n",
+           o->fault == DEVNET_LYING_AUDITOR ? "auditor" : "trainer",
+           r->outcome == CHAIN_ARB_VERIFIED                                            ? "settlement"
+           : r->outcome >= CHAIN_ARB_TRAINER_TIMED_OUT && r->outcome <= CHAIN_ARB_BOTH_TIMED_OUT ? "timeout"
+                                                                                               : "verdict",
+           r->verdict_s - r->faulty_commit_s, r->total_s);
+    printf("the arbiter's watcher saw: %s\n", r->arbiter_saw[0] ? r->arbiter_saw : "(nothing)");
+    if (r->arbiter_named_shard && r->arbiter_named_owner)
+        printf("the arbiter named shard %lld of %u: its gradient differs from the trainer's shard table; computed "
+               "by rank %u on host %s (per the trainer's ranks.json: a hint, not committed)\n",
+               (long long)r->arbiter_shard, r->arbiter_shards, r->arbiter_rank, r->arbiter_host);
+    else if (r->arbiter_named_shard)
+        printf("the arbiter named shard %lld of %u: its gradient differs from the trainer's shard table (no "
+               "rank or host: the trainer published no usable ranks.json)\n",
+               (long long)r->arbiter_shard, r->arbiter_shards);
+    else if (o->shards > 1 && r->outcome != CHAIN_ARB_VERIFIED)
+        printf("the arbiter named no shard: every shard's gradient matched the trainer's shard table%s\n",
+               o->fault == DEVNET_BITFLIP_SHARD ? " (NOT AS EXPECTED)" : "");
+    if (o->fault == DEVNET_BITFLIP_SHARD)
+        printf("expected shard: %u (of %u, %u process%s)\n", o->fault_shard, o->shards, o->ranks,
+               o->ranks == 1 ? "" : "es");
+    printf("contract %s, run %s\n\ntransactions:\n", r->contract, r->run_id);
+    printf("  %-6s %-9s %-11s %9s  %-6s %s\n", "block", "party", "call", "gas", "status", "hash");
+    for (size_t i = 0; i < r->ledger.n; i++) {
+        const devnet_tx *t = &r->ledger.tx[i];
+        char h[67];
+        h[0] = '0', h[1] = 'x';
+        ovt_hex_encode(h + 2, t->hash.b, 32);
+        printf("  %-6llu %-9s %-11s %9llu  %-6s %s\n", (unsigned long long)t->block, t->party, t->call,
+               (unsigned long long)t->gas_used, t->status ? "ok" : "REVERT", h);
+    }
+    printf("\ngas per party: trainer %llu, auditor %llu, arbiter %llu (deploy %llu)\n",
+           (unsigned long long)devnet_ledger_gas(&r->ledger, "trainer"),
+           (unsigned long long)devnet_ledger_gas(&r->ledger, "auditor"),
+           (unsigned long long)devnet_ledger_gas(&r->ledger, "arbiter"),
+           (unsigned long long)devnet_ledger_gas(&r->ledger, "deployer"));
+    if (o->keep)
+        printf("work folder kept: %s\n", r->work_dir);
+}
+
+static void print_json(const devnet_opts *o, const devnet_result *r, bool as_expected)
+{
+    json_t *txs = json_array();
+    for (size_t i = 0; i < r->ledger.n; i++) {
+        const devnet_tx *t = &r->ledger.tx[i];
+        char h[67];
+        h[0] = '0', h[1] = 'x';
+        ovt_hex_encode(h + 2, t->hash.b, 32);
+        json_array_append_new(txs, json_pack("{s:s, s:I, s:s, s:s, s:I, s:b}", "hash", h, "block",
+                                             (json_int_t)t->block, "party", t->party, "call", t->call, "gas_used",
+                                             (json_int_t)t->gas_used, "ok", t->status == 1));
+    }
+    json_t *gas = json_pack("{s:I, s:I, s:I, s:I}", "trainer", (json_int_t)devnet_ledger_gas(&r->ledger, "trainer"),
+                            "auditor", (json_int_t)devnet_ledger_gas(&r->ledger, "auditor"), "arbiter",
+                            (json_int_t)devnet_ledger_gas(&r->ledger, "arbiter"), "deployer",
+                            (json_int_t)devnet_ledger_gas(&r->ledger, "deployer"));
+    json_t *j = json_pack("{s:s, s:I, s:I, s:s, s:s, s:s, s:s, s:s, s:b, s:s, s:o, s:f, s:f, s:s, s:s, s:o, s:o}",
+                          "fault", devnet_fault_name(o->fault), "at", (json_int_t)(o->fault ? o->at : 0), "steps",
+                          (json_int_t)o->steps, "model", o->mlp ? "mlp-demo" : "gpt2-tiny", "silent",
+                          devnet_party_name(o->silent), "outcome", chain_arb_outcome_name(r->outcome), "expected",
+                          chain_arb_outcome_name(r->expected), "wrong_party", devnet_party_name(r->wrong),
+                          "as_expected", as_expected, "contract", r->contract, "step",
+                          r->has_step ? json_integer((json_int_t)r->step) : json_null(), "commit_to_verdict_s",
+                          r->verdict_s - r->faulty_commit_s, "total_s", r->total_s, "run_id", r->run_id, "rpc_url",
+                          r->rpc_url, "gas", gas, "transactions", txs);
+    json_object_set_new(j, "arbiter_saw", json_string(r->arbiter_saw));
+    json_object_set_new(j, "shards", json_integer(o->shards));
+    json_object_set_new(j, "ranks", json_integer(o->ranks));
+    json_object_set_new(j, "fault_shard",
+                        o->fault == DEVNET_BITFLIP_SHARD ? json_integer(o->fault_shard) : json_null());
+    json_t *named = json_null();
+    if (r->arbiter_named_shard) {
+        named = json_pack("{s:I, s:I}", "shard", (json_int_t)r->arbiter_shard, "shards",
+                          (json_int_t)r->arbiter_shards);
+        json_object_set_new(named, "rank", r->arbiter_named_owner ? json_integer(r->arbiter_rank) : json_null());
+        json_object_set_new(named, "host", r->arbiter_named_owner ? json_string(r->arbiter_host) : json_null());
+        json_object_set_new(named, "owner_source",
+                            json_string(r->arbiter_named_owner ? "the trainer's ranks.json (a hint, not committed)"
+                                                               : "none"));
+    }
+    json_object_set_new(j, "arbiter_shard", named);
+    if (o->keep)
+        json_object_set_new(j, "work_dir", json_string(r->work_dir));
+    char *text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+    printf("%s\n", text ? text : "{}");
+    free(text);
+    json_decref(j);
+}
+
+enum { O_FAULT = 256, O_AT, O_STEPS, O_MODEL, O_BATCH, O_SEQ, O_SILENT, O_MOVE, O_TIMEOUT, O_KEEP, O_ANVIL, O_JSON,
+       O_NODE, O_BLOCK_TIME, O_CONF, O_STORE, O_ARB_METRICS, O_SHARDS, O_RANKS, O_FAULT_SHARD };
+
+int cmd_devnet(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"fault", required_argument, NULL, O_FAULT},   {"at", required_argument, NULL, O_AT},
+        {"steps", required_argument, NULL, O_STEPS},   {"model", required_argument, NULL, O_MODEL},
+        {"batch", required_argument, NULL, O_BATCH},   {"seq", required_argument, NULL, O_SEQ},
+        {"silent", required_argument, NULL, O_SILENT}, {"move-timeout", required_argument, NULL, O_MOVE},
+        {"timeout", required_argument, NULL, O_TIMEOUT}, {"keep", required_argument, NULL, O_KEEP},
+        {"anvil", required_argument, NULL, O_ANVIL},   {"json", no_argument, NULL, O_JSON},
+        {"node", required_argument, NULL, O_NODE},     {"block-time", required_argument, NULL, O_BLOCK_TIME},
+        {"confirmations", required_argument, NULL, O_CONF},
+        {"store", required_argument, NULL, O_STORE},   {"arbiter-metrics-addr", required_argument, NULL, O_ARB_METRICS},
+        {"shards", required_argument, NULL, O_SHARDS}, {"ranks", required_argument, NULL, O_RANKS},
+        {"fault-shard", required_argument, NULL, O_FAULT_SHARD},
+        {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};
+    devnet_opts o = {.steps = 64, .batch = 4, .seq = 32, .move_timeout = 600, .timeout_s = 900, .shards = 1,
+                     .ranks = 1};
+    bool have_fault = false, have_at = false, have_fault_shard = false;
+    uint64_t v;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        const char *flag = cli_arg_name(longopts, c);
+        switch (c) {
+        case 'h': usage(stdout); return 0;
+        case O_FAULT:
+            if (devnet_fault_parse(&o.fault, optarg)) {
+                fprintf(stderr, "ovt devnet: %s\n", ovt_errmsg());
+                return 2;
+            }
+            have_fault = true;
+            break;
+        case O_AT:
+            if (cli_arg_u64("devnet", flag, optarg, 1, 1000000, &o.at)) return 2;
+            have_at = true;
+            break;
+        case O_STEPS:
+            if (cli_arg_u64("devnet", flag, optarg, 2, 1000000, &o.steps)) return 2;
+            break;
+        case O_MODEL:
+            if (strcmp(optarg, "mlp") && strcmp(optarg, "mlp-demo") && strcmp(optarg, "gpt2-tiny")) {
+                fprintf(stderr, "ovt devnet: --model must be gpt2-tiny or mlp, got '%s'\n", optarg);
+                return 2;
+            }
+            o.mlp = strcmp(optarg, "gpt2-tiny") != 0;
+            break;
+        case O_BATCH:
+            if (cli_arg_u64("devnet", flag, optarg, 1, 1024, &v)) return 2;
+            o.batch = (uint32_t)v;
+            break;
+        case O_SEQ:
+            if (cli_arg_u64("devnet", flag, optarg, 1, 64, &v)) return 2;
+            o.seq = (uint32_t)v;
+            break;
+        case O_SILENT:
+            if (strcmp(optarg, "trainer") && strcmp(optarg, "auditor")) {
+                fprintf(stderr, "ovt devnet: --silent must be trainer or auditor, got '%s'\n", optarg);
+                return 2;
+            }
+            o.silent = strcmp(optarg, "trainer") == 0 ? DEVNET_PARTY_TRAINER : DEVNET_PARTY_AUDITOR;
+            break;
+        case O_MOVE:
+            if (cli_arg_u64("devnet", flag, optarg, 10, 86400, &v)) return 2;
+            o.move_timeout = (uint32_t)v;
+            break;
+        case O_TIMEOUT:
+            if (cli_arg_u64("devnet", flag, optarg, 10, 86400, &v)) return 2;
+            o.timeout_s = (double)v;
+            break;
+        case O_KEEP: o.keep = optarg; break;
+        case O_ANVIL: o.anvil = optarg; break;
+        case O_NODE:
+            if (strcmp(optarg, "anvil") && strcmp(optarg, "ganache") && strcmp(optarg, "hardhat")) {
+                fprintf(stderr, "ovt devnet: --node must be anvil, ganache or hardhat, got '%s'\n", optarg);
+                return 2;
+            }
+            o.node = optarg;
+            break;
+        case O_BLOCK_TIME:
+            if (cli_arg_u64("devnet", flag, optarg, 1, 3600, &v)) return 2;
+            o.block_time = (uint32_t)v;
+            break;
+        case O_CONF:
+            if (cli_arg_u64("devnet", flag, optarg, 1, 1000, &v)) return 2;
+            o.confirmations = (uint32_t)v;
+            break;
+        case O_STORE: o.store = optarg; break;
+        case O_ARB_METRICS: o.arbiter_metrics = optarg; break;
+        case O_SHARDS:
+            if (cli_arg_u64("devnet", flag, optarg, 1, TRN_MAX_SHARDS, &v)) return 2;
+            o.shards = (uint32_t)v;
+            break;
+        case O_RANKS:
+            if (cli_arg_u64("devnet", flag, optarg, 1, TRN_MAX_SHARDS, &v)) return 2;
+            o.ranks = (uint32_t)v;
+            break;
+        case O_FAULT_SHARD:
+            if (cli_arg_u64("devnet", flag, optarg, 0, TRN_MAX_SHARDS - 1, &v)) return 2;
+            o.fault_shard = (uint32_t)v;
+            have_fault_shard = true;
+            break;
+        case O_JSON: o.json = true; break;
+        default: return cli_arg_unknown("devnet", argv[optind - 1]);
+        }
+    }
+    if (cli_arg_none_left("devnet", argc, argv))
+        return 2;
+    if (!have_fault) {
+        fprintf(stderr, "ovt devnet: --fault is required (none for an honest run); see `ovt devnet --help`\n");
+        return 2;
+    }
+    if (!have_at)
+        o.at = o.steps >= 17 * 2 ? 17 : o.steps / 2;
+    if (o.fault != DEVNET_NONE && o.at > o.steps) {
+        fprintf(stderr, "ovt devnet: --at %llu is past --steps %llu\n", (unsigned long long)o.at,
+                (unsigned long long)o.steps);
+        return 2;
+    }
+    if (o.batch % o.shards != 0) {
+        fprintf(stderr, "ovt devnet: --shards %u must divide --batch %u\n", o.shards, o.batch);
+        return 2;
+    }
+    if (o.shards % o.ranks != 0) {
+        fprintf(stderr, "ovt devnet: --ranks %u must divide --shards %u (each process computes S/R shards)\n",
+                o.ranks, o.shards);
+        return 2;
+    }
+    if (o.fault == DEVNET_BITFLIP_SHARD && o.shards < 2) {
+        fprintf(stderr, "ovt devnet: --fault bitflip-shard needs a sharded run: --shards S >= 2\n");
+        return 2;
+    }
+    if (have_fault_shard && o.fault != DEVNET_BITFLIP_SHARD) {
+        fprintf(stderr, "ovt devnet: --fault-shard goes with --fault bitflip-shard\n");
+        return 2;
+    }
+    if (!have_fault_shard)
+        o.fault_shard = o.shards / 2;
+    if (o.fault_shard >= o.shards) {
+        fprintf(stderr, "ovt devnet: --fault-shard %u: the run has %u shards (J in 0..%u)\n", o.fault_shard,
+                o.shards, o.shards - 1);
+        return 2;
+    }
+    if (o.ranks > 1 && !dp_available()) {
+        fprintf(stderr, "ovt devnet: --ranks %u needs a build with MPI (this one has none: install libopenmpi-dev "
+                        "and rebuild; docs/data-parallel.md)\n", o.ranks);
+        return 2;
+    }
+    if (o.silent && o.fault == DEVNET_NONE) {
+        fprintf(stderr, "ovt devnet: --silent needs a dispute: combine it with a fault other than none\n");
+        return 2;
+    }
+    devnet_result r;
+    int rv = devnet_run(&o, &r);
+    if (rv) {
+        fprintf(stderr, "ovt devnet: %s\n", ovt_errmsg());
+        devnet_ledger_free(&r.ledger);
+        return 1;
+    }
+    /* bitflip-shard also expects the arbiter to have named the flipped shard */
+    bool as_expected = devnet_outcome_ok(&o, r.outcome) &&
+                       (o.fault == DEVNET_NONE || o.silent || (r.has_step && r.step == o.at)) &&
+                       (o.fault != DEVNET_BITFLIP_SHARD || o.silent ||
+                        (r.arbiter_named_shard && r.arbiter_shard == (int64_t)o.fault_shard));
+    if (o.json)
+        print_json(&o, &r, as_expected);
+    else
+        print_text(&o, &r, as_expected);
+    devnet_ledger_free(&r.ledger);
+    return as_expected ? 0 : 1;
+}

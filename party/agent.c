@@ -1,0 +1,423 @@
+/* The party agent's loop (see agent.h). */
+#include "party/agent.h"
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "auditor/replay.h"
+#include "common/fileio.h"
+#include "common/metrics.h"
+#include "common/signals.h"
+#include "party/commit.h"
+#include "trainer/rundata.h"
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+void party_print_outcome(chain_arb_outcome outcome, bool json)
+{
+    if (json)
+        printf("{\"outcome\":\"%s\",\"code\":%d}\n", chain_arb_outcome_name(outcome), (int)outcome);
+    else
+        printf("%s\n", chain_arb_outcome_name(outcome));
+    fflush(stdout);
+}
+
+void party_agent_install_signals(void)
+{
+    ovt_on_stop_signals(on_signal);
+}
+
+void party_history_free(party_history *h)
+{
+    trn_step_table_free(&h->table);
+    chain_merkle_free(h->tree);
+    memset(h, 0, sizeof *h);
+}
+
+int party_history_from_table(party_history *h, const trn_step_table *t, const ovt_hash *run_id)
+{
+    memset(h, 0, sizeof *h);
+    if (t->count < 2)
+        return ovt_fail(OVT_EINVAL, "a history needs at least one step");
+    ovt_hash *leaves = malloc(t->count * sizeof *leaves);
+    h->table.steps = malloc(t->count * sizeof *h->table.steps);
+    if (!leaves || !h->table.steps) {
+        free(leaves);
+        party_history_free(h);
+        return ovt_fail(OVT_ENOMEM, "out of memory for %zu leaves", t->count);
+    }
+    h->table.config_hash = t->config_hash;
+    h->table.count = t->count;
+    memcpy(h->table.steps, t->steps, t->count * sizeof *t->steps);
+    for (size_t i = 0; i < t->count; i++)
+        chain_merkle_leaf_hash(&leaves[i], run_id, i, &t->steps[i]);
+    int rv = chain_merkle_build(&h->tree, leaves, t->count);
+    free(leaves);
+    if (rv)
+        party_history_free(h);
+    return rv;
+}
+
+int party_history_load(party_history *h, const char *dir, const ovt_hash *run_id)
+{
+    memset(h, 0, sizeof *h);
+    char path[4096];
+    trn_step_table t;
+    int rv = trn_run_path(path, sizeof path, dir, NULL, 0, "steps.bin");
+    if (rv || (rv = trn_step_table_read(&t, path)))
+        return rv;
+    rv = party_history_from_table(h, &t, run_id);
+    trn_step_table_free(&t);
+    return rv;
+}
+
+static int preimage_of(void *ctx, uint64_t index, chain_merkle_preimage *out)
+{
+    const party_history *h = ctx;
+    if (index >= h->table.count)
+        return ovt_fail(OVT_EINVAL, "no leaf %llu in a history of %zu", (unsigned long long)index, h->table.count);
+    *out = h->table.steps[index];
+    return 0;
+}
+
+/* --- the agent's on-disk state and log */
+
+struct agent {
+    chain_session *s;
+    const party_agent_opts *o;
+    party_history hist;
+    char dir[4096];
+    json_t *state; /* {"role", "run_id", "published", "sent": [...], "outcome"} */
+};
+
+static void agent_log(struct agent *a, const char *event, json_t *fields, const char *fmt, ...) OVT_PRINTF(4, 5);
+
+static void agent_log(struct agent *a, const char *event, json_t *fields, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    FILE *f = a->o->log ? a->o->log : stderr;
+    const char *role = a->o->is_trainer ? "trainer" : "auditor";
+    if (a->o->json) {
+        json_t *j = fields ? fields : json_object();
+        json_object_set_new(j, "time", json_integer((json_int_t)time(NULL)));
+        json_object_set_new(j, "role", json_string(role));
+        json_object_set_new(j, "event", json_string(event));
+        json_object_set_new(j, "message", json_string(msg));
+        char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+        if (text)
+            fprintf(f, "%s\n", text);
+        free(text);
+        json_decref(j);
+    } else {
+        fprintf(f, "ovt agent [%s] %s: %s\n", role, event, msg);
+        json_decref(fields);
+    }
+    fflush(f);
+}
+
+static int save_state(struct agent *a)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/state.json", a->dir);
+    char *text = json_dumps(a->state, JSON_INDENT(2) | JSON_SORT_KEYS);
+    if (!text)
+        return ovt_fail(OVT_ENOMEM, "out of memory");
+    int rv = ovt_write_atomic(path, text, strlen(text), 0644);
+    free(text);
+    return rv;
+}
+
+static int load_state(struct agent *a)
+{
+    char rid[65];
+    ovt_hex_encode(rid, a->o->run_id.b, 32);
+    int n = snprintf(a->dir, sizeof a->dir, "%s/%s", a->o->state_dir, rid);
+    if (n < 0 || (size_t)n >= sizeof a->dir)
+        return ovt_fail(OVT_EINVAL, "--state-dir is too long");
+    int rv = ovt_mkdirs(a->dir, 0755);
+    if (rv)
+        return rv;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/state.json", a->dir);
+    uint8_t *buf;
+    size_t len;
+    rv = ovt_read_file(path, &buf, &len, 1 << 20);
+    if (rv == OVT_ENOTFOUND) {
+        a->state = json_pack("{s:s, s:s, s:b, s:[], s:n}", "role", a->o->is_trainer ? "trainer" : "auditor",
+                             "run_id", rid, "published", 0, "sent", "outcome");
+        return a->state ? save_state(a) : ovt_fail(OVT_ENOMEM, "out of memory");
+    }
+    if (rv)
+        return rv;
+    json_error_t jerr;
+    a->state = json_loadb((const char *)buf, len, 0, &jerr);
+    free(buf);
+    if (!json_is_object(a->state) || !json_is_array(json_object_get(a->state, "sent")))
+        return ovt_fail(OVT_EFORMAT, "%s is not an agent state file", path);
+    const char *role = json_string_value(json_object_get(a->state, "role"));
+    if (!role || strcmp(role, a->o->is_trainer ? "trainer" : "auditor") != 0)
+        return ovt_fail(OVT_EINVAL, "%s belongs to the other role's agent", path);
+    return 0;
+}
+
+static int record_sent(struct agent *a, const char *kind, unsigned round, const ovt_hash *tx)
+{
+    char hex[67];
+    chain_hash_hex(hex, tx);
+    json_array_append_new(json_object_get(a->state, "sent"),
+                          json_pack("{s:s, s:i, s:s}", "kind", kind, "round", (int)round, "tx", hex));
+    return save_state(a);
+}
+
+/* --- reading the chain */
+
+static int block_timestamp(chain_rpc *rpc, const char *block, uint64_t *ts)
+{
+    json_t *res;
+    int rv = chain_rpc_call(rpc, &res, "eth_getBlockByNumber", json_pack("[s, b]", block, 0));
+    if (rv)
+        return rv;
+    rv = json_is_object(res) ? chain_json_u64(ts, res, "timestamp")
+                             : ovt_fail(OVT_ERPC, "the node has no block %s (reorganised away?)", block);
+    json_decref(res);
+    return rv;
+}
+
+/* Reads the game and the time at one block. */
+static int read_chain(struct agent *a, chain_arb_game *g, uint64_t *block, uint64_t *now)
+{
+    int rv = chain_rpc_block_number(a->s->rpc, block);
+    if (rv)
+        return rv;
+    char tag[32];
+    snprintf(tag, sizeof tag, "0x%llx", (unsigned long long)*block);
+    if ((rv = block_timestamp(a->s->rpc, tag, now)))
+        return rv;
+    ovt_metrics_chain(*block, *block, *now);
+    if ((rv = chain_arb_get_game(&a->s->arb, &a->o->run_id, tag, g)) == 0)
+        ovt_metrics_game(&a->o->run_id, chain_arb_phase_name(g->phase), g->deadline, g->phase == CHAIN_ARB_PHASE_SETTLED);
+    return rv;
+}
+
+/* --- the trainer's data availability */
+
+/* Publishes the bytes of batch j, named by their SHA-256: the batchHash. */
+static int publish_batch(const party_agent_opts *o, uint64_t j, const ovt_hash *batch_hash)
+{
+    trn_run_config rc;
+    ovt_hash ch, name;
+    trn_run_data data;
+    trn_step_batch batch;
+    uint8_t *buf = NULL;
+    size_t len;
+    int rv = trn_run_load_config(o->run_dir, &rc, &ch);
+    if (rv || (rv = trn_run_data_load(&data, o->data_path, &rc, 0)))
+        return rv;
+    if (!(rv = trn_step_batch_get(&batch, &data, &rc, j))) {
+        if (!(rv = trn_step_batch_encode(&batch, &buf, &len)) && !(rv = store_put(o->store, buf, len, &name)) &&
+            memcmp(name.b, batch_hash->b, 32) != 0)
+            rv = ovt_fail(OVT_EFORMAT, "batch %llu of the dataset is not the one the step table names",
+                          (unsigned long long)j);
+        free(buf);
+        trn_step_batch_free(&batch);
+    }
+    trn_run_data_free(&data);
+    return rv;
+}
+
+static int publish_inputs(struct agent *a, uint64_t j)
+{
+    const party_agent_opts *o = a->o;
+    char path[4096];
+    int rv;
+    if ((rv = trn_run_path(path, sizeof path, o->run_dir, NULL, 0, "config.bin")) ||
+        (rv = store_put_file(o->store, path, NULL)))
+        return rv;
+    if (o->data_path && (rv = store_put_file(o->store, o->data_path, NULL)))
+        return rv;
+    if (j == 0) /* the initial state is the config's (and the parameters its init_hash names) */
+        return party_publish_init(o->store, o->run_dir);
+    if ((rv = trn_run_path(path, sizeof path, o->run_dir, "logs", j, "rlog")) ||
+        (rv = store_put_file(o->store, path, NULL)))
+        return rv;
+    if (!o->data_path)
+        return ovt_fail(OVT_EINVAL, "the trainer agent needs the dataset (--data) to rebuild state %llu",
+                        (unsigned long long)(j - 1));
+    if ((rv = publish_batch(o, j, &a->hist.table.steps[j].batch_hash)))
+        return rv;
+    trn_state *st;
+    if ((rv = aud_rebuild_state(&st, o->run_dir, o->data_path, j - 1)))
+        return rv;
+    rv = store_put_state(o->store, st);
+    trn_state_free(st);
+    return rv;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (!stop_requested && nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+static const char *move_name(chain_arb_move_kind k)
+{
+    return k == CHAIN_ARB_MOVE_BISECT ? "bisect" : k == CHAIN_ARB_MOVE_REVEAL ? "reveal" : "none";
+}
+
+/* One turn: read, then at most one action. *done when settled; *wait is
+ * whether to sleep before the next turn. */
+static int turn(struct agent *a, chain_arb_outcome *outcome, int *done, int *wait)
+{
+    const party_agent_opts *o = a->o;
+    chain_arb_game g;
+    uint64_t block, now;
+    *done = 0;
+    *wait = 1;
+    int rv = read_chain(a, &g, &block, &now);
+    if (rv)
+        return rv;
+    if (g.phase == CHAIN_ARB_PHASE_SETTLED) {
+        *outcome = g.outcome;
+        *done = 1;
+        json_object_set_new(a->state, "outcome", json_string(chain_arb_outcome_name(g.outcome)));
+        return save_state(a);
+    }
+    int published = json_is_true(json_object_get(a->state, "published"));
+    if (o->is_trainer && g.phase >= CHAIN_ARB_PHASE_REVEALING && !published) {
+        if (o->withhold || !o->store) {
+            agent_log(a, "withhold", json_pack("{s:I}", "step", (json_int_t)g.index),
+                      "not publishing the inputs of step %llu (%s)", (unsigned long long)g.index,
+                      o->withhold ? "--withhold" : "no --store");
+        } else if ((rv = publish_inputs(a, g.index))) {
+            /* Keep playing (the reveal is still due); try again next turn. */
+            agent_log(a, "publish_failed", json_pack("{s:I}", "step", (json_int_t)g.index),
+                      "publishing the inputs of step %llu failed: %s", (unsigned long long)g.index, ovt_errmsg());
+            published = -1;
+        } else {
+            agent_log(a, "published", json_pack("{s:I, s:s}", "step", (json_int_t)g.index, "store",
+                                                store_url_of(o->store)),
+                      "inputs of step %llu published to %s", (unsigned long long)g.index, store_url_of(o->store));
+        }
+        if (published == 0) {
+            json_object_set_new(a->state, "published", json_true());
+            if ((rv = save_state(a)))
+                return rv;
+        }
+    }
+    chain_arb_move mv;
+    if (g.phase == CHAIN_ARB_PHASE_BISECTING || g.phase == CHAIN_ARB_PHASE_REVEALING) {
+        if ((rv = chain_arb_plan_move(&mv, &o->run_id, &g, o->is_trainer, a->hist.tree, preimage_of, &a->hist)))
+            return rv;
+    } else {
+        mv.kind = CHAIN_ARB_MOVE_NONE;
+    }
+    chain_receipt r;
+    memset(&r, 0, sizeof r);
+    if (mv.kind != CHAIN_ARB_MOVE_NONE) {
+        rv = chain_arb_send_move(&a->s->arb, &a->s->txm, &o->run_id, &mv, &r);
+        if (rv == OVT_EREVERT) {
+            agent_log(a, "refused", NULL, "%s of round %u refused (%s); re-reading the game", move_name(mv.kind),
+                      mv.round, ovt_errmsg());
+            chain_receipt_free(&r);
+            return 0;
+        }
+        if (!rv) {
+            json_t *f = json_pack("{s:s, s:i, s:I, s:I}", "move", move_name(mv.kind), "round", (int)mv.round, "block",
+                                  (json_int_t)r.block_number, "gas", (json_int_t)r.gas_used);
+            char tx[67];
+            chain_hash_hex(tx, &r.tx_hash);
+            json_object_set_new(f, "tx", json_string(tx));
+            if (mv.kind == CHAIN_ARB_MOVE_REVEAL)
+                json_object_set_new(f, "step", json_integer((json_int_t)mv.step));
+            agent_log(a, "moved", f, "%s round %u in tx %s", move_name(mv.kind), mv.round, tx);
+            rv = record_sent(a, move_name(mv.kind), mv.round, &r.tx_hash);
+            *wait = 0;
+        }
+        chain_receipt_free(&r);
+        return rv;
+    }
+    if (g.deadline && now > g.deadline) {
+        rv = chain_arb_timeout(&a->s->arb, &a->s->txm, &o->run_id, &r);
+        if (rv == OVT_EREVERT) {
+            chain_receipt_free(&r);
+            return 0; /* not due yet by the contract's clock, or claimed by someone else */
+        }
+        if (!rv) {
+            char tx[67];
+            chain_hash_hex(tx, &r.tx_hash);
+            agent_log(a, "timeout", json_pack("{s:s, s:s}", "tx", tx, "phase", chain_arb_phase_name(g.phase)),
+                      "claimed the timeout of phase %s (deadline %llu passed) in tx %s",
+                      chain_arb_phase_name(g.phase), (unsigned long long)g.deadline, tx);
+            rv = record_sent(a, "timeout", g.round, &r.tx_hash);
+            *wait = 0;
+        }
+        chain_receipt_free(&r);
+        return rv;
+    }
+    return 0;
+}
+
+int party_agent_run(chain_session *s, const party_agent_opts *o, chain_arb_outcome *outcome)
+{
+    struct agent a;
+    memset(&a, 0, sizeof a);
+    a.s = s;
+    a.o = o;
+    *outcome = CHAIN_ARB_NONE;
+    int rv = party_history_load(&a.hist, o->run_dir, &o->run_id);
+    if (rv || (rv = load_state(&a)))
+        goto done;
+    char rid[67];
+    chain_hash_hex(rid, &o->run_id);
+    char root[67];
+    chain_hash_hex(root, chain_merkle_root(a.hist.tree));
+    agent_log(&a, "start", json_pack("{s:s, s:s}", "run_id", rid, "root", root), "playing run %s with root %s", rid,
+              root);
+    long backoff = o->poll_ms;
+    while (!stop_requested) {
+        int done, wait;
+        rv = turn(&a, outcome, &done, &wait);
+        ovt_metrics_tick(rv == 0);
+        if (rv == OVT_EIO || rv == OVT_ETIMEOUT || rv == OVT_ERPC) {
+            agent_log(&a, "retry", json_pack("{s:I}", "backoff_ms", (json_int_t)backoff),
+                      "the node did not answer (%s); retrying in %ld ms", ovt_errmsg(), backoff);
+            sleep_ms(backoff);
+            backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
+            /* A transaction sent before the failure may be lost with the
+             * node's pool: let the node's pending count pick the nonce. */
+            s->txm.next_nonce = 0;
+            continue;
+        }
+        if (rv)
+            goto done;
+        backoff = o->poll_ms;
+        if (done) {
+            agent_log(&a, "settled", json_pack("{s:s, s:i}", "outcome", chain_arb_outcome_name(*outcome), "code",
+                                               (int)*outcome),
+                      "run settled: %s", chain_arb_outcome_name(*outcome));
+            goto done;
+        }
+        if (wait)
+            sleep_ms(o->poll_ms);
+    }
+    rv = ovt_fail(OVT_ETIMEOUT, "stopped by a signal before the run was settled");
+done:
+    party_history_free(&a.hist);
+    json_decref(a.state);
+    return rv;
+}

@@ -1,0 +1,66 @@
+#ifndef OVT_AUDITOR_AGENT_H
+#define OVT_AUDITOR_AGENT_H
+
+/* A party agent (trainer or auditor) playing one run's game to the end
+ * (DESIGN.md section 4, docs/agent.md). A loop:
+ *   read the block number, that block's timestamp and getGame at that block;
+ *   settled: print the outcome and return;
+ *   plan this party's move with chain_arb_plan_move (a pure function of the
+ *   game and the party's own tree) and send it through the transaction
+ *   manager, which checks it with eth_call first: a duplicate or stale move
+ *   is refused by the contract before anything is sent;
+ *   nothing due and the deadline passed: claim the timeout;
+ *   trainer, once the game stands on step j: publish the step's inputs
+ *   (state j-1, batch j, log j, config, dataset) to the store, unless
+ *   withholding.
+ * A node that does not answer is retried with a doubling backoff (up to
+ * 5 s); each turn re-reads the chain, so a move is never sent twice, and
+ * after a failure the node's pending count picks the next nonce. The
+ * per-game state (what was sent and published, the outcome) is kept in
+ * STATE_DIR/<runId>/state.json, written atomically. SIGINT/SIGTERM stop the
+ * loop between turns. */
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "chain/session.h"
+#include "trainer/run.h"
+#include "store/store.h"
+
+typedef struct {
+    bool is_trainer;
+    ovt_hash run_id;
+    const char *run_dir;   /* this party's history: RUN_DIR/steps.bin */
+    const char *data_path; /* trainer: the dataset, to rebuild state j-1 */
+    store_ctx *store;      /* trainer: where the inputs of step j go (may be NULL) */
+    const char *state_dir; /* parent of the per-game folder */
+    long poll_ms;
+    bool json;             /* log lines as JSON objects */
+    bool withhold;         /* fault injection: the trainer never publishes the inputs */
+    FILE *log;             /* log lines (stderr if NULL) */
+} party_agent_opts;
+
+/* Runs until the run is settled (*outcome gets it) or a stop signal
+ * (OVT_ETIMEOUT with "stopped"), or a failure that retrying cannot mend (a
+ * history whose root is not the party's committed root, an unknown run). */
+int party_agent_run(chain_session *s, const party_agent_opts *o, chain_arb_outcome *outcome) OVT_MUST_USE;
+
+/* Prints the outcome to stdout: its name, or with json
+ * {"outcome": NAME, "code": N} on one line. */
+void party_print_outcome(chain_arb_outcome outcome, bool json);
+
+/* Installs SIGINT/SIGTERM handlers that make party_agent_run return. */
+void party_agent_install_signals(void);
+
+/* Loads a party's history (DIR/steps.bin) and builds its tree for run_id:
+ * the leaves, the tree and the preimages for chain_arb_plan_move. */
+typedef struct {
+    trn_step_table table;
+    chain_merkle *tree;
+} party_history;
+
+int party_history_load(party_history *h, const char *dir, const ovt_hash *run_id) OVT_MUST_USE;
+int party_history_from_table(party_history *h, const trn_step_table *t, const ovt_hash *run_id) OVT_MUST_USE;
+void party_history_free(party_history *h);
+
+#endif

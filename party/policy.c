@@ -1,0 +1,323 @@
+/* A party's policy on run terms (see policy.h). */
+#include "party/policy.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chain/session.h"
+#include "common/fileio.h"
+
+void party_policy_args_init(party_policy_args *a)
+{
+    memset(a, 0, sizeof *a);
+}
+
+int party_policy_take(party_policy_args *a, int code, const char *arg)
+{
+    switch (code) {
+    case PARTY_OPT_POLICY: a->file = arg; return 1;
+    case PARTY_OPT_ACCEPT_ARBITER:
+        if (a->n_arbiters < PARTY_POLICY_MAX_ARBITERS)
+            a->arbiters[a->n_arbiters++] = arg;
+        else
+            a->too_many_arbiters = 1;
+        return 1;
+    case PARTY_OPT_MAX_BOND: a->max_bond = arg; return 1;
+    case PARTY_OPT_MAX_OTHER_BOND: a->max_other_bond = arg; return 1;
+    case PARTY_OPT_MIN_OTHER_BOND: a->min_other_bond = arg; return 1;
+    case PARTY_OPT_MIN_COMMIT_TIMEOUT: a->min_commit_timeout = arg; return 1;
+    case PARTY_OPT_MIN_MOVE_TIMEOUT: a->min_move_timeout = arg; return 1;
+    case PARTY_OPT_MIN_VERDICT_TIMEOUT: a->min_verdict_timeout = arg; return 1;
+    case PARTY_OPT_MAX_STEPS: a->max_steps = arg; return 1;
+    case PARTY_OPT_EXPECT_CHAIN_ID: a->chain_id = arg; return 1;
+    case PARTY_OPT_EXPECT_CONFIG: a->config_hash = arg; return 1;
+    case PARTY_OPT_EXPECT_DATASET: a->dataset_hash = arg; return 1;
+    default: return 0;
+    }
+}
+
+int party_parse_wei96(chain_u256 *out, const char *flag, const char *text)
+{
+    static const uint8_t zero[20];
+    chain_u256 v;
+    if (chain_u256_from_dec(&v, text) || memcmp(v.b, zero, 20) != 0)
+        return ovt_fail(OVT_EINVAL, "%s expects a number of wei below 2^96 (the contract's uint96), got '%s'", flag,
+                        text);
+    *out = v;
+    return 0;
+}
+
+static int parse_u64(uint64_t *out, const char *flag, const char *text, uint64_t hi)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno || end == text || *end || text[0] == '-' || v > hi)
+        return ovt_fail(OVT_EINVAL, "%s expects a whole number up to %llu, got '%s'", flag, (unsigned long long)hi,
+                        text);
+    *out = v;
+    return 0;
+}
+
+/* One term given as text (from a flag, or the file as a string or integer). */
+static int apply(party_policy *p, int code, const char *flag, const char *text)
+{
+    uint64_t v;
+    int rv = 0;
+    switch (code) {
+    case PARTY_OPT_MAX_BOND: return party_parse_wei96(&p->max_bond, flag, text);
+    case PARTY_OPT_MAX_OTHER_BOND:
+        p->have_max_other_bond = 1;
+        return party_parse_wei96(&p->max_other_bond, flag, text);
+    case PARTY_OPT_MIN_OTHER_BOND: return party_parse_wei96(&p->min_other_bond, flag, text);
+    case PARTY_OPT_MIN_COMMIT_TIMEOUT:
+    case PARTY_OPT_MIN_MOVE_TIMEOUT:
+    case PARTY_OPT_MIN_VERDICT_TIMEOUT:
+        if ((rv = parse_u64(&v, flag, text, UINT32_MAX)))
+            return rv;
+        *(code == PARTY_OPT_MIN_COMMIT_TIMEOUT ? &p->min_commit_timeout
+          : code == PARTY_OPT_MIN_MOVE_TIMEOUT ? &p->min_move_timeout
+                                               : &p->min_verdict_timeout) = (uint32_t)v;
+        return 0;
+    case PARTY_OPT_MAX_STEPS: return parse_u64(&p->max_steps, flag, text, UINT64_MAX);
+    case PARTY_OPT_EXPECT_CHAIN_ID: return parse_u64(&p->chain_id, flag, text, UINT64_MAX);
+    case PARTY_OPT_EXPECT_CONFIG:
+        p->have_config = 1;
+        return chain_parse_hash(&p->config_hash, flag, text);
+    case PARTY_OPT_EXPECT_DATASET:
+        p->have_dataset = 1;
+        return chain_parse_hash(&p->dataset_hash, flag, text);
+    default: return ovt_fail(OVT_EINVAL, "internal: policy term %d", code);
+    }
+}
+
+static const struct {
+    const char *key;
+    int code;
+} file_keys[] = {
+    {"max_bond", PARTY_OPT_MAX_BOND},
+    {"max_other_bond", PARTY_OPT_MAX_OTHER_BOND},
+    {"min_other_bond", PARTY_OPT_MIN_OTHER_BOND},
+    {"min_commit_timeout", PARTY_OPT_MIN_COMMIT_TIMEOUT},
+    {"min_move_timeout", PARTY_OPT_MIN_MOVE_TIMEOUT},
+    {"min_verdict_timeout", PARTY_OPT_MIN_VERDICT_TIMEOUT},
+    {"max_steps", PARTY_OPT_MAX_STEPS},
+    {"chain_id", PARTY_OPT_EXPECT_CHAIN_ID},
+    {"config_hash", PARTY_OPT_EXPECT_CONFIG},
+    {"dataset_hash", PARTY_OPT_EXPECT_DATASET},
+};
+
+static int load_file(party_policy *p, const char *path)
+{
+    uint8_t *buf;
+    size_t len;
+    int rv = ovt_read_file(path, &buf, &len, 1 << 16);
+    if (rv)
+        return ovt_fail_wrap(rv, "--policy");
+    json_error_t err;
+    json_t *j = json_loadb((const char *)buf, len, 0, &err);
+    free(buf);
+    if (!json_is_object(j)) {
+        json_decref(j);
+        return ovt_fail(OVT_EFORMAT, "--policy %s: not a JSON object (line %d: %s)", path, err.line, err.text);
+    }
+    const char *key;
+    json_t *val;
+    json_object_foreach(j, key, val)
+    {
+        char flag[300], num[32];
+        snprintf(flag, sizeof flag, "%s: \"%s\"", path, key);
+        if (!strcmp(key, "accept_arbiters")) {
+            size_t i;
+            json_t *e;
+            if (!json_is_array(val) || json_array_size(val) > PARTY_POLICY_MAX_ARBITERS) {
+                rv = ovt_fail(OVT_EFORMAT, "%s must be an array of at most %d addresses", flag,
+                              PARTY_POLICY_MAX_ARBITERS);
+                break;
+            }
+            p->n_arbiters = 0;
+            json_array_foreach(val, i, e)
+            {
+                const char *s = json_string_value(e);
+                if (!s || chain_address_from_string(&p->arbiters[p->n_arbiters++], s)) {
+                    rv = ovt_fail(OVT_EFORMAT, "%s: entry %zu is not an address", flag, i);
+                    break;
+                }
+            }
+            if (rv)
+                break;
+            continue;
+        }
+        if (!strcmp(key, "contract")) {
+            const char *s = json_string_value(val);
+            if (!s || chain_address_from_string(&p->contract, s)) {
+                rv = ovt_fail(OVT_EFORMAT, "%s is not an address", flag);
+                break;
+            }
+            p->have_contract = 1;
+            continue;
+        }
+        int code = 0;
+        for (size_t k = 0; k < sizeof file_keys / sizeof file_keys[0]; k++)
+            if (!strcmp(key, file_keys[k].key))
+                code = file_keys[k].code;
+        if (!code) {
+            rv = ovt_fail(OVT_EFORMAT, "%s is not a policy term (docs/agent.md lists them)", flag);
+            break;
+        }
+        const char *text = json_string_value(val);
+        if (!text && json_is_integer(val) && json_integer_value(val) >= 0) {
+            snprintf(num, sizeof num, "%lld", (long long)json_integer_value(val));
+            text = num;
+        }
+        if (!text) {
+            rv = ovt_fail(OVT_EFORMAT, "%s must be a string or a non-negative integer", flag);
+            break;
+        }
+        if ((rv = apply(p, code, flag, text)))
+            break;
+    }
+    json_decref(j);
+    return rv;
+}
+
+int party_policy_resolve(party_policy *out, const party_policy_args *a)
+{
+    memset(out, 0, sizeof *out);
+    int rv = chain_u256_from_dec(&out->max_bond, "1000000000000000000");
+    out->min_commit_timeout = 60;
+    out->min_move_timeout = 60;
+    out->min_verdict_timeout = 600;
+    if (rv)
+        return rv;
+    if (a->too_many_arbiters)
+        return ovt_fail(OVT_EINVAL, "at most %d --accept-arbiter flags", PARTY_POLICY_MAX_ARBITERS);
+    if (a->file && (rv = load_file(out, a->file)))
+        return rv;
+    if (a->n_arbiters)
+        out->n_arbiters = 0;
+    for (unsigned i = 0; i < a->n_arbiters; i++)
+        if (chain_address_from_string(&out->arbiters[out->n_arbiters++], a->arbiters[i]))
+            return ovt_fail(OVT_EINVAL, "--accept-arbiter expects an address, got '%s'", a->arbiters[i]);
+    const struct {
+        const char *text, *flag;
+        int code;
+    } flags[] = {
+        {a->max_bond, "--max-bond", PARTY_OPT_MAX_BOND},
+        {a->max_other_bond, "--max-other-bond", PARTY_OPT_MAX_OTHER_BOND},
+        {a->min_other_bond, "--min-other-bond", PARTY_OPT_MIN_OTHER_BOND},
+        {a->min_commit_timeout, "--min-commit-timeout", PARTY_OPT_MIN_COMMIT_TIMEOUT},
+        {a->min_move_timeout, "--min-move-timeout", PARTY_OPT_MIN_MOVE_TIMEOUT},
+        {a->min_verdict_timeout, "--min-verdict-timeout", PARTY_OPT_MIN_VERDICT_TIMEOUT},
+        {a->max_steps, "--max-steps", PARTY_OPT_MAX_STEPS},
+        {a->chain_id, "--expect-chain-id", PARTY_OPT_EXPECT_CHAIN_ID},
+        {a->config_hash, "--expect-config", PARTY_OPT_EXPECT_CONFIG},
+        {a->dataset_hash, "--expect-dataset", PARTY_OPT_EXPECT_DATASET},
+    };
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        if (flags[i].text && (rv = apply(out, flags[i].code, flags[i].flag, flags[i].text)))
+            return rv;
+    if (out->n_arbiters == 0)
+        return ovt_fail(OVT_EINVAL,
+                        "no arbiter is accepted: name the arbiters this party trusts with --accept-arbiter ADDR "
+                        "(repeatable) or \"accept_arbiters\" in a --policy file; the arbiter named in a run "
+                        "decides who keeps the bonds, so no arbiter is accepted by default");
+    return 0;
+}
+
+/* Appends one refusal line to the message being built. */
+static void refuse(char *msg, size_t cap, int *n, const char *fmt, ...) OVT_PRINTF(4, 5);
+static void refuse(char *msg, size_t cap, int *n, const char *fmt, ...)
+{
+    size_t used = strlen(msg);
+    if (used + 4 >= cap)
+        return;
+    snprintf(msg + used, cap - used, "\n  ");
+    used = strlen(msg);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + used, cap - used, fmt, ap);
+    va_end(ap);
+    (*n)++;
+}
+
+int party_policy_check(const party_policy *pol, const chain_arb_params *p, uint64_t chain_id,
+                       const chain_address *contract, int is_trainer)
+{
+    char msg[4096] = "", a[43], b[43], x[80], y[80];
+    int n = 0;
+    const char *own = is_trainer ? "trainer" : "auditor", *other = is_trainer ? "auditor" : "trainer";
+    const chain_u256 *own_bond = is_trainer ? &p->trainer_bond : &p->auditor_bond;
+    const chain_u256 *other_bond = is_trainer ? &p->auditor_bond : &p->trainer_bond;
+    int accepted = 0;
+    for (unsigned i = 0; i < pol->n_arbiters; i++)
+        accepted |= chain_address_eq(&pol->arbiters[i], &p->arbiter);
+    chain_address_to_string(a, &p->arbiter);
+    if (!accepted) {
+        char list[PARTY_POLICY_MAX_ARBITERS * 44 + 1] = "";
+        for (unsigned i = 0; i < pol->n_arbiters; i++) {
+            chain_address_to_string(b, &pol->arbiters[i]);
+            strcat(list, i ? "," : "");
+            strcat(list, b);
+        }
+        refuse(msg, sizeof msg, &n, "arbiter %s is not an accepted arbiter (--accept-arbiter: %s)", a, list);
+    }
+    if (chain_address_eq(&p->arbiter, &p->trainer) || chain_address_eq(&p->arbiter, &p->auditor))
+        refuse(msg, sizeof msg, &n, "arbiter %s is also a party of the run", a);
+    if (chain_address_eq(&p->trainer, &p->auditor))
+        refuse(msg, sizeof msg, &n, "the trainer and the auditor are the same address");
+    chain_u256_to_dec(x, own_bond);
+    chain_u256_to_dec(y, &pol->max_bond);
+    if (chain_u256_cmp(own_bond, &pol->max_bond) > 0)
+        refuse(msg, sizeof msg, &n, "%s bond (this party's) %s wei exceeds --max-bond %s", own, x, y);
+    chain_u256_to_dec(x, other_bond);
+    if (pol->have_max_other_bond && chain_u256_cmp(other_bond, &pol->max_other_bond) > 0) {
+        chain_u256_to_dec(y, &pol->max_other_bond);
+        refuse(msg, sizeof msg, &n, "%s bond %s wei exceeds --max-other-bond %s", other, x, y);
+    }
+    if (chain_u256_cmp(other_bond, &pol->min_other_bond) < 0) {
+        chain_u256_to_dec(y, &pol->min_other_bond);
+        refuse(msg, sizeof msg, &n, "%s bond %s wei is below --min-other-bond %s", other, x, y);
+    }
+    if (p->commit_timeout < pol->min_commit_timeout)
+        refuse(msg, sizeof msg, &n, "commit timeout %u s is below --min-commit-timeout %u", p->commit_timeout,
+               pol->min_commit_timeout);
+    if (p->move_timeout < pol->min_move_timeout)
+        refuse(msg, sizeof msg, &n, "move timeout %u s is below --min-move-timeout %u", p->move_timeout,
+               pol->min_move_timeout);
+    if (p->arbiter_timeout < pol->min_verdict_timeout)
+        refuse(msg, sizeof msg, &n, "verdict timeout %u s is below --min-verdict-timeout %u", p->arbiter_timeout,
+               pol->min_verdict_timeout);
+    if (pol->max_steps && p->steps > pol->max_steps)
+        refuse(msg, sizeof msg, &n, "steps %llu exceeds --max-steps %llu", (unsigned long long)p->steps,
+               (unsigned long long)pol->max_steps);
+    if (pol->chain_id && chain_id != pol->chain_id)
+        refuse(msg, sizeof msg, &n, "chain id %llu is not --expect-chain-id %llu", (unsigned long long)chain_id,
+               (unsigned long long)pol->chain_id);
+    if (pol->have_contract && !chain_address_eq(contract, &pol->contract)) {
+        chain_address_to_string(a, contract);
+        chain_address_to_string(b, &pol->contract);
+        refuse(msg, sizeof msg, &n, "contract %s is not the policy's contract %s", a, b);
+    }
+    char h1[67], h2[67];
+    if (pol->have_config && memcmp(p->config_hash.b, pol->config_hash.b, 32) != 0) {
+        chain_hash_hex(h1, &p->config_hash);
+        chain_hash_hex(h2, &pol->config_hash);
+        refuse(msg, sizeof msg, &n, "configHash %s is not --expect-config %s", h1, h2);
+    }
+    if (pol->have_dataset && memcmp(p->dataset_hash.b, pol->dataset_hash.b, 32) != 0) {
+        chain_hash_hex(h1, &p->dataset_hash);
+        chain_hash_hex(h2, &pol->dataset_hash);
+        refuse(msg, sizeof msg, &n, "datasetHash %s is not --expect-dataset %s", h1, h2);
+    }
+    if (!n)
+        return 0;
+    return ovt_fail(OVT_EINVAL,
+                    "the run's terms are outside this party's policy; nothing was sent and no bond moved "
+                    "(%d term%s):%s",
+                    n, n == 1 ? "" : "s", msg);
+}
