@@ -163,14 +163,6 @@ void chain_session_close(chain_session *s)
     memset(s, 0, sizeof *s);
 }
 
-int chain_parse_hash(ovt_hash *out, const char *flag, const char *text)
-{
-    const char *hex = text[0] == '0' && (text[1] == 'x' || text[1] == 'X') ? text + 2 : text;
-    if (strlen(hex) != 64 || ovt_hex_decode(out->b, 32, hex))
-        return ovt_fail(OVT_EINVAL, "%s expects 32 bytes of hex, got '%s'", flag, text);
-    return 0;
-}
-
 void chain_hash_hex(char out[67], const ovt_hash *h)
 {
     out[0] = '0';

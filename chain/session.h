@@ -7,6 +7,7 @@
  * --keystore [--password-file] or --private-key. */
 
 #include "chain/arbitration.h"
+#include "chain/parse.h"
 
 typedef struct {
     const char *rpc_url;
@@ -96,9 +97,6 @@ int chain_session_load_key(chain_privkey *key, const chain_session_args *a) OVT_
  * the transaction manager (the key is wiped from every other place). */
 int chain_session_open(chain_session *s, const chain_session_args *a, int need_key) OVT_MUST_USE;
 void chain_session_close(chain_session *s);
-
-/* Parses 32 bytes of hex (with or without 0x) given to flag. */
-int chain_parse_hash(ovt_hash *out, const char *flag, const char *text) OVT_MUST_USE;
 
 /* "0x" + 64 hex digits. */
 void chain_hash_hex(char out[67], const ovt_hash *h);

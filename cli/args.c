@@ -1,16 +1,39 @@
 #include "cli/args.h"
 
-#include <errno.h>
-#include <inttypes.h>
-#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
+
+int cli_fail(const char *cmd)
+{
+    fprintf(stderr, "ovt %s: %s\n", cmd, ovt_errmsg());
+    return 1;
+}
+
+int cli_usage_fail(const char *cmd)
+{
+    fprintf(stderr, "ovt %s: %s; see `ovt %s --help`\n", cmd, ovt_errmsg(), cmd);
+    return 2;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    ovt_fail(OVT_EINVAL, "%s", msg);
+    return cli_usage_fail(cmd);
+}
 
 const char *cli_arg_name(const struct option *longopts, int c)
 {
+    static _Thread_local char name[64];
     for (const struct option *lo = longopts; lo->name; lo++)
-        if (lo->val == c)
-            return lo->name;
+        if (lo->val == c) {
+            snprintf(name, sizeof name, "--%s", lo->name);
+            return name;
+        }
     return "";
 }
 
@@ -30,27 +53,22 @@ int cli_arg_none_left(const char *cmd, int argc, char **argv)
 
 int cli_arg_u64(const char *cmd, const char *flag, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi) {
-        fprintf(stderr, "ovt %s: --%s expects an integer in %" PRIu64 "..%" PRIu64 ", got '%s'\n", cmd, flag, lo,
-                hi, s);
+    char what[80];
+    snprintf(what, sizeof what, "--%s", flag[0] == '-' ? flag + 2 : flag);
+    if (ovt_parse_u64(out, what, s, lo, hi)) {
+        fprintf(stderr, "ovt %s: %s\n", cmd, ovt_errmsg());
         return -1;
     }
-    *out = v;
     return 0;
 }
 
 int cli_arg_real(const char *cmd, const char *flag, const char *s, double lo, double hi, double *out)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi) {
-        fprintf(stderr, "ovt %s: --%s expects a number in [%g, %g], got '%s'\n", cmd, flag, lo, hi, s);
+    char what[80];
+    snprintf(what, sizeof what, "--%s", flag[0] == '-' ? flag + 2 : flag);
+    if (ovt_parse_real(out, what, s, lo, hi)) {
+        fprintf(stderr, "ovt %s: %s\n", cmd, ovt_errmsg());
         return -1;
     }
-    *out = v;
     return 0;
 }

@@ -1,25 +1,50 @@
-#ifndef OVT_TRAINER_CLIARGS_H
-#define OVT_TRAINER_CLIARGS_H
+#ifndef OVT_CLI_ARGS_H
+#define OVT_CLI_ARGS_H
 
-/* Flag value parsing shared by the trainer's commands. Each prints
- * "ovt CMD: --flag expects ..., got 'x'" to stderr and returns -1 on bad
- * input, 0 otherwise. */
+/* What every command shares: its flags' values and how it reports a failure.
+ *
+ * A flag's value is parsed with common/parse.h (numbers, reals, durations,
+ * sizes) or chain/parse.h (wei amounts, addresses, hashes), whose messages
+ * all read "--FLAG expects ..., got 'TEXT'"; a command that gets an error
+ * from them, or from any library call, reports it in one of two ways:
+ *
+ *   return cli_usage_fail("train");  bad input on the command line: exit 2
+ *   return cli_fail("train");        the work failed: exit 1
+ *
+ * Both print "ovt CMD: MESSAGE" (ovt_errmsg()) to stderr, the first with
+ * "; see `ovt CMD --help`". */
 
 #include <getopt.h>
 #include <stdint.h>
 
-/* The long name of the option getopt_long returned as c ("" if none). */
+#include "chain/parse.h"
+#include "common/err.h"
+#include "common/parse.h"
+
+/* "ovt CMD: <ovt_errmsg()>" on stderr; returns 1 (a runtime failure). */
+int cli_fail(const char *cmd);
+
+/* "ovt CMD: <ovt_errmsg()>; see `ovt CMD --help`" on stderr; returns 2 (a
+ * usage error). */
+int cli_usage_fail(const char *cmd);
+
+/* Records the formatted message (ovt_fail), then cli_usage_fail. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) OVT_PRINTF(2, 3);
+
+/* The long name of the option getopt_long returned as c, with its dashes
+ * ("--steps"), for the value parsers' messages ("" if none). */
 const char *cli_arg_name(const struct option *longopts, int c);
 
-int cli_arg_u64(const char *cmd, const char *flag, const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
-
-/* Reports an unknown option; returns 2 (the usage exit status). */
+/* Reports an unknown option or one without its value; returns 2. */
 int cli_arg_unknown(const char *cmd, const char *arg);
 
-/* Reports the first argument left after the options (-1), or returns 0. */
+/* Reports the first argument left after the options and returns -1, or
+ * returns 0 when there is none. */
 int cli_arg_none_left(const char *cmd, int argc, char **argv);
 
-/* A finite real in [lo, hi]. */
+/* Older forms, printing their own message (flag without dashes); being
+ * replaced by the parsers above. */
+int cli_arg_u64(const char *cmd, const char *flag, const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
 int cli_arg_real(const char *cmd, const char *flag, const char *s, double lo, double hi, double *out);
 
 #endif
