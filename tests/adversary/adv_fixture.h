@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "auditor/aud_fixture.h"
+#include "support/ovt_fixture.h"
 
 static const char *const adv_keys[6] = {
     "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80", /* deployer */

@@ -222,16 +222,16 @@ int main(void)
 {
     CHECK(af_init("adv-store") == 0);
     CHECK((baseline_kb = binary_peak_kb()) > 0);
-    fifos();
+    CHECK_RUN(fifos());
     if (fx_start(&env) != 0)
         return 1;
     ovt_hex_encode(arbiter_key, env.key[FX_ARBITER].b, 32);
     setenv("ADV_ARBITER_KEY", arbiter_key, 1);
     CHECK(tsup_httpd_start(&endless_store, endless, NULL) == 0);
     CHECK(tsup_httpd_start(&trickle_store, trickle, NULL) == 0);
-    hostile_store("endless", &endless_store);
-    hostile_store("trickling", &trickle_store);
-    sigterm_mid_fetch();
+    CHECK_RUN(hostile_store("endless", &endless_store));
+    CHECK_RUN(hostile_store("trickling", &trickle_store));
+    CHECK_RUN(sigterm_mid_fetch());
     tsup_httpd_stop(&endless_store);
     tsup_httpd_stop(&trickle_store);
     fx_stop(&env);

@@ -409,7 +409,7 @@ int main(void)
     out = NULL;
     CHECK(af_ovt_run(&out, "deploy", "--rpc-url", node.url, "--private-key", adv_keys[ADV_DEPLOYER], "--json",
                      NULL) == 0);
-    json_str(out, "address", contract, sizeof contract);
+    CHECK_RUN(json_str(out, "address", contract, sizeof contract));
     free(out);
     for (int i = 0; i < 6; i++) {
         chain_privkey k;
@@ -421,12 +421,12 @@ int main(void)
     CHECK(chain_rpc_open(&rpc, node.url, NULL) == 0);
     CHECK(chain_address_from_string(&ca, contract) == 0 && chain_arb_attach(&arb, rpc, &ca) == 0);
 
-    test_theft_refused_by_auditor();
-    test_divergent_within_policy();
-    test_other_hostile_terms();
-    test_theft_refused_on_join();
-    test_join_receipt_verifies();
-    test_key_sources();
+    CHECK_RUN(test_theft_refused_by_auditor());
+    CHECK_RUN(test_divergent_within_policy());
+    CHECK_RUN(test_other_hostile_terms());
+    CHECK_RUN(test_theft_refused_on_join());
+    CHECK_RUN(test_join_receipt_verifies());
+    CHECK_RUN(test_key_sources());
 
     chain_rpc_close(rpc);
     tsup_anvil_stop(&node);

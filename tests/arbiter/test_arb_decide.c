@@ -199,8 +199,8 @@ static void test_when_not_to_act(void)
 
 int main(void)
 {
-    test_outcomes();
-    test_inputs();
-    test_when_not_to_act();
+    CHECK_RUN(test_outcomes());
+    CHECK_RUN(test_inputs());
+    CHECK_RUN(test_when_not_to_act());
     return check_done();
 }

@@ -786,12 +786,12 @@ int main(void)
     if (fx_start_with(&env, anvil_args) != 0)
         return 1;
     ovt_hex_encode(arbiter_key, env.key[FX_ARBITER].b, 32);
-    test_usage();
-    test_bad_state_dirs();
-    test_verdicts();
-    test_kill_restart();
-    test_reorg();
-    test_node_outage();
+    CHECK_RUN(test_usage());
+    CHECK_RUN(test_bad_state_dirs());
+    CHECK_RUN(test_verdicts());
+    CHECK_RUN(test_kill_restart());
+    CHECK_RUN(test_reorg());
+    CHECK_RUN(test_node_outage());
     fx_stop(&env);
     ovt_wipe(arbiter_key, sizeof arbiter_key);
     if (check_failures == 0 && !getenv("OVT_TEST_KEEP"))

@@ -8,7 +8,7 @@
  * tampered with. */
 #include <unistd.h>
 
-#include "aud_fixture.h"
+#include "support/ovt_fixture.h"
 #include "auditor/replay.h"
 #include "check.h"
 #include "kernels/rlog.h"
@@ -459,11 +459,11 @@ int main(void)
     aud_report_free(&r);
     trn_step_table_free(&theirs);
 
-    test_tampered_checkpoint(honest);
-    test_tampered_log(honest);
-    test_bad_input(honest);
-    test_incomplete_logs(honest);
-    test_from_http_store(honest);
+    CHECK_RUN(test_tampered_checkpoint(honest));
+    CHECK_RUN(test_tampered_log(honest));
+    CHECK_RUN(test_bad_input(honest));
+    CHECK_RUN(test_incomplete_logs(honest));
+    CHECK_RUN(test_from_http_store(honest));
     af_cleanup();
     return check_done();
 }

@@ -480,19 +480,19 @@ int main(void)
     chain_address a0, a1, contract;
     CHECK(chain_key_from_hex(&k0, KEY0) == 0 && chain_key_address(&a0, &k0) == 0);
     CHECK(chain_key_from_hex(&k1, KEY1) == 0 && chain_key_address(&a1, &k1) == 0);
-    test_basics(&a0);
+    CHECK_RUN(test_basics(&a0));
     chain_txm m;
     if (chain_txm_init(&m, rpc, &k0, NULL) == 0) {
-        test_transfer(&m, &a1);
+        CHECK_RUN(test_transfer(&m, &a1));
         if (deploy(&m, &contract) == 0) {
-            test_events(&m, &contract);
-            test_reverts(&m, &contract);
+            CHECK_RUN(test_events(&m, &contract));
+            CHECK_RUN(test_reverts(&m, &contract));
         }
-        test_replacement(&m, &a1);
-        test_nonce_too_low(&m, &a1);
-        test_confirmations(&m, &a1);
-        test_legacy_raw(&m, &a1);
-        test_node_dies(&m, &a1);
+        CHECK_RUN(test_replacement(&m, &a1));
+        CHECK_RUN(test_nonce_too_low(&m, &a1));
+        CHECK_RUN(test_confirmations(&m, &a1));
+        CHECK_RUN(test_legacy_raw(&m, &a1));
+        CHECK_RUN(test_node_dies(&m, &a1));
         chain_txm_free(&m);
     } else {
         CHECK_MSG(0, "txm init: %s", ovt_errmsg());

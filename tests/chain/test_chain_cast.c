@@ -474,11 +474,11 @@ int main(void)
     const char *seed = getenv("OVT_TEST_SEED");
     rng_state = seed ? strtoull(seed, NULL, 0) : 1;
     printf("seed %" PRIu64 " (set OVT_TEST_SEED to vary)\n", rng_state);
-    test_keccak();
-    test_addresses_and_signatures();
-    test_transactions();
-    test_calldata();
-    test_rlp();
-    test_eip712();
+    CHECK_RUN(test_keccak());
+    CHECK_RUN(test_addresses_and_signatures());
+    CHECK_RUN(test_transactions());
+    CHECK_RUN(test_calldata());
+    CHECK_RUN(test_rlp());
+    CHECK_RUN(test_eip712());
     return check_done();
 }

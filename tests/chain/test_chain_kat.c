@@ -463,15 +463,15 @@ static void test_u256(void)
 
 int main(void)
 {
-    test_keccak();
-    test_addresses();
-    test_abi_vectors();
-    test_abi_dynamic_arrays();
-    test_revert();
-    test_rlp();
-    test_tx_vector();
-    test_personal_sign();
-    test_eip712();
-    test_u256();
+    CHECK_RUN(test_keccak());
+    CHECK_RUN(test_addresses());
+    CHECK_RUN(test_abi_vectors());
+    CHECK_RUN(test_abi_dynamic_arrays());
+    CHECK_RUN(test_revert());
+    CHECK_RUN(test_rlp());
+    CHECK_RUN(test_tx_vector());
+    CHECK_RUN(test_personal_sign());
+    CHECK_RUN(test_eip712());
+    CHECK_RUN(test_u256());
     return check_done();
 }

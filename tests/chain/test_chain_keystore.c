@@ -351,11 +351,11 @@ int main(void)
     if (!mkdtemp(dir))
         return 1;
     unsetenv("OVT_PASSWORD");
-    test_spec_pbkdf2();
-    test_cast_written();
-    test_ours_read_by_cast();
-    test_bad_files();
-    test_cli();
+    CHECK_RUN(test_spec_pbkdf2());
+    CHECK_RUN(test_cast_written());
+    CHECK_RUN(test_ours_read_by_cast());
+    CHECK_RUN(test_bad_files());
+    CHECK_RUN(test_cli());
     char *out = NULL;
     tsup_runl(&out, "/bin/rm", "-rf", dir, NULL);
     free(out);

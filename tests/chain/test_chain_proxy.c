@@ -83,12 +83,12 @@ int main(void)
     CHECK(chain_rpc_open(&rpc, proxy.httpd.url, &ro) == 0);
     CHECK(chain_key_from_hex(&k, KEY0) == 0 && chain_txm_init(&m, rpc, &k, NULL) == 0);
 
-    lost_answer(&m, TSUP_LOSE_502, 1, "502 once");
-    lost_answer(&m, TSUP_LOSE_502, 4, "502 on every retry");
-    lost_answer(&m, TSUP_LOSE_RESET, 1, "connection closed once");
-    lost_answer(&m, TSUP_LOSE_RESET, 4, "connection closed on every retry");
+    CHECK_RUN(lost_answer(&m, TSUP_LOSE_502, 1, "502 once"));
+    CHECK_RUN(lost_answer(&m, TSUP_LOSE_502, 4, "502 on every retry"));
+    CHECK_RUN(lost_answer(&m, TSUP_LOSE_RESET, 1, "connection closed once"));
+    CHECK_RUN(lost_answer(&m, TSUP_LOSE_RESET, 4, "connection closed on every retry"));
     proxy.hang_ms = 1200;
-    lost_answer(&m, TSUP_LOSE_HANG, 1, "no answer before the timeout");
+    CHECK_RUN(lost_answer(&m, TSUP_LOSE_HANG, 1, "no answer before the timeout"));
 
     /* eth_getLogs capped at 10 blocks. */
     chain_arb arb;

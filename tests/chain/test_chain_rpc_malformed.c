@@ -402,12 +402,12 @@ int main(void)
     o.timeout_ms = 5000;
     if (chain_rpc_open(&rpc, srv.url, &o) != 0)
         return 1;
-    test_quantities();
-    test_bodies();
-    test_http();
-    test_receipts_and_fees();
-    test_log_chunks();
-    test_parser_direct();
+    CHECK_RUN(test_quantities());
+    CHECK_RUN(test_bodies());
+    CHECK_RUN(test_http());
+    CHECK_RUN(test_receipts_and_fees());
+    CHECK_RUN(test_log_chunks());
+    CHECK_RUN(test_parser_direct());
     chain_rpc_close(rpc);
     tsup_httpd_stop(&srv);
     return check_done();

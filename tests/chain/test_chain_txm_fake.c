@@ -467,7 +467,7 @@ static void test_legacy(chain_txm *m)
 int main(void)
 {
     tsup_httpd srv;
-    reset_node();
+    CHECK_RUN(reset_node());
     if (tsup_httpd_start(&srv, handler, &node) != 0)
         return 1;
     chain_rpc *rpc;
@@ -490,14 +490,14 @@ int main(void)
     CHECK(m.chain_id == 31337);
     m.block_interval_ms = 20;
     mgr = &m;
-    test_prepare(&m);
-    test_already_known_and_nonce(&m);
-    test_bumps(&m);
-    test_wait(&m);
-    test_mined_unconfirmed(&m);
-    test_lost_answer(&m);
-    test_fee_cap(&m);
-    test_legacy(&m);
+    CHECK_RUN(test_prepare(&m));
+    CHECK_RUN(test_already_known_and_nonce(&m));
+    CHECK_RUN(test_bumps(&m));
+    CHECK_RUN(test_wait(&m));
+    CHECK_RUN(test_mined_unconfirmed(&m));
+    CHECK_RUN(test_lost_answer(&m));
+    CHECK_RUN(test_fee_cap(&m));
+    CHECK_RUN(test_legacy(&m));
     chain_txm_free(&m);
     ovt_wipe(&k, sizeof k);
     chain_rpc_close(rpc);

@@ -74,8 +74,8 @@ static void test_atomic_write(void)
 
 int main(void)
 {
-    test_sha256();
-    test_hex();
-    test_atomic_write();
+    CHECK_RUN(test_sha256());
+    CHECK_RUN(test_hex());
+    CHECK_RUN(test_atomic_write());
     return check_done();
 }

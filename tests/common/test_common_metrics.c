@@ -86,7 +86,7 @@ static void test_addr_parse(void)
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    test_addr_parse();
+    CHECK_RUN(test_addr_parse());
 
     ovt_metrics_configure("arbiter", 60000);
     ovt_httpserve *srv = NULL;

@@ -210,10 +210,10 @@ int main(void)
     }
     if (tsup_anvil_start(&node, NULL) != 0)
         return 1;
-    test_private_key();
-    test_keystore();
-    test_bad_invocations();
-    test_game_command();
+    CHECK_RUN(test_private_key());
+    CHECK_RUN(test_keystore());
+    CHECK_RUN(test_bad_invocations());
+    CHECK_RUN(test_game_command());
     tsup_anvil_stop(&node);
     return check_done();
 }

@@ -447,12 +447,12 @@ int main(void)
 {
     if (fx_start(&env) != 0)
         return 1;
-    test_views_match_c();
-    test_verified();
-    test_padding();
-    test_random_games();
-    test_race_gas();
-    test_gas_2p20();
+    CHECK_RUN(test_views_match_c());
+    CHECK_RUN(test_verified());
+    CHECK_RUN(test_padding());
+    CHECK_RUN(test_random_games());
+    CHECK_RUN(test_race_gas());
+    CHECK_RUN(test_gas_2p20());
     fx_stop(&env);
     return check_done();
 }

@@ -686,21 +686,21 @@ int main(void)
 {
     tc_seed(1);
     cast = getenv("OVT_CAST");
-    test_small_trees();
+    CHECK_RUN(test_small_trees());
     size_t sizes[] = {2, 3, 4, 5, 8, 9, 1001, 65542};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
-        test_proofs_and_children(sizes[k]);
-    test_abi_json();
-    test_names();
-    test_malformed();
-    test_embedding();
+        CHECK_RUN(test_proofs_and_children(sizes[k]));
+    CHECK_RUN(test_abi_json());
+    CHECK_RUN(test_names());
+    CHECK_RUN(test_malformed());
+    CHECK_RUN(test_embedding());
     if (!cast || !*cast) {
         fprintf(stderr, "OVT_CAST not set: run `npm ci`; cast cross-checks skipped\n");
         return check_done();
     }
-    test_hashes_against_cast();
-    test_calldata_against_cast();
-    test_commitment_against_cast();
-    test_events_against_cast();
+    CHECK_RUN(test_hashes_against_cast());
+    CHECK_RUN(test_calldata_against_cast());
+    CHECK_RUN(test_commitment_against_cast());
+    CHECK_RUN(test_events_against_cast());
     return check_done();
 }

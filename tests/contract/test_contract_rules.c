@@ -615,13 +615,13 @@ int main(void)
 {
     if (fx_start(&env) != 0)
         return 1;
-    test_open_rejections();
-    test_game_rejections();
-    test_withdraw();
-    test_verdict_kinds();
-    test_step_zero_rules();
-    test_deadlines();
-    test_reorg();
+    CHECK_RUN(test_open_rejections());
+    CHECK_RUN(test_game_rejections());
+    CHECK_RUN(test_withdraw());
+    CHECK_RUN(test_verdict_kinds());
+    CHECK_RUN(test_step_zero_rules());
+    CHECK_RUN(test_deadlines());
+    CHECK_RUN(test_reorg());
     fx_stop(&env);
     return check_done();
 }

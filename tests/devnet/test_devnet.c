@@ -270,7 +270,7 @@ int main(void)
     if (!mkdtemp(tmp))
         return 1;
     setenv("TMPDIR", tmp, 1);
-    test_errors();
+    CHECK_RUN(test_errors());
     static const struct scenario scenarios[] = {
         {"none", NULL, "verified", NULL, "none"},
         {"bitflip", NULL, "auditor-right", NULL, "trainer"},
@@ -284,8 +284,8 @@ int main(void)
         {"lying-auditor", "auditor", "auditor-timed-out", NULL, "auditor"},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
-        run_scenario(&scenarios[i]);
-    test_sigint();
+        CHECK_RUN(run_scenario(&scenarios[i]));
+    CHECK_RUN(test_sigint());
     rmdir(tmp);
     return check_done();
 }

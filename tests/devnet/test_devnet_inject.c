@@ -276,13 +276,13 @@ int main(void)
     free(out);
 
     trn_step_table clean;
-    table_of(&clean, "clean");
-    check_replay("clean", AUD_VERIFIED);
-    test_bitflip(&clean);
-    test_skipped(&clean);
-    test_poisoned(&clean);
-    test_forged(&clean);
-    test_omitted(&clean);
+    CHECK_RUN(table_of(&clean, "clean"));
+    CHECK_RUN(check_replay("clean", AUD_VERIFIED));
+    CHECK_RUN(test_bitflip(&clean));
+    CHECK_RUN(test_skipped(&clean));
+    CHECK_RUN(test_poisoned(&clean));
+    CHECK_RUN(test_forged(&clean));
+    CHECK_RUN(test_omitted(&clean));
     trn_step_table_free(&clean);
 
     char *rm[] = {"/bin/rm", "-rf", dir, NULL};

@@ -157,15 +157,15 @@ int main(int argc, char **argv)
         return 1;
     int skip = 0;
     if (!strcmp(argv[1], "errors")) {
-        usage_errors();
+        CHECK_RUN(usage_errors());
     } else if (!strcmp(argv[1], "ranks1")) {
-        dispute("ranks1", "1", work);
+        CHECK_RUN(dispute("ranks1", "1", work));
     } else if (!strcmp(argv[1], "ranks2")) {
         if (!tsup_mpirun_path()) {
             fprintf(stderr, "SKIP ranks2: this build has no MPI (OVT_MPIRUN is empty)\n");
             skip = 1;
         } else {
-            dispute("ranks2", "2", work);
+            CHECK_RUN(dispute("ranks2", "2", work));
         }
     } else {
         fprintf(stderr, "unknown case %s\n", argv[1]);

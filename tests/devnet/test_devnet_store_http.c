@@ -311,8 +311,8 @@ int main(void)
     CHECK_MSG(pid > 0, "nginx did not start; see %s/error.log", dir);
     if (pid > 0) {
         snprintf(base_url, sizeof base_url, "http://127.0.0.1:%d/ovt", port);
-        test_store_api();
-        test_dispute();
+        CHECK_RUN(test_store_api());
+        CHECK_RUN(test_dispute());
         tsup_stop(pid);
     }
     int rv = tsup_finish_dir(dir, check_done());

@@ -253,7 +253,7 @@ int main(void)
             tsup_sleep_ms(100);
     }
     CHECK_MSG(ready, "s3rver did not start; see %s", s3_log);
-    test_sigv4();
+    CHECK_RUN(test_sigv4());
     if (ready) {
         /* s3rver's fixed test credentials; the region is part of the signature */
         setenv("AWS_ENDPOINT_URL", endpoint, 1);
@@ -262,8 +262,8 @@ int main(void)
         setenv("AWS_REGION", "us-east-1", 1);
         unsetenv("AWS_ENDPOINT_URL_S3");
         unsetenv("AWS_SESSION_TOKEN");
-        test_store_api();
-        test_dispute();
+        CHECK_RUN(test_store_api());
+        CHECK_RUN(test_dispute());
     }
     tsup_stop(pid);
     int rv = tsup_finish_dir(dir, check_done());

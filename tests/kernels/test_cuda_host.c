@@ -319,9 +319,9 @@ static void test_shapes(void)
 
 int main(void)
 {
-    test_shapes();
-    test_sparse_misuse();
+    CHECK_RUN(test_shapes());
+    CHECK_RUN(test_sparse_misuse());
     for (uint64_t seed = 1; seed <= 3; seed++)
-        test_sparse_matches_site(seed);
+        CHECK_RUN(test_sparse_matches_site(seed));
     return check_done();
 }

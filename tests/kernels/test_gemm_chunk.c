@@ -388,10 +388,10 @@ int main(void)
     unsetenv("OVT_GEMM");
     CHECK(krn_ctx_new(&ctx, &cfg) == 0 && krn_cpu_from_ctx(ctx, &be) == 0);
     krn_ctx_free(ctx);
-    test_colsum(&be);
-    test_block_bits();
-    test_block_add();
-    test_chunked_paths();
-    test_env();
+    CHECK_RUN(test_colsum(&be));
+    CHECK_RUN(test_block_bits());
+    CHECK_RUN(test_block_add());
+    CHECK_RUN(test_chunked_paths());
+    CHECK_RUN(test_env());
     return check_done();
 }

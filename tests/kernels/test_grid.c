@@ -267,10 +267,10 @@ static void test_interval(void)
 
 int main(void)
 {
-    test_special();
-    test_errors();
-    test_interval();
-    test_random();
+    CHECK_RUN(test_special());
+    CHECK_RUN(test_errors());
+    CHECK_RUN(test_interval());
+    CHECK_RUN(test_random());
     fprintf(stderr, "%ld mismatches\n", mismatches);
     return check_done();
 }

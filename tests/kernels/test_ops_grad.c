@@ -367,14 +367,14 @@ int main(void)
         fprintf(stderr, "ctx: %s\n", ovt_errmsg());
         return 1;
     }
-    test_matmul();
-    test_layernorm();
-    test_attention();
-    test_elementwise();
-    test_encoder();
-    test_bias_residual();
-    test_crossentropy();
-    test_optimizer();
+    CHECK_RUN(test_matmul());
+    CHECK_RUN(test_layernorm());
+    CHECK_RUN(test_attention());
+    CHECK_RUN(test_elementwise());
+    CHECK_RUN(test_encoder());
+    CHECK_RUN(test_bias_residual());
+    CHECK_RUN(test_crossentropy());
+    CHECK_RUN(test_optimizer());
     /* released scratch grows back on the next call */
     krn_ops_release();
     float in[4] = {1, 2, 3, 4}, w[4] = {1, 1, 1, 1}, out = 0;

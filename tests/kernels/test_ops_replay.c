@@ -693,15 +693,15 @@ static void test_gemm_add(void)
 int main(void)
 {
     (void)cuda;
-    test_ref_gemm_order();
-    test_gemm_add();
-    test_errors();
-    test_forged_entry();
-    test_chunk_order();
+    CHECK_RUN(test_ref_gemm_order());
+    CHECK_RUN(test_gemm_add());
+    CHECK_RUN(test_errors());
+    CHECK_RUN(test_forged_entry());
+    CHECK_RUN(test_chunk_order());
     const backend_sel pairs[][2] = {{cpu, ref}, {ref, cpu}, {cpu, sh1}, {sh1, cpu}, {sh1, sh2}, {ref, sh2}};
-    test_replay(pairs, sizeof pairs / sizeof pairs[0]);
-    test_narrow_grid();
-    test_thread_count();
+    CHECK_RUN(test_replay(pairs, sizeof pairs / sizeof pairs[0]));
+    CHECK_RUN(test_narrow_grid());
+    CHECK_RUN(test_thread_count());
     return check_done();
 }
 #else

@@ -547,12 +547,12 @@ static void test_shard_table(void)
 
 int main(void)
 {
-    test_memory_rules();
-    test_known_body();
-    test_round_trips();
-    test_truncate_and_flip();
-    test_body_errors();
-    test_merge();
-    test_shard_table();
+    CHECK_RUN(test_memory_rules());
+    CHECK_RUN(test_known_body());
+    CHECK_RUN(test_round_trips());
+    CHECK_RUN(test_truncate_and_flip());
+    CHECK_RUN(test_body_errors());
+    CHECK_RUN(test_merge());
+    CHECK_RUN(test_shard_table());
     return check_done();
 }

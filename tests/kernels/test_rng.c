@@ -143,10 +143,10 @@ static void test_keys(void)
 
 int main(void)
 {
-    test_known_answers();
-    test_uniform();
-    test_normal();
-    test_below();
-    test_keys();
+    CHECK_RUN(test_known_answers());
+    CHECK_RUN(test_uniform());
+    CHECK_RUN(test_normal());
+    CHECK_RUN(test_below());
+    CHECK_RUN(test_keys());
     return check_done();
 }

@@ -267,13 +267,13 @@ static void test_exact(uint32_t S)
 
 int main(void)
 {
-    test_keys();
-    test_quanta();
-    test_terms();
+    CHECK_RUN(test_keys());
+    CHECK_RUN(test_quanta());
+    CHECK_RUN(test_terms());
     static const uint32_t Ss[] = {1, 2, 3, 4, 6, 8};
     for (size_t j = 0; j < sizeof Ss / sizeof Ss[0]; j++) {
-        test_order(Ss[j]);
-        test_exact(Ss[j]);
+        CHECK_RUN(test_order(Ss[j]));
+        CHECK_RUN(test_exact(Ss[j]));
     }
     return check_done();
 }

@@ -1362,28 +1362,28 @@ static void test_site_part_keep(int b, int threads)
 
 int main(void)
 {
-    test_backend_names();
-    test_exact_fill();
-    test_exact_fills();
-    test_site_parts();
-    test_site_part_keep(32, 1);
-    test_site_part_keep(32, 2);
-    test_site_part_keep(26, 2);
-    test_outer_large();
-    test_rel_band_thresholds();
-    test_binade_edge();
-    test_fast_path_agrees();
+    CHECK_RUN(test_backend_names());
+    CHECK_RUN(test_exact_fill());
+    CHECK_RUN(test_exact_fills());
+    CHECK_RUN(test_site_parts());
+    CHECK_RUN(test_site_part_keep(32, 1));
+    CHECK_RUN(test_site_part_keep(32, 2));
+    CHECK_RUN(test_site_part_keep(26, 2));
+    CHECK_RUN(test_outer_large());
+    CHECK_RUN(test_rel_band_thresholds());
+    CHECK_RUN(test_binade_edge());
+    CHECK_RUN(test_fast_path_agrees());
     for (int b = KRN_GRID_BITS_MIN; b <= KRN_GRID_BITS_MAX; b++)
-        test_replay_matches(b, 20000 + (size_t)b, 1, (uint64_t)b);
-    test_replay_matches(32, 200000, 2, 99);
-    test_replay_matches(26, 200000, 3, 98);
-    test_threads();
-    test_bands();
-    test_fraud();
-    test_rule_v2_random();
-    test_missing_entry_site();
-    test_errors();
-    test_site_stats(1);
-    test_site_stats(3);
+        CHECK_RUN(test_replay_matches(b, 20000 + (size_t)b, 1, (uint64_t)b));
+    CHECK_RUN(test_replay_matches(32, 200000, 2, 99));
+    CHECK_RUN(test_replay_matches(26, 200000, 3, 98));
+    CHECK_RUN(test_threads());
+    CHECK_RUN(test_bands());
+    CHECK_RUN(test_fraud());
+    CHECK_RUN(test_rule_v2_random());
+    CHECK_RUN(test_missing_entry_site());
+    CHECK_RUN(test_errors());
+    CHECK_RUN(test_site_stats(1));
+    CHECK_RUN(test_site_stats(3));
     return check_done();
 }

@@ -167,9 +167,9 @@ int main(void)
     const size_t n = 3000000;
     double *x = malloc(n * sizeof *x);
     size_t m = fill(x, n);
-    test_array(x, m);
-    test_accuracy(x, m);
-    test_glibc(x, m);
+    CHECK_RUN(test_array(x, m));
+    CHECK_RUN(test_accuracy(x, m));
+    CHECK_RUN(test_glibc(x, m));
     free(x);
     return check_done();
 }

@@ -2,7 +2,7 @@
 #define OVT_TESTS_SUPPORT_SHARD_DATA_H
 
 /* Deterministic adversarial shard gradients for the exact mean of
- * kernels/shard.h (tests/kernels/test_shard.c, tests/trainer/test_dp_mpi.c):
+ * kernels/shard.h (tests/kernels/test_shard.c, tests/dp/test_dp_mpi.c):
  * tsd_value(seed, S, s, i) is shard s's element i for a step of S shards, a
  * pure function of its arguments, so that every rank can regenerate every
  * shard. The element's kind is i % TSD_KINDS:

@@ -28,7 +28,7 @@
 #include "trainer/rundata.h"
 #include "trainer/state.h"
 #include "trainer/step.h"
-#include "trn_cli_helpers.h"
+#include "support/cli_fixture.h"
 
 static int copy_file(const char *from, const char *to)
 {
@@ -323,7 +323,7 @@ int main(void)
                   "--checkpoint-every 10 --every 10",
                   data, run) == 0);
     CHECK(output_has("steps/s"));
-    check_loss_files(run, 30, real_text);
+    CHECK_RUN(check_loss_files(run, 30, real_text));
 
     trn_step_table t;
     char path[512];
@@ -333,11 +333,11 @@ int main(void)
     if (t.count == 31) {
         check_step(run, data, &t, 11, 10); /* state 10 is a checkpoint */
         check_step(run, data, &t, 17, 10); /* states 11..16 replayed first */
-        check_verify(run, data, &t);
+        CHECK_RUN(check_verify(run, data, &t));
     }
     trn_step_table_free(&t);
-    check_fraud(data);
-    check_divergence();
+    CHECK_RUN(check_fraud(data));
+    CHECK_RUN(check_divergence());
 
     cli_cleanup();
     return check_done();

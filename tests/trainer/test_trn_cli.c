@@ -13,7 +13,7 @@
 #include "trainer/run.h"
 #include "trainer/state.h"
 #include "trainer/train.h"
-#include "trn_cli_helpers.h"
+#include "support/cli_fixture.h"
 #include "trn_helpers.h"
 
 static const char *train_flags = "--model gpt2-tiny --steps 8 --batch 2 --seq 16 --lr 0.003 --every 0";
@@ -109,7 +109,7 @@ int main(void)
     snprintf(args, sizeof args, "train %s --data %s --out %s --checkpoint-every 0", train_flags, data, run_a);
     CHECK(run_ovt("%s", args) == 0);
     CHECK(output_has("step Merkle root"));
-    replay_run_dir(run_a, data);
+    CHECK_RUN(replay_run_dir(run_a, data));
 
     /* Interrupted run: checkpoints at 3 and 6, the last one lost; resume. */
     snprintf(args, sizeof args, "train %s --data %s --out %s --checkpoint-every 3", train_flags, data, run_b);
@@ -125,8 +125,8 @@ int main(void)
     CHECK(run_ovt("%s", args) == 0);
     CHECK(output_has("steps 4..8"));
     char root_a[65], root_b[65];
-    read_root(run_a, root_a);
-    read_root(run_b, root_b);
+    CHECK_RUN(read_root(run_a, root_a));
+    CHECK_RUN(read_root(run_b, root_b));
     CHECK(strlen(root_a) > 60 && strcmp(root_a, root_b) == 0);
 
     /* The MLP path: a samples file, replayed by nobody here but trained,

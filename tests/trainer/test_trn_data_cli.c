@@ -12,7 +12,7 @@
 #include "check.h"
 #include "common/fileio.h"
 #include "data/dataset.h"
-#include "trn_cli_helpers.h"
+#include "support/cli_fixture.h"
 #include "trn_helpers.h"
 
 /* The value of "key": "..." in the out.txt of the last run. */
@@ -173,9 +173,9 @@ int main(void)
 {
     if (cli_setup("data-cli"))
         return 1;
-    mlp_path();
-    text_path();
-    misuse();
+    CHECK_RUN(mlp_path());
+    CHECK_RUN(text_path());
+    CHECK_RUN(misuse());
     int rv = check_done();
     if (rv == 0)
         cli_cleanup();

@@ -27,7 +27,7 @@
 #include "trainer/plot.h"
 #include "trainer/rundata.h"
 #include "trainer/schedule.h"
-#include "trn_cli_helpers.h"
+#include "support/cli_fixture.h"
 #include "trn_helpers.h"
 
 #define TRAIN "train --model gpt2-tiny --batch 2 --seq 16 --every 0 --print-state --data %s"
@@ -394,11 +394,11 @@ int main(void)
     for (size_t i = 0; i < sizeof text; i++)
         text[i] = (char)('a' + (i * 7 + i / 13) % 26);
     CHECK(ovt_write_atomic(data, text, sizeof text, 0644) == 0);
-    test_cosine_replays();
-    test_linear_and_usage();
-    test_init_from_checkpoint();
-    test_init_from_llmc();
-    test_store_and_arbiter();
+    CHECK_RUN(test_cosine_replays());
+    CHECK_RUN(test_linear_and_usage());
+    CHECK_RUN(test_init_from_checkpoint());
+    CHECK_RUN(test_init_from_llmc());
+    CHECK_RUN(test_store_and_arbiter());
     if (!getenv("OVT_KEEP_TMP"))
         cli_cleanup();
     return check_done();

@@ -174,7 +174,7 @@ static void test_train_and_replay(void)
 
 int main(void)
 {
-    test_gradient();
-    test_train_and_replay();
+    CHECK_RUN(test_gradient());
+    CHECK_RUN(test_train_and_replay());
     return check_done();
 }

@@ -17,7 +17,7 @@
 #include "support/mpirun.h"
 #include "dp/dp.h"
 #include "dp/ranks.h"
-#include "trn_cli_helpers.h"
+#include "support/cli_fixture.h"
 
 static const char *flags = "--model gpt2-tiny --steps 3 --batch 4 --seq 16 --lr 0.003 --every 0 --threads 1";
 

@@ -17,7 +17,7 @@
 #include "check.h"
 #include "common/fileio.h"
 #include "kernels/rlog.h"
-#include "trn_cli_helpers.h"
+#include "support/cli_fixture.h"
 
 static char *slurp_out(void)
 {

@@ -174,8 +174,8 @@ static void test_fp32_follows_cosine(void)
 
 int main(void)
 {
-    test_cospi();
-    test_schedule();
-    test_fp32_follows_cosine();
+    CHECK_RUN(test_cospi());
+    CHECK_RUN(test_schedule());
+    CHECK_RUN(test_fp32_follows_cosine());
     return check_done();
 }

@@ -284,9 +284,9 @@ static void test_ranks_json(void)
 
 int main(void)
 {
-    test_ranks_json();
-    test_sum_is_the_batch_gradient();
-    test_replay_and_ablation();
-    test_one_shard_table();
+    CHECK_RUN(test_ranks_json());
+    CHECK_RUN(test_sum_is_the_batch_gradient());
+    CHECK_RUN(test_replay_and_ablation());
+    CHECK_RUN(test_one_shard_table());
     return check_done();
 }

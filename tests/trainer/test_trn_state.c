@@ -644,17 +644,17 @@ int main(void)
         perror("mkdtemp");
         return 1;
     }
-    test_config();
-    test_config_v2();
-    test_config_v3();
-    test_layout();
-    test_hashes_against_python(dir, 0);
-    test_hashes_against_python(dir, 1);
-    test_checkpoint(dir, 0);
-    test_checkpoint(dir, 1);
-    test_init();
-    test_hash_background();
-    test_data(dir);
+    CHECK_RUN(test_config());
+    CHECK_RUN(test_config_v2());
+    CHECK_RUN(test_config_v3());
+    CHECK_RUN(test_layout());
+    CHECK_RUN(test_hashes_against_python(dir, 0));
+    CHECK_RUN(test_hashes_against_python(dir, 1));
+    CHECK_RUN(test_checkpoint(dir, 0));
+    CHECK_RUN(test_checkpoint(dir, 1));
+    CHECK_RUN(test_init());
+    CHECK_RUN(test_hash_background());
+    CHECK_RUN(test_data(dir));
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)

@@ -235,8 +235,8 @@ int main(void)
         perror("mkdtemp");
         return 1;
     }
-    test_resume_and_replay(dir);
-    test_gradient();
+    CHECK_RUN(test_resume_and_replay(dir));
+    CHECK_RUN(test_gradient());
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)

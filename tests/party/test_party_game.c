@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "aud_fixture.h"
+#include "support/ovt_fixture.h"
 #include "chain/arbitration.h"
 #include "chain/keystore.h"
 #include "chain/session.h"
@@ -442,10 +442,10 @@ int main(void)
     CHECK(chain_rpc_open(&rpc, node.url, NULL) == 0);
     CHECK(chain_address_from_string(&ca, contract) == 0 && chain_arb_attach(&arb, rpc, &ca) == 0);
 
-    test_verified();
-    test_lying_auditor();
-    test_timeout();
-    test_withhold();
+    CHECK_RUN(test_verified());
+    CHECK_RUN(test_lying_auditor());
+    CHECK_RUN(test_timeout());
+    CHECK_RUN(test_withhold());
 
     chain_rpc_close(rpc);
     tsup_anvil_stop(&node);

@@ -84,7 +84,7 @@ static void test_bad_options(void)
 
 int main(void)
 {
-    test_bad_options();
-    test_demo();
+    CHECK_RUN(test_bad_options());
+    CHECK_RUN(test_demo());
     return check_done();
 }

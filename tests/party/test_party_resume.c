@@ -8,12 +8,12 @@
  *   confirmed, after the commit is sent, after it is confirmed) and run
  *   again: each time exactly one more run on chain, opened once, committed
  *   once by the trainer, with a receipt `ovt verify` accepts. (Once
- *   receipt.json is written the commit is finished: test_aud_game commits
+ *   receipt.json is written the commit is finished: test_party_game commits
  *   one directory several times as separate runs.) */
 #include <jansson.h>
 #include <stdlib.h>
 
-#include "aud_fixture.h"
+#include "support/ovt_fixture.h"
 #include "chain/arbitration.h"
 #include "chain/session.h"
 #include "check.h"
@@ -151,7 +151,7 @@ int main(void)
         chain_address_to_string(addr[i], &a);
     }
     CHECK(chain_rpc_open(&rpc, node.url, NULL) == 0);
-    test_deploy();
+    CHECK_RUN(test_deploy());
     chain_address ca;
     if (chain_address_from_string(&ca, contract) || chain_arb_attach(&arb, rpc, &ca)) {
         fprintf(stderr, "no contract: %s\n", ovt_errmsg());
@@ -159,10 +159,10 @@ int main(void)
         return 1;
     }
     CHECK(af_train("run", 4, base_run, sizeof base_run) == 0);
-    interrupted_commit("open-sent", "OVT_TEST_EXIT_AFTER_SEND", "1");
-    interrupted_commit("opened", "OVT_TEST_EXIT_AT", "opened");
-    interrupted_commit("commit-sent", "OVT_TEST_EXIT_AFTER_SEND", "2");
-    interrupted_commit("committed", "OVT_TEST_EXIT_AT", "committed");
+    CHECK_RUN(interrupted_commit("open-sent", "OVT_TEST_EXIT_AFTER_SEND", "1"));
+    CHECK_RUN(interrupted_commit("opened", "OVT_TEST_EXIT_AT", "opened"));
+    CHECK_RUN(interrupted_commit("commit-sent", "OVT_TEST_EXIT_AFTER_SEND", "2"));
+    CHECK_RUN(interrupted_commit("committed", "OVT_TEST_EXIT_AT", "committed"));
     chain_rpc_close(rpc);
     tsup_anvil_stop(&node);
     af_cleanup();

@@ -1,7 +1,7 @@
-#ifndef OVT_TESTS_AUDITOR_FIXTURE_H
-#define OVT_TESTS_AUDITOR_FIXTURE_H
+#ifndef OVT_TESTS_SUPPORT_OVT_FIXTURE_H
+#define OVT_TESTS_SUPPORT_OVT_FIXTURE_H
 
-/* Shared by the auditor suites: a scratch directory, the built `ovt` run as a
+/* Shared by the suites that run parties (auditor, store, party): a scratch directory, the built `ovt` run as a
  * child process, and a small gpt2-tiny run trained by it. */
 #include <stdarg.h>
 #include <stdio.h>

@@ -14,7 +14,7 @@
 #include "arbiter/evaluate.h"
 #include "common/fileio.h"
 #include "auditor/replay.h"
-#include "aud_fixture.h"
+#include "support/ovt_fixture.h"
 #include "check.h"
 #include "kernels/rlog.h"
 #include "support/anvil.h"
@@ -317,7 +317,7 @@ int main(void)
     CHECK(store_open(&s, url) == 0);
     CHECK(store_get(s, &name, 1 << 20, &got, &len) == OVT_EIO);
     store_close(s);
-    caps();
+    CHECK_RUN(caps());
     af_cleanup();
     return check_done();
 }

@@ -1,5 +1,5 @@
-#ifndef OVT_TESTS_TRAINER_CLI_HELPERS_H
-#define OVT_TESTS_TRAINER_CLI_HELPERS_H
+#ifndef OVT_TESTS_SUPPORT_CLI_FIXTURE_H
+#define OVT_TESTS_SUPPORT_CLI_FIXTURE_H
 
 /* Shared by the suites that drive the built `ovt` binary: each run's output
  * goes to DIR/out.txt, where output_has looks for a string. */

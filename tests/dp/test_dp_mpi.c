@@ -400,7 +400,7 @@ int main(int argc, char **argv)
     if (argc >= 4 && strcmp(argv[1], "--worker") == 0)
         return worker(argv[2], atof(argv[3]), argc >= 5 ? argv[4] : "-");
     /* the one-process gradient sum needs no MPI: checked in every build */
-    test_grad_sum_one_process();
+    CHECK_RUN(test_grad_sum_one_process());
     if (!dp_available() || tsup_mpirun_path() == NULL) {
         printf("skipped: this build has no MPI (install libopenmpi-dev, scripts/setup.sh); ");
         return check_done() != 0 ? 1 : 77;

@@ -17,7 +17,7 @@
 #include "common/fileio.h"
 #include "data/bpe.h"
 #include "data/dataset.h"
-#include "trn_cli_helpers.h"
+#include "support/cli_fixture.h"
 
 static char vocab_dir[2048];
 
@@ -144,7 +144,7 @@ int main(void)
     uint8_t *text;
     size_t n;
     if (ovt_read_file(gpl, &text, &n, (size_t)1 << 24) == 0) {
-        check_text("gpl3", text, n, b);
+        CHECK_RUN(check_text("gpl3", text, n, b));
         free(text);
     } else {
         printf("note: %s is absent; checking the tricky strings only\n", gpl);
@@ -152,7 +152,7 @@ int main(void)
     for (size_t i = 0; i < sizeof tricky / sizeof *tricky; i++) {
         char name[32];
         snprintf(name, sizeof name, "tricky%zu", i);
-        check_text(name, (const uint8_t *)tricky[i], strlen(tricky[i]), b);
+        CHECK_RUN(check_text(name, (const uint8_t *)tricky[i], strlen(tricky[i]), b));
     }
     data_bpe_free(b);
 
