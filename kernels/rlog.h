@@ -121,4 +121,15 @@ int krn_rlog_decode(krn_rlog *log, const uint8_t *buf, size_t len) OVT_MUST_USE;
 int krn_rlog_write_file(const krn_rlog *log, const char *path) OVT_MUST_USE;
 int krn_rlog_read_file(krn_rlog *log, const char *path) OVT_MUST_USE;
 
+/* What `ovt rlog FILE` shows of a log file beside its sites and entries. */
+typedef struct {
+    ovt_hash sha256; /* of the file's bytes: the step's logHash */
+    size_t bytes;    /* the file's length */
+    uint64_t values; /* entries that are grid values (KRN_DIR_VALUE), not directions */
+} krn_rlog_file_info;
+
+/* krn_rlog_read_file that also sums the file up in *info (zeroed on
+ * failure); a file that does not decode fails naming path. */
+int krn_rlog_inspect_file(krn_rlog *log, krn_rlog_file_info *info, const char *path) OVT_MUST_USE;
+
 #endif
