@@ -39,28 +39,38 @@ static const char *verdict_name(trn_check_verdict v)
     return v == TRN_CHECK_FRAUD ? "fraud" : v == TRN_CHECK_MATCH ? "match" : "mismatch";
 }
 
+/* The hashes a result shows, in hex. */
+typedef struct {
+    char state[67], batch[67], log[67], table_state[67], leaf[67], table_leaf[67];
+} step_hex;
+
+static void step_hex_of(step_hex *h, const trn_step_check *s)
+{
+    chain_hash_hex(h->state, &s->got.state_hash);
+    chain_hash_hex(h->batch, &s->got.batch_hash);
+    chain_hash_hex(h->log, &s->got.log_hash);
+    chain_hash_hex(h->table_state, &s->want.state_hash);
+    chain_hash_hex(h->leaf, &s->leaf);
+    chain_hash_hex(h->table_leaf, &s->table_leaf);
+}
+
 static void print_json(const trn_step_check *s, uint64_t k)
 {
     const trn_replay_result *r = &s->replay;
-    char sh[67], bh[67], lh[67], wsh[67], lf[67], wlf[67];
-    chain_hash_hex(sh, &s->got.state_hash);
-    chain_hash_hex(bh, &s->got.batch_hash);
-    chain_hash_hex(lh, &s->got.log_hash);
-    chain_hash_hex(wsh, &s->want.state_hash);
-    chain_hash_hex(lf, &s->leaf);
-    chain_hash_hex(wlf, &s->table_leaf);
+    step_hex h;
+    step_hex_of(&h, s);
     json_t *o = json_pack("{s:I, s:I, s:s, s:b, s:b, s:b}", "step", (json_int_t)k, "from_checkpoint",
                           (json_int_t)r->from_checkpoint, "result", verdict_name(s->verdict), "state_matches",
                           s->state_matches, "batch_matches", s->batch_matches, "log_matches", s->log_matches);
     if (s->verdict == TRN_CHECK_FRAUD) {
         json_object_set_new(o, "error", json_string(s->fraud));
     } else {
-        json_object_set_new(o, "state_hash", json_string(sh));
-        json_object_set_new(o, "table_state_hash", json_string(wsh));
-        json_object_set_new(o, "batch_hash", json_string(bh));
-        json_object_set_new(o, "log_hash", json_string(lh));
-        json_object_set_new(o, "leaf", s->has_run_id ? json_string(lf) : json_null());
-        json_object_set_new(o, "table_leaf", s->has_run_id ? json_string(wlf) : json_null());
+        json_object_set_new(o, "state_hash", json_string(h.state));
+        json_object_set_new(o, "table_state_hash", json_string(h.table_state));
+        json_object_set_new(o, "batch_hash", json_string(h.batch));
+        json_object_set_new(o, "log_hash", json_string(h.log));
+        json_object_set_new(o, "leaf", s->has_run_id ? json_string(h.leaf) : json_null());
+        json_object_set_new(o, "table_leaf", s->has_run_id ? json_string(h.table_leaf) : json_null());
     }
     json_object_set_new(o, "shards", json_integer(r->shards));
     if (r->shard_differs >= 0) {
@@ -84,21 +94,17 @@ static void print_text(const trn_step_check *s, uint64_t k)
         printf("step %llu: FRAUD: %s\n", (unsigned long long)k, s->fraud);
         return;
     }
-    char sh[67], bh[67], lh[67], wsh[67], lf[67];
-    chain_hash_hex(sh, &s->got.state_hash);
-    chain_hash_hex(bh, &s->got.batch_hash);
-    chain_hash_hex(lh, &s->got.log_hash);
-    chain_hash_hex(wsh, &s->want.state_hash);
-    chain_hash_hex(lf, &s->leaf);
+    step_hex h;
+    step_hex_of(&h, s);
     printf("step %llu re-executed from checkpoint %llu\n", (unsigned long long)k,
            (unsigned long long)r->from_checkpoint);
-    printf("  stateHash %s  %s\n", sh, s->state_matches ? "matches" : "DIFFERS");
+    printf("  stateHash %s  %s\n", h.state, s->state_matches ? "matches" : "DIFFERS");
     if (!s->state_matches)
-        printf("  table has %s\n", wsh);
-    printf("  batchHash %s  %s\n", bh, s->batch_matches ? "matches" : "DIFFERS");
-    printf("  logHash   %s  %s\n", lh, s->log_matches ? "matches" : "DIFFERS");
+        printf("  table has %s\n", h.table_state);
+    printf("  batchHash %s  %s\n", h.batch, s->batch_matches ? "matches" : "DIFFERS");
+    printf("  logHash   %s  %s\n", h.log, s->log_matches ? "matches" : "DIFFERS");
     if (s->has_run_id)
-        printf("  leaf      %s  %s\n", lf, !memcmp(s->leaf.b, s->table_leaf.b, 32) ? "matches" : "DIFFERS");
+        printf("  leaf      %s  %s\n", h.leaf, !memcmp(s->leaf.b, s->table_leaf.b, 32) ? "matches" : "DIFFERS");
     else
         printf("  leaf      (no runId yet: the run was not opened on chain)\n");
     if (r->shard_differs >= 0 && s->has_owner)
