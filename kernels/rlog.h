@@ -1,7 +1,7 @@
 #ifndef OVT_KERNELS_RLOG_H
 #define OVT_KERNELS_RLOG_H
 
-/* The rounding log of one step (DESIGN.md sections 2 and 3): for every site
+/* The rounding log of one step: for every site
  * that has any, the entries for elements whose FP64 value lay within the
  * site's band of a grid midpoint. An entry is either a direction (the
  * element took the grid value below or above the midpoint) or, where the
