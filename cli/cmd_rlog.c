@@ -1,17 +1,22 @@
-/* `ovt rlog FILE`: shows what a rounding-log file holds, after checking it
- * completely (krn_rlog_read_file), with its SHA-256 (the logHash of the
- * step's Merkle leaf). The run-directory form (RUNDIR --step K [--sites])
- * is cmd_rlog's (cli/cmd_step.c), which replays the step. */
+/* `ovt rlog`: a rounding-log file shown after checking it completely
+ * (krn_rlog_inspect_file), with its SHA-256 (the logHash of the step's
+ * Merkle leaf): FILE, or RUNDIR --step K for the run's log of step K; and
+ * RUNDIR --step K --sites, step K re-executed and counted per site
+ * (trn_step_sites, trainer/check.h). */
 #include <getopt.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/bytes.h"
-#include "common/fileio.h"
-#include "kernels/rlog.h"
+#include "chain/merkle.h"
+#include "cli/args.h"
 #include "cli/commands.h"
+#include "common/bytes.h"
+#include "kernels/rlog.h"
+#include "trainer/check.h"
+#include "trainer/rundata.h"
 
 static const char *const kind_names[] = {"down", "up", "value"};
 
@@ -56,12 +61,6 @@ static void usage(FILE *out)
             "  -h, --help     show this help\n");
 }
 
-/* The full help of `ovt rlog` (the replay form is cli/cmd_step.c's). */
-void cmd_rlog_usage(FILE *out)
-{
-    usage(out);
-}
-
 /* A JSON integer, or a decimal string past JSON's signed 64-bit range. */
 static json_t *json_u64(uint64_t v)
 {
@@ -86,9 +85,10 @@ static json_t *entry_json(const krn_rlog_entry *e)
     return o;
 }
 
-static void print_json(const krn_rlog *log, const char *hash, size_t bytes, uint64_t values,
-                       int entries)
+static void print_json(const krn_rlog *log, const krn_rlog_file_info *info, bool entries)
 {
+    char hash[65];
+    ovt_hex_encode(hash, info->sha256.b, 32);
     json_t *sites = json_array();
     for (size_t i = 0; i < krn_rlog_nsites(log); i++) {
         const krn_rlog_site *s = krn_rlog_site_at(log, i);
@@ -104,8 +104,8 @@ static void print_json(const krn_rlog *log, const char *hash, size_t bytes, uint
     }
     json_t *root = json_pack("{s:o, s:s, s:I, s:I, s:I, s:o}", "step",
                              json_u64(krn_rlog_step(log)), "sha256", hash, "bytes",
-                             (json_int_t)bytes, "entries", (json_int_t)krn_rlog_nentries(log),
-                             "values", (json_int_t)values, "sites", sites);
+                             (json_int_t)info->bytes, "entries", (json_int_t)krn_rlog_nentries(log),
+                             "values", (json_int_t)info->values, "sites", sites);
     json_t *shards = json_array();
     for (uint32_t j = 0; j < krn_rlog_nshards(log); j++) {
         char h[65];
@@ -118,14 +118,15 @@ static void print_json(const krn_rlog *log, const char *hash, size_t bytes, uint
     json_decref(root);
 }
 
-static void print_text(const krn_rlog *log, const char *path, const char *hash, size_t bytes,
-                       uint64_t values, int entries)
+static void print_text(const krn_rlog *log, const char *path, const krn_rlog_file_info *info, bool entries)
 {
-    uint64_t n = krn_rlog_nentries(log);
+    uint64_t n = krn_rlog_nentries(log), values = info->values;
+    char hash[65];
+    ovt_hex_encode(hash, info->sha256.b, 32);
     printf("rounding log %s\n", path);
     printf("  step     %llu\n", (unsigned long long)krn_rlog_step(log));
     printf("  sha256   %s\n", hash);
-    printf("  bytes    %zu\n", bytes);
+    printf("  bytes    %zu\n", info->bytes);
     printf("  sites    %zu with entries\n", krn_rlog_nsites(log));
     printf("  entries  %llu (%llu directions, %llu values)\n", (unsigned long long)n,
            (unsigned long long)(n - values), (unsigned long long)values);
@@ -150,59 +151,142 @@ static void print_text(const krn_rlog *log, const char *path, const char *hash, 
     }
 }
 
-int cmd_rlog_file(int argc, char **argv)
+/* The file form: the log at path, checked and shown. */
+static int rlog_file(const char *path, bool entries, bool json)
 {
-    static const struct option opts[] = {
-        {"entries", no_argument, NULL, 'e'},
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int entries = 0, json = 0, c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'e': entries = 1; break;
-        case 'j': json = 1; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
-        }
-    }
-    if (optind != argc - 1) {
-        fprintf(stderr, "ovt rlog: expected one FILE\n");
-        usage(stderr);
-        return 2;
-    }
-    const char *path = argv[optind];
-    uint8_t *buf;
-    size_t len;
-    if (ovt_read_file(path, &buf, &len, (size_t)1 << 31) < 0) {
-        fprintf(stderr, "ovt rlog: %s\n", ovt_errmsg());
-        return 1;
-    }
     krn_rlog *log = krn_rlog_new();
-    int rc = krn_rlog_decode(log, buf, len);
-    if (rc < 0) {
-        fprintf(stderr, "ovt rlog: %s: %s\n", path, ovt_errmsg());
-        free(buf);
-        krn_rlog_free(log);
-        return 1;
+    if (!log) {
+        ovt_fail(OVT_ENOMEM, "out of memory");
+        return cli_fail("rlog");
     }
-    ovt_hash h;
-    ovt_sha256(&h, buf, len);
-    char hash[65];
-    ovt_hex_encode(hash, h.b, sizeof h.b);
-    free(buf);
-    uint64_t values = 0;
-    for (size_t i = 0; i < krn_rlog_nsites(log); i++) {
-        const krn_rlog_site *s = krn_rlog_site_at(log, i);
-        for (size_t k = 0; k < s->count; k++)
-            values += s->entries[k].dir == KRN_DIR_VALUE;
+    krn_rlog_file_info info;
+    if (krn_rlog_inspect_file(log, &info, path)) {
+        krn_rlog_free(log);
+        return cli_fail("rlog");
     }
     if (json)
-        print_json(log, hash, len, values, entries);
+        print_json(log, &info, entries);
     else
-        print_text(log, path, hash, len, values, entries);
+        print_text(log, path, &info, entries);
     krn_rlog_free(log);
     return 0;
+}
+
+static void print_sites_json(const krn_site_stats *rows, size_t n, uint64_t k, const char *error)
+{
+    json_t *sites = json_array();
+    for (size_t i = 0; i < n; i++) {
+        const krn_site_stats *r = &rows[i];
+        json_array_append_new(sites, json_pack("{s:I, s:s, s:I, s:b, s:I, s:I, s:I}", "site", (json_int_t)r->site,
+                                               "op", r->op, "n", (json_int_t)r->n, "banded", r->banded,
+                                               "entries", (json_int_t)r->entries, "within_half_tau",
+                                               (json_int_t)r->within_half, "within_tau",
+                                               (json_int_t)r->within_tau));
+    }
+    krn_site_stats tot;
+    trn_site_totals(&tot, rows, n);
+    json_t *o = json_pack("{s:I, s:o, s:{s:I, s:I, s:I, s:I}}", "step", (json_int_t)k, "sites", sites, "totals", "n",
+                          (json_int_t)tot.n, "entries", (json_int_t)tot.entries, "within_half_tau",
+                          (json_int_t)tot.within_half, "within_tau", (json_int_t)tot.within_tau);
+    json_object_set_new(o, "result", json_string(error ? "fraud" : "ok"));
+    if (error)
+        json_object_set_new(o, "error", json_string(error));
+    char *text = json_dumps(o, JSON_INDENT(2));
+    json_decref(o);
+    printf("%s\n", text ? text : "{}");
+    free(text);
+}
+
+static void print_sites_text(const krn_site_stats *rows, size_t n, uint64_t k, const char *dir)
+{
+    printf("step %llu of %s, re-executed (cpu, REPLAY with the run's logs): %zu sites\n", (unsigned long long)k,
+           dir, n);
+    printf("%6s  %-28s %10s %9s %9s %9s\n", "site", "op", "n", "entries", "<=tau/2", "<=tau");
+    for (size_t i = 0; i < n; i++) {
+        const krn_site_stats *r = &rows[i];
+        if (r->banded)
+            printf("%6u  %-28s %10llu %9llu %9llu %9llu\n", r->site, r->op, (unsigned long long)r->n,
+                   (unsigned long long)r->entries, (unsigned long long)r->within_half,
+                   (unsigned long long)r->within_tau);
+        else
+            printf("%6u  %-28s %10llu %9s %9s %9s\n", r->site, r->op, (unsigned long long)r->n, "-", "-", "-");
+    }
+    krn_site_stats tot;
+    trn_site_totals(&tot, rows, n);
+    printf("%6s  %-28s %10llu %9llu %9llu %9llu\n", "total", "", (unsigned long long)tot.n,
+           (unsigned long long)tot.entries, (unsigned long long)tot.within_half, (unsigned long long)tot.within_tau);
+}
+
+/* RUNDIR --step K --sites: step K re-executed and counted per site; a log
+ * that fails the check ends the table (status 1). */
+static int rlog_sites(const char *dir, uint64_t k, const char *data, int threads, bool json)
+{
+    krn_site_stats *rows;
+    size_t nrows;
+    int rv = trn_step_sites(&rows, &nrows, dir, data, k, threads);
+    if (rv && (rv != OVT_EFRAUD || nrows == 0)) {
+        free(rows);
+        return cli_fail("rlog");
+    }
+    char err[1024];
+    snprintf(err, sizeof err, "%s", rv ? ovt_errmsg() : "");
+    if (json) {
+        print_sites_json(rows, nrows, k, rv ? err : NULL);
+    } else {
+        print_sites_text(rows, nrows, k, dir);
+        if (rv)
+            printf("step %llu: FRAUD: %s\n", (unsigned long long)k, err);
+    }
+    free(rows);
+    return rv ? 1 : 0;
+}
+
+enum { O_STEP = 256, O_SITES, O_DATA, O_THREADS, O_JSON, O_ENTRIES };
+
+int cmd_rlog(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"step", required_argument, NULL, O_STEP},       {"sites", no_argument, NULL, O_SITES},
+        {"data", required_argument, NULL, O_DATA},       {"threads", required_argument, NULL, O_THREADS},
+        {"json", no_argument, NULL, O_JSON},             {"entries", no_argument, NULL, O_ENTRIES},
+        {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0}};
+    const char *data = NULL;
+    uint64_t k = 0;
+    int threads = 0, c, rv = 0;
+    bool json = false, entries = false, sites = false, have_k = false, run_form = false;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        const char *flag = cli_arg_name(longopts, c);
+        run_form = run_form || c == O_STEP || c == O_SITES || c == O_DATA || c == O_THREADS;
+        switch (c) {
+        case 'h': usage(stdout); return 0;
+        case O_STEP: rv = ovt_parse_u64(&k, flag, optarg, 1, CHAIN_MERKLE_MAX_STEPS); have_k = true; break;
+        case O_SITES: sites = true; break;
+        case O_DATA: data = optarg; break;
+        case O_THREADS: rv = ovt_parse_int(&threads, flag, optarg, 0, 256); break;
+        case O_JSON: json = true; break;
+        case O_ENTRIES: entries = true; break;
+        default: return cli_arg_unknown("rlog", argv[optind - 1]);
+        }
+        if (rv)
+            return cli_usage_fail("rlog");
+    }
+    if (!run_form)
+        return optind == argc - 1 ? rlog_file(argv[optind], entries, json)
+                                  : cli_usage_error("rlog", "expected one FILE");
+    const char *why = !have_k                        ? "--sites, --data and --threads need RUNDIR --step K"
+                      : optind != argc - 1           ? "expected one RUNDIR"
+                      : sites && entries             ? "--entries lists a log file's entries; --sites counts per site"
+                      : !sites && (data || threads)  ? "--data and --threads go with --sites"
+                                                     : NULL;
+    if (why)
+        return cli_usage_error("rlog", "%s", why);
+    const char *dir = argv[optind];
+    if (sites)
+        return rlog_sites(dir, k, data, threads, json);
+    char path[4096];
+    if (trn_run_path(path, sizeof path, dir, "logs", k, "rlog"))
+        return cli_fail("rlog");
+    return rlog_file(path, entries, json);
 }

@@ -42,8 +42,4 @@ int cmd_game(int argc, char **argv);
 int cmd_rlog(int argc, char **argv);
 int cmd_devnet(int argc, char **argv);
 
-/* `ovt rlog FILE` (cli/cmd_rlog.c), called by cmd_rlog for a file. */
-int cmd_rlog_file(int argc, char **argv);
-void cmd_rlog_usage(FILE *out);
-
 #endif

@@ -1,5 +1,5 @@
-#ifndef OVT_TRAINER_BPE_H
-#define OVT_TRAINER_BPE_H
+#ifndef OVT_DATA_BPE_H
+#define OVT_DATA_BPE_H
 
 /* GPT-2's byte-level BPE tokenizer (docs/trainer.md, "BPE tokens"), loaded
  * from a directory holding OpenAI's encoder.json (token string -> id) and

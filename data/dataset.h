@@ -1,5 +1,5 @@
-#ifndef OVT_TRAINER_DATA_H
-#define OVT_TRAINER_DATA_H
+#ifndef OVT_DATA_DATASET_H
+#define OVT_DATA_DATASET_H
 
 /* Training data and the batch schedule (docs/formats.md, "Data").
  *

@@ -1,7 +1,7 @@
 #ifndef OVT_KERNELS_RLOG_H
 #define OVT_KERNELS_RLOG_H
 
-/* The rounding log of one step (DESIGN.md sections 2 and 3): for every site
+/* The rounding log of one step: for every site
  * that has any, the entries for elements whose FP64 value lay within the
  * site's band of a grid midpoint. An entry is either a direction (the
  * element took the grid value below or above the midpoint) or, where the
@@ -120,5 +120,16 @@ int krn_rlog_decode(krn_rlog *log, const uint8_t *buf, size_t len) OVT_MUST_USE;
 /* encode + ovt_write_atomic, and ovt_read_file + decode. */
 int krn_rlog_write_file(const krn_rlog *log, const char *path) OVT_MUST_USE;
 int krn_rlog_read_file(krn_rlog *log, const char *path) OVT_MUST_USE;
+
+/* What `ovt rlog FILE` shows of a log file beside its sites and entries. */
+typedef struct {
+    ovt_hash sha256; /* of the file's bytes: the step's logHash */
+    size_t bytes;    /* the file's length */
+    uint64_t values; /* entries that are grid values (KRN_DIR_VALUE), not directions */
+} krn_rlog_file_info;
+
+/* krn_rlog_read_file that also sums the file up in *info (zeroed on
+ * failure); a file that does not decode fails naming path. */
+int krn_rlog_inspect_file(krn_rlog *log, krn_rlog_file_info *info, const char *path) OVT_MUST_USE;
 
 #endif

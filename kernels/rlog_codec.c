@@ -508,18 +508,47 @@ int krn_rlog_write_file(const krn_rlog *log, const char *path)
     return rc;
 }
 
-int krn_rlog_read_file(krn_rlog *log, const char *path)
+/* Reads the file at path (at most limit bytes) into log; *sha256 gets the
+ * SHA-256 of its bytes and *bytes their number, when not NULL. */
+static int read_decoded(krn_rlog *log, const char *path, size_t limit, ovt_hash *sha256, size_t *bytes)
 {
     uint8_t *buf;
     size_t len;
-    int rc = ovt_read_file(path, &buf, &len, KRN_RLOG_MAX_FILE);
+    int rc = ovt_read_file(path, &buf, &len, limit);
     if (rc < 0) {
         krn_rlog_reset(log, 0);
         return rc;
     }
     rc = krn_rlog_decode(log, buf, len);
+    if (sha256)
+        ovt_sha256(sha256, buf, len);
+    if (bytes)
+        *bytes = len;
     free(buf);
     if (rc < 0)
         return ovt_fail_wrap(rc, "%s", path);
+    return 0;
+}
+
+int krn_rlog_read_file(krn_rlog *log, const char *path)
+{
+    return read_decoded(log, path, KRN_RLOG_MAX_FILE, NULL, NULL);
+}
+
+int krn_rlog_inspect_file(krn_rlog *log, krn_rlog_file_info *info, const char *path)
+{
+    memset(info, 0, sizeof *info);
+    /* read up to 2 GiB, past KRN_RLOG_MAX_FILE, so that a longer file is
+     * refused by the decoder, whose message says it is too long */
+    int rc = read_decoded(log, path, (size_t)1 << 31, &info->sha256, &info->bytes);
+    if (rc < 0) {
+        memset(info, 0, sizeof *info);
+        return rc;
+    }
+    for (size_t i = 0; i < krn_rlog_nsites(log); i++) {
+        const krn_rlog_site *site = krn_rlog_site_at(log, i);
+        for (size_t k = 0; k < site->count; k++)
+            info->values += site->entries[k].dir == KRN_DIR_VALUE;
+    }
     return 0;
 }

@@ -2,7 +2,10 @@
 #include "trainer/fault.h"
 
 #include <math.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const fault_names[] = {"none", "bitflip", "poisoned-batch", "skipped-step", "forged-log",
                                            "omitted-log", "bitflip-shard", "kill-rank", "hang-rank"};
@@ -30,6 +33,57 @@ int trn_fault_at(const trn_fault *f, trn_fault_kind kind, uint64_t i)
     if (kind == TRN_FAULT_OMITTED_LOG)
         return f->kind == kind && i >= f->step;
     return f->kind == kind && f->step == i;
+}
+
+int trn_fault_before_step(const trn_fault *f, uint64_t i, int rank, krn_ctx *ctx, const trn_state *st,
+                          data_token_batch *tb, data_sample_batch *sb, float **kept)
+{
+    *kept = NULL;
+    if (rank >= 0 && (uint32_t)rank == f->rank && trn_fault_at(f, TRN_FAULT_KILL_RANK, i))
+        raise(SIGKILL);
+    while (rank >= 0 && (uint32_t)rank == f->rank && trn_fault_at(f, TRN_FAULT_HANG_RANK, i))
+        sleep(1); /* until mpirun ends the job */
+    if (trn_fault_at(f, TRN_FAULT_POISONED_BATCH, i))
+        trn_fault_poison(tb, sb, st->config.model.vocab, st->config.model.n_class);
+    if (trn_fault_at(f, TRN_FAULT_FORGED_LOG, i))
+        krn_ctx_forge_next_site(ctx);
+    if (trn_fault_at(f, TRN_FAULT_SKIPPED_STEP, i)) {
+        /* the log is the one step K writes (an empty one would be a log
+         * with missing entries, fraud under contract version 2: this fault
+         * is about the state); the update is discarded after the step */
+        size_t bytes = 3 * st->layout.nparams * sizeof(float);
+        if ((*kept = malloc(bytes)) == NULL)
+            return ovt_fail(OVT_ENOMEM, "out of memory for a copy of state %llu", (unsigned long long)(i - 1));
+        memcpy(*kept, st->mem, bytes);
+    }
+    return 0;
+}
+
+int trn_fault_after_step(const trn_fault *f, uint64_t i, int rv, const krn_ctx *ctx, trn_state *st, float **kept)
+{
+    if (*kept) {
+        memcpy(st->mem, *kept, 3 * st->layout.nparams * sizeof(float));
+        free(*kept);
+        *kept = NULL;
+        st->step = i;
+    }
+    if (!rv && trn_fault_at(f, TRN_FAULT_FORGED_LOG, i) && !krn_ctx_forged(ctx))
+        rv = ovt_fail(OVT_EINVAL, "--inject-fault forged-log: no element of step %llu could be forged",
+                      (unsigned long long)i);
+    if (!rv && trn_fault_at(f, TRN_FAULT_BITFLIP, i))
+        trn_fault_bitflip(st);
+    return rv;
+}
+
+void trn_fault_on_log(const trn_fault *f, uint64_t i, krn_rlog *log)
+{
+    if (trn_fault_at(f, TRN_FAULT_OMITTED_LOG, i))
+        krn_rlog_drop_sites_from(log, 0);
+}
+
+uint64_t trn_fault_shard_step(const trn_fault *f)
+{
+    return f->kind == TRN_FAULT_BITFLIP_SHARD ? f->step : 0;
 }
 
 void trn_fault_poison(data_token_batch *tb, data_sample_batch *sb, uint32_t vocab, uint32_t n_class)

@@ -38,6 +38,8 @@
 
 #include "common/err.h"
 #include "data/dataset.h"
+#include "kernels/rlog.h"
+#include "kernels/site.h"
 #include "trainer/state.h"
 
 typedef enum {
@@ -66,6 +68,36 @@ const char *trn_fault_name(trn_fault_kind kind);
 /* True if fault f of kind `kind` applies to step i (omitted-log: every step
  * from K on; the others: step K). */
 int trn_fault_at(const trn_fault *f, trn_fault_kind kind, uint64_t i);
+
+/* The hooks of the training loop (trainer/loop.c), which calls each once
+ * for every step i. Each does nothing for a step the fault leaves alone, so
+ * a run without a fault (TRN_FAULT_NONE) goes through all three unchanged. */
+
+/* Before step i: kill-rank and hang-rank end (SIGKILL) or stop this process
+ * when it is rank f->rank of processes (rank: this process's, -1 when there
+ * are none), neither returning; poisoned-batch changes the step's batch
+ * (tb, sb, as trn_fault_poison, for st's model); forged-log arms the
+ * forgery in ctx; skipped-step keeps a copy of the state in *kept
+ * (malloc'd; NULL for every other step), OVT_ENOMEM when there is no memory
+ * for it. */
+int trn_fault_before_step(const trn_fault *f, uint64_t i, int rank, krn_ctx *ctx, const trn_state *st,
+                          data_token_batch *tb, data_sample_batch *sb, float **kept) OVT_MUST_USE;
+
+/* After step i, whose result was rv: skipped-step puts the state *kept
+ * holds back (freeing it; step number i stays); then, when rv is 0,
+ * forged-log fails with OVT_EINVAL if no element of the step could be
+ * forged, and bitflip flips a parameter (trn_fault_bitflip). Returns rv, or
+ * the hook's own failure. */
+int trn_fault_after_step(const trn_fault *f, uint64_t i, int rv, const krn_ctx *ctx, trn_state *st,
+                         float **kept) OVT_MUST_USE;
+
+/* Step i's log before it is merged and written: omitted-log drops its
+ * entries (a sharded step's shard table stays). */
+void trn_fault_on_log(const trn_fault *f, uint64_t i, krn_rlog *log);
+
+/* bitflip-shard: the step whose shard gradient trn_workspace_fault_shard
+ * is to flip; 0 (off) for every other kind. */
+uint64_t trn_fault_shard_step(const trn_fault *f);
 
 /* poisoned-batch: every target token becomes (t + 1) mod vocab, or every
  * label (y + 1) mod n_class. Either batch may be empty (NULL arrays). */

@@ -1,5 +1,5 @@
-#ifndef OVT_TRAINER_DEMO_H
-#define OVT_TRAINER_DEMO_H
+#ifndef OVT_DEMO_DEMO_H
+#define OVT_DEMO_DEMO_H
 
 /* The exactness demo (`ovt demo`): an MLP classifier trained with controlled
  * rounding on the cpu backend (RECORD), replayed step by step on the ref and
@@ -74,7 +74,7 @@ void demo_defaults(demo_opts *opts);
  * (for instance a REPLAY rejecting the trainer's log as fraudulent). */
 int demo_run(const demo_opts *opts, demo_result *res) OVT_MUST_USE;
 
-/* Whether run `run` (TRN_DEMO_*) is part of the demo under opts. */
+/* Whether run `run` (DEMO_*) is part of the demo under opts. */
 bool demo_enabled(const demo_opts *opts, int run);
 
 /* True when every replay that ran matched the trainer at every step. */

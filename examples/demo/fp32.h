@@ -1,5 +1,5 @@
-#ifndef OVT_TRAINER_FP32_H
-#define OVT_TRAINER_FP32_H
+#ifndef OVT_DEMO_FP32_H
+#define OVT_DEMO_FP32_H
 
 /* Plain FP32 training of the MLP, for contrast in the demo: float
  * arithmetic throughout (float sums, tanhf, expf, logf, powf, sqrtf), no

@@ -1,4 +1,4 @@
-/* `mpirun ovt train` through the built binary (cli/cmd_train.c with
+/* `mpirun ovt train` through the built binary (cli/cmd_train.c, trainer/loop.c with
  * dp/mpi.c): one rank under mpirun writes the same run directory,
  * byte for byte (steps.bin, every log, the last checkpoint), as a run without
  * mpirun; a run of S = 4 shards on R = 1, 2 and 4 processes writes the

