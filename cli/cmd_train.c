@@ -100,7 +100,9 @@ static void train_usage(FILE *f)
             "                       stops answering, as step K begins)\n"
             "  --fault-step K       the faulty step, 1..--steps (required with --inject-fault)\n"
             "  --fault-shard J      bitflip-shard: the shard, 0..S-1 (default 0)\n"
-            "  --fault-rank r       kill-rank, hang-rank: the rank (default 0)\n");
+            "  --fault-rank r       kill-rank, hang-rank: the rank (default 0)\n"
+            "  --fault-timeout S    hang-rank: every rank's rank timeout from step K on (default\n"
+            "                       --rank-timeout), so that only the wait for the hung rank is short\n");
 }
 
 struct train_args {
@@ -152,7 +154,7 @@ static int train_defaults(struct train_args *a, int argc, char **argv)
 enum { O_MODEL = 256, O_DATA, O_OUT, O_STEPS, O_BATCH, O_SEQ, O_LR, O_LR_MIN, O_WARMUP, O_WD, O_CLIP, O_SEED,
        O_GRID, O_BACKEND, O_THREADS, O_CKPT, O_RESUME, O_RUN_ID, O_EVERY, O_JSON, O_REPLAY, O_NEAREST,
        O_PRINT_STATE, O_FAULT, O_FAULT_STEP, O_CONFIG, O_SCHEDULE, O_INIT_FROM, O_RANK_TIMEOUT, O_SHARDS,
-       O_FAULT_SHARD, O_FAULT_RANK };
+       O_FAULT_SHARD, O_FAULT_RANK, O_FAULT_TIMEOUT };
 
 static const struct option train_longopts[] = {
     {"model", required_argument, NULL, O_MODEL},     {"data", required_argument, NULL, O_DATA},
@@ -171,6 +173,7 @@ static const struct option train_longopts[] = {
     {"config", required_argument, NULL, O_CONFIG},   {"inject-fault", required_argument, NULL, O_FAULT},
     {"fault-step", required_argument, NULL, O_FAULT_STEP}, {"shards", required_argument, NULL, O_SHARDS},
     {"fault-shard", required_argument, NULL, O_FAULT_SHARD}, {"fault-rank", required_argument, NULL, O_FAULT_RANK},
+    {"fault-timeout", required_argument, NULL, O_FAULT_TIMEOUT},
     {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0}};
 
 /* Flag c (named flag) with its value v; OVT_EINVAL with the parser's
@@ -216,6 +219,7 @@ static int train_flag(struct train_args *a, int c, const char *flag, const char 
     case O_FAULT_STEP: return ovt_parse_u64(&o->fault.step, flag, v, 1, 100000000);
     case O_FAULT_SHARD: return ovt_parse_u32(&o->fault.shard, flag, v, 0, TRN_MAX_SHARDS - 1);
     case O_FAULT_RANK: return ovt_parse_u32(&o->fault.rank, flag, v, 0, 65535);
+    case O_FAULT_TIMEOUT: return ovt_parse_real(&o->fault.timeout_s, flag, v, 0.001, 1e6);
     default: return ovt_fail(OVT_EINVAL, "internal: no flag %d", c);
     }
 }
@@ -233,6 +237,8 @@ static int train_check(struct train_args *a)
         return ovt_fail(OVT_EINVAL, "--replay and --nearest exclude each other");
     if ((o->fault.kind != TRN_FAULT_NONE) != (o->fault.step != 0) || o->fault.step > o->steps)
         return ovt_fail(OVT_EINVAL, "--inject-fault KIND and --fault-step K (1..--steps) go together");
+    if (o->fault.timeout_s > 0 && o->fault.kind != TRN_FAULT_HANG_RANK)
+        return ovt_fail(OVT_EINVAL, "--fault-timeout goes with --inject-fault hang-rank");
     if (rc->batch_size % S != 0)
         return ovt_fail(OVT_EINVAL, "--shards %u must divide --batch %u", S, rc->batch_size);
     if (o->fault.kind == TRN_FAULT_BITFLIP_SHARD && o->fault.shard >= S)

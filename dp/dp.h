@@ -49,6 +49,11 @@ bool dp_launched(void);
 /* MPI_Init and this process's rank, size and host. timeout_s: how long a
  * collective waits for the other ranks before it ends the job. */
 int dp_open(dp_ctx **out, double timeout_s) OVT_MUST_USE;
+
+/* The rank timeout of every exchange from now on (testing: the hang-rank
+ * fault's --fault-timeout, so that only the wait for the hung rank is
+ * short). Nothing in one process. */
+void dp_set_timeout(dp_ctx *dp, double timeout_s);
 /* MPI_Finalize. */
 void dp_close(dp_ctx *dp);
 /* Ends every rank of the job now (MPI_Abort; mpirun exits non-zero), for a

@@ -186,6 +186,12 @@ static void arrive(dp_ctx *dp, uint64_t op, uint64_t step, uint64_t n)
     free(got);
 }
 
+void dp_set_timeout(dp_ctx *dp, double timeout_s)
+{
+    if (dp && timeout_s > 0)
+        dp->timeout_s = timeout_s;
+}
+
 int dp_open(dp_ctx **out, double timeout_s)
 {
     *out = NULL;

@@ -35,10 +35,13 @@ int trn_fault_at(const trn_fault *f, trn_fault_kind kind, uint64_t i)
     return f->kind == kind && f->step == i;
 }
 
-int trn_fault_before_step(const trn_fault *f, uint64_t i, int rank, krn_ctx *ctx, const trn_state *st,
+int trn_fault_before_step(const trn_fault *f, uint64_t i, dp_ctx *dp, krn_ctx *ctx, const trn_state *st,
                           data_token_batch *tb, data_sample_batch *sb, float **kept)
 {
     *kept = NULL;
+    int rank = dp ? dp_rank(dp) : -1;
+    if (trn_fault_at(f, TRN_FAULT_HANG_RANK, i) && f->timeout_s > 0)
+        dp_set_timeout(dp, f->timeout_s);
     if (rank >= 0 && (uint32_t)rank == f->rank && trn_fault_at(f, TRN_FAULT_KILL_RANK, i))
         raise(SIGKILL);
     while (rank >= 0 && (uint32_t)rank == f->rank && trn_fault_at(f, TRN_FAULT_HANG_RANK, i))

@@ -38,6 +38,7 @@
 
 #include "common/err.h"
 #include "data/dataset.h"
+#include "dp/dp.h"
 #include "kernels/rlog.h"
 #include "kernels/site.h"
 #include "trainer/state.h"
@@ -59,6 +60,9 @@ typedef struct {
     uint64_t step;  /* K >= 1 */
     uint32_t shard; /* bitflip-shard: J */
     uint32_t rank;  /* kill-rank, hang-rank: r */
+    double timeout_s; /* hang-rank: every rank's rank timeout from step K on
+                         (0: the run's own), so that on a loaded machine
+                         the earlier exchanges keep the long one */
 } trn_fault;
 
 /* The kind named name ("none", "bitflip", ...), or OVT_EINVAL listing them. */
@@ -74,13 +78,14 @@ int trn_fault_at(const trn_fault *f, trn_fault_kind kind, uint64_t i);
  * a run without a fault (TRN_FAULT_NONE) goes through all three unchanged. */
 
 /* Before step i: kill-rank and hang-rank end (SIGKILL) or stop this process
- * when it is rank f->rank of processes (rank: this process's, -1 when there
- * are none), neither returning; poisoned-batch changes the step's batch
+ * when it is rank f->rank of the processes of dp (NULL: one process, no
+ * rank), neither returning; at hang-rank's step every rank first takes
+ * f->timeout_s as its rank timeout, when one is given; poisoned-batch changes the step's batch
  * (tb, sb, as trn_fault_poison, for st's model); forged-log arms the
  * forgery in ctx; skipped-step keeps a copy of the state in *kept
  * (malloc'd; NULL for every other step), OVT_ENOMEM when there is no memory
  * for it. */
-int trn_fault_before_step(const trn_fault *f, uint64_t i, int rank, krn_ctx *ctx, const trn_state *st,
+int trn_fault_before_step(const trn_fault *f, uint64_t i, dp_ctx *dp, krn_ctx *ctx, const trn_state *st,
                           data_token_batch *tb, data_sample_batch *sb, float **kept) OVT_MUST_USE;
 
 /* After step i, whose result was rv: skipped-step puts the state *kept

@@ -26,7 +26,6 @@ typedef struct {
     float *init_params;        /* init_from, nparams floats; NULL: from the seed */
     size_t init_len;           /* bytes */
     bool writer;               /* this process writes the run directory and reports (rank 0) */
-    int rank;                  /* this process's rank, -1 without processes (the fault hooks') */
     bool together;             /* a failure every rank shares */
     krn_mode mode;
     trn_run_data data;
@@ -278,7 +277,7 @@ static int compute_step(loop *l, trn_step_batch *b, uint64_t i, trn_step_info *i
     const trn_loop_opts *o = l->o;
     char path[4096];
     float *kept;
-    int rv = trn_fault_before_step(&o->fault, i, l->rank, l->ctx, l->st, &b->tb, &b->sb, &kept);
+    int rv = trn_fault_before_step(&o->fault, i, o->dp, l->ctx, l->st, &b->tb, &b->sb, &kept);
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (!rv && o->replay && !(rv = trn_run_path(path, sizeof path, o->replay, "logs", i, "rlog")))
@@ -459,7 +458,6 @@ int trn_loop_run(const trn_loop_opts *o, trn_loop_result *res)
     l.o = o;
     l.rc = o->config;
     l.writer = o->dp == NULL || dp_rank(o->dp) == 0;
-    l.rank = o->dp ? dp_rank(o->dp) : -1;
     if ((l.log = krn_rlog_new()) == NULL)
         return ovt_fail(OVT_ENOMEM, "out of memory");
     int rv = loop_open(&l);

@@ -157,13 +157,19 @@ int main(void)
     CHECK_MSG(same_run("s4", "killed"), "killed and resumed");
 
     /* rank 1 of 2 hangs at step 2: rank 0 names it within the rank timeout
-     * and the job ends (mpirun exits: this call returns); 8 s leaves a loaded
-     * machine time to start both ranks and run step 1 */
+     * and the job ends (mpirun exits: this call returns). The short timeout
+     * (--fault-timeout 8) starts with step 2: the start of both ranks, step 1
+     * and rank 0's writes keep the default 600 s, so a loaded machine cannot
+     * make a slow but live rank the one named (with --rank-timeout 8 for the
+     * whole run, rank 0 writing the step-0 checkpoint more than 16 s after rank
+     * 1 arrived, or the two starting more than 16 s apart, ended the job
+     * naming rank 0 or neither) */
     snprintf(extra, sizeof extra,
-             "--shards 4 --rank-timeout 8 --inject-fault hang-rank --fault-rank 1 --fault-step 2 --out %s/hung", dir);
+             "--shards 4 --inject-fault hang-rank --fault-rank 1 --fault-step 2 --fault-timeout 8 --out %s/hung", dir);
     CHECK(mpi_train(2, data, extra, &out) != 0);
-    CHECK_MSG(out != NULL && strstr(out, "rank 1 (host") != NULL && strstr(out, "did not arrive") != NULL, "%s",
-              out ? out : "");
+    CHECK_MSG(out != NULL && strstr(out, "step 2: rank 1 (host") != NULL && strstr(out, "did not arrive") != NULL &&
+                  strstr(out, "within the rank timeout of 8 s") != NULL,
+              "%s", out ? out : "");
     free(out);
 
     /* a bit flipped in shard 3's gradient at step 2 on R = 2: rank 1 computed it */
@@ -194,6 +200,8 @@ int main(void)
 
     CHECK(run_ovt("train %s --data %s --out %s/bad --rank-timeout 0", flags, data, dir) == 2);
     CHECK(output_has("--rank-timeout"));
+    CHECK(run_ovt("train %s --data %s --out %s/bad --fault-timeout 5", flags, data, dir) == 2);
+    CHECK(output_has("--fault-timeout goes with --inject-fault hang-rank"));
     CHECK(run_ovt("train --help") == 0);
     CHECK(output_has("--rank-timeout S"));
     CHECK(output_has("mpirun -np R ovt train"));
