@@ -289,7 +289,7 @@ done:
 
 static int parse_wei(chain_u256 *out, const char *flag, const char *s)
 {
-    if (party_parse_wei96(out, flag, s)) {
+    if (chain_parse_wei(out, flag, s, 96)) {
         fprintf(stderr, "ovt commit: %s\n", ovt_errmsg());
         return -1;
     }

@@ -1,7 +1,6 @@
 /* A party's policy on run terms (see policy.h). */
 #include "party/policy.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -10,6 +9,7 @@
 
 #include "chain/session.h"
 #include "common/fileio.h"
+#include "common/parse.h"
 
 void party_policy_args_init(party_policy_args *a)
 {
@@ -40,51 +40,20 @@ int party_policy_take(party_policy_args *a, int code, const char *arg)
     }
 }
 
-int party_parse_wei96(chain_u256 *out, const char *flag, const char *text)
-{
-    static const uint8_t zero[20];
-    chain_u256 v;
-    if (chain_u256_from_dec(&v, text) || memcmp(v.b, zero, 20) != 0)
-        return ovt_fail(OVT_EINVAL, "%s expects a number of wei below 2^96 (the contract's uint96), got '%s'", flag,
-                        text);
-    *out = v;
-    return 0;
-}
-
-static int parse_u64(uint64_t *out, const char *flag, const char *text, uint64_t hi)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno || end == text || *end || text[0] == '-' || v > hi)
-        return ovt_fail(OVT_EINVAL, "%s expects a whole number up to %llu, got '%s'", flag, (unsigned long long)hi,
-                        text);
-    *out = v;
-    return 0;
-}
-
 /* One term given as text (from a flag, or the file as a string or integer). */
 static int apply(party_policy *p, int code, const char *flag, const char *text)
 {
-    uint64_t v;
-    int rv = 0;
     switch (code) {
-    case PARTY_OPT_MAX_BOND: return party_parse_wei96(&p->max_bond, flag, text);
+    case PARTY_OPT_MAX_BOND: return chain_parse_wei(&p->max_bond, flag, text, 96);
     case PARTY_OPT_MAX_OTHER_BOND:
         p->have_max_other_bond = 1;
-        return party_parse_wei96(&p->max_other_bond, flag, text);
-    case PARTY_OPT_MIN_OTHER_BOND: return party_parse_wei96(&p->min_other_bond, flag, text);
-    case PARTY_OPT_MIN_COMMIT_TIMEOUT:
-    case PARTY_OPT_MIN_MOVE_TIMEOUT:
-    case PARTY_OPT_MIN_VERDICT_TIMEOUT:
-        if ((rv = parse_u64(&v, flag, text, UINT32_MAX)))
-            return rv;
-        *(code == PARTY_OPT_MIN_COMMIT_TIMEOUT ? &p->min_commit_timeout
-          : code == PARTY_OPT_MIN_MOVE_TIMEOUT ? &p->min_move_timeout
-                                               : &p->min_verdict_timeout) = (uint32_t)v;
-        return 0;
-    case PARTY_OPT_MAX_STEPS: return parse_u64(&p->max_steps, flag, text, UINT64_MAX);
-    case PARTY_OPT_EXPECT_CHAIN_ID: return parse_u64(&p->chain_id, flag, text, UINT64_MAX);
+        return chain_parse_wei(&p->max_other_bond, flag, text, 96);
+    case PARTY_OPT_MIN_OTHER_BOND: return chain_parse_wei(&p->min_other_bond, flag, text, 96);
+    case PARTY_OPT_MIN_COMMIT_TIMEOUT: return ovt_parse_u32(&p->min_commit_timeout, flag, text, 0, UINT32_MAX);
+    case PARTY_OPT_MIN_MOVE_TIMEOUT: return ovt_parse_u32(&p->min_move_timeout, flag, text, 0, UINT32_MAX);
+    case PARTY_OPT_MIN_VERDICT_TIMEOUT: return ovt_parse_u32(&p->min_verdict_timeout, flag, text, 0, UINT32_MAX);
+    case PARTY_OPT_MAX_STEPS: return ovt_parse_u64(&p->max_steps, flag, text, 0, UINT64_MAX);
+    case PARTY_OPT_EXPECT_CHAIN_ID: return ovt_parse_u64(&p->chain_id, flag, text, 0, UINT64_MAX);
     case PARTY_OPT_EXPECT_CONFIG:
         p->have_config = 1;
         return chain_parse_hash(&p->config_hash, flag, text);

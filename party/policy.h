@@ -95,8 +95,4 @@ int party_policy_resolve(party_policy *out, const party_policy_args *a) OVT_MUST
 int party_policy_check(const party_policy *pol, const chain_arb_params *p, uint64_t chain_id,
                        const chain_address *contract, int is_trainer) OVT_MUST_USE;
 
-/* Parses a decimal number of wei that fits the contract's uint96 bonds
- * (at most 79228162514264337593543950335) given to flag. */
-int party_parse_wei96(chain_u256 *out, const char *flag, const char *text) OVT_MUST_USE;
-
 #endif
