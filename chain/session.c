@@ -9,40 +9,6 @@
 #include "common/parse.h"
 #include "common/fileio.h"
 
-void chain_session_args_init(chain_session_args *a)
-{
-    memset(a, 0, sizeof *a);
-    a->rpc_url = getenv("ETH_RPC_URL");
-}
-
-int chain_session_take(chain_session_args *a, int code, const char *arg)
-{
-    switch (code) {
-    case CHAIN_OPT_RPC_URL: a->rpc_url = arg; return 1;
-    case CHAIN_OPT_CONTRACT: a->contract = arg; return 1;
-    case CHAIN_OPT_KEYSTORE: a->keystore = arg; return 1;
-    case CHAIN_OPT_PASSWORD_FILE: a->password_file = arg; return 1;
-    case CHAIN_OPT_PRIVATE_KEY: {
-        /* Keep a copy and overwrite the argv text, so that ps and
-         * /proc/PID/cmdline show x's for the rest of the process's life. */
-        char *copy = strdup(arg);
-        if (copy) {
-            memset((char *)arg, 'x', strlen(arg));
-            a->private_key = copy;
-        } else {
-            a->private_key = arg;
-        }
-        return 1;
-    }
-    case CHAIN_OPT_PRIVATE_KEY_FILE: a->private_key_file = arg; return 1;
-    case CHAIN_OPT_PRIVATE_KEY_ENV: a->private_key_env = arg; return 1;
-    case CHAIN_OPT_CONFIRMATIONS: a->confirmations = arg; return 1;
-    case CHAIN_OPT_MAX_FEE: a->max_fee = arg; return 1;
-    case CHAIN_OPT_PRIORITY_FEE: a->priority_fee = arg; return 1;
-    default: return 0;
-    }
-}
-
 int chain_session_args_any(const chain_session_args *a)
 {
     return a->contract || chain_session_key_sources(a) > 0;

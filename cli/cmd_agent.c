@@ -6,7 +6,8 @@
 
 #include "party/agent.h"
 #include "cli/commands.h"
-#include "party/policy.h"
+#include "cli/flags_chain.h"
+#include "cli/flags_policy.h"
 #include "common/fileio.h"
 #include "common/metrics.h"
 #include "cli/args.h"
@@ -25,7 +26,7 @@ static void usage(FILE *f)
             "A node that goes away is retried with backoff; SIGINT/SIGTERM stop it cleanly (exit 1).\n"
             "\n"
             "  --role R             trainer or auditor\n"
-            "  --run-id HEX         the run\n" CHAIN_SESSION_HELP CHAIN_SESSION_CONFIRMATIONS_HELP
+            "  --run-id HEX         the run\n" CLI_CHAIN_HELP CLI_CHAIN_CONFIRMATIONS_HELP
             "  --run DIR            this party's history (DIR/steps.bin)\n"
             "  --store URL          trainer: file://DIR, http(s)://... (PUT) or s3://BUCKET/PREFIX to\n"
             "                       publish the inputs\n"
@@ -36,7 +37,7 @@ static void usage(FILE *f)
             "  --json               log lines as JSON objects\n"
             "  --metrics-addr ADDR  serve /metrics (Prometheus text format) and /healthz on ADDR:\n"
             "                       PORT (on 127.0.0.1) or HOST:PORT; off unless given\n"
-            "\n" PARTY_POLICY_HELP
+            "\n" CLI_POLICY_HELP
             "\n"
             "Fault injection (for devnet tests):\n"
             "  --withhold           trainer: never publish the disputed step's inputs\n"
@@ -67,9 +68,9 @@ static void receipt_defaults(const char *dir, char *store, char *data, size_t ca
 int cmd_agent(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        CHAIN_SESSION_LONGOPTS,
-        CHAIN_SESSION_CONFIRMATIONS_LONGOPT,
-        PARTY_POLICY_LONGOPTS,
+        CLI_CHAIN_LONGOPTS,
+        CLI_CHAIN_CONFIRMATIONS_LONGOPT,
+        CLI_POLICY_LONGOPTS,
         {"role", required_argument, NULL, O_ROLE},          {"run-id", required_argument, NULL, O_RUN_ID},
         {"run", required_argument, NULL, O_RUN},            {"store", required_argument, NULL, O_STORE},
         {"data", required_argument, NULL, O_DATA},          {"state-dir", required_argument, NULL, O_STATE_DIR},
@@ -78,9 +79,9 @@ int cmd_agent(int argc, char **argv)
         {"metrics-addr", required_argument, NULL, O_METRICS},
         {NULL, 0, NULL, 0}};
     chain_session_args chain;
-    chain_session_args_init(&chain);
-    party_policy_args policy_args;
-    party_policy_args_init(&policy_args);
+    cli_chain_init(&chain);
+    cli_policy_args policy_args;
+    cli_policy_init(&policy_args);
     party_policy policy;
     party_agent_opts o;
     memset(&o, 0, sizeof o);
@@ -92,7 +93,7 @@ int cmd_agent(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         const char *flag = cli_arg_name(longopts, c);
-        if (chain_session_take(&chain, c, optarg) || party_policy_take(&policy_args, c, optarg))
+        if (cli_chain_take(&chain, c, optarg) || cli_policy_take(&policy_args, c, optarg))
             continue;
         switch (c) {
         case 'h': usage(stdout); return 0;
@@ -154,7 +155,7 @@ int cmd_agent(int argc, char **argv)
     chain_arb_params terms;
     ovt_httpserve *metrics = NULL;
     ovt_metrics_configure(o.is_trainer ? "trainer" : "auditor", o.poll_ms * 10 > 60000 ? o.poll_ms * 10 : 60000);
-    int rv = party_policy_resolve(&policy, &policy_args);
+    int rv = cli_policy_resolve(&policy, &policy_args);
     if (!rv && metrics_addr)
         rv = ovt_metrics_serve(&metrics, metrics_addr);
     if (!rv && store_url)

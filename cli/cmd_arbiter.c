@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "arbiter/watch.h"
-#include "chain/session.h"
+#include "cli/flags_chain.h"
 #include "common/metrics.h"
 #include "common/signals.h"
 
@@ -87,7 +87,7 @@ enum { O_STORE = 256, O_STATE, O_CONF, O_POLL, O_FROM, O_RANGE,
 static int watch_main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        CHAIN_SESSION_LONGOPTS,                            {"store", required_argument, NULL, O_STORE},
+        CLI_CHAIN_LONGOPTS,                            {"store", required_argument, NULL, O_STORE},
         {"state-dir", required_argument, NULL, O_STATE},   {"confirmations", required_argument, NULL, O_CONF},
         {"poll-interval", required_argument, NULL, O_POLL}, {"from-block", required_argument, NULL, O_FROM},
         {"log-range", required_argument, NULL, O_RANGE},   {"input-wait", required_argument, NULL, O_WAIT},
@@ -100,14 +100,14 @@ static int watch_main(int argc, char **argv)
     arb_watch_opts o;
     arb_watch_opts_default(&o);
     chain_session_args sa;
-    chain_session_args_init(&sa);
+    cli_chain_init(&sa);
     const char *store_url = NULL, *metrics_addr = NULL;
     double x, max_dataset = (double)STORE_MAX_BLOB_DEFAULT;
     int c;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (chain_session_take(&sa, c, optarg))
+        if (cli_chain_take(&sa, c, optarg))
             continue;
         switch (c) {
         case O_STORE: store_url = optarg; break;

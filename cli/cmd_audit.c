@@ -8,7 +8,8 @@
 #include "party/agent.h"
 #include "cli/commands.h"
 #include "auditor/replay.h"
-#include "party/policy.h"
+#include "cli/flags_chain.h"
+#include "cli/flags_policy.h"
 #include "common/fileio.h"
 #include "common/signals.h"
 #include "cli/args.h"
@@ -43,11 +44,11 @@ static void usage(FILE *f)
             "  --json               print the report as JSON\n"
             "\n"
             "On chain (the auditor commits its own root for --run-id; needs a full audit and --out):\n"
-            CHAIN_SESSION_HELP CHAIN_SESSION_CONFIRMATIONS_HELP
+            CLI_CHAIN_HELP CLI_CHAIN_CONFIRMATIONS_HELP
             "  --agent              then play the game to the end as the auditor's agent\n"
             "  --state-dir DIR      the agent's per-game state (default OUT/agent)\n"
             "  --poll-interval S    the agent's polling interval in seconds (default 2)\n"
-            "\n" PARTY_POLICY_HELP
+            "\n" CLI_POLICY_HELP
             "\n"
             "Fault injection (for devnet tests, never for real audits):\n"
             "  --lie-at STEP        a lying auditor: its history carries wrong stateHashes from STEP on\n"
@@ -68,7 +69,7 @@ struct audit_args {
     double fetch_timeout;
     ovt_hash run_id;
     chain_session_args chain;
-    party_policy_args policy;
+    cli_policy_args policy;
 };
 
 static const char *finding_name(aud_finding f)
@@ -137,7 +138,7 @@ static void print_report(const struct audit_args *a, const aud_report *r, json_t
 static int check_terms(chain_session *s, const struct audit_args *a, chain_arb_params *p)
 {
     party_policy pol;
-    int rv = party_policy_resolve(&pol, &a->policy);
+    int rv = cli_policy_resolve(&pol, &a->policy);
     if (!rv)
         rv = chain_arb_get_run(&s->arb, &a->run_id, NULL, p);
     if (!rv && !chain_address_eq(&p->auditor, &s->txm.from))
@@ -312,9 +313,9 @@ done:
 int cmd_audit(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        CHAIN_SESSION_LONGOPTS,
-        CHAIN_SESSION_CONFIRMATIONS_LONGOPT,
-        PARTY_POLICY_LONGOPTS,
+        CLI_CHAIN_LONGOPTS,
+        CLI_CHAIN_CONFIRMATIONS_LONGOPT,
+        CLI_POLICY_LONGOPTS,
         {"backend", required_argument, NULL, O_BACKEND},     {"threads", required_argument, NULL, O_THREADS},
         {"data", required_argument, NULL, O_DATA},           {"steps-from", required_argument, NULL, O_FROM},
         {"steps-to", required_argument, NULL, O_TO},         {"out", required_argument, NULL, O_OUT},
@@ -326,8 +327,8 @@ int cmd_audit(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},                    {NULL, 0, NULL, 0}};
     struct audit_args a;
     memset(&a, 0, sizeof a);
-    chain_session_args_init(&a.chain);
-    party_policy_args_init(&a.policy);
+    cli_chain_init(&a.chain);
+    cli_policy_init(&a.policy);
     a.backend = KRN_BACKEND_REF;
     a.backend_name = "ref";
     a.poll_ms = 2000;
@@ -340,7 +341,7 @@ int cmd_audit(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         const char *flag = cli_arg_name(longopts, c);
-        if (chain_session_take(&a.chain, c, optarg) || party_policy_take(&a.policy, c, optarg))
+        if (cli_chain_take(&a.chain, c, optarg) || cli_policy_take(&a.policy, c, optarg))
             continue;
         switch (c) {
         case 'h': usage(stdout); return 0;

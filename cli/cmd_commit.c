@@ -9,8 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "party/policy.h"
-#include "chain/session.h"
+#include "cli/flags_policy.h"
+#include "cli/flags_chain.h"
 #include "common/fileio.h"
 #include "cli/args.h"
 #include "party/commit.h"
@@ -32,7 +32,7 @@ static void usage(FILE *f)
             "RUNDIR/commit.json records what was begun: run again with the same flags after any\n"
             "failure, ovt commit continues (the run opened once, committed once). Once\n"
             "receipt.json is written that commit is finished: a new ovt commit opens a new run.\n"
-            "\n" CHAIN_SESSION_HELP CHAIN_SESSION_CONFIRMATIONS_HELP
+            "\n" CLI_CHAIN_HELP CLI_CHAIN_CONFIRMATIONS_HELP
             "  --auditor ADDR       the auditor's address\n"
             "  --arbiter ADDR       the arbiter's address\n"
             "  --bond WEI           the trainer's bond (default 0)\n"
@@ -53,7 +53,7 @@ static void usage(FILE *f)
             "  --json               print the receipt as JSON\n"
             "  -h, --help           this help\n"
             "\n"
-            "Joining with --run-id, the run was opened by someone else: " PARTY_POLICY_HELP);
+            "Joining with --run-id, the run was opened by someone else: " CLI_POLICY_HELP);
 }
 
 enum { O_AUDITOR = 256, O_ARBITER, O_BOND, O_ABOND, O_CTO, O_MTO, O_VTO, O_NONCE, O_RUN_ID, O_STORE, O_DATA, O_JSON };
@@ -61,7 +61,7 @@ enum { O_AUDITOR = 256, O_ARBITER, O_BOND, O_ABOND, O_CTO, O_MTO, O_VTO, O_NONCE
 struct commit_args {
     const char *dir, *store, *data;
     chain_session_args chain;
-    party_policy_args policy;
+    cli_policy_args policy;
     chain_arb_params p;
     int have_auditor, have_arbiter, have_abond, have_run_id, have_nonce, json;
     ovt_hash run_id;
@@ -191,7 +191,7 @@ static int commit_run(struct commit_args *a)
         chain_arb_params on_chain;
         party_policy pol;
         run_id = a->run_id;
-        if ((rv = party_policy_resolve(&pol, &a->policy)) ||
+        if ((rv = cli_policy_resolve(&pol, &a->policy)) ||
             (rv = chain_arb_get_run(&s.arb, &run_id, NULL, &on_chain)))
             goto done;
         if (!same_params(&on_chain, &a->p)) {
@@ -299,9 +299,9 @@ static int parse_wei(chain_u256 *out, const char *flag, const char *s)
 int cmd_commit(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        CHAIN_SESSION_LONGOPTS,
-        CHAIN_SESSION_CONFIRMATIONS_LONGOPT,
-        PARTY_POLICY_LONGOPTS,
+        CLI_CHAIN_LONGOPTS,
+        CLI_CHAIN_CONFIRMATIONS_LONGOPT,
+        CLI_POLICY_LONGOPTS,
         {"auditor", required_argument, NULL, O_AUDITOR},     {"arbiter", required_argument, NULL, O_ARBITER},
         {"bond", required_argument, NULL, O_BOND},           {"auditor-bond", required_argument, NULL, O_ABOND},
         {"commit-timeout", required_argument, NULL, O_CTO},  {"move-timeout", required_argument, NULL, O_MTO},
@@ -311,8 +311,8 @@ int cmd_commit(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},                    {NULL, 0, NULL, 0}};
     struct commit_args a;
     memset(&a, 0, sizeof a);
-    chain_session_args_init(&a.chain);
-    party_policy_args_init(&a.policy);
+    cli_chain_init(&a.chain);
+    cli_policy_init(&a.policy);
     a.p.commit_timeout = 3600;
     a.p.move_timeout = 600;
     a.p.arbiter_timeout = 3600;
@@ -325,7 +325,7 @@ int cmd_commit(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         const char *flag = cli_arg_name(longopts, c);
-        if (chain_session_take(&a.chain, c, optarg) || party_policy_take(&a.policy, c, optarg))
+        if (cli_chain_take(&a.chain, c, optarg) || cli_policy_take(&a.policy, c, optarg))
             continue;
         switch (c) {
         case 'h': usage(stdout); return 0;

@@ -11,7 +11,7 @@
 #include "chain/arbitration.h"
 #include "cli/commands.h"
 #include "chain/password.h"
-#include "chain/session.h"
+#include "cli/flags_chain.h"
 #include "common/fileio.h"
 
 static void usage(FILE *out)
@@ -32,7 +32,7 @@ static void usage(FILE *out)
             "  --private-key KEY    a raw hex key, for throwaway devnet accounts only (it is\n"
             "                       visible to other local users in the process list)\n"
             "  --confirmations N    blocks to wait for, including the receipt's (default 1)\n"
-            CHAIN_SESSION_FEE_HELP
+            CLI_CHAIN_FEE_HELP
             "  --out FILE           the deployment record (JSON as --json prints, plus the nonce)\n"
             "  --json               print {\"address\", \"chain_id\", \"deployer\", \"tx_hash\",\n"
             "                       \"block_number\", \"gas_used\"}\n");

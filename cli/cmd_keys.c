@@ -11,7 +11,7 @@
 #include "cli/commands.h"
 #include "chain/keystore.h"
 #include "chain/password.h"
-#include "chain/session.h"
+#include "cli/flags_chain.h"
 #include "common/fileio.h"
 
 static void usage(FILE *out)
@@ -148,9 +148,9 @@ int cmd_keys(int argc, char **argv)
         {"keystore", required_argument, NULL, 'k'}, {"password-file", required_argument, NULL, 'p'},
         {"scrypt-n", required_argument, NULL, 'n'}, {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
-        {"private-key", required_argument, NULL, CHAIN_OPT_PRIVATE_KEY},
-        {"private-key-file", required_argument, NULL, CHAIN_OPT_PRIVATE_KEY_FILE},
-        {"private-key-env", required_argument, NULL, CHAIN_OPT_PRIVATE_KEY_ENV},
+        {"private-key", required_argument, NULL, CLI_CHAIN_PRIVATE_KEY},
+        {"private-key-file", required_argument, NULL, CLI_CHAIN_PRIVATE_KEY_FILE},
+        {"private-key-env", required_argument, NULL, CLI_CHAIN_PRIVATE_KEY_ENV},
         {NULL, 0, NULL, 0},
     };
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
@@ -161,15 +161,15 @@ int cmd_keys(int argc, char **argv)
     uint64_t scrypt_n = chain_scrypt_standard.n;
     int json = 0, c;
     chain_session_args ka; /* the key sources of `address` */
-    chain_session_args_init(&ka);
+    cli_chain_init(&ka);
     optind = 0;
     while ((c = getopt_long(argc - 1, argv + 1, "h", opts, NULL)) != -1) {
-        if (c == CHAIN_OPT_PRIVATE_KEY || c == CHAIN_OPT_PRIVATE_KEY_FILE || c == CHAIN_OPT_PRIVATE_KEY_ENV) {
+        if (c == CLI_CHAIN_PRIVATE_KEY || c == CLI_CHAIN_PRIVATE_KEY_FILE || c == CLI_CHAIN_PRIVATE_KEY_ENV) {
             if (strcmp(sub, "address") != 0) {
                 fprintf(stderr, "ovt keys %s: the raw key flags are for `ovt keys address`\n", sub);
                 return 2;
             }
-            (void)chain_session_take(&ka, c, optarg);
+            (void)cli_chain_take(&ka, c, optarg);
             continue;
         }
         switch (c) {
