@@ -67,6 +67,18 @@ int chain_session_load_key(chain_privkey *key, const chain_session_args *a)
     return chain_load_key(key, a->keystore, a->password_file, a->private_key);
 }
 
+int chain_session_key_address(chain_address *address, const chain_session_args *a)
+{
+    chain_privkey key;
+    int rc = a->keystore && chain_session_key_sources(a) == 1
+                 ? chain_unlock_keystore(&key, address, a->keystore, a->password_file)
+                 : chain_session_load_key(&key, a);
+    if (!rc && !a->keystore)
+        rc = chain_key_address(address, &key);
+    ovt_wipe(&key, sizeof key);
+    return rc;
+}
+
 /* A fee per gas: wei, gwei or ether below 2^64 (the transaction's fields). */
 static int fee_cap(uint64_t *out, const char *what, const char *text)
 {

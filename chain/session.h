@@ -45,6 +45,11 @@ int chain_session_key_sources(const chain_session_args *a);
  * error names the flag, never the key. */
 int chain_session_load_key(chain_privkey *key, const chain_session_args *a) OVT_MUST_USE;
 
+/* The address of the one key source given (`ovt keys address`): a keystore,
+ * decrypted (its address checked against its "address" field), or a raw
+ * key; the key itself is wiped. */
+int chain_session_key_address(chain_address *address, const chain_session_args *a) OVT_MUST_USE;
+
 /* Opens the node and attaches to the contract (a --confirmations outside
  * 1..1000 is OVT_EINVAL); with need_key, also unlocks exactly one of
  * --keystore, --private-key, --private-key-file and --private-key-env into
