@@ -45,6 +45,47 @@ static void usage(FILE *f)
 
 enum { O_ROLE = 256, O_RUN_ID, O_RUN, O_STORE, O_DATA, O_STATE_DIR, O_POLL, O_JSON, O_WITHHOLD, O_METRICS };
 
+struct agent_args {
+    party_agent_play_opts po;
+    chain_session_args chain;
+    cli_policy_args policy;
+    const char *role;
+    bool have_run_id;
+};
+
+/* One flag, this command's own or of the chain and policy groups (given:
+ * the argument as typed): 0, or the exit status. */
+static int take(void *ctx, int c, const char *flag, const char *arg, const char *given)
+{
+    struct agent_args *a = ctx;
+    party_agent_opts *o = &a->po.agent;
+    double seconds;
+    int rv = 0;
+    switch (c) {
+    case O_ROLE: a->role = arg; break;
+    case O_RUN_ID:
+        rv = chain_parse_hash(&o->run_id, flag, arg);
+        a->have_run_id = true;
+        break;
+    case O_RUN: o->run_dir = arg; break;
+    case O_STORE: a->po.store_url = arg; break;
+    case O_DATA: o->data_path = arg; break;
+    case O_STATE_DIR: o->state_dir = arg; break;
+    case O_POLL:
+        if (!(rv = ovt_parse_seconds(&seconds, flag, arg, 0.01, 3600)))
+            o->poll_ms = (long)(seconds * 1000);
+        break;
+    case O_JSON: o->json = true; break;
+    case O_WITHHOLD: o->withhold = true; break;
+    case O_METRICS: a->po.metrics_addr = arg; break;
+    default:
+        if (cli_chain_take(&a->chain, c, arg) || cli_policy_take(&a->policy, c, arg))
+            return 0;
+        return cli_arg_unknown("agent", given);
+    }
+    return rv ? cli_usage_fail("agent") : 0;
+}
+
 int cmd_agent(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -58,53 +99,22 @@ int cmd_agent(int argc, char **argv)
         {"withhold", no_argument, NULL, O_WITHHOLD},        {"help", no_argument, NULL, 'h'},
         {"metrics-addr", required_argument, NULL, O_METRICS},
         {NULL, 0, NULL, 0}};
-    chain_session_args chain;
-    cli_chain_init(&chain);
-    cli_policy_args policy_args;
-    cli_policy_init(&policy_args);
-    party_agent_play_opts po = {.chain = &chain};
-    party_agent_opts *o = &po.agent;
+    struct agent_args a;
+    memset(&a, 0, sizeof a);
+    cli_chain_init(&a.chain);
+    cli_policy_init(&a.policy);
+    party_agent_opts *o = &a.po.agent;
     o->poll_ms = 2000;
-    const char *role = NULL;
-    bool have_run_id = false;
-    double seconds;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        const char *flag = cli_arg_name(longopts, c);
-        if (cli_chain_take(&chain, c, optarg) || cli_policy_take(&policy_args, c, optarg))
-            continue;
-        switch (c) {
-        case 'h': usage(stdout); return 0;
-        case O_ROLE: role = optarg; break;
-        case O_RUN_ID:
-            if (chain_parse_hash(&o->run_id, flag, optarg))
-                return cli_usage_fail("agent");
-            have_run_id = true;
-            break;
-        case O_RUN: o->run_dir = optarg; break;
-        case O_STORE: po.store_url = optarg; break;
-        case O_DATA: o->data_path = optarg; break;
-        case O_STATE_DIR: o->state_dir = optarg; break;
-        case O_POLL:
-            if (ovt_parse_seconds(&seconds, flag, optarg, 0.01, 3600))
-                return cli_usage_fail("agent");
-            o->poll_ms = (long)(seconds * 1000);
-            break;
-        case O_JSON: o->json = true; break;
-        case O_WITHHOLD: o->withhold = true; break;
-        case O_METRICS: po.metrics_addr = optarg; break;
-        default: return cli_arg_unknown("agent", argv[optind - 1]);
-        }
-    }
+    int rv = cli_getopt(argc, argv, longopts, usage, take, &a);
+    if (rv >= 0)
+        return rv;
     if (cli_arg_none_left("agent", argc, argv))
         return 2;
-    if (!role || (strcmp(role, "trainer") && strcmp(role, "auditor")))
+    if (!a.role || (strcmp(a.role, "trainer") && strcmp(a.role, "auditor")))
         return cli_usage_error("agent", "--role must be trainer or auditor");
-    if (!have_run_id || !o->run_dir)
+    if (!a.have_run_id || !o->run_dir)
         return cli_usage_error("agent", "--run-id and --run are required");
-    o->is_trainer = !strcmp(role, "trainer");
+    o->is_trainer = !strcmp(a.role, "trainer");
     if (o->withhold && !o->is_trainer)
         return cli_usage_error("agent", "--withhold is a trainer fault");
     char state_dir[4096];
@@ -114,11 +124,12 @@ int cmd_agent(int argc, char **argv)
         o->state_dir = state_dir;
     }
     party_policy policy;
-    if (cli_policy_resolve(&policy, &policy_args))
+    if (cli_policy_resolve(&policy, &a.policy))
         return cli_fail("agent");
-    po.policy = &policy;
+    a.po.chain = &a.chain;
+    a.po.policy = &policy;
     chain_arb_outcome outcome;
-    if (party_agent_play(&po, &outcome))
+    if (party_agent_play(&a.po, &outcome))
         return cli_fail("agent");
     party_print_outcome(outcome, o->json);
     return 0;

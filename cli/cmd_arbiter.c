@@ -61,10 +61,17 @@ static void usage(FILE *out)
 enum { O_STORE = 256, O_STATE, O_CONF, O_POLL, O_FROM, O_RANGE,
        O_WAIT, O_MARGIN, O_THREADS, O_ONCE, O_JSON, O_MAX_DATASET, O_METRICS };
 
-/* One of the watcher's own flags (given: the argument as typed): 0, or the
- * exit status. */
-static int take(arb_daemon_opts *d, int c, const char *flag, const char *arg, const char *given)
+struct watch_args {
+    arb_daemon_opts d;
+    chain_session_args chain;
+};
+
+/* One flag, the watcher's own or of the chain group (given: the argument
+ * as typed): 0, or the exit status. */
+static int take(void *ctx, int c, const char *flag, const char *arg, const char *given)
 {
+    struct watch_args *a = ctx;
+    arb_daemon_opts *d = &a->d;
     arb_watch_opts *o = &d->watch;
     double seconds;
     int rv = 0;
@@ -94,7 +101,7 @@ static int take(arb_daemon_opts *d, int c, const char *flag, const char *arg, co
     case O_ONCE: o->once = true; break;
     case O_JSON: o->json = true; break;
     case O_METRICS: d->metrics_addr = arg; break;
-    default: return cli_arg_unknown("arbiter watch", given);
+    default: return cli_chain_take(&a->chain, c, arg) ? 0 : cli_arg_unknown("arbiter watch", given);
     }
     return rv ? cli_usage_fail("arbiter watch") : 0;
 }
@@ -112,39 +119,31 @@ static int watch_main(int argc, char **argv)
         {"metrics-addr", required_argument, NULL, O_METRICS},
         {"help", no_argument, NULL, 'h'},                  {NULL, 0, NULL, 0},
     };
-    chain_session_args sa;
-    cli_chain_init(&sa);
-    arb_daemon_opts d = {.chain = &sa, .max_blob = STORE_MAX_BLOB_DEFAULT};
-    arb_watch_opts_default(&d.watch);
-    int c, rv;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (cli_chain_take(&sa, c, optarg))
-            continue;
-        if (c == 'h') {
-            usage(stdout);
-            return 0;
-        }
-        if ((rv = take(&d, c, cli_arg_name(opts, c), optarg, argv[optind - 1])))
-            return rv;
-    }
+    struct watch_args a = {.d = {.max_blob = STORE_MAX_BLOB_DEFAULT}};
+    cli_chain_init(&a.chain);
+    arb_watch_opts_default(&a.d.watch);
+    int rv = cli_getopt(argc, argv, opts, usage, take, &a);
+    if (rv >= 0)
+        return rv;
+    const chain_session_args *sa = &a.chain;
+    arb_daemon_opts *d = &a.d;
+    d->chain = sa;
     if (cli_arg_none_left("arbiter watch", argc, argv))
         return 2;
-    const char *missing = !sa.rpc_url || !*sa.rpc_url ? "--rpc-url (or ETH_RPC_URL)"
-                          : !sa.contract              ? "--contract"
-                          : !d.store_url              ? "--store"
-                          : !d.watch.state_dir        ? "--state-dir"
-                                                      : NULL;
+    const char *missing = !sa->rpc_url || !*sa->rpc_url ? "--rpc-url (or ETH_RPC_URL)"
+                          : !sa->contract               ? "--contract"
+                          : !d->store_url               ? "--store"
+                          : !d->watch.state_dir         ? "--state-dir"
+                                                        : NULL;
     if (missing)
         return cli_usage_error("arbiter watch", "%s is required", missing);
-    if (chain_session_key_sources(&sa) != 1)
+    if (chain_session_key_sources(sa) != 1)
         return cli_usage_error("arbiter watch", "give exactly one of --keystore, --private-key-file, "
                                                 "--private-key-env and --private-key");
     chain_address addr;
-    if (chain_parse_address(&addr, "--contract", sa.contract))
+    if (chain_parse_address(&addr, "--contract", sa->contract))
         return cli_usage_fail("arbiter watch");
-    return arb_daemon_run(&d) ? cli_fail("arbiter watch") : 0;
+    return arb_daemon_run(d) ? cli_fail("arbiter watch") : 0;
 }
 
 int cmd_arbiter(int argc, char **argv)

@@ -96,10 +96,11 @@ static void print_report(void *ctx, const aud_report *r, const json_t *j)
                (unsigned long long)r->shard_step, r->shard);
 }
 
-/* One of this command's own flags (given: the argument as typed): 0, or
- * the exit status. */
-static int take(struct audit_args *a, int c, const char *flag, const char *arg, const char *given)
+/* One flag, this command's own or of the chain and policy groups (given:
+ * the argument as typed): 0, or the exit status. */
+static int take(void *ctx, int c, const char *flag, const char *arg, const char *given)
 {
+    struct audit_args *a = ctx;
     aud_audit_opts *ao = &a->o.audit;
     double seconds;
     int rv = 0;
@@ -128,7 +129,10 @@ static int take(struct audit_args *a, int c, const char *flag, const char *arg, 
         if (!(rv = ovt_parse_seconds(&seconds, flag, arg, 0.01, 3600)))
             a->o.poll_ms = (long)(seconds * 1000);
         break;
-    default: return cli_arg_unknown("audit", given);
+    default:
+        if (cli_chain_take(&a->chain, c, arg) || cli_policy_take(&a->policy, c, arg))
+            return 0;
+        return cli_arg_unknown("audit", given);
     }
     return rv ? cli_usage_fail("audit") : 0;
 }
@@ -171,19 +175,9 @@ int cmd_audit(int argc, char **argv)
     a.o.audit = (aud_audit_opts){.backend = KRN_BACKEND_REF, .backend_name = "ref",
                                  .max_blob = STORE_MAX_BLOB_DEFAULT, .fetch_timeout = 3600};
     a.o.poll_ms = 2000;
-    int c, rv;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        if (cli_chain_take(&a.chain, c, optarg) || cli_policy_take(&a.policy, c, optarg))
-            continue;
-        if (c == 'h') {
-            usage(stdout);
-            return 0;
-        }
-        if ((rv = take(&a, c, cli_arg_name(longopts, c), optarg, argv[optind - 1])))
-            return rv;
-    }
+    int rv = cli_getopt(argc, argv, longopts, usage, take, &a);
+    if (rv >= 0)
+        return rv;
     if (optind + 1 != argc)
         return cli_usage_error("audit", "give exactly one RUNDIR or store URL");
     a.o.audit.source = argv[optind];

@@ -63,10 +63,11 @@ struct commit_args {
     bool have_auditor, have_arbiter, have_abond, json;
 };
 
-/* One of this command's own flags (given: the argument as typed): 0, or
- * the exit status. */
-static int take(struct commit_args *a, int c, const char *flag, const char *arg, const char *given)
+/* One flag, this command's own or of the chain and policy groups (given:
+ * the argument as typed): 0, or the exit status. */
+static int take(void *ctx, int c, const char *flag, const char *arg, const char *given)
 {
+    struct commit_args *a = ctx;
     chain_arb_params *p = &a->o.terms;
     int rv = 0;
     switch (c) {
@@ -97,7 +98,10 @@ static int take(struct commit_args *a, int c, const char *flag, const char *arg,
     case O_STORE: a->o.store = arg; break;
     case O_DATA: a->o.data = arg; break;
     case O_JSON: a->json = true; break;
-    default: return cli_arg_unknown("commit", given);
+    default:
+        if (cli_chain_take(&a->chain, c, arg) || cli_policy_take(&a->policy, c, arg))
+            return 0;
+        return cli_arg_unknown("commit", given);
     }
     return rv ? cli_usage_fail("commit") : 0;
 }
@@ -139,19 +143,9 @@ int cmd_commit(int argc, char **argv)
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     p->nonce = ((uint64_t)now.tv_sec << 20) ^ (uint64_t)now.tv_nsec ^ ((uint64_t)getpid() << 40);
-    int c, rv;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        if (cli_chain_take(&a.chain, c, optarg) || cli_policy_take(&a.policy, c, optarg))
-            continue;
-        if (c == 'h') {
-            usage(stdout);
-            return 0;
-        }
-        if ((rv = take(&a, c, cli_arg_name(longopts, c), optarg, argv[optind - 1])))
-            return rv;
-    }
+    int rv = cli_getopt(argc, argv, longopts, usage, take, &a);
+    if (rv >= 0)
+        return rv;
     if (optind + 1 != argc)
         return cli_usage_error("commit", "give exactly one RUNDIR");
     a.o.dir = argv[optind];

@@ -57,6 +57,31 @@ static void print_result(int json, const chain_deployment *d)
     }
 }
 
+struct deploy_args {
+    chain_deploy_opts o;
+    const char *max_fee, *tip_cap;
+    int json;
+};
+
+/* One flag (given: the argument as typed): 0, or the exit status. */
+static int take(void *ctx, int c, const char *flag, const char *arg, const char *given)
+{
+    struct deploy_args *a = ctx;
+    switch (c) {
+    case 'r': a->o.rpc_url = arg; break;
+    case 'k': a->o.keystore = arg; break;
+    case 'p': a->o.password_file = arg; break;
+    case 'K': a->o.private_key = arg; break;
+    case 'j': a->json = 1; break;
+    case 'F': a->max_fee = arg; break;
+    case 'T': a->tip_cap = arg; break;
+    case 'o': a->o.record = arg; break;
+    case 'c': return ovt_parse_u32(&a->o.txm.confirmations, flag, arg, 1, 1000) ? cli_usage_fail("deploy") : 0;
+    default: return cli_arg_unknown("deploy", given);
+    }
+    return 0;
+}
+
 int cmd_deploy(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -67,42 +92,23 @@ int cmd_deploy(int argc, char **argv)
         {"out", required_argument, NULL, 'o'},           {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    chain_deploy_opts o = {.rpc_url = getenv("ETH_RPC_URL")};
-    chain_txm_opts_default(&o.txm);
-    const char *max_fee = NULL, *tip_cap = NULL;
-    int json = 0, c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'r': o.rpc_url = optarg; break;
-        case 'k': o.keystore = optarg; break;
-        case 'p': o.password_file = optarg; break;
-        case 'K': o.private_key = optarg; break;
-        case 'j': json = 1; break;
-        case 'F': max_fee = optarg; break;
-        case 'T': tip_cap = optarg; break;
-        case 'o': o.record = optarg; break;
-        case 'c':
-            if (ovt_parse_u32(&o.txm.confirmations, "--confirmations", optarg, 1, 1000))
-                return cli_usage_fail("deploy");
-            break;
-        case 'h': usage(stdout); return 0;
-        default: return cli_arg_unknown("deploy", argv[optind - 1]);
-        }
-    }
+    struct deploy_args a = {.o = {.rpc_url = getenv("ETH_RPC_URL")}};
+    chain_txm_opts_default(&a.o.txm);
+    int rv = cli_getopt(argc, argv, opts, usage, take, &a);
+    if (rv >= 0)
+        return rv;
     if (cli_arg_none_left("deploy", argc, argv))
         return 2;
-    if (!o.rpc_url || !*o.rpc_url)
+    if (!a.o.rpc_url || !*a.o.rpc_url)
         return cli_usage_error("deploy", "--rpc-url is required (or set ETH_RPC_URL)");
-    if (!!o.keystore == !!o.private_key)
+    if (!!a.o.keystore == !!a.o.private_key)
         return cli_usage_error("deploy", "give exactly one of --keystore and --private-key");
-    if (chain_session_fee_caps(&o.txm, max_fee, tip_cap))
+    if (chain_session_fee_caps(&a.o.txm, a.max_fee, a.tip_cap))
         return cli_usage_fail("deploy");
     chain_deployment d;
-    if (chain_deploy(&o, &d))
+    if (chain_deploy(&a.o, &d))
         return cli_fail("deploy");
-    print_result(json, &d);
+    print_result(a.json, &d);
     chain_deployment_free(&d);
     return 0;
 }

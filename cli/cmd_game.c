@@ -4,6 +4,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "chain/session.h"
 #include "cli/args.h"
@@ -80,6 +81,25 @@ static void print_text(const json_t *o)
     print_fields(json_object_get(o, "game"), game_keys);
 }
 
+struct game_args {
+    chain_session_args chain;
+    const char *run_hex;
+    int json;
+};
+
+/* One flag (given: the argument as typed): 0, or the exit status. */
+static int take(void *ctx, int c, const char *flag, const char *arg, const char *given)
+{
+    struct game_args *a = ctx;
+    (void)flag;
+    switch (c) {
+    case 'i': a->run_hex = arg; break;
+    case 'j': a->json = 1; break;
+    default: return cli_chain_take(&a->chain, c, arg) ? 0 : cli_arg_unknown("game", given);
+    }
+    return 0;
+}
+
 int cmd_game(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -90,29 +110,20 @@ int cmd_game(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    chain_session_args sa;
-    cli_chain_init(&sa);
-    const char *run_hex = NULL;
-    int json = 0, c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (cli_chain_take(&sa, c, optarg))
-            continue;
-        switch (c) {
-        case 'i': run_hex = optarg; break;
-        case 'j': json = 1; break;
-        case 'h': usage(stdout); return 0;
-        default: return cli_arg_unknown("game", argv[optind - 1]);
-        }
-    }
+    struct game_args a;
+    memset(&a, 0, sizeof a);
+    cli_chain_init(&a.chain);
+    int rv = cli_getopt(argc, argv, opts, usage, take, &a);
+    if (rv >= 0)
+        return rv;
     if (cli_arg_none_left("game", argc, argv))
         return 2;
-    if (!sa.rpc_url || !*sa.rpc_url || !sa.contract || !run_hex)
+    const chain_session_args *sa = &a.chain;
+    if (!sa->rpc_url || !*sa->rpc_url || !sa->contract || !a.run_hex)
         return cli_usage_error("game", "--rpc-url (or ETH_RPC_URL), --contract and --run-id are required");
     chain_address addr;
     ovt_hash run_id;
-    if (chain_parse_address(&addr, "--contract", sa.contract) || chain_parse_hash(&run_id, "--run-id", run_hex))
+    if (chain_parse_address(&addr, "--contract", sa->contract) || chain_parse_hash(&run_id, "--run-id", a.run_hex))
         return cli_usage_fail("game");
 
     chain_session s;
@@ -120,7 +131,7 @@ int cmd_game(int argc, char **argv)
     chain_arb_game g;
     uint64_t block = 0;
     json_t *o = NULL;
-    int rc = chain_session_open(&s, &sa, 0);
+    int rc = chain_session_open(&s, sa, 0);
     if (rc == 0)
         rc = chain_arb_read_at_head(&s.arb, &run_id, &block, &p, &g);
     if (rc == 0 && !(o = to_json(&run_id, block, &p, &g)))
@@ -128,7 +139,7 @@ int cmd_game(int argc, char **argv)
     chain_session_close(&s);
     if (rc)
         return cli_fail("game");
-    if (json) {
+    if (a.json) {
         char *text = json_dumps(o, JSON_COMPACT);
         printf("%s\n", text ? text : "{}");
         free(text);

@@ -82,6 +82,41 @@ static int keys_address(const chain_session_args *ka, int json)
     return 0;
 }
 
+struct keys_args {
+    const char *sub; /* new or address */
+    char sub_cmd[64]; /* "keys new", for its messages */
+    const char *keystore, *password_file;
+    uint64_t scrypt_n;
+    int json;
+    chain_session_args ka; /* the key sources of `address` */
+};
+
+/* One flag (given: the argument as typed): 0, or the exit status. */
+static int take(void *ctx, int c, const char *flag, const char *arg, const char *given)
+{
+    struct keys_args *a = ctx;
+    switch (c) {
+    case 'k': a->keystore = arg; break;
+    case 'p': a->password_file = arg; break;
+    case 'j': a->json = 1; break;
+    case 'n':
+        if (ovt_parse_u64(&a->scrypt_n, flag, arg, 2, 1u << 20))
+            return cli_usage_fail("keys");
+        if (a->scrypt_n & (a->scrypt_n - 1))
+            return cli_usage_error("keys", "--scrypt-n must be a power of two, got '%s'", arg);
+        break;
+    case CLI_CHAIN_PRIVATE_KEY:
+    case CLI_CHAIN_PRIVATE_KEY_FILE:
+    case CLI_CHAIN_PRIVATE_KEY_ENV:
+        if (strcmp(a->sub, "address") != 0)
+            return cli_usage_error(a->sub_cmd, "the raw key flags are for `ovt keys address`");
+        (void)cli_chain_take(&a->ka, c, arg);
+        break;
+    default: return cli_arg_unknown("keys", given);
+    }
+    return 0;
+}
+
 int cmd_keys(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -97,44 +132,23 @@ int cmd_keys(int argc, char **argv)
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
-    const char *sub = argv[1], *keystore = NULL, *password_file = NULL;
-    uint64_t scrypt_n = chain_scrypt_standard.n;
-    int json = 0, c;
-    chain_session_args ka; /* the key sources of `address` */
-    cli_chain_init(&ka);
-    char sub_cmd[64]; /* "keys new", for its messages */
-    snprintf(sub_cmd, sizeof sub_cmd, "keys %s", sub);
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc - 1, argv + 1, "h", opts, NULL)) != -1) {
-        if (c == CLI_CHAIN_PRIVATE_KEY || c == CLI_CHAIN_PRIVATE_KEY_FILE || c == CLI_CHAIN_PRIVATE_KEY_ENV) {
-            if (strcmp(sub, "address") != 0)
-                return cli_usage_error(sub_cmd, "the raw key flags are for `ovt keys address`");
-            (void)cli_chain_take(&ka, c, optarg);
-            continue;
-        }
-        switch (c) {
-        case 'k': keystore = optarg; break;
-        case 'p': password_file = optarg; break;
-        case 'j': json = 1; break;
-        case 'n':
-            if (ovt_parse_u64(&scrypt_n, "--scrypt-n", optarg, 2, 1u << 20))
-                return cli_usage_fail("keys");
-            if (scrypt_n & (scrypt_n - 1))
-                return cli_usage_error("keys", "--scrypt-n must be a power of two, got '%s'", optarg);
-            break;
-        case 'h': usage(stdout); return 0;
-        default: return cli_arg_unknown("keys", argv[optind]);
-        }
-    }
+    struct keys_args a;
+    memset(&a, 0, sizeof a);
+    a.sub = argv[1];
+    snprintf(a.sub_cmd, sizeof a.sub_cmd, "keys %s", a.sub);
+    a.scrypt_n = chain_scrypt_standard.n;
+    cli_chain_init(&a.ka);
+    int rv = cli_getopt(argc - 1, argv + 1, opts, usage, take, &a);
+    if (rv >= 0)
+        return rv;
     if (cli_arg_none_left("keys", argc - 1, argv + 1))
         return 2;
-    if (strcmp(sub, "new") == 0)
-        return keys_new(keystore, password_file, scrypt_n, json);
-    if (strcmp(sub, "address") == 0) {
-        ka.keystore = keystore;
-        ka.password_file = password_file;
-        return keys_address(&ka, json);
+    if (strcmp(a.sub, "new") == 0)
+        return keys_new(a.keystore, a.password_file, a.scrypt_n, a.json);
+    if (strcmp(a.sub, "address") == 0) {
+        a.ka.keystore = a.keystore;
+        a.ka.password_file = a.password_file;
+        return keys_address(&a.ka, a.json);
     }
-    return cli_usage_error("keys", "unknown subcommand '%s' (new or address)", sub);
+    return cli_usage_error("keys", "unknown subcommand '%s' (new or address)", a.sub);
 }
