@@ -2,7 +2,7 @@
 #define OVT_PARTY_AGENT_H
 
 /* A party agent (trainer or auditor) playing one run's game to the end
- * (DESIGN.md section 4, docs/agent.md). A loop:
+ * (docs/agent.md). A loop:
  *   read the block number, that block's timestamp and getGame at that block;
  *   settled: print the outcome and return;
  *   plan this party's move with chain_arb_plan_move (a pure function of the
