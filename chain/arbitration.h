@@ -331,6 +331,11 @@ int chain_arb_get_game(const chain_arb *arb, const ovt_hash *run_id, const char 
 int chain_arb_credit(const chain_arb *arb, const chain_address *account, const char *block,
                      chain_u256 *out) OVT_MUST_USE;
 
+/* A run's terms and its game as of one block: the head, read first
+ * (*block). */
+int chain_arb_read_at_head(const chain_arb *arb, const ovt_hash *run_id, uint64_t *block, chain_arb_params *p,
+                           chain_arb_game *g) OVT_MUST_USE;
+
 /* Decodes this contract's events in a receipt (logs of other contracts are
  * skipped). *events is malloc'd (free()); *n may be 0. */
 int chain_arb_receipt_events(const chain_arb *arb, const chain_receipt *receipt, chain_arb_event **events,

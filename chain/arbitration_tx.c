@@ -1,5 +1,6 @@
 /* Sending calls to the arbitration contract, reading its views and events,
  * and one party's moves (see arbitration.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,6 +230,20 @@ int chain_arb_get_game(const chain_arb *arb, const ovt_hash *run_id, const char 
     if (rc == 0)
         rc = chain_arb_decode_game(out, ret.data, ret.len);
     chain_buf_free(&ret);
+    return rc;
+}
+
+int chain_arb_read_at_head(const chain_arb *arb, const ovt_hash *run_id, uint64_t *block, chain_arb_params *p,
+                           chain_arb_game *g)
+{
+    char at[24];
+    int rc = chain_rpc_block_number(arb->rpc, block);
+    if (rc == 0) {
+        snprintf(at, sizeof at, "0x%llx", (unsigned long long)*block);
+        rc = chain_arb_get_run(arb, run_id, at, p);
+    }
+    if (rc == 0)
+        rc = chain_arb_get_game(arb, run_id, at, g);
     return rc;
 }
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -119,4 +120,51 @@ int chain_load_key(chain_privkey *key, const char *keystore, const char *passwor
     }
     int rc = chain_key_from_hex(key, private_key);
     return rc == 0 ? 0 : ovt_fail_wrap(rc, "--private-key");
+}
+
+/* Whether a keystore path names a directory: one that exists, or a path
+ * ending in '/'. */
+static int is_dir(const char *path)
+{
+    struct stat st;
+    size_t n = strlen(path);
+    return (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) || (n > 0 && path[n - 1] == '/');
+}
+
+int chain_keystore_create(char *path, size_t cap, chain_address *address, const char *keystore,
+                          const char *password_file, uint64_t scrypt_n)
+{
+    chain_privkey key;
+    int rc = chain_key_generate(&key);
+    if (rc == 0)
+        rc = chain_key_address(address, &key);
+    if (rc == 0 && is_dir(keystore)) {
+        char dir[4096], name[128];
+        snprintf(dir, sizeof dir, "%s", keystore);
+        for (size_t n = strlen(dir); n > 1 && dir[n - 1] == '/'; n--)
+            dir[n - 1] = '\0';
+        chain_keystore_filename(name, sizeof name, address);
+        rc = ovt_mkdirs(dir, 0700);
+        if (rc == 0)
+            rc = ovt_path_join(path, cap, dir, name);
+    } else if (rc == 0) {
+        struct stat st;
+        if (stat(keystore, &st) == 0)
+            rc = ovt_fail(OVT_EINVAL, "%s exists; refusing to overwrite a keystore", keystore);
+        else if (strlen(keystore) >= cap)
+            rc = ovt_fail(OVT_EINVAL, "keystore path too long");
+        else
+            snprintf(path, cap, "%s", keystore);
+    }
+    char pw[CHAIN_PASSWORD_MAX];
+    size_t pwlen = 0;
+    chain_scrypt_params sp = chain_scrypt_standard;
+    sp.n = scrypt_n;
+    if (rc == 0)
+        rc = chain_password_get(pw, sizeof pw, &pwlen, password_file, 1);
+    if (rc == 0)
+        rc = chain_keystore_write(path, &key, pw, pwlen, &sp);
+    ovt_wipe(pw, sizeof pw);
+    ovt_wipe(&key, sizeof key);
+    return rc;
 }

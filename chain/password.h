@@ -26,4 +26,13 @@ int chain_unlock_keystore(chain_privkey *key, chain_address *address, const char
 int chain_load_key(chain_privkey *key, const char *keystore, const char *password_file,
                    const char *private_key) OVT_MUST_USE;
 
+/* A new random key, written as a keystore (scrypt with N = scrypt_n, the
+ * password obtained as above and asked twice): the new file `keystore`, or,
+ * when keystore names a directory (one that exists, or a path ending in /;
+ * created with mode 0700), a file in it named as geth names it
+ * (chain_keystore_filename). path (cap bytes) gets the file's path. An
+ * existing file is never overwritten. */
+int chain_keystore_create(char *path, size_t cap, chain_address *address, const char *keystore,
+                          const char *password_file, uint64_t scrypt_n) OVT_MUST_USE;
+
 #endif

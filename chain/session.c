@@ -1,47 +1,13 @@
 /* A party's connection to the node and the contract (see session.h). */
 #include "chain/session.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "chain/password.h"
+#include "common/parse.h"
 #include "common/fileio.h"
-
-void chain_session_args_init(chain_session_args *a)
-{
-    memset(a, 0, sizeof *a);
-    a->rpc_url = getenv("ETH_RPC_URL");
-}
-
-int chain_session_take(chain_session_args *a, int code, const char *arg)
-{
-    switch (code) {
-    case CHAIN_OPT_RPC_URL: a->rpc_url = arg; return 1;
-    case CHAIN_OPT_CONTRACT: a->contract = arg; return 1;
-    case CHAIN_OPT_KEYSTORE: a->keystore = arg; return 1;
-    case CHAIN_OPT_PASSWORD_FILE: a->password_file = arg; return 1;
-    case CHAIN_OPT_PRIVATE_KEY: {
-        /* Keep a copy and overwrite the argv text, so that ps and
-         * /proc/PID/cmdline show x's for the rest of the process's life. */
-        char *copy = strdup(arg);
-        if (copy) {
-            memset((char *)arg, 'x', strlen(arg));
-            a->private_key = copy;
-        } else {
-            a->private_key = arg;
-        }
-        return 1;
-    }
-    case CHAIN_OPT_PRIVATE_KEY_FILE: a->private_key_file = arg; return 1;
-    case CHAIN_OPT_PRIVATE_KEY_ENV: a->private_key_env = arg; return 1;
-    case CHAIN_OPT_CONFIRMATIONS: a->confirmations = arg; return 1;
-    case CHAIN_OPT_MAX_FEE: a->max_fee = arg; return 1;
-    case CHAIN_OPT_PRIORITY_FEE: a->priority_fee = arg; return 1;
-    default: return 0;
-    }
-}
 
 int chain_session_args_any(const chain_session_args *a)
 {
@@ -101,12 +67,34 @@ int chain_session_load_key(chain_privkey *key, const chain_session_args *a)
     return chain_load_key(key, a->keystore, a->password_file, a->private_key);
 }
 
+int chain_session_key_address(chain_address *address, const chain_session_args *a)
+{
+    chain_privkey key;
+    int rc = a->keystore && chain_session_key_sources(a) == 1
+                 ? chain_unlock_keystore(&key, address, a->keystore, a->password_file)
+                 : chain_session_load_key(&key, a);
+    if (!rc && !a->keystore)
+        rc = chain_key_address(address, &key);
+    ovt_wipe(&key, sizeof key);
+    return rc;
+}
+
+/* A fee per gas: wei, gwei or ether below 2^64 (the transaction's fields). */
+static int fee_cap(uint64_t *out, const char *what, const char *text)
+{
+    chain_u256 v;
+    int rc = chain_parse_wei(&v, what, text, 64);
+    if (!rc)
+        rc = chain_u256_to_u64(out, &v);
+    return rc;
+}
+
 int chain_session_fee_caps(chain_txm_opts *opts, const char *max_fee, const char *priority_fee)
 {
     int rc;
-    if (max_fee && (rc = chain_txm_parse_fee(&opts->max_fee_cap, "--max-fee-per-gas", max_fee)))
+    if (max_fee && (rc = fee_cap(&opts->max_fee_cap, "--max-fee-per-gas", max_fee)))
         return rc;
-    if (priority_fee && (rc = chain_txm_parse_fee(&opts->max_tip_cap, "--priority-fee", priority_fee)))
+    if (priority_fee && (rc = fee_cap(&opts->max_tip_cap, "--priority-fee", priority_fee)))
         return rc;
     if (opts->max_fee_cap && opts->max_tip_cap > opts->max_fee_cap)
         return ovt_fail(OVT_EINVAL, "--priority-fee (%llu) is above --max-fee-per-gas (%llu)",
@@ -126,21 +114,16 @@ int chain_session_open(chain_session *s, const chain_session_args *a, int need_k
         return ovt_fail(OVT_EINVAL, "--contract is not an address: '%s'", a->contract);
     chain_txm_opts to;
     chain_txm_opts_default(&to);
-    if (a->confirmations) {
-        char *end;
-        errno = 0;
-        unsigned long n = strtoul(a->confirmations, &end, 10);
-        if (errno || end == a->confirmations || *end || n < 1 || n > 1000)
-            return ovt_fail(OVT_EINVAL, "--confirmations must be a number in 1..1000, got '%s'", a->confirmations);
-        to.confirmations = (unsigned)n;
-    }
-    int fc = chain_session_fee_caps(&to, a->max_fee, a->priority_fee);
-    if (fc)
-        return fc;
+    uint32_t confirmations;
+    int rv = 0;
+    if (a->confirmations && !(rv = ovt_parse_u32(&confirmations, "--confirmations", a->confirmations, 1, 1000)))
+        to.confirmations = confirmations;
+    if (rv || (rv = chain_session_fee_caps(&to, a->max_fee, a->priority_fee)))
+        return rv;
     chain_rpc_opts ro;
     chain_rpc_opts_default(&ro);
     ro.custom_errors = chain_arb_errors;
-    int rv = chain_rpc_open(&s->rpc, a->rpc_url, &ro);
+    rv = chain_rpc_open(&s->rpc, a->rpc_url, &ro);
     if (!rv)
         rv = chain_arb_attach(&s->arb, s->rpc, &addr);
     if (!rv && need_key) {

@@ -1,10 +1,11 @@
 #ifndef OVT_CHAIN_SESSION_H
 #define OVT_CHAIN_SESSION_H
 
-/* What the party commands (`ovt commit`, `ovt audit`, `ovt agent`) share: a
- * node, the party's key in a transaction manager, and the arbitration
- * contract, from the usual flags --rpc-url (or $ETH_RPC_URL), --contract,
- * --keystore [--password-file] or --private-key. */
+/* What the parties (`ovt commit`, `ovt audit`, `ovt agent`, `ovt arbiter
+ * watch`) share: a node, the party's key in a transaction manager, and the
+ * arbitration contract. chain_session_args holds the flags' text as given
+ * (cli/flags_chain.h fills it); chain_session_open checks and opens it, and
+ * names the flag in its messages. */
 
 #include "chain/arbitration.h"
 #include "chain/parse.h"
@@ -18,7 +19,7 @@ typedef struct {
     const char *private_key_file; /* a file holding the hex key (mode 0600 or stricter) */
     const char *private_key_env;  /* the name of an environment variable holding it */
     const char *confirmations; /* blocks to wait for, including the receipt's (NULL: 1) */
-    const char *max_fee;       /* --max-fee-per-gas: wei or "Ngwei" (NULL: no cap) */
+    const char *max_fee;       /* --max-fee-per-gas: wei, gwei or ether (NULL: no cap) */
     const char *priority_fee;  /* --priority-fee: the tip's cap (NULL: no cap) */
 } chain_session_args;
 
@@ -28,56 +29,9 @@ typedef struct {
     chain_arb arb;
 } chain_session;
 
-/* getopt_long codes and entries of the shared flags: put
- * CHAIN_SESSION_LONGOPTS in a command's option table and pass every code to
- * chain_session_take, which returns 1 when it consumed it. */
-enum { CHAIN_OPT_RPC_URL = 1000, CHAIN_OPT_CONTRACT, CHAIN_OPT_KEYSTORE, CHAIN_OPT_PASSWORD_FILE, CHAIN_OPT_PRIVATE_KEY,
-       CHAIN_OPT_CONFIRMATIONS, CHAIN_OPT_PRIVATE_KEY_FILE, CHAIN_OPT_PRIVATE_KEY_ENV, CHAIN_OPT_MAX_FEE,
-       CHAIN_OPT_PRIORITY_FEE };
-#define CHAIN_SESSION_LONGOPTS                                                                                   \
-    {"rpc-url", required_argument, NULL, CHAIN_OPT_RPC_URL},                                                     \
-        {"contract", required_argument, NULL, CHAIN_OPT_CONTRACT},                                               \
-        {"keystore", required_argument, NULL, CHAIN_OPT_KEYSTORE},                                               \
-        {"password-file", required_argument, NULL, CHAIN_OPT_PASSWORD_FILE},                                     \
-        {"private-key", required_argument, NULL, CHAIN_OPT_PRIVATE_KEY},                                         \
-        {"private-key-file", required_argument, NULL, CHAIN_OPT_PRIVATE_KEY_FILE},                               \
-        {"private-key-env", required_argument, NULL, CHAIN_OPT_PRIVATE_KEY_ENV},                                 \
-        {"max-fee-per-gas", required_argument, NULL, CHAIN_OPT_MAX_FEE},                                         \
-        {"priority-fee", required_argument, NULL, CHAIN_OPT_PRIORITY_FEE}
-
-/* An optional entry for commands whose transactions should wait for
- * confirmations (chain_session_take stores it, chain_session_open checks it).
- * Not part of CHAIN_SESSION_LONGOPTS: the arbiter's --confirmations means
- * something else (how deep a block must be before it acts). */
-#define CHAIN_SESSION_CONFIRMATIONS_LONGOPT {"confirmations", required_argument, NULL, CHAIN_OPT_CONFIRMATIONS}
-#define CHAIN_SESSION_CONFIRMATIONS_HELP                                                                          \
-    "  --confirmations N    blocks each transaction waits for, including its own (default 1)\n"
-
-/* Help text of those flags, for usage messages. */
-#define CHAIN_SESSION_HELP                                                                                       \
-    "  --rpc-url URL        the node's JSON-RPC endpoint (default: $ETH_RPC_URL)\n"                              \
-    "  --contract ADDR      the arbitration contract\n"                                                          \
-    "  --keystore FILE      the party's Web3 v3 keystore (password: --password-file,\n"                         \
-    "                       else $OVT_PASSWORD, else a prompt)\n"                                                 \
-    "  --private-key-file F a file holding a raw hex key (mode 0600)\n"                                          \
-    "  --private-key-env V  the environment variable V holds a raw hex key (e.g. ETH_PRIVATE_KEY)\n"          \
-    "  --private-key KEY    a raw hex key on the command line, for throwaway devnet accounts\n"                  \
-    "                       only (other users' ps may see it before ovt overwrites it)\n"                      \
-    CHAIN_SESSION_FEE_HELP
-
-/* The fee caps (also in `ovt deploy`). */
-#define CHAIN_SESSION_FEE_HELP                                                                                   \
-    "  --max-fee-per-gas F  never pay more than F per gas (wei, or e.g. 30gwei): the\n"                          \
-    "                       max fee, or the gas price on a node without EIP-1559\n"                              \
-    "  --priority-fee F     never tip more than F per gas (wei or gwei)\n"
-
-/* Applies --max-fee-per-gas / --priority-fee (either may be NULL) to opts. */
+/* Applies --max-fee-per-gas / --priority-fee (either may be NULL; wei, gwei
+ * or ether below 2^64, chain_parse_wei) to opts. */
 int chain_session_fee_caps(chain_txm_opts *opts, const char *max_fee, const char *priority_fee) OVT_MUST_USE;
-
-int chain_session_take(chain_session_args *a, int code, const char *arg);
-
-/* Sets rpc_url from $ETH_RPC_URL. */
-void chain_session_args_init(chain_session_args *a);
 
 /* Whether any chain flag was given. */
 int chain_session_args_any(const chain_session_args *a);
@@ -90,6 +44,11 @@ int chain_session_key_sources(const chain_session_args *a);
  * a prompt), --private-key, --private-key-file and --private-key-env; the
  * error names the flag, never the key. */
 int chain_session_load_key(chain_privkey *key, const chain_session_args *a) OVT_MUST_USE;
+
+/* The address of the one key source given (`ovt keys address`): a keystore,
+ * decrypted (its address checked against its "address" field), or a raw
+ * key; the key itself is wiped. */
+int chain_session_key_address(chain_address *address, const chain_session_args *a) OVT_MUST_USE;
 
 /* Opens the node and attaches to the contract (a --confirmations outside
  * 1..1000 is OVT_EINVAL); with need_key, also unlocks exactly one of

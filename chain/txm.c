@@ -659,42 +659,6 @@ int chain_txm_settle(chain_txm *m)
     }
 }
 
-int chain_txm_parse_fee(uint64_t *out, const char *flag, const char *text)
-{
-    const char *gwei = strstr(text, "gwei");
-    size_t n = gwei ? (size_t)(gwei - text) : strlen(text);
-    if (n == 0 || n > 30 || (gwei && gwei[4]))
-        goto bad;
-    char num[32];
-    memcpy(num, text, n);
-    num[n] = '\0';
-    uint64_t whole = 0, frac = 0, scale = gwei ? 1000000000ULL : 1;
-    unsigned frac_digits = 0;
-    const char *c = num;
-    for (; *c >= '0' && *c <= '9'; c++) {
-        if (whole > (UINT64_MAX - 9) / 10)
-            goto bad;
-        whole = whole * 10 + (uint64_t)(*c - '0');
-    }
-    if (*c == '.' && gwei) {
-        for (c++; *c >= '0' && *c <= '9'; c++) {
-            if (++frac_digits > 9)
-                goto bad;
-            frac = frac * 10 + (uint64_t)(*c - '0');
-        }
-        for (unsigned k = frac_digits; k < 9; k++)
-            frac *= 10;
-    }
-    if (*c || c == num || whole > UINT64_MAX / scale)
-        goto bad;
-    *out = whole * scale + (gwei ? frac : 0);
-    if (*out < whole * scale)
-        goto bad;
-    return 0;
-bad:
-    return ovt_fail(OVT_EINVAL, "%s expects wei or gwei (e.g. 30000000000 or 30gwei), got '%s'", flag, text);
-}
-
 int chain_txm_send_extra(chain_txm *m, chain_receipt *out, const chain_address *to, const chain_u256 *value,
                          const uint8_t *data, size_t len, uint64_t extra_gas)
 {

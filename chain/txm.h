@@ -120,10 +120,6 @@ int chain_txm_wait_hash(chain_txm *m, const ovt_hash *hash, chain_receipt *out) 
  * Bounded like an unmined wait. */
 int chain_txm_settle(chain_txm *m) OVT_MUST_USE;
 
-/* Parses a fee for --max-fee-per-gas / --priority-fee: wei, or a decimal
- * number of gwei with the suffix "gwei" ("30gwei", "1.5gwei"). */
-int chain_txm_parse_fee(uint64_t *out, const char *flag, const char *text) OVT_MUST_USE;
-
 /* prepare + submit + wait. */
 int chain_txm_send(chain_txm *m, chain_receipt *out, const chain_address *to, const chain_u256 *value,
                    const uint8_t *data, size_t len) OVT_MUST_USE;

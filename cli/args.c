@@ -37,6 +37,23 @@ const char *cli_arg_name(const struct option *longopts, int c)
     return "";
 }
 
+int cli_getopt(int argc, char **argv, const struct option *longopts, void (*usage)(FILE *out), cli_take_fn take,
+               void *ctx)
+{
+    int c, rv;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (c == 'h') {
+            usage(stdout);
+            return 0;
+        }
+        if ((rv = take(ctx, c, cli_arg_name(longopts, c), optarg, argv[optind - 1])))
+            return rv;
+    }
+    return -1;
+}
+
 int cli_arg_unknown(const char *cmd, const char *arg)
 {
     fprintf(stderr, "ovt %s: unknown or incomplete option '%s'; see `ovt %s --help`\n", cmd, arg, cmd);

@@ -16,6 +16,7 @@
 
 #include <getopt.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "chain/parse.h"
 #include "common/err.h"
@@ -34,6 +35,18 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) OVT_PRINTF(2, 3);
 /* The long name of the option getopt_long returned as c, with its dashes
  * ("--steps"), for the value parsers' messages ("" if none). */
 const char *cli_arg_name(const struct option *longopts, int c);
+
+/* Takes one option: code as getopt_long returned it, flag its long name
+ * ("--steps"), arg its value, given the argument as typed (for
+ * cli_arg_unknown). Returns 0, or the exit status to end the command with. */
+typedef int (*cli_take_fn)(void *ctx, int code, const char *flag, const char *arg, const char *given);
+
+/* The option loop of a command (argv[0] its name): each option to take,
+ * -h/--help to usage(stdout). Returns -1 once every option is taken
+ * (optind is then the first operand), else the exit status: take's, or 0
+ * after the help. */
+int cli_getopt(int argc, char **argv, const struct option *longopts, void (*usage)(FILE *out), cli_take_fn take,
+               void *ctx);
 
 /* Reports an unknown option or one without its value; returns 2. */
 int cli_arg_unknown(const char *cmd, const char *arg);

@@ -1,15 +1,13 @@
-/* `ovt arbiter watch`: the arbiter daemon (arbiter/watch.h). */
-#include <errno.h>
+/* `ovt arbiter watch`: the arbiter daemon (arb_daemon_run, arbiter/daemon.h;
+ * docs/arbiter.md). */
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "arbiter/watch.h"
-#include "chain/session.h"
-#include "common/metrics.h"
-#include "common/signals.h"
+#include "arbiter/daemon.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/flags_chain.h"
 
 static void usage(FILE *out)
 {
@@ -60,34 +58,58 @@ static void usage(FILE *out)
             "  -h, --help            this help\n");
 }
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    stop_requested = 1;
-}
-
-static int parse_num(const char *flag, const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= lo && v <= hi)) {
-        fprintf(stderr, "ovt arbiter watch: %s expects a number in %g..%g, got '%s'\n", flag, lo, hi, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 enum { O_STORE = 256, O_STATE, O_CONF, O_POLL, O_FROM, O_RANGE,
        O_WAIT, O_MARGIN, O_THREADS, O_ONCE, O_JSON, O_MAX_DATASET, O_METRICS };
+
+struct watch_args {
+    arb_daemon_opts d;
+    chain_session_args chain;
+};
+
+/* One flag, the watcher's own or of the chain group (given: the argument
+ * as typed): 0, or the exit status. */
+static int take(void *ctx, int c, const char *flag, const char *arg, const char *given)
+{
+    struct watch_args *a = ctx;
+    arb_daemon_opts *d = &a->d;
+    arb_watch_opts *o = &d->watch;
+    double seconds;
+    int rv = 0;
+    switch (c) {
+    case O_STORE: d->store_url = arg; break;
+    case O_STATE: o->state_dir = arg; break;
+    case O_CONF: rv = ovt_parse_u32(&o->confirmations, flag, arg, 1, 1000); break;
+    case O_POLL:
+        if (!(rv = ovt_parse_seconds(&seconds, flag, arg, 0.01, 86400)))
+            o->poll_ms = (long)(seconds * 1000);
+        break;
+    case O_FROM:
+        rv = ovt_parse_u64(&o->from_block, flag, arg, 0, 1000000000000000ULL);
+        o->has_from_block = true;
+        break;
+    case O_RANGE: rv = ovt_parse_u64(&o->log_range, flag, arg, 1, 1000000); break;
+    case O_WAIT:
+        if (!(rv = ovt_parse_seconds(&seconds, flag, arg, 0, 1e9)))
+            o->input_wait = (uint32_t)seconds;
+        break;
+    case O_MARGIN:
+        if (!(rv = ovt_parse_seconds(&seconds, flag, arg, 0, 1e9)))
+            o->deadline_margin = (uint32_t)seconds;
+        break;
+    case O_THREADS: rv = ovt_parse_int(&o->threads, flag, arg, 0, 256); break;
+    case O_MAX_DATASET: rv = ovt_parse_size(&d->max_blob, flag, arg, 1, 1000000000000000ULL); break;
+    case O_ONCE: o->once = true; break;
+    case O_JSON: o->json = true; break;
+    case O_METRICS: d->metrics_addr = arg; break;
+    default: return cli_chain_take(&a->chain, c, arg) ? 0 : cli_arg_unknown("arbiter watch", given);
+    }
+    return rv ? cli_usage_fail("arbiter watch") : 0;
+}
 
 static int watch_main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        CHAIN_SESSION_LONGOPTS,                            {"store", required_argument, NULL, O_STORE},
+        CLI_CHAIN_LONGOPTS,                            {"store", required_argument, NULL, O_STORE},
         {"state-dir", required_argument, NULL, O_STATE},   {"confirmations", required_argument, NULL, O_CONF},
         {"poll-interval", required_argument, NULL, O_POLL}, {"from-block", required_argument, NULL, O_FROM},
         {"log-range", required_argument, NULL, O_RANGE},   {"input-wait", required_argument, NULL, O_WAIT},
@@ -97,120 +119,31 @@ static int watch_main(int argc, char **argv)
         {"metrics-addr", required_argument, NULL, O_METRICS},
         {"help", no_argument, NULL, 'h'},                  {NULL, 0, NULL, 0},
     };
-    arb_watch_opts o;
-    arb_watch_opts_default(&o);
-    chain_session_args sa;
-    chain_session_args_init(&sa);
-    const char *store_url = NULL, *metrics_addr = NULL;
-    double x, max_dataset = (double)STORE_MAX_BLOB_DEFAULT;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (chain_session_take(&sa, c, optarg))
-            continue;
-        switch (c) {
-        case O_STORE: store_url = optarg; break;
-        case O_STATE: o.state_dir = optarg; break;
-        case O_CONF:
-            if (parse_num("--confirmations", optarg, 1, 1000, &x)) return 2;
-            o.confirmations = (unsigned)x;
-            break;
-        case O_POLL:
-            if (parse_num("--poll-interval", optarg, 0.01, 86400, &x)) return 2;
-            o.poll_ms = (long)(x * 1000);
-            break;
-        case O_FROM:
-            if (parse_num("--from-block", optarg, 0, 1e15, &x)) return 2;
-            o.from_block = (uint64_t)x;
-            o.has_from_block = true;
-            break;
-        case O_RANGE:
-            if (parse_num("--log-range", optarg, 1, 1e6, &x)) return 2;
-            o.log_range = (uint64_t)x;
-            break;
-        case O_WAIT:
-            if (parse_num("--input-wait", optarg, 0, 1e9, &x)) return 2;
-            o.input_wait = (uint32_t)x;
-            break;
-        case O_MARGIN:
-            if (parse_num("--deadline-margin", optarg, 0, 1e9, &x)) return 2;
-            o.deadline_margin = (uint32_t)x;
-            break;
-        case O_THREADS:
-            if (parse_num("--threads", optarg, 0, 256, &x)) return 2;
-            o.threads = (int)x;
-            break;
-        case O_MAX_DATASET:
-            if (parse_num("--max-dataset", optarg, 1, 1e15, &max_dataset)) return 2;
-            break;
-        case O_ONCE: o.once = true; break;
-        case O_JSON: o.json = true; break;
-        case O_METRICS: metrics_addr = optarg; break;
-        case 'h': usage(stdout); return 0;
-        default:
-            fprintf(stderr, "ovt arbiter watch: unknown option '%s'; see `ovt arbiter watch --help`\n",
-                    argv[optind - 1]);
-            return 2;
-        }
-    }
-    if (optind != argc) {
-        fprintf(stderr, "ovt arbiter watch: unexpected argument '%s'\n", argv[optind]);
+    struct watch_args a = {.d = {.max_blob = STORE_MAX_BLOB_DEFAULT}};
+    cli_chain_init(&a.chain);
+    arb_watch_opts_default(&a.d.watch);
+    int rv = cli_getopt(argc, argv, opts, usage, take, &a);
+    if (rv >= 0)
+        return rv;
+    const chain_session_args *sa = &a.chain;
+    arb_daemon_opts *d = &a.d;
+    d->chain = sa;
+    if (cli_arg_none_left("arbiter watch", argc, argv))
         return 2;
-    }
-    const char *missing = !sa.rpc_url || !*sa.rpc_url ? "--rpc-url (or ETH_RPC_URL)"
-                          : !sa.contract              ? "--contract"
-                          : !store_url          ? "--store"
-                          : !o.state_dir        ? "--state-dir"
-                                                : NULL;
-    if (missing) {
-        fprintf(stderr, "ovt arbiter watch: %s is required; see `ovt arbiter watch --help`\n", missing);
-        return 2;
-    }
-    if (chain_session_key_sources(&sa) != 1) {
-        fprintf(stderr, "ovt arbiter watch: give exactly one of --keystore, --private-key-file, --private-key-env "
-                        "and --private-key\n");
-        return 2;
-    }
+    const char *missing = !sa->rpc_url || !*sa->rpc_url ? "--rpc-url (or ETH_RPC_URL)"
+                          : !sa->contract               ? "--contract"
+                          : !d->store_url               ? "--store"
+                          : !d->watch.state_dir         ? "--state-dir"
+                                                        : NULL;
+    if (missing)
+        return cli_usage_error("arbiter watch", "%s is required", missing);
+    if (chain_session_key_sources(sa) != 1)
+        return cli_usage_error("arbiter watch", "give exactly one of --keystore, --private-key-file, "
+                                                "--private-key-env and --private-key");
     chain_address addr;
-    if (chain_address_from_string(&addr, sa.contract)) {
-        fprintf(stderr, "ovt arbiter watch: --contract: %s\n", ovt_errmsg());
-        return 2;
-    }
-
-    ovt_on_stop_signals(on_signal);
-
-    /* /healthz fails once no tick has completed for 10 polls (and a minute). */
-    ovt_httpserve *metrics = NULL;
-    ovt_metrics_configure("arbiter", o.poll_ms * 10 > 60000 ? o.poll_ms * 10 : 60000);
-    if (metrics_addr && ovt_metrics_serve(&metrics, metrics_addr)) {
-        fprintf(stderr, "ovt arbiter watch: %s\n", ovt_errmsg());
-        return 1;
-    }
-    chain_session ses;
-    store_ctx *store = NULL;
-    int rc = chain_session_open(&ses, &sa, 1);
-    if (rc == 0 && o.confirmations == 0) {
-        const char *why;
-        rc = arb_watch_confirmations(ses.rpc, &o.confirmations, &why);
-    }
-    if (rc == 0) {
-        ses.txm.opts.confirmations = o.confirmations;
-        ses.txm.opts.poll_ms = o.poll_ms < 250 ? o.poll_ms : 250;
-        rc = store_open(&store, store_url);
-    }
-    if (rc == 0) {
-        store_set_max_blob(store, (size_t)max_dataset);
-        store_set_stop(store, &stop_requested);
-    }
-    if (rc == 0)
-        rc = arb_watch(&o, &ses.arb, &ses.txm, store, &stop_requested);
-    if (rc)
-        fprintf(stderr, "ovt arbiter watch: %s\n", ovt_errmsg());
-    store_close(store);
-    chain_session_close(&ses);
-    ovt_httpserve_stop(metrics);
-    return rc ? 1 : 0;
+    if (chain_parse_address(&addr, "--contract", sa->contract))
+        return cli_usage_fail("arbiter watch");
+    return arb_daemon_run(d) ? cli_fail("arbiter watch") : 0;
 }
 
 int cmd_arbiter(int argc, char **argv)
@@ -221,6 +154,5 @@ int cmd_arbiter(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    fprintf(stderr, "ovt arbiter: expected the subcommand 'watch'; see `ovt arbiter --help`\n");
-    return 2;
+    return cli_usage_error("arbiter", "expected the subcommand 'watch'");
 }

@@ -1,78 +1,15 @@
-/* `ovt devnet`: options, the fault table and the report (devnet.h). */
+/* `ovt devnet`: its options and the report; the scenario is devnet_run's
+ * (examples/devnet/devnet.h). */
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "examples/devnet/devnet.h"
 #include "cli/args.h"
+#include "cli/commands.h"
+#include "examples/devnet/devnet.h"
 #include "trainer/config.h"
-#include "dp/dp.h"
-
-static const struct {
-    const char *name;
-    chain_arb_outcome expected;
-    const char *what;
-} faults[DEVNET_FAULT_COUNT] = {
-    [DEVNET_NONE] = {"none", CHAIN_ARB_VERIFIED, "an honest run: equal roots, verified"},
-    [DEVNET_BITFLIP] = {"bitflip", CHAIN_ARB_AUDITOR_RIGHT, "the trainer flips a bit of a parameter after step K"},
-    [DEVNET_POISONED_BATCH] = {"poisoned-batch", CHAIN_ARB_AUDITOR_RIGHT,
-                               "the trainer trains step K on changed targets (or fraudulent-log: its log\n"
-                               "                      may not fit the schedule's batch)"},
-    [DEVNET_SKIPPED_STEP] = {"skipped-step", CHAIN_ARB_AUDITOR_RIGHT, "the trainer skips step K (state K = K-1)"},
-    [DEVNET_FORGED_LOG] = {"forged-log", CHAIN_ARB_FRAUDULENT_LOG,
-                           "log K carries a wrong direction for an element 1.25..1.5 tau from its\n"
-                           "                      midpoint (an impossible direction)"},
-    [DEVNET_WITHHELD_INPUTS] = {"withheld-inputs", CHAIN_ARB_INPUTS_UNAVAILABLE,
-                                "a bitflip at K, and the trainer withholds step K's inputs"},
-    [DEVNET_LYING_AUDITOR] = {"lying-auditor", CHAIN_ARB_TRAINER_RIGHT,
-                              "the auditor claims wrong states from step K on"},
-    [DEVNET_OMITTED_LOG] = {"omitted-log", CHAIN_ARB_FRAUDULENT_LOG,
-                            "the trainer writes its logs from step K on without their entries"},
-    [DEVNET_BITFLIP_SHARD] = {"bitflip-shard", CHAIN_ARB_AUDITOR_RIGHT,
-                              "a sharded run (--shards S >= 2): one bit of shard J's gradient flips in\n"
-                              "                      step K; the arbiter names shard J (and its rank and host)"},
-};
-
-const char *devnet_fault_name(devnet_fault f)
-{
-    return (unsigned)f < DEVNET_FAULT_COUNT ? faults[f].name : "?";
-}
-
-int devnet_fault_parse(devnet_fault *out, const char *name)
-{
-    for (int i = 0; i < DEVNET_FAULT_COUNT; i++)
-        if (strcmp(name, faults[i].name) == 0) {
-            *out = (devnet_fault)i;
-            return 0;
-        }
-    return ovt_fail(OVT_EINVAL, "unknown fault '%s' (none, bitflip, poisoned-batch, skipped-step, forged-log, "
-                                "withheld-inputs, lying-auditor, omitted-log, bitflip-shard)", name);
-}
-
-const char *devnet_party_name(devnet_party p)
-{
-    return p == DEVNET_PARTY_TRAINER ? "trainer" : p == DEVNET_PARTY_AUDITOR ? "auditor" : "none";
-}
-
-chain_arb_outcome devnet_expected(const devnet_opts *o)
-{
-    if (o->silent == DEVNET_PARTY_TRAINER)
-        return CHAIN_ARB_TRAINER_TIMED_OUT;
-    if (o->silent == DEVNET_PARTY_AUDITOR)
-        return CHAIN_ARB_AUDITOR_TIMED_OUT;
-    return faults[o->fault].expected;
-}
-
-bool devnet_outcome_ok(const devnet_opts *o, chain_arb_outcome out)
-{
-    if (out == devnet_expected(o))
-        return true;
-    /* a log recorded on a poisoned batch may hold entries the schedule's
-     * batch does not support: the trainer is then caught by its log */
-    return !o->silent && o->fault == DEVNET_POISONED_BATCH && out == CHAIN_ARB_FRAUDULENT_LOG;
-}
 
 static void usage(FILE *f)
 {
@@ -90,8 +27,8 @@ static void usage(FILE *f)
             "\n"
             "faults (--fault KIND):\n");
     for (int i = 0; i < DEVNET_FAULT_COUNT; i++)
-        fprintf(f, "  %-16s -> %s\n  %16s    %s\n", faults[i].name, chain_arb_outcome_name(faults[i].expected), "",
-                faults[i].what);
+        fprintf(f, "  %-16s -> %s\n  %16s    %s\n", devnet_fault_name((devnet_fault)i),
+                chain_arb_outcome_name(devnet_fault_outcome((devnet_fault)i)), "", devnet_fault_what((devnet_fault)i));
     fprintf(f,
             "\n"
             "options:\n"
@@ -238,6 +175,63 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
 enum { O_FAULT = 256, O_AT, O_STEPS, O_MODEL, O_BATCH, O_SEQ, O_SILENT, O_MOVE, O_TIMEOUT, O_KEEP, O_ANVIL, O_JSON,
        O_NODE, O_BLOCK_TIME, O_CONF, O_STORE, O_ARB_METRICS, O_SHARDS, O_RANKS, O_FAULT_SHARD };
 
+struct devnet_args {
+    devnet_opts o;
+    bool have_fault, have_at, have_fault_shard;
+};
+
+/* One flag (given: the argument as typed): 0, or the exit status. */
+static int take(void *ctx, int c, const char *flag, const char *arg, const char *given)
+{
+    struct devnet_args *a = ctx;
+    devnet_opts *o = &a->o;
+    int rv = 0;
+    a->have_fault |= c == O_FAULT;
+    a->have_at |= c == O_AT;
+    a->have_fault_shard |= c == O_FAULT_SHARD;
+    switch (c) {
+    case O_FAULT: rv = devnet_fault_parse(&o->fault, arg); break;
+    case O_AT: rv = ovt_parse_u64(&o->at, flag, arg, 1, 1000000); break;
+    case O_STEPS: rv = ovt_parse_u64(&o->steps, flag, arg, 2, 1000000); break;
+    case O_MODEL:
+        if (strcmp(arg, "mlp") && strcmp(arg, "mlp-demo") && strcmp(arg, "gpt2-tiny"))
+            return cli_usage_error("devnet", "--model must be gpt2-tiny or mlp, got '%s'", arg);
+        o->mlp = strcmp(arg, "gpt2-tiny") != 0;
+        break;
+    case O_BATCH: rv = ovt_parse_u32(&o->batch, flag, arg, 1, 1024); break;
+    case O_SEQ: rv = ovt_parse_u32(&o->seq, flag, arg, 1, 64); break;
+    case O_SILENT:
+        if (strcmp(arg, "trainer") && strcmp(arg, "auditor"))
+            return cli_usage_error("devnet", "--silent must be trainer or auditor, got '%s'", arg);
+        o->silent = strcmp(arg, "trainer") == 0 ? DEVNET_PARTY_TRAINER : DEVNET_PARTY_AUDITOR;
+        break;
+    case O_MOVE: rv = ovt_parse_u32(&o->move_timeout, flag, arg, 10, 86400); break;
+    case O_TIMEOUT: {
+        uint32_t s;
+        if (!(rv = ovt_parse_u32(&s, flag, arg, 10, 86400)))
+            o->timeout_s = s;
+        break;
+    }
+    case O_KEEP: o->keep = arg; break;
+    case O_ANVIL: o->anvil = arg; break;
+    case O_NODE:
+        if (strcmp(arg, "anvil") && strcmp(arg, "ganache") && strcmp(arg, "hardhat"))
+            return cli_usage_error("devnet", "--node must be anvil, ganache or hardhat, got '%s'", arg);
+        o->node = arg;
+        break;
+    case O_BLOCK_TIME: rv = ovt_parse_u32(&o->block_time, flag, arg, 1, 3600); break;
+    case O_CONF: rv = ovt_parse_u32(&o->confirmations, flag, arg, 1, 1000); break;
+    case O_STORE: o->store = arg; break;
+    case O_ARB_METRICS: o->arbiter_metrics = arg; break;
+    case O_SHARDS: rv = ovt_parse_u32(&o->shards, flag, arg, 1, TRN_MAX_SHARDS); break;
+    case O_RANKS: rv = ovt_parse_u32(&o->ranks, flag, arg, 1, TRN_MAX_SHARDS); break;
+    case O_FAULT_SHARD: rv = ovt_parse_u32(&o->fault_shard, flag, arg, 0, TRN_MAX_SHARDS - 1); break;
+    case O_JSON: o->json = true; break;
+    default: return cli_arg_unknown("devnet", given);
+    }
+    return rv ? cli_usage_fail("devnet") : 0;
+}
+
 int cmd_devnet(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -253,155 +247,24 @@ int cmd_devnet(int argc, char **argv)
         {"shards", required_argument, NULL, O_SHARDS}, {"ranks", required_argument, NULL, O_RANKS},
         {"fault-shard", required_argument, NULL, O_FAULT_SHARD},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};
-    devnet_opts o = {.steps = 64, .batch = 4, .seq = 32, .move_timeout = 600, .timeout_s = 900, .shards = 1,
-                     .ranks = 1};
-    bool have_fault = false, have_at = false, have_fault_shard = false;
-    uint64_t v;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        const char *flag = cli_arg_name(longopts, c);
-        switch (c) {
-        case 'h': usage(stdout); return 0;
-        case O_FAULT:
-            if (devnet_fault_parse(&o.fault, optarg)) {
-                fprintf(stderr, "ovt devnet: %s\n", ovt_errmsg());
-                return 2;
-            }
-            have_fault = true;
-            break;
-        case O_AT:
-            if (cli_arg_u64("devnet", flag, optarg, 1, 1000000, &o.at)) return 2;
-            have_at = true;
-            break;
-        case O_STEPS:
-            if (cli_arg_u64("devnet", flag, optarg, 2, 1000000, &o.steps)) return 2;
-            break;
-        case O_MODEL:
-            if (strcmp(optarg, "mlp") && strcmp(optarg, "mlp-demo") && strcmp(optarg, "gpt2-tiny")) {
-                fprintf(stderr, "ovt devnet: --model must be gpt2-tiny or mlp, got '%s'\n", optarg);
-                return 2;
-            }
-            o.mlp = strcmp(optarg, "gpt2-tiny") != 0;
-            break;
-        case O_BATCH:
-            if (cli_arg_u64("devnet", flag, optarg, 1, 1024, &v)) return 2;
-            o.batch = (uint32_t)v;
-            break;
-        case O_SEQ:
-            if (cli_arg_u64("devnet", flag, optarg, 1, 64, &v)) return 2;
-            o.seq = (uint32_t)v;
-            break;
-        case O_SILENT:
-            if (strcmp(optarg, "trainer") && strcmp(optarg, "auditor")) {
-                fprintf(stderr, "ovt devnet: --silent must be trainer or auditor, got '%s'\n", optarg);
-                return 2;
-            }
-            o.silent = strcmp(optarg, "trainer") == 0 ? DEVNET_PARTY_TRAINER : DEVNET_PARTY_AUDITOR;
-            break;
-        case O_MOVE:
-            if (cli_arg_u64("devnet", flag, optarg, 10, 86400, &v)) return 2;
-            o.move_timeout = (uint32_t)v;
-            break;
-        case O_TIMEOUT:
-            if (cli_arg_u64("devnet", flag, optarg, 10, 86400, &v)) return 2;
-            o.timeout_s = (double)v;
-            break;
-        case O_KEEP: o.keep = optarg; break;
-        case O_ANVIL: o.anvil = optarg; break;
-        case O_NODE:
-            if (strcmp(optarg, "anvil") && strcmp(optarg, "ganache") && strcmp(optarg, "hardhat")) {
-                fprintf(stderr, "ovt devnet: --node must be anvil, ganache or hardhat, got '%s'\n", optarg);
-                return 2;
-            }
-            o.node = optarg;
-            break;
-        case O_BLOCK_TIME:
-            if (cli_arg_u64("devnet", flag, optarg, 1, 3600, &v)) return 2;
-            o.block_time = (uint32_t)v;
-            break;
-        case O_CONF:
-            if (cli_arg_u64("devnet", flag, optarg, 1, 1000, &v)) return 2;
-            o.confirmations = (uint32_t)v;
-            break;
-        case O_STORE: o.store = optarg; break;
-        case O_ARB_METRICS: o.arbiter_metrics = optarg; break;
-        case O_SHARDS:
-            if (cli_arg_u64("devnet", flag, optarg, 1, TRN_MAX_SHARDS, &v)) return 2;
-            o.shards = (uint32_t)v;
-            break;
-        case O_RANKS:
-            if (cli_arg_u64("devnet", flag, optarg, 1, TRN_MAX_SHARDS, &v)) return 2;
-            o.ranks = (uint32_t)v;
-            break;
-        case O_FAULT_SHARD:
-            if (cli_arg_u64("devnet", flag, optarg, 0, TRN_MAX_SHARDS - 1, &v)) return 2;
-            o.fault_shard = (uint32_t)v;
-            have_fault_shard = true;
-            break;
-        case O_JSON: o.json = true; break;
-        default: return cli_arg_unknown("devnet", argv[optind - 1]);
-        }
-    }
+    struct devnet_args a = {.o = {.steps = 64, .batch = 4, .seq = 32, .move_timeout = 600, .timeout_s = 900,
+                                  .shards = 1, .ranks = 1}};
+    int rv = cli_getopt(argc, argv, longopts, usage, take, &a);
+    if (rv >= 0)
+        return rv;
     if (cli_arg_none_left("devnet", argc, argv))
         return 2;
-    if (!have_fault) {
-        fprintf(stderr, "ovt devnet: --fault is required (none for an honest run); see `ovt devnet --help`\n");
-        return 2;
-    }
-    if (!have_at)
-        o.at = o.steps >= 17 * 2 ? 17 : o.steps / 2;
-    if (o.fault != DEVNET_NONE && o.at > o.steps) {
-        fprintf(stderr, "ovt devnet: --at %llu is past --steps %llu\n", (unsigned long long)o.at,
-                (unsigned long long)o.steps);
-        return 2;
-    }
-    if (o.batch % o.shards != 0) {
-        fprintf(stderr, "ovt devnet: --shards %u must divide --batch %u\n", o.shards, o.batch);
-        return 2;
-    }
-    if (o.shards % o.ranks != 0) {
-        fprintf(stderr, "ovt devnet: --ranks %u must divide --shards %u (each process computes S/R shards)\n",
-                o.ranks, o.shards);
-        return 2;
-    }
-    if (o.fault == DEVNET_BITFLIP_SHARD && o.shards < 2) {
-        fprintf(stderr, "ovt devnet: --fault bitflip-shard needs a sharded run: --shards S >= 2\n");
-        return 2;
-    }
-    if (have_fault_shard && o.fault != DEVNET_BITFLIP_SHARD) {
-        fprintf(stderr, "ovt devnet: --fault-shard goes with --fault bitflip-shard\n");
-        return 2;
-    }
-    if (!have_fault_shard)
-        o.fault_shard = o.shards / 2;
-    if (o.fault_shard >= o.shards) {
-        fprintf(stderr, "ovt devnet: --fault-shard %u: the run has %u shards (J in 0..%u)\n", o.fault_shard,
-                o.shards, o.shards - 1);
-        return 2;
-    }
-    if (o.ranks > 1 && !dp_available()) {
-        fprintf(stderr, "ovt devnet: --ranks %u needs a build with MPI (this one has none: install libopenmpi-dev "
-                        "and rebuild; docs/data-parallel.md)\n", o.ranks);
-        return 2;
-    }
-    if (o.silent && o.fault == DEVNET_NONE) {
-        fprintf(stderr, "ovt devnet: --silent needs a dispute: combine it with a fault other than none\n");
-        return 2;
-    }
+    if (!a.have_fault)
+        return cli_usage_error("devnet", "--fault is required (none for an honest run)");
+    devnet_opts o = a.o;
+    if (devnet_opts_check(&o, a.have_at, a.have_fault_shard))
+        return cli_usage_fail("devnet");
     devnet_result r;
-    int rv = devnet_run(&o, &r);
-    if (rv) {
-        fprintf(stderr, "ovt devnet: %s\n", ovt_errmsg());
+    if (devnet_run(&o, &r)) {
         devnet_ledger_free(&r.ledger);
-        return 1;
+        return cli_fail("devnet");
     }
-    /* bitflip-shard also expects the arbiter to have named the flipped shard */
-    bool as_expected = devnet_outcome_ok(&o, r.outcome) &&
-                       (o.fault == DEVNET_NONE || o.silent || (r.has_step && r.step == o.at)) &&
-                       (o.fault != DEVNET_BITFLIP_SHARD || o.silent ||
-                        (r.arbiter_named_shard && r.arbiter_shard == (int64_t)o.fault_shard));
+    bool as_expected = devnet_as_expected(&o, &r);
     if (o.json)
         print_json(&o, &r, as_expected);
     else

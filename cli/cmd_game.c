@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chain/arbitration.h"
+#include "chain/session.h"
+#include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/flags_chain.h"
 
 static void usage(FILE *out)
 {
@@ -25,13 +27,6 @@ static void usage(FILE *out)
             "  --json              print one JSON object\n");
 }
 
-static void hex32(char out[67], const ovt_hash *h)
-{
-    out[0] = '0';
-    out[1] = 'x';
-    ovt_hex_encode(out + 2, h->b, 32);
-}
-
 static json_t *to_json(const ovt_hash *run_id, uint64_t block, const chain_arb_params *p, const chain_arb_game *g)
 {
     char t[43], a[43], r[43], id[67], ch[67], dh[67], tb[80], ab[80];
@@ -39,15 +34,15 @@ static json_t *to_json(const ovt_hash *run_id, uint64_t block, const chain_arb_p
     chain_address_to_string(t, &p->trainer);
     chain_address_to_string(a, &p->auditor);
     chain_address_to_string(r, &p->arbiter);
-    hex32(id, run_id);
-    hex32(ch, &p->config_hash);
-    hex32(dh, &p->dataset_hash);
+    chain_hash_hex(id, run_id);
+    chain_hash_hex(ch, &p->config_hash);
+    chain_hash_hex(dh, &p->dataset_hash);
     chain_u256_to_dec(tb, &p->trainer_bond);
     chain_u256_to_dec(ab, &p->auditor_bond);
-    hex32(troot, &g->trainer_root);
-    hex32(aroot, &g->auditor_root);
-    hex32(tnode, &g->trainer_node);
-    hex32(anode, &g->auditor_node);
+    chain_hash_hex(troot, &g->trainer_root);
+    chain_hash_hex(aroot, &g->auditor_root);
+    chain_hash_hex(tnode, &g->trainer_node);
+    chain_hash_hex(anode, &g->auditor_node);
     return json_pack("{s:s, s:I, s:{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:s, s:s},"
                      " s:{s:s, s:s, s:i, s:i, s:i, s:I, s:I, s:s, s:s, s:s, s:s}}",
                      "run_id", id, "block", (json_int_t)block, "run", "trainer", t, "auditor", a, "arbiter", r,
@@ -86,78 +81,71 @@ static void print_text(const json_t *o)
     print_fields(json_object_get(o, "game"), game_keys);
 }
 
+struct game_args {
+    chain_session_args chain;
+    const char *run_hex;
+    int json;
+};
+
+/* One flag (given: the argument as typed): 0, or the exit status. */
+static int take(void *ctx, int c, const char *flag, const char *arg, const char *given)
+{
+    struct game_args *a = ctx;
+    (void)flag;
+    switch (c) {
+    case 'i': a->run_hex = arg; break;
+    case 'j': a->json = 1; break;
+    default: return cli_chain_take(&a->chain, c, arg) ? 0 : cli_arg_unknown("game", given);
+    }
+    return 0;
+}
+
 int cmd_game(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"rpc-url", required_argument, NULL, 'r'}, {"contract", required_argument, NULL, 'c'},
-        {"run-id", required_argument, NULL, 'i'},  {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+        {"rpc-url", required_argument, NULL, CLI_CHAIN_RPC_URL},
+        {"contract", required_argument, NULL, CLI_CHAIN_CONTRACT},
+        {"run-id", required_argument, NULL, 'i'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
-    const char *rpc_url = getenv("ETH_RPC_URL"), *contract = NULL, *run_hex = NULL;
-    int json = 0, c;
-    optind = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'r': rpc_url = optarg; break;
-        case 'c': contract = optarg; break;
-        case 'i': run_hex = optarg; break;
-        case 'j': json = 1; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
-        }
-    }
-    if (optind != argc) {
-        fprintf(stderr, "ovt game: unexpected argument '%s'\n", argv[optind]);
+    struct game_args a;
+    memset(&a, 0, sizeof a);
+    cli_chain_init(&a.chain);
+    int rv = cli_getopt(argc, argv, opts, usage, take, &a);
+    if (rv >= 0)
+        return rv;
+    if (cli_arg_none_left("game", argc, argv))
         return 2;
-    }
-    if (!rpc_url || !*rpc_url || !contract || !run_hex) {
-        fprintf(stderr, "ovt game: --rpc-url (or ETH_RPC_URL), --contract and --run-id are required\n");
-        return 2;
-    }
+    const chain_session_args *sa = &a.chain;
+    if (!sa->rpc_url || !*sa->rpc_url || !sa->contract || !a.run_hex)
+        return cli_usage_error("game", "--rpc-url (or ETH_RPC_URL), --contract and --run-id are required");
     chain_address addr;
     ovt_hash run_id;
-    if (chain_address_from_string(&addr, contract) != 0) {
-        fprintf(stderr, "ovt game: --contract: %s\n", ovt_errmsg());
-        return 2;
-    }
-    if (strlen(run_hex) != 66 || ovt_hex_decode(run_id.b, 32, run_hex) != 0) {
-        fprintf(stderr, "ovt game: --run-id must be 0x followed by 64 hex digits\n");
-        return 2;
-    }
+    if (chain_parse_address(&addr, "--contract", sa->contract) || chain_parse_hash(&run_id, "--run-id", a.run_hex))
+        return cli_usage_fail("game");
 
-    chain_rpc *rpc = NULL;
-    chain_rpc_opts ro;
-    chain_rpc_opts_default(&ro);
-    ro.custom_errors = chain_arb_errors;
-    chain_arb arb;
+    chain_session s;
     chain_arb_params p;
     chain_arb_game g;
     uint64_t block = 0;
-    char at[24];
-    int rc = chain_rpc_open(&rpc, rpc_url, &ro);
+    json_t *o = NULL;
+    int rc = chain_session_open(&s, sa, 0);
     if (rc == 0)
-        rc = chain_arb_attach(&arb, rpc, &addr);
-    if (rc == 0)
-        rc = chain_rpc_block_number(rpc, &block);
-    if (rc == 0) {
-        snprintf(at, sizeof at, "0x%llx", (unsigned long long)block);
-        rc = chain_arb_get_run(&arb, &run_id, at, &p);
-    }
-    if (rc == 0)
-        rc = chain_arb_get_game(&arb, &run_id, at, &g);
-    json_t *o = rc == 0 ? to_json(&run_id, block, &p, &g) : NULL;
-    if (rc == 0 && !o)
+        rc = chain_arb_read_at_head(&s.arb, &run_id, &block, &p, &g);
+    if (rc == 0 && !(o = to_json(&run_id, block, &p, &g)))
         rc = ovt_fail(OVT_ENOMEM, "out of memory");
-    if (rc == 0 && json) {
-        char *s = json_dumps(o, JSON_COMPACT);
-        printf("%s\n", s ? s : "{}");
-        free(s);
-    } else if (rc == 0) {
-        print_text(o);
+    chain_session_close(&s);
+    if (rc)
+        return cli_fail("game");
+    if (a.json) {
+        char *text = json_dumps(o, JSON_COMPACT);
+        printf("%s\n", text ? text : "{}");
+        free(text);
     } else {
-        fprintf(stderr, "ovt game: %s\n", ovt_errmsg());
+        print_text(o);
     }
     json_decref(o);
-    chain_rpc_close(rpc);
-    return rc == 0 ? 0 : 1;
+    return 0;
 }

@@ -421,3 +421,59 @@ done:
     json_decref(a.state);
     return rv;
 }
+
+/* The store and dataset the trainer named in its receipt (if any). */
+static void receipt_defaults(const char *dir, char *store, char *data, size_t cap)
+{
+    char path[4096];
+    uint8_t *buf;
+    size_t len;
+    if (ovt_path_join(path, sizeof path, dir, "receipt.json") || ovt_read_file(path, &buf, &len, 1 << 20))
+        return;
+    json_t *j = json_loadb((const char *)buf, len, 0, NULL);
+    free(buf);
+    const char *s = json_string_value(json_object_get(j, "store"));
+    const char *d = json_string_value(json_object_get(j, "data"));
+    if (s && strlen(s) < cap)
+        strcpy(store, s);
+    if (d && strlen(d) < cap)
+        strcpy(data, d);
+    json_decref(j);
+}
+
+int party_agent_play(const party_agent_play_opts *po, chain_arb_outcome *outcome)
+{
+    party_agent_opts o = po->agent;
+    const char *store_url = po->store_url;
+    char rstore[4096] = "", rdata[4096] = "";
+    if (o.is_trainer) {
+        receipt_defaults(o.run_dir, rstore, rdata, sizeof rstore);
+        if (!store_url && rstore[0])
+            store_url = rstore;
+        if (!o.data_path && rdata[0])
+            o.data_path = rdata;
+    }
+    store_ctx *store = NULL;
+    chain_session s;
+    chain_arb_params terms;
+    ovt_httpserve *metrics = NULL;
+    ovt_metrics_configure(o.is_trainer ? "trainer" : "auditor", o.poll_ms * 10 > 60000 ? o.poll_ms * 10 : 60000);
+    int rv = 0;
+    if (po->metrics_addr)
+        rv = ovt_metrics_serve(&metrics, po->metrics_addr);
+    if (!rv && store_url)
+        rv = store_open(&store, store_url);
+    o.store = store;
+    if (!rv && !(rv = chain_session_open(&s, po->chain, 1))) {
+        party_agent_install_signals();
+        /* The run's terms against this party's policy before any move. */
+        if (!(rv = chain_arb_get_run(&s.arb, &o.run_id, NULL, &terms)))
+            rv = party_policy_check(po->policy, &terms, s.arb.chain_id, &s.arb.address, o.is_trainer);
+        if (!rv)
+            rv = party_agent_run(&s, &o, outcome);
+        chain_session_close(&s);
+    }
+    store_close(store);
+    ovt_httpserve_stop(metrics);
+    return rv;
+}

@@ -1,8 +1,8 @@
-#ifndef OVT_AUDITOR_AGENT_H
-#define OVT_AUDITOR_AGENT_H
+#ifndef OVT_PARTY_AGENT_H
+#define OVT_PARTY_AGENT_H
 
 /* A party agent (trainer or auditor) playing one run's game to the end
- * (DESIGN.md section 4, docs/agent.md). A loop:
+ * (docs/agent.md). A loop:
  *   read the block number, that block's timestamp and getGame at that block;
  *   settled: print the outcome and return;
  *   plan this party's move with chain_arb_plan_move (a pure function of the
@@ -24,6 +24,7 @@
 #include <stdio.h>
 
 #include "chain/session.h"
+#include "party/policy.h"
 #include "trainer/run.h"
 #include "store/store.h"
 
@@ -44,6 +45,21 @@ typedef struct {
  * (OVT_ETIMEOUT with "stopped"), or a failure that retrying cannot mend (a
  * history whose root is not the party's committed root, an unknown run). */
 int party_agent_run(chain_session *s, const party_agent_opts *o, chain_arb_outcome *outcome) OVT_MUST_USE;
+
+/* `ovt agent`: one party's agent with what it needs around it. */
+typedef struct {
+    party_agent_opts agent;          /* its store is opened from store_url */
+    const chain_session_args *chain; /* the node, the contract and the party's key */
+    const party_policy *policy;      /* the terms this party accepts */
+    const char *store_url;           /* trainer: where the inputs go (NULL: the receipt's store) */
+    const char *metrics_addr;        /* serve /metrics and /healthz there (NULL: off) */
+} party_agent_play_opts;
+
+/* Plays the game as party_agent_run does, once the run's terms are found
+ * inside the policy; a trainer takes the store and the dataset its
+ * RUN_DIR/receipt.json names when none is given. Serves the metrics while
+ * it plays, and installs the stop signals. */
+int party_agent_play(const party_agent_play_opts *o, chain_arb_outcome *outcome) OVT_MUST_USE;
 
 /* Prints the outcome to stdout: its name, or with json
  * {"outcome": NAME, "code": N} on one line. */

@@ -1,15 +1,19 @@
-#ifndef OVT_TRAINER_COMMIT_H
-#define OVT_TRAINER_COMMIT_H
+#ifndef OVT_PARTY_COMMIT_H
+#define OVT_PARTY_COMMIT_H
 
-/* The trainer's commitment receipt, RUNDIR/receipt.json (docs/agent.md):
- * what `ovt commit` did on chain, enough to check the commitment off chain
- * (the EIP-712 signature over Commitment(runId, root, steps, configHash,
- * datasetHash) recovers to the trainer) and for the trainer agent to play
- * the run's game. */
+/* The trainer's commitment (`ovt commit`, docs/agent.md): party_commit_run
+ * opens the run on the arbitration contract (or joins one), publishes what
+ * an auditor needs to the artifact store and commits the step Merkle root
+ * with its EIP-712 signature, keeping RUNDIR/commit.json so that a run
+ * again after any failure continues; then it writes RUNDIR/receipt.json,
+ * enough to check the commitment off chain (the signature over
+ * Commitment(runId, root, steps, configHash, datasetHash) recovers to the
+ * trainer) and for the trainer agent to play the run's game. */
 
 #include <stdbool.h>
 
-#include "chain/arbitration.h"
+#include "chain/session.h"
+#include "party/policy.h"
 #include "trainer/run.h"
 #include "store/store.h"
 
@@ -27,6 +31,33 @@ typedef struct {
     const char *data;       /* absolute path of the dataset, may be NULL */
     ovt_hash steps_blob;    /* the step table's store name (zero if not published) */
 } party_receipt;
+
+typedef struct {
+    const char *dir;                 /* RUNDIR, written by `ovt train` */
+    const chain_session_args *chain; /* the node, the contract and the trainer's key */
+    chain_arb_params terms;          /* auditor, arbiter, bonds, timeouts and nonce; the trainer,
+                                        hashes and steps come from the key and RUNDIR */
+    bool have_parties;               /* the auditor and the arbiter were named (needed to open) */
+    bool have_nonce;                 /* terms.nonce was given: it must be the journal's */
+    bool have_run_id;                /* join run_id, opened by someone else, instead of opening */
+    ovt_hash run_id;
+    const party_policy *policy;      /* with have_run_id: the terms this trainer accepts */
+    const char *store;               /* publish the run there (NULL: not published) */
+    const char *data;                /* with store: the dataset, an absolute path */
+} party_commit_opts;
+
+typedef struct {
+    party_receipt receipt;           /* its store and data point into the opts */
+    char *json;                      /* the receipt's text, as written */
+    char path[4096];                 /* RUNDIR/receipt.json */
+} party_commit_result;
+
+/* Commits RUNDIR as above; on failure (nothing to free in *out) a run again
+ * with the same opts continues: the run is opened once, committed once.
+ * Once receipt.json names the journal's run that commit is finished, and a
+ * new party_commit_run opens a new run. */
+int party_commit_run(const party_commit_opts *o, party_commit_result *out) OVT_MUST_USE;
+void party_commit_result_free(party_commit_result *r);
 
 /* The receipt as indented JSON (malloc'd). */
 int party_receipt_json(const party_receipt *r, char **text) OVT_MUST_USE;

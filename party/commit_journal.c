@@ -6,6 +6,7 @@
 
 #include "chain/session.h"
 #include "common/fileio.h"
+#include "common/parse.h"
 #include "party/commit.h"
 #include "trainer/rundata.h"
 
@@ -48,14 +49,13 @@ int party_commit_journal_load(const char *dir, party_commit_journal *j)
     json_t *o = json_loadb((const char *)text, len, 0, NULL);
     free(text);
     const char *nonce = json_string_value(json_object_get(o, "open_nonce"));
-    char *end = NULL;
     json_t *cid = json_object_get(o, "chain_id"), *fb = json_object_get(o, "from_block");
     j->chain_id = (uint64_t)json_integer_value(cid);
     j->from_block = (uint64_t)json_integer_value(fb);
     if (!o || !json_is_integer(cid) || !json_is_integer(fb) || json_integer_value(cid) < 0 ||
         json_integer_value(fb) < 0 || chain_json_address(&j->contract, o, "contract") ||
         chain_json_hash(&j->run_id, o, "run_id") || !nonce ||
-        (j->nonce = strtoull(nonce, &end, 10), !end || *end) || !json_is_boolean(json_object_get(o, "joined"))) {
+        ovt_parse_u64(&j->nonce, "open_nonce", nonce, 0, UINT64_MAX) || !json_is_boolean(json_object_get(o, "joined"))) {
         json_decref(o);
         ovt_err_clear();
         return ovt_fail(OVT_EFORMAT, "%s is damaged; move it away and run ovt commit again", path);

@@ -1,7 +1,6 @@
 /* A party's policy on run terms (see policy.h). */
 #include "party/policy.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -10,108 +9,57 @@
 
 #include "chain/session.h"
 #include "common/fileio.h"
+#include "common/parse.h"
 
-void party_policy_args_init(party_policy_args *a)
+void party_policy_init(party_policy *p)
 {
-    memset(a, 0, sizeof *a);
+    memset(p, 0, sizeof *p);
+    p->max_bond = chain_u256_from_u64(1000000000000000000ULL); /* 1 ETH */
+    p->min_commit_timeout = 60;
+    p->min_move_timeout = 60;
+    p->min_verdict_timeout = 600;
 }
 
-int party_policy_take(party_policy_args *a, int code, const char *arg)
+int party_policy_set(party_policy *p, party_policy_term term, const char *what, const char *text)
 {
-    switch (code) {
-    case PARTY_OPT_POLICY: a->file = arg; return 1;
-    case PARTY_OPT_ACCEPT_ARBITER:
-        if (a->n_arbiters < PARTY_POLICY_MAX_ARBITERS)
-            a->arbiters[a->n_arbiters++] = arg;
-        else
-            a->too_many_arbiters = 1;
-        return 1;
-    case PARTY_OPT_MAX_BOND: a->max_bond = arg; return 1;
-    case PARTY_OPT_MAX_OTHER_BOND: a->max_other_bond = arg; return 1;
-    case PARTY_OPT_MIN_OTHER_BOND: a->min_other_bond = arg; return 1;
-    case PARTY_OPT_MIN_COMMIT_TIMEOUT: a->min_commit_timeout = arg; return 1;
-    case PARTY_OPT_MIN_MOVE_TIMEOUT: a->min_move_timeout = arg; return 1;
-    case PARTY_OPT_MIN_VERDICT_TIMEOUT: a->min_verdict_timeout = arg; return 1;
-    case PARTY_OPT_MAX_STEPS: a->max_steps = arg; return 1;
-    case PARTY_OPT_EXPECT_CHAIN_ID: a->chain_id = arg; return 1;
-    case PARTY_OPT_EXPECT_CONFIG: a->config_hash = arg; return 1;
-    case PARTY_OPT_EXPECT_DATASET: a->dataset_hash = arg; return 1;
-    default: return 0;
-    }
-}
-
-int party_parse_wei96(chain_u256 *out, const char *flag, const char *text)
-{
-    static const uint8_t zero[20];
-    chain_u256 v;
-    if (chain_u256_from_dec(&v, text) || memcmp(v.b, zero, 20) != 0)
-        return ovt_fail(OVT_EINVAL, "%s expects a number of wei below 2^96 (the contract's uint96), got '%s'", flag,
-                        text);
-    *out = v;
-    return 0;
-}
-
-static int parse_u64(uint64_t *out, const char *flag, const char *text, uint64_t hi)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno || end == text || *end || text[0] == '-' || v > hi)
-        return ovt_fail(OVT_EINVAL, "%s expects a whole number up to %llu, got '%s'", flag, (unsigned long long)hi,
-                        text);
-    *out = v;
-    return 0;
-}
-
-/* One term given as text (from a flag, or the file as a string or integer). */
-static int apply(party_policy *p, int code, const char *flag, const char *text)
-{
-    uint64_t v;
-    int rv = 0;
-    switch (code) {
-    case PARTY_OPT_MAX_BOND: return party_parse_wei96(&p->max_bond, flag, text);
-    case PARTY_OPT_MAX_OTHER_BOND:
+    switch (term) {
+    case PARTY_TERM_MAX_BOND: return chain_parse_wei(&p->max_bond, what, text, 96);
+    case PARTY_TERM_MAX_OTHER_BOND:
         p->have_max_other_bond = 1;
-        return party_parse_wei96(&p->max_other_bond, flag, text);
-    case PARTY_OPT_MIN_OTHER_BOND: return party_parse_wei96(&p->min_other_bond, flag, text);
-    case PARTY_OPT_MIN_COMMIT_TIMEOUT:
-    case PARTY_OPT_MIN_MOVE_TIMEOUT:
-    case PARTY_OPT_MIN_VERDICT_TIMEOUT:
-        if ((rv = parse_u64(&v, flag, text, UINT32_MAX)))
-            return rv;
-        *(code == PARTY_OPT_MIN_COMMIT_TIMEOUT ? &p->min_commit_timeout
-          : code == PARTY_OPT_MIN_MOVE_TIMEOUT ? &p->min_move_timeout
-                                               : &p->min_verdict_timeout) = (uint32_t)v;
-        return 0;
-    case PARTY_OPT_MAX_STEPS: return parse_u64(&p->max_steps, flag, text, UINT64_MAX);
-    case PARTY_OPT_EXPECT_CHAIN_ID: return parse_u64(&p->chain_id, flag, text, UINT64_MAX);
-    case PARTY_OPT_EXPECT_CONFIG:
+        return chain_parse_wei(&p->max_other_bond, what, text, 96);
+    case PARTY_TERM_MIN_OTHER_BOND: return chain_parse_wei(&p->min_other_bond, what, text, 96);
+    case PARTY_TERM_MIN_COMMIT_TIMEOUT: return ovt_parse_u32(&p->min_commit_timeout, what, text, 0, UINT32_MAX);
+    case PARTY_TERM_MIN_MOVE_TIMEOUT: return ovt_parse_u32(&p->min_move_timeout, what, text, 0, UINT32_MAX);
+    case PARTY_TERM_MIN_VERDICT_TIMEOUT: return ovt_parse_u32(&p->min_verdict_timeout, what, text, 0, UINT32_MAX);
+    case PARTY_TERM_MAX_STEPS: return ovt_parse_u64(&p->max_steps, what, text, 0, UINT64_MAX);
+    case PARTY_TERM_CHAIN_ID: return ovt_parse_u64(&p->chain_id, what, text, 0, UINT64_MAX);
+    case PARTY_TERM_CONFIG_HASH:
         p->have_config = 1;
-        return chain_parse_hash(&p->config_hash, flag, text);
-    case PARTY_OPT_EXPECT_DATASET:
+        return chain_parse_hash(&p->config_hash, what, text);
+    case PARTY_TERM_DATASET_HASH:
         p->have_dataset = 1;
-        return chain_parse_hash(&p->dataset_hash, flag, text);
-    default: return ovt_fail(OVT_EINVAL, "internal: policy term %d", code);
+        return chain_parse_hash(&p->dataset_hash, what, text);
+    default: return ovt_fail(OVT_EINVAL, "internal: policy term %d", (int)term);
     }
 }
 
 static const struct {
     const char *key;
-    int code;
+    party_policy_term term;
 } file_keys[] = {
-    {"max_bond", PARTY_OPT_MAX_BOND},
-    {"max_other_bond", PARTY_OPT_MAX_OTHER_BOND},
-    {"min_other_bond", PARTY_OPT_MIN_OTHER_BOND},
-    {"min_commit_timeout", PARTY_OPT_MIN_COMMIT_TIMEOUT},
-    {"min_move_timeout", PARTY_OPT_MIN_MOVE_TIMEOUT},
-    {"min_verdict_timeout", PARTY_OPT_MIN_VERDICT_TIMEOUT},
-    {"max_steps", PARTY_OPT_MAX_STEPS},
-    {"chain_id", PARTY_OPT_EXPECT_CHAIN_ID},
-    {"config_hash", PARTY_OPT_EXPECT_CONFIG},
-    {"dataset_hash", PARTY_OPT_EXPECT_DATASET},
+    {"max_bond", PARTY_TERM_MAX_BOND},
+    {"max_other_bond", PARTY_TERM_MAX_OTHER_BOND},
+    {"min_other_bond", PARTY_TERM_MIN_OTHER_BOND},
+    {"min_commit_timeout", PARTY_TERM_MIN_COMMIT_TIMEOUT},
+    {"min_move_timeout", PARTY_TERM_MIN_MOVE_TIMEOUT},
+    {"min_verdict_timeout", PARTY_TERM_MIN_VERDICT_TIMEOUT},
+    {"max_steps", PARTY_TERM_MAX_STEPS},
+    {"chain_id", PARTY_TERM_CHAIN_ID},
+    {"config_hash", PARTY_TERM_CONFIG_HASH},
+    {"dataset_hash", PARTY_TERM_DATASET_HASH},
 };
 
-static int load_file(party_policy *p, const char *path)
+int party_policy_load(party_policy *p, const char *path)
 {
     uint8_t *buf;
     size_t len;
@@ -161,11 +109,11 @@ static int load_file(party_policy *p, const char *path)
             p->have_contract = 1;
             continue;
         }
-        int code = 0;
+        int term = -1;
         for (size_t k = 0; k < sizeof file_keys / sizeof file_keys[0]; k++)
             if (!strcmp(key, file_keys[k].key))
-                code = file_keys[k].code;
-        if (!code) {
+                term = (int)file_keys[k].term;
+        if (term < 0) {
             rv = ovt_fail(OVT_EFORMAT, "%s is not a policy term (docs/agent.md lists them)", flag);
             break;
         }
@@ -178,55 +126,11 @@ static int load_file(party_policy *p, const char *path)
             rv = ovt_fail(OVT_EFORMAT, "%s must be a string or a non-negative integer", flag);
             break;
         }
-        if ((rv = apply(p, code, flag, text)))
+        if ((rv = party_policy_set(p, (party_policy_term)term, flag, text)))
             break;
     }
     json_decref(j);
     return rv;
-}
-
-int party_policy_resolve(party_policy *out, const party_policy_args *a)
-{
-    memset(out, 0, sizeof *out);
-    int rv = chain_u256_from_dec(&out->max_bond, "1000000000000000000");
-    out->min_commit_timeout = 60;
-    out->min_move_timeout = 60;
-    out->min_verdict_timeout = 600;
-    if (rv)
-        return rv;
-    if (a->too_many_arbiters)
-        return ovt_fail(OVT_EINVAL, "at most %d --accept-arbiter flags", PARTY_POLICY_MAX_ARBITERS);
-    if (a->file && (rv = load_file(out, a->file)))
-        return rv;
-    if (a->n_arbiters)
-        out->n_arbiters = 0;
-    for (unsigned i = 0; i < a->n_arbiters; i++)
-        if (chain_address_from_string(&out->arbiters[out->n_arbiters++], a->arbiters[i]))
-            return ovt_fail(OVT_EINVAL, "--accept-arbiter expects an address, got '%s'", a->arbiters[i]);
-    const struct {
-        const char *text, *flag;
-        int code;
-    } flags[] = {
-        {a->max_bond, "--max-bond", PARTY_OPT_MAX_BOND},
-        {a->max_other_bond, "--max-other-bond", PARTY_OPT_MAX_OTHER_BOND},
-        {a->min_other_bond, "--min-other-bond", PARTY_OPT_MIN_OTHER_BOND},
-        {a->min_commit_timeout, "--min-commit-timeout", PARTY_OPT_MIN_COMMIT_TIMEOUT},
-        {a->min_move_timeout, "--min-move-timeout", PARTY_OPT_MIN_MOVE_TIMEOUT},
-        {a->min_verdict_timeout, "--min-verdict-timeout", PARTY_OPT_MIN_VERDICT_TIMEOUT},
-        {a->max_steps, "--max-steps", PARTY_OPT_MAX_STEPS},
-        {a->chain_id, "--expect-chain-id", PARTY_OPT_EXPECT_CHAIN_ID},
-        {a->config_hash, "--expect-config", PARTY_OPT_EXPECT_CONFIG},
-        {a->dataset_hash, "--expect-dataset", PARTY_OPT_EXPECT_DATASET},
-    };
-    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
-        if (flags[i].text && (rv = apply(out, flags[i].code, flags[i].flag, flags[i].text)))
-            return rv;
-    if (out->n_arbiters == 0)
-        return ovt_fail(OVT_EINVAL,
-                        "no arbiter is accepted: name the arbiters this party trusts with --accept-arbiter ADDR "
-                        "(repeatable) or \"accept_arbiters\" in a --policy file; the arbiter named in a run "
-                        "decides who keeps the bonds, so no arbiter is accepted by default");
-    return 0;
 }
 
 /* Appends one refusal line to the message being built. */

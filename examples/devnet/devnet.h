@@ -1,8 +1,7 @@
 #ifndef OVT_EXAMPLES_DEVNET_DEVNET_H
 #define OVT_EXAMPLES_DEVNET_DEVNET_H
 
-/* `ovt devnet`: the local dispute simulation (DESIGN.md section 5,
- * docs/devnet.md). One process starts anvil, deploys the arbitration
+/* `ovt devnet`: the local dispute simulation (docs/devnet.md). One process starts anvil, deploys the arbitration
  * contract, trains a small model with a fault injected at one step, and runs
  * the trainer's commit and agent, the auditor (replaying on the ref backend)
  * and the arbiter's watcher as child processes, following the game on chain
@@ -79,14 +78,29 @@ typedef struct {
     devnet_ledger ledger;       /* every transaction of the devnet */
 } devnet_result;
 
+/* A fault's name (--fault), what it does (for the help) and the outcome
+ * it must end in without --silent; the fault called name. */
 const char *devnet_fault_name(devnet_fault f);
+const char *devnet_fault_what(devnet_fault f);
+chain_arb_outcome devnet_fault_outcome(devnet_fault f);
 int devnet_fault_parse(devnet_fault *out, const char *name) OVT_MUST_USE;
 const char *devnet_party_name(devnet_party p);
+
+/* Completes the options the flags left to their defaults (the faulty step
+ * unless have_at, the shard unless have_fault_shard) and checks that they
+ * go together (shards divide the batch, ranks the shards, MPI for ranks,
+ * a dispute for --silent, ...): OVT_EINVAL names the flags. */
+int devnet_opts_check(devnet_opts *o, bool have_at, bool have_fault_shard) OVT_MUST_USE;
 
 /* The outcome the scenario must end in, and whether outcome `out` is one
  * it may end in (poisoned-batch: also fraudulent-log). */
 chain_arb_outcome devnet_expected(const devnet_opts *o);
 bool devnet_outcome_ok(const devnet_opts *o, chain_arb_outcome out);
+
+/* Whether the run ended as the fault implies: an outcome it may end in, at
+ * the faulty step, and for bitflip-shard with the arbiter naming the
+ * flipped shard. */
+bool devnet_as_expected(const devnet_opts *o, const devnet_result *r);
 
 /* Runs the scenario. Returns 0 when the run settled (compare r->outcome
  * with r->expected), or an error (anvil missing, a child failing, the

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "chain/keccak.h"
+#include "chain/session.h"
 #include "chain/txm.h"
 #include "check.h"
 #include "support/httpd.h"
@@ -437,13 +438,15 @@ static void test_fee_cap(chain_txm *m)
     chain_txm_pending_free(&p);
     m->opts.max_tip_cap = 0;
 
-    uint64_t v;
-    CHECK(chain_txm_parse_fee(&v, "--max-fee-per-gas", "30gwei") == 0 && v == 30 * GWEI);
-    CHECK(chain_txm_parse_fee(&v, "--max-fee-per-gas", "1.5gwei") == 0 && v == 1500000000ULL);
-    CHECK(chain_txm_parse_fee(&v, "--priority-fee", "12345") == 0 && v == 12345);
-    CHECK(chain_txm_parse_fee(&v, "--priority-fee", "1.5") == OVT_EINVAL && strstr(ovt_errmsg(), "--priority-fee"));
-    CHECK(chain_txm_parse_fee(&v, "--priority-fee", "gwei") == OVT_EINVAL);
-    CHECK(chain_txm_parse_fee(&v, "--priority-fee", "99999999999999999999") == OVT_EINVAL);
+    /* The fee flags (chain_parse_wei below 2^64): wei, or gwei with up to 9 decimals. */
+    chain_txm_opts fo;
+    chain_txm_opts_default(&fo);
+    CHECK(chain_session_fee_caps(&fo, "30gwei", NULL) == 0 && fo.max_fee_cap == 30 * GWEI);
+    CHECK(chain_session_fee_caps(&fo, "1.5gwei", NULL) == 0 && fo.max_fee_cap == 1500000000ULL);
+    CHECK(chain_session_fee_caps(&fo, NULL, "12345") == 0 && fo.max_tip_cap == 12345);
+    CHECK(chain_session_fee_caps(&fo, NULL, "1.5") == OVT_EINVAL && strstr(ovt_errmsg(), "--priority-fee"));
+    CHECK(chain_session_fee_caps(&fo, NULL, "gwei") == OVT_EINVAL);
+    CHECK(chain_session_fee_caps(&fo, NULL, "99999999999999999999") == OVT_EINVAL);
 }
 
 /* A node without EIP-1559: a legacy EIP-155 transaction at eth_gasPrice,

@@ -1,0 +1,118 @@
+/* The devnet's faults, what each must end in, and the checks of a
+ * scenario's options (see devnet.h). */
+#include <string.h>
+
+#include "dp/dp.h"
+#include "examples/devnet/devnet.h"
+
+static const struct {
+    const char *name;
+    chain_arb_outcome expected;
+    const char *what;
+} faults[DEVNET_FAULT_COUNT] = {
+    [DEVNET_NONE] = {"none", CHAIN_ARB_VERIFIED, "an honest run: equal roots, verified"},
+    [DEVNET_BITFLIP] = {"bitflip", CHAIN_ARB_AUDITOR_RIGHT, "the trainer flips a bit of a parameter after step K"},
+    [DEVNET_POISONED_BATCH] = {"poisoned-batch", CHAIN_ARB_AUDITOR_RIGHT,
+                               "the trainer trains step K on changed targets (or fraudulent-log: its log\n"
+                               "                      may not fit the schedule's batch)"},
+    [DEVNET_SKIPPED_STEP] = {"skipped-step", CHAIN_ARB_AUDITOR_RIGHT, "the trainer skips step K (state K = K-1)"},
+    [DEVNET_FORGED_LOG] = {"forged-log", CHAIN_ARB_FRAUDULENT_LOG,
+                           "log K carries a wrong direction for an element 1.25..1.5 tau from its\n"
+                           "                      midpoint (an impossible direction)"},
+    [DEVNET_WITHHELD_INPUTS] = {"withheld-inputs", CHAIN_ARB_INPUTS_UNAVAILABLE,
+                                "a bitflip at K, and the trainer withholds step K's inputs"},
+    [DEVNET_LYING_AUDITOR] = {"lying-auditor", CHAIN_ARB_TRAINER_RIGHT,
+                              "the auditor claims wrong states from step K on"},
+    [DEVNET_OMITTED_LOG] = {"omitted-log", CHAIN_ARB_FRAUDULENT_LOG,
+                            "the trainer writes its logs from step K on without their entries"},
+    [DEVNET_BITFLIP_SHARD] = {"bitflip-shard", CHAIN_ARB_AUDITOR_RIGHT,
+                              "a sharded run (--shards S >= 2): one bit of shard J's gradient flips in\n"
+                              "                      step K; the arbiter names shard J (and its rank and host)"},
+};
+
+const char *devnet_fault_name(devnet_fault f)
+{
+    return (unsigned)f < DEVNET_FAULT_COUNT ? faults[f].name : "?";
+}
+
+const char *devnet_fault_what(devnet_fault f)
+{
+    return (unsigned)f < DEVNET_FAULT_COUNT ? faults[f].what : "?";
+}
+
+chain_arb_outcome devnet_fault_outcome(devnet_fault f)
+{
+    return (unsigned)f < DEVNET_FAULT_COUNT ? faults[f].expected : CHAIN_ARB_NONE;
+}
+
+int devnet_fault_parse(devnet_fault *out, const char *name)
+{
+    for (int i = 0; i < DEVNET_FAULT_COUNT; i++)
+        if (strcmp(name, faults[i].name) == 0) {
+            *out = (devnet_fault)i;
+            return 0;
+        }
+    return ovt_fail(OVT_EINVAL, "unknown fault '%s' (none, bitflip, poisoned-batch, skipped-step, forged-log, "
+                                "withheld-inputs, lying-auditor, omitted-log, bitflip-shard)", name);
+}
+
+const char *devnet_party_name(devnet_party p)
+{
+    return p == DEVNET_PARTY_TRAINER ? "trainer" : p == DEVNET_PARTY_AUDITOR ? "auditor" : "none";
+}
+
+chain_arb_outcome devnet_expected(const devnet_opts *o)
+{
+    if (o->silent == DEVNET_PARTY_TRAINER)
+        return CHAIN_ARB_TRAINER_TIMED_OUT;
+    if (o->silent == DEVNET_PARTY_AUDITOR)
+        return CHAIN_ARB_AUDITOR_TIMED_OUT;
+    return faults[o->fault].expected;
+}
+
+bool devnet_outcome_ok(const devnet_opts *o, chain_arb_outcome out)
+{
+    if (out == devnet_expected(o))
+        return true;
+    /* a log recorded on a poisoned batch may hold entries the schedule's
+     * batch does not support: the trainer is then caught by its log */
+    return !o->silent && o->fault == DEVNET_POISONED_BATCH && out == CHAIN_ARB_FRAUDULENT_LOG;
+}
+
+bool devnet_as_expected(const devnet_opts *o, const devnet_result *r)
+{
+    /* bitflip-shard also expects the arbiter to have named the flipped shard */
+    return devnet_outcome_ok(o, r->outcome) &&
+           (o->fault == DEVNET_NONE || o->silent || (r->has_step && r->step == o->at)) &&
+           (o->fault != DEVNET_BITFLIP_SHARD || o->silent ||
+            (r->arbiter_named_shard && r->arbiter_shard == (int64_t)o->fault_shard));
+}
+
+int devnet_opts_check(devnet_opts *o, bool have_at, bool have_fault_shard)
+{
+    if (!have_at)
+        o->at = o->steps >= 17 * 2 ? 17 : o->steps / 2;
+    if (o->fault != DEVNET_NONE && o->at > o->steps)
+        return ovt_fail(OVT_EINVAL, "--at %llu is past --steps %llu", (unsigned long long)o->at,
+                        (unsigned long long)o->steps);
+    if (o->batch % o->shards != 0)
+        return ovt_fail(OVT_EINVAL, "--shards %u must divide --batch %u", o->shards, o->batch);
+    if (o->shards % o->ranks != 0)
+        return ovt_fail(OVT_EINVAL, "--ranks %u must divide --shards %u (each process computes S/R shards)",
+                        o->ranks, o->shards);
+    if (o->fault == DEVNET_BITFLIP_SHARD && o->shards < 2)
+        return ovt_fail(OVT_EINVAL, "--fault bitflip-shard needs a sharded run: --shards S >= 2");
+    if (have_fault_shard && o->fault != DEVNET_BITFLIP_SHARD)
+        return ovt_fail(OVT_EINVAL, "--fault-shard goes with --fault bitflip-shard");
+    if (!have_fault_shard)
+        o->fault_shard = o->shards / 2;
+    if (o->fault_shard >= o->shards)
+        return ovt_fail(OVT_EINVAL, "--fault-shard %u: the run has %u shards (J in 0..%u)", o->fault_shard,
+                        o->shards, o->shards - 1);
+    if (o->ranks > 1 && !dp_available())
+        return ovt_fail(OVT_EINVAL, "--ranks %u needs a build with MPI (this one has none: install "
+                                    "libopenmpi-dev and rebuild; docs/data-parallel.md)", o->ranks);
+    if (o->silent && o->fault == DEVNET_NONE)
+        return ovt_fail(OVT_EINVAL, "--silent needs a dispute: combine it with a fault other than none");
+    return 0;
+}

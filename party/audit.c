@@ -1,0 +1,124 @@
+/* `ovt audit` on chain (see audit.h). */
+#include "party/audit.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/fileio.h"
+#include "party/agent.h"
+
+/* Reads the run's terms and checks them against this auditor's policy and
+ * key, before anything is fetched or sent. */
+static int check_terms(chain_session *s, const party_audit_opts *o, chain_arb_params *p)
+{
+    int rv = chain_arb_get_run(&s->arb, &o->audit.run_id, NULL, p);
+    if (!rv && !chain_address_eq(&p->auditor, &s->txm.from))
+        rv = ovt_fail(OVT_EINVAL, "this key is not the run's auditor");
+    if (!rv)
+        rv = party_policy_check(o->policy, p, s->arb.chain_id, &s->arb.address, 0);
+    return rv;
+}
+
+/* Commits the auditor's own root for the run, after checking the run's
+ * parameters against what was replayed. *trainer_root_matches: whether the
+ * trainer's committed root is the root of the step table it published (-1:
+ * the trainer has not committed yet). */
+static int commit_root(chain_session *s, const party_audit_opts *o, const aud_report *r, ovt_hash *root_out,
+                       int *trainer_root_matches)
+{
+    const ovt_hash *run_id = &o->audit.run_id;
+    *trainer_root_matches = -1;
+    chain_arb_params p;
+    int rv = check_terms(s, o, &p);
+    if (rv)
+        return rv;
+    if (memcmp(p.config_hash.b, r->own.config_hash.b, 32) != 0 || p.steps != r->steps)
+        return ovt_fail(OVT_EINVAL, "the run on chain has another config or step count than the replayed run");
+    party_history h;
+    if ((rv = party_history_from_table(&h, &r->own, run_id)))
+        return rv;
+    *root_out = *chain_merkle_root(h.tree);
+    chain_arb_game g;
+    ovt_hash published;
+    if (!(rv = chain_arb_get_game(&s->arb, run_id, NULL, &g)) && (g.flags & CHAIN_ARB_FLAG_TRAINER) &&
+        !(rv = trn_step_table_root(&published, &r->trainer, run_id))) {
+        *trainer_root_matches = memcmp(published.b, g.trainer_root.b, 32) == 0;
+        if (!*trainer_root_matches)
+            fprintf(stderr, "ovt audit: warning: the trainer's committed root is not the root of the step table it "
+                            "published; the dispute will show where they part\n");
+    }
+    if (!rv && (g.flags & CHAIN_ARB_FLAG_AUDITOR))
+        rv = 0; /* committed before (a restart): nothing to send */
+    else if (!rv)
+        rv = chain_arb_commit(&s->arb, &s->txm, run_id, root_out, NULL, NULL, NULL);
+    party_history_free(&h);
+    return rv;
+}
+
+/* Commits the root, reports, and with agent plays the game. */
+static int commit_and_play(const party_audit_opts *o, const aud_report *r, json_t *report, party_audit_result *out)
+{
+    chain_session s;
+    ovt_hash root;
+    int matches;
+    if (r->partial)
+        return ovt_fail(OVT_EINVAL, "a partial audit (--steps-from/--steps-to) cannot be committed");
+    int rv = chain_session_open(&s, o->chain, 1);
+    if (rv)
+        return rv;
+    if (!(rv = commit_root(&s, o, r, &root, &matches))) {
+        char hex[67];
+        chain_hash_hex(hex, &root);
+        json_object_set_new(report, "root", json_string(hex));
+        if (matches >= 0)
+            json_object_set_new(report, "trainer_root_matches", json_boolean(matches));
+    }
+    bool reported = false;
+    if (!rv && o->agent) {
+        o->on_report(o->ctx, r, report);
+        reported = true;
+        char sdir[4096];
+        if (!o->state_dir)
+            rv = ovt_path_join(sdir, sizeof sdir, o->audit.out, "agent");
+        party_agent_opts ao = {.is_trainer = false, .run_id = o->audit.run_id, .run_dir = o->audit.out,
+                               .state_dir = o->state_dir ? o->state_dir : sdir, .poll_ms = o->poll_ms,
+                               .json = o->json};
+        party_agent_install_signals();
+        if (!rv && !(rv = party_agent_run(&s, &ao, &out->outcome)))
+            out->played = true;
+    }
+    chain_session_close(&s);
+    if (!rv && !reported)
+        o->on_report(o->ctx, r, report);
+    return rv;
+}
+
+int party_audit(const party_audit_opts *o, party_audit_result *out)
+{
+    memset(out, 0, sizeof *out);
+    int rv;
+    if (o->chain) {
+        /* Refuse a run outside the policy before fetching anything from
+         * its store (and long before any bond moves). */
+        chain_session s;
+        chain_arb_params p;
+        if ((rv = chain_session_open(&s, o->chain, 1)))
+            return rv;
+        rv = check_terms(&s, o, &p);
+        chain_session_close(&s);
+        if (rv)
+            return rv;
+    }
+    aud_report r;
+    json_t *report;
+    if ((rv = aud_audit(&o->audit, &r, &report)))
+        return rv;
+    out->finding = r.finding;
+    if (o->chain)
+        rv = commit_and_play(o, &r, report, out);
+    else
+        o->on_report(o->ctx, &r, report);
+    json_decref(report);
+    aud_report_free(&r);
+    return rv;
+}
