@@ -1,12 +1,12 @@
 #ifndef OVT_AUDITOR_REPLAY_H
 #define OVT_AUDITOR_REPLAY_H
 
-/* The auditor's replay (DESIGN.md section 5): re-executes a trainer's run
+/* The auditor's replay (docs/agent.md, "ovt audit"): re-executes a trainer's run
  * from its published files, in REPLAY mode on the auditor's own backend, and
  * compares leaf by leaf: for every step i its own (stateHash_i, batchHash_i,
  * logHash_i) against the trainer's step table. The replay applies the rule
- * as an auditor (KRN_VERIFY_AUDITOR, DESIGN.md section 2 "Who applies the
- * rule"): only a certain violation is fraud; one that only the strict rule
+ * as an auditor (KRN_VERIFY_AUDITOR, docs/numeric-contract.md section 6,
+ * "Who applies the rule"): only a certain violation is fraud; one that only the strict rule
  * sees is reported in suspect and the replay goes on.
  *
  * The trainer's run is a directory in the layout of `ovt train`

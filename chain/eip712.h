@@ -2,7 +2,7 @@
 #define OVT_CHAIN_EIP712_H
 
 /* EIP-712 typed-data hashing for flat structs (no nested struct members), as
- * the commitment of DESIGN.md section 4 needs.
+ * the trainer's commitment needs (docs/contract.md, docs/agent.md).
  *
  *   domainSeparator = keccak(typeHash(EIP712Domain) || keccak(name) ||
  *                            keccak(version) || chainId || verifyingContract)

@@ -1,5 +1,5 @@
-#ifndef OVT_TRAINER_DP_H
-#define OVT_TRAINER_DP_H
+#ifndef OVT_DP_DP_H
+#define OVT_DP_DP_H
 
 /* The processes of a data-parallel step (issue 13, docs/data-parallel.md).
  *

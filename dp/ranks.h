@@ -1,5 +1,5 @@
-#ifndef OVT_TRAINER_RANKS_H
-#define OVT_TRAINER_RANKS_H
+#ifndef OVT_DP_RANKS_H
+#define OVT_DP_RANKS_H
 
 /* Which process computed which shard (docs/data-parallel.md, "ranks.json").
  *

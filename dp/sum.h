@@ -1,5 +1,5 @@
-#ifndef OVT_TRAINER_DP_SUM_H
-#define OVT_TRAINER_DP_SUM_H
+#ifndef OVT_DP_SUM_H
+#define OVT_DP_SUM_H
 
 /* The parts of dp_grad_sum (dp/dp.h) that need no MPI, shared by
  * dp/mpi.c and dp/single.c: the checks, a rank's own keys and

@@ -1,5 +1,5 @@
-#ifndef OVT_TRAINER_STORE_HTTP_H
-#define OVT_TRAINER_STORE_HTTP_H
+#ifndef OVT_STORE_HTTP_H
+#define OVT_STORE_HTTP_H
 
 /* Uploads to an http(s):// artifact store (docs/store.md, "Publishing over
  * HTTP"): objects go up by PUT under the same content-addressed names as in

@@ -1,7 +1,7 @@
-#ifndef OVT_TRAINER_STORE_H
-#define OVT_TRAINER_STORE_H
+#ifndef OVT_STORE_STORE_H
+#define OVT_STORE_STORE_H
 
-/* The artifact store (DESIGN.md section 4, docs/store.md): where a trainer
+/* The artifact store (docs/store.md): where a trainer
  * publishes what an auditor or arbiter needs to replay its run, named by a
  * URL: file://DIR or http(s)://HOST/PATH (read and write; http through
  * libcurl, uploads by PUT, store/http.h; a file:// store's directory
