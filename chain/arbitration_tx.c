@@ -45,6 +45,14 @@ static int send_tx(chain_txm *m, const chain_address *to, const chain_u256 *valu
     return rc;
 }
 
+/* What nodes answer when the creation code runs an opcode their EVM does
+ * not have: anvil "NotActivated", geth "invalid opcode: PUSH0", others
+ * "opcode 0x5f not defined". */
+static int before_shanghai(const char *msg)
+{
+    return strstr(msg, "NotActivated") || strstr(msg, "PUSH0") || strstr(msg, "opcode 0x5f");
+}
+
 int chain_arb_deploy(chain_arb *arb, chain_txm *m, chain_receipt *receipt)
 {
     memset(arb, 0, sizeof *arb);
@@ -68,6 +76,11 @@ int chain_arb_deploy(chain_arb *arb, chain_txm *m, chain_receipt *receipt)
         *receipt = local;
     else
         chain_receipt_free(&local);
+    if (rc != 0 && before_shanghai(ovt_errmsg()))
+        return ovt_fail_wrap(rc, "deploying the arbitration contract: the node's EVM predates the Shanghai "
+                                 "upgrade and lacks PUSH0 (EIP-3855), which the contract's bytecode uses "
+                                 "(solc 0.8 targets Shanghai); deploy on a node or chain at Shanghai or later "
+                                 "(anvil and ganache by default; not anvil --hardfork berlin..paris)");
     return rc == 0 ? 0 : ovt_fail_wrap(rc, "deploying the arbitration contract");
 }
 

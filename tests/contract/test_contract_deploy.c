@@ -2,7 +2,7 @@
  * with --private-key and with a keystore + password file; the address is
  * the one cast computes for the deployer's nonce, the code there answers a
  * pure call through cast, and bad invocations fail with clear messages that
- * never repeat the key. */
+ * never repeat the key; a node before Shanghai is named as such. */
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -195,6 +195,27 @@ static void test_game_command(void)
     free(run_id);
 }
 
+/* A node whose EVM predates Shanghai (anvil --hardfork berlin): the contract's
+ * bytecode uses PUSH0, so the deployment cannot run there, and ovt deploy
+ * says what the node lacks and what to use instead, not only the node's
+ * "EVM error NotActivated". */
+static void test_node_before_shanghai(void)
+{
+    tsup_anvil old;
+    const char *berlin[] = {"--hardfork", "berlin", NULL};
+    if (tsup_anvil_start(&old, berlin) != 0) {
+        CHECK_MSG(0, "anvil --hardfork berlin did not start");
+        return;
+    }
+    char *out = NULL;
+    CHECK(sh(&out, "%s deploy --rpc-url %s --private-key %s", ovt, old.url, KEY0) == 1);
+    CHECK_MSG(out && strstr(out, "predates the Shanghai upgrade") && strstr(out, "PUSH0") &&
+                  strstr(out, "Shanghai or later") && !strstr(out, KEY0),
+              "%s", out ? out : "");
+    free(out);
+    tsup_anvil_stop(&old);
+}
+
 int main(void)
 {
     cast = getenv("OVT_CAST");
@@ -214,6 +235,7 @@ int main(void)
     CHECK_RUN(test_keystore());
     CHECK_RUN(test_bad_invocations());
     CHECK_RUN(test_game_command());
+    CHECK_RUN(test_node_before_shanghai());
     tsup_anvil_stop(&node);
     return check_done();
 }
