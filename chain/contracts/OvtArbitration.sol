@@ -182,7 +182,7 @@ contract OvtArbitration {
     error BadStepZero();                    // leaf 0 must have zero batch and log hashes
     error BadProof(bytes32 root, bytes32 computed);
     error WrongStep(uint64 expected, uint64 given);
-    error BadOutcome(Outcome outcome);
+    error BadOutcome(uint8 outcome);        // a verdict outcome outside 2..6 (or outside the enum)
     error VerdictContradictsLeaves(Outcome outcome, bytes32 evidence);
     error NothingToWithdraw(address account);
     error TransferFailed(address account, uint256 amount);
@@ -490,8 +490,13 @@ contract OvtArbitration {
 
     /// The run's arbiter states the disputed step, the outcome and the
     /// evidence; the contract checks the evidence against the revealed leaves
-    /// (rules in docs/contract.md). One verdict, final.
-    function verdict(bytes32 runId, uint64 step, Outcome outcome, bytes32 evidence) external {
+    /// (rules in docs/contract.md). One verdict, final. The outcome comes as
+    /// its uint8 (the ABI type of the enum, so the selector is the same): a
+    /// value outside the enum is refused with BadOutcome, where the ABI
+    /// decoder of an enum parameter would revert with no data at all.
+    function verdict(bytes32 runId, uint64 step, uint8 outcomeCode, bytes32 evidence) external {
+        if (outcomeCode > uint8(type(Outcome).max)) revert BadOutcome(outcomeCode);
+        Outcome outcome = Outcome(outcomeCode);
         Run storage r = _run(runId);
         _expectPhase(r, Phase.AwaitingVerdict);
         if (msg.sender != r.arbiter) revert NotArbiter(msg.sender);
@@ -511,7 +516,7 @@ contract OvtArbitration {
                 && (evidence == r.trainerBatch || evidence == r.trainerLog || evidence == r.datasetHash
                     || (step > 0 && evidence == r.previousState));
         } else {
-            revert BadOutcome(outcome);
+            revert BadOutcome(outcomeCode);
         }
         if (!consistent) revert VerdictContradictsLeaves(outcome, evidence);
         emit VerdictGiven(runId, step, outcome, evidence);

@@ -305,6 +305,10 @@ static void test_game_rejections(void)
         {FX_ARBITER, d, CHAIN_ARB_INPUTS_UNAVAILABLE, tleaf, "VerdictContradictsLeaves"},
         {FX_ARBITER, d, CHAIN_ARB_TRAINER_TIMED_OUT, tleaf, "BadOutcome"},
         {FX_ARBITER, d, CHAIN_ARB_VERIFIED, tleaf, "BadOutcome"},
+        /* outside the enum: the contract's own error, not the ABI decoder's
+         * revert with empty data */
+        {FX_ARBITER, d, 13, tleaf, "BadOutcome"},
+        {FX_ARBITER, d, 255, tleaf, "BadOutcome"},
         {FX_ARBITER, d, CHAIN_ARB_TRAINER_RIGHT, tleaf, ""},
         {FX_ARBITER, d, CHAIN_ARB_AUDITOR_RIGHT, aleaf, ""},
         {FX_ARBITER, d, CHAIN_ARB_INPUTS_UNAVAILABLE, &prev.state_hash, ""},
