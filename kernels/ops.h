@@ -43,13 +43,8 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "kernels/contract.h" /* KRN_GEMM_CHUNK, the reduction chunk */
 #include "kernels/site.h"
-
-/* Reduction chunk length, part of the numeric contract (docs/op-bounds.md):
- * a sum of K terms is split into ceil(K / KRN_GEMM_CHUNK) consecutive chunks.
- * 128 keeps the log under 2 bytes per 1,000 outputs up to K = 3072
- * (docs/bench-kernels.md). */
-#define KRN_GEMM_CHUNK 128
 
 /* ---- matmul (bounds: docs/op-bounds.md, section 2, as for every op) ---- */
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kernels/ops.h"
+#include "kernels/contract.h"
 #include "kernels/cuda/dispatch.h"
 #include "kernels/reduce.h"
 

@@ -8,8 +8,10 @@
 #include <string.h>
 
 #include "common/bigmem.h"
+#include "kernels/contract.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/pool.h"
+#include "kernels/vec.h"
 
 /* Output tile of the chunked GEMM: the partial products of one tile stay in
  * cache while the chunks are added (bench/bench_gemm.c measured the size). */

@@ -8,33 +8,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "kernels/contract.h"
 #include "kernels/cpu/backend.h"
-#include "kernels/ops.h"
 #include "kernels/site.h"
-
-/* The safety factor on every band: covers the rounding of the band's own
- * computation (norms, products) and the (1-u) denominators of the
- * propagation terms. Part of the contract. */
-#define KRN_BAND_MARGIN 1.0625
-
-/* Contract version 2: every band is twice the margined bound,
- * tau = 2*M*delta, so that tau'/2 = M*delta' bounds the pairwise difference
- * delta with the margin's slack (docs/numeric-contract.md section 6). */
-#define KRN_BAND_WIDTH (2.0 * KRN_BAND_MARGIN)
-
-/* u = 2^-53, the FP64 unit roundoff. */
-#define KRN_U 0x1p-53
-
-/* Vector clones of an element-wise loop, the widest this CPU runs picked at
- * load time: AVX-512F, AVX2 or the x86-64 baseline (SSE2). Every clone does
- * the same IEEE operations on each element (conversions, + - * /, sqrt; no
- * contraction into FMAs: -ffp-contract=off), so they give the same bits and
- * differ only in how many elements one instruction takes. */
-#if defined(__x86_64__) && defined(__GNUC__)
-#define KRN_VEC_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define KRN_VEC_CLONES
-#endif
 
 /* Rows per output tile of the chunked GEMM (reduce.c): a product split into
  * parts of rows at multiples of it computes every tile as the whole product

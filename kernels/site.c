@@ -24,10 +24,11 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/contract.h"
 #include "kernels/grid.h"
 #include "kernels/grid_bits.h"
 #include "kernels/pool.h"
-#include "kernels/reduce.h"
+#include "kernels/vec.h"
 #include "kernels/site_sparse.h"
 
 /* Elements per block: the band of a block is computed into a small buffer,

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/ops.h"
+#include "kernels/contract.h"
 #include "kernels/pool.h"
 #include "kernels/rng.h"
 

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/contract.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/site.h"
 
@@ -55,11 +56,9 @@ krn_gemm_isa krn_cpu_gemm_isa(const krn_cpu *be);
 
 typedef enum { KRN_FN_EXP, KRN_FN_LOG, KRN_FN_TANH } krn_libm_fn;
 
-/* The documented worst-case error of every libm the contract admits, in ulps
- * of the result (docs/op-bounds.md, section libm), and how far the shuffle
- * backend moves glibc's result (glibc's own error is at most 2 ulps for
- * these functions, so glibc + perturbation stays within the bound). */
-#define KRN_LIBM_ULP 4
+/* How far the shuffle backend moves glibc's result, in ulps: glibc's own
+ * error is at most 2 ulps for these functions, so glibc + perturbation
+ * stays within the contract's KRN_LIBM_ULP (kernels/contract.h). */
 #define KRN_SHUFFLE_LIBM_ULP 2
 
 /* Fills *be from the ctx's config. The cpu backend runs krn_config.threads
