@@ -37,7 +37,7 @@
  * GEMMs over krn_config.threads threads (output tiles) and sets OpenBLAS to
  * one thread; results never depend on the thread count. The ops keep large
  * FP64 temporaries in per-thread scratch buffers between calls
- * (kernels/reduce.h). */
+ * (kernels/scratch.h). */
 
 #include <stddef.h>
 #include <stdint.h>

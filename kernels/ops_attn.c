@@ -9,6 +9,7 @@
 #include "kernels/ops.h"
 #include "kernels/cuda/dispatch.h"
 #include "kernels/reduce.h"
+#include "kernels/scratch.h"
 
 /* The shapes and derived strides of one call. */
 typedef struct {

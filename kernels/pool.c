@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "kernels/reduce.h"
+#include "kernels/scratch.h"
 
 struct krn_pool {
     pthread_mutex_t mu;
@@ -63,7 +63,7 @@ static void *worker(void *p)
             pthread_cond_signal(&pool->settled);
     }
     pthread_mutex_unlock(&pool->mu);
-    krn_scratch_release(); /* the buffers the loops grew on this thread (reduce.h) */
+    krn_scratch_release(); /* the buffers the loops grew on this thread (scratch.h) */
     return NULL;
 }
 

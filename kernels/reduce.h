@@ -118,30 +118,6 @@ int krn_col_norms(const krn_cpu *be, double *norms, const float *m, size_t rows,
 int krn_widen_rows(const krn_cpu *be, double *restrict dst, double *restrict norms,
                    const float *restrict src, size_t rows, size_t cols) OVT_MUST_USE;
 
-/* Per-thread scratch buffers for the ops' large FP64 temporaries, kept and
- * grown across calls so a step does not fault in fresh pages for every op.
- * A buffer stays valid until the next request of the same slot on the same
- * thread; an op uses each slot once. NULL after an OVT_ENOMEM message.
- * krn_scratch_release frees the calling thread's buffers. */
-enum {
-    KRN_SCRATCH_A,
-    KRN_SCRATCH_B,
-    KRN_SCRATCH_C,
-    KRN_SCRATCH_D,
-    KRN_SCRATCH_E,
-    KRN_SCRATCH_F,
-    KRN_SCRATCH_OUT,
-    KRN_SCRATCH_TILE, /* krn_chunked_gemm's own */
-    KRN_SCRATCH_WIDE, /* krn_chunked_gemm's own */
-    KRN_SCRATCH_PACK, /* krn_chunked_gemm's own: packed operands (kernels/cpu/gemm.h) */
-    KRN_SCRATCH_APACK, /* krn_chunked_gemm's own: a packed once for all of a product's tiles */
-    KRN_SCRATCH_BPACK, /* and b, for a product with several rows of tiles */
-    KRN_SCRATCH_LANES, /* krn_chunked_gemm's own: partial sums of b's row norms */
-    KRN_SCRATCH_SLOTS
-};
-double *krn_scratch(int slot, size_t n);
-void krn_scratch_release(void);
-
 /* FP64 copy of a float array (exact). */
 void krn_widen(double *dst, const float *src, size_t n);
 
