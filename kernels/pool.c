@@ -5,7 +5,6 @@
 #include "kernels/pool.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -142,14 +141,4 @@ void krn_pool_run(krn_pool *pool, size_t nchunks, void (*fn)(void *arg, size_t c
     while (pool->inside > 0)
         pthread_cond_wait(&pool->settled, &pool->mu);
     pthread_mutex_unlock(&pool->mu);
-}
-
-int krn_cpu_count(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        int n = CPU_COUNT(&set);
-        return n > 0 ? n : 1;
-    }
-    return 1;
 }

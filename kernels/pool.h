@@ -27,7 +27,4 @@ void krn_pool_free(krn_pool *pool);
  * loop at a time per pool (fn must not call krn_pool_run on the same pool). */
 void krn_pool_run(krn_pool *pool, size_t nchunks, void (*fn)(void *arg, size_t chunk), void *arg);
 
-/* The number of CPUs this process may run on (at least 1). */
-int krn_cpu_count(void);
-
 #endif

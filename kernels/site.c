@@ -24,6 +24,7 @@
 #include <immintrin.h>
 #endif
 
+#include "common/cpus.h"
 #include "kernels/contract.h"
 #include "kernels/grid.h"
 #include "kernels/grid_bits.h"
@@ -142,7 +143,7 @@ int krn_ctx_new(krn_ctx **out, const krn_config *cfg)
     if (ctx == NULL)
         return ovt_fail(OVT_ENOMEM, "out of memory for a kernels context");
     ctx->cfg = *cfg;
-    int threads = cfg->threads ? cfg->threads : krn_cpu_count();
+    int threads = cfg->threads ? cfg->threads : ovt_cpu_count();
     if (threads > SITE_MAX_THREADS)
         threads = SITE_MAX_THREADS;
     ctx->nthreads = threads;

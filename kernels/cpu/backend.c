@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cpus.h"
 #include "kernels/contract.h"
 #include "kernels/pool.h"
 #include "kernels/rng.h"
@@ -68,7 +69,7 @@ int krn_cpu_from_ctx(krn_ctx *ctx, krn_cpu *be)
     be->gemm = KRN_CPU_GEMM_BEST;
     switch (cfg->backend) {
     case KRN_BACKEND_CPU:
-        be->threads = cfg->threads > 0 ? cfg->threads : krn_cpu_count();
+        be->threads = cfg->threads > 0 ? cfg->threads : ovt_cpu_count();
         if (openblas_get_num_threads() != 1)
             openblas_set_num_threads(1);
         return gemm_from_env(&be->gemm);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "common/cpus.h"
 #include "kernels/pool.h"
 
 typedef struct {
@@ -26,7 +27,7 @@ static void chunk_fn(void *p, size_t c)
 
 int main(void)
 {
-    CHECK(krn_cpu_count() >= 1);
+    CHECK(ovt_cpu_count() >= 1);
     krn_pool *bad = NULL;
     CHECK(krn_pool_new(&bad, 0) == OVT_EINVAL && bad == NULL);
     for (int threads = 1; threads <= 5; threads++) {
