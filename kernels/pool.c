@@ -28,6 +28,11 @@ struct krn_pool {
     atomic_size_t next; /* the next unclaimed chunk */
 };
 
+/* The pool whose chunks this thread runs (a worker's own pool, or the one
+ * the caller is in a loop of), or NULL: krn_pool_run on it from inside a
+ * chunk runs the inner loop on this thread alone (pool.h). */
+static _Thread_local const krn_pool *running;
+
 static void run_chunks(krn_pool *pool, void (*fn)(void *, size_t), void *arg, size_t nchunks)
 {
     for (;;) {
@@ -42,6 +47,7 @@ static void *worker(void *p)
 {
     krn_pool *pool = p;
     uint64_t seen = 0;
+    running = pool;
     pthread_mutex_lock(&pool->mu);
     for (;;) {
         while (!pool->stop && pool->generation == seen)
@@ -116,7 +122,7 @@ void krn_pool_free(krn_pool *pool)
 
 void krn_pool_run(krn_pool *pool, size_t nchunks, void (*fn)(void *arg, size_t chunk), void *arg)
 {
-    if (pool->nworkers == 0 || nchunks <= 1) {
+    if (pool->nworkers == 0 || nchunks <= 1 || running == pool) {
         for (size_t c = 0; c < nchunks; c++)
             fn(arg, c);
         return;
@@ -131,7 +137,10 @@ void krn_pool_run(krn_pool *pool, size_t nchunks, void (*fn)(void *arg, size_t c
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->mu);
 
+    const krn_pool *outer = running;
+    running = pool;
     run_chunks(pool, fn, arg, nchunks);
+    running = outer;
 
     /* Every chunk is claimed. Close the loop to latecomers, then wait for
      * the workers that joined it to finish their last chunk. The mutex

@@ -329,31 +329,13 @@ static void prepack_b_unit(void *arg, size_t u)
                     in->bf ? in->bf + at : NULL, ldb, nb, kc);
 }
 
-/* The calling thread's pool for GEMM tiles and the other loops of
- * krn_parallel (workers sleep between loops, so nothing spins while the
- * caller rounds). Kept for the thread's lifetime. */
-static _Thread_local krn_pool *tile_pool;
-static _Thread_local int tile_pool_threads;
-
 int krn_parallel(const krn_cpu *be, size_t nchunks, void (*fn)(void *arg, size_t chunk), void *arg)
 {
-    int threads = be->kind == KRN_BACKEND_CPU ? be->threads : 1; /* ref, shuffle: one thread */
-    if (threads <= 1 || nchunks <= 1) {
+    if (be->kind == KRN_BACKEND_CPU && be->threads > 1 && be->pool != NULL)
+        krn_pool_run(be->pool, nchunks, fn, arg);
+    else /* ref, shuffle: one thread, in chunk order */
         for (size_t c = 0; c < nchunks; c++)
             fn(arg, c);
-        return 0;
-    }
-    if (tile_pool && tile_pool_threads != threads) {
-        krn_pool_free(tile_pool);
-        tile_pool = NULL;
-    }
-    if (!tile_pool) {
-        int rc = krn_pool_new(&tile_pool, threads);
-        if (rc)
-            return rc;
-        tile_pool_threads = threads;
-    }
-    krn_pool_run(tile_pool, nchunks, fn, arg);
     return 0;
 }
 

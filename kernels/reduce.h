@@ -92,10 +92,10 @@ int krn_colsum_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float *ac
 void krn_colsum_values(const krn_cpu *be, const double *m, size_t N, size_t C, const float *acc,
                        size_t j0, size_t j1, double *x);
 
-/* fn(arg, c) for every c < nchunks on the calling thread's pool of
- * be->threads threads (the cpu backend; ref and shuffle run on one thread),
- * chunks claimed in any order (pool.h). Fails only when the pool cannot
- * start. */
+/* fn(arg, c) for every c < nchunks on be->pool, the ctx's threads (the cpu
+ * backend; ref and shuffle, and a krn_cpu without a pool, run every chunk
+ * on the calling thread in order), chunks claimed in any order (pool.h).
+ * Returns 0: the pool was made when the ctx lent it (krn_cpu_from_ctx). */
 int krn_parallel(const krn_cpu *be, size_t nchunks, void (*fn)(void *arg, size_t chunk),
                  void *arg) OVT_MUST_USE;
 

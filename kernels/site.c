@@ -29,8 +29,9 @@
 #include "kernels/grid.h"
 #include "kernels/grid_bits.h"
 #include "kernels/pool.h"
-#include "kernels/vec.h"
+#include "kernels/site_ctx.h"
 #include "kernels/site_sparse.h"
+#include "kernels/vec.h"
 
 /* Elements per block: the band of a block is computed into a small buffer,
  * then the block is rounded. */
@@ -39,7 +40,6 @@
  * smallest site that is split. */
 #define SITE_CHUNK 32768
 #define SITE_PARALLEL_MIN 65536
-#define SITE_MAX_THREADS 64
 
 /* Entries found in one chunk, in index order, and the chunk's counts. */
 typedef struct {
@@ -54,7 +54,7 @@ typedef struct {
 struct krn_ctx {
     krn_config cfg;
     int nthreads;
-    krn_pool *pool; /* created on the first site large enough to split */
+    krn_pool *pool; /* made on first use (krn_ctx_pool) */
     bool in_step;
     int failed;            /* the code of the site that failed this step, or 0 */
     char failed_msg[480];  /* and its message */
@@ -144,8 +144,8 @@ int krn_ctx_new(krn_ctx **out, const krn_config *cfg)
         return ovt_fail(OVT_ENOMEM, "out of memory for a kernels context");
     ctx->cfg = *cfg;
     int threads = cfg->threads ? cfg->threads : ovt_cpu_count();
-    if (threads > SITE_MAX_THREADS)
-        threads = SITE_MAX_THREADS;
+    if (threads > KRN_MAX_THREADS)
+        threads = KRN_MAX_THREADS;
     ctx->nthreads = threads;
     if (cfg->backend == KRN_BACKEND_CUDA) {
         rc = krn_cuda_attach(ctx);
@@ -263,15 +263,31 @@ int krn_ctx_set_next_site(krn_ctx *ctx, uint32_t site)
     return 0;
 }
 
-int krn_ctx_parallel(krn_ctx *ctx, size_t n, void (*fn)(void *arg, size_t i), void *arg)
+int krn_ctx_threads(const krn_ctx *ctx)
 {
-    if (n > 1 && ctx->nthreads > 1 && ctx->pool == NULL) {
+    return ctx->nthreads;
+}
+
+int krn_ctx_pool(krn_ctx *ctx, krn_pool **pool)
+{
+    *pool = NULL;
+    if (ctx->pool == NULL && ctx->nthreads > 1) {
         int rc = krn_pool_new(&ctx->pool, ctx->nthreads);
         if (rc < 0)
             return rc;
     }
-    if (n > 1 && ctx->pool != NULL)
-        krn_pool_run(ctx->pool, n, fn, arg);
+    *pool = ctx->pool;
+    return 0;
+}
+
+int krn_ctx_parallel(krn_ctx *ctx, size_t n, void (*fn)(void *arg, size_t i), void *arg)
+{
+    krn_pool *pool = NULL;
+    int rc = n > 1 ? krn_ctx_pool(ctx, &pool) : 0;
+    if (rc < 0)
+        return rc;
+    if (pool != NULL)
+        krn_pool_run(pool, n, fn, arg);
     else
         for (size_t i = 0; i < n; i++)
             fn(arg, i);
@@ -831,9 +847,10 @@ static int run_group(site_job *jobs, size_t njobs, size_t lo, size_t hi)
     size_t n = hi - lo;
     bool split = n >= SITE_PARALLEL_MIN && ctx->nthreads > 1;
     size_t nchunks = split ? (n + SITE_CHUNK - 1) / SITE_CHUNK : 1;
+    krn_pool *pool = NULL;
     int rc = reserve_chunks(ctx, nchunks);
-    if (rc == 0 && split && ctx->pool == NULL)
-        rc = krn_pool_new(&ctx->pool, ctx->nthreads);
+    if (rc == 0 && split)
+        rc = krn_ctx_pool(ctx, &pool);
     if (rc < 0)
         return rc;
     site_group g = {.jobs = jobs, .njobs = njobs, .lo = lo, .hi = hi};
@@ -842,7 +859,7 @@ static int run_group(site_job *jobs, size_t njobs, size_t lo, size_t hi)
         jobs[s].mu_live = true;
     }
     if (split)
-        krn_pool_run(ctx->pool, nchunks, run_chunk, &g);
+        krn_pool_run(pool, nchunks, run_chunk, &g);
     else
         run_range(&g, lo, hi, &ctx->chunks[0]);
     for (size_t s = 0; s < njobs; s++) {
