@@ -19,21 +19,21 @@ int krn_site_take_log(krn_ctx *ctx, uint32_t site, const char *name, size_t n, b
                       const krn_rlog_site **logged)
 {
     *logged = NULL;
-    if (ctx->cfg.mode != KRN_REPLAY || ctx->replay_next >= krn_rlog_nsites(ctx->log))
+    if (ctx->cfg.mode != KRN_REPLAY || ctx->step.replay_next >= krn_rlog_nsites(ctx->step.log))
         return 0;
-    const krn_rlog_site *s = krn_rlog_site_at(ctx->log, ctx->replay_next);
+    const krn_rlog_site *s = krn_rlog_site_at(ctx->step.log, ctx->step.replay_next);
     if (s->site != site)
         return 0;
     *logged = s;
-    ctx->replay_next++;
+    ctx->step.replay_next++;
     if (s->n != n)
         return ovt_fail(OVT_EFRAUD, "step %llu site %u (%s): the log says the site has %llu "
                                     "elements, it has %zu",
-                        (unsigned long long)ctx->step, site, name, (unsigned long long)s->n, n);
+                        (unsigned long long)ctx->step.index, site, name, (unsigned long long)s->n, n);
     if (!banded)
         return ovt_fail(OVT_EFRAUD, "step %llu site %u (%s) is exact (zero band) but the log has "
                                     "%zu entries for it",
-                        (unsigned long long)ctx->step, site, name, s->count);
+                        (unsigned long long)ctx->step.index, site, name, s->count);
     return 0;
 }
 

@@ -52,7 +52,7 @@ int krn_ctx_new(krn_ctx **out, const krn_config *cfg)
     int threads = cfg->threads ? cfg->threads : ovt_cpu_count();
     if (threads > KRN_MAX_THREADS)
         threads = KRN_MAX_THREADS;
-    ctx->nthreads = threads;
+    ctx->threads.n = threads;
     if (cfg->backend == KRN_BACKEND_CUDA) {
         rc = krn_cuda_attach(ctx);
         if (rc < 0) {
@@ -66,13 +66,13 @@ int krn_ctx_new(krn_ctx **out, const krn_config *cfg)
 
 void *krn_ctx_device(const krn_ctx *ctx)
 {
-    return ctx->device;
+    return ctx->device.state;
 }
 
 void krn_ctx_set_device(krn_ctx *ctx, void *device, void (*device_free)(void *device))
 {
-    ctx->device = device;
-    ctx->device_free = device_free;
+    ctx->device.state = device;
+    ctx->device.release = device_free;
 }
 
 #ifndef OVT_HAVE_CUDA
@@ -88,13 +88,13 @@ void krn_ctx_free(krn_ctx *ctx)
 {
     if (ctx == NULL)
         return;
-    if (ctx->device != NULL && ctx->device_free != NULL)
-        ctx->device_free(ctx->device);
-    krn_pool_free(ctx->pool);
-    for (size_t c = 0; c < ctx->chunks_cap; c++)
-        free(ctx->chunks[c].entries);
-    free(ctx->chunks);
-    free(ctx->sites);
+    if (ctx->device.state != NULL && ctx->device.release != NULL)
+        ctx->device.release(ctx->device.state);
+    krn_pool_free(ctx->threads.pool);
+    for (size_t c = 0; c < ctx->threads.chunks_cap; c++)
+        free(ctx->threads.chunks[c].entries);
+    free(ctx->threads.chunks);
+    free(ctx->sites.rows);
     free(ctx);
 }
 
@@ -105,9 +105,9 @@ const krn_config *krn_ctx_config(const krn_ctx *ctx)
 
 int krn_step_begin(krn_ctx *ctx, uint64_t step, krn_rlog *log)
 {
-    if (ctx->in_step)
+    if (ctx->step.open)
         return ovt_fail(OVT_EINVAL, "step %llu begun before step %llu ended",
-                        (unsigned long long)step, (unsigned long long)ctx->step);
+                        (unsigned long long)step, (unsigned long long)ctx->step.index);
     bool logs = ctx->cfg.mode == KRN_RECORD || ctx->cfg.mode == KRN_REPLAY;
     if (logs && log == NULL)
         return ovt_fail(OVT_EINVAL, "step %llu: %s needs a rounding log", (unsigned long long)step,
@@ -117,17 +117,17 @@ int krn_step_begin(krn_ctx *ctx, uint64_t step, krn_rlog *log)
                         (unsigned long long)krn_rlog_step(log), (unsigned long long)step);
     if (ctx->cfg.mode == KRN_RECORD)
         krn_rlog_reset(log, step);
-    ctx->log = logs ? log : NULL;
-    ctx->step = step;
-    ctx->next_site = 0;
-    ctx->replay_next = 0;
+    ctx->step.log = logs ? log : NULL;
+    ctx->step.index = step;
+    ctx->step.next_site = 0;
+    ctx->step.replay_next = 0;
     memset(&ctx->stats, 0, sizeof ctx->stats);
-    ctx->failed = 0;
-    ctx->forged = false;
+    ctx->step.failed = 0;
+    ctx->forge.made = false;
     memset(&ctx->finding, 0, sizeof ctx->finding);
-    ctx->collect = ctx->collect_next && logs;
-    ctx->nsites = 0;
-    ctx->in_step = true;
+    ctx->sites.on = ctx->sites.next && logs;
+    ctx->sites.n = 0;
+    ctx->step.open = true;
     return 0;
 }
 
@@ -135,54 +135,54 @@ int krn_step_end(krn_ctx *ctx, krn_stats *stats)
 {
     if (stats != NULL)
         memset(stats, 0, sizeof *stats);
-    if (!ctx->in_step)
+    if (!ctx->step.open)
         return ovt_fail(OVT_EINVAL, "krn_step_end without krn_step_begin");
-    ctx->in_step = false;
-    ctx->forge_armed = false;
+    ctx->step.open = false;
+    ctx->forge.armed = false;
     if (stats != NULL)
         *stats = ctx->stats;
-    if (ctx->failed < 0)
-        return ovt_fail(ctx->failed, "%s", ctx->failed_msg);
-    if (ctx->cfg.mode == KRN_REPLAY && ctx->replay_next < krn_rlog_nsites(ctx->log)) {
-        const krn_rlog_site *s = krn_rlog_site_at(ctx->log, ctx->replay_next);
+    if (ctx->step.failed < 0)
+        return ovt_fail(ctx->step.failed, "%s", ctx->step.failed_msg);
+    if (ctx->cfg.mode == KRN_REPLAY && ctx->step.replay_next < krn_rlog_nsites(ctx->step.log)) {
+        const krn_rlog_site *s = krn_rlog_site_at(ctx->step.log, ctx->step.replay_next);
         return ovt_fail(OVT_EFRAUD,
                         "step %llu: the rounding log has %zu entries for site %u, which was never "
                         "executed (the step ran %u sites)",
-                        (unsigned long long)ctx->step, s->count, s->site, ctx->next_site);
+                        (unsigned long long)ctx->step.index, s->count, s->site, ctx->step.next_site);
     }
     return 0;
 }
 
 uint32_t krn_ctx_next_site(const krn_ctx *ctx)
 {
-    return ctx->next_site;
+    return ctx->step.next_site;
 }
 
 int krn_ctx_set_next_site(krn_ctx *ctx, uint32_t site)
 {
-    if (!ctx->in_step || (ctx->cfg.mode != KRN_RECORD && ctx->cfg.mode != KRN_NEAREST))
+    if (!ctx->step.open || (ctx->cfg.mode != KRN_RECORD && ctx->cfg.mode != KRN_NEAREST))
         return ovt_fail(OVT_EINVAL, "krn_ctx_set_next_site: only inside a RECORD or NEAREST step");
-    if (site < ctx->next_site)
+    if (site < ctx->step.next_site)
         return ovt_fail(OVT_EINVAL, "krn_ctx_set_next_site: site %u is below the %u sites already numbered", site,
-                        ctx->next_site);
-    ctx->next_site = site;
+                        ctx->step.next_site);
+    ctx->step.next_site = site;
     return 0;
 }
 
 int krn_ctx_threads(const krn_ctx *ctx)
 {
-    return ctx->nthreads;
+    return ctx->threads.n;
 }
 
 int krn_ctx_pool(krn_ctx *ctx, krn_pool **pool)
 {
     *pool = NULL;
-    if (ctx->pool == NULL && ctx->nthreads > 1) {
-        int rc = krn_pool_new(&ctx->pool, ctx->nthreads);
+    if (ctx->threads.pool == NULL && ctx->threads.n > 1) {
+        int rc = krn_pool_new(&ctx->threads.pool, ctx->threads.n);
         if (rc < 0)
             return rc;
     }
-    *pool = ctx->pool;
+    *pool = ctx->threads.pool;
     return 0;
 }
 
@@ -202,18 +202,18 @@ int krn_ctx_parallel(krn_ctx *ctx, size_t n, void (*fn)(void *arg, size_t i), vo
 
 int krn_site_enter(krn_ctx *ctx, const char *name)
 {
-    if (!ctx->in_step)
+    if (!ctx->step.open)
         return ovt_fail(OVT_EINVAL, "site %s executed outside a step", name);
-    if (ctx->failed < 0)
-        return ovt_fail(ctx->failed, "site %s not run: %s", name, ctx->failed_msg);
+    if (ctx->step.failed < 0)
+        return ovt_fail(ctx->step.failed, "site %s not run: %s", name, ctx->step.failed_msg);
     return 0;
 }
 
 int krn_site_leave(krn_ctx *ctx, int rc)
 {
-    if (rc < 0 && ctx->in_step && ctx->failed == 0) {
-        ctx->failed = rc;
-        snprintf(ctx->failed_msg, sizeof ctx->failed_msg, "%s", ovt_errmsg());
+    if (rc < 0 && ctx->step.open && ctx->step.failed == 0) {
+        ctx->step.failed = rc;
+        snprintf(ctx->step.failed_msg, sizeof ctx->step.failed_msg, "%s", ovt_errmsg());
     }
     return rc;
 }
@@ -222,13 +222,13 @@ int krn_site_leave(krn_ctx *ctx, int rc)
 
 void krn_ctx_collect_sites(krn_ctx *ctx, bool on)
 {
-    ctx->collect_next = on;
+    ctx->sites.next = on;
 }
 
 const krn_site_stats *krn_ctx_site_stats(const krn_ctx *ctx, size_t *count)
 {
-    *count = ctx->collect ? ctx->nsites : 0;
-    return ctx->collect ? ctx->sites : NULL;
+    *count = ctx->sites.on ? ctx->sites.n : 0;
+    return ctx->sites.on ? ctx->sites.rows : NULL;
 }
 
 /* Adds the job's row when the step counts per site: its counts, and its
@@ -236,18 +236,18 @@ const krn_site_stats *krn_ctx_site_stats(const krn_ctx *ctx, size_t *count)
 int krn_site_row(const site_job *job)
 {
     krn_ctx *ctx = job->ctx;
-    if (!ctx->collect)
+    if (!ctx->sites.on)
         return 0;
-    if (ctx->nsites == ctx->sites_cap) {
-        size_t cap = ctx->sites_cap ? 2 * ctx->sites_cap : 64;
-        krn_site_stats *p = realloc(ctx->sites, cap * sizeof *p);
+    if (ctx->sites.n == ctx->sites.cap) {
+        size_t cap = ctx->sites.cap ? 2 * ctx->sites.cap : 64;
+        krn_site_stats *p = realloc(ctx->sites.rows, cap * sizeof *p);
         if (p == NULL)
             return ovt_fail(OVT_ENOMEM, "out of memory for %zu per-site counts", cap);
-        ctx->sites = p;
-        ctx->sites_cap = cap;
+        ctx->sites.rows = p;
+        ctx->sites.cap = cap;
     }
-    const krn_rlog_site *ls = ctx->cfg.mode == KRN_RECORD ? krn_rlog_find(ctx->log, job->site) : job->logged;
-    krn_site_stats *r = &ctx->sites[ctx->nsites++];
+    const krn_rlog_site *ls = ctx->cfg.mode == KRN_RECORD ? krn_rlog_find(ctx->step.log, job->site) : job->logged;
+    krn_site_stats *r = &ctx->sites.rows[ctx->sites.n++];
     memset(r, 0, sizeof *r);
     r->site = job->site;
     snprintf(r->op, sizeof r->op, "%s", job->name);

@@ -12,13 +12,13 @@
 
 void krn_ctx_forge_next_site(krn_ctx *ctx)
 {
-    ctx->forge_armed = true;
-    ctx->forged = false;
+    ctx->forge.armed = true;
+    ctx->forge.made = false;
 }
 
 bool krn_ctx_forged(const krn_ctx *ctx)
 {
-    return ctx->forged;
+    return ctx->forge.made;
 }
 
 /* Adds entry e (for an element the site has no entry for) to the job's
@@ -30,9 +30,9 @@ static int insert_entry(krn_ctx *ctx, const site_job *job, const krn_rlog_entry 
     krn_rlog_entry *merged = NULL;
     int rc = copy ? 0 : OVT_ENOMEM;
     if (rc == 0)
-        krn_rlog_reset(copy, ctx->step);
-    for (size_t k = 0; rc == 0 && k < krn_rlog_nsites(ctx->log); k++) {
-        const krn_rlog_site *ls = krn_rlog_site_at(ctx->log, k);
+        krn_rlog_reset(copy, ctx->step.index);
+    for (size_t k = 0; rc == 0 && k < krn_rlog_nsites(ctx->step.log); k++) {
+        const krn_rlog_site *ls = krn_rlog_site_at(ctx->step.log, k);
         if (ls->site != job->site) {
             rc = krn_rlog_add_site(copy, ls->site, ls->n, ls->entries, ls->count);
             continue;
@@ -50,13 +50,13 @@ static int insert_entry(krn_ctx *ctx, const site_job *job, const krn_rlog_entry 
             merged[m++] = ls->entries[j];
         rc = krn_rlog_add_site(copy, ls->site, ls->n, merged, m);
     }
-    if (rc == 0 && krn_rlog_find(ctx->log, job->site) == NULL)
+    if (rc == 0 && krn_rlog_find(ctx->step.log, job->site) == NULL)
         rc = krn_rlog_add_site(copy, job->site, job->n, e, 1);
     if (rc == 0) {
-        krn_rlog_reset(ctx->log, ctx->step);
+        krn_rlog_reset(ctx->step.log, ctx->step.index);
         for (size_t k = 0; rc == 0 && k < krn_rlog_nsites(copy); k++) {
             const krn_rlog_site *ls = krn_rlog_site_at(copy, k);
-            rc = krn_rlog_add_site(ctx->log, ls->site, ls->n, ls->entries, ls->count);
+            rc = krn_rlog_add_site(ctx->step.log, ls->site, ls->n, ls->entries, ls->count);
         }
     }
     free(merged);
@@ -70,7 +70,7 @@ static int insert_entry(krn_ctx *ctx, const site_job *job, const krn_rlog_entry 
 bool krn_site_forge_find(const site_job *job, size_t lo, size_t hi, forgery *f)
 {
     krn_ctx *ctx = job->ctx;
-    const krn_rlog_site *s = krn_rlog_find(ctx->log, job->site);
+    const krn_rlog_site *s = krn_rlog_find(ctx->step.log, job->site);
     size_t k = s != NULL ? s->count : 0; /* entries below the element looked at */
     for (size_t i = hi; i-- > lo;) {
         while (k > 0 && s->entries[k - 1].index > i)
@@ -102,8 +102,8 @@ void krn_site_forge_apply(site_job *job, const forgery *f)
         return;
     job->out[f->entry.index] = f->wrong;
     ctx->stats.logged++;
-    ctx->forge_armed = false;
-    ctx->forged = true;
+    ctx->forge.armed = false;
+    ctx->forge.made = true;
 }
 
 void krn_site_forge_entry(site_job *job)

@@ -47,29 +47,40 @@ typedef struct {
     uint64_t within[2];    /* elements with tau > 0 and d <= tau/2, d <= tau */
 } chunk_out;
 
+/* The context of the sites, by concern. */
 struct krn_ctx {
     krn_config cfg;
-    int nthreads;
-    krn_pool *pool; /* made on first use (krn_ctx_pool) */
-    bool in_step;
-    int failed;            /* the code of the site that failed this step, or 0 */
-    char failed_msg[480];  /* and its message */
-    uint64_t step;
-    krn_rlog *log;
-    uint32_t next_site;
-    size_t replay_next; /* REPLAY: the next log site not yet matched */
+    struct { /* the threads (site_ctx.h): the ctx's and, lent, the cpu backend's */
+        int n;
+        krn_pool *pool;       /* made on first use (krn_ctx_pool) */
+        chunk_out *chunks;    /* a site's results, one per chunk it was cut into */
+        size_t chunks_cap;
+    } threads;
+    struct { /* the step under way (krn_step_begin .. krn_step_end) */
+        bool open;
+        uint64_t index;       /* the step's number */
+        krn_rlog *log;        /* RECORD: filled; REPLAY: the trainer's; not owned */
+        uint32_t next_site;   /* the number the next site gets */
+        size_t replay_next;   /* REPLAY: the next log site not yet matched */
+        int failed;           /* the code of the site that failed this step, or 0 */
+        char failed_msg[480]; /* and its message */
+    } step;
     krn_stats stats;
-    chunk_out *chunks;
-    size_t chunks_cap;
-    void *device;                     /* the cuda backend's state, or NULL */
-    void (*device_free)(void *device);
-    bool forge_armed; /* testing: forge an entry at the next site that allows it */
-    bool forged;
+    struct { /* the cuda backend's state (site_ctx.h) */
+        void *state;          /* or NULL */
+        void (*release)(void *state);
+    } device;
+    struct { /* testing: a forged entry (krn_ctx_forge_next_site) */
+        bool armed;           /* at the next site that allows it */
+        bool made;            /* in this step */
+    } forge;
     krn_finding finding; /* REPLAY: the step's first strict finding */
-    bool collect_next;       /* per-site counts from the next step on */
-    bool collect;            /* per-site counts in this step */
-    krn_site_stats *sites;   /* the step's rows, nsites of them */
-    size_t nsites, sites_cap;
+    struct { /* per-site counts (krn_ctx_collect_sites) */
+        bool next;            /* counted from the next step on */
+        bool on;              /* counted in this step */
+        krn_site_stats *rows; /* the step's rows, n of them */
+        size_t n, cap;
+    } sites;
 };
 
 /* What one call of krn_site works on, shared by the threads. */

@@ -32,9 +32,10 @@ int krn_site_parts_begin(krn_ctx *ctx, krn_site_parts **out, const char *name, f
         return rc;
     bool zero = krn_band_is_zero(band);
     if (!zero && band->kind == KRN_BAND_OUTER && (band->cols == 0 || n % band->cols != 0))
-        return krn_site_leave(ctx, ovt_fail(OVT_EINVAL, "step %llu site %u (%s): KRN_BAND_OUTER needs cols dividing "
-                                                        "n (n = %zu, cols = %zu)",
-                                            (unsigned long long)ctx->step, ctx->next_site, name, n, band->cols));
+        return krn_site_leave(ctx, ovt_fail(OVT_EINVAL, "step %llu site %u (%s): KRN_BAND_OUTER needs cols "
+                                                        "dividing n (n = %zu, cols = %zu)",
+                                            (unsigned long long)ctx->step.index, ctx->step.next_site, name, n,
+                                            band->cols));
     krn_site_parts *p = calloc(1, sizeof *p);
     if (p == NULL)
         return krn_site_leave(ctx, ovt_fail(OVT_ENOMEM, "out of memory for site %s", name));
@@ -43,7 +44,7 @@ int krn_site_parts_begin(krn_ctx *ctx, krn_site_parts **out, const char *name, f
     p->job = (site_job){
         .ctx = ctx,
         .name = name,
-        .site = ctx->next_site++,
+        .site = ctx->step.next_site++,
         .out = values,
         .n = n,
         .band = zero ? NULL : &p->band,
@@ -95,11 +96,12 @@ int krn_site_part(krn_site_parts *p, const double *x, size_t len, const double *
     size_t lo = p->next;
     if (len == 0 || len > job->n - lo ||
         (job->band != NULL && p->band.kind == KRN_BAND_OUTER && (lo % p->band.cols || len % p->band.cols)))
-        return p->rc = krn_site_leave(ctx, ovt_fail(OVT_EINVAL, "step %llu site %u (%s): a part of %zu elements at "
-                                                                "%zu does not fit the site's %zu%s",
-                                                    (unsigned long long)ctx->step, job->site, job->name, len, lo,
-                                                    job->n, job->band && p->band.kind == KRN_BAND_OUTER
-                                                                ? " in whole rows" : ""));
+        return p->rc = krn_site_leave(ctx, ovt_fail(OVT_EINVAL, "step %llu site %u (%s): a part of %zu "
+                                                                "elements at %zu does not fit the site's %zu%s",
+                                                    (unsigned long long)ctx->step.index, job->site, job->name,
+                                                    len, lo, job->n,
+                                                    job->band && p->band.kind == KRN_BAND_OUTER ? " in whole rows"
+                                                                                                : ""));
     p->band.a = a;
     p->band.b = b;
     job->x = x;
@@ -108,7 +110,7 @@ int krn_site_part(krn_site_parts *p, const double *x, size_t len, const double *
     if (rc < 0)
         return p->rc = krn_site_leave(ctx, rc);
     save_logged(p, lo, len, x);
-    if (ctx->forge_armed && job->record)
+    if (ctx->forge.armed && job->record)
         (void)krn_site_forge_find(job, lo, lo + len, &p->forge);
     p->next = lo + len;
     return 0;
@@ -138,10 +140,11 @@ int krn_site_part_keep(krn_site_parts *p, size_t len)
     krn_ctx *ctx = job->ctx;
     size_t lo = p->next;
     if (len == 0 || len > job->n - lo || (job->band != NULL && p->band.kind != KRN_BAND_ARRAY))
-        return p->rc = krn_site_leave(ctx, ovt_fail(OVT_EINVAL, "step %llu site %u (%s): %zu kept elements at %zu "
-                                                                "do not fit the site's %zu%s",
-                                                    (unsigned long long)ctx->step, job->site, job->name, len, lo,
-                                                    job->n, job->band ? " (or its band is not an array)" : ""));
+        return p->rc = krn_site_leave(ctx, ovt_fail(OVT_EINVAL, "step %llu site %u (%s): %zu kept elements "
+                                                                "at %zu do not fit the site's %zu%s",
+                                                    (unsigned long long)ctx->step.index, job->site, job->name,
+                                                    len, lo, job->n,
+                                                    job->band ? " (or its band is not an array)" : ""));
     double xbuf[SITE_BLOCK];
     for (size_t b0 = lo; b0 < lo + len; b0 += SITE_BLOCK) {
         size_t blen = lo + len - b0 < SITE_BLOCK ? lo + len - b0 : SITE_BLOCK;
@@ -170,11 +173,13 @@ int krn_site_parts_end(krn_site_parts *p)
     krn_ctx *ctx = job->ctx;
     int rc = p->rc;
     if (rc == 0 && p->next != job->n)
-        rc = krn_site_leave(ctx, ovt_fail(OVT_EINVAL, "step %llu site %u (%s): %zu of its %zu elements were handed over",
-                                          (unsigned long long)ctx->step, job->site, job->name, p->next, job->n));
+        rc = krn_site_leave(ctx, ovt_fail(OVT_EINVAL, "step %llu site %u (%s): %zu of its %zu elements were "
+                                                      "handed over",
+                                          (unsigned long long)ctx->step.index, job->site, job->name, p->next,
+                                          job->n));
     else if (rc == 0) {
         job->x = NULL;
-        if (ctx->forge_armed && job->record)
+        if (ctx->forge.armed && job->record)
             krn_site_forge_apply(job, &p->forge);
         const krn_rlog_site *logged = job->logged;
         for (size_t k = 0; logged != NULL && k < logged->count && rc == 0; k++) {

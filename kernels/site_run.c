@@ -44,20 +44,20 @@ static void run_chunk(void *arg, size_t c)
     const site_group *g = arg;
     size_t i0 = g->lo + c * SITE_CHUNK;
     size_t i1 = g->hi - i0 < SITE_CHUNK ? g->hi : i0 + SITE_CHUNK;
-    run_range(g, i0, i1, &g->jobs[0].ctx->chunks[c]);
+    run_range(g, i0, i1, &g->jobs[0].ctx->threads.chunks[c]);
 }
 
 /* Makes room for the per-chunk results of a site of nchunks chunks. */
 int krn_site_reserve_chunks(krn_ctx *ctx, size_t nchunks)
 {
-    if (nchunks <= ctx->chunks_cap)
+    if (nchunks <= ctx->threads.chunks_cap)
         return 0;
-    chunk_out *p = realloc(ctx->chunks, nchunks * sizeof *p);
+    chunk_out *p = realloc(ctx->threads.chunks, nchunks * sizeof *p);
     if (p == NULL)
         return ovt_fail(OVT_ENOMEM, "out of memory for %zu chunks", nchunks);
-    memset(p + ctx->chunks_cap, 0, (nchunks - ctx->chunks_cap) * sizeof *p);
-    ctx->chunks = p;
-    ctx->chunks_cap = nchunks;
+    memset(p + ctx->threads.chunks_cap, 0, (nchunks - ctx->threads.chunks_cap) * sizeof *p);
+    ctx->threads.chunks = p;
+    ctx->threads.chunks_cap = nchunks;
     return 0;
 }
 
@@ -68,7 +68,7 @@ int krn_site_run_group(site_job *jobs, size_t njobs, size_t lo, size_t hi)
 {
     krn_ctx *ctx = jobs[0].ctx;
     size_t n = hi - lo;
-    bool split = n >= SITE_PARALLEL_MIN && ctx->nthreads > 1;
+    bool split = n >= SITE_PARALLEL_MIN && ctx->threads.n > 1;
     size_t nchunks = split ? (n + SITE_CHUNK - 1) / SITE_CHUNK : 1;
     krn_pool *pool = NULL;
     int rc = krn_site_reserve_chunks(ctx, nchunks);
@@ -84,7 +84,7 @@ int krn_site_run_group(site_job *jobs, size_t njobs, size_t lo, size_t hi)
     if (split)
         krn_pool_run(pool, nchunks, run_chunk, &g);
     else
-        run_range(&g, lo, hi, &ctx->chunks[0]);
+        run_range(&g, lo, hi, &ctx->threads.chunks[0]);
     for (size_t s = 0; s < njobs; s++) {
         jobs[s].mu_live = false;
         pthread_mutex_destroy(&jobs[s].err_mu);
@@ -94,14 +94,14 @@ int krn_site_run_group(site_job *jobs, size_t njobs, size_t lo, size_t hi)
             return ovt_fail(jobs[s].err_code, "%s", jobs[s].err_msg);
     site_job *job = &jobs[0];
     for (size_t c = 0; c < nchunks; c++) {
-        chunk_out *co = &ctx->chunks[c];
+        chunk_out *co = &ctx->threads.chunks[c];
         job->wide += co->wide;
         job->within[0] += co->within[0];
         job->within[1] += co->within[1];
         ctx->stats.ambiguous += co->ambiguous[0];
         ctx->stats.ambiguous_exact += co->ambiguous[1];
         if (job->record && co->count > 0) {
-            rc = krn_rlog_add_site(ctx->log, job->site, job->n, co->entries, co->count);
+            rc = krn_rlog_add_site(ctx->step.log, job->site, job->n, co->entries, co->count);
             if (rc < 0)
                 return rc;
             ctx->stats.logged += co->count;
@@ -115,12 +115,12 @@ static int site_run(krn_ctx *ctx, const char *name, float *out, const double *x,
 {
     int rc = krn_band_check(band, n);
     if (rc < 0)
-        return ovt_fail_wrap(rc, "step %llu site %u (%s)", (unsigned long long)ctx->step,
-                             ctx->next_site, name);
+        return ovt_fail_wrap(rc, "step %llu site %u (%s)", (unsigned long long)ctx->step.index,
+                             ctx->step.next_site, name);
     site_job job = {
         .ctx = ctx,
         .name = name,
-        .site = ctx->next_site++,
+        .site = ctx->step.next_site++,
         .out = out,
         .x = x,
         .n = n,
@@ -137,7 +137,7 @@ static int site_run(krn_ctx *ctx, const char *name, float *out, const double *x,
     rc = krn_site_run_group(&job, 1, 0, n);
     if (rc < 0)
         return rc;
-    if (ctx->forge_armed && job.record)
+    if (ctx->forge.armed && job.record)
         krn_site_forge_entry(&job);
     if (logged != NULL) {
         for (size_t k = 0; k < logged->count; k++) {
@@ -168,19 +168,19 @@ int krn_site_exact_fills(krn_ctx *ctx, const krn_exact_fill *sites, size_t nsite
         return rc;
     site_job jobs[KRN_EXACT_FILLS_MAX];
     for (size_t s = 0; s < nsites; s++) {
-        jobs[s] = (site_job){.ctx = ctx, .name = sites[s].name, .site = ctx->next_site++,
+        jobs[s] = (site_job){.ctx = ctx, .name = sites[s].name, .site = ctx->step.next_site++,
                              .out = sites[s].out, .fill = sites[s].fill, .fill_arg = arg, .n = n};
         ctx->stats.sites++;
         ctx->stats.outputs += n;
     }
     const krn_rlog_site *next = NULL;
-    if (ctx->cfg.mode == KRN_REPLAY && ctx->replay_next < krn_rlog_nsites(ctx->log))
-        next = krn_rlog_site_at(ctx->log, ctx->replay_next);
+    if (ctx->cfg.mode == KRN_REPLAY && ctx->step.replay_next < krn_rlog_nsites(ctx->step.log))
+        next = krn_rlog_site_at(ctx->step.log, ctx->step.replay_next);
     for (size_t s = 0; s < nsites && rc == 0; s++)
         if (next != NULL && next->site == jobs[s].site)
             rc = ovt_fail(OVT_EFRAUD, "step %llu site %u (%s) is exact (zero band) but the log has "
                                       "%zu entries for it",
-                          (unsigned long long)ctx->step, jobs[s].site, jobs[s].name, next->count);
+                          (unsigned long long)ctx->step.index, jobs[s].site, jobs[s].name, next->count);
     if (rc == 0)
         rc = krn_site_run_group(jobs, nsites, 0, n);
     for (size_t s = 0; s < nsites && rc == 0; s++)

@@ -21,7 +21,7 @@ int krn_site_elem_fail(const site_job *job, size_t i, int code, const char *what
     char reason[400];
     snprintf(reason, sizeof reason, "%s", what);
     return ovt_fail(code, "step %llu site %u (%s) element %zu: %s",
-                    (unsigned long long)job->ctx->step, job->site, job->name, i, reason);
+                    (unsigned long long)job->ctx->step.index, job->site, job->name, i, reason);
 }
 
 /* Rounds an element the fast path left over; RECORD also decides its entry.

@@ -18,7 +18,7 @@ int krn_sparse_begin(krn_ctx *ctx, const char *name, size_t n, bool banded, krn_
     if (rc < 0)
         return rc;
     s->name = name;
-    s->site = ctx->next_site++;
+    s->site = ctx->step.next_site++;
     s->n = n;
     s->banded = banded;
     s->record = ctx->cfg.mode == KRN_RECORD && banded;
@@ -37,7 +37,7 @@ int krn_sparse_finish(krn_ctx *ctx, const krn_sparse_site *s, const krn_sparse_v
     int rc = krn_site_reserve_chunks(ctx, 1);
     if (rc < 0)
         return krn_site_leave(ctx, rc);
-    chunk_out *co = &ctx->chunks[0];
+    chunk_out *co = &ctx->threads.chunks[0];
     co->count = 0;
     co->wide = 0;
     co->ambiguous[0] = co->ambiguous[1] = 0;
@@ -49,7 +49,7 @@ int krn_sparse_finish(krn_ctx *ctx, const krn_sparse_site *s, const krn_sparse_v
         if (i >= s->n || (k > 0 && cand->index[k] <= cand->index[k - 1]))
             return krn_site_leave(ctx, ovt_fail(OVT_EINVAL, "step %llu site %u (%s): candidate %zu "
                                                             "(element %zu) out of order or range",
-                                                (unsigned long long)ctx->step, s->site, s->name, k, i));
+                                                (unsigned long long)ctx->step.index, s->site, s->name, k, i));
         rc = krn_site_settle(&job, i, cand->x[k], tau, &cand->out[k], &e, co);
         if (rc == 1)
             rc = krn_site_chunk_push(co, &e);
@@ -62,7 +62,7 @@ int krn_sparse_finish(krn_ctx *ctx, const krn_sparse_site *s, const krn_sparse_v
     ctx->stats.ambiguous += co->ambiguous[0];
     ctx->stats.ambiguous_exact += co->ambiguous[1];
     if (s->record && co->count > 0) {
-        rc = krn_rlog_add_site(ctx->log, s->site, s->n, co->entries, co->count);
+        rc = krn_rlog_add_site(ctx->step.log, s->site, s->n, co->entries, co->count);
         if (rc < 0)
             return krn_site_leave(ctx, rc);
         ctx->stats.logged += co->count;

@@ -40,11 +40,11 @@ void krn_site_note_finding(site_job *job, size_t i, krn_rule rule, double dist, 
 {
     krn_ctx *ctx = job->ctx;
     bool auditor = ctx->cfg.verifier == KRN_VERIFY_AUDITOR;
-    krn_finding f = {.rule = rule, .step = ctx->step, .site = job->site, .element = i,
+    krn_finding f = {.rule = rule, .step = ctx->step.index, .site = job->site, .element = i,
                      .dist_over_tau = dist / tau, .certain = certain};
     snprintf(f.op, sizeof f.op, "%s", job->name);
     snprintf(f.message, sizeof f.message, "step %llu site %u (%s) element %zu: %s: %s%s",
-             (unsigned long long)ctx->step, job->site, job->name, i, krn_rule_name(rule), what,
+             (unsigned long long)ctx->step.index, job->site, job->name, i, krn_rule_name(rule), what,
              !auditor ? ""
              : certain ? " (certain: every honest arbiter within the op's bound sees it)"
                        : " (not certain: an honest arbiter within the op's bound could accept it)");
@@ -85,7 +85,8 @@ void krn_site_check_unlogged(site_job *job, size_t i, double dist, double tau)
     char what[160];
     snprintf(what, sizeof what, "own value is %.3g tau from the nearest midpoint, within 0.5 tau, "
                                 "and the log has no entry for it (tau = %.17g)", dist / tau, tau);
-    krn_site_note_finding(job, i, KRN_RULE_MISSING_ENTRY, dist, tau, dist <= 0.5 * tau - krn_site_widening(tau), what);
+    bool certain = dist <= 0.5 * tau - krn_site_widening(tau);
+    krn_site_note_finding(job, i, KRN_RULE_MISSING_ENTRY, dist, tau, certain, what);
 }
 
 /* The failure the site's findings call for (OVT_EFRAUD with the message of
