@@ -124,9 +124,14 @@ int main(int argc, char **argv)
         krn_widen(ad, a, N * K);
         krn_widen(wd, w, M * K);
         /* the chunked product through OpenBLAS (today's path before issue
-         * 15) and through the own kernel (kernels/cpu/gemm.h) */
-        krn_cpu be_blas = {KRN_BACKEND_CPU, 0, threads, KRN_CPU_GEMM_BLAS};
-        krn_cpu be_own = {KRN_BACKEND_CPU, 0, threads, KRN_CPU_GEMM_BEST};
+         * 15) and through the own kernel (kernels/cpu/gemm.h), on the
+         * ctx's threads */
+        krn_cpu be_own, be_blas;
+        if (krn_cpu_from_ctx(ctx, &be_own) != 0)
+            fail("backend");
+        be_own.gemm = KRN_CPU_GEMM_BEST;
+        be_blas = be_own;
+        be_blas.gemm = KRN_CPU_GEMM_BLAS;
         double t[4][100], c[4][100];
         uint64_t entries = 0;
         size_t bytes = 0;

@@ -2,7 +2,7 @@
 #define OVT_KERNELS_GRID_BITS_H
 
 /* Internal to kernels/: the bits of an FP64 value and the rounding fast path,
- * shared by the CPU sites (site.c) and the CUDA sites (cuda/site.cu), so both
+ * shared by the CPU sites (site_fast.c) and the CUDA sites (cuda/site.cu), so both
  * run the very same integer and IEEE operations. */
 #include <stdint.h>
 #include <string.h>

@@ -37,19 +37,14 @@
  * GEMMs over krn_config.threads threads (output tiles) and sets OpenBLAS to
  * one thread; results never depend on the thread count. The ops keep large
  * FP64 temporaries in per-thread scratch buffers between calls
- * (kernels/reduce.h). */
+ * (kernels/scratch.h). */
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "common/err.h"
+#include "kernels/contract.h" /* KRN_GEMM_CHUNK, the reduction chunk */
 #include "kernels/site.h"
-
-/* Reduction chunk length, part of the numeric contract (docs/op-bounds.md):
- * a sum of K terms is split into ceil(K / KRN_GEMM_CHUNK) consecutive chunks.
- * 128 keeps the log under 2 bytes per 1,000 outputs up to K = 3072
- * (docs/bench-kernels.md). */
-#define KRN_GEMM_CHUNK 128
 
 /* ---- matmul (bounds: docs/op-bounds.md, section 2, as for every op) ---- */
 

@@ -9,6 +9,7 @@
 #include "kernels/ops.h"
 #include "kernels/cuda/dispatch.h"
 #include "kernels/reduce.h"
+#include "kernels/scratch.h"
 
 /* The shapes and derived strides of one call. */
 typedef struct {
@@ -65,9 +66,11 @@ static void head_norms(double *norms, const attn_dims *d, const double *m, int w
 /* The heads of one call, on the pool: head bh = b * NH + h computes its own
  * products and writes only its own elements of x and mag, so the values are
  * those of a loop over the heads in order. The products inside run on one
- * thread (one (T,T) product per head; the pool is busy with the heads). */
+ * thread (one (T,T) product per head; the pool is busy with the heads, and
+ * a loop on it from inside one of its loops would run on one thread anyway,
+ * pool.h). */
 typedef struct {
-    krn_cpu be1; /* be with one thread */
+    krn_cpu be1; /* be with one thread and no pool */
     const attn_dims *d;
     const double *a, *an, *b, *bn; /* mix_site: a the (T,T) weights, b the values */
     size_t sa, sb;
@@ -109,6 +112,7 @@ static int run_heads(const krn_cpu *be, heads_job *j, void (*fn)(void *arg, size
 {
     j->be1 = *be;
     j->be1.threads = 1;
+    j->be1.pool = NULL;
     atomic_init(&j->rc, 0);
     int rc = krn_parallel(be, j->d->B * j->d->NH, fn, j);
     if (rc == 0 && atomic_load(&j->rc))

@@ -4,8 +4,10 @@
 #include <string.h>
 
 #include "kernels/ops.h"
+#include "kernels/contract.h"
 #include "kernels/cuda/dispatch.h"
 #include "kernels/reduce.h"
+#include "kernels/scratch.h"
 
 /* The values of an exact site out[i] = a[i] + b[i % period], computed
  * block by block as the site rounds them (krn_site_exact_fill). */

@@ -6,6 +6,7 @@
 #include "kernels/ops.h"
 #include "kernels/cuda/dispatch.h"
 #include "kernels/reduce.h"
+#include "kernels/scratch.h"
 
 static int check_targets(const char *op, const int32_t *targets, size_t N, size_t V)
 {

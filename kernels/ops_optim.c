@@ -6,6 +6,7 @@
 #include "kernels/ops.h"
 #include "kernels/cuda/dispatch.h"
 #include "kernels/reduce.h"
+#include "kernels/vec.h"
 
 /* One-element site. */
 static int scalar_site(krn_ctx *ctx, const char *name, float *out, double x, const krn_band *band)

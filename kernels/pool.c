@@ -5,13 +5,12 @@
 #include "kernels/pool.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "kernels/reduce.h"
+#include "kernels/scratch.h"
 
 struct krn_pool {
     pthread_mutex_t mu;
@@ -29,6 +28,11 @@ struct krn_pool {
     atomic_size_t next; /* the next unclaimed chunk */
 };
 
+/* The pool whose chunks this thread runs (a worker's own pool, or the one
+ * the caller is in a loop of), or NULL: krn_pool_run on it from inside a
+ * chunk runs the inner loop on this thread alone (pool.h). */
+static _Thread_local const krn_pool *running;
+
 static void run_chunks(krn_pool *pool, void (*fn)(void *, size_t), void *arg, size_t nchunks)
 {
     for (;;) {
@@ -43,6 +47,7 @@ static void *worker(void *p)
 {
     krn_pool *pool = p;
     uint64_t seen = 0;
+    running = pool;
     pthread_mutex_lock(&pool->mu);
     for (;;) {
         while (!pool->stop && pool->generation == seen)
@@ -63,7 +68,7 @@ static void *worker(void *p)
             pthread_cond_signal(&pool->settled);
     }
     pthread_mutex_unlock(&pool->mu);
-    krn_scratch_release(); /* the buffers the loops grew on this thread (reduce.h) */
+    krn_scratch_release(); /* the buffers the loops grew on this thread (scratch.h) */
     return NULL;
 }
 
@@ -117,7 +122,7 @@ void krn_pool_free(krn_pool *pool)
 
 void krn_pool_run(krn_pool *pool, size_t nchunks, void (*fn)(void *arg, size_t chunk), void *arg)
 {
-    if (pool->nworkers == 0 || nchunks <= 1) {
+    if (pool->nworkers == 0 || nchunks <= 1 || running == pool) {
         for (size_t c = 0; c < nchunks; c++)
             fn(arg, c);
         return;
@@ -132,7 +137,10 @@ void krn_pool_run(krn_pool *pool, size_t nchunks, void (*fn)(void *arg, size_t c
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->mu);
 
+    const krn_pool *outer = running;
+    running = pool;
     run_chunks(pool, fn, arg, nchunks);
+    running = outer;
 
     /* Every chunk is claimed. Close the loop to latecomers, then wait for
      * the workers that joined it to finish their last chunk. The mutex
@@ -142,14 +150,4 @@ void krn_pool_run(krn_pool *pool, size_t nchunks, void (*fn)(void *arg, size_t c
     while (pool->inside > 0)
         pthread_cond_wait(&pool->settled, &pool->mu);
     pthread_mutex_unlock(&pool->mu);
-}
-
-int krn_cpu_count(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        int n = CPU_COUNT(&set);
-        return n > 0 ? n : 1;
-    }
-    return 1;
 }

@@ -23,11 +23,12 @@ int krn_pool_new(krn_pool **out, int threads) OVT_MUST_USE;
 void krn_pool_free(krn_pool *pool);
 
 /* Calls fn(arg, c) once for every c in [0, nchunks), on the caller and any
- * idle workers, and returns when all calls have returned. Not reentrant: one
- * loop at a time per pool (fn must not call krn_pool_run on the same pool). */
+ * idle workers, and returns when all calls have returned. One loop at a time
+ * per pool, started by one thread at a time (the thread that owns the
+ * pool's ctx). A loop started from inside a loop of the same pool (fn
+ * calling krn_pool_run on it) runs on the calling thread alone: the pool's
+ * threads are busy with the outer loop, and one loop's counter and
+ * function are all the pool holds. */
 void krn_pool_run(krn_pool *pool, size_t nchunks, void (*fn)(void *arg, size_t chunk), void *arg);
-
-/* The number of CPUs this process may run on (at least 1). */
-int krn_cpu_count(void);
 
 #endif

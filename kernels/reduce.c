@@ -8,8 +8,12 @@
 #include <string.h>
 
 #include "common/bigmem.h"
+#include "kernels/contract.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/ops.h"
 #include "kernels/pool.h"
+#include "kernels/scratch.h"
+#include "kernels/vec.h"
 
 /* Output tile of the chunked GEMM: the partial products of one tile stay in
  * cache while the chunks are added (bench/bench_gemm.c measured the size). */
@@ -325,31 +329,13 @@ static void prepack_b_unit(void *arg, size_t u)
                     in->bf ? in->bf + at : NULL, ldb, nb, kc);
 }
 
-/* The calling thread's pool for GEMM tiles and the other loops of
- * krn_parallel (workers sleep between loops, so nothing spins while the
- * caller rounds). Kept for the thread's lifetime. */
-static _Thread_local krn_pool *tile_pool;
-static _Thread_local int tile_pool_threads;
-
 int krn_parallel(const krn_cpu *be, size_t nchunks, void (*fn)(void *arg, size_t chunk), void *arg)
 {
-    int threads = be->kind == KRN_BACKEND_CPU ? be->threads : 1; /* ref, shuffle: one thread */
-    if (threads <= 1 || nchunks <= 1) {
+    if (be->kind == KRN_BACKEND_CPU && be->threads > 1 && be->pool != NULL)
+        krn_pool_run(be->pool, nchunks, fn, arg);
+    else /* ref, shuffle: one thread, in chunk order */
         for (size_t c = 0; c < nchunks; c++)
             fn(arg, c);
-        return 0;
-    }
-    if (tile_pool && tile_pool_threads != threads) {
-        krn_pool_free(tile_pool);
-        tile_pool = NULL;
-    }
-    if (!tile_pool) {
-        int rc = krn_pool_new(&tile_pool, threads);
-        if (rc)
-            return rc;
-        tile_pool_threads = threads;
-    }
-    krn_pool_run(tile_pool, nchunks, fn, arg);
     return 0;
 }
 
@@ -648,41 +634,9 @@ int krn_widen_rows(const krn_cpu *be, double *dst, double *norms, const float *s
     return krn_parallel(be, (rows + j.per - 1) / j.per, widen_rows_chunk, &j);
 }
 
-static _Thread_local struct {
-    double *p;
-    size_t n;
-} scratch[KRN_SCRATCH_SLOTS];
-
-double *krn_scratch(int slot, size_t n)
-{
-    if (n == 0)
-        n = 1;
-    if (scratch[slot].n >= n)
-        return scratch[slot].p;
-    if (n > SIZE_MAX / sizeof(double)) {
-        ovt_fail(OVT_ENOMEM, "scratch buffer of %zu doubles overflows the address space", n);
-        return NULL;
-    }
-    free(scratch[slot].p);
-    scratch[slot].p = ovt_big_alloc(n, sizeof(double));
-    scratch[slot].n = scratch[slot].p ? n : 0;
-    if (!scratch[slot].p)
-        ovt_fail(OVT_ENOMEM, "out of memory for a scratch buffer of %zu doubles", n);
-    return scratch[slot].p;
-}
-
 void krn_ops_release(void)
 {
     krn_scratch_release();
-}
-
-void krn_scratch_release(void)
-{
-    for (int i = 0; i < KRN_SCRATCH_SLOTS; i++) {
-        free(scratch[i].p);
-        scratch[i].p = NULL;
-        scratch[i].n = 0;
-    }
 }
 
 void krn_widen(double *dst, const float *src, size_t n)

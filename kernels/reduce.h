@@ -8,33 +8,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "kernels/contract.h"
 #include "kernels/cpu/backend.h"
-#include "kernels/ops.h"
 #include "kernels/site.h"
-
-/* The safety factor on every band: covers the rounding of the band's own
- * computation (norms, products) and the (1-u) denominators of the
- * propagation terms. Part of the contract. */
-#define KRN_BAND_MARGIN 1.0625
-
-/* Contract version 2: every band is twice the margined bound,
- * tau = 2*M*delta, so that tau'/2 = M*delta' bounds the pairwise difference
- * delta with the margin's slack (docs/numeric-contract.md section 6). */
-#define KRN_BAND_WIDTH (2.0 * KRN_BAND_MARGIN)
-
-/* u = 2^-53, the FP64 unit roundoff. */
-#define KRN_U 0x1p-53
-
-/* Vector clones of an element-wise loop, the widest this CPU runs picked at
- * load time: AVX-512F, AVX2 or the x86-64 baseline (SSE2). Every clone does
- * the same IEEE operations on each element (conversions, + - * /, sqrt; no
- * contraction into FMAs: -ffp-contract=off), so they give the same bits and
- * differ only in how many elements one instruction takes. */
-#if defined(__x86_64__) && defined(__GNUC__)
-#define KRN_VEC_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define KRN_VEC_CLONES
-#endif
 
 /* Rows per output tile of the chunked GEMM (reduce.c): a product split into
  * parts of rows at multiples of it computes every tile as the whole product
@@ -116,10 +92,10 @@ int krn_colsum_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float *ac
 void krn_colsum_values(const krn_cpu *be, const double *m, size_t N, size_t C, const float *acc,
                        size_t j0, size_t j1, double *x);
 
-/* fn(arg, c) for every c < nchunks on the calling thread's pool of
- * be->threads threads (the cpu backend; ref and shuffle run on one thread),
- * chunks claimed in any order (pool.h). Fails only when the pool cannot
- * start. */
+/* fn(arg, c) for every c < nchunks on be->pool, the ctx's threads (the cpu
+ * backend; ref and shuffle, and a krn_cpu without a pool, run every chunk
+ * on the calling thread in order), chunks claimed in any order (pool.h).
+ * Returns 0: the pool was made when the ctx lent it (krn_cpu_from_ctx). */
 int krn_parallel(const krn_cpu *be, size_t nchunks, void (*fn)(void *arg, size_t chunk),
                  void *arg) OVT_MUST_USE;
 
@@ -141,30 +117,6 @@ int krn_col_norms(const krn_cpu *be, double *norms, const float *m, size_t rows,
  * eight partial sums per row; split over rows with krn_parallel. */
 int krn_widen_rows(const krn_cpu *be, double *restrict dst, double *restrict norms,
                    const float *restrict src, size_t rows, size_t cols) OVT_MUST_USE;
-
-/* Per-thread scratch buffers for the ops' large FP64 temporaries, kept and
- * grown across calls so a step does not fault in fresh pages for every op.
- * A buffer stays valid until the next request of the same slot on the same
- * thread; an op uses each slot once. NULL after an OVT_ENOMEM message.
- * krn_scratch_release frees the calling thread's buffers. */
-enum {
-    KRN_SCRATCH_A,
-    KRN_SCRATCH_B,
-    KRN_SCRATCH_C,
-    KRN_SCRATCH_D,
-    KRN_SCRATCH_E,
-    KRN_SCRATCH_F,
-    KRN_SCRATCH_OUT,
-    KRN_SCRATCH_TILE, /* krn_chunked_gemm's own */
-    KRN_SCRATCH_WIDE, /* krn_chunked_gemm's own */
-    KRN_SCRATCH_PACK, /* krn_chunked_gemm's own: packed operands (kernels/cpu/gemm.h) */
-    KRN_SCRATCH_APACK, /* krn_chunked_gemm's own: a packed once for all of a product's tiles */
-    KRN_SCRATCH_BPACK, /* and b, for a product with several rows of tiles */
-    KRN_SCRATCH_LANES, /* krn_chunked_gemm's own: partial sums of b's row norms */
-    KRN_SCRATCH_SLOTS
-};
-double *krn_scratch(int slot, size_t n);
-void krn_scratch_release(void);
 
 /* FP64 copy of a float array (exact). */
 void krn_widen(double *dst, const float *src, size_t n);

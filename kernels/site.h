@@ -222,9 +222,9 @@ int krn_site_part_keep(krn_site_parts *parts, size_t len) OVT_MUST_USE;
 int krn_site_parts_end(krn_site_parts *parts) OVT_MUST_USE;
 
 /* Runs fn(arg, i) for every i in [0, n) on the ctx's threads (the pool of
- * its large sites, kernels/pool.h), for work of a step between its sites
- * that splits into independent pieces (the hashes of a sharded step's
- * gradients). Which thread runs which i is not fixed: fn writes each i's
+ * its large sites and of its ops' loops, kernels/pool.h), for work of a
+ * step between its sites that splits into independent pieces (the hashes
+ * of a sharded step's gradients). Which thread runs which i is not fixed: fn writes each i's
  * result to i's own place. OVT_ENOMEM if the pool cannot be made. */
 int krn_ctx_parallel(krn_ctx *ctx, size_t n, void (*fn)(void *arg, size_t i), void *arg) OVT_MUST_USE;
 

@@ -57,14 +57,4 @@ int krn_sparse_finish(krn_ctx *ctx, const krn_sparse_site *s, const krn_sparse_v
  * failed site does. For device errors between begin and finish. */
 void krn_sparse_fail(krn_ctx *ctx, int rc);
 
-/* The backend state a ctx carries (the cuda backend's device, streams and
- * buffers); freed with the ctx by device_free. */
-void *krn_ctx_device(const krn_ctx *ctx);
-void krn_ctx_set_device(krn_ctx *ctx, void *device, void (*device_free)(void *device));
-
-/* Creates the cuda backend's state for a new ctx (kernels/cuda/device.cu):
- * fails with a clear message when ovt was built without CUDA or no device is
- * usable. */
-int krn_cuda_attach(krn_ctx *ctx) OVT_MUST_USE;
-
 #endif

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/ops.h"
-#include "kernels/pool.h"
+#include "kernels/contract.h"
 #include "kernels/rng.h"
+#include "kernels/site_ctx.h"
 
 /* Per-thread draw counter of the shuffle backend: each reduction or libm
  * call takes the next value as the `step` argument of krn_rng. */
@@ -66,12 +66,17 @@ int krn_cpu_from_ctx(krn_ctx *ctx, krn_cpu *be)
     be->seed = cfg->shuffle_seed;
     be->threads = 1;
     be->gemm = KRN_CPU_GEMM_BEST;
+    be->pool = NULL;
     switch (cfg->backend) {
-    case KRN_BACKEND_CPU:
-        be->threads = cfg->threads > 0 ? cfg->threads : krn_cpu_count();
+    case KRN_BACKEND_CPU: {
+        int rc = krn_ctx_pool(ctx, &be->pool);
+        if (rc < 0)
+            return rc;
+        be->threads = krn_ctx_threads(ctx);
         if (openblas_get_num_threads() != 1)
             openblas_set_num_threads(1);
         return gemm_from_env(&be->gemm);
+    }
     case KRN_BACKEND_REF:
     case KRN_BACKEND_SHUFFLE:
         return 0;

@@ -25,7 +25,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/contract.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/pool.h"
 #include "kernels/site.h"
 
 /* What computes the cpu backend's chunk products: its own kernel on the
@@ -48,6 +50,8 @@ typedef struct {
     uint64_t seed;
     int threads; /* cpu: threads over output tiles (each runs its GEMM on one thread) */
     krn_cpu_gemm_kind gemm; /* cpu: see above */
+    krn_pool *pool; /* cpu: the ctx's pool of `threads` threads, lent (krn_parallel);
+                       NULL: every loop on the calling thread */
 } krn_cpu;
 
 /* The path of the own kernel be->gemm names (BLAS: the best one). */
@@ -55,19 +59,20 @@ krn_gemm_isa krn_cpu_gemm_isa(const krn_cpu *be);
 
 typedef enum { KRN_FN_EXP, KRN_FN_LOG, KRN_FN_TANH } krn_libm_fn;
 
-/* The documented worst-case error of every libm the contract admits, in ulps
- * of the result (docs/op-bounds.md, section libm), and how far the shuffle
- * backend moves glibc's result (glibc's own error is at most 2 ulps for
- * these functions, so glibc + perturbation stays within the bound). */
-#define KRN_LIBM_ULP 4
+/* How far the shuffle backend moves glibc's result, in ulps: glibc's own
+ * error is at most 2 ulps for these functions, so glibc + perturbation
+ * stays within the contract's KRN_LIBM_ULP (kernels/contract.h). */
 #define KRN_SHUFFLE_LIBM_ULP 2
 
-/* Fills *be from the ctx's config. The cpu backend runs krn_config.threads
- * threads (0: one per CPU) over GEMM output tiles (kernels/pool.h) and sets OpenBLAS to
- * one thread, so BLAS and the rounding sites never compete for cores; its
- * GEMM comes from env OVT_GEMM (above). Fails with OVT_EINVAL for the cuda
- * backend (not built yet), an unknown backend, an unknown OVT_GEMM or a
- * path this CPU cannot run. */
+/* Fills *be from the ctx's config. The cpu backend runs its GEMM output
+ * tiles and the ops' other loops on the ctx's threads, the pool the ctx
+ * lends it (kernels/site_ctx.h: the same pool as the ctx's sites, so the
+ * process has krn_config.threads threads in all, 0 meaning one per CPU),
+ * and sets OpenBLAS to one thread, so BLAS and the rounding sites never
+ * compete for cores; its GEMM comes from env OVT_GEMM (above). Fails with
+ * OVT_EINVAL for the cuda backend (not built yet), an unknown backend, an
+ * unknown OVT_GEMM or a path this CPU cannot run, with OVT_ENOMEM if the
+ * pool cannot start. */
 int krn_cpu_from_ctx(krn_ctx *ctx, krn_cpu *be) OVT_MUST_USE;
 
 /* sum_k x[k*incx]*y[k*incy] for k < n in this backend's order; y == NULL

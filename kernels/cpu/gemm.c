@@ -9,8 +9,8 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "kernels/ops.h"
-#include "kernels/reduce.h"
+#include "kernels/contract.h"
+#include "kernels/vec.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>

@@ -11,6 +11,7 @@ extern "C" {
 #include "kernels/cuda/shape.h"
 #include "kernels/ops.h"
 #include "kernels/reduce.h"
+#include "kernels/site_ctx.h"
 #include "kernels/site_sparse.h"
 #undef restrict
 }

@@ -27,6 +27,7 @@
 #include "check.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/ops.h"
+#include "kernels/pool.h"
 #include "kernels/reduce.h"
 #include "kernels/rng.h"
 #include "ops_fixture.h"
@@ -89,7 +90,7 @@ static void documented_order(double *c, bool ta, const double *a, size_t lda, bo
 static void blas_chunks(double *c, bool ta, const double *a, size_t lda, bool tb, const double *b,
                         size_t ldb, size_t m, size_t n, size_t k)
 {
-    krn_cpu be = {KRN_BACKEND_CPU, 0, 1, KRN_CPU_GEMM_BLAS};
+    krn_cpu be = {KRN_BACKEND_CPU, 0, 1, KRN_CPU_GEMM_BLAS, NULL};
     for (size_t k0 = 0; k0 < k; k0 += KRN_GEMM_CHUNK) {
         size_t kc = k - k0 < KRN_GEMM_CHUNK ? k - k0 : KRN_GEMM_CHUNK;
         const double *ak = ta ? a + k0 * lda : a + k0, *bk = tb ? b + k0 : b + k0 * ldb;
@@ -220,6 +221,8 @@ static void test_chunked_paths(void)
      * on the C path, 168 on AVX-512) */
     const size_t shapes[][3] = {{301, 600, 300}, {301, 603, 300}, {256, 768, 768}, {7, 33, 129}, {64, 64, 64}};
     krn_gemm_isa best = krn_gemm_isa_best();
+    krn_pool *pool = NULL; /* the two threads the tiles run on */
+    CHECK(krn_pool_new(&pool, 2) == 0);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         size_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
         double *a = random_doubles(m * k, 40 + s);
@@ -253,7 +256,7 @@ static void test_chunked_paths(void)
                 in.old = old;
             /* the reference: OpenBLAS where it runs the documented order,
              * else the own portable C path (every path must give its bits) */
-            krn_cpu ref = {KRN_BACKEND_CPU, 0, 2, blas_comparable() ? KRN_CPU_GEMM_BLAS : KRN_CPU_GEMM_C};
+            krn_cpu ref = {KRN_BACKEND_CPU, 0, 2, blas_comparable() ? KRN_CPU_GEMM_BLAS : KRN_CPU_GEMM_C, pool};
             CHECK(krn_chunked_gemm_in(&ref, want, &in, m, n, k) == 0);
             /* and the documented order, element by element, plus the old
              * value last: independent of the tiles and the packing */
@@ -276,7 +279,7 @@ static void test_chunked_paths(void)
             free(nref);
             const krn_cpu_gemm_kind kinds[] = {KRN_CPU_GEMM_C, KRN_CPU_GEMM_AVX2, KRN_CPU_GEMM_AVX512};
             for (int isa = KRN_GEMM_ISA_C; isa <= (int)best; isa++) {
-                krn_cpu own = {KRN_BACKEND_CPU, 0, 2, kinds[isa]};
+                krn_cpu own = {KRN_BACKEND_CPU, 0, 2, kinds[isa], pool};
                 if (in.bnorms)
                     in.bnorms = ngot;
                 CHECK(krn_chunked_gemm_in(&own, got, &in, m, n, k) == 0);
@@ -292,6 +295,7 @@ static void test_chunked_paths(void)
         free(a), free(bf), free(old), free(bd), free(want), free(got), free(nwant), free(ngot);
         free(bft), free(bdt), free(at), free(doc);
     }
+    krn_pool_free(pool);
 }
 
 /* OVT_GEMM picks the cpu backend's products; a bad value is refused with a

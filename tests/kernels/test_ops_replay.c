@@ -614,7 +614,7 @@ static void test_chunk_order(void)
     x[1] = 1;
     x[KRN_GEMM_CHUNK] = 0x1p53;
     for (int k = 0; k < 3; k++) {
-        krn_cpu be = {(krn_backend_kind)k, 7, 2, KRN_CPU_GEMM_BEST};
+        krn_cpu be = {(krn_backend_kind)k, 7, 2, KRN_CPU_GEMM_BEST, NULL};
         CHECK(krn_chunked_dot(&be, x, 1, NULL, 0, K) == 0x1p53 + 2);
     }
     double reversed = 0;
@@ -637,7 +637,7 @@ static void test_ref_gemm_order(void)
     double *a = calloc(m * k, sizeof *a), *b = calloc(k * n, sizeof *b), *c = calloc(m * n, sizeof *c);
     krn_widen(a, af, m * k);
     krn_widen(b, bf, k * n);
-    krn_cpu be = {KRN_BACKEND_REF, 0, 1, KRN_CPU_GEMM_BEST};
+    krn_cpu be = {KRN_BACKEND_REF, 0, 1, KRN_CPU_GEMM_BEST, NULL};
     size_t bad = 0;
     for (int ta = 0; ta < 2; ta++)
         for (int tb = 0; tb < 2; tb++) {
@@ -661,7 +661,7 @@ static void test_ref_gemm_order(void)
  * chunked GEMM of the cpu backend relies on it. */
 static void test_gemm_add(void)
 {
-    krn_cpu be = {KRN_BACKEND_CPU, 0, 1, KRN_CPU_GEMM_BLAS};
+    krn_cpu be = {KRN_BACKEND_CPU, 0, 1, KRN_CPU_GEMM_BLAS, NULL};
     const size_t shapes[][3] = {{37, 29, KRN_GEMM_CHUNK}, {256, 512, KRN_GEMM_CHUNK}, {13, 70, 1},
                                 {64, 33, KRN_GEMM_CHUNK - 3}};
     size_t bad = 0;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "common/cpus.h"
 #include "kernels/pool.h"
 
 typedef struct {
@@ -24,9 +25,50 @@ static void chunk_fn(void *p, size_t c)
     a->result[c] = h;
 }
 
+/* A loop whose every chunk runs an inner loop of 13 chunks on the same
+ * pool (pool.h: the inner one runs on the chunk's thread alone). */
+typedef struct {
+    krn_pool *pool;
+    atomic_int *runs; /* per outer chunk, per inner chunk */
+} nested_arg;
+
+typedef struct {
+    atomic_int *runs;
+} inner_arg;
+
+static void inner_fn(void *p, size_t c)
+{
+    inner_arg *a = p;
+    atomic_fetch_add(&a->runs[c], 1);
+}
+
+static void outer_fn(void *p, size_t c)
+{
+    nested_arg *a = p;
+    inner_arg in = {a->runs + 13 * c};
+    krn_pool_run(a->pool, 13, inner_fn, &in);
+}
+
+/* Every inner chunk of every outer chunk runs exactly once. */
+static void test_nested(int threads)
+{
+    krn_pool *pool;
+    CHECK(krn_pool_new(&pool, threads) == 0);
+    size_t bad = 0;
+    for (int loop = 0; loop < 50; loop++) {
+        nested_arg a = {pool, calloc(31 * 13, sizeof *a.runs)};
+        krn_pool_run(pool, 31, outer_fn, &a);
+        for (size_t i = 0; i < 31 * 13; i++)
+            bad += atomic_load(&a.runs[i]) != 1;
+        free(a.runs);
+    }
+    CHECK_MSG(bad == 0, "threads %d: %zu inner chunks of nested loops ran other than once", threads, bad);
+    krn_pool_free(pool);
+}
+
 int main(void)
 {
-    CHECK(krn_cpu_count() >= 1);
+    CHECK(ovt_cpu_count() >= 1);
     krn_pool *bad = NULL;
     CHECK(krn_pool_new(&bad, 0) == OVT_EINVAL && bad == NULL);
     for (int threads = 1; threads <= 5; threads++) {
@@ -52,6 +94,7 @@ int main(void)
         CHECK_MSG(bad_runs == 0 && bad_results == 0, "threads %d: %zu chunks ran other than once, "
                   "%zu results missing", threads, bad_runs, bad_results);
         krn_pool_free(pool);
+        test_nested(threads);
     }
     return check_done();
 }

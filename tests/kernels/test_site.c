@@ -11,7 +11,7 @@
 #include "kernels/site.h"
 
 /* Contract version 2: the pairwise bound delta is at most tau/(2*M),
- * M = 1.0625 (kernels/reduce.h), so the fixtures perturb by at most that. */
+ * M = 1.0625 (kernels/contract.h), so the fixtures perturb by at most that. */
 #define BAND_MARGIN 1.0625
 #define DELTA_PER_TAU (0.5 / BAND_MARGIN)
 

@@ -8,7 +8,7 @@ first) and fails on:
     sideways to a layer it does not name), or of a file that does not exist;
   - a quoted include that is not a path from the project root;
   - a circle among the modules of one folder (a module is a .c/.cu file and
-    the header of the same name: kernels/site.c with kernels/site.h).
+    the header of the same name: kernels/pool.c with kernels/pool.h).
 
 usage: check_layers.py SOURCE_DIR LAYERS_TXT
        check_layers.py --self-test   (the check finds an upward include and a circle)
