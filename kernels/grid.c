@@ -1,4 +1,4 @@
-/* The FP32 grid of width b (DESIGN.md section 2, docs/numeric-contract.md).
+/* The FP32 grid of width b (docs/numeric-contract.md section 1).
  *
  * All arithmetic here is exact: grid values and midpoints have at most 26
  * significant bits, so they, their neighbours and the distance |x - mid| are

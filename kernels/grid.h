@@ -1,8 +1,8 @@
 #ifndef OVT_KERNELS_GRID_H
 #define OVT_KERNELS_GRID_H
 
-/* The target grid (DESIGN.md section 2): FP32 values whose low 32-b mantissa
- * bits are zero, b in 24..32 (b = 32 is plain FP32). Precision p = b - 8
+/* The target grid (docs/numeric-contract.md section 1): FP32 values whose
+ * low 32-b mantissa bits are zero, b in 24..32 (b = 32 is plain FP32). Precision p = b - 8
  * significant bits; the exponent range, subnormals included, is FP32's.
  * Rounding is to nearest, ties to even (even = last kept mantissa bit 0). */
 

@@ -1,8 +1,8 @@
 #ifndef OVT_KERNELS_OPS_H
 #define OVT_KERNELS_OPS_H
 
-/* The tensor ops of the MLP and GPT-2 models (DESIGN.md section 2), forward
- * and backward, in llm.c's shape: ctx first, then outputs, then saved
+/* The tensor ops of the MLP and GPT-2 models (docs/op-bounds.md,
+ * docs/training-step.md), forward and backward, in llm.c's shape: ctx first, then outputs, then saved
  * statistics, then inputs, then weights, dimensions last; gradients carry a
  * `d` prefix. Every tensor is row-major FP32 holding grid values; every op
  * computes in FP64 and hands each result to krn_site(), so each op is a

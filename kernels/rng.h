@@ -1,7 +1,7 @@
 #ifndef OVT_KERNELS_RNG_H
 #define OVT_KERNELS_RNG_H
 
-/* Counter-based randomness (DESIGN.md section 2): every random number is a
+/* Counter-based randomness (docs/numeric-contract.md section 8): every random number is a
  * pure function of (seed, step, purpose, index), never of hardware or call
  * order, so any party can recompute any one of them. Uses only integer
  * operations and IEEE basic operations (no libm), so it is identical on

@@ -1,7 +1,7 @@
 #ifndef OVT_KERNELS_SITE_H
 #define OVT_KERNELS_SITE_H
 
-/* Rounding sites (DESIGN.md section 2). A step is executed inside a krn_ctx;
+/* Rounding sites (docs/numeric-contract.md). A step is executed inside a krn_ctx;
  * every op hands each FP64 result to krn_site(), which numbers the site (in
  * execution order, starting at 0 each step), rounds every element to the grid
  * and, depending on the mode:
@@ -62,7 +62,8 @@ typedef enum { KRN_BACKEND_CPU = 0, KRN_BACKEND_REF = 1, KRN_BACKEND_SHUFFLE = 2
  * machine can run cuda is krn_ctx_new's to say. */
 int krn_backend_parse(krn_backend_kind *out, const char *name) OVT_MUST_USE;
 
-/* Who applies the REPLAY rule (DESIGN.md section 2, "Who applies the rule"):
+/* Who applies the REPLAY rule (docs/numeric-contract.md section 6, "Who
+ * applies the rule"):
  *   KRN_VERIFY_ARBITER  the strict rule: any violation fails the step with
  *                       OVT_EFRAUD (the arbiter, `ovt step`);
  *   KRN_VERIFY_AUDITOR  follows every entry some honest arbiter could
