@@ -67,25 +67,3 @@ int cli_arg_none_left(const char *cmd, int argc, char **argv)
     fprintf(stderr, "ovt %s: unexpected argument '%s'; see `ovt %s --help`\n", cmd, argv[optind], cmd);
     return -1;
 }
-
-int cli_arg_u64(const char *cmd, const char *flag, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-    char what[80];
-    snprintf(what, sizeof what, "--%s", flag[0] == '-' ? flag + 2 : flag);
-    if (ovt_parse_u64(out, what, s, lo, hi)) {
-        fprintf(stderr, "ovt %s: %s\n", cmd, ovt_errmsg());
-        return -1;
-    }
-    return 0;
-}
-
-int cli_arg_real(const char *cmd, const char *flag, const char *s, double lo, double hi, double *out)
-{
-    char what[80];
-    snprintf(what, sizeof what, "--%s", flag[0] == '-' ? flag + 2 : flag);
-    if (ovt_parse_real(out, what, s, lo, hi)) {
-        fprintf(stderr, "ovt %s: %s\n", cmd, ovt_errmsg());
-        return -1;
-    }
-    return 0;
-}

@@ -15,7 +15,6 @@
  * "; see `ovt CMD --help`". */
 
 #include <getopt.h>
-#include <stdint.h>
 #include <stdio.h>
 
 #include "chain/parse.h"
@@ -54,10 +53,5 @@ int cli_arg_unknown(const char *cmd, const char *arg);
 /* Reports the first argument left after the options and returns -1, or
  * returns 0 when there is none. */
 int cli_arg_none_left(const char *cmd, int argc, char **argv);
-
-/* Older forms, printing their own message (flag without dashes); being
- * replaced by the parsers above. */
-int cli_arg_u64(const char *cmd, const char *flag, const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
-int cli_arg_real(const char *cmd, const char *flag, const char *s, double lo, double hi, double *out);
 
 #endif

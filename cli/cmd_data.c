@@ -97,6 +97,7 @@ static const struct option longopts[] = {
     {NULL, 0, NULL, 0}};
 
 struct data_args {
+    const char *cmd; /* "data mlp" or "data text", for its messages */
     const char *out, *input, *bpe;
     uint64_t seed;
     uint32_t samples, dim, classes, grid_bits;
@@ -167,6 +168,15 @@ static int data_flag(struct data_args *a, int c, const char *flag, const char *v
     }
 }
 
+/* One flag (given: the argument as typed): 0, or the exit status. */
+static int take(void *ctx, int c, const char *flag, const char *arg, const char *given)
+{
+    struct data_args *a = ctx;
+    if (c < O_OUT)
+        return cli_arg_unknown(a->cmd, given);
+    return data_flag(a, c, flag, arg) ? cli_usage_fail(a->cmd) : 0;
+}
+
 /* What the flags ask for that the kind of file made refuses. */
 static int data_check(const struct data_args *a, bool mlp)
 {
@@ -197,23 +207,17 @@ int cmd_data(int argc, char **argv)
     trn_model_config m;
     if (trn_model_preset(&m, "mlp-demo"))
         return cli_fail("data");
-    struct data_args a = {.seed = 1, .samples = 1024, .dim = m.in_dim, .classes = m.n_class, .grid_bits = 32};
-    int c;
-    optind = 2;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        if (c == 'h') {
-            data_usage(stdout);
-            return 0;
-        }
-        if (c < O_OUT)
-            return cli_arg_unknown(cmd, argv[optind - 1]);
-        if (data_flag(&a, c, cli_arg_name(longopts, c), optarg))
-            return cli_usage_fail(cmd);
-    }
-    if (!mlp && optind < argc)
-        a.input = argv[optind++];
-    if (cli_arg_none_left(cmd, argc, argv))
+    struct data_args a = {.cmd = cmd, .seed = 1, .samples = 1024, .dim = m.in_dim, .classes = m.n_class,
+                          .grid_bits = 32};
+    /* the options follow the kind, which stands as their argv[0] */
+    int nargs = argc - 1;
+    char **args = argv + 1;
+    int rv = cli_getopt(nargs, args, longopts, data_usage, take, &a);
+    if (rv >= 0)
+        return rv;
+    if (!mlp && optind < nargs)
+        a.input = args[optind++];
+    if (cli_arg_none_left(cmd, nargs, args))
         return 2;
     if (data_check(&a, mlp))
         return cli_usage_fail(cmd);

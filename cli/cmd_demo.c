@@ -233,39 +233,42 @@ static void print_intro(const demo_opts *o)
     printf("\n");
 }
 
+struct demo_args {
+    demo_opts o;
+    bool json;
+};
+
+/* One flag (given: the argument as typed): 0, or the exit status. */
+static int take(void *ctx, int c, const char *flag, const char *arg, const char *given)
+{
+    struct demo_args *a = ctx;
+    if (c < OPT_STEPS)
+        return cli_arg_unknown("demo", given);
+    return demo_flag(&a->o, &a->json, c, flag, arg) ? cli_usage_fail("demo") : 0;
+}
+
 int cmd_demo(int argc, char **argv)
 {
-    demo_opts o;
-    demo_defaults(&o);
-    o.progress = stdout;
-    bool json = false;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", demo_longopts, NULL)) != -1) {
-        if (c == 'h') {
-            demo_usage(stdout);
-            return 0;
-        }
-        if (c < OPT_STEPS)
-            return cli_arg_unknown("demo", argv[optind - 1]);
-        if (demo_flag(&o, &json, c, cli_arg_name(demo_longopts, c), optarg))
-            return cli_usage_fail("demo");
-    }
+    struct demo_args a = {.json = false};
+    demo_defaults(&a.o);
+    a.o.progress = stdout;
+    int rv = cli_getopt(argc, argv, demo_longopts, demo_usage, take, &a);
+    if (rv >= 0)
+        return rv;
     if (cli_arg_none_left("demo", argc, argv))
         return 2;
-    if (o.config.warmup_steps >= o.steps)
-        o.config.warmup_steps = 0;
-    if (json)
-        o.progress = NULL;
+    if (a.o.config.warmup_steps >= a.o.steps)
+        a.o.config.warmup_steps = 0;
+    if (a.json)
+        a.o.progress = NULL;
     else
-        print_intro(&o);
+        print_intro(&a.o);
     demo_result r;
-    if (demo_run(&o, &r))
+    if (demo_run(&a.o, &r))
         return cli_fail("demo");
-    if (json)
-        print_json(&o, &r);
+    if (a.json)
+        print_json(&a.o, &r);
     else
-        print_table(&o, &r);
-    return demo_replay_exact(&o, &r) ? 0 : 1;
+        print_table(&a.o, &r);
+    return demo_replay_exact(&a.o, &r) ? 0 : 1;
 }

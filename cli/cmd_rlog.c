@@ -243,6 +243,47 @@ static int rlog_sites(const char *dir, uint64_t k, const char *data, int threads
 
 enum { O_STEP = 256, O_SITES, O_DATA, O_THREADS, O_JSON, O_ENTRIES };
 
+struct rlog_args {
+    const char *data;
+    uint64_t k;
+    int threads;
+    bool json, entries, sites, have_k;
+    bool run_form; /* a flag of RUNDIR --step K given */
+};
+
+/* One flag (given: the argument as typed): 0, or the exit status. */
+static int take(void *ctx, int c, const char *flag, const char *arg, const char *given)
+{
+    struct rlog_args *a = ctx;
+    int rv = 0;
+    a->run_form = a->run_form || c == O_STEP || c == O_SITES || c == O_DATA || c == O_THREADS;
+    switch (c) {
+    case O_STEP: rv = ovt_parse_u64(&a->k, flag, arg, 1, CHAIN_MERKLE_MAX_STEPS); a->have_k = true; break;
+    case O_SITES: a->sites = true; break;
+    case O_DATA: a->data = arg; break;
+    case O_THREADS: rv = ovt_parse_int(&a->threads, flag, arg, 0, 256); break;
+    case O_JSON: a->json = true; break;
+    case O_ENTRIES: a->entries = true; break;
+    default: return cli_arg_unknown("rlog", given);
+    }
+    return rv ? cli_usage_fail("rlog") : 0;
+}
+
+/* What the flags of RUNDIR --step K leave unsaid or say against each other
+ * (one_operand: a single RUNDIR follows them), or NULL. */
+static const char *run_form_problem(const struct rlog_args *a, bool one_operand)
+{
+    if (!a->have_k)
+        return "--sites, --data and --threads need RUNDIR --step K";
+    if (!one_operand)
+        return "expected one RUNDIR";
+    if (a->sites && a->entries)
+        return "--entries lists a log file's entries; --sites counts per site";
+    if (!a->sites && (a->data || a->threads))
+        return "--data and --threads go with --sites";
+    return NULL;
+}
+
 int cmd_rlog(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -250,43 +291,21 @@ int cmd_rlog(int argc, char **argv)
         {"data", required_argument, NULL, O_DATA},       {"threads", required_argument, NULL, O_THREADS},
         {"json", no_argument, NULL, O_JSON},             {"entries", no_argument, NULL, O_ENTRIES},
         {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0}};
-    const char *data = NULL;
-    uint64_t k = 0;
-    int threads = 0, c, rv = 0;
-    bool json = false, entries = false, sites = false, have_k = false, run_form = false;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        const char *flag = cli_arg_name(longopts, c);
-        run_form = run_form || c == O_STEP || c == O_SITES || c == O_DATA || c == O_THREADS;
-        switch (c) {
-        case 'h': usage(stdout); return 0;
-        case O_STEP: rv = ovt_parse_u64(&k, flag, optarg, 1, CHAIN_MERKLE_MAX_STEPS); have_k = true; break;
-        case O_SITES: sites = true; break;
-        case O_DATA: data = optarg; break;
-        case O_THREADS: rv = ovt_parse_int(&threads, flag, optarg, 0, 256); break;
-        case O_JSON: json = true; break;
-        case O_ENTRIES: entries = true; break;
-        default: return cli_arg_unknown("rlog", argv[optind - 1]);
-        }
-        if (rv)
-            return cli_usage_fail("rlog");
-    }
-    if (!run_form)
-        return optind == argc - 1 ? rlog_file(argv[optind], entries, json)
+    struct rlog_args a = {0};
+    int rv = cli_getopt(argc, argv, longopts, usage, take, &a);
+    if (rv >= 0)
+        return rv;
+    if (!a.run_form)
+        return optind == argc - 1 ? rlog_file(argv[optind], a.entries, a.json)
                                   : cli_usage_error("rlog", "expected one FILE");
-    const char *why = !have_k                        ? "--sites, --data and --threads need RUNDIR --step K"
-                      : optind != argc - 1           ? "expected one RUNDIR"
-                      : sites && entries             ? "--entries lists a log file's entries; --sites counts per site"
-                      : !sites && (data || threads)  ? "--data and --threads go with --sites"
-                                                     : NULL;
+    const char *why = run_form_problem(&a, optind == argc - 1);
     if (why)
         return cli_usage_error("rlog", "%s", why);
     const char *dir = argv[optind];
-    if (sites)
-        return rlog_sites(dir, k, data, threads, json);
+    if (a.sites)
+        return rlog_sites(dir, a.k, a.data, a.threads, a.json);
     char path[4096];
-    if (trn_run_path(path, sizeof path, dir, "logs", k, "rlog"))
+    if (trn_run_path(path, sizeof path, dir, "logs", a.k, "rlog"))
         return cli_fail("rlog");
-    return rlog_file(path, entries, json);
+    return rlog_file(path, a.entries, a.json);
 }

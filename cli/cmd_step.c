@@ -123,6 +123,33 @@ static void print_text(const trn_step_check *s, uint64_t k)
 
 enum { O_RUN = 256, O_STEP, O_DATA, O_BACKEND, O_THREADS, O_JSON };
 
+struct step_args {
+    const char *dir, *data;
+    uint64_t k;
+    int threads;
+    bool json, have_k;
+};
+
+/* One flag (given: the argument as typed): 0, or the exit status. */
+static int take(void *ctx, int c, const char *flag, const char *arg, const char *given)
+{
+    struct step_args *a = ctx;
+    int rv = 0;
+    switch (c) {
+    case O_RUN: a->dir = arg; break;
+    case O_STEP: rv = ovt_parse_u64(&a->k, flag, arg, 1, CHAIN_MERKLE_MAX_STEPS); a->have_k = true; break;
+    case O_DATA: a->data = arg; break;
+    case O_BACKEND:
+        if (strcmp(arg, "cpu"))
+            rv = ovt_fail(OVT_EINVAL, "--backend must be cpu (the arbiter's), got '%s'", arg);
+        break;
+    case O_THREADS: rv = ovt_parse_int(&a->threads, flag, arg, 0, 256); break;
+    case O_JSON: a->json = true; break;
+    default: return cli_arg_unknown("step", given);
+    }
+    return rv ? cli_usage_fail("step") : 0;
+}
+
 int cmd_step(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -130,40 +157,20 @@ int cmd_step(int argc, char **argv)
         {"data", required_argument, NULL, O_DATA},       {"backend", required_argument, NULL, O_BACKEND},
         {"threads", required_argument, NULL, O_THREADS}, {"json", no_argument, NULL, O_JSON},
         {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0}};
-    const char *dir = NULL, *data = NULL;
-    uint64_t k = 0;
-    int threads = 0, c, rv = 0;
-    bool json = false, have_k = false;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        const char *flag = cli_arg_name(longopts, c);
-        switch (c) {
-        case 'h': step_usage(stdout); return 0;
-        case O_RUN: dir = optarg; break;
-        case O_STEP: rv = ovt_parse_u64(&k, flag, optarg, 1, CHAIN_MERKLE_MAX_STEPS); have_k = true; break;
-        case O_DATA: data = optarg; break;
-        case O_BACKEND:
-            if (strcmp(optarg, "cpu"))
-                rv = ovt_fail(OVT_EINVAL, "--backend must be cpu (the arbiter's), got '%s'", optarg);
-            break;
-        case O_THREADS: rv = ovt_parse_int(&threads, flag, optarg, 0, 256); break;
-        case O_JSON: json = true; break;
-        default: return cli_arg_unknown("step", argv[optind - 1]);
-        }
-        if (rv)
-            return cli_usage_fail("step");
-    }
+    struct step_args a = {0};
+    int rv = cli_getopt(argc, argv, longopts, step_usage, take, &a);
+    if (rv >= 0)
+        return rv;
     if (cli_arg_none_left("step", argc, argv))
         return 2;
-    if (!dir || !have_k)
+    if (!a.dir || !a.have_k)
         return cli_usage_error("step", "--run and --step are required");
     trn_step_check s;
-    if (trn_step_check_run(&s, dir, data, k, threads))
+    if (trn_step_check_run(&s, a.dir, a.data, a.k, a.threads))
         return cli_fail("step");
-    if (json)
-        print_json(&s, k);
+    if (a.json)
+        print_json(&s, a.k);
     else
-        print_text(&s, k);
+        print_text(&s, a.k);
     return s.verdict == TRN_CHECK_MATCH ? 0 : 1;
 }

@@ -294,24 +294,23 @@ static void report_state(void *arg, uint64_t step, const ovt_hash *state_hash)
     printf("state %llu %s\n", (unsigned long long)step, hx);
 }
 
+/* One flag (given: the argument as typed): 0, or the exit status. */
+static int train_take(void *ctx, int c, const char *flag, const char *arg, const char *given)
+{
+    if (c < O_MODEL)
+        return cli_arg_unknown("train", given);
+    return train_flag(ctx, c, flag, arg) ? cli_usage_fail("train") : 0;
+}
+
 /* The flags into *a: 0, or the exit status of a usage error (or of --help). */
 static int train_parse(struct train_args *a, int argc, char **argv, bool *help)
 {
     if (train_defaults(a, argc, argv))
         return cli_usage_fail("train");
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", train_longopts, NULL)) != -1) {
-        if (c == 'h') {
-            train_usage(stdout);
-            *help = true;
-            return 0;
-        }
-        if (c < O_MODEL)
-            return cli_arg_unknown("train", argv[optind - 1]);
-        if (train_flag(a, c, cli_arg_name(train_longopts, c), optarg))
-            return cli_usage_fail("train");
+    int rv = cli_getopt(argc, argv, train_longopts, train_usage, train_take, a);
+    if (rv >= 0) {
+        *help = rv == 0;
+        return rv;
     }
     if (cli_arg_none_left("train", argc, argv))
         return 2;

@@ -52,59 +52,66 @@ static void print_check(void *arg, const party_check *c)
 
 enum { O_DATA = 256, O_REPLAY, O_THREADS, O_JSON };
 
+struct verify_args {
+    party_verify_opts o;
+    verify_out v;
+};
+
+/* One flag (given: the argument as typed): 0, or the exit status. */
+static int take(void *ctx, int c, const char *flag, const char *arg, const char *given)
+{
+    struct verify_args *a = ctx;
+    int rv = 0;
+    switch (c) {
+    case O_DATA: a->o.data = arg; break;
+    case O_REPLAY: rv = ovt_parse_u64(&a->o.replay, flag, arg, 0, 1000000); break;
+    case O_THREADS: rv = ovt_parse_int(&a->o.threads, flag, arg, 0, 256); break;
+    case O_JSON: a->v.json = true; break;
+    default: return cli_arg_unknown("verify", given);
+    }
+    return rv ? cli_usage_fail("verify") : 0;
+}
+
 int cmd_verify(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"data", required_argument, NULL, O_DATA},       {"replay", required_argument, NULL, O_REPLAY},
         {"threads", required_argument, NULL, O_THREADS}, {"json", no_argument, NULL, O_JSON},
         {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0}};
-    verify_out v = {0};
-    party_verify_opts o = {.on_check = print_check, .arg = &v};
-    int c, rv = 0;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        const char *flag = cli_arg_name(longopts, c);
-        switch (c) {
-        case 'h': verify_usage(stdout); return 0;
-        case O_DATA: o.data = optarg; break;
-        case O_REPLAY: rv = ovt_parse_u64(&o.replay, flag, optarg, 0, 1000000); break;
-        case O_THREADS: rv = ovt_parse_int(&o.threads, flag, optarg, 0, 256); break;
-        case O_JSON: v.json = true; break;
-        default: return cli_arg_unknown("verify", argv[optind - 1]);
-        }
-        if (rv)
-            return cli_usage_fail("verify");
-    }
+    struct verify_args a = {.o = {.on_check = print_check}};
+    a.o.arg = &a.v;
+    int rv = cli_getopt(argc, argv, longopts, verify_usage, take, &a);
+    if (rv >= 0)
+        return rv;
     if (optind != argc - 1)
         return cli_usage_error("verify", "expects one receipt file (RUNDIR/receipt.json)");
-    o.receipt = argv[optind];
-    v.list = json_array();
+    a.o.receipt = argv[optind];
+    a.v.list = json_array();
     party_verify_result res;
-    if (party_verify(&o, &res)) {
-        json_decref(v.list);
+    if (party_verify(&a.o, &res)) {
+        json_decref(a.v.list);
         return cli_fail("verify");
     }
-    if (v.json) {
-        json_t *j = json_pack("{s:s, s:b, s:o}", "receipt", o.receipt, "ok", res.ok, "checks", v.list);
+    if (a.v.json) {
+        json_t *j = json_pack("{s:s, s:b, s:o}", "receipt", a.o.receipt, "ok", res.ok, "checks", a.v.list);
         char *text = json_dumps(j, JSON_INDENT(2));
         json_decref(j);
         printf("%s\n", text ? text : "{}");
         free(text);
         return res.ok ? 0 : 1;
     }
-    json_decref(v.list);
+    json_decref(a.v.list);
     if (!res.ok)
-        printf("%s: NOT verified\n", o.receipt);
-    else if (o.replay)
+        printf("%s: NOT verified\n", a.o.receipt);
+    else if (a.o.replay)
         printf("%s: verified: the receipt is consistent and %llu of its %llu steps, re-executed, match; not "
                "checked: the other steps, and anything on chain (what root was committed, the game)\n",
-               o.receipt, (unsigned long long)(o.replay < res.steps ? o.replay : res.steps),
+               a.o.receipt, (unsigned long long)(a.o.replay < res.steps ? a.o.replay : res.steps),
                (unsigned long long)res.steps);
     else
         printf("%s: receipt consistent (checked: the signature, runId, root, config and dataset above); NOT "
                "checked: whether any training step is right (none was re-executed: a lying trainer's receipt "
                "passes this; add --replay K or run `ovt audit`), and anything on chain\n",
-               o.receipt);
+               a.o.receipt);
     return res.ok ? 0 : 1;
 }

@@ -6,7 +6,7 @@
  * such as "--steps", or a file's key), stores it in *out and returns 0, or
  * returns OVT_EINVAL with the message "WHAT expects ..., got 'TEXT'" and
  * leaves *out as it was. Chain amounts, addresses and hashes:
- * chain/types.h (chain_parse_wei, chain_parse_address, chain_parse_hash). */
+ * chain/parse.h (chain_parse_wei, chain_parse_address, chain_parse_hash). */
 
 #include <stddef.h>
 #include <stdint.h>
