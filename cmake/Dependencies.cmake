@@ -35,9 +35,10 @@ endif()
 find_package(Threads REQUIRED)
 target_link_libraries(ovt_deps INTERFACE OpenSSL::Crypto Threads::Threads m)
 
-# CUDA is optional: the backend is built when a toolkit with cuBLAS is found.
+# CUDA is optional: the backend is built when a toolkit with cuBLAS is found,
+# never for a cross build (check_language would find the host's nvcc).
 set(OVT_HAVE_CUDA OFF)
-if(OVT_CUDA)
+if(OVT_CUDA AND NOT CMAKE_CROSSCOMPILING)
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
@@ -54,7 +55,7 @@ message(STATUS "ovt: CUDA backend ${OVT_HAVE_CUDA}")
 # dp/single.c stands in and `mpirun ovt train` says how to get it.
 # Imported targets' include folders are SYSTEM, so -Werror holds with mpi.h.
 set(OVT_HAVE_MPI OFF)
-if(OVT_MPI)
+if(OVT_MPI AND NOT CMAKE_CROSSCOMPILING) # the host's MPI is no use to a target
   find_package(MPI COMPONENTS C QUIET)
   if(MPI_C_FOUND)
     set(OVT_HAVE_MPI ON)

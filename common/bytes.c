@@ -45,6 +45,35 @@ void ovt_sha256_final(ovt_sha256_ctx *ctx, ovt_hash *out)
     free(ctx);
 }
 
+void ovt_sha256_update_le32(ovt_sha256_ctx *ctx, const void *words, size_t len)
+{
+#if OVT_HOST_BIG_ENDIAN
+    /* through a small buffer: a state's tensors are gigabytes */
+    uint8_t buf[4096];
+    const uint8_t *p = words;
+    for (size_t off = 0; off < len; off += sizeof buf) {
+        size_t k = len - off < sizeof buf ? len - off : sizeof buf;
+        ovt_copy_le32(buf, p + off, k / 4);
+        ovt_sha256_update(ctx, buf, k);
+    }
+#else
+    ovt_sha256_update(ctx, words, len);
+#endif
+}
+
+void ovt_sha256_le32(ovt_hash *out, const void *words, size_t len)
+{
+#if OVT_HOST_BIG_ENDIAN
+    ovt_sha256_ctx *ctx = ovt_sha256_new();
+    if (!ctx)
+        abort(); /* OpenSSL could not allocate a digest context */
+    ovt_sha256_update_le32(ctx, words, len);
+    ovt_sha256_final(ctx, out);
+#else
+    ovt_sha256(out, words, len);
+#endif
+}
+
 void ovt_hex_encode(char *out, const void *data, size_t len)
 {
     static const char digits[] = "0123456789abcdef";

@@ -3,6 +3,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "common/err.h"
 
@@ -54,6 +55,53 @@ static inline void ovt_put_be64(uint8_t *p, uint64_t v)
         v >>= 8;
     }
 }
+
+/* The formats store float tensors and integer arrays as little-endian
+ * 32-bit words (docs/formats.md). On a little-endian host a word's memory
+ * is its encoding, so the helpers below are a memcpy or nothing at all; on
+ * a big-endian one (s390x) they swap each word's bytes. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define OVT_HOST_BIG_ENDIAN 1
+#elif defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define OVT_HOST_BIG_ENDIAN 0
+#else
+#error "ovt needs the compiler to state the host's byte order (__BYTE_ORDER__)"
+#endif
+
+/* Copies n 32-bit words from src to dst (not overlapping), host order to
+ * little-endian or back: the conversion is its own inverse. */
+static inline void ovt_copy_le32(void *dst, const void *src, size_t n)
+{
+#if OVT_HOST_BIG_ENDIAN
+    const uint8_t *s = src;
+    uint8_t *d = dst;
+    for (size_t i = 0; i < n; i++, s += 4, d += 4) {
+        d[0] = s[3]; d[1] = s[2]; d[2] = s[1]; d[3] = s[0];
+    }
+#else
+    memcpy(dst, src, 4 * n);
+#endif
+}
+
+/* Converts n 32-bit words in place, host order to little-endian or back. */
+static inline void ovt_swap_le32(void *p, size_t n)
+{
+#if OVT_HOST_BIG_ENDIAN
+    uint8_t *d = p;
+    for (size_t i = 0; i < n; i++, d += 4) {
+        uint8_t t = d[0]; d[0] = d[3]; d[3] = t;
+        t = d[1]; d[1] = d[2]; d[2] = t;
+    }
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
+/* SHA-256 of len bytes of 32-bit words in host order (floats, integers),
+ * hashed as their little-endian encoding; len a multiple of 4. */
+void ovt_sha256_le32(ovt_hash *out, const void *words, size_t len);
+void ovt_sha256_update_le32(ovt_sha256_ctx *ctx, const void *words, size_t len);
 
 /* Overwrites len bytes with zeros in a way the compiler will not drop. */
 void ovt_wipe(void *p, size_t len);

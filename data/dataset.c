@@ -198,7 +198,7 @@ int data_samples_encode(const data_samples *s, uint8_t **buf, size_t *len)
     ovt_put_le32(p + 12, s->count);
     ovt_put_le32(p + 16, s->dim);
     ovt_put_le32(p + 20, s->n_class);
-    memcpy(p + SMP_HEADER, s->x, 4 * nx); /* little-endian host (trainer/state.c) */
+    ovt_copy_le32(p + SMP_HEADER, s->x, nx);
     for (size_t i = 0; i < s->count; i++)
         ovt_put_le32(p + SMP_HEADER + 4 * nx + 4 * i, s->y[i]);
     *buf = p;
@@ -241,7 +241,7 @@ int data_samples_parse(data_samples *out, const uint8_t *buf, size_t len, int gr
         data_samples_free(out);
         return ovt_fail(OVT_ENOMEM, "out of memory for %u samples", count);
     }
-    memcpy(out->x, buf + SMP_HEADER, 4 * nx);
+    ovt_copy_le32(out->x, buf + SMP_HEADER, nx);
     for (size_t i = 0; i < nx; i++) {
         if (!krn_grid_contains(out->x[i], grid_bits)) {
             data_samples_free(out);
@@ -301,7 +301,7 @@ void data_sample_batch_hash(ovt_hash *out, const data_sample_batch *b)
     ovt_put_le32(head, b->B);
     ovt_put_le32(head + 4, b->dim);
     ovt_sha256_update(h, head, 8);
-    ovt_sha256_update(h, b->x, (size_t)b->B * b->dim * sizeof(float));
+    ovt_sha256_update_le32(h, b->x, (size_t)b->B * b->dim * sizeof(float));
     hash_u32s(h, b->y, b->B);
     ovt_sha256_final(h, out);
 }

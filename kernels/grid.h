@@ -11,6 +11,13 @@
 
 #include "common/err.h"
 
+/* The numeric contract rounds each float operation to float: a compiler
+ * that evaluates float expressions in double (s390x's GCC under -std=c17)
+ * would round twice. CMakeLists.txt passes the flag that makes it hold. */
+#if !defined(__FLT_EVAL_METHOD__) || __FLT_EVAL_METHOD__ != 0
+#error "ovt needs float expressions evaluated in float (__FLT_EVAL_METHOD__ 0): see docs/architectures.md"
+#endif
+
 #define KRN_GRID_BITS_MIN 24
 #define KRN_GRID_BITS_MAX 32
 

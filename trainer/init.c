@@ -18,7 +18,7 @@
 
 void trn_params_hash(ovt_hash *out, const trn_state *st)
 {
-    ovt_sha256(out, st->params, st->layout.nparams * sizeof(float));
+    ovt_sha256_le32(out, st->params, st->layout.nparams * sizeof(float));
 }
 
 int trn_init_blob_len(const trn_run_config *rc, size_t *len)
@@ -121,8 +121,8 @@ static int load_llmc(float **out, const trn_run_config *rc, const trn_layout *l,
         return ovt_fail(OVT_ENOMEM, "out of memory for %zu parameters", l->nparams);
     const uint8_t *p = buf + 4 * LLMC_HEADER_INTS;
     size_t wte = l->t[0].size;
-    memcpy(*out, p, wte * sizeof(float));
-    memcpy(*out + wte, p + 4 * (wte + pad), (l->nparams - wte) * sizeof(float));
+    ovt_copy_le32(*out, p, wte);
+    ovt_copy_le32(*out + wte, p + 4 * (wte + pad), l->nparams - wte);
     return 0;
 }
 
@@ -200,7 +200,7 @@ int trn_state_start(trn_state **out, const trn_run_config *rc, const uint8_t *pa
         return ovt_fail(OVT_EFORMAT, "the starting parameters are %zu bytes, the model has %zu parameters (%zu bytes)",
                         params ? len : 0, n, n * sizeof(float));
     }
-    memcpy(st->params, params, len);
+    ovt_copy_le32(st->params, params, n); /* the blob's little-endian floats */
     if ((rv = trn_state_check_start(st))) {
         trn_state_free(st);
         return rv;

@@ -23,7 +23,7 @@
 typedef struct {
     const trn_loop_opts *o;
     trn_run_config rc;         /* o->config with the dataset's hash and init_hash */
-    float *init_params;        /* init_from, nparams floats; NULL: from the seed */
+    float *init_params;        /* init_from as its blob, nparams little-endian floats; NULL: from the seed */
     size_t init_len;           /* bytes */
     bool writer;               /* this process writes the run directory and reports (rank 0) */
     bool together;             /* a failure every rank shares */
@@ -149,6 +149,7 @@ static int load_inputs(loop *l)
         if ((rv = trn_init_load(&l->init_params, &n, &l->rc, o->init_from)))
             return rv;
         l->init_len = n * sizeof(float);
+        ovt_swap_le32(l->init_params, n);
         ovt_sha256(&l->rc.init_hash, l->init_params, l->init_len);
     } else if (trn_config_has_init(&l->rc)) {
         return ovt_fail(OVT_EINVAL, "the run config (--config) starts from given parameters (init_hash set): pass "

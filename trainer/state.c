@@ -15,10 +15,6 @@
 #include "kernels/grid.h"
 #include "kernels/rng.h"
 
-#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "ovt hashes and writes float tensors as in-memory bytes: little-endian hosts only"
-#endif
-
 static void slice(trn_state *st)
 {
     size_t n = st->layout.nparams;
@@ -252,7 +248,7 @@ static void *idle_helper(void *arg)
         if (!h)
             abort(); /* OpenSSL could not allocate a digest context */
         for (; off < len && !__atomic_load_n(&hs->hurry, __ATOMIC_ACQUIRE); off += HASH_PIECE)
-            ovt_sha256_update(h, p + off, len - off < HASH_PIECE ? len - off : HASH_PIECE);
+            ovt_sha256_update_le32(h, p + off, len - off < HASH_PIECE ? len - off : HASH_PIECE);
         if (off < len) {
             hs->parked[j] = h;
             hs->parked_at[j] = off;
@@ -306,7 +302,7 @@ static void *finisher(void *arg)
             break;
         size_t len;
         const uint8_t *p = digest_bytes(hs->st, j, &len);
-        ovt_sha256(&hs->digests[j], p, len);
+        ovt_sha256_le32(&hs->digests[j], p, len);
         slot_set(hs, j, SLOT_DONE); /* another finisher may be waiting for it */
     }
     for (size_t j = 0; j < hs->total; j++) {
@@ -321,7 +317,7 @@ static void *finisher(void *arg)
             continue;
         size_t len;
         const uint8_t *p = digest_bytes(hs->st, j, &len);
-        ovt_sha256_update(hs->parked[j], p + hs->parked_at[j], len - hs->parked_at[j]);
+        ovt_sha256_update_le32(hs->parked[j], p + hs->parked_at[j], len - hs->parked_at[j]);
         ovt_sha256_final(hs->parked[j], &hs->digests[j]);
         hs->parked[j] = NULL;
     }
@@ -421,7 +417,7 @@ static void ckpt_checksum(ovt_hash *out, const uint8_t *head, size_t head_len, c
     if (!h)
         abort(); /* OpenSSL could not allocate a digest context */
     ovt_sha256_update(h, head, head_len);
-    ovt_sha256_update(h, mem, body);
+    ovt_sha256_update_le32(h, mem, body);
     ovt_sha256_final(h, out);
 }
 
@@ -437,7 +433,7 @@ int trn_checkpoint_encode(const trn_state *st, uint8_t **buf, size_t *len)
     if (!p)
         return ovt_fail(OVT_ENOMEM, "out of memory encoding a %zu-byte checkpoint", total);
     memcpy(p, head, head_len);
-    memcpy(p + head_len, st->mem, body);
+    ovt_copy_le32(p + head_len, st->mem, body / 4);
     ovt_hash sum;
     ovt_sha256(&sum, p, head_len + body);
     memcpy(p + head_len + body, sum.b, 32);
@@ -563,14 +559,26 @@ int trn_checkpoint_decode(trn_state **out, const uint8_t *buf, size_t len)
     if (!mem)
         return ovt_fail(OVT_ENOMEM, "out of memory for a checkpoint of %llu parameters",
                         (unsigned long long)h.nparams);
-    memcpy(mem, buf + h.head_len, 12 * h.nparams);
+    ovt_copy_le32(mem, buf + h.head_len, 3 * h.nparams);
     return ckpt_finish(out, &h, buf, mem);
 }
 
 /* The header, the state's own tensor memory and the checksum, written one
- * after the other: no copy of the state is made. */
+ * after the other: no copy of the state is made where the memory is the
+ * little-endian encoding; a big-endian host writes an encoded copy. */
 int trn_checkpoint_write(const trn_state *st, const char *path)
 {
+    if (OVT_HOST_BIG_ENDIAN) {
+        uint8_t *buf;
+        size_t len;
+        int rv = trn_checkpoint_encode(st, &buf, &len);
+        if (rv)
+            return rv;
+        ovt_span whole = {buf, len};
+        rv = ovt_write_atomic_parts(path, &whole, 1, 0644);
+        free(buf);
+        return rv;
+    }
     uint8_t head[CKPT_HEAD_MAX];
     size_t head_len = ckpt_head_encode(head, st);
     size_t body = 3 * st->layout.nparams * sizeof(float);
@@ -632,6 +640,7 @@ int trn_checkpoint_read(trn_state **out, const char *path)
     if ((rv = read_at(fd, mem, 12 * h.nparams, (off_t)h.head_len, path)) ||
         (rv = read_at(fd, trailer, 32, (off_t)(len - 32), path)))
         goto done;
+    ovt_swap_le32(mem, 3 * h.nparams); /* the file's words in host order */
     ovt_hash sum;
     ckpt_checksum(&sum, head, h.head_len, mem, 12 * h.nparams);
     if (memcmp(sum.b, trailer, 32) != 0) {

@@ -291,7 +291,7 @@ typedef struct {
 static void hash_shard(void *arg, size_t k)
 {
     const shard_hash_arg *a = arg;
-    ovt_sha256(&a->w->shard_hashes[a->lo + k], a->w->shard_grads[k], a->w->layout.nparams * sizeof(float));
+    ovt_sha256_le32(&a->w->shard_hashes[a->lo + k], a->w->shard_grads[k], a->w->layout.nparams * sizeof(float));
 }
 
 /* Forward and backward of shards lo .. hi-1 of a sharded step, each into
