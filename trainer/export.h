@@ -19,10 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <stdbool.h>
-
 #include "trainer/layout.h"
-#include "trainer/run.h"
 #include "trainer/safetensors.h"
 #include "trainer/state.h"
 
@@ -63,13 +60,5 @@ int trn_export_llmc(const char *path, const trn_state *st) OVT_MUST_USE;
  * not tied is refused). what names the file in messages. */
 int trn_export_import(float *params, const trn_layout *l, const trn_st_file *f, int lenient,
                       const char *what) OVT_MUST_USE;
-
-/* The state at step K of the run in dir (K = the latest checkpoint when
- * has_step is false): its checkpoint, checked against config.bin and the
- * stateHash steps.bin holds for K (trn_run_start_state); *table gets
- * steps.bin. OVT_ENOTFOUND when K has no checkpoint (naming the latest
- * before it). For `ovt export` and `ovt eval`. */
-int trn_export_state(trn_state **st, trn_step_table *table, const char *dir, bool has_step,
-                     uint64_t step) OVT_MUST_USE;
 
 #endif
