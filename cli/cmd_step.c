@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "chain/arbitration.h"
 #include "chain/keys.h"
@@ -21,6 +22,7 @@
 #include "cli/args.h"
 #include "trainer/run.h"
 #include "dp/ranks.h"
+#include "party/model_check.h"
 #include "trainer/rundata.h"
 #include "trainer/step.h"
 
@@ -111,7 +113,7 @@ static void step_usage(FILE *f)
                "  -h, --help    this help\n");
 }
 
-enum { O_RUN = 256, O_STEP, O_DATA, O_BACKEND, O_THREADS, O_JSON, O_REPLAY };
+enum { O_RUN = 256, O_STEP, O_DATA, O_BACKEND, O_THREADS, O_JSON, O_REPLAY, O_MODEL };
 
 int cmd_step(int argc, char **argv)
 {
@@ -269,6 +271,7 @@ int cmd_step(int argc, char **argv)
 static void verify_usage(FILE *f)
 {
     fprintf(f, "usage: ovt verify RUNDIR/receipt.json [--data FILE] [--replay K] [--threads N] [--json]\n"
+               "       ovt verify --model FILE RECEIPT [--json]\n"
                "\n"
                "Checks a commitment receipt offline, against the run directory it lies in:\n"
                "  signature  the EIP-712 Commitment signature recovers to the receipt's trainer\n"
@@ -280,12 +283,17 @@ static void verify_usage(FILE *f)
                "  dataset    the dataset file hashes to the receipt's datasetHash, as does the config's\n"
                "  replay     (--replay K) K steps spread evenly over the run, re-executed with their\n"
                "             logs on cpu, each stateHash, batchHash and logHash equal to steps.bin's\n"
+               "With --model FILE (a safetensors file of `ovt export`) the checks are the signature,\n"
+               "the runId and the model, from FILE and the receipt alone (RECEIPT: the file or its\n"
+               "RUNDIR): the tensors are exactly the parameters of the state committed as leaf K of\n"
+               "the receipt's root (party/model_check.h).\n"
                "Every failed check names what differs. Exit status: 0 all checks pass, 1 a check\n"
                "fails or the receipt cannot be read, 2 usage.\n"
                "\n"
                "options:\n"
                "  --data FILE   the dataset (default: the path in the receipt)\n"
                "  --replay K    re-execute K steps (default 0)\n"
+               "  --model FILE  check a model file against the receipt instead of the run directory\n"
                "  --threads N   cpu threads for --replay (default: the backend's)\n"
                "  --json        the checks as JSON\n"
                "  -h, --help    this help\n");
@@ -538,13 +546,44 @@ static void check_replay(checks *c, const char *dir, const char *data, const trn
     trn_run_data_free(&d);
 }
 
+static void checks_print_json(checks *c, const char *rpath)
+{
+    json_t *o = json_pack("{s:s, s:b, s:o}", "receipt", rpath, "ok", c->all_ok, "checks", c->list);
+    char *text = json_dumps(o, JSON_INDENT(2));
+    json_decref(o);
+    printf("%s\n", text ? text : "{}");
+    free(text);
+}
+
+/* --model FILE: the model file against the receipt (party/model_check.h),
+ * after the signature and runId checks. */
+static int verify_model(checks *c, const receipt *r, const char *rpath, const char *model)
+{
+    party_model_anchor a = {.chain_id = r->chain_id, .contract = r->contract, .trainer = r->p.trainer,
+                            .run_id = r->run_id, .root = r->root, .config_hash = r->p.config_hash,
+                            .dataset_hash = r->p.dataset_hash, .steps = r->p.steps};
+    party_model_report m;
+    bool ok = party_model_check(model, &a, &m) == 0;
+    check_add(c, "model", ok, "%s: %s", model, ok ? m.summary : ovt_errmsg());
+    if (c->json) {
+        checks_print_json(c, rpath); /* takes the list */
+    } else {
+        json_decref(c->list);
+        printf("%s: %s\n", model, c->all_ok ? "verified: its tensors are the parameters the receipt's root commits to "
+                                             "(not checked: anything on chain, whether the training steps are right)"
+                                           : "NOT verified");
+    }
+    return c->all_ok ? 0 : 1;
+}
+
 int cmd_verify(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"data", required_argument, NULL, O_DATA},       {"replay", required_argument, NULL, O_REPLAY},
         {"threads", required_argument, NULL, O_THREADS}, {"json", no_argument, NULL, O_JSON},
-        {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0}};
-    const char *data = NULL;
+        {"model", required_argument, NULL, O_MODEL},     {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const char *data = NULL, *model = NULL;
     uint64_t replay = 0, v;
     int threads = 0, c;
     checks ck = {.all_ok = true};
@@ -563,6 +602,7 @@ int cmd_verify(int argc, char **argv)
             threads = (int)v;
             break;
         case O_JSON: ck.json = true; break;
+        case O_MODEL: model = optarg; break;
         default: return cli_arg_unknown("verify", argv[optind - 1]);
         }
     }
@@ -571,6 +611,10 @@ int cmd_verify(int argc, char **argv)
         return 2;
     }
     const char *rpath = argv[optind];
+    char rbuf[4096];
+    struct stat sb;
+    if (model && stat(rpath, &sb) == 0 && S_ISDIR(sb.st_mode) && !ovt_path_join(rbuf, sizeof rbuf, rpath, "receipt.json"))
+        rpath = rbuf; /* --model takes the receipt or its run directory */
     receipt r;
     if (receipt_read(&r, rpath)) {
         fprintf(stderr, "ovt verify: %s\n", ovt_errmsg());
@@ -588,6 +632,8 @@ int cmd_verify(int argc, char **argv)
     ck.list = json_array();
     check_signature(&ck, &r);
     check_run_id(&ck, &r);
+    if (model)
+        return verify_model(&ck, &r, rpath, model);
     char path[4096];
     trn_step_table t = {0};
     bool have_table = false;
@@ -615,11 +661,7 @@ int cmd_verify(int argc, char **argv)
         check_add(&ck, "replay", false, "not attempted: an earlier check failed");
     trn_step_table_free(&t);
     if (ck.json) {
-        json_t *o = json_pack("{s:s, s:b, s:o}", "receipt", rpath, "ok", ck.all_ok, "checks", ck.list);
-        char *text = json_dumps(o, JSON_INDENT(2));
-        json_decref(o);
-        printf("%s\n", text ? text : "{}");
-        free(text);
+        checks_print_json(&ck, rpath);
     } else {
         json_decref(ck.list);
         if (!ck.all_ok)

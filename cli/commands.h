@@ -41,6 +41,8 @@ int cmd_arbiter(int argc, char **argv);
 int cmd_game(int argc, char **argv);
 int cmd_rlog(int argc, char **argv);
 int cmd_devnet(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
 
 /* `ovt rlog FILE` (cli/cmd_rlog.c), called by cmd_rlog for a file. */
 int cmd_rlog_file(int argc, char **argv);
