@@ -610,6 +610,9 @@ int cmd_verify(int argc, char **argv)
         fprintf(stderr, "ovt verify: expects one receipt file (RUNDIR/receipt.json); see `ovt verify --help`\n");
         return 2;
     }
+    if (model && (data || replay))
+        return cli_usage_error("verify", "--model checks a file against the receipt alone; --data and --replay "
+                                         "go with the run directory's checks");
     const char *rpath = argv[optind];
     char rbuf[4096];
     struct stat sb;

@@ -309,6 +309,7 @@ static void test_tiny(void)
     write_receipt(run, 8);
     CHECK(verify(model, receipt) == 1 && output_has("\"ovt.run_id\" is not the receipt's run_id"));
     CHECK(run_ovt("verify --model %s", model) == 2);
+    CHECK(run_ovt("verify --model %s %s --replay 2", model, receipt) == 2);
 }
 
 static void test_mlp(void)
