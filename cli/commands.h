@@ -41,5 +41,7 @@ int cmd_arbiter(int argc, char **argv);
 int cmd_game(int argc, char **argv);
 int cmd_rlog(int argc, char **argv);
 int cmd_devnet(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
 
 #endif

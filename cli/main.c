@@ -21,6 +21,8 @@ const struct ovt_command ovt_commands[] = {
     {"arbiter", "the arbiter daemon: watch disputes, re-execute the step, post verdicts", cmd_arbiter},
     {"game", "show a run and the state of its dispute game", cmd_game},
     {"rlog", "check a rounding-log file; --sites: count a step's near-midpoint elements per site", cmd_rlog},
+    {"export", "write a checkpoint's parameters as safetensors (with its commitment) or llm.c's format", cmd_export},
+    {"eval", "a checkpoint's mean loss and perplexity on held-out tokens", cmd_eval},
     {"devnet", "the local dispute simulation: anvil, a faulty trainer, auditor and arbiter", cmd_devnet},
     {NULL, NULL, NULL},
 };

@@ -13,7 +13,8 @@ packages=(build-essential cmake pkg-config libsecp256k1-dev libcurl4-openssl-dev
           libclang-rt-14-dev   # libFuzzer and sanitizer runtimes (only Recommended by clang-14)
           prometheus           # tests: scrapes the arbiter's --metrics-addr (skipped without it)
           nginx-light          # tests: a WebDAV (PUT) store for --store http:// (ngx_http_dav_module)
-          python3-botocore)    # tests: checks the SigV4 signatures of s3:// requests (AWS's own signer)
+          python3-botocore     # tests: checks the SigV4 signatures of s3:// requests (AWS's own signer)
+          python3-torch)       # tests: the PyTorch reference GPT-2 (tests/reference; for /usr/bin/python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -11,6 +11,7 @@
 
 #include "common/fileio.h"
 #include "kernels/grid.h"
+#include "trainer/export.h"
 
 #define LLMC_MAGIC 20240326
 #define LLMC_HEADER_INTS 256
@@ -126,10 +127,26 @@ static int load_llmc(float **out, const trn_run_config *rc, const trn_layout *l,
     return 0;
 }
 
-/* The first 8 bytes of path (fewer for a shorter file: the rest zero). */
-static int read_magic(uint8_t magic[8], const char *path)
+/* A safetensors file with the export's names (trainer/export.h): Hugging
+ * Face GPT-2's, with or without "transformer.", or an MLP's layout names. */
+static int load_safetensors(float **out, const trn_layout *l, const char *path)
 {
-    memset(magic, 0, 8);
+    trn_st_file f;
+    int rv = trn_st_read(&f, path, LLMC_MAX_FILE);
+    if (rv)
+        return rv;
+    if (!(*out = malloc(l->nparams * sizeof(float))))
+        rv = ovt_fail(OVT_ENOMEM, "out of memory for %zu parameters", l->nparams);
+    else
+        rv = trn_export_import(*out, l, &f, 1, path);
+    trn_st_free(&f);
+    return rv;
+}
+
+/* The first 16 bytes of path (fewer for a shorter file: the rest zero). */
+static int read_magic(uint8_t magic[16], const char *path)
+{
+    memset(magic, 0, 16);
     int fd;
     struct stat st;
     int rv = ovt_open_regular(path, &fd, &st);
@@ -140,8 +157,8 @@ static int read_magic(uint8_t magic[8], const char *path)
         close(fd);
         return ovt_fail_errno(OVT_EIO, "--init-from %s", path);
     }
-    size_t got = fread(magic, 1, 8, f);
-    (void)got; /* a short file keeps zeros and fails as neither format */
+    size_t got = fread(magic, 1, 16, f);
+    (void)got; /* a short file keeps zeros and fails as none of the formats */
     fclose(f);
     return 0;
 }
@@ -151,7 +168,7 @@ int trn_init_load(float **params, size_t *nparams, const trn_run_config *rc, con
     *params = NULL;
     *nparams = 0;
     trn_layout l;
-    uint8_t magic[8], *buf = NULL;
+    uint8_t magic[16], *buf = NULL;
     size_t len = 0;
     float *v = NULL;
     int rv = trn_layout_build(&l, &rc->model);
@@ -159,9 +176,11 @@ int trn_init_load(float **params, size_t *nparams, const trn_run_config *rc, con
         return rv;
     if (!memcmp(magic, "OVTCKPT", 8)) {
         rv = load_checkpoint(&v, rc, &l, path); /* parsed and checked by the checkpoint reader */
+    } else if (trn_st_sniff(magic, sizeof magic)) {
+        rv = load_safetensors(&v, &l, path);
     } else if (ovt_get_le32(magic) != LLMC_MAGIC) {
-        rv = ovt_fail(OVT_EFORMAT, "%s is neither an ovt checkpoint (magic OVTCKPT) nor an llm.c weight file "
-                                   "(magic %d)",
+        rv = ovt_fail(OVT_EFORMAT, "%s is neither an ovt checkpoint (magic OVTCKPT), a safetensors file nor an "
+                                   "llm.c weight file (magic %d)",
                       path, LLMC_MAGIC);
     } else if (!(rv = ovt_read_file(path, &buf, &len, LLMC_MAX_FILE))) {
         rv = load_llmc(&v, rc, &l, buf, len, path);

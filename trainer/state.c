@@ -174,20 +174,26 @@ static int hash_helpers(const trn_state *st)
     return (cpus > HASH_THREADS ? HASH_THREADS : (int)cpus) - 1;
 }
 
-/* The stateHash from the per-tensor digests and the step they were taken at. */
-static void combine(ovt_hash *out, const trn_state *st, uint64_t step, const ovt_hash *digests)
+void trn_state_hash_combine(ovt_hash *out, const ovt_hash *config_hash, uint64_t step, size_t ntensors,
+                            const ovt_hash *digests)
 {
     ovt_sha256_ctx *h = ovt_sha256_new();
     if (!h)
         abort(); /* OpenSSL could not allocate a digest context */
     uint8_t head[32 + 8 + 4];
-    memcpy(head, st->config_hash.b, 32);
+    memcpy(head, config_hash->b, 32);
     ovt_put_le64(head + 32, step);
-    ovt_put_le32(head + 40, (uint32_t)(3 * st->layout.count));
+    ovt_put_le32(head + 40, (uint32_t)(3 * ntensors));
     ovt_sha256_update(h, state_domain, sizeof state_domain);
     ovt_sha256_update(h, head, sizeof head);
-    ovt_sha256_update(h, digests, 3 * st->layout.count * sizeof(ovt_hash));
+    ovt_sha256_update(h, digests, 3 * ntensors * sizeof(ovt_hash));
     ovt_sha256_final(h, out);
+}
+
+/* The stateHash from the per-tensor digests and the step they were taken at. */
+static void combine(ovt_hash *out, const trn_state *st, uint64_t step, const ovt_hash *digests)
+{
+    trn_state_hash_combine(out, &st->config_hash, step, st->layout.count, digests);
 }
 
 /* The job that computes the digests: for trn_state_hash (no helpers, the
@@ -350,6 +356,14 @@ void trn_state_hash(ovt_hash *out, const trn_state *st)
     job_init(&hs, st);
     job_finish(&hs);
     *out = hs.result;
+}
+
+void trn_state_digests(ovt_hash *out, const trn_state *st)
+{
+    struct trn_state_hashing hs = {0};
+    job_init(&hs, st);
+    job_finish(&hs);
+    memcpy(out, hs.digests, 3 * st->layout.count * sizeof(ovt_hash));
 }
 
 void trn_state_settle(trn_state *st)

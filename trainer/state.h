@@ -45,6 +45,17 @@ void trn_state_init(trn_state *st);
  * little-endian bytes, parameters then m then v, each in layout order). */
 void trn_state_hash(ovt_hash *out, const trn_state *st);
 
+/* The 3 * ntensors per-tensor digests stateHash combines, D(params, t) for
+ * every tensor t in layout order, then D(m, t), then D(v, t); out has room
+ * for 3 * TRN_MAX_TENSORS. */
+void trn_state_digests(ovt_hash *out, const trn_state *st);
+
+/* stateHash from its parts (docs/formats.md): a configHash, the step and
+ * the 3 * ntensors digests in trn_state_digests's order. What a verifier
+ * holding only the digests computes (party/model_check.h). */
+void trn_state_hash_combine(ovt_hash *out, const ovt_hash *config_hash, uint64_t step, size_t ntensors,
+                            const ovt_hash *digests);
+
 /* trn_state_hash of the state as it is now, computed in the background while
  * the caller goes on with work that only reads the state (the trainer: the
  * next step's forward and backward). The background threads run at

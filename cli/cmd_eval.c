@@ -1,0 +1,117 @@
+/* `ovt eval`: a checkpoint's mean loss and perplexity on held-out tokens
+ * (trainer/eval.h). */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chain/merkle.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "trainer/eval.h"
+#include "trainer/snapshot.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: ovt eval RUNDIR [--step K] --data FILE [--backend B] [--threads N] [--windows N] [--json]\n"
+               "\n"
+               "The mean cross-entropy (nats per predicted token) and perplexity of the run's GPT-2\n"
+               "checkpoint at step K (default: the latest) on the held-out token file FILE (a token\n"
+               "file as `ovt data text` writes it, or raw bytes as byte tokens). Forward only: the\n"
+               "file is cut into non-overlapping windows of T + 1 tokens (T the run's sequence\n"
+               "length; a shorter rest is left out), each predicting its last T tokens from the T\n"
+               "before; they go through the model in batches of the run's batch size, in file order,\n"
+               "each batch rounded to nearest on the grid without a log, and the batch means are\n"
+               "combined in FP64 in that order (docs/trainer.md, \"ovt eval\").\n"
+               "\n"
+               "options:\n"
+               "  --step K       the checkpoint's step (0, every --checkpoint-every, the last)\n"
+               "  --data FILE    the held-out tokens\n"
+               "  --backend B    cpu (default), ref, shuffle or cuda\n"
+               "  --threads N    cpu backend threads (default: the backend's)\n"
+               "  --windows N    only the first N windows (default: all)\n"
+               "  --json         the result as JSON\n"
+               "  -h, --help     this help\n");
+}
+
+enum { O_STEP = 256, O_DATA, O_BACKEND, O_THREADS, O_WINDOWS, O_JSON };
+
+static void report(const char *dir, const char *data, const char *backend, const trn_state *st,
+                   const trn_eval_result *r, bool json)
+{
+    if (json) {
+        json_t *o = json_pack("{s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "run", dir, "step",
+                              (json_int_t)st->step, "data", data, "backend", backend, "windows",
+                              (json_int_t)r->windows, "seq_len", (json_int_t)r->T, "batch", (json_int_t)r->B,
+                              "batches", (json_int_t)r->batches, "tokens", (json_int_t)r->tokens, "loss", r->loss,
+                              "perplexity", r->perplexity);
+        char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+        json_decref(o);
+        printf("%s\n", text ? text : "{}");
+        free(text);
+        return;
+    }
+    printf("ovt eval: step %llu of %s on %s, backend %s: %llu windows of %u + 1 tokens (%llu predicted, %llu "
+           "batches of up to %u)\n",
+           (unsigned long long)st->step, dir, data, backend, (unsigned long long)r->windows, r->T,
+           (unsigned long long)r->tokens, (unsigned long long)r->batches, r->B);
+    printf("  loss %.17g nats/token, perplexity %.9g\n", r->loss, r->perplexity);
+}
+
+int cmd_eval(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"step", required_argument, NULL, O_STEP},       {"data", required_argument, NULL, O_DATA},
+        {"backend", required_argument, NULL, O_BACKEND}, {"threads", required_argument, NULL, O_THREADS},
+        {"windows", required_argument, NULL, O_WINDOWS}, {"json", no_argument, NULL, O_JSON},
+        {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0}};
+    const char *data = NULL, *backend = "cpu";
+    krn_backend_kind kind = KRN_BACKEND_CPU;
+    uint64_t step = 0, windows = 0;
+    int threads = 0, c, bad = 0;
+    bool has_step = false, json = false;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1 && !bad) {
+        switch (c) {
+        case 'h': usage(stdout); return 0;
+        case O_STEP:
+            bad = ovt_parse_u64(&step, "--step", optarg, 0, CHAIN_MERKLE_MAX_STEPS);
+            has_step = true;
+            break;
+        case O_DATA: data = optarg; break;
+        case O_BACKEND:
+            bad = krn_backend_parse(&kind, optarg);
+            backend = optarg;
+            break;
+        case O_THREADS: bad = ovt_parse_int(&threads, "--threads", optarg, 0, 256); break;
+        case O_WINDOWS: bad = ovt_parse_u64(&windows, "--windows", optarg, 1, UINT64_MAX); break;
+        case O_JSON: json = true; break;
+        default: return cli_arg_unknown("eval", argv[optind - 1]);
+        }
+    }
+    if (bad)
+        return cli_usage_fail("eval");
+    if (!data || optind != argc - 1)
+        return cli_usage_error("eval", data ? "expects one RUNDIR" : "--data FILE (the held-out tokens) is required");
+    /* the tokens first: a wrong --data fails before the checkpoint is read */
+    data_tokens tokens = {0};
+    trn_state *st = NULL;
+    trn_eval_result r;
+    int rv = data_tokens_load(&tokens, data);
+    if (rv) {
+        ovt_fail_wrap(rv, "--data %s", data);
+        return cli_fail("eval");
+    }
+    trn_step_table table;
+    if (!(rv = trn_snapshot_load(&st, &table, argv[optind], has_step, step))) {
+        trn_step_table_free(&table);
+        if (!(rv = trn_eval_run(st, &tokens, kind, threads, windows, &r)))
+            report(argv[optind], data, backend, st, &r, json);
+    }
+    data_tokens_free(&tokens);
+    trn_state_free(st);
+    return rv ? cli_fail("eval") : 0;
+}

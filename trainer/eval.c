@@ -1,0 +1,98 @@
+/* A checkpoint's loss on held-out tokens (see eval.h). */
+#include "trainer/eval.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trainer/train.h"
+
+/* The inputs and targets of windows first .. first+B-1. */
+static void fill_batch(int32_t *inputs, int32_t *targets, const data_tokens *data, uint64_t first, uint32_t B,
+                       uint32_t T)
+{
+    for (uint32_t j = 0; j < B; j++) {
+        const uint32_t *w = data->tokens + (first + j) * (T + 1);
+        for (uint32_t t = 0; t < T; t++) {
+            inputs[(size_t)j * T + t] = (int32_t)w[t];
+            targets[(size_t)j * T + t] = (int32_t)w[t + 1];
+        }
+    }
+}
+
+static int check_input(const trn_state *st, const data_tokens *data, uint64_t *windows)
+{
+    const trn_run_config *rc = &st->config;
+    if (rc->model.kind != TRN_MODEL_GPT2)
+        return ovt_fail(OVT_EINVAL, "evaluation on held-out tokens is for GPT-2 models; this run is an MLP");
+    uint64_t T = rc->seq_len;
+    *windows = data->count / (T + 1);
+    if (*windows == 0)
+        return ovt_fail(OVT_EINVAL, "the held-out file has %zu tokens, fewer than one window of %llu (the run's "
+                                    "sequence length %llu plus its target)",
+                        data->count, (unsigned long long)(T + 1), (unsigned long long)T);
+    if (data->vocab > rc->model.vocab)
+        for (size_t i = 0; i < data->count; i++)
+            if (data->tokens[i] >= rc->model.vocab)
+                return ovt_fail(OVT_EINVAL, "the held-out file's token %zu is %u, outside the model's vocabulary "
+                                            "of %u",
+                                i, data->tokens[i], rc->model.vocab);
+    return 0;
+}
+
+/* A workspace for batches of B sequences of the run (in one shard). */
+static int eval_workspace(trn_workspace **w, const trn_state *st, uint32_t B)
+{
+    trn_run_config rc = st->config;
+    rc.batch_size = B;
+    rc.shards = 1;
+    return trn_workspace_new(w, &rc);
+}
+
+int trn_eval_run(const trn_state *st, const data_tokens *data, krn_backend_kind backend, int threads,
+                 uint64_t max_windows, trn_eval_result *out)
+{
+    memset(out, 0, sizeof *out);
+    uint64_t windows = 0;
+    int rv = check_input(st, data, &windows);
+    if (rv)
+        return rv;
+    if (max_windows && max_windows < windows)
+        windows = max_windows;
+    uint32_t T = st->config.seq_len;
+    uint32_t B = windows < st->config.batch_size ? (uint32_t)windows : st->config.batch_size;
+    uint32_t rest = (uint32_t)(windows % B);
+    krn_config kc = {.backend = backend, .mode = KRN_NEAREST, .grid_bits = (int)st->config.grid_bits,
+                     .shuffle_seed = st->config.seed, .threads = threads};
+    krn_ctx *ctx = NULL;
+    trn_workspace *w = NULL, *w_rest = NULL;
+    int32_t *inputs = malloc((size_t)B * T * sizeof(int32_t)), *targets = malloc((size_t)B * T * sizeof(int32_t));
+    if (!inputs || !targets) {
+        rv = ovt_fail(OVT_ENOMEM, "out of memory for a batch of %u x %u tokens", B, T);
+        goto done;
+    }
+    if ((rv = krn_ctx_new(&ctx, &kc)) || (rv = eval_workspace(&w, st, B)) ||
+        (rest && (rv = eval_workspace(&w_rest, st, rest))))
+        goto done;
+    double total = 0;
+    uint64_t j = 0;
+    for (uint64_t first = 0; first < windows; first += B, j++) {
+        uint32_t n = windows - first < B ? (uint32_t)(windows - first) : B;
+        fill_batch(inputs, targets, data, first, n, T);
+        trn_batch batch = {.B = n, .T = T, .inputs = inputs, .targets = targets};
+        float mean;
+        if ((rv = trn_eval_loss(ctx, n == B ? w : w_rest, st, &batch, j + 1, &mean)))
+            goto done;
+        total += (double)mean * (double)n;
+    }
+    *out = (trn_eval_result){.windows = windows, .tokens = windows * T, .batches = j, .T = T, .B = B,
+                             .loss = total / (double)windows};
+    out->perplexity = exp(out->loss);
+done:
+    trn_workspace_free(w_rest);
+    trn_workspace_free(w);
+    krn_ctx_free(ctx);
+    free(inputs);
+    free(targets);
+    return rv;
+}

@@ -1,0 +1,37 @@
+/* The state at a checkpoint of a run directory (see snapshot.h). */
+#include "trainer/snapshot.h"
+
+#include <string.h>
+
+#include "trainer/rundata.h"
+#include "trainer/step.h"
+
+int trn_snapshot_load(trn_state **st, trn_step_table *table, const char *dir, bool has_step, uint64_t step)
+{
+    *st = NULL;
+    memset(table, 0, sizeof *table);
+    trn_run_config rc;
+    ovt_hash ch;
+    char path[4096];
+    uint64_t at = 0;
+    int rv = trn_run_load_config(dir, &rc, &ch);
+    if (!rv && !(rv = trn_run_path(path, sizeof path, dir, NULL, 0, "steps.bin")))
+        rv = trn_step_table_read(table, path);
+    if (!rv && !has_step)
+        rv = trn_run_latest_checkpoint(dir, UINT64_MAX, &step);
+    if (!rv && step >= table->count)
+        rv = ovt_fail(OVT_EINVAL, "the run in %s has steps 0..%zu, not step %llu", dir, table->count - 1,
+                      (unsigned long long)step);
+    if (!rv)
+        rv = trn_run_start_state(st, &at, dir, &rc, &ch, table, step);
+    if (!rv && at != step) {
+        trn_state_free(*st);
+        *st = NULL;
+        rv = ovt_fail(OVT_ENOTFOUND, "the run in %s has no checkpoint of step %llu (the latest before it is step "
+                                     "%llu): export step 0, a step of --checkpoint-every or the last",
+                      dir, (unsigned long long)step, (unsigned long long)at);
+    }
+    if (rv)
+        trn_step_table_free(table);
+    return rv;
+}
