@@ -6,14 +6,17 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "common/fileio.h"
 #include "party/verify.h"
 
 static void verify_usage(FILE *f)
 {
     fprintf(f, "usage: ovt verify RUNDIR/receipt.json [--data FILE] [--replay K] [--threads N] [--json]\n"
+               "       ovt verify --model FILE RECEIPT [--json]\n"
                "\n"
                "Checks a commitment receipt offline, against the run directory it lies in:\n"
                "  signature  the EIP-712 Commitment signature recovers to the receipt's trainer\n"
@@ -25,12 +28,17 @@ static void verify_usage(FILE *f)
                "  dataset    the dataset file hashes to the receipt's datasetHash, as does the config's\n"
                "  replay     (--replay K) K steps spread evenly over the run, re-executed with their\n"
                "             logs on cpu, each stateHash, batchHash and logHash equal to steps.bin's\n"
+               "With --model FILE (a safetensors file of `ovt export`) the checks are the signature,\n"
+               "the runId and the model, from FILE and the receipt alone (RECEIPT: the file or its\n"
+               "RUNDIR): the tensors are exactly the parameters of the state committed as leaf K of\n"
+               "the receipt's root (party/model_check.h).\n"
                "Every failed check names what differs. Exit status: 0 all checks pass, 1 a check\n"
                "fails or the receipt cannot be read, 2 usage.\n"
                "\n"
                "options:\n"
                "  --data FILE   the dataset (default: the path in the receipt)\n"
                "  --replay K    re-execute K steps (default 0)\n"
+               "  --model FILE  check a model file against the receipt instead of the run directory\n"
                "  --threads N   cpu threads for --replay (default: the backend's)\n"
                "  --json        the checks as JSON\n"
                "  -h, --help    this help\n");
@@ -50,7 +58,7 @@ static void print_check(void *arg, const party_check *c)
         printf("%-4s %-9s %s\n", c->ok ? "ok" : "FAIL", c->name, c->detail);
 }
 
-enum { O_DATA = 256, O_REPLAY, O_THREADS, O_JSON };
+enum { O_DATA = 256, O_REPLAY, O_THREADS, O_JSON, O_MODEL };
 
 struct verify_args {
     party_verify_opts o;
@@ -67,6 +75,7 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_REPLAY: rv = ovt_parse_u64(&a->o.replay, flag, arg, 0, 1000000); break;
     case O_THREADS: rv = ovt_parse_int(&a->o.threads, flag, arg, 0, 256); break;
     case O_JSON: a->v.json = true; break;
+    case O_MODEL: a->o.model = arg; break;
     default: return cli_arg_unknown("verify", given);
     }
     return rv ? cli_usage_fail("verify") : 0;
@@ -77,7 +86,8 @@ int cmd_verify(int argc, char **argv)
     static const struct option longopts[] = {
         {"data", required_argument, NULL, O_DATA},       {"replay", required_argument, NULL, O_REPLAY},
         {"threads", required_argument, NULL, O_THREADS}, {"json", no_argument, NULL, O_JSON},
-        {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0}};
+        {"model", required_argument, NULL, O_MODEL},     {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     struct verify_args a = {.o = {.on_check = print_check}};
     a.o.arg = &a.v;
     int rv = cli_getopt(argc, argv, longopts, verify_usage, take, &a);
@@ -85,7 +95,15 @@ int cmd_verify(int argc, char **argv)
         return rv;
     if (optind != argc - 1)
         return cli_usage_error("verify", "expects one receipt file (RUNDIR/receipt.json)");
+    if (a.o.model && (a.o.data || a.o.replay))
+        return cli_usage_error("verify", "--model checks a file against the receipt alone; --data and --replay "
+                                         "go with the run directory's checks");
     a.o.receipt = argv[optind];
+    char rbuf[4096];
+    struct stat sb;
+    if (a.o.model && stat(a.o.receipt, &sb) == 0 && S_ISDIR(sb.st_mode) &&
+        !ovt_path_join(rbuf, sizeof rbuf, a.o.receipt, "receipt.json"))
+        a.o.receipt = rbuf; /* --model takes the receipt or its run directory */
     a.v.list = json_array();
     party_verify_result res;
     if (party_verify(&a.o, &res)) {
@@ -101,7 +119,11 @@ int cmd_verify(int argc, char **argv)
         return res.ok ? 0 : 1;
     }
     json_decref(a.v.list);
-    if (!res.ok)
+    if (a.o.model)
+        printf("%s: %s\n", a.o.model, res.ok ? "verified: its tensors are the parameters the receipt's root commits "
+                                              "to (not checked: anything on chain, whether the training steps are right)"
+                                            : "NOT verified");
+    else if (!res.ok)
         printf("%s: NOT verified\n", a.o.receipt);
     else if (a.o.replay)
         printf("%s: verified: the receipt is consistent and %llu of its %llu steps, re-executed, match; not "

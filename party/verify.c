@@ -1,5 +1,6 @@
 /* A commitment receipt checked offline (party/verify.h). */
 #include "party/verify.h"
+#include "party/model_check.h"
 
 #include <jansson.h>
 #include <stdarg.h>
@@ -300,6 +301,18 @@ static void check_dataset(checks *c, const receipt *r, const char *dir, const ch
         check_file_hash(c, "dataset", data, &r->p.dataset_hash);
 }
 
+/* --model: the model file's tensors are the parameters of the state the
+ * receipt's root commits to (party/model_check.h). */
+static void check_model(checks *c, const receipt *r, const char *model)
+{
+    party_model_anchor a = {.chain_id = r->chain_id, .contract = r->contract, .trainer = r->p.trainer,
+                            .run_id = r->run_id, .root = r->root, .config_hash = r->p.config_hash,
+                            .dataset_hash = r->p.dataset_hash, .steps = r->p.steps};
+    party_model_report m;
+    bool ok = party_model_check(model, &a, &m) == 0;
+    check_add(c, "model", ok, "%s: %s", model, ok ? m.summary : ovt_errmsg());
+}
+
 int party_verify(const party_verify_opts *o, party_verify_result *res)
 {
     memset(res, 0, sizeof *res);
@@ -314,6 +327,11 @@ int party_verify(const party_verify_opts *o, party_verify_result *res)
     checks ck = {.o = o, .all_ok = true};
     check_signature(&ck, &r);
     check_run_id(&ck, &r);
+    if (o->model) {
+        check_model(&ck, &r, o->model);
+        res->ok = ck.all_ok;
+        return 0;
+    }
     trn_step_table t = {0};
     bool have_table = false;
     if (trn_run_path(path, sizeof path, dir, NULL, 0, "steps.bin") || trn_step_table_read(&t, path))

@@ -7,6 +7,8 @@
  * trainer, the runId derives from the receipt's terms, steps.bin's leaves
  * hash to the root, config.bin and the dataset hash to what the receipt
  * names, and optionally a spread of steps re-executed equals steps.bin.
+ * With a model file instead (`ovt verify --model`): the signature, the
+ * runId, then the model against the receipt alone (party/model_check.h).
  * Nothing on chain is read. */
 
 #include <stdbool.h>
@@ -16,13 +18,14 @@
 
 /* One check's outcome. */
 typedef struct {
-    const char *name;   /* "signature", "run_id", "steps", "config", "dataset", "replay", "step K" */
+    const char *name;   /* "signature", "run_id", "steps", "config", "dataset", "replay", "step K", "model" */
     bool ok;
     const char *detail; /* what it found, or what differs (valid during the callback) */
 } party_check;
 
 typedef struct {
     const char *receipt; /* the path of RUNDIR/receipt.json */
+    const char *model;   /* a safetensors file of `ovt export`: check it instead of the run directory */
     const char *data;    /* the dataset; NULL: the path the receipt names */
     uint64_t replay;     /* re-execute this many steps, spread evenly over the run (0: none) */
     int threads;         /* the replay's cpu threads; 0: the backend's default */
