@@ -24,6 +24,12 @@ json_t *aud_report_json(const aud_report *r, const char *backend_name, uint64_t 
     json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:b}", "finding", finding_name(r->finding), "backend",
                           backend_name, "steps", (json_int_t)r->steps, "replayed", (json_int_t)r->replayed,
                           "partial", r->partial);
+    json_object_set_new(o, "rule", json_integer(r->rule));
+    json_object_set_new(o, "view", json_string(r->canonical_view ? "canonical"
+                                               : r->rule == KRN_RULE_V3 ? "own, canonical where uncertain"
+                                                                        : "own, widened by the op's bound"));
+    if (r->rule == KRN_RULE_V3)
+        json_object_set_new(o, "canonical_steps", json_integer((json_int_t)r->canonical_steps));
     if (r->finding != AUD_VERIFIED) {
         json_object_set_new(o, "step", json_integer((json_int_t)r->step));
         json_object_set_new(o, "state_differs", json_boolean(r->state_differs));

@@ -30,6 +30,13 @@ struct replayer {
     char suspect[512];
     uint64_t shard_step; /* the first step with a shard that differs from the table, 0: none */
     uint32_t shard;
+    /* Band rules 2 on a backend other than cpu (canonical_step): the state
+     * before the step, the arbiter's re-execution, and the steps it ran. */
+    bool canon_check;
+    int threads;
+    trn_state *pre;
+    trn_replayer *canon;
+    uint64_t canonical_steps;
 };
 
 static void replayer_close(struct replayer *r)
@@ -39,6 +46,8 @@ static void replayer_close(struct replayer *r)
     krn_ctx_free(r->ctx);
     trn_workspace_free(r->w);
     krn_rlog_free(r->log);
+    trn_state_free(r->pre);
+    trn_replayer_free(r->canon);
     memset(r, 0, sizeof *r);
 }
 
@@ -63,8 +72,16 @@ static int replayer_open(struct replayer *r, const char *dir, const char *data_p
     }
     if ((rv = trn_run_data_load(&r->data, data_path, &r->rc, 0)))
         goto fail;
-    krn_config kc = {.backend = backend, .mode = KRN_REPLAY, .verifier = KRN_VERIFY_AUDITOR,
-                     .grid_bits = (int)r->rc.grid_bits, .shuffle_seed = r->rc.seed, .threads = threads};
+    /* Band rules 2: on the cpu backend the auditor's values are the
+     * arbiter's, so it applies the arbiter's rule itself; elsewhere it
+     * re-executes canonically where its own view is uncertain. */
+    bool canonical = r->rc.band_rules == TRN_BAND_RULES_CANONICAL;
+    r->canon_check = canonical && backend != KRN_BACKEND_CPU;
+    r->threads = threads;
+    krn_config kc = {.backend = backend, .mode = KRN_REPLAY,
+                     .verifier = canonical && !r->canon_check ? KRN_VERIFY_ARBITER : KRN_VERIFY_AUDITOR,
+                     .grid_bits = (int)r->rc.grid_bits, .shuffle_seed = r->rc.seed, .threads = threads,
+                     .rule = trn_config_rule(&r->rc)};
     if ((rv = krn_ctx_new(&r->ctx, &kc)) || (rv = trn_workspace_new(&r->w, &r->rc)))
         goto fail;
     if (!(r->log = krn_rlog_new())) {
@@ -82,6 +99,44 @@ static int replayer_start(struct replayer *r, uint64_t step, trn_state **out)
 {
     uint64_t at;
     return trn_run_start_state(out, &at, r->dir, &r->rc, &r->config_hash, &r->trainer, step);
+}
+
+/* Band rules 2, the auditor on another backend than cpu: step st->step + 1
+ * had a finding that a canonical view within the op's bound of the
+ * auditor's could make (rule 3 as an auditor, kernels/site.h), so the step
+ * is re-executed as the arbiter will, on the cpu backend from the state
+ * before it (r->pre), and that view decides: a log it rejects is fraud (the
+ * dispute is then won), and otherwise its state is the auditor's. */
+static int canonical_step(struct replayer *r, trn_state *st, int *fraud, char *detail, size_t cap)
+{
+    int rv = 0;
+    if (!r->canon && (rv = trn_replayer_new(&r->canon, &r->rc, r->threads)))
+        return ovt_fail_wrap(rv, "preparing the canonical re-execution (the cpu backend)");
+    uint64_t i = r->pre->step + 1;
+    trn_state_copy(st, r->pre);
+    ovt_hash batch_hash;
+    trn_replay_result res;
+    rv = trn_step_replay_prepared(r->canon, st, &r->data, r->log, &batch_hash, &res);
+    r->canonical_steps++;
+    if (rv == OVT_EFRAUD) {
+        *fraud = 1;
+        snprintf(detail, cap, "the rounding log of step %llu is fraudulent by the canonical re-execution (the "
+                 "arbiter's computation, rule 3): %s", (unsigned long long)i, ovt_errmsg());
+        return 0;
+    }
+    return rv ? ovt_fail_wrap(rv, "step %llu re-executed canonically", (unsigned long long)i) : 0;
+}
+
+/* Keeps the state before the step for canonical_step. */
+static int keep_pre(struct replayer *r, const trn_state *st)
+{
+    if (!r->canon_check)
+        return 0;
+    if (r->pre) {
+        trn_state_copy(r->pre, st);
+        return 0;
+    }
+    return trn_state_clone(&r->pre, st);
 }
 
 /* Runs step st->step + 1 with the trainer's log. *leaf gets the auditor's
@@ -115,6 +170,10 @@ static int replayer_step(struct replayer *r, trn_state *st, chain_merkle_preimag
         return rv;
     leaf->batch_hash = batch.hash;
     trn_step_info info;
+    if ((rv = keep_pre(r, st))) {
+        trn_step_batch_free(&batch);
+        return rv;
+    }
     rv = trn_train_step(r->ctx, r->w, st, &batch.view, r->log, &info);
     trn_step_batch_free(&batch);
     if (rv == OVT_EFRAUD) {
@@ -129,7 +188,10 @@ static int replayer_step(struct replayer *r, trn_state *st, chain_merkle_preimag
         r->shard = (uint32_t)info.shard_differs;
     }
     const krn_finding *f = krn_ctx_finding(r->ctx);
-    if (f->rule != KRN_RULE_NONE && r->suspect_step == 0) {
+    if (f->rule != KRN_RULE_NONE && r->canon_check) {
+        if ((rv = canonical_step(r, st, fraud, detail, cap)) || *fraud)
+            return rv;
+    } else if (f->rule != KRN_RULE_NONE && r->suspect_step == 0) {
         r->suspect_step = i;
         snprintf(r->suspect, sizeof r->suspect, "%s", f->message);
     }
@@ -221,6 +283,9 @@ int aud_replay(const aud_replay_opts *opts, aud_report *out)
     snprintf(out->suspect, sizeof out->suspect, "%s", r.suspect);
     out->shard_step = r.shard_step;
     out->shard = r.shard;
+    out->canonical_steps = r.canonical_steps;
+    out->rule = trn_config_rule(&r.rc);
+    out->canonical_view = out->rule == KRN_RULE_V3 && !r.canon_check;
     dp_shard_owner owner;
     if (r.shard_step && dp_ranks_owner_in(&owner, r.dir, r.shard_step, r.shard) == 0) {
         out->shard_owner_known = true;

@@ -62,6 +62,12 @@ typedef struct {
     uint32_t shard_rank;
     char shard_host[64];
     uint64_t replayed;    /* steps executed */
+    /* Band rules 2 on another backend than cpu: the steps re-executed
+     * canonically (the arbiter's computation) because the auditor's own view
+     * was uncertain there; that view decided them. */
+    uint64_t canonical_steps;
+    int rule;             /* the REPLAY rule the run's band rules call for (2 or 3) */
+    bool canonical_view;  /* rule 3 on the cpu backend: the auditor's values are the arbiter's */
     bool partial;         /* from > 1 or to < N: own is not a full history */
     /* The auditor's own history, steps 0..N. Steps before `from` are copied
      * from the trainer's table; from the first divergent step on, the

@@ -84,6 +84,9 @@ static void print_report(void *ctx, const aud_report *r, const json_t *j)
                r->log_differs ? " logHash differs" : "");
     else
         printf("fraud at step %llu: %s\n", (unsigned long long)r->step, r->detail);
+    if (r->canonical_steps)
+        printf("note: %llu steps re-executed canonically (the arbiter's computation, on cpu) where the replay on %s "
+               "was uncertain; that view decided them\n", (unsigned long long)r->canonical_steps, backend);
     if (r->suspect_step)
         printf("note: the log of step %llu breaks the arbiter's rule: %s\n", (unsigned long long)r->suspect_step,
                r->suspect);

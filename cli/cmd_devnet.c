@@ -43,6 +43,9 @@ static void usage(FILE *f)
             "                     loopback (R divides S; default 1: no mpirun; needs a build with\n"
             "                     MPI and mpirun: $OVT_MPIRUN, the build's, then $PATH)\n"
             "  --fault-shard J    bitflip-shard: the shard whose gradient flips (default S/2)\n"
+            "  --auditor-backend B  the auditor replays on ref (default), cpu or shuffle\n"
+            "  --band-rules N     the run's band rules (default 2: the canonical re-execution and\n"
+            "                     rule 3; 1: rule 2, under which hidden-flip settles verified)\n"
             "  --silent PARTY     trainer or auditor: that party's agent stops once the dispute\n"
             "                     opens; the devnet moves anvil's clock past the move deadline\n"
             "                     and the other party claims the timeout\n"
@@ -173,7 +176,8 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
 }
 
 enum { O_FAULT = 256, O_AT, O_STEPS, O_MODEL, O_BATCH, O_SEQ, O_SILENT, O_MOVE, O_TIMEOUT, O_KEEP, O_ANVIL, O_JSON,
-       O_NODE, O_BLOCK_TIME, O_CONF, O_STORE, O_ARB_METRICS, O_SHARDS, O_RANKS, O_FAULT_SHARD };
+       O_NODE, O_BLOCK_TIME, O_CONF, O_STORE, O_ARB_METRICS, O_SHARDS, O_RANKS, O_FAULT_SHARD, O_AUD_BACKEND,
+       O_BAND_RULES };
 
 struct devnet_args {
     devnet_opts o;
@@ -226,6 +230,12 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_SHARDS: rv = ovt_parse_u32(&o->shards, flag, arg, 1, TRN_MAX_SHARDS); break;
     case O_RANKS: rv = ovt_parse_u32(&o->ranks, flag, arg, 1, TRN_MAX_SHARDS); break;
     case O_FAULT_SHARD: rv = ovt_parse_u32(&o->fault_shard, flag, arg, 0, TRN_MAX_SHARDS - 1); break;
+    case O_AUD_BACKEND:
+        if (strcmp(arg, "ref") && strcmp(arg, "cpu") && strcmp(arg, "shuffle"))
+            return cli_usage_error("devnet", "--auditor-backend must be ref, cpu or shuffle, got '%s'", arg);
+        o->auditor_backend = arg;
+        break;
+    case O_BAND_RULES: rv = ovt_parse_u32(&o->band_rules, flag, arg, 1, 2); break;
     case O_JSON: o->json = true; break;
     default: return cli_arg_unknown("devnet", given);
     }
@@ -246,6 +256,7 @@ int cmd_devnet(int argc, char **argv)
         {"store", required_argument, NULL, O_STORE},   {"arbiter-metrics-addr", required_argument, NULL, O_ARB_METRICS},
         {"shards", required_argument, NULL, O_SHARDS}, {"ranks", required_argument, NULL, O_RANKS},
         {"fault-shard", required_argument, NULL, O_FAULT_SHARD},
+        {"auditor-backend", required_argument, NULL, O_AUD_BACKEND}, {"band-rules", required_argument, NULL, O_BAND_RULES},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};
     struct devnet_args a = {.o = {.steps = 64, .batch = 4, .seq = 32, .move_timeout = 600, .timeout_s = 900,
                                   .shards = 1, .ranks = 1}};

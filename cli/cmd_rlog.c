@@ -47,7 +47,12 @@ static void usage(FILE *out)
             "            entry for each, and an unlogged one is a missing entry\n"
             "  <=tau     elements with d' <= tau': those an honest trainer with these very\n"
             "            values logs (replayed on the trainer's backend, entries equals it)\n"
-            "An exact site (zero band, never logged) shows - in the last three columns.\n"
+            "  free r2   elements with d' <= tau'/2 + delta' (delta' = tau'/(2M)): those a log\n"
+            "            may round either way unchallenged under band rules 1 (rule 2: an\n"
+            "            auditor follows a direction it cannot prove wrong)\n"
+            "  free r3   elements with d' <= delta': the same under band rules 2 (rule 3, the\n"
+            "            canonical view; this re-execution is that view)\n"
+            "An exact site (zero band, never logged) shows - in the last five columns.\n"
             "Then the totals. A log that fails the check ends the table at the failing site\n"
             "and the command says why (status 1); `ovt step` and `ovt audit` name the element.\n"
             "\n"
@@ -177,17 +182,19 @@ static void print_sites_json(const krn_site_stats *rows, size_t n, uint64_t k, c
     json_t *sites = json_array();
     for (size_t i = 0; i < n; i++) {
         const krn_site_stats *r = &rows[i];
-        json_array_append_new(sites, json_pack("{s:I, s:s, s:I, s:b, s:I, s:I, s:I}", "site", (json_int_t)r->site,
-                                               "op", r->op, "n", (json_int_t)r->n, "banded", r->banded,
-                                               "entries", (json_int_t)r->entries, "within_half_tau",
-                                               (json_int_t)r->within_half, "within_tau",
-                                               (json_int_t)r->within_tau));
+        json_array_append_new(sites, json_pack("{s:I, s:s, s:I, s:b, s:I, s:I, s:I, s:I, s:I}", "site",
+                                               (json_int_t)r->site, "op", r->op, "n", (json_int_t)r->n, "banded",
+                                               r->banded, "entries", (json_int_t)r->entries, "within_half_tau",
+                                               (json_int_t)r->within_half, "within_tau", (json_int_t)r->within_tau,
+                                               "free_rule2", (json_int_t)r->free_v2, "free_rule3",
+                                               (json_int_t)r->free_v3));
     }
     krn_site_stats tot;
     trn_site_totals(&tot, rows, n);
-    json_t *o = json_pack("{s:I, s:o, s:{s:I, s:I, s:I, s:I}}", "step", (json_int_t)k, "sites", sites, "totals", "n",
-                          (json_int_t)tot.n, "entries", (json_int_t)tot.entries, "within_half_tau",
-                          (json_int_t)tot.within_half, "within_tau", (json_int_t)tot.within_tau);
+    json_t *o = json_pack("{s:I, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}}", "step", (json_int_t)k, "sites", sites,
+                          "totals", "n", (json_int_t)tot.n, "entries", (json_int_t)tot.entries, "within_half_tau",
+                          (json_int_t)tot.within_half, "within_tau", (json_int_t)tot.within_tau, "free_rule2",
+                          (json_int_t)tot.free_v2, "free_rule3", (json_int_t)tot.free_v3);
     json_object_set_new(o, "result", json_string(error ? "fraud" : "ok"));
     if (error)
         json_object_set_new(o, "error", json_string(error));
@@ -201,20 +208,24 @@ static void print_sites_text(const krn_site_stats *rows, size_t n, uint64_t k, c
 {
     printf("step %llu of %s, re-executed (cpu, REPLAY with the run's logs): %zu sites\n", (unsigned long long)k,
            dir, n);
-    printf("%6s  %-28s %10s %9s %9s %9s\n", "site", "op", "n", "entries", "<=tau/2", "<=tau");
+    printf("%6s  %-28s %10s %9s %9s %9s %9s %9s\n", "site", "op", "n", "entries", "<=tau/2", "<=tau", "free r2",
+           "free r3");
     for (size_t i = 0; i < n; i++) {
         const krn_site_stats *r = &rows[i];
         if (r->banded)
-            printf("%6u  %-28s %10llu %9llu %9llu %9llu\n", r->site, r->op, (unsigned long long)r->n,
+            printf("%6u  %-28s %10llu %9llu %9llu %9llu %9llu %9llu\n", r->site, r->op, (unsigned long long)r->n,
                    (unsigned long long)r->entries, (unsigned long long)r->within_half,
-                   (unsigned long long)r->within_tau);
+                   (unsigned long long)r->within_tau, (unsigned long long)r->free_v2,
+                   (unsigned long long)r->free_v3);
         else
-            printf("%6u  %-28s %10llu %9s %9s %9s\n", r->site, r->op, (unsigned long long)r->n, "-", "-", "-");
+            printf("%6u  %-28s %10llu %9s %9s %9s %9s %9s\n", r->site, r->op, (unsigned long long)r->n, "-", "-", "-",
+                   "-", "-");
     }
     krn_site_stats tot;
     trn_site_totals(&tot, rows, n);
-    printf("%6s  %-28s %10llu %9llu %9llu %9llu\n", "total", "", (unsigned long long)tot.n,
-           (unsigned long long)tot.entries, (unsigned long long)tot.within_half, (unsigned long long)tot.within_tau);
+    printf("%6s  %-28s %10llu %9llu %9llu %9llu %9llu %9llu\n", "total", "", (unsigned long long)tot.n,
+           (unsigned long long)tot.entries, (unsigned long long)tot.within_half, (unsigned long long)tot.within_tau,
+           (unsigned long long)tot.free_v2, (unsigned long long)tot.free_v3);
 }
 
 /* RUNDIR --step K --sites: step K re-executed and counted per site; a log

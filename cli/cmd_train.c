@@ -53,6 +53,9 @@ static void train_usage(FILE *f)
             "                       (gpt2_124M.bin); rounded to the grid; the config commits to them\n"
             "                       (init_hash), so --resume and --replay need the same FILE\n"
             "  --grid-bits B        grid width b, 24..32 (default 32: FP32)\n"
+            "  --band-rules N       what verifiers demand of the log (default 2: the canonical\n"
+            "                       re-execution and rule 3; 1: rule 2, as every run before it;\n"
+            "                       docs/numeric-contract.md section 10)\n"
             "  --shards S           split each step's batch into S shards (S divides --batch; default\n"
             "                       1): each shard's gradient computed on its own, the exact mean of\n"
             "                       the S of them one site, their hashes in the log; under\n"
@@ -97,10 +100,17 @@ static void train_usage(FILE *f)
             "                       states are the honest ones) or bitflip-shard (a bit of shard J's\n"
             "                       gradient flipped in step K, on the process computing it) or,\n"
             "                       under mpirun, kill-rank or hang-rank (rank r kills itself, or\n"
-            "                       stops answering, as step K begins)\n"
+            "                       stops answering, as step K begins) or flip-entry (step K's\n"
+            "                       direction entry for element E of site S names the other side,\n"
+            "                       and the state follows it) or steer-up, steer-down (from step K\n"
+            "                       on, every element rule 3 leaves free is rounded up, or down) or\n"
+            "                       hidden-flip (log K turns a direction whose value lies tau/2 to\n"
+            "                       tau/2 + delta from its midpoint, and the state follows it)\n"
             "  --fault-step K       the faulty step, 1..--steps (required with --inject-fault)\n"
             "  --fault-shard J      bitflip-shard: the shard, 0..S-1 (default 0)\n"
             "  --fault-rank r       kill-rank, hang-rank: the rank (default 0)\n"
+            "  --fault-site S       flip-entry: the site (`ovt rlog RUNDIR --step K --entries`)\n"
+            "  --fault-element E    flip-entry: the element\n"
             "  --fault-timeout S    hang-rank: every rank's rank timeout from step K on (default\n"
             "                       --rank-timeout), so that only the wait for the hung rank is short\n");
 }
@@ -154,7 +164,8 @@ static int train_defaults(struct train_args *a, int argc, char **argv)
 enum { O_MODEL = 256, O_DATA, O_OUT, O_STEPS, O_BATCH, O_SEQ, O_LR, O_LR_MIN, O_WARMUP, O_WD, O_CLIP, O_SEED,
        O_GRID, O_BACKEND, O_THREADS, O_CKPT, O_RESUME, O_RUN_ID, O_EVERY, O_JSON, O_REPLAY, O_NEAREST,
        O_PRINT_STATE, O_FAULT, O_FAULT_STEP, O_CONFIG, O_SCHEDULE, O_INIT_FROM, O_RANK_TIMEOUT, O_SHARDS,
-       O_FAULT_SHARD, O_FAULT_RANK, O_FAULT_TIMEOUT };
+       O_FAULT_SHARD, O_FAULT_RANK, O_FAULT_TIMEOUT, O_BAND_RULES, O_FAULT_SITE,
+       O_FAULT_ELEMENT };
 
 static const struct option train_longopts[] = {
     {"model", required_argument, NULL, O_MODEL},     {"data", required_argument, NULL, O_DATA},
@@ -173,7 +184,8 @@ static const struct option train_longopts[] = {
     {"config", required_argument, NULL, O_CONFIG},   {"inject-fault", required_argument, NULL, O_FAULT},
     {"fault-step", required_argument, NULL, O_FAULT_STEP}, {"shards", required_argument, NULL, O_SHARDS},
     {"fault-shard", required_argument, NULL, O_FAULT_SHARD}, {"fault-rank", required_argument, NULL, O_FAULT_RANK},
-    {"fault-timeout", required_argument, NULL, O_FAULT_TIMEOUT},
+    {"fault-timeout", required_argument, NULL, O_FAULT_TIMEOUT}, {"band-rules", required_argument, NULL, O_BAND_RULES},
+    {"fault-site", required_argument, NULL, O_FAULT_SITE}, {"fault-element", required_argument, NULL, O_FAULT_ELEMENT},
     {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0}};
 
 /* Flag c (named flag) with its value v; OVT_EINVAL with the parser's
@@ -204,6 +216,7 @@ static int train_flag(struct train_args *a, int c, const char *flag, const char 
     case O_CLIP: return ovt_parse_real(&rc->grad_clip, flag, v, 0, 1e30);
     case O_SEED: return ovt_parse_u64(&rc->seed, flag, v, 0, UINT64_MAX);
     case O_GRID: return ovt_parse_u32(&rc->grid_bits, flag, v, 24, 32);
+    case O_BAND_RULES: return ovt_parse_u32(&rc->band_rules, flag, v, TRN_BAND_RULES_V1, TRN_BAND_RULES_CANONICAL);
     case O_SHARDS: return ovt_parse_u32(&rc->shards, flag, v, 1, TRN_MAX_SHARDS);
     case O_BACKEND:
         o->backend = v;
@@ -217,6 +230,8 @@ static int train_flag(struct train_args *a, int c, const char *flag, const char 
     case O_RANK_TIMEOUT: return ovt_parse_real(&a->rank_timeout, flag, v, 0.001, 1e6);
     case O_FAULT: return trn_fault_parse(&o->fault.kind, v) ? ovt_fail_wrap(OVT_EINVAL, "%s", flag) : 0;
     case O_FAULT_STEP: return ovt_parse_u64(&o->fault.step, flag, v, 1, 100000000);
+    case O_FAULT_SITE: return ovt_parse_u32(&o->fault.site, flag, v, 0, UINT32_MAX);
+    case O_FAULT_ELEMENT: return ovt_parse_u64(&o->fault.element, flag, v, 0, UINT64_MAX);
     case O_FAULT_SHARD: return ovt_parse_u32(&o->fault.shard, flag, v, 0, TRN_MAX_SHARDS - 1);
     case O_FAULT_RANK: return ovt_parse_u32(&o->fault.rank, flag, v, 0, 65535);
     case O_FAULT_TIMEOUT: return ovt_parse_real(&o->fault.timeout_s, flag, v, 0.001, 1e6);

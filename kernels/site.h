@@ -74,6 +74,20 @@ int krn_backend_parse(krn_backend_kind *out, const char *name) OVT_MUST_USE;
  *                       (krn_ctx_finding) and the step goes on. */
 typedef enum { KRN_VERIFY_ARBITER = 0, KRN_VERIFY_AUDITOR = 1 } krn_verifier;
 
+/* The REPLAY rule's version (docs/numeric-contract.md sections 5 and 10):
+ *   2  any verifier's view: a direction may name either side of the
+ *      midpoint up to tau'/2, a value's interval may lie tau'/2 away;
+ *   3  runs under the canonical computation (band rules 2): the arbiter's
+ *      values are the cpu backend's, the same bits for every party, so the
+ *      limits shrink to what an honest trainer can reach from them,
+ *      delta' = tau'/(2M) (plus 2^-20 of it), and an auditor on another
+ *      backend reports as a finding (not certain) anything a canonical
+ *      view within delta' of its own could reject: the caller then
+ *      re-executes the step canonically (auditor/replay.c).
+ * 0 reads as 2. */
+#define KRN_RULE_V2 2
+#define KRN_RULE_V3 3
+
 typedef struct {
     krn_backend_kind backend;
     krn_mode mode;
@@ -81,6 +95,7 @@ typedef struct {
     int grid_bits;         /* b, 24..32 */
     uint64_t shuffle_seed; /* shuffle backend: seed of the summation orders */
     int threads;           /* 0: the backend's default */
+    int rule;              /* REPLAY only: KRN_RULE_V2 (0 reads as it) or KRN_RULE_V3 */
 } krn_config;
 
 /* Per-step counters, for progress lines and benchmarks. */
@@ -243,6 +258,13 @@ typedef struct {
     uint64_t entries;     /* RECORD: entries written; REPLAY: entries the log holds */
     uint64_t within_half; /* elements with tau > 0 and own d <= tau/2 */
     uint64_t within_tau;  /* elements with tau > 0 and own d <= tau */
+    /* The trainer's freedom by this party's values: elements a log may set
+     * either way and go unchallenged. free_v2: own d <= tau/2 + delta', what
+     * an auditor under rule 2 follows either way (it cannot know the
+     * arbiter's values); free_v3: own d <= delta', what rule 3 accepts either
+     * way (by the canonical view, when this party is the cpu backend). */
+    uint64_t free_v2;
+    uint64_t free_v3;
 } krn_site_stats;
 
 /* Turns per-site counting on or off from the next krn_step_begin on. */
@@ -271,7 +293,30 @@ void krn_site_force_portable(bool on);
  * krn_step_end disarms it. */
 void krn_ctx_forge_next_site(krn_ctx *ctx);
 
+/* Testing only (`ovt train --inject-fault hidden-flip`): the same, but the
+ * forgery turns a logged direction whose own d lies between tau/2 and
+ * tau/2 + delta' to the other side (the output follows): rule 2's auditor
+ * cannot tell it from an honest choice, rule 3's arbiter rejects it
+ * (docs/numeric-contract.md section 10). */
+void krn_ctx_forge_hidden(krn_ctx *ctx);
+
 /* True if the armed forgery was made in the current (or last ended) step. */
 bool krn_ctx_forged(const krn_ctx *ctx);
+
+/* Testing only (`ovt train --inject-fault flip-entry`): in the next (or
+ * current) RECORD step, the direction entry of element `element` of site
+ * `site`, if it has one, is turned to the other side of its midpoint and the
+ * output follows it: a trainer that uses the log's freedom, or abuses it
+ * (docs/numeric-contract.md section 10 says which flips a verifier rejects).
+ * krn_ctx_flipped says whether it was made; krn_step_end disarms it. */
+void krn_ctx_flip_entry(krn_ctx *ctx, uint32_t site, uint64_t element);
+
+/* Testing only (`ovt train --inject-fault steer-up|steer-down`): from now on
+ * every RECORD element whose direction rule 3 leaves free (d <= delta',
+ * docs/numeric-contract.md section 10) is rounded up (dir > 0) or down
+ * (dir < 0) and logged so; 0 turns it off. What the log's freedom can buy a
+ * trainer (docs/bench-trainer.md, "Steering"). */
+void krn_ctx_steer(krn_ctx *ctx, int dir);
+bool krn_ctx_flipped(const krn_ctx *ctx);
 
 #endif

@@ -80,8 +80,9 @@ int krn_site_apply_entry(site_job *job, const krn_rlog_entry *e, double xi, doub
     krn_grid_pos pos;
     if (krn_grid_locate(xi, b, &pos) < 0)
         return krn_site_elem_fail(job, i, OVT_ENUMERIC, ovt_errmsg());
-    double half = 0.5 * tau, w = krn_site_widening(tau);
-    char what[200];
+    double limit, certain, w = krn_site_widening(tau);
+    krn_site_limits(job, tau, &limit, &certain);
+    char what[240];
     float v;
     double dist;
     if (e->dir == KRN_DIR_VALUE) {
@@ -89,10 +90,11 @@ int krn_site_apply_entry(site_job *job, const krn_rlog_entry *e, double xi, doub
         if (krn_grid_interval(e->value, b, &lo, &hi) < 0)
             return fraud(job, i, "the logged value %a is not a finite grid value", (double)e->value);
         dist = xi < lo ? lo - xi : (xi > hi ? xi - hi : 0.0);
-        if (!(dist <= half)) {
+        if (!(dist <= limit)) {
             snprintf(what, sizeof what, "own value is %.3g tau from the logged value's rounding "
-                                        "interval (limit 0.5, tau = %.17g)", dist / tau, tau);
-            krn_site_note_finding(job, i, KRN_RULE_VALUE_FAR, dist, tau, !(dist <= half + w), what);
+                                        "interval (limit %.3g, rule %d, tau = %.17g)",
+                     dist / tau, limit / tau, krn_site_rule_v3(job) ? 3 : 2, tau);
+            krn_site_note_finding(job, i, KRN_RULE_VALUE_FAR, dist, tau, !(dist <= certain), what);
         }
         v = e->value;
     } else if (e->dir == KRN_DIR_DOWN || e->dir == KRN_DIR_UP) {
@@ -107,12 +109,14 @@ int krn_site_apply_entry(site_job *job, const krn_rlog_entry *e, double xi, doub
             snprintf(what, sizeof what, "own value is %.3g tau from the nearest midpoint (limit 2, "
                                         "tau = %.17g)", dist / tau, tau);
             krn_site_note_finding(job, i, KRN_RULE_DIRECTION_FAR, dist, tau, !(dist <= 2.0 * tau + w), what);
-        } else if (dist > half && e->dir != own) {
+        } else if (dist > limit && e->dir != own) {
             snprintf(what, sizeof what, "the log says %s, but own value is %.3g tau %s the midpoint "
-                                        "(beyond 0.5 tau every honest value is on that side; tau = %.17g)",
+                                        "(rule %d: beyond %.3g tau every honest value is on that side; "
+                                        "tau = %.17g)",
                      e->dir == KRN_DIR_UP ? "up" : "down", dist / tau,
-                     own == KRN_DIR_UP ? "above" : "below", tau);
-            krn_site_note_finding(job, i, KRN_RULE_IMPOSSIBLE_DIRECTION, dist, tau, dist > half + w, what);
+                     own == KRN_DIR_UP ? "above" : "below", krn_site_rule_v3(job) ? 3 : 2,
+                     krn_site_rule_v3(job) ? w / tau : 0.5, tau);
+            krn_site_note_finding(job, i, KRN_RULE_IMPOSSIBLE_DIRECTION, dist, tau, dist > certain, what);
         }
         v = e->dir == KRN_DIR_UP ? pos.above : pos.below;
         if (isinf(v))

@@ -45,6 +45,8 @@ int krn_ctx_new(krn_ctx **out, const krn_config *cfg)
                                     "not cuda");
     if (cfg->threads < 0)
         return ovt_fail(OVT_EINVAL, "thread count %d is negative", cfg->threads);
+    if (cfg->rule != 0 && cfg->rule != KRN_RULE_V2 && cfg->rule != KRN_RULE_V3)
+        return ovt_fail(OVT_EINVAL, "unknown REPLAY rule version %d (this build knows 2 and 3)", cfg->rule);
     krn_ctx *ctx = calloc(1, sizeof *ctx);
     if (ctx == NULL)
         return ovt_fail(OVT_ENOMEM, "out of memory for a kernels context");
@@ -124,6 +126,7 @@ int krn_step_begin(krn_ctx *ctx, uint64_t step, krn_rlog *log)
     memset(&ctx->stats, 0, sizeof ctx->stats);
     ctx->step.failed = 0;
     ctx->forge.made = false;
+    ctx->forge.flipped = false;
     memset(&ctx->finding, 0, sizeof ctx->finding);
     ctx->sites.on = ctx->sites.next && logs;
     ctx->sites.n = 0;
@@ -139,6 +142,7 @@ int krn_step_end(krn_ctx *ctx, krn_stats *stats)
         return ovt_fail(OVT_EINVAL, "krn_step_end without krn_step_begin");
     ctx->step.open = false;
     ctx->forge.armed = false;
+    ctx->forge.flip_armed = false;
     if (stats != NULL)
         *stats = ctx->stats;
     if (ctx->step.failed < 0)
@@ -254,8 +258,10 @@ int krn_site_row(const site_job *job)
     r->n = job->n;
     r->banded = job->record || job->replay;
     r->entries = ls != NULL ? ls->count : 0;
-    r->within_half = job->within[0];
-    r->within_tau = job->within[1];
+    r->within_half = job->within[SITE_WITHIN_HALF];
+    r->within_tau = job->within[SITE_WITHIN_TAU];
+    r->free_v2 = job->within[SITE_FREE_V2];
+    r->free_v3 = job->within[SITE_FREE_V3];
     return 0;
 }
 

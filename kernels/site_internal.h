@@ -37,6 +37,12 @@
 #define SITE_CHUNK 32768
 #define SITE_PARALLEL_MIN 65536
 
+/* What the per-site counts (krn_site_stats) count among elements with
+ * tau > 0, by this party's own d and w = delta' (krn_site_widening):
+ * d <= tau/2, d <= tau, d <= tau/2 + w (rule 2's freedom as an auditor
+ * sees it), d <= w (rule 3's). */
+enum { SITE_WITHIN_HALF, SITE_WITHIN_TAU, SITE_FREE_V2, SITE_FREE_V3, SITE_WITHIN };
+
 /* Entries found in one chunk, in index order, and the chunk's counts. */
 typedef struct {
     krn_rlog_entry *entries;
@@ -44,7 +50,7 @@ typedef struct {
     size_t cap;
     uint64_t wide;
     uint64_t ambiguous[2]; /* elements with d <= tau/(2M); of those, x == 0 or d == 0 */
-    uint64_t within[2];    /* elements with tau > 0 and d <= tau/2, d <= tau */
+    uint64_t within[SITE_WITHIN]; /* site_within's counts */
 } chunk_out;
 
 /* The context of the sites, by concern. */
@@ -72,7 +78,13 @@ struct krn_ctx {
     } device;
     struct { /* testing: a forged entry (krn_ctx_forge_next_site) */
         bool armed;           /* at the next site that allows it */
+        bool hidden;          /* krn_ctx_forge_hidden: flip a logged direction instead */
         bool made;            /* in this step */
+        bool flip_armed;      /* krn_ctx_flip_entry: flip the entry of flip_site, flip_element */
+        bool flipped;         /* in this step */
+        uint32_t flip_site;
+        uint64_t flip_element;
+        int steer;            /* krn_ctx_steer: +1 up, -1 down, 0 off */
     } forge;
     krn_finding finding; /* REPLAY: the step's first strict finding */
     struct { /* per-site counts (krn_ctx_collect_sites) */
@@ -100,7 +112,7 @@ typedef struct {
     bool mu_live;         /* err_mu is initialised (threads may be running) */
     const krn_rlog_site *logged; /* REPLAY: the site's entries, or NULL */
     uint64_t wide;        /* entries that are values */
-    uint64_t within[2];   /* elements with tau > 0 and d <= tau/2, d <= tau */
+    uint64_t within[SITE_WITHIN]; /* site_within's counts */
     /* REPLAY: the strict rule's finding at the lowest element index, and the
      * one that fails the site (any finding for the arbiter, a certain one
      * for the auditor), also at the lowest index; under err_mu */
@@ -149,6 +161,19 @@ int krn_site_run_group(site_job *jobs, size_t njobs, size_t lo, size_t hi) OVT_M
 
 /* site_verify.c: REPLAY's rule (docs/numeric-contract.md section 6). */
 double krn_site_widening(double tau);
+
+/* Whether the ctx applies rule 3 (krn_config.rule). */
+bool krn_site_rule_v3(const site_job *job);
+
+/* The limits on an entry's side and a value's distance for the ctx's rule
+ * and role (docs/numeric-contract.md sections 6 and 10): a direction beyond
+ * *limit from the midpoint must name the verifier's own side, and a value's
+ * interval may lie at most *limit away, or that is a finding; beyond
+ * *certain it is a certain one (one every honest arbiter sees). Rule 2:
+ * tau'/2 and tau'/2 + delta'. Rule 3, the arbiter (the canonical view):
+ * delta' for both. Rule 3, an auditor on another backend: 0 (anything
+ * a canonical value within delta' could reject) and 2 delta'. */
+void krn_site_limits(const site_job *job, double tau, double *limit, double *certain);
 void krn_site_note_finding(site_job *job, size_t i, krn_rule rule, double dist, double tau, bool certain,
                            const char *what);
 void krn_site_check_unlogged(site_job *job, size_t i, double dist, double tau);
@@ -170,7 +195,10 @@ int krn_site_apply_entry(site_job *job, const krn_rlog_entry *e, double xi, doub
  * impossible direction for every verifier (honest values are within
  * tau/(2M) of each other, so every verifier's d' lies between 0.78 and
  * 1.97 tau, beyond tau'/2 + delta' and within 2 tau'). The site is left
- * alone if no element qualifies; a later site of the step is tried. */
+ * alone if no element qualifies; a later site of the step is tried.
+ * The hidden variant (krn_ctx_forge_hidden) takes the last logged direction
+ * whose own d lies in (tau/2, tau/2 + delta'] and turns it to the other
+ * side. */
 typedef struct {
     bool found;
     krn_rlog_entry entry;
@@ -179,5 +207,7 @@ typedef struct {
 bool krn_site_forge_find(const site_job *job, size_t lo, size_t hi, forgery *f);
 void krn_site_forge_apply(site_job *job, const forgery *f);
 void krn_site_forge_entry(site_job *job);
+/* The flip krn_ctx_flip_entry arms, if it is for this RECORD site. */
+void krn_site_flip_entry(site_job *job);
 
 #endif

@@ -181,6 +181,8 @@ int krn_site_parts_end(krn_site_parts *p)
         job->x = NULL;
         if (ctx->forge.armed && job->record)
             krn_site_forge_apply(job, &p->forge);
+        if (ctx->forge.flip_armed && job->record)
+            krn_site_flip_entry(job);
         const krn_rlog_site *logged = job->logged;
         for (size_t k = 0; logged != NULL && k < logged->count && rc == 0; k++) {
             const krn_rlog_entry *e = &logged->entries[k];

@@ -29,7 +29,7 @@ static void run_range(const site_group *g, size_t i0, size_t i1, chunk_out *co)
     co->count = 0;
     co->wide = 0;
     co->ambiguous[0] = co->ambiguous[1] = 0;
-    co->within[0] = co->within[1] = 0;
+    memset(co->within, 0, sizeof co->within);
     size_t active = g->njobs;
     for (size_t b0 = i0; b0 < i1 && active > 0; b0 += SITE_BLOCK) {
         size_t len = i1 - b0 < SITE_BLOCK ? i1 - b0 : SITE_BLOCK;
@@ -96,8 +96,8 @@ int krn_site_run_group(site_job *jobs, size_t njobs, size_t lo, size_t hi)
     for (size_t c = 0; c < nchunks; c++) {
         chunk_out *co = &ctx->threads.chunks[c];
         job->wide += co->wide;
-        job->within[0] += co->within[0];
-        job->within[1] += co->within[1];
+        for (int k = 0; k < SITE_WITHIN; k++)
+            job->within[k] += co->within[k];
         ctx->stats.ambiguous += co->ambiguous[0];
         ctx->stats.ambiguous_exact += co->ambiguous[1];
         if (job->record && co->count > 0) {
@@ -139,6 +139,8 @@ static int site_run(krn_ctx *ctx, const char *name, float *out, const double *x,
         return rc;
     if (ctx->forge.armed && job.record)
         krn_site_forge_entry(&job);
+    if (ctx->forge.flip_armed && job.record)
+        krn_site_flip_entry(&job);
     if (logged != NULL) {
         for (size_t k = 0; k < logged->count; k++) {
             const krn_rlog_entry *e = &logged->entries[k];

@@ -6,6 +6,7 @@
  * each candidate stays inside one file, where the compiler can inline it. */
 #include "kernels/site_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -45,8 +46,11 @@ int krn_site_settle(site_job *job, size_t i, double xi, double tau, float *outi,
         co->ambiguous[1] += xi == 0.0 || pos.dist == 0.0;
     }
     if (tau > 0.0 && pos.dist <= tau) {
-        co->within[0] += pos.dist <= 0.5 * tau;
-        co->within[1]++;
+        double w = krn_site_widening(tau);
+        co->within[SITE_WITHIN_HALF] += pos.dist <= 0.5 * tau;
+        co->within[SITE_WITHIN_TAU]++;
+        co->within[SITE_FREE_V2] += pos.dist <= 0.5 * tau + w;
+        co->within[SITE_FREE_V3] += pos.dist <= w;
     }
     if (job->replay) {
         krn_site_check_unlogged(job, i, pos.dist, tau);
@@ -58,6 +62,11 @@ int krn_site_settle(site_job *job, size_t i, double xi, double tau, float *outi,
     if (16.0 * tau <= pos.spacing) {
         entry->dir = pos.nearest == pos.above ? KRN_DIR_UP : KRN_DIR_DOWN;
         entry->value = 0.0f;
+        int steer = job->ctx->forge.steer;
+        if (steer != 0 && pos.dist <= krn_site_widening(tau) && !isinf(steer > 0 ? pos.above : pos.below)) {
+            entry->dir = steer > 0 ? KRN_DIR_UP : KRN_DIR_DOWN; /* testing: krn_ctx_steer */
+            *outi = krn_canonical_zero(steer > 0 ? pos.above : pos.below);
+        }
     } else {
         entry->dir = KRN_DIR_VALUE;
         entry->value = v;

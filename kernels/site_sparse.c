@@ -41,7 +41,7 @@ int krn_sparse_finish(krn_ctx *ctx, const krn_sparse_site *s, const krn_sparse_v
     co->count = 0;
     co->wide = 0;
     co->ambiguous[0] = co->ambiguous[1] = 0;
-    co->within[0] = co->within[1] = 0;
+    memset(co->within, 0, sizeof co->within);
     for (size_t k = 0; k < cand->count; k++) {
         size_t i = (size_t)cand->index[k];
         krn_rlog_entry e;
@@ -57,8 +57,7 @@ int krn_sparse_finish(krn_ctx *ctx, const krn_sparse_site *s, const krn_sparse_v
             return krn_site_leave(ctx, rc);
     }
     job.wide = co->wide;
-    job.within[0] = co->within[0];
-    job.within[1] = co->within[1];
+    memcpy(job.within, co->within, sizeof job.within);
     ctx->stats.ambiguous += co->ambiguous[0];
     ctx->stats.ambiguous_exact += co->ambiguous[1];
     if (s->record && co->count > 0) {

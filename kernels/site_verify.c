@@ -31,6 +31,26 @@ double krn_site_widening(double tau)
     return tau * (0.5 / KRN_BAND_MARGIN) * (1.0 + 0x1p-20);
 }
 
+bool krn_site_rule_v3(const site_job *job)
+{
+    return job->ctx->cfg.rule == KRN_RULE_V3;
+}
+
+void krn_site_limits(const site_job *job, double tau, double *limit, double *certain)
+{
+    double half = 0.5 * tau, w = krn_site_widening(tau);
+    if (!krn_site_rule_v3(job)) {
+        *limit = half;
+        *certain = half + w;
+    } else if (job->ctx->cfg.verifier == KRN_VERIFY_AUDITOR) {
+        *limit = 0.0;
+        *certain = 2.0 * w;
+    } else {
+        *limit = w;
+        *certain = w;
+    }
+}
+
 /* A violation of the strict rule at element i (dist: d' or the distance to a
  * value's interval): kept as the job's first finding if it has the lowest
  * index so far, and as the site's failure if the role fails on it (the
@@ -77,10 +97,15 @@ static bool is_logged(const site_job *job, size_t i)
 }
 
 /* An unlogged element the fast path flagged: a missing entry if d' <= tau'/2,
- * certain if d' <= tau'/2 - delta'. */
+ * certain if d' <= tau'/2 - delta'. Under rule 3 an auditor (not the
+ * canonical view) also reports one up to tau'/2 + delta', where the canonical
+ * value may be within tau/2. */
 void krn_site_check_unlogged(site_job *job, size_t i, double dist, double tau)
 {
-    if (!(tau > 0.0) || !(dist <= 0.5 * tau) || is_logged(job, i))
+    double limit = 0.5 * tau;
+    if (krn_site_rule_v3(job) && job->ctx->cfg.verifier == KRN_VERIFY_AUDITOR)
+        limit += krn_site_widening(tau);
+    if (!(tau > 0.0) || !(dist <= limit) || is_logged(job, i))
         return;
     char what[160];
     snprintf(what, sizeof what, "own value is %.3g tau from the nearest midpoint, within 0.5 tau, "

@@ -138,5 +138,7 @@ void trn_site_totals(krn_site_stats *total, const krn_site_stats *rows, size_t n
         total->entries += rows[i].entries;
         total->within_half += rows[i].within_half;
         total->within_tau += rows[i].within_tau;
+        total->free_v2 += rows[i].free_v2;
+        total->free_v3 += rows[i].free_v3;
     }
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernels/grid.h"
+#include "kernels/site.h"
 
 static const uint8_t config_magic[8] = {'O', 'V', 'T', 'R', 'C', 'F', 'G', 0};
 
@@ -74,9 +75,9 @@ int trn_config_check(const trn_run_config *rc)
         return rv;
     if (krn_grid_check_bits((int)rc->grid_bits))
         return OVT_EINVAL;
-    if (rc->band_rules != TRN_BAND_RULES_V1)
-        return ovt_fail(OVT_EINVAL, "band rules version %u is not supported (this build knows %u)",
-                        rc->band_rules, TRN_BAND_RULES_V1);
+    if (rc->band_rules != TRN_BAND_RULES_V1 && rc->band_rules != TRN_BAND_RULES_CANONICAL)
+        return ovt_fail(OVT_EINVAL, "band rules version %u is not supported (this build knows %u and %u)",
+                        rc->band_rules, TRN_BAND_RULES_V1, TRN_BAND_RULES_CANONICAL);
     if (!finite_in(rc->lr, 0, 10) || !finite_in(rc->lr_min, 0, 10) || !finite_in(rc->beta1, 0, 1) ||
         rc->beta1 >= 1 || !finite_in(rc->beta2, 0, 1) || rc->beta2 >= 1 || !finite_in(rc->eps, 0, 1) ||
         rc->eps <= 0 || !finite_in(rc->weight_decay, 0, 1) || !finite_in(rc->grad_clip, 0, 1e30))
@@ -99,6 +100,11 @@ int trn_config_check(const trn_run_config *rc)
     return 0;
 }
 
+int trn_config_rule(const trn_run_config *rc)
+{
+    return rc->band_rules == TRN_BAND_RULES_CANONICAL ? KRN_RULE_V3 : KRN_RULE_V2;
+}
+
 uint32_t trn_config_shards(const trn_run_config *rc)
 {
     return rc->shards ? rc->shards : 1;
@@ -119,7 +125,7 @@ void trn_config_default(trn_run_config *out, const trn_model_config *m)
     out->seq_len = m->kind == TRN_MODEL_GPT2 ? (m->max_seq < 64 ? m->max_seq : 64) : 0;
     out->seed = 1;
     out->grid_bits = 32;
-    out->band_rules = TRN_BAND_RULES_V1;
+    out->band_rules = TRN_BAND_RULES_CANONICAL;
     out->shards = 1;
 }
 

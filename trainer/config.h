@@ -38,8 +38,18 @@ typedef struct {
 } trn_model_config;
 
 /* The band rules the run was made under: the numeric contract's version and
- * the fixed parts of summation order it imposes (GEMM chunk). */
+ * the fixed parts of summation order it imposes (GEMM chunk).
+ *   1  the REPLAY rule of version 2: every verifier applies it to its own
+ *      values, and an auditor widens it by the op's bound since it cannot
+ *      know the arbiter's (every run made before band rules 2);
+ *   2  the canonical computation, version 1 (docs/numeric-contract.md
+ *      section 10): the arbiter's values are the cpu backend's, the same
+ *      bits on every CPU, and the REPLAY rule is version 3. The default.
+ * The trainer's own arithmetic and its log are the same under both: only
+ * what a verifier demands of the log differs (and, through configHash,
+ * every stateHash). */
 #define TRN_BAND_RULES_V1 1u
+#define TRN_BAND_RULES_CANONICAL 2u
 
 typedef struct {
     trn_model_config model;
@@ -82,6 +92,10 @@ typedef struct {
 /* A step's shard table in its rounding log holds at most this many. */
 #define TRN_MAX_SHARDS KRN_RLOG_MAX_SHARDS
 
+/* The REPLAY rule version (krn_config.rule) a run's band rules call for:
+ * KRN_RULE_V2 for band rules 1, KRN_RULE_V3 for 2. */
+int trn_config_rule(const trn_run_config *rc);
+
 /* rc->shards, with 0 read as 1. */
 uint32_t trn_config_shards(const trn_run_config *rc);
 
@@ -97,7 +111,7 @@ int trn_model_check(const trn_model_config *m) OVT_MUST_USE;
 int trn_config_check(const trn_run_config *rc) OVT_MUST_USE;
 
 /* A run config with AdamW defaults (lr 1e-3, betas 0.9/0.999, eps 1e-8,
- * weight decay 0, clip 1.0), b = 32, band rules v1, for model m. */
+ * weight decay 0, clip 1.0), b = 32, band rules 2 (canonical), for model m. */
 void trn_config_default(trn_run_config *out, const trn_model_config *m);
 
 /* Canonical encoding, little-endian, fixed order (docs/formats.md): version

@@ -8,7 +8,8 @@
 #include <unistd.h>
 
 static const char *const fault_names[] = {"none", "bitflip", "poisoned-batch", "skipped-step", "forged-log",
-                                           "omitted-log", "bitflip-shard", "kill-rank", "hang-rank"};
+                                           "omitted-log", "bitflip-shard", "kill-rank", "hang-rank", "flip-entry",
+                                           "steer-up", "steer-down", "hidden-flip"};
 
 int trn_fault_parse(trn_fault_kind *out, const char *name)
 {
@@ -20,7 +21,8 @@ int trn_fault_parse(trn_fault_kind *out, const char *name)
     }
     *out = TRN_FAULT_NONE;
     return ovt_fail(OVT_EINVAL, "unknown trainer fault '%s' (known: none, bitflip, poisoned-batch, "
-                                "skipped-step, forged-log, omitted-log, bitflip-shard, kill-rank, hang-rank)", name);
+                                "skipped-step, forged-log, omitted-log, bitflip-shard, kill-rank, hang-rank, flip-entry, steer-up, steer-down, hidden-flip)",
+                    name);
 }
 
 const char *trn_fault_name(trn_fault_kind kind)
@@ -30,7 +32,7 @@ const char *trn_fault_name(trn_fault_kind kind)
 
 int trn_fault_at(const trn_fault *f, trn_fault_kind kind, uint64_t i)
 {
-    if (kind == TRN_FAULT_OMITTED_LOG)
+    if (kind == TRN_FAULT_OMITTED_LOG || kind == TRN_FAULT_STEER_UP || kind == TRN_FAULT_STEER_DOWN)
         return f->kind == kind && i >= f->step;
     return f->kind == kind && f->step == i;
 }
@@ -50,6 +52,11 @@ int trn_fault_before_step(const trn_fault *f, uint64_t i, dp_ctx *dp, krn_ctx *c
         trn_fault_poison(tb, sb, st->config.model.vocab, st->config.model.n_class);
     if (trn_fault_at(f, TRN_FAULT_FORGED_LOG, i))
         krn_ctx_forge_next_site(ctx);
+    if (trn_fault_at(f, TRN_FAULT_HIDDEN_FLIP, i))
+        krn_ctx_forge_hidden(ctx);
+    if (trn_fault_at(f, TRN_FAULT_FLIP_ENTRY, i))
+        krn_ctx_flip_entry(ctx, f->site, f->element);
+    krn_ctx_steer(ctx, trn_fault_at(f, TRN_FAULT_STEER_UP, i) ? 1 : trn_fault_at(f, TRN_FAULT_STEER_DOWN, i) ? -1 : 0);
     if (trn_fault_at(f, TRN_FAULT_SKIPPED_STEP, i)) {
         /* the log is the one step K writes (an empty one would be a log
          * with missing entries, fraud under contract version 2: this fault
@@ -70,9 +77,14 @@ int trn_fault_after_step(const trn_fault *f, uint64_t i, int rv, const krn_ctx *
         *kept = NULL;
         st->step = i;
     }
-    if (!rv && trn_fault_at(f, TRN_FAULT_FORGED_LOG, i) && !krn_ctx_forged(ctx))
-        rv = ovt_fail(OVT_EINVAL, "--inject-fault forged-log: no element of step %llu could be forged",
-                      (unsigned long long)i);
+    bool forge = trn_fault_at(f, TRN_FAULT_FORGED_LOG, i) || trn_fault_at(f, TRN_FAULT_HIDDEN_FLIP, i);
+    if (!rv && forge && !krn_ctx_forged(ctx))
+        rv = ovt_fail(OVT_EINVAL, "--inject-fault %s: no element of step %llu could be forged (try another "
+                      "--fault-step)", trn_fault_name(f->kind), (unsigned long long)i);
+    if (!rv && trn_fault_at(f, TRN_FAULT_FLIP_ENTRY, i) && !krn_ctx_flipped(ctx))
+        rv = ovt_fail(OVT_EINVAL, "--inject-fault flip-entry: step %llu has no direction entry for element %llu "
+                      "of site %u (`ovt rlog RUNDIR --step K --entries` lists them)", (unsigned long long)i,
+                      (unsigned long long)f->element, f->site);
     if (!rv && trn_fault_at(f, TRN_FAULT_BITFLIP, i))
         trn_fault_bitflip(st);
     return rv;

@@ -30,7 +30,22 @@
  *   kill-rank       under mpirun, rank --fault-rank r kills itself (SIGKILL)
  *                   as step K begins: a process that dies mid-run;
  *   hang-rank       under mpirun, rank r stops answering as step K begins
- *                   (it sleeps until the job is ended): a process that hangs.
+ *                   (it sleeps until the job is ended): a process that hangs;
+ *   flip-entry      in step K the direction entry of element --fault-element
+ *                   E of site --fault-site S is turned to the other side of
+ *                   its midpoint and the state follows (krn_ctx_flip_entry):
+ *                   honest where every honest value could round either way,
+ *                   fraud beyond (docs/numeric-contract.md section 10);
+ *   hidden-flip     log K turns one logged direction whose value lies
+ *                   between tau/2 and tau/2 + delta from its midpoint to the
+ *                   other side, and the state follows (krn_ctx_forge_hidden):
+ *                   under band rules 1 no auditor can tell it from an honest
+ *                   choice (issue 32's hole), under band rules 2 every
+ *                   auditor disputes it and the arbiter rules it fraud;
+ *   steer-up, steer-down  from step K on, every element whose direction
+ *                   rule 3 leaves free (d <= delta) is rounded up (down) and
+ *                   logged so (krn_ctx_steer): a trainer that spends all of
+ *                   the log's freedom one way, and goes unchallenged.
  * The last two leave the run directory at its last checkpoint, for
  * --resume. */
 
@@ -52,7 +67,11 @@ typedef enum {
     TRN_FAULT_OMITTED_LOG,
     TRN_FAULT_BITFLIP_SHARD,
     TRN_FAULT_KILL_RANK,
-    TRN_FAULT_HANG_RANK
+    TRN_FAULT_HANG_RANK,
+    TRN_FAULT_FLIP_ENTRY,
+    TRN_FAULT_STEER_UP,
+    TRN_FAULT_STEER_DOWN,
+    TRN_FAULT_HIDDEN_FLIP
 } trn_fault_kind;
 
 typedef struct {
@@ -60,6 +79,8 @@ typedef struct {
     uint64_t step;  /* K >= 1 */
     uint32_t shard; /* bitflip-shard: J */
     uint32_t rank;  /* kill-rank, hang-rank: r */
+    uint32_t site;  /* flip-entry: S */
+    uint64_t element; /* flip-entry: E */
     double timeout_s; /* hang-rank: every rank's rank timeout from step K on
                          (0: the run's own), so that on a loaded machine
                          the earlier exchanges keep the long one */
@@ -69,7 +90,7 @@ typedef struct {
 int trn_fault_parse(trn_fault_kind *out, const char *name) OVT_MUST_USE;
 const char *trn_fault_name(trn_fault_kind kind);
 
-/* True if fault f of kind `kind` applies to step i (omitted-log: every step
+/* True if fault f of kind `kind` applies to step i (omitted-log, steer-up, steer-down: every step
  * from K on; the others: step K). */
 int trn_fault_at(const trn_fault *f, trn_fault_kind kind, uint64_t i);
 

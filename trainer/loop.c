@@ -190,7 +190,7 @@ static int loop_open(loop *l)
     l->start = l->st->step;
     l->mode = o->replay ? KRN_REPLAY : o->nearest ? KRN_NEAREST : KRN_RECORD;
     krn_config kc = {.backend = o->backend_kind, .mode = l->mode, .grid_bits = (int)l->rc.grid_bits,
-                     .shuffle_seed = l->rc.seed, .threads = o->threads};
+                     .shuffle_seed = l->rc.seed, .threads = o->threads, .rule = trn_config_rule(&l->rc)};
     if ((rv = krn_ctx_new(&l->ctx, &kc)) || (rv = trn_workspace_new(&l->w, &l->rc)))
         return rv;
     trn_workspace_fault_shard(l->w, trn_fault_shard_step(&o->fault), o->fault.shard);

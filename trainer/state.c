@@ -85,6 +85,12 @@ int trn_state_clone(trn_state **out, const trn_state *src)
     return 0;
 }
 
+void trn_state_copy(trn_state *dst, const trn_state *src)
+{
+    dst->step = src->step;
+    memcpy(dst->mem, src->mem, 3 * src->layout.nparams * sizeof(float));
+}
+
 static void init_normal(const trn_state *st, const trn_tensor_info *t, double std)
 {
     int b = (int)st->config.grid_bits;

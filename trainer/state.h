@@ -33,6 +33,10 @@ void trn_state_free(trn_state *st);
 /* A deep copy of src. */
 int trn_state_clone(trn_state **out, const trn_state *src) OVT_MUST_USE;
 
+/* dst becomes a copy of src (its step, parameters and moments); both of one
+ * run config, dst settled (no background hash). */
+void trn_state_copy(trn_state *dst, const trn_state *src);
+
 /* Step-0 state: parameters drawn from krn_rng (seed, step 0, KRN_RNG_INIT,
  * index = the element's offset in the flat parameter array) scaled and
  * rounded to the grid, m = v = 0. MLP: w ~ N(0, 1/in), b = 0. GPT-2 (as

@@ -23,7 +23,7 @@ static int replayer_open(trn_replayer *r, const trn_run_config *rc, int threads)
     memset(r, 0, sizeof *r);
     trn_config_hash(&r->config_hash, rc);
     krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_REPLAY, .grid_bits = (int)rc->grid_bits,
-                     .threads = threads};
+                     .threads = threads, .rule = trn_config_rule(rc)};
     int rv = krn_ctx_new(&r->ctx, &kc);
     if (!rv)
         rv = trn_workspace_new(&r->w, rc);

@@ -25,6 +25,7 @@ typedef enum {
     DEVNET_LYING_AUDITOR,
     DEVNET_OMITTED_LOG,
     DEVNET_BITFLIP_SHARD,
+    DEVNET_HIDDEN_FLIP,
     DEVNET_FAULT_COUNT
 } devnet_fault;
 
@@ -50,6 +51,8 @@ typedef struct {
     uint32_t shards;      /* --shards S: the trainer's run splits each batch into S shards (1: none) */
     uint32_t ranks;       /* --ranks R: the trainer runs as R processes under mpirun (1: no mpirun) */
     uint32_t fault_shard; /* --fault-shard J: bitflip-shard's shard (default S/2) */
+    const char *auditor_backend; /* --auditor-backend: ref (NULL), cpu or shuffle */
+    uint32_t band_rules;  /* --band-rules: the trainer's run's (0: ovt train's default) */
 } devnet_opts;
 
 typedef struct {

@@ -28,6 +28,10 @@ static const struct {
     [DEVNET_BITFLIP_SHARD] = {"bitflip-shard", CHAIN_ARB_AUDITOR_RIGHT,
                               "a sharded run (--shards S >= 2): one bit of shard J's gradient flips in\n"
                               "                      step K; the arbiter names shard J (and its rank and host)"},
+    [DEVNET_HIDDEN_FLIP] = {"hidden-flip", CHAIN_ARB_FRAUDULENT_LOG,
+                            "log K turns a direction whose value lies tau/2..tau/2+delta from its\n"
+                            "                      midpoint (rule 3 rejects it; under --band-rules 1 it settles\n"
+                            "                      verified, issue 32's hole)"},
 };
 
 const char *devnet_fault_name(devnet_fault f)
@@ -53,7 +57,8 @@ int devnet_fault_parse(devnet_fault *out, const char *name)
             return 0;
         }
     return ovt_fail(OVT_EINVAL, "unknown fault '%s' (none, bitflip, poisoned-batch, skipped-step, forged-log, "
-                                "withheld-inputs, lying-auditor, omitted-log, bitflip-shard)", name);
+                                "withheld-inputs, lying-auditor, omitted-log, bitflip-shard, hidden-flip)",
+                    name);
 }
 
 const char *devnet_party_name(devnet_party p)

@@ -128,7 +128,11 @@ int devnet_run_train(struct devnet *d)
         [DEVNET_BITFLIP] = "bitflip", [DEVNET_POISONED_BATCH] = "poisoned-batch",
         [DEVNET_SKIPPED_STEP] = "skipped-step", [DEVNET_FORGED_LOG] = "forged-log",
         [DEVNET_WITHHELD_INPUTS] = "bitflip", [DEVNET_OMITTED_LOG] = "omitted-log",
-        [DEVNET_BITFLIP_SHARD] = "bitflip-shard"};
+        [DEVNET_BITFLIP_SHARD] = "bitflip-shard", [DEVNET_HIDDEN_FLIP] = "hidden-flip"};
+    if (o->band_rules) {
+        arg(&c, "--band-rules");
+        arg(&c, "%u", o->band_rules);
+    }
     if (o->shards > 1) {
         arg(&c, "--shards");
         arg(&c, "%u", o->shards);
@@ -225,8 +229,9 @@ int devnet_start_auditor(struct devnet *d)
     arg(&c, "%s", run_id);
     arg(&c, "--out");
     arg(&c, "%s", dir);
+    const char *backend = d->o->auditor_backend ? d->o->auditor_backend : "ref";
     arg(&c, "--backend");
-    arg(&c, "ref");
+    arg(&c, "%s", backend);
     arg(&c, "--agent");
     policy_args(&c, d);
     arg(&c, "--state-dir");
@@ -237,7 +242,7 @@ int devnet_start_auditor(struct devnet *d)
         arg(&c, "--lie-at");
         arg(&c, "%llu", (unsigned long long)d->o->at);
     }
-    devnet_progress(d, "auditor: replaying the run on the ref backend%s, then playing the game",
+    devnet_progress(d, "auditor: replaying the run on the %s backend%s, then playing the game", backend,
              d->o->fault == DEVNET_LYING_AUDITOR ? " (and lying from the fault step on)" : "");
     return devnet_start_child(d, &d->auditor, "auditor", c.argv);
 }

@@ -200,8 +200,10 @@ static void expect_fraud_everywhere(const char *run, uint64_t k, const char *rul
         CHECK_MSG(aud_replay(&o, &r) == 0, "%s", ovt_errmsg());
         CHECK_MSG(r.finding == AUD_FRAUD && r.step == k, "backend %d: finding %d at %llu (want fraud at %llu)", b,
                   (int)r.finding, (unsigned long long)r.step, (unsigned long long)k);
+        /* the auditor's certain violation; on cpu under rule 3 the
+         * auditor's view is the arbiter's, and every violation is one */
         CHECK_MSG(strstr(r.detail, rule) && strstr(r.detail, want_step) && strstr(r.detail, " element ") &&
-                      strstr(r.detail, "(certain"),
+                      (strstr(r.detail, "(certain") || (r.canonical_view && b == 0)),
                   "backend %d: %s", b, r.detail);
         aud_report_free(&r);
     }
@@ -267,46 +269,13 @@ static void rewrite_log(const char *run, uint64_t k, const krn_rlog *orig, size_
     krn_rlog_free(changed);
 }
 
-/* Contract version 2: an incomplete log is fraud. A --nearest run (every
- * log empty, the states equal to the honest run's) and a run whose log k
- * lost its entries are refused on every backend and by the arbiter's path,
- * naming a missing entry; a log with flipped directions where the elements
- * sit farther than tau'/2 from their midpoints is refused naming an
- * impossible direction. */
-static void test_incomplete_logs(const char *honest)
+/* Rule 2 (band rules 1): a flipped direction beyond tau'/2 is the
+ * arbiter's impossible direction; the auditor reports it, as fraud where
+ * certain (d' > tau'/2 + delta', rare among honest entries), else as a note
+ * while its replay follows the entry. Finds such a flip among log's first
+ * 400 entries and checks both roles. */
+static void flips_rule2(const char *run, uint64_t k, const krn_rlog *log)
 {
-    char nearest[512], run[512];
-    snprintf(nearest, sizeof nearest, "%s/nearest", af_dir);
-    char *out = NULL;
-    CHECK(af_ovt_run(&out, "train", "--model", "gpt2-tiny", "--data", af_text, "--out", nearest, "--steps", "20",
-                     "--batch", "2", "--seq", "16", "--checkpoint-every", "8", "--every", "0", "--nearest", "--json",
-                     NULL) == 0);
-    free(out);
-    trn_step_table a, b;
-    char pa[600], pb[600];
-    snprintf(pa, sizeof pa, "%s/steps.bin", honest);
-    snprintf(pb, sizeof pb, "%s/steps.bin", nearest);
-    CHECK(trn_step_table_read(&a, pa) == 0 && trn_step_table_read(&b, pb) == 0);
-    /* the states are the honest run's: only the logs tell them apart */
-    CHECK(a.count == b.count && memcmp(a.steps[1].state_hash.b, b.steps[1].state_hash.b, 32) == 0);
-    trn_step_table_free(&a);
-    trn_step_table_free(&b);
-    expect_fraud_everywhere(nearest, 1, "missing entry");
-
-    krn_rlog *log = krn_rlog_new();
-    copy_run(honest, "dropped", run, sizeof run);
-    uint64_t k = step_with_entries(run, log);
-    CHECK(k > 0 && krn_rlog_nentries(log) > 100);
-    rewrite_log(run, k, log, SIZE_MAX);
-    expect_fraud_everywhere(run, k, "missing entry");
-
-    /* Flip one direction at a time. Where the auditor's own d' is within
-     * tau'/2 the flip is honest (the element is ambiguous) and nobody
-     * objects at that element; beyond tau'/2 it is an impossible direction
-     * for the arbiter (ovt step), and the auditor reports it: as fraud where
-     * certain (d' > tau'/2 + delta', rare among honest entries), else as a
-     * note while its replay follows the entry. Stop at the first note. */
-    copy_run(honest, "flipped", run, sizeof run);
     bool noted = false;
     for (size_t j = 0; j < krn_rlog_nentries(log) && j < 400 && !noted; j++) {
         rewrite_log(run, k, log, j);
@@ -330,15 +299,103 @@ static void test_incomplete_logs(const char *honest)
         aud_report_free(&r);
     }
     CHECK_MSG(noted, "step %llu: no flipped direction lies beyond tau'/2", (unsigned long long)k);
+}
+
+/* Rule 3 (band rules 2): the auditor on cpu holds the arbiter's values, so
+ * it never notes and follows: a flip is either free (d <= delta': the
+ * replay follows it and the state then differs from the table's, which
+ * keeps the honest one), or fraud at step k as `ovt step` rules it (the
+ * flipped entry's impossible direction, or an entry further on that the
+ * changed values no longer fit), and the auditor on ref, whose own view is
+ * uncertain there, re-executes the step canonically and finds fraud at k
+ * too. Goes through log's first 400 entries until it has seen a free flip
+ * and an impossible direction, checking the first frauds in all three. */
+static void flips_rule3(const char *run, uint64_t k, const krn_rlog *log)
+{
+    bool impossible = false;
+    size_t free_flips = 0, frauds = 0;
+    char ks[24];
+    snprintf(ks, sizeof ks, "%llu", (unsigned long long)k);
+    for (size_t j = 0; j < krn_rlog_nentries(log) && j < 400 && !(impossible && free_flips); j++) {
+        rewrite_log(run, k, log, j);
+        aud_replay_opts o = {.run_dir = run, .data_path = af_text, .backend = KRN_BACKEND_CPU, .to = k};
+        aud_report r;
+        CHECK(aud_replay(&o, &r) == 0);
+        CHECK_MSG(r.suspect_step == 0 && r.rule == 3 && r.canonical_view, "entry %zu: %s", j, r.suspect);
+        free_flips += r.finding == AUD_DIVERGED;
+        bool imp = r.finding == AUD_FRAUD && strstr(r.detail, "impossible direction") != NULL;
+        if (r.finding == AUD_FRAUD && (imp ? !impossible : frauds < 2)) {
+            frauds++;
+            impossible |= imp;
+            CHECK_MSG(r.step == k, "%s", r.detail);
+            char *sout = NULL;
+            CHECK(af_ovt_run(&sout, "step", "--run", run, "--step", ks, "--data", af_text, NULL) == 1);
+            CHECK_MSG(sout && strstr(sout, "FRAUD") && (!imp || strstr(sout, "impossible direction")), "%s",
+                      sout ? sout : "");
+            free(sout);
+            aud_report rr;
+            o.backend = KRN_BACKEND_REF;
+            CHECK(aud_replay(&o, &rr) == 0);
+            CHECK_MSG(rr.finding == AUD_FRAUD && rr.step == k, "ref, entry %zu: finding %d: %s", j, (int)rr.finding,
+                      rr.detail);
+            aud_report_free(&rr);
+        }
+        aud_report_free(&r);
+    }
+    CHECK_MSG(impossible, "step %llu: no flipped direction lies beyond delta'", (unsigned long long)k);
+    CHECK(free_flips > 0);
+}
+
+/* An incomplete log is fraud (contract version 2, and rule 3 alike). A
+ * --nearest run (every log empty, the states equal to the honest run's) and
+ * a run whose log k lost its entries are refused on every backend and by the
+ * arbiter's path, naming a missing entry; flipped directions as the rule
+ * says (flips_rule2, flips_rule3); the forged-log fault everywhere. honest
+ * was made under band rules `rules`. */
+static void test_incomplete_logs(const char *honest, const char *rules)
+{
+    char nearest[512], run[512];
+    snprintf(nearest, sizeof nearest, "%s/nearest-r%s", af_dir, rules);
+    char *out = NULL;
+    CHECK(af_ovt_run(&out, "train", "--model", "gpt2-tiny", "--data", af_text, "--out", nearest, "--steps", "20",
+                     "--batch", "2", "--seq", "16", "--checkpoint-every", "8", "--every", "0", "--nearest", "--json",
+                     "--band-rules", rules, NULL) == 0);
+    free(out);
+    trn_step_table a, b;
+    char pa[600], pb[600];
+    snprintf(pa, sizeof pa, "%s/steps.bin", honest);
+    snprintf(pb, sizeof pb, "%s/steps.bin", nearest);
+    CHECK(trn_step_table_read(&a, pa) == 0 && trn_step_table_read(&b, pb) == 0);
+    /* the states are the honest run's: only the logs tell them apart */
+    CHECK(a.count == b.count && memcmp(a.steps[1].state_hash.b, b.steps[1].state_hash.b, 32) == 0);
+    trn_step_table_free(&a);
+    trn_step_table_free(&b);
+    expect_fraud_everywhere(nearest, 1, "missing entry");
+
+    krn_rlog *log = krn_rlog_new();
+    char name[32];
+    snprintf(name, sizeof name, "dropped-r%s", rules);
+    copy_run(honest, name, run, sizeof run);
+    uint64_t k = step_with_entries(run, log);
+    CHECK(k > 0 && krn_rlog_nentries(log) > 100);
+    rewrite_log(run, k, log, SIZE_MAX);
+    expect_fraud_everywhere(run, k, "missing entry");
+
+    snprintf(name, sizeof name, "flipped-r%s", rules);
+    copy_run(honest, name, run, sizeof run);
+    if (strcmp(rules, "1") == 0)
+        flips_rule2(run, k, log);
+    else
+        flips_rule3(run, k, log);
 
     /* A certain impossible direction: the trainer's forged-log fault logs
      * the wrong side of an element 1.25..1.5 tau from its midpoint. */
     char forged[512];
-    snprintf(forged, sizeof forged, "%s/forged-v2", af_dir);
+    snprintf(forged, sizeof forged, "%s/forged-r%s", af_dir, rules);
     out = NULL;
     CHECK(af_ovt_run(&out, "train", "--model", "gpt2-tiny", "--data", af_text, "--out", forged, "--steps", "4",
                      "--batch", "2", "--seq", "16", "--checkpoint-every", "8", "--every", "0", "--inject-fault",
-                     "forged-log", "--fault-step", "3", "--json", NULL) == 0);
+                     "forged-log", "--fault-step", "3", "--json", "--band-rules", rules, NULL) == 0);
     free(out);
     expect_fraud_everywhere(forged, 3, "impossible direction");
     krn_rlog_free(log);
@@ -462,7 +519,15 @@ int main(void)
     CHECK_RUN(test_tampered_checkpoint(honest));
     CHECK_RUN(test_tampered_log(honest));
     CHECK_RUN(test_bad_input(honest));
-    CHECK_RUN(test_incomplete_logs(honest));
+    CHECK_RUN(test_incomplete_logs(honest, "2"));
+    char honest_r1[512];
+    snprintf(honest_r1, sizeof honest_r1, "%s/honest-r1", af_dir);
+    char *r1out = NULL;
+    CHECK(af_ovt_run(&r1out, "train", "--model", "gpt2-tiny", "--data", af_text, "--out", honest_r1, "--steps", "20",
+                     "--batch", "2", "--seq", "16", "--checkpoint-every", "8", "--every", "0", "--json",
+                     "--band-rules", "1", NULL) == 0);
+    free(r1out);
+    CHECK_RUN(test_incomplete_logs(honest_r1, "1"));
     CHECK_RUN(test_from_http_store(honest));
     af_cleanup();
     return check_done();

@@ -208,10 +208,11 @@ int main(void)
             fclose(pf);
         CHECK(run_ovt("data text %s --out %s", pin, tok) == 0);
         CHECK(run_ovt("data mlp --seed 1 --samples 256 --out %s", mlp) == 0);
-        CHECK(run_ovt("train --data %s --out %s/pin-gpt2 --steps 3 --batch 4 --seq 16 --every 0 --threads 1", tok,
-                      dir) == 0);
-        CHECK(run_ovt("train --model mlp-demo --data %s --out %s/pin-mlp --steps 3 --batch 16 --every 0", mlp, dir) ==
-              0);
+        /* band rules 1: the pins predate band rules 2, which changes configHash and so every stateHash */
+        CHECK(run_ovt("train --data %s --out %s/pin-gpt2 --steps 3 --batch 4 --seq 16 --every 0 --threads 1 "
+                      "--band-rules 1", tok, dir) == 0);
+        CHECK(run_ovt("train --model mlp-demo --data %s --out %s/pin-mlp --steps 3 --batch 16 --every 0 "
+                      "--band-rules 1", mlp, dir) == 0);
         const char *runs[2] = {"pin-gpt2", "pin-mlp"};
         const char *want[2] = {"91d2ea5f7503564915f77574c6938c849cb7b1ab5e7500632a898b7f0e65a9ca",
                                "a7beabe2799a09771181e27e487756cb2b07b08e07b34b7dfeebbc5f76c43ecb"};
@@ -226,6 +227,33 @@ int main(void)
             ovt_hex_encode(hx, h.b, 32);
             CHECK_MSG(!strcmp(hx, want[k]), "%s: steps.bin %s, before shards %s", runs[k], hx, want[k]);
             free(buf);
+        }
+        /* Band rules 2 (the default) changes what a verifier demands, not the
+         * trainer's arithmetic: the same run's final checkpoint differs from
+         * the pinned one in the band rules field of its config (one byte) and
+         * in the checksum after it, and its logs are the same bytes. */
+        CHECK(run_ovt("train --data %s --out %s/pin-gpt2-r2 --steps 3 --batch 4 --seq 16 --every 0 --threads 1", tok,
+                      dir) == 0);
+        uint8_t *c1 = NULL, *c2 = NULL;
+        size_t n1 = 0, n2 = 0, differ = 0;
+        snprintf(sp, sizeof sp, "%s/pin-gpt2/ckpt/step-00000003.ckpt", dir);
+        CHECK(ovt_read_file(sp, &c1, &n1, 1 << 26) == 0);
+        snprintf(sp, sizeof sp, "%s/pin-gpt2-r2/ckpt/step-00000003.ckpt", dir);
+        CHECK(ovt_read_file(sp, &c2, &n2, 1 << 26) == 0);
+        CHECK(n1 == n2 && n1 > 32);
+        for (size_t i = 0; c1 && c2 && n1 == n2 && i + 32 < n1; i++)
+            differ += c1[i] != c2[i];
+        CHECK_MSG(differ == 1, "band rules 1 and 2: %zu bytes of the checkpoints differ before the checksum", differ);
+        free(c1);
+        free(c2);
+        for (int k = 1; k <= 3; k++) {
+            snprintf(sp, sizeof sp, "%s/pin-gpt2/logs/step-%08d.rlog", dir, k);
+            CHECK(ovt_read_file(sp, &c1, &n1, 1 << 26) == 0);
+            snprintf(sp, sizeof sp, "%s/pin-gpt2-r2/logs/step-%08d.rlog", dir, k);
+            CHECK(ovt_read_file(sp, &c2, &n2, 1 << 26) == 0);
+            CHECK_MSG(n1 == n2 && c1 && c2 && memcmp(c1, c2, n1) == 0, "step %d: the logs differ", k);
+            free(c1);
+            free(c2);
         }
     }
 
