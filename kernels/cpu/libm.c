@@ -27,19 +27,32 @@
 #include "kernels/cpu/libm_tables.h"
 #include "kernels/grid_bits.h"
 
+/* On x86-64, each entry point is built twice and picked at load time: for
+ * CPUs with FMA, where fma() is one instruction, and for the rest, where it
+ * is the C library's (correctly rounded there too: the same values, which
+ * test_libm checks on whichever this CPU runs, test_libm_plain on a build
+ * without the clones, which calls fma()). The helpers are inlined
+ * into both. -ffp-contract=off still keeps every a * b + c unfused. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(OVT_LIBM_NO_CLONES)
+#define LIBM_ENTRY __attribute__((target_clones("fma", "default")))
+#else
+#define LIBM_ENTRY
+#endif
+#define LIBM_INLINE static inline __attribute__((always_inline))
+
 typedef struct {
     double hi, lo;
 } dd;
 
 /* a + b exactly, |a| >= |b| (or a == 0). */
-static dd fast_two_sum(double a, double b)
+LIBM_INLINE dd fast_two_sum(double a, double b)
 {
     double s = a + b;
     return (dd){s, (a - s) + b};
 }
 
 /* a + b exactly, any magnitudes. */
-static dd two_sum(double a, double b)
+LIBM_INLINE dd two_sum(double a, double b)
 {
     double s = a + b, bb = s - a;
     return (dd){s, (a - (s - bb)) + (b - bb)};
@@ -49,7 +62,7 @@ static dd two_sum(double a, double b)
  * bit is 1. a + RO(b + c) then rounds to nearest exactly as a + b + c would
  * (when b + c is far below ulp(a)): the odd bit keeps the sign of what lies
  * below, which plain rounding loses where b is half an ulp of a. */
-static double sum_odd(double a, double b)
+LIBM_INLINE double sum_odd(double a, double b)
 {
     dd s = two_sum(a, b);
     uint64_t u = krn_double_bits(s.hi);
@@ -63,7 +76,7 @@ static double sum_odd(double a, double b)
 /* 2^k * (hi + lo) rounded once, |lo| about ulp(hi)/2 at most, hi in [0.99, 2.01): where the result may be subnormal (k <= -1022), hi +
  * lo is rounded to a multiple of 2^-1074 directly, so it is not rounded
  * twice. */
-static double exp_scale(double hi, double lo, int k)
+LIBM_INLINE double exp_scale(double hi, double lo, int k)
 {
     if (k > -1022) {
         double r = hi + lo;
@@ -86,7 +99,7 @@ static double exp_scale(double hi, double lo, int k)
 }
 
 /* exp(xh + xl), |xl| <= ulp(xh), for -746 < xh < 710. */
-static double exp_dd(double xh, double xl)
+LIBM_INLINE double exp_dd(double xh, double xl)
 {
     double nd = (xh * EXP_INV_STEP + 0x1.8p52) - 0x1.8p52; /* nearest integer */
     int64_t n = (int64_t)nd;
@@ -120,7 +133,7 @@ static double exp_dd(double xh, double xl)
     return exp_scale(y.hi, sum_odd(y.lo, l.lo), k);
 }
 
-double krn_exp(double x)
+LIBM_ENTRY double krn_exp(double x)
 {
     if (!(x < 709.8)) /* NaN, +inf, overflow; 709.78 overflows in exp_scale */
         return x != x ? x + x : (x == INFINITY ? x : INFINITY);
@@ -135,7 +148,7 @@ double krn_exp(double x)
 
 /* log(x) as hi + lo (lo rounded to odd: hi + lo rounds as the exact sum
  * would) for positive, finite, normal or subnormal x. */
-static dd log_dd(double x)
+LIBM_INLINE dd log_dd(double x)
 {
     uint64_t b = krn_double_bits(x);
     int e = 0;
@@ -175,7 +188,7 @@ static dd log_dd(double x)
     return y;
 }
 
-double krn_log(double x)
+LIBM_ENTRY double krn_log(double x)
 {
     if (x != x)
         return x + x;
@@ -195,7 +208,7 @@ double krn_log(double x)
 
 /* 0: y not an integer, 1: odd integer, 2: even integer (0, and every
  * |y| >= 2^53). */
-static int int_kind(double y)
+LIBM_INLINE int int_kind(double y)
 {
     uint64_t b = krn_double_bits(y) & ~(UINT64_C(1) << 63);
     int frac = 1075 - (int)(b >> 52); /* bits of the significand below 1 */
@@ -211,7 +224,7 @@ static int int_kind(double y)
 
 /* pow where x or y is 0, infinite or NaN, or x is negative (C17 F.10.4.4);
  * sets *done. */
-static double pow_special(double x, double y, int *done)
+LIBM_INLINE double pow_special(double x, double y, int *done)
 {
     *done = 1;
     if (y == 0.0 || x == 1.0)
@@ -239,7 +252,7 @@ static double pow_special(double x, double y, int *done)
     return 0.0;
 }
 
-double krn_pow(double x, double y)
+LIBM_ENTRY double krn_pow(double x, double y)
 {
     int done;
     double special = pow_special(x, y, &done);

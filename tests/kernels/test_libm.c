@@ -389,17 +389,15 @@ static void test_specials(void)
 
 int main(int argc, char **argv)
 {
-    /* arguments per function: OVT_LIBM_N, or 2,000,000 (MPFR) / 300,000 */
+    /* arguments per function: argv[1] or OVT_LIBM_N, else 2,000,000 (MPFR) / 300,000 */
 #ifdef OVT_TEST_MPFR
     size_t per_fn = 2000000;
 #else
     size_t per_fn = 300000;
 #endif
-    const char *env = getenv("OVT_LIBM_N");
+    const char *env = argc > 1 ? argv[1] : getenv("OVT_LIBM_N");
     if (env && *env)
         per_fn = (size_t)strtoull(env, NULL, 10);
-    (void)argc;
-    (void)argv;
     CHECK_RUN(test_pins());
     CHECK_RUN(test_specials());
     CHECK_RUN(test_hash());
