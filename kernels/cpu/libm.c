@@ -27,16 +27,16 @@
 #include "kernels/cpu/libm_tables.h"
 #include "kernels/grid_bits.h"
 
-/* On x86-64, each entry point is built twice and picked at load time: for
- * CPUs with FMA, where fma() is one instruction, and for the rest, where it
- * is the C library's (correctly rounded there too: the same values, which
+/* On x86-64, each function is built twice and picked at run time: for CPUs
+ * with FMA, where fma() is one instruction, and for the rest, where it is
+ * the C library's (correctly rounded there too: the same values, which
  * test_libm checks on whichever this CPU runs, test_libm_plain on a build
- * without the clones, which calls fma()). The helpers are inlined
- * into both. -ffp-contract=off still keeps every a * b + c unfused. */
+ * without the FMA copy). The helpers are inlined into both (LIBM_INLINE);
+ * -ffp-contract=off still keeps every a * b + c unfused. (GCC's
+ * target_clones would do the dispatch, but Clang 14 emits no symbol for
+ * such a function that its own file does not call.) */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(OVT_LIBM_NO_CLONES)
-#define LIBM_ENTRY __attribute__((target_clones("fma", "default")))
-#else
-#define LIBM_ENTRY
+#define LIBM_FMA 1
 #endif
 #define LIBM_INLINE static inline __attribute__((always_inline))
 
@@ -133,7 +133,7 @@ LIBM_INLINE double exp_dd(double xh, double xl)
     return exp_scale(y.hi, sum_odd(y.lo, l.lo), k);
 }
 
-LIBM_ENTRY double krn_exp(double x)
+LIBM_INLINE double exp_body(double x)
 {
     if (!(x < 709.8)) /* NaN, +inf, overflow; 709.78 overflows in exp_scale */
         return x != x ? x + x : (x == INFINITY ? x : INFINITY);
@@ -188,7 +188,7 @@ LIBM_INLINE dd log_dd(double x)
     return y;
 }
 
-LIBM_ENTRY double krn_log(double x)
+LIBM_INLINE double log_body(double x)
 {
     if (x != x)
         return x + x;
@@ -252,7 +252,7 @@ LIBM_INLINE double pow_special(double x, double y, int *done)
     return 0.0;
 }
 
-LIBM_ENTRY double krn_pow(double x, double y)
+LIBM_INLINE double pow_body(double x, double y)
 {
     int done;
     double special = pow_special(x, y, &done);
@@ -270,3 +270,31 @@ LIBM_ENTRY double krn_pow(double x, double y)
         return sign * (1.0 + z.hi);
     return sign * exp_dd(z.hi, z.lo);
 }
+
+/* ---------------------------------------------------------------- entry points */
+
+#ifdef LIBM_FMA
+#define LIBM_DISPATCH(name, params, args)                                              \
+    __attribute__((target("fma"))) static double name##_fma params                       \
+    {                                                                                    \
+        return name##_body args;                                                         \
+    }                                                                                    \
+    static double name##_plain params                                                    \
+    {                                                                                    \
+        return name##_body args;                                                         \
+    }                                                                                    \
+    double krn_##name params                                                             \
+    {                                                                                    \
+        return __builtin_cpu_supports("fma") ? name##_fma args : name##_plain args;     \
+    }
+#else
+#define LIBM_DISPATCH(name, params, args) \
+    double krn_##name params              \
+    {                                     \
+        return name##_body args;          \
+    }
+#endif
+
+LIBM_DISPATCH(exp, (double x), (x))
+LIBM_DISPATCH(log, (double x), (x))
+LIBM_DISPATCH(pow, (double x, double y), (x, y))
