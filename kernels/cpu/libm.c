@@ -73,7 +73,8 @@ LIBM_INLINE double sum_odd(double a, double b)
 
 /* ---------------------------------------------------------------- exp */
 
-/* 2^k * (hi + lo) rounded once, |lo| about ulp(hi)/2 at most, hi in [0.99, 2.01): where the result may be subnormal (k <= -1022), hi +
+/* 2^k * (hi + lo) rounded once, |lo| about ulp(hi)/2 at most, hi in
+ * [0.99, 2.01): where the result may be subnormal (k <= -1022), hi +
  * lo is rounded to a multiple of 2^-1074 directly, so it is not rounded
  * twice. */
 LIBM_INLINE double exp_scale(double hi, double lo, int k)

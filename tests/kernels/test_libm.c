@@ -13,6 +13,8 @@
  *     arguments over the ranges the ops use and the whole domain, asserted
  *     below 0.501 ulp, and every result correctly rounded (with MPFR); the
  *     count of those that differ from the C library's, printed;
+ *   - the cpu backend's krn_cpu_libm and krn_cpu_pow return these, the ref
+ *     backend's the C library's;
  *   - special values (zeros, infinities, NaN, negative arguments, every
  *     case of C17 F.10.4.4 for pow) as the C library has them. */
 #include <float.h>
@@ -192,7 +194,8 @@ static void draw(int f, uint64_t k, double *x, double *y)
             return;
         }
         /* t: 1 .. 10^4 uniform, or log-uniform up to 10^7 */
-        *y = (r2 >> 20) & 1 ? (double)(1 + (r2 >> 32) % 10000) : floor(ldexp(1.0 + v, (int)((r2 >> 24) % 23)));
+        *y = (r2 >> 20) & 1 ? (double)(1 + (r2 >> 32) % 10000)
+                            : floor(ldexp(1.0 + v, (int)((r2 >> 24) % 23)));
     }
 }
 
@@ -387,6 +390,28 @@ static void test_specials(void)
     CHECK(krn_exp(710.0) == INFINITY && krn_exp(0x1.62e42fefa39efp9) == 0x1.fffffffffff2ap1023);
 }
 
+/* The cpu backend's libm is krn_*, the ref backend's the C library's: on
+ * the first drawn argument of each function where the two differ. */
+static void test_backends(void)
+{
+    krn_cpu cpu = {.kind = KRN_BACKEND_CPU}, ref = {.kind = KRN_BACKEND_REF};
+    for (int f = F_EXP; f <= F_POW; f++) {
+        uint64_t k = 0;
+        double x = 0.0, y = 0.0;
+        for (; k < 1000000; k++) {
+            draw(f, k, &x, &y);
+            if (!same(own(f, x, y), libc(f, x, y)))
+                break;
+        }
+        CHECK_MSG(k < 1000000, "krn_%s: no argument where the C library differs", names[f]);
+        krn_libm_fn fn = f == F_EXP ? KRN_FN_EXP : KRN_FN_LOG;
+        double c = f == F_POW ? krn_cpu_pow(&cpu, x, y) : krn_cpu_libm(&cpu, fn, x);
+        double r = f == F_POW ? krn_cpu_pow(&ref, x, y) : krn_cpu_libm(&ref, fn, x);
+        CHECK_MSG(same(c, own(f, x, y)) && same(r, libc(f, x, y)), "%s(%a, %a): cpu %a, ref %a",
+                  names[f], x, y, c, r);
+    }
+}
+
 int main(int argc, char **argv)
 {
     /* arguments per function: argv[1] or OVT_LIBM_N, else 2,000,000 (MPFR) / 300,000 */
@@ -401,6 +426,7 @@ int main(int argc, char **argv)
     CHECK_RUN(test_pins());
     CHECK_RUN(test_specials());
     CHECK_RUN(test_hash());
+    CHECK_RUN(test_backends());
     CHECK_RUN(test_accuracy(per_fn));
     return check_done();
 }
