@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config libsecp256k1-dev libcurl4-openssl-dev
           libjansson-dev libssl-dev libopenblas-dev libzstd-dev nodejs npm clang
+          libmpfr-dev          # tests: test_libm measures ovt's exp, log and pow against MPFR
           openmpi-bin libopenmpi-dev   # the data-parallel transport (mpirun ovt train; docs/data-parallel.md)
           libclang-rt-14-dev   # libFuzzer and sanitizer runtimes (only Recommended by clang-14)
           prometheus           # tests: scrapes the arbiter's --metrics-addr (skipped without it)

@@ -228,15 +228,19 @@ static double perturb(uint64_t seed, double r)
     return r;
 }
 
+/* cpu: ovt's own exp, log and pow, the canonical values; ref and shuffle:
+ * the C library's, other implementations within KRN_LIBM_ULP (shuffle then
+ * moves them further). */
 double krn_cpu_libm(const krn_cpu *be, krn_libm_fn fn, double x)
 {
+    bool own = be->kind == KRN_BACKEND_CPU;
     double r;
     switch (fn) {
     case KRN_FN_EXP:
-        r = exp(x);
+        r = own ? krn_exp(x) : exp(x);
         break;
     case KRN_FN_LOG:
-        r = log(x);
+        r = own ? krn_log(x) : log(x);
         break;
     default:
         r = krn_tanh(x);
@@ -247,6 +251,6 @@ double krn_cpu_libm(const krn_cpu *be, krn_libm_fn fn, double x)
 
 double krn_cpu_pow(const krn_cpu *be, double x, double y)
 {
-    double r = pow(x, y);
+    double r = be->kind == KRN_BACKEND_CPU ? krn_pow(x, y) : pow(x, y);
     return be->kind == KRN_BACKEND_SHUFFLE ? perturb(be->seed, r) : r;
 }

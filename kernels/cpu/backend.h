@@ -11,13 +11,15 @@
  *          portable C, chosen at run time) for chunk products, in the order
  *          of OpenBLAS's DGEMM kernel, which env OVT_GEMM=blas selects
  *          instead (same bits); sequential 4-way interleaved accumulation
- *          for vector chunks; glibc's exp and log, krn_tanh (below).
+ *          for vector chunks; ovt's own exp, log, pow and tanh (krn_exp,
+ *          krn_log, krn_pow, krn_tanh below: the same bits everywhere).
  * ref:     plain loops on one thread, every chunk summed last term first;
- *          glibc's exp and log, krn_tanh.
+ *          the C library's exp, log and pow, krn_tanh.
  * shuffle: every chunk summed in an order drawn from krn_rng (purpose
  *          KRN_RNG_SHUFFLE, the ctx's shuffle_seed), each product fused or
- *          not at random; every libm result moved by up to
- *          KRN_SHUFFLE_LIBM_ULP ulps at random. Slow; for tests.
+ *          not at random; the C library's exp, log and pow and krn_tanh,
+ *          every result moved by up to KRN_SHUFFLE_LIBM_ULP ulps at
+ *          random. Slow; for tests.
  * The shuffle backend draws its randomness from a per-thread counter, so a
  * single-threaded run is repeatable but two runs in one process differ. */
 
@@ -59,7 +61,7 @@ krn_gemm_isa krn_cpu_gemm_isa(const krn_cpu *be);
 
 typedef enum { KRN_FN_EXP, KRN_FN_LOG, KRN_FN_TANH } krn_libm_fn;
 
-/* How far the shuffle backend moves glibc's result, in ulps: glibc's own
+/* How far the shuffle backend moves the C library's result, in ulps: glibc's own
  * error is at most 2 ulps for these functions, so glibc + perturbation
  * stays within the contract's KRN_LIBM_ULP (kernels/contract.h). */
 #define KRN_SHUFFLE_LIBM_ULP 2
@@ -98,7 +100,8 @@ void krn_cpu_gemm_add(const krn_cpu *be, double *c, size_t ldc, bool ta, const d
                       size_t k);
 
 /* fn(x) with this backend's libm; and pow(x, y). tanh is krn_tanh on
- * every backend (shuffle moves it as it moves glibc's exp and log). */
+ * every backend (shuffle moves it as it moves the C library's exp and
+ * log); exp, log and pow are krn_exp, krn_log and krn_pow on cpu. */
 double krn_cpu_libm(const krn_cpu *be, krn_libm_fn fn, double x);
 double krn_cpu_pow(const krn_cpu *be, double x, double y);
 
@@ -111,6 +114,18 @@ double krn_cpu_pow(const krn_cpu *be, double x, double y);
  * element: the same values). krn_tanh_force_portable(true), for tests,
  * turns the AVX-512 loop off. */
 double krn_tanh(double x);
+
+/* ovt's exp, log and pow (kernels/cpu/libm.c), the cpu backend's: IEEE
+ * + - * / and fma on double-double values and exact hex constants, no
+ * library call, so the same bits on every machine and compiler. Each
+ * rounds a double-double of relative error about 2^-80 (pow: 2^-70 where
+ * |y log x| nears 745) once: correctly rounded on every input test_libm
+ * checks against MPFR, off by one ulp only where the exact value lies
+ * that close to a midpoint. Special values as C17 Annex F has them, except
+ * that errno is not set and every invalid result is the same NaN (NAN). */
+double krn_exp(double x);
+double krn_log(double x);
+double krn_pow(double x, double y);
 void krn_tanh_array(double *x, size_t n);
 void krn_tanh_force_portable(bool on);
 
