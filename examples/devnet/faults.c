@@ -72,6 +72,11 @@ chain_arb_outcome devnet_expected(const devnet_opts *o)
         return CHAIN_ARB_TRAINER_TIMED_OUT;
     if (o->silent == DEVNET_PARTY_AUDITOR)
         return CHAIN_ARB_AUDITOR_TIMED_OUT;
+    /* band rules 1 (rule 2): no auditor can tell the hidden flip from an
+     * honest choice, and the run settles verified (docs/numeric-contract.md
+     * section 10) */
+    if (o->fault == DEVNET_HIDDEN_FLIP && o->band_rules == 1)
+        return CHAIN_ARB_VERIFIED;
     return faults[o->fault].expected;
 }
 
@@ -88,7 +93,7 @@ bool devnet_as_expected(const devnet_opts *o, const devnet_result *r)
 {
     /* bitflip-shard also expects the arbiter to have named the flipped shard */
     return devnet_outcome_ok(o, r->outcome) &&
-           (o->fault == DEVNET_NONE || o->silent || (r->has_step && r->step == o->at)) &&
+           (devnet_expected(o) == CHAIN_ARB_VERIFIED || o->silent || (r->has_step && r->step == o->at)) &&
            (o->fault != DEVNET_BITFLIP_SHARD || o->silent ||
             (r->arbiter_named_shard && r->arbiter_shard == (int64_t)o->fault_shard));
 }

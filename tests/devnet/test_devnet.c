@@ -97,20 +97,25 @@ struct scenario {
     const char *outcome;   /* from the contract's rules for this fault */
     const char *outcome2;  /* also acceptable (poisoned-batch), or NULL */
     const char *wrong;     /* the party the outcome names */
+    const char *extra[4];  /* more options, or NULL */
 };
 
 static void run_scenario(const struct scenario *s)
 {
-    const char *args[12] = {"--fault", s->fault, "--at", "17", "--steps", "64", "--model", "gpt2-tiny"};
+    const char *args[16] = {"--fault", s->fault, "--at", "17", "--steps", "64", "--model", "gpt2-tiny"};
     int n = 8;
     if (s->silent) {
         args[n++] = "--silent";
         args[n++] = s->silent;
     }
+    for (int k = 0; k < 4 && s->extra[k]; k++)
+        args[n++] = s->extra[k];
     args[n] = NULL;
     json_t *j;
     int st = devnet(&j, args);
-    const char *label = s->silent ? s->silent : s->fault;
+    char label[96];
+    snprintf(label, sizeof label, "%s%s%s%s%s", s->silent ? s->silent : s->fault, s->extra[0] ? " " : "",
+             s->extra[0] ? s->extra[0] : "", s->extra[1] ? " " : "", s->extra[1] ? s->extra[1] : "");
     CHECK_MSG(st == 0, "%s: exit status %d", label, st);
     CHECK_MSG(j != NULL, "%s: no JSON result", label);
     if (!j)
@@ -130,7 +135,7 @@ static void run_scenario(const struct scenario *s)
     json_t *gas = json_object_get(j, "gas");
     CHECK(json_integer_value(json_object_get(gas, "trainer")) > 0);
     CHECK(json_integer_value(json_object_get(gas, "auditor")) > 0);
-    if (strcmp(s->fault, "none") == 0) {
+    if (strcmp(s->outcome, "verified") == 0) {
         CHECK(json_is_null(step));
         CHECK_EQ_U64(verdicts, 0);
         CHECK_EQ_U64(count_calls(j, "bisect", NULL), 0);
@@ -157,7 +162,7 @@ static void run_scenario(const struct scenario *s)
      * the work folder under $TMPDIR is removed */
     CHECK_MSG(!port_answers(str(j, "rpc_url")), "%s: anvil still answers at %s", label, str(j, "rpc_url"));
     CHECK_MSG(empty_dir(tmp), "%s: the work folder was left in %s", label, tmp);
-    printf("%-16s %-8s -> %s at %s, %.1f s from the commitment\n", s->fault, s->silent ? s->silent : "", out,
+    printf("%-32s %-8s -> %s at %s, %.1f s from the commitment\n", label, s->silent ? s->silent : "", out,
            json_is_null(step) ? "-" : "step 17", json_real_value(json_object_get(j, "commit_to_verdict_s")));
     json_decref(j);
 }
@@ -272,16 +277,23 @@ int main(void)
     setenv("TMPDIR", tmp, 1);
     CHECK_RUN(test_errors());
     static const struct scenario scenarios[] = {
-        {"none", NULL, "verified", NULL, "none"},
-        {"bitflip", NULL, "auditor-right", NULL, "trainer"},
-        {"poisoned-batch", NULL, "auditor-right", "fraudulent-log", "trainer"},
-        {"skipped-step", NULL, "auditor-right", NULL, "trainer"},
-        {"forged-log", NULL, "fraudulent-log", NULL, "trainer"},
-        {"omitted-log", NULL, "fraudulent-log", NULL, "trainer"},
-        {"withheld-inputs", NULL, "inputs-unavailable", NULL, "trainer"},
-        {"lying-auditor", NULL, "trainer-right", NULL, "auditor"},
-        {"bitflip", "trainer", "trainer-timed-out", NULL, "trainer"},
-        {"lying-auditor", "auditor", "auditor-timed-out", NULL, "auditor"},
+        {"none", NULL, "verified", NULL, "none", {NULL}},
+        {"bitflip", NULL, "auditor-right", NULL, "trainer", {NULL}},
+        {"poisoned-batch", NULL, "auditor-right", "fraudulent-log", "trainer", {NULL}},
+        {"skipped-step", NULL, "auditor-right", NULL, "trainer", {NULL}},
+        {"forged-log", NULL, "fraudulent-log", NULL, "trainer", {NULL}},
+        {"omitted-log", NULL, "fraudulent-log", NULL, "trainer", {NULL}},
+        {"withheld-inputs", NULL, "inputs-unavailable", NULL, "trainer", {NULL}},
+        {"lying-auditor", NULL, "trainer-right", NULL, "auditor", {NULL}},
+        {"bitflip", "trainer", "trainer-timed-out", NULL, "trainer", {NULL}},
+        {"lying-auditor", "auditor", "auditor-timed-out", NULL, "auditor", {NULL}},
+        /* a flip the canonical arbiter rejects (rule 3), disputed and won by
+         * an auditor on ref (re-executing canonically) and on cpu; under
+         * band rules 1 (rule 2) the same forgery settles verified: the
+         * hole issue 32 found, kept as the ablation */
+        {"hidden-flip", NULL, "fraudulent-log", NULL, "trainer", {NULL}},
+        {"hidden-flip", NULL, "fraudulent-log", NULL, "trainer", {"--auditor-backend", "cpu"}},
+        {"hidden-flip", NULL, "verified", NULL, "none", {"--band-rules", "1"}},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         CHECK_RUN(run_scenario(&scenarios[i]));
