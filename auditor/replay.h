@@ -61,6 +61,8 @@ typedef struct {
     bool shard_owner_known;
     uint32_t shard_rank;
     char shard_host[64];
+    bool shard_owner_bound;  /* ranks.json.sha256 binds the ranks.json it came from */
+    char shard_owner_note[1024]; /* shard_step and !shard_owner_known: why (absent, refused) */
     uint64_t replayed;    /* steps executed */
     bool partial;         /* from > 1 or to < N: own is not a full history */
     /* The auditor's own history, steps 0..N. Steps before `from` are copied
