@@ -309,8 +309,8 @@ static int record_start(dp_ranks *r, const char *dir, uint32_t S)
         return 0;
     }
     if (rv)
-        return ovt_fail_wrap(rv, "the run's record of its processes (restore it, or remove ranks.json and "
-                                 SUM_NAME " to start a new one from this session's first step)");
+        return ovt_fail_wrap(rv, "the run's record of its processes (or remove ranks.json and " SUM_NAME
+                                 " to start a new one from this session's first step)");
     rv = dp_ranks_parse(r, (const char *)buf, len);
     free(buf);
     if (!rv && r->shards != S) {
