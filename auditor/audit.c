@@ -45,6 +45,8 @@ json_t *aud_report_json(const aud_report *r, const char *backend_name, uint64_t 
         json_t *sd = json_pack("{s:I, s:I}", "step", (json_int_t)r->shard_step, "shard", (json_int_t)r->shard);
         json_object_set_new(sd, "rank", r->shard_owner_known ? json_integer(r->shard_rank) : json_null());
         json_object_set_new(sd, "host", r->shard_owner_known ? json_string(r->shard_host) : json_null());
+        json_object_set_new(sd, "owner_bound", json_boolean(r->shard_owner_known && r->shard_owner_bound));
+        json_object_set_new(sd, "owner_note", r->shard_owner_known ? json_null() : json_string(r->shard_owner_note));
         json_object_set_new(o, "shard_differs", sd);
     }
     if (lie_at)

@@ -289,9 +289,13 @@ int aud_replay(const aud_replay_opts *opts, aud_report *out)
     dp_shard_owner owner;
     if (r.shard_step && dp_ranks_owner_in(&owner, r.dir, r.shard_step, r.shard) == 0) {
         out->shard_owner_known = true;
+        out->shard_owner_bound = owner.bound;
         out->shard_rank = owner.rank;
         snprintf(out->shard_host, sizeof out->shard_host, "%s", owner.host);
+    } else if (r.shard_step) {
+        snprintf(out->shard_owner_note, sizeof out->shard_owner_note, "%s", ovt_errmsg());
     }
+    ovt_err_clear();
     out->trainer = r.trainer;
     memset(&r.trainer, 0, sizeof r.trainer);
 done:

@@ -61,6 +61,8 @@ typedef struct {
     bool shard_owner_known;
     uint32_t shard_rank;
     char shard_host[64];
+    bool shard_owner_bound;  /* ranks.json.sha256 binds the ranks.json it came from */
+    char shard_owner_note[1024]; /* shard_step and !shard_owner_known: why (absent, refused) */
     uint64_t replayed;    /* steps executed */
     /* Band rules 2 on another backend than cpu: the steps re-executed
      * canonically (the arbiter's computation) because the auditor's own view

@@ -92,11 +92,13 @@ static void print_report(void *ctx, const aud_report *r, const json_t *j)
                r->suspect);
     if (r->shard_step && r->shard_owner_known)
         printf("step %llu: shard %u's gradient differs from the trainer's shard table (computed by rank %u on host "
-               "%s, per the trainer's ranks.json)\n",
-               (unsigned long long)r->shard_step, r->shard, r->shard_rank, r->shard_host);
+               "%s, per the trainer's ranks.json%s)\n",
+               (unsigned long long)r->shard_step, r->shard, r->shard_rank, r->shard_host,
+               r->shard_owner_bound ? "" : ", which no ranks.json.sha256 binds: a run from before it");
     else if (r->shard_step)
-        printf("step %llu: shard %u's gradient differs from the trainer's shard table\n",
-               (unsigned long long)r->shard_step, r->shard);
+        printf("step %llu: shard %u's gradient differs from the trainer's shard table (its process is not known: "
+               "%s)\n",
+               (unsigned long long)r->shard_step, r->shard, r->shard_owner_note);
 }
 
 /* One flag, this command's own or of the chain and policy groups (given:

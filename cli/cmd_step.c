@@ -77,6 +77,8 @@ static void print_json(const trn_step_check *s, uint64_t k)
         json_t *sd = json_pack("{s:I}", "shard", (json_int_t)r->shard_differs);
         json_object_set_new(sd, "rank", s->has_owner ? json_integer(s->owner.rank) : json_null());
         json_object_set_new(sd, "host", s->has_owner ? json_string(s->owner.host) : json_null());
+        json_object_set_new(sd, "owner_bound", json_boolean(s->has_owner && s->owner.bound));
+        json_object_set_new(sd, "owner_note", s->has_owner ? json_null() : json_string(s->owner_note));
         json_object_set_new(o, "shard_differs", sd);
     } else {
         json_object_set_new(o, "shard_differs", json_null());
@@ -109,12 +111,13 @@ static void print_text(const trn_step_check *s, uint64_t k)
         printf("  leaf      (no runId yet: the run was not opened on chain)\n");
     if (r->shard_differs >= 0 && s->has_owner)
         printf("  shard %lld of %u: its gradient DIFFERS from the log's shard table (computed by rank %u on "
-               "host %s, per ranks.json)\n",
-               (long long)r->shard_differs, r->shards, s->owner.rank, s->owner.host);
+               "host %s, per ranks.json%s)\n",
+               (long long)r->shard_differs, r->shards, s->owner.rank, s->owner.host,
+               s->owner.bound ? "" : ", which no ranks.json.sha256 binds: a run from before it");
     else if (r->shard_differs >= 0)
-        printf("  shard %lld of %u: its gradient DIFFERS from the log's shard table (no ranks.json names its "
-               "process)\n",
-               (long long)r->shard_differs, r->shards);
+        printf("  shard %lld of %u: its gradient DIFFERS from the log's shard table (its process is not known: "
+               "%s)\n",
+               (long long)r->shard_differs, r->shards, s->owner_note);
     else if (r->shards > 1)
         printf("  shards    all %u gradients match the log's shard table\n", r->shards);
     printf("step %llu: %s\n", (unsigned long long)k,

@@ -101,28 +101,22 @@ int party_publish_init(store_ctx *s, const char *dir)
 /* A sharded run's RUNDIR/ranks.json (which process computed which shard)
  * as a blob the manifest names; nothing when the run has none (one shard,
  * or a run from before ranks.json). It is the trainer's own record, not
- * committed: an arbiter uses it only to name a rank and host. */
+ * committed: an arbiter uses it only to name a rank and host. A file that
+ * ranks.json.sha256 does not bind, or that is malformed, is refused
+ * (dp_ranks_load): the manifest's "ranks" then binds only what the run
+ * wrote. */
 static int publish_ranks(store_ctx *s, const char *dir, store_manifest *m)
 {
-    char path[4096];
     uint8_t *buf = NULL;
     size_t len;
-    int rv = trn_run_path(path, sizeof path, dir, NULL, 0, "ranks.json");
-    if (rv)
-        return rv;
-    rv = ovt_read_file(path, &buf, &len, DP_RANKS_MAX_FILE);
+    bool bound;
+    int rv = dp_ranks_load(dir, &buf, &len, &bound);
     if (rv == OVT_ENOTFOUND) {
         ovt_err_clear();
         return 0;
     }
     if (rv)
         return rv;
-    dp_shard_owner owner;
-    if (dp_ranks_owner(&owner, (const char *)buf, len, 1, 0) == OVT_EFORMAT) {
-        free(buf);
-        return ovt_fail(OVT_EFORMAT, "%s: %s", path, ovt_errmsg());
-    }
-    ovt_err_clear();
     rv = store_put(s, buf, len, &m->ranks_hash);
     free(buf);
     if (!rv)

@@ -106,8 +106,12 @@ int trn_step_check_run(trn_step_check *out, const char *dir, const char *data, u
     out->state_matches = !memcmp(out->got.state_hash.b, out->want.state_hash.b, 32);
     out->batch_matches = !memcmp(out->got.batch_hash.b, out->want.batch_hash.b, 32);
     out->log_matches = !memcmp(out->got.log_hash.b, out->want.log_hash.b, 32);
-    out->has_owner = r->shard_differs >= 0 &&
-                     dp_ranks_owner_in(&out->owner, dir, k, (uint32_t)r->shard_differs) == 0;
+    if (r->shard_differs >= 0) {
+        out->has_owner = dp_ranks_owner_in(&out->owner, dir, k, (uint32_t)r->shard_differs) == 0;
+        if (!out->has_owner)
+            snprintf(out->owner_note, sizeof out->owner_note, "%s", ovt_errmsg());
+        ovt_err_clear();
+    }
     if (out->verdict != TRN_CHECK_FRAUD)
         out->verdict = out->state_matches && out->batch_matches && out->log_matches ? TRN_CHECK_MATCH
                                                                                     : TRN_CHECK_MISMATCH;

@@ -38,6 +38,7 @@ typedef struct {
     ovt_hash leaf, table_leaf;  /* with it: leaf k of got and of want */
     bool has_owner;             /* ranks.json names the process of replay.shard_differs */
     dp_shard_owner owner;
+    char owner_note[1024];      /* a shard differs and !has_owner: why (ranks.json absent, refused) */
     char fraud[1024];           /* TRN_CHECK_FRAUD: the finding */
 } trn_step_check;
 

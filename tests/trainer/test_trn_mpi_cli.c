@@ -11,9 +11,11 @@
  * message; --rank-timeout is checked and documented. Skipped (77) without
  * MPI. */
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "common/fileio.h"
 #include "support/mpirun.h"
 #include "dp/dp.h"
 #include "dp/ranks.h"
@@ -185,6 +187,31 @@ int main(void)
     CHECK(run_ovt("audit %s/flip --data %s --backend ref", dir, data) == 3);
     CHECK(output_has("divergent at step 2") && output_has("step 2: shard 3's gradient differs") &&
           output_has("computed by rank 1 on host"));
+    /* its ranks.json with rank 1's host name edited, the file otherwise
+     * valid: ranks.json.sha256 no longer binds it, and both name no host */
+    {
+        char path[1024];
+        uint8_t *buf;
+        size_t len;
+        snprintf(path, sizeof path, "%s/flip/ranks.json", dir);
+        CHECK(ovt_read_file(path, &buf, &len, 1 << 20) == 0);
+        char *last = strrchr((char *)buf, '"');           /* the end of the last host name */
+        char *first = last ? last - 1 : NULL;
+        while (first && first > (char *)buf && first[-1] != '"')
+            first--;
+        CHECK(first != NULL && first < last);
+        if (first && first < last) {
+            first[0] = first[0] == 'x' ? 'y' : 'x';
+            CHECK(ovt_write_atomic(path, buf, len, 0644) == 0);
+        }
+        free(buf);
+        CHECK(run_ovt("step --run %s/flip --step 2 --data %s", dir, data) == 1);
+        CHECK(output_has("shard 3 of 4: its gradient DIFFERS") && output_has("its process is not known") &&
+              output_has("ranks.json.sha256 binds the run to") && !output_has("computed by rank"));
+        CHECK(run_ovt("audit %s/flip --data %s --backend ref", dir, data) == 3);
+        CHECK(output_has("step 2: shard 3's gradient differs") && output_has("ranks.json.sha256 binds the run to") &&
+              !output_has("computed by rank"));
+    }
 
     /* R must divide S */
     snprintf(extra, sizeof extra, "--shards 4 --out %s/bad-r3", dir);

@@ -13,8 +13,7 @@
  *     by a replay as shard 2, and its state differs; a table changed after the
  *     fact is named but changes no state (a hint, not a commitment the state
  *     depends on); a sharded step's log without a table, or a one-shard
- *     step's with one, is fraud;
- *   - ranks.json: who computed which shard, its malformations refused. */
+ *     step's with one, is fraud (ranks.json: tests/dp/test_dp_ranks.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -25,7 +24,6 @@
 #include "kernels/site.h"
 #include "common/fileio.h"
 #include "data/dataset.h"
-#include "dp/ranks.h"
 #include "trainer/state.h"
 #include "trainer/train.h"
 
@@ -229,62 +227,8 @@ static void test_one_shard_table(void)
     data_samples_free(&data);
 }
 
-/* ranks.json is read from a store as well as from a run directory: every
- * malformation is a clear OVT_EFORMAT, a step no segment covers
- * OVT_ENOTFOUND; a resumed run's segments replace those from its first step. */
-static void test_ranks_json(void)
-{
-    static const char good[] = "{\"version\": 1, \"shards\": 4, \"segments\": ["
-                               "{\"from_step\": 1, \"processes\": 2, \"hosts\": [\"a\", \"b\"]},"
-                               "{\"from_step\": 5, \"processes\": 4, \"hosts\": [\"a\", \"b\", \"c\", \"d\"]}]}";
-    dp_shard_owner o;
-    CHECK(dp_ranks_owner(&o, good, strlen(good), 4, 3) == 0 && o.rank == 1 && !strcmp(o.host, "b"));
-    CHECK(dp_ranks_owner(&o, good, strlen(good), 5, 3) == 0 && o.rank == 3 && !strcmp(o.host, "d"));
-    CHECK(dp_ranks_owner(&o, good, strlen(good), 9, 0) == 0 && o.rank == 0 && !strcmp(o.host, "a"));
-    CHECK(dp_ranks_owner(&o, good, strlen(good), 0, 0) == OVT_ENOTFOUND);
-    CHECK(dp_ranks_owner(&o, good, strlen(good), 2, 4) == OVT_ENOTFOUND);
-    static const char *bad[] = {
-        "not json",
-        "{\"version\": 2, \"shards\": 4, \"segments\": []}",
-        "{\"version\": 1, \"shards\": 1, \"segments\": []}",
-        "{\"version\": 1, \"shards\": 4, \"segments\": {}}",
-        "{\"version\": 1, \"shards\": 4, \"segments\": [{\"from_step\": 1, \"processes\": 3, "
-        "\"hosts\": [\"a\", \"b\", \"c\"]}]}",
-        "{\"version\": 1, \"shards\": 4, \"segments\": [{\"from_step\": 1, \"processes\": 2, "
-        "\"hosts\": [\"a\"]}]}",
-        "{\"version\": 1, \"shards\": 4, \"segments\": [{\"from_step\": 0, \"processes\": 2, "
-        "\"hosts\": [\"a\", \"b\"]}]}",
-    };
-    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
-        CHECK_MSG(dp_ranks_owner(&o, bad[k], strlen(bad[k]), 1, 0) == OVT_EFORMAT, "case %zu", k);
-    /* a run on 2 processes, resumed from step 3 on 4, then again from 3 on 4 */
-    char dir[] = "/tmp/ovt-ranks-XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
-    char h[4][DP_HOST_MAX] = {"h0", "h1", "h2", "h3"};
-    CHECK(dp_ranks_record(dir, 4, 1, 2, (const char(*)[DP_HOST_MAX])h) == 0);
-    CHECK(dp_ranks_record(dir, 4, 3, 4, (const char(*)[DP_HOST_MAX])h) == 0);
-    CHECK(dp_ranks_record(dir, 4, 3, 4, (const char(*)[DP_HOST_MAX])h) == 0);
-    CHECK(dp_ranks_owner_in(&o, dir, 2, 3) == 0 && o.rank == 1);
-    CHECK(dp_ranks_owner_in(&o, dir, 3, 3) == 0 && o.rank == 3 && !strcmp(o.host, "h3"));
-    char path[64];
-    snprintf(path, sizeof path, "%s/ranks.json", dir);
-    uint8_t *buf;
-    size_t len;
-    CHECK(ovt_read_file(path, &buf, &len, 1 << 20) == 0);
-    size_t segs = 0;
-    for (const char *p = (const char *)buf; (p = strstr(p, "from_step")) != NULL; p++)
-        segs++;
-    CHECK_EQ_U64(segs, 2); /* the same segment again is not added twice */
-    free(buf);
-    /* another run's shard count is refused */
-    CHECK(dp_ranks_record(dir, 8, 4, 2, (const char(*)[DP_HOST_MAX])h) == OVT_EFORMAT);
-    unlink(path);
-    rmdir(dir);
-}
-
 int main(void)
 {
-    CHECK_RUN(test_ranks_json());
     CHECK_RUN(test_sum_is_the_batch_gradient());
     CHECK_RUN(test_replay_and_ablation());
     CHECK_RUN(test_one_shard_table());
