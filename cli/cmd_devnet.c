@@ -97,7 +97,9 @@ static void print_text(const devnet_opts *o, const devnet_result *r, bool as_exp
                                                                                                : "verdict",
            r->verdict_s - r->faulty_commit_s, r->total_s);
     printf("the arbiter's watcher saw: %s\n", r->arbiter_saw[0] ? r->arbiter_saw : "(nothing)");
-    printf("the arbiter ran as: %s (%s)\n", o->arbiter_cmd ? o->arbiter_cmd : "this ovt", r->arbiter_version);
+    printf("the arbiter ran as: %s (%s); its watcher was built for %s\n",
+           o->arbiter_cmd ? o->arbiter_cmd : "this ovt", r->arbiter_version,
+           r->arbiter_built_for[0] ? r->arbiter_built_for : "(it did not say)");
     if (r->arbiter_named_shard && r->arbiter_named_owner)
         printf("the arbiter named shard %lld of %u: its gradient differs from the trainer's shard table; computed "
                "by rank %u on host %s (per the trainer's ranks.json: a hint, not committed)\n",
@@ -159,6 +161,7 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
     json_object_set_new(j, "arbiter_saw", json_string(r->arbiter_saw));
     json_object_set_new(j, "arbiter_cmd", o->arbiter_cmd ? json_string(o->arbiter_cmd) : json_null());
     json_object_set_new(j, "arbiter_version", json_string(r->arbiter_version));
+    json_object_set_new(j, "arbiter_built_for", json_string(r->arbiter_built_for));
     json_object_set_new(j, "shards", json_integer(o->shards));
     json_object_set_new(j, "ranks", json_integer(o->ranks));
     json_object_set_new(j, "fault_shard",

@@ -72,6 +72,7 @@ typedef struct {
     double total_s;
     char arbiter_saw[256];      /* the arbiter watcher's own line on the settlement ("" if none) */
     char arbiter_version[256];  /* what the arbiter's command said to `version` (its lines joined by "; ") */
+    char arbiter_built_for[64]; /* the processor the arbiter's watcher was built for (its "start" log line) */
     /* What the arbiter's watcher logged of the disputed step's shards (its
      * "evaluated" line): the first shard whose gradient differs, and who
      * computed it per the trainer's ranks.json (a hint, not committed). */

@@ -397,7 +397,8 @@ static void note_shard(devnet_result *r, const json_t *sd)
 }
 
 /* The arbiter watcher's own report of the settlement: its JSON log line
- * {"event": "settled", "run_id": ..., "message": ...}; 1 once found. */
+ * {"event": "settled", "run_id": ..., "message": ...}; 1 once found. On
+ * the way, the processor its "start" line says it was built for. */
 int devnet_arbiter_saw(struct devnet *d)
 {
     FILE *f = fopen(d->arbiter->log_path, "r");
@@ -414,6 +415,9 @@ int devnet_arbiter_saw(struct devnet *d)
             snprintf(d->r->arbiter_saw, sizeof d->r->arbiter_saw, "%s", msg);
             found = 1;
         }
+        const char *built = json_string_value(json_object_get(j, "built_for"));
+        if (ev && built && strcmp(ev, "start") == 0)
+            snprintf(d->r->arbiter_built_for, sizeof d->r->arbiter_built_for, "%s", built);
         if (ev && run && strcmp(ev, "evaluated") == 0 && strcasecmp(run, d->r->run_id) == 0)
             note_shard(d->r, json_object_get(j, "shard_differs"));
         json_decref(j);
