@@ -117,8 +117,10 @@ int devnet_opts_check(devnet_opts *o, bool have_at, bool have_fault_shard)
         for (const char *c = o->arbiter_cmd; *c; c++)
             words += *c != ' ' && (c == o->arbiter_cmd || c[-1] == ' ');
         if (words == 0 || words > DEVNET_ARBITER_CMD_WORDS)
-            return ovt_fail(OVT_EINVAL, "--arbiter-cmd needs 1 to %d words (split on spaces, no shell), e.g. "
-                                        "'qemu-aarch64-static build-cross-aarch64/ovt'; got %d", DEVNET_ARBITER_CMD_WORDS, words);
+            return ovt_fail(OVT_EINVAL,
+                            "--arbiter-cmd needs 1 to %d words (split on spaces, no shell), e.g. "
+                            "'qemu-aarch64-static build-cross-aarch64/ovt'; got %d",
+                            DEVNET_ARBITER_CMD_WORDS, words);
     }
     if (o->silent && o->fault == DEVNET_NONE)
         return ovt_fail(OVT_EINVAL, "--silent needs a dispute: combine it with a fault other than none");

@@ -317,8 +317,9 @@ static int scenario(struct devnet *d)
     /* the arbiter's command is tried first: a wrong --arbiter-cmd fails
      * before anvil starts and the model trains */
     if ((rv = devnet_self_exe(d->exe, sizeof d->exe)) || (rv = devnet_probe_arbiter(d)) ||
-        (rv = ovt_mkdirs(d->store_dir, 0755)) || (rv = setup_chain(d)) || (rv = make_dataset(d)) || (rv = devnet_start_arbiter(d)) || (rv = devnet_run_train(d)) ||
-        (rv = devnet_run_commit(d)) || (rv = devnet_follow_events(d)))
+        (rv = ovt_mkdirs(d->store_dir, 0755)) || (rv = setup_chain(d)) || (rv = make_dataset(d)) ||
+        (rv = devnet_start_arbiter(d)) || (rv = devnet_run_train(d)) || (rv = devnet_run_commit(d)) ||
+        (rv = devnet_follow_events(d)))
         return rv;
     if (!d->have_run)
         return ovt_fail(OVT_ENOTFOUND, "ovt commit finished but no run was opened on %s", r->contract);
