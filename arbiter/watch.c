@@ -11,6 +11,7 @@
 #include "arbiter/evaluate.h"
 #include "arbiter/watch_state.h"
 #include "chain/clock.h"
+#include "common/cpus.h"
 #include "common/fileio.h"
 #include "common/metrics.h"
 
@@ -731,11 +732,14 @@ int arb_watch(const arb_watch_opts *opts, const chain_arb *arb, chain_txm *m, st
     size_t open = 0;
     for (size_t i = 0; i < w.ngames; i++)
         open += !w.games[i].done;
+    /* built_for: which build re-executes the steps (an aarch64 one under
+     * qemu says aarch64), for whoever reads the log */
     say(&w, "start", NULL,
-        json_pack("{s:s, s:I, s:I, s:I}", "arbiter", self, "next_block", (json_int_t)w.cursor.next, "open_games",
-                  (json_int_t)open, "confirmations", (json_int_t)o->confirmations),
-        "arbiter %s from block %" PRIu64 ", %zu open game(s), %u confirmation(s)", self, w.cursor.next, open,
-        o->confirmations);
+        json_pack("{s:s, s:I, s:I, s:I, s:s}", "arbiter", self, "next_block", (json_int_t)w.cursor.next,
+                  "open_games", (json_int_t)open, "confirmations", (json_int_t)o->confirmations, "built_for",
+                  ovt_built_for()),
+        "arbiter %s from block %" PRIu64 ", %zu open game(s), %u confirmation(s), built for %s", self,
+        w.cursor.next, open, o->confirmations, ovt_built_for());
     outage out = {.backoff_ms = o->poll_ms};
     while (!*stop) {
         rv = tick(&w);

@@ -63,6 +63,13 @@ static void usage(FILE *f)
             "                     credentials of docs/store.md from the environment\n"
             "  --arbiter-metrics-addr ADDR  the arbiter serves /metrics and /healthz on ADDR\n"
             "                     (its --metrics-addr)\n"
+            "  --arbiter-cmd CMD  run the arbiter's watcher as `CMD arbiter watch ...`, not with\n"
+            "                     this ovt: CMD is split on spaces (no shell; its first word is\n"
+            "                     looked up on $PATH unless it holds a '/'). For an aarch64\n"
+            "                     arbiter under qemu (after scripts/cross.sh aarch64):\n"
+            "                       --arbiter-cmd 'qemu-aarch64-static build-cross-aarch64/ovt'\n"
+            "                     `CMD version` runs first, before anvil starts, and must print\n"
+            "                     ovt's version (docs/architectures.md)\n"
             "  --json             the result as JSON on stdout (progress lines go to stderr)\n"
             "  -h, --help         this help\n"
             "\n"
@@ -93,6 +100,9 @@ static void print_text(const devnet_opts *o, const devnet_result *r, bool as_exp
                                                                                                : "verdict",
            r->verdict_s - r->faulty_commit_s, r->total_s);
     printf("the arbiter's watcher saw: %s\n", r->arbiter_saw[0] ? r->arbiter_saw : "(nothing)");
+    printf("the arbiter ran as: %s (%s); its watcher was built for %s\n",
+           o->arbiter_cmd ? o->arbiter_cmd : "this ovt", r->arbiter_version,
+           r->arbiter_built_for[0] ? r->arbiter_built_for : "(it did not say)");
     if (r->arbiter_named_shard && r->arbiter_named_owner)
         printf("the arbiter named shard %lld of %u: its gradient differs from the trainer's shard table; computed "
                "by rank %u on host %s (per the trainer's ranks.json: a hint, not committed)\n",
@@ -152,6 +162,9 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
                           r->verdict_s - r->faulty_commit_s, "total_s", r->total_s, "run_id", r->run_id, "rpc_url",
                           r->rpc_url, "gas", gas, "transactions", txs);
     json_object_set_new(j, "arbiter_saw", json_string(r->arbiter_saw));
+    json_object_set_new(j, "arbiter_cmd", o->arbiter_cmd ? json_string(o->arbiter_cmd) : json_null());
+    json_object_set_new(j, "arbiter_version", json_string(r->arbiter_version));
+    json_object_set_new(j, "arbiter_built_for", json_string(r->arbiter_built_for));
     json_object_set_new(j, "shards", json_integer(o->shards));
     json_object_set_new(j, "ranks", json_integer(o->ranks));
     json_object_set_new(j, "fault_shard",
@@ -177,7 +190,7 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
 
 enum { O_FAULT = 256, O_AT, O_STEPS, O_MODEL, O_BATCH, O_SEQ, O_SILENT, O_MOVE, O_TIMEOUT, O_KEEP, O_ANVIL, O_JSON,
        O_NODE, O_BLOCK_TIME, O_CONF, O_STORE, O_ARB_METRICS, O_SHARDS, O_RANKS, O_FAULT_SHARD, O_AUD_BACKEND,
-       O_BAND_RULES };
+       O_BAND_RULES, O_ARB_CMD };
 
 struct devnet_args {
     devnet_opts o;
@@ -227,6 +240,7 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_CONF: rv = ovt_parse_u32(&o->confirmations, flag, arg, 1, 1000); break;
     case O_STORE: o->store = arg; break;
     case O_ARB_METRICS: o->arbiter_metrics = arg; break;
+    case O_ARB_CMD: o->arbiter_cmd = arg; break;
     case O_SHARDS: rv = ovt_parse_u32(&o->shards, flag, arg, 1, TRN_MAX_SHARDS); break;
     case O_RANKS: rv = ovt_parse_u32(&o->ranks, flag, arg, 1, TRN_MAX_SHARDS); break;
     case O_FAULT_SHARD: rv = ovt_parse_u32(&o->fault_shard, flag, arg, 0, TRN_MAX_SHARDS - 1); break;
@@ -255,7 +269,7 @@ int cmd_devnet(int argc, char **argv)
         {"confirmations", required_argument, NULL, O_CONF},
         {"store", required_argument, NULL, O_STORE},   {"arbiter-metrics-addr", required_argument, NULL, O_ARB_METRICS},
         {"shards", required_argument, NULL, O_SHARDS}, {"ranks", required_argument, NULL, O_RANKS},
-        {"fault-shard", required_argument, NULL, O_FAULT_SHARD},
+        {"fault-shard", required_argument, NULL, O_FAULT_SHARD}, {"arbiter-cmd", required_argument, NULL, O_ARB_CMD},
         {"auditor-backend", required_argument, NULL, O_AUD_BACKEND}, {"band-rules", required_argument, NULL, O_BAND_RULES},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};
     struct devnet_args a = {.o = {.steps = 64, .batch = 4, .seq = 32, .move_timeout = 600, .timeout_s = 900,

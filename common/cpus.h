@@ -6,4 +6,9 @@
  * (`--threads` not given) means. */
 int ovt_cpu_count(void);
 
+/* The processor kind and byte order this build was compiled for
+ * ("aarch64, little-endian"): an aarch64 or s390x build says so under qemu
+ * too, so `ovt version` and the arbiter's log show which build ran. */
+const char *ovt_built_for(void);
+
 #endif

@@ -21,13 +21,15 @@ esac
 triple=$arch-linux-gnu
 build=build-cross-$arch
 tests=${2:-'^(test_grid|test_rng|test_rlog|test_site|test_shard|test_trn_state|test_trn_schedule|test_trn_byte_order|test_common|test_libm)$'}
-devs=(libsecp256k1-dev libcurl4-openssl-dev libjansson-dev libssl-dev libopenblas-dev libzstd-dev)
+devs=(libc6-dev libsecp256k1-dev libcurl4-openssl-dev libjansson-dev libssl-dev libopenblas-dev libzstd-dev)
 
 sudo_cmd=()
 [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
 apt_install() { DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "$@" >/dev/null; }
 
-host=(qemu-user-static gcc-$triple pkg-config cmake)
+# libc6-dev-ARCH-cross: the C runtime files the cross gcc links with
+# (Scrt1.o, crti.o), which --no-install-recommends would leave out
+host=(qemu-user-static gcc-$triple libc6-dev-$deb-cross pkg-config cmake)
 missing=()
 for p in "${host[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ! dpkg --print-foreign-architectures | grep -qx "$deb"; then

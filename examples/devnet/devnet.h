@@ -47,6 +47,11 @@ typedef struct {
     uint32_t confirmations; /* --confirmations for every party, 0: each command's default */
     const char *store;    /* --store: the artifact store every party uses (NULL: a file:// one in the work folder) */
     const char *arbiter_metrics; /* --arbiter-metrics-addr: passed to the arbiter as --metrics-addr */
+    /* --arbiter-cmd: the command that runs the arbiter's ovt (words split on
+     * spaces, no shell; the first found on $PATH unless it holds a '/'), for
+     * an arbiter on another processor under emulation, e.g.
+     * "qemu-aarch64-static build-cross-aarch64/ovt". NULL: this ovt. */
+    const char *arbiter_cmd;
     bool json;            /* progress on stderr; the caller prints JSON */
     uint32_t shards;      /* --shards S: the trainer's run splits each batch into S shards (1: none) */
     uint32_t ranks;       /* --ranks R: the trainer runs as R processes under mpirun (1: no mpirun) */
@@ -69,6 +74,8 @@ typedef struct {
     double verdict_s;           /* ... the verdict (or the timeout, or verification) */
     double total_s;
     char arbiter_saw[256];      /* the arbiter watcher's own line on the settlement ("" if none) */
+    char arbiter_version[256];  /* what the arbiter's command said to `version` (its lines joined by "; ") */
+    char arbiter_built_for[64]; /* the processor the arbiter's watcher was built for (its "start" log line) */
     /* What the arbiter's watcher logged of the disputed step's shards (its
      * "evaluated" line): the first shard whose gradient differs, and who
      * computed it per the trainer's ranks.json (a hint, not committed). */
@@ -88,6 +95,9 @@ const char *devnet_fault_what(devnet_fault f);
 chain_arb_outcome devnet_fault_outcome(devnet_fault f);
 int devnet_fault_parse(devnet_fault *out, const char *name) OVT_MUST_USE;
 const char *devnet_party_name(devnet_party p);
+
+/* The most words --arbiter-cmd may have. */
+#define DEVNET_ARBITER_CMD_WORDS 16
 
 /* Completes the options the flags left to their defaults (the faulty step
  * unless have_at, the shard unless have_fault_shard) and checks that they

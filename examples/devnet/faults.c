@@ -122,6 +122,16 @@ int devnet_opts_check(devnet_opts *o, bool have_at, bool have_fault_shard)
     if (o->ranks > 1 && !dp_available())
         return ovt_fail(OVT_EINVAL, "--ranks %u needs a build with MPI (this one has none: install "
                                     "libopenmpi-dev and rebuild; docs/data-parallel.md)", o->ranks);
+    if (o->arbiter_cmd) {
+        int words = 0;
+        for (const char *c = o->arbiter_cmd; *c; c++)
+            words += *c != ' ' && (c == o->arbiter_cmd || c[-1] == ' ');
+        if (words == 0 || words > DEVNET_ARBITER_CMD_WORDS)
+            return ovt_fail(OVT_EINVAL,
+                            "--arbiter-cmd needs 1 to %d words (split on spaces, no shell), e.g. "
+                            "'qemu-aarch64-static build-cross-aarch64/ovt'; got %d",
+                            DEVNET_ARBITER_CMD_WORDS, words);
+    }
     if (o->silent && o->fault == DEVNET_NONE)
         return ovt_fail(OVT_EINVAL, "--silent needs a dispute: combine it with a fault other than none");
     return 0;

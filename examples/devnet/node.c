@@ -28,6 +28,25 @@ static int is_executable(const char *path)
     return path[0] && access(path, X_OK) == 0;
 }
 
+bool devnet_find_on_path(char *out, size_t cap, const char *name)
+{
+    char cand[PATH_MAX];
+    const char *path = getenv("PATH");
+    while (path && *path) {
+        const char *end = strchr(path, ':');
+        size_t len = end ? (size_t)(end - path) : strlen(path);
+        if (len > 0 && len + strlen(name) + 2 < sizeof cand) {
+            snprintf(cand, sizeof cand, "%.*s/%s", (int)len, path, name);
+            if (is_executable(cand)) {
+                snprintf(out, cap, "%s", cand);
+                return true;
+            }
+        }
+        path = end ? end + 1 : NULL;
+    }
+    return false;
+}
+
 /* Appends a candidate to the list of places looked at. */
 static void note(char *looked, size_t cap, const char *path)
 {
@@ -88,19 +107,8 @@ int devnet_find_anvil(char *out, size_t cap, const char *given)
         }
         note(looked, sizeof looked, cand);
     }
-    const char *path = getenv("PATH");
-    while (path && *path) {
-        const char *end = strchr(path, ':');
-        size_t len = end ? (size_t)(end - path) : strlen(path);
-        if (len > 0 && len < sizeof cand - 8) {
-            snprintf(cand, sizeof cand, "%.*s/anvil", (int)len, path);
-            if (is_executable(cand)) {
-                snprintf(out, cap, "%s", cand);
-                return 0;
-            }
-        }
-        path = end ? end + 1 : NULL;
-    }
+    if (devnet_find_on_path(out, cap, "anvil"))
+        return 0;
     note(looked, sizeof looked, "$PATH");
     return ovt_fail(OVT_ENOTFOUND,
                     "anvil not found: run `npm ci` in the source tree (it installs the pinned anvil into "
@@ -128,20 +136,8 @@ int devnet_find_mpirun(char *out, size_t cap)
     }
     if (OVT_MPIRUN_PATH[0])
         note(looked, sizeof looked, OVT_MPIRUN_PATH);
-    char cand[PATH_MAX];
-    const char *path = getenv("PATH");
-    while (path && *path) {
-        const char *end = strchr(path, ':');
-        size_t len = end ? (size_t)(end - path) : strlen(path);
-        if (len > 0 && len < sizeof cand - 8) {
-            snprintf(cand, sizeof cand, "%.*s/mpirun", (int)len, path);
-            if (is_executable(cand)) {
-                snprintf(out, cap, "%s", cand);
-                return 0;
-            }
-        }
-        path = end ? end + 1 : NULL;
-    }
+    if (devnet_find_on_path(out, cap, "mpirun"))
+        return 0;
     note(looked, sizeof looked, "$PATH");
     return ovt_fail(OVT_ENOTFOUND, "mpirun not found (--ranks > 1 runs the trainer under Open MPI's mpirun: install "
                                    "openmpi-bin, or set OVT_MPIRUN); looked at %s", looked);

@@ -4,6 +4,7 @@
 /* The devnet's chain: a local anvil (the pinned npm package) on 127.0.0.1 on
  * a free port, and the test-only RPC calls that move its clock. */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,10 @@ int devnet_find_anvil(char *out, size_t cap, const char *given) OVT_MUST_USE;
  * found when ovt was built with MPI, then $PATH. OVT_ENOTFOUND naming
  * every place it looked. */
 int devnet_find_mpirun(char *out, size_t cap) OVT_MUST_USE;
+
+/* The first executable NAME in a folder of $PATH, as a shell would find it;
+ * false if none. */
+bool devnet_find_on_path(char *out, size_t cap, const char *name);
 
 /* The path of the running ovt executable (/proc/self/exe). */
 int devnet_self_exe(char *out, size_t cap) OVT_MUST_USE;

@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "chain/keys.h"
+#include "common/fileio.h"
 #include "examples/devnet/node.h"
 #include "examples/devnet/scenario.h"
 
@@ -247,12 +249,108 @@ int devnet_start_auditor(struct devnet *d)
     return devnet_start_child(d, &d->auditor, "auditor", c.argv);
 }
 
+/* ---- the arbiter's command (--arbiter-cmd) ---- */
+
+/* Splits --arbiter-cmd into words (devnet_opts_check has checked there are
+ * 1..DEVNET_ARBITER_CMD_WORDS) and resolves the first: a word with a '/' is
+ * a path (relative to the folder `ovt devnet` runs in, which the children
+ * share), any other is looked up on $PATH as a shell would. Without the
+ * flag the arbiter is this ovt. */
+static int arbiter_words(struct devnet *d)
+{
+    const char *cmd = d->o->arbiter_cmd;
+    d->arbiter_argc = 0;
+    if (!cmd) {
+        d->arbiter_argv[d->arbiter_argc++] = d->exe;
+        d->arbiter_argv[d->arbiter_argc] = NULL;
+        return 0;
+    }
+    snprintf(d->arbiter_words, sizeof d->arbiter_words, "%s", cmd);
+    char *save = NULL;
+    for (char *w = strtok_r(d->arbiter_words, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+        if (d->arbiter_argc == DEVNET_ARBITER_CMD_WORDS)
+            return ovt_fail(OVT_EINVAL, "--arbiter-cmd '%s' has more than %d words", cmd, DEVNET_ARBITER_CMD_WORDS);
+        d->arbiter_argv[d->arbiter_argc++] = w;
+    }
+    d->arbiter_argv[d->arbiter_argc] = NULL;
+    if (d->arbiter_argc == 0)
+        return ovt_fail(OVT_EINVAL, "--arbiter-cmd is empty");
+    const char *first = d->arbiter_argv[0];
+    bool is_path = strchr(first, '/') != NULL;
+    if (is_path ? access(first, X_OK) != 0 : !devnet_find_on_path(d->arbiter_exe, sizeof d->arbiter_exe, first))
+        return ovt_fail(OVT_ENOTFOUND,
+                        "--arbiter-cmd '%s': cannot start %s: %s; install it (qemu-aarch64-static and "
+                        "qemu-s390x-static come with Debian's qemu-user-static, which scripts/cross.sh ARCH "
+                        "installs) or give its path",
+                        cmd, first, is_path ? "no executable file there" : "not found on $PATH");
+    /* qemu-user exits 1 without a word when the binary it is given is not
+     * there: name a missing file here */
+    for (int i = 1; i < d->arbiter_argc; i++) {
+        const char *w = d->arbiter_argv[i];
+        if (w[0] != '-' && strchr(w, '/') && access(w, F_OK) != 0)
+            return ovt_fail(OVT_ENOTFOUND, "--arbiter-cmd '%s': no file %s (a cross build: scripts/cross.sh ARCH "
+                                           "makes build-cross-ARCH/ovt)", cmd, w);
+    }
+    if (is_path)
+        snprintf(d->arbiter_exe, sizeof d->arbiter_exe, "%s", first);
+    d->arbiter_argv[0] = d->arbiter_exe;
+    return 0;
+}
+
+/* What `CMD version` printed (its log), its lines joined by "; ". */
+static int read_version(struct devnet *d, char *out, size_t cap)
+{
+    char log[4300];
+    devnet_child_log_path(log, sizeof log, d, "arbiter-version");
+    uint8_t *text = NULL;
+    size_t len = 0;
+    int rv = ovt_read_file(log, &text, &len, 1 << 16);
+    if (rv)
+        return rv;
+    size_t n = 0;
+    for (size_t i = 0; i < len && n + 3 < cap; i++) {
+        if (text[i] != '\n')
+            out[n++] = (char)text[i];
+        else if (i + 1 < len)
+            out[n++] = ';', out[n++] = ' ';
+    }
+    out[n] = '\0';
+    free(text);
+    return 0;
+}
+
+int devnet_probe_arbiter(struct devnet *d)
+{
+    int rv = arbiter_words(d);
+    if (rv)
+        return rv;
+    const char *cmd = d->o->arbiter_cmd ? d->o->arbiter_cmd : d->exe;
+    static const char hint[] = "give a command that runs an ovt binary, e.g. --arbiter-cmd "
+                               "'qemu-aarch64-static build-cross-aarch64/ovt' after scripts/cross.sh aarch64";
+    cmdline c = {0};
+    for (int i = 0; i < d->arbiter_argc; i++)
+        arg(&c, "%s", d->arbiter_argv[i]);
+    arg(&c, "version");
+    /* the emulated command can be slow to start: bounded only by --timeout */
+    if ((rv = devnet_run_to_end(d, "arbiter-version", c.argv, d->o->timeout_s)))
+        return ovt_fail_wrap(rv, "the arbiter's command '%s' failed to run `version` (%s)", cmd, hint);
+    char *v = d->r->arbiter_version;
+    if ((rv = read_version(d, v, sizeof d->r->arbiter_version)))
+        return rv;
+    if (strncmp(v, "ovt ", 4) != 0)
+        return ovt_fail(OVT_EINVAL, "the arbiter's command '%s' answered `version` with '%s', not ovt's version; %s",
+                        cmd, v, hint);
+    devnet_progress(d, "arbiter: its command is %s (%s)", cmd, v);
+    return 0;
+}
+
 int devnet_start_arbiter(struct devnet *d)
 {
     char state[4300];
     snprintf(state, sizeof state, "%s/arbiter", d->r->work_dir);
     cmdline c = {0};
-    arg(&c, "%s", d->exe);
+    for (int i = 0; i < d->arbiter_argc; i++)
+        arg(&c, "%s", d->arbiter_argv[i]);
     arg(&c, "arbiter");
     arg(&c, "watch");
     chain_args(&c, d, KEY_ARBITER);
@@ -276,6 +374,8 @@ int devnet_start_arbiter(struct devnet *d)
         arg(&c, "--metrics-addr");
         arg(&c, "%s", d->o->arbiter_metrics);
     }
+    if (c.n >= 63)
+        return ovt_fail(OVT_EINVAL, "the arbiter's command line is too long");
     devnet_progress(d, "arbiter: watching the contract");
     return devnet_start_child(d, &d->arbiter, "arbiter", c.argv);
 }
@@ -302,7 +402,8 @@ static void note_shard(devnet_result *r, const json_t *sd)
 }
 
 /* The arbiter watcher's own report of the settlement: its JSON log line
- * {"event": "settled", "run_id": ..., "message": ...}; 1 once found. */
+ * {"event": "settled", "run_id": ..., "message": ...}; 1 once found. On
+ * the way, the processor its "start" line says it was built for. */
 int devnet_arbiter_saw(struct devnet *d)
 {
     FILE *f = fopen(d->arbiter->log_path, "r");
@@ -319,6 +420,9 @@ int devnet_arbiter_saw(struct devnet *d)
             snprintf(d->r->arbiter_saw, sizeof d->r->arbiter_saw, "%s", msg);
             found = 1;
         }
+        const char *built = json_string_value(json_object_get(j, "built_for"));
+        if (ev && built && strcmp(ev, "start") == 0)
+            snprintf(d->r->arbiter_built_for, sizeof d->r->arbiter_built_for, "%s", built);
         if (ev && run && strcmp(ev, "evaluated") == 0 && strcasecmp(run, d->r->run_id) == 0)
             note_shard(d->r, json_object_get(j, "shard_differs"));
         json_decref(j);

@@ -314,9 +314,12 @@ static int scenario(struct devnet *d)
     snprintf(d->run_dir, sizeof d->run_dir, "%s/trainer", r->work_dir);
     snprintf(d->store_dir, sizeof d->store_dir, "%s/store", r->work_dir);
     snprintf(d->store_url, sizeof d->store_url, "%s%s", d->o->store ? "" : "file://", d->o->store ? d->o->store : d->store_dir);
-    if ((rv = devnet_self_exe(d->exe, sizeof d->exe)) || (rv = ovt_mkdirs(d->store_dir, 0755)) ||
-        (rv = setup_chain(d)) || (rv = make_dataset(d)) || (rv = devnet_start_arbiter(d)) || (rv = devnet_run_train(d)) ||
-        (rv = devnet_run_commit(d)) || (rv = devnet_follow_events(d)))
+    /* the arbiter's command is tried first: a wrong --arbiter-cmd fails
+     * before anvil starts and the model trains */
+    if ((rv = devnet_self_exe(d->exe, sizeof d->exe)) || (rv = devnet_probe_arbiter(d)) ||
+        (rv = ovt_mkdirs(d->store_dir, 0755)) || (rv = setup_chain(d)) || (rv = make_dataset(d)) ||
+        (rv = devnet_start_arbiter(d)) || (rv = devnet_run_train(d)) || (rv = devnet_run_commit(d)) ||
+        (rv = devnet_follow_events(d)))
         return rv;
     if (!d->have_run)
         return ovt_fail(OVT_ENOTFOUND, "ovt commit finished but no run was opened on %s", r->contract);

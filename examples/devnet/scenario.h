@@ -34,6 +34,11 @@ struct devnet {
     unsigned round;
     double honest_moved_s;
     devnet_child *trainer_agent, *auditor, *arbiter;
+    /* the words that start the arbiter's ovt: this ovt, or --arbiter-cmd's
+     * (the first resolved to a path); set by devnet_probe_arbiter */
+    char *arbiter_argv[DEVNET_ARBITER_CMD_WORDS + 1];
+    int arbiter_argc;
+    char arbiter_words[4096], arbiter_exe[4096];
 };
 
 /* Seconds since the start; a progress line (stdout, or stderr with --json). */
@@ -55,6 +60,10 @@ int devnet_run_train(struct devnet *d) OVT_MUST_USE;
 int devnet_run_commit(struct devnet *d) OVT_MUST_USE;
 int devnet_start_trainer_agent(struct devnet *d) OVT_MUST_USE;
 int devnet_start_auditor(struct devnet *d) OVT_MUST_USE;
+/* Resolves the arbiter's command and runs `CMD version` to its end: an
+ * error naming the command and what to give instead when it cannot start
+ * or is not an ovt. Before devnet_start_arbiter. */
+int devnet_probe_arbiter(struct devnet *d) OVT_MUST_USE;
 int devnet_start_arbiter(struct devnet *d) OVT_MUST_USE;
 /* 1 once the arbiter watcher's log has its line on the settlement. */
 int devnet_arbiter_saw(struct devnet *d);
