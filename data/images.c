@@ -209,3 +209,15 @@ int data_images_to_samples(data_samples *s, const data_images *im)
     s->hash = im->hash;
     return 0;
 }
+
+int data_images_parse_samples(data_samples *s, const uint8_t *buf, size_t len)
+{
+    data_images im;
+    memset(s, 0, sizeof *s);
+    int rv = data_images_parse(&im, buf, len);
+    if (rv)
+        return rv;
+    rv = data_images_to_samples(s, &im);
+    data_images_free(&im);
+    return rv;
+}

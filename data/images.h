@@ -58,4 +58,8 @@ int data_images_parse(data_images *out, const uint8_t *buf, size_t len) OVT_MUST
  * dataset). */
 int data_images_to_samples(data_samples *s, const data_images *im) OVT_MUST_USE;
 
+/* An image file in buf read as samples (data_images_parse, then
+ * data_images_to_samples). */
+int data_images_parse_samples(data_samples *s, const uint8_t *buf, size_t len) OVT_MUST_USE;
+
 #endif

