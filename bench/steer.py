@@ -9,7 +9,7 @@ the final loss and parameters move against the honest run, beside the spread
 that a different seed gives. Usage:
     bench/steer.py [--ovt build/ovt] [--steps 40] [--data FILE] [--json]
 """
-import argparse, json, os, shutil, struct, subprocess, sys, tempfile
+import argparse, json, math, os, shutil, struct, subprocess, sys, tempfile
 
 def run(cmd):
     return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -19,7 +19,7 @@ def final_params(rundir, steps, nparams):
     with open(path, "rb") as f:
         blob = f.read()
     body = blob[len(blob) - 32 - 12 * nparams: len(blob) - 32]
-    return struct.unpack("<%di" % nparams, body[: 4 * nparams])
+    return struct.unpack("<%di" % nparams, body[: 4 * nparams]), struct.unpack("<%df" % nparams, body[: 4 * nparams])
 
 def ordered(i):  # float32 bits -> an integer whose order is the floats' order
     return i if i >= 0 else -(i & 0x7FFFFFFF)
@@ -55,15 +55,19 @@ def main():
     for name, extra in runs.items():
         run([a.ovt, "train", "--out", os.path.join(work, name.replace(" ", "-"))] + common + extra)
     nparams = 120576  # gpt2-tiny
-    base = final_params(os.path.join(work, "honest"), a.steps, nparams)
+    base, basef = final_params(os.path.join(work, "honest"), a.steps, nparams)
+    norm = math.sqrt(sum(x * x for x in basef))
     out = {"steps": a.steps, "runs": {}}
     for name in runs:
         d = os.path.join(work, name.replace(" ", "-"))
-        p = final_params(d, a.steps, nparams)
-        ulps = [abs(ordered(x) - ordered(y)) for x, y in zip(p, base)]
+        p, pf = final_params(d, a.steps, nparams)
+        ulps = sorted(abs(ordered(x) - ordered(y)) for x, y in zip(p, base))
+        moved = [u for u in ulps if u]
         last, mean = last_loss(d)
-        row = {"final_loss": last, "mean_loss": mean, "params_changed": sum(u > 0 for u in ulps),
-               "max_ulps": max(ulps), "median_ulps_of_changed": sorted(u for u in ulps if u)[len([u for u in ulps if u]) // 2] if any(ulps) else 0}
+        row = {"final_loss": last, "mean_loss": mean, "params_changed": len(moved),
+               "median_ulps_of_changed": moved[len(moved) // 2] if moved else 0,
+               "p99_ulps_of_changed": moved[(99 * len(moved)) // 100] if moved else 0,
+               "l2_over_norm": math.sqrt(sum((x - y) ** 2 for x, y in zip(pf, basef))) / norm}
         if name.startswith("steer"):
             for be in ("cpu", "ref"):
                 rep = json.loads(subprocess.run([a.ovt, "audit", d, "--data", data, "--backend", be, "--json"],
@@ -77,11 +81,12 @@ def main():
         print(json.dumps(out, indent=2))
     else:
         print("gpt2-tiny, B = 4, T = 32, %d steps; parameters against the honest run's" % a.steps)
-        print("%-11s %11s %12s %14s %9s %12s %s" % ("run", "final loss", "- honest", "params moved", "max ulps",
-                                                   "median ulps", "audits (cpu, ref)"))
+        print("%-11s %12s %12s %12s %13s %11s %11s %12s  %s" % ("run", "final loss", "- honest", "mean loss",
+              "params moved", "median ulp", "p99 ulp", "|dp|/|p|", "audits (cpu, ref)"))
         for name, r in out["runs"].items():
-            print("%-11s %11.6f %+12.2e %14d %9d %12d %s" % (name, r["final_loss"], r["final_loss_minus_honest"],
-                  r["params_changed"], r["max_ulps"], r["median_ulps_of_changed"],
+            print("%-11s %12.7f %+12.2e %12.7f %13d %11d %11d %12.3e  %s" % (name, r["final_loss"],
+                  r["final_loss_minus_honest"], r["mean_loss"], r["params_changed"], r["median_ulps_of_changed"],
+                  r["p99_ulps_of_changed"], r["l2_over_norm"],
                   ", ".join(r.get(k, "") for k in ("audit_cpu", "audit_ref")) if "audit_cpu" in r else "-"))
     shutil.rmtree(work)
     bad = [n for n, r in out["runs"].items() if n.startswith("steer") and

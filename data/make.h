@@ -24,6 +24,7 @@ typedef struct {
     size_t bytes;    /* the file's length */
     size_t tokens;   /* a token file: the tokens */
     uint32_t vocab;  /* a token file: the vocabulary (256 for bytes) */
+    uint32_t images, height, width, classes; /* an image file: its shape */
 } data_made;
 
 /* Writes the synthetic samples set data_samples_synthetic makes from these
@@ -46,5 +47,15 @@ typedef struct {
  * 2 tokens. */
 int data_make_text_tokens(data_made *out, const char *path, const char *text_path,
                           const data_tokenizer *tok) OVT_MUST_USE;
+
+/* The largest IDX file data_make_images reads (MNIST's training images are
+ * 47 MB). */
+#define DATA_MAX_IDX ((size_t)1 << 32)
+
+/* Writes the ovt image file (data/images.h) of an IDX image file and its IDX
+ * label file to path: the first `limit` images (0: all), labels below
+ * n_class. Raw IDX only (gzip is refused by name: ovt links no zlib). */
+int data_make_images(data_made *out, const char *path, const char *images_path, const char *labels_path,
+                     uint32_t n_class, uint32_t limit) OVT_MUST_USE;
 
 #endif

@@ -17,7 +17,8 @@ packages=(build-essential cmake pkg-config libsecp256k1-dev libcurl4-openssl-dev
           prometheus           # tests: scrapes the arbiter's --metrics-addr (skipped without it)
           nginx-light          # tests: a WebDAV (PUT) store for --store http:// (ngx_http_dav_module)
           python3-botocore     # tests: checks the SigV4 signatures of s3:// requests (AWS's own signer)
-          python3-torch)       # tests: the PyTorch reference GPT-2 (tests/reference; for /usr/bin/python3)
+          python3-torch        # tests: the PyTorch reference GPT-2 (tests/reference; for /usr/bin/python3)
+          dataset-fashion-mnist)  # Fashion-MNIST's IDX files for `ovt data idx` (tests/data/test_data_idx.py)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

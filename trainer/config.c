@@ -19,6 +19,9 @@ struct preset {
  * byte-level toy of the same structure for tests and CPU runs. */
 static const struct preset presets[] = {
     {"mlp-demo", {.kind = TRN_MODEL_MLP, .n_layer = 2, .width = 128, .in_dim = 128, .n_class = 32}},
+    /* MNIST and Fashion-MNIST as an image file (`ovt data idx`): 28 x 28
+     * pixels flattened, 10 classes */
+    {"mlp-mnist", {.kind = TRN_MODEL_MLP, .n_layer = 2, .width = 128, .in_dim = 784, .n_class = 10}},
     {"gpt2-tiny",
      {.kind = TRN_MODEL_GPT2, .n_layer = 2, .width = 64, .n_head = 4, .vocab = 256, .max_seq = 64}},
     {"gpt2-small",
@@ -34,7 +37,7 @@ int trn_model_preset(trn_model_config *out, const char *name)
             return 0;
         }
     }
-    return ovt_fail(OVT_EINVAL, "unknown model '%s' (known: mlp-demo, gpt2-tiny, gpt2-small)", name);
+    return ovt_fail(OVT_EINVAL, "unknown model '%s' (known: mlp-demo, mlp-mnist, gpt2-tiny, gpt2-small)", name);
 }
 
 int trn_model_check(const trn_model_config *m)

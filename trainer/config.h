@@ -99,7 +99,7 @@ int trn_config_rule(const trn_run_config *rc);
 /* rc->shards, with 0 read as 1. */
 uint32_t trn_config_shards(const trn_run_config *rc);
 
-/* Named model shapes: "mlp-demo", "gpt2-tiny", "gpt2-small". Fails with
+/* Named model shapes: "mlp-demo", "mlp-mnist", "gpt2-tiny", "gpt2-small". Fails with
  * OVT_EINVAL for an unknown name (the message lists the known ones). */
 int trn_model_preset(trn_model_config *out, const char *name) OVT_MUST_USE;
 

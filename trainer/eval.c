@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "trainer/train.h"
+#include "trainer/workspace.h"
 
 /* The inputs and targets of windows first .. first+B-1. */
 static void fill_batch(int32_t *inputs, int32_t *targets, const data_tokens *data, uint64_t first, uint32_t B,
@@ -94,5 +95,79 @@ done:
     krn_ctx_free(ctx);
     free(inputs);
     free(targets);
+    return rv;
+}
+
+/* How many of batch's B samples have their label as the first largest of
+ * the logits the forward left in w. */
+static uint64_t count_correct(const trn_workspace *w, const trn_batch *batch, uint32_t n_class)
+{
+    const float *logits = w->pre[w->config.model.n_layer];
+    uint64_t correct = 0;
+    for (uint32_t j = 0; j < batch->B; j++) {
+        const float *z = logits + (size_t)j * n_class;
+        uint32_t best = 0;
+        for (uint32_t c = 1; c < n_class; c++)
+            if (z[c] > z[best])
+                best = c;
+        correct += (int32_t)best == batch->labels[j];
+    }
+    return correct;
+}
+
+static int check_samples(const trn_state *st, const data_samples *data)
+{
+    const trn_model_config *m = &st->config.model;
+    if (m->kind != TRN_MODEL_MLP)
+        return ovt_fail(OVT_EINVAL, "evaluation on held-out samples is for MLP models; this run is GPT-2");
+    if (data->dim != m->in_dim || data->n_class != m->n_class || !data->count)
+        return ovt_fail(OVT_EINVAL, "the held-out file has %u samples of %u features and %u classes; the model "
+                                    "takes %u and %u", data->count, data->dim, data->n_class, m->in_dim, m->n_class);
+    return 0;
+}
+
+int trn_eval_samples(const trn_state *st, const data_samples *data, krn_backend_kind backend, int threads,
+                     uint64_t max_samples, trn_eval_class_result *out)
+{
+    memset(out, 0, sizeof *out);
+    int rv = check_samples(st, data);
+    if (rv)
+        return rv;
+    uint64_t count = max_samples && max_samples < data->count ? max_samples : data->count;
+    uint32_t B = count < st->config.batch_size ? (uint32_t)count : st->config.batch_size;
+    uint32_t rest = (uint32_t)(count % B);
+    krn_config kc = {.backend = backend, .mode = KRN_NEAREST, .grid_bits = (int)st->config.grid_bits,
+                     .shuffle_seed = st->config.seed, .threads = threads};
+    krn_ctx *ctx = NULL;
+    trn_workspace *w = NULL, *w_rest = NULL;
+    int32_t *labels = malloc((size_t)count * sizeof *labels);
+    if (!labels) {
+        rv = ovt_fail(OVT_ENOMEM, "out of memory for %llu labels", (unsigned long long)count);
+        goto done;
+    }
+    for (uint64_t i = 0; i < count; i++)
+        labels[i] = (int32_t)data->y[i];
+    if ((rv = krn_ctx_new(&ctx, &kc)) || (rv = eval_workspace(&w, st, B)) ||
+        (rest && (rv = eval_workspace(&w_rest, st, rest))))
+        goto done;
+    double total = 0;
+    uint64_t j = 0, correct = 0;
+    for (uint64_t first = 0; first < count; first += B, j++) {
+        uint32_t n = count - first < B ? (uint32_t)(count - first) : B;
+        trn_batch batch = {.B = n, .x = data->x + first * data->dim, .labels = labels + first};
+        trn_workspace *wj = n == B ? w : w_rest;
+        float mean;
+        if ((rv = trn_eval_loss(ctx, wj, st, &batch, j + 1, &mean)))
+            goto done;
+        total += (double)mean * (double)n;
+        correct += count_correct(wj, &batch, data->n_class);
+    }
+    *out = (trn_eval_class_result){.samples = count, .correct = correct, .batches = j, .B = B,
+                                   .loss = total / (double)count, .accuracy = (double)correct / (double)count};
+done:
+    trn_workspace_free(w_rest);
+    trn_workspace_free(w);
+    krn_ctx_free(ctx);
+    free(labels);
     return rv;
 }

@@ -38,4 +38,25 @@ typedef struct {
 int trn_eval_run(const trn_state *st, const data_tokens *data, krn_backend_kind backend, int threads,
                  uint64_t max_windows, trn_eval_result *out) OVT_MUST_USE;
 
+/* An MLP checkpoint's loss and accuracy on held-out samples (an image file
+ * read as samples, data/images.h): samples in file order, B at a time (the
+ * last batch the rest), each a forward of trn_eval_loss in NEAREST mode in
+ * one shard, batch j numbered as step j + 1; loss combined as for GPT-2
+ * (batch means in FP64, weighted by their sizes). A sample is correct when
+ * its label is the first of the largest logits. Same bits on every
+ * backend that computes the same logits. */
+typedef struct {
+    uint64_t samples; /* evaluated */
+    uint64_t correct; /* argmax logit == label */
+    uint64_t batches;
+    uint32_t B;
+    double loss;     /* mean cross-entropy per sample, nats */
+    double accuracy; /* correct / samples */
+} trn_eval_class_result;
+
+/* OVT_EINVAL for a GPT-2 state or samples of another shape than the
+ * model's. max_samples > 0: only the first max_samples. */
+int trn_eval_samples(const trn_state *st, const data_samples *data, krn_backend_kind backend, int threads,
+                     uint64_t max_samples, trn_eval_class_result *out) OVT_MUST_USE;
+
 #endif

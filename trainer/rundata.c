@@ -9,6 +9,7 @@
 
 #include "common/fileio.h"
 #include "common/bytes.h"
+#include "data/images.h"
 
 static int check_hash(const ovt_hash *got, trn_run_config *rc, int set_hash, const char *path)
 {
@@ -19,6 +20,15 @@ static int check_hash(const ovt_hash *got, trn_run_config *rc, int set_hash, con
     if (memcmp(got->b, rc->dataset_hash.b, 32) != 0)
         return ovt_fail(OVT_ECRYPTO, "%s is not the run's dataset (its SHA-256 differs from the datasetHash)", path);
     return 0;
+}
+
+/* An MLP's samples: a samples file, or an image file read as one (each
+ * image flattened, pixel / 256: exact on every grid, data/images.h). */
+static int samples_parse(data_samples *s, const uint8_t *buf, size_t len, int grid_bits)
+{
+    if (!data_images_is(buf, len))
+        return data_samples_parse(s, buf, len, grid_bits);
+    return data_images_parse_samples(s, buf, len);
 }
 
 int trn_run_data_parse(trn_run_data *d, const uint8_t *buf, size_t len, trn_run_config *rc, int set_hash,
@@ -37,7 +47,7 @@ int trn_run_data_parse(trn_run_data *d, const uint8_t *buf, size_t len, trn_run_
                             d->tokens.count, rc->seq_len);
         return check_hash(&d->tokens.hash, rc, set_hash, what);
     }
-    if ((rv = data_samples_parse(&d->samples, buf, len, (int)rc->grid_bits)))
+    if ((rv = samples_parse(&d->samples, buf, len, (int)rc->grid_bits)))
         return ovt_fail_wrap(rv, "%s", what);
     if (d->samples.dim != rc->model.in_dim || d->samples.n_class != rc->model.n_class)
         return ovt_fail(OVT_EINVAL, "%s has %u features and %u classes; the model takes %u and %u", what,

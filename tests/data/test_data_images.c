@@ -1,0 +1,114 @@
+/* The IDX reader and the ovt image file (data/images.h) on small files built
+ * here: the pixels and labels pass through unchanged, an MLP reads pixel p
+ * as exactly p / 256, and every truncation, a wrong magic or version, counts
+ * that differ and a label too large are OVT_EFORMAT. The real MNIST and
+ * Fashion-MNIST files: test_data_idx.py. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "data/images.h"
+
+/* An IDX image file of n images of 16 x 16, pixel k of image i = (k + i) % 256,
+ * and its label file, label i = i % 10. */
+static size_t idx_pair(uint8_t **img, uint8_t **lab, size_t *lab_len, uint32_t n)
+{
+    size_t img_len = 16 + (size_t)n * 256;
+    *img = malloc(img_len);
+    *lab = malloc(8 + n);
+    *lab_len = 8 + n;
+    const uint8_t head[16] = {0, 0, 8, 3, (uint8_t)(n >> 24), (uint8_t)(n >> 16), (uint8_t)(n >> 8), (uint8_t)n,
+                              0, 0, 0, 16, 0, 0, 0, 16};
+    memcpy(*img, head, 16);
+    memcpy(*lab, head, 8);
+    (*lab)[3] = 1;
+    for (uint32_t i = 0; i < n; i++) {
+        for (int k = 0; k < 256; k++)
+            (*img)[16 + 256 * i + k] = (uint8_t)((k + i) % 256);
+        (*lab)[8 + i] = (uint8_t)(i % 10);
+    }
+    return img_len;
+}
+
+static void test_round_trip(void)
+{
+    uint8_t *img, *lab, *buf;
+    size_t lab_len, len, img_len = idx_pair(&img, &lab, &lab_len, 3);
+    data_images im, back;
+    data_samples s;
+    CHECK(data_idx_parse(&im, img, img_len, "i", lab, lab_len, "l", 10, 0) == 0);
+    CHECK(im.count == 3 && im.channels == 1 && im.height == 16 && im.width == 16 && im.n_class == 10);
+    CHECK_MEM(im.pixels, img + 16, 3 * 256);
+    CHECK(data_images_encode(&im, &buf, &len) == 0);
+    CHECK(len == 32 + 3 * 257);
+    CHECK(data_images_is(buf, len));
+    CHECK(data_images_parse(&back, buf, len) == 0);
+    CHECK_MEM(back.pixels, img + 16, 3 * 256);
+    CHECK(back.labels[0] == 0 && back.labels[1] == 1 && back.labels[2] == 2);
+    CHECK_MEM(back.hash.b, im.hash.b, 32);
+    CHECK(data_images_to_samples(&s, &back) == 0);
+    CHECK(s.count == 3 && s.dim == 256 && s.n_class == 10 && s.y[2] == 2);
+    /* image 0 holds every pixel value once: p / 256, exactly */
+    for (int p = 0; p < 256; p++)
+        CHECK_MSG(s.x[p] == (float)p / 256.0f, "pixel %d reads as %a", p, (double)s.x[p]);
+    CHECK(s.x[255] == 0.99609375f && s.x[256 + 255] == 0.0f);
+    CHECK_MEM(s.hash.b, back.hash.b, 32);
+    data_samples_free(&s);
+    data_images_free(&back);
+    /* every truncation of the image file, and a trailing byte */
+    int all = 1;
+    for (size_t k = 0; k < len; k++)
+        all &= data_images_parse(&back, buf, k) == OVT_EFORMAT;
+    CHECK(all);
+    uint8_t *more = malloc(len + 1);
+    memcpy(more, buf, len);
+    more[len] = 0;
+    CHECK(data_images_parse(&back, more, len + 1) == OVT_EFORMAT);
+    buf[8] = 2; /* version */
+    CHECK(data_images_parse(&back, buf, len) == OVT_EFORMAT);
+    buf[8] = 1;
+    buf[len - 1] = 10; /* the last label, past 10 classes */
+    CHECK(data_images_parse(&back, buf, len) == OVT_EFORMAT);
+    buf[0] = 'X';
+    CHECK(data_images_parse(&back, buf, len) == OVT_EFORMAT);
+    free(more);
+    free(buf);
+    data_images_free(&im);
+    free(img);
+    free(lab);
+}
+
+static void test_idx_malformed(void)
+{
+    uint8_t *img, *lab;
+    size_t lab_len, img_len = idx_pair(&img, &lab, &lab_len, 4);
+    data_images im;
+    int all = 1;
+    for (size_t k = 0; k < img_len; k++)
+        all &= data_idx_parse(&im, img, k, "i", lab, lab_len, "l", 10, 0) == OVT_EFORMAT;
+    for (size_t k = 0; k < lab_len; k++)
+        all &= data_idx_parse(&im, img, img_len, "i", lab, k, "l", 10, 0) == OVT_EFORMAT;
+    CHECK(all);
+    CHECK(data_idx_parse(&im, lab, lab_len, "i", lab, lab_len, "l", 10, 0) == OVT_EFORMAT); /* magic */
+    CHECK(data_idx_parse(&im, img, img_len, "i", lab, lab_len, "l", 3, 0) == OVT_EFORMAT);  /* label 3 */
+    CHECK(data_idx_parse(&im, img, img_len, "i", lab, lab_len, "l", 4, 0) == 0);
+    data_images_free(&im);
+    /* 3 labels for 4 images: the counts differ even though --limit 3 */
+    lab[7] = 3;
+    CHECK(data_idx_parse(&im, img, img_len, "i", lab, lab_len - 1, "l", 10, 3) == OVT_EFORMAT);
+    lab[7] = 4;
+    CHECK(data_idx_parse(&im, img, img_len, "i", lab, lab_len, "l", 10, 2) == 0);
+    CHECK(im.count == 2 && im.pixels[256] == 1);
+    data_images_free(&im);
+    img[0] = 0x1f, img[1] = 0x8b; /* gzip */
+    CHECK(data_idx_parse(&im, img, img_len, "i", lab, lab_len, "l", 10, 0) == OVT_EFORMAT);
+    free(img);
+    free(lab);
+}
+
+int main(void)
+{
+    CHECK_RUN(test_round_trip());
+    CHECK_RUN(test_idx_malformed());
+    return check_done();
+}
