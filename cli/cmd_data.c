@@ -190,20 +190,32 @@ static int llama2_json(char *out, size_t cap, const char *path)
     return 0;
 }
 
+/* The tokenizer the flags name (--bpe and --tokenizer-json imply theirs),
+ * and the flags that belong to another; a usage error (data_check). */
+static int tokenizer_kind(data_tok_kind *kind, const struct data_args *a)
+{
+    const char *name = a->tokenizer ? a->tokenizer : a->bpe ? "gpt2" : a->tok_json ? "llama2" : "bytes";
+    if (!strcmp(name, "gpt2"))
+        *kind = DATA_TOK_GPT2;
+    else if (!strcmp(name, "llama2"))
+        *kind = DATA_TOK_LLAMA2;
+    else if (!strcmp(name, "bytes"))
+        *kind = DATA_TOK_BYTES;
+    else
+        return ovt_fail(OVT_EINVAL, "--tokenizer %s: not bytes, gpt2 or llama2", name);
+    if ((a->bpe && *kind != DATA_TOK_GPT2) || ((a->tok_json || a->no_bos) && *kind != DATA_TOK_LLAMA2))
+        return ovt_fail(OVT_EINVAL, "--bpe is for --tokenizer gpt2, --tokenizer-json and --no-bos for "
+                        "--tokenizer llama2");
+    return 0;
+}
+
 /* The tokenizer the flags name, with its file in src[cap]. */
 static int text_tokenizer(data_tokenizer *tok, char *src, size_t cap, const struct data_args *a)
 {
-    const char *name = a->tokenizer ? a->tokenizer : a->bpe ? "gpt2" : a->tok_json ? "llama2" : "bytes";
     *tok = (data_tokenizer){.kind = DATA_TOK_BYTES, .source = src, .bos = !a->no_bos};
-    if (!strcmp(name, "gpt2"))
-        tok->kind = DATA_TOK_GPT2;
-    else if (!strcmp(name, "llama2"))
-        tok->kind = DATA_TOK_LLAMA2;
-    else if (strcmp(name, "bytes"))
-        return ovt_fail(OVT_EINVAL, "--tokenizer %s: not bytes, gpt2 or llama2", name);
-    if ((a->bpe && tok->kind != DATA_TOK_GPT2) || ((a->tok_json || a->no_bos) && tok->kind != DATA_TOK_LLAMA2))
-        return ovt_fail(OVT_EINVAL, "--bpe is for --tokenizer gpt2, --tokenizer-json and --no-bos for "
-                        "--tokenizer llama2");
+    int rv = tokenizer_kind(&tok->kind, a);
+    if (rv)
+        return rv;
     if (tok->kind == DATA_TOK_GPT2)
         return bpe_dir(src, cap, a->bpe ? a->bpe : "default");
     return tok->kind == DATA_TOK_LLAMA2 ? llama2_json(src, cap, a->tok_json) : 0;
@@ -308,6 +320,9 @@ static int data_check(const struct data_args *a)
         return ovt_fail(OVT_EINVAL, "--bpe, --tokenizer, --tokenizer-json and --no-bos are for `ovt data text`");
     if (!mlp && (a->mlp_flags || a->classes_set))
         return ovt_fail(OVT_EINVAL, "--seed, --samples, --dim, --classes and --grid-bits are for `ovt data mlp`");
+    data_tok_kind kind;
+    if (!mlp && tokenizer_kind(&kind, a))
+        return OVT_EINVAL;
     if (mlp && (uint64_t)a->samples * a->dim > ((uint64_t)1 << 32))
         return ovt_fail(OVT_EINVAL, "--samples x --dim is above 2^32 features; make a smaller set");
     return 0;

