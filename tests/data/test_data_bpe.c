@@ -18,6 +18,7 @@
 #include "data/bpe.h"
 #include "data/dataset.h"
 #include "support/cli_fixture.h"
+#include "texts.h"
 
 static char vocab_dir[2048];
 
@@ -101,18 +102,6 @@ static void check_text(const char *name, const uint8_t *text, size_t n, data_bpe
     data_tokens_free(&t);
 }
 
-static const char *const tricky[] = {
-    "I'm sure they're here; we've seen it, you'll see, he'd know, it's 'quoted' and I'M SHOUTING'S.\n",
-    "two  spaces,   three,    four\tand\ttabs \t mixed\n\n\nthree newlines\r\nCRLF\n   \n  trailing  ",
-    "digits 0 12 345 6789 3.14159 1,000,000 2024-01-01 x86_64 v1.2.3 #42 $9.99 100%",
-    "punctuation!!! ?? ... --- (parens) [brackets] {braces} <angle> \"quotes\" `tick` @at ~tilde ^caret |pipe \\ /",
-    "caf\xc3\xa9 na\xc3\xafve r\xc3\xa9sum\xc3\xa9 \xc3\x9c" "ber Stra\xc3\x9f" "e \xce\xb1\xce\xb2\xce\xb3 "
-    "\xd0\xbf\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82 \xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e \xe2\x80\x94 "
-    "\xe2\x80\x9cquoted\xe2\x80\x9d emoji \xf0\x9f\x98\x80!! \xc2\xbd \xc2\xb2",
-    "''s 's 't 're 've 'm 'll 'd 'x ' s Don't DON'T rock'n'roll",
-    "   leading spaces\n\n",
-};
-
 int main(void)
 {
     const char *env = getenv("OVT_GPT2_BPE_DIR");
@@ -149,7 +138,7 @@ int main(void)
     } else {
         printf("note: %s is absent; checking the tricky strings only\n", gpl);
     }
-    for (size_t i = 0; i < sizeof tricky / sizeof *tricky; i++) {
+    for (size_t i = 0; i < TRICKY_COUNT; i++) {
         char name[32];
         snprintf(name, sizeof name, "tricky%zu", i);
         CHECK_RUN(check_text(name, (const uint8_t *)tricky[i], strlen(tricky[i]), b));
