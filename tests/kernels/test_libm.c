@@ -29,23 +29,13 @@
 #endif
 
 #include "check.h"
+#include "fp_same.h"
 #include "kernels/cpu/backend.h"
 #include "kernels/rng.h"
 
 enum { F_EXP, F_LOG, F_POW };
 static const char *const names[] = {"exp", "log", "pow"};
 
-static uint64_t bits(double x)
-{
-    uint64_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static bool same(double a, double b)
-{
-    return bits(a) == bits(b) || (isnan(a) && isnan(b));
-}
 
 static double own(int f, double x, double y)
 {

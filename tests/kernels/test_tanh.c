@@ -23,20 +23,10 @@
 #endif
 
 #include "check.h"
+#include "fp_same.h"
 #include "kernels/cpu/backend.h"
 #include "kernels/rng.h"
 
-static uint64_t bits(double x)
-{
-    uint64_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static bool same(double a, double b)
-{
-    return bits(a) == bits(b) || (isnan(a) && isnan(b));
-}
 
 /* The edges where krn_tanh or expm1 change branch, as tanh's argument. */
 static const double edges[] = {
