@@ -41,12 +41,12 @@ int krn_site_settle(site_job *job, size_t i, double xi, double tau, float *outi,
         return krn_site_elem_fail(job, i, OVT_ENUMERIC, ovt_errmsg());
     float v = krn_canonical_zero(pos.nearest);
     *outi = v;
+    double w = krn_site_widening(tau);
     if (tau > 0.0 && pos.dist <= tau * (0.5 / KRN_BAND_MARGIN)) {
         co->ambiguous[0]++;
         co->ambiguous[1] += xi == 0.0 || pos.dist == 0.0;
     }
     if (tau > 0.0 && pos.dist <= tau) {
-        double w = krn_site_widening(tau);
         co->within[SITE_WITHIN_HALF] += pos.dist <= 0.5 * tau;
         co->within[SITE_WITHIN_TAU]++;
         co->within[SITE_FREE_V2] += pos.dist <= 0.5 * tau + w;
@@ -63,7 +63,7 @@ int krn_site_settle(site_job *job, size_t i, double xi, double tau, float *outi,
         entry->dir = pos.nearest == pos.above ? KRN_DIR_UP : KRN_DIR_DOWN;
         entry->value = 0.0f;
         int steer = job->ctx->forge.steer;
-        if (steer != 0 && pos.dist <= krn_site_widening(tau) && !isinf(steer > 0 ? pos.above : pos.below)) {
+        if (steer != 0 && pos.dist <= w && !isinf(steer > 0 ? pos.above : pos.below)) {
             entry->dir = steer > 0 ? KRN_DIR_UP : KRN_DIR_DOWN; /* testing: krn_ctx_steer */
             *outi = krn_canonical_zero(steer > 0 ? pos.above : pos.below);
         }
