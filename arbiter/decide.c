@@ -85,7 +85,7 @@ void arb_decide(arb_action *out, const arb_view *v)
     memset(out, 0, sizeof *out);
     const chain_arb_game *g = v->game;
     out->step = g->index;
-    if (!chain_address_eq(&v->run->arbiter, v->self))
+    if (!chain_address_eq(&v->run->arbiters[0], v->self))
         return set(out, ARB_ACT_DONE, "another arbiter's run");
     if (g->phase == CHAIN_ARB_PHASE_SETTLED)
         return set(out, ARB_ACT_DONE, "settled");

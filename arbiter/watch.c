@@ -215,7 +215,7 @@ static int on_event(watcher *w, const chain_arb_event *ev)
 {
     arb_game *g = find_game(w, &ev->run_id);
     if (ev->kind == CHAIN_ARB_EV_RUN_OPENED && !g) {
-        if (!chain_address_eq(&ev->u.run_opened.arbiter, &w->m->from))
+        if (!chain_address_eq(&ev->u.run_opened.arbiters[0], &w->m->from))
             return 0;
         arb_game *more = realloc(w->games, (w->ngames + 1) * sizeof *w->games);
         if (!more)

@@ -8,7 +8,8 @@
 #include "chain/eip712.h"
 #include "chain/keccak.h"
 
-#define PARAMS_TUPLE "(address,address,address,bytes32,bytes32,uint64,uint32,uint32,uint32,uint96,uint96,uint64)"
+#define PARAMS_TUPLE \
+    "(address,address,address[5],bytes32,bytes32,uint64,uint32,uint32,uint32,uint96,uint96,uint8,uint96,uint64)"
 #define LEAF_TUPLE "(bytes32,bytes32,bytes32)"
 
 static const char commitment_type[] =
@@ -27,8 +28,31 @@ const char *chain_arb_outcome_name(chain_arb_outcome outcome)
         "none",          "verified",           "trainer-right",      "auditor-right",
         "neither",       "fraudulent-log",     "inputs-unavailable", "trainer-timed-out",
         "auditor-timed-out", "both-timed-out", "arbiter-timed-out",  "unchallenged",
-        "trainer-absent"};
+        "trainer-absent", "no-majority"};
     return (unsigned)outcome < sizeof names / sizeof names[0] ? names[outcome] : "?";
+}
+
+unsigned chain_arb_arbiter_count(const chain_arb_params *p)
+{
+    static const chain_address zero;
+    unsigned n = 0;
+    while (n < CHAIN_ARB_MAX_ARBITERS && !chain_address_eq(&p->arbiters[n], &zero))
+        n++;
+    return n;
+}
+
+unsigned chain_arb_threshold(const chain_arb_params *p)
+{
+    return p->threshold ? p->threshold : chain_arb_arbiter_count(p) / 2 + 1;
+}
+
+int chain_arb_seat(const chain_arb_params *p, const chain_address *who)
+{
+    unsigned n = chain_arb_arbiter_count(p);
+    for (unsigned k = 0; k < n; k++)
+        if (chain_address_eq(&p->arbiters[k], who))
+            return (int)k;
+    return -1;
 }
 
 /* --- off-chain derivations */
@@ -37,7 +61,8 @@ static void put_params(chain_abi_enc *enc, const chain_arb_params *p)
 {
     chain_abi_put_address(enc, &p->trainer);
     chain_abi_put_address(enc, &p->auditor);
-    chain_abi_put_address(enc, &p->arbiter);
+    for (int k = 0; k < CHAIN_ARB_MAX_ARBITERS; k++)
+        chain_abi_put_address(enc, &p->arbiters[k]);
     chain_abi_put_bytes32(enc, &p->config_hash);
     chain_abi_put_bytes32(enc, &p->dataset_hash);
     chain_abi_put_uint(enc, p->steps);
@@ -46,6 +71,8 @@ static void put_params(chain_abi_enc *enc, const chain_arb_params *p)
     chain_abi_put_uint(enc, p->arbiter_timeout);
     chain_abi_put_u256(enc, &p->trainer_bond);
     chain_abi_put_u256(enc, &p->auditor_bond);
+    chain_abi_put_uint(enc, chain_arb_threshold(p)); /* 0: a majority, as the contract needs m spelled out */
+    chain_abi_put_u256(enc, &p->arbiter_bond);
     chain_abi_put_uint(enc, p->nonce);
 }
 
@@ -87,6 +114,21 @@ void chain_arb_commitment_digest(ovt_hash *out, uint64_t chain_id, const chain_a
     hash_words(&struct_hash, &enc);
     chain_abi_enc_free(&enc);
     chain_eip712_digest(out, &domain, &struct_hash);
+}
+
+void chain_arb_ballot_hash(ovt_hash *out, const ovt_hash *run_id, const chain_address *arbiter, uint64_t step,
+                           chain_arb_outcome outcome, const ovt_hash *evidence, const ovt_hash *salt)
+{
+    chain_abi_enc enc;
+    chain_abi_enc_init(&enc);
+    chain_abi_put_bytes32(&enc, run_id);
+    chain_abi_put_address(&enc, arbiter);
+    chain_abi_put_uint(&enc, step);
+    chain_abi_put_uint(&enc, (uint64_t)outcome);
+    chain_abi_put_bytes32(&enc, evidence);
+    chain_abi_put_bytes32(&enc, salt);
+    hash_words(out, &enc);
+    chain_abi_enc_free(&enc);
 }
 
 int chain_arb_sign_commitment(uint8_t sig[65], const chain_privkey *key, uint64_t chain_id,
@@ -208,6 +250,38 @@ static int encode_run_call(chain_buf *out, const char *signature, const ovt_hash
     return finish(&enc, out, signature);
 }
 
+int chain_arb_encode_accept(chain_buf *out, const ovt_hash *run_id)
+{
+    return encode_run_call(out, "accept(bytes32)", run_id);
+}
+
+int chain_arb_encode_commit_verdict(chain_buf *out, const ovt_hash *run_id, const ovt_hash *ballot)
+{
+    chain_abi_enc enc;
+    chain_abi_enc_init(&enc);
+    chain_abi_put_bytes32(&enc, run_id);
+    chain_abi_put_bytes32(&enc, ballot);
+    return finish(&enc, out, "commitVerdict(bytes32,bytes32)");
+}
+
+int chain_arb_encode_reveal_verdict(chain_buf *out, const ovt_hash *run_id, uint64_t step, chain_arb_outcome outcome,
+                                    const ovt_hash *evidence, const ovt_hash *salt)
+{
+    chain_abi_enc enc;
+    chain_abi_enc_init(&enc);
+    chain_abi_put_bytes32(&enc, run_id);
+    chain_abi_put_uint(&enc, step);
+    chain_abi_put_uint(&enc, (uint64_t)outcome);
+    chain_abi_put_bytes32(&enc, evidence);
+    chain_abi_put_bytes32(&enc, salt);
+    return finish(&enc, out, "revealVerdict(bytes32,uint64,uint8,bytes32,bytes32)");
+}
+
+int chain_arb_encode_get_committee(chain_buf *out, const ovt_hash *run_id)
+{
+    return encode_run_call(out, "getCommittee(bytes32)", run_id);
+}
+
 int chain_arb_encode_timeout(chain_buf *out, const ovt_hash *run_id)
 {
     return encode_run_call(out, "timeout(bytes32)", run_id);
@@ -307,18 +381,45 @@ int chain_arb_decode_run(chain_arb_params *out, const uint8_t *data, size_t len)
     uint64_t v;
     TRY(chain_abi_get_address(&dec, 0, &out->trainer));
     TRY(chain_abi_get_address(&dec, 1, &out->auditor));
-    TRY(chain_abi_get_address(&dec, 2, &out->arbiter));
-    TRY(chain_abi_get_bytes32(&dec, 3, &out->config_hash));
-    TRY(chain_abi_get_bytes32(&dec, 4, &out->dataset_hash));
-    TRY(get_uint_bits(&dec, 5, 64, &out->steps));
-    TRY(get_uint_bits(&dec, 6, 32, &v));
+    for (size_t k = 0; k < CHAIN_ARB_MAX_ARBITERS; k++)
+        TRY(chain_abi_get_address(&dec, 2 + k, &out->arbiters[k]));
+    const size_t a = 2 + CHAIN_ARB_MAX_ARBITERS;
+    TRY(chain_abi_get_bytes32(&dec, a, &out->config_hash));
+    TRY(chain_abi_get_bytes32(&dec, a + 1, &out->dataset_hash));
+    TRY(get_uint_bits(&dec, a + 2, 64, &out->steps));
+    TRY(get_uint_bits(&dec, a + 3, 32, &v));
     out->commit_timeout = (uint32_t)v;
-    TRY(get_uint_bits(&dec, 7, 32, &v));
+    TRY(get_uint_bits(&dec, a + 4, 32, &v));
     out->move_timeout = (uint32_t)v;
-    TRY(get_uint_bits(&dec, 8, 32, &v));
+    TRY(get_uint_bits(&dec, a + 5, 32, &v));
     out->arbiter_timeout = (uint32_t)v;
-    TRY(get_u96(&dec, 9, &out->trainer_bond));
-    TRY(get_u96(&dec, 10, &out->auditor_bond));
+    TRY(get_u96(&dec, a + 6, &out->trainer_bond));
+    TRY(get_u96(&dec, a + 7, &out->auditor_bond));
+    TRY(get_uint_bits(&dec, a + 8, 8, &v));
+    out->threshold = (unsigned)v;
+    return get_u96(&dec, a + 9, &out->arbiter_bond);
+}
+
+static int get_outcome(const chain_abi_dec *dec, size_t i, chain_arb_outcome *out);
+
+int chain_arb_decode_committee(chain_arb_committee *out, const uint8_t *data, size_t len)
+{
+    memset(out, 0, sizeof *out);
+    chain_abi_dec dec;
+    chain_abi_dec_init(&dec, data, len);
+    uint64_t v;
+    unsigned *small[] = {&out->count, &out->threshold, &out->seated, &out->committed, &out->revealed};
+    for (size_t k = 0; k < 5; k++) {
+        TRY(get_uint_bits(&dec, k, 8, &v));
+        *small[k] = (unsigned)v;
+    }
+    if (out->count < 1 || out->count > CHAIN_ARB_MAX_ARBITERS)
+        return ovt_fail(OVT_EFORMAT, "getCommittee: %u arbiters", out->count);
+    TRY(get_uint_bits(&dec, 5, 64, &out->commit_deadline));
+    for (size_t k = 0; k < CHAIN_ARB_MAX_ARBITERS; k++) {
+        TRY(get_outcome(&dec, 6 + k, &out->outcomes[k]));
+        TRY(chain_abi_get_bytes32(&dec, 6 + CHAIN_ARB_MAX_ARBITERS + k, &out->ballots[k]));
+    }
     return 0;
 }
 
@@ -333,7 +434,7 @@ int chain_arb_decode_game(chain_arb_game *out, const uint8_t *data, size_t len)
         return ovt_fail(OVT_EFORMAT, "getGame: unknown phase %llu", (unsigned long long)v);
     out->phase = (chain_arb_phase)v;
     TRY(get_uint_bits(&dec, 1, 8, &v));
-    if (v > CHAIN_ARB_TRAINER_ABSENT)
+    if (v > CHAIN_ARB_NO_MAJORITY)
         return ovt_fail(OVT_EFORMAT, "getGame: unknown outcome %llu", (unsigned long long)v);
     out->outcome = (chain_arb_outcome)v;
     TRY(get_uint_bits(&dec, 2, 8, &v));
@@ -368,7 +469,9 @@ static const struct {
     size_t nindexed; /* topics after topic0 */
 } events[CHAIN_ARB_EV_COUNT] = {
     [CHAIN_ARB_EV_RUN_OPENED] = {"RunOpened",
-                                 "RunOpened(bytes32,address,address,address,bytes32,bytes32,uint64,uint8,uint64)", 3},
+                                 "RunOpened(bytes32,address,address,address[5],uint8,uint96,bytes32,bytes32,uint64,"
+                                 "uint8,uint64)",
+                                 3},
     [CHAIN_ARB_EV_COMMITTED] = {"Committed", "Committed(bytes32,address,bytes32,uint256,uint64)", 2},
     [CHAIN_ARB_EV_DISPUTE_OPENED] = {"DisputeOpened", "DisputeOpened(bytes32,bytes32,bytes32,uint8,uint64)", 1},
     [CHAIN_ARB_EV_CHILDREN_REVEALED] = {"ChildrenRevealed", "ChildrenRevealed(bytes32,address,uint8,bytes32,bytes32)",
@@ -384,6 +487,11 @@ static const struct {
     [CHAIN_ARB_EV_TIMED_OUT] = {"TimedOut", "TimedOut(bytes32,uint8,uint8,uint8)", 1},
     [CHAIN_ARB_EV_SETTLED] = {"Settled", "Settled(bytes32,uint8,uint256,uint256)", 1},
     [CHAIN_ARB_EV_WITHDRAWN] = {"Withdrawn", "Withdrawn(address,uint256)", 1},
+    [CHAIN_ARB_EV_ARBITER_ACCEPTED] = {"ArbiterAccepted", "ArbiterAccepted(bytes32,address,uint8,uint256)", 2},
+    [CHAIN_ARB_EV_VERDICT_COMMITTED] = {"VerdictCommitted", "VerdictCommitted(bytes32,address,bytes32)", 2},
+    [CHAIN_ARB_EV_VERDICT_REVEALED] = {"VerdictRevealed", "VerdictRevealed(bytes32,address,uint64,uint8,bytes32)",
+                                       2},
+    [CHAIN_ARB_EV_ARBITER_SETTLED] = {"ArbiterSettled", "ArbiterSettled(bytes32,address,uint8,uint256,uint256)", 2},
 };
 
 const char *chain_arb_event_signature(chain_arb_event_kind kind)
@@ -430,10 +538,50 @@ static int get_outcome(const chain_abi_dec *dec, size_t i, chain_arb_outcome *ou
 {
     unsigned v;
     TRY(get_small(dec, i, &v));
-    if (v > CHAIN_ARB_TRAINER_ABSENT)
+    if (v > CHAIN_ARB_NO_MAJORITY)
         return ovt_fail(OVT_EFORMAT, "unknown outcome %u", v);
     *out = (chain_arb_outcome)v;
     return 0;
+}
+
+static int decode_run_opened(chain_arb_event *ev, const chain_abi_dec *d)
+{
+    const size_t a = CHAIN_ARB_MAX_ARBITERS;
+    for (size_t k = 0; k < a; k++)
+        TRY(chain_abi_get_address(d, k, &ev->u.run_opened.arbiters[k]));
+    TRY(get_small(d, a, &ev->u.run_opened.threshold));
+    TRY(get_u96(d, a + 1, &ev->u.run_opened.arbiter_bond));
+    TRY(chain_abi_get_bytes32(d, a + 2, &ev->u.run_opened.config_hash));
+    TRY(chain_abi_get_bytes32(d, a + 3, &ev->u.run_opened.dataset_hash));
+    TRY(get_uint_bits(d, a + 4, 64, &ev->u.run_opened.steps));
+    TRY(get_small(d, a + 5, &ev->u.run_opened.depth));
+    return get_uint_bits(d, a + 6, 64, &ev->u.run_opened.nonce);
+}
+
+/* The committee's events (an arbiter address in topic 2). */
+static int decode_committee_event(chain_arb_event *ev, const chain_abi_dec *d, const chain_log *log)
+{
+    switch (ev->kind) {
+    case CHAIN_ARB_EV_ARBITER_ACCEPTED:
+        TRY(topic_address(&ev->u.arbiter_accepted.arbiter, &log->topics[2]));
+        TRY(get_small(d, 0, &ev->u.arbiter_accepted.seat));
+        return chain_abi_get_u256(d, 1, &ev->u.arbiter_accepted.bond);
+    case CHAIN_ARB_EV_VERDICT_COMMITTED:
+        TRY(topic_address(&ev->u.verdict_committed.arbiter, &log->topics[2]));
+        return chain_abi_get_bytes32(d, 0, &ev->u.verdict_committed.ballot);
+    case CHAIN_ARB_EV_VERDICT_REVEALED:
+        TRY(topic_address(&ev->u.verdict_revealed.arbiter, &log->topics[2]));
+        TRY(get_uint_bits(d, 0, 64, &ev->u.verdict_revealed.step));
+        TRY(get_outcome(d, 1, &ev->u.verdict_revealed.outcome));
+        return chain_abi_get_bytes32(d, 2, &ev->u.verdict_revealed.evidence);
+    case CHAIN_ARB_EV_ARBITER_SETTLED:
+        TRY(topic_address(&ev->u.arbiter_settled.arbiter, &log->topics[2]));
+        TRY(get_outcome(d, 0, &ev->u.arbiter_settled.verdict));
+        TRY(chain_abi_get_u256(d, 1, &ev->u.arbiter_settled.forfeited));
+        return chain_abi_get_u256(d, 2, &ev->u.arbiter_settled.reward);
+    default:
+        return ovt_fail(OVT_EINVAL, "not a committee event: %d", (int)ev->kind);
+    }
 }
 
 /* The data words of one event kind. */
@@ -444,12 +592,7 @@ static int decode_fields(chain_arb_event *ev, const chain_abi_dec *d, const chai
     case CHAIN_ARB_EV_RUN_OPENED:
         TRY(topic_address(&ev->u.run_opened.trainer, &log->topics[2]));
         TRY(topic_address(&ev->u.run_opened.auditor, &log->topics[3]));
-        TRY(chain_abi_get_address(d, 0, &ev->u.run_opened.arbiter));
-        TRY(chain_abi_get_bytes32(d, 1, &ev->u.run_opened.config_hash));
-        TRY(chain_abi_get_bytes32(d, 2, &ev->u.run_opened.dataset_hash));
-        TRY(get_uint_bits(d, 3, 64, &ev->u.run_opened.steps));
-        TRY(get_small(d, 4, &ev->u.run_opened.depth));
-        return get_uint_bits(d, 5, 64, &ev->u.run_opened.nonce);
+        return decode_run_opened(ev, d);
     case CHAIN_ARB_EV_COMMITTED:
         TRY(topic_address(&ev->u.committed.party, &log->topics[2]));
         TRY(chain_abi_get_bytes32(d, 0, &ev->u.committed.root));
@@ -504,6 +647,11 @@ static int decode_fields(chain_arb_event *ev, const chain_abi_dec *d, const chai
     case CHAIN_ARB_EV_WITHDRAWN:
         TRY(topic_address(&ev->u.withdrawn.account, &log->topics[1]));
         return chain_abi_get_u256(d, 0, &ev->u.withdrawn.amount);
+    case CHAIN_ARB_EV_ARBITER_ACCEPTED:
+    case CHAIN_ARB_EV_VERDICT_COMMITTED:
+    case CHAIN_ARB_EV_VERDICT_REVEALED:
+    case CHAIN_ARB_EV_ARBITER_SETTLED:
+        return decode_committee_event(ev, d, log);
     case CHAIN_ARB_EV_COUNT:
         break;
     }
@@ -551,6 +699,13 @@ const char *const chain_arb_errors[] = {
     "UnknownRun(bytes32)",
     "RunExists(bytes32)",
     "BadParty()",
+    "BadCommittee()",
+    "BadThreshold(uint8,uint8)",
+    "NotCommitted(address)",
+    "RevealsNotOpen(uint64)",
+    "BadBallot(bytes32,bytes32)",
+    "CommitteeRun()",
+    "SingleArbiterRun()",
     "BadSteps(uint64)",
     "BadTimeout()",
     "WrongPhase(uint8,uint8)",

@@ -50,7 +50,8 @@ typedef enum {
     CHAIN_ARB_BOTH_TIMED_OUT,
     CHAIN_ARB_ARBITER_TIMED_OUT,
     CHAIN_ARB_UNCHALLENGED,
-    CHAIN_ARB_TRAINER_ABSENT
+    CHAIN_ARB_TRAINER_ABSENT,
+    CHAIN_ARB_NO_MAJORITY /* a committee revealed m or more verdicts, no m of them agree */
 } chain_arb_outcome;
 
 const char *chain_arb_phase_name(chain_arb_phase phase);
@@ -60,11 +61,16 @@ const char *chain_arb_outcome_name(chain_arb_outcome outcome);
 /* GameView.flags bits. */
 enum { CHAIN_ARB_FLAG_TRAINER = 1, CHAIN_ARB_FLAG_AUDITOR = 2, CHAIN_ARB_FLAG_PREVIOUS = 4 };
 
+/* The most arbiters a run may name (the contract's MAX_ARBITERS). */
+#define CHAIN_ARB_MAX_ARBITERS 5
+
 /* The contract's RunParams: what open() takes. Bonds are uint96 in wei. */
 typedef struct {
     chain_address trainer;
     chain_address auditor;
-    chain_address arbiter;
+    /* The committee: n = the leading non-zero entries, the rest zero. A
+     * one-arbiter run sets arbiters[0] only. */
+    chain_address arbiters[CHAIN_ARB_MAX_ARBITERS];
     ovt_hash config_hash;
     ovt_hash dataset_hash;
     uint64_t steps;
@@ -73,8 +79,30 @@ typedef struct {
     uint32_t arbiter_timeout;
     chain_u256 trainer_bond;
     chain_u256 auditor_bond;
+    unsigned threshold;      /* m, n/2 < m <= n; 0 here = a majority of n, filled in wherever params are
+                                encoded (open, runId), since the contract takes m spelled out */
+    chain_u256 arbiter_bond; /* wei each arbiter pays with accept(); 0: every named arbiter is seated */
     uint64_t nonce;
 } chain_arb_params;
+
+/* n: the leading non-zero arbiters. */
+unsigned chain_arb_arbiter_count(const chain_arb_params *p);
+/* m as the contract resolves it (threshold, or a majority when 0). */
+unsigned chain_arb_threshold(const chain_arb_params *p);
+/* The seat of who on p's committee, or -1. */
+int chain_arb_seat(const chain_arb_params *p, const chain_address *who);
+
+/* The contract's CommitteeView (getCommittee). Seat k is bit k of the masks. */
+typedef struct {
+    unsigned count;      /* n */
+    unsigned threshold;  /* m */
+    unsigned seated;     /* may vote: every seat with no arbiter bond, else those that accepted */
+    unsigned committed;  /* sealed a ballot */
+    unsigned revealed;   /* opened it (n = 1: gave verdict()) */
+    uint64_t commit_deadline; /* AwaitingVerdict: ballots until then, reveals until the game's deadline */
+    chain_arb_outcome outcomes[CHAIN_ARB_MAX_ARBITERS]; /* revealed, per seat */
+    ovt_hash ballots[CHAIN_ARB_MAX_ARBITERS];           /* the sealed ballot, then the revealed evidence */
+} chain_arb_committee;
 
 /* The contract's GameView (getGame). */
 typedef struct {
@@ -106,6 +134,11 @@ typedef struct {
  * tests/contract/test_contract_game.c plays every round as such a race. */
 #define CHAIN_ARB_RACE_GAS 60000u
 
+/* The same for revealVerdict: the committee's last reveal settles the run
+ * (every seated arbiter credited, one ArbiterSettled event each), which the
+ * estimate of a reveal that was not the last did not price. */
+#define CHAIN_ARB_REVEAL_GAS 250000u
+
 /* --- off-chain derivations (each equals the contract's view of the same name) */
 
 /* runId = keccak256(abi.encode(chainId, contract, RunParams)). */
@@ -122,6 +155,10 @@ int chain_arb_sign_commitment(uint8_t sig[65], const chain_privkey *key, uint64_
                               const chain_address *contract, const ovt_hash *run_id, const ovt_hash *root,
                               const chain_arb_params *p) OVT_MUST_USE;
 
+/* ballotHash: keccak256(abi.encode(runId, arbiter, step, outcome, evidence, salt)). */
+void chain_arb_ballot_hash(ovt_hash *out, const ovt_hash *run_id, const chain_address *arbiter, uint64_t step,
+                           chain_arb_outcome outcome, const ovt_hash *evidence, const ovt_hash *salt);
+
 /* --- calldata. Each appends selector + arguments to out. */
 
 int chain_arb_encode_open(chain_buf *out, const chain_arb_params *p) OVT_MUST_USE;
@@ -136,12 +173,17 @@ int chain_arb_encode_reveal_leaf(chain_buf *out, const ovt_hash *run_id, unsigne
                                  const ovt_hash *proof, size_t nproof) OVT_MUST_USE;
 int chain_arb_encode_verdict(chain_buf *out, const ovt_hash *run_id, uint64_t step, chain_arb_outcome outcome,
                              const ovt_hash *evidence) OVT_MUST_USE;
+int chain_arb_encode_accept(chain_buf *out, const ovt_hash *run_id) OVT_MUST_USE;
+int chain_arb_encode_commit_verdict(chain_buf *out, const ovt_hash *run_id, const ovt_hash *ballot) OVT_MUST_USE;
+int chain_arb_encode_reveal_verdict(chain_buf *out, const ovt_hash *run_id, uint64_t step, chain_arb_outcome outcome,
+                                    const ovt_hash *evidence, const ovt_hash *salt) OVT_MUST_USE;
 int chain_arb_encode_timeout(chain_buf *out, const ovt_hash *run_id) OVT_MUST_USE;
 int chain_arb_encode_withdraw(chain_buf *out) OVT_MUST_USE;
 
 /* Views. */
 int chain_arb_encode_get_run(chain_buf *out, const ovt_hash *run_id) OVT_MUST_USE;
 int chain_arb_encode_get_game(chain_buf *out, const ovt_hash *run_id) OVT_MUST_USE;
+int chain_arb_encode_get_committee(chain_buf *out, const ovt_hash *run_id) OVT_MUST_USE;
 int chain_arb_encode_credit(chain_buf *out, const chain_address *account) OVT_MUST_USE;
 int chain_arb_encode_compute_run_id(chain_buf *out, const chain_arb_params *p) OVT_MUST_USE;
 int chain_arb_encode_commitment_digest(chain_buf *out, const ovt_hash *run_id, const ovt_hash *root) OVT_MUST_USE;
@@ -153,6 +195,7 @@ int chain_arb_encode_node_hash(chain_buf *out, const ovt_hash *left, const ovt_h
  * no nonce: out->nonce is set to 0. */
 int chain_arb_decode_run(chain_arb_params *out, const uint8_t *data, size_t len) OVT_MUST_USE;
 int chain_arb_decode_game(chain_arb_game *out, const uint8_t *data, size_t len) OVT_MUST_USE;
+int chain_arb_decode_committee(chain_arb_committee *out, const uint8_t *data, size_t len) OVT_MUST_USE;
 /* A single bytes32 or uint256 result. */
 int chain_arb_decode_word(uint8_t out[32], const uint8_t *data, size_t len) OVT_MUST_USE;
 
@@ -172,6 +215,10 @@ typedef enum {
     CHAIN_ARB_EV_TIMED_OUT,
     CHAIN_ARB_EV_SETTLED,
     CHAIN_ARB_EV_WITHDRAWN,
+    CHAIN_ARB_EV_ARBITER_ACCEPTED,
+    CHAIN_ARB_EV_VERDICT_COMMITTED,
+    CHAIN_ARB_EV_VERDICT_REVEALED,
+    CHAIN_ARB_EV_ARBITER_SETTLED,
     CHAIN_ARB_EV_COUNT
 } chain_arb_event_kind;
 
@@ -184,7 +231,10 @@ typedef struct {
     uint64_t log_index;
     union {
         struct {
-            chain_address trainer, auditor, arbiter;
+            chain_address trainer, auditor;
+            chain_address arbiters[CHAIN_ARB_MAX_ARBITERS];
+            unsigned threshold; /* m, resolved */
+            chain_u256 arbiter_bond;
             ovt_hash config_hash, dataset_hash;
             uint64_t steps;
             unsigned depth;
@@ -248,6 +298,27 @@ typedef struct {
             chain_address account;
             chain_u256 amount;
         } withdrawn;
+        struct {
+            chain_address arbiter;
+            unsigned seat;
+            chain_u256 bond;
+        } arbiter_accepted;
+        struct {
+            chain_address arbiter;
+            ovt_hash ballot;
+        } verdict_committed;
+        struct {
+            chain_address arbiter;
+            uint64_t step;
+            chain_arb_outcome outcome;
+            ovt_hash evidence;
+        } verdict_revealed;
+        struct {
+            chain_address arbiter;
+            chain_arb_outcome verdict; /* what it revealed (NONE: nothing) */
+            chain_u256 forfeited;      /* its bond, lost; or 0 */
+            chain_u256 reward;         /* its share of the others' forfeits */
+        } arbiter_settled;
     } u;
 } chain_arb_event;
 
@@ -315,6 +386,13 @@ int chain_arb_verdict(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id
                       chain_arb_outcome outcome, const ovt_hash *evidence, chain_receipt *receipt) OVT_MUST_USE;
 int chain_arb_timeout(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id,
                       chain_receipt *receipt) OVT_MUST_USE;
+/* accept(runId) with the run's arbiter bond (read from getRun). */
+int chain_arb_accept(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, chain_receipt *receipt) OVT_MUST_USE;
+int chain_arb_commit_verdict(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, const ovt_hash *ballot,
+                             chain_receipt *receipt) OVT_MUST_USE;
+int chain_arb_reveal_verdict(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, uint64_t step,
+                             chain_arb_outcome outcome, const ovt_hash *evidence, const ovt_hash *salt,
+                             chain_receipt *receipt) OVT_MUST_USE;
 int chain_arb_withdraw(const chain_arb *arb, chain_txm *m, chain_receipt *receipt) OVT_MUST_USE;
 
 /* Any calldata with a value (NULL: 0), for calls the helpers above do not
@@ -330,6 +408,8 @@ int chain_arb_get_game(const chain_arb *arb, const ovt_hash *run_id, const char 
                        chain_arb_game *out) OVT_MUST_USE;
 int chain_arb_credit(const chain_arb *arb, const chain_address *account, const char *block,
                      chain_u256 *out) OVT_MUST_USE;
+int chain_arb_get_committee(const chain_arb *arb, const ovt_hash *run_id, const char *block,
+                            chain_arb_committee *out) OVT_MUST_USE;
 
 /* A run's terms and its game as of one block: the head, read first
  * (*block). */

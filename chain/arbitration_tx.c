@@ -198,6 +198,37 @@ int chain_arb_timeout(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id
     return send_encoded(arb, m, NULL, &data, chain_arb_encode_timeout(&data, run_id), 0, receipt, "timeout");
 }
 
+int chain_arb_accept(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, chain_receipt *receipt)
+{
+    chain_arb_params p;
+    int rc = chain_arb_get_run(arb, run_id, NULL, &p);
+    if (rc != 0)
+        return ovt_fail_wrap(rc, "accept: reading the run");
+    chain_buf data;
+    chain_buf_init(&data);
+    return send_encoded(arb, m, &p.arbiter_bond, &data, chain_arb_encode_accept(&data, run_id), 0, receipt, "accept");
+}
+
+int chain_arb_commit_verdict(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, const ovt_hash *ballot,
+                             chain_receipt *receipt)
+{
+    chain_buf data;
+    chain_buf_init(&data);
+    return send_encoded(arb, m, NULL, &data, chain_arb_encode_commit_verdict(&data, run_id, ballot), 0, receipt,
+                        "commitVerdict");
+}
+
+int chain_arb_reveal_verdict(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, uint64_t step,
+                             chain_arb_outcome outcome, const ovt_hash *evidence, const ovt_hash *salt,
+                             chain_receipt *receipt)
+{
+    chain_buf data;
+    chain_buf_init(&data);
+    return send_encoded(arb, m, NULL, &data,
+                        chain_arb_encode_reveal_verdict(&data, run_id, step, outcome, evidence, salt),
+                        CHAIN_ARB_REVEAL_GAS, receipt, "revealVerdict");
+}
+
 int chain_arb_withdraw(const chain_arb *arb, chain_txm *m, chain_receipt *receipt)
 {
     chain_buf data;
@@ -242,6 +273,20 @@ int chain_arb_get_game(const chain_arb *arb, const ovt_hash *run_id, const char 
     int rc = view(arb, &data, chain_arb_encode_get_game(&data, run_id), block, &ret, "getGame");
     if (rc == 0)
         rc = chain_arb_decode_game(out, ret.data, ret.len);
+    chain_buf_free(&ret);
+    return rc;
+}
+
+int chain_arb_get_committee(const chain_arb *arb, const ovt_hash *run_id, const char *block,
+                            chain_arb_committee *out)
+{
+    memset(out, 0, sizeof *out);
+    chain_buf data, ret;
+    chain_buf_init(&data);
+    chain_buf_init(&ret);
+    int rc = view(arb, &data, chain_arb_encode_get_committee(&data, run_id), block, &ret, "getCommittee");
+    if (rc == 0)
+        rc = chain_arb_decode_committee(out, ret.data, ret.len);
     chain_buf_free(&ret);
     return rc;
 }

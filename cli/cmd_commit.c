@@ -76,7 +76,7 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
         a->have_auditor = true;
         break;
     case O_ARBITER:
-        rv = chain_parse_address(&p->arbiter, flag, arg);
+        rv = chain_parse_address(&p->arbiters[0], flag, arg);
         a->have_arbiter = true;
         break;
     case O_BOND: rv = chain_parse_wei(&p->trainer_bond, flag, arg, 96); break;

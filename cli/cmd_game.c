@@ -33,7 +33,7 @@ static json_t *to_json(const ovt_hash *run_id, uint64_t block, const chain_arb_p
     char troot[67], aroot[67], tnode[67], anode[67];
     chain_address_to_string(t, &p->trainer);
     chain_address_to_string(a, &p->auditor);
-    chain_address_to_string(r, &p->arbiter);
+    chain_address_to_string(r, &p->arbiters[0]);
     chain_hash_hex(id, run_id);
     chain_hash_hex(ch, &p->config_hash);
     chain_hash_hex(dh, &p->dataset_hash);

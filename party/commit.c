@@ -39,13 +39,22 @@ int party_receipt_json(const party_receipt *r, char **text)
     json_t *o = json_object();
     if (!o)
         return ovt_fail(OVT_ENOMEM, "out of memory");
-    json_object_set_new(o, "version", json_integer(2));
+    json_object_set_new(o, "version", json_integer(3));
     json_object_set_new(o, "chain_id", json_integer((json_int_t)r->chain_id));
     set_address(o, "contract", &r->contract);
     set_hash(o, "run_id", &r->run_id);
     set_address(o, "trainer", &r->params.trainer);
     set_address(o, "auditor", &r->params.auditor);
-    set_address(o, "arbiter", &r->params.arbiter);
+    set_address(o, "arbiter", &r->params.arbiters[0]);
+    json_t *committee = json_array();
+    for (unsigned k = 0; k < chain_arb_arbiter_count(&r->params); k++) {
+        char addr[43];
+        chain_address_to_string(addr, &r->params.arbiters[k]);
+        json_array_append_new(committee, json_string(addr));
+    }
+    json_object_set_new(o, "arbiters", committee);
+    json_object_set_new(o, "threshold", json_integer(r->params.threshold));
+    set_wei(o, "arbiter_bond", &r->params.arbiter_bond);
     set_hash(o, "config_hash", &r->params.config_hash);
     set_hash(o, "dataset_hash", &r->params.dataset_hash);
     json_object_set_new(o, "steps", json_integer((json_int_t)r->params.steps));

@@ -159,8 +159,8 @@ int party_policy_check(const party_policy *pol, const chain_arb_params *p, uint6
     const chain_u256 *other_bond = is_trainer ? &p->auditor_bond : &p->trainer_bond;
     int accepted = 0;
     for (unsigned i = 0; i < pol->n_arbiters; i++)
-        accepted |= chain_address_eq(&pol->arbiters[i], &p->arbiter);
-    chain_address_to_string(a, &p->arbiter);
+        accepted |= chain_address_eq(&pol->arbiters[i], &p->arbiters[0]);
+    chain_address_to_string(a, &p->arbiters[0]);
     if (!accepted) {
         char list[PARTY_POLICY_MAX_ARBITERS * 44 + 1] = "";
         for (unsigned i = 0; i < pol->n_arbiters; i++) {
@@ -170,7 +170,7 @@ int party_policy_check(const party_policy *pol, const chain_arb_params *p, uint6
         }
         refuse(msg, sizeof msg, &n, "arbiter %s is not an accepted arbiter (--accept-arbiter: %s)", a, list);
     }
-    if (chain_address_eq(&p->arbiter, &p->trainer) || chain_address_eq(&p->arbiter, &p->auditor))
+    if (chain_address_eq(&p->arbiters[0], &p->trainer) || chain_address_eq(&p->arbiters[0], &p->auditor))
         refuse(msg, sizeof msg, &n, "arbiter %s is also a party of the run", a);
     if (chain_address_eq(&p->trainer, &p->auditor))
         refuse(msg, sizeof msg, &n, "the trainer and the auditor are the same address");

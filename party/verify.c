@@ -55,19 +55,42 @@ typedef struct {
     uint64_t chain_id;
     chain_address contract;
     chain_arb_params p; /* trainer, configHash, datasetHash, steps always; the rest when has_params */
-    bool has_params;    /* version 2: every RunParams field, the nonce included */
+    int version;
+    bool has_params;    /* version 3: every RunParams field, the nonce and the committee included */
     ovt_hash run_id, root;
     uint8_t sig[65];
     char data[4096];
 } receipt;
 
-/* The RunParams fields beyond those the signature covers (receipt version 2):
+/* The committee (receipt version 3): "arbiters" (1 to 5 addresses, the
+ * first also as "arbiter"), "threshold" as given at open, "arbiter_bond". */
+static int receipt_read_committee(receipt *r, json_t *j, const char *path)
+{
+    json_t *list = json_object_get(j, "arbiters"), *m = json_object_get(j, "threshold");
+    size_t n = json_array_size(list);
+    if (!json_is_array(list) || n < 1 || n > CHAIN_ARB_MAX_ARBITERS)
+        return ovt_fail(OVT_EFORMAT, "%s: \"arbiters\" must list 1 to %d addresses", path, CHAIN_ARB_MAX_ARBITERS);
+    for (size_t k = 0; k < n; k++) {
+        const char *s = json_string_value(json_array_get(list, k));
+        if (!s || chain_address_from_string(&r->p.arbiters[k], s))
+            return ovt_fail(OVT_EFORMAT, "%s: \"arbiters\"[%zu] must be an address", path, k);
+    }
+    if (!json_is_integer(m) || json_integer_value(m) < 0 || json_integer_value(m) > CHAIN_ARB_MAX_ARBITERS)
+        return ovt_fail(OVT_EFORMAT, "%s: \"threshold\" must be 0 to %d", path, CHAIN_ARB_MAX_ARBITERS);
+    r->p.threshold = (unsigned)json_integer_value(m);
+    const char *s = json_string_value(json_object_get(j, "arbiter_bond"));
+    if (!s || chain_u256_from_dec(&r->p.arbiter_bond, s))
+        return ovt_fail(OVT_EFORMAT, "%s: \"arbiter_bond\" must be a decimal string of wei", path);
+    return 0;
+}
+
+/* The RunParams fields beyond those the signature covers (receipt version 3):
  * with them the runId can be derived as the contract derives it. */
 static int receipt_read_params(receipt *r, json_t *j, const char *path)
 {
     const char *addr[] = {"auditor", "arbiter"}, *wei[] = {"trainer_bond", "auditor_bond"},
                *secs[] = {"commit_timeout", "move_timeout", "verdict_timeout"};
-    chain_address *addr_out[] = {&r->p.auditor, &r->p.arbiter};
+    chain_address *addr_out[] = {&r->p.auditor, &r->p.arbiters[0]};
     chain_u256 *wei_out[] = {&r->p.trainer_bond, &r->p.auditor_bond};
     uint32_t *secs_out[] = {&r->p.commit_timeout, &r->p.move_timeout, &r->p.arbiter_timeout};
     for (int i = 0; i < 2; i++) {
@@ -87,7 +110,7 @@ static int receipt_read_params(receipt *r, json_t *j, const char *path)
     const char *nonce = json_string_value(json_object_get(j, "nonce"));
     if (!nonce || ovt_parse_u64(&r->p.nonce, "\"nonce\"", nonce, 0, UINT64_MAX))
         return ovt_fail(OVT_EFORMAT, "%s: \"nonce\" must be a decimal string", path);
-    return 0;
+    return receipt_read_committee(r, j, path);
 }
 
 static int receipt_read(receipt *r, const char *path)
@@ -124,7 +147,8 @@ static int receipt_read(receipt *r, const char *path)
                !(rv = json_hash(&r->p.config_hash, j, "config_hash", path)) &&
                !(rv = json_hash(&r->p.dataset_hash, j, "dataset_hash", path))) {
         json_t *version = json_object_get(j, "version");
-        r->has_params = json_is_integer(version) && json_integer_value(version) >= 2;
+        r->version = json_is_integer(version) ? (int)json_integer_value(version) : 1;
+        r->has_params = r->version >= 3;
         if (r->has_params)
             rv = receipt_read_params(r, j, path);
     }
@@ -161,7 +185,10 @@ static void check_signature(checks *c, const receipt *r)
 static void check_run_id(checks *c, const receipt *r)
 {
     if (!r->has_params) {
-        check_add(c, "run_id", false, "receipt version 1 has no nonce: the runId cannot be derived");
+        check_add(c, "run_id", false,
+                  r->version == 2 ? "receipt version 2 predates committees (its contract named one arbiter): the "
+                                    "runId cannot be derived under this contract"
+                                  : "receipt version 1 has no nonce: the runId cannot be derived");
         return;
     }
     ovt_hash id;

@@ -34,15 +34,16 @@ contract OvtArbitration {
         TrainerTimedOut,   // the trainer missed a move
         AuditorTimedOut,   // the auditor missed a move
         BothTimedOut,      // neither party moved in time
-        ArbiterTimedOut,   // no verdict in time
+        ArbiterTimedOut,   // fewer than the threshold of verdicts revealed in time
         Unchallenged,      // the auditor never committed
-        TrainerAbsent      // the auditor committed, the trainer never did
+        TrainerAbsent,     // the auditor committed, the trainer never did
+        NoMajority         // a committee revealed enough verdicts, but no threshold of them agree
     }
 
     struct RunParams {
         address trainer;
         address auditor;
-        address arbiter;
+        address[5] arbiters;   // the committee: n = the leading non-zero entries, the rest zero
         bytes32 configHash;
         bytes32 datasetHash;
         uint64 steps;          // N: leaves 0..N
@@ -51,6 +52,8 @@ contract OvtArbitration {
         uint32 arbiterTimeout; // seconds the arbiter has for the verdict
         uint96 trainerBond;    // wei, paid with the trainer's commit
         uint96 auditorBond;    // wei, paid with the auditor's commit
+        uint8 threshold;       // m matching verdicts settle: n/2 < m <= n
+        uint96 arbiterBond;    // wei each arbiter pays with accept(); 0 = every named arbiter is seated
         uint64 nonce;          // chosen by the opener; makes runId unique
     }
 
@@ -64,7 +67,7 @@ contract OvtArbitration {
     struct RunView {
         address trainer;
         address auditor;
-        address arbiter;
+        address[5] arbiters;
         bytes32 configHash;
         bytes32 datasetHash;
         uint64 steps;
@@ -73,6 +76,21 @@ contract OvtArbitration {
         uint32 arbiterTimeout;
         uint96 trainerBond;
         uint96 auditorBond;
+        uint8 threshold;       // m
+        uint96 arbiterBond;
+    }
+
+    /// A run's committee and its ballots (getCommittee). Seat k is bit k of
+    /// the masks; seat 0 is arbiters[0].
+    struct CommitteeView {
+        uint8 count;           // n
+        uint8 threshold;       // m
+        uint8 seated;          // who may vote: every seat when arbiterBond is 0, else those that accepted
+        uint8 committed;       // sealed a verdict (commitVerdict)
+        uint8 revealed;        // opened it (revealVerdict; for n = 1, gave verdict())
+        uint64 commitDeadline; // while AwaitingVerdict: ballots until then, reveals until the game's deadline
+        uint8[5] outcomes;     // revealed outcome per seat (0 = none)
+        bytes32[5] ballots;    // sealed ballot per seat, replaced by its evidence once revealed
     }
 
     struct GameView {
@@ -111,6 +129,8 @@ contract OvtArbitration {
         uint96 auditorBond;
         uint32 commitTimeout;
         Outcome outcome;
+        uint8 arbiterCount;   // n (1..MAX_ARBITERS); seat 0 is `arbiter`, the others in committees
+        uint8 threshold;      // m
         bytes32 configHash;
         bytes32 datasetHash;
         bytes32 trainerRoot;
@@ -124,10 +144,23 @@ contract OvtArbitration {
         bytes32 trainerLog;
     }
 
+    /// A committee beyond seat 0: kept apart from Run so a one-arbiter run
+    /// with no arbiter bond never touches it but for one read of `bond`.
+    struct Committee {
+        uint96 bond;
+        uint8 accepted;
+        uint8 committed;
+        uint8 revealed;
+        uint40 outcomes;      // 8 bits per seat
+        address[4] more;      // seats 1..4
+        bytes32[5] ballot;    // sealed ballot, then the revealed evidence
+    }
+
     uint8 private constant TRAINER = 1;
     uint8 private constant AUDITOR = 2;
     uint8 private constant PREVIOUS = 4;
     uint64 public constant MAX_STEPS = (uint64(1) << 48) - 1;
+    uint8 public constant MAX_ARBITERS = 5;
 
     bytes32 public constant DOMAIN_TYPEHASH =
         keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)");
@@ -137,13 +170,23 @@ contract OvtArbitration {
         0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0;
 
     mapping(bytes32 => Run) private runs;
+    mapping(bytes32 => Committee) private committees;
     /// Wei each account can withdraw (bonds are paid by pull).
     mapping(address => uint256) public credit;
 
     // --------------------------------------------------------------- events
 
-    event RunOpened(bytes32 indexed runId, address indexed trainer, address indexed auditor, address arbiter,
-                    bytes32 configHash, bytes32 datasetHash, uint64 steps, uint8 depth, uint64 nonce);
+    event RunOpened(bytes32 indexed runId, address indexed trainer, address indexed auditor, address[5] arbiters,
+                    uint8 threshold, uint96 arbiterBond, bytes32 configHash, bytes32 datasetHash, uint64 steps,
+                    uint8 depth, uint64 nonce);
+    event ArbiterAccepted(bytes32 indexed runId, address indexed arbiter, uint8 seat, uint256 bond);
+    event VerdictCommitted(bytes32 indexed runId, address indexed arbiter, bytes32 ballot);
+    event VerdictRevealed(bytes32 indexed runId, address indexed arbiter, uint64 step, Outcome outcome,
+                          bytes32 evidence);
+    /// At settlement, one per seated arbiter: what it revealed (None if
+    /// nothing), the bond it lost and the forfeits it was paid.
+    event ArbiterSettled(bytes32 indexed runId, address indexed arbiter, Outcome verdict, uint256 forfeited,
+                         uint256 reward);
     event Committed(bytes32 indexed runId, address indexed party, bytes32 root, uint256 bond, uint64 deadline);
     event DisputeOpened(bytes32 indexed runId, bytes32 trainerRoot, bytes32 auditorRoot, uint8 depth, uint64 deadline);
     event ChildrenRevealed(bytes32 indexed runId, address indexed party, uint8 round, bytes32 left, bytes32 right);
@@ -165,6 +208,13 @@ contract OvtArbitration {
     error UnknownRun(bytes32 runId);
     error RunExists(bytes32 runId);
     error BadParty();                       // zero address, or two roles share an address
+    error BadCommittee();                   // no arbiter, more than MAX_ARBITERS, or a gap in the list
+    error BadThreshold(uint8 threshold, uint8 count); // not n/2 < m <= n
+    error NotCommitted(address arbiter);    // revealVerdict without a ballot
+    error RevealsNotOpen(uint64 commitDeadline); // revealVerdict while ballots may still come
+    error BadBallot(bytes32 ballot, bytes32 computed);
+    error CommitteeRun();                   // verdict() on a run with n > 1 (it takes ballots)
+    error SingleArbiterRun();               // a ballot on a run with n = 1 (it takes verdict())
     error BadSteps(uint64 steps);           // 0, or above MAX_STEPS
     error BadTimeout();                     // a timeout of 0
     error WrongPhase(Phase expected, Phase actual);
@@ -255,7 +305,9 @@ contract OvtArbitration {
         Run storage r = _run(runId);
         v.trainer = r.trainer;
         v.auditor = r.auditor;
-        v.arbiter = r.arbiter;
+        v.arbiters = _arbiters(r, committees[runId]);
+        v.threshold = r.threshold;
+        v.arbiterBond = committees[runId].bond;
         v.configHash = r.configHash;
         v.datasetHash = r.datasetHash;
         v.steps = r.steps;
@@ -264,6 +316,34 @@ contract OvtArbitration {
         v.arbiterTimeout = r.arbiterTimeout;
         v.trainerBond = r.trainerBond;
         v.auditorBond = r.auditorBond;
+    }
+
+    function getCommittee(bytes32 runId) external view returns (CommitteeView memory v) {
+        Run storage r = _run(runId);
+        Committee storage c = committees[runId];
+        uint8 n = r.arbiterCount;
+        v.count = n;
+        v.threshold = r.threshold;
+        v.seated = _seated(c, n);
+        v.committed = c.committed;
+        v.revealed = c.revealed;
+        if (r.phase == Phase.AwaitingVerdict) v.commitDeadline = r.deadline - r.arbiterTimeout;
+        uint40 outcomes = c.outcomes;
+        for (uint256 k = 0; k < n; k++) {
+            v.outcomes[k] = uint8(outcomes >> (8 * k));
+            v.ballots[k] = c.ballot[k];
+        }
+    }
+
+    /// The sealed ballot an arbiter posts with commitVerdict: it binds the
+    /// run, the arbiter (so another cannot post it as its own) and a secret
+    /// salt (so the verdict cannot be read from it before the reveal).
+    function ballotHash(bytes32 runId, address arbiter, uint64 step, uint8 outcome, bytes32 evidence, bytes32 salt)
+        public
+        pure
+        returns (bytes32)
+    {
+        return keccak256(abi.encode(runId, arbiter, step, outcome, evidence, salt));
     }
 
     function getGame(bytes32 runId) external view returns (GameView memory g) {
@@ -289,8 +369,8 @@ contract OvtArbitration {
     /// Registers a run. Anyone may open it; the parties pay their bonds when
     /// they commit. Reverts if the same parameters and nonce were opened before.
     function open(RunParams calldata p) external returns (bytes32 runId) {
-        if (p.trainer == address(0) || p.auditor == address(0) || p.arbiter == address(0)) revert BadParty();
-        if (p.trainer == p.auditor || p.arbiter == p.trainer || p.arbiter == p.auditor) revert BadParty();
+        if (p.trainer == address(0) || p.auditor == address(0) || p.trainer == p.auditor) revert BadParty();
+        (uint8 n, uint8 m) = _checkCommittee(p);
         if (p.steps == 0 || p.steps > MAX_STEPS) revert BadSteps(p.steps);
         if (p.commitTimeout == 0 || p.moveTimeout == 0 || p.arbiterTimeout == 0) revert BadTimeout();
         runId = computeRunId(p);
@@ -302,15 +382,62 @@ contract OvtArbitration {
         r.depth = depth;
         r.auditor = p.auditor;
         r.moveTimeout = p.moveTimeout;
-        r.arbiter = p.arbiter;
+        r.arbiter = p.arbiters[0];
         r.steps = p.steps;
         r.arbiterTimeout = p.arbiterTimeout;
         r.trainerBond = p.trainerBond;
         r.auditorBond = p.auditorBond;
         r.commitTimeout = p.commitTimeout;
+        r.arbiterCount = n;
+        r.threshold = m;
         r.configHash = p.configHash;
         r.datasetHash = p.datasetHash;
-        emit RunOpened(runId, p.trainer, p.auditor, p.arbiter, p.configHash, p.datasetHash, p.steps, depth, p.nonce);
+        if (n > 1 || p.arbiterBond != 0) {
+            Committee storage c = committees[runId];
+            c.bond = p.arbiterBond;
+            for (uint256 k = 1; k < n; k++) c.more[k - 1] = p.arbiters[k];
+        }
+        _emitOpened(runId, p, m, depth);
+    }
+
+    function _emitOpened(bytes32 runId, RunParams calldata p, uint8 m, uint8 depth) private {
+        emit RunOpened(runId, p.trainer, p.auditor, p.arbiters, m, p.arbiterBond, p.configHash, p.datasetHash,
+                       p.steps, depth, p.nonce);
+    }
+
+    // n = the leading non-zero arbiters (the rest must be zero), each
+    // distinct from the parties and from each other; n/2 < m <= n (m is
+    // explicit, so the runId names it; the C side fills in a majority).
+    function _checkCommittee(RunParams calldata p) private pure returns (uint8 n, uint8 m) {
+        while (n < MAX_ARBITERS && p.arbiters[n] != address(0)) n++;
+        if (n == 0) revert BadCommittee();
+        for (uint256 k = n; k < MAX_ARBITERS; k++) if (p.arbiters[k] != address(0)) revert BadCommittee();
+        for (uint256 k = 0; k < n; k++) {
+            address a = p.arbiters[k];
+            if (a == p.trainer || a == p.auditor) revert BadParty();
+            for (uint256 j = 0; j < k; j++) if (p.arbiters[j] == a) revert BadParty();
+        }
+        m = p.threshold;
+        if (2 * uint256(m) <= n || m > n) revert BadThreshold(m, n);
+    }
+
+    // ------------------------------------------------------------ arbiters
+
+    /// A named arbiter takes its seat, paying the run's arbiter bond, any
+    /// time before the verdict is due. With an arbiter bond of 0 every named
+    /// arbiter is seated from the start and accept() changes nothing.
+    function accept(bytes32 runId) external payable {
+        Run storage r = _run(runId);
+        Phase phase = r.phase;
+        if (phase == Phase.AwaitingVerdict || phase == Phase.Settled) revert WrongPhase(Phase.Revealing, phase);
+        Committee storage c = committees[runId];
+        uint8 seat = _seat(r, c, msg.sender);
+        uint8 bit = uint8(1) << seat;
+        if (c.accepted & bit != 0) revert AlreadyMoved(msg.sender);
+        uint256 bond = c.bond;
+        if (msg.value != bond) revert WrongBond(bond, msg.value);
+        c.accepted |= bit;
+        emit ArbiterAccepted(runId, msg.sender, seat, bond);
     }
 
     // -------------------------------------------------------------- commit
@@ -346,7 +473,7 @@ contract OvtArbitration {
         bytes32 auditorRoot = r.auditorRoot;
         if (trainerRoot == auditorRoot) {
             r.flags = flags;
-            _settle(runId, r, Outcome.Verified);
+            _settle(runId, r, Outcome.Verified, 0);
             return;
         }
         deadline = uint64(block.timestamp) + r.moveTimeout;
@@ -417,9 +544,9 @@ contract OvtArbitration {
     function _fixStep(bytes32 runId, Run storage r, uint64 index, bytes32 trainerLeaf, bytes32 auditorLeaf) private {
         if (index > r.steps) {
             emit StepFixed(runId, index, trainerLeaf, auditorLeaf, 0);
-            if (trainerLeaf != bytes32(0) && auditorLeaf != bytes32(0)) _settle(runId, r, Outcome.Neither);
-            else if (trainerLeaf != bytes32(0)) _settle(runId, r, Outcome.AuditorRight);
-            else _settle(runId, r, Outcome.TrainerRight);
+            if (trainerLeaf != bytes32(0) && auditorLeaf != bytes32(0)) _settle(runId, r, Outcome.Neither, 0);
+            else if (trainerLeaf != bytes32(0)) _settle(runId, r, Outcome.AuditorRight, 0);
+            else _settle(runId, r, Outcome.TrainerRight, 0);
             return;
         }
         uint64 deadline = uint64(block.timestamp) + r.moveTimeout;
@@ -466,7 +593,9 @@ contract OvtArbitration {
         flags |= bit;
         r.flags = flags;
         if (flags & (TRAINER | AUDITOR) == TRAINER | AUDITOR) {
-            uint64 deadline = uint64(block.timestamp) + r.arbiterTimeout;
+            // A committee has two windows of arbiterTimeout: ballots, then reveals.
+            uint64 window = r.arbiterTimeout;
+            uint64 deadline = uint64(block.timestamp) + (r.arbiterCount > 1 ? 2 * window : window);
             r.phase = Phase.AwaitingVerdict;
             r.round = r.depth + 1;
             r.deadline = deadline;
@@ -500,8 +629,78 @@ contract OvtArbitration {
         Run storage r = _run(runId);
         _expectPhase(r, Phase.AwaitingVerdict);
         if (msg.sender != r.arbiter) revert NotArbiter(msg.sender);
+        if (r.arbiterCount != 1) revert CommitteeRun();
+        if (_seated(committees[runId], 1) == 0) revert NotArbiter(msg.sender);
         if (block.timestamp > r.deadline) revert DeadlinePassed(r.deadline);
         if (step != r.index) revert WrongStep(r.index, step);
+        _checkVerdict(r, step, outcome, outcomeCode, evidence);
+        emit VerdictGiven(runId, step, outcome, evidence);
+        _settle(runId, r, outcome, 1);
+    }
+
+    /// A committee member seals its verdict: ballotHash(runId, itself, step,
+    /// outcome, evidence, salt), before the commit deadline (the game's
+    /// deadline less arbiterTimeout). Nobody can copy a verdict it cannot read.
+    function commitVerdict(bytes32 runId, bytes32 ballot) external {
+        Run storage r = _run(runId);
+        _expectPhase(r, Phase.AwaitingVerdict);
+        uint8 n = r.arbiterCount;
+        if (n == 1) revert SingleArbiterRun();
+        Committee storage c = committees[runId];
+        uint8 seat = _seat(r, c, msg.sender);
+        uint8 bit = uint8(1) << seat;
+        if (_seated(c, n) & bit == 0) revert NotArbiter(msg.sender);
+        if (c.committed & bit != 0) revert AlreadyMoved(msg.sender);
+        uint64 closes = r.deadline - r.arbiterTimeout;
+        if (block.timestamp > closes) revert DeadlinePassed(closes);
+        c.committed |= bit;
+        c.ballot[seat] = ballot;
+        emit VerdictCommitted(runId, msg.sender, ballot);
+    }
+
+    /// Opens a sealed ballot, once every seated arbiter has sealed one or the
+    /// commit deadline has passed, and before the game's deadline. The
+    /// verdict must agree with the leaves as verdict() requires. The run
+    /// settles when every sealed ballot is open (or at timeout()).
+    function revealVerdict(bytes32 runId, uint64 step, uint8 outcomeCode, bytes32 evidence, bytes32 salt)
+        external
+    {
+        if (outcomeCode > uint8(type(Outcome).max)) revert BadOutcome(outcomeCode);
+        Run storage r = _run(runId);
+        _expectPhase(r, Phase.AwaitingVerdict);
+        Committee storage c = committees[runId];
+        uint8 seat = _revealable(r, c);
+        if (step != r.index) revert WrongStep(r.index, step);
+        bytes32 computed = ballotHash(runId, msg.sender, step, outcomeCode, evidence, salt);
+        if (computed != c.ballot[seat]) revert BadBallot(c.ballot[seat], computed);
+        _checkVerdict(r, step, Outcome(outcomeCode), outcomeCode, evidence);
+        c.ballot[seat] = evidence;
+        c.outcomes |= uint40(outcomeCode) << (8 * seat);
+        uint8 revealed = c.revealed | uint8(1 << seat);
+        c.revealed = revealed;
+        emit VerdictRevealed(runId, msg.sender, step, Outcome(outcomeCode), evidence);
+        if (revealed == c.committed) _settleCommittee(runId, r, c, r.arbiterCount);
+    }
+
+    // The caller's seat, if it may open its ballot now.
+    function _revealable(Run storage r, Committee storage c) private view returns (uint8 seat) {
+        seat = _seat(r, c, msg.sender);
+        uint8 bit = uint8(1) << seat;
+        uint8 committed = c.committed;
+        if (committed & bit == 0) revert NotCommitted(msg.sender);
+        if (c.revealed & bit != 0) revert AlreadyMoved(msg.sender);
+        uint64 deadline = r.deadline;
+        uint64 closes = deadline - r.arbiterTimeout;
+        if (committed != _seated(c, r.arbiterCount) && block.timestamp <= closes) revert RevealsNotOpen(closes);
+        if (block.timestamp > deadline) revert DeadlinePassed(deadline);
+    }
+
+    // The rules of docs/contract.md: the evidence must agree with what the
+    // parties revealed.
+    function _checkVerdict(Run storage r, uint64 step, Outcome outcome, uint8 outcomeCode, bytes32 evidence)
+        private
+        view
+    {
         bool consistent;
         if (outcome == Outcome.TrainerRight) {
             consistent = evidence == r.trainerNode;
@@ -519,8 +718,34 @@ contract OvtArbitration {
             revert BadOutcome(outcomeCode);
         }
         if (!consistent) revert VerdictContradictsLeaves(outcome, evidence);
-        emit VerdictGiven(runId, step, outcome, evidence);
-        _settle(runId, r, outcome);
+    }
+
+    // Settles a committee's vote: the verdict m revealed ballots agree on
+    // (outcome and evidence), else NoMajority if m or more were revealed, else
+    // ArbiterTimedOut. m > n/2, so at most one verdict can reach m.
+    function _settleCommittee(bytes32 runId, Run storage r, Committee storage c, uint8 n) private {
+        uint8 revealed = c.revealed;
+        uint40 outcomes = c.outcomes;
+        uint8 m = r.threshold;
+        for (uint256 k = 0; k < n; k++) {
+            if (revealed & (1 << k) == 0) continue;
+            uint8 o = uint8(outcomes >> (8 * k));
+            bytes32 e = c.ballot[k];
+            uint8 matched;
+            uint8 count;
+            for (uint256 j = k; j < n; j++) {
+                if (revealed & (1 << j) != 0 && uint8(outcomes >> (8 * j)) == o && c.ballot[j] == e) {
+                    matched |= uint8(1 << j);
+                    count++;
+                }
+            }
+            if (count >= m) {
+                emit VerdictGiven(runId, r.index, Outcome(o), e);
+                _settle(runId, r, Outcome(o), matched);
+                return;
+            }
+        }
+        _settle(runId, r, _popcount(revealed) >= m ? Outcome.NoMajority : Outcome.ArbiterTimedOut, 0);
     }
 
     // ------------------------------------------------------------- timeout
@@ -538,6 +763,11 @@ contract OvtArbitration {
         if (phase == Phase.Committing) {
             o = moved == TRAINER ? Outcome.Unchallenged : Outcome.TrainerAbsent;
         } else if (phase == Phase.AwaitingVerdict) {
+            if (r.arbiterCount > 1) {
+                emit TimedOut(runId, phase, r.round, moved);
+                _settleCommittee(runId, r, committees[runId], r.arbiterCount);
+                return;
+            }
             o = Outcome.ArbiterTimedOut;
         } else if (moved == 0) {
             o = Outcome.BothTimedOut;
@@ -545,7 +775,7 @@ contract OvtArbitration {
             o = moved == TRAINER ? Outcome.AuditorTimedOut : Outcome.TrainerTimedOut;
         }
         emit TimedOut(runId, phase, r.round, moved);
-        _settle(runId, r, o);
+        _settle(runId, r, o, 0);
     }
 
     // ---------------------------------------------------------------- bonds
@@ -560,8 +790,10 @@ contract OvtArbitration {
         if (!ok) revert TransferFailed(msg.sender, amount);
     }
 
-    // Credits the bonds that were paid in according to the outcome and closes the run.
-    function _settle(bytes32 runId, Run storage r, Outcome o) private {
+    // Credits the bonds that were paid in according to the outcome and closes
+    // the run. matched: the seats whose verdict is the settled one (0 when no
+    // verdict settled it).
+    function _settle(bytes32 runId, Run storage r, Outcome o, uint8 matched) private {
         bool both = r.phase != Phase.Committing;
         uint256 trainerPaid = both || r.flags & TRAINER != 0 ? r.trainerBond : 0;
         uint256 auditorPaid = both || r.flags & AUDITOR != 0 ? r.auditorBond : 0;
@@ -576,6 +808,13 @@ contract OvtArbitration {
             toTrainer = trainerPaid;
             toAuditor = auditorPaid;
         }
+        Committee storage c = committees[runId];
+        uint8 n = r.arbiterCount;
+        if (n > 1 || c.bond != 0) {
+            (uint256 t, uint256 a) = _settleArbiters(runId, r, c, n, o, matched);
+            toTrainer += t;
+            toAuditor += a;
+        }
         r.phase = Phase.Settled;
         r.outcome = o;
         r.deadline = 0;
@@ -584,7 +823,86 @@ contract OvtArbitration {
         emit Settled(runId, o, toTrainer, toAuditor);
     }
 
+    // The arbiter bonds: a seated arbiter whose verdict is not the settled
+    // one loses its bond, shared equally by those whose verdict is (the
+    // first of them gets the odd wei). With no settled verdict, a seated
+    // arbiter that revealed nothing by the deadline loses its bond to the two
+    // parties (half each, the odd wei to the auditor); a run that ends before
+    // a verdict is due returns every bond. Returns the parties' shares.
+    function _settleArbiters(bytes32 runId, Run storage r, Committee storage c, uint8 n, Outcome o, uint8 matched)
+        private
+        returns (uint256 toTrainer, uint256 toAuditor)
+    {
+        Payout memory p;
+        p.bond = c.bond;
+        p.outcome = o;
+        p.matched = matched;
+        p.outcomes = c.outcomes;
+        uint8 seated = _seated(c, n);
+        if (matched != 0) p.losers = seated & ~matched;
+        else if (r.phase == Phase.AwaitingVerdict) p.losers = seated & ~c.revealed;
+        uint256 forfeits = p.bond * _popcount(p.losers);
+        if (matched != 0) {
+            p.share = forfeits / _popcount(matched);
+            p.odd = forfeits - p.share * _popcount(matched);
+        } else {
+            toTrainer = forfeits / 2;
+            toAuditor = forfeits - toTrainer;
+        }
+        for (uint8 k = 0; k < n; k++) {
+            if (seated & (1 << k) != 0) _payArbiter(runId, k == 0 ? r.arbiter : c.more[k - 1], k, p);
+        }
+    }
+
+    struct Payout {
+        uint256 bond;
+        uint256 share;   // each matching arbiter's part of the forfeits
+        uint256 odd;     // the remainder, to the first matching arbiter
+        Outcome outcome; // the settled one
+        uint8 matched;
+        uint8 losers;
+        uint40 outcomes; // as revealed, per seat
+    }
+
+    function _payArbiter(bytes32 runId, address who, uint8 k, Payout memory p) private {
+        uint8 bit = uint8(1 << k);
+        Outcome v = p.matched & bit != 0 ? p.outcome : Outcome(uint8(p.outcomes >> (8 * k)));
+        uint256 lost = p.losers & bit != 0 ? p.bond : 0;
+        uint256 reward;
+        if (p.matched & bit != 0) {
+            reward = p.share + p.odd;
+            p.odd = 0;
+        }
+        uint256 paid = p.bond - lost + reward;
+        if (paid != 0) credit[who] += paid;
+        emit ArbiterSettled(runId, who, v, lost, reward);
+    }
+
     // ------------------------------------------------------------- internal
+
+    function _popcount(uint8 x) private pure returns (uint8 c) {
+        for (; x != 0; x &= x - 1) c++;
+    }
+
+    // Who may vote: every seat when there is no arbiter bond, else those
+    // that accepted.
+    function _seated(Committee storage c, uint8 n) private view returns (uint8) {
+        return c.bond == 0 ? uint8((1 << n) - 1) : c.accepted;
+    }
+
+    // The caller's seat on the run's committee.
+    function _seat(Run storage r, Committee storage c, address who) private view returns (uint8) {
+        if (who == r.arbiter) return 0;
+        uint8 n = r.arbiterCount;
+        for (uint8 k = 1; k < n; k++) if (c.more[k - 1] == who) return k;
+        revert NotArbiter(who);
+    }
+
+    function _arbiters(Run storage r, Committee storage c) private view returns (address[5] memory a) {
+        a[0] = r.arbiter;
+        uint8 n = r.arbiterCount;
+        for (uint256 k = 1; k < n; k++) a[k] = c.more[k - 1];
+    }
 
     function _run(bytes32 runId) private view returns (Run storage r) {
         r = runs[runId];

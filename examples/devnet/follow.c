@@ -37,6 +37,17 @@ devnet_party devnet_wrong_party(chain_arb_outcome out)
     }
 }
 
+/* One seated arbiter's bond at settlement: what it said, lost and won. */
+static void devnet_arbiter_settled(struct devnet *d, const chain_arb_event *e)
+{
+    char lost[80], won[80];
+    chain_u256_to_dec(lost, &e->u.arbiter_settled.forfeited);
+    chain_u256_to_dec(won, &e->u.arbiter_settled.reward);
+    devnet_progress(d, "chain: arbiter %s (verdict %s): lost %s wei, rewarded %s wei",
+                    devnet_party_of(d, &e->u.arbiter_settled.arbiter),
+                    chain_arb_outcome_name(e->u.arbiter_settled.verdict), lost, won);
+}
+
 static void on_event(struct devnet *d, const chain_arb_event *e)
 {
     char h1[16], h2[16];
@@ -116,6 +127,21 @@ static void on_event(struct devnet *d, const chain_arb_event *e)
                  chain_arb_outcome_name(e->u.settled.outcome), c1, c2);
         break;
     }
+    case CHAIN_ARB_EV_ARBITER_ACCEPTED:
+        devnet_progress(d, "chain: arbiter %s took seat %u", devnet_party_of(d, &e->u.arbiter_accepted.arbiter),
+                        e->u.arbiter_accepted.seat);
+        break;
+    case CHAIN_ARB_EV_VERDICT_COMMITTED:
+        devnet_progress(d, "chain: %s sealed its verdict", devnet_party_of(d, &e->u.verdict_committed.arbiter));
+        break;
+    case CHAIN_ARB_EV_VERDICT_REVEALED:
+        devnet_progress(d, "chain: %s revealed %s on step %llu", devnet_party_of(d, &e->u.verdict_revealed.arbiter),
+                        chain_arb_outcome_name(e->u.verdict_revealed.outcome),
+                        (unsigned long long)e->u.verdict_revealed.step);
+        break;
+    case CHAIN_ARB_EV_ARBITER_SETTLED:
+        devnet_arbiter_settled(d, e);
+        break;
     case CHAIN_ARB_EV_COUNT: break;
     }
 }

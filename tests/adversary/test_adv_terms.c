@@ -240,7 +240,7 @@ static void open_for_trainer(char rid[67], const char *arbiter, const char *trai
     trn_step_table_free(&t);
     CHECK(chain_address_from_string(&p.trainer, addr[ADV_TRAINER]) == 0);
     CHECK(chain_address_from_string(&p.auditor, addr[ADV_ACCOMPLICE]) == 0);
-    CHECK(chain_address_from_string(&p.arbiter, arbiter) == 0);
+    CHECK(chain_address_from_string(&p.arbiters[0], arbiter) == 0);
     p.commit_timeout = 3600;
     p.move_timeout = 600;
     p.arbiter_timeout = 3600;

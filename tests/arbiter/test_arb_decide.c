@@ -29,7 +29,7 @@ static void setup(void)
     self.b[19] = 0xa1;
     other.b[19] = 0xb2;
     memset(&run, 0, sizeof run);
-    run.arbiter = self;
+    run.arbiters[0] = self;
     fill(&run.config_hash, 1);
     fill(&run.dataset_hash, 2);
     memset(&game, 0, sizeof game);
@@ -193,7 +193,7 @@ static void test_when_not_to_act(void)
     CHECK(decide_at(1000, 0, false, &ev).kind == ARB_ACT_DONE);
 
     setup();
-    run.arbiter = other;
+    run.arbiters[0] = other;
     CHECK(decide_at(1000, 0, false, &ev).kind == ARB_ACT_DONE);
 }
 

@@ -100,7 +100,7 @@ int main(void)
     memset(&p, 0, sizeof p);
     p.trainer = m.from;
     p.auditor = (chain_address){{0x0a}};
-    CHECK(chain_key_from_hex(&k, KEY3) == 0 && chain_key_address(&p.arbiter, &k) == 0);
+    CHECK(chain_key_from_hex(&k, KEY3) == 0 && chain_key_address(&p.arbiters[0], &k) == 0);
     p.steps = 8;
     p.commit_timeout = p.move_timeout = p.arbiter_timeout = 600;
     for (int i = 0; i < 3; i++) {

@@ -73,7 +73,7 @@ void fx_params(fx_env *env, chain_arb_params *p, uint64_t steps, uint32_t move_t
     memset(p, 0, sizeof *p);
     p->trainer = env->addr[FX_TRAINER];
     p->auditor = env->addr[FX_AUDITOR];
-    p->arbiter = env->addr[FX_ARBITER];
+    p->arbiters[0] = env->addr[FX_ARBITER];
     tc_rnd_hash(&p->config_hash);
     tc_rnd_hash(&p->dataset_hash);
     p->steps = steps;

@@ -183,8 +183,14 @@ static void random_params(chain_arb_params *p)
     memcpy(p->trainer.b, h.b, 20);
     tc_rnd_hash(&h);
     memcpy(p->auditor.b, h.b, 20);
+    unsigned n = 1 + (unsigned)(tc_rnd() % CHAIN_ARB_MAX_ARBITERS);
+    for (unsigned k = 0; k < n; k++) {
+        tc_rnd_hash(&h);
+        memcpy(p->arbiters[k].b, h.b, 20);
+    }
+    p->threshold = (unsigned)(tc_rnd() % 256);
     tc_rnd_hash(&h);
-    memcpy(p->arbiter.b, h.b, 20);
+    memcpy(p->arbiter_bond.b + 20, h.b, 12);
     tc_rnd_hash(&p->config_hash);
     tc_rnd_hash(&p->dataset_hash);
     p->steps = tc_rnd() >> 16;
@@ -200,20 +206,23 @@ static void random_params(chain_arb_params *p)
 /* The params tuple as cast writes it on the command line. */
 static void params_arg(char *out, size_t cap, const chain_arb_params *p)
 {
-    char a[3][50], c[70], d[70], tb[80], ab[80];
+    char a[2][50], arb[5][50], c[70], d[70], tb[80], ab[80], bb[80];
     chain_address_to_string(a[0], &p->trainer);
     chain_address_to_string(a[1], &p->auditor);
-    chain_address_to_string(a[2], &p->arbiter);
+    for (int k = 0; k < CHAIN_ARB_MAX_ARBITERS; k++)
+        chain_address_to_string(arb[k], &p->arbiters[k]);
     tc_hex0x(c, p->config_hash.b, 32);
     tc_hex0x(d, p->dataset_hash.b, 32);
     chain_u256_to_dec(tb, &p->trainer_bond);
     chain_u256_to_dec(ab, &p->auditor_bond);
-    snprintf(out, cap, "(%s,%s,%s,%s,%s,%llu,%u,%u,%u,%s,%s,%llu)", a[0], a[1], a[2], c, d,
-             (unsigned long long)p->steps, p->commit_timeout, p->move_timeout, p->arbiter_timeout, tb, ab,
-             (unsigned long long)p->nonce);
+    chain_u256_to_dec(bb, &p->arbiter_bond);
+    snprintf(out, cap, "(%s,%s,[%s,%s,%s,%s,%s],%s,%s,%llu,%u,%u,%u,%s,%s,%u,%s,%llu)", a[0], a[1], arb[0], arb[1],
+             arb[2], arb[3], arb[4], c, d, (unsigned long long)p->steps, p->commit_timeout, p->move_timeout,
+             p->arbiter_timeout, tb, ab, p->threshold, bb, (unsigned long long)p->nonce);
 }
 
-#define PARAMS_SIG "(address,address,address,bytes32,bytes32,uint64,uint32,uint32,uint32,uint96,uint96,uint64)"
+#define PARAMS_SIG                                                                                                   \
+    "(address,address,address[5],bytes32,bytes32,uint64,uint32,uint32,uint32,uint96,uint96,uint8,uint96,uint64)"
 
 static int same_calldata(const chain_buf *mine, const char *cast_out, const char *what)
 {
@@ -227,7 +236,7 @@ static void test_calldata_against_cast(void)
 {
     chain_arb_params p;
     random_params(&p);
-    char params[700], rid[70], root[70], l[70], r[70], e[70], *out = NULL;
+    char params[1200], rid[70], root[70], l[70], r[70], e[70], *out = NULL;
     params_arg(params, sizeof params, &p);
     ovt_hash run_id, h_root, left, right, evidence;
     tc_rnd_hash(&run_id);
@@ -293,6 +302,42 @@ static void test_calldata_against_cast(void)
     CHECK(same_calldata(&buf, out, "verdict"));
     free(out);
     chain_buf_free(&buf);
+
+    chain_buf_init(&buf);
+    CHECK(chain_arb_encode_accept(&buf, &run_id) == 0);
+    CHECK(tsup_runl(&out, cast, "calldata", "accept(bytes32)", rid, NULL) == 0);
+    CHECK(same_calldata(&buf, out, "accept"));
+    free(out);
+    chain_buf_free(&buf);
+
+    chain_buf_init(&buf);
+    CHECK(chain_arb_encode_commit_verdict(&buf, &run_id, &left) == 0);
+    CHECK(tsup_runl(&out, cast, "calldata", "commitVerdict(bytes32,bytes32)", rid, l, NULL) == 0);
+    CHECK(same_calldata(&buf, out, "commitVerdict"));
+    free(out);
+    chain_buf_free(&buf);
+
+    chain_buf_init(&buf);
+    CHECK(chain_arb_encode_reveal_verdict(&buf, &run_id, 99, CHAIN_ARB_AUDITOR_RIGHT, &evidence, &right) == 0);
+    CHECK(tsup_runl(&out, cast, "calldata", "revealVerdict(bytes32,uint64,uint8,bytes32,bytes32)", rid, "99", "3", e,
+                    r, NULL) == 0);
+    CHECK(same_calldata(&buf, out, "revealVerdict"));
+    free(out);
+    chain_buf_free(&buf);
+
+    /* ballotHash: keccak of abi.encode(runId, arbiter, step, outcome, evidence, salt) */
+    {
+        char who[50], *enc = NULL, *hashed = NULL;
+        chain_address_to_string(who, &p.arbiters[0]);
+        CHECK(tsup_runl(&enc, cast, "abi-encode", "f(bytes32,address,uint64,uint8,bytes32,bytes32)", rid, who, "99",
+                        "3", e, r, NULL) == 0);
+        CHECK(tsup_runl(&hashed, cast, "keccak", enc ? enc : "0x", NULL) == 0);
+        ovt_hash ballot;
+        chain_arb_ballot_hash(&ballot, &run_id, &p.arbiters[0], 99, CHAIN_ARB_AUDITOR_RIGHT, &evidence, &right);
+        CHECK_MSG(tc_hex_eq(hashed, ballot.b, 32), "ballotHash: cast %s", hashed ? hashed : "-");
+        free(enc);
+        free(hashed);
+    }
 
     chain_buf_init(&buf);
     CHECK(chain_arb_encode_timeout(&buf, &run_id) == 0);
@@ -449,7 +494,7 @@ static void test_events_against_cast(void)
     free(out);
 
     /* an outcome beyond the enum is rejected */
-    CHECK(tsup_runl(&out, cast, "abi-encode-event", "Settled(bytes32 indexed,uint8,uint256,uint256)", rid, "13",
+    CHECK(tsup_runl(&out, cast, "abi-encode-event", "Settled(bytes32 indexed,uint8,uint256,uint256)", rid, "14",
                     "1", "2", NULL) == 0);
     CHECK(out && parse_cast_event(out, &log) == 0);
     CHECK(chain_arb_decode_event(&ev, &log) == OVT_EFORMAT);
@@ -466,6 +511,57 @@ static void test_events_against_cast(void)
     CHECK_MEM(ev.u.descended.trainer_node.b, a.b, 32);
     CHECK_MEM(ev.u.descended.auditor_node.b, b.b, 32);
     CHECK_EQ_U64(ev.u.descended.deadline, 1700000000);
+    chain_log_free(&log);
+    free(out);
+
+    /* RunOpened with its committee (address[5] inline) */
+    {
+        char arbs[300], a2[50];
+        chain_address second;
+        memcpy(second.b, a.b + 3, 20);
+        chain_address_to_string(a2, &second);
+        snprintf(arbs, sizeof arbs, "[%s,%s,0x0000000000000000000000000000000000000000,"
+                 "0x0000000000000000000000000000000000000000,0x0000000000000000000000000000000000000000]", a2, party);
+        CHECK(tsup_runl(&out, cast, "abi-encode-event",
+                        "RunOpened(bytes32 indexed,address indexed,address indexed,address[5],uint8,uint96,bytes32,"
+                        "bytes32,uint64,uint8,uint64)",
+                        rid, party, a2, arbs, "2", "77000000000000000", ah, bh, "1000", "10", "4242", NULL) == 0);
+        CHECK(out && parse_cast_event(out, &log) == 0);
+        CHECK(chain_arb_decode_event(&ev, &log) == 0);
+        CHECK(ev.kind == CHAIN_ARB_EV_RUN_OPENED);
+        CHECK(chain_address_eq(&ev.u.run_opened.trainer, &who) && chain_address_eq(&ev.u.run_opened.auditor, &second));
+        CHECK(chain_address_eq(&ev.u.run_opened.arbiters[0], &second));
+        CHECK(chain_address_eq(&ev.u.run_opened.arbiters[1], &who));
+        CHECK(chain_address_eq(&ev.u.run_opened.arbiters[2], &(chain_address){{0}}));
+        CHECK(ev.u.run_opened.threshold == 2 && ev.u.run_opened.depth == 10);
+        CHECK_EQ_U64(ev.u.run_opened.steps, 1000);
+        CHECK_EQ_U64(ev.u.run_opened.nonce, 4242);
+        chain_u256 bond;
+        CHECK(chain_u256_from_dec(&bond, "77000000000000000") == 0);
+        CHECK(chain_u256_cmp(&ev.u.run_opened.arbiter_bond, &bond) == 0);
+        CHECK_MEM(ev.u.run_opened.config_hash.b, a.b, 32);
+        CHECK_MEM(ev.u.run_opened.dataset_hash.b, b.b, 32);
+        chain_log_free(&log);
+        free(out);
+    }
+    CHECK(tsup_runl(&out, cast, "abi-encode-event", "ArbiterSettled(bytes32 indexed,address indexed,uint8,uint256,uint256)",
+                    rid, party, "3", "5000", "2500", NULL) == 0);
+    CHECK(out && parse_cast_event(out, &log) == 0);
+    CHECK(chain_arb_decode_event(&ev, &log) == 0);
+    CHECK(ev.kind == CHAIN_ARB_EV_ARBITER_SETTLED && ev.u.arbiter_settled.verdict == CHAIN_ARB_AUDITOR_RIGHT);
+    CHECK(chain_address_eq(&ev.u.arbiter_settled.arbiter, &who));
+    CHECK(ev.u.arbiter_settled.forfeited.b[30] == 0x13 && ev.u.arbiter_settled.forfeited.b[31] == 0x88);
+    CHECK(ev.u.arbiter_settled.reward.b[30] == 0x09 && ev.u.arbiter_settled.reward.b[31] == 0xc4);
+    chain_log_free(&log);
+    free(out);
+    CHECK(tsup_runl(&out, cast, "abi-encode-event",
+                    "VerdictRevealed(bytes32 indexed,address indexed,uint64,uint8,bytes32)", rid, party, "77", "5", ch,
+                    NULL) == 0);
+    CHECK(out && parse_cast_event(out, &log) == 0);
+    CHECK(chain_arb_decode_event(&ev, &log) == 0);
+    CHECK(ev.kind == CHAIN_ARB_EV_VERDICT_REVEALED && ev.u.verdict_revealed.outcome == CHAIN_ARB_FRAUDULENT_LOG);
+    CHECK_EQ_U64(ev.u.verdict_revealed.step, 77);
+    CHECK_MEM(ev.u.verdict_revealed.evidence.b, c.b, 32);
     chain_log_free(&log);
     free(out);
 
@@ -532,8 +628,13 @@ static void test_abi_json(void)
     while (chain_arb_errors[nerrors])
         nerrors++;
     static const char *const functions[] = {
-        "open((address,address,address,bytes32,bytes32,uint64,uint32,uint32,uint32,uint96,uint96,uint64))",
-        "computeRunId((address,address,address,bytes32,bytes32,uint64,uint32,uint32,uint32,uint96,uint96,uint64))",
+        "open(" PARAMS_SIG ")",
+        "computeRunId(" PARAMS_SIG ")",
+        "accept(bytes32)",
+        "commitVerdict(bytes32,bytes32)",
+        "revealVerdict(bytes32,uint64,uint8,bytes32,bytes32)",
+        "getCommittee(bytes32)",
+        "ballotHash(bytes32,address,uint64,uint8,bytes32,bytes32)",
         "commit(bytes32,bytes32,bytes)",
         "bisect(bytes32,uint8,bytes32,bytes32)",
         "revealLeaf(bytes32,uint8,(bytes32,bytes32,bytes32),(bytes32,bytes32,bytes32),bytes32[])",
@@ -595,31 +696,44 @@ static void test_names(void)
 /* View results and moves with bad input: clear errors, zeroed outputs. */
 static void test_malformed(void)
 {
-    uint8_t words[14 * 32];
+    uint8_t words[17 * 32];
     memset(words, 0, sizeof words);
     chain_arb_game g;
-    CHECK(chain_arb_decode_game(&g, words, sizeof words) == 0);
-    CHECK(chain_arb_decode_game(&g, words, sizeof words - 1) == OVT_EFORMAT);
+    CHECK(chain_arb_decode_game(&g, words, 14 * 32) == 0);
+    CHECK(chain_arb_decode_game(&g, words, 14 * 32 - 1) == OVT_EFORMAT);
     words[31] = 6; /* phase beyond Settled */
-    CHECK(chain_arb_decode_game(&g, words, sizeof words) == OVT_EFORMAT);
+    CHECK(chain_arb_decode_game(&g, words, 14 * 32) == OVT_EFORMAT);
     CHECK(g.phase == CHAIN_ARB_PHASE_NONE);
     words[31] = 2;
-    words[63] = 13; /* outcome beyond TrainerAbsent */
-    CHECK(chain_arb_decode_game(&g, words, sizeof words) == OVT_EFORMAT);
+    words[63] = 14; /* outcome beyond NoMajority */
+    CHECK(chain_arb_decode_game(&g, words, 14 * 32) == OVT_EFORMAT);
     words[63] = 0;
     words[2 * 32 + 30] = 1; /* round 256 does not fit uint8 */
-    CHECK(chain_arb_decode_game(&g, words, sizeof words) == OVT_EFORMAT);
+    CHECK(chain_arb_decode_game(&g, words, 14 * 32) == OVT_EFORMAT);
     words[2 * 32 + 30] = 0;
 
     chain_arb_params p;
     memset(words, 0, sizeof words);
-    CHECK(chain_arb_decode_run(&p, words, 11 * 32) == 0);
-    words[9 * 32 + 11] = 1; /* trainer bond above 2^96 */
-    CHECK(chain_arb_decode_run(&p, words, 11 * 32) == OVT_EFORMAT);
-    words[9 * 32 + 11] = 0;
+    CHECK(chain_arb_decode_run(&p, words, 17 * 32) == 0);
+    words[13 * 32 + 11] = 1; /* trainer bond above 2^96 */
+    CHECK(chain_arb_decode_run(&p, words, 17 * 32) == OVT_EFORMAT);
+    words[13 * 32 + 11] = 0;
+    words[16 * 32 + 11] = 1; /* arbiter bond above 2^96 */
+    CHECK(chain_arb_decode_run(&p, words, 17 * 32) == OVT_EFORMAT);
+    words[16 * 32 + 11] = 0;
+    words[15 * 32 + 30] = 1; /* threshold 256 */
+    CHECK(chain_arb_decode_run(&p, words, 17 * 32) == OVT_EFORMAT);
+    words[15 * 32 + 30] = 0;
     words[0] = 1; /* an address word with high bytes set */
-    CHECK(chain_arb_decode_run(&p, words, 11 * 32) == OVT_EFORMAT);
-    CHECK(chain_arb_decode_run(&p, words, 10 * 32) == OVT_EFORMAT);
+    CHECK(chain_arb_decode_run(&p, words, 17 * 32) == OVT_EFORMAT);
+    CHECK(chain_arb_decode_run(&p, words, 16 * 32) == OVT_EFORMAT);
+    chain_arb_committee cv;
+    memset(words, 0, sizeof words);
+    CHECK(chain_arb_decode_committee(&cv, words, 16 * 32) == OVT_EFORMAT); /* no arbiter at all */
+    words[31] = 3;
+    CHECK(chain_arb_decode_committee(&cv, words, 16 * 32) == 0 && cv.count == 3);
+    words[6 * 32 + 31] = 14; /* an outcome beyond the enum */
+    CHECK(chain_arb_decode_committee(&cv, words, 16 * 32) == OVT_EFORMAT);
     uint8_t w[32];
     CHECK(chain_arb_decode_word(w, words, 31) == OVT_EFORMAT);
     CHECK(chain_arb_decode_word(w, words, 64) == OVT_EFORMAT);

@@ -50,7 +50,7 @@ static void write_receipt(const char *run, uint64_t nonce)
     CHECK(chain_key_from_hex(&key, "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80") == 0);
     CHECK(chain_key_address(&r.params.trainer, &key) == 0);
     CHECK(chain_address_from_string(&r.params.auditor, "0x70997970C51812dc3A010C7d01b50e0d17dc79C8") == 0);
-    CHECK(chain_address_from_string(&r.params.arbiter, "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC") == 0);
+    CHECK(chain_address_from_string(&r.params.arbiters[0], "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC") == 0);
     CHECK(trn_run_load_config(run, &rc, &r.params.config_hash) == 0);
     CHECK(trn_step_table_read(&t, path) == 0);
     r.params.dataset_hash = rc.dataset_hash;

@@ -116,7 +116,7 @@ static void write_receipt_terms(const char *run, const char *data, const trn_ste
     r.params.dataset_hash = rc.dataset_hash;
     r.params.steps = t->count - 1;
     CHECK(chain_address_from_string(&r.params.auditor, "0x70997970C51812dc3A010C7d01b50e0d17dc79C8") == 0);
-    CHECK(chain_address_from_string(&r.params.arbiter, "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC") == 0);
+    CHECK(chain_address_from_string(&r.params.arbiters[0], "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC") == 0);
     r.params.commit_timeout = 600;
     r.params.move_timeout = 300;
     r.params.arbiter_timeout = 900;
