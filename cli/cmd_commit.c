@@ -20,7 +20,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: ovt commit RUNDIR --rpc-url URL --contract ADDR (--keystore F [--password-file P] |\n"
-            "                  --private-key K) --auditor ADDR --arbiter ADDR [OPTIONS]\n"
+            "                  --private-key K) --auditor ADDR --arbiter ADDR... [OPTIONS]\n"
             "\n"
             "Opens the run in RUNDIR (written by `ovt train`) on the arbitration contract, or joins\n"
             "the run --run-id, computes the leaves with the runId and the step Merkle root from\n"
@@ -32,7 +32,11 @@ static void usage(FILE *f)
             "receipt.json is written that commit is finished: a new ovt commit opens a new run.\n"
             "\n" CLI_CHAIN_HELP CLI_CHAIN_CONFIRMATIONS_HELP
             "  --auditor ADDR       the auditor's address\n"
-            "  --arbiter ADDR       the arbiter's address\n"
+            "  --arbiter ADDR       an arbiter's address; repeat for a committee of up to 5\n"
+            "                       (docs/contract.md): --threshold of them matching settle a dispute\n"
+            "  --threshold M        matching verdicts that settle (default: a majority, n/2+1)\n"
+            "  --arbiter-bond WEI   what each arbiter pays to take its seat and loses if its verdict\n"
+            "                       is not the settled one or it gives none (default 0)\n"
             "  --bond WEI           the trainer's bond (default 0)\n"
             "  --auditor-bond WEI   the auditor's bond (default: --bond)\n"
             "  --commit-timeout S   how long the second party may take to commit (default 3600)\n"
@@ -54,13 +58,15 @@ static void usage(FILE *f)
             "Joining with --run-id, the run was opened by someone else: " CLI_POLICY_HELP);
 }
 
-enum { O_AUDITOR = 256, O_ARBITER, O_BOND, O_ABOND, O_CTO, O_MTO, O_VTO, O_NONCE, O_RUN_ID, O_STORE, O_DATA, O_JSON };
+enum { O_AUDITOR = 256, O_ARBITER, O_THRESHOLD, O_ARBITER_BOND, O_BOND, O_ABOND, O_CTO, O_MTO, O_VTO, O_NONCE, O_RUN_ID, O_STORE, O_DATA, O_JSON };
 
 struct commit_args {
     party_commit_opts o;
     chain_session_args chain;
     cli_policy_args policy;
-    bool have_auditor, have_arbiter, have_abond, json;
+    unsigned n_arbiters;
+    uint32_t threshold;
+    bool have_auditor, have_abond, json;
 };
 
 /* One flag, this command's own or of the chain and policy groups (given:
@@ -76,9 +82,15 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
         a->have_auditor = true;
         break;
     case O_ARBITER:
-        rv = chain_parse_address(&p->arbiters[0], flag, arg);
-        a->have_arbiter = true;
+        if (a->n_arbiters == CHAIN_ARB_MAX_ARBITERS) {
+            fprintf(stderr, "ovt commit: at most %d --arbiter flags (the contract's MAX_ARBITERS)\n",
+                    CHAIN_ARB_MAX_ARBITERS);
+            return cli_usage_fail("commit");
+        }
+        rv = chain_parse_address(&p->arbiters[a->n_arbiters++], flag, arg);
         break;
+    case O_THRESHOLD: rv = ovt_parse_u32(&a->threshold, flag, arg, 1, CHAIN_ARB_MAX_ARBITERS); break;
+    case O_ARBITER_BOND: rv = chain_parse_wei(&p->arbiter_bond, flag, arg, 96); break;
     case O_BOND: rv = chain_parse_wei(&p->trainer_bond, flag, arg, 96); break;
     case O_ABOND:
         rv = chain_parse_wei(&p->auditor_bond, flag, arg, 96);
@@ -126,6 +138,7 @@ int cmd_commit(int argc, char **argv)
         CLI_CHAIN_CONFIRMATIONS_LONGOPT,
         CLI_POLICY_LONGOPTS,
         {"auditor", required_argument, NULL, O_AUDITOR},     {"arbiter", required_argument, NULL, O_ARBITER},
+        {"threshold", required_argument, NULL, O_THRESHOLD}, {"arbiter-bond", required_argument, NULL, O_ARBITER_BOND},
         {"bond", required_argument, NULL, O_BOND},           {"auditor-bond", required_argument, NULL, O_ABOND},
         {"commit-timeout", required_argument, NULL, O_CTO},  {"move-timeout", required_argument, NULL, O_MTO},
         {"verdict-timeout", required_argument, NULL, O_VTO}, {"nonce", required_argument, NULL, O_NONCE},
@@ -150,7 +163,11 @@ int cmd_commit(int argc, char **argv)
         return cli_usage_error("commit", "give exactly one RUNDIR");
     a.o.dir = argv[optind];
     a.o.chain = &a.chain;
-    a.o.have_parties = a.have_auditor && a.have_arbiter;
+    a.o.have_parties = a.have_auditor && a.n_arbiters > 0;
+    if (a.threshold && (2 * a.threshold <= a.n_arbiters || a.threshold > a.n_arbiters))
+        return cli_usage_error("commit", "--threshold must be more than half of the --arbiter flags and at most their "
+                                         "number (the contract refuses anything else)");
+    p->threshold = a.threshold;
     if (!a.have_abond)
         p->auditor_bond = p->trainer_bond;
     if (!!a.o.store != !!a.o.data)

@@ -23,7 +23,7 @@ static void usage(FILE *f)
             "processes, follows the game on chain and prints the outcome: verified, or who was\n"
             "wrong at which step, with every transaction, the gas per party and the time from\n"
             "the faulty party's commitment to the verdict. Parties use anvil's dev accounts\n"
-            "1-3 (throwaway keys). Every process it starts it stops, by PID.\n"
+            "1-7 (throwaway keys). Every process it starts it stops, by PID.\n"
             "\n"
             "faults (--fault KIND):\n");
     for (int i = 0; i < DEVNET_FAULT_COUNT; i++)
@@ -50,6 +50,9 @@ static void usage(FILE *f)
             "                     opens; the devnet moves anvil's clock past the move deadline\n"
             "                     and the other party claims the timeout\n"
             "  --move-timeout S   seconds per bisection round on the devnet's clock (default 600)\n"
+            "  --arbiters N       a committee of N arbiters (1-5; default 1, or 3 for the arbiter\n"
+            "                     faults), each its own `ovt arbiter watch` with its own key and\n"
+            "                     state; a majority settles; each stakes 0.1 ETH when N > 1\n"
             "  --timeout S        give up after S seconds of wall time (default 900)\n"
             "  --keep DIR         keep the work (run, store, logs of every process) in DIR\n"
             "  --node KIND        anvil (default), ganache or hardhat (the pinned npm packages)\n"
@@ -63,7 +66,7 @@ static void usage(FILE *f)
             "                     credentials of docs/store.md from the environment\n"
             "  --arbiter-metrics-addr ADDR  the arbiter serves /metrics and /healthz on ADDR\n"
             "                     (its --metrics-addr)\n"
-            "  --arbiter-cmd CMD  run the arbiter's watcher as `CMD arbiter watch ...`, not with\n"
+            "  --arbiter-cmd CMD  run the (first) arbiter's watcher as `CMD arbiter watch ...`, not with\n"
             "                     this ovt: CMD is split on spaces (no shell; its first word is\n"
             "                     looked up on $PATH unless it holds a '/'). For an aarch64\n"
             "                     arbiter under qemu (after scripts/cross.sh aarch64):\n"
@@ -75,6 +78,29 @@ static void usage(FILE *f)
             "\n"
             "exit status: 0 when the run ended as the fault implies, 1 when it ended otherwise or\n"
             "failed, 2 for a usage error.\n");
+}
+
+/* Who sat, what each said, and what each lost or won. */
+static void print_committee(const devnet_opts *o, const devnet_result *r)
+{
+    if (r->n_arbiters < 2)
+        return;
+    char bond[80];
+    chain_u256_to_dec(bond, &r->arbiter_bond);
+    printf("\ncommittee: %u arbiters, %u matching verdicts settle, each staked %s wei\n", r->n_arbiters,
+           r->n_arbiters / 2 + 1, bond);
+    for (unsigned k = 0; k < r->n_arbiters; k++) {
+        const devnet_arbiter *a = &r->arbiters[k];
+        char lost[80], won[80];
+        chain_u256_to_dec(lost, &a->forfeited);
+        chain_u256_to_dec(won, &a->reward);
+        const char *role = !a->misbehave ? "honest" : !strcmp(a->misbehave, "lie") ? "LIED" : "SILENT";
+        printf("  %-9s %s  %-6s verdict %-18s lost %s wei, rewarded %s wei\n", a->name, a->address, role,
+               a->revealed ? chain_arb_outcome_name(a->verdict) : "(none)", lost, won);
+    }
+    const char *why = devnet_committee_check(o, r);
+    printf("committee check: %s\n", why[0] ? why : "every honest arbiter gave the settled verdict, every one "
+                                                   "that misbehaved lost its bond");
 }
 
 static void print_text(const devnet_opts *o, const devnet_result *r, bool as_expected)
@@ -127,6 +153,7 @@ static void print_text(const devnet_opts *o, const devnet_result *r, bool as_exp
         printf("  %-6llu %-9s %-11s %9llu  %-6s %s\n", (unsigned long long)t->block, t->party, t->call,
                (unsigned long long)t->gas_used, t->status ? "ok" : "REVERT", h);
     }
+    print_committee(o, r);
     printf("\ngas per party: trainer %llu, auditor %llu, arbiter %llu (deploy %llu)\n",
            (unsigned long long)devnet_ledger_gas(&r->ledger, "trainer"),
            (unsigned long long)devnet_ledger_gas(&r->ledger, "auditor"),
@@ -161,6 +188,22 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
                           r->has_step ? json_integer((json_int_t)r->step) : json_null(), "commit_to_verdict_s",
                           r->verdict_s - r->faulty_commit_s, "total_s", r->total_s, "run_id", r->run_id, "rpc_url",
                           r->rpc_url, "gas", gas, "transactions", txs);
+    json_t *committee = json_array();
+    for (unsigned k = 0; k < r->n_arbiters; k++) {
+        const devnet_arbiter *a = &r->arbiters[k];
+        char lost[80], won[80], ev[67];
+        chain_u256_to_dec(lost, &a->forfeited);
+        chain_u256_to_dec(won, &a->reward);
+        ev[0] = '0', ev[1] = 'x';
+        ovt_hex_encode(ev + 2, a->evidence.b, 32);
+        json_array_append_new(committee, json_pack("{s:s, s:s, s:s?, s:s?, s:s?, s:s, s:s}", "name", a->name,
+                                                   "address", a->address, "misbehave", a->misbehave, "verdict",
+                                                   a->revealed ? chain_arb_outcome_name(a->verdict) : NULL,
+                                                   "evidence", a->revealed ? ev : NULL, "forfeited", lost,
+                                                   "reward", won));
+    }
+    json_object_set_new(j, "arbiters", committee);
+    json_object_set_new(j, "committee_check", json_string(devnet_committee_check(o, r)));
     json_object_set_new(j, "arbiter_saw", json_string(r->arbiter_saw));
     json_object_set_new(j, "arbiter_cmd", o->arbiter_cmd ? json_string(o->arbiter_cmd) : json_null());
     json_object_set_new(j, "arbiter_version", json_string(r->arbiter_version));
@@ -190,7 +233,7 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
 
 enum { O_FAULT = 256, O_AT, O_STEPS, O_MODEL, O_BATCH, O_SEQ, O_SILENT, O_MOVE, O_TIMEOUT, O_KEEP, O_ANVIL, O_JSON,
        O_NODE, O_BLOCK_TIME, O_CONF, O_STORE, O_ARB_METRICS, O_SHARDS, O_RANKS, O_FAULT_SHARD, O_AUD_BACKEND,
-       O_BAND_RULES, O_ARB_CMD };
+       O_BAND_RULES, O_ARB_CMD, O_ARBITERS };
 
 struct devnet_args {
     devnet_opts o;
@@ -250,6 +293,7 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
         o->auditor_backend = arg;
         break;
     case O_BAND_RULES: rv = ovt_parse_u32(&o->band_rules, flag, arg, 1, 2); break;
+    case O_ARBITERS: rv = ovt_parse_u32(&o->arbiters, flag, arg, 1, CHAIN_ARB_MAX_ARBITERS); break;
     case O_JSON: o->json = true; break;
     default: return cli_arg_unknown("devnet", given);
     }
@@ -271,6 +315,7 @@ int cmd_devnet(int argc, char **argv)
         {"shards", required_argument, NULL, O_SHARDS}, {"ranks", required_argument, NULL, O_RANKS},
         {"fault-shard", required_argument, NULL, O_FAULT_SHARD}, {"arbiter-cmd", required_argument, NULL, O_ARB_CMD},
         {"auditor-backend", required_argument, NULL, O_AUD_BACKEND}, {"band-rules", required_argument, NULL, O_BAND_RULES},
+        {"arbiters", required_argument, NULL, O_ARBITERS},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};
     struct devnet_args a = {.o = {.steps = 64, .batch = 4, .seq = 32, .move_timeout = 600, .timeout_s = 900,
                                   .shards = 1, .ranks = 1}};

@@ -55,6 +55,26 @@ static json_t *to_json(const ovt_hash *run_id, uint64_t block, const chain_arb_p
                      aroot, "trainer_node", tnode, "auditor_node", anode);
 }
 
+/* The committee: who sits, sealed, revealed and what (docs/contract.md). */
+static json_t *committee_json(const chain_arb_params *p, const chain_arb_committee *c)
+{
+    char bond[80];
+    chain_u256_to_dec(bond, &p->arbiter_bond);
+    json_t *seats = json_array();
+    for (unsigned k = 0; k < c->count && k < CHAIN_ARB_MAX_ARBITERS; k++) {
+        char who[43], ballot[67];
+        chain_address_to_string(who, &p->arbiters[k]);
+        chain_hash_hex(ballot, &c->ballots[k]);
+        unsigned bit = 1u << k;
+        json_array_append_new(seats, json_pack("{s:s, s:b, s:b, s:b, s:s, s:s}", "arbiter", who, "seated",
+                                               (c->seated & bit) != 0, "committed", (c->committed & bit) != 0,
+                                               "revealed", (c->revealed & bit) != 0, "verdict",
+                                               chain_arb_outcome_name(c->outcomes[k]), "ballot", ballot));
+    }
+    return json_pack("{s:i, s:i, s:s, s:I, s:o}", "count", (int)c->count, "threshold", (int)c->threshold,
+                     "arbiter_bond", bond, "commit_deadline", (json_int_t)c->commit_deadline, "seats", seats);
+}
+
 /* One line per key: strings as they are, numbers in decimal. */
 static void print_fields(const json_t *obj, const char *const *keys)
 {
@@ -79,6 +99,22 @@ static void print_text(const json_t *o)
     print_fields(json_object_get(o, "run"), run_keys);
     printf("game\n");
     print_fields(json_object_get(o, "game"), game_keys);
+    const json_t *c = json_object_get(o, "committee");
+    printf("committee %lld of %lld settle, arbiter bond %s wei\n",
+           (long long)json_integer_value(json_object_get(c, "threshold")),
+           (long long)json_integer_value(json_object_get(c, "count")),
+           json_string_value(json_object_get(c, "arbiter_bond")));
+    size_t i;
+    const json_t *seat;
+    json_array_foreach(json_object_get(c, "seats"), i, seat)
+    {
+        printf("  seat %zu %s %s%s%s%s\n", i, json_string_value(json_object_get(seat, "arbiter")),
+               json_is_true(json_object_get(seat, "seated")) ? "seated" : "not seated",
+               json_is_true(json_object_get(seat, "committed")) ? ", sealed" : "",
+               json_is_true(json_object_get(seat, "revealed")) ? ", revealed " : "",
+               json_is_true(json_object_get(seat, "revealed")) ? json_string_value(json_object_get(seat, "verdict"))
+                                                                : "");
+    }
 }
 
 struct game_args {
@@ -132,9 +168,15 @@ int cmd_game(int argc, char **argv)
     uint64_t block = 0;
     json_t *o = NULL;
     int rc = chain_session_open(&s, sa, 0);
+    chain_arb_committee c;
+    char tag[24];
     if (rc == 0)
         rc = chain_arb_read_at_head(&s.arb, &run_id, &block, &p, &g);
-    if (rc == 0 && !(o = to_json(&run_id, block, &p, &g)))
+    snprintf(tag, sizeof tag, "0x%llx", (unsigned long long)block);
+    if (rc == 0)
+        rc = chain_arb_get_committee(&s.arb, &run_id, tag, &c);
+    if (rc == 0 && (!(o = to_json(&run_id, block, &p, &g)) ||
+                    json_object_set_new(o, "committee", committee_json(&p, &c))))
         rc = ovt_fail(OVT_ENOMEM, "out of memory");
     chain_session_close(&s);
     if (rc)

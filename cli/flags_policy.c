@@ -18,6 +18,9 @@ static const char *const term_flags[PARTY_TERM_COUNT] = {
     [PARTY_TERM_CHAIN_ID] = "--expect-chain-id",
     [PARTY_TERM_CONFIG_HASH] = "--expect-config",
     [PARTY_TERM_DATASET_HASH] = "--expect-dataset",
+    [PARTY_TERM_MAX_VERDICT_TIMEOUT] = "--max-verdict-timeout",
+    [PARTY_TERM_MIN_ARBITER_BOND] = "--min-arbiter-bond",
+    [PARTY_TERM_MAX_ARBITER_BOND] = "--max-arbiter-bond",
 };
 
 void cli_policy_init(cli_policy_args *a)

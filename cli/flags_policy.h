@@ -38,18 +38,25 @@ enum { CLI_POLICY_FILE = 1100, CLI_POLICY_ACCEPT_ARBITER, CLI_POLICY_TERM };
         {"max-steps", required_argument, NULL, CLI_POLICY_TERM + PARTY_TERM_MAX_STEPS},                          \
         {"expect-chain-id", required_argument, NULL, CLI_POLICY_TERM + PARTY_TERM_CHAIN_ID},                     \
         {"expect-config", required_argument, NULL, CLI_POLICY_TERM + PARTY_TERM_CONFIG_HASH},                    \
-        {"expect-dataset", required_argument, NULL, CLI_POLICY_TERM + PARTY_TERM_DATASET_HASH}
+        {"expect-dataset", required_argument, NULL, CLI_POLICY_TERM + PARTY_TERM_DATASET_HASH},                  \
+        {"max-verdict-timeout", required_argument, NULL, CLI_POLICY_TERM + PARTY_TERM_MAX_VERDICT_TIMEOUT},      \
+        {"min-arbiter-bond", required_argument, NULL, CLI_POLICY_TERM + PARTY_TERM_MIN_ARBITER_BOND},            \
+        {"max-arbiter-bond", required_argument, NULL, CLI_POLICY_TERM + PARTY_TERM_MAX_ARBITER_BOND}
 
 #define CLI_POLICY_HELP                                                                                          \
     "Policy (checked against the run's terms on chain before any bond moves; docs/agent.md):\n"                  \
     "  --policy FILE        a JSON policy file; the flags below override its values\n"                          \
     "  --accept-arbiter A   an arbiter this party trusts (repeatable; required: no arbiter\n"                   \
-    "                       is accepted by default)\n"                                                            \
+    "                       is accepted by default); a committee of n is accepted when at\n"                     \
+    "                       least its threshold m of them are\n"                                                 \
     "  --max-bond WEI       most this party bonds (default 1000000000000000000, 1 ETH)\n"                        \
     "  --max-other-bond WEI most the other side may bond (default: no limit)\n"                                 \
     "  --min-other-bond WEI least the other side must bond (default 0)\n"                                       \
     "  --min-commit-timeout S, --min-move-timeout S   floors (default 60 each)\n"                                \
     "  --min-verdict-timeout S  the arbiter's deadline at least (default 600)\n"                                 \
+    "  --max-verdict-timeout S  ... at most (default: no limit; a committee takes up to twice it)\n"            \
+    "  --min-arbiter-bond WEI, --max-arbiter-bond WEI   what each arbiter puts at stake\n"                     \
+    "                       (default: at least 0, no limit)\n"                                                   \
     "  --max-steps N        most steps (default: no limit)\n"                                                     \
     "  --expect-chain-id N, --expect-config HASH, --expect-dataset HASH   (default: any)\n"
 

@@ -2,6 +2,7 @@
 #include "party/policy.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,11 @@ int party_policy_set(party_policy *p, party_policy_term term, const char *what, 
     case PARTY_TERM_DATASET_HASH:
         p->have_dataset = 1;
         return chain_parse_hash(&p->dataset_hash, what, text);
+    case PARTY_TERM_MAX_VERDICT_TIMEOUT: return ovt_parse_u32(&p->max_verdict_timeout, what, text, 0, UINT32_MAX);
+    case PARTY_TERM_MIN_ARBITER_BOND: return chain_parse_wei(&p->min_arbiter_bond, what, text, 96);
+    case PARTY_TERM_MAX_ARBITER_BOND:
+        p->have_max_arbiter_bond = 1;
+        return chain_parse_wei(&p->max_arbiter_bond, what, text, 96);
     default: return ovt_fail(OVT_EINVAL, "internal: policy term %d", (int)term);
     }
 }
@@ -57,6 +63,9 @@ static const struct {
     {"chain_id", PARTY_TERM_CHAIN_ID},
     {"config_hash", PARTY_TERM_CONFIG_HASH},
     {"dataset_hash", PARTY_TERM_DATASET_HASH},
+    {"max_verdict_timeout", PARTY_TERM_MAX_VERDICT_TIMEOUT},
+    {"min_arbiter_bond", PARTY_TERM_MIN_ARBITER_BOND},
+    {"max_arbiter_bond", PARTY_TERM_MAX_ARBITER_BOND},
 };
 
 int party_policy_load(party_policy *p, const char *path)
@@ -149,6 +158,46 @@ static void refuse(char *msg, size_t cap, int *n, const char *fmt, ...)
     (*n)++;
 }
 
+static bool allowed(const party_policy *pol, const chain_address *who)
+{
+    for (unsigned i = 0; i < pol->n_arbiters; i++)
+        if (chain_address_eq(&pol->arbiters[i], who))
+            return true;
+    return false;
+}
+
+/* At least m of the committee's n on the allow-list, none a party. */
+static void check_committee(const party_policy *pol, const chain_arb_params *p, char *msg, size_t cap, int *n)
+{
+    unsigned count = chain_arb_arbiter_count(p), m = chain_arb_threshold(p), trusted = 0;
+    char a[43], others[CHAIN_ARB_MAX_ARBITERS * 44 + 1] = "", list[PARTY_POLICY_MAX_ARBITERS * 44 + 1] = "";
+    for (unsigned k = 0; k < count; k++) {
+        chain_address_to_string(a, &p->arbiters[k]);
+        if (allowed(pol, &p->arbiters[k])) {
+            trusted++;
+        } else {
+            strcat(others, others[0] ? "," : "");
+            strcat(others, a);
+        }
+        if (chain_address_eq(&p->arbiters[k], &p->trainer) || chain_address_eq(&p->arbiters[k], &p->auditor))
+            refuse(msg, cap, n, "arbiter %s is also a party of the run", a);
+    }
+    if (trusted >= m)
+        return;
+    for (unsigned i = 0; i < pol->n_arbiters; i++) {
+        chain_address_to_string(a, &pol->arbiters[i]);
+        strcat(list, i ? "," : "");
+        strcat(list, a);
+    }
+    if (count == 1)
+        refuse(msg, cap, n, "arbiter %s is not an accepted arbiter (--accept-arbiter: %s)", others, list);
+    else
+        refuse(msg, cap, n,
+               "only %u of the committee's %u arbiters are accepted, and %u matching verdicts settle the run "
+               "(not accepted: %s; --accept-arbiter: %s)",
+               trusted, count, m, others, list);
+}
+
 int party_policy_check(const party_policy *pol, const chain_arb_params *p, uint64_t chain_id,
                        const chain_address *contract, int is_trainer)
 {
@@ -157,21 +206,7 @@ int party_policy_check(const party_policy *pol, const chain_arb_params *p, uint6
     const char *own = is_trainer ? "trainer" : "auditor", *other = is_trainer ? "auditor" : "trainer";
     const chain_u256 *own_bond = is_trainer ? &p->trainer_bond : &p->auditor_bond;
     const chain_u256 *other_bond = is_trainer ? &p->auditor_bond : &p->trainer_bond;
-    int accepted = 0;
-    for (unsigned i = 0; i < pol->n_arbiters; i++)
-        accepted |= chain_address_eq(&pol->arbiters[i], &p->arbiters[0]);
-    chain_address_to_string(a, &p->arbiters[0]);
-    if (!accepted) {
-        char list[PARTY_POLICY_MAX_ARBITERS * 44 + 1] = "";
-        for (unsigned i = 0; i < pol->n_arbiters; i++) {
-            chain_address_to_string(b, &pol->arbiters[i]);
-            strcat(list, i ? "," : "");
-            strcat(list, b);
-        }
-        refuse(msg, sizeof msg, &n, "arbiter %s is not an accepted arbiter (--accept-arbiter: %s)", a, list);
-    }
-    if (chain_address_eq(&p->arbiters[0], &p->trainer) || chain_address_eq(&p->arbiters[0], &p->auditor))
-        refuse(msg, sizeof msg, &n, "arbiter %s is also a party of the run", a);
+    check_committee(pol, p, msg, sizeof msg, &n);
     if (chain_address_eq(&p->trainer, &p->auditor))
         refuse(msg, sizeof msg, &n, "the trainer and the auditor are the same address");
     chain_u256_to_dec(x, own_bond);
@@ -196,6 +231,18 @@ int party_policy_check(const party_policy *pol, const chain_arb_params *p, uint6
     if (p->arbiter_timeout < pol->min_verdict_timeout)
         refuse(msg, sizeof msg, &n, "verdict timeout %u s is below --min-verdict-timeout %u", p->arbiter_timeout,
                pol->min_verdict_timeout);
+    if (pol->max_verdict_timeout && p->arbiter_timeout > pol->max_verdict_timeout)
+        refuse(msg, sizeof msg, &n, "verdict timeout %u s exceeds --max-verdict-timeout %u", p->arbiter_timeout,
+               pol->max_verdict_timeout);
+    chain_u256_to_dec(x, &p->arbiter_bond);
+    if (chain_u256_cmp(&p->arbiter_bond, &pol->min_arbiter_bond) < 0) {
+        chain_u256_to_dec(y, &pol->min_arbiter_bond);
+        refuse(msg, sizeof msg, &n, "arbiter bond %s wei is below --min-arbiter-bond %s", x, y);
+    }
+    if (pol->have_max_arbiter_bond && chain_u256_cmp(&p->arbiter_bond, &pol->max_arbiter_bond) > 0) {
+        chain_u256_to_dec(y, &pol->max_arbiter_bond);
+        refuse(msg, sizeof msg, &n, "arbiter bond %s wei exceeds --max-arbiter-bond %s", x, y);
+    }
     if (pol->max_steps && p->steps > pol->max_steps)
         refuse(msg, sizeof msg, &n, "steps %llu exceeds --max-steps %llu", (unsigned long long)p->steps,
                (unsigned long long)pol->max_steps);

@@ -13,7 +13,12 @@
  * 600 s, nothing else limited, no arbiter accepted), then takes a JSON file
  * (party_policy_load) and single terms (party_policy_set) over it; the
  * commands do that from --policy FILE and their flags (cli/flags_policy.h).
- * With no arbiter named every run is refused. */
+ * With no arbiter named every run is refused.
+ *
+ * A committee (docs/contract.md): the run's m matching verdicts decide, so
+ * the run is accepted only if at least m of its n arbiters are on the
+ * allow-list: then the arbiters this party trusts can settle it alone, and
+ * the others cannot without them. */
 
 #include <stdint.h>
 
@@ -29,6 +34,10 @@ typedef struct {
     chain_u256 min_other_bond; /* the other side's, at least (default 0) */
     int have_max_other_bond;
     uint32_t min_commit_timeout, min_move_timeout, min_verdict_timeout; /* seconds */
+    uint32_t max_verdict_timeout;  /* seconds; 0: any */
+    chain_u256 min_arbiter_bond;   /* what each arbiter must put at stake, at least (default 0) */
+    chain_u256 max_arbiter_bond;   /* at most, if have_max_arbiter_bond */
+    int have_max_arbiter_bond;
     uint64_t max_steps;        /* 0: any */
     uint64_t chain_id;         /* 0: any */
     int have_contract, have_config, have_dataset;
@@ -48,6 +57,9 @@ typedef enum {
     PARTY_TERM_CHAIN_ID,
     PARTY_TERM_CONFIG_HASH,
     PARTY_TERM_DATASET_HASH,
+    PARTY_TERM_MAX_VERDICT_TIMEOUT,
+    PARTY_TERM_MIN_ARBITER_BOND,
+    PARTY_TERM_MAX_ARBITER_BOND,
     PARTY_TERM_COUNT
 } party_policy_term;
 

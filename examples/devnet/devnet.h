@@ -26,6 +26,9 @@ typedef enum {
     DEVNET_OMITTED_LOG,
     DEVNET_BITFLIP_SHARD,
     DEVNET_HIDDEN_FLIP,
+    DEVNET_LYING_ARBITER,      /* a bitflip, and one arbiter of the committee reveals a wrong verdict */
+    DEVNET_SILENT_ARBITER,     /* a bitflip, and one arbiter takes its seat but never answers */
+    DEVNET_COLLUDING_ARBITERS, /* a bitflip, and m - 1 arbiters reveal the same wrong verdict */
     DEVNET_FAULT_COUNT
 } devnet_fault;
 
@@ -58,7 +61,20 @@ typedef struct {
     uint32_t fault_shard; /* --fault-shard J: bitflip-shard's shard (default S/2) */
     const char *auditor_backend; /* --auditor-backend: ref (NULL), cpu or shuffle */
     uint32_t band_rules;  /* --band-rules: the trainer's run's (0: ovt train's default) */
+    uint32_t arbiters;    /* --arbiters N: the committee's size, 1..5 (each its own watcher process) */
 } devnet_opts;
+
+/* One arbiter of the committee as the run ended. */
+typedef struct {
+    char name[16];              /* "arbiter", "arbiter-2", ... */
+    char address[43];
+    const char *misbehave;      /* NULL (honest), "lie" or "silent" */
+    bool revealed;              /* a verdict of its own is on chain (n = 1: verdict()) */
+    chain_arb_outcome verdict;
+    ovt_hash evidence;
+    bool settled;               /* its ArbiterSettled event was seen */
+    chain_u256 forfeited, reward;
+} devnet_arbiter;
 
 typedef struct {
     char work_dir[4096];
@@ -86,7 +102,19 @@ typedef struct {
     uint32_t arbiter_rank;
     char arbiter_host[64];
     devnet_ledger ledger;       /* every transaction of the devnet */
+    unsigned n_arbiters;
+    devnet_arbiter arbiters[CHAIN_ARB_MAX_ARBITERS];
+    chain_u256 arbiter_bond;    /* what each arbiter paid to sit */
 } devnet_result;
+
+/* What arbiter seat k of n does under o's fault: NULL (honest), "lie" or
+ * "silent". The last seats misbehave; seat 0 is always honest. */
+const char *devnet_misbehave(const devnet_opts *o, unsigned seat);
+
+/* Whether the committee behaved as the fault implies: every honest
+ * arbiter revealed the same verdict (the settled one), every misbehaving
+ * one lost its bond and no honest one did. "" when so, else why not. */
+const char *devnet_committee_check(const devnet_opts *o, const devnet_result *r);
 
 /* A fault's name (--fault), what it does (for the help) and the outcome
  * it must end in without --silent; the fault called name. */

@@ -32,7 +32,59 @@ static const struct {
                             "log K turns a direction whose value lies tau/2..tau/2+delta from its\n"
                             "                      midpoint (rule 3 rejects it; under --band-rules 1 it settles\n"
                             "                      verified, issue 32's hole)"},
+    [DEVNET_LYING_ARBITER] = {"lying-arbiter", CHAIN_ARB_AUDITOR_RIGHT,
+                              "a bitflip at K, and one arbiter of the committee (--arbiters, default 3)\n"
+                              "                      reveals a wrong verdict: it loses its bond"},
+    [DEVNET_SILENT_ARBITER] = {"silent-arbiter", CHAIN_ARB_AUDITOR_RIGHT,
+                               "a bitflip at K, and one arbiter takes its seat but never answers: it loses\n"
+                               "                      its bond"},
+    [DEVNET_COLLUDING_ARBITERS] = {"colluding-arbiters", CHAIN_ARB_AUDITOR_RIGHT,
+                                   "a bitflip at K, and m - 1 arbiters reveal the same wrong verdict: the\n"
+                                   "                      honest m settle it, the colluders lose their bonds"},
 };
+
+static bool arbiter_fault(devnet_fault f)
+{
+    return f == DEVNET_LYING_ARBITER || f == DEVNET_SILENT_ARBITER || f == DEVNET_COLLUDING_ARBITERS;
+}
+
+const char *devnet_misbehave(const devnet_opts *o, unsigned seat)
+{
+    unsigned n = o->arbiters, m = n / 2 + 1;
+    switch (o->fault) {
+    case DEVNET_LYING_ARBITER: return seat == n - 1 ? "lie" : NULL;
+    case DEVNET_SILENT_ARBITER: return seat == n - 1 ? "silent" : NULL;
+    case DEVNET_COLLUDING_ARBITERS: return seat >= n - (m - 1) ? "lie" : NULL;
+    default: return NULL;
+    }
+}
+
+const char *devnet_committee_check(const devnet_opts *o, const devnet_result *r)
+{
+    const devnet_arbiter *first = NULL;
+    bool bonded = !chain_u256_is_zero(&r->arbiter_bond);
+    for (unsigned k = 0; k < r->n_arbiters; k++) {
+        const devnet_arbiter *a = &r->arbiters[k];
+        bool lost = a->settled && !chain_u256_is_zero(&a->forfeited);
+        if (a->misbehave) {
+            if (bonded && !lost)
+                return "an arbiter that misbehaved kept its bond";
+            continue;
+        }
+        if (lost)
+            return "an honest arbiter lost its bond";
+        if (r->outcome == CHAIN_ARB_VERIFIED || devnet_expected(o) == CHAIN_ARB_VERIFIED || o->silent)
+            continue;
+        if (!a->revealed)
+            return "an honest arbiter gave no verdict";
+        if (a->verdict != r->outcome)
+            return "an honest arbiter's verdict is not the settled outcome";
+        if (first && memcmp(first->evidence.b, a->evidence.b, 32) != 0)
+            return "two honest arbiters revealed different evidence";
+        first = a;
+    }
+    return "";
+}
 
 const char *devnet_fault_name(devnet_fault f)
 {
@@ -57,7 +109,8 @@ int devnet_fault_parse(devnet_fault *out, const char *name)
             return 0;
         }
     return ovt_fail(OVT_EINVAL, "unknown fault '%s' (none, bitflip, poisoned-batch, skipped-step, forged-log, "
-                                "withheld-inputs, lying-auditor, omitted-log, bitflip-shard, hidden-flip)",
+                                "withheld-inputs, lying-auditor, omitted-log, bitflip-shard, hidden-flip, "
+                                "lying-arbiter, silent-arbiter, colluding-arbiters)",
                     name);
 }
 
@@ -92,7 +145,7 @@ bool devnet_outcome_ok(const devnet_opts *o, chain_arb_outcome out)
 bool devnet_as_expected(const devnet_opts *o, const devnet_result *r)
 {
     /* bitflip-shard also expects the arbiter to have named the flipped shard */
-    return devnet_outcome_ok(o, r->outcome) &&
+    return devnet_outcome_ok(o, r->outcome) && !devnet_committee_check(o, r)[0] &&
            (devnet_expected(o) == CHAIN_ARB_VERIFIED || o->silent || (r->has_step && r->step == o->at)) &&
            (o->fault != DEVNET_BITFLIP_SHARD || o->silent ||
             (r->arbiter_named_shard && r->arbiter_shard == (int64_t)o->fault_shard));
@@ -132,6 +185,14 @@ int devnet_opts_check(devnet_opts *o, bool have_at, bool have_fault_shard)
                             "'qemu-aarch64-static build-cross-aarch64/ovt'; got %d",
                             DEVNET_ARBITER_CMD_WORDS, words);
     }
+    if (o->arbiters == 0)
+        o->arbiters = arbiter_fault(o->fault) ? 3 : 1;
+    if (o->arbiters > CHAIN_ARB_MAX_ARBITERS)
+        return ovt_fail(OVT_EINVAL, "--arbiters %u: a run names 1 to %d arbiters", o->arbiters,
+                        CHAIN_ARB_MAX_ARBITERS);
+    if (arbiter_fault(o->fault) && o->arbiters < 3)
+        return ovt_fail(OVT_EINVAL, "--fault %s needs a committee that outvotes it: --arbiters 3 or more (got %u)",
+                        devnet_fault_name(o->fault), o->arbiters);
     if (o->silent && o->fault == DEVNET_NONE)
         return ovt_fail(OVT_EINVAL, "--silent needs a dispute: combine it with a fault other than none");
     return 0;

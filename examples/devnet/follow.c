@@ -37,13 +37,38 @@ devnet_party devnet_wrong_party(chain_arb_outcome out)
     }
 }
 
+/* The committee seat of an address, or NULL. */
+static devnet_arbiter *seat_of(struct devnet *d, const chain_address *a)
+{
+    for (unsigned k = 0; k < d->r->n_arbiters; k++)
+        if (chain_address_eq(&d->addr[KEY_ARBITER + k], a))
+            return &d->r->arbiters[k];
+    return NULL;
+}
+
+static void note_verdict(struct devnet *d, const chain_address *who, chain_arb_outcome o, const ovt_hash *evidence)
+{
+    devnet_arbiter *a = seat_of(d, who);
+    if (!a)
+        return;
+    a->revealed = true;
+    a->verdict = o;
+    a->evidence = *evidence;
+}
+
 /* One seated arbiter's bond at settlement: what it said, lost and won. */
 static void devnet_arbiter_settled(struct devnet *d, const chain_arb_event *e)
 {
     char lost[80], won[80];
     chain_u256_to_dec(lost, &e->u.arbiter_settled.forfeited);
     chain_u256_to_dec(won, &e->u.arbiter_settled.reward);
-    devnet_progress(d, "chain: arbiter %s (verdict %s): lost %s wei, rewarded %s wei",
+    devnet_arbiter *a = seat_of(d, &e->u.arbiter_settled.arbiter);
+    if (a) {
+        a->settled = true;
+        a->forfeited = e->u.arbiter_settled.forfeited;
+        a->reward = e->u.arbiter_settled.reward;
+    }
+    devnet_progress(d, "chain: %s (verdict %s): lost %s wei, rewarded %s wei",
                     devnet_party_of(d, &e->u.arbiter_settled.arbiter),
                     chain_arb_outcome_name(e->u.arbiter_settled.verdict), lost, won);
 }
@@ -100,13 +125,17 @@ static void on_event(struct devnet *d, const chain_arb_event *e)
     case CHAIN_ARB_EV_PREVIOUS_LEAF_REVEALED:
     case CHAIN_ARB_EV_WITHDRAWN: break;
     case CHAIN_ARB_EV_VERDICT_DUE:
-        devnet_progress(d, "chain: both leaves revealed: the arbiter's verdict on step %llu is due",
-                 (unsigned long long)e->u.verdict_due.step);
+        d->verdict_due = true;
+        devnet_progress(d, "chain: both leaves revealed: the %s on step %llu is due",
+                        d->r->n_arbiters > 1 ? "committee's vote" : "arbiter's verdict",
+                        (unsigned long long)e->u.verdict_due.step);
         break;
     case CHAIN_ARB_EV_VERDICT_GIVEN:
         r->verdict_s = devnet_elapsed(d);
         r->has_step = true;
         r->step = e->u.verdict_given.step;
+        if (d->r->n_arbiters == 1)
+            note_verdict(d, &d->addr[KEY_ARBITER], e->u.verdict_given.outcome, &e->u.verdict_given.evidence);
         devnet_progress(d, "chain: verdict on step %llu: %s (evidence %s)", (unsigned long long)e->u.verdict_given.step,
                  chain_arb_outcome_name(e->u.verdict_given.outcome), short_hash(h1, &e->u.verdict_given.evidence));
         break;
@@ -132,9 +161,12 @@ static void on_event(struct devnet *d, const chain_arb_event *e)
                         e->u.arbiter_accepted.seat);
         break;
     case CHAIN_ARB_EV_VERDICT_COMMITTED:
+        d->sealed++;
         devnet_progress(d, "chain: %s sealed its verdict", devnet_party_of(d, &e->u.verdict_committed.arbiter));
         break;
     case CHAIN_ARB_EV_VERDICT_REVEALED:
+        note_verdict(d, &e->u.verdict_revealed.arbiter, e->u.verdict_revealed.outcome,
+                     &e->u.verdict_revealed.evidence);
         devnet_progress(d, "chain: %s revealed %s on step %llu", devnet_party_of(d, &e->u.verdict_revealed.arbiter),
                         chain_arb_outcome_name(e->u.verdict_revealed.outcome),
                         (unsigned long long)e->u.verdict_revealed.step);
@@ -168,6 +200,25 @@ int devnet_follow_events(struct devnet *d)
     }
     free(ev);
     d->next_block = head + 1;
+    return 0;
+}
+
+int devnet_skip_silent_arbiter(struct devnet *d)
+{
+    if (d->o->fault != DEVNET_SILENT_ARBITER || d->clock_past_ballots || !d->verdict_due ||
+        d->sealed + 1 < d->o->arbiters)
+        return 0;
+    /* the run's verdict timeout: one window for the ballots */
+    chain_arb_params p;
+    int rv = chain_arb_get_run(&d->arb, &d->run_id, NULL, &p);
+    if (rv)
+        return rv;
+    devnet_progress(d, "devnet: every arbiter but the silent one has sealed its ballot: moving anvil's clock %u s "
+                       "forward, past the commit deadline, so the reveals open without it",
+                    p.arbiter_timeout + 1);
+    if ((rv = devnet_advance_time(d->rpc, (uint64_t)p.arbiter_timeout + 1)))
+        return rv;
+    d->clock_past_ballots = true;
     return 0;
 }
 

@@ -9,7 +9,11 @@
 
 /* The arbitration contract's state-changing functions (docs/contract.md). */
 static const char *const functions[][2] = {
-    {"open", "open((address,address,address,bytes32,bytes32,uint64,uint32,uint32,uint32,uint96,uint96,uint64))"},
+    {"open", "open((address,address,address[5],bytes32,bytes32,uint64,uint32,uint32,uint32,uint96,uint96,uint8,uint96,"
+             "uint64))"},
+    {"accept", "accept(bytes32)"},
+    {"commitVerdict", "commitVerdict(bytes32,bytes32)"},
+    {"revealVerdict", "revealVerdict(bytes32,uint64,uint8,bytes32,bytes32)"},
     {"commit", "commit(bytes32,bytes32,bytes)"},
     {"bisect", "bisect(bytes32,uint8,bytes32,bytes32)"},
     {"revealLeaf", "revealLeaf(bytes32,uint8,(bytes32,bytes32,bytes32),(bytes32,bytes32,bytes32),bytes32[])"},

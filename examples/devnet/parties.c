@@ -63,12 +63,17 @@ static void addr_arg(cmdline *c, const char *flag, const chain_address *a)
     arg(c, "%s", s);
 }
 
-/* A party's policy (docs/agent.md): the devnet's own arbiter, its 1 ETH
+/* The arbiter bond of a committee run: each of its arbiters stakes 0.1 ETH
+ * (a one-arbiter devnet keeps today's game, with none). */
+#define DEVNET_ARBITER_BOND "100000000000000000"
+
+/* A party's policy (docs/agent.md): the devnet's own arbiters, its 1 ETH
  * bonds, and its move timeout (which --move-timeout may set below the
  * default floor to keep a devnet short). */
 static void policy_args(cmdline *c, const struct devnet *d)
 {
-    addr_arg(c, "--accept-arbiter", &d->addr[KEY_ARBITER]);
+    for (unsigned k = 0; k < d->o->arbiters; k++)
+        addr_arg(c, "--accept-arbiter", &d->addr[KEY_ARBITER + k]);
     arg(c, "--max-bond");
     arg(c, "1000000000000000000");
     arg(c, "--min-move-timeout");
@@ -130,7 +135,8 @@ int devnet_run_train(struct devnet *d)
         [DEVNET_BITFLIP] = "bitflip", [DEVNET_POISONED_BATCH] = "poisoned-batch",
         [DEVNET_SKIPPED_STEP] = "skipped-step", [DEVNET_FORGED_LOG] = "forged-log",
         [DEVNET_WITHHELD_INPUTS] = "bitflip", [DEVNET_OMITTED_LOG] = "omitted-log",
-        [DEVNET_BITFLIP_SHARD] = "bitflip-shard", [DEVNET_HIDDEN_FLIP] = "hidden-flip"};
+        [DEVNET_BITFLIP_SHARD] = "bitflip-shard", [DEVNET_HIDDEN_FLIP] = "hidden-flip",
+        [DEVNET_LYING_ARBITER] = "bitflip", [DEVNET_SILENT_ARBITER] = "bitflip", [DEVNET_COLLUDING_ARBITERS] = "bitflip"};
     if (o->band_rules) {
         arg(&c, "--band-rules");
         arg(&c, "%u", o->band_rules);
@@ -172,7 +178,14 @@ int devnet_run_commit(struct devnet *d)
     arg(&c, "%s", d->run_dir);
     chain_args(&c, d, KEY_TRAINER);
     addr_arg(&c, "--auditor", &d->addr[KEY_AUDITOR]);
-    addr_arg(&c, "--arbiter", &d->addr[KEY_ARBITER]);
+    for (unsigned k = 0; k < d->o->arbiters; k++)
+        addr_arg(&c, "--arbiter", &d->addr[KEY_ARBITER + k]);
+    if (d->o->arbiters > 1) {
+        arg(&c, "--arbiter-bond");
+        arg(&c, DEVNET_ARBITER_BOND);
+        if (chain_u256_from_dec(&d->r->arbiter_bond, DEVNET_ARBITER_BOND))
+            return ovt_fail(OVT_EINVAL, "internal: the devnet's arbiter bond");
+    }
     arg(&c, "--bond");
     arg(&c, "1000000000000000000");
     arg(&c, "--move-timeout");
@@ -344,16 +357,28 @@ int devnet_probe_arbiter(struct devnet *d)
     return 0;
 }
 
-int devnet_start_arbiter(struct devnet *d)
+/* Seat k's watcher: seat 0 runs the arbiter's command (--arbiter-cmd: on
+ * another processor, under emulation), the others this ovt; each has its
+ * own key and state folder; the seats devnet_misbehave names misbehave. */
+static int start_seat(struct devnet *d, unsigned k)
 {
+    const char *name = d->r->arbiters[k].name;
     char state[4300];
-    snprintf(state, sizeof state, "%s/arbiter", d->r->work_dir);
+    snprintf(state, sizeof state, "%s/%s", d->r->work_dir, name);
     cmdline c = {0};
-    for (int i = 0; i < d->arbiter_argc; i++)
-        arg(&c, "%s", d->arbiter_argv[i]);
+    if (k == 0)
+        for (int i = 0; i < d->arbiter_argc; i++)
+            arg(&c, "%s", d->arbiter_argv[i]);
+    else
+        arg(&c, "%s", d->exe);
     arg(&c, "arbiter");
     arg(&c, "watch");
-    chain_args(&c, d, KEY_ARBITER);
+    chain_args(&c, d, KEY_ARBITER + (int)k);
+    const char *misbehave = devnet_misbehave(d->o, k);
+    if (misbehave) {
+        arg(&c, "--misbehave");
+        arg(&c, "%s", misbehave);
+    }
     arg(&c, "--store");
     arg(&c, "%s", d->store_url);
     arg(&c, "--state-dir");
@@ -370,14 +395,23 @@ int devnet_start_arbiter(struct devnet *d)
     arg(&c, "--input-wait");
     arg(&c, "5");
     arg(&c, "--json");
-    if (d->o->arbiter_metrics) {
+    if (d->o->arbiter_metrics && k == 0) {
         arg(&c, "--metrics-addr");
         arg(&c, "%s", d->o->arbiter_metrics);
     }
     if (c.n >= 63)
         return ovt_fail(OVT_EINVAL, "the arbiter's command line is too long");
-    devnet_progress(d, "arbiter: watching the contract");
-    return devnet_start_child(d, &d->arbiter, "arbiter", c.argv);
+    devnet_progress(d, "%s: watching the contract%s%s", name, k == 0 && d->o->arbiter_cmd ? " as " : "",
+                    k == 0 && d->o->arbiter_cmd ? d->o->arbiter_cmd : "");
+    return devnet_start_child(d, &d->arbiters[k], name, c.argv);
+}
+
+int devnet_start_arbiter(struct devnet *d)
+{
+    int rv = 0;
+    for (unsigned k = 0; k < d->o->arbiters && !rv; k++)
+        rv = start_seat(d, k);
+    return rv;
 }
 
 
@@ -406,7 +440,7 @@ static void note_shard(devnet_result *r, const json_t *sd)
  * the way, the processor its "start" line says it was built for. */
 int devnet_arbiter_saw(struct devnet *d)
 {
-    FILE *f = fopen(d->arbiter->log_path, "r");
+    FILE *f = fopen(d->arbiters[0]->log_path, "r");
     if (!f)
         return 0;
     char line[4096];

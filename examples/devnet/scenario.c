@@ -17,15 +17,21 @@
 #include "examples/devnet/scenario.h"
 #include "data/dataset.h"
 
-/* anvil's first four funded dev accounts (its default mnemonic); throwaway
- * keys that exist only on a local devnet. */
+/* anvil's first eight funded dev accounts (its default mnemonic, which
+ * Hardhat and the devnet's ganache share); throwaway keys that exist only
+ * on a local devnet. */
 const char *const devnet_dev_keys[NKEYS] = {
     "ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80",
     "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
     "5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a",
     "7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6",
+    "47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a",
+    "8b3a350cf5c34c9194ca85829a2df0ec3153be0318b5e2d3348e872092edffba",
+    "92db14e403b83dfe3df233f83dfa3a0d7096f21ca9b0d6d6b8d88b2b4ec1564e",
+    "4bbbf85ce3377467afe5d46f804f221813b2bb87f24d81f60f1fcdf7051d0e2f",
 };
-const char *const devnet_party_names[NKEYS] = {"deployer", "trainer", "auditor", "arbiter"};
+const char *const devnet_party_names[NKEYS] = {"deployer",  "trainer",   "auditor",   "arbiter",
+                                               "arbiter-2", "arbiter-3", "arbiter-4", "arbiter-5"};
 
 
 double devnet_elapsed(const struct devnet *d)
@@ -235,12 +241,21 @@ static int setup_chain(struct devnet *d)
     chain_address_to_string(d->r->contract, &d->arb.address);
     d->deploy_block = d->next_block = receipt.block_number;
     chain_receipt_free(&receipt);
-    char t[43], a[43], b[43];
+    char t[43], a[43];
     chain_address_to_string(t, &d->addr[KEY_TRAINER]);
     chain_address_to_string(a, &d->addr[KEY_AUDITOR]);
-    chain_address_to_string(b, &d->addr[KEY_ARBITER]);
     devnet_progress(d, "contract deployed at %s (block %llu)", d->r->contract, (unsigned long long)d->deploy_block);
-    devnet_progress(d, "parties (anvil dev accounts 1-3): trainer %s, auditor %s, arbiter %s", t, a, b);
+    devnet_progress(d, "parties (anvil dev accounts 1-%u): trainer %s, auditor %s", KEY_ARBITER + d->o->arbiters - 1, t,
+                    a);
+    for (unsigned k = 0; k < d->o->arbiters; k++) {
+        devnet_arbiter *arb = &d->r->arbiters[k];
+        snprintf(arb->name, sizeof arb->name, "%s", devnet_party_names[KEY_ARBITER + k]);
+        chain_address_to_string(arb->address, &d->addr[KEY_ARBITER + k]);
+        arb->misbehave = devnet_misbehave(d->o, k);
+        devnet_progress(d, "  %s %s%s%s", arb->name, arb->address, arb->misbehave ? ", misbehaving: it will " : "",
+                        arb->misbehave ? (strcmp(arb->misbehave, "lie") ? "stay silent" : "lie") : "");
+    }
+    d->r->n_arbiters = d->o->arbiters;
     return 0;
 }
 
@@ -253,19 +268,21 @@ static int play(struct devnet *d)
     while (!d->settled) {
         if (devnet_interrupted())
             return ovt_fail(OVT_EINVAL, "interrupted");
+        devnet_child *parties[2 + CHAIN_ARB_MAX_ARBITERS] = {d->trainer_agent, d->auditor};
+        for (unsigned k = 0; k < d->o->arbiters; k++)
+            parties[2 + k] = d->arbiters[k];
+        int nparties = 2 + (int)d->o->arbiters;
         if (devnet_elapsed(d) > until) {
-            devnet_child *parties[3] = {d->trainer_agent, d->auditor, d->arbiter};
-            for (int i = 0; i < 3; i++)
+            for (int i = 0; i < nparties; i++)
                 if (parties[i])
                     devnet_print_log_tail(stderr, parties[i], 6);
             return ovt_fail(OVT_ETIMEOUT, "the run did not settle within %.0f s%s", until,
                             d->o->keep ? "" : " (rerun with --keep DIR to keep every process's log)");
         }
-        if ((rv = devnet_follow_events(d)) || (rv = devnet_silence(d)))
+        if ((rv = devnet_follow_events(d)) || (rv = devnet_silence(d)) || (rv = devnet_skip_silent_arbiter(d)))
             return rv;
         devnet_reap(&d->kids);
-        devnet_child *parties[3] = {d->trainer_agent, d->auditor, d->arbiter};
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < nparties; i++) {
             devnet_child *c = parties[i];
             if (!c || !c->exited || (d->silenced && c == (d->o->silent == DEVNET_PARTY_TRAINER ? d->trainer_agent
                                                                                               : d->auditor)))

@@ -13,8 +13,9 @@
 #include "examples/devnet/children.h"
 #include "examples/devnet/devnet.h"
 
-/* anvil's dev accounts 0-3 and what the devnet calls them. */
-enum { KEY_DEPLOYER = 0, KEY_TRAINER, KEY_AUDITOR, KEY_ARBITER, NKEYS };
+/* anvil's dev accounts 0-7 and what the devnet calls them: arbiter seat k
+ * is account KEY_ARBITER + k. */
+enum { KEY_DEPLOYER = 0, KEY_TRAINER, KEY_AUDITOR, KEY_ARBITER, NKEYS = KEY_ARBITER + CHAIN_ARB_MAX_ARBITERS };
 extern const char *const devnet_dev_keys[NKEYS];
 extern const char *const devnet_party_names[NKEYS];
 
@@ -33,7 +34,10 @@ struct devnet {
     bool have_run, settled, dispute_open, silenced, time_moved;
     unsigned round;
     double honest_moved_s;
-    devnet_child *trainer_agent, *auditor, *arbiter;
+    devnet_child *trainer_agent, *auditor;
+    devnet_child *arbiters[CHAIN_ARB_MAX_ARBITERS]; /* the committee's watchers, seat 0 first */
+    unsigned sealed;          /* VerdictCommitted events seen */
+    bool verdict_due, clock_past_ballots;
     /* the words that start the arbiter's ovt: this ovt, or --arbiter-cmd's
      * (the first resolved to a path); set by devnet_probe_arbiter */
     char *arbiter_argv[DEVNET_ARBITER_CMD_WORDS + 1];
@@ -65,13 +69,16 @@ int devnet_start_auditor(struct devnet *d) OVT_MUST_USE;
  * or is not an ovt. Before devnet_start_arbiter. */
 int devnet_probe_arbiter(struct devnet *d) OVT_MUST_USE;
 int devnet_start_arbiter(struct devnet *d) OVT_MUST_USE;
-/* 1 once the arbiter watcher's log has its line on the settlement. */
+/* 1 once the arbiter watcher's log (seat 0's) has its line on the settlement. */
 int devnet_arbiter_saw(struct devnet *d);
 
 /* follow.c: reads the contract's new events and reports them; makes the
  * --silent party stop answering; the party an outcome names as wrong. */
 int devnet_follow_events(struct devnet *d) OVT_MUST_USE;
 int devnet_silence(struct devnet *d) OVT_MUST_USE;
+/* --fault silent-arbiter: once every other seat has sealed its ballot, the
+ * clock jumps past the commit deadline so the reveals open without it. */
+int devnet_skip_silent_arbiter(struct devnet *d) OVT_MUST_USE;
 devnet_party devnet_wrong_party(chain_arb_outcome out);
 
 #endif
