@@ -12,6 +12,7 @@
 #include <jansson.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -98,12 +99,64 @@ struct scenario {
     const char *outcome2;  /* also acceptable (poisoned-batch), or NULL */
     const char *wrong;     /* the party the outcome names */
     const char *extra[4];  /* more options, or NULL */
+    unsigned arbiters;     /* --arbiters (0: the default, one) */
+    /* committees: the wei each honest arbiter is paid on top of its bond
+     * (the first honest seat gets the odd wei: reward0), worked out by hand
+     * from the devnet's 0.1 ETH bond and the contract's rule (the
+     * misbehaving arbiters' bonds shared by the honest ones) */
+    const char *reward0, *reward;
 };
+
+#define ARBITER_BOND "100000000000000000"
+
+/* A committee's run: every arbiter took its seat; no verdict() but sealed
+ * and revealed ballots; every honest arbiter revealed the settled outcome
+ * with the same evidence and kept its bond, every misbehaving one lost it. */
+static void check_committee(const struct scenario *s, const json_t *j, const char *label, bool disputed)
+{
+    unsigned n = s->arbiters, silent = strcmp(s->fault, "silent-arbiter") == 0;
+    CHECK_MSG(json_array_size(json_object_get(j, "arbiters")) == n, "%s: %zu arbiters", label,
+              json_array_size(json_object_get(j, "arbiters")));
+    CHECK_MSG(!strcmp(str(j, "committee_check"), ""), "%s: %s", label, str(j, "committee_check"));
+    CHECK_EQ_U64(count_calls(j, "verdict", NULL), 0);
+    CHECK_EQ_U64(count_calls(j, "accept", NULL), n);
+    CHECK_EQ_U64(count_calls(j, "commitVerdict", NULL), disputed ? n - silent : 0);
+    CHECK_EQ_U64(count_calls(j, "revealVerdict", NULL), disputed ? n - silent : 0);
+    const char *evidence = NULL;
+    bool first = true;
+    size_t i;
+    const json_t *a;
+    json_array_foreach(json_object_get(j, "arbiters"), i, a)
+    {
+        bool honest = json_is_null(json_object_get(a, "misbehave")) || !json_object_get(a, "misbehave");
+        const char *want_lost = honest ? "0" : ARBITER_BOND;
+        const char *want_won = !honest || !s->reward ? "0" : first ? s->reward0 : s->reward;
+        CHECK_MSG(!strcmp(str(a, "forfeited"), want_lost), "%s: %s lost %s, want %s", label, str(a, "name"),
+                  str(a, "forfeited"), want_lost);
+        CHECK_MSG(!strcmp(str(a, "reward"), want_won), "%s: %s rewarded %s, want %s", label, str(a, "name"),
+                  str(a, "reward"), want_won);
+        if (!honest || !disputed)
+            continue;
+        first = false;
+        CHECK_MSG(!strcmp(str(a, "verdict"), str(j, "outcome")), "%s: %s revealed %s", label, str(a, "name"),
+                  str(a, "verdict"));
+        if (evidence)
+            CHECK_MSG(!strcmp(str(a, "evidence"), evidence), "%s: honest evidence differs: %s, %s", label, evidence,
+                      str(a, "evidence"));
+        evidence = str(a, "evidence");
+    }
+}
 
 static void run_scenario(const struct scenario *s)
 {
     const char *args[16] = {"--fault", s->fault, "--at", "17", "--steps", "64", "--model", "gpt2-tiny"};
     int n = 8;
+    char arbiters[16];
+    snprintf(arbiters, sizeof arbiters, "%u", s->arbiters);
+    if (s->arbiters) {
+        args[n++] = "--arbiters";
+        args[n++] = arbiters;
+    }
     if (s->silent) {
         args[n++] = "--silent";
         args[n++] = s->silent;
@@ -114,8 +167,9 @@ static void run_scenario(const struct scenario *s)
     json_t *j;
     int st = devnet(&j, args);
     char label[96];
-    snprintf(label, sizeof label, "%s%s%s%s%s", s->silent ? s->silent : s->fault, s->extra[0] ? " " : "",
-             s->extra[0] ? s->extra[0] : "", s->extra[1] ? " " : "", s->extra[1] ? s->extra[1] : "");
+    snprintf(label, sizeof label, "%s%s%s%s%s%s", s->silent ? s->silent : s->fault, s->extra[0] ? " " : "",
+             s->extra[0] ? s->extra[0] : "", s->extra[1] ? " " : "", s->extra[1] ? s->extra[1] : "",
+             s->arbiters > 1 ? " (committee)" : "");
     CHECK_MSG(st == 0, "%s: exit status %d", label, st);
     CHECK_MSG(j != NULL, "%s: no JSON result", label);
     if (!j)
@@ -127,8 +181,12 @@ static void run_scenario(const struct scenario *s)
               str(j, "wrong_party"), s->wrong);
     CHECK(json_is_true(json_object_get(j, "as_expected")));
     json_t *step = json_object_get(j, "step");
-    int verdicts = count_calls(j, "verdict", "arbiter");
-    CHECK_EQ_U64(count_calls(j, "verdict", NULL), verdicts); /* only the arbiter gives one */
+    bool committee = s->arbiters > 1;
+    if (committee)
+        check_committee(s, j, label, strcmp(s->outcome, "verified") != 0 && !s->silent);
+    int verdicts = committee ? (strcmp(s->outcome, "verified") != 0 && !s->silent) : count_calls(j, "verdict", "arbiter");
+    if (!committee)
+        CHECK_EQ_U64(count_calls(j, "verdict", NULL), verdicts); /* only the arbiter gives one */
     CHECK_EQ_U64(count_calls(j, "commit", "trainer"), 1);
     CHECK_EQ_U64(count_calls(j, "commit", "auditor"), 1);
     CHECK_EQ_U64(count_calls(j, "deploy", "deployer"), 1);
@@ -261,7 +319,7 @@ static void test_errors(void)
     free(out);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const char *bin = getenv("OVT_BINARY_DIR");
     const char *anvil = getenv("OVT_ANVIL");
@@ -275,25 +333,51 @@ int main(void)
     if (!mkdtemp(tmp))
         return 1;
     setenv("TMPDIR", tmp, 1);
+    /* `test_devnet committee`: the same faults with three arbiters, and the
+     * committee's own faults */
+    if (argc > 1 && !strcmp(argv[1], "committee")) {
+        static const char third[] = "50000000000000000", fifth0[] = "66666666666666668", fifth[] = "66666666666666666";
+        static const struct scenario committee[] = {
+            {"none", NULL, "verified", NULL, "none", {NULL}, 3, NULL, NULL},
+            {"bitflip", NULL, "auditor-right", NULL, "trainer", {NULL}, 3, NULL, NULL},
+            {"poisoned-batch", NULL, "auditor-right", "fraudulent-log", "trainer", {NULL}, 3, NULL, NULL},
+            {"skipped-step", NULL, "auditor-right", NULL, "trainer", {NULL}, 3, NULL, NULL},
+            {"forged-log", NULL, "fraudulent-log", NULL, "trainer", {NULL}, 3, NULL, NULL},
+            {"omitted-log", NULL, "fraudulent-log", NULL, "trainer", {NULL}, 3, NULL, NULL},
+            {"withheld-inputs", NULL, "inputs-unavailable", NULL, "trainer", {NULL}, 3, NULL, NULL},
+            {"lying-auditor", NULL, "trainer-right", NULL, "auditor", {NULL}, 3, NULL, NULL},
+            {"hidden-flip", NULL, "fraudulent-log", NULL, "trainer", {NULL}, 3, NULL, NULL},
+            {"bitflip", "trainer", "trainer-timed-out", NULL, "trainer", {NULL}, 3, NULL, NULL},
+            /* one liar's or one silent arbiter's 0.1 ETH, shared by the two honest ones */
+            {"lying-arbiter", NULL, "auditor-right", NULL, "trainer", {NULL}, 3, third, third},
+            {"silent-arbiter", NULL, "auditor-right", NULL, "trainer", {NULL}, 3, third, third},
+            /* m - 1 = 2 of 5 collude: their 0.2 ETH over three, 2 wei left to the first */
+            {"colluding-arbiters", NULL, "auditor-right", NULL, "trainer", {NULL}, 5, fifth0, fifth},
+        };
+        for (size_t i = 0; i < sizeof committee / sizeof committee[0]; i++)
+            CHECK_RUN(run_scenario(&committee[i]));
+        rmdir(tmp);
+        return check_done();
+    }
     CHECK_RUN(test_errors());
     static const struct scenario scenarios[] = {
-        {"none", NULL, "verified", NULL, "none", {NULL}},
-        {"bitflip", NULL, "auditor-right", NULL, "trainer", {NULL}},
-        {"poisoned-batch", NULL, "auditor-right", "fraudulent-log", "trainer", {NULL}},
-        {"skipped-step", NULL, "auditor-right", NULL, "trainer", {NULL}},
-        {"forged-log", NULL, "fraudulent-log", NULL, "trainer", {NULL}},
-        {"omitted-log", NULL, "fraudulent-log", NULL, "trainer", {NULL}},
-        {"withheld-inputs", NULL, "inputs-unavailable", NULL, "trainer", {NULL}},
-        {"lying-auditor", NULL, "trainer-right", NULL, "auditor", {NULL}},
-        {"bitflip", "trainer", "trainer-timed-out", NULL, "trainer", {NULL}},
-        {"lying-auditor", "auditor", "auditor-timed-out", NULL, "auditor", {NULL}},
+        {"none", NULL, "verified", NULL, "none", {NULL}, 0, NULL, NULL},
+        {"bitflip", NULL, "auditor-right", NULL, "trainer", {NULL}, 0, NULL, NULL},
+        {"poisoned-batch", NULL, "auditor-right", "fraudulent-log", "trainer", {NULL}, 0, NULL, NULL},
+        {"skipped-step", NULL, "auditor-right", NULL, "trainer", {NULL}, 0, NULL, NULL},
+        {"forged-log", NULL, "fraudulent-log", NULL, "trainer", {NULL}, 0, NULL, NULL},
+        {"omitted-log", NULL, "fraudulent-log", NULL, "trainer", {NULL}, 0, NULL, NULL},
+        {"withheld-inputs", NULL, "inputs-unavailable", NULL, "trainer", {NULL}, 0, NULL, NULL},
+        {"lying-auditor", NULL, "trainer-right", NULL, "auditor", {NULL}, 0, NULL, NULL},
+        {"bitflip", "trainer", "trainer-timed-out", NULL, "trainer", {NULL}, 0, NULL, NULL},
+        {"lying-auditor", "auditor", "auditor-timed-out", NULL, "auditor", {NULL}, 0, NULL, NULL},
         /* a flip the canonical arbiter rejects (rule 3), disputed and won by
          * an auditor on ref (re-executing canonically) and on cpu; under
          * band rules 1 (rule 2) the same forgery settles verified: the
          * hole issue 32 found, kept as the ablation */
-        {"hidden-flip", NULL, "fraudulent-log", NULL, "trainer", {NULL}},
-        {"hidden-flip", NULL, "fraudulent-log", NULL, "trainer", {"--auditor-backend", "cpu"}},
-        {"hidden-flip", NULL, "verified", NULL, "none", {"--band-rules", "1"}},
+        {"hidden-flip", NULL, "fraudulent-log", NULL, "trainer", {NULL}, 0, NULL, NULL},
+        {"hidden-flip", NULL, "fraudulent-log", NULL, "trainer", {"--auditor-backend", "cpu"}, 0, NULL, NULL},
+        {"hidden-flip", NULL, "verified", NULL, "none", {"--band-rules", "1"}, 0, NULL, NULL},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         CHECK_RUN(run_scenario(&scenarios[i]));
