@@ -1,14 +1,26 @@
 #ifndef OVT_TESTS_CONTRACT_FIXTURE_H
 #define OVT_TESTS_CONTRACT_FIXTURE_H
 
-/* A real anvil with the arbitration contract deployed, five funded accounts
- * (opener, trainer, auditor, arbiter, outsider: anvil's dev keys 0..4), and
+/* A real anvil with the arbitration contract deployed, nine funded accounts
+ * (opener, trainer, auditor, arbiter, outsider: anvil's dev keys 0..4; four
+ * more arbiters for committees: keys 5..8), and
  * the helpers the game suites share: runs with random histories, both
  * parties playing from their own Merkle trees, reverts read back by name. */
 #include "chain/arbitration.h"
 #include "support/anvil.h"
 
-enum { FX_OPENER, FX_TRAINER, FX_AUDITOR, FX_ARBITER, FX_OUTSIDER, FX_NACCOUNTS };
+enum {
+    FX_OPENER,
+    FX_TRAINER,
+    FX_AUDITOR,
+    FX_ARBITER, /* seat 0 of every run fx_params makes */
+    FX_OUTSIDER,
+    FX_ARBITER2, /* seats 1..4 of a committee */
+    FX_ARBITER3,
+    FX_ARBITER4,
+    FX_ARBITER5,
+    FX_NACCOUNTS
+};
 
 typedef struct {
     tsup_anvil node;
