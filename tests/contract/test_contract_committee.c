@@ -439,11 +439,411 @@ static void test_scenarios(void)
         run_scenario(&scenarios[i]);
 }
 
+/* --- refusals */
+
+/* open() with params p: the error it reverts with ("" if none). */
+static const char *open_error(const chain_arb_params *p)
+{
+    chain_buf b;
+    chain_buf_init(&b);
+    if (chain_arb_encode_open(&b, p) != 0)
+        return "(encode failed)";
+    const char *got = fx_revert_name(&env, FX_OPENER, NULL, &b);
+    chain_buf_free(&b);
+    return got;
+}
+
+static void test_open_refusals(void)
+{
+    static const chain_address zero;
+    const chain_address *a1 = &env.addr[FX_ARBITER], *a2 = &env.addr[FX_ARBITER2], *a3 = &env.addr[FX_ARBITER3];
+    struct {
+        const char *what;
+        const chain_address *arbiters[CHAIN_ARB_MAX_ARBITERS]; /* NULL: zero */
+        unsigned m;
+        const char *error;
+    } cases[] = {
+        {"no arbiter", {NULL}, 1, "BadCommittee"},
+        {"a gap after seat 0", {a1, NULL, a3}, 2, "BadCommittee"},
+        {"seat 0 empty", {NULL, a2}, 1, "BadCommittee"},
+        {"the same arbiter twice", {a1, a1}, 2, "BadParty"},
+        {"the same arbiter twice, apart", {a1, a2, a1}, 2, "BadParty"},
+        {"the trainer as arbiter", {a1, &env.addr[FX_TRAINER]}, 2, "BadParty"},
+        {"the auditor as arbiter", {a1, a2, &env.addr[FX_AUDITOR]}, 2, "BadParty"},
+        {"n=1 m=2", {a1}, 2, "BadThreshold"},
+        {"n=2 m=1", {a1, a2}, 1, "BadThreshold"},
+        {"n=3 m=1", {a1, a2, a3}, 1, "BadThreshold"},
+        {"n=3 m=4", {a1, a2, a3}, 4, "BadThreshold"},
+        {"n=4 m=2", {a1, a2, a3, &env.addr[FX_ARBITER4]}, 2, "BadThreshold"},
+        {"n=5 m=6", {a1, a2, a3, &env.addr[FX_ARBITER4], &env.addr[FX_ARBITER5]}, 6, "BadThreshold"},
+        {"n=2 m=2", {a1, a2}, 2, ""},
+        {"n=4 m=3", {a1, a2, a3, &env.addr[FX_ARBITER4]}, 3, ""},
+        {"n=5 m=5", {a1, a2, a3, &env.addr[FX_ARBITER4], &env.addr[FX_ARBITER5]}, 5, ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        chain_arb_params p;
+        fx_params(&env, &p, 8, 600, TB, AB);
+        for (int k = 0; k < CHAIN_ARB_MAX_ARBITERS; k++)
+            p.arbiters[k] = cases[i].arbiters[k] ? *cases[i].arbiters[k] : zero;
+        p.threshold = cases[i].m;
+        const char *got = open_error(&p);
+        CHECK_MSG(strcmp(got, cases[i].error) == 0, "%s: expected '%s', got '%s'", cases[i].what, cases[i].error,
+                  got);
+    }
+    /* the C encoder spells out a threshold of 0 as a majority: 3 of 4 */
+    chain_arb_params p;
+    fx_params(&env, &p, 8, 600, TB, AB);
+    p.arbiters[1] = *a2;
+    p.arbiters[2] = *a3;
+    p.arbiters[3] = env.addr[FX_ARBITER4];
+    fx_run run;
+    CHECK(fx_open(&env, &run, &p, NULL) == 0);
+    chain_arb_params back;
+    CHECK(chain_arb_get_run(&env.arb, &run.run_id, NULL, &back) == 0);
+    CHECK(back.threshold == 3 && chain_arb_arbiter_count(&back) == 4);
+    CHECK(chain_address_eq(&back.arbiters[3], &env.addr[FX_ARBITER4]) && chain_address_eq(&back.arbiters[4], &zero));
+    CHECK(committee(&run).count == 4 && committee(&run).threshold == 3);
+}
+
+static void encode_accept(chain_buf *b, const fx_run *run)
+{
+    chain_buf_init(b);
+    CHECK(chain_arb_encode_accept(b, &run->run_id) == 0);
+}
+
+static void encode_commit_verdict(chain_buf *b, const fx_run *run, const ovt_hash *h)
+{
+    chain_buf_init(b);
+    CHECK(chain_arb_encode_commit_verdict(b, &run->run_id, h) == 0);
+}
+
+/* accept(), commitVerdict, revealVerdict and verdict() refused by name
+ * through one run: n = 3, m = 2, bond 1000; seats 0 and 1 accept, seat 2
+ * never does. */
+static void test_refusals(void)
+{
+    fx_run run;
+    uint64_t d = 5, bond = 1000;
+    if (committee_run(&run, 3, 2, bond, 12, d) != 0)
+        return;
+    ledger before;
+    snapshot(&before);
+    chain_u256 right = chain_u256_from_u64(bond), less = chain_u256_from_u64(bond - 1),
+               more = chain_u256_from_u64(bond + 1);
+    chain_buf b;
+    encode_accept(&b, &run);
+    CHECK_REVERT(FX_ARBITER, &less, &b, "WrongBond");
+    CHECK_REVERT(FX_ARBITER, &more, &b, "WrongBond");
+    CHECK_REVERT(FX_ARBITER, NULL, &b, "WrongBond");
+    CHECK_REVERT(FX_OUTSIDER, &right, &b, "NotArbiter");
+    CHECK_REVERT(FX_TRAINER, &right, &b, "NotArbiter");
+    CHECK_REVERT(FX_ARBITER2, &right, &b, "");
+    CHECK(accept_seat(&run, 0, bond, NULL) == 0);
+    CHECK_REVERT(FX_ARBITER, &right, &b, "AlreadyMoved");
+    CHECK(accept_seat(&run, 1, bond, NULL) == 0);
+    CHECK(committee(&run).seated == 3);
+    ballot v[3];
+    for (unsigned k = 0; k < 3; k++)
+        make_ballot(&v[k], &run, d, 'T');
+    ovt_hash sealed[3];
+    for (unsigned k = 0; k < 3; k++)
+        seal(&sealed[k], &run, k, d, &v[k]);
+    chain_buf cv;
+    encode_commit_verdict(&cv, &run, &sealed[0]);
+    CHECK_REVERT(FX_ARBITER, NULL, &cv, "WrongPhase"); /* no verdict due yet */
+    chain_buf_free(&cv);
+
+    if (to_verdict(&run, 3) != 0) {
+        chain_buf_free(&b);
+        fx_run_free(&run);
+        return;
+    }
+    CHECK_REVERT(FX_ARBITER3, &right, &b, "WrongPhase"); /* too late to take a seat */
+    chain_buf_free(&b);
+    chain_buf_init(&b);
+    CHECK(chain_arb_encode_verdict(&b, &run.run_id, d, CHAIN_ARB_TRAINER_RIGHT, &run.trainer.leaves[d]) == 0);
+    CHECK_REVERT(FX_ARBITER, NULL, &b, "CommitteeRun");
+    CHECK_REVERT(FX_ARBITER2, NULL, &b, "NotArbiter");
+    chain_buf_free(&b);
+    encode_commit_verdict(&cv, &run, &sealed[2]);
+    CHECK_REVERT(FX_ARBITER3, NULL, &cv, "NotArbiter"); /* named, never seated */
+    CHECK_REVERT(FX_OUTSIDER, NULL, &cv, "NotArbiter");
+    chain_buf_free(&cv);
+    check_reveal_refused(&run, 0, d, &v[0], "NotCommitted");
+    CHECK(commit_seat(&run, 0, d, &v[0], NULL) == 0);
+    encode_commit_verdict(&cv, &run, &sealed[0]);
+    CHECK_REVERT(FX_ARBITER, NULL, &cv, "AlreadyMoved");
+    chain_buf_free(&cv);
+    check_reveal_refused(&run, 0, d, &v[0], "RevealsNotOpen"); /* seat 1 may still seal */
+    CHECK(commit_seat(&run, 1, d, &v[1], NULL) == 0);          /* every seated seat sealed: reveals open */
+    ballot wrong = v[0];
+    wrong.salt.b[31] ^= 1;
+    check_reveal_refused(&run, 0, d, &wrong, "BadBallot");
+    wrong = v[0];
+    wrong.outcome = CHAIN_ARB_AUDITOR_RIGHT;
+    wrong.evidence = run.auditor.leaves[d];
+    check_reveal_refused(&run, 0, d, &wrong, "BadBallot");
+    check_reveal_refused(&run, 0, d - 1, &v[0], "WrongStep");
+    check_reveal_refused(&run, 2, d, &v[2], "NotCommitted");
+    CHECK(reveal_seat(&run, 0, d, &v[0], NULL) == 0);
+    check_reveal_refused(&run, 0, d, &v[0], "AlreadyMoved");
+    CHECK(reveal_seat(&run, 1, d, &v[1], NULL) == 0);
+    expected e = {CHAIN_ARB_TRAINER_RIGHT, TB + AB, 0, {1000, 1000, 0}, {0, 0, 0}};
+    check_settled(&run, &before, &e, TB + AB + 2 * bond, 3, bond);
+    encode_commit_verdict(&cv, &run, &sealed[2]);
+    CHECK_REVERT(FX_ARBITER, NULL, &cv, "WrongPhase");
+    chain_buf_free(&cv);
+    encode_accept(&b, &run);
+    CHECK_REVERT(FX_ARBITER3, &right, &b, "WrongPhase");
+    chain_buf_free(&b);
+    fx_run_free(&run);
+}
+
+/* An arbiter that posts another's ballot as its own cannot open it, even
+ * once the other has opened it and the preimage is public: the ballot binds
+ * the address. A ballot after the commit window is refused. */
+static void test_copied_ballot(void)
+{
+    fx_run run;
+    uint64_t d = 7, bond = 1000;
+    if (committee_run(&run, 3, 2, bond, 12, d) != 0)
+        return;
+    ledger before;
+    snapshot(&before);
+    for (unsigned k = 0; k < 3; k++)
+        CHECK(accept_seat(&run, k, bond, NULL) == 0);
+    if (to_verdict(&run, 3) != 0) {
+        fx_run_free(&run);
+        return;
+    }
+    ballot honest, late;
+    make_ballot(&honest, &run, d, 'T');
+    make_ballot(&late, &run, d, 'T');
+    CHECK(commit_seat(&run, 0, d, &honest, NULL) == 0);
+    chain_arb_committee c = committee(&run);
+    ovt_hash copied = c.ballots[0]; /* as read from the chain (or the mempool) */
+    CHECK(chain_arb_commit_verdict(&env.arb, &env.txm[FX_ARBITER3], &run.run_id, &copied, NULL) == 0);
+    CHECK(warp_past(c.commit_deadline) == 0);
+    ovt_hash h;
+    seal(&h, &run, 1, d, &late);
+    chain_buf cv;
+    encode_commit_verdict(&cv, &run, &h);
+    CHECK_REVERT(FX_ARBITER2, NULL, &cv, "DeadlinePassed");
+    chain_buf_free(&cv);
+    CHECK(reveal_seat(&run, 0, d, &honest, NULL) == 0);
+    check_reveal_refused(&run, 2, d, &honest, "BadBallot");
+    CHECK(game(&run).phase == CHAIN_ARB_PHASE_AWAITING_VERDICT); /* the copy stays sealed */
+    CHECK(warp_past(game(&run).deadline) == 0);
+    CHECK(chain_arb_timeout(&env.arb, &env.txm[FX_OUTSIDER], &run.run_id, NULL) == 0);
+    /* one reveal of m = 2: no verdict; the late and the copying seat lose
+     * their bonds to the parties */
+    expected e = {CHAIN_ARB_ARBITER_TIMED_OUT, TB + 1000, AB + 1000, {1000, 0, 0}, {0, 1000, 1000}};
+    check_settled(&run, &before, &e, TB + AB + 3 * bond, 7, bond);
+    fx_run_free(&run);
+}
+
+/* A run that ends before the verdict is due returns every arbiter bond. */
+static void test_early_end(void)
+{
+    uint64_t bond = 1000;
+    /* equal roots */
+    fx_run run;
+    ledger before;
+    CHECK(committee_run(&run, 3, 2, bond, 9, 10) == 0); /* d > steps: identical histories */
+    snapshot(&before);
+    for (unsigned k = 0; k < 3; k++)
+        CHECK(accept_seat(&run, k, bond, NULL) == 0);
+    CHECK(fx_commit_both(&env, &run, NULL) == 0);
+    expected verified = {CHAIN_ARB_VERIFIED, TB, AB, {1000, 1000, 1000}, {0, 0, 0}};
+    check_settled(&run, &before, &verified, TB + AB + 3 * bond, 7, bond);
+    fx_run_free(&run);
+
+    /* neither party bisects; two of three seated */
+    CHECK(committee_run(&run, 3, 2, bond, 9, 4) == 0);
+    snapshot(&before);
+    CHECK(accept_seat(&run, 0, bond, NULL) == 0 && accept_seat(&run, 2, bond, NULL) == 0);
+    CHECK(fx_commit_both(&env, &run, NULL) == 0);
+    CHECK(warp_past(game(&run).deadline) == 0);
+    CHECK(chain_arb_timeout(&env.arb, &env.txm[FX_OUTSIDER], &run.run_id, NULL) == 0);
+    expected both = {CHAIN_ARB_BOTH_TIMED_OUT, TB, AB, {1000, 0, 1000}, {0, 0, 0}};
+    check_settled(&run, &before, &both, TB + AB + 2 * bond, 5, bond);
+    fx_run_free(&run);
+
+    /* one arbiter with a bond, the auditor never commits */
+    CHECK(committee_run(&run, 1, 1, bond, 9, 4) == 0);
+    snapshot(&before);
+    CHECK(accept_seat(&run, 0, bond, NULL) == 0);
+    CHECK(chain_arb_commit(&env.arb, &env.txm[FX_TRAINER], &run.run_id, chain_merkle_root(run.trainer.tree), NULL,
+                           NULL, NULL) == 0);
+    CHECK(warp_past(game(&run).deadline) == 0);
+    CHECK(chain_arb_timeout(&env.arb, &env.txm[FX_OUTSIDER], &run.run_id, NULL) == 0);
+    expected unchallenged = {CHAIN_ARB_UNCHALLENGED, TB, 0, {1000}, {0}};
+    check_settled(&run, &before, &unchallenged, TB + bond, 1, bond);
+    fx_run_free(&run);
+}
+
+/* ballotHash on chain equals chain_arb_ballot_hash, and names the arbiter. */
+static void test_ballot_hash(void)
+{
+    for (int i = 0; i < 4; i++) {
+        ovt_hash run_id, evidence, salt, mine, other;
+        tc_rnd_hash(&run_id);
+        tc_rnd_hash(&evidence);
+        tc_rnd_hash(&salt);
+        uint64_t step = i == 0 ? 0 : tc_rnd() >> (i * 8);
+        chain_arb_outcome o = (chain_arb_outcome)(CHAIN_ARB_TRAINER_RIGHT + i);
+        const chain_address *who = &env.addr[seat_account[i]];
+        chain_abi_enc enc;
+        chain_abi_enc_init(&enc);
+        chain_abi_put_bytes32(&enc, &run_id);
+        chain_abi_put_address(&enc, who);
+        chain_abi_put_uint(&enc, step);
+        chain_abi_put_uint(&enc, (uint64_t)o);
+        chain_abi_put_bytes32(&enc, &evidence);
+        chain_abi_put_bytes32(&enc, &salt);
+        uint8_t sel[4];
+        chain_abi_selector(sel, "ballotHash(bytes32,address,uint64,uint8,bytes32,bytes32)");
+        chain_buf call, ret;
+        chain_buf_init(&call);
+        chain_buf_init(&ret);
+        CHECK(chain_abi_enc_finish(&enc, &call, sel) == 0);
+        chain_abi_enc_free(&enc);
+        chain_call_msg msg = {.to = &env.arb.address, .data = call.data, .data_len = call.len};
+        uint8_t theirs[32];
+        CHECK(chain_rpc_eth_call(env.rpc, &ret, &msg, NULL) == 0 && chain_arb_decode_word(theirs, ret.data, ret.len) == 0);
+        chain_arb_ballot_hash(&mine, &run_id, who, step, o, &evidence, &salt);
+        CHECK_MEM(mine.b, theirs, 32);
+        chain_arb_ballot_hash(&other, &run_id, &env.addr[FX_OUTSIDER], step, o, &evidence, &salt);
+        CHECK(memcmp(other.b, theirs, 32) != 0);
+        chain_buf_free(&call);
+        chain_buf_free(&ret);
+    }
+}
+
+/* --- gas of a whole dispute over 2^20 steps, as test_contract_game
+ * measures it for one arbiter, with the committee's calls added */
+
+typedef struct {
+    unsigned n, m;
+    uint64_t bond;
+    uint64_t open, accept, commit, bisect, reveal_leaf, seal, reveal_first, reveal_last, verdict;
+    uint64_t total;
+} gas_row;
+
+static void sum_moves(void *ctx, const chain_arb_move *move, int first_in_round, uint64_t gas)
+{
+    (void)first_in_round;
+    gas_row *g = ctx;
+    if (move->kind == CHAIN_ARB_MOVE_REVEAL)
+        g->reveal_leaf += gas;
+    else
+        g->bisect += gas;
+}
+
+/* The verdict phase: verdict(), or every seat seals and reveals 'T' (the
+ * last reveal settles the run). */
+static int gas_verdict(gas_row *g, const fx_run *run, uint64_t d)
+{
+    if (g->n == 1) {
+        chain_receipt r;
+        int rc = chain_arb_verdict(&env.arb, &env.txm[FX_ARBITER], &run->run_id, d, CHAIN_ARB_TRAINER_RIGHT,
+                                   &run->trainer.leaves[d], &r);
+        if (rc == 0) {
+            g->verdict = r.gas_used;
+            chain_receipt_free(&r);
+        }
+        return rc;
+    }
+    ballot b[CHAIN_ARB_MAX_ARBITERS];
+    int rc = 0;
+    for (unsigned k = 0; k < g->n && rc == 0; k++) {
+        make_ballot(&b[k], run, d, 'T');
+        rc = commit_seat(run, k, d, &b[k], &g->seal);
+    }
+    for (unsigned k = 0; k < g->n && rc == 0; k++)
+        rc = reveal_seat(run, k, d, &b[k], k + 1 < g->n ? &g->reveal_first : &g->reveal_last);
+    g->verdict = g->seal + g->reveal_first + g->reveal_last;
+    return rc;
+}
+
+static void gas_dispute(gas_row *g)
+{
+    uint64_t steps = UINT64_C(1) << 20, d = 1 + tc_rnd() % steps;
+    chain_arb_params p;
+    fx_params(&env, &p, steps, 3600, 1000000000000000000ULL, 1000000000000000000ULL);
+    for (unsigned k = 0; k < g->n; k++)
+        p.arbiters[k] = env.addr[seat_account[k]];
+    p.threshold = g->m;
+    p.arbiter_bond = chain_u256_from_u64(g->bond);
+    fx_run run;
+    uint64_t commit[2] = {0, 0};
+    int rc = fx_open(&env, &run, &p, &g->open);
+    if (rc == 0)
+        rc = fx_histories(&run, d);
+    for (unsigned k = 0; k < g->n && g->bond && rc == 0; k++)
+        rc = accept_seat(&run, k, g->bond, &g->accept);
+    if (rc == 0)
+        rc = fx_commit_both(&env, &run, commit);
+    g->commit = commit[0] + commit[1];
+    if (rc == 0)
+        rc = fx_play(&env, &run, sum_moves, g);
+    if (rc == 0)
+        rc = gas_verdict(g, &run, d);
+    CHECK_MSG(rc == 0, "2^20 dispute, n=%u: %s", g->n, ovt_errmsg());
+    CHECK(game(&run).outcome == CHAIN_ARB_TRAINER_RIGHT);
+    g->total = g->open + g->accept + g->commit + g->bisect + g->reveal_leaf + g->verdict;
+    fx_run_free(&run);
+}
+
+static void test_gas(void)
+{
+    gas_row rows[] = {{.n = 1, .m = 1}, {.n = 1, .m = 1, .bond = 10000000000000000ULL},
+                      {.n = 3, .m = 2, .bond = 10000000000000000ULL}, {.n = 5, .m = 3, .bond = 10000000000000000ULL}};
+    size_t nrows = sizeof rows / sizeof rows[0];
+    for (size_t i = 0; i < nrows; i++)
+        gas_dispute(&rows[i]);
+    printf("gas, one dispute over N = 2^20 steps (depth 21, 42 bisect moves), verdict TrainerRight by all:\n");
+    printf("  %-28s", "");
+    for (size_t i = 0; i < nrows; i++) {
+        char head[32];
+        snprintf(head, sizeof head, "n=%u m=%u%s", rows[i].n, rows[i].m, rows[i].bond ? " bond" : "");
+        printf(" %14s", head);
+    }
+    printf("\n");
+#define GAS_LINE(label, field)                                                     \
+    do {                                                                           \
+        printf("  %-28s", label);                                                  \
+        for (size_t i_ = 0; i_ < nrows; i_++)                                      \
+            printf(" %14llu", (unsigned long long)rows[i_].field);                 \
+        printf("\n");                                                              \
+    } while (0)
+    GAS_LINE("open", open);
+    GAS_LINE("accept (all seats)", accept);
+    GAS_LINE("commit (both parties)", commit);
+    GAS_LINE("bisect (42 moves)", bisect);
+    GAS_LINE("revealLeaf (both)", reveal_leaf);
+    GAS_LINE("commitVerdict (all seats)", seal);
+    GAS_LINE("revealVerdict (all but last)", reveal_first);
+    GAS_LINE("revealVerdict (last, settles)", reveal_last);
+    GAS_LINE("verdict phase in all", verdict);
+    GAS_LINE("total", total);
+#undef GAS_LINE
+    /* one arbiter without a bond is the old game: 2,707,957 before committees */
+    CHECK_MSG(rows[0].total < 2707957 + 2707957 / 20, "n=1 dispute costs %llu gas, more than 5%% over 2,707,957",
+              (unsigned long long)rows[0].total);
+}
+
 int main(void)
 {
     if (fx_start(&env) != 0)
         return 1;
+    CHECK_RUN(test_ballot_hash());
     CHECK_RUN(test_scenarios());
+    CHECK_RUN(test_open_refusals());
+    CHECK_RUN(test_refusals());
+    CHECK_RUN(test_copied_ballot());
+    CHECK_RUN(test_early_end());
+    CHECK_RUN(test_gas());
     fx_stop(&env);
     return check_done();
 }
