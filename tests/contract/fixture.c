@@ -269,6 +269,16 @@ const char *fx_revert_name(fx_env *env, int who, const chain_u256 *value, const 
     return name;
 }
 
+chain_arb_game fx_game(fx_env *env, const fx_run *run)
+{
+    chain_arb_game g;
+    if (chain_arb_get_game(&env->arb, &run->run_id, NULL, &g) != 0) {
+        fprintf(stderr, "getGame: %s\n", ovt_errmsg());
+        memset(&g, 0, sizeof g);
+    }
+    return g;
+}
+
 int fx_raw(fx_env *env, const char *method, json_t *params)
 {
     json_t *res = NULL;

@@ -92,6 +92,17 @@ int fx_plan(fx_env *env, fx_run *run, int party, chain_arb_move *mv);
  * the name of the custom error it reverts with ("" if it does not revert). */
 const char *fx_revert_name(fx_env *env, int who, const chain_u256 *value, const chain_buf *calldata);
 
+/* CHECKs that calldata from account `who` reverts with the custom error
+ * `name` ("": does not revert); needs check.h. */
+#define FX_CHECK_REVERT(env, who, value, buf, name)                                  \
+    do {                                                                             \
+        const char *got_ = fx_revert_name((env), (who), (value), (buf));             \
+        CHECK_MSG(strcmp(got_, (name)) == 0, "expected %s, got '%s'", (name), got_); \
+    } while (0)
+
+/* The run's game (zeroed, with a message on stderr, if it cannot be read). */
+chain_arb_game fx_game(fx_env *env, const fx_run *run);
+
 /* A raw JSON-RPC call whose result is ignored (evm_increaseTime, ...). */
 int fx_raw(fx_env *env, const char *method, json_t *params);
 

@@ -31,12 +31,7 @@ static const int seat_account[CHAIN_ARB_MAX_ARBITERS] = {FX_ARBITER, FX_ARBITER2
 
 static chain_arb_game game(const fx_run *run)
 {
-    chain_arb_game g;
-    if (chain_arb_get_game(&env.arb, &run->run_id, NULL, &g) != 0) {
-        fprintf(stderr, "getGame: %s\n", ovt_errmsg());
-        memset(&g, 0, sizeof g);
-    }
-    return g;
+    return fx_game(&env, run);
 }
 
 static chain_arb_committee committee(const fx_run *run)
@@ -185,12 +180,7 @@ static int reveal_seat(const fx_run *run, unsigned k, uint64_t d, const ballot *
     return rc;
 }
 
-/* Revert name of calldata from account who (value may be NULL). */
-#define CHECK_REVERT(who, value, buf, name)                                          \
-    do {                                                                             \
-        const char *got_ = fx_revert_name(&env, (who), (value), (buf));              \
-        CHECK_MSG(strcmp(got_, (name)) == 0, "expected %s, got '%s'", (name), got_); \
-    } while (0)
+#define CHECK_REVERT(who, value, buf, name) FX_CHECK_REVERT(&env, (who), (value), (buf), (name))
 
 static void check_reveal_refused(const fx_run *run, unsigned k, uint64_t d, const ballot *b, const char *error)
 {
@@ -199,6 +189,18 @@ static void check_reveal_refused(const fx_run *run, unsigned k, uint64_t d, cons
     CHECK(chain_arb_encode_reveal_verdict(&c, &run->run_id, d, b->outcome, &b->evidence, &b->salt) == 0);
     CHECK_REVERT(seat_account[k], NULL, &c, error);
     chain_buf_free(&c);
+}
+
+static void encode_accept(chain_buf *b, const fx_run *run)
+{
+    chain_buf_init(b);
+    CHECK(chain_arb_encode_accept(b, &run->run_id) == 0);
+}
+
+static void encode_commit_verdict(chain_buf *b, const fx_run *run, const ovt_hash *h)
+{
+    chain_buf_init(b);
+    CHECK(chain_arb_encode_commit_verdict(b, &run->run_id, h) == 0);
 }
 
 /* Credits of every account and the contract's balance, before a run pays
@@ -308,13 +310,16 @@ static void play_single(const fx_run *run, const scenario *s, uint64_t d)
     make_ballot(&b, run, d, s->plan[0]);
     ovt_hash h;
     seal(&h, run, 0, d, &b);
-    chain_buf c;
-    chain_buf_init(&c);
-    CHECK(chain_arb_encode_commit_verdict(&c, &run->run_id, &h) == 0);
-    CHECK_REVERT(FX_ARBITER, NULL, &c, "SingleArbiterRun");
-    chain_buf_free(&c);
+    chain_buf cv;
+    encode_commit_verdict(&cv, run, &h);
+    CHECK_REVERT(FX_ARBITER, NULL, &cv, "SingleArbiterRun");
+    chain_buf_free(&cv);
     CHECK_MSG(chain_arb_verdict(&env.arb, &env.txm[FX_ARBITER], &run->run_id, d, b.outcome, &b.evidence, NULL) == 0,
               "verdict: %s", ovt_errmsg());
+    /* verdict() leaves the committee's masks alone (the outcome is getGame's) */
+    chain_arb_committee view = committee(run);
+    CHECK(view.count == 1 && view.threshold == 1 && view.seated == 1 && view.committed == 0 && view.revealed == 0);
+    CHECK(view.outcomes[0] == CHAIN_ARB_NONE);
 }
 
 /* n > 1: seals, the reveals (after the commit window when a seated seat
@@ -505,18 +510,6 @@ static void test_open_refusals(void)
     CHECK(committee(&run).count == 4 && committee(&run).threshold == 3);
 }
 
-static void encode_accept(chain_buf *b, const fx_run *run)
-{
-    chain_buf_init(b);
-    CHECK(chain_arb_encode_accept(b, &run->run_id) == 0);
-}
-
-static void encode_commit_verdict(chain_buf *b, const fx_run *run, const ovt_hash *h)
-{
-    chain_buf_init(b);
-    CHECK(chain_arb_encode_commit_verdict(b, &run->run_id, h) == 0);
-}
-
 /* accept(), commitVerdict, revealVerdict and verdict() refused by name
  * through one run: n = 3, m = 2, bond 1000; seats 0 and 1 accept, seat 2
  * never does. */
@@ -590,6 +583,13 @@ static void test_refusals(void)
     CHECK(reveal_seat(&run, 1, d, &v[1], NULL) == 0);
     expected e = {CHAIN_ARB_TRAINER_RIGHT, TB + AB, 0, {1000, 1000, 0}, {0, 0, 0}};
     check_settled(&run, &before, &e, TB + AB + 2 * bond, 3, bond);
+    /* an arbiter's credit (this run's bond and earlier runs') withdraws like a party's */
+    uint64_t owed = fx_credit(&env, FX_ARBITER), wallet = balance(&env.addr[FX_ARBITER]);
+    chain_receipt r;
+    CHECK(owed >= bond && chain_arb_withdraw(&env.arb, &env.txm[FX_ARBITER], &r) == 0);
+    CHECK_EQ_U64(balance(&env.addr[FX_ARBITER]) - wallet, owed - r.gas_used * r.effective_gas_price);
+    CHECK_EQ_U64(fx_credit(&env, FX_ARBITER), 0);
+    chain_receipt_free(&r);
     encode_commit_verdict(&cv, &run, &sealed[2]);
     CHECK_REVERT(FX_ARBITER, NULL, &cv, "WrongPhase");
     chain_buf_free(&cv);
