@@ -71,6 +71,11 @@ void fx_stop(fx_env *env)
     tsup_anvil_stop(&env->node);
 }
 
+void fx_seed(uint64_t seed)
+{
+    tc_seed(seed);
+}
+
 void fx_params(fx_env *env, chain_arb_params *p, uint64_t steps, uint32_t move_timeout, uint64_t trainer_bond,
                uint64_t auditor_bond)
 {

@@ -53,6 +53,10 @@ typedef struct {
     fx_history trainer, auditor;
 } fx_run;
 
+/* Reseeds the generator the fixture draws histories and the order of moves
+ * from (util.h's state is per file: tc_seed in a test does not reach it). */
+void fx_seed(uint64_t seed);
+
 /* Default params for steps: timeouts in seconds, bonds in wei. */
 void fx_params(fx_env *env, chain_arb_params *p, uint64_t steps, uint32_t move_timeout, uint64_t trainer_bond,
                uint64_t auditor_bond);
