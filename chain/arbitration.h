@@ -98,7 +98,8 @@ typedef struct {
     unsigned threshold;  /* m */
     unsigned seated;     /* may vote: every seat with no arbiter bond, else those that accepted */
     unsigned committed;  /* sealed a ballot */
-    unsigned revealed;   /* opened it (n = 1: gave verdict()) */
+    unsigned revealed;   /* opened it (revealVerdict); a one-arbiter verdict() is not recorded here:
+                            its outcome is getGame's, its evidence in VerdictGiven */
     uint64_t commit_deadline; /* AwaitingVerdict: ballots until then, reveals until the game's deadline */
     chain_arb_outcome outcomes[CHAIN_ARB_MAX_ARBITERS]; /* revealed, per seat */
     ovt_hash ballots[CHAIN_ARB_MAX_ARBITERS];           /* the sealed ballot, then the revealed evidence */

@@ -87,7 +87,7 @@ contract OvtArbitration {
         uint8 threshold;       // m
         uint8 seated;          // who may vote: every seat when arbiterBond is 0, else those that accepted
         uint8 committed;       // sealed a verdict (commitVerdict)
-        uint8 revealed;        // opened it (revealVerdict; for n = 1, gave verdict())
+        uint8 revealed;        // opened it (revealVerdict); n = 1's verdict() is not here: see getGame
         uint64 commitDeadline; // while AwaitingVerdict: ballots until then, reveals until the game's deadline
         uint8[5] outcomes;     // revealed outcome per seat (0 = none)
         bytes32[5] ballots;    // sealed ballot per seat, replaced by its evidence once revealed

@@ -13,6 +13,10 @@ static const char *const dev_keys[FX_NACCOUNTS] = {
     "5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a",
     "7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6",
     "47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a",
+    "8b3a350cf5c34c9194ca85829a2df0ec3153be0318b5e2d3348e872092edffba",
+    "92db14e403b83dfe3df233f83dfa3a0d7096f21ca9b0d6d6b8d88b2b4ec1564e",
+    "4bbbf85ce3377467afe5d46f804f221813b2bb87f24d81f60f1fcdbf7cbf4356",
+    "dbda1821b80551c9d65939329250298aa3472ba22feea921c0cf5d620ea67b97",
 };
 
 int fx_start(fx_env *env)
@@ -65,6 +69,11 @@ void fx_stop(fx_env *env)
         chain_rpc_close(env->rpc);
     env->rpc = NULL;
     tsup_anvil_stop(&env->node);
+}
+
+void fx_seed(uint64_t seed)
+{
+    tc_seed(seed);
 }
 
 void fx_params(fx_env *env, chain_arb_params *p, uint64_t steps, uint32_t move_timeout, uint64_t trainer_bond,
@@ -263,6 +272,16 @@ const char *fx_revert_name(fx_env *env, int who, const chain_u256 *value, const 
     if (!name[0])
         snprintf(name, sizeof name, "(unknown revert)");
     return name;
+}
+
+chain_arb_game fx_game(fx_env *env, const fx_run *run)
+{
+    chain_arb_game g;
+    if (chain_arb_get_game(&env->arb, &run->run_id, NULL, &g) != 0) {
+        fprintf(stderr, "getGame: %s\n", ovt_errmsg());
+        memset(&g, 0, sizeof g);
+    }
+    return g;
 }
 
 int fx_raw(fx_env *env, const char *method, json_t *params)

@@ -1,14 +1,26 @@
 #ifndef OVT_TESTS_CONTRACT_FIXTURE_H
 #define OVT_TESTS_CONTRACT_FIXTURE_H
 
-/* A real anvil with the arbitration contract deployed, five funded accounts
- * (opener, trainer, auditor, arbiter, outsider: anvil's dev keys 0..4), and
+/* A real anvil with the arbitration contract deployed, nine funded accounts
+ * (opener, trainer, auditor, arbiter, outsider: anvil's dev keys 0..4; four
+ * more arbiters for committees: keys 5..8), and
  * the helpers the game suites share: runs with random histories, both
  * parties playing from their own Merkle trees, reverts read back by name. */
 #include "chain/arbitration.h"
 #include "support/anvil.h"
 
-enum { FX_OPENER, FX_TRAINER, FX_AUDITOR, FX_ARBITER, FX_OUTSIDER, FX_NACCOUNTS };
+enum {
+    FX_OPENER,
+    FX_TRAINER,
+    FX_AUDITOR,
+    FX_ARBITER, /* seat 0 of every run fx_params makes */
+    FX_OUTSIDER,
+    FX_ARBITER2, /* seats 1..4 of a committee */
+    FX_ARBITER3,
+    FX_ARBITER4,
+    FX_ARBITER5,
+    FX_NACCOUNTS
+};
 
 typedef struct {
     tsup_anvil node;
@@ -40,6 +52,10 @@ typedef struct {
     ovt_hash run_id;
     fx_history trainer, auditor;
 } fx_run;
+
+/* Reseeds the generator the fixture draws histories and the order of moves
+ * from (util.h's state is per file: tc_seed in a test does not reach it). */
+void fx_seed(uint64_t seed);
 
 /* Default params for steps: timeouts in seconds, bonds in wei. */
 void fx_params(fx_env *env, chain_arb_params *p, uint64_t steps, uint32_t move_timeout, uint64_t trainer_bond,
@@ -79,6 +95,17 @@ int fx_plan(fx_env *env, fx_run *run, int party, chain_arb_move *mv);
 /* eth_call of calldata from account `who` with value (may be NULL): returns
  * the name of the custom error it reverts with ("" if it does not revert). */
 const char *fx_revert_name(fx_env *env, int who, const chain_u256 *value, const chain_buf *calldata);
+
+/* CHECKs that calldata from account `who` reverts with the custom error
+ * `name` ("": does not revert); needs check.h. */
+#define FX_CHECK_REVERT(env, who, value, buf, name)                                  \
+    do {                                                                             \
+        const char *got_ = fx_revert_name((env), (who), (value), (buf));             \
+        CHECK_MSG(strcmp(got_, (name)) == 0, "expected %s, got '%s'", (name), got_); \
+    } while (0)
+
+/* The run's game (zeroed, with a message on stderr, if it cannot be read). */
+chain_arb_game fx_game(fx_env *env, const fx_run *run);
 
 /* A raw JSON-RPC call whose result is ignored (evm_increaseTime, ...). */
 int fx_raw(fx_env *env, const char *method, json_t *params);

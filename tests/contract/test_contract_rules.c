@@ -24,20 +24,11 @@
 
 static fx_env env;
 
-#define CHECK_REVERT(who, value, buf, name)                                            \
-    do {                                                                               \
-        const char *got_ = fx_revert_name(&env, (who), (value), (buf));                \
-        CHECK_MSG(strcmp(got_, (name)) == 0, "expected %s, got '%s'", (name), got_);   \
-    } while (0)
+#define CHECK_REVERT(who, value, buf, name) FX_CHECK_REVERT(&env, (who), (value), (buf), (name))
 
 static chain_arb_game game(const fx_run *run)
 {
-    chain_arb_game g;
-    if (chain_arb_get_game(&env.arb, &run->run_id, NULL, &g) != 0) {
-        fprintf(stderr, "getGame: %s\n", ovt_errmsg());
-        memset(&g, 0, sizeof g);
-    }
-    return g;
+    return fx_game(&env, run);
 }
 
 /* A run of `steps` steps opened and committed (histories first differ at d). */
