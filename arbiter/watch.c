@@ -686,8 +686,8 @@ static int send_ballot(watcher *w, arb_game *g, const chain_arb_game *game, cons
     json_t *fields = verdict_fields(g, a, shard, sizeof shard);
     if (fields)
         json_object_set_new(fields, "ballot", json_string(hex));
-    snprintf(msg, sizeof msg, "ballot sealed: %s on step %" PRIu64 " (%s)%s%s", chain_arb_outcome_name(a->outcome),
-             a->step, a->reason, same ? ", the ballot on disk" : "", shard);
+    snprintf(msg, sizeof msg, "ballot sealed: %s on step %" PRIu64 " (%s)%s", chain_arb_outcome_name(a->outcome),
+             a->step, a->reason, shard);
     game_tx t = {.name = "ballot", .has = &g->has_ballot_tx, .tx = &g->ballot_tx};
     rv = send_tx(w, g, &t, &data, a->step, fields, msg);
     chain_buf_free(&data);
@@ -816,7 +816,9 @@ static int act(watcher *w, arb_game *g)
     if ((rv = chain_arb_get_run(w->arb, &g->run_id, tag, &run)) || (rv = read_game(w, g, tag, &game, &committee)))
         return rv == OVT_EREVERT ? 0 : rv; /* not yet at the safe block: a later tick sees it */
     ovt_metrics_game(&g->run_id, chain_arb_phase_name(game.phase), game.deadline, game.phase == CHAIN_ARB_PHASE_SETTLED);
+    /* nothing to prepare for a seat it will not take, or a silent one */
     if (!g->prep_tried && !*w->stop && w->o->misbehave != ARB_MISBEHAVE_SILENT &&
+        chain_u256_cmp(&run.arbiter_bond, &w->o->max_arbiter_bond) <= 0 &&
         (game.phase == CHAIN_ARB_PHASE_BISECTING || game.phase == CHAIN_ARB_PHASE_REVEALING ||
          game.phase == CHAIN_ARB_PHASE_AWAITING_VERDICT))
         prepare(w, g, &run);
