@@ -91,6 +91,16 @@ static void setup_committee(void)
     memset(&ballot, 0, sizeof ballot);
 }
 
+/* The ballot on disk: made for the current game. */
+static void set_ballot(chain_arb_outcome outcome, const ovt_hash *evidence, uint8_t salt_seed)
+{
+    arb_basis_of(&ballot.basis, &game);
+    ballot.step = game.index;
+    ballot.outcome = outcome;
+    ballot.evidence = *evidence;
+    fill(&ballot.salt, salt_seed);
+}
+
 typedef struct {
     uint64_t now, head_time, first_missing;
     bool accept_sent, ballot_sent, reveal_sent;
@@ -271,11 +281,7 @@ static void test_committee_commit(void)
     /* a ballot on disk for this game is sealed again as it is, without an
      * evaluation; one for another game state is not */
     setup_committee();
-    arb_basis_of(&ballot.basis, &game);
-    ballot.step = game.index;
-    ballot.outcome = CHAIN_ARB_TRAINER_RIGHT;
-    ballot.evidence = game.trainer_node;
-    fill(&ballot.salt, 12);
+    set_ballot(CHAIN_ARB_TRAINER_RIGHT, &game.trainer_node, 12);
     ev.leaf = game.auditor_node; /* the evaluation now says otherwise: the ballot wins */
     a = decide_c(&(cview){.now = 1000, .ballot = &ballot, .eval = &ev});
     CHECK(a.kind == ARB_ACT_COMMIT && a.outcome == CHAIN_ARB_TRAINER_RIGHT && eq(&a.evidence, &game.trainer_node));
@@ -303,11 +309,7 @@ static void test_committee_commit(void)
 static void test_committee_reveal(void)
 {
     setup_committee();
-    arb_basis_of(&ballot.basis, &game);
-    ballot.step = game.index;
-    ballot.outcome = CHAIN_ARB_AUDITOR_RIGHT;
-    ballot.evidence = game.auditor_node;
-    fill(&ballot.salt, 13);
+    set_ballot(CHAIN_ARB_AUDITOR_RIGHT, &game.auditor_node, 13);
     /* ballotHash = keccak256(abi.encode(runId, arbiter, step, outcome, evidence, salt)), by hand */
     uint8_t enc[6 * 32] = {0};
     memcpy(enc, run_id.b, 32);

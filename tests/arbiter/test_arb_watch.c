@@ -827,6 +827,19 @@ static uint64_t u64_of(const chain_u256 *v)
     return x;
 }
 
+/* The members take their seats and the game is played to AwaitingVerdict
+ * on `step`; *leaf is the honest leaf there. */
+static chain_arb_game members_sit_and_play(fx_run *run, uint64_t step, ovt_hash *leaf)
+{
+    for (int k = 0; k < 2; k++)
+        CHECK(chain_arb_accept(&env.arb, &member_txm[k], &run->run_id, NULL) == 0);
+    CHECK(fx_play(&env, run, NULL, NULL) == 0);
+    chain_arb_game g = game_of(run);
+    CHECK(g.phase == CHAIN_ARB_PHASE_AWAITING_VERDICT && g.index == step);
+    honest_leaf(leaf, run, step);
+    return g;
+}
+
 /* The salt in the game's game.json (0: found). */
 static int salt_on_disk(const char *gamefile, ovt_hash *salt)
 {
@@ -867,13 +880,8 @@ static void test_committee_restart(void)
     CHECK(wait_for(logp, "\"event\":\"accept_mined\"", 60) == 0);
     CHECK(committee_of(&run).seated == 2); /* the watcher's seat, before the members sit */
     CHECK(count_in(logp, "\"seat\":1") >= 1);
-    for (int k = 0; k < 2; k++)
-        CHECK(chain_arb_accept(&env.arb, &member_txm[k], &run.run_id, NULL) == 0);
-    CHECK(fx_play(&env, &run, NULL, NULL) == 0);
-    chain_arb_game g = game_of(&run);
-    CHECK(g.phase == CHAIN_ARB_PHASE_AWAITING_VERDICT && g.index == 3);
     ovt_hash leaf;
-    honest_leaf(&leaf, &run, 3);
+    chain_arb_game g = members_sit_and_play(&run, 3, &leaf);
     CHECK(member_ballot(0, &run, CHAIN_ARB_TRAINER_RIGHT, &leaf, 0) == 0);
 
     /* its ballot is mined; killed before anyone can reveal */
@@ -944,13 +952,8 @@ static void test_committee_liar(void)
     CHECK(arbiter(state, store_url, from, logp, 1, lie) == 0);
     CHECK(count_in(logp, "\"misbehave\":\"lie\"") == 1 && count_in(logp, "MISBEHAVING") == 1);
     CHECK(committee_of(&run).seated == 1);
-    for (int k = 0; k < 2; k++)
-        CHECK(chain_arb_accept(&env.arb, &member_txm[k], &run.run_id, NULL) == 0);
-    CHECK(fx_play(&env, &run, NULL, NULL) == 0);
-    chain_arb_game g = game_of(&run);
-    CHECK(g.phase == CHAIN_ARB_PHASE_AWAITING_VERDICT && g.index == 3);
     ovt_hash leaf;
-    honest_leaf(&leaf, &run, 3);
+    chain_arb_game g = members_sit_and_play(&run, 3, &leaf);
     snprintf(logp, sizeof logp, "%s/f2.log", root);
     CHECK(arbiter(state, store_url, from, logp, 1, lie) == 0);
     CHECK(count_in(logp, "\"event\":\"ballot_mined\"") == 1 && count_in(logp, "\"lie\":true") == 1);
