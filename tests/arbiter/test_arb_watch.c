@@ -896,6 +896,9 @@ static void test_committee_restart(void)
     struct stat sb;
     CHECK(stat(gamefile, &sb) == 0 && (sb.st_mode & 077) == 0); /* the salt is not for others to read */
     CHECK(count_in(logp, "\"event\":\"reveal_sent\"") == 0);
+    char salt_hex[65];
+    ovt_hex_encode(salt_hex, salt.b, 32);
+    CHECK_MSG(count_in(logp, salt_hex) == 0, "the log shows the salt before the reveal");
 
     /* member 1 seals a lie, member 0 opens; the watcher, restarted, opens its own */
     CHECK(member_ballot(1, &run, CHAIN_ARB_AUDITOR_RIGHT, &g.auditor_node, 0) == 0);
