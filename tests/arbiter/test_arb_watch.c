@@ -937,8 +937,9 @@ static void test_committee_restart(void)
  * opens AuditorRight with the auditor's leaf where TrainerRight is right;
  * the two honest members outvote it and share its bond. The block holding
  * its ballot is reorganised away in between: it seals the same ballot again
- * (from disk, not re-evaluated). Then a run whose
- * arbiter bond is above --max-arbiter-bond: the watcher does not sit. */
+ * (from disk, not re-evaluated). Then a run whose arbiter bond is above
+ * --max-arbiter-bond: the watcher does not sit; raised, it sits, and with
+ * --misbehave silent seals nothing when the verdict is due. */
 static void test_committee_liar(void)
 {
     chain_merkle_preimage honest[STEPS + 1], a[STEPS + 1];
@@ -1002,11 +1003,19 @@ static void test_committee_liar(void)
     CHECK(arbiter(state, store_url, from, logp, 1, once) == 0);
     CHECK(count_in(logp, "\"event\":\"seat_refused\"") == 1 && count_in(logp, "accept_sent") == 0);
     CHECK(committee_of(&run).seated == 0);
-    /* raised: it sits */
-    const char *more[] = {"--once", "--json", "--confirmations", "1", "--max-arbiter-bond", "2ether", NULL};
+    /* raised: it sits, --misbehave silent: and does nothing more */
+    const char *more[] = {"--once", "--json", "--confirmations", "1", "--max-arbiter-bond", "2ether",
+                          "--misbehave", "silent", NULL};
     snprintf(logp, sizeof logp, "%s/f6.log", root);
     CHECK(arbiter(state, store_url, from, logp, 1, more) == 0);
     CHECK(count_in(logp, "\"event\":\"accept_mined\"") == 1 && committee_of(&run).seated == 1);
+    CHECK(count_in(logp, "\"misbehave\":\"silent\"") == 1);
+    members_sit_and_play(&run, 3, &leaf);
+    snprintf(logp, sizeof logp, "%s/f7.log", root);
+    CHECK(arbiter(state, store_url, from, logp, 1, more) == 0);
+    CHECK(count_in(logp, "\"event\":\"verdict_due\"") == 1 && count_in(logp, "\"event\":\"prepare\"") == 0);
+    CHECK(count_in(logp, "_sent\"") == 0 && count_in(logp, "--misbehave silent: no ballot") == 1);
+    CHECK(committee_of(&run).committed == 0);
     fx_run_free(&run);
 }
 
