@@ -40,6 +40,20 @@ const char *arb_act_name(arb_act a)
     case ARB_ACT_EVALUATE: return "evaluate";
     case ARB_ACT_WAIT: return "wait";
     case ARB_ACT_VERDICT: return "verdict";
+    case ARB_ACT_ACCEPT: return "accept";
+    case ARB_ACT_REFUSE: return "refuse";
+    case ARB_ACT_COMMIT: return "commit";
+    case ARB_ACT_REVEAL: return "reveal";
+    }
+    return "?";
+}
+
+const char *arb_misbehave_name(arb_misbehave m)
+{
+    switch (m) {
+    case ARB_HONEST: return "none";
+    case ARB_MISBEHAVE_LIE: return "lie";
+    case ARB_MISBEHAVE_SILENT: return "silent";
     }
     return "?";
 }
@@ -80,21 +94,13 @@ static const ovt_hash *input_hash(const arb_view *v, int which)
     return &g->trainer_log;
 }
 
-void arb_decide(arb_action *out, const arb_view *v)
+/* The honest verdict on the step from the evaluation: VERDICT with the
+ * outcome and evidence, or EVALUATE, WAIT or NONE. deadline: the last moment
+ * the verdict (n = 1) or the ballot (n > 1) can be sent; within the margin
+ * before it no input is waited for. */
+static void rule(arb_action *out, const arb_view *v, uint64_t deadline)
 {
-    memset(out, 0, sizeof *out);
     const chain_arb_game *g = v->game;
-    out->step = g->index;
-    if (!chain_address_eq(&v->run->arbiters[0], v->self))
-        return set(out, ARB_ACT_DONE, "another arbiter's run");
-    if (g->phase == CHAIN_ARB_PHASE_SETTLED)
-        return set(out, ARB_ACT_DONE, "settled");
-    if (g->phase != CHAIN_ARB_PHASE_AWAITING_VERDICT)
-        return set(out, ARB_ACT_NONE, "no verdict due yet");
-    if (v->now > g->deadline)
-        return set(out, ARB_ACT_NONE, "the verdict deadline has passed");
-    if (v->verdict_sent)
-        return set(out, ARB_ACT_NONE, "verdict already sent");
     arb_basis b;
     arb_basis_of(&b, g);
     const arb_eval *e = v->eval;
@@ -104,7 +110,7 @@ void arb_decide(arb_action *out, const arb_view *v)
     for (int k = 0; k < ARB_NINPUTS; k++) {
         if (e->input[k] == ARB_INPUT_OK)
             continue;
-        bool last_call = v->now + v->deadline_margin >= g->deadline;
+        bool last_call = v->now + v->deadline_margin >= deadline;
         bool waited = v->first_missing && v->now >= v->first_missing + v->input_wait;
         if (!last_call && !waited)
             return set(out, ARB_ACT_WAIT, e->input[k] == ARB_INPUT_MISSING ? "an input is missing from the store"
@@ -143,4 +149,119 @@ void arb_decide(arb_action *out, const arb_view *v)
         break;
     }
     set(out, ARB_ACT_EVALUATE, "evaluation incomplete");
+}
+
+void arb_lie(chain_arb_outcome *outcome, ovt_hash *evidence, const chain_arb_game *g, chain_arb_outcome honest)
+{
+    if (honest != CHAIN_ARB_TRAINER_RIGHT) {
+        *outcome = CHAIN_ARB_TRAINER_RIGHT;
+        *evidence = g->trainer_node;
+    } else {
+        *outcome = CHAIN_ARB_AUDITOR_RIGHT;
+        *evidence = g->auditor_node;
+    }
+}
+
+/* rule(), then the lie of --misbehave lie. */
+static void rule_as_told(arb_action *out, const arb_view *v, uint64_t deadline)
+{
+    rule(out, v, deadline);
+    if (out->kind != ARB_ACT_VERDICT || v->misbehave != ARB_MISBEHAVE_LIE)
+        return;
+    arb_lie(&out->outcome, &out->evidence, v->game, out->outcome);
+    out->lie = true;
+    out->reason = "--misbehave lie: a wrong verdict the contract accepts";
+}
+
+bool arb_reveals_open(const chain_arb_committee *c, uint64_t now)
+{
+    return c->committed == c->seated || now > c->commit_deadline;
+}
+
+/* n > 1: seal a ballot before the commit deadline, open it once reveals
+ * are open and before the game's deadline. */
+static void decide_committee(arb_action *out, const arb_view *v, int seat)
+{
+    const chain_arb_game *g = v->game;
+    const chain_arb_committee *c = v->committee;
+    const arb_ballot *b = v->ballot;
+    unsigned bit = 1u << seat;
+    if (c->revealed & bit)
+        return set(out, ARB_ACT_NONE, "ballot revealed: waiting for the committee to settle");
+    if (c->committed & bit) {
+        if (v->now > g->deadline)
+            return set(out, ARB_ACT_NONE, "the reveal deadline has passed");
+        if (!arb_reveals_open(c, v->head_time))
+            return set(out, ARB_ACT_NONE, "ballot sealed: waiting for the other ballots or the commit deadline");
+        if (v->reveal_sent)
+            return set(out, ARB_ACT_NONE, "reveal already sent");
+        if (!b || b->step != g->index)
+            return set(out, ARB_ACT_NONE, "a ballot is sealed but none for this step is on disk: cannot reveal");
+        ovt_hash h;
+        chain_arb_ballot_hash(&h, v->run_id, v->self, b->step, b->outcome, &b->evidence, &b->salt);
+        if (!hash_eq(&h, &c->ballots[seat]))
+            return set(out, ARB_ACT_NONE, "the ballot sealed on chain is not the one on disk: cannot reveal");
+        verdict(out, b->outcome, &b->evidence, "reveals are open: open the sealed ballot");
+        out->kind = ARB_ACT_REVEAL;
+        out->lie = v->misbehave == ARB_MISBEHAVE_LIE;
+        return;
+    }
+    if (v->now > c->commit_deadline)
+        return set(out, ARB_ACT_NONE, "the commit deadline has passed without our ballot");
+    if (v->ballot_sent)
+        return set(out, ARB_ACT_NONE, "ballot sent: waiting for it to be mined");
+    arb_basis basis;
+    arb_basis_of(&basis, g);
+    if (b && b->step == g->index && !memcmp(&b->basis, &basis, sizeof basis)) {
+        verdict(out, b->outcome, &b->evidence, "seal the ballot on disk (its transaction is gone: sent again)");
+        out->kind = ARB_ACT_COMMIT;
+        out->lie = v->misbehave == ARB_MISBEHAVE_LIE;
+        return;
+    }
+    rule_as_told(out, v, c->commit_deadline);
+    if (out->kind == ARB_ACT_VERDICT)
+        out->kind = ARB_ACT_COMMIT;
+}
+
+/* Before the verdict is due: take the seat when the run asks a bond. */
+static void decide_seat(arb_action *out, const arb_view *v, bool seated)
+{
+    if (seated || chain_u256_is_zero(&v->run->arbiter_bond) || v->game->phase == CHAIN_ARB_PHASE_NONE)
+        return set(out, ARB_ACT_NONE, "no verdict due yet");
+    if (v->accept_sent)
+        return set(out, ARB_ACT_NONE, "accept sent: waiting for it to be mined");
+    if (chain_u256_cmp(&v->run->arbiter_bond, &v->max_arbiter_bond) > 0)
+        return set(out, ARB_ACT_REFUSE, "the run's arbiter bond is above --max-arbiter-bond: not taking the seat");
+    set(out, ARB_ACT_ACCEPT, "take the seat: the run asks an arbiter bond");
+}
+
+void arb_decide(arb_action *out, const arb_view *v)
+{
+    memset(out, 0, sizeof *out);
+    const chain_arb_game *g = v->game;
+    out->step = g->index;
+    int seat = chain_arb_seat(v->run, v->self);
+    if (seat < 0)
+        return set(out, ARB_ACT_DONE, "another arbiter's run");
+    if (g->phase == CHAIN_ARB_PHASE_SETTLED)
+        return set(out, ARB_ACT_DONE, "settled");
+    unsigned n = chain_arb_arbiter_count(v->run);
+    const chain_arb_committee *c = v->committee;
+    bool seated = chain_u256_is_zero(&v->run->arbiter_bond) || (c && (c->seated & (1u << seat)));
+    if (g->phase != CHAIN_ARB_PHASE_AWAITING_VERDICT)
+        return decide_seat(out, v, seated);
+    if (!seated)
+        return set(out, ARB_ACT_DONE, "not seated: the verdict came due before this arbiter accepted");
+    if (v->misbehave == ARB_MISBEHAVE_SILENT)
+        return set(out, ARB_ACT_NONE, "--misbehave silent: no ballot, no verdict");
+    if (n > 1) {
+        if (!c)
+            return set(out, ARB_ACT_NONE, "the committee was not read");
+        return decide_committee(out, v, seat);
+    }
+    if (v->now > g->deadline)
+        return set(out, ARB_ACT_NONE, "the verdict deadline has passed");
+    if (v->verdict_sent)
+        return set(out, ARB_ACT_NONE, "verdict already sent");
+    rule_as_told(out, v, g->deadline);
 }

@@ -64,16 +64,44 @@ typedef struct {
     char owner_host[ARB_HOST_MAX];
 } arb_eval;
 
+/* --misbehave: faults for devnet simulations only (docs/arbiter.md). */
+typedef enum {
+    ARB_HONEST = 0,
+    ARB_MISBEHAVE_LIE,   /* post a wrong verdict the contract still accepts (arb_lie) */
+    ARB_MISBEHAVE_SILENT /* take the seat (and its bond), never seal, reveal or rule */
+} arb_misbehave;
+
+/* The ballot a committee member sealed (or is about to): what it opens with
+ * revealVerdict, kept on disk from before the commitVerdict is sent. basis:
+ * the game it was made for (after a reorg that changed the game, a ballot
+ * never sealed on this chain is replaced). */
+typedef struct {
+    arb_basis basis;
+    uint64_t step;
+    chain_arb_outcome outcome;
+    ovt_hash evidence;
+    ovt_hash salt;
+} arb_ballot;
+
 /* Everything arb_decide looks at. */
 typedef struct {
     const chain_address *self;     /* the arbiter's address */
+    const ovt_hash *run_id;
     const chain_arb_params *run;   /* getRun */
     const chain_arb_game *game;    /* getGame at the read block */
+    const chain_arb_committee *committee; /* getCommittee at the same block */
     uint64_t now;                  /* unix seconds: max(wall clock, head block's timestamp) */
+    uint64_t head_time;            /* the head block's timestamp: the chain's clock, which opens reveals */
     uint64_t first_missing;        /* when inputs were first found unavailable (0: never) */
     uint32_t input_wait;           /* seconds to wait for missing inputs */
     uint32_t deadline_margin;      /* seconds before the deadline by which a verdict must be sent */
+    chain_u256 max_arbiter_bond;   /* the most wei it pays to take a seat */
+    arb_misbehave misbehave;
     bool verdict_sent;             /* a verdict transaction of ours for this game is known mined or pending */
+    bool accept_sent;              /* the same for accept() */
+    bool ballot_sent;              /* ... commitVerdict */
+    bool reveal_sent;              /* ... revealVerdict */
+    const arb_ballot *ballot;      /* the ballot on disk (NULL: none) */
     const arb_eval *eval;          /* NULL: not evaluated yet */
 } arb_view;
 
@@ -82,7 +110,12 @@ typedef enum {
     ARB_ACT_DONE,     /* the game is over: stop following it */
     ARB_ACT_EVALUATE, /* fetch the inputs and re-execute the step */
     ARB_ACT_WAIT,     /* inputs are missing; look again later */
-    ARB_ACT_VERDICT   /* send verdict(step, outcome, evidence) */
+    ARB_ACT_VERDICT,  /* n = 1: send verdict(step, outcome, evidence) */
+    ARB_ACT_ACCEPT,   /* send accept() with the run's arbiter bond */
+    ARB_ACT_REFUSE,   /* the arbiter bond is above --max-arbiter-bond: do not sit (nothing sent) */
+    ARB_ACT_COMMIT,   /* n > 1: seal (step, outcome, evidence) with commitVerdict; the view's ballot
+                         when it has one for this game, else a new one with a new salt */
+    ARB_ACT_REVEAL    /* n > 1: open the view's ballot with revealVerdict */
 } arb_act;
 
 typedef struct {
@@ -90,6 +123,7 @@ typedef struct {
     uint64_t step;
     chain_arb_outcome outcome;
     ovt_hash evidence;
+    bool lie;           /* --misbehave lie changed the honest verdict into this one */
     const char *reason; /* a short static explanation for the log */
 } arb_action;
 
@@ -102,6 +136,18 @@ void arb_basis_of(arb_basis *out, const chain_arb_game *g);
 /* The evidence posted with Neither when the step cannot be executed at all
  * (ARB_EXEC_FAILED): keccak256("ovt.arbiter.step-failed"). */
 void arb_step_failed_evidence(ovt_hash *out);
+
+/* The lie of --misbehave lie for an honest verdict: TrainerRight with the
+ * trainer's leaf, or AuditorRight with the auditor's leaf when TrainerRight is
+ * the honest one. Deterministic, so every liar of a committee posts the same
+ * wrong verdict, and always one the contract accepts. */
+void arb_lie(chain_arb_outcome *outcome, ovt_hash *evidence, const chain_arb_game *g, chain_arb_outcome honest);
+
+/* Whether a committee's ballots may be opened: every seated arbiter has
+ * sealed one, or now is past the commit deadline. */
+bool arb_reveals_open(const chain_arb_committee *c, uint64_t now);
+
+const char *arb_misbehave_name(arb_misbehave m);
 
 const char *arb_act_name(arb_act a);
 const char *arb_input_name(int which);

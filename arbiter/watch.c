@@ -1,10 +1,12 @@
 #include "arbiter/watch.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include "arbiter/decide.h"
@@ -23,6 +25,7 @@ void arb_watch_opts_default(arb_watch_opts *o)
     o->log_range = 2000;
     o->input_wait = 600;
     o->deadline_margin = 120;
+    o->max_arbiter_bond = chain_u256_from_u64(1000000000000000000ULL); /* 1 ETH */
     o->log = stdout;
 }
 
@@ -186,6 +189,22 @@ static arb_game *find_game(watcher *w, const ovt_hash *run_id)
 
 /* --- following the events */
 
+/* What the run's settlement did to this arbiter's bond (ArbiterSettled). */
+static void say_arbiter_settled(const watcher *w, const arb_game *g, const chain_arb_event *ev, json_t *f)
+{
+    char lost[80], paid[80];
+    chain_u256_to_dec(lost, &ev->u.arbiter_settled.forfeited);
+    chain_u256_to_dec(paid, &ev->u.arbiter_settled.reward);
+    const char *verdict = ev->u.arbiter_settled.verdict == CHAIN_ARB_NONE
+                              ? "none"
+                              : chain_arb_outcome_name(ev->u.arbiter_settled.verdict);
+    json_object_set_new(f, "verdict", json_string(verdict));
+    json_object_set_new(f, "forfeited", json_string(lost));
+    json_object_set_new(f, "reward", json_string(paid));
+    say(w, "arbiter_settled", &g->run_id, f,
+        "settled for this arbiter: its verdict %s, bond forfeited %s wei, reward %s wei", verdict, lost, paid);
+}
+
 static int remember_event(watcher *w, arb_game *g, const chain_arb_event *ev)
 {
     size_t i;
@@ -206,6 +225,8 @@ static int remember_event(watcher *w, arb_game *g, const chain_arb_event *ev)
             ev->u.verdict_due.step, ev->u.verdict_due.deadline, ev->block_number);
     else if (ev->kind == CHAIN_ARB_EV_SETTLED)
         say(w, "settled", &g->run_id, f, "settled: %s", chain_arb_outcome_name(ev->u.settled.outcome));
+    else if (ev->kind == CHAIN_ARB_EV_ARBITER_SETTLED && chain_address_eq(&ev->u.arbiter_settled.arbiter, &w->m->from))
+        say_arbiter_settled(w, g, ev, f);
     else
         say(w, "event", &g->run_id, f, "%s in block %" PRIu64, chain_arb_event_name(ev->kind), ev->block_number);
     return arb_game_save(g, w->o->state_dir);
@@ -215,7 +236,15 @@ static int on_event(watcher *w, const chain_arb_event *ev)
 {
     arb_game *g = find_game(w, &ev->run_id);
     if (ev->kind == CHAIN_ARB_EV_RUN_OPENED && !g) {
-        if (!chain_address_eq(&ev->u.run_opened.arbiters[0], &w->m->from))
+        int seat = -1;
+        unsigned n = 0;
+        for (unsigned k = 0; k < CHAIN_ARB_MAX_ARBITERS; k++) {
+            const chain_address *a = &ev->u.run_opened.arbiters[k];
+            n += !chain_address_eq(a, &(chain_address){{0}});
+            if (seat < 0 && chain_address_eq(a, &w->m->from))
+                seat = (int)k;
+        }
+        if (seat < 0)
             return 0;
         arb_game *more = realloc(w->games, (w->ngames + 1) * sizeof *w->games);
         if (!more)
@@ -226,9 +255,14 @@ static int on_event(watcher *w, const chain_arb_event *ev)
         g->run_id = ev->run_id;
         g->opened_block = ev->block_number;
         g->events = json_array();
+        char bond[80];
+        chain_u256_to_dec(bond, &ev->u.run_opened.arbiter_bond);
         say(w, "run_opened", &g->run_id,
-            json_pack("{s:I, s:I}", "steps", (json_int_t)ev->u.run_opened.steps, "block", (json_int_t)ev->block_number),
-            "a run of %" PRIu64 " steps names this arbiter", ev->u.run_opened.steps);
+            json_pack("{s:I, s:I, s:i, s:i, s:i, s:s}", "steps", (json_int_t)ev->u.run_opened.steps, "block",
+                      (json_int_t)ev->block_number, "seat", seat, "arbiters", (int)n, "threshold",
+                      (int)ev->u.run_opened.threshold, "arbiter_bond", bond),
+            "a run of %" PRIu64 " steps names this arbiter (seat %d of %u, %u to agree, arbiter bond %s wei)",
+            ev->u.run_opened.steps, seat, n, ev->u.run_opened.threshold, bond);
     }
     return g ? remember_event(w, g, ev) : 0;
 }
@@ -324,16 +358,17 @@ static int follow(watcher *w)
 
 /* --- acting on one game */
 
-/* Whether our verdict transaction is mined (successfully) or still known to
- * the node; a transaction that vanished (reorg, dropped) may be sent again. */
-static int verdict_known(watcher *w, arb_game *g, bool *known)
+/* Whether a transaction of ours (has: one was sent) is mined (successfully)
+ * or still known to the node; one that vanished (reorg, dropped) or
+ * reverted may be sent again. */
+static int tx_known(watcher *w, bool has, const ovt_hash *hash, bool *known)
 {
     *known = false;
-    if (!g->has_verdict)
+    if (!has)
         return 0;
     chain_receipt r;
     int found;
-    int rv = chain_rpc_receipt(w->arb->rpc, &r, &found, &g->verdict_tx);
+    int rv = chain_rpc_receipt(w->arb->rpc, &r, &found, hash);
     if (rv)
         return rv;
     if (found) {
@@ -342,12 +377,28 @@ static int verdict_known(watcher *w, arb_game *g, bool *known)
         return 0;
     }
     char tx[67];
-    arb_hex32(tx, &g->verdict_tx);
+    arb_hex32(tx, hash);
     json_t *res = NULL;
     if ((rv = chain_rpc_call(w->arb->rpc, &res, "eth_getTransactionByHash", json_pack("[s]", tx))))
         return rv;
     *known = json_is_object(res);
     json_decref(res);
+    return 0;
+}
+
+/* Which of the game's transactions are mined or pending. */
+typedef struct {
+    bool verdict, accept, ballot, reveal;
+} sent_txs;
+
+static int txs_known(watcher *w, const arb_game *g, sent_txs *s)
+{
+    int rv;
+    if ((rv = tx_known(w, g->has_verdict, &g->verdict_tx, &s->verdict)) ||
+        (rv = tx_known(w, g->has_accept, &g->accept_tx, &s->accept)) ||
+        (rv = tx_known(w, g->has_ballot_tx, &g->ballot_tx, &s->ballot)) ||
+        (rv = tx_known(w, g->has_reveal, &g->reveal_tx, &s->reveal)))
+        return rv;
     return 0;
 }
 
@@ -357,18 +408,34 @@ static uint64_t now_s(const watcher *w)
     return wall > w->head_time ? wall : w->head_time;
 }
 
-static void view_of(arb_view *v, const watcher *w, const arb_game *g, const chain_arb_params *run,
-                    const chain_arb_game *game, bool sent)
+/* What arb_decide looks at; c (getCommittee) at the same block as game. */
+typedef struct {
+    const chain_arb_params *run;
+    const chain_arb_game *game;
+    const chain_arb_committee *committee;
+    const sent_txs *sent;
+} game_read;
+
+static void view_of(arb_view *v, const watcher *w, const arb_game *g, const game_read *r)
 {
     memset(v, 0, sizeof *v);
     v->self = &w->m->from;
-    v->run = run;
-    v->game = game;
+    v->run_id = &g->run_id;
+    v->run = r->run;
+    v->game = r->game;
+    v->committee = r->committee;
     v->now = now_s(w);
+    v->head_time = w->head_time;
     v->first_missing = g->first_missing;
     v->input_wait = w->o->input_wait;
     v->deadline_margin = w->o->deadline_margin;
-    v->verdict_sent = sent;
+    v->max_arbiter_bond = w->o->max_arbiter_bond;
+    v->misbehave = w->o->misbehave;
+    v->verdict_sent = r->sent->verdict;
+    v->accept_sent = r->sent->accept;
+    v->ballot_sent = r->sent->ballot;
+    v->reveal_sent = r->sent->reveal;
+    v->ballot = g->has_ballot ? &g->ballot : NULL;
     v->eval = g->has_eval ? &g->eval : NULL;
 }
 
@@ -394,16 +461,17 @@ static void shard_phrase(char *out, size_t cap, const arb_eval *e)
  * previous evaluation with inputs missing: while nothing changes, the
  * repeated look into the store is not logged again. */
 static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const chain_arb_game *game,
-                    const arb_eval *prev)
+                    uint64_t deadline, const arb_eval *prev)
 {
     char note[1024];
     if (!prev)
         say(w, "evaluate", &g->run_id, json_pack("{s:I}", "step", (json_int_t)game->index),
             "fetching the inputs of step %" PRIu64 " and re-executing it", game->index);
-    /* Every fetch ends by the last moment a verdict can still be sent (the
-     * deadline less the margin): an input that cannot be had by then is
-     * missing, and the next pass rules InputsUnavailable in time. */
-    uint64_t now = now_s(w), last = game->deadline > w->o->deadline_margin ? game->deadline - w->o->deadline_margin : 0;
+    /* Every fetch ends by the last moment a verdict (or a committee's
+     * ballot) can still be sent (its deadline less the margin): an input
+     * that cannot be had by then is missing, and the next pass rules
+     * InputsUnavailable in time. */
+    uint64_t now = now_s(w), last = deadline > w->o->deadline_margin ? deadline - w->o->deadline_margin : 0;
     store_set_deadline(w->store, last > now ? (double)(last - now) : 0.001);
     store_expect_config(w->store, &run->config_hash);
     store_expect(w->store, &run->config_hash, STORE_MAX_CONFIG);
@@ -444,56 +512,57 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
     return arb_game_save(g, w->o->state_dir);
 }
 
-static int send_verdict(watcher *w, arb_game *g, const arb_action *a)
+/* One of the game's transactions: NAME_sent and NAME_mined in the log. */
+typedef struct {
+    const char *name;         /* "verdict", "accept", "ballot", "reveal" */
+    const chain_u256 *value;  /* NULL: 0 */
+    uint64_t extra_gas;
+    bool *has;                /* set, with *tx, as soon as it is sent (and saved) */
+    ovt_hash *tx;
+} game_tx;
+
+/* Sends calldata as t, saves its hash, logs NAME_sent with fields (stolen)
+ * and msg, waits for it and logs NAME_mined. */
+static int send_tx(watcher *w, arb_game *g, const game_tx *t, const chain_buf *data, uint64_t step, json_t *fields,
+                   const char *msg)
 {
-    chain_buf data;
-    chain_buf_init(&data);
     chain_txm_pending p;
     memset(&p, 0, sizeof p);
     chain_receipt r;
     memset(&r, 0, sizeof r);
-    char ev[67];
-    arb_hex32(ev, &a->evidence);
-    int rv = chain_arb_encode_verdict(&data, &g->run_id, a->step, a->outcome, &a->evidence);
-    if (!rv)
-        rv = chain_txm_prepare(w->m, &p, &w->arb->address, NULL, data.data, data.len);
-    if (!rv)
+    int rv = chain_txm_prepare(w->m, &p, &w->arb->address, t->value, data->data, data->len);
+    if (!rv) {
+        p.tx.gas_limit += t->extra_gas;
         rv = chain_txm_submit(w->m, &p);
-    chain_buf_free(&data);
+    }
+    if (!rv) {
+        *t->has = true;
+        *t->tx = p.hashes[p.nversions - 1];
+        rv = arb_game_save(g, w->o->state_dir);
+    }
     if (rv) {
+        json_decref(fields);
         chain_txm_pending_free(&p);
-        return ovt_fail_wrap(rv, "sending the verdict");
+        return ovt_fail_wrap(rv, "sending the %s", t->name);
     }
-    g->has_verdict = true;
-    g->verdict_tx = p.hashes[p.nversions - 1];
-    g->verdict_outcome = a->outcome;
-    g->verdict_evidence = a->evidence;
-    char tx[67];
-    arb_hex32(tx, &g->verdict_tx);
-    if ((rv = arb_game_save(g, w->o->state_dir))) {
-        chain_txm_pending_free(&p);
-        return rv;
-    }
-    char shard[512] = "";
-    json_t *fields = json_pack("{s:I, s:s, s:s, s:s}", "step", (json_int_t)a->step, "outcome",
-                               chain_arb_outcome_name(a->outcome), "evidence", ev, "tx", tx);
-    if (g->has_eval && g->eval.exec == ARB_EXEC_OK) {
-        shard_phrase(shard, sizeof shard, &g->eval);
-        if (fields)
-            json_object_set_new(fields, "shard_differs", arb_shard_json(&g->eval));
-    }
-    say(w, "verdict_sent", &g->run_id, fields, "verdict %s on step %" PRIu64 " (%s), tx %s%s",
-        chain_arb_outcome_name(a->outcome), a->step, a->reason, tx, shard);
+    char tx[67], event[32];
+    arb_hex32(tx, t->tx);
+    if (fields)
+        json_object_set_new(fields, "tx", json_string(tx));
+    snprintf(event, sizeof event, "%s_sent", t->name);
+    say(w, event, &g->run_id, fields, "%s, tx %s", msg, tx);
     rv = chain_txm_wait(w->m, &p, &r);
     if (p.nversions)
-        g->verdict_tx = p.hashes[p.nversions - 1];
+        *t->tx = p.hashes[p.nversions - 1];
     if (rv == 0) {
+        *t->tx = r.tx_hash;
         arb_hex32(tx, &r.tx_hash);
-        g->verdict_tx = r.tx_hash;
-        say(w, "verdict_mined", &g->run_id,
-            json_pack("{s:I, s:s, s:I, s:I}", "step", (json_int_t)a->step, "tx", tx, "block",
-                      (json_int_t)r.block_number, "gas_used", (json_int_t)r.gas_used),
-            "verdict mined in block %" PRIu64 " (gas %" PRIu64 ")", r.block_number, r.gas_used);
+        snprintf(event, sizeof event, "%s_mined", t->name);
+        say(w, event, &g->run_id,
+            json_pack("{s:I, s:s, s:I, s:I, s:b}", "step", (json_int_t)step, "tx", tx, "block",
+                      (json_int_t)r.block_number, "gas_used", (json_int_t)r.gas_used, "ok", r.status == 1),
+            "%s mined in block %" PRIu64 " (gas %" PRIu64 ")%s", t->name, r.block_number, r.gas_used,
+            r.status == 1 ? "" : ", reverted");
     }
     chain_receipt_free(&r);
     chain_txm_pending_free(&p);
@@ -501,7 +570,151 @@ static int send_verdict(watcher *w, arb_game *g, const arb_action *a)
     return rv ? rv : rv2;
 }
 
-static void note_action(watcher *w, arb_game *g, const arb_action *a)
+/* The fields of a verdict, ballot or reveal line; the shard finding with a
+ * verdict, if the evaluation made one. */
+static json_t *verdict_fields(const arb_game *g, const arb_action *a, char *shard, size_t cap)
+{
+    char ev[67];
+    arb_hex32(ev, &a->evidence);
+    json_t *f = json_pack("{s:I, s:s, s:s}", "step", (json_int_t)a->step, "outcome",
+                          chain_arb_outcome_name(a->outcome), "evidence", ev);
+    shard[0] = 0;
+    if (f && a->lie)
+        json_object_set_new(f, "lie", json_true());
+    if (f && g->has_eval && g->eval.exec == ARB_EXEC_OK) {
+        shard_phrase(shard, cap, &g->eval);
+        json_object_set_new(f, "shard_differs", arb_shard_json(&g->eval));
+    }
+    return f;
+}
+
+static int send_verdict(watcher *w, arb_game *g, const arb_action *a)
+{
+    chain_buf data;
+    chain_buf_init(&data);
+    int rv = chain_arb_encode_verdict(&data, &g->run_id, a->step, a->outcome, &a->evidence);
+    if (rv) {
+        chain_buf_free(&data);
+        return ovt_fail_wrap(rv, "encoding the verdict");
+    }
+    g->verdict_outcome = a->outcome;
+    g->verdict_evidence = a->evidence;
+    char shard[512], msg[1024];
+    json_t *fields = verdict_fields(g, a, shard, sizeof shard);
+    snprintf(msg, sizeof msg, "verdict %s on step %" PRIu64 " (%s)%s", chain_arb_outcome_name(a->outcome), a->step,
+             a->reason, shard);
+    game_tx t = {.name = "verdict", .has = &g->has_verdict, .tx = &g->verdict_tx};
+    rv = send_tx(w, g, &t, &data, a->step, fields, msg);
+    chain_buf_free(&data);
+    return rv;
+}
+
+static int send_accept(watcher *w, arb_game *g, const chain_arb_params *run, const arb_action *a)
+{
+    chain_buf data;
+    chain_buf_init(&data);
+    int rv = chain_arb_encode_accept(&data, &g->run_id);
+    if (rv) {
+        chain_buf_free(&data);
+        return ovt_fail_wrap(rv, "encoding accept");
+    }
+    char bond[80], msg[256];
+    chain_u256_to_dec(bond, &run->arbiter_bond);
+    int seat = chain_arb_seat(run, &w->m->from);
+    snprintf(msg, sizeof msg, "taking seat %d with an arbiter bond of %s wei (%s)", seat, bond, a->reason);
+    game_tx t = {.name = "accept", .value = &run->arbiter_bond, .has = &g->has_accept, .tx = &g->accept_tx};
+    rv = send_tx(w, g, &t, &data, a->step, json_pack("{s:i, s:s}", "seat", seat, "arbiter_bond", bond), msg);
+    chain_buf_free(&data);
+    return rv;
+}
+
+/* 32 bytes from the OS's random source (getrandom: /dev/urandom's pool). */
+static int random_salt(ovt_hash *salt)
+{
+    size_t got = 0;
+    while (got < sizeof salt->b) {
+        ssize_t n = getrandom(salt->b + got, sizeof salt->b - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return ovt_fail_errno(OVT_EIO, "getrandom for a ballot's salt");
+        got += (size_t)n;
+    }
+    return 0;
+}
+
+/* Seals a ballot. The ballot on disk is used again if it was made for this
+ * game (its first commitVerdict vanished, or a restart came between saving
+ * and sending); otherwise a new one, with a new salt, is saved before its
+ * transaction is sent, so a restarted watcher opens the ballot it sealed
+ * and never seals two different ones. */
+static int send_ballot(watcher *w, arb_game *g, const chain_arb_game *game, const arb_action *a)
+{
+    arb_basis basis;
+    arb_basis_of(&basis, game);
+    int rv;
+    bool same = g->has_ballot && g->ballot.step == a->step && !memcmp(&g->ballot.basis, &basis, sizeof basis);
+    if (same && (g->ballot.outcome != a->outcome || memcmp(g->ballot.evidence.b, a->evidence.b, 32)))
+        return ovt_fail(OVT_EINVAL, "the ballot on disk for step %" PRIu64 " says %s, the decision %s: not sealing "
+                                    "another", a->step, chain_arb_outcome_name(g->ballot.outcome),
+                        chain_arb_outcome_name(a->outcome));
+    if (!same) {
+        if (g->has_ballot)
+            say(w, "ballot_replaced", &g->run_id, NULL,
+                "the ballot on disk was for another game state (step %" PRIu64 "; a reorg): choosing a new one",
+                g->ballot.step);
+        arb_ballot b = {.basis = basis, .step = a->step, .outcome = a->outcome, .evidence = a->evidence};
+        if ((rv = random_salt(&b.salt)))
+            return rv;
+        g->ballot = b;
+        g->has_ballot = true;
+        g->has_ballot_tx = false;
+        if ((rv = arb_game_save(g, w->o->state_dir)))
+            return rv;
+    }
+    ovt_hash ballot;
+    chain_arb_ballot_hash(&ballot, &g->run_id, &w->m->from, g->ballot.step, g->ballot.outcome, &g->ballot.evidence,
+                          &g->ballot.salt);
+    chain_buf data;
+    chain_buf_init(&data);
+    if ((rv = chain_arb_encode_commit_verdict(&data, &g->run_id, &ballot))) {
+        chain_buf_free(&data);
+        return ovt_fail_wrap(rv, "encoding commitVerdict");
+    }
+    char shard[512], msg[1024], hex[67];
+    arb_hex32(hex, &ballot);
+    json_t *fields = verdict_fields(g, a, shard, sizeof shard);
+    if (fields)
+        json_object_set_new(fields, "ballot", json_string(hex));
+    snprintf(msg, sizeof msg, "ballot sealed: %s on step %" PRIu64 " (%s)%s", chain_arb_outcome_name(a->outcome),
+             a->step, a->reason, shard);
+    game_tx t = {.name = "ballot", .has = &g->has_ballot_tx, .tx = &g->ballot_tx};
+    rv = send_tx(w, g, &t, &data, a->step, fields, msg);
+    chain_buf_free(&data);
+    return rv;
+}
+
+static int send_reveal(watcher *w, arb_game *g, const arb_action *a)
+{
+    const arb_ballot *b = &g->ballot;
+    chain_buf data;
+    chain_buf_init(&data);
+    int rv = chain_arb_encode_reveal_verdict(&data, &g->run_id, b->step, b->outcome, &b->evidence, &b->salt);
+    if (rv) {
+        chain_buf_free(&data);
+        return ovt_fail_wrap(rv, "encoding revealVerdict");
+    }
+    char shard[512], msg[1024];
+    json_t *fields = verdict_fields(g, a, shard, sizeof shard);
+    snprintf(msg, sizeof msg, "ballot opened: %s on step %" PRIu64 " (%s)", chain_arb_outcome_name(b->outcome),
+             b->step, a->reason);
+    game_tx t = {.name = "reveal", .extra_gas = CHAIN_ARB_REVEAL_GAS, .has = &g->has_reveal, .tx = &g->reveal_tx};
+    rv = send_tx(w, g, &t, &data, b->step, fields, msg);
+    chain_buf_free(&data);
+    return rv;
+}
+
+static void note_action(watcher *w, arb_game *g, const chain_arb_params *run, const arb_action *a)
 {
     if (a->kind == g->last_act && a->reason == g->last_reason)
         return;
@@ -510,6 +723,13 @@ static void note_action(watcher *w, arb_game *g, const arb_action *a)
     if (a->kind == ARB_ACT_WAIT || a->kind == ARB_ACT_NONE)
         say(w, a->kind == ARB_ACT_WAIT ? "waiting" : "idle", &g->run_id, json_pack("{s:s}", "action", arb_act_name(a->kind)),
             "%s", a->reason);
+    if (a->kind == ARB_ACT_REFUSE) {
+        char bond[80], max[80];
+        chain_u256_to_dec(bond, &run->arbiter_bond);
+        chain_u256_to_dec(max, &w->o->max_arbiter_bond);
+        say(w, "seat_refused", &g->run_id, json_pack("{s:s, s:s}", "arbiter_bond", bond, "max_arbiter_bond", max),
+            "not taking the seat: the run's arbiter bond is %s wei, above --max-arbiter-bond %s", bond, max);
+    }
 }
 
 /* The arbiter warm from its first step: once the roots differ, the
@@ -544,22 +764,66 @@ static void prepare(watcher *w, arb_game *g, const chain_arb_params *run)
         (double)(chain_now_ms() - t0) / 1000.0);
 }
 
+/* getGame and getCommittee at block tag. */
+static int read_game(watcher *w, const arb_game *g, const char *tag, chain_arb_game *game, chain_arb_committee *c)
+{
+    int rv = chain_arb_get_game(w->arb, &g->run_id, tag, game);
+    return rv ? rv : chain_arb_get_committee(w->arb, &g->run_id, tag, c);
+}
+
+static bool sends(arb_act k)
+{
+    return k == ARB_ACT_VERDICT || k == ARB_ACT_ACCEPT || k == ARB_ACT_COMMIT || k == ARB_ACT_REVEAL;
+}
+
+/* Re-reads the game as it is now (the send happens there) and decides
+ * again: only an action that the latest state still calls for is sent. */
+static int send_action(watcher *w, arb_game *g, const chain_arb_params *run, const sent_txs *sent, const arb_action *a)
+{
+    chain_arb_game latest;
+    chain_arb_committee c;
+    int rv = read_game(w, g, "latest", &latest, &c);
+    if (rv)
+        return rv;
+    arb_action again;
+    arb_view v;
+    game_read r = {.run = run, .game = &latest, .committee = &c, .sent = sent};
+    view_of(&v, w, g, &r);
+    arb_decide(&again, &v);
+    if (again.kind != a->kind || again.outcome != a->outcome || memcmp(again.evidence.b, a->evidence.b, 32)) {
+        say(w, a->kind == ARB_ACT_VERDICT ? "verdict_held" : "action_held", &g->run_id,
+            json_pack("{s:s}", "action", arb_act_name(a->kind)), "the game changed since the read block (%s); not sending",
+            again.reason ? again.reason : "-");
+        return 0;
+    }
+    switch (again.kind) {
+    case ARB_ACT_VERDICT: return send_verdict(w, g, &again);
+    case ARB_ACT_ACCEPT: return send_accept(w, g, run, &again);
+    case ARB_ACT_COMMIT: return send_ballot(w, g, &latest, &again);
+    case ARB_ACT_REVEAL: return send_reveal(w, g, &again);
+    default: return 0;
+    }
+}
+
 static int act(watcher *w, arb_game *g)
 {
     char tag[24];
     block_tag(tag, w->safe);
     chain_arb_params run;
     chain_arb_game game;
+    chain_arb_committee committee;
     int rv;
-    if ((rv = chain_arb_get_run(w->arb, &g->run_id, tag, &run)) || (rv = chain_arb_get_game(w->arb, &g->run_id, tag, &game)))
+    if ((rv = chain_arb_get_run(w->arb, &g->run_id, tag, &run)) || (rv = read_game(w, g, tag, &game, &committee)))
         return rv == OVT_EREVERT ? 0 : rv; /* not yet at the safe block: a later tick sees it */
     ovt_metrics_game(&g->run_id, chain_arb_phase_name(game.phase), game.deadline, game.phase == CHAIN_ARB_PHASE_SETTLED);
-    if (!g->prep_tried && !*w->stop &&
+    /* nothing to prepare for a seat it will not take, or a silent one */
+    if (!g->prep_tried && !*w->stop && w->o->misbehave != ARB_MISBEHAVE_SILENT &&
+        chain_u256_cmp(&run.arbiter_bond, &w->o->max_arbiter_bond) <= 0 &&
         (game.phase == CHAIN_ARB_PHASE_BISECTING || game.phase == CHAIN_ARB_PHASE_REVEALING ||
          game.phase == CHAIN_ARB_PHASE_AWAITING_VERDICT))
         prepare(w, g, &run);
-    bool sent;
-    if ((rv = verdict_known(w, g, &sent)))
+    sent_txs sent;
+    if ((rv = txs_known(w, g, &sent)))
         return rv;
     arb_eval missing;
     bool was_missing = g->has_eval && g->eval.exec == ARB_EXEC_NOT_RUN;
@@ -567,17 +831,20 @@ static int act(watcher *w, arb_game *g)
         missing = g->eval;
         g->has_eval = false; /* inputs were missing: look in the store again */
     }
+    /* a committee's ballot is due by the commit deadline, a verdict by the game's */
+    uint64_t due = chain_arb_arbiter_count(&run) > 1 ? committee.commit_deadline : game.deadline;
     arb_view v;
     arb_action a;
+    game_read r = {.run = &run, .game = &game, .committee = &committee, .sent = &sent};
     for (int pass = 0; pass < 2; pass++) {
-        view_of(&v, w, g, &run, &game, sent);
+        view_of(&v, w, g, &r);
         arb_decide(&a, &v);
         if (a.kind != ARB_ACT_EVALUATE || *w->stop)
             break;
-        if ((rv = evaluate(w, g, &run, &game, was_missing ? &missing : NULL)))
+        if ((rv = evaluate(w, g, &run, &game, due, was_missing ? &missing : NULL)))
             return rv;
     }
-    note_action(w, g, &a);
+    note_action(w, g, &run, &a);
     if (a.kind == ARB_ACT_DONE) {
         g->done = true;
         trn_replayer_free(g->prep); /* its memory back: the game is over */
@@ -586,22 +853,9 @@ static int act(watcher *w, arb_game *g)
             "no longer followed: %s (outcome %s)", a.reason, chain_arb_outcome_name(game.outcome));
         return arb_game_save(g, w->o->state_dir);
     }
-    if (a.kind != ARB_ACT_VERDICT || *w->stop)
+    if (!sends(a.kind) || *w->stop)
         return 0;
-    /* Re-read the game as it is now (the send happens there) and decide
-     * again: only a verdict that the latest state still calls for is sent. */
-    chain_arb_game latest;
-    if ((rv = chain_arb_get_game(w->arb, &g->run_id, "latest", &latest)))
-        return rv;
-    arb_action again;
-    view_of(&v, w, g, &run, &latest, sent);
-    arb_decide(&again, &v);
-    if (again.kind != ARB_ACT_VERDICT || again.outcome != a.outcome || memcmp(again.evidence.b, a.evidence.b, 32)) {
-        say(w, "verdict_held", &g->run_id, NULL, "the game changed since the read block (%s); not sending",
-            again.reason ? again.reason : "-");
-        return 0;
-    }
-    return send_verdict(w, g, &again);
+    return send_action(w, g, &run, &sent, &a);
 }
 
 /* --- the loop */
@@ -734,12 +988,18 @@ int arb_watch(const arb_watch_opts *opts, const chain_arb *arb, chain_txm *m, st
         open += !w.games[i].done;
     /* built_for: which build re-executes the steps (an aarch64 one under
      * qemu says aarch64), for whoever reads the log */
+    char max_bond[80], misbehaving[160] = "";
+    chain_u256_to_dec(max_bond, &o->max_arbiter_bond);
+    if (o->misbehave != ARB_HONEST)
+        snprintf(misbehaving, sizeof misbehaving, "; MISBEHAVING (--misbehave %s, for devnet simulations only)",
+                 arb_misbehave_name(o->misbehave));
     say(&w, "start", NULL,
-        json_pack("{s:s, s:I, s:I, s:I, s:s}", "arbiter", self, "next_block", (json_int_t)w.cursor.next,
+        json_pack("{s:s, s:I, s:I, s:I, s:s, s:s, s:s}", "arbiter", self, "next_block", (json_int_t)w.cursor.next,
                   "open_games", (json_int_t)open, "confirmations", (json_int_t)o->confirmations, "built_for",
-                  ovt_built_for()),
-        "arbiter %s from block %" PRIu64 ", %zu open game(s), %u confirmation(s), built for %s", self,
-        w.cursor.next, open, o->confirmations, ovt_built_for());
+                  ovt_built_for(), "max_arbiter_bond", max_bond, "misbehave", arb_misbehave_name(o->misbehave)),
+        "arbiter %s from block %" PRIu64 ", %zu open game(s), %u confirmation(s), built for %s, seats taken for an "
+        "arbiter bond up to %s wei%s",
+        self, w.cursor.next, open, o->confirmations, ovt_built_for(), max_bond, misbehaving);
     outage out = {.backoff_ms = o->poll_ms};
     while (!*stop) {
         rv = tick(&w);

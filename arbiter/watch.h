@@ -11,9 +11,12 @@
  * rename):
  *   DIR/cursor.json                 the next block to read and the hashes of
  *                                   the last blocks read (reorg detection)
- *   DIR/games/<runId>/game.json     one folder per run whose arbiter it is:
+ *   DIR/games/<runId>/game.json     one folder per run naming it in any seat:
  *                                   the events seen, when inputs were first
- *                                   missing, the verdict transaction sent
+ *                                   missing, the accept, verdict, ballot and
+ *                                   reveal transactions sent, and a
+ *                                   committee's ballot with its salt (0600),
+ *                                   written before its commitVerdict is sent
  *   DIR/games/<runId>/eval.json     the step's evaluation (so a restart does
  *                                   not re-execute it)
  * Game state is written before the cursor, so a crash repeats work (safely:
@@ -23,6 +26,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "arbiter/decide.h"
 #include "chain/arbitration.h"
 #include "chain/txm.h"
 #include "store/store.h"
@@ -39,6 +43,8 @@ typedef struct {
     uint32_t input_wait;      /* seconds to wait for missing inputs before ruling them unavailable */
     uint32_t deadline_margin; /* seconds before the verdict deadline that end any wait */
     int threads;              /* cpu backend threads for re-execution (0: default) */
+    chain_u256 max_arbiter_bond; /* the most wei accept() pays for a seat (default 1 ETH) */
+    arb_misbehave misbehave;  /* devnet fault injection (--misbehave); ARB_HONEST by default */
     bool once;                /* process up to the current head and return */
     bool json;                /* one JSON object per log line */
     FILE *log;                /* where log lines go */

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,13 +34,13 @@ static json_t *hexj(const ovt_hash *h)
 }
 
 /* Writes j (stolen) to path atomically. */
-static int save_json(const char *path, json_t *j)
+static int save_json(const char *path, json_t *j, int mode)
 {
     char *text = j ? json_dumps(j, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
     json_decref(j);
     if (!text)
         return ovt_fail(OVT_ENOMEM, "out of memory for %s", path);
-    int rv = ovt_write_atomic(path, text, strlen(text), 0644);
+    int rv = ovt_write_atomic(path, text, strlen(text), mode);
     free(text);
     return rv;
 }
@@ -135,7 +136,7 @@ int arb_cursor_save(const arb_cursor *c, const char *dir)
         json_array_append_new(recent, json_pack("{s:I, s:o}", "block", (json_int_t)c->recent_block[i], "hash",
                                                 hexj(&c->recent_hash[i])));
     return save_json(path, json_pack("{s:I, s:s, s:I, s:o}", "chain_id", (json_int_t)c->chain_id, "contract",
-                                     contract, "next", (json_int_t)c->next, "recent", recent));
+                                     contract, "next", (json_int_t)c->next, "recent", recent), 0644);
 }
 
 static int game_dir(char *out, size_t cap, const char *dir, const ovt_hash *run_id)
@@ -179,33 +180,49 @@ static void shard_parse(arb_eval *e, const json_t *j)
     }
 }
 
+/* The basis' fields into o (eval.json keeps them at its top level, a
+ * ballot in its own object). */
+static json_t *basis_json(json_t *o, const arb_basis *b)
+{
+    json_object_set_new(o, "step", json_integer((json_int_t)b->step));
+    json_object_set_new(o, "trainer_leaf", hexj(&b->trainer_leaf));
+    json_object_set_new(o, "auditor_leaf", hexj(&b->auditor_leaf));
+    json_object_set_new(o, "previous_state", hexj(&b->previous_state));
+    json_object_set_new(o, "trainer_batch", hexj(&b->trainer_batch));
+    json_object_set_new(o, "trainer_log", hexj(&b->trainer_log));
+    return o;
+}
+
+static int basis_parse(arb_basis *b, const json_t *j)
+{
+    int rv;
+    if ((rv = get_u64(&b->step, j, "step")) || (rv = get_hash(&b->trainer_leaf, j, "trainer_leaf")) ||
+        (rv = get_hash(&b->auditor_leaf, j, "auditor_leaf")) ||
+        (rv = get_hash(&b->previous_state, j, "previous_state")) ||
+        (rv = get_hash(&b->trainer_batch, j, "trainer_batch")) || (rv = get_hash(&b->trainer_log, j, "trainer_log")))
+        return rv;
+    return 0;
+}
+
 static json_t *eval_json(const arb_eval *e)
 {
-    const arb_basis *b = &e->basis;
     json_t *inputs = json_array();
     for (int k = 0; k < ARB_NINPUTS; k++)
         json_array_append_new(inputs, json_integer(e->input[k]));
-    return json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:o, s:o, s:o, s:I, s:o}", "step",
-                     (json_int_t)b->step, "trainer_leaf", hexj(&b->trainer_leaf), "auditor_leaf",
-                     hexj(&b->auditor_leaf), "previous_state", hexj(&b->previous_state), "trainer_batch",
-                     hexj(&b->trainer_batch), "trainer_log", hexj(&b->trainer_log), "inputs", inputs, "exec",
-                     (int)e->exec, "leaf", hexj(&e->leaf), "state_hash", hexj(&e->state_hash), "batch_hash",
-                     hexj(&e->batch_hash), "shards", (json_int_t)e->shards, "shard_differs", arb_shard_json(e));
+    json_t *j = json_pack("{s:o, s:i, s:o, s:o, s:o, s:I, s:o}", "inputs", inputs, "exec", (int)e->exec, "leaf",
+                          hexj(&e->leaf), "state_hash", hexj(&e->state_hash), "batch_hash", hexj(&e->batch_hash),
+                          "shards", (json_int_t)e->shards, "shard_differs", arb_shard_json(e));
+    return j ? basis_json(j, &e->basis) : NULL;
 }
 
 static int eval_parse(arb_eval *e, const json_t *j)
 {
     memset(e, 0, sizeof *e);
-    arb_basis *b = &e->basis;
     json_t *inputs = json_object_get(j, "inputs");
     json_t *exec = json_object_get(j, "exec");
     int rv;
-    if ((rv = get_u64(&b->step, j, "step")) || (rv = get_hash(&b->trainer_leaf, j, "trainer_leaf")) ||
-        (rv = get_hash(&b->auditor_leaf, j, "auditor_leaf")) ||
-        (rv = get_hash(&b->previous_state, j, "previous_state")) ||
-        (rv = get_hash(&b->trainer_batch, j, "trainer_batch")) || (rv = get_hash(&b->trainer_log, j, "trainer_log")) ||
-        (rv = get_hash(&e->leaf, j, "leaf")) || (rv = get_hash(&e->state_hash, j, "state_hash")) ||
-        (rv = get_hash(&e->batch_hash, j, "batch_hash")))
+    if ((rv = basis_parse(&e->basis, j)) || (rv = get_hash(&e->leaf, j, "leaf")) ||
+        (rv = get_hash(&e->state_hash, j, "state_hash")) || (rv = get_hash(&e->batch_hash, j, "batch_hash")))
         return rv;
     if (!json_is_array(inputs) || json_array_size(inputs) != ARB_NINPUTS || !json_is_integer(exec) ||
         json_integer_value(exec) < ARB_EXEC_NOT_RUN || json_integer_value(exec) > ARB_EXEC_FAILED)
@@ -221,27 +238,85 @@ static int eval_parse(arb_eval *e, const json_t *j)
     return 0;
 }
 
+/* {"tx": hash} of a sent transaction. */
+static json_t *tx_json(const ovt_hash *tx)
+{
+    return json_pack("{s:o}", "tx", hexj(tx));
+}
+
+/* The committee fields of game.json: "accept", "ballot" (with its salt, so
+ * game.json is written 0600), "reveal". */
+static void committee_json(json_t *j, const arb_game *g)
+{
+    if (g->has_accept)
+        json_object_set_new(j, "accept", tx_json(&g->accept_tx));
+    if (g->has_ballot) {
+        const arb_ballot *b = &g->ballot;
+        json_t *o = json_pack("{s:I, s:i, s:o, s:o, s:o}", "step", (json_int_t)b->step, "outcome", (int)b->outcome,
+                              "evidence", hexj(&b->evidence), "salt", hexj(&b->salt), "basis",
+                              basis_json(json_object(), &b->basis));
+        if (o && g->has_ballot_tx)
+            json_object_set_new(o, "tx", hexj(&g->ballot_tx));
+        json_object_set_new(j, "ballot", o);
+    }
+    if (g->has_reveal)
+        json_object_set_new(j, "reveal", tx_json(&g->reveal_tx));
+}
+
+static int committee_parse(arb_game *g, const json_t *j)
+{
+    json_t *accept = json_object_get(j, "accept"), *ballot = json_object_get(j, "ballot");
+    json_t *reveal = json_object_get(j, "reveal");
+    int rv;
+    if (accept && (rv = get_hash(&g->accept_tx, accept, "tx")))
+        return ovt_fail_wrap(rv, "\"accept\"");
+    g->has_accept = accept != NULL;
+    if (reveal && (rv = get_hash(&g->reveal_tx, reveal, "tx")))
+        return ovt_fail_wrap(rv, "\"reveal\"");
+    g->has_reveal = reveal != NULL;
+    if (!ballot)
+        return 0;
+    arb_ballot *b = &g->ballot;
+    uint64_t outcome;
+    if ((rv = get_u64(&b->step, ballot, "step")) || (rv = get_u64(&outcome, ballot, "outcome")) ||
+        (rv = get_hash(&b->evidence, ballot, "evidence")) || (rv = get_hash(&b->salt, ballot, "salt")) ||
+        (rv = basis_parse(&b->basis, json_object_get(ballot, "basis"))))
+        return ovt_fail_wrap(rv, "\"ballot\"");
+    if (outcome < CHAIN_ARB_TRAINER_RIGHT || outcome > CHAIN_ARB_INPUTS_UNAVAILABLE)
+        return ovt_fail(OVT_EFORMAT, "\"ballot\": outcome %" PRIu64 " is not a verdict", outcome);
+    b->outcome = (chain_arb_outcome)outcome;
+    g->has_ballot = true;
+    if (json_object_get(ballot, "tx")) {
+        if ((rv = get_hash(&g->ballot_tx, ballot, "tx")))
+            return ovt_fail_wrap(rv, "\"ballot\"");
+        g->has_ballot_tx = true;
+    }
+    return 0;
+}
+
 int arb_game_save(const arb_game *g, const char *dir)
 {
     char path[4096], file[4200];
     int rv;
     if ((rv = game_dir(path, sizeof path, dir, &g->run_id)) || (rv = ovt_mkdirs(path, 0755)))
         return rv;
-    json_t *j = json_pack("{s:o, s:I, s:b, s:I, s:O}", "run_id", hexj(&g->run_id), "opened_block",
-                          (json_int_t)g->opened_block, "done", g->done, "first_missing",
+    json_t *j = json_pack("{s:i, s:o, s:I, s:b, s:I, s:O}", "format", ARB_GAME_FORMAT, "run_id", hexj(&g->run_id),
+                          "opened_block", (json_int_t)g->opened_block, "done", g->done, "first_missing",
                           (json_int_t)g->first_missing, "events", g->events);
     if (j && g->has_verdict)
         json_object_set_new(j, "verdict", json_pack("{s:o, s:i, s:o}", "tx", hexj(&g->verdict_tx), "outcome",
                                                     (int)g->verdict_outcome, "evidence", hexj(&g->verdict_evidence)));
+    if (j)
+        committee_json(j, g);
     snprintf(file, sizeof file, "%s/eval.json", path);
     if (g->has_eval) {
-        if ((rv = save_json(file, eval_json(&g->eval))))
+        if ((rv = save_json(file, eval_json(&g->eval), 0644)))
             return rv;
     } else if (unlink(file) != 0 && errno != ENOENT) {
         return ovt_fail_errno(OVT_EIO, "removing %s", file);
     }
     snprintf(file, sizeof file, "%s/game.json", path);
-    return save_json(file, j);
+    return save_json(file, j, 0600); /* a ballot's salt is secret until it is revealed */
 }
 
 static int game_load(arb_game *g, const char *dir, const char *name)
@@ -254,6 +329,15 @@ static int game_load(arb_game *g, const char *dir, const char *name)
     if (rv)
         return rv;
     json_t *done = json_object_get(j, "done"), *verdict = json_object_get(j, "verdict");
+    json_t *format = json_object_get(j, "format");
+    if (format && (!json_is_integer(format) || json_integer_value(format) < 1 ||
+                   json_integer_value(format) > ARB_GAME_FORMAT)) {
+        rv = ovt_fail(OVT_EFORMAT,
+                      "\"format\" %lld is not one this ovt reads (1 to %d): the file was written by a later "
+                      "ovt; run that one on this --state-dir, or give this one another",
+                      json_is_integer(format) ? (long long)json_integer_value(format) : -1LL, ARB_GAME_FORMAT);
+        goto done;
+    }
     if ((rv = get_hash(&g->run_id, j, "run_id")) || (rv = get_u64(&g->opened_block, j, "opened_block")) ||
         (rv = get_u64(&g->first_missing, j, "first_missing")))
         goto done;
@@ -271,6 +355,8 @@ static int game_load(arb_game *g, const char *dir, const char *name)
         g->verdict_outcome = (chain_arb_outcome)outcome;
         g->has_verdict = true;
     }
+    if ((rv = committee_parse(g, j)))
+        goto done;
     snprintf(file, sizeof file, "%s/games/%s/eval.json", dir, name);
     if (access(file, F_OK) == 0) {
         if ((rv = load_json(&e, file)) || (rv = eval_parse(&g->eval, e)))

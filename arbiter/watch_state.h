@@ -33,6 +33,14 @@ typedef struct {
     ovt_hash verdict_tx;
     chain_arb_outcome verdict_outcome;
     ovt_hash verdict_evidence;
+    bool has_accept;                 /* an accept() transaction was sent */
+    ovt_hash accept_tx;
+    bool has_ballot;                 /* n > 1: the ballot chosen (saved before its commitVerdict is sent) */
+    arb_ballot ballot;
+    bool has_ballot_tx;              /* its commitVerdict transaction was sent */
+    ovt_hash ballot_tx;
+    bool has_reveal;                 /* its revealVerdict transaction was sent */
+    ovt_hash reveal_tx;
     json_t *events;                  /* array of {event, block, log_index, tx} */
     arb_act last_act;                /* not saved: for logging changes */
     const char *last_reason;
@@ -44,6 +52,11 @@ typedef struct {
 int arb_cursor_load(arb_cursor *c, const char *dir) OVT_MUST_USE;
 int arb_cursor_save(const arb_cursor *c, const char *dir) OVT_MUST_USE;
 void arb_cursor_push(arb_cursor *c, uint64_t block, const ovt_hash *hash);
+
+/* game.json's format: 1 (no "format" field) before committees, 2 with the
+ * accept, ballot and reveal transactions and the ballot's salt. A file of a
+ * later format is refused with a message naming it. */
+#define ARB_GAME_FORMAT 2
 
 /* games/<runId>/: load every game folder (*games malloc'd), save one, and
  * remove one (a run whose opening vanished in a reorg). */

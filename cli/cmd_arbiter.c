@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "arbiter/daemon.h"
+#include "chain/parse.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/flags_chain.h"
@@ -17,12 +18,15 @@ static void usage(FILE *out)
             "                          --private-key-env VAR | --private-key KEY)\n"
             "                         --store URL --state-dir DIR [OPTIONS]\n"
             "\n"
-            "Follows the arbitration contract for runs that name this account as arbiter. When\n"
-            "a dispute reaches AwaitingVerdict it fetches the disputed step's inputs from the\n"
-            "artifact store (state j-1, the dataset, the trainer's rounding log j), checks them\n"
-            "against the hashes revealed on chain, re-executes step j on the CPU with the\n"
-            "trainer's log (fraud check included) and posts the verdict: trainer right, auditor\n"
-            "right, neither, fraudulent rounding log, or inputs not made available.\n"
+            "Follows the arbitration contract for runs that name this account as arbiter, in any\n"
+            "seat of the run's committee (taking the seat with accept() when the run asks an\n"
+            "arbiter bond). When a dispute reaches AwaitingVerdict it fetches the disputed step's\n"
+            "inputs from the artifact store (state j-1, the dataset, the trainer's rounding log j),\n"
+            "checks them against the hashes revealed on chain, re-executes step j on the CPU with\n"
+            "the trainer's log (fraud check included) and posts the verdict: trainer right, auditor\n"
+            "right, neither, fraudulent rounding log, or inputs not made available. On a committee\n"
+            "it seals that verdict (commitVerdict; its salt is kept in --state-dir) and opens it\n"
+            "(revealVerdict) once the reveals are open.\n"
             "Its cursor and one folder per game live in --state-dir, so a restart resumes.\n"
             "SIGINT/SIGTERM stop it cleanly.\n"
             "\n"
@@ -50,6 +54,12 @@ static void usage(FILE *out)
             "                        fetches (default 1073741824, 1 GiB); a checkpoint is capped at\n"
             "                        its model's size, a log at the format's 515 MiB, a config at 4 KiB\n"
             "  --threads N           CPU threads for re-execution (default: all)\n"
+            "  --max-arbiter-bond W  the most it pays with accept() to take a seat on a run that asks an\n"
+            "                        arbiter bond: wei, or with gwei/ether (default 1ether); above it\n"
+            "                        it logs seat_refused and does not sit\n"
+            "  --misbehave lie|silent  for devnet simulations only: lie = seal and reveal (or give) a\n"
+            "                        wrong verdict the contract accepts (the same one from every liar);\n"
+            "                        silent = take the seat (and pay its bond), never seal, reveal or rule\n"
             "  --once                process up to the current head and exit\n"
             "  --json                one JSON object per log line\n"
             "  --metrics-addr ADDR   serve /metrics (Prometheus text format) and /healthz on ADDR:\n"
@@ -59,7 +69,7 @@ static void usage(FILE *out)
 }
 
 enum { O_STORE = 256, O_STATE, O_CONF, O_POLL, O_FROM, O_RANGE,
-       O_WAIT, O_MARGIN, O_THREADS, O_ONCE, O_JSON, O_MAX_DATASET, O_METRICS };
+       O_WAIT, O_MARGIN, O_THREADS, O_ONCE, O_JSON, O_MAX_DATASET, O_METRICS, O_MAX_BOND, O_MISBEHAVE };
 
 struct watch_args {
     arb_daemon_opts d;
@@ -101,6 +111,15 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_ONCE: o->once = true; break;
     case O_JSON: o->json = true; break;
     case O_METRICS: d->metrics_addr = arg; break;
+    case O_MAX_BOND: rv = chain_parse_wei(&o->max_arbiter_bond, flag, arg, 256); break;
+    case O_MISBEHAVE:
+        if (!strcmp(arg, "lie"))
+            o->misbehave = ARB_MISBEHAVE_LIE;
+        else if (!strcmp(arg, "silent"))
+            o->misbehave = ARB_MISBEHAVE_SILENT;
+        else
+            rv = ovt_fail(OVT_EINVAL, "%s: expected lie or silent (for devnet simulations only), not '%s'", flag, arg);
+        break;
     default: return cli_chain_take(&a->chain, c, arg) ? 0 : cli_arg_unknown("arbiter watch", given);
     }
     return rv ? cli_usage_fail("arbiter watch") : 0;
@@ -117,6 +136,8 @@ static int watch_main(int argc, char **argv)
         {"max-dataset", required_argument, NULL, O_MAX_DATASET},
         {"once", no_argument, NULL, O_ONCE},               {"json", no_argument, NULL, O_JSON},
         {"metrics-addr", required_argument, NULL, O_METRICS},
+        {"max-arbiter-bond", required_argument, NULL, O_MAX_BOND},
+        {"misbehave", required_argument, NULL, O_MISBEHAVE},
         {"help", no_argument, NULL, 'h'},                  {NULL, 0, NULL, 0},
     };
     struct watch_args a = {.d = {.max_blob = STORE_MAX_BLOB_DEFAULT}};
