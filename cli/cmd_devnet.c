@@ -95,8 +95,9 @@ static void print_committee(const devnet_opts *o, const devnet_result *r)
         chain_u256_to_dec(lost, &a->forfeited);
         chain_u256_to_dec(won, &a->reward);
         const char *role = !a->misbehave ? "honest" : !strcmp(a->misbehave, "lie") ? "LIED" : "SILENT";
-        printf("  %-9s %s  %-6s verdict %-18s lost %s wei, rewarded %s wei\n", a->name, a->address, role,
-               a->revealed ? chain_arb_outcome_name(a->verdict) : "(none)", lost, won);
+        printf("  %-9s %s  %-6s verdict %-18s lost %s wei, rewarded %s wei, gas %llu\n", a->name, a->address, role,
+               a->revealed ? chain_arb_outcome_name(a->verdict) : "(none)", lost, won,
+               (unsigned long long)devnet_ledger_gas(&r->ledger, a->name));
     }
     const char *why = devnet_committee_check(o, r);
     printf("committee check: %s\n", why[0] ? why : "every honest arbiter gave the settled verdict, every one "
@@ -144,13 +145,13 @@ static void print_text(const devnet_opts *o, const devnet_result *r, bool as_exp
         printf("expected shard: %u (of %u, %u process%s)\n", o->fault_shard, o->shards, o->ranks,
                o->ranks == 1 ? "" : "es");
     printf("contract %s, run %s\n\ntransactions:\n", r->contract, r->run_id);
-    printf("  %-6s %-9s %-11s %9s  %-6s %s\n", "block", "party", "call", "gas", "status", "hash");
+    printf("  %-6s %-9s %-13s %9s  %-6s %s\n", "block", "party", "call", "gas", "status", "hash");
     for (size_t i = 0; i < r->ledger.n; i++) {
         const devnet_tx *t = &r->ledger.tx[i];
         char h[67];
         h[0] = '0', h[1] = 'x';
         ovt_hex_encode(h + 2, t->hash.b, 32);
-        printf("  %-6llu %-9s %-11s %9llu  %-6s %s\n", (unsigned long long)t->block, t->party, t->call,
+        printf("  %-6llu %-9s %-13s %9llu  %-6s %s\n", (unsigned long long)t->block, t->party, t->call,
                (unsigned long long)t->gas_used, t->status ? "ok" : "REVERT", h);
     }
     print_committee(o, r);
@@ -203,6 +204,8 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
                                                    "reward", won));
     }
     json_object_set_new(j, "arbiters", committee);
+    for (unsigned k = 1; k < r->n_arbiters; k++)
+        json_object_set_new(gas, r->arbiters[k].name, json_integer((json_int_t)devnet_ledger_gas(&r->ledger, r->arbiters[k].name)));
     json_object_set_new(j, "committee_check", json_string(devnet_committee_check(o, r)));
     json_object_set_new(j, "arbiter_saw", json_string(r->arbiter_saw));
     json_object_set_new(j, "arbiter_cmd", o->arbiter_cmd ? json_string(o->arbiter_cmd) : json_null());

@@ -65,6 +65,8 @@ const char *devnet_committee_check(const devnet_opts *o, const devnet_result *r)
     bool bonded = !chain_u256_is_zero(&r->arbiter_bond);
     for (unsigned k = 0; k < r->n_arbiters; k++) {
         const devnet_arbiter *a = &r->arbiters[k];
+        if (bonded && !a->settled)
+            return "an arbiter never took its seat (no ArbiterSettled event names it)";
         bool lost = a->settled && !chain_u256_is_zero(&a->forfeited);
         if (a->misbehave) {
             if (bonded && !lost)

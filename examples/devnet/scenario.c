@@ -28,7 +28,7 @@ const char *const devnet_dev_keys[NKEYS] = {
     "47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a",
     "8b3a350cf5c34c9194ca85829a2df0ec3153be0318b5e2d3348e872092edffba",
     "92db14e403b83dfe3df233f83dfa3a0d7096f21ca9b0d6d6b8d88b2b4ec1564e",
-    "4bbbf85ce3377467afe5d46f804f221813b2bb87f24d81f60f1fcdf7051d0e2f",
+    "4bbbf85ce3377467afe5d46f804f221813b2bb87f24d81f60f1fcdbf7cbf4356",
 };
 const char *const devnet_party_names[NKEYS] = {"deployer",  "trainer",   "auditor",   "arbiter",
                                                "arbiter-2", "arbiter-3", "arbiter-4", "arbiter-5"};
