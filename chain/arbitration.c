@@ -255,13 +255,19 @@ int chain_arb_encode_accept(chain_buf *out, const ovt_hash *run_id)
     return encode_run_call(out, "accept(bytes32)", run_id);
 }
 
-int chain_arb_encode_commit_verdict(chain_buf *out, const ovt_hash *run_id, const ovt_hash *ballot)
+/* A call of two bytes32 arguments. */
+static int encode_two_words(chain_buf *out, const char *signature, const ovt_hash *a, const ovt_hash *b)
 {
     chain_abi_enc enc;
     chain_abi_enc_init(&enc);
-    chain_abi_put_bytes32(&enc, run_id);
-    chain_abi_put_bytes32(&enc, ballot);
-    return finish(&enc, out, "commitVerdict(bytes32,bytes32)");
+    chain_abi_put_bytes32(&enc, a);
+    chain_abi_put_bytes32(&enc, b);
+    return finish(&enc, out, signature);
+}
+
+int chain_arb_encode_commit_verdict(chain_buf *out, const ovt_hash *run_id, const ovt_hash *ballot)
+{
+    return encode_two_words(out, "commitVerdict(bytes32,bytes32)", run_id, ballot);
 }
 
 int chain_arb_encode_reveal_verdict(chain_buf *out, const ovt_hash *run_id, uint64_t step, chain_arb_outcome outcome,
@@ -314,11 +320,7 @@ int chain_arb_encode_credit(chain_buf *out, const chain_address *account)
 
 int chain_arb_encode_commitment_digest(chain_buf *out, const ovt_hash *run_id, const ovt_hash *root)
 {
-    chain_abi_enc enc;
-    chain_abi_enc_init(&enc);
-    chain_abi_put_bytes32(&enc, run_id);
-    chain_abi_put_bytes32(&enc, root);
-    return finish(&enc, out, "commitmentDigest(bytes32,bytes32)");
+    return encode_two_words(out, "commitmentDigest(bytes32,bytes32)", run_id, root);
 }
 
 int chain_arb_encode_leaf_hash(chain_buf *out, const ovt_hash *run_id, uint64_t index,
@@ -334,11 +336,7 @@ int chain_arb_encode_leaf_hash(chain_buf *out, const ovt_hash *run_id, uint64_t 
 
 int chain_arb_encode_node_hash(chain_buf *out, const ovt_hash *left, const ovt_hash *right)
 {
-    chain_abi_enc enc;
-    chain_abi_enc_init(&enc);
-    chain_abi_put_bytes32(&enc, left);
-    chain_abi_put_bytes32(&enc, right);
-    return finish(&enc, out, "nodeHash(bytes32,bytes32)");
+    return encode_two_words(out, "nodeHash(bytes32,bytes32)", left, right);
 }
 
 /* --- view results */
