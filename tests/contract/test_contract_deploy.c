@@ -153,11 +153,11 @@ static void test_game_command(void)
     json_decref(o);
     static const char params[] =
         "(0x70997970C51812dc3A010C7d01b50e0d17dc79C8,0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC,"
-        "[0x90F79bf6EB2c4f870365E785982E1f101E93b906,0x0000000000000000000000000000000000000000,"
-        "0x0000000000000000000000000000000000000000,0x0000000000000000000000000000000000000000,"
+        "[0x90F79bf6EB2c4f870365E785982E1f101E93b906,0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65,"
+        "0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc,0x0000000000000000000000000000000000000000,"
         "0x0000000000000000000000000000000000000000],"
         "0x1111111111111111111111111111111111111111111111111111111111111111,"
-        "0x2222222222222222222222222222222222222222222222222222222222222222,1000,3600,600,7200,5,6,1,0,42)";
+        "0x2222222222222222222222222222222222222222222222222222222222222222,1000,3600,600,7200,5,6,2,7,42)";
     static const char sig[] =
         "(address,address,address[5],bytes32,bytes32,uint64,uint32,uint32,uint32,uint96,uint96,uint8,uint96,uint64)";
     char fn[256], *run_id = NULL;
@@ -183,10 +183,23 @@ static void test_game_command(void)
     const char *phase = json_string_value(json_object_get(game, "phase"));
     CHECK(phase && strcmp(phase, "committing") == 0);
     CHECK(json_integer_value(json_object_get(game, "depth")) == 10);
+    /* the committee as cast opened it: three seats, two to agree, 7 wei each, nobody seated yet */
+    json_t *committee = json_object_get(o, "committee"), *seats = json_object_get(committee, "seats");
+    CHECK(json_integer_value(json_object_get(committee, "count")) == 3);
+    CHECK(json_integer_value(json_object_get(committee, "threshold")) == 2);
+    const char *abond = json_string_value(json_object_get(committee, "arbiter_bond"));
+    CHECK(abond && strcmp(abond, "7") == 0);
+    CHECK(json_array_size(seats) == 3);
+    const char *second = json_string_value(json_object_get(json_array_get(seats, 1), "arbiter"));
+    CHECK(second && strcmp(second, "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65") == 0);
+    CHECK(json_is_false(json_object_get(json_array_get(seats, 2), "seated")));
     json_decref(o);
     free(out);
     CHECK(sh(&out, "%s game --rpc-url %s --contract %s --run-id %s", ovt, node.url, contract, run_id) == 0);
     CHECK(out && strstr(out, "phase            committing"));
+    CHECK_MSG(out && strstr(out, "committee 2 of 3 settle, arbiter bond 7 wei") &&
+                  strstr(out, "seat 2 0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc not seated"),
+              "%s", out ? out : "-");
     free(out);
 
     run_id[5] ^= 1; /* another run */
