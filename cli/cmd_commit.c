@@ -82,11 +82,9 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
         a->have_auditor = true;
         break;
     case O_ARBITER:
-        if (a->n_arbiters == CHAIN_ARB_MAX_ARBITERS) {
-            fprintf(stderr, "ovt commit: at most %d --arbiter flags (the contract's MAX_ARBITERS)\n",
-                    CHAIN_ARB_MAX_ARBITERS);
-            return cli_usage_fail("commit");
-        }
+        if (a->n_arbiters == CHAIN_ARB_MAX_ARBITERS)
+            return cli_usage_error("commit", "at most %d --arbiter flags (the contract's MAX_ARBITERS)",
+                                   CHAIN_ARB_MAX_ARBITERS);
         rv = chain_parse_address(&p->arbiters[a->n_arbiters++], flag, arg);
         break;
     case O_THRESHOLD: rv = ovt_parse_u32(&a->threshold, flag, arg, 1, CHAIN_ARB_MAX_ARBITERS); break;
