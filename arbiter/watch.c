@@ -1,17 +1,15 @@
 #include "arbiter/watch.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "arbiter/decide.h"
 #include "arbiter/evaluate.h"
 #include "arbiter/watch_state.h"
+#include "arbiter/watcher.h"
 #include "chain/clock.h"
 #include "common/cpus.h"
 #include "common/fileio.h"
@@ -102,68 +100,13 @@ int arb_deployment_block(chain_rpc *rpc, const chain_address *address, uint64_t 
     return 0;
 }
 
-typedef struct {
-    const arb_watch_opts *o;
-    const chain_arb *arb;
-    chain_txm *m;
-    store_ctx *store;
-    volatile int *stop;
-    arb_cursor cursor;
-    arb_game *games;
-    size_t ngames;
-    uint64_t head, safe, head_time;
-} watcher;
 
-/* One log line: JSON {"time", "event", "run_id"?, "message", ...fields} or
- * "TIME EVENT [run 0x12345678] message". fields (may be NULL) is stolen. */
-static void say(const watcher *w, const char *event, const ovt_hash *run, json_t *fields, const char *fmt, ...)
-    OVT_PRINTF(5, 6);
-static void say(const watcher *w, const char *event, const ovt_hash *run, json_t *fields, const char *fmt, ...)
-{
-    char msg[1024], when[32], id[67] = "";
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    if (run)
-        arb_hex32(id, run);
-    FILE *f = w->o->log;
-    if (w->o->json) {
-        json_t *j = fields ? fields : json_object();
-        json_object_set_new(j, "time", json_string(when));
-        json_object_set_new(j, "event", json_string(event));
-        if (run)
-            json_object_set_new(j, "run_id", json_string(id));
-        json_object_set_new(j, "message", json_string(msg));
-        char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
-        json_decref(j);
-        if (text)
-            fprintf(f, "%s\n", text);
-        free(text);
-    } else {
-        json_decref(fields);
-        if (run)
-            fprintf(f, "%s %-14s run %.10s: %s\n", when, event, id, msg);
-        else
-            fprintf(f, "%s %-14s %s\n", when, event, msg);
-    }
-    fflush(f);
-}
-
-static void block_tag(char out[24], uint64_t block)
-{
-    snprintf(out, 24, "0x%" PRIx64, block);
-}
 
 /* Hash and timestamp of block `number` (eth_getBlockByNumber). */
 static int block_info(chain_rpc *rpc, uint64_t number, ovt_hash *hash, uint64_t *timestamp)
 {
     char tag[24];
-    block_tag(tag, number);
+    arb_block_tag(tag, number);
     json_t *res = NULL;
     int rv = chain_rpc_call(rpc, &res, "eth_getBlockByNumber", json_pack("[s,b]", tag, 0));
     if (rv)
@@ -201,7 +144,7 @@ static void say_arbiter_settled(const watcher *w, const arb_game *g, const chain
     json_object_set_new(f, "verdict", json_string(verdict));
     json_object_set_new(f, "forfeited", json_string(lost));
     json_object_set_new(f, "reward", json_string(paid));
-    say(w, "arbiter_settled", &g->run_id, f,
+    arb_say(w, "arbiter_settled", &g->run_id, f,
         "settled for this arbiter: its verdict %s, bond forfeited %s wei, reward %s wei", verdict, lost, paid);
 }
 
@@ -221,14 +164,14 @@ static int remember_event(watcher *w, arb_game *g, const chain_arb_event *ev)
                                                (json_int_t)ev->log_index, "tx", tx));
     json_t *f = json_pack("{s:s, s:I}", "kind", chain_arb_event_name(ev->kind), "block", (json_int_t)ev->block_number);
     if (ev->kind == CHAIN_ARB_EV_VERDICT_DUE)
-        say(w, "verdict_due", &g->run_id, f, "a verdict on step %" PRIu64 " is due by %" PRIu64 " (block %" PRIu64 ")",
+        arb_say(w, "verdict_due", &g->run_id, f, "a verdict on step %" PRIu64 " is due by %" PRIu64 " (block %" PRIu64 ")",
             ev->u.verdict_due.step, ev->u.verdict_due.deadline, ev->block_number);
     else if (ev->kind == CHAIN_ARB_EV_SETTLED)
-        say(w, "settled", &g->run_id, f, "settled: %s", chain_arb_outcome_name(ev->u.settled.outcome));
+        arb_say(w, "settled", &g->run_id, f, "settled: %s", chain_arb_outcome_name(ev->u.settled.outcome));
     else if (ev->kind == CHAIN_ARB_EV_ARBITER_SETTLED && chain_address_eq(&ev->u.arbiter_settled.arbiter, &w->m->from))
         say_arbiter_settled(w, g, ev, f);
     else
-        say(w, "event", &g->run_id, f, "%s in block %" PRIu64, chain_arb_event_name(ev->kind), ev->block_number);
+        arb_say(w, "event", &g->run_id, f, "%s in block %" PRIu64, chain_arb_event_name(ev->kind), ev->block_number);
     return arb_game_save(g, w->o->state_dir);
 }
 
@@ -257,7 +200,7 @@ static int on_event(watcher *w, const chain_arb_event *ev)
         g->events = json_array();
         char bond[80];
         chain_u256_to_dec(bond, &ev->u.run_opened.arbiter_bond);
-        say(w, "run_opened", &g->run_id,
+        arb_say(w, "run_opened", &g->run_id,
             json_pack("{s:I, s:I, s:i, s:i, s:i, s:s}", "steps", (json_int_t)ev->u.run_opened.steps, "block",
                       (json_int_t)ev->block_number, "seat", seat, "arbiters", (int)n, "threshold",
                       (int)ev->u.run_opened.threshold, "arbiter_bond", bond),
@@ -293,13 +236,13 @@ static int check_reorg(watcher *w)
         return ovt_fail_wrap(drv, "a reorg deeper than the blocks remembered: finding the deployment block");
     c->next = keep ? c->recent_block[keep - 1] + 1 : start;
     c->nrecent = keep;
-    say(w, "reorg", NULL, json_pack("{s:I, s:I}", "from_block", (json_int_t)c->next, "was", (json_int_t)old_next),
+    arb_say(w, "reorg", NULL, json_pack("{s:I, s:I}", "from_block", (json_int_t)c->next, "was", (json_int_t)old_next),
         "the chain was reorganised: reading again from block %" PRIu64 " (was at %" PRIu64 ")", c->next, old_next);
     for (size_t i = 0; i < w->ngames;) {
         arb_game *g = &w->games[i];
         int rv;
         if (g->opened_block >= c->next) {
-            say(w, "run_vanished", &g->run_id, NULL, "the run's opening is no longer on the chain");
+            arb_say(w, "run_vanished", &g->run_id, NULL, "the run's opening is no longer on the chain");
             if ((rv = arb_game_remove(g, w->o->state_dir)))
                 return rv;
             arb_game_free(g);
@@ -402,11 +345,6 @@ static int txs_known(watcher *w, const arb_game *g, sent_txs *s)
     return 0;
 }
 
-static uint64_t now_s(const watcher *w)
-{
-    uint64_t wall = (uint64_t)time(NULL);
-    return wall > w->head_time ? wall : w->head_time;
-}
 
 /* What arb_decide looks at; c (getCommittee) at the same block as game. */
 typedef struct {
@@ -424,7 +362,7 @@ static void view_of(arb_view *v, const watcher *w, const arb_game *g, const game
     v->run = r->run;
     v->game = r->game;
     v->committee = r->committee;
-    v->now = now_s(w);
+    v->now = arb_now_s(w);
     v->head_time = w->head_time;
     v->first_missing = g->first_missing;
     v->input_wait = w->o->input_wait;
@@ -439,24 +377,6 @@ static void view_of(arb_view *v, const watcher *w, const arb_game *g, const game
     v->eval = g->has_eval ? &g->eval : NULL;
 }
 
-/* "; shard J of S: its gradient differs ..." for the evaluation's log line
- * (empty when no shard's does), naming the rank and host when the trainer's
- * ranks.json did, and saying where they come from. */
-static void shard_phrase(char *out, size_t cap, const arb_eval *e)
-{
-    out[0] = 0;
-    if (e->shard_differs < 0)
-        return;
-    if (e->has_owner)
-        snprintf(out, cap,
-                 "; shard %" PRId64 " of %u: its gradient differs from the trainer's shard table (computed by rank "
-                 "%u on host %s, per %s)",
-                 e->shard_differs, e->shards, e->owner_rank, e->owner_host, ARB_OWNER_SOURCE);
-    else
-        snprintf(out, cap, "; shard %" PRId64 " of %u: its gradient differs from the trainer's shard table",
-                 e->shard_differs, e->shards);
-}
-
 /* Evaluates the step and saves the result. prev (may be NULL) is the
  * previous evaluation with inputs missing: while nothing changes, the
  * repeated look into the store is not logged again. */
@@ -465,13 +385,13 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
 {
     char note[1024];
     if (!prev)
-        say(w, "evaluate", &g->run_id, json_pack("{s:I}", "step", (json_int_t)game->index),
+        arb_say(w, "evaluate", &g->run_id, json_pack("{s:I}", "step", (json_int_t)game->index),
             "fetching the inputs of step %" PRIu64 " and re-executing it", game->index);
     /* Every fetch ends by the last moment a verdict (or a committee's
      * ballot) can still be sent (its deadline less the margin): an input
      * that cannot be had by then is missing, and the next pass rules
      * InputsUnavailable in time. */
-    uint64_t now = now_s(w), last = deadline > w->o->deadline_margin ? deadline - w->o->deadline_margin : 0;
+    uint64_t now = arb_now_s(w), last = deadline > w->o->deadline_margin ? deadline - w->o->deadline_margin : 0;
     store_set_deadline(w->store, last > now ? (double)(last - now) : 0.001);
     store_expect_config(w->store, &run->config_hash);
     store_expect(w->store, &run->config_hash, STORE_MAX_CONFIG);
@@ -492,7 +412,7 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
     static const char *const ex[] = {"not run", "ok", "fraud", "failed"};
     char leaf[67], shard[512];
     arb_hex32(leaf, &e.leaf);
-    shard_phrase(shard, sizeof shard, &e);
+    arb_shard_phrase(shard, sizeof shard, &e);
     if (same) {
         json_decref(inputs);
     } else {
@@ -502,216 +422,14 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
             json_object_set_new(fields, "shards", json_integer(e.shards));
             json_object_set_new(fields, "shard_differs", arb_shard_json(&e));
         }
-        say(w, complete ? "evaluated" : "inputs_unavailable", &g->run_id, fields, "step %" PRIu64 ": %s%s%s%s",
+        arb_say(w, complete ? "evaluated" : "inputs_unavailable", &g->run_id, fields, "step %" PRIu64 ": %s%s%s%s",
             game->index, complete ? ex[e.exec] : "inputs unavailable", shard, note[0] ? ": " : "", note);
     }
     g->eval = e;
     g->has_eval = true;
     if (!complete && !g->first_missing)
-        g->first_missing = now_s(w);
+        g->first_missing = arb_now_s(w);
     return arb_game_save(g, w->o->state_dir);
-}
-
-/* One of the game's transactions: NAME_sent and NAME_mined in the log. */
-typedef struct {
-    const char *name;         /* "verdict", "accept", "ballot", "reveal" */
-    const chain_u256 *value;  /* NULL: 0 */
-    uint64_t extra_gas;
-    bool *has;                /* set, with *tx, as soon as it is sent (and saved) */
-    ovt_hash *tx;
-} game_tx;
-
-/* Sends calldata as t, saves its hash, logs NAME_sent with fields (stolen)
- * and msg, waits for it and logs NAME_mined. */
-static int send_tx(watcher *w, arb_game *g, const game_tx *t, const chain_buf *data, uint64_t step, json_t *fields,
-                   const char *msg)
-{
-    chain_txm_pending p;
-    memset(&p, 0, sizeof p);
-    chain_receipt r;
-    memset(&r, 0, sizeof r);
-    int rv = chain_txm_prepare(w->m, &p, &w->arb->address, t->value, data->data, data->len);
-    if (!rv) {
-        p.tx.gas_limit += t->extra_gas;
-        rv = chain_txm_submit(w->m, &p);
-    }
-    if (!rv) {
-        *t->has = true;
-        *t->tx = p.hashes[p.nversions - 1];
-        rv = arb_game_save(g, w->o->state_dir);
-    }
-    if (rv) {
-        json_decref(fields);
-        chain_txm_pending_free(&p);
-        return ovt_fail_wrap(rv, "sending the %s", t->name);
-    }
-    char tx[67], event[32];
-    arb_hex32(tx, t->tx);
-    if (fields)
-        json_object_set_new(fields, "tx", json_string(tx));
-    snprintf(event, sizeof event, "%s_sent", t->name);
-    say(w, event, &g->run_id, fields, "%s, tx %s", msg, tx);
-    rv = chain_txm_wait(w->m, &p, &r);
-    if (p.nversions)
-        *t->tx = p.hashes[p.nversions - 1];
-    if (rv == 0) {
-        *t->tx = r.tx_hash;
-        arb_hex32(tx, &r.tx_hash);
-        snprintf(event, sizeof event, "%s_mined", t->name);
-        say(w, event, &g->run_id,
-            json_pack("{s:I, s:s, s:I, s:I, s:b}", "step", (json_int_t)step, "tx", tx, "block",
-                      (json_int_t)r.block_number, "gas_used", (json_int_t)r.gas_used, "ok", r.status == 1),
-            "%s mined in block %" PRIu64 " (gas %" PRIu64 ")%s", t->name, r.block_number, r.gas_used,
-            r.status == 1 ? "" : ", reverted");
-    }
-    chain_receipt_free(&r);
-    chain_txm_pending_free(&p);
-    int rv2 = arb_game_save(g, w->o->state_dir);
-    return rv ? rv : rv2;
-}
-
-/* The fields of a verdict, ballot or reveal line; the shard finding with a
- * verdict, if the evaluation made one. */
-static json_t *verdict_fields(const arb_game *g, const arb_action *a, char *shard, size_t cap)
-{
-    char ev[67];
-    arb_hex32(ev, &a->evidence);
-    json_t *f = json_pack("{s:I, s:s, s:s}", "step", (json_int_t)a->step, "outcome",
-                          chain_arb_outcome_name(a->outcome), "evidence", ev);
-    shard[0] = 0;
-    if (f && a->lie)
-        json_object_set_new(f, "lie", json_true());
-    if (f && g->has_eval && g->eval.exec == ARB_EXEC_OK) {
-        shard_phrase(shard, cap, &g->eval);
-        json_object_set_new(f, "shard_differs", arb_shard_json(&g->eval));
-    }
-    return f;
-}
-
-static int send_verdict(watcher *w, arb_game *g, const arb_action *a)
-{
-    chain_buf data;
-    chain_buf_init(&data);
-    int rv = chain_arb_encode_verdict(&data, &g->run_id, a->step, a->outcome, &a->evidence);
-    if (rv) {
-        chain_buf_free(&data);
-        return ovt_fail_wrap(rv, "encoding the verdict");
-    }
-    g->verdict_outcome = a->outcome;
-    g->verdict_evidence = a->evidence;
-    char shard[512], msg[1024];
-    json_t *fields = verdict_fields(g, a, shard, sizeof shard);
-    snprintf(msg, sizeof msg, "verdict %s on step %" PRIu64 " (%s)%s", chain_arb_outcome_name(a->outcome), a->step,
-             a->reason, shard);
-    game_tx t = {.name = "verdict", .has = &g->has_verdict, .tx = &g->verdict_tx};
-    rv = send_tx(w, g, &t, &data, a->step, fields, msg);
-    chain_buf_free(&data);
-    return rv;
-}
-
-static int send_accept(watcher *w, arb_game *g, const chain_arb_params *run, const arb_action *a)
-{
-    chain_buf data;
-    chain_buf_init(&data);
-    int rv = chain_arb_encode_accept(&data, &g->run_id);
-    if (rv) {
-        chain_buf_free(&data);
-        return ovt_fail_wrap(rv, "encoding accept");
-    }
-    char bond[80], msg[256];
-    chain_u256_to_dec(bond, &run->arbiter_bond);
-    int seat = chain_arb_seat(run, &w->m->from);
-    snprintf(msg, sizeof msg, "taking seat %d with an arbiter bond of %s wei (%s)", seat, bond, a->reason);
-    game_tx t = {.name = "accept", .value = &run->arbiter_bond, .has = &g->has_accept, .tx = &g->accept_tx};
-    rv = send_tx(w, g, &t, &data, a->step, json_pack("{s:i, s:s}", "seat", seat, "arbiter_bond", bond), msg);
-    chain_buf_free(&data);
-    return rv;
-}
-
-/* 32 bytes from the OS's random source (getrandom: /dev/urandom's pool). */
-static int random_salt(ovt_hash *salt)
-{
-    size_t got = 0;
-    while (got < sizeof salt->b) {
-        ssize_t n = getrandom(salt->b + got, sizeof salt->b - got, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return ovt_fail_errno(OVT_EIO, "getrandom for a ballot's salt");
-        got += (size_t)n;
-    }
-    return 0;
-}
-
-/* Seals a ballot. The ballot on disk is used again if it was made for this
- * game (its first commitVerdict vanished, or a restart came between saving
- * and sending); otherwise a new one, with a new salt, is saved before its
- * transaction is sent, so a restarted watcher opens the ballot it sealed
- * and never seals two different ones. */
-static int send_ballot(watcher *w, arb_game *g, const chain_arb_game *game, const arb_action *a)
-{
-    arb_basis basis;
-    arb_basis_of(&basis, game);
-    int rv;
-    bool same = g->has_ballot && g->ballot.step == a->step && !memcmp(&g->ballot.basis, &basis, sizeof basis);
-    if (same && (g->ballot.outcome != a->outcome || memcmp(g->ballot.evidence.b, a->evidence.b, 32)))
-        return ovt_fail(OVT_EINVAL, "the ballot on disk for step %" PRIu64 " says %s, the decision %s: not sealing "
-                                    "another", a->step, chain_arb_outcome_name(g->ballot.outcome),
-                        chain_arb_outcome_name(a->outcome));
-    if (!same) {
-        if (g->has_ballot)
-            say(w, "ballot_replaced", &g->run_id, NULL,
-                "the ballot on disk was for another game state (step %" PRIu64 "; a reorg): choosing a new one",
-                g->ballot.step);
-        arb_ballot b = {.basis = basis, .step = a->step, .outcome = a->outcome, .evidence = a->evidence};
-        if ((rv = random_salt(&b.salt)))
-            return rv;
-        g->ballot = b;
-        g->has_ballot = true;
-        g->has_ballot_tx = false;
-        if ((rv = arb_game_save(g, w->o->state_dir)))
-            return rv;
-    }
-    ovt_hash ballot;
-    chain_arb_ballot_hash(&ballot, &g->run_id, &w->m->from, g->ballot.step, g->ballot.outcome, &g->ballot.evidence,
-                          &g->ballot.salt);
-    chain_buf data;
-    chain_buf_init(&data);
-    if ((rv = chain_arb_encode_commit_verdict(&data, &g->run_id, &ballot))) {
-        chain_buf_free(&data);
-        return ovt_fail_wrap(rv, "encoding commitVerdict");
-    }
-    char shard[512], msg[1024], hex[67];
-    arb_hex32(hex, &ballot);
-    json_t *fields = verdict_fields(g, a, shard, sizeof shard);
-    if (fields)
-        json_object_set_new(fields, "ballot", json_string(hex));
-    snprintf(msg, sizeof msg, "ballot sealed: %s on step %" PRIu64 " (%s)%s", chain_arb_outcome_name(a->outcome),
-             a->step, a->reason, shard);
-    game_tx t = {.name = "ballot", .has = &g->has_ballot_tx, .tx = &g->ballot_tx};
-    rv = send_tx(w, g, &t, &data, a->step, fields, msg);
-    chain_buf_free(&data);
-    return rv;
-}
-
-static int send_reveal(watcher *w, arb_game *g, const arb_action *a)
-{
-    const arb_ballot *b = &g->ballot;
-    chain_buf data;
-    chain_buf_init(&data);
-    int rv = chain_arb_encode_reveal_verdict(&data, &g->run_id, b->step, b->outcome, &b->evidence, &b->salt);
-    if (rv) {
-        chain_buf_free(&data);
-        return ovt_fail_wrap(rv, "encoding revealVerdict");
-    }
-    char shard[512], msg[1024];
-    json_t *fields = verdict_fields(g, a, shard, sizeof shard);
-    snprintf(msg, sizeof msg, "ballot opened: %s on step %" PRIu64 " (%s)", chain_arb_outcome_name(b->outcome),
-             b->step, a->reason);
-    game_tx t = {.name = "reveal", .extra_gas = CHAIN_ARB_REVEAL_GAS, .has = &g->has_reveal, .tx = &g->reveal_tx};
-    rv = send_tx(w, g, &t, &data, b->step, fields, msg);
-    chain_buf_free(&data);
-    return rv;
 }
 
 static void note_action(watcher *w, arb_game *g, const chain_arb_params *run, const arb_action *a)
@@ -721,13 +439,13 @@ static void note_action(watcher *w, arb_game *g, const chain_arb_params *run, co
     g->last_act = a->kind;
     g->last_reason = a->reason;
     if (a->kind == ARB_ACT_WAIT || a->kind == ARB_ACT_NONE)
-        say(w, a->kind == ARB_ACT_WAIT ? "waiting" : "idle", &g->run_id, json_pack("{s:s}", "action", arb_act_name(a->kind)),
+        arb_say(w, a->kind == ARB_ACT_WAIT ? "waiting" : "idle", &g->run_id, json_pack("{s:s}", "action", arb_act_name(a->kind)),
             "%s", a->reason);
     if (a->kind == ARB_ACT_REFUSE) {
         char bond[80], max[80];
         chain_u256_to_dec(bond, &run->arbiter_bond);
         chain_u256_to_dec(max, &w->o->max_arbiter_bond);
-        say(w, "seat_refused", &g->run_id, json_pack("{s:s, s:s}", "arbiter_bond", bond, "max_arbiter_bond", max),
+        arb_say(w, "seat_refused", &g->run_id, json_pack("{s:s, s:s}", "arbiter_bond", bond, "max_arbiter_bond", max),
             "not taking the seat: the run's arbiter bond is %s wei, above --max-arbiter-bond %s", bond, max);
     }
 }
@@ -753,12 +471,12 @@ static void prepare(watcher *w, arb_game *g, const chain_arb_params *run)
     if (!rv)
         rv = trn_replayer_new(&g->prep, &rc, w->o->threads);
     if (rv) {
-        say(w, "prepare", &g->run_id, json_pack("{s:b, s:s}", "ready", 0, "error", ovt_errmsg()),
+        arb_say(w, "prepare", &g->run_id, json_pack("{s:b, s:s}", "ready", 0, "error", ovt_errmsg()),
             "the re-execution is not prepared in advance (%s); it will set itself up when due", ovt_errmsg());
         ovt_err_clear();
         return;
     }
-    say(w, "prepare", &g->run_id,
+    arb_say(w, "prepare", &g->run_id,
         json_pack("{s:b, s:f}", "ready", 1, "seconds", (double)(chain_now_ms() - t0) / 1000.0),
         "the re-execution's workspace is ready (%.1f s), before the disputed step is known",
         (double)(chain_now_ms() - t0) / 1000.0);
@@ -791,16 +509,16 @@ static int send_action(watcher *w, arb_game *g, const chain_arb_params *run, con
     view_of(&v, w, g, &r);
     arb_decide(&again, &v);
     if (again.kind != a->kind || again.outcome != a->outcome || memcmp(again.evidence.b, a->evidence.b, 32)) {
-        say(w, a->kind == ARB_ACT_VERDICT ? "verdict_held" : "action_held", &g->run_id,
+        arb_say(w, a->kind == ARB_ACT_VERDICT ? "verdict_held" : "action_held", &g->run_id,
             json_pack("{s:s}", "action", arb_act_name(a->kind)), "the game changed since the read block (%s); not sending",
             again.reason ? again.reason : "-");
         return 0;
     }
     switch (again.kind) {
-    case ARB_ACT_VERDICT: return send_verdict(w, g, &again);
-    case ARB_ACT_ACCEPT: return send_accept(w, g, run, &again);
-    case ARB_ACT_COMMIT: return send_ballot(w, g, &latest, &again);
-    case ARB_ACT_REVEAL: return send_reveal(w, g, &again);
+    case ARB_ACT_VERDICT: return arb_send_verdict(w, g, &again);
+    case ARB_ACT_ACCEPT: return arb_send_accept(w, g, run, &again);
+    case ARB_ACT_COMMIT: return arb_send_ballot(w, g, &latest, &again);
+    case ARB_ACT_REVEAL: return arb_send_reveal(w, g, &again);
     default: return 0;
     }
 }
@@ -808,7 +526,7 @@ static int send_action(watcher *w, arb_game *g, const chain_arb_params *run, con
 static int act(watcher *w, arb_game *g)
 {
     char tag[24];
-    block_tag(tag, w->safe);
+    arb_block_tag(tag, w->safe);
     chain_arb_params run;
     chain_arb_game game;
     chain_arb_committee committee;
@@ -849,7 +567,7 @@ static int act(watcher *w, arb_game *g)
         g->done = true;
         trn_replayer_free(g->prep); /* its memory back: the game is over */
         g->prep = NULL;
-        say(w, "done", &g->run_id, json_pack("{s:s}", "outcome", chain_arb_outcome_name(game.outcome)),
+        arb_say(w, "done", &g->run_id, json_pack("{s:s}", "outcome", chain_arb_outcome_name(game.outcome)),
             "no longer followed: %s (outcome %s)", a.reason, chain_arb_outcome_name(game.outcome));
         return arb_game_save(g, w->o->state_dir);
     }
@@ -881,7 +599,7 @@ static int tick(watcher *w)
         if (g->done || g->opened_block > w->safe)
             continue;
         if ((rv = act(w, g))) {
-            say(w, "error", &g->run_id, json_pack("{s:s}", "error", ovt_errname(rv)), "%s", ovt_errmsg());
+            arb_say(w, "error", &g->run_id, json_pack("{s:s}", "error", ovt_errname(rv)), "%s", ovt_errmsg());
             if (!first)
                 first = rv;
         }
@@ -923,7 +641,7 @@ static bool node_down(watcher *w, outage *out, int rv)
     /* A verdict sent just before may be lost with the node's pool: the
      * node's pending count picks the next nonce again. */
     w->m->next_nonce = 0;
-    say(w, "node_unreachable", NULL,
+    arb_say(w, "node_unreachable", NULL,
         json_pack("{s:s, s:I, s:I}", "error", ovt_errname(probe), "retry", (json_int_t)out->retries, "backoff_ms",
                   (json_int_t)out->backoff_ms),
         "the node does not answer (%s); retry %u in %ld ms", why, out->retries, out->backoff_ms);
@@ -932,7 +650,7 @@ static bool node_down(watcher *w, outage *out, int rv)
 
 static void node_back(watcher *w, outage *out)
 {
-    say(w, "node_back", NULL,
+    arb_say(w, "node_back", NULL,
         json_pack("{s:I, s:I}", "retries", (json_int_t)out->retries, "seconds", (json_int_t)(time(NULL) - out->since)),
         "the node answers again after %u retries (%lld s)", out->retries, (long long)(time(NULL) - out->since));
     out->retries = 0;
@@ -954,7 +672,7 @@ static int open_state(watcher *w)
             rv = arb_deployment_block(w->arb->rpc, &w->arb->address, &w->cursor.next);
             if (rv)
                 return rv;
-            say(w, "from_block", NULL, json_pack("{s:I}", "block", (json_int_t)w->cursor.next),
+            arb_say(w, "from_block", NULL, json_pack("{s:I}", "block", (json_int_t)w->cursor.next),
                 "the contract was deployed in block %" PRIu64 ": reading from there", w->cursor.next);
         }
         rv = arb_cursor_save(&w->cursor, w->o->state_dir);
@@ -993,7 +711,7 @@ int arb_watch(const arb_watch_opts *opts, const chain_arb *arb, chain_txm *m, st
     if (o->misbehave != ARB_HONEST)
         snprintf(misbehaving, sizeof misbehaving, "; MISBEHAVING (--misbehave %s, for devnet simulations only)",
                  arb_misbehave_name(o->misbehave));
-    say(&w, "start", NULL,
+    arb_say(&w, "start", NULL,
         json_pack("{s:s, s:I, s:I, s:I, s:s, s:s, s:s}", "arbiter", self, "next_block", (json_int_t)w.cursor.next,
                   "open_games", (json_int_t)open, "confirmations", (json_int_t)o->confirmations, "built_for",
                   ovt_built_for(), "max_arbiter_bond", max_bond, "misbehave", arb_misbehave_name(o->misbehave)),
@@ -1010,7 +728,7 @@ int arb_watch(const arb_watch_opts *opts, const chain_arb *arb, chain_txm *m, st
         if (rv && node_down(&w, &out, rv))
             pause = out.backoff_ms;
         else if (rv)
-            say(&w, "error", NULL, json_pack("{s:s}", "error", ovt_errname(rv)), "%s (retrying)", ovt_errmsg());
+            arb_say(&w, "error", NULL, json_pack("{s:s}", "error", ovt_errname(rv)), "%s (retrying)", ovt_errmsg());
         else if (out.retries)
             node_back(&w, &out);
         if (o->once)
@@ -1020,7 +738,7 @@ int arb_watch(const arb_watch_opts *opts, const chain_arb *arb, chain_txm *m, st
         rv = 0;
     }
     if (!rv)
-        say(&w, "stop", NULL, json_pack("{s:I}", "next_block", (json_int_t)w.cursor.next), "stopped at block %" PRIu64,
+        arb_say(&w, "stop", NULL, json_pack("{s:I}", "next_block", (json_int_t)w.cursor.next), "stopped at block %" PRIu64,
             w.cursor.next);
 done:
     for (size_t i = 0; i < w.ngames; i++)
