@@ -9,7 +9,7 @@
 #include "arbiter/decide.h"
 #include "arbiter/evaluate.h"
 #include "arbiter/watch_state.h"
-#include "arbiter/watcher.h"
+#include "arbiter/watch_send.h"
 #include "chain/clock.h"
 #include "common/cpus.h"
 #include "common/fileio.h"

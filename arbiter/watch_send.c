@@ -1,4 +1,4 @@
-/* The watcher's transactions for one game (arbiter/watcher.h): verdict,
+/* The watcher's transactions for one game (arbiter/watch_send.h): verdict,
  * accept, sealed ballot and its reveal. */
 #include <errno.h>
 #include <inttypes.h>
@@ -10,7 +10,7 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "arbiter/watcher.h"
+#include "arbiter/watch_send.h"
 
 void arb_say(const watcher *w, const char *event, const ovt_hash *run, json_t *fields, const char *fmt, ...)
 {

@@ -1,5 +1,5 @@
-#ifndef OVT_ARBITER_WATCHER_H
-#define OVT_ARBITER_WATCHER_H
+#ifndef OVT_ARBITER_WATCH_SEND_H
+#define OVT_ARBITER_WATCH_SEND_H
 
 /* Inside the watcher: arbiter/watch.c (the loop: events, reorgs, decisions)
  * and arbiter/watch_send.c (the transactions it sends for a game, each saved
@@ -8,8 +8,10 @@
 #include <stdint.h>
 
 #include "arbiter/decide.h"
-#include "arbiter/watch.h"
+#include "arbiter/watch_opts.h"
 #include "arbiter/watch_state.h"
+#include "chain/arbitration.h"
+#include "store/store.h"
 #include "chain/txm.h"
 #include "common/bytes.h"
 
