@@ -41,9 +41,14 @@ unsigned chain_arb_arbiter_count(const chain_arb_params *p)
     return n;
 }
 
+unsigned chain_arb_majority(unsigned n)
+{
+    return n / 2 + 1;
+}
+
 unsigned chain_arb_threshold(const chain_arb_params *p)
 {
-    return p->threshold ? p->threshold : chain_arb_arbiter_count(p) / 2 + 1;
+    return p->threshold ? p->threshold : chain_arb_majority(chain_arb_arbiter_count(p));
 }
 
 int chain_arb_seat(const chain_arb_params *p, const chain_address *who)
@@ -229,15 +234,22 @@ int chain_arb_encode_reveal_leaf(chain_buf *out, const ovt_hash *run_id, unsigne
     return finish(&enc, out, "revealLeaf(bytes32,uint8," LEAF_TUPLE "," LEAF_TUPLE ",bytes32[])");
 }
 
+/* (runId, step, outcome, evidence): verdict's arguments, the head of revealVerdict's. */
+static void put_verdict(chain_abi_enc *enc, const ovt_hash *run_id, uint64_t step, chain_arb_outcome outcome,
+                        const ovt_hash *evidence)
+{
+    chain_abi_put_bytes32(enc, run_id);
+    chain_abi_put_uint(enc, step);
+    chain_abi_put_uint(enc, (uint64_t)outcome);
+    chain_abi_put_bytes32(enc, evidence);
+}
+
 int chain_arb_encode_verdict(chain_buf *out, const ovt_hash *run_id, uint64_t step, chain_arb_outcome outcome,
                              const ovt_hash *evidence)
 {
     chain_abi_enc enc;
     chain_abi_enc_init(&enc);
-    chain_abi_put_bytes32(&enc, run_id);
-    chain_abi_put_uint(&enc, step);
-    chain_abi_put_uint(&enc, (uint64_t)outcome);
-    chain_abi_put_bytes32(&enc, evidence);
+    put_verdict(&enc, run_id, step, outcome, evidence);
     return finish(&enc, out, "verdict(bytes32,uint64,uint8,bytes32)");
 }
 
@@ -275,10 +287,7 @@ int chain_arb_encode_reveal_verdict(chain_buf *out, const ovt_hash *run_id, uint
 {
     chain_abi_enc enc;
     chain_abi_enc_init(&enc);
-    chain_abi_put_bytes32(&enc, run_id);
-    chain_abi_put_uint(&enc, step);
-    chain_abi_put_uint(&enc, (uint64_t)outcome);
-    chain_abi_put_bytes32(&enc, evidence);
+    put_verdict(&enc, run_id, step, outcome, evidence);
     chain_abi_put_bytes32(&enc, salt);
     return finish(&enc, out, "revealVerdict(bytes32,uint64,uint8,bytes32,bytes32)");
 }

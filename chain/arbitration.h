@@ -87,7 +87,9 @@ typedef struct {
 
 /* n: the leading non-zero arbiters. */
 unsigned chain_arb_arbiter_count(const chain_arb_params *p);
-/* m as the contract resolves it (threshold, or a majority when 0). */
+/* The least m the contract takes for n arbiters: a bare majority, n/2 + 1. */
+unsigned chain_arb_majority(unsigned n);
+/* m as the encoder spells it out: threshold, or a majority when 0. */
 unsigned chain_arb_threshold(const chain_arb_params *p);
 /* The seat of who on p's committee, or -1. */
 int chain_arb_seat(const chain_arb_params *p, const chain_address *who);
@@ -412,10 +414,10 @@ int chain_arb_credit(const chain_arb *arb, const chain_address *account, const c
 int chain_arb_get_committee(const chain_arb *arb, const ovt_hash *run_id, const char *block,
                             chain_arb_committee *out) OVT_MUST_USE;
 
-/* A run's terms and its game as of one block: the head, read first
- * (*block). */
+/* A run's terms, its game and its committee (c may be NULL) as of one
+ * block: the head, read first (*block). */
 int chain_arb_read_at_head(const chain_arb *arb, const ovt_hash *run_id, uint64_t *block, chain_arb_params *p,
-                           chain_arb_game *g) OVT_MUST_USE;
+                           chain_arb_game *g, chain_arb_committee *c) OVT_MUST_USE;
 
 /* Decodes this contract's events in a receipt (logs of other contracts are
  * skipped). *events is malloc'd (free()); *n may be 0. */

@@ -292,7 +292,7 @@ int chain_arb_get_committee(const chain_arb *arb, const ovt_hash *run_id, const 
 }
 
 int chain_arb_read_at_head(const chain_arb *arb, const ovt_hash *run_id, uint64_t *block, chain_arb_params *p,
-                           chain_arb_game *g)
+                           chain_arb_game *g, chain_arb_committee *c)
 {
     char at[24];
     int rc = chain_rpc_block_number(arb->rpc, block);
@@ -302,6 +302,8 @@ int chain_arb_read_at_head(const chain_arb *arb, const ovt_hash *run_id, uint64_
     }
     if (rc == 0)
         rc = chain_arb_get_game(arb, run_id, at, g);
+    if (rc == 0 && c)
+        rc = chain_arb_get_committee(arb, run_id, at, c);
     return rc;
 }
 

@@ -88,7 +88,7 @@ static void print_committee(const devnet_opts *o, const devnet_result *r)
     char bond[80];
     chain_u256_to_dec(bond, &r->arbiter_bond);
     printf("\ncommittee: %u arbiters, %u matching verdicts settle, each staked %s wei\n", r->n_arbiters,
-           r->n_arbiters / 2 + 1, bond);
+           chain_arb_majority(r->n_arbiters), bond);
     for (unsigned k = 0; k < r->n_arbiters; k++) {
         const devnet_arbiter *a = &r->arbiters[k];
         char lost[80], won[80];

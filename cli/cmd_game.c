@@ -61,7 +61,7 @@ static json_t *committee_json(const chain_arb_params *p, const chain_arb_committ
     char bond[80];
     chain_u256_to_dec(bond, &p->arbiter_bond);
     json_t *seats = json_array();
-    for (unsigned k = 0; k < c->count && k < CHAIN_ARB_MAX_ARBITERS; k++) {
+    for (unsigned k = 0; k < c->count; k++) { /* count <= CHAIN_ARB_MAX_ARBITERS (chain_arb_decode_committee) */
         char who[43], ballot[67];
         chain_address_to_string(who, &p->arbiters[k]);
         chain_hash_hex(ballot, &c->ballots[k]);
@@ -169,12 +169,8 @@ int cmd_game(int argc, char **argv)
     json_t *o = NULL;
     int rc = chain_session_open(&s, sa, 0);
     chain_arb_committee c;
-    char tag[24];
     if (rc == 0)
-        rc = chain_arb_read_at_head(&s.arb, &run_id, &block, &p, &g);
-    snprintf(tag, sizeof tag, "0x%llx", (unsigned long long)block);
-    if (rc == 0)
-        rc = chain_arb_get_committee(&s.arb, &run_id, tag, &c);
+        rc = chain_arb_read_at_head(&s.arb, &run_id, &block, &p, &g, &c);
     if (rc == 0 && (!(o = to_json(&run_id, block, &p, &g)) ||
                     json_object_set_new(o, "committee", committee_json(&p, &c))))
         rc = ovt_fail(OVT_ENOMEM, "out of memory");

@@ -50,7 +50,7 @@ static bool arbiter_fault(devnet_fault f)
 
 const char *devnet_misbehave(const devnet_opts *o, unsigned seat)
 {
-    unsigned n = o->arbiters, m = n / 2 + 1;
+    unsigned n = o->arbiters, m = chain_arb_majority(n);
     switch (o->fault) {
     case DEVNET_LYING_ARBITER: return seat == n - 1 ? "lie" : NULL;
     case DEVNET_SILENT_ARBITER: return seat == n - 1 ? "silent" : NULL;

@@ -128,7 +128,7 @@ static void check_committee(const struct scenario *s, const json_t *j, const cha
     const json_t *a;
     json_array_foreach(json_object_get(j, "arbiters"), i, a)
     {
-        bool honest = json_is_null(json_object_get(a, "misbehave")) || !json_object_get(a, "misbehave");
+        bool honest = !json_is_string(json_object_get(a, "misbehave"));
         const char *want_lost = honest ? "0" : ARBITER_BOND;
         const char *want_won = !honest || !s->reward ? "0" : first ? s->reward0 : s->reward;
         CHECK_MSG(!strcmp(str(a, "forfeited"), want_lost), "%s: %s lost %s, want %s", label, str(a, "name"),
@@ -181,10 +181,10 @@ static void run_scenario(const struct scenario *s)
               str(j, "wrong_party"), s->wrong);
     CHECK(json_is_true(json_object_get(j, "as_expected")));
     json_t *step = json_object_get(j, "step");
-    bool committee = s->arbiters > 1;
+    bool committee = s->arbiters > 1, disputed = strcmp(s->outcome, "verified") != 0 && !s->silent;
     if (committee)
-        check_committee(s, j, label, strcmp(s->outcome, "verified") != 0 && !s->silent);
-    int verdicts = committee ? (strcmp(s->outcome, "verified") != 0 && !s->silent) : count_calls(j, "verdict", "arbiter");
+        check_committee(s, j, label, disputed);
+    int verdicts = committee ? disputed : count_calls(j, "verdict", "arbiter");
     if (!committee)
         CHECK_EQ_U64(count_calls(j, "verdict", NULL), verdicts); /* only the arbiter gives one */
     CHECK_EQ_U64(count_calls(j, "commit", "trainer"), 1);
