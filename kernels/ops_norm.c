@@ -197,3 +197,118 @@ done:
     free(dnmean);
     return rc;
 }
+
+/* RMSNorm (kernels/ops.h): the same row loops with the mean taken as 0. */
+static void rms_out_rows(void *arg, size_t i0, size_t i1)
+{
+    const ln_job *j = arg;
+    size_t C = j->C;
+    for (size_t i = i0; i < i1; i++)
+        for (size_t c = 0; c < C; c++)
+            j->x[i * C + c] = (j->xd[i * C + c] * (double)j->rstd[i]) * (double)j->weight[c];
+}
+
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("rmsnorm fwd"). */
+int krn_rmsnorm_forward(krn_ctx *ctx, float *out, float *rstd, const float *inp, const float *weight,
+                        double eps, size_t N, size_t C)
+{
+    static const char op[] = "rmsnorm_forward";
+    size_t n;
+    int rc;
+    if ((rc = krn_check_ptr(op, "out", out)) || (rc = krn_check_ptr(op, "rstd", rstd)) ||
+        (rc = krn_check_ptr(op, "inp", inp)) || (rc = krn_check_ptr(op, "weight", weight)) ||
+        (rc = krn_check_dims(op, N, C, &n)))
+        return rc;
+    if (!(eps > 0))
+        return ovt_fail(OVT_EINVAL, "%s: eps %g is not positive", op, eps);
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_rmsnorm_forward(ctx, out, rstd, inp, weight, eps, N, C));
+    krn_cpu be;
+    if ((rc = krn_cpu_from_ctx(ctx, &be)))
+        return rc;
+    rc = OVT_ENOMEM;
+    double *xd = krn_doubles(n, op), *x = krn_doubles(n, op), *mag = krn_doubles(N, op);
+    float *ms = krn_floats(N, op);
+    if (!xd || !x || !mag || !ms)
+        goto done;
+    ln_job j = {.be = &be, .x = x, .xd = xd, .rstd = rstd, .weight = weight, .C = C};
+    if ((rc = krn_widen_rows(&be, xd, NULL, inp, N, C)) ||
+        (rc = row_mean_site(ctx, &be, "rmsnorm.ms", ms, xd, xd, N, C, x, mag)))
+        goto done;
+    for (size_t i = 0; i < N; i++)
+        x[i] = 1.0 / sqrt((double)ms[i] + eps);
+    krn_band band = krn_band_exact();
+    if ((rc = krn_site(ctx, "rmsnorm.rstd", rstd, x, N, &band)) ||
+        (rc = krn_parallel_ranges(&be, N, LN_ROWS, rms_out_rows, &j)))
+        goto done;
+    rc = krn_site(ctx, "rmsnorm.fwd", out, x, n, &band);
+done:
+    free(xd);
+    free(x);
+    free(mag);
+    free(ms);
+    return rc;
+}
+
+static void rms_norm_rows(void *arg, size_t i0, size_t i1)
+{
+    const ln_job *j = arg;
+    size_t C = j->C;
+    for (size_t i = i0; i < i1; i++)
+        for (size_t c = 0; c < C; c++) {
+            size_t k = i * C + c;
+            j->norm[k] = (double)j->inp[k] * (double)j->rstd[i];
+            j->dnorm[k] = (double)j->weight[c] * (double)j->dout[k];
+        }
+}
+
+static void rms_dinp_rows(void *arg, size_t i0, size_t i1)
+{
+    const ln_job *j = arg;
+    size_t C = j->C;
+    for (size_t i = i0; i < i1; i++)
+        for (size_t c = 0; c < C; c++) {
+            size_t k = i * C + c;
+            j->x[k] = (j->dnorm[k] - j->norm[k] * (double)j->dnmean[i]) * (double)j->rstd[i] + (double)j->dinp[k];
+        }
+}
+
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("rmsnorm bwd"). */
+int krn_rmsnorm_backward(krn_ctx *ctx, float *dinp, float *dweight, const float *dout, const float *inp,
+                         const float *weight, const float *rstd, size_t N, size_t C)
+{
+    static const char op[] = "rmsnorm_backward";
+    size_t n;
+    int rc;
+    if ((rc = krn_check_ptr(op, "dinp", dinp)) || (rc = krn_check_ptr(op, "dweight", dweight)) ||
+        (rc = krn_check_ptr(op, "dout", dout)) || (rc = krn_check_ptr(op, "inp", inp)) ||
+        (rc = krn_check_ptr(op, "weight", weight)) || (rc = krn_check_ptr(op, "rstd", rstd)) ||
+        (rc = krn_check_dims(op, N, C, &n)))
+        return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_rmsnorm_backward(ctx, dinp, dweight, dout, inp, weight, rstd, N, C));
+    krn_cpu be;
+    if ((rc = krn_cpu_from_ctx(ctx, &be)))
+        return rc;
+    rc = OVT_ENOMEM;
+    double *norm = krn_doubles(n, op), *dnorm = krn_doubles(n, op), *x = krn_doubles(n, op);
+    double *mag = krn_doubles(N, op);
+    float *dnmean = krn_floats(N, op);
+    if (!norm || !dnorm || !x || !mag || !dnmean)
+        goto done;
+    ln_job j = {.be = &be, .x = x, .norm = norm, .dnorm = dnorm, .inp = inp, .rstd = rstd, .weight = weight,
+                .dout = dout, .dinp = dinp, .dnmean = dnmean, .C = C};
+    if ((rc = krn_parallel_ranges(&be, N, LN_ROWS, rms_norm_rows, &j)) ||
+        (rc = row_mean_site(ctx, &be, "rmsnorm.bwd.dnmean", dnmean, dnorm, norm, N, C, x, mag)) ||
+        (rc = krn_parallel_ranges(&be, N, LN_ROWS, normdout_rows, &j)) ||
+        (rc = krn_colsum_site(ctx, &be, "rmsnorm.bwd.dweight", dweight, x, N, C)) ||
+        (rc = krn_parallel_ranges(&be, N, LN_ROWS, rms_dinp_rows, &j)))
+        goto done;
+    krn_band band = krn_band_exact();
+    rc = krn_site(ctx, "rmsnorm.bwd.dinp", dinp, x, n, &band);
+done:
+    free(norm);
+    free(dnorm);
+    free(x);
+    free(mag);
+    free(dnmean);
+    return rc;
+}

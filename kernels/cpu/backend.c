@@ -242,6 +242,12 @@ double krn_cpu_libm(const krn_cpu *be, krn_libm_fn fn, double x)
     case KRN_FN_LOG:
         r = own ? krn_log(x) : log(x);
         break;
+    case KRN_FN_SIN: /* TEMPORARY until krn_sin lands */
+        r = sin(x);
+        break;
+    case KRN_FN_COS:
+        r = cos(x);
+        break;
     default:
         r = krn_tanh(x);
         break;

@@ -59,7 +59,7 @@ typedef struct {
 /* The path of the own kernel be->gemm names (BLAS: the best one). */
 krn_gemm_isa krn_cpu_gemm_isa(const krn_cpu *be);
 
-typedef enum { KRN_FN_EXP, KRN_FN_LOG, KRN_FN_TANH } krn_libm_fn;
+typedef enum { KRN_FN_EXP, KRN_FN_LOG, KRN_FN_TANH, KRN_FN_SIN, KRN_FN_COS } krn_libm_fn;
 
 /* How far the shuffle backend moves the C library's result, in ulps: glibc's own
  * error is at most 2 ulps for these functions, so glibc + perturbation
