@@ -28,36 +28,80 @@ static const struct {
     {"ln_f.bias", 0, 0},
 };
 
-/* Entry for ovt tensor k (layer `layer` of a stacked one). */
-static void gpt2_entry(trn_export_tensor *e, const trn_layout *l, uint32_t k, uint32_t layer)
+/* Entry for ovt tensor k (layer `layer` of a stacked one), named `name`,
+ * transposed or not; the shape is the file's. */
+static void fill_entry(trn_export_tensor *e, const trn_layout *l, uint32_t k, uint32_t layer, int per_layer,
+                       int transpose, const char *name)
 {
     const trn_tensor_info *t = &l->t[k];
     memset(e, 0, sizeof *e);
     e->index = k;
-    if (gpt2_names[k].per_layer) {
-        snprintf(e->name, sizeof e->name, "transformer.h.%u.%s", layer, gpt2_names[k].name);
+    snprintf(e->name, sizeof e->name, "%s", name);
+    if (per_layer) {
         /* a stacked (L, a[, b]) tensor: layer `layer` is an (a[, b]) block */
         e->rows = t->ndim == 3 ? t->shape[1] : 1;
         e->cols = t->ndim == 3 ? t->shape[2] : t->shape[1];
         e->offset = t->offset + (size_t)layer * e->rows * e->cols;
     } else {
-        snprintf(e->name, sizeof e->name, "transformer.%s", gpt2_names[k].name);
         e->rows = t->ndim == 2 ? t->shape[0] : 1;
         e->cols = t->ndim == 2 ? t->shape[1] : t->shape[0];
         e->offset = t->offset;
     }
-    e->transpose = gpt2_names[k].conv1d;
-    e->ndim = t->ndim - (uint32_t)gpt2_names[k].per_layer;
+    e->transpose = transpose;
+    e->ndim = t->ndim - (uint32_t)per_layer;
     e->shape[0] = e->ndim == 1 ? e->cols : e->transpose ? e->cols : e->rows;
     e->shape[1] = e->ndim == 1 ? 0 : e->transpose ? e->rows : e->cols;
+}
+
+static void gpt2_entry(trn_export_tensor *e, const trn_layout *l, uint32_t k, uint32_t layer)
+{
+    char name[64];
+    if (gpt2_names[k].per_layer)
+        snprintf(name, sizeof name, "transformer.h.%u.%s", layer, gpt2_names[k].name);
+    else
+        snprintf(name, sizeof name, "transformer.%s", gpt2_names[k].name);
+    fill_entry(e, l, k, layer, gpt2_names[k].per_layer, gpt2_names[k].conv1d, name);
+}
+
+/* Llama's tensors in Hugging Face's LlamaForCausalLM names, ovt's layout
+ * order (trainer/layout.h); q_proj and k_proj rows are permuted from
+ * llama2.c's interleaved rotary pairs to Hugging Face's halves. */
+static const struct {
+    const char *name;
+    int per_layer, rope;
+} llama_names[12] = {
+    {"model.embed_tokens.weight", 0, 0},
+    {"input_layernorm.weight", 1, 0},
+    {"self_attn.q_proj.weight", 1, 1},
+    {"self_attn.k_proj.weight", 1, 2},
+    {"self_attn.v_proj.weight", 1, 0},
+    {"self_attn.o_proj.weight", 1, 0},
+    {"post_attention_layernorm.weight", 1, 0},
+    {"mlp.gate_proj.weight", 1, 0},
+    {"mlp.down_proj.weight", 1, 0},
+    {"mlp.up_proj.weight", 1, 0},
+    {"model.norm.weight", 0, 0},
+    {"lm_head.weight", 0, 0},
+};
+
+static void llama_entry(trn_export_tensor *e, const trn_layout *l, uint32_t k, uint32_t layer)
+{
+    char name[64];
+    if (llama_names[k].per_layer)
+        snprintf(name, sizeof name, "model.layers.%u.%s", layer, llama_names[k].name);
+    else
+        snprintf(name, sizeof name, "%s", llama_names[k].name);
+    fill_entry(e, l, k, layer, llama_names[k].per_layer, 0, name);
+    if (llama_names[k].rope)
+        e->rope_heads = llama_names[k].rope == 1 ? l->model.n_head : l->model.n_kv_head;
 }
 
 int trn_export_tensors(trn_export_tensor **out, size_t *n, const trn_layout *l)
 {
     *out = NULL;
     *n = 0;
-    size_t L = l->model.kind == TRN_MODEL_GPT2 ? l->model.n_layer : 0;
-    size_t cap = l->model.kind == TRN_MODEL_GPT2 ? 4 + 12 * L : l->count;
+    size_t L = trn_model_is_lm(&l->model) ? l->model.n_layer : 0;
+    size_t cap = trn_model_is_lm(&l->model) ? 4 + 12 * L : l->count;
     trn_export_tensor *e = calloc(cap, sizeof *e);
     if (!e)
         return ovt_fail(OVT_ENOMEM, "out of memory for the export's tensor list");
@@ -74,6 +118,13 @@ int trn_export_tensors(trn_export_tensor **out, size_t *n, const trn_layout *l)
             e[k].rows = t->ndim > 1 ? t->shape[0] : 1;
             e[k].cols = t->ndim > 1 ? t->shape[1] : t->shape[0];
         }
+    } else if (l->model.kind == TRN_MODEL_LLAMA) {
+        llama_entry(&e[k++], l, 0, 0);
+        for (uint32_t layer = 0; layer < L; layer++)
+            for (uint32_t i = 1; i < 10; i++)
+                llama_entry(&e[k++], l, i, layer);
+        for (uint32_t i = 10; i < l->count; i++)
+            llama_entry(&e[k++], l, i, 0);
     } else {
         gpt2_entry(&e[k++], l, 0, 0);
         gpt2_entry(&e[k++], l, 1, 0);
@@ -96,6 +147,30 @@ static void transpose(float *dst, const float *src, size_t rows, size_t cols)
             dst[c * rows + r] = src[r * cols + c];
 }
 
+/* Rows of a (heads*hs, cols) block between llama2.c's order, where head
+ * h's rotary pair i is rows h*hs + 2i and 2i + 1, and Hugging Face's, where
+ * they are rows h*hs + i and h*hs + hs/2 + i: to_hf moves llama2.c's rows
+ * to Hugging Face's places, !to_hf back. */
+static void rope_rows(float *dst, const float *src, size_t rows, size_t cols, size_t heads, int to_hf)
+{
+    size_t hs = rows / heads, half = hs / 2;
+    for (size_t h = 0; h < heads; h++)
+        for (size_t i = 0; i < half; i++)
+            for (size_t p = 0; p < 2; p++) {
+                size_t meta = h * hs + 2 * i + p, hf = h * hs + p * half + i;
+                memcpy(dst + (to_hf ? hf : meta) * cols, src + (to_hf ? meta : hf) * cols, cols * sizeof(float));
+            }
+}
+
+/* The file's data of entry e from the parameters (into buf when it moves). */
+static void entry_out(float *buf, const trn_export_tensor *e, const float *params)
+{
+    if (e->transpose)
+        transpose(buf, params + e->offset, e->rows, e->cols);
+    else
+        rope_rows(buf, params + e->offset, e->rows, e->cols, e->rope_heads, 1);
+}
+
 int trn_export_safetensors(const char *path, const trn_state *st, const trn_st_meta *meta, size_t nmeta)
 {
     trn_export_tensor *e;
@@ -104,8 +179,8 @@ int trn_export_safetensors(const char *path, const trn_state *st, const trn_st_m
     if (rv)
         return rv;
     for (size_t i = 0; i < n; i++)
-        moved += e[i].transpose ? e[i].rows * e[i].cols : 0;
-    /* the transposed tensors need a copy; the others are written from the state */
+        moved += e[i].transpose || e[i].rope_heads ? e[i].rows * e[i].cols : 0;
+    /* the transposed and permuted tensors need a copy; the others are written from the state */
     float *copy = moved ? malloc(moved * sizeof(float)) : NULL;
     trn_st_out *out = calloc(n, sizeof *out);
     if ((moved && !copy) || !out) {
@@ -116,8 +191,8 @@ int trn_export_safetensors(const char *path, const trn_state *st, const trn_st_m
     for (size_t i = 0; i < n; i++) {
         out[i] = (trn_st_out){.name = e[i].name, .dtype = TRN_ST_F32, .ndim = e[i].ndim,
                               .shape = {e[i].shape[0], e[i].shape[1]}, .data = st->params + e[i].offset};
-        if (e[i].transpose) {
-            transpose(at, st->params + e[i].offset, e[i].rows, e[i].cols);
+        if (e[i].transpose || e[i].rope_heads) {
+            entry_out(at, &e[i], st->params);
             out[i].data = at;
             at += e[i].rows * e[i].cols;
         }
@@ -225,7 +300,7 @@ int trn_export_import(float *params, const trn_layout *l, const trn_st_file *f, 
             continue;
         }
         taken[t - f->t] = 1;
-        wte = i == 0 && l->model.kind == TRN_MODEL_GPT2 ? t : wte;
+        wte = i == 0 && trn_model_is_lm(&l->model) ? t : wte;
         if (t->dtype != TRN_ST_F32 || t->ndim != e[i].ndim || memcmp(t->shape, e[i].shape, e[i].ndim * 8) != 0) {
             rv = ovt_fail(OVT_EFORMAT, "%s: tensor \"%s\" is %s %s, the model's is F32 %s", what, t->name,
                           trn_st_dtype_name(t->dtype), shape_text(have, sizeof have, t->ndim, t->shape),
@@ -234,7 +309,7 @@ int trn_export_import(float *params, const trn_layout *l, const trn_st_file *f, 
         }
         float *dst = params + e[i].offset;
         size_t count = e[i].rows * e[i].cols;
-        if (!e[i].transpose) {
+        if (!e[i].transpose && !e[i].rope_heads) {
             memcpy(dst, t->data, count * sizeof(float));
             continue;
         }
@@ -244,7 +319,10 @@ int trn_export_import(float *params, const trn_layout *l, const trn_st_file *f, 
             break;
         }
         memcpy(tmp, t->data, count * sizeof(float)); /* the file's data need not be aligned */
-        transpose(dst, tmp, e[i].cols, e[i].rows);
+        if (e[i].transpose)
+            transpose(dst, tmp, e[i].cols, e[i].rows);
+        else
+            rope_rows(dst, tmp, e[i].rows, e[i].cols, e[i].rope_heads, 0);
         free(tmp);
     }
     for (size_t j = 0; j < f->ntensors && !rv; j++)

@@ -8,6 +8,12 @@
  *       one tensor per layer, the Conv1D weights (c_attn, c_proj, c_fc,
  *       mlp.c_proj) transposed to (in, out); the output head is tied to wte
  *       and not stored, as in Hugging Face's own GPT-2 checkpoints;
+ *   safetensors, Llama: Hugging Face LlamaForCausalLM's names
+ *       (model.embed_tokens.weight, model.layers.N.self_attn.q_proj.weight,
+ *       ..., lm_head.weight only when the head is not tied), weights (out,
+ *       in) as stored by torch.nn.Linear, and the rows of q_proj and k_proj
+ *       permuted from llama2.c's interleaved rotary pairs to Hugging Face's
+ *       rotate_half halves (as Hugging Face's own conversion script does);
  *   safetensors, MLP: ovt's own tensors under their layout names (w0, b0,
  *       ...), shapes as in the layout (a weight is (out, in));
  *   llmc: llm.c's gpt2 weight file (GPT-2 only), the format --init-from
@@ -34,6 +40,7 @@ typedef struct {
     uint32_t index;
     size_t offset, rows, cols;
     int transpose;
+    uint32_t rope_heads; /* Llama's q and k: rows permuted for these heads (0: not) */
 } trn_export_tensor;
 
 /* The export's tensors for layout l in file order (GPT-2: Hugging Face's

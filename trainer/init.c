@@ -38,14 +38,17 @@ static void shape_text(char *buf, size_t cap, const trn_model_config *m)
 {
     if (m->kind == TRN_MODEL_GPT2)
         snprintf(buf, cap, "gpt2 L%u C%u NH%u V%u maxT%u", m->n_layer, m->width, m->n_head, m->vocab, m->max_seq);
+    else if (m->kind == TRN_MODEL_LLAMA)
+        snprintf(buf, cap, "llama L%u C%u NH%u KV%u V%u maxT%u H%u %s theta%g eps%g", m->n_layer, m->width,
+                 m->n_head, m->n_kv_head, m->vocab, m->max_seq, m->hidden, m->tied ? "tied" : "untied",
+                 m->rope_theta, m->norm_eps);
     else
         snprintf(buf, cap, "mlp L%u width%u in%u classes%u", m->n_layer, m->width, m->in_dim, m->n_class);
 }
 
 static int same_shape(const trn_model_config *a, const trn_model_config *b)
 {
-    return a->kind == b->kind && a->n_layer == b->n_layer && a->width == b->width && a->n_head == b->n_head &&
-           a->vocab == b->vocab && a->max_seq == b->max_seq && a->in_dim == b->in_dim && a->n_class == b->n_class;
+    return trn_model_equal(a, b);
 }
 
 static int shape_mismatch(const char *path, const char *what, const trn_model_config *file,
