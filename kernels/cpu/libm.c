@@ -25,15 +25,17 @@
  *   double to what the ones before leave; 2^-163 left over, so k times it
  *   is below 2^-143), the products k P1 and k P2 exact with fma, x - k P1
  *   exact (Sterbenz), the rest summed exactly down to 2^-137: r has an
- *   absolute error near 2^-137, relative 2^-75 even where x lies closest
- *   to a multiple of pi/2 (|r| >= 2^-62 there); then sin r or cos r by the
+ *   absolute error near 2^-137, relative 2^-76 even where x lies closest
+ *   to a multiple of pi/2 (|r| >= 2^-60.5 for every double |x| <= 2^20,
+ *   the least at x = 0x1.6c6cbc45dc8dep+5); then sin r or cos r by the
  *   quadrant k mod 4, each a Taylor series in z = r^2 on |r| <= pi/4 +
- *   2^-32: sin r = r + r z S(z), S(z) = sum_{j=1..11} (-1)^j z^(j-1) /
- *   (2j+1)!, cos r = 1 + z C(z), C(z) = sum_{j=1..11} (-1)^j z^(j-1) / (2j)!
- *   (the first term left out, (pi/4)^24 / 24! and (pi/4)^25 / 25!, is below
- *   2^-87 of the result). z^4 on is summed in double (those terms are below
- *   2^-18 of the result, so their rounding errors below 2^-70), the four
- *   terms before them and z in double-double. */
+ *   2^-31 (k from x 2/pi rounded twice): sin r = r + r z S(z), S(z) =
+ *   sum_{j=1..11} (-1)^j z^(j-1) / (2j+1)!, cos r = 1 + z C(z), C(z) =
+ *   sum_{j=1..11} (-1)^j z^(j-1) / (2j)! (the first terms left out,
+ *   r^25/25! and r^24/24!, are below 2^-86 of the result at pi/4). The terms
+ *   from z^4 on are summed in double (they are below 2^-17 of the result, so
+ *   their rounding errors near 2^-70), the four before them, z and the
+ *   products in double-double. */
 #include <math.h>
 #include <stdint.h>
 
@@ -311,7 +313,7 @@ LIBM_INLINE dd trig_poly(dd z, const double c[11][2])
     return acc;
 }
 
-/* sin r (odd == 0) or cos r (odd == 1) for r = rh + rl, |r| <= pi/4 + 2^-32,
+/* sin r (odd == 0) or cos r (odd == 1) for r = rh + rl, |r| <= pi/4 + 2^-31,
  * times sign, rounded once. */
 LIBM_INLINE double trig_kernel(double rh, double rl, int odd, double sign)
 {

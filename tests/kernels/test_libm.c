@@ -385,8 +385,8 @@ static const double log_edges[] = {DBL_MIN, DBL_TRUE_MIN, DBL_MAX, 1.0, 0x1.6a09
                                    0x1.6a09e667f3bcdp-1, 2.0, 0.5, 0x1.0000000000001p0,
                                    0x1.fffffffffffffp-1, 0x1p-1030};
 /* sin, cos: the range's ends, the shortcut for tiny x, pi/4 and 3pi/4 (the
- * quadrants' borders), the double closest to a multiple of pi/2 below 2^17
- * (|x - 29 pi/2| = 2^-60.5) */
+ * quadrants' borders), the double closest to a multiple of pi/2 below 2^20
+ * (|x - 29 pi/2| = 2^-60.5; MPFR over the 7 doubles nearest every k pi/2) */
 static const double trig_edges[] = {0x1p20, -0x1p20, 0x1p-27, -0x1p-27, 0x1p-26, 0x1.921fb54442d18p-1,
                                     -0x1.921fb54442d18p-1, 0x1.2d97c7f3321d2p+1,
                                     0x1.6c6cbc45dc8dep+5, -0x1.6c6cbc45dc8dep+5, 0x1p16};
@@ -499,13 +499,16 @@ static void test_trig_rope(void)
 }
 
 /* Within 3 ulps of k pi/2 (either sign) for every k <= 2^17 and every 37th
- * up to 2^20 2/pi: where sin or cos is nearly 0, the reduced argument r =
- * x - k pi/2 is as small as 2^-60.5, and every bit of pi/2 that the
- * reduction lacks shows in the result. */
+ * up to 2^20 2/pi (every one with env OVT_LIBM_TRIG_ALL=1, 4.7 million
+ * arguments per function): where sin or cos is nearly 0, the reduced
+ * argument r = x - k pi/2 is as small as 2^-60.5, and every bit of pi/2
+ * that the reduction lacks shows in the result. */
 static void test_trig_near_pio2(void)
 {
     stats s[2] = {0};
-    for (int64_t k = 1; k <= 667544; k += k < (1 << 17) ? 1 : 37) {
+    const char *all = getenv("OVT_LIBM_TRIG_ALL");
+    int64_t sparse = all && *all == '1' ? 1 : 37;
+    for (int64_t k = 1; k <= 667544; k += k < (1 << 17) ? 1 : sparse) {
         /* k pi/2 within an ulp (pi/2 = 0x1.921fb54442d18p0 + 0x1.1a62633145c07p-54 + 2^-109.6) */
         double x0 = (double)k * 0x1.921fb54442d18p0 + (double)k * 0x1.1a62633145c07p-54;
         if (k % 3 == 0)
