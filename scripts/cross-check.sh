@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The cross-architecture check (docs/architectures.md): trains a few steps of
-# gpt2-tiny and of mlp-demo natively, then under qemu user-mode emulation of
+# gpt2-tiny, llama-tiny and mlp-demo natively, then under qemu user-mode emulation of
 # ARCH re-executes the first and last step with `ovt step` and audits each
 # run on the cpu and ref backends; then the other way: trains the same runs
 # under emulation and audits them natively. Prints every stateHash, batchHash
@@ -37,7 +37,7 @@ bad() { say "$*"; fail=1; }
 # train MODEL WHO DIR: `ovt train` of MODEL by WHO (native or cross) into DIR
 train() {
   local -n who=$2
-  local seq=(); [ "$1" = gpt2-tiny ] && seq=(--seq 16)
+  local seq=(); [ "$1" != mlp-demo ] && seq=(--seq 16)
   "${who[@]}" train --model "$1" --batch 2 "${seq[@]}" --steps "$steps" --threads 2 --data "$work/$1.bin" \
     --out "$3" --json > "$3.json"
 }
@@ -52,7 +52,7 @@ audit() {
   fi
 }
 
-for model in gpt2-tiny mlp-demo; do
+for model in gpt2-tiny llama-tiny mlp-demo; do
   data=gpt2; [ $model = mlp-demo ] && data=mlp
   ln -sf "$work/$data.bin" "$work/$model.bin"
   train $model native "$work/$model-$here"
