@@ -419,7 +419,7 @@ bool trn_state_hash_end(trn_state *st, ovt_hash *out, uint64_t *step)
 }
 
 /* Checkpoint layout; every offset below is fixed by docs/formats.md. The
- * run config's encoding is 168, 204 or 208 bytes (versions 1, 2, 3), stated
+ * run config's encoding is 168, 204, 208 or 236 bytes (versions 1 to 4), stated
  * at offset 12; the fields after it move with it. */
 static const uint8_t ckpt_magic[8] = {'O', 'V', 'T', 'C', 'K', 'P', 'T', 0};
 #define CKPT_VERSION 1u
@@ -510,9 +510,10 @@ static int ckpt_head_parse(ckpt_head *h, const uint8_t *buf, size_t len)
         return ovt_fail(OVT_EFORMAT, "checkpoint version %u is not supported (expected %u)", version,
                         CKPT_VERSION);
     size_t cfg_len = ovt_get_le32(buf + 12);
-    if (cfg_len != TRN_CONFIG_ENC_V1_LEN && cfg_len != TRN_CONFIG_ENC_V2_LEN && cfg_len != TRN_CONFIG_ENC_V3_LEN)
-        return ovt_fail(OVT_EFORMAT, "checkpoint states a run config of %zu bytes, expected %d, %d or %d", cfg_len,
-                        TRN_CONFIG_ENC_V1_LEN, TRN_CONFIG_ENC_V2_LEN, TRN_CONFIG_ENC_V3_LEN);
+    if (cfg_len != TRN_CONFIG_ENC_V1_LEN && cfg_len != TRN_CONFIG_ENC_V2_LEN && cfg_len != TRN_CONFIG_ENC_V3_LEN &&
+        cfg_len != TRN_CONFIG_ENC_V4_LEN)
+        return ovt_fail(OVT_EFORMAT, "checkpoint states a run config of %zu bytes, expected %d, %d, %d or %d", cfg_len,
+                        TRN_CONFIG_ENC_V1_LEN, TRN_CONFIG_ENC_V2_LEN, TRN_CONFIG_ENC_V3_LEN, TRN_CONFIG_ENC_V4_LEN);
     size_t fixed = ckpt_fixed(cfg_len);
     if (len < fixed + 32)
         return ovt_fail(OVT_EFORMAT, "checkpoint is truncated: %zu bytes, shorter than its header", len);
