@@ -209,7 +209,8 @@ int trn_export_llmc(const char *path, const trn_state *st)
 {
     const trn_model_config *m = &st->config.model;
     if (m->kind != TRN_MODEL_GPT2)
-        return ovt_fail(OVT_EINVAL, "the llmc format holds GPT-2 models only; export an MLP as safetensors");
+        return ovt_fail(OVT_EINVAL, "the llmc format holds GPT-2 models only; export %s",
+                        m->kind == TRN_MODEL_LLAMA ? "a Llama as safetensors or llama2c" : "an MLP as safetensors");
     uint32_t Vp = (m->vocab + LLMC_VOCAB_ALIGN - 1) / LLMC_VOCAB_ALIGN * LLMC_VOCAB_ALIGN;
     uint8_t head[4 * LLMC_HEADER_INTS] = {0};
     uint32_t h[8] = {LLMC_MAGIC, LLMC_VERSION_F32, m->max_seq, m->vocab, m->n_layer, m->n_head, m->width, Vp};

@@ -20,6 +20,8 @@
  *       reads: 256 int32 of header, then the parameters in llm.c's order with
  *       wte padded to Vp rows, Vp the vocabulary rounded up to 128 as llm.c
  *       pads it, the padding rows zero.
+ *   llama2c: llama2.c's checkpoint (Llama only), versions 0 and 1:
+ *       trainer/llama2c.h.
  * All values float32, little-endian. */
 
 #include <stddef.h>
@@ -54,7 +56,7 @@ int trn_export_safetensors(const char *path, const trn_state *st, const trn_st_m
                            size_t nmeta) OVT_MUST_USE;
 
 /* Writes st's parameters as an llm.c gpt2 weight file (atomically).
- * OVT_EINVAL for an MLP: llm.c has no such model. */
+ * OVT_EINVAL for an MLP or a Llama: the file holds a GPT-2. */
 int trn_export_llmc(const char *path, const trn_state *st) OVT_MUST_USE;
 
 /* The parameters in safetensors file f, mapped back to layout l, into
