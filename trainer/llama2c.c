@@ -7,6 +7,7 @@
 
 #include "common/bytes.h"
 #include "common/fileio.h"
+#include "kernels/cpu/backend.h" /* krn_pow, krn_cos, krn_sin: the same bits on every processor */
 
 #define V0_HEADER 28
 #define V1_HEADER 256
@@ -33,15 +34,17 @@ static void put_params(uint8_t *p, const trn_model_config *m, uint32_t version)
 }
 
 /* export.py's precompute_freqs_cis for head size hs and max_seq
- * positions, in double, rounded: cos into tab, sin into tab + max_seq*hs/2. */
+ * positions, in double with ovt's own pow, cos and sin (so a file's bytes
+ * are the same whichever processor wrote it), rounded: cos into tab, sin
+ * into tab + max_seq*hs/2. */
 static void rotary_tables(float *tab, const trn_model_config *m)
 {
     size_t hs = m->width / m->n_head, half = hs / 2, T = m->max_seq;
     for (size_t i = 0; i < half; i++) {
-        double freq = 1.0 / pow(m->rope_theta, (double)(2 * i) / (double)hs);
+        double freq = 1.0 / krn_pow(m->rope_theta, (double)(2 * i) / (double)hs);
         for (size_t t = 0; t < T; t++) {
-            tab[t * half + i] = (float)cos((double)t * freq);
-            tab[T * half + t * half + i] = (float)sin((double)t * freq);
+            tab[t * half + i] = (float)krn_cos((double)t * freq);
+            tab[T * half + t * half + i] = (float)krn_sin((double)t * freq);
         }
     }
 }

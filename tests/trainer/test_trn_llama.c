@@ -9,7 +9,6 @@
  *    head shift) replays bit for bit with the logs on the cpu, ref and
  *    shuffle backends, and without them (the ablation) the ref backend
  *    leaves the trainer's states. */
-#include <time.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,7 +260,6 @@ static void test_train_and_replay(void)
             first_diff = !eq && first_diff < 0 ? i + 1 : first_diff;
             data_token_batch_free(&tb);
         }
-        printf("backend %d mode %d: %.1f s\n", (int)others[k], (int)modes[k], (double)clock() / CLOCKS_PER_SEC);
         if (modes[k] == KRN_REPLAY)
             CHECK_MSG(same == STEPS, "backend %d: %d of %d states equal, first differs at step %d", (int)others[k],
                       same, STEPS, first_diff);
