@@ -257,19 +257,21 @@ static int ends_with(const char *s, const char *tail)
 }
 
 /* A file tensor no entry took: with lenient, the attention mask buffers
- * are skipped and an lm_head equal to wte is the tied head; otherwise it is
- * an extra tensor. */
+ * and the rotary frequencies older Hugging Face Llama checkpoints store are
+ * skipped and an lm_head equal to wte is the tied head; otherwise it is an
+ * extra tensor. */
 static int check_extra(const trn_st_tensor *t, const trn_st_tensor *wte, int lenient,
                        const char *missing, const char *what)
 {
-    if (lenient && (ends_with(t->name, ".attn.bias") || ends_with(t->name, ".attn.masked_bias")))
+    if (lenient && (ends_with(t->name, ".attn.bias") || ends_with(t->name, ".attn.masked_bias") ||
+                    ends_with(t->name, ".rotary_emb.inv_freq")))
         return 0;
     if (lenient && strcmp(t->name, "lm_head.weight") == 0) {
         if (wte && t->dtype == wte->dtype && t->end - t->begin == wte->end - wte->begin &&
             memcmp(t->data, wte->data, t->end - t->begin) == 0)
             return 0;
-        return ovt_fail(OVT_EFORMAT, "%s: lm_head.weight differs from wte: ovt's GPT-2 ties the output head to "
-                                     "the token embedding",
+        return ovt_fail(OVT_EFORMAT, "%s: lm_head.weight differs from the token embedding, and this model's "
+                                     "output head is tied to it (a Llama with its own head: a config with tied = 0)",
                         what);
     }
     if (missing)

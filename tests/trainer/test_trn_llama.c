@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "trn_helpers.h"
@@ -19,7 +20,9 @@
 #include "kernels/rlog.h"
 #include "kernels/site.h"
 #include "data/dataset.h"
+#include "trainer/export.h"
 #include "trainer/layout.h"
+#include "trainer/safetensors.h"
 #include "trainer/state.h"
 #include "trainer/train.h"
 
@@ -279,9 +282,63 @@ static void test_train_and_replay(void)
     data_tokens_free(&data);
 }
 
+/* The LlamaForCausalLM export: every tensor where Hugging Face has it, the
+ * rows of q_proj and k_proj in rotate_half's order (checked element by
+ * element from the rule: ovt's row h*hs + 2i + p is Hugging Face's row
+ * h*hs + p*hs/2 + i), and the import (lenient, as --init-from reads it)
+ * gives the parameters back bit for bit. */
+static void test_export_names(void)
+{
+    data_tokens data;
+    trn_run_config rc = micro_config(&data, 2, 0);
+    trn_state *st;
+    CHECK(trn_state_new(&st, &rc) == 0);
+    trn_state_init(st);
+    char path[] = "/tmp/ovt-test-llama-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    CHECK_MSG(trn_export_safetensors(path, st, NULL, 0) == 0, "%s", ovt_errmsg());
+    trn_st_file f;
+    CHECK(trn_st_read(&f, path, 1 << 26) == 0);
+    CHECK_EQ_U64(f.ntensors, 1 + 9 * 2 + 2); /* embedding, 9 per layer, norm, lm_head */
+    trn_llama_tensors p;
+    trn_llama_slice(&p, &st->layout, st->params);
+    const trn_st_tensor *q1 = trn_st_find(&f, "model.layers.1.self_attn.q_proj.weight");
+    const trn_st_tensor *k0 = trn_st_find(&f, "model.layers.0.self_attn.k_proj.weight");
+    const trn_st_tensor *up = trn_st_find(&f, "model.layers.1.mlp.up_proj.weight");
+    CHECK(q1 && k0 && up && trn_st_find(&f, "lm_head.weight") && trn_st_find(&f, "model.norm.weight"));
+    size_t C = 32, hs = 8, KV = 16, bad = 0;
+    for (size_t h = 0; h < 4; h++)
+        for (size_t i = 0; i < hs / 2; i++)
+            for (size_t pp = 0; pp < 2; pp++)
+                for (size_t c = 0; c < C; c++) {
+                    float got, want = p.wq[C * C + (h * hs + 2 * i + pp) * C + c];
+                    memcpy(&got, q1->data + 4 * ((h * hs + pp * hs / 2 + i) * C + c), 4);
+                    bad += memcmp(&got, &want, 4) != 0;
+                    if (h < 2) { /* k: two heads */
+                        want = p.wk[(h * hs + 2 * i + pp) * C + c];
+                        memcpy(&got, k0->data + 4 * ((h * hs + pp * hs / 2 + i) * C + c), 4);
+                        bad += memcmp(&got, &want, 4) != 0;
+                    }
+                }
+    CHECK_EQ_U64(bad, 0);
+    CHECK(k0->shape[0] == KV && k0->shape[1] == C && up->shape[0] == 96 && up->shape[1] == C);
+    CHECK(!memcmp(up->data, p.w3 + 96 * C, 96 * C * 4)); /* up_proj is w3, layer 1 */
+    float *back = calloc(st->layout.nparams, sizeof(float));
+    CHECK(trn_export_import(back, &st->layout, &f, 1, path) == 0);
+    CHECK(!memcmp(back, st->params, st->layout.nparams * sizeof(float)));
+    trn_st_free(&f);
+    free(back);
+    unlink(path);
+    trn_state_free(st);
+    data_tokens_free(&data);
+}
+
 int main(void)
 {
     CHECK_RUN(test_presets());
+    CHECK_RUN(test_export_names());
     CHECK_RUN(test_gradient());
     CHECK_RUN(test_train_and_replay());
     return check_done();
