@@ -17,39 +17,10 @@
 typedef struct {
     const krn_cpu *be;
     const double *a, *b;
-    double *x, *mag, *xd, *dev, *norm, *dnorm;
+    double *x, *xd, *dev, *norm, *dnorm;
     const float *inp, *mean, *rstd, *weight, *bias, *dout, *dinp, *dmean, *dnmean;
     size_t C;
 } ln_job;
-
-static void mean_rows(void *arg, size_t i0, size_t i1)
-{
-    const ln_job *j = arg;
-    size_t C = j->C;
-    for (size_t i = i0; i < i1; i++) {
-        const double *ai = j->a + i * C, *bi = j->b ? j->b + i * C : NULL;
-        j->x[i] = krn_chunked_dot(j->be, ai, 1, bi, 1, C) / (double)C;
-        double m = 0;
-        for (size_t c = 0; c < C; c++)
-            m += fabs(bi ? ai[c] * bi[c] : ai[c]);
-        j->mag[i] = m;
-    }
-}
-
-/* Site `name` (N): out[i] = (sum_c a[i,c]*b[i,c]) / C per row (b NULL: plain
- * sum), a reduction over C followed by one division. */
-static int row_mean_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float *out,
-                         const double *a, const double *b, size_t N, size_t C, double *x,
-                         double *mag)
-{
-    ln_job j = {.be = be, .a = a, .b = b, .x = x, .mag = mag, .C = C};
-    int rc = krn_parallel_ranges(be, N, LN_ROWS, mean_rows, &j);
-    if (rc)
-        return rc;
-    krn_band band = krn_band_reduction(KRN_BAND_ARRAY, C, 1.0 / (double)C, 1);
-    band.a = mag;
-    return krn_site(ctx, name, out, x, N, &band);
-}
 
 /* forward: the input's deviations (after the mean), then (after rstd) the
  * output's values */
@@ -96,9 +67,9 @@ int krn_layernorm_forward(krn_ctx *ctx, float *out, float *mean, float *rstd, co
     ln_job j = {.be = &be, .x = x, .xd = xd, .dev = dev, .mean = mean, .rstd = rstd,
                 .weight = weight, .bias = bias, .C = C};
     if ((rc = krn_widen_rows(&be, xd, NULL, inp, N, C)) ||
-        (rc = row_mean_site(ctx, &be, "layernorm.mean", mean, xd, NULL, N, C, x, mag)) ||
+        (rc = krn_row_mean_site(ctx, &be, "layernorm.mean", mean, xd, NULL, N, C, x, mag)) ||
         (rc = krn_parallel_ranges(&be, N, LN_ROWS, dev_rows, &j)) ||
-        (rc = row_mean_site(ctx, &be, "layernorm.var", var, dev, dev, N, C, x, mag)))
+        (rc = krn_row_mean_site(ctx, &be, "layernorm.var", var, dev, dev, N, C, x, mag)))
         goto done;
     for (size_t i = 0; i < N; i++)
         x[i] = 1.0 / sqrt((double)var[i] + LAYERNORM_EPS);
@@ -178,8 +149,8 @@ int krn_layernorm_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbi
                 .rstd = rstd, .weight = weight, .dout = dout, .dinp = dinp, .dmean = dmean,
                 .dnmean = dnmean, .C = C};
     if ((rc = krn_parallel_ranges(&be, N, LN_ROWS, norm_rows, &j)) ||
-        (rc = row_mean_site(ctx, &be, "layernorm.bwd.dmean", dmean, dnorm, NULL, N, C, x, mag)) ||
-        (rc = row_mean_site(ctx, &be, "layernorm.bwd.dnmean", dnmean, dnorm, norm, N, C, x, mag)) ||
+        (rc = krn_row_mean_site(ctx, &be, "layernorm.bwd.dmean", dmean, dnorm, NULL, N, C, x, mag)) ||
+        (rc = krn_row_mean_site(ctx, &be, "layernorm.bwd.dnmean", dnmean, dnorm, norm, N, C, x, mag)) ||
         (rc = krn_widen_rows(&be, x, NULL, dout, N, C)) ||
         (rc = krn_colsum_site(ctx, &be, "layernorm.bwd.dbias", dbias, x, N, C)) ||
         (rc = krn_parallel_ranges(&be, N, LN_ROWS, normdout_rows, &j)) ||
@@ -232,7 +203,7 @@ int krn_rmsnorm_forward(krn_ctx *ctx, float *out, float *rstd, const float *inp,
         goto done;
     ln_job j = {.be = &be, .x = x, .xd = xd, .rstd = rstd, .weight = weight, .C = C};
     if ((rc = krn_widen_rows(&be, xd, NULL, inp, N, C)) ||
-        (rc = row_mean_site(ctx, &be, "rmsnorm.ms", ms, xd, xd, N, C, x, mag)))
+        (rc = krn_row_mean_site(ctx, &be, "rmsnorm.ms", ms, xd, xd, N, C, x, mag)))
         goto done;
     for (size_t i = 0; i < N; i++)
         x[i] = 1.0 / sqrt((double)ms[i] + eps);
@@ -297,7 +268,7 @@ int krn_rmsnorm_backward(krn_ctx *ctx, float *dinp, float *dweight, const float 
     ln_job j = {.be = &be, .x = x, .norm = norm, .dnorm = dnorm, .inp = inp, .rstd = rstd, .weight = weight,
                 .dout = dout, .dinp = dinp, .dnmean = dnmean, .C = C};
     if ((rc = krn_parallel_ranges(&be, N, LN_ROWS, rms_norm_rows, &j)) ||
-        (rc = row_mean_site(ctx, &be, "rmsnorm.bwd.dnmean", dnmean, dnorm, norm, N, C, x, mag)) ||
+        (rc = krn_row_mean_site(ctx, &be, "rmsnorm.bwd.dnmean", dnmean, dnorm, norm, N, C, x, mag)) ||
         (rc = krn_parallel_ranges(&be, N, LN_ROWS, normdout_rows, &j)) ||
         (rc = krn_colsum_site(ctx, &be, "rmsnorm.bwd.dweight", dweight, x, N, C)) ||
         (rc = krn_parallel_ranges(&be, N, LN_ROWS, rms_dinp_rows, &j)))
