@@ -6,6 +6,7 @@
 
 #include "kernels/ops.h"
 #include "kernels/reduce.h"
+#include "kernels/scratch.h"
 
 /* Channels per range of the loops below on the pool. */
 #define BN_CHANNELS 4
@@ -98,7 +99,8 @@ int krn_batchnorm_forward(krn_ctx *ctx, float *out, float *mean, float *rstd, fl
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
     rc = OVT_ENOMEM;
-    double *xc = krn_doubles(n, op), *dev = krn_doubles(n, op), *x = krn_doubles(n, op);
+    double *xc = krn_scratch(KRN_SCRATCH_A, n), *dev = krn_scratch(KRN_SCRATCH_B, n);
+    double *x = krn_scratch(KRN_SCRATCH_OUT, n);
     double *mag = krn_doubles(C, op);
     float *var = krn_floats(C, op);
     if (!xc || !dev || !x || !mag || !var)
@@ -119,7 +121,7 @@ int krn_batchnorm_forward(krn_ctx *ctx, float *out, float *mean, float *rstd, fl
         goto done;
     rc = bn_running(ctx, running_mean, running_var, mean, var, C, M, momentum, x);
 done:
-    free(xc), free(dev), free(x), free(mag), free(var);
+    free(mag), free(var);
     return rc;
 }
 
@@ -208,8 +210,8 @@ int krn_batchnorm_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbi
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
     rc = OVT_ENOMEM;
-    double *norm = krn_doubles(n, op), *dnorm = krn_doubles(n, op), *gc = krn_doubles(n, op);
-    double *x = krn_doubles(n, op), *mag = krn_doubles(C, op);
+    double *norm = krn_scratch(KRN_SCRATCH_A, n), *dnorm = krn_scratch(KRN_SCRATCH_B, n);
+    double *gc = krn_scratch(KRN_SCRATCH_C, n), *x = krn_scratch(KRN_SCRATCH_OUT, n), *mag = krn_doubles(C, op);
     float *dmean = krn_floats(C, op), *dnmean = krn_floats(C, op);
     if (!norm || !dnorm || !gc || !x || !mag || !dmean || !dnmean)
         goto done;
@@ -226,6 +228,6 @@ int krn_batchnorm_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbi
     krn_band band = krn_band_exact();
     rc = krn_site(ctx, "bn.bwd.dinp", dinp, x, n, &band);
 done:
-    free(norm), free(dnorm), free(gc), free(x), free(mag), free(dmean), free(dnmean);
+    free(mag), free(dmean), free(dnmean);
     return rc;
 }

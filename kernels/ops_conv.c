@@ -7,6 +7,7 @@
 #include "kernels/ops.h"
 #include "kernels/contract.h"
 #include "kernels/reduce.h"
+#include "kernels/scratch.h"
 
 /* The most FP64 values of one column matrix the backward's dweight product
  * reads at once (rows of taps over all N*P positions): 4M doubles, 32 MB. */
@@ -132,8 +133,11 @@ int krn_conv2d_forward(krn_ctx *ctx, float *out, const float *inp, const float *
         return rc;
     rc = OVT_ENOMEM;
     size_t K = s.K, P = s.P;
-    double *wd = krn_doubles(OC * K, op), *wn = krn_doubles(OC, op), *col = krn_doubles(K * P, op);
-    double *pn = krn_doubles(P, op), *x = krn_doubles(OC * P, op);
+    /* the large temporaries in the thread's scratch buffers (kept between
+     * calls: no fresh pages to fault in every step) */
+    double *wd = krn_scratch(KRN_SCRATCH_A, OC * K), *wn = krn_doubles(OC, op);
+    double *col = krn_scratch(KRN_SCRATCH_B, K * P), *pn = krn_doubles(P, op);
+    double *x = krn_scratch(KRN_SCRATCH_OUT, OC * P);
     krn_site_parts *sp = NULL;
     if (!wd || !wn || !col || !pn || !x || (rc = krn_widen_rows(&be, wd, wn, weight, OC, K)))
         goto done;
@@ -159,7 +163,7 @@ int krn_conv2d_forward(krn_ctx *ctx, float *out, const float *inp, const float *
         rc = krn_site_exact_fill(ctx, "conv.fwd.bias", out, N * OC * P, plane_bias_fill, &j);
     }
 done:
-    free(wd), free(wn), free(col), free(pn), free(x);
+    free(wn), free(pn);
     return rc;
 }
 
@@ -211,8 +215,8 @@ static int conv_dinp(krn_ctx *ctx, const krn_cpu *be, float *dinp, const float *
     static const char op[] = "conv2d_backward";
     size_t K = s->K, P = s->P, OC = s->OC, nimg = s->C * s->HW;
     int rc = OVT_ENOMEM;
-    double *colg = krn_doubles(K * P, op), *dn = krn_doubles(P, op), *wcn = krn_doubles(K, op);
-    double *x = krn_doubles(nimg, op), *mag = krn_doubles(nimg, op);
+    double *colg = krn_scratch(KRN_SCRATCH_B, K * P), *dn = krn_doubles(P, op), *wcn = krn_doubles(K, op);
+    double *x = krn_scratch(KRN_SCRATCH_C, nimg), *mag = krn_scratch(KRN_SCRATCH_D, nimg);
     krn_site_parts *sp = NULL;
     if (!colg || !dn || !wcn || !x || !mag || (rc = krn_col_norms(be, wcn, weight, OC, K)))
         goto done;
@@ -245,7 +249,7 @@ static int conv_dinp(krn_ctx *ctx, const krn_cpu *be, float *dinp, const float *
     if (rc == 0)
         rc = end_rc;
 done:
-    free(colg), free(dn), free(wcn), free(x), free(mag);
+    free(dn), free(wcn);
     return rc;
 }
 
@@ -260,8 +264,8 @@ static int conv_dweight(krn_ctx *ctx, const krn_cpu *be, float *dweight, const d
     size_t rows = COL_PART / NP;
     rows = rows == 0 ? 1 : rows > K ? K : rows;
     int rc = OVT_ENOMEM;
-    double *col = krn_doubles(rows * NP, op), *part = krn_doubles(OC * rows, op);
-    double *kn = krn_doubles(K, op), *x = krn_doubles(OC * K, op);
+    double *col = krn_scratch(KRN_SCRATCH_B, rows * NP), *part = krn_scratch(KRN_SCRATCH_C, OC * rows);
+    double *kn = krn_doubles(K, op), *x = krn_scratch(KRN_SCRATCH_OUT, OC * K);
     if (!col || !part || !kn || !x)
         goto done;
     for (size_t k0 = 0; k0 < K; k0 += rows) {
@@ -288,7 +292,7 @@ static int conv_dweight(krn_ctx *ctx, const krn_cpu *be, float *dweight, const d
     band.cols = K;
     rc = krn_site(ctx, "conv.bwd.dweight", dweight, x, OC * K, &band);
 done:
-    free(col), free(part), free(kn), free(x);
+    free(kn);
     return rc;
 }
 
@@ -307,7 +311,8 @@ int krn_conv2d_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias,
         return rc;
     rc = OVT_ENOMEM;
     size_t K = s.K, P = s.P, NP = N * P;
-    double *wd = krn_doubles(OC * K, op), *g = krn_doubles(OC * NP, op), *gn = krn_doubles(OC, op);
+    double *wd = krn_scratch(KRN_SCRATCH_A, OC * K), *g = krn_scratch(KRN_SCRATCH_F, OC * NP);
+    double *gn = krn_doubles(OC, op);
     if (!wd || !g || !gn)
         goto done;
     krn_widen(wd, weight, OC * K);
@@ -330,6 +335,6 @@ int krn_conv2d_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias,
     if (dbias)
         rc = krn_row_sum_site(ctx, &be, "conv.bwd.dbias", dbias, g, NULL, OC, NP);
 done:
-    free(wd), free(g), free(gn);
+    free(gn);
     return rc;
 }

@@ -4,6 +4,7 @@
 
 #include "kernels/ops.h"
 #include "kernels/reduce.h"
+#include "kernels/scratch.h"
 
 /* Checks a max pooling shape and gives OH, OW and the sizes. */
 static int pool_check(const char *op, krn_ctx *ctx, size_t N, size_t C, size_t H, size_t W, size_t k,
@@ -47,7 +48,7 @@ int krn_maxpool2d_forward(krn_ctx *ctx, float *out, int32_t *idx, const float *i
         (rc = krn_check_ptr(op, "inp", inp)) ||
         (rc = pool_check(op, ctx, N, C, H, W, k, stride, pad, &OH, &OW, &nin, &nout)))
         return rc;
-    double *x = krn_doubles(nout, op);
+    double *x = krn_scratch(KRN_SCRATCH_OUT, nout);
     if (!x)
         return OVT_ENOMEM;
     for (size_t pl = 0; pl < N * C; pl++) {
@@ -69,9 +70,7 @@ int krn_maxpool2d_forward(krn_ctx *ctx, float *out, int32_t *idx, const float *i
         }
     }
     krn_band band = krn_band_exact();
-    rc = krn_site(ctx, "maxpool.fwd", out, x, nout, &band);
-    free(x);
-    return rc;
+    return krn_site(ctx, "maxpool.fwd", out, x, nout, &band);
 }
 
 /* Sites and bands: kernels/ops.h, docs/op-bounds.md ("pooling"). */
@@ -90,7 +89,7 @@ int krn_maxpool2d_backward(krn_ctx *ctx, float *dinp, const float *dout, const i
         if (idx[o] < 0 || (size_t)idx[o] >= hw)
             return ovt_fail(OVT_EINVAL, "%s: index %d of output %zu is outside its %zu x %zu plane", op,
                             (int)idx[o], o, H, W);
-    double *x = krn_doubles(nin, op);
+    double *x = krn_scratch(KRN_SCRATCH_OUT, nin);
     if (!x)
         return OVT_ENOMEM;
     /* every input element's sum s = 0, s = s + dout, over the outputs that
@@ -104,9 +103,7 @@ int krn_maxpool2d_backward(krn_ctx *ctx, float *dinp, const float *dout, const i
     for (size_t i = 0; i < nin; i++)
         x[i] = x[i] + (double)dinp[i];
     krn_band band = krn_band_exact();
-    rc = krn_site(ctx, "maxpool.bwd", dinp, x, nin, &band);
-    free(x);
-    return rc;
+    return krn_site(ctx, "maxpool.bwd", dinp, x, nin, &band);
 }
 
 /* Checks a global average pooling shape: nc planes, n elements. */
@@ -131,10 +128,10 @@ int krn_avgpool_global_forward(krn_ctx *ctx, float *out, const float *inp, size_
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
     rc = OVT_ENOMEM;
-    double *xd = krn_doubles(n, op), *x = krn_doubles(nc, op), *mag = krn_doubles(nc, op);
+    double *xd = krn_scratch(KRN_SCRATCH_A, n), *x = krn_doubles(nc, op), *mag = krn_doubles(nc, op);
     if (xd && x && mag && (rc = krn_widen_rows(&be, xd, NULL, inp, nc, HW)) == 0)
         rc = krn_row_mean_site(ctx, &be, "avgpool.fwd", out, xd, NULL, nc, HW, x, mag);
-    free(xd), free(x), free(mag);
+    free(x), free(mag);
     return rc;
 }
 
