@@ -6,8 +6,7 @@
  * so each figure is the median of the repetitions after it.
  *
  *   bench_conv [--N N] [--C C] [--HW S] [--threads N] [--reps N]
- * Issue 29's head start; results go to docs/bench-kernels.md once the
- * convolution has its cuda twin. */
+ * Results are written down in docs/bench-kernels.md. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
