@@ -144,10 +144,12 @@ static void test_conv_direct(void)
 {
     /* 3x3 pad 1, stride 2 with K = 144 > one chunk, 7x7 stride 2 pad 3
      * (ResNet's stem), 1x1 stride 2 (a projection), a non-square kernel,
-     * and a stride larger than the kernel (inputs no tap reaches) */
+     * a stride larger than the kernel (inputs no tap reaches), a 1x1 of
+     * one value, and padding 2 around a 2x2 input (patches of padding only) */
     const conv_case shapes[] = {conv_make(2, 16, 6, 5, 5, 3, 3, 2, 1), conv_make(2, 3, 9, 9, 4, 7, 7, 2, 3),
                                 conv_make(3, 6, 5, 5, 7, 1, 1, 2, 0), conv_make(1, 2, 5, 6, 3, 2, 3, 1, 1),
-                                conv_make(2, 3, 7, 7, 2, 2, 2, 3, 0), conv_make(1, 1, 3, 3, 1, 3, 3, 1, 0)};
+                                conv_make(2, 3, 7, 7, 2, 2, 2, 3, 0), conv_make(1, 1, 3, 3, 1, 3, 3, 1, 0),
+                                conv_make(1, 1, 1, 1, 1, 1, 1, 1, 0), conv_make(2, 2, 2, 2, 3, 3, 3, 1, 2)};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         conv_against_direct(shapes[i], true, 40 + i);
         conv_against_direct(shapes[i], false, 50 + i);
