@@ -1,12 +1,13 @@
 #include "trainer/layout.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static void add(trn_layout *l, const char *name, uint32_t ndim, uint64_t d0, uint64_t d1, uint64_t d2)
 {
     trn_tensor_info *t = &l->t[l->count++];
-    t->name = name;
+    snprintf(t->name, sizeof t->name, "%s", name);
     t->ndim = ndim;
     t->shape[0] = d0;
     t->shape[1] = ndim > 1 ? d1 : 0;
@@ -14,6 +15,7 @@ static void add(trn_layout *l, const char *name, uint32_t ndim, uint64_t d0, uin
     t->size = (size_t)d0 * (ndim > 1 ? d1 : 1) * (ndim > 2 ? d2 : 1);
     t->offset = l->nparams;
     l->nparams += t->size;
+    l->ntrain = l->nparams; /* every tensor so far trainable */
 }
 
 static const char *const mlp_w_names[TRN_MAX_LAYERS + 1] = {"w0", "w1", "w2", "w3", "w4",

@@ -232,7 +232,7 @@ static int optimizer_step(krn_ctx *ctx, trn_workspace *w, trn_state *st, uint64_
 {
     const trn_run_config *rc = &st->config;
     int b = (int)rc->grid_bits;
-    size_t n = st->layout.nparams;
+    size_t n = st->layout.ntrain; /* the trainable parameters: the buffers after them are the model's own */
     float norm, scale = 1.0f, lr, bc1, bc2;
     int rv;
     if ((rv = krn_grad_norm(ctx, &norm, w->grads, n)))
