@@ -1,8 +1,9 @@
-/* bench_libm: ovt's exp, log and pow (kernels/cpu/libm.c, the cpu
- * backend's) against the C library's in the same run, on the arguments the
- * ops give them: softmax and cross-entropy exps (an FP32 value minus its
+/* bench_libm: ovt's exp, log, pow, sin and cos (kernels/cpu/libm.c, the
+ * cpu backend's) against the C library's in the same run, on the arguments
+ * the ops give them: softmax and cross-entropy exps (an FP32 value minus its
  * row's max, in [-40, 0]), logs of softmax sums (1 .. 60,000), AdamW's
- * pow(beta, t). Prints ns per call (median of 9 passes, process CPU time)
+ * pow(beta, t), rotary embedding angles pos * f_i (pos < 65536, f_i =
+ * 10000^(-i/32) in FP32, i < 32) for sin and cos. Prints ns per call (median of 9 passes, process CPU time)
  * and the ratio (docs/bench-kernels.md).
  *   bench_libm [n]   (n arguments per pass, default 1,000,000) */
 #include <math.h>
@@ -26,6 +27,10 @@ static double lg_own(double x, double y) { (void)y; return krn_log(x); }
 static double lg_libc(double x, double y) { (void)y; return log(x); }
 static double pw_own(double x, double y) { return krn_pow(x, y); }
 static double pw_libc(double x, double y) { return pow(x, y); }
+static double sn_own(double x, double y) { (void)y; return krn_sin(x); }
+static double sn_libc(double x, double y) { (void)y; return sin(x); }
+static double cs_own(double x, double y) { (void)y; return krn_cos(x); }
+static double cs_libc(double x, double y) { (void)y; return cos(x); }
 
 /* ns per call of fn over (x[i], y[i]), the median of REPS passes. */
 static double time_fn(double (*fn)(double, double), const double *x, const double *y, size_t n)
@@ -52,8 +57,9 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         double (*own)(double, double), (*libc)(double, double);
-    } fns[] = {{"exp", ex_own, ex_libc}, {"log", lg_own, lg_libc}, {"pow", pw_own, pw_libc}};
-    for (int f = 0; f < 3; f++) {
+    } fns[] = {{"exp", ex_own, ex_libc}, {"log", lg_own, lg_libc}, {"pow", pw_own, pw_libc},
+               {"sin", sn_own, sn_libc}, {"cos", cs_own, cs_libc}};
+    for (int f = 0; f < 5; f++) {
         for (size_t i = 0; i < n; i++) {
             double u = unit(i, 0), v = unit(i, 1);
             if (f == 0) {
@@ -63,9 +69,13 @@ int main(int argc, char **argv)
             } else if (f == 1) {
                 x[i] = (double)(float)(1.0 + u * 60000.0);
                 y[i] = 0.0;
-            } else {
+            } else if (f == 2) {
                 x[i] = betas[i % 3];
                 y[i] = (double)(1 + (uint64_t)(v * 100000.0));
+            } else {
+                float freq = (float)pow(10000.0, -(double)(uint64_t)(v * 32.0) / 32.0);
+                x[i] = (double)(uint64_t)(u * 65536.0) * (double)freq;
+                y[i] = 0.0;
             }
         }
         double own = time_fn(fns[f].own, x, y, n), libc = time_fn(fns[f].libc, x, y, n);

@@ -14,7 +14,7 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: ovt devnet --fault KIND [--at STEP] [--steps N] [--model gpt2-tiny|mlp] [OPTIONS]\n"
+            "usage: ovt devnet --fault KIND [--at STEP] [--steps N] [--model gpt2-tiny|llama-tiny|mlp] [OPTIONS]\n"
             "\n"
             "The local dispute simulation: starts anvil on 127.0.0.1, deploys the arbitration\n"
             "contract, trains a small model with a fault injected at step K (`ovt train` on cpu),\n"
@@ -34,7 +34,8 @@ static void usage(FILE *f)
             "options:\n"
             "  --at K             the faulty step (default: 17, or N/2 when N < 34)\n"
             "  --steps N          training steps (default 64)\n"
-            "  --model NAME       gpt2-tiny (default: byte-level text, the GPL-3) or mlp (synthetic)\n"
+            "  --model NAME       gpt2-tiny (default: byte-level text, the GPL-3), llama-tiny (the same\n"
+            "                     text) or mlp (synthetic)\n"
             "  --batch B          batch size (default 4)\n"
             "  --seq T            gpt2-tiny sequence length (default 32)\n"
             "  --shards S         the trainer splits each step's batch into S shards (S divides\n"
@@ -182,7 +183,7 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
                             (json_int_t)devnet_ledger_gas(&r->ledger, "deployer"));
     json_t *j = json_pack("{s:s, s:I, s:I, s:s, s:s, s:s, s:s, s:s, s:b, s:s, s:o, s:f, s:f, s:s, s:s, s:o, s:o}",
                           "fault", devnet_fault_name(o->fault), "at", (json_int_t)(o->fault ? o->at : 0), "steps",
-                          (json_int_t)o->steps, "model", o->mlp ? "mlp-demo" : "gpt2-tiny", "silent",
+                          (json_int_t)o->steps, "model", DEVNET_MODEL(o), "silent",
                           devnet_party_name(o->silent), "outcome", chain_arb_outcome_name(r->outcome), "expected",
                           chain_arb_outcome_name(r->expected), "wrong_party", devnet_party_name(r->wrong),
                           "as_expected", as_expected, "contract", r->contract, "step",
@@ -257,9 +258,10 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_AT: rv = ovt_parse_u64(&o->at, flag, arg, 1, 1000000); break;
     case O_STEPS: rv = ovt_parse_u64(&o->steps, flag, arg, 2, 1000000); break;
     case O_MODEL:
-        if (strcmp(arg, "mlp") && strcmp(arg, "mlp-demo") && strcmp(arg, "gpt2-tiny"))
-            return cli_usage_error("devnet", "--model must be gpt2-tiny or mlp, got '%s'", arg);
-        o->mlp = strcmp(arg, "gpt2-tiny") != 0;
+        if (strcmp(arg, "mlp") && strcmp(arg, "mlp-demo") && strcmp(arg, "gpt2-tiny") && strcmp(arg, "llama-tiny"))
+            return cli_usage_error("devnet", "--model must be gpt2-tiny, llama-tiny or mlp, got '%s'", arg);
+        o->mlp = !strcmp(arg, "mlp") || !strcmp(arg, "mlp-demo");
+        o->model = o->mlp ? "mlp-demo" : arg;
         break;
     case O_BATCH: rv = ovt_parse_u32(&o->batch, flag, arg, 1, 1024); break;
     case O_SEQ: rv = ovt_parse_u32(&o->seq, flag, arg, 1, 64); break;

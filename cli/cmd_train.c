@@ -25,11 +25,13 @@ static void train_usage(FILE *f)
             "loss curve as loss.csv and loss.svg (written at every checkpoint and at the end).\n"
             "\n"
             "options:\n"
-            "  --model NAME         gpt2-tiny (default), gpt2-small, mlp-demo, or mlp-mnist\n"
+            "  --model NAME         gpt2-tiny (default), gpt2-small, llama-tiny, llama-15m, llama-110m,\n"
+            "                       mlp-demo, or mlp-mnist (llama-15m and llama-110m: llama2.c's\n"
+            "                       stories shapes, Llama 2's 32000 tokens: `ovt data text --tokenizer llama2`)\n"
             "  --config FILE        start from the run config of another run (its config.bin: model,\n"
             "                       optimizer, schedule, batch, seed, b); later flags change it and\n"
             "                       the datasetHash comes from --data\n"
-            "  --data FILE          GPT-2: a token file (ovt uint16 format, or raw bytes as\n"
+            "  --data FILE          GPT-2, Llama: a token file (ovt uint16 format, or raw bytes as\n"
             "                       byte-level tokens); MLP: an ovt samples or image file. Make them with\n"
             "                       `ovt data text YOUR.txt --out tokens.bin` (byte-level, for gpt2-tiny;\n"
             "                       with --bpe DIR GPT-2's BPE tokens, for gpt2-small)\n"
@@ -39,7 +41,7 @@ static void train_usage(FILE *f)
             "  --out DIR            the run directory (created; must not hold a run unless --resume)\n"
             "  --steps N            training steps (default 100)\n"
             "  --batch B            sequences or samples per step (default 8)\n"
-            "  --seq T              GPT-2 sequence length (default min(64, context))\n"
+            "  --seq T              GPT-2 and Llama sequence length (default min(64, context))\n"
             "  --lr X               peak learning rate (default 0.001)\n"
             "  --lr-min X           learning rate at the last step (default --lr / 10; = --lr: constant)\n"
             "  --schedule KIND      the fall from --lr to --lr-min over the steps after warmup: cosine\n"
@@ -138,7 +140,9 @@ static int load_config_file(struct train_args *a, const char *path)
     if (rv)
         return ovt_fail_wrap(rv, "--config %s", path);
     a->o.config = rc;
-    a->o.model = rc.model.kind == TRN_MODEL_MLP ? "mlp (--config)" : "gpt2 (--config)";
+    a->o.model = rc.model.kind == TRN_MODEL_MLP    ? "mlp (--config)"
+                 : rc.model.kind == TRN_MODEL_LLAMA ? "llama (--config)"
+                                                    : "gpt2 (--config)";
     a->lr_min_set = true; /* the config's own lr_min */
     return 0;
 }

@@ -1,7 +1,7 @@
 #ifndef OVT_KERNELS_OPS_H
 #define OVT_KERNELS_OPS_H
 
-/* The tensor ops of the MLP and GPT-2 models (docs/op-bounds.md,
+/* The tensor ops of the MLP, GPT-2 and Llama models (docs/op-bounds.md,
  * docs/training-step.md), forward and backward, in llm.c's shape: ctx first, then outputs, then saved
  * statistics, then inputs, then weights, dimensions last; gradients carry a
  * `d` prefix. Every tensor is row-major FP32 holding grid values; every op
@@ -119,6 +119,65 @@ int krn_layernorm_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbi
                            const float *dout, const float *inp, const float *weight,
                            const float *mean, const float *rstd, size_t N, size_t C) OVT_MUST_USE;
 
+/* ---- RMSNorm (Llama) ----------------------------------------------------- */
+
+/* Per row of inp (N,C): ms = sum(x*x)/C, rstd = 1/sqrt(ms + eps),
+ * out = (x*rstd)*weight; weight (C); rstd (N) is saved for backward; eps
+ * an FP64 constant of the run config (the same double for every party).
+ * Sites: "rmsnorm.ms" (N, reduction over C; internal), "rmsnorm.rstd" (N,
+ * exact), "rmsnorm.fwd" (N*C, exact). */
+int krn_rmsnorm_forward(krn_ctx *ctx, float *out, float *rstd, const float *inp, const float *weight,
+                        double eps, size_t N, size_t C) OVT_MUST_USE;
+
+/* With norm = x*rstd and dnorm = weight*dout (exact per element):
+ *   dnn = sum(dnorm*norm)/C per row,
+ *   dweight (C) += sum over rows of norm*dout,
+ *   dinp (N,C) += (dnorm - norm*dnn)*rstd.
+ * Sites: "rmsnorm.bwd.dnmean" (N, reduction over C; internal),
+ * "rmsnorm.bwd.dweight" (C, reduction over N), "rmsnorm.bwd.dinp" (N*C,
+ * exact). */
+int krn_rmsnorm_backward(krn_ctx *ctx, float *dinp, float *dweight, const float *dout, const float *inp,
+                         const float *weight, const float *rstd, size_t N, size_t C) OVT_MUST_USE;
+
+/* ---- rotary position embedding (Llama) ---------------------------------- */
+
+/* The rotary table for heads of size hs (even) at positions 0..T-1, a
+ * function of the config alone: freq_i = theta^(-(2i)/hs) for i < hs/2
+ * (the exponent one FP64 division), and with the angle t*freq_i (exact in
+ * FP64: an integer below 2^16 times a grid value)
+ *   cos (T, hs/2) = cos(t*freq_i),  sin (T, hs/2) = sin(t*freq_i).
+ * Sites: "rope.freq" (hs/2, libm: pow; internal), "rope.cos", "rope.sin"
+ * (T*hs/2 each, libm). */
+int krn_rope_table(krn_ctx *ctx, float *cos, float *sin, size_t T, size_t hs, double theta) OVT_MUST_USE;
+
+/* Rotates x (B,T,NH*hs) by position: in each head, the pair (x0, x1) at
+ * channels (2i, 2i+1) of position t becomes
+ *   (x0*c - x1*s, x0*s + x1*c),  c = cos[t][i], s = sin[t][i]
+ * (llama2.c's interleaved pairs). Site "rope.fwd" (B*T*NH*hs, exact).
+ * out may equal inp. */
+int krn_rope_forward(krn_ctx *ctx, float *out, const float *inp, const float *cos, const float *sin, size_t B,
+                     size_t T, size_t NH, size_t hs) OVT_MUST_USE;
+
+/* dinp += the rotation back of dout: (d0*c + d1*s, d1*c - d0*s) per pair.
+ * Site "rope.bwd" (B*T*NH*hs, exact: each value then + old). */
+int krn_rope_backward(krn_ctx *ctx, float *dinp, const float *dout, const float *cos, const float *sin,
+                      size_t B, size_t T, size_t NH, size_t hs) OVT_MUST_USE;
+
+/* ---- SwiGLU (Llama) ------------------------------------------------------ */
+
+/* out (n) = silu(a) * b, silu(a) = a * sig(a), with e = exp(-|a|) (in (0,1],
+ * so nothing overflows) and sig = 1/(1 + e) for a >= 0, e/(1 + e) below.
+ * Sites: "swiglu.exp" (n, libm: exp(-|a|)), "swiglu.fwd" (n, exact:
+ * (a*sig)*b). Saves nothing (backward recomputes e). out may equal a or b. */
+int krn_swiglu_forward(krn_ctx *ctx, float *out, const float *a, const float *b, size_t n) OVT_MUST_USE;
+
+/* da (n) += (dout*b) * (sig*(1 + a*(1 - sig))), db (n) += dout*(a*sig),
+ * e and sig as above from the recomputed grid e.
+ * Sites: "swiglu.exp" (n, libm), "swiglu.bwd.da", "swiglu.bwd.db" (n each,
+ * exact). */
+int krn_swiglu_backward(krn_ctx *ctx, float *da, float *db, const float *dout, const float *a, const float *b,
+                        size_t n) OVT_MUST_USE;
+
 /* ---- attention ---------------------------------------------------------- */
 
 /* Causal multi-head self-attention from a fused qkv, as llm.c:
@@ -156,6 +215,29 @@ int krn_attention_backward(krn_ctx *ctx, float *dinp, float *dpreatt, float *dat
                            const float *dout, const float *inp, const float *att, size_t B,
                            size_t T, size_t C, size_t NH) OVT_MUST_USE;
 
+/* Causal grouped-query attention (Llama) from separate q (B,T,NH*hs) and
+ * k, v (B,T,NKV*hs), NKV dividing NH: query head h reads key/value head
+ * h / (NH/NKV). out (B,T,NH*hs); preatt and att (B,NH,T,T) saved. The same
+ * sums, sites and order as krn_attention_forward, with head h's q, k and v
+ * read from their own tensors. NKV = NH is multi-head attention. */
+int krn_gqa_forward(krn_ctx *ctx, float *out, float *preatt, float *att, const float *q, const float *k,
+                    const float *v, size_t B, size_t T, size_t NH, size_t NKV, size_t hs) OVT_MUST_USE;
+
+/* dq (B,T,NH*hs), dk and dv (B,T,NKV*hs) += the gradient of the forward
+ * above; dpreatt and datt (B,NH,T,T) are scratch outputs. As
+ * krn_attention_backward, except that a key/value head's gradient is one
+ * reduction over the G = NH/NKV query heads that share it: for key/value
+ * head j,
+ *   dv_t2 += sum_{g < G} sum_{t >= t2} att_h[t][t2] * dout_h,t
+ *   dk_t2 += (sum_{g < G} sum_{t >= t2} dpreatt_h[t][t2] * q_h,t) * scale
+ * with h = j*G + g, the G*T terms in (g, t) order and chunked from the first
+ * (a reduction of K = G*T). Sites: "attn.bwd.datt", "attn.bwd.dv" (B*T*NKV*hs),
+ * "attn.bwd.r", "attn.bwd.dpreatt", "attn.bwd.dq" (B*T*NH*hs),
+ * "attn.bwd.dk" (B*T*NKV*hs), in that order. */
+int krn_gqa_backward(krn_ctx *ctx, float *dq, float *dk, float *dv, float *dpreatt, float *datt,
+                     const float *dout, const float *q, const float *k, const float *v, const float *att,
+                     size_t B, size_t T, size_t NH, size_t NKV, size_t hs) OVT_MUST_USE;
+
 /* ---- residual, accumulation -------------------------------------------- */
 
 /* out (n) = inp1 + inp2. Site: "residual.fwd" (n, exact). out may equal an input. */
@@ -173,7 +255,8 @@ int krn_accumulate(krn_ctx *ctx, float *dst, const float *src, size_t n) OVT_MUS
 /* ---- embedding (llm.c's encoder) ---------------------------------------- */
 
 /* out (B,T,C) = wte[tokens[b,t]] + wpe[t]; tokens (B,T) in [0,V); wte (V,C),
- * wpe (maxT,C) with T <= maxT (only the first T rows are read).
+ * wpe (maxT,C) with T <= maxT (only the first T rows are read), or NULL for
+ * a model without position embeddings (Llama): out = wte[tokens[b,t]].
  * Site: "encoder.fwd" (B*T*C, exact). */
 int krn_encoder_forward(krn_ctx *ctx, float *out, const int32_t *tokens, const float *wte,
                         const float *wpe, size_t B, size_t T, size_t C, size_t V) OVT_MUST_USE;
@@ -181,7 +264,8 @@ int krn_encoder_forward(krn_ctx *ctx, float *out, const int32_t *tokens, const f
 /* dwte (V,C) += for each row v, the sum of dout[b,t] over positions with
  * tokens[b,t] == v, taken in increasing b*T+t order; dwpe (T,C) += the sum
  * over b of dout[b,t]. Sites: "encoder.bwd.dwte" (V*C, reduction over the
- * occurrences of each token), "encoder.bwd.dwpe" (T*C, reduction over B). */
+ * occurrences of each token), "encoder.bwd.dwpe" (T*C, reduction over B;
+ * skipped when dwpe is NULL). */
 int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *dout,
                          const int32_t *tokens, size_t B, size_t T, size_t C, size_t V) OVT_MUST_USE;
 

@@ -1,4 +1,5 @@
-/* GELU (GPT-2's tanh form) and ReLU (kernels/ops.h). Bands: docs/op-bounds.md. */
+/* GELU (GPT-2's tanh form), ReLU and SwiGLU (kernels/ops.h). Bands: docs/op-bounds.md. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "kernels/ops.h"
@@ -165,5 +166,120 @@ int krn_relu_backward(krn_ctx *ctx, float *dinp, const float *inp, const float *
     krn_band band = krn_band_exact();
     rc = krn_site(ctx, "relu.bwd", dinp, x, n, &band);
     free(x);
+    return rc;
+}
+
+/* SwiGLU (kernels/ops.h): e = exp(-|a|) as a libm site, then exact sites. */
+typedef struct {
+    const krn_cpu *be;
+    const float *a, *b, *e, *dout, *da, *db;
+    double *x;
+} swiglu_job;
+
+#define SWIGLU_RANGE 16384
+
+static void swiglu_exp_range(void *arg, size_t i0, size_t i1)
+{
+    const swiglu_job *j = arg;
+    for (size_t i = i0; i < i1; i++)
+        j->x[i] = krn_cpu_libm(j->be, KRN_FN_EXP, -fabs((double)j->a[i]));
+}
+
+/* sig(a) from the grid e = exp(-|a|). */
+static inline double swiglu_sig(double a, double e)
+{
+    return a >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
+}
+
+static void swiglu_fwd_fill(void *arg, size_t i0, size_t len, double *restrict x)
+{
+    const swiglu_job *j = arg;
+    for (size_t k = 0; k < len; k++) {
+        double a = j->a[i0 + k], sig = swiglu_sig(a, j->e[i0 + k]);
+        x[k] = (a * sig) * (double)j->b[i0 + k];
+    }
+}
+
+static void swiglu_da_fill(void *arg, size_t i0, size_t len, double *restrict x)
+{
+    const swiglu_job *j = arg;
+    for (size_t k = 0; k < len; k++) {
+        size_t i = i0 + k;
+        double a = j->a[i], sig = swiglu_sig(a, j->e[i]);
+        x[k] = ((double)j->dout[i] * (double)j->b[i]) * (sig * (1.0 + a * (1.0 - sig))) + (double)j->da[i];
+    }
+}
+
+static void swiglu_db_fill(void *arg, size_t i0, size_t len, double *restrict x)
+{
+    const swiglu_job *j = arg;
+    for (size_t k = 0; k < len; k++) {
+        size_t i = i0 + k;
+        double a = j->a[i], sig = swiglu_sig(a, j->e[i]);
+        x[k] = (double)j->dout[i] * (a * sig) + (double)j->db[i];
+    }
+}
+
+/* Site "swiglu.exp" into e (n floats). */
+static int swiglu_exp_site(krn_ctx *ctx, swiglu_job *j, float *e, size_t n)
+{
+    int rc = krn_parallel_ranges(j->be, n, SWIGLU_RANGE, swiglu_exp_range, j);
+    if (rc)
+        return rc;
+    krn_band band = krn_band_libm();
+    if ((rc = krn_site(ctx, "swiglu.exp", e, j->x, n, &band)))
+        return rc;
+    j->e = e;
+    return 0;
+}
+
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("swiglu"). */
+int krn_swiglu_forward(krn_ctx *ctx, float *out, const float *a, const float *b, size_t n)
+{
+    static const char op[] = "swiglu_forward";
+    int rc;
+    if ((rc = check_unary(op, out, "out", a, b, n)))
+        return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_swiglu_forward(ctx, out, a, b, n));
+    krn_cpu be;
+    if ((rc = krn_cpu_from_ctx(ctx, &be)))
+        return rc;
+    rc = OVT_ENOMEM;
+    double *x = krn_doubles(n, op);
+    float *e = krn_floats(n, op);
+    if (x && e) {
+        swiglu_job j = {.be = &be, .a = a, .b = b, .x = x};
+        if (!(rc = swiglu_exp_site(ctx, &j, e, n)))
+            rc = krn_site_exact_fill(ctx, "swiglu.fwd", out, n, swiglu_fwd_fill, &j);
+    }
+    free(x);
+    free(e);
+    return rc;
+}
+
+/* Sites and bands: kernels/ops.h, docs/op-bounds.md ("swiglu"). */
+int krn_swiglu_backward(krn_ctx *ctx, float *da, float *db, const float *dout, const float *a, const float *b,
+                        size_t n)
+{
+    static const char op[] = "swiglu_backward";
+    int rc;
+    if ((rc = check_unary(op, da, "da", a, dout, n)) || (rc = krn_check_ptr(op, "db", db)) ||
+        (rc = krn_check_ptr(op, "b", b)))
+        return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_swiglu_backward(ctx, da, db, dout, a, b, n));
+    krn_cpu be;
+    if ((rc = krn_cpu_from_ctx(ctx, &be)))
+        return rc;
+    rc = OVT_ENOMEM;
+    double *x = krn_doubles(n, op);
+    float *e = krn_floats(n, op);
+    if (x && e) {
+        swiglu_job j = {.be = &be, .a = a, .b = b, .dout = dout, .da = da, .db = db, .x = x};
+        if (!(rc = swiglu_exp_site(ctx, &j, e, n)) &&
+            !(rc = krn_site_exact_fill(ctx, "swiglu.bwd.da", da, n, swiglu_da_fill, &j)))
+            rc = krn_site_exact_fill(ctx, "swiglu.bwd.db", db, n, swiglu_db_fill, &j);
+    }
+    free(x);
+    free(e);
     return rc;
 }

@@ -265,9 +265,9 @@ int krn_encoder_forward(krn_ctx *ctx, float *out, const int32_t *tokens, const f
     size_t bt, n, nv;
     int rc;
     if ((rc = krn_check_ptr(op, "out", out)) || (rc = krn_check_ptr(op, "tokens", tokens)) ||
-        (rc = krn_check_ptr(op, "wte", wte)) || (rc = krn_check_ptr(op, "wpe", wpe)) ||
-        (rc = krn_check_dims(op, B, T, &bt)) || (rc = krn_check_dims(op, bt, C, &n)) ||
-        (rc = krn_check_dims(op, V, C, &nv)) || (rc = check_tokens(op, tokens, bt, V)))
+        (rc = krn_check_ptr(op, "wte", wte)) || (rc = krn_check_dims(op, B, T, &bt)) ||
+        (rc = krn_check_dims(op, bt, C, &n)) || (rc = krn_check_dims(op, V, C, &nv)) ||
+        (rc = check_tokens(op, tokens, bt, V)))
         return rc;
     KRN_CUDA_DISPATCH(ctx, krn_cuda_encoder_forward(ctx, out, tokens, wte, wpe, B, T, C, V));
     double *x = krn_doubles(n, op);
@@ -275,10 +275,10 @@ int krn_encoder_forward(krn_ctx *ctx, float *out, const int32_t *tokens, const f
         return OVT_ENOMEM;
     for (size_t b = 0; b < B; b++)
         for (size_t t = 0; t < T; t++) {
-            const float *te = wte + (size_t)tokens[b * T + t] * C, *pe = wpe + t * C;
+            const float *te = wte + (size_t)tokens[b * T + t] * C, *pe = wpe ? wpe + t * C : NULL;
             double *xo = x + (b * T + t) * C;
             for (size_t c = 0; c < C; c++)
-                xo[c] = (double)te[c] + (double)pe[c];
+                xo[c] = pe ? (double)te[c] + (double)pe[c] : (double)te[c];
         }
     krn_band band = krn_band_exact();
     rc = krn_site(ctx, "encoder.fwd", out, x, n, &band);
@@ -333,8 +333,7 @@ int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *do
     static const char op[] = "encoder_backward";
     size_t bt, n, nv, nt;
     int rc;
-    if ((rc = krn_check_ptr(op, "dwte", dwte)) || (rc = krn_check_ptr(op, "dwpe", dwpe)) ||
-        (rc = krn_check_ptr(op, "dout", dout)) || (rc = krn_check_ptr(op, "tokens", tokens)) ||
+    if ((rc = krn_check_ptr(op, "dwte", dwte)) || (rc = krn_check_ptr(op, "dout", dout)) || (rc = krn_check_ptr(op, "tokens", tokens)) ||
         (rc = krn_check_dims(op, B, T, &bt)) || (rc = krn_check_dims(op, bt, C, &n)) ||
         (rc = krn_check_dims(op, V, C, &nv)) || (rc = krn_check_dims(op, T, C, &nt)) ||
         (rc = check_tokens(op, tokens, bt, V)))
@@ -402,7 +401,7 @@ int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *do
     int end_rc = krn_site_parts_end(sp);
     if (rc == 0)
         rc = end_rc;
-    if (rc)
+    if (rc || !dwpe)
         goto done;
     /* dwpe: for each position t the sum over b (stride T*C). */
     for (size_t i = 0; i < nt; i++) {

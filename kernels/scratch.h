@@ -21,6 +21,7 @@ enum {
     KRN_SCRATCH_E,
     KRN_SCRATCH_F,
     KRN_SCRATCH_OUT,
+    KRN_SCRATCH_GATHER, /* attention: a key/value head's query heads stacked (ops_attn.c) */
     KRN_SCRATCH_TILE, /* krn_chunked_gemm's own */
     KRN_SCRATCH_WIDE, /* krn_chunked_gemm's own */
     KRN_SCRATCH_PACK, /* krn_chunked_gemm's own: packed operands (kernels/cpu/gemm.h) */

@@ -155,7 +155,7 @@ static void meta_fill(meta_values *m, const trn_state *st, const trn_step_table 
     const chain_merkle_preimage *p = &t->steps[st->step];
     m->v[0] = strdup("pt"); /* what Hugging Face's loader expects of a PyTorch checkpoint */
     m->v[1] = strdup(MODEL_FORMAT);
-    m->v[2] = strdup(st->config.model.kind == TRN_MODEL_GPT2 ? "gpt2" : "mlp");
+    m->v[2] = strdup(trn_model_kind_name(st->config.model.kind));
     m->v[3] = hex_text(enc, enc_len);
     m->v[4] = hash_text(&st->config_hash);
     m->v[5] = hash_text(&st->config.dataset_hash);
@@ -298,9 +298,9 @@ static int check_config(trn_run_config *rc, ovt_hash *ch, const trn_st_file *f, 
     if (memcmp(data.b, rc->dataset_hash.b, 32) != 0 || memcmp(data.b, a->dataset_hash.b, 32) != 0)
         return ovt_fail(OVT_EFORMAT, "metadata \"ovt.dataset_hash\" is not the run config's and the receipt's "
                                      "datasetHash");
-    if (!kind || strcmp(kind, rc->model.kind == TRN_MODEL_GPT2 ? "gpt2" : "mlp") != 0)
+    if (!kind || strcmp(kind, trn_model_kind_name(rc->model.kind)) != 0)
         return ovt_fail(OVT_EFORMAT, "metadata \"ovt.model\" is %s, the run config's model is %s",
-                        kind ? kind : "missing", rc->model.kind == TRN_MODEL_GPT2 ? "gpt2" : "mlp");
+                        kind ? kind : "missing", trn_model_kind_name(rc->model.kind));
     return 0;
 }
 

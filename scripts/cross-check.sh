@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The cross-architecture check (docs/architectures.md): trains a few steps of
-# gpt2-tiny and of mlp-demo natively, then under qemu user-mode emulation of
+# gpt2-tiny, llama-tiny and mlp-demo natively, then under qemu user-mode emulation of
 # ARCH re-executes the first and last step with `ovt step` and audits each
 # run on the cpu and ref backends; then the other way: trains the same runs
 # under emulation and audits them natively. Prints every stateHash, batchHash
 # and logHash `ovt step` compared, and whether the step tables (steps.bin:
-# every step's three hashes) are identical.
+# every step's three hashes) are identical, and whether each build's export of
+# its own run (safetensors; llama2c for llama-tiny) is the same bytes.
 # Needs build/ovt (native) and build-cross-ARCH/ovt (scripts/cross.sh ARCH).
 #   scripts/cross-check.sh ARCH [STEPS]   (default 3 steps)
 set -euo pipefail
@@ -37,7 +38,7 @@ bad() { say "$*"; fail=1; }
 # train MODEL WHO DIR: `ovt train` of MODEL by WHO (native or cross) into DIR
 train() {
   local -n who=$2
-  local seq=(); [ "$1" = gpt2-tiny ] && seq=(--seq 16)
+  local seq=(); [ "$1" != mlp-demo ] && seq=(--seq 16)
   "${who[@]}" train --model "$1" --batch 2 "${seq[@]}" --steps "$steps" --threads 2 --data "$work/$1.bin" \
     --out "$3" --json > "$3.json"
 }
@@ -52,7 +53,7 @@ audit() {
   fi
 }
 
-for model in gpt2-tiny mlp-demo; do
+for model in gpt2-tiny llama-tiny mlp-demo; do
   data=gpt2; [ $model = mlp-demo ] && data=mlp
   ln -sf "$work/$data.bin" "$work/$model.bin"
   train $model native "$work/$model-$here"
@@ -74,5 +75,16 @@ for model in gpt2-tiny mlp-demo; do
   else
     bad "$model: steps.bin of the runs trained on $here and on $arch differ"
   fi
+  # the model leaving ovt: each build exports its own run; the files must be the same bytes
+  formats=(safetensors); [ $model = llama-tiny ] && formats+=(llama2c)
+  for f in "${formats[@]}"; do
+    "${native[@]}" export "$work/$model-$here" --format "$f" --out "$work/$model-$here.$f" >/dev/null
+    "${cross[@]}" export "$work/$model-$arch" --format "$f" --out "$work/$model-$arch.$f" >/dev/null
+    if cmp -s "$work/$model-$here.$f" "$work/$model-$arch.$f"; then
+      say "$model: the $f exports written on $here and on $arch identical"
+    else
+      bad "$model: the $f exports written on $here and on $arch differ"
+    fi
+  done
 done
 exit $fail

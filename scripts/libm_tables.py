@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Writes kernels/cpu/libm_tables.h: the constants of ovt's exp, log and pow
-(kernels/cpu/libm.c) as exact hex doubles, computed here with Python's
-decimal module at 60 digits (its exp and ln are correctly rounded), so the
+"""Writes kernels/cpu/libm_tables.h: the constants of ovt's exp, log, pow,
+sin and cos (kernels/cpu/libm.c) as exact hex doubles, computed here with
+Python's decimal module at 60 digits (its exp and ln are correctly rounded;
+pi from Machin's formula at 80 digits, 1/n! as exact fractions), so the
 C code depends on no libm at run time and every machine reads the same bits.
   python3 scripts/libm_tables.py > kernels/cpu/libm_tables.h"""
-from decimal import Decimal, getcontext
+from decimal import Decimal, getcontext, localcontext
+from math import factorial
 from fractions import Fraction
 
 getcontext().prec = 60
@@ -30,6 +32,21 @@ def truncate_bits(d, bits):
         e -= 1
     m = round(f * 2 ** bits)
     return float(Fraction(m, 2 ** bits) * Fraction(2) ** e)
+
+
+def machin_pi():
+    """pi = 16 atan(1/5) - 4 atan(1/239), the series summed at 80 digits."""
+    with localcontext() as ctx:
+        ctx.prec = 80
+
+        def atan_inv(n):
+            total, term, k, n2 = Decimal(0), Decimal(1) / n, 0, n * n
+            while term != 0:
+                total += term / (2 * k + 1) * (-1 if k % 2 else 1)
+                term /= n2
+                k += 1
+            return total
+        return +(16 * atan_inv(5) - 4 * atan_inv(239))
 
 
 def h(x):
@@ -73,5 +90,36 @@ for j in range(jmin, jmax + 1):
         hi, lo = 0.0, 0.0
     out.append(f"    {{{h(c)}, {h(hi)}, {h(lo)}}}, /* j = {j} */")
 out.append("};")
-out += ["", "#endif", ""]
+out.append("")
+
+# sin, cos: pi/2 = P1 + P2 + P3, each RN of what the others leave (159
+# bits and more; test_libm checks pi/2 - P1 - P2 - P3 against MPFR's), and
+# 2/pi; Taylor coefficients (-1)^k / (2k+1)! (sin) and (-1)^k / (2k)! (cos),
+# k = 1..11, as hi, lo of the exact fraction.
+pi = machin_pi()
+with localcontext() as ctx:
+    ctx.prec = 80
+    rest = pi / 2
+    parts = []
+    for _ in range(3):
+        parts.append(float(rest))
+        rest -= Decimal(parts[-1])
+    out += [f"#define TRIG_PIO2_{i + 1} {h(v)}" for i, v in enumerate(parts)]
+    out += [f"#define TRIG_2_OVER_PI {h(float(2 / pi))}", ""]
+
+
+def frac_split(f):
+    hi = float(f)
+    return hi, float(f - Fraction(hi))
+
+
+for name, off in (("trig_sin", 1), ("trig_cos", 0)):
+    out.append(f"static const double {name}[11][2] = {{")
+    for k in range(1, 12):
+        n = 2 * k + off
+        hi, lo = frac_split(Fraction((-1) ** k, factorial(n)))
+        out.append(f"    {{{h(hi)}, {h(lo)}}}, /* {'-' if k % 2 else '+'}1/{n}! */")
+    out.append("};")
+    out.append("")
+out += ["#endif", ""]
 print("\n".join(out))

@@ -10,6 +10,8 @@
 
 static const uint8_t config_magic[8] = {'O', 'V', 'T', 'R', 'C', 'F', 'G', 0};
 
+static uint64_t f64_bits(double x);
+
 struct preset {
     const char *name;
     trn_model_config m;
@@ -26,7 +28,44 @@ static const struct preset presets[] = {
      {.kind = TRN_MODEL_GPT2, .n_layer = 2, .width = 64, .n_head = 4, .vocab = 256, .max_seq = 64}},
     {"gpt2-small",
      {.kind = TRN_MODEL_GPT2, .n_layer = 12, .width = 768, .n_head = 12, .vocab = 50257, .max_seq = 1024}},
+    /* llama-tiny: byte tokens, grouped-query attention (2 query heads per
+     * key/value head) and its own output head, for tests; llama-15m and
+     * llama-110m: the shapes of llama2.c's stories15M and stories110M
+     * (Llama 2's 32000 tokens, tied head) */
+    {"llama-tiny",
+     {.kind = TRN_MODEL_LLAMA, .n_layer = 2, .width = 64, .n_head = 4, .n_kv_head = 2, .vocab = 256,
+      .max_seq = 64, .hidden = 192, .tied = 0, .rope_theta = 10000.0, .norm_eps = 1e-5}},
+    {"llama-15m",
+     {.kind = TRN_MODEL_LLAMA, .n_layer = 6, .width = 288, .n_head = 6, .n_kv_head = 6, .vocab = 32000,
+      .max_seq = 256, .hidden = 768, .tied = 1, .rope_theta = 10000.0, .norm_eps = 1e-5}},
+    {"llama-110m",
+     {.kind = TRN_MODEL_LLAMA, .n_layer = 12, .width = 768, .n_head = 12, .n_kv_head = 12, .vocab = 32000,
+      .max_seq = 1024, .hidden = 2048, .tied = 1, .rope_theta = 10000.0, .norm_eps = 1e-5}},
 };
+
+int trn_model_equal(const trn_model_config *a, const trn_model_config *b)
+{
+    return a->kind == b->kind && a->n_layer == b->n_layer && a->width == b->width && a->n_head == b->n_head &&
+           a->vocab == b->vocab && a->max_seq == b->max_seq && a->in_dim == b->in_dim && a->n_class == b->n_class &&
+           a->n_kv_head == b->n_kv_head && a->hidden == b->hidden && a->tied == b->tied &&
+           f64_bits(a->rope_theta) == f64_bits(b->rope_theta) && f64_bits(a->norm_eps) == f64_bits(b->norm_eps);
+}
+
+const char *trn_model_kind_name(trn_model_kind kind)
+{
+    return kind == TRN_MODEL_MLP ? "mlp" : kind == TRN_MODEL_GPT2 ? "gpt2" : kind == TRN_MODEL_LLAMA ? "llama" : "unknown";
+}
+
+int trn_model_is_lm(const trn_model_config *m)
+{
+    return m->kind == TRN_MODEL_GPT2 || m->kind == TRN_MODEL_LLAMA;
+}
+
+uint32_t trn_llama_hidden(uint32_t width)
+{
+    uint32_t h = 2 * (4 * width) / 3;
+    return (h + 31) / 32 * 32;
+}
 
 int trn_model_preset(trn_model_config *out, const char *name)
 {
@@ -37,7 +76,41 @@ int trn_model_preset(trn_model_config *out, const char *name)
             return 0;
         }
     }
-    return ovt_fail(OVT_EINVAL, "unknown model '%s' (known: mlp-demo, mlp-mnist, gpt2-tiny, gpt2-small)", name);
+    return ovt_fail(OVT_EINVAL,
+                    "unknown model '%s' (known: mlp-demo, mlp-mnist, gpt2-tiny, gpt2-small, llama-tiny, llama-15m, "
+                    "llama-110m)",
+                    name);
+}
+
+/* Whether the Llama-only fields are all 0 (as every other kind has them). */
+static int llama_fields_zero(const trn_model_config *m)
+{
+    return !m->n_kv_head && !m->hidden && !m->tied && m->rope_theta == 0 && m->norm_eps == 0;
+}
+
+static int llama_check(const trn_model_config *m)
+{
+    if (m->n_layer < 1 || m->n_layer > 256 || !m->width || !m->n_head || !m->n_kv_head || !m->vocab ||
+        !m->max_seq || !m->hidden)
+        return ovt_fail(OVT_EINVAL, "Llama needs n_layer 1..256 and non-zero width, n_head, n_kv_head, vocab, "
+                                    "max_seq, hidden");
+    if (m->width % m->n_head || (m->width / m->n_head) % 2)
+        return ovt_fail(OVT_EINVAL, "Llama width %u must be n_head (%u) heads of an even size", m->width,
+                        m->n_head);
+    if (m->n_head % m->n_kv_head)
+        return ovt_fail(OVT_EINVAL, "Llama n_kv_head %u does not divide n_head %u", m->n_kv_head, m->n_head);
+    if (m->width > (1u << 16) || m->hidden > (1u << 18) || m->vocab > (1u << 20) || m->max_seq > (1u << 16))
+        return ovt_fail(OVT_EINVAL, "Llama dimensions too large (width <= 65536, hidden <= 2^18, vocab <= 2^20, "
+                                    "max_seq <= 65536)");
+    if (m->tied > 1)
+        return ovt_fail(OVT_EINVAL, "Llama tied is %u, expected 0 (own output head) or 1 (tied to wte)", m->tied);
+    if (!(m->rope_theta >= 1.0 && m->rope_theta <= 1e12) || !(m->norm_eps > 0 && m->norm_eps <= 1.0))
+        return ovt_fail(OVT_EINVAL, "Llama rope_theta %g (expected 1..1e12) or norm_eps %g (expected (0, 1]) "
+                                    "out of range",
+                        m->rope_theta, m->norm_eps);
+    if (m->in_dim || m->n_class)
+        return ovt_fail(OVT_EINVAL, "Llama config has MLP fields set");
+    return 0;
 }
 
 int trn_model_check(const trn_model_config *m)
@@ -48,8 +121,8 @@ int trn_model_check(const trn_model_config *m)
                             TRN_MAX_LAYERS);
         if (m->width > (1u << 16) || m->in_dim > (1u << 16) || m->n_class > (1u << 16))
             return ovt_fail(OVT_EINVAL, "MLP dimensions above 65536 are not supported");
-        if (m->n_head || m->vocab || m->max_seq)
-            return ovt_fail(OVT_EINVAL, "MLP config has GPT-2 fields set");
+        if (m->n_head || m->vocab || m->max_seq || !llama_fields_zero(m))
+            return ovt_fail(OVT_EINVAL, "MLP config has GPT-2 or Llama fields set");
         return 0;
     }
     if (m->kind == TRN_MODEL_GPT2) {
@@ -59,10 +132,12 @@ int trn_model_check(const trn_model_config *m)
             return ovt_fail(OVT_EINVAL, "GPT-2 width %u is not a multiple of n_head %u", m->width, m->n_head);
         if (m->width > (1u << 16) || m->vocab > (1u << 20) || m->max_seq > (1u << 16))
             return ovt_fail(OVT_EINVAL, "GPT-2 dimensions too large (width <= 65536, vocab <= 2^20, max_seq <= 65536)");
-        if (m->in_dim || m->n_class)
-            return ovt_fail(OVT_EINVAL, "GPT-2 config has MLP fields set");
+        if (m->in_dim || m->n_class || !llama_fields_zero(m))
+            return ovt_fail(OVT_EINVAL, "GPT-2 config has MLP or Llama fields set");
         return 0;
     }
+    if (m->kind == TRN_MODEL_LLAMA)
+        return llama_check(m);
     return ovt_fail(OVT_EINVAL, "unknown model kind %d", (int)m->kind);
 }
 
@@ -88,11 +163,13 @@ int trn_config_check(const trn_run_config *rc)
                                     "[0,1), eps in (0,1], weight decay in [0,1], clip >= 0, 0 = off)");
     if (rc->schedule != TRN_SCHEDULE_LINEAR && rc->schedule != TRN_SCHEDULE_COSINE)
         return ovt_fail(OVT_EINVAL, "schedule kind %u is unknown (0 linear, 1 cosine)", (unsigned)rc->schedule);
-    if (rc->head_shift > 20 || (rc->head_shift && rc->model.kind != TRN_MODEL_MLP))
-        return ovt_fail(OVT_EINVAL, "head shift %u: only the MLP takes one, at most 20", rc->head_shift);
+    int shiftable = rc->model.kind == TRN_MODEL_MLP || (rc->model.kind == TRN_MODEL_LLAMA && !rc->model.tied);
+    if (rc->head_shift > 20 || (rc->head_shift && !shiftable))
+        return ovt_fail(OVT_EINVAL, "head shift %u: only the MLP and a Llama with its own head take one, at most 20",
+                        rc->head_shift);
     if (rc->batch_size < 1 || rc->batch_size > (1u << 20))
         return ovt_fail(OVT_EINVAL, "batch size %u out of range 1..2^20", rc->batch_size);
-    if (rc->model.kind == TRN_MODEL_GPT2 && (rc->seq_len < 1 || rc->seq_len > rc->model.max_seq))
+    if (trn_model_is_lm(&rc->model) && (rc->seq_len < 1 || rc->seq_len > rc->model.max_seq))
         return ovt_fail(OVT_EINVAL, "sequence length %u out of range 1..%u", rc->seq_len, rc->model.max_seq);
     if (rc->model.kind == TRN_MODEL_MLP && rc->seq_len)
         return ovt_fail(OVT_EINVAL, "the MLP takes no sequence length");
@@ -125,7 +202,7 @@ void trn_config_default(trn_run_config *out, const trn_model_config *m)
     out->weight_decay = 0.0;
     out->grad_clip = 1.0;
     out->batch_size = 8;
-    out->seq_len = m->kind == TRN_MODEL_GPT2 ? (m->max_seq < 64 ? m->max_seq : 64) : 0;
+    out->seq_len = trn_model_is_lm(m) ? (m->max_seq < 64 ? m->max_seq : 64) : 0;
     out->seed = 1;
     out->grid_bits = 32;
     out->band_rules = TRN_BAND_RULES_CANONICAL;
@@ -155,6 +232,8 @@ int trn_config_has_init(const trn_run_config *rc)
 /* The lowest encoding version that holds rc (canonical encoding). */
 static uint32_t enc_version(const trn_run_config *rc)
 {
+    if (rc->model.kind == TRN_MODEL_LLAMA)
+        return 4;
     if (trn_config_shards(rc) > 1)
         return 3;
     return rc->schedule != TRN_SCHEDULE_LINEAR || trn_config_has_init(rc) ? 2 : 1;
@@ -190,7 +269,14 @@ size_t trn_config_encode(uint8_t out[TRN_CONFIG_ENC_MAX], const trn_run_config *
     if (version == 2)
         return TRN_CONFIG_ENC_V2_LEN;
     ovt_put_le32(out + 204, trn_config_shards(rc));
-    return TRN_CONFIG_ENC_V3_LEN;
+    if (version == 3)
+        return TRN_CONFIG_ENC_V3_LEN;
+    ovt_put_le32(out + 208, m->n_kv_head);
+    ovt_put_le32(out + 212, m->hidden);
+    ovt_put_le32(out + 216, m->tied);
+    ovt_put_le64(out + 220, f64_bits(m->rope_theta));
+    ovt_put_le64(out + 228, f64_bits(m->norm_eps));
+    return TRN_CONFIG_ENC_V4_LEN;
 }
 
 int trn_config_decode(trn_run_config *out, const uint8_t *buf, size_t len)
@@ -201,11 +287,11 @@ int trn_config_decode(trn_run_config *out, const uint8_t *buf, size_t len)
     if (memcmp(buf, config_magic, 8) != 0)
         return ovt_fail(OVT_EFORMAT, "run config has a wrong magic");
     uint32_t version = ovt_get_le32(buf + 8);
-    if (version < 1 || version > 3)
-        return ovt_fail(OVT_EFORMAT, "run config version %u is not supported (this build reads 1 to 3)", version);
-    size_t want = version == 1   ? TRN_CONFIG_ENC_V1_LEN
-                  : version == 2 ? TRN_CONFIG_ENC_V2_LEN
-                                 : TRN_CONFIG_ENC_V3_LEN;
+    if (version < 1 || version > 4)
+        return ovt_fail(OVT_EFORMAT, "run config version %u is not supported (this build reads 1 to 4)", version);
+    static const size_t lens[5] = {0, TRN_CONFIG_ENC_V1_LEN, TRN_CONFIG_ENC_V2_LEN, TRN_CONFIG_ENC_V3_LEN,
+                                   TRN_CONFIG_ENC_V4_LEN};
+    size_t want = lens[version];
     if (len != want)
         return ovt_fail(OVT_EFORMAT, "run config version %u is %zu bytes, expected %zu", version, len, want);
     trn_run_config rc;
@@ -232,10 +318,23 @@ int trn_config_decode(trn_run_config *out, const uint8_t *buf, size_t len)
         rc.schedule = (trn_schedule_kind)ovt_get_le32(buf + 168);
         memcpy(rc.init_hash.b, buf + 172, 32);
     }
-    rc.shards = version == 3 ? ovt_get_le32(buf + 204) : 1;
+    rc.shards = version >= 3 ? ovt_get_le32(buf + 204) : 1;
     if (version == 3 && rc.shards < 2)
         return ovt_fail(OVT_EFORMAT, "run config version 3 with %u shard(s) is not canonical (one shard encodes "
                                      "as version 1 or 2)", rc.shards);
+    if (version == 4 && rc.shards < 1)
+        return ovt_fail(OVT_EFORMAT, "run config version 4 with 0 shards is not canonical (one shard is 1)");
+    if (version == 4) {
+        m->n_kv_head = ovt_get_le32(buf + 208);
+        m->hidden = ovt_get_le32(buf + 212);
+        m->tied = ovt_get_le32(buf + 216);
+        m->rope_theta = f64_from(ovt_get_le64(buf + 220));
+        m->norm_eps = f64_from(ovt_get_le64(buf + 228));
+    }
+    if ((version == 4) != (m->kind == TRN_MODEL_LLAMA))
+        return ovt_fail(OVT_EFORMAT, "run config version %u for a model of kind %u: every Llama config and only a "
+                                     "Llama config is version 4",
+                        version, (unsigned)m->kind);
     if (version != enc_version(&rc))
         return ovt_fail(OVT_EFORMAT, "run config version %u with a linear schedule, no init_hash and one shard is "
                                      "not canonical (that config encodes as version 1)", version);
@@ -275,7 +374,7 @@ int trn_config_diff(char *out, size_t cap, const trn_run_config *there, const tr
     int n = 0;
     if (cap)
         out[0] = '\0';
-    if (memcmp(&there->model, &here->model, sizeof here->model) != 0)
+    if (!trn_model_equal(&there->model, &here->model))
         diff_add(out, cap, &n, "--model: L%u C%u V%u there, L%u C%u V%u here", there->model.n_layer,
                  there->model.width, there->model.vocab, here->model.n_layer, here->model.width, here->model.vocab);
     const struct {

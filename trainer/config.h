@@ -13,7 +13,10 @@
 #include "common/err.h"
 #include "kernels/rlog.h"
 
-typedef enum { TRN_MODEL_MLP = 1, TRN_MODEL_GPT2 = 2 } trn_model_kind;
+typedef enum { TRN_MODEL_MLP = 1, TRN_MODEL_GPT2 = 2, TRN_MODEL_LLAMA = 3 } trn_model_kind;
+
+/* "mlp", "gpt2", "llama" ("unknown" otherwise). */
+const char *trn_model_kind_name(trn_model_kind kind);
 
 /* The shape of the learning-rate fall after warmup (trainer/schedule.h). */
 typedef enum { TRN_SCHEDULE_LINEAR = 0, TRN_SCHEDULE_COSINE = 1 } trn_schedule_kind;
@@ -25,17 +28,39 @@ int trn_schedule_parse(trn_schedule_kind *out, const char *name) OVT_MUST_USE;
 /* Model shape. MLP: in_dim -> n_layer hidden layers of `width` (GELU) ->
  * n_class logits. GPT-2: llm.c's layout, n_layer blocks of `width` channels
  * and n_head heads, vocab tokens, max_seq positions, output head tied to the
- * token embedding. Fields a kind does not use are 0. */
+ * token embedding. Llama (llama2.c's layout, trainer/llama.c): n_layer
+ * blocks of `width` channels, n_head query heads sharing n_kv_head key and
+ * value heads (grouped-query attention; n_kv_head divides n_head), rotary
+ * positions with base rope_theta on q and k, RMSNorm with norm_eps, a
+ * SwiGLU MLP of `hidden` units, no biases, the output head tied to the token
+ * embedding or its own (tied). Fields a kind does not use are 0. */
 typedef struct {
     trn_model_kind kind;
     uint32_t n_layer;
     uint32_t width;
-    uint32_t n_head;  /* GPT-2 */
-    uint32_t vocab;   /* GPT-2 */
-    uint32_t max_seq; /* GPT-2 */
-    uint32_t in_dim;  /* MLP */
-    uint32_t n_class; /* MLP */
+    uint32_t n_head;    /* GPT-2, Llama */
+    uint32_t vocab;     /* GPT-2, Llama */
+    uint32_t max_seq;   /* GPT-2, Llama */
+    uint32_t in_dim;    /* MLP */
+    uint32_t n_class;   /* MLP */
+    uint32_t n_kv_head; /* Llama */
+    uint32_t hidden;    /* Llama: the SwiGLU width */
+    uint32_t tied;      /* Llama: 1 = the output head is wte */
+    double rope_theta;  /* Llama */
+    double norm_eps;    /* Llama */
 } trn_model_config;
+
+/* Whether two model configs are the same, field by field (the doubles by
+ * their bits). */
+int trn_model_equal(const trn_model_config *a, const trn_model_config *b);
+
+/* Whether the model reads token sequences (GPT-2, Llama): batches of B x T
+ * tokens, a token file, seq_len in the run config. */
+int trn_model_is_lm(const trn_model_config *m);
+
+/* llama2.c's SwiGLU width for `width` channels: 4*width, two thirds of it
+ * (rounded down), rounded up to a multiple of 32. */
+uint32_t trn_llama_hidden(uint32_t width);
 
 /* The band rules the run was made under: the numeric contract's version and
  * the fixed parts of summation order it imposes (GEMM chunk).
@@ -60,11 +85,12 @@ typedef struct {
     uint32_t warmup_steps;
     uint32_t decay_steps;
     uint32_t batch_size; /* B: samples (MLP) or sequences (GPT-2) per step */
-    uint32_t seq_len;    /* T (GPT-2), 0 for the MLP */
+    uint32_t seq_len;    /* T (GPT-2, Llama), 0 for the MLP */
     uint64_t seed;       /* init and batch schedule */
     uint32_t grid_bits;  /* b in 24..32 */
     uint32_t band_rules; /* TRN_BAND_RULES_V1 */
-    /* MLP only, 0 = off: the output layer starts with a common shift of
+    /* MLP and Llama with its own head (not tied) only, 0 = off: the output
+     * layer starts with a common shift of
      * +-2^head_shift/16 added to every weight of each input column (sign per
      * column from krn_rng). Softmax ignores a shift common to all logits, so
      * the model computes the same function, but the backward reduction over
@@ -99,7 +125,8 @@ int trn_config_rule(const trn_run_config *rc);
 /* rc->shards, with 0 read as 1. */
 uint32_t trn_config_shards(const trn_run_config *rc);
 
-/* Named model shapes: "mlp-demo", "mlp-mnist", "gpt2-tiny", "gpt2-small". Fails with
+/* Named model shapes: "mlp-demo", "mlp-mnist", "gpt2-tiny", "gpt2-small",
+ * "llama-tiny", "llama-15m", "llama-110m". Fails with
  * OVT_EINVAL for an unknown name (the message lists the known ones). */
 int trn_model_preset(trn_model_config *out, const char *name) OVT_MUST_USE;
 
@@ -119,12 +146,15 @@ void trn_config_default(trn_run_config *out, const trn_model_config *m);
  * which every run made before version 2 is, so their configHash and
  * stateHashes stay; version 2 (204 bytes: version 1's fields, then the
  * schedule kind and init_hash) for another schedule or start in one shard;
- * version 3 (208 bytes: version 2's fields, then the shard count) for S > 1.
+ * version 3 (208 bytes: version 2's fields, then the shard count) for S > 1;
+ * version 4 (236 bytes: version 3's fields, then n_kv_head, hidden, tied,
+ * rope_theta and norm_eps) for every Llama and only for Llama.
  * Returns the length written. */
 #define TRN_CONFIG_ENC_V1_LEN 168
 #define TRN_CONFIG_ENC_V2_LEN 204
 #define TRN_CONFIG_ENC_V3_LEN 208
-#define TRN_CONFIG_ENC_MAX TRN_CONFIG_ENC_V3_LEN
+#define TRN_CONFIG_ENC_V4_LEN 236
+#define TRN_CONFIG_ENC_MAX TRN_CONFIG_ENC_V4_LEN
 size_t trn_config_encode(uint8_t out[TRN_CONFIG_ENC_MAX], const trn_run_config *rc);
 
 /* Names what differs between two configs, as the `ovt train` flags that

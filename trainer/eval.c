@@ -24,8 +24,8 @@ static void fill_batch(int32_t *inputs, int32_t *targets, const data_tokens *dat
 static int check_input(const trn_state *st, const data_tokens *data, uint64_t *windows)
 {
     const trn_run_config *rc = &st->config;
-    if (rc->model.kind != TRN_MODEL_GPT2)
-        return ovt_fail(OVT_EINVAL, "evaluation on held-out tokens is for GPT-2 models; this run is an MLP");
+    if (!trn_model_is_lm(&rc->model))
+        return ovt_fail(OVT_EINVAL, "evaluation on held-out tokens is for GPT-2 and Llama models; this run is an MLP");
     uint64_t T = rc->seq_len;
     *windows = data->count / (T + 1);
     if (*windows == 0)
@@ -119,7 +119,8 @@ static int check_samples(const trn_state *st, const data_samples *data)
 {
     const trn_model_config *m = &st->config.model;
     if (m->kind != TRN_MODEL_MLP)
-        return ovt_fail(OVT_EINVAL, "evaluation on held-out samples is for MLP models; this run is GPT-2");
+        return ovt_fail(OVT_EINVAL, "evaluation on held-out samples is for MLP models; this run is %s",
+                        trn_model_kind_name(m->kind));
     if (data->dim != m->in_dim || data->n_class != m->n_class || !data->count)
         return ovt_fail(OVT_EINVAL, "the held-out file has %u samples of %u features and %u classes; the model "
                                     "takes %u and %u", data->count, data->dim, data->n_class, m->in_dim, m->n_class);

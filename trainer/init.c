@@ -12,6 +12,7 @@
 #include "common/fileio.h"
 #include "kernels/grid.h"
 #include "trainer/export.h"
+#include "trainer/llama2c.h"
 
 #define LLMC_MAGIC 20240326
 #define LLMC_HEADER_INTS 256
@@ -38,14 +39,17 @@ static void shape_text(char *buf, size_t cap, const trn_model_config *m)
 {
     if (m->kind == TRN_MODEL_GPT2)
         snprintf(buf, cap, "gpt2 L%u C%u NH%u V%u maxT%u", m->n_layer, m->width, m->n_head, m->vocab, m->max_seq);
+    else if (m->kind == TRN_MODEL_LLAMA)
+        snprintf(buf, cap, "llama L%u C%u NH%u KV%u V%u maxT%u H%u %s theta%g eps%g", m->n_layer, m->width,
+                 m->n_head, m->n_kv_head, m->vocab, m->max_seq, m->hidden, m->tied ? "tied" : "untied",
+                 m->rope_theta, m->norm_eps);
     else
         snprintf(buf, cap, "mlp L%u width%u in%u classes%u", m->n_layer, m->width, m->in_dim, m->n_class);
 }
 
 static int same_shape(const trn_model_config *a, const trn_model_config *b)
 {
-    return a->kind == b->kind && a->n_layer == b->n_layer && a->width == b->width && a->n_head == b->n_head &&
-           a->vocab == b->vocab && a->max_seq == b->max_seq && a->in_dim == b->in_dim && a->n_class == b->n_class;
+    return trn_model_equal(a, b);
 }
 
 static int shape_mismatch(const char *path, const char *what, const trn_model_config *file,
@@ -143,24 +147,86 @@ static int load_safetensors(float **out, const trn_layout *l, const char *path)
     return rv;
 }
 
-/* The first 16 bytes of path (fewer for a shorter file: the rest zero). */
-static int read_magic(uint8_t magic[16], const char *path)
+/* The first bytes of path (*n of them, the rest of prefix zero) and its
+ * size. */
+static int read_prefix(uint8_t prefix[TRN_LLAMA2C_PREFIX], size_t *n, uint64_t *size, const char *path)
 {
-    memset(magic, 0, 16);
+    memset(prefix, 0, TRN_LLAMA2C_PREFIX);
+    *n = 0;
     int fd;
     struct stat st;
     int rv = ovt_open_regular(path, &fd, &st);
     if (rv)
         return ovt_fail_wrap(rv, "--init-from");
+    *size = (uint64_t)st.st_size;
     FILE *f = fdopen(fd, "rb");
     if (!f) {
         close(fd);
         return ovt_fail_errno(OVT_EIO, "--init-from %s", path);
     }
-    size_t got = fread(magic, 1, 16, f);
-    (void)got; /* a short file keeps zeros and fails as none of the formats */
+    *n = fread(prefix, 1, TRN_LLAMA2C_PREFIX, f); /* a short file keeps zeros and fails as none of the formats */
     fclose(f);
     return 0;
+}
+
+/* The llama2.c header in prefix; the file has no rope_theta and norm_eps:
+ * a Llama run's own (llama2.c's 10000 and 1e-5 for another kind, which
+ * then fails as a shape that differs). */
+static int parse_llama2c(trn_llama2c_header *h, const trn_run_config *rc, const uint8_t *prefix, size_t n)
+{
+    int llama = rc->model.kind == TRN_MODEL_LLAMA;
+    return trn_llama2c_parse(h, prefix, n, llama ? rc->model.rope_theta : 10000.0, llama ? rc->model.norm_eps : 1e-5);
+}
+
+/* A llama2.c file of header h (both versions; trainer/llama2c.h). */
+static int load_llama2c(float **out, const trn_run_config *rc, const trn_layout *l, const trn_llama2c_header *h,
+                        const char *path)
+{
+    const char *what = h->version ? "llama2.c file (version 1)" : "legacy llama2.c file";
+    if (!same_shape(&h->model, &rc->model))
+        return shape_mismatch(path, what, &h->model, &rc->model);
+    uint8_t *buf;
+    size_t len;
+    int rv = ovt_read_file(path, &buf, &len, LLMC_MAX_FILE);
+    if (rv)
+        return rv;
+    if (len != h->file_len)
+        rv = ovt_fail(OVT_EFORMAT, "%s: %s is %zu bytes, its header implies %llu (%s)", path, what, len,
+                      (unsigned long long)h->file_len, len < h->file_len ? "truncated" : "trailing bytes");
+    else if (!(*out = malloc(l->nparams * sizeof(float))))
+        rv = ovt_fail(OVT_ENOMEM, "out of memory for %zu parameters", l->nparams);
+    else
+        trn_llama2c_import(*out, l, h, buf);
+    free(buf);
+    return rv;
+}
+
+/* A file of no known magic: a legacy llama2.c file when its first 28 bytes
+ * are a header whose model's file is exactly `size` bytes; otherwise the
+ * error says what each format expects. */
+static int load_unknown(float **out, const trn_run_config *rc, const trn_layout *l, const uint8_t *prefix, size_t n,
+                        uint64_t size, const char *path)
+{
+    const trn_model_config *m = &rc->model;
+    trn_llama2c_header h;
+    char why[512];
+    if (parse_llama2c(&h, rc, prefix, n) == 0) {
+        if (h.file_len == size)
+            return load_llama2c(out, rc, l, &h, path);
+        snprintf(why, sizeof why, "its header implies a file of %llu bytes, not %llu (%s)",
+                 (unsigned long long)h.file_len, (unsigned long long)size, size < h.file_len ? "truncated" : "trailing "
+                                                                                                           "bytes");
+    } else {
+        snprintf(why, sizeof why, "%s", ovt_errmsg());
+    }
+    char run[128] = "";
+    if (m->kind == TRN_MODEL_LLAMA)
+        snprintf(run, sizeof run, "; the run's model as one is %llu bytes",
+                 28ull + 4ull * (l->nparams + (uint64_t)m->max_seq * (m->width / m->n_head)));
+    return ovt_fail(OVT_EFORMAT, "%s is neither an ovt checkpoint (magic OVTCKPT), a safetensors file, an llm.c "
+                                 "weight file (magic %d) nor a llama2.c file (version 1: magic \"ak42\"); as a "
+                                 "legacy llama2.c file (no magic) %s%s",
+                    path, LLMC_MAGIC, why, run);
 }
 
 int trn_init_load(float **params, size_t *nparams, const trn_run_config *rc, const char *path)
@@ -168,20 +234,25 @@ int trn_init_load(float **params, size_t *nparams, const trn_run_config *rc, con
     *params = NULL;
     *nparams = 0;
     trn_layout l;
-    uint8_t magic[16], *buf = NULL;
-    size_t len = 0;
+    uint8_t magic[TRN_LLAMA2C_PREFIX], *buf = NULL;
+    size_t len = 0, n = 0;
+    uint64_t size = 0;
     float *v = NULL;
     int rv = trn_layout_build(&l, &rc->model);
-    if (rv || (rv = read_magic(magic, path)))
+    if (rv || (rv = read_prefix(magic, &n, &size, path)))
         return rv;
     if (!memcmp(magic, "OVTCKPT", 8)) {
         rv = load_checkpoint(&v, rc, &l, path); /* parsed and checked by the checkpoint reader */
-    } else if (trn_st_sniff(magic, sizeof magic)) {
+    } else if (trn_st_sniff(magic, n)) {
         rv = load_safetensors(&v, &l, path);
-    } else if (ovt_get_le32(magic) != LLMC_MAGIC) {
-        rv = ovt_fail(OVT_EFORMAT, "%s is neither an ovt checkpoint (magic OVTCKPT), a safetensors file nor an "
-                                   "llm.c weight file (magic %d)",
-                      path, LLMC_MAGIC);
+    } else if (trn_llama2c_has_magic(magic, n)) {
+        trn_llama2c_header h;
+        if ((rv = parse_llama2c(&h, rc, magic, n)))
+            rv = ovt_fail_wrap(rv, "%s", path);
+        else
+            rv = load_llama2c(&v, rc, &l, &h, path);
+    } else if (n < 4 || ovt_get_le32(magic) != LLMC_MAGIC) {
+        rv = load_unknown(&v, rc, &l, magic, n, size, path);
     } else if (!(rv = ovt_read_file(path, &buf, &len, LLMC_MAX_FILE))) {
         rv = load_llmc(&v, rc, &l, buf, len, path);
         free(buf);

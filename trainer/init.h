@@ -31,7 +31,14 @@ int trn_init_blob_len(const trn_run_config *rc, size_t *len) OVT_MUST_USE;
  *   an llm.c GPT-2 weight file (header of 256 int32: magic 20240326,
  *       version 3 = float32, maxT, V, L, NH, C, Vp; then the parameters in
  *       llm.c's order, wte with Vp >= V rows of which the first V are kept);
- *       its shape must equal rc's.
+ *       its shape must equal rc's;
+ *   a safetensors file under the export's names (trainer/export.h);
+ *   a llama2.c file (trainer/llama2c.h): version 1 by its magic "ak42",
+ *       the legacy version 0 (no magic) by its 28-byte header implying
+ *       exactly the file's length; its shape (dim, hidden_dim, n_layers,
+ *       n_heads, n_kv_heads, vocab_size, seq_len, the head tied or not) must
+ *       equal rc's, whose rope_theta and norm_eps it takes, llama2.c storing
+ *       neither; the legacy rotary tables are not read.
  * Values are rounded to rc's grid (krn_grid_round; the identity for b = 32
  * float32 values). *params gets nparams floats (malloc'd, the caller frees).
  * A wrong magic or version, a truncated file, a shape that differs (both

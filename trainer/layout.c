@@ -37,6 +37,24 @@ int trn_layout_build(trn_layout *out, const trn_model_config *m)
         }
         return 0;
     }
+    if (m->kind == TRN_MODEL_LLAMA) {
+        uint64_t V = m->vocab, C = m->width, L = m->n_layer, H = m->hidden;
+        uint64_t KV = (uint64_t)m->n_kv_head * (C / m->n_head);
+        add(out, "wte", 2, V, C, 0);
+        add(out, "rms_att", 2, L, C, 0);
+        add(out, "wq", 3, L, C, C);
+        add(out, "wk", 3, L, KV, C);
+        add(out, "wv", 3, L, KV, C);
+        add(out, "wo", 3, L, C, C);
+        add(out, "rms_ffn", 2, L, C, 0);
+        add(out, "w1", 3, L, H, C);
+        add(out, "w2", 3, L, C, H);
+        add(out, "w3", 3, L, H, C);
+        add(out, "rms_final", 1, C, 0, 0);
+        if (!m->tied)
+            add(out, "wcls", 2, V, C, 0);
+        return 0;
+    }
     uint64_t V = m->vocab, C = m->width, L = m->n_layer, T = m->max_seq;
     add(out, "wte", 2, V, C, 0);
     add(out, "wpe", 2, T, C, 0);
@@ -78,4 +96,17 @@ void trn_gpt2_slice(trn_gpt2_tensors *out, const trn_layout *layout, float *base
                         &out->fcprojw, &out->fcprojb,  &out->lnfw, &out->lnfb};
     for (int i = 0; i < 16; i++)
         *ptrs[i] = base + layout->t[i].offset;
+}
+
+void trn_llama_slice(trn_llama_tensors *out, const trn_layout *layout, float *base)
+{
+    int tied = layout->model.tied;
+    if (layout->model.kind != TRN_MODEL_LLAMA || layout->count != (tied ? 11u : 12u))
+        abort(); /* programming error: wrong model kind */
+    float **ptrs[12] = {&out->wte, &out->rms_att, &out->wq, &out->wk,        &out->wv,  &out->wo,
+                        &out->rms_ffn, &out->w1,  &out->w2, &out->w3, &out->rms_final, &out->wcls};
+    for (size_t i = 0; i < layout->count; i++)
+        *ptrs[i] = base + layout->t[i].offset;
+    if (tied)
+        out->wcls = out->wte;
 }

@@ -60,9 +60,27 @@ typedef struct {
     float *lnfb;     /* (C) */
 } trn_gpt2_tensors;
 
+/* Llama (llama2.c's TransformerWeights, in its order; per-layer tensors
+ * stacked over L; KV = n_kv_head * head size, H = hidden). No biases. */
+typedef struct {
+    float *wte;     /* (V, C) token embedding (and the output head when tied) */
+    float *rms_att; /* (L, C) */
+    float *wq;      /* (L, C, C) */
+    float *wk;      /* (L, KV, C) */
+    float *wv;      /* (L, KV, C) */
+    float *wo;      /* (L, C, C) */
+    float *rms_ffn; /* (L, C) */
+    float *w1;      /* (L, H, C) gate */
+    float *w2;      /* (L, C, H) down */
+    float *w3;      /* (L, H, C) up */
+    float *rms_final; /* (C) */
+    float *wcls;    /* (V, C) the output head: its own tensor, or wte when tied */
+} trn_llama_tensors;
+
 /* Slices a flat array of layout->nparams floats into named pointers. The
  * layout must be of the matching kind (a programming error otherwise). */
 void trn_mlp_slice(trn_mlp_tensors *out, const trn_layout *layout, float *base);
 void trn_gpt2_slice(trn_gpt2_tensors *out, const trn_layout *layout, float *base);
+void trn_llama_slice(trn_llama_tensors *out, const trn_layout *layout, float *base);
 
 #endif

@@ -36,7 +36,7 @@ int trn_run_data_parse(trn_run_data *d, const uint8_t *buf, size_t len, trn_run_
 {
     memset(d, 0, sizeof *d);
     int rv;
-    if (rc->model.kind == TRN_MODEL_GPT2) {
+    if (trn_model_is_lm(&rc->model)) {
         if ((rv = data_tokens_parse(&d->tokens, buf, len)))
             return ovt_fail_wrap(rv, "%s", what);
         if (d->tokens.vocab > rc->model.vocab)
@@ -78,7 +78,7 @@ int trn_step_batch_get(trn_step_batch *b, const trn_run_data *d, const trn_run_c
 {
     memset(b, 0, sizeof *b);
     int rv;
-    if (rc->model.kind == TRN_MODEL_GPT2) {
+    if (trn_model_is_lm(&rc->model)) {
         if ((rv = data_token_batch_get(&b->tb, &d->tokens, rc->seed, i, rc->batch_size, rc->seq_len)))
             return rv;
         data_token_batch_hash(&b->hash, &b->tb);

@@ -106,24 +106,38 @@ static void init_const(const trn_state *st, const trn_tensor_info *t, float valu
         st->params[t->offset + i] = value;
 }
 
-/* The MLP's optional head shift (trainer/config.h): column h of the output
- * layer gets +-2^head_shift/16, the sign from krn_rng (seed, 0, KRN_RNG_INIT,
- * nparams + h), added in FP64 (exact) and rounded to the grid. */
+/* The optional head shift (trainer/config.h) of an MLP or a Llama with its
+ * own output head: column h of the output layer (MLP: w[L], Llama: wcls,
+ * rows the classes or tokens) gets +-2^head_shift/16, the sign from krn_rng
+ * (seed, 0, KRN_RNG_INIT, nparams + h), added in FP64 (exact) and rounded
+ * to the grid. */
 static void init_head_shift(const trn_state *st)
 {
     const trn_run_config *rc = &st->config;
-    if (rc->model.kind != TRN_MODEL_MLP || rc->head_shift == 0)
+    if (rc->head_shift == 0)
         return;
-    trn_mlp_tensors t;
-    trn_mlp_slice(&t, &st->layout, st->params);
-    uint32_t L = rc->model.n_layer, H = rc->model.width, C = rc->model.n_class;
+    float *head;
+    uint32_t H, C;
+    if (rc->model.kind == TRN_MODEL_MLP) {
+        trn_mlp_tensors t;
+        trn_mlp_slice(&t, &st->layout, st->params);
+        head = t.w[rc->model.n_layer];
+        H = rc->model.width;
+        C = rc->model.n_class;
+    } else {
+        trn_llama_tensors t;
+        trn_llama_slice(&t, &st->layout, st->params);
+        head = t.wcls;
+        H = rc->model.width;
+        C = rc->model.vocab;
+    }
     double shift = 1.0 / 16;
     for (uint32_t k = 0; k < rc->head_shift; k++)
         shift *= 2;
     for (uint32_t h = 0; h < H; h++) {
         double a = krn_rng_u64(rc->seed, 0, KRN_RNG_INIT, st->layout.nparams + h) & 1 ? shift : -shift;
         for (uint32_t c = 0; c < C; c++) {
-            float *w = &t.w[L][(size_t)c * H + h];
+            float *w = &head[(size_t)c * H + h];
             *w = krn_grid_round((double)*w + a, (int)rc->grid_bits);
         }
     }
@@ -144,6 +158,17 @@ void trn_state_init(trn_state *st)
             continue;
         }
         const char *n = t->name;
+        if (m->kind == TRN_MODEL_LLAMA) {
+            /* llama2.c's model.py: norms 1, every matrix N(0, 0.02), the
+             * projections into the residual (wo, w3) scaled by 1/sqrt(2L) */
+            if (t->ndim == 1 || !strncmp(n, "rms_", 4))
+                init_const(st, t, 1.0f);
+            else if (!strcmp(n, "wo") || !strcmp(n, "w3"))
+                init_normal(st, t, 0.02 / sqrt(2.0 * m->n_layer));
+            else
+                init_normal(st, t, 0.02);
+            continue;
+        }
         if (!strcmp(n, "ln1w") || !strcmp(n, "ln2w") || !strcmp(n, "lnfw"))
             init_const(st, t, 1.0f);
         else if (!strcmp(n, "attprojw") || !strcmp(n, "fcprojw"))
@@ -394,7 +419,7 @@ bool trn_state_hash_end(trn_state *st, ovt_hash *out, uint64_t *step)
 }
 
 /* Checkpoint layout; every offset below is fixed by docs/formats.md. The
- * run config's encoding is 168, 204 or 208 bytes (versions 1, 2, 3), stated
+ * run config's encoding is 168, 204, 208 or 236 bytes (versions 1 to 4), stated
  * at offset 12; the fields after it move with it. */
 static const uint8_t ckpt_magic[8] = {'O', 'V', 'T', 'C', 'K', 'P', 'T', 0};
 #define CKPT_VERSION 1u
@@ -485,9 +510,10 @@ static int ckpt_head_parse(ckpt_head *h, const uint8_t *buf, size_t len)
         return ovt_fail(OVT_EFORMAT, "checkpoint version %u is not supported (expected %u)", version,
                         CKPT_VERSION);
     size_t cfg_len = ovt_get_le32(buf + 12);
-    if (cfg_len != TRN_CONFIG_ENC_V1_LEN && cfg_len != TRN_CONFIG_ENC_V2_LEN && cfg_len != TRN_CONFIG_ENC_V3_LEN)
-        return ovt_fail(OVT_EFORMAT, "checkpoint states a run config of %zu bytes, expected %d, %d or %d", cfg_len,
-                        TRN_CONFIG_ENC_V1_LEN, TRN_CONFIG_ENC_V2_LEN, TRN_CONFIG_ENC_V3_LEN);
+    if (cfg_len != TRN_CONFIG_ENC_V1_LEN && cfg_len != TRN_CONFIG_ENC_V2_LEN && cfg_len != TRN_CONFIG_ENC_V3_LEN &&
+        cfg_len != TRN_CONFIG_ENC_V4_LEN)
+        return ovt_fail(OVT_EFORMAT, "checkpoint states a run config of %zu bytes, expected %d, %d, %d or %d", cfg_len,
+                        TRN_CONFIG_ENC_V1_LEN, TRN_CONFIG_ENC_V2_LEN, TRN_CONFIG_ENC_V3_LEN, TRN_CONFIG_ENC_V4_LEN);
     size_t fixed = ckpt_fixed(cfg_len);
     if (len < fixed + 32)
         return ovt_fail(OVT_EFORMAT, "checkpoint is truncated: %zu bytes, shorter than its header", len);

@@ -40,6 +40,21 @@ int trn_workspace_new(trn_workspace **out, const trn_run_config *rc)
             goto fail;
         }
     }
+    if (m->kind == TRN_MODEL_LLAMA) {
+        size_t n = trn_llama_acts_size(m, B, rc->seq_len);
+        size_t nd = trn_llama_dacts_size(m, B, rc->seq_len);
+        w->mem_floats = n + nd;
+        w->mem = ovt_big_calloc(n + nd, sizeof(float));
+        w->grads = ovt_big_calloc(w->layout.nparams, sizeof(float));
+        if (!w->mem || !w->grads) {
+            rv = ovt_fail(OVT_ENOMEM, "out of memory for Llama activations (%zu + %zu floats) and gradients", n, nd);
+            goto fail;
+        }
+        trn_llama_acts_slice(&w->lacts, m, B, rc->seq_len, w->mem);
+        trn_llama_dacts_slice(&w->ldacts, m, B, rc->seq_len, w->mem + n, &w->lacts);
+        *out = w;
+        return 0;
+    }
     if (m->kind == TRN_MODEL_GPT2) {
         size_t n = trn_gpt2_acts_size(m, B, rc->seq_len);
         size_t nd = trn_gpt2_dacts_size(m, B, rc->seq_len);
@@ -169,13 +184,13 @@ float *trn_workspace_grads(trn_workspace *w)
 static int check_batch(const trn_workspace *w, const trn_batch *batch)
 {
     const trn_run_config *rc = &w->config;
-    if (batch->B != rc->batch_size || (rc->model.kind == TRN_MODEL_GPT2 && batch->T != rc->seq_len))
+    if (batch->B != rc->batch_size || (trn_model_is_lm(&rc->model) && batch->T != rc->seq_len))
         return ovt_fail(OVT_EINVAL, "batch of %u x %u does not match the run config's %u x %u", batch->B,
                         batch->T, rc->batch_size, rc->seq_len);
     if (rc->model.kind == TRN_MODEL_MLP && (!batch->x || !batch->labels))
         return ovt_fail(OVT_EINVAL, "an MLP batch needs features and labels");
-    if (rc->model.kind == TRN_MODEL_GPT2 && (!batch->inputs || !batch->targets))
-        return ovt_fail(OVT_EINVAL, "a GPT-2 batch needs input and target tokens");
+    if (trn_model_is_lm(&rc->model) && (!batch->inputs || !batch->targets))
+        return ovt_fail(OVT_EINVAL, "a %s batch needs input and target tokens", trn_model_kind_name(rc->model.kind));
     return 0;
 }
 
@@ -183,6 +198,8 @@ static int model_forward(krn_ctx *ctx, trn_workspace *w, const float *params, co
 {
     if (w->config.model.kind == TRN_MODEL_GPT2)
         return trn_gpt2_forward(ctx, w, params, batch, loss);
+    if (w->config.model.kind == TRN_MODEL_LLAMA)
+        return trn_llama_forward(ctx, w, params, batch, loss);
     return trn_mlp_forward(ctx, w, params, batch, loss);
 }
 
@@ -192,7 +209,7 @@ static trn_batch shard_of(const trn_batch *b, const trn_model_config *m, uint32_
     trn_batch v = *b;
     v.B = b->B / S;
     size_t first = (size_t)s * v.B;
-    if (m->kind == TRN_MODEL_GPT2) {
+    if (trn_model_is_lm(m)) {
         v.inputs = b->inputs + first * b->T;
         v.targets = b->targets + first * b->T;
     } else {
@@ -206,6 +223,8 @@ static int model_backward(krn_ctx *ctx, trn_workspace *w, const float *params, c
 {
     if (w->config.model.kind == TRN_MODEL_GPT2)
         return trn_gpt2_backward(ctx, w, params, batch);
+    if (w->config.model.kind == TRN_MODEL_LLAMA)
+        return trn_llama_backward(ctx, w, params, batch);
     return trn_mlp_backward(ctx, w, params, batch);
 }
 

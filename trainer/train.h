@@ -23,7 +23,7 @@
 #include "trainer/state.h"
 
 /* The inputs of one step. MLP: x (B, in_dim) grid values and labels (B).
- * GPT-2: inputs and targets (B, T) tokens. */
+ * GPT-2 and Llama: inputs and targets (B, T) tokens. */
 typedef struct {
     uint32_t B, T;
     const float *x;
@@ -101,7 +101,7 @@ void trn_workspace_fault_shard(trn_workspace *w, uint64_t step, uint32_t shard);
 int trn_eval_loss(krn_ctx *ctx, trn_workspace *w, const trn_state *st, const trn_batch *batch, uint64_t step,
                   float *loss) OVT_MUST_USE;
 
-/* Model internals, one file per model (trainer/mlp.c, trainer/gpt2.c):
+/* Model internals, one file per model (trainer/mlp.c, gpt2.c, llama.c):
  * forward to the mean loss, and backward into w's gradients (zeroed by the
  * caller). */
 float *trn_workspace_grads(trn_workspace *w);
@@ -111,5 +111,8 @@ int trn_mlp_backward(krn_ctx *ctx, trn_workspace *w, const float *params, const 
 int trn_gpt2_forward(krn_ctx *ctx, trn_workspace *w, const float *params, const trn_batch *batch,
                      float *loss) OVT_MUST_USE;
 int trn_gpt2_backward(krn_ctx *ctx, trn_workspace *w, const float *params, const trn_batch *batch) OVT_MUST_USE;
+int trn_llama_forward(krn_ctx *ctx, trn_workspace *w, const float *params, const trn_batch *batch,
+                      float *loss) OVT_MUST_USE;
+int trn_llama_backward(krn_ctx *ctx, trn_workspace *w, const float *params, const trn_batch *batch) OVT_MUST_USE;
 
 #endif

@@ -40,6 +40,42 @@ typedef struct {
     float *losses;    /* (B,T) */
 } trn_gpt2_acts;
 
+/* Llama activations (trainer/llama.c), per-layer ones stacked over L;
+ * KV = n_kv_head * hs, H = hidden. q and k before (q, k) and after (qr,
+ * kr) the rotation. The gradient set has the same layout less logits and
+ * probs, as GPT-2's (its rope and rstd slots unused; preatt and att are the
+ * attention backward's scratch). */
+#define TRN_LLAMA_NACTS 27
+typedef struct {
+    float *encoded;   /* (B,T,C) */
+    float *rope_cos;  /* (T, hs/2) */
+    float *rope_sin;  /* (T, hs/2) */
+    float *ln1;       /* (L,B,T,C) */
+    float *ln1_rstd;  /* (L,B,T) */
+    float *q;         /* (L,B,T,C) */
+    float *qr;        /* (L,B,T,C) */
+    float *k;         /* (L,B,T,KV) */
+    float *kr;        /* (L,B,T,KV) */
+    float *v;         /* (L,B,T,KV) */
+    float *preatt;    /* (L,B,NH,T,T) */
+    float *att;       /* (L,B,NH,T,T) */
+    float *atty;      /* (L,B,T,C) */
+    float *attproj;   /* (L,B,T,C) */
+    float *residual2; /* (L,B,T,C) */
+    float *ln2;       /* (L,B,T,C) */
+    float *ln2_rstd;  /* (L,B,T) */
+    float *h1;        /* (L,B,T,H) gate */
+    float *h3;        /* (L,B,T,H) up */
+    float *hg;        /* (L,B,T,H) silu(h1) * h3 */
+    float *fcproj;    /* (L,B,T,C) */
+    float *residual3; /* (L,B,T,C) */
+    float *lnf;       /* (B,T,C) */
+    float *lnf_rstd;  /* (B,T) */
+    float *logits;    /* (B,T,V) */
+    float *probs;     /* (B,T,V) */
+    float *losses;    /* (B,T) */
+} trn_llama_acts;
+
 struct trn_workspace {
     trn_run_config config;
     trn_layout layout;
@@ -60,6 +96,8 @@ struct trn_workspace {
 
     /* GPT-2: activations and their gradients, both in `mem`. */
     trn_gpt2_acts acts, dacts;
+    /* Llama: the same. */
+    trn_llama_acts lacts, ldacts;
 
     /* A sharded step (config shards S > 1): activations are for one shard
      * of B/S; shard_grads[k] is the gradient of the k-th shard this
@@ -88,5 +126,11 @@ size_t trn_gpt2_dacts_size(const trn_model_config *m, size_t B, size_t T);
 void trn_gpt2_dacts_slice(trn_gpt2_acts *out, const trn_model_config *m, size_t B, size_t T, float *base,
                           const trn_gpt2_acts *acts);
 
+/* Llama (trainer/llama.c): the same four for its activations. */
+size_t trn_llama_acts_size(const trn_model_config *m, size_t B, size_t T);
+size_t trn_llama_dacts_size(const trn_model_config *m, size_t B, size_t T);
+void trn_llama_acts_slice(trn_llama_acts *out, const trn_model_config *m, size_t B, size_t T, float *base);
+void trn_llama_dacts_slice(trn_llama_acts *out, const trn_model_config *m, size_t B, size_t T, float *base,
+                           const trn_llama_acts *acts);
 
 #endif

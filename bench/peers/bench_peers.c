@@ -1,8 +1,9 @@
 /* bench_peers: the C side of the peer benchmark (bench/peers/run.sh). One
- * GPT-2 model and batch shape, three steps kept warm in one process: ovt's
+ * GPT-2 or Llama model and batch shape, three steps kept warm in one process: ovt's
  * RECORD step (the trainer's, log written), ovt's PLAIN step (the same ops,
  * sites that only convert to FP32, no log; a baseline the protocol never
- * uses) and a plain FP32 step with OpenBLAS SGEMM (gpt2_fp32.c). After one
+ * uses) and, for GPT-2, a plain FP32 step with OpenBLAS SGEMM (gpt2_fp32.c;
+ * a Llama has none: its FP32_s is printed as -1). After one
  * warm-up step of each it reads lines from stdin: for each line "round" it
  * runs one timed step of each, in that order, and prints
  *   round RECORD_s PLAIN_s FP32_s
@@ -88,10 +89,11 @@ int main(int argc, char **argv)
     trn_model_config m;
     if (trn_model_preset(&m, model))
         fail("--model");
-    if (m.kind != TRN_MODEL_GPT2) {
-        fprintf(stderr, "bench_peers: a GPT-2 model is needed\n");
+    if (!trn_model_is_lm(&m)) {
+        fprintf(stderr, "bench_peers: a GPT-2 or Llama model is needed\n");
         return 2;
     }
+    int has_fp32 = m.kind == TRN_MODEL_GPT2;
     bench_step_inputs in;
     const char *what;
     if (bench_step_inputs_new(&in, &m, B, T, &what))
@@ -99,8 +101,8 @@ int main(int argc, char **argv)
     trn_state *init = in.init;
     trn_workspace *w = in.w;
     krn_rlog *log = krn_rlog_new();
-    fp32_gpt2 *g;
-    if (!log || fp32_gpt2_new(&g, m.n_layer, m.width, m.n_head, m.vocab, m.max_seq, B, T, in.rc.seed))
+    fp32_gpt2 *g = NULL;
+    if (!log || (has_fp32 && fp32_gpt2_new(&g, m.n_layer, m.width, m.n_head, m.vocab, m.max_seq, B, T, in.rc.seed)))
         fail("out of memory");
     fp32_adamw opt = {(float)in.rc.lr,  (float)in.rc.beta1,        (float)in.rc.beta2,
                       (float)in.rc.eps, (float)in.rc.weight_decay, (float)in.rc.grad_clip};
@@ -108,9 +110,15 @@ int main(int argc, char **argv)
     /* warm-up: first touch of the workspaces, activations and moments */
     ovt_step(init, w, KRN_RECORD, threads, &in.batch.view, log);
     ovt_step(init, w, KRN_PLAIN, threads, &in.batch.view, NULL);
-    fp32_step(g, &in.batch.view, &opt, threads);
-    printf("ready %s %zu params B %u T %u threads %d log_entries %llu\n", model, init->layout.nparams, B, T, threads,
-           (unsigned long long)krn_rlog_nentries(log));
+    if (has_fp32)
+        fp32_step(g, &in.batch.view, &opt, threads);
+    uint8_t *enc = NULL;
+    size_t enc_len = 0;
+    if (krn_rlog_encode(log, &enc, &enc_len))
+        fail("log encoding");
+    free(enc);
+    printf("ready %s %zu params B %u T %u threads %d log_entries %llu log_bytes %zu\n", model, init->layout.nparams, B,
+           T, threads, (unsigned long long)krn_rlog_nentries(log), enc_len);
     fflush(stdout);
 
     char line[64];
@@ -119,11 +127,12 @@ int main(int argc, char **argv)
             break;
         double rec = ovt_step(init, w, KRN_RECORD, threads, &in.batch.view, log);
         double plain = ovt_step(init, w, KRN_PLAIN, threads, &in.batch.view, NULL);
-        double f32 = fp32_step(g, &in.batch.view, &opt, threads);
+        double f32 = has_fp32 ? fp32_step(g, &in.batch.view, &opt, threads) : -1;
         printf("round %.4f %.4f %.4f\n", rec, plain, f32);
         fflush(stdout);
     }
-    fp32_gpt2_free(g);
+    if (g)
+        fp32_gpt2_free(g);
     krn_rlog_free(log);
     bench_step_inputs_free(&in);
     return 0;

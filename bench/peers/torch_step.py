@@ -1,4 +1,4 @@
-"""PyTorch's CPU training step of ovt's GPT-2 (the peer benchmark's PyTorch row).
+"""PyTorch's CPU training step of ovt's GPT-2 or Llama (the peer benchmark's PyTorch row).
 
 The same model and shapes as ovt's gpt2 presets (llm.c's structure: pre-norm
 blocks, GELU with tanh, tied head, mean cross-entropy; AdamW with ovt's
@@ -8,6 +8,12 @@ it runs one timed step and prints "round SECONDS". bench/peers/run.py drives it.
 
     python3 torch_step.py --layers 12 --width 768 --heads 12 --vocab 50257 \
         --max-seq 1024 --batch 4 --seq 64 --threads 2
+    python3 torch_step.py --arch llama --layers 6 --width 288 --heads 6 --kv-heads 6 \
+        --hidden 768 --tied 1 --vocab 32000 --max-seq 256 --batch 4 --seq 256 --threads 2
+
+The Llama is llama2.c's model.py as its users write it in PyTorch 1.13 (which
+has no nn.RMSNorm or fused attention): RMSNorm, rotary embeddings on q and k
+from a precomputed complex table, repeated key/value heads, SwiGLU, no biases.
 """
 import argparse
 import math
@@ -63,17 +69,94 @@ class GPT2(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
 
 
+class RMSNorm(nn.Module):
+    def __init__(self, C, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(C))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotary(x, cos, sin):
+    """x (B, T, H, hs): rotate the interleaved pairs (2i, 2i+1) by position."""
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    return torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1).flatten(3)
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, C, NH, NKV, H, max_seq):
+        super().__init__()
+        self.NH, self.NKV = NH, NKV
+        self.attn_norm, self.ffn_norm = RMSNorm(C), RMSNorm(C)
+        hs = C // NH
+        self.wq = nn.Linear(C, C, bias=False)
+        self.wk = nn.Linear(C, NKV * hs, bias=False)
+        self.wv = nn.Linear(C, NKV * hs, bias=False)
+        self.wo = nn.Linear(C, C, bias=False)
+        self.w1 = nn.Linear(C, H, bias=False)
+        self.w2 = nn.Linear(H, C, bias=False)
+        self.w3 = nn.Linear(C, H, bias=False)
+        mask = torch.tril(torch.ones(max_seq, max_seq, dtype=torch.bool))
+        self.register_buffer("mask", mask.view(1, 1, max_seq, max_seq), persistent=False)
+
+    def forward(self, x, cos, sin):
+        B, T, C = x.shape
+        hs = C // self.NH
+        h = self.attn_norm(x)
+        q = rotary(self.wq(h).view(B, T, self.NH, hs), cos, sin).transpose(1, 2)
+        k = rotary(self.wk(h).view(B, T, self.NKV, hs), cos, sin).transpose(1, 2)
+        v = self.wv(h).view(B, T, self.NKV, hs).transpose(1, 2)
+        k = k.repeat_interleave(self.NH // self.NKV, dim=1)
+        v = v.repeat_interleave(self.NH // self.NKV, dim=1)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
+        att = att.masked_fill(~self.mask[:, :, :T, :T], float("-inf")).softmax(dim=-1)
+        x = x + self.wo((att @ v).transpose(1, 2).contiguous().view(B, T, C))
+        h = self.ffn_norm(x)
+        return x + self.w2(F.silu(self.w1(h)) * self.w3(h))
+
+
+class Llama(nn.Module):
+    def __init__(self, L, C, NH, NKV, H, V, max_seq, tied, theta=10000.0):
+        super().__init__()
+        self.wte = nn.Embedding(V, C)
+        self.blocks = nn.ModuleList(LlamaBlock(C, NH, NKV, H, max_seq) for _ in range(L))
+        self.norm = RMSNorm(C)
+        self.head = None if tied else nn.Linear(C, V, bias=False)
+        hs = C // NH
+        freq = 1.0 / (theta ** (torch.arange(0, hs, 2).float() / hs))
+        ang = torch.outer(torch.arange(max_seq).float(), freq)  # (T, hs/2)
+        self.register_buffer("cos", ang.cos().view(max_seq, 1, hs // 2), persistent=False)
+        self.register_buffer("sin", ang.sin().view(max_seq, 1, hs // 2), persistent=False)
+
+    def forward(self, idx, targets):
+        T = idx.shape[1]
+        x = self.wte(idx)
+        for b in self.blocks:
+            x = b(x, self.cos[:T], self.sin[:T])
+        x = self.norm(x)
+        logits = self.head(x) if self.head is not None else x @ self.wte.weight.t()
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+
+
 def main():
     ap = argparse.ArgumentParser()
     for name, default in [("layers", 12), ("width", 768), ("heads", 12), ("vocab", 50257), ("max-seq", 1024),
                           ("batch", 4), ("seq", 64), ("threads", 2)]:
         ap.add_argument("--" + name, type=int, default=default)
+    ap.add_argument("--arch", choices=["gpt2", "llama"], default="gpt2")
+    for name in ("kv-heads", "hidden", "tied"):
+        ap.add_argument("--" + name, type=int, default=0)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--grad-clip", type=float, default=1.0)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
-    model = GPT2(a.layers, a.width, a.heads, a.vocab, a.max_seq)
+    if a.arch == "llama":
+        model = Llama(a.layers, a.width, a.heads, a.kv_heads, a.hidden, a.vocab, a.max_seq, a.tied)
+    else:
+        model = GPT2(a.layers, a.width, a.heads, a.vocab, a.max_seq)
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
     tokens = torch.randint(0, a.vocab, (a.batch, a.seq + 1))
     inputs, targets = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()

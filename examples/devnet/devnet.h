@@ -34,12 +34,16 @@ typedef enum {
 
 typedef enum { DEVNET_PARTY_NONE = 0, DEVNET_PARTY_TRAINER, DEVNET_PARTY_AUDITOR } devnet_party;
 
+/* o->model, with NULL read as gpt2-tiny. */
+#define DEVNET_MODEL(o) ((o)->model ? (o)->model : "gpt2-tiny")
+
 typedef struct {
     devnet_fault fault;
     uint64_t at;          /* the faulty step (faults other than none) */
     uint64_t steps;       /* N */
-    bool mlp;             /* mlp-demo instead of gpt2-tiny */
-    uint32_t batch, seq;  /* batch size; GPT-2 sequence length */
+    bool mlp;             /* mlp-demo instead of a token model */
+    const char *model;    /* the preset: gpt2-tiny (NULL reads as it), llama-tiny or mlp-demo */
+    uint32_t batch, seq;  /* batch size; GPT-2 and Llama sequence length */
     devnet_party silent;  /* this party's agent stops answering once the dispute opens */
     uint32_t move_timeout;/* seconds, on the devnet's clock */
     double timeout_s;     /* the whole simulation, wall clock */

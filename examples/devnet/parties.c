@@ -114,7 +114,7 @@ int devnet_run_train(struct devnet *d)
     arg(&c, "%s", d->exe);
     arg(&c, "train");
     arg(&c, "--model");
-    arg(&c, "%s", o->mlp ? "mlp-demo" : "gpt2-tiny");
+    arg(&c, "%s", DEVNET_MODEL(o));
     arg(&c, "--data");
     arg(&c, "%s", d->data_path);
     arg(&c, "--out");
@@ -165,7 +165,7 @@ int devnet_run_train(struct devnet *d)
         snprintf(injecting, sizeof injecting, ", injecting bitflip-shard (shard %u)", o->fault_shard);
     else if (train_faults[o->fault])
         snprintf(injecting, sizeof injecting, ", injecting %s", train_faults[o->fault]);
-    devnet_progress(d, "trainer: training %s for %llu steps on the cpu backend%s%s", o->mlp ? "mlp-demo" : "gpt2-tiny",
+    devnet_progress(d, "trainer: training %s for %llu steps on the cpu backend%s%s", DEVNET_MODEL(o),
                     (unsigned long long)o->steps, sharded, injecting);
     return devnet_run_to_end(d, "train", c.argv, o->timeout_s);
 }

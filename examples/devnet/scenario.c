@@ -326,7 +326,7 @@ static int scenario(struct devnet *d)
     if ((rv = make_work_dir(d)))
         return rv;
     devnet_progress(d, "ovt devnet: fault %s%s, %s, %llu steps; work folder %s", devnet_fault_name(d->o->fault),
-             d->o->fault ? "" : " (an honest run)", d->o->mlp ? "mlp-demo" : "gpt2-tiny",
+             d->o->fault ? "" : " (an honest run)", DEVNET_MODEL(d->o),
              (unsigned long long)d->o->steps, r->work_dir);
     snprintf(d->run_dir, sizeof d->run_dir, "%s/trainer", r->work_dir);
     snprintf(d->store_dir, sizeof d->store_dir, "%s/store", r->work_dir);

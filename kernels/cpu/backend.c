@@ -228,9 +228,9 @@ static double perturb(uint64_t seed, double r)
     return r;
 }
 
-/* cpu: ovt's own exp, log and pow, the canonical values; ref and shuffle:
- * the C library's, other implementations within KRN_LIBM_ULP (shuffle then
- * moves them further). */
+/* cpu: ovt's own exp, log, pow, sin and cos, the canonical values; ref and
+ * shuffle: the C library's, other implementations within KRN_LIBM_ULP
+ * (shuffle then moves them further). */
 double krn_cpu_libm(const krn_cpu *be, krn_libm_fn fn, double x)
 {
     bool own = be->kind == KRN_BACKEND_CPU;
@@ -241,6 +241,12 @@ double krn_cpu_libm(const krn_cpu *be, krn_libm_fn fn, double x)
         break;
     case KRN_FN_LOG:
         r = own ? krn_log(x) : log(x);
+        break;
+    case KRN_FN_SIN:
+        r = own ? krn_sin(x) : sin(x);
+        break;
+    case KRN_FN_COS:
+        r = own ? krn_cos(x) : cos(x);
         break;
     default:
         r = krn_tanh(x);

@@ -11,13 +11,14 @@
  *          portable C, chosen at run time) for chunk products, in the order
  *          of OpenBLAS's DGEMM kernel, which env OVT_GEMM=blas selects
  *          instead (same bits); sequential 4-way interleaved accumulation
- *          for vector chunks; ovt's own exp, log, pow and tanh (krn_exp,
- *          krn_log, krn_pow, krn_tanh below: the same bits everywhere).
+ *          for vector chunks; ovt's own exp, log, pow, sin, cos and tanh
+ *          (krn_exp, krn_log, krn_pow, krn_sin, krn_cos, krn_tanh below: the
+ *          same bits everywhere).
  * ref:     plain loops on one thread, every chunk summed last term first;
- *          the C library's exp, log and pow, krn_tanh.
+ *          the C library's exp, log, pow, sin and cos, krn_tanh.
  * shuffle: every chunk summed in an order drawn from krn_rng (purpose
  *          KRN_RNG_SHUFFLE, the ctx's shuffle_seed), each product fused or
- *          not at random; the C library's exp, log and pow and krn_tanh,
+ *          not at random; the C library's exp, log, pow, sin and cos and krn_tanh,
  *          every result moved by up to KRN_SHUFFLE_LIBM_ULP ulps at
  *          random. Slow; for tests.
  * The shuffle backend draws its randomness from a per-thread counter, so a
@@ -59,7 +60,7 @@ typedef struct {
 /* The path of the own kernel be->gemm names (BLAS: the best one). */
 krn_gemm_isa krn_cpu_gemm_isa(const krn_cpu *be);
 
-typedef enum { KRN_FN_EXP, KRN_FN_LOG, KRN_FN_TANH } krn_libm_fn;
+typedef enum { KRN_FN_EXP, KRN_FN_LOG, KRN_FN_TANH, KRN_FN_SIN, KRN_FN_COS } krn_libm_fn;
 
 /* How far the shuffle backend moves the C library's result, in ulps: glibc's own
  * error is at most 2 ulps for these functions, so glibc + perturbation
@@ -101,7 +102,8 @@ void krn_cpu_gemm_add(const krn_cpu *be, double *c, size_t ldc, bool ta, const d
 
 /* fn(x) with this backend's libm; and pow(x, y). tanh is krn_tanh on
  * every backend (shuffle moves it as it moves the C library's exp and
- * log); exp, log and pow are krn_exp, krn_log and krn_pow on cpu. */
+ * log); exp, log, pow, sin and cos are krn_exp, krn_log, krn_pow, krn_sin
+ * and krn_cos on cpu, the C library's on ref and shuffle. */
 double krn_cpu_libm(const krn_cpu *be, krn_libm_fn fn, double x);
 double krn_cpu_pow(const krn_cpu *be, double x, double y);
 
@@ -126,6 +128,19 @@ double krn_tanh(double x);
 double krn_exp(double x);
 double krn_log(double x);
 double krn_pow(double x, double y);
+
+/* ovt's sin and cos (kernels/cpu/libm.c, the same way): x reduced by the
+ * nearest multiple of pi/2 in double-double (pi/2 in three parts), so that
+ * near a zero of sin or cos the result is as accurate, relative to itself,
+ * as elsewhere; a double-double Taylor series on [-pi/4, pi/4], rounded
+ * once. For |x| <= 2^20 (rotary embeddings need |x| < 2^16): within 1 ulp
+ * and correctly rounded on nearly every argument (test_libm measures it
+ * against MPFR: docs/numeric-contract.md). NaN (NAN, or x's NaN quietened)
+ * for an infinite or NaN x and for every finite |x| > 2^20, which this
+ * reduction does not cover: a caller there gets a NaN, never a wrong
+ * number. sin(-0) = -0, cos(+-0) = 1. */
+double krn_sin(double x);
+double krn_cos(double x);
 void krn_tanh_array(double *x, size_t n);
 void krn_tanh_force_portable(bool on);
 

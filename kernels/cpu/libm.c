@@ -1,4 +1,4 @@
-/* ovt's exp, log and pow (kernels/cpu/backend.h): the cpu backend's libm,
+/* ovt's exp, log, pow, sin and cos (kernels/cpu/backend.h): the cpu backend's libm,
  * the same bits on every machine and compiler, since they use only IEEE
  * + - * / and fma (correctly rounded everywhere; the build has
  * -ffp-contract=off, so nothing else is fused) and constants written as
@@ -19,7 +19,23 @@
  *   sqrt 2), c_j ~ 1 / (1 + j/256) the nearest entry, r = m c_j - 1 exact
  *   as a double-double (|r| <= 2^-8.5), log1p(r) by its series to r^12
  *   (truncation < 2^-100 |r|), r - r^2/2 + r^3/3 in double-double.
- * pow(x, y) = exp(y log x), the product and the exp in double-double. */
+ * pow(x, y) = exp(y log x), the product and the exp in double-double.
+ * sin(x), cos(x) for |x| <= 2^20: x = k pi/2 + r, k the nearest integer to
+ *   x 2/pi, r in double-double from pi/2 = P1 + P2 + P3 (each the nearest
+ *   double to what the ones before leave; 2^-163 left over, so k times it
+ *   is below 2^-143), the products k P1 and k P2 exact with fma, x - k P1
+ *   exact (Sterbenz), the rest summed exactly down to 2^-137: r has an
+ *   absolute error near 2^-137, relative 2^-76 even where x lies closest
+ *   to a multiple of pi/2 (|r| >= 2^-60.5 for every double |x| <= 2^20,
+ *   the least at x = 0x1.6c6cbc45dc8dep+5); then sin r or cos r by the
+ *   quadrant k mod 4, each a Taylor series in z = r^2 on |r| <= pi/4 +
+ *   2^-31 (k from x 2/pi rounded twice): sin r = r + r z S(z), S(z) =
+ *   sum_{j=1..11} (-1)^j z^(j-1) / (2j+1)!, cos r = 1 + z C(z), C(z) =
+ *   sum_{j=1..11} (-1)^j z^(j-1) / (2j)! (the first terms left out,
+ *   r^25/25! and r^24/24!, are below 2^-86 of the result at pi/4). The terms
+ *   from z^4 on are summed in double (they are below 2^-17 of the result, so
+ *   their rounding errors near 2^-70), the four before them, z and the
+ *   products in double-double. */
 #include <math.h>
 #include <stdint.h>
 
@@ -272,6 +288,84 @@ LIBM_INLINE double pow_body(double x, double y)
     return sign * exp_dd(z.hi, z.lo);
 }
 
+/* ---------------------------------------------------------------- sin, cos */
+
+/* c + z acc as a double-double, |z acc| well below |c|. */
+LIBM_INLINE dd horner_dd(dd z, dd acc, const double c[2])
+{
+    double p = z.hi * acc.hi;
+    double pe = fma(z.hi, acc.hi, -p) + (z.hi * acc.lo + z.lo * acc.hi);
+    dd s = fast_two_sum(c[0], p);
+    s.lo += c[1] + pe;
+    return s;
+}
+
+/* The Taylor polynomial S(z) or C(z) above (coefficients c[j - 1]): z^4 on
+ * in double, then four double-double steps. */
+LIBM_INLINE dd trig_poly(dd z, const double c[11][2])
+{
+    double t = c[10][0];
+    for (int j = 9; j >= 4; j--)
+        t = c[j][0] + z.hi * t;
+    dd acc = {t, 0.0};
+    for (int j = 3; j >= 0; j--)
+        acc = horner_dd(z, acc, c[j]);
+    return acc;
+}
+
+/* sin r (odd == 0) or cos r (odd == 1) for r = rh + rl, |r| <= pi/4 + 2^-31,
+ * times sign, rounded once. */
+LIBM_INLINE double trig_kernel(double rh, double rl, int odd, double sign)
+{
+    double zh = rh * rh, zl = fma(rh, rh, -zh) + 2.0 * rh * rl;
+    dd z = {zh, zl};
+    dd p = trig_poly(z, odd ? trig_cos : trig_sin);
+    /* w = z P(z): -r^2/6 or -r^2/2 and on */
+    double wh = zh * p.hi, wl = fma(zh, p.hi, -wh) + (zh * p.lo + zl * p.hi);
+    dd y;
+    if (odd) { /* 1 + w */
+        y = fast_two_sum(1.0, wh);
+        y.lo = sum_odd(y.lo, wl);
+    } else { /* r + r w */
+        double q = rh * wh, qe = fma(rh, wh, -q) + (rh * wl + rl * wh);
+        y = fast_two_sum(rh, q);
+        y.lo = sum_odd(y.lo, rl + qe);
+    }
+    return sign * y.hi + sign * y.lo;
+}
+
+/* sin x (shift 0) or cos x = sin(x + pi/2) (shift 1). */
+LIBM_INLINE double trig_body(double x, int shift)
+{
+    if (x != x)
+        return x + x;
+    double ax = fabs(x);
+    if (!(ax <= 0x1p20)) /* infinite, or beyond the reduction's range (backend.h) */
+        return NAN;
+    if (ax < 0x1p-27) /* sin x rounds to x (x^3/6 < 2^-56 x), cos x to 1 (x^2/2 < 2^-55) */
+        return shift ? 1.0 : x;
+    double kd = (x * TRIG_2_OVER_PI + 0x1.8p52) - 0x1.8p52; /* nearest integer, |k| < 2^20 */
+    /* r = x - k (P1 + P2 + P3): k P1 = ph + pe and k P2 = qh + qe exactly */
+    double ph = kd * TRIG_PIO2_1, pe = fma(kd, TRIG_PIO2_1, -ph);
+    double qh = kd * TRIG_PIO2_2, qe = fma(kd, TRIG_PIO2_2, -qh);
+    double t = x - ph; /* exact: ph within a factor 2 of x, or 0 */
+    dd u = two_sum(pe, qh);
+    dd a = two_sum(t, -u.hi);
+    dd r = two_sum(a.hi, ((a.lo - u.lo) - qe) - kd * TRIG_PIO2_3);
+    int q = (int)((int64_t)kd & 3) + shift; /* sin(r + q pi/2) */
+    return trig_kernel(r.hi, r.lo, q & 1, (q & 2) ? -1.0 : 1.0);
+}
+
+LIBM_INLINE double sin_body(double x)
+{
+    return trig_body(x, 0);
+}
+
+LIBM_INLINE double cos_body(double x)
+{
+    return trig_body(x, 1);
+}
+
 /* ---------------------------------------------------------------- entry points */
 
 #ifdef LIBM_FMA
@@ -299,3 +393,5 @@ LIBM_INLINE double pow_body(double x, double y)
 LIBM_DISPATCH(exp, (double x), (x))
 LIBM_DISPATCH(log, (double x), (x))
 LIBM_DISPATCH(pow, (double x, double y), (x, y))
+LIBM_DISPATCH(sin, (double x), (x))
+LIBM_DISPATCH(cos, (double x), (x))

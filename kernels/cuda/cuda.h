@@ -35,6 +35,23 @@ int krn_cuda_layernorm_forward(krn_ctx *ctx, float *out, float *mean, float *rst
 int krn_cuda_layernorm_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias,
                            const float *dout, const float *inp, const float *weight,
                            const float *mean, const float *rstd, size_t N, size_t C);
+int krn_cuda_rmsnorm_forward(krn_ctx *ctx, float *out, float *rstd, const float *inp, const float *weight,
+                             double eps, size_t N, size_t C);
+int krn_cuda_rmsnorm_backward(krn_ctx *ctx, float *dinp, float *dweight, const float *dout, const float *inp,
+                              const float *weight, const float *rstd, size_t N, size_t C);
+int krn_cuda_rope_table(krn_ctx *ctx, float *cos, float *sin, size_t T, size_t hs, double theta);
+int krn_cuda_rope_forward(krn_ctx *ctx, float *out, const float *inp, const float *cos, const float *sin,
+                          size_t B, size_t T, size_t NH, size_t hs);
+int krn_cuda_rope_backward(krn_ctx *ctx, float *dinp, const float *dout, const float *cos, const float *sin,
+                           size_t B, size_t T, size_t NH, size_t hs);
+int krn_cuda_swiglu_forward(krn_ctx *ctx, float *out, const float *a, const float *b, size_t n);
+int krn_cuda_swiglu_backward(krn_ctx *ctx, float *da, float *db, const float *dout, const float *a,
+                             const float *b, size_t n);
+int krn_cuda_gqa_forward(krn_ctx *ctx, float *out, float *preatt, float *att, const float *q, const float *k,
+                         const float *v, size_t B, size_t T, size_t NH, size_t NKV, size_t hs);
+int krn_cuda_gqa_backward(krn_ctx *ctx, float *dq, float *dk, float *dv, float *dpreatt, float *datt,
+                          const float *dout, const float *q, const float *k, const float *v, const float *att,
+                          size_t B, size_t T, size_t NH, size_t NKV, size_t hs);
 int krn_cuda_attention_forward(krn_ctx *ctx, float *out, float *preatt, float *att, const float *inp,
                           size_t B, size_t T, size_t C, size_t NH);
 int krn_cuda_attention_backward(krn_ctx *ctx, float *dinp, float *dpreatt, float *datt,

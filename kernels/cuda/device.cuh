@@ -91,6 +91,17 @@ int krn_cuda_col_norms(double *norms, const double *m, size_t rows, size_t cols)
 int krn_cuda_colsum_site(krn_ctx *ctx, const char *name, float *acc, const double *m, size_t N,
                          size_t C);
 
+/* Site `name` (N): out[i] = (sum_c a[i,c]*b[i,c]) / C per row of the (N,C)
+ * device doubles a, b (b NULL: plain sum), a reduction over C and one
+ * division, band scale 1/C (kernels/ops_norm.c row_mean_site). Uses the
+ * slots DEV_H and DEV_I; out is device memory, host_out NULL or a copy. */
+int krn_cuda_row_mean_site(krn_ctx *ctx, const char *name, float *out, float *host_out, const double *a,
+                           const double *b, size_t N, size_t C);
+
+/* x = a * b element-wise (device doubles, one rounding each); the launch's
+ * failure named by what. */
+int krn_cuda_mul(const char *what, double *x, const double *a, const double *b, size_t n);
+
 /* x (device) = a + b element-wise as an exact site, from host floats. */
 int krn_cuda_exact_add(krn_ctx *ctx, const char *name, float *out, const float *a, const float *b,
                        size_t n);

@@ -1,5 +1,6 @@
 /* Token + position embedding forward and backward on the device
- * (kernels/ops.h). The backward's per-token gather order (a stable counting
+ * (kernels/ops.h); without position embeddings (wpe, dwpe NULL: Llama) the
+ * position part and the "encoder.bwd.dwpe" site are skipped. The backward's per-token gather order (a stable counting
  * sort of the token positions) is built on the host, where the tokens are. */
 #include "kernels/cuda/device.cuh"
 
@@ -10,7 +11,8 @@ static __global__ void fwd_kernel(double *x, const int32_t *tokens, const float 
 {
     KRN_GRID_LOOP(k, BT * C) {
         size_t bt = k / C, c = k % C;
-        x[k] = __dadd_rn((double)wte[(size_t)tokens[bt] * C + c], (double)wpe[bt % T * C + c]);
+        double te = wte[(size_t)tokens[bt] * C + c];
+        x[k] = wpe ? __dadd_rn(te, (double)wpe[bt % T * C + c]) : te;
     }
 }
 
@@ -20,10 +22,10 @@ extern "C" int krn_cuda_encoder_forward(krn_ctx *ctx, float *out, const int32_t 
     krn_dev *d = krn_dev_of(ctx);
     size_t bt = B * T, n = bt * C;
     int32_t *dtok = dev_array<int32_t>(d, DEV_TOK, bt);
-    float *dwte = krn_dev_upload(d, DEV_A, wte, V * C), *dwpe = krn_dev_upload(d, DEV_B, wpe, T * C);
+    float *dwte = krn_dev_upload(d, DEV_A, wte, V * C), *dwpe = wpe ? krn_dev_upload(d, DEV_B, wpe, T * C) : NULL;
     float *dout = dev_array<float>(d, DEV_OUT, n);
     double *x = dev_array<double>(d, DEV_X, n);
-    if (!dtok || !dwte || !dwpe || !dout || !x)
+    if (!dtok || !dwte || (wpe && !dwpe) || !dout || !x)
         return krn_cuda_fail(ctx, OVT_ENOMEM);
     int rc = krn_dev_put(dtok, tokens, bt * sizeof *tokens);
     if (rc)
@@ -114,6 +116,8 @@ extern "C" int krn_cuda_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe,
         if ((rc = krn_cuda_site(ctx, "encoder.bwd.dwte", res, dwte, x, nv, &band)))
             goto out;
     }
+    if (!dwpe)
+        goto out;
     if (!(old = krn_dev_upload(d, DEV_C, dwpe, nt))) {
         rc = OVT_ENOMEM;
         goto done;

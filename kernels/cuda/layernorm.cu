@@ -1,36 +1,9 @@
 /* layernorm forward and backward on the device (kernels/ops.h; bands in
  * docs/op-bounds.md). Row reductions run one thread per row in the
- * contract's chunked order. */
+ * contract's chunked order (krn_cuda_row_mean_site, reduce.cu). */
 #include "kernels/cuda/device.cuh"
 
 #define LAYERNORM_EPS 1e-5
-
-static __global__ void row_mean_kernel(double *x, double *mag, const double *a, const double *b, size_t N,
-                                       size_t C)
-{
-    KRN_GRID_LOOP(i, N) {
-        const double *ai = a + i * C, *bi = b ? b + i * C : NULL;
-        x[i] = __ddiv_rn(krn_dchunked_dot(ai, 1, bi, 1, C), (double)C);
-        mag[i] = krn_dmagnitude(ai, 1, bi, 1, C);
-    }
-}
-
-/* Site `name` (N): out[i] = (sum_c a[i,c]*b[i,c]) / C (b NULL: plain sum). */
-static int row_mean_site(krn_ctx *ctx, const char *name, float *out, float *host_out, const double *a,
-                         const double *b, size_t N, size_t C)
-{
-    krn_dev *d = krn_dev_of(ctx);
-    double *x = dev_array<double>(d, DEV_H, N), *mag = dev_array<double>(d, DEV_I, N);
-    if (!x || !mag)
-        return krn_cuda_fail(ctx, OVT_ENOMEM);
-    row_mean_kernel KRN_LAUNCH(N)(x, mag, a, b, N, C);
-    int rc = krn_dev_launched(name);
-    if (rc)
-        return krn_cuda_fail(ctx, rc);
-    krn_band band = krn_band_reduction(KRN_BAND_ARRAY, C, 1.0 / (double)C, 1);
-    band.a = mag;
-    return krn_cuda_site(ctx, name, out, host_out, x, N, &band);
-}
 
 static __global__ void dev_kernel(double *dev, const double *xd, const float *mean, size_t N, size_t C)
 {
@@ -67,12 +40,12 @@ extern "C" int krn_cuda_layernorm_forward(krn_ctx *ctx, float *out, float *mean,
     if (!xd || !dw || !db || !dev || !x || !dmean || !dvar || !drstd || !dout)
         return krn_cuda_fail(ctx, OVT_ENOMEM);
     int rc;
-    if ((rc = row_mean_site(ctx, "layernorm.mean", dmean, mean, xd, NULL, N, C)))
+    if ((rc = krn_cuda_row_mean_site(ctx, "layernorm.mean", dmean, mean, xd, NULL, N, C)))
         return rc;
     dev_kernel KRN_LAUNCH(n)(dev, xd, dmean, N, C);
     if ((rc = krn_dev_launched("layernorm deviations")))
         return krn_cuda_fail(ctx, rc);
-    if ((rc = row_mean_site(ctx, "layernorm.var", dvar, NULL, dev, dev, N, C)))
+    if ((rc = krn_cuda_row_mean_site(ctx, "layernorm.var", dvar, NULL, dev, dev, N, C)))
         return rc;
     rstd_kernel KRN_LAUNCH(N)(x, dvar, N);
     if ((rc = krn_dev_launched("layernorm.rstd")))
@@ -94,12 +67,6 @@ static __global__ void norms_kernel(double *norm, double *dnorm, const float *in
         norm[k] = __dmul_rn(__dsub_rn((double)inp[k], (double)mean[i]), (double)rstd[i]);
         dnorm[k] = __dmul_rn((double)weight[c], (double)dout[k]);
     }
-}
-
-static __global__ void mul_kernel(double *x, const double *a, const double *b, size_t n)
-{
-    KRN_GRID_LOOP(k, n)
-    x[k] = __dmul_rn(a[k], b[k]);
 }
 
 static __global__ void dinp_kernel(double *x, const double *norm, const double *dnorm, const float *dmean,
@@ -133,12 +100,11 @@ extern "C" int krn_cuda_layernorm_backward(krn_ctx *ctx, float *dinp, float *dwe
     int rc = krn_dev_launched("layernorm norms");
     if (rc)
         return krn_cuda_fail(ctx, rc);
-    if ((rc = row_mean_site(ctx, "layernorm.bwd.dmean", dmean, NULL, dnorm, NULL, N, C)) ||
-        (rc = row_mean_site(ctx, "layernorm.bwd.dnmean", dnmean, NULL, dnorm, norm, N, C)) ||
+    if ((rc = krn_cuda_row_mean_site(ctx, "layernorm.bwd.dmean", dmean, NULL, dnorm, NULL, N, C)) ||
+        (rc = krn_cuda_row_mean_site(ctx, "layernorm.bwd.dnmean", dnmean, NULL, dnorm, norm, N, C)) ||
         (rc = krn_cuda_colsum_site(ctx, "layernorm.bwd.dbias", dbias, g, N, C)))
         return rc;
-    mul_kernel KRN_LAUNCH(n)(x, norm, g, n);
-    if ((rc = krn_dev_launched("layernorm norm*dout")))
+    if ((rc = krn_cuda_mul("layernorm norm*dout", x, norm, g, n)))
         return krn_cuda_fail(ctx, rc);
     if ((rc = krn_cuda_colsum_site(ctx, "layernorm.bwd.dweight", dweight, x, N, C)))
         return rc;

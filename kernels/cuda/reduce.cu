@@ -1,5 +1,5 @@
-/* The contract's chunked GEMM on cuBLAS, norms, column-sum sites and exact
- * additions shared by the ops (device.cuh). */
+/* The contract's chunked GEMM on cuBLAS, norms, column-sum and row-mean
+ * sites, products and exact additions shared by the ops (device.cuh). */
 #include "kernels/cuda/device.cuh"
 
 static __global__ void add_kernel(double *out, const double *part, size_t n)
@@ -113,6 +113,44 @@ int krn_cuda_colsum_site(krn_ctx *ctx, const char *name, float *acc, const doubl
     krn_band band = krn_band_reduction(KRN_BAND_ARRAY, N, 1.0, 1);
     band.a = mag;
     return krn_cuda_site(ctx, name, dacc, acc, x, C, &band);
+}
+
+static __global__ void row_mean_kernel(double *x, double *mag, const double *a, const double *b, size_t N,
+                                       size_t C)
+{
+    KRN_GRID_LOOP(i, N) {
+        const double *ai = a + i * C, *bi = b ? b + i * C : NULL;
+        x[i] = __ddiv_rn(krn_dchunked_dot(ai, 1, bi, 1, C), (double)C);
+        mag[i] = krn_dmagnitude(ai, 1, bi, 1, C);
+    }
+}
+
+int krn_cuda_row_mean_site(krn_ctx *ctx, const char *name, float *out, float *host_out, const double *a,
+                           const double *b, size_t N, size_t C)
+{
+    krn_dev *d = krn_dev_of(ctx);
+    double *x = dev_array<double>(d, DEV_H, N), *mag = dev_array<double>(d, DEV_I, N);
+    if (!x || !mag)
+        return krn_cuda_fail(ctx, OVT_ENOMEM);
+    row_mean_kernel KRN_LAUNCH(N)(x, mag, a, b, N, C);
+    int rc = krn_dev_launched(name);
+    if (rc)
+        return krn_cuda_fail(ctx, rc);
+    krn_band band = krn_band_reduction(KRN_BAND_ARRAY, C, 1.0 / (double)C, 1);
+    band.a = mag;
+    return krn_cuda_site(ctx, name, out, host_out, x, N, &band);
+}
+
+static __global__ void mul_kernel(double *x, const double *a, const double *b, size_t n)
+{
+    KRN_GRID_LOOP(k, n)
+    x[k] = __dmul_rn(a[k], b[k]);
+}
+
+int krn_cuda_mul(const char *what, double *x, const double *a, const double *b, size_t n)
+{
+    mul_kernel KRN_LAUNCH(n)(x, a, b, n);
+    return krn_dev_launched(what);
 }
 
 static __global__ void exact_add_kernel(double *x, const float *a, const float *b, size_t n)

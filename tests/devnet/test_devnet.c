@@ -1,6 +1,6 @@
 /* `ovt devnet` end to end on a real anvil (label devnet): every fault kind
  * ends in the verdict that names the faulty party and the faulty step (none
- * ends verified), on gpt2-tiny runs of 64 steps; a party that stops
+ * ends verified), on gpt2-tiny runs of 64 steps (llama-tiny for two); a party that stops
  * answering loses by deadline and the arbiter's watcher logs it; SIGINT
  * stops every process the devnet started; bad input is a clear error.
  * Expected outcomes come from the contract's rules (docs/contract.md), not
@@ -351,6 +351,9 @@ int main(int argc, char **argv)
         {"hidden-flip", NULL, "fraudulent-log", NULL, "trainer", {NULL}, 0, NULL, NULL},
         {"hidden-flip", NULL, "fraudulent-log", NULL, "trainer", {"--auditor-backend", "cpu"}, 0, NULL, NULL},
         {"hidden-flip", NULL, "verified", NULL, "none", {"--band-rules", "1"}, 0, NULL, NULL},
+        /* the Llama family: the trainer's flip at 17 and a forged log entry */
+        {"bitflip", NULL, "auditor-right", NULL, "trainer", {"--model", "llama-tiny"}, 0, NULL, NULL},
+        {"hidden-flip", NULL, "fraudulent-log", NULL, "trainer", {"--model", "llama-tiny"}, 0, NULL, NULL},
     };
     /* `test_devnet committee`: the same faults with three arbiters, and the
      * committee's own faults */

@@ -201,16 +201,18 @@ static int op_attention_bwd(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
     return rc;
 }
 
-static int op_encoder(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+/* The encoder forward and backward, with position embeddings (GPT-2) or
+ * without (Llama: wpe, dwpe NULL). */
+static int encoder_run(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o, bool pos)
 {
     size_t B = pattern ? 8 : 3, T = pattern ? 1 : 9, C = pattern ? 8 : 6, V = 7;
     int32_t *tok = malloc(B * T * sizeof *tok);
     for (size_t i = 0; i < B * T; i++)
         tok[i] = pattern ? 3 : (int32_t)krn_rng_below(seed, 9, KRN_RNG_TEST, i, V);
-    float *wte = fx_normal(V * C, seed, 1, 1.0), *wpe = fx_normal(T * C, seed, 2, 1.0);
+    float *wte = fx_normal(V * C, seed, 1, 1.0), *wpe = pos ? fx_normal(T * C, seed, 2, 1.0) : NULL;
     float *out = fx_alloc(B * T * C), *dout = fx_normal(B * T * C, seed, 3, 1.0);
     float *dwte = pattern ? fx_const(V * C, 0) : fx_normal(V * C, seed, 4, 1.0);
-    float *dwpe = pattern ? fx_const(T * C, 0) : fx_normal(T * C, seed, 5, 1.0);
+    float *dwpe = !pos ? NULL : pattern ? fx_const(T * C, 0) : fx_normal(T * C, seed, 5, 1.0);
     if (pattern)
         fx_latin(dout, seed, 6);
     int rc = krn_encoder_forward(ctx, out, tok, wte, wpe, B, T, C, V);
@@ -218,10 +220,23 @@ static int op_encoder(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
         rc = krn_encoder_backward(ctx, dwte, dwpe, dout, tok, B, T, C, V);
     out_add(o, out, B * T * C);
     out_add(o, dwte, V * C);
-    out_add(o, dwpe, T * C);
+    if (pos)
+        out_add(o, dwpe, T * C);
     free(tok);
-    free_all((float *[]){wte, wpe, out, dout, dwte, dwpe, NULL});
+    free(wpe);
+    free(dwpe);
+    free_all((float *[]){wte, out, dout, dwte, NULL});
     return rc;
+}
+
+static int op_encoder(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+{
+    return encoder_run(ctx, seed, pattern, o, true);
+}
+
+static int op_encoder_nopos(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+{
+    return encoder_run(ctx, seed, pattern, o, false);
 }
 
 static int op_gelu(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
@@ -286,6 +301,187 @@ static int op_optimizer(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
     return rc;
 }
 
+/* ---- the Llama ops ---- */
+
+/* Rows of C >= 8 values whose squares sum to C times an FP32 midpoint plus
+ * less than an FP64 ulp of the sum: [2^10, 2^-2, 2^-17, 2^-17, 2^-17, 0, ...]
+ * cyclically shifted by the row. 2^20 + 2^-4 is a midpoint of the grid at
+ * 2^20 (step 2^-3), and the three 2^-34 (a quarter of an FP64 ulp there
+ * each) are lost one by one after 2^20 but add up to one ulp before it, so
+ * two summation orders land on opposite sides (the division by C = 8 is
+ * exact). */
+static void rms_pattern_rows(float *m, size_t rows, size_t C)
+{
+    static const float p[8] = {0x1p10f, 0x1p-2f, 0x1p-17f, 0x1p-17f, 0x1p-17f, 0, 0, 0};
+    for (size_t i = 0; i < rows; i++)
+        for (size_t c = 0; c < C; c++)
+            m[i * C + c] = c < 8 ? p[(c + i) % 8] : 0.0f;
+}
+
+static int op_rmsnorm_fwd(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+{
+    size_t N = pattern ? 8 : 6, C = pattern ? 8 : (seed % 2 ? 300 : 24);
+    float *inp = fx_normal(N * C, seed, 1, 2.0), *w = fx_normal(C, seed, 2, 1.0);
+    float *out = fx_alloc(N * C), *rstd = fx_alloc(N);
+    if (pattern)
+        rms_pattern_rows(inp, N, C);
+    int rc = krn_rmsnorm_forward(ctx, out, rstd, inp, w, 1e-5, N, C);
+    out_add(o, out, N * C);
+    out_add(o, rstd, N);
+    free_all((float *[]){inp, w, out, rstd, NULL});
+    return rc;
+}
+
+static int op_rmsnorm_bwd(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+{
+    /* pattern: norm = inp*rstd = 1 and weight 1, so both reductions sum
+     * the Latin square dout, by rows (dnmean) and by columns (dweight) */
+    size_t N = pattern ? 8 : (seed % 2 ? 270 : 5), C = pattern ? 8 : (seed % 2 ? 6 : 280);
+    float *dout = fx_normal(N * C, seed, 1, 1.0);
+    float *inp = pattern ? fx_const(N * C, 1) : fx_normal(N * C, seed, 2, 1.0);
+    float *w = pattern ? fx_const(C, 1) : fx_normal(C, seed, 3, 1.0);
+    float *rstd = pattern ? fx_const(N, 1) : fx_uniform(N, seed, 4, 0.5, 2.0);
+    float *dinp = pattern ? fx_const(N * C, 0) : fx_normal(N * C, seed, 5, 1.0);
+    float *dw = pattern ? fx_const(C, 0) : fx_normal(C, seed, 6, 1.0);
+    if (pattern)
+        fx_latin(dout, seed, 7);
+    int rc = krn_rmsnorm_backward(ctx, dinp, dw, dout, inp, w, rstd, N, C);
+    out_add(o, dinp, N * C);
+    out_add(o, dw, C);
+    free_all((float *[]){dout, inp, w, rstd, dinp, dw, NULL});
+    return rc;
+}
+
+/* A rotary table whose sin at one position lies on an FP32 midpoint, found
+ * by a search over FP32 frequencies f and positions t < 64 (glibc 2.36,
+ * x86_64): sin(41 * 0x1.b42a78p-7) is 0x1.09c0ffp-1, a midpoint, in FP64.
+ * theta = 1/f^2 makes the frequency of pair 1 of a head of size 4
+ * theta^(-2/4) = f (rounded to FP32). */
+#define ROPE_F 0x1.b42a78p-7f
+#define ROPE_T 41
+#define ROPE_THETA (1.0 / ((double)ROPE_F * (double)ROPE_F))
+
+static bool rope_near_midpoint(void)
+{
+    return fx_ulps_from_midpoint(sin(ROPE_T * (double)ROPE_F)) <= 1.5;
+}
+
+/* The table (libm sites), then the rotation in place and its transpose. */
+static int op_rope(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+{
+    size_t B = 2, T = seed % 2 ? 9 : 300, NH = 3, hs = seed % 2 ? 8 : 6;
+    double theta = seed % 2 ? 10000.0 : 500000.0;
+    if (pattern) {
+        T = ROPE_T + 1;
+        hs = 4;
+        theta = ROPE_THETA;
+    }
+    size_t half = hs / 2, n = B * T * NH * hs;
+    float *cs = fx_alloc(T * half), *sn = fx_alloc(T * half);
+    float *x = fx_normal(n, seed, 1, 1.0), *dout = fx_normal(n, seed, 2, 1.0), *dinp = fx_normal(n, seed, 3, 1.0);
+    int rc = krn_rope_table(ctx, cs, sn, T, hs, theta);
+    if (rc == 0)
+        rc = krn_rope_forward(ctx, x, x, cs, sn, B, T, NH, hs);
+    if (rc == 0)
+        rc = krn_rope_backward(ctx, dinp, dout, cs, sn, B, T, NH, hs);
+    out_add(o, cs, T * half);
+    out_add(o, sn, T * half);
+    out_add(o, x, n);
+    out_add(o, dinp, n);
+    free_all((float *[]){cs, sn, x, dout, dinp, NULL});
+    return rc;
+}
+
+static int op_swiglu(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+{
+    size_t n = 500;
+    float *a = fx_normal(n, seed, 1, 3.0), *b = fx_normal(n, seed, 2, 1.0), *dout = fx_normal(n, seed, 3, 1.0);
+    for (size_t i = 0; pattern && i < n; i++) /* exp(-|a|) near a midpoint, for both signs of a */
+        a[i] = i % 2 ? FX_EXP_INPUT : -FX_EXP_INPUT;
+    float *out = fx_alloc(n), *da = fx_normal(n, seed, 4, 1.0), *db = fx_normal(n, seed, 5, 1.0);
+    int rc = krn_swiglu_forward(ctx, out, a, b, n);
+    if (rc == 0)
+        rc = krn_swiglu_backward(ctx, da, db, dout, a, b, n);
+    out_add(o, out, n);
+    out_add(o, da, n);
+    out_add(o, db, n);
+    free_all((float *[]){a, b, dout, out, da, db, NULL});
+    return rc;
+}
+
+/* Shapes that put each reduction over a chunk in turn: G*T = 140 terms for
+ * dk and dv (two chunks across the group's heads), G = 4, and T = 130 with
+ * G = 1 (multi-head attention through the GQA entry). */
+static void gqa_shape(uint64_t seed, bool pattern, size_t *T, size_t *NH, size_t *NKV, size_t *hs)
+{
+    static const size_t shapes[3][4] = {{70, 4, 2, 4}, {6, 4, 1, 6}, {130, 2, 2, 3}};
+    const size_t *s = shapes[seed % 3];
+    *T = pattern ? 5 : s[0];
+    *NH = pattern ? 4 : s[1];
+    *NKV = pattern ? 2 : s[2];
+    *hs = pattern ? 16 : s[3];
+}
+
+/* pattern: a head's rows of q (forward) or dout (backward) hold a
+ * cancellation pattern and k (v) is all ones, so q.k (dout.v) is a midpoint
+ * (hs = 16: the scale 1/4 keeps it one). */
+static void gqa_pattern(float *a, float *ones, size_t BT, size_t NH, size_t NKV, size_t hs, uint64_t seed)
+{
+    for (size_t bt = 0; bt < BT; bt++) {
+        for (size_t h = 0; h < NH; h++) {
+            float *r = a + (bt * NH + h) * hs;
+            fx_pattern_rows(r, 1, hs, seed, 300 + bt * NH + h);
+            for (size_t i = FX_PATTERN; i < hs; i++)
+                r[i] = 0.0f;
+        }
+        for (size_t i = 0; i < NKV * hs; i++)
+            ones[bt * NKV * hs + i] = 1.0f;
+    }
+}
+
+static int op_gqa_fwd(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+{
+    size_t B = 2, T, NH, NKV, hs;
+    gqa_shape(seed, pattern, &T, &NH, &NKV, &hs);
+    size_t nq = B * T * NH * hs, nkv = B * T * NKV * hs, ntt = B * NH * T * T;
+    float *q = fx_normal(nq, seed, 1, 1.0), *k = fx_normal(nkv, seed, 2, 1.0), *v = fx_normal(nkv, seed, 3, 1.0);
+    float *out = fx_alloc(nq), *pre = fx_alloc(ntt), *att = fx_alloc(ntt);
+    if (pattern)
+        gqa_pattern(q, k, B * T, NH, NKV, hs, seed);
+    int rc = krn_gqa_forward(ctx, out, pre, att, q, k, v, B, T, NH, NKV, hs);
+    out_add(o, out, nq);
+    out_add(o, pre, ntt);
+    out_add(o, att, ntt);
+    free_all((float *[]){q, k, v, out, pre, att, NULL});
+    return rc;
+}
+
+static int op_gqa_bwd(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+{
+    size_t B = 2, T, NH, NKV, hs;
+    gqa_shape(seed, pattern, &T, &NH, &NKV, &hs);
+    size_t nq = B * T * NH * hs, nkv = B * T * NKV * hs, ntt = B * NH * T * T;
+    float *q = fx_normal(nq, seed, 1, 1.0), *k = fx_normal(nkv, seed, 2, 1.0), *v = fx_normal(nkv, seed, 3, 1.0);
+    float *dout = fx_normal(nq, seed, 4, 1.0), *att = fx_uniform(ntt, seed, 5, 0.0, 1.0);
+    float *dq = pattern ? fx_const(nq, 0) : fx_normal(nq, seed, 6, 0.5);
+    float *dk = pattern ? fx_const(nkv, 0) : fx_normal(nkv, seed, 7, 0.5);
+    float *dv = pattern ? fx_const(nkv, 0) : fx_normal(nkv, seed, 8, 0.5);
+    float *dpre = fx_alloc(ntt), *datt = fx_alloc(ntt);
+    for (size_t r = 0; r < B * NH * T; r++)
+        for (size_t t2 = r % T + 1; t2 < T; t2++)
+            att[r * T + t2] = 0; /* causal */
+    if (pattern)
+        gqa_pattern(dout, v, B * T, NH, NKV, hs, seed);
+    int rc = krn_gqa_backward(ctx, dq, dk, dv, dpre, datt, dout, q, k, v, att, B, T, NH, NKV, hs);
+    out_add(o, dq, nq);
+    out_add(o, dk, nkv);
+    out_add(o, dv, nkv);
+    out_add(o, dpre, ntt);
+    out_add(o, datt, ntt);
+    free_all((float *[]){q, k, v, dout, att, dq, dk, dv, dpre, datt, NULL});
+    return rc;
+}
+
 /* Exact ops only: they may never log. */
 static int op_exact(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
 {
@@ -341,6 +537,13 @@ static const op_case cases[] = {
     {"crossentropy_forward+backward", op_crossentropy, true, false, libm_near_midpoints},
     {"grad_norm+clip+adamw", op_optimizer, true, false, libm_near_midpoints},
     {"residual+accumulate+relu", op_exact, false, true, NULL},
+    {"rmsnorm_forward", op_rmsnorm_fwd, true, false, NULL},
+    {"rmsnorm_backward", op_rmsnorm_bwd, true, false, NULL},
+    {"rope_table+forward+backward", op_rope, true, false, rope_near_midpoint},
+    {"swiglu_forward+backward", op_swiglu, true, false, libm_near_midpoints},
+    {"gqa_forward", op_gqa_fwd, true, false, NULL},
+    {"gqa_backward", op_gqa_bwd, true, false, NULL},
+    {"encoder_nopos_forward+backward", op_encoder_nopos, true, false, NULL},
 };
 
 /* ---- running one step ---- */

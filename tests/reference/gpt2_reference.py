@@ -148,6 +148,9 @@ def decode_config(enc):
              seq=ints[3], seed=seed, schedule=0)
     if version >= 2:
         (c["schedule"],) = struct.unpack_from("<I", enc, 168)
+    if version >= 4:  # Llama: n_kv_head, hidden, tied, rope_theta, norm_eps
+        c["n_kv_head"], c["hidden"], c["tied"] = struct.unpack_from("<3I", enc, 208)
+        c["rope_theta"], c["norm_eps"] = struct.unpack_from("<2d", enc, 220)
     return c
 
 
@@ -259,7 +262,7 @@ def ulp32(torch, x):
     return torch.pow(2.0, e - 23)
 
 
-def compare(torch, ref, grads, got, k):
+def compare(torch, ref, grads, got, k, row_scaled=ROW_SCALED, g_abs=G_ABS):
     """ovt's step-1 parameters against ref within the bound; prints the
     worst case and how tight the bound is, returns the number of elements
     outside it."""
@@ -268,8 +271,8 @@ def compare(torch, ref, grads, got, k):
     for name, r in ref.items():
         o, g = got[name], grads[name].abs()
         d, u = (o - r).abs(), ulp32(torch, r)
-        scale = g.max(dim=1, keepdim=True).values if name in ROW_SCALED else g.max()
-        delta = G_ABS * 2.0 ** -24 * scale
+        scale = g.max(dim=1, keepdim=True).values if name in row_scaled else g.max()
+        delta = g_abs * 2.0 ** -24 * scale
         rr = g / (g + eps)
         grad_part = lr * ((g + delta) / (g + delta + eps) - rr)
         tol = ULPS * u + lr * R_REL * rr + grad_part
@@ -293,12 +296,13 @@ def compare(torch, ref, grads, got, k):
     return bad
 
 
-def main():
+def main(models=("gpt2-tiny", "gpt2-small"), reference_fn=None):
+    reference_fn = reference_fn or reference
     ap = argparse.ArgumentParser()
     ap.add_argument("--ovt", required=True)
     ap.add_argument("--source-dir", required=True)
     ap.add_argument("--work", help="the working directory (default: a temporary one, removed at the end)")
-    ap.add_argument("--model", choices=["gpt2-tiny", "gpt2-small"], required=True)
+    ap.add_argument("--model", choices=list(models), required=True)
     a = ap.parse_args()
     t_start = time.time()
     try:
@@ -309,11 +313,11 @@ def main():
     torch.set_num_threads(2)
     if a.work:
         os.makedirs(a.work, exist_ok=True)
-        reference(torch, a)
+        reference_fn(torch, a)
     else:
         a.work = tempfile.mkdtemp(prefix="ovt-reference-")
         try:
-            reference(torch, a)
+            reference_fn(torch, a)
         finally:
             shutil.rmtree(a.work, ignore_errors=True)  # gpt2-small's run directory is 4.5 GB
     print("reference %s: passed in %.0f s" % (a.model, time.time() - t_start))
@@ -341,6 +345,13 @@ def reference(torch, a):
         steps = (0, 1, 19)
     run([a.ovt, "train", "--model", a.model, "--data", data, "--out", rundir, "--checkpoint-every", "1",
          "--weight-decay", "0.1", "--clip", "1.0", "--threads", "2", "--every", "0"] + flags)
+    check_run(torch, a, data, rundir, steps)
+
+
+def check_run(torch, a, data, rundir, steps, loss_fn=None, row_scaled=ROW_SCALED, g_abs=G_ABS):
+    """Exports the steps of the run in rundir and holds each against the
+    reference: step 0 with one AdamW step (check_step1), the others by the
+    loss of the next step's batch (check_loss)."""
     files = []
     for step in steps:
         path = os.path.join(a.work, "step%d.safetensors" % step)
@@ -356,18 +367,18 @@ def reference(torch, a):
             fail("the export of step %d is not of this run's step %d" % (k, k))
         P = tensors_f64(torch, header, raw)
         if k == 0:
-            worst = max(worst, check_step1(torch, P, c, tokens, rows[1], files[1]))
+            worst = max(worst, check_step1(torch, P, c, tokens, rows[1], files[1], loss_fn, row_scaled, g_abs))
         else:
             with torch.no_grad():
-                worst = max(worst, check_loss(torch, P, c, tokens, k, rows[k + 1])[0])
+                worst = max(worst, check_loss(torch, P, c, tokens, k, rows[k + 1], loss_fn)[0])
     print("worst relative difference of a loss: %.3g (bound %g)" % (worst, LOSS_REL))
 
 
-def check_loss(torch, P, c, tokens, k, row):
+def check_loss(torch, P, c, tokens, k, row, loss_fn=None):
     """The loss of step k+1's batch under the parameters of step k against
     the loss ovt logged for step k+1; returns the relative difference."""
     inputs, targets = batch_of(tokens, c["seed"], k + 1, c["batch"], c["seq"])
-    loss = gpt2_loss(torch, P, c, inputs, targets)
+    loss = (loss_fn or gpt2_loss)(torch, P, c, inputs, targets)
     ovt_loss = float(row[1])
     rel = abs(loss.item() - ovt_loss) / abs(loss.item())
     print("loss of step %d's batch at step %d: ovt %.9g, reference %.17g, relative difference %.3g"
@@ -377,7 +388,7 @@ def check_loss(torch, P, c, tokens, k, row):
     return rel, loss
 
 
-def check_step1(torch, P, c, tokens, row, step1):
+def check_step1(torch, P, c, tokens, row, step1, loss_fn=None, row_scaled=ROW_SCALED, g_abs=G_ABS):
     """The loss at step 0 (as check_loss) and one AdamW step against ovt's
     step-1 parameters; returns the loss's relative difference."""
     h1, meta1, d1 = step1
@@ -386,12 +397,12 @@ def check_step1(torch, P, c, tokens, row, step1):
         fail("the batch of step 1 rebuilt here does not hash to the step-1 export's batchHash")
     for p in P.values():
         p.requires_grad_(True)
-    rel, loss = check_loss(torch, P, c, tokens, 0, row)
+    rel, loss = check_loss(torch, P, c, tokens, 0, row, loss_fn)
     loss.backward()
     ref, grads, k = adamw_step(torch, P, c)
     print("step 1: lr %.9g, gradient norm %.9g (ovt logged %s), clip scale %.9g" % (k["lr"], k["norm"], row[3],
                                                                                    k["scale"]))
-    bad = compare(torch, ref, grads, tensors_f64(torch, h1, d1), k)
+    bad = compare(torch, ref, grads, tensors_f64(torch, h1, d1), k, row_scaled, g_abs)
     if bad:
         fail("%d parameters after step 1 are outside the bound" % bad)
     return rel
