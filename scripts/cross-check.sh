@@ -5,7 +5,8 @@
 # run on the cpu and ref backends; then the other way: trains the same runs
 # under emulation and audits them natively. Prints every stateHash, batchHash
 # and logHash `ovt step` compared, and whether the step tables (steps.bin:
-# every step's three hashes) are identical.
+# every step's three hashes) are identical, and whether each build's export of
+# its own run (safetensors; llama2c for llama-tiny) is the same bytes.
 # Needs build/ovt (native) and build-cross-ARCH/ovt (scripts/cross.sh ARCH).
 #   scripts/cross-check.sh ARCH [STEPS]   (default 3 steps)
 set -euo pipefail
@@ -74,5 +75,16 @@ for model in gpt2-tiny llama-tiny mlp-demo; do
   else
     bad "$model: steps.bin of the runs trained on $here and on $arch differ"
   fi
+  # the model leaving ovt: each build exports its own run; the files must be the same bytes
+  formats=(safetensors); [ $model = llama-tiny ] && formats+=(llama2c)
+  for f in "${formats[@]}"; do
+    "${native[@]}" export "$work/$model-$here" --format "$f" --out "$work/$model-$here.$f" >/dev/null
+    "${cross[@]}" export "$work/$model-$arch" --format "$f" --out "$work/$model-$arch.$f" >/dev/null
+    if cmp -s "$work/$model-$here.$f" "$work/$model-$arch.$f"; then
+      say "$model: the $f exports written on $here and on $arch identical"
+    else
+      bad "$model: the $f exports written on $here and on $arch differ"
+    fi
+  done
 done
 exit $fail

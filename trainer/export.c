@@ -171,13 +171,32 @@ static void entry_out(float *buf, const trn_export_tensor *e, const float *param
         rope_rows(buf, params + e->offset, e->rows, e->cols, e->rope_heads, 1);
 }
 
+int trn_export_params_le(const float **out, float **owned, const trn_state *st)
+{
+    *owned = NULL;
+    *out = st->params;
+    if (!OVT_HOST_BIG_ENDIAN)
+        return 0;
+    if (!(*owned = malloc(st->layout.nparams * sizeof(float))))
+        return ovt_fail(OVT_ENOMEM, "out of memory for the little-endian copy of %zu parameters", st->layout.nparams);
+    ovt_copy_le32(*owned, st->params, st->layout.nparams);
+    *out = *owned;
+    return 0;
+}
+
 int trn_export_safetensors(const char *path, const trn_state *st, const trn_st_meta *meta, size_t nmeta)
 {
     trn_export_tensor *e;
     size_t n, moved = 0;
-    int rv = trn_export_tensors(&e, &n, &st->layout);
+    const float *params;
+    float *owned;
+    int rv = trn_export_params_le(&params, &owned, st);
     if (rv)
         return rv;
+    if ((rv = trn_export_tensors(&e, &n, &st->layout))) {
+        free(owned);
+        return rv;
+    }
     for (size_t i = 0; i < n; i++)
         moved += e[i].transpose || e[i].rope_heads ? e[i].rows * e[i].cols : 0;
     /* the transposed and permuted tensors need a copy; the others are written from the state */
@@ -190,9 +209,9 @@ int trn_export_safetensors(const char *path, const trn_state *st, const trn_st_m
     float *at = copy;
     for (size_t i = 0; i < n; i++) {
         out[i] = (trn_st_out){.name = e[i].name, .dtype = TRN_ST_F32, .ndim = e[i].ndim,
-                              .shape = {e[i].shape[0], e[i].shape[1]}, .data = st->params + e[i].offset};
+                              .shape = {e[i].shape[0], e[i].shape[1]}, .data = params + e[i].offset};
         if (e[i].transpose || e[i].rope_heads) {
-            entry_out(at, &e[i], st->params);
+            entry_out(at, &e[i], params); /* moves whole words: still little-endian */
             out[i].data = at;
             at += e[i].rows * e[i].cols;
         }
@@ -202,6 +221,7 @@ done:
     free(out);
     free(copy);
     free(e);
+    free(owned);
     return rv;
 }
 
@@ -217,16 +237,24 @@ int trn_export_llmc(const char *path, const trn_state *st)
     for (int k = 0; k < 8; k++)
         ovt_put_le32(head + 4 * k, h[k]);
     size_t wte = st->layout.t[0].size, pad = (size_t)(Vp - m->vocab) * m->width;
+    const float *params;
+    float *owned;
+    int rv = trn_export_params_le(&params, &owned, st);
+    if (rv)
+        return rv;
     float *zeros = pad ? calloc(pad, sizeof(float)) : NULL;
-    if (pad && !zeros)
+    if (pad && !zeros) {
+        free(owned);
         return ovt_fail(OVT_ENOMEM, "out of memory for the padded vocabulary");
+    }
     /* llm.c's order is ovt's, with wte's padding rows right after wte */
     ovt_span parts[4] = {{head, sizeof head},
-                         {st->params, wte * sizeof(float)},
+                         {params, wte * sizeof(float)},
                          {zeros, pad * sizeof(float)},
-                         {st->params + wte, (st->layout.nparams - wte) * sizeof(float)}};
-    int rv = ovt_write_atomic_parts(path, parts, 4, 0644);
+                         {params + wte, (st->layout.nparams - wte) * sizeof(float)}};
+    rv = ovt_write_atomic_parts(path, parts, 4, 0644);
     free(zeros);
+    free(owned);
     return rv;
 }
 
@@ -313,7 +341,7 @@ int trn_export_import(float *params, const trn_layout *l, const trn_st_file *f, 
         float *dst = params + e[i].offset;
         size_t count = e[i].rows * e[i].cols;
         if (!e[i].transpose && !e[i].rope_heads) {
-            memcpy(dst, t->data, count * sizeof(float));
+            ovt_copy_le32(dst, t->data, count); /* the file's little-endian floats */
             continue;
         }
         float *tmp = malloc(count * sizeof(float));
@@ -321,7 +349,7 @@ int trn_export_import(float *params, const trn_layout *l, const trn_st_file *f, 
             rv = ovt_fail(OVT_ENOMEM, "out of memory for tensor %s", t->name);
             break;
         }
-        memcpy(tmp, t->data, count * sizeof(float)); /* the file's data need not be aligned */
+        ovt_copy_le32(tmp, t->data, count); /* the file's data need not be aligned */
         if (e[i].transpose)
             transpose(dst, tmp, e[i].cols, e[i].rows);
         else

@@ -50,6 +50,11 @@ typedef struct {
  * *n entries. */
 int trn_export_tensors(trn_export_tensor **out, size_t *n, const trn_layout *l) OVT_MUST_USE;
 
+/* The parameters as the files store them, little-endian floats in layout
+ * order: st's own memory on a little-endian host (*owned NULL), a
+ * converted copy on a big-endian one (*owned, which the caller frees). */
+int trn_export_params_le(const float **out, float **owned, const trn_state *st) OVT_MUST_USE;
+
 /* Writes st's parameters as safetensors to path (atomically), with the
  * given metadata. */
 int trn_export_safetensors(const char *path, const trn_state *st, const trn_st_meta *meta,

@@ -8,6 +8,7 @@
 #include "common/bytes.h"
 #include "common/fileio.h"
 #include "kernels/cpu/backend.h" /* krn_pow, krn_cos, krn_sin: the same bits on every processor */
+#include "trainer/export.h"
 
 #define V0_HEADER 28
 #define V1_HEADER 256
@@ -61,19 +62,26 @@ int trn_export_llama2c(const char *path, const trn_state *st, uint32_t version)
     uint8_t head[V1_HEADER] = {0};
     ovt_span parts[13];
     size_t n = 0;
-    float *tab = NULL;
+    float *tab = NULL, *owned;
+    const float *params;
+    int rv = trn_export_params_le(&params, &owned, st);
+    if (rv)
+        return rv;
     if (version == 0) {
         size_t ntab = (size_t)m->max_seq * (m->width / m->n_head);
-        if (!(tab = malloc(ntab * sizeof(float))))
+        if (!(tab = malloc(ntab * sizeof(float)))) {
+            free(owned);
             return ovt_fail(OVT_ENOMEM, "out of memory for the rotary tables (%zu floats)", ntab);
+        }
         rotary_tables(tab, m);
+        ovt_swap_le32(tab, ntab);
         put_params(head, m, 0);
         const trn_tensor_info *last = &l->t[RMS_FINAL];
         parts[n++] = (ovt_span){head, V0_HEADER};
-        parts[n++] = (ovt_span){st->params, (last->offset + last->size) * sizeof(float)};
+        parts[n++] = (ovt_span){params, (last->offset + last->size) * sizeof(float)};
         parts[n++] = (ovt_span){tab, ntab * sizeof(float)};
         if (!m->tied)
-            parts[n++] = (ovt_span){st->params + l->t[11].offset, l->t[11].size * sizeof(float)};
+            parts[n++] = (ovt_span){params + l->t[11].offset, l->t[11].size * sizeof(float)};
     } else {
         ovt_put_le32(head, TRN_LLAMA2C_MAGIC);
         ovt_put_le32(head + 4, 1);
@@ -82,11 +90,12 @@ int trn_export_llama2c(const char *path, const trn_state *st, uint32_t version)
         parts[n++] = (ovt_span){head, V1_HEADER};
         for (size_t k = 0; k < l->count; k++) {
             const trn_tensor_info *t = &l->t[v1_order[k]];
-            parts[n++] = (ovt_span){st->params + t->offset, t->size * sizeof(float)};
+            parts[n++] = (ovt_span){params + t->offset, t->size * sizeof(float)};
         }
     }
-    int rv = ovt_write_atomic_parts(path, parts, n, 0644);
+    rv = ovt_write_atomic_parts(path, parts, n, 0644);
     free(tab);
+    free(owned);
     return rv;
 }
 

@@ -1,5 +1,5 @@
 /* A model file that carries its commitment (party/model_check.h), through
- * the built `ovt`: a 20-step gpt2-tiny run, an MLP run and a 2-step
+ * the built `ovt`: a 20-step gpt2-tiny run, an MLP run, a llama-tiny run and a 2-step
  * gpt2-small run on GPT-2 BPE tokens export to safetensors after a receipt
  * (signed as `ovt commit` signs it) names them; `ovt verify --model FILE
  * RECEIPT` accepts the exports of the last step, of a middle checkpoint and
@@ -326,6 +326,22 @@ static void test_mlp(void)
     CHECK(output_has("6 tensors (37152 parameters) are the parameters of step 5"));
 }
 
+/* A Llama's LlamaForCausalLM export carries its commitment the same way;
+ * a flipped bit in a rotary-permuted tensor is found and named. */
+static void test_llama(void)
+{
+    paths p = paths_of("llama");
+    const char *run = p.run, *model = p.model, *bad = p.bad, *receipt = p.receipt;
+    CHECK(run_ovt("train --model llama-tiny --batch 4 --seq 32 --steps 5 --every 0 --data %s --out %s", data, run) ==
+          0);
+    write_receipt(run, 10);
+    CHECK(run_ovt("export %s --format safetensors --out %s", run, model) == 0);
+    CHECK(verify(model, receipt) == 0);
+    CHECK(output_has("21 tensors (131392 parameters) are the parameters of step 5"));
+    flip_bit(model, bad, "model.layers.1.self_attn.k_proj.weight");
+    CHECK(verify(bad, receipt) == 1 && output_has("tensor wk"));
+}
+
 /* The 2-step gpt2-small run on BPE tokens: export, verify, a flipped bit;
  * eval on the three backends. */
 static void test_small(void)
@@ -382,6 +398,7 @@ int main(void)
     CHECK(run_ovt("data text %s --out %s", gpl, data) == 0);
     CHECK_RUN(test_tiny());
     CHECK_RUN(test_mlp());
+    CHECK_RUN(test_llama());
     CHECK_RUN(test_small());
     cli_cleanup();
     return check_done();

@@ -308,7 +308,7 @@ static void test_init_from_safetensors(const char *run)
     CHECK(run_ovt(TINY " --steps 1 --out %s --init-from %s", data, out, hf) == 0);
     init_hash_of(got, out);
     CHECK_MSG(strcmp(got, want) == 0, "init_hash %s from the Hugging Face style file, want %s", got, want);
-    const char *why[] = {NULL, "ties the output head", "h.1.ln_2.bias\" is missing", "is F16"};
+    const char *why[] = {NULL, "output head is tied to it", "h.1.ln_2.bias\" is missing", "is F16"};
     for (int v = HF_UNTIED; v <= HF_F16; v++) {
         write_hf_style(st, hf, v);
         snprintf(out, sizeof out, "%s/from-hf-%d", dir, v);
