@@ -38,6 +38,18 @@ static const struct preset presets[] = {
     {"llama-15m",
      {.kind = TRN_MODEL_LLAMA, .n_layer = 6, .width = 288, .n_head = 6, .n_kv_head = 6, .vocab = 32000,
       .max_seq = 256, .hidden = 768, .tied = 1, .rope_theta = 10000.0, .norm_eps = 1e-5}},
+    /* resnet-mini: Fashion-MNIST's 28x28 images, three stages of one basic
+     * block; resnet-18 and resnet-50: the CIFAR shapes (3x32x32, 10
+     * classes, a 3x3 stem) of the paper's ResNets */
+    {"resnet-mini",
+     {.kind = TRN_MODEL_RESNET, .width = 16, .in_ch = 1, .in_hw = 28, .in_dim = 784, .n_class = 10, .block = 1,
+      .stages = {1, 1, 1, 0}, .bn_eps = 1e-5, .bn_momentum = 0.1}},
+    {"resnet-18",
+     {.kind = TRN_MODEL_RESNET, .width = 64, .in_ch = 3, .in_hw = 32, .in_dim = 3072, .n_class = 10, .block = 1,
+      .stages = {2, 2, 2, 2}, .bn_eps = 1e-5, .bn_momentum = 0.1}},
+    {"resnet-50",
+     {.kind = TRN_MODEL_RESNET, .width = 64, .in_ch = 3, .in_hw = 32, .in_dim = 3072, .n_class = 10, .block = 2,
+      .stages = {3, 4, 6, 3}, .bn_eps = 1e-5, .bn_momentum = 0.1}},
     {"llama-110m",
      {.kind = TRN_MODEL_LLAMA, .n_layer = 12, .width = 768, .n_head = 12, .n_kv_head = 12, .vocab = 32000,
       .max_seq = 1024, .hidden = 2048, .tied = 1, .rope_theta = 10000.0, .norm_eps = 1e-5}},
@@ -48,12 +60,19 @@ int trn_model_equal(const trn_model_config *a, const trn_model_config *b)
     return a->kind == b->kind && a->n_layer == b->n_layer && a->width == b->width && a->n_head == b->n_head &&
            a->vocab == b->vocab && a->max_seq == b->max_seq && a->in_dim == b->in_dim && a->n_class == b->n_class &&
            a->n_kv_head == b->n_kv_head && a->hidden == b->hidden && a->tied == b->tied &&
-           f64_bits(a->rope_theta) == f64_bits(b->rope_theta) && f64_bits(a->norm_eps) == f64_bits(b->norm_eps);
+           f64_bits(a->rope_theta) == f64_bits(b->rope_theta) && f64_bits(a->norm_eps) == f64_bits(b->norm_eps) &&
+           a->in_ch == b->in_ch && a->in_hw == b->in_hw && a->block == b->block &&
+           !memcmp(a->stages, b->stages, sizeof a->stages) && f64_bits(a->bn_eps) == f64_bits(b->bn_eps) &&
+           f64_bits(a->bn_momentum) == f64_bits(b->bn_momentum);
 }
 
 const char *trn_model_kind_name(trn_model_kind kind)
 {
-    return kind == TRN_MODEL_MLP ? "mlp" : kind == TRN_MODEL_GPT2 ? "gpt2" : kind == TRN_MODEL_LLAMA ? "llama" : "unknown";
+    return kind == TRN_MODEL_MLP     ? "mlp"
+           : kind == TRN_MODEL_GPT2  ? "gpt2"
+           : kind == TRN_MODEL_LLAMA ? "llama"
+           : kind == TRN_MODEL_RESNET ? "resnet"
+                                      : "unknown";
 }
 
 int trn_model_is_lm(const trn_model_config *m)
@@ -78,7 +97,7 @@ int trn_model_preset(trn_model_config *out, const char *name)
     }
     return ovt_fail(OVT_EINVAL,
                     "unknown model '%s' (known: mlp-demo, mlp-mnist, gpt2-tiny, gpt2-small, llama-tiny, llama-15m, "
-                    "llama-110m)",
+                    "llama-110m, resnet-mini, resnet-18, resnet-50)",
                     name);
 }
 
@@ -138,6 +157,15 @@ int trn_model_check(const trn_model_config *m)
     }
     if (m->kind == TRN_MODEL_LLAMA)
         return llama_check(m);
+    if (m->kind == TRN_MODEL_RESNET) {
+        if (!m->width || m->width > 1024 || !m->in_ch || m->in_ch > 16 || m->in_hw < 4 || m->in_hw > 512 ||
+            m->in_dim != m->in_ch * m->in_hw * m->in_hw || m->n_class < 2 || (m->block != 1 && m->block != 2) ||
+            !m->stages[0] || !(m->bn_eps > 0) || !(m->bn_momentum > 0 && m->bn_momentum <= 1))
+            return ovt_fail(OVT_EINVAL, "ResNet needs a width of 1..1024, 1..16 input channels of 4..512 square, "
+                                        "in_dim their product, 2+ classes, block 1 or 2, a first stage, bn_eps > 0 "
+                                        "and bn_momentum in (0, 1]");
+        return 0;
+    }
     return ovt_fail(OVT_EINVAL, "unknown model kind %d", (int)m->kind);
 }
 

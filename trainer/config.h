@@ -13,7 +13,7 @@
 #include "common/err.h"
 #include "kernels/rlog.h"
 
-typedef enum { TRN_MODEL_MLP = 1, TRN_MODEL_GPT2 = 2, TRN_MODEL_LLAMA = 3 } trn_model_kind;
+typedef enum { TRN_MODEL_MLP = 1, TRN_MODEL_GPT2 = 2, TRN_MODEL_LLAMA = 3, TRN_MODEL_RESNET = 4 } trn_model_kind;
 
 /* "mlp", "gpt2", "llama" ("unknown" otherwise). */
 const char *trn_model_kind_name(trn_model_kind kind);
@@ -48,6 +48,15 @@ typedef struct {
     uint32_t tied;      /* Llama: 1 = the output head is wte */
     double rope_theta;  /* Llama */
     double norm_eps;    /* Llama */
+    /* ResNet (issue 29, in progress; docs/decisions.md): images of in_ch x
+     * in_hw x in_hw (in_dim = their product), a 3x3 stem of `width`
+     * channels, stages[s] residual blocks in stage s (0 ends the list; the
+     * channels double and the size halves from stage to stage), basic (1)
+     * or bottleneck (2, expansion 4) blocks, batch norm with bn_eps and
+     * bn_momentum, a linear head over n_class classes. */
+    uint32_t in_ch, in_hw, block;
+    uint32_t stages[4];
+    double bn_eps, bn_momentum;
 } trn_model_config;
 
 /* Whether two model configs are the same, field by field (the doubles by
