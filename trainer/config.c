@@ -104,7 +104,9 @@ int trn_model_preset(trn_model_config *out, const char *name)
 /* Whether the Llama-only fields are all 0 (as every other kind has them). */
 static int llama_fields_zero(const trn_model_config *m)
 {
-    return !m->n_kv_head && !m->hidden && !m->tied && m->rope_theta == 0 && m->norm_eps == 0;
+    return !m->n_kv_head && !m->hidden && !m->tied && m->rope_theta == 0 && m->norm_eps == 0 && !m->in_ch &&
+           !m->in_hw && !m->block && !m->stages[0] && !m->stages[1] && !m->stages[2] && !m->stages[3] &&
+           m->bn_eps == 0 && m->bn_momentum == 0; /* and the ResNet ones */
 }
 
 static int llama_check(const trn_model_config *m)
@@ -127,8 +129,8 @@ static int llama_check(const trn_model_config *m)
         return ovt_fail(OVT_EINVAL, "Llama rope_theta %g (expected 1..1e12) or norm_eps %g (expected (0, 1]) "
                                     "out of range",
                         m->rope_theta, m->norm_eps);
-    if (m->in_dim || m->n_class)
-        return ovt_fail(OVT_EINVAL, "Llama config has MLP fields set");
+    if (m->in_dim || m->n_class || m->in_ch || m->in_hw || m->block || m->stages[0] || m->bn_eps != 0)
+        return ovt_fail(OVT_EINVAL, "Llama config has MLP or ResNet fields set");
     return 0;
 }
 
@@ -262,6 +264,8 @@ static uint32_t enc_version(const trn_run_config *rc)
 {
     if (rc->model.kind == TRN_MODEL_LLAMA)
         return 4;
+    if (rc->model.kind == TRN_MODEL_RESNET)
+        return 5;
     if (trn_config_shards(rc) > 1)
         return 3;
     return rc->schedule != TRN_SCHEDULE_LINEAR || trn_config_has_init(rc) ? 2 : 1;
@@ -299,6 +303,14 @@ size_t trn_config_encode(uint8_t out[TRN_CONFIG_ENC_MAX], const trn_run_config *
     ovt_put_le32(out + 204, trn_config_shards(rc));
     if (version == 3)
         return TRN_CONFIG_ENC_V3_LEN;
+    if (version == 5) {
+        const uint32_t r[7] = {m->in_ch, m->in_hw, m->block, m->stages[0], m->stages[1], m->stages[2], m->stages[3]};
+        for (int i = 0; i < 7; i++)
+            ovt_put_le32(out + 208 + 4 * i, r[i]);
+        ovt_put_le64(out + 236, f64_bits(m->bn_eps));
+        ovt_put_le64(out + 244, f64_bits(m->bn_momentum));
+        return TRN_CONFIG_ENC_V5_LEN;
+    }
     ovt_put_le32(out + 208, m->n_kv_head);
     ovt_put_le32(out + 212, m->hidden);
     ovt_put_le32(out + 216, m->tied);
@@ -315,10 +327,10 @@ int trn_config_decode(trn_run_config *out, const uint8_t *buf, size_t len)
     if (memcmp(buf, config_magic, 8) != 0)
         return ovt_fail(OVT_EFORMAT, "run config has a wrong magic");
     uint32_t version = ovt_get_le32(buf + 8);
-    if (version < 1 || version > 4)
-        return ovt_fail(OVT_EFORMAT, "run config version %u is not supported (this build reads 1 to 4)", version);
-    static const size_t lens[5] = {0, TRN_CONFIG_ENC_V1_LEN, TRN_CONFIG_ENC_V2_LEN, TRN_CONFIG_ENC_V3_LEN,
-                                   TRN_CONFIG_ENC_V4_LEN};
+    if (version < 1 || version > 5)
+        return ovt_fail(OVT_EFORMAT, "run config version %u is not supported (this build reads 1 to 5)", version);
+    static const size_t lens[6] = {0, TRN_CONFIG_ENC_V1_LEN, TRN_CONFIG_ENC_V2_LEN, TRN_CONFIG_ENC_V3_LEN,
+                                   TRN_CONFIG_ENC_V4_LEN, TRN_CONFIG_ENC_V5_LEN};
     size_t want = lens[version];
     if (len != want)
         return ovt_fail(OVT_EFORMAT, "run config version %u is %zu bytes, expected %zu", version, len, want);
@@ -350,8 +362,21 @@ int trn_config_decode(trn_run_config *out, const uint8_t *buf, size_t len)
     if (version == 3 && rc.shards < 2)
         return ovt_fail(OVT_EFORMAT, "run config version 3 with %u shard(s) is not canonical (one shard encodes "
                                      "as version 1 or 2)", rc.shards);
-    if (version == 4 && rc.shards < 1)
-        return ovt_fail(OVT_EFORMAT, "run config version 4 with 0 shards is not canonical (one shard is 1)");
+    if (version >= 4 && rc.shards < 1)
+        return ovt_fail(OVT_EFORMAT, "run config version %u with 0 shards is not canonical (one shard is 1)",
+                        version);
+    if (version == 5) {
+        uint32_t *r[7] = {&m->in_ch, &m->in_hw, &m->block, &m->stages[0], &m->stages[1], &m->stages[2],
+                          &m->stages[3]};
+        for (int i = 0; i < 7; i++)
+            *r[i] = ovt_get_le32(buf + 208 + 4 * i);
+        m->bn_eps = f64_from(ovt_get_le64(buf + 236));
+        m->bn_momentum = f64_from(ovt_get_le64(buf + 244));
+    }
+    if ((version == 5) != (m->kind == TRN_MODEL_RESNET))
+        return ovt_fail(OVT_EFORMAT, "run config version %u for a model of kind %u: every ResNet config and only a "
+                                     "ResNet config is version 5",
+                        version, (unsigned)m->kind);
     if (version == 4) {
         m->n_kv_head = ovt_get_le32(buf + 208);
         m->hidden = ovt_get_le32(buf + 212);

@@ -157,13 +157,16 @@ void trn_config_default(trn_run_config *out, const trn_model_config *m);
  * schedule kind and init_hash) for another schedule or start in one shard;
  * version 3 (208 bytes: version 2's fields, then the shard count) for S > 1;
  * version 4 (236 bytes: version 3's fields, then n_kv_head, hidden, tied,
- * rope_theta and norm_eps) for every Llama and only for Llama.
+ * rope_theta and norm_eps) for every Llama and only for Llama; version 5
+ * (252 bytes: version 3's fields, then in_ch, in_hw, block, stages[4],
+ * bn_eps and bn_momentum) for every ResNet and only for it.
  * Returns the length written. */
 #define TRN_CONFIG_ENC_V1_LEN 168
 #define TRN_CONFIG_ENC_V2_LEN 204
 #define TRN_CONFIG_ENC_V3_LEN 208
 #define TRN_CONFIG_ENC_V4_LEN 236
-#define TRN_CONFIG_ENC_MAX TRN_CONFIG_ENC_V4_LEN
+#define TRN_CONFIG_ENC_V5_LEN 252
+#define TRN_CONFIG_ENC_MAX TRN_CONFIG_ENC_V5_LEN
 size_t trn_config_encode(uint8_t out[TRN_CONFIG_ENC_MAX], const trn_run_config *rc);
 
 /* Names what differs between two configs, as the `ovt train` flags that

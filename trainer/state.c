@@ -511,9 +511,10 @@ static int ckpt_head_parse(ckpt_head *h, const uint8_t *buf, size_t len)
                         CKPT_VERSION);
     size_t cfg_len = ovt_get_le32(buf + 12);
     if (cfg_len != TRN_CONFIG_ENC_V1_LEN && cfg_len != TRN_CONFIG_ENC_V2_LEN && cfg_len != TRN_CONFIG_ENC_V3_LEN &&
-        cfg_len != TRN_CONFIG_ENC_V4_LEN)
-        return ovt_fail(OVT_EFORMAT, "checkpoint states a run config of %zu bytes, expected %d, %d, %d or %d", cfg_len,
-                        TRN_CONFIG_ENC_V1_LEN, TRN_CONFIG_ENC_V2_LEN, TRN_CONFIG_ENC_V3_LEN, TRN_CONFIG_ENC_V4_LEN);
+        cfg_len != TRN_CONFIG_ENC_V4_LEN && cfg_len != TRN_CONFIG_ENC_V5_LEN)
+        return ovt_fail(OVT_EFORMAT, "checkpoint states a run config of %zu bytes, expected %d, %d, %d, %d or %d",
+                        cfg_len, TRN_CONFIG_ENC_V1_LEN, TRN_CONFIG_ENC_V2_LEN, TRN_CONFIG_ENC_V3_LEN,
+                        TRN_CONFIG_ENC_V4_LEN, TRN_CONFIG_ENC_V5_LEN);
     size_t fixed = ckpt_fixed(cfg_len);
     if (len < fixed + 32)
         return ovt_fail(OVT_EFORMAT, "checkpoint is truncated: %zu bytes, shorter than its header", len);
