@@ -158,6 +158,20 @@ void trn_state_init(trn_state *st)
             continue;
         }
         const char *n = t->name;
+        if (m->kind == TRN_MODEL_RESNET) {
+            /* torchvision's: convolutions N(0, 2/fan_out) (He, fan out),
+             * batch norms weight 1 and bias 0, running mean 0 and variance
+             * 1, the head N(0, 1/fan_in) */
+            size_t len = strlen(n);
+            if (t->ndim == 4)
+                init_normal(st, t, sqrt(2.0 / (double)(t->shape[0] * t->shape[2] * t->shape[3])));
+            else if (t->ndim == 2)
+                init_normal(st, t, sqrt(1.0 / (double)t->shape[1]));
+            else if ((len > 7 && !strcmp(n + len - 7, ".weight") && strncmp(n, "fc.", 3)) ||
+                     (len > 12 && !strcmp(n + len - 12, ".running_var")))
+                init_const(st, t, 1.0f);
+            continue;
+        }
         if (m->kind == TRN_MODEL_LLAMA) {
             /* llama2.c's model.py: norms 1, every matrix N(0, 0.02), the
              * projections into the residual (wo, w3) scaled by 1/sqrt(2L) */

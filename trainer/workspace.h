@@ -98,6 +98,8 @@ struct trn_workspace {
     trn_gpt2_acts acts, dacts;
     /* Llama: the same. */
     trn_llama_acts lacts, ldacts;
+    /* ResNet: its plan, activations and their gradients (trainer/resnet.h). */
+    struct trn_resnet_plan *resnet;
 
     /* A sharded step (config shards S > 1): activations are for one shard
      * of B/S; shard_grads[k] is the gradient of the k-th shard this

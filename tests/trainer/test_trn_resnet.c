@@ -6,9 +6,15 @@
  * 10-class one, 20,490, less its 7x7 stem, 9,408, plus a 3x3 one, 1,728).
  * The running statistics follow the trainable tensors, two per batch-norm
  * channel. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "trn_helpers.h"
+#include "trainer/state.h"
+#include "trainer/train.h"
 #include "trainer/config.h"
 #include "trainer/layout.h"
 
@@ -45,9 +51,133 @@ static void check_config(void)
     CHECK(trn_config_decode(&back, enc, len) == OVT_EFORMAT);
 }
 
+/* A micro ResNet: 8x8 images of one channel, two stages of one basic
+ * block (the second with its projection), 3 classes. */
+static trn_run_config micro_config(data_samples *data)
+{
+    trn_model_config m = {.kind = TRN_MODEL_RESNET, .width = 4, .in_ch = 1, .in_hw = 8, .in_dim = 64, .n_class = 3,
+                          .block = 1, .stages = {1, 1, 0, 0}, .bn_eps = 1e-5, .bn_momentum = 0.1};
+    trn_run_config rc;
+    trn_config_default(&rc, &m);
+    rc.batch_size = 4;
+    rc.lr = 1e-2;
+    rc.lr_min = 1e-2;
+    if (data_samples_synthetic(data, 3, 256, 64, 3, 32) != 0)
+        abort();
+    rc.dataset_hash = data->hash;
+    return rc;
+}
+
+/* The backward pass against central differences of the forward loss (batch
+ * statistics in training mode, as the step computes them), on every
+ * trainable tensor's largest gradient. */
+static void check_gradient(void)
+{
+    data_samples data;
+    trn_run_config rc = micro_config(&data);
+    trn_state *st;
+    trn_workspace *w;
+    CHECK(trn_state_new(&st, &rc) == 0 && trn_workspace_new(&w, &rc) == 0);
+    trn_state_init(st);
+    krn_ctx *ctx = trn_test_ctx(KRN_BACKEND_REF, KRN_NEAREST, 9);
+    data_sample_batch sb;
+    CHECK(data_sample_batch_get(&sb, &data, rc.seed, 1, rc.batch_size) == 0);
+    trn_batch b = {.B = sb.B, .x = sb.x, .labels = sb.y};
+    float *g = trn_workspace_grads(w), loss;
+    memset(g, 0, st->layout.nparams * sizeof(float));
+    CHECK(krn_step_begin(ctx, 1, NULL) == 0);
+    CHECK_MSG(trn_resnet_forward(ctx, w, st->params, &b, &loss) == 0, "%s", ovt_errmsg());
+    CHECK_MSG(trn_resnet_backward(ctx, w, st->params, &b) == 0, "%s", ovt_errmsg());
+    krn_stats stats;
+    CHECK(krn_step_end(ctx, &stats) == 0);
+    int checked = 0, good = 0;
+    for (size_t k = 0; k < st->layout.count; k++) {
+        const trn_tensor_info *t = &st->layout.t[k];
+        if (t->offset >= st->layout.ntrain)
+            continue;
+        size_t best = t->offset;
+        for (size_t i = t->offset; i < t->offset + t->size; i++)
+            if (fabsf(g[i]) > fabsf(g[best]))
+                best = i;
+        float saved = st->params[best], h = 1e-2f, lp, lm;
+        st->params[best] = saved + h;
+        CHECK(trn_eval_loss(ctx, w, st, &b, 1, &lp) == 0);
+        st->params[best] = saved - h;
+        CHECK(trn_eval_loss(ctx, w, st, &b, 1, &lm) == 0);
+        st->params[best] = saved;
+        double fd = ((double)lp - (double)lm) / (2.0 * h);
+        checked++;
+        if (fabs(fd - g[best]) <= 0.05 * fabs(g[best]) + 5e-4)
+            good++;
+        else
+            fprintf(stderr, "%s[%zu]: backward %g, finite difference %g\n", t->name, best - t->offset,
+                    (double)g[best], fd);
+    }
+    CHECK_EQ_U64(good, checked);
+    CHECK_EQ_U64(checked, 20); /* stem 3, block 1: 6, block 2 with its projection: 9, head 2 */
+    data_sample_batch_free(&sb);
+    krn_ctx_free(ctx);
+    trn_workspace_free(w);
+    trn_state_free(st);
+    data_samples_free(&data);
+}
+
+/* Ten steps recorded on cpu replay bit for bit on ref and shuffle; the
+ * running statistics move (they are state). */
+static void check_replay(void)
+{
+    data_samples data;
+    trn_run_config rc = micro_config(&data);
+    trn_state *st, *init;
+    trn_workspace *w;
+    CHECK(trn_state_new(&st, &rc) == 0 && trn_workspace_new(&w, &rc) == 0);
+    trn_state_init(st);
+    CHECK(trn_state_clone(&init, st) == 0);
+    enum { STEPS = 10 };
+    krn_ctx *rec = trn_test_ctx(KRN_BACKEND_CPU, KRN_RECORD, 9);
+    krn_rlog *logs[STEPS];
+    ovt_hash hashes[STEPS];
+    for (int i = 0; i < STEPS; i++) {
+        logs[i] = krn_rlog_new();
+        trn_step_info info;
+        CHECK_MSG(trn_test_mlp_step(rec, w, st, &data, logs[i], &info) == 0, "%s", ovt_errmsg());
+        trn_state_hash(&hashes[i], st);
+    }
+    size_t lo = st->layout.ntrain, moved = 0;
+    for (size_t i = lo; i < st->layout.nparams; i++)
+        moved += st->params[i] != init->params[i];
+    CHECK_MSG(moved == st->layout.nparams - lo, "%zu of %zu running statistics moved", moved, st->layout.nparams - lo);
+    krn_backend_kind others[2] = {KRN_BACKEND_REF, KRN_BACKEND_SHUFFLE};
+    for (int k = 0; k < 2; k++) {
+        krn_ctx *rep = trn_test_ctx(others[k], KRN_REPLAY, 11);
+        trn_state *v;
+        CHECK(trn_state_clone(&v, init) == 0);
+        int same = 0;
+        for (int i = 0; i < STEPS; i++) {
+            trn_step_info info;
+            CHECK_MSG(trn_test_mlp_step(rep, w, v, &data, logs[i], &info) == 0, "%s", ovt_errmsg());
+            ovt_hash h;
+            trn_state_hash(&h, v);
+            same += !memcmp(h.b, hashes[i].b, 32);
+        }
+        CHECK_EQ_U64(same, STEPS);
+        trn_state_free(v);
+        krn_ctx_free(rep);
+    }
+    for (int i = 0; i < STEPS; i++)
+        krn_rlog_free(logs[i]);
+    krn_ctx_free(rec);
+    trn_workspace_free(w);
+    trn_state_free(init);
+    trn_state_free(st);
+    data_samples_free(&data);
+}
+
 int main(void)
 {
     check_config();
+    CHECK_RUN(check_gradient());
+    CHECK_RUN(check_replay());
     /* batch-norm channels, counted by hand per block (two or three norms
      * of the block's widths, and the projection's): 4,800 and 26,560 */
     check_preset("resnet-18", 11173962, 4800);
