@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "kernels/ops.h"
-#include "trainer/resnet.h"
 #include "trainer/train.h"
 #include "trainer/workspace.h"
 

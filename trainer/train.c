@@ -14,7 +14,6 @@
 #include "kernels/shard.h"
 #include "dp/dp.h"
 #include "trainer/fault.h"
-#include "trainer/resnet.h"
 #include "trainer/schedule.h"
 #include "trainer/workspace.h"
 
