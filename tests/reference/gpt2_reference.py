@@ -148,7 +148,7 @@ def decode_config(enc):
              seq=ints[3], seed=seed, schedule=0)
     if version >= 2:
         (c["schedule"],) = struct.unpack_from("<I", enc, 168)
-    if version >= 4:  # Llama: n_kv_head, hidden, tied, rope_theta, norm_eps
+    if version == 4:  # Llama: n_kv_head, hidden, tied, rope_theta, norm_eps
         c["n_kv_head"], c["hidden"], c["tied"] = struct.unpack_from("<3I", enc, 208)
         c["rope_theta"], c["norm_eps"] = struct.unpack_from("<2d", enc, 220)
     return c
