@@ -210,6 +210,11 @@ size_t trn_resnet_plan_floats(const trn_resnet_plan *p)
     return p->mem_floats;
 }
 
+const float *trn_resnet_logits(const trn_resnet_plan *p)
+{
+    return p->logits;
+}
+
 /* Runs one op; returns its error from the enclosing function (rv in scope). */
 #define TRY(call)          \
     do {                   \
@@ -218,15 +223,19 @@ size_t trn_resnet_plan_floats(const trn_resnet_plan *p)
     } while (0)
 
 static int unit_forward(krn_ctx *ctx, const rn_unit *u, const float *in, const float *P, float *G, const trn_layout *l,
-                        size_t B, double eps)
+                        size_t B, double eps, int eval)
 {
     size_t n = B * u->OC * u->OH * u->OW, HW = u->OH * u->OW;
     int rv;
     TRY(krn_conv2d_forward(ctx, u->conv_out, in, P + l->t[u->conv].offset, NULL, B, u->C, u->H, u->W, u->OC, u->k,
                            u->k, u->stride, u->pad));
-    /* momentum 1 into the zeroed gradient slots: the batch's own statistics */
-    TRY(krn_batchnorm_forward(ctx, u->bn_out, u->mean, u->rstd, G + l->t[u->rmean].offset, G + l->t[u->rvar].offset,
-                              u->conv_out, P + l->t[u->bnw].offset, P + l->t[u->bnb].offset, B, u->OC, HW, eps, 1.0));
+    if (eval)
+        TRY(krn_batchnorm_eval(ctx, u->bn_out, u->conv_out, P + l->t[u->bnw].offset, P + l->t[u->bnb].offset,
+                               P + l->t[u->rmean].offset, P + l->t[u->rvar].offset, B, u->OC, HW, eps));
+    else /* momentum 1 into the zeroed gradient slots: the batch's own statistics */
+        TRY(krn_batchnorm_forward(ctx, u->bn_out, u->mean, u->rstd, G + l->t[u->rmean].offset,
+                                  G + l->t[u->rvar].offset, u->conv_out, P + l->t[u->bnw].offset,
+                                  P + l->t[u->bnb].offset, B, u->OC, HW, eps, 1.0));
     if (u->relu)
         TRY(krn_relu_forward(ctx, u->act, u->bn_out, n));
     return 0;
@@ -254,18 +263,18 @@ int trn_resnet_forward(krn_ctx *ctx, trn_workspace *w, const float *params, cons
     size_t B = batch->B;
     float *G = w->grads;
     int rv;
-    TRY(unit_forward(ctx, &p->u[0], batch->x, params, G, l, B, m->bn_eps));
+    TRY(unit_forward(ctx, &p->u[0], batch->x, params, G, l, B, m->bn_eps, w->eval_mode));
     const float *x = p->u[0].act;
     for (size_t i = 0; i < p->nblocks; i++) {
         rn_block *b = &p->b[i];
         b->in = x;
         for (size_t k = 0; k < b->n; k++) {
             const rn_unit *u = &p->u[b->first + k];
-            TRY(unit_forward(ctx, u, k == 0 ? x : p->u[b->first + k - 1].act, params, G, l, B, m->bn_eps));
+            TRY(unit_forward(ctx, u, k == 0 ? x : p->u[b->first + k - 1].act, params, G, l, B, m->bn_eps, w->eval_mode));
         }
         const float *shortcut = x;
         if (b->proj >= 0) {
-            TRY(unit_forward(ctx, &p->u[b->proj], x, params, G, l, B, m->bn_eps));
+            TRY(unit_forward(ctx, &p->u[b->proj], x, params, G, l, B, m->bn_eps, w->eval_mode));
             shortcut = p->u[b->proj].act;
         }
         size_t n = B * b->OC * b->OH * b->OW;
