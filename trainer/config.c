@@ -193,7 +193,8 @@ int trn_config_check(const trn_run_config *rc)
                                     "[0,1), eps in (0,1], weight decay in [0,1], clip >= 0, 0 = off)");
     if (rc->schedule != TRN_SCHEDULE_LINEAR && rc->schedule != TRN_SCHEDULE_COSINE)
         return ovt_fail(OVT_EINVAL, "schedule kind %u is unknown (0 linear, 1 cosine)", (unsigned)rc->schedule);
-    int shiftable = rc->model.kind == TRN_MODEL_MLP || (rc->model.kind == TRN_MODEL_LLAMA && !rc->model.tied);
+    int shiftable = rc->model.kind == TRN_MODEL_MLP || rc->model.kind == TRN_MODEL_RESNET ||
+                    (rc->model.kind == TRN_MODEL_LLAMA && !rc->model.tied);
     if (rc->head_shift > 20 || (rc->head_shift && !shiftable))
         return ovt_fail(OVT_EINVAL, "head shift %u: only the MLP and a Llama with its own head take one, at most 20",
                         rc->head_shift);

@@ -124,6 +124,14 @@ static void init_head_shift(const trn_state *st)
         head = t.w[rc->model.n_layer];
         H = rc->model.width;
         C = rc->model.n_class;
+    } else if (rc->model.kind == TRN_MODEL_RESNET) {
+        const trn_tensor_info *fc = NULL;
+        for (size_t k = 0; k < st->layout.count; k++)
+            if (!strcmp(st->layout.t[k].name, "fc.weight"))
+                fc = &st->layout.t[k];
+        head = st->params + fc->offset;
+        H = (uint32_t)fc->shape[1];
+        C = (uint32_t)fc->shape[0];
     } else {
         trn_llama_tensors t;
         trn_llama_slice(&t, &st->layout, st->params);

@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "trn_helpers.h"
+#include "data/images.h"
 #include "trainer/state.h"
 #include "trainer/train.h"
 #include "trainer/config.h"
@@ -173,11 +174,129 @@ static void check_replay(void)
     data_samples_free(&data);
 }
 
+/* The first n images of Fashion-MNIST's training set as samples (1 x 28 x
+ * 28, pixel / 256), or 0 where Debian's dataset-fashion-mnist is missing. */
+static int fashion(data_samples *out, uint32_t n)
+{
+    const char *dir = "/usr/share/datasets/fashion-mnist";
+    const char *names[2] = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"};
+    uint8_t *buf[2] = {NULL, NULL};
+    size_t len[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "gzip -dc %s/%s 2>/dev/null", dir, names[k]);
+        FILE *f = popen(cmd, "r");
+        size_t cap = 0;
+        for (size_t got = 1; f && got;) {
+            if (len[k] + 65536 > cap)
+                buf[k] = realloc(buf[k], cap = 2 * cap + 65536);
+            got = fread(buf[k] + len[k], 1, 65536, f);
+            len[k] += got;
+        }
+        if (f)
+            pclose(f);
+    }
+    data_images im;
+    int ok = len[0] && len[1] &&
+             data_idx_parse(&im, buf[0], len[0], names[0], buf[1], len[1], names[1], 10, n) == 0;
+    free(buf[0]);
+    free(buf[1]);
+    if (!ok)
+        return 0;
+    uint8_t *enc;
+    size_t enc_len;
+    ok = data_images_encode(&im, &enc, &enc_len) == 0 && data_images_parse_samples(out, enc, enc_len) == 0;
+    if (ok)
+        free(enc);
+    data_images_free(&im);
+    return ok;
+}
+
+/* resnet-mini 40 steps on Fashion-MNIST: the replays with the logs on cpu,
+ * ref and shuffle give the trainer's stateHash at every step, and without
+ * them (the ablation, with the demo's head shift on fc) ref leaves it. */
+static void check_fashion(void)
+{
+    data_samples data;
+    if (!fashion(&data, 2048)) {
+        printf("no Fashion-MNIST (apt-get install dataset-fashion-mnist): the 40-step replay skipped\n");
+        return;
+    }
+    trn_model_config m;
+    CHECK(trn_model_preset(&m, "resnet-mini") == 0);
+    trn_run_config rc;
+    trn_config_default(&rc, &m);
+    rc.batch_size = 8;
+    rc.lr = 3e-3;
+    rc.lr_min = 3e-4;
+    rc.decay_steps = 40;
+    rc.head_shift = 14;
+    rc.dataset_hash = data.hash;
+    trn_state *st, *init;
+    trn_workspace *w;
+    CHECK(trn_state_new(&st, &rc) == 0 && trn_workspace_new(&w, &rc) == 0);
+    trn_state_init(st);
+    CHECK(trn_state_clone(&init, st) == 0);
+    enum { STEPS = 40 };
+    krn_ctx *rec = trn_test_ctx(KRN_BACKEND_CPU, KRN_RECORD, 9);
+    krn_rlog *logs[STEPS];
+    ovt_hash hashes[STEPS];
+    uint64_t entries = 0;
+    float first = 0, last = 0;
+    for (int i = 0; i < STEPS; i++) {
+        logs[i] = krn_rlog_new();
+        trn_step_info info;
+        CHECK_MSG(trn_test_mlp_step(rec, w, st, &data, logs[i], &info) == 0, "%s", ovt_errmsg());
+        trn_state_hash(&hashes[i], st);
+        entries += krn_rlog_nentries(logs[i]);
+        first = i == 0 ? info.loss : first;
+        last = info.loss;
+    }
+    CHECK_MSG(last < first, "loss %g -> %g", (double)first, (double)last);
+    printf("resnet-mini on Fashion-MNIST: loss %.4f -> %.4f, %llu log entries in %d steps\n", (double)first,
+           (double)last, (unsigned long long)entries, STEPS);
+    krn_backend_kind others[4] = {KRN_BACKEND_CPU, KRN_BACKEND_REF, KRN_BACKEND_SHUFFLE, KRN_BACKEND_REF};
+    krn_mode modes[4] = {KRN_REPLAY, KRN_REPLAY, KRN_REPLAY, KRN_NEAREST};
+    for (int k = 0; k < 4; k++) {
+        krn_ctx *rep = trn_test_ctx(others[k], modes[k], 11);
+        trn_state *v;
+        CHECK(trn_state_clone(&v, init) == 0);
+        int same = 0, first_diff = -1;
+        for (int i = 0; i < STEPS; i++) {
+            trn_step_info info;
+            CHECK_MSG(trn_test_mlp_step(rep, w, v, &data, modes[k] == KRN_REPLAY ? logs[i] : NULL, &info) == 0, "%s",
+                      ovt_errmsg());
+            ovt_hash h;
+            trn_state_hash(&h, v);
+            int eq = !memcmp(h.b, hashes[i].b, 32);
+            same += eq;
+            first_diff = !eq && first_diff < 0 ? i + 1 : first_diff;
+        }
+        if (modes[k] == KRN_REPLAY)
+            CHECK_MSG(same == STEPS, "backend %d: %d of %d equal, first differs at %d", (int)others[k], same, STEPS,
+                      first_diff);
+        else {
+            CHECK_MSG(same < STEPS, "the ablation (no log, ref) kept all %d states", STEPS);
+            printf("ablation on ref: the state leaves the trainer's at step %d\n", first_diff);
+        }
+        trn_state_free(v);
+        krn_ctx_free(rep);
+    }
+    for (int i = 0; i < STEPS; i++)
+        krn_rlog_free(logs[i]);
+    krn_ctx_free(rec);
+    trn_workspace_free(w);
+    trn_state_free(init);
+    trn_state_free(st);
+    data_samples_free(&data);
+}
+
 int main(void)
 {
     check_config();
     CHECK_RUN(check_gradient());
     CHECK_RUN(check_replay());
+    CHECK_RUN(check_fashion());
     /* batch-norm channels, counted by hand per block (two or three norms
      * of the block's widths, and the projection's): 4,800 and 26,560 */
     check_preset("resnet-18", 11173962, 4800);
