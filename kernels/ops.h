@@ -322,11 +322,11 @@ int krn_adamw_update(krn_ctx *ctx, float *params, float *m, float *v, const floa
 
 /* ---- convolution, batch norm, pooling (ResNet, issue 29) ---------------- */
 
-/* These ops have no cuda twin yet: on a cuda ctx they fail with OVT_EINVAL
- * naming the op. Shapes are NCHW; OH = (H + 2*pad - KH)/stride + 1 and
- * OW = (W + 2*pad - KW)/stride + 1 (rounded down, at least 1); P = OH*OW;
- * K = C*KH*KW, the taps k = (c, kh, kw) in row-major order (the order of
- * PyTorch's weight (OC, C, KH, KW) in memory). */
+/* Their cuda twins are kernels/cuda/conv.cu, bn.cu and pool.cu. Shapes are
+ * NCHW; OH = (H + 2*pad - KH)/stride + 1 and OW = (W + 2*pad - KW)/stride + 1
+ * (rounded down, at least 1); P = OH*OW; K = C*KH*KW, the taps
+ * k = (c, kh, kw) in row-major order (the order of PyTorch's weight
+ * (OC, C, KH, KW) in memory). */
 
 /* out (N,OC,OH,OW) = the 2-D convolution (cross-correlation, as PyTorch's
  * Conv2d) of inp (N,C,H,W) with weight (OC,C,KH,KW), + bias (OC) or NULL;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "kernels/ops.h"
+#include "kernels/cuda/dispatch.h"
 #include "kernels/reduce.h"
 #include "kernels/scratch.h"
 
@@ -25,11 +26,10 @@ static size_t nchw(const bn_job *j, size_t c, size_t m)
     return (m / j->HW * j->C + c) * j->HW + m % j->HW;
 }
 
-static int bn_check(const char *op, krn_ctx *ctx, size_t N, size_t C, size_t HW, size_t *M, size_t *n)
+static int bn_check(const char *op, size_t N, size_t C, size_t HW, size_t *M, size_t *n)
 {
     int rc;
-    if ((rc = krn_check_dims(op, N, HW, M)) || (rc = krn_check_dims(op, *M, C, n)) ||
-        (rc = krn_check_no_cuda(op, ctx)))
+    if ((rc = krn_check_dims(op, N, HW, M)) || (rc = krn_check_dims(op, *M, C, n)))
         return rc;
     if (*M < 2)
         return ovt_fail(OVT_EINVAL, "%s: batch statistics need more than one value per channel (N*HW = %zu)", op,
@@ -91,10 +91,12 @@ int krn_batchnorm_forward(krn_ctx *ctx, float *out, float *mean, float *rstd, fl
         (rc = krn_check_ptr(op, "rstd", rstd)) || (rc = krn_check_ptr(op, "running_mean", running_mean)) ||
         (rc = krn_check_ptr(op, "running_var", running_var)) || (rc = krn_check_ptr(op, "inp", inp)) ||
         (rc = krn_check_ptr(op, "weight", weight)) || (rc = krn_check_ptr(op, "bias", bias)) ||
-        (rc = bn_check(op, ctx, N, C, HW, &M, &n)))
+        (rc = bn_check(op, N, C, HW, &M, &n)))
         return rc;
     if (!(eps > 0) || !(momentum >= 0 && momentum <= 1))
         return ovt_fail(OVT_EINVAL, "%s: eps %g must be positive and momentum %g in [0, 1]", op, eps, momentum);
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_batchnorm_forward(ctx, out, mean, rstd, running_mean, running_var, inp, weight,
+                                                      bias, N, C, HW, eps, momentum));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
@@ -152,10 +154,12 @@ int krn_batchnorm_eval(krn_ctx *ctx, float *out, const float *inp, const float *
         (rc = krn_check_ptr(op, "weight", weight)) || (rc = krn_check_ptr(op, "bias", bias)) ||
         (rc = krn_check_ptr(op, "running_mean", running_mean)) ||
         (rc = krn_check_ptr(op, "running_var", running_var)) || (rc = krn_check_dims(op, N, HW, &M)) ||
-        (rc = krn_check_dims(op, M, C, &n)) || (rc = krn_check_no_cuda(op, ctx)))
+        (rc = krn_check_dims(op, M, C, &n)))
         return rc;
     if (!(eps > 0))
         return ovt_fail(OVT_EINVAL, "%s: eps %g is not positive", op, eps);
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_batchnorm_eval(ctx, out, inp, weight, bias, running_mean, running_var, N, C, HW,
+                                                   eps));
     double *r = krn_doubles(C, op);
     if (!r)
         return OVT_ENOMEM;
@@ -204,8 +208,10 @@ int krn_batchnorm_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbi
         (rc = krn_check_ptr(op, "dbias", dbias)) || (rc = krn_check_ptr(op, "dout", dout)) ||
         (rc = krn_check_ptr(op, "inp", inp)) || (rc = krn_check_ptr(op, "weight", weight)) ||
         (rc = krn_check_ptr(op, "mean", mean)) || (rc = krn_check_ptr(op, "rstd", rstd)) ||
-        (rc = bn_check(op, ctx, N, C, HW, &M, &n)))
+        (rc = bn_check(op, N, C, HW, &M, &n)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_batchnorm_backward(ctx, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N,
+                                                       C, HW));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;

@@ -6,6 +6,7 @@
 
 #include "kernels/ops.h"
 #include "kernels/contract.h"
+#include "kernels/cuda/dispatch.h"
 #include "kernels/reduce.h"
 #include "kernels/scratch.h"
 
@@ -22,9 +23,9 @@ typedef struct {
 } conv_shape;
 
 /* Checks the shape (dimensions not zero, products that fit, a kernel that
- * fits the padded input) and the backend; fills s and be. */
-static int conv_check(const char *op, krn_ctx *ctx, conv_shape *s, krn_cpu *be, size_t N, size_t C, size_t H,
-                      size_t W, size_t OC, size_t KH, size_t KW, size_t stride, size_t pad)
+ * fits the padded input); fills s. */
+static int conv_check(const char *op, conv_shape *s, size_t N, size_t C, size_t H, size_t W, size_t OC, size_t KH,
+                      size_t KW, size_t stride, size_t pad)
 {
     size_t nc, kk, noc, t;
     int rc;
@@ -39,14 +40,12 @@ static int conv_check(const char *op, krn_ctx *ctx, conv_shape *s, krn_cpu *be, 
     if (pad > SIZE_MAX / 8 || H + 2 * pad < KH || W + 2 * pad < KW)
         return ovt_fail(OVT_EINVAL, "%s: a %zu x %zu kernel with padding %zu does not fit a %zu x %zu input",
                         op, KH, KW, pad, H, W);
-    if ((rc = krn_check_no_cuda(op, ctx)))
-        return rc;
     s->OH = (H + 2 * pad - KH) / stride + 1;
     s->OW = (W + 2 * pad - KW) / stride + 1;
     if ((rc = krn_check_dims(op, s->OH, s->OW, &s->P)) || (rc = krn_check_dims(op, noc, s->P, &t)) ||
         (rc = krn_check_dims(op, N, s->P, &t)) || (rc = krn_check_dims(op, s->K, t, &t)))
         return rc;
-    return krn_cpu_from_ctx(ctx, be);
+    return 0;
 }
 
 /* The input row of tap kh under output row oh, or -1 in the padding. */
@@ -129,7 +128,10 @@ int krn_conv2d_forward(krn_ctx *ctx, float *out, const float *inp, const float *
     int rc;
     if ((rc = krn_check_ptr(op, "out", out)) || (rc = krn_check_ptr(op, "inp", inp)) ||
         (rc = krn_check_ptr(op, "weight", weight)) ||
-        (rc = conv_check(op, ctx, &s, &be, N, C, H, W, OC, KH, KW, stride, pad)))
+        (rc = conv_check(op, &s, N, C, H, W, OC, KH, KW, stride, pad)))
+        return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_conv2d_forward(ctx, out, inp, weight, bias, N, C, H, W, OC, KH, KW, stride, pad));
+    if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
     rc = OVT_ENOMEM;
     size_t K = s.K, P = s.P;
@@ -207,6 +209,18 @@ static void col2im_channels(void *arg, size_t c0, size_t c1)
             }
 }
 
+krn_band krn_conv_dinp_band(size_t OC, size_t taps)
+{
+    /* Each tap's value is a chunked sum over OC (gamma_{c+n-1}); adding at
+     * most KH*KW of them in order adds KH*KW - 1 roundings to each term:
+     * |computed - exact| <= gamma_{c+n-1 + KH*KW-1} * sum|terms|
+     * (docs/op-bounds.md, "conv bwd"). */
+    size_t cc = OC < KRN_GEMM_CHUNK ? OC : KRN_GEMM_CHUNK, nc = (OC + KRN_GEMM_CHUNK - 1) / KRN_GEMM_CHUNK;
+    krn_band band = krn_band_reduction(KRN_BAND_ARRAY, OC, 1.0, 1);
+    band.scale = KRN_BAND_WIDTH * 2.0 * krn_gamma((double)(cc + nc - 1 + taps - 1));
+    return band;
+}
+
 /* Site "conv.bwd.dinp": per image, colg (K,P) = weight^T @ dout_n, a
  * chunked reduction over OC, then col2im in the fixed tap order. */
 static int conv_dinp(krn_ctx *ctx, const krn_cpu *be, float *dinp, const float *dout, const double *wd,
@@ -220,13 +234,7 @@ static int conv_dinp(krn_ctx *ctx, const krn_cpu *be, float *dinp, const float *
     krn_site_parts *sp = NULL;
     if (!colg || !dn || !wcn || !x || !mag || (rc = krn_col_norms(be, wcn, weight, OC, K)))
         goto done;
-    /* Each tap's value is a chunked sum over OC (gamma_{c+n-1}); adding at
-     * most KH*KW of them in order adds KH*KW - 1 roundings to each term:
-     * |computed - exact| <= gamma_{c+n-1 + KH*KW-1} * sum|terms|
-     * (docs/op-bounds.md, "conv bwd"). */
-    size_t cc = OC < KRN_GEMM_CHUNK ? OC : KRN_GEMM_CHUNK, nc = (OC + KRN_GEMM_CHUNK - 1) / KRN_GEMM_CHUNK;
-    krn_band band = krn_band_reduction(KRN_BAND_ARRAY, OC, 1.0, 1);
-    band.scale = KRN_BAND_WIDTH * 2.0 * krn_gamma((double)(cc + nc - 1 + s->KH * s->KW - 1));
+    krn_band band = krn_conv_dinp_band(OC, s->KH * s->KW);
     if ((rc = krn_site_parts_begin(ctx, &sp, "conv.bwd.dinp", dinp, s->N * nimg, &band)))
         goto done;
     for (size_t n = 0; n < s->N && rc == 0; n++) {
@@ -307,7 +315,11 @@ int krn_conv2d_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias,
     int rc;
     if ((rc = krn_check_ptr(op, "dweight", dweight)) || (rc = krn_check_ptr(op, "dout", dout)) ||
         (rc = krn_check_ptr(op, "inp", inp)) || (rc = krn_check_ptr(op, "weight", weight)) ||
-        (rc = conv_check(op, ctx, &s, &be, N, C, H, W, OC, KH, KW, stride, pad)))
+        (rc = conv_check(op, &s, N, C, H, W, OC, KH, KW, stride, pad)))
+        return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_conv2d_backward(ctx, dinp, dweight, dbias, dout, inp, weight, N, C, H, W, OC,
+                                                    KH, KW, stride, pad));
+    if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
     rc = OVT_ENOMEM;
     size_t K = s.K, P = s.P, NP = N * P;

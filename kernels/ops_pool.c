@@ -3,17 +3,18 @@
 #include <stdlib.h>
 
 #include "kernels/ops.h"
+#include "kernels/cuda/dispatch.h"
 #include "kernels/reduce.h"
 #include "kernels/scratch.h"
 
 /* Checks a max pooling shape and gives OH, OW and the sizes. */
-static int pool_check(const char *op, krn_ctx *ctx, size_t N, size_t C, size_t H, size_t W, size_t k,
+static int pool_check(const char *op, size_t N, size_t C, size_t H, size_t W, size_t k,
                       size_t stride, size_t pad, size_t *OH, size_t *OW, size_t *nin, size_t *nout)
 {
     size_t nc, hw, ohw;
     int rc;
     if ((rc = krn_check_dims(op, N, C, &nc)) || (rc = krn_check_dims(op, H, W, &hw)) ||
-        (rc = krn_check_dims(op, nc, hw, nin)) || (rc = krn_check_no_cuda(op, ctx)))
+        (rc = krn_check_dims(op, nc, hw, nin)))
         return rc;
     if (k == 0 || stride == 0)
         return ovt_fail(OVT_EINVAL, "%s: window %zu, stride %zu (the least is 1)", op, k, stride);
@@ -46,8 +47,9 @@ int krn_maxpool2d_forward(krn_ctx *ctx, float *out, int32_t *idx, const float *i
     int rc;
     if ((rc = krn_check_ptr(op, "out", out)) || (rc = krn_check_ptr(op, "idx", idx)) ||
         (rc = krn_check_ptr(op, "inp", inp)) ||
-        (rc = pool_check(op, ctx, N, C, H, W, k, stride, pad, &OH, &OW, &nin, &nout)))
+        (rc = pool_check(op, N, C, H, W, k, stride, pad, &OH, &OW, &nin, &nout)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_maxpool2d_forward(ctx, out, idx, inp, N, C, H, W, k, stride, pad));
     double *x = krn_scratch(KRN_SCRATCH_OUT, nout);
     if (!x)
         return OVT_ENOMEM;
@@ -82,13 +84,14 @@ int krn_maxpool2d_backward(krn_ctx *ctx, float *dinp, const float *dout, const i
     int rc;
     if ((rc = krn_check_ptr(op, "dinp", dinp)) || (rc = krn_check_ptr(op, "dout", dout)) ||
         (rc = krn_check_ptr(op, "idx", idx)) ||
-        (rc = pool_check(op, ctx, N, C, H, W, k, stride, pad, &OH, &OW, &nin, &nout)))
+        (rc = pool_check(op, N, C, H, W, k, stride, pad, &OH, &OW, &nin, &nout)))
         return rc;
     size_t ohw = OH * OW, hw = H * W;
     for (size_t o = 0; o < nout; o++)
         if (idx[o] < 0 || (size_t)idx[o] >= hw)
             return ovt_fail(OVT_EINVAL, "%s: index %d of output %zu is outside its %zu x %zu plane", op,
                             (int)idx[o], o, H, W);
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_maxpool2d_backward(ctx, dinp, dout, idx, N, C, H, W, k, stride, pad));
     double *x = krn_scratch(KRN_SCRATCH_OUT, nin);
     if (!x)
         return OVT_ENOMEM;
@@ -107,12 +110,12 @@ int krn_maxpool2d_backward(krn_ctx *ctx, float *dinp, const float *dout, const i
 }
 
 /* Checks a global average pooling shape: nc planes, n elements. */
-static int avg_check(const char *op, krn_ctx *ctx, size_t N, size_t C, size_t HW, size_t *nc, size_t *n)
+static int avg_check(const char *op, size_t N, size_t C, size_t HW, size_t *nc, size_t *n)
 {
     int rc;
-    if ((rc = krn_check_dims(op, N, C, nc)) || (rc = krn_check_dims(op, *nc, HW, n)))
+    if ((rc = krn_check_dims(op, N, C, nc)))
         return rc;
-    return krn_check_no_cuda(op, ctx);
+    return krn_check_dims(op, *nc, HW, n);
 }
 
 /* Sites and bands: kernels/ops.h, docs/op-bounds.md ("pooling"). */
@@ -122,8 +125,9 @@ int krn_avgpool_global_forward(krn_ctx *ctx, float *out, const float *inp, size_
     size_t nc, n;
     int rc;
     if ((rc = krn_check_ptr(op, "out", out)) || (rc = krn_check_ptr(op, "inp", inp)) ||
-        (rc = avg_check(op, ctx, N, C, HW, &nc, &n)))
+        (rc = avg_check(op, N, C, HW, &nc, &n)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_avgpool_global_forward(ctx, out, inp, N, C, HW));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
@@ -154,8 +158,9 @@ int krn_avgpool_global_backward(krn_ctx *ctx, float *dinp, const float *dout, si
     size_t nc, n;
     int rc;
     if ((rc = krn_check_ptr(op, "dinp", dinp)) || (rc = krn_check_ptr(op, "dout", dout)) ||
-        (rc = avg_check(op, ctx, N, C, HW, &nc, &n)))
+        (rc = avg_check(op, N, C, HW, &nc, &n)))
         return rc;
+    KRN_CUDA_DISPATCH(ctx, krn_cuda_avgpool_global_backward(ctx, dinp, dout, N, C, HW));
     avg_bwd_job j = {.dinp = dinp, .dout = dout, .HW = HW};
     return krn_site_exact_fill(ctx, "avgpool.bwd", dinp, n, avg_bwd_fill, &j);
 }

@@ -745,10 +745,3 @@ int krn_check_dims(const char *op, size_t a, size_t b, size_t *product)
     *product = a * b;
     return 0;
 }
-
-int krn_check_no_cuda(const char *op, krn_ctx *ctx)
-{
-    if (krn_ctx_config(ctx)->backend == KRN_BACKEND_CUDA)
-        return ovt_fail(OVT_EINVAL, "%s has no cuda twin yet (issue 29); use the cpu, ref or shuffle backend", op);
-    return 0;
-}

@@ -142,8 +142,9 @@ float *krn_floats(size_t n, const char *what);
 /* Argument checks shared by the ops: 0, or OVT_EINVAL naming the op. */
 int krn_check_ptr(const char *op, const char *what, const void *p) OVT_MUST_USE;
 int krn_check_dims(const char *op, size_t a, size_t b, size_t *product) OVT_MUST_USE;
-/* OVT_EINVAL naming the op on a cuda ctx: for the ops without a cuda twin
- * (convolution, batch norm, pooling: issue 29). */
-int krn_check_no_cuda(const char *op, krn_ctx *ctx) OVT_MUST_USE;
+/* The band of site "conv.bwd.dinp" (kernels/ops_conv.c), a in the caller's
+ * hands: a reduction over OC followed by the in-order sum of at most taps
+ * (KH*KW) tap values, and the accumulation into the old gradient. */
+krn_band krn_conv_dinp_band(size_t OC, size_t taps);
 
 #endif

@@ -507,7 +507,7 @@ static int op_exact(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
     return rc;
 }
 
-/* ---- the ResNet ops (no cuda twin yet: cpu_only) ---- */
+/* ---- the ResNet ops ---- */
 
 /* pattern: inp[n][c][p] = a cancellation pattern over the channels (its own
  * per position), the weight's centre tap 2^(oc % 3) and every other tap 0,
@@ -697,35 +697,34 @@ typedef struct {
     bool forced;      /* the pattern inputs make NEAREST differ */
     bool exact;       /* no site of the op can log */
     bool (*pre)(void); /* a condition for `forced` (NULL: always) */
-    bool cpu_only;     /* no cuda twin yet: left out of test_cuda_ops */
 } op_case;
 
 static const op_case cases[] = {
-    {"matmul_forward", op_matmul_fwd, true, false, NULL, false},
-    {"matmul_backward", op_matmul_bwd, true, false, NULL, false},
-    {"bias_forward+backward", op_bias, true, false, NULL, false},
-    {"layernorm_forward", op_layernorm_fwd, true, false, NULL, false},
-    {"layernorm_backward", op_layernorm_bwd, true, false, NULL, false},
-    {"attention_forward", op_attention_fwd, true, false, NULL, false},
-    {"attention_backward", op_attention_bwd, true, false, NULL, false},
-    {"encoder_forward+backward", op_encoder, true, false, NULL, false},
-    {"gelu_forward+backward", op_gelu, true, false, libm_near_midpoints, false},
-    {"crossentropy_forward+backward", op_crossentropy, true, false, libm_near_midpoints, false},
-    {"grad_norm+clip+adamw", op_optimizer, true, false, libm_near_midpoints, false},
-    {"residual+accumulate+relu", op_exact, false, true, NULL, false},
-    {"rmsnorm_forward", op_rmsnorm_fwd, true, false, NULL, false},
-    {"rmsnorm_backward", op_rmsnorm_bwd, true, false, NULL, false},
-    {"rope_table+forward+backward", op_rope, true, false, rope_near_midpoint, false},
-    {"swiglu_forward+backward", op_swiglu, true, false, libm_near_midpoints, false},
-    {"gqa_forward", op_gqa_fwd, true, false, NULL, false},
-    {"gqa_backward", op_gqa_bwd, true, false, NULL, false},
-    {"encoder_nopos_forward+backward", op_encoder_nopos, true, false, NULL, false},
-    {"conv2d_forward", op_conv_fwd, true, false, NULL, true},
-    {"conv2d_backward", op_conv_bwd, true, false, NULL, true},
-    {"batchnorm_forward+eval", op_batchnorm_fwd, true, false, NULL, true},
-    {"batchnorm_backward", op_batchnorm_bwd, true, false, NULL, true},
-    {"avgpool_global_forward+backward", op_avgpool, true, false, NULL, true},
-    {"maxpool2d_forward+backward", op_maxpool, false, true, NULL, true},
+    {"matmul_forward", op_matmul_fwd, true, false, NULL},
+    {"matmul_backward", op_matmul_bwd, true, false, NULL},
+    {"bias_forward+backward", op_bias, true, false, NULL},
+    {"layernorm_forward", op_layernorm_fwd, true, false, NULL},
+    {"layernorm_backward", op_layernorm_bwd, true, false, NULL},
+    {"attention_forward", op_attention_fwd, true, false, NULL},
+    {"attention_backward", op_attention_bwd, true, false, NULL},
+    {"encoder_forward+backward", op_encoder, true, false, NULL},
+    {"gelu_forward+backward", op_gelu, true, false, libm_near_midpoints},
+    {"crossentropy_forward+backward", op_crossentropy, true, false, libm_near_midpoints},
+    {"grad_norm+clip+adamw", op_optimizer, true, false, libm_near_midpoints},
+    {"residual+accumulate+relu", op_exact, false, true, NULL},
+    {"rmsnorm_forward", op_rmsnorm_fwd, true, false, NULL},
+    {"rmsnorm_backward", op_rmsnorm_bwd, true, false, NULL},
+    {"rope_table+forward+backward", op_rope, true, false, rope_near_midpoint},
+    {"swiglu_forward+backward", op_swiglu, true, false, libm_near_midpoints},
+    {"gqa_forward", op_gqa_fwd, true, false, NULL},
+    {"gqa_backward", op_gqa_bwd, true, false, NULL},
+    {"encoder_nopos_forward+backward", op_encoder_nopos, true, false, NULL},
+    {"conv2d_forward", op_conv_fwd, true, false, NULL},
+    {"conv2d_backward", op_conv_bwd, true, false, NULL},
+    {"batchnorm_forward+eval", op_batchnorm_fwd, true, false, NULL},
+    {"batchnorm_backward", op_batchnorm_bwd, true, false, NULL},
+    {"avgpool_global_forward+backward", op_avgpool, true, false, NULL},
+    {"maxpool2d_forward+backward", op_maxpool, false, true, NULL},
 };
 
 /* ---- running one step ---- */
@@ -831,10 +830,6 @@ static void test_replay(const backend_sel (*pairs)[2], size_t npairs)
         const op_case *c = &cases[i];
         uint64_t logged_random = 0, logged_pattern = 0;
         size_t flips = 0;
-#ifdef OVT_TEST_CUDA
-        if (c->cpu_only)
-            continue;
-#endif
         for (uint64_t seed = 1; seed <= replay_seeds; seed++)
             for (size_t p = 0; p < npairs; p++)
                 check_pair(c, seed, false, pairs[p][0], pairs[p][1], &logged_random);
