@@ -213,8 +213,11 @@ static int fashion(data_samples *out, uint32_t n)
 }
 
 /* resnet-mini 40 steps on Fashion-MNIST: the replays with the logs on cpu,
- * ref and shuffle give the trainer's stateHash at every step, and without
- * them (the ablation, with the demo's head shift on fc) ref leaves it. */
+ * ref and shuffle give the trainer's stateHash at every step. (The
+ * ablation is not here yet: without the logs, ref kept all 40 states even
+ * with head shift 14 on fc, at about 1,250 entries a step; issue 29 still
+ * has to find the setting where the no-log run visibly leaves, e.g. on
+ * shuffle or over more steps.) */
 static void check_fashion(void)
 {
     data_samples data;
@@ -230,7 +233,6 @@ static void check_fashion(void)
     rc.lr = 3e-3;
     rc.lr_min = 3e-4;
     rc.decay_steps = 40;
-    rc.head_shift = 14;
     rc.dataset_hash = data.hash;
     trn_state *st, *init;
     trn_workspace *w;
@@ -255,9 +257,9 @@ static void check_fashion(void)
     CHECK_MSG(last < first, "loss %g -> %g", (double)first, (double)last);
     printf("resnet-mini on Fashion-MNIST: loss %.4f -> %.4f, %llu log entries in %d steps\n", (double)first,
            (double)last, (unsigned long long)entries, STEPS);
-    krn_backend_kind others[4] = {KRN_BACKEND_CPU, KRN_BACKEND_REF, KRN_BACKEND_SHUFFLE, KRN_BACKEND_REF};
-    krn_mode modes[4] = {KRN_REPLAY, KRN_REPLAY, KRN_REPLAY, KRN_NEAREST};
-    for (int k = 0; k < 4; k++) {
+    krn_backend_kind others[3] = {KRN_BACKEND_CPU, KRN_BACKEND_REF, KRN_BACKEND_SHUFFLE};
+    krn_mode modes[3] = {KRN_REPLAY, KRN_REPLAY, KRN_REPLAY};
+    for (int k = 0; k < 3; k++) {
         krn_ctx *rep = trn_test_ctx(others[k], modes[k], 11);
         trn_state *v;
         CHECK(trn_state_clone(&v, init) == 0);
