@@ -43,10 +43,7 @@ static void slice_by(trn_gpt2_acts *out, const size_t sizes[TRN_GPT2_NACTS], flo
         &out->preatt,  &out->att,      &out->attproj,  &out->residual2, &out->ln2,     &out->ln2_mean,
         &out->ln2_rstd, &out->fch,     &out->fch_gelu, &out->fcproj,   &out->residual3, &out->lnf,
         &out->lnf_mean, &out->lnf_rstd, &out->logits,  &out->probs,    &out->losses};
-    for (int i = 0; i < TRN_GPT2_NACTS; i++) {
-        *ptrs[i] = base;
-        base += sizes[i];
-    }
+    trn_acts_slice_by(ptrs, sizes, TRN_GPT2_NACTS, base);
 }
 
 void trn_gpt2_acts_slice(trn_gpt2_acts *out, const trn_model_config *m, size_t B, size_t T, float *base)

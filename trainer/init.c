@@ -47,11 +47,6 @@ static void shape_text(char *buf, size_t cap, const trn_model_config *m)
         snprintf(buf, cap, "mlp L%u width%u in%u classes%u", m->n_layer, m->width, m->in_dim, m->n_class);
 }
 
-static int same_shape(const trn_model_config *a, const trn_model_config *b)
-{
-    return trn_model_equal(a, b);
-}
-
 static int shape_mismatch(const char *path, const char *what, const trn_model_config *file,
                           const trn_model_config *run)
 {
@@ -86,7 +81,7 @@ static int load_checkpoint(float **out, const trn_run_config *rc, const trn_layo
     int rv = trn_checkpoint_read(&src, path);
     if (rv)
         return rv;
-    if (!same_shape(&src->config.model, &rc->model))
+    if (!trn_model_equal(&src->config.model, &rc->model))
         rv = shape_mismatch(path, "checkpoint", &src->config.model, &rc->model);
     else if (!(*out = malloc(l->nparams * sizeof(float))))
         rv = ovt_fail(OVT_ENOMEM, "out of memory for %zu parameters", l->nparams);
@@ -112,7 +107,7 @@ static int load_llmc(float **out, const trn_run_config *rc, const trn_layout *l,
     uint32_t maxT = h[2], V = h[3], L = h[4], NH = h[5], C = h[6], Vp = h[7];
     trn_model_config file = {.kind = TRN_MODEL_GPT2, .n_layer = L, .width = C, .n_head = NH, .vocab = V,
                              .max_seq = maxT};
-    if (!same_shape(&file, &rc->model))
+    if (!trn_model_equal(&file, &rc->model))
         return shape_mismatch(path, "llm.c weight file", &file, &rc->model);
     if (Vp < V || Vp > (1u << 21))
         return ovt_fail(OVT_EFORMAT, "%s: padded vocabulary %u is below the vocabulary %u or too large", path, Vp, V);
@@ -183,7 +178,7 @@ static int load_llama2c(float **out, const trn_run_config *rc, const trn_layout 
                         const char *path)
 {
     const char *what = h->version ? "llama2.c file (version 1)" : "legacy llama2.c file";
-    if (!same_shape(&h->model, &rc->model))
+    if (!trn_model_equal(&h->model, &rc->model))
         return shape_mismatch(path, what, &h->model, &rc->model);
     uint8_t *buf;
     size_t len;

@@ -49,10 +49,7 @@ static void slice_by(trn_llama_acts *out, const size_t sizes[TRN_LLAMA_NACTS], f
         &out->atty,     &out->attproj,  &out->residual2, &out->ln2,     &out->ln2_rstd,  &out->h1,
         &out->h3,       &out->hg,       &out->fcproj,   &out->residual3, &out->lnf,      &out->lnf_rstd,
         &out->logits,   &out->probs,    &out->losses};
-    for (int i = 0; i < TRN_LLAMA_NACTS; i++) {
-        *ptrs[i] = base;
-        base += sizes[i];
-    }
+    trn_acts_slice_by(ptrs, sizes, TRN_LLAMA_NACTS, base);
 }
 
 void trn_llama_acts_slice(trn_llama_acts *out, const trn_model_config *m, size_t B, size_t T, float *base)

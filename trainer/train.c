@@ -51,33 +51,27 @@ int trn_workspace_new(trn_workspace **out, const trn_run_config *rc)
         *out = w;
         return 0;
     }
-    if (m->kind == TRN_MODEL_LLAMA) {
-        size_t n = trn_llama_acts_size(m, B, rc->seq_len);
-        size_t nd = trn_llama_dacts_size(m, B, rc->seq_len);
+    if (trn_model_is_lm(m)) {
+        /* GPT-2 and Llama: the activations and their gradients in one allocation */
+        int llama = m->kind == TRN_MODEL_LLAMA;
+        size_t T = rc->seq_len;
+        size_t n = llama ? trn_llama_acts_size(m, B, T) : trn_gpt2_acts_size(m, B, T);
+        size_t nd = llama ? trn_llama_dacts_size(m, B, T) : trn_gpt2_dacts_size(m, B, T);
         w->mem_floats = n + nd;
         w->mem = ovt_big_calloc(n + nd, sizeof(float));
         w->grads = ovt_big_calloc(w->layout.nparams, sizeof(float));
         if (!w->mem || !w->grads) {
-            rv = ovt_fail(OVT_ENOMEM, "out of memory for Llama activations (%zu + %zu floats) and gradients", n, nd);
+            rv = ovt_fail(OVT_ENOMEM, "out of memory for %s activations (%zu + %zu floats) and gradients",
+                          llama ? "Llama" : "GPT-2", n, nd);
             goto fail;
         }
-        trn_llama_acts_slice(&w->lacts, m, B, rc->seq_len, w->mem);
-        trn_llama_dacts_slice(&w->ldacts, m, B, rc->seq_len, w->mem + n, &w->lacts);
-        *out = w;
-        return 0;
-    }
-    if (m->kind == TRN_MODEL_GPT2) {
-        size_t n = trn_gpt2_acts_size(m, B, rc->seq_len);
-        size_t nd = trn_gpt2_dacts_size(m, B, rc->seq_len);
-        w->mem_floats = n + nd;
-        w->mem = ovt_big_calloc(n + nd, sizeof(float));
-        w->grads = ovt_big_calloc(w->layout.nparams, sizeof(float));
-        if (!w->mem || !w->grads) {
-            rv = ovt_fail(OVT_ENOMEM, "out of memory for GPT-2 activations (%zu + %zu floats) and gradients", n, nd);
-            goto fail;
+        if (llama) {
+            trn_llama_acts_slice(&w->lacts, m, B, T, w->mem);
+            trn_llama_dacts_slice(&w->ldacts, m, B, T, w->mem + n, &w->lacts);
+        } else {
+            trn_gpt2_acts_slice(&w->acts, m, B, T, w->mem);
+            trn_gpt2_dacts_slice(&w->dacts, m, B, T, w->mem + n, &w->acts);
         }
-        trn_gpt2_acts_slice(&w->acts, m, B, rc->seq_len, w->mem);
-        trn_gpt2_dacts_slice(&w->dacts, m, B, rc->seq_len, w->mem + n, &w->acts);
         *out = w;
         return 0;
     }

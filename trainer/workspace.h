@@ -121,6 +121,16 @@ struct trn_workspace {
     uint32_t fault_shard;
 };
 
+/* Points *ptrs[i] at consecutive pieces of base, sizes[i] floats each
+ * (both models' activation tables). */
+static inline void trn_acts_slice_by(float **const *ptrs, const size_t *sizes, int n, float *base)
+{
+    for (int i = 0; i < n; i++) {
+        *ptrs[i] = base;
+        base += sizes[i];
+    }
+}
+
 /* GPT-2 (trainer/gpt2.c): the number of floats of one activation set for
  * batches of B x T, and the slicing of such a set. */
 size_t trn_gpt2_acts_size(const trn_model_config *m, size_t B, size_t T);

@@ -42,15 +42,6 @@ static trn_run_config micro_config(data_tokens *data)
     return rc;
 }
 
-static int batch_of(data_token_batch *tb, trn_batch *b, const data_tokens *data, const trn_run_config *rc,
-                    uint64_t step)
-{
-    int rv = data_token_batch_get(tb, data, rc->seed, step, rc->batch_size, rc->seq_len);
-    trn_batch view = {.B = tb->B, .T = tb->T, .inputs = tb->inputs, .targets = tb->targets};
-    *b = view;
-    return rv;
-}
-
 static void test_gradient(void)
 {
     data_tokens data;
@@ -62,7 +53,7 @@ static void test_gradient(void)
     krn_ctx *ctx = trn_test_ctx(KRN_BACKEND_REF, KRN_NEAREST, 9);
     data_token_batch tb;
     trn_batch b;
-    CHECK(batch_of(&tb, &b, &data, &rc, 1) == 0);
+    CHECK(trn_test_token_batch(&tb, &b, &data, &rc, 1) == 0);
     size_t n = st->layout.nparams;
     float *g = trn_workspace_grads(w), loss;
     memset(g, 0, n * sizeof(float));
@@ -127,7 +118,7 @@ static void test_train_and_replay(void)
     for (int i = 0; i < STEPS; i++) {
         data_token_batch tb;
         trn_batch b;
-        CHECK(batch_of(&tb, &b, &data, &rc, (uint64_t)i + 1) == 0);
+        CHECK(trn_test_token_batch(&tb, &b, &data, &rc, (uint64_t)i + 1) == 0);
         logs[i] = krn_rlog_new();
         trn_step_info info;
         CHECK_MSG(trn_train_step(rec, w, st, &b, logs[i], &info) == 0, "%s", ovt_errmsg());
@@ -151,7 +142,7 @@ static void test_train_and_replay(void)
         for (int i = 0; i < STEPS; i++) {
             data_token_batch tb;
             trn_batch b;
-            CHECK(batch_of(&tb, &b, &data, &rc, (uint64_t)i + 1) == 0);
+            CHECK(trn_test_token_batch(&tb, &b, &data, &rc, (uint64_t)i + 1) == 0);
             trn_step_info info;
             CHECK_MSG(trn_train_step(rep, w, v, &b, logs[i], &info) == 0, "%s", ovt_errmsg());
             ovt_hash h;

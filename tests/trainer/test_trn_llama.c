@@ -95,15 +95,6 @@ static trn_run_config micro_config(data_tokens *data, uint32_t kv_heads, uint32_
     return rc;
 }
 
-static int batch_of(data_token_batch *tb, trn_batch *b, const data_tokens *data, const trn_run_config *rc,
-                    uint64_t step)
-{
-    int rv = data_token_batch_get(tb, data, rc->seed, step, rc->batch_size, rc->seq_len);
-    trn_batch view = {.B = tb->B, .T = tb->T, .inputs = tb->inputs, .targets = tb->targets};
-    *b = view;
-    return rv;
-}
-
 /* Gradients against central differences: for every tensor, its element
  * of largest gradient and one of small gradient. Parameters drawn from the
  * seed are too uniform for the norms' weights to matter, so the norm
@@ -123,7 +114,7 @@ static void check_gradient(uint32_t kv_heads, uint32_t tied)
     krn_ctx *ctx = trn_test_ctx(KRN_BACKEND_REF, KRN_NEAREST, 9);
     data_token_batch tb;
     trn_batch b;
-    CHECK(batch_of(&tb, &b, &data, &rc, 1) == 0);
+    CHECK(trn_test_token_batch(&tb, &b, &data, &rc, 1) == 0);
     size_t n = st->layout.nparams;
     float *g = trn_workspace_grads(w), loss;
     memset(g, 0, n * sizeof(float));
@@ -226,7 +217,7 @@ static void test_train_and_replay(void)
     for (int i = 0; i < STEPS; i++) {
         data_token_batch tb;
         trn_batch b;
-        CHECK(batch_of(&tb, &b, &data, &rc, (uint64_t)i + 1) == 0);
+        CHECK(trn_test_token_batch(&tb, &b, &data, &rc, (uint64_t)i + 1) == 0);
         logs[i] = krn_rlog_new();
         trn_step_info info;
         CHECK_MSG(trn_train_step(rec, w, st, &b, logs[i], &info) == 0, "%s", ovt_errmsg());
@@ -252,7 +243,7 @@ static void test_train_and_replay(void)
         for (int i = 0; i < STEPS; i++) {
             data_token_batch tb;
             trn_batch b;
-            CHECK(batch_of(&tb, &b, &data, &rc, (uint64_t)i + 1) == 0);
+            CHECK(trn_test_token_batch(&tb, &b, &data, &rc, (uint64_t)i + 1) == 0);
             trn_step_info info;
             CHECK_MSG(trn_train_step(rep, w, v, &b, modes[k] == KRN_REPLAY ? logs[i] : NULL, &info) == 0, "%s",
                       ovt_errmsg());

@@ -34,6 +34,16 @@ static inline int trn_test_mlp_step(krn_ctx *ctx, trn_workspace *w, trn_state *s
     return rv;
 }
 
+/* The schedule's token batch of step `step` into tb, and b its view. */
+static inline int trn_test_token_batch(data_token_batch *tb, trn_batch *b, const data_tokens *data,
+                                       const trn_run_config *rc, uint64_t step)
+{
+    int rv = data_token_batch_get(tb, data, rc->seed, step, rc->batch_size, rc->seq_len);
+    trn_batch view = {.B = tb->B, .T = tb->T, .inputs = tb->inputs, .targets = tb->targets};
+    *b = view;
+    return rv;
+}
+
 /* The "state N HASH" lines of `ovt train --print-state` output, in order,
  * into dst (cap bytes). */
 static inline void trn_test_state_lines(char *dst, size_t cap, const char *text)
