@@ -196,7 +196,7 @@ int trn_config_check(const trn_run_config *rc)
     int shiftable = rc->model.kind == TRN_MODEL_MLP || rc->model.kind == TRN_MODEL_RESNET ||
                     (rc->model.kind == TRN_MODEL_LLAMA && !rc->model.tied);
     if (rc->head_shift > 20 || (rc->head_shift && !shiftable))
-        return ovt_fail(OVT_EINVAL, "head shift %u: only the MLP and a Llama with its own head take one, at most 20",
+        return ovt_fail(OVT_EINVAL, "head shift %u: only the MLP, a ResNet and a Llama with its own head take one, at most 20",
                         rc->head_shift);
     if (rc->batch_size < 1 || rc->batch_size > (1u << 20))
         return ovt_fail(OVT_EINVAL, "batch size %u out of range 1..2^20", rc->batch_size);

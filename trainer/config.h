@@ -98,8 +98,8 @@ typedef struct {
     uint64_t seed;       /* init and batch schedule */
     uint32_t grid_bits;  /* b in 24..32 */
     uint32_t band_rules; /* TRN_BAND_RULES_V1 */
-    /* MLP and Llama with its own head (not tied) only, 0 = off: the output
-     * layer starts with a common shift of
+    /* MLP, ResNet (fc) and Llama with its own head (not tied) only, 0 =
+     * off: the output layer starts with a common shift of
      * +-2^head_shift/16 added to every weight of each input column (sign per
      * column from krn_rng). Softmax ignores a shift common to all logits, so
      * the model computes the same function, but the backward reduction over

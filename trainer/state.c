@@ -106,9 +106,9 @@ static void init_const(const trn_state *st, const trn_tensor_info *t, float valu
         st->params[t->offset + i] = value;
 }
 
-/* The optional head shift (trainer/config.h) of an MLP or a Llama with its
- * own output head: column h of the output layer (MLP: w[L], Llama: wcls,
- * rows the classes or tokens) gets +-2^head_shift/16, the sign from krn_rng
+/* The optional head shift (trainer/config.h) of an MLP, a ResNet or a
+ * Llama with its own output head: column h of the output layer (MLP: w[L],
+ * ResNet: fc.weight, Llama: wcls; rows the classes or tokens) gets +-2^head_shift/16, the sign from krn_rng
  * (seed, 0, KRN_RNG_INIT, nparams + h), added in FP64 (exact) and rounded
  * to the grid. */
 static void init_head_shift(const trn_state *st)

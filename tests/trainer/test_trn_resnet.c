@@ -213,11 +213,20 @@ static int fashion(data_samples *out, uint32_t n)
 }
 
 /* resnet-mini 40 steps on Fashion-MNIST: the replays with the logs on cpu,
- * ref and shuffle give the trainer's stateHash at every step. (The
- * ablation is not here yet: without the logs, ref kept all 40 states even
- * with head shift 14 on fc, at about 1,250 entries a step; issue 29 still
- * has to find the setting where the no-log run visibly leaves, e.g. on
- * shuffle or over more steps.) */
+ * ref and shuffle give the trainer's stateHash at every step, and without
+ * them (the ablation) ref leaves the trainer's states.
+ *
+ * The ablation needs the head shift (trainer/config.h) on fc. Without it
+ * ref rounds every element as cpu does for 60 steps and more: most of a
+ * step's ~1,300 entries are the first convolution's exact ties (8-bit
+ * pixels times FP32 weights, sums exact in FP64, the same on every side),
+ * and fc's input gradient is a sum of 10 products that is exact in FP64
+ * while the softmax is flat. With +-2^20/16 on fc's columns that sum
+ * cancels 2^16-fold; once the softmax has peaked (about step 10 at lr
+ * 1e-2) its terms span more than 53 bits, the FP64 sums of cpu and ref
+ * differ in their last bits, and one of fc's input gradients rounds the
+ * other way: the no-log run leaves at step 10 (measured with this
+ * configuration; the check asserts only that it leaves within 40). */
 static void check_fashion(void)
 {
     data_samples data;
@@ -230,9 +239,10 @@ static void check_fashion(void)
     trn_run_config rc;
     trn_config_default(&rc, &m);
     rc.batch_size = 8;
-    rc.lr = 3e-3;
-    rc.lr_min = 3e-4;
+    rc.lr = 1e-2;
+    rc.lr_min = 1e-3;
     rc.decay_steps = 40;
+    rc.head_shift = 20;
     rc.dataset_hash = data.hash;
     trn_state *st, *init;
     trn_workspace *w;
@@ -257,9 +267,9 @@ static void check_fashion(void)
     CHECK_MSG(last < first, "loss %g -> %g", (double)first, (double)last);
     printf("resnet-mini on Fashion-MNIST: loss %.4f -> %.4f, %llu log entries in %d steps\n", (double)first,
            (double)last, (unsigned long long)entries, STEPS);
-    krn_backend_kind others[3] = {KRN_BACKEND_CPU, KRN_BACKEND_REF, KRN_BACKEND_SHUFFLE};
-    krn_mode modes[3] = {KRN_REPLAY, KRN_REPLAY, KRN_REPLAY};
-    for (int k = 0; k < 3; k++) {
+    krn_backend_kind others[4] = {KRN_BACKEND_CPU, KRN_BACKEND_REF, KRN_BACKEND_SHUFFLE, KRN_BACKEND_REF};
+    krn_mode modes[4] = {KRN_REPLAY, KRN_REPLAY, KRN_REPLAY, KRN_NEAREST};
+    for (int k = 0; k < 4; k++) {
         krn_ctx *rep = trn_test_ctx(others[k], modes[k], 11);
         trn_state *v;
         CHECK(trn_state_clone(&v, init) == 0);
