@@ -392,6 +392,33 @@ static void test_resnet(void)
     CHECK(output_has("47 tensors (78426 parameters) are the parameters of step 3"));
     flip_bit(model, bad, "layer2.0.bn2.running_var");
     CHECK(verify(bad, receipt) == 1 && output_has("layer2.0.bn2.running_var"));
+    /* `ovt eval`: batch norm from the running statistics, the same loss and
+     * count on every backend; accuracy is the count over the 64 images */
+    static const char *const backends[3] = {"cpu", "ref", "shuffle"};
+    char first[160] = "";
+    for (int b = 0; b < 3; b++) {
+        CHECK(run_ovt("eval %s --data %s --backend %s --json", run, images, backends[b]) == 0);
+        char path[300], got[160] = "";
+        uint8_t *buf;
+        size_t len;
+        snprintf(path, sizeof path, "%s/out.txt", dir);
+        if (ovt_read_file(path, &buf, &len, 1 << 20) == 0) {
+            const char *loss = strstr((char *)buf, "\"loss\": "), *correct = strstr((char *)buf, "\"correct\": ");
+            const char *acc = strstr((char *)buf, "\"accuracy\": ");
+            CHECK(loss && correct && acc && strstr((char *)buf, "\"samples\": 64"));
+            if (loss && correct && acc) {
+                long n = strtol(correct + 11, NULL, 10);
+                CHECK_MSG(n >= 0 && n <= 64 && strtod(acc + 12, NULL) == (double)n / 64, "accuracy %.20s, correct %ld",
+                          acc + 12, n);
+                snprintf(got, sizeof got, "%.*s %ld", (int)strcspn(loss, ","), loss, n);
+            }
+            free(buf);
+        }
+        if (b == 0)
+            snprintf(first, sizeof first, "%s", got);
+        CHECK_MSG(got[0] && !strcmp(got, first), "%s: %s, cpu: %s", backends[b], got, first);
+    }
+    printf("resnet-mini eval on cpu, ref and shuffle: %s\n", first);
 }
 
 /* The 2-step gpt2-small run on BPE tokens: export, verify, a flipped bit;
