@@ -7,6 +7,9 @@
 # Arguments go to run.py:
 #   bench/peers/run.sh [--model gpt2-small|gpt2-tiny|llama-15m|resnet-50|...] [--batch 4] [--seq 64]
 #                      [--threads 2] [--rounds 3]
+# On cores shared with other work PyTorch's spinning OpenMP threads lose up
+# to 7x; OMP_WAIT_POLICY=PASSIVE bench/peers/run.sh ... steadies its row
+# (ovt's OpenBLAS is the pthread build, on one thread: not affected).
 set -e
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
