@@ -79,6 +79,10 @@ def main():
             t, tready = start([py, os.path.join(here, "torch_step.py")] + arch + shape)
             break
     print(tready if t else f"PyTorch row skipped: {tready}", flush=True)
+    ovt_state, torch_state = ready.split()[2], (tready.split() + ["", "", ""])[5]
+    if t and a.model in RESNETS and torch_state != ovt_state:
+        sys.exit(f"PyTorch's ResNet has {torch_state} parameters and running statistics, ovt's state {ovt_state}: "
+                 "the two networks differ")
 
     rows = {"ovt RECORD": [], "ovt PLAIN": [], "plain FP32 C (OpenBLAS SGEMM)": [], "PyTorch FP32": []}
     loads = []

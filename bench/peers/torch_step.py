@@ -24,7 +24,8 @@ in training mode, basic or bottleneck blocks (stride on the 3x3 convolution,
 expansion 4), projection shortcuts (1x1 conv and batch norm) where the shape
 changes, global average pooling, a linear head, mean cross-entropy, AdamW with
 clip 1.0 as above. Its trainable parameters must number --expect-params (the
-run fails otherwise); the batch is random pixels / 256 and random labels.
+run fails otherwise), and run.py checks that they and the running statistics
+number ovt's state; the batch is random pixels / 256 and random labels.
 """
 import resource
 import argparse
@@ -234,7 +235,10 @@ def main():
 
     step()
     nparams = sum(p.numel() for p in model.parameters())
-    print(f"ready torch {torch.__version__} {nparams} params threads {torch.get_num_threads()}", flush=True)
+    # ovt's state holds the batch norms' running statistics after the parameters
+    nstate = nparams + sum(b.numel() for n, b in model.named_buffers() if n.endswith(("running_mean", "running_var")))
+    print(f"ready torch {torch.__version__} {nparams} params {nstate} state threads {torch.get_num_threads()}",
+          flush=True)
     for line in sys.stdin:
         if line.startswith("rss"):
             print(f"rss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", flush=True)
