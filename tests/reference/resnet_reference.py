@@ -150,4 +150,4 @@ def reference(torch, a):
 
 
 if __name__ == "__main__":
-    R.main(("resnet-mini",), reference)
+    R.main(("resnet-mini", "resnet-50-block"), reference)
