@@ -4,10 +4,14 @@ torchvision's CIFAR-style ResNet built here from torch.nn.functional's
 conv2d, batch_norm (training mode, momentum 0.1, the running variance
 unbiased), relu and adaptive average pooling in torch.float64, reading the
 safetensors files `ovt export` writes (torchvision's names) with
-gpt2_reference.py's reader, on gpt2_reference.py's bound:
+gpt2_reference.py's reader, on gpt2_reference.py's bound. A bottleneck block
+is torchvision's (ResNet v1.5): the stride on conv2, the 3x3, and the
+projection a 1x1 convolution at the block's stride with its batch norm.
 
-  1. ovt trains resnet-mini two steps on Fashion-MNIST images (an ovt image
-     file of the first 2,048 training images) and exports steps 0 and 1;
+  1. ovt trains the model two steps on Fashion-MNIST images (an ovt image
+     file of the first 2,048 training images) and exports steps 0 and 1:
+     resnet-mini (basic blocks) or resnet-50-block (a bottleneck block at
+     stride 1 and one at stride 2, both projecting);
   2. the batch of step 1 is rebuilt from the seed with
      tests/kernels/rng_reference.py (pixels / 256, the samples' rule);
   3. the loss of that batch under the step-0 parameters equals ovt's logged
