@@ -58,14 +58,24 @@ def batch_of(img, seed, step, B):
 
 
 def blocks(P):
-    """(prefix, units, projection) of every residual block, in order."""
+    """(prefix, units, projection, stride 2) of every residual block, in
+    order; the projection where torchvision's _make_layer has one (the
+    block's stride is not 1, or its output has other channels than its
+    input)."""
     out, s = [], 1
     while "layer%d.0.conv1.weight" % s in P:
         b = 0
         while "layer%d.%d.conv1.weight" % (s, b) in P:
             pre = "layer%d.%d." % (s, b)
             units = [u for u in ("1", "2", "3") if pre + "conv" + u + ".weight" in P]
-            out.append((pre, units, pre + "downsample.0.weight" in P, s > 1 and b == 0))
+            down = s > 1 and b == 0
+            proj = pre + "downsample.0.weight" in P
+            c_in, c_out = P[pre + "conv1.weight"].shape[1], P[pre + "conv" + units[-1] + ".weight"].shape[0]
+            if proj != (down or c_in != c_out):
+                R.fail("block %s (%d -> %d channels, stride %d) %s a projection, torchvision's %s"
+                       % (pre, c_in, c_out, 2 if down else 1, "has" if proj else "lacks",
+                          "does not" if proj else "has one"))
+            out.append((pre, units, proj, down))
             b += 1
         s += 1
     return out
