@@ -40,7 +40,11 @@ static const struct preset presets[] = {
       .max_seq = 256, .hidden = 768, .tied = 1, .rope_theta = 10000.0, .norm_eps = 1e-5}},
     /* resnet-mini: Fashion-MNIST's 28x28 images, three stages of one basic
      * block; resnet-18 and resnet-50: the CIFAR shapes (3x32x32, 10
-     * classes, a 3x3 stem) of the paper's ResNets */
+     * classes, a 3x3 stem) of the paper's ResNets; resnet-50-block:
+     * resnet-50's first two stages, one bottleneck block each (64 -> 64 ->
+     * 64 -> 256 at stride 1 and 256 -> 128 -> 128 -> 512 at stride 2, both
+     * with projections), on Fashion-MNIST's images, for the PyTorch
+     * reference */
     {"resnet-mini",
      {.kind = TRN_MODEL_RESNET, .width = 16, .in_ch = 1, .in_hw = 28, .in_dim = 784, .n_class = 10, .block = 1,
       .stages = {1, 1, 1, 0}, .bn_eps = 1e-5, .bn_momentum = 0.1}},
@@ -50,6 +54,9 @@ static const struct preset presets[] = {
     {"resnet-50",
      {.kind = TRN_MODEL_RESNET, .width = 64, .in_ch = 3, .in_hw = 32, .in_dim = 3072, .n_class = 10, .block = 2,
       .stages = {3, 4, 6, 3}, .bn_eps = 1e-5, .bn_momentum = 0.1}},
+    {"resnet-50-block",
+     {.kind = TRN_MODEL_RESNET, .width = 64, .in_ch = 1, .in_hw = 28, .in_dim = 784, .n_class = 10, .block = 2,
+      .stages = {1, 1, 0, 0}, .bn_eps = 1e-5, .bn_momentum = 0.1}},
     {"llama-110m",
      {.kind = TRN_MODEL_LLAMA, .n_layer = 12, .width = 768, .n_head = 12, .n_kv_head = 12, .vocab = 32000,
       .max_seq = 1024, .hidden = 2048, .tied = 1, .rope_theta = 10000.0, .norm_eps = 1e-5}},
@@ -97,7 +104,7 @@ int trn_model_preset(trn_model_config *out, const char *name)
     }
     return ovt_fail(OVT_EINVAL,
                     "unknown model '%s' (known: mlp-demo, mlp-mnist, gpt2-tiny, gpt2-small, llama-tiny, llama-15m, "
-                    "llama-110m, resnet-mini, resnet-18, resnet-50)",
+                    "llama-110m, resnet-mini, resnet-18, resnet-50, resnet-50-block)",
                     name);
 }
 

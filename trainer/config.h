@@ -135,7 +135,8 @@ int trn_config_rule(const trn_run_config *rc);
 uint32_t trn_config_shards(const trn_run_config *rc);
 
 /* Named model shapes: "mlp-demo", "mlp-mnist", "gpt2-tiny", "gpt2-small",
- * "llama-tiny", "llama-15m", "llama-110m". Fails with
+ * "llama-tiny", "llama-15m", "llama-110m", "resnet-mini", "resnet-18",
+ * "resnet-50", "resnet-50-block". Fails with
  * OVT_EINVAL for an unknown name (the message lists the known ones). */
 int trn_model_preset(trn_model_config *out, const char *name) OVT_MUST_USE;
 

@@ -4,10 +4,14 @@ torchvision's CIFAR-style ResNet built here from torch.nn.functional's
 conv2d, batch_norm (training mode, momentum 0.1, the running variance
 unbiased), relu and adaptive average pooling in torch.float64, reading the
 safetensors files `ovt export` writes (torchvision's names) with
-gpt2_reference.py's reader, on gpt2_reference.py's bound:
+gpt2_reference.py's reader, on gpt2_reference.py's bound. A bottleneck block
+is torchvision's (ResNet v1.5): the stride on conv2, the 3x3, and the
+projection a 1x1 convolution at the block's stride with its batch norm.
 
-  1. ovt trains resnet-mini two steps on Fashion-MNIST images (an ovt image
-     file of the first 2,048 training images) and exports steps 0 and 1;
+  1. ovt trains the model two steps on Fashion-MNIST images (an ovt image
+     file of the first 2,048 training images) and exports steps 0 and 1:
+     resnet-mini (basic blocks) or resnet-50-block (a bottleneck block at
+     stride 1 and one at stride 2, both projecting);
   2. the batch of step 1 is rebuilt from the seed with
      tests/kernels/rng_reference.py (pixels / 256, the samples' rule);
   3. the loss of that batch under the step-0 parameters equals ovt's logged
@@ -54,14 +58,24 @@ def batch_of(img, seed, step, B):
 
 
 def blocks(P):
-    """(prefix, units, projection) of every residual block, in order."""
+    """(prefix, units, projection, stride 2) of every residual block, in
+    order; the projection where torchvision's _make_layer has one (the
+    block's stride is not 1, or its output has other channels than its
+    input)."""
     out, s = [], 1
     while "layer%d.0.conv1.weight" % s in P:
         b = 0
         while "layer%d.%d.conv1.weight" % (s, b) in P:
             pre = "layer%d.%d." % (s, b)
             units = [u for u in ("1", "2", "3") if pre + "conv" + u + ".weight" in P]
-            out.append((pre, units, pre + "downsample.0.weight" in P, s > 1 and b == 0))
+            down = s > 1 and b == 0
+            proj = pre + "downsample.0.weight" in P
+            c_in, c_out = P[pre + "conv1.weight"].shape[1], P[pre + "conv" + units[-1] + ".weight"].shape[0]
+            if proj != (down or c_in != c_out):
+                R.fail("block %s (%d -> %d channels, stride %d) %s a projection, torchvision's %s"
+                       % (pre, c_in, c_out, 2 if down else 1, "has" if proj else "lacks",
+                          "does not" if proj else "has one"))
+            out.append((pre, units, proj, down))
             b += 1
         s += 1
     return out
@@ -150,4 +164,4 @@ def reference(torch, a):
 
 
 if __name__ == "__main__":
-    R.main(("resnet-mini",), reference)
+    R.main(("resnet-mini", "resnet-50-block"), reference)
