@@ -42,13 +42,36 @@ def image_file(path):
     return dict(n=n, c=c, h=h, w=w, pixels=d[32:32 + npix], labels=d[32 + npix:])
 
 
-def batch_of(img, seed, step, B):
+def augment(pixels, c, h, w, seed, step, j, crop, flip):
+    """Sample j's image of step `step` cropped and flipped as docs/trainer.md
+    ("Data augmentation") states it: dx, dy in -crop..crop and the flip from
+    purpose 4 (KRN_RNG_AUGMENT), counters 3j, 3j+1, 3j+2; out(c, y, x) =
+    in(c, y + dy, (flip ? w-1-x : x) + dx), 0 outside the image."""
+    import rng_reference
+    dx = rng_reference.below(seed, step, 4, 3 * j, 2 * crop + 1) - crop if crop else 0
+    dy = rng_reference.below(seed, step, 4, 3 * j + 1, 2 * crop + 1) - crop if crop else 0
+    f = rng_reference.below(seed, step, 4, 3 * j + 2, 2) if flip else 0
+    out = []
+    for ch in range(c):
+        for y in range(h):
+            for x in range(w):
+                sy, sx = y + dy, (w - 1 - x if f else x) + dx
+                out.append(pixels[(ch * h + sy) * w + sx] if 0 <= sy < h and 0 <= sx < w else 0)
+    return out
+
+
+def batch_of(img, seed, step, B, crop=0, flip=0):
+    """The batch of step `step`: the schedule's picks (purpose 2,
+    KRN_RNG_BATCH), augmented when crop or flip is set, pixels / 256."""
     import rng_reference
     dim = img["c"] * img["h"] * img["w"]
     xs, ys = [], []
     for j in range(B):
         k = rng_reference.below(seed, step, 2, j, img["n"])  # purpose 2: KRN_RNG_BATCH
-        xs.append([p / 256.0 for p in img["pixels"][k * dim:(k + 1) * dim]])
+        pixels = img["pixels"][k * dim:(k + 1) * dim]
+        if crop or flip:
+            pixels = augment(pixels, img["c"], img["h"], img["w"], seed, step, j, crop, flip)
+        xs.append([p / 256.0 for p in pixels])
         ys.append(img["labels"][k])
     return xs, ys
 
@@ -115,7 +138,7 @@ def reference(torch, a):
         rows = {int(r.split(",")[0]): r.split(",") for r in f.read().split("\n")[1:] if r}
     c = R.decode_config(bytes.fromhex(files[0][1]["ovt.config"]))
     img = image_file(data)
-    xs, ys = batch_of(img, c["seed"], 1, c["batch"])
+    xs, ys = batch_of(img, c["seed"], 1, c["batch"], c["augment_crop"], c["augment_flip"])
     every = R.tensors_f64(torch, files[0][0], files[0][2])
     P = {k: v for k, v in every.items() if not k.endswith((".running_mean", ".running_var"))}
     stats = {k: v.clone() for k, v in every.items() if k.endswith((".running_mean", ".running_var"))}
