@@ -18,8 +18,8 @@ Then:
     is augmented before the split), another crop draws other batches and
     another configHash, and the flip alone and no augmentation match the
     rebuild too;
-  - `ovt audit` replays the augmented run on ref as verified and `ovt step`
-    (the arbiter's re-execution) matches a middle step;
+  - `ovt audit` replays the augmented run on ref and shuffle as verified,
+    and `ovt step` (the arbiter's re-execution) matches a middle step;
   - an MLP, a padding above 8 and a resume with another padding are refused
     by name.
 
@@ -128,9 +128,10 @@ def main():
     cfgp, hashesp = train(os.path.join(WORK, "plain"), data)
     expect(hashesp == plain and cfgp != cfgf, "no augmentation: the schedule's plain batches")
 
-    p = sh(OVT, "audit", run, "--data", data, "--backend", "ref", "--threads", "1", check=False)
-    expect(p.returncode == 0 and "verified" in p.stdout, "ovt audit on ref verifies the augmented run: %s"
-           % (p.stdout + p.stderr).strip())
+    for backend in ("ref", "shuffle"):
+        p = sh(OVT, "audit", run, "--data", data, "--backend", backend, "--threads", "1", check=False)
+        expect(p.returncode == 0 and "verified" in p.stdout, "ovt audit on %s verifies the augmented run: %s"
+               % (backend, (p.stdout + p.stderr).strip()))
     p = sh(OVT, "step", "--run", os.path.join(WORK, "aug1"), "--step", "3", "--data", data, "--json", check=False)
     expect(p.returncode == 0, "ovt step re-executes step 3 of the augmented run to its hashes: %s"
            % (p.stdout + p.stderr).strip()[-300:])
