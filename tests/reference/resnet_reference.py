@@ -9,7 +9,9 @@ gpt2_reference.py's reader, on gpt2_reference.py's bound:
   1. ovt trains resnet-mini two steps on Fashion-MNIST images (an ovt image
      file of the first 2,048 training images) and exports steps 0 and 1;
   2. the batch of step 1 is rebuilt from the seed with
-     tests/kernels/rng_reference.py (pixels / 256, the samples' rule);
+     tests/kernels/rng_reference.py (pixels / 256, the samples' rule; for
+     resnet-mini-augment, trained with --augment-crop 4 --augment-flip,
+     each image cropped and flipped here by docs/trainer.md's formula);
   3. the loss of that batch under the step-0 parameters equals ovt's logged
      loss to a relative 1e-6;
   4. one AdamW step gives ovt's step-1 trainable parameters within
@@ -76,6 +78,15 @@ def batch_of(img, seed, step, B, crop=0, flip=0):
     return xs, ys
 
 
+def batch_hash(xs, ys):
+    """batchHash of an image batch (docs/formats.md): u32le(B) || u32le(dim) ||
+    x binary32 LE || labels u32le."""
+    import hashlib
+    flat = [v for x in xs for v in x]
+    return hashlib.sha256(struct.pack("<II", len(xs), len(xs[0])) + struct.pack("<%df" % len(flat), *flat) +
+                          struct.pack("<%dI" % len(ys), *ys)).hexdigest()
+
+
 def blocks(P):
     """(prefix, units, projection) of every residual block, in order."""
     out, s = [], 1
@@ -126,9 +137,12 @@ def reference(torch, a):
     data, rundir = os.path.join(a.work, "train.img"), os.path.join(a.work, "run")
     R.run([a.ovt, "data", "idx", "--images", os.path.join(a.work, "train-images-idx3-ubyte"), "--labels",
            os.path.join(a.work, "train-labels-idx1-ubyte"), "--limit", "2048", "--out", data])
-    R.run([a.ovt, "train", "--model", a.model, "--data", data, "--out", rundir, "--checkpoint-every", "1", "--steps",
+    # resnet-mini-augment: resnet-mini with --augment-crop 4 --augment-flip,
+    # the batch rebuilt here by batch_of's own crop and flip
+    model, augment = a.model.replace("-augment", ""), a.model.endswith("-augment")
+    R.run([a.ovt, "train", "--model", model, "--data", data, "--out", rundir, "--checkpoint-every", "1", "--steps",
            "2", "--batch", "16", "--lr", "0.003", "--weight-decay", "0.1", "--clip", "1.0", "--threads", "2",
-           "--every", "0"])
+           "--every", "0"] + (["--augment-crop", "4", "--augment-flip"] if augment else []))
     files = []
     for step in (0, 1):
         path = os.path.join(a.work, "step%d.safetensors" % step)
@@ -139,6 +153,8 @@ def reference(torch, a):
     c = R.decode_config(bytes.fromhex(files[0][1]["ovt.config"]))
     img = image_file(data)
     xs, ys = batch_of(img, c["seed"], 1, c["batch"], c["augment_crop"], c["augment_flip"])
+    if "0x" + batch_hash(xs, ys) != files[1][1]["ovt.batch_hash"]:
+        R.fail("the batch of step 1 rebuilt here does not hash to the step-1 export's batchHash")
     every = R.tensors_f64(torch, files[0][0], files[0][2])
     P = {k: v for k, v in every.items() if not k.endswith((".running_mean", ".running_var"))}
     stats = {k: v.clone() for k, v in every.items() if k.endswith((".running_mean", ".running_var"))}
@@ -173,4 +189,4 @@ def reference(torch, a):
 
 
 if __name__ == "__main__":
-    R.main(("resnet-mini",), reference)
+    R.main(("resnet-mini", "resnet-mini-augment"), reference)

@@ -60,13 +60,6 @@ def idx_files():
     return out
 
 
-def batch_hash(xs, ys):
-    """batchHash of an image batch: u32le(B) || u32le(dim) || x binary32 LE || labels u32le."""
-    flat = [v for x in xs for v in x]
-    return hashlib.sha256(struct.pack("<II", len(xs), len(xs[0])) + struct.pack("<%df" % len(flat), *flat) +
-                          struct.pack("<%dI" % len(ys), *ys)).hexdigest()
-
-
 def step_table(run):
     """(configHash, [batchHash of step 1..N]) from DIR/steps.bin (docs/formats.md)."""
     d = open(os.path.join(run, "steps.bin"), "rb").read()
@@ -87,7 +80,8 @@ def train(run, data, *extra):
 
 
 def rebuilt(img, crop, flip):
-    return [batch_hash(*resnet_reference.batch_of(img, SEED, i, B, crop, flip)) for i in range(1, STEPS + 1)]
+    R = resnet_reference
+    return [R.batch_hash(*R.batch_of(img, SEED, i, B, crop, flip)) for i in range(1, STEPS + 1)]
 
 
 def main():
