@@ -153,3 +153,33 @@ done:
     data_images_free(&im);
     return rv;
 }
+
+int data_make_cifar(data_made *out, const char *path, const char *const *paths, size_t n, uint32_t limit)
+{
+    memset(out, 0, sizeof *out);
+    uint8_t **bufs = calloc(n ? n : 1, sizeof *bufs), *buf = NULL;
+    size_t *lens = calloc(n ? n : 1, sizeof *lens), len;
+    data_images im = {0};
+    int rv = 0;
+    if (!bufs || !lens) {
+        rv = ovt_fail(OVT_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t f = 0; f < n && rv == 0; f++)
+        rv = ovt_read_file(paths[f], &bufs[f], &lens[f], DATA_MAX_IDX);
+    if (rv || (rv = data_cifar_parse(&im, (const uint8_t *const *)bufs, lens, paths, n, limit)) ||
+        (rv = data_images_encode(&im, &buf, &len)) || (rv = write_made(out, path, buf, len)))
+        goto done;
+    out->images = im.count;
+    out->height = im.height;
+    out->width = im.width;
+    out->classes = im.n_class;
+done:
+    for (size_t f = 0; bufs && f < n; f++)
+        free(bufs[f]);
+    free(bufs);
+    free(lens);
+    free(buf);
+    data_images_free(&im);
+    return rv;
+}
