@@ -205,6 +205,15 @@ int trn_config_check(const trn_run_config *rc)
     if (rc->head_shift > 20 || (rc->head_shift && !shiftable))
         return ovt_fail(OVT_EINVAL, "head shift %u: only the MLP, a ResNet and a Llama with its own head take one, at most 20",
                         rc->head_shift);
+    int resnet = rc->model.kind == TRN_MODEL_RESNET;
+    if ((rc->augment_crop || rc->augment_flip) && !resnet)
+        return ovt_fail(OVT_EINVAL, "augmentation (crop %u, flip %u): only a ResNet's images take it",
+                        rc->augment_crop, rc->augment_flip);
+    if (rc->augment_crop > TRN_MAX_AUGMENT_CROP || (resnet && rc->augment_crop >= rc->model.in_hw) ||
+        rc->augment_flip > 1)
+        return ovt_fail(OVT_EINVAL, "augmentation crop %u and flip %u: the crop's padding is at most %u and "
+                                    "less than the image side (%u), the flip 0 or 1",
+                        rc->augment_crop, rc->augment_flip, TRN_MAX_AUGMENT_CROP, rc->model.in_hw);
     if (rc->batch_size < 1 || rc->batch_size > (1u << 20))
         return ovt_fail(OVT_EINVAL, "batch size %u out of range 1..2^20", rc->batch_size);
     if (trn_model_is_lm(&rc->model) && (rc->seq_len < 1 || rc->seq_len > rc->model.max_seq))
@@ -317,6 +326,8 @@ size_t trn_config_encode(uint8_t out[TRN_CONFIG_ENC_MAX], const trn_run_config *
             ovt_put_le32(out + 208 + 4 * i, r[i]);
         ovt_put_le64(out + 236, f64_bits(m->bn_eps));
         ovt_put_le64(out + 244, f64_bits(m->bn_momentum));
+        ovt_put_le32(out + 252, rc->augment_crop);
+        ovt_put_le32(out + 256, rc->augment_flip);
         return TRN_CONFIG_ENC_V5_LEN;
     }
     ovt_put_le32(out + 208, m->n_kv_head);
@@ -380,6 +391,8 @@ int trn_config_decode(trn_run_config *out, const uint8_t *buf, size_t len)
             *r[i] = ovt_get_le32(buf + 208 + 4 * i);
         m->bn_eps = f64_from(ovt_get_le64(buf + 236));
         m->bn_momentum = f64_from(ovt_get_le64(buf + 244));
+        rc.augment_crop = ovt_get_le32(buf + 252);
+        rc.augment_flip = ovt_get_le32(buf + 256);
     }
     if ((version == 5) != (m->kind == TRN_MODEL_RESNET))
         return ovt_fail(OVT_EFORMAT, "run config version %u for a model of kind %u: every ResNet config and only a "
@@ -462,7 +475,9 @@ int trn_config_diff(char *out, size_t cap, const trn_run_config *there, const tr
                 {"--grid-bits", there->grid_bits, here->grid_bits},
                 {"band rules", there->band_rules, here->band_rules},
                 {"--head-shift", there->head_shift, here->head_shift},
-                {"--shards", trn_config_shards(there), trn_config_shards(here)}};
+                {"--shards", trn_config_shards(there), trn_config_shards(here)},
+                {"--augment-crop", there->augment_crop, here->augment_crop},
+                {"--augment-flip", there->augment_flip, here->augment_flip}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if (ints[i].a != ints[i].b)
             diff_add(out, cap, &n, "%s: %llu there, %llu here", ints[i].flag, (unsigned long long)ints[i].a,

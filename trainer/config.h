@@ -120,7 +120,17 @@ typedef struct {
      * and the S of them averaged by the exact site "grad.sum". 0 reads as 1
      * (trn_config_shards). At most TRN_MAX_SHARDS. */
     uint32_t shards;
+    /* ResNet only, 0 = off (data/augment.h, docs/trainer.md "Data
+     * augmentation"): each step's images are cropped at a random offset of
+     * up to augment_crop pixels each way (zero padding; at most
+     * TRN_MAX_AUGMENT_CROP and less than in_hw), and with augment_flip = 1
+     * flipped left to right with probability 1/2, all drawn from krn_rng
+     * (seed, step, KRN_RNG_AUGMENT, per-sample counters). */
+    uint32_t augment_crop;
+    uint32_t augment_flip;
 } trn_run_config;
+
+#define TRN_MAX_AUGMENT_CROP 8u
 
 #define TRN_MAX_LAYERS 8 /* MLP hidden layers */
 
@@ -159,14 +169,15 @@ void trn_config_default(trn_run_config *out, const trn_model_config *m);
  * version 3 (208 bytes: version 2's fields, then the shard count) for S > 1;
  * version 4 (236 bytes: version 3's fields, then n_kv_head, hidden, tied,
  * rope_theta and norm_eps) for every Llama and only for Llama; version 5
- * (252 bytes: version 3's fields, then in_ch, in_hw, block, stages[4],
- * bn_eps and bn_momentum) for every ResNet and only for it.
+ * (260 bytes: version 3's fields, then in_ch, in_hw, block, stages[4],
+ * bn_eps, bn_momentum, augment_crop and augment_flip) for every ResNet and
+ * only for it.
  * Returns the length written. */
 #define TRN_CONFIG_ENC_V1_LEN 168
 #define TRN_CONFIG_ENC_V2_LEN 204
 #define TRN_CONFIG_ENC_V3_LEN 208
 #define TRN_CONFIG_ENC_V4_LEN 236
-#define TRN_CONFIG_ENC_V5_LEN 252
+#define TRN_CONFIG_ENC_V5_LEN 260
 #define TRN_CONFIG_ENC_MAX TRN_CONFIG_ENC_V5_LEN
 size_t trn_config_encode(uint8_t out[TRN_CONFIG_ENC_MAX], const trn_run_config *rc);
 

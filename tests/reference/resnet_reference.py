@@ -13,7 +13,9 @@ projection a 1x1 convolution at the block's stride with its batch norm.
      resnet-mini (basic blocks) or resnet-50-block (a bottleneck block at
      stride 1 and one at stride 2, both projecting);
   2. the batch of step 1 is rebuilt from the seed with
-     tests/kernels/rng_reference.py (pixels / 256, the samples' rule);
+     tests/kernels/rng_reference.py (pixels / 256, the samples' rule; for
+     resnet-mini-augment, trained with --augment-crop 4 --augment-flip,
+     each image cropped and flipped here by docs/trainer.md's formula);
   3. the loss of that batch under the step-0 parameters equals ovt's logged
      loss to a relative 1e-6;
   4. one AdamW step gives ovt's step-1 trainable parameters within
@@ -46,15 +48,47 @@ def image_file(path):
     return dict(n=n, c=c, h=h, w=w, pixels=d[32:32 + npix], labels=d[32 + npix:])
 
 
-def batch_of(img, seed, step, B):
+def augment(pixels, c, h, w, seed, step, j, crop, flip):
+    """Sample j's image of step `step` cropped and flipped as docs/trainer.md
+    ("Data augmentation") states it: dx, dy in -crop..crop and the flip from
+    purpose 4 (KRN_RNG_AUGMENT), counters 3j, 3j+1, 3j+2; out(c, y, x) =
+    in(c, y + dy, (flip ? w-1-x : x) + dx), 0 outside the image."""
+    import rng_reference
+    dx = rng_reference.below(seed, step, 4, 3 * j, 2 * crop + 1) - crop if crop else 0
+    dy = rng_reference.below(seed, step, 4, 3 * j + 1, 2 * crop + 1) - crop if crop else 0
+    f = rng_reference.below(seed, step, 4, 3 * j + 2, 2) if flip else 0
+    out = []
+    for ch in range(c):
+        for y in range(h):
+            for x in range(w):
+                sy, sx = y + dy, (w - 1 - x if f else x) + dx
+                out.append(pixels[(ch * h + sy) * w + sx] if 0 <= sy < h and 0 <= sx < w else 0)
+    return out
+
+
+def batch_of(img, seed, step, B, crop=0, flip=0):
+    """The batch of step `step`: the schedule's picks (purpose 2,
+    KRN_RNG_BATCH), augmented when crop or flip is set, pixels / 256."""
     import rng_reference
     dim = img["c"] * img["h"] * img["w"]
     xs, ys = [], []
     for j in range(B):
         k = rng_reference.below(seed, step, 2, j, img["n"])  # purpose 2: KRN_RNG_BATCH
-        xs.append([p / 256.0 for p in img["pixels"][k * dim:(k + 1) * dim]])
+        pixels = img["pixels"][k * dim:(k + 1) * dim]
+        if crop or flip:
+            pixels = augment(pixels, img["c"], img["h"], img["w"], seed, step, j, crop, flip)
+        xs.append([p / 256.0 for p in pixels])
         ys.append(img["labels"][k])
     return xs, ys
+
+
+def batch_hash(xs, ys):
+    """batchHash of an image batch (docs/formats.md): u32le(B) || u32le(dim) ||
+    x binary32 LE || labels u32le."""
+    import hashlib
+    flat = [v for x in xs for v in x]
+    return hashlib.sha256(struct.pack("<II", len(xs), len(xs[0])) + struct.pack("<%df" % len(flat), *flat) +
+                          struct.pack("<%dI" % len(ys), *ys)).hexdigest()
 
 
 def blocks(P):
@@ -117,9 +151,12 @@ def reference(torch, a):
     data, rundir = os.path.join(a.work, "train.img"), os.path.join(a.work, "run")
     R.run([a.ovt, "data", "idx", "--images", os.path.join(a.work, "train-images-idx3-ubyte"), "--labels",
            os.path.join(a.work, "train-labels-idx1-ubyte"), "--limit", "2048", "--out", data])
-    R.run([a.ovt, "train", "--model", a.model, "--data", data, "--out", rundir, "--checkpoint-every", "1", "--steps",
+    # resnet-mini-augment: resnet-mini with --augment-crop 4 --augment-flip,
+    # the batch rebuilt here by batch_of's own crop and flip
+    model, augment = a.model.replace("-augment", ""), a.model.endswith("-augment")
+    R.run([a.ovt, "train", "--model", model, "--data", data, "--out", rundir, "--checkpoint-every", "1", "--steps",
            "2", "--batch", "16", "--lr", "0.003", "--weight-decay", "0.1", "--clip", "1.0", "--threads", "2",
-           "--every", "0"])
+           "--every", "0"] + (["--augment-crop", "4", "--augment-flip"] if augment else []))
     files = []
     for step in (0, 1):
         path = os.path.join(a.work, "step%d.safetensors" % step)
@@ -129,7 +166,9 @@ def reference(torch, a):
         rows = {int(r.split(",")[0]): r.split(",") for r in f.read().split("\n")[1:] if r}
     c = R.decode_config(bytes.fromhex(files[0][1]["ovt.config"]))
     img = image_file(data)
-    xs, ys = batch_of(img, c["seed"], 1, c["batch"])
+    xs, ys = batch_of(img, c["seed"], 1, c["batch"], c["augment_crop"], c["augment_flip"])
+    if "0x" + batch_hash(xs, ys) != files[1][1]["ovt.batch_hash"]:
+        R.fail("the batch of step 1 rebuilt here does not hash to the step-1 export's batchHash")
     every = R.tensors_f64(torch, files[0][0], files[0][2])
     P = {k: v for k, v in every.items() if not k.endswith((".running_mean", ".running_var"))}
     stats = {k: v.clone() for k, v in every.items() if k.endswith((".running_mean", ".running_var"))}
@@ -164,4 +203,4 @@ def reference(torch, a):
 
 
 if __name__ == "__main__":
-    R.main(("resnet-mini", "resnet-50-block"), reference)
+    R.main(("resnet-mini", "resnet-50-block", "resnet-mini-augment"), reference)

@@ -35,27 +35,53 @@ static void check_preset(const char *name, size_t ntrain, size_t channels)
     CHECK(!strcmp(l.t[0].name, "conv1.weight") && l.t[0].ndim == 4 && l.t[0].shape[2] == 3);
 }
 
-/* A ResNet's run config is version 5 (252 bytes) and decodes back; a
- * ResNet field changes the configHash; version 5 holds nothing else. */
+/* A ResNet's run config is version 5 (260 bytes) and decodes back; a
+ * ResNet field changes the configHash; version 5 holds nothing else. The
+ * augmentation fields sit at 252 and 256 (docs/formats.md), each changes
+ * the configHash, and out-of-range values are refused. */
 static void check_config(void)
 {
     trn_model_config m;
     CHECK(trn_model_preset(&m, "resnet-mini") == 0);
     trn_run_config rc, back;
     trn_config_default(&rc, &m);
+    rc.augment_crop = 3;
+    rc.augment_flip = 1;
     uint8_t enc[TRN_CONFIG_ENC_MAX];
     size_t len = trn_config_encode(enc, &rc);
-    CHECK_EQ_U64(len, 252);
+    CHECK_EQ_U64(len, 260);
     CHECK_EQ_U64(enc[8], 5);
+    CHECK(enc[252] == 3 && !enc[253] && !enc[254] && !enc[255] && enc[256] == 1 && !enc[257] && !enc[258] && !enc[259]);
     CHECK_MSG(trn_config_decode(&back, enc, len) == 0, "%s", ovt_errmsg());
-    CHECK(trn_model_equal(&back.model, &rc.model));
-    ovt_hash h1, h2;
+    CHECK(trn_model_equal(&back.model, &rc.model) && back.augment_crop == 3 && back.augment_flip == 1);
+    ovt_hash h1, h2, h3, h4;
     trn_config_hash(&h1, &rc);
+    rc.augment_crop = 2;
+    trn_config_hash(&h3, &rc);
+    rc.augment_crop = 3;
+    rc.augment_flip = 0;
+    trn_config_hash(&h4, &rc);
+    rc.augment_flip = 1;
     rc.model.stages[2] = 2;
     trn_config_hash(&h2, &rc);
-    CHECK(memcmp(h1.b, h2.b, 32) != 0);
+    CHECK(memcmp(h1.b, h2.b, 32) != 0 && memcmp(h1.b, h3.b, 32) != 0 && memcmp(h1.b, h4.b, 32) != 0);
+    rc.model.stages[2] = 1;
+    const uint32_t bad[4][2] = {{9, 0}, {0, 2}, {28, 0}, {8, 1}};
+    for (int k = 0; k < 4; k++) {
+        rc.augment_crop = bad[k][0];
+        rc.augment_flip = bad[k][1];
+        CHECK_MSG((trn_config_check(&rc) == 0) == (k == 3), "crop %u flip %u", bad[k][0], bad[k][1]);
+    }
+    enc[252] = 9;
+    CHECK(trn_config_decode(&back, enc, len) == OVT_EFORMAT);
+    enc[252] = 3;
     enc[12] = TRN_MODEL_MLP;
     CHECK(trn_config_decode(&back, enc, len) == OVT_EFORMAT);
+    /* other kinds take no augmentation (an MLP reads images too) */
+    CHECK(trn_model_preset(&m, "mlp-mnist") == 0);
+    trn_config_default(&rc, &m);
+    rc.augment_flip = 1;
+    CHECK(trn_config_check(&rc) == OVT_EINVAL);
 }
 
 /* A micro ResNet: 8x8 images of one channel, two stages of one basic
