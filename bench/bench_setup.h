@@ -2,7 +2,7 @@
 #define OVT_BENCH_SETUP_H
 
 /* What the step benchmarks (bench_step, bench_arbiter, bench/peers) set up:
- * a dataset of random tokens, the inputs of one timed step, and the
+ * a dataset of random tokens (or images), the inputs of one timed step, and the
  * OpenBLAS DGEMM rate their FLOP floor is measured against. */
 #include <cblas.h>
 #include <stdlib.h>
@@ -12,6 +12,7 @@
 #include "common/err.h"
 #include "kernels/rng.h"
 #include "data/dataset.h"
+#include "data/images.h"
 #include "trainer/rundata.h"
 #include "trainer/state.h"
 #include "trainer/step.h"
@@ -51,21 +52,51 @@ static inline double bench_dgemm_rate(size_t m, size_t n, size_t k, int threads,
     return rate;
 }
 
-/* 16 batches' worth of random tokens for rc (its model m), encoded as an ovt
- * token file (as the store would hand it over) into *file (the caller frees
- * it after data) and parsed into data, which sets rc's datasetHash. 0 or a
- * negative OVT_E* code with the message set. */
+/* 16 batches' worth of random images of a ResNet m (m->in_ch x in_hw x
+ * in_hw pixels, labels below m->n_class) encoded as an ovt image file into
+ * *file. Timing does not depend on the pixels' values. */
+static inline int bench_random_images(uint8_t **file, size_t *file_len, const trn_run_config *rc,
+                                      const trn_model_config *m)
+{
+    data_images im = {.count = rc->batch_size * 16, .channels = m->in_ch, .height = m->in_hw, .width = m->in_hw,
+                      .n_class = m->n_class};
+    size_t npix = (size_t)im.count * m->in_dim;
+    im.pixels = malloc(npix);
+    im.labels = malloc(im.count);
+    if (!im.pixels || !im.labels) {
+        data_images_free(&im);
+        return ovt_fail(OVT_ENOMEM, "out of memory for %u random images", im.count);
+    }
+    for (size_t i = 0; i < npix; i++)
+        im.pixels[i] = (uint8_t)krn_rng_below(rc->seed, 0, 98, i, 256);
+    for (uint32_t i = 0; i < im.count; i++)
+        im.labels[i] = (uint8_t)krn_rng_below(rc->seed, 0, 97, i, m->n_class);
+    int rv = data_images_encode(&im, file, file_len);
+    data_images_free(&im);
+    return rv;
+}
+
+/* 16 batches' worth of random tokens for rc (its model m; random images for
+ * a ResNet: bench_random_images), encoded as an ovt token (image) file (as
+ * the store would hand it over) into *file (the caller frees it after data)
+ * and parsed into data, which sets rc's datasetHash. 0 or a negative OVT_E*
+ * code with the message set. */
 static inline int bench_random_dataset(trn_run_data *data, uint8_t **file, size_t *file_len, trn_run_config *rc,
                                        const trn_model_config *m)
 {
-    size_t ntok = (size_t)rc->batch_size * rc->seq_len * 16 + rc->seq_len + 1;
-    uint32_t *tok = malloc(ntok * sizeof *tok);
-    if (!tok)
-        return ovt_fail(OVT_ENOMEM, "out of memory");
-    for (size_t i = 0; i < ntok; i++)
-        tok[i] = (uint32_t)krn_rng_below(rc->seed, 0, 99, i, m->vocab);
-    int rv = data_tokens_encode(tok, ntok, m->vocab, file, file_len);
-    free(tok);
+    int rv;
+    if (m->kind == TRN_MODEL_RESNET) {
+        rv = bench_random_images(file, file_len, rc, m);
+    } else {
+        size_t ntok = (size_t)rc->batch_size * rc->seq_len * 16 + rc->seq_len + 1;
+        uint32_t *tok = malloc(ntok * sizeof *tok);
+        if (!tok)
+            return ovt_fail(OVT_ENOMEM, "out of memory");
+        for (size_t i = 0; i < ntok; i++)
+            tok[i] = (uint32_t)krn_rng_below(rc->seed, 0, 99, i, m->vocab);
+        rv = data_tokens_encode(tok, ntok, m->vocab, file, file_len);
+        free(tok);
+    }
     if (rv)
         return rv;
     if (!(rv = trn_run_data_parse(data, *file, *file_len, rc, 1, "tokens")) && (rv = trn_config_check(rc)))
@@ -78,8 +109,8 @@ static inline int bench_random_dataset(trn_run_data *data, uint8_t **file, size_
 }
 
 /* What a step benchmark times over and over: model m's default config at
- * batch B and sequence T, a random dataset for it (bench_random_dataset),
- * the initial state, a workspace and batch 1. */
+ * batch B and sequence T (a language model's only), a random dataset for it
+ * (bench_random_dataset), the initial state, a workspace and batch 1. */
 typedef struct {
     trn_run_config rc;
     trn_run_data data;
@@ -98,7 +129,8 @@ static inline int bench_step_inputs_new(bench_step_inputs *in, const trn_model_c
     memset(in, 0, sizeof *in);
     trn_config_default(&in->rc, m);
     in->rc.batch_size = B;
-    in->rc.seq_len = T;
+    if (trn_model_is_lm(m))
+        in->rc.seq_len = T; /* a ResNet has none */
     *what = "dataset";
     int rv = bench_random_dataset(&in->data, &in->file, &in->file_len, &in->rc, m);
     if (rv)

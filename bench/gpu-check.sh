@@ -6,7 +6,7 @@
 #      machine is offline and they are there), builds ovt with CUDA for sm_90;
 #   2. runs test_cuda_ops: every op with the cuda backend on one side of each
 #      backend pair, RECORD/REPLAY bitwise identical (must PASS, not skip);
-#   3. for gpt2-tiny and gpt2-small: trains STEPS steps on the GPU (--backend
+#   3. for gpt2-tiny, gpt2-small, llama-tiny and resnet-mini: trains STEPS steps on the GPU (--backend
 #      cuda, RECORD), replays them on the CPU (cpu backend, --replay with the
 #      GPU's logs) and requires identical stateHashes at every step; runs the
 #      ablation on the CPU without the logs (--nearest) and reports the first
@@ -15,7 +15,7 @@
 #      GPU against plain FP32 and FP64 cuBLAS (bench_gpu);
 #   5. prints a table; exits 0 only if every replay matched at every step.
 # Environment: OVT_GPU_BUILD (build folder, default build-gpu), STEPS (20),
-# MODELS ("gpt2-tiny gpt2-small"),
+# MODELS ("gpt2-tiny gpt2-small llama-tiny resnet-mini"), RESNET_B (16),
 # SMALL_B / SMALL_T (2 / 64), TINY_B / TINY_T (8 / 64), OVT_GPU_ARCH (90).
 # OVT_GPU_REHEARSAL=1 rehearses the script without a GPU: the "GPU" runs use
 # the ref backend, the CUDA build, test_cuda_ops and bench_gpu are skipped.
@@ -88,6 +88,21 @@ t_built=$(date +%s)
 data="$out/tokens.txt"
 : > "$data"
 for k in 1 2 3 4; do cat docs/*.md README.md >> "$data" 2>/dev/null || true; done
+# resnet-mini's images: 1,024 of 28 x 28 from a fixed generator (IDX, as MNIST
+# ships them; the device machine reaches no registry), through `ovt data idx`
+images="$out/images.img"
+python3 - "$out" <<'PY'
+import struct, sys
+x, img, lab = 2463534242, bytearray(), bytearray()
+for i in range(1024):
+    for p in range(784):
+        x ^= (x << 13) & 0xffffffff; x ^= x >> 17; x ^= (x << 5) & 0xffffffff
+        img.append(x >> 24 if (p * 7 + i) % 3 else 0)
+    lab.append((i * 7) % 10)
+open(sys.argv[1] + "/img.idx", "wb").write(struct.pack(">IIII", 0x803, 1024, 28, 28) + img)
+open(sys.argv[1] + "/lab.idx", "wb").write(struct.pack(">II", 0x801, 1024) + lab)
+PY
+"$ovt" data idx --images "$out/img.idx" --labels "$out/lab.idx" --out "$images" >/dev/null
 
 # run MODEL B T: GPU record, CPU replay, CPU nearest; fills the table row.
 rows=()
@@ -95,7 +110,9 @@ all_ok=1
 run_model() {
   local model=$1 B=$2 T=$3 dir="$out/$1"
   rm -rf "$dir"; mkdir -p "$dir"
-  local common=(--model "$model" --data "$data" --steps "$steps" --batch "$B" --seq "$T" --every 0
+  local input=(--data "$data" --seq "$T")
+  [ "$T" = - ] && input=(--data "$images")
+  local common=(--model "$model" "${input[@]}" --steps "$steps" --batch "$B" --every 0
                 --checkpoint-every 0 --print-state)
   say "$model: $steps steps on the GPU ($gpu_backend, RECORD)"
   local t0 t1 t2 t3
@@ -134,10 +151,12 @@ run_model() {
           "${first_nearest:-none}" "$entries" "$bytes" "$gpu_s" "$cpu_s")")
 }
 
-for model in ${MODELS:-gpt2-tiny gpt2-small}; do
+for model in ${MODELS:-gpt2-tiny gpt2-small llama-tiny resnet-mini}; do
   case $model in
     gpt2-tiny) run_model gpt2-tiny "${TINY_B:-8}" "${TINY_T:-64}" ;;
     gpt2-small) run_model gpt2-small "${SMALL_B:-2}" "${SMALL_T:-64}" ;;
+    llama-tiny) run_model llama-tiny "${TINY_B:-8}" "${TINY_T:-64}" ;;
+    resnet-mini) run_model resnet-mini "${RESNET_B:-16}" - ;;
     *) fail "unknown model $model" ;;
   esac
 done

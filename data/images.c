@@ -96,6 +96,59 @@ int data_idx_parse(data_images *out, const uint8_t *img, size_t img_len, const c
     return rv;
 }
 
+/* Why buf cannot be CIFAR-10's binary records, or NULL. */
+static const char *cifar_refusal(const uint8_t *buf, size_t len)
+{
+    if (len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b)
+        return "is gzip-compressed (the download is cifar-10-binary.tar.gz: `tar xzf` it and name the "
+               "data_batch_N.bin files)";
+    if (len >= 262 && memcmp(buf + 257, "ustar", 5) == 0)
+        return "is a tar archive: extract it (`tar xf`) and name the data_batch_N.bin files";
+    if (len == 0 || len % DATA_CIFAR_RECORD)
+        return "is not whole 3,073-byte records (a label byte and 3 x 32 x 32 pixels): not CIFAR-10's binary "
+               "version (the Python version's pickles are not read)";
+    return NULL;
+}
+
+int data_cifar_parse(data_images *out, const uint8_t *const *bufs, const size_t *lens, const char *const *whats,
+                     size_t n, uint32_t limit)
+{
+    memset(out, 0, sizeof *out);
+    uint64_t total = 0;
+    for (size_t f = 0; f < n; f++) {
+        const char *why = cifar_refusal(bufs[f], lens[f]);
+        if (why)
+            return ovt_fail(OVT_EFORMAT, "%s (%zu bytes) %s", whats[f], lens[f], why);
+        total += lens[f] / DATA_CIFAR_RECORD;
+    }
+    if (total == 0 || total > UINT32_MAX)
+        return ovt_fail(OVT_EINVAL, "%llu CIFAR-10 records: an image file holds 1 to 2^32 - 1",
+                        (unsigned long long)total);
+    out->count = limit && limit < total ? limit : (uint32_t)total;
+    out->channels = 3;
+    out->height = out->width = 32;
+    out->n_class = 10;
+    out->pixels = malloc((size_t)out->count * (DATA_CIFAR_RECORD - 1));
+    out->labels = malloc(out->count);
+    if (!out->pixels || !out->labels) {
+        data_images_free(out);
+        return ovt_fail(OVT_ENOMEM, "out of memory for %u images", out->count);
+    }
+    uint32_t k = 0;
+    for (size_t f = 0; f < n && k < out->count; f++)
+        for (size_t r = 0; r < lens[f] / DATA_CIFAR_RECORD && k < out->count; r++, k++) {
+            const uint8_t *rec = bufs[f] + r * DATA_CIFAR_RECORD;
+            if (rec[0] >= 10) {
+                data_images_free(out);
+                return ovt_fail(OVT_EFORMAT, "%s: record %zu has label %u; CIFAR-10's are 0..9 (CIFAR-100's "
+                                "binary, two label bytes, is not read)", whats[f], r, rec[0]);
+            }
+            out->labels[k] = rec[0];
+            memcpy(out->pixels + (size_t)k * (DATA_CIFAR_RECORD - 1), rec + 1, DATA_CIFAR_RECORD - 1);
+        }
+    return 0;
+}
+
 static size_t pixels_of(const data_images *im)
 {
     return (size_t)im->count * im->channels * im->height * im->width;

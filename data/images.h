@@ -43,6 +43,18 @@ int data_idx_parse(data_images *out, const uint8_t *img, size_t img_len, const c
                    const uint8_t *lab, size_t lab_len, const char *what_labels, uint32_t n_class,
                    uint32_t limit) OVT_MUST_USE;
 
+/* CIFAR-10's binary version (data_batch_1.bin .. data_batch_5.bin,
+ * test_batch.bin): records of 3,073 bytes, a label 0..9 and 3 x 32 x 32
+ * pixels (red, green, blue planes, each row-major): already NCHW. Reads the
+ * records of the n buffers in order into *out (3 channels, 32 x 32, 10
+ * classes), the first `limit` (0: all). A buffer that is not whole records,
+ * a label above 9, a gzip or tar file (the download is
+ * cifar-10-binary.tar.gz: extract it) is OVT_EFORMAT naming whats[i].
+ * out->hash is left zero. */
+#define DATA_CIFAR_RECORD 3073u
+int data_cifar_parse(data_images *out, const uint8_t *const *bufs, const size_t *lens, const char *const *whats,
+                     size_t n, uint32_t limit) OVT_MUST_USE;
+
 /* The image file's bytes (malloc'd *buf); sets im->hash. */
 int data_images_encode(data_images *im, uint8_t **buf, size_t *len) OVT_MUST_USE;
 

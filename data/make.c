@@ -129,27 +129,62 @@ int data_make_text_tokens(data_made *out, const char *path, const char *text_pat
     return rv;
 }
 
+/* Encodes im as an ovt image file, writes it to path and fills in out's
+ * shape. */
+static int write_images(data_made *out, const char *path, data_images *im)
+{
+    uint8_t *buf;
+    size_t len;
+    int rv = data_images_encode(im, &buf, &len);
+    if (rv)
+        return rv;
+    rv = write_made(out, path, buf, len);
+    free(buf);
+    out->images = im->count;
+    out->height = im->height;
+    out->width = im->width;
+    out->classes = im->n_class;
+    return rv;
+}
+
 int data_make_images(data_made *out, const char *path, const char *images_path, const char *labels_path,
                      uint32_t n_class, uint32_t limit)
 {
     memset(out, 0, sizeof *out);
-    uint8_t *img = NULL, *lab = NULL, *buf = NULL;
-    size_t img_len, lab_len, len;
+    uint8_t *img = NULL, *lab = NULL;
+    size_t img_len, lab_len;
     data_images im = {0};
     int rv;
-    if ((rv = ovt_read_file(images_path, &img, &img_len, DATA_MAX_IDX)) ||
-        (rv = ovt_read_file(labels_path, &lab, &lab_len, DATA_MAX_IDX)) ||
-        (rv = data_idx_parse(&im, img, img_len, images_path, lab, lab_len, labels_path, n_class, limit)) ||
-        (rv = data_images_encode(&im, &buf, &len)) || (rv = write_made(out, path, buf, len)))
-        goto done;
-    out->images = im.count;
-    out->height = im.height;
-    out->width = im.width;
-    out->classes = im.n_class;
-done:
+    if ((rv = ovt_read_file(images_path, &img, &img_len, DATA_MAX_IDX)) == 0 &&
+        (rv = ovt_read_file(labels_path, &lab, &lab_len, DATA_MAX_IDX)) == 0 &&
+        (rv = data_idx_parse(&im, img, img_len, images_path, lab, lab_len, labels_path, n_class, limit)) == 0)
+        rv = write_images(out, path, &im);
     free(img);
     free(lab);
-    free(buf);
+    data_images_free(&im);
+    return rv;
+}
+
+int data_make_cifar(data_made *out, const char *path, const char *const *paths, size_t n, uint32_t limit)
+{
+    memset(out, 0, sizeof *out);
+    uint8_t **bufs = calloc(n ? n : 1, sizeof *bufs);
+    size_t *lens = calloc(n ? n : 1, sizeof *lens);
+    data_images im = {0};
+    int rv = 0;
+    if (!bufs || !lens) {
+        rv = ovt_fail(OVT_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t f = 0; f < n && rv == 0; f++)
+        rv = ovt_read_file(paths[f], &bufs[f], &lens[f], DATA_MAX_IDX);
+    if (rv == 0 && (rv = data_cifar_parse(&im, (const uint8_t *const *)bufs, lens, paths, n, limit)) == 0)
+        rv = write_images(out, path, &im);
+done:
+    for (size_t f = 0; bufs && f < n; f++)
+        free(bufs[f]);
+    free(bufs);
+    free(lens);
     data_images_free(&im);
     return rv;
 }

@@ -58,4 +58,9 @@ int data_make_text_tokens(data_made *out, const char *path, const char *text_pat
 int data_make_images(data_made *out, const char *path, const char *images_path, const char *labels_path,
                      uint32_t n_class, uint32_t limit) OVT_MUST_USE;
 
+/* Writes the ovt image file of CIFAR-10's binary batch files (n paths, in
+ * order; data_cifar_parse) to path: the first `limit` images (0: all). */
+int data_make_cifar(data_made *out, const char *path, const char *const *paths, size_t n,
+                    uint32_t limit) OVT_MUST_USE;
+
 #endif

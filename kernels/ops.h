@@ -1,7 +1,7 @@
 #ifndef OVT_KERNELS_OPS_H
 #define OVT_KERNELS_OPS_H
 
-/* The tensor ops of the MLP, GPT-2 and Llama models (docs/op-bounds.md,
+/* The tensor ops of the MLP, GPT-2, Llama and ResNet models (docs/op-bounds.md,
  * docs/training-step.md), forward and backward, in llm.c's shape: ctx first, then outputs, then saved
  * statistics, then inputs, then weights, dimensions last; gradients carry a
  * `d` prefix. Every tensor is row-major FP32 holding grid values; every op
@@ -319,6 +319,110 @@ int krn_adamw_corrections(krn_ctx *ctx, float *bc1, float *bc2, float beta1, flo
 int krn_adamw_update(krn_ctx *ctx, float *params, float *m, float *v, const float *grads,
                      float bc1, float bc2, float lr, float beta1, float beta2, float eps,
                      float weight_decay, float grad_scale, size_t n) OVT_MUST_USE;
+
+/* ---- convolution, batch norm, pooling (ResNet, issue 29) ---------------- */
+
+/* Their cuda twins are kernels/cuda/conv.cu, bn.cu and pool.cu. Shapes are
+ * NCHW; OH = (H + 2*pad - KH)/stride + 1 and OW = (W + 2*pad - KW)/stride + 1
+ * (rounded down, at least 1); P = OH*OW; K = C*KH*KW, the taps
+ * k = (c, kh, kw) in row-major order (the order of PyTorch's weight
+ * (OC, C, KH, KW) in memory). */
+
+/* out (N,OC,OH,OW) = the 2-D convolution (cross-correlation, as PyTorch's
+ * Conv2d) of inp (N,C,H,W) with weight (OC,C,KH,KW), + bias (OC) or NULL;
+ * stride >= 1 and pad the same in both dimensions (H + 2*pad >= KH,
+ * W + 2*pad >= KW), zeros in the padding. Computed as im2col: per image the
+ * column matrix col (K,P), col[k][p] the input under tap k of output
+ * position p (exact copies, 0 in the padding), and out_n (OC,P) =
+ * weight (OC,K) @ col, a chunked reduction over K exactly as matmul's.
+ * Sites: "conv.fwd" (N*OC*P, reduction over K), then, with a bias,
+ * "conv.fwd.bias" (N*OC*P, exact: out + bias). Saves nothing. */
+int krn_conv2d_forward(krn_ctx *ctx, float *out, const float *inp, const float *weight, const float *bias,
+                       size_t N, size_t C, size_t H, size_t W, size_t OC, size_t KH, size_t KW, size_t stride,
+                       size_t pad) OVT_MUST_USE;
+
+/* The gradients of krn_conv2d_forward, given dout (N,OC,OH,OW):
+ *   dinp (N,C,H,W) += for each input element, the sum over the taps
+ *     (kh, kw) that reach it from an output position (oh, ow), in row-major
+ *     (kh, kw) order, of the chunked sum over oc of
+ *     dout[n,oc,oh,ow]*weight[oc,c,kh,kw] (a GEMM weight^T @ dout_n into
+ *     an FP64 column matrix (K,P), then col2im adding each element's at
+ *     most KH*KW column values in that fixed order, s = 0, s = s + v, in
+ *     FP64), then + old                                [dinp NULL: skipped]
+ *   dweight (OC,C,KH,KW) += the chunked sum over the N*P positions (n, p),
+ *     in that order, of dout[n,oc,p]*col_n[k][p] + old
+ *   dbias (OC) += the chunked sum over (n, p) of dout[n,oc,p] + old
+ *                                                      [NULL: no bias]
+ * Sites: "conv.bwd.dinp" (N*C*H*W, reduction over OC per tap, then over the
+ * taps), "conv.bwd.dweight" (OC*K, reduction over N*P), "conv.bwd.dbias"
+ * (OC, reduction over N*P), in that order, each skipped when its output is
+ * NULL. */
+int krn_conv2d_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias, const float *dout,
+                        const float *inp, const float *weight, size_t N, size_t C, size_t H, size_t W,
+                        size_t OC, size_t KH, size_t KW, size_t stride, size_t pad) OVT_MUST_USE;
+
+/* Batch norm in training mode (PyTorch's BatchNorm2d, training), inp and
+ * out (N,C,HW), per channel c over its M = N*HW values (M >= 2), taken in
+ * (n, hw) order:
+ *   mean = sum(x)/M, var = sum((x - mean)^2)/M (biased), rstd = 1/sqrt(var + eps),
+ *   out = ((x - mean)*rstd)*weight + bias,
+ *   running_mean = (1 - momentum)*running_mean + momentum*mean,
+ *   running_var = (1 - momentum)*running_var + momentum*((var*M)/(M - 1))
+ * (the running variance unbiased, as PyTorch's, from the grid var); weight,
+ * bias, mean, rstd (C); running_mean and running_var (C) updated in place;
+ * eps and momentum FP64 constants of the run config (PyTorch: 1e-5, 0.1).
+ * Sites: "bn.mean" (C, reduction over M), "bn.var" (C, reduction over M;
+ * internal), "bn.rstd" (C, exact), "bn.fwd" (N*C*HW, exact),
+ * "bn.running_mean", "bn.running_var" (C each, exact). */
+int krn_batchnorm_forward(krn_ctx *ctx, float *out, float *mean, float *rstd, float *running_mean,
+                          float *running_var, const float *inp, const float *weight, const float *bias, size_t N,
+                          size_t C, size_t HW, double eps, double momentum) OVT_MUST_USE;
+
+/* Batch norm in evaluation mode: out (N,C,HW) = ((x - running_mean)*r)*weight
+ * + bias per channel, r = 1/sqrt(running_var + eps) in FP64 (not rounded).
+ * Site: "bn.eval" (N*C*HW, exact). out may equal inp. */
+int krn_batchnorm_eval(krn_ctx *ctx, float *out, const float *inp, const float *weight, const float *bias,
+                       const float *running_mean, const float *running_var, size_t N, size_t C, size_t HW,
+                       double eps) OVT_MUST_USE;
+
+/* Layernorm's backward per channel over its M = N*HW values: with
+ * norm = (x - mean)*rstd and dnorm = weight*dout (exact per element),
+ *   dmean = sum(dnorm)/M, dnmean = sum(dnorm*norm)/M,
+ *   dbias (C) += sum(dout), dweight (C) += sum(norm*dout),
+ *   dinp (N,C,HW) += ((dnorm - dmean) - norm*dnmean)*rstd.
+ * Sites: "bn.bwd.dmean", "bn.bwd.dnmean" (C, reduction over M; internal),
+ * "bn.bwd.dbias", "bn.bwd.dweight" (C, reduction over M, + old),
+ * "bn.bwd.dinp" (N*C*HW, exact). */
+int krn_batchnorm_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias, const float *dout,
+                           const float *inp, const float *weight, const float *mean, const float *rstd, size_t N,
+                           size_t C, size_t HW) OVT_MUST_USE;
+
+/* Max pooling (PyTorch's MaxPool2d) of inp (N,C,H,W) with a k x k window,
+ * stride >= 1, 2*pad <= k (the padding never wins: every window holds an
+ * input element): out (N,C,OH,OW) = the window's maximum, idx (N,C,OH,OW)
+ * = h*W + w of the element it came from, the first maximum in row-major
+ * window order on ties (a comparison of grid values: exact).
+ * Site: "maxpool.fwd" (N*C*OH*OW, exact). */
+int krn_maxpool2d_forward(krn_ctx *ctx, float *out, int32_t *idx, const float *inp, size_t N, size_t C,
+                          size_t H, size_t W, size_t k, size_t stride, size_t pad) OVT_MUST_USE;
+
+/* dinp (N,C,H,W) += dout routed to the elements idx names: each input
+ * element's value is s + old, s the sum, s = 0, s = s + dout, of the dout
+ * of the output positions whose idx names it in increasing (oh, ow) order
+ * (windows overlap when stride < k). An idx outside [0, H*W) is OVT_EINVAL.
+ * Site: "maxpool.bwd" (N*C*H*W, exact: a sum in a fixed order). */
+int krn_maxpool2d_backward(krn_ctx *ctx, float *dinp, const float *dout, const int32_t *idx, size_t N,
+                           size_t C, size_t H, size_t W, size_t k, size_t stride, size_t pad) OVT_MUST_USE;
+
+/* out (N,C) = the mean of each (n, c) plane of inp (N,C,HW).
+ * Site: "avgpool.fwd" (N*C, reduction over HW, / HW). */
+int krn_avgpool_global_forward(krn_ctx *ctx, float *out, const float *inp, size_t N, size_t C,
+                               size_t HW) OVT_MUST_USE;
+
+/* dinp (N,C,HW) += dout[n,c] / HW. Site: "avgpool.bwd" (N*C*HW, exact:
+ * (dout / HW) + old). */
+int krn_avgpool_global_backward(krn_ctx *ctx, float *dinp, const float *dout, size_t N, size_t C,
+                                size_t HW) OVT_MUST_USE;
 
 /* ---- memory ------------------------------------------------------------- */
 

@@ -24,35 +24,6 @@ typedef struct {
     size_t C;
 } ln_job;
 
-static void mean_rows(void *arg, size_t i0, size_t i1)
-{
-    const ln_job *j = arg;
-    size_t C = j->C;
-    for (size_t i = i0; i < i1; i++) {
-        const double *ai = j->a + i * C, *bi = j->b ? j->b + i * C : NULL;
-        j->x[i] = krn_chunked_dot(j->be, ai, 1, bi, 1, C) / (double)C;
-        double m = 0;
-        for (size_t c = 0; c < C; c++)
-            m += fabs(bi ? ai[c] * bi[c] : ai[c]);
-        j->mag[i] = m;
-    }
-}
-
-/* Site `name` (N): out[i] = (sum_c a[i,c]*b[i,c]) / C per row (b NULL: plain
- * sum), a reduction over C followed by one division. */
-static int row_mean_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float *out,
-                         const double *a, const double *b, size_t N, size_t C, double *x,
-                         double *mag)
-{
-    ln_job j = {.be = be, .a = a, .b = b, .x = x, .mag = mag, .C = C};
-    int rc = krn_parallel_ranges(be, N, LN_ROWS, mean_rows, &j);
-    if (rc)
-        return rc;
-    krn_band band = krn_band_reduction(KRN_BAND_ARRAY, C, 1.0 / (double)C, 1);
-    band.a = mag;
-    return krn_site(ctx, name, out, x, N, &band);
-}
-
 /* forward: the input's deviations (after the mean), then (after rstd) the
  * output's values; bias NULL for RMSNorm */
 static void dev_rows(void *arg, size_t i0, size_t i1)
@@ -110,10 +81,10 @@ static int norm_forward(krn_ctx *ctx, const char *op, const norm_sites *ns, floa
                 .weight = weight, .bias = bias, .C = C};
     if ((rc = krn_widen_rows(&be, xd, NULL, inp, N, C)))
         goto done;
-    if (mean && ((rc = row_mean_site(ctx, &be, ns->mean, mean, xd, NULL, N, C, x, mag)) ||
+    if (mean && ((rc = krn_row_mean_site(ctx, &be, ns->mean, mean, xd, NULL, N, C, x, mag)) ||
                  (rc = krn_parallel_ranges(&be, N, LN_ROWS, dev_rows, &j))))
         goto done;
-    if ((rc = row_mean_site(ctx, &be, ns->var, var, dev, dev, N, C, x, mag)))
+    if ((rc = krn_row_mean_site(ctx, &be, ns->var, var, dev, dev, N, C, x, mag)))
         goto done;
     for (size_t i = 0; i < N; i++)
         x[i] = 1.0 / sqrt((double)var[i] + eps);
@@ -221,9 +192,9 @@ static int norm_backward(krn_ctx *ctx, const char *op, const norm_sites *ns, flo
                 .dnmean = dnmean, .C = C};
     if ((rc = krn_parallel_ranges(&be, N, LN_ROWS, norm_rows, &j)))
         goto done;
-    if (mean && (rc = row_mean_site(ctx, &be, ns->dmean, dmean, dnorm, NULL, N, C, x, mag)))
+    if (mean && (rc = krn_row_mean_site(ctx, &be, ns->dmean, dmean, dnorm, NULL, N, C, x, mag)))
         goto done;
-    if ((rc = row_mean_site(ctx, &be, ns->dnmean, dnmean, dnorm, norm, N, C, x, mag)))
+    if ((rc = krn_row_mean_site(ctx, &be, ns->dnmean, dnmean, dnorm, norm, N, C, x, mag)))
         goto done;
     if (dbias && ((rc = krn_widen_rows(&be, x, NULL, dout, N, C)) ||
                   (rc = krn_colsum_site(ctx, &be, ns->dbias, dbias, x, N, C))))

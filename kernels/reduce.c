@@ -549,6 +549,63 @@ done:
     return rc;
 }
 
+/* Rows per range of the row sites' loop on the pool: each row's value
+ * depends on that row alone. */
+#define ROW_SITE_ROWS 16
+
+typedef struct {
+    const krn_cpu *be;
+    const double *a, *b;
+    const float *acc; /* NULL: a mean (divide by C) */
+    double *x, *mag;
+    size_t C;
+} row_job;
+
+static void row_values(void *arg, size_t i0, size_t i1)
+{
+    const row_job *j = arg;
+    size_t C = j->C;
+    for (size_t i = i0; i < i1; i++) {
+        const double *ai = j->a + i * C, *bi = j->b ? j->b + i * C : NULL;
+        double s = krn_chunked_dot(j->be, ai, 1, bi, 1, C);
+        j->x[i] = j->acc ? s + (double)j->acc[i] : s / (double)C;
+        double m = 0;
+        for (size_t c = 0; c < C; c++)
+            m += fabs(bi ? ai[c] * bi[c] : ai[c]);
+        j->mag[i] = m;
+    }
+}
+
+/* The site of j's N rows: their values and magnitudes, then the band (a
+ * mean: 1/C times the sum, then one division; a sum: + old). */
+static int row_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float *out, row_job *j, size_t N)
+{
+    int rc = krn_parallel_ranges(be, N, ROW_SITE_ROWS, row_values, j);
+    if (rc)
+        return rc;
+    krn_band band = krn_band_reduction(KRN_BAND_ARRAY, j->C, j->acc ? 1.0 : 1.0 / (double)j->C, 1);
+    band.a = j->mag;
+    return krn_site(ctx, name, out, j->x, N, &band);
+}
+
+int krn_row_mean_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float *out, const double *a,
+                      const double *b, size_t N, size_t C, double *x, double *mag)
+{
+    row_job j = {.be = be, .a = a, .b = b, .x = x, .mag = mag, .C = C};
+    return row_site(ctx, be, name, out, &j, N);
+}
+
+int krn_row_sum_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float *acc, const double *a,
+                     const double *b, size_t N, size_t C)
+{
+    double *x = krn_doubles(N, name), *mag = krn_doubles(N, name);
+    row_job j = {.be = be, .a = a, .b = b, .acc = acc, .x = x, .mag = mag, .C = C};
+    int rc = x && mag ? row_site(ctx, be, name, acc, &j, N) : OVT_ENOMEM;
+    free(x);
+    free(mag);
+    return rc;
+}
+
 /* Chunks of about 64K elements for krn_parallel, whole rows or columns. */
 static size_t lines_per_chunk(size_t line_len)
 {

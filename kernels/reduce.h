@@ -86,6 +86,19 @@ krn_band krn_band_exact(void);
 int krn_colsum_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float *acc,
                     const double *m, size_t N, size_t C) OVT_MUST_USE;
 
+/* Site `name` (N): out[i] = (sum_c a[i,c]*b[i,c]) / C per row of a, b (N,C)
+ * (b NULL: the plain sum), a reduction over C followed by one division;
+ * x and mag are N doubles of the caller's (values and band magnitudes).
+ * The means of layernorm, RMSNorm, batch norm and global average pooling. */
+int krn_row_mean_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float *out, const double *a,
+                      const double *b, size_t N, size_t C, double *x, double *mag) OVT_MUST_USE;
+
+/* Site `name` (N): acc[i] += sum_c a[i,c]*b[i,c] per row (b NULL: the plain
+ * sum), a reduction over C with the old value added last. The per-channel
+ * gradients of batch norm and the convolution's bias. */
+int krn_row_sum_site(krn_ctx *ctx, const krn_cpu *be, const char *name, float *acc, const double *a,
+                     const double *b, size_t N, size_t C) OVT_MUST_USE;
+
 /* krn_colsum_site's values for columns [j0, j1): x[j] = krn_chunked_dot of
  * column j of m (N,C) + acc[j]; the cpu backend takes eight columns at a
  * time, each in krn_cpu_dot's order (the same bits). */
@@ -129,5 +142,9 @@ float *krn_floats(size_t n, const char *what);
 /* Argument checks shared by the ops: 0, or OVT_EINVAL naming the op. */
 int krn_check_ptr(const char *op, const char *what, const void *p) OVT_MUST_USE;
 int krn_check_dims(const char *op, size_t a, size_t b, size_t *product) OVT_MUST_USE;
+/* The band of site "conv.bwd.dinp" (kernels/ops_conv.c), a in the caller's
+ * hands: a reduction over OC followed by the in-order sum of at most taps
+ * (KH*KW) tap values, and the accumulation into the old gradient. */
+krn_band krn_conv_dinp_band(size_t OC, size_t taps);
 
 #endif

@@ -13,6 +13,7 @@ enum krn_rng_purpose {
     KRN_RNG_INIT = 1,    /* parameter initialisation (step 0) */
     KRN_RNG_BATCH = 2,   /* batch schedule */
     KRN_RNG_SHUFFLE = 3, /* the shuffle backend's summation orders */
+    KRN_RNG_AUGMENT = 4, /* data augmentation: crop offsets and flips (data/augment.h) */
     KRN_RNG_TEST = 100   /* tests and benchmarks */
 };
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The cross-architecture check (docs/architectures.md): trains a few steps of
-# gpt2-tiny, llama-tiny and mlp-demo natively, then under qemu user-mode emulation of
+# gpt2-tiny, llama-tiny, mlp-demo and resnet-mini natively, then under qemu user-mode emulation of
 # ARCH re-executes the first and last step with `ovt step` and audits each
 # run on the cpu and ref backends; then the other way: trains the same runs
 # under emulation and audits them natively. Prints every stateHash, batchHash
@@ -30,6 +30,19 @@ for i in $(seq 1 400); do echo "line $i of the cross-architecture corpus: the qu
   > "$work/text.txt"
 "${native[@]}" data text "$work/text.txt" --out "$work/gpt2.bin" >/dev/null
 "${native[@]}" data mlp --seed 1 --samples 256 --out "$work/mlp.bin" >/dev/null
+# 64 images of 28x28 (IDX, as MNIST ships them) from a fixed generator, for resnet-mini
+python3 - "$work" <<'PY'
+import struct, sys
+x, img, lab = 2463534242, bytearray(), bytearray()
+for i in range(64):
+    for p in range(784):
+        x ^= (x << 13) & 0xffffffff; x ^= x >> 17; x ^= (x << 5) & 0xffffffff
+        img.append(x >> 24 if (p * 7 + i) % 3 else 0)
+    lab.append(i % 10)
+open(sys.argv[1] + "/img.idx", "wb").write(struct.pack(">IIII", 0x803, 64, 28, 28) + img)
+open(sys.argv[1] + "/lab.idx", "wb").write(struct.pack(">II", 0x801, 64) + lab)
+PY
+"${native[@]}" data idx --images "$work/img.idx" --labels "$work/lab.idx" --out "$work/images.bin" >/dev/null
 
 fail=0
 say() { echo "cross-check: $*"; }
@@ -38,7 +51,7 @@ bad() { say "$*"; fail=1; }
 # train MODEL WHO DIR: `ovt train` of MODEL by WHO (native or cross) into DIR
 train() {
   local -n who=$2
-  local seq=(); [ "$1" != mlp-demo ] && seq=(--seq 16)
+  local seq=(); [ "$1" != mlp-demo ] && [ "$1" != resnet-mini ] && seq=(--seq 16)
   "${who[@]}" train --model "$1" --batch 2 "${seq[@]}" --steps "$steps" --threads 2 --data "$work/$1.bin" \
     --out "$3" --json > "$3.json"
 }
@@ -53,8 +66,8 @@ audit() {
   fi
 }
 
-for model in gpt2-tiny llama-tiny mlp-demo; do
-  data=gpt2; [ $model = mlp-demo ] && data=mlp
+for model in gpt2-tiny llama-tiny mlp-demo resnet-mini; do
+  data=gpt2; [ $model = mlp-demo ] && data=mlp; [ $model = resnet-mini ] && data=images
   ln -sf "$work/$data.bin" "$work/$model.bin"
   train $model native "$work/$model-$here"
   say "$model: trained $steps steps on $here; root $(grep -o '"root": "[0-9a-f]*"' "$work/$model-$here.json" | cut -d'"' -f4)"

@@ -38,6 +38,25 @@ static const struct preset presets[] = {
     {"llama-15m",
      {.kind = TRN_MODEL_LLAMA, .n_layer = 6, .width = 288, .n_head = 6, .n_kv_head = 6, .vocab = 32000,
       .max_seq = 256, .hidden = 768, .tied = 1, .rope_theta = 10000.0, .norm_eps = 1e-5}},
+    /* resnet-mini: Fashion-MNIST's 28x28 images, three stages of one basic
+     * block; resnet-18 and resnet-50: the CIFAR shapes (3x32x32, 10
+     * classes, a 3x3 stem) of the paper's ResNets; resnet-50-block:
+     * resnet-50's first two stages, one bottleneck block each (64 -> 64 ->
+     * 64 -> 256 at stride 1 and 256 -> 128 -> 128 -> 512 at stride 2, both
+     * with projections), on Fashion-MNIST's images, for the PyTorch
+     * reference */
+    {"resnet-mini",
+     {.kind = TRN_MODEL_RESNET, .width = 16, .in_ch = 1, .in_hw = 28, .in_dim = 784, .n_class = 10, .block = 1,
+      .stages = {1, 1, 1, 0}, .bn_eps = 1e-5, .bn_momentum = 0.1}},
+    {"resnet-18",
+     {.kind = TRN_MODEL_RESNET, .width = 64, .in_ch = 3, .in_hw = 32, .in_dim = 3072, .n_class = 10, .block = 1,
+      .stages = {2, 2, 2, 2}, .bn_eps = 1e-5, .bn_momentum = 0.1}},
+    {"resnet-50",
+     {.kind = TRN_MODEL_RESNET, .width = 64, .in_ch = 3, .in_hw = 32, .in_dim = 3072, .n_class = 10, .block = 2,
+      .stages = {3, 4, 6, 3}, .bn_eps = 1e-5, .bn_momentum = 0.1}},
+    {"resnet-50-block",
+     {.kind = TRN_MODEL_RESNET, .width = 64, .in_ch = 1, .in_hw = 28, .in_dim = 784, .n_class = 10, .block = 2,
+      .stages = {1, 1, 0, 0}, .bn_eps = 1e-5, .bn_momentum = 0.1}},
     {"llama-110m",
      {.kind = TRN_MODEL_LLAMA, .n_layer = 12, .width = 768, .n_head = 12, .n_kv_head = 12, .vocab = 32000,
       .max_seq = 1024, .hidden = 2048, .tied = 1, .rope_theta = 10000.0, .norm_eps = 1e-5}},
@@ -48,12 +67,19 @@ int trn_model_equal(const trn_model_config *a, const trn_model_config *b)
     return a->kind == b->kind && a->n_layer == b->n_layer && a->width == b->width && a->n_head == b->n_head &&
            a->vocab == b->vocab && a->max_seq == b->max_seq && a->in_dim == b->in_dim && a->n_class == b->n_class &&
            a->n_kv_head == b->n_kv_head && a->hidden == b->hidden && a->tied == b->tied &&
-           f64_bits(a->rope_theta) == f64_bits(b->rope_theta) && f64_bits(a->norm_eps) == f64_bits(b->norm_eps);
+           f64_bits(a->rope_theta) == f64_bits(b->rope_theta) && f64_bits(a->norm_eps) == f64_bits(b->norm_eps) &&
+           a->in_ch == b->in_ch && a->in_hw == b->in_hw && a->block == b->block &&
+           !memcmp(a->stages, b->stages, sizeof a->stages) && f64_bits(a->bn_eps) == f64_bits(b->bn_eps) &&
+           f64_bits(a->bn_momentum) == f64_bits(b->bn_momentum);
 }
 
 const char *trn_model_kind_name(trn_model_kind kind)
 {
-    return kind == TRN_MODEL_MLP ? "mlp" : kind == TRN_MODEL_GPT2 ? "gpt2" : kind == TRN_MODEL_LLAMA ? "llama" : "unknown";
+    return kind == TRN_MODEL_MLP     ? "mlp"
+           : kind == TRN_MODEL_GPT2  ? "gpt2"
+           : kind == TRN_MODEL_LLAMA ? "llama"
+           : kind == TRN_MODEL_RESNET ? "resnet"
+                                      : "unknown";
 }
 
 int trn_model_is_lm(const trn_model_config *m)
@@ -78,14 +104,16 @@ int trn_model_preset(trn_model_config *out, const char *name)
     }
     return ovt_fail(OVT_EINVAL,
                     "unknown model '%s' (known: mlp-demo, mlp-mnist, gpt2-tiny, gpt2-small, llama-tiny, llama-15m, "
-                    "llama-110m)",
+                    "llama-110m, resnet-mini, resnet-18, resnet-50, resnet-50-block)",
                     name);
 }
 
 /* Whether the Llama-only fields are all 0 (as every other kind has them). */
 static int llama_fields_zero(const trn_model_config *m)
 {
-    return !m->n_kv_head && !m->hidden && !m->tied && m->rope_theta == 0 && m->norm_eps == 0;
+    return !m->n_kv_head && !m->hidden && !m->tied && m->rope_theta == 0 && m->norm_eps == 0 && !m->in_ch &&
+           !m->in_hw && !m->block && !m->stages[0] && !m->stages[1] && !m->stages[2] && !m->stages[3] &&
+           m->bn_eps == 0 && m->bn_momentum == 0; /* and the ResNet ones */
 }
 
 static int llama_check(const trn_model_config *m)
@@ -108,8 +136,8 @@ static int llama_check(const trn_model_config *m)
         return ovt_fail(OVT_EINVAL, "Llama rope_theta %g (expected 1..1e12) or norm_eps %g (expected (0, 1]) "
                                     "out of range",
                         m->rope_theta, m->norm_eps);
-    if (m->in_dim || m->n_class)
-        return ovt_fail(OVT_EINVAL, "Llama config has MLP fields set");
+    if (m->in_dim || m->n_class || m->in_ch || m->in_hw || m->block || m->stages[0] || m->bn_eps != 0)
+        return ovt_fail(OVT_EINVAL, "Llama config has MLP or ResNet fields set");
     return 0;
 }
 
@@ -138,6 +166,15 @@ int trn_model_check(const trn_model_config *m)
     }
     if (m->kind == TRN_MODEL_LLAMA)
         return llama_check(m);
+    if (m->kind == TRN_MODEL_RESNET) {
+        if (!m->width || m->width > 1024 || !m->in_ch || m->in_ch > 16 || m->in_hw < 4 || m->in_hw > 512 ||
+            m->in_dim != m->in_ch * m->in_hw * m->in_hw || m->n_class < 2 || (m->block != 1 && m->block != 2) ||
+            !m->stages[0] || !(m->bn_eps > 0) || !(m->bn_momentum > 0 && m->bn_momentum <= 1))
+            return ovt_fail(OVT_EINVAL, "ResNet needs a width of 1..1024, 1..16 input channels of 4..512 square, "
+                                        "in_dim their product, 2+ classes, block 1 or 2, a first stage, bn_eps > 0 "
+                                        "and bn_momentum in (0, 1]");
+        return 0;
+    }
     return ovt_fail(OVT_EINVAL, "unknown model kind %d", (int)m->kind);
 }
 
@@ -163,10 +200,20 @@ int trn_config_check(const trn_run_config *rc)
                                     "[0,1), eps in (0,1], weight decay in [0,1], clip >= 0, 0 = off)");
     if (rc->schedule != TRN_SCHEDULE_LINEAR && rc->schedule != TRN_SCHEDULE_COSINE)
         return ovt_fail(OVT_EINVAL, "schedule kind %u is unknown (0 linear, 1 cosine)", (unsigned)rc->schedule);
-    int shiftable = rc->model.kind == TRN_MODEL_MLP || (rc->model.kind == TRN_MODEL_LLAMA && !rc->model.tied);
+    int shiftable = rc->model.kind == TRN_MODEL_MLP || rc->model.kind == TRN_MODEL_RESNET ||
+                    (rc->model.kind == TRN_MODEL_LLAMA && !rc->model.tied);
     if (rc->head_shift > 20 || (rc->head_shift && !shiftable))
-        return ovt_fail(OVT_EINVAL, "head shift %u: only the MLP and a Llama with its own head take one, at most 20",
+        return ovt_fail(OVT_EINVAL, "head shift %u: only the MLP, a ResNet and a Llama with its own head take one, at most 20",
                         rc->head_shift);
+    int resnet = rc->model.kind == TRN_MODEL_RESNET;
+    if ((rc->augment_crop || rc->augment_flip) && !resnet)
+        return ovt_fail(OVT_EINVAL, "augmentation (crop %u, flip %u): only a ResNet's images take it",
+                        rc->augment_crop, rc->augment_flip);
+    if (rc->augment_crop > TRN_MAX_AUGMENT_CROP || (resnet && rc->augment_crop >= rc->model.in_hw) ||
+        rc->augment_flip > 1)
+        return ovt_fail(OVT_EINVAL, "augmentation crop %u and flip %u: the crop's padding is at most %u and "
+                                    "less than the image side (%u), the flip 0 or 1",
+                        rc->augment_crop, rc->augment_flip, TRN_MAX_AUGMENT_CROP, rc->model.in_hw);
     if (rc->batch_size < 1 || rc->batch_size > (1u << 20))
         return ovt_fail(OVT_EINVAL, "batch size %u out of range 1..2^20", rc->batch_size);
     if (trn_model_is_lm(&rc->model) && (rc->seq_len < 1 || rc->seq_len > rc->model.max_seq))
@@ -234,6 +281,8 @@ static uint32_t enc_version(const trn_run_config *rc)
 {
     if (rc->model.kind == TRN_MODEL_LLAMA)
         return 4;
+    if (rc->model.kind == TRN_MODEL_RESNET)
+        return 5;
     if (trn_config_shards(rc) > 1)
         return 3;
     return rc->schedule != TRN_SCHEDULE_LINEAR || trn_config_has_init(rc) ? 2 : 1;
@@ -271,6 +320,16 @@ size_t trn_config_encode(uint8_t out[TRN_CONFIG_ENC_MAX], const trn_run_config *
     ovt_put_le32(out + 204, trn_config_shards(rc));
     if (version == 3)
         return TRN_CONFIG_ENC_V3_LEN;
+    if (version == 5) {
+        const uint32_t r[7] = {m->in_ch, m->in_hw, m->block, m->stages[0], m->stages[1], m->stages[2], m->stages[3]};
+        for (int i = 0; i < 7; i++)
+            ovt_put_le32(out + 208 + 4 * i, r[i]);
+        ovt_put_le64(out + 236, f64_bits(m->bn_eps));
+        ovt_put_le64(out + 244, f64_bits(m->bn_momentum));
+        ovt_put_le32(out + 252, rc->augment_crop);
+        ovt_put_le32(out + 256, rc->augment_flip);
+        return TRN_CONFIG_ENC_V5_LEN;
+    }
     ovt_put_le32(out + 208, m->n_kv_head);
     ovt_put_le32(out + 212, m->hidden);
     ovt_put_le32(out + 216, m->tied);
@@ -287,10 +346,10 @@ int trn_config_decode(trn_run_config *out, const uint8_t *buf, size_t len)
     if (memcmp(buf, config_magic, 8) != 0)
         return ovt_fail(OVT_EFORMAT, "run config has a wrong magic");
     uint32_t version = ovt_get_le32(buf + 8);
-    if (version < 1 || version > 4)
-        return ovt_fail(OVT_EFORMAT, "run config version %u is not supported (this build reads 1 to 4)", version);
-    static const size_t lens[5] = {0, TRN_CONFIG_ENC_V1_LEN, TRN_CONFIG_ENC_V2_LEN, TRN_CONFIG_ENC_V3_LEN,
-                                   TRN_CONFIG_ENC_V4_LEN};
+    if (version < 1 || version > 5)
+        return ovt_fail(OVT_EFORMAT, "run config version %u is not supported (this build reads 1 to 5)", version);
+    static const size_t lens[6] = {0, TRN_CONFIG_ENC_V1_LEN, TRN_CONFIG_ENC_V2_LEN, TRN_CONFIG_ENC_V3_LEN,
+                                   TRN_CONFIG_ENC_V4_LEN, TRN_CONFIG_ENC_V5_LEN};
     size_t want = lens[version];
     if (len != want)
         return ovt_fail(OVT_EFORMAT, "run config version %u is %zu bytes, expected %zu", version, len, want);
@@ -322,8 +381,23 @@ int trn_config_decode(trn_run_config *out, const uint8_t *buf, size_t len)
     if (version == 3 && rc.shards < 2)
         return ovt_fail(OVT_EFORMAT, "run config version 3 with %u shard(s) is not canonical (one shard encodes "
                                      "as version 1 or 2)", rc.shards);
-    if (version == 4 && rc.shards < 1)
-        return ovt_fail(OVT_EFORMAT, "run config version 4 with 0 shards is not canonical (one shard is 1)");
+    if (version >= 4 && rc.shards < 1)
+        return ovt_fail(OVT_EFORMAT, "run config version %u with 0 shards is not canonical (one shard is 1)",
+                        version);
+    if (version == 5) {
+        uint32_t *r[7] = {&m->in_ch, &m->in_hw, &m->block, &m->stages[0], &m->stages[1], &m->stages[2],
+                          &m->stages[3]};
+        for (int i = 0; i < 7; i++)
+            *r[i] = ovt_get_le32(buf + 208 + 4 * i);
+        m->bn_eps = f64_from(ovt_get_le64(buf + 236));
+        m->bn_momentum = f64_from(ovt_get_le64(buf + 244));
+        rc.augment_crop = ovt_get_le32(buf + 252);
+        rc.augment_flip = ovt_get_le32(buf + 256);
+    }
+    if ((version == 5) != (m->kind == TRN_MODEL_RESNET))
+        return ovt_fail(OVT_EFORMAT, "run config version %u for a model of kind %u: every ResNet config and only a "
+                                     "ResNet config is version 5",
+                        version, (unsigned)m->kind);
     if (version == 4) {
         m->n_kv_head = ovt_get_le32(buf + 208);
         m->hidden = ovt_get_le32(buf + 212);
@@ -401,7 +475,9 @@ int trn_config_diff(char *out, size_t cap, const trn_run_config *there, const tr
                 {"--grid-bits", there->grid_bits, here->grid_bits},
                 {"band rules", there->band_rules, here->band_rules},
                 {"--head-shift", there->head_shift, here->head_shift},
-                {"--shards", trn_config_shards(there), trn_config_shards(here)}};
+                {"--shards", trn_config_shards(there), trn_config_shards(here)},
+                {"--augment-crop", there->augment_crop, here->augment_crop},
+                {"--augment-flip", there->augment_flip, here->augment_flip}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if (ints[i].a != ints[i].b)
             diff_add(out, cap, &n, "%s: %llu there, %llu here", ints[i].flag, (unsigned long long)ints[i].a,

@@ -13,7 +13,7 @@
 #include "common/err.h"
 #include "kernels/rlog.h"
 
-typedef enum { TRN_MODEL_MLP = 1, TRN_MODEL_GPT2 = 2, TRN_MODEL_LLAMA = 3 } trn_model_kind;
+typedef enum { TRN_MODEL_MLP = 1, TRN_MODEL_GPT2 = 2, TRN_MODEL_LLAMA = 3, TRN_MODEL_RESNET = 4 } trn_model_kind;
 
 /* "mlp", "gpt2", "llama" ("unknown" otherwise). */
 const char *trn_model_kind_name(trn_model_kind kind);
@@ -48,6 +48,15 @@ typedef struct {
     uint32_t tied;      /* Llama: 1 = the output head is wte */
     double rope_theta;  /* Llama */
     double norm_eps;    /* Llama */
+    /* ResNet (issue 29, in progress; docs/decisions.md): images of in_ch x
+     * in_hw x in_hw (in_dim = their product), a 3x3 stem of `width`
+     * channels, stages[s] residual blocks in stage s (0 ends the list; the
+     * channels double and the size halves from stage to stage), basic (1)
+     * or bottleneck (2, expansion 4) blocks, batch norm with bn_eps and
+     * bn_momentum, a linear head over n_class classes. */
+    uint32_t in_ch, in_hw, block;
+    uint32_t stages[4];
+    double bn_eps, bn_momentum;
 } trn_model_config;
 
 /* Whether two model configs are the same, field by field (the doubles by
@@ -89,8 +98,8 @@ typedef struct {
     uint64_t seed;       /* init and batch schedule */
     uint32_t grid_bits;  /* b in 24..32 */
     uint32_t band_rules; /* TRN_BAND_RULES_V1 */
-    /* MLP and Llama with its own head (not tied) only, 0 = off: the output
-     * layer starts with a common shift of
+    /* MLP, ResNet (fc) and Llama with its own head (not tied) only, 0 =
+     * off: the output layer starts with a common shift of
      * +-2^head_shift/16 added to every weight of each input column (sign per
      * column from krn_rng). Softmax ignores a shift common to all logits, so
      * the model computes the same function, but the backward reduction over
@@ -111,7 +120,17 @@ typedef struct {
      * and the S of them averaged by the exact site "grad.sum". 0 reads as 1
      * (trn_config_shards). At most TRN_MAX_SHARDS. */
     uint32_t shards;
+    /* ResNet only, 0 = off (data/augment.h, docs/trainer.md "Data
+     * augmentation"): each step's images are cropped at a random offset of
+     * up to augment_crop pixels each way (zero padding; at most
+     * TRN_MAX_AUGMENT_CROP and less than in_hw), and with augment_flip = 1
+     * flipped left to right with probability 1/2, all drawn from krn_rng
+     * (seed, step, KRN_RNG_AUGMENT, per-sample counters). */
+    uint32_t augment_crop;
+    uint32_t augment_flip;
 } trn_run_config;
+
+#define TRN_MAX_AUGMENT_CROP 8u
 
 #define TRN_MAX_LAYERS 8 /* MLP hidden layers */
 
@@ -126,7 +145,8 @@ int trn_config_rule(const trn_run_config *rc);
 uint32_t trn_config_shards(const trn_run_config *rc);
 
 /* Named model shapes: "mlp-demo", "mlp-mnist", "gpt2-tiny", "gpt2-small",
- * "llama-tiny", "llama-15m", "llama-110m". Fails with
+ * "llama-tiny", "llama-15m", "llama-110m", "resnet-mini", "resnet-18",
+ * "resnet-50", "resnet-50-block". Fails with
  * OVT_EINVAL for an unknown name (the message lists the known ones). */
 int trn_model_preset(trn_model_config *out, const char *name) OVT_MUST_USE;
 
@@ -148,13 +168,17 @@ void trn_config_default(trn_run_config *out, const trn_model_config *m);
  * schedule kind and init_hash) for another schedule or start in one shard;
  * version 3 (208 bytes: version 2's fields, then the shard count) for S > 1;
  * version 4 (236 bytes: version 3's fields, then n_kv_head, hidden, tied,
- * rope_theta and norm_eps) for every Llama and only for Llama.
+ * rope_theta and norm_eps) for every Llama and only for Llama; version 5
+ * (260 bytes: version 3's fields, then in_ch, in_hw, block, stages[4],
+ * bn_eps, bn_momentum, augment_crop and augment_flip) for every ResNet and
+ * only for it.
  * Returns the length written. */
 #define TRN_CONFIG_ENC_V1_LEN 168
 #define TRN_CONFIG_ENC_V2_LEN 204
 #define TRN_CONFIG_ENC_V3_LEN 208
 #define TRN_CONFIG_ENC_V4_LEN 236
-#define TRN_CONFIG_ENC_MAX TRN_CONFIG_ENC_V4_LEN
+#define TRN_CONFIG_ENC_V5_LEN 260
+#define TRN_CONFIG_ENC_MAX TRN_CONFIG_ENC_V5_LEN
 size_t trn_config_encode(uint8_t out[TRN_CONFIG_ENC_MAX], const trn_run_config *rc);
 
 /* Names what differs between two configs, as the `ovt train` flags that

@@ -47,7 +47,10 @@ static int eval_workspace(trn_workspace **w, const trn_state *st, uint32_t B)
     trn_run_config rc = st->config;
     rc.batch_size = B;
     rc.shards = 1;
-    return trn_workspace_new(w, &rc);
+    int rv = trn_workspace_new(w, &rc);
+    if (!rv)
+        (*w)->eval_mode = 1; /* a ResNet's batch norm from its running statistics */
+    return rv;
 }
 
 int trn_eval_run(const trn_state *st, const data_tokens *data, krn_backend_kind backend, int threads,
@@ -102,7 +105,8 @@ done:
  * the logits the forward left in w. */
 static uint64_t count_correct(const trn_workspace *w, const trn_batch *batch, uint32_t n_class)
 {
-    const float *logits = w->pre[w->config.model.n_layer];
+    const float *logits =
+        w->config.model.kind == TRN_MODEL_RESNET ? trn_resnet_logits(w->resnet) : w->pre[w->config.model.n_layer];
     uint64_t correct = 0;
     for (uint32_t j = 0; j < batch->B; j++) {
         const float *z = logits + (size_t)j * n_class;
@@ -118,8 +122,8 @@ static uint64_t count_correct(const trn_workspace *w, const trn_batch *batch, ui
 static int check_samples(const trn_state *st, const data_samples *data)
 {
     const trn_model_config *m = &st->config.model;
-    if (m->kind != TRN_MODEL_MLP)
-        return ovt_fail(OVT_EINVAL, "evaluation on held-out samples is for MLP models; this run is %s",
+    if (m->kind != TRN_MODEL_MLP && m->kind != TRN_MODEL_RESNET)
+        return ovt_fail(OVT_EINVAL, "evaluation on held-out samples is for MLP and ResNet models; this run is %s",
                         trn_model_kind_name(m->kind));
     if (data->dim != m->in_dim || data->n_class != m->n_class || !data->count)
         return ovt_fail(OVT_EINVAL, "the held-out file has %u samples of %u features and %u classes; the model "

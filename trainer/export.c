@@ -106,17 +106,17 @@ int trn_export_tensors(trn_export_tensor **out, size_t *n, const trn_layout *l)
     if (!e)
         return ovt_fail(OVT_ENOMEM, "out of memory for the export's tensor list");
     size_t k = 0;
-    if (l->model.kind == TRN_MODEL_MLP) {
+    if (l->model.kind == TRN_MODEL_MLP || l->model.kind == TRN_MODEL_RESNET) {
         for (uint32_t i = 0; i < l->count; i++, k++) {
             const trn_tensor_info *t = &l->t[i];
             snprintf(e[k].name, sizeof e[k].name, "%s", t->name);
             e[k].ndim = t->ndim;
-            e[k].shape[0] = t->shape[0];
-            e[k].shape[1] = t->ndim > 1 ? t->shape[1] : 0;
+            for (uint32_t d = 0; d < t->ndim; d++)
+                e[k].shape[d] = t->shape[d];
             e[k].index = i;
             e[k].offset = t->offset;
             e[k].rows = t->ndim > 1 ? t->shape[0] : 1;
-            e[k].cols = t->ndim > 1 ? t->shape[1] : t->shape[0];
+            e[k].cols = t->ndim > 1 ? t->size / t->shape[0] : t->shape[0];
         }
     } else if (l->model.kind == TRN_MODEL_LLAMA) {
         llama_entry(&e[k++], l, 0, 0);
@@ -209,7 +209,8 @@ int trn_export_safetensors(const char *path, const trn_state *st, const trn_st_m
     float *at = copy;
     for (size_t i = 0; i < n; i++) {
         out[i] = (trn_st_out){.name = e[i].name, .dtype = TRN_ST_F32, .ndim = e[i].ndim,
-                              .shape = {e[i].shape[0], e[i].shape[1]}, .data = params + e[i].offset};
+                              .shape = {e[i].shape[0], e[i].shape[1], e[i].shape[2], e[i].shape[3]},
+                              .data = params + e[i].offset};
         if (e[i].transpose || e[i].rope_heads) {
             entry_out(at, &e[i], params); /* moves whole words: still little-endian */
             out[i].data = at;

@@ -14,6 +14,9 @@
  *       in) as stored by torch.nn.Linear, and the rows of q_proj and k_proj
  *       permuted from llama2.c's interleaved rotary pairs to Hugging Face's
  *       rotate_half halves (as Hugging Face's own conversion script does);
+ *   safetensors, ResNet: torchvision's names (conv1.weight,
+ *       layer1.0.bn1.running_mean, ...), shapes as in the layout (a
+ *       convolution's weight (OC, C, KH, KW), PyTorch's own);
  *   safetensors, MLP: ovt's own tensors under their layout names (w0, b0,
  *       ...), shapes as in the layout (a weight is (out, in));
  *   llmc: llm.c's gpt2 weight file (GPT-2 only), the format --init-from
@@ -38,7 +41,7 @@
 typedef struct {
     char name[64];
     uint32_t ndim;
-    uint64_t shape[2];
+    uint64_t shape[TRN_TENSOR_MAX_DIMS];
     uint32_t index;
     size_t offset, rows, cols;
     int transpose;

@@ -1,12 +1,16 @@
 #include "trainer/layout.h"
 
+#include "common/err.h"
+
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static void add(trn_layout *l, const char *name, uint32_t ndim, uint64_t d0, uint64_t d1, uint64_t d2)
 {
     trn_tensor_info *t = &l->t[l->count++];
-    t->name = name;
+    snprintf(t->name, sizeof t->name, "%s", name);
     t->ndim = ndim;
     t->shape[0] = d0;
     t->shape[1] = ndim > 1 ? d1 : 0;
@@ -14,12 +18,86 @@ static void add(trn_layout *l, const char *name, uint32_t ndim, uint64_t d0, uin
     t->size = (size_t)d0 * (ndim > 1 ? d1 : 1) * (ndim > 2 ? d2 : 1);
     t->offset = l->nparams;
     l->nparams += t->size;
+    l->ntrain = l->nparams; /* every tensor so far trainable */
 }
 
 static const char *const mlp_w_names[TRN_MAX_LAYERS + 1] = {"w0", "w1", "w2", "w3", "w4",
                                                              "w5", "w6", "w7", "w8"};
 static const char *const mlp_b_names[TRN_MAX_LAYERS + 1] = {"b0", "b1", "b2", "b3", "b4",
                                                              "b5", "b6", "b7", "b8"};
+
+/* A tensor named by a format: name of up to 4 dims (unused 0). */
+static void addf(trn_layout *l, uint32_t ndim, uint64_t d0, uint64_t d1, uint64_t d2, uint64_t d3, const char *fmt,
+                 ...) OVT_PRINTF(7, 8);
+static void addf(trn_layout *l, uint32_t ndim, uint64_t d0, uint64_t d1, uint64_t d2, uint64_t d3, const char *fmt,
+                 ...)
+{
+    trn_tensor_info *t = &l->t[l->count++];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->name, sizeof t->name, fmt, ap);
+    va_end(ap);
+    uint64_t d[4] = {d0, d1, d2, d3};
+    t->ndim = ndim;
+    t->size = 1;
+    for (uint32_t k = 0; k < 4; k++) {
+        t->shape[k] = k < ndim ? d[k] : 0;
+        t->size *= k < ndim ? (size_t)d[k] : 1;
+    }
+    t->offset = l->nparams;
+    l->nparams += t->size;
+}
+
+/* A convolution's weight and its batch norm's weight and bias, under
+ * torchvision's names (prefix "layer1.0.", the conv "conv1", the norm "bn1"). */
+static void conv_bn(trn_layout *l, const char *prefix, const char *conv, const char *bn, uint64_t oc, uint64_t c,
+                    uint64_t k)
+{
+    addf(l, 4, oc, c, k, k, "%s%s.weight", prefix, conv);
+    addf(l, 1, oc, 0, 0, 0, "%s%s.weight", prefix, bn);
+    addf(l, 1, oc, 0, 0, 0, "%s%s.bias", prefix, bn);
+}
+
+/* A CIFAR-style ResNet (3x3 stem, no max pooling) in torchvision's names:
+ * the trainable tensors in module order, then every batch norm's
+ * running_mean and running_var in the same order (the buffers). */
+static void resnet_layout(trn_layout *out, const trn_model_config *m)
+{
+    uint64_t w = m->width, exp = m->block == 2 ? 4 : 1, in = w;
+    conv_bn(out, "", "conv1", "bn1", w, m->in_ch, 3);
+    for (uint32_t s = 0; s < 4 && m->stages[s]; s++) {
+        uint64_t planes = w << s;
+        for (uint32_t b = 0; b < m->stages[s]; b++) {
+            char pre[32];
+            snprintf(pre, sizeof pre, "layer%u.%u.", s + 1, b);
+            uint64_t stride = s > 0 && b == 0 ? 2 : 1;
+            if (m->block == 2) {
+                conv_bn(out, pre, "conv1", "bn1", planes, in, 1);
+                conv_bn(out, pre, "conv2", "bn2", planes, planes, 3);
+                conv_bn(out, pre, "conv3", "bn3", planes * exp, planes, 1);
+            } else {
+                conv_bn(out, pre, "conv1", "bn1", planes, in, 3);
+                conv_bn(out, pre, "conv2", "bn2", planes, planes, 3);
+            }
+            if (stride != 1 || in != planes * exp)
+                conv_bn(out, pre, "downsample.0", "downsample.1", planes * exp, in, 1);
+            in = planes * exp;
+        }
+    }
+    addf(out, 2, m->n_class, in, 0, 0, "fc.weight");
+    addf(out, 1, m->n_class, 0, 0, 0, "fc.bias");
+    out->ntrain = out->nparams;
+    /* the buffers: each batch norm's weight names its running statistics */
+    size_t ntrained = out->count;
+    for (size_t k = 0; k < ntrained; k++) {
+        const char *name = out->t[k].name;
+        size_t len = strlen(name);
+        if (out->t[k].ndim != 1 || len < 7 || strcmp(name + len - 7, ".weight") || !strncmp(name, "fc.", 3))
+            continue;
+        addf(out, 1, out->t[k].shape[0], 0, 0, 0, "%.*s.running_mean", (int)(len - 7), name);
+        addf(out, 1, out->t[k].shape[0], 0, 0, 0, "%.*s.running_var", (int)(len - 7), name);
+    }
+}
 
 int trn_layout_build(trn_layout *out, const trn_model_config *m)
 {
@@ -28,6 +106,10 @@ int trn_layout_build(trn_layout *out, const trn_model_config *m)
     if (rv)
         return rv;
     out->model = *m;
+    if (m->kind == TRN_MODEL_RESNET) {
+        resnet_layout(out, m);
+        return 0;
+    }
     if (m->kind == TRN_MODEL_MLP) {
         for (uint32_t l = 0; l <= m->n_layer; l++) {
             uint64_t in = l == 0 ? m->in_dim : m->width;

@@ -12,21 +12,30 @@
 
 #include "trainer/config.h"
 
-#define TRN_MAX_TENSORS 24
+/* Tensors of one layout: ResNet-50's 161 convolution, batch-norm and head
+ * tensors (and its running statistics) with room to spare. */
+#define TRN_MAX_TENSORS 320
+#define TRN_TENSOR_NAME_MAX 48
+#define TRN_TENSOR_MAX_DIMS 4
 
 typedef struct {
-    const char *name; /* "wte", "w0", ... (static storage) */
+    char name[TRN_TENSOR_NAME_MAX]; /* "wte", "w0", "layer1.0.conv1.weight", ... */
     uint32_t ndim;
-    uint64_t shape[3];
+    uint64_t shape[TRN_TENSOR_MAX_DIMS];
     size_t size;   /* elements */
     size_t offset; /* elements from the start of the flat array */
 } trn_tensor_info;
 
+/* The first ntrain of the nparams elements are trainable parameters (the
+ * optimizer's); the rest are buffers the model updates itself (a ResNet's
+ * running statistics: docs/decisions.md), 0 of them for the other models.
+ * Every element is state: hashed, checkpointed, exported. */
 typedef struct {
     trn_model_config model;
     size_t count;
     trn_tensor_info t[TRN_MAX_TENSORS];
     size_t nparams;
+    size_t ntrain;
 } trn_layout;
 
 /* Builds the sizes table of model m (checked with trn_model_check). */

@@ -409,6 +409,10 @@ static int write_summary(const loop *l, const ovt_hash *root, char **text)
                           "last_loss", l->last_loss);
     json_object_set_new(j, "schedule", json_string(trn_schedule_name(st->config.schedule)));
     json_object_set_new(j, "shards", json_integer(trn_config_shards(&st->config)));
+    if (st->config.model.kind == TRN_MODEL_RESNET) {
+        json_object_set_new(j, "augment_crop", json_integer(st->config.augment_crop));
+        json_object_set_new(j, "augment_flip", json_integer(st->config.augment_flip));
+    }
     json_object_set_new(j, "processes", json_integer(dp_size(l->o->dp)));
     json_object_set_new(j, "step_seconds_this_session", json_real(l->step_seconds));
     json_object_set_new(j, "comm_seconds_this_session", json_real(l->comm_seconds));

@@ -9,6 +9,7 @@
 
 #include "common/fileio.h"
 #include "common/bytes.h"
+#include "data/augment.h"
 #include "data/images.h"
 
 static int check_hash(const ovt_hash *got, trn_run_config *rc, int set_hash, const char *path)
@@ -86,8 +87,13 @@ int trn_step_batch_get(trn_step_batch *b, const trn_run_data *d, const trn_run_c
         b->view = v;
         return 0;
     }
-    if ((rv = data_sample_batch_get(&b->sb, &d->samples, rc->seed, i, rc->batch_size)))
+    const trn_model_config *m = &rc->model;
+    if ((rv = data_sample_batch_get(&b->sb, &d->samples, rc->seed, i, rc->batch_size)) ||
+        (rv = data_sample_batch_augment(&b->sb, rc->seed, i, m->in_ch, m->in_hw, m->in_hw, rc->augment_crop,
+                                        rc->augment_flip))) {
+        data_sample_batch_free(&b->sb);
         return rv;
+    }
     data_sample_batch_hash(&b->hash, &b->sb);
     trn_batch v = {.B = b->sb.B, .x = b->sb.x, .labels = b->sb.y};
     b->view = v;

@@ -23,7 +23,10 @@ int trn_run_data_parse(trn_run_data *d, const uint8_t *buf, size_t len, trn_run_
                        const char *what) OVT_MUST_USE;
 void trn_run_data_free(trn_run_data *d);
 
-/* The batch of step i, a view for trn_train_step, and its batchHash. */
+/* The batch of step i, a view for trn_train_step, and its batchHash: the
+ * one place every party makes it. A ResNet's images are augmented here
+ * (rc->augment_crop, augment_flip; data/augment.h), the whole batch before
+ * any shard split, and batchHash is of the augmented images. */
 typedef struct {
     data_token_batch tb;
     data_sample_batch sb;

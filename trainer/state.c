@@ -106,9 +106,9 @@ static void init_const(const trn_state *st, const trn_tensor_info *t, float valu
         st->params[t->offset + i] = value;
 }
 
-/* The optional head shift (trainer/config.h) of an MLP or a Llama with its
- * own output head: column h of the output layer (MLP: w[L], Llama: wcls,
- * rows the classes or tokens) gets +-2^head_shift/16, the sign from krn_rng
+/* The optional head shift (trainer/config.h) of an MLP, a ResNet or a
+ * Llama with its own output head: column h of the output layer (MLP: w[L],
+ * ResNet: fc.weight, Llama: wcls; rows the classes or tokens) gets +-2^head_shift/16, the sign from krn_rng
  * (seed, 0, KRN_RNG_INIT, nparams + h), added in FP64 (exact) and rounded
  * to the grid. */
 static void init_head_shift(const trn_state *st)
@@ -124,6 +124,14 @@ static void init_head_shift(const trn_state *st)
         head = t.w[rc->model.n_layer];
         H = rc->model.width;
         C = rc->model.n_class;
+    } else if (rc->model.kind == TRN_MODEL_RESNET) {
+        const trn_tensor_info *fc = NULL;
+        for (size_t k = 0; k < st->layout.count; k++)
+            if (!strcmp(st->layout.t[k].name, "fc.weight"))
+                fc = &st->layout.t[k];
+        head = st->params + fc->offset;
+        H = (uint32_t)fc->shape[1];
+        C = (uint32_t)fc->shape[0];
     } else {
         trn_llama_tensors t;
         trn_llama_slice(&t, &st->layout, st->params);
@@ -158,6 +166,20 @@ void trn_state_init(trn_state *st)
             continue;
         }
         const char *n = t->name;
+        if (m->kind == TRN_MODEL_RESNET) {
+            /* torchvision's: convolutions N(0, 2/fan_out) (He, fan out),
+             * batch norms weight 1 and bias 0, running mean 0 and variance
+             * 1, the head N(0, 1/fan_in) */
+            size_t len = strlen(n);
+            if (t->ndim == 4)
+                init_normal(st, t, sqrt(2.0 / (double)(t->shape[0] * t->shape[2] * t->shape[3])));
+            else if (t->ndim == 2)
+                init_normal(st, t, sqrt(1.0 / (double)t->shape[1]));
+            else if ((len > 7 && !strcmp(n + len - 7, ".weight") && strncmp(n, "fc.", 3)) ||
+                     (len > 12 && !strcmp(n + len - 12, ".running_var")))
+                init_const(st, t, 1.0f);
+            continue;
+        }
         if (m->kind == TRN_MODEL_LLAMA) {
             /* llama2.c's model.py: norms 1, every matrix N(0, 0.02), the
              * projections into the residual (wo, w3) scaled by 1/sqrt(2L) */
@@ -511,9 +533,10 @@ static int ckpt_head_parse(ckpt_head *h, const uint8_t *buf, size_t len)
                         CKPT_VERSION);
     size_t cfg_len = ovt_get_le32(buf + 12);
     if (cfg_len != TRN_CONFIG_ENC_V1_LEN && cfg_len != TRN_CONFIG_ENC_V2_LEN && cfg_len != TRN_CONFIG_ENC_V3_LEN &&
-        cfg_len != TRN_CONFIG_ENC_V4_LEN)
-        return ovt_fail(OVT_EFORMAT, "checkpoint states a run config of %zu bytes, expected %d, %d, %d or %d", cfg_len,
-                        TRN_CONFIG_ENC_V1_LEN, TRN_CONFIG_ENC_V2_LEN, TRN_CONFIG_ENC_V3_LEN, TRN_CONFIG_ENC_V4_LEN);
+        cfg_len != TRN_CONFIG_ENC_V4_LEN && cfg_len != TRN_CONFIG_ENC_V5_LEN)
+        return ovt_fail(OVT_EFORMAT, "checkpoint states a run config of %zu bytes, expected %d, %d, %d, %d or %d",
+                        cfg_len, TRN_CONFIG_ENC_V1_LEN, TRN_CONFIG_ENC_V2_LEN, TRN_CONFIG_ENC_V3_LEN,
+                        TRN_CONFIG_ENC_V4_LEN, TRN_CONFIG_ENC_V5_LEN);
     size_t fixed = ckpt_fixed(cfg_len);
     if (len < fixed + 32)
         return ovt_fail(OVT_EFORMAT, "checkpoint is truncated: %zu bytes, shorter than its header", len);

@@ -40,6 +40,17 @@ int trn_workspace_new(trn_workspace **out, const trn_run_config *rc)
             goto fail;
         }
     }
+    if (m->kind == TRN_MODEL_RESNET) {
+        if ((rv = trn_resnet_plan_new(&w->resnet, &w->layout, B)))
+            goto fail;
+        w->mem_floats = 0; /* the plan's own allocation */
+        if (!(w->grads = ovt_big_calloc(w->layout.nparams, sizeof(float)))) {
+            rv = ovt_fail(OVT_ENOMEM, "out of memory for the ResNet's gradients");
+            goto fail;
+        }
+        *out = w;
+        return 0;
+    }
     if (trn_model_is_lm(m)) {
         /* GPT-2 and Llama: the activations and their gradients in one allocation */
         int llama = m->kind == TRN_MODEL_LLAMA;
@@ -102,6 +113,7 @@ void trn_workspace_free(trn_workspace *w)
         return;
     free(w->mem);
     free(w->grads);
+    trn_resnet_plan_free(w->resnet);
     for (uint32_t k = 0; k < w->nshard_grads; k++)
         free(w->shard_grads[k]);
     free(w->shard_grads);
@@ -194,6 +206,8 @@ static int model_forward(krn_ctx *ctx, trn_workspace *w, const float *params, co
         return trn_gpt2_forward(ctx, w, params, batch, loss);
     if (w->config.model.kind == TRN_MODEL_LLAMA)
         return trn_llama_forward(ctx, w, params, batch, loss);
+    if (w->config.model.kind == TRN_MODEL_RESNET)
+        return trn_resnet_forward(ctx, w, params, batch, loss);
     return trn_mlp_forward(ctx, w, params, batch, loss);
 }
 
@@ -219,14 +233,38 @@ static int model_backward(krn_ctx *ctx, trn_workspace *w, const float *params, c
         return trn_gpt2_backward(ctx, w, params, batch);
     if (w->config.model.kind == TRN_MODEL_LLAMA)
         return trn_llama_backward(ctx, w, params, batch);
+    if (w->config.model.kind == TRN_MODEL_RESNET)
+        return trn_resnet_backward(ctx, w, params, batch);
     return trn_mlp_backward(ctx, w, params, batch);
+}
+
+/* The model's own buffers after its trainable parameters (a ResNet's running
+ * statistics, docs/decisions.md): running = (1 - momentum)*running +
+ * momentum*slot, slot the buffer's entry of the step's gradient vector (the
+ * batch statistic, averaged over the shards by grad.sum). Site "bn.running"
+ * (exact); none for a model without buffers. */
+static int buffers_update(krn_ctx *ctx, trn_state *st, trn_workspace *w)
+{
+    size_t lo = st->layout.ntrain, n = st->layout.nparams - lo;
+    if (n == 0)
+        return 0;
+    double mom = st->config.model.bn_momentum, keep = 1.0 - mom;
+    double *x = malloc(n * sizeof *x);
+    if (!x)
+        return ovt_fail(OVT_ENOMEM, "out of memory for %zu running statistics", n);
+    for (size_t i = 0; i < n; i++)
+        x[i] = keep * (double)st->params[lo + i] + mom * (double)w->grads[lo + i];
+    const krn_band exact = {.kind = KRN_BAND_ZERO};
+    int rv = krn_site(ctx, "bn.running", st->params + lo, x, n, &exact);
+    free(x);
+    return rv;
 }
 
 static int optimizer_step(krn_ctx *ctx, trn_workspace *w, trn_state *st, uint64_t i, trn_step_info *info)
 {
     const trn_run_config *rc = &st->config;
     int b = (int)rc->grid_bits;
-    size_t n = st->layout.nparams;
+    size_t n = st->layout.ntrain; /* the trainable parameters: the buffers after them are the model's own */
     float norm, scale = 1.0f, lr, bc1, bc2;
     int rv;
     if ((rv = krn_grad_norm(ctx, &norm, w->grads, n)))
@@ -243,6 +281,8 @@ static int optimizer_step(krn_ctx *ctx, trn_workspace *w, trn_state *st, uint64_
     trn_state_settle(st); /* a stateHash of the state before this step may still be running */
     if ((rv = krn_adamw_update(ctx, st->params, st->m, st->v, w->grads, bc1, bc2, lr, beta1, beta2,
                                krn_grid_round(rc->eps, b), krn_grid_round(rc->weight_decay, b), scale, n)))
+        return rv;
+    if ((rv = buffers_update(ctx, st, w)))
         return rv;
     info->grad_norm = norm;
     info->lr = lr;

@@ -114,5 +114,8 @@ int trn_gpt2_backward(krn_ctx *ctx, trn_workspace *w, const float *params, const
 int trn_llama_forward(krn_ctx *ctx, trn_workspace *w, const float *params, const trn_batch *batch,
                       float *loss) OVT_MUST_USE;
 int trn_llama_backward(krn_ctx *ctx, trn_workspace *w, const float *params, const trn_batch *batch) OVT_MUST_USE;
+int trn_resnet_forward(krn_ctx *ctx, trn_workspace *w, const float *params, const trn_batch *batch,
+                       float *loss) OVT_MUST_USE;
+int trn_resnet_backward(krn_ctx *ctx, trn_workspace *w, const float *params, const trn_batch *batch) OVT_MUST_USE;
 
 #endif

@@ -1,22 +1,30 @@
 /* bench_peers: the C side of the peer benchmark (bench/peers/run.sh). One
- * GPT-2 or Llama model and batch shape, three steps kept warm in one process: ovt's
+ * GPT-2, Llama or ResNet model and batch shape (a ResNet's batch: random
+ * images), three steps kept warm in one process: ovt's
  * RECORD step (the trainer's, log written), ovt's PLAIN step (the same ops,
  * sites that only convert to FP32, no log; a baseline the protocol never
  * uses) and, for GPT-2, a plain FP32 step with OpenBLAS SGEMM (gpt2_fp32.c;
- * a Llama has none: its FP32_s is printed as -1). After one
+ * the others have none: their FP32_s is printed as -1). After one
  * warm-up step of each it reads lines from stdin: for each line "round" it
  * runs one timed step of each, in that order, and prints
  *   round RECORD_s PLAIN_s FP32_s
  * so that run.sh can interleave it with other processes (PyTorch's step)
  * without either paying a cold start. Each ovt step starts from the same
- * state (a fresh copy); the FP32 model keeps training its own copy.
+ * state (a fresh copy); the FP32 model keeps training its own copy. For the
+ * line "rss" it prints "rss KB", the process's peak resident set so far
+ * (getrusage: the initial state and the step's copy of it both count).
  *
- *   bench_peers [--model gpt2-small] [--batch B] [--seq T] [--threads N] */
+ * --write-data PATH writes the random dataset (token or image file) the
+ * steps train on to PATH and exits, for `ovt train --data PATH`.
+ *
+ *   bench_peers [--model gpt2-small] [--batch B] [--seq T] [--threads N] [--write-data PATH] */
 #include <cblas.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fileio.h"
 #include "kernels/rlog.h"
 #include "trainer/rundata.h"
 #include "trainer/state.h"
@@ -68,6 +76,7 @@ int main(int argc, char **argv)
     const char *model = "gpt2-small";
     uint32_t B = 4, T = 64;
     int threads = 2;
+    const char *write_data = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--model"))
             model = argv[i + 1];
@@ -77,8 +86,11 @@ int main(int argc, char **argv)
             T = (uint32_t)atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--threads"))
             threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--write-data"))
+            write_data = argv[i + 1];
         else {
-            fprintf(stderr, "usage: bench_peers [--model NAME] [--batch B] [--seq T] [--threads N]\n");
+            fprintf(stderr, "usage: bench_peers [--model NAME] [--batch B] [--seq T] [--threads N] "
+                            "[--write-data PATH]\n");
             return 2;
         }
     }
@@ -89,8 +101,8 @@ int main(int argc, char **argv)
     trn_model_config m;
     if (trn_model_preset(&m, model))
         fail("--model");
-    if (!trn_model_is_lm(&m)) {
-        fprintf(stderr, "bench_peers: a GPT-2 or Llama model is needed\n");
+    if (m.kind == TRN_MODEL_MLP) {
+        fprintf(stderr, "bench_peers: a GPT-2, Llama or ResNet model is needed\n");
         return 2;
     }
     int has_fp32 = m.kind == TRN_MODEL_GPT2;
@@ -98,6 +110,13 @@ int main(int argc, char **argv)
     const char *what;
     if (bench_step_inputs_new(&in, &m, B, T, &what))
         fail(what);
+    if (write_data) {
+        if (ovt_write_atomic(write_data, in.file, in.file_len, 0644))
+            fail(write_data);
+        printf("wrote %s: %zu bytes, the dataset of %s at batch %u\n", write_data, in.file_len, model, B);
+        bench_step_inputs_free(&in);
+        return 0;
+    }
     trn_state *init = in.init;
     trn_workspace *w = in.w;
     krn_rlog *log = krn_rlog_new();
@@ -118,11 +137,18 @@ int main(int argc, char **argv)
         fail("log encoding");
     free(enc);
     printf("ready %s %zu params B %u T %u threads %d log_entries %llu log_bytes %zu\n", model, init->layout.nparams, B,
-           T, threads, (unsigned long long)krn_rlog_nentries(log), enc_len);
+           in.rc.seq_len, threads, (unsigned long long)krn_rlog_nentries(log), enc_len);
     fflush(stdout);
 
     char line[64];
     while (fgets(line, sizeof line, stdin)) {
+        if (!strncmp(line, "rss", 3)) {
+            struct rusage ru;
+            getrusage(RUSAGE_SELF, &ru);
+            printf("rss %ld\n", ru.ru_maxrss);
+            fflush(stdout);
+            continue;
+        }
         if (strncmp(line, "round", 5))
             break;
         double rec = ovt_step(init, w, KRN_RECORD, threads, &in.batch.view, log);

@@ -1,20 +1,33 @@
-"""PyTorch's CPU training step of ovt's GPT-2 or Llama (the peer benchmark's PyTorch row).
+"""PyTorch's CPU training step of ovt's GPT-2, Llama or ResNet (the peer benchmark's PyTorch row).
 
 The same model and shapes as ovt's gpt2 presets (llm.c's structure: pre-norm
 blocks, GELU with tanh, tied head, mean cross-entropy; AdamW with ovt's
 defaults and global-norm clipping), FP32, written the way its users write it.
 After one warm-up step it prints "ready"; then for each line "round" on stdin
-it runs one timed step and prints "round SECONDS". bench/peers/run.py drives it.
+it runs one timed step and prints "round SECONDS"; for "rss", "rss KB" (the
+process's peak resident set so far). bench/peers/run.py drives it.
 
     python3 torch_step.py --layers 12 --width 768 --heads 12 --vocab 50257 \
         --max-seq 1024 --batch 4 --seq 64 --threads 2
     python3 torch_step.py --arch llama --layers 6 --width 288 --heads 6 --kv-heads 6 \
         --hidden 768 --tied 1 --vocab 32000 --max-seq 256 --batch 4 --seq 256 --threads 2
+    python3 torch_step.py --arch resnet --width 64 --block 2 --stages 3,4,6,3 --in-ch 3 \
+        --in-hw 32 --classes 10 --expect-params 23520842 --batch 8 --threads 2
 
 The Llama is llama2.c's model.py as its users write it in PyTorch 1.13 (which
 has no nn.RMSNorm or fused attention): RMSNorm, rotary embeddings on q and k
 from a precomputed complex table, repeated key/value heads, SwiGLU, no biases.
+
+The ResNet is ovt's (trainer/resnet.c; torchvision's structure with the
+CIFAR-style 3x3 stem and no max pooling): bias-free convolutions, BatchNorm2d
+in training mode, basic or bottleneck blocks (stride on the 3x3 convolution,
+expansion 4), projection shortcuts (1x1 conv and batch norm) where the shape
+changes, global average pooling, a linear head, mean cross-entropy, AdamW with
+clip 1.0 as above. Its trainable parameters must number --expect-params (the
+run fails otherwise), and run.py checks that they and the running statistics
+number ovt's state; the batch is random pixels / 256 and random labels.
 """
+import resource
 import argparse
 import math
 import sys
@@ -140,26 +153,76 @@ class Llama(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
 
 
+def conv_bn(C, OC, k, stride):
+    return nn.Sequential(nn.Conv2d(C, OC, k, stride, k // 2, bias=False), nn.BatchNorm2d(OC))
+
+
+class ResBlock(nn.Module):
+    def __init__(self, C, planes, stride, bottleneck):
+        super().__init__()
+        if bottleneck:
+            OC = 4 * planes
+            self.main = nn.Sequential(conv_bn(C, planes, 1, 1), nn.ReLU(), conv_bn(planes, planes, 3, stride),
+                                      nn.ReLU(), conv_bn(planes, OC, 1, 1))
+        else:
+            OC = planes
+            self.main = nn.Sequential(conv_bn(C, planes, 3, stride), nn.ReLU(), conv_bn(planes, planes, 3, 1))
+        self.proj = conv_bn(C, OC, 1, stride) if stride != 1 or C != OC else None
+        self.out_ch = OC
+
+    def forward(self, x):
+        return F.relu(self.main(x) + (self.proj(x) if self.proj is not None else x))
+
+
+class ResNet(nn.Module):
+    def __init__(self, width, bottleneck, stages, in_ch, classes):
+        super().__init__()
+        layers = [conv_bn(in_ch, width, 3, 1), nn.ReLU()]
+        C = width
+        for s, n in enumerate(stages):
+            for b in range(n):
+                blk = ResBlock(C, width << s, 2 if s > 0 and b == 0 else 1, bottleneck)
+                layers.append(blk)
+                C = blk.out_ch
+        self.body = nn.Sequential(*layers)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(C, classes)
+
+    def forward(self, x, targets):
+        return F.cross_entropy(self.fc(self.pool(self.body(x)).flatten(1)), targets)
+
+
 def main():
     ap = argparse.ArgumentParser()
     for name, default in [("layers", 12), ("width", 768), ("heads", 12), ("vocab", 50257), ("max-seq", 1024),
                           ("batch", 4), ("seq", 64), ("threads", 2)]:
         ap.add_argument("--" + name, type=int, default=default)
-    ap.add_argument("--arch", choices=["gpt2", "llama"], default="gpt2")
-    for name in ("kv-heads", "hidden", "tied"):
+    ap.add_argument("--arch", choices=["gpt2", "llama", "resnet"], default="gpt2")
+    for name in ("kv-heads", "hidden", "tied", "block", "in-ch", "in-hw", "classes", "expect-params"):
         ap.add_argument("--" + name, type=int, default=0)
+    ap.add_argument("--stages", default="", help="a ResNet's blocks per stage, e.g. 3,4,6,3")
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--grad-clip", type=float, default=1.0)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
-    if a.arch == "llama":
-        model = Llama(a.layers, a.width, a.heads, a.kv_heads, a.hidden, a.vocab, a.max_seq, a.tied)
+    if a.arch == "resnet":
+        model = ResNet(a.width, a.block == 2, [int(n) for n in a.stages.split(",")], a.in_ch, a.classes)
+        ntrain = sum(p.numel() for p in model.parameters() if p.requires_grad)
+        if ntrain != a.expect_params:
+            sys.exit(f"torch_step.py: this ResNet has {ntrain} trainable parameters, not the "
+                     f"{a.expect_params} of ovt's preset: the two networks differ")
+        inputs = torch.randint(0, 256, (a.batch, a.in_ch, a.in_hw, a.in_hw)).float() / 256
+        targets = torch.randint(0, a.classes, (a.batch,))
     else:
-        model = GPT2(a.layers, a.width, a.heads, a.vocab, a.max_seq)
+        if a.arch == "llama":
+            model = Llama(a.layers, a.width, a.heads, a.kv_heads, a.hidden, a.vocab, a.max_seq, a.tied)
+        else:
+            model = GPT2(a.layers, a.width, a.heads, a.vocab, a.max_seq)
+        tokens = torch.randint(0, a.vocab, (a.batch, a.seq + 1))
+        inputs, targets = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+    model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
-    tokens = torch.randint(0, a.vocab, (a.batch, a.seq + 1))
-    inputs, targets = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
 
     def step():
         opt.zero_grad(set_to_none=True)
@@ -172,8 +235,14 @@ def main():
 
     step()
     nparams = sum(p.numel() for p in model.parameters())
-    print(f"ready torch {torch.__version__} {nparams} params threads {torch.get_num_threads()}", flush=True)
+    # ovt's state holds the batch norms' running statistics after the parameters
+    nstate = nparams + sum(b.numel() for n, b in model.named_buffers() if n.endswith(("running_mean", "running_var")))
+    print(f"ready torch {torch.__version__} {nparams} params {nstate} state threads {torch.get_num_threads()}",
+          flush=True)
     for line in sys.stdin:
+        if line.startswith("rss"):
+            print(f"rss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", flush=True)
+            continue
         if not line.startswith("round"):
             break
         t0 = time.perf_counter()

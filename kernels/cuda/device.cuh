@@ -75,6 +75,15 @@ double *krn_dev_upload_wide(krn_dev *d, int slot, int slot64, const float *src, 
 int krn_cuda_site(krn_ctx *ctx, const char *name, float *out, float *host_out, const double *x,
                   size_t n, const krn_band *band);
 
+/* krn_cuda_site with a KRN_BAND_OUTER band that repeats every block
+ * elements (block a multiple of band->cols, n a multiple of block): element
+ * i's row value a[i % block / cols], its column value b[i / block * cols +
+ * i % cols], b holding cols values per block. The site krn_site_parts
+ * makes on the CPU with one part per block, a the same rows for every part
+ * and b the part's own columns (the convolution's per-image patches). */
+int krn_cuda_site_blocks(krn_ctx *ctx, const char *name, float *out, float *host_out, const double *x,
+                         size_t n, const krn_band *band, size_t block);
+
 /* out (m x n, dense, device) = op(a) @ op(b) with k in chunks of
  * KRN_GEMM_CHUNK: one cuBLAS DGEMM per chunk with beta = 0, chunk 0 into out
  * and every later chunk into a scratch added into out by a kernel, in
@@ -97,6 +106,13 @@ int krn_cuda_colsum_site(krn_ctx *ctx, const char *name, float *acc, const doubl
  * slots DEV_H and DEV_I; out is device memory, host_out NULL or a copy. */
 int krn_cuda_row_mean_site(krn_ctx *ctx, const char *name, float *out, float *host_out, const double *a,
                            const double *b, size_t N, size_t C);
+
+/* Site `name` (N): acc[i] += sum_c a[i,c]*b[i,c] per row of the (N,C)
+ * device doubles (b NULL: plain sum), the old value added last
+ * (kernels/reduce.c krn_row_sum_site). acc is host memory; uses the slots
+ * DEV_H, DEV_I and DEV_OUT3. */
+int krn_cuda_row_sum_site(krn_ctx *ctx, const char *name, float *acc, const double *a, const double *b,
+                          size_t N, size_t C);
 
 /* x = a * b element-wise (device doubles, one rounding each); the launch's
  * failure named by what. */

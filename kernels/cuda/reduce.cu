@@ -115,30 +115,50 @@ int krn_cuda_colsum_site(krn_ctx *ctx, const char *name, float *acc, const doubl
     return krn_cuda_site(ctx, name, dacc, acc, x, C, &band);
 }
 
-static __global__ void row_mean_kernel(double *x, double *mag, const double *a, const double *b, size_t N,
-                                       size_t C)
+/* acc NULL: the row means; otherwise the row sums + acc. */
+static __global__ void row_kernel(double *x, double *mag, const double *a, const double *b, const float *acc,
+                                  size_t N, size_t C)
 {
     KRN_GRID_LOOP(i, N) {
         const double *ai = a + i * C, *bi = b ? b + i * C : NULL;
-        x[i] = __ddiv_rn(krn_dchunked_dot(ai, 1, bi, 1, C), (double)C);
+        double s = krn_dchunked_dot(ai, 1, bi, 1, C);
+        x[i] = acc ? __dadd_rn(s, (double)acc[i]) : __ddiv_rn(s, (double)C);
         mag[i] = krn_dmagnitude(ai, 1, bi, 1, C);
     }
 }
 
-int krn_cuda_row_mean_site(krn_ctx *ctx, const char *name, float *out, float *host_out, const double *a,
-                           const double *b, size_t N, size_t C)
+/* The row site of kernels/reduce.c (row_site): a mean (acc NULL, band
+ * scale 1/C) or a sum + acc (acc on the device). */
+static int row_site(krn_ctx *ctx, const char *name, float *out, float *host_out, const double *a,
+                    const double *b, const float *acc, size_t N, size_t C)
 {
     krn_dev *d = krn_dev_of(ctx);
     double *x = dev_array<double>(d, DEV_H, N), *mag = dev_array<double>(d, DEV_I, N);
     if (!x || !mag)
         return krn_cuda_fail(ctx, OVT_ENOMEM);
-    row_mean_kernel KRN_LAUNCH(N)(x, mag, a, b, N, C);
+    row_kernel KRN_LAUNCH(N)(x, mag, a, b, acc, N, C);
     int rc = krn_dev_launched(name);
     if (rc)
         return krn_cuda_fail(ctx, rc);
-    krn_band band = krn_band_reduction(KRN_BAND_ARRAY, C, 1.0 / (double)C, 1);
+    krn_band band = krn_band_reduction(KRN_BAND_ARRAY, C, acc ? 1.0 : 1.0 / (double)C, 1);
     band.a = mag;
     return krn_cuda_site(ctx, name, out, host_out, x, N, &band);
+}
+
+int krn_cuda_row_mean_site(krn_ctx *ctx, const char *name, float *out, float *host_out, const double *a,
+                           const double *b, size_t N, size_t C)
+{
+    return row_site(ctx, name, out, host_out, a, b, NULL, N, C);
+}
+
+int krn_cuda_row_sum_site(krn_ctx *ctx, const char *name, float *acc, const double *a, const double *b,
+                          size_t N, size_t C)
+{
+    krn_dev *d = krn_dev_of(ctx);
+    float *dacc = krn_dev_upload(d, DEV_OUT3, acc, N);
+    if (!dacc)
+        return krn_cuda_fail(ctx, OVT_ENOMEM);
+    return row_site(ctx, name, dacc, acc, a, b, dacc, N, C);
 }
 
 static __global__ void mul_kernel(double *x, const double *a, const double *b, size_t n)

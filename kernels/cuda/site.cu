@@ -16,8 +16,10 @@
 #include "kernels/grid_bits.h"
 
 /* The band of element i, evaluated in the contract's order
- * (docs/numeric-contract.md section 3). */
-__device__ static inline double band_tau(const krn_band band, const double *x, size_t i)
+ * (docs/numeric-contract.md section 3). block != 0 (KRN_BAND_OUTER only):
+ * the band repeats every block elements, block / cols rows of a, with the
+ * next cols values of b for each block (krn_cuda_site_blocks). */
+__device__ static inline double band_tau(const krn_band band, size_t block, const double *x, size_t i)
 {
     double base = 0.0;
     switch (band.kind) {
@@ -30,7 +32,11 @@ __device__ static inline double band_tau(const krn_band band, const double *x, s
         base = __dmul_rn(band.scale, band.a[i]);
         break;
     case KRN_BAND_OUTER:
-        base = __dmul_rn(__dmul_rn(band.scale, band.a[i / band.cols]), band.b[i % band.cols]);
+        if (block != 0)
+            base = __dmul_rn(__dmul_rn(band.scale, band.a[i % block / band.cols]),
+                             band.b[i / block * band.cols + i % band.cols]);
+        else
+            base = __dmul_rn(__dmul_rn(band.scale, band.a[i / band.cols]), band.b[i % band.cols]);
         break;
     }
     if (band.rel != 0.0)
@@ -39,35 +45,35 @@ __device__ static inline double band_tau(const krn_band band, const double *x, s
 }
 
 static __global__ void round_kernel(float *out, uint32_t *flag, const double *x, size_t n,
-                                    krn_band band, int use_tau, int b)
+                                    krn_band band, size_t block, int use_tau, int b)
 {
     KRN_GRID_LOOP(i, n) {
-        double t = use_tau ? band_tau(band, x, i) : 0.0;
+        double t = use_tau ? band_tau(band, block, x, i) : 0.0;
         flag[i] = krn_round_fast_device(x[i], t, &out[i], b);
     }
 }
 
 static __global__ void compact_kernel(uint64_t *idx, double *cx, double *ctau, const uint32_t *flag,
                                       const uint32_t *offs, const double *x, size_t n,
-                                      krn_band band, int use_tau)
+                                      krn_band band, size_t block, int use_tau)
 {
     KRN_GRID_LOOP(i, n) {
         if (flag[i]) {
             uint32_t o = offs[i];
             idx[o] = i;
             cx[o] = x[i];
-            ctau[o] = use_tau ? band_tau(band, x, i) : 0.0;
+            ctau[o] = use_tau ? band_tau(band, block, x, i) : 0.0;
         }
     }
 }
 
 static __global__ void gather_kernel(double *lx, double *ltau, const uint64_t *lidx, size_t count,
-                                     const double *x, size_t n, krn_band band)
+                                     const double *x, size_t n, krn_band band, size_t block)
 {
     KRN_GRID_LOOP(k, count) {
         size_t i = lidx[k] < n ? (size_t)lidx[k] : 0; /* out of range: the host rejects it first */
         lx[k] = x[i];
-        ltau[k] = band_tau(band, x, i);
+        ltau[k] = band_tau(band, block, x, i);
     }
 }
 
@@ -103,13 +109,13 @@ static int band_check(const krn_band *band, size_t n, const char *name)
 /* Flags, scan and compaction: the candidates to *count and the device
  * arrays of slots DEV_SITE_IDX/X/TAU. */
 static int flag_and_compact(krn_dev *d, float *out, const double *x, size_t n, const krn_band *band,
-                            int use_tau, int b, size_t *count)
+                            size_t block, int use_tau, int b, size_t *count)
 {
     uint32_t *flag = dev_array<uint32_t>(d, DEV_SITE_FLAG, n);
     uint32_t *offs = dev_array<uint32_t>(d, DEV_SITE_OFFS, n);
     if (!flag || !offs)
         return OVT_ENOMEM;
-    round_kernel KRN_LAUNCH(n)(out, flag, x, n, *band, use_tau, b);
+    round_kernel KRN_LAUNCH(n)(out, flag, x, n, *band, block, use_tau, b);
     int rc = krn_dev_launched("site rounding");
     if (rc)
         return rc;
@@ -133,12 +139,18 @@ static int flag_and_compact(krn_dev *d, float *out, const double *x, size_t n, c
     double *ctau = dev_array<double>(d, DEV_SITE_TAU, *count);
     if (!idx || !cx || !ctau)
         return OVT_ENOMEM;
-    compact_kernel KRN_LAUNCH(n)(idx, cx, ctau, flag, offs, x, n, *band, use_tau);
+    compact_kernel KRN_LAUNCH(n)(idx, cx, ctau, flag, offs, x, n, *band, block, use_tau);
     return krn_dev_launched("site compaction");
 }
 
 int krn_cuda_site(krn_ctx *ctx, const char *name, float *out, float *host_out, const double *x,
                   size_t n, const krn_band *band)
+{
+    return krn_cuda_site_blocks(ctx, name, out, host_out, x, n, band, 0);
+}
+
+int krn_cuda_site_blocks(krn_ctx *ctx, const char *name, float *out, float *host_out, const double *x,
+                         size_t n, const krn_band *band, size_t block)
 {
     krn_dev *d = krn_dev_of(ctx);
     krn_band zero = krn_band_exact();
@@ -146,6 +158,10 @@ int krn_cuda_site(krn_ctx *ctx, const char *name, float *out, float *host_out, c
     if (!banded)
         band = &zero;
     int rc = band_check(band, n, name);
+    if (rc == 0 && block != 0 &&
+        (band->kind != KRN_BAND_OUTER || block % band->cols != 0 || n % block != 0))
+        rc = ovt_fail(OVT_EINVAL, "site %s: a band in blocks of %zu elements needs KRN_BAND_OUTER with cols "
+                                  "dividing the block and the block dividing n (n = %zu)", name, block, n);
     if (rc == 0 && n > KRN_CUDA_SITE_MAX)
         rc = ovt_fail(OVT_EINVAL, "site %s: %zu elements, more than a device site takes", name, n);
     if (rc)
@@ -155,7 +171,7 @@ int krn_cuda_site(krn_ctx *ctx, const char *name, float *out, float *host_out, c
         return rc;
     int b = krn_ctx_config(ctx)->grid_bits;
     size_t ncand = 0, nlog = s.logged ? s.logged->count : 0;
-    if ((rc = flag_and_compact(d, out, x, n, band, s.flag_band, b, &ncand)))
+    if ((rc = flag_and_compact(d, out, x, n, band, block, s.flag_band, b, &ncand)))
         return krn_cuda_fail(ctx, rc);
 
     krn_sparse_values cand = {ncand, NULL, NULL, NULL, NULL}, logged = {nlog, NULL, NULL, NULL, NULL};
@@ -177,7 +193,7 @@ int krn_cuda_site(krn_ctx *ctx, const char *name, float *out, float *host_out, c
             hlidx[k] = s.logged->entries[k].index;
         if ((rc = krn_dev_put(lidx, hlidx, nlog * sizeof *hlidx)))
             return krn_cuda_fail(ctx, rc);
-        gather_kernel KRN_LAUNCH(nlog)(lx, ltau, lidx, nlog, x, n, *band);
+        gather_kernel KRN_LAUNCH(nlog)(lx, ltau, lidx, nlog, x, n, *band, block);
         if ((rc = krn_dev_launched("log gather")) || (rc = krn_dev_get(hlx, lx, nlog * sizeof *hlx)) ||
             (rc = krn_dev_get(hltau, ltau, nlog * sizeof *hltau)))
             return krn_cuda_fail(ctx, rc);

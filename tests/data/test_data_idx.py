@@ -202,4 +202,5 @@ def main():
     eval_checks(ovt, work, run, full)
     print("ok")
 
-main()
+if __name__ == "__main__":  # test_trn_augment.py imports sh and expect
+    main()

@@ -2,7 +2,7 @@
  * here: the pixels and labels pass through unchanged, an MLP reads pixel p
  * as exactly p / 256, and every truncation, a wrong magic or version, counts
  * that differ and a label too large are OVT_EFORMAT. The real MNIST and
- * Fashion-MNIST files: test_data_idx.py. */
+ * Fashion-MNIST files: test_data_idx.py. CIFAR-10's binary records likewise. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,9 +106,57 @@ static void test_idx_malformed(void)
     free(lab);
 }
 
+/* CIFAR-10's binary records: n records, label of record i = (i * 3) % 10,
+ * pixel k = (k * 5 + i) % 251. */
+static uint8_t *cifar_records(uint32_t n, uint32_t first)
+{
+    uint8_t *b = malloc((size_t)n * DATA_CIFAR_RECORD);
+    for (uint32_t i = 0; i < n; i++) {
+        uint8_t *r = b + (size_t)i * DATA_CIFAR_RECORD;
+        r[0] = (uint8_t)(((first + i) * 3) % 10);
+        for (uint32_t k = 0; k < 3072; k++)
+            r[1 + k] = (uint8_t)((k * 5 + first + i) % 251);
+    }
+    return b;
+}
+
+/* Two batch files read in order; --limit; the refusals. The expected image
+ * is the record as the format defines it: label byte, then the red, green
+ * and blue 32 x 32 planes, which is (channel, row, column) already. */
+static void test_cifar(void)
+{
+    uint8_t *a = cifar_records(3, 0), *b = cifar_records(2, 3);
+    const uint8_t *bufs[2] = {a, b};
+    size_t lens[2] = {3 * DATA_CIFAR_RECORD, 2 * DATA_CIFAR_RECORD};
+    const char *whats[2] = {"data_batch_1.bin", "data_batch_2.bin"};
+    data_images im;
+    CHECK(data_cifar_parse(&im, bufs, lens, whats, 2, 0) == 0);
+    CHECK(im.count == 5 && im.channels == 3 && im.height == 32 && im.width == 32 && im.n_class == 10);
+    /* image 4 (the second file's second record): label 12 % 10, the green
+     * plane's row 1, column 2 is pixel 1024 + 32 + 2 */
+    CHECK(im.labels[4] == 2 && im.labels[3] == 9);
+    CHECK(im.pixels[4 * 3072 + 1024 + 32 + 2] == (uint8_t)((1058 * 5 + 4) % 251));
+    CHECK_MEM(im.pixels + 3 * 3072, b + 1, 3072);
+    data_images_free(&im);
+    CHECK(data_cifar_parse(&im, bufs, lens, whats, 2, 4) == 0 && im.count == 4);
+    data_images_free(&im);
+    lens[1] -= 1;
+    CHECK(data_cifar_parse(&im, bufs, lens, whats, 2, 0) == OVT_EFORMAT);
+    CHECK(strstr(ovt_errmsg(), "data_batch_2.bin") && strstr(ovt_errmsg(), "3,073-byte records"));
+    lens[1] += 1;
+    b[DATA_CIFAR_RECORD] = 10;
+    CHECK(data_cifar_parse(&im, bufs, lens, whats, 2, 0) == OVT_EFORMAT);
+    CHECK(strstr(ovt_errmsg(), "record 1 has label 10"));
+    b[0] = 0x1f, b[1] = 0x8b;
+    CHECK(data_cifar_parse(&im, bufs, lens, whats, 2, 0) == OVT_EFORMAT && strstr(ovt_errmsg(), "gzip"));
+    free(a);
+    free(b);
+}
+
 int main(void)
 {
     CHECK_RUN(test_round_trip());
     CHECK_RUN(test_idx_malformed());
+    CHECK_RUN(test_cifar());
     return check_done();
 }

@@ -1,7 +1,7 @@
 /* `ovt devnet` end to end on a real anvil (label devnet): every fault kind
  * ends in the verdict that names the faulty party and the faulty step (none
- * ends verified), on gpt2-tiny runs of 64 steps (llama-tiny for two); a party that stops
- * answering loses by deadline and the arbiter's watcher logs it; SIGINT
+ * ends verified), on gpt2-tiny runs of 64 steps (llama-tiny and resnet-mini
+ * for two each); a party that stops answering loses by deadline and the arbiter's watcher logs it; SIGINT
  * stops every process the devnet started; bad input is a clear error.
  * Expected outcomes come from the contract's rules (docs/contract.md), not
  * from the devnet's own table. */
@@ -354,6 +354,9 @@ int main(int argc, char **argv)
         /* the Llama family: the trainer's flip at 17 and a forged log entry */
         {"bitflip", NULL, "auditor-right", NULL, "trainer", {"--model", "llama-tiny"}, 0, NULL, NULL},
         {"hidden-flip", NULL, "fraudulent-log", NULL, "trainer", {"--model", "llama-tiny"}, 0, NULL, NULL},
+        /* the ResNet on MNIST's images: the same two */
+        {"bitflip", NULL, "auditor-right", NULL, "trainer", {"--model", "resnet-mini"}, 0, NULL, NULL},
+        {"hidden-flip", NULL, "fraudulent-log", NULL, "trainer", {"--model", "resnet-mini"}, 0, NULL, NULL},
     };
     /* `test_devnet committee`: the same faults with three arbiters, and the
      * committee's own faults */

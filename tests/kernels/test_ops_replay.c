@@ -507,6 +507,181 @@ static int op_exact(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
     return rc;
 }
 
+/* ---- the ResNet ops ---- */
+
+/* pattern: inp[n][c][p] = a cancellation pattern over the channels (its own
+ * per position), the weight's centre tap 2^(oc % 3) and every other tap 0,
+ * so each output's K = 72 terms sum to a midpoint (the zeros add nothing) */
+static int op_conv_fwd(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+{
+    /* K = 144 at stride 2 (3x3, pad 1), K = 147 for ResNet's 7x7 stem */
+    size_t N = 2, C = seed % 2 ? 16 : 3, H = seed % 2 ? 6 : 9, W = H, OC = seed % 2 ? 5 : 4;
+    size_t KH = seed % 2 ? 3 : 7, stride = 2, pad = seed % 2 ? 1 : 3;
+    if (pattern)
+        C = 8, H = W = 3, OC = 6, KH = 3, stride = 1, pad = 1;
+    size_t K = C * KH * KH, P = ((H + 2 * pad - KH) / stride + 1) * ((W + 2 * pad - KH) / stride + 1);
+    float *inp = fx_normal(N * C * H * W, seed, 1, 1.0), *w = fx_normal(OC * K, seed, 2, 0.2);
+    float *bias = pattern ? NULL : fx_normal(OC, seed, 3, 1.0), *out = fx_alloc(N * OC * P);
+    if (pattern) {
+        for (size_t n = 0; n < N; n++)
+            for (size_t p = 0; p < H * W; p++) {
+                float pat[FX_PATTERN];
+                fx_pattern(pat, seed, 500 + n * H * W + p);
+                for (size_t c = 0; c < C; c++)
+                    inp[(n * C + c) * H * W + p] = pat[(c + p) % FX_PATTERN];
+            }
+        for (size_t k = 0; k < OC * K; k++)
+            w[k] = k % 9 == 4 ? ldexpf(1.0f, (int)(k / K % 3)) : 0.0f;
+    }
+    int rc = krn_conv2d_forward(ctx, out, inp, w, bias, N, C, H, W, OC, KH, KH, stride, pad);
+    out_add(o, out, N * OC * P);
+    free(bias);
+    free_all((float *[]){inp, w, out, NULL});
+    return rc;
+}
+
+/* pattern: dout (OC = 8, N*P = 8) a Latin square, the input all ones and
+ * the weight's centre tap 1 (others 0): dinp's centre tap sums a column of
+ * it, dweight's centre tap and dbias a row, each a midpoint */
+static int op_conv_bwd(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+{
+    /* random: N*P = 162 (dweight, dbias), OC = 130 (dinp), a 1x1 at stride
+     * 2 without dinp, in turn */
+    static const size_t shapes[3][8] = {{2, 3, 9, 9, 4, 3, 1, 1}, {1, 2, 4, 4, 130, 3, 2, 1}, {2, 5, 5, 6, 3, 1, 2, 0}};
+    const size_t *sh = shapes[seed % 3];
+    size_t N = sh[0], C = sh[1], H = sh[2], W = sh[3], OC = sh[4], KH = sh[5], stride = sh[6], pad = sh[7];
+    if (pattern)
+        N = 2, C = 3, H = W = 2, OC = 8, KH = 3, stride = 1, pad = 1;
+    size_t K = C * KH * KH, P = ((H + 2 * pad - KH) / stride + 1) * ((W + 2 * pad - KH) / stride + 1);
+    size_t nin = N * C * H * W;
+    float *dout = fx_normal(N * OC * P, seed, 1, 1.0), *inp = fx_normal(nin, seed, 2, 1.0);
+    float *w = fx_normal(OC * K, seed, 3, 0.2);
+    float *dinp = pattern ? fx_const(nin, 0) : fx_normal(nin, seed, 4, 0.5);
+    float *dw = pattern ? fx_const(OC * K, 0) : fx_normal(OC * K, seed, 5, 0.5);
+    float *db = pattern ? fx_const(OC, 0) : fx_normal(OC, seed, 6, 0.5);
+    if (pattern) {
+        float sq[FX_PATTERN * FX_PATTERN];
+        fx_latin(sq, seed, 7);
+        for (size_t n = 0; n < N; n++)
+            for (size_t oc = 0; oc < OC; oc++)
+                for (size_t p = 0; p < P; p++)
+                    dout[(n * OC + oc) * P + p] = sq[oc * FX_PATTERN + n * P + p];
+        for (size_t i = 0; i < nin; i++)
+            inp[i] = 1.0f;
+        for (size_t k = 0; k < OC * K; k++)
+            w[k] = k % 9 == 4 ? 1.0f : 0.0f;
+    }
+    bool with_dinp = pattern || seed % 3 != 2, with_db = pattern || seed % 3 != 1;
+    int rc = krn_conv2d_backward(ctx, with_dinp ? dinp : NULL, dw, with_db ? db : NULL, dout, inp, w, N, C, H, W,
+                                 OC, KH, KH, stride, pad);
+    out_add(o, dinp, nin);
+    out_add(o, dw, OC * K);
+    out_add(o, db, OC);
+    free_all((float *[]){dout, inp, w, dinp, dw, db, NULL});
+    return rc;
+}
+
+/* pattern: each channel's M = 8 values a cancellation pattern, so its mean
+ * is a midpoint (the division by 8 keeps it one); then evaluation mode from
+ * the updated running statistics */
+static int op_batchnorm_fwd(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+{
+    size_t N = pattern ? 2 : 3, C = pattern ? 5 : 4, HW = pattern ? 4 : (seed % 2 ? 50 : 7), n = N * C * HW;
+    float *inp = fx_normal(n, seed, 1, 2.0), *w = fx_normal(C, seed, 2, 1.0), *b = fx_normal(C, seed, 3, 1.0);
+    float *rm = fx_normal(C, seed, 4, 0.5), *rv = fx_uniform(C, seed, 5, 0.5, 2.0);
+    float *out = fx_alloc(n), *mean = fx_alloc(C), *rstd = fx_alloc(C), *ev = fx_alloc(n);
+    if (pattern)
+        for (size_t c = 0; c < C; c++) {
+            float pat[FX_PATTERN];
+            fx_pattern(pat, seed, 600 + c);
+            for (size_t m = 0; m < N * HW; m++)
+                inp[(m / HW * C + c) * HW + m % HW] = pat[(m + c) % FX_PATTERN];
+        }
+    int rc = krn_batchnorm_forward(ctx, out, mean, rstd, rm, rv, inp, w, b, N, C, HW, 1e-5, 0.1);
+    if (rc == 0)
+        rc = krn_batchnorm_eval(ctx, ev, inp, w, b, rm, rv, N, C, HW, 1e-5);
+    out_add(o, out, n);
+    out_add(o, mean, C);
+    out_add(o, rstd, C);
+    out_add(o, rm, C);
+    out_add(o, rv, C);
+    out_add(o, ev, n);
+    free_all((float *[]){inp, w, b, rm, rv, out, mean, rstd, ev, NULL});
+    return rc;
+}
+
+/* pattern: norm = 1 (inp 1, mean 0, rstd 1) and weight 1, dout per channel
+ * a row of a Latin square: all four reductions sum it to a midpoint */
+static int op_batchnorm_bwd(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+{
+    size_t N = 2, C = pattern ? 8 : 3, HW = pattern ? 4 : (seed % 2 ? 70 : 5), n = N * C * HW;
+    float *dout = fx_normal(n, seed, 1, 1.0), *inp = pattern ? fx_const(n, 1) : fx_normal(n, seed, 2, 1.0);
+    float *w = pattern ? fx_const(C, 1) : fx_normal(C, seed, 3, 1.0);
+    float *mean = pattern ? fx_const(C, 0) : fx_normal(C, seed, 4, 0.1);
+    float *rstd = pattern ? fx_const(C, 1) : fx_uniform(C, seed, 5, 0.5, 2.0);
+    float *dinp = pattern ? fx_const(n, 0) : fx_normal(n, seed, 6, 1.0);
+    float *dw = pattern ? fx_const(C, 0) : fx_normal(C, seed, 7, 1.0);
+    float *db = pattern ? fx_const(C, 0) : fx_normal(C, seed, 8, 1.0);
+    if (pattern) {
+        float sq[FX_PATTERN * FX_PATTERN];
+        fx_latin(sq, seed, 9);
+        for (size_t c = 0; c < C; c++)
+            for (size_t m = 0; m < N * HW; m++)
+                dout[(m / HW * C + c) * HW + m % HW] = sq[c * FX_PATTERN + m];
+    }
+    int rc = krn_batchnorm_backward(ctx, dinp, dw, db, dout, inp, w, mean, rstd, N, C, HW);
+    out_add(o, dinp, n);
+    out_add(o, dw, C);
+    out_add(o, db, C);
+    free_all((float *[]){dout, inp, w, mean, rstd, dinp, dw, db, NULL});
+    return rc;
+}
+
+/* Global average pooling; pattern: each plane of HW = 8 a cancellation
+ * pattern (a midpoint, / 8 keeps it one). */
+static int op_avgpool(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+{
+    size_t N = 2, C = 3, HW = pattern ? 8 : (seed % 2 ? 200 : 9), n = N * C * HW;
+    float *inp = fx_normal(n, seed, 1, 1.0), *out = fx_alloc(N * C);
+    float *dout = fx_normal(N * C, seed, 2, 1.0), *dinp = fx_normal(n, seed, 3, 1.0);
+    if (pattern)
+        fx_pattern_rows(inp, N * C, HW, seed, 8);
+    int rc = krn_avgpool_global_forward(ctx, out, inp, N, C, HW);
+    if (rc == 0)
+        rc = krn_avgpool_global_backward(ctx, dinp, dout, N, C, HW);
+    out_add(o, out, N * C);
+    out_add(o, dinp, n);
+    free_all((float *[]){inp, out, dout, dinp, NULL});
+    return rc;
+}
+
+/* Max pooling (exact): 3x3 windows at stride 2, padding 1, so windows
+ * overlap and an element can take several douts; inputs from {0, 1, 2, 3}
+ * so ties are common. */
+static int op_maxpool(krn_ctx *ctx, uint64_t seed, bool pattern, outv *o)
+{
+    (void)pattern;
+    size_t N = 2, C = 3, H = seed % 2 ? 9 : 6, W = 7, k = 3, stride = 2, pad = 1;
+    size_t OH = (H + 2 * pad - k) / stride + 1, OW = (W + 2 * pad - k) / stride + 1;
+    size_t n = N * C * H * W, no = N * C * OH * OW;
+    float *inp = fx_alloc(n), *out = fx_alloc(no), *dout = fx_normal(no, seed, 1, 1.0);
+    float *dinp = fx_normal(n, seed, 2, 1.0), *idxf = fx_alloc(no);
+    int32_t *idx = calloc(no, sizeof *idx);
+    for (size_t i = 0; i < n; i++)
+        inp[i] = (float)krn_rng_below(seed, 3, KRN_RNG_TEST, i, 4);
+    int rc = krn_maxpool2d_forward(ctx, out, idx, inp, N, C, H, W, k, stride, pad);
+    if (rc == 0)
+        rc = krn_maxpool2d_backward(ctx, dinp, dout, idx, N, C, H, W, k, stride, pad);
+    for (size_t i = 0; i < no; i++)
+        idxf[i] = (float)idx[i];
+    out_add(o, out, no);
+    out_add(o, idxf, no);
+    out_add(o, dinp, n);
+    free(idx);
+    free_all((float *[]){inp, out, dout, dinp, idxf, NULL});
+    return rc;
+}
+
 /* The libm searches' results hold on the libm this test runs on. */
 static bool libm_near_midpoints(void)
 {
@@ -544,6 +719,12 @@ static const op_case cases[] = {
     {"gqa_forward", op_gqa_fwd, true, false, NULL},
     {"gqa_backward", op_gqa_bwd, true, false, NULL},
     {"encoder_nopos_forward+backward", op_encoder_nopos, true, false, NULL},
+    {"conv2d_forward", op_conv_fwd, true, false, NULL},
+    {"conv2d_backward", op_conv_bwd, true, false, NULL},
+    {"batchnorm_forward+eval", op_batchnorm_fwd, true, false, NULL},
+    {"batchnorm_backward", op_batchnorm_bwd, true, false, NULL},
+    {"avgpool_global_forward+backward", op_avgpool, true, false, NULL},
+    {"maxpool2d_forward+backward", op_maxpool, false, true, NULL},
 };
 
 /* ---- running one step ---- */

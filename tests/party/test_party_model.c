@@ -1,6 +1,6 @@
 /* A model file that carries its commitment (party/model_check.h), through
- * the built `ovt`: a 20-step gpt2-tiny run, an MLP run, a llama-tiny run and a 2-step
- * gpt2-small run on GPT-2 BPE tokens export to safetensors after a receipt
+ * the built `ovt`: a 20-step gpt2-tiny run, an MLP run, a llama-tiny run, a
+ * resnet-mini run and a 2-step gpt2-small run on GPT-2 BPE tokens export to safetensors after a receipt
  * (signed as `ovt commit` signs it) names them; `ovt verify --model FILE
  * RECEIPT` accepts the exports of the last step, of a middle checkpoint and
  * of step 0, with the receipt or its run directory; and refuses, each with
@@ -342,6 +342,85 @@ static void test_llama(void)
     CHECK(verify(bad, receipt) == 1 && output_has("tensor wk"));
 }
 
+/* Writes IDX files of n 28x28 images (xorshift pixels, labels i % 10) to
+ * DIR/img.idx and DIR/lab.idx, the bytes MNIST ships in. */
+static void write_idx(uint32_t n)
+{
+    size_t npix = (size_t)n * 784;
+    uint8_t *img = malloc(16 + npix), *lab = malloc(8 + n);
+    CHECK(img && lab);
+    if (!img || !lab)
+        return;
+    static const uint8_t ih[16] = {0, 0, 8, 3, 0, 0, 0, 0, 0, 0, 0, 28, 0, 0, 0, 28};
+    static const uint8_t lh[8] = {0, 0, 8, 1, 0, 0, 0, 0};
+    memcpy(img, ih, 16);
+    memcpy(lab, lh, 8);
+    img[7] = lab[7] = (uint8_t)n; /* n < 256 */
+    uint32_t x = 2463534242u;
+    for (size_t i = 0; i < npix; i++) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        img[16 + i] = (uint8_t)(x >> 24);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        lab[8 + i] = (uint8_t)(i % 10);
+    char path[300];
+    snprintf(path, sizeof path, "%s/img.idx", dir);
+    CHECK(ovt_write_atomic(path, img, 16 + npix, 0644) == 0);
+    snprintf(path, sizeof path, "%s/lab.idx", dir);
+    CHECK(ovt_write_atomic(path, lab, 8 + n, 0644) == 0);
+    free(img);
+    free(lab);
+}
+
+/* A ResNet's export carries its commitment with the running statistics:
+ * resnet-mini has 29 trainable tensors (77,754 values, counted by hand in
+ * test_trn_resnet.c) and 9 batch norms with a running mean and variance of
+ * 336 channels in all (16 + 2 * 16 + 3 * 32 + 3 * 64), 47 tensors of
+ * 78,426 values; a flipped bit in a running variance is found and named. */
+static void test_resnet(void)
+{
+    paths p = paths_of("resnet");
+    const char *run = p.run, *model = p.model, *bad = p.bad, *receipt = p.receipt;
+    char images[128];
+    snprintf(images, sizeof images, "%s/images.img", dir);
+    write_idx(64);
+    CHECK(run_ovt("data idx --images %s/img.idx --labels %s/lab.idx --out %s", dir, dir, images) == 0);
+    CHECK(run_ovt("train --model resnet-mini --batch 4 --steps 3 --every 0 --data %s --out %s", images, run) == 0);
+    write_receipt(run, 11);
+    CHECK(run_ovt("export %s --format safetensors --out %s", run, model) == 0);
+    CHECK(verify(model, receipt) == 0);
+    CHECK(output_has("47 tensors (78426 parameters) are the parameters of step 3"));
+    flip_bit(model, bad, "layer2.0.bn2.running_var");
+    CHECK(verify(bad, receipt) == 1 && output_has("layer2.0.bn2.running_var"));
+    /* `ovt eval`: batch norm from the running statistics, the same loss and
+     * count on every backend; accuracy is the count over the 64 images */
+    static const char *const backends[3] = {"cpu", "ref", "shuffle"};
+    char first[160] = "";
+    for (int b = 0; b < 3; b++) {
+        CHECK(run_ovt("eval %s --data %s --backend %s --json", run, images, backends[b]) == 0);
+        char path[300], got[160] = "";
+        uint8_t *buf;
+        size_t len;
+        snprintf(path, sizeof path, "%s/out.txt", dir);
+        if (ovt_read_file(path, &buf, &len, 1 << 20) == 0) {
+            const char *loss = strstr((char *)buf, "\"loss\": "), *correct = strstr((char *)buf, "\"correct\": ");
+            const char *acc = strstr((char *)buf, "\"accuracy\": ");
+            CHECK(loss && correct && acc && strstr((char *)buf, "\"samples\": 64"));
+            if (loss && correct && acc) {
+                long n = strtol(correct + 11, NULL, 10);
+                CHECK_MSG(n >= 0 && n <= 64 && strtod(acc + 12, NULL) == (double)n / 64, "accuracy %.20s, correct %ld",
+                          acc + 12, n);
+                snprintf(got, sizeof got, "%.*s %ld", (int)strcspn(loss, ","), loss, n);
+            }
+            free(buf);
+        }
+        if (b == 0)
+            snprintf(first, sizeof first, "%s", got);
+        CHECK_MSG(got[0] && !strcmp(got, first), "%s: %s, cpu: %s", backends[b], got, first);
+    }
+    printf("resnet-mini eval on cpu, ref and shuffle: %s\n", first);
+}
+
 /* The 2-step gpt2-small run on BPE tokens: export, verify, a flipped bit;
  * eval on the three backends. */
 static void test_small(void)
@@ -399,6 +478,7 @@ int main(void)
     CHECK_RUN(test_tiny());
     CHECK_RUN(test_mlp());
     CHECK_RUN(test_llama());
+    CHECK_RUN(test_resnet());
     CHECK_RUN(test_small());
     cli_cleanup();
     return check_done();

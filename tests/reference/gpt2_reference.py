@@ -148,9 +148,16 @@ def decode_config(enc):
              seq=ints[3], seed=seed, schedule=0)
     if version >= 2:
         (c["schedule"],) = struct.unpack_from("<I", enc, 168)
-    if version >= 4:  # Llama: n_kv_head, hidden, tied, rope_theta, norm_eps
+    if version == 4:  # Llama: n_kv_head, hidden, tied, rope_theta, norm_eps
         c["n_kv_head"], c["hidden"], c["tied"] = struct.unpack_from("<3I", enc, 208)
         c["rope_theta"], c["norm_eps"] = struct.unpack_from("<2d", enc, 220)
+    if version == 5:  # ResNet: in_ch, in_hw, block, stages[4], bn_eps, bn_momentum, augment_crop, augment_flip
+        c["in_ch"], c["in_hw"], c["block"] = struct.unpack_from("<3I", enc, 208)
+        c["stages"] = list(struct.unpack_from("<4I", enc, 220))
+        c["bn_eps"], c["bn_momentum"] = struct.unpack_from("<2d", enc, 236)
+        c["augment_crop"], c["augment_flip"] = struct.unpack_from("<2I", enc, 252)
+        if len(enc) != 260:
+            fail("the metadata's run config is version 5 of %d bytes, not 260" % len(enc))
     return c
 
 

@@ -5,7 +5,9 @@
  * `ovt train --replay` on another backend reaching the same stateHashes).
  * Also: `ovt data mlp` is a pure function of its flags, its datasetHash is
  * the one the run commits to, the token file holds the text's bytes, and bad
- * invocations fail with a usage status and a message. */
+ * invocations fail with a usage status and a message. And `ovt data cifar`
+ * then `ovt train --model resnet-18` and `ovt step` on files in CIFAR-10's
+ * binary format. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,6 +151,49 @@ static void text_path(void)
     CHECK_MSG(strcmp(rec, rep) == 0, "record:\n%s\nreplay:\n%s", rec, rep);
 }
 
+/* `ovt data cifar` on two batch files in CIFAR-10's binary format (made
+ * here: 6 and 4 records), then resnet-18 trains a step on them and `ovt
+ * step` re-executes it; a partial record and a tar archive are refused. */
+static void cifar_path(void)
+{
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s/data_batch_1.bin", dir);
+    snprintf(b, sizeof b, "%s/data_batch_2.bin", dir);
+    uint8_t *rec = malloc(10 * 3073);
+    for (int i = 0; i < 10; i++) {
+        rec[i * 3073] = (uint8_t)(9 - i);
+        for (int k = 0; k < 3072; k++)
+            rec[i * 3073 + 1 + k] = (uint8_t)(k * 13 + i);
+    }
+    CHECK(ovt_write_atomic(a, rec, 6 * 3073, 0644) == 0);
+    CHECK(ovt_write_atomic(b, rec + 6 * 3073, 4 * 3073, 0644) == 0);
+    CHECK(run_ovt("data cifar %s %s --out %s/cifar.img --json", a, b, dir) == 0);
+    CHECK(output_has("\"count\": 10") && output_has("\"channels\": 3"));
+    /* the image file: a 32-byte header, then the pixels as they were, then the labels */
+    char path[300];
+    snprintf(path, sizeof path, "%s/cifar.img", dir);
+    uint8_t *img;
+    size_t len;
+    CHECK(ovt_read_file(path, &img, &len, 1 << 20) == 0);
+    CHECK_EQ_U64(len, 32 + 10 * 3073);
+    if (len == 32 + 10 * 3073) {
+        CHECK(img[32 + 7 * 3072 + 100] == (uint8_t)(100 * 13 + 7));
+        CHECK(img[32 + 10 * 3072 + 7] == 2);
+    }
+    free(img);
+    CHECK(run_ovt("train --model resnet-18 --data %s/cifar.img --steps 1 --batch 2 --every 0 --threads 2 --out %s/r18",
+                  dir, dir) == 0);
+    CHECK(run_ovt("step --run %s/r18 --step 1 --data %s/cifar.img --threads 2", dir, dir) == 0);
+    CHECK(ovt_write_atomic(b, rec, 3072, 0644) == 0);
+    CHECK(run_ovt("data cifar %s --out %s/x.img", b, dir) == 1 && output_has("3,073-byte records"));
+    memset(rec, 0, 512);
+    memcpy(rec + 257, "ustar", 5);
+    CHECK(ovt_write_atomic(b, rec, 3073, 0644) == 0);
+    CHECK(run_ovt("data cifar %s --out %s/x.img", b, dir) == 1 && output_has("tar archive"));
+    CHECK(run_ovt("data cifar --out %s/x.img", dir) == 2 && output_has("batch files"));
+    free(rec);
+}
+
 static void misuse(void)
 {
     CHECK(run_ovt("data") == 2);
@@ -175,6 +220,7 @@ int main(void)
         return 1;
     CHECK_RUN(mlp_path());
     CHECK_RUN(text_path());
+    CHECK_RUN(cifar_path());
     CHECK_RUN(misuse());
     int rv = check_done();
     if (rv == 0)
