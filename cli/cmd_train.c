@@ -60,6 +60,7 @@ static void train_usage(FILE *f)
             "  --augment-flip       ResNet only: each image flipped left to right with probability 1/2\n"
             "                       (the crops and flips from the seed: every party draws the same;\n"
             "                       docs/trainer.md, \"Data augmentation\")\n"
+            "  --no-augment-flip    no flip, where --config's run had one (--augment-crop 0: no crop)\n"
             "  --init-from FILE     fine-tune: start from the parameters in FILE instead of the seed's\n"
             "                       init (AdamW moments 0, step 0): an ovt checkpoint of a run with\n"
             "                       the same model shape, or an llm.c GPT-2 float32 weight file\n"
@@ -181,7 +182,7 @@ enum { O_MODEL = 256, O_DATA, O_OUT, O_STEPS, O_BATCH, O_SEQ, O_LR, O_LR_MIN, O_
        O_GRID, O_BACKEND, O_THREADS, O_CKPT, O_RESUME, O_RUN_ID, O_EVERY, O_JSON, O_REPLAY, O_NEAREST,
        O_PRINT_STATE, O_FAULT, O_FAULT_STEP, O_CONFIG, O_SCHEDULE, O_INIT_FROM, O_RANK_TIMEOUT, O_SHARDS,
        O_FAULT_SHARD, O_FAULT_RANK, O_FAULT_TIMEOUT, O_BAND_RULES, O_FAULT_SITE,
-       O_FAULT_ELEMENT, O_AUGMENT_CROP, O_AUGMENT_FLIP };
+       O_FAULT_ELEMENT, O_AUGMENT_CROP, O_AUGMENT_FLIP, O_NO_AUGMENT_FLIP };
 
 static const struct option train_longopts[] = {
     {"model", required_argument, NULL, O_MODEL},     {"data", required_argument, NULL, O_DATA},
@@ -203,6 +204,7 @@ static const struct option train_longopts[] = {
     {"fault-timeout", required_argument, NULL, O_FAULT_TIMEOUT}, {"band-rules", required_argument, NULL, O_BAND_RULES},
     {"fault-site", required_argument, NULL, O_FAULT_SITE}, {"fault-element", required_argument, NULL, O_FAULT_ELEMENT},
     {"augment-crop", required_argument, NULL, O_AUGMENT_CROP}, {"augment-flip", no_argument, NULL, O_AUGMENT_FLIP},
+    {"no-augment-flip", no_argument, NULL, O_NO_AUGMENT_FLIP},
     {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0}};
 
 /* Flag c (named flag) with its value v; OVT_EINVAL with the parser's
@@ -237,6 +239,7 @@ static int train_flag(struct train_args *a, int c, const char *flag, const char 
     case O_SHARDS: return ovt_parse_u32(&rc->shards, flag, v, 1, TRN_MAX_SHARDS);
     case O_AUGMENT_CROP: return ovt_parse_u32(&rc->augment_crop, flag, v, 0, TRN_MAX_AUGMENT_CROP);
     case O_AUGMENT_FLIP: rc->augment_flip = 1; return 0;
+    case O_NO_AUGMENT_FLIP: rc->augment_flip = 0; return 0;
     case O_BACKEND:
         o->backend = v;
         return krn_backend_parse(&o->backend_kind, v)

@@ -93,7 +93,7 @@ def main():
     data = os.path.join(WORK, "small.img")
     sh(OVT, "data", "idx", "--images", pair[0], "--labels", pair[1], "--limit", "300", "--out", data)
     img = resnet_reference.image_file(data)
-    for d in ("aug", "aug1", "crop2", "flip", "plain", "mlp", "big"):
+    for d in ("aug", "unaug", "aug1", "crop2", "flip", "plain", "mlp", "big"):
         shutil.rmtree(os.path.join(WORK, d), ignore_errors=True)
 
     run = os.path.join(WORK, "aug")
@@ -112,6 +112,10 @@ def main():
            "configHash = SHA-256(config.bin), in steps.bin and run.json")
     expect((summary["augment_crop"], summary["augment_flip"]) == (3, 1), "run.json names the augmentation")
 
+    # --config from the augmented run with both parts turned off: the plain batches
+    _, hashes0 = train(os.path.join(WORK, "unaug"), data, "--config", os.path.join(run, "config.bin"),
+                       "--augment-crop", "0", "--no-augment-flip", "--shards", "1")
+    expect(hashes0 == plain, "--config of the augmented run with --augment-crop 0 --no-augment-flip: the plain batches")
     cfg1, hashes1 = train(os.path.join(WORK, "aug1"), data, "--augment-crop", "3", "--augment-flip")
     expect(hashes1 == hashes, "one shard and two draw the same batches")
     cfg2, hashes2 = train(os.path.join(WORK, "crop2"), data, "--augment-crop", "2", "--augment-flip")
