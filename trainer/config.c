@@ -173,6 +173,11 @@ int trn_model_check(const trn_model_config *m)
             return ovt_fail(OVT_EINVAL, "ResNet needs a width of 1..1024, 1..16 input channels of 4..512 square, "
                                         "in_dim their product, 2+ classes, block 1 or 2, a first stage, bn_eps > 0 "
                                         "and bn_momentum in (0, 1]");
+        for (int s = 1; s < 3; s++)
+            if (!m->stages[s] && (m->stages[s + 1] || (s == 1 && m->stages[3])))
+                return ovt_fail(OVT_EINVAL, "ResNet stages %u-%u-%u-%u: a stage after an empty one (0 ends the list, "
+                                "so the later ones would be ignored)", m->stages[0], m->stages[1], m->stages[2],
+                                m->stages[3]);
         return 0;
     }
     return ovt_fail(OVT_EINVAL, "unknown model kind %d", (int)m->kind);

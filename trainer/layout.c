@@ -49,38 +49,49 @@ static void addf(trn_layout *l, uint32_t ndim, uint64_t d0, uint64_t d1, uint64_
 }
 
 /* A convolution's weight and its batch norm's weight and bias, under
- * torchvision's names (prefix "layer1.0.", the conv "conv1", the norm "bn1"). */
-static void conv_bn(trn_layout *l, const char *prefix, const char *conv, const char *bn, uint64_t oc, uint64_t c,
-                    uint64_t k)
+ * torchvision's names (prefix "layer1.0.", the conv "conv1", the norm "bn1").
+ * Refused where the whole layout would not fit TRN_MAX_TENSORS: the n units
+ * so far and this one, 3 tensors and 2 running statistics each, and fc's 2
+ * (a config's stages are not bounded otherwise: this is the bound). */
+static int conv_bn(trn_layout *l, const char *prefix, const char *conv, const char *bn, uint64_t oc, uint64_t c,
+                   uint64_t k)
 {
+    size_t units = l->count / 3 + 1;
+    if (5 * units + 2 > TRN_MAX_TENSORS)
+        return ovt_fail(OVT_EINVAL, "this ResNet has more than %d tensors (%zu convolutions with their batch norms "
+                        "and counting): fewer blocks in its stages", TRN_MAX_TENSORS, units);
     addf(l, 4, oc, c, k, k, "%s%s.weight", prefix, conv);
     addf(l, 1, oc, 0, 0, 0, "%s%s.weight", prefix, bn);
     addf(l, 1, oc, 0, 0, 0, "%s%s.bias", prefix, bn);
+    return 0;
 }
 
 /* A CIFAR-style ResNet (3x3 stem, no max pooling) in torchvision's names:
  * the trainable tensors in module order, then every batch norm's
  * running_mean and running_var in the same order (the buffers). */
-static void resnet_layout(trn_layout *out, const trn_model_config *m)
+static int resnet_layout(trn_layout *out, const trn_model_config *m)
 {
     uint64_t w = m->width, exp = m->block == 2 ? 4 : 1, in = w;
-    conv_bn(out, "", "conv1", "bn1", w, m->in_ch, 3);
+    int rv;
+    if ((rv = conv_bn(out, "", "conv1", "bn1", w, m->in_ch, 3)))
+        return rv;
     for (uint32_t s = 0; s < 4 && m->stages[s]; s++) {
         uint64_t planes = w << s;
         for (uint32_t b = 0; b < m->stages[s]; b++) {
             char pre[32];
             snprintf(pre, sizeof pre, "layer%u.%u.", s + 1, b);
             uint64_t stride = s > 0 && b == 0 ? 2 : 1;
-            if (m->block == 2) {
-                conv_bn(out, pre, "conv1", "bn1", planes, in, 1);
-                conv_bn(out, pre, "conv2", "bn2", planes, planes, 3);
-                conv_bn(out, pre, "conv3", "bn3", planes * exp, planes, 1);
-            } else {
-                conv_bn(out, pre, "conv1", "bn1", planes, in, 3);
-                conv_bn(out, pre, "conv2", "bn2", planes, planes, 3);
-            }
-            if (stride != 1 || in != planes * exp)
-                conv_bn(out, pre, "downsample.0", "downsample.1", planes * exp, in, 1);
+            if (m->block == 2)
+                rv = conv_bn(out, pre, "conv1", "bn1", planes, in, 1) ||
+                     conv_bn(out, pre, "conv2", "bn2", planes, planes, 3) ||
+                     conv_bn(out, pre, "conv3", "bn3", planes * exp, planes, 1);
+            else
+                rv = conv_bn(out, pre, "conv1", "bn1", planes, in, 3) ||
+                     conv_bn(out, pre, "conv2", "bn2", planes, planes, 3);
+            if (!rv && (stride != 1 || in != planes * exp))
+                rv = conv_bn(out, pre, "downsample.0", "downsample.1", planes * exp, in, 1);
+            if (rv)
+                return OVT_EINVAL;
             in = planes * exp;
         }
     }
@@ -97,6 +108,7 @@ static void resnet_layout(trn_layout *out, const trn_model_config *m)
         addf(out, 1, out->t[k].shape[0], 0, 0, 0, "%.*s.running_mean", (int)(len - 7), name);
         addf(out, 1, out->t[k].shape[0], 0, 0, 0, "%.*s.running_var", (int)(len - 7), name);
     }
+    return 0;
 }
 
 int trn_layout_build(trn_layout *out, const trn_model_config *m)
@@ -106,10 +118,8 @@ int trn_layout_build(trn_layout *out, const trn_model_config *m)
     if (rv)
         return rv;
     out->model = *m;
-    if (m->kind == TRN_MODEL_RESNET) {
-        resnet_layout(out, m);
-        return 0;
-    }
+    if (m->kind == TRN_MODEL_RESNET)
+        return resnet_layout(out, m);
     if (m->kind == TRN_MODEL_MLP) {
         for (uint32_t l = 0; l <= m->n_layer; l++) {
             uint64_t in = l == 0 ? m->in_dim : m->width;

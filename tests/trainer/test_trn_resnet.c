@@ -1,4 +1,4 @@
-/* The ResNet presets' layouts (issue 29, in progress): torchvision's tensor
+/* The ResNet presets' layouts (issue 29): torchvision's tensor
  * names, and the parameter counts of the CIFAR-style networks as published
  * elsewhere: ResNet-18 for 10 classes with a 3x3 stem, 11,173,962 (the
  * figure of the common CIFAR-10 implementations); ResNet-50, 23,520,842
@@ -13,6 +13,7 @@
  * The running statistics follow the trainable tensors, two per batch-norm
  * channel. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,23 @@ static void check_config(void)
     trn_config_default(&rc, &m);
     rc.augment_flip = 1;
     CHECK(trn_config_check(&rc) == OVT_EINVAL);
+    /* the stages a layout holds: bottleneck blocks in one stage are 3 units
+     * each, plus the stem and block 0's projection (64 -> 256), 5 tensors a
+     * unit and fc's 2: 20 blocks are 62 units, 312 tensors; 21 would be 65
+     * units, 327 > TRN_MAX_TENSORS, and are refused, as is any count up to
+     * 2^32 - 1 and a stage after an empty one */
+    CHECK(trn_model_preset(&m, "resnet-50-block") == 0);
+    trn_layout *l = malloc(sizeof *l);
+    const uint32_t fits[4][4] = {{20, 0, 0, 0}, {21, 0, 0, 0}, {UINT32_MAX, 0, 0, 0}, {1, 0, 1, 0}};
+    for (int k = 0; l && k < 4; k++) {
+        memcpy(m.stages, fits[k], sizeof m.stages);
+        int rv = trn_layout_build(l, &m);
+        CHECK_MSG((rv == 0) == (k == 0), "stages %u-%u-%u-%u: %d", fits[k][0], fits[k][1], fits[k][2], fits[k][3],
+                  rv);
+        if (k == 0)
+            CHECK_EQ_U64(l->count, 312);
+    }
+    free(l);
 }
 
 /* A micro ResNet: 8x8 images of one channel, two stages of one basic
