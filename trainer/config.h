@@ -48,7 +48,7 @@ typedef struct {
     uint32_t tied;      /* Llama: 1 = the output head is wte */
     double rope_theta;  /* Llama */
     double norm_eps;    /* Llama */
-    /* ResNet (issue 29, in progress; docs/decisions.md): images of in_ch x
+    /* ResNet (issue 29; docs/decisions.md): images of in_ch x
      * in_hw x in_hw (in_dim = their product), a 3x3 stem of `width`
      * channels, stages[s] residual blocks in stage s (0 ends the list; the
      * channels double and the size halves from stage to stage), basic (1)

@@ -7,25 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void add(trn_layout *l, const char *name, uint32_t ndim, uint64_t d0, uint64_t d1, uint64_t d2)
-{
-    trn_tensor_info *t = &l->t[l->count++];
-    snprintf(t->name, sizeof t->name, "%s", name);
-    t->ndim = ndim;
-    t->shape[0] = d0;
-    t->shape[1] = ndim > 1 ? d1 : 0;
-    t->shape[2] = ndim > 2 ? d2 : 0;
-    t->size = (size_t)d0 * (ndim > 1 ? d1 : 1) * (ndim > 2 ? d2 : 1);
-    t->offset = l->nparams;
-    l->nparams += t->size;
-    l->ntrain = l->nparams; /* every tensor so far trainable */
-}
-
-static const char *const mlp_w_names[TRN_MAX_LAYERS + 1] = {"w0", "w1", "w2", "w3", "w4",
-                                                             "w5", "w6", "w7", "w8"};
-static const char *const mlp_b_names[TRN_MAX_LAYERS + 1] = {"b0", "b1", "b2", "b3", "b4",
-                                                             "b5", "b6", "b7", "b8"};
-
 /* A tensor named by a format: name of up to 4 dims (unused 0). */
 static void addf(trn_layout *l, uint32_t ndim, uint64_t d0, uint64_t d1, uint64_t d2, uint64_t d3, const char *fmt,
                  ...) OVT_PRINTF(7, 8);
@@ -47,6 +28,19 @@ static void addf(trn_layout *l, uint32_t ndim, uint64_t d0, uint64_t d1, uint64_
     t->offset = l->nparams;
     l->nparams += t->size;
 }
+
+/* A tensor of up to 3 dims, trainable like every tensor before it (the
+ * models other than the ResNet have no buffers). */
+static void add(trn_layout *l, const char *name, uint32_t ndim, uint64_t d0, uint64_t d1, uint64_t d2)
+{
+    addf(l, ndim, d0, d1, d2, 0, "%s", name);
+    l->ntrain = l->nparams;
+}
+
+static const char *const mlp_w_names[TRN_MAX_LAYERS + 1] = {"w0", "w1", "w2", "w3", "w4",
+                                                             "w5", "w6", "w7", "w8"};
+static const char *const mlp_b_names[TRN_MAX_LAYERS + 1] = {"b0", "b1", "b2", "b3", "b4",
+                                                             "b5", "b6", "b7", "b8"};
 
 /* A convolution's weight and its batch norm's weight and bias, under
  * torchvision's names (prefix "layer1.0.", the conv "conv1", the norm "bn1").
@@ -109,6 +103,14 @@ static int resnet_layout(trn_layout *out, const trn_model_config *m)
         addf(out, 1, out->t[k].shape[0], 0, 0, 0, "%.*s.running_var", (int)(len - 7), name);
     }
     return 0;
+}
+
+const trn_tensor_info *trn_layout_find(const trn_layout *l, const char *name)
+{
+    for (size_t k = 0; k < l->count; k++)
+        if (!strcmp(l->t[k].name, name))
+            return &l->t[k];
+    return NULL;
 }
 
 int trn_layout_build(trn_layout *out, const trn_model_config *m)

@@ -41,6 +41,9 @@ typedef struct {
 /* Builds the sizes table of model m (checked with trn_model_check). */
 int trn_layout_build(trn_layout *out, const trn_model_config *m) OVT_MUST_USE;
 
+/* The tensor of l named name, or NULL. */
+const trn_tensor_info *trn_layout_find(const trn_layout *l, const char *name);
+
 /* MLP: layer l (0..n_layer) maps its input to its output, y = x @ w[l]^T + b[l],
  * w[l] is (out, in): in_dim -> width -> ... -> width -> n_class. */
 typedef struct {

@@ -1,4 +1,4 @@
-/* ResNet (issue 29, in progress; torchvision's CIFAR-style structure) on
+/* ResNet (torchvision's CIFAR-style structure, issue 29) on
  * kernels/ops.h: the order of ops below fixes the rounding sites of a
  * ResNet step. A 3x3 stem conv, batch norm, ReLU; per stage, residual
  * blocks (basic: conv3x3-bn-relu-conv3x3-bn; bottleneck: conv1x1-bn-relu-
@@ -47,15 +47,14 @@ struct trn_resnet_plan {
     size_t Cf, HWf, K;     /* the last stage's channels and positions; the classes */
     size_t fc_w, fc_b;     /* layout tensors */
     float *mem;
-    size_t mem_floats;
 };
 
 static size_t tensor_index(const trn_layout *l, const char *name)
 {
-    for (size_t k = 0; k < l->count; k++)
-        if (!strcmp(l->t[k].name, name))
-            return k;
-    abort(); /* programming error: the layout and the plan disagree */
+    const trn_tensor_info *t = trn_layout_find(l, name);
+    if (!t)
+        abort(); /* programming error: the layout and the plan disagree */
+    return (size_t)(t - l->t);
 }
 
 /* Adds unit "prefix conv / bn" reading (C, H, W) and returns its output size. */
@@ -110,16 +109,18 @@ static void plan_units(trn_resnet_plan *p, const trn_layout *l, const trn_model_
                 rn_unit *u2 = add_unit(p, l, pre, "conv2", "bn2", planes, H, H, stride, true);
                 last = add_unit(p, l, pre, "conv3", "bn3", planes, u2->OH, u2->OW, 1, false);
             } else {
-                add_unit(p, l, pre, "conv1", "bn1", C, H, H, stride, true);
-                rn_unit *u1 = &p->u[p->nunits - 1];
+                rn_unit *u1 = add_unit(p, l, pre, "conv1", "bn1", C, H, H, stride, true);
                 last = add_unit(p, l, pre, "conv2", "bn2", planes, u1->OH, u1->OW, 1, false);
             }
             b->n = p->nunits - b->first;
             b->OC = planes * exp;
             b->OH = last->OH;
             b->OW = last->OW;
+            /* the projection where the layout has one (trainer/layout.c decides) */
+            char proj[sizeof pre + sizeof "downsample.0.weight"];
+            snprintf(proj, sizeof proj, "%sdownsample.0.weight", pre);
             b->proj = -1;
-            if (stride != 1 || C != planes * exp) {
+            if (trn_layout_find(l, proj)) {
                 b->proj = (long)p->nunits;
                 add_unit(p, l, pre, "downsample.0", "downsample.1", C, H, H, stride, false);
             }
@@ -187,9 +188,8 @@ int trn_resnet_plan_new(trn_resnet_plan **out, const trn_layout *l, size_t B)
     plan_units(p, l, &l->model);
     p->fc_w = tensor_index(l, "fc.weight");
     p->fc_b = tensor_index(l, "fc.bias");
-    p->mem_floats = plan_slice(p, NULL);
-    if (!(p->mem = calloc(p->mem_floats, sizeof(float)))) {
-        size_t n = p->mem_floats;
+    size_t n = plan_slice(p, NULL);
+    if (!(p->mem = calloc(n, sizeof(float)))) {
         free(p);
         return ovt_fail(OVT_ENOMEM, "out of memory for the ResNet's activations (%zu floats)", n);
     }
@@ -203,11 +203,6 @@ void trn_resnet_plan_free(trn_resnet_plan *p)
     if (p)
         free(p->mem);
     free(p);
-}
-
-size_t trn_resnet_plan_floats(const trn_resnet_plan *p)
-{
-    return p->mem_floats;
 }
 
 const float *trn_resnet_logits(const trn_resnet_plan *p)

@@ -108,9 +108,9 @@ static void init_const(const trn_state *st, const trn_tensor_info *t, float valu
 
 /* The optional head shift (trainer/config.h) of an MLP, a ResNet or a
  * Llama with its own output head: column h of the output layer (MLP: w[L],
- * ResNet: fc.weight, Llama: wcls; rows the classes or tokens) gets +-2^head_shift/16, the sign from krn_rng
- * (seed, 0, KRN_RNG_INIT, nparams + h), added in FP64 (exact) and rounded
- * to the grid. */
+ * ResNet: fc.weight, Llama: wcls; rows the classes or tokens) gets
+ * +-2^head_shift/16, the sign from krn_rng (seed, 0, KRN_RNG_INIT,
+ * nparams + h), added in FP64 (exact) and rounded to the grid. */
 static void init_head_shift(const trn_state *st)
 {
     const trn_run_config *rc = &st->config;
@@ -125,10 +125,7 @@ static void init_head_shift(const trn_state *st)
         H = rc->model.width;
         C = rc->model.n_class;
     } else if (rc->model.kind == TRN_MODEL_RESNET) {
-        const trn_tensor_info *fc = NULL;
-        for (size_t k = 0; k < st->layout.count; k++)
-            if (!strcmp(st->layout.t[k].name, "fc.weight"))
-                fc = &st->layout.t[k];
+        const trn_tensor_info *fc = trn_layout_find(&st->layout, "fc.weight");
         head = st->params + fc->offset;
         H = (uint32_t)fc->shape[1];
         C = (uint32_t)fc->shape[0];

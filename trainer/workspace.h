@@ -142,13 +142,12 @@ size_t trn_gpt2_dacts_size(const trn_model_config *m, size_t B, size_t T);
 void trn_gpt2_dacts_slice(trn_gpt2_acts *out, const trn_model_config *m, size_t B, size_t T, float *base,
                           const trn_gpt2_acts *acts);
 
-/* ResNet (trainer/resnet.c, issue 29 in progress): a plan for batches of
+/* ResNet (trainer/resnet.c): a plan for batches of
  * B, its conv + batch norm units and residual blocks in layout order, with
  * their activations and activation gradients in one allocation. */
 typedef struct trn_resnet_plan trn_resnet_plan;
 int trn_resnet_plan_new(trn_resnet_plan **out, const trn_layout *l, size_t B) OVT_MUST_USE;
 void trn_resnet_plan_free(trn_resnet_plan *p);
-size_t trn_resnet_plan_floats(const trn_resnet_plan *p);
 /* The logits (B, n_class) the last forward of a ResNet left. */
 const float *trn_resnet_logits(const trn_resnet_plan *p);
 

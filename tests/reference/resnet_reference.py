@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""An independent ResNet to hold ovt against (issue 29, in progress):
+"""An independent ResNet to hold ovt against (issue 29):
 torchvision's CIFAR-style ResNet built here from torch.nn.functional's
 conv2d, batch_norm (training mode, momentum 0.1, the running variance
 unbiased), relu and adaptive average pooling in torch.float64, reading the
