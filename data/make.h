@@ -54,12 +54,15 @@ int data_make_text_tokens(data_made *out, const char *path, const char *text_pat
 
 /* Writes the ovt image file (data/images.h) of an IDX image file and its IDX
  * label file to path: the first `limit` images (0: all), labels below
- * n_class. Raw IDX only (gzip is refused by name: ovt links no zlib). */
+ * n_class. Either file may be gzip-compressed, as MNIST and Fashion-MNIST
+ * ship them (data/gunzip.h: decompressed on reading). */
 int data_make_images(data_made *out, const char *path, const char *images_path, const char *labels_path,
                      uint32_t n_class, uint32_t limit) OVT_MUST_USE;
 
 /* Writes the ovt image file of CIFAR-10's binary batch files (n paths, in
- * order; data_cifar_parse) to path: the first `limit` images (0: all). */
+ * order; data_cifar_parse) to path: the first `limit` images (0: all). A
+ * gzip-compressed batch file is decompressed on reading (the tar.gz
+ * archive itself becomes a tar file, which data_cifar_parse refuses). */
 int data_make_cifar(data_made *out, const char *path, const char *const *paths, size_t n,
                     uint32_t limit) OVT_MUST_USE;
 
