@@ -218,15 +218,14 @@ static int sptok_json(char *out, size_t cap, const char *path, bool mistral)
  * and the flags that belong to another; a usage error (data_check). */
 static int tokenizer_kind(data_tok_kind *kind, const struct data_args *a)
 {
+    static const data_tok_kind kinds[] = {DATA_TOK_BYTES, DATA_TOK_GPT2, DATA_TOK_LLAMA2, DATA_TOK_LLAMA2};
     const char *name = a->tokenizer ? a->tokenizer : a->bpe ? "gpt2" : a->tok_json ? "llama2" : "bytes";
-    if (!strcmp(name, "gpt2"))
-        *kind = DATA_TOK_GPT2;
-    else if (!strcmp(name, "llama2") || !strcmp(name, "mistral"))
-        *kind = DATA_TOK_LLAMA2;
-    else if (!strcmp(name, "bytes"))
-        *kind = DATA_TOK_BYTES;
-    else
+    size_t k = 0;
+    while (data_tokenizer_name(k) && strcmp(name, data_tokenizer_name(k)))
+        k++;
+    if (!data_tokenizer_name(k) || k >= sizeof kinds / sizeof kinds[0])
         return ovt_fail(OVT_EINVAL, "--tokenizer %s: not bytes, gpt2, llama2 or mistral", name);
+    *kind = kinds[k];
     if ((a->bpe && *kind != DATA_TOK_GPT2) || ((a->tok_json || a->no_bos) && *kind != DATA_TOK_LLAMA2))
         return ovt_fail(OVT_EINVAL, "--bpe is for --tokenizer gpt2, --tokenizer-json and --no-bos for "
                         "--tokenizer llama2 or mistral");
@@ -390,10 +389,9 @@ int cmd_data(int argc, char **argv)
         data_usage(stdout);
         return 0;
     }
-    static const char *const kinds[] = {"mlp", "text", "idx", "cifar"};
     int kind = -1;
-    for (int k = 0; argc >= 2 && k < 4; k++)
-        if (!strcmp(argv[1], kinds[k]))
+    for (int k = 0; argc >= 2 && k <= K_CIFAR && data_make_kind_name((size_t)k); k++)
+        if (!strcmp(argv[1], data_make_kind_name((size_t)k)))
             kind = k;
     if (kind < 0)
         return cli_usage_error("data", "say what to make: `ovt data mlp --out FILE`, `ovt data text FILE --out "

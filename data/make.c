@@ -11,6 +11,18 @@
 #include "data/images.h"
 #include "data/sptok.h"
 
+const char *data_tokenizer_name(size_t i)
+{
+    static const char *const names[] = {"bytes", "gpt2", "llama2", "mistral"};
+    return i < sizeof names / sizeof names[0] ? names[i] : NULL;
+}
+
+const char *data_make_kind_name(size_t i)
+{
+    static const char *const names[] = {"mlp", "text", "idx", "cifar"};
+    return i < sizeof names / sizeof names[0] ? names[i] : NULL;
+}
+
 /* Writes buf to path and sums it up in *out. */
 static int write_made(data_made *out, const char *path, const uint8_t *buf, size_t len)
 {

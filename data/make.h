@@ -35,6 +35,14 @@ int data_make_samples(data_made *out, const char *path, uint64_t seed, uint32_t 
 /* The tokenizer of a token file made from text. */
 typedef enum { DATA_TOK_BYTES, DATA_TOK_GPT2, DATA_TOK_LLAMA2 } data_tok_kind;
 
+/* The names `ovt data text --tokenizer` takes ("bytes", "gpt2", "llama2",
+ * "mistral": Llama 2's algorithm with Mistral's vocabulary), and the kinds
+ * of file `ovt data` makes ("mlp", "text", "idx", "cifar"), in order; NULL
+ * past the last. The command parses by them and its help, `ovt --help` and
+ * the README name them all (a test holds them to these lists). */
+const char *data_tokenizer_name(size_t i);
+const char *data_make_kind_name(size_t i);
+
 typedef struct {
     data_tok_kind kind;
     const char *source; /* GPT2: the directory of encoder.json and vocab.bpe; LLAMA2: tokenizer.json */
