@@ -28,6 +28,7 @@
 #include "fixture.h"
 #include "support/proc.h"
 #include "support/servers.h"
+#include "watch_fixture.h"
 
 #define SKIP 77
 #define SHOT_W 1200
@@ -204,8 +205,7 @@ int main(void)
         return SKIP;
     }
     CHECK_RUN(escaping());
-    const char *bin = getenv("OVT_BINARY_DIR");
-    if (!bin || !mkdtemp(dir)) {
+    if (!getenv("OVT_BINARY_DIR") || !mkdtemp(dir)) {
         fprintf(stderr, "OVT_BINARY_DIR unset or mkdtemp failed\n");
         return 1;
     }
@@ -215,21 +215,11 @@ int main(void)
     CHECK(fx_start(&env) == 0);
     if (!env.rpc)
         return check_done();
-    char ovt[4096], maddr[64], arb_log[300], state_dir[300], store[300], contract[43], key[65];
-    snprintf(ovt, sizeof ovt, "%s/ovt", bin);
+    char maddr[64], contract[43];
     snprintf(maddr, sizeof maddr, "127.0.0.1:%d", port);
     snprintf(status_url, sizeof status_url, "http://%s/status", maddr);
     snprintf(json_url, sizeof json_url, "http://%s/status.json", maddr);
-    snprintf(arb_log, sizeof arb_log, "%s/arbiter.log", dir);
-    snprintf(state_dir, sizeof state_dir, "%s/arbiter", dir);
-    snprintf(store, sizeof store, "file://%s/store", dir);
-    CHECK(ovt_mkdirs(store + 7, 0755) == 0);
-    chain_address_to_string(contract, &env.arb.address);
-    ovt_hex_encode(key, env.key[FX_ARBITER].b, 32);
-    char *aargv[] = {ovt, "arbiter", "watch", "--rpc-url", env.node.url, "--contract", contract, "--private-key", key,
-                     "--store", store, "--state-dir", state_dir, "--confirmations", "1", "--poll-interval", "0.2",
-                     "--input-wait", "0", "--metrics-addr", maddr, NULL};
-    pid_t arb_pid = tsup_spawn(aargv, arb_log);
+    pid_t arb_pid = watch_spawn(&env, dir, maddr, false, contract);
     CHECK(arb_pid > 0);
     json_t *s = NULL;
 
@@ -246,12 +236,7 @@ int main(void)
 
     /* a run naming this arbiter, disputed: bisecting */
     fx_run run;
-    memset(&run, 0, sizeof run);
-    chain_arb_params params;
-    fx_params(&env, &params, 8, 3600, 1000, 1000);
-    CHECK(fx_open(&env, &run, &params, NULL) == 0);
-    CHECK(fx_histories(&run, 3) == 0);
-    CHECK(fx_commit_both(&env, &run, NULL) == 0);
+    CHECK(watch_dispute(&env, &run) == 0);
     char id[67];
     arb_hex32(id, &run.run_id);
     WAIT_STATUS(run_str(s, "phase") && !strcmp(run_str(s, "phase"), "bisecting"), "the run bisecting");
