@@ -13,9 +13,12 @@
  *   a screenshot of that page: a PNG of the window's size that is not
  *   blank (decoded here with zlib: enough dark pixels for the text).
  * And offline: every value on the page is HTML-escaped (a log message with
- * markup in it), and a path the page does not serve stays 404.
+ * markup in it), and a path the page does not serve stays 404. Last, the
+ * README's `ovt devnet --fault bitflip --at 17` with the arbiter's page
+ * (--arbiter-metrics-addr, --linger): open to verdict, in chromium.
  * Skipped (exit 77) when chromium is not installed. */
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +199,53 @@ static int has(const char *dom, const char *needle)
     return ok;
 }
 
+/* `ovt devnet --fault bitflip --at 17 --arbiter-metrics-addr ADDR --linger`
+ * (the README's first command, its page kept up after the settlement): the
+ * arbiter's page shows the dispute from RunOpened to VerdictGiven, the
+ * disputed step 17 and the verdict auditor-right it gave; chromium loads it
+ * and takes its picture; an interrupt ends the devnet, as expected (0). */
+static void devnet_dispute(void)
+{
+    int port = tsup_free_port();
+    char ovt[4096], maddr[64], log[300], png[300];
+    snprintf(ovt, sizeof ovt, "%s/ovt", getenv("OVT_BINARY_DIR"));
+    snprintf(maddr, sizeof maddr, "127.0.0.1:%d", port);
+    snprintf(status_url, sizeof status_url, "http://%s/status", maddr);
+    snprintf(json_url, sizeof json_url, "http://%s/status.json", maddr);
+    snprintf(log, sizeof log, "%s/devnet.log", dir);
+    char *argv[] = {ovt, "devnet", "--fault", "bitflip", "--at", "17", "--arbiter-metrics-addr", maddr, "--linger",
+                    "600", NULL};
+    pid_t arb_pid = tsup_spawn(argv, log);
+    CHECK(port > 0 && arb_pid > 0);
+    json_t *s = NULL;
+    WAIT_STATUS(run_str(s, "phase") && !strcmp(run_str(s, "phase"), "settled") &&
+                    json_is_object(json_object_get(first_run(s), "sent")),
+                "the devnet's run settled with the verdict sent");
+    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(first_run(s), "sent"), "outcome")),
+                  "auditor-right"));
+    char *dom = dump_dom(status_url);
+    CHECK(has(dom, "<td class=\"phase\">settled</td>") && has(dom, "<td class=\"outcome\">auditor-right</td>"));
+    CHECK(has(dom, "<li>RunOpened in block") && has(dom, "<li>DisputeOpened in block") &&
+          has(dom, "<li>StepFixed in block") && has(dom, "<li>VerdictGiven in block"));
+    CHECK(has(dom, "verdict: auditor-right, tx 0x") && has(dom, "disputed step 17") &&
+          has(dom, "step 17: re-executed; the recomputed leaf is the auditor's"));
+    free(dom);
+    snprintf(png, sizeof png, "%s/devnet-status.png", dir);
+    uint32_t w = 0, h = 0;
+    uint64_t dark = 0;
+    CHECK(shoot(status_url, png) == 0 && png_ink(png, &w, &h, &dark) == 0);
+    CHECK_MSG(w == SHOT_W && h == SHOT_H && dark > 2000, "%u x %u, %llu dark pixels", w, h, (unsigned long long)dark);
+    json_decref(s);
+    /* the page stays until interrupted; then the devnet ends as expected */
+    CHECK(kill(arb_pid, SIGINT) == 0);
+    int st = -1, done = 0;
+    for (int i = 0; i < 1200 && !(done = tsup_exited(arb_pid, &st)); i++)
+        tsup_sleep_ms(100);
+    CHECK_MSG(done && st == 0, "ovt devnet ended with %d (see %s)", st, log);
+    if (!done)
+        tsup_stop(arb_pid);
+}
+
 int main(void)
 {
     static const char *const browsers[] = {"/usr/bin/chromium", "/usr/bin/chromium-browser", NULL};
@@ -277,5 +327,6 @@ int main(void)
     fx_run_free(&run);
     tsup_stop(arb_pid);
     fx_stop(&env);
+    CHECK_RUN(devnet_dispute());
     return tsup_finish_dir(dir, check_done());
 }
