@@ -212,7 +212,11 @@ static void log_table(ovt_text *t, const json_t *list, const char *id, const cha
         esc(t, str(e, "time"));
         ovt_text_put(t, "</td><td>");
         esc(t, str(e, "event"));
-        ovt_text_put(t, "</td><td><code>%.10s</code></td><td>", str(e, "run_id"));
+        char run[11];
+        snprintf(run, sizeof run, "%s", str(e, "run_id")); /* "0x" and 8 digits */
+        ovt_text_put(t, "</td><td><code>");
+        esc(t, run);
+        ovt_text_put(t, "</code></td><td>");
         esc(t, str(e, "message"));
         ovt_text_put(t, "</td></tr>\n");
     }
