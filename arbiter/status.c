@@ -161,7 +161,9 @@ void arb_status_game(const arb_game *g, const chain_arb_params *run, const chain
     pthread_mutex_lock(&lock);
     json_t *d = the_doc(), *runs = d ? json_object_get(d, "runs") : NULL;
     json_t *j = runs ? json_object_get(runs, id) : NULL;
-    if (runs && !j && (j = json_pack("{s:s, s:s}", "run_id", id, "phase", "unknown (not read yet)")))
+    /* a game over before a restart is not read again: say so, not "unknown" */
+    const char *first = g->done ? "over (the state dir's record; not read again)" : "unknown (not read yet)";
+    if (runs && !j && (j = json_pack("{s:s, s:s}", "run_id", id, "phase", first)))
         json_object_set_new(runs, id, j);
     if (j) {
         json_object_set_new(j, "followed", json_boolean(!g->done));
