@@ -13,6 +13,7 @@
 #include "chain/clock.h"
 #include "common/cpus.h"
 #include "common/fileio.h"
+#include "arbiter/status.h"
 #include "common/metrics.h"
 
 void arb_watch_opts_default(arb_watch_opts *o)
@@ -563,8 +564,9 @@ static int act(watcher *w, arb_game *g)
             return rv;
     }
     note_action(w, g, &run, &a);
-    if (a.kind == ARB_ACT_DONE) {
-        g->done = true;
+    g->done = a.kind == ARB_ACT_DONE;
+    arb_status_game(g, &run, &game, &committee, &a);
+    if (g->done) {
         trn_replayer_free(g->prep); /* its memory back: the game is over */
         g->prep = NULL;
         arb_say(w, "done", &g->run_id, json_pack("{s:s}", "outcome", chain_arb_outcome_name(game.outcome)),
@@ -573,7 +575,9 @@ static int act(watcher *w, arb_game *g)
     }
     if (!sends(a.kind) || *w->stop)
         return 0;
-    return send_action(w, g, &run, &sent, &a);
+    rv = send_action(w, g, &run, &sent, &a);
+    arb_status_game(g, &run, &game, &committee, &a); /* what was sent */
+    return rv;
 }
 
 /* --- the loop */
@@ -591,6 +595,7 @@ static int tick(watcher *w)
     if ((rv = follow(w)))
         return rv;
     ovt_metrics_chain(w->head, w->cursor.next ? w->cursor.next - 1 : 0, w->head_time);
+    arb_status_chain(w->head, w->cursor.next ? w->cursor.next - 1 : 0, w->head_time);
     /* One game's failure (a node error, a local error while evaluating) is
      * reported and retried next tick; it does not hold the others back. */
     int first = 0;
@@ -702,8 +707,11 @@ int arb_watch(const arb_watch_opts *opts, const chain_arb *arb, chain_txm *m, st
     char self[43];
     chain_address_to_string(self, &m->from);
     size_t open = 0;
-    for (size_t i = 0; i < w.ngames; i++)
+    arb_status_start(&m->from, arb->chain_id, &arb->address);
+    for (size_t i = 0; i < w.ngames; i++) {
         open += !w.games[i].done;
+        arb_status_game(&w.games[i], NULL, NULL, NULL, NULL); /* as the state dir has it, until read */
+    }
     /* built_for: which build re-executes the steps (an aarch64 one under
      * qemu says aarch64), for whoever reads the log */
     char max_bond[80], misbehaving[160] = "";

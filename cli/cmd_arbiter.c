@@ -62,7 +62,8 @@ static void usage(FILE *out)
             "                        silent = take the seat (and pay its bond), never seal, reveal or rule\n"
             "  --once                process up to the current head and exit\n"
             "  --json                one JSON object per log line\n"
-            "  --metrics-addr ADDR   serve /metrics (Prometheus text format) and /healthz on ADDR:\n"
+            "  --metrics-addr ADDR   serve /metrics (Prometheus text format), /healthz and the status\n"
+            "                        page (/status: HTML for a browser, /status.json) on ADDR:\n"
             "                        PORT (on 127.0.0.1) or HOST:PORT; off unless given\n"
             "                        (docs/arbiter.md, \"Operating a watcher\")\n"
             "  -h, --help            this help\n");

@@ -241,9 +241,29 @@ int ovt_metrics_healthy(char *why, size_t cap)
     return 1;
 }
 
+#define METRICS_MAX_ROUTES 8
+static struct {
+    ovt_http_handler handler;
+    void *ctx;
+} routes[METRICS_MAX_ROUTES];
+static size_t nroutes;
+
+int ovt_metrics_route(ovt_http_handler handler, void *ctx)
+{
+    if (nroutes == METRICS_MAX_ROUTES)
+        return ovt_fail(OVT_EINVAL, "internal: more than %d pages on the metrics server", METRICS_MAX_ROUTES);
+    routes[nroutes].handler = handler;
+    routes[nroutes++].ctx = ctx;
+    return 0;
+}
+
 static void handle(void *ctx, const char *path, ovt_http_reply *r)
 {
     (void)ctx;
+    for (size_t k = 0; k < nroutes && r->status == 404 && !r->body; k++)
+        routes[k].handler(routes[k].ctx, path, r);
+    if (r->status != 404 || r->body)
+        return;
     if (strcmp(path, "/metrics") == 0) {
         char *text;
         size_t len;

@@ -58,7 +58,12 @@ int ovt_metrics_render(char **text, size_t *len) OVT_MUST_USE;
 /* Whether the daemon is healthy (1) or not (0), with a one-line reason. */
 int ovt_metrics_healthy(char *why, size_t cap);
 
-/* Serves /metrics and /healthz on addr (ovt_httpserve_start). */
+/* Another page on the same server: handler answers the GETs it fills a
+ * reply for (others stay 404 for the next route). Up to 8 routes; register
+ * before ovt_metrics_serve (the arbiter's /status: arbiter/status.h). */
+int ovt_metrics_route(ovt_http_handler handler, void *ctx) OVT_MUST_USE;
+
+/* Serves /metrics, /healthz and the routes on addr (ovt_httpserve_start). */
 int ovt_metrics_serve(ovt_httpserve **out, const char *addr) OVT_MUST_USE;
 
 #endif

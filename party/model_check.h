@@ -64,4 +64,9 @@ typedef struct {
  * missing or unknown, a stateHash or leaf that the root does not cover. */
 int party_model_check(const char *path, const party_model_anchor *anchor, party_model_report *out) OVT_MUST_USE;
 
+/* Whether the safetensors file at path carries a Merkle proof (an export
+ * made once the run had a runId): 1 or 0, or a negative code when the file
+ * cannot be read as safetensors. For a message before any receipt exists. */
+int party_model_has_proof(const char *path) OVT_MUST_USE;
+
 #endif

@@ -366,3 +366,9 @@ int trn_export_import(float *params, const trn_layout *l, const trn_st_file *f, 
     free(e);
     return rv;
 }
+
+const char *trn_export_format_name(size_t i)
+{
+    static const char *const names[] = {"safetensors", "llmc", "llama2c"};
+    return i < sizeof names / sizeof names[0] ? names[i] : NULL;
+}

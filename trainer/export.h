@@ -78,4 +78,10 @@ int trn_export_llmc(const char *path, const trn_state *st) OVT_MUST_USE;
 int trn_export_import(float *params, const trn_layout *l, const trn_st_file *f, int lenient,
                       const char *what) OVT_MUST_USE;
 
+/* The formats `ovt export --format` writes, in this order: "safetensors",
+ * "llmc", "llama2c"; NULL past the last. What the command accepts and what
+ * its help and `ovt --help` name (a test holds them to this list). */
+typedef enum { TRN_EXPORT_SAFETENSORS, TRN_EXPORT_LLMC, TRN_EXPORT_LLAMA2C } trn_export_format;
+const char *trn_export_format_name(size_t i);
+
 #endif

@@ -155,6 +155,8 @@ static int load_inputs(loop *l)
         return ovt_fail(OVT_EINVAL, "the run config (--config) starts from given parameters (init_hash set): pass "
                                     "them with --init-from FILE");
     }
+    if (!o->force_vocab && (rv = trn_run_data_vocab_check(&l->data, &l->rc, o->model)))
+        return ovt_fail_wrap(rv, "%s", o->data);
     return 0;
 }
 
@@ -467,7 +469,8 @@ int trn_loop_run(const trn_loop_opts *o, trn_loop_result *res)
         return ovt_fail(OVT_ENOMEM, "out of memory");
     int rv = loop_open(&l);
     if (!rv && l.writer && o->report.begin) {
-        trn_loop_begin b = {.config = &l.rc, .nparams = l.st->layout.nparams, .start = l.start};
+        trn_loop_begin b = {.config = &l.rc, .nparams = l.st->layout.nparams, .start = l.start,
+                            .data_vocab = l.data.tokens.vocab};
         o->report.begin(o->report.arg, &b);
     }
     if (!rv && trn_config_shards(&l.rc) > 1)

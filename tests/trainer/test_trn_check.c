@@ -155,6 +155,9 @@ static void check_verify(const char *run, const char *data, const trn_step_table
     CHECK(output_has("ok   run_id "));
     CHECK(run_ovt("verify %s --json", receipt) == 0);
     CHECK(output_has("\"ok\": true"));
+    /* the run directory names its receipt (it once was "not a regular file") */
+    CHECK(run_ovt("verify %s --json", run) == 0);
+    CHECK(output_has("\"ok\": true") && output_has("receipt.json"));
     /* ovt step now names the leaf (the receipt has a runId). */
     CHECK(run_ovt("step --run %s --step 20", run) == 0);
     CHECK(output_has("leaf      0x"));
