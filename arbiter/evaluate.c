@@ -106,15 +106,47 @@ static int step_zero(arb_eval *out, store_ctx *store, const ovt_hash *run_id, co
     return 0;
 }
 
-/* The state j-1 (the store checks that it hashes to stateHash_{j-1}), of
- * this run and at step j-1. */
+/* The exact length of a checkpoint of the run's config (the config blob
+ * that configHash names): what a get of state j-1 may take. */
+static arb_input state_cap(size_t *max_len, int *err, store_ctx *store, const chain_arb_params *run, char *note,
+                           size_t cap)
+{
+    uint8_t *buf = NULL;
+    size_t len;
+    arb_input in = store_status(store_get(store, &run->config_hash, MAX_CONFIG_OBJECT, &buf, &len), err,
+                                "state j-1: the run config", note, cap);
+    if (in != ARB_INPUT_OK)
+        return in;
+    trn_run_config rc;
+    int rv = trn_config_decode(&rc, buf, len);
+    free(buf);
+    if (!rv)
+        rv = trn_checkpoint_size(max_len, &rc);
+    return store_status(rv, err, "state j-1: the run config", note, cap);
+}
+
+/* The state j-1: its checkpoint's bytes from the store, within the size of
+ * one of the run's config, decoded here; it must hash to stateHash_{j-1}
+ * and be of this run at step j-1. */
 static arb_input get_state(trn_state **st, int *err, store_ctx *store, const chain_arb_params *run,
                            const chain_arb_game *g, char *note, size_t cap)
 {
-    arb_input in = store_status(store_get_state(store, &g->previous_state, st), err, "state j-1", note, cap);
+    uint8_t *buf = NULL;
+    size_t len, max_len;
+    arb_input in = state_cap(&max_len, err, store, run, note, cap);
+    if (in == ARB_INPUT_OK)
+        in = store_status(store_get_state(store, &g->previous_state, max_len, &buf, &len), err, "state j-1", note,
+                          cap);
     if (in != ARB_INPUT_OK)
         return in;
-    const char *wrong = memcmp((*st)->config_hash.b, run->config_hash.b, 32) != 0 ? "its config is not the run's"
+    in = store_status(trn_checkpoint_decode(st, buf, len), err, "state j-1", note, cap);
+    free(buf);
+    if (in != ARB_INPUT_OK)
+        return in;
+    ovt_hash h;
+    trn_state_hash(&h, *st);
+    const char *wrong = memcmp(h.b, g->previous_state.b, 32) != 0 ? "it holds a state of another stateHash"
+                        : memcmp((*st)->config_hash.b, run->config_hash.b, 32) != 0 ? "its config is not the run's"
                         : (*st)->step + 1 != g->index ? "it is not the state before the disputed step"
                                                       : NULL;
     if (!wrong)

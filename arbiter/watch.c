@@ -394,7 +394,6 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
      * InputsUnavailable in time. */
     uint64_t now = arb_now_s(w), last = deadline > w->o->deadline_margin ? deadline - w->o->deadline_margin : 0;
     store_set_deadline(w->store, last > now ? (double)(last - now) : 0.001);
-    store_expect_config(w->store, &run->config_hash);
     store_expect(w->store, &run->config_hash, STORE_MAX_CONFIG);
     arb_eval e;
     long long t0 = chain_now_ms();

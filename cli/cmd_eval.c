@@ -1,5 +1,5 @@
 /* `ovt eval`: a checkpoint's mean loss and perplexity on held-out tokens
- * (trainer/eval.h). */
+ * (modelio/eval.h). */
 #include <getopt.h>
 #include <jansson.h>
 #include <stdbool.h>
@@ -12,7 +12,7 @@
 #include "cli/commands.h"
 #include "common/fileio.h"
 #include "data/images.h"
-#include "trainer/eval.h"
+#include "modelio/eval.h"
 #include "trainer/snapshot.h"
 
 static void usage(FILE *f)

@@ -1,6 +1,6 @@
 /* `ovt export`: a checkpoint's parameters as a safetensors file that carries
  * its commitment, as llm.c's weight file or as llama2.c's checkpoint
- * (trainer/export.h, trainer/llama2c.h, party/model_check.h). */
+ * (modelio/export.h, modelio/llama2c.h, party/model_check.h). */
 #include <getopt.h>
 #include <jansson.h>
 #include <stdbool.h>
@@ -12,9 +12,9 @@
 #include "chain/session.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "modelio/export.h"
+#include "modelio/llama2c.h"
 #include "party/model_check.h"
-#include "trainer/export.h"
-#include "trainer/llama2c.h"
 #include "trainer/snapshot.h"
 
 static void usage(FILE *f)

@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "common/fileio.h"
 #include "dp/dp.h"
+#include "modelio/import.h"
 #include "trainer/loop.h"
 
 static void train_usage(FILE *f)
@@ -415,8 +416,13 @@ int cmd_train(int argc, char **argv)
         return rv;
     a.o.report = (trn_loop_report){.begin = report_begin, .step = report_step,
                                    .state = a.print_state ? report_state : NULL, .arg = &a};
-    trn_loop_result res;
-    rv = trn_loop_run(&a.o, &res);
+    trn_loop_result res = {0};
+    float *init_params = NULL;
+    if (a.o.init_from) /* the file's format is modelio's; the loop takes the parameters */
+        rv = trn_init_load(&init_params, &a.o.init_nparams, &a.o.config, a.o.init_from);
+    a.o.init_params = init_params;
+    if (!rv)
+        rv = trn_loop_run(&a.o, &res);
     if (rv && a.o.dp && !res.together) {
         /* only this rank knows: the others would wait for it until the timeout */
         ovt_fail_wrap(rv, "rank %d (host %s)", dp_rank(a.o.dp), dp_host(a.o.dp));
@@ -437,6 +443,7 @@ int cmd_train(int argc, char **argv)
                (unsigned long long)res.steps, ch, sh, rh, rid);
     }
     trn_loop_result_free(&res);
+    free(init_params);
     dp_close(a.o.dp);
     return rv ? 1 : 0;
 }

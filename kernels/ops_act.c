@@ -3,7 +3,10 @@
 #include <stdlib.h>
 
 #include "kernels/ops.h"
+#include "kernels/alloc.h"
+#include "kernels/argcheck.h"
 #include "kernels/cuda/dispatch.h"
+#include "kernels/parallel.h"
 #include "kernels/reduce.h"
 
 /* The constants of the contract, as FP64 literals (every compiler reads a

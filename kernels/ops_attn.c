@@ -8,9 +8,14 @@
 #include <string.h>
 
 #include "kernels/ops.h"
+#include "kernels/alloc.h"
+#include "kernels/argcheck.h"
+#include "kernels/chunked_gemm.h"
 #include "kernels/cuda/dispatch.h"
+#include "kernels/parallel.h"
 #include "kernels/reduce.h"
 #include "kernels/scratch.h"
+#include "kernels/widen.h"
 
 /* The shapes and derived strides of one call. Query heads NH of size hs
  * (C = NH*hs channels); key/value heads NKV, each shared by G = NH/NKV

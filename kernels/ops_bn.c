@@ -5,9 +5,13 @@
 #include <stdlib.h>
 
 #include "kernels/ops.h"
+#include "kernels/alloc.h"
+#include "kernels/argcheck.h"
 #include "kernels/cuda/dispatch.h"
+#include "kernels/parallel.h"
 #include "kernels/reduce.h"
 #include "kernels/scratch.h"
+#include "kernels/sum_sites.h"
 
 /* Channels per range of the loops below on the pool. */
 #define BN_CHANNELS 4

@@ -5,10 +5,16 @@
 #include <stdlib.h>
 
 #include "kernels/ops.h"
+#include "kernels/alloc.h"
+#include "kernels/argcheck.h"
+#include "kernels/chunked_gemm.h"
 #include "kernels/contract.h"
 #include "kernels/cuda/dispatch.h"
+#include "kernels/parallel.h"
 #include "kernels/reduce.h"
 #include "kernels/scratch.h"
+#include "kernels/sum_sites.h"
+#include "kernels/widen.h"
 
 /* The most FP64 values of one column matrix the backward's dweight product
  * reads at once (rows of taps over all N*P positions): 4M doubles, 32 MB. */

@@ -4,10 +4,16 @@
 #include <string.h>
 
 #include "kernels/ops.h"
+#include "kernels/alloc.h"
+#include "kernels/argcheck.h"
+#include "kernels/chunked_gemm.h"
 #include "kernels/contract.h"
 #include "kernels/cuda/dispatch.h"
+#include "kernels/parallel.h"
 #include "kernels/reduce.h"
 #include "kernels/scratch.h"
+#include "kernels/sum_sites.h"
+#include "kernels/widen.h"
 
 /* The values of an exact site out[i] = a[i] + b[i % period], computed
  * block by block as the site rounds them (krn_site_exact_fill). */

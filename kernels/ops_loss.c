@@ -4,9 +4,13 @@
 #include <stdlib.h>
 
 #include "kernels/ops.h"
+#include "kernels/alloc.h"
+#include "kernels/argcheck.h"
 #include "kernels/cuda/dispatch.h"
+#include "kernels/parallel.h"
 #include "kernels/reduce.h"
 #include "kernels/scratch.h"
+#include "kernels/widen.h"
 
 static int check_targets(const char *op, const int32_t *targets, size_t N, size_t V)
 {

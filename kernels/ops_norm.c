@@ -5,8 +5,13 @@
 #include <stdlib.h>
 
 #include "kernels/ops.h"
+#include "kernels/alloc.h"
+#include "kernels/argcheck.h"
 #include "kernels/cuda/dispatch.h"
+#include "kernels/parallel.h"
 #include "kernels/reduce.h"
+#include "kernels/sum_sites.h"
+#include "kernels/widen.h"
 
 /* The epsilon of the contract, an FP64 literal. */
 #define LAYERNORM_EPS 1e-5

@@ -4,9 +4,13 @@
 #include <stdlib.h>
 
 #include "kernels/ops.h"
+#include "kernels/alloc.h"
+#include "kernels/argcheck.h"
 #include "kernels/cuda/dispatch.h"
+#include "kernels/parallel.h"
 #include "kernels/reduce.h"
 #include "kernels/vec.h"
+#include "kernels/widen.h"
 
 /* One-element site. */
 static int scalar_site(krn_ctx *ctx, const char *name, float *out, double x, const krn_band *band)

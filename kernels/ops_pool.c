@@ -3,9 +3,13 @@
 #include <stdlib.h>
 
 #include "kernels/ops.h"
+#include "kernels/alloc.h"
+#include "kernels/argcheck.h"
 #include "kernels/cuda/dispatch.h"
 #include "kernels/reduce.h"
 #include "kernels/scratch.h"
+#include "kernels/sum_sites.h"
+#include "kernels/widen.h"
 
 /* Checks a max pooling shape and gives OH, OW and the sizes. */
 static int pool_check(const char *op, size_t N, size_t C, size_t H, size_t W, size_t k,

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 
 #include "kernels/ops.h"
+#include "kernels/alloc.h"
+#include "kernels/argcheck.h"
 #include "kernels/cuda/dispatch.h"
 #include "kernels/reduce.h"
 

@@ -14,6 +14,7 @@
 #include "common/signals.h"
 #include "party/commit.h"
 #include "trainer/rundata.h"
+#include "trainer/state.h"
 
 static volatile sig_atomic_t stop_requested;
 
@@ -262,8 +263,16 @@ static int publish_inputs(struct agent *a, uint64_t j)
     trn_state *st;
     if ((rv = aud_rebuild_state(&st, o->run_dir, o->data_path, j - 1)))
         return rv;
-    rv = store_put_state(o->store, st);
+    ovt_hash h;
+    uint8_t *buf;
+    size_t len;
+    trn_state_hash(&h, st);
+    rv = trn_checkpoint_encode(st, &buf, &len);
     trn_state_free(st);
+    if (rv)
+        return rv;
+    rv = store_put_state(o->store, &h, buf, len);
+    free(buf);
     return rv;
 }
 

@@ -13,7 +13,7 @@
 #include "chain/parse.h"
 #include "chain/session.h"
 #include "common/fileio.h"
-#include "trainer/export.h"
+#include "modelio/export.h"
 
 #define MODEL_FORMAT "ovt.model.v1"
 #define MODEL_MAX_FILE ((size_t)1 << 36)

@@ -33,7 +33,7 @@ typedef struct {
 } party_model_exported;
 
 /* Writes st (state K of the run in dir, whose step table is table) to path
- * as safetensors (trainer/export.h) with the metadata above. The runId and
+ * as safetensors (modelio/export.h) with the metadata above. The runId and
  * root come from dir/receipt.json when there is one (its root must be the
  * table's root for its runId), else from a non-zero run_id in
  * dir/run.json; without either the file carries no proof, and `ovt verify

@@ -23,7 +23,7 @@
 typedef struct {
     const trn_loop_opts *o;
     trn_run_config rc;         /* o->config with the dataset's hash and init_hash */
-    float *init_params;        /* init_from as its blob, nparams little-endian floats; NULL: from the seed */
+    float *init_params;        /* the starting parameters as their blob, nparams little-endian floats; NULL: from the seed */
     size_t init_len;           /* bytes */
     bool writer;               /* this process writes the run directory and reports (rank 0) */
     bool together;             /* a failure every rank shares */
@@ -137,17 +137,18 @@ static int open_run(loop *l)
 }
 
 /* The run config the session trains: the dataset's hash, and init_hash
- * from init_from's parameters. */
+ * from the given starting parameters. */
 static int load_inputs(loop *l)
 {
     const trn_loop_opts *o = l->o;
     int rv;
     if ((rv = trn_run_data_load(&l->data, o->data, &l->rc, 1)) || (rv = trn_config_check(&l->rc)))
         return rv;
-    if (o->init_from) {
-        size_t n = 0;
-        if ((rv = trn_init_load(&l->init_params, &n, &l->rc, o->init_from)))
-            return rv;
+    if (o->init_params) {
+        size_t n = o->init_nparams;
+        if (!(l->init_params = malloc(n * sizeof(float))))
+            return ovt_fail(OVT_ENOMEM, "out of memory for %zu starting parameters", n);
+        memcpy(l->init_params, o->init_params, n * sizeof(float));
         l->init_len = n * sizeof(float);
         ovt_swap_le32(l->init_params, n);
         ovt_sha256(&l->rc.init_hash, l->init_params, l->init_len);

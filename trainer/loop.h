@@ -66,7 +66,10 @@ typedef struct {
     bool resume;           /* continue the run in out from its latest checkpoint */
     bool force_vocab;      /* train a language model on tokens of another vocabulary
                               (trn_run_data_vocab_check; refused otherwise) */
-    const char *init_from; /* NULL, or the file of the parameters state 0 starts from (trainer/init.h) */
+    const char *init_from; /* NULL, or the name of the file state 0's parameters come from */
+    const float *init_params; /* with init_from: its init_nparams parameters in layout order, as the
+                                 caller read them (modelio/import.h); the loop copies them */
+    size_t init_nparams;
     uint64_t steps;        /* the run's last step */
     uint32_t ckpt_every;   /* checkpoint every K steps (0: only step 0 and the last) */
     ovt_hash run_id;       /* for the root in run.json */

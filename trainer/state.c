@@ -506,6 +506,18 @@ int trn_checkpoint_encode(const trn_state *st, uint8_t **buf, size_t *len)
     return 0;
 }
 
+int trn_checkpoint_size(size_t *len, const trn_run_config *rc)
+{
+    *len = 0;
+    trn_layout l;
+    int rv = trn_layout_build(&l, &rc->model);
+    if (rv)
+        return rv;
+    uint8_t enc[TRN_CONFIG_ENC_MAX];
+    *len = ckpt_fixed(trn_config_encode(enc, rc)) + 8 * l.count + 3 * l.nparams * sizeof(float) + 32;
+    return 0;
+}
+
 /* What a checkpoint's header states, checked against the file's length. */
 typedef struct {
     size_t cfg_len;

@@ -92,6 +92,12 @@ bool trn_state_hash_end(trn_state *st, ovt_hash *out, uint64_t *step);
 int trn_checkpoint_encode(const trn_state *st, uint8_t **buf, size_t *len) OVT_MUST_USE;
 int trn_checkpoint_decode(trn_state **out, const uint8_t *buf, size_t len) OVT_MUST_USE;
 
+/* The length of the checkpoint of a state of config rc, as
+ * trn_checkpoint_encode writes it: what a reader of an untrusted store caps
+ * a checkpoint's get at (store/store.h). OVT_EINVAL for a model shape that
+ * is not valid. */
+int trn_checkpoint_size(size_t *len, const trn_run_config *rc) OVT_MUST_USE;
+
 /* The same bytes as encode, written to a temporary file, fsynced and
  * renamed (ovt_write_atomic_parts) straight from the state's memory; and
  * the checks of decode, reading the file's tensor bytes straight into the

@@ -60,11 +60,19 @@ static uint64_t forged_step;
 static int put_checkpoint(store_ctx *s, const char *path)
 {
     trn_state *st;
+    uint8_t *buf;
+    size_t len;
+    ovt_hash h;
     int rv = trn_checkpoint_read(&st, path);
     if (rv)
         return rv;
-    rv = store_put_state(s, st);
+    trn_state_hash(&h, st);
+    rv = trn_checkpoint_encode(st, &buf, &len);
     trn_state_free(st);
+    if (rv)
+        return rv;
+    rv = store_put_state(s, &h, buf, len);
+    free(buf);
     return rv;
 }
 

@@ -28,6 +28,7 @@
 #include "check.h"
 #include "support/anvil.h"
 #include "trainer/run.h"
+#include "trainer/state.h"
 #include "store/store.h"
 
 static const char *const keys[4] = {
@@ -318,12 +319,14 @@ static void test_lying_auditor(void)
     CHECK(memcmp(g.trainer_log.b, t.steps[13].log_hash.b, 32) == 0);
     store_ctx *store;
     trn_state *st = NULL;
-    uint8_t *log;
+    uint8_t *log, *ckpt = NULL;
     size_t len;
     CHECK(store_open(&store, store_url) == 0);
-    for (int waited = 0; waited < 100 && store_get_state(store, &t.steps[12].state_hash, &st) != 0; waited++)
+    for (int waited = 0; waited < 100 && store_get_state(store, &t.steps[12].state_hash, (size_t)1 << 30, &ckpt,
+                                                         &len) != 0; waited++)
         sleep_ms(100);
-    CHECK(st && st->step == 12);
+    CHECK(ckpt && trn_checkpoint_decode(&st, ckpt, len) == 0 && st->step == 12);
+    free(ckpt);
     trn_state_free(st);
     CHECK(store_get(store, &t.steps[13].log_hash, 1 << 30, &log, &len) == 0);
     free(log);
@@ -406,11 +409,10 @@ static void test_withhold(void)
     CHECK(wait_phase(rid, CHAIN_ARB_PHASE_AWAITING_VERDICT, 120, &g) == 0);
     CHECK_EQ_U64(g.index, 7);
     store_ctx *store;
-    trn_state *st = NULL;
     uint8_t *buf;
     size_t len;
     CHECK(store_open(&store, store_url) == 0);
-    CHECK(store_get_state(store, &g.previous_state, &st) == OVT_ENOTFOUND);
+    CHECK(store_get_state(store, &g.previous_state, (size_t)1 << 30, &buf, &len) == OVT_ENOTFOUND);
     CHECK(store_get(store, &g.trainer_batch, 1 << 30, &buf, &len) == OVT_ENOTFOUND);
     store_close(store);
     CHECK(verdict(rid, 7, CHAIN_ARB_INPUTS_UNAVAILABLE, &g.previous_state) == 0);

@@ -1,5 +1,5 @@
 /* A checkpoint's loss on held-out tokens (see eval.h). */
-#include "trainer/eval.h"
+#include "modelio/eval.h"
 
 #include <math.h>
 #include <stdlib.h>

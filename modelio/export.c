@@ -1,5 +1,5 @@
 /* A model's parameters in Hugging Face's and llm.c's layouts (see export.h). */
-#include "trainer/export.h"
+#include "modelio/export.h"
 
 #include <stdio.h>
 #include <stdlib.h>

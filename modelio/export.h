@@ -1,5 +1,5 @@
-#ifndef OVT_TRAINER_EXPORT_H
-#define OVT_TRAINER_EXPORT_H
+#ifndef OVT_MODELIO_EXPORT_H
+#define OVT_MODELIO_EXPORT_H
 
 /* A model's parameters in other programs' layouts (docs/formats.md, "Model
  * export"):
@@ -24,14 +24,14 @@
  *       wte padded to Vp rows, Vp the vocabulary rounded up to 128 as llm.c
  *       pads it, the padding rows zero.
  *   llama2c: llama2.c's checkpoint (Llama only), versions 0 and 1:
- *       trainer/llama2c.h.
+ *       modelio/llama2c.h.
  * All values float32, little-endian. */
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "modelio/safetensors.h"
 #include "trainer/layout.h"
-#include "trainer/safetensors.h"
 #include "trainer/state.h"
 
 /* One tensor of an export: its name there, its shape there, and where it
