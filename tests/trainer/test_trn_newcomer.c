@@ -21,7 +21,7 @@
 #include "data/make.h"
 #include "support/cli_fixture.h"
 #include "trainer/config.h"
-#include "trainer/export.h"
+#include "modelio/export.h"
 
 /* out.txt of the last run, NUL-terminated (malloc'd), or NULL. */
 static char *output_text(void)
