@@ -6,6 +6,7 @@
 
 #include "common/fileio.h"
 #include "kernels/rlog.h"
+#include "trainer/checkpoint.h"
 #include "trainer/init.h"
 #include "dp/ranks.h"
 #include "trainer/rundata.h"

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/fileio.h"
+#include "trainer/checkpoint.h"
 #include "trainer/config.h"
 #include "trainer/layout.h"
 #include "common/metrics.h"

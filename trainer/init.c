@@ -11,6 +11,7 @@
 
 #include "common/fileio.h"
 #include "kernels/grid.h"
+#include "trainer/checkpoint.h"
 #include "trainer/export.h"
 #include "trainer/llama2c.h"
 

@@ -12,6 +12,7 @@
 #include "common/fileio.h"
 #include "dp/dp.h"
 #include "dp/ranks.h"
+#include "trainer/checkpoint.h"
 #include "trainer/init.h"
 #include "trainer/plot.h"
 #include "trainer/run.h"

@@ -5,6 +5,7 @@
 
 #include "common/fileio.h"
 #include "kernels/site.h"
+#include "trainer/checkpoint.h"
 #include "trainer/init.h"
 #include "trainer/run.h"
 #include "trainer/train.h"

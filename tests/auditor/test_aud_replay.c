@@ -13,6 +13,7 @@
 #include "check.h"
 #include "kernels/rlog.h"
 #include "party/commit.h"
+#include "trainer/checkpoint.h"
 #include "trainer/rundata.h"
 #include "trainer/step.h"
 

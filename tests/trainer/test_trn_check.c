@@ -23,6 +23,7 @@
 #include "common/fileio.h"
 #include "party/commit.h"
 #include "data/dataset.h"
+#include "trainer/checkpoint.h"
 #include "trainer/plot.h"
 #include "trainer/run.h"
 #include "trainer/rundata.h"
