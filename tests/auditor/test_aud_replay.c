@@ -186,7 +186,7 @@ static void test_tampered_log(const char *honest)
 /* Replays step k of run three ways a verifier does and checks each calls it
  * fraud naming the step, an element and `rule`: ovt audit on cpu, ref and
  * shuffle (the auditor's certain violation), ovt step (the arbiter's path on
- * the command line) and trn_step_replay from the state before k (the
+ * the command line) and a cpu REPLAY runner from the state before k (the
  * arbiter's evaluation). */
 static void expect_fraud_everywhere(const char *run, uint64_t k, const char *rule)
 {
