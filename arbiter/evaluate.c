@@ -6,12 +6,13 @@
 #include <string.h>
 
 #include "kernels/rlog.h"
+#include "trainer/checkpoint.h"
 #include "trainer/config.h"
 #include "trainer/init.h"
 #include "dp/ranks.h"
 #include "trainer/state.h"
 #include "trainer/rundata.h"
-#include "trainer/step.h"
+#include "trainer/runner.h"
 
 _Static_assert(ARB_HOST_MAX == DP_HOST_MAX, "arb_eval holds a ranks.json host name");
 
@@ -217,7 +218,7 @@ static void find_owner(arb_eval *out, store_ctx *store, const ovt_hash *run_id, 
 }
 
 int arb_evaluate(arb_eval *out, store_ctx *store, const ovt_hash *run_id, const chain_arb_params *run,
-                 const chain_arb_game *g, int threads, trn_replayer *prep, char *note, size_t cap)
+                 const chain_arb_game *g, int threads, trn_runner *prep, char *note, size_t cap)
 {
     memset(out, 0, sizeof *out);
     out->shard_differs = -1;
@@ -232,7 +233,7 @@ int arb_evaluate(arb_eval *out, store_ctx *store, const ovt_hash *run_id, const 
     size_t data_len = 0, log_len = 0;
     trn_run_data ds;
     memset(&ds, 0, sizeof ds);
-    krn_rlog *log = NULL;
+    trn_runner *own = NULL, *runner = NULL;
     int rv = 0;
     out->input[ARB_IN_STATE] = get_state(&st, &rv, store, run, g, note, cap);
     out->input[ARB_IN_DATASET] = store_status(store_get(store, &run->dataset_hash, MAX_OBJECT, &data, &data_len),
@@ -248,20 +249,23 @@ int arb_evaluate(arb_eval *out, store_ctx *store, const ovt_hash *run_id, const 
         out->exec = ARB_EXEC_FAILED;
         goto done;
     }
-    if (!(log = krn_rlog_new())) {
-        rv = ovt_fail(OVT_ENOMEM, "out of memory");
+    trn_runner_opts ro = {.backend = KRN_BACKEND_CPU, .mode = KRN_REPLAY, .threads = threads};
+    if (prep && trn_runner_fits(prep, st))
+        runner = prep;
+    else if ((rv = trn_runner_open(&own, &st->config, NULL, &ro)))
         goto done;
-    }
-    if (krn_rlog_decode(log, logbytes, log_len)) {
+    else
+        runner = own;
+    if (krn_rlog_decode(trn_runner_log(runner), logbytes, log_len)) {
         add_note(note, cap, "the trainer's rounding log is malformed: %s", ovt_errmsg());
         out->exec = ARB_EXEC_FRAUD;
         goto done;
     }
-    trn_replay_result shard_result;
-    if (prep && trn_replayer_fits(prep, st))
-        rv = trn_step_replay_prepared(prep, st, &ds, log, &out->batch_hash, &shard_result);
-    else
-        rv = trn_step_replay_shards(st, &ds, log, threads, &out->batch_hash, &shard_result);
+    trn_runner_result res = {.info.shard_differs = -1};
+    trn_runner_set_data(runner, &ds);
+    if (!(rv = trn_runner_adopt(runner, &st)))
+        rv = trn_runner_step(runner, &res);
+    out->batch_hash = res.batch_hash;
     if (rv == OVT_EFRAUD || rv == OVT_ENUMERIC) {
         add_note(note, cap, "%s", ovt_errmsg());
         out->exec = rv == OVT_EFRAUD ? ARB_EXEC_FRAUD : ARB_EXEC_FAILED;
@@ -270,17 +274,21 @@ int arb_evaluate(arb_eval *out, store_ctx *store, const ovt_hash *run_id, const 
     }
     if (rv)
         goto done;
-    trn_state_hash(&out->state_hash, st);
+    out->state_hash = res.state_hash;
     chain_merkle_preimage pre = {.state_hash = out->state_hash, .batch_hash = out->batch_hash,
                                  .log_hash = g->trainer_log};
     chain_merkle_leaf_hash(&out->leaf, run_id, g->index, &pre);
     out->exec = ARB_EXEC_OK;
-    out->shards = shard_result.shards;
-    out->shard_differs = shard_result.shard_differs;
+    out->shards = res.info.shards;
+    out->shard_differs = res.info.shard_differs;
     if (out->shard_differs >= 0)
         find_owner(out, store, run_id, g->index, note, cap);
 done:
-    krn_rlog_free(log);
+    if (runner) { /* the prepared runner keeps its memory, not the state or the data */
+        trn_state_free(trn_runner_release(runner));
+        trn_runner_set_data(runner, NULL);
+    }
+    trn_runner_free(own);
     trn_run_data_free(&ds);
     free(data);
     free(logbytes);

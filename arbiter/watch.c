@@ -453,7 +453,7 @@ static void note_action(watcher *w, arb_game *g, const chain_arb_params *run, co
 /* The arbiter warm from its first step: once the roots differ, the
  * bisection takes a move per level (minutes on a real chain) before the
  * disputed step is known, so the re-execution's ctx and workspace are made
- * and their memory written now (trn_replayer_new), not when the verdict is
+ * and their memory written now (a runner opened with prefault), not when the verdict is
  * due. Tried once per game and process; a failure (the config not in the
  * store yet, no memory) only means the evaluation makes its own. */
 static void prepare(watcher *w, arb_game *g, const chain_arb_params *run)
@@ -468,8 +468,10 @@ static void prepare(watcher *w, arb_game *g, const chain_arb_params *run)
     if (!rv)
         rv = trn_config_decode(&rc, buf, len);
     free(buf);
+    trn_runner_opts ro = {.backend = KRN_BACKEND_CPU, .mode = KRN_REPLAY, .threads = w->o->threads,
+                          .prefault = true};
     if (!rv)
-        rv = trn_replayer_new(&g->prep, &rc, w->o->threads);
+        rv = trn_runner_open(&g->prep, &rc, NULL, &ro);
     if (rv) {
         arb_say(w, "prepare", &g->run_id, json_pack("{s:b, s:s}", "ready", 0, "error", ovt_errmsg()),
             "the re-execution is not prepared in advance (%s); it will set itself up when due", ovt_errmsg());
@@ -566,7 +568,7 @@ static int act(watcher *w, arb_game *g)
     g->done = a.kind == ARB_ACT_DONE;
     arb_status_game(g, &run, &game, &committee, &a);
     if (g->done) {
-        trn_replayer_free(g->prep); /* its memory back: the game is over */
+        trn_runner_free(g->prep); /* its memory back: the game is over */
         g->prep = NULL;
         arb_say(w, "done", &g->run_id, json_pack("{s:s}", "outcome", chain_arb_outcome_name(game.outcome)),
             "no longer followed: %s (outcome %s)", a.reason, chain_arb_outcome_name(game.outcome));

@@ -13,6 +13,7 @@
 #include "kernels/grid.h"
 #include "modelio/export.h"
 #include "modelio/llama2c.h"
+#include "trainer/checkpoint.h"
 
 #define LLMC_MAGIC 20240326
 #define LLMC_HEADER_INTS 256

@@ -13,6 +13,7 @@
 #include "common/metrics.h"
 #include "common/signals.h"
 #include "party/commit.h"
+#include "trainer/checkpoint.h"
 #include "trainer/rundata.h"
 #include "trainer/state.h"
 

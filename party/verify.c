@@ -282,7 +282,7 @@ static void check_replay(checks *c, const char *dir, const char *data, const trn
         trn_replay_result r;
         char name[32];
         snprintf(name, sizeof name, "step %llu", (unsigned long long)s);
-        if (trn_step_replay_run(dir, &d, s, threads, &r)) {
+        if (trn_step_replay_run(dir, &d, s, threads, &r, NULL, NULL)) {
             check_add(c, name, false, "%s", ovt_errmsg());
             continue;
         }

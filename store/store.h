@@ -45,7 +45,7 @@ const char *store_url_of(const store_ctx *s);
  *   cap given for that name with store_expect, and the store's blob cap
  *   (store_set_max_blob; default STORE_MAX_BLOB_DEFAULT). Callers cap
  *   each object by what it must be: a checkpoint at the exact size of one
- *   of the run's config (trn_checkpoint_size, trainer/state.h), a rounding
+ *   of the run's config (trn_checkpoint_size, trainer/checkpoint.h), a rounding
  *   log at KRN_RLOG_MAX_FILE (kernels/rlog.h), starting parameters at
  *   trn_init_blob_len of the run's config (trainer/init.h), a config at
  *   STORE_MAX_CONFIG. An HTTP body

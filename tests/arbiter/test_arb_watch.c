@@ -39,6 +39,7 @@
 #include "kernels/rlog.h"
 #include "support/proc.h"
 #include "data/dataset.h"
+#include "trainer/checkpoint.h"
 #include "trainer/run.h"
 #include "trainer/state.h"
 #include "store/store.h"

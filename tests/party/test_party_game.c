@@ -27,6 +27,7 @@
 #include "chain/session.h"
 #include "check.h"
 #include "support/anvil.h"
+#include "trainer/checkpoint.h"
 #include "trainer/run.h"
 #include "trainer/state.h"
 #include "store/store.h"

@@ -19,6 +19,7 @@
 #include "kernels/rlog.h"
 #include "support/anvil.h"
 #include "support/httpd.h"
+#include "trainer/checkpoint.h"
 #include "trainer/init.h"
 #include "trainer/run.h"
 #include "store/store.h"

@@ -24,6 +24,7 @@
 #include "kernels/grid.h"
 #include "party/commit.h"
 #include "support/proc.h"
+#include "trainer/checkpoint.h"
 #include "trainer/plot.h"
 #include "trainer/rundata.h"
 #include "trainer/schedule.h"

@@ -9,7 +9,7 @@
  *   - `ovt export --step K` without a checkpoint at K: now names the steps
  *     that have one;
  *   - help lagged the features: every model preset (trainer/config.c), every
- *     export format (trainer/export.h), every tokenizer and every kind of data
+ *     export format (modelio/export.h), every tokenizer and every kind of data
  *     file (data/make.h) must appear in the help texts that name them, and
  *     the README's `ovt data a|b|c` must list every kind.
  * The gzip inputs of `ovt data idx|cifar`: test_data_images, test_data_idx. */

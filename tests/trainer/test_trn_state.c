@@ -11,6 +11,7 @@
 #include "check.h"
 #include "common/fileio.h"
 #include "kernels/grid.h"
+#include "trainer/checkpoint.h"
 #include "trainer/config.h"
 #include "data/dataset.h"
 #include "trainer/layout.h"
