@@ -1,0 +1,493 @@
+/* The step's trace (kernels/trace.h): a record per site of what it wrote
+ * and what it read, hashed into one root. The recorder keeps the step's
+ * writes in order (the registered regions first, then each site's output
+ * and each zeroed range as they happen) and names each part of a read by
+ * the latest write that covers it. */
+#include "kernels/trace.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/tree.h"
+#include "kernels/site_internal.h"
+
+/* One write of the step: `rows` rows of `width` bytes, row i at
+ * lo + i*stride (one row for a site's output, a region, a zeroed range;
+ * several for a site's output copied into every row of a wider tensor,
+ * krn_trace_scatter). Row i holds the source's bytes from
+ * src_off + i*width on. */
+typedef struct {
+    uintptr_t lo;
+    size_t rows, width, stride, src_off;
+    krn_trace_kind kind;
+    uint32_t id;      /* the site (KRN_TRACE_SITE) or the region (STATE, BATCH) */
+    uint8_t *copy;    /* check mode: the rows as written (NULL for ZERO) */
+} trace_write;
+
+static uintptr_t write_end(const trace_write *w)
+{
+    return w->lo + (w->rows - 1) * w->stride + w->width;
+}
+
+/* A read declared for the k-th site from now. */
+typedef struct {
+    unsigned k;
+    const void *p;
+    size_t width, stride, rows; /* elements */
+} trace_pending;
+
+typedef struct {
+    char name[64];
+} trace_region;
+
+struct krn_trace {
+    bool check;
+    int rc;            /* the first failure, or 0 */
+    char msg[480];
+    trace_region *regions;
+    size_t nregions, regions_cap;
+    trace_write *writes;
+    size_t nwrites, writes_cap;
+    trace_pending *pending;
+    size_t npending, pending_cap;
+    krn_trace_record *records;
+    size_t nrecords, records_cap;
+    krn_trace_src *reads;
+    size_t nreads, reads_cap;
+};
+
+/* Grows *p (of *cap elements of size sz) to hold n; false when out of memory. */
+static bool grow(void **p, size_t *cap, size_t n, size_t sz)
+{
+    if (n <= *cap)
+        return true;
+    size_t c = *cap ? *cap : 16;
+    while (c < n)
+        c *= 2;
+    void *q = realloc(*p, c * sz);
+    if (q == NULL)
+        return false;
+    *p = q;
+    *cap = c;
+    return true;
+}
+
+#define GROW(t, arr, field_n, field_cap, need)                                                      \
+    grow((void **)&(t)->arr, &(t)->field_cap, (need), sizeof *(t)->arr)
+
+/* Records the trace's first failure (the step is not affected). */
+static void trace_fail(krn_trace *t, const char *fmt, ...) OVT_PRINTF(2, 3);
+static void trace_fail(krn_trace *t, const char *fmt, ...)
+{
+    if (t->rc < 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->msg, sizeof t->msg, fmt, ap);
+    va_end(ap);
+    t->rc = OVT_EINVAL;
+}
+
+int krn_trace_new(krn_trace **out, bool check)
+{
+    *out = calloc(1, sizeof **out);
+    if (*out == NULL)
+        return ovt_fail(OVT_ENOMEM, "out of memory for a step trace");
+    (*out)->check = check;
+    return 0;
+}
+
+void krn_trace_free(krn_trace *t)
+{
+    if (t == NULL)
+        return;
+    for (size_t i = 0; i < t->nwrites; i++)
+        free(t->writes[i].copy);
+    free(t->writes);
+    free(t->regions);
+    free(t->pending);
+    free(t->records);
+    free(t->reads);
+    free(t);
+}
+
+int krn_ctx_set_trace(krn_ctx *ctx, krn_trace *t)
+{
+    if (t != NULL && ctx->cfg.backend == KRN_BACKEND_CUDA)
+        return ovt_fail(OVT_EINVAL, "the step trace is not available on the cuda backend yet (its outputs "
+                                    "stay on the device): trace on cpu, ref or shuffle");
+    ctx->trace = t;
+    return 0;
+}
+
+krn_trace *krn_ctx_trace(const krn_ctx *ctx)
+{
+    return ctx->trace;
+}
+
+/* Appends a write (w's copy is made here in check mode). */
+static void add_write_rows(krn_trace *t, trace_write w)
+{
+    if (t->rc < 0 || w.rows == 0 || w.width == 0)
+        return;
+    if (!GROW(t, writes, nwrites, writes_cap, t->nwrites + 1))
+        return trace_fail(t, "out of memory for the trace's writes");
+    if (t->check && w.kind != KRN_TRACE_ZERO) {
+        if ((w.copy = malloc(w.rows * w.width)) == NULL)
+            return trace_fail(t, "out of memory for the trace's check copies");
+        for (size_t i = 0; i < w.rows; i++)
+            memcpy(w.copy + i * w.width, (const uint8_t *)(w.lo + i * w.stride), w.width);
+    }
+    t->writes[t->nwrites++] = w;
+}
+
+/* Appends a write of count elements at p. */
+static void add_write(krn_trace *t, krn_trace_kind kind, uint32_t id, const void *p, size_t count)
+{
+    add_write_rows(t, (trace_write){.lo = (uintptr_t)p, .rows = 1, .width = count * 4, .stride = count * 4,
+                                    .kind = kind, .id = id});
+}
+
+int krn_trace_region(krn_trace *t, krn_trace_kind kind, const char *name, const void *p, size_t count)
+{
+    if (kind != KRN_TRACE_STATE && kind != KRN_TRACE_BATCH)
+        return ovt_fail(OVT_EINVAL, "krn_trace_region: a region is state or batch");
+    if (strlen(name) >= sizeof t->regions[0].name)
+        return ovt_fail(OVT_EINVAL, "krn_trace_region: name '%s' is too long", name);
+    if (!GROW(t, regions, nregions, regions_cap, t->nregions + 1))
+        return ovt_fail(OVT_ENOMEM, "out of memory for the trace's regions");
+    snprintf(t->regions[t->nregions].name, sizeof t->regions[0].name, "%s", name);
+    add_write(t, kind, (uint32_t)t->nregions, p, count);
+    t->nregions++;
+    return t->rc < 0 ? ovt_fail(t->rc, "%s", t->msg) : 0;
+}
+
+void krn_trace_zero(krn_ctx *ctx, const void *p, size_t count)
+{
+    if (ctx->trace != NULL)
+        add_write(ctx->trace, KRN_TRACE_ZERO, 0, p, count);
+}
+
+void krn_trace_reads(krn_ctx *ctx, unsigned k, const krn_span *reads, size_t nreads)
+{
+    krn_trace *t = ctx->trace;
+    if (t == NULL || t->rc < 0)
+        return;
+    if (!GROW(t, pending, npending, pending_cap, t->npending + nreads))
+        return trace_fail(t, "out of memory for the trace's declared reads");
+    for (size_t i = 0; i < nreads; i++)
+        if (reads[i].p != NULL && reads[i].count > 0)
+            t->pending[t->npending++] = (trace_pending){.k = k, .p = reads[i].p, .width = reads[i].count,
+                                                        .stride = reads[i].count, .rows = 1};
+}
+
+void krn_trace_read_rows(krn_ctx *ctx, unsigned k, const void *p, size_t width, size_t stride, size_t rows)
+{
+    krn_trace *t = ctx->trace;
+    if (t == NULL || t->rc < 0 || p == NULL || width == 0 || rows == 0)
+        return;
+    if (!GROW(t, pending, npending, pending_cap, t->npending + 1))
+        return trace_fail(t, "out of memory for the trace's declared reads");
+    t->pending[t->npending++] = (trace_pending){.k = k, .p = p, .width = width, .stride = stride, .rows = rows};
+}
+
+/* ---- resolving a read ---- */
+
+typedef struct {
+    krn_trace *t;
+    const site_job *job; /* the site that reads */
+    uintptr_t out_lo, out_hi;
+} resolver;
+
+/* Check mode: the bytes [lo, hi) of row `row` of write w now hold what w
+ * put there (skipped where the reading site has since written over them
+ * in place). */
+static void check_bytes(resolver *r, const trace_write *w, size_t row, uintptr_t lo, uintptr_t hi)
+{
+    if (!r->t->check || (lo < r->out_hi && r->out_lo < hi))
+        return;
+    const uint8_t *now = (const uint8_t *)lo;
+    bool same = true;
+    if (w->kind == KRN_TRACE_ZERO) {
+        for (uintptr_t i = 0; i < hi - lo && same; i++)
+            same = now[i] == 0;
+    } else {
+        same = memcmp(now, w->copy + row * w->width + (lo - (w->lo + row * w->stride)), hi - lo) == 0;
+    }
+    if (!same)
+        trace_fail(r->t, "step trace: site %u (%s) reads %zu bytes that no longer hold what their "
+                         "source (kind %d, %u) wrote: a write the trace does not know of",
+                   r->job->site, r->job->name, (size_t)(hi - lo), (int)w->kind, w->id);
+}
+
+/* Appends the part [lo, hi) of row `row` of w to the record's reads. */
+static void push_src(resolver *r, const trace_write *w, size_t row, uintptr_t lo, uintptr_t hi)
+{
+    krn_trace *t = r->t;
+    if (!GROW(t, reads, nreads, reads_cap, t->nreads + 1))
+        return trace_fail(t, "out of memory for the trace's reads");
+    krn_trace_src s = {.kind = w->kind, .count = (hi - lo) / 4};
+    if (w->kind == KRN_TRACE_SITE)
+        s.site = w->id;
+    if (w->kind == KRN_TRACE_STATE || w->kind == KRN_TRACE_BATCH)
+        s.region = w->id;
+    if (w->kind != KRN_TRACE_ZERO)
+        s.offset = (w->src_off + row * w->width + (lo - (w->lo + row * w->stride))) / 4;
+    /* a part continuing the previous one in the same source is one part */
+    krn_trace_src *prev = t->nreads > t->records[t->nrecords].first_read ? &t->reads[t->nreads - 1] : NULL;
+    if (prev && prev->kind == s.kind && prev->site == s.site && prev->region == s.region &&
+        (s.kind == KRN_TRACE_ZERO || prev->offset + prev->count == s.offset)) {
+        prev->count += s.count;
+        return;
+    }
+    t->reads[t->nreads++] = s;
+}
+
+/* Names bytes [lo, hi) by the writes before index `before`, latest first,
+ * parts in address order. */
+static void resolve(resolver *r, uintptr_t lo, uintptr_t hi, size_t before)
+{
+    krn_trace *t = r->t;
+    while (before > 0 && t->rc == 0) {
+        const trace_write *w = &t->writes[--before];
+        if (write_end(w) <= lo || hi <= w->lo)
+            continue;
+        uintptr_t at = lo; /* [lo, at) is named */
+        bool hit = false;
+        for (size_t row = lo > w->lo ? (lo - w->lo) / w->stride : 0; row < w->rows && t->rc == 0; row++) {
+            uintptr_t rs = w->lo + row * w->stride, re = rs + w->width;
+            if (rs >= hi)
+                break;
+            uintptr_t a = at > rs ? at : rs, b = hi < re ? hi : re;
+            if (a >= b)
+                continue;
+            if (at < a)
+                resolve(r, at, a, before);
+            check_bytes(r, w, row, a, b);
+            push_src(r, w, row, a, b);
+            at = b;
+            hit = true;
+        }
+        if (!hit)
+            continue; /* the range lies between w's rows */
+        if (at < hi)
+            resolve(r, at, hi, before);
+        return;
+    }
+    if (t->rc == 0)
+        trace_fail(t, "step trace: site %u (%s) reads %zu bytes that no earlier site wrote and no "
+                      "registered state, batch or zeroed range holds",
+                   r->job->site, r->job->name, (size_t)(hi - lo));
+}
+
+void krn_trace_scatter(krn_ctx *ctx, const void *dst, const void *src, size_t width, size_t stride, size_t rows)
+{
+    krn_trace *t = ctx->trace;
+    if (t == NULL || t->rc < 0 || rows == 0 || width == 0)
+        return;
+    uintptr_t lo = (uintptr_t)src, hi = lo + rows * width * 4;
+    for (size_t i = t->nwrites; i > 0; i--) {
+        const trace_write *w = &t->writes[i - 1];
+        if (write_end(w) <= lo || hi <= w->lo)
+            continue;
+        if (w->rows != 1 || lo < w->lo || write_end(w) < hi || w->kind == KRN_TRACE_ZERO)
+            return trace_fail(t, "step trace: a copy's source is not one site's output");
+        return add_write_rows(t, (trace_write){.lo = (uintptr_t)dst, .rows = rows, .width = width * 4,
+                                               .stride = stride * 4, .src_off = w->src_off + (lo - w->lo),
+                                               .kind = w->kind, .id = w->id});
+    }
+    trace_fail(t, "step trace: a copy's source was never written");
+}
+
+/* ---- a site's record ---- */
+
+typedef struct {
+    const uint8_t *bytes;
+    size_t len, leaves;
+    ovt_hash *hashes;
+} leaf_job;
+
+static void hash_leaf(void *arg, size_t i)
+{
+    const leaf_job *j = arg;
+    size_t off = i * (size_t)OVT_TREE_LEAF_BYTES;
+    size_t len = j->len - off < OVT_TREE_LEAF_BYTES ? j->len - off : OVT_TREE_LEAF_BYTES;
+    ovt_tree_leaf_le32(&j->hashes[i], j->bytes + off, len);
+}
+
+/* The tree root of the site's output, its leaves hashed on the ctx's threads. */
+static int output_root(krn_ctx *ctx, ovt_hash *root, const float *out, size_t n)
+{
+    leaf_job j = {.bytes = (const uint8_t *)out, .len = n * 4, .leaves = ovt_tree_leaves(n * 4)};
+    if ((j.hashes = malloc(j.leaves * sizeof *j.hashes)) == NULL)
+        return OVT_ENOMEM;
+    int rc = krn_ctx_parallel(ctx, j.leaves, hash_leaf, &j);
+    if (rc == 0)
+        ovt_tree_root_of_leaves(root, j.hashes, j.leaves);
+    free(j.hashes);
+    return rc;
+}
+
+/* Takes the reads declared for this site (k = 0) and moves the others one
+ * site closer. */
+static void take_reads(resolver *r)
+{
+    krn_trace *t = r->t;
+    size_t keep = 0;
+    for (size_t i = 0; i < t->npending; i++) {
+        trace_pending p = t->pending[i];
+        if (p.k == 0) {
+            for (size_t row = 0; row < p.rows; row++) {
+                uintptr_t lo = (uintptr_t)p.p + row * p.stride * 4;
+                resolve(r, lo, lo + p.width * 4, t->nwrites);
+            }
+        } else {
+            p.k--;
+            t->pending[keep++] = p;
+        }
+    }
+    t->npending = keep;
+}
+
+void krn_trace_site(krn_ctx *ctx, const site_job *job)
+{
+    krn_trace *t = ctx->trace;
+    if (t->rc < 0)
+        return;
+    if (job->site != t->nrecords)
+        return trace_fail(t, "step trace: site %u ran after %zu traced sites (a trace starts at site 0 "
+                             "and numbers every site of one process)",
+                          job->site, t->nrecords);
+    if (!GROW(t, records, nrecords, records_cap, t->nrecords + 1))
+        return trace_fail(t, "out of memory for the trace's records");
+    krn_trace_record *rec = &t->records[t->nrecords];
+    memset(rec, 0, sizeof *rec);
+    rec->site = job->site;
+    snprintf(rec->op, sizeof rec->op, "%s", job->name);
+    rec->n = job->n;
+    rec->first_read = t->nreads;
+    resolver r = {.t = t, .job = job, .out_lo = (uintptr_t)job->out, .out_hi = (uintptr_t)job->out + job->n * 4};
+    take_reads(&r);
+    rec->nreads = t->nreads - rec->first_read;
+    if (output_root(ctx, &rec->root, job->out, job->n) < 0)
+        return trace_fail(t, "out of memory for the tree of site %u", job->site);
+    if (t->rc < 0)
+        return;
+    t->nrecords++;
+    size_t len = krn_trace_encode(t, t->nrecords - 1, NULL, 0);
+    uint8_t *buf = malloc(len + 1);
+    if (buf == NULL)
+        return trace_fail(t, "out of memory for the record of site %u", job->site);
+    buf[0] = 0x00; /* a leaf's prefix (common/tree.h) */
+    krn_trace_encode(t, t->nrecords - 1, buf + 1, len);
+    ovt_sha256(&rec->hash, buf, len + 1);
+    free(buf);
+    add_write(t, KRN_TRACE_SITE, job->site, job->out, job->n);
+}
+
+int krn_trace_finish(krn_trace *t, ovt_hash *root)
+{
+    memset(root, 0, sizeof *root);
+    if (t->rc < 0)
+        return ovt_fail(t->rc, "%s", t->msg);
+    if (t->npending > 0)
+        return ovt_fail(OVT_EINVAL, "step trace: reads were declared for %u sites after the last one (%zu), "
+                                    "which never ran",
+                        t->pending[0].k + 1, t->nrecords);
+    if (t->nrecords == 0)
+        return ovt_fail(OVT_EINVAL, "step trace: no site ran");
+    ovt_hash *h = malloc(t->nrecords * sizeof *h);
+    if (h == NULL)
+        return ovt_fail(OVT_ENOMEM, "out of memory for the trace root");
+    for (size_t i = 0; i < t->nrecords; i++)
+        h[i] = t->records[i].hash;
+    ovt_tree_root_of_leaves(root, h, t->nrecords);
+    free(h);
+    return 0;
+}
+
+size_t krn_trace_count(const krn_trace *t)
+{
+    return t->nrecords;
+}
+
+const krn_trace_record *krn_trace_record_at(const krn_trace *t, size_t i)
+{
+    return &t->records[i];
+}
+
+const krn_trace_src *krn_trace_reads_of(const krn_trace *t, size_t i)
+{
+    return t->reads + t->records[i].first_read;
+}
+
+const char *krn_trace_region_name(const krn_trace *t, uint32_t region)
+{
+    return region < t->nregions ? t->regions[region].name : "";
+}
+
+/* ---- the canonical encoding (docs/formats.md, "Step trace") ---- */
+
+typedef struct {
+    uint8_t *buf;
+    size_t cap, len;
+} enc;
+
+static void put(enc *e, const void *p, size_t n)
+{
+    if (e->len + n <= e->cap)
+        memcpy(e->buf + e->len, p, n);
+    e->len += n;
+}
+
+static void put_u8(enc *e, uint8_t v)
+{
+    put(e, &v, 1);
+}
+
+static void put_le(enc *e, uint64_t v, size_t bytes)
+{
+    uint8_t b[8];
+    for (size_t i = 0; i < bytes; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+    put(e, b, bytes);
+}
+
+static void put_name(enc *e, const char *s)
+{
+    size_t n = strlen(s);
+    put_u8(e, (uint8_t)n);
+    put(e, s, n);
+}
+
+size_t krn_trace_encode(const krn_trace *t, size_t i, uint8_t *buf, size_t cap)
+{
+    enc e = {.buf = buf, .cap = buf ? cap : 0};
+    const krn_trace_record *rec = &t->records[i];
+    const krn_trace_src *rd = krn_trace_reads_of(t, i);
+    put_le(&e, rec->site, 4);
+    put_name(&e, rec->op);
+    put_le(&e, rec->n, 8);
+    put(&e, rec->root.b, 32);
+    put_le(&e, rec->nreads, 4);
+    for (size_t k = 0; k < rec->nreads; k++) {
+        put_u8(&e, (uint8_t)rd[k].kind);
+        if (rd[k].kind == KRN_TRACE_SITE)
+            put_le(&e, rd[k].site, 4);
+        else if (rd[k].kind != KRN_TRACE_ZERO)
+            put_name(&e, krn_trace_region_name(t, rd[k].region));
+        put_le(&e, rd[k].offset, 8);
+        put_le(&e, rd[k].count, 8);
+    }
+    return e.len;
+}
+
+size_t krn_trace_bytes(const krn_trace *t)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < t->nrecords; i++)
+        total += krn_trace_encode(t, i, NULL, 0);
+    return total;
+}
