@@ -219,8 +219,11 @@ void krn_site_flip_entry(site_job *job);
 /* The output bit krn_ctx_flip_output_bit arms, if it is for this site. */
 void krn_site_flip_output(site_job *job);
 
-/* trace.c: the trace's record of a site that has run (kernels/trace.h). */
+/* trace.c: the trace's record of a site that has run (kernels/trace.h),
+ * and, check mode, the bytes of the next site's reads as it starts (before
+ * it may write over them in place). */
 void krn_trace_site(krn_ctx *ctx, const site_job *job);
+void krn_trace_enter(krn_ctx *ctx, const char *name);
 
 /* Every site, once its output is final (rounded, log applied): the testing
  * fault that flips an output bit, then the trace; one branch each when off. */

@@ -197,8 +197,10 @@ void krn_trace_read_rows(krn_ctx *ctx, unsigned k, const void *p, size_t width, 
 
 typedef struct {
     krn_trace *t;
-    const site_job *job; /* the site that reads */
-    uintptr_t out_lo, out_hi;
+    uint32_t site;       /* the site that reads */
+    const char *name;
+    uintptr_t out_lo, out_hi; /* its output, which it may have written over its reads */
+    bool dry;            /* check the bytes only, record nothing */
 } resolver;
 
 /* Check mode: the bytes [lo, hi) of row `row` of write w now hold what w
@@ -219,13 +221,15 @@ static void check_bytes(resolver *r, const trace_write *w, size_t row, uintptr_t
     if (!same)
         trace_fail(r->t, "step trace: site %u (%s) reads %zu bytes that no longer hold what their "
                          "source (kind %d, %u) wrote: a write the trace does not know of",
-                   r->job->site, r->job->name, (size_t)(hi - lo), (int)w->kind, w->id);
+                   r->site, r->name, (size_t)(hi - lo), (int)w->kind, w->id);
 }
 
 /* Appends the part [lo, hi) of row `row` of w to the record's reads. */
 static void push_src(resolver *r, const trace_write *w, size_t row, uintptr_t lo, uintptr_t hi)
 {
     krn_trace *t = r->t;
+    if (r->dry)
+        return;
     if (!GROW(t, reads, nreads, reads_cap, t->nreads + 1))
         return trace_fail(t, "out of memory for the trace's reads");
     krn_trace_src s = {.kind = w->kind, .count = (hi - lo) / 4};
@@ -279,7 +283,7 @@ static void resolve(resolver *r, uintptr_t lo, uintptr_t hi, size_t before)
     if (t->rc == 0)
         trace_fail(t, "step trace: site %u (%s) reads %zu bytes that no earlier site wrote and no "
                       "registered state, batch or zeroed range holds",
-                   r->job->site, r->job->name, (size_t)(hi - lo));
+                   r->site, r->name, (size_t)(hi - lo));
 }
 
 void krn_trace_scatter(krn_ctx *ctx, const void *dst, const void *src, size_t width, size_t stride, size_t rows)
@@ -343,12 +347,24 @@ static void take_reads(resolver *r)
                 uintptr_t lo = (uintptr_t)p.p + row * p.stride * 4;
                 resolve(r, lo, lo + p.width * 4, t->nwrites);
             }
+        } else if (r->dry) {
+            continue;
         } else {
             p.k--;
             t->pending[keep++] = p;
         }
     }
-    t->npending = keep;
+    if (!r->dry)
+        t->npending = keep;
+}
+
+void krn_trace_enter(krn_ctx *ctx, const char *name)
+{
+    krn_trace *t = ctx->trace;
+    if (!t->check || t->rc < 0)
+        return;
+    resolver r = {.t = t, .site = ctx->step.next_site, .name = name, .dry = true};
+    take_reads(&r);
 }
 
 void krn_trace_site(krn_ctx *ctx, const site_job *job)
@@ -368,7 +384,8 @@ void krn_trace_site(krn_ctx *ctx, const site_job *job)
     snprintf(rec->op, sizeof rec->op, "%s", job->name);
     rec->n = job->n;
     rec->first_read = t->nreads;
-    resolver r = {.t = t, .job = job, .out_lo = (uintptr_t)job->out, .out_hi = (uintptr_t)job->out + job->n * 4};
+    resolver r = {.t = t, .site = job->site, .name = job->name, .out_lo = (uintptr_t)job->out,
+                  .out_hi = (uintptr_t)job->out + job->n * 4};
     take_reads(&r);
     rec->nreads = t->nreads - rec->first_read;
     if (output_root(ctx, &rec->root, job->out, job->n) < 0)
