@@ -407,14 +407,13 @@ void krn_trace_site(krn_ctx *ctx, const site_job *job)
 int krn_trace_finish(krn_trace *t, ovt_hash *root)
 {
     memset(root, 0, sizeof *root);
+    if (t->rc == 0 && t->npending > 0)
+        trace_fail(t, "step trace: reads were declared for %u sites after the last one (%zu), which never ran",
+                   t->pending[0].k + 1, t->nrecords);
+    if (t->rc == 0 && t->nrecords == 0)
+        trace_fail(t, "step trace: no site ran");
     if (t->rc < 0)
         return ovt_fail(t->rc, "%s", t->msg);
-    if (t->npending > 0)
-        return ovt_fail(OVT_EINVAL, "step trace: reads were declared for %u sites after the last one (%zu), "
-                                    "which never ran",
-                        t->pending[0].k + 1, t->nrecords);
-    if (t->nrecords == 0)
-        return ovt_fail(OVT_EINVAL, "step trace: no site ran");
     ovt_hash *h = malloc(t->nrecords * sizeof *h);
     if (h == NULL)
         return ovt_fail(OVT_ENOMEM, "out of memory for the trace root");
@@ -423,6 +422,11 @@ int krn_trace_finish(krn_trace *t, ovt_hash *root)
     ovt_tree_root_of_leaves(root, h, t->nrecords);
     free(h);
     return 0;
+}
+
+const char *krn_trace_error(const krn_trace *t)
+{
+    return t->rc < 0 ? t->msg : "";
 }
 
 size_t krn_trace_count(const krn_trace *t)
@@ -507,4 +511,35 @@ size_t krn_trace_bytes(const krn_trace *t)
     for (size_t i = 0; i < t->nrecords; i++)
         total += krn_trace_encode(t, i, NULL, 0);
     return total;
+}
+
+/* The trace file: "OVTTRACE", u32 version 1, u64 step, u32 record count,
+ * the root, then each record's encoding after its u32 length. */
+int krn_trace_file(const krn_trace *t, uint64_t step, const ovt_hash *root, uint8_t **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    enc e = {0};
+    for (int pass = 0; pass < 2; pass++) {
+        put(&e, "OVTTRACE", 8);
+        put_le(&e, 1, 4);
+        put_le(&e, step, 8);
+        put_le(&e, t->nrecords, 4);
+        put(&e, root->b, 32);
+        for (size_t i = 0; i < t->nrecords; i++) {
+            size_t n = krn_trace_encode(t, i, NULL, 0);
+            put_le(&e, n, 4);
+            if (e.buf != NULL)
+                krn_trace_encode(t, i, e.buf + e.len, n);
+            e.len += n;
+        }
+        if (pass == 0 && (e.buf = malloc(e.len)) == NULL)
+            return ovt_fail(OVT_ENOMEM, "out of memory for a trace file of %zu bytes", e.len);
+        e.cap = e.len;
+        if (pass == 0)
+            e.len = 0;
+    }
+    *out = e.buf;
+    *len = e.len;
+    return 0;
 }

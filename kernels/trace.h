@@ -112,6 +112,9 @@ void krn_trace_zero(krn_ctx *ctx, const void *p, size_t count);
  * or no site ran. */
 int krn_trace_finish(krn_trace *t, ovt_hash *root) OVT_MUST_USE;
 
+/* The trace's failure as a message ("" while it has none). */
+const char *krn_trace_error(const krn_trace *t);
+
 /* The records (site order) and a record's reads; the region names. */
 size_t krn_trace_count(const krn_trace *t);
 const krn_trace_record *krn_trace_record_at(const krn_trace *t, size_t i);
@@ -122,6 +125,10 @@ const char *krn_trace_region_name(const krn_trace *t, uint32_t region);
  * buf (cap bytes); returns its length, or the length needed when cap is
  * too small. */
 size_t krn_trace_encode(const krn_trace *t, size_t i, uint8_t *buf, size_t cap);
+
+/* The trace file of step `step` (docs/formats.md, "Step trace"): *out
+ * (malloc'd, the caller frees it) and *len. OVT_ENOMEM. */
+int krn_trace_file(const krn_trace *t, uint64_t step, const ovt_hash *root, uint8_t **out, size_t *len) OVT_MUST_USE;
 
 /* Bytes of all records' encodings (a figure of the trace's size). */
 size_t krn_trace_bytes(const krn_trace *t);

@@ -7,6 +7,7 @@
 #include "kernels/site.h"
 #include "trainer/init.h"
 #include "trainer/run.h"
+#include "trainer/trace.h"
 #include "trainer/train.h"
 
 /* trn_step_replay; with rows != NULL it also counts per site (krn_ctx_collect_sites)
@@ -18,12 +19,15 @@ struct trn_replayer {
     trn_workspace *w;
 };
 
-static int replayer_open(trn_replayer *r, const trn_run_config *rc, int threads)
+/* A replay on the cpu backend is the arbiter's; on another (a traced
+ * `ovt step --backend`) it follows the log as an auditor does. */
+static int replayer_open(trn_replayer *r, const trn_run_config *rc, krn_backend_kind backend, int threads)
 {
     memset(r, 0, sizeof *r);
     trn_config_hash(&r->config_hash, rc);
-    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_REPLAY, .grid_bits = (int)rc->grid_bits,
-                     .threads = threads, .rule = trn_config_rule(rc)};
+    krn_config kc = {.backend = backend, .mode = KRN_REPLAY, .grid_bits = (int)rc->grid_bits,
+                     .threads = threads, .rule = trn_config_rule(rc), .shuffle_seed = 1,
+                     .verifier = backend == KRN_BACKEND_CPU ? KRN_VERIFY_ARBITER : KRN_VERIFY_AUDITOR};
     int rv = krn_ctx_new(&r->ctx, &kc);
     if (!rv)
         rv = trn_workspace_new(&r->w, rc);
@@ -43,7 +47,7 @@ int trn_replayer_new(trn_replayer **out, const trn_run_config *rc, int threads)
     trn_replayer *r = malloc(sizeof *r);
     if (!r)
         return ovt_fail(OVT_ENOMEM, "out of memory");
-    int rv = replayer_open(r, rc, threads);
+    int rv = replayer_open(r, rc, KRN_BACKEND_CPU, threads);
     if (!rv)
         rv = trn_workspace_prefault(r->w, r->ctx);
     if (rv) {
@@ -72,8 +76,18 @@ bool trn_replayer_fits(const trn_replayer *r, const trn_state *st)
  * NULL); with rows != NULL it also counts per site (krn_ctx_collect_sites)
  * and hands back a copy of the rows, *rows (malloc'd) and *nrows, including
  * when the step fails after some sites ran (a fraud finding). */
+/* How a step is re-executed beyond the arbiter's default: the backend and,
+ * when trace is not NULL, the step's trace (trainer/trace.h). */
+typedef struct {
+    krn_backend_kind backend;
+    krn_trace *trace;
+    int trace_rc;
+    ovt_hash root;
+} replay_how;
+
 static int replay_step_in(trn_replayer *prep, trn_state *st, const trn_run_data *d, krn_rlog *log, int threads,
-                          ovt_hash *batch_hash, krn_site_stats **rows, size_t *nrows, trn_replay_result *res)
+                          ovt_hash *batch_hash, krn_site_stats **rows, size_t *nrows, trn_replay_result *res,
+                          replay_how *how)
 {
     memset(batch_hash, 0, sizeof *batch_hash);
     uint64_t i = st->step + 1;
@@ -86,7 +100,7 @@ static int replay_step_in(trn_replayer *prep, trn_state *st, const trn_run_data 
     int rv = 0;
     if (prep && !trn_replayer_fits(prep, st))
         return ovt_fail(OVT_EINVAL, "the prepared replay is for another run config than the state's");
-    if (!prep && (rv = replayer_open(&fresh, &st->config, threads)))
+    if (!prep && (rv = replayer_open(&fresh, &st->config, how ? how->backend : KRN_BACKEND_CPU, threads)))
         goto done;
     krn_ctx *ctx = prep ? prep->ctx : fresh.ctx;
     trn_workspace *w = prep ? prep->w : fresh.w;
@@ -95,7 +109,10 @@ static int replay_step_in(trn_replayer *prep, trn_state *st, const trn_run_data 
     *batch_hash = b.hash;
     krn_ctx_collect_sites(ctx, rows != NULL);
     trn_step_info info;
-    rv = trn_train_step(ctx, w, st, &b.view, log, &info);
+    if (how && how->trace)
+        rv = trn_train_step_traced(ctx, w, st, &b.view, log, how->trace, &info, &how->trace_rc, &how->root);
+    else
+        rv = trn_train_step(ctx, w, st, &b.view, log, &info);
     if (res) {
         res->shards = info.shards;
         res->shard_differs = info.shard_differs;
@@ -119,7 +136,7 @@ done:
 static int replay_step(trn_state *st, const trn_run_data *d, krn_rlog *log, int threads, ovt_hash *batch_hash,
                        krn_site_stats **rows, size_t *nrows, trn_replay_result *res)
 {
-    return replay_step_in(NULL, st, d, log, threads, batch_hash, rows, nrows, res);
+    return replay_step_in(NULL, st, d, log, threads, batch_hash, rows, nrows, res, NULL);
 }
 
 int trn_step_replay(trn_state *st, const trn_run_data *d, krn_rlog *log, int threads, ovt_hash *batch_hash)
@@ -134,7 +151,7 @@ static int replay_shards(trn_replayer *prep, trn_state *st, const trn_run_data *
     memset(res, 0, sizeof *res);
     res->shards = trn_config_shards(&st->config);
     res->shard_differs = -1;
-    return replay_step_in(prep, st, d, log, threads, batch_hash, NULL, NULL, res);
+    return replay_step_in(prep, st, d, log, threads, batch_hash, NULL, NULL, res, NULL);
 }
 
 int trn_step_replay_prepared(trn_replayer *prep, trn_state *st, const trn_run_data *d, krn_rlog *log,
@@ -229,8 +246,9 @@ int trn_step_replay_run(const char *dir, const trn_run_data *d, uint64_t k, int 
     return trn_step_replay_sites(dir, d, k, threads, out, NULL, NULL);
 }
 
-int trn_step_replay_sites(const char *dir, const trn_run_data *d, uint64_t k, int threads, trn_replay_result *out,
-                          krn_site_stats **rows, size_t *nrows)
+/* trn_step_replay_sites, step k the way `how` says (NULL: the arbiter's). */
+static int replay_run(const char *dir, const trn_run_data *d, uint64_t k, int threads, trn_replay_result *out,
+                      krn_site_stats **rows, size_t *nrows, replay_how *how)
 {
     memset(out, 0, sizeof *out);
     out->shards = 1;
@@ -259,8 +277,8 @@ int trn_step_replay_sites(const char *dir, const trn_run_data *d, uint64_t k, in
         if ((rv = read_step_log(dir, i, log, &out->log_hash)))
             goto done;
         bool last = i == k;
-        if ((rv = replay_step(st, d, log, threads, &out->batch_hash, last ? rows : NULL, last ? nrows : NULL,
-                              last ? out : NULL))) {
+        if ((rv = replay_step_in(NULL, st, d, log, threads, &out->batch_hash, last ? rows : NULL,
+                                 last ? nrows : NULL, last ? out : NULL, last ? how : NULL))) {
             rv = ovt_fail_wrap(rv, "re-executing step %llu", (unsigned long long)i);
             goto done;
         }
@@ -270,5 +288,21 @@ done:
     trn_state_free(st);
     trn_step_table_free(&table);
     krn_rlog_free(log);
+    return rv;
+}
+
+int trn_step_replay_sites(const char *dir, const trn_run_data *d, uint64_t k, int threads, trn_replay_result *out,
+                          krn_site_stats **rows, size_t *nrows)
+{
+    return replay_run(dir, d, k, threads, out, rows, nrows, NULL);
+}
+
+int trn_step_replay_traced(const char *dir, const trn_run_data *d, uint64_t k, int threads, krn_backend_kind backend,
+                           krn_trace *t, trn_replay_result *out, int *trace_rc, ovt_hash *root)
+{
+    replay_how how = {.backend = backend, .trace = t, .trace_rc = OVT_EINVAL};
+    int rv = replay_run(dir, d, k, threads, out, NULL, NULL, &how);
+    *trace_rc = how.trace_rc;
+    *root = how.root;
     return rv;
 }

@@ -23,6 +23,7 @@
 #include "kernels/trace.h"
 #include "trainer/state.h"
 #include "trainer/trace.h"
+#include "support/cli_fixture.h"
 
 /* One step's inputs for a preset: its data and the batch of step 1. */
 typedef struct {
@@ -269,12 +270,60 @@ static void test_unresolved_read_fails(void)
     fixture_close(&f);
 }
 
+/* `ovt step --trace` on cpu, ref and shuffle: the same trace file, which
+ * holds the root the command prints; --backend ref alone is a usage error. */
+static void test_cli(void)
+{
+    char text[512], tok[512], run[512], file[3][512], line[160];
+    snprintf(text, sizeof text, "%s/t.txt", dir);
+    snprintf(tok, sizeof tok, "%s/t.tok", dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    FILE *f = fopen(text, "w");
+    CHECK(f != NULL);
+    for (int i = 0; f && i < 200; i++)
+        fprintf(f, "the quick brown fox jumps over the lazy dog %d\n", i);
+    if (f)
+        fclose(f);
+    CHECK(run_ovt("data text %s --out %s", text, tok) == 0);
+    CHECK(run_ovt("train --model gpt2-tiny --data %s --out %s --steps 3 --batch 2 --seq 16 --every 0 "
+                  "--checkpoint-every 3",
+                  tok, run) == 0);
+    const char *backends[3] = {"cpu", "ref", "shuffle"};
+    uint8_t *bytes[3] = {NULL, NULL, NULL};
+    size_t len[3] = {0, 0, 0};
+    for (int k = 0; k < 3; k++) {
+        snprintf(file[k], sizeof file[k], "%s/trace.%s", dir, backends[k]);
+        CHECK(run_ovt("step --run %s --step 2 --data %s --trace --backend %s --trace-out %s", run, tok,
+                      backends[k], file[k]) == 0);
+        CHECK(output_has("matches the step table") && output_has("(151 sites,"));
+        CHECK(ovt_read_file(file[k], &bytes[k], &len[k], 1 << 24) == 0);
+    }
+    CHECK(len[0] > 60 && len[0] == len[1] && len[0] == len[2]);
+    CHECK(bytes[1] && bytes[2] && !memcmp(bytes[0], bytes[1], len[0]) && !memcmp(bytes[0], bytes[2], len[0]));
+    CHECK(bytes[0] && !memcmp(bytes[0], "OVTTRACE", 8));
+    /* the root printed is the file's (after magic, version, step and count) */
+    char hex[67] = "0x";
+    for (int i = 0; bytes[0] && i < 32; i++)
+        snprintf(hex + 2 + 2 * i, 3, "%02x", bytes[0][24 + i]);
+    snprintf(line, sizeof line, "trace     %s", hex);
+    CHECK(output_has(line));
+    for (int k = 0; k < 3; k++)
+        free(bytes[k]);
+    CHECK(run_ovt("step --run %s --step 2 --data %s --backend ref", run, tok) == 2);
+    CHECK(run_ovt("step --run %s --step 2 --data %s --trace --json", run, tok) == 0);
+    CHECK(output_has("\"records\"") && output_has("\"kind\": \"state\"") && output_has("\"name\": \"params/wte\""));
+}
+
 int main(void)
 {
+    if (cli_setup("trn-trace"))
+        return 1;
+    CHECK_RUN(test_cli());
     CHECK_RUN(test_preset("gpt2-tiny"));
     CHECK_RUN(test_preset("llama-tiny"));
     CHECK_RUN(test_preset("mlp-demo"));
     CHECK_RUN(test_preset("resnet-mini"));
     CHECK_RUN(test_unresolved_read_fails());
+    cli_cleanup();
     return check_done();
 }
