@@ -33,17 +33,21 @@ int trn_train_step_traced(krn_ctx *ctx, trn_workspace *w, trn_state *st, const t
                           krn_trace *t, trn_step_info *info, int *trace_rc, ovt_hash *root)
 {
     memset(root, 0, sizeof *root);
-    *trace_rc = trn_trace_regions(t, st, batch);
-    if (!*trace_rc)
-        *trace_rc = krn_ctx_set_trace(ctx, t);
-    if (*trace_rc) {
-        memset(info, 0, sizeof *info);
-        return *trace_rc;
+    char msg[512];
+    int setup = trn_trace_regions(t, st, batch);
+    if (!setup)
+        setup = krn_ctx_set_trace(ctx, t);
+    if (setup) { /* the step runs all the same, untraced */
+        snprintf(msg, sizeof msg, "%s", ovt_errmsg());
+        int rv = trn_train_step(ctx, w, st, batch, log, info);
+        *trace_rc = setup;
+        if (!rv)
+            ovt_fail(setup, "%s", msg);
+        return rv;
     }
     int rv = trn_train_step(ctx, w, st, batch, log, info);
     int off = krn_ctx_set_trace(ctx, NULL);
     (void)off; /* detaching cannot fail */
-    char msg[512];
     snprintf(msg, sizeof msg, "%s", rv ? ovt_errmsg() : "");
     *trace_rc = krn_trace_finish(t, root);
     if (rv) /* the step's failure is the message to keep */
