@@ -4,6 +4,8 @@
  *     are the untraced step's;
  *   - the trainer's trace (RECORD, cpu) is the one every verifier replaying
  *     its log computes on cpu, ref and shuffle: the same records, root;
+ *     also when the trainer steers every free direction up (the records
+ *     hold the outputs after the log's entries);
  *   - every read is resolved, and (check mode) to bytes its named source
  *     really wrote; every site but the config's constants reads something,
  *     and a few reads are the ones the step's order (docs/training-step.md)
@@ -218,6 +220,30 @@ static void test_preset(const char *preset)
         krn_trace_free(tv);
         krn_ctx_free(rep);
     }
+
+    /* a trainer that steers every free direction up (its right under rule
+     * 3): the records hold the outputs after the log's entries, so every
+     * verifier still computes the trainer's trace */
+    krn_rlog *ls = krn_rlog_new();
+    krn_trace *ts;
+    ovt_hash rs, hs;
+    krn_ctx_steer(rec, 1);
+    run_step(rec, &f, st0, ls, &ts, &rs, &hs);
+    krn_ctx_steer(rec, 0);
+    CHECK(memcmp(rs.b, root.b, 32) != 0); /* steering changed some output */
+    for (size_t k = 0; k < 3; k++) {
+        krn_ctx *rep = trn_test_ctx(backends[k], KRN_REPLAY, 9);
+        krn_trace *tv;
+        ovt_hash rv, hv;
+        run_step(rep, &f, st0, ls, &tv, &rv, &hv);
+        CHECK_MEM(hv.b, hs.b, 32);
+        CHECK_MSG(first_difference(ts, tv) == krn_trace_count(ts), "%s, steered: backend %zu differs at site %zu",
+                  preset, k, first_difference(ts, tv));
+        krn_trace_free(tv);
+        krn_ctx_free(rep);
+    }
+    krn_trace_free(ts);
+    krn_rlog_free(ls);
 
     /* one bit of one site's output flipped: the trace differs there first */
     size_t n = krn_trace_count(t);
