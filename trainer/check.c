@@ -87,8 +87,7 @@ int trn_step_check_traced(trn_step_check *out, const char *dir, const char *data
     trn_step_table table = {0};
     int rv = open_step(&d, &table, dir, data, k);
     if (!rv && tr)
-        rv = trn_step_replay_traced(dir, &d, k, threads, tr->backend, tr->trace, &out->replay, &tr->trace_rc,
-                                    &tr->root);
+        rv = trn_step_replay_traced(dir, &d, k, threads, tr, &out->replay);
     else if (!rv)
         rv = trn_step_replay_run(dir, &d, k, threads, &out->replay);
     trn_run_data_free(&d);

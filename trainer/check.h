@@ -49,17 +49,8 @@ typedef struct {
 int trn_step_check_run(trn_step_check *out, const char *dir, const char *data, uint64_t k,
                        int threads) OVT_MUST_USE;
 
-/* A traced `ovt step` (trn_step_replay_traced): step k on `backend`,
- * recorded into trace; the trace's result comes back in trace_rc (and its
- * message in krn_trace_error) and root. */
-typedef struct {
-    krn_backend_kind backend;
-    krn_trace *trace;
-    int trace_rc;
-    ovt_hash root;
-} trn_step_trace;
-
-/* trn_step_check_run with step k traced as tr says (tr NULL: untraced). */
+/* trn_step_check_run with step k traced as tr says (trainer/step.h; tr
+ * NULL: untraced). */
 int trn_step_check_traced(trn_step_check *out, const char *dir, const char *data, uint64_t k, int threads,
                           trn_step_trace *tr) OVT_MUST_USE;
 

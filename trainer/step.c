@@ -76,18 +76,9 @@ bool trn_replayer_fits(const trn_replayer *r, const trn_state *st)
  * NULL); with rows != NULL it also counts per site (krn_ctx_collect_sites)
  * and hands back a copy of the rows, *rows (malloc'd) and *nrows, including
  * when the step fails after some sites ran (a fraud finding). */
-/* How a step is re-executed beyond the arbiter's default: the backend and,
- * when trace is not NULL, the step's trace (trainer/trace.h). */
-typedef struct {
-    krn_backend_kind backend;
-    krn_trace *trace;
-    int trace_rc;
-    ovt_hash root;
-} replay_how;
-
 static int replay_step_in(trn_replayer *prep, trn_state *st, const trn_run_data *d, krn_rlog *log, int threads,
                           ovt_hash *batch_hash, krn_site_stats **rows, size_t *nrows, trn_replay_result *res,
-                          replay_how *how)
+                          trn_step_trace *how)
 {
     memset(batch_hash, 0, sizeof *batch_hash);
     uint64_t i = st->step + 1;
@@ -248,7 +239,7 @@ int trn_step_replay_run(const char *dir, const trn_run_data *d, uint64_t k, int 
 
 /* trn_step_replay_sites, step k the way `how` says (NULL: the arbiter's). */
 static int replay_run(const char *dir, const trn_run_data *d, uint64_t k, int threads, trn_replay_result *out,
-                      krn_site_stats **rows, size_t *nrows, replay_how *how)
+                      krn_site_stats **rows, size_t *nrows, trn_step_trace *how)
 {
     memset(out, 0, sizeof *out);
     out->shards = 1;
@@ -297,12 +288,10 @@ int trn_step_replay_sites(const char *dir, const trn_run_data *d, uint64_t k, in
     return replay_run(dir, d, k, threads, out, rows, nrows, NULL);
 }
 
-int trn_step_replay_traced(const char *dir, const trn_run_data *d, uint64_t k, int threads, krn_backend_kind backend,
-                           krn_trace *t, trn_replay_result *out, int *trace_rc, ovt_hash *root)
+int trn_step_replay_traced(const char *dir, const trn_run_data *d, uint64_t k, int threads, trn_step_trace *tr,
+                           trn_replay_result *out)
 {
-    replay_how how = {.backend = backend, .trace = t, .trace_rc = OVT_EINVAL};
-    int rv = replay_run(dir, d, k, threads, out, NULL, NULL, &how);
-    *trace_rc = how.trace_rc;
-    *root = how.root;
-    return rv;
+    tr->trace_rc = OVT_EINVAL; /* until the traced step ran */
+    memset(&tr->root, 0, sizeof tr->root);
+    return replay_run(dir, d, k, threads, out, NULL, NULL, tr);
 }

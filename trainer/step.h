@@ -77,13 +77,21 @@ int trn_step_replay_run(const char *dir, const trn_run_data *d, uint64_t k, int 
 int trn_step_replay_sites(const char *dir, const trn_run_data *d, uint64_t k, int threads,
                           trn_replay_result *out, krn_site_stats **rows, size_t *nrows) OVT_MUST_USE;
 
-/* trn_step_replay_run with step k on `backend` (cpu: the arbiter's strict
- * rule; ref, shuffle: an auditor's) and traced into t (fresh;
- * trainer/trace.h): *trace_rc gets the trace's result (its failure's
- * message is ovt_errmsg() when the step itself succeeded), *root its root.
- * The steps before k are replayed untraced on cpu. */
-int trn_step_replay_traced(const char *dir, const trn_run_data *d, uint64_t k, int threads, krn_backend_kind backend,
-                           krn_trace *t, trn_replay_result *out, int *trace_rc, ovt_hash *root) OVT_MUST_USE;
+/* A traced re-execution (`ovt step --trace`): step k on `backend` (cpu:
+ * the arbiter's strict rule; ref, shuffle: an auditor's), recorded into
+ * trace (fresh; trainer/trace.h); the trace's result comes back in
+ * trace_rc (its message in krn_trace_error) and root. */
+typedef struct {
+    krn_backend_kind backend;
+    krn_trace *trace;
+    int trace_rc;
+    ovt_hash root;
+} trn_step_trace;
+
+/* trn_step_replay_run with step k re-executed as tr says; the steps before
+ * k are replayed untraced on cpu. */
+int trn_step_replay_traced(const char *dir, const trn_run_data *d, uint64_t k, int threads, trn_step_trace *tr,
+                           trn_replay_result *out) OVT_MUST_USE;
 
 /* A prepared replay: the arbiter warm from its first step. A cpu REPLAY ctx
  * and a workspace for one run config, their memory (activations, gradients,

@@ -1,5 +1,5 @@
 /* The step's trace (kernels/trace.h, trainer/trace.h) on gpt2-tiny,
- * llama-tiny, resnet-mini and an MLP:
+ * llama-tiny, resnet-mini and an MLP (also in two shards):
  *   - tracing changes no bit: the traced step's stateHash and rounding log
  *     are the untraced step's;
  *   - the trainer's trace (RECORD, cpu) is the one every verifier replaying
@@ -38,7 +38,7 @@ typedef struct {
     bool lm;
 } fixture;
 
-static void fixture_open(fixture *f, const char *preset)
+static void fixture_open(fixture *f, const char *preset, uint32_t shards)
 {
     memset(f, 0, sizeof *f);
     trn_model_config m;
@@ -47,6 +47,7 @@ static void fixture_open(fixture *f, const char *preset)
     f->rc.seed = 3;
     f->rc.warmup_steps = 0;
     f->rc.batch_size = 4;
+    f->rc.shards = shards;
     f->lm = trn_model_is_lm(&m);
     if (f->lm) {
         enum { N = 400 };
@@ -183,10 +184,10 @@ static void check_gpt2_reads(const krn_trace *t)
     CHECK(reads(t, last, "params/wte", 0));
 }
 
-static void test_preset(const char *preset)
+static void test_preset(const char *preset, uint32_t shards)
 {
     fixture f;
-    fixture_open(&f, preset);
+    fixture_open(&f, preset, shards);
     trn_state *st0;
     CHECK(trn_state_new(&st0, &f.rc) == 0);
     trn_state_init(st0);
@@ -203,7 +204,7 @@ static void test_preset(const char *preset)
     check_shape(t, &root);
     if (!strcmp(preset, "gpt2-tiny"))
         check_gpt2_reads(t);
-    printf("%s: %zu sites, %zu bytes of records\n", preset, krn_trace_count(t), krn_trace_bytes(t));
+    printf("%s (%u shards): %zu sites, %zu bytes of records\n", preset, shards, krn_trace_count(t), krn_trace_bytes(t));
 
     /* every verifier's trace of the trainer's log is the trainer's */
     const krn_backend_kind backends[] = {KRN_BACKEND_CPU, KRN_BACKEND_REF, KRN_BACKEND_SHUFFLE};
@@ -273,7 +274,7 @@ static void test_preset(const char *preset)
 static void test_unresolved_read_fails(void)
 {
     fixture f;
-    fixture_open(&f, "mlp-demo");
+    fixture_open(&f, "mlp-demo", 1);
     trn_state *st;
     trn_workspace *w;
     CHECK(trn_state_new(&st, &f.rc) == 0 && trn_workspace_new(&w, &f.rc) == 0);
@@ -345,10 +346,11 @@ int main(void)
     if (cli_setup("trn-trace"))
         return 1;
     CHECK_RUN(test_cli());
-    CHECK_RUN(test_preset("gpt2-tiny"));
-    CHECK_RUN(test_preset("llama-tiny"));
-    CHECK_RUN(test_preset("mlp-demo"));
-    CHECK_RUN(test_preset("resnet-mini"));
+    CHECK_RUN(test_preset("gpt2-tiny", 1));
+    CHECK_RUN(test_preset("llama-tiny", 1));
+    CHECK_RUN(test_preset("mlp-demo", 1));
+    CHECK_RUN(test_preset("mlp-demo", 2)); /* two shards in one process: grad.sum, loss.mean */
+    CHECK_RUN(test_preset("resnet-mini", 1));
     CHECK_RUN(test_unresolved_read_fails());
     cli_cleanup();
     return check_done();
