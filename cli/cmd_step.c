@@ -89,8 +89,14 @@ static json_t *trace_json(const trn_step_trace *tr)
         const krn_trace_src *rd = krn_trace_reads_of(t, i);
         json_t *reads = json_array();
         for (size_t k = 0; k < r->nreads; k++) {
-            json_t *o = json_pack("{s:s, s:I, s:I}", "kind", trace_kinds[rd[k].kind], "offset",
+            json_t *o = json_pack("{s:I, s:I, s:s, s:I, s:I}", "input", (json_int_t)rd[k].input, "dst",
+                                  (json_int_t)rd[k].dst, "kind", trace_kinds[rd[k].kind], "offset",
                                   (json_int_t)rd[k].offset, "count", (json_int_t)rd[k].count);
+            if (rd[k].rows > 1) {
+                json_object_set_new(o, "rows", json_integer(rd[k].rows));
+                json_object_set_new(o, "src_step", json_integer((json_int_t)rd[k].src_step));
+                json_object_set_new(o, "dst_step", json_integer((json_int_t)rd[k].dst_step));
+            }
             if (rd[k].kind == KRN_TRACE_SITE)
                 json_object_set_new(o, "site", json_integer(rd[k].site));
             else if (rd[k].kind != KRN_TRACE_ZERO)

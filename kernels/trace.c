@@ -201,6 +201,9 @@ typedef struct {
     const char *name;
     uintptr_t out_lo, out_hi; /* its output, which it may have written over its reads */
     bool dry;            /* check the bytes only, record nothing */
+    uint32_t input;      /* the input being resolved (its number in the site's declarations) */
+    uintptr_t row_lo;    /* the row of it being resolved: its address, */
+    uint64_t row_pos;    /* and its first element's position in the input */
 } resolver;
 
 /* Check mode: the bytes [lo, hi) of row `row` of write w now hold what w
@@ -224,6 +227,41 @@ static void check_bytes(resolver *r, const trace_write *w, size_t row, uintptr_t
                    r->site, r->name, (size_t)(hi - lo), (int)w->kind, w->id);
 }
 
+/* Folds part s into one of the last few parts of its input when it
+ * continues it (the next elements of both) or adds a run at the same
+ * distances (the next row of a fused tensor's third); true if it did. The
+ * parts of an input arrive in increasing dst. */
+static bool merge_src(krn_trace *t, const krn_trace_src *s)
+{
+    size_t first = t->records[t->nrecords].first_read;
+    for (size_t j = t->nreads, look = 0; j > first && look < 8; j--, look++) {
+        krn_trace_src *p = &t->reads[j - 1];
+        if (p->input != s->input)
+            return false;
+        if (p->kind != s->kind || p->site != s->site || p->region != s->region)
+            continue;
+        bool src_next = s->kind == KRN_TRACE_ZERO || p->offset + p->count == s->offset;
+        if (p->rows == 1 && p->dst + p->count == s->dst && src_next) {
+            p->count += s->count;
+            return true;
+        }
+        if (p->count != s->count || s->offset < p->offset || s->dst <= p->dst)
+            continue;
+        if (p->rows == 1) {
+            p->rows = 2;
+            p->src_step = s->offset - p->offset;
+            p->dst_step = s->dst - p->dst;
+            return true;
+        }
+        if (p->rows < UINT32_MAX && s->offset == p->offset + p->rows * p->src_step &&
+            s->dst == p->dst + p->rows * p->dst_step) {
+            p->rows++;
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Appends the part [lo, hi) of row `row` of w to the record's reads. */
 static void push_src(resolver *r, const trace_write *w, size_t row, uintptr_t lo, uintptr_t hi)
 {
@@ -232,20 +270,16 @@ static void push_src(resolver *r, const trace_write *w, size_t row, uintptr_t lo
         return;
     if (!GROW(t, reads, nreads, reads_cap, t->nreads + 1))
         return trace_fail(t, "out of memory for the trace's reads");
-    krn_trace_src s = {.kind = w->kind, .count = (hi - lo) / 4};
+    krn_trace_src s = {.kind = w->kind, .count = (hi - lo) / 4, .rows = 1, .input = r->input,
+                       .dst = r->row_pos + (lo - r->row_lo) / 4};
     if (w->kind == KRN_TRACE_SITE)
         s.site = w->id;
     if (w->kind == KRN_TRACE_STATE || w->kind == KRN_TRACE_BATCH)
         s.region = w->id;
     if (w->kind != KRN_TRACE_ZERO)
         s.offset = (w->src_off + row * w->width + (lo - (w->lo + row * w->stride))) / 4;
-    /* a part continuing the previous one in the same source is one part */
-    krn_trace_src *prev = t->nreads > t->records[t->nrecords].first_read ? &t->reads[t->nreads - 1] : NULL;
-    if (prev && prev->kind == s.kind && prev->site == s.site && prev->region == s.region &&
-        (s.kind == KRN_TRACE_ZERO || prev->offset + prev->count == s.offset)) {
-        prev->count += s.count;
+    if (merge_src(t, &s))
         return;
-    }
     t->reads[t->nreads++] = s;
 }
 
@@ -344,9 +378,11 @@ static void take_reads(resolver *r)
         trace_pending p = t->pending[i];
         if (p.k == 0) {
             for (size_t row = 0; row < p.rows; row++) {
-                uintptr_t lo = (uintptr_t)p.p + row * p.stride * 4;
-                resolve(r, lo, lo + p.width * 4, t->nwrites);
+                r->row_lo = (uintptr_t)p.p + row * p.stride * 4;
+                r->row_pos = row * p.width;
+                resolve(r, r->row_lo, r->row_lo + p.width * 4, t->nwrites);
             }
+            r->input++;
         } else if (r->dry) {
             continue;
         } else {
@@ -499,8 +535,13 @@ size_t krn_trace_encode(const krn_trace *t, size_t i, uint8_t *buf, size_t cap)
             put_le(&e, rd[k].site, 4);
         else if (rd[k].kind != KRN_TRACE_ZERO)
             put_name(&e, krn_trace_region_name(t, rd[k].region));
+        put_le(&e, rd[k].input, 4);
+        put_le(&e, rd[k].dst, 8);
         put_le(&e, rd[k].offset, 8);
         put_le(&e, rd[k].count, 8);
+        put_le(&e, rd[k].rows, 4);
+        put_le(&e, rd[k].src_step, 8);
+        put_le(&e, rd[k].dst_step, 8);
     }
     return e.len;
 }

@@ -48,13 +48,22 @@ typedef enum {
     KRN_TRACE_ZERO = 3   /* memory the caller zeroed in this step (offset 0) */
 } krn_trace_kind;
 
-/* One resolved part of a read: count elements (32-bit words) of a source. */
+/* One resolved part of a site's input `input` (its inputs numbered in the
+ * order declared): `rows` runs of count elements (32-bit words), run r
+ * holding the input's elements from dst + r*dst_step on, read from the
+ * source's elements from offset + r*src_step on (rows 1, steps 0: one
+ * plain range; more: the same third of every row of a fused tensor). The
+ * parts of an input cover it exactly once. */
 typedef struct {
     krn_trace_kind kind;
     uint32_t site;   /* KRN_TRACE_SITE */
     uint32_t region; /* KRN_TRACE_STATE, KRN_TRACE_BATCH: krn_trace_region_name's index */
-    uint64_t offset;
+    uint32_t input;
+    uint64_t dst;
+    uint64_t offset; /* 0 for KRN_TRACE_ZERO */
     uint64_t count;
+    uint32_t rows;
+    uint64_t src_step, dst_step;
 } krn_trace_src;
 
 /* One site's record; its reads are krn_trace_reads_of(t, i). */

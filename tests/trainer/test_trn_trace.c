@@ -146,8 +146,46 @@ static bool reads(const krn_trace *t, size_t i, const char *name, uint32_t site)
     return false;
 }
 
-/* Every record is its site's, every site but the constants reads, and
- * record i is proved against the root. */
+static int cmp_run(const void *a, const void *b)
+{
+    const uint64_t *x = a, *y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* The runs of each input of record i tile it: positions 0, 1, ... once each. */
+static bool inputs_tiled(const krn_trace *t, size_t i)
+{
+    const krn_trace_record *r = krn_trace_record_at(t, i);
+    const krn_trace_src *s = krn_trace_reads_of(t, i);
+    bool ok = true;
+    for (uint32_t in = 0; ok; in++) {
+        size_t nruns = 0;
+        for (size_t k = 0; k < r->nreads; k++)
+            nruns += s[k].input == in ? s[k].rows : 0;
+        if (nruns == 0)
+            break;
+        uint64_t(*runs)[2] = malloc(nruns * sizeof *runs);
+        if (!runs)
+            return false;
+        size_t m = 0;
+        for (size_t k = 0; k < r->nreads; k++)
+            for (uint32_t row = 0; s[k].input == in && row < s[k].rows; row++) {
+                runs[m][0] = s[k].dst + row * s[k].dst_step;
+                runs[m++][1] = s[k].count;
+            }
+        qsort(runs, m, sizeof *runs, cmp_run);
+        uint64_t at = 0;
+        for (size_t j = 0; j < m && ok; j++) {
+            ok = runs[j][0] == at && runs[j][1] > 0;
+            at += runs[j][1];
+        }
+        free(runs);
+    }
+    return ok;
+}
+
+/* Every record is its site's, every site but the constants reads, the
+ * parts of each input tile it, and record i is proved against the root. */
 static void check_shape(const krn_trace *t, const ovt_hash *root)
 {
     size_t n = krn_trace_count(t);
@@ -158,6 +196,7 @@ static void check_shape(const krn_trace *t, const ovt_hash *root)
         const krn_trace_src *s = krn_trace_reads_of(t, i);
         for (size_t k = 0; k < r->nreads; k++)
             CHECK_MSG(s[k].kind != KRN_TRACE_SITE || s[k].site < i, "site %zu reads a later site", i);
+        CHECK_MSG(inputs_tiled(t, i), "site %zu (%s): the parts of an input do not tile it", i, r->op);
     }
     ovt_hash *leaves = malloc(n * sizeof *leaves), proof[OVT_TREE_MAX_PROOF];
     CHECK(leaves != NULL);
