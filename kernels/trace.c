@@ -74,8 +74,8 @@ static bool grow(void **p, size_t *cap, size_t n, size_t sz)
     return true;
 }
 
-#define GROW(t, arr, field_n, field_cap, need)                                                      \
-    grow((void **)&(t)->arr, &(t)->field_cap, (need), sizeof *(t)->arr)
+/* grow() for the array t->arr with its capacity t->cap_field. */
+#define GROW(t, arr, cap_field, need) grow((void **)&(t)->arr, &(t)->cap_field, (need), sizeof *(t)->arr)
 
 /* Records the trace's first failure (the step is not affected). */
 static void trace_fail(krn_trace *t, const char *fmt, ...) OVT_PRINTF(2, 3);
@@ -132,7 +132,7 @@ static void add_write_rows(krn_trace *t, trace_write w)
 {
     if (t->rc < 0 || w.rows == 0 || w.width == 0)
         return;
-    if (!GROW(t, writes, nwrites, writes_cap, t->nwrites + 1))
+    if (!GROW(t, writes, writes_cap, t->nwrites + 1))
         return trace_fail(t, "out of memory for the trace's writes");
     if (t->check && w.kind != KRN_TRACE_ZERO) {
         if ((w.copy = malloc(w.rows * w.width)) == NULL)
@@ -156,7 +156,7 @@ int krn_trace_region(krn_trace *t, krn_trace_kind kind, const char *name, const 
         return ovt_fail(OVT_EINVAL, "krn_trace_region: a region is state or batch");
     if (strlen(name) >= sizeof t->regions[0].name)
         return ovt_fail(OVT_EINVAL, "krn_trace_region: name '%s' is too long", name);
-    if (!GROW(t, regions, nregions, regions_cap, t->nregions + 1))
+    if (!GROW(t, regions, regions_cap, t->nregions + 1))
         return ovt_fail(OVT_ENOMEM, "out of memory for the trace's regions");
     snprintf(t->regions[t->nregions].name, sizeof t->regions[0].name, "%s", name);
     add_write(t, kind, (uint32_t)t->nregions, p, count);
@@ -175,7 +175,7 @@ void krn_trace_reads(krn_ctx *ctx, unsigned k, const krn_span *reads, size_t nre
     krn_trace *t = ctx->trace;
     if (t == NULL || t->rc < 0)
         return;
-    if (!GROW(t, pending, npending, pending_cap, t->npending + nreads))
+    if (!GROW(t, pending, pending_cap, t->npending + nreads))
         return trace_fail(t, "out of memory for the trace's declared reads");
     for (size_t i = 0; i < nreads; i++)
         if (reads[i].p != NULL && reads[i].count > 0)
@@ -188,7 +188,7 @@ void krn_trace_read_rows(krn_ctx *ctx, unsigned k, const void *p, size_t width, 
     krn_trace *t = ctx->trace;
     if (t == NULL || t->rc < 0 || p == NULL || width == 0 || rows == 0)
         return;
-    if (!GROW(t, pending, npending, pending_cap, t->npending + 1))
+    if (!GROW(t, pending, pending_cap, t->npending + 1))
         return trace_fail(t, "out of memory for the trace's declared reads");
     t->pending[t->npending++] = (trace_pending){.k = k, .p = p, .width = width, .stride = stride, .rows = rows};
 }
@@ -268,7 +268,7 @@ static void push_src(resolver *r, const trace_write *w, size_t row, uintptr_t lo
     krn_trace *t = r->t;
     if (r->dry)
         return;
-    if (!GROW(t, reads, nreads, reads_cap, t->nreads + 1))
+    if (!GROW(t, reads, reads_cap, t->nreads + 1))
         return trace_fail(t, "out of memory for the trace's reads");
     krn_trace_src s = {.kind = w->kind, .count = (hi - lo) / 4, .rows = 1, .input = r->input,
                        .dst = r->row_pos + (lo - r->row_lo) / 4};
@@ -412,7 +412,7 @@ void krn_trace_site(krn_ctx *ctx, const site_job *job)
         return trace_fail(t, "step trace: site %u ran after %zu traced sites (a trace starts at site 0 "
                              "and numbers every site of one process)",
                           job->site, t->nrecords);
-    if (!GROW(t, records, nrecords, records_cap, t->nrecords + 1))
+    if (!GROW(t, records, records_cap, t->nrecords + 1))
         return trace_fail(t, "out of memory for the trace's records");
     krn_trace_record *rec = &t->records[t->nrecords];
     memset(rec, 0, sizeof *rec);
