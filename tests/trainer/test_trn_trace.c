@@ -3,7 +3,8 @@
  *   - tracing changes no bit: the traced step's stateHash and rounding log
  *     are the untraced step's;
  *   - the trainer's trace (RECORD, cpu) is the one every verifier replaying
- *     its log computes on cpu, ref and shuffle: the same records, root;
+ *     its log computes on cpu, ref and shuffle, as the arbiter and as an
+ *     auditor: the same records, root;
  *     also when the trainer steers every free direction up (the records
  *     hold the outputs after the log's entries);
  *   - every read is resolved, and (check mode) to bytes its named source
@@ -245,10 +246,16 @@ static void test_preset(const char *preset, uint32_t shards)
         check_gpt2_reads(t);
     printf("%s (%u shards): %zu sites, %zu bytes of records\n", preset, shards, krn_trace_count(t), krn_trace_bytes(t));
 
-    /* every verifier's trace of the trainer's log is the trainer's */
+    /* every verifier's trace of the trainer's log is the trainer's: the
+     * arbiter's (strict rule) and an auditor's (the run's rule), on each
+     * backend */
     const krn_backend_kind backends[] = {KRN_BACKEND_CPU, KRN_BACKEND_REF, KRN_BACKEND_SHUFFLE};
-    for (size_t k = 0; k < 3; k++) {
-        krn_ctx *rep = trn_test_ctx(backends[k], KRN_REPLAY, 9);
+    for (size_t k = 0; k < 6; k++) {
+        krn_config kc = {.backend = backends[k % 3], .mode = KRN_REPLAY, .grid_bits = 32, .shuffle_seed = 9,
+                         .threads = 1, .verifier = k < 3 ? KRN_VERIFY_ARBITER : KRN_VERIFY_AUDITOR,
+                         .rule = k < 3 ? 0 : trn_config_rule(&f.rc)};
+        krn_ctx *rep;
+        CHECK(krn_ctx_new(&rep, &kc) == 0);
         krn_trace *tv;
         ovt_hash rv, hv;
         run_step(rep, &f, st0, log, &tv, &rv, &hv);
