@@ -77,17 +77,32 @@ static bool grow(void **p, size_t *cap, size_t n, size_t sz)
 /* grow() for the array t->arr with its capacity t->cap_field. */
 #define GROW(t, arr, cap_field, need) grow((void **)&(t)->arr, &(t)->cap_field, (need), sizeof *(t)->arr)
 
-/* Records the trace's first failure (the step is not affected). */
-static void trace_fail(krn_trace *t, const char *fmt, ...) OVT_PRINTF(2, 3);
-static void trace_fail(krn_trace *t, const char *fmt, ...)
+/* Records the trace's first failure (the step is not affected): OVT_EINVAL
+ * for a read or declaration the trace cannot name, and out of memory. */
+static void trace_fail_code(krn_trace *t, int code, const char *fmt, va_list ap)
 {
     if (t->rc < 0)
         return;
+    vsnprintf(t->msg, sizeof t->msg, fmt, ap);
+    t->rc = code;
+}
+
+static void trace_fail(krn_trace *t, const char *fmt, ...) OVT_PRINTF(2, 3);
+static void trace_fail(krn_trace *t, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(t->msg, sizeof t->msg, fmt, ap);
+    trace_fail_code(t, OVT_EINVAL, fmt, ap);
     va_end(ap);
-    t->rc = OVT_EINVAL;
+}
+
+static void trace_oom(krn_trace *t, const char *fmt, ...) OVT_PRINTF(2, 3);
+static void trace_oom(krn_trace *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    trace_fail_code(t, OVT_ENOMEM, fmt, ap);
+    va_end(ap);
 }
 
 int krn_trace_new(krn_trace **out, bool check)
@@ -133,10 +148,10 @@ static void add_write_rows(krn_trace *t, trace_write w)
     if (t->rc < 0 || w.rows == 0 || w.width == 0)
         return;
     if (!GROW(t, writes, writes_cap, t->nwrites + 1))
-        return trace_fail(t, "out of memory for the trace's writes");
+        return trace_oom(t, "out of memory for the trace's writes");
     if (t->check && w.kind != KRN_TRACE_ZERO) {
         if ((w.copy = malloc(w.rows * w.width)) == NULL)
-            return trace_fail(t, "out of memory for the trace's check copies");
+            return trace_oom(t, "out of memory for the trace's check copies");
         for (size_t i = 0; i < w.rows; i++)
             memcpy(w.copy + i * w.width, (const uint8_t *)(w.lo + i * w.stride), w.width);
     }
@@ -176,7 +191,7 @@ void krn_trace_reads(krn_ctx *ctx, unsigned k, const krn_span *reads, size_t nre
     if (t == NULL || t->rc < 0)
         return;
     if (!GROW(t, pending, pending_cap, t->npending + nreads))
-        return trace_fail(t, "out of memory for the trace's declared reads");
+        return trace_oom(t, "out of memory for the trace's declared reads");
     for (size_t i = 0; i < nreads; i++)
         if (reads[i].p != NULL && reads[i].count > 0)
             t->pending[t->npending++] = (trace_pending){.k = k, .p = reads[i].p, .width = reads[i].count,
@@ -189,7 +204,7 @@ void krn_trace_read_rows(krn_ctx *ctx, unsigned k, const void *p, size_t width, 
     if (t == NULL || t->rc < 0 || p == NULL || width == 0 || rows == 0)
         return;
     if (!GROW(t, pending, pending_cap, t->npending + 1))
-        return trace_fail(t, "out of memory for the trace's declared reads");
+        return trace_oom(t, "out of memory for the trace's declared reads");
     t->pending[t->npending++] = (trace_pending){.k = k, .p = p, .width = width, .stride = stride, .rows = rows};
 }
 
@@ -269,7 +284,7 @@ static void push_src(resolver *r, const trace_write *w, size_t row, uintptr_t lo
     if (r->dry)
         return;
     if (!GROW(t, reads, reads_cap, t->nreads + 1))
-        return trace_fail(t, "out of memory for the trace's reads");
+        return trace_oom(t, "out of memory for the trace's reads");
     krn_trace_src s = {.kind = w->kind, .count = (hi - lo) / 4, .rows = 1, .input = r->input,
                        .dst = r->row_pos + (lo - r->row_lo) / 4};
     if (w->kind == KRN_TRACE_SITE)
@@ -413,7 +428,7 @@ void krn_trace_site(krn_ctx *ctx, const site_job *job)
                              "and numbers every site of one process)",
                           job->site, t->nrecords);
     if (!GROW(t, records, records_cap, t->nrecords + 1))
-        return trace_fail(t, "out of memory for the trace's records");
+        return trace_oom(t, "out of memory for the trace's records");
     krn_trace_record *rec = &t->records[t->nrecords];
     memset(rec, 0, sizeof *rec);
     rec->site = job->site;
@@ -425,14 +440,14 @@ void krn_trace_site(krn_ctx *ctx, const site_job *job)
     take_reads(&r);
     rec->nreads = t->nreads - rec->first_read;
     if (output_root(ctx, &rec->root, job->out, job->n) < 0)
-        return trace_fail(t, "out of memory for the tree of site %u", job->site);
+        return trace_oom(t, "out of memory for the tree of site %u", job->site);
     if (t->rc < 0)
         return;
     t->nrecords++;
     size_t len = krn_trace_encode(t, t->nrecords - 1, NULL, 0);
     uint8_t *buf = malloc(len + 1);
     if (buf == NULL)
-        return trace_fail(t, "out of memory for the record of site %u", job->site);
+        return trace_oom(t, "out of memory for the record of site %u", job->site);
     buf[0] = 0x00; /* a leaf's prefix (common/tree.h) */
     krn_trace_encode(t, t->nrecords - 1, buf + 1, len);
     ovt_sha256(&rec->hash, buf, len + 1);
