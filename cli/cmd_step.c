@@ -38,7 +38,8 @@ static void step_usage(FILE *f)
                "  --trace       also the step's trace (docs/formats.md, \"Step trace\"): for every\n"
                "                rounding site of step K, in order, the tree root of its output and\n"
                "                what it read; prints the trace root. Changes no bit of the step; an\n"
-               "                honest step's trace is the same on cpu, ref and shuffle\n"
+               "                honest step's trace is the same on cpu, ref and shuffle; a trace that\n"
+               "                cannot be made (a read it cannot name) exits 1\n"
                "  --trace-out F with --trace: the trace file written to F (atomically)\n"
                "  -h, --help    this help\n");
 }
