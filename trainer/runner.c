@@ -7,6 +7,7 @@
 
 #include "trainer/checkpoint.h"
 #include "trainer/init.h"
+#include "trainer/trace.h"
 #include "trainer/workspace.h"
 
 struct trn_runner {
@@ -20,6 +21,7 @@ struct trn_runner {
     trn_workspace *w_last; /* evaluation: the workspace of the last forward */
     krn_rlog *log;
     trn_state *st;
+    krn_trace *trace; /* the next step's recorder (trn_runner_trace_next), or NULL */
 };
 
 /* A workspace for rc, or for evaluation batches of B in one shard. */
@@ -210,9 +212,14 @@ static int step_on(trn_runner *r, trn_step_batch *b, uint64_t i, trn_runner_resu
         rv = read_replay_log(r, i);
     if (r->o.mode == KRN_NEAREST)
         krn_rlog_reset(r->log, i);
-    if (!rv)
-        rv = trn_train_step_dp(r->ctx, r->w, r->st, &b->view, r->o.mode == KRN_NEAREST ? NULL : r->log, r->o.dp,
-                               &out->info);
+    krn_rlog *log = r->o.mode == KRN_NEAREST ? NULL : r->log;
+    krn_trace *t = r->trace;
+    r->trace = NULL;
+    if (!rv && t)
+        rv = trn_train_step_traced(r->ctx, r->w, r->st, &b->view, log, t, &out->info, &out->trace_rc,
+                                   &out->trace_root);
+    else if (!rv)
+        rv = trn_train_step_dp(r->ctx, r->w, r->st, &b->view, log, r->o.dp, &out->info);
     out->seconds = seconds_since(&t0);
     if (f) {
         rv = trn_fault_after_step(f, i, rv, r->ctx, r->st, &kept);
@@ -242,6 +249,15 @@ int trn_runner_step(trn_runner *r, trn_runner_result *out)
     if (!rv && !r->o.hash_later)
         trn_state_hash(&out->state_hash, r->st);
     return rv;
+}
+
+int trn_runner_trace_next(trn_runner *r, krn_trace *t)
+{
+    if (r->o.dp)
+        return ovt_fail(OVT_EINVAL, "a step shared among processes cannot be traced: each sees only its "
+                                    "shards' sites; trace it in one process (ovt step --trace)");
+    r->trace = t;
+    return 0;
 }
 
 void trn_runner_collect_sites(trn_runner *r, bool on)

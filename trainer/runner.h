@@ -30,6 +30,7 @@
 #include "common/err.h"
 #include "kernels/rlog.h"
 #include "kernels/site.h"
+#include "kernels/trace.h"
 #include "trainer/config.h"
 #include "trainer/fault.h"
 #include "trainer/rundata.h"
@@ -113,6 +114,9 @@ typedef struct {
     ovt_hash state_hash;  /* after the step; zero for a runner opened with hash_later */
     trn_step_info info;   /* loss, lr, gradient norm, counters, shards (trainer/train.h) */
     double seconds;       /* wall time of the log's read and the step's computation */
+    int trace_rc;         /* a step traced (trn_runner_trace_next): 0, or why its trace failed (the
+                             message in krn_trace_error); the step's own result is the return value */
+    ovt_hash trace_root;  /* the traced step's trace root (kernels/trace.h) */
 } trn_runner_result;
 
 /* Runs step st->step + 1 on the runner's state with the batch the
@@ -125,6 +129,13 @@ int trn_runner_step(trn_runner *r, trn_runner_result *out) OVT_MUST_USE;
 /* Per-site counts (krn_site_stats) of the steps from now on, or not; the
  * rows of the last step (n rows; also after a step that failed once some
  * sites ran), valid until the next step. */
+/* Records the next step (only) into t (fresh; docs/formats.md "Step
+ * trace"): the state's tensors and the batch registered by name, the
+ * recorder on the context for that step. Tracing never changes the step's
+ * bits; its result is the step's trace_rc and trace_root. OVT_EINVAL for a
+ * step shared among processes (a rank sees only its shards' sites). */
+int trn_runner_trace_next(trn_runner *r, krn_trace *t) OVT_MUST_USE;
+
 void trn_runner_collect_sites(trn_runner *r, bool on);
 const krn_site_stats *trn_runner_site_stats(const trn_runner *r, size_t *n);
 

@@ -101,9 +101,10 @@ static int copy_sites(const trn_runner *r, krn_site_stats **rows, size_t *nrows)
 }
 
 /* Steps st's successor .. k on runner r, each with its log from dir; the
- * last one's findings into out (and its per-site rows). */
+ * last one's findings into out (and its per-site rows, and its trace when
+ * tr is given). */
 static int replay_to(trn_runner *r, const char *dir, uint64_t k, trn_replay_result *out, krn_site_stats **rows,
-                     size_t *nrows)
+                     size_t *nrows, trn_step_trace *tr)
 {
     for (uint64_t i = trn_runner_state(r)->step + 1; i <= k; i++) {
         int rv = read_step_log(dir, i, trn_runner_log(r), &out->log_hash);
@@ -111,9 +112,15 @@ static int replay_to(trn_runner *r, const char *dir, uint64_t k, trn_replay_resu
             return rv;
         bool last = i == k;
         trn_runner_collect_sites(r, last && rows);
+        if (last && tr && (rv = trn_runner_trace_next(r, tr->trace)))
+            return rv;
         trn_runner_result res;
         rv = trn_runner_step(r, &res);
         out->batch_hash = res.batch_hash;
+        if (last && tr) {
+            tr->trace_rc = res.trace_rc;
+            tr->root = res.trace_root;
+        }
         if (last) {
             out->shards = res.info.shards;
             out->shard_differs = res.info.shard_differs;
@@ -128,8 +135,9 @@ static int replay_to(trn_runner *r, const char *dir, uint64_t k, trn_replay_resu
     return 0;
 }
 
-int trn_step_replay_run(const char *dir, const trn_run_data *d, uint64_t k, int threads, trn_replay_result *out,
-                        krn_site_stats **rows, size_t *nrows)
+/* trn_step_replay_run, step k traced as tr says (NULL: untraced). */
+static int replay_run(const char *dir, const trn_run_data *d, uint64_t k, int threads, trn_replay_result *out,
+                      krn_site_stats **rows, size_t *nrows, trn_step_trace *tr)
 {
     memset(out, 0, sizeof *out);
     out->shards = 1;
@@ -152,8 +160,22 @@ int trn_step_replay_run(const char *dir, const trn_run_data *d, uint64_t k, int 
         (rv = trn_run_path(path, sizeof path, dir, NULL, 0, "steps.bin")) ||
         (rv = trn_step_table_read(&table, path)) ||
         (rv = trn_run_start_state(&st, &out->from_checkpoint, dir, &rc, &config_hash, &table, k - 1)) ||
-        (rv = trn_runner_open(&r, &st->config, d, &ro)) || (rv = trn_runner_adopt(r, &st)) ||
-        (rv = replay_to(r, dir, k, out, rows, nrows)))
+        (rv = trn_runner_open(&r, &st->config, d, &ro)) || (rv = trn_runner_adopt(r, &st)))
+        goto done;
+    if (tr && tr->backend != KRN_BACKEND_CPU) {
+        /* the steps before k as the arbiter replays them, step k on the
+         * asked backend, following the log as an auditor does */
+        if ((rv = replay_to(r, dir, k - 1, out, NULL, NULL, NULL)))
+            goto done;
+        st = trn_runner_release(r);
+        trn_runner_free(r);
+        r = NULL;
+        ro.backend = tr->backend;
+        ro.verifier = KRN_VERIFY_AUDITOR;
+        if ((rv = trn_runner_open(&r, &st->config, d, &ro)) || (rv = trn_runner_adopt(r, &st)))
+            goto done;
+    }
+    if ((rv = replay_to(r, dir, k, out, rows, nrows, tr)))
         goto done;
     trn_state_hash(&out->state_hash, trn_runner_state(r));
 done:
@@ -161,4 +183,18 @@ done:
     trn_state_free(st);
     trn_step_table_free(&table);
     return rv;
+}
+
+int trn_step_replay_run(const char *dir, const trn_run_data *d, uint64_t k, int threads, trn_replay_result *out,
+                        krn_site_stats **rows, size_t *nrows)
+{
+    return replay_run(dir, d, k, threads, out, rows, nrows, NULL);
+}
+
+int trn_step_replay_traced(const char *dir, const trn_run_data *d, uint64_t k, int threads, trn_step_trace *tr,
+                           trn_replay_result *out)
+{
+    tr->trace_rc = OVT_EINVAL; /* until the traced step ran */
+    memset(&tr->root, 0, sizeof tr->root);
+    return replay_run(dir, d, k, threads, out, NULL, NULL, tr);
 }

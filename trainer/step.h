@@ -10,6 +10,7 @@
 
 #include "kernels/rlog.h"
 #include "kernels/site.h"
+#include "kernels/trace.h"
 #include "trainer/run.h"
 #include "trainer/rundata.h"
 #include "trainer/state.h"
@@ -52,5 +53,21 @@ typedef struct trn_replay_result {
  * (a fraud finding: the rows end with the site that failed). */
 int trn_step_replay_run(const char *dir, const trn_run_data *d, uint64_t k, int threads, trn_replay_result *out,
                         krn_site_stats **rows, size_t *nrows) OVT_MUST_USE;
+
+/* A traced re-execution (`ovt step --trace`): step k on `backend` (cpu:
+ * the arbiter's strict rule; ref, shuffle: an auditor's), recorded into
+ * trace (fresh; kernels/trace.h); the trace's result comes back in
+ * trace_rc (its message in krn_trace_error) and root. */
+typedef struct {
+    krn_backend_kind backend;
+    krn_trace *trace;
+    int trace_rc;
+    ovt_hash root;
+} trn_step_trace;
+
+/* trn_step_replay_run with step k re-executed as tr says, on a runner of
+ * its backend; the steps before k are replayed untraced on cpu. */
+int trn_step_replay_traced(const char *dir, const trn_run_data *d, uint64_t k, int threads, trn_step_trace *tr,
+                           trn_replay_result *out) OVT_MUST_USE;
 
 #endif
