@@ -28,7 +28,7 @@ const char *chain_arb_outcome_name(chain_arb_outcome outcome)
         "none",          "verified",           "trainer-right",      "auditor-right",
         "neither",       "fraudulent-log",     "inputs-unavailable", "trainer-timed-out",
         "auditor-timed-out", "both-timed-out", "arbiter-timed-out",  "unchallenged",
-        "trainer-absent", "no-majority"};
+        "trainer-absent", "no-majority", "cancelled"};
     return (unsigned)outcome < sizeof names / sizeof names[0] ? names[outcome] : "?";
 }
 
@@ -441,7 +441,7 @@ int chain_arb_decode_game(chain_arb_game *out, const uint8_t *data, size_t len)
         return ovt_fail(OVT_EFORMAT, "getGame: unknown phase %llu", (unsigned long long)v);
     out->phase = (chain_arb_phase)v;
     TRY(get_uint_bits(&dec, 1, 8, &v));
-    if (v > CHAIN_ARB_NO_MAJORITY)
+    if (v > CHAIN_ARB_CANCELLED)
         return ovt_fail(OVT_EFORMAT, "getGame: unknown outcome %llu", (unsigned long long)v);
     out->outcome = (chain_arb_outcome)v;
     TRY(get_uint_bits(&dec, 2, 8, &v));
@@ -545,7 +545,7 @@ static int get_outcome(const chain_abi_dec *dec, size_t i, chain_arb_outcome *ou
 {
     unsigned v;
     TRY(get_small(dec, i, &v));
-    if (v > CHAIN_ARB_NO_MAJORITY)
+    if (v > CHAIN_ARB_CANCELLED)
         return ovt_fail(OVT_EFORMAT, "unknown outcome %u", v);
     *out = (chain_arb_outcome)v;
     return 0;

@@ -51,7 +51,8 @@ typedef enum {
     CHAIN_ARB_ARBITER_TIMED_OUT,
     CHAIN_ARB_UNCHALLENGED,
     CHAIN_ARB_TRAINER_ABSENT,
-    CHAIN_ARB_NO_MAJORITY /* a committee revealed m or more verdicts, no m of them agree */
+    CHAIN_ARB_NO_MAJORITY, /* a committee revealed m or more verdicts, no m of them agree */
+    CHAIN_ARB_CANCELLED    /* nobody committed within commit_timeout of open: every bond paid in returned */
 } chain_arb_outcome;
 
 const char *chain_arb_phase_name(chain_arb_phase phase);
@@ -74,7 +75,7 @@ typedef struct {
     ovt_hash config_hash;
     ovt_hash dataset_hash;
     uint64_t steps;
-    uint32_t commit_timeout; /* seconds */
+    uint32_t commit_timeout; /* seconds for the first commit after open, and the second after the first */
     uint32_t move_timeout;
     uint32_t arbiter_timeout;
     chain_u256 trainer_bond;

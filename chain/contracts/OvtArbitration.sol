@@ -37,7 +37,8 @@ contract OvtArbitration {
         ArbiterTimedOut,   // fewer than the threshold of verdicts revealed in time
         Unchallenged,      // the auditor never committed
         TrainerAbsent,     // the auditor committed, the trainer never did
-        NoMajority         // a committee revealed enough verdicts, but no threshold of them agree
+        NoMajority,        // a committee revealed enough verdicts, but no threshold of them agree
+        Cancelled          // nobody committed within commitTimeout of open; every bond paid in returned
     }
 
     struct RunParams {
@@ -47,7 +48,7 @@ contract OvtArbitration {
         bytes32 configHash;
         bytes32 datasetHash;
         uint64 steps;          // N: leaves 0..N
-        uint32 commitTimeout;  // seconds the second party has to commit after the first
+        uint32 commitTimeout;  // seconds for the first commit after open, and for the second after the first
         uint32 moveTimeout;    // seconds per bisection round and for the leaf reveal
         uint32 arbiterTimeout; // seconds the arbiter has for the verdict
         uint96 trainerBond;    // wei, paid with the trainer's commit
@@ -368,6 +369,9 @@ contract OvtArbitration {
 
     /// Registers a run. Anyone may open it; the parties pay their bonds when
     /// they commit. Reverts if the same parameters and nonce were opened before.
+    /// The first commitment is due within commitTimeout: a run nobody commits
+    /// to by then is ended by timeout() as Cancelled, returning every bond
+    /// paid into it (an arbiter's accept()), so no opener can hold a bond.
     function open(RunParams calldata p) external returns (bytes32 runId) {
         if (p.trainer == address(0) || p.auditor == address(0) || p.trainer == p.auditor) revert BadParty();
         (uint8 n, uint8 m) = _checkCommittee(p);
@@ -378,6 +382,7 @@ contract OvtArbitration {
         if (r.phase != Phase.None) revert RunExists(runId);
         uint8 depth = depthOf(p.steps);
         r.trainer = p.trainer;
+        r.deadline = uint64(block.timestamp) + p.commitTimeout;
         r.phase = Phase.Committing;
         r.depth = depth;
         r.auditor = p.auditor;
@@ -451,7 +456,7 @@ contract OvtArbitration {
         uint8 flags = r.flags;
         if (flags & bit != 0) revert AlreadyMoved(msg.sender);
         uint64 deadline = r.deadline;
-        if (deadline != 0 && block.timestamp > deadline) revert DeadlinePassed(deadline);
+        if (block.timestamp > deadline) revert DeadlinePassed(deadline);
         uint256 bond = bit == TRAINER ? r.trainerBond : r.auditorBond;
         if (msg.value != bond) revert WrongBond(bond, msg.value);
         if (root == bytes32(0)) revert ZeroRoot();
@@ -752,7 +757,8 @@ contract OvtArbitration {
 
     /// Ends a run whose deadline has passed; anyone may call it. In the game
     /// a party that did not move loses; if neither moved, or the arbiter did
-    /// not give a verdict, both bonds are refunded.
+    /// not give a verdict, both bonds are refunded. A run nobody committed to
+    /// within commitTimeout of open ends Cancelled, every accepted bond back.
     function timeout(bytes32 runId) external {
         Run storage r = _run(runId);
         Phase phase = r.phase;
@@ -761,7 +767,7 @@ contract OvtArbitration {
         uint8 moved = r.flags & (TRAINER | AUDITOR);
         Outcome o;
         if (phase == Phase.Committing) {
-            o = moved == TRAINER ? Outcome.Unchallenged : Outcome.TrainerAbsent;
+            o = moved == TRAINER ? Outcome.Unchallenged : moved == AUDITOR ? Outcome.TrainerAbsent : Outcome.Cancelled;
         } else if (phase == Phase.AwaitingVerdict) {
             if (r.arbiterCount > 1) {
                 emit TimedOut(runId, phase, r.round, moved);
