@@ -141,10 +141,17 @@ static int save_state(struct agent *a)
     return rv;
 }
 
+/* The game this agent plays: the run's own, or a challenge of it. */
+static const ovt_hash *game_of(const party_agent_opts *o)
+{
+    static const ovt_hash zero;
+    return memcmp(o->game_id.b, zero.b, 32) ? &o->game_id : &o->run_id;
+}
+
 static int load_state(struct agent *a)
 {
     char rid[65];
-    ovt_hex_encode(rid, a->o->run_id.b, 32);
+    ovt_hex_encode(rid, game_of(a->o)->b, 32);
     int n = snprintf(a->dir, sizeof a->dir, "%s/%s", a->o->state_dir, rid);
     if (n < 0 || (size_t)n >= sizeof a->dir)
         return ovt_fail(OVT_EINVAL, "--state-dir is too long");
@@ -208,8 +215,8 @@ static int read_chain(struct agent *a, chain_arb_game *g, uint64_t *block, uint6
     if ((rv = block_timestamp(a->s->rpc, tag, now)))
         return rv;
     ovt_metrics_chain(*block, *block, *now);
-    if ((rv = chain_arb_get_game(&a->s->arb, &a->o->run_id, tag, g)) == 0)
-        ovt_metrics_game(&a->o->run_id, chain_arb_phase_name(g->phase), g->deadline, g->phase == CHAIN_ARB_PHASE_SETTLED);
+    if ((rv = chain_arb_get_game(&a->s->arb, game_of(a->o), tag, g)) == 0)
+        ovt_metrics_game(game_of(a->o), chain_arb_phase_name(g->phase), g->deadline, g->phase == CHAIN_ARB_PHASE_SETTLED);
     return rv;
 }
 
@@ -329,7 +336,7 @@ static int turn(struct agent *a, chain_arb_outcome *outcome, int *done, int *wai
     chain_receipt r;
     memset(&r, 0, sizeof r);
     if (mv.kind != CHAIN_ARB_MOVE_NONE) {
-        rv = chain_arb_send_move(&a->s->arb, &a->s->txm, &o->run_id, &mv, &r);
+        rv = chain_arb_send_move(&a->s->arb, &a->s->txm, game_of(o), &mv, &r);
         if (rv == OVT_EREVERT) {
             agent_log(a, "refused", NULL, "%s of round %u refused (%s); re-reading the game", move_name(mv.kind),
                       mv.round, ovt_errmsg());
@@ -352,7 +359,7 @@ static int turn(struct agent *a, chain_arb_outcome *outcome, int *done, int *wai
         return rv;
     }
     if (g.deadline && now > g.deadline) {
-        rv = chain_arb_timeout(&a->s->arb, &a->s->txm, &o->run_id, &r);
+        rv = chain_arb_timeout(&a->s->arb, &a->s->txm, game_of(o), &r);
         if (rv == OVT_EREVERT) {
             chain_receipt_free(&r);
             return 0; /* not due yet by the contract's clock, or claimed by someone else */
@@ -383,7 +390,7 @@ int party_agent_run(chain_session *s, const party_agent_opts *o, chain_arb_outco
     if (rv || (rv = load_state(&a)))
         goto done;
     char rid[67];
-    chain_hash_hex(rid, &o->run_id);
+    chain_hash_hex(rid, game_of(o));
     char root[67];
     chain_hash_hex(root, chain_merkle_root(a.hist.tree));
     agent_log(&a, "start", json_pack("{s:s, s:s}", "run_id", rid, "root", root), "playing run %s with root %s", rid,

@@ -9,9 +9,9 @@
  * and a commit after the window is refused.
  *
  * The invariant: a random sequence of calls by every account (open with
- * random committees and bonds, accept, commit, bisect and reveal from both
- * trees, verdicts, sealed ballots and their reveals, timeouts, withdrawals,
- * the clock moved on), after each of which the contract's balance equals
+ * random committees and bonds, accept, commit, challenges, bisect and reveal
+ * from both trees, verdicts, sealed ballots and their reveals, timeouts,
+ * withdrawals, the clock moved on), after each of which the contract's balance equals
  * the credits plus the bonds paid into runs not yet settled, and every run
  * not yet settled has a deadline running (so timeout() will end it). At
  * the end every run is ended by timeout() alone and every account withdraws
@@ -27,7 +27,7 @@
 
 static fx_env env;
 
-#define MAX_RUNS 16
+#define MAX_RUNS 24
 
 /* A call whose refusal is an expected result here (its error is cleared). */
 #define TRY_CALL(call)             \
@@ -236,6 +236,21 @@ static int arbiter_moves(const fx_run *run)
     return chain_arb_reveal_verdict(&env.arb, m, &run->run_id, g.index, o, &evidence, &salt, NULL);
 }
 
+/* A challenge of run (itself maybe a challenge, which is refused) by an
+ * outsider, or now and then by a named arbiter (refused), with the auditor's
+ * history or, now and then, the trainer's own root (refused). */
+static void challenge_random(world *w, const fx_run *run)
+{
+    static const int who[] = {FX_OUTSIDER, FX_ARBITER4, FX_ARBITER5, FX_OUTSIDER, FX_ARBITER};
+    if (w->n == MAX_RUNS)
+        return;
+    const fx_history *h = tc_rnd() % 5 ? &run->auditor : &run->trainer;
+    if (fx_challenge(&env, &w->run[w->n], run, who[tc_rnd() % 5], h, NULL) == 0)
+        w->n++;
+    else
+        ovt_err_clear();
+}
+
 /* A run to act on: mostly one not yet settled. */
 static fx_run *pick_run(world *w)
 {
@@ -249,11 +264,12 @@ static fx_run *pick_run(world *w)
 
 /* One random call; many are refused (wrong phase, not theirs, too early or
  * late), which is part of the test. Weights: open 1, accept 2, commit 3,
- * a party's move 6, both parties played to the verdict 1, an arbiter's 4, the
- * clock 1, timeout 1, withdraw 1. */
+ * a party's move 6, both parties played to the verdict 1, an arbiter's 4, a
+ * challenge 3, the clock 1, timeout 1, withdraw 1. A challenge's game joins
+ * the runs (its challenger plays the auditor's side). */
 static const char *random_call(world *w)
 {
-    static const char kinds[] = "oaacccmmmmmmpvvvvwtx";
+    static const char kinds[] = "oaacccmmmmmmpvvvvhhhwtx";
     char kind = kinds[tc_rnd() % (sizeof kinds - 1)];
     if (kind == 'o' || w->n == 0) {
         open_random(w);
@@ -271,7 +287,12 @@ static const char *random_call(world *w)
         TRY_CALL(chain_arb_commit(&env.arb, &env.txm[party], &run->run_id, chain_merkle_root(h->tree), NULL, NULL, NULL));
         return "commit";
     }
-    case 'm': TRY_CALL(fx_move(&env, run, tc_rnd() % 2 ? FX_TRAINER : FX_AUDITOR, &moved, NULL)); return "move";
+    case 'm': {
+        int party = tc_rnd() % 2 ? FX_TRAINER : run->challenger ? run->challenger : FX_AUDITOR;
+        TRY_CALL(fx_move(&env, run, party, &moved, NULL));
+        return "move";
+    }
+    case 'h': challenge_random(w, run); return "challenge";
     case 'p': TRY_CALL(fx_play(&env, run, NULL, NULL)); return "play";
     case 'v': TRY_CALL(arbiter_moves(run)); return "arbiter";
     case 'w': TRY_CALL(fx_warp(&env, tc_rnd() % 150)); return "warp";
@@ -310,12 +331,14 @@ static void test_invariant(void)
         if (fx_credit(&env, a))
             CHECK(chain_arb_withdraw(&env.arb, &env.txm[a], NULL) == 0);
     CHECK_EQ_U64(contract_balance(), 0);
-    unsigned settled[CHAIN_ARB_CANCELLED + 1] = {0};
+    unsigned settled[CHAIN_ARB_CANCELLED + 1] = {0}, challenges = 0;
     for (size_t k = 0; k < w.n; k++) {
         settled[fx_game(&env, &w.run[k]).outcome]++;
+        challenges += w.run[k].challenger != 0;
         fx_run_free(&w.run[k]);
     }
-    printf("invariant: %zu runs, %llu checks; outcomes:", w.n, (unsigned long long)w.checks);
+    printf("invariant: %zu games (%u of them challenges), %llu checks; outcomes:", w.n, challenges,
+           (unsigned long long)w.checks);
     for (unsigned o = 0; o <= CHAIN_ARB_CANCELLED; o++)
         if (settled[o])
             printf(" %s %u", chain_arb_outcome_name((chain_arb_outcome)o), settled[o]);
