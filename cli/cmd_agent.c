@@ -28,7 +28,10 @@ static void usage(FILE *f)
             "  --run-id HEX         the run\n"
             "  --game HEX           play this challenge of the run instead of the run's own game (its id\n"
             "                       from ChallengeOpened; the trainer defends its root, the challenger\n"
-            "                       plays --role auditor; docs/contract.md, \"Open challenges\")\n" CLI_CHAIN_HELP CLI_CHAIN_CONFIRMATIONS_HELP
+            "                       plays --role auditor; docs/contract.md, \"Open challenges\")\n"
+            "  --defend             trainer: also play every challenge of the run as it is opened, and\n"
+            "                       exit only once the challenge window has closed and every\n"
+            "                       challenge is settled\n" CLI_CHAIN_HELP CLI_CHAIN_CONFIRMATIONS_HELP
             "  --run DIR            this party's history (DIR/steps.bin)\n"
             "  --store URL          trainer: file://DIR, http(s)://... (PUT) or s3://BUCKET/PREFIX to\n"
             "                       publish the inputs\n"
@@ -46,7 +49,8 @@ static void usage(FILE *f)
             "  -h, --help           this help\n");
 }
 
-enum { O_ROLE = 256, O_RUN_ID, O_RUN, O_STORE, O_DATA, O_STATE_DIR, O_POLL, O_JSON, O_WITHHOLD, O_METRICS, O_GAME };
+enum { O_ROLE = 256, O_RUN_ID, O_RUN, O_STORE, O_DATA, O_STATE_DIR, O_POLL, O_JSON, O_WITHHOLD, O_METRICS, O_GAME,
+       O_DEFEND };
 
 struct agent_args {
     party_agent_play_opts po;
@@ -67,6 +71,7 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     switch (c) {
     case O_ROLE: a->role = arg; break;
     case O_GAME: rv = chain_parse_hash(&o->game_id, flag, arg); break;
+    case O_DEFEND: o->defend = true; break;
     case O_RUN_ID:
         rv = chain_parse_hash(&o->run_id, flag, arg);
         a->have_run_id = true;
@@ -97,7 +102,7 @@ int cmd_agent(int argc, char **argv)
         CLI_CHAIN_CONFIRMATIONS_LONGOPT,
         CLI_POLICY_LONGOPTS,
         {"role", required_argument, NULL, O_ROLE},          {"run-id", required_argument, NULL, O_RUN_ID},
-        {"game", required_argument, NULL, O_GAME},
+        {"game", required_argument, NULL, O_GAME},          {"defend", no_argument, NULL, O_DEFEND},
         {"run", required_argument, NULL, O_RUN},            {"store", required_argument, NULL, O_STORE},
         {"data", required_argument, NULL, O_DATA},          {"state-dir", required_argument, NULL, O_STATE_DIR},
         {"poll-interval", required_argument, NULL, O_POLL}, {"json", no_argument, NULL, O_JSON},

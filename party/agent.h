@@ -40,6 +40,9 @@ typedef struct {
     long poll_ms;
     bool json;             /* log lines as JSON objects */
     bool withhold;         /* fault injection: the trainer never publishes the inputs */
+    bool defend;           /* trainer: also play every challenge of the run (ChallengeOpened), and
+                              return only once its own game and every challenge are settled and
+                              the challenge window (commitTimeout from its commit) has closed */
     FILE *log;             /* log lines (stderr if NULL) */
 } party_agent_opts;
 

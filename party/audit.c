@@ -22,15 +22,10 @@ static int check_terms(chain_session *s, const party_audit_opts *o, chain_arb_pa
     return rv;
 }
 
-/* Commits the auditor's own root for the run, after checking the run's
- * parameters against what was replayed. *trainer_root_matches: whether the
- * trainer's committed root is the root of the step table it published (-1:
- * the trainer has not committed yet). */
-static int commit_root(chain_session *s, const party_audit_opts *o, const aud_report *r, ovt_hash *root_out,
-                       int *trainer_root_matches)
+/* The root of the replayed history for the run, after checking the run's
+ * terms (check_terms) and that its config and step count are the replay's. */
+static int replay_root(chain_session *s, const party_audit_opts *o, const aud_report *r, ovt_hash *root_out)
 {
-    const ovt_hash *run_id = &o->audit.run_id;
-    *trainer_root_matches = -1;
     chain_arb_params p;
     int rv = check_terms(s, o, &p);
     if (rv)
@@ -38,9 +33,24 @@ static int commit_root(chain_session *s, const party_audit_opts *o, const aud_re
     if (memcmp(p.config_hash.b, r->own.config_hash.b, 32) != 0 || p.steps != r->steps)
         return ovt_fail(OVT_EINVAL, "the run on chain has another config or step count than the replayed run");
     party_history h;
-    if ((rv = party_history_from_table(&h, &r->own, run_id)))
+    if ((rv = party_history_from_table(&h, &r->own, &o->audit.run_id)))
         return rv;
     *root_out = *chain_merkle_root(h.tree);
+    party_history_free(&h);
+    return 0;
+}
+
+/* Commits the auditor's own root for the run (replay_root).
+ * *trainer_root_matches: whether the trainer's committed root is the root
+ * of the step table it published (-1: the trainer has not committed yet). */
+static int commit_root(chain_session *s, const party_audit_opts *o, const aud_report *r, ovt_hash *root_out,
+                       int *trainer_root_matches)
+{
+    const ovt_hash *run_id = &o->audit.run_id;
+    *trainer_root_matches = -1;
+    int rv = replay_root(s, o, r, root_out);
+    if (rv)
+        return rv;
     chain_arb_game g;
     ovt_hash published;
     if (!(rv = chain_arb_get_game(&s->arb, run_id, NULL, &g)) && (g.flags & CHAIN_ARB_FLAG_TRAINER) &&
@@ -54,7 +64,6 @@ static int commit_root(chain_session *s, const party_audit_opts *o, const aud_re
         rv = 0; /* committed before (a restart): nothing to send */
     else if (!rv)
         rv = chain_arb_commit(&s->arb, &s->txm, run_id, root_out, NULL, NULL, NULL);
-    party_history_free(&h);
     return rv;
 }
 
@@ -67,17 +76,9 @@ static int challenge_root(chain_session *s, const party_audit_opts *o, const aud
 {
     const ovt_hash *run_id = &o->audit.run_id;
     memset(game_id, 0, sizeof *game_id);
-    chain_arb_params p;
-    int rv = check_terms(s, o, &p);
+    int rv = replay_root(s, o, r, root_out);
     if (rv)
         return rv;
-    if (memcmp(p.config_hash.b, r->own.config_hash.b, 32) != 0 || p.steps != r->steps)
-        return ovt_fail(OVT_EINVAL, "the run on chain has another config or step count than the replayed run");
-    party_history h;
-    if ((rv = party_history_from_table(&h, &r->own, run_id)))
-        return rv;
-    *root_out = *chain_merkle_root(h.tree);
-    party_history_free(&h);
     chain_arb_game g;
     static const ovt_hash zero;
     if ((rv = chain_arb_get_game(&s->arb, run_id, NULL, &g)))

@@ -423,7 +423,8 @@ static void test_withhold(void)
 /* Open challenges (issue 43) from the command line. An honest run settles
  * Verified; `ovt audit --challenge` by an outsider whose replay agrees sends
  * nothing; a lying outsider (--lie-at 9) challenges and, with --agent,
- * plays the challenge's game against `ovt agent --role trainer --game ID`;
+ * plays the challenge's game against `ovt agent --role trainer --defend`,
+ * which finds the challenge by itself and exits once the window has closed;
  * the verdict (posted by the test as the arbiter) is TrainerRight: the
  * liar's bond goes to the trainer, the run is not refuted, and the trainer's
  * own bond was never in play. The run's auditor key is refused as a
@@ -463,7 +464,7 @@ static void test_challenge(void)
     snprintf(dir, sizeof dir, "%s/aud-ch-liar", af_dir);
     snprintf(t_out, sizeof t_out, "%s/trainer-ch.out", af_dir);
     snprintf(c_out, sizeof c_out, "%s/challenger-ch.out", af_dir);
-    char *targs[] = {af_ovt, "agent", "--role", "trainer", "--run-id", rid, "--game", cid_hex, "--rpc-url", node.url,
+    char *targs[] = {af_ovt, "agent", "--role", "trainer", "--run-id", rid, "--defend", "--rpc-url", node.url,
                      "--contract", contract, "--private-key", (char *)keys[TRAINER], "--run", run_dir,
                      "--poll-interval", "0.1", "--accept-arbiter", addr[ARBITER], "--json", NULL};
     char *cargs[] = {af_ovt, "audit", store_url, "--run-id", rid, "--out", dir, "--backend", "ref", "--rpc-url",
@@ -477,8 +478,19 @@ static void test_challenge(void)
     CHECK(wait_phase(cid_hex, CHAIN_ARB_PHASE_AWAITING_VERDICT, 120, &g) == 0);
     CHECK_EQ_U64(g.index, 9);
     CHECK(verdict(cid_hex, 9, CHAIN_ARB_TRAINER_RIGHT, &g.trainer_node) == 0);
-    CHECK(wait_agent(tp, 60) == 0 && wait_agent(cp, 60) == 0);
-    CHECK(file_has(t_out, "{\"outcome\":\"trainer-right\",\"code\":2}"));
+    CHECK(wait_agent(cp, 60) == 0);
+    CHECK(game(cid_hex, &g) == 0 && g.outcome == CHAIN_ARB_TRAINER_RIGHT);
+    /* the defending trainer stays until the window (3600 s from its commit) closes */
+    sleep_ms(1000);
+    CHECK(waitpid(tp, NULL, WNOHANG) == 0);
+    json_t *res = NULL;
+    CHECK(chain_rpc_call(rpc, &res, "evm_increaseTime", json_pack("[i]", 3601)) == 0);
+    json_decref(res);
+    res = NULL;
+    CHECK(chain_rpc_call(rpc, &res, "evm_mine", NULL) == 0);
+    json_decref(res);
+    CHECK(wait_agent(tp, 60) == 0);
+    CHECK(file_has(t_out, "{\"outcome\":\"verified\",\"code\":1}")); /* the run's own outcome */
     CHECK(file_has(c_out, "\"challenged\":true") && file_has(c_out, "trainer-right"));
     chain_u256 t1;
     CHECK(chain_arb_credit(&arb, &trainer, NULL, &t1) == 0);
