@@ -25,6 +25,7 @@ void arb_watch_opts_default(arb_watch_opts *o)
     o->input_wait = 600;
     o->deadline_margin = 120;
     o->max_arbiter_bond = chain_u256_from_u64(1000000000000000000ULL); /* 1 ETH */
+    o->max_commit_timeout = 7 * 86400;
     o->log = stdout;
 }
 
@@ -369,6 +370,9 @@ static void view_of(arb_view *v, const watcher *w, const arb_game *g, const game
     v->input_wait = w->o->input_wait;
     v->deadline_margin = w->o->deadline_margin;
     v->max_arbiter_bond = w->o->max_arbiter_bond;
+    v->max_commit_timeout = w->o->max_commit_timeout;
+    v->known = w->o->known;
+    v->nknown = w->o->nknown;
     v->misbehave = w->o->misbehave;
     v->verdict_sent = r->sent->verdict;
     v->accept_sent = r->sent->accept;
@@ -442,11 +446,16 @@ static void note_action(watcher *w, arb_game *g, const chain_arb_params *run, co
         arb_say(w, a->kind == ARB_ACT_WAIT ? "waiting" : "idle", &g->run_id, json_pack("{s:s}", "action", arb_act_name(a->kind)),
             "%s", a->reason);
     if (a->kind == ARB_ACT_REFUSE) {
-        char bond[80], max[80];
+        char bond[80], max[80], trainer[43];
         chain_u256_to_dec(bond, &run->arbiter_bond);
         chain_u256_to_dec(max, &w->o->max_arbiter_bond);
-        arb_say(w, "seat_refused", &g->run_id, json_pack("{s:s, s:s}", "arbiter_bond", bond, "max_arbiter_bond", max),
-            "not taking the seat: the run's arbiter bond is %s wei, above --max-arbiter-bond %s", bond, max);
+        chain_address_to_string(trainer, &run->trainer);
+        ovt_metrics_seat_declined(a->decline);
+        arb_say(w, "seat_refused", &g->run_id,
+            json_pack("{s:s, s:s, s:s, s:I, s:I, s:s}", "decline", a->decline, "arbiter_bond", bond, "max_arbiter_bond",
+                      max, "commit_timeout", (json_int_t)run->commit_timeout, "max_commit_timeout",
+                      (json_int_t)w->o->max_commit_timeout, "trainer", trainer),
+            "%s (arbiter bond %s wei, commit timeout %u s)", a->reason, bond, run->commit_timeout);
     }
 }
 

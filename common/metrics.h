@@ -41,6 +41,11 @@ void ovt_metrics_chain(uint64_t head, uint64_t read_block, uint64_t head_time);
  * 1024 games are tracked. */
 void ovt_metrics_game(const ovt_hash *run_id, const char *phase, uint64_t deadline, int done);
 
+/* The arbiter declined a run's seat (arbiter/decide.h: the action's
+ * decline, a static string such as "bond", "window", "uncommitted"):
+ * counted by reason, once each time the watcher decides so anew. */
+void ovt_metrics_seat_declined(const char *reason);
+
 /* Seconds the last re-execution (or replay) of a step took. */
 void ovt_metrics_eval_seconds(double seconds);
 
