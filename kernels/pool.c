@@ -26,6 +26,13 @@ struct krn_pool {
     void *arg;
     size_t nchunks;
     atomic_size_t next; /* the next unclaimed chunk */
+    /* krn_pool_background's batch */
+    bool bg_on; /* workers may claim its jobs */
+    int bg_inside; /* workers running one of its jobs */
+    void (*bg_fn)(void *, size_t);
+    void *bg_arg;
+    size_t bg_njobs;
+    atomic_size_t bg_next; /* the next unclaimed job */
 };
 
 /* The pool whose chunks this thread runs (a worker's own pool, or the one
@@ -43,6 +50,27 @@ static void run_chunks(krn_pool *pool, void (*fn)(void *, size_t), void *arg, si
     }
 }
 
+static bool background_ready(krn_pool *pool)
+{
+    return pool->bg_on && atomic_load_explicit(&pool->bg_next, memory_order_relaxed) < pool->bg_njobs;
+}
+
+/* One background job, taken with the mutex held (released while it runs). */
+static void background_job(krn_pool *pool)
+{
+    size_t j = atomic_fetch_add_explicit(&pool->bg_next, 1, memory_order_relaxed);
+    if (j >= pool->bg_njobs)
+        return;
+    pool->bg_inside++;
+    void (*fn)(void *, size_t) = pool->bg_fn;
+    void *arg = pool->bg_arg;
+    pthread_mutex_unlock(&pool->mu);
+    fn(arg, j);
+    pthread_mutex_lock(&pool->mu);
+    if (--pool->bg_inside == 0)
+        pthread_cond_broadcast(&pool->settled);
+}
+
 static void *worker(void *p)
 {
     krn_pool *pool = p;
@@ -50,10 +78,14 @@ static void *worker(void *p)
     running = pool;
     pthread_mutex_lock(&pool->mu);
     for (;;) {
-        while (!pool->stop && pool->generation == seen)
+        while (!pool->stop && pool->generation == seen && !background_ready(pool))
             pthread_cond_wait(&pool->wake, &pool->mu);
         if (pool->stop)
             break;
+        if (pool->generation == seen) { /* no new loop: a background job */
+            background_job(pool);
+            continue;
+        }
         seen = pool->generation;
         if (!pool->open)
             continue; /* woke too late: the loop is finished or finishing */
@@ -65,7 +97,7 @@ static void *worker(void *p)
         run_chunks(pool, fn, arg, nchunks);
         pthread_mutex_lock(&pool->mu);
         if (--pool->inside == 0)
-            pthread_cond_signal(&pool->settled);
+            pthread_cond_broadcast(&pool->settled);
     }
     pthread_mutex_unlock(&pool->mu);
     krn_scratch_release(); /* the buffers the loops grew on this thread (scratch.h) */
@@ -84,6 +116,7 @@ int krn_pool_new(krn_pool **out, int threads)
     pthread_cond_init(&pool->wake, NULL);
     pthread_cond_init(&pool->settled, NULL);
     atomic_init(&pool->next, 0);
+    atomic_init(&pool->bg_next, 0);
     if (threads > 1) {
         pool->threads = calloc((size_t)threads - 1, sizeof *pool->threads);
         if (pool->threads == NULL) {
@@ -107,6 +140,7 @@ void krn_pool_free(krn_pool *pool)
 {
     if (pool == NULL)
         return;
+    krn_pool_background_wait(pool);
     pthread_mutex_lock(&pool->mu);
     pool->stop = true;
     pthread_cond_broadcast(&pool->wake);
@@ -148,6 +182,47 @@ void krn_pool_run(krn_pool *pool, size_t nchunks, void (*fn)(void *arg, size_t c
     pthread_mutex_lock(&pool->mu);
     pool->open = false;
     while (pool->inside > 0)
+        pthread_cond_wait(&pool->settled, &pool->mu);
+    pthread_mutex_unlock(&pool->mu);
+}
+
+void krn_pool_background(krn_pool *pool, size_t njobs, void (*fn)(void *arg, size_t job), void *arg)
+{
+    krn_pool_background_wait(pool);
+    pthread_mutex_lock(&pool->mu);
+    pool->bg_fn = fn;
+    pool->bg_arg = arg;
+    pool->bg_njobs = njobs;
+    atomic_store_explicit(&pool->bg_next, 0, memory_order_relaxed);
+    pool->bg_on = true;
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->mu);
+}
+
+/* A chunk of the final loop: background jobs until none is left. */
+static void background_drain(void *p, size_t chunk)
+{
+    (void)chunk;
+    krn_pool *pool = p;
+    for (;;) {
+        size_t j = atomic_fetch_add_explicit(&pool->bg_next, 1, memory_order_relaxed);
+        if (j >= pool->bg_njobs)
+            return;
+        pool->bg_fn(pool->bg_arg, j);
+    }
+}
+
+void krn_pool_background_wait(krn_pool *pool)
+{
+    pthread_mutex_lock(&pool->mu);
+    bool on = pool->bg_on;
+    pool->bg_on = false; /* workers claim no more; the loop below takes the rest */
+    pthread_mutex_unlock(&pool->mu);
+    if (!on)
+        return;
+    krn_pool_run(pool, (size_t)pool->nworkers + 1, background_drain, pool);
+    pthread_mutex_lock(&pool->mu);
+    while (pool->bg_inside > 0)
         pthread_cond_wait(&pool->settled, &pool->mu);
     pthread_mutex_unlock(&pool->mu);
 }
