@@ -161,6 +161,7 @@ static double timed_loop(const trn_state *init, trn_workspace *w, int threads, c
     trn_state *st;
     if (krn_ctx_new(&ctx, &kc) || trn_state_clone(&st, init))
         fail("setup");
+    trn_state_hash_threads(st, ctx);
     trn_step_info info;
     uint64_t at;
     double t0 = now();
@@ -177,8 +178,8 @@ static double timed_loop(const trn_state *init, trn_workspace *w, int threads, c
     if (overlap && !trn_state_hash_end(st, &hashes[k - 1], &at))
         fail("no overlapped hash");
     double t = now() - t0;
-    krn_ctx_free(ctx);
     trn_state_free(st);
+    krn_ctx_free(ctx);
     return t;
 }
 

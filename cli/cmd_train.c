@@ -70,6 +70,10 @@ static void train_usage(FILE *f)
             "  --band-rules N       what verifiers demand of the log (default 2: the canonical\n"
             "                       re-execution and rule 3; 1: rule 2, as every run before it;\n"
             "                       docs/numeric-contract.md section 10)\n"
+            "  --state-hash N       how the stateHash covers a tensor (default 3: the root of its\n"
+            "                       tree of 64 KiB leaves, hashed on every thread, a leaf range\n"
+            "                       provable with `ovt state-proof`; 1: one SHA-256 per tensor, as\n"
+            "                       every run before it; docs/formats.md \"State and stateHash\")\n"
             "  --shards S           split each step's batch into S shards (S divides --batch; default\n"
             "                       1): each shard's gradient computed on its own, the exact mean of\n"
             "                       the S of them one site, their hashes in the log; under\n"
@@ -181,7 +185,7 @@ static int train_defaults(struct train_args *a, int argc, char **argv)
 enum { O_MODEL = 256, O_DATA, O_OUT, O_STEPS, O_BATCH, O_SEQ, O_LR, O_LR_MIN, O_WARMUP, O_WD, O_CLIP, O_SEED,
        O_GRID, O_BACKEND, O_THREADS, O_CKPT, O_RESUME, O_RUN_ID, O_EVERY, O_JSON, O_REPLAY, O_NEAREST,
        O_PRINT_STATE, O_FAULT, O_FAULT_STEP, O_CONFIG, O_SCHEDULE, O_INIT_FROM, O_RANK_TIMEOUT, O_SHARDS,
-       O_FAULT_SHARD, O_FAULT_RANK, O_FAULT_TIMEOUT, O_BAND_RULES, O_FAULT_SITE,
+       O_FAULT_SHARD, O_FAULT_RANK, O_FAULT_TIMEOUT, O_BAND_RULES, O_STATE_HASH, O_FAULT_SITE,
        O_FAULT_ELEMENT, O_AUGMENT_CROP, O_AUGMENT_FLIP, O_NO_AUGMENT_FLIP };
 
 static const struct option train_longopts[] = {
@@ -202,6 +206,7 @@ static const struct option train_longopts[] = {
     {"fault-step", required_argument, NULL, O_FAULT_STEP}, {"shards", required_argument, NULL, O_SHARDS},
     {"fault-shard", required_argument, NULL, O_FAULT_SHARD}, {"fault-rank", required_argument, NULL, O_FAULT_RANK},
     {"fault-timeout", required_argument, NULL, O_FAULT_TIMEOUT}, {"band-rules", required_argument, NULL, O_BAND_RULES},
+    {"state-hash", required_argument, NULL, O_STATE_HASH},
     {"fault-site", required_argument, NULL, O_FAULT_SITE}, {"fault-element", required_argument, NULL, O_FAULT_ELEMENT},
     {"augment-crop", required_argument, NULL, O_AUGMENT_CROP}, {"augment-flip", no_argument, NULL, O_AUGMENT_FLIP},
     {"no-augment-flip", no_argument, NULL, O_NO_AUGMENT_FLIP},
@@ -236,6 +241,13 @@ static int train_flag(struct train_args *a, int c, const char *flag, const char 
     case O_SEED: return ovt_parse_u64(&rc->seed, flag, v, 0, UINT64_MAX);
     case O_GRID: return ovt_parse_u32(&rc->grid_bits, flag, v, 24, 32);
     case O_BAND_RULES: return ovt_parse_u32(&rc->band_rules, flag, v, TRN_BAND_RULES_V1, TRN_BAND_RULES_CANONICAL);
+    case O_STATE_HASH:
+        if (ovt_parse_u32(&rc->state_hash, flag, v, TRN_STATE_HASH_V1, TRN_STATE_HASH_TREE))
+            return OVT_EINVAL;
+        if (rc->state_hash != TRN_STATE_HASH_V1 && rc->state_hash != TRN_STATE_HASH_TREE)
+            return ovt_fail(OVT_EINVAL, "--state-hash %u: 1 (a SHA-256 per tensor) or 3 (a tree per tensor)",
+                            rc->state_hash);
+        return 0;
     case O_SHARDS: return ovt_parse_u32(&rc->shards, flag, v, 1, TRN_MAX_SHARDS);
     case O_AUGMENT_CROP: return ovt_parse_u32(&rc->augment_crop, flag, v, 0, TRN_MAX_AUGMENT_CROP);
     case O_AUGMENT_FLIP: rc->augment_flip = 1; return 0;

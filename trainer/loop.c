@@ -193,6 +193,7 @@ static int loop_open(loop *l)
                      .shuffle_seed = l->rc.seed, .threads = o->threads, .rule = trn_config_rule(&l->rc)};
     if ((rv = krn_ctx_new(&l->ctx, &kc)) || (rv = trn_workspace_new(&l->w, &l->rc)))
         return rv;
+    trn_state_hash_threads(l->st, l->ctx); /* the stateHash's leaves on the step's pool */
     trn_workspace_fault_shard(l->w, trn_fault_shard_step(&o->fault), o->fault.shard);
     return 0;
 }
@@ -485,6 +486,8 @@ int trn_loop_run(const trn_loop_opts *o, trn_loop_result *res)
     free(l.init_params);
     free(l.rows);
     krn_rlog_free(l.log);
+    if (l.st)
+        trn_state_hash_threads(l.st, NULL); /* settles the hash on the ctx before it goes */
     krn_ctx_free(l.ctx);
     trn_workspace_free(l.w);
     trn_state_free(l.st);
