@@ -12,6 +12,7 @@
 #include "common/fileio.h"
 #include "dp/dp.h"
 #include "trainer/loop.h"
+#include "trainer/rundata.h"
 
 static void train_usage(FILE *f)
 {
@@ -138,6 +139,7 @@ struct train_args {
     uint32_t every;     /* a progress line every N steps (0: none) */
     bool json, print_state;
     bool lr_min_set;    /* --lr-min, or a --config's own */
+    bool state_hash_set; /* --state-hash, or a --config's own */
     double rank_timeout; /* seconds, under mpirun */
 };
 
@@ -160,6 +162,7 @@ static int load_config_file(struct train_args *a, const char *path)
                  : rc.model.kind == TRN_MODEL_RESNET ? "resnet (--config)"
                                                      : "gpt2 (--config)";
     a->lr_min_set = true; /* the config's own lr_min */
+    a->state_hash_set = true;
     return 0;
 }
 
@@ -242,6 +245,7 @@ static int train_flag(struct train_args *a, int c, const char *flag, const char 
     case O_GRID: return ovt_parse_u32(&rc->grid_bits, flag, v, 24, 32);
     case O_BAND_RULES: return ovt_parse_u32(&rc->band_rules, flag, v, TRN_BAND_RULES_V1, TRN_BAND_RULES_CANONICAL);
     case O_STATE_HASH:
+        a->state_hash_set = true;
         if (ovt_parse_u32(&rc->state_hash, flag, v, TRN_STATE_HASH_V1, TRN_STATE_HASH_TREE))
             return OVT_EINVAL;
         if (rc->state_hash != TRN_STATE_HASH_V1 && rc->state_hash != TRN_STATE_HASH_TREE)
@@ -395,6 +399,23 @@ static int train_processes(struct train_args *a, bool *writer)
     return 2;
 }
 
+/* --resume without --state-hash: the run's own stateHash version (a run
+ * made before the tree resumes as v1), read from DIR/config.bin; a missing
+ * or bad file is left for the resume to report. */
+static void inherit_state_hash(trn_run_config *rc, const char *dir)
+{
+    char path[4096];
+    uint8_t *buf;
+    size_t len;
+    trn_run_config there;
+    if (!dir || trn_run_path(path, sizeof path, dir, NULL, 0, "config.bin") ||
+        ovt_read_file(path, &buf, &len, 4096))
+        return;
+    if (trn_config_decode(&there, buf, len) == 0)
+        rc->state_hash = trn_config_state_hash(&there);
+    free(buf);
+}
+
 int cmd_train(int argc, char **argv)
 {
     struct train_args a = {.o = {.model = "gpt2-tiny", .backend = "cpu", .steps = 100, .ckpt_every = 50},
@@ -403,6 +424,8 @@ int cmd_train(int argc, char **argv)
     int rv = train_parse(&a, argc, argv, &help);
     if (rv || help)
         return rv;
+    if (a.o.resume && !a.state_hash_set)
+        inherit_state_hash(&a.o.config, a.o.out);
     if ((rv = train_processes(&a, &writer)))
         return rv;
     a.o.report = (trn_loop_report){.begin = report_begin, .step = report_step,

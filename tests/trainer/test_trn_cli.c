@@ -64,6 +64,9 @@ static void check_tree_run(const char *tok)
     CHECK(run_ovt("state-proof %s/tree-gpt2 --step 3 --tensor fcw --leaves 2", dir) == 1); /* fcw has 2 leaves */
     CHECK(run_ovt("state-proof %s/pin-gpt2 --step 3 --tensor fcw --leaves 0", dir) == 1);  /* a v1 run */
     CHECK(output_has("only the tree"));
+    /* a v1 run resumes as v1 without --state-hash (the run's own config.bin) */
+    CHECK(run_ovt("train --data %s --out %s/pin-gpt2 --steps 3 --batch 4 --seq 16 --every 0 --threads 1 "
+                  "--band-rules 1 --resume", tok, dir) == 0);
 
     /* one bit of the leaf hash changed: C and Python refuse the proof */
     uint8_t *buf = NULL;
