@@ -5,10 +5,12 @@
 #include "kernels/pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "kernels/scratch.h"
 
@@ -33,6 +35,7 @@ struct krn_pool {
     void *bg_arg;
     size_t bg_njobs;
     atomic_size_t bg_next; /* the next unclaimed job */
+    bool idle_ok;          /* a worker may run its jobs at SCHED_IDLE and come back */
 };
 
 /* The pool whose chunks this thread runs (a worker's own pool, or the one
@@ -71,10 +74,64 @@ static void background_job(krn_pool *pool)
         pthread_cond_broadcast(&pool->settled);
 }
 
+/* How long a worker that has run a loop waits for the next one before it
+ * takes background jobs: a step's loops follow each other within
+ * microseconds, and a worker busy with a job when one starts leaves its
+ * chunks to the others; a longer gap is a serial part of the step, which
+ * the jobs fill. */
+#define BACKGROUND_AFTER_NS 200000
+
+/* Waits, mutex held, until a loop starts or (false) the worker has seen
+ * none for BACKGROUND_AFTER_NS. */
+static bool loop_soon(krn_pool *pool, uint64_t seen)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += BACKGROUND_AFTER_NS;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    while (!pool->stop && pool->generation == seen)
+        if (pthread_cond_timedwait(&pool->wake, &pool->mu, &until) != 0)
+            break;
+    return pool->stop || pool->generation != seen;
+}
+
+/* Linux: the calling thread alone at SCHED_IDLE (it runs only on CPU time
+ * nothing else wants, the step's threads and other processes included) or
+ * back at SCHED_OTHER. */
+static bool set_idle(bool idle)
+{
+    const struct sched_param none = {.sched_priority = 0};
+    return pthread_setschedparam(pthread_self(), idle ? SCHED_IDLE : SCHED_OTHER, &none) == 0;
+}
+
+/* Whether a thread may go to SCHED_IDLE and come back (an unprivileged
+ * thread may be refused the way back under a low RLIMIT_NICE): tried on a
+ * thread of its own, which then ends. */
+static void *idle_probe(void *out)
+{
+    *(bool *)out = set_idle(true) && set_idle(false);
+    return NULL;
+}
+
+static bool idle_allowed(void)
+{
+    pthread_t t;
+    bool ok = false;
+    if (pthread_create(&t, NULL, idle_probe, &ok) != 0)
+        return false;
+    pthread_join(t, NULL);
+    return ok;
+}
+
 static void *worker(void *p)
 {
     krn_pool *pool = p;
     uint64_t seen = 0;
+    bool after_loop = false; /* the last thing this worker ran was a loop's chunks */
+    bool idle = false;       /* this thread is at SCHED_IDLE (background jobs) */
     running = pool;
     pthread_mutex_lock(&pool->mu);
     for (;;) {
@@ -82,11 +139,20 @@ static void *worker(void *p)
             pthread_cond_wait(&pool->wake, &pool->mu);
         if (pool->stop)
             break;
+        if (pool->generation == seen && after_loop && loop_soon(pool, seen))
+            continue;
+        after_loop = false;
         if (pool->generation == seen) { /* no new loop: a background job */
-            background_job(pool);
+            if (pool->idle_ok && !idle)
+                idle = set_idle(true);
+            if (background_ready(pool))
+                background_job(pool);
             continue;
         }
+        if (idle)
+            idle = !set_idle(false); /* a loop's chunks at normal priority */
         seen = pool->generation;
+        after_loop = true;
         if (!pool->open)
             continue; /* woke too late: the loop is finished or finishing */
         pool->inside++;
@@ -118,6 +184,7 @@ int krn_pool_new(krn_pool **out, int threads)
     atomic_init(&pool->next, 0);
     atomic_init(&pool->bg_next, 0);
     if (threads > 1) {
+        pool->idle_ok = idle_allowed();
         pool->threads = calloc((size_t)threads - 1, sizeof *pool->threads);
         if (pool->threads == NULL) {
             krn_pool_free(pool);

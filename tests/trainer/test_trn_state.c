@@ -710,8 +710,9 @@ static void test_hash_background(void)
         CHECK(trn_state_hash_begin(st) == 0 && trn_state_hash_begin(st) == 0);
         CHECK(trn_state_hash_end(st, &got, &at) && at == 8);
         CHECK_MEM(got.b, changed.b, 32);
-        /* the caller wanting the hash at once, or after the helpers got
-         * some way into it: they park what they hold, the caller finishes */
+        /* the caller wanting the hash at once, or after the pool's worker
+         * got some way into the leaves: the wait runs the rest on every
+         * thread */
         for (int k = 0; big && variant < 4 && k < 24; k++) {
             CHECK(trn_state_hash_begin(st) == 0);
             struct timespec pause = {0, (long)(k % 8) * 2000000}; /* 0 to 14 ms */
