@@ -3,6 +3,7 @@
 
 #include <signal.h>
 
+#include "arbiter/status.h"
 #include "common/metrics.h"
 #include "common/signals.h"
 
@@ -23,7 +24,9 @@ int arb_daemon_run(const arb_daemon_opts *o)
     ovt_httpserve *metrics = NULL;
     ovt_metrics_configure("arbiter", w.poll_ms * 10 > 60000 ? w.poll_ms * 10 : 60000);
     int rc;
-    if (o->metrics_addr && (rc = ovt_metrics_serve(&metrics, o->metrics_addr)))
+    /* the status page (/status, /status.json) on the same server */
+    if (o->metrics_addr &&
+        ((rc = ovt_metrics_route(arb_status_handle, NULL)) || (rc = ovt_metrics_serve(&metrics, o->metrics_addr))))
         return rc;
     chain_session ses;
     store_ctx *store = NULL;

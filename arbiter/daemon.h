@@ -17,7 +17,7 @@ typedef struct {
     const chain_session_args *chain; /* the node, the contract and the arbiter's key */
     const char *store_url;
     size_t max_blob;                 /* the largest object fetched (store_set_max_blob) */
-    const char *metrics_addr;        /* serve /metrics and /healthz there (NULL: off) */
+    const char *metrics_addr;        /* serve /metrics, /healthz and /status there (NULL: off) */
 } arb_daemon_opts;
 
 /* Runs until a stop signal (0) or, with watch.once, until it has caught up

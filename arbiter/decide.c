@@ -223,15 +223,41 @@ static void decide_committee(arb_action *out, const arb_view *v, int seat)
         out->kind = ARB_ACT_COMMIT;
 }
 
-/* Before the verdict is due: take the seat when the run asks a bond. */
+static void refuse(arb_action *out, const char *decline, const char *reason)
+{
+    set(out, ARB_ACT_REFUSE, reason);
+    out->decline = decline;
+}
+
+static bool known_trainer(const arb_view *v)
+{
+    for (size_t k = 0; k < v->nknown; k++)
+        if (!memcmp(v->known[k].b, v->run->trainer.b, sizeof v->run->trainer.b))
+            return true;
+    return false;
+}
+
+/* Before the verdict is due: take the seat when the run asks a bond, and
+ * only once the seat cannot hold the bond longer than the policy allows.
+ * Anyone may open a run naming this arbiter; until the trainer commits,
+ * nothing says it ever will, and the bond would wait out the run's commit
+ * window (the contract then returns it as Cancelled). So: a bounded bond, a
+ * bounded window, and the trainer's commitment first unless the trainer is a
+ * --known-party. */
 static void decide_seat(arb_action *out, const arb_view *v, bool seated)
 {
-    if (seated || chain_u256_is_zero(&v->run->arbiter_bond) || v->game->phase == CHAIN_ARB_PHASE_NONE)
+    const chain_arb_game *g = v->game;
+    if (seated || chain_u256_is_zero(&v->run->arbiter_bond) || g->phase == CHAIN_ARB_PHASE_NONE)
         return set(out, ARB_ACT_NONE, "no verdict due yet");
     if (v->accept_sent)
         return set(out, ARB_ACT_NONE, "accept sent: waiting for it to be mined");
     if (chain_u256_cmp(&v->run->arbiter_bond, &v->max_arbiter_bond) > 0)
-        return set(out, ARB_ACT_REFUSE, "the run's arbiter bond is above --max-arbiter-bond: not taking the seat");
+        return refuse(out, "bond", "the run's arbiter bond is above --max-arbiter-bond: not taking the seat");
+    if (v->run->commit_timeout > v->max_commit_timeout)
+        return refuse(out, "window", "the run's commit timeout is above --max-commit-timeout: not taking the seat");
+    if (g->phase == CHAIN_ARB_PHASE_COMMITTING && !(g->flags & CHAIN_ARB_FLAG_TRAINER) && !known_trainer(v))
+        return refuse(out, "uncommitted", "the trainer has not committed and is not a --known-party: "
+                                          "not taking the seat until it commits");
     set(out, ARB_ACT_ACCEPT, "take the seat: the run asks an arbiter bond");
 }
 

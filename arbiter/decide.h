@@ -96,6 +96,9 @@ typedef struct {
     uint32_t input_wait;           /* seconds to wait for missing inputs */
     uint32_t deadline_margin;      /* seconds before the deadline by which a verdict must be sent */
     chain_u256 max_arbiter_bond;   /* the most wei it pays to take a seat */
+    uint32_t max_commit_timeout;   /* the longest commit window of a run it sits on (seconds) */
+    const chain_address *known;    /* trainers whose runs it sits on before their commitment */
+    size_t nknown;
     arb_misbehave misbehave;
     bool verdict_sent;             /* a verdict transaction of ours for this game is known mined or pending */
     bool accept_sent;              /* the same for accept() */
@@ -112,7 +115,8 @@ typedef enum {
     ARB_ACT_WAIT,     /* inputs are missing; look again later */
     ARB_ACT_VERDICT,  /* n = 1: send verdict(step, outcome, evidence) */
     ARB_ACT_ACCEPT,   /* send accept() with the run's arbiter bond */
-    ARB_ACT_REFUSE,   /* the arbiter bond is above --max-arbiter-bond: do not sit (nothing sent) */
+    ARB_ACT_REFUSE,   /* do not sit, nothing sent: the seat's terms are outside the policy (the
+                         action's decline says which), for now or for good */
     ARB_ACT_COMMIT,   /* n > 1: seal (step, outcome, evidence) with commitVerdict; the view's ballot
                          when it has one for this game, else a new one with a new salt */
     ARB_ACT_REVEAL    /* n > 1: open the view's ballot with revealVerdict */
@@ -124,6 +128,9 @@ typedef struct {
     chain_arb_outcome outcome;
     ovt_hash evidence;
     bool lie;           /* --misbehave lie changed the honest verdict into this one */
+    const char *decline; /* REFUSE: "bond" (above --max-arbiter-bond), "window" (commit timeout
+                            above --max-commit-timeout), "uncommitted" (no commitment by the
+                            trainer yet, and the trainer is not a --known-party) */
     const char *reason; /* a short static explanation for the log */
 } arb_action;
 

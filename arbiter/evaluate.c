@@ -6,12 +6,13 @@
 #include <string.h>
 
 #include "kernels/rlog.h"
+#include "trainer/checkpoint.h"
 #include "trainer/config.h"
 #include "trainer/init.h"
 #include "dp/ranks.h"
 #include "trainer/state.h"
 #include "trainer/rundata.h"
-#include "trainer/step.h"
+#include "trainer/runner.h"
 
 _Static_assert(ARB_HOST_MAX == DP_HOST_MAX, "arb_eval holds a ranks.json host name");
 
@@ -106,15 +107,47 @@ static int step_zero(arb_eval *out, store_ctx *store, const ovt_hash *run_id, co
     return 0;
 }
 
-/* The state j-1 (the store checks that it hashes to stateHash_{j-1}), of
- * this run and at step j-1. */
+/* The exact length of a checkpoint of the run's config (the config blob
+ * that configHash names): what a get of state j-1 may take. */
+static arb_input state_cap(size_t *max_len, int *err, store_ctx *store, const chain_arb_params *run, char *note,
+                           size_t cap)
+{
+    uint8_t *buf = NULL;
+    size_t len;
+    arb_input in = store_status(store_get(store, &run->config_hash, MAX_CONFIG_OBJECT, &buf, &len), err,
+                                "state j-1: the run config", note, cap);
+    if (in != ARB_INPUT_OK)
+        return in;
+    trn_run_config rc;
+    int rv = trn_config_decode(&rc, buf, len);
+    free(buf);
+    if (!rv)
+        rv = trn_checkpoint_size(max_len, &rc);
+    return store_status(rv, err, "state j-1: the run config", note, cap);
+}
+
+/* The state j-1: its checkpoint's bytes from the store, within the size of
+ * one of the run's config, decoded here; it must hash to stateHash_{j-1}
+ * and be of this run at step j-1. */
 static arb_input get_state(trn_state **st, int *err, store_ctx *store, const chain_arb_params *run,
                            const chain_arb_game *g, char *note, size_t cap)
 {
-    arb_input in = store_status(store_get_state(store, &g->previous_state, st), err, "state j-1", note, cap);
+    uint8_t *buf = NULL;
+    size_t len, max_len;
+    arb_input in = state_cap(&max_len, err, store, run, note, cap);
+    if (in == ARB_INPUT_OK)
+        in = store_status(store_get_state(store, &g->previous_state, max_len, &buf, &len), err, "state j-1", note,
+                          cap);
     if (in != ARB_INPUT_OK)
         return in;
-    const char *wrong = memcmp((*st)->config_hash.b, run->config_hash.b, 32) != 0 ? "its config is not the run's"
+    in = store_status(trn_checkpoint_decode(st, buf, len), err, "state j-1", note, cap);
+    free(buf);
+    if (in != ARB_INPUT_OK)
+        return in;
+    ovt_hash h;
+    trn_state_hash(&h, *st);
+    const char *wrong = memcmp(h.b, g->previous_state.b, 32) != 0 ? "it holds a state of another stateHash"
+                        : memcmp((*st)->config_hash.b, run->config_hash.b, 32) != 0 ? "its config is not the run's"
                         : (*st)->step + 1 != g->index ? "it is not the state before the disputed step"
                                                       : NULL;
     if (!wrong)
@@ -185,7 +218,7 @@ static void find_owner(arb_eval *out, store_ctx *store, const ovt_hash *run_id, 
 }
 
 int arb_evaluate(arb_eval *out, store_ctx *store, const ovt_hash *run_id, const chain_arb_params *run,
-                 const chain_arb_game *g, int threads, trn_replayer *prep, char *note, size_t cap)
+                 const chain_arb_game *g, int threads, trn_runner *prep, char *note, size_t cap)
 {
     memset(out, 0, sizeof *out);
     out->shard_differs = -1;
@@ -200,7 +233,7 @@ int arb_evaluate(arb_eval *out, store_ctx *store, const ovt_hash *run_id, const 
     size_t data_len = 0, log_len = 0;
     trn_run_data ds;
     memset(&ds, 0, sizeof ds);
-    krn_rlog *log = NULL;
+    trn_runner *own = NULL, *runner = NULL;
     int rv = 0;
     out->input[ARB_IN_STATE] = get_state(&st, &rv, store, run, g, note, cap);
     out->input[ARB_IN_DATASET] = store_status(store_get(store, &run->dataset_hash, MAX_OBJECT, &data, &data_len),
@@ -216,20 +249,23 @@ int arb_evaluate(arb_eval *out, store_ctx *store, const ovt_hash *run_id, const 
         out->exec = ARB_EXEC_FAILED;
         goto done;
     }
-    if (!(log = krn_rlog_new())) {
-        rv = ovt_fail(OVT_ENOMEM, "out of memory");
+    trn_runner_opts ro = {.backend = KRN_BACKEND_CPU, .mode = KRN_REPLAY, .threads = threads};
+    if (prep && trn_runner_fits(prep, st))
+        runner = prep;
+    else if ((rv = trn_runner_open(&own, &st->config, NULL, &ro)))
         goto done;
-    }
-    if (krn_rlog_decode(log, logbytes, log_len)) {
+    else
+        runner = own;
+    if (krn_rlog_decode(trn_runner_log(runner), logbytes, log_len)) {
         add_note(note, cap, "the trainer's rounding log is malformed: %s", ovt_errmsg());
         out->exec = ARB_EXEC_FRAUD;
         goto done;
     }
-    trn_replay_result shard_result;
-    if (prep && trn_replayer_fits(prep, st))
-        rv = trn_step_replay_prepared(prep, st, &ds, log, &out->batch_hash, &shard_result);
-    else
-        rv = trn_step_replay_shards(st, &ds, log, threads, &out->batch_hash, &shard_result);
+    trn_runner_result res = {.info.shard_differs = -1};
+    trn_runner_set_data(runner, &ds);
+    if (!(rv = trn_runner_adopt(runner, &st)))
+        rv = trn_runner_step(runner, &res);
+    out->batch_hash = res.batch_hash;
     if (rv == OVT_EFRAUD || rv == OVT_ENUMERIC) {
         add_note(note, cap, "%s", ovt_errmsg());
         out->exec = rv == OVT_EFRAUD ? ARB_EXEC_FRAUD : ARB_EXEC_FAILED;
@@ -238,17 +274,21 @@ int arb_evaluate(arb_eval *out, store_ctx *store, const ovt_hash *run_id, const 
     }
     if (rv)
         goto done;
-    trn_state_hash(&out->state_hash, st);
+    out->state_hash = res.state_hash;
     chain_merkle_preimage pre = {.state_hash = out->state_hash, .batch_hash = out->batch_hash,
                                  .log_hash = g->trainer_log};
     chain_merkle_leaf_hash(&out->leaf, run_id, g->index, &pre);
     out->exec = ARB_EXEC_OK;
-    out->shards = shard_result.shards;
-    out->shard_differs = shard_result.shard_differs;
+    out->shards = res.info.shards;
+    out->shard_differs = res.info.shard_differs;
     if (out->shard_differs >= 0)
         find_owner(out, store, run_id, g->index, note, cap);
 done:
-    krn_rlog_free(log);
+    if (runner) { /* the prepared runner keeps its memory, not the state or the data */
+        trn_state_free(trn_runner_release(runner));
+        trn_runner_set_data(runner, NULL);
+    }
+    trn_runner_free(own);
     trn_run_data_free(&ds);
     free(data);
     free(logbytes);

@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 #include "arbiter/decide.h"
-#include "trainer/step.h"
+#include "trainer/runner.h"
 #include "store/store.h"
 
 /* Evaluates step j = g->index of run run_id (g in phase AwaitingVerdict):
@@ -24,10 +24,11 @@
  * (out->input), not an error; note (cap bytes, may be NULL) says what was
  * wrong. Returns a negative code only when the arbiter itself failed
  * (memory, a local error); the evaluation should then be retried.
- * prep (may be NULL): a replay prepared for the run's config
- * (trn_replayer_new, made when the dispute opened), used when the state's
- * config is its own; the same bits either way. */
+ * prep (may be NULL): a runner prepared for the run's config (cpu, REPLAY,
+ * its memory written in advance; made when the dispute opened), used when
+ * the state's config is its own, which it holds only while the step runs;
+ * otherwise a runner of its own; the same bits either way. */
 int arb_evaluate(arb_eval *out, store_ctx *store, const ovt_hash *run_id, const chain_arb_params *run,
-                 const chain_arb_game *g, int threads, trn_replayer *prep, char *note, size_t cap) OVT_MUST_USE;
+                 const chain_arb_game *g, int threads, trn_runner *prep, char *note, size_t cap) OVT_MUST_USE;
 
 #endif

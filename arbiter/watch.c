@@ -13,6 +13,7 @@
 #include "chain/clock.h"
 #include "common/cpus.h"
 #include "common/fileio.h"
+#include "arbiter/status.h"
 #include "common/metrics.h"
 
 void arb_watch_opts_default(arb_watch_opts *o)
@@ -24,6 +25,7 @@ void arb_watch_opts_default(arb_watch_opts *o)
     o->input_wait = 600;
     o->deadline_margin = 120;
     o->max_arbiter_bond = chain_u256_from_u64(1000000000000000000ULL); /* 1 ETH */
+    o->max_commit_timeout = 7 * 86400;
     o->log = stdout;
 }
 
@@ -368,6 +370,9 @@ static void view_of(arb_view *v, const watcher *w, const arb_game *g, const game
     v->input_wait = w->o->input_wait;
     v->deadline_margin = w->o->deadline_margin;
     v->max_arbiter_bond = w->o->max_arbiter_bond;
+    v->max_commit_timeout = w->o->max_commit_timeout;
+    v->known = w->o->known;
+    v->nknown = w->o->nknown;
     v->misbehave = w->o->misbehave;
     v->verdict_sent = r->sent->verdict;
     v->accept_sent = r->sent->accept;
@@ -393,7 +398,6 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
      * InputsUnavailable in time. */
     uint64_t now = arb_now_s(w), last = deadline > w->o->deadline_margin ? deadline - w->o->deadline_margin : 0;
     store_set_deadline(w->store, last > now ? (double)(last - now) : 0.001);
-    store_expect_config(w->store, &run->config_hash);
     store_expect(w->store, &run->config_hash, STORE_MAX_CONFIG);
     arb_eval e;
     long long t0 = chain_now_ms();
@@ -442,18 +446,23 @@ static void note_action(watcher *w, arb_game *g, const chain_arb_params *run, co
         arb_say(w, a->kind == ARB_ACT_WAIT ? "waiting" : "idle", &g->run_id, json_pack("{s:s}", "action", arb_act_name(a->kind)),
             "%s", a->reason);
     if (a->kind == ARB_ACT_REFUSE) {
-        char bond[80], max[80];
+        char bond[80], max[80], trainer[43];
         chain_u256_to_dec(bond, &run->arbiter_bond);
         chain_u256_to_dec(max, &w->o->max_arbiter_bond);
-        arb_say(w, "seat_refused", &g->run_id, json_pack("{s:s, s:s}", "arbiter_bond", bond, "max_arbiter_bond", max),
-            "not taking the seat: the run's arbiter bond is %s wei, above --max-arbiter-bond %s", bond, max);
+        chain_address_to_string(trainer, &run->trainer);
+        ovt_metrics_seat_declined(a->decline);
+        arb_say(w, "seat_refused", &g->run_id,
+            json_pack("{s:s, s:s, s:s, s:I, s:I, s:s}", "decline", a->decline, "arbiter_bond", bond, "max_arbiter_bond",
+                      max, "commit_timeout", (json_int_t)run->commit_timeout, "max_commit_timeout",
+                      (json_int_t)w->o->max_commit_timeout, "trainer", trainer),
+            "%s (arbiter bond %s wei, commit timeout %u s)", a->reason, bond, run->commit_timeout);
     }
 }
 
 /* The arbiter warm from its first step: once the roots differ, the
  * bisection takes a move per level (minutes on a real chain) before the
  * disputed step is known, so the re-execution's ctx and workspace are made
- * and their memory written now (trn_replayer_new), not when the verdict is
+ * and their memory written now (a runner opened with prefault), not when the verdict is
  * due. Tried once per game and process; a failure (the config not in the
  * store yet, no memory) only means the evaluation makes its own. */
 static void prepare(watcher *w, arb_game *g, const chain_arb_params *run)
@@ -468,8 +477,10 @@ static void prepare(watcher *w, arb_game *g, const chain_arb_params *run)
     if (!rv)
         rv = trn_config_decode(&rc, buf, len);
     free(buf);
+    trn_runner_opts ro = {.backend = KRN_BACKEND_CPU, .mode = KRN_REPLAY, .threads = w->o->threads,
+                          .prefault = true};
     if (!rv)
-        rv = trn_replayer_new(&g->prep, &rc, w->o->threads);
+        rv = trn_runner_open(&g->prep, &rc, NULL, &ro);
     if (rv) {
         arb_say(w, "prepare", &g->run_id, json_pack("{s:b, s:s}", "ready", 0, "error", ovt_errmsg()),
             "the re-execution is not prepared in advance (%s); it will set itself up when due", ovt_errmsg());
@@ -563,9 +574,10 @@ static int act(watcher *w, arb_game *g)
             return rv;
     }
     note_action(w, g, &run, &a);
-    if (a.kind == ARB_ACT_DONE) {
-        g->done = true;
-        trn_replayer_free(g->prep); /* its memory back: the game is over */
+    g->done = a.kind == ARB_ACT_DONE;
+    arb_status_game(g, &run, &game, &committee, &a);
+    if (g->done) {
+        trn_runner_free(g->prep); /* its memory back: the game is over */
         g->prep = NULL;
         arb_say(w, "done", &g->run_id, json_pack("{s:s}", "outcome", chain_arb_outcome_name(game.outcome)),
             "no longer followed: %s (outcome %s)", a.reason, chain_arb_outcome_name(game.outcome));
@@ -573,7 +585,9 @@ static int act(watcher *w, arb_game *g)
     }
     if (!sends(a.kind) || *w->stop)
         return 0;
-    return send_action(w, g, &run, &sent, &a);
+    rv = send_action(w, g, &run, &sent, &a);
+    arb_status_game(g, &run, &game, &committee, &a); /* what was sent */
+    return rv;
 }
 
 /* --- the loop */
@@ -591,6 +605,7 @@ static int tick(watcher *w)
     if ((rv = follow(w)))
         return rv;
     ovt_metrics_chain(w->head, w->cursor.next ? w->cursor.next - 1 : 0, w->head_time);
+    arb_status_chain(w->head, w->cursor.next ? w->cursor.next - 1 : 0, w->head_time);
     /* One game's failure (a node error, a local error while evaluating) is
      * reported and retried next tick; it does not hold the others back. */
     int first = 0;
@@ -702,8 +717,11 @@ int arb_watch(const arb_watch_opts *opts, const chain_arb *arb, chain_txm *m, st
     char self[43];
     chain_address_to_string(self, &m->from);
     size_t open = 0;
-    for (size_t i = 0; i < w.ngames; i++)
+    arb_status_start(&m->from, arb->chain_id, &arb->address);
+    for (size_t i = 0; i < w.ngames; i++) {
         open += !w.games[i].done;
+        arb_status_game(&w.games[i], NULL, NULL, NULL, NULL); /* as the state dir has it, until read */
+    }
     /* built_for: which build re-executes the steps (an aarch64 one under
      * qemu says aarch64), for whoever reads the log */
     char max_bond[80], misbehaving[160] = "";

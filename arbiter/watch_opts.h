@@ -11,6 +11,9 @@
 #include "arbiter/decide.h"
 #include "chain/types.h"
 
+/* The most --known-party addresses. */
+#define ARB_MAX_KNOWN 16
+
 typedef struct {
     const char *state_dir;
     unsigned confirmations;   /* >= 1: a block counts once this many blocks (itself included) exist;
@@ -24,6 +27,9 @@ typedef struct {
     uint32_t deadline_margin; /* seconds before the verdict deadline that end any wait */
     int threads;              /* cpu backend threads for re-execution (0: default) */
     chain_u256 max_arbiter_bond; /* the most wei accept() pays for a seat (default 1 ETH) */
+    uint32_t max_commit_timeout; /* the longest commit window of a run it sits on (default 7 days) */
+    chain_address known[ARB_MAX_KNOWN]; /* --known-party: trainers it sits for before they commit */
+    size_t nknown;
     arb_misbehave misbehave;  /* devnet fault injection (--misbehave); ARB_HONEST by default */
     bool once;                /* process up to the current head and return */
     bool json;                /* one JSON object per log line */

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "arbiter/watch_send.h"
+#include "arbiter/status.h"
 
 void arb_say(const watcher *w, const char *event, const ovt_hash *run, json_t *fields, const char *fmt, ...)
 {
@@ -25,6 +26,7 @@ void arb_say(const watcher *w, const char *event, const ovt_hash *run, json_t *f
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
     if (run)
         arb_hex32(id, run);
+    arb_status_event(event, run, msg);
     FILE *f = w->o->log;
     if (w->o->json) {
         json_t *j = fields ? fields : json_object();

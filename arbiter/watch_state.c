@@ -422,7 +422,7 @@ int arb_game_remove(const arb_game *g, const char *dir)
 
 void arb_game_free(arb_game *g)
 {
-    trn_replayer_free(g->prep);
+    trn_runner_free(g->prep);
     json_decref(g->events);
     memset(g, 0, sizeof *g);
 }

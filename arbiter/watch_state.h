@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "arbiter/decide.h"
-#include "trainer/step.h"
+#include "trainer/runner.h"
 
 #define ARB_RECENT 64 /* block hashes kept for reorg detection */
 
@@ -44,7 +44,7 @@ typedef struct {
     json_t *events;                  /* array of {event, block, log_index, tx} */
     arb_act last_act;                /* not saved: for logging changes */
     const char *last_reason;
-    trn_replayer *prep;              /* not saved: the replay prepared when the dispute opened */
+    trn_runner *prep;                /* not saved: the runner prepared when the dispute opened */
     bool prep_tried;                 /* not saved: preparing was tried (once per process) */
 } arb_game;
 

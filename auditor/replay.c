@@ -6,53 +6,52 @@
 
 #include "common/fileio.h"
 #include "kernels/rlog.h"
+#include "trainer/checkpoint.h"
 #include "trainer/init.h"
 #include "dp/ranks.h"
 #include "trainer/rundata.h"
+#include "trainer/runner.h"
 #include "trainer/step.h"
-#include "trainer/train.h"
 
 /* Objects with no cap of their own here: the store's blob cap and the
  * caps ovt audit gives by name (store_expect) bound them. */
 #define MAX_OBJECT ((size_t)1 << 36)
 
-/* What a replay of one run directory needs. */
-struct replayer {
+/* What a replay of one run directory needs: the trainer's files and the
+ * runner that re-executes its steps. */
+struct session {
     const char *dir;
     trn_run_config rc;
     ovt_hash config_hash;
     trn_run_data data;
     trn_step_table trainer;
-    krn_ctx *ctx;
-    trn_workspace *w;
-    krn_rlog *log;
+    trn_runner *run;     /* the auditor's backend, REPLAY */
     uint64_t suspect_step; /* the first uncertain finding, 0: none */
     char suspect[512];
     uint64_t shard_step; /* the first step with a shard that differs from the table, 0: none */
     uint32_t shard;
     /* Band rules 2 on a backend other than cpu (canonical_step): the state
-     * before the step, the arbiter's re-execution, and the steps it ran. */
+     * before the step, the arbiter's re-execution (a cpu runner, made when
+     * first needed), and the steps it ran. */
     bool canon_check;
     int threads;
     trn_state *pre;
-    trn_replayer *canon;
+    trn_runner *canon;
     uint64_t canonical_steps;
 };
 
-static void replayer_close(struct replayer *r)
+static void session_close(struct session *r)
 {
     trn_run_data_free(&r->data);
     trn_step_table_free(&r->trainer);
-    krn_ctx_free(r->ctx);
-    trn_workspace_free(r->w);
-    krn_rlog_free(r->log);
+    trn_runner_free(r->run);
     trn_state_free(r->pre);
-    trn_replayer_free(r->canon);
+    trn_runner_free(r->canon);
     memset(r, 0, sizeof *r);
 }
 
-static int replayer_open(struct replayer *r, const char *dir, const char *data_path, krn_backend_kind backend,
-                         int threads)
+static int session_open(struct session *r, const char *dir, const char *data_path, krn_backend_kind backend,
+                        int threads)
 {
     memset(r, 0, sizeof *r);
     r->dir = dir;
@@ -78,45 +77,50 @@ static int replayer_open(struct replayer *r, const char *dir, const char *data_p
     bool canonical = r->rc.band_rules == TRN_BAND_RULES_CANONICAL;
     r->canon_check = canonical && backend != KRN_BACKEND_CPU;
     r->threads = threads;
-    krn_config kc = {.backend = backend, .mode = KRN_REPLAY,
-                     .verifier = canonical && !r->canon_check ? KRN_VERIFY_ARBITER : KRN_VERIFY_AUDITOR,
-                     .grid_bits = (int)r->rc.grid_bits, .shuffle_seed = r->rc.seed, .threads = threads,
-                     .rule = trn_config_rule(&r->rc)};
-    if ((rv = krn_ctx_new(&r->ctx, &kc)) || (rv = trn_workspace_new(&r->w, &r->rc)))
+    trn_runner_opts ro = {.backend = backend, .mode = KRN_REPLAY,
+                          .verifier = canonical && !r->canon_check ? KRN_VERIFY_ARBITER : KRN_VERIFY_AUDITOR,
+                          .threads = threads, .hash_later = true};
+    if ((rv = trn_runner_open(&r->run, &r->rc, &r->data, &ro)))
         goto fail;
-    if (!(r->log = krn_rlog_new())) {
-        rv = ovt_fail(OVT_ENOMEM, "out of memory");
-        goto fail;
-    }
     return 0;
 fail:
-    replayer_close(r);
+    session_close(r);
     return rv;
 }
 
-/* The starting state at or before `step` (trn_run_start_state). */
-static int replayer_start(struct replayer *r, uint64_t step, trn_state **out)
+/* The runner's state: the one at or before `step` (trn_run_start_state). */
+static int session_start(struct session *r, uint64_t step)
 {
     uint64_t at;
-    return trn_run_start_state(out, &at, r->dir, &r->rc, &r->config_hash, &r->trainer, step);
+    trn_state *st = NULL;
+    int rv = trn_run_start_state(&st, &at, r->dir, &r->rc, &r->config_hash, &r->trainer, step);
+    if (!rv)
+        rv = trn_runner_adopt(r->run, &st);
+    trn_state_free(st);
+    return rv;
 }
 
-/* Band rules 2, the auditor on another backend than cpu: step st->step + 1
- * had a finding that a canonical view within the op's bound of the
- * auditor's could make (rule 3 as an auditor, kernels/site.h), so the step
- * is re-executed as the arbiter will, on the cpu backend from the state
- * before it (r->pre), and that view decides: a log it rejects is fraud (the
- * dispute is then won), and otherwise its state is the auditor's. */
-static int canonical_step(struct replayer *r, trn_state *st, int *fraud, char *detail, size_t cap)
+/* Band rules 2, the auditor on another backend than cpu: step i had a
+ * finding that a canonical view within the op's bound of the auditor's
+ * could make (rule 3 as an auditor, kernels/site.h), so the step is
+ * re-executed as the arbiter will, on the cpu backend from the state
+ * before it (r->pre) with its log (the file's bytes), and that view
+ * decides: a log it rejects is fraud (the dispute is then won), and
+ * otherwise its state is the auditor's. */
+static int canonical_step(struct session *r, const uint8_t *log, size_t log_len, int *fraud, char *detail,
+                          size_t cap)
 {
     int rv = 0;
-    if (!r->canon && (rv = trn_replayer_new(&r->canon, &r->rc, r->threads)))
+    trn_runner_opts ro = {.backend = KRN_BACKEND_CPU, .mode = KRN_REPLAY, .threads = r->threads, .prefault = true,
+                          .hash_later = true};
+    if (!r->canon && (rv = trn_runner_open(&r->canon, &r->rc, &r->data, &ro)))
         return ovt_fail_wrap(rv, "preparing the canonical re-execution (the cpu backend)");
     uint64_t i = r->pre->step + 1;
-    trn_state_copy(st, r->pre);
-    ovt_hash batch_hash;
-    trn_replay_result res;
-    rv = trn_step_replay_prepared(r->canon, st, &r->data, r->log, &batch_hash, &res);
+    trn_runner_result res;
+    if ((rv = trn_runner_copy_state(r->canon, r->pre)) || (rv = krn_rlog_decode(trn_runner_log(r->canon), log,
+                                                                                 log_len)))
+        return rv;
+    rv = trn_runner_step(r->canon, &res);
     r->canonical_steps++;
     if (rv == OVT_EFRAUD) {
         *fraud = 1;
@@ -124,12 +128,15 @@ static int canonical_step(struct replayer *r, trn_state *st, int *fraud, char *d
                  "arbiter's computation, rule 3): %s", (unsigned long long)i, ovt_errmsg());
         return 0;
     }
+    if (!rv)
+        rv = trn_runner_copy_state(r->run, trn_runner_state(r->canon));
     return rv ? ovt_fail_wrap(rv, "step %llu re-executed canonically", (unsigned long long)i) : 0;
 }
 
 /* Keeps the state before the step for canonical_step. */
-static int keep_pre(struct replayer *r, const trn_state *st)
+static int keep_pre(struct session *r)
 {
+    const trn_state *st = trn_runner_state(r->run);
     if (!r->canon_check)
         return 0;
     if (r->pre) {
@@ -139,64 +146,72 @@ static int keep_pre(struct replayer *r, const trn_state *st)
     return trn_state_clone(&r->pre, st);
 }
 
-/* Runs step st->step + 1 with the trainer's log. *leaf gets the auditor's
- * preimage; a log the verifier rejects (malformed, or an entry too far from a
- * midpoint) is *fraud = 1 with the reason in detail, and the step's state is
- * then unusable. Other failures are returned. */
-static int replayer_step(struct replayer *r, trn_state *st, chain_merkle_preimage *leaf, int *fraud, char *detail,
-                         size_t cap)
+/* Step i of the trainer's log, its bytes into *bytes (malloc'd) and their
+ * hash into leaf, decoded into the runner's log. A malformed log, or one of
+ * another step, is *fraud = 1 with the reason in detail. */
+static int read_log(struct session *r, uint64_t i, uint8_t **bytes, size_t *len, chain_merkle_preimage *leaf,
+                    int *fraud, char *detail, size_t cap)
 {
-    uint64_t i = st->step + 1;
-    memset(leaf, 0, sizeof *leaf);
-    *fraud = 0;
     char path[4096];
-    uint8_t *bytes;
-    size_t len;
+    krn_rlog *log = trn_runner_log(r->run);
     int rv = trn_run_path(path, sizeof path, r->dir, "logs", i, "rlog");
-    if (rv || (rv = ovt_read_file(path, &bytes, &len, (size_t)1 << 31)))
+    if (rv || (rv = ovt_read_file(path, bytes, len, (size_t)1 << 31)))
         return rv ? ovt_fail_wrap(rv, "the rounding log of step %llu", (unsigned long long)i) : rv;
-    ovt_sha256(&leaf->log_hash, bytes, len);
-    rv = krn_rlog_decode(r->log, bytes, len);
-    free(bytes);
-    trn_step_batch batch;
-    if (!rv && krn_rlog_step(r->log) != i)
-        rv = ovt_fail(OVT_EFORMAT, "it is the log of step %llu", (unsigned long long)krn_rlog_step(r->log));
+    ovt_sha256(&leaf->log_hash, *bytes, *len);
+    rv = krn_rlog_decode(log, *bytes, *len);
+    if (!rv && krn_rlog_step(log) != i)
+        rv = ovt_fail(OVT_EFORMAT, "it is the log of step %llu", (unsigned long long)krn_rlog_step(log));
     if (rv == OVT_EFORMAT) {
         *fraud = 1;
         snprintf(detail, cap, "the rounding log of step %llu is malformed: %s", (unsigned long long)i, ovt_errmsg());
         return 0;
     }
-    if (rv || (rv = trn_step_batch_get(&batch, &r->data, &r->rc, i)))
-        return rv;
-    leaf->batch_hash = batch.hash;
-    trn_step_info info;
-    if ((rv = keep_pre(r, st))) {
-        trn_step_batch_free(&batch);
-        return rv;
-    }
-    rv = trn_train_step(r->ctx, r->w, st, &batch.view, r->log, &info);
-    trn_step_batch_free(&batch);
+    return rv;
+}
+
+/* Runs the runner's next step with the trainer's log. *leaf gets the
+ * auditor's preimage; a log the verifier rejects (malformed, or an entry too
+ * far from a midpoint) is *fraud = 1 with the reason in detail, and the
+ * step's state is then unusable. Other failures are returned. */
+static int session_step(struct session *r, chain_merkle_preimage *leaf, int *fraud, char *detail, size_t cap)
+{
+    uint64_t i = trn_runner_state(r->run)->step + 1;
+    memset(leaf, 0, sizeof *leaf);
+    *fraud = 0;
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    trn_runner_result res;
+    int rv = read_log(r, i, &bytes, &len, leaf, fraud, detail, cap);
+    if (rv || *fraud || (rv = keep_pre(r)))
+        goto done;
+    rv = trn_runner_step(r->run, &res);
+    leaf->batch_hash = res.batch_hash;
     if (rv == OVT_EFRAUD) {
         *fraud = 1;
         snprintf(detail, cap, "the rounding log of step %llu is fraudulent: %s", (unsigned long long)i, ovt_errmsg());
-        return 0;
+        rv = 0;
+        goto done;
     }
-    if (rv)
-        return ovt_fail_wrap(rv, "step %llu", (unsigned long long)i);
-    if (info.shard_differs >= 0 && r->shard_step == 0) {
+    if (rv) {
+        rv = ovt_fail_wrap(rv, "step %llu", (unsigned long long)i);
+        goto done;
+    }
+    if (res.info.shard_differs >= 0 && r->shard_step == 0) {
         r->shard_step = i;
-        r->shard = (uint32_t)info.shard_differs;
+        r->shard = (uint32_t)res.info.shard_differs;
     }
-    const krn_finding *f = krn_ctx_finding(r->ctx);
+    const krn_finding *f = trn_runner_finding(r->run);
     if (f->rule != KRN_RULE_NONE && r->canon_check) {
-        if ((rv = canonical_step(r, st, fraud, detail, cap)) || *fraud)
-            return rv;
+        if ((rv = canonical_step(r, bytes, len, fraud, detail, cap)) || *fraud)
+            goto done;
     } else if (f->rule != KRN_RULE_NONE && r->suspect_step == 0) {
         r->suspect_step = i;
         snprintf(r->suspect, sizeof r->suspect, "%s", f->message);
     }
-    trn_state_hash(&leaf->state_hash, st);
-    return 0;
+    trn_state_hash(&leaf->state_hash, trn_runner_state(r->run));
+done:
+    free(bytes);
+    return rv;
 }
 
 void aud_report_free(aud_report *r)
@@ -228,9 +243,9 @@ static void compare(aud_report *out, uint64_t i, const chain_merkle_preimage *ow
 int aud_replay(const aud_replay_opts *opts, aud_report *out)
 {
     memset(out, 0, sizeof *out);
-    struct replayer r;
-    trn_state *st = NULL;
-    int rv = replayer_open(&r, opts->run_dir, opts->data_path, opts->backend, opts->threads);
+    struct session r;
+    const trn_state *st = NULL;
+    int rv = session_open(&r, opts->run_dir, opts->data_path, opts->backend, opts->threads);
     if (rv)
         return rv;
     uint64_t n = r.trainer.count - 1;
@@ -248,8 +263,9 @@ int aud_replay(const aud_replay_opts *opts, aud_report *out)
         rv = ovt_fail(OVT_ENOMEM, "out of memory for %llu steps", (unsigned long long)n);
         goto done;
     }
-    if ((rv = replayer_start(&r, from - 1, &st)))
+    if ((rv = session_start(&r, from - 1)))
         goto done;
+    st = trn_runner_state(r.run);
     memcpy(out->own.steps, r.trainer.steps, (st->step + 1) * sizeof *out->own.steps);
     if (st->step == 0) {
         trn_state_hash(&out->own.steps[0].state_hash, st);
@@ -258,7 +274,7 @@ int aud_replay(const aud_replay_opts *opts, aud_report *out)
     while (out->finding == AUD_VERIFIED && st->step < to) {
         uint64_t i = st->step + 1;
         int fraud;
-        if ((rv = replayer_step(&r, st, &out->own.steps[i], &fraud, out->detail, sizeof out->detail)))
+        if ((rv = session_step(&r, &out->own.steps[i], &fraud, out->detail, sizeof out->detail)))
             goto done;
         out->replayed++;
         if (fraud) {
@@ -299,8 +315,7 @@ int aud_replay(const aud_replay_opts *opts, aud_report *out)
     out->trainer = r.trainer;
     memset(&r.trainer, 0, sizeof r.trainer);
 done:
-    trn_state_free(st);
-    replayer_close(&r);
+    session_close(&r);
     if (rv)
         aud_report_free(out);
     return rv;
@@ -309,22 +324,22 @@ done:
 int aud_rebuild_state(trn_state **out, const char *run_dir, const char *data_path, uint64_t step)
 {
     *out = NULL;
-    struct replayer r;
-    trn_state *st = NULL;
-    int rv = replayer_open(&r, run_dir, data_path, KRN_BACKEND_CPU, 0);
+    struct session r;
+    int rv = session_open(&r, run_dir, data_path, KRN_BACKEND_CPU, 0);
     if (rv)
         return rv;
     if (step >= r.trainer.count) {
         rv = ovt_fail(OVT_EINVAL, "the run has no step %llu", (unsigned long long)step);
         goto done;
     }
-    if ((rv = replayer_start(&r, step, &st)))
+    if ((rv = session_start(&r, step)))
         goto done;
+    const trn_state *st = trn_runner_state(r.run);
     while (st->step < step) {
         chain_merkle_preimage leaf;
         int fraud;
         char detail[512];
-        if ((rv = replayer_step(&r, st, &leaf, &fraud, detail, sizeof detail)))
+        if ((rv = session_step(&r, &leaf, &fraud, detail, sizeof detail)))
             goto done;
         if (fraud || memcmp(leaf.state_hash.b, r.trainer.steps[st->step].state_hash.b, 32) != 0) {
             rv = ovt_fail(OVT_EFORMAT, "replaying step %llu of %s does not give the state its step table claims%s%s",
@@ -332,11 +347,9 @@ int aud_rebuild_state(trn_state **out, const char *run_dir, const char *data_pat
             goto done;
         }
     }
-    *out = st;
-    st = NULL;
+    *out = trn_runner_release(r.run);
 done:
-    trn_state_free(st);
-    replayer_close(&r);
+    session_close(&r);
     return rv;
 }
 

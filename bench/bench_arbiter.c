@@ -1,6 +1,6 @@
 /* bench_arbiter: what the arbiter's work costs. One GPT-2 training step is
  * recorded (the trainer's side, cpu backend, RECORD), then re-executed the
- * way `ovt arbiter watch` does it (trn_step_replay: cpu backend, REPLAY with
+ * way `ovt arbiter watch` does it (a trn_runner: cpu backend, REPLAY with
  * the trainer's log, fraud check included); the replayed stateHash must be
  * the trainer's. The floor is bench_step's: the step's matmul FLOPs
  * (forward 2 N C OC, backward 4 N C OC per linear, the tied head counted
@@ -23,7 +23,7 @@
 #include "kernels/site.h"
 #include "trainer/rundata.h"
 #include "trainer/state.h"
-#include "trainer/step.h"
+#include "trainer/runner.h"
 #include "trainer/train.h"
 
 #include "bench_setup.h"
@@ -94,7 +94,7 @@ int main(int argc, char **argv)
     size_t log_len;
     if (krn_rlog_encode(log, &logbytes, &log_len))
         fail("encode");
-    ovt_hash batch_hash, h_trainer, h_arbiter;
+    ovt_hash h_trainer, h_arbiter;
     trn_state_hash(&h_trainer, trainer);
 
     /* warm RECORD steps of the trainer (its context and workspace already
@@ -102,27 +102,36 @@ int main(int argc, char **argv)
      * the re-execution is read against, measured in the same run */
     double t_warm[3], t_prepared = 0, t_prepare = 0;
     krn_rlog *warm_log = krn_rlog_new();
-    trn_replayer *prep = NULL;
+    trn_runner *fresh = NULL, *prep = NULL;
+    trn_runner_opts ro = {.backend = KRN_BACKEND_CPU, .mode = KRN_REPLAY, .threads = threads, .hash_later = true};
+    trn_runner_result res;
     for (int i = 0; i < 3; i++) {
         if (i == 1) {
+            /* a runner of its own, made when the step is due */
             t0 = now();
-            if (trn_step_replay(arbiter, &data, log, threads, &batch_hash))
+            if (trn_runner_open(&fresh, &rc, &data, &ro) || trn_runner_adopt(fresh, &arbiter) ||
+                krn_rlog_decode(trn_runner_log(fresh), logbytes, log_len) || trn_runner_step(fresh, &res))
                 fail("replay");
             t_replay = now() - t0;
+            arbiter = trn_runner_release(fresh);
+            trn_runner_free(fresh);
         }
         if (i == 2) {
-            /* the watcher's way: the replay prepared when the dispute opens
+            /* the watcher's way: the runner prepared when the dispute opens
              * (not part of the re-execution), then the step */
             t0 = now();
-            if (trn_replayer_new(&prep, &rc, threads))
+            trn_runner_opts po = ro;
+            po.prefault = true;
+            if (trn_runner_open(&prep, &rc, &data, &po))
                 fail("prepare");
             t_prepare = now() - t0;
-            trn_replay_result res;
             t0 = now();
-            if (trn_step_replay_prepared(prep, arbiter2, &data, log, &batch_hash, &res))
+            if (trn_runner_adopt(prep, &arbiter2) || krn_rlog_decode(trn_runner_log(prep), logbytes, log_len) ||
+                trn_runner_step(prep, &res))
                 fail("prepared replay");
             t_prepared = now() - t0;
-            trn_replayer_free(prep);
+            arbiter2 = trn_runner_release(prep);
+            trn_runner_free(prep);
         }
         krn_rlog_reset(warm_log, 0);
         t0 = now();

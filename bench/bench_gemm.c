@@ -22,9 +22,10 @@
 #include <time.h>
 
 #include "kernels/ops.h"
-#include "kernels/reduce.h"
+#include "kernels/chunked_gemm.h"
 #include "kernels/rlog.h"
 #include "kernels/rng.h"
+#include "kernels/widen.h"
 
 #include "bench_util.h"
 

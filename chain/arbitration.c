@@ -28,7 +28,7 @@ const char *chain_arb_outcome_name(chain_arb_outcome outcome)
         "none",          "verified",           "trainer-right",      "auditor-right",
         "neither",       "fraudulent-log",     "inputs-unavailable", "trainer-timed-out",
         "auditor-timed-out", "both-timed-out", "arbiter-timed-out",  "unchallenged",
-        "trainer-absent", "no-majority"};
+        "trainer-absent", "no-majority", "cancelled"};
     return (unsigned)outcome < sizeof names / sizeof names[0] ? names[outcome] : "?";
 }
 
@@ -282,6 +282,24 @@ int chain_arb_encode_commit_verdict(chain_buf *out, const ovt_hash *run_id, cons
     return encode_two_words(out, "commitVerdict(bytes32,bytes32)", run_id, ballot);
 }
 
+int chain_arb_encode_challenge(chain_buf *out, const ovt_hash *run_id, const ovt_hash *root)
+{
+    return encode_two_words(out, "challenge(bytes32,bytes32)", run_id, root);
+}
+
+int chain_arb_encode_refuted_by(chain_buf *out, const ovt_hash *run_id)
+{
+    return encode_run_call(out, "refutedBy(bytes32)", run_id);
+}
+
+void chain_arb_challenge_id(ovt_hash *out, const ovt_hash *run_id, const chain_address *challenger)
+{
+    uint8_t buf[64] = {0};
+    memcpy(buf, run_id->b, 32);
+    memcpy(buf + 44, challenger->b, 20);
+    chain_keccak256(out, buf, sizeof buf);
+}
+
 int chain_arb_encode_reveal_verdict(chain_buf *out, const ovt_hash *run_id, uint64_t step, chain_arb_outcome outcome,
                                     const ovt_hash *evidence, const ovt_hash *salt)
 {
@@ -441,7 +459,7 @@ int chain_arb_decode_game(chain_arb_game *out, const uint8_t *data, size_t len)
         return ovt_fail(OVT_EFORMAT, "getGame: unknown phase %llu", (unsigned long long)v);
     out->phase = (chain_arb_phase)v;
     TRY(get_uint_bits(&dec, 1, 8, &v));
-    if (v > CHAIN_ARB_NO_MAJORITY)
+    if (v > CHAIN_ARB_CANCELLED)
         return ovt_fail(OVT_EFORMAT, "getGame: unknown outcome %llu", (unsigned long long)v);
     out->outcome = (chain_arb_outcome)v;
     TRY(get_uint_bits(&dec, 2, 8, &v));
@@ -499,6 +517,9 @@ static const struct {
     [CHAIN_ARB_EV_VERDICT_REVEALED] = {"VerdictRevealed", "VerdictRevealed(bytes32,address,uint64,uint8,bytes32)",
                                        2},
     [CHAIN_ARB_EV_ARBITER_SETTLED] = {"ArbiterSettled", "ArbiterSettled(bytes32,address,uint8,uint256,uint256)", 2},
+    [CHAIN_ARB_EV_CHALLENGE_OPENED] = {"ChallengeOpened",
+                                       "ChallengeOpened(bytes32,bytes32,address,bytes32,uint256,uint64)", 3},
+    [CHAIN_ARB_EV_REFUTED] = {"Refuted", "Refuted(bytes32,bytes32,uint8)", 2},
 };
 
 const char *chain_arb_event_signature(chain_arb_event_kind kind)
@@ -545,7 +566,7 @@ static int get_outcome(const chain_abi_dec *dec, size_t i, chain_arb_outcome *ou
 {
     unsigned v;
     TRY(get_small(dec, i, &v));
-    if (v > CHAIN_ARB_NO_MAJORITY)
+    if (v > CHAIN_ARB_CANCELLED)
         return ovt_fail(OVT_EFORMAT, "unknown outcome %u", v);
     *out = (chain_arb_outcome)v;
     return 0;
@@ -659,6 +680,15 @@ static int decode_fields(chain_arb_event *ev, const chain_abi_dec *d, const chai
     case CHAIN_ARB_EV_VERDICT_REVEALED:
     case CHAIN_ARB_EV_ARBITER_SETTLED:
         return decode_committee_event(ev, d, log);
+    case CHAIN_ARB_EV_CHALLENGE_OPENED:
+        ev->u.challenge_opened.challenge_id = log->topics[2];
+        TRY(topic_address(&ev->u.challenge_opened.challenger, &log->topics[3]));
+        TRY(chain_abi_get_bytes32(d, 0, &ev->u.challenge_opened.root));
+        TRY(chain_abi_get_u256(d, 1, &ev->u.challenge_opened.bond));
+        return get_uint_bits(d, 2, 64, &ev->u.challenge_opened.deadline);
+    case CHAIN_ARB_EV_REFUTED:
+        ev->u.refuted.game_id = log->topics[2];
+        return get_outcome(d, 0, &ev->u.refuted.outcome);
     case CHAIN_ARB_EV_COUNT:
         break;
     }
@@ -734,6 +764,8 @@ const char *const chain_arb_errors[] = {
     "VerdictContradictsLeaves(uint8,bytes32)",
     "NothingToWithdraw(address)",
     "TransferFailed(address,uint256)",
+    "ChallengesClosed(uint64)",
+    "NothingToDispute(bytes32)",
     NULL,
 };
 

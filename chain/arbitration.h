@@ -51,7 +51,8 @@ typedef enum {
     CHAIN_ARB_ARBITER_TIMED_OUT,
     CHAIN_ARB_UNCHALLENGED,
     CHAIN_ARB_TRAINER_ABSENT,
-    CHAIN_ARB_NO_MAJORITY /* a committee revealed m or more verdicts, no m of them agree */
+    CHAIN_ARB_NO_MAJORITY, /* a committee revealed m or more verdicts, no m of them agree */
+    CHAIN_ARB_CANCELLED    /* nobody committed within commit_timeout of open: every bond paid in returned */
 } chain_arb_outcome;
 
 const char *chain_arb_phase_name(chain_arb_phase phase);
@@ -74,7 +75,7 @@ typedef struct {
     ovt_hash config_hash;
     ovt_hash dataset_hash;
     uint64_t steps;
-    uint32_t commit_timeout; /* seconds */
+    uint32_t commit_timeout; /* seconds for the first commit after open, and the second after the first */
     uint32_t move_timeout;
     uint32_t arbiter_timeout;
     chain_u256 trainer_bond;
@@ -158,6 +159,9 @@ int chain_arb_sign_commitment(uint8_t sig[65], const chain_privkey *key, uint64_
                               const chain_address *contract, const ovt_hash *run_id, const ovt_hash *root,
                               const chain_arb_params *p) OVT_MUST_USE;
 
+/* A challenge's game id: keccak256(abi.encode(runId, challenger)). */
+void chain_arb_challenge_id(ovt_hash *out, const ovt_hash *run_id, const chain_address *challenger);
+
 /* ballotHash: keccak256(abi.encode(runId, arbiter, step, outcome, evidence, salt)). */
 void chain_arb_ballot_hash(ovt_hash *out, const ovt_hash *run_id, const chain_address *arbiter, uint64_t step,
                            chain_arb_outcome outcome, const ovt_hash *evidence, const ovt_hash *salt);
@@ -181,6 +185,10 @@ int chain_arb_encode_commit_verdict(chain_buf *out, const ovt_hash *run_id, cons
 int chain_arb_encode_reveal_verdict(chain_buf *out, const ovt_hash *run_id, uint64_t step, chain_arb_outcome outcome,
                                     const ovt_hash *evidence, const ovt_hash *salt) OVT_MUST_USE;
 int chain_arb_encode_timeout(chain_buf *out, const ovt_hash *run_id) OVT_MUST_USE;
+/* challenge(runId, root): an open challenge of the trainer's root (docs/contract.md). */
+int chain_arb_encode_challenge(chain_buf *out, const ovt_hash *run_id, const ovt_hash *root) OVT_MUST_USE;
+/* refutedBy(runId): the game that proved the trainer's root wrong, or zero. */
+int chain_arb_encode_refuted_by(chain_buf *out, const ovt_hash *run_id) OVT_MUST_USE;
 int chain_arb_encode_withdraw(chain_buf *out) OVT_MUST_USE;
 
 /* Views. */
@@ -222,6 +230,8 @@ typedef enum {
     CHAIN_ARB_EV_VERDICT_COMMITTED,
     CHAIN_ARB_EV_VERDICT_REVEALED,
     CHAIN_ARB_EV_ARBITER_SETTLED,
+    CHAIN_ARB_EV_CHALLENGE_OPENED,
+    CHAIN_ARB_EV_REFUTED,
     CHAIN_ARB_EV_COUNT
 } chain_arb_event_kind;
 
@@ -322,6 +332,17 @@ typedef struct {
             chain_u256 forfeited;      /* its bond, lost; or 0 */
             chain_u256 reward;         /* its share of the others' forfeits */
         } arbiter_settled;
+        struct {
+            ovt_hash challenge_id; /* the challenge's game: a run id for getGame, bisect, ... */
+            chain_address challenger;
+            ovt_hash root;
+            chain_u256 bond;
+            uint64_t deadline;     /* its first bisection round's */
+        } challenge_opened;
+        struct {
+            ovt_hash game_id;      /* the run itself (its auditor won) or a challenge of it */
+            chain_arb_outcome outcome;
+        } refuted;
     } u;
 } chain_arb_event;
 
@@ -397,6 +418,10 @@ int chain_arb_reveal_verdict(const chain_arb *arb, chain_txm *m, const ovt_hash 
                              chain_arb_outcome outcome, const ovt_hash *evidence, const ovt_hash *salt,
                              chain_receipt *receipt) OVT_MUST_USE;
 int chain_arb_withdraw(const chain_arb *arb, chain_txm *m, chain_receipt *receipt) OVT_MUST_USE;
+/* challenge(runId, root) with the run's auditor bond (read from getRun);
+ * *challenge_id (may be NULL) gets the game's id. */
+int chain_arb_challenge(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, const ovt_hash *root,
+                        ovt_hash *challenge_id, chain_receipt *receipt) OVT_MUST_USE;
 
 /* Any calldata with a value (NULL: 0), for calls the helpers above do not
  * cover. */
@@ -411,6 +436,8 @@ int chain_arb_get_game(const chain_arb *arb, const ovt_hash *run_id, const char 
                        chain_arb_game *out) OVT_MUST_USE;
 int chain_arb_credit(const chain_arb *arb, const chain_address *account, const char *block,
                      chain_u256 *out) OVT_MUST_USE;
+/* refutedBy(runId): zero while no game has proved the trainer's root wrong. */
+int chain_arb_refuted_by(const chain_arb *arb, const ovt_hash *run_id, const char *block, ovt_hash *out) OVT_MUST_USE;
 int chain_arb_get_committee(const chain_arb *arb, const ovt_hash *run_id, const char *block,
                             chain_arb_committee *out) OVT_MUST_USE;
 
@@ -455,7 +482,9 @@ typedef struct {
 
 /* A pure function of the game: NONE when the party has already moved this
  * round or nothing is due from it. Fails if the tree does not fit the game
- * (its root is not the party's committed root). */
+ * (its root is not the party's committed root). run_id: the id the leaves
+ * are hashed with, the run's (also in a challenge of it, whose game has
+ * its own id). */
 int chain_arb_plan_move(chain_arb_move *out, const ovt_hash *run_id, const chain_arb_game *g, int is_trainer,
                         const chain_merkle *tree, chain_arb_preimage_fn preimage, void *ctx) OVT_MUST_USE;
 

@@ -209,6 +209,21 @@ int chain_arb_accept(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id,
     return send_encoded(arb, m, &p.arbiter_bond, &data, chain_arb_encode_accept(&data, run_id), 0, receipt, "accept");
 }
 
+int chain_arb_challenge(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, const ovt_hash *root,
+                        ovt_hash *challenge_id, chain_receipt *receipt)
+{
+    chain_arb_params p;
+    int rc = chain_arb_get_run(arb, run_id, NULL, &p);
+    if (rc != 0)
+        return ovt_fail_wrap(rc, "challenge: reading the run");
+    if (challenge_id)
+        chain_arb_challenge_id(challenge_id, run_id, &m->from);
+    chain_buf data;
+    chain_buf_init(&data);
+    return send_encoded(arb, m, &p.auditor_bond, &data, chain_arb_encode_challenge(&data, run_id, root), 0, receipt,
+                        "challenge");
+}
+
 int chain_arb_commit_verdict(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, const ovt_hash *ballot,
                              chain_receipt *receipt)
 {
@@ -287,6 +302,19 @@ int chain_arb_get_committee(const chain_arb *arb, const ovt_hash *run_id, const 
     int rc = view(arb, &data, chain_arb_encode_get_committee(&data, run_id), block, &ret, "getCommittee");
     if (rc == 0)
         rc = chain_arb_decode_committee(out, ret.data, ret.len);
+    chain_buf_free(&ret);
+    return rc;
+}
+
+int chain_arb_refuted_by(const chain_arb *arb, const ovt_hash *run_id, const char *block, ovt_hash *out)
+{
+    memset(out, 0, sizeof *out);
+    chain_buf data, ret;
+    chain_buf_init(&data);
+    chain_buf_init(&ret);
+    int rc = view(arb, &data, chain_arb_encode_refuted_by(&data, run_id), block, &ret, "refutedBy");
+    if (rc == 0)
+        rc = chain_arb_decode_word(out->b, ret.data, ret.len);
     chain_buf_free(&ret);
     return rc;
 }

@@ -25,7 +25,13 @@ static void usage(FILE *f)
             "A node that goes away is retried with backoff; SIGINT/SIGTERM stop it cleanly (exit 1).\n"
             "\n"
             "  --role R             trainer or auditor\n"
-            "  --run-id HEX         the run\n" CLI_CHAIN_HELP CLI_CHAIN_CONFIRMATIONS_HELP
+            "  --run-id HEX         the run\n"
+            "  --game HEX           play this challenge of the run instead of the run's own game (its id\n"
+            "                       from ChallengeOpened; the trainer defends its root, the challenger\n"
+            "                       plays --role auditor; docs/contract.md, \"Open challenges\")\n"
+            "  --defend             trainer: also play every challenge of the run as it is opened, and\n"
+            "                       exit only once the challenge window has closed and every\n"
+            "                       challenge is settled\n" CLI_CHAIN_HELP CLI_CHAIN_CONFIRMATIONS_HELP
             "  --run DIR            this party's history (DIR/steps.bin)\n"
             "  --store URL          trainer: file://DIR, http(s)://... (PUT) or s3://BUCKET/PREFIX to\n"
             "                       publish the inputs\n"
@@ -43,7 +49,8 @@ static void usage(FILE *f)
             "  -h, --help           this help\n");
 }
 
-enum { O_ROLE = 256, O_RUN_ID, O_RUN, O_STORE, O_DATA, O_STATE_DIR, O_POLL, O_JSON, O_WITHHOLD, O_METRICS };
+enum { O_ROLE = 256, O_RUN_ID, O_RUN, O_STORE, O_DATA, O_STATE_DIR, O_POLL, O_JSON, O_WITHHOLD, O_METRICS, O_GAME,
+       O_DEFEND };
 
 struct agent_args {
     party_agent_play_opts po;
@@ -63,6 +70,8 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     int rv = 0;
     switch (c) {
     case O_ROLE: a->role = arg; break;
+    case O_GAME: rv = chain_parse_hash(&o->game_id, flag, arg); break;
+    case O_DEFEND: o->defend = true; break;
     case O_RUN_ID:
         rv = chain_parse_hash(&o->run_id, flag, arg);
         a->have_run_id = true;
@@ -93,6 +102,7 @@ int cmd_agent(int argc, char **argv)
         CLI_CHAIN_CONFIRMATIONS_LONGOPT,
         CLI_POLICY_LONGOPTS,
         {"role", required_argument, NULL, O_ROLE},          {"run-id", required_argument, NULL, O_RUN_ID},
+        {"game", required_argument, NULL, O_GAME},          {"defend", no_argument, NULL, O_DEFEND},
         {"run", required_argument, NULL, O_RUN},            {"store", required_argument, NULL, O_STORE},
         {"data", required_argument, NULL, O_DATA},          {"state-dir", required_argument, NULL, O_STATE_DIR},
         {"poll-interval", required_argument, NULL, O_POLL}, {"json", no_argument, NULL, O_JSON},

@@ -2,6 +2,7 @@
  * docs/arbiter.md). */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "arbiter/daemon.h"
@@ -57,19 +58,28 @@ static void usage(FILE *out)
             "  --max-arbiter-bond W  the most it pays with accept() to take a seat on a run that asks an\n"
             "                        arbiter bond: wei, or with gwei/ether (default 1ether); above it\n"
             "                        it logs seat_refused and does not sit\n"
+            "  --max-commit-timeout S  the longest commit window (the run's commit timeout) of a run it\n"
+            "                        sits on (default 604800, 7 days): a run nobody commits to returns\n"
+            "                        the bond only after it\n"
+            "  --known-party ADDR    a trainer whose runs it sits on before the trainer's commitment\n"
+            "                        (repeatable, up to 16); any other run's seat is taken only once its\n"
+            "                        trainer has committed (until then: seat_refused, decline\n"
+            "                        \"uncommitted\")\n"
             "  --misbehave lie|silent  for devnet simulations only: lie = seal and reveal (or give) a\n"
             "                        wrong verdict the contract accepts (the same one from every liar);\n"
             "                        silent = take the seat (and pay its bond), never seal, reveal or rule\n"
             "  --once                process up to the current head and exit\n"
             "  --json                one JSON object per log line\n"
-            "  --metrics-addr ADDR   serve /metrics (Prometheus text format) and /healthz on ADDR:\n"
+            "  --metrics-addr ADDR   serve /metrics (Prometheus text format), /healthz and the status\n"
+            "                        page (/status: HTML for a browser, /status.json) on ADDR:\n"
             "                        PORT (on 127.0.0.1) or HOST:PORT; off unless given\n"
             "                        (docs/arbiter.md, \"Operating a watcher\")\n"
             "  -h, --help            this help\n");
 }
 
 enum { O_STORE = 256, O_STATE, O_CONF, O_POLL, O_FROM, O_RANGE,
-       O_WAIT, O_MARGIN, O_THREADS, O_ONCE, O_JSON, O_MAX_DATASET, O_METRICS, O_MAX_BOND, O_MISBEHAVE };
+       O_WAIT, O_MARGIN, O_THREADS, O_ONCE, O_JSON, O_MAX_DATASET, O_METRICS, O_MAX_BOND, O_MISBEHAVE,
+       O_MAX_COMMIT_TIMEOUT, O_KNOWN };
 
 struct watch_args {
     arb_daemon_opts d;
@@ -112,6 +122,13 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_JSON: o->json = true; break;
     case O_METRICS: d->metrics_addr = arg; break;
     case O_MAX_BOND: rv = chain_parse_wei(&o->max_arbiter_bond, flag, arg, 256); break;
+    case O_MAX_COMMIT_TIMEOUT: rv = ovt_parse_u32(&o->max_commit_timeout, flag, arg, 1, UINT32_MAX); break;
+    case O_KNOWN:
+        if (o->nknown == ARB_MAX_KNOWN)
+            rv = ovt_fail(OVT_EINVAL, "%s: at most %d addresses", flag, ARB_MAX_KNOWN);
+        else if (!(rv = chain_parse_address(&o->known[o->nknown], flag, arg)))
+            o->nknown++;
+        break;
     case O_MISBEHAVE:
         if (!strcmp(arg, "lie"))
             o->misbehave = ARB_MISBEHAVE_LIE;
@@ -138,6 +155,8 @@ static int watch_main(int argc, char **argv)
         {"metrics-addr", required_argument, NULL, O_METRICS},
         {"max-arbiter-bond", required_argument, NULL, O_MAX_BOND},
         {"misbehave", required_argument, NULL, O_MISBEHAVE},
+        {"max-commit-timeout", required_argument, NULL, O_MAX_COMMIT_TIMEOUT},
+        {"known-party", required_argument, NULL, O_KNOWN},
         {"help", no_argument, NULL, 'h'},                  {NULL, 0, NULL, 0},
     };
     struct watch_args a = {.d = {.max_blob = STORE_MAX_BLOB_DEFAULT}};

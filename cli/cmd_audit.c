@@ -46,6 +46,10 @@ static void usage(FILE *f)
             "On chain (the auditor commits its own root for --run-id; needs a full audit and --out):\n"
             CLI_CHAIN_HELP CLI_CHAIN_CONFIRMATIONS_HELP
             "  --agent              then play the game to the end as the auditor's agent\n"
+            "  --challenge          replay as an outside challenger, with a key that is not the run's\n"
+            "                       auditor: once the trainer has committed, challenge() its root if\n"
+            "                       the replay's differs (bond: the run's auditor bond); with --agent\n"
+            "                       play that challenge (docs/contract.md, \"Open challenges\")\n"
             "  --state-dir DIR      the agent's per-game state (default OUT/agent)\n"
             "  --poll-interval S    the agent's polling interval in seconds (default 2)\n"
             "\n" CLI_POLICY_HELP
@@ -56,7 +60,7 @@ static void usage(FILE *f)
 }
 
 enum { O_BACKEND = 256, O_THREADS, O_DATA, O_FROM, O_TO, O_OUT, O_RUN_ID, O_JSON, O_AGENT, O_STATE_DIR, O_POLL,
-       O_LIE_AT, O_MAX_DATASET, O_FETCH_TIMEOUT };
+       O_LIE_AT, O_MAX_DATASET, O_FETCH_TIMEOUT, O_CHALLENGE };
 
 struct audit_args {
     party_audit_opts o;
@@ -130,6 +134,7 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
         break;
     case O_JSON: a->o.json = true; break;
     case O_AGENT: a->o.agent = true; break;
+    case O_CHALLENGE: a->o.challenge = true; break;
     case O_POLL:
         if (!(rv = ovt_parse_seconds(&seconds, flag, arg, 0.01, 3600)))
             a->o.poll_ms = (long)(seconds * 1000);
@@ -155,6 +160,8 @@ static const char *problem(const struct audit_args *a)
         return "committing needs --run-id and --out";
     if (a->o.agent && !on_chain)
         return "--agent needs the chain flags";
+    if (a->o.challenge && !on_chain)
+        return "--challenge needs the chain flags";
     return NULL;
 }
 
@@ -169,6 +176,7 @@ int cmd_audit(int argc, char **argv)
         {"steps-to", required_argument, NULL, O_TO},         {"out", required_argument, NULL, O_OUT},
         {"run-id", required_argument, NULL, O_RUN_ID},       {"json", no_argument, NULL, O_JSON},
         {"agent", no_argument, NULL, O_AGENT},               {"state-dir", required_argument, NULL, O_STATE_DIR},
+        {"challenge", no_argument, NULL, O_CHALLENGE},
         {"poll-interval", required_argument, NULL, O_POLL},  {"lie-at", required_argument, NULL, O_LIE_AT},
         {"max-dataset", required_argument, NULL, O_MAX_DATASET},
         {"fetch-timeout", required_argument, NULL, O_FETCH_TIMEOUT},

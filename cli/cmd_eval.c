@@ -1,5 +1,5 @@
 /* `ovt eval`: a checkpoint's mean loss and perplexity on held-out tokens
- * (trainer/eval.h). */
+ * (modelio/eval.h). */
 #include <getopt.h>
 #include <jansson.h>
 #include <stdbool.h>
@@ -12,29 +12,39 @@
 #include "cli/commands.h"
 #include "common/fileio.h"
 #include "data/images.h"
-#include "trainer/eval.h"
+#include "modelio/eval.h"
 #include "trainer/snapshot.h"
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: ovt eval RUNDIR [--step K] --data FILE [--backend B] [--threads N] [--windows N] [--json]\n"
                "\n"
-               "The mean cross-entropy (nats per predicted token) and perplexity of the run's GPT-2\n"
-               "checkpoint at step K (default: the latest) on the held-out token file FILE (a token\n"
-               "file as `ovt data text` writes it, or raw bytes as byte tokens). Forward only: the\n"
+               "The mean cross-entropy (nats per predicted token) and perplexity of the run's language\n"
+               "model checkpoint (GPT-2 or Llama) at step K (default: the latest) on the held-out token\n"
+               "file FILE (as `ovt data text` writes it, or raw bytes as byte tokens). Forward only: the\n"
                "file is cut into non-overlapping windows of T + 1 tokens (T the run's sequence\n"
                "length; a shorter rest is left out), each predicting its last T tokens from the T\n"
                "before; they go through the model in batches of the run's batch size, in file order,\n"
                "each batch rounded to nearest on the grid without a log, and the batch means are\n"
                "combined in FP64 in that order (docs/trainer.md, \"ovt eval\").\n"
                "\n"
-               "An MLP checkpoint (mlp-mnist) takes an ovt image file (`ovt data idx`, e.g. the test\n"
-               "set): its mean cross-entropy per image and its accuracy (the label is the first\n"
-               "largest logit), the images in file order in batches of the run's batch size.\n"
+               "An image model's checkpoint (MLP or ResNet) takes an ovt image file (`ovt data idx`\n"
+               "or `ovt data cifar`, e.g. the test set): its mean cross-entropy per image and its\n"
+               "accuracy (the label is the first largest logit), the images in file order in batches\n"
+               "of the run's batch size (a ResNet's batch norms from their running statistics).\n"
                "\n"
+               "The models, as `ovt train --model` names them:\n");
+    static const char *const family[] = {"GPT-2", "Llama", "MLP", "ResNet"};
+    static const trn_model_kind kinds[] = {TRN_MODEL_GPT2, TRN_MODEL_LLAMA, TRN_MODEL_MLP, TRN_MODEL_RESNET};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        char names[256];
+        trn_model_preset_list(names, sizeof names, (int)kinds[k], 0);
+        fprintf(f, "  %-7s %s (%s)\n", family[k], names, k < 2 ? "held-out tokens" : "an image file");
+    }
+    fprintf(f, "\n"
                "options:\n"
                "  --step K       the checkpoint's step (0, every --checkpoint-every, the last)\n"
-               "  --data FILE    the held-out tokens, or an image file for an MLP\n"
+               "  --data FILE    the held-out tokens, or an image file for an MLP or ResNet\n"
                "  --backend B    cpu (default), ref, shuffle or cuda\n"
                "  --threads N    cpu backend threads (default: the backend's)\n"
                "  --windows N    only the first N windows, or images (default: all)\n"

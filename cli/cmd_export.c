@@ -1,6 +1,6 @@
 /* `ovt export`: a checkpoint's parameters as a safetensors file that carries
  * its commitment, as llm.c's weight file or as llama2.c's checkpoint
- * (trainer/export.h, trainer/llama2c.h, party/model_check.h). */
+ * (modelio/export.h, modelio/llama2c.h, party/model_check.h). */
 #include <getopt.h>
 #include <jansson.h>
 #include <stdbool.h>
@@ -12,9 +12,9 @@
 #include "chain/session.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "modelio/export.h"
+#include "modelio/llama2c.h"
 #include "party/model_check.h"
-#include "trainer/export.h"
-#include "trainer/llama2c.h"
 #include "trainer/snapshot.h"
 
 static void usage(FILE *f)
@@ -116,9 +116,12 @@ int cmd_export(int argc, char **argv)
     }
     if (optind != argc - 1)
         return cli_usage_error("export", "expects one RUNDIR");
-    if (!format || (strcmp(format, "safetensors") != 0 && strcmp(format, "llmc") != 0 && strcmp(format, "llama2c") != 0))
+    size_t kind = 0;
+    while (format && trn_export_format_name(kind) && strcmp(format, trn_export_format_name(kind)))
+        kind++;
+    if (!format || !trn_export_format_name(kind))
         return cli_usage_error("export", "--format expects safetensors, llmc or llama2c, got '%s'", format ? format : "");
-    if (has_l2c_version && strcmp(format, "llama2c") != 0)
+    if (has_l2c_version && kind != TRN_EXPORT_LLAMA2C)
         return cli_usage_error("export", "--llama2c-version goes with --format llama2c, not %s", format);
     if (!out)
         return cli_usage_error("export", "--out FILE is required");
@@ -129,9 +132,9 @@ int cmd_export(int argc, char **argv)
     int rv = trn_snapshot_load(&st, &table, dir, has_step, step);
     if (rv)
         return cli_fail("export");
-    if (strcmp(format, "llmc") == 0)
+    if (kind == TRN_EXPORT_LLMC)
         rv = trn_export_llmc(out, st);
-    else if (strcmp(format, "llama2c") == 0)
+    else if (kind == TRN_EXPORT_LLAMA2C)
         rv = trn_export_llama2c(out, st, (uint32_t)l2c_version);
     else
         rv = party_model_export(out, dir, st, &table, &x);

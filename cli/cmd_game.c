@@ -93,7 +93,8 @@ static void print_text(const json_t *o)
                                            "commit_timeout", "move_timeout", "arbiter_timeout", "trainer_bond",
                                            "auditor_bond", NULL};
     static const char *const game_keys[] = {"phase", "outcome", "round", "depth", "flags", "deadline", "index",
-                                            "trainer_root", "auditor_root", "trainer_node", "auditor_node", NULL};
+                                            "trainer_root", "auditor_root", "trainer_node", "auditor_node",
+                                            "refuted_by", NULL};
     printf("run       %s (at block %lld)\n", json_string_value(json_object_get(o, "run_id")),
            (long long)json_integer_value(json_object_get(o, "block")));
     print_fields(json_object_get(o, "run"), run_keys);
@@ -169,10 +170,17 @@ int cmd_game(int argc, char **argv)
     json_t *o = NULL;
     int rc = chain_session_open(&s, sa, 0);
     chain_arb_committee c;
+    ovt_hash refuted;
+    char at[24], refuted_hex[67];
     if (rc == 0)
         rc = chain_arb_read_at_head(&s.arb, &run_id, &block, &p, &g, &c);
+    snprintf(at, sizeof at, "0x%llx", (unsigned long long)block);
+    if (rc == 0)
+        rc = chain_arb_refuted_by(&s.arb, &run_id, at, &refuted);
+    chain_hash_hex(refuted_hex, &refuted);
     if (rc == 0 && (!(o = to_json(&run_id, block, &p, &g)) ||
-                    json_object_set_new(o, "committee", committee_json(&p, &c))))
+                    json_object_set_new(o, "committee", committee_json(&p, &c)) ||
+                    json_object_set_new(json_object_get(o, "game"), "refuted_by", json_string(refuted_hex))))
         rc = ovt_fail(OVT_ENOMEM, "out of memory");
     chain_session_close(&s);
     if (rc)

@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "common/fileio.h"
 #include "dp/dp.h"
+#include "modelio/import.h"
 #include "trainer/loop.h"
 #include "trainer/rundata.h"
 
@@ -25,21 +26,35 @@ static void train_usage(FILE *f)
             "batchHash, logHash of every step), run.json with the step Merkle root, and the\n"
             "loss curve as loss.csv and loss.svg (written at every checkpoint and at the end).\n"
             "\n"
-            "options:\n"
-            "  --model NAME         gpt2-tiny (default), gpt2-small, llama-tiny, llama-15m, llama-110m,\n"
-            "                       mlp-demo, mlp-mnist, resnet-mini, resnet-18, resnet-50 or\n"
-            "                       resnet-50-block (llama-15m and llama-110m: llama2.c's stories\n"
-            "                       shapes, Llama 2's 32000 tokens: `ovt data text --tokenizer llama2`;\n"
-            "                       resnet-mini and resnet-50-block: 1x28x28 images, resnet-18 and\n"
-            "                       resnet-50: CIFAR's 3x32x32, `ovt data cifar`)\n"
+            "options:\n");
+    /* the presets as the table holds them (trainer/config.c), by family */
+    static const char *const family[] = {"MLP", "GPT-2", "Llama", "ResNet"};
+    static const trn_model_kind kinds[] = {TRN_MODEL_MLP, TRN_MODEL_GPT2, TRN_MODEL_LLAMA, TRN_MODEL_RESNET};
+    fprintf(f, "  --model NAME         the model (default gpt2-tiny):\n");
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        char names[256];
+        trn_model_preset_list(names, sizeof names, (int)kinds[k], 0);
+        fprintf(f, "                         %-7s %s\n", family[k], names);
+    }
+    fprintf(f,
+            "                       (a language model trains on tokens of its own vocabulary: gpt2-small's\n"
+            "                       50257 from `ovt data text --tokenizer gpt2`, llama-15m's and\n"
+            "                       llama-110m's 32000 (llama2.c's stories shapes) from --tokenizer llama2,\n"
+            "                       the tiny ones' 256 from plain `ovt data text`; resnet-mini and\n"
+            "                       resnet-50-block: 1x28x28 images, resnet-18 and resnet-50: CIFAR's\n"
+            "                       3x32x32, `ovt data cifar`)\n"
+            "  --force              train a language model on a token file of another vocabulary\n"
+            "                       (refused otherwise: byte tokens for gpt2-small train 256 of its\n"
+            "                       50257 embeddings); the run then says so as it starts\n"
             "  --config FILE        start from the run config of another run (its config.bin: model,\n"
             "                       optimizer, schedule, batch, seed, b); later flags change it and\n"
             "                       the datasetHash comes from --data\n"
             "  --data FILE          GPT-2, Llama: a token file (ovt uint16 format, or raw bytes as\n"
             "                       byte-level tokens); MLP: an ovt samples or image file; ResNet: an\n"
             "                       image file. Make them with\n"
-            "                       `ovt data text YOUR.txt --out tokens.bin` (byte-level, for gpt2-tiny;\n"
-            "                       with --bpe DIR GPT-2's BPE tokens, for gpt2-small)\n"
+            "                       `ovt data text YOUR.txt --out tokens.bin` (byte-level, for gpt2-tiny\n"
+            "                       and llama-tiny; with --tokenizer gpt2 GPT-2's BPE tokens, for\n"
+            "                       gpt2-small; --tokenizer llama2 for llama-15m and llama-110m)\n"
             "                       and `ovt data mlp --seed 1 --samples 1024 --out samples.bin`\n"
             "                       (mlp-demo's sizes); mlp-mnist and resnet-mini: an ovt image file\n"
             "                       of 28x28 images, 10 classes (`ovt data idx`); see `ovt data --help`\n"
@@ -189,7 +204,7 @@ enum { O_MODEL = 256, O_DATA, O_OUT, O_STEPS, O_BATCH, O_SEQ, O_LR, O_LR_MIN, O_
        O_GRID, O_BACKEND, O_THREADS, O_CKPT, O_RESUME, O_RUN_ID, O_EVERY, O_JSON, O_REPLAY, O_NEAREST,
        O_PRINT_STATE, O_FAULT, O_FAULT_STEP, O_CONFIG, O_SCHEDULE, O_INIT_FROM, O_RANK_TIMEOUT, O_SHARDS,
        O_FAULT_SHARD, O_FAULT_RANK, O_FAULT_TIMEOUT, O_BAND_RULES, O_STATE_HASH, O_FAULT_SITE,
-       O_FAULT_ELEMENT, O_AUGMENT_CROP, O_AUGMENT_FLIP, O_NO_AUGMENT_FLIP };
+       O_FAULT_ELEMENT, O_AUGMENT_CROP, O_AUGMENT_FLIP, O_NO_AUGMENT_FLIP, O_FORCE };
 
 static const struct option train_longopts[] = {
     {"model", required_argument, NULL, O_MODEL},     {"data", required_argument, NULL, O_DATA},
@@ -212,7 +227,7 @@ static const struct option train_longopts[] = {
     {"state-hash", required_argument, NULL, O_STATE_HASH},
     {"fault-site", required_argument, NULL, O_FAULT_SITE}, {"fault-element", required_argument, NULL, O_FAULT_ELEMENT},
     {"augment-crop", required_argument, NULL, O_AUGMENT_CROP}, {"augment-flip", no_argument, NULL, O_AUGMENT_FLIP},
-    {"no-augment-flip", no_argument, NULL, O_NO_AUGMENT_FLIP},
+    {"no-augment-flip", no_argument, NULL, O_NO_AUGMENT_FLIP}, {"force", no_argument, NULL, O_FORCE},
     {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0}};
 
 /* Flag c (named flag) with its value v; OVT_EINVAL with the parser's
@@ -229,6 +244,7 @@ static int train_flag(struct train_args *a, int c, const char *flag, const char 
     case O_INIT_FROM: o->init_from = v; return 0;
     case O_REPLAY: o->replay = v; return 0;
     case O_RESUME: o->resume = true; return 0;
+    case O_FORCE: o->force_vocab = true; return 0;
     case O_NEAREST: o->nearest = true; return 0;
     case O_JSON: a->json = true; return 0;
     case O_PRINT_STATE: a->print_state = true; return 0;
@@ -312,6 +328,11 @@ static void report_begin(void *arg, const trn_loop_begin *b)
     const struct train_args *a = arg;
     const trn_loop_opts *o = &a->o;
     const trn_run_config *rc = b->config;
+    if (b->data_vocab && b->data_vocab != rc->model.vocab)
+        fprintf(stderr, "ovt train: warning: --force: %s's vocabulary is %u tokens, %s's are of %u symbols; %u of "
+                        "its embeddings are never trained\n",
+                o->model, rc->model.vocab, o->data, b->data_vocab,
+                rc->model.vocab > b->data_vocab ? rc->model.vocab - b->data_vocab : 0);
     if (a->json)
         return;
     if (o->dp)
@@ -430,8 +451,13 @@ int cmd_train(int argc, char **argv)
         return rv;
     a.o.report = (trn_loop_report){.begin = report_begin, .step = report_step,
                                    .state = a.print_state ? report_state : NULL, .arg = &a};
-    trn_loop_result res;
-    rv = trn_loop_run(&a.o, &res);
+    trn_loop_result res = {0};
+    float *init_params = NULL;
+    if (a.o.init_from) /* the file's format is modelio's; the loop takes the parameters */
+        rv = trn_init_load(&init_params, &a.o.init_nparams, &a.o.config, a.o.init_from);
+    a.o.init_params = init_params;
+    if (!rv)
+        rv = trn_loop_run(&a.o, &res);
     if (rv && a.o.dp && !res.together) {
         /* only this rank knows: the others would wait for it until the timeout */
         ovt_fail_wrap(rv, "rank %d (host %s)", dp_rank(a.o.dp), dp_host(a.o.dp));
@@ -452,6 +478,7 @@ int cmd_train(int argc, char **argv)
                (unsigned long long)res.steps, ch, sh, rh, rid);
     }
     trn_loop_result_free(&res);
+    free(init_params);
     dp_close(a.o.dp);
     return rv ? 1 : 0;
 }

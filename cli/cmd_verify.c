@@ -15,10 +15,11 @@
 
 static void verify_usage(FILE *f)
 {
-    fprintf(f, "usage: ovt verify RUNDIR/receipt.json [--data FILE] [--replay K] [--threads N] [--json]\n"
+    fprintf(f, "usage: ovt verify RUNDIR[/receipt.json] [--data FILE] [--replay K] [--threads N] [--json]\n"
                "       ovt verify --model FILE RECEIPT [--json]\n"
                "\n"
-               "Checks a commitment receipt offline, against the run directory it lies in:\n"
+               "Checks a commitment receipt offline, against the run directory it lies in (RUNDIR\n"
+               "alone names its receipt.json; `ovt commit` writes it, so a run not committed has none):\n"
                "  signature  the EIP-712 Commitment signature recovers to the receipt's trainer\n"
                "  run_id     the runId derives from the receipt's chain, contract, parties,\n"
                "             deadlines, bonds and nonce (as the contract derives it)\n"
@@ -94,16 +95,16 @@ int cmd_verify(int argc, char **argv)
     if (rv >= 0)
         return rv;
     if (optind != argc - 1)
-        return cli_usage_error("verify", "expects one receipt file (RUNDIR/receipt.json)");
+        return cli_usage_error("verify", "expects one receipt: RUNDIR or RUNDIR/receipt.json");
     if (a.o.model && (a.o.data || a.o.replay))
         return cli_usage_error("verify", "--model checks a file against the receipt alone; --data and --replay "
                                          "go with the run directory's checks");
     a.o.receipt = argv[optind];
     char rbuf[4096];
     struct stat sb;
-    if (a.o.model && stat(a.o.receipt, &sb) == 0 && S_ISDIR(sb.st_mode) &&
+    if (stat(a.o.receipt, &sb) == 0 && S_ISDIR(sb.st_mode) &&
         !ovt_path_join(rbuf, sizeof rbuf, a.o.receipt, "receipt.json"))
-        a.o.receipt = rbuf; /* --model takes the receipt or its run directory */
+        a.o.receipt = rbuf; /* the receipt or its run directory */
     a.v.list = json_array();
     party_verify_result res;
     if (party_verify(&a.o, &res)) {

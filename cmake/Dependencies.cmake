@@ -19,6 +19,7 @@ ovt_require_pkg(SECP256K1 libsecp256k1 libsecp256k1-dev)
 ovt_require_pkg(CURL libcurl libcurl4-openssl-dev)
 ovt_require_pkg(JANSSON jansson libjansson-dev)
 ovt_require_pkg(ZSTD libzstd libzstd-dev)
+ovt_require_pkg(ZLIB zlib zlib1g-dev)
 ovt_require_pkg(OPENBLAS openblas libopenblas-dev)
 
 include(CheckIncludeFile)

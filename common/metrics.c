@@ -15,6 +15,12 @@
 
 #define METRICS_MAX_GAMES 1024
 #define METRICS_MAX_PHASES 16
+#define METRICS_MAX_DECLINES 8
+
+struct decline_row {
+    const char *reason; /* static string */
+    uint64_t count;
+};
 
 struct game_row {
     ovt_hash run_id;
@@ -36,6 +42,8 @@ static struct {
     double eval_seconds;
     int have_eval;
     double started, last_ok, last_fail; /* unix seconds, 0: never */
+    struct decline_row declines[METRICS_MAX_DECLINES];
+    size_t ndeclines;
 } m = {.role = "daemon", .stale_ms = 60000};
 
 static double wall_now(void)
@@ -91,6 +99,19 @@ void ovt_metrics_game(const ovt_hash *run_id, const char *phase, uint64_t deadli
     pthread_mutex_unlock(&lock);
 }
 
+void ovt_metrics_seat_declined(const char *reason)
+{
+    pthread_mutex_lock(&lock);
+    size_t i = 0;
+    while (i < m.ndeclines && strcmp(m.declines[i].reason, reason) != 0)
+        i++;
+    if (i == m.ndeclines && m.ndeclines < METRICS_MAX_DECLINES)
+        m.declines[m.ndeclines++].reason = reason;
+    if (i < m.ndeclines)
+        m.declines[i].count++;
+    pthread_mutex_unlock(&lock);
+}
+
 void ovt_metrics_eval_seconds(double seconds)
 {
     pthread_mutex_lock(&lock);
@@ -130,7 +151,9 @@ int ovt_metrics_render(char **out, size_t *len)
     int have_chain = m.have_chain, have_eval = m.have_eval;
     uint64_t head = m.head, read_block = m.read_block, head_time = m.head_time;
     double eval_seconds = m.eval_seconds, last_ok = m.last_ok, started = m.started;
-    size_t ngames = m.ngames;
+    size_t ngames = m.ngames, ndeclines = m.ndeclines;
+    struct decline_row declines[METRICS_MAX_DECLINES];
+    memcpy(declines, m.declines, sizeof declines);
     struct game_row *games = malloc((ngames ? ngames : 1) * sizeof *games);
     if (games)
         memcpy(games, m.games, ngames * sizeof *games);
@@ -192,6 +215,13 @@ int ovt_metrics_render(char **out, size_t *len)
                "Seconds until the nearest deadline of a followed game (negative: passed).");
         ovt_text_put(&t, "ovt_nearest_deadline_seconds %.0f\n", (double)nearest - now);
     }
+    if (ndeclines) {
+        metric(&t, "ovt_seats_declined_total", "counter",
+               "Runs whose seat the arbiter did not take when it looked, by reason (bond, window, uncommitted).");
+        for (size_t k = 0; k < ndeclines; k++)
+            ovt_text_put(&t, "ovt_seats_declined_total{reason=\"%s\"} %llu\n", declines[k].reason,
+                         (unsigned long long)declines[k].count);
+    }
     counter(&t, "ovt_transactions_sent_total", "Transactions submitted (first versions).", OVT_METRIC_TX_SENT);
     counter(&t, "ovt_transactions_bumped_total", "Replacement transactions sent with raised fees.",
             OVT_METRIC_TX_BUMPED);
@@ -241,9 +271,29 @@ int ovt_metrics_healthy(char *why, size_t cap)
     return 1;
 }
 
+#define METRICS_MAX_ROUTES 8
+static struct {
+    ovt_http_handler handler;
+    void *ctx;
+} routes[METRICS_MAX_ROUTES];
+static size_t nroutes;
+
+int ovt_metrics_route(ovt_http_handler handler, void *ctx)
+{
+    if (nroutes == METRICS_MAX_ROUTES)
+        return ovt_fail(OVT_EINVAL, "internal: more than %d pages on the metrics server", METRICS_MAX_ROUTES);
+    routes[nroutes].handler = handler;
+    routes[nroutes++].ctx = ctx;
+    return 0;
+}
+
 static void handle(void *ctx, const char *path, ovt_http_reply *r)
 {
     (void)ctx;
+    for (size_t k = 0; k < nroutes && r->status == 404 && !r->body; k++)
+        routes[k].handler(routes[k].ctx, path, r);
+    if (r->status != 404 || r->body)
+        return;
     if (strcmp(path, "/metrics") == 0) {
         char *text;
         size_t len;

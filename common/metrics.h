@@ -41,6 +41,11 @@ void ovt_metrics_chain(uint64_t head, uint64_t read_block, uint64_t head_time);
  * 1024 games are tracked. */
 void ovt_metrics_game(const ovt_hash *run_id, const char *phase, uint64_t deadline, int done);
 
+/* The arbiter declined a run's seat (arbiter/decide.h: the action's
+ * decline, a static string such as "bond", "window", "uncommitted"):
+ * counted by reason, once each time the watcher decides so anew. */
+void ovt_metrics_seat_declined(const char *reason);
+
 /* Seconds the last re-execution (or replay) of a step took. */
 void ovt_metrics_eval_seconds(double seconds);
 
@@ -58,7 +63,12 @@ int ovt_metrics_render(char **text, size_t *len) OVT_MUST_USE;
 /* Whether the daemon is healthy (1) or not (0), with a one-line reason. */
 int ovt_metrics_healthy(char *why, size_t cap);
 
-/* Serves /metrics and /healthz on addr (ovt_httpserve_start). */
+/* Another page on the same server: handler answers the GETs it fills a
+ * reply for (others stay 404 for the next route). Up to 8 routes; register
+ * before ovt_metrics_serve (the arbiter's /status: arbiter/status.h). */
+int ovt_metrics_route(ovt_http_handler handler, void *ctx) OVT_MUST_USE;
+
+/* Serves /metrics, /healthz and the routes on addr (ovt_httpserve_start). */
 int ovt_metrics_serve(ovt_httpserve **out, const char *addr) OVT_MUST_USE;
 
 #endif

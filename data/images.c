@@ -30,8 +30,8 @@ void data_images_free(data_images *im)
 static int idx_header(uint32_t *dims, const uint8_t *buf, size_t len, uint32_t magic, int ndim, const char *what)
 {
     if (len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b)
-        return ovt_fail(OVT_EFORMAT, "%s is gzip-compressed; ovt reads raw IDX files (`gunzip -k %s` first)",
-                        what, what);
+        return ovt_fail(OVT_EFORMAT, "%s is still gzip-compressed: decompress it first (data_read_input, "
+                        "data/gunzip.h, does)", what);
     size_t head = 4 + 4 * (size_t)ndim;
     if (len < head)
         return ovt_fail(OVT_EFORMAT, "%s is %zu bytes, truncated inside its %zu-byte IDX header", what, len, head);
@@ -100,10 +100,10 @@ int data_idx_parse(data_images *out, const uint8_t *img, size_t img_len, const c
 static const char *cifar_refusal(const uint8_t *buf, size_t len)
 {
     if (len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b)
-        return "is gzip-compressed (the download is cifar-10-binary.tar.gz: `tar xzf` it and name the "
-               "data_batch_N.bin files)";
+        return "is still gzip-compressed: decompress it first (data_read_input, data/gunzip.h, does)";
     if (len >= 262 && memcmp(buf + 257, "ustar", 5) == 0)
-        return "is a tar archive: extract it (`tar xf`) and name the data_batch_N.bin files";
+        return "is a tar archive (cifar-10-binary.tar.gz is one): extract it (`tar xzf cifar-10-binary.tar.gz`) "
+               "and name the data_batch_N.bin files it holds";
     if (len == 0 || len % DATA_CIFAR_RECORD)
         return "is not whole 3,073-byte records (a label byte and 3 x 32 x 32 pixels): not CIFAR-10's binary "
                "version (the Python version's pickles are not read)";

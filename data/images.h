@@ -35,7 +35,8 @@ void data_images_free(data_images *im);
  * n, rows, columns, big-endian) and an IDX label file (0x00000801, n) into
  * *out: one channel, n_class classes (every label must be below it), the
  * first `limit` images (0: all). `what_images` and `what_labels` name the
- * files in messages. Every malformation (a gzip file, a wrong magic, a
+ * files in messages. Every malformation (bytes still gzip-compressed:
+ * data/gunzip.h decompresses them first; a wrong magic, a
  * length that disagrees with the dimensions, counts that differ, a label
  * too large) is OVT_EFORMAT naming the file and what is wrong. out->hash is
  * left zero (the encoding sets it: data_images_encode). */
@@ -48,8 +49,9 @@ int data_idx_parse(data_images *out, const uint8_t *img, size_t img_len, const c
  * pixels (red, green, blue planes, each row-major): already NCHW. Reads the
  * records of the n buffers in order into *out (3 channels, 32 x 32, 10
  * classes), the first `limit` (0: all). A buffer that is not whole records,
- * a label above 9, a gzip or tar file (the download is
- * cifar-10-binary.tar.gz: extract it) is OVT_EFORMAT naming whats[i].
+ * a label above 9, a tar archive (the download is
+ * cifar-10-binary.tar.gz: extract it) or bytes still gzip-compressed
+ * (data/gunzip.h decompresses them) is OVT_EFORMAT naming whats[i].
  * out->hash is left zero. */
 #define DATA_CIFAR_RECORD 3073u
 int data_cifar_parse(data_images *out, const uint8_t *const *bufs, const size_t *lens, const char *const *whats,

@@ -7,8 +7,21 @@
 #include "common/fileio.h"
 #include "data/bpe.h"
 #include "data/dataset.h"
+#include "data/gunzip.h"
 #include "data/images.h"
 #include "data/sptok.h"
+
+const char *data_tokenizer_name(size_t i)
+{
+    static const char *const names[] = {"bytes", "gpt2", "llama2", "mistral"};
+    return i < sizeof names / sizeof names[0] ? names[i] : NULL;
+}
+
+const char *data_make_kind_name(size_t i)
+{
+    static const char *const names[] = {"mlp", "text", "idx", "cifar"};
+    return i < sizeof names / sizeof names[0] ? names[i] : NULL;
+}
 
 /* Writes buf to path and sums it up in *out. */
 static int write_made(data_made *out, const char *path, const uint8_t *buf, size_t len)
@@ -155,8 +168,8 @@ int data_make_images(data_made *out, const char *path, const char *images_path, 
     size_t img_len, lab_len;
     data_images im = {0};
     int rv;
-    if ((rv = ovt_read_file(images_path, &img, &img_len, DATA_MAX_IDX)) == 0 &&
-        (rv = ovt_read_file(labels_path, &lab, &lab_len, DATA_MAX_IDX)) == 0 &&
+    if ((rv = data_read_input(images_path, &img, &img_len, DATA_MAX_IDX, NULL)) == 0 &&
+        (rv = data_read_input(labels_path, &lab, &lab_len, DATA_MAX_IDX, NULL)) == 0 &&
         (rv = data_idx_parse(&im, img, img_len, images_path, lab, lab_len, labels_path, n_class, limit)) == 0)
         rv = write_images(out, path, &im);
     free(img);
@@ -177,7 +190,7 @@ int data_make_cifar(data_made *out, const char *path, const char *const *paths, 
         goto done;
     }
     for (size_t f = 0; f < n && rv == 0; f++)
-        rv = ovt_read_file(paths[f], &bufs[f], &lens[f], DATA_MAX_IDX);
+        rv = data_read_input(paths[f], &bufs[f], &lens[f], DATA_MAX_IDX, NULL);
     if (rv == 0 && (rv = data_cifar_parse(&im, (const uint8_t *const *)bufs, lens, paths, n, limit)) == 0)
         rv = write_images(out, path, &im);
 done:

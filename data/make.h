@@ -35,6 +35,14 @@ int data_make_samples(data_made *out, const char *path, uint64_t seed, uint32_t 
 /* The tokenizer of a token file made from text. */
 typedef enum { DATA_TOK_BYTES, DATA_TOK_GPT2, DATA_TOK_LLAMA2 } data_tok_kind;
 
+/* The names `ovt data text --tokenizer` takes ("bytes", "gpt2", "llama2",
+ * "mistral": Llama 2's algorithm with Mistral's vocabulary), and the kinds
+ * of file `ovt data` makes ("mlp", "text", "idx", "cifar"), in order; NULL
+ * past the last. The command parses by them and its help, `ovt --help` and
+ * the README name them all (a test holds them to these lists). */
+const char *data_tokenizer_name(size_t i);
+const char *data_make_kind_name(size_t i);
+
 typedef struct {
     data_tok_kind kind;
     const char *source; /* GPT2: the directory of encoder.json and vocab.bpe; LLAMA2: tokenizer.json */
@@ -54,12 +62,15 @@ int data_make_text_tokens(data_made *out, const char *path, const char *text_pat
 
 /* Writes the ovt image file (data/images.h) of an IDX image file and its IDX
  * label file to path: the first `limit` images (0: all), labels below
- * n_class. Raw IDX only (gzip is refused by name: ovt links no zlib). */
+ * n_class. Either file may be gzip-compressed, as MNIST and Fashion-MNIST
+ * ship them (data/gunzip.h: decompressed on reading). */
 int data_make_images(data_made *out, const char *path, const char *images_path, const char *labels_path,
                      uint32_t n_class, uint32_t limit) OVT_MUST_USE;
 
 /* Writes the ovt image file of CIFAR-10's binary batch files (n paths, in
- * order; data_cifar_parse) to path: the first `limit` images (0: all). */
+ * order; data_cifar_parse) to path: the first `limit` images (0: all). A
+ * gzip-compressed batch file is decompressed on reading (the tar.gz
+ * archive itself becomes a tar file, which data_cifar_parse refuses). */
 int data_make_cifar(data_made *out, const char *path, const char *const *paths, size_t n,
                     uint32_t limit) OVT_MUST_USE;
 

@@ -3,8 +3,12 @@
 #include <stdlib.h>
 
 #include "kernels/ops.h"
+#include "kernels/alloc.h"
+#include "kernels/argcheck.h"
 #include "kernels/cuda/dispatch.h"
+#include "kernels/parallel.h"
 #include "kernels/reduce.h"
+#include "kernels/trace.h"
 
 /* The constants of the contract, as FP64 literals (every compiler reads a
  * decimal literal to the same nearest double). */
@@ -82,6 +86,7 @@ static int gelu_sites(krn_ctx *ctx, gelu_job *j, float *t, const char *name, flo
     if ((rc = krn_site(ctx, "gelu.tanh", t, j->x, n, &band)))
         return rc;
     j->t = t;
+    KRN_TRACE_READS(ctx, 0, {t, n});
     return krn_site_exact_fill(ctx, name, out, n, fill, j);
 }
 
@@ -92,6 +97,8 @@ int krn_gelu_forward(krn_ctx *ctx, float *out, const float *inp, size_t n)
     int rc;
     if ((rc = check_unary(op, out, "out", inp, inp, n)))
         return rc;
+    KRN_TRACE_READS(ctx, 0, {inp, n});
+    KRN_TRACE_READS(ctx, 1, {inp, n}); /* and gelu.tanh's t (gelu_sites) */
     KRN_CUDA_DISPATCH(ctx, krn_cuda_gelu_forward(ctx, out, inp, n));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
@@ -115,6 +122,8 @@ int krn_gelu_backward(krn_ctx *ctx, float *dinp, const float *inp, const float *
     int rc;
     if ((rc = check_unary(op, dinp, "dinp", inp, dout, n)))
         return rc;
+    KRN_TRACE_READS(ctx, 0, {inp, n});
+    KRN_TRACE_READS(ctx, 1, {inp, n}, {dout, n}, {dinp, n}); /* and gelu.tanh's t (gelu_sites) */
     KRN_CUDA_DISPATCH(ctx, krn_cuda_gelu_backward(ctx, dinp, inp, dout, n));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
@@ -138,6 +147,7 @@ int krn_relu_forward(krn_ctx *ctx, float *out, const float *inp, size_t n)
     int rc;
     if ((rc = check_unary(op, out, "out", inp, inp, n)))
         return rc;
+    KRN_TRACE_READS(ctx, 0, {inp, n});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_relu_forward(ctx, out, inp, n));
     double *x = krn_doubles(n, op);
     if (!x)
@@ -157,6 +167,7 @@ int krn_relu_backward(krn_ctx *ctx, float *dinp, const float *inp, const float *
     int rc;
     if ((rc = check_unary(op, dinp, "dinp", inp, dout, n)))
         return rc;
+    KRN_TRACE_READS(ctx, 0, {inp, n}, {dout, n}, {dinp, n});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_relu_backward(ctx, dinp, inp, dout, n));
     double *x = krn_doubles(n, op);
     if (!x)
@@ -240,6 +251,8 @@ int krn_swiglu_forward(krn_ctx *ctx, float *out, const float *a, const float *b,
     int rc;
     if ((rc = check_unary(op, out, "out", a, b, n)))
         return rc;
+    KRN_TRACE_READS(ctx, 0, {a, n});
+    KRN_TRACE_READS(ctx, 1, {a, n}, {b, n}); /* and swiglu.exp's e */
     KRN_CUDA_DISPATCH(ctx, krn_cuda_swiglu_forward(ctx, out, a, b, n));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
@@ -249,8 +262,10 @@ int krn_swiglu_forward(krn_ctx *ctx, float *out, const float *a, const float *b,
     float *e = krn_floats(n, op);
     if (x && e) {
         swiglu_job j = {.be = &be, .a = a, .b = b, .x = x};
-        if (!(rc = swiglu_exp_site(ctx, &j, e, n)))
+        if (!(rc = swiglu_exp_site(ctx, &j, e, n))) {
+            KRN_TRACE_READS(ctx, 0, {e, n});
             rc = krn_site_exact_fill(ctx, "swiglu.fwd", out, n, swiglu_fwd_fill, &j);
+        }
     }
     free(x);
     free(e);
@@ -266,6 +281,9 @@ int krn_swiglu_backward(krn_ctx *ctx, float *da, float *db, const float *dout, c
     if ((rc = check_unary(op, da, "da", a, dout, n)) || (rc = krn_check_ptr(op, "db", db)) ||
         (rc = krn_check_ptr(op, "b", b)))
         return rc;
+    KRN_TRACE_READS(ctx, 0, {a, n});
+    KRN_TRACE_READS(ctx, 1, {dout, n}, {a, n}, {b, n}, {da, n}); /* and swiglu.exp's e */
+    KRN_TRACE_READS(ctx, 2, {dout, n}, {a, n}, {db, n});         /* and e */
     KRN_CUDA_DISPATCH(ctx, krn_cuda_swiglu_backward(ctx, da, db, dout, a, b, n));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
@@ -275,9 +293,12 @@ int krn_swiglu_backward(krn_ctx *ctx, float *da, float *db, const float *dout, c
     float *e = krn_floats(n, op);
     if (x && e) {
         swiglu_job j = {.be = &be, .a = a, .b = b, .dout = dout, .da = da, .db = db, .x = x};
-        if (!(rc = swiglu_exp_site(ctx, &j, e, n)) &&
-            !(rc = krn_site_exact_fill(ctx, "swiglu.bwd.da", da, n, swiglu_da_fill, &j)))
-            rc = krn_site_exact_fill(ctx, "swiglu.bwd.db", db, n, swiglu_db_fill, &j);
+        if (!(rc = swiglu_exp_site(ctx, &j, e, n))) {
+            KRN_TRACE_READS(ctx, 0, {e, n});
+            KRN_TRACE_READS(ctx, 1, {e, n});
+            if (!(rc = krn_site_exact_fill(ctx, "swiglu.bwd.da", da, n, swiglu_da_fill, &j)))
+                rc = krn_site_exact_fill(ctx, "swiglu.bwd.db", db, n, swiglu_db_fill, &j);
+        }
     }
     free(x);
     free(e);

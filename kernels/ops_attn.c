@@ -8,9 +8,15 @@
 #include <string.h>
 
 #include "kernels/ops.h"
+#include "kernels/alloc.h"
+#include "kernels/argcheck.h"
+#include "kernels/chunked_gemm.h"
 #include "kernels/cuda/dispatch.h"
+#include "kernels/parallel.h"
+#include "kernels/trace.h"
 #include "kernels/reduce.h"
 #include "kernels/scratch.h"
+#include "kernels/widen.h"
 
 /* The shapes and derived strides of one call. Query heads NH of size hs
  * (C = NH*hs channels); key/value heads NKV, each shared by G = NH/NKV
@@ -323,6 +329,7 @@ static int softmax_sites(krn_ctx *ctx, const krn_cpu *be, const attn_dims *d, co
     krn_widen(b->w, att, d->n_tt);
     if ((rc = row_sum_site(ctx, be, "attn.sum", b->sums, d, b->w, NULL, b->x, b->mag)))
         return rc;
+    KRN_TRACE_READS(ctx, 0, {b->sums, d->n_row});
     size_t T = d->T;
     for (size_t r = 0; r < d->n_row; r++)
         for (size_t t2 = 0; t2 < T; t2++)
@@ -363,6 +370,17 @@ done:
     return rc;
 }
 
+/* The forward's reads after attn.qk (kernels/trace.h): attn.exp reads
+ * preatt, attn.sum and attn.softmax att (and the sums, softmax_sites),
+ * attn.out att (and v, by the caller). */
+static void fwd_trace_reads(krn_ctx *ctx, const attn_dims *d, const float *preatt, const float *att)
+{
+    KRN_TRACE_READS(ctx, 1, {preatt, d->n_tt});
+    KRN_TRACE_READS(ctx, 2, {att, d->n_tt});
+    KRN_TRACE_READS(ctx, 3, {att, d->n_tt});
+    KRN_TRACE_READS(ctx, 4, {att, d->n_tt});
+}
+
 /* Sites and bands: kernels/ops.h, docs/op-bounds.md ("attention fwd"). */
 int krn_attention_forward(krn_ctx *ctx, float *out, float *preatt, float *att, const float *inp,
                           size_t B, size_t T, size_t C, size_t NH)
@@ -374,6 +392,11 @@ int krn_attention_forward(krn_ctx *ctx, float *out, float *preatt, float *att, c
         (rc = krn_check_ptr(op, "att", att)) || (rc = krn_check_ptr(op, "inp", inp)) ||
         (rc = attn_check(op, B, T, C, NH, &d)))
         return rc;
+    size_t BT = B * T;
+    krn_trace_read_rows(ctx, 0, inp, C, 3 * C, BT);     /* q */
+    krn_trace_read_rows(ctx, 0, inp + C, C, 3 * C, BT); /* k */
+    fwd_trace_reads(ctx, &d, preatt, att);
+    krn_trace_read_rows(ctx, 4, inp + 2 * C, C, 3 * C, BT); /* v */
     KRN_CUDA_DISPATCH(ctx, krn_cuda_attention_forward(ctx, out, preatt, att, inp, B, T, C, NH));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
@@ -404,6 +427,9 @@ int krn_gqa_forward(krn_ctx *ctx, float *out, float *preatt, float *att, const f
     if ((rc = krn_check_ptr(op, "out", out)) || (rc = krn_check_ptr(op, "preatt", preatt)) ||
         (rc = krn_check_ptr(op, "att", att)) || (rc = gqa_check(op, q, k, v, B, T, NH, NKV, hs, &d)))
         return rc;
+    KRN_TRACE_READS(ctx, 0, {q, d.n_out}, {k, d.n_kv});
+    fwd_trace_reads(ctx, &d, preatt, att);
+    KRN_TRACE_READS(ctx, 4, {v, d.n_kv});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_gqa_forward(ctx, out, preatt, att, q, k, v, B, T, NH, NKV, hs));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
@@ -459,8 +485,10 @@ static int backward_sites(krn_ctx *ctx, const krn_cpu *be, const attn_dims *d, c
         (rc = mix_site(ctx, be, "attn.bwd.dv", o->dv, d, b->w, false, b->g, d->C, 1.0, o->oldv, o->sold_kv, b->x,
                        b->mag)))
         goto done;
-    if (o->fused)
+    if (o->fused) {
         scatter_third(o->fused, o->dv, d, 2);
+        krn_trace_scatter(ctx, o->fused + 2 * d->C, o->dv, d->C, 3 * d->C, d->B * d->T);
+    }
     krn_widen(b->y, datt, d->n_tt);
     if ((rc = row_sum_site(ctx, be, "attn.bwd.r", b->r, d, b->w, b->y, b->x, b->mag)))
         goto done;
@@ -470,6 +498,7 @@ static int backward_sites(krn_ctx *ctx, const krn_cpu *be, const attn_dims *d, c
             size_t i = row * T + t2;
             b->x[i] = b->w[i] * (b->y[i] - (double)b->r[row]); /* 0 above the diagonal: att is 0 there */
         }
+    KRN_TRACE_READS(ctx, 0, {b->r, d->n_row});
     krn_band band = krn_band_exact();
     if ((rc = krn_site(ctx, "attn.bwd.dpreatt", dpreatt, b->x, d->n_tt, &band)))
         goto done;
@@ -477,17 +506,33 @@ static int backward_sites(krn_ctx *ctx, const krn_cpu *be, const attn_dims *d, c
     if ((rc = mix_site(ctx, be, "attn.bwd.dq", o->dq, d, b->y, true, b->k, b->sk, d->scale, o->oldq, o->sold_q,
                        b->x, b->mag)))
         goto done;
-    if (o->fused)
+    if (o->fused) {
         scatter_third(o->fused, o->dq, d, 0);
+        krn_trace_scatter(ctx, o->fused + 0 * d->C, o->dq, d->C, 3 * d->C, d->B * d->T);
+    }
     if ((rc = mix_site(ctx, be, "attn.bwd.dk", o->dk, d, b->y, false, b->q, b->sq, d->scale, o->oldk, o->sold_kv,
                        b->x, b->mag)))
         goto done;
-    if (o->fused)
+    if (o->fused) {
         scatter_third(o->fused, o->dk, d, 1);
+        krn_trace_scatter(ctx, o->fused + 1 * d->C, o->dk, d->C, 3 * d->C, d->B * d->T);
+    }
 done:
     free(gn);
     free(vn);
     return rc;
+}
+
+/* The backward's reads of attn.bwd.r and attn.bwd.dpreatt (and its r,
+ * backward_sites), and dq's and dk's dpreatt (their q, k and old
+ * gradients by the caller). */
+static void bwd_trace_reads(krn_ctx *ctx, const attn_dims *d, const float *att, const float *datt,
+                            const float *dpreatt)
+{
+    KRN_TRACE_READS(ctx, 2, {att, d->n_tt}, {datt, d->n_tt});
+    KRN_TRACE_READS(ctx, 3, {att, d->n_tt}, {datt, d->n_tt});
+    KRN_TRACE_READS(ctx, 4, {dpreatt, d->n_tt});
+    KRN_TRACE_READS(ctx, 5, {dpreatt, d->n_tt});
 }
 
 /* Widens dout and att and fills the scratch of b (q, k, v set by the caller). */
@@ -521,6 +566,17 @@ int krn_attention_backward(krn_ctx *ctx, float *dinp, float *dpreatt, float *dat
         (rc = krn_check_ptr(op, "inp", inp)) || (rc = krn_check_ptr(op, "att", att)) ||
         (rc = attn_check(op, B, T, C, NH, &d)))
         return rc;
+    size_t BT = B * T;
+    const float *q = inp, *k = inp + C, *v = inp + 2 * C;
+    KRN_TRACE_READS(ctx, 0, {dout, d.n_out});
+    krn_trace_read_rows(ctx, 0, v, C, 3 * C, BT);
+    KRN_TRACE_READS(ctx, 1, {att, d.n_tt}, {dout, d.n_out});
+    krn_trace_read_rows(ctx, 1, dinp + 2 * C, C, 3 * C, BT);
+    bwd_trace_reads(ctx, &d, att, datt, dpreatt);
+    krn_trace_read_rows(ctx, 4, k, C, 3 * C, BT);
+    krn_trace_read_rows(ctx, 4, dinp, C, 3 * C, BT);
+    krn_trace_read_rows(ctx, 5, q, C, 3 * C, BT);
+    krn_trace_read_rows(ctx, 5, dinp + C, C, 3 * C, BT);
     KRN_CUDA_DISPATCH(ctx, krn_cuda_attention_backward(ctx, dinp, dpreatt, datt, dout, inp, att, B, T, C, NH));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
@@ -554,6 +610,11 @@ int krn_gqa_backward(krn_ctx *ctx, float *dq, float *dk, float *dv, float *dprea
         (rc = krn_check_ptr(op, "datt", datt)) || (rc = krn_check_ptr(op, "dout", dout)) ||
         (rc = krn_check_ptr(op, "att", att)) || (rc = gqa_check(op, q, k, v, B, T, NH, NKV, hs, &d)))
         return rc;
+    KRN_TRACE_READS(ctx, 0, {dout, d.n_out}, {v, d.n_kv});
+    KRN_TRACE_READS(ctx, 1, {att, d.n_tt}, {dout, d.n_out}, {dv, d.n_kv});
+    bwd_trace_reads(ctx, &d, att, datt, dpreatt);
+    KRN_TRACE_READS(ctx, 4, {dpreatt, d.n_tt}, {k, d.n_kv}, {dq, d.n_out});
+    KRN_TRACE_READS(ctx, 5, {dpreatt, d.n_tt}, {q, d.n_out}, {dk, d.n_kv});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_gqa_backward(ctx, dq, dk, dv, dpreatt, datt, dout, q, k, v, att, B, T, NH, NKV,
                                                  hs));
     krn_cpu be;

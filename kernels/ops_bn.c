@@ -5,9 +5,14 @@
 #include <stdlib.h>
 
 #include "kernels/ops.h"
+#include "kernels/alloc.h"
+#include "kernels/argcheck.h"
 #include "kernels/cuda/dispatch.h"
+#include "kernels/parallel.h"
+#include "kernels/trace.h"
 #include "kernels/reduce.h"
 #include "kernels/scratch.h"
+#include "kernels/sum_sites.h"
 
 /* Channels per range of the loops below on the pool. */
 #define BN_CHANNELS 4
@@ -95,6 +100,11 @@ int krn_batchnorm_forward(krn_ctx *ctx, float *out, float *mean, float *rstd, fl
         return rc;
     if (!(eps > 0) || !(momentum >= 0 && momentum <= 1))
         return ovt_fail(OVT_EINVAL, "%s: eps %g must be positive and momentum %g in [0, 1]", op, eps, momentum);
+    KRN_TRACE_READS(ctx, 0, {inp, n});
+    KRN_TRACE_READS(ctx, 1, {inp, n}, {mean, C}); /* bn.rstd (2) reads var (below) */
+    KRN_TRACE_READS(ctx, 3, {inp, n}, {mean, C}, {rstd, C}, {weight, C}, {bias, C});
+    KRN_TRACE_READS(ctx, 4, {running_mean, C}, {mean, C});
+    KRN_TRACE_READS(ctx, 5, {running_var, C}); /* and var */
     KRN_CUDA_DISPATCH(ctx, krn_cuda_batchnorm_forward(ctx, out, mean, rstd, running_mean, running_var, inp, weight,
                                                       bias, N, C, HW, eps, momentum));
     krn_cpu be;
@@ -116,6 +126,8 @@ int krn_batchnorm_forward(krn_ctx *ctx, float *out, float *mean, float *rstd, fl
         goto done;
     for (size_t c = 0; c < C; c++)
         x[c] = 1.0 / sqrt((double)var[c] + eps);
+    KRN_TRACE_READS(ctx, 0, {var, C});
+    KRN_TRACE_READS(ctx, 3, {var, C});
     krn_band band = krn_band_exact();
     if ((rc = krn_site(ctx, "bn.rstd", rstd, x, C, &band)) ||
         (rc = krn_parallel_ranges(&be, C, BN_CHANNELS, out_channels, &j)) ||
@@ -158,6 +170,7 @@ int krn_batchnorm_eval(krn_ctx *ctx, float *out, const float *inp, const float *
         return rc;
     if (!(eps > 0))
         return ovt_fail(OVT_EINVAL, "%s: eps %g is not positive", op, eps);
+    KRN_TRACE_READS(ctx, 0, {inp, n}, {weight, C}, {bias, C}, {running_mean, C}, {running_var, C});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_batchnorm_eval(ctx, out, inp, weight, bias, running_mean, running_var, N, C, HW,
                                                    eps));
     double *r = krn_doubles(C, op);
@@ -210,6 +223,11 @@ int krn_batchnorm_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbi
         (rc = krn_check_ptr(op, "mean", mean)) || (rc = krn_check_ptr(op, "rstd", rstd)) ||
         (rc = bn_check(op, N, C, HW, &M, &n)))
         return rc;
+    KRN_TRACE_READS(ctx, 0, {dout, n}, {weight, C});
+    KRN_TRACE_READS(ctx, 1, {dout, n}, {weight, C}, {inp, n}, {mean, C}, {rstd, C});
+    KRN_TRACE_READS(ctx, 2, {dout, n}, {dbias, C});
+    KRN_TRACE_READS(ctx, 3, {inp, n}, {mean, C}, {rstd, C}, {dout, n}, {dweight, C});
+    KRN_TRACE_READS(ctx, 4, {dout, n}, {weight, C}, {inp, n}, {mean, C}, {rstd, C}, {dinp, n}); /* and dmean, dnmean */
     KRN_CUDA_DISPATCH(ctx, krn_cuda_batchnorm_backward(ctx, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N,
                                                        C, HW));
     krn_cpu be;
@@ -231,6 +249,7 @@ int krn_batchnorm_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbi
         (rc = krn_row_sum_site(ctx, &be, "bn.bwd.dweight", dweight, norm, gc, C, M)) ||
         (rc = krn_parallel_ranges(&be, C, BN_CHANNELS, dinp_channels, &j)))
         goto done;
+    KRN_TRACE_READS(ctx, 0, {dmean, C}, {dnmean, C});
     krn_band band = krn_band_exact();
     rc = krn_site(ctx, "bn.bwd.dinp", dinp, x, n, &band);
 done:

@@ -5,10 +5,17 @@
 #include <stdlib.h>
 
 #include "kernels/ops.h"
+#include "kernels/alloc.h"
+#include "kernels/argcheck.h"
+#include "kernels/chunked_gemm.h"
 #include "kernels/contract.h"
 #include "kernels/cuda/dispatch.h"
+#include "kernels/parallel.h"
+#include "kernels/trace.h"
 #include "kernels/reduce.h"
 #include "kernels/scratch.h"
+#include "kernels/sum_sites.h"
+#include "kernels/widen.h"
 
 /* The most FP64 values of one column matrix the backward's dweight product
  * reads at once (rows of taps over all N*P positions): 4M doubles, 32 MB. */
@@ -130,6 +137,9 @@ int krn_conv2d_forward(krn_ctx *ctx, float *out, const float *inp, const float *
         (rc = krn_check_ptr(op, "weight", weight)) ||
         (rc = conv_check(op, &s, N, C, H, W, OC, KH, KW, stride, pad)))
         return rc;
+    size_t nin = N * C * H * W, nout = N * OC * s.P;
+    KRN_TRACE_READS(ctx, 0, {inp, nin}, {weight, OC * s.K});
+    KRN_TRACE_READS(ctx, 1, {bias ? out : NULL, nout}, {bias, OC});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_conv2d_forward(ctx, out, inp, weight, bias, N, C, H, W, OC, KH, KW, stride, pad));
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
         return rc;
@@ -317,6 +327,12 @@ int krn_conv2d_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias,
         (rc = krn_check_ptr(op, "inp", inp)) || (rc = krn_check_ptr(op, "weight", weight)) ||
         (rc = conv_check(op, &s, N, C, H, W, OC, KH, KW, stride, pad)))
         return rc;
+    size_t nin = N * C * H * W, nout = N * OC * s.P;
+    unsigned k = 0;
+    if (dinp)
+        KRN_TRACE_READS(ctx, k++, {dout, nout}, {weight, OC * s.K}, {dinp, nin});
+    KRN_TRACE_READS(ctx, k++, {dout, nout}, {inp, nin}, {dweight, OC * s.K});
+    KRN_TRACE_READS(ctx, k, {dbias ? dout : NULL, nout}, {dbias, OC});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_conv2d_backward(ctx, dinp, dweight, dbias, dout, inp, weight, N, C, H, W, OC,
                                                     KH, KW, stride, pad));
     if ((rc = krn_cpu_from_ctx(ctx, &be)))

@@ -4,10 +4,17 @@
 #include <string.h>
 
 #include "kernels/ops.h"
+#include "kernels/alloc.h"
+#include "kernels/argcheck.h"
+#include "kernels/chunked_gemm.h"
 #include "kernels/contract.h"
 #include "kernels/cuda/dispatch.h"
+#include "kernels/parallel.h"
 #include "kernels/reduce.h"
 #include "kernels/scratch.h"
+#include "kernels/sum_sites.h"
+#include "kernels/trace.h"
+#include "kernels/widen.h"
 
 /* The values of an exact site out[i] = a[i] + b[i % period], computed
  * block by block as the site rounds them (krn_site_exact_fill). */
@@ -68,6 +75,8 @@ int krn_matmul_forward(krn_ctx *ctx, float *out, const float *inp, const float *
         (rc = krn_check_ptr(op, "weight", weight)) || (rc = krn_check_dims(op, N, C, &nin)) ||
         (rc = krn_check_dims(op, OC, C, &nw)) || (rc = krn_check_dims(op, N, OC, &nout)))
         return rc;
+    KRN_TRACE_READS(ctx, 0, {inp, nin}, {weight, nw});
+    KRN_TRACE_READS(ctx, 1, {bias ? out : NULL, nout}, {bias, OC});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_matmul_forward(ctx, out, inp, weight, bias, N, C, OC));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
@@ -113,6 +122,11 @@ int krn_matmul_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbias,
         (rc = krn_check_dims(op, N, C, &nin)) || (rc = krn_check_dims(op, OC, C, &nw)) ||
         (rc = krn_check_dims(op, N, OC, &nout)))
         return rc;
+    unsigned k = 0;
+    if (dinp)
+        KRN_TRACE_READS(ctx, k++, {dout, nout}, {weight, nw}, {dinp, nin});
+    KRN_TRACE_READS(ctx, k++, {dout, nout}, {inp, nin}, {dweight, nw});
+    KRN_TRACE_READS(ctx, k, {dbias ? dout : NULL, nout}, {dbias, OC});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_matmul_backward(ctx, dinp, dweight, dbias, dout, inp, weight, N, C, OC));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
@@ -187,6 +201,7 @@ int krn_bias_forward(krn_ctx *ctx, float *out, const float *inp, const float *bi
     if ((rc = krn_check_ptr(op, "out", out)) || (rc = krn_check_ptr(op, "inp", inp)) ||
         (rc = krn_check_ptr(op, "bias", bias)) || (rc = krn_check_dims(op, N, C, &n)))
         return rc;
+    KRN_TRACE_READS(ctx, 0, {inp, n}, {bias, C});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_bias_forward(ctx, out, inp, bias, N, C));
     return bias_site(ctx, "bias.fwd", out, inp, bias, N, C);
 }
@@ -200,6 +215,7 @@ int krn_bias_backward(krn_ctx *ctx, float *dbias, const float *dout, size_t N, s
     if ((rc = krn_check_ptr(op, "dbias", dbias)) || (rc = krn_check_ptr(op, "dout", dout)) ||
         (rc = krn_check_dims(op, N, C, &n)))
         return rc;
+    KRN_TRACE_READS(ctx, 0, {dout, n}, {dbias, C});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_bias_backward(ctx, dbias, dout, N, C));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
@@ -216,6 +232,7 @@ int krn_residual_forward(krn_ctx *ctx, float *out, const float *inp1, const floa
     if ((rc = krn_check_ptr(op, "out", out)) || (rc = krn_check_ptr(op, "inp1", inp1)) ||
         (rc = krn_check_ptr(op, "inp2", inp2)) || (rc = krn_check_dims(op, n, 1, &nn)))
         return rc;
+    KRN_TRACE_READS(ctx, 0, {inp1, n}, {inp2, n});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_residual_forward(ctx, out, inp1, inp2, n));
     return exact_add(ctx, "residual.fwd", out, inp1, inp2, n);
 }
@@ -229,6 +246,8 @@ int krn_residual_backward(krn_ctx *ctx, float *dinp1, float *dinp2, const float 
     if ((rc = krn_check_ptr(op, "dinp1", dinp1)) || (rc = krn_check_ptr(op, "dinp2", dinp2)) ||
         (rc = krn_check_ptr(op, "dout", dout)) || (rc = krn_check_dims(op, n, 1, &nn)))
         return rc;
+    KRN_TRACE_READS(ctx, 0, {dinp1, n}, {dout, n});
+    KRN_TRACE_READS(ctx, 1, {dinp2, n}, {dout, n});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_residual_backward(ctx, dinp1, dinp2, dout, n));
     if ((rc = exact_add(ctx, "residual.bwd1", dinp1, dinp1, dout, n)))
         return rc;
@@ -244,6 +263,7 @@ int krn_accumulate(krn_ctx *ctx, float *dst, const float *src, size_t n)
     if ((rc = krn_check_ptr(op, "dst", dst)) || (rc = krn_check_ptr(op, "src", src)) ||
         (rc = krn_check_dims(op, n, 1, &nn)))
         return rc;
+    KRN_TRACE_READS(ctx, 0, {dst, n}, {src, n});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_accumulate(ctx, dst, src, n));
     return exact_add(ctx, "accumulate", dst, dst, src, n);
 }
@@ -269,6 +289,8 @@ int krn_encoder_forward(krn_ctx *ctx, float *out, const int32_t *tokens, const f
         (rc = krn_check_dims(op, bt, C, &n)) || (rc = krn_check_dims(op, V, C, &nv)) ||
         (rc = check_tokens(op, tokens, bt, V)))
         return rc;
+    /* a gather reads its whole table: which rows is a function of the tokens */
+    KRN_TRACE_READS(ctx, 0, {tokens, bt}, {wte, nv}, {wpe, T * C});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_encoder_forward(ctx, out, tokens, wte, wpe, B, T, C, V));
     double *x = krn_doubles(n, op);
     if (!x)
@@ -338,6 +360,8 @@ int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *do
         (rc = krn_check_dims(op, V, C, &nv)) || (rc = krn_check_dims(op, T, C, &nt)) ||
         (rc = check_tokens(op, tokens, bt, V)))
         return rc;
+    KRN_TRACE_READS(ctx, 0, {dout, n}, {tokens, bt}, {dwte, nv});
+    KRN_TRACE_READS(ctx, 1, {dwpe ? dout : NULL, n}, {dwpe, nt});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_encoder_backward(ctx, dwte, dwpe, dout, tokens, B, T, C, V));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))

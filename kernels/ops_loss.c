@@ -4,9 +4,14 @@
 #include <stdlib.h>
 
 #include "kernels/ops.h"
+#include "kernels/alloc.h"
+#include "kernels/argcheck.h"
 #include "kernels/cuda/dispatch.h"
+#include "kernels/parallel.h"
 #include "kernels/reduce.h"
 #include "kernels/scratch.h"
+#include "kernels/trace.h"
+#include "kernels/widen.h"
 
 static int check_targets(const char *op, const int32_t *targets, size_t N, size_t V)
 {
@@ -97,6 +102,11 @@ int krn_crossentropy_forward(krn_ctx *ctx, float *loss, float *losses, float *pr
         (rc = krn_check_ptr(op, "targets", targets)) || (rc = krn_check_dims(op, N, V, &n)) ||
         (rc = check_targets(op, targets, N, V)))
         return rc;
+    KRN_TRACE_READS(ctx, 0, {logits, n});
+    KRN_TRACE_READS(ctx, 1, {probs, n});
+    KRN_TRACE_READS(ctx, 2, {probs, n}); /* and xent.sum's sums, xent.logsum's (below) */
+    KRN_TRACE_READS(ctx, 4, {logits, n}, {targets, N});
+    KRN_TRACE_READS(ctx, 5, {losses, N});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_crossentropy_forward(ctx, loss, losses, probs, logits, targets, N, V));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
@@ -111,6 +121,9 @@ int krn_crossentropy_forward(krn_ctx *ctx, float *loss, float *losses, float *pr
     float *mx = krn_floats(N, op), *sums = krn_floats(N, op), *logsum = krn_floats(N, op);
     if (!x || !e || !mag || !mx || !sums || !logsum)
         goto done;
+    KRN_TRACE_READS(ctx, 2, {sums, N});
+    KRN_TRACE_READS(ctx, 3, {sums, N});
+    KRN_TRACE_READS(ctx, 4, {logsum, N});
     /* rows on the pool: a few rows per range, at least one range per row
      * block of about 64K elements */
     size_t rows = ((size_t)1 << 16) / V ? ((size_t)1 << 16) / V : 1;
@@ -206,6 +219,7 @@ int krn_crossentropy_backward(krn_ctx *ctx, float *dlogits, const float *probs,
         return rc;
     if (!isfinite(dloss))
         return ovt_fail(OVT_EINVAL, "%s: dloss is not finite", op);
+    KRN_TRACE_READS(ctx, 0, {probs, n}, {targets, N}, {dlogits, n});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_crossentropy_backward(ctx, dlogits, probs, targets, dloss, N, V));
     xent_bwd_job j = {.dlogits = dlogits, .probs = probs, .targets = targets, .V = V,
                       .g = (double)dloss / (double)N};

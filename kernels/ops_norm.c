@@ -5,8 +5,14 @@
 #include <stdlib.h>
 
 #include "kernels/ops.h"
+#include "kernels/alloc.h"
+#include "kernels/argcheck.h"
 #include "kernels/cuda/dispatch.h"
+#include "kernels/parallel.h"
 #include "kernels/reduce.h"
+#include "kernels/sum_sites.h"
+#include "kernels/trace.h"
+#include "kernels/widen.h"
 
 /* The epsilon of the contract, an FP64 literal. */
 #define LAYERNORM_EPS 1e-5
@@ -88,6 +94,7 @@ static int norm_forward(krn_ctx *ctx, const char *op, const norm_sites *ns, floa
         goto done;
     for (size_t i = 0; i < N; i++)
         x[i] = 1.0 / sqrt((double)var[i] + eps);
+    KRN_TRACE_READS(ctx, 0, {var, N});
     krn_band band = krn_band_exact();
     if ((rc = krn_site(ctx, ns->rstd, rstd, x, N, &band)) ||
         (rc = krn_parallel_ranges(&be, N, LN_ROWS, out_rows, &j)))
@@ -115,6 +122,9 @@ int krn_layernorm_forward(krn_ctx *ctx, float *out, float *mean, float *rstd, co
         (rc = krn_check_ptr(op, "weight", weight)) || (rc = krn_check_ptr(op, "bias", bias)) ||
         (rc = krn_check_dims(op, N, C, &n)))
         return rc;
+    KRN_TRACE_READS(ctx, 0, {inp, n});
+    KRN_TRACE_READS(ctx, 1, {inp, n}, {mean, N}); /* rstd (2) reads var (norm_forward) */
+    KRN_TRACE_READS(ctx, 3, {inp, n}, {mean, N}, {rstd, N}, {weight, C}, {bias, C});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_layernorm_forward(ctx, out, mean, rstd, inp, weight, bias, N, C));
     return norm_forward(ctx, op, &layernorm_sites, out, mean, rstd, inp, weight, bias, LAYERNORM_EPS, N, C, n);
 }
@@ -132,6 +142,8 @@ int krn_rmsnorm_forward(krn_ctx *ctx, float *out, float *rstd, const float *inp,
         return rc;
     if (!(eps > 0))
         return ovt_fail(OVT_EINVAL, "%s: eps %g is not positive", op, eps);
+    KRN_TRACE_READS(ctx, 0, {inp, n}); /* rstd (1) reads ms (norm_forward) */
+    KRN_TRACE_READS(ctx, 2, {inp, n}, {rstd, N}, {weight, C});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_rmsnorm_forward(ctx, out, rstd, inp, weight, eps, N, C));
     return norm_forward(ctx, op, &rmsnorm_sites, out, NULL, rstd, inp, weight, NULL, eps, N, C, n);
 }
@@ -203,6 +215,7 @@ static int norm_backward(krn_ctx *ctx, const char *op, const norm_sites *ns, flo
         (rc = krn_colsum_site(ctx, &be, ns->dweight, dweight, x, N, C)) ||
         (rc = krn_parallel_ranges(&be, N, LN_ROWS, dinp_rows, &j)))
         goto done;
+    KRN_TRACE_READS(ctx, 0, {dmean, N}, {dnmean, N});
     krn_band band = krn_band_exact();
     rc = krn_site(ctx, ns->dinp, dinp, x, n, &band);
 done:
@@ -229,6 +242,11 @@ int krn_layernorm_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbi
         (rc = krn_check_ptr(op, "mean", mean)) || (rc = krn_check_ptr(op, "rstd", rstd)) ||
         (rc = krn_check_dims(op, N, C, &n)))
         return rc;
+    KRN_TRACE_READS(ctx, 0, {dout, n}, {weight, C});
+    KRN_TRACE_READS(ctx, 1, {dout, n}, {weight, C}, {inp, n}, {mean, N}, {rstd, N});
+    KRN_TRACE_READS(ctx, 2, {dout, n}, {dbias, C});
+    KRN_TRACE_READS(ctx, 3, {inp, n}, {mean, N}, {rstd, N}, {dout, n}, {dweight, C});
+    KRN_TRACE_READS(ctx, 4, {dout, n}, {weight, C}, {inp, n}, {mean, N}, {rstd, N}, {dinp, n});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_layernorm_backward(ctx, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C));
     return norm_backward(ctx, op, &layernorm_sites, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, n);
 }
@@ -245,6 +263,9 @@ int krn_rmsnorm_backward(krn_ctx *ctx, float *dinp, float *dweight, const float 
         (rc = krn_check_ptr(op, "weight", weight)) || (rc = krn_check_ptr(op, "rstd", rstd)) ||
         (rc = krn_check_dims(op, N, C, &n)))
         return rc;
+    KRN_TRACE_READS(ctx, 0, {dout, n}, {weight, C}, {inp, n}, {rstd, N});
+    KRN_TRACE_READS(ctx, 1, {inp, n}, {rstd, N}, {dout, n}, {dweight, C});
+    KRN_TRACE_READS(ctx, 2, {dout, n}, {weight, C}, {inp, n}, {rstd, N}, {dinp, n});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_rmsnorm_backward(ctx, dinp, dweight, dout, inp, weight, rstd, N, C));
     return norm_backward(ctx, op, &rmsnorm_sites, dinp, dweight, NULL, dout, inp, weight, NULL, rstd, N, C, n);
 }

@@ -4,9 +4,14 @@
 #include <stdlib.h>
 
 #include "kernels/ops.h"
+#include "kernels/alloc.h"
+#include "kernels/argcheck.h"
 #include "kernels/cuda/dispatch.h"
+#include "kernels/parallel.h"
+#include "kernels/trace.h"
 #include "kernels/reduce.h"
 #include "kernels/vec.h"
+#include "kernels/widen.h"
 
 /* One-element site. */
 static int scalar_site(krn_ctx *ctx, const char *name, float *out, double x, const krn_band *band)
@@ -55,6 +60,7 @@ int krn_grad_norm(krn_ctx *ctx, float *norm, const float *grads, size_t n)
     if ((rc = krn_check_ptr(op, "norm", norm)) || (rc = krn_check_ptr(op, "grads", grads)) ||
         (rc = krn_check_dims(op, n, 1, &nn)))
         return rc;
+    KRN_TRACE_READS(ctx, 0, {grads, n}); /* gradnorm.sqrt reads sumsq (below) */
     KRN_CUDA_DISPATCH(ctx, krn_cuda_grad_norm(ctx, norm, grads, n));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
@@ -80,6 +86,7 @@ int krn_grad_norm(krn_ctx *ctx, float *norm, const float *grads, size_t n)
     if ((rc = scalar_site(ctx, "gradnorm.sumsq", &sumsq, s, &band)))
         return rc;
     band = krn_band_exact();
+    KRN_TRACE_READS(ctx, 0, {&sumsq, 1});
     return scalar_site(ctx, "gradnorm.sqrt", norm, sqrt((double)sumsq), &band);
 }
 
@@ -122,6 +129,8 @@ int krn_adamw_corrections(krn_ctx *ctx, float *bc1, float *bc2, float beta1, flo
         (rc = scalar_site(ctx, "adamw.pow2", &p2, krn_cpu_pow(&be, beta2, (double)t), &band)))
         return rc;
     band = krn_band_exact();
+    KRN_TRACE_READS(ctx, 0, {&p1, 1});
+    KRN_TRACE_READS(ctx, 1, {&p2, 1});
     if ((rc = scalar_site(ctx, "adamw.bc1", bc1, 1.0 - (double)p1, &band)) ||
         (rc = scalar_site(ctx, "adamw.bc2", bc2, 1.0 - (double)p2, &band)))
         return rc;
@@ -188,6 +197,10 @@ int krn_adamw_update(krn_ctx *ctx, float *params, float *m, float *v, const floa
         return rc;
     if (!(bc1 > 0) || !(bc2 > 0))
         return ovt_fail(OVT_EINVAL, "%s: bias corrections must be positive (run krn_adamw_corrections)", op);
+    /* the scalars come by value: the caller declares the sites they came from */
+    KRN_TRACE_READS(ctx, 0, {grads, n}, {m, n});
+    KRN_TRACE_READS(ctx, 1, {grads, n}, {v, n});
+    KRN_TRACE_READS(ctx, 2, {params, n}, {m, n}, {v, n});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_adamw_update(ctx, params, m, v, grads, bc1, bc2, lr, beta1, beta2, eps, weight_decay, grad_scale, n));
     adamw_job j = {.params = params, .m = m, .v = v, .grads = grads, .b1 = beta1, .b2 = beta2,
                    .s = grad_scale, .bc1 = bc1, .bc2 = bc2, .lr = lr, .eps = eps,

@@ -3,9 +3,14 @@
 #include <stdlib.h>
 
 #include "kernels/ops.h"
+#include "kernels/alloc.h"
+#include "kernels/argcheck.h"
 #include "kernels/cuda/dispatch.h"
+#include "kernels/trace.h"
 #include "kernels/reduce.h"
 #include "kernels/scratch.h"
+#include "kernels/sum_sites.h"
+#include "kernels/widen.h"
 
 /* Checks a max pooling shape and gives OH, OW and the sizes. */
 static int pool_check(const char *op, size_t N, size_t C, size_t H, size_t W, size_t k,
@@ -49,6 +54,7 @@ int krn_maxpool2d_forward(krn_ctx *ctx, float *out, int32_t *idx, const float *i
         (rc = krn_check_ptr(op, "inp", inp)) ||
         (rc = pool_check(op, N, C, H, W, k, stride, pad, &OH, &OW, &nin, &nout)))
         return rc;
+    KRN_TRACE_READS(ctx, 0, {inp, nin});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_maxpool2d_forward(ctx, out, idx, inp, N, C, H, W, k, stride, pad));
     double *x = krn_scratch(KRN_SCRATCH_OUT, nout);
     if (!x)
@@ -91,6 +97,9 @@ int krn_maxpool2d_backward(krn_ctx *ctx, float *dinp, const float *dout, const i
         if (idx[o] < 0 || (size_t)idx[o] >= hw)
             return ovt_fail(OVT_EINVAL, "%s: index %d of output %zu is outside its %zu x %zu plane", op,
                             (int)idx[o], o, H, W);
+    /* idx is no site's output (the maxpool.fwd site rounds only out): no
+     * model traces a max pool yet, and a trace of one fails here loudly */
+    KRN_TRACE_READS(ctx, 0, {dout, nout}, {idx, nout}, {dinp, nin});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_maxpool2d_backward(ctx, dinp, dout, idx, N, C, H, W, k, stride, pad));
     double *x = krn_scratch(KRN_SCRATCH_OUT, nin);
     if (!x)
@@ -127,6 +136,7 @@ int krn_avgpool_global_forward(krn_ctx *ctx, float *out, const float *inp, size_
     if ((rc = krn_check_ptr(op, "out", out)) || (rc = krn_check_ptr(op, "inp", inp)) ||
         (rc = avg_check(op, N, C, HW, &nc, &n)))
         return rc;
+    KRN_TRACE_READS(ctx, 0, {inp, n});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_avgpool_global_forward(ctx, out, inp, N, C, HW));
     krn_cpu be;
     if ((rc = krn_cpu_from_ctx(ctx, &be)))
@@ -160,6 +170,7 @@ int krn_avgpool_global_backward(krn_ctx *ctx, float *dinp, const float *dout, si
     if ((rc = krn_check_ptr(op, "dinp", dinp)) || (rc = krn_check_ptr(op, "dout", dout)) ||
         (rc = avg_check(op, N, C, HW, &nc, &n)))
         return rc;
+    KRN_TRACE_READS(ctx, 0, {dout, nc}, {dinp, n});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_avgpool_global_backward(ctx, dinp, dout, N, C, HW));
     avg_bwd_job j = {.dinp = dinp, .dout = dout, .HW = HW};
     return krn_site_exact_fill(ctx, "avgpool.bwd", dinp, n, avg_bwd_fill, &j);

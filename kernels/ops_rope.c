@@ -4,6 +4,9 @@
 #include <stdlib.h>
 
 #include "kernels/ops.h"
+#include "kernels/alloc.h"
+#include "kernels/argcheck.h"
+#include "kernels/trace.h"
 #include "kernels/cuda/dispatch.h"
 #include "kernels/reduce.h"
 
@@ -35,6 +38,8 @@ int krn_rope_table(krn_ctx *ctx, float *cos, float *sin, size_t T, size_t hs, do
     krn_band band = krn_band_libm();
     if ((rc = krn_site(ctx, "rope.freq", freq, x, half, &band)))
         goto done;
+    KRN_TRACE_READS(ctx, 0, {freq, half});
+    KRN_TRACE_READS(ctx, 1, {freq, half});
     for (size_t t = 0; t < T; t++)
         for (size_t i = 0; i < half; i++)
             x[t * half + i] = krn_cpu_libm(&be, KRN_FN_COS, (double)t * (double)freq[i]);
@@ -98,6 +103,7 @@ int krn_rope_forward(krn_ctx *ctx, float *out, const float *inp, const float *co
     int rc = rope_check("rope_forward", out, inp, cos, sin, B, T, NH, hs, &n);
     if (rc)
         return rc;
+    KRN_TRACE_READS(ctx, 0, {inp, n}, {cos, T * hs / 2}, {sin, T * hs / 2});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_rope_forward(ctx, out, inp, cos, sin, B, T, NH, hs));
     /* out may be inp: the site writes a block after filling it, and a
      * block's pairs read only their own two elements, so round through a
@@ -123,6 +129,7 @@ int krn_rope_backward(krn_ctx *ctx, float *dinp, const float *dout, const float 
     int rc = rope_check("rope_backward", dinp, dout, cos, sin, B, T, NH, hs, &n);
     if (rc)
         return rc;
+    KRN_TRACE_READS(ctx, 0, {dout, n}, {cos, T * hs / 2}, {sin, T * hs / 2}, {dinp, n});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_rope_backward(ctx, dinp, dout, cos, sin, B, T, NH, hs));
     rope_job j = {.inp = dout, .cos = cos, .sin = sin, .dinp = dinp, .T = T, .width = NH * hs, .half = hs / 2};
     return krn_site_exact_fill(ctx, "rope.bwd", dinp, n, rope_fill, &j);

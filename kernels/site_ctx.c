@@ -127,6 +127,7 @@ int krn_step_begin(krn_ctx *ctx, uint64_t step, krn_rlog *log)
     ctx->step.failed = 0;
     ctx->forge.made = false;
     ctx->forge.flipped = false;
+    ctx->forge.bit_made = false;
     memset(&ctx->finding, 0, sizeof ctx->finding);
     ctx->sites.on = ctx->sites.next && logs;
     ctx->sites.n = 0;
@@ -143,6 +144,7 @@ int krn_step_end(krn_ctx *ctx, krn_stats *stats)
     ctx->step.open = false;
     ctx->forge.armed = false;
     ctx->forge.flip_armed = false;
+    ctx->forge.bit_armed = false;
     if (stats != NULL)
         *stats = ctx->stats;
     if (ctx->step.failed < 0)
@@ -228,6 +230,8 @@ int krn_site_enter(krn_ctx *ctx, const char *name)
         return ovt_fail(OVT_EINVAL, "site %s executed outside a step", name);
     if (ctx->step.failed < 0)
         return ovt_fail(ctx->step.failed, "site %s not run: %s", name, ctx->step.failed_msg);
+    if (ctx->trace != NULL)
+        krn_trace_enter(ctx, name);
     return 0;
 }
 

@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/band.h"
 #include "kernels/grid.h"
@@ -34,6 +35,34 @@ void krn_ctx_flip_entry(krn_ctx *ctx, uint32_t site, uint64_t element)
     ctx->forge.flip_site = site;
     ctx->forge.flip_element = element;
     ctx->forge.flipped = false;
+}
+
+void krn_ctx_flip_output_bit(krn_ctx *ctx, uint32_t site, uint64_t element, unsigned bit)
+{
+    ctx->forge.bit_armed = true;
+    ctx->forge.bit_made = false;
+    ctx->forge.bit_site = site;
+    ctx->forge.bit_element = element;
+    ctx->forge.bit_bit = bit % 32;
+}
+
+bool krn_ctx_output_flipped(const krn_ctx *ctx)
+{
+    return ctx->forge.bit_made;
+}
+
+void krn_site_flip_output(site_job *job)
+{
+    krn_ctx *ctx = job->ctx;
+    if (job->site != ctx->forge.bit_site || job->n == 0)
+        return;
+    float *o = &job->out[ctx->forge.bit_element % job->n];
+    uint32_t bits;
+    memcpy(&bits, o, sizeof bits);
+    bits ^= (uint32_t)1 << ctx->forge.bit_bit;
+    memcpy(o, &bits, sizeof bits);
+    ctx->forge.bit_armed = false;
+    ctx->forge.bit_made = true;
 }
 
 void krn_ctx_steer(krn_ctx *ctx, int dir)

@@ -29,6 +29,10 @@
 #include "kernels/rlog.h"
 #include "kernels/site.h"
 
+/* The step's trace recorder (kernels/trace.h); declared here, not included,
+ * since trace.c reads a site's job from this file. */
+typedef struct krn_trace krn_trace;
+
 /* Elements per block: the band of a block is computed into a small buffer,
  * then the block is rounded. */
 #define SITE_BLOCK 1024
@@ -85,7 +89,13 @@ struct krn_ctx {
         uint32_t flip_site;
         uint64_t flip_element;
         int steer;            /* krn_ctx_steer: +1 up, -1 down, 0 off */
+        bool bit_armed;       /* krn_ctx_flip_output_bit: flip bit_bit of bit_element of bit_site */
+        bool bit_made;        /* in this step */
+        uint32_t bit_site;
+        uint64_t bit_element;
+        unsigned bit_bit;
     } forge;
+    krn_trace *trace;    /* the step's trace recorder (kernels/trace.h), or NULL */
     krn_finding finding; /* REPLAY: the step's first strict finding */
     struct { /* per-site counts (krn_ctx_collect_sites) */
         bool next;            /* counted from the next step on */
@@ -209,5 +219,23 @@ void krn_site_forge_apply(site_job *job, const forgery *f);
 void krn_site_forge_entry(site_job *job);
 /* The flip krn_ctx_flip_entry arms, if it is for this RECORD site. */
 void krn_site_flip_entry(site_job *job);
+/* The output bit krn_ctx_flip_output_bit arms, if it is for this site. */
+void krn_site_flip_output(site_job *job);
+
+/* trace.c: the trace's record of a site that has run (kernels/trace.h),
+ * and, check mode, the bytes of the next site's reads as it starts (before
+ * it may write over them in place). */
+void krn_trace_site(krn_ctx *ctx, const site_job *job);
+void krn_trace_enter(krn_ctx *ctx, const char *name);
+
+/* Every site, once its output is final (rounded, log applied): the testing
+ * fault that flips an output bit, then the trace; one branch each when off. */
+static inline void krn_site_done(site_job *job)
+{
+    if (job->ctx->forge.bit_armed)
+        krn_site_flip_output(job);
+    if (job->ctx->trace != NULL)
+        krn_trace_site(job->ctx, job);
+}
 
 #endif

@@ -197,6 +197,8 @@ int krn_site_parts_end(krn_site_parts *p)
             ctx->stats.wide += job->wide;
             if ((rc = krn_site_row(job)) == 0)
                 rc = krn_site_findings_close(job);
+            if (rc == 0)
+                krn_site_done(job);
         }
         rc = krn_site_leave(ctx, rc);
     }

@@ -154,9 +154,10 @@ static int site_run(krn_ctx *ctx, const char *name, float *out, const double *x,
         ctx->stats.logged += logged->count;
     }
     ctx->stats.wide += job.wide;
-    if ((rc = krn_site_row(&job)) < 0)
+    if ((rc = krn_site_row(&job)) < 0 || (rc = krn_site_findings_close(&job)) < 0)
         return rc;
-    return krn_site_findings_close(&job);
+    krn_site_done(&job);
+    return 0;
 }
 
 int krn_site_exact_fills(krn_ctx *ctx, const krn_exact_fill *sites, size_t nsites, size_t n,
@@ -187,6 +188,8 @@ int krn_site_exact_fills(krn_ctx *ctx, const krn_exact_fill *sites, size_t nsite
         rc = krn_site_run_group(jobs, nsites, 0, n);
     for (size_t s = 0; s < nsites && rc == 0; s++)
         rc = krn_site_row(&jobs[s]);
+    for (size_t s = 0; s < nsites && rc == 0; s++)
+        krn_site_done(&jobs[s]);
     return krn_site_leave(ctx, rc);
 }
 

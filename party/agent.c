@@ -13,7 +13,9 @@
 #include "common/metrics.h"
 #include "common/signals.h"
 #include "party/commit.h"
+#include "trainer/checkpoint.h"
 #include "trainer/rundata.h"
+#include "trainer/state.h"
 
 static volatile sig_atomic_t stop_requested;
 
@@ -141,10 +143,17 @@ static int save_state(struct agent *a)
     return rv;
 }
 
+/* The game this agent plays: the run's own, or a challenge of it. */
+static const ovt_hash *game_of(const party_agent_opts *o)
+{
+    static const ovt_hash zero;
+    return memcmp(o->game_id.b, zero.b, 32) ? &o->game_id : &o->run_id;
+}
+
 static int load_state(struct agent *a)
 {
     char rid[65];
-    ovt_hex_encode(rid, a->o->run_id.b, 32);
+    ovt_hex_encode(rid, game_of(a->o)->b, 32);
     int n = snprintf(a->dir, sizeof a->dir, "%s/%s", a->o->state_dir, rid);
     if (n < 0 || (size_t)n >= sizeof a->dir)
         return ovt_fail(OVT_EINVAL, "--state-dir is too long");
@@ -208,8 +217,8 @@ static int read_chain(struct agent *a, chain_arb_game *g, uint64_t *block, uint6
     if ((rv = block_timestamp(a->s->rpc, tag, now)))
         return rv;
     ovt_metrics_chain(*block, *block, *now);
-    if ((rv = chain_arb_get_game(&a->s->arb, &a->o->run_id, tag, g)) == 0)
-        ovt_metrics_game(&a->o->run_id, chain_arb_phase_name(g->phase), g->deadline, g->phase == CHAIN_ARB_PHASE_SETTLED);
+    if ((rv = chain_arb_get_game(&a->s->arb, game_of(a->o), tag, g)) == 0)
+        ovt_metrics_game(game_of(a->o), chain_arb_phase_name(g->phase), g->deadline, g->phase == CHAIN_ARB_PHASE_SETTLED);
     return rv;
 }
 
@@ -262,8 +271,16 @@ static int publish_inputs(struct agent *a, uint64_t j)
     trn_state *st;
     if ((rv = aud_rebuild_state(&st, o->run_dir, o->data_path, j - 1)))
         return rv;
-    rv = store_put_state(o->store, st);
+    ovt_hash h;
+    uint8_t *buf;
+    size_t len;
+    trn_state_hash(&h, st);
+    rv = trn_checkpoint_encode(st, &buf, &len);
     trn_state_free(st);
+    if (rv)
+        return rv;
+    rv = store_put_state(o->store, &h, buf, len);
+    free(buf);
     return rv;
 }
 
@@ -329,7 +346,7 @@ static int turn(struct agent *a, chain_arb_outcome *outcome, int *done, int *wai
     chain_receipt r;
     memset(&r, 0, sizeof r);
     if (mv.kind != CHAIN_ARB_MOVE_NONE) {
-        rv = chain_arb_send_move(&a->s->arb, &a->s->txm, &o->run_id, &mv, &r);
+        rv = chain_arb_send_move(&a->s->arb, &a->s->txm, game_of(o), &mv, &r);
         if (rv == OVT_EREVERT) {
             agent_log(a, "refused", NULL, "%s of round %u refused (%s); re-reading the game", move_name(mv.kind),
                       mv.round, ovt_errmsg());
@@ -352,7 +369,7 @@ static int turn(struct agent *a, chain_arb_outcome *outcome, int *done, int *wai
         return rv;
     }
     if (g.deadline && now > g.deadline) {
-        rv = chain_arb_timeout(&a->s->arb, &a->s->txm, &o->run_id, &r);
+        rv = chain_arb_timeout(&a->s->arb, &a->s->txm, game_of(o), &r);
         if (rv == OVT_EREVERT) {
             chain_receipt_free(&r);
             return 0; /* not due yet by the contract's clock, or claimed by someone else */
@@ -372,6 +389,113 @@ static int turn(struct agent *a, chain_arb_outcome *outcome, int *done, int *wai
     return 0;
 }
 
+/* --- the trainer's defence of its root in the run's challenges */
+
+#define PARTY_MAX_CHALLENGES 32
+
+struct defence {
+    struct agent game[PARTY_MAX_CHALLENGES];
+    party_agent_opts opts[PARTY_MAX_CHALLENGES];
+    int done[PARTY_MAX_CHALLENGES];
+    size_t n;
+    uint64_t next_block; /* ChallengeOpened read up to here */
+    uint64_t closes;     /* the challenge window's last second (0: not known yet) */
+};
+
+/* A new challenge: its own agent, history and state folder. */
+static int defend_add(struct agent *own, struct defence *d, const ovt_hash *challenge_id)
+{
+    for (size_t k = 0; k < d->n; k++)
+        if (!memcmp(d->opts[k].game_id.b, challenge_id->b, 32))
+            return 0;
+    if (d->n == PARTY_MAX_CHALLENGES)
+        return ovt_fail(OVT_EINVAL, "more than %d challenges of one run", PARTY_MAX_CHALLENGES);
+    struct agent *a = &d->game[d->n];
+    d->opts[d->n] = *own->o;
+    d->opts[d->n].game_id = *challenge_id;
+    memset(a, 0, sizeof *a);
+    a->s = own->s;
+    a->o = &d->opts[d->n];
+    int rv = party_history_load(&a->hist, a->o->run_dir, &a->o->run_id);
+    if (rv || (rv = load_state(a)))
+        return rv;
+    char id[67];
+    chain_hash_hex(id, challenge_id);
+    agent_log(own, "challenge", json_pack("{s:s}", "challenge_id", id), "defending the root in challenge %s", id);
+    d->n++;
+    return 0;
+}
+
+/* Reads the run's new events: challenges to defend, and the trainer's own
+ * commit, which opens the challenge window for commitTimeout. */
+static int defend_scan(struct agent *own, struct defence *d)
+{
+    uint64_t head;
+    int rv = chain_rpc_block_number(own->s->rpc, &head);
+    if (rv || head < d->next_block)
+        return rv;
+    chain_arb_event *ev = NULL;
+    size_t n = 0;
+    if ((rv = chain_arb_get_events(&own->s->arb, &own->o->run_id, d->next_block, head, &ev, &n)))
+        return rv;
+    for (size_t i = 0; i < n && !rv; i++) {
+        if (ev[i].kind == CHAIN_ARB_EV_CHALLENGE_OPENED) {
+            rv = defend_add(own, d, &ev[i].u.challenge_opened.challenge_id);
+        } else if (ev[i].kind == CHAIN_ARB_EV_COMMITTED &&
+                   chain_address_eq(&ev[i].u.committed.party, &own->s->txm.from)) {
+            chain_arb_params p;
+            char tag[32];
+            uint64_t at;
+            snprintf(tag, sizeof tag, "0x%llx", (unsigned long long)ev[i].block_number);
+            if (!(rv = chain_arb_get_run(&own->s->arb, &own->o->run_id, NULL, &p)) &&
+                !(rv = block_timestamp(own->s->rpc, tag, &at)))
+                d->closes = at + p.commit_timeout;
+        }
+    }
+    free(ev);
+    if (!rv)
+        d->next_block = head + 1;
+    return rv;
+}
+
+/* One turn of every open challenge; *finished once every challenge is
+ * settled and the window has closed by the chain's clock. */
+static int defend_turn(struct agent *own, struct defence *d, int *finished)
+{
+    *finished = 0;
+    int rv = defend_scan(own, d);
+    for (size_t k = 0; k < d->n && !rv; k++) {
+        if (d->done[k])
+            continue;
+        chain_arb_outcome o;
+        int wait;
+        if (!(rv = turn(&d->game[k], &o, &d->done[k], &wait)) && d->done[k]) {
+            char id[67];
+            chain_hash_hex(id, &d->opts[k].game_id);
+            agent_log(own, "challenge_settled", json_pack("{s:s, s:s}", "challenge_id", id, "outcome",
+                                                          chain_arb_outcome_name(o)),
+                      "challenge %s settled: %s", id, chain_arb_outcome_name(o));
+        }
+    }
+    uint64_t now;
+    if (rv || !d->closes || (rv = block_timestamp(own->s->rpc, "latest", &now)) || now <= d->closes)
+        return rv;
+    int open = 0;
+    for (size_t k = 0; k < d->n; k++)
+        open += !d->done[k];
+    *finished = !open;
+    return 0;
+}
+
+static void defend_free(struct defence *d)
+{
+    for (size_t k = 0; d && k < d->n; k++) {
+        party_history_free(&d->game[k].hist);
+        json_decref(d->game[k].state);
+    }
+    free(d);
+}
+
 int party_agent_run(chain_session *s, const party_agent_opts *o, chain_arb_outcome *outcome)
 {
     struct agent a;
@@ -379,19 +503,25 @@ int party_agent_run(chain_session *s, const party_agent_opts *o, chain_arb_outco
     a.s = s;
     a.o = o;
     *outcome = CHAIN_ARB_NONE;
+    struct defence *d = NULL;
+    int own_done = 0, defended = 0;
     int rv = party_history_load(&a.hist, o->run_dir, &o->run_id);
+    if (!rv && o->defend && o->is_trainer && !(d = calloc(1, sizeof *d)))
+        rv = ovt_fail(OVT_ENOMEM, "out of memory for the challenges");
     if (rv || (rv = load_state(&a)))
         goto done;
     char rid[67];
-    chain_hash_hex(rid, &o->run_id);
+    chain_hash_hex(rid, game_of(o));
     char root[67];
     chain_hash_hex(root, chain_merkle_root(a.hist.tree));
     agent_log(&a, "start", json_pack("{s:s, s:s}", "run_id", rid, "root", root), "playing run %s with root %s", rid,
               root);
     long backoff = o->poll_ms;
     while (!stop_requested) {
-        int done, wait;
-        rv = turn(&a, outcome, &done, &wait);
+        int done = own_done, wait = 1;
+        rv = own_done ? 0 : turn(&a, outcome, &done, &wait);
+        if (!rv && d)
+            rv = defend_turn(&a, d, &defended);
         ovt_metrics_tick(rv == 0);
         if (rv == OVT_EIO || rv == OVT_ETIMEOUT || rv == OVT_ERPC) {
             agent_log(&a, "retry", json_pack("{s:I}", "backoff_ms", (json_int_t)backoff),
@@ -406,17 +536,19 @@ int party_agent_run(chain_session *s, const party_agent_opts *o, chain_arb_outco
         if (rv)
             goto done;
         backoff = o->poll_ms;
-        if (done) {
+        if (done && !own_done)
             agent_log(&a, "settled", json_pack("{s:s, s:i}", "outcome", chain_arb_outcome_name(*outcome), "code",
                                                (int)*outcome),
                       "run settled: %s", chain_arb_outcome_name(*outcome));
+        own_done = done;
+        if (own_done && (!d || defended))
             goto done;
-        }
         if (wait)
             sleep_ms(o->poll_ms);
     }
     rv = ovt_fail(OVT_ETIMEOUT, "stopped by a signal before the run was settled");
 done:
+    defend_free(d);
     party_history_free(&a.hist);
     json_decref(a.state);
     return rv;

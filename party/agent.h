@@ -30,7 +30,9 @@
 
 typedef struct {
     bool is_trainer;
-    ovt_hash run_id;
+    ovt_hash run_id;       /* the run whose history this is (its leaves are hashed with it) */
+    ovt_hash game_id;      /* the game to play when it is not the run's own (a challenge of the run,
+                              docs/contract.md "Open challenges"; the auditor's side); zero: run_id */
     const char *run_dir;   /* this party's history: RUN_DIR/steps.bin */
     const char *data_path; /* trainer: the dataset, to rebuild state j-1 */
     store_ctx *store;      /* trainer: where the inputs of step j go (may be NULL) */
@@ -38,6 +40,9 @@ typedef struct {
     long poll_ms;
     bool json;             /* log lines as JSON objects */
     bool withhold;         /* fault injection: the trainer never publishes the inputs */
+    bool defend;           /* trainer: also play every challenge of the run (ChallengeOpened), and
+                              return only once its own game and every challenge are settled and
+                              the challenge window (commitTimeout from its commit) has closed */
     FILE *log;             /* log lines (stderr if NULL) */
 } party_agent_opts;
 

@@ -12,22 +12,20 @@
 static int check_terms(chain_session *s, const party_audit_opts *o, chain_arb_params *p)
 {
     int rv = chain_arb_get_run(&s->arb, &o->audit.run_id, NULL, p);
-    if (!rv && !chain_address_eq(&p->auditor, &s->txm.from))
-        rv = ovt_fail(OVT_EINVAL, "this key is not the run's auditor");
+    if (!rv && o->challenge && (chain_address_eq(&p->auditor, &s->txm.from) || chain_address_eq(&p->trainer, &s->txm.from)))
+        rv = ovt_fail(OVT_EINVAL, "this key is one of the run's parties: a party commits its root (drop --challenge), "
+                                  "a challenger uses a key of its own");
+    else if (!rv && !o->challenge && !chain_address_eq(&p->auditor, &s->txm.from))
+        rv = ovt_fail(OVT_EINVAL, "this key is not the run's auditor (an outside replay: --challenge)");
     if (!rv)
         rv = party_policy_check(o->policy, p, s->arb.chain_id, &s->arb.address, 0);
     return rv;
 }
 
-/* Commits the auditor's own root for the run, after checking the run's
- * parameters against what was replayed. *trainer_root_matches: whether the
- * trainer's committed root is the root of the step table it published (-1:
- * the trainer has not committed yet). */
-static int commit_root(chain_session *s, const party_audit_opts *o, const aud_report *r, ovt_hash *root_out,
-                       int *trainer_root_matches)
+/* The root of the replayed history for the run, after checking the run's
+ * terms (check_terms) and that its config and step count are the replay's. */
+static int replay_root(chain_session *s, const party_audit_opts *o, const aud_report *r, ovt_hash *root_out)
 {
-    const ovt_hash *run_id = &o->audit.run_id;
-    *trainer_root_matches = -1;
     chain_arb_params p;
     int rv = check_terms(s, o, &p);
     if (rv)
@@ -35,9 +33,24 @@ static int commit_root(chain_session *s, const party_audit_opts *o, const aud_re
     if (memcmp(p.config_hash.b, r->own.config_hash.b, 32) != 0 || p.steps != r->steps)
         return ovt_fail(OVT_EINVAL, "the run on chain has another config or step count than the replayed run");
     party_history h;
-    if ((rv = party_history_from_table(&h, &r->own, run_id)))
+    if ((rv = party_history_from_table(&h, &r->own, &o->audit.run_id)))
         return rv;
     *root_out = *chain_merkle_root(h.tree);
+    party_history_free(&h);
+    return 0;
+}
+
+/* Commits the auditor's own root for the run (replay_root).
+ * *trainer_root_matches: whether the trainer's committed root is the root
+ * of the step table it published (-1: the trainer has not committed yet). */
+static int commit_root(chain_session *s, const party_audit_opts *o, const aud_report *r, ovt_hash *root_out,
+                       int *trainer_root_matches)
+{
+    const ovt_hash *run_id = &o->audit.run_id;
+    *trainer_root_matches = -1;
+    int rv = replay_root(s, o, r, root_out);
+    if (rv)
+        return rv;
     chain_arb_game g;
     ovt_hash published;
     if (!(rv = chain_arb_get_game(&s->arb, run_id, NULL, &g)) && (g.flags & CHAIN_ARB_FLAG_TRAINER) &&
@@ -51,7 +64,40 @@ static int commit_root(chain_session *s, const party_audit_opts *o, const aud_re
         rv = 0; /* committed before (a restart): nothing to send */
     else if (!rv)
         rv = chain_arb_commit(&s->arb, &s->txm, run_id, root_out, NULL, NULL, NULL);
-    party_history_free(&h);
+    return rv;
+}
+
+/* An outside challenger (o->challenge): once the trainer has committed,
+ * challenge() its root when the replay's differs. *game_id: the
+ * challenge's game, sent now or before (a restart); zero when the roots
+ * agree and nothing was sent. */
+static int challenge_root(chain_session *s, const party_audit_opts *o, const aud_report *r, ovt_hash *root_out,
+                          ovt_hash *game_id)
+{
+    const ovt_hash *run_id = &o->audit.run_id;
+    memset(game_id, 0, sizeof *game_id);
+    int rv = replay_root(s, o, r, root_out);
+    if (rv)
+        return rv;
+    chain_arb_game g;
+    static const ovt_hash zero;
+    if ((rv = chain_arb_get_game(&s->arb, run_id, NULL, &g)))
+        return rv;
+    if (!memcmp(g.trainer_root.b, zero.b, 32))
+        return ovt_fail(OVT_EINVAL, "the trainer has not committed a root yet: nothing to challenge (run this again "
+                                    "once it has, within its commit timeout)");
+    if (!memcmp(g.trainer_root.b, root_out->b, 32))
+        return 0; /* the replay agrees with the trainer */
+    ovt_hash id;
+    chain_arb_challenge_id(&id, run_id, &s->txm.from);
+    chain_arb_game cg;
+    rv = chain_arb_get_game(&s->arb, &id, NULL, &cg);
+    if (rv == OVT_EREVERT) { /* UnknownRun: not challenged yet */
+        ovt_err_clear();
+        rv = chain_arb_challenge(&s->arb, &s->txm, run_id, root_out, NULL, NULL);
+    }
+    if (!rv)
+        *game_id = id;
     return rv;
 }
 
@@ -66,7 +112,19 @@ static int commit_and_play(const party_audit_opts *o, const aud_report *r, json_
     int rv = chain_session_open(&s, o->chain, 1);
     if (rv)
         return rv;
-    if (!(rv = commit_root(&s, o, r, &root, &matches))) {
+    ovt_hash game_id;
+    static const ovt_hash zero;
+    memset(&game_id, 0, sizeof game_id);
+    if (o->challenge && !(rv = challenge_root(&s, o, r, &root, &game_id))) {
+        char hex[67];
+        chain_hash_hex(hex, &root);
+        json_object_set_new(report, "root", json_string(hex));
+        bool challenged = memcmp(game_id.b, zero.b, 32) != 0;
+        json_object_set_new(report, "challenged", json_boolean(challenged));
+        chain_hash_hex(hex, &game_id);
+        if (challenged)
+            json_object_set_new(report, "challenge_id", json_string(hex));
+    } else if (!o->challenge && !(rv = commit_root(&s, o, r, &root, &matches))) {
         char hex[67];
         chain_hash_hex(hex, &root);
         json_object_set_new(report, "root", json_string(hex));
@@ -74,13 +132,14 @@ static int commit_and_play(const party_audit_opts *o, const aud_report *r, json_
             json_object_set_new(report, "trainer_root_matches", json_boolean(matches));
     }
     bool reported = false;
-    if (!rv && o->agent) {
+    if (!rv && o->agent && (!o->challenge || memcmp(game_id.b, zero.b, 32))) {
         o->on_report(o->ctx, r, report);
         reported = true;
         char sdir[4096];
         if (!o->state_dir)
             rv = ovt_path_join(sdir, sizeof sdir, o->audit.out, "agent");
-        party_agent_opts ao = {.is_trainer = false, .run_id = o->audit.run_id, .run_dir = o->audit.out,
+        party_agent_opts ao = {.is_trainer = false, .run_id = o->audit.run_id, .game_id = game_id,
+                               .run_dir = o->audit.out,
                                .state_dir = o->state_dir ? o->state_dir : sdir, .poll_ms = o->poll_ms,
                                .json = o->json};
         party_agent_install_signals();

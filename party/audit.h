@@ -18,6 +18,9 @@ typedef struct {
     const chain_session_args *chain; /* the node, contract and auditor's key; NULL: off chain */
     const party_policy *policy;      /* with chain: the terms this auditor accepts */
     bool agent;                      /* then play the game as the auditor's agent */
+    bool challenge;                  /* an outside challenger, not the run's auditor: once the trainer has
+                                        committed, challenge() its root if the replay's differs (and with
+                                        agent play that challenge's game); nothing sent if they agree */
     const char *state_dir;           /* the agent's (NULL: OUT/agent) */
     long poll_ms;                    /* the agent's polling interval */
     bool json;                       /* the agent's log lines as JSON */

@@ -8,6 +8,7 @@
 
 #include "chain/session.h"
 #include "common/fileio.h"
+#include "trainer/checkpoint.h"
 #include "trainer/init.h"
 #include "dp/ranks.h"
 #include "trainer/rundata.h"

@@ -13,7 +13,7 @@
 #include "chain/parse.h"
 #include "chain/session.h"
 #include "common/fileio.h"
-#include "trainer/export.h"
+#include "modelio/export.h"
 
 #define MODEL_FORMAT "ovt.model.v1"
 #define MODEL_MAX_FILE ((size_t)1 << 36)
@@ -458,4 +458,15 @@ int party_model_check(const char *path, const party_model_anchor *anchor, party_
              "receipt's root",
              out->tensors, out->nparams, (unsigned long long)out->step, sh, (unsigned long long)out->step);
     return 0;
+}
+
+int party_model_has_proof(const char *path)
+{
+    trn_st_file f;
+    int rv = trn_st_read(&f, path, MODEL_MAX_FILE);
+    if (rv)
+        return rv;
+    rv = trn_st_meta_get(&f, "ovt.run_id") && trn_st_meta_get(&f, "ovt.merkle_proof");
+    trn_st_free(&f);
+    return rv;
 }

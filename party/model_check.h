@@ -33,7 +33,7 @@ typedef struct {
 } party_model_exported;
 
 /* Writes st (state K of the run in dir, whose step table is table) to path
- * as safetensors (trainer/export.h) with the metadata above. The runId and
+ * as safetensors (modelio/export.h) with the metadata above. The runId and
  * root come from dir/receipt.json when there is one (its root must be the
  * table's root for its runId), else from a non-zero run_id in
  * dir/run.json; without either the file carries no proof, and `ovt verify
@@ -63,5 +63,10 @@ typedef struct {
  * renamed, extra or misshapen tensor, a metadata key that is edited,
  * missing or unknown, a stateHash or leaf that the root does not cover. */
 int party_model_check(const char *path, const party_model_anchor *anchor, party_model_report *out) OVT_MUST_USE;
+
+/* Whether the safetensors file at path carries a Merkle proof (an export
+ * made once the run had a runId): 1 or 0, or a negative code when the file
+ * cannot be read as safetensors. For a message before any receipt exists. */
+int party_model_has_proof(const char *path) OVT_MUST_USE;
 
 #endif

@@ -2,11 +2,13 @@
 #include "party/verify.h"
 #include "party/model_check.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "chain/arbitration.h"
 #include "chain/keys.h"
@@ -280,7 +282,7 @@ static void check_replay(checks *c, const char *dir, const char *data, const trn
         trn_replay_result r;
         char name[32];
         snprintf(name, sizeof name, "step %llu", (unsigned long long)s);
-        if (trn_step_replay_run(dir, &d, s, threads, &r)) {
+        if (trn_step_replay_run(dir, &d, s, threads, &r, NULL, NULL)) {
             check_add(c, name, false, "%s", ovt_errmsg());
             continue;
         }
@@ -340,10 +342,32 @@ static void check_model(checks *c, const receipt *r, const char *model)
     check_add(c, "model", ok, "%s: %s", model, ok ? m.summary : ovt_errmsg());
 }
 
+/* A receipt that does not exist yet: the run is not committed (only `ovt
+ * commit` writes one, as the runId comes from the chain). The message says
+ * so, and of a model file exported before then, that it carries no proof. */
+static int receipt_missing(const party_verify_opts *o)
+{
+    char dir[4096];
+    receipt_dir(dir, sizeof dir, o->receipt);
+    const char *commit = "`ovt commit` writes it once the run is opened on chain (the receipt holds the runId "
+                         "and the signed root; `ovt commit --help`)";
+    if (o->model && party_model_has_proof(o->model) == 0)
+        return ovt_fail(OVT_ENOTFOUND, "%s has no receipt.json: the run is not committed yet, and %s carries no "
+                        "Merkle proof: it was exported before the run had a runId. Commit the run (`ovt commit %s "
+                        "...`, see `ovt commit --help`), export it again (`ovt export %s --format safetensors --out "
+                        "FILE`), then `ovt verify --model FILE %s`",
+                        dir, o->model, dir, dir, dir);
+    return ovt_fail(OVT_ENOTFOUND, "%s has no receipt.json: the run is not committed yet. %s; then run `ovt verify "
+                    "%s%s%s%s`", dir, commit, o->model ? "--model " : "", o->model ? o->model : "",
+                    o->model ? " " : "", dir);
+}
+
 int party_verify(const party_verify_opts *o, party_verify_result *res)
 {
     memset(res, 0, sizeof *res);
     receipt r;
+    if (access(o->receipt, F_OK) != 0 && errno == ENOENT)
+        return receipt_missing(o);
     int rv = receipt_read(&r, o->receipt);
     if (rv)
         return rv;

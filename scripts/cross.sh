@@ -21,7 +21,7 @@ esac
 triple=$arch-linux-gnu
 build=build-cross-$arch
 tests=${2:-'^(test_grid|test_rng|test_rlog|test_site|test_shard|test_trn_state|test_trn_schedule|test_trn_byte_order|test_common|test_libm)$'}
-devs=(libc6-dev libsecp256k1-dev libcurl4-openssl-dev libjansson-dev libssl-dev libopenblas-dev libzstd-dev)
+devs=(libc6-dev libsecp256k1-dev libcurl4-openssl-dev libjansson-dev libssl-dev libopenblas-dev libzstd-dev zlib1g-dev)
 
 sudo_cmd=()
 [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)

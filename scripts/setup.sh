@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config libsecp256k1-dev libcurl4-openssl-dev
           libjansson-dev libssl-dev libopenblas-dev libzstd-dev nodejs npm clang
+          zlib1g-dev           # `ovt data idx|cifar` read gzip-compressed files (MNIST ships them)
+          chromium             # tests: the arbiter's status page in a headless browser (skipped without it)
           libmpfr-dev          # tests: test_libm measures ovt's exp, log and pow against MPFR
           openmpi-bin libopenmpi-dev   # the data-parallel transport (mpirun ovt train; docs/data-parallel.md)
           libclang-rt-14-dev   # libFuzzer and sanitizer runtimes (only Recommended by clang-14)

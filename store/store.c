@@ -13,13 +13,10 @@
 #include <unistd.h>
 
 #include "common/fileio.h"
-#include "trainer/config.h"
-#include "trainer/layout.h"
 #include "common/metrics.h"
 #include "store/http.h"
 
-/* The largest checkpoint or manifest a get accepts. */
-#define STORE_MAX_STATE ((size_t)1 << 36)
+/* The largest manifest a get accepts. */
 #define STORE_MAX_MANIFEST ((size_t)1 << 16)
 
 #define STORE_MAX_EXPECT 16
@@ -33,8 +30,6 @@ struct store_ctx {
         size_t max;
     } expect[STORE_MAX_EXPECT];
     unsigned nexpect;
-    int have_config;
-    ovt_hash config_hash;
     double deadline; /* CLOCK_MONOTONIC seconds; 0: none */
     volatile sig_atomic_t *stop;
 };
@@ -64,12 +59,6 @@ void store_expect(store_ctx *s, const ovt_hash *name, size_t max_len)
     s->expect[i].max = max_len;
 }
 
-void store_expect_config(store_ctx *s, const ovt_hash *config_hash)
-{
-    s->have_config = 1;
-    s->config_hash = *config_hash;
-}
-
 void store_set_deadline(store_ctx *s, double seconds)
 {
     s->deadline = seconds > 0 ? mono_now() + seconds : 0;
@@ -90,31 +79,6 @@ static size_t cap_of(const store_ctx *s, const char *kind, const ovt_hash *name,
         if (memcmp(s->expect[i].name.b, name->b, 32) == 0 && s->expect[i].max < cap)
             cap = s->expect[i].max;
     return cap;
-}
-
-/* The exact length of a checkpoint whose first bytes are head (docs/
- * formats.md, "Checkpoint"): 0 while more bytes are needed, SIZE_MAX if the
- * header is not one of a state of the expected config. */
-static size_t checkpoint_length(const store_ctx *s, const uint8_t *head, size_t n)
-{
-    if (n < 16)
-        return 0;
-    if (memcmp(head, "OVTCKPT", 8) != 0)
-        return SIZE_MAX;
-    uint32_t c = (uint32_t)head[12] | (uint32_t)head[13] << 8 | (uint32_t)head[14] << 16 | (uint32_t)head[15] << 24;
-    if (c > TRN_CONFIG_ENC_MAX)
-        return SIZE_MAX;
-    if (n < 16 + (size_t)c)
-        return 0;
-    trn_run_config rc;
-    trn_layout l;
-    ovt_hash h;
-    if (trn_config_decode(&rc, head + 16, c) || trn_layout_build(&l, &rc.model))
-        return SIZE_MAX;
-    trn_config_hash(&h, &rc);
-    if (s->have_config && memcmp(h.b, s->config_hash.b, 32) != 0)
-        return SIZE_MAX;
-    return 16 + (size_t)c + 8 + 4 + 8 + 8 * l.count + 12 * l.nparams + 32;
 }
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -208,14 +172,12 @@ static int store_write(store_ctx *s, const char *kind, const ovt_hash *name, con
 }
 
 /* An HTTP body on its way: to an unlinked temporary file, never more than
- * max bytes; the first bytes kept to read a checkpoint's header. */
+ * max bytes. */
 struct body {
-    const store_ctx *s;
     FILE *f;
     size_t len, max;
     size_t seen; /* bytes libcurl handed over, the refused ones included */
-    int is_state, too_big, not_state, io_error;
-    uint8_t head[16 + TRN_CONFIG_ENC_MAX];
+    int too_big, io_error;
 };
 
 static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
@@ -226,21 +188,6 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
     if (n > b->max - b->len) {
         b->too_big = 1;
         return 0;
-    }
-    if (b->is_state && b->len < sizeof b->head) {
-        size_t k = sizeof b->head - b->len < n ? sizeof b->head - b->len : n;
-        memcpy(b->head + b->len, p, k);
-        size_t want = checkpoint_length(b->s, b->head, b->len + k);
-        if (want == SIZE_MAX) {
-            b->not_state = 1;
-            return 0;
-        }
-        if (want && want < b->max)
-            b->max = want;
-        if (n > b->max - b->len) {
-            b->too_big = 1;
-            return 0;
-        }
     }
     if (fwrite(p, 1, n, b->f) != n) {
         b->io_error = 1;
@@ -274,8 +221,7 @@ static FILE *temp_file(void)
     return f;
 }
 
-static int http_get(store_ctx *s, const char *url, const char *what, int is_state, size_t max_len, uint8_t **data,
-                    size_t *len)
+static int http_get(store_ctx *s, const char *url, const char *what, size_t max_len, uint8_t **data, size_t *len)
 {
     pthread_once(&curl_once, curl_init);
     if (curl_init_rc != CURLE_OK)
@@ -285,7 +231,7 @@ static int http_get(store_ctx *s, const char *url, const char *what, int is_stat
     double left = s->deadline > 0 ? s->deadline - mono_now() : 0;
     if (s->deadline > 0 && left <= 0)
         return ovt_fail(OVT_EIO, "fetching %s from %s: the fetch deadline has passed", what, s->url);
-    struct body b = {.s = s, .max = max_len, .is_state = is_state};
+    struct body b = {.max = max_len};
     if (!(b.f = temp_file()))
         return ovt_fail_errno(OVT_EIO, "fetching %s: cannot create a temporary file (set TMPDIR)", what);
     CURL *c = curl_easy_init();
@@ -329,8 +275,6 @@ static int http_get(store_ctx *s, const char *url, const char *what, int is_stat
     else if (cc == CURLE_FILESIZE_EXCEEDED)
         rv = ovt_fail(OVT_EFORMAT, "%s from %s is larger than the %zu bytes it can be (its Content-Length says so; "
                       "refused before the body)", what, s->url, b.max);
-    else if (b.not_state)
-        rv = ovt_fail(OVT_EFORMAT, "%s from %s is not a checkpoint of the run's config", what, s->url);
     else if (b.io_error)
         rv = ovt_fail_errno(OVT_EIO, "fetching %s: writing the temporary file failed", what);
     else if (s->stop && *s->stop)
@@ -374,7 +318,7 @@ static int store_read(store_ctx *s, const char *kind, const ovt_hash *name, cons
         return rv;
     max_len = cap_of(s, kind, name, max_len);
     if (!s->dir) {
-        rv = http_get(s, path, what, !strcmp(kind, "state"), max_len, data, len);
+        rv = http_get(s, path, what, max_len, data, len);
         ovt_metrics_add(rv ? OVT_METRIC_STORE_FETCH_FAILURES : OVT_METRIC_STORE_FETCH_BYTES, rv ? 1 : *len);
         ovt_metrics_add(OVT_METRIC_STORE_FETCHES, rv ? 0 : 1);
         return rv;
@@ -443,44 +387,14 @@ int store_get(store_ctx *s, const ovt_hash *name, size_t max_len, uint8_t **data
     return 0;
 }
 
-int store_put_state(store_ctx *s, const trn_state *st)
+int store_put_state(store_ctx *s, const ovt_hash *state_hash, const void *data, size_t len)
 {
-    ovt_hash h;
-    trn_state_hash(&h, st);
-    uint8_t *buf;
-    size_t len;
-    int rv = trn_checkpoint_encode(st, &buf, &len);
-    if (rv)
-        return rv;
-    rv = store_write(s, "state", &h, "", buf, len, 0);
-    free(buf);
-    return rv;
+    return store_write(s, "state", state_hash, "", data, len, 0);
 }
 
-int store_get_state(store_ctx *s, const ovt_hash *state_hash, trn_state **out)
+int store_get_state(store_ctx *s, const ovt_hash *state_hash, size_t max_len, uint8_t **data, size_t *len)
 {
-    *out = NULL;
-    uint8_t *buf;
-    size_t len;
-    int rv = store_read(s, "state", state_hash, "", STORE_MAX_STATE, &buf, &len);
-    if (rv)
-        return rv;
-    char hex[65];
-    ovt_hex_encode(hex, state_hash->b, 32);
-    trn_state *st;
-    rv = trn_checkpoint_decode(&st, buf, len);
-    free(buf);
-    if (rv)
-        return ovt_fail_wrap(rv, "state %s from %s", hex, s->url);
-    ovt_hash h;
-    trn_state_hash(&h, st);
-    if (memcmp(h.b, state_hash->b, 32) != 0) {
-        trn_state_free(st);
-        return ovt_fail(OVT_ECRYPTO, "state %s from %s holds a state with another stateHash (corrupt or forged)",
-                        hex, s->url);
-    }
-    *out = st;
-    return 0;
+    return store_read(s, "state", state_hash, "", max_len, data, len);
 }
 
 static void hex_field(char out[65], const ovt_hash *h)

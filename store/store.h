@@ -13,7 +13,9 @@
  *                    (logHash), step tables;
  *   state/<hex>      a checkpoint file (docs/formats.md), named by the
  *                    stateHash of the state it holds (the committed hash), not
- *                    by the hash of its bytes;
+ *                    by the hash of its bytes. The store keeps and serves its
+ *                    bytes without reading them: the reader decodes them
+ *                    (trn_checkpoint_decode) and checks the stateHash;
  *   run/<runId>.json the run's manifest: which blobs make up the run. The
  *                    only name that is not a hash: its content is checked by
  *                    the reader against the chain (store_manifest).
@@ -28,7 +30,6 @@
 
 #include "common/bytes.h"
 #include "common/err.h"
-#include "trainer/state.h"
 
 typedef struct store_ctx store_ctx;
 
@@ -42,12 +43,12 @@ const char *store_url_of(const store_ctx *s);
  * forged, so every get is bounded in size and time:
  * - size: a get accepts at most the smallest of the caller's max_len, the
  *   cap given for that name with store_expect, and the store's blob cap
- *   (store_set_max_blob; default STORE_MAX_BLOB_DEFAULT). A
- *   checkpoint is capped at the exact size its header's config implies, and
- *   with store_expect_config that config must be the run's. Callers cap
- *   the rest by what each must be: a rounding log at KRN_RLOG_MAX_FILE
- *   (kernels/rlog.h), starting parameters at trn_init_blob_len of the run's
- *   config (trainer/init.h), a config at STORE_MAX_CONFIG. An HTTP body
+ *   (store_set_max_blob; default STORE_MAX_BLOB_DEFAULT). Callers cap
+ *   each object by what it must be: a checkpoint at the exact size of one
+ *   of the run's config (trn_checkpoint_size, trainer/checkpoint.h), a rounding
+ *   log at KRN_RLOG_MAX_FILE (kernels/rlog.h), starting parameters at
+ *   trn_init_blob_len of the run's config (trainer/init.h), a config at
+ *   STORE_MAX_CONFIG. An HTTP body
  *   streams to an unlinked temporary file and is read into memory only once
  *   complete and within its cap: a declared Content-Length over the cap is
  *   refused before any byte, a body that grows past it as soon as it does
@@ -64,8 +65,6 @@ void store_set_max_blob(store_ctx *s, size_t max_len);
 /* A cap for the blob called name (up to 16 names; later calls for the same
  * name replace the cap). */
 void store_expect(store_ctx *s, const ovt_hash *name, size_t max_len);
-/* Checkpoints fetched from now on must hold a state of this config. */
-void store_expect_config(store_ctx *s, const ovt_hash *config_hash);
 /* Fetches end seconds from now (CLOCK_MONOTONIC); seconds <= 0: no deadline. */
 void store_set_deadline(store_ctx *s, double seconds);
 void store_set_stop(store_ctx *s, volatile sig_atomic_t *stop);
@@ -83,12 +82,16 @@ int store_get(store_ctx *s, const ovt_hash *name, size_t max_len, uint8_t **data
 /* Whether a blob is present (1 yes, 0 no or unknown; http(s): a HEAD). */
 int store_has(store_ctx *s, const ovt_hash *name);
 
-/* Stores the state's checkpoint as state/<stateHash>. */
-int store_put_state(store_ctx *s, const trn_state *st) OVT_MUST_USE;
+/* Stores a checkpoint's bytes (trn_checkpoint_encode) as
+ * state/<state_hash>, state_hash being the stateHash of the state they hold
+ * (trn_state_hash), which the store takes as given. */
+int store_put_state(store_ctx *s, const ovt_hash *state_hash, const void *data, size_t len) OVT_MUST_USE;
 
-/* Fetches state/<state_hash>, parses the checkpoint and checks that its
- * stateHash is state_hash. */
-int store_get_state(store_ctx *s, const ovt_hash *state_hash, trn_state **out) OVT_MUST_USE;
+/* Fetches state/<state_hash> (at most max_len bytes) as it is: the caller
+ * decodes it (trn_checkpoint_decode) and checks that the state's stateHash
+ * is state_hash; until then the bytes are only what the store served. */
+int store_get_state(store_ctx *s, const ovt_hash *state_hash, size_t max_len, uint8_t **data,
+                    size_t *len) OVT_MUST_USE;
 
 /* The run manifest (JSON, docs/store.md): the blobs of a committed run. */
 typedef struct {

@@ -75,13 +75,21 @@ static int open_step(trn_run_data *d, trn_step_table *table, const char *dir, co
 
 int trn_step_check_run(trn_step_check *out, const char *dir, const char *data, uint64_t k, int threads)
 {
+    return trn_step_check_traced(out, dir, data, k, threads, NULL);
+}
+
+int trn_step_check_traced(trn_step_check *out, const char *dir, const char *data, uint64_t k, int threads,
+                          trn_step_trace *tr)
+{
     memset(out, 0, sizeof *out);
     trn_run_data d;
     memset(&d, 0, sizeof d);
     trn_step_table table = {0};
     int rv = open_step(&d, &table, dir, data, k);
-    if (!rv)
-        rv = trn_step_replay_run(dir, &d, k, threads, &out->replay);
+    if (!rv && tr)
+        rv = trn_step_replay_traced(dir, &d, k, threads, tr, &out->replay);
+    else if (!rv)
+        rv = trn_step_replay_run(dir, &d, k, threads, &out->replay, NULL, NULL);
     trn_run_data_free(&d);
     if (rv == OVT_EFRAUD) {
         snprintf(out->fraud, sizeof out->fraud, "%s", ovt_errmsg());
@@ -129,7 +137,7 @@ int trn_step_sites(krn_site_stats **rows, size_t *nrows, const char *dir, const 
     trn_step_table_free(&table);
     trn_replay_result r;
     if (!rv)
-        rv = trn_step_replay_sites(dir, &d, k, threads, &r, rows, nrows);
+        rv = trn_step_replay_run(dir, &d, k, threads, &r, rows, nrows);
     trn_run_data_free(&d);
     return rv;
 }

@@ -49,7 +49,12 @@ typedef struct {
 int trn_step_check_run(trn_step_check *out, const char *dir, const char *data, uint64_t k,
                        int threads) OVT_MUST_USE;
 
-/* Step k of the run in dir counted per site (trn_step_replay_sites): the
+/* trn_step_check_run with step k traced as tr says (trainer/step.h; tr
+ * NULL: untraced). */
+int trn_step_check_traced(trn_step_check *out, const char *dir, const char *data, uint64_t k, int threads,
+                          trn_step_trace *tr) OVT_MUST_USE;
+
+/* Step k of the run in dir counted per site (trn_step_replay_run with rows): the
  * rows (malloc'd, the caller frees *rows) of the sites it executed. Errors
  * as trn_step_check_run's, and OVT_EFRAUD when the step's log fails the
  * check: the rows then end with the site that failed (a finding, when

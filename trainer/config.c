@@ -102,10 +102,31 @@ int trn_model_preset(trn_model_config *out, const char *name)
             return 0;
         }
     }
-    return ovt_fail(OVT_EINVAL,
-                    "unknown model '%s' (known: mlp-demo, mlp-mnist, gpt2-tiny, gpt2-small, llama-tiny, llama-15m, "
-                    "llama-110m, resnet-mini, resnet-18, resnet-50, resnet-50-block)",
-                    name);
+    char known[512];
+    trn_model_preset_list(known, sizeof known, -1, 0);
+    return ovt_fail(OVT_EINVAL, "unknown model '%s' (known: %s)", name, known);
+}
+
+const char *trn_model_preset_name(size_t i)
+{
+    return i < sizeof presets / sizeof presets[0] ? presets[i].name : NULL;
+}
+
+size_t trn_model_preset_list(char *out, size_t cap, int kind, uint32_t vocab)
+{
+    size_t n = 0, used = 0;
+    if (cap)
+        out[0] = '\0';
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+        const trn_model_config *m = &presets[i].m;
+        if ((kind >= 0 && (int)m->kind != kind) || (vocab && m->vocab != vocab))
+            continue;
+        int w = snprintf(out + used, cap > used ? cap - used : 0, "%s%s", n ? ", " : "", presets[i].name);
+        used += w > 0 ? (size_t)w : 0;
+        used = used < cap ? used : cap;
+        n++;
+    }
+    return n;
 }
 
 /* Whether the Llama-only fields are all 0 (as every other kind has them). */

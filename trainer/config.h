@@ -162,6 +162,15 @@ uint32_t trn_config_shards(const trn_run_config *rc);
  * OVT_EINVAL for an unknown name (the message lists the known ones). */
 int trn_model_preset(trn_model_config *out, const char *name) OVT_MUST_USE;
 
+/* The name of preset i (0, 1, ...), NULL past the last: what help texts and
+ * messages list, so that they name every preset there is. */
+const char *trn_model_preset_name(size_t i);
+
+/* The names of the presets of `kind` (every kind when kind < 0) whose
+ * vocabulary is `vocab` (any when 0), joined by ", " into out[cap]; the
+ * number of them. */
+size_t trn_model_preset_list(char *out, size_t cap, int kind, uint32_t vocab);
+
 /* Checks a model config for sizes the code supports (non-zero, heads divide
  * width, layer count within TRN_MAX_LAYERS, element counts within size_t). */
 int trn_model_check(const trn_model_config *m) OVT_MUST_USE;

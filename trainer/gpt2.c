@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kernels/ops.h"
+#include "kernels/trace.h"
 #include "trainer/train.h"
 #include "trainer/workspace.h"
 
@@ -121,6 +122,8 @@ int trn_gpt2_backward(krn_ctx *ctx, trn_workspace *w, const float *params, const
      * (dlogits over the forward's logits, trn_gpt2_dacts_slice). */
     memset(d->encoded, 0, trn_gpt2_dacts_size(m, B, T) * sizeof(float));
     memset(d->logits, 0, BT * V * sizeof(float));
+    krn_trace_zero(ctx, d->encoded, trn_gpt2_dacts_size(m, B, T));
+    krn_trace_zero(ctx, d->logits, BT * V);
     int rv;
     TRY(krn_crossentropy_backward(ctx, d->logits, a->probs, batch->targets, 1.0f, BT, V));
     TRY(krn_matmul_backward(ctx, d->lnf, g.wte, NULL, d->logits, a->lnf, p.wte, BT, C, V));

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kernels/ops.h"
+#include "kernels/trace.h"
 #include "trainer/train.h"
 #include "trainer/workspace.h"
 
@@ -187,6 +188,8 @@ int trn_llama_backward(krn_ctx *ctx, trn_workspace *w, const float *params, cons
     /* Backward ops accumulate: every activation gradient starts at zero. */
     memset(dd->encoded, 0, trn_llama_dacts_size(m, d.B, d.T) * sizeof(float));
     memset(dd->logits, 0, d.BT * d.V * sizeof(float));
+    krn_trace_zero(ctx, dd->encoded, trn_llama_dacts_size(m, d.B, d.T));
+    krn_trace_zero(ctx, dd->logits, d.BT * d.V);
     int rv;
     TRY(krn_crossentropy_backward(ctx, dd->logits, a->probs, batch->targets, 1.0f, d.BT, d.V));
     TRY(krn_matmul_backward(ctx, dd->lnf, g.wcls, NULL, dd->logits, a->lnf, p.wcls, d.BT, d.C, d.V));

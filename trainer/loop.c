@@ -16,23 +16,19 @@
 #include "trainer/plot.h"
 #include "trainer/run.h"
 #include "trainer/rundata.h"
+#include "trainer/runner.h"
 #include "trainer/state.h"
-#include "trainer/train.h"
 
 /* One session of a run: what trn_loop_run holds while it steps. */
 typedef struct {
     const trn_loop_opts *o;
     trn_run_config rc;         /* o->config with the dataset's hash and init_hash */
-    float *init_params;        /* init_from as its blob, nparams little-endian floats; NULL: from the seed */
+    float *init_params;        /* the starting parameters as their blob, nparams little-endian floats; NULL: from the seed */
     size_t init_len;           /* bytes */
     bool writer;               /* this process writes the run directory and reports (rank 0) */
     bool together;             /* a failure every rank shares */
-    krn_mode mode;
     trn_run_data data;
-    trn_state *st;
-    trn_workspace *w;
-    krn_ctx *ctx;
-    krn_rlog *log;
+    trn_runner *run;           /* the steps: their ctx, workspace, log and state */
     trn_step_table table;
     trn_loss_row *rows;        /* steps 1..: the loss curve */
     size_t nrows;
@@ -72,15 +68,15 @@ static int open_new(loop *l, const char *config_path, const uint8_t *enc, size_t
         return ovt_fail(OVT_EINVAL, "%s already holds a run: pass --resume to continue it, or another --out",
                         l->o->out);
     if ((l->writer && (rv = ovt_write_atomic(config_path, enc, enc_len, 0644))) ||
-        (rv = trn_state_start(&l->st, &l->rc, (const uint8_t *)l->init_params, l->init_len)))
+        (rv = trn_runner_start(l->run, (const uint8_t *)l->init_params, l->init_len)))
         return rv;
-    trn_state_hash(&l->table.steps[0].state_hash, l->st);
+    trn_state_hash(&l->table.steps[0].state_hash, trn_runner_state(l->run));
     l->table.count = 1;
     if (!l->writer)
         return 0;
     if ((rv = trn_run_path(path, sizeof path, l->o->out, "ckpt", 0, "ckpt")))
         return rv;
-    return trn_checkpoint_write(l->st, path);
+    return trn_runner_save_checkpoint(l->run, path);
 }
 
 /* Opens the run: a fresh one, or (resume) the latest checkpoint of the
@@ -114,16 +110,17 @@ static int open_run(loop *l)
                         out, diff[0] ? diff : "its config.bin does not decode");
     uint64_t step = 0;
     if ((rv = trn_run_latest_checkpoint(out, UINT64_MAX, &step)) ||
-        (rv = trn_run_path(path, sizeof path, out, "ckpt", step, "ckpt")) || (rv = trn_checkpoint_read(&l->st, path)))
+        (rv = trn_run_path(path, sizeof path, out, "ckpt", step, "ckpt")) || (rv = trn_runner_load_checkpoint(l->run, path)))
         return rv;
-    if (memcmp(l->st->config_hash.b, l->table.config_hash.b, 32) != 0 || l->st->step != step)
+    const trn_state *st = trn_runner_state(l->run);
+    if (st->step != step)
         return ovt_fail(OVT_EFORMAT, "%s does not belong to this run", path);
     trn_step_table old_table;
     if ((rv = trn_run_path(path, sizeof path, out, NULL, 0, "steps.bin")) ||
         (rv = trn_step_table_read(&old_table, path)))
         return rv;
     ovt_hash h;
-    trn_state_hash(&h, l->st);
+    trn_state_hash(&h, st);
     if (old_table.count < step + 1 || memcmp(old_table.config_hash.b, l->table.config_hash.b, 32) != 0 ||
         memcmp(old_table.steps[step].state_hash.b, h.b, 32) != 0) {
         trn_step_table_free(&old_table);
@@ -137,17 +134,18 @@ static int open_run(loop *l)
 }
 
 /* The run config the session trains: the dataset's hash, and init_hash
- * from init_from's parameters. */
+ * from the given starting parameters. */
 static int load_inputs(loop *l)
 {
     const trn_loop_opts *o = l->o;
     int rv;
     if ((rv = trn_run_data_load(&l->data, o->data, &l->rc, 1)) || (rv = trn_config_check(&l->rc)))
         return rv;
-    if (o->init_from) {
-        size_t n = 0;
-        if ((rv = trn_init_load(&l->init_params, &n, &l->rc, o->init_from)))
-            return rv;
+    if (o->init_params) {
+        size_t n = o->init_nparams;
+        if (!(l->init_params = malloc(n * sizeof(float))))
+            return ovt_fail(OVT_ENOMEM, "out of memory for %zu starting parameters", n);
+        memcpy(l->init_params, o->init_params, n * sizeof(float));
         l->init_len = n * sizeof(float);
         ovt_swap_le32(l->init_params, n);
         ovt_sha256(&l->rc.init_hash, l->init_params, l->init_len);
@@ -155,11 +153,13 @@ static int load_inputs(loop *l)
         return ovt_fail(OVT_EINVAL, "the run config (--config) starts from given parameters (init_hash set): pass "
                                     "them with --init-from FILE");
     }
+    if (!o->force_vocab && (rv = trn_run_data_vocab_check(&l->data, &l->rc, o->model)))
+        return ovt_fail_wrap(rv, "%s", o->data);
     return 0;
 }
 
-/* Everything the steps need: inputs, the run directory, the opened run, the
- * backend's ctx and a workspace. */
+/* Everything the steps need: inputs, the run directory, the runner, the
+ * opened run. */
 static int loop_open(loop *l)
 {
     const trn_loop_opts *o = l->o;
@@ -182,19 +182,17 @@ static int loop_open(loop *l)
         if ((rv = ovt_mkdirs(path, 0755)))
             return rv;
     }
-    if ((rv = agree(l, open_run(l), 0)))
+    trn_runner_opts ro = {.backend = o->backend_kind,
+                          .mode = o->replay ? KRN_REPLAY : o->nearest ? KRN_NEAREST : KRN_RECORD,
+                          .threads = o->threads, .replay_dir = o->replay, .dp = o->dp, .fault = &o->fault,
+                          .hash_later = true};
+    if ((rv = trn_runner_open(&l->run, &l->rc, &l->data, &ro)) || (rv = agree(l, open_run(l), 0)))
         return rv;
-    if (l->st->step > o->steps)
-        return ovt_fail(OVT_EINVAL, "the run is already at step %llu, past --steps %llu",
-                        (unsigned long long)l->st->step, (unsigned long long)o->steps);
-    l->start = l->st->step;
-    l->mode = o->replay ? KRN_REPLAY : o->nearest ? KRN_NEAREST : KRN_RECORD;
-    krn_config kc = {.backend = o->backend_kind, .mode = l->mode, .grid_bits = (int)l->rc.grid_bits,
-                     .shuffle_seed = l->rc.seed, .threads = o->threads, .rule = trn_config_rule(&l->rc)};
-    if ((rv = krn_ctx_new(&l->ctx, &kc)) || (rv = trn_workspace_new(&l->w, &l->rc)))
-        return rv;
-    trn_state_hash_threads(l->st, l->ctx); /* the stateHash's leaves on the step's pool */
-    trn_workspace_fault_shard(l->w, trn_fault_shard_step(&o->fault), o->fault.shard);
+    uint64_t at = trn_runner_state(l->run)->step;
+    if (at > o->steps)
+        return ovt_fail(OVT_EINVAL, "the run is already at step %llu, past --steps %llu", (unsigned long long)at,
+                        (unsigned long long)o->steps);
+    l->start = at;
     return 0;
 }
 
@@ -255,7 +253,7 @@ static int step_hashed(loop *l)
 {
     ovt_hash h;
     uint64_t i;
-    if (!trn_state_hash_end(l->st, &h, &i))
+    if (!trn_runner_hash_end(l->run, &h, &i))
         return 0;
     l->table.steps[i].state_hash = h;
     l->table.count = i + 1;
@@ -272,34 +270,19 @@ static int step_hashed(loop *l)
     return 0;
 }
 
-/* Step i's computation, between the fault hooks: the replayed run's log
- * read first (REPLAY), then the step. *seconds gets its wall time. */
-static int compute_step(loop *l, trn_step_batch *b, uint64_t i, trn_step_info *info, double *seconds)
+/* Step i on the runner (the fault's hooks, the replayed run's log, the
+ * step); a non-finite loss fails it naming the step. */
+static int compute_step(loop *l, uint64_t i, trn_runner_result *res)
 {
-    const trn_loop_opts *o = l->o;
-    char path[4096];
-    float *kept;
-    int rv = trn_fault_before_step(&o->fault, i, o->dp, l->ctx, l->st, &b->tb, &b->sb, &kept);
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (!rv && o->replay && !(rv = trn_run_path(path, sizeof path, o->replay, "logs", i, "rlog")))
-        rv = krn_rlog_read_file(l->log, path);
-    if (l->mode == KRN_NEAREST)
-        krn_rlog_reset(l->log, i);
-    if (!rv)
-        rv = trn_train_step_dp(l->ctx, l->w, l->st, &b->view, l->mode == KRN_NEAREST ? NULL : l->log, o->dp, info);
-    *seconds = seconds_since(&t0);
-    if (!rv && !isfinite(info->loss))
-        rv = ovt_fail(OVT_ENUMERIC, "the loss is %g", (double)info->loss);
+    int rv = trn_runner_step(l->run, res);
+    if (!rv && !isfinite(res->info.loss))
+        rv = ovt_fail(OVT_ENUMERIC, "the loss is %g", (double)res->info.loss);
     if (rv == OVT_ENUMERIC)
         rv = ovt_fail_wrap(rv, "step %llu diverged (lower --lr or keep --clip on); nothing of step %llu was "
                                "written, the run's files stop at its last checkpoint",
                            (unsigned long long)i, (unsigned long long)i);
-    rv = trn_fault_after_step(&o->fault, i, rv, l->ctx, l->st, &kept);
-    if (!rv)
-        trn_fault_on_log(&o->fault, i, l->log);
-    l->step_seconds += *seconds;
-    l->comm_seconds += info->comm_seconds;
+    l->step_seconds += res->seconds;
+    l->comm_seconds += res->info.comm_seconds;
     return rv;
 }
 
@@ -309,7 +292,7 @@ static int write_log(loop *l, uint64_t i, size_t *len)
 {
     char path[4096];
     uint8_t *bytes;
-    int rv = krn_rlog_encode(l->log, &bytes, len);
+    int rv = krn_rlog_encode(trn_runner_log(l->run), &bytes, len);
     if (rv)
         return rv;
     ovt_sha256(&l->table.steps[i].log_hash, bytes, *len);
@@ -328,7 +311,7 @@ static int write_checkpoint(const loop *l, uint64_t i)
     if ((rv = trn_run_path(path, sizeof path, l->o->out, NULL, 0, "steps.bin")) ||
         (rv = trn_step_table_write(&l->table, path)) ||
         (rv = trn_run_path(path, sizeof path, l->o->out, "ckpt", i, "ckpt")) ||
-        (rv = trn_checkpoint_write(l->st, path)))
+        (rv = trn_runner_save_checkpoint(l->run, path)))
         return rv;
     return write_loss(l);
 }
@@ -338,8 +321,8 @@ static void report_step(loop *l, uint64_t i, const trn_step_info *info, size_t l
     if (!l->writer || !l->o->report.step)
         return;
     trn_loop_step s = {.step = i, .start = l->start, .loss = info->loss, .lr = info->lr,
-                       .grad_norm = info->grad_norm, .log_entries = krn_rlog_nentries(l->log), .log_bytes = len,
-                       .session_entries = l->entries, .step_seconds = seconds,
+                       .grad_norm = info->grad_norm, .log_entries = krn_rlog_nentries(trn_runner_log(l->run)),
+                       .log_bytes = len, .session_entries = l->entries, .step_seconds = seconds,
                        .session_seconds = seconds_since(&l->t0)};
     l->o->report.step(l->o->report.arg, &s);
 }
@@ -349,22 +332,18 @@ static void report_step(loop *l, uint64_t i, const trn_step_info *info, size_t l
 static int loop_step(loop *l, uint64_t i)
 {
     const trn_loop_opts *o = l->o;
-    trn_step_batch batch;
-    trn_step_info info = {0};
-    double seconds = 0;
-    int rv = trn_step_batch_get(&batch, &l->data, &l->rc, i);
-    if (rv)
-        return rv;
-    rv = compute_step(l, &batch, i, &info, &seconds);
+    trn_runner_result res;
+    int rv = compute_step(l, i, &res);
+    const trn_step_info info = res.info;
+    krn_rlog *log = trn_runner_log(l->run);
     struct timespec c0;
     clock_gettime(CLOCK_MONOTONIC, &c0);
     rv = agree(l, rv, i);
-    l->table.steps[i].batch_hash = batch.hash;
-    trn_step_batch_free(&batch);
+    l->table.steps[i].batch_hash = res.batch_hash;
     if (rv)
         return rv;
     /* rank 0's log becomes the whole step's (every rank's entries) */
-    if (o->dp && (rv = agree(l, dp_merge_log(o->dp, l->log, i), i)))
+    if (o->dp && (rv = agree(l, dp_merge_log(o->dp, log, i), i)))
         return rv;
     l->comm_seconds += seconds_since(&c0);
     size_t len = 0;
@@ -372,21 +351,21 @@ static int loop_step(loop *l, uint64_t i)
         return rv;
     /* step i's stateHash runs in the background during step i + 1's
      * forward and backward; the optimizer step waits for it */
-    if ((rv = step_hashed(l)) || (rv = trn_state_hash_begin(l->st)))
+    if ((rv = step_hashed(l)) || (rv = trn_runner_hash_begin(l->run)))
         return rv;
-    l->entries += krn_rlog_nentries(l->log);
+    l->entries += krn_rlog_nentries(log);
     l->log_bytes += len;
     if (i == l->start + 1)
         l->first_loss = info.loss;
     l->last_loss = info.loss;
     l->rows[l->nrows++] = (trn_loss_row){.step = i, .loss = info.loss, .lr = info.lr, .grad_norm = info.grad_norm,
-                                         .log_entries = krn_rlog_nentries(l->log)};
+                                         .log_entries = krn_rlog_nentries(log)};
     bool ckpt = (o->ckpt_every && i % o->ckpt_every == 0) || i == o->steps;
     if (ckpt && (rv = step_hashed(l))) /* every rank: it checks */
         return rv;
     if (l->writer && ckpt && (rv = write_checkpoint(l, i)))
         return rv;
-    report_step(l, i, &info, len, seconds);
+    report_step(l, i, &info, len, res.seconds);
     return 0;
 }
 
@@ -394,7 +373,7 @@ static int loop_step(loop *l, uint64_t i)
  * its text into *text (malloc'd). */
 static int write_summary(const loop *l, const ovt_hash *root, char **text)
 {
-    const trn_state *st = l->st;
+    const trn_state *st = trn_runner_state(l->run);
     char ch[65], dh[65], sh[65], rh[65], rid[65];
     ovt_hex_encode(ch, st->config_hash.b, 32);
     ovt_hex_encode(dh, st->config.dataset_hash.b, 32);
@@ -450,8 +429,9 @@ static int loop_finish(const loop *l, trn_loop_result *res)
     if ((rv = trn_run_path(path, sizeof path, l->o->out, NULL, 0, "steps.bin")) ||
         (rv = trn_step_table_write(&l->table, path)) || (rv = trn_step_table_root(&res->root, &l->table, &l->o->run_id)))
         return rv;
-    res->steps = l->st->step;
-    res->config_hash = l->st->config_hash;
+    const trn_state *st = trn_runner_state(l->run);
+    res->steps = st->step;
+    res->config_hash = st->config_hash;
     res->final_state_hash = l->table.steps[l->table.count - 1].state_hash;
     return write_summary(l, &res->root, &res->summary);
 }
@@ -464,11 +444,10 @@ int trn_loop_run(const trn_loop_opts *o, trn_loop_result *res)
     l.o = o;
     l.rc = o->config;
     l.writer = o->dp == NULL || dp_rank(o->dp) == 0;
-    if ((l.log = krn_rlog_new()) == NULL)
-        return ovt_fail(OVT_ENOMEM, "out of memory");
     int rv = loop_open(&l);
     if (!rv && l.writer && o->report.begin) {
-        trn_loop_begin b = {.config = &l.rc, .nparams = l.st->layout.nparams, .start = l.start};
+        trn_loop_begin b = {.config = &l.rc, .nparams = trn_runner_state(l.run)->layout.nparams, .start = l.start,
+                            .data_vocab = l.data.tokens.vocab};
         o->report.begin(o->report.arg, &b);
     }
     if (!rv && trn_config_shards(&l.rc) > 1)
@@ -476,8 +455,8 @@ int trn_loop_run(const trn_loop_opts *o, trn_loop_result *res)
     if (!rv && l.writer)
         rv = resume_loss(&l);
     clock_gettime(CLOCK_MONOTONIC, &l.t0);
-    while (!rv && l.st->step < o->steps)
-        rv = loop_step(&l, l.st->step + 1);
+    while (!rv && trn_runner_state(l.run)->step < o->steps)
+        rv = loop_step(&l, trn_runner_state(l.run)->step + 1);
     if (!rv)
         rv = step_hashed(&l);
     if (!rv && l.writer)
@@ -485,12 +464,7 @@ int trn_loop_run(const trn_loop_opts *o, trn_loop_result *res)
     res->together = l.together;
     free(l.init_params);
     free(l.rows);
-    krn_rlog_free(l.log);
-    if (l.st)
-        trn_state_hash_threads(l.st, NULL); /* settles the hash on the ctx before it goes */
-    krn_ctx_free(l.ctx);
-    trn_workspace_free(l.w);
-    trn_state_free(l.st);
+    trn_runner_free(l.run);
     trn_step_table_free(&l.table);
     trn_run_data_free(&l.data);
     return rv;

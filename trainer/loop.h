@@ -29,6 +29,7 @@ typedef struct {
     const trn_run_config *config; /* as the run uses it (init_hash set by init_from) */
     size_t nparams;
     uint64_t start; /* the step the session starts from: it runs start + 1 .. steps */
+    uint32_t data_vocab; /* a language model's: the token file's vocabulary (force_vocab: may differ) */
 } trn_loop_begin;
 
 /* One step done: its files written (and, at a checkpoint, the checkpoint). */
@@ -63,7 +64,12 @@ typedef struct {
     const char *replay;    /* NULL, or a run directory whose logs every step applies (REPLAY) */
     bool nearest;          /* round to nearest without a log */
     bool resume;           /* continue the run in out from its latest checkpoint */
-    const char *init_from; /* NULL, or the file of the parameters state 0 starts from (trainer/init.h) */
+    bool force_vocab;      /* train a language model on tokens of another vocabulary
+                              (trn_run_data_vocab_check; refused otherwise) */
+    const char *init_from; /* NULL, or the name of the file state 0's parameters come from */
+    const float *init_params; /* with init_from: its init_nparams parameters in layout order, as the
+                                 caller read them (modelio/import.h); the loop copies them */
+    size_t init_nparams;
     uint64_t steps;        /* the run's last step */
     uint32_t ckpt_every;   /* checkpoint every K steps (0: only step 0 and the last) */
     ovt_hash run_id;       /* for the root in run.json */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kernels/ops.h"
+#include "kernels/trace.h"
 #include "trainer/train.h"
 #include "trainer/workspace.h"
 
@@ -48,8 +49,11 @@ int trn_mlp_backward(krn_ctx *ctx, trn_workspace *w, const float *params, const 
     size_t B = batch->B;
     for (uint32_t l = 0; l < p.n_linear; l++) {
         memset(w->dpre[l], 0, B * fan_out(m, l) * sizeof(float));
-        if (l < m->n_layer)
+        krn_trace_zero(ctx, w->dpre[l], B * fan_out(m, l));
+        if (l < m->n_layer) {
             memset(w->dact[l], 0, B * fan_out(m, l) * sizeof(float));
+            krn_trace_zero(ctx, w->dact[l], B * fan_out(m, l));
+        }
     }
     int rv = krn_crossentropy_backward(ctx, w->dpre[m->n_layer], w->probs, batch->labels, 1.0f, B, m->n_class);
     if (rv)

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "kernels/ops.h"
+#include "kernels/trace.h"
 #include "trainer/train.h"
 #include "trainer/workspace.h"
 
@@ -296,16 +297,24 @@ int trn_resnet_backward(krn_ctx *ctx, trn_workspace *w, const float *params, con
         size_t n = B * u->OC * u->OH * u->OW;
         memset(u->dconv, 0, n * sizeof(float));
         memset(u->dbn, 0, n * sizeof(float));
-        if (u->relu)
+        krn_trace_zero(ctx, u->dconv, n);
+        krn_trace_zero(ctx, u->dbn, n);
+        if (u->relu) {
             memset(u->dact, 0, n * sizeof(float));
+            krn_trace_zero(ctx, u->dact, n);
+        }
     }
     for (size_t i = 0; i < p->nblocks; i++) {
         size_t n = B * p->b[i].OC * p->b[i].OH * p->b[i].OW;
         memset(p->b[i].dsum, 0, n * sizeof(float));
         memset(p->b[i].dout, 0, n * sizeof(float));
+        krn_trace_zero(ctx, p->b[i].dsum, n);
+        krn_trace_zero(ctx, p->b[i].dout, n);
     }
     memset(p->dpooled, 0, B * p->Cf * sizeof(float));
     memset(p->dlogits, 0, B * p->K * sizeof(float));
+    krn_trace_zero(ctx, p->dpooled, B * p->Cf);
+    krn_trace_zero(ctx, p->dlogits, B * p->K);
     TRY(krn_crossentropy_backward(ctx, p->dlogits, p->probs, batch->labels, 1.0f, B, p->K));
     TRY(krn_matmul_backward(ctx, p->dpooled, G + l->t[p->fc_w].offset, G + l->t[p->fc_b].offset, p->dlogits, p->pooled,
                             params + l->t[p->fc_w].offset, B, p->Cf, p->K));

@@ -69,6 +69,35 @@ int trn_run_data_load(trn_run_data *d, const char *path, trn_run_config *rc, int
     return rv;
 }
 
+/* The `ovt data text` flags (each followed by a space) that make tokens of
+ * a vocabulary of v, or NULL for none of its tokenizers. */
+static const char *tokenizer_flags(uint32_t v)
+{
+    return v == 256 ? "" : v == 50257 ? "--tokenizer gpt2 " : v == 32000 ? "--tokenizer llama2 " : NULL;
+}
+
+int trn_run_data_vocab_check(const trn_run_data *d, const trn_run_config *rc, const char *model)
+{
+    uint32_t have = d->tokens.vocab, want = rc->model.vocab;
+    if (!trn_model_is_lm(&rc->model) || have == want)
+        return 0;
+    char fits[256], make[128] = "";
+    const char *flags = tokenizer_flags(want);
+    if (flags)
+        snprintf(make, sizeof make, "Make its tokens with `ovt data text FILE %s--out TOKENS`, ", flags);
+    size_t n = trn_model_preset_list(fits, sizeof fits, (int)rc->model.kind, have);
+    if (!n)
+        n = trn_model_preset_list(fits, sizeof fits, -1, have);
+    return ovt_fail(OVT_EINVAL,
+                    "the token file holds tokens of a %u-symbol vocabulary%s, but %s's vocabulary is %u tokens: "
+                    "it would train on symbols that are not its tokens, %u of its embeddings never reached. "
+                    "%s%s%s%s%s --force to train it anyway",
+                    have, have == 256 ? " (byte-level: `ovt data text` without --tokenizer)" : "", model, want,
+                    want > have ? want - have : 0, make, n ? (flags ? "train " : "Train ") : "",
+                    n ? "a model of that vocabulary (--model " : "", n ? fits : "",
+                    n ? "), or pass" : flags ? "or pass" : "Pass");
+}
+
 void trn_run_data_free(trn_run_data *d)
 {
     data_tokens_free(&d->tokens);
@@ -143,6 +172,69 @@ int trn_run_path(char *out, size_t cap, const char *dir, const char *sub, uint64
     return 0;
 }
 
+/* The step of checkpoint file `name` (step-NNNNNNNN.ckpt) in *step. */
+static bool checkpoint_step(const char *name, uint64_t *step)
+{
+    unsigned long long s;
+    char tail[8];
+    if (sscanf(name, "step-%8llu.%5s", &s, tail) != 2 || strcmp(tail, "ckpt") != 0 || strlen(name) != 18)
+        return false;
+    *step = s;
+    return true;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Appends ", " (unless first) and step to out[cap] at *used. */
+static void append_step(char *out, size_t cap, size_t *used, uint64_t step, bool first)
+{
+    int w = snprintf(out + *used, cap - *used, "%s%llu", first ? "" : ", ", (unsigned long long)step);
+    *used += w > 0 && (size_t)w < cap - *used ? (size_t)w : 0;
+}
+
+void trn_run_checkpoint_list(char *out, size_t cap, const char *dir)
+{
+    char path[4096];
+    snprintf(out, cap, "none");
+    snprintf(path, sizeof path, "%s/ckpt", dir);
+    DIR *dh = opendir(path);
+    if (!dh)
+        return;
+    uint64_t *steps = NULL, s;
+    size_t n = 0, room = 0, used = 0;
+    struct dirent *e;
+    while ((e = readdir(dh))) {
+        if (!checkpoint_step(e->d_name, &s))
+            continue;
+        if (n == room) {
+            uint64_t *p = realloc(steps, (room = room ? 2 * room : 64) * sizeof *steps);
+            if (!p)
+                break;
+            steps = p;
+        }
+        steps[n++] = s;
+    }
+    closedir(dh);
+    if (n)
+        qsort(steps, n, sizeof *steps, cmp_u64);
+    for (size_t k = 0; k < n; k++) {
+        if (n > 8 && k == 3) {
+            int w = snprintf(out + used, cap - used, ", ...");
+            used += w > 0 && (size_t)w < cap - used ? (size_t)w : 0;
+            k = n - 4;
+            continue;
+        }
+        append_step(out, cap, &used, steps[k], k == 0);
+    }
+    if (n > 8)
+        snprintf(out + used, cap - used, " (%zu checkpoints)", n);
+    free(steps);
+}
+
 int trn_run_latest_checkpoint(const char *dir, uint64_t max_step, uint64_t *step)
 {
     char path[4096];
@@ -153,10 +245,8 @@ int trn_run_latest_checkpoint(const char *dir, uint64_t max_step, uint64_t *step
     bool found = false;
     struct dirent *e;
     while ((e = readdir(dh))) {
-        unsigned long long s;
-        char tail[8];
-        if (sscanf(e->d_name, "step-%8llu.%5s", &s, tail) == 2 && strcmp(tail, "ckpt") == 0 &&
-            strlen(e->d_name) == 18 && s <= max_step && (!found || s > *step)) {
+        uint64_t s;
+        if (checkpoint_step(e->d_name, &s) && s <= max_step && (!found || s > *step)) {
             *step = s;
             found = true;
         }

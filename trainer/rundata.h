@@ -23,6 +23,15 @@ int trn_run_data_parse(trn_run_data *d, const uint8_t *buf, size_t len, trn_run_
                        const char *what) OVT_MUST_USE;
 void trn_run_data_free(trn_run_data *d);
 
+/* A language model's tokens are of the model's own vocabulary: a token file
+ * whose stated vocabulary differs (byte-level tokens, 256 symbols, for
+ * gpt2-small's 50257 or llama-15m's 32000) trains a model most of whose
+ * embeddings no token reaches. OVT_EINVAL with a message that names the
+ * tokenizer to use, or the presets of the file's vocabulary (`model` names
+ * the model in it); 0 when they agree or the model is not a language model.
+ * `ovt train` refuses a new run on it unless --force. */
+int trn_run_data_vocab_check(const trn_run_data *d, const trn_run_config *rc, const char *model) OVT_MUST_USE;
+
 /* The batch of step i, a view for trn_train_step, and its batchHash: the
  * one place every party makes it. A ResNet's images are augmented here
  * (rc->augment_crop, augment_flip; data/augment.h), the whole batch before
@@ -46,6 +55,12 @@ int trn_step_batch_encode(const trn_step_batch *b, uint8_t **buf, size_t *len) O
 /* A path in a run directory: DIR/SUB/step-NNNNNNNN.EXT, or DIR/EXT when
  * sub is NULL (EXT is then the file name, e.g. "steps.bin"). */
 int trn_run_path(char *out, size_t cap, const char *dir, const char *sub, uint64_t step, const char *ext) OVT_MUST_USE;
+
+/* The steps that have a checkpoint in DIR/ckpt, ascending, as text into
+ * out[cap]: "0, 50, 100" (a long list keeps its first and last three:
+ * "0, 50, 100, ..., 900, 950, 1000 (21 checkpoints)"; "none" when there
+ * are none). For a message that says which steps a command can take. */
+void trn_run_checkpoint_list(char *out, size_t cap, const char *dir);
 
 /* The highest step <= max_step with a checkpoint in DIR/ckpt, or OVT_ENOTFOUND. */
 int trn_run_latest_checkpoint(const char *dir, uint64_t max_step, uint64_t *step) OVT_MUST_USE;

@@ -2,6 +2,7 @@
 #include "trainer/snapshot.h"
 
 #include <string.h>
+#include <unistd.h>
 
 #include "trainer/rundata.h"
 #include "trainer/step.h"
@@ -19,9 +20,15 @@ int trn_snapshot_load(trn_state **st, trn_step_table *table, const char *dir, bo
         rv = trn_step_table_read(table, path);
     if (!rv && !has_step)
         rv = trn_run_latest_checkpoint(dir, UINT64_MAX, &step);
-    if (!rv && step >= table->count)
-        rv = ovt_fail(OVT_EINVAL, "the run in %s has steps 0..%zu, not step %llu", dir, table->count - 1,
-                      (unsigned long long)step);
+    char have[160];
+    if (!rv && (step >= table->count ||
+                (has_step && (trn_run_path(path, sizeof path, dir, "ckpt", step, "ckpt") || access(path, F_OK))))) {
+        trn_run_checkpoint_list(have, sizeof have, dir);
+        rv = ovt_fail(step >= table->count ? OVT_EINVAL : OVT_ENOTFOUND,
+                      "the run in %s has %s step %llu; it has checkpoints of steps %s: pass one of them to "
+                      "--step (a run keeps step 0, every --checkpoint-every steps and its last)",
+                      dir, step >= table->count ? "no" : "no checkpoint of", (unsigned long long)step, have);
+    }
     if (!rv)
         rv = trn_run_start_state(st, &at, dir, &rc, &ch, table, step);
     if (!rv && at != step) {

@@ -32,6 +32,11 @@ typedef struct trn_state {
 int trn_state_new(trn_state **out, const trn_run_config *rc) OVT_MUST_USE;
 void trn_state_free(trn_state *st);
 
+/* A state (step 0) of a checked run config whose 3 * nparams floats are
+ * mem (ovt_big_alloc'd), which it takes, also on failure: for a reader that
+ * puts a file's bytes straight into the state's memory (trainer/checkpoint.c). */
+int trn_state_from_mem(trn_state **out, const trn_run_config *rc, float *mem) OVT_MUST_USE;
+
 /* A deep copy of src. */
 int trn_state_clone(trn_state **out, const trn_state *src) OVT_MUST_USE;
 
@@ -45,21 +50,6 @@ void trn_state_copy(trn_state *dst, const trn_state *src);
  * GPT-2): weights N(0, 0.02^2), residual projections N(0, (0.02/sqrt(2L))^2),
  * biases 0, layernorm weights 1. */
 void trn_state_init(trn_state *st);
-
-/* Checkpoint file (docs/formats.md, "Checkpoint"): encode to a malloc'd
- * buffer, or parse one. The parser rejects anything malformed (short,
- * wrong magic/version, sizes that disagree with the config or the file
- * length, a bad checksum, values that are not finite grid values) with
- * OVT_EFORMAT and a message saying which. */
-int trn_checkpoint_encode(const trn_state *st, uint8_t **buf, size_t *len) OVT_MUST_USE;
-int trn_checkpoint_decode(trn_state **out, const uint8_t *buf, size_t len) OVT_MUST_USE;
-
-/* The same bytes as encode, written to a temporary file, fsynced and
- * renamed (ovt_write_atomic_parts) straight from the state's memory; and
- * the checks of decode, reading the file's tensor bytes straight into the
- * new state's memory. Neither holds a second copy of the state. */
-int trn_checkpoint_write(const trn_state *st, const char *path) OVT_MUST_USE;
-int trn_checkpoint_read(trn_state **out, const char *path) OVT_MUST_USE;
 
 /* The stateHash functions, for the callers that include this header alone. */
 #include "trainer/state_hash.h"

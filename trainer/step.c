@@ -5,149 +5,10 @@
 
 #include "common/fileio.h"
 #include "kernels/site.h"
+#include "trainer/checkpoint.h"
 #include "trainer/init.h"
 #include "trainer/run.h"
-#include "trainer/train.h"
-
-/* trn_step_replay; with rows != NULL it also counts per site (krn_ctx_collect_sites)
- * and hands back a copy of the rows, *rows (malloc'd) and *nrows, including
- * when the step fails after some sites ran (a fraud finding). */
-struct trn_replayer {
-    ovt_hash config_hash;
-    krn_ctx *ctx;
-    trn_workspace *w;
-};
-
-static int replayer_open(trn_replayer *r, const trn_run_config *rc, int threads)
-{
-    memset(r, 0, sizeof *r);
-    trn_config_hash(&r->config_hash, rc);
-    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_REPLAY, .grid_bits = (int)rc->grid_bits,
-                     .threads = threads, .rule = trn_config_rule(rc)};
-    int rv = krn_ctx_new(&r->ctx, &kc);
-    if (!rv)
-        rv = trn_workspace_new(&r->w, rc);
-    return rv;
-}
-
-static void replayer_close(trn_replayer *r)
-{
-    trn_workspace_free(r->w);
-    krn_ctx_free(r->ctx);
-    memset(r, 0, sizeof *r);
-}
-
-int trn_replayer_new(trn_replayer **out, const trn_run_config *rc, int threads)
-{
-    *out = NULL;
-    trn_replayer *r = malloc(sizeof *r);
-    if (!r)
-        return ovt_fail(OVT_ENOMEM, "out of memory");
-    int rv = replayer_open(r, rc, threads);
-    if (!rv)
-        rv = trn_workspace_prefault(r->w, r->ctx);
-    if (rv) {
-        replayer_close(r);
-        free(r);
-        return rv;
-    }
-    *out = r;
-    return 0;
-}
-
-void trn_replayer_free(trn_replayer *r)
-{
-    if (!r)
-        return;
-    replayer_close(r);
-    free(r);
-}
-
-bool trn_replayer_fits(const trn_replayer *r, const trn_state *st)
-{
-    return memcmp(r->config_hash.b, st->config_hash.b, 32) == 0;
-}
-
-/* trn_step_replay on prep's ctx and workspace, or on fresh ones (prep
- * NULL); with rows != NULL it also counts per site (krn_ctx_collect_sites)
- * and hands back a copy of the rows, *rows (malloc'd) and *nrows, including
- * when the step fails after some sites ran (a fraud finding). */
-static int replay_step_in(trn_replayer *prep, trn_state *st, const trn_run_data *d, krn_rlog *log, int threads,
-                          ovt_hash *batch_hash, krn_site_stats **rows, size_t *nrows, trn_replay_result *res)
-{
-    memset(batch_hash, 0, sizeof *batch_hash);
-    uint64_t i = st->step + 1;
-    if (krn_rlog_step(log) != i)
-        return ovt_fail(OVT_EFRAUD, "the rounding log is for step %llu, not step %llu",
-                        (unsigned long long)krn_rlog_step(log), (unsigned long long)i);
-    trn_replayer fresh = {0};
-    trn_step_batch b;
-    memset(&b, 0, sizeof b);
-    int rv = 0;
-    if (prep && !trn_replayer_fits(prep, st))
-        return ovt_fail(OVT_EINVAL, "the prepared replay is for another run config than the state's");
-    if (!prep && (rv = replayer_open(&fresh, &st->config, threads)))
-        goto done;
-    krn_ctx *ctx = prep ? prep->ctx : fresh.ctx;
-    trn_workspace *w = prep ? prep->w : fresh.w;
-    if ((rv = trn_step_batch_get(&b, d, &st->config, i)))
-        goto done;
-    *batch_hash = b.hash;
-    krn_ctx_collect_sites(ctx, rows != NULL);
-    trn_step_info info;
-    rv = trn_train_step(ctx, w, st, &b.view, log, &info);
-    if (res) {
-        res->shards = info.shards;
-        res->shard_differs = info.shard_differs;
-    }
-    if (rows) {
-        size_t n;
-        const krn_site_stats *r = krn_ctx_site_stats(ctx, &n);
-        if (n > 0 && (*rows = malloc(n * sizeof **rows)) == NULL) {
-            rv = rv ? rv : ovt_fail(OVT_ENOMEM, "out of memory for %zu per-site counts", n);
-        } else if (n > 0) {
-            memcpy(*rows, r, n * sizeof **rows);
-            *nrows = n;
-        }
-    }
-done:
-    trn_step_batch_free(&b);
-    replayer_close(&fresh);
-    return rv;
-}
-
-static int replay_step(trn_state *st, const trn_run_data *d, krn_rlog *log, int threads, ovt_hash *batch_hash,
-                       krn_site_stats **rows, size_t *nrows, trn_replay_result *res)
-{
-    return replay_step_in(NULL, st, d, log, threads, batch_hash, rows, nrows, res);
-}
-
-int trn_step_replay(trn_state *st, const trn_run_data *d, krn_rlog *log, int threads, ovt_hash *batch_hash)
-{
-    return replay_step(st, d, log, threads, batch_hash, NULL, NULL, NULL);
-}
-
-/* One step's replay with its shard finding in *res (on prep, or fresh). */
-static int replay_shards(trn_replayer *prep, trn_state *st, const trn_run_data *d, krn_rlog *log, int threads,
-                         ovt_hash *batch_hash, trn_replay_result *res)
-{
-    memset(res, 0, sizeof *res);
-    res->shards = trn_config_shards(&st->config);
-    res->shard_differs = -1;
-    return replay_step_in(prep, st, d, log, threads, batch_hash, NULL, NULL, res);
-}
-
-int trn_step_replay_prepared(trn_replayer *prep, trn_state *st, const trn_run_data *d, krn_rlog *log,
-                             ovt_hash *batch_hash, trn_replay_result *res)
-{
-    return replay_shards(prep, st, d, log, 0, batch_hash, res);
-}
-
-int trn_step_replay_shards(trn_state *st, const trn_run_data *d, krn_rlog *log, int threads, ovt_hash *batch_hash,
-                           trn_replay_result *res)
-{
-    return replay_shards(NULL, st, d, log, threads, batch_hash, res);
-}
+#include "trainer/runner.h"
 
 /* Reads logs/step-i.rlog of dir into log and hashes its bytes. */
 static int read_step_log(const char *dir, uint64_t i, krn_rlog *log, ovt_hash *hash)
@@ -224,13 +85,59 @@ int trn_run_start_state(trn_state **out, uint64_t *at, const char *dir, const tr
     return 0;
 }
 
-int trn_step_replay_run(const char *dir, const trn_run_data *d, uint64_t k, int threads, trn_replay_result *out)
+/* A copy of the per-site rows of the runner's last step into *rows
+ * (malloc'd) and *nrows. */
+static int copy_sites(const trn_runner *r, krn_site_stats **rows, size_t *nrows)
 {
-    return trn_step_replay_sites(dir, d, k, threads, out, NULL, NULL);
+    size_t n;
+    const krn_site_stats *got = trn_runner_site_stats(r, &n);
+    if (n == 0)
+        return 0;
+    if ((*rows = malloc(n * sizeof **rows)) == NULL)
+        return ovt_fail(OVT_ENOMEM, "out of memory for %zu per-site counts", n);
+    memcpy(*rows, got, n * sizeof **rows);
+    *nrows = n;
+    return 0;
 }
 
-int trn_step_replay_sites(const char *dir, const trn_run_data *d, uint64_t k, int threads, trn_replay_result *out,
-                          krn_site_stats **rows, size_t *nrows)
+/* Steps st's successor .. k on runner r, each with its log from dir; the
+ * last one's findings into out (and its per-site rows, and its trace when
+ * tr is given). */
+static int replay_to(trn_runner *r, const char *dir, uint64_t k, trn_replay_result *out, krn_site_stats **rows,
+                     size_t *nrows, trn_step_trace *tr)
+{
+    for (uint64_t i = trn_runner_state(r)->step + 1; i <= k; i++) {
+        int rv = read_step_log(dir, i, trn_runner_log(r), &out->log_hash);
+        if (rv)
+            return rv;
+        bool last = i == k;
+        trn_runner_collect_sites(r, last && rows);
+        if (last && tr && (rv = trn_runner_trace_next(r, tr->trace)))
+            return rv;
+        trn_runner_result res;
+        rv = trn_runner_step(r, &res);
+        out->batch_hash = res.batch_hash;
+        if (last && tr) {
+            tr->trace_rc = res.trace_rc;
+            tr->root = res.trace_root;
+        }
+        if (last) {
+            out->shards = res.info.shards;
+            out->shard_differs = res.info.shard_differs;
+        }
+        if (last && rows) {
+            int copied = copy_sites(r, rows, nrows);
+            rv = rv ? rv : copied;
+        }
+        if (rv)
+            return ovt_fail_wrap(rv, "re-executing step %llu", (unsigned long long)i);
+    }
+    return 0;
+}
+
+/* trn_step_replay_run, step k traced as tr says (NULL: untraced). */
+static int replay_run(const char *dir, const trn_run_data *d, uint64_t k, int threads, trn_replay_result *out,
+                      krn_site_stats **rows, size_t *nrows, trn_step_trace *tr)
 {
     memset(out, 0, sizeof *out);
     out->shards = 1;
@@ -246,29 +153,48 @@ int trn_step_replay_sites(const char *dir, const trn_run_data *d, uint64_t k, in
     char path[4096];
     trn_state *st = NULL;
     trn_step_table table = {0};
-    krn_rlog *log = krn_rlog_new();
+    trn_runner *r = NULL;
+    trn_runner_opts ro = {.backend = KRN_BACKEND_CPU, .mode = KRN_REPLAY, .threads = threads, .hash_later = true};
     int rv;
-    if (!log)
-        return ovt_fail(OVT_ENOMEM, "out of memory");
     if ((rv = trn_run_load_config(dir, &rc, &config_hash)) ||
         (rv = trn_run_path(path, sizeof path, dir, NULL, 0, "steps.bin")) ||
         (rv = trn_step_table_read(&table, path)) ||
-        (rv = trn_run_start_state(&st, &out->from_checkpoint, dir, &rc, &config_hash, &table, k - 1)))
+        (rv = trn_run_start_state(&st, &out->from_checkpoint, dir, &rc, &config_hash, &table, k - 1)) ||
+        (rv = trn_runner_open(&r, &st->config, d, &ro)) || (rv = trn_runner_adopt(r, &st)))
         goto done;
-    for (uint64_t i = st->step + 1; i <= k; i++) {
-        if ((rv = read_step_log(dir, i, log, &out->log_hash)))
+    if (tr && tr->backend != KRN_BACKEND_CPU) {
+        /* the steps before k as the arbiter replays them, step k on the
+         * asked backend, following the log as an auditor does */
+        if ((rv = replay_to(r, dir, k - 1, out, NULL, NULL, NULL)))
             goto done;
-        bool last = i == k;
-        if ((rv = replay_step(st, d, log, threads, &out->batch_hash, last ? rows : NULL, last ? nrows : NULL,
-                              last ? out : NULL))) {
-            rv = ovt_fail_wrap(rv, "re-executing step %llu", (unsigned long long)i);
+        st = trn_runner_release(r);
+        trn_runner_free(r);
+        r = NULL;
+        ro.backend = tr->backend;
+        ro.verifier = KRN_VERIFY_AUDITOR;
+        if ((rv = trn_runner_open(&r, &st->config, d, &ro)) || (rv = trn_runner_adopt(r, &st)))
             goto done;
-        }
     }
-    trn_state_hash(&out->state_hash, st);
+    if ((rv = replay_to(r, dir, k, out, rows, nrows, tr)))
+        goto done;
+    trn_state_hash(&out->state_hash, trn_runner_state(r));
 done:
+    trn_runner_free(r);
     trn_state_free(st);
     trn_step_table_free(&table);
-    krn_rlog_free(log);
     return rv;
+}
+
+int trn_step_replay_run(const char *dir, const trn_run_data *d, uint64_t k, int threads, trn_replay_result *out,
+                        krn_site_stats **rows, size_t *nrows)
+{
+    return replay_run(dir, d, k, threads, out, rows, nrows, NULL);
+}
+
+int trn_step_replay_traced(const char *dir, const trn_run_data *d, uint64_t k, int threads, trn_step_trace *tr,
+                           trn_replay_result *out)
+{
+    tr->trace_rc = OVT_EINVAL; /* until the traced step ran */
+    memset(&tr->root, 0, sizeof tr->root);
+    return replay_run(dir, d, k, threads, out, NULL, NULL, tr);
 }

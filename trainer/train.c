@@ -10,6 +10,7 @@
 
 #include "common/bigmem.h"
 #include "kernels/grid.h"
+#include "kernels/trace.h"
 #include "kernels/ops.h"
 #include "kernels/shard.h"
 #include "dp/dp.h"
@@ -255,6 +256,7 @@ static int buffers_update(krn_ctx *ctx, trn_state *st, trn_workspace *w)
     for (size_t i = 0; i < n; i++)
         x[i] = keep * (double)st->params[lo + i] + mom * (double)w->grads[lo + i];
     const krn_band exact = {.kind = KRN_BAND_ZERO};
+    KRN_TRACE_READS(ctx, 0, {st->params + lo, n}, {w->grads + lo, n});
     int rv = krn_site(ctx, "bn.running", st->params + lo, x, n, &exact);
     free(x);
     return rv;
@@ -269,6 +271,7 @@ static int optimizer_step(krn_ctx *ctx, trn_workspace *w, trn_state *st, uint64_
     int rv;
     if ((rv = krn_grad_norm(ctx, &norm, w->grads, n)))
         return rv;
+    KRN_TRACE_READS(ctx, 0, {&norm, 1}); /* clip.factor's norm, by value */
     if (rc->grad_clip > 0 && (rv = krn_clip_factor(ctx, &scale, norm, krn_grid_round(rc->grad_clip, b))))
         return rv;
     double lr64 = trn_schedule_lr(rc, i); /* + - * / only: the site is exact */
@@ -279,6 +282,11 @@ static int optimizer_step(krn_ctx *ctx, trn_workspace *w, trn_state *st, uint64_
     if ((rv = krn_adamw_corrections(ctx, &bc1, &bc2, beta1, beta2, i)))
         return rv;
     trn_state_settle(st); /* a stateHash of the state before this step may still be running */
+    /* AdamW's scalars come by value: the sites they came from (ops.h's order m, v, param) */
+    const float *scale_site = rc->grad_clip > 0 ? &scale : NULL;
+    for (unsigned k = 0; k < 3; k++)
+        KRN_TRACE_READS(ctx, k, {scale_site, 1});
+    KRN_TRACE_READS(ctx, 2, {&bc1, 1}, {&bc2, 1}, {&lr, 1});
     if ((rv = krn_adamw_update(ctx, st->params, st->m, st->v, w->grads, bc1, bc2, lr, beta1, beta2,
                                krn_grid_round(rc->eps, b), krn_grid_round(rc->weight_decay, b), scale, n)))
         return rv;
@@ -332,6 +340,7 @@ static int loss_mean(krn_ctx *ctx, trn_workspace *w, float *loss)
     for (uint32_t s = 0; s < S; s++)
         losses[s] = &w->shard_loss[s];
     shard_mean_arg l = {losses, S};
+    KRN_TRACE_READS(ctx, 0, {w->shard_loss, S});
     return krn_site_exact_fill(ctx, "loss.mean", loss, 1, fill_shard_mean, &l);
 }
 
@@ -365,6 +374,7 @@ static int shards_run(krn_ctx *ctx, trn_workspace *w, const trn_state *st, const
         trn_batch v = shard_of(batch, &w->config.model, s, S);
         w->grads = w->shard_grads[s - lo];
         memset(w->grads, 0, n * sizeof(float));
+        krn_trace_zero(ctx, w->grads, n);
         if (!(rv = model_forward(ctx, w, st->params, &v, &w->shard_loss[s])))
             rv = model_backward(ctx, w, st->params, &v);
         if (!rv && w->fault_step == i && w->fault_shard == s)
@@ -470,6 +480,8 @@ static int sharded_grads(krn_ctx *ctx, trn_workspace *w, const trn_state *st, co
         return rv;
     if (!dp) {
         shard_mean_arg g = {(const float *const *)w->shard_grads, S};
+        for (uint32_t s = 0; s < S; s++)
+            KRN_TRACE_READS(ctx, 0, {w->shard_grads[s], st->layout.nparams});
         if ((rv = krn_site_exact_fill(ctx, "grad.sum", w->grads, st->layout.nparams, fill_shard_mean, &g)))
             return rv;
     }
@@ -513,6 +525,7 @@ int trn_train_step_dp(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_b
         rv = sharded_grads(ctx, w, st, batch, log, dp, i, info); /* grad.sum writes every gradient */
     } else {
         memset(w->grads, 0, st->layout.nparams * sizeof(float)); /* the backward ops accumulate */
+        krn_trace_zero(ctx, w->grads, st->layout.nparams);
         if (!(rv = model_forward(ctx, w, st->params, batch, &info->loss)))
             rv = model_backward(ctx, w, st->params, batch);
     }

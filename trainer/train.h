@@ -86,7 +86,7 @@ int trn_train_step_dp(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_b
 /* Writes every page of w's buffers once (zeros), on ctx's threads: the
  * activations and gradients, and for a sharded config the S shard
  * gradients one process needs, so that a later step does not fault them in
- * (trn_replayer_new). The same bits either way: every step zeroes what it
+ * (a trn_runner opened with prefault). The same bits either way: every step zeroes what it
  * accumulates into. */
 int trn_workspace_prefault(trn_workspace *w, krn_ctx *ctx) OVT_MUST_USE;
 

@@ -37,7 +37,8 @@ contract OvtArbitration {
         ArbiterTimedOut,   // fewer than the threshold of verdicts revealed in time
         Unchallenged,      // the auditor never committed
         TrainerAbsent,     // the auditor committed, the trainer never did
-        NoMajority         // a committee revealed enough verdicts, but no threshold of them agree
+        NoMajority,        // a committee revealed enough verdicts, but no threshold of them agree
+        Cancelled          // nobody committed within commitTimeout of open; every bond paid in returned
     }
 
     struct RunParams {
@@ -47,7 +48,7 @@ contract OvtArbitration {
         bytes32 configHash;
         bytes32 datasetHash;
         uint64 steps;          // N: leaves 0..N
-        uint32 commitTimeout;  // seconds the second party has to commit after the first
+        uint32 commitTimeout;  // seconds for the first commit after open, and for the second after the first
         uint32 moveTimeout;    // seconds per bisection round and for the leaf reveal
         uint32 arbiterTimeout; // seconds the arbiter has for the verdict
         uint96 trainerBond;    // wei, paid with the trainer's commit
@@ -131,6 +132,7 @@ contract OvtArbitration {
         Outcome outcome;
         uint8 arbiterCount;   // n (1..MAX_ARBITERS); seat 0 is `arbiter`, the others in committees
         uint8 threshold;      // m
+        bool challenge;       // a challenge of another run's trainer root (challenge()); its leaves are that run's
         bytes32 configHash;
         bytes32 datasetHash;
         bytes32 trainerRoot;
@@ -152,6 +154,7 @@ contract OvtArbitration {
         uint8 committed;
         uint8 revealed;
         uint40 outcomes;      // 8 bits per seat
+        uint64 challengeCloses; // the last second challenge() takes (0: the trainer has not committed, or no bond)
         address[4] more;      // seats 1..4
         bytes32[5] ballot;    // sealed ballot, then the revealed evidence
     }
@@ -161,6 +164,9 @@ contract OvtArbitration {
     uint8 private constant PREVIOUS = 4;
     uint64 public constant MAX_STEPS = (uint64(1) << 48) - 1;
     uint8 public constant MAX_ARBITERS = 5;
+    // The outcomes that show the trainer's root wrong: AuditorRight,
+    // Neither, FraudulentLog, InputsUnavailable, TrainerTimedOut (bit = code).
+    uint256 private constant REFUTING = (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7);
 
     bytes32 public constant DOMAIN_TYPEHASH =
         keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)");
@@ -173,6 +179,11 @@ contract OvtArbitration {
     mapping(bytes32 => Committee) private committees;
     /// Wei each account can withdraw (bonds are paid by pull).
     mapping(address => uint256) public credit;
+    /// A challenge's run (challenge()): its leaves are hashed with that runId.
+    mapping(bytes32 => bytes32) public challengedRun;
+    /// The first game that proved a run's trainer root wrong: the run itself
+    /// (its named auditor won) or a challenge of it; zero while none has.
+    mapping(bytes32 => bytes32) public refutedBy;
 
     // --------------------------------------------------------------- events
 
@@ -202,6 +213,9 @@ contract OvtArbitration {
     event TimedOut(bytes32 indexed runId, Phase phase, uint8 round, uint8 moved);
     event Settled(bytes32 indexed runId, Outcome outcome, uint256 trainerCredit, uint256 auditorCredit);
     event Withdrawn(address indexed account, uint256 amount);
+    event ChallengeOpened(bytes32 indexed runId, bytes32 indexed challengeId, address indexed challenger, bytes32 root,
+                          uint256 bond, uint64 deadline);
+    event Refuted(bytes32 indexed runId, bytes32 indexed gameId, Outcome outcome);
 
     // --------------------------------------------------------------- errors
 
@@ -236,6 +250,9 @@ contract OvtArbitration {
     error VerdictContradictsLeaves(Outcome outcome, bytes32 evidence);
     error NothingToWithdraw(address account);
     error TransferFailed(address account, uint256 amount);
+    error ChallengesClosed(uint64 closes);  // challenge() before the trainer's commit, after the window, with no
+                                            // auditor bond, or of a challenge
+    error NothingToDispute(bytes32 root);   // challenge() with the trainer's own root
 
     // ------------------------------------------------------------ EIP-712
 
@@ -368,6 +385,9 @@ contract OvtArbitration {
 
     /// Registers a run. Anyone may open it; the parties pay their bonds when
     /// they commit. Reverts if the same parameters and nonce were opened before.
+    /// The first commitment is due within commitTimeout: a run nobody commits
+    /// to by then is ended by timeout() as Cancelled, returning every bond
+    /// paid into it (an arbiter's accept()), so no opener can hold a bond.
     function open(RunParams calldata p) external returns (bytes32 runId) {
         if (p.trainer == address(0) || p.auditor == address(0) || p.trainer == p.auditor) revert BadParty();
         (uint8 n, uint8 m) = _checkCommittee(p);
@@ -378,6 +398,7 @@ contract OvtArbitration {
         if (r.phase != Phase.None) revert RunExists(runId);
         uint8 depth = depthOf(p.steps);
         r.trainer = p.trainer;
+        r.deadline = uint64(block.timestamp) + p.commitTimeout;
         r.phase = Phase.Committing;
         r.depth = depth;
         r.auditor = p.auditor;
@@ -451,15 +472,19 @@ contract OvtArbitration {
         uint8 flags = r.flags;
         if (flags & bit != 0) revert AlreadyMoved(msg.sender);
         uint64 deadline = r.deadline;
-        if (deadline != 0 && block.timestamp > deadline) revert DeadlinePassed(deadline);
+        if (block.timestamp > deadline) revert DeadlinePassed(deadline);
         uint256 bond = bit == TRAINER ? r.trainerBond : r.auditorBond;
         if (msg.value != bond) revert WrongBond(bond, msg.value);
         if (root == bytes32(0)) revert ZeroRoot();
         address signer = _recover(commitmentDigest(runId, root), signature);
         if (signer != msg.sender) revert BadSignature(signer);
 
-        if (bit == TRAINER) r.trainerRoot = root;
-        else r.auditorRoot = root;
+        if (bit == TRAINER) {
+            r.trainerRoot = root;
+            if (r.auditorBond != 0) committees[runId].challengeCloses = uint64(block.timestamp) + r.commitTimeout;
+        } else {
+            r.auditorRoot = root;
+        }
         flags |= bit;
         if (flags != TRAINER | AUDITOR) {
             deadline = uint64(block.timestamp) + r.commitTimeout;
@@ -484,6 +509,102 @@ contract OvtArbitration {
         r.trainerNode = trainerRoot;
         r.auditorNode = auditorRoot;
         emit DisputeOpened(runId, trainerRoot, auditorRoot, r.depth, deadline);
+    }
+
+    // ---------------------------------------------------------- challenges
+
+    /// Open challenges (issue 43): any account but the run's parties and
+    /// arbiters disputes the trainer's root of runId with its own root and
+    /// a bond equal to the auditor's, from the trainer's commit until
+    /// commitTimeout after it. Each challenge is a game of its own, keyed
+    /// challengeId = keccak256(abi.encode(runId, challenger)), played exactly
+    /// as a run's dispute (bisect, revealLeaf, the verdict, timeout) between
+    /// the trainer and the challenger, with the run's committee and terms;
+    /// its leaves are the run's (hashed with runId). The trainer stakes
+    /// nothing in it: a challenger that loses pays its bond to the trainer,
+    /// one that wins gets its bond back and the run is marked refuted
+    /// (refutedBy), so no number of challengers can take an honest trainer's
+    /// bond. A run whose auditor bond is 0 takes no challenges.
+    function challenge(bytes32 runId, bytes32 root) external payable returns (bytes32 challengeId) {
+        Run storage r = _run(runId);
+        uint64 closes = committees[runId].challengeCloses;
+        if (closes == 0 || block.timestamp > closes) revert ChallengesClosed(closes);
+        if (root == bytes32(0)) revert ZeroRoot();
+        bytes32 trainerRoot = r.trainerRoot;
+        if (root == trainerRoot) revert NothingToDispute(root);
+        if (msg.sender == r.trainer || msg.sender == r.auditor || _named(r, committees[runId], msg.sender)) {
+            revert BadParty();
+        }
+        uint256 bond = r.auditorBond;
+        if (msg.value != bond) revert WrongBond(bond, msg.value);
+        challengeId = keccak256(abi.encode(runId, msg.sender));
+        Run storage x = runs[challengeId];
+        if (x.phase != Phase.None) revert RunExists(challengeId);
+        uint64 deadline = uint64(block.timestamp) + r.moveTimeout;
+        _copyTerms(x, r, deadline);
+        x.auditorRoot = root;
+        x.auditorNode = root;
+        _copyCommittee(committees[challengeId], committees[runId], r.arbiterCount);
+        challengedRun[challengeId] = runId;
+        emit ChallengeOpened(runId, challengeId, msg.sender, root, bond, deadline);
+    }
+
+    // A challenge's game takes the run's terms, slot by slot (the layout of
+    // struct Run): the trainer and the depth, phase Bisecting from round 0
+    // with the deadline; the challenger as the auditor with the run's
+    // moveTimeout; the arbiter, steps and arbiterTimeout; the bonds with the
+    // trainer's set to 0 and the auditor's (the challenger's) kept, the
+    // commitTimeout, n and m, no outcome, the challenge flag; both hashes;
+    // the trainer's root as its root and current node.
+    function _copyTerms(Run storage x, Run storage r, uint64 deadline) private {
+        assembly ("memory-safe") {
+            let from := r.slot
+            let to := x.slot
+            let s0 := sload(from)
+            // trainer (bits 0-159) and depth (248-255); deadline at 160, phase 2 at 232
+            sstore(to, or(or(and(s0, 0xff0000000000000000000000ffffffffffffffffffffffffffffffffffffffff),
+                             shl(160, deadline)), shl(232, 2)))
+            // the challenger (bits 0-159), index 0, the run's moveTimeout (224-255)
+            sstore(add(to, 1), or(caller(), and(sload(add(from, 1)), shl(224, 0xffffffff))))
+            sstore(add(to, 2), sload(add(from, 2)))
+            // clear the trainer's bond (0-95) and the outcome (224-231), set the flag (248-255)
+            let s3 := and(sload(add(from, 3)), not(or(0xffffffffffffffffffffffff, shl(224, 0xff))))
+            sstore(add(to, 3), or(and(s3, not(shl(248, 0xff))), shl(248, 1)))
+            sstore(add(to, 4), sload(add(from, 4)))
+            sstore(add(to, 5), sload(add(from, 5)))
+            let trainerRoot := sload(add(from, 6))
+            sstore(add(to, 6), trainerRoot)
+            sstore(add(to, 8), trainerRoot)
+        }
+    }
+
+    function _copyCommittee(Committee storage to, Committee storage from, uint8 n) private {
+        uint96 bond = from.bond;
+        if (n == 1 && bond == 0) return;
+        to.bond = bond;
+        for (uint256 k = 1; k < n; k++) to.more[k - 1] = from.more[k - 1];
+    }
+
+    function _named(Run storage r, Committee storage c, address who) private view returns (bool) {
+        if (who == r.arbiter) return true;
+        uint8 n = r.arbiterCount;
+        for (uint8 k = 1; k < n; k++) if (c.more[k - 1] == who) return true;
+        return false;
+    }
+
+    // The id a game's leaves are hashed with: the run's own, or for a
+    // challenge the run it disputes.
+    function _treeOf(bytes32 gameId, Run storage r) private view returns (bytes32) {
+        return r.challenge ? challengedRun[gameId] : gameId;
+    }
+
+    // The trainer's root of a run (or of the run a challenge disputes) is
+    // wrong: recorded once, by the first game that showed it.
+    function _refute(bytes32 gameId, Run storage r, Outcome o) private {
+        bytes32 runId = _treeOf(gameId, r);
+        if (refutedBy[runId] != bytes32(0)) return;
+        refutedBy[runId] = gameId;
+        emit Refuted(runId, gameId, o);
     }
 
     // ----------------------------------------------------------- bisection
@@ -575,12 +696,12 @@ contract OvtArbitration {
         uint64 step = r.index;
         if (step == 0 && (leaf.batchHash != bytes32(0) || leaf.logHash != bytes32(0))) revert BadStepZero();
         bytes32 node = bit == TRAINER ? r.trainerNode : r.auditorNode;
-        bytes32 computed = _leafHash(runId, step, leaf.stateHash, leaf.batchHash, leaf.logHash);
+        bytes32 computed = _leafHash(_treeOf(runId, r), step, leaf.stateHash, leaf.batchHash, leaf.logHash);
         if (computed != node) revert BadLeaf(node, computed);
 
         if (step > 0 && flags & PREVIOUS == 0) {
             bytes32 root = bit == TRAINER ? r.trainerRoot : r.auditorRoot;
-            _checkProof(runId, step - 1, previous, proof, r.depth, root);
+            _checkProof(_treeOf(runId, r), step - 1, previous, proof, r.depth, root);
             r.previousState = previous.stateHash;
             flags |= PREVIOUS;
             emit PreviousLeafRevealed(runId, step - 1, previous.stateHash, previous.batchHash, previous.logHash);
@@ -752,7 +873,8 @@ contract OvtArbitration {
 
     /// Ends a run whose deadline has passed; anyone may call it. In the game
     /// a party that did not move loses; if neither moved, or the arbiter did
-    /// not give a verdict, both bonds are refunded.
+    /// not give a verdict, both bonds are refunded. A run nobody committed to
+    /// within commitTimeout of open ends Cancelled, every accepted bond back.
     function timeout(bytes32 runId) external {
         Run storage r = _run(runId);
         Phase phase = r.phase;
@@ -761,7 +883,7 @@ contract OvtArbitration {
         uint8 moved = r.flags & (TRAINER | AUDITOR);
         Outcome o;
         if (phase == Phase.Committing) {
-            o = moved == TRAINER ? Outcome.Unchallenged : Outcome.TrainerAbsent;
+            o = moved == TRAINER ? Outcome.Unchallenged : moved == AUDITOR ? Outcome.TrainerAbsent : Outcome.Cancelled;
         } else if (phase == Phase.AwaitingVerdict) {
             if (r.arbiterCount > 1) {
                 emit TimedOut(runId, phase, r.round, moved);
@@ -818,6 +940,7 @@ contract OvtArbitration {
         r.phase = Phase.Settled;
         r.outcome = o;
         r.deadline = 0;
+        if ((REFUTING >> uint8(o)) & 1 != 0) _refute(runId, r, o);
         if (toTrainer != 0) credit[r.trainer] += toTrainer;
         if (toAuditor != 0) credit[r.auditor] += toAuditor;
         emit Settled(runId, o, toTrainer, toAuditor);

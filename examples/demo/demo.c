@@ -15,8 +15,9 @@
 #include "kernels/site.h"
 #include "data/dataset.h"
 #include "examples/demo/fp32.h"
+#include "trainer/rundata.h"
+#include "trainer/runner.h"
 #include "trainer/state.h"
-#include "trainer/train.h"
 
 static const struct {
     krn_backend_kind backend;
@@ -79,9 +80,7 @@ static double now_seconds(void)
 }
 
 struct demo_run {
-    krn_ctx *ctx;
-    trn_state *st;
-    trn_workspace *w;
+    trn_runner *runner; /* its ctx, workspace, log and state */
     bool active;
 };
 
@@ -91,10 +90,9 @@ struct demo {
     data_samples data;     /* n_samples training samples + one held-out batch */
     data_samples train;    /* a view of the first n_samples */
     data_samples heldout;  /* a view of the last batch_size */
+    trn_run_data train_data; /* the training samples as the runners take their batches (a view of data) */
     struct demo_run run[DEMO_RUNS];
-    krn_ctx *eval_ctx;
-    krn_rlog *log;        /* the trainer's log of the current step */
-    krn_rlog *replay_log; /* the same, parsed back from its file bytes */
+    trn_runner *eval;     /* the held-out loss of the trainer's state */
     float *losses;        /* per step */
     ovt_hash *leaves[DEMO_RUNS]; /* steps + 1 leaves per run */
     trn_state *fp32_state[2];        /* forward-order and reversed-order sums */
@@ -136,6 +134,7 @@ static int demo_setup(struct demo *d)
     d->heldout.count = B;
     d->heldout.x = d->data.x + (size_t)o->n_samples * rc.model.in_dim;
     d->heldout.y = d->data.y + o->n_samples;
+    d->train_data.samples = d->train;
 
     trn_state *init = NULL;
     if ((rv = trn_state_new(&init, &rc)))
@@ -147,13 +146,12 @@ static int demo_setup(struct demo *d)
         struct demo_run *run = &d->run[r];
         if (!demo_enabled(o, r))
             continue;
-        krn_config kc = {.backend = demo_runs[r].backend,
-                         .mode = demo_runs[r].mode,
-                         .grid_bits = (int)rc.grid_bits,
-                         .shuffle_seed = rc.seed + 1000 + (uint64_t)r,
-                         .threads = demo_runs[r].backend == KRN_BACKEND_CPU ? o->threads : 1};
-        if ((rv = krn_ctx_new(&run->ctx, &kc)) || (rv = trn_state_clone(&run->st, init)) ||
-            (rv = trn_workspace_new(&run->w, &rc)))
+        trn_runner_opts ro = {.backend = demo_runs[r].backend,
+                              .mode = demo_runs[r].mode,
+                              .shuffle_seed = rc.seed + 1000 + (uint64_t)r,
+                              .threads = demo_runs[r].backend == KRN_BACKEND_CPU ? o->threads : 1};
+        if ((rv = trn_runner_open(&run->runner, &rc, &d->train_data, &ro)) ||
+            (rv = trn_runner_copy_state(run->runner, init)))
             goto done;
         run->active = true;
         d->leaves[r] = calloc(o->steps + 1, sizeof(ovt_hash));
@@ -162,7 +160,7 @@ static int demo_setup(struct demo *d)
             goto done;
         }
         ovt_hash h0;
-        trn_state_hash(&h0, run->st);
+        trn_state_hash(&h0, trn_runner_state(run->runner));
         set_leaf(d, r, 0, &h0);
     }
     if (o->fp32) {
@@ -171,14 +169,11 @@ static int demo_setup(struct demo *d)
             goto done;
         d->fp32_active = true;
     }
-    krn_config ec = {.backend = KRN_BACKEND_CPU, .mode = KRN_NEAREST, .grid_bits = (int)rc.grid_bits,
-                     .threads = o->threads};
-    if ((rv = krn_ctx_new(&d->eval_ctx, &ec)))
+    trn_runner_opts eo = {.backend = KRN_BACKEND_CPU, .mode = KRN_NEAREST, .threads = o->threads, .eval_batch = B};
+    if ((rv = trn_runner_open(&d->eval, &rc, NULL, &eo)))
         goto done;
-    d->log = krn_rlog_new();
-    d->replay_log = krn_rlog_new();
     d->losses = calloc(o->steps, sizeof(float));
-    if (!d->log || !d->replay_log || !d->losses)
+    if (!d->losses)
         rv = ovt_fail(OVT_ENOMEM, "out of memory for the demo");
 done:
     trn_state_free(init);
@@ -188,17 +183,13 @@ done:
 static void demo_teardown(struct demo *d)
 {
     for (int r = 0; r < DEMO_RUNS; r++) {
-        krn_ctx_free(d->run[r].ctx);
-        trn_state_free(d->run[r].st);
-        trn_workspace_free(d->run[r].w);
+        trn_runner_free(d->run[r].runner);
         free(d->leaves[r]);
     }
-    krn_ctx_free(d->eval_ctx);
+    trn_runner_free(d->eval);
     demo_fp32_free(d->fp32);
     trn_state_free(d->fp32_state[0]);
     trn_state_free(d->fp32_state[1]);
-    krn_rlog_free(d->log);
-    krn_rlog_free(d->replay_log);
     free(d->losses);
     data_samples_free(&d->data);
 }
@@ -213,23 +204,25 @@ static int heldout_loss(struct demo *d, const trn_state *st, uint64_t step, floa
     for (uint32_t j = 0; j < B; j++)
         labels[j] = (int32_t)d->heldout.y[j];
     trn_batch view = {.B = B, .x = d->heldout.x, .labels = labels};
-    int rv = trn_eval_loss(d->eval_ctx, d->run[0].w, st, &view, step, loss);
+    int rv = trn_runner_eval(d->eval, st, &view, step, loss);
     free(labels);
     return rv;
 }
 
-/* The trainer's step: RECORD, then the log to file bytes (and to disk). */
-static int trainer_step(struct demo *d, const trn_batch *batch, uint8_t **log_bytes, size_t *log_len)
+/* The trainer's step: RECORD, then the log to file bytes (and to disk);
+ * *out gets its result. */
+static int trainer_step(struct demo *d, trn_runner_result *out, uint8_t **log_bytes, size_t *log_len)
 {
-    struct demo_run *run = &d->run[DEMO_RECORD_CPU];
+    trn_runner *runner = d->run[DEMO_RECORD_CPU].runner;
     demo_result *res = d->res;
-    trn_step_info info;
-    int rv = trn_train_step(run->ctx, run->w, run->st, batch, d->log, &info);
+    int rv = trn_runner_step(runner, out);
     if (rv)
         return ovt_fail_wrap(rv, "trainer");
-    if ((rv = krn_rlog_encode(d->log, log_bytes, log_len)))
+    const trn_step_info info = out->info;
+    krn_rlog *log = trn_runner_log(runner);
+    if ((rv = krn_rlog_encode(log, log_bytes, log_len)))
         return rv;
-    uint64_t step = run->st->step, entries = krn_rlog_nentries(d->log);
+    uint64_t step = trn_runner_state(runner)->step, entries = krn_rlog_nentries(log);
     d->losses[step - 1] = info.loss;
     res->entries_total += entries;
     res->entries_max = entries > res->entries_max ? entries : res->entries_max;
@@ -247,23 +240,26 @@ static int trainer_step(struct demo *d, const trn_batch *batch, uint8_t **log_by
     return 0;
 }
 
-/* A follower's step; deactivates it at its first mismatch with the trainer. */
-static int follower_step(struct demo *d, int r, const trn_batch *batch, const ovt_hash *trainer_hash)
+/* A follower's step, a REPLAY one with the trainer's log read back from
+ * its file bytes, as an auditor would; deactivates it at its first
+ * mismatch with the trainer. */
+static int follower_step(struct demo *d, int r, const uint8_t *log_bytes, size_t log_len,
+                         const ovt_hash *trainer_hash)
 {
     struct demo_run *run = &d->run[r];
-    trn_step_info info;
-    krn_rlog *log = demo_runs[r].mode == KRN_REPLAY ? d->replay_log : NULL;
-    int rv = trn_train_step(run->ctx, run->w, run->st, batch, log, &info);
-    if (rv)
+    trn_runner_result res;
+    int rv = 0;
+    if (demo_runs[r].mode == KRN_REPLAY && (rv = krn_rlog_decode(trn_runner_log(run->runner), log_bytes, log_len)))
+        return rv;
+    if ((rv = trn_runner_step(run->runner, &res)))
         return ovt_fail_wrap(rv, "%s", demo_runs[r].name);
-    if (demo_runs[r].mode == KRN_REPLAY && info.stats.max_dist_over_tau > d->res->replay_max_dist_over_tau)
-        d->res->replay_max_dist_over_tau = info.stats.max_dist_over_tau;
-    d->res->steps_run[r] = run->st->step;
-    ovt_hash h;
-    trn_state_hash(&h, run->st);
-    set_leaf(d, r, run->st->step, &h);
-    if (memcmp(h.b, trainer_hash->b, 32) != 0) {
-        d->res->first_mismatch[r] = run->st->step;
+    if (demo_runs[r].mode == KRN_REPLAY && res.info.stats.max_dist_over_tau > d->res->replay_max_dist_over_tau)
+        d->res->replay_max_dist_over_tau = res.info.stats.max_dist_over_tau;
+    uint64_t step = trn_runner_state(run->runner)->step;
+    d->res->steps_run[r] = step;
+    set_leaf(d, r, step, &res.state_hash);
+    if (memcmp(res.state_hash.b, trainer_hash->b, 32) != 0) {
+        d->res->first_mismatch[r] = step;
         run->active = false;
     }
     return 0;
@@ -336,7 +332,7 @@ int demo_run(const demo_opts *opts, demo_result *res)
         goto done;
     if (opts->log_dir && (rv = ovt_mkdirs(opts->log_dir, 0755)))
         goto done;
-    if ((rv = heldout_loss(&d, d.run[0].st, 0, &res->eval_start)))
+    if ((rv = heldout_loss(&d, trn_runner_state(d.run[0].runner), 0, &res->eval_start)))
         goto done;
     for (uint64_t i = 1; i <= opts->steps; i++) {
         data_sample_batch sb;
@@ -346,24 +342,20 @@ int demo_run(const demo_opts *opts, demo_result *res)
         uint8_t *log_bytes = NULL;
         size_t log_len = 0;
         double t0 = now_seconds();
-        rv = trainer_step(&d, &batch, &log_bytes, &log_len);
+        trn_runner_result tr;
+        rv = trainer_step(&d, &tr, &log_bytes, &log_len);
         res->seconds[0] += now_seconds() - t0;
-        ovt_hash trainer_hash;
         if (!rv) {
             res->steps = i;
-            data_sample_batch_hash(&d.step.batch_hash, &sb);
+            d.step.batch_hash = tr.batch_hash;
             ovt_sha256(&d.step.log_hash, log_bytes, log_len);
-            trn_state_hash(&trainer_hash, d.run[0].st);
-            set_leaf(&d, 0, i, &trainer_hash);
-            /* The followers read the log back from its file bytes, as an
-             * auditor would. */
-            rv = krn_rlog_decode(d.replay_log, log_bytes, log_len);
+            set_leaf(&d, 0, i, &tr.state_hash);
         }
         for (int r = 1; r < DEMO_RUNS && !rv; r++) {
             if (!d.run[r].active)
                 continue;
             t0 = now_seconds();
-            rv = follower_step(&d, r, &batch, &trainer_hash);
+            rv = follower_step(&d, r, log_bytes, log_len, &tr.state_hash);
             res->seconds[r] += now_seconds() - t0;
         }
         if (!rv && d.fp32_active)
@@ -373,12 +365,12 @@ int demo_run(const demo_opts *opts, demo_result *res)
         if (rv)
             goto done;
         if ((opts->every && i % opts->every == 0) || i == opts->steps || i == 1)
-            progress_line(&d, i, krn_rlog_nentries(d.log), log_len);
+            progress_line(&d, i, krn_rlog_nentries(trn_runner_log(d.run[0].runner)), log_len);
     }
     uint64_t tenth = opts->steps >= 10 ? opts->steps / 10 : 1;
     res->loss_start = mean_loss(d.losses, 0, tenth);
     res->loss_end = mean_loss(d.losses, opts->steps - tenth, opts->steps);
-    trn_state_hash(&res->final_state_hash, d.run[0].st);
+    trn_state_hash(&res->final_state_hash, trn_runner_state(d.run[0].runner));
     for (int r = 0; r < DEMO_RUNS; r++) {
         if (!d.leaves[r] || (r > 0 && res->steps_run[r] != opts->steps))
             continue;
@@ -389,7 +381,7 @@ int demo_run(const demo_opts *opts, demo_result *res)
         res->has_root[r] = true;
         chain_merkle_free(tree);
     }
-    rv = heldout_loss(&d, d.run[0].st, opts->steps + 1, &res->eval_end);
+    rv = heldout_loss(&d, trn_runner_state(d.run[0].runner), opts->steps + 1, &res->eval_end);
 done:
     demo_teardown(&d);
     return rv;

@@ -61,6 +61,8 @@ typedef struct {
     uint32_t confirmations; /* --confirmations for every party, 0: each command's default */
     const char *store;    /* --store: the artifact store every party uses (NULL: a file:// one in the work folder) */
     const char *arbiter_metrics; /* --arbiter-metrics-addr: passed to the arbiter as --metrics-addr */
+    uint32_t linger_s;    /* --linger S: after the settlement the chain and the watchers stay up S
+                             seconds, or until interrupted (a look at the arbiter's status page) */
     /* --arbiter-cmd: the command that runs the arbiter's ovt (words split on
      * spaces, no shell; the first found on $PATH unless it holds a '/'), for
      * an arbiter on another processor under emulation, e.g.

@@ -174,6 +174,14 @@ static void on_event(struct devnet *d, const chain_arb_event *e)
     case CHAIN_ARB_EV_ARBITER_SETTLED:
         devnet_arbiter_settled(d, e);
         break;
+    case CHAIN_ARB_EV_CHALLENGE_OPENED:
+        devnet_progress(d, "chain: %s challenged the trainer's root with %s",
+                        devnet_party_of(d, &e->u.challenge_opened.challenger),
+                        short_hash(h1, &e->u.challenge_opened.root));
+        break;
+    case CHAIN_ARB_EV_REFUTED:
+        devnet_progress(d, "chain: the trainer's root is refuted (%s)", chain_arb_outcome_name(e->u.refuted.outcome));
+        break;
     case CHAIN_ARB_EV_COUNT: break;
     }
 }

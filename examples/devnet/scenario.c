@@ -357,6 +357,21 @@ static int play(struct devnet *d)
     return 0;
 }
 
+/* --linger: the chain and the watchers stay up after the settlement, until
+ * the time is over or a signal ends it, for a look at the arbiter's status
+ * page (http://ADDR/status) or the chain. */
+static void linger(struct devnet *d)
+{
+    if (d->o->arbiter_metrics)
+        devnet_progress(d, "devnet: the arbiter's status page stays up at http://%s/status for %u s (interrupt to "
+                        "end)", d->o->arbiter_metrics, d->o->linger_s);
+    else
+        devnet_progress(d, "devnet: the chain and the watchers stay up for %u s (interrupt to end)", d->o->linger_s);
+    double until = devnet_elapsed(d) + d->o->linger_s;
+    while (!devnet_interrupted() && devnet_elapsed(d) < until)
+        devnet_sleep_ms(100);
+}
+
 static int scenario(struct devnet *d)
 {
     int rv;
@@ -405,6 +420,8 @@ int devnet_run(const devnet_opts *o, devnet_result *r)
     snprintf(msg, sizeof msg, "%s", rv ? ovt_errmsg() : "");
     r->wrong = devnet_wrong_party(r->outcome);
     r->total_s = devnet_elapsed(&d);
+    if (rv == 0 && o->linger_s)
+        linger(&d);
     devnet_stop_all(&d.kids);
     chain_rpc_close(d.rpc);
     if (!o->keep)

@@ -13,6 +13,7 @@ extern "C" {
 #include "kernels/reduce.h"
 #include "kernels/site_ctx.h"
 #include "kernels/site_sparse.h"
+#include "kernels/sum_sites.h"
 #undef restrict
 }
 

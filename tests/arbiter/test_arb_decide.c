@@ -108,6 +108,8 @@ typedef struct {
     const arb_eval *eval;
     arb_misbehave misbehave;
     uint64_t max_bond;
+    uint32_t max_window;          /* --max-commit-timeout; 0: 3600 */
+    const chain_address *known;   /* one --known-party, or NULL */
 } cview;
 
 static arb_action decide_c(const cview *c)
@@ -116,6 +118,8 @@ static arb_action decide_c(const cview *c)
                   .now = c->now, .head_time = c->head_time ? c->head_time : c->now,
                   .first_missing = c->first_missing, .input_wait = 100, .deadline_margin = 50,
                   .max_arbiter_bond = chain_u256_from_u64(c->max_bond ? c->max_bond : 5000),
+                  .max_commit_timeout = c->max_window ? c->max_window : 3600, .known = c->known,
+                  .nknown = c->known ? 1 : 0,
                   .misbehave = c->misbehave, .accept_sent = c->accept_sent, .ballot_sent = c->ballot_sent,
                   .reveal_sent = c->reveal_sent, .ballot = c->ballot, .eval = c->eval};
     arb_action a, b;
@@ -344,20 +348,46 @@ static void test_committee_reveal(void)
     CHECK(decide_c(&(cview){.now = 1000, .ballot = &ballot}).kind == ARB_ACT_DONE);
 }
 
-/* accept() before the verdict is due, bounded by --max-arbiter-bond. */
+/* accept() before the verdict is due, bounded by --max-arbiter-bond and
+ * --max-commit-timeout, and before the trainer's commitment only for a
+ * --known-party trainer (issue 43). */
 static void test_seat(void)
 {
     setup_committee();
     run.arbiter_bond = chain_u256_from_u64(3000);
+    run.commit_timeout = 3600;
+    run.trainer.b[19] = 0xd4;
+    run.auditor.b[19] = 0xe5;
     com.seated = 1; /* seat 0 accepted, we did not */
     for (int ph = CHAIN_ARB_PHASE_COMMITTING; ph <= CHAIN_ARB_PHASE_REVEALING; ph++) {
         game.phase = (chain_arb_phase)ph;
+        game.flags = ph == CHAIN_ARB_PHASE_COMMITTING ? CHAIN_ARB_FLAG_TRAINER : 0;
         CHECK(decide_c(&(cview){.now = 1000}).kind == ARB_ACT_ACCEPT);
         CHECK(decide_c(&(cview){.now = 1000, .misbehave = ARB_MISBEHAVE_SILENT}).kind == ARB_ACT_ACCEPT);
         CHECK(decide_c(&(cview){.now = 1000, .max_bond = 3000}).kind == ARB_ACT_ACCEPT);
         CHECK(decide_c(&(cview){.now = 1000, .max_bond = 2999}).kind == ARB_ACT_REFUSE);
         CHECK(decide_c(&(cview){.now = 1000, .accept_sent = true}).kind == ARB_ACT_NONE);
     }
+    arb_action d = decide_c(&(cview){.now = 1000, .max_bond = 2999});
+    CHECK(d.kind == ARB_ACT_REFUSE && d.decline && !strcmp(d.decline, "bond"));
+    /* a run anyone may have opened: no commitment yet, an unknown trainer */
+    game.phase = CHAIN_ARB_PHASE_COMMITTING;
+    for (unsigned flags = 0; flags <= CHAIN_ARB_FLAG_AUDITOR; flags += CHAIN_ARB_FLAG_AUDITOR) {
+        game.flags = flags;
+        d = decide_c(&(cview){.now = 1000});
+        CHECK(d.kind == ARB_ACT_REFUSE && d.decline && !strcmp(d.decline, "uncommitted"));
+        CHECK(decide_c(&(cview){.now = 1000, .known = &run.trainer}).kind == ARB_ACT_ACCEPT);
+        CHECK(decide_c(&(cview){.now = 1000, .known = &run.auditor}).kind == ARB_ACT_REFUSE);
+    }
+    /* a window above --max-commit-timeout: refused even once committed */
+    game.flags = CHAIN_ARB_FLAG_TRAINER;
+    run.commit_timeout = 3601;
+    d = decide_c(&(cview){.now = 1000, .known = &run.trainer});
+    CHECK(d.kind == ARB_ACT_REFUSE && d.decline && !strcmp(d.decline, "window"));
+    CHECK(decide_c(&(cview){.now = 1000, .max_window = 3601}).kind == ARB_ACT_ACCEPT);
+    run.commit_timeout = 3600;
+    game.phase = CHAIN_ARB_PHASE_BISECTING;
+    game.flags = 0;
     com.seated = 3;
     CHECK(decide_c(&(cview){.now = 1000}).kind == ARB_ACT_NONE);
     /* the verdict came due before we sat: nothing we may do */

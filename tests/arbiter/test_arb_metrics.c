@@ -24,6 +24,7 @@
 #include "support/anvil.h"
 #include "support/proc.h"
 #include "support/servers.h"
+#include "watch_fixture.h"
 
 #define SKIP 77
 
@@ -109,19 +110,10 @@ int main(void)
         tsup_stop(prom_pid);
         return check_done();
     }
-    char ovt[4096], maddr[64], arb_log[256], state_dir[256], store[300], contract[43], key[65];
-    snprintf(ovt, sizeof ovt, "%s/ovt", bin);
+    char maddr[64], arb_log[256], contract[43];
     snprintf(maddr, sizeof maddr, "127.0.0.1:%d", metrics_port);
     snprintf(arb_log, sizeof arb_log, "%s/arbiter.log", dir);
-    snprintf(state_dir, sizeof state_dir, "%s/arbiter", dir);
-    snprintf(store, sizeof store, "file://%s/store", dir);
-    CHECK(ovt_mkdirs(store + 7, 0755) == 0);
-    chain_address_to_string(contract, &env.arb.address);
-    ovt_hex_encode(key, env.key[FX_ARBITER].b, 32);
-    char *aargv[] = {ovt, "arbiter", "watch", "--rpc-url", env.node.url, "--contract", contract, "--private-key", key,
-                     "--store", store, "--state-dir", state_dir, "--confirmations", "1", "--poll-interval", "0.2",
-                     "--input-wait", "0", "--metrics-addr", maddr, "--json", NULL};
-    pid_t arb_pid = tsup_spawn(aargv, arb_log);
+    pid_t arb_pid = watch_spawn(&env, dir, maddr, true, contract);
     CHECK(arb_pid > 0);
 
     /* each wait: until prometheus shows it (give up after two minutes) */
@@ -157,12 +149,7 @@ int main(void)
 
     /* a run naming this arbiter, disputed: one game bisecting, its deadline ahead */
     fx_run run;
-    memset(&run, 0, sizeof run);
-    chain_arb_params params;
-    fx_params(&env, &params, 8, 3600, 1000, 1000);
-    CHECK(fx_open(&env, &run, &params, NULL) == 0);
-    CHECK(fx_histories(&run, 3) == 0);
-    CHECK(fx_commit_both(&env, &run, NULL) == 0);
+    CHECK(watch_dispute(&env, &run) == 0);
     WAIT_FOR("ovt_games{phase=\"bisecting\"}", v == 1, "a game bisecting");
     CHECK(prom_query("ovt_games_followed", &v) == 0 && v == 1);
     CHECK(prom_query("ovt_nearest_deadline_seconds", &v) == 0 && v > 0);

@@ -39,6 +39,7 @@
 #include "kernels/rlog.h"
 #include "support/proc.h"
 #include "data/dataset.h"
+#include "trainer/checkpoint.h"
 #include "trainer/run.h"
 #include "trainer/state.h"
 #include "store/store.h"
@@ -60,11 +61,19 @@ static uint64_t forged_step;
 static int put_checkpoint(store_ctx *s, const char *path)
 {
     trn_state *st;
+    uint8_t *buf;
+    size_t len;
+    ovt_hash h;
     int rv = trn_checkpoint_read(&st, path);
     if (rv)
         return rv;
-    rv = store_put_state(s, st);
+    trn_state_hash(&h, st);
+    rv = trn_checkpoint_encode(st, &buf, &len);
     trn_state_free(st);
+    if (rv)
+        return rv;
+    rv = store_put_state(s, &h, buf, len);
+    free(buf);
     return rv;
 }
 
@@ -1019,6 +1028,68 @@ static void test_committee_liar(void)
     fx_run_free(&run);
 }
 
+/* Issue 43: four runs opened by a stranger, naming this watcher with a
+ * 0.3 ETH arbiter bond and a trainer and an auditor that never commit. The
+ * watcher declines each seat (seat_refused, decline "uncommitted": nothing
+ * sent), and a fifth whose commit window is above --max-commit-timeout
+ * ("window"). Once the trainer of the first commits, that seat is taken;
+ * with the trainer a --known-party, the other three are taken before any
+ * commitment. No bond is held: past the window timeout() ends the first
+ * Unchallenged and the others Cancelled, and the watcher's 1.2 ETH is
+ * credited back. */
+static void test_stranger_runs(void)
+{
+    const uint64_t bond = 300000000000000000ULL; /* 0.3 ETH */
+    char state[256], logp[512], trainer[43];
+    snprintf(state, sizeof state, "%s/state-g", root);
+    chain_address_to_string(trainer, &env.addr[FX_TRAINER]);
+    uint64_t from = head() + 1, credit0 = fx_credit(&env, FX_ARBITER);
+    fx_run run[5];
+    for (int k = 0; k < 5; k++) {
+        chain_arb_params p;
+        fx_params(&env, &p, STEPS, 600, 1000, 1000);
+        p.arbiter_bond = chain_u256_from_u64(bond);
+        if (k == 4)
+            p.commit_timeout = 30 * 86400;
+        CHECK(fx_open(&env, &run[k], &p, NULL) == 0);
+    }
+    const char *once[] = {"--once", "--json", "--confirmations", "1", NULL};
+    snprintf(logp, sizeof logp, "%s/g1.log", root);
+    CHECK(arbiter(state, store_url, from, logp, 1, once) == 0);
+    CHECK(count_in(logp, "\"decline\":\"uncommitted\"") == 4 && count_in(logp, "\"decline\":\"window\"") == 1);
+    CHECK(count_in(logp, "accept_sent") == 0);
+    check_log_lines(logp);
+    for (int k = 0; k < 5; k++)
+        CHECK(committee_of(&run[k]).seated == 0);
+    /* the first run's trainer commits: its seat is taken; a known trainer's
+     * seat is taken before it commits (the second run) */
+    set_history(&run[0].trainer, table.steps, &run[0].run_id);
+    CHECK(fx_build_tree(&run[0].trainer, STEPS + 1) == 0);
+    CHECK(chain_arb_commit(&env.arb, &env.txm[FX_TRAINER], &run[0].run_id, chain_merkle_root(run[0].trainer.tree), NULL,
+                           NULL, NULL) == 0);
+    snprintf(logp, sizeof logp, "%s/g2.log", root);
+    CHECK(arbiter(state, store_url, from, logp, 1, once) == 0);
+    CHECK(count_in(logp, "\"event\":\"accept_mined\"") == 1 && committee_of(&run[0]).seated == 1);
+    CHECK(committee_of(&run[1]).seated == 0 && count_in(logp, "\"decline\":\"uncommitted\"") == 3);
+    const char *known[] = {"--once", "--json", "--confirmations", "1", "--known-party", trainer, NULL};
+    snprintf(logp, sizeof logp, "%s/g3.log", root);
+    CHECK(arbiter(state, store_url, from, logp, 1, known) == 0);
+    CHECK(count_in(logp, "\"event\":\"accept_mined\"") == 3 && committee_of(&run[4]).seated == 0);
+    for (int k = 1; k < 4; k++)
+        CHECK(committee_of(&run[k]).seated == 1);
+    /* nobody commits further: past the window anyone ends them, bonds back */
+    CHECK(fx_warp(&env, 3601) == 0);
+    for (int k = 0; k < 4; k++) {
+        CHECK(chain_arb_timeout(&env.arb, &env.txm[FX_OUTSIDER], &run[k].run_id, NULL) == 0);
+        chain_arb_game g = game_of(&run[k]);
+        CHECK(g.phase == CHAIN_ARB_PHASE_SETTLED &&
+              g.outcome == (k == 0 ? CHAIN_ARB_UNCHALLENGED : CHAIN_ARB_CANCELLED));
+    }
+    CHECK_EQ_U64(fx_credit(&env, FX_ARBITER) - credit0, 4 * bond); /* 1.2 ETH */
+    for (int k = 0; k < 5; k++)
+        fx_run_free(&run[k]);
+}
+
 static void test_usage(void)
 {
     char *out = NULL;
@@ -1115,6 +1186,7 @@ int main(void)
     }
     CHECK_RUN(test_committee_restart());
     CHECK_RUN(test_committee_liar());
+    CHECK_RUN(test_stranger_runs());
     members_free();
     fx_stop(&env);
     ovt_wipe(arbiter_key, sizeof arbiter_key);

@@ -13,7 +13,9 @@
 #include "check.h"
 #include "kernels/rlog.h"
 #include "party/commit.h"
+#include "trainer/checkpoint.h"
 #include "trainer/rundata.h"
+#include "trainer/runner.h"
 #include "trainer/step.h"
 
 #define STEPS 20
@@ -184,7 +186,7 @@ static void test_tampered_log(const char *honest)
 /* Replays step k of run three ways a verifier does and checks each calls it
  * fraud naming the step, an element and `rule`: ovt audit on cpu, ref and
  * shuffle (the auditor's certain violation), ovt step (the arbiter's path on
- * the command line) and trn_step_replay from the state before k (the
+ * the command line) and a cpu REPLAY runner from the state before k (the
  * arbiter's evaluation). */
 static void expect_fraud_everywhere(const char *run, uint64_t k, const char *rule)
 {
@@ -218,24 +220,26 @@ static void expect_fraud_everywhere(const char *run, uint64_t k, const char *rul
     CHECK(af_ovt_run(&out, "step", "--run", run, "--step", ks, "--data", af_text, NULL) == 1);
     CHECK_MSG(out && strstr(out, "FRAUD") && strstr(out, rule) && strstr(out, want_step), "%s", out ? out : "");
     free(out);
-    /* the arbiter's evaluation: trn_step_replay from state k-1 */
+    /* the arbiter's evaluation: a cpu REPLAY runner from state k-1 */
     trn_state *st = NULL;
     trn_run_data d;
     trn_run_config rc;
     ovt_hash ch;
-    krn_rlog *log = krn_rlog_new();
+    trn_runner *r = NULL;
+    trn_runner_opts ro = {.backend = KRN_BACKEND_CPU, .mode = KRN_REPLAY};
     char path[512];
     CHECK(aud_rebuild_state(&st, run, af_text, k - 1) == 0);
     CHECK(trn_run_load_config(run, &rc, &ch) == 0 && trn_run_data_load(&d, af_text, &rc, 0) == 0);
-    CHECK(trn_run_path(path, sizeof path, run, "logs", k, "rlog") == 0 && krn_rlog_read_file(log, path) == 0);
-    ovt_hash bh;
-    if (st) {
-        CHECK(trn_step_replay(st, &d, log, 0, &bh) == OVT_EFRAUD);
+    CHECK(trn_runner_open(&r, &rc, &d, &ro) == 0);
+    CHECK(trn_run_path(path, sizeof path, run, "logs", k, "rlog") == 0 && krn_rlog_read_file(trn_runner_log(r), path) == 0);
+    trn_runner_result res;
+    if (st && trn_runner_adopt(r, &st) == 0) {
+        CHECK(trn_runner_step(r, &res) == OVT_EFRAUD);
         CHECK_MSG(strstr(ovt_errmsg(), rule) && strstr(ovt_errmsg(), want_step), "%s", ovt_errmsg());
     }
+    trn_runner_free(r);
     trn_state_free(st);
     trn_run_data_free(&d);
-    krn_rlog_free(log);
 }
 
 /* Writes log `orig` (of step k) into run as the trainer would commit it

@@ -122,6 +122,7 @@ int main(void)
     CHECK(has(&b, "\novt_transactions_sent_total 0\n"));
     CHECK(has(&b, "\novt_games_followed 0\n"));
     CHECK(strstr(b.data, "ovt_nearest_deadline_seconds") == NULL);
+    CHECK(strstr(b.data, "ovt_seats_declined_total") == NULL); /* none declined yet */
 
     ovt_metrics_chain(42, 40, 1000);
     ovt_hash g1 = {{1}}, g2 = {{2}}, g3 = {{3}};
@@ -134,6 +135,9 @@ int main(void)
     ovt_metrics_add(OVT_METRIC_TX_BUMPED, 1);
     ovt_metrics_add(OVT_METRIC_STORE_FETCH_BYTES, 12345);
     ovt_metrics_eval_seconds(1.5);
+    ovt_metrics_seat_declined("uncommitted");
+    ovt_metrics_seat_declined("bond");
+    ovt_metrics_seat_declined("uncommitted");
     CHECK(get(port, "/metrics", 0, &b, NULL, 0) == 200);
     CHECK(has(&b, "# TYPE ovt_chain_head_block gauge\novt_chain_head_block 42\n"));
     CHECK(has(&b, "\novt_chain_read_block 40\n"));
@@ -146,6 +150,8 @@ int main(void)
     CHECK(has(&b, "\novt_transactions_bumped_total 1\n"));
     CHECK(has(&b, "\novt_store_fetch_bytes_total 12345\n"));
     CHECK(has(&b, "\novt_last_step_evaluation_seconds 1.500000\n"));
+    CHECK(has(&b, "# TYPE ovt_seats_declined_total counter\novt_seats_declined_total{reason=\"uncommitted\"} 2\n"));
+    CHECK(has(&b, "\novt_seats_declined_total{reason=\"bond\"} 1\n"));
     const char *d = strstr(b.data, "\novt_nearest_deadline_seconds ");
     CHECK(d != NULL);
     if (d) {

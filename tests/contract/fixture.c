@@ -169,6 +169,39 @@ void fx_run_free(fx_run *run)
     fx_history_free(&run->auditor);
 }
 
+static int copy_history(fx_history *to, const fx_history *from)
+{
+    memset(to, 0, sizeof *to);
+    to->steps = from->steps;
+    to->pre = malloc((from->steps + 1) * sizeof *to->pre);
+    to->leaves = calloc(from->steps + 2, sizeof *to->leaves);
+    if (!to->pre || !to->leaves)
+        return ovt_fail(OVT_ENOMEM, "history of %llu steps", (unsigned long long)from->steps);
+    memcpy(to->pre, from->pre, (from->steps + 1) * sizeof *to->pre);
+    memcpy(to->leaves, from->leaves, (from->steps + 1) * sizeof *to->leaves);
+    return fx_build_tree(to, from->steps + 1);
+}
+
+int fx_challenge(fx_env *env, fx_run *c, const fx_run *run, int who, const fx_history *hist, uint64_t *gas)
+{
+    memset(c, 0, sizeof *c);
+    chain_receipt r;
+    int rc = chain_arb_challenge(&env->arb, &env->txm[who], &run->run_id, chain_merkle_root(hist->tree), &c->run_id, &r);
+    if (rc != 0)
+        return rc;
+    if (gas)
+        *gas = r.gas_used;
+    chain_receipt_free(&r);
+    c->tree_id = run->run_id;
+    c->challenger = who;
+    rc = chain_arb_get_run(&env->arb, &c->run_id, NULL, &c->params);
+    if (rc == 0)
+        rc = copy_history(&c->trainer, &run->trainer);
+    if (rc == 0)
+        rc = copy_history(&c->auditor, hist);
+    return rc;
+}
+
 int fx_commit_both(fx_env *env, fx_run *run, uint64_t gas[2])
 {
     int order = (int)(tc_rnd() & 1);
@@ -204,7 +237,9 @@ int fx_plan(fx_env *env, fx_run *run, int party, chain_arb_move *mv)
     if (rc != 0)
         return rc;
     fx_history *h = party == FX_TRAINER ? &run->trainer : &run->auditor;
-    return chain_arb_plan_move(mv, &run->run_id, &g, party == FX_TRAINER, h->tree, preimage_of, h);
+    static const ovt_hash zero;
+    const ovt_hash *tree_id = memcmp(run->tree_id.b, zero.b, 32) ? &run->tree_id : &run->run_id;
+    return chain_arb_plan_move(mv, tree_id, &g, party == FX_TRAINER, h->tree, preimage_of, h);
 }
 
 int fx_move(fx_env *env, fx_run *run, int party, int *moved, uint64_t *gas)
@@ -236,7 +271,7 @@ int fx_play(fx_env *env, fx_run *run, fx_gas_fn gas_log, void *ctx)
             return 0;
         int order = (int)(tc_rnd() & 1);
         for (int k = 0; k < 2; k++) {
-            int party = (k ^ order) == 0 ? FX_TRAINER : FX_AUDITOR;
+            int party = (k ^ order) == 0 ? FX_TRAINER : run->challenger ? run->challenger : FX_AUDITOR;
             int moved;
             uint64_t gas = 0;
             chain_arb_move_kind kind = g.phase == CHAIN_ARB_PHASE_BISECTING ? CHAIN_ARB_MOVE_BISECT

@@ -46,10 +46,14 @@ typedef struct {
     chain_merkle *tree;
 } fx_history;
 
-/* A run: its params, id, and the two parties' histories. */
+/* A run: its params, id, and the two parties' histories. A challenge's
+ * game (issue 43) has its own id and the run's leaves: tree_id is the run's
+ * id (zero: run_id). */
 typedef struct {
     chain_arb_params params;
     ovt_hash run_id;
+    ovt_hash tree_id;
+    int challenger; /* a challenge's challenger account (it plays the auditor's side); 0: the run's auditor */
     fx_history trainer, auditor;
 } fx_run;
 
@@ -74,12 +78,17 @@ void fx_run_free(fx_run *run);
 /* Builds h->tree over h->leaves (nleaves of them). */
 int fx_build_tree(fx_history *h, size_t nleaves);
 
+/* Account `who` (not FX_OPENER) challenges the trainer's root of run with
+ * the root of `hist` (challenge(), the run's auditor bond): *c is the
+ * challenge's game, with the run's trainer history and a copy of hist.
+ * gas (may be NULL) gets challenge()'s. */
+int fx_challenge(fx_env *env, fx_run *c, const fx_run *run, int who, const fx_history *hist, uint64_t *gas);
+
 /* Both parties commit their roots; the gas of each commit (may be NULL). */
 int fx_commit_both(fx_env *env, fx_run *run, uint64_t gas[2]);
 
 /* Plays the bisection and the reveal from both trees until the game leaves
- * Bisecting/Revealing (or only one party moves when only_party is
- * FX_TRAINER/FX_AUDITOR; -1 for both). gas_log (may be NULL) is called with
+ * Bisecting/Revealing (the auditor's side: run->challenger if set). gas_log (may be NULL) is called with
  * every move's receipt. Returns 0 or the failing move's code. */
 typedef void (*fx_gas_fn)(void *ctx, const chain_arb_move *move, int first_in_round, uint64_t gas);
 int fx_play(fx_env *env, fx_run *run, fx_gas_fn gas_log, void *ctx);

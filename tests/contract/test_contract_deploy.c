@@ -183,6 +183,8 @@ static void test_game_command(void)
     const char *phase = json_string_value(json_object_get(game, "phase"));
     CHECK(phase && strcmp(phase, "committing") == 0);
     CHECK(json_integer_value(json_object_get(game, "depth")) == 10);
+    const char *refuted = json_string_value(json_object_get(game, "refuted_by"));
+    CHECK(refuted && strcmp(refuted, "0x0000000000000000000000000000000000000000000000000000000000000000") == 0);
     /* the committee as cast opened it: three seats, two to agree, 7 wei each, nobody seated yet */
     json_t *committee = json_object_get(o, "committee"), *seats = json_object_get(committee, "seats");
     CHECK(json_integer_value(json_object_get(committee, "count")) == 3);

@@ -494,7 +494,7 @@ static void test_events_against_cast(void)
     free(out);
 
     /* an outcome beyond the enum is rejected */
-    CHECK(tsup_runl(&out, cast, "abi-encode-event", "Settled(bytes32 indexed,uint8,uint256,uint256)", rid, "14",
+    CHECK(tsup_runl(&out, cast, "abi-encode-event", "Settled(bytes32 indexed,uint8,uint256,uint256)", rid, "15",
                     "1", "2", NULL) == 0);
     CHECK(out && parse_cast_event(out, &log) == 0);
     CHECK(chain_arb_decode_event(&ev, &log) == OVT_EFORMAT);
@@ -705,8 +705,10 @@ static void test_malformed(void)
     CHECK(chain_arb_decode_game(&g, words, 14 * 32) == OVT_EFORMAT);
     CHECK(g.phase == CHAIN_ARB_PHASE_NONE);
     words[31] = 2;
-    words[63] = 14; /* outcome beyond NoMajority */
+    words[63] = 15; /* outcome beyond Cancelled */
     CHECK(chain_arb_decode_game(&g, words, 14 * 32) == OVT_EFORMAT);
+    words[63] = 14; /* Cancelled */
+    CHECK(chain_arb_decode_game(&g, words, 14 * 32) == 0 && g.outcome == CHAIN_ARB_CANCELLED);
     words[63] = 0;
     words[2 * 32 + 30] = 1; /* round 256 does not fit uint8 */
     CHECK(chain_arb_decode_game(&g, words, 14 * 32) == OVT_EFORMAT);
@@ -732,7 +734,7 @@ static void test_malformed(void)
     CHECK(chain_arb_decode_committee(&cv, words, 16 * 32) == OVT_EFORMAT); /* no arbiter at all */
     words[31] = 3;
     CHECK(chain_arb_decode_committee(&cv, words, 16 * 32) == 0 && cv.count == 3);
-    words[6 * 32 + 31] = 14; /* an outcome beyond the enum */
+    words[6 * 32 + 31] = 15; /* an outcome beyond the enum */
     CHECK(chain_arb_decode_committee(&cv, words, 16 * 32) == OVT_EFORMAT);
     uint8_t w[32];
     CHECK(chain_arb_decode_word(w, words, 31) == OVT_EFORMAT);

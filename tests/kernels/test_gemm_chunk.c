@@ -25,11 +25,14 @@
 #include <cblas.h>
 
 #include "check.h"
+#include "kernels/chunked_gemm.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/ops.h"
 #include "kernels/pool.h"
 #include "kernels/reduce.h"
 #include "kernels/rng.h"
+#include "kernels/sum_sites.h"
+#include "kernels/widen.h"
 #include "ops_fixture.h"
 
 /* Doubles with full 53-bit significands and exponents over a range of

@@ -13,6 +13,7 @@
 #include "kernels/ops.h"
 #include "kernels/reduce.h"
 #include "kernels/rlog.h"
+#include "kernels/widen.h"
 #include "ops_fixture.h"
 
 /* ---- output collection ---- */

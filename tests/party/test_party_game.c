@@ -12,7 +12,9 @@
  *   an auditor that stops answering: the trainer agent (stopped by SIGTERM
  *   and started again on the way, sending nothing twice) claims the timeout
  *   once the clock passes the deadline (evm_increaseTime);
- *   a trainer agent with --withhold against `ovt audit --agent`. */
+ *   a trainer agent with --withhold against `ovt audit --agent`;
+ *   open challenges: `ovt audit --challenge` (agreeing: nothing sent; lying:
+ *   a challenge played by `ovt agent --game` against it). */
 #include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
@@ -27,7 +29,9 @@
 #include "chain/session.h"
 #include "check.h"
 #include "support/anvil.h"
+#include "trainer/checkpoint.h"
 #include "trainer/run.h"
+#include "trainer/state.h"
 #include "store/store.h"
 
 static const char *const keys[4] = {
@@ -318,12 +322,14 @@ static void test_lying_auditor(void)
     CHECK(memcmp(g.trainer_log.b, t.steps[13].log_hash.b, 32) == 0);
     store_ctx *store;
     trn_state *st = NULL;
-    uint8_t *log;
+    uint8_t *log, *ckpt = NULL;
     size_t len;
     CHECK(store_open(&store, store_url) == 0);
-    for (int waited = 0; waited < 100 && store_get_state(store, &t.steps[12].state_hash, &st) != 0; waited++)
+    for (int waited = 0; waited < 100 && store_get_state(store, &t.steps[12].state_hash, (size_t)1 << 30, &ckpt,
+                                                         &len) != 0; waited++)
         sleep_ms(100);
-    CHECK(st && st->step == 12);
+    CHECK(ckpt && trn_checkpoint_decode(&st, ckpt, len) == 0 && st->step == 12);
+    free(ckpt);
     trn_state_free(st);
     CHECK(store_get(store, &t.steps[13].log_hash, 1 << 30, &log, &len) == 0);
     free(log);
@@ -406,16 +412,101 @@ static void test_withhold(void)
     CHECK(wait_phase(rid, CHAIN_ARB_PHASE_AWAITING_VERDICT, 120, &g) == 0);
     CHECK_EQ_U64(g.index, 7);
     store_ctx *store;
-    trn_state *st = NULL;
     uint8_t *buf;
     size_t len;
     CHECK(store_open(&store, store_url) == 0);
-    CHECK(store_get_state(store, &g.previous_state, &st) == OVT_ENOTFOUND);
+    CHECK(store_get_state(store, &g.previous_state, (size_t)1 << 30, &buf, &len) == OVT_ENOTFOUND);
     CHECK(store_get(store, &g.trainer_batch, 1 << 30, &buf, &len) == OVT_ENOTFOUND);
     store_close(store);
     CHECK(verdict(rid, 7, CHAIN_ARB_INPUTS_UNAVAILABLE, &g.previous_state) == 0);
     CHECK(wait_agent(tp, 60) == 0 && wait_agent(ap, 60) == 0);
     CHECK(file_has(t_out, "inputs-unavailable") && file_has(a_out, "inputs-unavailable"));
+}
+
+/* Open challenges (issue 43) from the command line. An honest run settles
+ * Verified; `ovt audit --challenge` by an outsider whose replay agrees sends
+ * nothing; a lying outsider (--lie-at 9) challenges and, with --agent,
+ * plays the challenge's game against `ovt agent --role trainer --defend`,
+ * which finds the challenge by itself and exits once the window has closed;
+ * the verdict (posted by the test as the arbiter) is TrainerRight: the
+ * liar's bond goes to the trainer, the run is not refuted, and the trainer's
+ * own bond was never in play. The run's auditor key is refused as a
+ * challenger. */
+static void test_challenge(void)
+{
+    static const char outsider_key[] = "0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a";
+    char rid[67], dir[600], t_out[600], c_out[600], cid_hex[67];
+    CHECK(commit(rid, "600") == 0);
+    snprintf(dir, sizeof dir, "%s/aud-ch-named", af_dir);
+    CHECK(audit(rid, dir, NULL) == 0);
+    chain_arb_game g;
+    CHECK(game(rid, &g) == 0 && g.outcome == CHAIN_ARB_VERIFIED);
+    char *out = NULL;
+    snprintf(dir, sizeof dir, "%s/aud-ch-agree", af_dir);
+    CHECK(af_ovt_run(&out, "audit", store_url, "--run-id", rid, "--out", dir, "--backend", "ref", "--rpc-url",
+                     node.url, "--contract", contract, "--private-key", outsider_key, "--accept-arbiter",
+                     addr[ARBITER], "--challenge", "--json", NULL) == 0);
+    CHECK_MSG(out && strstr(out, "\"challenged\":false"), "%s", out ? out : "");
+    free(out);
+    out = NULL;
+    CHECK(af_ovt_run(&out, "audit", store_url, "--run-id", rid, "--out", dir, "--backend", "ref", "--rpc-url",
+                     node.url, "--contract", contract, "--private-key", keys[AUDITOR], "--accept-arbiter",
+                     addr[ARBITER], "--challenge", "--json", NULL) == 1);
+    free(out);
+    ovt_hash id;
+    chain_address outsider;
+    chain_privkey k;
+    CHECK(chain_parse_hash(&id, "id", rid) == 0 && chain_key_from_hex(&k, outsider_key) == 0 &&
+          chain_key_address(&outsider, &k) == 0);
+    ovt_hash cid;
+    chain_arb_challenge_id(&cid, &id, &outsider);
+    chain_hash_hex(cid_hex, &cid);
+    chain_u256 t0;
+    chain_address trainer;
+    CHECK(chain_address_from_string(&trainer, addr[TRAINER]) == 0 && chain_arb_credit(&arb, &trainer, NULL, &t0) == 0);
+    snprintf(dir, sizeof dir, "%s/aud-ch-liar", af_dir);
+    snprintf(t_out, sizeof t_out, "%s/trainer-ch.out", af_dir);
+    snprintf(c_out, sizeof c_out, "%s/challenger-ch.out", af_dir);
+    char *targs[] = {af_ovt, "agent", "--role", "trainer", "--run-id", rid, "--defend", "--rpc-url", node.url,
+                     "--contract", contract, "--private-key", (char *)keys[TRAINER], "--run", run_dir,
+                     "--poll-interval", "0.1", "--accept-arbiter", addr[ARBITER], "--json", NULL};
+    char *cargs[] = {af_ovt, "audit", store_url, "--run-id", rid, "--out", dir, "--backend", "ref", "--rpc-url",
+                     node.url, "--contract", contract, "--private-key", (char *)outsider_key, "--accept-arbiter",
+                     addr[ARBITER], "--challenge", "--lie-at", "9", "--agent", "--poll-interval", "0.1", "--json",
+                     NULL};
+    pid_t cp = spawn(c_out, cargs);
+    for (int waited = 0; waited < 600 && game(cid_hex, &g) != 0; waited++)
+        sleep_ms(100);
+    pid_t tp = spawn(t_out, targs);
+    CHECK(wait_phase(cid_hex, CHAIN_ARB_PHASE_AWAITING_VERDICT, 120, &g) == 0);
+    CHECK_EQ_U64(g.index, 9);
+    CHECK(verdict(cid_hex, 9, CHAIN_ARB_TRAINER_RIGHT, &g.trainer_node) == 0);
+    CHECK(wait_agent(cp, 60) == 0);
+    CHECK(game(cid_hex, &g) == 0 && g.outcome == CHAIN_ARB_TRAINER_RIGHT);
+    /* the defending trainer stays until the window (3600 s from its commit) closes */
+    sleep_ms(1000);
+    CHECK(waitpid(tp, NULL, WNOHANG) == 0);
+    json_t *res = NULL;
+    CHECK(chain_rpc_call(rpc, &res, "evm_increaseTime", json_pack("[i]", 3601)) == 0);
+    json_decref(res);
+    res = NULL;
+    CHECK(chain_rpc_call(rpc, &res, "evm_mine", NULL) == 0);
+    json_decref(res);
+    CHECK(wait_agent(tp, 60) == 0);
+    CHECK(file_has(t_out, "{\"outcome\":\"verified\",\"code\":1}")); /* the run's own outcome */
+    CHECK(file_has(c_out, "\"challenged\":true") && file_has(c_out, "trainer-right"));
+    chain_u256 t1;
+    CHECK(chain_arb_credit(&arb, &trainer, NULL, &t1) == 0);
+    uint64_t before = 0, after = 0;
+    for (int i = 24; i < 32; i++) {
+        before = before << 8 | t0.b[i];
+        after = after << 8 | t1.b[i];
+    }
+    CHECK_EQ_U64(after - before, 1000); /* the liar's bond */
+    ovt_hash by;
+    CHECK(chain_arb_refuted_by(&arb, &id, NULL, &by) == 0);
+    static const ovt_hash zero;
+    CHECK(memcmp(by.b, zero.b, 32) == 0);
 }
 
 int main(void)
@@ -446,6 +537,7 @@ int main(void)
     CHECK_RUN(test_lying_auditor());
     CHECK_RUN(test_timeout());
     CHECK_RUN(test_withhold());
+    CHECK_RUN(test_challenge());
 
     chain_rpc_close(rpc);
     tsup_anvil_stop(&node);

@@ -25,10 +25,10 @@
 #include "chain/session.h"
 #include "check.h"
 #include "common/fileio.h"
+#include "modelio/safetensors.h"
 #include "party/commit.h"
 #include "trainer/run.h"
 #include "trainer/rundata.h"
-#include "trainer/safetensors.h"
 #include "trainer/state.h"
 #include "support/cli_fixture.h"
 

@@ -11,6 +11,7 @@
 #include "common/bytes.h"
 #include "common/fileio.h"
 #include "data/dataset.h"
+#include "trainer/checkpoint.h"
 #include "trainer/init.h"
 #include "trainer/state.h"
 

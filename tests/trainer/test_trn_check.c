@@ -23,10 +23,12 @@
 #include "common/fileio.h"
 #include "party/commit.h"
 #include "data/dataset.h"
+#include "trainer/checkpoint.h"
 #include "trainer/plot.h"
 #include "trainer/run.h"
 #include "trainer/rundata.h"
 #include "trainer/state.h"
+#include "trainer/runner.h"
 #include "trainer/step.h"
 #include "support/cli_fixture.h"
 
@@ -155,6 +157,9 @@ static void check_verify(const char *run, const char *data, const trn_step_table
     CHECK(output_has("ok   run_id "));
     CHECK(run_ovt("verify %s --json", receipt) == 0);
     CHECK(output_has("\"ok\": true"));
+    /* the run directory names its receipt (it once was "not a regular file") */
+    CHECK(run_ovt("verify %s --json", run) == 0);
+    CHECK(output_has("\"ok\": true") && output_has("receipt.json"));
     /* ovt step now names the leaf (the receipt has a runId). */
     CHECK(run_ovt("step --run %s --step 20", run) == 0);
     CHECK(output_has("leaf      0x"));
@@ -231,16 +236,18 @@ static void check_fraud(const char *data)
     trn_step_table t = {0};
     trn_run_data rd;
     memset(&rd, 0, sizeof rd);
-    krn_rlog *log4 = krn_rlog_new();
+    trn_runner *r4 = NULL;
+    trn_runner_opts ro = {.backend = KRN_BACKEND_CPU, .mode = KRN_REPLAY, .threads = 1};
     CHECK(trn_checkpoint_read(&st, ckpt) == 0 && trn_step_table_read(&t, table_path) == 0);
     CHECK(trn_run_data_load(&rd, data, &st->config, 0) == 0);
     if (st && t.count == 7) {
         st->m[0] = st->m[0] == 0.0f ? 1.0f : -st->m[0];
         CHECK(trn_checkpoint_write(st, ckpt) == 0);
         snprintf(path, sizeof path, "%s/logs/step-00000004.rlog", tampered);
-        ovt_hash bh;
-        CHECK(krn_rlog_read_file(log4, path) == 0 && trn_step_replay(st, &rd, log4, 1, &bh) == 0);
-        trn_state_hash(&t.steps[4].state_hash, st);
+        trn_runner_result res;
+        CHECK(trn_runner_open(&r4, &st->config, &rd, &ro) == 0 && trn_runner_adopt(r4, &st) == 0);
+        CHECK(krn_rlog_read_file(trn_runner_log(r4), path) == 0 && trn_runner_step(r4, &res) == 0);
+        t.steps[4].state_hash = res.state_hash;
         CHECK(trn_step_table_write(&t, table_path) == 0);
     }
     CHECK(run_ovt("step --run %s --step 4 --data %s", tampered, data) == 1);
@@ -253,7 +260,7 @@ static void check_fraud(const char *data)
     trn_state_free(st);
     trn_step_table_free(&t);
     trn_run_data_free(&rd);
-    krn_rlog_free(log4);
+    trn_runner_free(r4);
     /* Truncated log. */
     uint8_t *buf;
     size_t len;

@@ -10,6 +10,7 @@
 #include "common/fileio.h"
 #include "kernels/rlog.h"
 #include "data/dataset.h"
+#include "trainer/checkpoint.h"
 #include "trainer/run.h"
 #include "trainer/state.h"
 #include "trainer/train.h"

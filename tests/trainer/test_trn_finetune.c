@@ -24,6 +24,7 @@
 #include "kernels/grid.h"
 #include "party/commit.h"
 #include "support/proc.h"
+#include "trainer/checkpoint.h"
 #include "trainer/plot.h"
 #include "trainer/rundata.h"
 #include "trainer/schedule.h"
@@ -364,7 +365,11 @@ static void test_store_and_arbiter(void)
     CHECK_MEM(e.state_hash.b, t.steps[0].state_hash.b, 32);
     /* Step 1 from state 0 (named by stateHash_0 in the store). */
     trn_state *s0 = read_ckpt(b, 0);
-    CHECK(s0 && store_put_state(s, s0) == 0);
+    uint8_t *ckpt = NULL;
+    size_t ckpt_len = 0;
+    CHECK(s0 && trn_checkpoint_encode(s0, &ckpt, &ckpt_len) == 0);
+    CHECK(store_put_state(s, &t.steps[0].state_hash, ckpt, ckpt_len) == 0);
+    free(ckpt);
     trn_state_free(s0);
     g.index = 1;
     g.previous_state = t.steps[0].state_hash;

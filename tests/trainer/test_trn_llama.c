@@ -20,9 +20,9 @@
 #include "kernels/rlog.h"
 #include "kernels/site.h"
 #include "data/dataset.h"
-#include "trainer/export.h"
+#include "modelio/export.h"
+#include "modelio/safetensors.h"
 #include "trainer/layout.h"
-#include "trainer/safetensors.h"
 #include "trainer/state.h"
 #include "trainer/train.h"
 

@@ -11,6 +11,7 @@
 #include "kernels/rlog.h"
 #include "kernels/site.h"
 #include "data/dataset.h"
+#include "trainer/checkpoint.h"
 #include "trainer/state.h"
 #include "trainer/train.h"
 

@@ -1,12 +1,11 @@
 /* A checkpoint's loss on held-out tokens (see eval.h). */
-#include "trainer/eval.h"
+#include "modelio/eval.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "trainer/train.h"
-#include "trainer/workspace.h"
+#include "trainer/runner.h"
 
 /* The inputs and targets of windows first .. first+B-1. */
 static void fill_batch(int32_t *inputs, int32_t *targets, const data_tokens *data, uint64_t first, uint32_t B,
@@ -41,16 +40,12 @@ static int check_input(const trn_state *st, const data_tokens *data, uint64_t *w
     return 0;
 }
 
-/* A workspace for batches of B sequences of the run (in one shard). */
-static int eval_workspace(trn_workspace **w, const trn_state *st, uint32_t B)
+/* An evaluation runner for st's run in NEAREST mode, batches of up to B
+ * in one shard. */
+static int eval_runner(trn_runner **r, const trn_state *st, krn_backend_kind backend, int threads, uint32_t B)
 {
-    trn_run_config rc = st->config;
-    rc.batch_size = B;
-    rc.shards = 1;
-    int rv = trn_workspace_new(w, &rc);
-    if (!rv)
-        (*w)->eval_mode = 1; /* a ResNet's batch norm from its running statistics */
-    return rv;
+    trn_runner_opts ro = {.backend = backend, .mode = KRN_NEAREST, .threads = threads, .eval_batch = B};
+    return trn_runner_open(r, &st->config, NULL, &ro);
 }
 
 int trn_eval_run(const trn_state *st, const data_tokens *data, krn_backend_kind backend, int threads,
@@ -65,18 +60,13 @@ int trn_eval_run(const trn_state *st, const data_tokens *data, krn_backend_kind 
         windows = max_windows;
     uint32_t T = st->config.seq_len;
     uint32_t B = windows < st->config.batch_size ? (uint32_t)windows : st->config.batch_size;
-    uint32_t rest = (uint32_t)(windows % B);
-    krn_config kc = {.backend = backend, .mode = KRN_NEAREST, .grid_bits = (int)st->config.grid_bits,
-                     .shuffle_seed = st->config.seed, .threads = threads};
-    krn_ctx *ctx = NULL;
-    trn_workspace *w = NULL, *w_rest = NULL;
+    trn_runner *r = NULL;
     int32_t *inputs = malloc((size_t)B * T * sizeof(int32_t)), *targets = malloc((size_t)B * T * sizeof(int32_t));
     if (!inputs || !targets) {
         rv = ovt_fail(OVT_ENOMEM, "out of memory for a batch of %u x %u tokens", B, T);
         goto done;
     }
-    if ((rv = krn_ctx_new(&ctx, &kc)) || (rv = eval_workspace(&w, st, B)) ||
-        (rest && (rv = eval_workspace(&w_rest, st, rest))))
+    if ((rv = eval_runner(&r, st, backend, threads, B)))
         goto done;
     double total = 0;
     uint64_t j = 0;
@@ -85,7 +75,7 @@ int trn_eval_run(const trn_state *st, const data_tokens *data, krn_backend_kind 
         fill_batch(inputs, targets, data, first, n, T);
         trn_batch batch = {.B = n, .T = T, .inputs = inputs, .targets = targets};
         float mean;
-        if ((rv = trn_eval_loss(ctx, n == B ? w : w_rest, st, &batch, j + 1, &mean)))
+        if ((rv = trn_runner_eval(r, st, &batch, j + 1, &mean)))
             goto done;
         total += (double)mean * (double)n;
     }
@@ -93,20 +83,17 @@ int trn_eval_run(const trn_state *st, const data_tokens *data, krn_backend_kind 
                              .loss = total / (double)windows};
     out->perplexity = exp(out->loss);
 done:
-    trn_workspace_free(w_rest);
-    trn_workspace_free(w);
-    krn_ctx_free(ctx);
+    trn_runner_free(r);
     free(inputs);
     free(targets);
     return rv;
 }
 
 /* How many of batch's B samples have their label as the first largest of
- * the logits the forward left in w. */
-static uint64_t count_correct(const trn_workspace *w, const trn_batch *batch, uint32_t n_class)
+ * the logits the forward left in r. */
+static uint64_t count_correct(const trn_runner *r, const trn_batch *batch, uint32_t n_class)
 {
-    const float *logits =
-        w->config.model.kind == TRN_MODEL_RESNET ? trn_resnet_logits(w->resnet) : w->pre[w->config.model.n_layer];
+    const float *logits = trn_runner_logits(r);
     uint64_t correct = 0;
     for (uint32_t j = 0; j < batch->B; j++) {
         const float *z = logits + (size_t)j * n_class;
@@ -140,11 +127,7 @@ int trn_eval_samples(const trn_state *st, const data_samples *data, krn_backend_
         return rv;
     uint64_t count = max_samples && max_samples < data->count ? max_samples : data->count;
     uint32_t B = count < st->config.batch_size ? (uint32_t)count : st->config.batch_size;
-    uint32_t rest = (uint32_t)(count % B);
-    krn_config kc = {.backend = backend, .mode = KRN_NEAREST, .grid_bits = (int)st->config.grid_bits,
-                     .shuffle_seed = st->config.seed, .threads = threads};
-    krn_ctx *ctx = NULL;
-    trn_workspace *w = NULL, *w_rest = NULL;
+    trn_runner *r = NULL;
     int32_t *labels = malloc((size_t)count * sizeof *labels);
     if (!labels) {
         rv = ovt_fail(OVT_ENOMEM, "out of memory for %llu labels", (unsigned long long)count);
@@ -152,27 +135,23 @@ int trn_eval_samples(const trn_state *st, const data_samples *data, krn_backend_
     }
     for (uint64_t i = 0; i < count; i++)
         labels[i] = (int32_t)data->y[i];
-    if ((rv = krn_ctx_new(&ctx, &kc)) || (rv = eval_workspace(&w, st, B)) ||
-        (rest && (rv = eval_workspace(&w_rest, st, rest))))
+    if ((rv = eval_runner(&r, st, backend, threads, B)))
         goto done;
     double total = 0;
     uint64_t j = 0, correct = 0;
     for (uint64_t first = 0; first < count; first += B, j++) {
         uint32_t n = count - first < B ? (uint32_t)(count - first) : B;
         trn_batch batch = {.B = n, .x = data->x + first * data->dim, .labels = labels + first};
-        trn_workspace *wj = n == B ? w : w_rest;
         float mean;
-        if ((rv = trn_eval_loss(ctx, wj, st, &batch, j + 1, &mean)))
+        if ((rv = trn_runner_eval(r, st, &batch, j + 1, &mean)))
             goto done;
         total += (double)mean * (double)n;
-        correct += count_correct(wj, &batch, data->n_class);
+        correct += count_correct(r, &batch, data->n_class);
     }
     *out = (trn_eval_class_result){.samples = count, .correct = correct, .batches = j, .B = B,
                                    .loss = total / (double)count, .accuracy = (double)correct / (double)count};
 done:
-    trn_workspace_free(w_rest);
-    trn_workspace_free(w);
-    krn_ctx_free(ctx);
+    trn_runner_free(r);
     free(labels);
     return rv;
 }

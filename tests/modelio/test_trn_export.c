@@ -1,5 +1,5 @@
-/* The model's ways out of ovt and back in (trainer/safetensors.h,
- * trainer/export.h, trainer/eval.h), as libraries and through the built
+/* The model's ways out of ovt and back in (modelio/safetensors.h,
+ * modelio/export.h, modelio/eval.h), as libraries and through the built
  * `ovt`:
  *   the safetensors reader accepts well-formed files (scalars, empty
  *     tensors, a padded header) and refuses each malformation the
@@ -30,10 +30,11 @@
 
 #include "check.h"
 #include "common/fileio.h"
-#include "trainer/export.h"
+#include "modelio/export.h"
+#include "modelio/import.h"
+#include "modelio/safetensors.h"
 #include "trainer/init.h"
 #include "trainer/run.h"
-#include "trainer/safetensors.h"
 #include "trainer/state.h"
 #include "support/cli_fixture.h"
 #include "export_helpers.h"

@@ -1,5 +1,5 @@
 /* A model's parameters in Hugging Face's and llm.c's layouts (see export.h). */
-#include "trainer/export.h"
+#include "modelio/export.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -365,4 +365,10 @@ int trn_export_import(float *params, const trn_layout *l, const trn_st_file *f, 
     free(taken);
     free(e);
     return rv;
+}
+
+const char *trn_export_format_name(size_t i)
+{
+    static const char *const names[] = {"safetensors", "llmc", "llama2c"};
+    return i < sizeof names / sizeof names[0] ? names[i] : NULL;
 }

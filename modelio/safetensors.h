@@ -1,5 +1,5 @@
-#ifndef OVT_TRAINER_SAFETENSORS_H
-#define OVT_TRAINER_SAFETENSORS_H
+#ifndef OVT_MODELIO_SAFETENSORS_H
+#define OVT_MODELIO_SAFETENSORS_H
 
 /* The safetensors container (docs/formats.md, "Model export"), as its own
  * specification defines it: an 8-byte little-endian header length N, N

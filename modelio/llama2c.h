@@ -1,5 +1,5 @@
-#ifndef OVT_TRAINER_LLAMA2C_H
-#define OVT_TRAINER_LLAMA2C_H
+#ifndef OVT_MODELIO_LLAMA2C_H
+#define OVT_MODELIO_LLAMA2C_H
 
 /* llama2.c's checkpoint files (docs/formats.md, "llama2.c"), float32,
  * little-endian, in two versions:

@@ -1,4 +1,4 @@
-/* llama2.c's checkpoint files, out and back in (trainer/llama2c.h,
+/* llama2.c's checkpoint files, out and back in (modelio/llama2c.h,
  * `ovt export --format llama2c`, `ovt train --init-from`):
  *   a small tied Llama with params[i] = i / 8192: the file sizes, header
  *     words, rotary table entries and tensor positions of both versions,
@@ -11,7 +11,7 @@
  *     checkpoint's parameters (init_hash = its paramsHash; the two versions'
  *     runs have the same step-0 stateHash) and exporting the new run's step
  *     0 gives the same bytes;
- *   tests/trainer/llama2c_check.py, a reader written from llama2.c's
+ *   tests/modelio/llama2c_check.py, a reader written from llama2.c's
  *     export.py, finds each file's header equal to the run config and its
  *     tensors equal to the safetensors export's (q and k rows mapped back
  *     from Hugging Face's order), and fails on a file with one byte changed;
@@ -24,9 +24,10 @@
 
 #include "check.h"
 #include "common/fileio.h"
-#include "trainer/export.h"
+#include "modelio/export.h"
+#include "modelio/import.h"
+#include "modelio/llama2c.h"
 #include "trainer/init.h"
-#include "trainer/llama2c.h"
 #include "trainer/run.h"
 #include "trainer/state.h"
 #include "support/cli_fixture.h"
@@ -179,7 +180,7 @@ static int py_check(const char *bin, const char *st)
         return 0;
     const char *src = getenv("OVT_SOURCE_DIR");
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "python3 %s/tests/trainer/llama2c_check.py %s %s > %s/py.txt 2>&1", src ? src : ".",
+    snprintf(cmd, sizeof cmd, "python3 %s/tests/modelio/llama2c_check.py %s %s > %s/py.txt 2>&1", src ? src : ".",
              bin, st, dir);
     int rv = system(cmd);
     snprintf(cmd, sizeof cmd, "cat %s/py.txt", dir);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/fileio.h"
+#include "trainer/checkpoint.h"
 #include "trainer/init.h"
 #include "trainer/run.h"
 #include "trainer/state.h"

@@ -1,5 +1,5 @@
-#ifndef OVT_TRAINER_EVAL_H
-#define OVT_TRAINER_EVAL_H
+#ifndef OVT_MODELIO_EVAL_H
+#define OVT_MODELIO_EVAL_H
 
 /* A GPT-2 checkpoint's loss on held-out tokens (`ovt eval`,
  * docs/trainer.md): forward only, every window in a fixed order, so the

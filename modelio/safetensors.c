@@ -1,5 +1,5 @@
 /* The safetensors container (see safetensors.h). */
-#include "trainer/safetensors.h"
+#include "modelio/safetensors.h"
 
 #include <jansson.h>
 #include <stdlib.h>

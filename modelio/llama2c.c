@@ -1,5 +1,5 @@
 /* llama2.c's checkpoint files (see llama2c.h). */
-#include "trainer/llama2c.h"
+#include "modelio/llama2c.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 #include "common/bytes.h"
 #include "common/fileio.h"
 #include "kernels/cpu/backend.h" /* krn_pow, krn_cos, krn_sin: the same bits on every processor */
-#include "trainer/export.h"
+#include "modelio/export.h"
 
 #define V0_HEADER 28
 #define V1_HEADER 256

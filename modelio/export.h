@@ -1,5 +1,5 @@
-#ifndef OVT_TRAINER_EXPORT_H
-#define OVT_TRAINER_EXPORT_H
+#ifndef OVT_MODELIO_EXPORT_H
+#define OVT_MODELIO_EXPORT_H
 
 /* A model's parameters in other programs' layouts (docs/formats.md, "Model
  * export"):
@@ -24,14 +24,14 @@
  *       wte padded to Vp rows, Vp the vocabulary rounded up to 128 as llm.c
  *       pads it, the padding rows zero.
  *   llama2c: llama2.c's checkpoint (Llama only), versions 0 and 1:
- *       trainer/llama2c.h.
+ *       modelio/llama2c.h.
  * All values float32, little-endian. */
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "modelio/safetensors.h"
 #include "trainer/layout.h"
-#include "trainer/safetensors.h"
 #include "trainer/state.h"
 
 /* One tensor of an export: its name there, its shape there, and where it
@@ -77,5 +77,11 @@ int trn_export_llmc(const char *path, const trn_state *st) OVT_MUST_USE;
  * not tied is refused). what names the file in messages. */
 int trn_export_import(float *params, const trn_layout *l, const trn_st_file *f, int lenient,
                       const char *what) OVT_MUST_USE;
+
+/* The formats `ovt export --format` writes, in this order: "safetensors",
+ * "llmc", "llama2c"; NULL past the last. What the command accepts and what
+ * its help and `ovt --help` name (a test holds them to this list). */
+typedef enum { TRN_EXPORT_SAFETENSORS, TRN_EXPORT_LLMC, TRN_EXPORT_LLAMA2C } trn_export_format;
+const char *trn_export_format_name(size_t i);
 
 #endif

@@ -1,0 +1,127 @@
+/* bench_trace: issue 40's figures for the step's trace (kernels/trace.h).
+ * From the same state and batch (random tokens), interleaved in one run:
+ * a RECORD step on the cpu backend, then the same step traced; the median
+ * wall time of each, their ratio, and whether the two give the same
+ * stateHash (they must: the trace changes no bit). Also the trace's size:
+ * its sites (records), reads, the bytes of the records' encodings and of
+ * the trace file, and the bytes of site outputs it hashed.
+ *
+ *   bench_trace [--model gpt2-small] [--batch 4] [--seq 64] [--threads 2] [--reps 3]
+ * Results are written down in docs/bench-trainer.md. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/rlog.h"
+#include "kernels/site.h"
+#include "kernels/trace.h"
+#include "trainer/state.h"
+#include "trainer/trace.h"
+#include "trainer/train.h"
+
+#include "bench_setup.h"
+
+static void fail(const char *what)
+{
+    fprintf(stderr, "bench_trace: %s: %s\n", what, ovt_errmsg());
+    exit(1);
+}
+
+/* One timed RECORD step of a fresh copy of in->init, traced into t unless
+ * t is NULL; its stateHash in *hash. */
+static double timed_step(bench_step_inputs *in, krn_ctx *ctx, krn_trace *t, ovt_hash *hash)
+{
+    trn_state *st;
+    krn_rlog *log = krn_rlog_new();
+    if (!log || trn_state_clone(&st, in->init))
+        fail("setup");
+    trn_step_info info;
+    ovt_hash root;
+    int trace_rc = 0, rv;
+    double t0 = now();
+    if (t)
+        rv = trn_train_step_traced(ctx, in->w, st, &in->batch.view, log, t, &info, &trace_rc, &root);
+    else
+        rv = trn_train_step(ctx, in->w, st, &in->batch.view, log, &info);
+    double secs = now() - t0;
+    if (rv)
+        fail("step");
+    if (trace_rc)
+        fail("trace");
+    trn_state_hash(hash, st);
+    trn_state_free(st);
+    krn_rlog_free(log);
+    return secs;
+}
+
+int main(int argc, char **argv)
+{
+    const char *model = "gpt2-small";
+    uint32_t B = 4, T = 64;
+    int threads = 2, reps = 3;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--model"))
+            model = argv[i + 1];
+        else if (!strcmp(argv[i], "--batch"))
+            B = (uint32_t)atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--seq"))
+            T = (uint32_t)atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--threads"))
+            threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--reps"))
+            reps = atoi(argv[i + 1]);
+    }
+    if (reps < 1 || reps > 32)
+        reps = 3;
+    trn_model_config m;
+    if (trn_model_preset(&m, model))
+        fail("model");
+    bench_step_inputs in;
+    const char *what;
+    if (bench_step_inputs_new(&in, &m, B, T, &what))
+        fail(what);
+    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_RECORD, .grid_bits = (int)in.rc.grid_bits,
+                     .threads = threads};
+    krn_ctx *ctx;
+    if (krn_ctx_new(&ctx, &kc))
+        fail("ctx");
+    double plain[32], traced[32];
+    ovt_hash h_plain, h_traced;
+    bool same = true;
+    krn_trace *t = NULL;
+    (void)timed_step(&in, ctx, NULL, &h_plain); /* warm: pages, scratch */
+    for (int r = 0; r < reps; r++) {
+        krn_trace_free(t);
+        if (krn_trace_new(&t, false))
+            fail("trace");
+        plain[r] = timed_step(&in, ctx, NULL, &h_plain);
+        traced[r] = timed_step(&in, ctx, t, &h_traced);
+        same = same && !memcmp(h_plain.b, h_traced.b, 32);
+    }
+    size_t nreads = 0;
+    double hashed = 0;
+    for (size_t i = 0; i < krn_trace_count(t); i++) {
+        nreads += krn_trace_record_at(t, i)->nreads;
+        hashed += 4.0 * (double)krn_trace_record_at(t, i)->n;
+    }
+    uint8_t *file;
+    size_t file_len;
+    ovt_hash root;
+    if (krn_trace_finish(t, &root) || krn_trace_file(t, 1, &root, &file, &file_len))
+        fail("trace file");
+    double mp = median(plain, reps), mt = median(traced, reps);
+    printf("%s B=%u T=%u threads=%d reps=%d\n", model, B, T, threads, reps);
+    printf("  step          %.3f s (median)\n", mp);
+    printf("  traced step   %.3f s (median), x%.3f, +%.3f s\n", mt, mt / mp, mt - mp);
+    printf("  stateHash     %s with and without the trace\n", same ? "the same" : "DIFFERS");
+    printf("  trace         %zu sites, %zu reads, %zu bytes of records, %zu bytes as a file\n", krn_trace_count(t),
+           nreads, krn_trace_bytes(t), file_len);
+    printf("  outputs       %.2f GB hashed into the records' trees, %.2f GB/s of the extra time\n", hashed / 1e9,
+           hashed / 1e9 / (mt - mp));
+    free(file);
+    krn_trace_free(t);
+    krn_ctx_free(ctx);
+    bench_step_inputs_free(&in);
+    return same ? 0 : 1;
+}

@@ -1,0 +1,315 @@
+/* The one step runner (see runner.h). */
+#include "trainer/runner.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "trainer/checkpoint.h"
+#include "trainer/init.h"
+#include "trainer/trace.h"
+#include "trainer/workspace.h"
+
+struct trn_runner {
+    trn_run_config rc;
+    ovt_hash config_hash;
+    trn_runner_opts o;
+    const trn_run_data *data;
+    krn_ctx *ctx;
+    trn_workspace *w;      /* steps, or evaluation batches of o.eval_batch */
+    trn_workspace *w_rest; /* evaluation: the last, shorter batch (made when first needed) */
+    trn_workspace *w_last; /* evaluation: the workspace of the last forward */
+    krn_rlog *log;
+    trn_state *st;
+    krn_trace *trace; /* the next step's recorder (trn_runner_trace_next), or NULL */
+};
+
+/* A workspace for rc, or for evaluation batches of B in one shard. */
+static int workspace_for(trn_workspace **out, const trn_run_config *rc, uint32_t B)
+{
+    if (!B)
+        return trn_workspace_new(out, rc);
+    trn_run_config e = *rc;
+    e.batch_size = B;
+    e.shards = 1;
+    int rv = trn_workspace_new(out, &e);
+    if (!rv)
+        (*out)->eval_mode = 1; /* a ResNet's batch norm from its running statistics */
+    return rv;
+}
+
+int trn_runner_open(trn_runner **out, const trn_run_config *rc, const trn_run_data *data, const trn_runner_opts *o)
+{
+    *out = NULL;
+    trn_runner *r = calloc(1, sizeof *r);
+    if (!r)
+        return ovt_fail(OVT_ENOMEM, "out of memory for the step runner");
+    r->rc = *rc;
+    r->o = *o;
+    r->data = data;
+    trn_config_hash(&r->config_hash, rc);
+    krn_config kc = {.backend = o->backend, .mode = o->mode, .verifier = o->verifier,
+                     .grid_bits = (int)rc->grid_bits, .shuffle_seed = o->shuffle_seed ? o->shuffle_seed : rc->seed,
+                     .threads = o->threads, .rule = trn_config_rule(rc)};
+    int rv;
+    if ((rv = krn_ctx_new(&r->ctx, &kc)) || (rv = workspace_for(&r->w, rc, o->eval_batch)))
+        goto fail;
+    if (!(r->log = krn_rlog_new())) {
+        rv = ovt_fail(OVT_ENOMEM, "out of memory for the rounding log");
+        goto fail;
+    }
+    if (o->fault)
+        trn_workspace_fault_shard(r->w, trn_fault_shard_step(o->fault), o->fault->shard);
+    if (o->prefault && (rv = trn_workspace_prefault(r->w, r->ctx)))
+        goto fail;
+    *out = r;
+    return 0;
+fail:
+    trn_runner_free(r);
+    return rv;
+}
+
+void trn_runner_free(trn_runner *r)
+{
+    if (!r)
+        return;
+    trn_state_free(r->st);
+    krn_rlog_free(r->log);
+    trn_workspace_free(r->w_rest);
+    trn_workspace_free(r->w);
+    krn_ctx_free(r->ctx);
+    free(r);
+}
+
+void trn_runner_set_data(trn_runner *r, const trn_run_data *data)
+{
+    r->data = data;
+}
+
+bool trn_runner_fits(const trn_runner *r, const trn_state *st)
+{
+    return memcmp(r->config_hash.b, st->config_hash.b, 32) == 0;
+}
+
+int trn_runner_start(trn_runner *r, const uint8_t *init, size_t init_len)
+{
+    trn_state *st;
+    int rv = trn_state_start(&st, &r->rc, init, init_len);
+    if (rv)
+        return rv;
+    trn_state_free(r->st);
+    r->st = st;
+    return 0;
+}
+
+int trn_runner_adopt(trn_runner *r, trn_state **st)
+{
+    if (!trn_runner_fits(r, *st))
+        return ovt_fail(OVT_EINVAL, "the state is of another run config than the runner's");
+    trn_state_free(r->st);
+    r->st = *st;
+    *st = NULL;
+    return 0;
+}
+
+trn_state *trn_runner_release(trn_runner *r)
+{
+    trn_state *st = r->st;
+    r->st = NULL;
+    if (st)
+        trn_state_hash_threads(st, NULL); /* the runner's ctx stays with the runner */
+    return st;
+}
+
+/* The runner's state with the ctx's threads lent to its stateHash
+ * (trainer/state_hash.h); the runner frees the state before the ctx. */
+static trn_state *hashed_on_ctx(trn_runner *r)
+{
+    if (r->st->hash_ctx != r->ctx)
+        trn_state_hash_threads(r->st, r->ctx);
+    return r->st;
+}
+
+int trn_runner_copy_state(trn_runner *r, const trn_state *src)
+{
+    if (!trn_runner_fits(r, src))
+        return ovt_fail(OVT_EINVAL, "the state to copy is of another run config than the runner's");
+    if (r->st) {
+        trn_state_settle(r->st);
+        trn_state_copy(r->st, src);
+        return 0;
+    }
+    return trn_state_clone(&r->st, src);
+}
+
+const trn_state *trn_runner_state(const trn_runner *r)
+{
+    return r->st;
+}
+
+int trn_runner_load_checkpoint(trn_runner *r, const char *path)
+{
+    trn_state *st;
+    int rv = trn_checkpoint_read(&st, path);
+    if (rv)
+        return rv;
+    if (!trn_runner_fits(r, st)) {
+        trn_state_free(st);
+        return ovt_fail(OVT_EFORMAT, "%s does not belong to this run", path);
+    }
+    trn_state_free(r->st);
+    r->st = st;
+    return 0;
+}
+
+int trn_runner_save_checkpoint(const trn_runner *r, const char *path)
+{
+    if (!r->st)
+        return ovt_fail(OVT_EINVAL, "the runner has no state to checkpoint");
+    return trn_checkpoint_write(r->st, path);
+}
+
+int trn_runner_hash_begin(trn_runner *r)
+{
+    return trn_state_hash_begin(hashed_on_ctx(r));
+}
+
+bool trn_runner_hash_end(trn_runner *r, ovt_hash *out, uint64_t *step)
+{
+    return r->st && trn_state_hash_end(r->st, out, step);
+}
+
+krn_rlog *trn_runner_log(trn_runner *r)
+{
+    return r->log;
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0->tv_nsec);
+}
+
+/* REPLAY: the log must be step i's. */
+static int check_log_step(const trn_runner *r, uint64_t i)
+{
+    if (krn_rlog_step(r->log) == i)
+        return 0;
+    return ovt_fail(OVT_EFRAUD, "the rounding log is for step %llu, not step %llu",
+                    (unsigned long long)krn_rlog_step(r->log), (unsigned long long)i);
+}
+
+/* Step i's log, read from the replayed run's directory (the log source). */
+static int read_replay_log(trn_runner *r, uint64_t i)
+{
+    char path[4096];
+    int rv = trn_run_path(path, sizeof path, r->o.replay_dir, "logs", i, "rlog");
+    if (!rv)
+        rv = krn_rlog_read_file(r->log, path);
+    return rv ? rv : check_log_step(r, i);
+}
+
+/* Step i on batch b, between the fault's hooks: the log (REPLAY from
+ * replay_dir; NEAREST: reset), then the step. */
+static int step_on(trn_runner *r, trn_step_batch *b, uint64_t i, trn_runner_result *out)
+{
+    const trn_fault *f = r->o.fault;
+    float *kept = NULL;
+    int rv = f ? trn_fault_before_step(f, i, r->o.dp, r->ctx, r->st, &b->tb, &b->sb, &kept) : 0;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (!rv && r->o.mode == KRN_REPLAY && r->o.replay_dir)
+        rv = read_replay_log(r, i);
+    if (r->o.mode == KRN_NEAREST)
+        krn_rlog_reset(r->log, i);
+    krn_rlog *log = r->o.mode == KRN_NEAREST ? NULL : r->log;
+    krn_trace *t = r->trace;
+    r->trace = NULL;
+    if (!rv && t)
+        rv = trn_train_step_traced(r->ctx, r->w, r->st, &b->view, log, t, &out->info, &out->trace_rc,
+                                   &out->trace_root);
+    else if (!rv)
+        rv = trn_train_step_dp(r->ctx, r->w, r->st, &b->view, log, r->o.dp, &out->info);
+    out->seconds = seconds_since(&t0);
+    if (f) {
+        rv = trn_fault_after_step(f, i, rv, r->ctx, r->st, &kept);
+        if (!rv)
+            trn_fault_on_log(f, i, r->log);
+    }
+    return rv;
+}
+
+int trn_runner_step(trn_runner *r, trn_runner_result *out)
+{
+    memset(out, 0, sizeof *out);
+    out->info.shards = trn_config_shards(&r->rc);
+    out->info.shard_differs = -1;
+    if (!r->st || !r->data || r->o.eval_batch)
+        return ovt_fail(OVT_EINVAL, "internal: a step needs a runner of steps with a state and data");
+    uint64_t i = r->st->step + 1;
+    int rv;
+    if (r->o.mode == KRN_REPLAY && !r->o.replay_dir && (rv = check_log_step(r, i)))
+        return rv;
+    trn_step_batch b;
+    if ((rv = trn_step_batch_get(&b, r->data, &r->rc, i)))
+        return rv;
+    out->batch_hash = b.hash;
+    rv = step_on(r, &b, i, out);
+    trn_step_batch_free(&b);
+    if (!rv && !r->o.hash_later)
+        trn_state_hash(&out->state_hash, hashed_on_ctx(r));
+    return rv;
+}
+
+int trn_runner_trace_next(trn_runner *r, krn_trace *t)
+{
+    if (r->o.dp)
+        return ovt_fail(OVT_EINVAL, "a step shared among processes cannot be traced: each sees only its "
+                                    "shards' sites; trace it in one process (ovt step --trace)");
+    r->trace = t;
+    return 0;
+}
+
+void trn_runner_collect_sites(trn_runner *r, bool on)
+{
+    krn_ctx_collect_sites(r->ctx, on);
+}
+
+const krn_site_stats *trn_runner_site_stats(const trn_runner *r, size_t *n)
+{
+    return krn_ctx_site_stats(r->ctx, n);
+}
+
+const krn_finding *trn_runner_finding(const trn_runner *r)
+{
+    return krn_ctx_finding(r->ctx);
+}
+
+int trn_runner_eval(trn_runner *r, const trn_state *st, const trn_batch *batch, uint64_t step, float *loss)
+{
+    *loss = 0;
+    if (!r->o.eval_batch || batch->B > r->o.eval_batch)
+        return ovt_fail(OVT_EINVAL, "internal: an evaluation needs an evaluation runner for batches of %u",
+                        batch->B);
+    int rv;
+    trn_workspace **w = batch->B == r->o.eval_batch ? &r->w : &r->w_rest;
+    if (*w && (*w)->config.batch_size != batch->B) {
+        trn_workspace_free(*w);
+        *w = NULL;
+    }
+    if (!*w && (rv = workspace_for(w, &r->rc, batch->B)))
+        return rv;
+    r->w_last = *w;
+    return trn_eval_loss(r->ctx, *w, st ? st : r->st, batch, step, loss);
+}
+
+const float *trn_runner_logits(const trn_runner *r)
+{
+    const trn_workspace *w = r->w_last;
+    if (!w)
+        return NULL;
+    if (w->config.model.kind == TRN_MODEL_RESNET)
+        return trn_resnet_logits(w->resnet);
+    return w->pre[w->config.model.n_layer];
+}
