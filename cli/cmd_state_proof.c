@@ -11,6 +11,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "common/fileio.h"
+#include "trainer/checkpoint.h"
 #include "trainer/run.h"
 #include "trainer/rundata.h"
 #include "trainer/state.h"

@@ -657,8 +657,9 @@ static void test_init(void)
 
 /* trn_state_hash_begin: the hash of the state as it was at begin, whatever
  * happens to the state after trn_state_settle, on a state small enough to
- * hash on the caller alone and on one large enough for the idle-priority
-/* Variants: a small and a large state (8.4M parameters, hashed on a pool),
+ * hash on the caller alone and on one large enough for a pool (4M
+ * parameters and more).
+ * Variants: a small and a large state (8.4M parameters, hashed on a pool),
  * each without threads of a ctx, then with a 2-thread ctx lent (the tree's
  * leaves as background jobs of its worker), then that with the v1 hash.
  * Each begin and end hashes the large state's 100 MB: under emulation
