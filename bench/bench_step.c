@@ -152,7 +152,8 @@ static double fma_peak(void)
 }
 
 /* Seconds of k RECORD steps from init, each with its stateHash (into
- * hashes[0..k)): after the step, or overlapped with the next one. */
+ * hashes[0..k)): after the step, or overlapped with the next one; or with
+ * no hash at all (hashes NULL: the step alone, for the hash's share). */
 static double timed_loop(const trn_state *init, trn_workspace *w, int threads, const trn_batch *b, krn_rlog *log,
                          int k, bool overlap, ovt_hash *hashes)
 {
@@ -161,12 +162,15 @@ static double timed_loop(const trn_state *init, trn_workspace *w, int threads, c
     trn_state *st;
     if (krn_ctx_new(&ctx, &kc) || trn_state_clone(&st, init))
         fail("setup");
+    trn_state_hash_threads(st, ctx);
     trn_step_info info;
     uint64_t at;
     double t0 = now();
     for (int i = 0; i < k; i++) {
         if (trn_train_step(ctx, w, st, b, log, &info))
             fail("RECORD step");
+        if (!hashes)
+            continue;
         if (overlap && trn_state_hash_end(st, &hashes[i ? i - 1 : 0], &at) && at != st->step - 1)
             fail("the overlapped hash is of the wrong step");
         if (!overlap)
@@ -174,11 +178,11 @@ static double timed_loop(const trn_state *init, trn_workspace *w, int threads, c
         else if (trn_state_hash_begin(st))
             fail("hash");
     }
-    if (overlap && !trn_state_hash_end(st, &hashes[k - 1], &at))
+    if (hashes && overlap && !trn_state_hash_end(st, &hashes[k - 1], &at))
         fail("no overlapped hash");
     double t = now() - t0;
-    krn_ctx_free(ctx);
     trn_state_free(st);
+    krn_ctx_free(ctx);
     return t;
 }
 
@@ -186,7 +190,7 @@ int main(int argc, char **argv)
 {
     const char *model = "gpt2-small";
     uint32_t B = 4, T = 64;
-    int threads = 2, reps = 3, loop = 0;
+    int threads = 2, reps = 3, loop = 0, state_hash = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--model"))
             model = argv[i + 1];
@@ -200,9 +204,11 @@ int main(int argc, char **argv)
             reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--loop"))
             loop = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--state-hash"))
+            state_hash = atoi(argv[i + 1]);
         else {
             fprintf(stderr, "usage: bench_step [--model NAME] [--batch B] [--seq T] [--threads N] [--reps R] "
-                            "[--loop K]\n");
+                            "[--loop K] [--state-hash 1|3]\n");
             return 2;
         }
     }
@@ -217,6 +223,16 @@ int main(int argc, char **argv)
     const char *what;
     if (bench_step_inputs_new(&in, &m, B, T, &what))
         fail(what);
+    if (state_hash) { /* the same state under another stateHash version (its config) */
+        trn_run_config rc = in.init->config;
+        rc.state_hash = (uint32_t)state_hash;
+        trn_state *other;
+        if (trn_state_new(&other, &rc))
+            fail("--state-hash");
+        trn_state_copy(other, in.init);
+        trn_state_free(in.init);
+        in.init = other;
+    }
     trn_state *init = in.init;
     trn_workspace *w = in.w;
     krn_rlog *log = krn_rlog_new(), *blas_log = krn_rlog_new();
@@ -229,24 +245,29 @@ int main(int argc, char **argv)
     double c_rec[32], c_plain[32], c_blas[32], crates[32];
     timed_step(init, w, KRN_RECORD, threads, &in.batch.view, log, NULL, c_rec, false);
     if (loop > 0) {
-        double t_seq[32], t_ovl[32];
+        double t_seq[32], t_ovl[32], t_none[32];
         bool same = true;
         for (int r = 0; r < reps; r++) {
             ovt_hash hs[16], ho[16];
-            for (int o = 0; o < 2; o++) {
-                bool overlap = (o + r) % 2 == 1; /* alternate which goes first */
-                double t = timed_loop(init, w, threads, &in.batch.view, log, loop, overlap, overlap ? ho : hs);
-                *(overlap ? &t_ovl[r] : &t_seq[r]) = t / loop;
+            for (int o = 0; o < 3; o++) {
+                int how = (o + r) % 3; /* rotate which goes first: 0 no hash, 1 after, 2 overlapped */
+                double t = timed_loop(init, w, threads, &in.batch.view, log, loop, how == 2,
+                                      how == 0 ? NULL : how == 2 ? ho : hs);
+                *(how == 0 ? &t_none[r] : how == 2 ? &t_ovl[r] : &t_seq[r]) = t / loop;
             }
             same = same && memcmp(hs, ho, (size_t)loop * sizeof hs[0]) == 0;
         }
         qsort(t_seq, (size_t)reps, sizeof(double), cmp_double);
         qsort(t_ovl, (size_t)reps, sizeof(double), cmp_double);
-        printf("bench_step --loop: %s, batch %u x %u, %d thread(s), load average %.2f %.2f %.2f\n", model, B, T,
-               threads, load[0], load[1], load[2]);
+        qsort(t_none, (size_t)reps, sizeof(double), cmp_double);
+        double none = t_none[reps / 2], seq = t_seq[reps / 2], ovl = t_ovl[reps / 2];
+        printf("bench_step --loop: %s, batch %u x %u, %d thread(s), stateHash version %u, load average %.2f %.2f "
+               "%.2f\n", model, B, T, threads, trn_config_state_hash(&init->config), load[0], load[1], load[2]);
         printf("step + hash      %8.3f s per step hashing after it, %.3f s overlapped with the next step "
                "(%d steps, median of %d): overlapped / after = %.3f; same stateHashes: %s\n",
-               t_seq[reps / 2], t_ovl[reps / 2], loop, reps, t_ovl[reps / 2] / t_seq[reps / 2], same ? "yes" : "NO");
+               seq, ovl, loop, reps, ovl / seq, same ? "yes" : "NO");
+        printf("hash share       step alone %.3f s; the hash's share of a step: %.1f%% after it, %.1f%% overlapped\n",
+               none, 100 * (seq - none) / seq, 100 * (ovl - none) / ovl);
         krn_rlog_free(log);
         krn_rlog_free(blas_log);
         bench_step_inputs_free(&in);

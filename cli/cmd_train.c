@@ -13,6 +13,7 @@
 #include "dp/dp.h"
 #include "modelio/import.h"
 #include "trainer/loop.h"
+#include "trainer/rundata.h"
 
 static void train_usage(FILE *f)
 {
@@ -85,6 +86,10 @@ static void train_usage(FILE *f)
             "  --band-rules N       what verifiers demand of the log (default 2: the canonical\n"
             "                       re-execution and rule 3; 1: rule 2, as every run before it;\n"
             "                       docs/numeric-contract.md section 10)\n"
+            "  --state-hash N       how the stateHash covers a tensor (default 3: the root of its\n"
+            "                       tree of 64 KiB leaves, hashed on every thread, a leaf range\n"
+            "                       provable with `ovt state-proof`; 1: one SHA-256 per tensor, as\n"
+            "                       every run before it; docs/formats.md \"State and stateHash\")\n"
             "  --shards S           split each step's batch into S shards (S divides --batch; default\n"
             "                       1): each shard's gradient computed on its own, the exact mean of\n"
             "                       the S of them one site, their hashes in the log; under\n"
@@ -149,6 +154,7 @@ struct train_args {
     uint32_t every;     /* a progress line every N steps (0: none) */
     bool json, print_state;
     bool lr_min_set;    /* --lr-min, or a --config's own */
+    bool state_hash_set; /* --state-hash, or a --config's own */
     double rank_timeout; /* seconds, under mpirun */
 };
 
@@ -171,6 +177,7 @@ static int load_config_file(struct train_args *a, const char *path)
                  : rc.model.kind == TRN_MODEL_RESNET ? "resnet (--config)"
                                                      : "gpt2 (--config)";
     a->lr_min_set = true; /* the config's own lr_min */
+    a->state_hash_set = true;
     return 0;
 }
 
@@ -196,7 +203,7 @@ static int train_defaults(struct train_args *a, int argc, char **argv)
 enum { O_MODEL = 256, O_DATA, O_OUT, O_STEPS, O_BATCH, O_SEQ, O_LR, O_LR_MIN, O_WARMUP, O_WD, O_CLIP, O_SEED,
        O_GRID, O_BACKEND, O_THREADS, O_CKPT, O_RESUME, O_RUN_ID, O_EVERY, O_JSON, O_REPLAY, O_NEAREST,
        O_PRINT_STATE, O_FAULT, O_FAULT_STEP, O_CONFIG, O_SCHEDULE, O_INIT_FROM, O_RANK_TIMEOUT, O_SHARDS,
-       O_FAULT_SHARD, O_FAULT_RANK, O_FAULT_TIMEOUT, O_BAND_RULES, O_FAULT_SITE,
+       O_FAULT_SHARD, O_FAULT_RANK, O_FAULT_TIMEOUT, O_BAND_RULES, O_STATE_HASH, O_FAULT_SITE,
        O_FAULT_ELEMENT, O_AUGMENT_CROP, O_AUGMENT_FLIP, O_NO_AUGMENT_FLIP, O_FORCE };
 
 static const struct option train_longopts[] = {
@@ -217,6 +224,7 @@ static const struct option train_longopts[] = {
     {"fault-step", required_argument, NULL, O_FAULT_STEP}, {"shards", required_argument, NULL, O_SHARDS},
     {"fault-shard", required_argument, NULL, O_FAULT_SHARD}, {"fault-rank", required_argument, NULL, O_FAULT_RANK},
     {"fault-timeout", required_argument, NULL, O_FAULT_TIMEOUT}, {"band-rules", required_argument, NULL, O_BAND_RULES},
+    {"state-hash", required_argument, NULL, O_STATE_HASH},
     {"fault-site", required_argument, NULL, O_FAULT_SITE}, {"fault-element", required_argument, NULL, O_FAULT_ELEMENT},
     {"augment-crop", required_argument, NULL, O_AUGMENT_CROP}, {"augment-flip", no_argument, NULL, O_AUGMENT_FLIP},
     {"no-augment-flip", no_argument, NULL, O_NO_AUGMENT_FLIP}, {"force", no_argument, NULL, O_FORCE},
@@ -252,6 +260,14 @@ static int train_flag(struct train_args *a, int c, const char *flag, const char 
     case O_SEED: return ovt_parse_u64(&rc->seed, flag, v, 0, UINT64_MAX);
     case O_GRID: return ovt_parse_u32(&rc->grid_bits, flag, v, 24, 32);
     case O_BAND_RULES: return ovt_parse_u32(&rc->band_rules, flag, v, TRN_BAND_RULES_V1, TRN_BAND_RULES_CANONICAL);
+    case O_STATE_HASH:
+        a->state_hash_set = true;
+        if (ovt_parse_u32(&rc->state_hash, flag, v, TRN_STATE_HASH_V1, TRN_STATE_HASH_TREE))
+            return OVT_EINVAL;
+        if (rc->state_hash != TRN_STATE_HASH_V1 && rc->state_hash != TRN_STATE_HASH_TREE)
+            return ovt_fail(OVT_EINVAL, "--state-hash %u: 1 (a SHA-256 per tensor) or 3 (a tree per tensor)",
+                            rc->state_hash);
+        return 0;
     case O_SHARDS: return ovt_parse_u32(&rc->shards, flag, v, 1, TRN_MAX_SHARDS);
     case O_AUGMENT_CROP: return ovt_parse_u32(&rc->augment_crop, flag, v, 0, TRN_MAX_AUGMENT_CROP);
     case O_AUGMENT_FLIP: rc->augment_flip = 1; return 0;
@@ -404,6 +420,23 @@ static int train_processes(struct train_args *a, bool *writer)
     return 2;
 }
 
+/* --resume without --state-hash: the run's own stateHash version (a run
+ * made before the tree resumes as v1), read from DIR/config.bin; a missing
+ * or bad file is left for the resume to report. */
+static void inherit_state_hash(trn_run_config *rc, const char *dir)
+{
+    char path[4096];
+    uint8_t *buf;
+    size_t len;
+    trn_run_config there;
+    if (!dir || trn_run_path(path, sizeof path, dir, NULL, 0, "config.bin") ||
+        ovt_read_file(path, &buf, &len, 4096))
+        return;
+    if (trn_config_decode(&there, buf, len) == 0)
+        rc->state_hash = trn_config_state_hash(&there);
+    free(buf);
+}
+
 int cmd_train(int argc, char **argv)
 {
     struct train_args a = {.o = {.model = "gpt2-tiny", .backend = "cpu", .steps = 100, .ckpt_every = 50},
@@ -412,6 +445,8 @@ int cmd_train(int argc, char **argv)
     int rv = train_parse(&a, argc, argv, &help);
     if (rv || help)
         return rv;
+    if (a.o.resume && !a.state_hash_set)
+        inherit_state_hash(&a.o.config, a.o.out);
     if ((rv = train_processes(&a, &writer)))
         return rv;
     a.o.report = (trn_loop_report){.begin = report_begin, .step = report_step,

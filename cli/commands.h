@@ -43,5 +43,6 @@ int cmd_rlog(int argc, char **argv);
 int cmd_devnet(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_state_proof(int argc, char **argv);
 
 #endif

@@ -5,10 +5,12 @@
 #include "kernels/pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "kernels/scratch.h"
 
@@ -26,6 +28,14 @@ struct krn_pool {
     void *arg;
     size_t nchunks;
     atomic_size_t next; /* the next unclaimed chunk */
+    /* krn_pool_background's batch */
+    bool bg_on; /* workers may claim its jobs */
+    int bg_inside; /* workers running one of its jobs */
+    void (*bg_fn)(void *, size_t);
+    void *bg_arg;
+    size_t bg_njobs;
+    atomic_size_t bg_next; /* the next unclaimed job */
+    bool idle_ok;          /* a worker may run its jobs at SCHED_IDLE and come back */
 };
 
 /* The pool whose chunks this thread runs (a worker's own pool, or the one
@@ -43,18 +53,106 @@ static void run_chunks(krn_pool *pool, void (*fn)(void *, size_t), void *arg, si
     }
 }
 
+static bool background_ready(krn_pool *pool)
+{
+    return pool->bg_on && atomic_load_explicit(&pool->bg_next, memory_order_relaxed) < pool->bg_njobs;
+}
+
+/* One background job, taken with the mutex held (released while it runs). */
+static void background_job(krn_pool *pool)
+{
+    size_t j = atomic_fetch_add_explicit(&pool->bg_next, 1, memory_order_relaxed);
+    if (j >= pool->bg_njobs)
+        return;
+    pool->bg_inside++;
+    void (*fn)(void *, size_t) = pool->bg_fn;
+    void *arg = pool->bg_arg;
+    pthread_mutex_unlock(&pool->mu);
+    fn(arg, j);
+    pthread_mutex_lock(&pool->mu);
+    if (--pool->bg_inside == 0)
+        pthread_cond_broadcast(&pool->settled);
+}
+
+/* How long a worker that has run a loop waits for the next one before it
+ * takes background jobs: a step's loops follow each other within
+ * microseconds, and a worker busy with a job when one starts leaves its
+ * chunks to the others; a longer gap is a serial part of the step, which
+ * the jobs fill. */
+#define BACKGROUND_AFTER_NS 200000
+
+/* Waits, mutex held, until a loop starts or (false) the worker has seen
+ * none for BACKGROUND_AFTER_NS. */
+static bool loop_soon(krn_pool *pool, uint64_t seen)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += BACKGROUND_AFTER_NS;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    while (!pool->stop && pool->generation == seen)
+        if (pthread_cond_timedwait(&pool->wake, &pool->mu, &until) != 0)
+            break;
+    return pool->stop || pool->generation != seen;
+}
+
+/* Linux: the calling thread alone at SCHED_IDLE (it runs only on CPU time
+ * nothing else wants, the step's threads and other processes included) or
+ * back at SCHED_OTHER. */
+static bool set_idle(bool idle)
+{
+    const struct sched_param none = {.sched_priority = 0};
+    return pthread_setschedparam(pthread_self(), idle ? SCHED_IDLE : SCHED_OTHER, &none) == 0;
+}
+
+/* Whether a thread may go to SCHED_IDLE and come back (an unprivileged
+ * thread may be refused the way back under a low RLIMIT_NICE): tried on a
+ * thread of its own, which then ends. */
+static void *idle_probe(void *out)
+{
+    *(bool *)out = set_idle(true) && set_idle(false);
+    return NULL;
+}
+
+static bool idle_allowed(void)
+{
+    pthread_t t;
+    bool ok = false;
+    if (pthread_create(&t, NULL, idle_probe, &ok) != 0)
+        return false;
+    pthread_join(t, NULL);
+    return ok;
+}
+
 static void *worker(void *p)
 {
     krn_pool *pool = p;
     uint64_t seen = 0;
+    bool after_loop = false; /* the last thing this worker ran was a loop's chunks */
+    bool idle = false;       /* this thread is at SCHED_IDLE (background jobs) */
     running = pool;
     pthread_mutex_lock(&pool->mu);
     for (;;) {
-        while (!pool->stop && pool->generation == seen)
+        while (!pool->stop && pool->generation == seen && !background_ready(pool))
             pthread_cond_wait(&pool->wake, &pool->mu);
         if (pool->stop)
             break;
+        if (pool->generation == seen && after_loop && loop_soon(pool, seen))
+            continue;
+        after_loop = false;
+        if (pool->generation == seen) { /* no new loop: a background job */
+            if (pool->idle_ok && !idle)
+                idle = set_idle(true);
+            if (background_ready(pool))
+                background_job(pool);
+            continue;
+        }
+        if (idle)
+            idle = !set_idle(false); /* a loop's chunks at normal priority */
         seen = pool->generation;
+        after_loop = true;
         if (!pool->open)
             continue; /* woke too late: the loop is finished or finishing */
         pool->inside++;
@@ -65,7 +163,7 @@ static void *worker(void *p)
         run_chunks(pool, fn, arg, nchunks);
         pthread_mutex_lock(&pool->mu);
         if (--pool->inside == 0)
-            pthread_cond_signal(&pool->settled);
+            pthread_cond_broadcast(&pool->settled);
     }
     pthread_mutex_unlock(&pool->mu);
     krn_scratch_release(); /* the buffers the loops grew on this thread (scratch.h) */
@@ -84,7 +182,9 @@ int krn_pool_new(krn_pool **out, int threads)
     pthread_cond_init(&pool->wake, NULL);
     pthread_cond_init(&pool->settled, NULL);
     atomic_init(&pool->next, 0);
+    atomic_init(&pool->bg_next, 0);
     if (threads > 1) {
+        pool->idle_ok = idle_allowed();
         pool->threads = calloc((size_t)threads - 1, sizeof *pool->threads);
         if (pool->threads == NULL) {
             krn_pool_free(pool);
@@ -107,6 +207,7 @@ void krn_pool_free(krn_pool *pool)
 {
     if (pool == NULL)
         return;
+    krn_pool_background_wait(pool);
     pthread_mutex_lock(&pool->mu);
     pool->stop = true;
     pthread_cond_broadcast(&pool->wake);
@@ -148,6 +249,47 @@ void krn_pool_run(krn_pool *pool, size_t nchunks, void (*fn)(void *arg, size_t c
     pthread_mutex_lock(&pool->mu);
     pool->open = false;
     while (pool->inside > 0)
+        pthread_cond_wait(&pool->settled, &pool->mu);
+    pthread_mutex_unlock(&pool->mu);
+}
+
+void krn_pool_background(krn_pool *pool, size_t njobs, void (*fn)(void *arg, size_t job), void *arg)
+{
+    krn_pool_background_wait(pool);
+    pthread_mutex_lock(&pool->mu);
+    pool->bg_fn = fn;
+    pool->bg_arg = arg;
+    pool->bg_njobs = njobs;
+    atomic_store_explicit(&pool->bg_next, 0, memory_order_relaxed);
+    pool->bg_on = true;
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->mu);
+}
+
+/* A chunk of the final loop: background jobs until none is left. */
+static void background_drain(void *p, size_t chunk)
+{
+    (void)chunk;
+    krn_pool *pool = p;
+    for (;;) {
+        size_t j = atomic_fetch_add_explicit(&pool->bg_next, 1, memory_order_relaxed);
+        if (j >= pool->bg_njobs)
+            return;
+        pool->bg_fn(pool->bg_arg, j);
+    }
+}
+
+void krn_pool_background_wait(krn_pool *pool)
+{
+    pthread_mutex_lock(&pool->mu);
+    bool on = pool->bg_on;
+    pool->bg_on = false; /* workers claim no more; the loop below takes the rest */
+    pthread_mutex_unlock(&pool->mu);
+    if (!on)
+        return;
+    krn_pool_run(pool, (size_t)pool->nworkers + 1, background_drain, pool);
+    pthread_mutex_lock(&pool->mu);
+    while (pool->bg_inside > 0)
         pthread_cond_wait(&pool->settled, &pool->mu);
     pthread_mutex_unlock(&pool->mu);
 }

@@ -31,4 +31,19 @@ void krn_pool_free(krn_pool *pool);
  * function are all the pool holds. */
 void krn_pool_run(krn_pool *pool, size_t nchunks, void (*fn)(void *arg, size_t chunk), void *arg);
 
+/* Background jobs: fn(arg, j) for every j in [0, njobs), run by workers
+ * while they have no loop to run (a step's serial parts: a worker that has
+ * just run a loop first waits 0.2 ms for the next), one job at a time, so
+ * a loop that starts waits for at most one job of a worker (which joins
+ * it after, if it is still open). On Linux a worker runs its jobs at
+ * SCHED_IDLE (CPU time nothing else wants, other processes' included) and
+ * a loop's chunks at normal priority, where the system lets a thread come
+ * back from SCHED_IDLE (tried once per pool). The owner
+ * thread runs none of them until krn_pool_background_wait, which runs the
+ * jobs no worker took as a loop on every thread and returns once all have
+ * returned. One background batch at a time; a new one waits for the last.
+ * The caller keeps fn's inputs unchanged until the wait. */
+void krn_pool_background(krn_pool *pool, size_t njobs, void (*fn)(void *arg, size_t job), void *arg);
+void krn_pool_background_wait(krn_pool *pool);
+
 #endif

@@ -244,6 +244,18 @@ int krn_site_parts_end(krn_site_parts *parts) OVT_MUST_USE;
  * result to i's own place. OVT_ENOMEM if the pool cannot be made. */
 int krn_ctx_parallel(krn_ctx *ctx, size_t n, void (*fn)(void *arg, size_t i), void *arg) OVT_MUST_USE;
 
+/* Work beside the step (the stateHash of the state before it): fn(arg, j)
+ * for every j in [0, n) on the ctx's worker threads while they have no
+ * loop of the step to run, one job at a time (kernels/pool.h,
+ * krn_pool_background), so the step waits for at most one job. Returns 1
+ * when started, 0 when the ctx has no worker (one thread: nothing is
+ * started, the caller runs the jobs itself), OVT_ENOMEM. Until
+ * krn_ctx_background_wait, which runs what is left on all the ctx's
+ * threads and returns when every job has, fn's inputs must not change. One
+ * batch at a time; from the ctx's owner thread only. */
+int krn_ctx_background(krn_ctx *ctx, size_t n, void (*fn)(void *arg, size_t j), void *arg) OVT_MUST_USE;
+void krn_ctx_background_wait(krn_ctx *ctx);
+
 /* Per-site counts of a step (`ovt rlog RUNDIR --step K --sites`), off by
  * default. Counted on the slow path, where an element's own distance d to
  * the nearest midpoint is known: every element with tau > 0 and d <= tau

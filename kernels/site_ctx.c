@@ -206,6 +206,24 @@ int krn_ctx_parallel(krn_ctx *ctx, size_t n, void (*fn)(void *arg, size_t i), vo
     return 0;
 }
 
+int krn_ctx_background(krn_ctx *ctx, size_t n, void (*fn)(void *arg, size_t j), void *arg)
+{
+    krn_pool *pool = NULL;
+    int rc = krn_ctx_pool(ctx, &pool);
+    if (rc < 0)
+        return rc;
+    if (pool == NULL)
+        return 0;
+    krn_pool_background(pool, n, fn, arg);
+    return 1;
+}
+
+void krn_ctx_background_wait(krn_ctx *ctx)
+{
+    if (ctx->threads.pool != NULL)
+        krn_pool_background_wait(ctx->threads.pool);
+}
+
 int krn_site_enter(krn_ctx *ctx, const char *name)
 {
     if (!ctx->step.open)

@@ -360,7 +360,7 @@ static int check_state(party_model_report *r, const trn_st_file *f, const trn_ru
         return ovt_fail(OVT_ENOMEM, "out of memory for %zu parameters", l.nparams);
     rv = trn_export_import(params, &l, f, 0, path);
     for (size_t k = 0; !rv && k < l.count; k++)
-        ovt_sha256(&d[k], params + l.t[k].offset, l.t[k].size * sizeof(float));
+        rv = trn_state_tensor_digest(&d[k], trn_config_state_hash(rc), params + l.t[k].offset, l.t[k].size);
     free(params);
     if (!rv)
         rv = check_param_digests(d, f, &l);
@@ -369,7 +369,7 @@ static int check_state(party_model_report *r, const trn_st_file *f, const trn_ru
         rv = meta_hash(&stated, f, "ovt.state_hash");
     if (rv)
         return rv;
-    trn_state_hash_combine(&r->state_hash, ch, r->step, l.count, d);
+    trn_state_hash_combine(&r->state_hash, trn_config_state_hash(rc), ch, r->step, l.count, d);
     r->tensors = f->ntensors;
     r->nparams = l.nparams;
     if (memcmp(r->state_hash.b, stated.b, 32) != 0)

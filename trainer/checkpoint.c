@@ -2,6 +2,7 @@
 #include "trainer/checkpoint.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,8 +13,9 @@
 #include "kernels/grid.h"
 
 /* Checkpoint layout; every offset below is fixed by docs/formats.md. The
- * run config's encoding is 168, 204, 208 or 236 bytes (versions 1 to 4), stated
- * at offset 12; the fields after it move with it. */
+ * run config's encoding is 168, 204, 208, 236 or 260 bytes (versions 1 to 5),
+ * 4 more with a tree stateHash, stated at offset 12; the fields after it move
+ * with it. */
 static const uint8_t ckpt_magic[8] = {'O', 'V', 'T', 'C', 'K', 'P', 'T', 0};
 #define CKPT_VERSION 1u
 
@@ -115,11 +117,16 @@ static int ckpt_head_parse(ckpt_head *h, const uint8_t *buf, size_t len)
         return ovt_fail(OVT_EFORMAT, "checkpoint version %u is not supported (expected %u)", version,
                         CKPT_VERSION);
     size_t cfg_len = ovt_get_le32(buf + 12);
-    if (cfg_len != TRN_CONFIG_ENC_V1_LEN && cfg_len != TRN_CONFIG_ENC_V2_LEN && cfg_len != TRN_CONFIG_ENC_V3_LEN &&
-        cfg_len != TRN_CONFIG_ENC_V4_LEN && cfg_len != TRN_CONFIG_ENC_V5_LEN)
-        return ovt_fail(OVT_EFORMAT, "checkpoint states a run config of %zu bytes, expected %d, %d, %d, %d or %d",
+    static const size_t cfg_lens[5] = {TRN_CONFIG_ENC_V1_LEN, TRN_CONFIG_ENC_V2_LEN, TRN_CONFIG_ENC_V3_LEN,
+                                       TRN_CONFIG_ENC_V4_LEN, TRN_CONFIG_ENC_V5_LEN};
+    bool known = false; /* a version's length, or that and the tree stateHash's field */
+    for (int k = 0; k < 5; k++)
+        known |= cfg_len == cfg_lens[k] || cfg_len == cfg_lens[k] + TRN_CONFIG_ENC_TAIL;
+    if (!known)
+        return ovt_fail(OVT_EFORMAT, "checkpoint states a run config of %zu bytes, expected %d, %d, %d, %d or %d "
+                                     "(each %d more with a tree stateHash)",
                         cfg_len, TRN_CONFIG_ENC_V1_LEN, TRN_CONFIG_ENC_V2_LEN, TRN_CONFIG_ENC_V3_LEN,
-                        TRN_CONFIG_ENC_V4_LEN, TRN_CONFIG_ENC_V5_LEN);
+                        TRN_CONFIG_ENC_V4_LEN, TRN_CONFIG_ENC_V5_LEN, TRN_CONFIG_ENC_TAIL);
     size_t fixed = ckpt_fixed(cfg_len);
     if (len < fixed + 32)
         return ovt_fail(OVT_EFORMAT, "checkpoint is truncated: %zu bytes, shorter than its header", len);

@@ -246,6 +246,9 @@ int trn_config_check(const trn_run_config *rc)
         return ovt_fail(OVT_EINVAL, "sequence length %u out of range 1..%u", rc->seq_len, rc->model.max_seq);
     if (rc->model.kind == TRN_MODEL_MLP && rc->seq_len)
         return ovt_fail(OVT_EINVAL, "the MLP takes no sequence length");
+    if (rc->state_hash != 0 && rc->state_hash != TRN_STATE_HASH_V1 && rc->state_hash != TRN_STATE_HASH_TREE)
+        return ovt_fail(OVT_EINVAL, "stateHash version %u is not supported (this build knows %u and %u)",
+                        rc->state_hash, TRN_STATE_HASH_V1, TRN_STATE_HASH_TREE);
     uint32_t S = trn_config_shards(rc);
     if (S > TRN_MAX_SHARDS || rc->batch_size % S != 0)
         return ovt_fail(OVT_EINVAL, "%u shards: the shard count must divide the batch size (%u) and be at most %u",
@@ -261,6 +264,11 @@ int trn_config_rule(const trn_run_config *rc)
 uint32_t trn_config_shards(const trn_run_config *rc)
 {
     return rc->shards ? rc->shards : 1;
+}
+
+uint32_t trn_config_state_hash(const trn_run_config *rc)
+{
+    return rc->state_hash ? rc->state_hash : TRN_STATE_HASH_V1;
 }
 
 void trn_config_default(trn_run_config *out, const trn_model_config *m)
@@ -280,6 +288,7 @@ void trn_config_default(trn_run_config *out, const trn_model_config *m)
     out->grid_bits = 32;
     out->band_rules = TRN_BAND_RULES_CANONICAL;
     out->shards = 1;
+    out->state_hash = TRN_STATE_HASH_TREE;
 }
 
 static uint64_t f64_bits(double x)
@@ -314,8 +323,9 @@ static uint32_t enc_version(const trn_run_config *rc)
     return rc->schedule != TRN_SCHEDULE_LINEAR || trn_config_has_init(rc) ? 2 : 1;
 }
 
-/* The encoding, field by field (docs/formats.md mirrors this table). */
-size_t trn_config_encode(uint8_t out[TRN_CONFIG_ENC_MAX], const trn_run_config *rc)
+/* The encoding of everything but the stateHash version, field by field
+ * (docs/formats.md mirrors this table). */
+static size_t encode_body(uint8_t out[TRN_CONFIG_ENC_MAX], const trn_run_config *rc)
 {
     const trn_model_config *m = &rc->model;
     uint32_t version = enc_version(rc);
@@ -364,6 +374,15 @@ size_t trn_config_encode(uint8_t out[TRN_CONFIG_ENC_MAX], const trn_run_config *
     return TRN_CONFIG_ENC_V4_LEN;
 }
 
+size_t trn_config_encode(uint8_t out[TRN_CONFIG_ENC_MAX], const trn_run_config *rc)
+{
+    size_t len = encode_body(out, rc);
+    if (trn_config_state_hash(rc) == TRN_STATE_HASH_V1)
+        return len;
+    ovt_put_le32(out + len, trn_config_state_hash(rc));
+    return len + TRN_CONFIG_ENC_TAIL;
+}
+
 int trn_config_decode(trn_run_config *out, const uint8_t *buf, size_t len)
 {
     memset(out, 0, sizeof *out);
@@ -377,10 +396,16 @@ int trn_config_decode(trn_run_config *out, const uint8_t *buf, size_t len)
     static const size_t lens[6] = {0, TRN_CONFIG_ENC_V1_LEN, TRN_CONFIG_ENC_V2_LEN, TRN_CONFIG_ENC_V3_LEN,
                                    TRN_CONFIG_ENC_V4_LEN, TRN_CONFIG_ENC_V5_LEN};
     size_t want = lens[version];
-    if (len != want)
-        return ovt_fail(OVT_EFORMAT, "run config version %u is %zu bytes, expected %zu", version, len, want);
+    if (len != want && len != want + TRN_CONFIG_ENC_TAIL)
+        return ovt_fail(OVT_EFORMAT, "run config version %u is %zu bytes, expected %zu (or %zu with a stateHash "
+                                     "version)", version, len, want, want + TRN_CONFIG_ENC_TAIL);
     trn_run_config rc;
     memset(&rc, 0, sizeof rc);
+    rc.state_hash = len == want ? TRN_STATE_HASH_V1 : ovt_get_le32(buf + want);
+    if (len > want && rc.state_hash != TRN_STATE_HASH_TREE)
+        return ovt_fail(OVT_EFORMAT, "run config stateHash version %u is not canonical or not supported (the "
+                                     "trailing field holds %u; version %u has none)", rc.state_hash,
+                        TRN_STATE_HASH_TREE, TRN_STATE_HASH_V1);
     trn_model_config *m = &rc.model;
     uint32_t *model_fields[8] = {NULL, &m->n_layer, &m->width, &m->n_head, &m->vocab, &m->max_seq,
                                  &m->in_dim, &m->n_class};
@@ -503,7 +528,8 @@ int trn_config_diff(char *out, size_t cap, const trn_run_config *there, const tr
                 {"--head-shift", there->head_shift, here->head_shift},
                 {"--shards", trn_config_shards(there), trn_config_shards(here)},
                 {"--augment-crop", there->augment_crop, here->augment_crop},
-                {"--augment-flip", there->augment_flip, here->augment_flip}};
+                {"--augment-flip", there->augment_flip, here->augment_flip},
+                {"--state-hash", trn_config_state_hash(there), trn_config_state_hash(here)}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if (ints[i].a != ints[i].b)
             diff_add(out, cap, &n, "%s: %llu there, %llu here", ints[i].flag, (unsigned long long)ints[i].a,

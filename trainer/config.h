@@ -128,7 +128,19 @@ typedef struct {
      * (seed, step, KRN_RNG_AUGMENT, per-sample counters). */
     uint32_t augment_crop;
     uint32_t augment_flip;
+    /* How the stateHash covers a tensor (trainer/state_hash.h,
+     * docs/formats.md "State and stateHash"): TRN_STATE_HASH_V1 (0 reads as
+     * it), one SHA-256 over the tensor's bytes, every run made before
+     * issue 40; TRN_STATE_HASH_TREE, the root of its tensor tree
+     * (common/tree.h), the default of new runs. */
+    uint32_t state_hash;
 } trn_run_config;
+
+#define TRN_STATE_HASH_V1 1u
+#define TRN_STATE_HASH_TREE 3u
+
+/* rc->state_hash, with 0 read as TRN_STATE_HASH_V1. */
+uint32_t trn_config_state_hash(const trn_run_config *rc);
 
 #define TRN_MAX_AUGMENT_CROP 8u
 
@@ -167,7 +179,8 @@ int trn_model_check(const trn_model_config *m) OVT_MUST_USE;
 int trn_config_check(const trn_run_config *rc) OVT_MUST_USE;
 
 /* A run config with AdamW defaults (lr 1e-3, betas 0.9/0.999, eps 1e-8,
- * weight decay 0, clip 1.0), b = 32, band rules 2 (canonical), for model m. */
+ * weight decay 0, clip 1.0), b = 32, band rules 2 (canonical), the tree
+ * stateHash (TRN_STATE_HASH_TREE), for model m. */
 void trn_config_default(trn_run_config *out, const trn_model_config *m);
 
 /* Canonical encoding, little-endian, fixed order (docs/formats.md): version
@@ -181,13 +194,19 @@ void trn_config_default(trn_run_config *out, const trn_model_config *m);
  * (260 bytes: version 3's fields, then in_ch, in_hw, block, stages[4],
  * bn_eps, bn_momentum, augment_crop and augment_flip) for every ResNet and
  * only for it.
+ * A tree stateHash (TRN_STATE_HASH_TREE) adds one trailing u32, its value
+ * 3, to whichever version the rest needs (TRN_CONFIG_ENC_TAIL more
+ * bytes); a v1 stateHash adds nothing, so every run made before the tree
+ * keeps its encoding, configHash and stateHashes, and no config has two
+ * encodings.
  * Returns the length written. */
 #define TRN_CONFIG_ENC_V1_LEN 168
 #define TRN_CONFIG_ENC_V2_LEN 204
 #define TRN_CONFIG_ENC_V3_LEN 208
 #define TRN_CONFIG_ENC_V4_LEN 236
 #define TRN_CONFIG_ENC_V5_LEN 260
-#define TRN_CONFIG_ENC_MAX TRN_CONFIG_ENC_V5_LEN
+#define TRN_CONFIG_ENC_TAIL 4
+#define TRN_CONFIG_ENC_MAX (TRN_CONFIG_ENC_V5_LEN + TRN_CONFIG_ENC_TAIL)
 size_t trn_config_encode(uint8_t out[TRN_CONFIG_ENC_MAX], const trn_run_config *rc);
 
 /* Names what differs between two configs, as the `ovt train` flags that

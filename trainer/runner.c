@@ -116,7 +116,18 @@ trn_state *trn_runner_release(trn_runner *r)
 {
     trn_state *st = r->st;
     r->st = NULL;
+    if (st)
+        trn_state_hash_threads(st, NULL); /* the runner's ctx stays with the runner */
     return st;
+}
+
+/* The runner's state with the ctx's threads lent to its stateHash
+ * (trainer/state_hash.h); the runner frees the state before the ctx. */
+static trn_state *hashed_on_ctx(trn_runner *r)
+{
+    if (r->st->hash_ctx != r->ctx)
+        trn_state_hash_threads(r->st, r->ctx);
+    return r->st;
 }
 
 int trn_runner_copy_state(trn_runner *r, const trn_state *src)
@@ -160,7 +171,7 @@ int trn_runner_save_checkpoint(const trn_runner *r, const char *path)
 
 int trn_runner_hash_begin(trn_runner *r)
 {
-    return trn_state_hash_begin(r->st);
+    return trn_state_hash_begin(hashed_on_ctx(r));
 }
 
 bool trn_runner_hash_end(trn_runner *r, ovt_hash *out, uint64_t *step)
@@ -247,7 +258,7 @@ int trn_runner_step(trn_runner *r, trn_runner_result *out)
     rv = step_on(r, &b, i, out);
     trn_step_batch_free(&b);
     if (!rv && !r->o.hash_later)
-        trn_state_hash(&out->state_hash, r->st);
+        trn_state_hash(&out->state_hash, hashed_on_ctx(r));
     return rv;
 }
 

@@ -1,7 +1,8 @@
 /* The kernels' thread pool: every chunk runs exactly once per loop, for any
  * chunk count and thread count, over many loops in a row (late workers must
  * never run a chunk of a loop that has ended); results written by workers
- * are visible to the caller when krn_pool_run returns. */
+ * are visible to the caller when krn_pool_run returns; background jobs run
+ * once each, beside loops or at the wait. */
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -66,6 +67,44 @@ static void test_nested(int threads)
     krn_pool_free(pool);
 }
 
+/* Background jobs (krn_pool_background) beside loops: every job runs
+ * exactly once whether workers took it between loops or the wait ran it,
+ * with its result visible after the wait; a batch with no wait runs before
+ * the next batch starts and before the pool is freed. */
+static void test_background(int threads)
+{
+    krn_pool *pool;
+    CHECK(krn_pool_new(&pool, threads) == 0);
+    size_t bad = 0;
+    for (int round = 0; round < 40; round++) {
+        size_t n = (size_t)(round * 37 % 300);
+        loop_arg bg = {.nchunks = n, .runs = calloc(n + 1, sizeof(atomic_int)), .result = calloc(n + 1, 8)};
+        krn_pool_background(pool, n, chunk_fn, &bg);
+        for (int loop = 0; loop < round % 4; loop++) {
+            loop_arg a = {.nchunks = 17, .runs = calloc(17, sizeof(atomic_int)), .result = calloc(17, 8)};
+            krn_pool_run(pool, 17, chunk_fn, &a);
+            for (size_t c = 0; c < 17; c++)
+                bad += atomic_load(&a.runs[c]) != 1;
+            free(a.runs);
+            free(a.result);
+        }
+        krn_pool_background_wait(pool);
+        for (size_t c = 0; c < n; c++)
+            bad += atomic_load(&bg.runs[c]) != 1 || bg.result[c] == 0;
+        krn_pool_background_wait(pool); /* a second wait: nothing to do */
+        free(bg.runs);
+        free(bg.result);
+    }
+    loop_arg last = {.nchunks = 50, .runs = calloc(50, sizeof(atomic_int)), .result = calloc(50, 8)};
+    krn_pool_background(pool, 50, chunk_fn, &last);
+    krn_pool_free(pool); /* waits for the batch */
+    for (size_t c = 0; c < 50; c++)
+        bad += atomic_load(&last.runs[c]) != 1;
+    free(last.runs);
+    free(last.result);
+    CHECK_MSG(bad == 0, "threads %d: %zu background jobs or loop chunks ran other than once", threads, bad);
+}
+
 int main(void)
 {
     CHECK(ovt_cpu_count() >= 1);
@@ -95,6 +134,7 @@ int main(void)
                   "%zu results missing", threads, bad_runs, bad_results);
         krn_pool_free(pool);
         test_nested(threads);
+        test_background(threads);
     }
     return check_done();
 }

@@ -48,7 +48,7 @@ def run_config(meta):
     if enc[:8] != b"OVTRCFG\0":
         fail("ovt.config has a wrong magic")
     version, kind, n_layer, width, n_head, vocab, max_seq = struct.unpack_from("<7I", enc, 8)
-    if version != 4 or kind != 3 or len(enc) != 236:
+    if version != 4 or kind != 3 or len(enc) not in (236, 240):  # 240: the tree stateHash's field
         fail("ovt.config is version %d of kind %d (%d bytes), not a Llama's version 4" % (version, kind, len(enc)))
     n_kv_head, hidden, tied = struct.unpack_from("<3I", enc, 208)
     (theta,) = struct.unpack_from("<d", enc, 220)

@@ -229,8 +229,10 @@ static void check_step_forged(const char *model, const char *receipt, const char
         }
     CHECK(ovt_hex_decode_alloc(&enc, &len, cfg) == 0);
     ovt_sha256(&ch, enc, len);
+    trn_run_config rc;
+    CHECK(trn_config_decode(&rc, enc, len) == 0);
     uint64_t k = strtoull(step, NULL, 10) - 1;
-    trn_state_hash_combine(&sh, &ch, k, n, d);
+    trn_state_hash_combine(&sh, trn_config_state_hash(&rc), &ch, k, n, d);
     char other[24], shx[67];
     snprintf(other, sizeof other, "%llu", (unsigned long long)k);
     chain_hash_hex(shx, &sh);

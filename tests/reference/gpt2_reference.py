@@ -156,8 +156,8 @@ def decode_config(enc):
         c["stages"] = list(struct.unpack_from("<4I", enc, 220))
         c["bn_eps"], c["bn_momentum"] = struct.unpack_from("<2d", enc, 236)
         c["augment_crop"], c["augment_flip"] = struct.unpack_from("<2I", enc, 252)
-        if len(enc) != 260:
-            fail("the metadata's run config is version 5 of %d bytes, not 260" % len(enc))
+        if len(enc) not in (260, 264):  # 264: the tree stateHash's trailing field
+            fail("the metadata's run config is version 5 of %d bytes, not 260 or 264" % len(enc))
     return c
 
 

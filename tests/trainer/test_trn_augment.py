@@ -12,7 +12,7 @@ augmentation"), through tests/reference/resnet_reference.py's batch_of, and
 its batchHash (docs/formats.md, "Batches and batchHash") must be the one
 ovt wrote into steps.bin; the batch without augmentation must not be.
 Then:
-  - config.bin is run config version 5 of 260 bytes with the crop at 252 and
+  - config.bin is run config version 5 of 260 bytes (and 4 of the tree stateHash) with the crop at 252 and
     the flip at 256, its SHA-256 the configHash of steps.bin and run.json;
   - the same run in 1 shard and in 2 draws the same batches (the whole batch
     is augmented before the split), another crop draws other batches and
@@ -105,7 +105,8 @@ def main():
     expect(all(hashes[i] != plain[i] for i in range(STEPS)), "and no step's batch is the unaugmented one")
 
     enc = open(os.path.join(run, "config.bin"), "rb").read()
-    expect(len(enc) == 260 and struct.unpack_from("<I", enc, 8)[0] == 5, "config.bin is version 5, 260 bytes")
+    expect(len(enc) == 264 and struct.unpack_from("<I", enc, 8)[0] == 5 and struct.unpack_from("<I", enc, 260)[0] == 3,
+       "config.bin is version 5, 260 bytes and the tree stateHash's field")
     expect(struct.unpack_from("<II", enc, 252) == (3, 1), "the crop at 252 and the flip at 256")
     summary = json.load(open(os.path.join(run, "run.json")))
     expect(hashlib.sha256(enc).hexdigest() == cfg_hash == summary["config_hash"],

@@ -17,6 +17,77 @@
 #include "support/cli_fixture.h"
 #include "trn_helpers.h"
 
+/* The same run with the tree stateHash (the default, on 2 threads: the
+ * leaves hashed in the pool's background): every stateHash differs from
+ * the v1 run's; the final checkpoint's stateHash rebuilt from the file by
+ * the Python reference (hashlib alone) is the one steps.bin holds; a proof
+ * of a leaf range of fcw (two leaves) checks in C and in Python, and fails
+ * once one leaf hash has a bit changed. */
+static int run_cmd_output(const char *cmd)
+{
+    char full[2048];
+    snprintf(full, sizeof full, "%s > %s/out.txt 2>&1", cmd, dir);
+    int st = system(full);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void check_tree_run(const char *tok)
+{
+    CHECK(run_ovt("train --data %s --out %s/tree-gpt2 --steps 3 --batch 4 --seq 16 --every 0 --threads 2", tok,
+                  dir) == 0);
+    char sp[512], cmd[1536];
+    trn_step_table v1 = {0}, tree = {0};
+    snprintf(sp, sizeof sp, "%s/pin-gpt2-r2/steps.bin", dir);
+    CHECK(trn_step_table_read(&v1, sp) == 0);
+    snprintf(sp, sizeof sp, "%s/tree-gpt2/steps.bin", dir);
+    CHECK(trn_step_table_read(&tree, sp) == 0);
+    CHECK(v1.count == 4 && tree.count == 4);
+    for (size_t i = 0; i < 4 && i < v1.count && i < tree.count; i++) {
+        CHECK(memcmp(v1.steps[i].state_hash.b, tree.steps[i].state_hash.b, 32) != 0);
+        CHECK_MEM(v1.steps[i].log_hash.b, tree.steps[i].log_hash.b, 32); /* the same training */
+    }
+    char want[65] = "";
+    if (tree.count == 4)
+        ovt_hex_encode(want, tree.steps[3].state_hash.b, 32);
+    const char *src = getenv("OVT_SOURCE_DIR");
+    snprintf(cmd, sizeof cmd, "python3 %s/tests/trainer/ref_hashes.py --checkpoint %s/tree-gpt2/ckpt/step-00000003.ckpt",
+             src ? src : ".", dir);
+    CHECK(run_cmd_output(cmd) == 0);
+    CHECK_MSG(output_has(want), "the Python reference's stateHash of the tree checkpoint is not steps.bin's %s", want);
+
+    char proof[512];
+    snprintf(proof, sizeof proof, "%s/fcw.proof.json", dir);
+    CHECK(run_ovt("state-proof %s/tree-gpt2 --step 3 --tensor fcw --leaves 1 --out %s", dir, proof) == 0);
+    CHECK(output_has("steps.bin holds it"));
+    CHECK(run_ovt("state-proof --verify %s --state-hash %s", proof, want) == 0);
+    snprintf(cmd, sizeof cmd, "python3 %s/tests/trainer/ref_hashes.py --proof %s", src ? src : ".", proof);
+    CHECK(run_cmd_output(cmd) == 0 && output_has(want));
+    CHECK(run_ovt("state-proof %s/tree-gpt2 --step 3 --tensor fcw --leaves 2", dir) == 1); /* fcw has 2 leaves */
+    CHECK(run_ovt("state-proof %s/pin-gpt2 --step 3 --tensor fcw --leaves 0", dir) == 1);  /* a v1 run */
+    CHECK(output_has("only the tree"));
+    /* a v1 run resumes as v1 without --state-hash (the run's own config.bin) */
+    CHECK(run_ovt("train --data %s --out %s/pin-gpt2 --steps 3 --batch 4 --seq 16 --every 0 --threads 1 "
+                  "--band-rules 1 --resume", tok, dir) == 0);
+
+    /* one bit of the leaf hash changed: C and Python refuse the proof */
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    CHECK(ovt_read_file(proof, &buf, &len, 1 << 20) == 0);
+    char *leaf = buf ? strstr((char *)buf, "\"leaves\"") : NULL;
+    char *hex = leaf ? strchr(leaf + 8, '"') : NULL; /* the first leaf's opening quote */
+    CHECK(hex != NULL);
+    if (hex) {
+        hex[1] = hex[1] == '0' ? '1' : '0';
+        CHECK(ovt_write_atomic(proof, buf, len, 0644) == 0);
+        CHECK(run_ovt("state-proof --verify %s", proof) == 1);
+        CHECK(output_has("do not climb"));
+        CHECK(run_cmd_output(cmd) != 0);
+    }
+    free(buf);
+    trn_step_table_free(&v1);
+    trn_step_table_free(&tree);
+}
+
 static const char *train_flags = "--model gpt2-tiny --steps 8 --batch 2 --seq 16 --lr 0.003 --every 0";
 
 static void replay_run_dir(const char *run, const char *data)
@@ -209,11 +280,13 @@ int main(void)
             fclose(pf);
         CHECK(run_ovt("data text %s --out %s", pin, tok) == 0);
         CHECK(run_ovt("data mlp --seed 1 --samples 256 --out %s", mlp) == 0);
-        /* band rules 1: the pins predate band rules 2, which changes configHash and so every stateHash */
+        /* band rules 1 and the v1 stateHash: the pins predate band rules 2
+         * and the tree, each of which changes configHash and so every
+         * stateHash */
         CHECK(run_ovt("train --data %s --out %s/pin-gpt2 --steps 3 --batch 4 --seq 16 --every 0 --threads 1 "
-                      "--band-rules 1", tok, dir) == 0);
+                      "--band-rules 1 --state-hash 1", tok, dir) == 0);
         CHECK(run_ovt("train --model mlp-demo --data %s --out %s/pin-mlp --steps 3 --batch 16 --every 0 "
-                      "--band-rules 1", mlp, dir) == 0);
+                      "--band-rules 1 --state-hash 1", mlp, dir) == 0);
         const char *runs[2] = {"pin-gpt2", "pin-mlp"};
         const char *want[2] = {"91d2ea5f7503564915f77574c6938c849cb7b1ab5e7500632a898b7f0e65a9ca",
                                "a7beabe2799a09771181e27e487756cb2b07b08e07b34b7dfeebbc5f76c43ecb"};
@@ -233,8 +306,8 @@ int main(void)
          * trainer's arithmetic: the same run's final checkpoint differs from
          * the pinned one in the band rules field of its config (one byte) and
          * in the checksum after it, and its logs are the same bytes. */
-        CHECK(run_ovt("train --data %s --out %s/pin-gpt2-r2 --steps 3 --batch 4 --seq 16 --every 0 --threads 1", tok,
-                      dir) == 0);
+        CHECK(run_ovt("train --data %s --out %s/pin-gpt2-r2 --steps 3 --batch 4 --seq 16 --every 0 --threads 1 "
+                      "--state-hash 1", tok, dir) == 0);
         uint8_t *c1 = NULL, *c2 = NULL;
         size_t n1 = 0, n2 = 0, differ = 0;
         snprintf(sp, sizeof sp, "%s/pin-gpt2/ckpt/step-00000003.ckpt", dir);
@@ -256,6 +329,7 @@ int main(void)
             free(c1);
             free(c2);
         }
+        check_tree_run(tok);
     }
 
     cli_cleanup();

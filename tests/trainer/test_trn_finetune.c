@@ -136,7 +136,8 @@ static void test_linear_and_usage(void)
     uint8_t *cfg = NULL;
     size_t len = 0;
     snprintf(path, sizeof path, "%s/Lin/config.bin", dir);
-    CHECK(ovt_read_file(path, &cfg, &len, 4096) == 0 && len == 168 && cfg && ovt_get_le32(cfg + 8) == 1);
+    CHECK(ovt_read_file(path, &cfg, &len, 4096) == 0 && len == 172 && cfg && ovt_get_le32(cfg + 8) == 1 &&
+          ovt_get_le32(cfg + 168) == TRN_STATE_HASH_TREE); /* a new run: the tree stateHash's field */
     free(cfg);
     CHECK(run_ovt(TRAIN " --steps 2 --schedule cos --out %s/X", data, dir) == 2);
     CHECK(output_has("linear, cosine"));
@@ -170,7 +171,7 @@ static void test_init_from_checkpoint(void)
     size_t len;
     char path[512];
     snprintf(path, sizeof path, "%s/config.bin", b);
-    CHECK(ovt_read_file(path, &cfg, &len, 4096) == 0 && len == 204 && ovt_get_le32(cfg + 8) == 2);
+    CHECK(ovt_read_file(path, &cfg, &len, 4096) == 0 && len == 208 && ovt_get_le32(cfg + 8) == 2);
     CHECK(memcmp(cfg + 172, want.b, 32) == 0);
     free(cfg);
     /* Training went on: state 3 differs from state 0. */

@@ -45,13 +45,15 @@ static void test_presets(void)
     CHECK(trn_layout_build(&l, &m) == 0 && l.count == 12 && !strcmp(l.t[11].name, "wcls"));
     CHECK(m.hidden == trn_llama_hidden(m.width));
 
-    /* version 4, 236 bytes, and back; a Llama field changed changes the hash */
+    /* version 4, 236 bytes (240 with a new run's tree stateHash field), and
+     * back; a Llama field changed changes the hash */
     trn_run_config rc, back;
     trn_config_default(&rc, &m);
     uint8_t enc[TRN_CONFIG_ENC_MAX];
     size_t len = trn_config_encode(enc, &rc);
-    CHECK_EQ_U64(len, 236);
+    CHECK_EQ_U64(len, 240);
     CHECK_EQ_U64(enc[8], 4);
+    CHECK_EQ_U64(ovt_get_le32(enc + 236), TRN_STATE_HASH_TREE);
     CHECK(trn_config_decode(&back, enc, len) == 0 && trn_model_equal(&back.model, &rc.model));
     ovt_hash h1, h2;
     trn_config_hash(&h1, &rc);

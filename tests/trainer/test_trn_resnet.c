@@ -36,7 +36,8 @@ static void check_preset(const char *name, size_t ntrain, size_t channels)
     CHECK(!strcmp(l.t[0].name, "conv1.weight") && l.t[0].ndim == 4 && l.t[0].shape[2] == 3);
 }
 
-/* A ResNet's run config is version 5 (260 bytes) and decodes back; a
+/* A ResNet's run config is version 5 (260 bytes, and the tree stateHash's
+ * trailing field of a new run: 264) and decodes back; a
  * ResNet field changes the configHash; version 5 holds nothing else. The
  * augmentation fields sit at 252 and 256 (docs/formats.md), each changes
  * the configHash, and out-of-range values are refused. */
@@ -50,8 +51,9 @@ static void check_config(void)
     rc.augment_flip = 1;
     uint8_t enc[TRN_CONFIG_ENC_MAX];
     size_t len = trn_config_encode(enc, &rc);
-    CHECK_EQ_U64(len, 260);
+    CHECK_EQ_U64(len, 264);
     CHECK_EQ_U64(enc[8], 5);
+    CHECK_EQ_U64(ovt_get_le32(enc + 260), TRN_STATE_HASH_TREE);
     CHECK(enc[252] == 3 && !enc[253] && !enc[254] && !enc[255] && enc[256] == 1 && !enc[257] && !enc[258] && !enc[259]);
     CHECK_MSG(trn_config_decode(&back, enc, len) == 0, "%s", ovt_errmsg());
     CHECK(trn_model_equal(&back.model, &rc.model) && back.augment_crop == 3 && back.augment_flip == 1);

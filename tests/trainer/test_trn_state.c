@@ -14,8 +14,10 @@
 #include "trainer/checkpoint.h"
 #include "trainer/config.h"
 #include "data/dataset.h"
+#include "kernels/site.h"
 #include "trainer/layout.h"
 #include "trainer/state.h"
+#include "trainer/state_proof.h"
 
 static trn_run_config tiny_mlp_config(void)
 {
@@ -30,9 +32,54 @@ static trn_run_config tiny_mlp_config(void)
     rc.batch_size = 4;
     rc.seed = 0x0123456789abcdefull;
     rc.head_shift = 5;
+    rc.state_hash = TRN_STATE_HASH_V1; /* the encodings as every run before the tree had them */
     for (int i = 0; i < 32; i++)
         rc.dataset_hash.b[i] = (uint8_t)(0xa0 + i);
     return rc;
+}
+
+/* The tree stateHash: a trailing u32 (3) after whichever version the rest
+ * of the config needs, none for v1; a new run's default; decoded back; no
+ * second encoding of a config (a trailing 1, 0 or 2 is refused). */
+static void test_config_tree(void)
+{
+    trn_model_config m = {.kind = TRN_MODEL_MLP, .n_layer = 1, .width = 2, .in_dim = 3, .n_class = 2};
+    trn_run_config rc, back;
+    trn_config_default(&rc, &m);
+    CHECK_EQ_U64(rc.state_hash, TRN_STATE_HASH_TREE);
+    uint8_t enc[TRN_CONFIG_ENC_MAX], old[TRN_CONFIG_ENC_MAX];
+    size_t len = trn_config_encode(enc, &rc);
+    CHECK_EQ_U64(len, TRN_CONFIG_ENC_V1_LEN + 4);
+    CHECK_EQ_U64(ovt_get_le32(enc + 8), 1);
+    CHECK_EQ_U64(ovt_get_le32(enc + TRN_CONFIG_ENC_V1_LEN), 3);
+    CHECK(trn_config_decode(&back, enc, len) == 0 && trn_config_state_hash(&back) == TRN_STATE_HASH_TREE);
+    rc.state_hash = TRN_STATE_HASH_V1;
+    CHECK_EQ_U64(trn_config_encode(old, &rc), TRN_CONFIG_ENC_V1_LEN);
+    CHECK_MEM(old, enc, TRN_CONFIG_ENC_V1_LEN); /* the rest is the same bytes */
+    CHECK(trn_config_decode(&back, old, TRN_CONFIG_ENC_V1_LEN) == 0 && trn_config_state_hash(&back) == 1);
+    rc.state_hash = 0; /* 0 reads as v1, the same bytes */
+    CHECK_EQ_U64(trn_config_encode(old, &rc), TRN_CONFIG_ENC_V1_LEN);
+    ovt_hash h1, h3;
+    trn_config_hash(&h1, &rc);
+    rc.state_hash = TRN_STATE_HASH_TREE;
+    trn_config_hash(&h3, &rc);
+    CHECK(memcmp(h1.b, h3.b, 32) != 0);
+    for (uint32_t bad = 0; bad < 3; bad++) {
+        ovt_put_le32(enc + TRN_CONFIG_ENC_V1_LEN, bad);
+        CHECK(trn_config_decode(&back, enc, len) == OVT_EFORMAT);
+        CHECK(strstr(ovt_errmsg(), "stateHash version") != NULL);
+    }
+    ovt_put_le32(enc + TRN_CONFIG_ENC_V1_LEN, 3);
+    CHECK(trn_config_decode(&back, enc, len + 1) == OVT_EFORMAT);
+    CHECK(trn_config_decode(&back, enc, len - 1) == OVT_EFORMAT);
+    /* on top of version 2 (a cosine schedule) */
+    rc.schedule = TRN_SCHEDULE_COSINE;
+    len = trn_config_encode(enc, &rc);
+    CHECK_EQ_U64(len, TRN_CONFIG_ENC_V2_LEN + 4);
+    CHECK(trn_config_decode(&back, enc, len) == 0 && back.schedule == TRN_SCHEDULE_COSINE &&
+          trn_config_state_hash(&back) == TRN_STATE_HASH_TREE);
+    rc.state_hash = 2;
+    CHECK(trn_config_check(&rc) == OVT_EINVAL);
 }
 
 /* The tiny config with what only version 2 holds: a cosine schedule and a
@@ -270,9 +317,12 @@ static int python_value(const char *json_path, const char *name, char *out, size
     return found;
 }
 
+/* v2: the version 2 config; 2: version 1 with the tree stateHash. */
 static void test_hashes_against_python(const char *dir, int v2)
 {
-    trn_run_config rc = v2 ? tiny_v2_config() : tiny_mlp_config();
+    trn_run_config rc = v2 == 1 ? tiny_v2_config() : tiny_mlp_config();
+    if (v2 == 2)
+        rc.state_hash = TRN_STATE_HASH_TREE;
     trn_state *st;
     CHECK(trn_state_new(&st, &rc) == 0);
     if (!st)
@@ -315,11 +365,11 @@ static void test_hashes_against_python(const char *dir, int v2)
             "\"beta1\": %.17g, \"beta2\": %.17g, \"eps\": %.17g, \"weight_decay\": %.17g, "
             "\"grad_clip\": %.17g, \"warmup_steps\": %u, \"decay_steps\": %u, \"batch_size\": %u, "
             "\"seq_len\": %u, \"seed\": %llu, \"grid_bits\": %u, \"band_rules\": %u, \"head_shift\": %u, \"dataset_hash\": \"%s\", "
-            "\"schedule\": %d, \"init_hash\": \"%s\"},\n",
+            "\"schedule\": %d, \"init_hash\": \"%s\", \"state_hash\": %u},\n",
             (int)m->kind, m->n_layer, m->width, m->n_head, m->vocab, m->max_seq, m->in_dim, m->n_class, rc.lr,
             rc.lr_min, rc.beta1, rc.beta2, rc.eps, rc.weight_decay, rc.grad_clip, rc.warmup_steps,
             rc.decay_steps, rc.batch_size, rc.seq_len, (unsigned long long)rc.seed, rc.grid_bits, rc.band_rules,
-            rc.head_shift, dh, (int)rc.schedule, ih);
+            rc.head_shift, dh, (int)rc.schedule, ih, trn_config_state_hash(&rc));
     fprintf(f, "\"state\": {\"step\": %llu, \"sizes\": [", (unsigned long long)st->step);
     for (size_t k = 0; k < st->layout.count; k++)
         fprintf(f, "%s%zu", k ? ", " : "", st->layout.t[k].size);
@@ -343,7 +393,7 @@ static void test_hashes_against_python(const char *dir, int v2)
     char hex[600];
     uint8_t enc[TRN_CONFIG_ENC_MAX];
     size_t enc_len = trn_config_encode(enc, &rc);
-    CHECK_EQ_U64(enc_len, v2 ? 204 : 168);
+    CHECK_EQ_U64(enc_len, v2 == 1 ? 204 : v2 == 2 ? 172 : 168);
     char enc_hex[2 * TRN_CONFIG_ENC_MAX + 1];
     ovt_hex_encode(enc_hex, enc, enc_len);
     CHECK(python_value(json, "config_encoding", hex, sizeof hex) == 0);
@@ -384,6 +434,102 @@ static void test_hashes_against_python(const char *dir, int v2)
     data_token_batch_free(&tb);
     data_sample_batch_free(&sb);
     data_tokens_free(&data);
+    trn_state_free(st);
+}
+
+/* A GPT-2 whose tensors span several leaves (wte 1300 x 64: six, the last
+ * short; the odd node of a level moves up), its parameters drawn from the
+ * seed, m and v filled, checkpointed: the Python reference rebuilds the
+ * tree stateHash from the file with hashlib alone. One bit changed in any
+ * leaf of wte changes its root; a proof of a leaf range checks, and fails
+ * with the changed leaf's hash. */
+static void test_tree_checkpoint(const char *dir)
+{
+    trn_model_config m;
+    CHECK(trn_model_preset(&m, "gpt2-tiny") == 0);
+    m.vocab = 1300;
+    trn_run_config rc;
+    trn_config_default(&rc, &m);
+    trn_state *st;
+    CHECK(trn_state_new(&st, &rc) == 0);
+    if (!st)
+        return;
+    trn_state_init(st);
+    for (size_t i = 0; i < st->layout.nparams; i++) {
+        st->m[i] = (float)(i % 977) * 0x1p-12f;
+        st->v[i] = (float)(i % 61) * 0x1p-20f;
+    }
+    st->step = 11;
+    char path[512], arg[600], hex[80], mine[65];
+    snprintf(path, sizeof path, "%s/tree.ckpt", dir);
+    CHECK(trn_checkpoint_write(st, path) == 0);
+    ovt_hash h, h_back;
+    trn_state_hash(&h, st);
+    trn_state *back = NULL;
+    CHECK(trn_checkpoint_read(&back, path) == 0);
+    if (back) {
+        CHECK(trn_config_state_hash(&back->config) == TRN_STATE_HASH_TREE);
+        trn_state_hash(&h_back, back);
+        CHECK_MEM(h.b, h_back.b, 32);
+        trn_state_free(back);
+    }
+    snprintf(arg, sizeof arg, "--checkpoint %s", path);
+    CHECK(python_value(arg, "checkpoint_state_hash", hex, sizeof hex) == 0);
+    ovt_hex_encode(mine, h.b, 32);
+    CHECK_MSG(strcmp(hex, mine) == 0, "tree checkpoint stateHash C %s py %s", mine, hex);
+
+    /* the same state under v1 is another hash (another config and domain) */
+    trn_state *v1;
+    trn_run_config rc1 = rc;
+    rc1.state_hash = TRN_STATE_HASH_V1;
+    CHECK(trn_state_new(&v1, &rc1) == 0);
+    if (v1) {
+        trn_state_copy(v1, st);
+        ovt_hash hv1;
+        trn_state_hash(&hv1, v1);
+        CHECK(memcmp(hv1.b, h.b, 32) != 0);
+        trn_state_free(v1);
+    }
+
+    const trn_tensor_info *wte = trn_layout_find(&st->layout, "wte");
+    CHECK(wte != NULL && ovt_tree_leaves(wte->size * 4) == 6);
+    ovt_hash roots[3 * TRN_MAX_TENSORS], root;
+    trn_state_digests(roots, st);
+    size_t d = (size_t)(wte - st->layout.t); /* params of wte */
+    int changed = 0;
+    for (size_t leaf = 0; leaf < 6; leaf++) {
+        size_t word = (leaf * 16384 + leaf * 997) % wte->size;
+        uint32_t bits;
+        memcpy(&bits, &st->params[wte->offset + word], 4);
+        bits ^= 1u << (leaf * 5 % 32);
+        memcpy(&st->params[wte->offset + word], &bits, 4);
+        CHECK(trn_state_tensor_digest(&root, TRN_STATE_HASH_TREE, st->params + wte->offset, wte->size) == 0);
+        changed += memcmp(root.b, roots[d].b, 32) != 0;
+        bits ^= 1u << (leaf * 5 % 32);
+        memcpy(&st->params[wte->offset + word], &bits, 4);
+    }
+    CHECK_EQ_U64(changed, 6);
+
+    trn_state_proof p, q;
+    CHECK(trn_state_proof_make(&p, st, d, 3, 2) == 0);
+    CHECK(p.proof_len > 0 && p.leaves_total == 6);
+    CHECK_MEM(p.state_hash.b, h.b, 32);
+    CHECK_MEM(p.roots[d].b, roots[d].b, 32);
+    CHECK(trn_state_proof_check(&p) == 0);
+    st->params[wte->offset + 4 * 16384 + 1] += 1.0f; /* leaf 4, inside the range */
+    CHECK(trn_state_proof_make(&q, st, d, 3, 2) == 0);
+    CHECK(memcmp(q.leaves[1].b, p.leaves[1].b, 32) != 0 && memcmp(q.roots[d].b, p.roots[d].b, 32) != 0);
+    CHECK(trn_state_proof_check(&q) == 0); /* a proof of the new state */
+    p.leaves[1] = q.leaves[1];            /* the changed leaf against the old root */
+    CHECK(trn_state_proof_check(&p) == OVT_EFORMAT);
+    CHECK(strstr(ovt_errmsg(), "climb") != NULL);
+    q.roots[d + 1].b[0] ^= 1; /* another tensor's root: not the stated stateHash */
+    CHECK(trn_state_proof_check(&q) == OVT_EFORMAT);
+    CHECK(strstr(ovt_errmsg(), "combine") != NULL);
+    trn_state_proof_free(&q);
+    trn_state_proof_free(&p);
+    CHECK(trn_state_proof_make(&p, st, d, 5, 2) == OVT_EINVAL); /* past the last leaf */
+    CHECK(trn_state_proof_make(&p, st, 3 * st->layout.count, 0, 1) == OVT_EINVAL);
     trn_state_free(st);
 }
 
@@ -511,17 +657,20 @@ static void test_init(void)
 
 /* trn_state_hash_begin: the hash of the state as it was at begin, whatever
  * happens to the state after trn_state_settle, on a state small enough to
- * hash on the caller alone and on one large enough for the idle-priority
- * helper threads (4M parameters and more). Each begin and end hashes the
- * large state's 100 MB, and on a loaded machine an end can wait for a
- * SCHED_IDLE helper to finish its piece: under emulation (OVT_EMULATED,
- * tests/CMakeLists.txt), where both cost tens of times more, the pauses
- * are each taken once instead of three times. */
+ * hash on the caller alone and on one large enough for a pool (4M
+ * parameters and more).
+ * Variants: a small and a large state (8.4M parameters, hashed on a pool),
+ * each without threads of a ctx, then with a 2-thread ctx lent (the tree's
+ * leaves as background jobs of its worker), then that with the v1 hash.
+ * Each begin and end hashes the large state's 100 MB: under emulation
+ * (OVT_EMULATED, tests/CMakeLists.txt), where that costs tens of times
+ * more, the pauses are each taken once instead of three times. */
 static void test_hash_background(void)
 {
     const char *emulated = getenv("OVT_EMULATED");
     int hurries = emulated && strcmp(emulated, "1") == 0 ? 8 : 24;
-    for (int big = 0; big < 2; big++) {
+    for (int variant = 0; variant < 6; variant++) {
+        int big = variant % 2, lend = variant >= 2, v1 = variant >= 4;
         trn_model_config m;
         CHECK(trn_model_preset(&m, "gpt2-tiny") == 0);
         if (big) {
@@ -532,6 +681,8 @@ static void test_hash_background(void)
         }
         trn_run_config rc;
         trn_config_default(&rc, &m);
+        if (v1)
+            rc.state_hash = TRN_STATE_HASH_V1;
         trn_state *st;
         CHECK(trn_state_new(&st, &rc) == 0);
         if (!st)
@@ -539,6 +690,12 @@ static void test_hash_background(void)
         CHECK(!big || st->layout.nparams >= ((size_t)1 << 22));
         trn_state_init(st);
         st->step = 7;
+        krn_ctx *ctx = NULL;
+        krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_RECORD, .grid_bits = 32, .threads = 2};
+        if (lend) {
+            CHECK(krn_ctx_new(&ctx, &kc) == 0);
+            trn_state_hash_threads(st, ctx);
+        }
         ovt_hash want, got, changed;
         uint64_t at = 0;
         trn_state_hash(&want, st);
@@ -559,9 +716,10 @@ static void test_hash_background(void)
         CHECK(trn_state_hash_begin(st) == 0 && trn_state_hash_begin(st) == 0);
         CHECK(trn_state_hash_end(st, &got, &at) && at == 8);
         CHECK_MEM(got.b, changed.b, 32);
-        /* the caller wanting the hash at once, or after the helpers got
-         * some way into it: they park what they hold, the caller finishes */
-        for (int k = 0; big && k < hurries; k++) {
+        /* the caller wanting the hash at once, or after the pool's worker
+         * got some way into the leaves: the wait runs the rest on every
+         * thread */
+        for (int k = 0; big && variant < 4 && k < hurries; k++) {
             CHECK(trn_state_hash_begin(st) == 0);
             struct timespec pause = {0, (long)(k % 8) * 2000000}; /* 0 to 14 ms */
             nanosleep(&pause, NULL);
@@ -570,6 +728,7 @@ static void test_hash_background(void)
         }
         CHECK(trn_state_hash_begin(st) == 0);
         trn_state_free(st);
+        krn_ctx_free(ctx);
     }
 }
 
@@ -654,9 +813,12 @@ int main(void)
     CHECK_RUN(test_config());
     CHECK_RUN(test_config_v2());
     CHECK_RUN(test_config_v3());
+    CHECK_RUN(test_config_tree());
     CHECK_RUN(test_layout());
     CHECK_RUN(test_hashes_against_python(dir, 0));
     CHECK_RUN(test_hashes_against_python(dir, 1));
+    CHECK_RUN(test_hashes_against_python(dir, 2));
+    CHECK_RUN(test_tree_checkpoint(dir));
     CHECK_RUN(test_checkpoint(dir, 0));
     CHECK_RUN(test_checkpoint(dir, 1));
     CHECK_RUN(test_init());
