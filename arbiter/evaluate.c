@@ -13,6 +13,7 @@
 #include "trainer/state.h"
 #include "trainer/rundata.h"
 #include "trainer/runner.h"
+#include "trainer/state_hash.h"
 
 _Static_assert(ARB_HOST_MAX == DP_HOST_MAX, "arb_eval holds a ranks.json host name");
 

@@ -11,6 +11,7 @@
 #include "dp/ranks.h"
 #include "trainer/rundata.h"
 #include "trainer/runner.h"
+#include "trainer/state_hash.h"
 #include "trainer/step.h"
 
 /* Objects with no cap of their own here: the store's blob cap and the

@@ -24,6 +24,7 @@
 #include "trainer/rundata.h"
 #include "trainer/state.h"
 #include "trainer/runner.h"
+#include "trainer/state_hash.h"
 #include "trainer/train.h"
 
 #include "bench_setup.h"

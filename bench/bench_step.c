@@ -37,6 +37,7 @@
 #include "kernels/site.h"
 #include "trainer/rundata.h"
 #include "trainer/state.h"
+#include "trainer/state_hash.h"
 #include "trainer/train.h"
 
 #include "bench_setup.h"

@@ -17,6 +17,7 @@
 #include "kernels/site.h"
 #include "kernels/trace.h"
 #include "trainer/state.h"
+#include "trainer/state_hash.h"
 #include "trainer/trace.h"
 #include "trainer/train.h"
 

@@ -16,6 +16,7 @@
 #include "trainer/checkpoint.h"
 #include "trainer/rundata.h"
 #include "trainer/state.h"
+#include "trainer/state_hash.h"
 
 static volatile sig_atomic_t stop_requested;
 

@@ -14,6 +14,7 @@
 #include "chain/session.h"
 #include "common/fileio.h"
 #include "modelio/export.h"
+#include "trainer/state_hash.h"
 
 #define MODEL_FORMAT "ovt.model.v1"
 #define MODEL_MAX_FILE ((size_t)1 << 36)

@@ -1,5 +1,6 @@
 /* Fault injection for tests and the devnet simulation (trainer/fault.h). */
 #include "trainer/fault.h"
+#include "trainer/state_hash.h"
 
 #include <math.h>
 #include <signal.h>

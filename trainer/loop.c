@@ -18,6 +18,7 @@
 #include "trainer/rundata.h"
 #include "trainer/runner.h"
 #include "trainer/state.h"
+#include "trainer/state_hash.h"
 
 /* One session of a run: what trn_loop_run holds while it steps. */
 typedef struct {

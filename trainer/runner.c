@@ -7,6 +7,7 @@
 
 #include "trainer/checkpoint.h"
 #include "trainer/init.h"
+#include "trainer/state_hash.h"
 #include "trainer/trace.h"
 #include "trainer/workspace.h"
 

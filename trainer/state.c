@@ -78,9 +78,8 @@ void trn_state_free(trn_state *st)
 {
     if (!st)
         return;
-    ovt_hash ignored;
-    uint64_t at;
-    (void)trn_state_hash_end(st, &ignored, &at);
+    if (st->hashing && st->hashing_end)
+        st->hashing_end(st);
     free(st->mem);
     free(st);
 }

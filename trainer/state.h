@@ -25,6 +25,10 @@ typedef struct trn_state {
     float *m;      /* mem + nparams */
     float *v;      /* mem + 2 * nparams */
     struct trn_state_hashing *hashing; /* trn_state_hash_begin's, until trn_state_hash_end */
+    /* Ends a hash in flight (discarding it), so that trn_state_free never
+     * frees memory the hash still reads: set with `hashing` by
+     * trainer/state_hash.c, which this file does not include. */
+    void (*hashing_end)(struct trn_state *st);
     struct krn_ctx *hash_ctx;          /* trn_state_hash_threads's; not owned */
 } trn_state;
 
@@ -50,8 +54,5 @@ void trn_state_copy(trn_state *dst, const trn_state *src);
  * GPT-2): weights N(0, 0.02^2), residual projections N(0, (0.02/sqrt(2L))^2),
  * biases 0, layernorm weights 1. */
 void trn_state_init(trn_state *st);
-
-/* The stateHash functions, for the callers that include this header alone. */
-#include "trainer/state_hash.h"
 
 #endif

@@ -1,4 +1,5 @@
 /* Leaf-range proofs of a tree stateHash (state_proof.h). */
+#include "trainer/state_hash.h"
 #include "trainer/state_proof.h"
 
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+#include "trainer/state_hash.h"
 #include "trainer/step.h"
 
 #include <stdlib.h>

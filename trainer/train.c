@@ -1,5 +1,6 @@
 /* The training step: model forward/backward, then the optimizer, all inside
  * one numbered step of a krn_ctx. */
+#include "trainer/state_hash.h"
 #include "trainer/train.h"
 
 #include <stdbool.h>

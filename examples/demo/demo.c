@@ -18,6 +18,7 @@
 #include "trainer/rundata.h"
 #include "trainer/runner.h"
 #include "trainer/state.h"
+#include "trainer/state_hash.h"
 
 static const struct {
     krn_backend_kind backend;

@@ -43,6 +43,7 @@
 #include "trainer/run.h"
 #include "trainer/state.h"
 #include "store/store.h"
+#include "trainer/state_hash.h"
 #include "util.h"
 
 #define STEPS 6

@@ -16,6 +16,7 @@
 #include "trainer/checkpoint.h"
 #include "trainer/rundata.h"
 #include "trainer/runner.h"
+#include "trainer/state_hash.h"
 #include "trainer/step.h"
 
 #define STEPS 20

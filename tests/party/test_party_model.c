@@ -30,6 +30,7 @@
 #include "trainer/run.h"
 #include "trainer/rundata.h"
 #include "trainer/state.h"
+#include "trainer/state_hash.h"
 #include "support/cli_fixture.h"
 
 static char data[256];

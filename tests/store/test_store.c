@@ -22,6 +22,7 @@
 #include "trainer/checkpoint.h"
 #include "trainer/init.h"
 #include "trainer/run.h"
+#include "trainer/state_hash.h"
 #include "store/store.h"
 
 /* Per-object caps (docs/store.md, "Limits"): a rounding log is capped at

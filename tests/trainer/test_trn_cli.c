@@ -13,6 +13,7 @@
 #include "trainer/checkpoint.h"
 #include "trainer/run.h"
 #include "trainer/state.h"
+#include "trainer/state_hash.h"
 #include "trainer/train.h"
 #include "support/cli_fixture.h"
 #include "trn_helpers.h"

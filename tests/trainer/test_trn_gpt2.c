@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "trainer/state_hash.h"
 #include "trn_helpers.h"
 #include "kernels/rlog.h"
 #include "kernels/site.h"

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "trainer/state_hash.h"
 #include "trn_helpers.h"
 #include "common/fileio.h"
 #include "kernels/rlog.h"

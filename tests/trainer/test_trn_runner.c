@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "trainer/state_hash.h"
 #include "trn_helpers.h"
 #include "kernels/rlog.h"
 #include "kernels/site.h"

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "trainer/state_hash.h"
 #include "trn_helpers.h"
 #include "kernels/rlog.h"
 #include "kernels/site.h"

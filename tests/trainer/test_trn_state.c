@@ -17,6 +17,7 @@
 #include "kernels/site.h"
 #include "trainer/layout.h"
 #include "trainer/state.h"
+#include "trainer/state_hash.h"
 #include "trainer/state_proof.h"
 
 static trn_run_config tiny_mlp_config(void)

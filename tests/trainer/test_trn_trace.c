@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "trainer/state_hash.h"
 #include "trn_helpers.h"
 #include "common/tree.h"
 #include "data/dataset.h"
