@@ -34,6 +34,11 @@ void party_print_outcome(chain_arb_outcome outcome, bool json)
     fflush(stdout);
 }
 
+bool party_agent_stop_requested(void)
+{
+    return stop_requested != 0;
+}
+
 void party_agent_install_signals(void)
 {
     ovt_on_stop_signals(on_signal);
@@ -387,6 +392,47 @@ static int turn(struct agent *a, chain_arb_outcome *outcome, int *done, int *wai
         return rv;
     }
     return 0;
+}
+
+/* --- one game at a time, for a loop of many (agent.h) */
+
+struct party_game {
+    struct agent a;
+    party_agent_opts o;
+};
+
+int party_game_open(party_game **out, chain_session *s, const party_agent_opts *o)
+{
+    *out = NULL;
+    party_game *g = calloc(1, sizeof *g);
+    if (!g)
+        return ovt_fail(OVT_ENOMEM, "out of memory");
+    g->o = *o;
+    g->a.s = s;
+    g->a.o = &g->o;
+    int rv = party_history_load(&g->a.hist, o->run_dir, &o->run_id);
+    if (!rv)
+        rv = load_state(&g->a);
+    if (rv) {
+        party_game_free(g);
+        return rv;
+    }
+    *out = g;
+    return 0;
+}
+
+int party_game_turn(party_game *g, chain_arb_outcome *outcome, int *done, int *wait)
+{
+    return turn(&g->a, outcome, done, wait);
+}
+
+void party_game_free(party_game *g)
+{
+    if (!g)
+        return;
+    party_history_free(&g->a.hist);
+    json_decref(g->a.state);
+    free(g);
 }
 
 /* --- the trainer's defence of its root in the run's challenges */
