@@ -66,11 +66,13 @@ static void usage(FILE *f)
             "\n"
             "Fault injection (for devnet tests, never for real audits):\n"
             "  --lie-at STEP        a lying auditor: its history carries wrong stateHashes from STEP on\n"
+            "  --copy-trainer-root  a colluding (or lazy) named auditor: commit the trainer's root,\n"
+            "                       whatever the replay found (the trainer must have committed)\n"
             "  -h, --help           this help\n");
 }
 
 enum { O_BACKEND = 256, O_THREADS, O_DATA, O_FROM, O_TO, O_OUT, O_RUN_ID, O_JSON, O_AGENT, O_STATE_DIR, O_POLL,
-       O_LIE_AT, O_MAX_DATASET, O_FETCH_TIMEOUT, O_CHALLENGE, O_WATCH, O_FROM_BLOCK, O_ONCE };
+       O_LIE_AT, O_MAX_DATASET, O_FETCH_TIMEOUT, O_CHALLENGE, O_WATCH, O_FROM_BLOCK, O_ONCE, O_COPY_ROOT };
 
 struct audit_args {
     party_audit_opts o;
@@ -148,6 +150,7 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_AGENT: a->o.agent = true; break;
     case O_CHALLENGE: a->o.challenge = true; break;
     case O_WATCH: a->watch = true; break;
+    case O_COPY_ROOT: a->o.copy_trainer_root = true; break;
     case O_ONCE: a->once = true; break;
     case O_FROM_BLOCK:
         rv = ovt_parse_u64(&a->from_block, flag, arg, 0, UINT64_MAX);
@@ -172,9 +175,10 @@ static const char *problem(const struct audit_args *a)
     bool from_store = aud_source_is_store(ao->source), on_chain = chain_session_args_any(&a->chain);
     if (a->watch && (!from_store || !on_chain || !a->o.state_dir))
         return "--watch needs a store URL, the chain flags and --state-dir";
-    if (a->watch && (a->have_run_id || ao->out || a->o.agent || a->o.challenge || ao->from > 1 || ao->to))
+    if (a->watch && (a->have_run_id || ao->out || a->o.agent || a->o.challenge || ao->from > 1 || ao->to ||
+                     a->o.copy_trainer_root))
         return "--watch finds its runs on chain and plays its challenges: drop --run-id, --out, --agent, "
-               "--challenge and --steps-from/--steps-to";
+               "--challenge, --copy-trainer-root and --steps-from/--steps-to";
     if (!a->watch && (a->once || a->has_from_block))
         return "--once and --from-block go with --watch";
     if (a->watch)
@@ -189,6 +193,8 @@ static const char *problem(const struct audit_args *a)
         return "--agent needs the chain flags";
     if (a->o.challenge && !on_chain)
         return "--challenge needs the chain flags";
+    if (a->o.copy_trainer_root && (!on_chain || a->o.challenge || a->watch))
+        return "--copy-trainer-root is a named auditor's fault: it needs the chain flags, not --challenge or --watch";
     return NULL;
 }
 
@@ -205,6 +211,7 @@ int cmd_audit(int argc, char **argv)
         {"agent", no_argument, NULL, O_AGENT},               {"state-dir", required_argument, NULL, O_STATE_DIR},
         {"challenge", no_argument, NULL, O_CHALLENGE},       {"watch", no_argument, NULL, O_WATCH},
         {"once", no_argument, NULL, O_ONCE},                 {"from-block", required_argument, NULL, O_FROM_BLOCK},
+        {"copy-trainer-root", no_argument, NULL, O_COPY_ROOT},
         {"poll-interval", required_argument, NULL, O_POLL},  {"lie-at", required_argument, NULL, O_LIE_AT},
         {"max-dataset", required_argument, NULL, O_MAX_DATASET},
         {"fetch-timeout", required_argument, NULL, O_FETCH_TIMEOUT},
