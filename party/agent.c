@@ -34,6 +34,27 @@ void party_print_outcome(chain_arb_outcome outcome, bool json)
     fflush(stdout);
 }
 
+void party_log_line(FILE *f, bool json, const char *role, const char *who, const char *event, json_t *fields,
+                    const char *message)
+{
+    if (json) {
+        json_t *j = fields ? fields : json_object();
+        json_object_set_new(j, "time", json_integer((json_int_t)time(NULL)));
+        json_object_set_new(j, "role", json_string(role));
+        json_object_set_new(j, "event", json_string(event));
+        json_object_set_new(j, "message", json_string(message));
+        char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+        if (text)
+            fprintf(f, "%s\n", text);
+        free(text);
+        json_decref(j);
+    } else {
+        fprintf(f, "%s %s: %s\n", who, event, message);
+        json_decref(fields);
+    }
+    fflush(f);
+}
+
 bool party_agent_stop_requested(void)
 {
     return stop_requested != 0;
@@ -111,29 +132,14 @@ static void agent_log(struct agent *a, const char *event, json_t *fields, const 
 
 static void agent_log(struct agent *a, const char *event, json_t *fields, const char *fmt, ...)
 {
-    char msg[1024];
+    char msg[1024], who[32];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    FILE *f = a->o->log ? a->o->log : stderr;
     const char *role = a->o->is_trainer ? "trainer" : "auditor";
-    if (a->o->json) {
-        json_t *j = fields ? fields : json_object();
-        json_object_set_new(j, "time", json_integer((json_int_t)time(NULL)));
-        json_object_set_new(j, "role", json_string(role));
-        json_object_set_new(j, "event", json_string(event));
-        json_object_set_new(j, "message", json_string(msg));
-        char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
-        if (text)
-            fprintf(f, "%s\n", text);
-        free(text);
-        json_decref(j);
-    } else {
-        fprintf(f, "ovt agent [%s] %s: %s\n", role, event, msg);
-        json_decref(fields);
-    }
-    fflush(f);
+    snprintf(who, sizeof who, "ovt agent [%s]", role);
+    party_log_line(a->o->log ? a->o->log : stderr, a->o->json, role, who, event, fields, msg);
 }
 
 static int save_state(struct agent *a)

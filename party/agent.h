@@ -20,6 +20,7 @@
  * STATE_DIR/<runId>/state.json, written atomically. SIGINT/SIGTERM stop the
  * loop between turns. */
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -84,6 +85,12 @@ void party_print_outcome(chain_arb_outcome outcome, bool json);
 
 /* Installs SIGINT/SIGTERM handlers that make party_agent_run return. */
 void party_agent_install_signals(void);
+
+/* One log line of a party's process: with json one object, fields (taken
+ * over; may be NULL) with time, role, event and message; else
+ * "WHO EVENT: message". Flushed. */
+void party_log_line(FILE *f, bool json, const char *role, const char *who, const char *event, json_t *fields,
+                    const char *message);
 
 /* Whether one of those signals came. */
 bool party_agent_stop_requested(void);

@@ -47,36 +47,24 @@ static long long now_ms(void)
 static void say(challenger *c, const char *event, const ovt_hash *run, json_t *fields, const char *fmt, ...)
     OVT_PRINTF(5, 6);
 
-/* One log line: JSON ({time, role, event, run_id, message, fields}) or
- * "ovt challenger EVENT [run]: message". Keys never appear in either. */
+/* One log line (party_log_line, role "challenger", with the run's id):
+ * keys never appear in it. */
 static void say(challenger *c, const char *event, const ovt_hash *run, json_t *fields, const char *fmt, ...)
 {
-    char msg[1024], id[67] = "";
+    char msg[1024], id[67] = "", who[96] = "ovt challenger";
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (run)
+    if (run) {
         chain_hash_hex(id, run);
-    FILE *f = c->o->log ? c->o->log : stdout;
-    if (c->o->json) {
-        json_t *j = fields ? fields : json_object();
-        json_object_set_new(j, "time", json_integer((json_int_t)time(NULL)));
-        json_object_set_new(j, "role", json_string("challenger"));
-        json_object_set_new(j, "event", json_string(event));
-        if (run)
-            json_object_set_new(j, "run_id", json_string(id));
-        json_object_set_new(j, "message", json_string(msg));
-        char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
-        if (text)
-            fprintf(f, "%s\n", text);
-        free(text);
-        json_decref(j);
-    } else {
-        fprintf(f, "ovt challenger %s%s%s: %s\n", event, run ? " " : "", id, msg);
-        json_decref(fields);
+        snprintf(who, sizeof who, "ovt challenger [run %.18s..]", id);
+        if (c->o->json) {
+            fields = fields ? fields : json_object();
+            json_object_set_new(fields, "run_id", json_string(id));
+        }
     }
-    fflush(f);
+    party_log_line(c->o->log ? c->o->log : stdout, c->o->json, "challenger", who, event, fields, msg);
 }
 
 /* --- state on disk */
