@@ -376,6 +376,12 @@ static int consider(challenger *c, candidate *r)
     if (rv)
         return rv;
     const char *skip = skip_reason(c, &p, why, sizeof why);
+    ovt_hash by;
+    static const ovt_hash zero;
+    if (!skip && (rv = chain_arb_refuted_by(&c->s.arb, &r->run_id, NULL, &by)))
+        return rv;
+    if (!skip && memcmp(by.b, zero.b, 32))
+        skip = "the trainer's root is already refuted (refutedBy): another game showed it wrong";
     if (skip) {
         say(c, "skipped", &r->run_id, json_pack("{s:s}", "reason", skip), "not taken on: %s", skip);
         return decide(c, r, "skipped", skip);
