@@ -278,8 +278,8 @@ int devnet_opts_check(devnet_opts *o, bool have_at, bool have_fault_shard)
         return ovt_fail(OVT_EINVAL, "--arbiters %u and --challengers %u: together at most %d (anvil's dev accounts "
                                     "after the trainer and the auditor)",
                         o->arbiters, o->challengers, CHAIN_ARB_MAX_ARBITERS);
-    if (challenger_fault(o->fault) && (o->silent || o->arbiters > 1))
-        return ovt_fail(OVT_EINVAL, "--fault %s plays with one arbiter and no --silent", devnet_fault_name(o->fault));
+    if (challenger_fault(o->fault) && o->silent)
+        return ovt_fail(OVT_EINVAL, "--fault %s plays with no --silent party", devnet_fault_name(o->fault));
     if (o->silent && o->fault == DEVNET_NONE)
         return ovt_fail(OVT_EINVAL, "--silent needs a dispute: combine it with a fault other than none");
     return 0;

@@ -13,6 +13,10 @@
  *              the watcher alone) and the run is refuted by that game; the
  *              trainer's bond came back with the verified run (not yet
  *              forfeited to a winning challenger, docs/contract.md).
+ *   colluding-committee  the same with a committee of three bonded
+ *              arbiters: each watcher takes its seat in the challenge too
+ *              (accept) and the challenge is settled by sealed and revealed
+ *              ballots.
  * The devnet waits on chain events, not sleeps. Expected outcomes come
  * from the contract's rules (docs/contract.md "Open challenges"). */
 #include <jansson.h>
@@ -32,11 +36,12 @@ static const char *str(const json_t *j, const char *key)
     return s ? s : "";
 }
 
-/* ovt devnet --json with the scenario's arguments; the parsed result. */
-static int devnet(json_t **out, const char *fault)
+/* ovt devnet --json with the scenario's arguments (arbiters: --arbiters,
+ * NULL for the default one); the parsed result. */
+static int devnet(json_t **out, const char *fault, const char *arbiters)
 {
     char *argv[] = {ovt, "devnet", "--json", "--fault", (char *)fault, "--model", "mlp", "--steps", "16", "--at", "5",
-                    "--timeout", "400", NULL};
+                    "--timeout", "400", arbiters ? "--arbiters" : NULL, (char *)arbiters, NULL};
     char *text = NULL;
     int st = tsup_run(argv, &text);
     *out = text ? json_loads(text, 0, NULL) : NULL;
@@ -69,7 +74,7 @@ static const json_t *challenger(const json_t *j, size_t k)
 static void test_lying(void)
 {
     json_t *j = NULL;
-    CHECK(devnet(&j, "lying-challenger") == 0);
+    CHECK(devnet(&j, "lying-challenger", NULL) == 0);
     if (!j)
         return;
     CHECK(!strcmp(str(j, "outcome"), "verified") && json_is_true(json_object_get(j, "as_expected")));
@@ -90,10 +95,10 @@ static void test_lying(void)
     json_decref(j);
 }
 
-static void test_colluding(void)
+static void test_colluding(const char *arbiters)
 {
     json_t *j = NULL;
-    CHECK(devnet(&j, "colluding-auditor") == 0);
+    CHECK(devnet(&j, "colluding-auditor", arbiters) == 0);
     if (!j)
         return;
     CHECK(!strcmp(str(j, "outcome"), "verified") && json_is_true(json_object_get(j, "as_expected")));
@@ -105,8 +110,18 @@ static void test_colluding(void)
     CHECK_MSG(!strcmp(str(j, "refuted_by"), str(c, "challenge_id")) && str(c, "challenge_id")[0],
               "refuted by %s, challenge %s", str(j, "refuted_by"), str(c, "challenge_id"));
     CHECK_EQ_U64(calls(j, "challenge", "challenger-1"), 1);
-    CHECK_EQ_U64(calls(j, "verdict", "arbiter"), 1);
     CHECK_EQ_U64(calls(j, "bisect", "auditor"), 0); /* the named auditor never disputed */
+    if (!arbiters) {
+        CHECK_EQ_U64(calls(j, "verdict", "arbiter"), 1);
+    } else { /* each seat takes the run's and the challenge's (both bonded), then votes on the challenge */
+        static const char *const seat[3] = {"arbiter", "arbiter-2", "arbiter-3"};
+        CHECK_EQ_U64(calls(j, "verdict", NULL), 0);
+        for (int k = 0; k < 3; k++) {
+            CHECK_EQ_U64(calls(j, "accept", seat[k]), 2);
+            CHECK_EQ_U64(calls(j, "commitVerdict", seat[k]), 1);
+            CHECK_EQ_U64(calls(j, "revealVerdict", seat[k]), 1);
+        }
+    }
     CHECK_MSG(!strcmp(str(j, "trainer_credit"), ETH), "trainer credit %s", str(j, "trainer_credit"));
     json_decref(j);
 }
@@ -115,14 +130,16 @@ int main(int argc, char **argv)
 {
     const char *bin = getenv("OVT_BINARY_DIR");
     if (!bin || argc != 2) {
-        fprintf(stderr, "usage: OVT_BINARY_DIR=... %s lying|colluding\n", argv[0]);
+        fprintf(stderr, "usage: OVT_BINARY_DIR=... %s lying|colluding|colluding-committee\n", argv[0]);
         return 2;
     }
     snprintf(ovt, sizeof ovt, "%s/ovt", bin);
     if (!strcmp(argv[1], "lying"))
         CHECK_RUN(test_lying());
     else if (!strcmp(argv[1], "colluding"))
-        CHECK_RUN(test_colluding());
+        CHECK_RUN(test_colluding(NULL));
+    else if (!strcmp(argv[1], "colluding-committee"))
+        CHECK_RUN(test_colluding("3"));
     else
         return 2;
     return check_done();
