@@ -62,6 +62,12 @@ typedef struct {
                               named the process that computed it: a hint, not committed */
     uint32_t owner_rank;
     char owner_host[ARB_HOST_MAX];
+    /* An evaluation asked to trace the step (arb_evaluate's trace): whether
+     * the step ran traced, the trace's result (0, or why it failed:
+     * krn_trace_error) and its root (docs/formats.md, "Step trace"). */
+    bool traced;
+    int trace_rc;
+    ovt_hash trace_root;
 } arb_eval;
 
 /* --misbehave: faults for devnet simulations only (docs/arbiter.md). */

@@ -218,7 +218,8 @@ static void find_owner(arb_eval *out, store_ctx *store, const ovt_hash *run_id, 
 }
 
 int arb_evaluate(arb_eval *out, store_ctx *store, const ovt_hash *run_id, const chain_arb_params *run,
-                 const chain_arb_game *g, int threads, trn_runner *prep, char *note, size_t cap)
+                 const chain_arb_game *g, int threads, trn_runner *prep, krn_trace *trace, char *note,
+                 size_t cap)
 {
     memset(out, 0, sizeof *out);
     out->shard_differs = -1;
@@ -263,9 +264,14 @@ int arb_evaluate(arb_eval *out, store_ctx *store, const ovt_hash *run_id, const 
     }
     trn_runner_result res = {.info.shard_differs = -1};
     trn_runner_set_data(runner, &ds);
-    if (!(rv = trn_runner_adopt(runner, &st)))
+    if (!(rv = trn_runner_adopt(runner, &st)) && (!trace || !(rv = trn_runner_trace_next(runner, trace))))
         rv = trn_runner_step(runner, &res);
     out->batch_hash = res.batch_hash;
+    if (trace && !rv) {
+        out->traced = true;
+        out->trace_rc = res.trace_rc;
+        out->trace_root = res.trace_root;
+    }
     if (rv == OVT_EFRAUD || rv == OVT_ENUMERIC) {
         add_note(note, cap, "%s", ovt_errmsg());
         out->exec = rv == OVT_EFRAUD ? ARB_EXEC_FRAUD : ARB_EXEC_FAILED;

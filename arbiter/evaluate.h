@@ -27,8 +27,12 @@
  * prep (may be NULL): a runner prepared for the run's config (cpu, REPLAY,
  * its memory written in advance; made when the dispute opened), used when
  * the state's config is its own, which it holds only while the step runs;
- * otherwise a runner of its own; the same bits either way. */
+ * otherwise a runner of its own; the same bits either way.
+ * trace (NULL: none): a fresh recorder (kernels/trace.h) the step j > 0 is
+ * traced into; out->traced, trace_rc and trace_root say what came of it.
+ * The trace changes no bit of the evaluation. */
 int arb_evaluate(arb_eval *out, store_ctx *store, const ovt_hash *run_id, const chain_arb_params *run,
-                 const chain_arb_game *g, int threads, trn_runner *prep, char *note, size_t cap) OVT_MUST_USE;
+                 const chain_arb_game *g, int threads, trn_runner *prep, krn_trace *trace, char *note,
+                 size_t cap) OVT_MUST_USE;
 
 #endif

@@ -440,7 +440,8 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
     store_expect(w->store, &run->config_hash, STORE_MAX_CONFIG);
     arb_eval e;
     long long t0 = chain_now_ms();
-    int rv = arb_evaluate(&e, w->store, arb_game_tree_id(g), run, game, w->o->threads, g->prep, note, sizeof note);
+    int rv = arb_evaluate(&e, w->store, arb_game_tree_id(g), run, game, w->o->threads, g->prep, NULL, note,
+                          sizeof note);
     ovt_metrics_eval_seconds((double)(chain_now_ms() - t0) / 1000.0);
     if (rv)
         return ovt_fail_wrap(rv, "evaluating step %" PRIu64, game->index);

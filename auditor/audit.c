@@ -51,6 +51,11 @@ json_t *aud_report_json(const aud_report *r, const char *backend_name, uint64_t 
     }
     if (lie_at)
         json_object_set_new(o, "lie_at", json_integer((json_int_t)lie_at));
+    if (r->traced && r->trace_rc == 0) {
+        char hex[67] = "0x";
+        ovt_hex_encode(hex + 2, r->trace_root.b, 32);
+        json_object_set_new(o, "trace", json_pack("{s:I, s:s}", "step", (json_int_t)r->trace_step, "root", hex));
+    }
     return o;
 }
 
@@ -105,14 +110,43 @@ static int write_record(const char *out, const aud_report *r, const json_t *repo
     return rv;
 }
 
+/* After a traced replay: a trace that failed, or a step that was not
+ * replayed, is an error (the replay's report is freed); else the trace
+ * file when asked for. */
+static int trace_done(const aud_audit_opts *o, aud_report *r, const krn_trace *t)
+{
+    int rv = 0;
+    if (!o->trace_step)
+        return 0;
+    if (!r->traced)
+        rv = ovt_fail(OVT_EINVAL, "step %llu was not replayed (the replay stopped before it, or it lies outside "
+                      "the steps compared): nothing to trace", (unsigned long long)o->trace_step);
+    else if (r->trace_rc)
+        rv = ovt_fail(r->trace_rc, "the trace of step %llu: %s", (unsigned long long)o->trace_step,
+                      krn_trace_error(t));
+    else if (o->trace_out) {
+        uint8_t *buf;
+        size_t len;
+        if (!(rv = krn_trace_file(t, o->trace_step, &r->trace_root, &buf, &len))) {
+            rv = ovt_write_atomic(o->trace_out, buf, len, 0644);
+            free(buf);
+        }
+    }
+    if (rv)
+        aud_report_free(r);
+    return rv;
+}
+
 int aud_audit(const aud_audit_opts *o, aud_report *r, json_t **report)
 {
     char fetched[4096], data[4096];
     aud_replay_opts ro = {.run_dir = o->source, .data_path = o->data, .backend = o->backend, .threads = o->threads,
-                          .from = o->from, .to = o->to, .lie_at = o->lie_at};
+                          .from = o->from, .to = o->to, .lie_at = o->lie_at, .trace_step = o->trace_step};
     int rv;
     *report = NULL;
     memset(r, 0, sizeof *r);
+    if (o->trace_step && (rv = krn_trace_new(&ro.trace, false)))
+        return rv;
     if (aud_source_is_store(o->source)) {
         if ((rv = ovt_path_join(fetched, sizeof fetched, o->out, "trainer")) || (rv = fetch_bounded(o, fetched)) ||
             (rv = ovt_path_join(data, sizeof data, fetched, "dataset.bin")))
@@ -120,8 +154,11 @@ int aud_audit(const aud_audit_opts *o, aud_report *r, json_t **report)
         ro.run_dir = fetched;
         ro.data_path = data;
     }
-    if ((rv = aud_replay(&ro, r)))
+    if ((rv = aud_replay(&ro, r)) || (rv = trace_done(o, r, ro.trace))) {
+        krn_trace_free(ro.trace);
         return rv;
+    }
+    krn_trace_free(ro.trace);
     *report = aud_report_json(r, o->backend_name, o->lie_at);
     if (o->out && (rv = write_record(o->out, r, *report))) {
         json_decref(*report);

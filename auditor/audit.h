@@ -27,6 +27,8 @@ typedef struct {
     int threads;              /* 0: the backend's default */
     uint64_t from, to;        /* the steps compared (aud_replay_opts) */
     uint64_t lie_at;          /* fault injection (aud_replay_opts) */
+    uint64_t trace_step;      /* 0: none; else that step's trace (aud_replay_opts), its root in the report */
+    const char *trace_out;    /* with trace_step: the trace file written there (atomically); NULL: none */
 } aud_audit_opts;
 
 /* Whether source names a store (a URL: it has "://") rather than a run

@@ -38,6 +38,12 @@ struct session {
     trn_state *pre;
     trn_runner *canon;
     uint64_t canonical_steps;
+    /* The step to trace (0: none), its recorder, and what came of it. */
+    uint64_t trace_step;
+    krn_trace *trace;
+    bool traced;
+    int trace_rc;
+    ovt_hash trace_root;
 };
 
 static void session_close(struct session *r)
@@ -184,8 +190,15 @@ static int session_step(struct session *r, chain_merkle_preimage *leaf, int *fra
     int rv = read_log(r, i, &bytes, &len, leaf, fraud, detail, cap);
     if (rv || *fraud || (rv = keep_pre(r)))
         goto done;
+    if (i == r->trace_step && r->trace && (rv = trn_runner_trace_next(r->run, r->trace)))
+        goto done;
     rv = trn_runner_step(r->run, &res);
     leaf->batch_hash = res.batch_hash;
+    if (i == r->trace_step && r->trace) {
+        r->traced = true;
+        r->trace_rc = res.trace_rc;
+        r->trace_root = res.trace_root;
+    }
     if (rv == OVT_EFRAUD) {
         *fraud = 1;
         snprintf(detail, cap, "the rounding log of step %llu is fraudulent: %s", (unsigned long long)i, ovt_errmsg());
@@ -248,6 +261,8 @@ int aud_replay(const aud_replay_opts *opts, aud_report *out)
     int rv = session_open(&r, opts->run_dir, opts->data_path, opts->backend, opts->threads);
     if (rv)
         return rv;
+    r.trace_step = opts->trace_step;
+    r.trace = opts->trace;
     uint64_t n = r.trainer.count - 1;
     uint64_t from = opts->from ? opts->from : 1, to = opts->to ? opts->to : n;
     if (from > to || to > n) {
@@ -300,6 +315,10 @@ int aud_replay(const aud_replay_opts *opts, aud_report *out)
     out->shard_step = r.shard_step;
     out->shard = r.shard;
     out->canonical_steps = r.canonical_steps;
+    out->trace_step = r.trace_step;
+    out->traced = r.traced;
+    out->trace_rc = r.trace_rc;
+    out->trace_root = r.trace_root;
     out->rule = trn_config_rule(&r.rc);
     out->canonical_view = out->rule == KRN_RULE_V3 && !r.canon_check;
     dp_shard_owner owner;

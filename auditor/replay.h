@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "kernels/site.h"
+#include "kernels/trace.h"
 #include "trainer/run.h"
 #include "trainer/state.h"
 #include "store/store.h"
@@ -36,6 +37,9 @@ typedef struct {
                               auditor's own table carries wrong stateHashes */
     FILE *progress;        /* a line every `every` steps (NULL: none) */
     uint64_t every;
+    uint64_t trace_step;   /* 0: none; else this step, if replayed, is recorded into trace
+                              (docs/formats.md, "Step trace"): the auditor's view of it */
+    krn_trace *trace;      /* with trace_step: a fresh recorder (kernels/trace.h), the caller's */
 } aud_replay_opts;
 
 typedef enum { AUD_VERIFIED = 0, AUD_DIVERGED, AUD_FRAUD } aud_finding;
@@ -78,6 +82,12 @@ typedef struct {
      * when the state was computed. */
     trn_step_table own;
     trn_step_table trainer;
+    /* opts.trace_step: whether that step was replayed (traced), the trace's
+     * result (0, or why it failed: krn_trace_error) and its root. */
+    uint64_t trace_step;
+    bool traced;
+    int trace_rc;
+    ovt_hash trace_root;
 } aud_report;
 
 /* Replays and compares. Returns 0 when the replay ran (read the finding),

@@ -43,6 +43,10 @@ static void usage(FILE *f)
             "                       steps.bin at its size for the manifest's N)\n"
             "  --fetch-timeout S    the whole fetch from the store ends after S seconds (default 3600)\n"
             "  --json               print the report as JSON\n"
+            "  --trace-step K       also record step K's trace as the replay computes it (docs/formats.md,\n"
+            "                       \"Step trace\"): its root in the report; an honest step's is the one\n"
+            "                       `ovt step --trace` and the arbiter compute, on any backend\n"
+            "  --trace-out FILE     with --trace-step: the trace file written to FILE (atomically)\n"
             "\n"
             "On chain (the auditor commits its own root for --run-id; needs a full audit and --out):\n"
             CLI_CHAIN_HELP CLI_CHAIN_CONFIRMATIONS_HELP
@@ -72,7 +76,8 @@ static void usage(FILE *f)
 }
 
 enum { O_BACKEND = 256, O_THREADS, O_DATA, O_FROM, O_TO, O_OUT, O_RUN_ID, O_JSON, O_AGENT, O_STATE_DIR, O_POLL,
-       O_LIE_AT, O_MAX_DATASET, O_FETCH_TIMEOUT, O_CHALLENGE, O_WATCH, O_FROM_BLOCK, O_ONCE, O_COPY_ROOT };
+       O_LIE_AT, O_MAX_DATASET, O_FETCH_TIMEOUT, O_CHALLENGE, O_WATCH, O_FROM_BLOCK, O_ONCE, O_COPY_ROOT,
+       O_TRACE_STEP, O_TRACE_OUT };
 
 struct audit_args {
     party_audit_opts o;
@@ -102,6 +107,11 @@ static void print_report(void *ctx, const aud_report *r, const json_t *j)
                r->log_differs ? " logHash differs" : "");
     else
         printf("fraud at step %llu: %s\n", (unsigned long long)r->step, r->detail);
+    if (r->traced && r->trace_rc == 0) {
+        char hex[65];
+        ovt_hex_encode(hex, r->trace_root.b, 32);
+        printf("trace of step %llu on %s: 0x%s\n", (unsigned long long)r->trace_step, backend, hex);
+    }
     if (r->canonical_steps)
         printf("note: %llu steps re-executed canonically (the arbiter's computation, on cpu) where the replay on %s "
                "was uncertain; that view decided them\n", (unsigned long long)r->canonical_steps, backend);
@@ -138,6 +148,8 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_FROM: rv = ovt_parse_u64(&ao->from, flag, arg, 1, UINT64_MAX); break;
     case O_TO: rv = ovt_parse_u64(&ao->to, flag, arg, 1, UINT64_MAX); break;
     case O_LIE_AT: rv = ovt_parse_u64(&ao->lie_at, flag, arg, 0, UINT64_MAX); break;
+    case O_TRACE_STEP: rv = ovt_parse_u64(&ao->trace_step, flag, arg, 1, UINT64_MAX); break;
+    case O_TRACE_OUT: ao->trace_out = arg; break;
     case O_MAX_DATASET: rv = ovt_parse_size(&ao->max_blob, flag, arg, 1, (size_t)1 << 40); break;
     case O_FETCH_TIMEOUT: rv = ovt_parse_seconds(&ao->fetch_timeout, flag, arg, 0.1, 1e7); break;
     case O_OUT: ao->out = arg; break;
@@ -176,9 +188,9 @@ static const char *problem(const struct audit_args *a)
     if (a->watch && (!from_store || !on_chain || !a->o.state_dir))
         return "--watch needs a store URL, the chain flags and --state-dir";
     if (a->watch && (a->have_run_id || ao->out || a->o.agent || a->o.challenge || ao->from > 1 || ao->to ||
-                     a->o.copy_trainer_root))
+                     a->o.copy_trainer_root || ao->trace_step || ao->trace_out))
         return "--watch finds its runs on chain and plays its challenges: drop --run-id, --out, --agent, "
-               "--challenge, --copy-trainer-root and --steps-from/--steps-to";
+               "--challenge, --copy-trainer-root, --trace-step/--trace-out and --steps-from/--steps-to";
     if (!a->watch && (a->once || a->has_from_block))
         return "--once and --from-block go with --watch";
     if (a->watch)
@@ -187,6 +199,8 @@ static const char *problem(const struct audit_args *a)
         return "a store source needs --run-id and --out";
     if (!from_store && !ao->data)
         return "a run directory source needs --data";
+    if (ao->trace_out && !ao->trace_step)
+        return "--trace-out needs --trace-step";
     if (on_chain && (!a->have_run_id || !ao->out))
         return "committing needs --run-id and --out";
     if (a->o.agent && !on_chain)
@@ -215,6 +229,7 @@ int cmd_audit(int argc, char **argv)
         {"poll-interval", required_argument, NULL, O_POLL},  {"lie-at", required_argument, NULL, O_LIE_AT},
         {"max-dataset", required_argument, NULL, O_MAX_DATASET},
         {"fetch-timeout", required_argument, NULL, O_FETCH_TIMEOUT},
+        {"trace-step", required_argument, NULL, O_TRACE_STEP}, {"trace-out", required_argument, NULL, O_TRACE_OUT},
         {"help", no_argument, NULL, 'h'},                    {NULL, 0, NULL, 0}};
     struct audit_args a;
     memset(&a, 0, sizeof a);

@@ -138,7 +138,7 @@ static void caps(void)
     memset(&g, 0, sizeof g);
     trn_config_hash(&run.config_hash, &with_init);
     run.dataset_hash = with_init.dataset_hash;
-    CHECK(arb_evaluate(&e, s, &run_init, &run, &g, 1, NULL, note, sizeof note) == 0);
+    CHECK(arb_evaluate(&e, s, &run_init, &run, &g, 1, NULL, NULL, note, sizeof note) == 0);
     CHECK_MSG(e.input[ARB_IN_STATE] == ARB_INPUT_MISMATCH && strstr(note, "starting parameters") &&
                   strstr(note, limit_init),
               "%s", note);
@@ -146,7 +146,7 @@ static void caps(void)
     run.dataset_hash = from_seed.dataset_hash;
     g.index = 1;
     g.trainer_log = log_name;
-    CHECK(arb_evaluate(&e, s, &run_seed, &run, &g, 1, NULL, note, sizeof note) == 0);
+    CHECK(arb_evaluate(&e, s, &run_seed, &run, &g, 1, NULL, NULL, note, sizeof note) == 0);
     CHECK_MSG(e.input[ARB_IN_LOG] == ARB_INPUT_MISMATCH && strstr(note, "rounding log j") && strstr(note, limit_log),
               "%s", note);
     store_close(s);
@@ -174,7 +174,7 @@ static void caps(void)
     trn_config_hash(&run.config_hash, &with_init);
     run.dataset_hash = with_init.dataset_hash;
     memset(&g, 0, sizeof g);
-    CHECK(arb_evaluate(&e, s, &run_init, &run, &g, 1, NULL, note, sizeof note) == 0);
+    CHECK(arb_evaluate(&e, s, &run_init, &run, &g, 1, NULL, NULL, note, sizeof note) == 0);
     CHECK_MSG(e.input[ARB_IN_STATE] == ARB_INPUT_MISMATCH && strstr(note, "starting parameters") &&
                   strstr(note, limit_init) && refused_after(note) <= want + CURL_MAX_WRITE_SIZE,
               "%s", note);
@@ -266,11 +266,11 @@ int main(void)
     chain_arb_game g = {.index = 1, .previous_state = other};
     arb_eval e;
     char note[1024];
-    CHECK(arb_evaluate(&e, s, &sh, &run, &g, 1, NULL, note, sizeof note) == 0);
+    CHECK(arb_evaluate(&e, s, &sh, &run, &g, 1, NULL, NULL, note, sizeof note) == 0);
     CHECK_MSG(e.input[ARB_IN_STATE] == ARB_INPUT_MISMATCH && strstr(note, "another stateHash"), "%s", note);
     g.previous_state = sh;
     g.index = 2;
-    CHECK(arb_evaluate(&e, s, &sh, &run, &g, 1, NULL, note, sizeof note) == 0);
+    CHECK(arb_evaluate(&e, s, &sh, &run, &g, 1, NULL, NULL, note, sizeof note) == 0);
     CHECK_MSG(e.input[ARB_IN_STATE] == ARB_INPUT_MISMATCH && strstr(note, "not the state before"), "%s", note);
     free(ckpt);
     trn_state_free(st);

@@ -359,7 +359,7 @@ static void test_store_and_arbiter(void)
     chain_arb_game g = {.phase = CHAIN_ARB_PHASE_AWAITING_VERDICT, .index = 0};
     arb_eval e;
     char note[512];
-    CHECK(arb_evaluate(&e, s, &run_id, &run, &g, 1, NULL, note, sizeof note) == 0);
+    CHECK(arb_evaluate(&e, s, &run_id, &run, &g, 1, NULL, NULL, note, sizeof note) == 0);
     CHECK_MSG(e.exec == ARB_EXEC_OK, "%s", note);
     CHECK_MEM(e.state_hash.b, t.steps[0].state_hash.b, 32);
     /* Step 1 from state 0 (named by stateHash_0 in the store). */
@@ -374,16 +374,31 @@ static void test_store_and_arbiter(void)
     g.previous_state = t.steps[0].state_hash;
     g.trainer_batch = t.steps[1].batch_hash;
     g.trainer_log = t.steps[1].log_hash;
-    CHECK(arb_evaluate(&e, s, &run_id, &run, &g, 1, NULL, note, sizeof note) == 0);
+    CHECK(arb_evaluate(&e, s, &run_id, &run, &g, 1, NULL, NULL, note, sizeof note) == 0);
     CHECK_MSG(e.exec == ARB_EXEC_OK, "%s", note);
     CHECK_MEM(e.state_hash.b, t.steps[1].state_hash.b, 32);
+    CHECK(!e.traced);
+    /* The arbiter's trace of step 1 (docs/formats.md, "Step trace") changes
+     * no bit of its evaluation, and is the trace `ovt step --trace` gives
+     * and the auditor's replay records on ref and shuffle. */
+    krn_trace *tr;
+    CHECK(krn_trace_new(&tr, false) == 0);
+    CHECK(arb_evaluate(&e, s, &run_id, &run, &g, 1, NULL, tr, note, sizeof note) == 0);
+    CHECK_MSG(e.exec == ARB_EXEC_OK && e.traced && e.trace_rc == 0, "%s %s", note, krn_trace_error(tr));
+    CHECK_MEM(e.state_hash.b, t.steps[1].state_hash.b, 32);
+    krn_trace_free(tr);
+    char root[67] = "0x";
+    ovt_hex_encode(root + 2, e.trace_root.b, 32);
+    CHECK(run_ovt("step --run %s --step 1 --data %s --trace", b, data) == 0 && output_has(root));
+    CHECK(run_ovt("audit %s --data %s --backend ref --trace-step 1", b, data) == 0 && output_has(root));
+    CHECK(run_ovt("audit %s --data %s --backend shuffle --trace-step 1 --json", b, data) == 0 && output_has(root));
     /* Without the blob init_hash names, leaf 0 cannot be rebuilt. */
     char hex[65];
     ovt_hex_encode(hex, rc.init_hash.b, 32);
     snprintf(path, sizeof path, "%s/store/blob/%s", dir, hex);
     CHECK(unlink(path) == 0);
     g = (chain_arb_game){.phase = CHAIN_ARB_PHASE_AWAITING_VERDICT, .index = 0};
-    CHECK(arb_evaluate(&e, s, &run_id, &run, &g, 1, NULL, note, sizeof note) == 0);
+    CHECK(arb_evaluate(&e, s, &run_id, &run, &g, 1, NULL, NULL, note, sizeof note) == 0);
     CHECK(e.input[ARB_IN_STATE] == ARB_INPUT_MISSING && e.exec == ARB_EXEC_NOT_RUN);
     CHECK(strstr(note, "init_hash") != NULL);
     store_close(s);
