@@ -433,6 +433,15 @@ static void test_withhold(void)
  * liar's bond goes to the trainer, the run is not refuted, and the trainer's
  * own bond was never in play. The run's auditor key is refused as a
  * challenger. */
+/* `ovt agent --role trainer --defend` for run rid, its output to out. */
+static pid_t defender(char *rid, const char *out)
+{
+    char *args[] = {af_ovt, "agent", "--role", "trainer", "--run-id", rid, "--defend", "--rpc-url", node.url,
+                    "--contract", contract, "--private-key", (char *)keys[TRAINER], "--run", run_dir,
+                    "--poll-interval", "0.1", "--accept-arbiter", addr[ARBITER], "--json", NULL};
+    return spawn(out, args);
+}
+
 static void test_challenge(void)
 {
     static const char outsider_key[] = "0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a";
@@ -468,9 +477,6 @@ static void test_challenge(void)
     snprintf(dir, sizeof dir, "%s/aud-ch-liar", af_dir);
     snprintf(t_out, sizeof t_out, "%s/trainer-ch.out", af_dir);
     snprintf(c_out, sizeof c_out, "%s/challenger-ch.out", af_dir);
-    char *targs[] = {af_ovt, "agent", "--role", "trainer", "--run-id", rid, "--defend", "--rpc-url", node.url,
-                     "--contract", contract, "--private-key", (char *)keys[TRAINER], "--run", run_dir,
-                     "--poll-interval", "0.1", "--accept-arbiter", addr[ARBITER], "--json", NULL};
     char *cargs[] = {af_ovt, "audit", store_url, "--run-id", rid, "--out", dir, "--backend", "ref", "--rpc-url",
                      node.url, "--contract", contract, "--private-key", (char *)outsider_key, "--accept-arbiter",
                      addr[ARBITER], "--challenge", "--lie-at", "9", "--agent", "--poll-interval", "0.1", "--json",
@@ -478,7 +484,7 @@ static void test_challenge(void)
     pid_t cp = spawn(c_out, cargs);
     for (int waited = 0; waited < 600 && game(cid_hex, &g) != 0; waited++)
         sleep_ms(100);
-    pid_t tp = spawn(t_out, targs);
+    pid_t tp = defender(rid, t_out);
     CHECK(wait_phase(cid_hex, CHAIN_ARB_PHASE_AWAITING_VERDICT, 120, &g) == 0);
     CHECK_EQ_U64(g.index, 9);
     CHECK(verdict(cid_hex, 9, CHAIN_ARB_TRAINER_RIGHT, &g.trainer_node) == 0);
@@ -595,9 +601,6 @@ static void test_challenger_daemon(void)
     snprintf(l_out, sizeof l_out, "%s/challenger-liar.out", af_dir);
     snprintf(l_out2, sizeof l_out2, "%s/challenger-liar2.out", af_dir);
     snprintf(t_out, sizeof t_out, "%s/trainer-daemon.out", af_dir);
-    char *targs[] = {af_ovt, "agent", "--role", "trainer", "--run-id", rid, "--defend", "--rpc-url", node.url,
-                     "--contract", contract, "--private-key", (char *)keys[TRAINER], "--run", run_dir,
-                     "--poll-interval", "0.1", "--accept-arbiter", addr[ARBITER], "--json", NULL};
     pid_t lp = challenger(liar_key, ldir, from, "7", l_out, 0);
     for (int waited = 0; waited < 1200 && !lines_with(l_out, "\"event\":\"moved\""); waited++)
         sleep_ms(100);
@@ -606,7 +609,7 @@ static void test_challenger_daemon(void)
     /* killed mid-bisection (the trainer has not answered yet), then restarted */
     kill(lp, SIGKILL);
     waitpid(lp, NULL, 0);
-    pid_t tp = spawn(t_out, targs);
+    pid_t tp = defender(rid, t_out);
     lp = challenger(liar_key, ldir, from, "7", l_out2, 0);
     CHECK(wait_phase(cid_hex, CHAIN_ARB_PHASE_AWAITING_VERDICT, 120, &g) == 0);
     CHECK_EQ_U64(g.index, 7);
