@@ -167,6 +167,8 @@ void arb_status_game(const arb_game *g, const chain_arb_params *run, const chain
         json_object_set_new(runs, id, j);
     if (j) {
         json_object_set_new(j, "followed", json_boolean(!g->done));
+        if (g->is_challenge) /* a challenge's game: the run whose trainer root it disputes */
+            json_object_set_new(j, "challenge_of", hash_json(&g->challenged_run));
         if (run)
             run_terms(j, run);
         if (game)

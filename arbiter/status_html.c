@@ -176,9 +176,12 @@ static void run_section(ovt_text *t, const json_t *r, long long now)
     const char *phase = str(r, "phase");
     ovt_text_put(t, "<section class=\"run\" id=\"run-");
     esc(t, str(r, "run_id"));
-    ovt_text_put(t, "\"><h3>run <code>");
+    const char *challenge_of = json_string_value(json_object_get(r, "challenge_of"));
+    ovt_text_put(t, "\"><h3>%s <code>", challenge_of ? "challenge" : "run");
     esc(t, str(r, "run_id"));
     ovt_text_put(t, "</code>%s</h3>\n<table>\n", json_is_true(json_object_get(r, "followed")) ? "" : " (no longer followed)");
+    if (challenge_of)
+        row(t, "challenges run", "", challenge_of);
     row(t, "phase", "phase", phase);
     if (!strcmp(phase, "settled"))
         row(t, "outcome", "outcome", str(r, "outcome"));

@@ -177,9 +177,54 @@ static int remember_event(watcher *w, arb_game *g, const chain_arb_event *ev)
     return arb_game_save(g, w->o->state_dir);
 }
 
+/* A new game to follow (its folder is written by remember_event). */
+static int add_game(watcher *w, arb_game **out, const ovt_hash *id, uint64_t block)
+{
+    arb_game *more = realloc(w->games, (w->ngames + 1) * sizeof *w->games);
+    if (!more)
+        return ovt_fail(OVT_ENOMEM, "out of memory");
+    w->games = more;
+    arb_game *g = &w->games[w->ngames++];
+    memset(g, 0, sizeof *g);
+    g->run_id = *id;
+    g->opened_block = block;
+    g->events = json_array();
+    *out = g;
+    return 0;
+}
+
+/* A challenge of a run this arbiter follows is a game of its own, with the
+ * run's committee (so this arbiter sits on it too): followed like the run's
+ * own dispute, under the challenge's id, its leaves hashed with the run's. */
+static int on_challenge(watcher *w, const chain_arb_event *ev)
+{
+    const ovt_hash *id = &ev->u.challenge_opened.challenge_id;
+    arb_game *c = find_game(w, id);
+    if (!c) {
+        int rv = add_game(w, &c, id, ev->block_number);
+        if (rv)
+            return rv;
+        c->is_challenge = true;
+        c->challenged_run = ev->run_id;
+        char who[43], run[67];
+        chain_address_to_string(who, &ev->u.challenge_opened.challenger);
+        arb_hex32(run, &ev->run_id);
+        arb_say(w, "challenge_opened", &c->run_id,
+            json_pack("{s:s, s:s, s:I}", "challenge_of", run, "challenger", who, "block", (json_int_t)ev->block_number),
+            "%s challenges the trainer's root of run %s: a game of its own on the run's committee, followed", who, run);
+    }
+    return remember_event(w, c, ev);
+}
+
 static int on_event(watcher *w, const chain_arb_event *ev)
 {
     arb_game *g = find_game(w, &ev->run_id);
+    if (ev->kind == CHAIN_ARB_EV_CHALLENGE_OPENED && g && !g->is_challenge) {
+        int rv = on_challenge(w, ev);
+        if (rv)
+            return rv;
+        g = find_game(w, &ev->run_id); /* the games may have moved */
+    }
     if (ev->kind == CHAIN_ARB_EV_RUN_OPENED && !g) {
         int seat = -1;
         unsigned n = 0;
@@ -191,15 +236,9 @@ static int on_event(watcher *w, const chain_arb_event *ev)
         }
         if (seat < 0)
             return 0;
-        arb_game *more = realloc(w->games, (w->ngames + 1) * sizeof *w->games);
-        if (!more)
-            return ovt_fail(OVT_ENOMEM, "out of memory");
-        w->games = more;
-        g = &w->games[w->ngames++];
-        memset(g, 0, sizeof *g);
-        g->run_id = ev->run_id;
-        g->opened_block = ev->block_number;
-        g->events = json_array();
+        int rv = add_game(w, &g, &ev->run_id, ev->block_number);
+        if (rv)
+            return rv;
         char bond[80];
         chain_u256_to_dec(bond, &ev->u.run_opened.arbiter_bond);
         arb_say(w, "run_opened", &g->run_id,
@@ -401,7 +440,8 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
     store_expect(w->store, &run->config_hash, STORE_MAX_CONFIG);
     arb_eval e;
     long long t0 = chain_now_ms();
-    int rv = arb_evaluate(&e, w->store, &g->run_id, run, game, w->o->threads, g->prep, NULL, note, sizeof note);
+    int rv = arb_evaluate(&e, w->store, arb_game_tree_id(g), run, game, w->o->threads, g->prep, NULL, note,
+                          sizeof note);
     ovt_metrics_eval_seconds((double)(chain_now_ms() - t0) / 1000.0);
     if (rv)
         return ovt_fail_wrap(rv, "evaluating step %" PRIu64, game->index);

@@ -19,6 +19,11 @@
  *                                   written before its commitVerdict is sent
  *   DIR/games/<runId>/eval.json     the step's evaluation (so a restart does
  *                                   not re-execute it)
+ *   DIR/games/<challengeId>/        the same for each open challenge of a run
+ *                                   it follows (ChallengeOpened): a game of
+ *                                   its own on the run's committee, its
+ *                                   game.json naming the run ("challenge_of"),
+ *                                   whose id its leaves are hashed with
  * Game state is written before the cursor, so a crash repeats work (safely:
  * every action is re-derived from the chain) and never skips an event. */
 

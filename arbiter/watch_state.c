@@ -294,18 +294,26 @@ static int committee_parse(arb_game *g, const json_t *j)
     return 0;
 }
 
+const ovt_hash *arb_game_tree_id(const arb_game *g)
+{
+    return g->is_challenge ? &g->challenged_run : &g->run_id;
+}
+
 int arb_game_save(const arb_game *g, const char *dir)
 {
     char path[4096], file[4200];
     int rv;
     if ((rv = game_dir(path, sizeof path, dir, &g->run_id)) || (rv = ovt_mkdirs(path, 0755)))
         return rv;
-    json_t *j = json_pack("{s:i, s:o, s:I, s:b, s:I, s:O}", "format", ARB_GAME_FORMAT, "run_id", hexj(&g->run_id),
+    json_t *j = json_pack("{s:i, s:o, s:I, s:b, s:I, s:O}", "format",
+                          g->is_challenge ? ARB_GAME_FORMAT : ARB_GAME_FORMAT_RUN, "run_id", hexj(&g->run_id),
                           "opened_block", (json_int_t)g->opened_block, "done", g->done, "first_missing",
                           (json_int_t)g->first_missing, "events", g->events);
     if (j && g->has_verdict)
         json_object_set_new(j, "verdict", json_pack("{s:o, s:i, s:o}", "tx", hexj(&g->verdict_tx), "outcome",
                                                     (int)g->verdict_outcome, "evidence", hexj(&g->verdict_evidence)));
+    if (j && g->is_challenge)
+        json_object_set_new(j, "challenge_of", hexj(&g->challenged_run));
     if (j)
         committee_json(j, g);
     snprintf(file, sizeof file, "%s/eval.json", path);
@@ -341,6 +349,11 @@ static int game_load(arb_game *g, const char *dir, const char *name)
     if ((rv = get_hash(&g->run_id, j, "run_id")) || (rv = get_u64(&g->opened_block, j, "opened_block")) ||
         (rv = get_u64(&g->first_missing, j, "first_missing")))
         goto done;
+    if (json_object_get(j, "challenge_of")) {
+        if ((rv = get_hash(&g->challenged_run, j, "challenge_of")))
+            goto done;
+        g->is_challenge = true;
+    }
     g->done = json_is_true(done);
     g->events = json_incref(json_object_get(j, "events"));
     if (!json_is_array(g->events)) {

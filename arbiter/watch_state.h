@@ -23,7 +23,9 @@ typedef struct {
 } arb_cursor;
 
 typedef struct {
-    ovt_hash run_id;
+    ovt_hash run_id;                 /* the game's id: a run's, or a challenge's (challengeId) */
+    bool is_challenge;               /* an open challenge of a run this arbiter sits on */
+    ovt_hash challenged_run;         /* is_challenge: the run it disputes, whose id its leaves are hashed with */
     uint64_t opened_block;
     bool done;
     uint64_t first_missing;
@@ -54,9 +56,13 @@ int arb_cursor_save(const arb_cursor *c, const char *dir) OVT_MUST_USE;
 void arb_cursor_push(arb_cursor *c, uint64_t block, const ovt_hash *hash);
 
 /* game.json's format: 1 (no "format" field) before committees, 2 with the
- * accept, ballot and reveal transactions and the ballot's salt. A file of a
- * later format is refused with a message naming it. */
-#define ARB_GAME_FORMAT 2
+ * accept, ballot and reveal transactions and the ballot's salt, 3 for a
+ * challenge's game ("challenge_of": the run it disputes; a run's own game
+ * is still written as 2). A file of a later format is refused with a
+ * message naming it: an ovt that does not know challenges would hash the
+ * challenge's leaves with the wrong id. */
+#define ARB_GAME_FORMAT 3
+#define ARB_GAME_FORMAT_RUN 2
 
 /* games/<runId>/: load every game folder (*games malloc'd), save one, and
  * remove one (a run whose opening vanished in a reorg). */
@@ -73,6 +79,10 @@ void arb_game_free(arb_game *g);
  * "owner_source"} (rank and host null when not known), or JSON null when no
  * shard's gradient differs. */
 json_t *arb_shard_json(const arb_eval *e);
+
+/* The id a game's leaves are hashed with: the run's own, or for a
+ * challenge the run it disputes. */
+const ovt_hash *arb_game_tree_id(const arb_game *g);
 
 /* "0x" + 64 hex digits, and back. */
 void arb_hex32(char out[67], const ovt_hash *h);

@@ -14,6 +14,7 @@
 #include "cli/flags_policy.h"
 #include "party/agent.h"
 #include "party/audit.h"
+#include "party/challenger.h"
 
 static void usage(FILE *f)
 {
@@ -56,21 +57,35 @@ static void usage(FILE *f)
             "                       play that challenge (docs/contract.md, \"Open challenges\")\n"
             "  --state-dir DIR      the agent's per-game state (default OUT/agent)\n"
             "  --poll-interval S    the agent's polling interval in seconds (default 2)\n"
+            "\n"
+            "The challenger's daemon: ovt audit --watch STORE --state-dir DIR (chain flags, policy):\n"
+            "  --watch              follow the contract: replay every run whose trainer commits (from\n"
+            "                       STORE, where `ovt commit --store` published it) and whose terms\n"
+            "                       are inside the policy, challenge() a root the replay does not\n"
+            "                       reproduce within the run's window, and play each challenge to its\n"
+            "                       end; state in DIR (a restart resumes, never challenges twice)\n"
+            "  --from-block N       the first block read at the first start (default: the head)\n"
+            "  --once               one pass up to the head, a move of each challenge, and exit\n"
             "\n" CLI_POLICY_HELP
             "\n"
             "Fault injection (for devnet tests, never for real audits):\n"
             "  --lie-at STEP        a lying auditor: its history carries wrong stateHashes from STEP on\n"
+            "  --copy-trainer-root  a colluding (or lazy) named auditor: commit the trainer's root,\n"
+            "                       whatever the replay found (the trainer must have committed)\n"
             "  -h, --help           this help\n");
 }
 
 enum { O_BACKEND = 256, O_THREADS, O_DATA, O_FROM, O_TO, O_OUT, O_RUN_ID, O_JSON, O_AGENT, O_STATE_DIR, O_POLL,
-       O_LIE_AT, O_MAX_DATASET, O_FETCH_TIMEOUT, O_CHALLENGE, O_TRACE_STEP, O_TRACE_OUT };
+       O_LIE_AT, O_MAX_DATASET, O_FETCH_TIMEOUT, O_CHALLENGE, O_WATCH, O_FROM_BLOCK, O_ONCE, O_COPY_ROOT,
+       O_TRACE_STEP, O_TRACE_OUT };
 
 struct audit_args {
     party_audit_opts o;
     chain_session_args chain;
     cli_policy_args policy;
     bool have_run_id;
+    bool watch, once, has_from_block;
+    uint64_t from_block;
 };
 
 static void print_report(void *ctx, const aud_report *r, const json_t *j)
@@ -146,6 +161,13 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_JSON: a->o.json = true; break;
     case O_AGENT: a->o.agent = true; break;
     case O_CHALLENGE: a->o.challenge = true; break;
+    case O_WATCH: a->watch = true; break;
+    case O_COPY_ROOT: a->o.copy_trainer_root = true; break;
+    case O_ONCE: a->once = true; break;
+    case O_FROM_BLOCK:
+        rv = ovt_parse_u64(&a->from_block, flag, arg, 0, UINT64_MAX);
+        a->has_from_block = true;
+        break;
     case O_POLL:
         if (!(rv = ovt_parse_seconds(&seconds, flag, arg, 0.01, 3600)))
             a->o.poll_ms = (long)(seconds * 1000);
@@ -163,6 +185,16 @@ static const char *problem(const struct audit_args *a)
 {
     const aud_audit_opts *ao = &a->o.audit;
     bool from_store = aud_source_is_store(ao->source), on_chain = chain_session_args_any(&a->chain);
+    if (a->watch && (!from_store || !on_chain || !a->o.state_dir))
+        return "--watch needs a store URL, the chain flags and --state-dir";
+    if (a->watch && (a->have_run_id || ao->out || a->o.agent || a->o.challenge || ao->from > 1 || ao->to ||
+                     a->o.copy_trainer_root || ao->trace_step || ao->trace_out))
+        return "--watch finds its runs on chain and plays its challenges: drop --run-id, --out, --agent, "
+               "--challenge, --copy-trainer-root, --trace-step/--trace-out and --steps-from/--steps-to";
+    if (!a->watch && (a->once || a->has_from_block))
+        return "--once and --from-block go with --watch";
+    if (a->watch)
+        return NULL;
     if (from_store && (!a->have_run_id || !ao->out))
         return "a store source needs --run-id and --out";
     if (!from_store && !ao->data)
@@ -175,6 +207,8 @@ static const char *problem(const struct audit_args *a)
         return "--agent needs the chain flags";
     if (a->o.challenge && !on_chain)
         return "--challenge needs the chain flags";
+    if (a->o.copy_trainer_root && (!on_chain || a->o.challenge || a->watch))
+        return "--copy-trainer-root is a named auditor's fault: it needs the chain flags, not --challenge or --watch";
     return NULL;
 }
 
@@ -189,7 +223,9 @@ int cmd_audit(int argc, char **argv)
         {"steps-to", required_argument, NULL, O_TO},         {"out", required_argument, NULL, O_OUT},
         {"run-id", required_argument, NULL, O_RUN_ID},       {"json", no_argument, NULL, O_JSON},
         {"agent", no_argument, NULL, O_AGENT},               {"state-dir", required_argument, NULL, O_STATE_DIR},
-        {"challenge", no_argument, NULL, O_CHALLENGE},
+        {"challenge", no_argument, NULL, O_CHALLENGE},       {"watch", no_argument, NULL, O_WATCH},
+        {"once", no_argument, NULL, O_ONCE},                 {"from-block", required_argument, NULL, O_FROM_BLOCK},
+        {"copy-trainer-root", no_argument, NULL, O_COPY_ROOT},
         {"poll-interval", required_argument, NULL, O_POLL},  {"lie-at", required_argument, NULL, O_LIE_AT},
         {"max-dataset", required_argument, NULL, O_MAX_DATASET},
         {"fetch-timeout", required_argument, NULL, O_FETCH_TIMEOUT},
@@ -217,6 +253,14 @@ int cmd_audit(int argc, char **argv)
             return cli_fail("audit");
         a.o.chain = &a.chain;
         a.o.policy = &policy;
+    }
+    if (a.watch) {
+        party_challenger_opts co = {.chain = &a.chain, .policy = &policy, .store_url = a.o.audit.source,
+                                    .state_dir = a.o.state_dir, .audit = a.o.audit, .from_block = a.from_block,
+                                    .has_from_block = a.has_from_block, .poll_ms = a.o.poll_ms, .once = a.once,
+                                    .json = a.o.json};
+        party_agent_install_signals();
+        return party_challenger_run(&co) ? cli_fail("audit") : 0;
     }
     a.o.on_report = print_report;
     a.o.ctx = &a.o;

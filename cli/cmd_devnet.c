@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chain/session.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "examples/devnet/devnet.h"
@@ -55,6 +56,12 @@ static void usage(FILE *f)
             "  --arbiters N       a committee of N arbiters (1-5; default 1, or 3 for the arbiter\n"
             "                     faults), each its own `ovt arbiter watch` with its own key and\n"
             "                     state; a majority settles; each stakes 0.1 ETH when N > 1\n"
+            "  --challengers N    N outside challengers (`ovt audit --watch`, each its own process,\n"
+            "                     key and state; --arbiters + N <= 5): each replays the committed run\n"
+            "                     and challenges a wrong root; the trainer's agent defends its root\n"
+            "                     (--defend); after the run and every challenge settle the devnet\n"
+            "                     moves anvil's clock past the challenge window (default 0; 2 for\n"
+            "                     lying-challenger, 1 for colluding-auditor)\n"
             "  --timeout S        give up after S seconds of wall time (default 900)\n"
             "  --keep DIR         keep the work (run, store, logs of every process) in DIR\n"
             "  --node KIND        anvil (default), ganache or hardhat (the pinned npm packages)\n"
@@ -108,6 +115,28 @@ static void print_committee(const devnet_opts *o, const devnet_result *r)
                                                    "that misbehaved lost its bond");
 }
 
+/* The outside challengers: who lied, who challenged, how each game ended,
+ * and what the trainer was credited. */
+static void print_challengers(const devnet_opts *o, const devnet_result *r)
+{
+    if (!r->n_challengers)
+        return;
+    char credit[80], by[67];
+    chain_u256_to_dec(credit, &r->trainer_credit);
+    printf("\nchallengers: %u\n", r->n_challengers);
+    for (unsigned k = 0; k < r->n_challengers; k++) {
+        const devnet_challenger *c = &r->challengers[k];
+        printf("  %-12s %s  %-6s %s\n", c->name, c->address, c->lies ? "LIED" : "honest",
+               c->challenged ? (c->settled ? chain_arb_outcome_name(c->outcome) : "challenged, not settled")
+                             : (c->agreed ? "agreed: nothing sent" : "no decision seen"));
+    }
+    chain_hash_hex(by, &r->refuted_by);
+    printf("refuted: %s; the trainer's credit: %s wei\n", r->refuted ? by : "no", credit);
+    const char *why = devnet_challengers_check(o, r);
+    printf("challengers check: %s\n", why[0] ? why : "every liar lost its bond to the trainer, every honest "
+                                                     "challenger did what the run called for");
+}
+
 static void print_text(const devnet_opts *o, const devnet_result *r, bool as_expected)
 {
     printf("\n");
@@ -159,6 +188,7 @@ static void print_text(const devnet_opts *o, const devnet_result *r, bool as_exp
                (unsigned long long)t->gas_used, t->status ? "ok" : "REVERT", h);
     }
     print_committee(o, r);
+    print_challengers(o, r);
     printf("\ngas per party: trainer %llu, auditor %llu, arbiter %llu (deploy %llu)\n",
            (unsigned long long)devnet_ledger_gas(&r->ledger, "trainer"),
            (unsigned long long)devnet_ledger_gas(&r->ledger, "auditor"),
@@ -230,6 +260,25 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
                                                                : "none"));
     }
     json_object_set_new(j, "arbiter_shard", named);
+    json_t *chs = json_array();
+    for (unsigned k = 0; k < r->n_challengers; k++) {
+        const devnet_challenger *c = &r->challengers[k];
+        char id[67];
+        chain_hash_hex(id, &c->challenge_id);
+        json_array_append_new(chs, json_pack("{s:s, s:s, s:b, s:b, s:b, s:o, s:o}", "name", c->name, "address",
+                                             c->address, "lies", c->lies, "agreed", c->agreed, "challenged",
+                                             c->challenged, "challenge_id",
+                                             c->challenged ? json_string(id) : json_null(), "outcome",
+                                             c->settled ? json_string(chain_arb_outcome_name(c->outcome))
+                                                        : json_null()));
+    }
+    json_object_set_new(j, "challengers", chs);
+    char by[67], credit[80];
+    chain_hash_hex(by, &r->refuted_by);
+    chain_u256_to_dec(credit, &r->trainer_credit);
+    json_object_set_new(j, "refuted_by", r->refuted ? json_string(by) : json_null());
+    json_object_set_new(j, "trainer_credit", json_string(credit));
+    json_object_set_new(j, "challengers_check", json_string(devnet_challengers_check(o, r)));
     if (o->keep)
         json_object_set_new(j, "work_dir", json_string(r->work_dir));
     char *text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
@@ -240,7 +289,7 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
 
 enum { O_FAULT = 256, O_AT, O_STEPS, O_MODEL, O_BATCH, O_SEQ, O_SILENT, O_MOVE, O_TIMEOUT, O_KEEP, O_ANVIL, O_JSON,
        O_NODE, O_BLOCK_TIME, O_CONF, O_STORE, O_ARB_METRICS, O_SHARDS, O_RANKS, O_FAULT_SHARD, O_AUD_BACKEND,
-       O_BAND_RULES, O_ARB_CMD, O_ARBITERS, O_LINGER };
+       O_BAND_RULES, O_ARB_CMD, O_ARBITERS, O_LINGER, O_CHALLENGERS };
 
 struct devnet_args {
     devnet_opts o;
@@ -307,6 +356,7 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
         break;
     case O_BAND_RULES: rv = ovt_parse_u32(&o->band_rules, flag, arg, 1, 2); break;
     case O_ARBITERS: rv = ovt_parse_u32(&o->arbiters, flag, arg, 1, CHAIN_ARB_MAX_ARBITERS); break;
+    case O_CHALLENGERS: rv = ovt_parse_u32(&o->challengers, flag, arg, 0, DEVNET_MAX_CHALLENGERS); break;
     case O_JSON: o->json = true; break;
     default: return cli_arg_unknown("devnet", given);
     }
@@ -329,6 +379,7 @@ int cmd_devnet(int argc, char **argv)
         {"fault-shard", required_argument, NULL, O_FAULT_SHARD}, {"arbiter-cmd", required_argument, NULL, O_ARB_CMD},
         {"auditor-backend", required_argument, NULL, O_AUD_BACKEND}, {"band-rules", required_argument, NULL, O_BAND_RULES},
         {"arbiters", required_argument, NULL, O_ARBITERS}, {"linger", required_argument, NULL, O_LINGER},
+        {"challengers", required_argument, NULL, O_CHALLENGERS},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};
     struct devnet_args a = {.o = {.steps = 64, .batch = 4, .seq = 32, .move_timeout = 600, .timeout_s = 900,
                                   .shards = 1, .ranks = 1}};

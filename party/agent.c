@@ -35,6 +35,32 @@ void party_print_outcome(chain_arb_outcome outcome, bool json)
     fflush(stdout);
 }
 
+void party_log_line(FILE *f, bool json, const char *role, const char *who, const char *event, json_t *fields,
+                    const char *message)
+{
+    if (json) {
+        json_t *j = fields ? fields : json_object();
+        json_object_set_new(j, "time", json_integer((json_int_t)time(NULL)));
+        json_object_set_new(j, "role", json_string(role));
+        json_object_set_new(j, "event", json_string(event));
+        json_object_set_new(j, "message", json_string(message));
+        char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+        if (text)
+            fprintf(f, "%s\n", text);
+        free(text);
+        json_decref(j);
+    } else {
+        fprintf(f, "%s %s: %s\n", who, event, message);
+        json_decref(fields);
+    }
+    fflush(f);
+}
+
+bool party_agent_stop_requested(void)
+{
+    return stop_requested != 0;
+}
+
 void party_agent_install_signals(void)
 {
     ovt_on_stop_signals(on_signal);
@@ -107,29 +133,14 @@ static void agent_log(struct agent *a, const char *event, json_t *fields, const 
 
 static void agent_log(struct agent *a, const char *event, json_t *fields, const char *fmt, ...)
 {
-    char msg[1024];
+    char msg[1024], who[32];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    FILE *f = a->o->log ? a->o->log : stderr;
     const char *role = a->o->is_trainer ? "trainer" : "auditor";
-    if (a->o->json) {
-        json_t *j = fields ? fields : json_object();
-        json_object_set_new(j, "time", json_integer((json_int_t)time(NULL)));
-        json_object_set_new(j, "role", json_string(role));
-        json_object_set_new(j, "event", json_string(event));
-        json_object_set_new(j, "message", json_string(msg));
-        char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
-        if (text)
-            fprintf(f, "%s\n", text);
-        free(text);
-        json_decref(j);
-    } else {
-        fprintf(f, "ovt agent [%s] %s: %s\n", role, event, msg);
-        json_decref(fields);
-    }
-    fflush(f);
+    snprintf(who, sizeof who, "ovt agent [%s]", role);
+    party_log_line(a->o->log ? a->o->log : stderr, a->o->json, role, who, event, fields, msg);
 }
 
 static int save_state(struct agent *a)
@@ -388,6 +399,47 @@ static int turn(struct agent *a, chain_arb_outcome *outcome, int *done, int *wai
         return rv;
     }
     return 0;
+}
+
+/* --- one game at a time, for a loop of many (agent.h) */
+
+struct party_game {
+    struct agent a;
+    party_agent_opts o;
+};
+
+int party_game_open(party_game **out, chain_session *s, const party_agent_opts *o)
+{
+    *out = NULL;
+    party_game *g = calloc(1, sizeof *g);
+    if (!g)
+        return ovt_fail(OVT_ENOMEM, "out of memory");
+    g->o = *o;
+    g->a.s = s;
+    g->a.o = &g->o;
+    int rv = party_history_load(&g->a.hist, o->run_dir, &o->run_id);
+    if (!rv)
+        rv = load_state(&g->a);
+    if (rv) {
+        party_game_free(g);
+        return rv;
+    }
+    *out = g;
+    return 0;
+}
+
+int party_game_turn(party_game *g, chain_arb_outcome *outcome, int *done, int *wait)
+{
+    return turn(&g->a, outcome, done, wait);
+}
+
+void party_game_free(party_game *g)
+{
+    if (!g)
+        return;
+    party_history_free(&g->a.hist);
+    json_decref(g->a.state);
+    free(g);
 }
 
 /* --- the trainer's defence of its root in the run's challenges */

@@ -20,6 +20,7 @@
  * STATE_DIR/<runId>/state.json, written atomically. SIGINT/SIGTERM stop the
  * loop between turns. */
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -51,6 +52,18 @@ typedef struct {
  * history whose root is not the party's committed root, an unknown run). */
 int party_agent_run(chain_session *s, const party_agent_opts *o, chain_arb_outcome *outcome) OVT_MUST_USE;
 
+/* One game played a turn at a time, by a loop that plays many (the
+ * challenger's daemon, party/challenger.h): the same turn as
+ * party_agent_run's (re-read the game, plan, send, or claim a timeout),
+ * with its state in STATE_DIR/<gameId>/state.json. The options are
+ * copied; s must outlive the game. party_game_turn sets *done once the
+ * game is settled (*outcome: how) and *wait when nothing was sent (the
+ * caller may sleep). */
+typedef struct party_game party_game;
+int party_game_open(party_game **out, chain_session *s, const party_agent_opts *o) OVT_MUST_USE;
+int party_game_turn(party_game *g, chain_arb_outcome *outcome, int *done, int *wait) OVT_MUST_USE;
+void party_game_free(party_game *g);
+
 /* `ovt agent`: one party's agent with what it needs around it. */
 typedef struct {
     party_agent_opts agent;          /* its store is opened from store_url */
@@ -72,6 +85,15 @@ void party_print_outcome(chain_arb_outcome outcome, bool json);
 
 /* Installs SIGINT/SIGTERM handlers that make party_agent_run return. */
 void party_agent_install_signals(void);
+
+/* One log line of a party's process: with json one object, fields (taken
+ * over; may be NULL) with time, role, event and message; else
+ * "WHO EVENT: message". Flushed. */
+void party_log_line(FILE *f, bool json, const char *role, const char *who, const char *event, json_t *fields,
+                    const char *message);
+
+/* Whether one of those signals came. */
+bool party_agent_stop_requested(void);
 
 /* Loads a party's history (DIR/steps.bin) and builds its tree for run_id:
  * the leaves, the tree and the preimages for chain_arb_plan_move. */

@@ -60,6 +60,10 @@ static int commit_root(chain_session *s, const party_audit_opts *o, const aud_re
             fprintf(stderr, "ovt audit: warning: the trainer's committed root is not the root of the step table it "
                             "published; the dispute will show where they part\n");
     }
+    if (!rv && o->copy_trainer_root && !(g.flags & CHAIN_ARB_FLAG_TRAINER))
+        rv = ovt_fail(OVT_EINVAL, "--copy-trainer-root: the trainer has not committed a root to copy yet");
+    else if (!rv && o->copy_trainer_root)
+        *root_out = g.trainer_root; /* the fault: the trainer's root, whatever the replay found */
     if (!rv && (g.flags & CHAIN_ARB_FLAG_AUDITOR))
         rv = 0; /* committed before (a restart): nothing to send */
     else if (!rv)

@@ -21,6 +21,8 @@ typedef struct {
     bool challenge;                  /* an outside challenger, not the run's auditor: once the trainer has
                                         committed, challenge() its root if the replay's differs (and with
                                         agent play that challenge's game); nothing sent if they agree */
+    bool copy_trainer_root;          /* fault injection (devnet tests only): a colluding or lazy named
+                                        auditor that commits the trainer's root, not its replay's */
     const char *state_dir;           /* the agent's (NULL: OUT/agent) */
     long poll_ms;                    /* the agent's polling interval */
     bool json;                       /* the agent's log lines as JSON */

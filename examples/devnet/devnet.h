@@ -29,6 +29,9 @@ typedef enum {
     DEVNET_LYING_ARBITER,      /* a bitflip, and one arbiter of the committee reveals a wrong verdict */
     DEVNET_SILENT_ARBITER,     /* a bitflip, and one arbiter takes its seat but never answers */
     DEVNET_COLLUDING_ARBITERS, /* a bitflip, and m - 1 arbiters reveal the same wrong verdict */
+    DEVNET_LYING_CHALLENGER,   /* an honest run, and one outside challenger challenges it with a wrong root */
+    DEVNET_COLLUDING_AUDITOR,  /* a bitflip, the named auditor commits the trainer's root (Verified), and an
+                                  honest outside challenger refutes it */
     DEVNET_FAULT_COUNT
 } devnet_fault;
 
@@ -75,7 +78,25 @@ typedef struct {
     const char *auditor_backend; /* --auditor-backend: ref (NULL), cpu or shuffle */
     uint32_t band_rules;  /* --band-rules: the trainer's run's (0: ovt train's default) */
     uint32_t arbiters;    /* --arbiters N: the committee's size, 1..5 (each its own watcher process) */
+    uint32_t challengers; /* --challengers N: outside challengers (`ovt audit --watch`), each its own
+                             process and key; --arbiters + N <= 5 (anvil's dev accounts) */
 } devnet_opts;
+
+/* The most outside challengers: anvil's dev accounts after the parties and
+ * one arbiter. */
+#define DEVNET_MAX_CHALLENGERS 4
+
+/* One outside challenger as the scenario ended. */
+typedef struct {
+    char name[16];              /* "challenger-1", ... */
+    char address[43];
+    bool lies;                  /* --lie-at: its replay is wrong from the fault step on */
+    bool agreed;                /* its daemon logged that its replay agrees with the trainer */
+    bool challenged;            /* a ChallengeOpened names it */
+    ovt_hash challenge_id;
+    bool settled;               /* its challenge's game settled */
+    chain_arb_outcome outcome;
+} devnet_challenger;
 
 /* One arbiter of the committee as the run ended. */
 typedef struct {
@@ -118,7 +139,26 @@ typedef struct {
     unsigned n_arbiters;
     devnet_arbiter arbiters[CHAIN_ARB_MAX_ARBITERS];
     chain_u256 arbiter_bond;    /* what each arbiter paid to sit */
+    unsigned n_challengers;
+    devnet_challenger challengers[DEVNET_MAX_CHALLENGERS];
+    bool refuted;               /* refutedBy(run) is set: a game showed the trainer's root wrong */
+    ovt_hash refuted_by;
+    chain_u256 trainer_credit;  /* credit(trainer) at the end: its bond back, plus liars' bonds */
+    chain_u256 trainer_bond, auditor_bond; /* the run's */
 } devnet_result;
+
+/* Whether the challengers did what the fault implies: a lying one
+ * challenged and lost (TrainerRight), an honest one against an honest run
+ * sent nothing, an honest one against a faulty run challenged and won
+ * (AuditorRight, the run refuted by it); the trainer's credit is its bond
+ * plus every lost challenger bond. "" when so, else why not. */
+const char *devnet_challengers_check(const devnet_opts *o, const devnet_result *r);
+
+/* Whether outside challenger k of o lies (the last one, under
+ * --fault lying-challenger), and whether it must challenge (it lies, or
+ * the trainer's root is wrong). */
+bool devnet_challenger_lies(const devnet_opts *o, unsigned k);
+bool devnet_challenger_challenges(const devnet_opts *o, unsigned k);
 
 /* What arbiter seat k of n does under o's fault: NULL (honest), "lie" or
  * "silent". The last seats misbehave; seat 0 is always honest. */

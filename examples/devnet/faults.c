@@ -41,7 +41,83 @@ static const struct {
     [DEVNET_COLLUDING_ARBITERS] = {"colluding-arbiters", CHAIN_ARB_AUDITOR_RIGHT,
                                    "a bitflip at K, and m - 1 arbiters reveal the same wrong verdict: the\n"
                                    "                      honest m settle it, the colluders lose their bonds"},
+    [DEVNET_LYING_CHALLENGER] = {"lying-challenger", CHAIN_ARB_VERIFIED,
+                                 "an honest run, and the last outside challenger (--challengers, default\n"
+                                 "                      2) challenges it with states wrong from step K: it loses its\n"
+                                 "                      bond to the trainer, whose own bond is untouched"},
+    [DEVNET_COLLUDING_AUDITOR] = {"colluding-auditor", CHAIN_ARB_VERIFIED,
+                                  "a bitflip at K; the named auditor commits the trainer's root (Verified);\n"
+                                  "                      an honest outside challenger (--challengers, default 1)\n"
+                                  "                      wins its challenge at K: the run is refuted"},
 };
+
+static bool challenger_fault(devnet_fault f)
+{
+    return f == DEVNET_LYING_CHALLENGER || f == DEVNET_COLLUDING_AUDITOR;
+}
+
+bool devnet_challenger_lies(const devnet_opts *o, unsigned k)
+{
+    return o->fault == DEVNET_LYING_CHALLENGER && k + 1 == o->challengers;
+}
+
+/* Low 64 bits of a u256 whose higher bytes are zero (else UINT64_MAX). */
+static uint64_t low64(const chain_u256 *v)
+{
+    uint64_t x = 0;
+    for (int i = 0; i < 24; i++)
+        if (v->b[i])
+            return UINT64_MAX;
+    for (int i = 24; i < 32; i++)
+        x = x << 8 | v->b[i];
+    return x;
+}
+
+/* Whether the trainer's committed root is wrong under the fault. */
+static bool faulty_trainer(const devnet_opts *o)
+{
+    return o->fault != DEVNET_NONE && o->fault != DEVNET_LYING_CHALLENGER && o->fault != DEVNET_LYING_AUDITOR &&
+           !(o->fault == DEVNET_HIDDEN_FLIP && o->band_rules == 1);
+}
+
+bool devnet_challenger_challenges(const devnet_opts *o, unsigned k)
+{
+    return devnet_challenger_lies(o, k) || faulty_trainer(o);
+}
+
+const char *devnet_challengers_check(const devnet_opts *o, const devnet_result *r)
+{
+    bool faulty = faulty_trainer(o);
+    unsigned lost = 0;
+    for (unsigned k = 0; k < r->n_challengers; k++) {
+        const devnet_challenger *c = &r->challengers[k];
+        if (devnet_challenger_challenges(o, k)) {
+            if (!c->challenged || !c->settled)
+                return c->lies ? "the lying challenger's challenge was not played to its end"
+                               : "an honest challenger did not challenge the faulty run to its end";
+            if (c->lies && c->outcome != CHAIN_ARB_TRAINER_RIGHT)
+                return "the lying challenger's challenge did not end trainer-right";
+            if (!c->lies && c->outcome != CHAIN_ARB_AUDITOR_RIGHT)
+                return "an honest challenger's challenge of the faulty run did not end auditor-right";
+            lost += c->lies;
+        } else if (c->challenged) {
+            return "an honest challenger challenged an honest run";
+        } else if (!c->agreed) {
+            return "an honest challenger never said its replay agrees";
+        }
+    }
+    if (faulty && r->n_challengers && !r->refuted)
+        return "the faulty run is not marked refuted";
+    if (!faulty && r->refuted)
+        return "an honest run is marked refuted";
+    if (r->n_challengers && r->outcome == CHAIN_ARB_VERIFIED) {
+        /* Verified returns the trainer's bond; each lost challenge adds the challenger's bond */
+        uint64_t tb = low64(&r->trainer_bond), ab = low64(&r->auditor_bond), got = low64(&r->trainer_credit);
+        if (tb == UINT64_MAX || ab == UINT64_MAX || got != tb + lost * ab)
+            return "the trainer's credit is not its bond plus the lost challengers' bonds";
+    }
+    return "";
+}
 
 static bool arbiter_fault(devnet_fault f)
 {
@@ -112,7 +188,8 @@ int devnet_fault_parse(devnet_fault *out, const char *name)
         }
     return ovt_fail(OVT_EINVAL, "unknown fault '%s' (none, bitflip, poisoned-batch, skipped-step, forged-log, "
                                 "withheld-inputs, lying-auditor, omitted-log, bitflip-shard, hidden-flip, "
-                                "lying-arbiter, silent-arbiter, colluding-arbiters)",
+                                "lying-arbiter, silent-arbiter, colluding-arbiters, lying-challenger, "
+                                "colluding-auditor)",
                     name);
 }
 
@@ -147,7 +224,7 @@ bool devnet_outcome_ok(const devnet_opts *o, chain_arb_outcome out)
 bool devnet_as_expected(const devnet_opts *o, const devnet_result *r)
 {
     /* bitflip-shard also expects the arbiter to have named the flipped shard */
-    return devnet_outcome_ok(o, r->outcome) && !devnet_committee_check(o, r)[0] &&
+    return devnet_outcome_ok(o, r->outcome) && !devnet_committee_check(o, r)[0] && !devnet_challengers_check(o, r)[0] &&
            (devnet_expected(o) == CHAIN_ARB_VERIFIED || o->silent || (r->has_step && r->step == o->at)) &&
            (o->fault != DEVNET_BITFLIP_SHARD || o->silent ||
             (r->arbiter_named_shard && r->arbiter_shard == (int64_t)o->fault_shard));
@@ -195,6 +272,14 @@ int devnet_opts_check(devnet_opts *o, bool have_at, bool have_fault_shard)
     if (arbiter_fault(o->fault) && o->arbiters < 3)
         return ovt_fail(OVT_EINVAL, "--fault %s needs a committee that outvotes it: --arbiters 3 or more (got %u)",
                         devnet_fault_name(o->fault), o->arbiters);
+    if (challenger_fault(o->fault) && o->challengers == 0)
+        o->challengers = o->fault == DEVNET_LYING_CHALLENGER ? 2 : 1;
+    if (o->arbiters + o->challengers > CHAIN_ARB_MAX_ARBITERS)
+        return ovt_fail(OVT_EINVAL, "--arbiters %u and --challengers %u: together at most %d (anvil's dev accounts "
+                                    "after the trainer and the auditor)",
+                        o->arbiters, o->challengers, CHAIN_ARB_MAX_ARBITERS);
+    if (challenger_fault(o->fault) && o->silent)
+        return ovt_fail(OVT_EINVAL, "--fault %s plays with no --silent party", devnet_fault_name(o->fault));
     if (o->silent && o->fault == DEVNET_NONE)
         return ovt_fail(OVT_EINVAL, "--silent needs a dispute: combine it with a fault other than none");
     return 0;

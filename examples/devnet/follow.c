@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chain/keys.h"
 #include "examples/devnet/node.h"
 #include "examples/devnet/scenario.h"
 
@@ -71,6 +72,48 @@ static void devnet_arbiter_settled(struct devnet *d, const chain_arb_event *e)
     devnet_progress(d, "chain: %s (verdict %s): lost %s wei, rewarded %s wei",
                     devnet_party_of(d, &e->u.arbiter_settled.arbiter),
                     chain_arb_outcome_name(e->u.arbiter_settled.verdict), lost, won);
+}
+
+/* The outside challenger of an address, or NULL. */
+static devnet_challenger *challenger_of(struct devnet *d, const chain_address *a)
+{
+    for (unsigned k = 0; k < d->r->n_challengers; k++) {
+        chain_address c;
+        if (chain_address_from_string(&c, d->r->challengers[k].address) == 0 && chain_address_eq(&c, a))
+            return &d->r->challengers[k];
+    }
+    return NULL;
+}
+
+/* The challenger whose challenge's game is id, or NULL. */
+static devnet_challenger *game_of(struct devnet *d, const ovt_hash *id)
+{
+    for (unsigned k = 0; k < d->r->n_challengers; k++) {
+        devnet_challenger *c = &d->r->challengers[k];
+        if (c->challenged && !memcmp(c->challenge_id.b, id->b, 32))
+            return c;
+    }
+    return NULL;
+}
+
+/* An event of a challenge's game: its step, its verdict, its end. */
+static void on_challenge_event(struct devnet *d, devnet_challenger *c, const chain_arb_event *e)
+{
+    if (e->kind == CHAIN_ARB_EV_STEP_FIXED)
+        devnet_progress(d, "chain: %s's challenge: the first differing leaf is step %llu", c->name,
+                        (unsigned long long)e->u.step_fixed.step);
+    else if (e->kind == CHAIN_ARB_EV_VERDICT_GIVEN)
+        devnet_progress(d, "chain: %s's challenge: verdict on step %llu: %s", c->name,
+                        (unsigned long long)e->u.verdict_given.step, chain_arb_outcome_name(e->u.verdict_given.outcome));
+    else if (e->kind == CHAIN_ARB_EV_SETTLED) {
+        char c1[80], c2[80];
+        chain_u256_to_dec(c1, &e->u.settled.trainer_credit);
+        chain_u256_to_dec(c2, &e->u.settled.auditor_credit);
+        c->settled = true;
+        c->outcome = e->u.settled.outcome;
+        devnet_progress(d, "chain: %s's challenge settled: %s (credited: trainer %s wei, %s %s wei)", c->name,
+                        chain_arb_outcome_name(c->outcome), c1, c->name, c2);
+    }
 }
 
 static void on_event(struct devnet *d, const chain_arb_event *e)
@@ -174,13 +217,23 @@ static void on_event(struct devnet *d, const chain_arb_event *e)
     case CHAIN_ARB_EV_ARBITER_SETTLED:
         devnet_arbiter_settled(d, e);
         break;
-    case CHAIN_ARB_EV_CHALLENGE_OPENED:
-        devnet_progress(d, "chain: %s challenged the trainer's root with %s",
-                        devnet_party_of(d, &e->u.challenge_opened.challenger),
-                        short_hash(h1, &e->u.challenge_opened.root));
+    case CHAIN_ARB_EV_CHALLENGE_OPENED: {
+        devnet_challenger *c = challenger_of(d, &e->u.challenge_opened.challenger);
+        if (c) {
+            c->challenged = true;
+            c->challenge_id = e->u.challenge_opened.challenge_id;
+        }
+        devnet_progress(d, "chain: %s challenged the trainer's root with %s (game %s)",
+                        c ? c->name : devnet_party_of(d, &e->u.challenge_opened.challenger),
+                        short_hash(h1, &e->u.challenge_opened.root),
+                        short_hash(h2, &e->u.challenge_opened.challenge_id));
         break;
+    }
     case CHAIN_ARB_EV_REFUTED:
-        devnet_progress(d, "chain: the trainer's root is refuted (%s)", chain_arb_outcome_name(e->u.refuted.outcome));
+        r->refuted = true;
+        r->refuted_by = e->u.refuted.game_id;
+        devnet_progress(d, "chain: the trainer's root is refuted (%s, by game %s)",
+                        chain_arb_outcome_name(e->u.refuted.outcome), short_hash(h1, &e->u.refuted.game_id));
         break;
     case CHAIN_ARB_EV_COUNT: break;
     }
@@ -203,8 +256,11 @@ int devnet_follow_events(struct devnet *d)
             d->have_run = true;
             devnet_hex0x(d->r->run_id, d->run_id.b, 32);
         }
+        devnet_challenger *c = d->have_run ? game_of(d, &ev[i].run_id) : NULL;
         if (d->have_run && memcmp(ev[i].run_id.b, d->run_id.b, 32) == 0)
             on_event(d, &ev[i]);
+        else if (c)
+            on_challenge_event(d, c, &ev[i]);
     }
     free(ev);
     d->next_block = head + 1;

@@ -20,6 +20,7 @@ static const char *const functions[][2] = {
     {"verdict", "verdict(bytes32,uint64,uint8,bytes32)"},
     {"timeout", "timeout(bytes32)"},
     {"withdraw", "withdraw()"},
+    {"challenge", "challenge(bytes32,bytes32)"},
 };
 
 const char *devnet_call_name(const uint8_t *input, size_t len, int creates)

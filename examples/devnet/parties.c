@@ -136,7 +136,8 @@ int devnet_run_train(struct devnet *d)
         [DEVNET_SKIPPED_STEP] = "skipped-step", [DEVNET_FORGED_LOG] = "forged-log",
         [DEVNET_WITHHELD_INPUTS] = "bitflip", [DEVNET_OMITTED_LOG] = "omitted-log",
         [DEVNET_BITFLIP_SHARD] = "bitflip-shard", [DEVNET_HIDDEN_FLIP] = "hidden-flip",
-        [DEVNET_LYING_ARBITER] = "bitflip", [DEVNET_SILENT_ARBITER] = "bitflip", [DEVNET_COLLUDING_ARBITERS] = "bitflip"};
+        [DEVNET_LYING_ARBITER] = "bitflip", [DEVNET_SILENT_ARBITER] = "bitflip", [DEVNET_COLLUDING_ARBITERS] = "bitflip",
+        [DEVNET_COLLUDING_AUDITOR] = "bitflip"};
     if (o->band_rules) {
         arg(&c, "--band-rules");
         arg(&c, "%u", o->band_rules);
@@ -224,8 +225,11 @@ int devnet_start_trainer_agent(struct devnet *d)
     policy_args(&c, d);
     if (d->o->fault == DEVNET_WITHHELD_INPUTS)
         arg(&c, "--withhold");
-    devnet_progress(d, "trainer: its agent plays the game and publishes the disputed step's inputs%s",
-             d->o->fault == DEVNET_WITHHELD_INPUTS ? " (no: it withholds them)" : "");
+    if (d->o->challengers)
+        arg(&c, "--defend");
+    devnet_progress(d, "trainer: its agent plays the game%s and publishes the disputed step's inputs%s",
+                    d->o->challengers ? " and every challenge of its root" : "",
+                    d->o->fault == DEVNET_WITHHELD_INPUTS ? " (no: it withholds them)" : "");
     return devnet_start_child(d, &d->trainer_agent, "trainer-agent", c.argv);
 }
 
@@ -257,9 +261,78 @@ int devnet_start_auditor(struct devnet *d)
         arg(&c, "--lie-at");
         arg(&c, "%llu", (unsigned long long)d->o->at);
     }
+    if (d->o->fault == DEVNET_COLLUDING_AUDITOR)
+        arg(&c, "--copy-trainer-root");
     devnet_progress(d, "auditor: replaying the run on the %s backend%s, then playing the game", backend,
-             d->o->fault == DEVNET_LYING_AUDITOR ? " (and lying from the fault step on)" : "");
+                    d->o->fault == DEVNET_LYING_AUDITOR       ? " (and lying from the fault step on)"
+                    : d->o->fault == DEVNET_COLLUDING_AUDITOR ? " (and committing the trainer's root, not its own)"
+                                                              : "");
     return devnet_start_child(d, &d->auditor, "auditor", c.argv);
+}
+
+/* Outside challenger k: `ovt audit --watch` with its own key (the dev
+ * account after the committee's), state folder and log; the one
+ * devnet_challenger_lies names replays with wrong states from the fault
+ * step on. */
+static int start_challenger(struct devnet *d, unsigned k)
+{
+    devnet_challenger *ch = &d->r->challengers[k];
+    int key = KEY_ARBITER + (int)d->o->arbiters + (int)k;
+    snprintf(ch->name, sizeof ch->name, "challenger-%u", k + 1);
+    chain_address_to_string(ch->address, &d->addr[key]);
+    ch->lies = devnet_challenger_lies(d->o, k);
+    char state[4300];
+    snprintf(state, sizeof state, "%s/%s", d->r->work_dir, ch->name);
+    cmdline c = {0};
+    arg(&c, "%s", d->exe);
+    arg(&c, "audit");
+    arg(&c, "--watch");
+    arg(&c, "%s", d->store_url);
+    chain_args(&c, d, key);
+    arg(&c, "--state-dir");
+    arg(&c, "%s", state);
+    arg(&c, "--from-block");
+    arg(&c, "%llu", (unsigned long long)d->deploy_block);
+    arg(&c, "--backend");
+    arg(&c, "%s", d->o->auditor_backend ? d->o->auditor_backend : "ref");
+    arg(&c, "--poll-interval");
+    arg(&c, "0.2");
+    arg(&c, "--json");
+    policy_args(&c, d);
+    if (ch->lies) {
+        arg(&c, "--lie-at");
+        arg(&c, "%llu", (unsigned long long)d->o->at);
+    }
+    if (c.n >= 63)
+        return ovt_fail(OVT_EINVAL, "the challenger's command line is too long");
+    devnet_progress(d, "%s %s: replays every committed run and challenges a wrong root%s", ch->name, ch->address,
+                    ch->lies ? " (LYING: its replay is wrong from the fault step on)" : "");
+    return devnet_start_child(d, &d->challengers[k], ch->name, c.argv);
+}
+
+int devnet_start_challengers(struct devnet *d)
+{
+    d->r->n_challengers = d->o->challengers;
+    int rv = 0;
+    for (unsigned k = 0; k < d->o->challengers && !rv; k++)
+        rv = start_challenger(d, k);
+    return rv;
+}
+
+/* Whether challenger k's log says its replay agrees with the trainer. */
+bool devnet_challenger_agreed(struct devnet *d, unsigned k)
+{
+    if (!d->challengers[k])
+        return false;
+    FILE *f = fopen(d->challengers[k]->log_path, "r");
+    if (!f)
+        return false;
+    char line[4096];
+    bool agreed = false;
+    while (!agreed && fgets(line, sizeof line, f))
+        agreed = strstr(line, "\"event\":\"agreed\"") != NULL;
+    fclose(f);
+    return agreed;
 }
 
 /* ---- the arbiter's command (--arbiter-cmd) ---- */

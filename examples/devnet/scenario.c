@@ -297,6 +297,62 @@ static int setup_chain(struct devnet *d)
     return 0;
 }
 
+/* Whether every outside challenger is done: its challenge settled when it
+ * must challenge, else its replay agreed. */
+static bool challengers_done(struct devnet *d)
+{
+    for (unsigned k = 0; k < d->r->n_challengers; k++) {
+        devnet_challenger *c = &d->r->challengers[k];
+        c->agreed = c->agreed || devnet_challenger_agreed(d, k);
+        if (devnet_challenger_challenges(d->o, k) ? !(c->challenged && c->settled) : !c->agreed)
+            return false;
+    }
+    return true;
+}
+
+/* After the run's own settlement: waits (on the chain's events and the
+ * challengers' logs, bounded by --timeout) until every challenger is done,
+ * then moves anvil's clock past the challenge window so the trainer's
+ * defending agent ends, and reads the trainer's credit and the run's
+ * bonds for the check. */
+static int await_challenges(struct devnet *d)
+{
+    if (!d->o->challengers)
+        return 0;
+    int rv;
+    while (!challengers_done(d)) {
+        if (devnet_interrupted())
+            return ovt_fail(OVT_EINVAL, "interrupted");
+        if (devnet_elapsed(d) > d->o->timeout_s) {
+            for (unsigned k = 0; k < d->o->challengers; k++)
+                devnet_print_log_tail(stderr, d->challengers[k], 6);
+            return ovt_fail(OVT_ETIMEOUT, "the challengers were not done within %.0f s", d->o->timeout_s);
+        }
+        if ((rv = devnet_follow_events(d)))
+            return rv;
+        devnet_reap(&d->kids);
+        for (unsigned k = 0; k < d->o->challengers; k++)
+            if (d->challengers[k]->exited) {
+                devnet_print_log_tail(stderr, d->challengers[k], 12);
+                return ovt_fail(OVT_EIO, "%s exited (status %d) before it was done (log: %s)",
+                                d->r->challengers[k].name, d->challengers[k]->status, d->challengers[k]->log_path);
+            }
+        devnet_sleep_ms(100);
+    }
+    chain_arb_params p;
+    if ((rv = chain_arb_get_run(&d->arb, &d->run_id, NULL, &p)))
+        return rv;
+    d->r->trainer_bond = p.trainer_bond;
+    d->r->auditor_bond = p.auditor_bond;
+    devnet_progress(d, "devnet: every challenger is done: moving anvil's clock %u s forward, past the challenge "
+                       "window, so the trainer's agent stops defending",
+                    p.commit_timeout + 1);
+    if ((rv = devnet_advance_time(d->rpc, (uint64_t)p.commit_timeout + 1)))
+        return rv;
+    d->window_closed = true;
+    return chain_arb_credit(&d->arb, &d->addr[KEY_TRAINER], NULL, &d->r->trainer_credit);
+}
+
 /* Follows the game until the run settles (and the parties' agents have
  * seen it), the timeout, SIGINT or a party failing. */
 static int play(struct devnet *d)
@@ -336,6 +392,8 @@ static int play(struct devnet *d)
         }
         devnet_sleep_ms(100);
     }
+    if ((rv = await_challenges(d)))
+        return rv;
     /* The agents end by themselves once they see the settlement; the
      * arbiter watcher logs it. Both are waited for as events, bounded only
      * by --timeout: on a loaded machine they can take longer than any fixed
@@ -388,7 +446,8 @@ static int scenario(struct devnet *d)
      * before anvil starts and the model trains */
     if ((rv = devnet_self_exe(d->exe, sizeof d->exe)) || (rv = devnet_probe_arbiter(d)) ||
         (rv = ovt_mkdirs(d->store_dir, 0755)) || (rv = setup_chain(d)) || (rv = make_dataset(d)) ||
-        (rv = devnet_start_arbiter(d)) || (rv = devnet_run_train(d)) || (rv = devnet_run_commit(d)) ||
+        (rv = devnet_start_arbiter(d)) || (rv = devnet_start_challengers(d)) || (rv = devnet_run_train(d)) ||
+        (rv = devnet_run_commit(d)) ||
         (rv = devnet_follow_events(d)))
         return rv;
     if (!d->have_run)
@@ -410,7 +469,11 @@ int devnet_run(const devnet_opts *o, devnet_result *r)
     devnet_catch_signals();
     int rv = scenario(&d);
     if (rv == 0) {
-        devnet_parties parties = {d.addr, devnet_party_names, NKEYS};
+        const char *names[NKEYS]; /* the challengers' keys by their names */
+        memcpy(names, devnet_party_names, sizeof names);
+        for (unsigned k = 0; k < r->n_challengers; k++)
+            names[KEY_ARBITER + o->arbiters + k] = r->challengers[k].name;
+        devnet_parties parties = {d.addr, names, NKEYS};
         uint64_t head = 0;
         rv = chain_rpc_block_number(d.rpc, &head);
         if (!rv)

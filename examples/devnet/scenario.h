@@ -36,6 +36,8 @@ struct devnet {
     double honest_moved_s;
     devnet_child *trainer_agent, *auditor;
     devnet_child *arbiters[CHAIN_ARB_MAX_ARBITERS]; /* the committee's watchers, seat 0 first */
+    devnet_child *challengers[DEVNET_MAX_CHALLENGERS]; /* the outside challengers' daemons */
+    bool window_closed;       /* the clock was moved past the challenge window */
     unsigned sealed;          /* VerdictCommitted events seen */
     bool verdict_due, clock_past_ballots;
     /* the words that start the arbiter's ovt: this ovt, or --arbiter-cmd's
@@ -69,6 +71,10 @@ int devnet_start_auditor(struct devnet *d) OVT_MUST_USE;
  * or is not an ovt. Before devnet_start_arbiter. */
 int devnet_probe_arbiter(struct devnet *d) OVT_MUST_USE;
 int devnet_start_arbiter(struct devnet *d) OVT_MUST_USE;
+/* The outside challengers (--challengers), and whether challenger k's log
+ * says its replay agrees with the trainer's root. */
+int devnet_start_challengers(struct devnet *d) OVT_MUST_USE;
+bool devnet_challenger_agreed(struct devnet *d, unsigned k);
 /* 1 once the arbiter watcher's log (seat 0's) has its line on the settlement. */
 int devnet_arbiter_saw(struct devnet *d);
 

@@ -174,6 +174,39 @@ static void escaping(void)
     free(js);
 }
 
+/* A challenge's game (issue 43) is listed as a challenge, naming the run
+ * it disputes, in /status.json ("challenge_of") and on the page. */
+static void challenge_listed(void)
+{
+    arb_game g;
+    memset(&g, 0, sizeof g);
+    memset(g.run_id.b, 0x11, 32);
+    memset(g.challenged_run.b, 0x22, 32);
+    g.is_challenge = true;
+    g.events = json_array();
+    arb_status_game(&g, NULL, NULL, NULL, NULL);
+    char *html, *js, id[67], of[67];
+    size_t n;
+    arb_hex32(id, &g.run_id);
+    arb_hex32(of, &g.challenged_run);
+    CHECK(arb_status_render_json(&js, &n) == 0);
+    json_t *j = json_loads(js, 0, NULL);
+    json_t *r = json_array_get(json_object_get(j, "runs"), 0); /* the only run listed */
+    const char *rid = json_string_value(json_object_get(r, "run_id"));
+    const char *got = json_string_value(json_object_get(r, "challenge_of"));
+    CHECK(rid && !strcmp(rid, id));
+    CHECK_MSG(got && !strcmp(got, of), "/status.json: %s", js);
+    CHECK(arb_status_render_html(&html, &n) == 0);
+    char want[200];
+    snprintf(want, sizeof want, "<h3>challenge <code>%s</code>", id);
+    CHECK_MSG(strstr(html, want) != NULL && strstr(html, "challenges run") != NULL && strstr(html, of) != NULL, "%s",
+              html);
+    json_decref(j);
+    json_decref(g.events);
+    free(html);
+    free(js);
+}
+
 /* Waits (up to four minutes, the arbiter alive) until cond holds of
  * /status.json; s is the last one read. */
 #define WAIT_STATUS(cond, what)                                                                          \
@@ -255,6 +288,7 @@ int main(void)
         return SKIP;
     }
     CHECK_RUN(escaping());
+    CHECK_RUN(challenge_listed());
     if (!getenv("OVT_BINARY_DIR") || !mkdtemp(dir)) {
         fprintf(stderr, "OVT_BINARY_DIR unset or mkdtemp failed\n");
         return 1;

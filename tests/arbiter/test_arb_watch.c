@@ -1091,6 +1091,64 @@ static void test_stranger_runs(void)
         fx_run_free(&run[k]);
 }
 
+/* An open challenge, settled by the watcher alone: the trainer lies from
+ * step 3, the named auditor colludes (commits the trainer's root: Verified),
+ * an outsider challenges with the honest history and the two play the
+ * challenge's bisection. The watcher, named on the run, follows the
+ * challenge's game (ChallengeOpened) and rules AuditorRight at step 3 with
+ * the honest leaf hashed with the run's id (a challenge's leaves are the
+ * run's), which marks the run refuted; once, across a second pass. The
+ * watcher runs once while the challenge bisects and again (a restart)
+ * when the verdict is due: the challenge's game comes back from its
+ * game.json as a challenge of the run. */
+static void test_challenge(void)
+{
+    chain_merkle_preimage honest[STEPS + 1], lie[STEPS + 1];
+    memcpy(honest, table.steps, sizeof honest);
+    lie_from(lie, 3, 0x20);
+    uint64_t from = head() + 1;
+    fx_run run, c;
+    fx_history outsider;
+    CHECK(open_run(&run, lie, lie) == 0); /* the auditor copies the trainer's root */
+    CHECK(game_of(&run).outcome == CHAIN_ARB_VERIFIED);
+    set_history(&outsider, honest, &run.run_id);
+    CHECK(fx_build_tree(&outsider, STEPS + 1) == 0);
+    CHECK_MSG(fx_challenge(&env, &c, &run, FX_OUTSIDER, &outsider, NULL) == 0, "challenge: %s", ovt_errmsg());
+    char state[512], logp[512], file[700], id[65];
+    snprintf(state, sizeof state, "%s/state-challenge", root);
+    snprintf(logp, sizeof logp, "%s/challenge0.log", root);
+    const char *once[] = {"--once", "--json", "--input-wait", "0", NULL};
+    /* a first pass while the challenge is bisecting: its game is saved, and
+     * the pass after the restart must read it back as a challenge */
+    CHECK(arbiter(state, store_url, from, logp, 1, once) == 0);
+    CHECK_EQ_U64(count_in(logp, "\"event\":\"challenge_opened\""), 1);
+    CHECK(fx_play(&env, &c, NULL, NULL) == 0);
+    chain_arb_game g = game_of(&c);
+    CHECK_MSG(g.phase == CHAIN_ARB_PHASE_AWAITING_VERDICT && g.index == 3, "challenge: phase %s step %llu",
+              chain_arb_phase_name(g.phase), (unsigned long long)g.index);
+
+    snprintf(logp, sizeof logp, "%s/challenge.log", root);
+    CHECK(arbiter(state, store_url, from, logp, 1, once) == 0);
+    scenario sc = {.name = "challenge", .run = c, .step = 3, .outcome = CHAIN_ARB_AUDITOR_RIGHT};
+    honest_leaf(&sc.evidence, &run, 3);
+    check_verdict(&sc);
+    CHECK_EQ_U64(count_in(logp, "\"event\":\"challenge_opened\""), 0); /* known from the first pass */
+    ovt_hash by;
+    CHECK(chain_arb_refuted_by(&env.arb, &run.run_id, NULL, &by) == 0 && !memcmp(by.b, c.run_id.b, 32));
+    /* its folder names the run it disputes */
+    ovt_hex_encode(id, c.run_id.b, 32);
+    snprintf(file, sizeof file, "%s/games/%s/game.json", state, id);
+    CHECK(count_in(file, "\"challenge_of\"") == 1 && count_in(file, "\"format\": 3") == 1);
+
+    snprintf(logp, sizeof logp, "%s/challenge2.log", root);
+    CHECK(arbiter(state, store_url, from, logp, 1, once) == 0);
+    CHECK_EQ_U64(count_in(logp, "verdict_mined"), 0);
+    CHECK(verdicts(&c, NULL) == 1);
+    fx_history_free(&outsider);
+    fx_run_free(&c);
+    fx_run_free(&run);
+}
+
 static void test_usage(void)
 {
     char *out = NULL;
@@ -1144,12 +1202,12 @@ static void test_bad_state_dirs(void)
     CHECK(arbiter(dir, store_url, 0, logp, 1, once) == 0);
     CHECK(count_in(logp, "\"open_games\":0") == 1);
     char *v3 = malloc(sizeof v1 + 16);
-    snprintf(v3, sizeof v1 + 16, "{\"format\": 3, %s", v1 + 1);
+    snprintf(v3, sizeof v1 + 16, "{\"format\": 4, %s", v1 + 1);
     CHECK(ovt_write_atomic(file, v3, strlen(v3), 0644) == 0);
     free(v3);
     snprintf(logp, sizeof logp, "%s/bad5.log", root);
     CHECK(arbiter(dir, store_url, 0, logp, 1, once) == 1);
-    CHECK(count_in(logp, "\"format\" 3 is not one this ovt reads") == 1 && count_in(logp, "game.json") == 1);
+    CHECK(count_in(logp, "\"format\" 4 is not one this ovt reads (1 to 3)") == 1 && count_in(logp, "game.json") == 1);
 }
 
 int main(void)
@@ -1178,6 +1236,7 @@ int main(void)
     CHECK_RUN(test_usage());
     CHECK_RUN(test_bad_state_dirs());
     CHECK_RUN(test_verdicts());
+    CHECK_RUN(test_challenge());
     CHECK_RUN(test_kill_restart());
     CHECK_RUN(test_reorg());
     CHECK_RUN(test_node_outage());

@@ -14,7 +14,8 @@
  *   once the clock passes the deadline (evm_increaseTime);
  *   a trainer agent with --withhold against `ovt audit --agent`;
  *   open challenges: `ovt audit --challenge` (agreeing: nothing sent; lying:
- *   a challenge played by `ovt agent --game` against it). */
+ *   a challenge played by `ovt agent --game` against it);
+ *   the challenger's daemon `ovt audit --watch` (test_challenger_daemon). */
 #include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
@@ -432,6 +433,15 @@ static void test_withhold(void)
  * liar's bond goes to the trainer, the run is not refuted, and the trainer's
  * own bond was never in play. The run's auditor key is refused as a
  * challenger. */
+/* `ovt agent --role trainer --defend` for run rid, its output to out. */
+static pid_t defender(char *rid, const char *out)
+{
+    char *args[] = {af_ovt, "agent", "--role", "trainer", "--run-id", rid, "--defend", "--rpc-url", node.url,
+                    "--contract", contract, "--private-key", (char *)keys[TRAINER], "--run", run_dir,
+                    "--poll-interval", "0.1", "--accept-arbiter", addr[ARBITER], "--json", NULL};
+    return spawn(out, args);
+}
+
 static void test_challenge(void)
 {
     static const char outsider_key[] = "0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a";
@@ -467,9 +477,6 @@ static void test_challenge(void)
     snprintf(dir, sizeof dir, "%s/aud-ch-liar", af_dir);
     snprintf(t_out, sizeof t_out, "%s/trainer-ch.out", af_dir);
     snprintf(c_out, sizeof c_out, "%s/challenger-ch.out", af_dir);
-    char *targs[] = {af_ovt, "agent", "--role", "trainer", "--run-id", rid, "--defend", "--rpc-url", node.url,
-                     "--contract", contract, "--private-key", (char *)keys[TRAINER], "--run", run_dir,
-                     "--poll-interval", "0.1", "--accept-arbiter", addr[ARBITER], "--json", NULL};
     char *cargs[] = {af_ovt, "audit", store_url, "--run-id", rid, "--out", dir, "--backend", "ref", "--rpc-url",
                      node.url, "--contract", contract, "--private-key", (char *)outsider_key, "--accept-arbiter",
                      addr[ARBITER], "--challenge", "--lie-at", "9", "--agent", "--poll-interval", "0.1", "--json",
@@ -477,7 +484,7 @@ static void test_challenge(void)
     pid_t cp = spawn(c_out, cargs);
     for (int waited = 0; waited < 600 && game(cid_hex, &g) != 0; waited++)
         sleep_ms(100);
-    pid_t tp = spawn(t_out, targs);
+    pid_t tp = defender(rid, t_out);
     CHECK(wait_phase(cid_hex, CHAIN_ARB_PHASE_AWAITING_VERDICT, 120, &g) == 0);
     CHECK_EQ_U64(g.index, 9);
     CHECK(verdict(cid_hex, 9, CHAIN_ARB_TRAINER_RIGHT, &g.trainer_node) == 0);
@@ -509,6 +516,135 @@ static void test_challenge(void)
     CHECK(memcmp(by.b, zero.b, 32) == 0);
 }
 
+/* Lines of a file holding needle. */
+static int lines_with(const char *path, const char *needle)
+{
+    uint8_t *buf;
+    size_t len;
+    if (ovt_read_file(path, &buf, &len, 1 << 24))
+        return 0;
+    int n = 0;
+    for (const char *p = (const char *)buf; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    free(buf);
+    return n;
+}
+
+/* `ovt audit --watch`, the challenger's daemon (from block `from`, state in
+ * dir, output to out_path): spawned, or with once run to its end. */
+static pid_t challenger(const char *key, const char *dir, const char *from, const char *lie_at, const char *out_path,
+                        int once)
+{
+    char *args[40] = {af_ovt, "audit", "--watch", store_url, "--state-dir", (char *)dir, "--from-block", (char *)from,
+                      "--backend", "ref", "--rpc-url", node.url, "--contract", contract, "--private-key", (char *)key,
+                      "--accept-arbiter", addr[ARBITER], "--poll-interval", "0.1", "--json"};
+    int n = 21;
+    if (lie_at) {
+        args[n++] = "--lie-at";
+        args[n++] = (char *)lie_at;
+    }
+    if (once)
+        args[n++] = "--once";
+    args[n] = NULL;
+    pid_t pid = spawn(out_path, args);
+    return once ? wait_agent(pid, 300) : pid;
+}
+
+/* The challenger's daemon (issue 43): an honest one replays the run and
+ * sends nothing (a second pass does not replay it again); a lying one
+ * (--lie-at 7) challenges it, is killed (SIGKILL) in the middle of the
+ * bisection and restarted from its state dir, finishes the game without
+ * a second challenge or a repeated move, and loses its bond to the
+ * trainer, whose own bond is not touched. */
+static void test_challenger_daemon(void)
+{
+    static const char honest_key[] = "0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a";
+    static const char liar_key[] = "0x8b3a350cf5c34c9194ca85829a2df0ec3153be0318b5e2d3348e872092edffba";
+    char rid[67], dir[600], from[32], hdir[600], ldir[600], h_out[600], l_out[600], l_out2[600], t_out[600];
+    uint64_t head = 0;
+    CHECK(chain_rpc_block_number(rpc, &head) == 0);
+    snprintf(from, sizeof from, "%llu", (unsigned long long)head + 1);
+    CHECK(commit(rid, "600") == 0);
+    snprintf(dir, sizeof dir, "%s/aud-daemon-named", af_dir);
+    CHECK(audit(rid, dir, NULL) == 0);
+    chain_arb_game g;
+    CHECK(game(rid, &g) == 0 && g.outcome == CHAIN_ARB_VERIFIED);
+
+    snprintf(hdir, sizeof hdir, "%s/challenger-honest", af_dir);
+    snprintf(h_out, sizeof h_out, "%s/challenger-honest.out", af_dir);
+    chain_privkey k;
+    chain_address honest, liar, trainer;
+    CHECK(chain_key_from_hex(&k, honest_key) == 0 && chain_key_address(&honest, &k) == 0);
+    CHECK(chain_key_from_hex(&k, liar_key) == 0 && chain_key_address(&liar, &k) == 0);
+    CHECK(chain_address_from_string(&trainer, addr[TRAINER]) == 0);
+    uint64_t n0 = 0, n1 = 0;
+    CHECK(chain_rpc_nonce(rpc, &n0, &honest, "latest") == 0);
+    CHECK(challenger(honest_key, hdir, from, NULL, h_out, 1) == 0);
+    CHECK_EQ_U64(lines_with(h_out, "\"event\":\"agreed\""), 1);
+    CHECK_EQ_U64(lines_with(h_out, "\"event\":\"replaying\""), 1);
+    CHECK(lines_with(h_out, honest_key + 2) == 0); /* the key never in the log */
+    snprintf(h_out, sizeof h_out, "%s/challenger-honest2.out", af_dir);
+    CHECK(challenger(honest_key, hdir, from, NULL, h_out, 1) == 0); /* again: decided before */
+    CHECK_EQ_U64(lines_with(h_out, "\"event\":\"start\""), 1);
+    CHECK_EQ_U64(lines_with(h_out, "\"event\":\"replaying\""), 0);
+    CHECK(chain_rpc_nonce(rpc, &n1, &honest, "latest") == 0);
+    CHECK_EQ_U64(n1, n0);
+
+    ovt_hash id, cid;
+    char cid_hex[67];
+    CHECK(chain_parse_hash(&id, "id", rid) == 0);
+    chain_arb_challenge_id(&cid, &id, &liar);
+    chain_hash_hex(cid_hex, &cid);
+    chain_u256 t0, t1;
+    CHECK(chain_arb_credit(&arb, &trainer, NULL, &t0) == 0);
+    snprintf(ldir, sizeof ldir, "%s/challenger-liar", af_dir);
+    snprintf(l_out, sizeof l_out, "%s/challenger-liar.out", af_dir);
+    snprintf(l_out2, sizeof l_out2, "%s/challenger-liar2.out", af_dir);
+    snprintf(t_out, sizeof t_out, "%s/trainer-daemon.out", af_dir);
+    pid_t lp = challenger(liar_key, ldir, from, "7", l_out, 0);
+    for (int waited = 0; waited < 1200 && !lines_with(l_out, "\"event\":\"moved\""); waited++)
+        sleep_ms(100);
+    CHECK_MSG(game(cid_hex, &g) == 0 && g.phase == CHAIN_ARB_PHASE_BISECTING, "the liar's challenge: phase %s",
+              chain_arb_phase_name(g.phase));
+    /* killed mid-bisection (the trainer has not answered yet), then restarted */
+    kill(lp, SIGKILL);
+    waitpid(lp, NULL, 0);
+    pid_t tp = defender(rid, t_out);
+    lp = challenger(liar_key, ldir, from, "7", l_out2, 0);
+    CHECK(wait_phase(cid_hex, CHAIN_ARB_PHASE_AWAITING_VERDICT, 120, &g) == 0);
+    CHECK_EQ_U64(g.index, 7);
+    CHECK(verdict(cid_hex, 7, CHAIN_ARB_TRAINER_RIGHT, &g.trainer_node) == 0);
+    for (int waited = 0; waited < 300 && !lines_with(l_out2, "\"event\":\"challenge_settled\""); waited++)
+        sleep_ms(100);
+    CHECK(lines_with(l_out2, "\"outcome\":\"trainer-right\"") >= 1);
+    kill(lp, SIGTERM);
+    CHECK(wait_agent(lp, 30) == 0);
+    kill(tp, SIGTERM);
+    waitpid(tp, NULL, 0);
+    CHECK_EQ_U64(lines_with(l_out, "\"event\":\"challenged\"") + lines_with(l_out2, "\"event\":\"challenged\""), 1);
+    CHECK_EQ_U64(lines_with(l_out2, "\"event\":\"replaying\""), 0); /* decided before the kill */
+    /* one ChallengeOpened for the run, and no move refused as a repeat */
+    uint64_t now = 0;
+    chain_arb_event *evs = NULL;
+    size_t n = 0;
+    int opened = 0;
+    CHECK(chain_rpc_block_number(rpc, &now) == 0 && chain_arb_get_events(&arb, &id, head + 1, now, &evs, &n) == 0);
+    for (size_t i = 0; i < n; i++)
+        opened += evs[i].kind == CHAIN_ARB_EV_CHALLENGE_OPENED;
+    free(evs);
+    CHECK_EQ_U64(opened, 1);
+    CHECK(chain_arb_credit(&arb, &trainer, NULL, &t1) == 0);
+    uint64_t before = 0, after = 0;
+    for (int i = 24; i < 32; i++) {
+        before = before << 8 | t0.b[i];
+        after = after << 8 | t1.b[i];
+    }
+    CHECK_EQ_U64(after - before, 1000); /* the liar's bond, and only it */
+    ovt_hash by;
+    static const ovt_hash zero;
+    CHECK(chain_arb_refuted_by(&arb, &id, NULL, &by) == 0 && memcmp(by.b, zero.b, 32) == 0);
+}
+
 int main(void)
 {
     CHECK(af_init("aud-game") == 0);
@@ -538,6 +674,7 @@ int main(void)
     CHECK_RUN(test_timeout());
     CHECK_RUN(test_withhold());
     CHECK_RUN(test_challenge());
+    CHECK_RUN(test_challenger_daemon());
 
     chain_rpc_close(rpc);
     tsup_anvil_stop(&node);
