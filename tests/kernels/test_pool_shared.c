@@ -2,8 +2,11 @@
  * of a process runs on the same pool, which holds the most threads any of
  * them asked for; freeing one context leaves the others' loops and
  * background jobs working; the last context's free ends it (a new context
- * then starts another). */
+ * then starts another). Contexts on two threads at once share it too: a
+ * loop that finds the workers busy runs on its caller, every index once. */
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "check.h"
@@ -19,6 +22,9 @@ typedef struct {
 static void count_fn(void *p, size_t i)
 {
     count_arg *a = p;
+    volatile uint64_t h = i; /* a little work, so that loops of two threads overlap */
+    for (int k = 0; k < 2000; k++)
+        h = h * 6364136223846793005u + 1442695040888963407u;
     atomic_fetch_add(&a->runs[i], 1);
 }
 
@@ -91,8 +97,34 @@ static void test_shared(void)
     krn_ctx_free(one);
 }
 
+/* A thread of its own driving a ctx of its own: loops and batches. */
+static void *drive(void *p)
+{
+    krn_ctx *ctx = p;
+    for (int r = 0; r < 200; r++)
+        if (!runs_once(ctx, false) || !runs_once(ctx, r % 4 == 0))
+            return p; /* failed */
+    return NULL;
+}
+
+static void test_two_threads(void)
+{
+    krn_ctx *a = ctx_of(3), *b = ctx_of(2);
+    pthread_t ta, tb;
+    void *ra = a, *rb = b;
+    CHECK(pthread_create(&ta, NULL, drive, a) == 0);
+    CHECK(pthread_create(&tb, NULL, drive, b) == 0);
+    CHECK(pthread_join(ta, &ra) == 0 && ra == NULL);
+    CHECK(pthread_join(tb, &rb) == 0 && rb == NULL);
+    krn_pool *pa = NULL, *pb = NULL;
+    CHECK(krn_ctx_pool(a, &pa) == 0 && krn_ctx_pool(b, &pb) == 0 && pa == pb && pa != NULL);
+    krn_ctx_free(a);
+    krn_ctx_free(b);
+}
+
 int main(void)
 {
     test_shared();
+    test_two_threads();
     return check_done();
 }
