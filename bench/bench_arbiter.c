@@ -7,7 +7,8 @@
  * once) plus attention, at the OpenBLAS DGEMM rate measured in the same run
  * on the step's largest product shape. A warm RECORD step (the trainer's
  * second, from the same state) is timed too, so that the re-execution can
- * be read against a step of the same run.
+ * be read against a step of the same run. The trainer's steps run on a
+ * runner of their own and are timed by its step seconds.
  *
  *   bench_arbiter [--model gpt2-tiny|gpt2-small] [--batch B] [--seq T] [--threads N]
  * Results are written down in docs/arbiter.md. */
@@ -22,10 +23,9 @@
 #include "kernels/rng.h"
 #include "kernels/site.h"
 #include "trainer/rundata.h"
-#include "trainer/state.h"
 #include "trainer/runner.h"
+#include "trainer/state.h"
 #include "trainer/state_hash.h"
-#include "trainer/train.h"
 
 #include "bench_setup.h"
 
@@ -77,35 +77,32 @@ int main(int argc, char **argv)
     if (trn_state_clone(&arbiter, trainer) || trn_state_clone(&arbiter2, trainer))
         fail("clone");
 
-    /* the trainer's step */
-    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_RECORD, .grid_bits = 32, .threads = threads};
-    krn_ctx *ctx;
-    trn_workspace *w;
-    krn_rlog *log = krn_rlog_new();
-    trn_step_batch batch;
-    trn_step_info info;
-    double t_replay = 0;
-    if (krn_ctx_new(&ctx, &kc) || trn_workspace_new(&w, &rc) || trn_step_batch_get(&batch, &data, &rc, 1))
+    /* the trainer's step, on a runner of the trainer's (state 0 stays in
+     * `trainer`, the runner steps a copy) */
+    trn_runner *trn = NULL;
+    trn_runner_opts to = {.backend = KRN_BACKEND_CPU, .mode = KRN_RECORD, .threads = threads, .hash_later = true};
+    trn_runner_result res;
+    double t_replay = 0, t0;
+    if (trn_runner_open(&trn, &rc, &data, &to))
         fail("setup");
-    double t0 = now();
-    if (trn_train_step(ctx, w, trainer, &batch.view, log, &info))
+    if (bench_runner_step(trn, trainer, &res))
         fail("record");
-    double t_record = now() - t0;
+    double t_record = res.seconds;
     uint8_t *logbytes;
     size_t log_len;
-    if (krn_rlog_encode(log, &logbytes, &log_len))
+    if (krn_rlog_encode(trn_runner_log(trn), &logbytes, &log_len))
         fail("encode");
+    unsigned long long log_entries = (unsigned long long)krn_rlog_nentries(trn_runner_log(trn));
     ovt_hash h_trainer, h_arbiter;
-    trn_state_hash(&h_trainer, trainer);
+    trn_state_hash(&h_trainer, trn_runner_state(trn));
 
     /* warm RECORD steps of the trainer (its context and workspace already
-     * touched), one before and one after the re-execution: the yardstick
-     * the re-execution is read against, measured in the same run */
+     * touched), the same step again from state 0, one before and one after
+     * the re-execution: the yardstick the re-execution is read against,
+     * measured in the same run */
     double t_warm[3], t_prepared = 0, t_prepare = 0;
-    krn_rlog *warm_log = krn_rlog_new();
     trn_runner *fresh = NULL, *prep = NULL;
     trn_runner_opts ro = {.backend = KRN_BACKEND_CPU, .mode = KRN_REPLAY, .threads = threads, .hash_later = true};
-    trn_runner_result res;
     for (int i = 0; i < 3; i++) {
         if (i == 1) {
             /* a runner of its own, made when the step is due */
@@ -134,16 +131,11 @@ int main(int argc, char **argv)
             arbiter2 = trn_runner_release(prep);
             trn_runner_free(prep);
         }
-        krn_rlog_reset(warm_log, 0);
-        t0 = now();
-        if (trn_train_step(ctx, w, trainer, &batch.view, warm_log, &info))
+        if (bench_runner_step(trn, trainer, &res))
             fail("warm record");
-        t_warm[i] = now() - t0;
+        t_warm[i] = res.seconds;
     }
-    krn_rlog_free(warm_log);
-    trn_step_batch_free(&batch);
-    trn_workspace_free(w);
-    krn_ctx_free(ctx);
+    trn_runner_free(trn);
     trn_state_hash(&h_arbiter, arbiter);
     ovt_hash h_arbiter2;
     trn_state_hash(&h_arbiter2, arbiter2);
@@ -166,7 +158,7 @@ int main(int argc, char **argv)
     double floor_s = flops / (rate * 1e9);
     printf("model %s, %zu parameters, batch %u x %u, %d thread(s)\n", model, trainer->layout.nparams, B, T,
            blas_threads);
-    printf("rounding log: %llu entries, %zu bytes\n", (unsigned long long)krn_rlog_nentries(log), log_len);
+    printf("rounding log: %llu entries, %zu bytes\n", log_entries, log_len);
     double warm = (t_warm[0] + t_warm[1] + t_warm[2]) / 3;
     printf("trainer step (RECORD), first     %8.3f s\n", t_record);
     printf("trainer step (RECORD), warm      %8.3f s   (%.3f before, %.3f between, %.3f after the re-executions)\n",
@@ -181,7 +173,6 @@ int main(int argc, char **argv)
            flops / 1e9, rate, N, 4 * C, C, floor_s, t_replay / floor_s, warm / floor_s);
     free(logbytes);
     free(file);
-    krn_rlog_free(log);
     trn_state_free(trainer);
     trn_state_free(arbiter);
     trn_state_free(arbiter2);

@@ -2,7 +2,8 @@
 #define OVT_BENCH_SETUP_H
 
 /* What the step benchmarks (bench_step, bench_arbiter, bench/peers) set up:
- * a dataset of random tokens (or images), the inputs of one timed step, and the
+ * a dataset of random tokens (or images), the inputs of one timed step on a
+ * step runner, and the
  * OpenBLAS DGEMM rate their FLOP floor is measured against. */
 #include <cblas.h>
 #include <stdlib.h>
@@ -14,9 +15,9 @@
 #include "data/dataset.h"
 #include "data/images.h"
 #include "trainer/rundata.h"
+#include "trainer/runner.h"
 #include "trainer/state.h"
 #include "trainer/step.h"
-#include "trainer/train.h"
 
 /* GFLOP/s of one FP64 DGEMM (m x k) @ (k x n) on `threads` OpenBLAS threads,
  * best of 3, per wall second and (*cpu_rate, when not NULL) per CPU second
@@ -110,15 +111,14 @@ static inline int bench_random_dataset(trn_run_data *data, uint8_t **file, size_
 
 /* What a step benchmark times over and over: model m's default config at
  * batch B and sequence T (a language model's only), a random dataset for it
- * (bench_random_dataset), the initial state, a workspace and batch 1. */
+ * (bench_random_dataset) and the initial state. The steps run on step
+ * runners (bench_runner_open), each timed one from a fresh copy of init. */
 typedef struct {
     trn_run_config rc;
     trn_run_data data;
     uint8_t *file;
     size_t file_len;
     trn_state *init;
-    trn_workspace *w;
-    trn_step_batch batch;
 } bench_step_inputs;
 
 /* 0, or a negative OVT_E* code with the message set and *what naming the
@@ -136,10 +136,7 @@ static inline int bench_step_inputs_new(bench_step_inputs *in, const trn_model_c
     if (rv)
         return rv;
     *what = "setup";
-    if ((rv = trn_state_new(&in->init, &in->rc)) || (rv = trn_workspace_new(&in->w, &in->rc)) ||
-        (rv = trn_step_batch_get(&in->batch, &in->data, &in->rc, 1))) {
-        trn_workspace_free(in->w);
-        trn_state_free(in->init);
+    if ((rv = trn_state_new(&in->init, &in->rc))) {
         trn_run_data_free(&in->data);
         free(in->file);
         return rv;
@@ -150,11 +147,25 @@ static inline int bench_step_inputs_new(bench_step_inputs *in, const trn_model_c
 
 static inline void bench_step_inputs_free(bench_step_inputs *in)
 {
-    trn_step_batch_free(&in->batch);
-    trn_workspace_free(in->w);
     trn_state_free(in->init);
     trn_run_data_free(&in->data);
     free(in->file);
+}
+
+/* A step runner of in's run on the cpu backend in `mode` on `threads`;
+ * the caller hashes the state when it wants to (hash_later). */
+static inline int bench_runner_open(trn_runner **r, const bench_step_inputs *in, krn_mode mode, int threads)
+{
+    trn_runner_opts o = {.backend = KRN_BACKEND_CPU, .mode = mode, .threads = threads, .hash_later = true};
+    return trn_runner_open(r, &in->rc, &in->data, &o);
+}
+
+/* The step after init (its schedule's batch) on r from a fresh copy of
+ * init; res->seconds is the step's own time (and its log's read). */
+static inline int bench_runner_step(trn_runner *r, const trn_state *init, trn_runner_result *res)
+{
+    int rv = trn_runner_copy_state(r, init);
+    return rv ? rv : trn_runner_step(r, res);
 }
 
 #endif

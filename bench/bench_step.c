@@ -13,7 +13,11 @@
  * before issue 15), gives the before/after ratio in the same run and shows
  * that the two paths give the same rounding log and stateHash.
  *
- * With --loop K, instead: K consecutive RECORD steps from the same start, each
+ * Every step runs on a step runner (trainer/runner.h), one per mode; its
+ * time is the runner's step seconds (the step, not the batch's making).
+ *
+ * With --loop K, instead: K consecutive RECORD steps from the same start (the
+ * schedule's batches 1..K), each
  * followed by its stateHash, twice per repetition in alternating order: once
  * hashing after each step (the trainer before issue 15's overlap) and once
  * with trn_state_hash_begin, the hash running during the next step's forward
@@ -36,9 +40,9 @@
 #include "kernels/rng.h"
 #include "kernels/site.h"
 #include "trainer/rundata.h"
+#include "trainer/runner.h"
 #include "trainer/state.h"
 #include "trainer/state_hash.h"
-#include "trainer/train.h"
 
 #include "bench_setup.h"
 
@@ -54,11 +58,11 @@ static krn_stats last_record;
 /* OVT_GEMM as the caller found it, for the steps that do not force blas. */
 static const char *gemm_env;
 
-/* One timed step of a fresh copy of init; the state after it in *after
- * (freed by the caller) when after is not NULL. blas: the chunked products
- * through OpenBLAS (OVT_GEMM=blas) for this step. */
-static double timed_step(const trn_state *init, trn_workspace *w, krn_mode mode, int threads,
-                         const trn_batch *b, krn_rlog *log, trn_state **after, double *cpu, bool blas)
+/* One timed step of r (its mode) from a fresh copy of init; the state
+ * after it stays r's (trn_runner_state). blas: the chunked products
+ * through OpenBLAS (OVT_GEMM=blas) for this step; record: r is RECORD's
+ * runner (its counters are kept in last_record). */
+static double timed_step(trn_runner *r, const trn_state *init, bool record, double *cpu, bool blas)
 {
     if (blas)
         setenv("OVT_GEMM", "blas", 1);
@@ -66,29 +70,18 @@ static double timed_step(const trn_state *init, trn_workspace *w, krn_mode mode,
         setenv("OVT_GEMM", gemm_env, 1);
     else
         unsetenv("OVT_GEMM");
-    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = mode, .grid_bits = 32, .threads = threads};
-    krn_ctx *ctx;
-    trn_state *st;
-    if (krn_ctx_new(&ctx, &kc) || trn_state_clone(&st, init))
-        fail("setup");
-    trn_step_info info;
-    double t0 = now(), c0 = cpu_now();
-    if (trn_train_step(ctx, w, st, b, mode == KRN_RECORD ? log : NULL, &info))
-        fail(mode == KRN_RECORD ? "RECORD step" : "PLAIN step");
-    double t = now() - t0;
+    trn_runner_result res;
+    double c0 = cpu_now();
+    if (bench_runner_step(r, init, &res))
+        fail(record ? "RECORD step" : "PLAIN step");
     *cpu = cpu_now() - c0;
-    if (mode == KRN_RECORD)
-        last_record = info.stats;
-    krn_ctx_free(ctx);
+    if (record)
+        last_record = res.info.stats;
     if (blas && gemm_env)
         setenv("OVT_GEMM", gemm_env, 1);
     else if (blas)
         unsetenv("OVT_GEMM");
-    if (after)
-        *after = st;
-    else
-        trn_state_free(st);
-    return t;
+    return res.seconds;
 }
 
 /* One core's FP64 FMA rate in GFLOP/s: twelve independent chains of
@@ -152,39 +145,32 @@ static double fma_peak(void)
     return best;
 }
 
-/* Seconds of k RECORD steps from init, each with its stateHash (into
+/* Seconds of k RECORD steps of r from init, each with its stateHash (into
  * hashes[0..k)): after the step, or overlapped with the next one; or with
  * no hash at all (hashes NULL: the step alone, for the hash's share). */
-static double timed_loop(const trn_state *init, trn_workspace *w, int threads, const trn_batch *b, krn_rlog *log,
-                         int k, bool overlap, ovt_hash *hashes)
+static double timed_loop(trn_runner *r, const trn_state *init, int k, bool overlap, ovt_hash *hashes)
 {
-    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_RECORD, .grid_bits = 32, .threads = threads};
-    krn_ctx *ctx;
-    trn_state *st;
-    if (krn_ctx_new(&ctx, &kc) || trn_state_clone(&st, init))
+    if (trn_runner_copy_state(r, init))
         fail("setup");
-    trn_state_hash_threads(st, ctx);
-    trn_step_info info;
+    trn_runner_result res;
     uint64_t at;
     double t0 = now();
     for (int i = 0; i < k; i++) {
-        if (trn_train_step(ctx, w, st, b, log, &info))
+        if (trn_runner_step(r, &res))
             fail("RECORD step");
         if (!hashes)
             continue;
-        if (overlap && trn_state_hash_end(st, &hashes[i ? i - 1 : 0], &at) && at != st->step - 1)
+        if (overlap && trn_runner_hash_end(r, &hashes[i ? i - 1 : 0], &at) &&
+            at != trn_runner_state(r)->step - 1)
             fail("the overlapped hash is of the wrong step");
         if (!overlap)
-            trn_state_hash(&hashes[i], st);
-        else if (trn_state_hash_begin(st))
+            trn_state_hash(&hashes[i], trn_runner_state(r));
+        else if (trn_runner_hash_begin(r))
             fail("hash");
     }
-    if (hashes && overlap && !trn_state_hash_end(st, &hashes[k - 1], &at))
+    if (hashes && overlap && !trn_runner_hash_end(r, &hashes[k - 1], &at))
         fail("no overlapped hash");
-    double t = now() - t0;
-    trn_state_free(st);
-    krn_ctx_free(ctx);
-    return t;
+    return now() - t0;
 }
 
 int main(int argc, char **argv)
@@ -233,10 +219,18 @@ int main(int argc, char **argv)
         trn_state_copy(other, in.init);
         trn_state_free(in.init);
         in.init = other;
+        in.rc = rc;
     }
     trn_state *init = in.init;
-    trn_workspace *w = in.w;
-    krn_rlog *log = krn_rlog_new(), *blas_log = krn_rlog_new();
+    /* a runner per mode: RECORD (also the OpenBLAS steps) and PLAIN; a
+     * runner's state is released after each step, so that one copy of the
+     * state lives beside init, as in the trainer */
+    trn_runner *rec_r = NULL, *plain_r = NULL;
+    if (bench_runner_open(&rec_r, &in, KRN_RECORD, threads) || bench_runner_open(&plain_r, &in, KRN_PLAIN, threads))
+        fail("setup");
+    krn_rlog *log = trn_runner_log(rec_r);
+    uint8_t *bytes = NULL, *blas_bytes = NULL;
+    size_t len = 0, blas_len = 0;
     gemm_env = getenv("OVT_GEMM");
     double load[3] = {-1, -1, -1};
     if (getloadavg(load, 3) < 0)
@@ -244,7 +238,7 @@ int main(int argc, char **argv)
 
     /* warm-up (first touch of the workspace and the scratch buffers) */
     double c_rec[32], c_plain[32], c_blas[32], crates[32];
-    timed_step(init, w, KRN_RECORD, threads, &in.batch.view, log, NULL, c_rec, false);
+    timed_step(rec_r, init, true, c_rec, false);
     if (loop > 0) {
         double t_seq[32], t_ovl[32], t_none[32];
         bool same = true;
@@ -252,8 +246,7 @@ int main(int argc, char **argv)
             ovt_hash hs[16], ho[16];
             for (int o = 0; o < 3; o++) {
                 int how = (o + r) % 3; /* rotate which goes first: 0 no hash, 1 after, 2 overlapped */
-                double t = timed_loop(init, w, threads, &in.batch.view, log, loop, how == 2,
-                                      how == 0 ? NULL : how == 2 ? ho : hs);
+                double t = timed_loop(rec_r, init, loop, how == 2, how == 0 ? NULL : how == 2 ? ho : hs);
                 *(how == 0 ? &t_none[r] : how == 2 ? &t_ovl[r] : &t_seq[r]) = t / loop;
             }
             same = same && memcmp(hs, ho, (size_t)loop * sizeof hs[0]) == 0;
@@ -269,8 +262,8 @@ int main(int argc, char **argv)
                seq, ovl, loop, reps, ovl / seq, same ? "yes" : "NO");
         printf("hash share       step alone %.3f s; the hash's share of a step: %.1f%% after it, %.1f%% overlapped\n",
                none, 100 * (seq - none) / seq, 100 * (ovl - none) / ovl);
-        krn_rlog_free(log);
-        krn_rlog_free(blas_log);
+        trn_runner_free(plain_r);
+        trn_runner_free(rec_r);
         bench_step_inputs_free(&in);
         return same ? 0 : 1;
     }
@@ -281,22 +274,25 @@ int main(int argc, char **argv)
         rates[r] = bench_dgemm_rate(N, 4 * C, C, threads, &crates[r]);
         if (rates[r] < 0)
             fail("out of memory");
-        trn_state *after, *after_blas;
-        t_rec[r] = timed_step(init, w, KRN_RECORD, threads, &in.batch.view, log, &after, &c_rec[r],
-                              false);
+        t_rec[r] = timed_step(rec_r, init, true, &c_rec[r], false);
         ovt_hash h, hb;
         double t0 = now();
-        trn_state_hash(&h, after);
+        trn_state_hash(&h, trn_runner_state(rec_r));
         double th = now() - t0;
         t_hash = th < t_hash ? th : t_hash;
-        trn_state_free(after);
-        t_plain[r] = timed_step(init, w, KRN_PLAIN, threads, &in.batch.view, NULL, NULL, &c_plain[r],
-                                false);
-        t_blas[r] = timed_step(init, w, KRN_RECORD, threads, &in.batch.view, blas_log, &after_blas,
-                               &c_blas[r], true);
-        trn_state_hash(&hb, after_blas);
+        free(bytes);
+        if (krn_rlog_encode(log, &bytes, &len))
+            fail("encode");
+        trn_state_free(trn_runner_release(rec_r));
+        t_plain[r] = timed_step(plain_r, init, false, &c_plain[r], false);
+        trn_state_free(trn_runner_release(plain_r));
+        t_blas[r] = timed_step(rec_r, init, true, &c_blas[r], true);
+        trn_state_hash(&hb, trn_runner_state(rec_r));
+        trn_state_free(trn_runner_release(rec_r));
         same_hash = same_hash && memcmp(&h, &hb, sizeof h) == 0;
-        trn_state_free(after_blas);
+        free(blas_bytes);
+        if (krn_rlog_encode(log, &blas_bytes, &blas_len))
+            fail("encode");
     }
     qsort(t_rec, (size_t)reps, sizeof(double), cmp_double);
     qsort(t_plain, (size_t)reps, sizeof(double), cmp_double);
@@ -307,10 +303,6 @@ int main(int argc, char **argv)
     qsort(c_blas, (size_t)reps, sizeof(double), cmp_double);
     qsort(crates, (size_t)reps, sizeof(double), cmp_double);
     double rec = t_rec[reps / 2], plain = t_plain[reps / 2], rate = rates[reps / 2];
-    uint8_t *bytes, *blas_bytes;
-    size_t len, blas_len;
-    if (krn_rlog_encode(log, &bytes, &len) || krn_rlog_encode(blas_log, &blas_bytes, &blas_len))
-        fail("encode");
     bool same_log = len == blas_len && memcmp(bytes, blas_bytes, len) == 0;
     free(bytes);
     free(blas_bytes);
@@ -356,8 +348,8 @@ int main(int argc, char **argv)
                "%d cores' peak; the step's GEMMs at that peak would take %.3f s (RECORD / that = %.2f)\n",
                peak, 100.0 * rate / (peak * threads), threads, flops / (peak * threads * 1e9),
                rec / (flops / (peak * threads * 1e9)));
-    krn_rlog_free(log);
-    krn_rlog_free(blas_log);
+    trn_runner_free(plain_r);
+    trn_runner_free(rec_r);
     bench_step_inputs_free(&in);
     return 0;
 }

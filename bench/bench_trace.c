@@ -29,31 +29,19 @@ static void fail(const char *what)
     exit(1);
 }
 
-/* One timed RECORD step of a fresh copy of in->init, traced into t unless
- * t is NULL; its stateHash in *hash. */
-static double timed_step(bench_step_inputs *in, krn_ctx *ctx, krn_trace *t, ovt_hash *hash)
+/* One timed RECORD step of r from a fresh copy of init, traced into t
+ * unless t is NULL; its stateHash in *hash. */
+static double timed_step(trn_runner *r, const trn_state *init, krn_trace *t, ovt_hash *hash)
 {
-    trn_state *st;
-    krn_rlog *log = krn_rlog_new();
-    if (!log || trn_state_clone(&st, in->init))
-        fail("setup");
-    trn_step_info info;
-    ovt_hash root;
-    int trace_rc = 0, rv;
-    double t0 = now();
-    if (t)
-        rv = trn_train_step_traced(ctx, in->w, st, &in->batch.view, log, t, &info, &trace_rc, &root);
-    else
-        rv = trn_train_step(ctx, in->w, st, &in->batch.view, log, &info);
-    double secs = now() - t0;
-    if (rv)
-        fail("step");
-    if (trace_rc)
+    trn_runner_result res;
+    if (t && trn_runner_trace_next(r, t))
         fail("trace");
-    trn_state_hash(hash, st);
-    trn_state_free(st);
-    krn_rlog_free(log);
-    return secs;
+    if (bench_runner_step(r, init, &res))
+        fail("step");
+    if (res.trace_rc)
+        fail("trace");
+    trn_state_hash(hash, trn_runner_state(r));
+    return res.seconds;
 }
 
 int main(int argc, char **argv)
@@ -82,22 +70,20 @@ int main(int argc, char **argv)
     const char *what;
     if (bench_step_inputs_new(&in, &m, B, T, &what))
         fail(what);
-    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_RECORD, .grid_bits = (int)in.rc.grid_bits,
-                     .threads = threads};
-    krn_ctx *ctx;
-    if (krn_ctx_new(&ctx, &kc))
-        fail("ctx");
+    trn_runner *rec = NULL;
+    if (bench_runner_open(&rec, &in, KRN_RECORD, threads))
+        fail("runner");
     double plain[32], traced[32];
     ovt_hash h_plain, h_traced;
     bool same = true;
     krn_trace *t = NULL;
-    (void)timed_step(&in, ctx, NULL, &h_plain); /* warm: pages, scratch */
+    (void)timed_step(rec, in.init, NULL, &h_plain); /* warm: pages, scratch */
     for (int r = 0; r < reps; r++) {
         krn_trace_free(t);
         if (krn_trace_new(&t, false))
             fail("trace");
-        plain[r] = timed_step(&in, ctx, NULL, &h_plain);
-        traced[r] = timed_step(&in, ctx, t, &h_traced);
+        plain[r] = timed_step(rec, in.init, NULL, &h_plain);
+        traced[r] = timed_step(rec, in.init, t, &h_traced);
         same = same && !memcmp(h_plain.b, h_traced.b, 32);
     }
     size_t nreads = 0;
@@ -122,7 +108,7 @@ int main(int argc, char **argv)
            hashed / 1e9 / (mt - mp));
     free(file);
     krn_trace_free(t);
-    krn_ctx_free(ctx);
+    trn_runner_free(rec);
     bench_step_inputs_free(&in);
     return same ? 0 : 1;
 }

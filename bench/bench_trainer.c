@@ -3,7 +3,8 @@
  * a step that rounds to nearest without a log (NEAREST), of the trainer's
  * step that also logs (RECORD), and of a verifier's step that applies the log
  * (REPLAY), from the same state and batch, as ratios measured in the same
- * run; plus log entries and bytes per step. Results: docs/bench-trainer.md.
+ * run; plus log entries and bytes per step. Each mode's steps run on a step
+ * runner of its own (trainer/runner.h), from a fresh copy of the state. Results: docs/bench-trainer.md.
  *
  *   build/bench/bench_trainer [reps]      (default 7) */
 #include <stdio.h>
@@ -14,69 +15,53 @@
 #include "kernels/rlog.h"
 #include "kernels/site.h"
 #include "data/dataset.h"
+#include "trainer/rundata.h"
+#include "trainer/runner.h"
 #include "trainer/state.h"
-#include "trainer/train.h"
 
 #include "bench_util.h"
 
-/* One timed step of a fresh copy of init in the given mode. */
-static int timed_step(const trn_state *init, trn_workspace *w, krn_mode mode, const trn_batch *b, krn_rlog *log,
-                      double *secs)
+/* One timed step of the runner from a fresh copy of init: the step's own
+ * wall time (trn_runner_result.seconds), not the batch's making. */
+static int timed_step(trn_runner *r, const trn_state *init, double *secs)
 {
-    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = mode, .grid_bits = 32, .threads = 2};
-    krn_ctx *ctx;
-    trn_state *st;
-    int rv = krn_ctx_new(&ctx, &kc);
-    if (rv)
-        return rv;
-    if ((rv = trn_state_clone(&st, init))) {
-        krn_ctx_free(ctx);
-        return rv;
-    }
-    trn_step_info info;
-    double t0 = now();
-    rv = trn_train_step(ctx, w, st, b, mode == KRN_NEAREST ? NULL : log, &info);
-    *secs = now() - t0;
-    trn_state_free(st);
-    krn_ctx_free(ctx);
+    trn_runner_result res;
+    int rv = trn_runner_copy_state(r, init);
+    if (!rv)
+        rv = trn_runner_step(r, &res);
+    *secs = res.seconds;
     return rv;
 }
 
-static int bench(const char *name, const trn_run_config *rc, const trn_batch *b, int reps)
+static int bench(const char *name, const trn_run_config *rc, const trn_run_data *data, int reps)
 {
-    trn_state *init;
-    trn_workspace *w;
-    krn_rlog *log = krn_rlog_new();
+    const krn_mode modes[3] = {KRN_NEAREST, KRN_RECORD, KRN_REPLAY};
+    trn_runner *run[3] = {NULL, NULL, NULL};
+    trn_state *init = NULL;
+    uint8_t *bytes = NULL;
+    size_t len = 0;
     int rv = trn_state_new(&init, rc);
-    if (rv || (rv = trn_workspace_new(&w, rc)))
+    if (rv)
         return rv;
     trn_state_init(init);
+    for (int k = 0; k < 3 && !rv; k++) {
+        trn_runner_opts o = {.backend = KRN_BACKEND_CPU, .mode = modes[k], .threads = 2, .hash_later = true};
+        rv = trn_runner_open(&run[k], rc, data, &o);
+    }
     double t[3][64];
-    const krn_mode modes[3] = {KRN_NEAREST, KRN_RECORD, KRN_REPLAY};
     /* Warm-up, and the log the REPLAY steps use. */
     double warm;
-    if ((rv = timed_step(init, w, KRN_RECORD, b, log, &warm)))
-        return rv;
-    uint8_t *bytes;
-    size_t len;
-    if ((rv = krn_rlog_encode(log, &bytes, &len)))
-        return rv;
-    free(bytes);
-    uint64_t entries = krn_rlog_nentries(log);
-    krn_rlog *replay = krn_rlog_new();
-    for (int r = 0; r < reps; r++) {
+    if (rv || (rv = timed_step(run[1], init, &warm)) || (rv = krn_rlog_encode(trn_runner_log(run[1]), &bytes, &len)))
+        goto done;
+    uint64_t entries = krn_rlog_nentries(trn_runner_log(run[1]));
+    for (int r = 0; r < reps; r++)
         for (int k = 0; k < 3; k++) {
-            if (modes[k] == KRN_REPLAY) {
-                /* A fresh copy: RECORD resets the log it fills. */
-                if ((rv = krn_rlog_encode(log, &bytes, &len)) || (rv = krn_rlog_decode(replay, bytes, len)))
-                    return rv;
-                free(bytes);
-            }
-            krn_rlog *use = modes[k] == KRN_REPLAY ? replay : log;
-            if ((rv = timed_step(init, w, modes[k], b, use, &t[k][r])))
-                return rv;
+            /* REPLAY: a fresh copy of the log (the step reads it, RECORD resets its own) */
+            if (modes[k] == KRN_REPLAY && (rv = krn_rlog_decode(trn_runner_log(run[k]), bytes, len)))
+                goto done;
+            if ((rv = timed_step(run[k], init, &t[k][r])))
+                goto done;
         }
-    }
     for (int k = 0; k < 3; k++)
         qsort(t[k], (size_t)reps, sizeof(double), cmp_double);
     double nearest = t[0][reps / 2], record = t[1][reps / 2], rep = t[2][reps / 2];
@@ -84,11 +69,12 @@ static int bench(const char *name, const trn_run_config *rc, const trn_batch *b,
            "log %6llu entries %7zu bytes\n",
            name, init->layout.nparams, nearest, record, record / nearest, rep, rep / nearest,
            (unsigned long long)entries, len);
-    krn_rlog_free(replay);
-    krn_rlog_free(log);
-    trn_workspace_free(w);
+done:
+    free(bytes);
+    for (int k = 0; k < 3; k++)
+        trn_runner_free(run[k]);
     trn_state_free(init);
-    return 0;
+    return rv;
 }
 
 int main(int argc, char **argv)
@@ -112,16 +98,12 @@ int main(int argc, char **argv)
     if (data_samples_synthetic(&data, 1, 1024, m.in_dim, m.n_class, 32))
         return 1;
     rc.dataset_hash = data.hash;
-    data_sample_batch sb;
-    if (data_sample_batch_get(&sb, &data, rc.seed, 1, rc.batch_size))
-        return 1;
-    trn_batch b = {.B = sb.B, .x = sb.x, .labels = sb.y};
-    if (bench("mlp-demo", &rc, &b, reps)) {
+    trn_run_data rd = {.samples = data};
+    if (bench("mlp-demo", &rc, &rd, reps)) {
         fprintf(stderr, "bench_trainer: %s\n", ovt_errmsg());
         return 1;
     }
-    data_sample_batch_free(&sb);
-    data_samples_free(&data);
+    trn_run_data_free(&rd);
 
     /* gpt2-tiny on byte-level tokens of a generated text, B = 8, T = 64. */
     if (trn_model_preset(&m, "gpt2-tiny"))
@@ -137,15 +119,11 @@ int main(int argc, char **argv)
     if (data_tokens_parse(&toks, text, N))
         return 1;
     rc.dataset_hash = toks.hash;
-    data_token_batch tb;
-    if (data_token_batch_get(&tb, &toks, rc.seed, 1, rc.batch_size, rc.seq_len))
-        return 1;
-    trn_batch gb = {.B = tb.B, .T = tb.T, .inputs = tb.inputs, .targets = tb.targets};
-    if (bench("gpt2-tiny", &rc, &gb, reps)) {
+    trn_run_data td = {.tokens = toks};
+    if (bench("gpt2-tiny", &rc, &td, reps)) {
         fprintf(stderr, "bench_trainer: %s\n", ovt_errmsg());
         return 1;
     }
-    data_token_batch_free(&tb);
-    data_tokens_free(&toks);
+    trn_run_data_free(&td);
     return 0;
 }

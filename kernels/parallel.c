@@ -6,7 +6,7 @@
 int krn_parallel(const krn_cpu *be, size_t nchunks, void (*fn)(void *arg, size_t chunk), void *arg)
 {
     if (be->kind == KRN_BACKEND_CPU && be->threads > 1 && be->pool != NULL)
-        krn_pool_run(be->pool, nchunks, fn, arg);
+        krn_pool_run_on(be->pool, be->threads, nchunks, fn, arg);
     else /* ref, shuffle: one thread, in chunk order */
         for (size_t c = 0; c < nchunks; c++)
             fn(arg, c);

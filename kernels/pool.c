@@ -22,8 +22,10 @@ struct krn_pool {
     int nworkers;
     bool stop;
     uint64_t generation; /* bumped for every loop */
+    bool looping;        /* a loop is under way (another thread's loop then runs on its caller alone) */
     bool open;           /* workers may still join the current loop */
     int inside;          /* workers inside the current loop */
+    int joiners;         /* how many workers may join it (its thread count - 1) */
     void (*fn)(void *, size_t);
     void *arg;
     size_t nchunks;
@@ -34,6 +36,8 @@ struct krn_pool {
     void (*bg_fn)(void *, size_t);
     void *bg_arg;
     size_t bg_njobs;
+    int bg_threads;        /* the batch's thread count: at most bg_threads - 1 workers run its jobs */
+    int bg_draining;       /* krn_pool_background_wait calls running what is left of it */
     atomic_size_t bg_next; /* the next unclaimed job */
     bool idle_ok;          /* a worker may run its jobs at SCHED_IDLE and come back */
 };
@@ -55,7 +59,8 @@ static void run_chunks(krn_pool *pool, void (*fn)(void *, size_t), void *arg, si
 
 static bool background_ready(krn_pool *pool)
 {
-    return pool->bg_on && atomic_load_explicit(&pool->bg_next, memory_order_relaxed) < pool->bg_njobs;
+    return pool->bg_on && pool->bg_inside < pool->bg_threads - 1 &&
+           atomic_load_explicit(&pool->bg_next, memory_order_relaxed) < pool->bg_njobs;
 }
 
 /* One background job, taken with the mutex held (released while it runs). */
@@ -153,8 +158,8 @@ static void *worker(void *p)
             idle = !set_idle(false); /* a loop's chunks at normal priority */
         seen = pool->generation;
         after_loop = true;
-        if (!pool->open)
-            continue; /* woke too late: the loop is finished or finishing */
+        if (!pool->open || pool->inside >= pool->joiners)
+            continue; /* woke too late (the loop is finished or finishing), or the loop has its threads */
         pool->inside++;
         void (*fn)(void *, size_t) = pool->fn;
         void *arg = pool->arg;
@@ -168,6 +173,23 @@ static void *worker(void *p)
     pthread_mutex_unlock(&pool->mu);
     krn_scratch_release(); /* the buffers the loops grew on this thread (scratch.h) */
     return NULL;
+}
+
+/* Starts workers until the pool has threads - 1 (the caller's mutex held
+ * when the pool already runs loops: a worker reads nworkers under it). A
+ * worker started while a loop is open may join it, as any late worker. */
+static int add_workers(krn_pool *pool, int threads)
+{
+    pthread_t *t = realloc(pool->threads, ((size_t)threads - 1) * sizeof *t);
+    if (t == NULL)
+        return ovt_fail(OVT_ENOMEM, "out of memory for a thread pool of %d", threads);
+    pool->threads = t;
+    while (pool->nworkers < threads - 1) {
+        if (pthread_create(&pool->threads[pool->nworkers], NULL, worker, pool) != 0)
+            return ovt_fail(OVT_ENOMEM, "cannot start thread %d of a pool of %d", pool->nworkers + 2, threads);
+        pool->nworkers++;
+    }
+    return 0;
 }
 
 int krn_pool_new(krn_pool **out, int threads)
@@ -185,22 +207,56 @@ int krn_pool_new(krn_pool **out, int threads)
     atomic_init(&pool->bg_next, 0);
     if (threads > 1) {
         pool->idle_ok = idle_allowed();
-        pool->threads = calloc((size_t)threads - 1, sizeof *pool->threads);
-        if (pool->threads == NULL) {
+        int rc = add_workers(pool, threads);
+        if (rc < 0) {
             krn_pool_free(pool);
-            return ovt_fail(OVT_ENOMEM, "out of memory for a thread pool");
-        }
-        for (int t = 0; t < threads - 1; t++) {
-            if (pthread_create(&pool->threads[t], NULL, worker, pool) != 0) {
-                krn_pool_free(pool);
-                return ovt_fail(OVT_ENOMEM, "cannot start thread %d of a pool of %d", t + 1,
-                                threads);
-            }
-            pool->nworkers++;
+            return rc;
         }
     }
     *out = pool;
     return 0;
+}
+
+/* ---- the process's pool (krn_pool_attach) ---- */
+
+static pthread_mutex_t process_mu = PTHREAD_MUTEX_INITIALIZER;
+static krn_pool *process_pool; /* NULL while nothing is attached */
+static int process_users;
+
+int krn_pool_attach(krn_pool **out, int threads)
+{
+    *out = NULL;
+    if (threads < 1)
+        return ovt_fail(OVT_EINVAL, "a thread pool needs at least one thread, not %d", threads);
+    pthread_mutex_lock(&process_mu);
+    int rc = 0;
+    if (process_pool == NULL)
+        rc = krn_pool_new(&process_pool, threads);
+    else if (threads > process_pool->nworkers + 1) {
+        if (process_pool->nworkers == 0)
+            process_pool->idle_ok = idle_allowed();
+        pthread_mutex_lock(&process_pool->mu);
+        rc = add_workers(process_pool, threads);
+        pthread_mutex_unlock(&process_pool->mu);
+    }
+    if (rc == 0) {
+        process_users++;
+        *out = process_pool;
+    }
+    pthread_mutex_unlock(&process_mu);
+    return rc;
+}
+
+void krn_pool_detach(krn_pool *pool)
+{
+    if (pool == NULL)
+        return;
+    pthread_mutex_lock(&process_mu);
+    if (pool == process_pool && process_users > 0 && --process_users == 0) {
+        krn_pool_free(process_pool);
+        process_pool = NULL;
+    }
+    pthread_mutex_unlock(&process_mu);
 }
 
 void krn_pool_free(krn_pool *pool)
@@ -221,14 +277,31 @@ void krn_pool_free(krn_pool *pool)
     free(pool);
 }
 
+static void run_alone(size_t nchunks, void (*fn)(void *arg, size_t chunk), void *arg)
+{
+    for (size_t c = 0; c < nchunks; c++)
+        fn(arg, c);
+}
+
 void krn_pool_run(krn_pool *pool, size_t nchunks, void (*fn)(void *arg, size_t chunk), void *arg)
 {
-    if (pool->nworkers == 0 || nchunks <= 1 || running == pool) {
-        for (size_t c = 0; c < nchunks; c++)
-            fn(arg, c);
+    krn_pool_run_on(pool, KRN_POOL_ALL, nchunks, fn, arg);
+}
+
+void krn_pool_run_on(krn_pool *pool, int threads, size_t nchunks, void (*fn)(void *arg, size_t chunk), void *arg)
+{
+    if (threads <= 1 || nchunks <= 1 || running == pool) {
+        run_alone(nchunks, fn, arg);
         return;
     }
     pthread_mutex_lock(&pool->mu);
+    if (pool->nworkers == 0 || pool->looping) { /* another thread's loop has the workers */
+        pthread_mutex_unlock(&pool->mu);
+        run_alone(nchunks, fn, arg);
+        return;
+    }
+    pool->looping = true;
+    pool->joiners = threads - 1;
     pool->fn = fn;
     pool->arg = arg;
     pool->nchunks = nchunks;
@@ -250,13 +323,30 @@ void krn_pool_run(krn_pool *pool, size_t nchunks, void (*fn)(void *arg, size_t c
     pool->open = false;
     while (pool->inside > 0)
         pthread_cond_wait(&pool->settled, &pool->mu);
+    pool->looping = false;
     pthread_mutex_unlock(&pool->mu);
 }
 
 void krn_pool_background(krn_pool *pool, size_t njobs, void (*fn)(void *arg, size_t job), void *arg)
 {
-    krn_pool_background_wait(pool);
+    krn_pool_background_on(pool, KRN_POOL_ALL, njobs, fn, arg);
+}
+
+/* Whether a batch is open or still has jobs running (mutex held). */
+static bool background_busy(const krn_pool *pool)
+{
+    return pool->bg_on || pool->bg_inside > 0 || pool->bg_draining > 0;
+}
+
+void krn_pool_background_on(krn_pool *pool, int threads, size_t njobs, void (*fn)(void *arg, size_t job), void *arg)
+{
     pthread_mutex_lock(&pool->mu);
+    while (background_busy(pool)) { /* the last batch first: its jobs read its fn and njobs */
+        pthread_mutex_unlock(&pool->mu);
+        krn_pool_background_wait(pool);
+        pthread_mutex_lock(&pool->mu);
+    }
+    pool->bg_threads = threads < pool->nworkers + 1 ? threads : pool->nworkers + 1;
     pool->bg_fn = fn;
     pool->bg_arg = arg;
     pool->bg_njobs = njobs;
@@ -283,13 +373,16 @@ void krn_pool_background_wait(krn_pool *pool)
 {
     pthread_mutex_lock(&pool->mu);
     bool on = pool->bg_on;
+    int threads = pool->bg_threads;
     pool->bg_on = false; /* workers claim no more; the loop below takes the rest */
+    pool->bg_draining += on;
     pthread_mutex_unlock(&pool->mu);
-    if (!on)
-        return;
-    krn_pool_run(pool, (size_t)pool->nworkers + 1, background_drain, pool);
+    if (on)
+        krn_pool_run_on(pool, threads, (size_t)threads, background_drain, pool);
     pthread_mutex_lock(&pool->mu);
-    while (pool->bg_inside > 0)
+    if (on && --pool->bg_draining == 0)
+        pthread_cond_broadcast(&pool->settled);
+    while (pool->bg_inside > 0 || pool->bg_draining > 0) /* another thread's wait may be running our jobs */
         pthread_cond_wait(&pool->settled, &pool->mu);
     pthread_mutex_unlock(&pool->mu);
 }

@@ -12,6 +12,7 @@
  * deterministic, so callers write each chunk's results to that chunk's own
  * place and combine them in chunk order. */
 
+#include <limits.h>
 #include <stddef.h>
 
 #include "common/err.h"
@@ -22,14 +23,34 @@ typedef struct krn_pool krn_pool;
 int krn_pool_new(krn_pool **out, int threads) OVT_MUST_USE;
 void krn_pool_free(krn_pool *pool);
 
+/* The process's one pool, shared by every kernel context (site_ctx.h): the
+ * first attach starts it, one that asks for more threads than it has adds
+ * workers (it holds the most any attach asked for), and the last detach
+ * frees it. Each user runs its loops with its own thread count
+ * (krn_pool_run_on), so sharing changes no user's number of threads, and
+ * no result: a loop's chunks never depend on which threads ran them.
+ * Users on different threads may share it: a loop started while another
+ * thread's loop has the workers runs on its caller alone. */
+int krn_pool_attach(krn_pool **out, int threads) OVT_MUST_USE;
+void krn_pool_detach(krn_pool *pool);
+
+/* Every thread of the pool (krn_pool_run_on, krn_pool_background_on). */
+#define KRN_POOL_ALL INT_MAX
+
 /* Calls fn(arg, c) once for every c in [0, nchunks), on the caller and any
  * idle workers, and returns when all calls have returned. One loop at a time
- * per pool, started by one thread at a time (the thread that owns the
- * pool's ctx). A loop started from inside a loop of the same pool (fn
+ * per pool has the workers: a loop started on another thread while one is
+ * under way runs on its caller alone. A loop started from inside a loop of the same pool (fn
  * calling krn_pool_run on it) runs on the calling thread alone: the pool's
  * threads are busy with the outer loop, and one loop's counter and
  * function are all the pool holds. */
 void krn_pool_run(krn_pool *pool, size_t nchunks, void (*fn)(void *arg, size_t chunk), void *arg);
+
+/* krn_pool_run on at most `threads` threads (the caller and threads - 1 of
+ * the workers); a loop that another thread started and that still runs
+ * leaves this one to its caller alone. */
+void krn_pool_run_on(krn_pool *pool, int threads, size_t nchunks, void (*fn)(void *arg, size_t chunk),
+                     void *arg);
 
 /* Background jobs: fn(arg, j) for every j in [0, njobs), run by workers
  * while they have no loop to run (a step's serial parts: a worker that has
@@ -45,5 +66,11 @@ void krn_pool_run(krn_pool *pool, size_t nchunks, void (*fn)(void *arg, size_t c
  * The caller keeps fn's inputs unchanged until the wait. */
 void krn_pool_background(krn_pool *pool, size_t njobs, void (*fn)(void *arg, size_t job), void *arg);
 void krn_pool_background_wait(krn_pool *pool);
+
+/* krn_pool_background on at most `threads` threads: threads - 1 workers at
+ * once, and the wait's loop on threads. A wait returns once every batch
+ * started before it has returned, whoever started it. */
+void krn_pool_background_on(krn_pool *pool, int threads, size_t njobs, void (*fn)(void *arg, size_t job),
+                            void *arg);
 
 #endif

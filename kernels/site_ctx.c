@@ -92,7 +92,7 @@ void krn_ctx_free(krn_ctx *ctx)
         return;
     if (ctx->device.state != NULL && ctx->device.release != NULL)
         ctx->device.release(ctx->device.state);
-    krn_pool_free(ctx->threads.pool);
+    krn_pool_detach(ctx->threads.pool);
     for (size_t c = 0; c < ctx->threads.chunks_cap; c++)
         free(ctx->threads.chunks[c].entries);
     free(ctx->threads.chunks);
@@ -184,7 +184,7 @@ int krn_ctx_pool(krn_ctx *ctx, krn_pool **pool)
 {
     *pool = NULL;
     if (ctx->threads.pool == NULL && ctx->threads.n > 1) {
-        int rc = krn_pool_new(&ctx->threads.pool, ctx->threads.n);
+        int rc = krn_pool_attach(&ctx->threads.pool, ctx->threads.n);
         if (rc < 0)
             return rc;
     }
@@ -199,7 +199,7 @@ int krn_ctx_parallel(krn_ctx *ctx, size_t n, void (*fn)(void *arg, size_t i), vo
     if (rc < 0)
         return rc;
     if (pool != NULL)
-        krn_pool_run(pool, n, fn, arg);
+        krn_pool_run_on(pool, ctx->threads.n, n, fn, arg);
     else
         for (size_t i = 0; i < n; i++)
             fn(arg, i);
@@ -214,7 +214,7 @@ int krn_ctx_background(krn_ctx *ctx, size_t n, void (*fn)(void *arg, size_t j), 
         return rc;
     if (pool == NULL)
         return 0;
-    krn_pool_background(pool, n, fn, arg);
+    krn_pool_background_on(pool, ctx->threads.n, n, fn, arg);
     return 1;
 }
 

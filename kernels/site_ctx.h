@@ -3,11 +3,11 @@
 
 /* Internal to kernels/: what a krn_ctx lends the backends that run its ops:
  * its threads and the device state of the cuda backend.
- * The ctx is the one owner of its process's threads for the step: its pool
+ * The ctx holds its threads for the step on the process's one pool: it
  * runs the large sites' chunks, krn_ctx_parallel's pieces and, lent to the
  * cpu backend (krn_cpu_from_ctx), the GEMM tiles and the ops' other loops,
  * so `--threads N` is N threads in all. The ops run their loops and their
- * sites one after the other on the thread that owns the ctx, so the pool
+ * sites one after the other on the thread that owns the ctx, so a ctx
  * never has two loops at once. */
 
 #include "common/err.h"
@@ -19,9 +19,12 @@
 #define KRN_MAX_THREADS 64
 int krn_ctx_threads(const krn_ctx *ctx);
 
-/* The ctx's pool of krn_ctx_threads threads (the caller and the workers),
- * made on first use and freed with the ctx; *pool is NULL when the ctx
- * runs on one thread. OVT_ENOMEM if the pool cannot start. */
+/* The pool the ctx runs on: the process's (krn_pool_attach), attached on
+ * first use and detached when the ctx is freed, so every ctx of a process
+ * (the auditor's two runners, the demo's) shares one set of threads. The
+ * ctx runs its loops on krn_ctx_threads of them (krn_pool_run_on); *pool
+ * is NULL when the ctx runs on one thread. OVT_ENOMEM if the pool cannot
+ * start. */
 int krn_ctx_pool(krn_ctx *ctx, krn_pool **pool) OVT_MUST_USE;
 
 /* The backend state a ctx carries (the cuda backend's device, streams and

@@ -62,7 +62,7 @@ struct krn_ctx {
     krn_config cfg;
     struct { /* the threads (site_ctx.h): the ctx's and, lent, the cpu backend's */
         int n;
-        krn_pool *pool;       /* made on first use (krn_ctx_pool) */
+        krn_pool *pool;       /* the process's, attached on first use (krn_ctx_pool) */
         chunk_out *chunks;    /* a site's results, one per chunk it was cut into */
         size_t chunks_cap;
     } threads;

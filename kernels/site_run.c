@@ -82,7 +82,7 @@ int krn_site_run_group(site_job *jobs, size_t njobs, size_t lo, size_t hi)
         jobs[s].mu_live = true;
     }
     if (split)
-        krn_pool_run(pool, nchunks, run_chunk, &g);
+        krn_pool_run_on(pool, ctx->threads.n, nchunks, run_chunk, &g);
     else
         run_range(&g, lo, hi, &ctx->threads.chunks[0]);
     for (size_t s = 0; s < njobs; s++) {

@@ -212,7 +212,7 @@ static int read_replay_log(trn_runner *r, uint64_t i)
 }
 
 /* Step i on batch b, between the fault's hooks: the log (REPLAY from
- * replay_dir; NEAREST: reset), then the step. */
+ * replay_dir; NEAREST, PLAIN: reset), then the step. */
 static int step_on(trn_runner *r, trn_step_batch *b, uint64_t i, trn_runner_result *out)
 {
     const trn_fault *f = r->o.fault;
@@ -222,9 +222,10 @@ static int step_on(trn_runner *r, trn_step_batch *b, uint64_t i, trn_runner_resu
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (!rv && r->o.mode == KRN_REPLAY && r->o.replay_dir)
         rv = read_replay_log(r, i);
-    if (r->o.mode == KRN_NEAREST)
+    bool logs = r->o.mode == KRN_RECORD || r->o.mode == KRN_REPLAY;
+    if (!logs)
         krn_rlog_reset(r->log, i);
-    krn_rlog *log = r->o.mode == KRN_NEAREST ? NULL : r->log;
+    krn_rlog *log = logs ? r->log : NULL;
     krn_trace *t = r->trace;
     r->trace = NULL;
     if (!rv && t)

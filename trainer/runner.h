@@ -18,7 +18,9 @@
  *                replay_dir the runner was opened with (the log source);
  *                the log must be the step's (OVT_EFRAUD otherwise);
  *   KRN_NEAREST  round to nearest without a log (the log is reset to the
- *                step, with no entries).
+ *                step, with no entries);
+ *   KRN_PLAIN    sites that only convert, without a log (as NEAREST): the
+ *                benchmarks' plain FP64 baseline (bench/bench_step.c).
  * An evaluation runner (eval_batch > 0) runs forwards only
  * (trn_runner_eval), never steps. */
 
@@ -41,7 +43,7 @@ typedef struct dp_ctx dp_ctx;
 
 typedef struct {
     krn_backend_kind backend;
-    krn_mode mode;           /* KRN_RECORD, KRN_REPLAY or KRN_NEAREST */
+    krn_mode mode;           /* KRN_RECORD, KRN_REPLAY, KRN_NEAREST (or KRN_PLAIN: benchmarks) */
     krn_verifier verifier;   /* REPLAY: who applies the rule (KRN_VERIFY_ARBITER: the strict one) */
     int threads;             /* 0: the backend's default */
     uint64_t shuffle_seed;   /* the shuffle backend's summation orders; 0: the run config's seed */

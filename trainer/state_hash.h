@@ -29,8 +29,9 @@ typedef struct krn_ctx krn_ctx;
  * (NULL: none): trn_state_hash and trn_state_digests run their jobs on them
  * and trn_state_hash_begin runs its jobs on the workers' idle time. Every
  * hashing call on st is then made from ctx's owner thread. Without a ctx a
- * large state is hashed on a pool made for the call. The loan ends before
- * ctx is freed: lend NULL (which settles a hash in flight) first. */
+ * large state is hashed on a ctx made for the call (on the process's
+ * pool). The loan ends before ctx is freed: lend NULL (which settles a
+ * hash in flight) first. */
 void trn_state_hash_threads(trn_state *st, krn_ctx *ctx);
 
 /* stateHash_i of the state as it is now. */

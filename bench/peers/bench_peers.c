@@ -10,15 +10,20 @@
  *   round RECORD_s PLAIN_s FP32_s
  * so that run.sh can interleave it with other processes (PyTorch's step)
  * without either paying a cold start. Each ovt step starts from the same
- * state (a fresh copy); the FP32 model keeps training its own copy. For the
+ * state (a fresh copy); the FP32 model keeps training its own copy. The ovt
+ * steps run on two step runners (trainer/runner.h), RECORD's and PLAIN's,
+ * each timed by its step seconds (not the batch's making). For the
  * line "rss" it prints "rss KB", the process's peak resident set so far
- * (getrusage: the initial state and the step's copy of it both count).
+ * (getrusage: the initial state, the step's copy of it and the two
+ * runners' workspaces all count; before the runners, one workspace served
+ * both modes).
  *
  * --write-data PATH writes the random dataset (token or image file) the
  * steps train on to PATH and exits, for `ovt train --data PATH`.
  *
  *   bench_peers [--model gpt2-small] [--batch B] [--seq T] [--threads N] [--write-data PATH] */
 #include <cblas.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <sys/resource.h>
 #include <stdlib.h>
@@ -27,6 +32,7 @@
 #include "common/fileio.h"
 #include "kernels/rlog.h"
 #include "trainer/rundata.h"
+#include "trainer/runner.h"
 #include "trainer/state.h"
 #include "trainer/step.h"
 #include "trainer/train.h"
@@ -40,25 +46,15 @@ static void fail(const char *what)
     exit(1);
 }
 
-/* One timed ovt step of a fresh copy of init (the copy is not timed). */
-static double ovt_step(const trn_state *init, trn_workspace *w, krn_mode mode, int threads, const trn_batch *b,
-                       krn_rlog *log)
+/* One timed ovt step of r (its mode) from a fresh copy of init (the copy
+ * is not timed), which is freed after it: one copy of the state at a time. */
+static double ovt_step(trn_runner *r, const trn_state *init, bool record)
 {
-    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = mode, .grid_bits = 32, .threads = threads};
-    krn_ctx *ctx;
-    trn_state *st;
-    if (krn_ctx_new(&ctx, &kc) || trn_state_clone(&st, init))
-        fail("setup");
-    trn_step_info info;
-    if (log)
-        krn_rlog_reset(log, 0);
-    double t0 = now();
-    if (trn_train_step(ctx, w, st, b, log, &info))
-        fail(mode == KRN_RECORD ? "RECORD step" : "PLAIN step");
-    double t = now() - t0;
-    krn_ctx_free(ctx);
-    trn_state_free(st);
-    return t;
+    trn_runner_result res;
+    if (bench_runner_step(r, init, &res))
+        fail(record ? "RECORD step" : "PLAIN step");
+    trn_state_free(trn_runner_release(r));
+    return res.seconds;
 }
 
 static double fp32_step(fp32_gpt2 *g, const trn_batch *b, const fp32_adamw *opt, int threads)
@@ -118,19 +114,24 @@ int main(int argc, char **argv)
         return 0;
     }
     trn_state *init = in.init;
-    trn_workspace *w = in.w;
-    krn_rlog *log = krn_rlog_new();
+    trn_runner *rec = NULL, *plain = NULL;
+    if (bench_runner_open(&rec, &in, KRN_RECORD, threads) || bench_runner_open(&plain, &in, KRN_PLAIN, threads))
+        fail("setup");
+    krn_rlog *log = trn_runner_log(rec);
+    trn_step_batch batch; /* the ovt steps' batch (step 1's), which the FP32 model trains on too */
+    if (trn_step_batch_get(&batch, &in.data, &in.rc, init->step + 1))
+        fail("batch");
     fp32_gpt2 *g = NULL;
-    if (!log || (has_fp32 && fp32_gpt2_new(&g, m.n_layer, m.width, m.n_head, m.vocab, m.max_seq, B, T, in.rc.seed)))
+    if (has_fp32 && fp32_gpt2_new(&g, m.n_layer, m.width, m.n_head, m.vocab, m.max_seq, B, T, in.rc.seed))
         fail("out of memory");
     fp32_adamw opt = {(float)in.rc.lr,  (float)in.rc.beta1,        (float)in.rc.beta2,
                       (float)in.rc.eps, (float)in.rc.weight_decay, (float)in.rc.grad_clip};
 
     /* warm-up: first touch of the workspaces, activations and moments */
-    ovt_step(init, w, KRN_RECORD, threads, &in.batch.view, log);
-    ovt_step(init, w, KRN_PLAIN, threads, &in.batch.view, NULL);
+    ovt_step(rec, init, true);
+    ovt_step(plain, init, false);
     if (has_fp32)
-        fp32_step(g, &in.batch.view, &opt, threads);
+        fp32_step(g, &batch.view, &opt, threads);
     uint8_t *enc = NULL;
     size_t enc_len = 0;
     if (krn_rlog_encode(log, &enc, &enc_len))
@@ -151,15 +152,17 @@ int main(int argc, char **argv)
         }
         if (strncmp(line, "round", 5))
             break;
-        double rec = ovt_step(init, w, KRN_RECORD, threads, &in.batch.view, log);
-        double plain = ovt_step(init, w, KRN_PLAIN, threads, &in.batch.view, NULL);
-        double f32 = has_fp32 ? fp32_step(g, &in.batch.view, &opt, threads) : -1;
-        printf("round %.4f %.4f %.4f\n", rec, plain, f32);
+        double t_rec = ovt_step(rec, init, true);
+        double t_plain = ovt_step(plain, init, false);
+        double f32 = has_fp32 ? fp32_step(g, &batch.view, &opt, threads) : -1;
+        printf("round %.4f %.4f %.4f\n", t_rec, t_plain, f32);
         fflush(stdout);
     }
     if (g)
         fp32_gpt2_free(g);
-    krn_rlog_free(log);
+    trn_step_batch_free(&batch);
+    trn_runner_free(plain);
+    trn_runner_free(rec);
     bench_step_inputs_free(&in);
     return 0;
 }
