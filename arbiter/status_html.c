@@ -104,13 +104,38 @@ static void bisection(ovt_text *t, const json_t *b, const char *phase)
     ovt_text_put(t, "</td></tr>\n");
 }
 
+/* An amount of wei (decimal digits, as the JSON twin has it) as an
+ * operator reads it: in ETH from 10^12 wei (a millionth of one) up, exact
+ * to the wei ("1 ETH", "0.3 ETH", "2.000000000000000001 ETH"), else in wei. */
+static void amount(char *out, size_t cap, const char *wei)
+{
+    size_t n = strlen(wei);
+    if (n <= 12 || n > 78 || strspn(wei, "0123456789") != n) {
+        snprintf(out, cap, "%s wei", wei);
+        return;
+    }
+    size_t lead = n > 18 ? n - 18 : 0; /* digits before the point */
+    size_t pad = 18 - (n - lead);      /* zeros after the point before the digits */
+    char frac[19];
+    memset(frac, '0', pad);
+    memcpy(frac + pad, wei + lead, n - lead);
+    size_t k = 18;
+    while (k > 0 && frac[k - 1] == '0')
+        k--;
+    frac[k] = 0;
+    snprintf(out, cap, "%.*s%s%s ETH", lead ? (int)lead : 1, lead ? wei : "0", k ? "." : "", frac);
+}
+
 static void run_terms(ovt_text *t, const json_t *r)
 {
     const json_t *b = json_object_get(r, "bonds");
     char line[400];
     if (json_is_object(b)) {
-        snprintf(line, sizeof line, "trainer %s wei, auditor %s wei, arbiter %s wei", str(b, "trainer_wei"),
-                 str(b, "auditor_wei"), str(b, "arbiter_wei"));
+        char tb[96], ab[96], rb[96];
+        amount(tb, sizeof tb, str(b, "trainer_wei"));
+        amount(ab, sizeof ab, str(b, "auditor_wei"));
+        amount(rb, sizeof rb, str(b, "arbiter_wei"));
+        snprintf(line, sizeof line, "trainer %s, auditor %s, arbiter %s", tb, ab, rb);
         row(t, "bonds", "bonds", line);
     }
     if (json_object_get(r, "trainer")) {

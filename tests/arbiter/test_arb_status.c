@@ -260,6 +260,8 @@ static void devnet_dispute(void)
     CHECK(has(dom, "<td class=\"phase\">settled</td>") && has(dom, "<td class=\"outcome\">auditor-right</td>"));
     CHECK(has(dom, "<li>RunOpened in block") && has(dom, "<li>DisputeOpened in block") &&
           has(dom, "<li>StepFixed in block") && has(dom, "<li>VerdictGiven in block"));
+    /* the devnet's bonds (1 ETH each, no arbiter bond) as an operator reads them */
+    CHECK(has(dom, "trainer 1 ETH, auditor 1 ETH, arbiter 0 wei"));
     CHECK(has(dom, "verdict: auditor-right, tx 0x") && has(dom, "disputed step 17") &&
           has(dom, "step 17: re-executed; the recomputed leaf is the auditor's"));
     free(dom);
