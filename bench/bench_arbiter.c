@@ -37,23 +37,16 @@ static void fail(const char *what)
 
 int main(int argc, char **argv)
 {
-    const char *model = "gpt2-tiny";
-    uint32_t B = 1, T = 64;
-    int threads = 0;
+    bench_shape shape = {.model = "gpt2-tiny", .B = 1, .T = 64, .threads = 0};
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--model"))
-            model = argv[i + 1];
-        else if (!strcmp(argv[i], "--batch"))
-            B = (uint32_t)atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--seq"))
-            T = (uint32_t)atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--threads"))
-            threads = atoi(argv[i + 1]);
-        else {
-            fprintf(stderr, "usage: bench_arbiter [--model NAME] [--batch B] [--seq T] [--threads N]\n");
-            return 2;
-        }
+        if (bench_shape_flag(&shape, argv[i], argv[i + 1]))
+            continue;
+        fprintf(stderr, "usage: bench_arbiter [--model NAME] [--batch B] [--seq T] [--threads N]\n");
+        return 2;
     }
+    const char *model = shape.model;
+    uint32_t B = shape.B, T = shape.T;
+    int threads = shape.threads;
     trn_model_config m;
     if (trn_model_preset(&m, model))
         fail("--model");

@@ -6,6 +6,7 @@
  * step runner, and the
  * OpenBLAS DGEMM rate their FLOP floor is measured against. */
 #include <cblas.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,6 +108,30 @@ static inline int bench_random_dataset(trn_run_data *data, uint8_t **file, size_
         *file = NULL;
     }
     return rv;
+}
+
+/* The shape every step benchmark takes from its command line: --model NAME,
+ * --batch B, --seq T, --threads N (the caller sets the defaults). Whether
+ * flag is one of them; its value is taken from value. */
+typedef struct {
+    const char *model;
+    uint32_t B, T;
+    int threads;
+} bench_shape;
+
+static inline bool bench_shape_flag(bench_shape *s, const char *flag, const char *value)
+{
+    if (!strcmp(flag, "--model"))
+        s->model = value;
+    else if (!strcmp(flag, "--batch"))
+        s->B = (uint32_t)atoi(value);
+    else if (!strcmp(flag, "--seq"))
+        s->T = (uint32_t)atoi(value);
+    else if (!strcmp(flag, "--threads"))
+        s->threads = atoi(value);
+    else
+        return false;
+    return true;
 }
 
 /* What a step benchmark times over and over: model m's default config at

@@ -175,19 +175,12 @@ static double timed_loop(trn_runner *r, const trn_state *init, int k, bool overl
 
 int main(int argc, char **argv)
 {
-    const char *model = "gpt2-small";
-    uint32_t B = 4, T = 64;
-    int threads = 2, reps = 3, loop = 0, state_hash = 0;
+    bench_shape shape = {.model = "gpt2-small", .B = 4, .T = 64, .threads = 2};
+    int reps = 3, loop = 0, state_hash = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--model"))
-            model = argv[i + 1];
-        else if (!strcmp(argv[i], "--batch"))
-            B = (uint32_t)atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--seq"))
-            T = (uint32_t)atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--threads"))
-            threads = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--reps"))
+        if (bench_shape_flag(&shape, argv[i], argv[i + 1]))
+            continue;
+        if (!strcmp(argv[i], "--reps"))
             reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--loop"))
             loop = atoi(argv[i + 1]);
@@ -199,6 +192,9 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    const char *model = shape.model;
+    uint32_t B = shape.B, T = shape.T;
+    int threads = shape.threads;
     if (reps < 1 || reps > 32 || threads < 1 || B < 1 || T < 1 || loop < 0 || loop > 16) {
         fprintf(stderr, "bench_step: reps must be 1..32, loop 0..16, threads, batch and seq positive\n");
         return 2;

@@ -46,21 +46,17 @@ static double timed_step(trn_runner *r, const trn_state *init, krn_trace *t, ovt
 
 int main(int argc, char **argv)
 {
-    const char *model = "gpt2-small";
-    uint32_t B = 4, T = 64;
-    int threads = 2, reps = 3;
+    bench_shape shape = {.model = "gpt2-small", .B = 4, .T = 64, .threads = 2};
+    int reps = 3;
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--model"))
-            model = argv[i + 1];
-        else if (!strcmp(argv[i], "--batch"))
-            B = (uint32_t)atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--seq"))
-            T = (uint32_t)atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--threads"))
-            threads = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--reps"))
+        if (bench_shape_flag(&shape, argv[i], argv[i + 1]))
+            continue;
+        if (!strcmp(argv[i], "--reps"))
             reps = atoi(argv[i + 1]);
     }
+    const char *model = shape.model;
+    uint32_t B = shape.B, T = shape.T;
+    int threads = shape.threads;
     if (reps < 1 || reps > 32)
         reps = 3;
     trn_model_config m;

@@ -69,20 +69,12 @@ static double fp32_step(fp32_gpt2 *g, const trn_batch *b, const fp32_adamw *opt,
 
 int main(int argc, char **argv)
 {
-    const char *model = "gpt2-small";
-    uint32_t B = 4, T = 64;
-    int threads = 2;
+    bench_shape shape = {.model = "gpt2-small", .B = 4, .T = 64, .threads = 2};
     const char *write_data = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--model"))
-            model = argv[i + 1];
-        else if (!strcmp(argv[i], "--batch"))
-            B = (uint32_t)atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--seq"))
-            T = (uint32_t)atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--threads"))
-            threads = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--write-data"))
+        if (bench_shape_flag(&shape, argv[i], argv[i + 1]))
+            continue;
+        if (!strcmp(argv[i], "--write-data"))
             write_data = argv[i + 1];
         else {
             fprintf(stderr, "usage: bench_peers [--model NAME] [--batch B] [--seq T] [--threads N] "
@@ -90,6 +82,9 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    const char *model = shape.model;
+    uint32_t B = shape.B, T = shape.T;
+    int threads = shape.threads;
     if (threads < 1 || B < 1 || T < 1) {
         fprintf(stderr, "bench_peers: threads, batch and seq must be positive\n");
         return 2;
