@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "devnet_result.h"
 #include "support/proc.h"
 
 static char ovt[4096], tmp[4096];
@@ -54,12 +55,6 @@ static int devnet(json_t **out, const char *const *args)
     return st;
 }
 
-static const char *str(const json_t *j, const char *key)
-{
-    const char *s = json_string_value(json_object_get(j, key));
-    return s ? s : "";
-}
-
 /* Whether something still answers on the URL's loopback port. */
 static int port_answers(const char *url)
 {
@@ -75,21 +70,6 @@ static int port_answers(const char *url)
     int ok = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
     close(fd);
     return ok;
-}
-
-/* The transactions of a result that made call `call`, and who sent them. */
-static int count_calls(const json_t *j, const char *call, const char *party)
-{
-    int n = 0;
-    size_t i;
-    const json_t *t;
-    json_array_foreach(json_object_get(j, "transactions"), i, t)
-    {
-        if (strcmp(str(t, "call"), call) == 0 && (!party || strcmp(str(t, "party"), party) == 0))
-            n++;
-        CHECK_MSG(json_is_true(json_object_get(t, "ok")), "a reverted %s transaction", str(t, "call"));
-    }
-    return n;
 }
 
 struct scenario {

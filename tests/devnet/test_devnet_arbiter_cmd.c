@@ -16,15 +16,10 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "devnet_result.h"
 #include "support/proc.h"
 
 static char ovt[4096];
-
-static const char *str(const json_t *j, const char *key)
-{
-    const char *s = json_string_value(json_object_get(j, key));
-    return s ? s : "";
-}
 
 /* ovt devnet --fault bitflip --arbiter-cmd CMD, stdout and stderr together. */
 static int devnet_with(const char *cmd, char **out)

@@ -24,17 +24,12 @@
 #include <string.h>
 
 #include "check.h"
+#include "devnet_result.h"
 #include "support/proc.h"
 
 #define ETH "1000000000000000000"
 
 static char ovt[4096];
-
-static const char *str(const json_t *j, const char *key)
-{
-    const char *s = json_string_value(json_object_get(j, key));
-    return s ? s : "";
-}
 
 /* ovt devnet --json with the scenario's arguments (arbiters: --arbiters,
  * NULL for the default one); the parsed result. */
@@ -49,21 +44,6 @@ static int devnet(json_t **out, const char *fault, const char *arbiters)
         fprintf(stderr, "ovt devnet printed no JSON: %s\n", text ? text : "(nothing)");
     free(text);
     return st;
-}
-
-/* Transactions of call by party (NULL: anyone), each one mined ok. */
-static int calls(const json_t *j, const char *call, const char *party)
-{
-    int n = 0;
-    size_t i;
-    const json_t *t;
-    json_array_foreach(json_object_get(j, "transactions"), i, t)
-    {
-        if (!strcmp(str(t, "call"), call) && (!party || !strcmp(str(t, "party"), party)))
-            n++;
-        CHECK_MSG(json_is_true(json_object_get(t, "ok")), "a reverted %s transaction", str(t, "call"));
-    }
-    return n;
 }
 
 static const json_t *challenger(const json_t *j, size_t k)
@@ -85,9 +65,9 @@ static void test_lying(void)
     CHECK(json_is_false(json_object_get(honest, "challenged")));
     CHECK(json_is_true(json_object_get(liar, "lies")) && json_is_true(json_object_get(liar, "challenged")));
     CHECK_MSG(!strcmp(str(liar, "outcome"), "trainer-right"), "the liar's challenge: %s", str(liar, "outcome"));
-    CHECK_EQ_U64(calls(j, "challenge", "challenger-1"), 0);
-    CHECK_EQ_U64(calls(j, "challenge", "challenger-2"), 1);
-    CHECK_EQ_U64(calls(j, "verdict", "arbiter"), 1); /* the challenge's, from the watcher */
+    CHECK_EQ_U64(count_calls(j, "challenge", "challenger-1"), 0);
+    CHECK_EQ_U64(count_calls(j, "challenge", "challenger-2"), 1);
+    CHECK_EQ_U64(count_calls(j, "verdict", "arbiter"), 1); /* the challenge's, from the watcher */
     CHECK(json_is_null(json_object_get(j, "refuted_by")));
     /* the trainer's 1 ETH back from the verified run, and the liar's 1 ETH */
     CHECK_MSG(!strcmp(str(j, "trainer_credit"), "2000000000000000000"), "trainer credit %s",
@@ -109,17 +89,17 @@ static void test_colluding(const char *arbiters)
     CHECK_MSG(!strcmp(str(c, "outcome"), "auditor-right"), "the challenge: %s", str(c, "outcome"));
     CHECK_MSG(!strcmp(str(j, "refuted_by"), str(c, "challenge_id")) && str(c, "challenge_id")[0],
               "refuted by %s, challenge %s", str(j, "refuted_by"), str(c, "challenge_id"));
-    CHECK_EQ_U64(calls(j, "challenge", "challenger-1"), 1);
-    CHECK_EQ_U64(calls(j, "bisect", "auditor"), 0); /* the named auditor never disputed */
+    CHECK_EQ_U64(count_calls(j, "challenge", "challenger-1"), 1);
+    CHECK_EQ_U64(count_calls(j, "bisect", "auditor"), 0); /* the named auditor never disputed */
     if (!arbiters) {
-        CHECK_EQ_U64(calls(j, "verdict", "arbiter"), 1);
+        CHECK_EQ_U64(count_calls(j, "verdict", "arbiter"), 1);
     } else { /* each seat takes the run's and the challenge's (both bonded), then votes on the challenge */
         static const char *const seat[3] = {"arbiter", "arbiter-2", "arbiter-3"};
-        CHECK_EQ_U64(calls(j, "verdict", NULL), 0);
+        CHECK_EQ_U64(count_calls(j, "verdict", NULL), 0);
         for (int k = 0; k < 3; k++) {
-            CHECK_EQ_U64(calls(j, "accept", seat[k]), 2);
-            CHECK_EQ_U64(calls(j, "commitVerdict", seat[k]), 1);
-            CHECK_EQ_U64(calls(j, "revealVerdict", seat[k]), 1);
+            CHECK_EQ_U64(count_calls(j, "accept", seat[k]), 2);
+            CHECK_EQ_U64(count_calls(j, "commitVerdict", seat[k]), 1);
+            CHECK_EQ_U64(count_calls(j, "revealVerdict", seat[k]), 1);
         }
     }
     CHECK_MSG(!strcmp(str(j, "trainer_credit"), ETH), "trainer credit %s", str(j, "trainer_credit"));

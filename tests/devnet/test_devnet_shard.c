@@ -15,17 +15,12 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "devnet_result.h"
 #include "support/mpirun.h"
 #include "support/proc.h"
 #include "dp/ranks.h"
 
 static char ovt[4096];
-
-static const char *str(const json_t *j, const char *key)
-{
-    const char *s = json_string_value(json_object_get(j, key));
-    return s ? s : "";
-}
 
 static void usage_errors(void)
 {
