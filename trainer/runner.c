@@ -212,8 +212,9 @@ static int read_replay_log(trn_runner *r, uint64_t i)
 }
 
 /* Step i on batch b, between the fault's hooks: the log (REPLAY from
- * replay_dir; NEAREST, PLAIN: reset), then the step. */
-static int step_on(trn_runner *r, trn_step_batch *b, uint64_t i, trn_runner_result *out)
+ * replay_dir; NEAREST, PLAIN: reset), then the step, recorded into t when
+ * it is not NULL. */
+static int step_on(trn_runner *r, trn_step_batch *b, uint64_t i, krn_trace *t, trn_runner_result *out)
 {
     const trn_fault *f = r->o.fault;
     float *kept = NULL;
@@ -226,8 +227,6 @@ static int step_on(trn_runner *r, trn_step_batch *b, uint64_t i, trn_runner_resu
     if (!logs)
         krn_rlog_reset(r->log, i);
     krn_rlog *log = logs ? r->log : NULL;
-    krn_trace *t = r->trace;
-    r->trace = NULL;
     if (!rv && t)
         rv = trn_train_step_traced(r->ctx, r->w, r->st, &b->view, log, t, &out->info, &out->trace_rc,
                                    &out->trace_root);
@@ -247,6 +246,8 @@ int trn_runner_step(trn_runner *r, trn_runner_result *out)
     memset(out, 0, sizeof *out);
     out->info.shards = trn_config_shards(&r->rc);
     out->info.shard_differs = -1;
+    krn_trace *t = r->trace; /* this step's only, whatever becomes of it */
+    r->trace = NULL;
     if (!r->st || !r->data || r->o.eval_batch)
         return ovt_fail(OVT_EINVAL, "internal: a step needs a runner of steps with a state and data");
     uint64_t i = r->st->step + 1;
@@ -257,7 +258,7 @@ int trn_runner_step(trn_runner *r, trn_runner_result *out)
     if ((rv = trn_step_batch_get(&b, r->data, &r->rc, i)))
         return rv;
     out->batch_hash = b.hash;
-    rv = step_on(r, &b, i, out);
+    rv = step_on(r, &b, i, t, out);
     trn_step_batch_free(&b);
     if (!rv && !r->o.hash_later)
         trn_state_hash(&out->state_hash, hashed_on_ctx(r));
