@@ -42,7 +42,7 @@ say "dependencies"
 export PATH=/usr/local/cuda/bin:$PATH
 [ "$rehearsal" = 1 ] || command -v nvcc >/dev/null || fail "nvcc not found (CUDA toolkit expected in /usr/local/cuda)"
 packages=(build-essential cmake pkg-config libsecp256k1-dev libcurl4-openssl-dev libjansson-dev
-          libssl-dev libopenblas-dev libzstd-dev)
+          libssl-dev libopenblas-dev libzstd-dev zlib1g-dev)
 missing=()
 if command -v dpkg >/dev/null; then
   for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
