@@ -277,7 +277,7 @@ static int committee_parse(arb_game *g, const json_t *j)
     if (!ballot)
         return 0;
     arb_ballot *b = &g->ballot;
-    uint64_t outcome;
+    uint64_t outcome = 0;
     if ((rv = get_u64(&b->step, ballot, "step")) || (rv = get_u64(&outcome, ballot, "outcome")) ||
         (rv = get_hash(&b->evidence, ballot, "evidence")) || (rv = get_hash(&b->salt, ballot, "salt")) ||
         (rv = basis_parse(&b->basis, json_object_get(ballot, "basis"))))

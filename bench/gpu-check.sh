@@ -19,6 +19,13 @@
 # SMALL_B / SMALL_T (2 / 64), TINY_B / TINY_T (8 / 64), OVT_GPU_ARCH (90).
 # OVT_GPU_REHEARSAL=1 rehearses the script without a GPU: the "GPU" runs use
 # the ref backend, the CUDA build, test_cuda_ops and bench_gpu are skipped.
+# OVT_GPU_PREBUILT=DIR uses a build made elsewhere instead of building (for a
+# GPU machine that cannot install packages): DIR as bench/gpu-bundle.sh makes
+# it (bin/ with ovt and the device programs, lib/ with the shared libraries
+# that machine lacks); nothing is installed or compiled.
+# FIGURES: the MODEL:B[:T] list bench/gpu-figures.py measures against PyTorch
+# on the same GPU (docs/gpu.md's device table; default gpt2-small:16:1024,
+# llama-110m:16:1024,resnet-50:128; "none" skips it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -27,6 +34,7 @@ steps=${STEPS:-20}
 out=${OVT_GPU_OUT:-$root/runs/gpu-check}
 arch=${OVT_GPU_ARCH:-90}
 rehearsal=${OVT_GPU_REHEARSAL:-0}
+prebuilt=${OVT_GPU_PREBUILT:-}
 gpu_backend=cuda
 [ "$rehearsal" = 1 ] && gpu_backend=ref
 t_start=$(date +%s)
@@ -38,16 +46,31 @@ say "machine"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 nproc
 
+bin_of() { # the path of a built program: the bundle's bin/ or the build folder's
+  if [ -n "$prebuilt" ]; then echo "$prebuilt/bin/$(basename "$1")"; else echo "$build/$1"; fi
+}
+if [ -n "$prebuilt" ]; then
+  say "prebuilt: $prebuilt ($(cat "$prebuilt/BUILT" 2>/dev/null || echo 'no BUILT file'))"
+  [ -x "$prebuilt/bin/ovt" ] || fail "$prebuilt/bin/ovt is missing: make the folder with bench/gpu-bundle.sh"
+  export LD_LIBRARY_PATH="$prebuilt/lib:/usr/local/cuda/targets/x86_64-linux/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  for b in "$prebuilt"/bin/*; do
+    if ldd "$b" | grep -q "not found"; then
+      fail "$(basename "$b") needs shared libraries this machine lacks: $(ldd "$b" | awk '/not found/ {print $1}' | sort -u | tr '\n' ' ')(add them with OVT_BUNDLE_LIBS when making the bundle)"
+    fi
+  done
+fi
+
 say "dependencies"
 export PATH=/usr/local/cuda/bin:$PATH
-[ "$rehearsal" = 1 ] || command -v nvcc >/dev/null || fail "nvcc not found (CUDA toolkit expected in /usr/local/cuda)"
+[ "$rehearsal" = 1 ] || [ -n "$prebuilt" ] || command -v nvcc >/dev/null ||
+  fail "nvcc not found (CUDA toolkit expected in /usr/local/cuda)"
 packages=(build-essential cmake pkg-config libsecp256k1-dev libcurl4-openssl-dev libjansson-dev
           libssl-dev libopenblas-dev libzstd-dev zlib1g-dev)
 missing=()
 if command -v dpkg >/dev/null; then
   for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 fi
-if [ ${#missing[@]} -gt 0 ]; then
+if [ ${#missing[@]} -gt 0 ] && [ -z "$prebuilt" ]; then
   echo "installing: ${missing[*]}"
   sudo_cmd=()
   [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
@@ -57,31 +80,35 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-if [ "$rehearsal" = 1 ]; then
+if [ -n "$prebuilt" ] && [ "$rehearsal" = 1 ]; then
+  ops_status="(rehearsal: not run)"
+elif [ "$rehearsal" = 1 ]; then
   say "rehearsal: build without CUDA, the ref backend stands in for the GPU"
   cmake -S . -B "$build" -DOVT_CUDA=OFF >"$out/cmake.log" 2>&1 || { cat "$out/cmake.log"; fail "cmake"; }
   cmake --build "$build" -j"$(nproc)" --target ovt >/dev/null
   ops_status="(rehearsal: not run)"
 else
-  say "build (CUDA, sm_$arch)"
-  # Warnings are not errors here: another nvcc or GCC may warn where the CI's
-  # do not, and this check is about the numbers (CI builds with -Werror).
-  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DOVT_WERROR=OFF -DOVT_CUDA=ON \
-        -DCMAKE_CUDA_ARCHITECTURES="$arch" >"$out/cmake.log" 2>&1 || { cat "$out/cmake.log"; fail "cmake"; }
-  grep -q "ovt: CUDA backend ON" "$out/cmake.log" || fail "CMake did not enable the CUDA backend (see $out/cmake.log)"
-  cmake --build "$build" -j"$(nproc)" --target ovt bench_gpu test_cuda_ops test_cuda_host >/dev/null
+  if [ -z "$prebuilt" ]; then
+    say "build (CUDA, sm_$arch)"
+    # Warnings are not errors here: another nvcc or GCC may warn where the CI's
+    # do not, and this check is about the numbers (CI builds with -Werror).
+    cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DOVT_WERROR=OFF -DOVT_CUDA=ON \
+          -DCMAKE_CUDA_ARCHITECTURES="$arch" >"$out/cmake.log" 2>&1 || { cat "$out/cmake.log"; fail "cmake"; }
+    grep -q "ovt: CUDA backend ON" "$out/cmake.log" || fail "CMake did not enable the CUDA backend (see $out/cmake.log)"
+    cmake --build "$build" -j"$(nproc)" --target ovt bench_gpu test_cuda_ops test_cuda_host >/dev/null
+  fi
 
   say "test_cuda_host, test_cuda_ops (cuda on one side of every backend pair)"
-  "$build/tests/kernels/test_cuda_host" | tail -1
+  "$(bin_of tests/kernels/test_cuda_host)" | tail -1
   set +e
-  "$build/tests/kernels/test_cuda_ops" > "$out/ops.log" 2>&1
+  "$(bin_of tests/kernels/test_cuda_ops)" > "$out/ops.log" 2>&1
   ops_rc=$?
   set -e
   tail -15 "$out/ops.log"
   [ $ops_rc -eq 77 ] && fail "test_cuda_ops skipped: no usable device"
   ops_status=$([ $ops_rc -eq 0 ] && echo PASS || echo FAIL)
 fi
-ovt="$build/ovt"
+ovt=$(bin_of ovt)
 t_built=$(date +%s)
 
 # Byte-level training text: the project's own docs, repeated.
@@ -165,10 +192,20 @@ done
 
 say "timing: the matrix products of one gpt2-small step (bench_gpu)"
 if [ "$rehearsal" = 1 ]; then : > "$out/bench_gpu.txt"; else
-  "$build/bench/bench_gpu" gpt2-small "${SMALL_B:-2}" "${SMALL_T:-64}" 3 | tee "$out/bench_gpu.txt" ||
+  "$(bin_of bench/bench_gpu)" gpt2-small "${SMALL_B:-2}" "${SMALL_T:-64}" 3 | tee "$out/bench_gpu.txt" ||
     echo "bench_gpu failed"
 fi
 g() { awk -v k="$1" '$1==k {print $2}' "$out/bench_gpu.txt"; }
+
+figures=${FIGURES:-gpt2-small:16:1024,llama-110m:16:1024,resnet-50:128}
+[ "$rehearsal" = 1 ] && figures=${FIGURES:-gpt2-tiny:2:32,resnet-mini:4}
+figures_ok=1
+if [ "$figures" != none ]; then
+  say "figures: ovt's RECORD step against PyTorch's on the same device (bench/gpu-figures.py)"
+  fig_args=(--ovt "$ovt" --out "$out/figures" --models "$figures" --threads "$(nproc)")
+  [ "$rehearsal" = 1 ] && fig_args+=(--rehearsal)
+  python3 bench/gpu-figures.py "${fig_args[@]}" || { figures_ok=0; echo "gpu-figures failed (above)"; }
+fi
 
 t_end=$(date +%s)
 say "summary (commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
@@ -181,4 +218,5 @@ echo "gpt2-small step products: controlled $(g gemm_controlled_ms) ms, plain FP3
 echo "wall: build $((t_built - t_start)) s, total $((t_end - t_start)) s"
 [ "$ops_status" = PASS ] || [ "$rehearsal" = 1 ] || fail "test_cuda_ops failed (see $out/ops.log)"
 [ $all_ok -eq 1 ] || fail "a replay did not match (see above)"
+[ $figures_ok -eq 1 ] || fail "the figures' run failed (see above)"
 echo "gpu-check: PASS"

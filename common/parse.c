@@ -33,7 +33,7 @@ int ovt_parse_u64(uint64_t *out, const char *what, const char *text, uint64_t lo
 
 int ovt_parse_u32(uint32_t *out, const char *what, const char *text, uint32_t lo, uint32_t hi)
 {
-    uint64_t v;
+    uint64_t v = 0;
     int rv = ovt_parse_u64(&v, what, text, lo, hi);
     if (!rv)
         *out = (uint32_t)v;
@@ -42,7 +42,7 @@ int ovt_parse_u32(uint32_t *out, const char *what, const char *text, uint32_t lo
 
 int ovt_parse_int(int *out, const char *what, const char *text, int lo, int hi)
 {
-    uint64_t v;
+    uint64_t v = 0;
     if (lo < 0)
         return ovt_fail(OVT_EINVAL, "internal: ovt_parse_int takes no negative bounds (%s)", what);
     int rv = ovt_parse_u64(&v, what, text, (uint64_t)lo, (uint64_t)hi);

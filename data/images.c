@@ -70,7 +70,7 @@ int data_idx_parse(data_images *out, const uint8_t *img, size_t img_len, const c
     memset(out, 0, sizeof *out);
     if (n_class < 2 || n_class > DATA_IMG_MAX_CLASSES)
         return ovt_fail(OVT_EINVAL, "%u classes: an image file holds 2..%u", n_class, DATA_IMG_MAX_CLASSES);
-    uint32_t di[3], dl[1];
+    uint32_t di[3] = {0}, dl[1] = {0};
     int rv;
     if ((rv = idx_header(di, img, img_len, IDX_IMAGES, 3, what_images)) ||
         (rv = idx_header(dl, lab, lab_len, IDX_LABELS, 1, what_labels)))

@@ -5,7 +5,14 @@ blocks, GELU with tanh, tied head, mean cross-entropy; AdamW with ovt's
 defaults and global-norm clipping), FP32, written the way its users write it.
 After one warm-up step it prints "ready"; then for each line "round" on stdin
 it runs one timed step and prints "round SECONDS"; for "rss", "rss KB" (the
-process's peak resident set so far). bench/peers/run.py drives it.
+process's peak resident set so far); for "gpumem", "gpumem BYTES" (the CUDA
+allocator's peak, 0 on the CPU). bench/peers/run.py and bench/gpu-figures.py
+drive it.
+
+--device cuda runs the step on the GPU (each timed step ends with
+torch.cuda.synchronize()); --precision fp32 (the default: TF32 off for matrix
+products and convolutions, the baseline ovt's GPU step is held against), tf32
+(TF32 on) or bf16 (autocast to bfloat16) are the three ways its users run it.
 
     python3 torch_step.py --layers 12 --width 768 --heads 12 --vocab 50257 \
         --max-seq 1024 --batch 4 --seq 64 --threads 2
@@ -75,7 +82,7 @@ class GPT2(nn.Module):
 
     def forward(self, idx, targets):
         T = idx.shape[1]
-        x = self.wte(idx) + self.wpe(torch.arange(T))
+        x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
         for b in self.blocks:
             x = b(x)
         logits = self.lnf(x) @ self.wte.weight.t()
@@ -203,9 +210,21 @@ def main():
     ap.add_argument("--stages", default="", help="a ResNet's blocks per stage, e.g. 3,4,6,3")
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--grad-clip", type=float, default=1.0)
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--precision", choices=["fp32", "tf32", "bf16"], default="fp32")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
+    dev = torch.device(a.device)
+    if a.device == "cuda":
+        if not torch.cuda.is_available():
+            sys.exit("torch_step.py: --device cuda, but this PyTorch sees no CUDA device "
+                     f"(torch {torch.__version__}, built for CUDA {torch.version.cuda})")
+        tf32 = a.precision == "tf32"
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+    elif a.precision != "fp32":
+        sys.exit("torch_step.py: --precision tf32 and bf16 are GPU modes (add --device cuda)")
     if a.arch == "resnet":
         model = ResNet(a.width, a.block == 2, [int(n) for n in a.stages.split(",")], a.in_ch, a.classes)
         ntrain = sum(p.numel() for p in model.parameters() if p.requires_grad)
@@ -221,30 +240,48 @@ def main():
             model = GPT2(a.layers, a.width, a.heads, a.vocab, a.max_seq)
         tokens = torch.randint(0, a.vocab, (a.batch, a.seq + 1))
         inputs, targets = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+    model = model.to(dev)
+    inputs, targets = inputs.to(dev), targets.to(dev)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
 
+    def sync():
+        if a.device == "cuda":
+            torch.cuda.synchronize()
+
+    def forward():
+        if a.precision == "bf16":
+            with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+                return model(inputs, targets)
+        return model(inputs, targets)
+
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = model(inputs, targets)
+        loss = forward()
         loss.backward()
         if a.grad_clip > 0:
             nn.utils.clip_grad_norm_(model.parameters(), a.grad_clip)
         opt.step()
+        sync()
         return loss.item()
 
     step()
     nparams = sum(p.numel() for p in model.parameters())
     # ovt's state holds the batch norms' running statistics after the parameters
     nstate = nparams + sum(b.numel() for n, b in model.named_buffers() if n.endswith(("running_mean", "running_var")))
-    print(f"ready torch {torch.__version__} {nparams} params {nstate} state threads {torch.get_num_threads()}",
-          flush=True)
+    print(f"ready torch {torch.__version__} {nparams} params {nstate} state threads {torch.get_num_threads()}"
+          f" device {a.device} precision {a.precision}", flush=True)
     for line in sys.stdin:
         if line.startswith("rss"):
             print(f"rss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", flush=True)
             continue
+        if line.startswith("gpumem"):
+            peak = torch.cuda.max_memory_allocated() if a.device == "cuda" else 0
+            print(f"gpumem {peak}", flush=True)
+            continue
         if not line.startswith("round"):
             break
+        sync()
         t0 = time.perf_counter()
         step()
         print(f"round {time.perf_counter() - t0:.4f}", flush=True)
