@@ -94,4 +94,9 @@ int chain_abi_decode_log(chain_abi_dec *dec, const chain_log *log, const char *s
 void chain_abi_decode_revert(char *out, size_t cap, const uint8_t *data, size_t len,
                              const char *const *custom_errors);
 
+/* The name (up to its '(') of the custom error in custom_errors (a
+ * NULL-terminated list of signatures) whose selector starts data; "" when
+ * none matches. */
+void chain_abi_revert_name(char *out, size_t cap, const uint8_t *data, size_t len, const char *const *custom_errors);
+
 #endif

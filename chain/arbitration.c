@@ -776,18 +776,5 @@ void chain_arb_describe_revert(char *out, size_t cap, const uint8_t *data, size_
 
 void chain_arb_revert_name(char *out, size_t cap, const uint8_t *data, size_t len)
 {
-    if (cap == 0)
-        return;
-    out[0] = '\0';
-    if (len < 4)
-        return;
-    for (const char *const *e = chain_arb_errors; *e; e++) {
-        uint8_t selector[4];
-        chain_abi_selector(selector, *e);
-        if (memcmp(selector, data, 4) == 0) {
-            size_t n = (size_t)(strchr(*e, '(') - *e);
-            snprintf(out, cap, "%.*s", (int)n, *e);
-            return;
-        }
-    }
+    chain_abi_revert_name(out, cap, data, len, chain_arb_errors);
 }

@@ -1,0 +1,283 @@
+/* Bindings of the narrowing contract (chain/narrow.h). */
+#include "chain/narrow.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TRY(expr)         \
+    do {                  \
+        int rc_ = (expr); \
+        if (rc_ != 0)     \
+            return rc_;   \
+    } while (0)
+
+const char *const chain_narrow_errors[] = {
+    "NotAwaitingVerdict(uint8)", "StepZero()",          "WrongPhase(uint8,uint8)", "WrongRound(uint32,uint32)",
+    "DeadlinePassed(uint64)",    "NotExpired(uint64)",  "NotParty(address)",       "AlreadyMoved(address)",
+    NULL,
+};
+
+void chain_narrow_revert_name(char *out, size_t cap, const uint8_t *data, size_t len)
+{
+    chain_abi_revert_name(out, cap, data, len, chain_narrow_errors);
+}
+
+static int finish(chain_abi_enc *enc, chain_buf *out, const char *signature)
+{
+    uint8_t selector[4];
+    chain_abi_selector(selector, signature);
+    int rc = chain_abi_enc_finish(enc, out, selector);
+    chain_abi_enc_free(enc);
+    return rc;
+}
+
+static int encode_game_only(chain_buf *out, const ovt_hash *game_id, const char *signature)
+{
+    chain_abi_enc enc;
+    chain_abi_enc_init(&enc);
+    chain_abi_put_bytes32(&enc, game_id);
+    return finish(&enc, out, signature);
+}
+
+int chain_narrow_encode_start(chain_buf *out, const ovt_hash *game_id)
+{
+    return encode_game_only(out, game_id, "start(bytes32)");
+}
+
+int chain_narrow_encode_timeout(chain_buf *out, const ovt_hash *game_id)
+{
+    return encode_game_only(out, game_id, "timeout(bytes32)");
+}
+
+int chain_narrow_encode_get(chain_buf *out, const ovt_hash *game_id)
+{
+    return encode_game_only(out, game_id, "getNarrow(bytes32)");
+}
+
+int chain_narrow_encode_post(chain_buf *out, const ovt_hash *game_id, const chain_narrow_post *p)
+{
+    ovt_hash *sizes = calloc(p->nsizes ? p->nsizes : 1, sizeof *sizes);
+    if (!sizes)
+        return ovt_fail(OVT_ENOMEM, "out of memory for %zu tensor sizes", p->nsizes);
+    for (size_t i = 0; i < p->nsizes; i++)
+        for (int k = 0; k < 8; k++)
+            sizes[i].b[31 - k] = (uint8_t)(p->sizes[i] >> (8 * k));
+    chain_abi_enc enc;
+    chain_abi_enc_init(&enc);
+    chain_abi_put_bytes32(&enc, game_id);
+    chain_abi_put_bytes32(&enc, &p->leaf.state_hash);
+    chain_abi_put_bytes32(&enc, &p->leaf.batch_hash);
+    chain_abi_put_bytes32(&enc, &p->leaf.log_hash);
+    chain_abi_put_bytes32(&enc, &p->trace_root);
+    chain_abi_put_uint(&enc, p->sites);
+    chain_abi_put_bytes32_array(&enc, p->previous_roots, p->nprevious);
+    chain_abi_put_bytes32_array(&enc, p->roots, p->nroots);
+    chain_abi_put_bytes32_array(&enc, sizes, p->nsizes);
+    free(sizes);
+    return finish(&enc, out, "postTrace(bytes32,(bytes32,bytes32,bytes32),bytes32,uint64,bytes32[],bytes32[],uint64[])");
+}
+
+int chain_narrow_encode_descend(chain_buf *out, const ovt_hash *game_id, unsigned round, const ovt_hash *left,
+                                const ovt_hash *right)
+{
+    chain_abi_enc enc;
+    chain_abi_enc_init(&enc);
+    chain_abi_put_bytes32(&enc, game_id);
+    chain_abi_put_uint(&enc, round);
+    chain_abi_put_bytes32(&enc, left);
+    chain_abi_put_bytes32(&enc, right);
+    return finish(&enc, out, "descend(bytes32,uint32,bytes32,bytes32)");
+}
+
+int chain_narrow_encode_reveal(chain_buf *out, const ovt_hash *game_id, unsigned round, const uint8_t *item,
+                               size_t len)
+{
+    chain_abi_enc enc;
+    chain_abi_enc_init(&enc);
+    chain_abi_put_bytes32(&enc, game_id);
+    chain_abi_put_uint(&enc, round);
+    chain_abi_put_bytes(&enc, item, len);
+    return finish(&enc, out, "reveal(bytes32,uint32,bytes)");
+}
+
+/* Word i as an unsigned of at most `bits` bits. */
+static int get_bits(const chain_abi_dec *dec, size_t i, unsigned bits, uint64_t *out)
+{
+    TRY(chain_abi_get_uint(dec, i, out));
+    if (bits < 64 && *out >> bits != 0)
+        return ovt_fail(OVT_EFORMAT, "getNarrow: word %zu does not fit in uint%u", i, bits);
+    return 0;
+}
+
+/* An enum word no larger than max. */
+static int get_enum(const chain_abi_dec *dec, size_t i, uint64_t max, int *out)
+{
+    uint64_t v;
+    TRY(get_bits(dec, i, 8, &v));
+    if (v > max)
+        return ovt_fail(OVT_EFORMAT, "getNarrow: word %zu holds %llu, beyond its enum", i, (unsigned long long)v);
+    *out = (int)v;
+    return 0;
+}
+
+/* Game.t or Game.a: 8 words from word i. */
+static int decode_side(chain_narrow_side *s, const chain_abi_dec *dec, size_t i)
+{
+    ovt_hash *h[] = {&s->state_hash, &s->trace_root, &s->states_root, &s->node, &s->header, &s->claim};
+    for (size_t k = 0; k < 6; k++)
+        TRY(chain_abi_get_bytes32(dec, i + k, h[k]));
+    TRY(get_bits(dec, i + 6, 64, &s->sites));
+    return get_bits(dec, i + 7, 64, &s->elements);
+}
+
+int chain_narrow_decode_game(chain_narrow_game *out, const uint8_t *data, size_t len)
+{
+    memset(out, 0, sizeof *out);
+    chain_abi_dec dec;
+    chain_abi_dec_init(&dec, data, len);
+    int phase, stage, outcome, item_stage;
+    uint64_t v[6];
+    TRY(chain_abi_get_address(&dec, 0, &out->trainer));
+    TRY(get_bits(&dec, 1, 64, &out->deadline));
+    TRY(get_enum(&dec, 2, CHAIN_NARROW_PHASE_ENDED, &phase));
+    TRY(get_enum(&dec, 3, CHAIN_NARROW_STAGE_OUTPUT, &stage));
+    TRY(get_enum(&dec, 4, CHAIN_NARROW_BOTH_SILENT, &outcome));
+    TRY(get_bits(&dec, 5, 8, &v[0]));
+    TRY(chain_abi_get_address(&dec, 6, &out->auditor));
+    TRY(get_bits(&dec, 7, 32, &v[1]));
+    TRY(get_bits(&dec, 8, 32, &v[2]));
+    TRY(get_bits(&dec, 9, 32, &v[3]));
+    TRY(chain_abi_get_address(&dec, 10, &out->last_mover));
+    TRY(get_bits(&dec, 11, 64, &out->step));
+    TRY(get_bits(&dec, 12, 8, &v[4]));
+    TRY(get_bits(&dec, 13, 64, &out->count));
+    TRY(get_bits(&dec, 14, 64, &out->index));
+    TRY(get_enum(&dec, 15, CHAIN_NARROW_STAGE_OUTPUT, &item_stage));
+    TRY(get_bits(&dec, 16, 64, &out->item));
+    TRY(get_bits(&dec, 17, 64, &out->block));
+    ovt_hash *h[] = {&out->op,           &out->config_hash,  &out->previous_state, &out->batch_hash,
+                     &out->log_hash,     &out->trainer_leaf, &out->auditor_leaf,   &out->tree_id,
+                     &out->pending_left, &out->pending_right};
+    for (size_t k = 0; k < sizeof h / sizeof h[0]; k++)
+        TRY(chain_abi_get_bytes32(&dec, 18 + k, h[k]));
+    TRY(decode_side(&out->trainer_side, &dec, 28));
+    TRY(decode_side(&out->auditor_side, &dec, 36));
+    out->phase = (chain_narrow_phase)phase;
+    out->stage = (chain_narrow_stage)stage;
+    out->item_stage = (chain_narrow_stage)item_stage;
+    out->outcome = (chain_narrow_outcome)outcome;
+    out->moved = (unsigned)v[0];
+    out->move_timeout = (uint32_t)v[1];
+    out->round = (unsigned)v[2];
+    out->prev_count = (unsigned)v[3];
+    out->level = (unsigned)v[4];
+    return 0;
+}
+
+/* --- transactions */
+
+static int send_encoded(const chain_narrow *n, chain_txm *m, chain_buf *calldata, int rc, chain_receipt *receipt,
+                        const char *what)
+{
+    chain_receipt local;
+    chain_receipt *r = receipt ? receipt : &local;
+    memset(r, 0, sizeof *r);
+    if (rc == 0)
+        rc = chain_txm_send_extra(m, r, &n->address, NULL, calldata->data, calldata->len, CHAIN_ARB_RACE_GAS);
+    if (!receipt)
+        chain_receipt_free(&local);
+    chain_buf_free(calldata);
+    return rc == 0 ? 0 : ovt_fail_wrap(rc, "%s", what);
+}
+
+int chain_narrow_deploy(chain_narrow *n, chain_txm *m, const chain_address *arbitration, chain_receipt *receipt)
+{
+    memset(n, 0, sizeof *n);
+    uint8_t *code = NULL;
+    size_t len = 0;
+    int rc = ovt_hex_decode_alloc(&code, &len, chain_narrow_bytecode_hex);
+    if (rc != 0)
+        return ovt_fail_wrap(rc, "embedded narrowing contract bytecode");
+    uint8_t *init = realloc(code, len + 32);
+    if (!init) {
+        free(code);
+        return ovt_fail(OVT_ENOMEM, "out of memory for the narrowing contract's creation code");
+    }
+    memset(init + len, 0, 12); /* constructor(address arbitration) */
+    memcpy(init + len + 12, arbitration->b, 20);
+    chain_receipt local;
+    memset(&local, 0, sizeof local);
+    rc = chain_txm_send(m, &local, NULL, NULL, init, len + 32);
+    free(init);
+    if (rc == 0 && !local.has_contract_address)
+        rc = ovt_fail(OVT_EFORMAT, "the deployment receipt names no contract address");
+    if (rc == 0) {
+        n->rpc = m->rpc;
+        n->address = local.contract_address;
+        n->chain_id = m->chain_id;
+    }
+    if (receipt)
+        *receipt = local;
+    else
+        chain_receipt_free(&local);
+    return rc == 0 ? 0 : ovt_fail_wrap(rc, "deploying the narrowing contract");
+}
+
+int chain_narrow_start(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, chain_receipt *receipt)
+{
+    chain_buf data;
+    chain_buf_init(&data);
+    return send_encoded(n, m, &data, chain_narrow_encode_start(&data, game_id), receipt, "narrow start");
+}
+
+int chain_narrow_post_trace(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, const chain_narrow_post *p,
+                            chain_receipt *receipt)
+{
+    chain_buf data;
+    chain_buf_init(&data);
+    return send_encoded(n, m, &data, chain_narrow_encode_post(&data, game_id, p), receipt, "postTrace");
+}
+
+int chain_narrow_descend(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, unsigned round,
+                         const ovt_hash *left, const ovt_hash *right, chain_receipt *receipt)
+{
+    chain_buf data;
+    chain_buf_init(&data);
+    return send_encoded(n, m, &data, chain_narrow_encode_descend(&data, game_id, round, left, right), receipt,
+                        "descend");
+}
+
+int chain_narrow_reveal(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, unsigned round,
+                        const uint8_t *item, size_t len, chain_receipt *receipt)
+{
+    chain_buf data;
+    chain_buf_init(&data);
+    return send_encoded(n, m, &data, chain_narrow_encode_reveal(&data, game_id, round, item, len), receipt,
+                        "reveal");
+}
+
+int chain_narrow_timeout(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, chain_receipt *receipt)
+{
+    chain_buf data;
+    chain_buf_init(&data);
+    return send_encoded(n, m, &data, chain_narrow_encode_timeout(&data, game_id), receipt, "narrow timeout");
+}
+
+int chain_narrow_get(const chain_narrow *n, const ovt_hash *game_id, const char *block, chain_narrow_game *out)
+{
+    memset(out, 0, sizeof *out);
+    chain_buf data, ret;
+    chain_buf_init(&data);
+    chain_buf_init(&ret);
+    int rc = chain_narrow_encode_get(&data, game_id);
+    if (rc == 0) {
+        chain_call_msg msg = {.to = &n->address, .data = data.data, .data_len = data.len};
+        rc = chain_rpc_eth_call(n->rpc, &ret, &msg, block);
+    }
+    if (rc == 0)
+        rc = chain_narrow_decode_game(out, ret.data, ret.len);
+    chain_buf_free(&data);
+    chain_buf_free(&ret);
+    return rc == 0 ? 0 : ovt_fail_wrap(rc, "getNarrow");
+}

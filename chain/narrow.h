@@ -1,0 +1,131 @@
+#ifndef OVT_CHAIN_NARROW_H
+#define OVT_CHAIN_NARROW_H
+
+/* C bindings of the narrowing contract (chain/contracts/OvtNarrow.sol,
+ * docs/contract.md, "Narrowing a step"): once the step game has fixed step
+ * K, the parties bisect the step's trace to one site (level 2) and that
+ * site's output tree to one 64 KiB block (level 3). The embedded bytecode,
+ * the calldata of every call, the getNarrow view, the calls sent through
+ * the transaction manager (chain/txm.h), and readable reverts. */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "chain/arbitration.h"
+
+extern const char chain_narrow_bytecode_hex[];
+extern const size_t chain_narrow_bytecode_hex_len;
+extern const char chain_narrow_abi_json[];
+extern const size_t chain_narrow_abi_json_len;
+
+/* The contract's enums. */
+typedef enum {
+    CHAIN_NARROW_PHASE_NONE = 0,
+    CHAIN_NARROW_PHASE_POSTING,
+    CHAIN_NARROW_PHASE_DESCENDING,
+    CHAIN_NARROW_PHASE_REVEALING,
+    CHAIN_NARROW_PHASE_ENDED
+} chain_narrow_phase;
+
+typedef enum {
+    CHAIN_NARROW_STAGE_NONE = 0,
+    CHAIN_NARROW_STAGE_TRACE,  /* level 2 over the trace's record hashes */
+    CHAIN_NARROW_STAGE_STATES, /* level 2 over the state K entries, when the traces agree */
+    CHAIN_NARROW_STAGE_OUTPUT  /* level 3 over the found item's output tree */
+} chain_narrow_stage;
+
+typedef enum {
+    CHAIN_NARROW_NONE = 0,
+    CHAIN_NARROW_NARROWED,      /* one block found */
+    CHAIN_NARROW_ITEMS_DIFFER,  /* the records (entries) differ apart from the output root */
+    CHAIN_NARROW_COUNTS_DIFFER, /* the traces' site counts differ */
+    CHAIN_NARROW_INPUTS_DIFFER, /* the leaves K disagree on batchHash or logHash */
+    CHAIN_NARROW_TRAINER_LOST,
+    CHAIN_NARROW_AUDITOR_LOST,
+    CHAIN_NARROW_BOTH_SILENT
+} chain_narrow_outcome;
+
+/* The contract's NO_BLOCK: the end state's block when no block was found. */
+#define CHAIN_NARROW_NO_BLOCK UINT64_MAX
+
+/* One party's side of the game (Game.t, Game.a). */
+typedef struct {
+    ovt_hash state_hash, trace_root, states_root;
+    ovt_hash node;   /* the current node; the leaf once found */
+    ovt_hash header; /* keccak256 of the revealed item with its root zeroed */
+    ovt_hash claim;  /* the revealed item's output root */
+    uint64_t sites, elements;
+} chain_narrow_side;
+
+/* getNarrow: the whole game, its end state once phase is ENDED. */
+typedef struct {
+    chain_address trainer, auditor, last_mover;
+    uint64_t deadline;
+    chain_narrow_phase phase;
+    chain_narrow_stage stage, item_stage;
+    chain_narrow_outcome outcome;
+    unsigned moved, round, prev_count, level;
+    uint32_t move_timeout;
+    uint64_t step, count, index, item, block;
+    ovt_hash op; /* the record's op name, zero padded (first 32 bytes) */
+    ovt_hash config_hash, previous_state, batch_hash, log_hash;
+    ovt_hash trainer_leaf, auditor_leaf, tree_id, pending_left, pending_right;
+    chain_narrow_side trainer_side, auditor_side;
+} chain_narrow_game;
+
+/* A party's trace commitment (postTrace): its leaf K preimage, its trace
+ * root and site count, the agreed state K-1's tensor roots (the first post;
+ * may be empty after), its state K's 3*ntensors roots and the ntensors
+ * tensor sizes in elements (the tensor trees' lengths). */
+typedef struct {
+    chain_merkle_preimage leaf;
+    ovt_hash trace_root;
+    uint64_t sites;
+    const ovt_hash *previous_roots;
+    size_t nprevious;
+    const ovt_hash *roots;
+    size_t nroots;
+    const uint64_t *sizes;
+    size_t nsizes;
+} chain_narrow_post;
+
+/* Calldata. */
+int chain_narrow_encode_start(chain_buf *out, const ovt_hash *game_id) OVT_MUST_USE;
+int chain_narrow_encode_post(chain_buf *out, const ovt_hash *game_id, const chain_narrow_post *p) OVT_MUST_USE;
+int chain_narrow_encode_descend(chain_buf *out, const ovt_hash *game_id, unsigned round, const ovt_hash *left,
+                                const ovt_hash *right) OVT_MUST_USE;
+int chain_narrow_encode_reveal(chain_buf *out, const ovt_hash *game_id, unsigned round, const uint8_t *item,
+                               size_t len) OVT_MUST_USE;
+int chain_narrow_encode_timeout(chain_buf *out, const ovt_hash *game_id) OVT_MUST_USE;
+int chain_narrow_encode_get(chain_buf *out, const ovt_hash *game_id) OVT_MUST_USE;
+int chain_narrow_decode_game(chain_narrow_game *out, const uint8_t *data, size_t len) OVT_MUST_USE;
+
+/* The custom errors' signatures (NULL-terminated), and the name of the one
+ * revert data carries ("" if none of them). */
+extern const char *const chain_narrow_errors[];
+void chain_narrow_revert_name(char *out, size_t cap, const uint8_t *data, size_t len);
+
+/* The contract on one node (the same shape as chain_arb). */
+typedef chain_arb chain_narrow;
+
+/* Deploys the embedded bytecode bound to the arbitration contract at
+ * `arbitration` (its constructor argument). */
+int chain_narrow_deploy(chain_narrow *n, chain_txm *m, const chain_address *arbitration,
+                        chain_receipt *receipt) OVT_MUST_USE;
+
+/* One transaction each (receipt may be NULL). A move its own commitments
+ * contradict is mined and loses the game: it does not revert. */
+int chain_narrow_start(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, chain_receipt *receipt) OVT_MUST_USE;
+int chain_narrow_post_trace(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, const chain_narrow_post *p,
+                            chain_receipt *receipt) OVT_MUST_USE;
+int chain_narrow_descend(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, unsigned round,
+                         const ovt_hash *left, const ovt_hash *right, chain_receipt *receipt) OVT_MUST_USE;
+int chain_narrow_reveal(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, unsigned round,
+                        const uint8_t *item, size_t len, chain_receipt *receipt) OVT_MUST_USE;
+int chain_narrow_timeout(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, chain_receipt *receipt) OVT_MUST_USE;
+
+/* getNarrow at block (NULL: latest). */
+int chain_narrow_get(const chain_narrow *n, const ovt_hash *game_id, const char *block,
+                     chain_narrow_game *out) OVT_MUST_USE;
+
+#endif
