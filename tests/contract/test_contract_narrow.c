@@ -1,0 +1,634 @@
+/* The narrowing contract (chain/contracts/OvtNarrow.sol, issue 42) against a
+ * real anvil: after the step game fixes step K, the parties bisect the
+ * step's trace to one site and that site's output tree to one 64 KiB block.
+ *
+ * Every tree is built here with common/tree.h and every stateHash with
+ * trainer/'s v3 combination (the C code the trainer uses, not the
+ * contract's), over synthetic step data in the real encodings: 13 trace
+ * records (docs/formats.md, "Step trace") whose outputs are float tensors,
+ * the largest 6 leaves long, and a state of 16 tensors (gpt2's count),
+ * one of them 3 leaves long. The trainer is the liar throughout.
+ *
+ * - The honest path: one element of site 7's output flipped (and so the
+ *   later records changed) ends Narrowed on site 7, block 4, with both
+ *   claimed leaf hashes equal to the tree leaves computed here.
+ * - Traces that agree while the state K differs: narrowed on the state
+ *   entry and the block of that tensor that differs.
+ * - Each adversarial move loses at once: a leaf preimage that is not the
+ *   committed leaf, previous roots that do not make the agreed stateHash
+ *   K-1, state roots that do not make the party's stateHash K (a trace root
+ *   inconsistent with the committed leaf), a record that is not the one its
+ *   trace root holds (a wrong proof of a record), children that do not hash
+ *   to the party's block-tree node (a block claim contradicting the trace).
+ * - Withholding: a party that misses a round loses at timeout; nobody
+ *   posting is BothSilent. Records that differ apart from their output root
+ *   end ItemsDiffer; site counts that differ, CountsDiffer.
+ * - Refusals by name: start before the verdict is due, a stale round, an
+ *   outsider, a second move, an early timeout.
+ * - The gas of every call, for docs/contract.md. */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chain/narrow.h"
+#include "check.h"
+#include "common/tree.h"
+#include "fixture.h"
+#include "trainer/config.h"
+#include "trainer/state_hash.h"
+#include "util.h"
+
+#define NSITES 13
+#define FAULT_SITE 7
+#define BIG_N (5u * 16384u + 100u) /* site 7's output: 6 leaves */
+#define FAULT_ELEMENT (4u * 16384u + 9u) /* in its leaf 4 */
+#define NT 16
+#define BIG_TENSOR 3
+#define BIG_TENSOR_N (2u * 16384u + 7u) /* 3 leaves */
+#define STEP 3                          /* K, of a 5-step run */
+#define MOVE_TIMEOUT 600
+
+static fx_env env;
+static chain_narrow narrow;
+static ovt_hash config_hash;
+
+/* One party's step K: its trace and its state K. */
+typedef struct {
+    float *out[NSITES];
+    uint64_t n[NSITES];
+    uint8_t rec[NSITES][160];
+    size_t rec_len[NSITES];
+    ovt_hash rec_hash[NSITES], trace_root;
+    float *state[3 * NT];
+    ovt_hash roots[3 * NT], state_hash;
+} party_step;
+
+static uint64_t sizes[NT];
+static ovt_hash prev_roots[3 * NT], prev_state_hash;
+
+static void put_le(uint8_t *p, size_t *at, uint64_t v, int bytes)
+{
+    for (int k = 0; k < bytes; k++)
+        p[(*at)++] = (uint8_t)(v >> (8 * k));
+}
+
+/* Record i in the trace encoding (kernels/trace.c's krn_trace_encode): the
+ * site, op, n, root, and one read of the previous site's output (site 0
+ * reads the state tensor params/wte). */
+static void encode_record(party_step *p, size_t i, const char *op)
+{
+    uint8_t *r = p->rec[i];
+    size_t at = 0;
+    put_le(r, &at, i, 4);
+    size_t oplen = strlen(op);
+    r[at++] = (uint8_t)oplen;
+    memcpy(r + at, op, oplen);
+    at += oplen;
+    put_le(r, &at, p->n[i], 8);
+    ovt_hash root;
+    if (ovt_tree_root_le32(&root, p->out[i], p->n[i] * 4) != 0)
+        abort();
+    memcpy(r + at, root.b, 32);
+    at += 32;
+    put_le(r, &at, 1, 4); /* one read */
+    if (i == 0) {
+        r[at++] = 1; /* state */
+        r[at++] = 11;
+        memcpy(r + at, "params/wte", 11);
+        at += 11;
+    } else {
+        r[at++] = 0; /* site */
+        put_le(r, &at, i - 1, 4);
+    }
+    put_le(r, &at, 0, 4);                          /* input */
+    put_le(r, &at, 0, 8);                          /* dst */
+    put_le(r, &at, 0, 8);                          /* offset */
+    put_le(r, &at, i ? p->n[i - 1] : sizes[0], 8); /* count */
+    put_le(r, &at, 1, 4);                          /* rows */
+    put_le(r, &at, 0, 8);
+    put_le(r, &at, 0, 8);
+    p->rec_len[i] = at;
+    ovt_tree_leaf(&p->rec_hash[i], r, at);
+}
+
+static float value(uint64_t seed, uint64_t k)
+{
+    uint64_t z = seed * 0x9e3779b97f4a7c15ULL + k;
+    z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ULL;
+    return (float)(z >> 40) / 65536.0f;
+}
+
+static void hash_all(party_step *p, const char *op7)
+{
+    for (size_t i = 0; i < NSITES; i++)
+        encode_record(p, i, i == FAULT_SITE ? op7 : "matmul.fwd");
+    ovt_hash tmp[NSITES];
+    memcpy(tmp, p->rec_hash, sizeof tmp);
+    ovt_tree_root_of_leaves(&p->trace_root, tmp, NSITES);
+    for (size_t j = 0; j < 3 * NT; j++)
+        if (trn_state_tensor_digest(&p->roots[j], TRN_STATE_HASH_TREE, p->state[j], sizes[j % NT]) != 0)
+            abort();
+    trn_state_hash_combine(&p->state_hash, TRN_STATE_HASH_TREE, &config_hash, STEP, NT, p->roots);
+}
+
+/* The honest step: every output and tensor drawn from fixed seeds. */
+static void honest_step(party_step *p)
+{
+    memset(p, 0, sizeof *p);
+    for (size_t i = 0; i < NSITES; i++) {
+        p->n[i] = i == FAULT_SITE ? BIG_N : 3 + i;
+        p->out[i] = malloc(p->n[i] * sizeof(float));
+        for (uint64_t k = 0; k < p->n[i]; k++)
+            p->out[i][k] = value(100 + i, k);
+    }
+    for (size_t j = 0; j < 3 * NT; j++) {
+        p->state[j] = malloc(sizes[j % NT] * sizeof(float));
+        for (uint64_t k = 0; k < sizes[j % NT]; k++)
+            p->state[j][k] = value(1000 + j, k);
+    }
+    hash_all(p, "matmul.fwd");
+}
+
+static void free_step(party_step *p)
+{
+    for (size_t i = 0; i < NSITES; i++)
+        free(p->out[i]);
+    for (size_t j = 0; j < 3 * NT; j++)
+        free(p->state[j]);
+}
+
+/* The liar's trace: one element of site 7's output flipped, and every later
+ * site computed from it (their outputs change too). */
+static void fault_trace(party_step *p)
+{
+    p->out[FAULT_SITE][FAULT_ELEMENT] += 1.0f;
+    for (size_t i = FAULT_SITE + 1; i < NSITES; i++)
+        p->out[i][0] += 1.0f;
+    p->state[0][1] += 1.0f; /* and its state K */
+    hash_all(p, "matmul.fwd");
+}
+
+/* A run whose leaves K-1 and K carry these stateHashes (the trainer's and
+ * the auditor's at K), played to AwaitingVerdict. */
+static int run_to_verdict(fx_run *run, const party_step *trainer, const party_step *auditor)
+{
+    memset(run, 0, sizeof *run);
+    chain_arb_params p;
+    fx_params(&env, &p, 5, MOVE_TIMEOUT, 1000, 2000);
+    p.config_hash = config_hash;
+    if (fx_open(&env, run, &p, NULL) != 0 || fx_histories(run, STEP) != 0)
+        return -1;
+    fx_history *h[2] = {&run->trainer, &run->auditor};
+    for (int s = 0; s < 2; s++) {
+        h[s]->pre[STEP - 1].state_hash = prev_state_hash;
+        h[s]->pre[STEP].state_hash = (s ? auditor : trainer)->state_hash;
+        for (uint64_t i = STEP - 1; i <= STEP; i++)
+            chain_merkle_leaf_hash(&h[s]->leaves[i], &run->run_id, i, &h[s]->pre[i]);
+        if (fx_build_tree(h[s], 6) != 0)
+            return -1;
+    }
+    if (fx_commit_both(&env, run, NULL) != 0 || fx_play(&env, run, NULL, NULL) != 0)
+        return -1;
+    chain_arb_game g = fx_game(&env, run);
+    return g.phase == CHAIN_ARB_PHASE_AWAITING_VERDICT && g.index == STEP ? 0 : -1;
+}
+
+static chain_narrow_game game_of(const fx_run *run)
+{
+    chain_narrow_game g;
+    if (chain_narrow_get(&narrow, &run->run_id, NULL, &g) != 0) {
+        fprintf(stderr, "getNarrow: %s\n", ovt_errmsg());
+        memset(&g, 0, sizeof g);
+    }
+    return g;
+}
+
+static chain_narrow_post post_of(const fx_run *run, const party_step *p, int who)
+{
+    chain_narrow_post post = {.trace_root = p->trace_root, .sites = NSITES, .previous_roots = prev_roots,
+                              .nprevious = 3 * NT, .roots = p->roots, .nroots = 3 * NT, .sizes = sizes,
+                              .nsizes = NT};
+    post.leaf = (who == FX_TRAINER ? run->trainer : run->auditor).pre[STEP];
+    return post;
+}
+
+/* Gas of every kind of call, summed over a game (docs/contract.md). */
+typedef struct {
+    uint64_t post[2], descend_first, descend_second, ndescend, reveal[2], descend_total;
+} gas_log;
+
+static int post(const fx_run *run, const chain_narrow_post *p, int who, uint64_t *gas)
+{
+    chain_receipt r;
+    int rc = chain_narrow_post_trace(&narrow, &env.txm[who], &run->run_id, p, &r);
+    if (rc == 0 && gas)
+        *gas = r.gas_used;
+    if (rc == 0)
+        chain_receipt_free(&r);
+    else
+        fprintf(stderr, "postTrace: %s\n", ovt_errmsg());
+    return rc;
+}
+
+/* The children of node (level, index) of a tree over leaves (n of them,
+ * common/tree.h's shape): rebuilt from the leaves. */
+static void children_of(ovt_hash *left, ovt_hash *right, const ovt_hash *leaves, size_t n, unsigned level,
+                        uint64_t index)
+{
+    size_t width = n;
+    ovt_hash *h = malloc(n * sizeof *h);
+    memcpy(h, leaves, n * sizeof *h);
+    for (unsigned l = 0; l + 1 < level; l++) { /* up to the children's level */
+        size_t half = width / 2;
+        for (size_t i = 0; i < half; i++)
+            ovt_tree_node(&h[i], &h[2 * i], &h[2 * i + 1]);
+        if (width % 2)
+            h[half] = h[width - 1];
+        width = half + width % 2;
+    }
+    *left = h[2 * index];
+    *right = h[2 * index + 1];
+    free(h);
+}
+
+/* The leaf hashes of a float tensor's tree. */
+static ovt_hash *tensor_leaves(const float *v, uint64_t n, size_t *count)
+{
+    size_t bytes = n * 4, nl = ovt_tree_leaves(bytes);
+    ovt_hash *h = malloc(nl * sizeof *h);
+    for (size_t i = 0; i < nl; i++) {
+        size_t len = bytes - i * OVT_TREE_LEAF_BYTES;
+        ovt_tree_leaf_le32(&h[i], (const uint8_t *)v + i * OVT_TREE_LEAF_BYTES,
+                           len > OVT_TREE_LEAF_BYTES ? OVT_TREE_LEAF_BYTES : len);
+    }
+    *count = nl;
+    return h;
+}
+
+/* The leaves of the tree the game now bisects, for one party. */
+static ovt_hash *stage_leaves(const chain_narrow_game *g, const party_step *p, size_t *n)
+{
+    if (g->stage == CHAIN_NARROW_STAGE_TRACE) {
+        ovt_hash *h = malloc(NSITES * sizeof *h);
+        memcpy(h, p->rec_hash, NSITES * sizeof *h);
+        *n = NSITES;
+        return h;
+    }
+    if (g->stage == CHAIN_NARROW_STAGE_STATES) {
+        ovt_hash *h = malloc(3 * NT * sizeof *h);
+        for (size_t j = 0; j < 3 * NT; j++) {
+            uint8_t entry[40];
+            size_t at = 0;
+            put_le(entry, &at, sizes[j % NT], 8);
+            memcpy(entry + 8, p->roots[j].b, 32);
+            ovt_tree_leaf(&h[j], entry, 40);
+        }
+        *n = 3 * NT;
+        return h;
+    }
+    if (g->item_stage == CHAIN_NARROW_STAGE_TRACE)
+        return tensor_leaves(p->out[g->item], p->n[g->item], n);
+    return tensor_leaves(p->state[g->item], sizes[g->item % NT], n);
+}
+
+/* Party who's honest move in the game's current phase (none due: 0). */
+static int move(const fx_run *run, const party_step *p, int who, gas_log *gl, int *moved)
+{
+    chain_narrow_game g = game_of(run);
+    *moved = 0;
+    unsigned bit = who == FX_TRAINER ? 1 : 2;
+    if (g.moved & bit)
+        return 0;
+    chain_receipt r;
+    int rc = 0;
+    if (g.phase == CHAIN_NARROW_PHASE_DESCENDING) {
+        size_t n;
+        ovt_hash *leaves = stage_leaves(&g, p, &n), left, right;
+        children_of(&left, &right, leaves, n, g.level, g.index);
+        free(leaves);
+        rc = chain_narrow_descend(&narrow, &env.txm[who], &run->run_id, g.round, &left, &right, &r);
+        if (rc == 0 && gl) {
+            *(g.moved ? &gl->descend_second : &gl->descend_first) += r.gas_used;
+            gl->descend_total += r.gas_used;
+            gl->ndescend++;
+        }
+    } else if (g.phase == CHAIN_NARROW_PHASE_REVEALING) {
+        uint8_t entry[40];
+        const uint8_t *item = entry;
+        size_t len = 40;
+        if (g.stage == CHAIN_NARROW_STAGE_TRACE) {
+            item = p->rec[g.index];
+            len = p->rec_len[g.index];
+        } else {
+            size_t at = 0;
+            put_le(entry, &at, sizes[g.index % NT], 8);
+            memcpy(entry + 8, p->roots[g.index].b, 32);
+        }
+        rc = chain_narrow_reveal(&narrow, &env.txm[who], &run->run_id, g.round, item, len, &r);
+        if (rc == 0 && gl)
+            gl->reveal[g.moved ? 1 : 0] = r.gas_used;
+    } else {
+        return 0;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "narrow move: %s\n", ovt_errmsg());
+        return rc;
+    }
+    chain_receipt_free(&r);
+    *moved = 1;
+    return 0;
+}
+
+/* Both parties post and play honestly (each from its own step) until the
+ * game ends. */
+static int play(const fx_run *run, const party_step *t, const party_step *a, gas_log *gl)
+{
+    chain_narrow_post pt = post_of(run, t, FX_TRAINER), pa = post_of(run, a, FX_AUDITOR);
+    pa.nprevious = 0; /* the agreed previous roots: posted once, by the first */
+    uint64_t gas[2] = {0, 0};
+    if (post(run, &pt, FX_TRAINER, &gas[0]) != 0 || post(run, &pa, FX_AUDITOR, &gas[1]) != 0)
+        return -1;
+    if (gl)
+        memcpy(gl->post, gas, sizeof gas);
+    for (int guard = 0; guard < 200; guard++) {
+        int m1, m2;
+        if (move(run, t, FX_TRAINER, gl, &m1) != 0 || move(run, a, FX_AUDITOR, gl, &m2) != 0)
+            return -1;
+        if (!m1 && !m2)
+            return 0;
+    }
+    return -1;
+}
+
+static const char *revert_of(int who, const chain_buf *calldata)
+{
+    static char name[64];
+    chain_buf out;
+    chain_buf_init(&out);
+    chain_call_msg msg = {.from = &env.addr[who], .to = &narrow.address, .data = calldata->data,
+                          .data_len = calldata->len};
+    int rc = chain_rpc_eth_call(env.rpc, &out, &msg, NULL);
+    chain_buf_free(&out);
+    if (rc == 0)
+        return "";
+    const chain_rpc_error *e = chain_rpc_last_error(env.rpc);
+    chain_narrow_revert_name(name, sizeof name, e->data, e->data_len);
+    return name;
+}
+
+#define CHECK_REVERT(who, buf, want)                                                          \
+    do {                                                                                      \
+        const char *got_ = revert_of((who), (buf));                                           \
+        CHECK_MSG(strcmp(got_, (want)) == 0, "expected %s, got '%s'", (want), got_);           \
+    } while (0)
+
+static party_step honest, liar;
+
+static void test_honest_path(void)
+{
+    fx_run run;
+    CHECK(run_to_verdict(&run, &liar, &honest) == 0);
+    gas_log gl = {0};
+    CHECK(play(&run, &liar, &honest, &gl) == 0);
+    chain_narrow_game g = game_of(&run);
+    CHECK_EQ_U64(g.phase, CHAIN_NARROW_PHASE_ENDED);
+    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_NARROWED);
+    CHECK_EQ_U64(g.step, STEP);
+    CHECK_EQ_U64(g.item_stage, CHAIN_NARROW_STAGE_TRACE);
+    CHECK_EQ_U64(g.item, FAULT_SITE);
+    CHECK_EQ_U64(g.block, FAULT_ELEMENT / 16384);
+    CHECK(memcmp(g.op.b, "matmul.fwd\0\0", 12) == 0);
+    size_t n;
+    ovt_hash *lt = tensor_leaves(liar.out[FAULT_SITE], BIG_N, &n), *lh = tensor_leaves(honest.out[FAULT_SITE], BIG_N, &n);
+    CHECK_EQ_U64(n, 6);
+    CHECK_MEM(g.trainer_side.node.b, lt[g.block].b, 32);
+    CHECK_MEM(g.auditor_side.node.b, lh[g.block].b, 32);
+    CHECK(memcmp(lt[g.block].b, lh[g.block].b, 32) != 0);
+    free(lt);
+    free(lh);
+    CHECK_MEM(g.previous_state.b, prev_state_hash.b, 32);
+    CHECK_MEM(g.batch_hash.b, run.trainer.pre[STEP].batch_hash.b, 32);
+    CHECK_MEM(g.trainer_side.trace_root.b, liar.trace_root.b, 32);
+    CHECK_MEM(g.auditor_side.trace_root.b, honest.trace_root.b, 32);
+    CHECK(memcmp(g.last_mover.b, env.addr[FX_AUDITOR].b, 20) == 0);
+    printf("gas: postTrace first %" PRIu64 ", second %" PRIu64 "; descend %" PRIu64 " moves, %" PRIu64
+           " total (first movers %" PRIu64 ", second %" PRIu64 "); reveal first %" PRIu64 ", second %" PRIu64 "\n",
+           gl.post[0], gl.post[1], gl.ndescend, gl.descend_total, gl.descend_first, gl.descend_second, gl.reveal[0],
+           gl.reveal[1]);
+    uint64_t total = gl.post[0] + gl.post[1] + gl.descend_total + gl.reveal[0] + gl.reveal[1];
+    printf("gas: whole narrowing, %u sites and %zu output leaves: %" PRIu64 "\n", NSITES, n, total);
+    /* a whole narrowing of gpt2-small's 741 sites and a 1024-leaf output:
+     * 10 + 10 descend rounds of two moves, from the averages here */
+    uint64_t per_move = gl.descend_total / gl.ndescend;
+    printf("gas: estimate for 741 sites and 1024 leaves: 2 posts + 40 descend moves x %" PRIu64
+           " + 2 reveals = %" PRIu64 "\n",
+           per_move, gl.post[0] + gl.post[1] + 40 * per_move + gl.reveal[0] + gl.reveal[1]);
+    fx_run_free(&run);
+}
+
+/* The traces agree; the liar's state K differs in one leaf of the big tensor. */
+static void test_state_path(void)
+{
+    party_step liar2;
+    honest_step(&liar2);
+    liar2.state[NT + BIG_TENSOR][2 * 16384 + 1] += 1.0f; /* m of tensor 3, its last leaf */
+    hash_all(&liar2, "matmul.fwd");
+    fx_run run;
+    CHECK(run_to_verdict(&run, &liar2, &honest) == 0);
+    CHECK(play(&run, &liar2, &honest, NULL) == 0);
+    chain_narrow_game g = game_of(&run);
+    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_NARROWED);
+    CHECK_EQ_U64(g.item_stage, CHAIN_NARROW_STAGE_STATES);
+    CHECK_EQ_U64(g.item, NT + BIG_TENSOR);
+    CHECK_EQ_U64(g.block, 2);
+    fx_run_free(&run);
+    free_step(&liar2);
+}
+
+/* A post its commitments contradict loses at once. what: 0 leaf preimage,
+ * 1 previous roots, 2 state K roots. */
+static void test_bad_post(int what)
+{
+    fx_run run;
+    CHECK(run_to_verdict(&run, &liar, &honest) == 0);
+    chain_narrow_post pa = post_of(&run, &honest, FX_AUDITOR), pt = post_of(&run, &liar, FX_TRAINER);
+    CHECK(post(&run, &pa, FX_AUDITOR, NULL) == 0);
+    ovt_hash wrong[3 * NT];
+    memcpy(wrong, liar.roots, sizeof wrong);
+    if (what == 0)
+        pt.leaf.state_hash = honest.state_hash; /* not the trainer's committed leaf */
+    if (what == 2) {
+        wrong[5].b[0] ^= 1; /* roots that do not make its stateHash K */
+        pt.roots = wrong;
+    }
+    if (what == 1) { /* the trainer posts first with wrong previous roots */
+        fx_run_free(&run);
+        CHECK(run_to_verdict(&run, &liar, &honest) == 0);
+        pt = post_of(&run, &liar, FX_TRAINER);
+        memcpy(wrong, prev_roots, sizeof wrong);
+        wrong[0].b[31] ^= 1;
+        pt.previous_roots = wrong;
+    }
+    CHECK(post(&run, &pt, FX_TRAINER, NULL) == 0); /* mined: it loses, it does not revert */
+    chain_narrow_game g = game_of(&run);
+    CHECK_EQ_U64(g.phase, CHAIN_NARROW_PHASE_ENDED);
+    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_TRAINER_LOST);
+    fx_run_free(&run);
+}
+
+/* Plays honestly until the game reaches `stage` in `phase`, then the
+ * trainer makes a move its commitments contradict. */
+static void test_bad_move(chain_narrow_stage stage, chain_narrow_phase phase)
+{
+    fx_run run;
+    CHECK(run_to_verdict(&run, &liar, &honest) == 0);
+    chain_narrow_post pt = post_of(&run, &liar, FX_TRAINER), pa = post_of(&run, &honest, FX_AUDITOR);
+    CHECK(post(&run, &pt, FX_TRAINER, NULL) == 0 && post(&run, &pa, FX_AUDITOR, NULL) == 0);
+    chain_narrow_game g = game_of(&run);
+    for (int guard = 0; guard < 100 && !(g.stage == stage && g.phase == phase); guard++) {
+        int m;
+        CHECK(move(&run, &liar, FX_TRAINER, NULL, &m) == 0 && move(&run, &honest, FX_AUDITOR, NULL, &m) == 0);
+        g = game_of(&run);
+    }
+    CHECK_EQ_U64(g.stage, stage);
+    chain_receipt r;
+    if (phase == CHAIN_NARROW_PHASE_REVEALING) /* the honest record: not the one the liar's trace root holds */
+        CHECK(chain_narrow_reveal(&narrow, &env.txm[FX_TRAINER], &run.run_id, g.round, honest.rec[g.index],
+                                  honest.rec_len[g.index], &r) == 0);
+    else { /* children of its block-tree node, one bit off */
+        size_t n;
+        ovt_hash *leaves = stage_leaves(&g, &liar, &n), left, right;
+        children_of(&left, &right, leaves, n, g.level, g.index);
+        free(leaves);
+        right.b[7] ^= 4;
+        CHECK(chain_narrow_descend(&narrow, &env.txm[FX_TRAINER], &run.run_id, g.round, &left, &right, &r) == 0);
+    }
+    chain_receipt_free(&r);
+    g = game_of(&run);
+    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_TRAINER_LOST);
+    fx_run_free(&run);
+}
+
+/* The trainer stops answering in the middle of level 2; nobody posting at
+ * all; the refusals by name on the way. */
+static void test_withholding(void)
+{
+    fx_run run;
+    chain_buf data;
+    chain_buf_init(&data);
+    CHECK(run_to_verdict(&run, &liar, &honest) == 0);
+    chain_narrow_post pt = post_of(&run, &liar, FX_TRAINER), pa = post_of(&run, &honest, FX_AUDITOR);
+    CHECK(chain_narrow_encode_post(&data, &run.run_id, &pt) == 0);
+    CHECK_REVERT(FX_OUTSIDER, &data, "NotParty");
+    CHECK(post(&run, &pt, FX_TRAINER, NULL) == 0);
+    CHECK_REVERT(FX_TRAINER, &data, "AlreadyMoved");
+    chain_buf_free(&data);
+    CHECK(post(&run, &pa, FX_AUDITOR, NULL) == 0);
+    int m;
+    CHECK(move(&run, &honest, FX_AUDITOR, NULL, &m) == 0 && m); /* the trainer is silent */
+    chain_narrow_game g = game_of(&run);
+    chain_buf_init(&data);
+    CHECK(chain_narrow_encode_descend(&data, &run.run_id, g.round + 1, &honest.trace_root, &honest.trace_root) == 0);
+    CHECK_REVERT(FX_TRAINER, &data, "WrongRound");
+    chain_buf_free(&data);
+    chain_buf_init(&data);
+    CHECK(chain_narrow_encode_timeout(&data, &run.run_id) == 0);
+    CHECK_REVERT(FX_OUTSIDER, &data, "NotExpired");
+    CHECK(fx_warp(&env, MOVE_TIMEOUT + 1) == 0);
+    CHECK(chain_narrow_timeout(&narrow, &env.txm[FX_OUTSIDER], &run.run_id, NULL) == 0);
+    g = game_of(&run);
+    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_TRAINER_LOST);
+    CHECK_REVERT(FX_OUTSIDER, &data, "NotExpired"); /* ended */
+    chain_buf_free(&data);
+    fx_run_free(&run);
+
+    CHECK(run_to_verdict(&run, &liar, &honest) == 0);
+    CHECK(chain_narrow_start(&narrow, &env.txm[FX_OUTSIDER], &run.run_id, NULL) == 0);
+    CHECK(fx_warp(&env, MOVE_TIMEOUT + 1) == 0);
+    CHECK(chain_narrow_timeout(&narrow, &env.txm[FX_OUTSIDER], &run.run_id, NULL) == 0);
+    CHECK_EQ_U64(game_of(&run).outcome, CHAIN_NARROW_BOTH_SILENT);
+    fx_run_free(&run);
+}
+
+/* Start before the step game's verdict is due; records that differ apart
+ * from their root; site counts that differ. */
+static void test_other_ends(void)
+{
+    fx_run run;
+    memset(&run, 0, sizeof run);
+    chain_arb_params p;
+    fx_params(&env, &p, 5, MOVE_TIMEOUT, 1000, 2000);
+    CHECK(fx_open(&env, &run, &p, NULL) == 0);
+    chain_buf data;
+    chain_buf_init(&data);
+    CHECK(chain_narrow_encode_start(&data, &run.run_id) == 0);
+    CHECK_REVERT(FX_OUTSIDER, &data, "NotAwaitingVerdict");
+    chain_buf_free(&data);
+
+    party_step other;
+    honest_step(&other);
+    other.out[FAULT_SITE][FAULT_ELEMENT] += 1.0f;
+    other.state[0][1] += 1.0f;
+    hash_all(&other, "matmul.bwd"); /* site 7's record names another op */
+    CHECK(run_to_verdict(&run, &other, &honest) == 0);
+    CHECK(play(&run, &other, &honest, NULL) == 0);
+    chain_narrow_game g = game_of(&run);
+    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_ITEMS_DIFFER);
+    CHECK_EQ_U64(g.index, FAULT_SITE);
+    CHECK_EQ_U64(g.block, CHAIN_NARROW_NO_BLOCK);
+    fx_run_free(&run);
+    free_step(&other);
+
+    CHECK(run_to_verdict(&run, &liar, &honest) == 0);
+    chain_narrow_post pt = post_of(&run, &liar, FX_TRAINER), pa = post_of(&run, &honest, FX_AUDITOR);
+    pt.sites = NSITES + 1;
+    CHECK(post(&run, &pt, FX_TRAINER, NULL) == 0 && post(&run, &pa, FX_AUDITOR, NULL) == 0);
+    CHECK_EQ_U64(game_of(&run).outcome, CHAIN_NARROW_COUNTS_DIFFER);
+    fx_run_free(&run);
+}
+
+int main(void)
+{
+    if (fx_start(&env) != 0)
+        return 1;
+    fx_seed(42);
+    chain_receipt r;
+    if (chain_narrow_deploy(&narrow, &env.txm[FX_OPENER], &env.arb.address, &r) != 0) {
+        fprintf(stderr, "%s\n", ovt_errmsg());
+        fx_stop(&env);
+        return 1;
+    }
+    printf("gas: deploy OvtNarrow %" PRIu64 "\n", r.gas_used);
+    chain_receipt_free(&r);
+    tc_rnd_hash(&config_hash);
+    for (size_t t = 0; t < NT; t++)
+        sizes[t] = t == BIG_TENSOR ? BIG_TENSOR_N : 10 + t;
+    party_step prev;
+    honest_step(&prev); /* state K-1: the honest state's draws with another step number */
+    for (size_t j = 0; j < 3 * NT; j++)
+        prev.state[j][0] -= 1.0f;
+    for (size_t j = 0; j < 3 * NT; j++)
+        if (trn_state_tensor_digest(&prev_roots[j], TRN_STATE_HASH_TREE, prev.state[j], sizes[j % NT]) != 0)
+            return 1;
+    trn_state_hash_combine(&prev_state_hash, TRN_STATE_HASH_TREE, &config_hash, STEP - 1, NT, prev_roots);
+    free_step(&prev);
+    honest_step(&honest);
+    honest_step(&liar);
+    fault_trace(&liar);
+
+    CHECK_RUN(test_honest_path());
+    CHECK_RUN(test_state_path());
+    CHECK_RUN(test_bad_post(0));
+    CHECK_RUN(test_bad_post(1));
+    CHECK_RUN(test_bad_post(2));
+    CHECK_RUN(test_bad_move(CHAIN_NARROW_STAGE_TRACE, CHAIN_NARROW_PHASE_REVEALING));
+    CHECK_RUN(test_bad_move(CHAIN_NARROW_STAGE_OUTPUT, CHAIN_NARROW_PHASE_DESCENDING));
+    CHECK_RUN(test_withholding());
+    CHECK_RUN(test_other_ends());
+    free_step(&honest);
+    free_step(&liar);
+    fx_stop(&env);
+    return check_done();
+}
