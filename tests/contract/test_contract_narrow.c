@@ -36,37 +36,50 @@
 #include "check.h"
 #include "common/tree.h"
 #include "fixture.h"
+#include "data/dataset.h"
+#include "kernels/rlog.h"
+#include "kernels/trace.h"
 #include "trainer/config.h"
+#include "trainer/state.h"
 #include "trainer/state_hash.h"
+#include "trainer/trace.h"
+#include "trainer/train.h"
 #include "util.h"
 
-#define NSITES 13
+#define SYN_SITES 13
+#define MAX_SITES 1024
+#define MAX_NT 64
 #define FAULT_SITE 7
 #define BIG_N (5u * 16384u + 100u) /* site 7's output: 6 leaves */
 #define FAULT_ELEMENT (4u * 16384u + 9u) /* in its leaf 4 */
-#define NT 16
+#define SYN_NT 16
 #define BIG_TENSOR 3
 #define BIG_TENSOR_N (2u * 16384u + 7u) /* 3 leaves */
-#define STEP 3                          /* K, of a 5-step run */
 #define MOVE_TIMEOUT 600
 
 static fx_env env;
 static chain_narrow narrow;
-static ovt_hash config_hash;
+
+/* The scenario: the trace's site count, the state's tensors, step K, the
+ * agreed state K-1 and the run's configHash. */
+static struct {
+    size_t nsites, nt;
+    uint64_t step;
+    uint64_t sizes[MAX_NT];
+    ovt_hash prev_roots[3 * MAX_NT], prev_state_hash, config_hash;
+} sc;
 
 /* One party's step K: its trace and its state K. */
 typedef struct {
-    float *out[NSITES];
-    uint64_t n[NSITES];
-    uint8_t rec[NSITES][160];
-    size_t rec_len[NSITES];
-    ovt_hash rec_hash[NSITES], trace_root;
-    float *state[3 * NT];
-    ovt_hash roots[3 * NT], state_hash;
+    float *out[MAX_SITES]; /* NULL for a real trace: its outputs are single leaves, out_root */
+    uint64_t n[MAX_SITES];
+    ovt_hash out_root[MAX_SITES];
+    uint8_t *rec[MAX_SITES];
+    size_t rec_len[MAX_SITES];
+    ovt_hash rec_hash[MAX_SITES], trace_root;
+    float *state[3 * MAX_NT];
+    ovt_hash roots[3 * MAX_NT], state_hash;
 } party_step;
-
-static uint64_t sizes[NT];
-static ovt_hash prev_roots[3 * NT], prev_state_hash;
 
 static void put_le(uint8_t *p, size_t *at, uint64_t v, int bytes)
 {
@@ -79,7 +92,8 @@ static void put_le(uint8_t *p, size_t *at, uint64_t v, int bytes)
  * reads the state tensor params/wte). */
 static void encode_record(party_step *p, size_t i, const char *op)
 {
-    uint8_t *r = p->rec[i];
+    free(p->rec[i]);
+    uint8_t *r = p->rec[i] = malloc(160);
     size_t at = 0;
     put_le(r, &at, i, 4);
     size_t oplen = strlen(op);
@@ -87,10 +101,9 @@ static void encode_record(party_step *p, size_t i, const char *op)
     memcpy(r + at, op, oplen);
     at += oplen;
     put_le(r, &at, p->n[i], 8);
-    ovt_hash root;
-    if (ovt_tree_root_le32(&root, p->out[i], p->n[i] * 4) != 0)
+    if (ovt_tree_root_le32(&p->out_root[i], p->out[i], p->n[i] * 4) != 0)
         abort();
-    memcpy(r + at, root.b, 32);
+    memcpy(r + at, p->out_root[i].b, 32);
     at += 32;
     put_le(r, &at, 1, 4); /* one read */
     if (i == 0) {
@@ -105,7 +118,7 @@ static void encode_record(party_step *p, size_t i, const char *op)
     put_le(r, &at, 0, 4);                          /* input */
     put_le(r, &at, 0, 8);                          /* dst */
     put_le(r, &at, 0, 8);                          /* offset */
-    put_le(r, &at, i ? p->n[i - 1] : sizes[0], 8); /* count */
+    put_le(r, &at, i ? p->n[i - 1] : sc.sizes[0], 8); /* count */
     put_le(r, &at, 1, 4);                          /* rows */
     put_le(r, &at, 0, 8);
     put_le(r, &at, 0, 8);
@@ -120,32 +133,38 @@ static float value(uint64_t seed, uint64_t k)
     return (float)(z >> 40) / 65536.0f;
 }
 
+/* The trace root over the records' hashes. */
+static void hash_trace(party_step *p)
+{
+    ovt_hash tmp[MAX_SITES];
+    memcpy(tmp, p->rec_hash, sc.nsites * sizeof *tmp);
+    ovt_tree_root_of_leaves(&p->trace_root, tmp, sc.nsites);
+}
+
 static void hash_all(party_step *p, const char *op7)
 {
-    for (size_t i = 0; i < NSITES; i++)
+    for (size_t i = 0; i < sc.nsites; i++)
         encode_record(p, i, i == FAULT_SITE ? op7 : "matmul.fwd");
-    ovt_hash tmp[NSITES];
-    memcpy(tmp, p->rec_hash, sizeof tmp);
-    ovt_tree_root_of_leaves(&p->trace_root, tmp, NSITES);
-    for (size_t j = 0; j < 3 * NT; j++)
-        if (trn_state_tensor_digest(&p->roots[j], TRN_STATE_HASH_TREE, p->state[j], sizes[j % NT]) != 0)
+    hash_trace(p);
+    for (size_t j = 0; j < 3 * sc.nt; j++)
+        if (trn_state_tensor_digest(&p->roots[j], TRN_STATE_HASH_TREE, p->state[j], sc.sizes[j % sc.nt]) != 0)
             abort();
-    trn_state_hash_combine(&p->state_hash, TRN_STATE_HASH_TREE, &config_hash, STEP, NT, p->roots);
+    trn_state_hash_combine(&p->state_hash, TRN_STATE_HASH_TREE, &sc.config_hash, sc.step, sc.nt, p->roots);
 }
 
 /* The honest step: every output and tensor drawn from fixed seeds. */
 static void honest_step(party_step *p)
 {
     memset(p, 0, sizeof *p);
-    for (size_t i = 0; i < NSITES; i++) {
+    for (size_t i = 0; i < sc.nsites; i++) {
         p->n[i] = i == FAULT_SITE ? BIG_N : 3 + i;
         p->out[i] = malloc(p->n[i] * sizeof(float));
         for (uint64_t k = 0; k < p->n[i]; k++)
             p->out[i][k] = value(100 + i, k);
     }
-    for (size_t j = 0; j < 3 * NT; j++) {
-        p->state[j] = malloc(sizes[j % NT] * sizeof(float));
-        for (uint64_t k = 0; k < sizes[j % NT]; k++)
+    for (size_t j = 0; j < 3 * sc.nt; j++) {
+        p->state[j] = malloc(sc.sizes[j % sc.nt] * sizeof(float));
+        for (uint64_t k = 0; k < sc.sizes[j % sc.nt]; k++)
             p->state[j][k] = value(1000 + j, k);
     }
     hash_all(p, "matmul.fwd");
@@ -153,10 +172,13 @@ static void honest_step(party_step *p)
 
 static void free_step(party_step *p)
 {
-    for (size_t i = 0; i < NSITES; i++)
+    for (size_t i = 0; i < MAX_SITES; i++) {
         free(p->out[i]);
-    for (size_t j = 0; j < 3 * NT; j++)
+        free(p->rec[i]);
+    }
+    for (size_t j = 0; j < 3 * MAX_NT; j++)
         free(p->state[j]);
+    memset(p, 0, sizeof *p);
 }
 
 /* The liar's trace: one element of site 7's output flipped, and every later
@@ -164,7 +186,7 @@ static void free_step(party_step *p)
 static void fault_trace(party_step *p)
 {
     p->out[FAULT_SITE][FAULT_ELEMENT] += 1.0f;
-    for (size_t i = FAULT_SITE + 1; i < NSITES; i++)
+    for (size_t i = FAULT_SITE + 1; i < sc.nsites; i++)
         p->out[i][0] += 1.0f;
     p->state[0][1] += 1.0f; /* and its state K */
     hash_all(p, "matmul.fwd");
@@ -177,14 +199,14 @@ static int run_to_verdict(fx_run *run, const party_step *trainer, const party_st
     memset(run, 0, sizeof *run);
     chain_arb_params p;
     fx_params(&env, &p, 5, MOVE_TIMEOUT, 1000, 2000);
-    p.config_hash = config_hash;
-    if (fx_open(&env, run, &p, NULL) != 0 || fx_histories(run, STEP) != 0)
+    p.config_hash = sc.config_hash;
+    if (fx_open(&env, run, &p, NULL) != 0 || fx_histories(run, sc.step) != 0)
         return -1;
     fx_history *h[2] = {&run->trainer, &run->auditor};
     for (int s = 0; s < 2; s++) {
-        h[s]->pre[STEP - 1].state_hash = prev_state_hash;
-        h[s]->pre[STEP].state_hash = (s ? auditor : trainer)->state_hash;
-        for (uint64_t i = STEP - 1; i <= STEP; i++)
+        h[s]->pre[sc.step - 1].state_hash = sc.prev_state_hash;
+        h[s]->pre[sc.step].state_hash = (s ? auditor : trainer)->state_hash;
+        for (uint64_t i = sc.step - 1; i <= sc.step; i++)
             chain_merkle_leaf_hash(&h[s]->leaves[i], &run->run_id, i, &h[s]->pre[i]);
         if (fx_build_tree(h[s], 6) != 0)
             return -1;
@@ -192,7 +214,7 @@ static int run_to_verdict(fx_run *run, const party_step *trainer, const party_st
     if (fx_commit_both(&env, run, NULL) != 0 || fx_play(&env, run, NULL, NULL) != 0)
         return -1;
     chain_arb_game g = fx_game(&env, run);
-    return g.phase == CHAIN_ARB_PHASE_AWAITING_VERDICT && g.index == STEP ? 0 : -1;
+    return g.phase == CHAIN_ARB_PHASE_AWAITING_VERDICT && g.index == sc.step ? 0 : -1;
 }
 
 static chain_narrow_game game_of(const fx_run *run)
@@ -207,10 +229,10 @@ static chain_narrow_game game_of(const fx_run *run)
 
 static chain_narrow_post post_of(const fx_run *run, const party_step *p, int who)
 {
-    chain_narrow_post post = {.trace_root = p->trace_root, .sites = NSITES, .previous_roots = prev_roots,
-                              .nprevious = 3 * NT, .roots = p->roots, .nroots = 3 * NT, .sizes = sizes,
-                              .nsizes = NT};
-    post.leaf = (who == FX_TRAINER ? run->trainer : run->auditor).pre[STEP];
+    chain_narrow_post post = {.trace_root = p->trace_root, .sites = sc.nsites, .previous_roots = sc.prev_roots,
+                              .nprevious = 3 * sc.nt, .roots = p->roots, .nroots = 3 * sc.nt, .sizes = sc.sizes,
+                              .nsizes = sc.nt};
+    post.leaf = (who == FX_TRAINER ? run->trainer : run->auditor).pre[sc.step];
     return post;
 }
 
@@ -253,9 +275,15 @@ static void children_of(ovt_hash *left, ovt_hash *right, const ovt_hash *leaves,
     free(h);
 }
 
-/* The leaf hashes of a float tensor's tree. */
-static ovt_hash *tensor_leaves(const float *v, uint64_t n, size_t *count)
+/* The leaf hashes of a float tensor's tree (v NULL: a single leaf, root). */
+static ovt_hash *tensor_leaves(const float *v, uint64_t n, const ovt_hash *root, size_t *count)
 {
+    if (!v) {
+        ovt_hash *h = malloc(sizeof *h);
+        *h = *root;
+        *count = 1;
+        return h;
+    }
     size_t bytes = n * 4, nl = ovt_tree_leaves(bytes);
     ovt_hash *h = malloc(nl * sizeof *h);
     for (size_t i = 0; i < nl; i++) {
@@ -271,26 +299,26 @@ static ovt_hash *tensor_leaves(const float *v, uint64_t n, size_t *count)
 static ovt_hash *stage_leaves(const chain_narrow_game *g, const party_step *p, size_t *n)
 {
     if (g->stage == CHAIN_NARROW_STAGE_TRACE) {
-        ovt_hash *h = malloc(NSITES * sizeof *h);
-        memcpy(h, p->rec_hash, NSITES * sizeof *h);
-        *n = NSITES;
+        ovt_hash *h = malloc(sc.nsites * sizeof *h);
+        memcpy(h, p->rec_hash, sc.nsites * sizeof *h);
+        *n = sc.nsites;
         return h;
     }
     if (g->stage == CHAIN_NARROW_STAGE_STATES) {
-        ovt_hash *h = malloc(3 * NT * sizeof *h);
-        for (size_t j = 0; j < 3 * NT; j++) {
+        ovt_hash *h = malloc(3 * sc.nt * sizeof *h);
+        for (size_t j = 0; j < 3 * sc.nt; j++) {
             uint8_t entry[40];
             size_t at = 0;
-            put_le(entry, &at, sizes[j % NT], 8);
+            put_le(entry, &at, sc.sizes[j % sc.nt], 8);
             memcpy(entry + 8, p->roots[j].b, 32);
             ovt_tree_leaf(&h[j], entry, 40);
         }
-        *n = 3 * NT;
+        *n = 3 * sc.nt;
         return h;
     }
     if (g->item_stage == CHAIN_NARROW_STAGE_TRACE)
-        return tensor_leaves(p->out[g->item], p->n[g->item], n);
-    return tensor_leaves(p->state[g->item], sizes[g->item % NT], n);
+        return tensor_leaves(p->out[g->item], p->n[g->item], &p->out_root[g->item], n);
+    return tensor_leaves(p->state[g->item], sc.sizes[g->item % sc.nt], &p->roots[g->item], n);
 }
 
 /* Party who's honest move in the game's current phase (none due: 0). */
@@ -323,7 +351,7 @@ static int move(const fx_run *run, const party_step *p, int who, gas_log *gl, in
             len = p->rec_len[g.index];
         } else {
             size_t at = 0;
-            put_le(entry, &at, sizes[g.index % NT], 8);
+            put_le(entry, &at, sc.sizes[g.index % sc.nt], 8);
             memcpy(entry + 8, p->roots[g.index].b, 32);
         }
         rc = chain_narrow_reveal(&narrow, &env.txm[who], &run->run_id, g.round, item, len, &r);
@@ -395,21 +423,22 @@ static void test_honest_path(void)
     chain_narrow_game g = game_of(&run);
     CHECK_EQ_U64(g.phase, CHAIN_NARROW_PHASE_ENDED);
     CHECK_EQ_U64(g.outcome, CHAIN_NARROW_NARROWED);
-    CHECK_EQ_U64(g.step, STEP);
+    CHECK_EQ_U64(g.step, sc.step);
     CHECK_EQ_U64(g.item_stage, CHAIN_NARROW_STAGE_TRACE);
     CHECK_EQ_U64(g.item, FAULT_SITE);
     CHECK_EQ_U64(g.block, FAULT_ELEMENT / 16384);
     CHECK(memcmp(g.op.b, "matmul.fwd\0\0", 12) == 0);
     size_t n;
-    ovt_hash *lt = tensor_leaves(liar.out[FAULT_SITE], BIG_N, &n), *lh = tensor_leaves(honest.out[FAULT_SITE], BIG_N, &n);
+    ovt_hash *lt = tensor_leaves(liar.out[FAULT_SITE], BIG_N, NULL, &n);
+    ovt_hash *lh = tensor_leaves(honest.out[FAULT_SITE], BIG_N, NULL, &n);
     CHECK_EQ_U64(n, 6);
     CHECK_MEM(g.trainer_side.node.b, lt[g.block].b, 32);
     CHECK_MEM(g.auditor_side.node.b, lh[g.block].b, 32);
     CHECK(memcmp(lt[g.block].b, lh[g.block].b, 32) != 0);
     free(lt);
     free(lh);
-    CHECK_MEM(g.previous_state.b, prev_state_hash.b, 32);
-    CHECK_MEM(g.batch_hash.b, run.trainer.pre[STEP].batch_hash.b, 32);
+    CHECK_MEM(g.previous_state.b, sc.prev_state_hash.b, 32);
+    CHECK_MEM(g.batch_hash.b, run.trainer.pre[sc.step].batch_hash.b, 32);
     CHECK_MEM(g.trainer_side.trace_root.b, liar.trace_root.b, 32);
     CHECK_MEM(g.auditor_side.trace_root.b, honest.trace_root.b, 32);
     CHECK(memcmp(g.last_mover.b, env.addr[FX_AUDITOR].b, 20) == 0);
@@ -418,7 +447,7 @@ static void test_honest_path(void)
            gl.post[0], gl.post[1], gl.ndescend, gl.descend_total, gl.descend_first, gl.descend_second, gl.reveal[0],
            gl.reveal[1]);
     uint64_t total = gl.post[0] + gl.post[1] + gl.descend_total + gl.reveal[0] + gl.reveal[1];
-    printf("gas: whole narrowing, %u sites and %zu output leaves: %" PRIu64 "\n", NSITES, n, total);
+    printf("gas: whole narrowing, %zu sites and %zu output leaves: %" PRIu64 "\n", sc.nsites, n, total);
     /* a whole narrowing of gpt2-small's 741 sites and a 1024-leaf output:
      * 10 + 10 descend rounds of two moves, from the averages here */
     uint64_t per_move = gl.descend_total / gl.ndescend;
@@ -431,9 +460,9 @@ static void test_honest_path(void)
 /* The traces agree; the liar's state K differs in one leaf of the big tensor. */
 static void test_state_path(void)
 {
-    party_step liar2;
+    static party_step liar2;
     honest_step(&liar2);
-    liar2.state[NT + BIG_TENSOR][2 * 16384 + 1] += 1.0f; /* m of tensor 3, its last leaf */
+    liar2.state[SYN_NT + BIG_TENSOR][2 * 16384 + 1] += 1.0f; /* m of tensor 3, its last leaf */
     hash_all(&liar2, "matmul.fwd");
     fx_run run;
     CHECK(run_to_verdict(&run, &liar2, &honest) == 0);
@@ -441,7 +470,7 @@ static void test_state_path(void)
     chain_narrow_game g = game_of(&run);
     CHECK_EQ_U64(g.outcome, CHAIN_NARROW_NARROWED);
     CHECK_EQ_U64(g.item_stage, CHAIN_NARROW_STAGE_STATES);
-    CHECK_EQ_U64(g.item, NT + BIG_TENSOR);
+    CHECK_EQ_U64(g.item, SYN_NT + BIG_TENSOR);
     CHECK_EQ_U64(g.block, 2);
     fx_run_free(&run);
     free_step(&liar2);
@@ -455,7 +484,7 @@ static void test_bad_post(int what)
     CHECK(run_to_verdict(&run, &liar, &honest) == 0);
     chain_narrow_post pa = post_of(&run, &honest, FX_AUDITOR), pt = post_of(&run, &liar, FX_TRAINER);
     CHECK(post(&run, &pa, FX_AUDITOR, NULL) == 0);
-    ovt_hash wrong[3 * NT];
+    ovt_hash wrong[3 * MAX_NT];
     memcpy(wrong, liar.roots, sizeof wrong);
     if (what == 0)
         pt.leaf.state_hash = honest.state_hash; /* not the trainer's committed leaf */
@@ -467,7 +496,7 @@ static void test_bad_post(int what)
         fx_run_free(&run);
         CHECK(run_to_verdict(&run, &liar, &honest) == 0);
         pt = post_of(&run, &liar, FX_TRAINER);
-        memcpy(wrong, prev_roots, sizeof wrong);
+        memcpy(wrong, sc.prev_roots, sizeof wrong);
         wrong[0].b[31] ^= 1;
         pt.previous_roots = wrong;
     }
@@ -567,7 +596,7 @@ static void test_other_ends(void)
     CHECK_REVERT(FX_OUTSIDER, &data, "NotAwaitingVerdict");
     chain_buf_free(&data);
 
-    party_step other;
+    static party_step other;
     honest_step(&other);
     other.out[FAULT_SITE][FAULT_ELEMENT] += 1.0f;
     other.state[0][1] += 1.0f;
@@ -583,10 +612,165 @@ static void test_other_ends(void)
 
     CHECK(run_to_verdict(&run, &liar, &honest) == 0);
     chain_narrow_post pt = post_of(&run, &liar, FX_TRAINER), pa = post_of(&run, &honest, FX_AUDITOR);
-    pt.sites = NSITES + 1;
+    pt.sites = sc.nsites + 1;
     CHECK(post(&run, &pt, FX_TRAINER, NULL) == 0 && post(&run, &pa, FX_AUDITOR, NULL) == 0);
     CHECK_EQ_U64(game_of(&run).outcome, CHAIN_NARROW_COUNTS_DIFFER);
     fx_run_free(&run);
+}
+
+/* The synthetic step: 13 sites, 16 tensors, K = 3; the honest party's and
+ * the liar's steps. */
+static void synthetic_scenario(void)
+{
+    memset(&sc, 0, sizeof sc);
+    sc.nsites = SYN_SITES;
+    sc.nt = SYN_NT;
+    sc.step = 3;
+    tc_rnd_hash(&sc.config_hash);
+    for (size_t t = 0; t < sc.nt; t++)
+        sc.sizes[t] = t == BIG_TENSOR ? BIG_TENSOR_N : 10 + t;
+    static party_step prev;
+    honest_step(&prev); /* state K-1: the honest draws, each tensor's first element moved */
+    for (size_t j = 0; j < 3 * sc.nt; j++) {
+        prev.state[j][0] -= 1.0f;
+        if (trn_state_tensor_digest(&sc.prev_roots[j], TRN_STATE_HASH_TREE, prev.state[j], sc.sizes[j % sc.nt]) != 0)
+            abort();
+    }
+    trn_state_hash_combine(&sc.prev_state_hash, TRN_STATE_HASH_TREE, &sc.config_hash, sc.step - 1, sc.nt,
+                           sc.prev_roots);
+    free_step(&prev);
+    honest_step(&honest);
+    honest_step(&liar);
+    fault_trace(&liar);
+}
+
+/* A real step's trace into p: its records in the trace encoding, the output
+ * roots, and the state after it. */
+static void real_step(party_step *p, const krn_trace *t, const trn_state *st)
+{
+    memset(p, 0, sizeof *p);
+    for (size_t i = 0; i < sc.nsites; i++) {
+        const krn_trace_record *r = krn_trace_record_at(t, i);
+        size_t len = krn_trace_encode(t, i, NULL, 0);
+        p->rec[i] = malloc(len);
+        p->rec_len[i] = krn_trace_encode(t, i, p->rec[i], len);
+        p->rec_hash[i] = r->hash;
+        p->out_root[i] = r->root;
+        p->n[i] = r->n;
+    }
+    hash_trace(p);
+    trn_state_digests(p->roots, st);
+    trn_state_hash(&p->state_hash, st);
+}
+
+/* One traced gpt2-tiny step of a copy of st0 (flip_site >= 0: one bit of
+ * that site's output flipped, every later site computing from it). */
+static int traced_step(party_step *p, const trn_state *st0, const trn_batch *b, long flip_site)
+{
+    krn_ctx *ctx = NULL;
+    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_RECORD, .grid_bits = 32, .threads = 1};
+    trn_state *st = NULL;
+    trn_workspace *w = NULL;
+    krn_trace *t = NULL;
+    krn_rlog *log = krn_rlog_new();
+    int trace_rc = 0, rc = -1;
+    ovt_hash root;
+    trn_step_info info;
+    if (!log || krn_ctx_new(&ctx, &kc) != 0 || trn_state_clone(&st, st0) != 0 ||
+        trn_workspace_new(&w, &st0->config) != 0 || krn_trace_new(&t, false) != 0)
+        goto out;
+    if (flip_site >= 0)
+        krn_ctx_flip_output_bit(ctx, (uint32_t)flip_site, 0, 3);
+    if (trn_train_step_traced(ctx, w, st, b, log, t, &info, &trace_rc, &root) != 0 || trace_rc != 0)
+        goto out;
+    sc.nsites = krn_trace_count(t);
+    if (sc.nsites > MAX_SITES)
+        goto out;
+    real_step(p, t, st);
+    rc = memcmp(root.b, p->trace_root.b, 32) == 0 ? 0 : -1; /* the trace's own root is the tree here */
+out:
+    if (rc)
+        fprintf(stderr, "traced step: %s\n", ovt_errmsg());
+    krn_trace_free(t);
+    krn_rlog_free(log);
+    trn_workspace_free(w);
+    trn_state_free(st);
+    krn_ctx_free(ctx);
+    return rc;
+}
+
+/* A real gpt2-tiny step (B 4, T 8, the tree stateHash): the liar flips one
+ * bit of a late site's output whose tree is one leaf; the narrowing ends on
+ * that site and its block 0, the claims being the records' output roots,
+ * and the op named by the real record. */
+static void test_gpt2_tiny(void)
+{
+    trn_model_config m;
+    trn_run_config rc;
+    CHECK(trn_model_preset(&m, "gpt2-tiny") == 0);
+    trn_config_default(&rc, &m);
+    rc.seed = 3;
+    rc.warmup_steps = 0;
+    rc.batch_size = 4;
+    rc.seq_len = 8;
+    rc.state_hash = TRN_STATE_HASH_TREE;
+    enum { N = 400 };
+    uint32_t toks[N];
+    for (int i = 0; i < N; i++)
+        toks[i] = (uint32_t)((i * 37 + i / 5) % m.vocab);
+    uint8_t *buf;
+    size_t len;
+    data_tokens tokens;
+    data_token_batch tb;
+    CHECK(data_tokens_encode(toks, N, m.vocab, &buf, &len) == 0 && data_tokens_parse(&tokens, buf, len) == 0);
+    free(buf);
+    rc.dataset_hash = tokens.hash;
+    CHECK(data_token_batch_get(&tb, &tokens, rc.seed, 1, rc.batch_size, rc.seq_len) == 0);
+    trn_batch b = {.B = tb.B, .T = tb.T, .inputs = tb.inputs, .targets = tb.targets};
+    trn_state *st0;
+    CHECK(trn_state_new(&st0, &rc) == 0);
+    trn_state_init(st0);
+
+    memset(&sc, 0, sizeof sc);
+    sc.step = 1;
+    sc.config_hash = st0->config_hash;
+    sc.nt = st0->layout.count;
+    CHECK(sc.nt <= MAX_NT);
+    for (size_t i = 0; i < sc.nt; i++)
+        sc.sizes[i] = st0->layout.t[i].size;
+    trn_state_digests(sc.prev_roots, st0);
+    trn_state_hash(&sc.prev_state_hash, st0);
+
+    static party_step real_honest, real_liar;
+    CHECK(traced_step(&real_honest, st0, &b, -1) == 0);
+    size_t site = sc.nsites; /* the last site past the middle whose output is one leaf of 64 or more */
+    for (size_t i = sc.nsites - 2; i >= sc.nsites / 2 && site == sc.nsites; i--)
+        if (real_honest.n[i] >= 64 && real_honest.n[i] * 4 <= OVT_TREE_LEAF_BYTES)
+            site = i;
+    CHECK(site < sc.nsites);
+    CHECK(traced_step(&real_liar, st0, &b, (long)site) == 0);
+    printf("gpt2-tiny: %zu sites, %zu tensors; the liar flips site %zu (%.*s, %" PRIu64 " elements)\n", sc.nsites,
+           sc.nt, site, (int)real_honest.rec[site][4], (const char *)real_honest.rec[site] + 5, real_honest.n[site]);
+
+    fx_run run;
+    CHECK(run_to_verdict(&run, &real_liar, &real_honest) == 0);
+    CHECK(play(&run, &real_liar, &real_honest, NULL) == 0);
+    chain_narrow_game g = game_of(&run);
+    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_NARROWED);
+    CHECK_EQ_U64(g.item_stage, CHAIN_NARROW_STAGE_TRACE);
+    CHECK_EQ_U64(g.item, site);
+    CHECK_EQ_U64(g.block, 0);
+    CHECK_MEM(g.trainer_side.node.b, real_liar.out_root[site].b, 32);
+    CHECK_MEM(g.auditor_side.node.b, real_honest.out_root[site].b, 32);
+    CHECK_EQ_U64(g.auditor_side.elements, real_honest.n[site]);
+    const uint8_t *rec = real_honest.rec[site]; /* u32 site, u8 length, the op's name */
+    CHECK(rec[4] <= 32 && memcmp(g.op.b, rec + 5, rec[4]) == 0);
+    fx_run_free(&run);
+    free_step(&real_honest);
+    free_step(&real_liar);
+    trn_state_free(st0);
+    data_token_batch_free(&tb);
+    data_tokens_free(&tokens);
 }
 
 int main(void)
@@ -602,22 +786,7 @@ int main(void)
     }
     printf("gas: deploy OvtNarrow %" PRIu64 "\n", r.gas_used);
     chain_receipt_free(&r);
-    tc_rnd_hash(&config_hash);
-    for (size_t t = 0; t < NT; t++)
-        sizes[t] = t == BIG_TENSOR ? BIG_TENSOR_N : 10 + t;
-    party_step prev;
-    honest_step(&prev); /* state K-1: the honest state's draws with another step number */
-    for (size_t j = 0; j < 3 * NT; j++)
-        prev.state[j][0] -= 1.0f;
-    for (size_t j = 0; j < 3 * NT; j++)
-        if (trn_state_tensor_digest(&prev_roots[j], TRN_STATE_HASH_TREE, prev.state[j], sizes[j % NT]) != 0)
-            return 1;
-    trn_state_hash_combine(&prev_state_hash, TRN_STATE_HASH_TREE, &config_hash, STEP - 1, NT, prev_roots);
-    free_step(&prev);
-    honest_step(&honest);
-    honest_step(&liar);
-    fault_trace(&liar);
-
+    synthetic_scenario();
     CHECK_RUN(test_honest_path());
     CHECK_RUN(test_state_path());
     CHECK_RUN(test_bad_post(0));
@@ -629,6 +798,7 @@ int main(void)
     CHECK_RUN(test_other_ends());
     free_step(&honest);
     free_step(&liar);
+    CHECK_RUN(test_gpt2_tiny());
     fx_stop(&env);
     return check_done();
 }
