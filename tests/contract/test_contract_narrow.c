@@ -25,7 +25,11 @@
  *   end ItemsDiffer; site counts that differ, CountsDiffer.
  * - Refusals by name: start before the verdict is due, a stale round, an
  *   outsider, a second move, an early timeout.
- * - The gas of every call, for docs/contract.md. */
+ * - A real gpt2-tiny step traced by the step runner (krn_trace_encode's
+ *   records, the tree stateHash of the real state): a bit flipped in a late
+ *   site's output is narrowed to that site, its op and its one block.
+ * - The gas of every call, and of a whole narrowing at gpt2-small's size
+ *   (741 sites, a 64 MiB output of 1024 leaves), for docs/contract.md. */
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -49,9 +53,6 @@
 #define SYN_SITES 13
 #define MAX_SITES 1024
 #define MAX_NT 64
-#define FAULT_SITE 7
-#define BIG_N (5u * 16384u + 100u) /* site 7's output: 6 leaves */
-#define FAULT_ELEMENT (4u * 16384u + 9u) /* in its leaf 4 */
 #define SYN_NT 16
 #define BIG_TENSOR 3
 #define BIG_TENSOR_N (2u * 16384u + 7u) /* 3 leaves */
@@ -64,6 +65,8 @@ static chain_narrow narrow;
  * agreed state K-1 and the run's configHash. */
 static struct {
     size_t nsites, nt;
+    size_t fault_site;                  /* synthetic: the site whose output the liar changes */
+    uint64_t big_n, fault_element;      /* synthetic: that site's output elements, the one changed */
     uint64_t step;
     uint64_t sizes[MAX_NT];
     ovt_hash prev_roots[3 * MAX_NT], prev_state_hash, config_hash;
@@ -144,7 +147,7 @@ static void hash_trace(party_step *p)
 static void hash_all(party_step *p, const char *op7)
 {
     for (size_t i = 0; i < sc.nsites; i++)
-        encode_record(p, i, i == FAULT_SITE ? op7 : "matmul.fwd");
+        encode_record(p, i, i == sc.fault_site ? op7 : "matmul.fwd");
     hash_trace(p);
     for (size_t j = 0; j < 3 * sc.nt; j++)
         if (trn_state_tensor_digest(&p->roots[j], TRN_STATE_HASH_TREE, p->state[j], sc.sizes[j % sc.nt]) != 0)
@@ -157,7 +160,7 @@ static void honest_step(party_step *p)
 {
     memset(p, 0, sizeof *p);
     for (size_t i = 0; i < sc.nsites; i++) {
-        p->n[i] = i == FAULT_SITE ? BIG_N : 3 + i;
+        p->n[i] = i == sc.fault_site ? sc.big_n : 3 + i;
         p->out[i] = malloc(p->n[i] * sizeof(float));
         for (uint64_t k = 0; k < p->n[i]; k++)
             p->out[i][k] = value(100 + i, k);
@@ -185,8 +188,8 @@ static void free_step(party_step *p)
  * site computed from it (their outputs change too). */
 static void fault_trace(party_step *p)
 {
-    p->out[FAULT_SITE][FAULT_ELEMENT] += 1.0f;
-    for (size_t i = FAULT_SITE + 1; i < sc.nsites; i++)
+    p->out[sc.fault_site][sc.fault_element] += 1.0f;
+    for (size_t i = sc.fault_site + 1; i < sc.nsites; i++)
         p->out[i][0] += 1.0f;
     p->state[0][1] += 1.0f; /* and its state K */
     hash_all(p, "matmul.fwd");
@@ -425,13 +428,13 @@ static void test_honest_path(void)
     CHECK_EQ_U64(g.outcome, CHAIN_NARROW_NARROWED);
     CHECK_EQ_U64(g.step, sc.step);
     CHECK_EQ_U64(g.item_stage, CHAIN_NARROW_STAGE_TRACE);
-    CHECK_EQ_U64(g.item, FAULT_SITE);
-    CHECK_EQ_U64(g.block, FAULT_ELEMENT / 16384);
+    CHECK_EQ_U64(g.item, sc.fault_site);
+    CHECK_EQ_U64(g.block, sc.fault_element / 16384);
     CHECK(memcmp(g.op.b, "matmul.fwd\0\0", 12) == 0);
     size_t n;
-    ovt_hash *lt = tensor_leaves(liar.out[FAULT_SITE], BIG_N, NULL, &n);
-    ovt_hash *lh = tensor_leaves(honest.out[FAULT_SITE], BIG_N, NULL, &n);
-    CHECK_EQ_U64(n, 6);
+    ovt_hash *lt = tensor_leaves(liar.out[sc.fault_site], sc.big_n, NULL, &n);
+    ovt_hash *lh = tensor_leaves(honest.out[sc.fault_site], sc.big_n, NULL, &n);
+    CHECK_EQ_U64(n, ovt_tree_leaves(sc.big_n * 4));
     CHECK_MEM(g.trainer_side.node.b, lt[g.block].b, 32);
     CHECK_MEM(g.auditor_side.node.b, lh[g.block].b, 32);
     CHECK(memcmp(lt[g.block].b, lh[g.block].b, 32) != 0);
@@ -447,13 +450,8 @@ static void test_honest_path(void)
            gl.post[0], gl.post[1], gl.ndescend, gl.descend_total, gl.descend_first, gl.descend_second, gl.reveal[0],
            gl.reveal[1]);
     uint64_t total = gl.post[0] + gl.post[1] + gl.descend_total + gl.reveal[0] + gl.reveal[1];
-    printf("gas: whole narrowing, %zu sites and %zu output leaves: %" PRIu64 "\n", sc.nsites, n, total);
-    /* a whole narrowing of gpt2-small's 741 sites and a 1024-leaf output:
-     * 10 + 10 descend rounds of two moves, from the averages here */
-    uint64_t per_move = gl.descend_total / gl.ndescend;
-    printf("gas: estimate for 741 sites and 1024 leaves: 2 posts + 40 descend moves x %" PRIu64
-           " + 2 reveals = %" PRIu64 "\n",
-           per_move, gl.post[0] + gl.post[1] + 40 * per_move + gl.reveal[0] + gl.reveal[1]);
+    printf("gas: whole narrowing, %zu sites and %zu output leaves: %" PRIu64 " in %" PRIu64 " moves\n", sc.nsites, n,
+           total, gl.ndescend + 4);
     fx_run_free(&run);
 }
 
@@ -598,14 +596,14 @@ static void test_other_ends(void)
 
     static party_step other;
     honest_step(&other);
-    other.out[FAULT_SITE][FAULT_ELEMENT] += 1.0f;
+    other.out[sc.fault_site][sc.fault_element] += 1.0f;
     other.state[0][1] += 1.0f;
     hash_all(&other, "matmul.bwd"); /* site 7's record names another op */
     CHECK(run_to_verdict(&run, &other, &honest) == 0);
     CHECK(play(&run, &other, &honest, NULL) == 0);
     chain_narrow_game g = game_of(&run);
     CHECK_EQ_U64(g.outcome, CHAIN_NARROW_ITEMS_DIFFER);
-    CHECK_EQ_U64(g.index, FAULT_SITE);
+    CHECK_EQ_U64(g.index, sc.fault_site);
     CHECK_EQ_U64(g.block, CHAIN_NARROW_NO_BLOCK);
     fx_run_free(&run);
     free_step(&other);
@@ -618,12 +616,18 @@ static void test_other_ends(void)
     fx_run_free(&run);
 }
 
-/* The synthetic step: 13 sites, 16 tensors, K = 3; the honest party's and
- * the liar's steps. */
-static void synthetic_scenario(void)
+/* A synthetic step: nsites sites, 16 tensors, K = 3; site fault_site's
+ * output is big_n elements, the liar's differs at fault_element; the
+ * honest party's and the liar's steps. */
+static void synthetic_scenario(size_t nsites, size_t fault_site, uint64_t big_n, uint64_t fault_element)
 {
+    free_step(&honest);
+    free_step(&liar);
     memset(&sc, 0, sizeof sc);
-    sc.nsites = SYN_SITES;
+    sc.nsites = nsites;
+    sc.fault_site = fault_site;
+    sc.big_n = big_n;
+    sc.fault_element = fault_element;
     sc.nt = SYN_NT;
     sc.step = 3;
     tc_rnd_hash(&sc.config_hash);
@@ -786,7 +790,8 @@ int main(void)
     }
     printf("gas: deploy OvtNarrow %" PRIu64 "\n", r.gas_used);
     chain_receipt_free(&r);
-    synthetic_scenario();
+    /* site 7's output 6 leaves, the liar's differs in leaf 4 */
+    synthetic_scenario(SYN_SITES, 7, 5u * 16384u + 100u, 4u * 16384u + 9u);
     CHECK_RUN(test_honest_path());
     CHECK_RUN(test_state_path());
     CHECK_RUN(test_bad_post(0));
@@ -799,6 +804,11 @@ int main(void)
     free_step(&honest);
     free_step(&liar);
     CHECK_RUN(test_gpt2_tiny());
+    /* gpt2-small's 741 sites; a 64 MiB output (1024 leaves) at site 600, the liar's leaf 777 */
+    synthetic_scenario(741, 600, 1024u * 16384u, 777u * 16384u + 5u);
+    CHECK_RUN(test_honest_path());
+    free_step(&honest);
+    free_step(&liar);
     fx_stop(&env);
     return check_done();
 }
