@@ -15,6 +15,7 @@
 const char *const chain_narrow_errors[] = {
     "NotAwaitingVerdict(uint8)", "StepZero()",          "WrongPhase(uint8,uint8)", "WrongRound(uint32,uint32)",
     "DeadlinePassed(uint64)",    "NotExpired(uint64)",  "NotParty(address)",       "AlreadyMoved(address)",
+    "NotPosted(address)",        "WrongStage(uint8,uint8)",
     NULL,
 };
 
@@ -55,14 +56,22 @@ int chain_narrow_encode_get(chain_buf *out, const ovt_hash *game_id)
     return encode_game_only(out, game_id, "getNarrow(bytes32)");
 }
 
+/* Appends a uint64[] (each a word). */
+static int put_u64_array(chain_abi_enc *enc, const uint64_t *v, size_t n)
+{
+    ovt_hash *words = calloc(n ? n : 1, sizeof *words);
+    if (!words)
+        return ovt_fail(OVT_ENOMEM, "out of memory for %zu tensor sizes", n);
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < 8; k++)
+            words[i].b[31 - k] = (uint8_t)(v[i] >> (8 * k));
+    chain_abi_put_bytes32_array(enc, words, n);
+    free(words);
+    return 0;
+}
+
 int chain_narrow_encode_post(chain_buf *out, const ovt_hash *game_id, const chain_narrow_post *p)
 {
-    ovt_hash *sizes = calloc(p->nsizes ? p->nsizes : 1, sizeof *sizes);
-    if (!sizes)
-        return ovt_fail(OVT_ENOMEM, "out of memory for %zu tensor sizes", p->nsizes);
-    for (size_t i = 0; i < p->nsizes; i++)
-        for (int k = 0; k < 8; k++)
-            sizes[i].b[31 - k] = (uint8_t)(p->sizes[i] >> (8 * k));
     chain_abi_enc enc;
     chain_abi_enc_init(&enc);
     chain_abi_put_bytes32(&enc, game_id);
@@ -73,9 +82,29 @@ int chain_narrow_encode_post(chain_buf *out, const ovt_hash *game_id, const chai
     chain_abi_put_uint(&enc, p->sites);
     chain_abi_put_bytes32_array(&enc, p->previous_roots, p->nprevious);
     chain_abi_put_bytes32_array(&enc, p->roots, p->nroots);
-    chain_abi_put_bytes32_array(&enc, sizes, p->nsizes);
-    free(sizes);
+    if (put_u64_array(&enc, p->sizes, p->nsizes) != 0) {
+        chain_abi_enc_free(&enc);
+        return OVT_ENOMEM;
+    }
     return finish(&enc, out, "postTrace(bytes32,(bytes32,bytes32,bytes32),bytes32,uint64,bytes32[],bytes32[],uint64[])");
+}
+
+int chain_narrow_encode_compare_states(chain_buf *out, const ovt_hash *game_id, unsigned round,
+                                       const chain_narrow_post *trainer, const chain_narrow_post *auditor)
+{
+    chain_abi_enc enc;
+    chain_abi_enc_init(&enc);
+    chain_abi_put_bytes32(&enc, game_id);
+    chain_abi_put_uint(&enc, round);
+    const chain_narrow_post *side[2] = {trainer, auditor};
+    for (int k = 0; k < 2; k++) {
+        chain_abi_put_bytes32_array(&enc, side[k]->roots, side[k]->nroots);
+        if (put_u64_array(&enc, side[k]->sizes, side[k]->nsizes) != 0) {
+            chain_abi_enc_free(&enc);
+            return OVT_ENOMEM;
+        }
+    }
+    return finish(&enc, out, "compareStates(bytes32,uint32,bytes32[],uint64[],bytes32[],uint64[])");
 }
 
 int chain_narrow_encode_descend(chain_buf *out, const ovt_hash *game_id, unsigned round, const ovt_hash *left,
@@ -124,7 +153,7 @@ static int get_enum(const chain_abi_dec *dec, size_t i, uint64_t max, int *out)
 /* Game.t or Game.a: 8 words from word i. */
 static int decode_side(chain_narrow_side *s, const chain_abi_dec *dec, size_t i)
 {
-    ovt_hash *h[] = {&s->state_hash, &s->trace_root, &s->states_root, &s->node, &s->header, &s->claim};
+    ovt_hash *h[] = {&s->state_hash, &s->trace_root, &s->states_hash, &s->node, &s->header, &s->claim};
     for (size_t k = 0; k < 6; k++)
         TRY(chain_abi_get_bytes32(dec, i + k, h[k]));
     TRY(get_bits(dec, i + 6, 64, &s->sites));
@@ -255,6 +284,16 @@ int chain_narrow_reveal(const chain_narrow *n, chain_txm *m, const ovt_hash *gam
     chain_buf_init(&data);
     return send_encoded(n, m, &data, chain_narrow_encode_reveal(&data, game_id, round, item, len), receipt,
                         "reveal");
+}
+
+int chain_narrow_compare_states(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, unsigned round,
+                                const chain_narrow_post *trainer, const chain_narrow_post *auditor,
+                                chain_receipt *receipt)
+{
+    chain_buf data;
+    chain_buf_init(&data);
+    return send_encoded(n, m, &data, chain_narrow_encode_compare_states(&data, game_id, round, trainer, auditor),
+                        receipt, "compareStates");
 }
 
 int chain_narrow_timeout(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, chain_receipt *receipt)

@@ -30,7 +30,7 @@ typedef enum {
 typedef enum {
     CHAIN_NARROW_STAGE_NONE = 0,
     CHAIN_NARROW_STAGE_TRACE,  /* level 2 over the trace's record hashes */
-    CHAIN_NARROW_STAGE_STATES, /* level 2 over the state K entries, when the traces agree */
+    CHAIN_NARROW_STAGE_STATES, /* level 2 when the traces agree: the first state K root that differs */
     CHAIN_NARROW_STAGE_OUTPUT  /* level 3 over the found item's output tree */
 } chain_narrow_stage;
 
@@ -50,7 +50,8 @@ typedef enum {
 
 /* One party's side of the game (Game.t, Game.a). */
 typedef struct {
-    ovt_hash state_hash, trace_root, states_root;
+    ovt_hash state_hash, trace_root;
+    ovt_hash states_hash; /* keccak256 of its state K roots and sizes as posted (abi.encodePacked) */
     ovt_hash node;   /* the current node; the leaf once found */
     ovt_hash header; /* keccak256 of the revealed item with its root zeroed */
     ovt_hash claim;  /* the revealed item's output root */
@@ -96,6 +97,8 @@ int chain_narrow_encode_descend(chain_buf *out, const ovt_hash *game_id, unsigne
                                 const ovt_hash *right) OVT_MUST_USE;
 int chain_narrow_encode_reveal(chain_buf *out, const ovt_hash *game_id, unsigned round, const uint8_t *item,
                                size_t len) OVT_MUST_USE;
+int chain_narrow_encode_compare_states(chain_buf *out, const ovt_hash *game_id, unsigned round,
+                                       const chain_narrow_post *trainer, const chain_narrow_post *auditor) OVT_MUST_USE;
 int chain_narrow_encode_timeout(chain_buf *out, const ovt_hash *game_id) OVT_MUST_USE;
 int chain_narrow_encode_get(chain_buf *out, const ovt_hash *game_id) OVT_MUST_USE;
 int chain_narrow_decode_game(chain_narrow_game *out, const uint8_t *data, size_t len) OVT_MUST_USE;
@@ -122,6 +125,11 @@ int chain_narrow_descend(const chain_narrow *n, chain_txm *m, const ovt_hash *ga
                          const ovt_hash *left, const ovt_hash *right, chain_receipt *receipt) OVT_MUST_USE;
 int chain_narrow_reveal(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, unsigned round,
                         const uint8_t *item, size_t len, chain_receipt *receipt) OVT_MUST_USE;
+/* compareStates: both parties' roots and sizes as posted (their posts'
+ * roots and sizes; anyone may send it). */
+int chain_narrow_compare_states(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, unsigned round,
+                                const chain_narrow_post *trainer, const chain_narrow_post *auditor,
+                                chain_receipt *receipt) OVT_MUST_USE;
 int chain_narrow_timeout(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, chain_receipt *receipt) OVT_MUST_USE;
 
 /* getNarrow at block (NULL: latest). */

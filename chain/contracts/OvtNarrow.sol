@@ -66,7 +66,7 @@ contract OvtNarrow {
     enum Stage {
         None,
         Trace,  // level 2: the trace's record hashes, one leaf per site
-        States, // level 2 when the traces agree: the state K entries (size, tensor root)
+        States, // level 2 when the traces agree: the first state K tensor root that differs
         Output  // level 3: the output tree of the site (or state tensor) found
     }
 
@@ -95,7 +95,7 @@ contract OvtNarrow {
     struct Side {
         bytes32 stateHash;  // the party's stateHash K
         bytes32 traceRoot;
-        bytes32 statesRoot; // tree over its state K entries SHA-256(0x00 || u64le(size) || root)
+        bytes32 statesHash; // keccak256 of its state K roots and the tensor sizes (abi.encodePacked)
         bytes32 node;       // current node of the descent; the leaf once found
         bytes32 header;     // keccak256 of the revealed item with its root zeroed
         bytes32 claim;      // the revealed item's output root
@@ -120,7 +120,7 @@ contract OvtNarrow {
         uint64 count;       // leaves of the tree being bisected
         uint64 index;       // node index at `level`; the leaf once found
         Stage itemStage;    // Trace or States: what `item` indexes
-        uint64 item;        // the site (Trace) or state entry (States) found at level 2
+        uint64 item;        // the site (Trace) or state root (States: section * ntensors + tensor) found
         uint64 blockIndex;  // the output leaf found at level 3
         bytes32 op;         // the record's op name (first 32 bytes), zero for a state entry
         bytes32 configHash;
@@ -157,12 +157,13 @@ contract OvtNarrow {
                         bytes32 logHash, uint64 deadline);
     event PreviousRoots(bytes32 indexed gameId, bytes32[] roots);
     event TracePosted(bytes32 indexed gameId, address indexed party, bytes32 stateHash, bytes32 traceRoot,
-                      uint64 sites, bytes32 statesRoot);
+                      uint64 sites, bytes32 statesHash);
     event StageStarted(bytes32 indexed gameId, Stage stage, uint64 count, bytes32 trainerNode, bytes32 auditorNode,
                        uint64 deadline);
     event ChildrenPosted(bytes32 indexed gameId, address indexed party, uint32 round, bytes32 left, bytes32 right);
     event Descended(bytes32 indexed gameId, uint32 round, uint8 level, uint64 index, bytes32 trainerNode,
                     bytes32 auditorNode, uint64 deadline);
+    event StatesCompared(bytes32 indexed gameId, uint64 index, uint64 trainerSize, uint64 auditorSize);
     event ItemRevealed(bytes32 indexed gameId, address indexed party, Stage stage, uint64 index, bytes item);
     event Narrowed(bytes32 indexed gameId, uint64 step, Stage stage, uint64 item, bytes32 op, uint64 blockIndex,
                    bytes32 trainerLeaf, bytes32 auditorLeaf, address lastMover);
@@ -179,6 +180,8 @@ contract OvtNarrow {
     error NotExpired(uint64 deadline);
     error NotParty(address caller);
     error AlreadyMoved(address party);
+    error NotPosted(address party);
+    error WrongStage(Stage expected, Stage actual);
 
     constructor(IOvtArbitration arbitration_) {
         arbitration = arbitration_;
@@ -199,18 +202,6 @@ contract OvtNarrow {
     /// configHash || u64le(step) || u32le(roots.length) || roots).
     function stateHashV3(bytes32 configHash, uint64 step, bytes32[] calldata roots) public pure returns (bytes32) {
         return sha256(abi.encodePacked("ovt.state.v3", configHash, _le64(step), _le32(uint32(roots.length)), roots));
-    }
-
-    /// The tensor-tree root over leaf hashes (common/tree.h's shape).
-    function treeRoot(bytes32[] memory h) public pure returns (bytes32) {
-        uint256 n = h.length;
-        while (n > 1) {
-            uint256 half = n / 2;
-            for (uint256 i = 0; i < half; i++) h[i] = _node(h[2 * i], h[2 * i + 1]);
-            if (n % 2 == 1) h[half] = h[n - 1];
-            n = half + n % 2;
-        }
-        return h[0];
     }
 
     /// Leaves of the tensor tree of an output of `elements` float32 values.
@@ -273,7 +264,7 @@ contract OvtNarrow {
         if (roots.length != g.prevCount || sizes.length * 3 != roots.length
             || stateHashV3(g.configHash, g.step, roots) != leaf.stateHash) return _lose(gameId, g, bit, Reason.BadRoots);
         if (sites == 0) return _lose(gameId, g, bit, Reason.BadTrace);
-        _record(gameId, g, bit, leaf.stateHash, traceRoot, sites, _statesRoot(roots, sizes));
+        _record(gameId, g, bit, leaf.stateHash, traceRoot, sites, keccak256(abi.encodePacked(roots, sizes)));
     }
 
     function _leafOf(Game storage g, LeafPreimage calldata leaf) private view returns (bytes32) {
@@ -282,13 +273,13 @@ contract OvtNarrow {
     }
 
     function _record(bytes32 gameId, Game storage g, uint8 bit, bytes32 stateHash, bytes32 traceRoot, uint64 sites,
-                     bytes32 statesRoot) private {
+                     bytes32 statesHash) private {
         Side storage s = bit == TRAINER ? g.t : g.a;
         s.stateHash = stateHash;
         s.traceRoot = traceRoot;
         s.sites = sites;
-        s.statesRoot = statesRoot;
-        emit TracePosted(gameId, msg.sender, stateHash, traceRoot, sites, statesRoot);
+        s.statesHash = statesHash;
+        emit TracePosted(gameId, msg.sender, stateHash, traceRoot, sites, statesHash);
         if (_moved(g, bit)) _comparePosts(gameId, g);
     }
 
@@ -315,12 +306,13 @@ contract OvtNarrow {
         _skipSingles(gameId, g);
     }
 
-    /// The item at the leaf level 2 found: the record of site `index`
-    /// (docs/formats.md, "Step trace": u32 site, u8 op length, op, u64 n,
-    /// 32-byte root, the reads) or the state entry (u64le size || root).
+    /// The record at the trace leaf level 2 found: the record of site
+    /// `index` (docs/formats.md, "Step trace": u32 site, u8 op length, op,
+    /// u64 n, 32-byte root, the reads).
     function reveal(bytes32 gameId, uint32 round, bytes calldata item) external {
         Game storage g = games[gameId];
         uint8 bit = _enter(g, Phase.Revealing, round);
+        if (g.stage != Stage.Trace) revert WrongStage(Stage.Trace, g.stage);
         Side storage s = bit == TRAINER ? g.t : g.a;
         if (sha256(abi.encodePacked(bytes1(0x00), item)) != s.node) return _lose(gameId, g, bit, Reason.BadItem);
         (bool ok, uint256 at, uint64 elements, bytes32 op) = _parse(g, item);
@@ -339,6 +331,40 @@ contract OvtNarrow {
         g.item = g.index;
         g.itemStage = g.stage;
         _startStage(gameId, g, Stage.Output, outputLeaves(elements), g.t.claim, g.a.claim);
+    }
+
+    /// When the traces agree, the state K roots differ: anyone gives both
+    /// parties' posted roots and sizes (each checked against what the party
+    /// posted), and the game goes to the first root that differs: level 3
+    /// over that tensor's tree, or ItemsDiffer if the two give it different
+    /// sizes. Nobody in time: BothSilent.
+    function compareStates(bytes32 gameId, uint32 round, bytes32[] calldata trainerRoots,
+                           uint64[] calldata trainerSizes, bytes32[] calldata auditorRoots,
+                           uint64[] calldata auditorSizes) external {
+        Game storage g = games[gameId];
+        if (g.phase != Phase.Revealing) revert WrongPhase(Phase.Revealing, g.phase);
+        if (g.stage != Stage.States) revert WrongStage(Stage.States, g.stage);
+        if (round != g.round) revert WrongRound(g.round, round);
+        if (block.timestamp > g.deadline) revert DeadlinePassed(g.deadline);
+        if (keccak256(abi.encodePacked(trainerRoots, trainerSizes)) != g.t.statesHash) revert NotPosted(g.trainer);
+        if (keccak256(abi.encodePacked(auditorRoots, auditorSizes)) != g.a.statesHash) revert NotPosted(g.auditor);
+        uint256 j = 0;
+        while (trainerRoots[j] == auditorRoots[j]) j++; // one differs: the stateHashes K do
+        g.t.claim = trainerRoots[j];
+        g.a.claim = auditorRoots[j];
+        _pickState(gameId, g, j, trainerSizes[j % trainerSizes.length], auditorSizes[j % auditorSizes.length]);
+    }
+
+    function _pickState(bytes32 gameId, Game storage g, uint256 j, uint64 trainerSize, uint64 auditorSize) private {
+        g.index = uint64(j);
+        g.item = uint64(j);
+        g.itemStage = Stage.States;
+        g.lastMover = msg.sender;
+        emit StatesCompared(gameId, uint64(j), trainerSize, auditorSize);
+        if (trainerSize != auditorSize) return _end(gameId, g, Outcome.ItemsDiffer);
+        g.t.elements = trainerSize;
+        g.a.elements = auditorSize;
+        _startStage(gameId, g, Stage.Output, outputLeaves(trainerSize), g.t.claim, g.a.claim);
     }
 
     /// Ends a game whose deadline passed (anyone): a party that did not move
@@ -379,7 +405,10 @@ contract OvtNarrow {
             _startStage(gameId, g, Stage.Trace, g.t.sites, g.t.traceRoot, g.a.traceRoot);
         } else {
             // The traces agree, so some state K root differs (else the stateHashes would).
-            _startStage(gameId, g, Stage.States, g.prevCount, g.t.statesRoot, g.a.statesRoot);
+            g.stage = Stage.States;
+            g.phase = Phase.Revealing;
+            _nextRound(g);
+            emit StageStarted(gameId, Stage.States, g.prevCount, g.t.statesHash, g.a.statesHash, g.deadline);
         }
     }
 
@@ -433,17 +462,13 @@ contract OvtNarrow {
         emit Ended(gameId, Outcome.Narrowed);
     }
 
-    // The revealed item's fields: a record must name site `index`; a state
-    // entry is exactly 40 bytes. at = the offset of its root.
+    // The revealed record's fields: it must name site `index`. at = the
+    // offset of its output root.
     function _parse(Game storage g, bytes calldata item)
         private
         view
         returns (bool ok, uint256 at, uint64 elements, bytes32 op)
     {
-        if (g.stage == Stage.States) {
-            if (item.length != 40) return (false, 0, 0, 0);
-            return (true, 8, uint64(_readLE(item, 0, 8)), bytes32(0));
-        }
         if (item.length < 5 || _readLE(item, 0, 4) != g.index) return (false, 0, 0, 0);
         uint256 oplen = uint8(item[4]);
         at = 5 + oplen + 8;
@@ -454,14 +479,6 @@ contract OvtNarrow {
         }
         if (oplen < 32) op &= ~bytes32(type(uint256).max >> (8 * oplen));
         return (true, at, uint64(_readLE(item, 5 + oplen, 8)), op);
-    }
-
-    function _statesRoot(bytes32[] calldata roots, uint64[] calldata sizes) private pure returns (bytes32) {
-        uint256 n = roots.length;
-        uint256 nt = sizes.length;
-        bytes32[] memory h = new bytes32[](n);
-        for (uint256 j = 0; j < n; j++) h[j] = sha256(abi.encodePacked(bytes1(0x00), _le64(sizes[j % nt]), roots[j]));
-        return treeRoot(h);
     }
 
     function _lose(bytes32 gameId, Game storage g, uint8 bit, Reason reason) private {

@@ -82,6 +82,7 @@ typedef struct {
     ovt_hash rec_hash[MAX_SITES], trace_root;
     float *state[3 * MAX_NT];
     ovt_hash roots[3 * MAX_NT], state_hash;
+    uint64_t sizes[MAX_NT]; /* as it posts them */
 } party_step;
 
 static void put_le(uint8_t *p, size_t *at, uint64_t v, int bytes)
@@ -165,6 +166,7 @@ static void honest_step(party_step *p)
         for (uint64_t k = 0; k < p->n[i]; k++)
             p->out[i][k] = value(100 + i, k);
     }
+    memcpy(p->sizes, sc.sizes, sizeof p->sizes);
     for (size_t j = 0; j < 3 * sc.nt; j++) {
         p->state[j] = malloc(sc.sizes[j % sc.nt] * sizeof(float));
         for (uint64_t k = 0; k < sc.sizes[j % sc.nt]; k++)
@@ -233,7 +235,7 @@ static chain_narrow_game game_of(const fx_run *run)
 static chain_narrow_post post_of(const fx_run *run, const party_step *p, int who)
 {
     chain_narrow_post post = {.trace_root = p->trace_root, .sites = sc.nsites, .previous_roots = sc.prev_roots,
-                              .nprevious = 3 * sc.nt, .roots = p->roots, .nroots = 3 * sc.nt, .sizes = sc.sizes,
+                              .nprevious = 3 * sc.nt, .roots = p->roots, .nroots = 3 * sc.nt, .sizes = p->sizes,
                               .nsizes = sc.nt};
     post.leaf = (who == FX_TRAINER ? run->trainer : run->auditor).pre[sc.step];
     return post;
@@ -307,22 +309,13 @@ static ovt_hash *stage_leaves(const chain_narrow_game *g, const party_step *p, s
         *n = sc.nsites;
         return h;
     }
-    if (g->stage == CHAIN_NARROW_STAGE_STATES) {
-        ovt_hash *h = malloc(3 * sc.nt * sizeof *h);
-        for (size_t j = 0; j < 3 * sc.nt; j++) {
-            uint8_t entry[40];
-            size_t at = 0;
-            put_le(entry, &at, sc.sizes[j % sc.nt], 8);
-            memcpy(entry + 8, p->roots[j].b, 32);
-            ovt_tree_leaf(&h[j], entry, 40);
-        }
-        *n = 3 * sc.nt;
-        return h;
-    }
     if (g->item_stage == CHAIN_NARROW_STAGE_TRACE)
         return tensor_leaves(p->out[g->item], p->n[g->item], &p->out_root[g->item], n);
-    return tensor_leaves(p->state[g->item], sc.sizes[g->item % sc.nt], &p->roots[g->item], n);
+    return tensor_leaves(p->state[g->item], p->sizes[g->item % sc.nt], &p->roots[g->item], n);
 }
+
+/* The two steps the parties posted (play sets them). */
+static const party_step *posted[2];
 
 /* Party who's honest move in the game's current phase (none due: 0). */
 static int move(const fx_run *run, const party_step *p, int who, gas_log *gl, int *moved)
@@ -345,19 +338,15 @@ static int move(const fx_run *run, const party_step *p, int who, gas_log *gl, in
             gl->descend_total += r.gas_used;
             gl->ndescend++;
         }
+    } else if (g.phase == CHAIN_NARROW_PHASE_REVEALING && g.stage == CHAIN_NARROW_STAGE_STATES) {
+        /* one call by either party, with both posts' roots and sizes */
+        chain_narrow_post pt = post_of(run, posted[0], FX_TRAINER), pa = post_of(run, posted[1], FX_AUDITOR);
+        rc = chain_narrow_compare_states(&narrow, &env.txm[who], &run->run_id, g.round, &pt, &pa, &r);
+        if (rc == 0)
+            printf("gas: compareStates %" PRIu64 "\n", r.gas_used);
     } else if (g.phase == CHAIN_NARROW_PHASE_REVEALING) {
-        uint8_t entry[40];
-        const uint8_t *item = entry;
-        size_t len = 40;
-        if (g.stage == CHAIN_NARROW_STAGE_TRACE) {
-            item = p->rec[g.index];
-            len = p->rec_len[g.index];
-        } else {
-            size_t at = 0;
-            put_le(entry, &at, sc.sizes[g.index % sc.nt], 8);
-            memcpy(entry + 8, p->roots[g.index].b, 32);
-        }
-        rc = chain_narrow_reveal(&narrow, &env.txm[who], &run->run_id, g.round, item, len, &r);
+        rc = chain_narrow_reveal(&narrow, &env.txm[who], &run->run_id, g.round, p->rec[g.index], p->rec_len[g.index],
+                                 &r);
         if (rc == 0 && gl)
             gl->reveal[g.moved ? 1 : 0] = r.gas_used;
     } else {
@@ -378,6 +367,8 @@ static int play(const fx_run *run, const party_step *t, const party_step *a, gas
 {
     chain_narrow_post pt = post_of(run, t, FX_TRAINER), pa = post_of(run, a, FX_AUDITOR);
     pa.nprevious = 0; /* the agreed previous roots: posted once, by the first */
+    posted[0] = t;
+    posted[1] = a;
     uint64_t gas[2] = {0, 0};
     if (post(run, &pt, FX_TRAINER, &gas[0]) != 0 || post(run, &pa, FX_AUDITOR, &gas[1]) != 0)
         return -1;
@@ -464,12 +455,38 @@ static void test_state_path(void)
     hash_all(&liar2, "matmul.fwd");
     fx_run run;
     CHECK(run_to_verdict(&run, &liar2, &honest) == 0);
-    CHECK(play(&run, &liar2, &honest, NULL) == 0);
+    chain_narrow_post pt = post_of(&run, &liar2, FX_TRAINER), pa = post_of(&run, &honest, FX_AUDITOR);
+    CHECK(post(&run, &pt, FX_TRAINER, NULL) == 0 && post(&run, &pa, FX_AUDITOR, NULL) == 0);
     chain_narrow_game g = game_of(&run);
+    CHECK_EQ_U64(g.stage, CHAIN_NARROW_STAGE_STATES);
+    chain_buf data; /* lists other than those posted; a record reveal in this stage */
+    chain_buf_init(&data);
+    CHECK(chain_narrow_encode_compare_states(&data, &run.run_id, g.round, &pa, &pa) == 0);
+    CHECK_REVERT(FX_OUTSIDER, &data, "NotPosted");
+    chain_buf_free(&data);
+    chain_buf_init(&data);
+    CHECK(chain_narrow_encode_reveal(&data, &run.run_id, g.round, honest.rec[0], honest.rec_len[0]) == 0);
+    CHECK_REVERT(FX_AUDITOR, &data, "WrongStage");
+    chain_buf_free(&data);
+    posted[0] = &liar2;
+    posted[1] = &honest;
+    for (int guard = 0, m1 = 1, m2 = 1; guard < 100 && (m1 || m2); guard++)
+        CHECK(move(&run, &liar2, FX_TRAINER, NULL, &m1) == 0 && move(&run, &honest, FX_AUDITOR, NULL, &m2) == 0);
+    g = game_of(&run);
     CHECK_EQ_U64(g.outcome, CHAIN_NARROW_NARROWED);
     CHECK_EQ_U64(g.item_stage, CHAIN_NARROW_STAGE_STATES);
     CHECK_EQ_U64(g.item, SYN_NT + BIG_TENSOR);
     CHECK_EQ_U64(g.block, 2);
+    CHECK_EQ_U64(g.trainer_side.elements, BIG_TENSOR_N);
+    fx_run_free(&run);
+
+    /* the liar gives that tensor another size: ItemsDiffer on it */
+    liar2.sizes[BIG_TENSOR] += 1;
+    CHECK(run_to_verdict(&run, &liar2, &honest) == 0);
+    CHECK(play(&run, &liar2, &honest, NULL) == 0);
+    g = game_of(&run);
+    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_ITEMS_DIFFER);
+    CHECK_EQ_U64(g.item, SYN_NT + BIG_TENSOR);
     fx_run_free(&run);
     free_step(&liar2);
 }
@@ -564,7 +581,10 @@ static void test_withholding(void)
     CHECK(chain_narrow_encode_timeout(&data, &run.run_id) == 0);
     CHECK_REVERT(FX_OUTSIDER, &data, "NotExpired");
     CHECK(fx_warp(&env, MOVE_TIMEOUT + 1) == 0);
-    CHECK(chain_narrow_timeout(&narrow, &env.txm[FX_OUTSIDER], &run.run_id, NULL) == 0);
+    chain_receipt r;
+    CHECK(chain_narrow_timeout(&narrow, &env.txm[FX_OUTSIDER], &run.run_id, &r) == 0);
+    printf("gas: timeout (a party lost) %" PRIu64 "\n", r.gas_used);
+    chain_receipt_free(&r);
     g = game_of(&run);
     CHECK_EQ_U64(g.outcome, CHAIN_NARROW_TRAINER_LOST);
     CHECK_REVERT(FX_OUTSIDER, &data, "NotExpired"); /* ended */
@@ -572,7 +592,9 @@ static void test_withholding(void)
     fx_run_free(&run);
 
     CHECK(run_to_verdict(&run, &liar, &honest) == 0);
-    CHECK(chain_narrow_start(&narrow, &env.txm[FX_OUTSIDER], &run.run_id, NULL) == 0);
+    CHECK(chain_narrow_start(&narrow, &env.txm[FX_OUTSIDER], &run.run_id, &r) == 0);
+    printf("gas: start %" PRIu64 "\n", r.gas_used);
+    chain_receipt_free(&r);
     CHECK(fx_warp(&env, MOVE_TIMEOUT + 1) == 0);
     CHECK(chain_narrow_timeout(&narrow, &env.txm[FX_OUTSIDER], &run.run_id, NULL) == 0);
     CHECK_EQ_U64(game_of(&run).outcome, CHAIN_NARROW_BOTH_SILENT);
@@ -663,6 +685,7 @@ static void real_step(party_step *p, const krn_trace *t, const trn_state *st)
         p->n[i] = r->n;
     }
     hash_trace(p);
+    memcpy(p->sizes, sc.sizes, sizeof p->sizes);
     trn_state_digests(p->roots, st);
     trn_state_hash(&p->state_hash, st);
 }
