@@ -413,3 +413,20 @@ void chain_abi_revert_name(char *out, size_t cap, const uint8_t *data, size_t le
         }
     }
 }
+
+int chain_abi_enc_call(chain_abi_enc *enc, chain_buf *out, const char *signature)
+{
+    uint8_t selector[4];
+    chain_abi_selector(selector, signature);
+    int rc = chain_abi_enc_finish(enc, out, selector);
+    chain_abi_enc_free(enc);
+    return rc;
+}
+
+int chain_abi_call_bytes32(chain_buf *out, const char *signature, const ovt_hash *arg)
+{
+    chain_abi_enc enc;
+    chain_abi_enc_init(&enc);
+    chain_abi_put_bytes32(&enc, arg);
+    return chain_abi_enc_call(&enc, out, signature);
+}

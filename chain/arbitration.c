@@ -156,11 +156,7 @@ int chain_arb_sign_commitment(uint8_t sig[65], const chain_privkey *key, uint64_
 /* Finishes enc into out with the selector of signature, and frees enc. */
 static int finish(chain_abi_enc *enc, chain_buf *out, const char *signature)
 {
-    uint8_t selector[4];
-    chain_abi_selector(selector, signature);
-    int rc = chain_abi_enc_finish(enc, out, selector);
-    chain_abi_enc_free(enc);
-    return rc;
+    return chain_abi_enc_call(enc, out, signature);
 }
 
 static void put_preimage(chain_abi_enc *enc, const chain_merkle_preimage *leaf)
@@ -256,10 +252,7 @@ int chain_arb_encode_verdict(chain_buf *out, const ovt_hash *run_id, uint64_t st
 /* A call whose only argument is a runId. */
 static int encode_run_call(chain_buf *out, const char *signature, const ovt_hash *run_id)
 {
-    chain_abi_enc enc;
-    chain_abi_enc_init(&enc);
-    chain_abi_put_bytes32(&enc, run_id);
-    return finish(&enc, out, signature);
+    return chain_abi_call_bytes32(out, signature, run_id);
 }
 
 int chain_arb_encode_accept(chain_buf *out, const ovt_hash *run_id)

@@ -24,36 +24,19 @@ void chain_narrow_revert_name(char *out, size_t cap, const uint8_t *data, size_t
     chain_abi_revert_name(out, cap, data, len, chain_narrow_errors);
 }
 
-static int finish(chain_abi_enc *enc, chain_buf *out, const char *signature)
-{
-    uint8_t selector[4];
-    chain_abi_selector(selector, signature);
-    int rc = chain_abi_enc_finish(enc, out, selector);
-    chain_abi_enc_free(enc);
-    return rc;
-}
-
-static int encode_game_only(chain_buf *out, const ovt_hash *game_id, const char *signature)
-{
-    chain_abi_enc enc;
-    chain_abi_enc_init(&enc);
-    chain_abi_put_bytes32(&enc, game_id);
-    return finish(&enc, out, signature);
-}
-
 int chain_narrow_encode_start(chain_buf *out, const ovt_hash *game_id)
 {
-    return encode_game_only(out, game_id, "start(bytes32)");
+    return chain_abi_call_bytes32(out, "start(bytes32)", game_id);
 }
 
 int chain_narrow_encode_timeout(chain_buf *out, const ovt_hash *game_id)
 {
-    return encode_game_only(out, game_id, "timeout(bytes32)");
+    return chain_abi_call_bytes32(out, "timeout(bytes32)", game_id);
 }
 
 int chain_narrow_encode_get(chain_buf *out, const ovt_hash *game_id)
 {
-    return encode_game_only(out, game_id, "getNarrow(bytes32)");
+    return chain_abi_call_bytes32(out, "getNarrow(bytes32)", game_id);
 }
 
 /* Appends a uint64[] (each a word). */
@@ -86,7 +69,7 @@ int chain_narrow_encode_post(chain_buf *out, const ovt_hash *game_id, const chai
         chain_abi_enc_free(&enc);
         return OVT_ENOMEM;
     }
-    return finish(&enc, out, "postTrace(bytes32,(bytes32,bytes32,bytes32),bytes32,uint64,bytes32[],bytes32[],uint64[])");
+    return chain_abi_enc_call(&enc, out, "postTrace(bytes32,(bytes32,bytes32,bytes32),bytes32,uint64,bytes32[],bytes32[],uint64[])");
 }
 
 int chain_narrow_encode_compare_states(chain_buf *out, const ovt_hash *game_id, unsigned round,
@@ -104,7 +87,7 @@ int chain_narrow_encode_compare_states(chain_buf *out, const ovt_hash *game_id, 
             return OVT_ENOMEM;
         }
     }
-    return finish(&enc, out, "compareStates(bytes32,uint32,bytes32[],uint64[],bytes32[],uint64[])");
+    return chain_abi_enc_call(&enc, out, "compareStates(bytes32,uint32,bytes32[],uint64[],bytes32[],uint64[])");
 }
 
 int chain_narrow_encode_descend(chain_buf *out, const ovt_hash *game_id, unsigned round, const ovt_hash *left,
@@ -116,7 +99,7 @@ int chain_narrow_encode_descend(chain_buf *out, const ovt_hash *game_id, unsigne
     chain_abi_put_uint(&enc, round);
     chain_abi_put_bytes32(&enc, left);
     chain_abi_put_bytes32(&enc, right);
-    return finish(&enc, out, "descend(bytes32,uint32,bytes32,bytes32)");
+    return chain_abi_enc_call(&enc, out, "descend(bytes32,uint32,bytes32,bytes32)");
 }
 
 int chain_narrow_encode_reveal(chain_buf *out, const ovt_hash *game_id, unsigned round, const uint8_t *item,
@@ -127,7 +110,7 @@ int chain_narrow_encode_reveal(chain_buf *out, const ovt_hash *game_id, unsigned
     chain_abi_put_bytes32(&enc, game_id);
     chain_abi_put_uint(&enc, round);
     chain_abi_put_bytes(&enc, item, len);
-    return finish(&enc, out, "reveal(bytes32,uint32,bytes)");
+    return chain_abi_enc_call(&enc, out, "reveal(bytes32,uint32,bytes)");
 }
 
 /* Word i as an unsigned of at most `bits` bits. */
@@ -222,35 +205,10 @@ static int send_encoded(const chain_narrow *n, chain_txm *m, chain_buf *calldata
 
 int chain_narrow_deploy(chain_narrow *n, chain_txm *m, const chain_address *arbitration, chain_receipt *receipt)
 {
-    memset(n, 0, sizeof *n);
-    uint8_t *code = NULL;
-    size_t len = 0;
-    int rc = ovt_hex_decode_alloc(&code, &len, chain_narrow_bytecode_hex);
-    if (rc != 0)
-        return ovt_fail_wrap(rc, "embedded narrowing contract bytecode");
-    uint8_t *init = realloc(code, len + 32);
-    if (!init) {
-        free(code);
-        return ovt_fail(OVT_ENOMEM, "out of memory for the narrowing contract's creation code");
-    }
-    memset(init + len, 0, 12); /* constructor(address arbitration) */
-    memcpy(init + len + 12, arbitration->b, 20);
-    chain_receipt local;
-    memset(&local, 0, sizeof local);
-    rc = chain_txm_send(m, &local, NULL, NULL, init, len + 32);
-    free(init);
-    if (rc == 0 && !local.has_contract_address)
-        rc = ovt_fail(OVT_EFORMAT, "the deployment receipt names no contract address");
-    if (rc == 0) {
-        n->rpc = m->rpc;
-        n->address = local.contract_address;
-        n->chain_id = m->chain_id;
-    }
-    if (receipt)
-        *receipt = local;
-    else
-        chain_receipt_free(&local);
-    return rc == 0 ? 0 : ovt_fail_wrap(rc, "deploying the narrowing contract");
+    uint8_t args[32] = {0}; /* constructor(address arbitration) */
+    memcpy(args + 12, arbitration->b, 20);
+    return chain_arb_deploy_code(n, m, chain_narrow_bytecode_hex, args, sizeof args, "the narrowing contract",
+                                 receipt);
 }
 
 int chain_narrow_start(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, chain_receipt *receipt)

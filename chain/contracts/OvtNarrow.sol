@@ -1,46 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.24;
 
-/// The views of OvtArbitration this contract reads (their ABI; the enums are
-/// their uint8).
-interface IOvtArbitration {
-    struct RunView {
-        address trainer;
-        address auditor;
-        address[5] arbiters;
-        bytes32 configHash;
-        bytes32 datasetHash;
-        uint64 steps;
-        uint32 commitTimeout;
-        uint32 moveTimeout;
-        uint32 arbiterTimeout;
-        uint96 trainerBond;
-        uint96 auditorBond;
-        uint8 threshold;
-        uint96 arbiterBond;
-    }
-
-    struct GameView {
-        uint8 phase;
-        uint8 outcome;
-        uint8 round;
-        uint8 depth;
-        uint8 flags;
-        uint64 deadline;
-        uint64 index;
-        bytes32 trainerRoot;
-        bytes32 auditorRoot;
-        bytes32 trainerNode;
-        bytes32 auditorNode;
-        bytes32 previousState;
-        bytes32 trainerBatch;
-        bytes32 trainerLog;
-    }
-
-    function getRun(bytes32 runId) external view returns (RunView memory);
-    function getGame(bytes32 runId) external view returns (GameView memory);
-    function challengedRun(bytes32 gameId) external view returns (bytes32);
-}
+import {OvtArbitration} from "./OvtArbitration.sol";
 
 /// @title ovt narrowing: levels 2 and 3 of a dispute, after the step game.
 /// @notice Once OvtArbitration has fixed step K of a game and both leaves are
@@ -144,11 +105,10 @@ contract OvtNarrow {
 
     uint8 private constant TRAINER = 1;
     uint8 private constant AUDITOR = 2;
-    uint8 private constant AWAITING_VERDICT = 4; // OvtArbitration.Phase
     uint256 private constant LEAF_BYTES = 65536;
     uint64 public constant NO_BLOCK = type(uint64).max;
 
-    IOvtArbitration public immutable arbitration;
+    OvtArbitration public immutable arbitration;
     mapping(bytes32 => Game) private games;
 
     // --------------------------------------------------------------- events
@@ -172,7 +132,7 @@ contract OvtNarrow {
 
     // --------------------------------------------------------------- errors
 
-    error NotAwaitingVerdict(uint8 phase);
+    error NotAwaitingVerdict(OvtArbitration.Phase phase);
     error StepZero();
     error WrongPhase(Phase expected, Phase actual);
     error WrongRound(uint32 expected, uint32 given);
@@ -183,7 +143,7 @@ contract OvtNarrow {
     error NotPosted(address party);
     error WrongStage(Stage expected, Stage actual);
 
-    constructor(IOvtArbitration arbitration_) {
+    constructor(OvtArbitration arbitration_) {
         arbitration = arbitration_;
     }
 
@@ -218,10 +178,10 @@ contract OvtNarrow {
     function start(bytes32 gameId) public {
         Game storage g = games[gameId];
         if (g.phase != Phase.None) revert WrongPhase(Phase.None, g.phase);
-        IOvtArbitration.GameView memory v = arbitration.getGame(gameId);
-        if (v.phase != AWAITING_VERDICT) revert NotAwaitingVerdict(v.phase);
+        OvtArbitration.GameView memory v = arbitration.getGame(gameId);
+        if (v.phase != OvtArbitration.Phase.AwaitingVerdict) revert NotAwaitingVerdict(v.phase);
         if (v.index == 0) revert StepZero();
-        IOvtArbitration.RunView memory r = arbitration.getRun(gameId);
+        OvtArbitration.RunView memory r = arbitration.getRun(gameId);
         bytes32 tree = arbitration.challengedRun(gameId);
         g.treeId = tree == bytes32(0) ? gameId : tree;
         g.trainer = r.trainer;

@@ -7,12 +7,15 @@ if(NOT OVT_SOLCJS)
                       "(it installs the pinned solc-js, anvil and cast from package-lock.json)")
 endif()
 
-# ovt_embed_contract(NAME OUTDIR PREFIX CFILE): compiles chain/contracts/NAME.sol
-# into OUTDIR (its own folder: it is emptied first) and embeds contract NAME's
-# bytecode and ABI as PREFIX_bytecode_hex and PREFIX_abi_json in CFILE.
+# ovt_embed_contract(NAME OUTDIR PREFIX CFILE [IMPORTS...]): compiles
+# chain/contracts/NAME.sol into OUTDIR (its own folder: it is emptied first)
+# and embeds contract NAME's bytecode and ABI as PREFIX_bytecode_hex and
+# PREFIX_abi_json in CFILE; IMPORTS are the other .sol files (in
+# chain/contracts/) it imports, so a change there compiles it again.
 function(ovt_embed_contract name outdir prefix cfile)
   set(sol chain/contracts/${name}.sol)
   set(stem ${outdir}/chain_contracts_${name}_sol_${name})
+  list(TRANSFORM ARGN PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/contracts/ OUTPUT_VARIABLE imports)
   add_custom_command(
     OUTPUT ${cfile} ${stem}.bin ${stem}.abi
     COMMAND ${CMAKE_COMMAND} -E rm -rf ${outdir}
@@ -21,7 +24,7 @@ function(ovt_embed_contract name outdir prefix cfile)
     COMMAND ${CMAKE_COMMAND} -DBIN=${stem}.bin -DABI=${stem}.abi
             -DOUT=${cfile} -DPREFIX=${prefix} -P ${CMAKE_CURRENT_SOURCE_DIR}/contracts/embed.cmake
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
-    DEPENDS ${CMAKE_SOURCE_DIR}/${sol} ${CMAKE_CURRENT_SOURCE_DIR}/contracts/embed.cmake
+    DEPENDS ${CMAKE_SOURCE_DIR}/${sol} ${imports} ${CMAKE_CURRENT_SOURCE_DIR}/contracts/embed.cmake
     COMMENT "Compiling ${sol} with solcjs (optimizer on) and embedding it"
     VERBATIM)
   target_sources(ovt_chain PRIVATE ${cfile})
@@ -30,4 +33,4 @@ endfunction()
 ovt_embed_contract(OvtArbitration ${CMAKE_BINARY_DIR}/solc chain_arb
                    ${CMAKE_BINARY_DIR}/generated/ovt_arbitration_code.c)
 ovt_embed_contract(OvtNarrow ${CMAKE_BINARY_DIR}/solc-narrow chain_narrow
-                   ${CMAKE_BINARY_DIR}/generated/ovt_narrow_code.c)
+                   ${CMAKE_BINARY_DIR}/generated/ovt_narrow_code.c OvtArbitration.sol)
