@@ -306,13 +306,24 @@ contract OvtNarrow {
         if (g.stage != Stage.States) revert WrongStage(Stage.States, g.stage);
         if (round != g.round) revert WrongRound(g.round, round);
         if (block.timestamp > g.deadline) revert DeadlinePassed(g.deadline);
-        if (keccak256(abi.encodePacked(trainerRoots, trainerSizes)) != g.t.statesHash) revert NotPosted(g.trainer);
-        if (keccak256(abi.encodePacked(auditorRoots, auditorSizes)) != g.a.statesHash) revert NotPosted(g.auditor);
+        if (!_posted(g, trainerRoots, trainerSizes, g.t.statesHash)) revert NotPosted(g.trainer);
+        if (!_posted(g, auditorRoots, auditorSizes, g.a.statesHash)) revert NotPosted(g.auditor);
         uint256 j = 0;
         while (trainerRoots[j] == auditorRoots[j]) j++; // one differs: the stateHashes K do
         g.t.claim = trainerRoots[j];
         g.a.claim = auditorRoots[j];
         _pickState(gameId, g, j, trainerSizes[j % trainerSizes.length], auditorSizes[j % auditorSizes.length]);
+    }
+
+    // Whether roots and sizes are a party's posted lists: their lengths too,
+    // as the packed encoding alone would not tell roots from sizes.
+    function _posted(Game storage g, bytes32[] calldata roots, uint64[] calldata sizes, bytes32 statesHash)
+        private
+        view
+        returns (bool)
+    {
+        return roots.length == g.prevCount && sizes.length * 3 == roots.length
+            && keccak256(abi.encodePacked(roots, sizes)) == statesHash;
     }
 
     function _pickState(bytes32 gameId, Game storage g, uint256 j, uint64 trainerSize, uint64 auditorSize) private {

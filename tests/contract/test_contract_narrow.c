@@ -464,6 +464,21 @@ static void test_state_path(void)
     CHECK(chain_narrow_encode_compare_states(&data, &run.run_id, g.round, &pa, &pa) == 0);
     CHECK_REVERT(FX_OUTSIDER, &data, "NotPosted");
     chain_buf_free(&data);
+    /* the same packed bytes split otherwise: the roots and one size word, the other sizes */
+    ovt_hash shifted[3 * MAX_NT + 1];
+    memcpy(shifted, pt.roots, 3 * sc.nt * sizeof *shifted);
+    memset(&shifted[3 * sc.nt], 0, sizeof shifted[0]);
+    for (int k = 0; k < 8; k++)
+        shifted[3 * sc.nt].b[31 - k] = (uint8_t)(pt.sizes[0] >> (8 * k));
+    chain_narrow_post ps = pt;
+    ps.roots = shifted;
+    ps.nroots = 3 * sc.nt + 1;
+    ps.sizes = pt.sizes + 1;
+    ps.nsizes = sc.nt - 1;
+    chain_buf_init(&data);
+    CHECK(chain_narrow_encode_compare_states(&data, &run.run_id, g.round, &ps, &pa) == 0);
+    CHECK_REVERT(FX_OUTSIDER, &data, "NotPosted");
+    chain_buf_free(&data);
     chain_buf_init(&data);
     CHECK(chain_narrow_encode_reveal(&data, &run.run_id, g.round, honest.rec[0], honest.rec_len[0]) == 0);
     CHECK_REVERT(FX_AUDITOR, &data, "WrongStage");
