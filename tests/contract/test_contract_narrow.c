@@ -617,7 +617,8 @@ static void test_withholding(void)
 }
 
 /* Start before the step game's verdict is due; records that differ apart
- * from their root; site counts that differ. */
+ * from their root; site counts that differ; a record that names another
+ * site than its place. */
 static void test_other_ends(void)
 {
     fx_run run;
@@ -651,6 +652,24 @@ static void test_other_ends(void)
     CHECK(post(&run, &pt, FX_TRAINER, NULL) == 0 && post(&run, &pa, FX_AUDITOR, NULL) == 0);
     CHECK_EQ_U64(game_of(&run).outcome, CHAIN_NARROW_COUNTS_DIFFER);
     fx_run_free(&run);
+
+    /* a trace whose record at the differing site names another site: the
+     * record is under the liar's root, and still loses (BadItem) */
+    static party_step misnumbered;
+    honest_step(&misnumbered);
+    fault_trace(&misnumbered);
+    misnumbered.rec[sc.fault_site][0] = (uint8_t)(sc.fault_site + 1);
+    ovt_tree_leaf(&misnumbered.rec_hash[sc.fault_site], misnumbered.rec[sc.fault_site],
+                  misnumbered.rec_len[sc.fault_site]);
+    hash_trace(&misnumbered);
+    CHECK(run_to_verdict(&run, &misnumbered, &honest) == 0);
+    CHECK(play(&run, &misnumbered, &honest, NULL) == 0);
+    g = game_of(&run);
+    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_TRAINER_LOST);
+    CHECK_EQ_U64(g.stage, CHAIN_NARROW_STAGE_TRACE);
+    CHECK_EQ_U64(g.index, sc.fault_site);
+    fx_run_free(&run);
+    free_step(&misnumbered);
 }
 
 /* A synthetic step: nsites sites, 16 tensors, K = 3; site fault_site's
