@@ -197,6 +197,9 @@ static void fault_trace(party_step *p)
     hash_all(p, "matmul.fwd");
 }
 
+/* Set: the auditor's leaf K has another batchHash than the trainer's. */
+static bool auditor_batch_differs;
+
 /* A run whose leaves K-1 and K carry these stateHashes (the trainer's and
  * the auditor's at K), played to AwaitingVerdict. */
 static int run_to_verdict(fx_run *run, const party_step *trainer, const party_step *auditor)
@@ -211,6 +214,8 @@ static int run_to_verdict(fx_run *run, const party_step *trainer, const party_st
     for (int s = 0; s < 2; s++) {
         h[s]->pre[sc.step - 1].state_hash = sc.prev_state_hash;
         h[s]->pre[sc.step].state_hash = (s ? auditor : trainer)->state_hash;
+        if (s && auditor_batch_differs)
+            h[s]->pre[sc.step].batch_hash.b[0] ^= 1;
         for (uint64_t i = sc.step - 1; i <= sc.step; i++)
             chain_merkle_leaf_hash(&h[s]->leaves[i], &run->run_id, i, &h[s]->pre[i]);
         if (fx_build_tree(h[s], 6) != 0)
@@ -617,8 +622,8 @@ static void test_withholding(void)
 }
 
 /* Start before the step game's verdict is due; records that differ apart
- * from their root; site counts that differ; a record that names another
- * site than its place. */
+ * from their root; site counts that differ; leaves K with different batch
+ * hashes; a record that names another site than its place. */
 static void test_other_ends(void)
 {
     fx_run run;
@@ -651,6 +656,17 @@ static void test_other_ends(void)
     pt.sites = sc.nsites + 1;
     CHECK(post(&run, &pt, FX_TRAINER, NULL) == 0 && post(&run, &pa, FX_AUDITOR, NULL) == 0);
     CHECK_EQ_U64(game_of(&run).outcome, CHAIN_NARROW_COUNTS_DIFFER);
+    fx_run_free(&run);
+
+    /* the leaves K disagree on the batch: the auditor posts its preimage
+     * alone and the narrowing ends InputsDiffer, nobody losing */
+    auditor_batch_differs = true;
+    CHECK(run_to_verdict(&run, &liar, &honest) == 0);
+    auditor_batch_differs = false;
+    pt = post_of(&run, &liar, FX_TRAINER);
+    pa = (chain_narrow_post){.leaf = run.auditor.pre[sc.step]};
+    CHECK(post(&run, &pt, FX_TRAINER, NULL) == 0 && post(&run, &pa, FX_AUDITOR, NULL) == 0);
+    CHECK_EQ_U64(game_of(&run).outcome, CHAIN_NARROW_INPUTS_DIFFER);
     fx_run_free(&run);
 
     /* a trace whose record at the differing site names another site: the
