@@ -136,4 +136,53 @@ int chain_narrow_timeout(const chain_narrow *n, chain_txm *m, const ovt_hash *ga
 int chain_narrow_get(const chain_narrow *n, const ovt_hash *game_id, const char *block,
                      chain_narrow_game *out) OVT_MUST_USE;
 
+/* --- a party's moves (chain/narrow_plan.c) */
+
+/* The leaf hashes of one output tree of the party's step K: of site `item`'s
+ * output (stage TRACE) or of state root `item` (stage STATES, section *
+ * ntensors + tensor); *leaves malloc'd, the caller frees it. */
+typedef int (*chain_narrow_leaves_fn)(void *ctx, chain_narrow_stage item_stage, uint64_t item, ovt_hash **leaves,
+                                      size_t *n);
+
+/* What a party knows of its own step K, borrowed. */
+typedef struct {
+    int is_trainer;
+    const chain_narrow_post *post;   /* its trace commitment */
+    const chain_narrow_post *other;  /* the other party's post as it was sent (its calldata), for
+                                        compareStates; NULL: the party leaves that call to the other */
+    size_t nsites;
+    const ovt_hash *record_hashes;   /* nsites: its trace's leaves */
+    const uint8_t *const *records;   /* nsites encodings (docs/formats.md, "Step trace") */
+    const size_t *record_lens;
+    chain_narrow_leaves_fn output_leaves;
+    void *ctx;
+} chain_narrow_party;
+
+typedef enum {
+    CHAIN_NARROW_MOVE_NONE = 0, /* nothing due from the party now */
+    CHAIN_NARROW_MOVE_POST,
+    CHAIN_NARROW_MOVE_DESCEND,
+    CHAIN_NARROW_MOVE_REVEAL,
+    CHAIN_NARROW_MOVE_COMPARE
+} chain_narrow_move_kind;
+
+typedef struct {
+    chain_narrow_move_kind kind;
+    unsigned round;
+    ovt_hash left, right;  /* DESCEND */
+    const uint8_t *record; /* REVEAL: borrowed from the party */
+    size_t record_len;
+} chain_narrow_move;
+
+/* The party's next move as a pure function of the game (as getNarrow read
+ * it; a game not started yet has phase NONE and asks for the post) and its
+ * own data: NONE once it has moved this round or the game has ended. Fails
+ * if its data do not fit the game (a tree of another size). */
+int chain_narrow_plan_move(chain_narrow_move *out, const chain_narrow_game *g,
+                           const chain_narrow_party *p) OVT_MUST_USE;
+
+/* Sends a planned move (nothing for NONE). */
+int chain_narrow_send_move(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, const chain_narrow_party *p,
+                           const chain_narrow_move *mv, chain_receipt *receipt) OVT_MUST_USE;
+
 #endif

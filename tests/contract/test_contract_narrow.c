@@ -130,6 +130,9 @@ static void encode_record(party_step *p, size_t i, const char *op)
     ovt_tree_leaf(&p->rec_hash[i], r, at);
 }
 
+/* The two steps the parties post (run_to_verdict sets them). */
+static const party_step *posted[2];
+
 static float value(uint64_t seed, uint64_t k)
 {
     uint64_t z = seed * 0x9e3779b97f4a7c15ULL + k;
@@ -205,6 +208,8 @@ static bool auditor_batch_differs;
 static int run_to_verdict(fx_run *run, const party_step *trainer, const party_step *auditor)
 {
     memset(run, 0, sizeof *run);
+    posted[0] = trainer;
+    posted[1] = auditor;
     chain_arb_params p;
     fx_params(&env, &p, 5, MOVE_TIMEOUT, 1000, 2000);
     p.config_hash = sc.config_hash;
@@ -264,27 +269,6 @@ static int post(const fx_run *run, const chain_narrow_post *p, int who, uint64_t
     return rc;
 }
 
-/* The children of node (level, index) of a tree over leaves (n of them,
- * common/tree.h's shape): rebuilt from the leaves. */
-static void children_of(ovt_hash *left, ovt_hash *right, const ovt_hash *leaves, size_t n, unsigned level,
-                        uint64_t index)
-{
-    size_t width = n;
-    ovt_hash *h = malloc(n * sizeof *h);
-    memcpy(h, leaves, n * sizeof *h);
-    for (unsigned l = 0; l + 1 < level; l++) { /* up to the children's level */
-        size_t half = width / 2;
-        for (size_t i = 0; i < half; i++)
-            ovt_tree_node(&h[i], &h[2 * i], &h[2 * i + 1]);
-        if (width % 2)
-            h[half] = h[width - 1];
-        width = half + width % 2;
-    }
-    *left = h[2 * index];
-    *right = h[2 * index + 1];
-    free(h);
-}
-
 /* The leaf hashes of a float tensor's tree (v NULL: a single leaf, root). */
 static ovt_hash *tensor_leaves(const float *v, uint64_t n, const ovt_hash *root, size_t *count)
 {
@@ -305,62 +289,60 @@ static ovt_hash *tensor_leaves(const float *v, uint64_t n, const ovt_hash *root,
     return h;
 }
 
-/* The leaves of the tree the game now bisects, for one party. */
-static ovt_hash *stage_leaves(const chain_narrow_game *g, const party_step *p, size_t *n)
+/* The party's output trees for level 3 (the planner's callback). */
+static int leaves_of(void *ctx, chain_narrow_stage stage, uint64_t item, ovt_hash **leaves, size_t *n)
 {
-    if (g->stage == CHAIN_NARROW_STAGE_TRACE) {
-        ovt_hash *h = malloc(sc.nsites * sizeof *h);
-        memcpy(h, p->rec_hash, sc.nsites * sizeof *h);
-        *n = sc.nsites;
-        return h;
-    }
-    if (g->item_stage == CHAIN_NARROW_STAGE_TRACE)
-        return tensor_leaves(p->out[g->item], p->n[g->item], &p->out_root[g->item], n);
-    return tensor_leaves(p->state[g->item], p->sizes[g->item % sc.nt], &p->roots[g->item], n);
+    const party_step *p = ctx;
+    if (stage == CHAIN_NARROW_STAGE_TRACE)
+        *leaves = tensor_leaves(p->out[item], p->n[item], &p->out_root[item], n);
+    else
+        *leaves = tensor_leaves(p->state[item], p->sizes[item % sc.nt], &p->roots[item], n);
+    return 0;
 }
 
-/* The two steps the parties posted (play sets them). */
-static const party_step *posted[2];
+/* The party that plays p, for chain_narrow_plan_move; posts[0] and [1]
+ * are the trainer's and the auditor's posts. */
+static chain_narrow_party party_of(const party_step *p, int who, const chain_narrow_post posts[2])
+{
+    int t = who == FX_TRAINER;
+    chain_narrow_party party = {.is_trainer = t, .post = &posts[t ? 0 : 1], .other = &posts[t ? 1 : 0],
+                                .nsites = sc.nsites, .record_hashes = p->rec_hash,
+                                .records = (const uint8_t *const *)p->rec, .record_lens = p->rec_len,
+                                .output_leaves = leaves_of, .ctx = (void *)p};
+    return party;
+}
 
-/* Party who's honest move in the game's current phase (none due: 0). */
+/* Party who's honest move in the game's current phase, planned by
+ * chain_narrow_plan_move from its own step (*moved 0: none was due). The
+ * trainer posts the previous roots, so it must post first. */
 static int move(const fx_run *run, const party_step *p, int who, gas_log *gl, int *moved)
 {
     chain_narrow_game g = game_of(run);
     *moved = 0;
-    unsigned bit = who == FX_TRAINER ? 1 : 2;
-    if (g.moved & bit)
-        return 0;
+    chain_narrow_post posts[2] = {post_of(run, posted[0], FX_TRAINER), post_of(run, posted[1], FX_AUDITOR)};
+    posts[1].nprevious = 0; /* the agreed previous roots: posted once, by the first */
+    chain_narrow_party party = party_of(p, who, posts);
+    chain_narrow_move mv;
     chain_receipt r;
-    int rc = 0;
-    if (g.phase == CHAIN_NARROW_PHASE_DESCENDING) {
-        size_t n;
-        ovt_hash *leaves = stage_leaves(&g, p, &n), left, right;
-        children_of(&left, &right, leaves, n, g.level, g.index);
-        free(leaves);
-        rc = chain_narrow_descend(&narrow, &env.txm[who], &run->run_id, g.round, &left, &right, &r);
-        if (rc == 0 && gl) {
-            *(g.moved ? &gl->descend_second : &gl->descend_first) += r.gas_used;
-            gl->descend_total += r.gas_used;
-            gl->ndescend++;
-        }
-    } else if (g.phase == CHAIN_NARROW_PHASE_REVEALING && g.stage == CHAIN_NARROW_STAGE_STATES) {
-        /* one call by either party, with both posts' roots and sizes */
-        chain_narrow_post pt = post_of(run, posted[0], FX_TRAINER), pa = post_of(run, posted[1], FX_AUDITOR);
-        rc = chain_narrow_compare_states(&narrow, &env.txm[who], &run->run_id, g.round, &pt, &pa, &r);
-        if (rc == 0)
-            printf("gas: compareStates %" PRIu64 "\n", r.gas_used);
-    } else if (g.phase == CHAIN_NARROW_PHASE_REVEALING) {
-        rc = chain_narrow_reveal(&narrow, &env.txm[who], &run->run_id, g.round, p->rec[g.index], p->rec_len[g.index],
-                                 &r);
-        if (rc == 0 && gl)
-            gl->reveal[g.moved ? 1 : 0] = r.gas_used;
-    } else {
-        return 0;
-    }
-    if (rc != 0) {
+    if (chain_narrow_plan_move(&mv, &g, &party) != 0 ||
+        chain_narrow_send_move(&narrow, &env.txm[who], &run->run_id, &party, &mv, &r) != 0) {
         fprintf(stderr, "narrow move: %s\n", ovt_errmsg());
-        return rc;
+        return -1;
     }
+    if (mv.kind == CHAIN_NARROW_MOVE_NONE)
+        return 0;
+    int second = g.moved != 0;
+    if (gl && mv.kind == CHAIN_NARROW_MOVE_POST)
+        gl->post[second] = r.gas_used;
+    if (gl && mv.kind == CHAIN_NARROW_MOVE_DESCEND) {
+        *(second ? &gl->descend_second : &gl->descend_first) += r.gas_used;
+        gl->descend_total += r.gas_used;
+        gl->ndescend++;
+    }
+    if (gl && mv.kind == CHAIN_NARROW_MOVE_REVEAL)
+        gl->reveal[second] = r.gas_used;
+    if (mv.kind == CHAIN_NARROW_MOVE_COMPARE)
+        printf("gas: compareStates %" PRIu64 "\n", r.gas_used);
     chain_receipt_free(&r);
     *moved = 1;
     return 0;
@@ -370,15 +352,6 @@ static int move(const fx_run *run, const party_step *p, int who, gas_log *gl, in
  * game ends. */
 static int play(const fx_run *run, const party_step *t, const party_step *a, gas_log *gl)
 {
-    chain_narrow_post pt = post_of(run, t, FX_TRAINER), pa = post_of(run, a, FX_AUDITOR);
-    pa.nprevious = 0; /* the agreed previous roots: posted once, by the first */
-    posted[0] = t;
-    posted[1] = a;
-    uint64_t gas[2] = {0, 0};
-    if (post(run, &pt, FX_TRAINER, &gas[0]) != 0 || post(run, &pa, FX_AUDITOR, &gas[1]) != 0)
-        return -1;
-    if (gl)
-        memcpy(gl->post, gas, sizeof gas);
     for (int guard = 0; guard < 200; guard++) {
         int m1, m2;
         if (move(run, t, FX_TRAINER, gl, &m1) != 0 || move(run, a, FX_AUDITOR, gl, &m2) != 0)
@@ -488,8 +461,6 @@ static void test_state_path(void)
     CHECK(chain_narrow_encode_reveal(&data, &run.run_id, g.round, honest.rec[0], honest.rec_len[0]) == 0);
     CHECK_REVERT(FX_AUDITOR, &data, "WrongStage");
     chain_buf_free(&data);
-    posted[0] = &liar2;
-    posted[1] = &honest;
     for (int guard = 0, m1 = 1, m2 = 1; guard < 100 && (m1 || m2); guard++)
         CHECK(move(&run, &liar2, FX_TRAINER, NULL, &m1) == 0 && move(&run, &honest, FX_AUDITOR, NULL, &m2) == 0);
     g = game_of(&run);
@@ -557,18 +528,20 @@ static void test_bad_move(chain_narrow_stage stage, chain_narrow_phase phase)
         g = game_of(&run);
     }
     CHECK_EQ_U64(g.stage, stage);
-    chain_receipt r;
-    if (phase == CHAIN_NARROW_PHASE_REVEALING) /* the honest record: not the one the liar's trace root holds */
-        CHECK(chain_narrow_reveal(&narrow, &env.txm[FX_TRAINER], &run.run_id, g.round, honest.rec[g.index],
-                                  honest.rec_len[g.index], &r) == 0);
-    else { /* children of its block-tree node, one bit off */
-        size_t n;
-        ovt_hash *leaves = stage_leaves(&g, &liar, &n), left, right;
-        children_of(&left, &right, leaves, n, g.level, g.index);
-        free(leaves);
-        right.b[7] ^= 4;
-        CHECK(chain_narrow_descend(&narrow, &env.txm[FX_TRAINER], &run.run_id, g.round, &left, &right, &r) == 0);
+    chain_narrow_post posts[2] = {pt, pa};
+    chain_narrow_party party = party_of(&liar, FX_TRAINER, posts);
+    chain_narrow_move mv;
+    CHECK(chain_narrow_plan_move(&mv, &g, &party) == 0);
+    if (phase == CHAIN_NARROW_PHASE_REVEALING) { /* the honest record: not the one the liar's trace root holds */
+        CHECK_EQ_U64(mv.kind, CHAIN_NARROW_MOVE_REVEAL);
+        mv.record = honest.rec[g.index];
+        mv.record_len = honest.rec_len[g.index];
+    } else { /* children of its block-tree node, one bit off */
+        CHECK_EQ_U64(mv.kind, CHAIN_NARROW_MOVE_DESCEND);
+        mv.right.b[7] ^= 4;
     }
+    chain_receipt r;
+    CHECK(chain_narrow_send_move(&narrow, &env.txm[FX_TRAINER], &run.run_id, &party, &mv, &r) == 0);
     chain_receipt_free(&r);
     g = game_of(&run);
     CHECK_EQ_U64(g.outcome, CHAIN_NARROW_TRAINER_LOST);
