@@ -278,3 +278,75 @@ int chain_narrow_get(const chain_narrow *n, const ovt_hash *game_id, const char 
     chain_buf_free(&ret);
     return rc == 0 ? 0 : ovt_fail_wrap(rc, "getNarrow");
 }
+
+/* --- evidence from the events */
+
+void chain_narrow_evidence_free(chain_narrow_evidence *e)
+{
+    free(e->previous_roots);
+    free(e->record[0]);
+    free(e->record[1]);
+    memset(e, 0, sizeof *e);
+}
+
+/* A malloc'd copy of len bytes (at least one byte allocated). */
+static void *copy_bytes(const uint8_t *data, size_t len)
+{
+    void *p = malloc(len ? len : 1);
+    if (p)
+        memcpy(p, data, len);
+    else
+        ovt_fail(OVT_ENOMEM, "out of memory for %zu bytes of an event", len);
+    return p;
+}
+
+static int take_log(chain_narrow_evidence *out, const chain_narrow_game *g, const chain_log *log)
+{
+    ovt_hash previous, item;
+    chain_abi_event_topic(&previous, "PreviousRoots(bytes32,bytes32[])");
+    chain_abi_event_topic(&item, "ItemRevealed(bytes32,address,uint8,uint64,bytes)");
+    chain_abi_dec dec;
+    const uint8_t *data;
+    size_t len;
+    if (log->ntopics > 0 && memcmp(log->topics[0].b, previous.b, 32) == 0) {
+        TRY(chain_abi_decode_log(&dec, log, "PreviousRoots(bytes32,bytes32[])", 1));
+        TRY(chain_abi_get_bytes32_array(&dec, 0, &data, &len));
+        free(out->previous_roots);
+        if (!(out->previous_roots = copy_bytes(data, 32 * len)))
+            return OVT_ENOMEM;
+        out->nprevious = len;
+    } else if (log->ntopics > 0 && memcmp(log->topics[0].b, item.b, 32) == 0) {
+        TRY(chain_abi_decode_log(&dec, log, "ItemRevealed(bytes32,address,uint8,uint64,bytes)", 2));
+        int k = memcmp(log->topics[2].b + 12, g->trainer.b, 20) == 0 ? 0 : 1;
+        TRY(chain_abi_get_bytes(&dec, 2, &data, &len));
+        free(out->record[k]);
+        if (!(out->record[k] = copy_bytes(data, len)))
+            return OVT_ENOMEM;
+        out->record_len[k] = len;
+    }
+    return 0;
+}
+
+int chain_narrow_get_evidence(const chain_narrow *n, const ovt_hash *game_id, const chain_narrow_game *g,
+                              uint64_t from_block, uint64_t to_block, chain_narrow_evidence *out)
+{
+    memset(out, 0, sizeof *out);
+    chain_log_filter f;
+    memset(&f, 0, sizeof f);
+    f.address = &n->address;
+    f.from_block = from_block;
+    f.to_block = to_block;
+    f.topics[1] = game_id;
+    f.ntopics = 2;
+    chain_log *logs = NULL;
+    size_t nlogs = 0;
+    int rc = chain_rpc_get_logs(n->rpc, &logs, &nlogs, &f);
+    if (rc != 0)
+        return ovt_fail_wrap(rc, "reading the narrowing's events");
+    for (size_t i = 0; i < nlogs && rc == 0; i++)
+        rc = take_log(out, g, &logs[i]);
+    chain_logs_free(logs, nlogs);
+    if (rc != 0)
+        chain_narrow_evidence_free(out);
+    return rc;
+}

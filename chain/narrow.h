@@ -136,6 +136,22 @@ int chain_narrow_timeout(const chain_narrow *n, chain_txm *m, const ovt_hash *ga
 int chain_narrow_get(const chain_narrow *n, const ovt_hash *game_id, const char *block,
                      chain_narrow_game *out) OVT_MUST_USE;
 
+/* What an arbiter needs beyond getNarrow, from the game's events
+ * (eth_getLogs over blocks [from_block, to_block]): the agreed state K-1's
+ * tensor roots (PreviousRoots), against which a block's state reads are
+ * proved, and the two records revealed at level 2 (ItemRevealed), whose
+ * reads name the block's other inputs. Everything malloc'd. */
+typedef struct {
+    ovt_hash *previous_roots;
+    size_t nprevious;            /* 0: not posted in that range */
+    uint8_t *record[2];          /* [0] the trainer's, [1] the auditor's; NULL: none revealed */
+    size_t record_len[2];
+} chain_narrow_evidence;
+
+int chain_narrow_get_evidence(const chain_narrow *n, const ovt_hash *game_id, const chain_narrow_game *g,
+                              uint64_t from_block, uint64_t to_block, chain_narrow_evidence *out) OVT_MUST_USE;
+void chain_narrow_evidence_free(chain_narrow_evidence *e);
+
 /* --- a party's moves (chain/narrow_plan.c) */
 
 /* The leaf hashes of one output tree of the party's step K: of site `item`'s

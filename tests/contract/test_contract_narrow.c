@@ -414,6 +414,18 @@ static void test_honest_path(void)
     CHECK_MEM(g.trainer_side.trace_root.b, liar.trace_root.b, 32);
     CHECK_MEM(g.auditor_side.trace_root.b, honest.trace_root.b, 32);
     CHECK(memcmp(g.last_mover.b, env.addr[FX_AUDITOR].b, 20) == 0);
+    /* what the arbiter reads from the events: state K-1's roots, both records */
+    chain_narrow_evidence ev;
+    uint64_t head = 0;
+    CHECK(chain_rpc_block_number(env.rpc, &head) == 0);
+    CHECK(chain_narrow_get_evidence(&narrow, &run.run_id, &g, 0, head, &ev) == 0);
+    CHECK_EQ_U64(ev.nprevious, 3 * sc.nt);
+    CHECK(ev.previous_roots && memcmp(ev.previous_roots, sc.prev_roots, 3 * sc.nt * sizeof(ovt_hash)) == 0);
+    CHECK(ev.record[0] && ev.record_len[0] == liar.rec_len[g.item] &&
+          memcmp(ev.record[0], liar.rec[g.item], ev.record_len[0]) == 0);
+    CHECK(ev.record[1] && ev.record_len[1] == honest.rec_len[g.item] &&
+          memcmp(ev.record[1], honest.rec[g.item], ev.record_len[1]) == 0);
+    chain_narrow_evidence_free(&ev);
     printf("gas: postTrace first %" PRIu64 ", second %" PRIu64 "; descend %" PRIu64 " moves, %" PRIu64
            " total (first movers %" PRIu64 ", second %" PRIu64 "); reveal first %" PRIu64 ", second %" PRIu64 "\n",
            gl.post[0], gl.post[1], gl.ndescend, gl.descend_total, gl.descend_first, gl.descend_second, gl.reveal[0],
