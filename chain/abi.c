@@ -395,3 +395,38 @@ void chain_abi_decode_revert(char *out, size_t cap, const uint8_t *data, size_t 
         k += n < 0 ? 0 : (size_t)n;
     }
 }
+
+void chain_abi_revert_name(char *out, size_t cap, const uint8_t *data, size_t len, const char *const *custom_errors)
+{
+    if (cap == 0)
+        return;
+    out[0] = '\0';
+    if (len < 4 || !custom_errors)
+        return;
+    for (const char *const *e = custom_errors; *e; e++) {
+        uint8_t selector[4];
+        chain_abi_selector(selector, *e);
+        if (memcmp(selector, data, 4) == 0) {
+            size_t n = (size_t)(strchr(*e, '(') - *e);
+            snprintf(out, cap, "%.*s", (int)n, *e);
+            return;
+        }
+    }
+}
+
+int chain_abi_enc_call(chain_abi_enc *enc, chain_buf *out, const char *signature)
+{
+    uint8_t selector[4];
+    chain_abi_selector(selector, signature);
+    int rc = chain_abi_enc_finish(enc, out, selector);
+    chain_abi_enc_free(enc);
+    return rc;
+}
+
+int chain_abi_call_bytes32(chain_buf *out, const char *signature, const ovt_hash *arg)
+{
+    chain_abi_enc enc;
+    chain_abi_enc_init(&enc);
+    chain_abi_put_bytes32(&enc, arg);
+    return chain_abi_enc_call(&enc, out, signature);
+}

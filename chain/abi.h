@@ -41,6 +41,11 @@ void chain_abi_put_bytes(chain_abi_enc *enc, const void *data, size_t len); /* b
 void chain_abi_put_bytes32_array(chain_abi_enc *enc, const ovt_hash *items, size_t n);
 /* Appends selector (4 bytes, or NULL for none) + the encoding to out. */
 int chain_abi_enc_finish(chain_abi_enc *enc, chain_buf *out, const uint8_t *selector) OVT_MUST_USE;
+/* The same with the selector of signature ("accept(bytes32)"), then frees
+ * enc: the calldata of a call. */
+int chain_abi_enc_call(chain_abi_enc *enc, chain_buf *out, const char *signature) OVT_MUST_USE;
+/* The calldata of a call whose one argument is a bytes32 (an id). */
+int chain_abi_call_bytes32(chain_buf *out, const char *signature, const ovt_hash *arg) OVT_MUST_USE;
 
 typedef struct {
     const uint8_t *data;
@@ -93,5 +98,10 @@ int chain_abi_decode_log(chain_abi_dec *dec, const chain_log *log, const char *s
  * data is described as such. */
 void chain_abi_decode_revert(char *out, size_t cap, const uint8_t *data, size_t len,
                              const char *const *custom_errors);
+
+/* The name (up to its '(') of the custom error in custom_errors (a
+ * NULL-terminated list of signatures) whose selector starts data; "" when
+ * none matches. */
+void chain_abi_revert_name(char *out, size_t cap, const uint8_t *data, size_t len, const char *const *custom_errors);
 
 #endif

@@ -156,11 +156,7 @@ int chain_arb_sign_commitment(uint8_t sig[65], const chain_privkey *key, uint64_
 /* Finishes enc into out with the selector of signature, and frees enc. */
 static int finish(chain_abi_enc *enc, chain_buf *out, const char *signature)
 {
-    uint8_t selector[4];
-    chain_abi_selector(selector, signature);
-    int rc = chain_abi_enc_finish(enc, out, selector);
-    chain_abi_enc_free(enc);
-    return rc;
+    return chain_abi_enc_call(enc, out, signature);
 }
 
 static void put_preimage(chain_abi_enc *enc, const chain_merkle_preimage *leaf)
@@ -256,10 +252,7 @@ int chain_arb_encode_verdict(chain_buf *out, const ovt_hash *run_id, uint64_t st
 /* A call whose only argument is a runId. */
 static int encode_run_call(chain_buf *out, const char *signature, const ovt_hash *run_id)
 {
-    chain_abi_enc enc;
-    chain_abi_enc_init(&enc);
-    chain_abi_put_bytes32(&enc, run_id);
-    return finish(&enc, out, signature);
+    return chain_abi_call_bytes32(out, signature, run_id);
 }
 
 int chain_arb_encode_accept(chain_buf *out, const ovt_hash *run_id)
@@ -776,18 +769,5 @@ void chain_arb_describe_revert(char *out, size_t cap, const uint8_t *data, size_
 
 void chain_arb_revert_name(char *out, size_t cap, const uint8_t *data, size_t len)
 {
-    if (cap == 0)
-        return;
-    out[0] = '\0';
-    if (len < 4)
-        return;
-    for (const char *const *e = chain_arb_errors; *e; e++) {
-        uint8_t selector[4];
-        chain_abi_selector(selector, *e);
-        if (memcmp(selector, data, 4) == 0) {
-            size_t n = (size_t)(strchr(*e, '(') - *e);
-            snprintf(out, cap, "%.*s", (int)n, *e);
-            return;
-        }
-    }
+    chain_abi_revert_name(out, cap, data, len, chain_arb_errors);
 }

@@ -384,6 +384,12 @@ int chain_arb_attach(chain_arb *arb, chain_rpc *rpc, const chain_address *addres
 /* Deploys the embedded bytecode from m's account and binds arb to the new
  * contract. receipt may be NULL; when given the caller frees it. */
 int chain_arb_deploy(chain_arb *arb, chain_txm *m, chain_receipt *receipt) OVT_MUST_USE;
+/* Deploys any embedded contract: its creation bytecode (hex) followed by
+ * its ABI-encoded constructor arguments (args_len bytes; may be 0); what
+ * names it in messages ("the arbitration contract"). chain_arb_deploy and
+ * chain_narrow_deploy are this. */
+int chain_arb_deploy_code(chain_arb *arb, chain_txm *m, const char *bytecode_hex, const uint8_t *args,
+                          size_t args_len, const char *what, chain_receipt *receipt) OVT_MUST_USE;
 
 /* Each call below sends one transaction from m's account and waits for its
  * receipt (m checks it with eth_call first: a call the contract would reject

@@ -55,16 +55,29 @@ static int before_shanghai(const char *msg)
 
 int chain_arb_deploy(chain_arb *arb, chain_txm *m, chain_receipt *receipt)
 {
+    return chain_arb_deploy_code(arb, m, chain_arb_bytecode_hex, NULL, 0, "the arbitration contract", receipt);
+}
+
+int chain_arb_deploy_code(chain_arb *arb, chain_txm *m, const char *bytecode_hex, const uint8_t *args,
+                          size_t args_len, const char *what, chain_receipt *receipt)
+{
     memset(arb, 0, sizeof *arb);
     uint8_t *code = NULL;
     size_t len = 0;
-    int rc = ovt_hex_decode_alloc(&code, &len, chain_arb_bytecode_hex);
+    int rc = ovt_hex_decode_alloc(&code, &len, bytecode_hex);
     if (rc != 0)
-        return ovt_fail_wrap(rc, "embedded contract bytecode");
+        return ovt_fail_wrap(rc, "embedded bytecode of %s", what);
+    uint8_t *init = realloc(code, len + args_len + 1);
+    if (!init) {
+        free(code);
+        return ovt_fail(OVT_ENOMEM, "out of memory for the creation code of %s", what);
+    }
+    if (args_len)
+        memcpy(init + len, args, args_len);
     chain_receipt local;
     memset(&local, 0, sizeof local);
-    rc = chain_txm_send(m, &local, NULL, NULL, code, len);
-    free(code);
+    rc = chain_txm_send(m, &local, NULL, NULL, init, len + args_len);
+    free(init);
     if (rc == 0 && !local.has_contract_address)
         rc = ovt_fail(OVT_EFORMAT, "the deployment receipt names no contract address");
     if (rc == 0) {
@@ -77,11 +90,12 @@ int chain_arb_deploy(chain_arb *arb, chain_txm *m, chain_receipt *receipt)
     else
         chain_receipt_free(&local);
     if (rc != 0 && before_shanghai(ovt_errmsg()))
-        return ovt_fail_wrap(rc, "deploying the arbitration contract: the node's EVM predates the Shanghai "
+        return ovt_fail_wrap(rc, "deploying %s: the node's EVM predates the Shanghai "
                                  "upgrade and lacks PUSH0 (EIP-3855), which the contract's bytecode uses "
                                  "(solc 0.8 targets Shanghai); deploy on a node or chain at Shanghai or later "
-                                 "(anvil and ganache by default; not anvil --hardfork berlin..paris)");
-    return rc == 0 ? 0 : ovt_fail_wrap(rc, "deploying the arbitration contract");
+                                 "(anvil and ganache by default; not anvil --hardfork berlin..paris)",
+                             what);
+    return rc == 0 ? 0 : ovt_fail_wrap(rc, "deploying %s", what);
 }
 
 int chain_arb_send(const chain_arb *arb, chain_txm *m, const chain_u256 *value, const chain_buf *calldata,

@@ -11,6 +11,7 @@
 
 #include "chain/arbitration.h"
 #include "chain/keccak.h"
+#include "chain/narrow.h"
 #include "check.h"
 #include "common/fileio.h"
 #include "support/proc.h"
@@ -676,6 +677,69 @@ static void test_abi_json(void)
     json_decref(abi);
 }
 
+/* Words of a static ABI type: a tuple's, summed over its components. */
+static size_t static_words(json_t *param)
+{
+    json_t *components = json_object_get(param, "components");
+    if (!components)
+        return 1;
+    size_t n = 0, i;
+    json_t *c;
+    json_array_foreach(components, i, c)
+    {
+        n += static_words(c);
+    }
+    return n;
+}
+
+/* The narrowing contract's ABI (issue 42) against chain/narrow.c: every
+ * error known to C, every call C encodes present with that signature, and
+ * getNarrow's game as many words as chain_narrow_decode_game reads. */
+static void test_narrow_abi_json(void)
+{
+    CHECK(strlen(chain_narrow_abi_json) == chain_narrow_abi_json_len);
+    json_error_t jerr;
+    json_t *abi = json_loads(chain_narrow_abi_json, 0, &jerr);
+    CHECK_MSG(abi && json_is_array(abi), "embedded narrowing ABI JSON: %s", jerr.text);
+    if (!abi)
+        return;
+    size_t nerrors = 0;
+    while (chain_narrow_errors[nerrors])
+        nerrors++;
+    static const char *const functions[] = {
+        "start(bytes32)",
+        "postTrace(bytes32,(bytes32,bytes32,bytes32),bytes32,uint64,bytes32[],bytes32[],uint64[])",
+        "descend(bytes32,uint32,bytes32,bytes32)",
+        "reveal(bytes32,uint32,bytes)",
+        "compareStates(bytes32,uint32,bytes32[],uint64[],bytes32[],uint64[])",
+        "timeout(bytes32)",
+        "getNarrow(bytes32)",
+    };
+    size_t nfunctions = sizeof functions / sizeof functions[0], seen_errors = 0, seen_functions = 0, i;
+    json_t *entry;
+    json_array_foreach(abi, i, entry)
+    {
+        const char *kind = json_string_value(json_object_get(entry, "type"));
+        const char *name = json_string_value(json_object_get(entry, "name"));
+        if (!kind || !name)
+            continue;
+        char sig[512];
+        snprintf(sig, sizeof sig, "%s", name);
+        abi_params(sig, sizeof sig, json_object_get(entry, "inputs"));
+        if (strcmp(kind, "error") == 0) {
+            CHECK_MSG(in_list(sig, chain_narrow_errors, nerrors), "error %s is unknown to C", sig);
+            seen_errors++;
+        } else if (strcmp(kind, "function") == 0 && in_list(sig, functions, nfunctions)) {
+            seen_functions++;
+            if (strcmp(name, "getNarrow") == 0)
+                CHECK_EQ_U64(static_words(json_array_get(json_object_get(entry, "outputs"), 0)), 44);
+        }
+    }
+    CHECK_EQ_U64(seen_errors, nerrors);
+    CHECK_EQ_U64(seen_functions, nfunctions);
+    json_decref(abi);
+}
+
 static void test_names(void)
 {
     CHECK(strcmp(chain_arb_outcome_name(CHAIN_ARB_TRAINER_ABSENT), "trainer-absent") == 0);
@@ -807,6 +871,7 @@ int main(void)
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
         CHECK_RUN(test_proofs_and_children(sizes[k]));
     CHECK_RUN(test_abi_json());
+    CHECK_RUN(test_narrow_abi_json());
     CHECK_RUN(test_names());
     CHECK_RUN(test_malformed());
     CHECK_RUN(test_embedding());

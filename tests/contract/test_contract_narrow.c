@@ -1,0 +1,876 @@
+/* The narrowing contract (chain/contracts/OvtNarrow.sol, issue 42) against a
+ * real anvil: after the step game fixes step K, the parties bisect the
+ * step's trace to one site and that site's output tree to one 64 KiB block.
+ *
+ * Every tree is built here with common/tree.h and every stateHash with
+ * trainer/'s v3 combination (the C code the trainer uses, not the
+ * contract's), over synthetic step data in the real encodings: 13 trace
+ * records (docs/formats.md, "Step trace") whose outputs are float tensors,
+ * the largest 6 leaves long, and a state of 16 tensors (gpt2's count),
+ * one of them 3 leaves long. The trainer is the liar throughout.
+ *
+ * - The honest path: one element of site 7's output flipped (and so the
+ *   later records changed) ends Narrowed on site 7, block 4, with both
+ *   claimed leaf hashes equal to the tree leaves computed here.
+ * - Traces that agree while the state K differs: narrowed on the state
+ *   entry and the block of that tensor that differs.
+ * - Each adversarial move loses at once: a leaf preimage that is not the
+ *   committed leaf, previous roots that do not make the agreed stateHash
+ *   K-1, state roots that do not make the party's stateHash K (a trace root
+ *   inconsistent with the committed leaf), a record that is not the one its
+ *   trace root holds (a wrong proof of a record), children that do not hash
+ *   to the party's block-tree node (a block claim contradicting the trace).
+ * - Withholding: a party that misses a round loses at timeout; nobody
+ *   posting is BothSilent. Records that differ apart from their output root
+ *   end ItemsDiffer; site counts that differ, CountsDiffer.
+ * - Refusals by name: start before the verdict is due, a stale round, an
+ *   outsider, a second move, an early timeout.
+ * - A real gpt2-tiny step traced by the step runner (krn_trace_encode's
+ *   records, the tree stateHash of the real state): a bit flipped in a late
+ *   site's output is narrowed to that site, its op and its one block.
+ * - The gas of every call, and of a whole narrowing at gpt2-small's size
+ *   (741 sites, a 64 MiB output of 1024 leaves), for docs/contract.md. */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chain/narrow.h"
+#include "check.h"
+#include "common/tree.h"
+#include "fixture.h"
+#include "data/dataset.h"
+#include "kernels/rlog.h"
+#include "kernels/trace.h"
+#include "trainer/config.h"
+#include "trainer/state.h"
+#include "trainer/state_hash.h"
+#include "trainer/trace.h"
+#include "trainer/train.h"
+#include "util.h"
+
+#define SYN_SITES 13
+#define MAX_SITES 1024
+#define MAX_NT 64
+#define SYN_NT 16
+#define BIG_TENSOR 3
+#define BIG_TENSOR_N (2u * 16384u + 7u) /* 3 leaves */
+#define MOVE_TIMEOUT 600
+#define NARROW_GAS_GPT2_SMALL 3300816u /* a whole narrowing, 741 sites, 1024 leaves (docs/contract.md) */
+
+static fx_env env;
+static chain_narrow narrow;
+
+/* The scenario: the trace's site count, the state's tensors, step K, the
+ * agreed state K-1 and the run's configHash. */
+static struct {
+    size_t nsites, nt;
+    size_t fault_site;                  /* synthetic: the site whose output the liar changes */
+    uint64_t big_n, fault_element;      /* synthetic: that site's output elements, the one changed */
+    uint64_t step;
+    uint64_t sizes[MAX_NT];
+    ovt_hash prev_roots[3 * MAX_NT], prev_state_hash, config_hash;
+} sc;
+
+/* One party's step K: its trace and its state K. */
+typedef struct {
+    float *out[MAX_SITES]; /* NULL for a real trace: its outputs are single leaves, out_root */
+    uint64_t n[MAX_SITES];
+    ovt_hash out_root[MAX_SITES];
+    uint8_t *rec[MAX_SITES];
+    size_t rec_len[MAX_SITES];
+    ovt_hash rec_hash[MAX_SITES], trace_root;
+    float *state[3 * MAX_NT];
+    ovt_hash roots[3 * MAX_NT], state_hash;
+    uint64_t sizes[MAX_NT]; /* as it posts them */
+} party_step;
+
+static void put_le(uint8_t *p, size_t *at, uint64_t v, int bytes)
+{
+    for (int k = 0; k < bytes; k++)
+        p[(*at)++] = (uint8_t)(v >> (8 * k));
+}
+
+/* Record i in the trace encoding (kernels/trace.c's krn_trace_encode): the
+ * site, op, n, root, and one read of the previous site's output (site 0
+ * reads the state tensor params/wte). */
+static void encode_record(party_step *p, size_t i, const char *op)
+{
+    free(p->rec[i]);
+    uint8_t *r = p->rec[i] = malloc(160);
+    size_t at = 0;
+    put_le(r, &at, i, 4);
+    size_t oplen = strlen(op);
+    r[at++] = (uint8_t)oplen;
+    memcpy(r + at, op, oplen);
+    at += oplen;
+    put_le(r, &at, p->n[i], 8);
+    if (ovt_tree_root_le32(&p->out_root[i], p->out[i], p->n[i] * 4) != 0)
+        abort();
+    memcpy(r + at, p->out_root[i].b, 32);
+    at += 32;
+    put_le(r, &at, 1, 4); /* one read */
+    if (i == 0) {
+        r[at++] = 1; /* state */
+        r[at++] = 11;
+        memcpy(r + at, "params/wte", 11);
+        at += 11;
+    } else {
+        r[at++] = 0; /* site */
+        put_le(r, &at, i - 1, 4);
+    }
+    put_le(r, &at, 0, 4);                          /* input */
+    put_le(r, &at, 0, 8);                          /* dst */
+    put_le(r, &at, 0, 8);                          /* offset */
+    put_le(r, &at, i ? p->n[i - 1] : sc.sizes[0], 8); /* count */
+    put_le(r, &at, 1, 4);                          /* rows */
+    put_le(r, &at, 0, 8);
+    put_le(r, &at, 0, 8);
+    p->rec_len[i] = at;
+    ovt_tree_leaf(&p->rec_hash[i], r, at);
+}
+
+/* The two steps the parties post (run_to_verdict sets them). */
+static const party_step *posted[2];
+
+static float value(uint64_t seed, uint64_t k)
+{
+    uint64_t z = seed * 0x9e3779b97f4a7c15ULL + k;
+    z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ULL;
+    return (float)(z >> 40) / 65536.0f;
+}
+
+/* The trace root over the records' hashes. */
+static void hash_trace(party_step *p)
+{
+    ovt_hash tmp[MAX_SITES];
+    memcpy(tmp, p->rec_hash, sc.nsites * sizeof *tmp);
+    ovt_tree_root_of_leaves(&p->trace_root, tmp, sc.nsites);
+}
+
+static void hash_all(party_step *p, const char *op7)
+{
+    for (size_t i = 0; i < sc.nsites; i++)
+        encode_record(p, i, i == sc.fault_site ? op7 : "matmul.fwd");
+    hash_trace(p);
+    for (size_t j = 0; j < 3 * sc.nt; j++)
+        if (trn_state_tensor_digest(&p->roots[j], TRN_STATE_HASH_TREE, p->state[j], sc.sizes[j % sc.nt]) != 0)
+            abort();
+    trn_state_hash_combine(&p->state_hash, TRN_STATE_HASH_TREE, &sc.config_hash, sc.step, sc.nt, p->roots);
+}
+
+/* The honest step: every output and tensor drawn from fixed seeds. */
+static void honest_step(party_step *p)
+{
+    memset(p, 0, sizeof *p);
+    for (size_t i = 0; i < sc.nsites; i++) {
+        p->n[i] = i == sc.fault_site ? sc.big_n : 3 + i;
+        p->out[i] = malloc(p->n[i] * sizeof(float));
+        for (uint64_t k = 0; k < p->n[i]; k++)
+            p->out[i][k] = value(100 + i, k);
+    }
+    memcpy(p->sizes, sc.sizes, sizeof p->sizes);
+    for (size_t j = 0; j < 3 * sc.nt; j++) {
+        p->state[j] = malloc(sc.sizes[j % sc.nt] * sizeof(float));
+        for (uint64_t k = 0; k < sc.sizes[j % sc.nt]; k++)
+            p->state[j][k] = value(1000 + j, k);
+    }
+    hash_all(p, "matmul.fwd");
+}
+
+static void free_step(party_step *p)
+{
+    for (size_t i = 0; i < MAX_SITES; i++) {
+        free(p->out[i]);
+        free(p->rec[i]);
+    }
+    for (size_t j = 0; j < 3 * MAX_NT; j++)
+        free(p->state[j]);
+    memset(p, 0, sizeof *p);
+}
+
+/* The liar's trace: one element of site 7's output flipped, and every later
+ * site computed from it (their outputs change too). */
+static void fault_trace(party_step *p)
+{
+    p->out[sc.fault_site][sc.fault_element] += 1.0f;
+    for (size_t i = sc.fault_site + 1; i < sc.nsites; i++)
+        p->out[i][0] += 1.0f;
+    p->state[0][1] += 1.0f; /* and its state K */
+    hash_all(p, "matmul.fwd");
+}
+
+/* Set: the auditor's leaf K has another batchHash than the trainer's. */
+static bool auditor_batch_differs;
+
+/* A run whose leaves K-1 and K carry these stateHashes (the trainer's and
+ * the auditor's at K), played to AwaitingVerdict. */
+static int run_to_verdict(fx_run *run, const party_step *trainer, const party_step *auditor)
+{
+    memset(run, 0, sizeof *run);
+    posted[0] = trainer;
+    posted[1] = auditor;
+    chain_arb_params p;
+    fx_params(&env, &p, 5, MOVE_TIMEOUT, 1000, 2000);
+    p.config_hash = sc.config_hash;
+    if (fx_open(&env, run, &p, NULL) != 0 || fx_histories(run, sc.step) != 0)
+        return -1;
+    fx_history *h[2] = {&run->trainer, &run->auditor};
+    for (int s = 0; s < 2; s++) {
+        h[s]->pre[sc.step - 1].state_hash = sc.prev_state_hash;
+        h[s]->pre[sc.step].state_hash = (s ? auditor : trainer)->state_hash;
+        if (s && auditor_batch_differs)
+            h[s]->pre[sc.step].batch_hash.b[0] ^= 1;
+        for (uint64_t i = sc.step - 1; i <= sc.step; i++)
+            chain_merkle_leaf_hash(&h[s]->leaves[i], &run->run_id, i, &h[s]->pre[i]);
+        if (fx_build_tree(h[s], 6) != 0)
+            return -1;
+    }
+    if (fx_commit_both(&env, run, NULL) != 0 || fx_play(&env, run, NULL, NULL) != 0)
+        return -1;
+    chain_arb_game g = fx_game(&env, run);
+    return g.phase == CHAIN_ARB_PHASE_AWAITING_VERDICT && g.index == sc.step ? 0 : -1;
+}
+
+static chain_narrow_game game_of(const fx_run *run)
+{
+    chain_narrow_game g;
+    if (chain_narrow_get(&narrow, &run->run_id, NULL, &g) != 0) {
+        fprintf(stderr, "getNarrow: %s\n", ovt_errmsg());
+        memset(&g, 0, sizeof g);
+    }
+    return g;
+}
+
+static chain_narrow_post post_of(const fx_run *run, const party_step *p, int who)
+{
+    chain_narrow_post post = {.trace_root = p->trace_root, .sites = sc.nsites, .previous_roots = sc.prev_roots,
+                              .nprevious = 3 * sc.nt, .roots = p->roots, .nroots = 3 * sc.nt, .sizes = p->sizes,
+                              .nsizes = sc.nt};
+    post.leaf = (who == FX_TRAINER ? run->trainer : run->auditor).pre[sc.step];
+    return post;
+}
+
+/* Gas of every kind of call, summed over a game (docs/contract.md). */
+typedef struct {
+    uint64_t post[2], descend_first, descend_second, ndescend, reveal[2], descend_total;
+} gas_log;
+
+static int post(const fx_run *run, const chain_narrow_post *p, int who, uint64_t *gas)
+{
+    chain_receipt r;
+    int rc = chain_narrow_post_trace(&narrow, &env.txm[who], &run->run_id, p, &r);
+    if (rc == 0 && gas)
+        *gas = r.gas_used;
+    if (rc == 0)
+        chain_receipt_free(&r);
+    else
+        fprintf(stderr, "postTrace: %s\n", ovt_errmsg());
+    return rc;
+}
+
+/* The leaf hashes of a float tensor's tree (v NULL: a single leaf, root). */
+static ovt_hash *tensor_leaves(const float *v, uint64_t n, const ovt_hash *root, size_t *count)
+{
+    if (!v) {
+        ovt_hash *h = malloc(sizeof *h);
+        *h = *root;
+        *count = 1;
+        return h;
+    }
+    size_t bytes = n * 4, nl = ovt_tree_leaves(bytes);
+    ovt_hash *h = malloc(nl * sizeof *h);
+    for (size_t i = 0; i < nl; i++) {
+        size_t len = bytes - i * OVT_TREE_LEAF_BYTES;
+        ovt_tree_leaf_le32(&h[i], (const uint8_t *)v + i * OVT_TREE_LEAF_BYTES,
+                           len > OVT_TREE_LEAF_BYTES ? OVT_TREE_LEAF_BYTES : len);
+    }
+    *count = nl;
+    return h;
+}
+
+/* The party's output trees for level 3 (the planner's callback). */
+static int leaves_of(void *ctx, chain_narrow_stage stage, uint64_t item, ovt_hash **leaves, size_t *n)
+{
+    const party_step *p = ctx;
+    if (stage == CHAIN_NARROW_STAGE_TRACE)
+        *leaves = tensor_leaves(p->out[item], p->n[item], &p->out_root[item], n);
+    else
+        *leaves = tensor_leaves(p->state[item], p->sizes[item % sc.nt], &p->roots[item], n);
+    return 0;
+}
+
+/* The party that plays p, for chain_narrow_plan_move; posts[0] and [1]
+ * are the trainer's and the auditor's posts. */
+static chain_narrow_party party_of(const party_step *p, int who, const chain_narrow_post posts[2])
+{
+    int t = who == FX_TRAINER;
+    chain_narrow_party party = {.is_trainer = t, .post = &posts[t ? 0 : 1], .other = &posts[t ? 1 : 0],
+                                .nsites = sc.nsites, .record_hashes = p->rec_hash,
+                                .records = (const uint8_t *const *)p->rec, .record_lens = p->rec_len,
+                                .output_leaves = leaves_of, .ctx = (void *)p};
+    return party;
+}
+
+/* Party who's honest move in the game's current phase, planned by
+ * chain_narrow_plan_move from its own step (*moved 0: none was due). The
+ * trainer posts the previous roots, so it must post first. */
+static int move(const fx_run *run, const party_step *p, int who, gas_log *gl, int *moved)
+{
+    chain_narrow_game g = game_of(run);
+    *moved = 0;
+    chain_narrow_post posts[2] = {post_of(run, posted[0], FX_TRAINER), post_of(run, posted[1], FX_AUDITOR)};
+    posts[1].nprevious = 0; /* the agreed previous roots: posted once, by the first */
+    chain_narrow_party party = party_of(p, who, posts);
+    chain_narrow_move mv;
+    chain_receipt r;
+    if (chain_narrow_plan_move(&mv, &g, &party) != 0 ||
+        chain_narrow_send_move(&narrow, &env.txm[who], &run->run_id, &party, &mv, &r) != 0) {
+        fprintf(stderr, "narrow move: %s\n", ovt_errmsg());
+        return -1;
+    }
+    if (mv.kind == CHAIN_NARROW_MOVE_NONE)
+        return 0;
+    int second = g.moved != 0;
+    if (gl && mv.kind == CHAIN_NARROW_MOVE_POST)
+        gl->post[second] = r.gas_used;
+    if (gl && mv.kind == CHAIN_NARROW_MOVE_DESCEND) {
+        *(second ? &gl->descend_second : &gl->descend_first) += r.gas_used;
+        gl->descend_total += r.gas_used;
+        gl->ndescend++;
+    }
+    if (gl && mv.kind == CHAIN_NARROW_MOVE_REVEAL)
+        gl->reveal[second] = r.gas_used;
+    if (mv.kind == CHAIN_NARROW_MOVE_COMPARE)
+        printf("gas: compareStates %" PRIu64 "\n", r.gas_used);
+    chain_receipt_free(&r);
+    *moved = 1;
+    return 0;
+}
+
+/* Both parties post and play honestly (each from its own step) until the
+ * game ends. */
+static int play(const fx_run *run, const party_step *t, const party_step *a, gas_log *gl)
+{
+    for (int guard = 0; guard < 200; guard++) {
+        int m1, m2;
+        if (move(run, t, FX_TRAINER, gl, &m1) != 0 || move(run, a, FX_AUDITOR, gl, &m2) != 0)
+            return -1;
+        if (!m1 && !m2)
+            return 0;
+    }
+    return -1;
+}
+
+static const char *revert_of(int who, const chain_buf *calldata)
+{
+    static char name[64];
+    chain_buf out;
+    chain_buf_init(&out);
+    chain_call_msg msg = {.from = &env.addr[who], .to = &narrow.address, .data = calldata->data,
+                          .data_len = calldata->len};
+    int rc = chain_rpc_eth_call(env.rpc, &out, &msg, NULL);
+    chain_buf_free(&out);
+    if (rc == 0)
+        return "";
+    const chain_rpc_error *e = chain_rpc_last_error(env.rpc);
+    chain_narrow_revert_name(name, sizeof name, e->data, e->data_len);
+    return name;
+}
+
+#define CHECK_REVERT(who, buf, want)                                                          \
+    do {                                                                                      \
+        const char *got_ = revert_of((who), (buf));                                           \
+        CHECK_MSG(strcmp(got_, (want)) == 0, "expected %s, got '%s'", (want), got_);           \
+    } while (0)
+
+static party_step honest, liar;
+
+static void test_honest_path(void)
+{
+    fx_run run;
+    CHECK(run_to_verdict(&run, &liar, &honest) == 0);
+    gas_log gl = {0};
+    CHECK(play(&run, &liar, &honest, &gl) == 0);
+    chain_narrow_game g = game_of(&run);
+    CHECK_EQ_U64(g.phase, CHAIN_NARROW_PHASE_ENDED);
+    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_NARROWED);
+    CHECK_EQ_U64(g.step, sc.step);
+    CHECK_EQ_U64(g.item_stage, CHAIN_NARROW_STAGE_TRACE);
+    CHECK_EQ_U64(g.item, sc.fault_site);
+    CHECK_EQ_U64(g.block, sc.fault_element / 16384);
+    CHECK(memcmp(g.op.b, "matmul.fwd\0\0", 12) == 0);
+    size_t n;
+    ovt_hash *lt = tensor_leaves(liar.out[sc.fault_site], sc.big_n, NULL, &n);
+    ovt_hash *lh = tensor_leaves(honest.out[sc.fault_site], sc.big_n, NULL, &n);
+    CHECK_EQ_U64(n, ovt_tree_leaves(sc.big_n * 4));
+    CHECK_MEM(g.trainer_side.node.b, lt[g.block].b, 32);
+    CHECK_MEM(g.auditor_side.node.b, lh[g.block].b, 32);
+    CHECK(memcmp(lt[g.block].b, lh[g.block].b, 32) != 0);
+    free(lt);
+    free(lh);
+    CHECK_MEM(g.previous_state.b, sc.prev_state_hash.b, 32);
+    CHECK_MEM(g.batch_hash.b, run.trainer.pre[sc.step].batch_hash.b, 32);
+    CHECK_MEM(g.trainer_side.trace_root.b, liar.trace_root.b, 32);
+    CHECK_MEM(g.auditor_side.trace_root.b, honest.trace_root.b, 32);
+    CHECK(memcmp(g.last_mover.b, env.addr[FX_AUDITOR].b, 20) == 0);
+    /* what the arbiter reads from the events: state K-1's roots, both records */
+    chain_narrow_evidence ev;
+    uint64_t head = 0;
+    CHECK(chain_rpc_block_number(env.rpc, &head) == 0);
+    CHECK(chain_narrow_get_evidence(&narrow, &run.run_id, &g, 0, head, &ev) == 0);
+    CHECK_EQ_U64(ev.nprevious, 3 * sc.nt);
+    CHECK(ev.previous_roots && memcmp(ev.previous_roots, sc.prev_roots, 3 * sc.nt * sizeof(ovt_hash)) == 0);
+    CHECK(ev.record[0] && ev.record_len[0] == liar.rec_len[g.item] &&
+          memcmp(ev.record[0], liar.rec[g.item], ev.record_len[0]) == 0);
+    CHECK(ev.record[1] && ev.record_len[1] == honest.rec_len[g.item] &&
+          memcmp(ev.record[1], honest.rec[g.item], ev.record_len[1]) == 0);
+    chain_narrow_evidence_free(&ev);
+    printf("gas: postTrace first %" PRIu64 ", second %" PRIu64 "; descend %" PRIu64 " moves, %" PRIu64
+           " total (first movers %" PRIu64 ", second %" PRIu64 "); reveal first %" PRIu64 ", second %" PRIu64 "\n",
+           gl.post[0], gl.post[1], gl.ndescend, gl.descend_total, gl.descend_first, gl.descend_second, gl.reveal[0],
+           gl.reveal[1]);
+    uint64_t total = gl.post[0] + gl.post[1] + gl.descend_total + gl.reveal[0] + gl.reveal[1];
+    printf("gas: whole narrowing, %zu sites and %zu output leaves: %" PRIu64 " in %" PRIu64 " moves\n", sc.nsites, n,
+           total, gl.ndescend + 4);
+    if (sc.nsites == 741) /* docs/contract.md's figure: a bound, not a timing, so a change that costs more shows */
+        CHECK_MSG(total <= NARROW_GAS_GPT2_SMALL * 105 / 100, "%" PRIu64 " gas, more than 5%% over %u", total,
+                  NARROW_GAS_GPT2_SMALL);
+    fx_run_free(&run);
+}
+
+/* The traces agree; the liar's state K differs in one leaf of the big tensor. */
+static void test_state_path(void)
+{
+    static party_step liar2;
+    honest_step(&liar2);
+    liar2.state[SYN_NT + BIG_TENSOR][2 * 16384 + 1] += 1.0f; /* m of tensor 3, its last leaf */
+    hash_all(&liar2, "matmul.fwd");
+    fx_run run;
+    CHECK(run_to_verdict(&run, &liar2, &honest) == 0);
+    chain_narrow_post pt = post_of(&run, &liar2, FX_TRAINER), pa = post_of(&run, &honest, FX_AUDITOR);
+    CHECK(post(&run, &pt, FX_TRAINER, NULL) == 0 && post(&run, &pa, FX_AUDITOR, NULL) == 0);
+    chain_narrow_game g = game_of(&run);
+    CHECK_EQ_U64(g.stage, CHAIN_NARROW_STAGE_STATES);
+    chain_buf data; /* lists other than those posted; a record reveal in this stage */
+    chain_buf_init(&data);
+    CHECK(chain_narrow_encode_compare_states(&data, &run.run_id, g.round, &pa, &pa) == 0);
+    CHECK_REVERT(FX_OUTSIDER, &data, "NotPosted");
+    chain_buf_free(&data);
+    /* the same packed bytes split otherwise: the roots and one size word, the other sizes */
+    ovt_hash shifted[3 * MAX_NT + 1];
+    memcpy(shifted, pt.roots, 3 * sc.nt * sizeof *shifted);
+    memset(&shifted[3 * sc.nt], 0, sizeof shifted[0]);
+    for (int k = 0; k < 8; k++)
+        shifted[3 * sc.nt].b[31 - k] = (uint8_t)(pt.sizes[0] >> (8 * k));
+    chain_narrow_post ps = pt;
+    ps.roots = shifted;
+    ps.nroots = 3 * sc.nt + 1;
+    ps.sizes = pt.sizes + 1;
+    ps.nsizes = sc.nt - 1;
+    chain_buf_init(&data);
+    CHECK(chain_narrow_encode_compare_states(&data, &run.run_id, g.round, &ps, &pa) == 0);
+    CHECK_REVERT(FX_OUTSIDER, &data, "NotPosted");
+    chain_buf_free(&data);
+    chain_buf_init(&data);
+    CHECK(chain_narrow_encode_reveal(&data, &run.run_id, g.round, honest.rec[0], honest.rec_len[0]) == 0);
+    CHECK_REVERT(FX_AUDITOR, &data, "WrongStage");
+    chain_buf_free(&data);
+    for (int guard = 0, m1 = 1, m2 = 1; guard < 100 && (m1 || m2); guard++)
+        CHECK(move(&run, &liar2, FX_TRAINER, NULL, &m1) == 0 && move(&run, &honest, FX_AUDITOR, NULL, &m2) == 0);
+    g = game_of(&run);
+    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_NARROWED);
+    CHECK_EQ_U64(g.item_stage, CHAIN_NARROW_STAGE_STATES);
+    CHECK_EQ_U64(g.item, SYN_NT + BIG_TENSOR);
+    CHECK_EQ_U64(g.block, 2);
+    CHECK_EQ_U64(g.trainer_side.elements, BIG_TENSOR_N);
+    fx_run_free(&run);
+
+    /* the liar gives that tensor another size: ItemsDiffer on it */
+    liar2.sizes[BIG_TENSOR] += 1;
+    CHECK(run_to_verdict(&run, &liar2, &honest) == 0);
+    CHECK(play(&run, &liar2, &honest, NULL) == 0);
+    g = game_of(&run);
+    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_ITEMS_DIFFER);
+    CHECK_EQ_U64(g.item, SYN_NT + BIG_TENSOR);
+    fx_run_free(&run);
+    free_step(&liar2);
+}
+
+/* A post its commitments contradict loses at once. what: 0 leaf preimage,
+ * 1 previous roots, 2 state K roots. */
+static void test_bad_post(int what)
+{
+    fx_run run;
+    CHECK(run_to_verdict(&run, &liar, &honest) == 0);
+    chain_narrow_post pa = post_of(&run, &honest, FX_AUDITOR), pt = post_of(&run, &liar, FX_TRAINER);
+    CHECK(post(&run, &pa, FX_AUDITOR, NULL) == 0);
+    ovt_hash wrong[3 * MAX_NT];
+    memcpy(wrong, liar.roots, sizeof wrong);
+    if (what == 0)
+        pt.leaf.state_hash = honest.state_hash; /* not the trainer's committed leaf */
+    if (what == 2) {
+        wrong[5].b[0] ^= 1; /* roots that do not make its stateHash K */
+        pt.roots = wrong;
+    }
+    if (what == 1) { /* the trainer posts first with wrong previous roots */
+        fx_run_free(&run);
+        CHECK(run_to_verdict(&run, &liar, &honest) == 0);
+        pt = post_of(&run, &liar, FX_TRAINER);
+        memcpy(wrong, sc.prev_roots, sizeof wrong);
+        wrong[0].b[31] ^= 1;
+        pt.previous_roots = wrong;
+    }
+    CHECK(post(&run, &pt, FX_TRAINER, NULL) == 0); /* mined: it loses, it does not revert */
+    chain_narrow_game g = game_of(&run);
+    CHECK_EQ_U64(g.phase, CHAIN_NARROW_PHASE_ENDED);
+    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_TRAINER_LOST);
+    fx_run_free(&run);
+}
+
+/* Plays honestly until the game reaches `stage` in `phase`, then the
+ * trainer makes a move its commitments contradict. */
+static void test_bad_move(chain_narrow_stage stage, chain_narrow_phase phase)
+{
+    fx_run run;
+    CHECK(run_to_verdict(&run, &liar, &honest) == 0);
+    chain_narrow_post pt = post_of(&run, &liar, FX_TRAINER), pa = post_of(&run, &honest, FX_AUDITOR);
+    CHECK(post(&run, &pt, FX_TRAINER, NULL) == 0 && post(&run, &pa, FX_AUDITOR, NULL) == 0);
+    chain_narrow_game g = game_of(&run);
+    for (int guard = 0; guard < 100 && !(g.stage == stage && g.phase == phase); guard++) {
+        int m;
+        CHECK(move(&run, &liar, FX_TRAINER, NULL, &m) == 0 && move(&run, &honest, FX_AUDITOR, NULL, &m) == 0);
+        g = game_of(&run);
+    }
+    CHECK_EQ_U64(g.stage, stage);
+    chain_narrow_post posts[2] = {pt, pa};
+    chain_narrow_party party = party_of(&liar, FX_TRAINER, posts);
+    chain_narrow_move mv;
+    CHECK(chain_narrow_plan_move(&mv, &g, &party) == 0);
+    if (phase == CHAIN_NARROW_PHASE_REVEALING) { /* the honest record: not the one the liar's trace root holds */
+        CHECK_EQ_U64(mv.kind, CHAIN_NARROW_MOVE_REVEAL);
+        mv.record = honest.rec[g.index];
+        mv.record_len = honest.rec_len[g.index];
+    } else { /* children of its block-tree node, one bit off */
+        CHECK_EQ_U64(mv.kind, CHAIN_NARROW_MOVE_DESCEND);
+        mv.right.b[7] ^= 4;
+    }
+    chain_receipt r;
+    CHECK(chain_narrow_send_move(&narrow, &env.txm[FX_TRAINER], &run.run_id, &party, &mv, &r) == 0);
+    chain_receipt_free(&r);
+    g = game_of(&run);
+    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_TRAINER_LOST);
+    fx_run_free(&run);
+}
+
+/* The trainer stops answering in the middle of level 2; nobody posting at
+ * all; the refusals by name on the way. */
+static void test_withholding(void)
+{
+    fx_run run;
+    chain_buf data;
+    chain_buf_init(&data);
+    CHECK(run_to_verdict(&run, &liar, &honest) == 0);
+    chain_narrow_post pt = post_of(&run, &liar, FX_TRAINER), pa = post_of(&run, &honest, FX_AUDITOR);
+    CHECK(chain_narrow_encode_post(&data, &run.run_id, &pt) == 0);
+    CHECK_REVERT(FX_OUTSIDER, &data, "NotParty");
+    CHECK(post(&run, &pt, FX_TRAINER, NULL) == 0);
+    CHECK_REVERT(FX_TRAINER, &data, "AlreadyMoved");
+    chain_buf_free(&data);
+    CHECK(post(&run, &pa, FX_AUDITOR, NULL) == 0);
+    int m;
+    CHECK(move(&run, &honest, FX_AUDITOR, NULL, &m) == 0 && m); /* the trainer is silent */
+    chain_narrow_game g = game_of(&run);
+    chain_buf_init(&data);
+    CHECK(chain_narrow_encode_descend(&data, &run.run_id, g.round + 1, &honest.trace_root, &honest.trace_root) == 0);
+    CHECK_REVERT(FX_TRAINER, &data, "WrongRound");
+    chain_buf_free(&data);
+    chain_buf_init(&data);
+    CHECK(chain_narrow_encode_timeout(&data, &run.run_id) == 0);
+    CHECK_REVERT(FX_OUTSIDER, &data, "NotExpired");
+    CHECK(fx_warp(&env, MOVE_TIMEOUT + 1) == 0);
+    chain_receipt r;
+    CHECK(chain_narrow_timeout(&narrow, &env.txm[FX_OUTSIDER], &run.run_id, &r) == 0);
+    printf("gas: timeout (a party lost) %" PRIu64 "\n", r.gas_used);
+    chain_receipt_free(&r);
+    g = game_of(&run);
+    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_TRAINER_LOST);
+    CHECK_REVERT(FX_OUTSIDER, &data, "NotExpired"); /* ended */
+    chain_buf_free(&data);
+    fx_run_free(&run);
+
+    CHECK(run_to_verdict(&run, &liar, &honest) == 0);
+    CHECK(chain_narrow_start(&narrow, &env.txm[FX_OUTSIDER], &run.run_id, &r) == 0);
+    printf("gas: start %" PRIu64 "\n", r.gas_used);
+    chain_receipt_free(&r);
+    CHECK(fx_warp(&env, MOVE_TIMEOUT + 1) == 0);
+    CHECK(chain_narrow_timeout(&narrow, &env.txm[FX_OUTSIDER], &run.run_id, NULL) == 0);
+    CHECK_EQ_U64(game_of(&run).outcome, CHAIN_NARROW_BOTH_SILENT);
+    fx_run_free(&run);
+}
+
+/* Start before the step game's verdict is due; records that differ apart
+ * from their root; site counts that differ; leaves K with different batch
+ * hashes; a record that names another site than its place. */
+static void test_other_ends(void)
+{
+    fx_run run;
+    memset(&run, 0, sizeof run);
+    chain_arb_params p;
+    fx_params(&env, &p, 5, MOVE_TIMEOUT, 1000, 2000);
+    CHECK(fx_open(&env, &run, &p, NULL) == 0);
+    chain_buf data;
+    chain_buf_init(&data);
+    CHECK(chain_narrow_encode_start(&data, &run.run_id) == 0);
+    CHECK_REVERT(FX_OUTSIDER, &data, "NotAwaitingVerdict");
+    chain_buf_free(&data);
+
+    static party_step other;
+    honest_step(&other);
+    other.out[sc.fault_site][sc.fault_element] += 1.0f;
+    other.state[0][1] += 1.0f;
+    hash_all(&other, "matmul.bwd"); /* site 7's record names another op */
+    CHECK(run_to_verdict(&run, &other, &honest) == 0);
+    CHECK(play(&run, &other, &honest, NULL) == 0);
+    chain_narrow_game g = game_of(&run);
+    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_ITEMS_DIFFER);
+    CHECK_EQ_U64(g.index, sc.fault_site);
+    CHECK_EQ_U64(g.block, CHAIN_NARROW_NO_BLOCK);
+    fx_run_free(&run);
+    free_step(&other);
+
+    CHECK(run_to_verdict(&run, &liar, &honest) == 0);
+    chain_narrow_post pt = post_of(&run, &liar, FX_TRAINER), pa = post_of(&run, &honest, FX_AUDITOR);
+    pt.sites = sc.nsites + 1;
+    CHECK(post(&run, &pt, FX_TRAINER, NULL) == 0 && post(&run, &pa, FX_AUDITOR, NULL) == 0);
+    CHECK_EQ_U64(game_of(&run).outcome, CHAIN_NARROW_COUNTS_DIFFER);
+    fx_run_free(&run);
+
+    /* the leaves K disagree on the batch: the auditor posts its preimage
+     * alone and the narrowing ends InputsDiffer, nobody losing */
+    auditor_batch_differs = true;
+    CHECK(run_to_verdict(&run, &liar, &honest) == 0);
+    auditor_batch_differs = false;
+    pt = post_of(&run, &liar, FX_TRAINER);
+    pa = (chain_narrow_post){.leaf = run.auditor.pre[sc.step]};
+    CHECK(post(&run, &pt, FX_TRAINER, NULL) == 0 && post(&run, &pa, FX_AUDITOR, NULL) == 0);
+    CHECK_EQ_U64(game_of(&run).outcome, CHAIN_NARROW_INPUTS_DIFFER);
+    fx_run_free(&run);
+
+    /* a trace whose record at the differing site names another site: the
+     * record is under the liar's root, and still loses (BadItem) */
+    static party_step misnumbered;
+    honest_step(&misnumbered);
+    fault_trace(&misnumbered);
+    misnumbered.rec[sc.fault_site][0] = (uint8_t)(sc.fault_site + 1);
+    ovt_tree_leaf(&misnumbered.rec_hash[sc.fault_site], misnumbered.rec[sc.fault_site],
+                  misnumbered.rec_len[sc.fault_site]);
+    hash_trace(&misnumbered);
+    CHECK(run_to_verdict(&run, &misnumbered, &honest) == 0);
+    CHECK(play(&run, &misnumbered, &honest, NULL) == 0);
+    g = game_of(&run);
+    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_TRAINER_LOST);
+    CHECK_EQ_U64(g.stage, CHAIN_NARROW_STAGE_TRACE);
+    CHECK_EQ_U64(g.index, sc.fault_site);
+    fx_run_free(&run);
+    free_step(&misnumbered);
+}
+
+/* A synthetic step: nsites sites, 16 tensors, K = 3; site fault_site's
+ * output is big_n elements, the liar's differs at fault_element; the
+ * honest party's and the liar's steps. */
+static void synthetic_scenario(size_t nsites, size_t fault_site, uint64_t big_n, uint64_t fault_element)
+{
+    free_step(&honest);
+    free_step(&liar);
+    memset(&sc, 0, sizeof sc);
+    sc.nsites = nsites;
+    sc.fault_site = fault_site;
+    sc.big_n = big_n;
+    sc.fault_element = fault_element;
+    sc.nt = SYN_NT;
+    sc.step = 3;
+    tc_rnd_hash(&sc.config_hash);
+    for (size_t t = 0; t < sc.nt; t++)
+        sc.sizes[t] = t == BIG_TENSOR ? BIG_TENSOR_N : 10 + t;
+    static party_step prev;
+    honest_step(&prev); /* state K-1: the honest draws, each tensor's first element moved */
+    for (size_t j = 0; j < 3 * sc.nt; j++) {
+        prev.state[j][0] -= 1.0f;
+        if (trn_state_tensor_digest(&sc.prev_roots[j], TRN_STATE_HASH_TREE, prev.state[j], sc.sizes[j % sc.nt]) != 0)
+            abort();
+    }
+    trn_state_hash_combine(&sc.prev_state_hash, TRN_STATE_HASH_TREE, &sc.config_hash, sc.step - 1, sc.nt,
+                           sc.prev_roots);
+    free_step(&prev);
+    honest_step(&honest);
+    honest_step(&liar);
+    fault_trace(&liar);
+}
+
+/* A real step's trace into p: its records in the trace encoding, the output
+ * roots, and the state after it. */
+static void real_step(party_step *p, const krn_trace *t, const trn_state *st)
+{
+    memset(p, 0, sizeof *p);
+    for (size_t i = 0; i < sc.nsites; i++) {
+        const krn_trace_record *r = krn_trace_record_at(t, i);
+        size_t len = krn_trace_encode(t, i, NULL, 0);
+        p->rec[i] = malloc(len);
+        p->rec_len[i] = krn_trace_encode(t, i, p->rec[i], len);
+        p->rec_hash[i] = r->hash;
+        p->out_root[i] = r->root;
+        p->n[i] = r->n;
+    }
+    hash_trace(p);
+    memcpy(p->sizes, sc.sizes, sizeof p->sizes);
+    trn_state_digests(p->roots, st);
+    trn_state_hash(&p->state_hash, st);
+}
+
+/* One traced gpt2-tiny step of a copy of st0 (flip_site >= 0: one bit of
+ * that site's output flipped, every later site computing from it). */
+static int traced_step(party_step *p, const trn_state *st0, const trn_batch *b, long flip_site)
+{
+    krn_ctx *ctx = NULL;
+    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_RECORD, .grid_bits = 32, .threads = 1};
+    trn_state *st = NULL;
+    trn_workspace *w = NULL;
+    krn_trace *t = NULL;
+    krn_rlog *log = krn_rlog_new();
+    int trace_rc = 0, rc = -1;
+    ovt_hash root;
+    trn_step_info info;
+    if (!log || krn_ctx_new(&ctx, &kc) != 0 || trn_state_clone(&st, st0) != 0 ||
+        trn_workspace_new(&w, &st0->config) != 0 || krn_trace_new(&t, false) != 0)
+        goto out;
+    if (flip_site >= 0)
+        krn_ctx_flip_output_bit(ctx, (uint32_t)flip_site, 0, 3);
+    if (trn_train_step_traced(ctx, w, st, b, log, t, &info, &trace_rc, &root) != 0 || trace_rc != 0)
+        goto out;
+    sc.nsites = krn_trace_count(t);
+    if (sc.nsites > MAX_SITES)
+        goto out;
+    real_step(p, t, st);
+    rc = memcmp(root.b, p->trace_root.b, 32) == 0 ? 0 : -1; /* the trace's own root is the tree here */
+out:
+    if (rc)
+        fprintf(stderr, "traced step: %s\n", ovt_errmsg());
+    krn_trace_free(t);
+    krn_rlog_free(log);
+    trn_workspace_free(w);
+    trn_state_free(st);
+    krn_ctx_free(ctx);
+    return rc;
+}
+
+/* A real gpt2-tiny step (B 4, T 8, the tree stateHash): the liar flips one
+ * bit of a late site's output whose tree is one leaf; the narrowing ends on
+ * that site and its block 0, the claims being the records' output roots,
+ * and the op named by the real record. */
+static void test_gpt2_tiny(void)
+{
+    trn_model_config m;
+    trn_run_config rc;
+    CHECK(trn_model_preset(&m, "gpt2-tiny") == 0);
+    trn_config_default(&rc, &m);
+    rc.seed = 3;
+    rc.warmup_steps = 0;
+    rc.batch_size = 4;
+    rc.seq_len = 8;
+    rc.state_hash = TRN_STATE_HASH_TREE;
+    enum { N = 400 };
+    uint32_t toks[N];
+    for (int i = 0; i < N; i++)
+        toks[i] = (uint32_t)((i * 37 + i / 5) % m.vocab);
+    uint8_t *buf;
+    size_t len;
+    data_tokens tokens;
+    data_token_batch tb;
+    CHECK(data_tokens_encode(toks, N, m.vocab, &buf, &len) == 0 && data_tokens_parse(&tokens, buf, len) == 0);
+    free(buf);
+    rc.dataset_hash = tokens.hash;
+    CHECK(data_token_batch_get(&tb, &tokens, rc.seed, 1, rc.batch_size, rc.seq_len) == 0);
+    trn_batch b = {.B = tb.B, .T = tb.T, .inputs = tb.inputs, .targets = tb.targets};
+    trn_state *st0;
+    CHECK(trn_state_new(&st0, &rc) == 0);
+    trn_state_init(st0);
+
+    memset(&sc, 0, sizeof sc);
+    sc.step = 1;
+    sc.config_hash = st0->config_hash;
+    sc.nt = st0->layout.count;
+    CHECK(sc.nt <= MAX_NT);
+    for (size_t i = 0; i < sc.nt; i++)
+        sc.sizes[i] = st0->layout.t[i].size;
+    trn_state_digests(sc.prev_roots, st0);
+    trn_state_hash(&sc.prev_state_hash, st0);
+
+    static party_step real_honest, real_liar;
+    CHECK(traced_step(&real_honest, st0, &b, -1) == 0);
+    size_t site = sc.nsites; /* the last site past the middle whose output is one leaf of 64 or more */
+    for (size_t i = sc.nsites - 2; i >= sc.nsites / 2 && site == sc.nsites; i--)
+        if (real_honest.n[i] >= 64 && real_honest.n[i] * 4 <= OVT_TREE_LEAF_BYTES)
+            site = i;
+    CHECK(site < sc.nsites);
+    CHECK(traced_step(&real_liar, st0, &b, (long)site) == 0);
+    printf("gpt2-tiny: %zu sites, %zu tensors; the liar flips site %zu (%.*s, %" PRIu64 " elements)\n", sc.nsites,
+           sc.nt, site, (int)real_honest.rec[site][4], (const char *)real_honest.rec[site] + 5, real_honest.n[site]);
+
+    fx_run run;
+    CHECK(run_to_verdict(&run, &real_liar, &real_honest) == 0);
+    CHECK(play(&run, &real_liar, &real_honest, NULL) == 0);
+    chain_narrow_game g = game_of(&run);
+    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_NARROWED);
+    CHECK_EQ_U64(g.item_stage, CHAIN_NARROW_STAGE_TRACE);
+    CHECK_EQ_U64(g.item, site);
+    CHECK_EQ_U64(g.block, 0);
+    CHECK_MEM(g.trainer_side.node.b, real_liar.out_root[site].b, 32);
+    CHECK_MEM(g.auditor_side.node.b, real_honest.out_root[site].b, 32);
+    CHECK_EQ_U64(g.auditor_side.elements, real_honest.n[site]);
+    const uint8_t *rec = real_honest.rec[site]; /* u32 site, u8 length, the op's name */
+    CHECK(rec[4] <= 32 && memcmp(g.op.b, rec + 5, rec[4]) == 0);
+    fx_run_free(&run);
+    free_step(&real_honest);
+    free_step(&real_liar);
+    trn_state_free(st0);
+    data_token_batch_free(&tb);
+    data_tokens_free(&tokens);
+}
+
+int main(void)
+{
+    if (fx_start(&env) != 0)
+        return 1;
+    fx_seed(42);
+    chain_receipt r;
+    if (chain_narrow_deploy(&narrow, &env.txm[FX_OPENER], &env.arb.address, &r) != 0) {
+        fprintf(stderr, "%s\n", ovt_errmsg());
+        fx_stop(&env);
+        return 1;
+    }
+    printf("gas: deploy OvtNarrow %" PRIu64 "\n", r.gas_used);
+    chain_receipt_free(&r);
+    /* site 7's output 6 leaves, the liar's differs in leaf 4 */
+    synthetic_scenario(SYN_SITES, 7, 5u * 16384u + 100u, 4u * 16384u + 9u);
+    CHECK_RUN(test_honest_path());
+    CHECK_RUN(test_state_path());
+    CHECK_RUN(test_bad_post(0));
+    CHECK_RUN(test_bad_post(1));
+    CHECK_RUN(test_bad_post(2));
+    CHECK_RUN(test_bad_move(CHAIN_NARROW_STAGE_TRACE, CHAIN_NARROW_PHASE_REVEALING));
+    CHECK_RUN(test_bad_move(CHAIN_NARROW_STAGE_OUTPUT, CHAIN_NARROW_PHASE_DESCENDING));
+    CHECK_RUN(test_withholding());
+    CHECK_RUN(test_other_ends());
+    free_step(&honest);
+    free_step(&liar);
+    CHECK_RUN(test_gpt2_tiny());
+    /* gpt2-small's 741 sites; a 64 MiB output (1024 leaves) at site 600, the liar's leaf 777 */
+    synthetic_scenario(741, 600, 1024u * 16384u, 777u * 16384u + 5u);
+    CHECK_RUN(test_honest_path());
+    free_step(&honest);
+    free_step(&liar);
+    fx_stop(&env);
+    return check_done();
+}
