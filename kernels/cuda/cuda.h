@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/bytes.h"
+#include "kernels/cuda/gemm_plan.h"
 #include "kernels/site.h"
 
 int krn_cuda_matmul_forward(krn_ctx *ctx, float *out, const float *inp, const float *weight,
@@ -100,5 +102,33 @@ int krn_cuda_adamw_corrections(krn_ctx *ctx, float *bc1, float *bc2, float beta1
 int krn_cuda_adamw_update(krn_ctx *ctx, float *params, float *m, float *v, const float *grads,
                      float bc1, float bc2, float lr, float beta1, float beta2, float eps,
                      float weight_decay, float grad_scale, size_t n);
+
+/* The tensor tree root (common/tree.h) of len bytes of device memory
+ * (bytes: a device pointer; NULL allowed when len is 0): every leaf hashed
+ * on its own thread, the levels reduced on the device, only the 32-byte
+ * root copied back (kernels/cuda/tree_hash.cu, common/sha256_hd.h). A
+ * tensor of floats is hashed as its little-endian words, which is device
+ * memory order. Uses the ctx's device buffers; OVT_ENOMEM, OVT_EIO. */
+int krn_cuda_tree_root(krn_ctx *ctx, ovt_hash *root, const void *bytes, size_t len) OVT_MUST_USE;
+
+/* For tests and benchmarks: one product on the device from host operands
+ * (stored as krn_cpu_gemm says; old NULL or m x n FP32 added after the
+ * last chunk), by path, with the batched path's scratch budget in doubles
+ * (0: the default). The operands are uploaded once, the product runs reps
+ * times (at least once), out (m x n, host) receives its value and
+ * *seconds (NULL: not wanted) the fastest run's device time. */
+typedef struct {
+    bool ta;
+    const double *a;
+    size_t lda;
+    bool tb;
+    const double *b;
+    size_t ldb;
+    const float *old;
+    size_t m, n, k;
+} krn_cuda_gemm_case;
+
+int krn_cuda_gemm_probe(krn_ctx *ctx, krn_cuda_gemm_path path, size_t budget, const krn_cuda_gemm_case *c,
+                        double *out, int reps, double *seconds) OVT_MUST_USE;
 
 #endif
