@@ -111,6 +111,13 @@ int krn_cuda_adamw_update(krn_ctx *ctx, float *params, float *m, float *v, const
  * memory order. Uses the ctx's device buffers; OVT_ENOMEM, OVT_EIO. */
 int krn_cuda_tree_root(krn_ctx *ctx, ovt_hash *root, const void *bytes, size_t len) OVT_MUST_USE;
 
+/* The roots of count >= 1 tensors at once (a state's digests: params, m and
+ * v of every tensor, trainer/state_hash.c): roots[t] the tree root of
+ * lens[t] bytes at the device pointer bytes[t], in 1 + levels launches
+ * whatever the count (kernels/cuda/tree_plan.h). */
+int krn_cuda_tree_roots(krn_ctx *ctx, ovt_hash *roots, const void *const *bytes, const size_t *lens,
+                        size_t count) OVT_MUST_USE;
+
 /* For tests and benchmarks: one product on the device from host operands
  * (stored as krn_cpu_gemm says; old NULL or m x n FP32 added after the
  * last chunk), by path, with the batched path's scratch budget in doubles

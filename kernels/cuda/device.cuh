@@ -10,6 +10,7 @@ extern "C" {
 #include "kernels/cuda/cuda.h"
 #include "kernels/cuda/gemm_plan.h"
 #include "kernels/cuda/shape.h"
+#include "kernels/cuda/tree_plan.h"
 #include "kernels/ops.h"
 #include "kernels/reduce.h"
 #include "kernels/site_ctx.h"
@@ -26,7 +27,7 @@ enum {
     DEV_TOK, DEV_TOK2, DEV_TOK3,
     DEV_SITE_FLAG, DEV_SITE_OFFS, DEV_SITE_IDX, DEV_SITE_X, DEV_SITE_TAU, DEV_SITE_VAL,
     DEV_SITE_LIDX, DEV_SITE_LX, DEV_SITE_LTAU, DEV_SITE_LVAL, DEV_SITE_SCAN, DEV_SITE_COUNT,
-    DEV_TREE_A, DEV_TREE_B,
+    DEV_TREE_A, DEV_TREE_B, DEV_TREE_META,
     DEV_NSLOTS
 };
 

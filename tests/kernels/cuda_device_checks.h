@@ -12,7 +12,8 @@
  *    are exact but differ by 2^60 in scale, so only the contract's chunk
  *    order gives the CPU's bits;
  *  - the tree root of device memory (krn_cuda_tree_root) against the
- *    host's ovt_tree_root_le32 on random buffers of 0 bytes to 5 MB. */
+ *    host's ovt_tree_root_le32 on random buffers of 0 bytes to 5 MB, and
+ *    the roots of twelve tensors at once (krn_cuda_tree_roots). */
 
 #if defined(OVT_TEST_CUDA) && defined(OVT_HAVE_CUDA)
 #include <cuda_runtime.h>
@@ -142,6 +143,21 @@ static void test_cuda_tree_root(void)
     CHECK(krn_cuda_tree_root(ctx, &again, dev, 3 * K) == 0 && ovt_tree_root_le32(&want, host, 3 * K) == 0);
     CHECK(memcmp(again.b, want.b, 32) == 0);
     CHECK(krn_cuda_tree_root(ctx, &again, NULL, 8) == OVT_EINVAL);
+    /* many tensors at once, as a state's digests: views of the buffer at
+     * word offsets, sizes from empty to 40 leaves */
+    const size_t many[] = {3072, 0, 4, K, K + 4, 3 * K + 8, 2 * K, 17 * K - 4, 5 * K, 12, 40 * K, 768 * 4};
+    const size_t count = sizeof many / sizeof many[0];
+    const void *views[sizeof many / sizeof many[0]];
+    ovt_hash roots[sizeof many / sizeof many[0]];
+    for (size_t t = 0; t < count; t++)
+        views[t] = (const char *)dev + 4 * t;
+    int rc = krn_cuda_tree_roots(ctx, roots, views, many, count);
+    CHECK_MSG(rc == 0, "%s", ovt_errmsg());
+    for (size_t t = 0; t < count; t++) {
+        CHECK(ovt_tree_root_le32(&want, (const char *)host + 4 * t, many[t]) == 0);
+        CHECK_MSG(memcmp(want.b, roots[t].b, 32) == 0, "tensor %zu of %zu (%zu bytes): device root differs", t, count,
+                  many[t]);
+    }
     cudaFree(dev);
     free(host);
     krn_ctx_free(ctx);

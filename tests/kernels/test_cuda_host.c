@@ -13,13 +13,19 @@
  *    scratch and out, on shapes with K < 128, one chunk, a short last
  *    chunk, tiles and groups forced by small budgets; the plan of every
  *    gpt2-small product at B=16 T=1024 within its budget; the overflow
- *    and stride checks; the OVT_CUDA_GEMM switch. */
+ *    and stride checks; the OVT_CUDA_GEMM switch;
+ *  - the tree roots of many tensors at once (kernels/cuda/tree_plan.h):
+ *    the device's walk, leaf kernel then one level kernel after another,
+ *    run on the host with the same code gives every tensor's root by
+ *    common/tree.c. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "check.h"
+#include "common/tree.h"
 #include "kernels/cuda/gemm_plan.h"
 #include "kernels/cuda/shape.h"
+#include "kernels/cuda/tree_plan.h"
 #include "kernels/grid_bits.h"
 #include "kernels/ops.h"
 #include "kernels/reduce.h"
@@ -592,6 +598,79 @@ static void test_tree_shape(void)
     CHECK(krn_cuda_tree_blocks((size_t)1 << 40) == KRN_CUDA_MAX_BLOCKS);
 }
 
+/* The walk of tree_hash.cu on the host: every leaf kernel thread, then
+ * every level kernel thread, level by level, between two buffers. */
+static void tree_walk_on_host(ovt_hash *roots, const uint8_t *const *bytes, const size_t *lens, size_t count)
+{
+    krn_cuda_tree_plan p;
+    CHECK(krn_cuda_tree_plan_make(&p, lens, count) == 0);
+    const size_t *row0 = krn_cuda_tree_level(&p, 0);
+    uint8_t *cur = malloc(32 * row0[count]), *next = malloc(32 * row0[count]);
+    for (size_t j = 0; j < row0[count]; j++)
+        krn_cuda_tree_leaf(cur, bytes, lens, row0, count, j);
+    for (size_t l = 1; l <= p.levels; l++) {
+        const size_t *up = krn_cuda_tree_level(&p, l);
+        for (size_t j = 0; j < up[count]; j++)
+            krn_cuda_tree_node(next, cur, krn_cuda_tree_level(&p, l - 1), up, count, j);
+        uint8_t *t = cur;
+        cur = next;
+        next = t;
+    }
+    CHECK(krn_cuda_tree_level(&p, p.levels)[count] == count); /* one node per tensor */
+    for (size_t t = 0; t < count; t++)
+        memcpy(roots[t].b, cur + 32 * t, 32);
+    free(cur);
+    free(next);
+    krn_cuda_tree_plan_free(&p);
+}
+
+static void test_tree_roots(void)
+{
+    const size_t K = OVT_TREE_LEAF_BYTES;
+    /* a state's mix: empty, tiny, exactly one leaf, odd and even leaf counts, deep */
+    const size_t lens[] = {3072, 0, 4, K, K + 4, 3 * K + 8, 2 * K, 17 * K - 4, 5 * K, 12, 33 * K};
+    const size_t count = sizeof lens / sizeof lens[0];
+    const uint8_t *bytes[sizeof lens / sizeof lens[0]];
+    float *all = malloc((33 * K + 16) * sizeof(float));
+    for (size_t i = 0; i < 33 * K / 4 + 4; i++)
+        all[i] = (float)(uni(5, i) - 0.5);
+    for (size_t t = 0; t < count; t++) /* overlapping views of one buffer, at word offsets */
+        bytes[t] = (const uint8_t *)(all + t);
+    ovt_hash roots[sizeof lens / sizeof lens[0]];
+    tree_walk_on_host(roots, bytes, lens, count);
+    for (size_t t = 0; t < count; t++) {
+        /* tree.c's root of the bytes as they lie (ovt_tree_root_le32 on a
+         * little-endian host; a big-endian one runs this test too) */
+        size_t n = ovt_tree_leaves(lens[t]);
+        ovt_hash *leaves = malloc(n * sizeof *leaves), want;
+        for (size_t i = 0; i < n; i++) {
+            size_t off = i * (size_t)K;
+            ovt_tree_leaf(&leaves[i], bytes[t] + off, lens[t] - off < K ? lens[t] - off : K);
+        }
+        ovt_tree_root_of_leaves(&want, leaves, n);
+        free(leaves);
+        CHECK_MSG(memcmp(want.b, roots[t].b, 32) == 0, "tensor %zu (%zu bytes): root differs", t, lens[t]);
+    }
+    /* one tensor alone: the same root as among the others */
+    ovt_hash one;
+    tree_walk_on_host(&one, &bytes[7], &lens[7], 1);
+    CHECK(memcmp(one.b, roots[7].b, 32) == 0);
+    /* the layout: 33 leaves take 6 levels; the owner of each node */
+    krn_cuda_tree_plan p;
+    CHECK(krn_cuda_tree_plan_make(&p, lens, count) == 0);
+    CHECK(p.levels == 6 && krn_cuda_tree_level(&p, 0)[count] == 1 + 1 + 1 + 1 + 2 + 4 + 2 + 17 + 5 + 1 + 33);
+    const size_t *row0 = krn_cuda_tree_level(&p, 0);
+    size_t wrong = 0;
+    for (size_t j = 0; j < row0[count]; j++) {
+        size_t t = krn_cuda_tree_owner(row0, count, j);
+        wrong += !(row0[t] <= j && j < row0[t + 1]);
+    }
+    CHECK(wrong == 0);
+    krn_cuda_tree_plan_free(&p);
+    CHECK(krn_cuda_tree_plan_make(&p, lens, 0) == OVT_EINVAL && p.offs == NULL);
+    free(all);
+}
+
 int main(void)
 {
     CHECK_RUN(test_shapes());
@@ -599,6 +678,7 @@ int main(void)
     CHECK_RUN(test_gemm_plan_gpt2_small());
     CHECK_RUN(test_gemm_plan_errors());
     CHECK_RUN(test_tree_shape());
+    CHECK_RUN(test_tree_roots());
     CHECK_RUN(test_sparse_misuse());
     for (uint64_t seed = 1; seed <= 3; seed++)
         CHECK_RUN(test_sparse_matches_site(seed));
