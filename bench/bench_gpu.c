@@ -169,20 +169,21 @@ static size_t resident_products(krn_ctx *ctx, const shape *sh, size_t ns, size_t
         size_t most = N * (C > OC ? C : OC) > OC * C ? N * (C > OC ? C : OC) : OC * C;
         double *o1 = malloc(most * sizeof *o1), *o2 = malloc(most * sizeof *o2);
         /* forward (N,OC) over C; input gradient (N,C) over OC; weight gradient (OC,C) over N */
-        const krn_cuda_gemm_case cases[3] = {{false, a, C, true, w, C, NULL, N, OC, C},
-                                             {false, g, OC, false, w, C, NULL, N, C, OC},
-                                             {true, g, OC, false, a, C, NULL, OC, C, N}};
+        const krn_gemm_in cases[3] = {{.a = a, .lda = C, .tb = true, .b = w, .ldb = C},
+                                      {.a = g, .lda = OC, .b = w, .ldb = C},
+                                      {.ta = true, .a = g, .lda = OC, .b = a, .ldb = C}};
+        const size_t dims[3][3] = {{N, OC, C}, {N, C, OC}, {OC, C, N}}; /* m, n, k */
         for (int q = 0; q < 3 && o1 && o2; q++) {
             double t1 = 0, t2 = 0;
-            const krn_cuda_gemm_case *c = &cases[q];
-            if (krn_cuda_gemm_probe(ctx, KRN_CUDA_GEMM_BATCHED, 0, c, o1, reps, &t1) ||
-                krn_cuda_gemm_probe(ctx, KRN_CUDA_GEMM_PER_CHUNK, 0, c, o2, reps, &t2)) {
+            size_t m = dims[q][0], n = dims[q][1], k = dims[q][2];
+            if (krn_cuda_gemm_probe(ctx, KRN_CUDA_GEMM_BATCHED, 0, &cases[q], m, n, k, o1, reps, &t1) ||
+                krn_cuda_gemm_probe(ctx, KRN_CUDA_GEMM_PER_CHUNK, 0, &cases[q], m, n, k, o2, reps, &t2)) {
                 fprintf(stderr, "bench_gpu: %s\n", ovt_errmsg());
                 exit(1);
             }
             *t_batched += t1;
             *t_per_chunk += t2;
-            for (size_t i = 0; i < c->m * c->n; i++)
+            for (size_t i = 0; i < m * n; i++)
                 differ += memcmp(&o1[i], &o2[i], sizeof o1[i]) != 0;
         }
         if (!o1 || !o2) {

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "common/bytes.h"
+#include "kernels/chunked_gemm.h"
 #include "kernels/cuda/gemm_plan.h"
 #include "kernels/site.h"
 
@@ -118,24 +119,13 @@ int krn_cuda_tree_root(krn_ctx *ctx, ovt_hash *root, const void *bytes, size_t l
 int krn_cuda_tree_roots(krn_ctx *ctx, ovt_hash *roots, const void *const *bytes, const size_t *lens,
                         size_t count) OVT_MUST_USE;
 
-/* For tests and benchmarks: one product on the device from host operands
- * (stored as krn_cpu_gemm says; old NULL or m x n FP32 added after the
- * last chunk), by path, with the batched path's scratch budget in doubles
- * (0: the default). The operands are uploaded once, the product runs reps
- * times (at least once), out (m x n, host) receives its value and
- * *seconds (NULL: not wanted) the fastest run's device time. */
-typedef struct {
-    bool ta;
-    const double *a;
-    size_t lda;
-    bool tb;
-    const double *b;
-    size_t ldb;
-    const float *old;
-    size_t m, n, k;
-} krn_cuda_gemm_case;
-
-int krn_cuda_gemm_probe(krn_ctx *ctx, krn_cuda_gemm_path path, size_t budget, const krn_cuda_gemm_case *c,
-                        double *out, int reps, double *seconds) OVT_MUST_USE;
+/* For tests and benchmarks: one product on the device, out (m x n, host)
+ * = op(a) op(b) (+ old), from host operands as krn_chunked_gemm_in takes
+ * them (FP64 b only: bf and bnorms NULL), by path, with the batched path's
+ * scratch budget in doubles (0: the default). The operands are uploaded
+ * once, the product runs reps times (at least once), out receives its
+ * value and *seconds (NULL: not wanted) the fastest run's device time. */
+int krn_cuda_gemm_probe(krn_ctx *ctx, krn_cuda_gemm_path path, size_t budget, const krn_gemm_in *in, size_t m,
+                        size_t n, size_t k, double *out, int reps, double *seconds) OVT_MUST_USE;
 
 #endif

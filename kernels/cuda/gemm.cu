@@ -146,30 +146,32 @@ static void probe_free(probe_bufs *p)
     cudaFree(p->old);
 }
 
-static int probe_upload(probe_bufs *p, const krn_cuda_gemm_case *c)
+static int probe_upload(probe_bufs *p, const krn_gemm_in *in, size_t m, size_t n, size_t k)
 {
-    size_t na = (c->ta ? c->k : c->m) * c->lda, nb = (c->tb ? c->n : c->k) * c->ldb, no = c->m * c->n;
+    size_t na = (in->ta ? k : m) * in->lda, nb = (in->tb ? n : k) * in->ldb, no = m * n;
     int rc;
     if ((rc = krn_dev_check(cudaMalloc(&p->a, (na ? na : 1) * sizeof(double)), "probe: a")) ||
         (rc = krn_dev_check(cudaMalloc(&p->b, (nb ? nb : 1) * sizeof(double)), "probe: b")) ||
         (rc = krn_dev_check(cudaMalloc(&p->out, (no ? no : 1) * sizeof(double)), "probe: out")) ||
-        (c->old && (rc = krn_dev_check(cudaMalloc(&p->old, (no ? no : 1) * sizeof(float)), "probe: old"))))
+        (in->old && (rc = krn_dev_check(cudaMalloc(&p->old, (no ? no : 1) * sizeof(float)), "probe: old"))))
         return rc;
-    if ((rc = krn_dev_put(p->a, c->a, na * sizeof(double))) || (rc = krn_dev_put(p->b, c->b, nb * sizeof(double))))
+    if ((rc = krn_dev_put(p->a, in->a, na * sizeof(double))) || (rc = krn_dev_put(p->b, in->b, nb * sizeof(double))))
         return rc;
-    return c->old ? krn_dev_put(p->old, c->old, no * sizeof(float)) : 0;
+    return in->old ? krn_dev_put(p->old, in->old, no * sizeof(float)) : 0;
 }
 
-extern "C" int krn_cuda_gemm_probe(krn_ctx *ctx, krn_cuda_gemm_path path, size_t budget, const krn_cuda_gemm_case *c,
-                                   double *out, int reps, double *seconds)
+extern "C" int krn_cuda_gemm_probe(krn_ctx *ctx, krn_cuda_gemm_path path, size_t budget, const krn_gemm_in *in,
+                                   size_t m, size_t n, size_t k, double *out, int reps, double *seconds)
 {
     krn_dev *d = krn_dev_of(ctx);
     if (!d)
         return ovt_fail(OVT_EINVAL, "gemm probe: the ctx is not a cuda ctx");
+    if (in->bf || in->bnorms || !in->b)
+        return ovt_fail(OVT_EINVAL, "gemm probe: FP64 operands only (b set, bf and bnorms NULL)");
     probe_bufs p = {NULL, NULL, NULL, NULL};
     cudaEvent_t e0 = NULL, e1 = NULL;
     float best = 0;
-    int rc = probe_upload(&p, c);
+    int rc = probe_upload(&p, in, m, n, k);
     if (!rc)
         rc = krn_dev_check(cudaEventCreate(&e0), "probe: event");
     if (!rc)
@@ -177,8 +179,8 @@ extern "C" int krn_cuda_gemm_probe(krn_ctx *ctx, krn_cuda_gemm_path path, size_t
     for (int r = 0; r < (reps > 0 ? reps : 1) && !rc; r++) {
         float ms = 0;
         if ((rc = krn_dev_check(cudaEventRecord(e0), "probe: event")) ||
-            (rc = krn_cuda_gemm_path_run(d, path, budget, p.out, c->ta, p.a, c->lda, c->tb, p.b, c->ldb, p.old, c->m,
-                                         c->n, c->k)) ||
+            (rc = krn_cuda_gemm_path_run(d, path, budget, p.out, in->ta, p.a, in->lda, in->tb, p.b, in->ldb, p.old,
+                                         m, n, k)) ||
             (rc = krn_dev_check(cudaEventRecord(e1), "probe: event")) ||
             (rc = krn_dev_check(cudaEventSynchronize(e1), "probe: event")) ||
             (rc = krn_dev_check(cudaEventElapsedTime(&ms, e0, e1), "probe: timing")))
@@ -186,7 +188,7 @@ extern "C" int krn_cuda_gemm_probe(krn_ctx *ctx, krn_cuda_gemm_path path, size_t
         best = r == 0 || ms < best ? ms : best;
     }
     if (!rc)
-        rc = krn_dev_get(out, p.out, c->m * c->n * sizeof(double));
+        rc = krn_dev_get(out, p.out, m * n * sizeof(double));
     if (seconds)
         *seconds = rc ? 0 : best / 1e3;
     if (e0)

@@ -8,6 +8,8 @@
 
 #include <stdlib.h>
 
+#define TREE_LAUNCH(n) <<<krn_cuda_blocks_of(n, KRN_CUDA_TREE_THREADS), KRN_CUDA_TREE_THREADS>>>
+
 static __global__ void leaf_kernel(uint8_t *hashes, const uint8_t *const *bytes, const size_t *lens,
                                    const size_t *row0, size_t count)
 {
@@ -62,13 +64,12 @@ static int hash_levels(krn_dev *d, const krn_cuda_tree_plan *p, const void *cons
     uint8_t *cur = dev_array<uint8_t>(d, DEV_TREE_A, 32 * leaves), *next = dev_array<uint8_t>(d, DEV_TREE_B, 32 * above);
     if (!cur || !next)
         return OVT_ENOMEM;
-    leaf_kernel<<<krn_cuda_tree_blocks(leaves), KRN_CUDA_TREE_THREADS>>>(cur, dbytes, dlens, doffs, p->count);
+    leaf_kernel TREE_LAUNCH(leaves)(cur, dbytes, dlens, doffs, p->count);
     rc = krn_dev_check(cudaGetLastError(), "tree leaves");
     const size_t row = p->count + 1;
     for (size_t l = 1; rc == 0 && l <= p->levels; l++) {
         size_t nodes = krn_cuda_tree_level(p, l)[p->count];
-        level_kernel<<<krn_cuda_tree_blocks(nodes), KRN_CUDA_TREE_THREADS>>>(next, cur, doffs + (l - 1) * row,
-                                                                             doffs + l * row, p->count);
+        level_kernel TREE_LAUNCH(nodes)(next, cur, doffs + (l - 1) * row, doffs + l * row, p->count);
         rc = krn_dev_check(cudaGetLastError(), "tree level");
         uint8_t *t = cur;
         cur = next;

@@ -53,10 +53,10 @@ static void dc_gemm_case(krn_ctx *ctx, bool ta, bool tb, size_t m, size_t n, siz
     }
     double *batched = malloc((m * n + 1) * sizeof(double)), *per_chunk = malloc((m * n + 1) * sizeof(double));
     double *cpu = malloc((m * n + 1) * sizeof(double));
-    krn_cuda_gemm_case c = {ta, a, lda, tb, b, ldb, old, m, n, k};
-    int rc = krn_cuda_gemm_probe(ctx, KRN_CUDA_GEMM_BATCHED, budget, &c, batched, 1, NULL);
+    krn_gemm_in in = {.ta = ta, .a = a, .lda = lda, .tb = tb, .b = b, .ldb = ldb, .old = old};
+    int rc = krn_cuda_gemm_probe(ctx, KRN_CUDA_GEMM_BATCHED, budget, &in, m, n, k, batched, 1, NULL);
     CHECK_MSG(rc == 0, "batched: %s", ovt_errmsg());
-    rc = krn_cuda_gemm_probe(ctx, KRN_CUDA_GEMM_PER_CHUNK, 0, &c, per_chunk, 1, NULL);
+    rc = krn_cuda_gemm_probe(ctx, KRN_CUDA_GEMM_PER_CHUNK, 0, &in, m, n, k, per_chunk, 1, NULL);
     CHECK_MSG(rc == 0, "per-chunk: %s", ovt_errmsg());
     krn_cpu be = {KRN_BACKEND_CPU, 7, 1, KRN_CPU_GEMM_BEST, NULL};
     CHECK(krn_chunked_gemm(&be, cpu, ta, a, lda, tb, b, ldb, m, n, k) == 0);
@@ -88,14 +88,21 @@ static void dc_gemm_case(krn_ctx *ctx, bool ta, bool tb, size_t m, size_t n, siz
     free(cpu);
 }
 
-static void test_cuda_gemm_paths(void)
+/* A cuda ctx, or NULL after a failed check. */
+static krn_ctx *dc_ctx(void)
 {
     krn_config cfg = {.backend = KRN_BACKEND_CUDA, .mode = KRN_RECORD, .grid_bits = 32};
     krn_ctx *ctx = NULL;
-    if (krn_ctx_new(&ctx, &cfg)) {
-        CHECK_MSG(0, "%s", ovt_errmsg());
+    int rc = krn_ctx_new(&ctx, &cfg);
+    CHECK_MSG(rc == 0, "%s", ovt_errmsg());
+    return rc ? NULL : ctx;
+}
+
+static void test_cuda_gemm_paths(void)
+{
+    krn_ctx *ctx = dc_ctx();
+    if (!ctx)
         return;
-    }
     const struct {
         size_t m, n, k, budget;
     } cases[] = {
@@ -112,19 +119,16 @@ static void test_cuda_gemm_paths(void)
                              adversarial, seed++);
     /* misuse: a stride shorter than its row is refused with a message */
     double a[4] = {0}, b[4] = {0}, out[4];
-    krn_cuda_gemm_case bad = {false, a, 1, false, b, 2, NULL, 2, 2, 2};
-    CHECK(krn_cuda_gemm_probe(ctx, KRN_CUDA_GEMM_BATCHED, 0, &bad, out, 1, NULL) == OVT_EINVAL);
+    krn_gemm_in bad = {.a = a, .lda = 1, .b = b, .ldb = 2};
+    CHECK(krn_cuda_gemm_probe(ctx, KRN_CUDA_GEMM_BATCHED, 0, &bad, 2, 2, 2, out, 1, NULL) == OVT_EINVAL);
     krn_ctx_free(ctx);
 }
 
 static void test_cuda_tree_root(void)
 {
-    krn_config cfg = {.backend = KRN_BACKEND_CUDA, .mode = KRN_RECORD, .grid_bits = 32};
-    krn_ctx *ctx = NULL;
-    if (krn_ctx_new(&ctx, &cfg)) {
-        CHECK_MSG(0, "%s", ovt_errmsg());
+    krn_ctx *ctx = dc_ctx();
+    if (!ctx)
         return;
-    }
     const size_t K = OVT_TREE_LEAF_BYTES;
     const size_t lens[] = {0, 4, 63 * 1024, K, K + 4, 3 * K, 3 * K + 8, 7 * K, 13 * K - 4, 5000000, 64 * K + 12};
     float *host = fx_normal(5000000 / 4 + 4 * K, 77, 1, 1.0);

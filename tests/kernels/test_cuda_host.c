@@ -591,11 +591,12 @@ static void test_gemm_plan_errors(void)
 /* The tree hash's launch shape covers every leaf or node. */
 static void test_tree_shape(void)
 {
-    CHECK(krn_cuda_tree_blocks(0) == 1 && krn_cuda_tree_blocks(1) == 1);
-    CHECK(krn_cuda_tree_blocks(KRN_CUDA_TREE_THREADS) == 1 && krn_cuda_tree_blocks(KRN_CUDA_TREE_THREADS + 1) == 2);
+    const unsigned T = KRN_CUDA_TREE_THREADS;
+    CHECK(krn_cuda_blocks_of(0, T) == 1 && krn_cuda_blocks_of(1, T) == 1);
+    CHECK(krn_cuda_blocks_of(T, T) == 1 && krn_cuda_blocks_of(T + 1, T) == 2);
     /* a 500 MB tensor's 7,630 leaves spread over at least 132 multiprocessors */
-    CHECK(krn_cuda_tree_blocks(7630) >= 132);
-    CHECK(krn_cuda_tree_blocks((size_t)1 << 40) == KRN_CUDA_MAX_BLOCKS);
+    CHECK(krn_cuda_blocks_of(7630, T) >= 132);
+    CHECK(krn_cuda_blocks_of((size_t)1 << 40, T) == KRN_CUDA_MAX_BLOCKS);
 }
 
 /* The walk of tree_hash.cu on the host: every leaf kernel thread, then
