@@ -24,10 +24,12 @@ static __global__ void chunk_sum_kernel(double *out, const double *s, size_t sli
     }
 }
 
+/* out = 0 + old (or 0): the per-chunk path's zero product plus old, so
+ * that an old -0 gives +0 on both paths. */
 static __global__ void fill_kernel(double *out, const float *old, size_t n)
 {
     KRN_GRID_LOOP(i, n)
-    out[i] = old ? (double)old[i] : 0.0;
+    out[i] = old ? __dadd_rn(0.0, (double)old[i]) : 0.0;
 }
 
 /* count products of kc terms, row-major c_j (rows x n, row stride ldc,

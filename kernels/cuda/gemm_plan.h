@@ -65,7 +65,9 @@ int krn_cuda_gemm_plan_make(krn_cuda_gemm_plan *p, bool ta, size_t lda, bool tb,
                             size_t k, size_t budget) OVT_MUST_USE;
 
 /* One launch of a plan, in elements from the start of each array:
- *  FILL   out[c_off + i] = old ? old[c_off + i] : 0 for i < rows * n (k == 0)
+ *  FILL   out[c_off + i] = 0 + old[c_off + i] (with_old) or 0, for i <
+ *         rows * n (k == 0; the addition makes an old -0 a +0, as on the
+ *         per-chunk path)
  *  DGEMM  for j < count: C_j = op(A_j) op(B_j), rows x n over kc terms,
  *         beta = 0, C_j at (into_out ? out : scratch) + c_off + j * slice
  *         (row stride n), A_j at a + a_off + j * stride_a, B_j at b + b_off

@@ -49,7 +49,7 @@ static void dc_gemm_case(krn_ctx *ctx, bool ta, bool tb, size_t m, size_t n, siz
     if (with_old) {
         old = malloc((m * n + 1) * sizeof *old);
         for (size_t i = 0; i < m * n; i++)
-            old[i] = (float)(krn_rng_uniform(seed, 2, KRN_RNG_TEST, i) - 0.5);
+            old[i] = i % 5 == 1 ? -0.0f : (float)(krn_rng_uniform(seed, 2, KRN_RNG_TEST, i) - 0.5);
     }
     double *batched = malloc((m * n + 1) * sizeof(double)), *per_chunk = malloc((m * n + 1) * sizeof(double));
     double *cpu = malloc((m * n + 1) * sizeof(double));

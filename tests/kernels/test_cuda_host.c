@@ -414,7 +414,7 @@ static int emu_launch(void *arg, const krn_cuda_gemm_launch *l)
             if (l->with_old)
                 v += (double)e->old[l->c_off + i];
         } else {
-            v = l->with_old ? (double)e->old[l->c_off + i] : 0.0;
+            v = l->with_old ? 0.0 + (double)e->old[l->c_off + i] : 0.0;
         }
         *o = v;
     }
@@ -467,7 +467,7 @@ static void check_plan_case(bool ta, bool tb, size_t m, size_t n, size_t k, size
     if (with_old) {
         old = malloc((m * n + 1) * sizeof *old);
         for (size_t i = 0; i < m * n; i++)
-            old[i] = (float)(uni(seed + 2, i) - 0.5);
+            old[i] = i % 5 == 1 ? -0.0f : (float)(uni(seed + 2, i) - 0.5); /* -0 + 0 is +0 */
     }
     e.a = a;
     e.b = b;
@@ -510,7 +510,7 @@ static void test_gemm_plan(void)
     uint64_t seed = 10;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (int t = 0; t < 4; t++)
-            check_plan_case(t & 1, t >> 1, cases[c].m, cases[c].n, cases[c].k, cases[c].budget, c % 2 == 0,
+            check_plan_case(t & 1, t >> 1, cases[c].m, cases[c].n, cases[c].k, cases[c].budget, (c + (size_t)t) % 2 == 0,
                             seed++);
     /* the shapes forced what they were meant to */
     krn_cuda_gemm_plan p;
