@@ -12,7 +12,9 @@
 #      ablation on the CPU without the logs (--nearest) and reports the first
 #      step whose state differs from the GPU's;
 #   4. times the matrix products of a GPT-2 step with controlled rounding on the
-#      GPU against plain FP32 and FP64 cuBLAS (bench_gpu);
+#      GPU against plain FP32 and FP64 cuBLAS, the batched products against
+#      OVT_CUDA_GEMM=per-chunk, and the tree hash on the device against the
+#      host (bench_gpu);
 #   5. prints a table; exits 0 only if every replay matched at every step.
 # Environment: OVT_GPU_BUILD (build folder, default build-gpu), STEPS (20),
 # MODELS ("gpt2-tiny gpt2-small llama-tiny resnet-mini"), RESNET_B (16),
@@ -215,6 +217,12 @@ for r in "${rows[@]}"; do echo "$r"; done
 echo "gpt2-small step products: controlled $(g gemm_controlled_ms) ms, plain FP32 cuBLAS $(g gemm_fp32_ms) ms," \
      "plain FP64 cuBLAS $(g gemm_fp64_ms) ms: controlled/FP32 $(g ratio_controlled_over_fp32)x," \
      "controlled/FP64 $(g ratio_controlled_over_fp64)x"
+echo "products, batched (default) against OVT_CUDA_GEMM=per-chunk: controlled $(g gemm_controlled_ms) against" \
+     "$(g gemm_controlled_per_chunk_ms) ms ($(g ratio_controlled_per_chunk_over_batched)x); resident" \
+     "$(g products_batched_ms) against $(g products_per_chunk_ms) ms ($(g ratio_products_per_chunk_over_batched)x)," \
+     "elements whose bits differ: $(g products_elements_differing)"
+echo "tree hash of $(g tree_bytes) bytes: device $(g tree_device_ms) ms, host (1 thread) $(g tree_host_ms) ms" \
+     "($(g ratio_tree_host_over_device)x), roots equal: $(g tree_roots_equal)"
 echo "wall: build $((t_built - t_start)) s, total $((t_end - t_start)) s"
 [ "$ops_status" = PASS ] || [ "$rehearsal" = 1 ] || fail "test_cuda_ops failed (see $out/ops.log)"
 [ $all_ok -eq 1 ] || fail "a replay did not match (see above)"

@@ -14,6 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/bytes.h"
+#include "kernels/chunked_gemm.h"
+#include "kernels/cuda/gemm_plan.h"
 #include "kernels/site.h"
 
 int krn_cuda_matmul_forward(krn_ctx *ctx, float *out, const float *inp, const float *weight,
@@ -100,5 +103,29 @@ int krn_cuda_adamw_corrections(krn_ctx *ctx, float *bc1, float *bc2, float beta1
 int krn_cuda_adamw_update(krn_ctx *ctx, float *params, float *m, float *v, const float *grads,
                      float bc1, float bc2, float lr, float beta1, float beta2, float eps,
                      float weight_decay, float grad_scale, size_t n);
+
+/* The tensor tree root (common/tree.h) of len bytes of device memory
+ * (bytes: a device pointer; NULL allowed when len is 0): every leaf hashed
+ * on its own thread, the levels reduced on the device, only the 32-byte
+ * root copied back (kernels/cuda/tree_hash.cu, common/sha256_hd.h). A
+ * tensor of floats is hashed as its little-endian words, which is device
+ * memory order. Uses the ctx's device buffers; OVT_ENOMEM, OVT_EIO. */
+int krn_cuda_tree_root(krn_ctx *ctx, ovt_hash *root, const void *bytes, size_t len) OVT_MUST_USE;
+
+/* The roots of count >= 1 tensors at once (a state's digests: params, m and
+ * v of every tensor, trainer/state_hash.c): roots[t] the tree root of
+ * lens[t] bytes at the device pointer bytes[t], in 1 + levels launches
+ * whatever the count (kernels/cuda/tree_plan.h). */
+int krn_cuda_tree_roots(krn_ctx *ctx, ovt_hash *roots, const void *const *bytes, const size_t *lens,
+                        size_t count) OVT_MUST_USE;
+
+/* For tests and benchmarks: one product on the device, out (m x n, host)
+ * = op(a) op(b) (+ old), from host operands as krn_chunked_gemm_in takes
+ * them (FP64 b only: bf and bnorms NULL), by path, with the batched path's
+ * scratch budget in doubles (0: the default). The operands are uploaded
+ * once, the product runs reps times (at least once), out receives its
+ * value and *seconds (NULL: not wanted) the fastest run's device time. */
+int krn_cuda_gemm_probe(krn_ctx *ctx, krn_cuda_gemm_path path, size_t budget, const krn_gemm_in *in, size_t m,
+                        size_t n, size_t k, double *out, int reps, double *seconds) OVT_MUST_USE;
 
 #endif

@@ -8,7 +8,9 @@
 extern "C" {
 #define restrict __restrict__
 #include "kernels/cuda/cuda.h"
+#include "kernels/cuda/gemm_plan.h"
 #include "kernels/cuda/shape.h"
+#include "kernels/cuda/tree_plan.h"
 #include "kernels/ops.h"
 #include "kernels/reduce.h"
 #include "kernels/site_ctx.h"
@@ -25,6 +27,7 @@ enum {
     DEV_TOK, DEV_TOK2, DEV_TOK3,
     DEV_SITE_FLAG, DEV_SITE_OFFS, DEV_SITE_IDX, DEV_SITE_X, DEV_SITE_TAU, DEV_SITE_VAL,
     DEV_SITE_LIDX, DEV_SITE_LX, DEV_SITE_LTAU, DEV_SITE_LVAL, DEV_SITE_SCAN, DEV_SITE_COUNT,
+    DEV_TREE_A, DEV_TREE_B, DEV_TREE_META,
     DEV_NSLOTS
 };
 
@@ -86,11 +89,35 @@ int krn_cuda_site_blocks(krn_ctx *ctx, const char *name, float *out, float *host
                          size_t n, const krn_band *band, size_t block);
 
 /* out (m x n, dense, device) = op(a) @ op(b) with k in chunks of
- * KRN_GEMM_CHUNK: one cuBLAS DGEMM per chunk with beta = 0, chunk 0 into out
- * and every later chunk into a scratch added into out by a kernel, in
- * increasing chunk order. a, b on the device, stored as krn_cpu_gemm says. */
+ * KRN_GEMM_CHUNK, the chunk products (each with beta = 0, cuBLAS's order
+ * inside) added in increasing chunk order. a, b on the device, stored as
+ * krn_cpu_gemm says. The path is OVT_CUDA_GEMM's (gemm_plan.h): by default
+ * krn_cuda_gemm_batched, with "per-chunk" krn_cuda_gemm_per_chunk. The
+ * scratch is slot DEV_TILE. */
 int krn_cuda_chunked_gemm(krn_dev *d, double *out, bool ta, const double *a, size_t lda, bool tb,
                           const double *b, size_t ldb, size_t m, size_t n, size_t k);
+
+/* The same, then out += old (m x n FP32 on the device, NULL: nothing), one
+ * FP64 addition per element after the last chunk (the accumulation into an
+ * existing gradient); the batched path does it in its last reduction. */
+int krn_cuda_chunked_gemm_old(krn_dev *d, double *out, bool ta, const double *a, size_t lda, bool tb,
+                              const double *b, size_t ldb, const float *old, size_t m, size_t n, size_t k);
+
+/* The product by one path; budget: the batched path's scratch in doubles
+ * (0: krn_cuda_gemm_budget). */
+int krn_cuda_gemm_path_run(krn_dev *d, krn_cuda_gemm_path path, size_t budget, double *out, bool ta, const double *a,
+                           size_t lda, bool tb, const double *b, size_t ldb, const float *old, size_t m, size_t n,
+                           size_t k);
+
+/* The batched path (gemm.cu, gemm_plan.h). */
+int krn_cuda_gemm_batched(krn_dev *d, double *out, bool ta, const double *a, size_t lda, bool tb, const double *b,
+                          size_t ldb, const float *old, size_t m, size_t n, size_t k, size_t budget);
+
+/* The per-chunk path (reduce.cu), verified on an H200 on 2026-12-04: one
+ * DGEMM per chunk with beta = 0, chunk 0 into out and every later chunk
+ * into a scratch added into out by a kernel, in increasing chunk order. */
+int krn_cuda_gemm_per_chunk(krn_dev *d, double *out, bool ta, const double *a, size_t lda, bool tb,
+                            const double *b, size_t ldb, size_t m, size_t n, size_t k);
 
 /* Euclidean norms of the rows / columns of a dense device matrix (doubles). */
 int krn_cuda_row_norms(double *norms, const double *m, size_t rows, size_t cols);

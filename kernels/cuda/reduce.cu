@@ -1,4 +1,5 @@
-/* The contract's chunked GEMM on cuBLAS, norms, column-sum and row-mean
+/* The contract's chunked GEMM on cuBLAS one chunk at a time (the path
+ * verified on a device; gemm.cu has the default and the switch), norms, column-sum and row-mean
  * sites, products and exact additions shared by the ops (device.cuh). */
 #include "kernels/cuda/device.cuh"
 
@@ -26,8 +27,8 @@ static __global__ void zero_kernel(double *out, size_t n)
     out[i] = 0.0;
 }
 
-int krn_cuda_chunked_gemm(krn_dev *d, double *out, bool ta, const double *a, size_t lda, bool tb,
-                          const double *b, size_t ldb, size_t m, size_t n, size_t k)
+int krn_cuda_gemm_per_chunk(krn_dev *d, double *out, bool ta, const double *a, size_t lda, bool tb,
+                            const double *b, size_t ldb, size_t m, size_t n, size_t k)
 {
     size_t mn = m * n;
     if (m > INT32_MAX || n > INT32_MAX || lda > INT32_MAX || ldb > INT32_MAX)

@@ -10,14 +10,20 @@
 #define KRN_CUDA_THREADS 256u
 #define KRN_CUDA_MAX_BLOCKS 65535u
 
-/* Blocks of KRN_CUDA_THREADS threads for n elements: ceil(n / threads),
- * at least 1, at most KRN_CUDA_MAX_BLOCKS. */
-static inline unsigned krn_cuda_blocks(size_t n)
+/* Blocks of `threads` threads for n elements: ceil(n / threads), at least
+ * 1, at most KRN_CUDA_MAX_BLOCKS. */
+static inline unsigned krn_cuda_blocks_of(size_t n, unsigned threads)
 {
-    size_t b = n / KRN_CUDA_THREADS + (n % KRN_CUDA_THREADS != 0);
+    size_t b = n / threads + (n % threads != 0);
     if (b == 0)
         b = 1;
     return b > KRN_CUDA_MAX_BLOCKS ? KRN_CUDA_MAX_BLOCKS : (unsigned)b;
+}
+
+/* Blocks of KRN_CUDA_THREADS threads for n elements. */
+static inline unsigned krn_cuda_blocks(size_t n)
+{
+    return krn_cuda_blocks_of(n, KRN_CUDA_THREADS);
 }
 
 /* The number of chunks of KRN_GEMM_CHUNK terms in a reduction of K terms
@@ -32,6 +38,12 @@ static inline size_t krn_cuda_chunk_len(size_t K, size_t chunk, size_t j)
     size_t k0 = j * chunk;
     return K - k0 < chunk ? K - k0 : chunk;
 }
+
+/* The tree hash (tree_hash.cu): one thread per leaf or node, in blocks of
+ * KRN_CUDA_TREE_THREADS (krn_cuda_blocks_of) so that a tensor's few
+ * thousand leaves (64 KiB each, about a thousand SHA-256 blocks a thread)
+ * spread over every multiprocessor. */
+#define KRN_CUDA_TREE_THREADS 32u
 
 /* A device site's element count must fit the 32-bit flag scan. */
 #define KRN_CUDA_SITE_MAX ((size_t)UINT32_MAX)

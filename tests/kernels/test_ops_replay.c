@@ -15,6 +15,7 @@
 #include "kernels/rlog.h"
 #include "kernels/widen.h"
 #include "ops_fixture.h"
+#include "cuda_device_checks.h"
 
 /* ---- output collection ---- */
 
@@ -1115,6 +1116,10 @@ int main(void)
     replay_seeds = 3;
     pattern_seeds = 3;
     test_replay(pairs, sizeof pairs / sizeof pairs[0]);
+#ifdef OVT_HAVE_CUDA
+    CHECK_RUN(test_cuda_gemm_paths());
+    CHECK_RUN(test_cuda_tree_root());
+#endif
     return check_done();
 }
 #endif
