@@ -13,7 +13,7 @@ set(OVT_CONTRACT_C ${CMAKE_BINARY_DIR}/generated/ovt_arbitration_code.c)
 add_custom_command(
   OUTPUT ${OVT_CONTRACT_C} ${OVT_SOLC_STEM}.bin ${OVT_SOLC_STEM}.abi
   COMMAND ${CMAKE_COMMAND} -E rm -rf ${OVT_SOLC_OUT}
-  COMMAND ${OVT_SOLCJS} --bin --abi --optimize --optimize-runs 10000
+  COMMAND ${OVT_SOLCJS} --bin --abi --optimize --optimize-runs 1000
           --base-path ${CMAKE_SOURCE_DIR} -o ${OVT_SOLC_OUT} ${OVT_CONTRACT_SOL}
   COMMAND ${CMAKE_COMMAND} -DBIN=${OVT_SOLC_STEM}.bin -DABI=${OVT_SOLC_STEM}.abi
           -DOUT=${OVT_CONTRACT_C} -DPREFIX=chain_arb -P ${CMAKE_CURRENT_SOURCE_DIR}/contracts/embed.cmake

@@ -45,16 +45,6 @@ static uint64_t lo64(const chain_u256 *v)
     return x;
 }
 
-static uint64_t contract_balance(void)
-{
-    chain_u256 b;
-    if (chain_rpc_balance(env.rpc, &b, &env.arb.address, NULL) != 0) {
-        fprintf(stderr, "balance: %s\n", ovt_errmsg());
-        return UINT64_MAX;
-    }
-    return lo64(&b);
-}
-
 static uint64_t head_time(void)
 {
     chain_block_header h;
@@ -86,7 +76,7 @@ static void test_stranger_runs(void)
 {
     const uint64_t bond = 300000000000000000ULL; /* 0.3 ETH */
     fx_run runs[4];
-    uint64_t credit0 = fx_credit(&env, FX_ARBITER), held0 = contract_balance();
+    uint64_t credit0 = fx_credit(&env, FX_ARBITER), held0 = fx_balance(&env);
     for (int k = 0; k < 4; k++) {
         chain_arb_params p;
         fx_params(&env, &p, 8, 600, 1000, 2000);
@@ -98,7 +88,7 @@ static void test_stranger_runs(void)
         CHECK(g.phase == CHAIN_ARB_PHASE_COMMITTING && g.flags == 0);
         CHECK_EQ_U64(g.deadline, opened + 3600); /* the first commitment's window, from open */
     }
-    CHECK_EQ_U64(contract_balance() - held0, 4 * bond);
+    CHECK_EQ_U64(fx_balance(&env) - held0, 4 * bond);
     chain_buf b;
     chain_buf_init(&b);
     CHECK(chain_arb_encode_timeout(&b, &runs[0].run_id) == 0);
@@ -131,7 +121,7 @@ static void test_stranger_runs(void)
     CHECK_EQ_U64(fx_credit(&env, FX_ARBITER) - credit0, 4 * bond); /* 1.2 ETH back */
     CHECK(chain_arb_withdraw(&env.arb, &env.txm[FX_ARBITER], NULL) == 0);
     CHECK_EQ_U64(fx_credit(&env, FX_ARBITER), 0);
-    CHECK_EQ_U64(contract_balance(), held0 >= credit0 ? held0 - credit0 : 0);
+    CHECK_EQ_U64(fx_balance(&env), held0 >= credit0 ? held0 - credit0 : 0);
 }
 
 /* --- the invariant under random calls */
@@ -173,7 +163,7 @@ static void check_conserved(world *w, const char *after)
         credits += fx_credit(&env, a);
     for (size_t k = 0; k < w->n; k++)
         held += held_by(&w->run[k]);
-    uint64_t balance = contract_balance();
+    uint64_t balance = fx_balance(&env);
     CHECK_MSG(balance == credits + held, "after %s: balance %llu, credits %llu + held %llu", after,
               (unsigned long long)balance, (unsigned long long)credits, (unsigned long long)held);
     w->checks++;
@@ -330,7 +320,7 @@ static void test_invariant(void)
     for (int a = 0; a < FX_NACCOUNTS; a++)
         if (fx_credit(&env, a))
             CHECK(chain_arb_withdraw(&env.arb, &env.txm[a], NULL) == 0);
-    CHECK_EQ_U64(contract_balance(), 0);
+    CHECK_EQ_U64(fx_balance(&env), 0);
     unsigned settled[CHAIN_ARB_CANCELLED + 1] = {0}, challenges = 0;
     for (size_t k = 0; k < w.n; k++) {
         settled[fx_game(&env, &w.run[k]).outcome]++;
