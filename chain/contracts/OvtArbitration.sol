@@ -1099,7 +1099,9 @@ contract OvtArbitration {
         r.outcome = o;
         r.deadline = 0;
         // A replay dispute (equal roots) decides the site trees, not the root.
-        if ((REFUTING >> uint8(o)) & 1 != 0 && r.trainerRoot != r.auditorRoot) _refute(runId, r, o);
+        if ((REFUTING >> uint8(o)) & 1 != 0 && (r.kind != KIND_REPLAY || r.trainerRoot != r.auditorRoot)) {
+            _refute(runId, r, o);
+        }
         if (toTrainer != 0) credit[r.trainer] += toTrainer;
         if (toAuditor != 0) credit[r.auditor] += toAuditor;
         emit Settled(runId, o, toTrainer, toAuditor);
