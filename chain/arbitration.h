@@ -466,7 +466,7 @@ int chain_arb_challenge(const chain_arb *arb, chain_txm *m, const ovt_hash *run_
  * the beacon), signing as chain_arb_commit does; the trainer's revealSites;
  * a replay dispute's revealSite (arguments as chain_arb_encode_reveal_site). */
 int chain_arb_commit_replay(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, const ovt_hash *root,
-                            const ovt_hash *sites, chain_receipt *receipt) OVT_MUST_USE;
+                            const ovt_hash *sites, uint8_t sig_out[65], chain_receipt *receipt) OVT_MUST_USE;
 int chain_arb_reveal_sites(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, const ovt_hash *sites,
                            chain_receipt *receipt) OVT_MUST_USE;
 int chain_arb_reveal_site(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, unsigned round,

@@ -172,9 +172,9 @@ int chain_arb_commit(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id,
 }
 
 int chain_arb_commit_replay(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, const ovt_hash *root,
-                            const ovt_hash *sites, chain_receipt *receipt)
+                            const ovt_hash *sites, uint8_t sig_out[65], chain_receipt *receipt)
 {
-    return commit_root(arb, m, run_id, root, 1, sites, NULL, NULL, receipt);
+    return commit_root(arb, m, run_id, root, 1, sites, NULL, sig_out, receipt);
 }
 
 int chain_arb_reveal_sites(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, const ovt_hash *sites,

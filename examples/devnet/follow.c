@@ -22,7 +22,8 @@ static devnet_party faulty_party(const devnet_opts *o)
 {
     if (o->fault == DEVNET_NONE)
         return DEVNET_PARTY_NONE;
-    return o->fault == DEVNET_LYING_AUDITOR ? DEVNET_PARTY_AUDITOR : DEVNET_PARTY_TRAINER;
+    return o->fault == DEVNET_LYING_AUDITOR || o->fault == DEVNET_LAZY_AUDITOR ? DEVNET_PARTY_AUDITOR
+                                                                              : DEVNET_PARTY_TRAINER;
 }
 
 devnet_party devnet_wrong_party(chain_arb_outcome out)

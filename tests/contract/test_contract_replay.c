@@ -152,7 +152,7 @@ static int open_replay_run(fx_run *run, uint64_t steps, uint64_t *gas)
     chain_receipt r;
     if (rc == 0)
         rc = chain_arb_commit_replay(&env.arb, &env.txm[FX_TRAINER], &run->run_id, chain_merkle_root(run->trainer.tree),
-                                     NULL, &r);
+                                     NULL, NULL, &r);
     if (rc == 0) {
         if (gas)
             *gas = r.gas_used;
@@ -165,7 +165,7 @@ static int auditor_commits(const fx_run *run, const sites *s, uint64_t *gas)
 {
     chain_receipt r;
     int rc = chain_arb_commit_replay(&env.arb, &env.txm[FX_AUDITOR], &run->run_id, chain_merkle_root(run->auditor.tree),
-                                     sroot(s), &r);
+                                     sroot(s), NULL, &r);
     if (rc == 0) {
         if (gas)
             *gas = r.gas_used;
@@ -387,7 +387,7 @@ static void test_roots_differ(void)
     CHECK(fx_open(&env, &run, &p, NULL) == 0 && fx_histories(&run, 11) == 0);
     CHECK(sites_random(&s, &run.run_id, 32) == 0);
     CHECK(chain_arb_commit_replay(&env.arb, &env.txm[FX_TRAINER], &run.run_id, chain_merkle_root(run.trainer.tree),
-                                  NULL, NULL) == 0);
+                                  NULL, NULL, NULL) == 0);
     CHECK(auditor_commits(&run, &s, NULL) == 0);
     chain_arb_game g = fx_game(&env, &run);
     CHECK(g.phase == CHAIN_ARB_PHASE_BISECTING && !chain_arb_is_replay_dispute(&g));
@@ -581,7 +581,7 @@ static void test_gas(void)
     chain_receipt r;
     CHECK(fx_open(&env, &run, &p, &open_gas) == 0 && fx_histories(&run, steps + 1) == 0);
     CHECK(chain_arb_commit_replay(&env.arb, &env.txm[FX_TRAINER], &run.run_id, chain_merkle_root(run.trainer.tree),
-                                  NULL, &r) == 0);
+                                  NULL, NULL, &r) == 0);
     tc = r.gas_used;
     chain_receipt_free(&r);
     CHECK(sites_random(&honest, &run.run_id, steps) == 0 && sites_guessed(&guess, &honest, &run.run_id, j) == 0);
