@@ -282,6 +282,11 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
     chain_u256_to_dec(credit, &r->trainer_credit);
     json_object_set_new(j, "refuted_by", r->refuted ? json_string(by) : json_null());
     json_object_set_new(j, "trainer_credit", json_string(credit));
+    char settled[2][80];
+    chain_u256_to_dec(settled[0], &r->settled_trainer);
+    chain_u256_to_dec(settled[1], &r->settled_auditor);
+    json_object_set_new(j, "settled_credits", json_pack("{s:s, s:s}", "trainer", settled[0], "auditor", settled[1]));
+    json_object_set_new(j, "replay_proof", json_boolean(o->replay_proof));
     json_object_set_new(j, "challengers_check", json_string(devnet_challengers_check(o, r)));
     if (o->keep)
         json_object_set_new(j, "work_dir", json_string(r->work_dir));

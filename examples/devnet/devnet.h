@@ -147,6 +147,7 @@ typedef struct {
     bool refuted;               /* refutedBy(run) is set: a game showed the trainer's root wrong */
     ovt_hash refuted_by;
     chain_u256 trainer_credit;  /* credit(trainer) at the end: its bond back, plus liars' bonds */
+    chain_u256 settled_trainer, settled_auditor; /* what the run's Settled event credited each party */
     chain_u256 trainer_bond, auditor_bond; /* the run's */
 } devnet_result;
 

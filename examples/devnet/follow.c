@@ -194,6 +194,8 @@ static void on_event(struct devnet *d, const chain_arb_event *e)
         chain_u256_to_dec(c2, &e->u.settled.auditor_credit);
         d->settled = true;
         r->outcome = e->u.settled.outcome;
+        r->settled_trainer = e->u.settled.trainer_credit;
+        r->settled_auditor = e->u.settled.auditor_credit;
         if (r->verdict_s == 0)
             r->verdict_s = devnet_elapsed(d);
         devnet_progress(d, "chain: settled: %s (credited: trainer %s wei, auditor %s wei)",
