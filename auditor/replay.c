@@ -47,7 +47,8 @@ struct session {
     ovt_hash trace_root;
     /* Proof of replay: every step traced, its sites' output roots kept. */
     bool sites;
-    uint32_t nsites;
+    const ovt_hash *site_beacon;
+    uint32_t nsites, site_stride, site;
     ovt_hash *site_roots;
 };
 
@@ -192,14 +193,19 @@ static int keep_sites(struct session *r, uint64_t i, const krn_trace *t, int tra
         if (n == 0 || n > UINT32_MAX)
             return ovt_fail(OVT_EFORMAT, "step %llu ran %zu rounding sites", (unsigned long long)i, n);
         r->nsites = (uint32_t)n;
-        if (!(r->site_roots = calloc(r->trainer.count * n, sizeof *r->site_roots)))
+        r->site_stride = r->site_beacon ? 1 : r->nsites;
+        r->site = r->site_beacon ? ovt_hash_mod(r->site_beacon, r->nsites) : 0; /* chain_arb_site_index */
+        if (!(r->site_roots = calloc(r->trainer.count * r->site_stride, sizeof *r->site_roots)))
             return ovt_fail(OVT_ENOMEM, "site roots of %zu steps", r->trainer.count);
     } else if (n != r->nsites) {
         return ovt_fail(OVT_EFORMAT, "step %llu ran %zu rounding sites, the steps before it %u",
                         (unsigned long long)i, n, r->nsites);
     }
-    for (size_t k = 0; k < n; k++)
-        r->site_roots[i * n + k] = krn_trace_record_at(t, k)->root;
+    if (r->site_beacon)
+        r->site_roots[i] = krn_trace_record_at(t, r->site)->root;
+    else
+        for (size_t k = 0; k < n; k++)
+            r->site_roots[i * n + k] = krn_trace_record_at(t, k)->root;
     return 0;
 }
 
@@ -303,6 +309,7 @@ int aud_replay(const aud_replay_opts *opts, aud_report *out)
     r.trace_step = opts->trace_step;
     r.trace = opts->trace;
     r.sites = opts->sites;
+    r.site_beacon = opts->site_beacon;
     uint64_t n = r.trainer.count - 1;
     uint64_t from = opts->from ? opts->from : 1, to = opts->to ? opts->to : n;
     if (from > to || to > n) {
@@ -360,6 +367,10 @@ int aud_replay(const aud_replay_opts *opts, aud_report *out)
     out->trace_rc = r.trace_rc;
     out->trace_root = r.trace_root;
     out->nsites = r.nsites;
+    out->site_stride = r.site_stride;
+    out->site = r.site;
+    if (r.site_beacon)
+        out->site_beacon = *r.site_beacon;
     out->site_roots = r.site_roots;
     r.site_roots = NULL;
     out->rule = trn_config_rule(&r.rc);

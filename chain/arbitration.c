@@ -334,10 +334,7 @@ int chain_arb_is_replay_dispute(const chain_arb_game *g)
 
 uint32_t chain_arb_site_index(const ovt_hash *beacon, uint32_t nsites)
 {
-    uint64_t r = 0;
-    for (size_t i = 0; i < 32; i++)
-        r = ((r << 8) | beacon->b[i]) % nsites;
-    return (uint32_t)r;
+    return ovt_hash_mod(beacon, nsites);
 }
 
 int chain_arb_encode_refuted_by(chain_buf *out, const ovt_hash *run_id)

@@ -149,7 +149,8 @@ typedef struct {
 int chain_arb_is_replay_dispute(const chain_arb_game *g);
 
 /* The site a beacon picks among a step's nsites rounding sites: the beacon
- * as a big-endian integer modulo nsites (nsites > 0). */
+ * as a big-endian integer modulo nsites (nsites > 0; ovt_hash_mod, which
+ * the layers below chain use for the same choice). */
 uint32_t chain_arb_site_index(const ovt_hash *beacon, uint32_t nsites);
 
 /* Gas the bindings add to eth_estimateGas (after the txm margin) for commit,

@@ -192,6 +192,7 @@ int party_audit(const party_audit_opts *o, party_audit_result *out)
     memset(out, 0, sizeof *out);
     int rv;
     bool sites = false;
+    chain_arb_replay rp;
     if (o->chain) {
         /* Refuse a run outside the policy before fetching anything from
          * its store (and long before any bond moves). */
@@ -204,6 +205,8 @@ int party_audit(const party_audit_opts *o, party_audit_result *out)
         chain_arb_game g;
         if (!rv && !o->challenge && !(rv = chain_arb_get_game(&s.arb, &o->audit.run_id, NULL, &g)))
             sites = (g.flags & CHAIN_ARB_FLAG_REPLAY) != 0;
+        if (!rv && sites)
+            rv = chain_arb_get_replay(&s.arb, &o->audit.run_id, NULL, &rp);
         chain_session_close(&s);
         if (rv)
             return rv;
@@ -212,6 +215,7 @@ int party_audit(const party_audit_opts *o, party_audit_result *out)
     json_t *report;
     aud_audit_opts ao = o->audit;
     ao.sites = sites;
+    ao.site_beacon = sites ? &rp.beacon : NULL;
     if ((rv = aud_audit(&ao, &r, &report)))
         return rv;
     out->finding = r.finding;

@@ -41,12 +41,15 @@ int party_sites_from_report(party_sites *out, const aud_report *r, const ovt_has
     if (!r->site_roots || r->finding != AUD_VERIFIED || r->partial)
         return ovt_fail(OVT_EINVAL, "proof of replay needs a whole replay that agrees with the run, every step "
                                     "traced (the audit with its site roots)");
-    uint32_t s = chain_arb_site_index(beacon, r->nsites);
+    bool one = r->site_stride == 1 && r->nsites > 1;
+    if (one && memcmp(r->site_beacon.b, beacon->b, 32) != 0)
+        return ovt_fail(OVT_EINVAL, "the replay kept the site of another beacon");
+    uint32_t s = one ? 0 : chain_arb_site_index(beacon, r->nsites);
     int rv = alloc_sites(out, r->steps + 1, beacon);
     if (rv)
         return rv;
     for (uint64_t i = 1; i < out->count; i++)
-        out->hash[i] = r->site_roots[i * r->nsites + s];
+        out->hash[i] = r->site_roots[i * r->site_stride + s];
     return build(out, run_id);
 }
 
@@ -60,10 +63,11 @@ int party_sites_guess(party_sites *out, const aud_report *r, uint64_t from, cons
     int rv = alloc_sites(out, t->count, beacon);
     if (rv)
         return rv;
-    uint32_t s = r->site_roots ? chain_arb_site_index(beacon, r->nsites) : 0;
+    bool one = r->site_stride == 1 && r->nsites > 1;
+    uint32_t s = r->site_roots && !one ? chain_arb_site_index(beacon, r->nsites) : 0;
     for (uint64_t i = 1; i < out->count; i++) {
         if (i < from) {
-            out->hash[i] = r->site_roots[i * r->nsites + s];
+            out->hash[i] = r->site_roots[i * r->site_stride + s];
             continue;
         }
         uint8_t buf[8 + 32];
@@ -78,7 +82,8 @@ int party_sites_compute(party_sites *out, const char *run_dir, const char *data_
                         const ovt_hash *run_id)
 {
     memset(out, 0, sizeof *out);
-    aud_replay_opts ro = {.run_dir = run_dir, .data_path = data_path, .backend = KRN_BACKEND_CPU, .sites = true};
+    aud_replay_opts ro = {.run_dir = run_dir, .data_path = data_path, .backend = KRN_BACKEND_CPU, .sites = true,
+                          .site_beacon = beacon};
     aud_report r;
     int rv = aud_replay(&ro, &r);
     if (rv)
