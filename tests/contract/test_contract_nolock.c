@@ -254,12 +254,16 @@ static fx_run *pick_run(world *w)
 
 /* One random call; many are refused (wrong phase, not theirs, too early or
  * late), which is part of the test. Weights: open 1, accept 2, commit 3,
- * a party's move 6, both parties played to the verdict 1, an arbiter's 4, a
+ * commitReplay 2 (proof of replay: the trainer's, or the auditor's with one
+ * of two site roots), revealSites 1 (the trainer's, either root), a party's
+ * move 6, both parties played to the verdict 1, an arbiter's 4, a
  * challenge 3, the clock 1, timeout 1, withdraw 1. A challenge's game joins
- * the runs (its challenger plays the auditor's side). */
+ * the runs (its challenger plays the auditor's side); a replay dispute's
+ * moves are refused to the fixture's players, so it ends by timeout or by
+ * an arbiter that is never asked. */
 static const char *random_call(world *w)
 {
-    static const char kinds[] = "oaacccmmmmmmpvvvvhhhwtx";
+    static const char kinds[] = "oaacccrrsmmmmmmpvvvvhhhwtx";
     char kind = kinds[tc_rnd() % (sizeof kinds - 1)];
     if (kind == 'o' || w->n == 0) {
         open_random(w);
@@ -281,6 +285,21 @@ static const char *random_call(world *w)
         int party = tc_rnd() % 2 ? FX_TRAINER : run->challenger ? run->challenger : FX_AUDITOR;
         TRY_CALL(fx_move(&env, run, party, &moved, NULL));
         return "move";
+    }
+    case 'r': {
+        int party = tc_rnd() % 2 ? FX_TRAINER : FX_AUDITOR;
+        fx_history *h = party == FX_TRAINER ? &run->trainer : &run->auditor;
+        ovt_hash sites = {{0}};
+        sites.b[0] = (uint8_t)(1 + tc_rnd() % 2);
+        TRY_CALL(chain_arb_commit_replay(&env.arb, &env.txm[party], &run->run_id, chain_merkle_root(h->tree),
+                                         party == FX_AUDITOR ? &sites : NULL, NULL, NULL));
+        return "commitReplay";
+    }
+    case 's': {
+        ovt_hash sites = {{0}};
+        sites.b[0] = (uint8_t)(1 + tc_rnd() % 2);
+        TRY_CALL(chain_arb_reveal_sites(&env.arb, &env.txm[FX_TRAINER], &run->run_id, &sites, NULL));
+        return "revealSites";
     }
     case 'h': challenge_random(w, run); return "challenge";
     case 'p': TRY_CALL(fx_play(&env, run, NULL, NULL)); return "play";
@@ -321,14 +340,16 @@ static void test_invariant(void)
         if (fx_credit(&env, a))
             CHECK(chain_arb_withdraw(&env.arb, &env.txm[a], NULL) == 0);
     CHECK_EQ_U64(fx_balance(&env), 0);
-    unsigned settled[CHAIN_ARB_CANCELLED + 1] = {0}, challenges = 0;
+    unsigned settled[CHAIN_ARB_CANCELLED + 1] = {0}, challenges = 0, replays = 0;
     for (size_t k = 0; k < w.n; k++) {
-        settled[fx_game(&env, &w.run[k]).outcome]++;
+        chain_arb_game g = fx_game(&env, &w.run[k]);
+        settled[g.outcome]++;
         challenges += w.run[k].challenger != 0;
+        replays += (g.flags & CHAIN_ARB_FLAG_REPLAY) != 0;
         fx_run_free(&w.run[k]);
     }
-    printf("invariant: %zu games (%u of them challenges), %llu checks; outcomes:", w.n, challenges,
-           (unsigned long long)w.checks);
+    printf("invariant: %zu games (%u of them challenges, %u with proof of replay), %llu checks; outcomes:", w.n,
+           challenges, replays, (unsigned long long)w.checks);
     for (unsigned o = 0; o <= CHAIN_ARB_CANCELLED; o++)
         if (settled[o])
             printf(" %s %u", chain_arb_outcome_name((chain_arb_outcome)o), settled[o]);
