@@ -232,35 +232,39 @@ int chain_arb_encode_bisect(chain_buf *out, const ovt_hash *run_id, unsigned rou
     return finish(&enc, out, "bisect(bytes32,uint8,bytes32,bytes32)");
 }
 
-int chain_arb_encode_reveal_leaf(chain_buf *out, const ovt_hash *run_id, unsigned round,
-                                 const chain_merkle_preimage *leaf, const chain_merkle_preimage *previous,
-                                 const ovt_hash *proof, size_t nproof)
+/* revealLeaf, or with site_hash revealSite: (runId, round, [siteHash,]
+ * leaf, previous, proof). */
+static int encode_reveal(chain_buf *out, const ovt_hash *run_id, unsigned round, const ovt_hash *site_hash,
+                         const chain_merkle_preimage *leaf, const chain_merkle_preimage *previous,
+                         const ovt_hash *proof, size_t nproof)
 {
     static const chain_merkle_preimage none;
     chain_abi_enc enc;
     int rc = begin_move(&enc, run_id, round);
     if (rc != 0)
         return rc;
-    put_preimage(&enc, leaf);
+    if (site_hash)
+        chain_abi_put_bytes32(&enc, site_hash);
+    put_preimage(&enc, leaf ? leaf : &none);
     put_preimage(&enc, previous ? previous : &none);
     chain_abi_put_bytes32_array(&enc, proof, proof ? nproof : 0);
-    return finish(&enc, out, "revealLeaf(bytes32,uint8," LEAF_TUPLE "," LEAF_TUPLE ",bytes32[])");
+    return finish(&enc, out,
+                  site_hash ? "revealSite(bytes32,uint8,bytes32," LEAF_TUPLE "," LEAF_TUPLE ",bytes32[])"
+                            : "revealLeaf(bytes32,uint8," LEAF_TUPLE "," LEAF_TUPLE ",bytes32[])");
+}
+
+int chain_arb_encode_reveal_leaf(chain_buf *out, const ovt_hash *run_id, unsigned round,
+                                 const chain_merkle_preimage *leaf, const chain_merkle_preimage *previous,
+                                 const ovt_hash *proof, size_t nproof)
+{
+    return encode_reveal(out, run_id, round, NULL, leaf, previous, proof, nproof);
 }
 
 int chain_arb_encode_reveal_site(chain_buf *out, const ovt_hash *run_id, unsigned round, const ovt_hash *site_hash,
                                  const chain_merkle_preimage *leaf, const chain_merkle_preimage *previous,
                                  const ovt_hash *proof, size_t nproof)
 {
-    static const chain_merkle_preimage none;
-    chain_abi_enc enc;
-    int rc = begin_move(&enc, run_id, round);
-    if (rc != 0)
-        return rc;
-    chain_abi_put_bytes32(&enc, site_hash);
-    put_preimage(&enc, leaf ? leaf : &none);
-    put_preimage(&enc, previous ? previous : &none);
-    chain_abi_put_bytes32_array(&enc, proof, proof ? nproof : 0);
-    return finish(&enc, out, "revealSite(bytes32,uint8,bytes32," LEAF_TUPLE "," LEAF_TUPLE ",bytes32[])");
+    return encode_reveal(out, run_id, round, site_hash, leaf, previous, proof, nproof);
 }
 
 /* (runId, step, outcome, evidence): verdict's arguments, the head of revealVerdict's. */

@@ -542,14 +542,20 @@ contract OvtArbitration {
             return;
         }
         emit Committed(runId, msg.sender, root, bond, 0);
-        deadline = uint64(block.timestamp) + r.moveTimeout;
+        _openDispute(runId, r, trainerRoot, auditorRoot);
+    }
+
+    // Bisecting from round 0 over the two trees whose roots are given: the
+    // roots' (a root dispute) or the site roots' (a replay dispute).
+    function _openDispute(bytes32 runId, Run storage r, bytes32 trainerNode, bytes32 auditorNode) private {
+        uint64 deadline = uint64(block.timestamp) + r.moveTimeout;
         r.phase = Phase.Bisecting;
         r.flags = 0;
         r.round = 0;
         r.deadline = deadline;
-        r.trainerNode = trainerRoot;
-        r.auditorNode = auditorRoot;
-        emit DisputeOpened(runId, trainerRoot, auditorRoot, r.depth, deadline);
+        r.trainerNode = trainerNode;
+        r.auditorNode = auditorNode;
+        emit DisputeOpened(runId, trainerNode, auditorNode, r.depth, deadline);
     }
 
     // A commit's root (and for proof of replay the beacon, or the auditor's
@@ -598,14 +604,7 @@ contract OvtArbitration {
             _settle(runId, r, Outcome.Verified, 0);
             return;
         }
-        deadline = uint64(block.timestamp) + r.moveTimeout;
-        r.phase = Phase.Bisecting;
-        r.flags = 0;
-        r.round = 0;
-        r.deadline = deadline;
-        r.trainerNode = sites;
-        r.auditorNode = auditorSites;
-        emit DisputeOpened(runId, sites, auditorSites, r.depth, deadline);
+        _openDispute(runId, r, sites, auditorSites);
     }
 
     // ---------------------------------------------------------- challenges

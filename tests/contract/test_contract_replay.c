@@ -140,6 +140,18 @@ static void check_conserved(uint64_t held, const char *when)
               (unsigned long long)c, (unsigned long long)held);
 }
 
+/* A call's result rc; when it succeeded, its receipt's gas into *gas (may
+ * be NULL) and the receipt freed. */
+static int gas_of(int rc, chain_receipt *r, uint64_t *gas)
+{
+    if (rc == 0) {
+        if (gas)
+            *gas = r->gas_used;
+        chain_receipt_free(r);
+    }
+    return rc;
+}
+
 /* A run of `steps` whose two histories agree (the auditor's root is the
  * trainer's), opened; the trainer has committed with commitReplay. */
 static int open_replay_run(fx_run *run, uint64_t steps, uint64_t *gas)
@@ -151,39 +163,24 @@ static int open_replay_run(fx_run *run, uint64_t steps, uint64_t *gas)
         rc = fx_histories(run, steps + 1);
     chain_receipt r;
     if (rc == 0)
-        rc = chain_arb_commit_replay(&env.arb, &env.txm[FX_TRAINER], &run->run_id, chain_merkle_root(run->trainer.tree),
-                                     NULL, NULL, &r);
-    if (rc == 0) {
-        if (gas)
-            *gas = r.gas_used;
-        chain_receipt_free(&r);
-    }
+        rc = gas_of(chain_arb_commit_replay(&env.arb, &env.txm[FX_TRAINER], &run->run_id,
+                                            chain_merkle_root(run->trainer.tree), NULL, NULL, &r),
+                    &r, gas);
     return rc;
 }
 
 static int auditor_commits(const fx_run *run, const sites *s, uint64_t *gas)
 {
     chain_receipt r;
-    int rc = chain_arb_commit_replay(&env.arb, &env.txm[FX_AUDITOR], &run->run_id, chain_merkle_root(run->auditor.tree),
-                                     sroot(s), NULL, &r);
-    if (rc == 0) {
-        if (gas)
-            *gas = r.gas_used;
-        chain_receipt_free(&r);
-    }
-    return rc;
+    return gas_of(chain_arb_commit_replay(&env.arb, &env.txm[FX_AUDITOR], &run->run_id,
+                                          chain_merkle_root(run->auditor.tree), sroot(s), NULL, &r),
+                  &r, gas);
 }
 
 static int trainer_reveals(const fx_run *run, const sites *s, uint64_t *gas)
 {
     chain_receipt r;
-    int rc = chain_arb_reveal_sites(&env.arb, &env.txm[FX_TRAINER], &run->run_id, sroot(s), &r);
-    if (rc == 0) {
-        if (gas)
-            *gas = r.gas_used;
-        chain_receipt_free(&r);
-    }
-    return rc;
+    return gas_of(chain_arb_reveal_sites(&env.arb, &env.txm[FX_TRAINER], &run->run_id, sroot(s), &r), &r, gas);
 }
 
 /* Plays a replay dispute from both site trees to the verdict; *gas (may be
@@ -234,13 +231,7 @@ static int site_verdict(const fx_run *run, const sites *right, chain_arb_outcome
     ovt_hash evidence;
     chain_merkle_site_leaf_hash(&evidence, &run->run_id, g.index, &right->hash[g.index]);
     chain_receipt r;
-    int rc = chain_arb_verdict(&env.arb, &env.txm[FX_ARBITER], &run->run_id, g.index, o, &evidence, &r);
-    if (rc == 0) {
-        if (gas)
-            *gas = r.gas_used;
-        chain_receipt_free(&r);
-    }
-    return rc;
+    return gas_of(chain_arb_verdict(&env.arb, &env.txm[FX_ARBITER], &run->run_id, g.index, o, &evidence, &r), &r, gas);
 }
 
 static void test_honest_verified(void)
