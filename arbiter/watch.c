@@ -444,8 +444,8 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
     chain_arb_replay rp;
     bool sites = chain_arb_is_replay_dispute(game);
     int rv = sites ? chain_arb_get_replay(w->arb, &g->run_id, NULL, &rp) : 0;
-    if (!rv && sites)
-        rv = krn_trace_new(&trace, false);
+    if (!rv && sites && !(rv = krn_trace_new(&trace, false)))
+        krn_trace_outputs_only(trace, KRN_TRACE_ALL_SITES); /* its outputs' roots, no reads */
     if (rv)
         return ovt_fail_wrap(rv, "preparing the replay dispute's trace");
     long long t0 = chain_now_ms();

@@ -228,6 +228,9 @@ static int session_step(struct session *r, chain_merkle_preimage *leaf, int *fra
     if (!t && r->sites) {
         if ((rv = krn_trace_new(&own, false)))
             goto done;
+        /* only the outputs' roots: the beacon's site's once the step's site
+         * count is known, every site's before (and without a beacon) */
+        krn_trace_outputs_only(own, r->site_beacon && r->site_roots ? r->site : KRN_TRACE_ALL_SITES);
         t = own;
     }
     if (t && (rv = trn_runner_trace_next(r->run, t)))
