@@ -10,6 +10,8 @@
  *           nothing; the run's root is not refuted.
  *   honest  --fault none --replay-proof: both site roots agree and the run
  *           settles verified, each bond back; no bisection.
+ * (lazy also checks the usage errors: --replay-proof with another fault or
+ * a sharded run, --guess-sites-from off chain.)
  * The devnet waits on chain events, not sleeps. */
 #include <jansson.h>
 #include <stdbool.h>
@@ -82,6 +84,27 @@ static void test_honest(void)
     json_decref(j);
 }
 
+/* Bad combinations are usage errors (exit 2) with the reason. */
+static void test_errors(void)
+{
+    char *out = NULL;
+    char *with_fault[] = {ovt, "devnet", "--fault", "bitflip", "--replay-proof", NULL};
+    CHECK_EQ_U64(tsup_run(with_fault, &out), 2);
+    free(out);
+    char *sharded[] = {ovt, "devnet", "--fault", "none", "--replay-proof", "--shards", "2", NULL};
+    CHECK_EQ_U64(tsup_run(sharded, &out), 2);
+    free(out);
+    char *guess_off_chain[] = {"/bin/sh", "-c", "\"$0\" audit /nonexistent --data /dev/null --guess-sites-from 3 2>&1",
+                               ovt, NULL};
+    CHECK_EQ_U64(tsup_run(guess_off_chain, &out), 2);
+    CHECK_MSG(out && strstr(out, "--guess-sites-from"), "%s", out ? out : "-");
+    free(out);
+    char *help[] = {ovt, "devnet", "--help", NULL};
+    CHECK_EQ_U64(tsup_run(help, &out), 0);
+    CHECK(out && strstr(out, "lazy-auditor") && strstr(out, "--replay-proof"));
+    free(out);
+}
+
 int main(int argc, char **argv)
 {
     const char *bin = getenv("OVT_BINARY_DIR");
@@ -90,8 +113,10 @@ int main(int argc, char **argv)
         return 2;
     }
     snprintf(ovt, sizeof ovt, "%s/ovt", bin);
-    if (!strcmp(argv[1], "lazy"))
+    if (!strcmp(argv[1], "lazy")) {
+        CHECK_RUN(test_errors());
         CHECK_RUN(test_lazy());
+    }
     else if (!strcmp(argv[1], "honest"))
         CHECK_RUN(test_honest());
     else
