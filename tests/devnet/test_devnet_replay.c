@@ -8,6 +8,8 @@
  *           arbiter's watcher, tracing the step, rules trainer-right: the
  *           Settled event credits the trainer both bonds and the auditor
  *           nothing; the run's root is not refuted.
+ *   lazy-committee  the same with a committee of three bonded arbiters:
+ *           each watcher traces the step and the three sealed ballots agree.
  *   honest  --fault none --replay-proof: both site roots agree and the run
  *           settles verified, each bond back; no bisection.
  * (lazy also checks the usage errors: --replay-proof with another fault or
@@ -26,10 +28,11 @@
 
 static char ovt[4096];
 
-static int devnet(json_t **out, const char *fault, bool replay_flag)
+static int devnet(json_t **out, const char *fault, bool replay_flag, const char *arbiters)
 {
     char *argv[] = {ovt, "devnet", "--json", "--fault", (char *)fault, "--model", "mlp", "--steps", "16", "--at", "5",
-                    "--timeout", "400", replay_flag ? "--replay-proof" : NULL, NULL};
+                    "--timeout", "400", "--arbiters", arbiters ? (char *)arbiters : "1",
+                    replay_flag ? "--replay-proof" : NULL, NULL};
     char *text = NULL;
     int st = tsup_run(argv, &text);
     *out = text ? json_loads(text, 0, NULL) : NULL;
@@ -44,10 +47,10 @@ static const char *credited(const json_t *j, const char *party)
     return str(json_object_get(j, "settled_credits"), party);
 }
 
-static void test_lazy(void)
+static void test_lazy(const char *arbiters)
 {
     json_t *j = NULL;
-    CHECK(devnet(&j, "lazy-auditor", false) == 0);
+    CHECK(devnet(&j, "lazy-auditor", false, arbiters) == 0);
     if (!j)
         return;
     CHECK_MSG(!strcmp(str(j, "outcome"), "trainer-right"), "outcome %s", str(j, "outcome"));
@@ -65,14 +68,23 @@ static void test_lazy(void)
     CHECK_EQ_U64(count_calls(j, "revealSite", "trainer"), 1);
     CHECK_EQ_U64(count_calls(j, "revealSite", "auditor"), 1);
     CHECK_EQ_U64(count_calls(j, "revealLeaf", NULL), 0);
-    CHECK_EQ_U64(count_calls(j, "verdict", "arbiter"), 1);
+    if (!arbiters) {
+        CHECK_EQ_U64(count_calls(j, "verdict", "arbiter"), 1);
+    } else { /* each seat traces the step and votes the same site leaf */
+        static const char *const seat[3] = {"arbiter", "arbiter-2", "arbiter-3"};
+        CHECK(!strcmp(str(j, "committee_check"), ""));
+        for (int k = 0; k < 3; k++) {
+            CHECK_EQ_U64(count_calls(j, "commitVerdict", seat[k]), 1);
+            CHECK_EQ_U64(count_calls(j, "revealVerdict", seat[k]), 1);
+        }
+    }
     json_decref(j);
 }
 
 static void test_honest(void)
 {
     json_t *j = NULL;
-    CHECK(devnet(&j, "none", true) == 0);
+    CHECK(devnet(&j, "none", true, NULL) == 0);
     if (!j)
         return;
     CHECK_MSG(!strcmp(str(j, "outcome"), "verified"), "outcome %s", str(j, "outcome"));
@@ -109,13 +121,15 @@ int main(int argc, char **argv)
 {
     const char *bin = getenv("OVT_BINARY_DIR");
     if (!bin || argc != 2) {
-        fprintf(stderr, "usage: OVT_BINARY_DIR=... %s lazy|honest\n", argv[0]);
+        fprintf(stderr, "usage: OVT_BINARY_DIR=... %s lazy|lazy-committee|honest\n", argv[0]);
         return 2;
     }
     snprintf(ovt, sizeof ovt, "%s/ovt", bin);
     if (!strcmp(argv[1], "lazy")) {
         CHECK_RUN(test_errors());
-        CHECK_RUN(test_lazy());
+        CHECK_RUN(test_lazy(NULL));
+    } else if (!strcmp(argv[1], "lazy-committee")) {
+        CHECK_RUN(test_lazy("3"));
     }
     else if (!strcmp(argv[1], "honest"))
         CHECK_RUN(test_honest());
