@@ -394,7 +394,10 @@ static void test_roots_differ(void)
     fx_run_free(&run);
 }
 
-static void check_commit_replay(const fx_run *run, int who, const ovt_hash *sites_root, const char *name)
+/* who's commit of its history's root, with its bond and signature, reverts
+ * with `name` ("": it would pass): commitReplay with sites_root when
+ * replay, else the plain commit. */
+static void check_commit(const fx_run *run, int who, bool replay, const ovt_hash *sites_root, const char *name)
 {
     const fx_history *h = who == FX_TRAINER ? &run->trainer : &run->auditor;
     uint8_t sig[65];
@@ -402,24 +405,16 @@ static void check_commit_replay(const fx_run *run, int who, const ovt_hash *site
                                     chain_merkle_root(h->tree), &run->params) == 0);
     chain_buf b;
     chain_buf_init(&b);
-    CHECK(chain_arb_encode_commit_replay(&b, &run->run_id, chain_merkle_root(h->tree), sites_root, sig) == 0);
+    CHECK((replay ? chain_arb_encode_commit_replay(&b, &run->run_id, chain_merkle_root(h->tree), sites_root, sig)
+                  : chain_arb_encode_commit(&b, &run->run_id, chain_merkle_root(h->tree), sig)) == 0);
     chain_u256 bond = who == FX_TRAINER ? run->params.trainer_bond : run->params.auditor_bond;
     FX_CHECK_REVERT(&env, who, &bond, &b, name);
     chain_buf_free(&b);
 }
 
-static void check_plain_commit(const fx_run *run, int who, const char *name)
+static void check_commit_replay(const fx_run *run, int who, const ovt_hash *sites_root, const char *name)
 {
-    const fx_history *h = who == FX_TRAINER ? &run->trainer : &run->auditor;
-    uint8_t sig[65];
-    CHECK(chain_arb_sign_commitment(sig, &env.key[who], env.arb.chain_id, &env.arb.address, &run->run_id,
-                                    chain_merkle_root(h->tree), &run->params) == 0);
-    chain_buf b;
-    chain_buf_init(&b);
-    CHECK(chain_arb_encode_commit(&b, &run->run_id, chain_merkle_root(h->tree), sig) == 0);
-    chain_u256 bond = who == FX_TRAINER ? run->params.trainer_bond : run->params.auditor_bond;
-    FX_CHECK_REVERT(&env, who, &bond, &b, name);
-    chain_buf_free(&b);
+    check_commit(run, who, true, sites_root, name);
 }
 
 static void check_reveal_sites(const fx_run *run, int who, const ovt_hash *root, const char *name)
@@ -428,6 +423,19 @@ static void check_reveal_sites(const fx_run *run, int who, const ovt_hash *root,
     chain_buf_init(&b);
     CHECK(chain_arb_encode_reveal_sites(&b, &run->run_id, root) == 0);
     FX_CHECK_REVERT(&env, who, NULL, &b, name);
+    chain_buf_free(&b);
+}
+
+/* The trainer's revealSite of move mv with site_hash, leaf j and nproof of
+ * its proof reverts with `name` ("": it would pass). */
+static void check_reveal_site(const fx_run *run, const chain_arb_move *mv, const ovt_hash *site_hash,
+                              const chain_merkle_preimage *leaf, size_t nproof, const char *name)
+{
+    chain_buf b;
+    chain_buf_init(&b);
+    CHECK(chain_arb_encode_reveal_site(&b, &run->run_id, mv->round, site_hash, leaf, &mv->previous, mv->proof,
+                                       nproof) == 0);
+    FX_CHECK_REVERT(&env, FX_TRAINER, NULL, &b, name);
     chain_buf_free(&b);
 }
 
@@ -468,7 +476,7 @@ static void test_refusals(void)
     /* a replay run */
     CHECK(open_replay_run(&run, 8, NULL) == 0);
     CHECK(sites_random(&honest, &run.run_id, 8) == 0 && sites_guessed(&guess, &honest, &run.run_id, 3) == 0);
-    check_plain_commit(&run, FX_AUDITOR, "ReplayRequired");
+    check_commit(&run, FX_AUDITOR, false, NULL, "ReplayRequired");
     check_commit_replay(&run, FX_AUDITOR, &zero, "ZeroRoot");
     check_reveal_sites(&run, FX_TRAINER, sroot(&honest), "SitesNotDue"); /* the auditor has not committed */
     CHECK(auditor_commits(&run, &guess, NULL) == 0);
@@ -506,31 +514,12 @@ static void test_refusals(void)
                                        g.depth) == 0);
     FX_CHECK_REVERT(&env, FX_TRAINER, NULL, &b, "WrongReveal");
     chain_buf_free(&b);
-    /* the auditor's site hash from the trainer */
-    chain_buf_init(&b);
-    CHECK(chain_arb_encode_reveal_site(&b, &run.run_id, mv.round, &guess.hash[3], &mv.leaf, &mv.previous, mv.proof,
-                                       mv.nproof) == 0);
-    FX_CHECK_REVERT(&env, FX_TRAINER, NULL, &b, "BadLeaf");
-    chain_buf_free(&b);
-    /* leaf j's proof alone */
-    chain_buf_init(&b);
-    CHECK(chain_arb_encode_reveal_site(&b, &run.run_id, mv.round, &mv.site_hash, &mv.leaf, &mv.previous, mv.proof,
-                                       g.depth) == 0);
-    FX_CHECK_REVERT(&env, FX_TRAINER, NULL, &b, "BadProof");
-    chain_buf_free(&b);
-    /* another leaf j than the run's */
+    check_reveal_site(&run, &mv, &guess.hash[3], &mv.leaf, mv.nproof, "BadLeaf"); /* the auditor's site hash */
+    check_reveal_site(&run, &mv, &mv.site_hash, &mv.leaf, g.depth, "BadProof");   /* leaf j's proof alone */
     chain_merkle_preimage forged = mv.leaf;
     forged.log_hash.b[0] ^= 1;
-    chain_buf_init(&b);
-    CHECK(chain_arb_encode_reveal_site(&b, &run.run_id, mv.round, &mv.site_hash, &forged, &mv.previous, mv.proof,
-                                       mv.nproof) == 0);
-    FX_CHECK_REVERT(&env, FX_TRAINER, NULL, &b, "BadProof");
-    chain_buf_free(&b);
-    chain_buf_init(&b);
-    CHECK(chain_arb_encode_reveal_site(&b, &run.run_id, mv.round, &mv.site_hash, &mv.leaf, &mv.previous, mv.proof,
-                                       mv.nproof) == 0);
-    FX_CHECK_REVERT(&env, FX_TRAINER, NULL, &b, "");
-    chain_buf_free(&b);
+    check_reveal_site(&run, &mv, &mv.site_hash, &forged, mv.nproof, "BadProof"); /* another leaf j than the run's */
+    check_reveal_site(&run, &mv, &mv.site_hash, &mv.leaf, mv.nproof, "");        /* the planned move passes */
     CHECK(play_sites(&run, &honest, &guess, NULL, NULL, NULL) == 0);
     CHECK(site_verdict(&run, &honest, CHAIN_ARB_TRAINER_RIGHT, NULL) == 0);
     check_conserved(0, "refusals");
