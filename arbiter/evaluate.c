@@ -218,6 +218,26 @@ static void find_owner(arb_eval *out, store_ctx *store, const ovt_hash *run_id, 
     free(buf);
 }
 
+void arb_eval_site_leaf(arb_eval *e, const ovt_hash *beacon, const krn_trace *t, const ovt_hash *run_id,
+                        uint64_t step, char *note, size_t cap)
+{
+    static const ovt_hash zero;
+    if (e->exec != ARB_EXEC_OK)
+        return;
+    if (step == 0) {
+        chain_merkle_site_leaf_hash(&e->leaf, run_id, 0, &zero);
+        return;
+    }
+    size_t n = t ? krn_trace_count(t) : 0;
+    if (!e->traced || e->trace_rc || n == 0) {
+        add_note(note, cap, "the step's trace, which names its site hash, failed: %s", t ? krn_trace_error(t) : "none");
+        e->exec = ARB_EXEC_FAILED;
+        return;
+    }
+    uint32_t s = chain_arb_site_index(beacon, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n);
+    chain_merkle_site_leaf_hash(&e->leaf, run_id, step, &krn_trace_record_at(t, s)->root);
+}
+
 int arb_evaluate(arb_eval *out, store_ctx *store, const ovt_hash *run_id, const chain_arb_params *run,
                  const chain_arb_game *g, int threads, trn_runner *prep, krn_trace *trace, char *note,
                  size_t cap)

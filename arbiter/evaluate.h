@@ -35,4 +35,13 @@ int arb_evaluate(arb_eval *out, store_ctx *store, const ovt_hash *run_id, const 
                  const chain_arb_game *g, int threads, trn_runner *prep, krn_trace *trace, char *note,
                  size_t cap) OVT_MUST_USE;
 
+/* A replay dispute (docs/contract.md, "Proof of replay"): turns an
+ * evaluation of step j, traced into t (arb_evaluate's trace), into the site
+ * leaf of the beacon's site (its index: the beacon modulo the step's
+ * sites), so that out->leaf is compared with the parties' site leaves as a
+ * leaf is. Step 0 runs no site: its site hash is zero. A step whose trace
+ * failed is ARB_EXEC_FAILED (no site hash can be named). */
+void arb_eval_site_leaf(arb_eval *e, const ovt_hash *beacon, const krn_trace *t, const ovt_hash *run_id,
+                        uint64_t step, char *note, size_t cap);
+
 #endif

@@ -439,10 +439,22 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
     store_set_deadline(w->store, last > now ? (double)(last - now) : 0.001);
     store_expect(w->store, &run->config_hash, STORE_MAX_CONFIG);
     arb_eval e;
+    /* A replay dispute: the step is traced for the beacon's site's output. */
+    krn_trace *trace = NULL;
+    chain_arb_replay rp;
+    bool sites = chain_arb_is_replay_dispute(game);
+    int rv = sites ? chain_arb_get_replay(w->arb, &g->run_id, NULL, &rp) : 0;
+    if (!rv && sites && !(rv = krn_trace_new(&trace, false)))
+        krn_trace_outputs_only(trace, KRN_TRACE_ALL_SITES); /* its outputs' roots, no reads */
+    if (rv)
+        return ovt_fail_wrap(rv, "preparing the replay dispute's trace");
     long long t0 = chain_now_ms();
-    int rv = arb_evaluate(&e, w->store, arb_game_tree_id(g), run, game, w->o->threads, g->prep, NULL, note,
-                          sizeof note);
+    rv = arb_evaluate(&e, w->store, arb_game_tree_id(g), run, game, w->o->threads, g->prep, trace, note,
+                      sizeof note);
     ovt_metrics_eval_seconds((double)(chain_now_ms() - t0) / 1000.0);
+    if (!rv && sites)
+        arb_eval_site_leaf(&e, &rp.beacon, trace, arb_game_tree_id(g), game->index, note, sizeof note);
+    krn_trace_free(trace);
     if (rv)
         return ovt_fail_wrap(rv, "evaluating step %" PRIu64, game->index);
     bool same = prev && !memcmp(&prev->basis, &e.basis, sizeof e.basis) && !memcmp(prev->input, e.input, sizeof e.input);

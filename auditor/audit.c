@@ -141,7 +141,8 @@ int aud_audit(const aud_audit_opts *o, aud_report *r, json_t **report)
 {
     char fetched[4096], data[4096];
     aud_replay_opts ro = {.run_dir = o->source, .data_path = o->data, .backend = o->backend, .threads = o->threads,
-                          .from = o->from, .to = o->to, .lie_at = o->lie_at, .trace_step = o->trace_step};
+                          .from = o->from, .to = o->to, .lie_at = o->lie_at, .trace_step = o->trace_step,
+                          .sites = o->sites, .site_beacon = o->site_beacon};
     int rv;
     *report = NULL;
     memset(r, 0, sizeof *r);

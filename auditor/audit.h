@@ -29,6 +29,8 @@ typedef struct {
     uint64_t lie_at;          /* fault injection (aud_replay_opts) */
     uint64_t trace_step;      /* 0: none; else that step's trace (aud_replay_opts), its root in the report */
     const char *trace_out;    /* with trace_step: the trace file written there (atomically); NULL: none */
+    bool sites;               /* proof of replay: every step's site output roots (aud_replay_opts) */
+    const ovt_hash *site_beacon; /* with sites: only the site this beacon picks (aud_replay_opts) */
 } aud_audit_opts;
 
 /* Whether source names a store (a URL: it has "://") rather than a run

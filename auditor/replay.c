@@ -45,6 +45,11 @@ struct session {
     bool traced;
     int trace_rc;
     ovt_hash trace_root;
+    /* Proof of replay: every step traced, its sites' output roots kept. */
+    bool sites;
+    const ovt_hash *site_beacon;
+    uint32_t nsites, site_stride, site;
+    ovt_hash *site_roots;
 };
 
 static void session_close(struct session *r)
@@ -54,6 +59,7 @@ static void session_close(struct session *r)
     trn_runner_free(r->run);
     trn_state_free(r->pre);
     trn_runner_free(r->canon);
+    free(r->site_roots);
     memset(r, 0, sizeof *r);
 }
 
@@ -176,6 +182,33 @@ static int read_log(struct session *r, uint64_t i, uint8_t **bytes, size_t *len,
     return rv;
 }
 
+/* Keeps the output roots of step i's sites, traced into t. */
+static int keep_sites(struct session *r, uint64_t i, const krn_trace *t, int trace_rc)
+{
+    if (trace_rc)
+        return ovt_fail(trace_rc, "the trace of step %llu, needed for proof of replay, failed: %s",
+                        (unsigned long long)i, krn_trace_error(t));
+    size_t n = krn_trace_count(t);
+    if (!r->site_roots) {
+        if (n == 0 || n > UINT32_MAX)
+            return ovt_fail(OVT_EFORMAT, "step %llu ran %zu rounding sites", (unsigned long long)i, n);
+        r->nsites = (uint32_t)n;
+        r->site_stride = r->site_beacon ? 1 : r->nsites;
+        r->site = r->site_beacon ? ovt_hash_mod(r->site_beacon, r->nsites) : 0; /* chain_arb_site_index */
+        if (!(r->site_roots = calloc(r->trainer.count * r->site_stride, sizeof *r->site_roots)))
+            return ovt_fail(OVT_ENOMEM, "site roots of %zu steps", r->trainer.count);
+    } else if (n != r->nsites) {
+        return ovt_fail(OVT_EFORMAT, "step %llu ran %zu rounding sites, the steps before it %u",
+                        (unsigned long long)i, n, r->nsites);
+    }
+    if (r->site_beacon)
+        r->site_roots[i] = krn_trace_record_at(t, r->site)->root;
+    else
+        for (size_t k = 0; k < n; k++)
+            r->site_roots[i * n + k] = krn_trace_record_at(t, k)->root;
+    return 0;
+}
+
 /* Runs the runner's next step with the trainer's log. *leaf gets the
  * auditor's preimage; a log the verifier rejects (malformed, or an entry too
  * far from a midpoint) is *fraud = 1 with the reason in detail, and the
@@ -188,10 +221,19 @@ static int session_step(struct session *r, chain_merkle_preimage *leaf, int *fra
     uint8_t *bytes = NULL;
     size_t len = 0;
     trn_runner_result res;
+    krn_trace *own = NULL, *t = i == r->trace_step ? r->trace : NULL;
     int rv = read_log(r, i, &bytes, &len, leaf, fraud, detail, cap);
     if (rv || *fraud || (rv = keep_pre(r)))
         goto done;
-    if (i == r->trace_step && r->trace && (rv = trn_runner_trace_next(r->run, r->trace)))
+    if (!t && r->sites) {
+        if ((rv = krn_trace_new(&own, false)))
+            goto done;
+        /* only the outputs' roots: the beacon's site's once the step's site
+         * count is known, every site's before (and without a beacon) */
+        krn_trace_outputs_only(own, r->site_beacon && r->site_roots ? r->site : KRN_TRACE_ALL_SITES);
+        t = own;
+    }
+    if (t && (rv = trn_runner_trace_next(r->run, t)))
         goto done;
     rv = trn_runner_step(r->run, &res);
     leaf->batch_hash = res.batch_hash;
@@ -223,7 +265,10 @@ static int session_step(struct session *r, chain_merkle_preimage *leaf, int *fra
         snprintf(r->suspect, sizeof r->suspect, "%s", f->message);
     }
     trn_state_hash(&leaf->state_hash, trn_runner_state(r->run));
+    if (r->sites)
+        rv = keep_sites(r, i, t, res.trace_rc);
 done:
+    krn_trace_free(own);
     free(bytes);
     return rv;
 }
@@ -232,6 +277,8 @@ void aud_report_free(aud_report *r)
 {
     trn_step_table_free(&r->own);
     trn_step_table_free(&r->trainer);
+    free(r->site_roots);
+    r->site_roots = NULL;
 }
 
 /* A wrong stateHash for the lying auditor: SHA-256("ovt.lie" || honest). */
@@ -264,6 +311,8 @@ int aud_replay(const aud_replay_opts *opts, aud_report *out)
         return rv;
     r.trace_step = opts->trace_step;
     r.trace = opts->trace;
+    r.sites = opts->sites;
+    r.site_beacon = opts->site_beacon;
     uint64_t n = r.trainer.count - 1;
     uint64_t from = opts->from ? opts->from : 1, to = opts->to ? opts->to : n;
     if (from > to || to > n) {
@@ -320,6 +369,13 @@ int aud_replay(const aud_replay_opts *opts, aud_report *out)
     out->traced = r.traced;
     out->trace_rc = r.trace_rc;
     out->trace_root = r.trace_root;
+    out->nsites = r.nsites;
+    out->site_stride = r.site_stride;
+    out->site = r.site;
+    if (r.site_beacon)
+        out->site_beacon = *r.site_beacon;
+    out->site_roots = r.site_roots;
+    r.site_roots = NULL;
     out->rule = trn_config_rule(&r.rc);
     out->canonical_view = out->rule == KRN_RULE_V3 && !r.canon_check;
     dp_shard_owner owner;

@@ -40,6 +40,10 @@ typedef struct {
     uint64_t trace_step;   /* 0: none; else this step, if replayed, is recorded into trace
                               (docs/formats.md, "Step trace"): the auditor's view of it */
     krn_trace *trace;      /* with trace_step: a fresh recorder (kernels/trace.h), the caller's */
+    bool sites;            /* proof of replay (docs/contract.md): every replayed step traced and each
+                              site's output root kept (aud_report.site_roots) */
+    const ovt_hash *site_beacon; /* with sites: keep only the site this beacon picks (chain_arb_site_index
+                              of the step's site count), one root per step; NULL: every site's */
 } aud_replay_opts;
 
 typedef enum { AUD_VERIFIED = 0, AUD_DIVERGED, AUD_FRAUD } aud_finding;
@@ -88,6 +92,16 @@ typedef struct {
     bool traced;
     int trace_rc;
     ovt_hash trace_root;
+    /* opts.sites: the sites of a step (the trace's records) and, for every
+     * replayed step i, their output roots at site_roots[i * site_stride] in
+     * site order (step 0's, and those of steps not replayed, zero); with
+     * opts.site_beacon only the site it picks is kept (site_stride 1, that
+     * site's index in site); malloc'd, freed by aud_report_free. */
+    uint32_t nsites;
+    uint32_t site_stride;
+    uint32_t site;
+    ovt_hash site_beacon;
+    ovt_hash *site_roots;
 } aud_report;
 
 /* Replays and compares. Returns 0 when the replay ran (read the finding),

@@ -203,6 +203,19 @@ int chain_arb_encode_commit(chain_buf *out, const ovt_hash *run_id, const ovt_ha
     return finish(&enc, out, "commit(bytes32,bytes32,bytes)");
 }
 
+int chain_arb_encode_commit_replay(chain_buf *out, const ovt_hash *run_id, const ovt_hash *root,
+                                   const ovt_hash *sites, const uint8_t sig[65])
+{
+    static const ovt_hash none;
+    chain_abi_enc enc;
+    chain_abi_enc_init(&enc);
+    chain_abi_put_bytes32(&enc, run_id);
+    chain_abi_put_bytes32(&enc, root);
+    chain_abi_put_bytes32(&enc, sites ? sites : &none);
+    chain_abi_put_bytes(&enc, sig, 65);
+    return finish(&enc, out, "commitReplay(bytes32,bytes32,bytes32,bytes)");
+}
+
 int chain_arb_encode_bisect(chain_buf *out, const ovt_hash *run_id, unsigned round, const ovt_hash *left,
                             const ovt_hash *right)
 {
@@ -215,19 +228,39 @@ int chain_arb_encode_bisect(chain_buf *out, const ovt_hash *run_id, unsigned rou
     return finish(&enc, out, "bisect(bytes32,uint8,bytes32,bytes32)");
 }
 
-int chain_arb_encode_reveal_leaf(chain_buf *out, const ovt_hash *run_id, unsigned round,
-                                 const chain_merkle_preimage *leaf, const chain_merkle_preimage *previous,
-                                 const ovt_hash *proof, size_t nproof)
+/* revealLeaf, or with site_hash revealSite: (runId, round, [siteHash,]
+ * leaf, previous, proof). */
+static int encode_reveal(chain_buf *out, const ovt_hash *run_id, unsigned round, const ovt_hash *site_hash,
+                         const chain_merkle_preimage *leaf, const chain_merkle_preimage *previous,
+                         const ovt_hash *proof, size_t nproof)
 {
     static const chain_merkle_preimage none;
     chain_abi_enc enc;
     int rc = begin_move(&enc, run_id, round);
     if (rc != 0)
         return rc;
-    put_preimage(&enc, leaf);
+    if (site_hash)
+        chain_abi_put_bytes32(&enc, site_hash);
+    put_preimage(&enc, leaf ? leaf : &none);
     put_preimage(&enc, previous ? previous : &none);
     chain_abi_put_bytes32_array(&enc, proof, proof ? nproof : 0);
-    return finish(&enc, out, "revealLeaf(bytes32,uint8," LEAF_TUPLE "," LEAF_TUPLE ",bytes32[])");
+    return finish(&enc, out,
+                  site_hash ? "revealSite(bytes32,uint8,bytes32," LEAF_TUPLE "," LEAF_TUPLE ",bytes32[])"
+                            : "revealLeaf(bytes32,uint8," LEAF_TUPLE "," LEAF_TUPLE ",bytes32[])");
+}
+
+int chain_arb_encode_reveal_leaf(chain_buf *out, const ovt_hash *run_id, unsigned round,
+                                 const chain_merkle_preimage *leaf, const chain_merkle_preimage *previous,
+                                 const ovt_hash *proof, size_t nproof)
+{
+    return encode_reveal(out, run_id, round, NULL, leaf, previous, proof, nproof);
+}
+
+int chain_arb_encode_reveal_site(chain_buf *out, const ovt_hash *run_id, unsigned round, const ovt_hash *site_hash,
+                                 const chain_merkle_preimage *leaf, const chain_merkle_preimage *previous,
+                                 const ovt_hash *proof, size_t nproof)
+{
+    return encode_reveal(out, run_id, round, site_hash, leaf, previous, proof, nproof);
 }
 
 /* (runId, step, outcome, evidence): verdict's arguments, the head of revealVerdict's. */
@@ -278,6 +311,27 @@ int chain_arb_encode_commit_verdict(chain_buf *out, const ovt_hash *run_id, cons
 int chain_arb_encode_challenge(chain_buf *out, const ovt_hash *run_id, const ovt_hash *root)
 {
     return encode_two_words(out, "challenge(bytes32,bytes32)", run_id, root);
+}
+
+int chain_arb_encode_reveal_sites(chain_buf *out, const ovt_hash *run_id, const ovt_hash *sites)
+{
+    return encode_two_words(out, "revealSites(bytes32,bytes32)", run_id, sites);
+}
+
+int chain_arb_encode_replays(chain_buf *out, const ovt_hash *run_id)
+{
+    return encode_run_call(out, "replays(bytes32)", run_id);
+}
+
+int chain_arb_is_replay_dispute(const chain_arb_game *g)
+{
+    return (g->flags & CHAIN_ARB_FLAG_REPLAY) && g->phase >= CHAIN_ARB_PHASE_BISECTING &&
+           g->phase <= CHAIN_ARB_PHASE_AWAITING_VERDICT && memcmp(g->trainer_root.b, g->auditor_root.b, 32) == 0;
+}
+
+uint32_t chain_arb_site_index(const ovt_hash *beacon, uint32_t nsites)
+{
+    return ovt_hash_mod(beacon, nsites);
 }
 
 int chain_arb_encode_refuted_by(chain_buf *out, const ovt_hash *run_id)
@@ -467,6 +521,17 @@ int chain_arb_decode_game(chain_arb_game *out, const uint8_t *data, size_t len)
                           &out->previous_state, &out->trainer_batch, &out->trainer_log};
     for (size_t k = 0; k < sizeof hashes / sizeof hashes[0]; k++)
         TRY(chain_abi_get_bytes32(&dec, 7 + k, hashes[k]));
+    return 0;
+}
+
+int chain_arb_decode_replay(chain_arb_replay *out, const uint8_t *data, size_t len)
+{
+    memset(out, 0, sizeof *out);
+    if (len != 96)
+        return ovt_fail(OVT_EFORMAT, "replays: expected three 32-byte words, got %zu bytes", len);
+    memcpy(out->beacon.b, data, 32);
+    memcpy(out->trainer_sites.b, data + 32, 32);
+    memcpy(out->auditor_sites.b, data + 64, 32);
     return 0;
 }
 
@@ -759,6 +824,10 @@ const char *const chain_arb_errors[] = {
     "TransferFailed(address,uint256)",
     "ChallengesClosed(uint64)",
     "NothingToDispute(bytes32)",
+    "ReplayRequired()",
+    "NoBeacon()",
+    "SitesNotDue()",
+    "WrongReveal()",
     NULL,
 };
 

@@ -59,8 +59,16 @@ const char *chain_arb_phase_name(chain_arb_phase phase);
 /* "verified", "trainer-right", ... ("?" for an unknown code). */
 const char *chain_arb_outcome_name(chain_arb_outcome outcome);
 
-/* GameView.flags bits. */
-enum { CHAIN_ARB_FLAG_TRAINER = 1, CHAIN_ARB_FLAG_AUDITOR = 2, CHAIN_ARB_FLAG_PREVIOUS = 4 };
+/* GameView.flags bits: who moved in this round (phase), leaf j-1 proven,
+ * and the game's kind: a challenge (challenge()), or a run with proof of
+ * replay (commitReplay; docs/contract.md, "Proof of replay"). */
+enum {
+    CHAIN_ARB_FLAG_TRAINER = 1,
+    CHAIN_ARB_FLAG_AUDITOR = 2,
+    CHAIN_ARB_FLAG_PREVIOUS = 4,
+    CHAIN_ARB_FLAG_CHALLENGE = 8,
+    CHAIN_ARB_FLAG_REPLAY = 16
+};
 
 /* The most arbiters a run may name (the contract's MAX_ARBITERS). */
 #define CHAIN_ARB_MAX_ARBITERS 5
@@ -126,6 +134,25 @@ typedef struct {
     ovt_hash trainer_log;
 } chain_arb_game;
 
+/* A run's proof of replay (the contract's replays(runId)): the beacon fixed
+ * at the trainer's commitReplay, which picks the site, and the two site
+ * roots (zero until posted). */
+typedef struct {
+    ovt_hash beacon;
+    ovt_hash trainer_sites;
+    ovt_hash auditor_sites;
+} chain_arb_replay;
+
+/* Whether g is in a replay dispute: a run with proof of replay whose roots
+ * agree, bisecting over the two site trees, revealing or awaiting the
+ * verdict on a site hash. */
+int chain_arb_is_replay_dispute(const chain_arb_game *g);
+
+/* The site a beacon picks among a step's nsites rounding sites: the beacon
+ * as a big-endian integer modulo nsites (nsites > 0; ovt_hash_mod, which
+ * the layers below chain use for the same choice). */
+uint32_t chain_arb_site_index(const ovt_hash *beacon, uint32_t nsites);
+
 /* Gas the bindings add to eth_estimateGas (after the txm margin) for commit,
  * bisect and revealLeaf, the calls that race the other party's call of the
  * same round. The estimate prices the chain as it is; if the other party's
@@ -190,6 +217,17 @@ int chain_arb_encode_challenge(chain_buf *out, const ovt_hash *run_id, const ovt
 /* refutedBy(runId): the game that proved the trainer's root wrong, or zero. */
 int chain_arb_encode_refuted_by(chain_buf *out, const ovt_hash *run_id) OVT_MUST_USE;
 int chain_arb_encode_withdraw(chain_buf *out) OVT_MUST_USE;
+/* Proof of replay: commitReplay(runId, root, sites, sig) (the trainer's sites
+ * are ignored: zero), revealSites(runId, sites), and the replay dispute's
+ * bottom move revealSite(runId, round, siteHash, leaf j, leaf j-1, proof):
+ * proof holds leaf j's depth siblings, then leaf j-1's when j > 0. */
+int chain_arb_encode_commit_replay(chain_buf *out, const ovt_hash *run_id, const ovt_hash *root,
+                                   const ovt_hash *sites, const uint8_t sig[65]) OVT_MUST_USE;
+int chain_arb_encode_reveal_sites(chain_buf *out, const ovt_hash *run_id, const ovt_hash *sites) OVT_MUST_USE;
+int chain_arb_encode_reveal_site(chain_buf *out, const ovt_hash *run_id, unsigned round, const ovt_hash *site_hash,
+                                 const chain_merkle_preimage *leaf, const chain_merkle_preimage *previous,
+                                 const ovt_hash *proof, size_t nproof) OVT_MUST_USE;
+int chain_arb_encode_replays(chain_buf *out, const ovt_hash *run_id) OVT_MUST_USE;
 
 /* Views. */
 int chain_arb_encode_get_run(chain_buf *out, const ovt_hash *run_id) OVT_MUST_USE;
@@ -207,6 +245,7 @@ int chain_arb_encode_node_hash(chain_buf *out, const ovt_hash *left, const ovt_h
 int chain_arb_decode_run(chain_arb_params *out, const uint8_t *data, size_t len) OVT_MUST_USE;
 int chain_arb_decode_game(chain_arb_game *out, const uint8_t *data, size_t len) OVT_MUST_USE;
 int chain_arb_decode_committee(chain_arb_committee *out, const uint8_t *data, size_t len) OVT_MUST_USE;
+int chain_arb_decode_replay(chain_arb_replay *out, const uint8_t *data, size_t len) OVT_MUST_USE;
 /* A single bytes32 or uint256 result. */
 int chain_arb_decode_word(uint8_t out[32], const uint8_t *data, size_t len) OVT_MUST_USE;
 
@@ -429,6 +468,19 @@ int chain_arb_withdraw(const chain_arb *arb, chain_txm *m, chain_receipt *receip
 int chain_arb_challenge(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, const ovt_hash *root,
                         ovt_hash *challenge_id, chain_receipt *receipt) OVT_MUST_USE;
 
+/* Proof of replay (docs/contract.md): commitReplay with the caller's bond
+ * (sites: the auditor's site root; NULL for the trainer, whose commit fixes
+ * the beacon), signing as chain_arb_commit does; the trainer's revealSites;
+ * a replay dispute's revealSite (arguments as chain_arb_encode_reveal_site). */
+int chain_arb_commit_replay(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, const ovt_hash *root,
+                            const ovt_hash *sites, uint8_t sig_out[65], chain_receipt *receipt) OVT_MUST_USE;
+int chain_arb_reveal_sites(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, const ovt_hash *sites,
+                           chain_receipt *receipt) OVT_MUST_USE;
+int chain_arb_reveal_site(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, unsigned round,
+                          const ovt_hash *site_hash, const chain_merkle_preimage *leaf,
+                          const chain_merkle_preimage *previous, const ovt_hash *proof, size_t nproof,
+                          chain_receipt *receipt) OVT_MUST_USE;
+
 /* Any calldata with a value (NULL: 0), for calls the helpers above do not
  * cover. */
 int chain_arb_send(const chain_arb *arb, chain_txm *m, const chain_u256 *value, const chain_buf *calldata,
@@ -446,6 +498,9 @@ int chain_arb_credit(const chain_arb *arb, const chain_address *account, const c
 int chain_arb_refuted_by(const chain_arb *arb, const ovt_hash *run_id, const char *block, ovt_hash *out) OVT_MUST_USE;
 int chain_arb_get_committee(const chain_arb *arb, const ovt_hash *run_id, const char *block,
                             chain_arb_committee *out) OVT_MUST_USE;
+/* replays(runId): all zero for a run without proof of replay. */
+int chain_arb_get_replay(const chain_arb *arb, const ovt_hash *run_id, const char *block,
+                         chain_arb_replay *out) OVT_MUST_USE;
 
 /* A run's terms, its game and its committee (c may be NULL) as of one
  * block: the head, read first (*block). */
@@ -474,16 +529,23 @@ typedef int (*chain_arb_preimage_fn)(void *ctx, uint64_t index, chain_merkle_pre
 
 /* The move due from one party (is_trainer: trainer, else auditor) in game g
  * (as read with chain_arb_get_game), computed from its own tree: */
-typedef enum { CHAIN_ARB_MOVE_NONE = 0, CHAIN_ARB_MOVE_BISECT, CHAIN_ARB_MOVE_REVEAL } chain_arb_move_kind;
+typedef enum {
+    CHAIN_ARB_MOVE_NONE = 0,
+    CHAIN_ARB_MOVE_BISECT,
+    CHAIN_ARB_MOVE_REVEAL,
+    CHAIN_ARB_MOVE_REVEAL_SITE /* a replay dispute's bottom move (revealSite) */
+} chain_arb_move_kind;
 typedef struct {
     chain_arb_move_kind kind;
     unsigned round;
     ovt_hash left, right;              /* BISECT */
     uint64_t step;                     /* REVEAL: j */
-    chain_merkle_preimage leaf;        /* REVEAL: the preimage of leaf j */
+    chain_merkle_preimage leaf;        /* REVEAL: the preimage of leaf j (REVEAL_SITE: the run's leaf j) */
     chain_merkle_preimage previous;    /* REVEAL: the preimage of leaf j-1 (j > 0) */
-    ovt_hash proof[64];                /* REVEAL: proof of leaf j-1, depth siblings */
+    ovt_hash proof[128];               /* REVEAL: proof of leaf j-1, depth siblings (REVEAL_SITE: leaf j's,
+                                          then leaf j-1's) */
     unsigned nproof;
+    ovt_hash site_hash;                /* REVEAL_SITE: the party's site hash of step j */
 } chain_arb_move;
 
 /* A pure function of the game: NONE when the party has already moved this
@@ -493,6 +555,15 @@ typedef struct {
  * its own id). */
 int chain_arb_plan_move(chain_arb_move *out, const ovt_hash *run_id, const chain_arb_game *g, int is_trainer,
                         const chain_merkle *tree, chain_arb_preimage_fn preimage, void *ctx) OVT_MUST_USE;
+
+/* The same in a replay dispute (chain_arb_is_replay_dispute): the party's
+ * site tree (its root the party's site root in r) and site hashes (one per
+ * leaf, steps + 1), and the run's tree and preimages, whose leaves j and
+ * j-1 the first reveal proves. */
+int chain_arb_plan_site_move(chain_arb_move *out, const ovt_hash *run_id, const chain_arb_game *g,
+                             const chain_arb_replay *r, int is_trainer, const chain_merkle *sites,
+                             const ovt_hash *site_hashes, const chain_merkle *tree, chain_arb_preimage_fn preimage,
+                             void *ctx) OVT_MUST_USE;
 
 /* Sends a planned move (nothing for NONE). */
 int chain_arb_send_move(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, const chain_arb_move *move,

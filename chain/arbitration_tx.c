@@ -149,8 +149,9 @@ out:
     return rc;
 }
 
-int chain_arb_commit(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, const ovt_hash *root,
-                     const uint8_t sig[65], uint8_t sig_out[65], chain_receipt *receipt)
+/* commit, or commitReplay when replay (sites: the auditor's site root). */
+static int commit_root(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, const ovt_hash *root, int replay,
+                       const ovt_hash *sites, const uint8_t sig[65], uint8_t sig_out[65], chain_receipt *receipt)
 {
     if (sig_out)
         memset(sig_out, 0, 65);
@@ -170,11 +171,44 @@ int chain_arb_commit(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id,
     }
     chain_buf data;
     chain_buf_init(&data);
-    rc = send_encoded(arb, m, bond, &data, chain_arb_encode_commit(&data, run_id, root, sig), CHAIN_ARB_RACE_GAS, receipt,
-                      "commit");
+    rc = replay ? chain_arb_encode_commit_replay(&data, run_id, root, sites, sig)
+                : chain_arb_encode_commit(&data, run_id, root, sig);
+    rc = send_encoded(arb, m, bond, &data, rc, CHAIN_ARB_RACE_GAS, receipt, replay ? "commitReplay" : "commit");
     if (rc == 0 && sig_out)
         memcpy(sig_out, sig, 65);
     return rc;
+}
+
+int chain_arb_commit(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, const ovt_hash *root,
+                     const uint8_t sig[65], uint8_t sig_out[65], chain_receipt *receipt)
+{
+    return commit_root(arb, m, run_id, root, 0, NULL, sig, sig_out, receipt);
+}
+
+int chain_arb_commit_replay(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, const ovt_hash *root,
+                            const ovt_hash *sites, uint8_t sig_out[65], chain_receipt *receipt)
+{
+    return commit_root(arb, m, run_id, root, 1, sites, NULL, sig_out, receipt);
+}
+
+int chain_arb_reveal_sites(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, const ovt_hash *sites,
+                           chain_receipt *receipt)
+{
+    chain_buf data;
+    chain_buf_init(&data);
+    return send_encoded(arb, m, NULL, &data, chain_arb_encode_reveal_sites(&data, run_id, sites), 0, receipt,
+                        "revealSites");
+}
+
+int chain_arb_reveal_site(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, unsigned round,
+                          const ovt_hash *site_hash, const chain_merkle_preimage *leaf,
+                          const chain_merkle_preimage *previous, const ovt_hash *proof, size_t nproof,
+                          chain_receipt *receipt)
+{
+    chain_buf data;
+    chain_buf_init(&data);
+    int rc = chain_arb_encode_reveal_site(&data, run_id, round, site_hash, leaf, previous, proof, nproof);
+    return send_encoded(arb, m, NULL, &data, rc, CHAIN_ARB_RACE_GAS, receipt, "revealSite");
 }
 
 int chain_arb_bisect(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, unsigned round,
@@ -333,6 +367,19 @@ int chain_arb_refuted_by(const chain_arb *arb, const ovt_hash *run_id, const cha
     return rc;
 }
 
+int chain_arb_get_replay(const chain_arb *arb, const ovt_hash *run_id, const char *block, chain_arb_replay *out)
+{
+    memset(out, 0, sizeof *out);
+    chain_buf data, ret;
+    chain_buf_init(&data);
+    chain_buf_init(&ret);
+    int rc = view(arb, &data, chain_arb_encode_replays(&data, run_id), block, &ret, "replays");
+    if (rc == 0)
+        rc = chain_arb_decode_replay(out, ret.data, ret.len);
+    chain_buf_free(&ret);
+    return rc;
+}
+
 int chain_arb_read_at_head(const chain_arb *arb, const ovt_hash *run_id, uint64_t *block, chain_arb_params *p,
                            chain_arb_game *g, chain_arb_committee *c)
 {
@@ -471,6 +518,57 @@ int chain_arb_plan_move(chain_arb_move *out, const ovt_hash *run_id, const chain
     return 0;
 }
 
+int chain_arb_plan_site_move(chain_arb_move *out, const ovt_hash *run_id, const chain_arb_game *g,
+                             const chain_arb_replay *r, int is_trainer, const chain_merkle *sites,
+                             const ovt_hash *site_hashes, const chain_merkle *tree, chain_arb_preimage_fn preimage,
+                             void *ctx)
+{
+    memset(out, 0, sizeof *out);
+    if (!chain_arb_is_replay_dispute(g))
+        return 0;
+    /* The bisection is the root game's over the site trees. */
+    chain_arb_game sg = *g;
+    sg.trainer_root = r->trainer_sites;
+    sg.auditor_root = r->auditor_sites;
+    if (g->phase == CHAIN_ARB_PHASE_BISECTING)
+        return chain_arb_plan_move(out, run_id, &sg, is_trainer, sites, preimage, ctx);
+    unsigned bit = is_trainer ? CHAIN_ARB_FLAG_TRAINER : CHAIN_ARB_FLAG_AUDITOR;
+    if (g->phase != CHAIN_ARB_PHASE_REVEALING || (g->flags & bit))
+        return 0;
+    const char *who = is_trainer ? "trainer" : "auditor";
+    const ovt_hash *root = is_trainer ? &r->trainer_sites : &r->auditor_sites;
+    if (chain_merkle_tree_depth(sites) != g->depth || memcmp(chain_merkle_root(sites)->b, root->b, 32) != 0)
+        return ovt_fail(OVT_EINVAL, "the %s's site tree is not the one it committed to", who);
+    uint64_t j = g->index;
+    int rc;
+    out->kind = CHAIN_ARB_MOVE_REVEAL_SITE;
+    out->round = g->round;
+    out->step = j;
+    out->site_hash = site_hashes[j];
+    ovt_hash leaf;
+    chain_merkle_site_leaf_hash(&leaf, run_id, j, &out->site_hash);
+    if (memcmp(leaf.b, (is_trainer ? &g->trainer_node : &g->auditor_node)->b, 32) != 0)
+        return ovt_fail(OVT_EINVAL, "the %s's site hash of step %llu does not hash to its site leaf", who,
+                        (unsigned long long)j);
+    if (g->flags & CHAIN_ARB_FLAG_PREVIOUS)
+        return 0;
+    if (chain_merkle_tree_depth(tree) != g->depth || memcmp(chain_merkle_root(tree)->b, g->trainer_root.b, 32) != 0)
+        return ovt_fail(OVT_EINVAL, "the %s's run tree is not the run's root", who);
+    if ((rc = preimage(ctx, j, &out->leaf)) != 0)
+        return ovt_fail_wrap(rc, "preimage of leaf %llu", (unsigned long long)j);
+    if ((rc = chain_merkle_proof(tree, out->proof, j)) != 0)
+        return rc;
+    out->nproof = g->depth;
+    if (j > 0) {
+        if ((rc = preimage(ctx, j - 1, &out->previous)) != 0)
+            return ovt_fail_wrap(rc, "preimage of leaf %llu", (unsigned long long)(j - 1));
+        if ((rc = chain_merkle_proof(tree, out->proof + g->depth, j - 1)) != 0)
+            return rc;
+        out->nproof = 2 * g->depth;
+    }
+    return 0;
+}
+
 int chain_arb_send_move(const chain_arb *arb, chain_txm *m, const ovt_hash *run_id, const chain_arb_move *move,
                         chain_receipt *receipt)
 {
@@ -482,6 +580,9 @@ int chain_arb_send_move(const chain_arb *arb, chain_txm *m, const ovt_hash *run_
     case CHAIN_ARB_MOVE_REVEAL:
         return chain_arb_reveal_leaf(arb, m, run_id, move->round, &move->leaf,
                                      move->nproof ? &move->previous : NULL, move->proof, move->nproof, receipt);
+    case CHAIN_ARB_MOVE_REVEAL_SITE:
+        return chain_arb_reveal_site(arb, m, run_id, move->round, &move->site_hash, &move->leaf, &move->previous,
+                                     move->proof, move->nproof, receipt);
     }
     return ovt_fail(OVT_EINVAL, "unknown move kind %d", (int)move->kind);
 }

@@ -32,6 +32,16 @@ void chain_merkle_leaf_hash(ovt_hash *out, const ovt_hash *run_id, uint64_t inde
     chain_keccak256(out, buf, sizeof buf);
 }
 
+void chain_merkle_site_leaf_hash(ovt_hash *out, const ovt_hash *run_id, uint64_t index, const ovt_hash *site_hash)
+{
+    uint8_t buf[1 + 32 + 8 + 32];
+    buf[0] = 0x02;
+    memcpy(buf + 1, run_id->b, 32);
+    ovt_put_be64(buf + 33, index);
+    memcpy(buf + 41, site_hash->b, 32);
+    chain_keccak256(out, buf, sizeof buf);
+}
+
 void chain_merkle_node_hash(ovt_hash *out, const ovt_hash *left, const ovt_hash *right)
 {
     uint8_t buf[1 + 64];

@@ -35,6 +35,10 @@ typedef struct {
 void chain_merkle_leaf_hash(ovt_hash *out, const ovt_hash *run_id, uint64_t index,
                             const chain_merkle_preimage *preimage);
 
+/* Leaf i of a site tree (proof of replay, docs/contract.md):
+ * keccak256(0x02 || runId || uint64be(i) || siteHash_i); siteHash_0 = 0. */
+void chain_merkle_site_leaf_hash(ovt_hash *out, const ovt_hash *run_id, uint64_t index, const ovt_hash *site_hash);
+
 /* keccak256(0x01 || left || right). */
 void chain_merkle_node_hash(ovt_hash *out, const ovt_hash *left, const ovt_hash *right);
 

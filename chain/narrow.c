@@ -13,9 +13,9 @@
     } while (0)
 
 const char *const chain_narrow_errors[] = {
-    "NotAwaitingVerdict(uint8)", "StepZero()",          "WrongPhase(uint8,uint8)", "WrongRound(uint32,uint32)",
-    "DeadlinePassed(uint64)",    "NotExpired(uint64)",  "NotParty(address)",       "AlreadyMoved(address)",
-    "NotPosted(address)",        "WrongStage(uint8,uint8)",
+    "NotAwaitingVerdict(uint8)", "StepZero()",         "ReplayDispute()",   "WrongPhase(uint8,uint8)",
+    "WrongRound(uint32,uint32)", "DeadlinePassed(uint64)", "NotExpired(uint64)", "NotParty(address)",
+    "AlreadyMoved(address)",     "NotPosted(address)", "WrongStage(uint8,uint8)",
     NULL,
 };
 

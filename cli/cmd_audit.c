@@ -72,12 +72,14 @@ static void usage(FILE *f)
             "  --lie-at STEP        a lying auditor: its history carries wrong stateHashes from STEP on\n"
             "  --copy-trainer-root  a colluding (or lazy) named auditor: commit the trainer's root,\n"
             "                       whatever the replay found (the trainer must have committed)\n"
+            "  --guess-sites-from STEP  a lazy named auditor on a run with proof of replay: its site\n"
+            "                       hashes are guessed from STEP on, not its replay's\n"
             "  -h, --help           this help\n");
 }
 
 enum { O_BACKEND = 256, O_THREADS, O_DATA, O_FROM, O_TO, O_OUT, O_RUN_ID, O_JSON, O_AGENT, O_STATE_DIR, O_POLL,
        O_LIE_AT, O_MAX_DATASET, O_FETCH_TIMEOUT, O_CHALLENGE, O_WATCH, O_FROM_BLOCK, O_ONCE, O_COPY_ROOT,
-       O_TRACE_STEP, O_TRACE_OUT };
+       O_TRACE_STEP, O_TRACE_OUT, O_GUESS_SITES };
 
 struct audit_args {
     party_audit_opts o;
@@ -163,6 +165,7 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_CHALLENGE: a->o.challenge = true; break;
     case O_WATCH: a->watch = true; break;
     case O_COPY_ROOT: a->o.copy_trainer_root = true; break;
+    case O_GUESS_SITES: rv = ovt_parse_u64(&a->o.guess_sites_from, flag, arg, 1, UINT64_MAX); break;
     case O_ONCE: a->once = true; break;
     case O_FROM_BLOCK:
         rv = ovt_parse_u64(&a->from_block, flag, arg, 0, UINT64_MAX);
@@ -207,8 +210,9 @@ static const char *problem(const struct audit_args *a)
         return "--agent needs the chain flags";
     if (a->o.challenge && !on_chain)
         return "--challenge needs the chain flags";
-    if (a->o.copy_trainer_root && (!on_chain || a->o.challenge || a->watch))
-        return "--copy-trainer-root is a named auditor's fault: it needs the chain flags, not --challenge or --watch";
+    if ((a->o.copy_trainer_root || a->o.guess_sites_from) && (!on_chain || a->o.challenge || a->watch))
+        return "--copy-trainer-root and --guess-sites-from are a named auditor's faults: they need the chain flags, "
+               "not --challenge or --watch";
     return NULL;
 }
 
@@ -226,6 +230,7 @@ int cmd_audit(int argc, char **argv)
         {"challenge", no_argument, NULL, O_CHALLENGE},       {"watch", no_argument, NULL, O_WATCH},
         {"once", no_argument, NULL, O_ONCE},                 {"from-block", required_argument, NULL, O_FROM_BLOCK},
         {"copy-trainer-root", no_argument, NULL, O_COPY_ROOT},
+        {"guess-sites-from", required_argument, NULL, O_GUESS_SITES},
         {"poll-interval", required_argument, NULL, O_POLL},  {"lie-at", required_argument, NULL, O_LIE_AT},
         {"max-dataset", required_argument, NULL, O_MAX_DATASET},
         {"fetch-timeout", required_argument, NULL, O_FETCH_TIMEOUT},

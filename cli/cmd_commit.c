@@ -54,13 +54,18 @@ static void usage(FILE *f)
             "                       AWS_SECRET_ACCESS_KEY, AWS_REGION; AWS_ENDPOINT_URL for MinIO, R2,\n"
             "                       ...); see docs/store.md\n"
             "  --data FILE          the dataset (its SHA-256 must be the run's datasetHash)\n"
+            "  --replay-proof       ask for proof of replay (commitReplay): the auditor must commit,\n"
+            "                       with its root, the hashes of a beacon-chosen site of every step of\n"
+            "                       its replay; the trainer's agent (ovt agent) must answer with its\n"
+            "                       own within --commit-timeout or the trainer loses its bond; a lazy\n"
+            "                       auditor loses its own (docs/contract.md, \"Proof of replay\")\n"
             "  --json               print the receipt as JSON\n"
             "  -h, --help           this help\n"
             "\n"
             "Joining with --run-id, the run was opened by someone else: " CLI_POLICY_HELP);
 }
 
-enum { O_AUDITOR = 256, O_ARBITER, O_THRESHOLD, O_ARBITER_BOND, O_BOND, O_ABOND, O_CTO, O_MTO, O_VTO, O_NONCE, O_RUN_ID, O_STORE, O_DATA, O_JSON };
+enum { O_AUDITOR = 256, O_ARBITER, O_THRESHOLD, O_ARBITER_BOND, O_BOND, O_ABOND, O_CTO, O_MTO, O_VTO, O_NONCE, O_RUN_ID, O_STORE, O_DATA, O_JSON, O_REPLAY };
 
 struct commit_args {
     party_commit_opts o;
@@ -110,6 +115,7 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_STORE: a->o.store = arg; break;
     case O_DATA: a->o.data = arg; break;
     case O_JSON: a->json = true; break;
+    case O_REPLAY: a->o.replay = true; break;
     default:
         if (cli_chain_take(&a->chain, c, arg) || cli_policy_take(&a->policy, c, arg))
             return 0;
@@ -144,6 +150,7 @@ int cmd_commit(int argc, char **argv)
         {"verdict-timeout", required_argument, NULL, O_VTO}, {"nonce", required_argument, NULL, O_NONCE},
         {"run-id", required_argument, NULL, O_RUN_ID},       {"store", required_argument, NULL, O_STORE},
         {"data", required_argument, NULL, O_DATA},           {"json", no_argument, NULL, O_JSON},
+        {"replay-proof", no_argument, NULL, O_REPLAY},
         {"help", no_argument, NULL, 'h'},                    {NULL, 0, NULL, 0}};
     struct commit_args a;
     memset(&a, 0, sizeof a);

@@ -62,6 +62,10 @@ static void usage(FILE *f)
             "                     (--defend); after the run and every challenge settle the devnet\n"
             "                     moves anvil's clock past the challenge window (default 0; 2 for\n"
             "                     lying-challenger, 1 for colluding-auditor)\n"
+            "  --replay-proof     the trainer asks for proof of replay (ovt commit --replay-proof):\n"
+            "                     the auditor commits the output hashes of a beacon-chosen site of\n"
+            "                     every step, the trainer its own after it (docs/contract.md); an\n"
+            "                     honest pair settles verified (implied by lazy-auditor)\n"
             "  --timeout S        give up after S seconds of wall time (default 900)\n"
             "  --keep DIR         keep the work (run, store, logs of every process) in DIR\n"
             "  --node KIND        anvil (default), ganache or hardhat (the pinned npm packages)\n"
@@ -278,6 +282,11 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
     chain_u256_to_dec(credit, &r->trainer_credit);
     json_object_set_new(j, "refuted_by", r->refuted ? json_string(by) : json_null());
     json_object_set_new(j, "trainer_credit", json_string(credit));
+    char settled[2][80];
+    chain_u256_to_dec(settled[0], &r->settled_trainer);
+    chain_u256_to_dec(settled[1], &r->settled_auditor);
+    json_object_set_new(j, "settled_credits", json_pack("{s:s, s:s}", "trainer", settled[0], "auditor", settled[1]));
+    json_object_set_new(j, "replay_proof", json_boolean(o->replay_proof));
     json_object_set_new(j, "challengers_check", json_string(devnet_challengers_check(o, r)));
     if (o->keep)
         json_object_set_new(j, "work_dir", json_string(r->work_dir));
@@ -289,7 +298,7 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
 
 enum { O_FAULT = 256, O_AT, O_STEPS, O_MODEL, O_BATCH, O_SEQ, O_SILENT, O_MOVE, O_TIMEOUT, O_KEEP, O_ANVIL, O_JSON,
        O_NODE, O_BLOCK_TIME, O_CONF, O_STORE, O_ARB_METRICS, O_SHARDS, O_RANKS, O_FAULT_SHARD, O_AUD_BACKEND,
-       O_BAND_RULES, O_ARB_CMD, O_ARBITERS, O_LINGER, O_CHALLENGERS };
+       O_BAND_RULES, O_ARB_CMD, O_ARBITERS, O_LINGER, O_CHALLENGERS, O_REPLAY };
 
 struct devnet_args {
     devnet_opts o;
@@ -357,6 +366,7 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_BAND_RULES: rv = ovt_parse_u32(&o->band_rules, flag, arg, 1, 2); break;
     case O_ARBITERS: rv = ovt_parse_u32(&o->arbiters, flag, arg, 1, CHAIN_ARB_MAX_ARBITERS); break;
     case O_CHALLENGERS: rv = ovt_parse_u32(&o->challengers, flag, arg, 0, DEVNET_MAX_CHALLENGERS); break;
+    case O_REPLAY: o->replay_proof = true; break;
     case O_JSON: o->json = true; break;
     default: return cli_arg_unknown("devnet", given);
     }
@@ -380,6 +390,7 @@ int cmd_devnet(int argc, char **argv)
         {"auditor-backend", required_argument, NULL, O_AUD_BACKEND}, {"band-rules", required_argument, NULL, O_BAND_RULES},
         {"arbiters", required_argument, NULL, O_ARBITERS}, {"linger", required_argument, NULL, O_LINGER},
         {"challengers", required_argument, NULL, O_CHALLENGERS},
+        {"replay-proof", no_argument, NULL, O_REPLAY},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};
     struct devnet_args a = {.o = {.steps = 64, .batch = 4, .seq = 32, .move_timeout = 600, .timeout_s = 900,
                                   .shards = 1, .ranks = 1}};

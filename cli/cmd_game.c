@@ -2,6 +2,7 @@
  * one block and prints them (text, or JSON with --json). Read-only. */
 #include <getopt.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,18 @@ static json_t *committee_json(const chain_arb_params *p, const chain_arb_committ
                      "arbiter_bond", bond, "commit_deadline", (json_int_t)c->commit_deadline, "seats", seats);
 }
 
+/* Proof of replay: the beacon, both site roots, and whether the dispute is
+ * over the site trees (docs/contract.md, "Proof of replay"). */
+static json_t *replay_json(const chain_arb_replay *rp, const chain_arb_game *g)
+{
+    char beacon[67], ts[67], as[67];
+    chain_hash_hex(beacon, &rp->beacon);
+    chain_hash_hex(ts, &rp->trainer_sites);
+    chain_hash_hex(as, &rp->auditor_sites);
+    return json_pack("{s:s, s:s, s:s, s:b}", "beacon", beacon, "trainer_sites", ts, "auditor_sites", as,
+                     "replay_dispute", chain_arb_is_replay_dispute(g));
+}
+
 /* One line per key: strings as they are, numbers in decimal. */
 static void print_fields(const json_t *obj, const char *const *keys)
 {
@@ -100,6 +113,14 @@ static void print_text(const json_t *o)
     print_fields(json_object_get(o, "run"), run_keys);
     printf("game\n");
     print_fields(json_object_get(o, "game"), game_keys);
+    const json_t *rp = json_object_get(o, "replay");
+    if (rp) {
+        static const char *const replay_keys[] = {"beacon", "trainer_sites", "auditor_sites", NULL};
+        printf("proof of replay%s\n", json_is_true(json_object_get(rp, "replay_dispute")) ? " (a replay dispute: "
+                                                                                          "the nodes are site-tree "
+                                                                                          "nodes)" : "");
+        print_fields(rp, replay_keys);
+    }
     const json_t *c = json_object_get(o, "committee");
     printf("committee %lld of %lld settle, arbiter bond %s wei\n",
            (long long)json_integer_value(json_object_get(c, "threshold")),
@@ -170,6 +191,7 @@ int cmd_game(int argc, char **argv)
     json_t *o = NULL;
     int rc = chain_session_open(&s, sa, 0);
     chain_arb_committee c;
+    chain_arb_replay rp;
     ovt_hash refuted;
     char at[24], refuted_hex[67];
     if (rc == 0)
@@ -178,9 +200,13 @@ int cmd_game(int argc, char **argv)
     if (rc == 0)
         rc = chain_arb_refuted_by(&s.arb, &run_id, at, &refuted);
     chain_hash_hex(refuted_hex, &refuted);
+    bool replay = rc == 0 && (g.flags & CHAIN_ARB_FLAG_REPLAY);
+    if (replay)
+        rc = chain_arb_get_replay(&s.arb, &run_id, at, &rp);
     if (rc == 0 && (!(o = to_json(&run_id, block, &p, &g)) ||
                     json_object_set_new(o, "committee", committee_json(&p, &c)) ||
-                    json_object_set_new(json_object_get(o, "game"), "refuted_by", json_string(refuted_hex))))
+                    json_object_set_new(json_object_get(o, "game"), "refuted_by", json_string(refuted_hex)) ||
+                    (replay && json_object_set_new(o, "replay", replay_json(&rp, &g)))))
         rc = ovt_fail(OVT_ENOMEM, "out of memory");
     chain_session_close(&s);
     if (rc)

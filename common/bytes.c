@@ -9,6 +9,14 @@ struct ovt_sha256_ctx {
     EVP_MD_CTX *md;
 };
 
+uint32_t ovt_hash_mod(const ovt_hash *h, uint32_t n)
+{
+    uint64_t r = 0;
+    for (size_t i = 0; i < 32; i++)
+        r = ((r << 8) | h->b[i]) % n;
+    return (uint32_t)r;
+}
+
 void ovt_sha256(ovt_hash *out, const void *data, size_t len)
 {
     unsigned int n = 0;

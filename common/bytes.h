@@ -21,6 +21,9 @@ ovt_sha256_ctx *ovt_sha256_new(void);
 void ovt_sha256_update(ovt_sha256_ctx *ctx, const void *data, size_t len);
 void ovt_sha256_final(ovt_sha256_ctx *ctx, ovt_hash *out); /* also frees ctx */
 
+/* h as a big-endian 256-bit integer, modulo n (n > 0). */
+uint32_t ovt_hash_mod(const ovt_hash *h, uint32_t n);
+
 /* Lower-case hex of len bytes into out (2*len+1 bytes, NUL-terminated). */
 void ovt_hex_encode(char *out, const void *data, size_t len);
 

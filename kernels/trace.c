@@ -44,6 +44,8 @@ typedef struct {
 
 struct krn_trace {
     bool check;
+    bool outputs_only; /* krn_trace_outputs_only: no reads, no record hashes, one site's root */
+    uint32_t only_site;
     int rc;            /* the first failure, or 0 */
     char msg[480];
     trace_region *regions;
@@ -142,6 +144,12 @@ krn_trace *krn_ctx_trace(const krn_ctx *ctx)
     return ctx->trace;
 }
 
+void krn_trace_outputs_only(krn_trace *t, uint32_t site)
+{
+    t->outputs_only = true;
+    t->only_site = site;
+}
+
 /* Appends a write (w's copy is made here in check mode). */
 static void add_write_rows(krn_trace *t, trace_write w)
 {
@@ -181,14 +189,14 @@ int krn_trace_region(krn_trace *t, krn_trace_kind kind, const char *name, const 
 
 void krn_trace_zero(krn_ctx *ctx, const void *p, size_t count)
 {
-    if (ctx->trace != NULL)
+    if (ctx->trace != NULL && !ctx->trace->outputs_only)
         add_write(ctx->trace, KRN_TRACE_ZERO, 0, p, count);
 }
 
 void krn_trace_reads(krn_ctx *ctx, unsigned k, const krn_span *reads, size_t nreads)
 {
     krn_trace *t = ctx->trace;
-    if (t == NULL || t->rc < 0)
+    if (t == NULL || t->rc < 0 || t->outputs_only)
         return;
     if (!GROW(t, pending, pending_cap, t->npending + nreads))
         return trace_oom(t, "out of memory for the trace's declared reads");
@@ -201,7 +209,7 @@ void krn_trace_reads(krn_ctx *ctx, unsigned k, const krn_span *reads, size_t nre
 void krn_trace_read_rows(krn_ctx *ctx, unsigned k, const void *p, size_t width, size_t stride, size_t rows)
 {
     krn_trace *t = ctx->trace;
-    if (t == NULL || t->rc < 0 || p == NULL || width == 0 || rows == 0)
+    if (t == NULL || t->rc < 0 || t->outputs_only || p == NULL || width == 0 || rows == 0)
         return;
     if (!GROW(t, pending, pending_cap, t->npending + 1))
         return trace_oom(t, "out of memory for the trace's declared reads");
@@ -338,7 +346,7 @@ static void resolve(resolver *r, uintptr_t lo, uintptr_t hi, size_t before)
 void krn_trace_scatter(krn_ctx *ctx, const void *dst, const void *src, size_t width, size_t stride, size_t rows)
 {
     krn_trace *t = ctx->trace;
-    if (t == NULL || t->rc < 0 || rows == 0 || width == 0)
+    if (t == NULL || t->rc < 0 || t->outputs_only || rows == 0 || width == 0)
         return;
     uintptr_t lo = (uintptr_t)src, hi = lo + rows * width * 4;
     for (size_t i = t->nwrites; i > 0; i--) {
@@ -412,7 +420,7 @@ static void take_reads(resolver *r)
 void krn_trace_enter(krn_ctx *ctx, const char *name)
 {
     krn_trace *t = ctx->trace;
-    if (!t->check || t->rc < 0)
+    if (!t->check || t->rc < 0 || t->outputs_only)
         return;
     resolver r = {.t = t, .site = ctx->step.next_site, .name = name, .dry = true};
     take_reads(&r);
@@ -435,6 +443,13 @@ void krn_trace_site(krn_ctx *ctx, const site_job *job)
     snprintf(rec->op, sizeof rec->op, "%s", job->name);
     rec->n = job->n;
     rec->first_read = t->nreads;
+    if (t->outputs_only) { /* proof of replay: the one site's output root, nothing else */
+        if ((job->site == t->only_site || t->only_site == KRN_TRACE_ALL_SITES) &&
+            output_root(ctx, &rec->root, job->out, job->n) < 0)
+            return trace_oom(t, "out of memory for the tree of site %u", job->site);
+        t->nrecords++;
+        return;
+    }
     resolver r = {.t = t, .site = job->site, .name = job->name, .out_lo = (uintptr_t)job->out,
                   .out_hi = (uintptr_t)job->out + job->n * 4};
     take_reads(&r);
@@ -465,6 +480,8 @@ int krn_trace_finish(krn_trace *t, ovt_hash *root)
         trace_fail(t, "step trace: no site ran");
     if (t->rc < 0)
         return ovt_fail(t->rc, "%s", t->msg);
+    if (t->outputs_only)
+        return 0; /* no record hashes: no root */
     ovt_hash *h = malloc(t->nrecords * sizeof *h);
     if (h == NULL)
         return ovt_fail(OVT_ENOMEM, "out of memory for the trace root");

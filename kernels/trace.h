@@ -87,6 +87,15 @@ void krn_trace_free(krn_trace *t);
 int krn_ctx_set_trace(krn_ctx *ctx, krn_trace *t) OVT_MUST_USE;
 krn_trace *krn_ctx_trace(const krn_ctx *ctx);
 
+/* Proof of replay's cheap mode (docs/contract.md, "Proof of replay"), set
+ * on a fresh recorder: from now on it records every site (number, op,
+ * size) but resolves no reads and hashes no record, and hashes the output
+ * of site `site` only (KRN_TRACE_ALL_SITES: of every site); the other
+ * records' roots are zero, and krn_trace_finish gives a zero trace root.
+ * The output roots it computes are the full trace's. */
+#define KRN_TRACE_ALL_SITES UINT32_MAX
+void krn_trace_outputs_only(krn_trace *t, uint32_t site);
+
 /* Registers count 32-bit elements at p as the state tensor or batch array
  * `name` (kind KRN_TRACE_STATE or KRN_TRACE_BATCH), before the step. */
 int krn_trace_region(krn_trace *t, krn_trace_kind kind, const char *name, const void *p,

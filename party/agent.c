@@ -13,6 +13,7 @@
 #include "common/metrics.h"
 #include "common/signals.h"
 #include "party/commit.h"
+#include "party/sites.h"
 #include "trainer/checkpoint.h"
 #include "trainer/rundata.h"
 #include "trainer/state.h"
@@ -125,6 +126,8 @@ struct agent {
     chain_session *s;
     const party_agent_opts *o;
     party_history hist;
+    party_sites sites; /* a run with proof of replay: its site hashes, once needed */
+    bool has_sites;
     char dir[4096];
     json_t *state; /* {"role", "run_id", "published", "sent": [...], "outcome"} */
 };
@@ -305,7 +308,58 @@ static void sleep_ms(long ms)
 
 static const char *move_name(chain_arb_move_kind k)
 {
-    return k == CHAIN_ARB_MOVE_BISECT ? "bisect" : k == CHAIN_ARB_MOVE_REVEAL ? "reveal" : "none";
+    return k == CHAIN_ARB_MOVE_BISECT         ? "bisect"
+           : k == CHAIN_ARB_MOVE_REVEAL       ? "reveal"
+           : k == CHAIN_ARB_MOVE_REVEAL_SITE ? "reveal-site"
+                                              : "none";
+}
+
+/* A run with proof of replay: *rp gets the beacon and the site roots; the
+ * party's site hashes are loaded from RUN_DIR/sites.bin or, the trainer's,
+ * computed by replaying its own run (every step traced) and kept there. */
+static int ensure_sites(struct agent *a, chain_arb_replay *rp)
+{
+    const party_agent_opts *o = a->o;
+    int rv = chain_arb_get_replay(&a->s->arb, &o->run_id, NULL, rp);
+    if (rv || a->has_sites)
+        return rv;
+    rv = party_sites_load(&a->sites, o->run_dir, &rp->beacon, &o->run_id);
+    if (rv == OVT_ENOTFOUND && o->is_trainer) {
+        ovt_err_clear();
+        agent_log(a, "sites", NULL, "replaying its own run for the output hashes of the beacon's site");
+        if (!(rv = party_sites_compute(&a->sites, o->run_dir, o->data_path, &rp->beacon, &o->run_id)))
+            rv = party_sites_save(&a->sites, o->run_dir);
+    }
+    if (!rv)
+        a->has_sites = true;
+    return rv;
+}
+
+/* The trainer of a run with proof of replay whose roots agree: its site
+ * root (revealSites). */
+static int reveal_sites(struct agent *a, int *wait)
+{
+    chain_arb_replay rp;
+    chain_receipt r;
+    memset(&r, 0, sizeof r);
+    int rv = ensure_sites(a, &rp);
+    if (!rv)
+        rv = chain_arb_reveal_sites(&a->s->arb, &a->s->txm, game_of(a->o), chain_merkle_root(a->sites.tree), &r);
+    if (rv == OVT_EREVERT) {
+        agent_log(a, "refused", NULL, "revealSites refused (%s); re-reading the game", ovt_errmsg());
+        rv = 0;
+    } else if (!rv) {
+        char tx[67], root[67];
+        chain_hash_hex(tx, &r.tx_hash);
+        chain_hash_hex(root, chain_merkle_root(a->sites.tree));
+        agent_log(a, "sites_revealed", json_pack("{s:s, s:s, s:I}", "tx", tx, "sites", root, "gas",
+                                                 (json_int_t)r.gas_used),
+                  "site root %s revealed in tx %s", root, tx);
+        rv = record_sent(a, "reveal-sites", 0, &r.tx_hash);
+        *wait = 0;
+    }
+    chain_receipt_free(&r);
+    return rv;
 }
 
 /* One turn: read, then at most one action. *done when settled; *wait is
@@ -349,7 +403,17 @@ static int turn(struct agent *a, chain_arb_outcome *outcome, int *done, int *wai
         }
     }
     chain_arb_move mv;
-    if (g.phase == CHAIN_ARB_PHASE_BISECTING || g.phase == CHAIN_ARB_PHASE_REVEALING) {
+    unsigned both = CHAIN_ARB_FLAG_TRAINER | CHAIN_ARB_FLAG_AUDITOR;
+    if (o->is_trainer && g.phase == CHAIN_ARB_PHASE_COMMITTING && (g.flags & CHAIN_ARB_FLAG_REPLAY) &&
+        (g.flags & both) == both && now <= g.deadline) {
+        return reveal_sites(a, wait);
+    } else if (chain_arb_is_replay_dispute(&g)) {
+        chain_arb_replay rp;
+        if ((rv = ensure_sites(a, &rp)) ||
+            (rv = chain_arb_plan_site_move(&mv, &o->run_id, &g, &rp, o->is_trainer, a->sites.tree, a->sites.hash,
+                                           a->hist.tree, preimage_of, &a->hist)))
+            return rv;
+    } else if (g.phase == CHAIN_ARB_PHASE_BISECTING || g.phase == CHAIN_ARB_PHASE_REVEALING) {
         if ((rv = chain_arb_plan_move(&mv, &o->run_id, &g, o->is_trainer, a->hist.tree, preimage_of, &a->hist)))
             return rv;
     } else {
@@ -371,7 +435,7 @@ static int turn(struct agent *a, chain_arb_outcome *outcome, int *done, int *wai
             char tx[67];
             chain_hash_hex(tx, &r.tx_hash);
             json_object_set_new(f, "tx", json_string(tx));
-            if (mv.kind == CHAIN_ARB_MOVE_REVEAL)
+            if (mv.kind == CHAIN_ARB_MOVE_REVEAL || mv.kind == CHAIN_ARB_MOVE_REVEAL_SITE)
                 json_object_set_new(f, "step", json_integer((json_int_t)mv.step));
             agent_log(a, "moved", f, "%s round %u in tx %s", move_name(mv.kind), mv.round, tx);
             rv = record_sent(a, move_name(mv.kind), mv.round, &r.tx_hash);
@@ -438,6 +502,7 @@ void party_game_free(party_game *g)
     if (!g)
         return;
     party_history_free(&g->a.hist);
+    party_sites_free(&g->a.sites);
     json_decref(g->a.state);
     free(g);
 }
@@ -603,6 +668,7 @@ int party_agent_run(chain_session *s, const party_agent_opts *o, chain_arb_outco
 done:
     defend_free(d);
     party_history_free(&a.hist);
+    party_sites_free(&a.sites);
     json_decref(a.state);
     return rv;
 }

@@ -6,6 +6,7 @@
 
 #include "common/fileio.h"
 #include "party/agent.h"
+#include "party/sites.h"
 
 /* Reads the run's terms and checks them against this auditor's policy and
  * key, before anything is fetched or sent. */
@@ -40,6 +41,34 @@ static int replay_root(chain_session *s, const party_audit_opts *o, const aud_re
     return 0;
 }
 
+/* A run with proof of replay: the site hashes of the beacon's site (from
+ * the replay's site roots, or guessed by a lazy auditor), kept in OUT for the
+ * agent, and commitReplay with their root. */
+static int commit_sites(chain_session *s, const party_audit_opts *o, const aud_report *r, const ovt_hash *root)
+{
+    const ovt_hash *run_id = &o->audit.run_id;
+    chain_arb_replay rp;
+    party_sites sites;
+    int rv = chain_arb_get_replay(&s->arb, run_id, NULL, &rp);
+    if (rv)
+        return rv;
+    if (o->guess_sites_from)
+        rv = party_sites_guess(&sites, r, o->guess_sites_from, &rp.beacon, run_id);
+    else if (!r->site_roots)
+        return ovt_fail(OVT_EINVAL, "the trainer asked for proof of replay after this replay began: run the audit "
+                                    "again (it traces every step when the run asks for it)");
+    else
+        rv = party_sites_from_report(&sites, r, &rp.beacon, run_id);
+    if (rv)
+        return rv;
+    if (!o->audit.out)
+        rv = ovt_fail(OVT_EINVAL, "proof of replay needs the auditor's folder (--out) to keep its site hashes");
+    if (!rv && !(rv = party_sites_save(&sites, o->audit.out)))
+        rv = chain_arb_commit_replay(&s->arb, &s->txm, run_id, root, chain_merkle_root(sites.tree), NULL, NULL);
+    party_sites_free(&sites);
+    return rv;
+}
+
 /* Commits the auditor's own root for the run (replay_root).
  * *trainer_root_matches: whether the trainer's committed root is the root
  * of the step table it published (-1: the trainer has not committed yet). */
@@ -66,6 +95,8 @@ static int commit_root(chain_session *s, const party_audit_opts *o, const aud_re
         *root_out = g.trainer_root; /* the fault: the trainer's root, whatever the replay found */
     if (!rv && (g.flags & CHAIN_ARB_FLAG_AUDITOR))
         rv = 0; /* committed before (a restart): nothing to send */
+    else if (!rv && (g.flags & CHAIN_ARB_FLAG_REPLAY))
+        rv = commit_sites(s, o, r, root_out);
     else if (!rv)
         rv = chain_arb_commit(&s->arb, &s->txm, run_id, root_out, NULL, NULL, NULL);
     return rv;
@@ -160,6 +191,8 @@ int party_audit(const party_audit_opts *o, party_audit_result *out)
 {
     memset(out, 0, sizeof *out);
     int rv;
+    bool sites = false;
+    chain_arb_replay rp;
     if (o->chain) {
         /* Refuse a run outside the policy before fetching anything from
          * its store (and long before any bond moves). */
@@ -168,13 +201,22 @@ int party_audit(const party_audit_opts *o, party_audit_result *out)
         if ((rv = chain_session_open(&s, o->chain, 1)))
             return rv;
         rv = check_terms(&s, o, &p);
+        /* The trainer asked for proof of replay: every step is traced. */
+        chain_arb_game g;
+        if (!rv && !o->challenge && !(rv = chain_arb_get_game(&s.arb, &o->audit.run_id, NULL, &g)))
+            sites = (g.flags & CHAIN_ARB_FLAG_REPLAY) != 0;
+        if (!rv && sites)
+            rv = chain_arb_get_replay(&s.arb, &o->audit.run_id, NULL, &rp);
         chain_session_close(&s);
         if (rv)
             return rv;
     }
     aud_report r;
     json_t *report;
-    if ((rv = aud_audit(&o->audit, &r, &report)))
+    aud_audit_opts ao = o->audit;
+    ao.sites = sites;
+    ao.site_beacon = sites ? &rp.beacon : NULL;
+    if ((rv = aud_audit(&ao, &r, &report)))
         return rv;
     out->finding = r.finding;
     if (o->chain)

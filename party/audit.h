@@ -23,6 +23,9 @@ typedef struct {
                                         agent play that challenge's game); nothing sent if they agree */
     bool copy_trainer_root;          /* fault injection (devnet tests only): a colluding or lazy named
                                         auditor that commits the trainer's root, not its replay's */
+    uint64_t guess_sites_from;       /* fault injection (devnet tests only; 0: off): on a run with proof
+                                        of replay, a lazy auditor's site hashes, guessed from this step
+                                        on (party/sites.h) */
     const char *state_dir;           /* the agent's (NULL: OUT/agent) */
     long poll_ms;                    /* the agent's polling interval */
     bool json;                       /* the agent's log lines as JSON */

@@ -44,6 +44,7 @@ typedef struct {
     const party_policy *policy;      /* with have_run_id: the terms this trainer accepts */
     const char *store;               /* publish the run there (NULL: not published) */
     const char *data;                /* with store: the dataset, an absolute path */
+    bool replay;                     /* ask for proof of replay: commitReplay (docs/contract.md) */
 } party_commit_opts;
 
 typedef struct {

@@ -203,7 +203,10 @@ static int open_and_commit(struct commit *c)
                                             &c->root, &c->p)) ||
             (rv = chain_txm_wait_hash(&c->s.txm, &tx, &c->commit_r)))
             return rv;
-    } else if ((rv = chain_arb_commit(&c->s.arb, &c->s.txm, &c->run_id, &c->root, NULL, c->sig, &c->commit_r))) {
+    } else if (c->o->replay ? (rv = chain_arb_commit_replay(&c->s.arb, &c->s.txm, &c->run_id, &c->root, NULL, c->sig,
+                                                            &c->commit_r))
+                            : (rv = chain_arb_commit(&c->s.arb, &c->s.txm, &c->run_id, &c->root, NULL, c->sig,
+                                                     &c->commit_r))) {
         return rv;
     }
     fault_point("committed");

@@ -132,7 +132,8 @@ contract OvtArbitration {
         Outcome outcome;
         uint8 arbiterCount;   // n (1..MAX_ARBITERS); seat 0 is `arbiter`, the others in committees
         uint8 threshold;      // m
-        bool challenge;       // a challenge of another run's trainer root (challenge()); its leaves are that run's
+        uint8 kind;           // KIND_RUN; KIND_CHALLENGE: a challenge of another run's trainer root (challenge()),
+                              // its leaves are that run's; KIND_REPLAY: a run with proof of replay (commitReplay)
         bytes32 configHash;
         bytes32 datasetHash;
         bytes32 trainerRoot;
@@ -162,6 +163,8 @@ contract OvtArbitration {
     uint8 private constant TRAINER = 1;
     uint8 private constant AUDITOR = 2;
     uint8 private constant PREVIOUS = 4;
+    uint8 private constant KIND_CHALLENGE = 1;
+    uint8 private constant KIND_REPLAY = 2;
     uint64 public constant MAX_STEPS = (uint64(1) << 48) - 1;
     uint8 public constant MAX_ARBITERS = 5;
     // The outcomes that show the trainer's root wrong: AuditorRight,
@@ -184,6 +187,17 @@ contract OvtArbitration {
     /// The first game that proved a run's trainer root wrong: the run itself
     /// (its named auditor won) or a challenge of it; zero while none has.
     mapping(bytes32 => bytes32) public refutedBy;
+
+    /// Proof of replay (commitReplay): the beacon fixed at the trainer's
+    /// commit, which picks the site (beacon mod the step's site count, off
+    /// chain), and the two site roots: per step i the leaf
+    /// keccak256(0x02 || runId || uint64be(i) || siteHash_i) (docs/contract.md).
+    struct Replay {
+        bytes32 beacon;
+        bytes32 trainerSites; // revealed after the auditor's (revealSites)
+        bytes32 auditorSites; // with the auditor's commit
+    }
+    mapping(bytes32 => Replay) public replays;
 
     // --------------------------------------------------------------- events
 
@@ -253,6 +267,11 @@ contract OvtArbitration {
     error ChallengesClosed(uint64 closes);  // challenge() before the trainer's commit, after the window, with no
                                             // auditor bond, or of a challenge
     error NothingToDispute(bytes32 root);   // challenge() with the trainer's own root
+    error ReplayRequired();                 // a plain commit by the auditor of a run with proof of replay
+    error NoBeacon();                       // commitReplay by the auditor before the trainer's, by the trainer
+                                            // after the auditor's commit
+    error SitesNotDue();                    // revealSites while no site root is due from the trainer
+    error WrongReveal();                    // revealLeaf in a replay dispute, revealSite in a root dispute
 
     // ------------------------------------------------------------ EIP-712
 
@@ -286,6 +305,11 @@ contract OvtArbitration {
     /// runId as open() derives it on this chain and contract.
     function computeRunId(RunParams calldata p) public view returns (bytes32) {
         return keccak256(abi.encode(block.chainid, address(this), p));
+    }
+
+    /// A site tree's leaf (proof of replay): step i's hash of the beacon's site's output.
+    function siteLeafHash(bytes32 runId, uint64 index, bytes32 siteHash) public pure returns (bytes32) {
+        return keccak256(abi.encodePacked(bytes1(0x02), runId, index, siteHash));
     }
 
     function leafHash(bytes32 runId, uint64 index, Leaf calldata leaf) public pure returns (bytes32) {
@@ -369,7 +393,7 @@ contract OvtArbitration {
         g.outcome = r.outcome;
         g.round = r.round;
         g.depth = r.depth;
-        g.flags = r.flags;
+        g.flags = r.flags | (r.kind << 3);
         g.deadline = r.deadline;
         g.index = r.index;
         g.trainerRoot = r.trainerRoot;
@@ -466,6 +490,20 @@ contract OvtArbitration {
     /// A party posts its root with its EIP-712 signature over the Commitment
     /// and its bond (msg.value). The caller must be the signer.
     function commit(bytes32 runId, bytes32 root, bytes calldata signature) external payable {
+        _commit(runId, root, signature, false, 0);
+    }
+
+    /// Proof of replay (docs/contract.md): the trainer's commitReplay (sites
+    /// ignored, its own site root comes with revealSites) fixes the beacon and
+    /// makes the run one whose auditor must commitReplay too, with `sites`,
+    /// its root over the beacon's site of every step of its replay; the
+    /// auditor's plain commit is then refused. Equal roots then wait for the
+    /// trainer's site root (revealSites), not Verified at once.
+    function commitReplay(bytes32 runId, bytes32 root, bytes32 sites, bytes calldata signature) external payable {
+        _commit(runId, root, signature, true, sites);
+    }
+
+    function _commit(bytes32 runId, bytes32 root, bytes calldata signature, bool replay, bytes32 sites) private {
         Run storage r = _run(runId);
         _expectPhase(r, Phase.Committing);
         uint8 bit = _partyBit(r, msg.sender);
@@ -479,12 +517,7 @@ contract OvtArbitration {
         address signer = _recover(commitmentDigest(runId, root), signature);
         if (signer != msg.sender) revert BadSignature(signer);
 
-        if (bit == TRAINER) {
-            r.trainerRoot = root;
-            if (r.auditorBond != 0) committees[runId].challengeCloses = uint64(block.timestamp) + r.commitTimeout;
-        } else {
-            r.auditorRoot = root;
-        }
+        _record(runId, r, bit, flags, root, replay, sites);
         flags |= bit;
         if (flags != TRAINER | AUDITOR) {
             deadline = uint64(block.timestamp) + r.commitTimeout;
@@ -493,22 +526,85 @@ contract OvtArbitration {
             emit Committed(runId, msg.sender, root, bond, deadline);
             return;
         }
-        emit Committed(runId, msg.sender, root, bond, 0);
         bytes32 trainerRoot = r.trainerRoot;
         bytes32 auditorRoot = r.auditorRoot;
         if (trainerRoot == auditorRoot) {
             r.flags = flags;
+            if (r.kind == KIND_REPLAY) {
+                // The trainer's site root is due (revealSites), within commitTimeout.
+                deadline = uint64(block.timestamp) + r.commitTimeout;
+                r.deadline = deadline;
+                emit Committed(runId, msg.sender, root, bond, deadline);
+                return;
+            }
+            emit Committed(runId, msg.sender, root, bond, 0);
             _settle(runId, r, Outcome.Verified, 0);
             return;
         }
-        deadline = uint64(block.timestamp) + r.moveTimeout;
+        emit Committed(runId, msg.sender, root, bond, 0);
+        _openDispute(runId, r, trainerRoot, auditorRoot);
+    }
+
+    // Bisecting from round 0 over the two trees whose roots are given: the
+    // roots' (a root dispute) or the site roots' (a replay dispute).
+    function _openDispute(bytes32 runId, Run storage r, bytes32 trainerNode, bytes32 auditorNode) private {
+        uint64 deadline = uint64(block.timestamp) + r.moveTimeout;
         r.phase = Phase.Bisecting;
         r.flags = 0;
         r.round = 0;
         r.deadline = deadline;
-        r.trainerNode = trainerRoot;
-        r.auditorNode = auditorRoot;
-        emit DisputeOpened(runId, trainerRoot, auditorRoot, r.depth, deadline);
+        r.trainerNode = trainerNode;
+        r.auditorNode = auditorNode;
+        emit DisputeOpened(runId, trainerNode, auditorNode, r.depth, deadline);
+    }
+
+    // A commit's root (and for proof of replay the beacon, or the auditor's
+    // site root) recorded.
+    function _record(bytes32 runId, Run storage r, uint8 bit, uint8 flags, bytes32 root, bool replay, bytes32 sites)
+        private
+    {
+        if (bit == TRAINER) {
+            r.trainerRoot = root;
+            if (r.auditorBond != 0) committees[runId].challengeCloses = uint64(block.timestamp) + r.commitTimeout;
+            if (replay) {
+                if (flags & AUDITOR != 0) revert NoBeacon();
+                r.kind = KIND_REPLAY;
+                replays[runId].beacon = keccak256(abi.encode(runId, blockhash(block.number - 1)));
+            }
+            return;
+        }
+        if (replay != (r.kind == KIND_REPLAY)) {
+            if (replay) revert NoBeacon();
+            revert ReplayRequired();
+        }
+        if (replay) {
+            if (sites == bytes32(0)) revert ZeroRoot();
+            replays[runId].auditorSites = sites;
+        }
+        r.auditorRoot = root;
+    }
+
+    /// The trainer's site root of a run with proof of replay, once the roots
+    /// agree (both committed, the auditor's site root known), before the
+    /// deadline: equal site roots settle Verified (the auditor replayed);
+    /// different ones open the replay dispute, the bisection over the two
+    /// site trees (revealSite at the bottom). Missing it: TrainerTimedOut.
+    function revealSites(bytes32 runId, bytes32 sites) external {
+        Run storage r = _run(runId);
+        _expectPhase(r, Phase.Committing);
+        if (msg.sender != r.trainer) revert NotParty(msg.sender);
+        if (r.kind != KIND_REPLAY || r.flags != TRAINER | AUDITOR) revert SitesNotDue();
+        uint64 deadline = r.deadline;
+        if (block.timestamp > deadline) revert DeadlinePassed(deadline);
+        if (sites == bytes32(0)) revert ZeroRoot();
+        Replay storage x = replays[runId];
+        x.trainerSites = sites;
+        bytes32 auditorSites = x.auditorSites;
+        if (sites == auditorSites) {
+            _settle(runId, r, Outcome.Verified, 0);
+            return;
+        }
+        _openDispute(runId, r, sites, auditorSites);
     }
 
     // ---------------------------------------------------------- challenges
@@ -595,7 +691,7 @@ contract OvtArbitration {
     // The id a game's leaves are hashed with: the run's own, or for a
     // challenge the run it disputes.
     function _treeOf(bytes32 gameId, Run storage r) private view returns (bytes32) {
-        return r.challenge ? challengedRun[gameId] : gameId;
+        return r.kind == KIND_CHALLENGE ? challengedRun[gameId] : gameId;
     }
 
     // The trainer's root of a run (or of the run a challenge disputes) is
@@ -686,31 +782,67 @@ contract OvtArbitration {
     /// against the caller's own root; the second may pass anything there.
     function revealLeaf(bytes32 runId, uint8 round, Leaf calldata leaf, Leaf calldata previous,
                         bytes32[] calldata proof) external {
-        Run storage r = _run(runId);
-        _expectPhase(r, Phase.Revealing);
-        if (round != r.round) revert WrongRound(r.round, round);
-        if (block.timestamp > r.deadline) revert DeadlinePassed(r.deadline);
-        uint8 bit = _partyBit(r, msg.sender);
-        uint8 flags = r.flags;
-        if (flags & bit != 0) revert AlreadyMoved(msg.sender);
-        uint64 step = r.index;
-        if (step == 0 && (leaf.batchHash != bytes32(0) || leaf.logHash != bytes32(0))) revert BadStepZero();
-        bytes32 node = bit == TRAINER ? r.trainerNode : r.auditorNode;
-        bytes32 computed = _leafHash(_treeOf(runId, r), step, leaf.stateHash, leaf.batchHash, leaf.logHash);
-        if (computed != node) revert BadLeaf(node, computed);
-
+        (Run storage r, uint8 bit, uint8 flags, uint64 step) = _revealStart(runId, round, false, leaf);
+        _checkLeaf(r, bit, leafHash(_treeOf(runId, r), step, leaf));
         if (step > 0 && flags & PREVIOUS == 0) {
-            bytes32 root = bit == TRAINER ? r.trainerRoot : r.auditorRoot;
-            _checkProof(_treeOf(runId, r), step - 1, previous, proof, r.depth, root);
-            r.previousState = previous.stateHash;
+            _provePrevious(runId, _treeOf(runId, r), r, bit == TRAINER ? r.trainerRoot : r.auditorRoot, step,
+                           previous, proof);
             flags |= PREVIOUS;
-            emit PreviousLeafRevealed(runId, step - 1, previous.stateHash, previous.batchHash, previous.logHash);
         }
         if (bit == TRAINER) {
             r.trainerBatch = leaf.batchHash;
             r.trainerLog = leaf.logHash;
         }
         emit LeafRevealed(runId, msg.sender, step, leaf.stateHash, leaf.batchHash, leaf.logHash);
+        _revealEnd(runId, r, bit, flags, step);
+    }
+
+    /// The bottom move of a replay dispute: the caller's site hash of step j
+    /// (its site leaf's preimage). The first of the two reveals also carries
+    /// the run's leaf j and, for j > 0, leaf j-1 (the roots agree, so both
+    /// are the run's), with their proofs against the root, leaf j's depth
+    /// siblings first: the arbiter's inputs (previous state, batch, log).
+    /// The second may pass anything there; its LeafRevealed event carries
+    /// its site hash as the stateHash and the batch and log it passed.
+    function revealSite(bytes32 runId, uint8 round, bytes32 siteHash, Leaf calldata leaf, Leaf calldata previous,
+                        bytes32[] calldata proof) external {
+        (Run storage r, uint8 bit, uint8 flags, uint64 step) = _revealStart(runId, round, true, leaf);
+        _checkLeaf(r, bit, siteLeafHash(runId, step, siteHash));
+        if (flags & PREVIOUS == 0) {
+            _proveSite(runId, r, step, leaf, previous, proof);
+            flags |= PREVIOUS;
+        }
+        emit LeafRevealed(runId, msg.sender, step, siteHash, leaf.batchHash, leaf.logHash);
+        _revealEnd(runId, r, bit, flags, step);
+    }
+
+    // What every reveal checks first: the phase, round and deadline, the
+    // caller's party bit (not moved yet), the kind of dispute (site: a
+    // replay dispute, where the roots agree), the step-0 rule.
+    function _revealStart(bytes32 runId, uint8 round, bool site, Leaf calldata leaf)
+        private
+        view
+        returns (Run storage r, uint8 bit, uint8 flags, uint64 step)
+    {
+        r = _run(runId);
+        _expectPhase(r, Phase.Revealing);
+        if (round != r.round) revert WrongRound(r.round, round);
+        if (block.timestamp > r.deadline) revert DeadlinePassed(r.deadline);
+        bit = _partyBit(r, msg.sender);
+        flags = r.flags;
+        if (flags & bit != 0) revert AlreadyMoved(msg.sender);
+        if (site != (r.kind == KIND_REPLAY && r.trainerRoot == r.auditorRoot)) revert WrongReveal();
+        step = r.index;
+        if (step == 0 && (leaf.batchHash != bytes32(0) || leaf.logHash != bytes32(0))) revert BadStepZero();
+    }
+
+    function _checkLeaf(Run storage r, uint8 bit, bytes32 computed) private view {
+        bytes32 node = bit == TRAINER ? r.trainerNode : r.auditorNode;
+        if (computed != node) revert BadLeaf(node, computed);
+    }
+
+    // Both revealed: the verdict is due.
+    function _revealEnd(bytes32 runId, Run storage r, uint8 bit, uint8 flags, uint64 step) private {
         flags |= bit;
         r.flags = flags;
         if (flags & (TRAINER | AUDITOR) == TRAINER | AUDITOR) {
@@ -722,6 +854,28 @@ contract OvtArbitration {
             r.deadline = deadline;
             emit VerdictDue(runId, step, deadline);
         }
+    }
+
+    // A replay dispute's first reveal: the run's leaf j (its batch and log
+    // are the step's) and, for j > 0, leaf j-1, against the run's root (the
+    // roots agree); leaf j's depth siblings first.
+    function _proveSite(bytes32 runId, Run storage r, uint64 step, Leaf calldata leaf, Leaf calldata previous,
+                        bytes32[] calldata proof) private {
+        uint8 depth = r.depth;
+        if (proof.length != (step > 0 ? 2 * uint256(depth) : depth)) revert BadProof(r.trainerRoot, bytes32(0));
+        _checkProof(runId, step, leaf, proof[:depth], depth, r.trainerRoot);
+        r.trainerBatch = leaf.batchHash;
+        r.trainerLog = leaf.logHash;
+        if (step > 0) _provePrevious(runId, runId, r, r.trainerRoot, step, previous, proof[depth:]);
+    }
+
+    // Leaf j-1 (the first reveal of step j > 0) against root; its leaves
+    // are hashed with tree (a challenge's: its run's id).
+    function _provePrevious(bytes32 runId, bytes32 tree, Run storage r, bytes32 root, uint64 step,
+                            Leaf calldata previous, bytes32[] calldata proof) private {
+        _checkProof(tree, step - 1, previous, proof, r.depth, root);
+        r.previousState = previous.stateHash;
+        emit PreviousLeafRevealed(runId, step - 1, previous.stateHash, previous.batchHash, previous.logHash);
     }
 
     function _checkProof(bytes32 runId, uint64 index, Leaf calldata leaf, bytes32[] calldata proof, uint8 depth,
@@ -883,7 +1037,10 @@ contract OvtArbitration {
         uint8 moved = r.flags & (TRAINER | AUDITOR);
         Outcome o;
         if (phase == Phase.Committing) {
-            o = moved == TRAINER ? Outcome.Unchallenged : moved == AUDITOR ? Outcome.TrainerAbsent : Outcome.Cancelled;
+            // Both committed: a run with proof of replay whose trainer did not reveal its site root.
+            o = moved == TRAINER ? Outcome.Unchallenged
+                : moved == AUDITOR ? Outcome.TrainerAbsent
+                : moved != 0 ? Outcome.TrainerTimedOut : Outcome.Cancelled;
         } else if (phase == Phase.AwaitingVerdict) {
             if (r.arbiterCount > 1) {
                 emit TimedOut(runId, phase, r.round, moved);
@@ -940,7 +1097,10 @@ contract OvtArbitration {
         r.phase = Phase.Settled;
         r.outcome = o;
         r.deadline = 0;
-        if ((REFUTING >> uint8(o)) & 1 != 0) _refute(runId, r, o);
+        // A replay dispute (equal roots) decides the site trees, not the root.
+        if ((REFUTING >> uint8(o)) & 1 != 0 && (r.kind != KIND_REPLAY || r.trainerRoot != r.auditorRoot)) {
+            _refute(runId, r, o);
+        }
         if (toTrainer != 0) credit[r.trainer] += toTrainer;
         if (toAuditor != 0) credit[r.auditor] += toAuditor;
         emit Settled(runId, o, toTrainer, toAuditor);

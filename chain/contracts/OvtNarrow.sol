@@ -134,6 +134,7 @@ contract OvtNarrow {
 
     error NotAwaitingVerdict(OvtArbitration.Phase phase);
     error StepZero();
+    error ReplayDispute();  // the game is a replay dispute (site hashes, docs/contract.md): no trace to narrow
     error WrongPhase(Phase expected, Phase actual);
     error WrongRound(uint32 expected, uint32 given);
     error DeadlinePassed(uint64 deadline);
@@ -181,6 +182,8 @@ contract OvtNarrow {
         OvtArbitration.GameView memory v = arbitration.getGame(gameId);
         if (v.phase != OvtArbitration.Phase.AwaitingVerdict) revert NotAwaitingVerdict(v.phase);
         if (v.index == 0) revert StepZero();
+        // a replay dispute's nodes are site leaves, not step leaves (flags bit 4: kind KIND_REPLAY)
+        if ((v.flags & 16) != 0 && v.trainerRoot == v.auditorRoot) revert ReplayDispute();
         OvtArbitration.RunView memory r = arbitration.getRun(gameId);
         bytes32 tree = arbitration.challengedRun(gameId);
         g.treeId = tree == bytes32(0) ? gameId : tree;

@@ -32,6 +32,8 @@ typedef enum {
     DEVNET_LYING_CHALLENGER,   /* an honest run, and one outside challenger challenges it with a wrong root */
     DEVNET_COLLUDING_AUDITOR,  /* a bitflip, the named auditor commits the trainer's root (Verified), and an
                                   honest outside challenger refutes it */
+    DEVNET_LAZY_AUDITOR,       /* proof of replay: the named auditor copies the trainer's root and guesses its
+                                  site hashes from step K on; it loses its bond */
     DEVNET_FAULT_COUNT
 } devnet_fault;
 
@@ -80,6 +82,7 @@ typedef struct {
     uint32_t arbiters;    /* --arbiters N: the committee's size, 1..5 (each its own watcher process) */
     uint32_t challengers; /* --challengers N: outside challengers (`ovt audit --watch`), each its own
                              process and key; --arbiters + N <= 5 (anvil's dev accounts) */
+    bool replay_proof;    /* --replay-proof (implied by lazy-auditor): the trainer asks for proof of replay */
 } devnet_opts;
 
 /* The most outside challengers: anvil's dev accounts after the parties and
@@ -144,6 +147,7 @@ typedef struct {
     bool refuted;               /* refutedBy(run) is set: a game showed the trainer's root wrong */
     ovt_hash refuted_by;
     chain_u256 trainer_credit;  /* credit(trainer) at the end: its bond back, plus liars' bonds */
+    chain_u256 settled_trainer, settled_auditor; /* what the run's Settled event credited each party */
     chain_u256 trainer_bond, auditor_bond; /* the run's */
 } devnet_result;
 

@@ -49,6 +49,11 @@ static const struct {
                                   "a bitflip at K; the named auditor commits the trainer's root (Verified);\n"
                                   "                      an honest outside challenger (--challengers, default 1)\n"
                                   "                      wins its challenge at K: the run is refuted"},
+    [DEVNET_LAZY_AUDITOR] = {"lazy-auditor", CHAIN_ARB_TRAINER_RIGHT,
+                             "an honest run with proof of replay (--replay-proof); the named auditor\n"
+                             "                      copies the trainer's root and guesses its site hashes from step\n"
+                             "                      K on (it replayed only the steps before): the replay dispute\n"
+                             "                      ends at K and it loses its bond"},
 };
 
 static bool challenger_fault(devnet_fault f)
@@ -77,7 +82,7 @@ static uint64_t low64(const chain_u256 *v)
 static bool faulty_trainer(const devnet_opts *o)
 {
     return o->fault != DEVNET_NONE && o->fault != DEVNET_LYING_CHALLENGER && o->fault != DEVNET_LYING_AUDITOR &&
-           !(o->fault == DEVNET_HIDDEN_FLIP && o->band_rules == 1);
+           o->fault != DEVNET_LAZY_AUDITOR && !(o->fault == DEVNET_HIDDEN_FLIP && o->band_rules == 1);
 }
 
 bool devnet_challenger_challenges(const devnet_opts *o, unsigned k)
@@ -189,7 +194,7 @@ int devnet_fault_parse(devnet_fault *out, const char *name)
     return ovt_fail(OVT_EINVAL, "unknown fault '%s' (none, bitflip, poisoned-batch, skipped-step, forged-log, "
                                 "withheld-inputs, lying-auditor, omitted-log, bitflip-shard, hidden-flip, "
                                 "lying-arbiter, silent-arbiter, colluding-arbiters, lying-challenger, "
-                                "colluding-auditor)",
+                                "colluding-auditor, lazy-auditor)",
                     name);
 }
 
@@ -274,6 +279,12 @@ int devnet_opts_check(devnet_opts *o, bool have_at, bool have_fault_shard)
                         devnet_fault_name(o->fault), o->arbiters);
     if (challenger_fault(o->fault) && o->challengers == 0)
         o->challengers = o->fault == DEVNET_LYING_CHALLENGER ? 2 : 1;
+    if (o->fault == DEVNET_LAZY_AUDITOR)
+        o->replay_proof = true;
+    if (o->replay_proof && o->shards > 1)
+        return ovt_fail(OVT_EINVAL, "--replay-proof needs an unsharded run (a sharded step cannot be traced yet)");
+    if (o->replay_proof && o->fault != DEVNET_NONE && o->fault != DEVNET_LAZY_AUDITOR)
+        return ovt_fail(OVT_EINVAL, "--replay-proof plays with --fault none or lazy-auditor");
     if (o->arbiters + o->challengers > CHAIN_ARB_MAX_ARBITERS)
         return ovt_fail(OVT_EINVAL, "--arbiters %u and --challengers %u: together at most %d (anvil's dev accounts "
                                     "after the trainer and the auditor)",

@@ -22,7 +22,8 @@ static devnet_party faulty_party(const devnet_opts *o)
 {
     if (o->fault == DEVNET_NONE)
         return DEVNET_PARTY_NONE;
-    return o->fault == DEVNET_LYING_AUDITOR ? DEVNET_PARTY_AUDITOR : DEVNET_PARTY_TRAINER;
+    return o->fault == DEVNET_LYING_AUDITOR || o->fault == DEVNET_LAZY_AUDITOR ? DEVNET_PARTY_AUDITOR
+                                                                              : DEVNET_PARTY_TRAINER;
 }
 
 devnet_party devnet_wrong_party(chain_arb_outcome out)
@@ -193,6 +194,8 @@ static void on_event(struct devnet *d, const chain_arb_event *e)
         chain_u256_to_dec(c2, &e->u.settled.auditor_credit);
         d->settled = true;
         r->outcome = e->u.settled.outcome;
+        r->settled_trainer = e->u.settled.trainer_credit;
+        r->settled_auditor = e->u.settled.auditor_credit;
         if (r->verdict_s == 0)
             r->verdict_s = devnet_elapsed(d);
         devnet_progress(d, "chain: settled: %s (credited: trainer %s wei, auditor %s wei)",

@@ -21,6 +21,9 @@ static const char *const functions[][2] = {
     {"timeout", "timeout(bytes32)"},
     {"withdraw", "withdraw()"},
     {"challenge", "challenge(bytes32,bytes32)"},
+    {"commitReplay", "commitReplay(bytes32,bytes32,bytes32,bytes)"},
+    {"revealSites", "revealSites(bytes32,bytes32)"},
+    {"revealSite", "revealSite(bytes32,uint8,bytes32,(bytes32,bytes32,bytes32),(bytes32,bytes32,bytes32),bytes32[])"},
 };
 
 const char *devnet_call_name(const uint8_t *input, size_t len, int creates)

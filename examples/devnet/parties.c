@@ -195,7 +195,10 @@ int devnet_run_commit(struct devnet *d)
     arg(&c, "%s", d->store_url);
     arg(&c, "--data");
     arg(&c, "%s", d->data_path);
-    devnet_progress(d, "trainer: opening the run, publishing it to the store and committing its root");
+    if (d->o->replay_proof)
+        arg(&c, "--replay-proof");
+    devnet_progress(d, "trainer: opening the run, publishing it to the store and committing its root%s",
+                    d->o->replay_proof ? " (asking for proof of replay)" : "");
     return devnet_run_to_end(d, "commit", c.argv, 120);
 }
 
@@ -261,12 +264,19 @@ int devnet_start_auditor(struct devnet *d)
         arg(&c, "--lie-at");
         arg(&c, "%llu", (unsigned long long)d->o->at);
     }
-    if (d->o->fault == DEVNET_COLLUDING_AUDITOR)
+    if (d->o->fault == DEVNET_COLLUDING_AUDITOR || d->o->fault == DEVNET_LAZY_AUDITOR)
         arg(&c, "--copy-trainer-root");
+    if (d->o->fault == DEVNET_LAZY_AUDITOR) {
+        arg(&c, "--guess-sites-from");
+        arg(&c, "%llu", (unsigned long long)d->o->at);
+    }
     devnet_progress(d, "auditor: replaying the run on the %s backend%s, then playing the game", backend,
                     d->o->fault == DEVNET_LYING_AUDITOR       ? " (and lying from the fault step on)"
                     : d->o->fault == DEVNET_COLLUDING_AUDITOR ? " (and committing the trainer's root, not its own)"
-                                                              : "");
+                    : d->o->fault == DEVNET_LAZY_AUDITOR
+                        ? " (lazily: the trainer's root copied, its site hashes guessed from the fault step on)"
+                    : d->o->replay_proof ? " (every step traced, for proof of replay)"
+                                         : "");
     return devnet_start_child(d, &d->auditor, "auditor", c.argv);
 }
 

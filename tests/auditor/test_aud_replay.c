@@ -13,6 +13,7 @@
 #include "check.h"
 #include "kernels/rlog.h"
 #include "party/commit.h"
+#include "party/sites.h"
 #include "trainer/checkpoint.h"
 #include "trainer/rundata.h"
 #include "trainer/runner.h"
@@ -478,6 +479,56 @@ static void test_from_http_store(const char *honest)
     trn_step_table_free(&t);
 }
 
+/* Proof of replay's site roots: every step traced; the same roots on ref
+ * and cpu (the trace is the same on every backend); with a beacon only its
+ * site is kept, the column of the full table; the party's site hashes saved
+ * and read back, another beacon's file refused. */
+static void test_site_roots(const char *honest)
+{
+    aud_replay_opts o = {.run_dir = honest, .data_path = af_text, .backend = KRN_BACKEND_REF, .sites = true};
+    aud_report full, cpu, one;
+    CHECK_MSG(aud_replay(&o, &full) == 0, "%s", ovt_errmsg());
+    CHECK(full.finding == AUD_VERIFIED && full.nsites > 1 && full.site_stride == full.nsites && full.site_roots);
+    if (!full.site_roots)
+        return;
+    static const ovt_hash zero;
+    uint32_t n = full.nsites;
+    for (uint32_t k = 0; k < n; k++)
+        CHECK(!memcmp(full.site_roots[k].b, zero.b, 32)); /* step 0 runs no site */
+    for (uint64_t i = 1; i <= STEPS; i++)
+        CHECK(memcmp(full.site_roots[i * n].b, zero.b, 32) != 0);
+    CHECK(memcmp(full.site_roots[1 * n + 1].b, full.site_roots[2 * n + 1].b, 32) != 0);
+    o.backend = KRN_BACKEND_CPU;
+    CHECK(aud_replay(&o, &cpu) == 0 && cpu.nsites == n);
+    CHECK(cpu.site_roots && !memcmp(cpu.site_roots, full.site_roots, (STEPS + 1) * n * sizeof(ovt_hash)));
+    aud_report_free(&cpu);
+    ovt_hash beacon, run_id;
+    ovt_sha256(&beacon, "beacon", 6);
+    ovt_sha256(&run_id, "run", 3);
+    o.site_beacon = &beacon;
+    CHECK(aud_replay(&o, &one) == 0 && one.site_stride == 1 && one.site == ovt_hash_mod(&beacon, n));
+    for (uint64_t i = 1; i <= STEPS && one.site_roots; i++)
+        CHECK(!memcmp(one.site_roots[i].b, full.site_roots[i * n + one.site].b, 32));
+    party_sites a, b, c;
+    CHECK(party_sites_from_report(&a, &full, &beacon, &run_id) == 0);
+    CHECK(party_sites_from_report(&b, &one, &beacon, &run_id) == 0);
+    CHECK(!memcmp(chain_merkle_root(a.tree)->b, chain_merkle_root(b.tree)->b, 32));
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/sites", af_dir);
+    CHECK(ovt_mkdirs(dir, 0755) == 0 && party_sites_save(&a, dir) == 0);
+    CHECK(party_sites_load(&c, dir, &beacon, &run_id) == 0);
+    CHECK(c.count == STEPS + 1 && !memcmp(chain_merkle_root(c.tree)->b, chain_merkle_root(a.tree)->b, 32));
+    party_sites_free(&c);
+    CHECK(party_sites_load(&c, dir, &run_id, &run_id) == OVT_EFORMAT && strstr(ovt_errmsg(), "another beacon"));
+    ovt_hash other;
+    ovt_sha256(&other, "other", 5);
+    CHECK(party_sites_from_report(&c, &one, &other, &run_id) == OVT_EINVAL); /* the kept site is another's */
+    party_sites_free(&a);
+    party_sites_free(&b);
+    aud_report_free(&one);
+    aud_report_free(&full);
+}
+
 int main(void)
 {
     CHECK(af_init("aud-replay") == 0);
@@ -521,6 +572,7 @@ int main(void)
     aud_report_free(&r);
     trn_step_table_free(&theirs);
 
+    CHECK_RUN(test_site_roots(honest));
     CHECK_RUN(test_tampered_checkpoint(honest));
     CHECK_RUN(test_tampered_log(honest));
     CHECK_RUN(test_bad_input(honest));

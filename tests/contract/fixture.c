@@ -220,7 +220,7 @@ int fx_commit_both(fx_env *env, fx_run *run, uint64_t gas[2])
     return 0;
 }
 
-static int preimage_of(void *ctx, uint64_t index, chain_merkle_preimage *out)
+int fx_preimage(void *ctx, uint64_t index, chain_merkle_preimage *out)
 {
     const fx_history *h = ctx;
     if (index > h->steps)
@@ -239,7 +239,7 @@ int fx_plan(fx_env *env, fx_run *run, int party, chain_arb_move *mv)
     fx_history *h = party == FX_TRAINER ? &run->trainer : &run->auditor;
     static const ovt_hash zero;
     const ovt_hash *tree_id = memcmp(run->tree_id.b, zero.b, 32) ? &run->tree_id : &run->run_id;
-    return chain_arb_plan_move(mv, tree_id, &g, party == FX_TRAINER, h->tree, preimage_of, h);
+    return chain_arb_plan_move(mv, tree_id, &g, party == FX_TRAINER, h->tree, fx_preimage, h);
 }
 
 int fx_move(fx_env *env, fx_run *run, int party, int *moved, uint64_t *gas)
@@ -333,6 +333,15 @@ int fx_warp(fx_env *env, uint64_t seconds)
 {
     int rc = fx_raw(env, "evm_increaseTime", json_pack("[I]", (json_int_t)seconds));
     return rc != 0 ? rc : fx_raw(env, "evm_mine", NULL);
+}
+
+uint64_t fx_balance(fx_env *env)
+{
+    chain_u256 b;
+    uint64_t v = UINT64_MAX;
+    if (chain_rpc_balance(env->rpc, &b, &env->arb.address, NULL) != 0 || chain_u256_to_u64(&v, &b) != 0)
+        fprintf(stderr, "balance: %s\n", ovt_errmsg());
+    return v;
 }
 
 uint64_t fx_credit(fx_env *env, int who)

@@ -97,6 +97,9 @@ int fx_play(fx_env *env, fx_run *run, fx_gas_fn gas_log, void *ctx);
  * *moved says whether a move was due. */
 int fx_move(fx_env *env, fx_run *run, int party, int *moved, uint64_t *gas);
 
+/* A chain_arb_preimage_fn over an fx_history (ctx). */
+int fx_preimage(void *ctx, uint64_t index, chain_merkle_preimage *out);
+
 /* The move party would make in the game's current state (kind NONE when
  * none is due). */
 int fx_plan(fx_env *env, fx_run *run, int party, chain_arb_move *mv);
@@ -121,6 +124,9 @@ int fx_raw(fx_env *env, const char *method, json_t *params);
 
 /* Advances the chain's clock by seconds and mines a block. */
 int fx_warp(fx_env *env, uint64_t seconds);
+
+/* The contract's balance in wei (UINT64_MAX, with a message, if unreadable). */
+uint64_t fx_balance(fx_env *env);
 
 /* Credit of an account (low 64 bits; fails the check if it is larger). */
 uint64_t fx_credit(fx_env *env, int who);

@@ -45,16 +45,6 @@ static uint64_t lo64(const chain_u256 *v)
     return x;
 }
 
-static uint64_t contract_balance(void)
-{
-    chain_u256 b;
-    if (chain_rpc_balance(env.rpc, &b, &env.arb.address, NULL) != 0) {
-        fprintf(stderr, "balance: %s\n", ovt_errmsg());
-        return UINT64_MAX;
-    }
-    return lo64(&b);
-}
-
 static uint64_t head_time(void)
 {
     chain_block_header h;
@@ -86,7 +76,7 @@ static void test_stranger_runs(void)
 {
     const uint64_t bond = 300000000000000000ULL; /* 0.3 ETH */
     fx_run runs[4];
-    uint64_t credit0 = fx_credit(&env, FX_ARBITER), held0 = contract_balance();
+    uint64_t credit0 = fx_credit(&env, FX_ARBITER), held0 = fx_balance(&env);
     for (int k = 0; k < 4; k++) {
         chain_arb_params p;
         fx_params(&env, &p, 8, 600, 1000, 2000);
@@ -98,7 +88,7 @@ static void test_stranger_runs(void)
         CHECK(g.phase == CHAIN_ARB_PHASE_COMMITTING && g.flags == 0);
         CHECK_EQ_U64(g.deadline, opened + 3600); /* the first commitment's window, from open */
     }
-    CHECK_EQ_U64(contract_balance() - held0, 4 * bond);
+    CHECK_EQ_U64(fx_balance(&env) - held0, 4 * bond);
     chain_buf b;
     chain_buf_init(&b);
     CHECK(chain_arb_encode_timeout(&b, &runs[0].run_id) == 0);
@@ -131,7 +121,7 @@ static void test_stranger_runs(void)
     CHECK_EQ_U64(fx_credit(&env, FX_ARBITER) - credit0, 4 * bond); /* 1.2 ETH back */
     CHECK(chain_arb_withdraw(&env.arb, &env.txm[FX_ARBITER], NULL) == 0);
     CHECK_EQ_U64(fx_credit(&env, FX_ARBITER), 0);
-    CHECK_EQ_U64(contract_balance(), held0 >= credit0 ? held0 - credit0 : 0);
+    CHECK_EQ_U64(fx_balance(&env), held0 >= credit0 ? held0 - credit0 : 0);
 }
 
 /* --- the invariant under random calls */
@@ -173,7 +163,7 @@ static void check_conserved(world *w, const char *after)
         credits += fx_credit(&env, a);
     for (size_t k = 0; k < w->n; k++)
         held += held_by(&w->run[k]);
-    uint64_t balance = contract_balance();
+    uint64_t balance = fx_balance(&env);
     CHECK_MSG(balance == credits + held, "after %s: balance %llu, credits %llu + held %llu", after,
               (unsigned long long)balance, (unsigned long long)credits, (unsigned long long)held);
     w->checks++;
@@ -264,12 +254,16 @@ static fx_run *pick_run(world *w)
 
 /* One random call; many are refused (wrong phase, not theirs, too early or
  * late), which is part of the test. Weights: open 1, accept 2, commit 3,
- * a party's move 6, both parties played to the verdict 1, an arbiter's 4, a
+ * commitReplay 2 (proof of replay: the trainer's, or the auditor's with one
+ * of two site roots), revealSites 1 (the trainer's, either root), a party's
+ * move 6, both parties played to the verdict 1, an arbiter's 4, a
  * challenge 3, the clock 1, timeout 1, withdraw 1. A challenge's game joins
- * the runs (its challenger plays the auditor's side). */
+ * the runs (its challenger plays the auditor's side); a replay dispute's
+ * moves are refused to the fixture's players, so it ends by timeout or by
+ * an arbiter that is never asked. */
 static const char *random_call(world *w)
 {
-    static const char kinds[] = "oaacccmmmmmmpvvvvhhhwtx";
+    static const char kinds[] = "oaacccrrsmmmmmmpvvvvhhhwtx";
     char kind = kinds[tc_rnd() % (sizeof kinds - 1)];
     if (kind == 'o' || w->n == 0) {
         open_random(w);
@@ -291,6 +285,21 @@ static const char *random_call(world *w)
         int party = tc_rnd() % 2 ? FX_TRAINER : run->challenger ? run->challenger : FX_AUDITOR;
         TRY_CALL(fx_move(&env, run, party, &moved, NULL));
         return "move";
+    }
+    case 'r': {
+        int party = tc_rnd() % 2 ? FX_TRAINER : FX_AUDITOR;
+        fx_history *h = party == FX_TRAINER ? &run->trainer : &run->auditor;
+        ovt_hash sites = {{0}};
+        sites.b[0] = (uint8_t)(1 + tc_rnd() % 2);
+        TRY_CALL(chain_arb_commit_replay(&env.arb, &env.txm[party], &run->run_id, chain_merkle_root(h->tree),
+                                         party == FX_AUDITOR ? &sites : NULL, NULL, NULL));
+        return "commitReplay";
+    }
+    case 's': {
+        ovt_hash sites = {{0}};
+        sites.b[0] = (uint8_t)(1 + tc_rnd() % 2);
+        TRY_CALL(chain_arb_reveal_sites(&env.arb, &env.txm[FX_TRAINER], &run->run_id, &sites, NULL));
+        return "revealSites";
     }
     case 'h': challenge_random(w, run); return "challenge";
     case 'p': TRY_CALL(fx_play(&env, run, NULL, NULL)); return "play";
@@ -330,15 +339,17 @@ static void test_invariant(void)
     for (int a = 0; a < FX_NACCOUNTS; a++)
         if (fx_credit(&env, a))
             CHECK(chain_arb_withdraw(&env.arb, &env.txm[a], NULL) == 0);
-    CHECK_EQ_U64(contract_balance(), 0);
-    unsigned settled[CHAIN_ARB_CANCELLED + 1] = {0}, challenges = 0;
+    CHECK_EQ_U64(fx_balance(&env), 0);
+    unsigned settled[CHAIN_ARB_CANCELLED + 1] = {0}, challenges = 0, replays = 0;
     for (size_t k = 0; k < w.n; k++) {
-        settled[fx_game(&env, &w.run[k]).outcome]++;
+        chain_arb_game g = fx_game(&env, &w.run[k]);
+        settled[g.outcome]++;
         challenges += w.run[k].challenger != 0;
+        replays += (g.flags & CHAIN_ARB_FLAG_REPLAY) != 0;
         fx_run_free(&w.run[k]);
     }
-    printf("invariant: %zu games (%u of them challenges), %llu checks; outcomes:", w.n, challenges,
-           (unsigned long long)w.checks);
+    printf("invariant: %zu games (%u of them challenges, %u with proof of replay), %llu checks; outcomes:", w.n,
+           challenges, replays, (unsigned long long)w.checks);
     for (unsigned o = 0; o <= CHAIN_ARB_CANCELLED; o++)
         if (settled[o])
             printf(" %s %u", chain_arb_outcome_name((chain_arb_outcome)o), settled[o]);

@@ -174,6 +174,13 @@ static void test_hashes_against_cast(void)
     CHECK(tsup_runl(&out, cast, "keccak", arg, NULL) == 0);
     CHECK_MSG(tc_hex_eq(out, mine.b, 32), "node hash: cast %s", out ? out : "-");
     free(out);
+
+    /* a site tree's leaf (proof of replay) */
+    snprintf(arg, sizeof arg, "0x02%s0102030405060708%s", rid + 2, lh + 2);
+    chain_merkle_site_leaf_hash(&mine, &run_id, index, &l);
+    CHECK(tsup_runl(&out, cast, "keccak", arg, NULL) == 0);
+    CHECK_MSG(tc_hex_eq(out, mine.b, 32), "site leaf hash: cast %s", out ? out : "-");
+    free(out);
 }
 
 static void random_params(chain_arb_params *p)
@@ -293,6 +300,37 @@ static void test_calldata_against_cast(void)
                     "revealLeaf(bytes32,uint8,(bytes32,bytes32,bytes32),(bytes32,bytes32,bytes32),bytes32[])", rid,
                     "3", leafarg, prevarg, proofarg, NULL) == 0);
     CHECK(same_calldata(&buf, out, "revealLeaf"));
+    free(out);
+    chain_buf_free(&buf);
+
+    chain_buf_init(&buf);
+    CHECK(chain_arb_encode_reveal_site(&buf, &run_id, 3, &left, &leaf, &prev, proof, 3) == 0);
+    CHECK(tsup_runl(&out, cast, "calldata",
+                    "revealSite(bytes32,uint8,bytes32,(bytes32,bytes32,bytes32),(bytes32,bytes32,bytes32),bytes32[])",
+                    rid, "3", l, leafarg, prevarg, proofarg, NULL) == 0);
+    CHECK(same_calldata(&buf, out, "revealSite"));
+    free(out);
+    chain_buf_free(&buf);
+
+    chain_buf_init(&buf);
+    CHECK(chain_arb_encode_commit_replay(&buf, &run_id, &h_root, &left, sig) == 0);
+    CHECK(tsup_runl(&out, cast, "calldata", "commitReplay(bytes32,bytes32,bytes32,bytes)", rid, root, l, sighex,
+                    NULL) == 0);
+    CHECK(same_calldata(&buf, out, "commitReplay"));
+    free(out);
+    chain_buf_free(&buf);
+
+    chain_buf_init(&buf);
+    CHECK(chain_arb_encode_reveal_sites(&buf, &run_id, &right) == 0);
+    CHECK(tsup_runl(&out, cast, "calldata", "revealSites(bytes32,bytes32)", rid, r, NULL) == 0);
+    CHECK(same_calldata(&buf, out, "revealSites"));
+    free(out);
+    chain_buf_free(&buf);
+
+    chain_buf_init(&buf);
+    CHECK(chain_arb_encode_replays(&buf, &run_id) == 0);
+    CHECK(tsup_runl(&out, cast, "calldata", "replays(bytes32)", rid, NULL) == 0);
+    CHECK(same_calldata(&buf, out, "replays"));
     free(out);
     chain_buf_free(&buf);
 
@@ -648,6 +686,11 @@ static void test_abi_json(void)
         "commitmentDigest(bytes32,bytes32)",
         "leafHash(bytes32,uint64,(bytes32,bytes32,bytes32))",
         "nodeHash(bytes32,bytes32)",
+        "commitReplay(bytes32,bytes32,bytes32,bytes)",
+        "revealSites(bytes32,bytes32)",
+        "revealSite(bytes32,uint8,bytes32,(bytes32,bytes32,bytes32),(bytes32,bytes32,bytes32),bytes32[])",
+        "replays(bytes32)",
+        "siteLeafHash(bytes32,uint64,bytes32)",
     };
     size_t nfunctions = sizeof functions / sizeof functions[0];
     size_t seen_events = 0, seen_errors = 0, seen_functions = 0, i;
@@ -755,6 +798,16 @@ static void test_names(void)
     CHECK_MSG(strstr(text, "BadChildren") != NULL, "%s", text);
     chain_arb_revert_name(name, sizeof name, data, 3);
     CHECK(name[0] == '\0');
+    /* the beacon's site: the beacon as a big-endian integer, modulo the site count */
+    ovt_hash beacon = {{0}};
+    beacon.b[30] = 1;
+    CHECK_EQ_U64(chain_arb_site_index(&beacon, 7), 256 % 7);
+    memset(beacon.b, 0xff, 32);
+    CHECK_EQ_U64(chain_arb_site_index(&beacon, 1000), 935); /* (2^256 - 1) mod 1000 */
+    CHECK_EQ_U64(chain_arb_site_index(&beacon, 741), 15);   /* gpt2-small's 741 sites */
+    CHECK_EQ_U64(chain_arb_site_index(&beacon, 1), 0);
+    chain_arb_replay rp;
+    CHECK(chain_arb_decode_replay(&rp, data, 64) == OVT_EFORMAT);
 }
 
 /* View results and moves with bad input: clear errors, zeroed outputs. */

@@ -344,6 +344,59 @@ static void test_unresolved_read_fails(void)
     fixture_close(&f);
 }
 
+/* Proof of replay's outputs-only mode (krn_trace_outputs_only): the same
+ * sites, and every site's output root the full trace's (all sites), or one
+ * site's alone with the others zero; no reads, no trace root. */
+static void test_outputs_only(const char *preset)
+{
+    fixture f;
+    fixture_open(&f, preset, 1);
+    trn_state *st0;
+    CHECK(trn_state_new(&st0, &f.rc) == 0);
+    trn_state_init(st0);
+    krn_ctx *ctx = trn_test_ctx(KRN_BACKEND_CPU, KRN_RECORD, 9);
+    krn_rlog *log = krn_rlog_new();
+    krn_trace *full;
+    ovt_hash root, h;
+    run_step(ctx, &f, st0, log, &full, &root, &h);
+    size_t n = krn_trace_count(full);
+    static const ovt_hash zero;
+    for (int mode = 0; mode < 2; mode++) {
+        uint32_t only = mode == 0 ? KRN_TRACE_ALL_SITES : (uint32_t)(n / 2);
+        trn_state *st;
+        trn_workspace *w;
+        krn_trace *t;
+        CHECK(trn_state_clone(&st, st0) == 0 && trn_workspace_new(&w, &f.rc) == 0 && krn_trace_new(&t, false) == 0);
+        krn_trace_outputs_only(t, only);
+        trn_step_info info;
+        int trace_rc;
+        ovt_hash r2, h2;
+        krn_rlog *log2 = krn_rlog_new();
+        CHECK(trn_train_step_traced(ctx, w, st, &f.b, log2, t, &info, &trace_rc, &r2) == 0 && trace_rc == 0);
+        trn_state_hash(&h2, st);
+        CHECK_MEM(h.b, h2.b, 32); /* the same bits */
+        CHECK(!memcmp(r2.b, zero.b, 32));
+        CHECK_EQ_U64(krn_trace_count(t), n);
+        for (size_t i = 0; i < n && krn_trace_count(t) == n; i++) {
+            const krn_trace_record *a = krn_trace_record_at(full, i), *b = krn_trace_record_at(t, i);
+            CHECK(a->site == b->site && a->n == b->n && !strcmp(a->op, b->op) && b->nreads == 0);
+            if (only == KRN_TRACE_ALL_SITES || i == only)
+                CHECK_MSG(!memcmp(a->root.b, b->root.b, 32), "site %zu", i);
+            else
+                CHECK(!memcmp(b->root.b, zero.b, 32));
+        }
+        krn_rlog_free(log2);
+        krn_trace_free(t);
+        trn_workspace_free(w);
+        trn_state_free(st);
+    }
+    krn_trace_free(full);
+    krn_rlog_free(log);
+    krn_ctx_free(ctx);
+    trn_state_free(st0);
+    fixture_close(&f);
+}
+
 /* `ovt step --trace` on cpu, ref and shuffle: the same trace file, which
  * holds the root the command prints; --backend ref alone is a usage error. */
 static void test_cli(void)
@@ -399,6 +452,8 @@ int main(void)
     CHECK_RUN(test_preset("mlp-demo", 2)); /* two shards in one process: grad.sum, loss.mean */
     CHECK_RUN(test_preset("resnet-mini", 1));
     CHECK_RUN(test_unresolved_read_fails());
+    CHECK_RUN(test_outputs_only("gpt2-tiny"));
+    CHECK_RUN(test_outputs_only("mlp-demo"));
     cli_cleanup();
     return check_done();
 }
