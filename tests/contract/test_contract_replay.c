@@ -33,11 +33,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chain/narrow.h"
 #include "check.h"
 #include "fixture.h"
 #include "util.h"
 
 static fx_env env;
+static chain_narrow narrow; /* OvtNarrow bound to env's arbitration contract */
 
 #define TB 1000u
 #define AB 2000u
@@ -328,6 +330,23 @@ static void test_trainer_moves_sites(void)
     CHECK(play_sites(&run, &moved, &honest, NULL, NULL, NULL) == 0);
     chain_arb_game g = fx_game(&env, &run);
     CHECK(g.phase == CHAIN_ARB_PHASE_AWAITING_VERDICT && g.index == 42);
+    /* a replay dispute's leaves are site hashes: OvtNarrow has no trace to narrow there */
+    chain_buf start;
+    chain_buf_init(&start);
+    CHECK(chain_narrow_encode_start(&start, &run.run_id) == 0);
+    chain_buf out;
+    chain_buf_init(&out);
+    chain_call_msg msg = {.from = &env.addr[FX_TRAINER], .to = &narrow.address, .data = start.data,
+                          .data_len = start.len};
+    char name[64] = "";
+    if (chain_rpc_eth_call(env.rpc, &out, &msg, NULL) != 0) {
+        const chain_rpc_error *e = chain_rpc_last_error(env.rpc);
+        chain_narrow_revert_name(name, sizeof name, e->data, e->data_len);
+    }
+    CHECK_MSG(strcmp(name, "ReplayDispute") == 0, "OvtNarrow.start on a replay dispute: expected ReplayDispute, got '%s'",
+              name);
+    chain_buf_free(&out);
+    chain_buf_free(&start);
     CHECK(site_verdict(&run, &honest, CHAIN_ARB_AUDITOR_RIGHT, NULL) == 0);
     CHECK(fx_game(&env, &run).outcome == CHAIN_ARB_AUDITOR_RIGHT);
     CHECK_EQ_U64(fx_credit(&env, FX_AUDITOR) - a0, TB + AB);
@@ -599,6 +618,13 @@ int main(void)
     if (fx_start(&env) != 0)
         return 1;
     fx_seed(4343);
+    chain_receipt r;
+    if (chain_narrow_deploy(&narrow, &env.txm[FX_OPENER], &env.arb.address, &r) != 0) {
+        fprintf(stderr, "%s\n", ovt_errmsg());
+        fx_stop(&env);
+        return 1;
+    }
+    chain_receipt_free(&r);
     CHECK_RUN(test_honest_verified());
     CHECK_RUN(test_lazy_auditor());
     CHECK_RUN(test_trainer_moves_sites());
