@@ -23,15 +23,16 @@ typedef struct {
     char what[48];
 } mem_block;
 
+/* Where ctx's allocations go. */
+typedef enum { ON_HOST, ON_GUARD, ON_DEVICE } mem_kind;
+
 typedef struct {
+    mem_kind kind; /* decided once per ctx, when the table is made */
     mem_block *b;
     size_t n, cap;
     bool guarded; /* the guard is on: the blocks are PROT_NONE */
     krn_mem_stats stats;
 } mem_table;
-
-/* Where ctx's allocations go. */
-typedef enum { ON_HOST, ON_GUARD, ON_DEVICE } mem_kind;
 
 /* OVT_CUDA_HOST_TENSORS: unset or "0" (device memory), "1" (host memory). */
 static int host_tensors_env(bool *host)
@@ -47,6 +48,11 @@ static int host_tensors_env(bool *host)
 
 static int kind_of(const krn_ctx *ctx, mem_kind *kind)
 {
+    const mem_table *t = krn_ctx_mem(ctx);
+    if (t) {
+        *kind = t->kind;
+        return 0;
+    }
     const krn_config *c = krn_ctx_config(ctx);
     *kind = c->mem_guard ? ON_GUARD : ON_HOST;
     if (c->backend != KRN_BACKEND_CUDA)
@@ -58,22 +64,30 @@ static int kind_of(const krn_ctx *ctx, mem_kind *kind)
     return rv;
 }
 
-int krn_mem_placement(const krn_ctx *ctx, bool *resident)
+static void table_free(krn_ctx *ctx, void *arg);
+
+/* ctx's table; made (with the ctx's kind of memory) when make is set. */
+static mem_table *table_of(krn_ctx *ctx, bool make)
+{
+    mem_table *t = krn_ctx_mem(ctx);
+    mem_kind kind;
+    if (t || !make || kind_of(ctx, &kind) != 0)
+        return t;
+    if ((t = calloc(1, sizeof *t))) {
+        t->kind = kind;
+        krn_ctx_set_mem(ctx, t, table_free);
+    }
+    return t;
+}
+
+int krn_mem_placement(krn_ctx *ctx, bool *resident)
 {
     mem_kind k;
     int rv = kind_of(ctx, &k);
     *resident = !rv && k != ON_HOST;
+    if (!rv && !table_of(ctx, true)) /* the ctx's kind is fixed from here on */
+        rv = ovt_fail(OVT_ENOMEM, "out of memory for the table of tensor memory");
     return rv;
-}
-
-static void table_free(krn_ctx *ctx, void *arg);
-
-static mem_table *table_of(krn_ctx *ctx, bool make)
-{
-    mem_table *t = krn_ctx_mem(ctx);
-    if (!t && make && (t = calloc(1, sizeof *t)))
-        krn_ctx_set_mem(ctx, t, table_free);
-    return t;
 }
 
 /* The block holding [p, p + bytes), or NULL. */
@@ -142,6 +156,7 @@ int krn_mem_alloc(krn_ctx *ctx, void **out, size_t bytes, const char *what)
     mem_table *t = table_of(ctx, true);
     if (!t)
         return ovt_fail(OVT_ENOMEM, "out of memory for the table of tensor memory");
+    kind = t->kind;
     if (t->n == t->cap) {
         size_t cap = t->cap ? 2 * t->cap : 16;
         mem_block *b = realloc(t->b, cap * sizeof *b);

@@ -36,8 +36,9 @@
 /* Whether ctx's tensors live apart from the host (cuda's device memory, or
  * the guard): a caller that keeps a run's tensors where the ops run then
  * allocates them with krn_mem_alloc and reads them through this interface.
- * OVT_EINVAL for an OVT_CUDA_HOST_TENSORS that is neither 0 nor 1. */
-int krn_mem_placement(const krn_ctx *ctx, bool *resident) OVT_MUST_USE;
+ * OVT_EINVAL for an OVT_CUDA_HOST_TENSORS that is neither 0 nor 1. The
+ * environment is read once per ctx (here or at its first allocation). */
+int krn_mem_placement(krn_ctx *ctx, bool *resident) OVT_MUST_USE;
 
 /* bytes (> 0) of zeroed backend memory of ctx into *out, named `what` in
  * messages. OVT_EINVAL for 0 bytes, OVT_ENOMEM when there is no room. */

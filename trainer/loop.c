@@ -428,7 +428,8 @@ static int loop_finish(const loop *l, trn_loop_result *res)
     char path[4096];
     int rv;
     if ((rv = trn_run_path(path, sizeof path, l->o->out, NULL, 0, "steps.bin")) ||
-        (rv = trn_step_table_write(&l->table, path)) || (rv = trn_step_table_root(&res->root, &l->table, &l->o->run_id)))
+        (rv = trn_step_table_write(&l->table, path)) || (rv = trn_step_table_root(&res->root, &l->table, &l->o->run_id)) ||
+        (rv = trn_runner_sync(l->run)))
         return rv;
     const trn_state *st = trn_runner_state(l->run);
     res->steps = st->step;
@@ -456,8 +457,8 @@ int trn_loop_run(const trn_loop_opts *o, trn_loop_result *res)
     if (!rv && l.writer)
         rv = resume_loss(&l);
     clock_gettime(CLOCK_MONOTONIC, &l.t0);
-    while (!rv && trn_runner_state(l.run)->step < o->steps)
-        rv = loop_step(&l, trn_runner_state(l.run)->step + 1);
+    while (!rv && trn_runner_step_no(l.run) < o->steps) /* the state stays where the steps run */
+        rv = loop_step(&l, trn_runner_step_no(l.run) + 1);
     if (!rv)
         rv = step_hashed(&l);
     if (!rv && l.writer)

@@ -19,7 +19,32 @@
 #include "trainer/schedule.h"
 #include "trainer/workspace.h"
 
+int trn_tensor_alloc(krn_ctx *mem_ctx, float **out, size_t n, const char *what)
+{
+    *out = NULL;
+    if (n > SIZE_MAX / sizeof(float))
+        return ovt_fail(OVT_ENOMEM, "no room for %s (%zu floats)", what, n);
+    if (mem_ctx)
+        return krn_mem_alloc(mem_ctx, (void **)out, (n ? n : 1) * sizeof(float), what);
+    if (!(*out = ovt_big_calloc(n ? n : 1, sizeof(float))))
+        return ovt_fail(OVT_ENOMEM, "out of memory for %s (%zu floats)", what, n);
+    return 0;
+}
+
+void trn_tensor_free(krn_ctx *mem_ctx, float *p)
+{
+    if (mem_ctx)
+        krn_mem_free(mem_ctx, p);
+    else
+        free(p);
+}
+
 int trn_workspace_new(trn_workspace **out, const trn_run_config *rc)
+{
+    return trn_workspace_new_on(out, rc, NULL);
+}
+
+int trn_workspace_new_on(trn_workspace **out, const trn_run_config *rc, krn_ctx *mem_ctx)
 {
     *out = NULL;
     int rv = trn_config_check(rc);
@@ -29,6 +54,7 @@ int trn_workspace_new(trn_workspace **out, const trn_run_config *rc)
     if (!w)
         return ovt_fail(OVT_ENOMEM, "out of memory for the model workspace");
     w->config = *rc;
+    w->mem_ctx = mem_ctx;
     if ((rv = trn_layout_build(&w->layout, &rc->model)))
         goto fail;
     const trn_model_config *m = &rc->model;
@@ -43,13 +69,11 @@ int trn_workspace_new(trn_workspace **out, const trn_run_config *rc)
         }
     }
     if (m->kind == TRN_MODEL_RESNET) {
-        if ((rv = trn_resnet_plan_new(&w->resnet, &w->layout, B)))
+        if ((rv = trn_resnet_plan_new(&w->resnet, &w->layout, B, mem_ctx)))
             goto fail;
         w->mem_floats = 0; /* the plan's own allocation */
-        if (!(w->grads = ovt_big_calloc(w->layout.nparams, sizeof(float)))) {
-            rv = ovt_fail(OVT_ENOMEM, "out of memory for the ResNet's gradients");
+        if ((rv = trn_tensor_alloc(mem_ctx, &w->grads, w->layout.nparams, "the ResNet's gradients")))
             goto fail;
-        }
         *out = w;
         return 0;
     }
@@ -60,13 +84,9 @@ int trn_workspace_new(trn_workspace **out, const trn_run_config *rc)
         size_t n = llama ? trn_llama_acts_size(m, B, T) : trn_gpt2_acts_size(m, B, T);
         size_t nd = llama ? trn_llama_dacts_size(m, B, T) : trn_gpt2_dacts_size(m, B, T);
         w->mem_floats = n + nd;
-        w->mem = ovt_big_calloc(n + nd, sizeof(float));
-        w->grads = ovt_big_calloc(w->layout.nparams, sizeof(float));
-        if (!w->mem || !w->grads) {
-            rv = ovt_fail(OVT_ENOMEM, "out of memory for %s activations (%zu + %zu floats) and gradients",
-                          llama ? "Llama" : "GPT-2", n, nd);
+        if ((rv = trn_tensor_alloc(mem_ctx, &w->mem, n + nd, llama ? "the Llama activations" : "the GPT-2 activations")) ||
+            (rv = trn_tensor_alloc(mem_ctx, &w->grads, w->layout.nparams, "the gradients")))
             goto fail;
-        }
         if (llama) {
             trn_llama_acts_slice(&w->lacts, m, B, T, w->mem);
             trn_llama_dacts_slice(&w->ldacts, m, B, T, w->mem + n, &w->lacts);
@@ -84,12 +104,9 @@ int trn_workspace_new(trn_workspace **out, const trn_run_config *rc)
     }
     total += B * m->n_class + B;
     w->mem_floats = total;
-    w->mem = calloc(total, sizeof(float));
-    w->grads = calloc(w->layout.nparams, sizeof(float));
-    if (!w->mem || !w->grads) {
-        rv = ovt_fail(OVT_ENOMEM, "out of memory for activations (%zu floats) and gradients", total);
+    if ((rv = trn_tensor_alloc(mem_ctx, &w->mem, total, "the MLP activations")) ||
+        (rv = trn_tensor_alloc(mem_ctx, &w->grads, w->layout.nparams, "the gradients")))
         goto fail;
-    }
     float *p = w->mem;
     for (uint32_t l = 0; l <= m->n_layer; l++) {
         size_t o = l == m->n_layer ? m->n_class : m->width;
@@ -113,8 +130,8 @@ void trn_workspace_free(trn_workspace *w)
 {
     if (!w)
         return;
-    free(w->mem);
-    free(w->grads);
+    trn_tensor_free(w->mem_ctx, w->mem);
+    trn_tensor_free(w->mem_ctx, w->grads);
     trn_resnet_plan_free(w->resnet);
     for (uint32_t k = 0; k < w->nshard_grads; k++)
         free(w->shard_grads[k]);
@@ -155,6 +172,8 @@ static int shard_grads_reserve(trn_workspace *w, uint32_t k);
 
 int trn_workspace_prefault(trn_workspace *w, krn_ctx *ctx)
 {
+    if (w->mem_ctx)
+        return 0; /* backend memory: the backend's to place */
     uint32_t S = trn_config_shards(&w->config);
     int rv = S > 1 ? shard_grads_reserve(w, S) : 0;
     if (!rv)
@@ -251,14 +270,30 @@ static int buffers_update(krn_ctx *ctx, trn_state *st, trn_workspace *w)
     if (n == 0)
         return 0;
     double mom = st->config.model.bn_momentum, keep = 1.0 - mom;
+    /* in backend memory (a resident run) the few statistics come up, and
+     * their new values go down */
+    bool host = krn_mem_is_host(ctx, st->params) && krn_mem_is_host(ctx, w->grads);
     double *x = malloc(n * sizeof *x);
-    if (!x)
-        return ovt_fail(OVT_ENOMEM, "out of memory for %zu running statistics", n);
+    float *old = host ? st->params + lo : malloc(2 * n * sizeof *old);
+    const float *slot = host ? w->grads + lo : old + n;
+    int rv = 0;
+    if (!x || !old) {
+        rv = ovt_fail(OVT_ENOMEM, "out of memory for %zu running statistics", n);
+        goto done;
+    }
+    if (!host && ((rv = krn_mem_download(ctx, old, st->params + lo, n * sizeof *old)) ||
+                  (rv = krn_mem_download(ctx, old + n, w->grads + lo, n * sizeof *old))))
+        goto done;
     for (size_t i = 0; i < n; i++)
-        x[i] = keep * (double)st->params[lo + i] + mom * (double)w->grads[lo + i];
+        x[i] = keep * (double)old[i] + mom * (double)slot[i];
     const krn_band exact = {.kind = KRN_BAND_ZERO};
     KRN_TRACE_READS(ctx, 0, {st->params + lo, n}, {w->grads + lo, n});
-    int rv = krn_site(ctx, "bn.running", st->params + lo, x, n, &exact);
+    rv = krn_site(ctx, "bn.running", old, x, n, &exact);
+    if (!rv && !host)
+        rv = krn_mem_upload(ctx, st->params + lo, old, n * sizeof *old);
+done:
+    if (!host)
+        free(old);
     free(x);
     return rv;
 }
@@ -374,7 +409,8 @@ static int shards_run(krn_ctx *ctx, trn_workspace *w, const trn_state *st, const
     for (uint32_t s = lo; s < hi && !rv; s++) {
         trn_batch v = shard_of(batch, &w->config.model, s, S);
         w->grads = w->shard_grads[s - lo];
-        memset(w->grads, 0, n * sizeof(float));
+        if ((rv = krn_mem_zero(ctx, w->grads, n * sizeof(float))))
+            break;
         krn_trace_zero(ctx, w->grads, n);
         if (!(rv = model_forward(ctx, w, st->params, &v, &w->shard_loss[s])))
             rv = model_backward(ctx, w, st->params, &v);
@@ -525,9 +561,9 @@ int trn_train_step_dp(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_b
     if (S > 1) {
         rv = sharded_grads(ctx, w, st, batch, log, dp, i, info); /* grad.sum writes every gradient */
     } else {
-        memset(w->grads, 0, st->layout.nparams * sizeof(float)); /* the backward ops accumulate */
+        rv = krn_mem_zero(ctx, w->grads, st->layout.nparams * sizeof(float)); /* the backward ops accumulate */
         krn_trace_zero(ctx, w->grads, st->layout.nparams);
-        if (!(rv = model_forward(ctx, w, st->params, batch, &info->loss)))
+        if (!rv && !(rv = model_forward(ctx, w, st->params, batch, &info->loss)))
             rv = model_backward(ctx, w, st->params, batch);
     }
     if (rv || (rv = optimizer_step(ctx, w, st, i, info))) {
