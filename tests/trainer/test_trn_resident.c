@@ -12,7 +12,16 @@
  *     state;
  *   - the host's copy, brought up to date on request, is the plain run's
  *     state, and a state given on the host goes down before the next step;
- *   - a run in two shards is not resident, and still the same. */
+ *   - a run in two shards is not resident, and still the same.
+ *
+ * Built as test_cuda_resident (OVT_TEST_CUDA), the same families on the
+ * device, where nothing has run this path yet: a cuda runner with the run
+ * in device memory against one with OVT_CUDA_HOST_TENSORS=1 (the path
+ * verified on 2026-12-04), stateHash for stateHash and log for log, and
+ * the cpu backend replaying the resident run's logs to the same
+ * stateHashes; no state crossing per step. Skipped (exit 77) where ovt has
+ * no CUDA or the machine no device. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +68,7 @@ static void fixture_open(fixture *f, const char *preset, uint32_t shards)
     }
 }
 
+#ifndef OVT_TEST_CUDA
 static trn_runner *runner(const fixture *f, bool guard, bool hash_later)
 {
     trn_runner_opts o = {.backend = KRN_BACKEND_CPU, .mode = KRN_RECORD, .threads = 2, .mem_guard = guard,
@@ -68,6 +78,7 @@ static trn_runner *runner(const fixture *f, bool guard, bool hash_later)
     CHECK(r && trn_runner_start(r, NULL, 0) == 0);
     return r;
 }
+#endif
 
 /* The rounding log's bytes of r's last step. */
 static uint8_t *log_bytes(trn_runner *r, size_t *len)
@@ -86,6 +97,7 @@ static void same_log(trn_runner *a, trn_runner *b)
     free(y);
 }
 
+#ifndef OVT_TEST_CUDA
 static void family(const char *preset)
 {
     fixture f;
@@ -155,6 +167,98 @@ static void shards_stay_on_the_host(void)
     trn_run_data_free(&f.d);
 }
 
+#endif
+
+#ifdef OVT_TEST_CUDA
+/* A runner of mode on cuda (REPLAY: on cpu), its tensors in host memory
+ * when host_tensors is "1"; the resident one hashes on request
+ * (hash_later), so that a step's own transfers can be counted. */
+static trn_runner *cuda_runner(const fixture *f, krn_mode mode, const char *host_tensors)
+{
+    if (host_tensors)
+        setenv("OVT_CUDA_HOST_TENSORS", host_tensors, 1);
+    else
+        unsetenv("OVT_CUDA_HOST_TENSORS");
+    trn_runner_opts o = {.backend = mode == KRN_REPLAY ? KRN_BACKEND_CPU : KRN_BACKEND_CUDA, .mode = mode,
+                         .threads = 2, .hash_later = mode == KRN_RECORD && !host_tensors};
+    trn_runner *r = NULL;
+    CHECK_MSG(trn_runner_open(&r, &f->rc, &f->d, &o) == 0, "%s", ovt_errmsg());
+    unsetenv("OVT_CUDA_HOST_TENSORS");
+    CHECK(r && trn_runner_start(r, NULL, 0) == 0);
+    return r;
+}
+
+static void cuda_family(const char *preset)
+{
+    fixture f;
+    fixture_open(&f, preset, 1);
+    bool resnet = f.rc.model.kind == TRN_MODEL_RESNET;
+    trn_runner *dev = cuda_runner(&f, KRN_RECORD, NULL), *host = cuda_runner(&f, KRN_RECORD, "1");
+    trn_runner *cpu = cuda_runner(&f, KRN_REPLAY, NULL);
+    CHECK(trn_runner_resident(dev) && !trn_runner_resident(host) && !trn_runner_resident(cpu));
+    for (int i = 1; dev && host && cpu && i <= 5; i++) {
+        trn_runner_result a, b, c;
+        krn_mem_stats before = trn_runner_mem_stats(dev);
+        CHECK_MSG(trn_runner_step(dev, &a) == 0, "%s step %d, device memory: %s", preset, i, ovt_errmsg());
+        krn_mem_stats after = trn_runner_mem_stats(dev);
+        uint64_t at = 0;
+        CHECK(trn_runner_hash_begin(dev) == 0 && trn_runner_hash_end(dev, &a.state_hash, &at) && at == (uint64_t)i);
+        CHECK_MSG(trn_runner_step(host, &b) == 0, "%s step %d, host memory: %s", preset, i, ovt_errmsg());
+        CHECK_MSG(memcmp(a.state_hash.b, b.state_hash.b, 32) == 0, "%s step %d: device and host memory differ",
+                  preset, i);
+        same_log(dev, host);
+        size_t len = 0;
+        uint8_t *bytes = log_bytes(dev, &len);
+        CHECK(bytes && krn_rlog_decode(trn_runner_log(cpu), bytes, len) == 0);
+        free(bytes);
+        CHECK_MSG(trn_runner_step(cpu, &c) == 0, "%s step %d, cpu replay: %s", preset, i, ovt_errmsg());
+        CHECK_MSG(memcmp(a.state_hash.b, c.state_hash.b, 32) == 0, "%s step %d: the cpu replay differs", preset, i);
+        if (i > 1)
+            CHECK_MSG(resnet || (after.download_bytes == before.download_bytes &&
+                                 after.upload_bytes == before.upload_bytes),
+                      "%s step %d: %llu bytes down", preset, i,
+                      (unsigned long long)(after.download_bytes - before.download_bytes));
+    }
+    CHECK(trn_runner_sync(dev) == 0);
+    CHECK(trn_runner_state(dev)->step == 5 &&
+          memcmp(trn_runner_state(dev)->mem, trn_runner_state(cpu)->mem,
+                 3 * trn_runner_state(cpu)->layout.nparams * sizeof(float)) == 0);
+    trn_runner_free(dev);
+    trn_runner_free(host);
+    trn_runner_free(cpu);
+    trn_run_data_free(&f.d);
+}
+
+static void cuda_env_checked(void)
+{
+    fixture f;
+    fixture_open(&f, "mlp-demo", 1);
+    setenv("OVT_CUDA_HOST_TENSORS", "yes", 1);
+    trn_runner_opts o = {.backend = KRN_BACKEND_CUDA, .mode = KRN_RECORD, .threads = 1};
+    trn_runner *r = NULL;
+    CHECK(trn_runner_open(&r, &f.rc, &f.d, &o) == OVT_EINVAL && r == NULL);
+    CHECK(strstr(ovt_errmsg(), "OVT_CUDA_HOST_TENSORS expects 0") != NULL);
+    unsetenv("OVT_CUDA_HOST_TENSORS");
+    trn_run_data_free(&f.d);
+}
+
+int main(void)
+{
+    krn_config kc = {.backend = KRN_BACKEND_CUDA, .mode = KRN_RECORD, .grid_bits = 32};
+    krn_ctx *probe = NULL;
+    if (krn_ctx_new(&probe, &kc) != 0) {
+        printf("skipped: %s\n", ovt_errmsg());
+        return 77;
+    }
+    krn_ctx_free(probe);
+    CHECK_RUN(cuda_env_checked());
+    CHECK_RUN(cuda_family("mlp-demo"));
+    CHECK_RUN(cuda_family("gpt2-tiny"));
+    CHECK_RUN(cuda_family("llama-tiny"));
+    CHECK_RUN(cuda_family("resnet-mini"));
+    return check_done();
+}
+#else
 int main(void)
 {
     CHECK_RUN(family("mlp-demo"));
@@ -164,3 +268,4 @@ int main(void)
     CHECK_RUN(shards_stay_on_the_host());
     return check_done();
 }
+#endif
