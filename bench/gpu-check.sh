@@ -6,6 +6,8 @@
 #      machine is offline and they are there), builds ovt with CUDA for sm_90;
 #   2. runs test_cuda_ops: every op with the cuda backend on one side of each
 #      backend pair, RECORD/REPLAY bitwise identical (must PASS, not skip);
+#      and test_cuda_resident: every family with the run in device memory
+#      against OVT_CUDA_HOST_TENSORS=1 and the cpu replay (must PASS);
 #   3. for gpt2-tiny, gpt2-small, llama-tiny and resnet-mini: trains STEPS steps on the GPU (--backend
 #      cuda, RECORD), replays them on the CPU (cpu backend, --replay with the
 #      GPU's logs) and requires identical stateHashes at every step; runs the
@@ -28,6 +30,9 @@
 # FIGURES: the MODEL:B[:T] list bench/gpu-figures.py measures against PyTorch
 # on the same GPU (docs/gpu.md's device table; default gpt2-small:16:1024,
 # llama-110m:16:1024,resnet-50:128; "none" skips it).
+# The "GPU" runs of step 3 keep the run in device memory (docs/gpu.md,
+# "Memory"); OVT_CUDA_HOST_TENSORS=1 in the environment runs them the way
+# verified on 2026-12-04 instead (host tensors, copies per op).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -84,11 +89,13 @@ fi
 
 if [ -n "$prebuilt" ] && [ "$rehearsal" = 1 ]; then
   ops_status="(rehearsal: not run)"
+  resident_status="(rehearsal: not run)"
 elif [ "$rehearsal" = 1 ]; then
   say "rehearsal: build without CUDA, the ref backend stands in for the GPU"
   cmake -S . -B "$build" -DOVT_CUDA=OFF >"$out/cmake.log" 2>&1 || { cat "$out/cmake.log"; fail "cmake"; }
   cmake --build "$build" -j"$(nproc)" --target ovt >/dev/null
   ops_status="(rehearsal: not run)"
+  resident_status="(rehearsal: not run)"
 else
   if [ -z "$prebuilt" ]; then
     say "build (CUDA, sm_$arch)"
@@ -97,7 +104,7 @@ else
     cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DOVT_WERROR=OFF -DOVT_CUDA=ON \
           -DCMAKE_CUDA_ARCHITECTURES="$arch" >"$out/cmake.log" 2>&1 || { cat "$out/cmake.log"; fail "cmake"; }
     grep -q "ovt: CUDA backend ON" "$out/cmake.log" || fail "CMake did not enable the CUDA backend (see $out/cmake.log)"
-    cmake --build "$build" -j"$(nproc)" --target ovt bench_gpu test_cuda_ops test_cuda_host >/dev/null
+    cmake --build "$build" -j"$(nproc)" --target ovt bench_gpu test_cuda_ops test_cuda_host test_cuda_resident >/dev/null
   fi
 
   say "test_cuda_host, test_cuda_ops (cuda on one side of every backend pair)"
@@ -109,6 +116,14 @@ else
   tail -15 "$out/ops.log"
   [ $ops_rc -eq 77 ] && fail "test_cuda_ops skipped: no usable device"
   ops_status=$([ $ops_rc -eq 0 ] && echo PASS || echo FAIL)
+
+  say "test_cuda_resident (every family in device memory against host tensors and the cpu replay)"
+  set +e
+  "$(bin_of tests/trainer/test_cuda_resident)" > "$out/resident.log" 2>&1
+  res_rc=$?
+  set -e
+  tail -8 "$out/resident.log"
+  resident_status=$([ $res_rc -eq 0 ] && echo PASS || echo FAIL)
 fi
 ovt=$(bin_of ovt)
 t_built=$(date +%s)
@@ -212,6 +227,8 @@ fi
 t_end=$(date +%s)
 say "summary (commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
 echo "test_cuda_ops (every op, cuda <-> cpu/shuffle, RECORD/REPLAY): $ops_status"
+echo "test_cuda_resident (every family in device memory = host tensors = cpu replay): $resident_status"
+echo "tensors: $([ "${OVT_CUDA_HOST_TENSORS:-0}" = 1 ] && echo 'host memory, copied per op (OVT_CUDA_HOST_TENSORS=1)' || echo 'device memory (resident)')"
 printf '%-10s %-8s %5s  %-6s %8s  %9s %10s  %8s %8s\n' model BxT steps replay ablation entries "log bytes" "gpu s/st" "cpu s/st"
 for r in "${rows[@]}"; do echo "$r"; done
 echo "gpt2-small step products: controlled $(g gemm_controlled_ms) ms, plain FP32 cuBLAS $(g gemm_fp32_ms) ms," \
@@ -225,6 +242,7 @@ echo "tree hash of $(g tree_bytes) bytes: device $(g tree_device_ms) ms, host (1
      "($(g ratio_tree_host_over_device)x), roots equal: $(g tree_roots_equal)"
 echo "wall: build $((t_built - t_start)) s, total $((t_end - t_start)) s"
 [ "$ops_status" = PASS ] || [ "$rehearsal" = 1 ] || fail "test_cuda_ops failed (see $out/ops.log)"
+[ "$resident_status" = PASS ] || [ "$rehearsal" = 1 ] || fail "test_cuda_resident failed (see $out/resident.log)"
 [ $all_ok -eq 1 ] || fail "a replay did not match (see above)"
 [ $figures_ok -eq 1 ] || fail "the figures' run failed (see above)"
 echo "gpu-check: PASS"
