@@ -186,7 +186,7 @@ static int loop_open(loop *l)
     trn_runner_opts ro = {.backend = o->backend_kind,
                           .mode = o->replay ? KRN_REPLAY : o->nearest ? KRN_NEAREST : KRN_RECORD,
                           .threads = o->threads, .replay_dir = o->replay, .dp = o->dp, .fault = &o->fault,
-                          .hash_later = true};
+                          .hash_later = true, .mem_guard = o->mem_guard};
     if ((rv = trn_runner_open(&l->run, &l->rc, &l->data, &ro)) || (rv = agree(l, open_run(l), 0)))
         return rv;
     uint64_t at = trn_runner_state(l->run)->step;

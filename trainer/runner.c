@@ -113,7 +113,8 @@ void trn_runner_free(trn_runner *r)
     free(r);
 }
 
-/* The state changed on the host (a new one, a copy, a checkpoint read). */
+/* The state was replaced on the host (a new one, a copy, a checkpoint
+ * read): a hash of the old one is dropped, as trn_state_free drops it. */
 static void host_changed(trn_runner *r)
 {
     r->fresh = FRESH_HOST;
@@ -320,6 +321,7 @@ int trn_runner_hash_begin(trn_runner *r)
         r->pending_step = r->res.step;
         return rv;
     }
+    r->pending = false; /* a second begin drops the first, as trn_state_hash_begin does */
     return trn_state_hash_begin(hashed_on_ctx(r));
 }
 
@@ -415,7 +417,7 @@ int trn_runner_step(trn_runner *r, trn_runner_result *out)
     if (r->resident && !t) {
         /* the state and workspace stay where the ops run; only the batch
          * goes down (the ops copy it) and the scalars and the log come up */
-        r->pending = false;
+        /* a hash begun on the state before this step stays for hash_end */
         if (!(rv = res_current(r)) && !(rv = krn_mem_guard(r->ctx, false))) {
             rv = step_on(r, &r->res, r->w, &b, i, NULL, out);
             r->fresh = FRESH_RES;
@@ -437,7 +439,7 @@ int trn_runner_step(trn_runner *r, trn_runner_result *out)
         w = r->w_host;
     if (!rv) {
         rv = step_on(r, r->st, w, &b, i, t, out);
-        host_changed(r);
+        r->fresh = FRESH_HOST; /* a hash begun before stays for hash_end, as on the host */
     }
     trn_step_batch_free(&b);
     if (!rv && !r->o.hash_later)

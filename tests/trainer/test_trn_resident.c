@@ -12,7 +12,9 @@
  *     state;
  *   - the host's copy, brought up to date on request, is the plain run's
  *     state, and a state given on the host goes down before the next step;
- *   - a run in two shards is not resident, and still the same.
+ *   - a run in two shards is not resident, and still the same;
+ *   - the training loop (ovt train's) on the guard writes the plain run's
+ *     step table, checkpoints and root, also resumed.
  *
  * Built as test_cuda_resident (OVT_TEST_CUDA), the same families on the
  * device, where nothing has run this path yet: a cuda runner with the run
@@ -29,6 +31,8 @@
 #include "trn_helpers.h"
 #include "data/dataset.h"
 #include "kernels/mem.h"
+#include "common/fileio.h"
+#include "trainer/loop.h"
 #include "trainer/rundata.h"
 #include "trainer/runner.h"
 #include "trainer/state.h"
@@ -259,8 +263,79 @@ int main(void)
     return check_done();
 }
 #else
+/* The bytes of file `name` of run directory out (kind, step, ext as
+ * trn_run_path). */
+static uint8_t *run_file(const char *out, const char *kind, uint64_t step, const char *ext, size_t *len)
+{
+    char path[4096];
+    uint8_t *b = NULL;
+    *len = 0;
+    CHECK(trn_run_path(path, sizeof path, out, kind, step, ext) == 0);
+    CHECK_MSG(ovt_read_file(path, &b, len, (size_t)1 << 30) == 0, "%s", ovt_errmsg());
+    return b;
+}
+
+static void same_file(const char *a, const char *b, const char *kind, uint64_t step, const char *ext)
+{
+    size_t la, lb;
+    uint8_t *x = run_file(a, kind, step, ext, &la), *y = run_file(b, kind, step, ext, &lb);
+    CHECK_MSG(x && y && la == lb && memcmp(x, y, la) == 0, "%s %s differ", kind ? kind : "", ext);
+    free(x);
+    free(y);
+}
+
+static void loop_on_the_guard(void)
+{
+    char tmp[] = "/tmp/ovt-resident-XXXXXX";
+    CHECK(mkdtemp(tmp) != NULL);
+    fixture f;
+    fixture_open(&f, "gpt2-tiny", 1);
+    uint8_t *bytes;
+    size_t len;
+    char data[256], out[2][256];
+    snprintf(data, sizeof data, "%s/tokens.bin", tmp);
+    CHECK(data_tokens_encode(f.d.tokens.tokens, f.d.tokens.count, f.rc.model.vocab, &bytes, &len) == 0 &&
+          ovt_write_atomic(data, bytes, len, 0644) == 0);
+    free(bytes);
+    trn_loop_result res[2][2];
+    for (int g = 0; g < 2; g++) {
+        snprintf(out[g], sizeof out[g], "%s/run%d", tmp, g);
+        for (int resume = 0; resume < 2; resume++) {
+            trn_loop_opts o;
+            memset(&o, 0, sizeof o);
+            o.model = "gpt2-tiny";
+            o.data = data;
+            o.out = out[g];
+            o.backend = "cpu";
+            o.backend_kind = KRN_BACKEND_CPU;
+            o.threads = 2;
+            o.steps = resume ? 6 : 4;
+            o.resume = resume;
+            o.ckpt_every = 2;
+            o.config = f.rc;
+            o.mem_guard = g == 1;
+            CHECK_MSG(trn_loop_run(&o, &res[g][resume]) == 0, "%s", ovt_errmsg());
+        }
+    }
+    for (int resume = 0; resume < 2; resume++) {
+        CHECK(res[0][resume].steps == (resume ? 6u : 4u) && res[1][resume].steps == res[0][resume].steps);
+        CHECK_MEM(res[0][resume].final_state_hash.b, res[1][resume].final_state_hash.b, 32);
+        CHECK_MEM(res[0][resume].root.b, res[1][resume].root.b, 32);
+        trn_loop_result_free(&res[0][resume]);
+        trn_loop_result_free(&res[1][resume]);
+    }
+    same_file(out[0], out[1], NULL, 0, "steps.bin");
+    for (uint64_t k = 2; k <= 6; k += 2)
+        same_file(out[0], out[1], "ckpt", k, "ckpt");
+    trn_run_data_free(&f.d);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+    CHECK(system(cmd) == 0);
+}
+
 int main(void)
 {
+    CHECK_RUN(loop_on_the_guard());
     CHECK_RUN(family("mlp-demo"));
     CHECK_RUN(family("gpt2-tiny"));
     CHECK_RUN(family("llama-tiny"));
