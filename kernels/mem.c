@@ -171,6 +171,8 @@ int krn_mem_alloc(krn_ctx *ctx, void **out, size_t bytes, const char *what)
 #ifdef OVT_HAVE_CUDA
         if ((rv = krn_cuda_mem_alloc(&blk.p, bytes)))
             return ovt_fail_wrap(rv, "'%s' (%zu bytes) in device memory", what, bytes);
+#else
+        return ovt_fail(OVT_EINVAL, "'%s': this ovt was built without CUDA", what); /* no cuda ctx exists */
 #endif
     } else if (kind == ON_GUARD) {
         size_t page = (size_t)sysconf(_SC_PAGESIZE);

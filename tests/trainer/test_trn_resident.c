@@ -48,28 +48,7 @@ typedef struct {
 static void fixture_open(fixture *f, const char *preset, uint32_t shards)
 {
     memset(f, 0, sizeof *f);
-    trn_model_config m;
-    CHECK(trn_model_preset(&m, preset) == 0);
-    trn_config_default(&f->rc, &m);
-    f->rc.seed = 11;
-    f->rc.warmup_steps = 0;
-    f->rc.batch_size = 4;
-    f->rc.shards = shards;
-    if (trn_model_is_lm(&m)) {
-        enum { N = 400 };
-        uint32_t toks[N];
-        for (int i = 0; i < N; i++)
-            toks[i] = (uint32_t)((i * 41 + i / 3) % m.vocab);
-        uint8_t *buf;
-        size_t len;
-        CHECK(data_tokens_encode(toks, N, m.vocab, &buf, &len) == 0 && data_tokens_parse(&f->d.tokens, buf, len) == 0);
-        free(buf);
-        f->rc.seq_len = 8;
-        f->rc.dataset_hash = f->d.tokens.hash;
-    } else {
-        CHECK(data_samples_synthetic(&f->d.samples, 11, 64, m.in_dim, m.n_class, 32) == 0);
-        f->rc.dataset_hash = f->d.samples.hash;
-    }
+    CHECK(trn_test_preset_run(&f->rc, &f->d.tokens, &f->d.samples, preset, 11, 4, shards, 41, 3) == 0);
 }
 
 #ifndef OVT_TEST_CUDA
