@@ -416,8 +416,8 @@ int trn_runner_step(trn_runner *r, trn_runner_result *out)
     out->batch_hash = b.hash;
     if (r->resident && !t) {
         /* the state and workspace stay where the ops run; only the batch
-         * goes down (the ops copy it) and the scalars and the log come up */
-        /* a hash begun on the state before this step stays for hash_end */
+         * goes down (the ops copy it) and the scalars and the log come up;
+         * a hash begun on the state before this step stays for hash_end */
         if (!(rv = res_current(r)) && !(rv = krn_mem_guard(r->ctx, false))) {
             rv = step_on(r, &r->res, r->w, &b, i, NULL, out);
             r->fresh = FRESH_RES;

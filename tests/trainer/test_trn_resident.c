@@ -12,6 +12,8 @@
  *     state;
  *   - the host's copy, brought up to date on request, is the plain run's
  *     state, and a state given on the host goes down before the next step;
+ *   - a traced step (run on the host's copy) has the plain run's trace
+ *     root and stateHash, and the resident steps after it go on from it;
  *   - a run in two shards is not resident, and still the same;
  *   - the training loop (ovt train's) on the guard writes the plain run's
  *     step table, checkpoints and root, also resumed.
@@ -31,6 +33,7 @@
 #include "trn_helpers.h"
 #include "data/dataset.h"
 #include "kernels/mem.h"
+#include "kernels/trace.h"
 #include "common/fileio.h"
 #include "trainer/loop.h"
 #include "trainer/rundata.h"
@@ -126,6 +129,20 @@ static void family(const char *preset)
     CHECK(trn_runner_copy_state(guarded, trn_runner_state(plain)) == 0 && trn_runner_step_no(guarded) == STEPS + 1);
     CHECK(trn_runner_step(plain, &a) == 0 && trn_runner_step(guarded, &b) == 0);
     CHECK_MEM(a.state_hash.b, b.state_hash.b, 32);
+    /* a traced step, then a resident one */
+    krn_trace *ta = NULL, *tb = NULL;
+    CHECK(krn_trace_new(&ta, false) == 0 && krn_trace_new(&tb, false) == 0);
+    CHECK(trn_runner_trace_next(plain, ta) == 0 && trn_runner_trace_next(guarded, tb) == 0);
+    CHECK(trn_runner_step(plain, &a) == 0);
+    CHECK_MSG(trn_runner_step(guarded, &b) == 0, "%s", ovt_errmsg());
+    CHECK(a.trace_rc == 0 && b.trace_rc == 0);
+    CHECK_MEM(a.trace_root.b, b.trace_root.b, 32);
+    CHECK_MEM(a.state_hash.b, b.state_hash.b, 32);
+    krn_trace_free(ta);
+    krn_trace_free(tb);
+    CHECK(trn_runner_step(plain, &a) == 0 && trn_runner_step(guarded, &b) == 0);
+    CHECK_MEM(a.state_hash.b, b.state_hash.b, 32);
+    CHECK(trn_runner_step_no(guarded) == STEPS + 4);
     trn_runner_free(plain);
     trn_runner_free(guarded);
     trn_runner_free(later);
