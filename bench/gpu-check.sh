@@ -12,7 +12,9 @@
 #      cuda, RECORD), replays them on the CPU (cpu backend, --replay with the
 #      GPU's logs) and requires identical stateHashes at every step; runs the
 #      ablation on the CPU without the logs (--nearest) and reports the first
-#      step whose state differs from the GPU's;
+#      step whose state differs from the GPU's; reruns the first HOST_STEPS
+#      (5) GPU steps with host tensors (OVT_CUDA_HOST_TENSORS=1): the same
+#      states required, its step time the resident run's baseline;
 #   4. times the matrix products of a GPT-2 step with controlled rounding on the
 #      GPU against plain FP32 and FP64 cuBLAS, the batched products against
 #      OVT_CUDA_GEMM=per-chunk, and the tree hash on the device against the
@@ -20,7 +22,7 @@
 #   5. prints a table; exits 0 only if every replay matched at every step.
 # Environment: OVT_GPU_BUILD (build folder, default build-gpu), STEPS (20),
 # MODELS ("gpt2-tiny gpt2-small llama-tiny resnet-mini"), RESNET_B (16),
-# SMALL_B / SMALL_T (2 / 64), TINY_B / TINY_T (8 / 64), OVT_GPU_ARCH (90).
+# SMALL_B / SMALL_T (2 / 64), TINY_B / TINY_T (8 / 64), HOST_STEPS (5), OVT_GPU_ARCH (90).
 # OVT_GPU_REHEARSAL=1 rehearses the script without a GPU: the "GPU" runs use
 # the ref backend, the CUDA build, test_cuda_ops and bench_gpu are skipped.
 # OVT_GPU_PREBUILT=DIR uses a build made elsewhere instead of building (for a
@@ -150,6 +152,7 @@ PY
 
 # run MODEL B T: GPU record, CPU replay, CPU nearest; fills the table row.
 rows=()
+resident_rows=()
 all_ok=1
 run_model() {
   local model=$1 B=$2 T=$3 dir="$out/$1"
@@ -167,6 +170,26 @@ run_model() {
     echo "the GPU run failed (its message is above)"
   t1=$(date +%s.%N)
   tail -3 "$dir/gpu.txt"
+  # The baseline of the same run: host tensors copied per op (the path
+  # verified on 2026-12-04), its first HOST_STEPS steps: the same states,
+  # and the step time against the resident run's (run.json's step seconds)
+  local hsteps=$(( ${HOST_STEPS:-5} < steps ? ${HOST_STEPS:-5} : steps ))
+  say "$model: $hsteps steps on the GPU with host tensors (OVT_CUDA_HOST_TENSORS=1), the baseline"
+  local hcommon=(--model "$model" "${input[@]}" --steps "$hsteps" --batch "$B" --every 0
+                 --checkpoint-every 0 --print-state --force)
+  OVT_CUDA_HOST_TENSORS=1 "$ovt" train "${hcommon[@]}" --backend "$gpu_backend" --out "$dir/host" > "$dir/host.txt" ||
+    echo "the host-tensor run failed (its message is above)"
+  local n_host
+  n_host=$(paste -d' ' <(grep '^state ' "$dir/gpu.txt" | head -n "$hsteps") <(grep '^state ' "$dir/host.txt") |
+           awk '$1=="state" && $2==$5 && $3==$6' | wc -l)
+  local res_s host_s
+  res_s=$(python3 -c "import json;j=json.load(open('$dir/gpu/run.json'));print('%.4f'%(j['step_seconds_this_session']/j['steps_this_session']))" 2>/dev/null || echo '?')
+  host_s=$(python3 -c "import json;j=json.load(open('$dir/host/run.json'));print('%.4f'%(j['step_seconds_this_session']/j['steps_this_session']))" 2>/dev/null || echo '?')
+  [ "$n_host" -eq "$hsteps" ] || all_ok=0
+  echo "host tensors: $n_host of $hsteps states identical; step $host_s s, resident $res_s s"
+  resident_rows+=("$(printf '%-10s %5s  %-6s %10s %10s %8s' "$model" "$hsteps" \
+                   "$([ "$n_host" -eq "$hsteps" ] && echo PASS || echo FAIL)" "$host_s" "$res_s" \
+                   "$(awk -v a="$host_s" -v b="$res_s" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "?"}')")")
   # The replay and the ablation run side by side, half the cores each.
   say "$model: replay on the CPU with the GPU's logs (cpu, REPLAY) and the ablation without logs (cpu, NEAREST)"
   local half=$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))
@@ -231,6 +254,9 @@ echo "test_cuda_resident (every family in device memory = host tensors = cpu rep
 echo "tensors: $([ "${OVT_CUDA_HOST_TENSORS:-0}" = 1 ] && echo 'host memory, copied per op (OVT_CUDA_HOST_TENSORS=1)' || echo 'device memory (resident)')"
 printf '%-10s %-8s %5s  %-6s %8s  %9s %10s  %8s %8s\n' model BxT steps replay ablation entries "log bytes" "gpu s/st" "cpu s/st"
 for r in "${rows[@]}"; do echo "$r"; done
+echo "resident against host tensors (same run config, same GPU; step seconds from run.json):"
+printf '%-10s %5s  %-6s %10s %10s %8s\n' model steps same "host s/st" "res s/st" "host/res"
+for r in "${resident_rows[@]}"; do echo "$r"; done
 echo "gpt2-small step products: controlled $(g gemm_controlled_ms) ms, plain FP32 cuBLAS $(g gemm_fp32_ms) ms," \
      "plain FP64 cuBLAS $(g gemm_fp64_ms) ms: controlled/FP32 $(g ratio_controlled_over_fp32)x," \
      "controlled/FP64 $(g ratio_controlled_over_fp64)x"

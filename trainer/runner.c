@@ -74,11 +74,10 @@ int trn_runner_open(trn_runner **out, const trn_run_config *rc, const trn_run_da
     bool resident = false;
     if ((rv = krn_ctx_new(&r->ctx, &kc)) || (rv = krn_mem_placement(r->ctx, &resident)))
         goto fail;
-    /* steps of one shard in this process, without an injected fault: the
-     * others run on host tensors (a fault's hooks, dp's exchanges and the
-     * shard sums read and write them on the host) */
-    r->resident = resident && !o->eval_batch && !o->dp && (!o->fault || o->fault->kind == TRN_FAULT_NONE) &&
-                  trn_config_shards(rc) == 1;
+    /* steps in this process, without an injected fault: the others run on
+     * host tensors (a fault's hooks and dp's exchanges read and write them
+     * on the host) */
+    r->resident = resident && !o->eval_batch && !o->dp && (!o->fault || o->fault->kind == TRN_FAULT_NONE);
     if ((rv = workspace_for(&r->w, rc, o->eval_batch, r->resident ? r->ctx : NULL)))
         goto fail;
     if (!(r->log = krn_rlog_new())) {

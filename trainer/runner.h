@@ -14,12 +14,13 @@
  * Where the tensors are (docs/gpu.md, "Memory"). A runner of steps is
  * resident when its backend keeps tensors apart from the host
  * (krn_mem_placement: cuda's device memory, unless OVT_CUDA_HOST_TENSORS=1;
- * the guard of mem_guard) and its steps run in one shard in this process
- * without an injected fault. It allocates the workspace and a copy of the
- * state in the backend's memory (kernels/mem.h) and runs every step there:
- * per step only the batch goes down and the scalars, the flagged elements
- * and the log come up, and the stateHash is computed where the state is
- * (krn_mem_tree_root). The host's copy of the state is brought up to date
+ * the guard of mem_guard) and its steps run in this process without an
+ * injected fault. It allocates the workspace and a copy of the state in
+ * the backend's memory (kernels/mem.h) and runs every step there: per step
+ * only the batch goes down and the scalars, the flagged elements and the
+ * log come up (a sharded step's shard gradients also come up, once each,
+ * for their hashes and mean, which goes down), and the stateHash is
+ * computed where the state is (krn_mem_tree_root). The host's copy of the state is brought up to date
  * only when it is asked for: trn_runner_state, trn_runner_sync, a
  * checkpoint, a release, an evaluation, a traced step (which runs on the
  * host's copy with a host workspace of its own). Any other runner keeps its

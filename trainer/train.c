@@ -133,9 +133,14 @@ void trn_workspace_free(trn_workspace *w)
     trn_tensor_free(w->mem_ctx, w->mem);
     trn_tensor_free(w->mem_ctx, w->grads);
     trn_resnet_plan_free(w->resnet);
-    for (uint32_t k = 0; k < w->nshard_grads; k++)
-        free(w->shard_grads[k]);
+    for (uint32_t k = 0; k < w->nshard_grads; k++) {
+        trn_tensor_free(w->mem_ctx, w->shard_grads[k]);
+        if (w->shard_host)
+            free(w->shard_host[k]);
+    }
     free(w->shard_grads);
+    free(w->shard_host);
+    free(w->sum_host);
     free(w->shard_hashes);
     free(w->shard_loss);
     free(w);
@@ -194,11 +199,23 @@ static int shard_grads_reserve(trn_workspace *w, uint32_t k)
     if (!g)
         return ovt_fail(OVT_ENOMEM, "out of memory for %u shard gradients", k);
     w->shard_grads = g;
+    if (w->mem_ctx) {
+        float **h = realloc(w->shard_host, k * sizeof *h);
+        if (!h)
+            return ovt_fail(OVT_ENOMEM, "out of memory for %u shard gradients", k);
+        w->shard_host = h;
+        if (!w->sum_host && !(w->sum_host = ovt_big_alloc(w->layout.nparams, sizeof(float))))
+            return ovt_fail(OVT_ENOMEM, "out of memory for the shards' mean of %zu floats", w->layout.nparams);
+    }
     for (; w->nshard_grads < k; w->nshard_grads++) {
-        g[w->nshard_grads] = ovt_big_calloc(w->layout.nparams, sizeof(float));
-        if (!g[w->nshard_grads])
-            return ovt_fail(OVT_ENOMEM, "out of memory for %u shard gradients of %zu floats", k,
-                            w->layout.nparams);
+        int rv = trn_tensor_alloc(w->mem_ctx, &g[w->nshard_grads], w->layout.nparams, "a shard's gradient");
+        if (!rv && w->mem_ctx && !(w->shard_host[w->nshard_grads] = ovt_big_alloc(w->layout.nparams, sizeof(float))))
+            rv = ovt_fail(OVT_ENOMEM, "out of memory for %u shard gradients of %zu floats", k, w->layout.nparams);
+        if (rv) {
+            if (w->mem_ctx) /* not counted yet: the gradient goes now */
+                trn_tensor_free(w->mem_ctx, g[w->nshard_grads]);
+            return rv;
+        }
     }
     return 0;
 }
@@ -389,7 +406,8 @@ typedef struct {
 static void hash_shard(void *arg, size_t k)
 {
     const shard_hash_arg *a = arg;
-    ovt_sha256_le32(&a->w->shard_hashes[a->lo + k], a->w->shard_grads[k], a->w->layout.nparams * sizeof(float));
+    const float *g = a->w->shard_host ? a->w->shard_host[k] : a->w->shard_grads[k];
+    ovt_sha256_le32(&a->w->shard_hashes[a->lo + k], g, a->w->layout.nparams * sizeof(float));
 }
 
 /* Forward and backward of shards lo .. hi-1 of a sharded step, each into
@@ -424,6 +442,9 @@ static int shards_run(krn_ctx *ctx, trn_workspace *w, const trn_state *st, const
         }
     }
     w->grads = sum;
+    /* in backend memory the shard gradients come up, once each */
+    for (uint32_t k = 0; !rv && w->shard_host && k < hi - lo; k++)
+        rv = krn_mem_download(ctx, w->shard_host[k], w->shard_grads[k], n * sizeof(float));
     /* the shards' hashes side by side on the ctx's threads */
     shard_hash_arg h = {w, lo};
     if (!rv)
@@ -505,6 +526,9 @@ static int sharded_grads(krn_ctx *ctx, trn_workspace *w, const trn_state *st, co
                         S, R);
     if (replay && dp)
         return ovt_fail(OVT_EINVAL, "a replay runs in one process");
+    if (dp && w->mem_ctx)
+        return ovt_fail(OVT_EINVAL, "internal: a step shared among processes sums host gradients, not a "
+                                    "resident workspace's");
     uint32_t lo = r * (S / R), hi = lo + S / R;
     /* number this rank's sites where they belong once P is known */
     bool numbered = dp && lo > 0 && w->sites_per_shard > 0;
@@ -516,10 +540,14 @@ static int sharded_grads(krn_ctx *ctx, trn_workspace *w, const trn_state *st, co
     if (rv)
         return rv;
     if (!dp) {
-        shard_mean_arg g = {(const float *const *)w->shard_grads, S};
+        /* the mean on the host; in backend memory it then goes down */
+        float *const *host = w->shard_host ? w->shard_host : w->shard_grads;
+        shard_mean_arg g = {(const float *const *)host, S};
         for (uint32_t s = 0; s < S; s++)
             KRN_TRACE_READS(ctx, 0, {w->shard_grads[s], st->layout.nparams});
-        if ((rv = krn_site_exact_fill(ctx, "grad.sum", w->grads, st->layout.nparams, fill_shard_mean, &g)))
+        float *sum = w->shard_host ? w->sum_host : w->grads;
+        if ((rv = krn_site_exact_fill(ctx, "grad.sum", sum, st->layout.nparams, fill_shard_mean, &g)) ||
+            (w->shard_host && (rv = krn_mem_upload(ctx, w->grads, sum, st->layout.nparams * sizeof(float)))))
             return rv;
     }
     if ((rv = loss_mean(ctx, w, &info->loss)))

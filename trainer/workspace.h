@@ -123,6 +123,11 @@ struct trn_workspace {
      * step has them), shard_loss[s] its mean loss. */
     float **shard_grads;
     uint32_t nshard_grads;
+    /* The same in backend memory (mem_ctx): shard_host[k] the host's copy
+     * of shard_grads[k], which the hashes and the shard mean read, and
+     * sum_host the mean, uploaded into grads; NULL otherwise. */
+    float **shard_host;
+    float *sum_host;
     ovt_hash *shard_hashes;
     float *shard_loss;
     uint32_t sites_per_shard; /* learnt from the first shard a step ran */

@@ -14,7 +14,8 @@
  *     state, and a state given on the host goes down before the next step;
  *   - a traced step (run on the host's copy) has the plain run's trace
  *     root and stateHash, and the resident steps after it go on from it;
- *   - a run in two shards is not resident, and still the same;
+ *   - a run in two shards is resident too: the same stateHashes, each
+ *     shard's gradient up once a step and their mean down;
  *   - the training loop (ovt train's) on the guard writes the plain run's
  *     step table, checkpoints and root, also resumed.
  *
@@ -23,7 +24,8 @@
  * in device memory against one with OVT_CUDA_HOST_TENSORS=1 (the path
  * verified on 2026-12-04), stateHash for stateHash and log for log, and
  * the cpu backend replaying the resident run's logs to the same
- * stateHashes; no state crossing per step. Skipped (exit 77) where ovt has
+ * stateHashes; no state crossing per step (gpt2-tiny also in two shards,
+ * whose gradients come up and their mean goes down). Skipped (exit 77) where ovt has
  * no CUDA or the machine no device. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,19 +151,31 @@ static void family(const char *preset)
     trn_run_data_free(&f.d);
 }
 
-/* Two shards are summed on the host: such a runner keeps host tensors. */
-static void shards_stay_on_the_host(void)
+/* Shards are hashed and summed on the host: their gradients come up, the
+ * mean goes down, and nothing else. */
+static void shards(const char *preset)
 {
     fixture f;
-    fixture_open(&f, "mlp-demo", 2);
+    fixture_open(&f, preset, 2);
     trn_runner *plain = runner(&f, false, false), *guarded = runner(&f, true, false);
-    CHECK(!trn_runner_resident(guarded));
-    for (int i = 1; i <= 2; i++) {
+    CHECK(trn_runner_resident(guarded));
+    size_t grad_bytes = trn_runner_state(plain)->layout.nparams * sizeof(float);
+    for (int i = 1; i <= 3; i++) {
         trn_runner_result a, b;
-        CHECK(trn_runner_step(plain, &a) == 0 && trn_runner_step(guarded, &b) == 0);
+        krn_mem_stats before = trn_runner_mem_stats(guarded);
+        CHECK(trn_runner_step(plain, &a) == 0);
+        CHECK_MSG(trn_runner_step(guarded, &b) == 0, "%s", ovt_errmsg());
+        krn_mem_stats after = trn_runner_mem_stats(guarded);
         CHECK_MEM(a.state_hash.b, b.state_hash.b, 32);
+        CHECK(a.info.shards == 2 && b.info.shards == 2 && a.info.shard_hashes && b.info.shard_hashes);
+        CHECK(memcmp(a.info.shard_hashes, b.info.shard_hashes, 2 * sizeof(ovt_hash)) == 0);
+        same_log(plain, guarded);
+        uint64_t down = after.download_bytes - before.download_bytes, up = after.upload_bytes - before.upload_bytes;
+        if (i == 1)
+            up -= 3 * grad_bytes; /* the state, once */
+        CHECK_MSG(down == 2 * grad_bytes && up == grad_bytes, "%s step %d: %llu bytes down, %llu up", preset, i,
+                  (unsigned long long)down, (unsigned long long)up);
     }
-    CHECK(trn_runner_mem_stats(guarded).allocated_bytes == 0);
     trn_runner_free(plain);
     trn_runner_free(guarded);
     trn_run_data_free(&f.d);
@@ -188,14 +202,16 @@ static trn_runner *cuda_runner(const fixture *f, krn_mode mode, const char *host
     return r;
 }
 
-static void cuda_family(const char *preset)
+static void cuda_family(const char *preset, uint32_t shards)
 {
     fixture f;
-    fixture_open(&f, preset, 1);
+    fixture_open(&f, preset, shards);
     bool resnet = f.rc.model.kind == TRN_MODEL_RESNET;
     trn_runner *dev = cuda_runner(&f, KRN_RECORD, NULL), *host = cuda_runner(&f, KRN_RECORD, "1");
     trn_runner *cpu = cuda_runner(&f, KRN_REPLAY, NULL);
     CHECK(trn_runner_resident(dev) && !trn_runner_resident(host) && !trn_runner_resident(cpu));
+    /* a sharded step's gradients come up and their mean goes down */
+    uint64_t grad_bytes = shards > 1 ? trn_runner_state(cpu)->layout.nparams * sizeof(float) : 0;
     for (int i = 1; dev && host && cpu && i <= 5; i++) {
         trn_runner_result a, b, c;
         krn_mem_stats before = trn_runner_mem_stats(dev);
@@ -214,8 +230,8 @@ static void cuda_family(const char *preset)
         CHECK_MSG(trn_runner_step(cpu, &c) == 0, "%s step %d, cpu replay: %s", preset, i, ovt_errmsg());
         CHECK_MSG(memcmp(a.state_hash.b, c.state_hash.b, 32) == 0, "%s step %d: the cpu replay differs", preset, i);
         if (i > 1)
-            CHECK_MSG(resnet || (after.download_bytes == before.download_bytes &&
-                                 after.upload_bytes == before.upload_bytes),
+            CHECK_MSG(resnet || (after.download_bytes - before.download_bytes == shards * grad_bytes &&
+                                 after.upload_bytes - before.upload_bytes == grad_bytes),
                       "%s step %d: %llu bytes down", preset, i,
                       (unsigned long long)(after.download_bytes - before.download_bytes));
     }
@@ -252,10 +268,11 @@ int main(void)
     }
     krn_ctx_free(probe);
     CHECK_RUN(cuda_env_checked());
-    CHECK_RUN(cuda_family("mlp-demo"));
-    CHECK_RUN(cuda_family("gpt2-tiny"));
-    CHECK_RUN(cuda_family("llama-tiny"));
-    CHECK_RUN(cuda_family("resnet-mini"));
+    CHECK_RUN(cuda_family("mlp-demo", 1));
+    CHECK_RUN(cuda_family("gpt2-tiny", 1));
+    CHECK_RUN(cuda_family("llama-tiny", 1));
+    CHECK_RUN(cuda_family("resnet-mini", 1));
+    CHECK_RUN(cuda_family("gpt2-tiny", 2));
     return check_done();
 }
 #else
@@ -336,7 +353,8 @@ int main(void)
     CHECK_RUN(family("gpt2-tiny"));
     CHECK_RUN(family("llama-tiny"));
     CHECK_RUN(family("resnet-mini"));
-    CHECK_RUN(shards_stay_on_the_host());
+    CHECK_RUN(shards("mlp-demo"));
+    CHECK_RUN(shards("gpt2-tiny"));
     return check_done();
 }
 #endif
