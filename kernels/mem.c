@@ -32,6 +32,8 @@ typedef struct {
     size_t n, cap;
     bool guarded; /* the guard is on: the blocks are PROT_NONE */
     krn_mem_stats stats;
+    void *stage;  /* device memory's tree roots: the words on the host, kept and grown */
+    size_t stage_cap;
 } mem_table;
 
 /* OVT_CUDA_HOST_TENSORS: unset or "0" (device memory), "1" (host memory). */
@@ -233,6 +235,7 @@ static void table_free(krn_ctx *ctx, void *arg)
     for (size_t i = 0; i < t->n; i++)
         block_release(ctx, &t->b[i]);
     free(t->b);
+    free(t->stage);
     free(t);
 }
 
@@ -367,13 +370,18 @@ int krn_mem_tree_root(krn_ctx *ctx, const void *p, size_t bytes, ovt_hash *out)
         return ovt_fail(OVT_EINVAL, "krn_mem_tree_root: %zu bytes of '%s' are not whole 32-bit words", bytes, b->what);
     mem_table *t = table_of(ctx, false);
     if (is_device(ctx)) {
-        /* TODO(issue 41): krn_cuda_tree_root (kernels/cuda/tree_hash.cu) on the device */
-        void *host = ovt_big_alloc(bytes ? bytes : 1, 1);
-        if (!host)
-            return ovt_fail(OVT_ENOMEM, "out of memory for %zu bytes of '%s' to hash", bytes, b->what);
-        if (!(rv = krn_mem_download(ctx, host, p, bytes)))
-            rv = host_tree_root(ctx, host, bytes, out);
-        free(host);
+        /* TODO(issue 41): krn_cuda_tree_root (kernels/cuda/tree_hash.cu) on
+         * the device; until then the words come up into a buffer the
+         * table keeps (a stateHash per step would fault a fresh one in) */
+        if (t->stage_cap < bytes) {
+            free(t->stage);
+            t->stage_cap = 0;
+            if (!(t->stage = ovt_big_alloc(bytes ? bytes : 1, 1)))
+                return ovt_fail(OVT_ENOMEM, "out of memory for %zu bytes of '%s' to hash", bytes, b->what);
+            t->stage_cap = bytes;
+        }
+        if (!(rv = krn_mem_download(ctx, t->stage, p, bytes)))
+            rv = host_tree_root(ctx, t->stage, bytes, out);
         return rv;
     }
     transfer_open(t, b);
