@@ -186,7 +186,14 @@ run_model() {
   res_s=$(python3 -c "import json;j=json.load(open('$dir/gpu/run.json'));print('%.4f'%(j['step_seconds_this_session']/j['steps_this_session']))" 2>/dev/null || echo '?')
   host_s=$(python3 -c "import json;j=json.load(open('$dir/host/run.json'));print('%.4f'%(j['step_seconds_this_session']/j['steps_this_session']))" 2>/dev/null || echo '?')
   [ "$n_host" -eq "$hsteps" ] || all_ok=0
-  echo "host tensors: $n_host of $hsteps states identical; step $host_s s, resident $res_s s"
+  local where
+  where=$(python3 -c "import json;print(json.load(open('$dir/gpu/run.json'))['tensors'])" 2>/dev/null || echo '?')
+  echo "host tensors: $n_host of $hsteps states identical; step $host_s s, resident $res_s s (the run's tensors: $where)"
+  # on a GPU the run must really have kept its tensors in device memory
+  if [ "$rehearsal" != 1 ] && [ "${OVT_CUDA_HOST_TENSORS:-0}" != 1 ] && [ "$where" != backend ]; then
+    echo "the GPU run's tensors were '$where', not device memory"
+    all_ok=0
+  fi
   resident_rows+=("$(printf '%-10s %5s  %-6s %10s %10s %8s' "$model" "$hsteps" \
                    "$([ "$n_host" -eq "$hsteps" ] && echo PASS || echo FAIL)" "$host_s" "$res_s" \
                    "$(awk -v a="$host_s" -v b="$res_s" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "?"}')")")

@@ -395,6 +395,8 @@ static int write_summary(const loop *l, const ovt_hash *root, char **text)
         json_object_set_new(j, "augment_flip", json_integer(st->config.augment_flip));
     }
     json_object_set_new(j, "processes", json_integer(dp_size(l->o->dp)));
+    /* where the steps' tensors were (trainer/runner.h, docs/gpu.md "Memory") */
+    json_object_set_new(j, "tensors", json_string(trn_runner_resident(l->run) ? "backend" : "host"));
     json_object_set_new(j, "step_seconds_this_session", json_real(l->step_seconds));
     json_object_set_new(j, "comm_seconds_this_session", json_real(l->comm_seconds));
     struct rusage ru;

@@ -334,6 +334,9 @@ static void loop_on_the_guard(void)
         CHECK(res[0][resume].steps == (resume ? 6u : 4u) && res[1][resume].steps == res[0][resume].steps);
         CHECK_MEM(res[0][resume].final_state_hash.b, res[1][resume].final_state_hash.b, 32);
         CHECK_MEM(res[0][resume].root.b, res[1][resume].root.b, 32);
+        /* run.json says where the tensors were */
+        CHECK(res[0][resume].summary && strstr(res[0][resume].summary, "\"tensors\": \"host\""));
+        CHECK(res[1][resume].summary && strstr(res[1][resume].summary, "\"tensors\": \"backend\""));
         trn_loop_result_free(&res[0][resume]);
         trn_loop_result_free(&res[1][resume]);
     }
