@@ -32,8 +32,6 @@ typedef struct {
     size_t n, cap;
     bool guarded; /* the guard is on: the blocks are PROT_NONE */
     krn_mem_stats stats;
-    void *stage;  /* device memory's tree roots: the words on the host, kept and grown */
-    size_t stage_cap;
 } mem_table;
 
 /* OVT_CUDA_HOST_TENSORS: unset or "0" (device memory), "1" (host memory). */
@@ -235,7 +233,6 @@ static void table_free(krn_ctx *ctx, void *arg)
     for (size_t i = 0; i < t->n; i++)
         block_release(ctx, &t->b[i]);
     free(t->b);
-    free(t->stage);
     free(t);
 }
 
@@ -359,35 +356,38 @@ static int host_tree_root(krn_ctx *ctx, const void *p, size_t bytes, ovt_hash *o
     return 0;
 }
 
+int krn_mem_tree_roots(krn_ctx *ctx, ovt_hash *roots, const void *const *ptrs, const size_t *lens, size_t count)
+{
+    memset(roots, 0, count * sizeof *roots);
+    mem_block **blocks = malloc((count ? count : 1) * sizeof *blocks);
+    if (!blocks)
+        return ovt_fail(OVT_ENOMEM, "out of memory for the tree roots of %zu tensors", count);
+    int rv = 0;
+    for (size_t t = 0; t < count && !rv; t++) {
+        if (!(rv = range_of(ctx, "krn_mem_tree_roots", ptrs[t], lens[t], &blocks[t])) && lens[t] % 4)
+            rv = ovt_fail(OVT_EINVAL, "krn_mem_tree_roots: %zu bytes of '%s' are not whole 32-bit words", lens[t],
+                          blocks[t]->what);
+    }
+    mem_table *t = table_of(ctx, false);
+#ifdef OVT_HAVE_CUDA
+    /* on the device: every leaf, then every level, of every tensor at once;
+     * only the roots come up */
+    if (!rv && count && is_device(ctx))
+        rv = krn_cuda_tree_roots(ctx, roots, ptrs, lens, count);
+    else
+#endif
+        for (size_t k = 0; k < count && !rv; k++) {
+            transfer_open(t, blocks[k]);
+            rv = host_tree_root(ctx, ptrs[k], lens[k], &roots[k]);
+            transfer_close(t, blocks[k]);
+        }
+    free(blocks);
+    return rv;
+}
+
 int krn_mem_tree_root(krn_ctx *ctx, const void *p, size_t bytes, ovt_hash *out)
 {
-    memset(out, 0, sizeof *out);
-    mem_block *b;
-    int rv = range_of(ctx, "krn_mem_tree_root", p, bytes, &b);
-    if (rv)
-        return rv;
-    if (bytes % 4)
-        return ovt_fail(OVT_EINVAL, "krn_mem_tree_root: %zu bytes of '%s' are not whole 32-bit words", bytes, b->what);
-    mem_table *t = table_of(ctx, false);
-    if (is_device(ctx)) {
-        /* TODO(issue 41): krn_cuda_tree_root (kernels/cuda/tree_hash.cu) on
-         * the device; until then the words come up into a buffer the
-         * table keeps (a stateHash per step would fault a fresh one in) */
-        if (t->stage_cap < bytes) {
-            free(t->stage);
-            t->stage_cap = 0;
-            if (!(t->stage = ovt_big_alloc(bytes ? bytes : 1, 1)))
-                return ovt_fail(OVT_ENOMEM, "out of memory for %zu bytes of '%s' to hash", bytes, b->what);
-            t->stage_cap = bytes;
-        }
-        if (!(rv = krn_mem_download(ctx, t->stage, p, bytes)))
-            rv = host_tree_root(ctx, t->stage, bytes, out);
-        return rv;
-    }
-    transfer_open(t, b);
-    rv = host_tree_root(ctx, p, bytes, out);
-    transfer_close(t, b);
-    return rv;
+    return krn_mem_tree_roots(ctx, out, &p, &bytes, 1);
 }
 
 int krn_mem_guard(krn_ctx *ctx, bool on)

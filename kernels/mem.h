@@ -22,7 +22,7 @@
  * kernels/ops.h take backend memory and host memory alike; host code may
  * read or write backend memory only where krn_mem_is_host says so, and
  * otherwise through krn_mem_upload, krn_mem_download, krn_mem_zero,
- * krn_mem_copy and krn_mem_tree_root. Every function returns 0 or a negative
+ * krn_mem_copy and krn_mem_tree_root(s). Every function returns 0 or a negative
  * OVT_E* code with a message. */
 
 #include <stdbool.h>
@@ -66,12 +66,14 @@ int krn_mem_copy(krn_ctx *ctx, void *dst, const void *src, size_t bytes) OVT_MUS
 
 /* The tensor tree root (common/tree.h) of bytes (a multiple of 4) of 32-bit
  * words in backend memory at p, the digest of a tree stateHash
- * (trainer/state_hash.h). Host backends hash the leaves on ctx's threads;
- * cuda downloads the words and does the same.
- * TODO(issue 41): cuda computes the root on the device with
- * krn_cuda_tree_root (kernels/cuda/tree_hash.cu) once it lands, and only
- * the root comes up. */
+ * (trainer/state_hash.h); and the roots of count tensors at once, roots[t]
+ * of lens[t] bytes at ptrs[t] (a state's digests). Host backends hash the
+ * leaves on ctx's threads; cuda hashes every leaf and level of every
+ * tensor on the device (krn_cuda_tree_roots, kernels/cuda/tree_hash.cu)
+ * and only the roots come up. */
 int krn_mem_tree_root(krn_ctx *ctx, const void *p, size_t bytes, ovt_hash *out) OVT_MUST_USE;
+int krn_mem_tree_roots(krn_ctx *ctx, ovt_hash *roots, const void *const *ptrs, const size_t *lens,
+                       size_t count) OVT_MUST_USE;
 
 /* The guard (krn_config.mem_guard; a no-op on any other ctx): on, every
  * allocation of ctx is PROT_NONE until it is turned off, except inside the

@@ -175,17 +175,19 @@ static int res_hash(trn_runner *r, ovt_hash *out)
     }
     size_t nd = 3 * r->res.layout.count;
     ovt_hash *digests = malloc(nd * sizeof *digests);
-    if (!digests)
-        return ovt_fail(OVT_ENOMEM, "out of memory for %zu tensor digests", nd);
+    const void **words = malloc(nd * sizeof *words);
+    size_t *lens = malloc(nd * sizeof *lens);
     int rv = 0;
-    for (size_t d = 0; d < nd && !rv; d++) {
-        size_t bytes;
-        const float *words = trn_state_digest_words(&r->res, d, &bytes);
-        rv = krn_mem_tree_root(r->ctx, words, bytes, &digests[d]);
-    }
-    if (!rv)
+    if (!digests || !words || !lens)
+        rv = ovt_fail(OVT_ENOMEM, "out of memory for %zu tensor digests", nd);
+    for (size_t d = 0; !rv && d < nd; d++)
+        words[d] = trn_state_digest_words(&r->res, d, &lens[d]);
+    /* every tensor's root at once (a device: every leaf, then every level) */
+    if (!rv && !(rv = krn_mem_tree_roots(r->ctx, digests, words, lens, nd)))
         trn_state_hash_combine(out, version, &r->config_hash, r->res.step, r->res.layout.count, digests);
     free(digests);
+    free(words);
+    free(lens);
     return rv;
 }
 

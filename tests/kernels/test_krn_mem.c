@@ -63,6 +63,15 @@ static void round_trips(krn_ctx *ctx, size_t n)
     CHECK(krn_mem_tree_root(ctx, (uint32_t *)a + lo, len * 4, &there) == 0);
     CHECK(ovt_tree_root_le32(&here, host + lo, len * 4) == 0);
     CHECK_MEM(there.b, here.b, 32);
+    /* several at once, as a stateHash takes them: the part, the whole, none */
+    const void *ptrs[3] = {(uint32_t *)a + lo, a, a};
+    size_t lens[3] = {len * 4, bytes, 0};
+    ovt_hash roots[3], none;
+    CHECK(krn_mem_tree_roots(ctx, roots, ptrs, lens, 3) == 0);
+    CHECK_MEM(roots[0].b, here.b, 32);
+    CHECK(ovt_tree_root_le32(&here, host, bytes) == 0 && ovt_tree_root_le32(&none, host, 0) == 0);
+    CHECK_MEM(roots[1].b, here.b, 32);
+    CHECK_MEM(roots[2].b, none.b, 32);
     /* copy, then zero a part of the copy */
     CHECK(krn_mem_copy(ctx, b, a, bytes) == 0);
     CHECK(krn_mem_zero(ctx, (uint32_t *)b + lo, len * 4) == 0);
@@ -96,6 +105,11 @@ static void bad_sizes(krn_ctx *ctx)
     CHECK(krn_mem_upload(ctx, host, host + 1, 4) == OVT_EINVAL);
     CHECK(krn_mem_tree_root(ctx, a, 6, &(ovt_hash){0}) == OVT_EINVAL);
     CHECK(strstr(ovt_errmsg(), "not whole 32-bit words") != NULL);
+    const void *ptrs[2] = {a, host};
+    size_t lens[2] = {4, 4};
+    ovt_hash roots[2];
+    CHECK(krn_mem_tree_roots(ctx, roots, ptrs, lens, 2) == OVT_EINVAL);
+    CHECK(strstr(ovt_errmsg(), "is not tensor memory of this context") != NULL);
     CHECK(krn_mem_copy(ctx, (char *)a + 4, a, 8) == OVT_EINVAL);
     CHECK(strstr(ovt_errmsg(), "overlap") != NULL);
     CHECK(krn_mem_zero(ctx, (char *)a + 50, 51) == OVT_EINVAL);
