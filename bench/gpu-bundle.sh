@@ -2,7 +2,7 @@
 # Makes the folder that `OVT_GPU_PREBUILT=DIR bench/gpu-check.sh` runs on a GPU
 # machine that cannot install packages (docs/gpu.md, "Running the device
 # check"): builds ovt with CUDA here (nvcc, no GPU needed; MPI off) and copies
-#   DIR/bin/  ovt, test_cuda_host, test_cuda_ops, bench_gpu
+#   DIR/bin/  ovt, test_cuda_host, test_cuda_ops, test_cuda_resident, bench_gpu
 #   DIR/lib/  the shared libraries the device image lacks (default: those the
 #             H200 image of 2026-12-04 lacked; OVT_BUNDLE_LIBS adds sonames)
 #   DIR/BUILT the commit, date and cmake flags.
@@ -19,12 +19,12 @@ flags=(-DCMAKE_BUILD_TYPE=Release -DOVT_WERROR=OFF -DOVT_CUDA=ON -DOVT_MPI=OFF -
 mkdir -p "$build"
 cmake -S . -B "$build" "${flags[@]}" > "$build/gpu-bundle.cmake.log" 2>&1 || { cat "$build/gpu-bundle.cmake.log"; exit 1; }
 grep -q "ovt: CUDA backend ON" "$build/gpu-bundle.cmake.log" || { echo "gpu-bundle: CMake did not enable CUDA ($build/gpu-bundle.cmake.log)" >&2; exit 1; }
-targets=(ovt test_cuda_host test_cuda_ops bench_gpu)
+targets=(ovt test_cuda_host test_cuda_ops test_cuda_resident bench_gpu)
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" >/dev/null
 rm -rf "$dir.tmp"
 mkdir -p "$dir.tmp/bin" "$dir.tmp/lib"
 cp "$build/ovt" "$build/tests/kernels/test_cuda_host" "$build/tests/kernels/test_cuda_ops" \
-   "$build/bench/bench_gpu" "$dir.tmp/bin/"
+   "$build/tests/trainer/test_cuda_resident" "$build/bench/bench_gpu" "$dir.tmp/bin/"
 # the H200 image lacked these (issue 41); the rest of the build's libraries it has
 libs=(libsecp256k1.so.1 libssh2.so.1 libunistring.so.2 libldap-2.5.so.0 liblber-2.5.so.0 ${OVT_BUNDLE_LIBS:-})
 for so in "${libs[@]}"; do

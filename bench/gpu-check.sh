@@ -6,11 +6,15 @@
 #      machine is offline and they are there), builds ovt with CUDA for sm_90;
 #   2. runs test_cuda_ops: every op with the cuda backend on one side of each
 #      backend pair, RECORD/REPLAY bitwise identical (must PASS, not skip);
+#      and test_cuda_resident: every family with the run in device memory
+#      against OVT_CUDA_HOST_TENSORS=1 and the cpu replay (must PASS);
 #   3. for gpt2-tiny, gpt2-small, llama-tiny and resnet-mini: trains STEPS steps on the GPU (--backend
 #      cuda, RECORD), replays them on the CPU (cpu backend, --replay with the
 #      GPU's logs) and requires identical stateHashes at every step; runs the
 #      ablation on the CPU without the logs (--nearest) and reports the first
-#      step whose state differs from the GPU's;
+#      step whose state differs from the GPU's; reruns the first HOST_STEPS
+#      (5) GPU steps with host tensors (OVT_CUDA_HOST_TENSORS=1): the same
+#      states required, its step time the resident run's baseline;
 #   4. times the matrix products of a GPT-2 step with controlled rounding on the
 #      GPU against plain FP32 and FP64 cuBLAS, the batched products against
 #      OVT_CUDA_GEMM=per-chunk, and the tree hash on the device against the
@@ -18,7 +22,7 @@
 #   5. prints a table; exits 0 only if every replay matched at every step.
 # Environment: OVT_GPU_BUILD (build folder, default build-gpu), STEPS (20),
 # MODELS ("gpt2-tiny gpt2-small llama-tiny resnet-mini"), RESNET_B (16),
-# SMALL_B / SMALL_T (2 / 64), TINY_B / TINY_T (8 / 64), OVT_GPU_ARCH (90).
+# SMALL_B / SMALL_T (2 / 64), TINY_B / TINY_T (8 / 64), HOST_STEPS (5), OVT_GPU_ARCH (90).
 # OVT_GPU_REHEARSAL=1 rehearses the script without a GPU: the "GPU" runs use
 # the ref backend, the CUDA build, test_cuda_ops and bench_gpu are skipped.
 # OVT_GPU_PREBUILT=DIR uses a build made elsewhere instead of building (for a
@@ -28,6 +32,9 @@
 # FIGURES: the MODEL:B[:T] list bench/gpu-figures.py measures against PyTorch
 # on the same GPU (docs/gpu.md's device table; default gpt2-small:16:1024,
 # llama-110m:16:1024,resnet-50:128; "none" skips it).
+# The "GPU" runs of step 3 keep the run in device memory (docs/gpu.md,
+# "Memory"); OVT_CUDA_HOST_TENSORS=1 in the environment runs them the way
+# verified on 2026-12-04 instead (host tensors, copies per op).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -84,11 +91,13 @@ fi
 
 if [ -n "$prebuilt" ] && [ "$rehearsal" = 1 ]; then
   ops_status="(rehearsal: not run)"
+  resident_status="(rehearsal: not run)"
 elif [ "$rehearsal" = 1 ]; then
   say "rehearsal: build without CUDA, the ref backend stands in for the GPU"
   cmake -S . -B "$build" -DOVT_CUDA=OFF >"$out/cmake.log" 2>&1 || { cat "$out/cmake.log"; fail "cmake"; }
   cmake --build "$build" -j"$(nproc)" --target ovt >/dev/null
   ops_status="(rehearsal: not run)"
+  resident_status="(rehearsal: not run)"
 else
   if [ -z "$prebuilt" ]; then
     say "build (CUDA, sm_$arch)"
@@ -97,7 +106,7 @@ else
     cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DOVT_WERROR=OFF -DOVT_CUDA=ON \
           -DCMAKE_CUDA_ARCHITECTURES="$arch" >"$out/cmake.log" 2>&1 || { cat "$out/cmake.log"; fail "cmake"; }
     grep -q "ovt: CUDA backend ON" "$out/cmake.log" || fail "CMake did not enable the CUDA backend (see $out/cmake.log)"
-    cmake --build "$build" -j"$(nproc)" --target ovt bench_gpu test_cuda_ops test_cuda_host >/dev/null
+    cmake --build "$build" -j"$(nproc)" --target ovt bench_gpu test_cuda_ops test_cuda_host test_cuda_resident >/dev/null
   fi
 
   say "test_cuda_host, test_cuda_ops (cuda on one side of every backend pair)"
@@ -109,6 +118,14 @@ else
   tail -15 "$out/ops.log"
   [ $ops_rc -eq 77 ] && fail "test_cuda_ops skipped: no usable device"
   ops_status=$([ $ops_rc -eq 0 ] && echo PASS || echo FAIL)
+
+  say "test_cuda_resident (every family in device memory against host tensors and the cpu replay)"
+  set +e
+  "$(bin_of tests/trainer/test_cuda_resident)" > "$out/resident.log" 2>&1
+  res_rc=$?
+  set -e
+  tail -8 "$out/resident.log"
+  resident_status=$([ $res_rc -eq 0 ] && echo PASS || echo FAIL)
 fi
 ovt=$(bin_of ovt)
 t_built=$(date +%s)
@@ -135,6 +152,7 @@ PY
 
 # run MODEL B T: GPU record, CPU replay, CPU nearest; fills the table row.
 rows=()
+resident_rows=()
 all_ok=1
 run_model() {
   local model=$1 B=$2 T=$3 dir="$out/$1"
@@ -152,6 +170,33 @@ run_model() {
     echo "the GPU run failed (its message is above)"
   t1=$(date +%s.%N)
   tail -3 "$dir/gpu.txt"
+  # The baseline of the same run: host tensors copied per op (the path
+  # verified on 2026-12-04), its first HOST_STEPS steps: the same states,
+  # and the step time against the resident run's (run.json's step seconds)
+  local hsteps=$(( ${HOST_STEPS:-5} < steps ? ${HOST_STEPS:-5} : steps ))
+  say "$model: $hsteps steps on the GPU with host tensors (OVT_CUDA_HOST_TENSORS=1), the baseline"
+  local hcommon=(--model "$model" "${input[@]}" --steps "$hsteps" --batch "$B" --every 0
+                 --checkpoint-every 0 --print-state --force)
+  OVT_CUDA_HOST_TENSORS=1 "$ovt" train "${hcommon[@]}" --backend "$gpu_backend" --out "$dir/host" > "$dir/host.txt" ||
+    echo "the host-tensor run failed (its message is above)"
+  local n_host
+  n_host=$(paste -d' ' <(grep '^state ' "$dir/gpu.txt" | head -n "$hsteps") <(grep '^state ' "$dir/host.txt") |
+           awk '$1=="state" && $2==$5 && $3==$6' | wc -l)
+  local res_s host_s
+  res_s=$(python3 -c "import json;j=json.load(open('$dir/gpu/run.json'));print('%.4f'%(j['step_seconds_this_session']/j['steps_this_session']))" 2>/dev/null || echo '?')
+  host_s=$(python3 -c "import json;j=json.load(open('$dir/host/run.json'));print('%.4f'%(j['step_seconds_this_session']/j['steps_this_session']))" 2>/dev/null || echo '?')
+  [ "$n_host" -eq "$hsteps" ] || all_ok=0
+  local where
+  where=$(python3 -c "import json;print(json.load(open('$dir/gpu/run.json'))['tensors'])" 2>/dev/null || echo '?')
+  echo "host tensors: $n_host of $hsteps states identical; step $host_s s, resident $res_s s (the run's tensors: $where)"
+  # on a GPU the run must really have kept its tensors in device memory
+  if [ "$rehearsal" != 1 ] && [ "${OVT_CUDA_HOST_TENSORS:-0}" != 1 ] && [ "$where" != backend ]; then
+    echo "the GPU run's tensors were '$where', not device memory"
+    all_ok=0
+  fi
+  resident_rows+=("$(printf '%-10s %5s  %-6s %10s %10s %8s' "$model" "$hsteps" \
+                   "$([ "$n_host" -eq "$hsteps" ] && echo PASS || echo FAIL)" "$host_s" "$res_s" \
+                   "$(awk -v a="$host_s" -v b="$res_s" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "?"}')")")
   # The replay and the ablation run side by side, half the cores each.
   say "$model: replay on the CPU with the GPU's logs (cpu, REPLAY) and the ablation without logs (cpu, NEAREST)"
   local half=$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))
@@ -212,8 +257,13 @@ fi
 t_end=$(date +%s)
 say "summary (commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
 echo "test_cuda_ops (every op, cuda <-> cpu/shuffle, RECORD/REPLAY): $ops_status"
+echo "test_cuda_resident (every family in device memory = host tensors = cpu replay): $resident_status"
+echo "tensors: $([ "${OVT_CUDA_HOST_TENSORS:-0}" = 1 ] && echo 'host memory, copied per op (OVT_CUDA_HOST_TENSORS=1)' || echo 'device memory (resident)')"
 printf '%-10s %-8s %5s  %-6s %8s  %9s %10s  %8s %8s\n' model BxT steps replay ablation entries "log bytes" "gpu s/st" "cpu s/st"
 for r in "${rows[@]}"; do echo "$r"; done
+echo "resident against host tensors (same run config, same GPU; step seconds from run.json):"
+printf '%-10s %5s  %-6s %10s %10s %8s\n' model steps same "host s/st" "res s/st" "host/res"
+for r in "${resident_rows[@]}"; do echo "$r"; done
 echo "gpt2-small step products: controlled $(g gemm_controlled_ms) ms, plain FP32 cuBLAS $(g gemm_fp32_ms) ms," \
      "plain FP64 cuBLAS $(g gemm_fp64_ms) ms: controlled/FP32 $(g ratio_controlled_over_fp32)x," \
      "controlled/FP64 $(g ratio_controlled_over_fp64)x"
@@ -225,6 +275,7 @@ echo "tree hash of $(g tree_bytes) bytes: device $(g tree_device_ms) ms, host (1
      "($(g ratio_tree_host_over_device)x), roots equal: $(g tree_roots_equal)"
 echo "wall: build $((t_built - t_start)) s, total $((t_end - t_start)) s"
 [ "$ops_status" = PASS ] || [ "$rehearsal" = 1 ] || fail "test_cuda_ops failed (see $out/ops.log)"
+[ "$resident_status" = PASS ] || [ "$rehearsal" = 1 ] || fail "test_cuda_resident failed (see $out/resident.log)"
 [ $all_ok -eq 1 ] || fail "a replay did not match (see above)"
 [ $figures_ok -eq 1 ] || fail "the figures' run failed (see above)"
 echo "gpu-check: PASS"

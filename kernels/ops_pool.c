@@ -6,6 +6,7 @@
 #include "kernels/alloc.h"
 #include "kernels/argcheck.h"
 #include "kernels/cuda/dispatch.h"
+#include "kernels/mem.h"
 #include "kernels/trace.h"
 #include "kernels/reduce.h"
 #include "kernels/scratch.h"
@@ -93,10 +94,26 @@ int krn_maxpool2d_backward(krn_ctx *ctx, float *dinp, const float *dout, const i
         (rc = pool_check(op, N, C, H, W, k, stride, pad, &OH, &OW, &nin, &nout)))
         return rc;
     size_t ohw = OH * OW, hw = H * W;
-    for (size_t o = 0; o < nout; o++)
-        if (idx[o] < 0 || (size_t)idx[o] >= hw)
-            return ovt_fail(OVT_EINVAL, "%s: index %d of output %zu is outside its %zu x %zu plane", op,
-                            (int)idx[o], o, H, W);
+    /* idx in backend memory (a resident run) is checked in a host copy
+     * TODO(issue 41): check it on the device, where only a bad index comes up */
+    const int32_t *hidx = idx;
+    int32_t *copy = NULL;
+    if (!krn_mem_is_host(ctx, idx)) {
+        if (!(copy = malloc(nout * sizeof *copy)))
+            return ovt_fail(OVT_ENOMEM, "%s: out of memory for a copy of %zu indices", op, nout);
+        if ((rc = krn_mem_download(ctx, copy, idx, nout * sizeof *copy))) {
+            free(copy);
+            return rc;
+        }
+        hidx = copy;
+    }
+    for (size_t o = 0; o < nout && !rc; o++)
+        if (hidx[o] < 0 || (size_t)hidx[o] >= hw)
+            rc = ovt_fail(OVT_EINVAL, "%s: index %d of output %zu is outside its %zu x %zu plane", op,
+                          (int)hidx[o], o, H, W);
+    free(copy);
+    if (rc)
+        return rc;
     /* idx is no site's output (the maxpool.fwd site rounds only out): no
      * model traces a max pool yet, and a trace of one fails here loudly */
     KRN_TRACE_READS(ctx, 0, {dout, nout}, {idx, nout}, {dinp, nin});

@@ -96,6 +96,8 @@ typedef struct {
     uint64_t shuffle_seed; /* shuffle backend: seed of the summation orders */
     int threads;           /* 0: the backend's default */
     int rule;              /* REPLAY only: KRN_RULE_V2 (0 reads as it) or KRN_RULE_V3 */
+    bool mem_guard;        /* testing, CPU backends: krn_mem_alloc's memory stands in for a device's
+                              (kernels/mem.h, "the guard") */
 } krn_config;
 
 /* Per-step counters, for progress lines and benchmarks. */

@@ -43,6 +43,9 @@ int krn_ctx_new(krn_ctx **out, const krn_config *cfg)
     if (cfg->mode == KRN_PLAIN && cfg->backend == KRN_BACKEND_CUDA)
         return ovt_fail(OVT_EINVAL, "KRN_PLAIN (benchmark baseline) runs on the CPU backends only, "
                                     "not cuda");
+    if (cfg->mem_guard && cfg->backend == KRN_BACKEND_CUDA)
+        return ovt_fail(OVT_EINVAL, "the memory guard (krn_config.mem_guard) is a testing mode of the CPU "
+                                    "backends, not of cuda, whose tensors are device memory already");
     if (cfg->threads < 0)
         return ovt_fail(OVT_EINVAL, "thread count %d is negative", cfg->threads);
     if (cfg->rule != 0 && cfg->rule != KRN_RULE_V2 && cfg->rule != KRN_RULE_V3)
@@ -71,6 +74,17 @@ void *krn_ctx_device(const krn_ctx *ctx)
     return ctx->device.state;
 }
 
+void *krn_ctx_mem(const krn_ctx *ctx)
+{
+    return ctx->mem.table;
+}
+
+void krn_ctx_set_mem(krn_ctx *ctx, void *mem, void (*mem_free)(krn_ctx *ctx, void *mem))
+{
+    ctx->mem.table = mem;
+    ctx->mem.release = mem_free;
+}
+
 void krn_ctx_set_device(krn_ctx *ctx, void *device, void (*device_free)(void *device))
 {
     ctx->device.state = device;
@@ -90,6 +104,8 @@ void krn_ctx_free(krn_ctx *ctx)
 {
     if (ctx == NULL)
         return;
+    if (ctx->mem.table != NULL && ctx->mem.release != NULL)
+        ctx->mem.release(ctx, ctx->mem.table);
     if (ctx->device.state != NULL && ctx->device.release != NULL)
         ctx->device.release(ctx->device.state);
     krn_pool_detach(ctx->threads.pool);

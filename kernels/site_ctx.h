@@ -32,6 +32,11 @@ int krn_ctx_pool(krn_ctx *ctx, krn_pool **pool) OVT_MUST_USE;
 void *krn_ctx_device(const krn_ctx *ctx);
 void krn_ctx_set_device(krn_ctx *ctx, void *device, void (*device_free)(void *device));
 
+/* The table of a ctx's tensor memory (kernels/mem.c), freed with the ctx
+ * by mem_free, before the device state. */
+void *krn_ctx_mem(const krn_ctx *ctx);
+void krn_ctx_set_mem(krn_ctx *ctx, void *mem, void (*mem_free)(krn_ctx *ctx, void *mem));
+
 /* Creates the cuda backend's state for a new ctx (kernels/cuda/device.cu):
  * fails with a clear message when ovt was built without CUDA or no device is
  * usable. */

@@ -80,6 +80,10 @@ struct krn_ctx {
         void *state;          /* or NULL */
         void (*release)(void *state);
     } device;
+    struct { /* the table of its tensor memory (site_ctx.h, kernels/mem.c) */
+        void *table;          /* or NULL */
+        void (*release)(krn_ctx *ctx, void *table);
+    } mem;
     struct { /* testing: a forged entry (krn_ctx_forge_next_site) */
         bool armed;           /* at the next site that allows it */
         bool hidden;          /* krn_ctx_forge_hidden: flip a logged direction instead */

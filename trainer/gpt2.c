@@ -120,11 +120,11 @@ int trn_gpt2_backward(krn_ctx *ctx, trn_workspace *w, const float *params, const
     trn_gpt2_acts *a = &w->acts, *d = &w->dacts;
     /* Backward ops accumulate: every activation gradient starts at zero
      * (dlogits over the forward's logits, trn_gpt2_dacts_slice). */
-    memset(d->encoded, 0, trn_gpt2_dacts_size(m, B, T) * sizeof(float));
-    memset(d->logits, 0, BT * V * sizeof(float));
+    int rv;
+    TRY(krn_mem_zero(ctx, d->encoded, trn_gpt2_dacts_size(m, B, T) * sizeof(float)));
+    TRY(krn_mem_zero(ctx, d->logits, BT * V * sizeof(float)));
     krn_trace_zero(ctx, d->encoded, trn_gpt2_dacts_size(m, B, T));
     krn_trace_zero(ctx, d->logits, BT * V);
-    int rv;
     TRY(krn_crossentropy_backward(ctx, d->logits, a->probs, batch->targets, 1.0f, BT, V));
     TRY(krn_matmul_backward(ctx, d->lnf, g.wte, NULL, d->logits, a->lnf, p.wte, BT, C, V));
     const float *last = a->residual3 + (m->n_layer - 1) * BT * C;

@@ -186,11 +186,11 @@ int trn_llama_backward(krn_ctx *ctx, trn_workspace *w, const float *params, cons
     trn_llama_slice(&g, &w->layout, w->grads);
     trn_llama_acts *a = &w->lacts, *dd = &w->ldacts;
     /* Backward ops accumulate: every activation gradient starts at zero. */
-    memset(dd->encoded, 0, trn_llama_dacts_size(m, d.B, d.T) * sizeof(float));
-    memset(dd->logits, 0, d.BT * d.V * sizeof(float));
+    int rv;
+    TRY(krn_mem_zero(ctx, dd->encoded, trn_llama_dacts_size(m, d.B, d.T) * sizeof(float)));
+    TRY(krn_mem_zero(ctx, dd->logits, d.BT * d.V * sizeof(float)));
     krn_trace_zero(ctx, dd->encoded, trn_llama_dacts_size(m, d.B, d.T));
     krn_trace_zero(ctx, dd->logits, d.BT * d.V);
-    int rv;
     TRY(krn_crossentropy_backward(ctx, dd->logits, a->probs, batch->targets, 1.0f, d.BT, d.V));
     TRY(krn_matmul_backward(ctx, dd->lnf, g.wcls, NULL, dd->logits, a->lnf, p.wcls, d.BT, d.C, d.V));
     const float *last = a->residual3 + (m->n_layer - 1) * d.BT * d.C;

@@ -186,7 +186,7 @@ static int loop_open(loop *l)
     trn_runner_opts ro = {.backend = o->backend_kind,
                           .mode = o->replay ? KRN_REPLAY : o->nearest ? KRN_NEAREST : KRN_RECORD,
                           .threads = o->threads, .replay_dir = o->replay, .dp = o->dp, .fault = &o->fault,
-                          .hash_later = true};
+                          .hash_later = true, .mem_guard = o->mem_guard};
     if ((rv = trn_runner_open(&l->run, &l->rc, &l->data, &ro)) || (rv = agree(l, open_run(l), 0)))
         return rv;
     uint64_t at = trn_runner_state(l->run)->step;
@@ -395,6 +395,8 @@ static int write_summary(const loop *l, const ovt_hash *root, char **text)
         json_object_set_new(j, "augment_flip", json_integer(st->config.augment_flip));
     }
     json_object_set_new(j, "processes", json_integer(dp_size(l->o->dp)));
+    /* where the steps' tensors were (trainer/runner.h, docs/gpu.md "Memory") */
+    json_object_set_new(j, "tensors", json_string(trn_runner_resident(l->run) ? "backend" : "host"));
     json_object_set_new(j, "step_seconds_this_session", json_real(l->step_seconds));
     json_object_set_new(j, "comm_seconds_this_session", json_real(l->comm_seconds));
     struct rusage ru;
@@ -428,7 +430,8 @@ static int loop_finish(const loop *l, trn_loop_result *res)
     char path[4096];
     int rv;
     if ((rv = trn_run_path(path, sizeof path, l->o->out, NULL, 0, "steps.bin")) ||
-        (rv = trn_step_table_write(&l->table, path)) || (rv = trn_step_table_root(&res->root, &l->table, &l->o->run_id)))
+        (rv = trn_step_table_write(&l->table, path)) || (rv = trn_step_table_root(&res->root, &l->table, &l->o->run_id)) ||
+        (rv = trn_runner_sync(l->run)))
         return rv;
     const trn_state *st = trn_runner_state(l->run);
     res->steps = st->step;
@@ -456,8 +459,8 @@ int trn_loop_run(const trn_loop_opts *o, trn_loop_result *res)
     if (!rv && l.writer)
         rv = resume_loss(&l);
     clock_gettime(CLOCK_MONOTONIC, &l.t0);
-    while (!rv && trn_runner_state(l.run)->step < o->steps)
-        rv = loop_step(&l, trn_runner_state(l.run)->step + 1);
+    while (!rv && trn_runner_step_no(l.run) < o->steps) /* the state stays where the steps run */
+        rv = loop_step(&l, trn_runner_step_no(l.run) + 1);
     if (!rv)
         rv = step_hashed(&l);
     if (!rv && l.writer)

@@ -75,6 +75,7 @@ typedef struct {
     ovt_hash run_id;       /* for the root in run.json */
     trn_run_config config;
     trn_fault fault;       /* testing only; kind TRN_FAULT_NONE for a real run */
+    bool mem_guard;        /* testing only, CPU backends: the runner's tensors on the guard (trainer/runner.h) */
     dp_ctx *dp;            /* the processes sharing each step (dp/dp.h); NULL: this one alone */
     trn_loop_report report;
 } trn_loop_opts;

@@ -47,15 +47,18 @@ int trn_mlp_backward(krn_ctx *ctx, trn_workspace *w, const float *params, const 
     trn_mlp_slice(&p, &w->layout, (float *)params);
     trn_mlp_slice(&g, &w->layout, w->grads);
     size_t B = batch->B;
+    int rv;
     for (uint32_t l = 0; l < p.n_linear; l++) {
-        memset(w->dpre[l], 0, B * fan_out(m, l) * sizeof(float));
+        if ((rv = krn_mem_zero(ctx, w->dpre[l], B * fan_out(m, l) * sizeof(float))))
+            return rv;
         krn_trace_zero(ctx, w->dpre[l], B * fan_out(m, l));
         if (l < m->n_layer) {
-            memset(w->dact[l], 0, B * fan_out(m, l) * sizeof(float));
+            if ((rv = krn_mem_zero(ctx, w->dact[l], B * fan_out(m, l) * sizeof(float))))
+                return rv;
             krn_trace_zero(ctx, w->dact[l], B * fan_out(m, l));
         }
     }
-    int rv = krn_crossentropy_backward(ctx, w->dpre[m->n_layer], w->probs, batch->labels, 1.0f, B, m->n_class);
+    rv = krn_crossentropy_backward(ctx, w->dpre[m->n_layer], w->probs, batch->labels, 1.0f, B, m->n_class);
     if (rv)
         return rv;
     for (uint32_t l = p.n_linear; l-- > 0;) {

@@ -48,6 +48,7 @@ struct trn_resnet_plan {
     size_t Cf, HWf, K;     /* the last stage's channels and positions; the classes */
     size_t fc_w, fc_b;     /* layout tensors */
     float *mem;
+    krn_ctx *mem_ctx; /* whose backend memory mem is (trn_tensor_alloc), or NULL */
 };
 
 static size_t tensor_index(const trn_layout *l, const char *name)
@@ -178,7 +179,7 @@ static size_t plan_slice(trn_resnet_plan *p, float *base)
     return used;
 }
 
-int trn_resnet_plan_new(trn_resnet_plan **out, const trn_layout *l, size_t B)
+int trn_resnet_plan_new(trn_resnet_plan **out, const trn_layout *l, size_t B, krn_ctx *mem_ctx)
 {
     *out = NULL;
     trn_resnet_plan *p = calloc(1, sizeof *p);
@@ -190,9 +191,11 @@ int trn_resnet_plan_new(trn_resnet_plan **out, const trn_layout *l, size_t B)
     p->fc_w = tensor_index(l, "fc.weight");
     p->fc_b = tensor_index(l, "fc.bias");
     size_t n = plan_slice(p, NULL);
-    if (!(p->mem = calloc(n, sizeof(float)))) {
+    p->mem_ctx = mem_ctx;
+    int rv = trn_tensor_alloc(mem_ctx, &p->mem, n, "the ResNet's activations");
+    if (rv) {
         free(p);
-        return ovt_fail(OVT_ENOMEM, "out of memory for the ResNet's activations (%zu floats)", n);
+        return rv;
     }
     plan_slice(p, p->mem);
     *out = p;
@@ -202,7 +205,7 @@ int trn_resnet_plan_new(trn_resnet_plan **out, const trn_layout *l, size_t B)
 void trn_resnet_plan_free(trn_resnet_plan *p)
 {
     if (p)
-        free(p->mem);
+        trn_tensor_free(p->mem_ctx, p->mem);
     free(p);
 }
 
@@ -295,24 +298,24 @@ int trn_resnet_backward(krn_ctx *ctx, trn_workspace *w, const float *params, con
     for (size_t i = 0; i < p->nunits; i++) {
         rn_unit *u = &p->u[i];
         size_t n = B * u->OC * u->OH * u->OW;
-        memset(u->dconv, 0, n * sizeof(float));
-        memset(u->dbn, 0, n * sizeof(float));
+        TRY(krn_mem_zero(ctx, u->dconv, n * sizeof(float)));
+        TRY(krn_mem_zero(ctx, u->dbn, n * sizeof(float)));
         krn_trace_zero(ctx, u->dconv, n);
         krn_trace_zero(ctx, u->dbn, n);
         if (u->relu) {
-            memset(u->dact, 0, n * sizeof(float));
+            TRY(krn_mem_zero(ctx, u->dact, n * sizeof(float)));
             krn_trace_zero(ctx, u->dact, n);
         }
     }
     for (size_t i = 0; i < p->nblocks; i++) {
         size_t n = B * p->b[i].OC * p->b[i].OH * p->b[i].OW;
-        memset(p->b[i].dsum, 0, n * sizeof(float));
-        memset(p->b[i].dout, 0, n * sizeof(float));
+        TRY(krn_mem_zero(ctx, p->b[i].dsum, n * sizeof(float)));
+        TRY(krn_mem_zero(ctx, p->b[i].dout, n * sizeof(float)));
         krn_trace_zero(ctx, p->b[i].dsum, n);
         krn_trace_zero(ctx, p->b[i].dout, n);
     }
-    memset(p->dpooled, 0, B * p->Cf * sizeof(float));
-    memset(p->dlogits, 0, B * p->K * sizeof(float));
+    TRY(krn_mem_zero(ctx, p->dpooled, B * p->Cf * sizeof(float)));
+    TRY(krn_mem_zero(ctx, p->dlogits, B * p->K * sizeof(float)));
     krn_trace_zero(ctx, p->dpooled, B * p->Cf);
     krn_trace_zero(ctx, p->dlogits, B * p->K);
     TRY(krn_crossentropy_backward(ctx, p->dlogits, p->probs, batch->labels, 1.0f, B, p->K));

@@ -8,8 +8,23 @@
  * step touches: the kernel context, the workspace (activations, gradients,
  * a sharded step's shard gradients), the rounding log and the state.
  * Callers see the state through trn_runner_state and the log through
- * trn_runner_log, and never the workspace: where the memory lives (the
- * host's today, a device's later) is the runner's business.
+ * trn_runner_log, and never the workspace: where the memory lives is the
+ * runner's business.
+ *
+ * Where the tensors are (docs/gpu.md, "Memory"). A runner of steps is
+ * resident when its backend keeps tensors apart from the host
+ * (krn_mem_placement: cuda's device memory, unless OVT_CUDA_HOST_TENSORS=1;
+ * the guard of mem_guard) and its steps run in this process without an
+ * injected fault. It allocates the workspace and a copy of the state in
+ * the backend's memory (kernels/mem.h) and runs every step there: per step
+ * only the batch goes down and the scalars, the flagged elements and the
+ * log come up (a sharded step's shard gradients also come up, once each,
+ * for their hashes and mean, which goes down), and the stateHash is
+ * computed where the state is (krn_mem_tree_root). The host's copy of the state is brought up to date
+ * only when it is asked for: trn_runner_state, trn_runner_sync, a
+ * checkpoint, a release, an evaluation, a traced step (which runs on the
+ * host's copy with a host workspace of its own). Any other runner keeps its
+ * tensors in host memory, and a cuda ctx then copies them per op.
  *
  * The modes are the kernel context's (kernels/site.h):
  *   KRN_RECORD   each step writes its log (trn_runner_log afterwards);
@@ -30,6 +45,7 @@
 
 #include "common/bytes.h"
 #include "common/err.h"
+#include "kernels/mem.h"
 #include "kernels/rlog.h"
 #include "kernels/site.h"
 #include "kernels/trace.h"
@@ -56,6 +72,9 @@ typedef struct {
     bool hash_later;         /* the caller hashes the state (trn_runner_hash_begin/end) instead of the step */
     uint32_t eval_batch;     /* > 0: an evaluation runner for batches of up to this many, in one shard, batch
                                 norm from the running statistics; 0: a runner of steps */
+    bool mem_guard;          /* testing, CPU backends (krn_config.mem_guard): a resident runner whose tensors
+                                are PROT_NONE between its steps, so that a host access to them outside
+                                kernels/mem.h faults */
 } trn_runner_opts;
 
 typedef struct trn_runner trn_runner;
@@ -91,14 +110,30 @@ trn_state *trn_runner_release(trn_runner *r);
 /* The runner's state becomes a copy of src (of r's run config). */
 int trn_runner_copy_state(trn_runner *r, const trn_state *src) OVT_MUST_USE;
 
-/* The state (NULL before one is given); it changes with every step. */
-const trn_state *trn_runner_state(const trn_runner *r);
+/* The host's copy of the state brought up to date (a resident runner's is
+ * not after its steps): 0, or the backend's error copying it. */
+int trn_runner_sync(trn_runner *r) OVT_MUST_USE;
+
+/* The state (NULL before one is given), synced first (trn_runner_sync; a
+ * failure to copy it is reported on stderr and aborts: call
+ * trn_runner_sync first where it can fail); it changes with every step. */
+const trn_state *trn_runner_state(trn_runner *r);
+
+/* The step the state is at (0 without one), without syncing it. */
+uint64_t trn_runner_step_no(const trn_runner *r);
+
+/* Whether r runs its steps on tensors in the backend's memory (above). */
+bool trn_runner_resident(const trn_runner *r);
+
+/* What crossed between the host and the backend's memory so far
+ * (kernels/mem.h), for tests and benchmarks. */
+krn_mem_stats trn_runner_mem_stats(const trn_runner *r);
 
 /* A checkpoint file (trainer/checkpoint.h) read into the runner's state,
  * which must then be of r's run config (OVT_EFORMAT naming the file); and
  * the state written as one. */
 int trn_runner_load_checkpoint(trn_runner *r, const char *path) OVT_MUST_USE;
-int trn_runner_save_checkpoint(const trn_runner *r, const char *path) OVT_MUST_USE;
+int trn_runner_save_checkpoint(trn_runner *r, const char *path) OVT_MUST_USE;
 
 /* The stateHash of the state, in the background (trn_state_hash_begin,
  * trn_state_hash_end): for a runner opened with hash_later. */

@@ -19,7 +19,32 @@
 #include "trainer/schedule.h"
 #include "trainer/workspace.h"
 
+int trn_tensor_alloc(krn_ctx *mem_ctx, float **out, size_t n, const char *what)
+{
+    *out = NULL;
+    if (n > SIZE_MAX / sizeof(float))
+        return ovt_fail(OVT_ENOMEM, "no room for %s (%zu floats)", what, n);
+    if (mem_ctx)
+        return krn_mem_alloc(mem_ctx, (void **)out, (n ? n : 1) * sizeof(float), what);
+    if (!(*out = ovt_big_calloc(n ? n : 1, sizeof(float))))
+        return ovt_fail(OVT_ENOMEM, "out of memory for %s (%zu floats)", what, n);
+    return 0;
+}
+
+void trn_tensor_free(krn_ctx *mem_ctx, float *p)
+{
+    if (mem_ctx)
+        krn_mem_free(mem_ctx, p);
+    else
+        free(p);
+}
+
 int trn_workspace_new(trn_workspace **out, const trn_run_config *rc)
+{
+    return trn_workspace_new_on(out, rc, NULL);
+}
+
+int trn_workspace_new_on(trn_workspace **out, const trn_run_config *rc, krn_ctx *mem_ctx)
 {
     *out = NULL;
     int rv = trn_config_check(rc);
@@ -29,6 +54,7 @@ int trn_workspace_new(trn_workspace **out, const trn_run_config *rc)
     if (!w)
         return ovt_fail(OVT_ENOMEM, "out of memory for the model workspace");
     w->config = *rc;
+    w->mem_ctx = mem_ctx;
     if ((rv = trn_layout_build(&w->layout, &rc->model)))
         goto fail;
     const trn_model_config *m = &rc->model;
@@ -43,13 +69,11 @@ int trn_workspace_new(trn_workspace **out, const trn_run_config *rc)
         }
     }
     if (m->kind == TRN_MODEL_RESNET) {
-        if ((rv = trn_resnet_plan_new(&w->resnet, &w->layout, B)))
+        if ((rv = trn_resnet_plan_new(&w->resnet, &w->layout, B, mem_ctx)))
             goto fail;
         w->mem_floats = 0; /* the plan's own allocation */
-        if (!(w->grads = ovt_big_calloc(w->layout.nparams, sizeof(float)))) {
-            rv = ovt_fail(OVT_ENOMEM, "out of memory for the ResNet's gradients");
+        if ((rv = trn_tensor_alloc(mem_ctx, &w->grads, w->layout.nparams, "the ResNet's gradients")))
             goto fail;
-        }
         *out = w;
         return 0;
     }
@@ -60,13 +84,9 @@ int trn_workspace_new(trn_workspace **out, const trn_run_config *rc)
         size_t n = llama ? trn_llama_acts_size(m, B, T) : trn_gpt2_acts_size(m, B, T);
         size_t nd = llama ? trn_llama_dacts_size(m, B, T) : trn_gpt2_dacts_size(m, B, T);
         w->mem_floats = n + nd;
-        w->mem = ovt_big_calloc(n + nd, sizeof(float));
-        w->grads = ovt_big_calloc(w->layout.nparams, sizeof(float));
-        if (!w->mem || !w->grads) {
-            rv = ovt_fail(OVT_ENOMEM, "out of memory for %s activations (%zu + %zu floats) and gradients",
-                          llama ? "Llama" : "GPT-2", n, nd);
+        if ((rv = trn_tensor_alloc(mem_ctx, &w->mem, n + nd, llama ? "the Llama activations" : "the GPT-2 activations")) ||
+            (rv = trn_tensor_alloc(mem_ctx, &w->grads, w->layout.nparams, "the gradients")))
             goto fail;
-        }
         if (llama) {
             trn_llama_acts_slice(&w->lacts, m, B, T, w->mem);
             trn_llama_dacts_slice(&w->ldacts, m, B, T, w->mem + n, &w->lacts);
@@ -84,12 +104,9 @@ int trn_workspace_new(trn_workspace **out, const trn_run_config *rc)
     }
     total += B * m->n_class + B;
     w->mem_floats = total;
-    w->mem = calloc(total, sizeof(float));
-    w->grads = calloc(w->layout.nparams, sizeof(float));
-    if (!w->mem || !w->grads) {
-        rv = ovt_fail(OVT_ENOMEM, "out of memory for activations (%zu floats) and gradients", total);
+    if ((rv = trn_tensor_alloc(mem_ctx, &w->mem, total, "the MLP activations")) ||
+        (rv = trn_tensor_alloc(mem_ctx, &w->grads, w->layout.nparams, "the gradients")))
         goto fail;
-    }
     float *p = w->mem;
     for (uint32_t l = 0; l <= m->n_layer; l++) {
         size_t o = l == m->n_layer ? m->n_class : m->width;
@@ -113,12 +130,17 @@ void trn_workspace_free(trn_workspace *w)
 {
     if (!w)
         return;
-    free(w->mem);
-    free(w->grads);
+    trn_tensor_free(w->mem_ctx, w->mem);
+    trn_tensor_free(w->mem_ctx, w->grads);
     trn_resnet_plan_free(w->resnet);
-    for (uint32_t k = 0; k < w->nshard_grads; k++)
-        free(w->shard_grads[k]);
+    for (uint32_t k = 0; k < w->nshard_grads; k++) {
+        trn_tensor_free(w->mem_ctx, w->shard_grads[k]);
+        if (w->shard_host)
+            free(w->shard_host[k]);
+    }
     free(w->shard_grads);
+    free(w->shard_host);
+    free(w->sum_host);
     free(w->shard_hashes);
     free(w->shard_loss);
     free(w);
@@ -155,6 +177,8 @@ static int shard_grads_reserve(trn_workspace *w, uint32_t k);
 
 int trn_workspace_prefault(trn_workspace *w, krn_ctx *ctx)
 {
+    if (w->mem_ctx)
+        return 0; /* backend memory: the backend's to place */
     uint32_t S = trn_config_shards(&w->config);
     int rv = S > 1 ? shard_grads_reserve(w, S) : 0;
     if (!rv)
@@ -175,11 +199,23 @@ static int shard_grads_reserve(trn_workspace *w, uint32_t k)
     if (!g)
         return ovt_fail(OVT_ENOMEM, "out of memory for %u shard gradients", k);
     w->shard_grads = g;
+    if (w->mem_ctx) {
+        float **h = realloc(w->shard_host, k * sizeof *h);
+        if (!h)
+            return ovt_fail(OVT_ENOMEM, "out of memory for %u shard gradients", k);
+        w->shard_host = h;
+        if (!w->sum_host && !(w->sum_host = ovt_big_alloc(w->layout.nparams, sizeof(float))))
+            return ovt_fail(OVT_ENOMEM, "out of memory for the shards' mean of %zu floats", w->layout.nparams);
+    }
     for (; w->nshard_grads < k; w->nshard_grads++) {
-        g[w->nshard_grads] = ovt_big_calloc(w->layout.nparams, sizeof(float));
-        if (!g[w->nshard_grads])
-            return ovt_fail(OVT_ENOMEM, "out of memory for %u shard gradients of %zu floats", k,
-                            w->layout.nparams);
+        int rv = trn_tensor_alloc(w->mem_ctx, &g[w->nshard_grads], w->layout.nparams, "a shard's gradient");
+        if (!rv && w->mem_ctx && !(w->shard_host[w->nshard_grads] = ovt_big_alloc(w->layout.nparams, sizeof(float))))
+            rv = ovt_fail(OVT_ENOMEM, "out of memory for %u shard gradients of %zu floats", k, w->layout.nparams);
+        if (rv) {
+            if (w->mem_ctx) /* not counted yet: the gradient goes now */
+                trn_tensor_free(w->mem_ctx, g[w->nshard_grads]);
+            return rv;
+        }
     }
     return 0;
 }
@@ -251,14 +287,30 @@ static int buffers_update(krn_ctx *ctx, trn_state *st, trn_workspace *w)
     if (n == 0)
         return 0;
     double mom = st->config.model.bn_momentum, keep = 1.0 - mom;
+    /* in backend memory (a resident run) the few statistics come up, and
+     * their new values go down */
+    bool host = krn_mem_is_host(ctx, st->params) && krn_mem_is_host(ctx, w->grads);
     double *x = malloc(n * sizeof *x);
-    if (!x)
-        return ovt_fail(OVT_ENOMEM, "out of memory for %zu running statistics", n);
+    float *old = host ? st->params + lo : malloc(2 * n * sizeof *old);
+    const float *slot = host ? w->grads + lo : old + n;
+    int rv = 0;
+    if (!x || !old) {
+        rv = ovt_fail(OVT_ENOMEM, "out of memory for %zu running statistics", n);
+        goto done;
+    }
+    if (!host && ((rv = krn_mem_download(ctx, old, st->params + lo, n * sizeof *old)) ||
+                  (rv = krn_mem_download(ctx, old + n, w->grads + lo, n * sizeof *old))))
+        goto done;
     for (size_t i = 0; i < n; i++)
-        x[i] = keep * (double)st->params[lo + i] + mom * (double)w->grads[lo + i];
+        x[i] = keep * (double)old[i] + mom * (double)slot[i];
     const krn_band exact = {.kind = KRN_BAND_ZERO};
     KRN_TRACE_READS(ctx, 0, {st->params + lo, n}, {w->grads + lo, n});
-    int rv = krn_site(ctx, "bn.running", st->params + lo, x, n, &exact);
+    rv = krn_site(ctx, "bn.running", old, x, n, &exact);
+    if (!rv && !host)
+        rv = krn_mem_upload(ctx, st->params + lo, old, n * sizeof *old);
+done:
+    if (!host)
+        free(old);
     free(x);
     return rv;
 }
@@ -354,7 +406,8 @@ typedef struct {
 static void hash_shard(void *arg, size_t k)
 {
     const shard_hash_arg *a = arg;
-    ovt_sha256_le32(&a->w->shard_hashes[a->lo + k], a->w->shard_grads[k], a->w->layout.nparams * sizeof(float));
+    const float *g = a->w->shard_host ? a->w->shard_host[k] : a->w->shard_grads[k];
+    ovt_sha256_le32(&a->w->shard_hashes[a->lo + k], g, a->w->layout.nparams * sizeof(float));
 }
 
 /* Forward and backward of shards lo .. hi-1 of a sharded step, each into
@@ -374,7 +427,8 @@ static int shards_run(krn_ctx *ctx, trn_workspace *w, const trn_state *st, const
     for (uint32_t s = lo; s < hi && !rv; s++) {
         trn_batch v = shard_of(batch, &w->config.model, s, S);
         w->grads = w->shard_grads[s - lo];
-        memset(w->grads, 0, n * sizeof(float));
+        if ((rv = krn_mem_zero(ctx, w->grads, n * sizeof(float))))
+            break;
         krn_trace_zero(ctx, w->grads, n);
         if (!(rv = model_forward(ctx, w, st->params, &v, &w->shard_loss[s])))
             rv = model_backward(ctx, w, st->params, &v);
@@ -388,6 +442,9 @@ static int shards_run(krn_ctx *ctx, trn_workspace *w, const trn_state *st, const
         }
     }
     w->grads = sum;
+    /* in backend memory the shard gradients come up, once each */
+    for (uint32_t k = 0; !rv && w->shard_host && k < hi - lo; k++)
+        rv = krn_mem_download(ctx, w->shard_host[k], w->shard_grads[k], n * sizeof(float));
     /* the shards' hashes side by side on the ctx's threads */
     shard_hash_arg h = {w, lo};
     if (!rv)
@@ -469,6 +526,9 @@ static int sharded_grads(krn_ctx *ctx, trn_workspace *w, const trn_state *st, co
                         S, R);
     if (replay && dp)
         return ovt_fail(OVT_EINVAL, "a replay runs in one process");
+    if (dp && w->mem_ctx)
+        return ovt_fail(OVT_EINVAL, "internal: a step shared among processes sums host gradients, not a "
+                                    "resident workspace's");
     uint32_t lo = r * (S / R), hi = lo + S / R;
     /* number this rank's sites where they belong once P is known */
     bool numbered = dp && lo > 0 && w->sites_per_shard > 0;
@@ -480,10 +540,14 @@ static int sharded_grads(krn_ctx *ctx, trn_workspace *w, const trn_state *st, co
     if (rv)
         return rv;
     if (!dp) {
-        shard_mean_arg g = {(const float *const *)w->shard_grads, S};
+        /* the mean on the host; in backend memory it then goes down */
+        float *const *host = w->shard_host ? w->shard_host : w->shard_grads;
+        shard_mean_arg g = {(const float *const *)host, S};
         for (uint32_t s = 0; s < S; s++)
             KRN_TRACE_READS(ctx, 0, {w->shard_grads[s], st->layout.nparams});
-        if ((rv = krn_site_exact_fill(ctx, "grad.sum", w->grads, st->layout.nparams, fill_shard_mean, &g)))
+        float *sum = w->shard_host ? w->sum_host : w->grads;
+        if ((rv = krn_site_exact_fill(ctx, "grad.sum", sum, st->layout.nparams, fill_shard_mean, &g)) ||
+            (w->shard_host && (rv = krn_mem_upload(ctx, w->grads, sum, st->layout.nparams * sizeof(float)))))
             return rv;
     }
     if ((rv = loss_mean(ctx, w, &info->loss)))
@@ -525,9 +589,9 @@ int trn_train_step_dp(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_b
     if (S > 1) {
         rv = sharded_grads(ctx, w, st, batch, log, dp, i, info); /* grad.sum writes every gradient */
     } else {
-        memset(w->grads, 0, st->layout.nparams * sizeof(float)); /* the backward ops accumulate */
+        rv = krn_mem_zero(ctx, w->grads, st->layout.nparams * sizeof(float)); /* the backward ops accumulate */
         krn_trace_zero(ctx, w->grads, st->layout.nparams);
-        if (!(rv = model_forward(ctx, w, st->params, batch, &info->loss)))
+        if (!rv && !(rv = model_forward(ctx, w, st->params, batch, &info->loss)))
             rv = model_backward(ctx, w, st->params, batch);
     }
     if (rv || (rv = optimizer_step(ctx, w, st, i, info))) {

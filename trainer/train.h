@@ -52,6 +52,13 @@ typedef struct {
 typedef struct trn_workspace trn_workspace;
 
 int trn_workspace_new(trn_workspace **out, const trn_run_config *rc) OVT_MUST_USE;
+/* The same with the tensors (activations, gradients, shard gradients) in
+ * mem_ctx's backend memory (kernels/mem.h; NULL: the host's), for steps
+ * run on mem_ctx in this process (a resident runner, trainer/runner.h);
+ * host code touches them only through kernels/mem.h (a sharded step
+ * brings each shard's gradient up for its hash and the mean, and takes
+ * the mean down). */
+int trn_workspace_new_on(trn_workspace **out, const trn_run_config *rc, krn_ctx *mem_ctx) OVT_MUST_USE;
 void trn_workspace_free(trn_workspace *w);
 
 /* Runs step st->step + 1. log: RECORD fills it (reset by the ctx), REPLAY

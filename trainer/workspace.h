@@ -5,6 +5,7 @@
  * declares the type and its functions). */
 
 #include "common/bytes.h"
+#include "kernels/mem.h"
 #include "trainer/config.h"
 #include "trainer/layout.h"
 
@@ -76,9 +77,19 @@ typedef struct {
     float *losses;    /* (B,T) */
 } trn_llama_acts;
 
+/* n zeroed floats of tensor memory named `what`: backend memory of
+ * mem_ctx (kernels/mem.h: a resident runner's workspace), or the host's
+ * when mem_ctx is NULL; and its release. */
+int trn_tensor_alloc(krn_ctx *mem_ctx, float **out, size_t n, const char *what) OVT_MUST_USE;
+void trn_tensor_free(krn_ctx *mem_ctx, float *p);
+
 struct trn_workspace {
     trn_run_config config;
     trn_layout layout;
+    /* Whose backend memory holds grads, mem and the ResNet plan's
+     * activations (trn_workspace_new_on, kernels/mem.h); NULL: the host's.
+     * Host code then touches them only through kernels/mem.h. */
+    krn_ctx *mem_ctx;
     float *grads; /* nparams, the parameter layout */
 
     /* MLP, linear layer l = 0..n_linear-1 with o_l outputs:
@@ -112,6 +123,11 @@ struct trn_workspace {
      * step has them), shard_loss[s] its mean loss. */
     float **shard_grads;
     uint32_t nshard_grads;
+    /* The same in backend memory (mem_ctx): shard_host[k] the host's copy
+     * of shard_grads[k], which the hashes and the shard mean read, and
+     * sum_host the mean, uploaded into grads; NULL otherwise. */
+    float **shard_host;
+    float *sum_host;
     ovt_hash *shard_hashes;
     float *shard_loss;
     uint32_t sites_per_shard; /* learnt from the first shard a step ran */
@@ -146,7 +162,7 @@ void trn_gpt2_dacts_slice(trn_gpt2_acts *out, const trn_model_config *m, size_t 
  * B, its conv + batch norm units and residual blocks in layout order, with
  * their activations and activation gradients in one allocation. */
 typedef struct trn_resnet_plan trn_resnet_plan;
-int trn_resnet_plan_new(trn_resnet_plan **out, const trn_layout *l, size_t B) OVT_MUST_USE;
+int trn_resnet_plan_new(trn_resnet_plan **out, const trn_layout *l, size_t B, krn_ctx *mem_ctx) OVT_MUST_USE;
 void trn_resnet_plan_free(trn_resnet_plan *p);
 /* The logits (B, n_class) the last forward of a ResNet left. */
 const float *trn_resnet_logits(const trn_resnet_plan *p);

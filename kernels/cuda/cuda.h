@@ -5,11 +5,15 @@
  * finds CUDA with cuBLAS: OVT_HAVE_CUDA). Each op of kernels/ops.h has a
  * krn_cuda_ twin with the same logical signature, in its own file; the op in
  * kernels/ops_*.c checks its arguments and hands over to the twin when the
- * ctx's backend is KRN_BACKEND_CUDA. Tensors are host memory on both sides
- * of the call: the twin copies the inputs to the device, runs every site of
- * the op there (rounding, band, flags and compaction; only the few
- * candidate elements come back to be settled, see kernels/site_sparse.h)
- * and copies the outputs back. docs/gpu.md describes the design. */
+ * ctx's backend is KRN_BACKEND_CUDA. A tensor is device memory (the
+ * resident run, kernels/mem.h) or host memory (OVT_CUDA_HOST_TENSORS=1,
+ * the path verified on 2026-12-04), each pointer on its own: the twin
+ * copies the inputs into its device buffers (over PCIe from host memory,
+ * on the device from device memory), runs every site of the op there
+ * (rounding, band, flags and compaction; only the few candidate elements
+ * come back to be settled, see kernels/site_sparse.h) and copies the
+ * outputs to where the caller's tensors are. docs/gpu.md describes the
+ * design. */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -127,5 +131,14 @@ int krn_cuda_tree_roots(krn_ctx *ctx, ovt_hash *roots, const void *const *bytes,
  * value and *seconds (NULL: not wanted) the fastest run's device time. */
 int krn_cuda_gemm_probe(krn_ctx *ctx, krn_cuda_gemm_path path, size_t budget, const krn_gemm_in *in, size_t m,
                         size_t n, size_t k, double *out, int reps, double *seconds) OVT_MUST_USE;
+
+/* Device memory for kernels/mem.c: bytes zeroed (OVT_ENOMEM with CUDA's
+ * reason), freed; a copy between any two of host and device memory
+ * (cudaMemcpyDefault: unified addressing tells which is which) and a
+ * zeroing, each finished before it returns (OVT_EIO with CUDA's reason). */
+int krn_cuda_mem_alloc(void **out, size_t bytes);
+void krn_cuda_mem_free(void *p);
+int krn_cuda_mem_copy(void *dst, const void *src, size_t bytes);
+int krn_cuda_mem_zero(void *p, size_t bytes);
 
 #endif

@@ -99,14 +99,29 @@ void *krn_dev_host(krn_dev *d, int slot, size_t bytes)
     return p;
 }
 
+bool krn_dev_is_device(const void *p)
+{
+    cudaPointerAttributes a;
+    if (!p || cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        (void)cudaGetLastError(); /* an unknown pointer is host memory; the error is not sticky */
+        return false;
+    }
+    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+/* A caller's tensor (src of put, dst of get) is host memory (the path
+ * verified on 2026-12-04: over PCIe) or device memory (a resident run: a
+ * copy on the device); the other side is always a device buffer. */
 int krn_dev_put(void *dst, const void *src, size_t bytes)
 {
-    return krn_dev_check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "copy to the device");
+    cudaMemcpyKind kind = krn_dev_is_device(src) ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice;
+    return krn_dev_check(cudaMemcpy(dst, src, bytes, kind), "copy to the device");
 }
 
 int krn_dev_get(void *dst, const void *src, size_t bytes)
 {
-    return krn_dev_check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "copy from the device");
+    cudaMemcpyKind kind = krn_dev_is_device(dst) ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost;
+    return krn_dev_check(cudaMemcpy(dst, src, bytes, kind), "copy from the device");
 }
 
 float *krn_dev_upload(krn_dev *d, int slot, const float *src, size_t n)

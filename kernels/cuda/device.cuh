@@ -65,6 +65,14 @@ int krn_dev_blas_check(cublasStatus_t s, const char *what);
 /* The last launch's error, then a synchronisation's. */
 int krn_dev_launched(const char *what);
 
+/* Whether p is device memory (a resident run's tensor, kernels/mem.h);
+ * host memory, and NULL, are not. */
+bool krn_dev_is_device(const void *p);
+
+/* bytes from src into the device buffer dst, and from the device buffer
+ * src into dst: the caller's side (src of put, dst of get) host or device
+ * memory, each pointer on its own (a host copy over PCIe, a device one on
+ * the device), finished when they return. */
 int krn_dev_put(void *dst, const void *src, size_t bytes);
 int krn_dev_get(void *dst, const void *src, size_t bytes);
 

@@ -26,6 +26,9 @@ check grep -q '^gpu-check: PASS$' "$log"
 check grep -Eq '^gpt2-tiny +2x64 +3  PASS' "$log"
 check grep -Eq '^llama-tiny +2x64 +3  PASS' "$log"
 check grep -q 'prebuilt: ' "$log"
+# the first steps again with host tensors (OVT_CUDA_HOST_TENSORS=1): the same states
+check grep -Eq '^gpt2-tiny +3  PASS ' "$log"
+check grep -Eq '^llama-tiny +3  PASS ' "$log"
 check /usr/bin/python3 - "$work/out/figures/figures.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))

@@ -43,29 +43,11 @@ typedef struct {
 static void fixture_open(fixture *f, const char *preset, uint32_t shards)
 {
     memset(f, 0, sizeof *f);
-    trn_model_config m;
-    CHECK(trn_model_preset(&m, preset) == 0);
-    trn_config_default(&f->rc, &m);
-    f->rc.seed = 3;
-    f->rc.warmup_steps = 0;
-    f->rc.batch_size = 4;
-    f->rc.shards = shards;
-    f->lm = trn_model_is_lm(&m);
+    CHECK(trn_test_preset_run(&f->rc, &f->tokens, &f->samples, preset, 3, 4, shards, 37, 5) == 0);
+    f->lm = trn_model_is_lm(&f->rc.model);
     if (f->lm) {
-        enum { N = 400 };
-        uint32_t toks[N];
-        for (int i = 0; i < N; i++)
-            toks[i] = (uint32_t)((i * 37 + i / 5) % m.vocab);
-        uint8_t *buf;
-        size_t len;
-        CHECK(data_tokens_encode(toks, N, m.vocab, &buf, &len) == 0 && data_tokens_parse(&f->tokens, buf, len) == 0);
-        free(buf);
-        f->rc.seq_len = 8;
-        f->rc.dataset_hash = f->tokens.hash;
         CHECK(trn_test_token_batch(&f->tb, &f->b, &f->tokens, &f->rc, 1) == 0);
     } else {
-        CHECK(data_samples_synthetic(&f->samples, 3, 64, m.in_dim, m.n_class, 32) == 0);
-        f->rc.dataset_hash = f->samples.hash;
         CHECK(data_sample_batch_get(&f->sb, &f->samples, f->rc.seed, 1, f->rc.batch_size) == 0);
         f->b = (trn_batch){.B = f->sb.B, .x = f->sb.x, .labels = f->sb.y};
     }

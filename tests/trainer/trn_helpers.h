@@ -20,6 +20,42 @@ static inline krn_ctx *trn_test_ctx(krn_backend_kind backend, krn_mode mode, uin
     return ctx;
 }
 
+/* A preset's run config for a few test steps (seed, no warmup, batches
+ * of B in `shards` shards, a language model's sequences of 8) and its data,
+ * dataset_hash set: 400 tokens, token i = (i*mul + i/div) % vocab, or 64
+ * synthetic samples of the seed. 0, or the preset's or data's error. */
+static inline int trn_test_preset_run(trn_run_config *rc, data_tokens *tokens, data_samples *samples,
+                                      const char *preset, uint64_t seed, uint32_t B, uint32_t shards, int mul, int div)
+{
+    trn_model_config m;
+    int rv = trn_model_preset(&m, preset);
+    if (rv)
+        return rv;
+    trn_config_default(rc, &m);
+    rc->seed = seed;
+    rc->warmup_steps = 0;
+    rc->batch_size = B;
+    rc->shards = shards;
+    if (!trn_model_is_lm(&m)) {
+        rv = data_samples_synthetic(samples, seed, 64, m.in_dim, m.n_class, 32);
+        rc->dataset_hash = samples->hash;
+        return rv;
+    }
+    enum { N = 400 };
+    uint32_t toks[N];
+    for (int i = 0; i < N; i++)
+        toks[i] = (uint32_t)((i * mul + i / div) % (int)m.vocab);
+    uint8_t *buf;
+    size_t len;
+    if ((rv = data_tokens_encode(toks, N, m.vocab, &buf, &len)))
+        return rv;
+    rv = data_tokens_parse(tokens, buf, len);
+    free(buf);
+    rc->seq_len = 8;
+    rc->dataset_hash = tokens->hash;
+    return rv;
+}
+
 /* One MLP step of st with the schedule's batch of its next step. */
 static inline int trn_test_mlp_step(krn_ctx *ctx, trn_workspace *w, trn_state *st, const data_samples *data,
                                     krn_rlog *log, trn_step_info *info)
