@@ -185,8 +185,46 @@ void krn_trace_zero(krn_ctx *ctx, const void *p, size_t count)
         add_write(ctx->trace, KRN_TRACE_ZERO, 0, p, count);
 }
 
+/* Block mode: a read declared for the target site is handed to the
+ * block's fill, numbered as take_reads numbers the record's inputs. */
+static void block_read(krn_ctx *ctx, unsigned k, const void *p, size_t width, size_t stride, size_t rows)
+{
+    if (!ctx->block.on || p == NULL || width == 0 || rows == 0 ||
+        ctx->step.next_site + (uint64_t)k != ctx->block.target)
+        return;
+    ctx->block.fill(ctx->block.arg, ctx->block.inputs++, (float *)(uintptr_t)p, width, stride, rows);
+}
+
+void krn_ctx_block(krn_ctx *ctx, uint32_t target, krn_block_fill fill, void *arg, float *result, size_t cap)
+{
+    ctx->block.result = result;
+    ctx->block.result_cap = cap;
+    ctx->block.result_n = 0;
+    ctx->block.on = fill != NULL;
+    ctx->block.reached = false;
+    ctx->block.target = target;
+    ctx->block.fill = fill;
+    ctx->block.arg = arg;
+    ctx->block.inputs = 0;
+}
+
+void krn_block_done(const site_job *job)
+{
+    krn_ctx *ctx = job->ctx;
+    ctx->block.reached = true;
+    ctx->block.result_n = job->n;
+    memcpy(ctx->block.result, job->out, (job->n < ctx->block.result_cap ? job->n : ctx->block.result_cap) * 4);
+}
+
+size_t krn_ctx_block_reached(const krn_ctx *ctx)
+{
+    return ctx->block.reached ? ctx->block.result_n : 0;
+}
+
 void krn_trace_reads(krn_ctx *ctx, unsigned k, const krn_span *reads, size_t nreads)
 {
+    for (size_t i = 0; ctx->block.on && i < nreads; i++)
+        block_read(ctx, k, reads[i].p, reads[i].count, reads[i].count, 1);
     krn_trace *t = ctx->trace;
     if (t == NULL || t->rc < 0)
         return;
@@ -200,6 +238,7 @@ void krn_trace_reads(krn_ctx *ctx, unsigned k, const krn_span *reads, size_t nre
 
 void krn_trace_read_rows(krn_ctx *ctx, unsigned k, const void *p, size_t width, size_t stride, size_t rows)
 {
+    block_read(ctx, k, p, width, stride, rows);
     krn_trace *t = ctx->trace;
     if (t == NULL || t->rc < 0 || p == NULL || width == 0 || rows == 0)
         return;
@@ -493,6 +532,19 @@ const krn_trace_record *krn_trace_record_at(const krn_trace *t, size_t i)
 const krn_trace_src *krn_trace_reads_of(const krn_trace *t, size_t i)
 {
     return t->reads + t->records[i].first_read;
+}
+
+const float *krn_trace_written(const krn_trace *t, krn_trace_kind kind, uint32_t id, size_t *count)
+{
+    *count = 0;
+    for (size_t i = 0; t->check && i < t->nwrites; i++) {
+        const trace_write *w = &t->writes[i];
+        if (w->kind == kind && w->id == id && w->rows == 1 && w->src_off == 0 && w->copy != NULL) {
+            *count = w->width / 4;
+            return (const float *)w->copy;
+        }
+    }
+    return NULL;
 }
 
 const char *krn_trace_region_name(const krn_trace *t, uint32_t region)

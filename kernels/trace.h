@@ -142,6 +142,30 @@ int krn_trace_file(const krn_trace *t, uint64_t step, const ovt_hash *root, uint
 /* Bytes of all records' encodings (a figure of the trace's size). */
 size_t krn_trace_bytes(const krn_trace *t);
 
+/* Check mode: the whole output of site `id` (kind KRN_TRACE_SITE) or the
+ * registered region `id` (KRN_TRACE_STATE, KRN_TRACE_BATCH) as written in
+ * the step, *count elements; NULL when the trace keeps no such copy (not in
+ * check mode). Points into t. For whoever must hand out slices of them
+ * with proofs (arbiter/block.h: the party's block package, its tests). */
+const float *krn_trace_written(const krn_trace *t, krn_trace_kind kind, uint32_t id, size_t *count);
+
+/* Block mode (the arbiter's re-execution of one block of one site,
+ * arbiter/block.h): in the ctx's next step, every site numbered before
+ * `target` is skipped (numbered; nothing rounded, logged or written),
+ * the target runs as usual (REPLAY: with the log's entries for it), and
+ * every site after it fails at once with OVT_EINVAL, which ends the op
+ * that runs them. Each read the ops declare for the target (input by input,
+ * in the order take_reads numbers a record's inputs) is first handed to
+ * fill(arg, input, p, width, stride, rows), which writes the values the
+ * target must read there (rows of width elements, row i at p + i*stride):
+ * the block's caller owns every buffer the op reads. Once the target has
+ * run its output (final: rounded, log applied) is copied to result (up to
+ * cap elements). fill NULL turns block mode off. krn_ctx_block_reached:
+ * the target's output size once it has run, 0 before. */
+typedef void (*krn_block_fill)(void *arg, unsigned input, float *p, size_t width, size_t stride, size_t rows);
+void krn_ctx_block(krn_ctx *ctx, uint32_t target, krn_block_fill fill, void *arg, float *result, size_t cap);
+size_t krn_ctx_block_reached(const krn_ctx *ctx);
+
 /* Testing only (the trace tests): in the current or
  * next step, after site `site` has rounded (and, REPLAY, applied its log),
  * bit `bit` (0..31) of element `element` (modulo the site's size) of its
