@@ -1,0 +1,268 @@
+/* The block engine (arbiter/block.h) against the whole step, on real steps
+ * of gpt2-tiny, llama-tiny, resnet-mini and an MLP: for every site of the
+ * step's trace whose op the engine knows, and for its first, middle and
+ * last leaf, the block re-executed from the proven slices of what it reads
+ * and the trainer's log entries is bit for bit the whole step's traced
+ * output of that leaf (and hashes to the same leaf). Then what must fail:
+ * a slice with one bit changed or a proof for another leaf (OVT_EFRAUD), a
+ * slice withheld (OVT_ENOTFOUND), a log entry dropped (the block differs
+ * from the trainer's or the arbiter's rule rejects it), a leaf outside the
+ * site. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arbiter/block.h"
+#include "check.h"
+#include "common/tree.h"
+#include "data/dataset.h"
+#include "kernels/rlog.h"
+#include "kernels/trace.h"
+#include "trainer/state.h"
+#include "trainer/trace.h"
+#include "trainer/trn_helpers.h"
+
+#define LEAF_ELEMS (OVT_TREE_LEAF_BYTES / 4)
+
+typedef struct {
+    trn_run_config rc;
+    data_tokens tokens;
+    data_samples samples;
+    data_token_batch tb;
+    data_sample_batch sb;
+    trn_batch b;
+    bool lm;
+    krn_trace *t;
+    krn_rlog *log;
+} step_fixture;
+
+/* Step 1 of preset, recorded with a check-mode trace. */
+static void step_open(step_fixture *f, const char *preset, uint32_t batch, uint32_t seq)
+{
+    memset(f, 0, sizeof *f);
+    trn_model_config m;
+    CHECK(trn_model_preset(&m, preset) == 0);
+    trn_config_default(&f->rc, &m);
+    f->rc.seed = 5;
+    f->rc.warmup_steps = 0;
+    f->rc.batch_size = batch;
+    f->rc.grad_clip = 1.0; /* AdamW's scale read from clip.factor */
+    f->lm = trn_model_is_lm(&m);
+    if (f->lm) {
+        size_t N = (size_t)batch * seq * 4 + 16;
+        uint32_t *toks = malloc(N * sizeof *toks);
+        for (size_t i = 0; i < N; i++)
+            toks[i] = (uint32_t)((i * 37 + i / 5) % m.vocab);
+        uint8_t *buf;
+        size_t len;
+        CHECK(data_tokens_encode(toks, N, m.vocab, &buf, &len) == 0 && data_tokens_parse(&f->tokens, buf, len) == 0);
+        free(buf);
+        free(toks);
+        f->rc.seq_len = seq;
+        f->rc.dataset_hash = f->tokens.hash;
+        CHECK(trn_test_token_batch(&f->tb, &f->b, &f->tokens, &f->rc, 1) == 0);
+    } else {
+        CHECK(data_samples_synthetic(&f->samples, 3, 256, m.in_dim, m.n_class, 32) == 0);
+        f->rc.dataset_hash = f->samples.hash;
+        CHECK(data_sample_batch_get(&f->sb, &f->samples, f->rc.seed, 1, f->rc.batch_size) == 0);
+        f->b = (trn_batch){.B = f->sb.B, .x = f->sb.x, .labels = f->sb.y};
+    }
+    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_RECORD, .grid_bits = (int)f->rc.grid_bits,
+                     .threads = 2};
+    krn_ctx *ctx;
+    CHECK(krn_ctx_new(&ctx, &kc) == 0);
+    trn_state *st;
+    trn_workspace *w;
+    CHECK(trn_state_new(&st, &f->rc) == 0 && trn_workspace_new(&w, &f->rc) == 0);
+    trn_state_init(st);
+    f->log = krn_rlog_new();
+    CHECK(krn_trace_new(&f->t, true) == 0);
+    trn_step_info info;
+    int trace_rc;
+    ovt_hash root;
+    CHECK_MSG(trn_train_step_traced(ctx, w, st, &f->b, f->log, f->t, &info, &trace_rc, &root) == 0, "%s",
+              ovt_errmsg());
+    CHECK_MSG(trace_rc == 0, "%s", ovt_errmsg());
+    trn_workspace_free(w);
+    trn_state_free(st);
+    krn_ctx_free(ctx);
+}
+
+static void step_close(step_fixture *f)
+{
+    krn_trace_free(f->t);
+    krn_rlog_free(f->log);
+    if (f->lm) {
+        data_token_batch_free(&f->tb);
+        data_tokens_free(&f->tokens);
+    } else {
+        data_sample_batch_free(&f->sb);
+        data_samples_free(&f->samples);
+    }
+}
+
+/* Runs the block of record i, leaf L; 0 or the engine's failure. On
+ * success *same says whether it is the traced output's leaf, bit for bit. */
+static int block_of(const step_fixture *f, size_t i, uint64_t L, bool *same, bool drop_entry)
+{
+    arb_block_task task = {.config = &f->rc, .step = 1, .threads = 1};
+    arb_block_owned own;
+    int rc = arb_block_from_trace(&task, &own, f->t, i, f->log, L);
+    if (rc < 0)
+        return rc;
+    if (drop_entry && task.nentries > 0) {
+        /* drop the entry the leaf holds, or the last of the rows computed */
+        size_t k = task.nentries - 1;
+        for (size_t j = 0; j < task.nentries; j++)
+            if (task.entries[j].index >= L * LEAF_ELEMS && task.entries[j].index < (L + 1) * LEAF_ELEMS)
+                k = j;
+        memmove(own.entries + k, own.entries + k + 1, (task.nentries - k - 1) * sizeof *own.entries);
+        task.nentries--;
+    }
+    arb_block_result r;
+    rc = arb_block_run(&task, &r);
+    if (rc == 0) {
+        size_t n;
+        const float *out = krn_trace_written(f->t, KRN_TRACE_SITE, (uint32_t)i, &n);
+        ovt_hash want;
+        ovt_tree_leaf_le32(&want, out + r.first, r.count * 4);
+        *same = n == task.n && memcmp(r.values, out + r.first, r.count * 4) == 0 &&
+                memcmp(want.b, r.leaf.b, 32) == 0;
+        arb_block_result_free(&r);
+    }
+    arb_block_owned_free(&own);
+    return rc;
+}
+
+/* Every site the engine knows, leaves first, middle and last: the whole
+ * step's bits. */
+static void test_preset(const char *preset, uint32_t batch, uint32_t seq, size_t min_supported)
+{
+    step_fixture f;
+    step_open(&f, preset, batch, seq);
+    size_t supported = 0, blocks = 0, multi = 0, whole_rows = 0, partial_rows = 0;
+    char missing[2048] = "";
+    for (size_t i = 0; i < krn_trace_count(f.t); i++) {
+        const krn_trace_record *rec = krn_trace_record_at(f.t, i);
+        if (!arb_block_supported(rec->op)) {
+            if (!strstr(missing, rec->op) && strlen(missing) + strlen(rec->op) + 2 < sizeof missing) {
+                strcat(missing, " ");
+                strcat(missing, rec->op);
+            }
+            continue;
+        }
+        supported++;
+        uint64_t leaves = ovt_tree_leaves(rec->n * 4);
+        multi += leaves > 1;
+        uint64_t pick[3] = {0, leaves / 2, leaves - 1};
+        for (int k = 0; k < 3; k++) {
+            if (k > 0 && pick[k] == pick[k - 1])
+                continue;
+            bool same = false;
+            int rc = block_of(&f, i, pick[k], &same, false);
+            CHECK_MSG(rc == 0, "%s site %zu (%s) leaf %llu: %s", preset, i, rec->op, (unsigned long long)pick[k],
+                      ovt_errmsg());
+            CHECK_MSG(same, "%s site %zu (%s) leaf %llu of %llu: the block is not the step's", preset, i, rec->op,
+                      (unsigned long long)pick[k], (unsigned long long)leaves);
+            blocks++;
+        }
+        arb_block_task task = {.config = &f.rc, .step = 1};
+        arb_block_owned own;
+        CHECK(arb_block_from_trace(&task, &own, f.t, i, f.log, 0) == 0);
+        arb_block_plan p;
+        CHECK(arb_block_plan_make(&task, &p) == 0);
+        if (p.whole)
+            whole_rows++;
+        else if (p.row_hi - p.row_lo < p.rows)
+            partial_rows++;
+        arb_block_plan_free(&p);
+        arb_block_owned_free(&own);
+    }
+    printf("%s: %zu of %zu sites by block (%zu with several leaves; %zu from a part of the rows, %zu need every "
+           "row), %zu blocks the step's; whole step only:%s\n",
+           preset, supported, krn_trace_count(f.t), multi, partial_rows, whole_rows, blocks, missing);
+    CHECK(supported >= min_supported);
+    CHECK(blocks > supported);
+    step_close(&f);
+}
+
+/* The first site named op with a leaf whose rows hold a log entry. */
+static bool find_logged(const step_fixture *f, const char *op, size_t *site, uint64_t *leaf)
+{
+    for (size_t i = 0; i < krn_trace_count(f->t); i++) {
+        const krn_trace_record *rec = krn_trace_record_at(f->t, i);
+        const krn_rlog_site *ls = krn_rlog_find(f->log, rec->site);
+        if (strcmp(rec->op, op) || ls == NULL || ls->count == 0)
+            continue;
+        *site = i;
+        *leaf = ls->entries[0].index / LEAF_ELEMS;
+        return true;
+    }
+    return false;
+}
+
+/* What must fail, on gpt2-tiny. */
+static void test_refusals(void)
+{
+    step_fixture f;
+    step_open(&f, "gpt2-tiny", 8, 64);
+    size_t i = 0;
+    uint64_t L = 0;
+    CHECK(find_logged(&f, "matmul.fwd", &i, &L));
+    arb_block_task task = {.config = &f.rc, .step = 1, .threads = 1};
+    arb_block_owned own;
+    arb_block_result r;
+    CHECK(arb_block_from_trace(&task, &own, f.t, i, f.log, L) == 0);
+    CHECK(task.nslices >= 2);
+
+    /* one bit of a slice changed: its proof fails, naming it */
+    own.slices[0].data[3] = -own.slices[0].data[3];
+    CHECK(arb_block_run(&task, &r) == OVT_EFRAUD);
+    CHECK(strstr(ovt_errmsg(), "does not prove against its root") != NULL);
+    own.slices[0].data[3] = -own.slices[0].data[3];
+    CHECK(arb_block_run(&task, &r) == 0);
+    arb_block_result_free(&r);
+
+    /* a proof for other leaves than the slice's */
+    own.slices[0].first_leaf ^= 1;
+    CHECK(arb_block_run(&task, &r) == OVT_EFRAUD);
+    own.slices[0].first_leaf ^= 1;
+
+    /* a slice withheld */
+    task.nslices--;
+    CHECK(arb_block_run(&task, &r) == OVT_ENOTFOUND);
+    CHECK(strstr(ovt_errmsg(), "withheld") != NULL);
+    task.nslices++;
+
+    /* a leaf outside the site */
+    task.leaf = ovt_tree_leaves(task.n * 4);
+    CHECK(arb_block_run(&task, &r) == OVT_EINVAL);
+    task.leaf = L;
+    arb_block_owned_free(&own);
+
+    /* a log entry dropped: the block is not the trainer's output, or the
+     * arbiter's rule rejects it (a missing entry) */
+    bool same = true;
+    int rc = block_of(&f, i, L, &same, true);
+    CHECK_MSG(rc == OVT_EFRAUD || (rc == 0 && !same), "rc %d: %s", rc, ovt_errmsg());
+    printf("a dropped entry of site %zu leaf %llu: %s\n", i, (unsigned long long)L,
+           rc ? ovt_errmsg() : "the block differs from the trainer's");
+
+    /* an op the engine does not know is refused, naming the fallback */
+    arb_block_task other = {.config = &f.rc, .step = 1, .n = 1};
+    snprintf(other.op, sizeof other.op, "conv.bwd.dweight");
+    arb_block_plan p;
+    CHECK(arb_block_plan_make(&other, &p) == OVT_EINVAL);
+    CHECK(strstr(ovt_errmsg(), "whole step") != NULL);
+    step_close(&f);
+}
+
+int main(void)
+{
+    CHECK_RUN(test_refusals());
+    CHECK_RUN(test_preset("gpt2-tiny", 8, 64, 100));
+    CHECK_RUN(test_preset("llama-tiny", 8, 64, 100));
+    CHECK_RUN(test_preset("mlp-demo", 64, 0, 10));
+    CHECK_RUN(test_preset("resnet-mini", 4, 0, 5));
+    return check_done();
+}
