@@ -7,7 +7,11 @@
  * a slice with one bit changed or a proof for another leaf (OVT_EFRAUD), a
  * slice withheld (OVT_ENOTFOUND), a log entry dropped (the block differs
  * from the trainer's or the arbiter's rule rejects it), a leaf outside the
- * site. */
+ * site. Then the commands: a gpt2-tiny run with a deep fault (bit 22 of one
+ * element of a late site's output flipped in step 2) is packed by the
+ * honest party and by the faulty one; `ovt block check` re-executes the
+ * block, names the site and leaf, says whose claim is right, and refuses a
+ * changed, truncated or foreign-rooted package. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +25,7 @@
 #include "trainer/state.h"
 #include "trainer/trace.h"
 #include "trainer/trn_helpers.h"
+#include "support/cli_fixture.h"
 
 #define LEAF_ELEMS (OVT_TREE_LEAF_BYTES / 4)
 
@@ -257,12 +262,109 @@ static void test_refusals(void)
     step_close(&f);
 }
 
+/* The value of "key": "VALUE" in the last output, into out (67 bytes). */
+static bool output_hex(const char *key, char *out)
+{
+    char path[256], pat[64];
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    snprintf(pat, sizeof pat, "\"%s\": \"", key);
+    uint8_t *buf;
+    size_t len;
+    if (ovt_read_file(path, &buf, &len, 1 << 20))
+        return false;
+    const char *at = strstr((const char *)buf, pat);
+    bool ok = at && strlen(at + strlen(pat)) >= 66;
+    if (ok)
+        snprintf(out, 67, "%s", at + strlen(pat));
+    free(buf);
+    return ok;
+}
+
+static void test_cli(void)
+{
+    char text[512], tok[512], run[512], honest[512], faulty[512], bad[512], line[256];
+    snprintf(text, sizeof text, "%s/t.txt", dir);
+    snprintf(tok, sizeof tok, "%s/t.tok", dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    snprintf(honest, sizeof honest, "%s/honest.blk", dir);
+    snprintf(faulty, sizeof faulty, "%s/faulty.blk", dir);
+    snprintf(bad, sizeof bad, "%s/bad.blk", dir);
+    FILE *f = fopen(text, "w");
+    CHECK(f != NULL);
+    for (int i = 0; f && i < 300; i++)
+        fprintf(f, "the quick brown fox jumps over the lazy dog %d\n", i);
+    if (f)
+        fclose(f);
+    CHECK(run_ovt("data text %s --out %s", text, tok) == 0);
+    /* site 150 of gpt2-tiny's step: adamw.param, the last site (120576
+     * elements, 8 leaves); element 40000 lies in leaf 2. (A flip in an
+     * earlier site makes the trainer's log, recorded from the flipped
+     * values, fail the fraud check at a later site: the step level then
+     * decides, FraudulentLog.) */
+    CHECK(run_ovt("train --model gpt2-tiny --data %s --out %s --steps 3 --batch 4 --seq 32 --every 0 "
+                  "--checkpoint-every 1 --inject-fault flip-output --fault-step 2 --fault-site 150 "
+                  "--fault-element 40000",
+                  tok, run) == 0);
+    CHECK(run_ovt("step --run %s --step 2 --data %s", run, tok) == 1);
+    CHECK(output_has("does NOT match the step table"));
+    CHECK(run_ovt("block pack %s --step 2 --site 150 --leaf 2 --out %s --data %s", run, honest, tok) == 0);
+    CHECK(output_has("site 150 (adamw.param, 120576 elements), leaf 2 of 8"));
+    CHECK(run_ovt("block pack %s --step 2 --site 150 --leaf 2 --out %s --data %s --inject-fault flip-output "
+                  "--fault-element 40000",
+                  run, faulty, tok) == 0);
+
+    /* the faulty party's package: its claim is not the block */
+    char trainer_leaf[67], auditor_leaf[67], trainer_root[67];
+    CHECK(run_ovt("block check %s --json", faulty) == 0);
+    CHECK(output_has("\"site\": 150") && output_has("\"op\": \"adamw.param\"") && output_has("\"leaf\": 2,"));
+    CHECK(output_has("\"claim_matches\": false"));
+    CHECK(output_hex("claimed_leaf", trainer_leaf) && output_hex("trace_root", trainer_root));
+    /* the honest one's: its claim is; with both claims, the verdict */
+    CHECK(run_ovt("block check %s --json", honest) == 0);
+    CHECK(output_has("\"claim_matches\": true"));
+    CHECK(output_hex("claimed_leaf", auditor_leaf));
+    CHECK(strcmp(trainer_leaf, auditor_leaf) != 0);
+    CHECK(run_ovt("block check %s --trainer-leaf %s --auditor-leaf %s", faulty, trainer_leaf, auditor_leaf) == 0);
+    CHECK(output_has("verdict: auditor-right"));
+    snprintf(line, sizeof line, "recomputed leaf %s", auditor_leaf);
+    CHECK(output_has(line) && output_has("site 150 (adamw.param), leaf 2"));
+    CHECK(output_has("DIFFERS: the packing party's block is wrong"));
+
+    /* refused: a package bound to another trace root, one changed byte of
+     * a slice, a truncated one, not a package at all */
+    CHECK(run_ovt("block check %s --trace-root %s", honest, trainer_root) == 1);
+    CHECK(output_has("not the agreed one"));
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    CHECK(ovt_read_file(honest, &buf, &len, 1 << 26) == 0 && len > 100);
+    if (buf == NULL || len <= 100)
+        return;
+    buf[len - 100] ^= 1;
+    CHECK(ovt_write_atomic(bad, buf, len, 0644) == 0);
+    CHECK(run_ovt("block check %s", bad) == 1);
+    CHECK(output_has("refused") && output_has("does not prove against its root"));
+    CHECK(ovt_write_atomic(bad, buf, len - 7, 0644) == 0);
+    CHECK(run_ovt("block check %s", bad) == 1);
+    CHECK(output_has("truncated"));
+    CHECK(ovt_write_atomic(bad, "hello", 5, 0644) == 0);
+    CHECK(run_ovt("block check %s", bad) == 1);
+    CHECK(output_has("not a block package"));
+    free(buf);
+    CHECK(run_ovt("block pack %s --step 2 --site 9999 --leaf 0 --out %s --data %s", run, bad, tok) == 1);
+    CHECK(output_has("step 2 has 151 sites"));
+    CHECK(run_ovt("block frob") == 2);
+}
+
 int main(void)
 {
+    if (cli_setup("arb-block"))
+        return 1;
+    CHECK_RUN(test_cli());
     CHECK_RUN(test_refusals());
     CHECK_RUN(test_preset("gpt2-tiny", 8, 64, 100));
     CHECK_RUN(test_preset("llama-tiny", 8, 64, 100));
     CHECK_RUN(test_preset("mlp-demo", 64, 0, 10));
     CHECK_RUN(test_preset("resnet-mini", 4, 0, 5));
+    cli_cleanup();
     return check_done();
 }
