@@ -20,6 +20,7 @@ void arb_block_plan_free(arb_block_plan *p)
 void arb_block_result_free(arb_block_result *r)
 {
     free(r->values);
+    free(r->entries);
     arb_block_plan_free(&r->plan);
     memset(r, 0, sizeof *r);
 }
@@ -368,16 +369,36 @@ static int sub_log(const arb_block_task *task, const arb_block_plan *p, unsigned
     return 0;
 }
 
-static int sub_run(const arb_block_task *task, const blk_op *op, const blk_inputs *in, const blk_shape *sh,
-                   const arb_block_plan *p, float *out)
+/* RECORD: the entries the sub-run made for the site, at their indices in
+ * the site's output. */
+static int made_entries(const krn_rlog *log, unsigned target, const arb_block_plan *p, arb_block_result *res)
 {
-    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_REPLAY, .verifier = KRN_VERIFY_ARBITER,
+    const krn_rlog_site *ls = krn_rlog_find(log, target);
+    if (ls == NULL || ls->count == 0)
+        return 0;
+    if ((res->entries = malloc(ls->count * sizeof *res->entries)) == NULL)
+        return ovt_fail(OVT_ENOMEM, "block: out of memory for the entries");
+    for (size_t k = 0; k < ls->count; k++) {
+        res->entries[k] = ls->entries[k];
+        res->entries[k].index += p->out_lo;
+    }
+    res->nentries = ls->count;
+    return 0;
+}
+
+static int sub_run(const arb_block_task *task, const blk_op *op, const blk_inputs *in, const blk_shape *sh,
+                   const arb_block_plan *p, float *out, arb_block_result *res)
+{
+    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = task->record ? KRN_RECORD : KRN_REPLAY,
+                     .verifier = KRN_VERIFY_ARBITER,
                      .grid_bits = (int)task->config->grid_bits, .threads = task->threads > 0 ? task->threads : 1,
                      .rule = trn_config_rule(task->config)};
     krn_ctx *ctx = NULL;
     krn_rlog *log = NULL;
     int rc = krn_ctx_new(&ctx, &kc);
-    if (rc == 0)
+    if (rc == 0 && task->record && (log = krn_rlog_new()) == NULL)
+        rc = ovt_fail(OVT_ENOMEM, "block: out of memory for the log");
+    else if (rc == 0 && !task->record)
         rc = sub_log(task, p, op->target, &log);
     if (rc == 0)
         rc = krn_step_begin(ctx, task->step, log);
@@ -402,7 +423,7 @@ static int sub_run(const arb_block_task *task, const blk_op *op, const blk_input
         rc = ovt_fail(OVT_EINVAL, "block: site %u (%s) computed %zu elements for rows %llu..%llu, not %zu",
                       task->site, task->op, got, (unsigned long long)p->row_lo, (unsigned long long)p->row_hi, n);
     else
-        rc = 0;
+        rc = task->record ? made_entries(log, op->target, p, res) : 0;
 done:
     krn_ctx_block(ctx, 0, NULL, NULL, NULL, 0);
     krn_rlog_free(log);
@@ -430,7 +451,7 @@ int arb_block_run(const arb_block_task *task, arb_block_result *out)
                       (unsigned long long)p->row_lo, (unsigned long long)p->row_hi, task->site);
         goto done;
     }
-    if ((rc = sub_run(task, op, &in, &sh, p, all)) < 0)
+    if ((rc = sub_run(task, op, &in, &sh, p, all, out)) < 0)
         goto done;
     out->first = task->leaf * LEAF_ELEMS;
     out->count = task->n - out->first < LEAF_ELEMS ? task->n - out->first : LEAF_ELEMS;

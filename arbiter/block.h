@@ -59,7 +59,7 @@ typedef struct {
     uint32_t site;
     char op[48];
     uint64_t n;             /* the site's output elements */
-    ovt_hash root;          /* the agreed... the claimed root of its output (not used to compute) */
+    ovt_hash root;          /* the root of its output the record claims (not used to compute) */
     uint64_t leaf;
     const arb_block_read *reads;
     size_t nreads;
@@ -68,6 +68,8 @@ typedef struct {
     const krn_rlog_entry *entries; /* the site's entries over plan.out_lo .. out_hi, increasing */
     size_t nentries;
     int threads;            /* 0: one */
+    bool record;            /* the trainer's side: round to nearest and log (RECORD), entries ignored;
+                               the result carries the entries made (benchmarks, generated inputs) */
 } arb_block_task;
 
 /* A source range the block reads: elements [lo, hi) of a source. */
@@ -105,6 +107,8 @@ typedef struct {
     float *values;         /* malloc'd */
     ovt_hash leaf;         /* ovt_tree_leaf_le32 of them */
     arb_block_plan plan;
+    krn_rlog_entry *entries; /* task.record: the entries made over plan.out_lo .. out_hi (malloc'd) */
+    size_t nentries;
 } arb_block_result;
 
 void arb_block_result_free(arb_block_result *r);

@@ -6,6 +6,7 @@
  * attention, rotary embedding and the encoder (positions matter). */
 #include "arbiter/block_ops.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,13 +49,13 @@ static int bufs_alloc(bufs *b, const char *op, size_t count, const uint64_t *siz
     return 0;
 }
 
-static uint64_t isqrt(uint64_t v)
+/* round(sqrt(a * b / c)) in FP64: an estimate the caller checks exactly
+ * (the products can pass 2^64 at a large batch). */
+static uint64_t root_of(uint64_t a, uint64_t b, uint64_t c)
 {
-    uint64_t r = 0;
-    for (uint64_t bit = (uint64_t)1 << 31; bit; bit >>= 1)
-        if ((r + bit) * (r + bit) <= v)
-            r += bit;
-    return r;
+    if (c == 0)
+        return 0;
+    return (uint64_t)llround(sqrt((double)a * (double)b / (double)c));
 }
 
 static int misfit(const blk_rec *r, const char *what)
@@ -70,8 +71,8 @@ static int shape_mm_fwd(const blk_rec *r, blk_shape *s)
 {
     if (r->ninputs != 2 || r->n == 0)
         return misfit(r, "matmul.fwd (inp, weight)");
-    uint64_t C = isqrt(r->S[0] * r->S[1] / r->n);
-    if (C == 0 || C * C * r->n != r->S[0] * r->S[1] || r->S[0] % C || r->S[1] % C)
+    uint64_t C = root_of(r->S[0], r->S[1], r->n);
+    if (C == 0 || r->S[0] % C || r->S[1] % C || (r->S[0] / C) * (r->S[1] / C) != r->n)
         return misfit(r, "matmul.fwd (inp, weight)");
     *s = (blk_shape){.R = r->S[0] / C, .d = {C, r->S[1] / C}, .whole_inputs = 1u << 1};
     return 0;
@@ -132,8 +133,8 @@ static int shape_mm_dinp(const blk_rec *r, blk_shape *s)
 {
     if (r->ninputs != 3 || r->S[1] == 0)
         return misfit(r, "matmul.bwd.dinp (dout, weight, dinp)");
-    uint64_t N = isqrt(r->n * r->S[0] / r->S[1]);
-    if (N == 0 || N * N * r->S[1] != r->n * r->S[0] || r->n % N || r->S[0] % N)
+    uint64_t N = root_of(r->n, r->S[0], r->S[1]);
+    if (N == 0 || r->n % N || r->S[0] % N || (r->n / N) * (r->S[0] / N) != r->S[1])
         return misfit(r, "matmul.bwd.dinp (dout, weight, dinp)");
     *s = (blk_shape){.R = N, .d = {r->n / N, r->S[0] / N}, .whole_inputs = 1u << 1};
     return 0;
@@ -158,8 +159,8 @@ static int shape_mm_dweight(const blk_rec *r, blk_shape *s)
 {
     if (r->ninputs != 3 || r->n == 0)
         return misfit(r, "matmul.bwd.dweight (dout, inp, dweight)");
-    uint64_t N = isqrt(r->S[0] * r->S[1] / r->n);
-    if (N == 0 || N * N * r->n != r->S[0] * r->S[1] || r->S[0] % N || r->S[1] % N)
+    uint64_t N = root_of(r->S[0], r->S[1], r->n);
+    if (N == 0 || r->S[0] % N || r->S[1] % N || (r->S[0] / N) * (r->S[1] / N) != r->n)
         return misfit(r, "matmul.bwd.dweight (dout, inp, dweight)");
     *s = (blk_shape){.R = N, .d = {r->S[1] / N, r->S[0] / N}, .whole = true};
     return 0;
