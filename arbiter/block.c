@@ -63,6 +63,7 @@ static int inputs_of(const arb_block_task *task, blk_inputs *in)
     memset(in, 0, sizeof *in);
     in->rec.n = task->n;
     in->rec.cfg = task->config;
+    in->rec.step = task->step;
     for (size_t k = 0; k < task->nreads; k++) {
         const krn_trace_src *s = &task->reads[k].src;
         if (s->input >= BLK_MAX_INPUTS)

@@ -13,6 +13,7 @@
 #include "kernels/grid.h"
 #include "kernels/ops.h"
 #include "kernels/trace.h"
+#include "trainer/schedule.h"
 
 /* ---- buffers ---- */
 
@@ -601,6 +602,239 @@ static int call_adamw(krn_ctx *ctx, const blk_shape *s, uint64_t rows, const trn
     return rc;
 }
 
+/* ---- the optimizer's scalars and the gradient norm (one element each,
+ * from every gradient or from the config and the step) ---- */
+
+/* A site of one element: gradnorm.sqrt, clip.factor, schedule.lr, the
+ * corrections; d[0] the step. */
+static int shape_scalar(const blk_rec *r, blk_shape *s)
+{
+    if (r->n != 1)
+        return misfit(r, "a scalar site");
+    *s = (blk_shape){.R = 1, .d = {r->step}, .whole = true};
+    return 0;
+}
+
+/* gradnorm.sumsq: a sum over every gradient. */
+static int shape_sumsq(const blk_rec *r, blk_shape *s)
+{
+    if (r->n != 1 || r->ninputs != 1 || r->S[0] == 0)
+        return misfit(r, "gradnorm.sumsq (grads)");
+    *s = (blk_shape){.R = r->S[0], .d = {r->S[0]}, .whole = true};
+    return 0;
+}
+
+static int call_grad_norm(krn_ctx *ctx, const blk_shape *s, uint64_t rows, const trn_run_config *cfg)
+{
+    (void)cfg;
+    (void)rows;
+    uint64_t n = s->d[0] > 1 ? s->d[0] : 1; /* gradnorm.sqrt: no gradient is read */
+    float *a[2];
+    bufs b;
+    int rc = bufs_alloc(&b, "gradnorm", 2, (uint64_t[]){1, n}, a);
+    if (rc == 0)
+        rc = krn_grad_norm(ctx, a[0], a[1], n);
+    bufs_free(&b);
+    return rc;
+}
+
+/* clip.factor: the norm by value, declared by trainer/train.c. */
+static int call_clip(krn_ctx *ctx, const blk_shape *s, uint64_t rows, const trn_run_config *cfg)
+{
+    (void)s;
+    (void)rows;
+    float norm = 0.0f, factor;
+    KRN_TRACE_READS(ctx, 0, {&norm, 1});
+    return krn_clip_factor(ctx, &factor, norm, krn_grid_round(cfg->grad_clip, (int)cfg->grid_bits));
+}
+
+/* schedule.lr: the schedule's exact value at the step (trainer/train.c). */
+static int call_lr(krn_ctx *ctx, const blk_shape *s, uint64_t rows, const trn_run_config *cfg)
+{
+    (void)rows;
+    float lr;
+    double lr64 = trn_schedule_lr(cfg, s->d[0]);
+    const krn_band exact = {.kind = KRN_BAND_ZERO};
+    return krn_site(ctx, "schedule.lr", &lr, &lr64, 1, &exact);
+}
+
+static int call_corrections(krn_ctx *ctx, const blk_shape *s, uint64_t rows, const trn_run_config *cfg)
+{
+    (void)rows;
+    int b = (int)cfg->grid_bits;
+    float bc1, bc2;
+    return krn_adamw_corrections(ctx, &bc1, &bc2, krn_grid_round(cfg->beta1, b), krn_grid_round(cfg->beta2, b),
+                                 s->d[0]);
+}
+
+/* encoder.bwd.dwte (dout, tokens, dwte), .dwpe (dout, dwpe): sums over
+ * every position (a token's rows, a position's sequences). */
+static int shape_encoder_bwd(const blk_rec *r, blk_shape *s)
+{
+    uint64_t T = r->cfg->seq_len, C = r->cfg->model.width, V = r->cfg->model.vocab;
+    if (r->ninputs < 2 || !T || !C || !V || r->S[0] % (T * C))
+        return misfit(r, "the encoder's backward (dout, ...)");
+    *s = (blk_shape){.R = r->S[0] / (T * C), .d = {T, C, V}, .whole = true};
+    return 0;
+}
+
+static int call_encoder_bwd(krn_ctx *ctx, const blk_shape *s, uint64_t rows, const trn_run_config *cfg)
+{
+    (void)cfg;
+    uint64_t T = s->d[0], C = s->d[1], V = s->d[2];
+    float *a[4]; /* dwte, dwpe, dout, tokens */
+    bufs b;
+    int rc = bufs_alloc(&b, "encoder.bwd", 4, (uint64_t[]){V * C, T * C, rows * T * C, rows * T}, a);
+    if (rc == 0)
+        rc = krn_encoder_backward(ctx, a[0], a[1], a[2], (const int32_t *)a[3], rows, T, C, V);
+    bufs_free(&b);
+    return rc;
+}
+
+/* ---- the rotary table (a function of the config) ---- */
+
+static int shape_rope_table(const blk_rec *r, blk_shape *s)
+{
+    attn_cfg a;
+    if (!attn_of(r->cfg, &a) || (r->n != a.hs / 2 && r->n != a.T * a.hs / 2))
+        return misfit(r, "the rotary table");
+    *s = (blk_shape){.R = 1, .d = {a.T, a.hs}, .whole = true};
+    return 0;
+}
+
+static int call_rope_table(krn_ctx *ctx, const blk_shape *s, uint64_t rows, const trn_run_config *cfg)
+{
+    (void)rows;
+    uint64_t tab = s->d[0] * s->d[1] / 2;
+    float *a[2];
+    bufs b;
+    int rc = bufs_alloc(&b, "rope.table", 2, (uint64_t[]){tab, tab}, a);
+    if (rc == 0)
+        rc = krn_rope_table(ctx, a[0], a[1], s->d[0], s->d[1], cfg->model.rope_theta);
+    bufs_free(&b);
+    return rc;
+}
+
+/* ---- batch norm and global average pooling (ResNet; a row is an image) ---- */
+
+static uint64_t shard_batch(const trn_run_config *cfg)
+{
+    return cfg->batch_size / (cfg->shards ? cfg->shards : 1);
+}
+
+/* The images' sites: bn.fwd (inp, mean, rstd, weight, bias) and
+ * bn.bwd.dinp (dout, weight, inp, mean, rstd, dinp, dmean, dnmean): C is a
+ * per-channel input's size, N the shard's batch. */
+static int shape_bn_image(const blk_rec *r, blk_shape *s)
+{
+    uint64_t N = shard_batch(r->cfg), C = 0;
+    for (size_t m = 0; m < r->ninputs && !C; m++)
+        if (r->S[m] < r->n)
+            C = r->S[m];
+    if (!N || !C || r->n % (N * C))
+        return misfit(r, "batch norm over images");
+    uint32_t whole = 0;
+    for (size_t m = 0; m < r->ninputs; m++)
+        if (r->S[m] == C)
+            whole |= 1u << m;
+    *s = (blk_shape){.R = N, .d = {C, r->n / (N * C)}, .whole_inputs = whole};
+    return 0;
+}
+
+/* The channels' sums over every image (mean, var, dmean, dnmean, dbias,
+ * dweight): the first input is (N,C,HW). */
+static int shape_bn_sum(const blk_rec *r, blk_shape *s)
+{
+    uint64_t N = shard_batch(r->cfg), C = r->n;
+    if (!N || !C || r->ninputs < 1 || r->S[0] % (N * C))
+        return misfit(r, "a batch norm's sum over images");
+    *s = (blk_shape){.R = N, .d = {C, r->S[0] / (N * C)}, .whole = true};
+    return 0;
+}
+
+/* bn.rstd (var), bn.running_mean (running_mean, mean): elementwise over
+ * the channels. */
+static int shape_bn_channel(const blk_rec *r, blk_shape *s)
+{
+    for (size_t m = 0; m < r->ninputs; m++)
+        if (r->S[m] != r->n)
+            return misfit(r, "batch norm's per-channel site");
+    if (r->ninputs == 0)
+        return misfit(r, "batch norm's per-channel site");
+    *s = (blk_shape){.R = r->n, .d = {1, 1}, .whole_inputs = 0};
+    return 0;
+}
+
+/* bn.rstd and bn.running_mean run as a batch norm of two images of one
+ * element per channel (rows channels): they need only var and eps, the
+ * running mean, mean and the momentum. (bn.running_var needs M = N*HW,
+ * which its record does not give: the whole step decides it.) */
+static int call_bn_fwd(krn_ctx *ctx, const blk_shape *s, uint64_t rows, const trn_run_config *cfg)
+{
+    bool rstd_only = s->d[0] == 1 && s->d[1] == 1;
+    uint64_t N = rstd_only ? 2 : rows, C = rstd_only ? rows : s->d[0], HW = rstd_only ? 1 : s->d[1];
+    uint64_t n = N * C * HW;
+    float *a[8]; /* out, mean, rstd, running_mean, running_var, inp, weight, bias */
+    bufs b;
+    int rc = bufs_alloc(&b, "bn", 8, (uint64_t[]){n, C, C, C, C, n, C, C}, a);
+    if (rc == 0)
+        rc = krn_batchnorm_forward(ctx, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], N, C, HW,
+                                   cfg->model.bn_eps, 1.0); /* momentum 1, as trainer/resnet.c calls it (the
+                                                               run's momentum is applied by "bn.running") */
+    bufs_free(&b);
+    return rc;
+}
+
+static int call_bn_bwd(krn_ctx *ctx, const blk_shape *s, uint64_t rows, const trn_run_config *cfg)
+{
+    (void)cfg;
+    uint64_t C = s->d[0], HW = s->d[1], n = rows * C * HW;
+    float *a[8]; /* dinp, dweight, dbias, dout, inp, weight, mean, rstd */
+    bufs b;
+    int rc = bufs_alloc(&b, "bn.bwd", 8, (uint64_t[]){n, C, C, n, n, C, C, C}, a);
+    if (rc == 0)
+        rc = krn_batchnorm_backward(ctx, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], rows, C, HW);
+    bufs_free(&b);
+    return rc;
+}
+
+/* avgpool.fwd (inp (N,C,HW) -> (N,C)), avgpool.bwd (dout (N,C), dinp). */
+static int shape_avgpool(const blk_rec *r, blk_shape *s)
+{
+    uint64_t N = shard_batch(r->cfg);
+    bool fwd = r->ninputs == 1;
+    uint64_t small = fwd ? r->n : r->S[0], big = fwd ? r->S[0] : r->n;
+    if (!N || !small || small % N || big % small)
+        return misfit(r, "global average pooling");
+    *s = (blk_shape){.R = N, .d = {small / N, big / small}};
+    return 0;
+}
+
+static int call_avgpool(krn_ctx *ctx, const blk_shape *s, uint64_t rows, const trn_run_config *cfg, bool fwd)
+{
+    (void)cfg;
+    uint64_t C = s->d[0], HW = s->d[1];
+    float *a[2];
+    bufs b;
+    int rc = bufs_alloc(&b, "avgpool", 2, (uint64_t[]){fwd ? rows * C : rows * C * HW, fwd ? rows * C * HW : rows * C},
+                        a);
+    if (rc == 0)
+        rc = fwd ? krn_avgpool_global_forward(ctx, a[0], a[1], rows, C, HW)
+                 : krn_avgpool_global_backward(ctx, a[0], a[1], rows, C, HW);
+    bufs_free(&b);
+    return rc;
+}
+
+static int call_avgpool_fwd(krn_ctx *ctx, const blk_shape *s, uint64_t rows, const trn_run_config *cfg)
+{
+    return call_avgpool(ctx, s, rows, cfg, true);
+}
+
+static int call_avgpool_bwd(krn_ctx *ctx, const blk_shape *s, uint64_t rows, const trn_run_config *cfg)
+{
+    return call_avgpool(ctx, s, rows, cfg, false);
+}
+
 /* ---- the table ---- */
 
 static const blk_op ops[] = {
@@ -663,6 +897,31 @@ static const blk_op ops[] = {
     {"adamw.m", 0, shape_adamw, call_adamw},
     {"adamw.v", 1, shape_adamw, call_adamw},
     {"adamw.param", 2, shape_adamw, call_adamw},
+    {"gradnorm.sumsq", 0, shape_sumsq, call_grad_norm},
+    {"gradnorm.sqrt", 1, shape_scalar, call_grad_norm},
+    {"clip.factor", 0, shape_scalar, call_clip},
+    {"schedule.lr", 0, shape_scalar, call_lr},
+    {"adamw.pow1", 0, shape_scalar, call_corrections},
+    {"adamw.pow2", 1, shape_scalar, call_corrections},
+    {"adamw.bc1", 2, shape_scalar, call_corrections},
+    {"adamw.bc2", 3, shape_scalar, call_corrections},
+    {"encoder.bwd.dwte", 0, shape_encoder_bwd, call_encoder_bwd},
+    {"encoder.bwd.dwpe", 1, shape_encoder_bwd, call_encoder_bwd},
+    {"rope.freq", 0, shape_rope_table, call_rope_table},
+    {"rope.cos", 1, shape_rope_table, call_rope_table},
+    {"rope.sin", 2, shape_rope_table, call_rope_table},
+    {"bn.mean", 0, shape_bn_sum, call_bn_fwd},
+    {"bn.var", 1, shape_bn_sum, call_bn_fwd},
+    {"bn.rstd", 2, shape_bn_channel, call_bn_fwd},
+    {"bn.running_mean", 4, shape_bn_channel, call_bn_fwd},
+    {"bn.fwd", 3, shape_bn_image, call_bn_fwd},
+    {"bn.bwd.dmean", 0, shape_bn_sum, call_bn_bwd},
+    {"bn.bwd.dnmean", 1, shape_bn_sum, call_bn_bwd},
+    {"bn.bwd.dbias", 2, shape_bn_sum, call_bn_bwd},
+    {"bn.bwd.dweight", 3, shape_bn_sum, call_bn_bwd},
+    {"bn.bwd.dinp", 4, shape_bn_image, call_bn_bwd},
+    {"avgpool.fwd", 0, shape_avgpool, call_avgpool_fwd},
+    {"avgpool.bwd", 0, shape_avgpool, call_avgpool_bwd},
 };
 
 const blk_op *blk_op_find(const char *name)

@@ -21,6 +21,7 @@ typedef struct {
     uint64_t S[BLK_MAX_INPUTS];
     size_t ninputs;
     const trn_run_config *cfg;
+    uint64_t step;
 } blk_rec;
 
 /* The op's shape: R leading rows (every input read by rows has R of them,

@@ -361,10 +361,10 @@ int main(void)
         return 1;
     CHECK_RUN(test_cli());
     CHECK_RUN(test_refusals());
-    CHECK_RUN(test_preset("gpt2-tiny", 8, 64, 100));
-    CHECK_RUN(test_preset("llama-tiny", 8, 64, 100));
-    CHECK_RUN(test_preset("mlp-demo", 64, 0, 10));
-    CHECK_RUN(test_preset("resnet-mini", 4, 0, 5));
+    CHECK_RUN(test_preset("gpt2-tiny", 8, 64, 151));
+    CHECK_RUN(test_preset("llama-tiny", 8, 64, 150));
+    CHECK_RUN(test_preset("mlp-demo", 64, 0, 40));
+    CHECK_RUN(test_preset("resnet-mini", 4, 0, 138));
     cli_cleanup();
     return check_done();
 }
