@@ -30,13 +30,8 @@
 #define LEAF_ELEMS (OVT_TREE_LEAF_BYTES / 4)
 
 typedef struct {
-    trn_run_config rc;
-    data_tokens tokens;
-    data_samples samples;
-    data_token_batch tb;
-    data_sample_batch sb;
-    trn_batch b;
-    bool lm;
+    trn_test_step_data d;
+    trn_run_config rc; /* d's, with a gradient clip (AdamW's scale read from clip.factor) */
     krn_trace *t;
     krn_rlog *log;
 } step_fixture;
@@ -45,33 +40,9 @@ typedef struct {
 static void step_open(step_fixture *f, const char *preset, uint32_t batch, uint32_t seq)
 {
     memset(f, 0, sizeof *f);
-    trn_model_config m;
-    CHECK(trn_model_preset(&m, preset) == 0);
-    trn_config_default(&f->rc, &m);
-    f->rc.seed = 5;
-    f->rc.warmup_steps = 0;
-    f->rc.batch_size = batch;
-    f->rc.grad_clip = 1.0; /* AdamW's scale read from clip.factor */
-    f->lm = trn_model_is_lm(&m);
-    if (f->lm) {
-        size_t N = (size_t)batch * seq * 4 + 16;
-        uint32_t *toks = malloc(N * sizeof *toks);
-        for (size_t i = 0; i < N; i++)
-            toks[i] = (uint32_t)((i * 37 + i / 5) % m.vocab);
-        uint8_t *buf;
-        size_t len;
-        CHECK(data_tokens_encode(toks, N, m.vocab, &buf, &len) == 0 && data_tokens_parse(&f->tokens, buf, len) == 0);
-        free(buf);
-        free(toks);
-        f->rc.seq_len = seq;
-        f->rc.dataset_hash = f->tokens.hash;
-        CHECK(trn_test_token_batch(&f->tb, &f->b, &f->tokens, &f->rc, 1) == 0);
-    } else {
-        CHECK(data_samples_synthetic(&f->samples, 3, 256, m.in_dim, m.n_class, 32) == 0);
-        f->rc.dataset_hash = f->samples.hash;
-        CHECK(data_sample_batch_get(&f->sb, &f->samples, f->rc.seed, 1, f->rc.batch_size) == 0);
-        f->b = (trn_batch){.B = f->sb.B, .x = f->sb.x, .labels = f->sb.y};
-    }
+    CHECK(trn_test_step_data_open(&f->d, preset, 5, batch, seq, 1, (size_t)batch * seq * 4 + 16, 256) == 0);
+    f->d.rc.grad_clip = 1.0;
+    f->rc = f->d.rc;
     krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_RECORD, .grid_bits = (int)f->rc.grid_bits,
                      .threads = 2};
     krn_ctx *ctx;
@@ -85,7 +56,7 @@ static void step_open(step_fixture *f, const char *preset, uint32_t batch, uint3
     trn_step_info info;
     int trace_rc;
     ovt_hash root;
-    CHECK_MSG(trn_train_step_traced(ctx, w, st, &f->b, f->log, f->t, &info, &trace_rc, &root) == 0, "%s",
+    CHECK_MSG(trn_train_step_traced(ctx, w, st, &f->d.b, f->log, f->t, &info, &trace_rc, &root) == 0, "%s",
               ovt_errmsg());
     CHECK_MSG(trace_rc == 0, "%s", ovt_errmsg());
     trn_workspace_free(w);
@@ -97,13 +68,7 @@ static void step_close(step_fixture *f)
 {
     krn_trace_free(f->t);
     krn_rlog_free(f->log);
-    if (f->lm) {
-        data_token_batch_free(&f->tb);
-        data_tokens_free(&f->tokens);
-    } else {
-        data_sample_batch_free(&f->sb);
-        data_samples_free(&f->samples);
-    }
+    trn_test_step_data_close(&f->d);
 }
 
 /* Runs the block of record i, leaf L; 0 or the engine's failure. On
@@ -282,20 +247,13 @@ static bool output_hex(const char *key, char *out)
 
 static void test_cli(void)
 {
-    char text[512], tok[512], run[512], honest[512], faulty[512], bad[512], line[256];
-    snprintf(text, sizeof text, "%s/t.txt", dir);
+    char tok[512], run[512], honest[512], faulty[512], bad[512], line[256];
     snprintf(tok, sizeof tok, "%s/t.tok", dir);
     snprintf(run, sizeof run, "%s/run", dir);
     snprintf(honest, sizeof honest, "%s/honest.blk", dir);
     snprintf(faulty, sizeof faulty, "%s/faulty.blk", dir);
     snprintf(bad, sizeof bad, "%s/bad.blk", dir);
-    FILE *f = fopen(text, "w");
-    CHECK(f != NULL);
-    for (int i = 0; f && i < 300; i++)
-        fprintf(f, "the quick brown fox jumps over the lazy dog %d\n", i);
-    if (f)
-        fclose(f);
-    CHECK(run_ovt("data text %s --out %s", text, tok) == 0);
+    CHECK(cli_fox_tokens(tok, 300) == 0);
     /* site 150 of gpt2-tiny's step: adamw.param, the last site (120576
      * elements, 8 leaves); element 40000 lies in leaf 2. (A flip in an
      * earlier site makes the trainer's log, recorded from the flipped
