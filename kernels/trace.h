@@ -28,6 +28,8 @@
  * zeroed range) wins, then the registered regions; so buffers reused
  * within a step are named by what last wrote them, and a site that reads
  * an earlier site of its own group (krn_site_exact_fills) sees that site.
+ * A read must be declared before the op reads that memory: block mode
+ * (below) writes the values there at the declaration.
  * The cuda backend cannot be traced yet (its outputs stay on the device). */
 
 #include <stdbool.h>
