@@ -835,6 +835,106 @@ static int call_avgpool_bwd(krn_ctx *ctx, const blk_shape *s, uint64_t rows, con
     return call_avgpool(ctx, s, rows, cfg, false);
 }
 
+/* ---- convolutions (ResNet; a row is an image) ---- */
+
+static uint64_t square_root(uint64_t v)
+{
+    uint64_t r = (uint64_t)llround(sqrt((double)v));
+    return r * r == v ? r : 0;
+}
+
+/* A ResNet's convolutions are square, k x k with k 1 or 3, padding k / 2,
+ * stride 1 or 2 (trainer/resnet.c). From the image (C,H,H) of size `in`,
+ * the weight's size and the output image's size `out`: the one (C, H, OC,
+ * k, stride) that fits, into d[] = {C, H, OC, k, stride}; false when none
+ * or several do. */
+static bool conv_dims(uint64_t in, uint64_t wsize, uint64_t out, uint64_t d[6])
+{
+    int found = 0;
+    for (uint64_t k = 1; k <= 3; k += 2) {
+        if (wsize % (k * k))
+            continue;
+        uint64_t co = wsize / (k * k); /* C * OC */
+        for (uint64_t C = 1; C <= co && C <= 8192; C++) {
+            if (co % C || in % C)
+                continue;
+            uint64_t OC = co / C, H = square_root(in / C);
+            if (!H || out % OC)
+                continue;
+            uint64_t OH = square_root(out / OC);
+            for (uint64_t stride = 1; OH && stride <= 2; stride++)
+                if (H + 2 * (k / 2) >= k && (H + 2 * (k / 2) - k) / stride + 1 == OH) {
+                    uint64_t cand[6] = {C, H, OC, k, stride, 0};
+                    if (found++ == 0)
+                        memcpy(d, cand, sizeof cand);
+                }
+        }
+    }
+    return found == 1;
+}
+
+/* conv.fwd (inp (N,C,H,H), weight (OC,C,k,k)), conv.bwd.dinp (dout
+ * (N,OC,OH,OH), weight, dinp), conv.bwd.dweight (dout, inp, dweight): N
+ * the shard's batch; a sum over every image for dweight. */
+static int shape_conv(const blk_rec *r, blk_shape *s, int which)
+{
+    uint64_t N = shard_batch(r->cfg), d[6] = {0};
+    bool ok = N && r->ninputs >= 2;
+    if (ok && which == 0) /* fwd */
+        ok = r->S[0] % N == 0 && r->n % N == 0 && conv_dims(r->S[0] / N, r->S[1], r->n / N, d);
+    else if (ok && which == 1) /* dinp */
+        ok = r->S[0] % N == 0 && r->n % N == 0 && conv_dims(r->n / N, r->S[1], r->S[0] / N, d);
+    else if (ok) /* dweight */
+        ok = r->S[0] % N == 0 && r->S[1] % N == 0 && conv_dims(r->S[1] / N, r->n, r->S[0] / N, d);
+    if (!ok)
+        return misfit(r, "a ResNet convolution (k 1 or 3, stride 1 or 2) at the config's batch");
+    *s = (blk_shape){.R = N, .whole = which == 2, .whole_inputs = which == 2 ? 0 : 1u << 1};
+    memcpy(s->d, d, sizeof d);
+    return 0;
+}
+
+static int shape_conv_fwd(const blk_rec *r, blk_shape *s)
+{
+    return shape_conv(r, s, 0);
+}
+
+static int shape_conv_dinp(const blk_rec *r, blk_shape *s)
+{
+    return shape_conv(r, s, 1);
+}
+
+static int shape_conv_dweight(const blk_rec *r, blk_shape *s)
+{
+    return shape_conv(r, s, 2);
+}
+
+static int call_conv(krn_ctx *ctx, const blk_shape *s, uint64_t rows, const trn_run_config *cfg, bool fwd)
+{
+    (void)cfg;
+    uint64_t C = s->d[0], H = s->d[1], OC = s->d[2], k = s->d[3], stride = s->d[4], pad = k / 2;
+    uint64_t OH = (H + 2 * pad - k) / stride + 1, nin = rows * C * H * H, nout = rows * OC * OH * OH;
+    float *a[5]; /* fwd: out, inp, weight; bwd: dinp, dweight, dout, inp, weight */
+    bufs b;
+    int rc = fwd ? bufs_alloc(&b, "conv", 3, (uint64_t[]){nout, nin, OC * C * k * k}, a)
+                 : bufs_alloc(&b, "conv.bwd", 5, (uint64_t[]){nin, OC * C * k * k, nout, nin, OC * C * k * k}, a);
+    if (rc == 0)
+        rc = fwd ? krn_conv2d_forward(ctx, a[0], a[1], a[2], NULL, rows, C, H, H, OC, k, k, stride, pad)
+                 : krn_conv2d_backward(ctx, s->whole ? NULL : a[0], a[1], NULL, a[2], a[3], a[4], rows, C, H, H, OC,
+                                       k, k, stride, pad);
+    bufs_free(&b);
+    return rc;
+}
+
+static int call_conv_fwd(krn_ctx *ctx, const blk_shape *s, uint64_t rows, const trn_run_config *cfg)
+{
+    return call_conv(ctx, s, rows, cfg, true);
+}
+
+static int call_conv_bwd(krn_ctx *ctx, const blk_shape *s, uint64_t rows, const trn_run_config *cfg)
+{
+    return call_conv(ctx, s, rows, cfg, false);
+}
+
 /* ---- the table ---- */
 
 static const blk_op ops[] = {
@@ -922,6 +1022,9 @@ static const blk_op ops[] = {
     {"bn.bwd.dinp", 4, shape_bn_image, call_bn_bwd},
     {"avgpool.fwd", 0, shape_avgpool, call_avgpool_fwd},
     {"avgpool.bwd", 0, shape_avgpool, call_avgpool_bwd},
+    {"conv.fwd", 0, shape_conv_fwd, call_conv_fwd},
+    {"conv.bwd.dinp", 0, shape_conv_dinp, call_conv_bwd},
+    {"conv.bwd.dweight", 0, shape_conv_dweight, call_conv_bwd},
 };
 
 const blk_op *blk_op_find(const char *name)
