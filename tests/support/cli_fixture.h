@@ -52,7 +52,7 @@ static int run_ovt(const char *fmt, ...)
 
 /* Writes `lines` lines of "the quick brown fox ..." to DIR/t.txt and makes
  * them a token file at tok (`ovt data text`, bytes); its exit status. */
-static int cli_fox_tokens(const char *tok, int lines)
+static inline int cli_fox_tokens(const char *tok, int lines)
 {
     char text[128];
     snprintf(text, sizeof text, "%s/t.txt", dir);
