@@ -33,8 +33,8 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: ovt block pack RUNDIR --step K --site S --leaf L --out FILE [--data FILE]\n"
             "                      [--threads N] [--inject-fault flip-output --fault-element E]\n"
-            "       ovt block check FILE [--trace-root HEX] [--trainer-leaf HEX] [--auditor-leaf HEX]\n"
-            "                      [--threads N] [--json]\n"
+            "       ovt block check FILE [--trace-root HEX] [--config-hash HEX] [--trainer-leaf HEX]\n"
+            "                      [--auditor-leaf HEX] [--threads N] [--json]\n"
             "\n"
             "The third level of a dispute (docs/arbiter.md, \"One block of one site\"): once step K,\n"
             "site S of its trace and leaf L of S's output (16384 elements) are fixed, a party packs\n"
@@ -51,21 +51,22 @@ static void usage(FILE *out)
             "check: verifies every proof, re-executes the block and says which claim its leaf\n"
             "matches: the package's own, and --trainer-leaf / --auditor-leaf (the parties' leaf\n"
             "hashes from the chain) when given; --trace-root: the agreed trace root the package\n"
-            "must be bound to. Status 1 when the package is refused (a proof fails, an input is\n"
-            "missing, a slice was changed) or the block cannot be computed.\n");
+            "must be bound to; --config-hash: the run's configHash its run config must hash to.\n"
+            "Status 1 when the package is refused (a proof fails, an input is missing, a slice\n"
+            "was changed, another trace root or run config) or the block cannot be computed.\n");
 }
 
 enum {
     O_STEP = 256, O_SITE, O_LEAF, O_OUT, O_DATA, O_THREADS, O_FAULT, O_FAULT_ELEMENT, O_TRACE_ROOT,
-    O_TRAINER_LEAF, O_AUDITOR_LEAF, O_JSON
+    O_TRAINER_LEAF, O_AUDITOR_LEAF, O_JSON, O_CONFIG_HASH
 };
 
 struct block_args {
     uint64_t step, site, leaf, element;
-    bool have_step, have_site, have_leaf, have_element, json, have_root, have_trainer, have_auditor;
+    bool have_step, have_site, have_leaf, have_element, json, have_root, have_trainer, have_auditor, have_config;
     const char *out, *data, *fault;
     int threads;
-    ovt_hash root, trainer, auditor;
+    ovt_hash root, trainer, auditor, config;
 };
 
 static int take(void *ctx, int c, const char *flag, const char *arg, const char *given)
@@ -84,6 +85,7 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_TRACE_ROOT: rv = chain_parse_hash(&a->root, flag, arg); a->have_root = true; break;
     case O_TRAINER_LEAF: rv = chain_parse_hash(&a->trainer, flag, arg); a->have_trainer = true; break;
     case O_AUDITOR_LEAF: rv = chain_parse_hash(&a->auditor, flag, arg); a->have_auditor = true; break;
+    case O_CONFIG_HASH: rv = chain_parse_hash(&a->config, flag, arg); a->have_config = true; break;
     case O_JSON: a->json = true; break;
     default: return cli_arg_unknown("block", given);
     }
@@ -202,6 +204,10 @@ static int check(const char *file, const struct block_args *a)
         rv = ovt_fail(OVT_EFRAUD, "%s is bound to trace root %s, not the agreed one given by --trace-root", file,
                       have);
     }
+    ovt_hash config_hash;
+    trn_config_hash(&config_hash, &p.config);
+    if (!rv && a->have_config && memcmp(a->config.b, config_hash.b, 32) != 0)
+        rv = ovt_fail(OVT_EFRAUD, "%s carries another run config than the one --config-hash names", file);
     if (!rv && (rv = arb_block_run(&p.task, &r)) < 0)
         rv = ovt_fail_wrap(rv, "%s: refused", file);
     if (!rv) {
@@ -224,6 +230,7 @@ int cmd_block(int argc, char **argv)
         {"inject-fault", required_argument, NULL, O_FAULT},
         {"fault-element", required_argument, NULL, O_FAULT_ELEMENT},
         {"trace-root", required_argument, NULL, O_TRACE_ROOT},
+        {"config-hash", required_argument, NULL, O_CONFIG_HASH},
         {"trainer-leaf", required_argument, NULL, O_TRAINER_LEAF},
         {"auditor-leaf", required_argument, NULL, O_AUDITOR_LEAF},
         {"json", no_argument, NULL, O_JSON},
@@ -255,7 +262,7 @@ int cmd_block(int argc, char **argv)
         return pack(operand, &a);
     }
     if (a.out || a.have_step || a.have_site || a.have_leaf || a.fault)
-        return cli_usage_error("block", "check takes FILE and --trace-root, --trainer-leaf, --auditor-leaf, "
-                                        "--threads, --json");
+        return cli_usage_error("block", "check takes FILE and --trace-root, --config-hash, --trainer-leaf, "
+                                        "--auditor-leaf, --threads, --json");
     return check(operand, &a);
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "arbiter/block.h"
+#include "arbiter/block_file.h"
 #include "check.h"
 #include "common/tree.h"
 #include "data/dataset.h"
@@ -227,6 +228,66 @@ static void test_refusals(void)
     step_close(&f);
 }
 
+/* A package cut short anywhere is refused; one with any one byte changed
+ * is refused (a proof fails, a field is malformed) or re-executes to the
+ * honest leaf (a byte the block does not use), except in the run config,
+ * which the package carries unbound: the arbiter must compare it with the
+ * run's configHash (docs/formats.md, "Block package"). Nothing crashes:
+ * the reader takes untrusted bytes. */
+static void test_package_bytes(void)
+{
+    step_fixture f;
+    step_open(&f, "gpt2-tiny", 8, 64);
+    size_t i = 0;
+    uint64_t L = 0;
+    CHECK(find_logged(&f, "matmul.fwd", &i, &L));
+    ovt_hash root;
+    memset(&root, 0, sizeof root);
+    CHECK(krn_trace_finish(f.t, &root) == 0);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    CHECK(arb_block_package_make(&buf, &len, &f.rc, f.t, &root, 1, i, L, f.log) == 0);
+    arb_block_package p;
+    arb_block_result r;
+    CHECK(arb_block_package_read(&p, buf, len) == 0);
+    CHECK(arb_block_run(&p.task, &r) == 0);
+    ovt_hash honest = r.leaf;
+    CHECK_MEM(honest.b, p.claim.b, 32);
+    arb_block_result_free(&r);
+    arb_block_package_free(&p);
+    if (buf == NULL || len < 100)
+        return;
+    size_t cfg_lo = 16, cfg_hi = 16 + (size_t)ovt_get_le32(buf + 12); /* magic, version, config length */
+    int cuts = 0, cut_refused = 0, flips = 0, refused = 0, harmless = 0, config_changed = 0, other = 0;
+    for (size_t cut = 0; cut < len; cut += cut < 4096 ? 7 : 4099, cuts++)
+        cut_refused += arb_block_package_read(&p, buf, cut) < 0;
+    for (size_t at = 0; at < len; at += at < 4096 ? 3 : 1021, flips++) {
+        buf[at] ^= 0x10;
+        int rc = arb_block_package_read(&p, buf, len);
+        bool same = false;
+        if (rc == 0) {
+            rc = arb_block_run(&p.task, &r);
+            same = rc == 0 && memcmp(r.leaf.b, honest.b, 32) == 0;
+            if (rc == 0)
+                arb_block_result_free(&r);
+            arb_block_package_free(&p);
+        }
+        refused += rc < 0;
+        harmless += rc == 0 && same;
+        config_changed += rc == 0 && !same && at >= cfg_lo && at < cfg_hi;
+        other += rc == 0 && !same && !(at >= cfg_lo && at < cfg_hi);
+        buf[at] ^= 0x10;
+    }
+    printf("package of %zu bytes: %d of %d cuts refused; of %d one-byte changes %d refused, %d harmless, %d in "
+           "the config changed the block, %d elsewhere did\n",
+           len, cut_refused, cuts, flips, refused, harmless, config_changed, other);
+    CHECK(cut_refused == cuts);
+    CHECK(other == 0);
+    CHECK(refused > flips / 2);
+    free(buf);
+    step_close(&f);
+}
+
 /* The value of "key": "VALUE" in the last output, into out (67 bytes). */
 static bool output_hex(const char *key, char *out)
 {
@@ -292,6 +353,20 @@ static void test_cli(void)
      * a slice, a truncated one, not a package at all */
     CHECK(run_ovt("block check %s --trace-root %s", honest, trainer_root) == 1);
     CHECK(output_has("not the agreed one"));
+    /* the run config it carries must be the run's: configHash from config.bin */
+    char config_bin[600], config_hex[67] = "0x";
+    uint8_t *cb = NULL;
+    size_t cl = 0;
+    snprintf(config_bin, sizeof config_bin, "%s/config.bin", run);
+    CHECK(ovt_read_file(config_bin, &cb, &cl, 1 << 16) == 0);
+    ovt_hash ch;
+    ovt_sha256(&ch, cb, cl);
+    free(cb);
+    ovt_hex_encode(config_hex + 2, ch.b, 32);
+    CHECK(run_ovt("block check %s --config-hash %s", honest, config_hex) == 0);
+    CHECK(output_has("matches"));
+    CHECK(run_ovt("block check %s --config-hash %s", honest, auditor_leaf) == 1);
+    CHECK(output_has("another run config"));
     uint8_t *buf = NULL;
     size_t len = 0;
     CHECK(ovt_read_file(honest, &buf, &len, 1 << 26) == 0 && len > 100);
@@ -318,6 +393,7 @@ int main(void)
     if (cli_setup("arb-block"))
         return 1;
     CHECK_RUN(test_cli());
+    CHECK_RUN(test_package_bytes());
     CHECK_RUN(test_refusals());
     CHECK_RUN(test_preset("gpt2-tiny", 8, 64, 151));
     CHECK_RUN(test_preset("llama-tiny", 8, 64, 150));
