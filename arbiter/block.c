@@ -152,16 +152,36 @@ static int need_add(arb_block_plan *p, const arb_block_read *rd, uint64_t lo, ui
     return 0;
 }
 
+/* The output elements [*e0, *e1) the task asks for: leaf L's, or the span
+ * inside it. */
+static int span_of(const arb_block_task *task, uint64_t *e0, uint64_t *e1)
+{
+    *e0 = task->leaf * LEAF_ELEMS;
+    if (task->n == 0 || *e0 >= task->n)
+        return ovt_fail(OVT_EINVAL, "block: leaf %llu is outside site %u's output of %llu elements (%llu leaves)",
+                        (unsigned long long)task->leaf, task->site, (unsigned long long)task->n,
+                        (unsigned long long)ovt_tree_leaves(task->n * 4));
+    *e1 = *e0 + LEAF_ELEMS < task->n ? *e0 + LEAF_ELEMS : task->n;
+    if (task->span_count == 0)
+        return 0;
+    if (task->span_first < *e0 || task->span_count > *e1 - task->span_first)
+        return ovt_fail(OVT_EINVAL, "block: elements %llu..%llu are not within leaf %llu of site %u",
+                        (unsigned long long)task->span_first,
+                        (unsigned long long)(task->span_first + task->span_count - 1), (unsigned long long)task->leaf,
+                        task->site);
+    *e0 = task->span_first;
+    *e1 = task->span_first + task->span_count;
+    return 0;
+}
+
 static int plan_of(const arb_block_task *task, const blk_op *op, const blk_inputs *in, const blk_shape *sh,
                    arb_block_plan *p)
 {
     memset(p, 0, sizeof *p);
-    uint64_t e0 = task->leaf * LEAF_ELEMS;
-    if (task->n == 0 || e0 >= task->n)
-        return ovt_fail(OVT_EINVAL, "block: leaf %llu is outside site %u's output of %llu elements (%llu leaves)",
-                        (unsigned long long)task->leaf, task->site, (unsigned long long)task->n,
-                        (unsigned long long)ovt_tree_leaves(task->n * 4));
-    uint64_t e1 = e0 + LEAF_ELEMS < task->n ? e0 + LEAF_ELEMS : task->n;
+    uint64_t e0, e1;
+    int rc = span_of(task, &e0, &e1);
+    if (rc < 0)
+        return rc;
     if (sh->R == 0 || (!sh->whole && task->n % sh->R))
         return ovt_fail(OVT_EINVAL, "block: site %u (%s): its %llu elements are not %llu rows", task->site, op->name,
                         (unsigned long long)task->n, (unsigned long long)sh->R);
@@ -178,8 +198,7 @@ static int plan_of(const arb_block_task *task, const blk_op *op, const blk_input
         for (size_t i = run_at(in, m, lo); i < in->nruns[m] && in->runs[m][i].dst < hi; i++) {
             const blk_run *r = &in->runs[m][i];
             uint64_t a = lo > r->dst ? lo : r->dst, b = hi < r->dst + r->count ? hi : r->dst + r->count;
-            int rc = need_add(p, r->read, r->offset + (a - r->dst), r->offset + (b - r->dst));
-            if (rc < 0) {
+            if ((rc = need_add(p, r->read, r->offset + (a - r->dst), r->offset + (b - r->dst))) < 0) {
                 arb_block_plan_free(p);
                 return rc;
             }
@@ -454,14 +473,16 @@ int arb_block_run(const arb_block_task *task, arb_block_result *out)
     }
     if ((rc = sub_run(task, op, &in, &sh, p, all, out)) < 0)
         goto done;
-    out->first = task->leaf * LEAF_ELEMS;
-    out->count = task->n - out->first < LEAF_ELEMS ? task->n - out->first : LEAF_ELEMS;
+    uint64_t e1;
+    (void)span_of(task, &out->first, &e1); /* checked by plan_of */
+    out->count = e1 - out->first;
     if ((out->values = malloc(out->count * sizeof *out->values)) == NULL) {
         rc = ovt_fail(OVT_ENOMEM, "block: out of memory for the block");
         goto done;
     }
     memcpy(out->values, all + (out->first - p->out_lo), out->count * 4);
-    ovt_tree_leaf_le32(&out->leaf, out->values, out->count * 4);
+    if (task->span_count == 0)
+        ovt_tree_leaf_le32(&out->leaf, out->values, out->count * 4);
 done:
     free(all);
     inputs_free(&in);

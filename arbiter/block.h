@@ -67,6 +67,8 @@ typedef struct {
     size_t nslices;
     const krn_rlog_entry *entries; /* the site's entries over plan.out_lo .. out_hi, increasing */
     size_t nentries;
+    uint64_t span_first, span_count; /* count > 0: only the output elements [first, first + count), within
+                                        the leaf (the rows they need); the result has no leaf hash */
     int threads;            /* 0: one */
     bool record;            /* the trainer's side: round to nearest and log (RECORD), entries ignored;
                                the result carries the entries made (benchmarks, generated inputs) */
@@ -103,9 +105,9 @@ int arb_block_plan_make(const arb_block_task *task, arb_block_plan *plan) OVT_MU
 
 /* The block's result: its elements and leaf hash. */
 typedef struct {
-    uint64_t first, count; /* the leaf's elements of the site's output */
+    uint64_t first, count; /* the leaf's elements of the site's output (or the task's span) */
     float *values;         /* malloc'd */
-    ovt_hash leaf;         /* ovt_tree_leaf_le32 of them */
+    ovt_hash leaf;         /* ovt_tree_leaf_le32 of them (zero for a span) */
     arb_block_plan plan;
     krn_rlog_entry *entries; /* task.record: the entries made over plan.out_lo .. out_hi (malloc'd) */
     size_t nentries;

@@ -270,13 +270,18 @@ static int bench_model(bench_shape s)
 typedef struct {
     const char *name; /* what it is */
     const char *op;   /* its site's op */
-    uint64_t N, C, OC; /* out (N,OC) = inp (N,C) @ w (OC,C)^T; dinp: out (N,C) from dout (N,OC) */
+    uint64_t N, C, OC; /* out (N,OC) = inp (N,C) @ w (OC,C)^T; dinp: out (N,C) from dout (N,OC);
+                          xent.sum: out (N) the sums of probs (N,C) */
     int threads;
+    bool one;          /* one element of the leaf (the span of one), not the leaf */
 } op7b;
 
-/* Values of a normal-ish spread on the FP32 grid (a generator, not data). */
+/* Values of a normal-ish spread on the FP32 grid (a generator, not data);
+ * scale < 0: their magnitudes (probabilities). */
 static void fill_values(float *v, size_t n, uint64_t seed, float scale)
 {
+    bool positive = scale < 0;
+    scale = positive ? -scale : scale;
     uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
     for (size_t i = 0; i < n; i++) {
         x ^= x << 13;
@@ -284,6 +289,8 @@ static void fill_values(float *v, size_t n, uint64_t seed, float scale)
         x ^= x << 17;
         double u = (double)(x >> 11) / 9007199254740992.0;
         v[i] = (float)((u - 0.5) * 3.4641016151377544 * scale); /* variance scale^2 */
+        if (positive && v[i] < 0)
+            v[i] = -v[i];
     }
 }
 
@@ -331,16 +338,23 @@ static int op7b_child(void *arg, child_report *rep)
     if (rv)
         return rv;
     trn_config_default(&rc, &mc);
-    bool dinp = strcmp(o->op, "matmul.bwd.dinp") == 0;
+    bool dinp = strcmp(o->op, "matmul.bwd.dinp") == 0, sum = strcmp(o->op, "xent.sum") == 0;
     /* the record: matmul.fwd reads inp (site 0) and the weight; dinp reads
-     * dout (site 0), the weight and the zeroed old dinp */
-    uint64_t n = dinp ? o->N * o->C : o->N * o->OC, in0 = dinp ? o->N * o->OC : o->N * o->C;
+     * dout (site 0), the weight and the zeroed old dinp; xent.sum the
+     * probabilities (site 0) */
+    uint64_t n = sum ? o->N : dinp ? o->N * o->C : o->N * o->OC, in0 = dinp ? o->N * o->OC : o->N * o->C;
     arb_block_read reads[3] = {
         {.src = {.kind = KRN_TRACE_SITE, .site = 0, .input = 0, .count = in0, .rows = 1}},
         {.src = {.kind = KRN_TRACE_STATE, .input = 1, .count = o->OC * o->C, .rows = 1}, .name = "params/w"},
         {.src = {.kind = KRN_TRACE_ZERO, .input = 2, .count = n, .rows = 1}}};
     arb_block_task task = {.config = &rc, .step = 1, .site = 1, .n = n, .leaf = ovt_tree_leaves(n * 4) / 2,
-                           .reads = reads, .nreads = dinp ? 3 : 2, .threads = o->threads, .record = true};
+                           .reads = reads, .nreads = sum ? 1 : dinp ? 3 : 2, .threads = o->threads,
+                           .record = true};
+    if (o->one) { /* the middle element of the leaf */
+        uint64_t e0 = task.leaf * LEAF_ELEMS, e1 = n < e0 + LEAF_ELEMS ? n : e0 + LEAF_ELEMS;
+        task.span_first = e0 + (e1 - e0) / 2;
+        task.span_count = 1;
+    }
     snprintf(task.op, sizeof task.op, "%s", o->op);
     arb_block_plan plan;
     arb_block_slice sl[2] = {{0}};
@@ -352,11 +366,11 @@ static int op7b_child(void *arg, child_report *rep)
         uint64_t first = nd->lo / LEAF_ELEMS, last = (nd->hi - 1) / LEAF_ELEMS;
         bool w = nd->kind == KRN_TRACE_STATE;
         rv = gen_slice(&sl[w], nd->kind, 0, nd->name, w ? o->OC * o->C : in0, first, last - first + 1, w ? 7 : 3,
-                       w ? 0.02f : 1.0f);
+                       w ? 0.02f : sum ? -1e-4f : 1.0f);
     }
+    task.nslices = plan.nneeds;
     arb_block_plan_free(&plan);
     task.slices = sl;
-    task.nslices = 2;
     /* the trainer's side (its entries), then the arbiter's, timed */
     if (!rv && !(rv = arb_block_run(&task, &r1))) {
         task.record = false;
@@ -366,7 +380,7 @@ static int op7b_child(void *arg, child_report *rep)
         rv = arb_block_run(&task, &r2);
         rep->seconds = now() - t0;
         rep->flops = 2.0 * (double)(r2.plan.row_hi - r2.plan.row_lo) * (double)o->C * (double)o->OC;
-        if (!rv && memcmp(r1.leaf.b, r2.leaf.b, 32))
+        if (!rv && (r1.count != r2.count || memcmp(r1.values, r2.values, r1.count * 4)))
             rv = ovt_fail(OVT_EINVAL, "REPLAY's block differs from RECORD's");
     }
     arb_block_result_free(&r1);
@@ -381,10 +395,13 @@ static int op7b_child(void *arg, child_report *rep)
 static int bench_llama7b(uint64_t tokens, int threads)
 {
     const op7b ops[] = {
-        {"MLP up (and gate) forward", "matmul.fwd", tokens, 4096, 11008, threads},
-        {"MLP down forward", "matmul.fwd", tokens, 11008, 4096, threads},
-        {"MLP up, input gradient", "matmul.bwd.dinp", tokens, 4096, 11008, threads},
-        {"head forward (vocab)", "matmul.fwd", tokens, 4096, 32000, threads},
+        {"MLP up (and gate) forward", "matmul.fwd", tokens, 4096, 11008, threads, false},
+        {"MLP down forward", "matmul.fwd", tokens, 11008, 4096, threads, false},
+        {"MLP up, input gradient", "matmul.bwd.dinp", tokens, 4096, 11008, threads, false},
+        {"head forward (vocab)", "matmul.fwd", tokens, 4096, 32000, threads, false},
+        {"loss: row sums, a leaf", "xent.sum", tokens, 32000, 1, threads, false},
+        {"loss: row sums, 1 element", "xent.sum", tokens, 32000, 1, threads, true},
+        {"head forward, 1 element", "matmul.fwd", tokens, 4096, 32000, threads, true},
     };
     double rate = bench_dgemm_rate(1024, 1024, 1024, threads, NULL); /* GFLOP/s, this run's baseline */
     printf("Llama-7B shapes at %llu tokens, %d threads, generated tensors (only the block's inputs); the whole op "

@@ -157,6 +157,50 @@ static void test_preset(const char *preset, uint32_t batch, uint32_t seq, size_t
     step_close(&f);
 }
 
+/* One element alone (the span of a single element: the rows it needs, not
+ * the leaf's), for every site the engine knows: the step's value, from
+ * fewer rows where the op has rows. */
+static void test_elements(const char *preset, uint32_t batch, uint32_t seq)
+{
+    step_fixture f;
+    step_open(&f, preset, batch, seq);
+    int same = 0, tried = 0, fewer = 0;
+    for (size_t i = 0; i < krn_trace_count(f.t); i++) {
+        const krn_trace_record *rec = krn_trace_record_at(f.t, i);
+        if (!arb_block_supported(rec->op))
+            continue;
+        uint64_t leaves = ovt_tree_leaves(rec->n * 4), L = leaves / 2;
+        uint64_t e0 = L * LEAF_ELEMS, e1 = rec->n < e0 + LEAF_ELEMS ? rec->n : e0 + LEAF_ELEMS;
+        uint64_t e = e0 + (e1 - e0) / 2;
+        arb_block_task task = {.config = &f.rc, .step = 1, .threads = 1};
+        arb_block_owned own;
+        CHECK(arb_block_from_trace(&task, &own, f.t, i, f.log, L) == 0);
+        arb_block_plan whole_leaf;
+        CHECK(arb_block_plan_make(&task, &whole_leaf) == 0);
+        task.span_first = e;
+        task.span_count = 1;
+        arb_block_result r;
+        int rc = arb_block_run(&task, &r);
+        CHECK_MSG(rc == 0, "%s site %zu (%s) element %llu: %s", preset, i, rec->op, (unsigned long long)e,
+                  ovt_errmsg());
+        size_t n;
+        const float *out = krn_trace_written(f.t, KRN_TRACE_SITE, (uint32_t)i, &n);
+        tried++;
+        if (rc == 0) {
+            same += r.first == e && r.count == 1 && memcmp(&r.values[0], &out[e], 4) == 0;
+            fewer += r.plan.row_hi - r.plan.row_lo < whole_leaf.row_hi - whole_leaf.row_lo;
+            arb_block_result_free(&r);
+        }
+        arb_block_plan_free(&whole_leaf);
+        arb_block_owned_free(&own);
+    }
+    printf("%s: %d of %d single elements the step's, %d from fewer rows than their leaf\n", preset, same, tried,
+           fewer);
+    CHECK(same == tried && tried > 0);
+    CHECK(fewer > tried / 4);
+    step_close(&f);
+}
+
 /* The first site named op with a leaf whose rows hold a log entry. */
 static bool find_logged(const step_fixture *f, const char *op, size_t *site, uint64_t *leaf)
 {
@@ -394,6 +438,8 @@ int main(void)
         return 1;
     CHECK_RUN(test_cli());
     CHECK_RUN(test_package_bytes());
+    CHECK_RUN(test_elements("gpt2-tiny", 8, 64));
+    CHECK_RUN(test_elements("resnet-mini", 4, 0));
     CHECK_RUN(test_refusals());
     CHECK_RUN(test_preset("gpt2-tiny", 8, 64, 151));
     CHECK_RUN(test_preset("llama-tiny", 8, 64, 150));
