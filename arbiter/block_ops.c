@@ -50,13 +50,16 @@ static int bufs_alloc(bufs *b, const char *op, size_t count, const uint64_t *siz
     return 0;
 }
 
-/* round(sqrt(a * b / c)) in FP64: an estimate the caller checks exactly
- * (the products can pass 2^64 at a large batch). */
-static uint64_t root_of(uint64_t a, uint64_t b, uint64_t c)
+/* The dimension K two matrices share when a = X*K, b = Y*K and X*Y = c
+ * (the products' sizes), or 0 when none does: estimated in FP64 as
+ * sqrt(a*b/c) (the products can pass 2^64 at a large batch), then checked
+ * exactly. */
+static uint64_t shared_dim(uint64_t a, uint64_t b, uint64_t c)
 {
     if (c == 0)
         return 0;
-    return (uint64_t)llround(sqrt((double)a * (double)b / (double)c));
+    uint64_t K = (uint64_t)llround(sqrt((double)a * (double)b / (double)c));
+    return K && a % K == 0 && b % K == 0 && (a / K) * (b / K) == c ? K : 0;
 }
 
 static int misfit(const blk_rec *r, const char *what)
@@ -72,8 +75,8 @@ static int shape_mm_fwd(const blk_rec *r, blk_shape *s)
 {
     if (r->ninputs != 2 || r->n == 0)
         return misfit(r, "matmul.fwd (inp, weight)");
-    uint64_t C = root_of(r->S[0], r->S[1], r->n);
-    if (C == 0 || r->S[0] % C || r->S[1] % C || (r->S[0] / C) * (r->S[1] / C) != r->n)
+    uint64_t C = shared_dim(r->S[0], r->S[1], r->n);
+    if (C == 0)
         return misfit(r, "matmul.fwd (inp, weight)");
     *s = (blk_shape){.R = r->S[0] / C, .d = {C, r->S[1] / C}, .whole_inputs = 1u << 1};
     return 0;
@@ -134,8 +137,8 @@ static int shape_mm_dinp(const blk_rec *r, blk_shape *s)
 {
     if (r->ninputs != 3 || r->S[1] == 0)
         return misfit(r, "matmul.bwd.dinp (dout, weight, dinp)");
-    uint64_t N = root_of(r->n, r->S[0], r->S[1]);
-    if (N == 0 || r->n % N || r->S[0] % N || (r->n / N) * (r->S[0] / N) != r->S[1])
+    uint64_t N = shared_dim(r->n, r->S[0], r->S[1]);
+    if (N == 0)
         return misfit(r, "matmul.bwd.dinp (dout, weight, dinp)");
     *s = (blk_shape){.R = N, .d = {r->n / N, r->S[0] / N}, .whole_inputs = 1u << 1};
     return 0;
@@ -160,8 +163,8 @@ static int shape_mm_dweight(const blk_rec *r, blk_shape *s)
 {
     if (r->ninputs != 3 || r->n == 0)
         return misfit(r, "matmul.bwd.dweight (dout, inp, dweight)");
-    uint64_t N = root_of(r->S[0], r->S[1], r->n);
-    if (N == 0 || r->S[0] % N || r->S[1] % N || (r->S[0] / N) * (r->S[1] / N) != r->n)
+    uint64_t N = shared_dim(r->S[0], r->S[1], r->n);
+    if (N == 0)
         return misfit(r, "matmul.bwd.dweight (dout, inp, dweight)");
     *s = (blk_shape){.R = N, .d = {r->S[1] / N, r->S[0] / N}, .whole = true};
     return 0;
