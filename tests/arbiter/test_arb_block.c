@@ -216,14 +216,20 @@ static bool find_logged(const step_fixture *f, const char *op, size_t *site, uin
     return false;
 }
 
+/* A gpt2-tiny step, and a matmul.fwd site and leaf with a log entry. */
+static void open_logged_matmul(step_fixture *f, size_t *i, uint64_t *L)
+{
+    step_open(f, "gpt2-tiny", 8, 64);
+    CHECK(find_logged(f, "matmul.fwd", i, L));
+}
+
 /* What must fail, on gpt2-tiny. */
 static void test_refusals(void)
 {
     step_fixture f;
-    step_open(&f, "gpt2-tiny", 8, 64);
     size_t i = 0;
     uint64_t L = 0;
-    CHECK(find_logged(&f, "matmul.fwd", &i, &L));
+    open_logged_matmul(&f, &i, &L);
     arb_block_task task = {.config = &f.rc, .step = 1, .threads = 1};
     arb_block_owned own;
     arb_block_result r;
@@ -281,10 +287,9 @@ static void test_refusals(void)
 static void test_package_bytes(void)
 {
     step_fixture f;
-    step_open(&f, "gpt2-tiny", 8, 64);
     size_t i = 0;
     uint64_t L = 0;
-    CHECK(find_logged(&f, "matmul.fwd", &i, &L));
+    open_logged_matmul(&f, &i, &L);
     ovt_hash root;
     memset(&root, 0, sizeof root);
     CHECK(krn_trace_finish(f.t, &root) == 0);
