@@ -141,7 +141,8 @@ typedef struct {
 void arb_block_owned_free(arb_block_owned *o);
 
 /* Fills task (config, step, threads set by the caller) for leaf `leaf`
- * of record i of t, a check-mode trace (krn_trace_new(.., true)) of the
+ * of record i of t, a check-mode trace (krn_trace_new(.., true)) or one
+ * that keeps the block's sources (arb_block_keep_for) of the
  * step whose rounding log is log: the record, its reads, the proven slices
  * of everything the block reads (roots: the records' for sites, each
  * region's tree root for the state and the batch) and the site's log
@@ -149,5 +150,13 @@ void arb_block_owned_free(arb_block_owned *o);
  * or t keeps no copies. */
 int arb_block_from_trace(arb_block_task *task, arb_block_owned *own, const krn_trace *t, size_t i,
                          const krn_rlog *log, uint64_t leaf) OVT_MUST_USE;
+
+/* For a party that re-runs the step twice instead of keeping every output:
+ * registers with dst (a fresh trace, not check mode, for the same step
+ * again) the sources leaf `leaf` of record i of t (any trace of the step)
+ * reads, and site i itself, so that arb_block_from_trace can take the
+ * block from dst. OVT_EINVAL for an op not supported. */
+int arb_block_keep_for(krn_trace *dst, const krn_trace *t, size_t i, const trn_run_config *cfg, uint64_t step,
+                       uint64_t leaf) OVT_MUST_USE;
 
 #endif

@@ -41,7 +41,8 @@ static int slice_make(arb_block_slice *s, const krn_trace *t, const arb_block_ne
     size_t n;
     const float *src = krn_trace_written(t, nd->kind, id, &n);
     if (src == NULL)
-        return ovt_fail(OVT_EINVAL, "block: the trace keeps no copy of %s %s (a check-mode trace is needed)",
+        return ovt_fail(OVT_EINVAL, "block: the trace keeps no copy of %s %s (a check-mode trace, or one that "
+                                    "keeps the block's sources, arb_block_keep_for, is needed)",
                         nd->kind == KRN_TRACE_SITE ? "a site's output" : "region", nd->name);
     size_t leaves = ovt_tree_leaves(n * 4);
     ovt_hash *h = malloc(leaves * sizeof *h), *tmp = malloc(leaves * sizeof *tmp);
@@ -78,10 +79,9 @@ done:
     return rc;
 }
 
-int arb_block_from_trace(arb_block_task *task, arb_block_owned *own, const krn_trace *t, size_t i,
-                         const krn_rlog *log, uint64_t leaf)
+/* The task's record and reads from record i of t (owned by own). */
+static int record_of(arb_block_task *task, arb_block_owned *own, const krn_trace *t, size_t i, uint64_t leaf)
 {
-    memset(own, 0, sizeof *own);
     const krn_trace_record *rec = krn_trace_record_at(t, i);
     const krn_trace_src *rd = krn_trace_reads_of(t, i);
     task->site = rec->site;
@@ -99,6 +99,40 @@ int arb_block_from_trace(arb_block_task *task, arb_block_owned *own, const krn_t
     own->nreads = rec->nreads;
     task->reads = own->reads;
     task->nreads = own->nreads;
+    return 0;
+}
+
+int arb_block_keep_for(krn_trace *dst, const krn_trace *t, size_t i, const trn_run_config *cfg, uint64_t step,
+                       uint64_t leaf)
+{
+    arb_block_task task = {.config = cfg, .step = step};
+    arb_block_owned own;
+    arb_block_plan plan;
+    memset(&own, 0, sizeof own);
+    int rc = record_of(&task, &own, t, i, leaf);
+    if (rc == 0 && (rc = arb_block_plan_make(&task, &plan)) == 0) {
+        rc = krn_trace_keep(dst, KRN_TRACE_SITE, (uint32_t)i); /* the claim's leaf */
+        for (size_t k = 0; k < plan.nneeds && rc == 0; k++) {
+            const arb_block_need *nd = &plan.needs[k];
+            uint32_t id = nd->kind == KRN_TRACE_SITE ? nd->site : region_index(t, nd->name);
+            rc = krn_trace_keep(dst, nd->kind, id);
+        }
+        arb_block_plan_free(&plan);
+    }
+    arb_block_owned_free(&own);
+    return rc;
+}
+
+int arb_block_from_trace(arb_block_task *task, arb_block_owned *own, const krn_trace *t, size_t i,
+                         const krn_rlog *log, uint64_t leaf)
+{
+    memset(own, 0, sizeof *own);
+    const krn_trace_record *rec = krn_trace_record_at(t, i);
+    int r0 = record_of(task, own, t, i, leaf);
+    if (r0 < 0) {
+        arb_block_owned_free(own);
+        return r0;
+    }
     arb_block_plan plan;
     int rc = arb_block_plan_make(task, &plan);
     if (rc < 0)

@@ -94,47 +94,68 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
 
 /* ---- pack ---- */
 
+/* Step K of dir re-executed with trace t (fresh), under the fault when
+ * there is one; 0 or why it cannot serve a package. */
+static int traced_step(const char *dir, const struct block_args *a, const trn_fault *fault, krn_trace *t,
+                       ovt_hash *root)
+{
+    trn_step_trace tr = {.backend = KRN_BACKEND_CPU, .fault = fault, .trace = t};
+    trn_step_check s;
+    int rv = trn_step_check_traced(&s, dir, a->data, a->step, a->threads, &tr);
+    if (!rv && s.verdict == TRN_CHECK_FRAUD)
+        rv = ovt_fail(OVT_EFRAUD, "step %llu: %s", (unsigned long long)a->step, s.fraud);
+    if (!rv && tr.trace_rc)
+        rv = ovt_fail(tr.trace_rc, "the trace of step %llu failed: %s", (unsigned long long)a->step,
+                      krn_trace_error(t));
+    *root = tr.root;
+    return rv;
+}
+
+/* Two passes over step K: the first finds the site's record and what its
+ * block reads, the second keeps only those outputs (not the whole step's). */
 static int pack(const char *dir, const struct block_args *a)
 {
     trn_run_config rc;
-    ovt_hash config_hash;
+    ovt_hash config_hash, root, root2;
     trn_fault fault = {.kind = TRN_FAULT_FLIP_OUTPUT, .step = a->step, .site = (uint32_t)a->site,
                        .element = a->element};
-    trn_step_trace tr = {.backend = KRN_BACKEND_CPU, .fault = a->fault ? &fault : NULL};
-    trn_step_check s;
+    const trn_fault *f = a->fault ? &fault : NULL;
+    krn_trace *first = NULL, *t = NULL;
     krn_rlog *log = krn_rlog_new();
     uint8_t *buf = NULL;
     size_t len = 0;
     char path[4096];
     int rv = log ? 0 : ovt_fail(OVT_ENOMEM, "out of memory");
-    if (!rv && !(rv = trn_run_load_config(dir, &rc, &config_hash)) && !(rv = krn_trace_new(&tr.trace, true)))
-        rv = trn_step_check_traced(&s, dir, a->data, a->step, a->threads, &tr);
-    if (!rv && s.verdict == TRN_CHECK_FRAUD)
-        rv = ovt_fail(OVT_EFRAUD, "step %llu: %s", (unsigned long long)a->step, s.fraud);
-    if (!rv && tr.trace_rc)
-        rv = ovt_fail(tr.trace_rc, "the trace of step %llu failed: %s", (unsigned long long)a->step,
-                      krn_trace_error(tr.trace));
-    if (!rv && a->site >= krn_trace_count(tr.trace))
+    if (!rv && !(rv = trn_run_load_config(dir, &rc, &config_hash)) && !(rv = krn_trace_new(&first, false)))
+        rv = traced_step(dir, a, f, first, &root);
+    if (!rv && a->site >= krn_trace_count(first))
         rv = ovt_fail(OVT_EINVAL, "--site %llu: step %llu has %zu sites (0..%zu)", (unsigned long long)a->site,
-                      (unsigned long long)a->step, krn_trace_count(tr.trace), krn_trace_count(tr.trace) - 1);
+                      (unsigned long long)a->step, krn_trace_count(first), krn_trace_count(first) - 1);
+    if (!rv && !(rv = krn_trace_new(&t, false)) &&
+        !(rv = arb_block_keep_for(t, first, (size_t)a->site, &rc, a->step, a->leaf)))
+        rv = traced_step(dir, a, f, t, &root2);
+    if (!rv && memcmp(root.b, root2.b, 32) != 0)
+        rv = ovt_fail(OVT_EINVAL, "step %llu re-executed twice gave two traces: not a deterministic step",
+                      (unsigned long long)a->step);
     if (!rv && !(rv = trn_run_path(path, sizeof path, dir, "logs", a->step, "rlog")))
         rv = krn_rlog_read_file(log, path);
     if (!rv)
-        rv = arb_block_package_make(&buf, &len, &rc, tr.trace, &tr.root, a->step, (size_t)a->site, a->leaf, log);
+        rv = arb_block_package_make(&buf, &len, &rc, t, &root, a->step, (size_t)a->site, a->leaf, log);
     if (!rv)
         rv = ovt_write_atomic(a->out, buf, len, 0644);
     if (!rv) {
-        const krn_trace_record *r = krn_trace_record_at(tr.trace, (size_t)a->site);
-        char root[67];
-        chain_hash_hex(root, &tr.root);
+        const krn_trace_record *r = krn_trace_record_at(t, (size_t)a->site);
+        char hex[67];
+        chain_hash_hex(hex, &root);
         printf("block package %s: step %llu, site %llu (%s, %llu elements), leaf %llu of %zu; %zu bytes; trace "
                "root %s\n",
                a->out, (unsigned long long)a->step, (unsigned long long)a->site, r->op, (unsigned long long)r->n,
-               (unsigned long long)a->leaf, ovt_tree_leaves(r->n * 4), len, root);
+               (unsigned long long)a->leaf, ovt_tree_leaves(r->n * 4), len, hex);
     }
     free(buf);
     krn_rlog_free(log);
-    krn_trace_free(tr.trace);
+    krn_trace_free(first);
+    krn_trace_free(t);
     return rv ? cli_fail("block pack") : 0;
 }
 

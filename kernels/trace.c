@@ -42,8 +42,16 @@ typedef struct {
     char name[64];
 } trace_region;
 
+/* A source whose writes a trace keeps (krn_trace_keep). */
+typedef struct {
+    krn_trace_kind kind;
+    uint32_t id;
+} trace_keep;
+
 struct krn_trace {
     bool check;
+    trace_keep *keep; /* not check mode: the sources whose writes are copied */
+    size_t nkeep;
     int rc;            /* the first failure, or 0 */
     char msg[480];
     trace_region *regions;
@@ -121,6 +129,7 @@ void krn_trace_free(krn_trace *t)
     for (size_t i = 0; i < t->nwrites; i++)
         free(t->writes[i].copy);
     free(t->writes);
+    free(t->keep);
     free(t->regions);
     free(t->pending);
     free(t->records);
@@ -142,14 +151,33 @@ krn_trace *krn_ctx_trace(const krn_ctx *ctx)
     return ctx->trace;
 }
 
-/* Appends a write (w's copy is made here in check mode). */
+/* Whether the trace keeps copies of source (kind, id)'s writes. */
+static bool kept(const krn_trace *t, krn_trace_kind kind, uint32_t id)
+{
+    for (size_t i = 0; i < t->nkeep; i++)
+        if (t->keep[i].kind == kind && t->keep[i].id == id)
+            return true;
+    return false;
+}
+
+int krn_trace_keep(krn_trace *t, krn_trace_kind kind, uint32_t id)
+{
+    trace_keep *k = realloc(t->keep, (t->nkeep + 1) * sizeof *k);
+    if (k == NULL)
+        return ovt_fail(OVT_ENOMEM, "out of memory for the trace's kept sources");
+    t->keep = k;
+    t->keep[t->nkeep++] = (trace_keep){.kind = kind, .id = id};
+    return 0;
+}
+
+/* Appends a write (w's copy is made here in check mode, or for a kept source). */
 static void add_write_rows(krn_trace *t, trace_write w)
 {
     if (t->rc < 0 || w.rows == 0 || w.width == 0)
         return;
     if (!GROW(t, writes, writes_cap, t->nwrites + 1))
         return trace_oom(t, "out of memory for the trace's writes");
-    if (t->check && w.kind != KRN_TRACE_ZERO) {
+    if (w.kind != KRN_TRACE_ZERO && (t->check || kept(t, w.kind, w.id))) {
         if ((w.copy = malloc(w.rows * w.width)) == NULL)
             return trace_oom(t, "out of memory for the trace's check copies");
         for (size_t i = 0; i < w.rows; i++)
@@ -537,7 +565,7 @@ const krn_trace_src *krn_trace_reads_of(const krn_trace *t, size_t i)
 const float *krn_trace_written(const krn_trace *t, krn_trace_kind kind, uint32_t id, size_t *count)
 {
     *count = 0;
-    for (size_t i = 0; t->check && i < t->nwrites; i++) {
+    for (size_t i = 0; i < t->nwrites; i++) {
         const trace_write *w = &t->writes[i];
         if (w->kind == kind && w->id == id && w->rows == 1 && w->src_off == 0 && w->copy != NULL) {
             *count = w->width / 4;

@@ -144,11 +144,18 @@ int krn_trace_file(const krn_trace *t, uint64_t step, const ovt_hash *root, uint
 /* Bytes of all records' encodings (a figure of the trace's size). */
 size_t krn_trace_bytes(const krn_trace *t);
 
-/* Check mode: the whole output of site `id` (kind KRN_TRACE_SITE) or the
- * registered region `id` (KRN_TRACE_STATE, KRN_TRACE_BATCH) as written in
- * the step, *count elements; NULL when the trace keeps no such copy (not in
- * check mode). Points into t. For whoever must hand out slices of them
- * with proofs (arbiter/block.h: the party's block package, its tests). */
+/* Outside check mode, keeps a copy of what source (kind, id) writes in the
+ * step (an earlier site's output, a registered region), as check mode
+ * keeps every write, so krn_trace_written can hand it out: the sources one
+ * block reads, without the whole step's outputs. Before the step. */
+int krn_trace_keep(krn_trace *t, krn_trace_kind kind, uint32_t id) OVT_MUST_USE;
+
+/* The whole output of site `id` (kind KRN_TRACE_SITE) or the registered
+ * region `id` (KRN_TRACE_STATE, KRN_TRACE_BATCH) as written in the step,
+ * *count elements; NULL when the trace keeps no such copy (neither check
+ * mode nor krn_trace_keep). Points into t. For whoever must hand out
+ * slices of them with proofs (arbiter/block.h: the party's block package,
+ * its tests). */
 const float *krn_trace_written(const krn_trace *t, krn_trace_kind kind, uint32_t id, size_t *count);
 
 /* Block mode (the arbiter's re-execution of one block of one site,

@@ -37,13 +37,9 @@ typedef struct {
     krn_rlog *log;
 } step_fixture;
 
-/* Step 1 of preset, recorded with a check-mode trace. */
-static void step_open(step_fixture *f, const char *preset, uint32_t batch, uint32_t seq)
+/* Step 1 of f's run recorded into log, traced into t. */
+static void run_traced(const step_fixture *f, krn_trace *t, krn_rlog *log)
 {
-    memset(f, 0, sizeof *f);
-    CHECK(trn_test_step_data_open(&f->d, preset, 5, batch, seq, 1, (size_t)batch * seq * 4 + 16, 256) == 0);
-    f->d.rc.grad_clip = 1.0;
-    f->rc = f->d.rc;
     krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_RECORD, .grid_bits = (int)f->rc.grid_bits,
                      .threads = 2};
     krn_ctx *ctx;
@@ -52,17 +48,27 @@ static void step_open(step_fixture *f, const char *preset, uint32_t batch, uint3
     trn_workspace *w;
     CHECK(trn_state_new(&st, &f->rc) == 0 && trn_workspace_new(&w, &f->rc) == 0);
     trn_state_init(st);
-    f->log = krn_rlog_new();
-    CHECK(krn_trace_new(&f->t, true) == 0);
     trn_step_info info;
     int trace_rc;
     ovt_hash root;
-    CHECK_MSG(trn_train_step_traced(ctx, w, st, &f->d.b, f->log, f->t, &info, &trace_rc, &root) == 0, "%s",
+    CHECK_MSG(trn_train_step_traced(ctx, w, st, &f->d.b, log, t, &info, &trace_rc, &root) == 0, "%s",
               ovt_errmsg());
     CHECK_MSG(trace_rc == 0, "%s", ovt_errmsg());
     trn_workspace_free(w);
     trn_state_free(st);
     krn_ctx_free(ctx);
+}
+
+/* Step 1 of preset, recorded with a check-mode trace. */
+static void step_open(step_fixture *f, const char *preset, uint32_t batch, uint32_t seq)
+{
+    memset(f, 0, sizeof *f);
+    CHECK(trn_test_step_data_open(&f->d, preset, 5, batch, seq, 1, (size_t)batch * seq * 4 + 16, 256) == 0);
+    f->d.rc.grad_clip = 1.0;
+    f->rc = f->d.rc;
+    f->log = krn_rlog_new();
+    CHECK(krn_trace_new(&f->t, true) == 0);
+    run_traced(f, f->t, f->log);
 }
 
 static void step_close(step_fixture *f)
@@ -306,6 +312,23 @@ static void test_package_bytes(void)
     arb_block_package_free(&p);
     if (buf == NULL || len < 100)
         return;
+    /* the same package from a second run of the step that keeps only the
+     * block's sources (what `ovt block pack` does), byte for byte */
+    krn_trace *lean;
+    krn_rlog *log2 = krn_rlog_new();
+    CHECK(krn_trace_new(&lean, false) == 0);
+    CHECK(arb_block_keep_for(lean, f.t, i, &f.rc, 1, L) == 0);
+    run_traced(&f, lean, log2);
+    uint8_t *buf2 = NULL;
+    size_t len2 = 0;
+    CHECK(arb_block_package_make(&buf2, &len2, &f.rc, lean, &root, 1, i, L, log2) == 0);
+    CHECK(len2 == len && buf2 && memcmp(buf, buf2, len) == 0);
+    size_t kept_n;
+    CHECK(krn_trace_written(lean, KRN_TRACE_SITE, (uint32_t)i, &kept_n) != NULL);
+    CHECK(krn_trace_written(lean, KRN_TRACE_SITE, (uint32_t)(i + 1), &kept_n) == NULL); /* not a source */
+    free(buf2);
+    krn_rlog_free(log2);
+    krn_trace_free(lean);
     size_t cfg_lo = 16, cfg_hi = 16 + (size_t)ovt_get_le32(buf + 12); /* magic, version, config length */
     int cuts = 0, cut_refused = 0, flips = 0, refused = 0, harmless = 0, config_changed = 0, other = 0;
     for (size_t cut = 0; cut < len; cut += cut < 4096 ? 7 : 4099, cuts++)
