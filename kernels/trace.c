@@ -50,8 +50,6 @@ typedef struct {
 
 struct krn_trace {
     bool check;
-    trace_keep *keep; /* not check mode: the sources whose writes are copied */
-    size_t nkeep;
     int rc;            /* the first failure, or 0 */
     char msg[480];
     trace_region *regions;
@@ -64,6 +62,8 @@ struct krn_trace {
     size_t nrecords, records_cap;
     krn_trace_src *reads;
     size_t nreads, reads_cap;
+    trace_keep *keep; /* not check mode: the sources whose writes are copied (krn_trace_keep) */
+    size_t nkeep;
 };
 
 /* Grows *p (of *cap elements of size sz) to hold n; false when out of memory. */
@@ -113,6 +113,25 @@ static void trace_oom(krn_trace *t, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Whether the trace keeps copies of source (kind, id)'s writes. */
+static bool kept(const krn_trace *t, krn_trace_kind kind, uint32_t id)
+{
+    for (size_t i = 0; i < t->nkeep; i++)
+        if (t->keep[i].kind == kind && t->keep[i].id == id)
+            return true;
+    return false;
+}
+
+int krn_trace_keep(krn_trace *t, krn_trace_kind kind, uint32_t id)
+{
+    trace_keep *k = realloc(t->keep, (t->nkeep + 1) * sizeof *k);
+    if (k == NULL)
+        return ovt_fail(OVT_ENOMEM, "out of memory for the trace's kept sources");
+    t->keep = k;
+    t->keep[t->nkeep++] = (trace_keep){.kind = kind, .id = id};
+    return 0;
+}
+
 int krn_trace_new(krn_trace **out, bool check)
 {
     *out = calloc(1, sizeof **out);
@@ -151,26 +170,7 @@ krn_trace *krn_ctx_trace(const krn_ctx *ctx)
     return ctx->trace;
 }
 
-/* Whether the trace keeps copies of source (kind, id)'s writes. */
-static bool kept(const krn_trace *t, krn_trace_kind kind, uint32_t id)
-{
-    for (size_t i = 0; i < t->nkeep; i++)
-        if (t->keep[i].kind == kind && t->keep[i].id == id)
-            return true;
-    return false;
-}
-
-int krn_trace_keep(krn_trace *t, krn_trace_kind kind, uint32_t id)
-{
-    trace_keep *k = realloc(t->keep, (t->nkeep + 1) * sizeof *k);
-    if (k == NULL)
-        return ovt_fail(OVT_ENOMEM, "out of memory for the trace's kept sources");
-    t->keep = k;
-    t->keep[t->nkeep++] = (trace_keep){.kind = kind, .id = id};
-    return 0;
-}
-
-/* Appends a write (w's copy is made here in check mode, or for a kept source). */
+/* Appends a write (w's copy is made here in check mode). */
 static void add_write_rows(krn_trace *t, trace_write w)
 {
     if (t->rc < 0 || w.rows == 0 || w.width == 0)

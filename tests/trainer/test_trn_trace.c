@@ -30,16 +30,56 @@
 #include "support/cli_fixture.h"
 
 /* One step's inputs for a preset: its data and the batch of step 1. */
-typedef trn_test_step_data fixture;
+typedef struct {
+    trn_run_config rc;
+    data_tokens tokens;
+    data_samples samples;
+    data_token_batch tb;
+    data_sample_batch sb;
+    trn_batch b;
+    bool lm;
+} fixture;
 
 static void fixture_open(fixture *f, const char *preset, uint32_t shards)
 {
-    CHECK(trn_test_step_data_open(f, preset, 3, 4, 8, shards, 400, 64) == 0);
+    memset(f, 0, sizeof *f);
+    trn_model_config m;
+    CHECK(trn_model_preset(&m, preset) == 0);
+    trn_config_default(&f->rc, &m);
+    f->rc.seed = 3;
+    f->rc.warmup_steps = 0;
+    f->rc.batch_size = 4;
+    f->rc.shards = shards;
+    f->lm = trn_model_is_lm(&m);
+    if (f->lm) {
+        enum { N = 400 };
+        uint32_t toks[N];
+        for (int i = 0; i < N; i++)
+            toks[i] = (uint32_t)((i * 37 + i / 5) % m.vocab);
+        uint8_t *buf;
+        size_t len;
+        CHECK(data_tokens_encode(toks, N, m.vocab, &buf, &len) == 0 && data_tokens_parse(&f->tokens, buf, len) == 0);
+        free(buf);
+        f->rc.seq_len = 8;
+        f->rc.dataset_hash = f->tokens.hash;
+        CHECK(trn_test_token_batch(&f->tb, &f->b, &f->tokens, &f->rc, 1) == 0);
+    } else {
+        CHECK(data_samples_synthetic(&f->samples, 3, 64, m.in_dim, m.n_class, 32) == 0);
+        f->rc.dataset_hash = f->samples.hash;
+        CHECK(data_sample_batch_get(&f->sb, &f->samples, f->rc.seed, 1, f->rc.batch_size) == 0);
+        f->b = (trn_batch){.B = f->sb.B, .x = f->sb.x, .labels = f->sb.y};
+    }
 }
 
 static void fixture_close(fixture *f)
 {
-    trn_test_step_data_close(f);
+    if (f->lm) {
+        data_token_batch_free(&f->tb);
+        data_tokens_free(&f->tokens);
+    } else {
+        data_sample_batch_free(&f->sb);
+        data_samples_free(&f->samples);
+    }
 }
 
 /* One step of a copy of st0 on ctx (log: RECORD's or REPLAY's), traced
