@@ -139,12 +139,14 @@ static void train_usage(FILE *f)
             "                       and the state follows it) or steer-up, steer-down (from step K\n"
             "                       on, every element rule 3 leaves free is rounded up, or down) or\n"
             "                       hidden-flip (log K turns a direction whose value lies tau/2 to\n"
-            "                       tau/2 + delta from its midpoint, and the state follows it)\n"
+            "                       tau/2 + delta from its midpoint, and the state follows it) or\n"
+            "                       flip-output (bit 22 of element E of site S's output flipped in\n"
+            "                       step K, every later site computing from it: a deep fault)\n"
             "  --fault-step K       the faulty step, 1..--steps (required with --inject-fault)\n"
             "  --fault-shard J      bitflip-shard: the shard, 0..S-1 (default 0)\n"
             "  --fault-rank r       kill-rank, hang-rank: the rank (default 0)\n"
-            "  --fault-site S       flip-entry: the site (`ovt rlog RUNDIR --step K --entries`)\n"
-            "  --fault-element E    flip-entry: the element\n"
+            "  --fault-site S       flip-entry, flip-output: the site (`ovt rlog RUNDIR --step K --entries`)\n"
+            "  --fault-element E    flip-entry, flip-output: the element (flip-output: modulo the site's size)\n"
             "  --fault-timeout S    hang-rank: every rank's rank timeout from step K on (default\n"
             "                       --rank-timeout), so that only the wait for the hung rank is short\n");
 }

@@ -44,5 +44,6 @@ int cmd_devnet(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_state_proof(int argc, char **argv);
+int cmd_block(int argc, char **argv);
 
 #endif

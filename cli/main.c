@@ -24,6 +24,7 @@ const struct ovt_command ovt_commands[] = {
     {"rlog", "check a rounding-log file; --sites: count a step's near-midpoint elements per site", cmd_rlog},
     {"export", "write a checkpoint as safetensors (with its commitment), llmc or llama2c", cmd_export},
     {"eval", "a checkpoint's loss on held-out tokens (perplexity) or images (accuracy)", cmd_eval},
+    {"block", "one block of one site of a step: pack its inputs with proofs, or check and re-execute it", cmd_block},
     {"state-proof", "prove a leaf range of a tensor against a tree stateHash, or check such a proof", cmd_state_proof},
     {"devnet", "the local dispute simulation: anvil, a faulty trainer, auditor and arbiter", cmd_devnet},
     {NULL, NULL, NULL},

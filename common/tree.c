@@ -126,16 +126,18 @@ int ovt_tree_proof(ovt_hash *proof, size_t *proof_len, const ovt_hash *leaves, s
     return 0;
 }
 
-bool ovt_tree_verify(const ovt_hash *root, size_t n, size_t first, size_t count, const ovt_hash *leaves,
-                     const ovt_hash *proof, size_t proof_len)
+int ovt_tree_root_from_proof(ovt_hash *root, size_t n, size_t first, size_t count, const ovt_hash *leaves,
+                             const ovt_hash *proof, size_t proof_len)
 {
+    memset(root, 0, sizeof *root);
     if (!range_ok(n, first, count) || proof_len != ovt_tree_proof_len(n, first, count))
-        return false;
+        return ovt_fail(OVT_EINVAL, "tree: leaves %zu..%zu of %zu with a proof of %zu hashes: not a range proof",
+                        first, first + count, n, proof_len);
     /* cur holds the known nodes of the level, with room for a sibling on
      * each side. */
     ovt_hash *cur = malloc((count + 2) * sizeof *cur);
     if (!cur)
-        return false;
+        return ovt_fail(OVT_ENOMEM, "tree: out of memory for %zu leaf hashes", count);
     memcpy(cur + 1, leaves, count * sizeof *cur);
     size_t lo = 1, hi = 1 + count, p = 0;
     for (walk w = {first, first + count, n}; w.n > 1;) {
@@ -156,7 +158,17 @@ bool ovt_tree_verify(const ovt_hash *root, size_t n, size_t first, size_t count,
         w.b = (w.b + 1) / 2;
         w.n = (w.n + 1) / 2;
     }
-    bool ok = hi - lo == 1 && memcmp(cur[lo].b, root->b, 32) == 0;
+    *root = cur[lo];
     free(cur);
-    return ok;
+    return 0;
+}
+
+bool ovt_tree_verify(const ovt_hash *root, size_t n, size_t first, size_t count, const ovt_hash *leaves,
+                     const ovt_hash *proof, size_t proof_len)
+{
+    ovt_hash got;
+    if (!range_ok(n, first, count) || proof_len != ovt_tree_proof_len(n, first, count) ||
+        ovt_tree_root_from_proof(&got, n, first, count, leaves, proof, proof_len) < 0)
+        return false;
+    return memcmp(got.b, root->b, 32) == 0;
 }

@@ -65,6 +65,13 @@ size_t ovt_tree_proof_len(size_t n, size_t first, size_t count);
 int ovt_tree_proof(ovt_hash *proof, size_t *proof_len, const ovt_hash *leaves, size_t n, size_t first,
                    size_t count) OVT_MUST_USE;
 
+/* The root the count leaf hashes of [first, first + count) climb to with
+ * proof in an n-leaf tree (what ovt_tree_verify compares with the root):
+ * OVT_EINVAL for a proof of the wrong length or a range outside the tree,
+ * OVT_ENOMEM. */
+int ovt_tree_root_from_proof(ovt_hash *root, size_t n, size_t first, size_t count, const ovt_hash *leaves,
+                             const ovt_hash *proof, size_t proof_len) OVT_MUST_USE;
+
 /* Whether the count leaf hashes of [first, first + count) with proof
  * (proof_len hashes) climb to root in an n-leaf tree. False for a proof of
  * the wrong length, a range outside the tree, or any mismatch. */

@@ -291,6 +291,12 @@ int krn_crossentropy_forward(krn_ctx *ctx, float *loss, float *losses, float *pr
 int krn_crossentropy_backward(krn_ctx *ctx, float *dlogits, const float *probs,
                               const int32_t *targets, float dloss, size_t N, size_t V) OVT_MUST_USE;
 
+/* The same on `rows` of the N rows (probs, targets, dlogits hold those
+ * rows), each as the whole op computes it (the scale dloss / N): the
+ * arbiter's re-execution of one block (arbiter/block.h). rows <= N. */
+int krn_crossentropy_backward_rows(krn_ctx *ctx, float *dlogits, const float *probs, const int32_t *targets,
+                                   float dloss, size_t N, size_t rows, size_t V) OVT_MUST_USE;
+
 /* ---- optimizer ----------------------------------------------------------- */
 
 /* norm (scalar) = sqrt(sum of grads[i]^2) over grads (n), the global

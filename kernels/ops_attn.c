@@ -492,13 +492,13 @@ static int backward_sites(krn_ctx *ctx, const krn_cpu *be, const attn_dims *d, c
     krn_widen(b->y, datt, d->n_tt);
     if ((rc = row_sum_site(ctx, be, "attn.bwd.r", b->r, d, b->w, b->y, b->x, b->mag)))
         goto done;
+    KRN_TRACE_READS(ctx, 0, {b->r, d->n_row}); /* before it is read (block mode fills it here) */
     size_t T = d->T;
     for (size_t row = 0; row < d->n_row; row++)
         for (size_t t2 = 0; t2 < T; t2++) {
             size_t i = row * T + t2;
             b->x[i] = b->w[i] * (b->y[i] - (double)b->r[row]); /* 0 above the diagonal: att is 0 there */
         }
-    KRN_TRACE_READS(ctx, 0, {b->r, d->n_row});
     krn_band band = krn_band_exact();
     if ((rc = krn_site(ctx, "attn.bwd.dpreatt", dpreatt, b->x, d->n_tt, &band)))
         goto done;

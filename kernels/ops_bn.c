@@ -124,10 +124,10 @@ int krn_batchnorm_forward(krn_ctx *ctx, float *out, float *mean, float *rstd, fl
         (rc = krn_parallel_ranges(&be, C, BN_CHANNELS, dev_channels, &j)) ||
         (rc = krn_row_mean_site(ctx, &be, "bn.var", var, dev, dev, C, M, x, mag)))
         goto done;
+    KRN_TRACE_READS(ctx, 0, {var, C}); /* before they are read (block mode fills them here) */
+    KRN_TRACE_READS(ctx, 3, {var, C});
     for (size_t c = 0; c < C; c++)
         x[c] = 1.0 / sqrt((double)var[c] + eps);
-    KRN_TRACE_READS(ctx, 0, {var, C});
-    KRN_TRACE_READS(ctx, 3, {var, C});
     krn_band band = krn_band_exact();
     if ((rc = krn_site(ctx, "bn.rstd", rstd, x, C, &band)) ||
         (rc = krn_parallel_ranges(&be, C, BN_CHANNELS, out_channels, &j)) ||
@@ -246,10 +246,11 @@ int krn_batchnorm_backward(krn_ctx *ctx, float *dinp, float *dweight, float *dbi
         (rc = krn_row_mean_site(ctx, &be, "bn.bwd.dmean", dmean, dnorm, NULL, C, M, x, mag)) ||
         (rc = krn_row_mean_site(ctx, &be, "bn.bwd.dnmean", dnmean, dnorm, norm, C, M, x, mag)) ||
         (rc = krn_row_sum_site(ctx, &be, "bn.bwd.dbias", dbias, gc, NULL, C, M)) ||
-        (rc = krn_row_sum_site(ctx, &be, "bn.bwd.dweight", dweight, norm, gc, C, M)) ||
-        (rc = krn_parallel_ranges(&be, C, BN_CHANNELS, dinp_channels, &j)))
+        (rc = krn_row_sum_site(ctx, &be, "bn.bwd.dweight", dweight, norm, gc, C, M)))
         goto done;
-    KRN_TRACE_READS(ctx, 0, {dmean, C}, {dnmean, C});
+    KRN_TRACE_READS(ctx, 0, {dmean, C}, {dnmean, C}); /* before they are read (block mode fills them here) */
+    if ((rc = krn_parallel_ranges(&be, C, BN_CHANNELS, dinp_channels, &j)))
+        goto done;
     krn_band band = krn_band_exact();
     rc = krn_site(ctx, "bn.bwd.dinp", dinp, x, n, &band);
 done:

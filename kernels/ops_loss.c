@@ -207,21 +207,28 @@ static void xent_bwd_fill(void *arg, size_t i0, size_t len, double *x)
 }
 
 /* Sites and bands: kernels/ops.h, docs/op-bounds.md ("cross-entropy bwd"). */
-int krn_crossentropy_backward(krn_ctx *ctx, float *dlogits, const float *probs,
-                              const int32_t *targets, float dloss, size_t N, size_t V)
+int krn_crossentropy_backward_rows(krn_ctx *ctx, float *dlogits, const float *probs, const int32_t *targets,
+                                   float dloss, size_t N, size_t rows, size_t V)
 {
     static const char op[] = "crossentropy_backward";
     size_t n;
     int rc;
     if ((rc = krn_check_ptr(op, "dlogits", dlogits)) || (rc = krn_check_ptr(op, "probs", probs)) ||
-        (rc = krn_check_ptr(op, "targets", targets)) || (rc = krn_check_dims(op, N, V, &n)) ||
-        (rc = check_targets(op, targets, N, V)))
+        (rc = krn_check_ptr(op, "targets", targets)) || (rc = krn_check_dims(op, rows, V, &n)) ||
+        (rc = check_targets(op, targets, rows, V)))
         return rc;
-    if (!isfinite(dloss))
-        return ovt_fail(OVT_EINVAL, "%s: dloss is not finite", op);
-    KRN_TRACE_READS(ctx, 0, {probs, n}, {targets, N}, {dlogits, n});
+    if (!isfinite(dloss) || rows > N || (rows != N && krn_ctx_config(ctx)->backend == KRN_BACKEND_CUDA))
+        return ovt_fail(OVT_EINVAL, "%s: dloss is not finite, or %zu rows of %zu (part of the rows: cpu only)", op,
+                        rows, N);
+    KRN_TRACE_READS(ctx, 0, {probs, n}, {targets, rows}, {dlogits, n});
     KRN_CUDA_DISPATCH(ctx, krn_cuda_crossentropy_backward(ctx, dlogits, probs, targets, dloss, N, V));
     xent_bwd_job j = {.dlogits = dlogits, .probs = probs, .targets = targets, .V = V,
                       .g = (double)dloss / (double)N};
     return krn_site_exact_fill(ctx, "xent.bwd", dlogits, n, xent_bwd_fill, &j);
+}
+
+int krn_crossentropy_backward(krn_ctx *ctx, float *dlogits, const float *probs,
+                              const int32_t *targets, float dloss, size_t N, size_t V)
+{
+    return krn_crossentropy_backward_rows(ctx, dlogits, probs, targets, dloss, N, N, V);
 }

@@ -92,9 +92,9 @@ static int norm_forward(krn_ctx *ctx, const char *op, const norm_sites *ns, floa
         goto done;
     if ((rc = krn_row_mean_site(ctx, &be, ns->var, var, dev, dev, N, C, x, mag)))
         goto done;
+    KRN_TRACE_READS(ctx, 0, {var, N}); /* before it is read (block mode fills it here) */
     for (size_t i = 0; i < N; i++)
         x[i] = 1.0 / sqrt((double)var[i] + eps);
-    KRN_TRACE_READS(ctx, 0, {var, N});
     krn_band band = krn_band_exact();
     if ((rc = krn_site(ctx, ns->rstd, rstd, x, N, &band)) ||
         (rc = krn_parallel_ranges(&be, N, LN_ROWS, out_rows, &j)))
@@ -208,6 +208,9 @@ static int norm_backward(krn_ctx *ctx, const char *op, const norm_sites *ns, flo
         goto done;
     if ((rc = krn_row_mean_site(ctx, &be, ns->dnmean, dnmean, dnorm, norm, N, C, x, mag)))
         goto done;
+    /* dinp's reads of the internal buffers, before they are read (block mode
+     * fills them here): dinp is the site after dbias (if any) and dweight */
+    KRN_TRACE_READS(ctx, dbias ? 2 : 1, {dmean, N}, {dnmean, N});
     if (dbias && ((rc = krn_widen_rows(&be, x, NULL, dout, N, C)) ||
                   (rc = krn_colsum_site(ctx, &be, ns->dbias, dbias, x, N, C))))
         goto done;
@@ -215,7 +218,6 @@ static int norm_backward(krn_ctx *ctx, const char *op, const norm_sites *ns, flo
         (rc = krn_colsum_site(ctx, &be, ns->dweight, dweight, x, N, C)) ||
         (rc = krn_parallel_ranges(&be, N, LN_ROWS, dinp_rows, &j)))
         goto done;
-    KRN_TRACE_READS(ctx, 0, {dmean, N}, {dnmean, N});
     krn_band band = krn_band_exact();
     rc = krn_site(ctx, ns->dinp, dinp, x, n, &band);
 done:

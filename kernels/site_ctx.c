@@ -246,6 +246,9 @@ int krn_site_enter(krn_ctx *ctx, const char *name)
         return ovt_fail(OVT_EINVAL, "site %s executed outside a step", name);
     if (ctx->step.failed < 0)
         return ovt_fail(ctx->step.failed, "site %s not run: %s", name, ctx->step.failed_msg);
+    if (ctx->block.on && ctx->block.reached)
+        return krn_site_leave(ctx, ovt_fail(OVT_EINVAL, "site %s not run: block mode stops after site %u",
+                                            name, ctx->block.target));
     if (ctx->trace != NULL)
         krn_trace_enter(ctx, name);
     return 0;

@@ -32,6 +32,7 @@
 /* The step's trace recorder (kernels/trace.h); declared here, not included,
  * since trace.c reads a site's job from this file. */
 typedef struct krn_trace krn_trace;
+typedef void (*krn_block_fill)(void *arg, unsigned input, float *p, size_t width, size_t stride, size_t rows);
 
 /* Elements per block: the band of a block is computed into a small buffer,
  * then the block is rounded. */
@@ -100,6 +101,16 @@ struct krn_ctx {
         unsigned bit_bit;
     } forge;
     krn_trace *trace;    /* the step's trace recorder (kernels/trace.h), or NULL */
+    struct { /* block mode (krn_ctx_block, kernels/trace.h): one site of one op re-executed */
+        bool on;
+        bool reached;         /* the target site has run */
+        uint32_t target;      /* the site the block is of; earlier ones are skipped */
+        krn_block_fill fill;  /* fills each of the target's declared reads */
+        void *arg;
+        unsigned inputs;      /* the target's reads declared so far */
+        float *result;        /* where the target's output is copied, result_cap elements */
+        size_t result_cap, result_n;
+    } block;
     krn_finding finding; /* REPLAY: the step's first strict finding */
     struct { /* per-site counts (krn_ctx_collect_sites) */
         bool next;            /* counted from the next step on */
@@ -142,6 +153,14 @@ typedef struct {
 static inline float krn_canonical_zero(float v)
 {
     return v == 0.0f ? 0.0f : v;
+}
+
+/* site_ctx.c: in block mode, whether the site about to be numbered is
+ * one before the target (it is then skipped: numbered, nothing computed,
+ * rounded or written). */
+static inline bool krn_site_skipped(const krn_ctx *ctx)
+{
+    return ctx->block.on && ctx->step.next_site < ctx->block.target;
 }
 
 /* site_ctx.c: entering a site of the step (0, or the reason it may not run:
@@ -232,10 +251,15 @@ void krn_site_flip_output(site_job *job);
 void krn_trace_site(krn_ctx *ctx, const site_job *job);
 void krn_trace_enter(krn_ctx *ctx, const char *name);
 
+/* trace.c: block mode's target has run: its output is copied out. */
+void krn_block_done(const site_job *job);
+
 /* Every site, once its output is final (rounded, log applied): the testing
  * fault that flips an output bit, then the trace; one branch each when off. */
 static inline void krn_site_done(site_job *job)
 {
+    if (job->ctx->block.on && job->site == job->ctx->block.target)
+        krn_block_done(job);
     if (job->ctx->forge.bit_armed)
         krn_site_flip_output(job);
     if (job->ctx->trace != NULL)

@@ -21,6 +21,7 @@ struct krn_site_parts {
     double *saved_x, *saved_tau;
     size_t saved;
     forgery forge; /* testing: the highest element a forgery fits so far */
+    bool skip;     /* block mode: a site before the target, only numbered */
 };
 
 int krn_site_parts_begin(krn_ctx *ctx, krn_site_parts **out, const char *name, float *values, size_t n,
@@ -30,6 +31,15 @@ int krn_site_parts_begin(krn_ctx *ctx, krn_site_parts **out, const char *name, f
     int rc = krn_site_enter(ctx, name);
     if (rc < 0)
         return rc;
+    if (krn_site_skipped(ctx)) {
+        krn_site_parts *p = calloc(1, sizeof *p);
+        if (p == NULL)
+            return krn_site_leave(ctx, ovt_fail(OVT_ENOMEM, "out of memory for site %s", name));
+        p->skip = true;
+        p->job = (site_job){.ctx = ctx, .name = name, .site = ctx->step.next_site++, .out = values, .n = n};
+        *out = p;
+        return 0;
+    }
     bool zero = krn_band_is_zero(band);
     if (!zero && band->kind == KRN_BAND_OUTER && (band->cols == 0 || n % band->cols != 0))
         return krn_site_leave(ctx, ovt_fail(OVT_EINVAL, "step %llu site %u (%s): KRN_BAND_OUTER needs cols "
@@ -91,6 +101,8 @@ int krn_site_part(krn_site_parts *p, const double *x, size_t len, const double *
 {
     if (p->rc < 0)
         return p->rc;
+    if (p->skip)
+        return 0;
     site_job *job = &p->job;
     krn_ctx *ctx = job->ctx;
     size_t lo = p->next;
@@ -136,6 +148,8 @@ int krn_site_part_keep(krn_site_parts *p, size_t len)
     static const double zeros[SITE_BLOCK];
     if (p->rc < 0)
         return p->rc;
+    if (p->skip)
+        return 0;
     site_job *job = &p->job;
     krn_ctx *ctx = job->ctx;
     size_t lo = p->next;
@@ -172,6 +186,10 @@ int krn_site_parts_end(krn_site_parts *p)
     site_job *job = &p->job;
     krn_ctx *ctx = job->ctx;
     int rc = p->rc;
+    if (p->skip) {
+        free(p);
+        return 0;
+    }
     if (rc == 0 && p->next != job->n)
         rc = krn_site_leave(ctx, ovt_fail(OVT_EINVAL, "step %llu site %u (%s): %zu of its %zu elements were "
                                                       "handed over",

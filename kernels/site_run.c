@@ -113,6 +113,10 @@ int krn_site_run_group(site_job *jobs, size_t njobs, size_t lo, size_t hi)
 static int site_run(krn_ctx *ctx, const char *name, float *out, const double *x, size_t n,
                     const krn_band *band)
 {
+    if (krn_site_skipped(ctx)) {
+        ctx->step.next_site++;
+        return 0;
+    }
     int rc = krn_band_check(band, n);
     if (rc < 0)
         return ovt_fail_wrap(rc, "step %llu site %u (%s)", (unsigned long long)ctx->step.index,
@@ -169,6 +173,14 @@ int krn_site_exact_fills(krn_ctx *ctx, const krn_exact_fill *sites, size_t nsite
     int rc = krn_site_enter(ctx, sites[0].name);
     if (rc < 0)
         return rc;
+    if (ctx->block.on && ctx->step.next_site + nsites <= ctx->block.target) {
+        ctx->step.next_site += (uint32_t)nsites; /* block mode: every one before the target */
+        return 0;
+    }
+    /* block mode with the target in the group: the sites before it are
+     * skipped (their outputs, which it reads, hold what the block gave) */
+    size_t skip = ctx->block.on && ctx->step.next_site < ctx->block.target ? ctx->block.target - ctx->step.next_site
+                                                                           : 0;
     site_job jobs[KRN_EXACT_FILLS_MAX];
     for (size_t s = 0; s < nsites; s++) {
         jobs[s] = (site_job){.ctx = ctx, .name = sites[s].name, .site = ctx->step.next_site++,
@@ -185,10 +197,10 @@ int krn_site_exact_fills(krn_ctx *ctx, const krn_exact_fill *sites, size_t nsite
                                       "%zu entries for it",
                           (unsigned long long)ctx->step.index, jobs[s].site, jobs[s].name, next->count);
     if (rc == 0)
-        rc = krn_site_run_group(jobs, nsites, 0, n);
-    for (size_t s = 0; s < nsites && rc == 0; s++)
+        rc = krn_site_run_group(jobs + skip, nsites - skip, 0, n);
+    for (size_t s = skip; s < nsites && rc == 0; s++)
         rc = krn_site_row(&jobs[s]);
-    for (size_t s = 0; s < nsites && rc == 0; s++)
+    for (size_t s = skip; s < nsites && rc == 0; s++)
         krn_site_done(&jobs[s]);
     return krn_site_leave(ctx, rc);
 }

@@ -42,6 +42,12 @@ typedef struct {
     char name[64];
 } trace_region;
 
+/* A source whose writes a trace keeps (krn_trace_keep). */
+typedef struct {
+    krn_trace_kind kind;
+    uint32_t id;
+} trace_keep;
+
 struct krn_trace {
     bool check;
     bool outputs_only; /* krn_trace_outputs_only: no reads, no record hashes, one site's root */
@@ -58,6 +64,8 @@ struct krn_trace {
     size_t nrecords, records_cap;
     krn_trace_src *reads;
     size_t nreads, reads_cap;
+    trace_keep *keep; /* not check mode: the sources whose writes are copied (krn_trace_keep) */
+    size_t nkeep;
 };
 
 /* Grows *p (of *cap elements of size sz) to hold n; false when out of memory. */
@@ -107,6 +115,25 @@ static void trace_oom(krn_trace *t, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Whether the trace keeps copies of source (kind, id)'s writes. */
+static bool kept(const krn_trace *t, krn_trace_kind kind, uint32_t id)
+{
+    for (size_t i = 0; i < t->nkeep; i++)
+        if (t->keep[i].kind == kind && t->keep[i].id == id)
+            return true;
+    return false;
+}
+
+int krn_trace_keep(krn_trace *t, krn_trace_kind kind, uint32_t id)
+{
+    trace_keep *k = realloc(t->keep, (t->nkeep + 1) * sizeof *k);
+    if (k == NULL)
+        return ovt_fail(OVT_ENOMEM, "out of memory for the trace's kept sources");
+    t->keep = k;
+    t->keep[t->nkeep++] = (trace_keep){.kind = kind, .id = id};
+    return 0;
+}
+
 int krn_trace_new(krn_trace **out, bool check)
 {
     *out = calloc(1, sizeof **out);
@@ -123,6 +150,7 @@ void krn_trace_free(krn_trace *t)
     for (size_t i = 0; i < t->nwrites; i++)
         free(t->writes[i].copy);
     free(t->writes);
+    free(t->keep);
     free(t->regions);
     free(t->pending);
     free(t->records);
@@ -157,7 +185,7 @@ static void add_write_rows(krn_trace *t, trace_write w)
         return;
     if (!GROW(t, writes, writes_cap, t->nwrites + 1))
         return trace_oom(t, "out of memory for the trace's writes");
-    if (t->check && w.kind != KRN_TRACE_ZERO) {
+    if (w.kind != KRN_TRACE_ZERO && (t->check || kept(t, w.kind, w.id))) {
         if ((w.copy = malloc(w.rows * w.width)) == NULL)
             return trace_oom(t, "out of memory for the trace's check copies");
         for (size_t i = 0; i < w.rows; i++)
@@ -193,8 +221,46 @@ void krn_trace_zero(krn_ctx *ctx, const void *p, size_t count)
         add_write(ctx->trace, KRN_TRACE_ZERO, 0, p, count);
 }
 
+/* Block mode: a read declared for the target site is handed to the
+ * block's fill, numbered as take_reads numbers the record's inputs. */
+static void block_read(krn_ctx *ctx, unsigned k, const void *p, size_t width, size_t stride, size_t rows)
+{
+    if (!ctx->block.on || p == NULL || width == 0 || rows == 0 ||
+        ctx->step.next_site + (uint64_t)k != ctx->block.target)
+        return;
+    ctx->block.fill(ctx->block.arg, ctx->block.inputs++, (float *)(uintptr_t)p, width, stride, rows);
+}
+
+void krn_ctx_block(krn_ctx *ctx, uint32_t target, krn_block_fill fill, void *arg, float *result, size_t cap)
+{
+    ctx->block.result = result;
+    ctx->block.result_cap = cap;
+    ctx->block.result_n = 0;
+    ctx->block.on = fill != NULL;
+    ctx->block.reached = false;
+    ctx->block.target = target;
+    ctx->block.fill = fill;
+    ctx->block.arg = arg;
+    ctx->block.inputs = 0;
+}
+
+void krn_block_done(const site_job *job)
+{
+    krn_ctx *ctx = job->ctx;
+    ctx->block.reached = true;
+    ctx->block.result_n = job->n;
+    memcpy(ctx->block.result, job->out, (job->n < ctx->block.result_cap ? job->n : ctx->block.result_cap) * 4);
+}
+
+size_t krn_ctx_block_reached(const krn_ctx *ctx)
+{
+    return ctx->block.reached ? ctx->block.result_n : 0;
+}
+
 void krn_trace_reads(krn_ctx *ctx, unsigned k, const krn_span *reads, size_t nreads)
 {
+    for (size_t i = 0; ctx->block.on && i < nreads; i++)
+        block_read(ctx, k, reads[i].p, reads[i].count, reads[i].count, 1);
     krn_trace *t = ctx->trace;
     if (t == NULL || t->rc < 0 || t->outputs_only)
         return;
@@ -208,6 +274,7 @@ void krn_trace_reads(krn_ctx *ctx, unsigned k, const krn_span *reads, size_t nre
 
 void krn_trace_read_rows(krn_ctx *ctx, unsigned k, const void *p, size_t width, size_t stride, size_t rows)
 {
+    block_read(ctx, k, p, width, stride, rows);
     krn_trace *t = ctx->trace;
     if (t == NULL || t->rc < 0 || t->outputs_only || p == NULL || width == 0 || rows == 0)
         return;
@@ -510,6 +577,19 @@ const krn_trace_record *krn_trace_record_at(const krn_trace *t, size_t i)
 const krn_trace_src *krn_trace_reads_of(const krn_trace *t, size_t i)
 {
     return t->reads + t->records[i].first_read;
+}
+
+const float *krn_trace_written(const krn_trace *t, krn_trace_kind kind, uint32_t id, size_t *count)
+{
+    *count = 0;
+    for (size_t i = 0; i < t->nwrites; i++) {
+        const trace_write *w = &t->writes[i];
+        if (w->kind == kind && w->id == id && w->rows == 1 && w->src_off == 0 && w->copy != NULL) {
+            *count = w->width / 4;
+            return (const float *)w->copy;
+        }
+    }
+    return NULL;
 }
 
 const char *krn_trace_region_name(const krn_trace *t, uint32_t region)

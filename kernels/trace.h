@@ -28,6 +28,8 @@
  * zeroed range) wins, then the registered regions; so buffers reused
  * within a step are named by what last wrote them, and a site that reads
  * an earlier site of its own group (krn_site_exact_fills) sees that site.
+ * A read must be declared before the op reads that memory: block mode
+ * (below) writes the values there at the declaration.
  * The cuda backend cannot be traced yet (its outputs stay on the device). */
 
 #include <stdbool.h>
@@ -150,6 +152,37 @@ int krn_trace_file(const krn_trace *t, uint64_t step, const ovt_hash *root, uint
 
 /* Bytes of all records' encodings (a figure of the trace's size). */
 size_t krn_trace_bytes(const krn_trace *t);
+
+/* Outside check mode, keeps a copy of what source (kind, id) writes in the
+ * step (an earlier site's output, a registered region), as check mode
+ * keeps every write, so krn_trace_written can hand it out: the sources one
+ * block reads, without the whole step's outputs. Before the step. */
+int krn_trace_keep(krn_trace *t, krn_trace_kind kind, uint32_t id) OVT_MUST_USE;
+
+/* The whole output of site `id` (kind KRN_TRACE_SITE) or the registered
+ * region `id` (KRN_TRACE_STATE, KRN_TRACE_BATCH) as written in the step,
+ * *count elements; NULL when the trace keeps no such copy (neither check
+ * mode nor krn_trace_keep). Points into t. For whoever must hand out
+ * slices of them with proofs (arbiter/block.h: the party's block package,
+ * its tests). */
+const float *krn_trace_written(const krn_trace *t, krn_trace_kind kind, uint32_t id, size_t *count);
+
+/* Block mode (the arbiter's re-execution of one block of one site,
+ * arbiter/block.h): in the ctx's next step, every site numbered before
+ * `target` is skipped (numbered; nothing rounded, logged or written),
+ * the target runs as usual (REPLAY: with the log's entries for it), and
+ * every site after it fails at once with OVT_EINVAL, which ends the op
+ * that runs them. Each read the ops declare for the target (input by input,
+ * in the order take_reads numbers a record's inputs) is first handed to
+ * fill(arg, input, p, width, stride, rows), which writes the values the
+ * target must read there (rows of width elements, row i at p + i*stride):
+ * the block's caller owns every buffer the op reads. Once the target has
+ * run its output (final: rounded, log applied) is copied to result (up to
+ * cap elements). fill NULL turns block mode off. krn_ctx_block_reached:
+ * the target's output size once it has run, 0 before. */
+typedef void (*krn_block_fill)(void *arg, unsigned input, float *p, size_t width, size_t stride, size_t rows);
+void krn_ctx_block(krn_ctx *ctx, uint32_t target, krn_block_fill fill, void *arg, float *result, size_t cap);
+size_t krn_ctx_block_reached(const krn_ctx *ctx);
 
 /* Testing only (the trace tests): in the current or
  * next step, after site `site` has rounded (and, REPLAY, applied its log),

@@ -1,6 +1,7 @@
 /* Fault injection for tests and the devnet simulation (trainer/fault.h). */
 #include "trainer/fault.h"
 #include "trainer/state_hash.h"
+#include "kernels/trace.h"
 
 #include <math.h>
 #include <signal.h>
@@ -10,7 +11,7 @@
 
 static const char *const fault_names[] = {"none", "bitflip", "poisoned-batch", "skipped-step", "forged-log",
                                            "omitted-log", "bitflip-shard", "kill-rank", "hang-rank", "flip-entry",
-                                           "steer-up", "steer-down", "hidden-flip"};
+                                           "steer-up", "steer-down", "hidden-flip", "flip-output"};
 
 int trn_fault_parse(trn_fault_kind *out, const char *name)
 {
@@ -22,7 +23,7 @@ int trn_fault_parse(trn_fault_kind *out, const char *name)
     }
     *out = TRN_FAULT_NONE;
     return ovt_fail(OVT_EINVAL, "unknown trainer fault '%s' (known: none, bitflip, poisoned-batch, "
-                                "skipped-step, forged-log, omitted-log, bitflip-shard, kill-rank, hang-rank, flip-entry, steer-up, steer-down, hidden-flip)",
+                                "skipped-step, forged-log, omitted-log, bitflip-shard, kill-rank, hang-rank, flip-entry, steer-up, steer-down, hidden-flip, flip-output)",
                     name);
 }
 
@@ -57,6 +58,8 @@ int trn_fault_before_step(const trn_fault *f, uint64_t i, dp_ctx *dp, krn_ctx *c
         krn_ctx_forge_hidden(ctx);
     if (trn_fault_at(f, TRN_FAULT_FLIP_ENTRY, i))
         krn_ctx_flip_entry(ctx, f->site, f->element);
+    if (trn_fault_at(f, TRN_FAULT_FLIP_OUTPUT, i)) /* a deep fault: bit 22, the top of the mantissa */
+        krn_ctx_flip_output_bit(ctx, f->site, f->element, 22);
     krn_ctx_steer(ctx, trn_fault_at(f, TRN_FAULT_STEER_UP, i) ? 1 : trn_fault_at(f, TRN_FAULT_STEER_DOWN, i) ? -1 : 0);
     if (trn_fault_at(f, TRN_FAULT_SKIPPED_STEP, i)) {
         /* the log is the one step K writes (an empty one would be a log
@@ -86,6 +89,9 @@ int trn_fault_after_step(const trn_fault *f, uint64_t i, int rv, const krn_ctx *
         rv = ovt_fail(OVT_EINVAL, "--inject-fault flip-entry: step %llu has no direction entry for element %llu "
                       "of site %u (`ovt rlog RUNDIR --step K --entries` lists them)", (unsigned long long)i,
                       (unsigned long long)f->element, f->site);
+    if (!rv && trn_fault_at(f, TRN_FAULT_FLIP_OUTPUT, i) && !krn_ctx_output_flipped(ctx))
+        rv = ovt_fail(OVT_EINVAL, "--inject-fault flip-output: step %llu has no site %u", (unsigned long long)i,
+                      f->site);
     if (!rv && trn_fault_at(f, TRN_FAULT_BITFLIP, i))
         trn_fault_bitflip(st);
     return rv;

@@ -71,7 +71,8 @@ typedef enum {
     TRN_FAULT_FLIP_ENTRY,
     TRN_FAULT_STEER_UP,
     TRN_FAULT_STEER_DOWN,
-    TRN_FAULT_HIDDEN_FLIP
+    TRN_FAULT_HIDDEN_FLIP,
+    TRN_FAULT_FLIP_OUTPUT
 } trn_fault_kind;
 
 typedef struct {

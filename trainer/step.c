@@ -155,7 +155,8 @@ static int replay_run(const char *dir, const trn_run_data *d, uint64_t k, int th
     trn_state *st = NULL;
     trn_step_table table = {0};
     trn_runner *r = NULL;
-    trn_runner_opts ro = {.backend = KRN_BACKEND_CPU, .mode = KRN_REPLAY, .threads = threads, .hash_later = true};
+    trn_runner_opts ro = {.backend = KRN_BACKEND_CPU, .mode = KRN_REPLAY, .threads = threads, .hash_later = true,
+                          .fault = tr ? tr->fault : NULL};
     int rv;
     if ((rv = trn_run_load_config(dir, &rc, &config_hash)) ||
         (rv = trn_run_path(path, sizeof path, dir, NULL, 0, "steps.bin")) ||

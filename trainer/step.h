@@ -11,6 +11,7 @@
 #include "kernels/rlog.h"
 #include "kernels/site.h"
 #include "kernels/trace.h"
+#include "trainer/fault.h"
 #include "trainer/run.h"
 #include "trainer/rundata.h"
 #include "trainer/state.h"
@@ -60,6 +61,7 @@ int trn_step_replay_run(const char *dir, const trn_run_data *d, uint64_t k, int 
  * trace_rc (its message in krn_trace_error) and root. */
 typedef struct {
     krn_backend_kind backend;
+    const trn_fault *fault; /* testing only: step k under this fault (`ovt block pack --inject-fault`); NULL */
     krn_trace *trace;
     int trace_rc;
     ovt_hash root;

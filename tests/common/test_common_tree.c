@@ -88,6 +88,11 @@ static void test_proofs(void)
                 CHECK(ovt_tree_proof(proof, &plen, leaves, n, first, count) == 0);
                 CHECK(plen == ovt_tree_proof_len(n, first, count));
                 good_refused += !ovt_tree_verify(&root, n, first, count, leaves + first, proof, plen);
+                /* the root a proof climbs to is the tree's (what the block
+                 * benchmark builds generated trees from) */
+                ovt_hash climbed;
+                good_refused += ovt_tree_root_from_proof(&climbed, n, first, count, leaves + first, proof, plen) != 0 ||
+                                memcmp(climbed.b, root.b, 32) != 0;
                 /* a one-bit change anywhere is refused */
                 for (size_t j = 0; j < count; j++) {
                     ovt_hash mine[13];
@@ -114,6 +119,8 @@ static void test_proofs(void)
         CHECK(ovt_tree_proof(proof, &plen, leaves, n, n, 1) == OVT_EINVAL);
         CHECK(ovt_tree_proof(proof, &plen, leaves, n, 0, 0) == OVT_EINVAL);
         CHECK(!ovt_tree_verify(&root, n, 0, n + 1, leaves, proof, 0));
+        ovt_hash none;
+        CHECK(ovt_tree_root_from_proof(&none, n, 0, n + 1, leaves, proof, 0) == OVT_EINVAL);
     }
     CHECK(ranges == 455);
     CHECK(good_refused == 0);

@@ -50,6 +50,21 @@ static int run_ovt(const char *fmt, ...)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* Writes `lines` lines of "the quick brown fox ..." to DIR/t.txt and makes
+ * them a token file at tok (`ovt data text`, bytes); its exit status. */
+static inline int cli_fox_tokens(const char *tok, int lines)
+{
+    char text[128];
+    snprintf(text, sizeof text, "%s/t.txt", dir);
+    FILE *f = fopen(text, "w");
+    if (f == NULL)
+        return -1;
+    for (int i = 0; i < lines; i++)
+        fprintf(f, "the quick brown fox jumps over the lazy dog %d\n", i);
+    fclose(f);
+    return run_ovt("data text %s --out %s", text, tok);
+}
+
 static int output_has(const char *needle)
 {
     char path[256];

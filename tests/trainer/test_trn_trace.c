@@ -383,17 +383,10 @@ static void test_outputs_only(const char *preset)
  * holds the root the command prints; --backend ref alone is a usage error. */
 static void test_cli(void)
 {
-    char text[512], tok[512], run[512], file[3][512], line[160];
-    snprintf(text, sizeof text, "%s/t.txt", dir);
+    char tok[512], run[512], file[3][512], line[160];
     snprintf(tok, sizeof tok, "%s/t.tok", dir);
     snprintf(run, sizeof run, "%s/run", dir);
-    FILE *f = fopen(text, "w");
-    CHECK(f != NULL);
-    for (int i = 0; f && i < 200; i++)
-        fprintf(f, "the quick brown fox jumps over the lazy dog %d\n", i);
-    if (f)
-        fclose(f);
-    CHECK(run_ovt("data text %s --out %s", text, tok) == 0);
+    CHECK(cli_fox_tokens(tok, 200) == 0);
     CHECK(run_ovt("train --model gpt2-tiny --data %s --out %s --steps 3 --batch 2 --seq 16 --every 0 "
                   "--checkpoint-every 3",
                   tok, run) == 0);

@@ -80,6 +80,69 @@ static inline int trn_test_token_batch(data_token_batch *tb, trn_batch *b, const
     return rv;
 }
 
+/* One step's inputs for a preset: its run config (seed, batch, sequence
+ * length, shards as given; no warmup), its data (ntokens generated tokens,
+ * or nsamples synthetic samples for an MLP or ResNet) and the batch of
+ * step 1, viewed as b. */
+typedef struct {
+    trn_run_config rc;
+    data_tokens tokens;
+    data_samples samples;
+    data_token_batch tb;
+    data_sample_batch sb;
+    trn_batch b;
+    bool lm;
+} trn_test_step_data;
+
+static inline int trn_test_step_data_open(trn_test_step_data *f, const char *preset, uint64_t seed, uint32_t batch,
+                                          uint32_t seq, uint32_t shards, size_t ntokens, uint32_t nsamples)
+{
+    memset(f, 0, sizeof *f);
+    trn_model_config m;
+    int rv = trn_model_preset(&m, preset);
+    if (rv)
+        return rv;
+    trn_config_default(&f->rc, &m);
+    f->rc.seed = seed;
+    f->rc.warmup_steps = 0;
+    f->rc.batch_size = batch;
+    f->rc.shards = shards;
+    f->lm = trn_model_is_lm(&m);
+    if (f->lm) {
+        uint32_t *toks = malloc(ntokens * sizeof *toks);
+        uint8_t *buf = NULL;
+        size_t len;
+        if (toks == NULL)
+            return OVT_ENOMEM;
+        for (size_t i = 0; i < ntokens; i++)
+            toks[i] = (uint32_t)((i * 37 + i / 5) % m.vocab);
+        if (!(rv = data_tokens_encode(toks, ntokens, m.vocab, &buf, &len)))
+            rv = data_tokens_parse(&f->tokens, buf, len);
+        free(buf);
+        free(toks);
+        f->rc.seq_len = seq;
+        f->rc.dataset_hash = f->tokens.hash;
+        return rv ? rv : trn_test_token_batch(&f->tb, &f->b, &f->tokens, &f->rc, 1);
+    }
+    if ((rv = data_samples_synthetic(&f->samples, 3, nsamples, m.in_dim, m.n_class, 32)))
+        return rv;
+    f->rc.dataset_hash = f->samples.hash;
+    rv = data_sample_batch_get(&f->sb, &f->samples, f->rc.seed, 1, f->rc.batch_size);
+    f->b = (trn_batch){.B = f->sb.B, .x = f->sb.x, .labels = f->sb.y};
+    return rv;
+}
+
+static inline void trn_test_step_data_close(trn_test_step_data *f)
+{
+    if (f->lm) {
+        data_token_batch_free(&f->tb);
+        data_tokens_free(&f->tokens);
+    } else {
+        data_sample_batch_free(&f->sb);
+        data_samples_free(&f->samples);
+    }
+}
+
 /* The "state N HASH" lines of `ovt train --print-state` output, in order,
  * into dst (cap bytes). */
 static inline void trn_test_state_lines(char *dst, size_t cap, const char *text)

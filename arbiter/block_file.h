@@ -1,0 +1,52 @@
+#ifndef OVT_ARBITER_BLOCK_FILE_H
+#define OVT_ARBITER_BLOCK_FILE_H
+
+/* The block package (docs/formats.md, "Block package"): what a party hands
+ * the arbiter for one block (arbiter/block.h), in one file. It binds every
+ * root it uses to the step's trace root: the disputed record and the
+ * record of every earlier site it reads come with their Merkle proofs
+ * against the trace root, the slices with theirs against those records'
+ * output roots (state tensors and batch arrays: against the roots it
+ * names, which the arbiter compares with stateHash_{K-1}'s tensor roots and
+ * the batch it rebuilds). The party's claim is the leaf of the disputed
+ * output with its proof against the record's output root. */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arbiter/block.h"
+#include "common/bytes.h"
+#include "common/err.h"
+#include "kernels/rlog.h"
+#include "kernels/trace.h"
+#include "trainer/config.h"
+
+#define ARB_BLOCK_MAGIC "OVTBLOCK"
+#define ARB_BLOCK_VERSION 1u
+
+/* The package of leaf `leaf` of record i of t (a check-mode trace of step
+ * `step` whose root is root, made with log and config rc): *buf malloc'd.
+ * Errors as arb_block_from_trace's. */
+int arb_block_package_make(uint8_t **buf, size_t *len, const trn_run_config *rc, const krn_trace *t,
+                           const ovt_hash *root, uint64_t step, size_t i, uint64_t leaf,
+                           const krn_rlog *log) OVT_MUST_USE;
+
+/* A package read back: the task to run (config, reads, slices, entries
+ * point into it), the trace root it is bound to and the party's claim. */
+typedef struct {
+    trn_run_config config;
+    ovt_hash trace_root;
+    uint32_t nrecords;
+    ovt_hash claim;
+    arb_block_task task;
+    arb_block_owned own;
+} arb_block_package;
+
+/* Parses and checks buf: OVT_EFORMAT naming what is malformed; OVT_EFRAUD
+ * when a record does not prove against the trace root or the claim
+ * against the record's output root. The slices' own proofs are
+ * arb_block_run's to check. */
+int arb_block_package_read(arb_block_package *p, const uint8_t *buf, size_t len) OVT_MUST_USE;
+void arb_block_package_free(arb_block_package *p);
+
+#endif

@@ -1,0 +1,49 @@
+#ifndef OVT_ARBITER_BLOCK_OPS_H
+#define OVT_ARBITER_BLOCK_OPS_H
+
+/* The ops the block engine (arbiter/block.h) knows: for each site name, how
+ * the op's dimensions follow from the record's sizes (and the run config
+ * where the sizes leave them open), which of the site's inputs it reads
+ * whole, and the call that runs the op on some of its leading rows. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/site.h"
+#include "trainer/config.h"
+
+#define BLK_MAX_INPUTS 16
+
+/* What the record says: its output size and each input's size. */
+typedef struct {
+    uint64_t n;
+    uint64_t S[BLK_MAX_INPUTS];
+    size_t ninputs;
+    const trn_run_config *cfg;
+    uint64_t step;
+} blk_rec;
+
+/* The op's shape: R leading rows (every input read by rows has R of them,
+ * as has the output), its dimensions d[] (the op's own), whether one block
+ * needs every row, and the inputs read whole (bit m: input m). */
+typedef struct {
+    uint64_t R;
+    uint64_t d[6];
+    bool whole;
+    uint32_t whole_inputs;
+} blk_shape;
+
+typedef struct {
+    const char *name;
+    unsigned target; /* the site's index among the sites the call runs */
+    int (*shape)(const blk_rec *r, blk_shape *s);
+    /* runs the op on `rows` of its R rows with buffers of its own (zeros
+     * until block mode fills what the site reads) */
+    int (*call)(krn_ctx *ctx, const blk_shape *s, uint64_t rows, const trn_run_config *cfg);
+} blk_op;
+
+/* The op of a site name, or NULL. */
+const blk_op *blk_op_find(const char *name);
+
+#endif

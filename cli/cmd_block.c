@@ -1,0 +1,289 @@
+/* `ovt block`: the third level of a dispute (docs/arbiter.md, "One block
+ * of one site"): a party packs one block of one site of a step with what
+ * it reads and their proofs (arbiter/block_file.h), the arbiter checks the
+ * package and re-executes the block (arbiter/block.h). */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arbiter/block.h"
+#include "arbiter/block_file.h"
+#include "chain/parse.h"
+#include "chain/session.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "common/fileio.h"
+#include "common/parse.h"
+#include "common/tree.h"
+#include "kernels/rlog.h"
+#include "trainer/check.h"
+#include "trainer/fault.h"
+#include "trainer/rundata.h"
+#include "trainer/step.h"
+
+/* A package is at most this long (the slices of one block; a block of an
+ * op that needs every row of a large batch can be long). */
+#define BLOCK_FILE_MAX ((size_t)4 << 30)
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: ovt block pack RUNDIR --step K --site S --leaf L --out FILE [--data FILE]\n"
+            "                      [--threads N] [--inject-fault flip-output --fault-element E]\n"
+            "       ovt block check FILE [--trace-root HEX] [--config-hash HEX] [--trainer-leaf HEX]\n"
+            "                      [--auditor-leaf HEX] [--threads N] [--json]\n"
+            "\n"
+            "The third level of a dispute (docs/arbiter.md, \"One block of one site\"): once step K,\n"
+            "site S of its trace and leaf L of S's output (16384 elements) are fixed, a party packs\n"
+            "what that block reads (slices of earlier sites' outputs, of state tensors and of the\n"
+            "batch, each with its Merkle proof; the site's record and the records it reads from with\n"
+            "their proofs against the trace root; the trainer's log entries for the rows computed)\n"
+            "and its claimed leaf, and the arbiter re-executes only that block (docs/formats.md,\n"
+            "\"Block package\").\n"
+            "\n"
+            "pack: re-executes step K of RUNDIR from its checkpoint and log with the trace and\n"
+            "writes the package to FILE (temporary file, fsync, rename).\n"
+            "  --inject-fault flip-output --fault-element E   testing only: the package of a party\n"
+            "                whose step K flipped bit 22 of element E of site S (a deep fault)\n"
+            "check: verifies every proof, re-executes the block and says which claim its leaf\n"
+            "matches: the package's own, and --trainer-leaf / --auditor-leaf (the parties' leaf\n"
+            "hashes from the chain) when given; --trace-root: the agreed trace root the package\n"
+            "must be bound to; --config-hash: the run's configHash its run config must hash to.\n"
+            "Status 1 when the package is refused (a proof fails, an input is missing, a slice\n"
+            "was changed, another trace root or run config) or the block cannot be computed.\n");
+}
+
+enum {
+    O_STEP = 256, O_SITE, O_LEAF, O_OUT, O_DATA, O_THREADS, O_FAULT, O_FAULT_ELEMENT, O_TRACE_ROOT,
+    O_TRAINER_LEAF, O_AUDITOR_LEAF, O_JSON, O_CONFIG_HASH
+};
+
+struct block_args {
+    uint64_t step, site, leaf, element;
+    bool have_step, have_site, have_leaf, have_element, json, have_root, have_trainer, have_auditor, have_config;
+    const char *out, *data, *fault;
+    int threads;
+    ovt_hash root, trainer, auditor, config;
+};
+
+static int take(void *ctx, int c, const char *flag, const char *arg, const char *given)
+{
+    struct block_args *a = ctx;
+    int rv = 0;
+    switch (c) {
+    case O_STEP: rv = ovt_parse_u64(&a->step, flag, arg, 1, UINT32_MAX); a->have_step = true; break;
+    case O_SITE: rv = ovt_parse_u64(&a->site, flag, arg, 0, UINT32_MAX); a->have_site = true; break;
+    case O_LEAF: rv = ovt_parse_u64(&a->leaf, flag, arg, 0, UINT64_MAX / 2); a->have_leaf = true; break;
+    case O_FAULT_ELEMENT: rv = ovt_parse_u64(&a->element, flag, arg, 0, UINT64_MAX / 2); a->have_element = true; break;
+    case O_OUT: a->out = arg; break;
+    case O_DATA: a->data = arg; break;
+    case O_FAULT: a->fault = arg; break;
+    case O_THREADS: rv = ovt_parse_int(&a->threads, flag, arg, 0, 256); break;
+    case O_TRACE_ROOT: rv = chain_parse_hash(&a->root, flag, arg); a->have_root = true; break;
+    case O_TRAINER_LEAF: rv = chain_parse_hash(&a->trainer, flag, arg); a->have_trainer = true; break;
+    case O_AUDITOR_LEAF: rv = chain_parse_hash(&a->auditor, flag, arg); a->have_auditor = true; break;
+    case O_CONFIG_HASH: rv = chain_parse_hash(&a->config, flag, arg); a->have_config = true; break;
+    case O_JSON: a->json = true; break;
+    default: return cli_arg_unknown("block", given);
+    }
+    return rv ? cli_usage_fail("block") : 0;
+}
+
+/* ---- pack ---- */
+
+/* Step K of dir re-executed with trace t (fresh), under the fault when
+ * there is one; 0 or why it cannot serve a package. */
+static int traced_step(const char *dir, const struct block_args *a, const trn_fault *fault, krn_trace *t,
+                       ovt_hash *root)
+{
+    trn_step_trace tr = {.backend = KRN_BACKEND_CPU, .fault = fault, .trace = t};
+    trn_step_check s;
+    int rv = trn_step_check_traced(&s, dir, a->data, a->step, a->threads, &tr);
+    if (!rv && s.verdict == TRN_CHECK_FRAUD)
+        rv = ovt_fail(OVT_EFRAUD, "step %llu: %s", (unsigned long long)a->step, s.fraud);
+    if (!rv && tr.trace_rc)
+        rv = ovt_fail(tr.trace_rc, "the trace of step %llu failed: %s", (unsigned long long)a->step,
+                      krn_trace_error(t));
+    *root = tr.root;
+    return rv;
+}
+
+/* Two passes over step K: the first finds the site's record and what its
+ * block reads, the second keeps only those outputs (not the whole step's). */
+static int pack(const char *dir, const struct block_args *a)
+{
+    trn_run_config rc;
+    ovt_hash config_hash, root, root2;
+    trn_fault fault = {.kind = TRN_FAULT_FLIP_OUTPUT, .step = a->step, .site = (uint32_t)a->site,
+                       .element = a->element};
+    const trn_fault *f = a->fault ? &fault : NULL;
+    krn_trace *first = NULL, *t = NULL;
+    krn_rlog *log = krn_rlog_new();
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    char path[4096];
+    int rv = log ? 0 : ovt_fail(OVT_ENOMEM, "out of memory");
+    if (!rv && !(rv = trn_run_load_config(dir, &rc, &config_hash)) && !(rv = krn_trace_new(&first, false)))
+        rv = traced_step(dir, a, f, first, &root);
+    if (!rv && a->site >= krn_trace_count(first))
+        rv = ovt_fail(OVT_EINVAL, "--site %llu: step %llu has %zu sites (0..%zu)", (unsigned long long)a->site,
+                      (unsigned long long)a->step, krn_trace_count(first), krn_trace_count(first) - 1);
+    if (!rv && !(rv = krn_trace_new(&t, false)) &&
+        !(rv = arb_block_keep_for(t, first, (size_t)a->site, &rc, a->step, a->leaf)))
+        rv = traced_step(dir, a, f, t, &root2);
+    if (!rv && memcmp(root.b, root2.b, 32) != 0)
+        rv = ovt_fail(OVT_EINVAL, "step %llu re-executed twice gave two traces: not a deterministic step",
+                      (unsigned long long)a->step);
+    if (!rv && !(rv = trn_run_path(path, sizeof path, dir, "logs", a->step, "rlog")))
+        rv = krn_rlog_read_file(log, path);
+    if (!rv)
+        rv = arb_block_package_make(&buf, &len, &rc, t, &root, a->step, (size_t)a->site, a->leaf, log);
+    if (!rv)
+        rv = ovt_write_atomic(a->out, buf, len, 0644);
+    if (!rv) {
+        const krn_trace_record *r = krn_trace_record_at(t, (size_t)a->site);
+        char hex[67];
+        chain_hash_hex(hex, &root);
+        printf("block package %s: step %llu, site %llu (%s, %llu elements), leaf %llu of %zu; %zu bytes; trace "
+               "root %s\n",
+               a->out, (unsigned long long)a->step, (unsigned long long)a->site, r->op, (unsigned long long)r->n,
+               (unsigned long long)a->leaf, ovt_tree_leaves(r->n * 4), len, hex);
+    }
+    free(buf);
+    krn_rlog_free(log);
+    krn_trace_free(first);
+    krn_trace_free(t);
+    return rv ? cli_fail("block pack") : 0;
+}
+
+/* ---- check ---- */
+
+static const char *whose(const arb_block_result *r, const struct block_args *a)
+{
+    bool t = a->have_trainer && !memcmp(r->leaf.b, a->trainer.b, 32);
+    bool u = a->have_auditor && !memcmp(r->leaf.b, a->auditor.b, 32);
+    if (!a->have_trainer && !a->have_auditor)
+        return NULL;
+    return t ? "trainer-right" : u ? "auditor-right" : "neither";
+}
+
+static void print_check(const arb_block_package *p, const arb_block_result *r, const struct block_args *a)
+{
+    const arb_block_task *t = &p->task;
+    char leaf[67], claim[67], root[67];
+    chain_hash_hex(leaf, &r->leaf);
+    chain_hash_hex(claim, &p->claim);
+    chain_hash_hex(root, &p->trace_root);
+    bool claim_ok = !memcmp(r->leaf.b, p->claim.b, 32);
+    const char *verdict = whose(r, a);
+    if (a->json) {
+        json_t *o = json_pack("{s:I, s:I, s:s, s:I, s:I, s:s, s:s, s:b, s:s, s:I, s:I, s:I, s:b, s:I, s:I}", "step",
+                              (json_int_t)t->step, "site", (json_int_t)t->site, "op", t->op, "n", (json_int_t)t->n,
+                              "leaf", (json_int_t)t->leaf, "recomputed_leaf", leaf, "claimed_leaf", claim,
+                              "claim_matches", claim_ok, "trace_root", root, "rows", (json_int_t)r->plan.rows,
+                              "row_lo", (json_int_t)r->plan.row_lo, "row_hi", (json_int_t)r->plan.row_hi,
+                              "whole_rows", r->plan.whole, "slices", (json_int_t)t->nslices, "entries",
+                              (json_int_t)t->nentries);
+        json_object_set_new(o, "verdict", verdict ? json_string(verdict) : json_null());
+        char *text = json_dumps(o, 0);
+        json_decref(o);
+        printf("%s\n", text ? text : "{}");
+        free(text);
+        return;
+    }
+    printf("step %llu, site %u (%s), leaf %llu: re-executed rows %llu..%llu of %llu%s from %zu proven slices and "
+           "%zu log entries\n",
+           (unsigned long long)t->step, t->site, t->op, (unsigned long long)t->leaf,
+           (unsigned long long)r->plan.row_lo, (unsigned long long)r->plan.row_hi, (unsigned long long)r->plan.rows,
+           r->plan.whole ? " (the op needs every row)" : "", t->nslices, t->nentries);
+    printf("  recomputed leaf %s\n", leaf);
+    printf("  package's claim %s  %s\n", claim, claim_ok ? "matches" : "DIFFERS: the packing party's block is wrong");
+    printf("  trace root      %s\n", root);
+    if (verdict)
+        printf("verdict: %s\n", verdict);
+}
+
+static int check(const char *file, const struct block_args *a)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    arb_block_package p;
+    arb_block_result r;
+    int rv = ovt_read_file(file, &buf, &len, BLOCK_FILE_MAX);
+    if (!rv && (rv = arb_block_package_read(&p, buf, len)) < 0)
+        rv = ovt_fail_wrap(rv, "%s", file);
+    free(buf);
+    if (rv)
+        return cli_fail("block check");
+    p.task.threads = a->threads;
+    if (a->have_root && memcmp(a->root.b, p.trace_root.b, 32) != 0) {
+        char have[67];
+        chain_hash_hex(have, &p.trace_root);
+        rv = ovt_fail(OVT_EFRAUD, "%s is bound to trace root %s, not the agreed one given by --trace-root", file,
+                      have);
+    }
+    ovt_hash config_hash;
+    trn_config_hash(&config_hash, &p.config);
+    if (!rv && a->have_config && memcmp(a->config.b, config_hash.b, 32) != 0)
+        rv = ovt_fail(OVT_EFRAUD, "%s carries another run config than the one --config-hash names", file);
+    if (!rv && (rv = arb_block_run(&p.task, &r)) < 0)
+        rv = ovt_fail_wrap(rv, "%s: refused", file);
+    if (!rv) {
+        print_check(&p, &r, a);
+        arb_block_result_free(&r);
+    }
+    arb_block_package_free(&p);
+    return rv ? cli_fail("block check") : 0;
+}
+
+int cmd_block(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"step", required_argument, NULL, O_STEP},
+        {"site", required_argument, NULL, O_SITE},
+        {"leaf", required_argument, NULL, O_LEAF},
+        {"out", required_argument, NULL, O_OUT},
+        {"data", required_argument, NULL, O_DATA},
+        {"threads", required_argument, NULL, O_THREADS},
+        {"inject-fault", required_argument, NULL, O_FAULT},
+        {"fault-element", required_argument, NULL, O_FAULT_ELEMENT},
+        {"trace-root", required_argument, NULL, O_TRACE_ROOT},
+        {"config-hash", required_argument, NULL, O_CONFIG_HASH},
+        {"trainer-leaf", required_argument, NULL, O_TRAINER_LEAF},
+        {"auditor-leaf", required_argument, NULL, O_AUDITOR_LEAF},
+        {"json", no_argument, NULL, O_JSON},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    if (argc < 2 || (strcmp(argv[1], "pack") && strcmp(argv[1], "check"))) {
+        if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))) {
+            usage(stdout);
+            return 0;
+        }
+        return cli_usage_error("block", "expected the subcommand 'pack' or 'check'");
+    }
+    bool is_pack = !strcmp(argv[1], "pack");
+    struct block_args a = {0};
+    int rv = cli_getopt(argc - 1, argv + 1, longopts, usage, take, &a);
+    if (rv >= 0)
+        return rv;
+    if (optind + 1 >= argc)
+        return cli_usage_error("block", is_pack ? "pack needs RUNDIR" : "check needs FILE");
+    const char *operand = argv[1 + optind];
+    optind++;
+    if (cli_arg_none_left("block", argc - 1, argv + 1))
+        return 2;
+    if (is_pack) {
+        if (!a.have_step || !a.have_site || !a.have_leaf || !a.out)
+            return cli_usage_error("block", "pack needs --step, --site, --leaf and --out");
+        if (a.fault && (strcmp(a.fault, "flip-output") || !a.have_element))
+            return cli_usage_error("block", "--inject-fault takes flip-output, with --fault-element E");
+        return pack(operand, &a);
+    }
+    if (a.out || a.have_step || a.have_site || a.have_leaf || a.fault)
+        return cli_usage_error("block", "check takes FILE and --trace-root, --config-hash, --trainer-leaf, "
+                                        "--auditor-leaf, --threads, --json");
+    return check(operand, &a);
+}

@@ -1,0 +1,478 @@
+/* The block engine (arbiter/block.h) against the whole step, on real steps
+ * of gpt2-tiny, llama-tiny, resnet-mini and an MLP: for every site of the
+ * step's trace whose op the engine knows, and for its first, middle and
+ * last leaf, the block re-executed from the proven slices of what it reads
+ * and the trainer's log entries is bit for bit the whole step's traced
+ * output of that leaf (and hashes to the same leaf). Then what must fail:
+ * a slice with one bit changed or a proof for another leaf (OVT_EFRAUD), a
+ * slice withheld (OVT_ENOTFOUND), a log entry dropped (the block differs
+ * from the trainer's or the arbiter's rule rejects it), a leaf outside the
+ * site. Then the commands: a gpt2-tiny run with a deep fault (bit 22 of one
+ * element of a late site's output flipped in step 2) is packed by the
+ * honest party and by the faulty one; `ovt block check` re-executes the
+ * block, names the site and leaf, says whose claim is right, and refuses a
+ * changed, truncated or foreign-rooted package. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arbiter/block.h"
+#include "arbiter/block_file.h"
+#include "check.h"
+#include "common/tree.h"
+#include "data/dataset.h"
+#include "kernels/rlog.h"
+#include "kernels/trace.h"
+#include "trainer/state.h"
+#include "trainer/trace.h"
+#include "trainer/trn_helpers.h"
+#include "support/cli_fixture.h"
+
+#define LEAF_ELEMS (OVT_TREE_LEAF_BYTES / 4)
+
+typedef struct {
+    trn_test_step_data d;
+    trn_run_config rc; /* d's, with a gradient clip (AdamW's scale read from clip.factor) */
+    krn_trace *t;
+    krn_rlog *log;
+} step_fixture;
+
+/* Step 1 of f's run recorded into log, traced into t. */
+static void run_traced(const step_fixture *f, krn_trace *t, krn_rlog *log)
+{
+    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_RECORD, .grid_bits = (int)f->rc.grid_bits,
+                     .threads = 2};
+    krn_ctx *ctx;
+    CHECK(krn_ctx_new(&ctx, &kc) == 0);
+    trn_state *st;
+    trn_workspace *w;
+    CHECK(trn_state_new(&st, &f->rc) == 0 && trn_workspace_new(&w, &f->rc) == 0);
+    trn_state_init(st);
+    trn_step_info info;
+    int trace_rc;
+    ovt_hash root;
+    CHECK_MSG(trn_train_step_traced(ctx, w, st, &f->d.b, log, t, &info, &trace_rc, &root) == 0, "%s",
+              ovt_errmsg());
+    CHECK_MSG(trace_rc == 0, "%s", ovt_errmsg());
+    trn_workspace_free(w);
+    trn_state_free(st);
+    krn_ctx_free(ctx);
+}
+
+/* Step 1 of preset, recorded with a check-mode trace. */
+static void step_open(step_fixture *f, const char *preset, uint32_t batch, uint32_t seq)
+{
+    memset(f, 0, sizeof *f);
+    CHECK(trn_test_step_data_open(&f->d, preset, 5, batch, seq, 1, (size_t)batch * seq * 4 + 16, 256) == 0);
+    f->d.rc.grad_clip = 1.0;
+    f->rc = f->d.rc;
+    f->log = krn_rlog_new();
+    CHECK(krn_trace_new(&f->t, true) == 0);
+    run_traced(f, f->t, f->log);
+}
+
+static void step_close(step_fixture *f)
+{
+    krn_trace_free(f->t);
+    krn_rlog_free(f->log);
+    trn_test_step_data_close(&f->d);
+}
+
+/* Runs the block of record i, leaf L; 0 or the engine's failure. On
+ * success *same says whether it is the traced output's leaf, bit for bit. */
+static int block_of(const step_fixture *f, size_t i, uint64_t L, bool *same, bool drop_entry)
+{
+    arb_block_task task = {.config = &f->rc, .step = 1, .threads = 1};
+    arb_block_owned own;
+    int rc = arb_block_from_trace(&task, &own, f->t, i, f->log, L);
+    if (rc < 0)
+        return rc;
+    if (drop_entry && task.nentries > 0) {
+        /* drop the entry the leaf holds, or the last of the rows computed */
+        size_t k = task.nentries - 1;
+        for (size_t j = 0; j < task.nentries; j++)
+            if (task.entries[j].index >= L * LEAF_ELEMS && task.entries[j].index < (L + 1) * LEAF_ELEMS)
+                k = j;
+        memmove(own.entries + k, own.entries + k + 1, (task.nentries - k - 1) * sizeof *own.entries);
+        task.nentries--;
+    }
+    arb_block_result r;
+    rc = arb_block_run(&task, &r);
+    if (rc == 0) {
+        size_t n;
+        const float *out = krn_trace_written(f->t, KRN_TRACE_SITE, (uint32_t)i, &n);
+        ovt_hash want;
+        ovt_tree_leaf_le32(&want, out + r.first, r.count * 4);
+        *same = n == task.n && memcmp(r.values, out + r.first, r.count * 4) == 0 &&
+                memcmp(want.b, r.leaf.b, 32) == 0;
+        arb_block_result_free(&r);
+    }
+    arb_block_owned_free(&own);
+    return rc;
+}
+
+/* Every site the engine knows, leaves first, middle and last: the whole
+ * step's bits. */
+static void test_preset(const char *preset, uint32_t batch, uint32_t seq, size_t min_supported)
+{
+    step_fixture f;
+    step_open(&f, preset, batch, seq);
+    size_t supported = 0, blocks = 0, multi = 0, whole_rows = 0, partial_rows = 0;
+    char missing[2048] = "";
+    for (size_t i = 0; i < krn_trace_count(f.t); i++) {
+        const krn_trace_record *rec = krn_trace_record_at(f.t, i);
+        if (!arb_block_supported(rec->op)) {
+            if (!strstr(missing, rec->op) && strlen(missing) + strlen(rec->op) + 2 < sizeof missing) {
+                strcat(missing, " ");
+                strcat(missing, rec->op);
+            }
+            continue;
+        }
+        supported++;
+        uint64_t leaves = ovt_tree_leaves(rec->n * 4);
+        multi += leaves > 1;
+        uint64_t pick[3] = {0, leaves / 2, leaves - 1};
+        for (int k = 0; k < 3; k++) {
+            if (k > 0 && pick[k] == pick[k - 1])
+                continue;
+            bool same = false;
+            int rc = block_of(&f, i, pick[k], &same, false);
+            CHECK_MSG(rc == 0, "%s site %zu (%s) leaf %llu: %s", preset, i, rec->op, (unsigned long long)pick[k],
+                      ovt_errmsg());
+            CHECK_MSG(same, "%s site %zu (%s) leaf %llu of %llu: the block is not the step's", preset, i, rec->op,
+                      (unsigned long long)pick[k], (unsigned long long)leaves);
+            blocks++;
+        }
+        arb_block_task task = {.config = &f.rc, .step = 1};
+        arb_block_owned own;
+        CHECK(arb_block_from_trace(&task, &own, f.t, i, f.log, 0) == 0);
+        arb_block_plan p;
+        CHECK(arb_block_plan_make(&task, &p) == 0);
+        if (p.whole)
+            whole_rows++;
+        else if (p.row_hi - p.row_lo < p.rows)
+            partial_rows++;
+        arb_block_plan_free(&p);
+        arb_block_owned_free(&own);
+    }
+    printf("%s: %zu of %zu sites by block (%zu with several leaves; %zu from a part of the rows, %zu need every "
+           "row), %zu blocks the step's; whole step only:%s\n",
+           preset, supported, krn_trace_count(f.t), multi, partial_rows, whole_rows, blocks, missing);
+    CHECK(supported >= min_supported);
+    CHECK(blocks > supported);
+    step_close(&f);
+}
+
+/* One element alone (the span of a single element: the rows it needs, not
+ * the leaf's), for every site the engine knows: the step's value, from
+ * fewer rows where the op has rows. */
+static void test_elements(const char *preset, uint32_t batch, uint32_t seq)
+{
+    step_fixture f;
+    step_open(&f, preset, batch, seq);
+    int same = 0, tried = 0, fewer = 0;
+    for (size_t i = 0; i < krn_trace_count(f.t); i++) {
+        const krn_trace_record *rec = krn_trace_record_at(f.t, i);
+        if (!arb_block_supported(rec->op))
+            continue;
+        uint64_t leaves = ovt_tree_leaves(rec->n * 4), L = leaves / 2;
+        uint64_t e0 = L * LEAF_ELEMS, e1 = rec->n < e0 + LEAF_ELEMS ? rec->n : e0 + LEAF_ELEMS;
+        uint64_t e = e0 + (e1 - e0) / 2;
+        arb_block_task task = {.config = &f.rc, .step = 1, .threads = 1};
+        arb_block_owned own;
+        CHECK(arb_block_from_trace(&task, &own, f.t, i, f.log, L) == 0);
+        arb_block_plan whole_leaf;
+        CHECK(arb_block_plan_make(&task, &whole_leaf) == 0);
+        task.span_first = e;
+        task.span_count = 1;
+        arb_block_result r;
+        int rc = arb_block_run(&task, &r);
+        CHECK_MSG(rc == 0, "%s site %zu (%s) element %llu: %s", preset, i, rec->op, (unsigned long long)e,
+                  ovt_errmsg());
+        size_t n;
+        const float *out = krn_trace_written(f.t, KRN_TRACE_SITE, (uint32_t)i, &n);
+        tried++;
+        if (rc == 0) {
+            same += r.first == e && r.count == 1 && memcmp(&r.values[0], &out[e], 4) == 0;
+            fewer += r.plan.row_hi - r.plan.row_lo < whole_leaf.row_hi - whole_leaf.row_lo;
+            arb_block_result_free(&r);
+        }
+        arb_block_plan_free(&whole_leaf);
+        arb_block_owned_free(&own);
+    }
+    printf("%s: %d of %d single elements the step's, %d from fewer rows than their leaf\n", preset, same, tried,
+           fewer);
+    CHECK(same == tried && tried > 0);
+    CHECK(fewer > tried / 4);
+    step_close(&f);
+}
+
+/* The first site named op with a leaf whose rows hold a log entry. */
+static bool find_logged(const step_fixture *f, const char *op, size_t *site, uint64_t *leaf)
+{
+    for (size_t i = 0; i < krn_trace_count(f->t); i++) {
+        const krn_trace_record *rec = krn_trace_record_at(f->t, i);
+        const krn_rlog_site *ls = krn_rlog_find(f->log, rec->site);
+        if (strcmp(rec->op, op) || ls == NULL || ls->count == 0)
+            continue;
+        *site = i;
+        *leaf = ls->entries[0].index / LEAF_ELEMS;
+        return true;
+    }
+    return false;
+}
+
+/* A gpt2-tiny step, and a matmul.fwd site and leaf with a log entry. */
+static void open_logged_matmul(step_fixture *f, size_t *i, uint64_t *L)
+{
+    step_open(f, "gpt2-tiny", 8, 64);
+    CHECK(find_logged(f, "matmul.fwd", i, L));
+}
+
+/* What must fail, on gpt2-tiny. */
+static void test_refusals(void)
+{
+    step_fixture f;
+    size_t i = 0;
+    uint64_t L = 0;
+    open_logged_matmul(&f, &i, &L);
+    arb_block_task task = {.config = &f.rc, .step = 1, .threads = 1};
+    arb_block_owned own;
+    arb_block_result r;
+    CHECK(arb_block_from_trace(&task, &own, f.t, i, f.log, L) == 0);
+    CHECK(task.nslices >= 2);
+
+    /* one bit of a slice changed: its proof fails, naming it */
+    own.slices[0].data[3] = -own.slices[0].data[3];
+    CHECK(arb_block_run(&task, &r) == OVT_EFRAUD);
+    CHECK(strstr(ovt_errmsg(), "does not prove against its root") != NULL);
+    own.slices[0].data[3] = -own.slices[0].data[3];
+    CHECK(arb_block_run(&task, &r) == 0);
+    arb_block_result_free(&r);
+
+    /* a proof for other leaves than the slice's */
+    own.slices[0].first_leaf ^= 1;
+    CHECK(arb_block_run(&task, &r) == OVT_EFRAUD);
+    own.slices[0].first_leaf ^= 1;
+
+    /* a slice withheld */
+    task.nslices--;
+    CHECK(arb_block_run(&task, &r) == OVT_ENOTFOUND);
+    CHECK(strstr(ovt_errmsg(), "withheld") != NULL);
+    task.nslices++;
+
+    /* a leaf outside the site */
+    task.leaf = ovt_tree_leaves(task.n * 4);
+    CHECK(arb_block_run(&task, &r) == OVT_EINVAL);
+    task.leaf = L;
+    arb_block_owned_free(&own);
+
+    /* a log entry dropped: the block is not the trainer's output, or the
+     * arbiter's rule rejects it (a missing entry) */
+    bool same = true;
+    int rc = block_of(&f, i, L, &same, true);
+    CHECK_MSG(rc == OVT_EFRAUD || (rc == 0 && !same), "rc %d: %s", rc, ovt_errmsg());
+    printf("a dropped entry of site %zu leaf %llu: %s\n", i, (unsigned long long)L,
+           rc ? ovt_errmsg() : "the block differs from the trainer's");
+
+    /* an op the engine does not know is refused, naming the fallback */
+    arb_block_task other = {.config = &f.rc, .step = 1, .n = 1};
+    snprintf(other.op, sizeof other.op, "bn.running_var");
+    arb_block_plan p;
+    CHECK(arb_block_plan_make(&other, &p) == OVT_EINVAL);
+    CHECK(strstr(ovt_errmsg(), "whole step") != NULL);
+    step_close(&f);
+}
+
+/* A package cut short anywhere is refused; one with any one byte changed
+ * is refused (a proof fails, a field is malformed) or re-executes to the
+ * honest leaf (a byte the block does not use), except in the run config,
+ * which the package carries unbound: the arbiter must compare it with the
+ * run's configHash (docs/formats.md, "Block package"). Nothing crashes:
+ * the reader takes untrusted bytes. */
+static void test_package_bytes(void)
+{
+    step_fixture f;
+    size_t i = 0;
+    uint64_t L = 0;
+    open_logged_matmul(&f, &i, &L);
+    ovt_hash root;
+    memset(&root, 0, sizeof root);
+    CHECK(krn_trace_finish(f.t, &root) == 0);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    CHECK(arb_block_package_make(&buf, &len, &f.rc, f.t, &root, 1, i, L, f.log) == 0);
+    arb_block_package p;
+    arb_block_result r;
+    CHECK(arb_block_package_read(&p, buf, len) == 0);
+    CHECK(arb_block_run(&p.task, &r) == 0);
+    ovt_hash honest = r.leaf;
+    CHECK_MEM(honest.b, p.claim.b, 32);
+    arb_block_result_free(&r);
+    arb_block_package_free(&p);
+    if (buf == NULL || len < 100)
+        return;
+    /* the same package from a second run of the step that keeps only the
+     * block's sources (what `ovt block pack` does), byte for byte */
+    krn_trace *lean;
+    krn_rlog *log2 = krn_rlog_new();
+    CHECK(krn_trace_new(&lean, false) == 0);
+    CHECK(arb_block_keep_for(lean, f.t, i, &f.rc, 1, L) == 0);
+    run_traced(&f, lean, log2);
+    uint8_t *buf2 = NULL;
+    size_t len2 = 0;
+    CHECK(arb_block_package_make(&buf2, &len2, &f.rc, lean, &root, 1, i, L, log2) == 0);
+    CHECK(len2 == len && buf2 && memcmp(buf, buf2, len) == 0);
+    size_t kept_n;
+    CHECK(krn_trace_written(lean, KRN_TRACE_SITE, (uint32_t)i, &kept_n) != NULL);
+    CHECK(krn_trace_written(lean, KRN_TRACE_SITE, (uint32_t)(i + 1), &kept_n) == NULL); /* not a source */
+    free(buf2);
+    krn_rlog_free(log2);
+    krn_trace_free(lean);
+    size_t cfg_lo = 16, cfg_hi = 16 + (size_t)ovt_get_le32(buf + 12); /* magic, version, config length */
+    int cuts = 0, cut_refused = 0, flips = 0, refused = 0, harmless = 0, config_changed = 0, other = 0;
+    for (size_t cut = 0; cut < len; cut += cut < 4096 ? 7 : 4099, cuts++)
+        cut_refused += arb_block_package_read(&p, buf, cut) < 0;
+    for (size_t at = 0; at < len; at += at < 4096 ? 3 : 1021, flips++) {
+        buf[at] ^= 0x10;
+        int rc = arb_block_package_read(&p, buf, len);
+        bool same = false;
+        if (rc == 0) {
+            rc = arb_block_run(&p.task, &r);
+            same = rc == 0 && memcmp(r.leaf.b, honest.b, 32) == 0;
+            if (rc == 0)
+                arb_block_result_free(&r);
+            arb_block_package_free(&p);
+        }
+        refused += rc < 0;
+        harmless += rc == 0 && same;
+        config_changed += rc == 0 && !same && at >= cfg_lo && at < cfg_hi;
+        other += rc == 0 && !same && !(at >= cfg_lo && at < cfg_hi);
+        buf[at] ^= 0x10;
+    }
+    printf("package of %zu bytes: %d of %d cuts refused; of %d one-byte changes %d refused, %d harmless, %d in "
+           "the config changed the block, %d elsewhere did\n",
+           len, cut_refused, cuts, flips, refused, harmless, config_changed, other);
+    CHECK(cut_refused == cuts);
+    CHECK(other == 0);
+    CHECK(refused > flips / 2);
+    free(buf);
+    step_close(&f);
+}
+
+/* The value of "key": "VALUE" in the last output, into out (67 bytes). */
+static bool output_hex(const char *key, char *out)
+{
+    char path[256], pat[64];
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    snprintf(pat, sizeof pat, "\"%s\": \"", key);
+    uint8_t *buf;
+    size_t len;
+    if (ovt_read_file(path, &buf, &len, 1 << 20))
+        return false;
+    const char *at = strstr((const char *)buf, pat);
+    bool ok = at && strlen(at + strlen(pat)) >= 66;
+    if (ok)
+        snprintf(out, 67, "%s", at + strlen(pat));
+    free(buf);
+    return ok;
+}
+
+static void test_cli(void)
+{
+    char tok[512], run[512], honest[512], faulty[512], bad[512], line[256];
+    snprintf(tok, sizeof tok, "%s/t.tok", dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    snprintf(honest, sizeof honest, "%s/honest.blk", dir);
+    snprintf(faulty, sizeof faulty, "%s/faulty.blk", dir);
+    snprintf(bad, sizeof bad, "%s/bad.blk", dir);
+    CHECK(cli_fox_tokens(tok, 300) == 0);
+    /* site 150 of gpt2-tiny's step: adamw.param, the last site (120576
+     * elements, 8 leaves); element 40000 lies in leaf 2. (A flip in an
+     * earlier site makes the trainer's log, recorded from the flipped
+     * values, fail the fraud check at a later site: the step level then
+     * decides, FraudulentLog.) */
+    CHECK(run_ovt("train --model gpt2-tiny --data %s --out %s --steps 3 --batch 4 --seq 32 --every 0 "
+                  "--checkpoint-every 1 --inject-fault flip-output --fault-step 2 --fault-site 150 "
+                  "--fault-element 40000",
+                  tok, run) == 0);
+    CHECK(run_ovt("step --run %s --step 2 --data %s", run, tok) == 1);
+    CHECK(output_has("does NOT match the step table"));
+    CHECK(run_ovt("block pack %s --step 2 --site 150 --leaf 2 --out %s --data %s", run, honest, tok) == 0);
+    CHECK(output_has("site 150 (adamw.param, 120576 elements), leaf 2 of 8"));
+    CHECK(run_ovt("block pack %s --step 2 --site 150 --leaf 2 --out %s --data %s --inject-fault flip-output "
+                  "--fault-element 40000",
+                  run, faulty, tok) == 0);
+
+    /* the faulty party's package: its claim is not the block */
+    char trainer_leaf[67], auditor_leaf[67], trainer_root[67];
+    CHECK(run_ovt("block check %s --json", faulty) == 0);
+    CHECK(output_has("\"site\": 150") && output_has("\"op\": \"adamw.param\"") && output_has("\"leaf\": 2,"));
+    CHECK(output_has("\"claim_matches\": false"));
+    CHECK(output_hex("claimed_leaf", trainer_leaf) && output_hex("trace_root", trainer_root));
+    /* the honest one's: its claim is; with both claims, the verdict */
+    CHECK(run_ovt("block check %s --json", honest) == 0);
+    CHECK(output_has("\"claim_matches\": true"));
+    CHECK(output_hex("claimed_leaf", auditor_leaf));
+    CHECK(strcmp(trainer_leaf, auditor_leaf) != 0);
+    CHECK(run_ovt("block check %s --trainer-leaf %s --auditor-leaf %s", faulty, trainer_leaf, auditor_leaf) == 0);
+    CHECK(output_has("verdict: auditor-right"));
+    snprintf(line, sizeof line, "recomputed leaf %s", auditor_leaf);
+    CHECK(output_has(line) && output_has("site 150 (adamw.param), leaf 2"));
+    CHECK(output_has("DIFFERS: the packing party's block is wrong"));
+
+    /* refused: a package bound to another trace root, one changed byte of
+     * a slice, a truncated one, not a package at all */
+    CHECK(run_ovt("block check %s --trace-root %s", honest, trainer_root) == 1);
+    CHECK(output_has("not the agreed one"));
+    /* the run config it carries must be the run's: configHash from config.bin */
+    char config_bin[600], config_hex[67] = "0x";
+    uint8_t *cb = NULL;
+    size_t cl = 0;
+    snprintf(config_bin, sizeof config_bin, "%s/config.bin", run);
+    CHECK(ovt_read_file(config_bin, &cb, &cl, 1 << 16) == 0);
+    ovt_hash ch;
+    ovt_sha256(&ch, cb, cl);
+    free(cb);
+    ovt_hex_encode(config_hex + 2, ch.b, 32);
+    CHECK(run_ovt("block check %s --config-hash %s", honest, config_hex) == 0);
+    CHECK(output_has("matches"));
+    CHECK(run_ovt("block check %s --config-hash %s", honest, auditor_leaf) == 1);
+    CHECK(output_has("another run config"));
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    CHECK(ovt_read_file(honest, &buf, &len, 1 << 26) == 0 && len > 100);
+    if (buf == NULL || len <= 100)
+        return;
+    buf[len - 100] ^= 1;
+    CHECK(ovt_write_atomic(bad, buf, len, 0644) == 0);
+    CHECK(run_ovt("block check %s", bad) == 1);
+    CHECK(output_has("refused") && output_has("does not prove against its root"));
+    CHECK(ovt_write_atomic(bad, buf, len - 7, 0644) == 0);
+    CHECK(run_ovt("block check %s", bad) == 1);
+    CHECK(output_has("truncated"));
+    CHECK(ovt_write_atomic(bad, "hello", 5, 0644) == 0);
+    CHECK(run_ovt("block check %s", bad) == 1);
+    CHECK(output_has("not a block package"));
+    free(buf);
+    CHECK(run_ovt("block pack %s --step 2 --site 9999 --leaf 0 --out %s --data %s", run, bad, tok) == 1);
+    CHECK(output_has("step 2 has 151 sites"));
+    CHECK(run_ovt("block frob") == 2);
+}
+
+int main(void)
+{
+    if (cli_setup("arb-block"))
+        return 1;
+    CHECK_RUN(test_cli());
+    CHECK_RUN(test_package_bytes());
+    CHECK_RUN(test_elements("gpt2-tiny", 8, 64));
+    CHECK_RUN(test_elements("resnet-mini", 4, 0));
+    CHECK_RUN(test_refusals());
+    CHECK_RUN(test_preset("gpt2-tiny", 8, 64, 151));
+    CHECK_RUN(test_preset("llama-tiny", 8, 64, 150));
+    CHECK_RUN(test_preset("mlp-demo", 64, 0, 40));
+    CHECK_RUN(test_preset("resnet-mini", 4, 0, 164));
+    cli_cleanup();
+    return check_done();
+}
