@@ -118,11 +118,13 @@ static int range_of(krn_ctx *ctx, const char *op, const void *p, size_t bytes, m
     return 0;
 }
 
+#ifdef OVT_HAVE_CUDA
 static bool is_device(const krn_ctx *ctx)
 {
     mem_kind k;
     return kind_of(ctx, &k) == 0 && k == ON_DEVICE;
 }
+#endif
 
 /* The guard: block b readable and writable (open) or not. */
 static void guard_block(const mem_block *b, bool open)
