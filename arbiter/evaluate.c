@@ -14,6 +14,7 @@
 #include "trainer/rundata.h"
 #include "trainer/runner.h"
 #include "trainer/state_hash.h"
+#include "trainer/train.h"
 
 _Static_assert(ARB_HOST_MAX == DP_HOST_MAX, "arb_eval holds a ranks.json host name");
 
@@ -308,7 +309,14 @@ int arb_evaluate(arb_eval *out, store_ctx *store, const ovt_hash *run_id, const 
     out->exec = ARB_EXEC_OK;
     out->shards = res.info.shards;
     out->shard_differs = res.info.shard_differs;
-    if (out->shard_differs >= 0)
+    /* the trainer's own leaf recomputed, yet its shard table disagrees: the
+     * table is false (fraud), and it names no shard */
+    if (trn_false_shard_table(g->index, out->shard_differs, !memcmp(out->leaf.b, g->trainer_node.b, 32))) {
+        add_note(note, cap, "%s", ovt_errmsg());
+        ovt_err_clear();
+        out->exec = ARB_EXEC_FRAUD;
+        out->shard_differs = -1;
+    } else if (out->shard_differs >= 0)
         find_owner(out, store, run_id, g->index, note, cap);
 done:
     if (runner) { /* the prepared runner keeps its memory, not the state or the data */

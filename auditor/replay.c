@@ -13,6 +13,7 @@
 #include "trainer/runner.h"
 #include "trainer/state_hash.h"
 #include "trainer/step.h"
+#include "trainer/train.h"
 
 /* Objects with no cap of their own here: the store's blob cap and the
  * caps ovt audit gives by name (store_expect) bound them. */
@@ -265,6 +266,19 @@ static int session_step(struct session *r, chain_merkle_preimage *leaf, int *fra
         snprintf(r->suspect, sizeof r->suspect, "%s", f->message);
     }
     trn_state_hash(&leaf->state_hash, trn_runner_state(r->run));
+    /* a shard table that differs from the recomputed shards while the
+     * state is the trainer's is a false table: fraud, no shard named */
+    if (res.info.shard_differs >= 0 && i < r->trainer.count &&
+        trn_false_shard_table(i, res.info.shard_differs,
+                              !memcmp(leaf->state_hash.b, r->trainer.steps[i].state_hash.b, 32))) {
+        *fraud = 1;
+        snprintf(detail, cap, "%s", ovt_errmsg());
+        ovt_err_clear();
+        if (r->shard_step == i) /* the table named that shard, falsely */
+            r->shard_step = 0;
+        memset(&leaf->state_hash, 0, sizeof leaf->state_hash); /* as every fraud: no state of our own at i */
+        goto done;
+    }
     if (r->sites)
         rv = keep_sites(r, i, t, res.trace_rc);
 done:

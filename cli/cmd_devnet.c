@@ -45,7 +45,8 @@ static void usage(FILE *f)
             "  --ranks R          run the trainer as R processes, `mpirun -np R ovt train` on\n"
             "                     loopback (R divides S; default 1: no mpirun; needs a build with\n"
             "                     MPI and mpirun: $OVT_MPIRUN, the build's, then $PATH)\n"
-            "  --fault-shard J    bitflip-shard: the shard whose gradient flips (default S/2)\n"
+            "  --fault-shard J    bitflip-shard: the shard whose gradient flips; false-table: the\n"
+            "                     shard the false table blames (default S/2)\n"
             "  --auditor-backend B  the auditor replays on ref (default), cpu or shuffle\n"
             "  --band-rules N     the run's band rules (default 2: the canonical re-execution and\n"
             "                     rule 3; 1: rule 2, under which hidden-flip settles verified)\n"
@@ -175,6 +176,10 @@ static void print_text(const devnet_opts *o, const devnet_result *r, bool as_exp
         printf("the arbiter named shard %lld of %u: its gradient differs from the trainer's shard table (no "
                "rank or host: the trainer published no usable ranks.json)\n",
                (long long)r->arbiter_shard, r->arbiter_shards);
+    else if (o->shards > 1 && r->outcome == CHAIN_ARB_FRAUDULENT_LOG)
+        printf("the arbiter named no shard: the log's shard table itself is at fault, and a false table blames "
+               "nobody%s\n",
+               o->fault == DEVNET_BITFLIP_SHARD ? " (NOT AS EXPECTED)" : "");
     else if (o->shards > 1 && r->outcome != CHAIN_ARB_VERIFIED)
         printf("the arbiter named no shard: every shard's gradient matched the trainer's shard table%s\n",
                o->fault == DEVNET_BITFLIP_SHARD ? " (NOT AS EXPECTED)" : "");
@@ -252,7 +257,8 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
     json_object_set_new(j, "shards", json_integer(o->shards));
     json_object_set_new(j, "ranks", json_integer(o->ranks));
     json_object_set_new(j, "fault_shard",
-                        o->fault == DEVNET_BITFLIP_SHARD ? json_integer(o->fault_shard) : json_null());
+                        o->fault == DEVNET_BITFLIP_SHARD || o->fault == DEVNET_FALSE_TABLE ? json_integer(o->fault_shard)
+                                                                                            : json_null());
     json_t *named = json_null();
     if (r->arbiter_named_shard) {
         named = json_pack("{s:I, s:I}", "shard", (json_int_t)r->arbiter_shard, "shards",

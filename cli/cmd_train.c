@@ -141,9 +141,11 @@ static void train_usage(FILE *f)
             "                       hidden-flip (log K turns a direction whose value lies tau/2 to\n"
             "                       tau/2 + delta from its midpoint, and the state follows it) or\n"
             "                       flip-output (bit 22 of element E of site S's output flipped in\n"
-            "                       step K, every later site computing from it: a deep fault)\n"
+            "                       step K, every later site computing from it: a deep fault) or\n"
+            "                       false-table (step K's log carries a false gradient hash for\n"
+            "                       shard J in its shard table; the step itself is honest)\n"
             "  --fault-step K       the faulty step, 1..--steps (required with --inject-fault)\n"
-            "  --fault-shard J      bitflip-shard: the shard, 0..S-1 (default 0)\n"
+            "  --fault-shard J      bitflip-shard, false-table: the shard, 0..S-1 (default 0)\n"
             "  --fault-rank r       kill-rank, hang-rank: the rank (default 0)\n"
             "  --fault-site S       flip-entry, flip-output: the site (`ovt rlog RUNDIR --step K --entries`)\n"
             "  --fault-element E    flip-entry, flip-output: the element (flip-output: modulo the site's size)\n"
@@ -315,9 +317,12 @@ static int train_check(struct train_args *a)
     if ((rc->augment_crop || rc->augment_flip) && rc->model.kind != TRN_MODEL_RESNET)
         return ovt_fail(OVT_EINVAL, "--augment-crop and --augment-flip transform a ResNet's images (--model "
                                     "resnet-mini, resnet-18 or resnet-50); %s takes none", o->model);
-    if (o->fault.kind == TRN_FAULT_BITFLIP_SHARD && o->fault.shard >= S)
+    if ((o->fault.kind == TRN_FAULT_BITFLIP_SHARD || o->fault.kind == TRN_FAULT_FALSE_TABLE) && o->fault.shard >= S)
         return ovt_fail(OVT_EINVAL, "--fault-shard %u: the run has %u shard(s) (--shards S, J in 0..S-1)",
                         o->fault.shard, S);
+    if (o->fault.kind == TRN_FAULT_FALSE_TABLE && S < 2)
+        return ovt_fail(OVT_EINVAL, "--inject-fault false-table needs a sharded run (--shards S >= 2): "
+                                    "a run of one shard has no shard table");
     if (!a->lr_min_set)
         rc->lr_min = rc->lr / 10;
     rc->decay_steps = rc->lr_min != rc->lr ? (uint32_t)o->steps : 0;

@@ -114,7 +114,13 @@ int trn_step_check_traced(trn_step_check *out, const char *dir, const char *data
     out->state_matches = !memcmp(out->got.state_hash.b, out->want.state_hash.b, 32);
     out->batch_matches = !memcmp(out->got.batch_hash.b, out->want.batch_hash.b, 32);
     out->log_matches = !memcmp(out->got.log_hash.b, out->want.log_hash.b, 32);
-    if (r->shard_differs >= 0) {
+    if (out->verdict != TRN_CHECK_FRAUD &&
+        trn_false_shard_table(k, r->shard_differs, out->state_matches && out->batch_matches && out->log_matches)) {
+        snprintf(out->fraud, sizeof out->fraud, "%s", ovt_errmsg());
+        ovt_err_clear();
+        out->verdict = TRN_CHECK_FRAUD;
+        out->replay.shard_differs = -1; /* the false table blames nobody */
+    } else if (r->shard_differs >= 0) {
         out->has_owner = dp_ranks_owner_in(&out->owner, dir, k, (uint32_t)r->shard_differs) == 0;
         if (!out->has_owner)
             snprintf(out->owner_note, sizeof out->owner_note, "%s", ovt_errmsg());

@@ -11,7 +11,8 @@
 
 static const char *const fault_names[] = {"none", "bitflip", "poisoned-batch", "skipped-step", "forged-log",
                                            "omitted-log", "bitflip-shard", "kill-rank", "hang-rank", "flip-entry",
-                                           "steer-up", "steer-down", "hidden-flip", "flip-output"};
+                                           "steer-up", "steer-down", "hidden-flip", "flip-output",
+                                           "false-table"};
 
 int trn_fault_parse(trn_fault_kind *out, const char *name)
 {
@@ -23,7 +24,7 @@ int trn_fault_parse(trn_fault_kind *out, const char *name)
     }
     *out = TRN_FAULT_NONE;
     return ovt_fail(OVT_EINVAL, "unknown trainer fault '%s' (known: none, bitflip, poisoned-batch, "
-                                "skipped-step, forged-log, omitted-log, bitflip-shard, kill-rank, hang-rank, flip-entry, steer-up, steer-down, hidden-flip, flip-output)",
+                                "skipped-step, forged-log, omitted-log, bitflip-shard, kill-rank, hang-rank, flip-entry, steer-up, steer-down, hidden-flip, flip-output, false-table)",
                     name);
 }
 
@@ -97,10 +98,26 @@ int trn_fault_after_step(const trn_fault *f, uint64_t i, int rv, const krn_ctx *
     return rv;
 }
 
-void trn_fault_on_log(const trn_fault *f, uint64_t i, krn_rlog *log)
+int trn_fault_on_log(const trn_fault *f, uint64_t i, krn_rlog *log)
 {
     if (trn_fault_at(f, TRN_FAULT_OMITTED_LOG, i))
         krn_rlog_drop_sites_from(log, 0);
+    if (!trn_fault_at(f, TRN_FAULT_FALSE_TABLE, i))
+        return 0;
+    uint32_t S = krn_rlog_nshards(log);
+    if (f->shard >= S)
+        return ovt_fail(OVT_EINVAL, "--inject-fault false-table: step %llu's log has %u shard hash(es), not shard %u "
+                                    "(a sharded run: --shards S >= 2, --fault-shard J in 0..S-1)",
+                        (unsigned long long)i, S, f->shard);
+    ovt_hash *table = malloc(S * sizeof *table);
+    if (table == NULL)
+        return ovt_fail(OVT_ENOMEM, "out of memory for step %llu's shard table", (unsigned long long)i);
+    for (uint32_t s = 0; s < S; s++)
+        table[s] = *krn_rlog_shard_hash(log, s);
+    table[f->shard].b[0] ^= 1; /* the table lies about shard J; the step and its state stay honest */
+    int rv = krn_rlog_set_shards(log, table, S);
+    free(table);
+    return rv;
 }
 
 uint64_t trn_fault_shard_step(const trn_fault *f)

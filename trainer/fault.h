@@ -42,6 +42,11 @@
  *                   under band rules 1 no auditor can tell it from an honest
  *                   choice (issue 32's hole), under band rules 2 every
  *                   auditor disputes it and the arbiter rules it fraud;
+ *   false-table     in step K of a sharded run, the log's shard table
+ *                   carries shard J's gradient hash with one bit flipped
+ *                   (--fault-shard J); the step and its state are honest:
+ *                   a table that blames a shard that did nothing wrong,
+ *                   which every checker rules fraud (trn_false_shard_table);
  *   steer-up, steer-down  from step K on, every element whose direction
  *                   rule 3 leaves free (d <= delta) is rounded up (down) and
  *                   logged so (krn_ctx_steer): a trainer that spends all of
@@ -72,7 +77,8 @@ typedef enum {
     TRN_FAULT_STEER_UP,
     TRN_FAULT_STEER_DOWN,
     TRN_FAULT_HIDDEN_FLIP,
-    TRN_FAULT_FLIP_OUTPUT
+    TRN_FAULT_FLIP_OUTPUT,
+    TRN_FAULT_FALSE_TABLE
 } trn_fault_kind;
 
 typedef struct {
@@ -119,8 +125,9 @@ int trn_fault_after_step(const trn_fault *f, uint64_t i, int rv, const krn_ctx *
                          float **kept) OVT_MUST_USE;
 
 /* Step i's log before it is merged and written: omitted-log drops its
- * entries (a sharded step's shard table stays). */
-void trn_fault_on_log(const trn_fault *f, uint64_t i, krn_rlog *log);
+ * entries (a sharded step's shard table stays); false-table flips a bit of
+ * shard J's hash in it (OVT_EINVAL when the log has no shard J). */
+int trn_fault_on_log(const trn_fault *f, uint64_t i, krn_rlog *log) OVT_MUST_USE;
 
 /* bitflip-shard: the step whose shard gradient trn_workspace_fault_shard
  * is to flip; 0 (off) for every other kind. */

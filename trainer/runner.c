@@ -393,7 +393,7 @@ static int step_on(trn_runner *r, trn_state *st, trn_workspace *w, trn_step_batc
     if (f) {
         rv = trn_fault_after_step(f, i, rv, r->ctx, st, &kept);
         if (!rv)
-            trn_fault_on_log(f, i, r->log);
+            rv = trn_fault_on_log(f, i, r->log);
     }
     return rv;
 }

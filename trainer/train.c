@@ -559,6 +559,17 @@ static int sharded_grads(krn_ctx *ctx, trn_workspace *w, const trn_state *st, co
     return 0;
 }
 
+int trn_false_shard_table(uint64_t step, int64_t shard_differs, bool state_right)
+{
+    if (!state_right || shard_differs < 0)
+        return 0;
+    return ovt_fail(OVT_EFRAUD,
+                    "step %llu: the rounding log's shard table is false: it gives shard %lld a gradient hash that "
+                    "shard does not compute, yet the step's state is the one claimed (the table blames a shard "
+                    "that did nothing wrong)",
+                    (unsigned long long)step, (long long)shard_differs);
+}
+
 int trn_train_step(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_batch *batch, krn_rlog *log,
                    trn_step_info *info)
 {

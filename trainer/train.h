@@ -16,6 +16,7 @@
  * On success st->step = i. On failure the state is unspecified (AdamW works
  * in place): reload it from the previous checkpoint. */
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "kernels/rlog.h"
@@ -74,9 +75,21 @@ void trn_workspace_free(trn_workspace *w);
  * gradients' SHA-256 into the log's shard table; REPLAY requires a table of
  * S and reports the first shard whose recomputed hash differs
  * (info->shard_differs), which is a finding, not a failure: the state
- * decides. */
+ * decides (trn_false_shard_table). */
 int trn_train_step(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_batch *batch, krn_rlog *log,
                    trn_step_info *info) OVT_MUST_USE;
+
+/* The rule every checker of a replayed sharded step applies (ovt step, the
+ * auditor, the arbiter; docs/data-parallel.md, "Blame"): a shard whose
+ * recomputed gradient hash differs from the log's table (shard_differs >= 0)
+ * while the step's recomputed state IS the one claimed means the table is
+ * false, not the shard: the log states something the step did not do, which
+ * is fraud, and no shard or rank is named. Returns OVT_EFRAUD with that
+ * finding as the error message when state_right and shard_differs >= 0,
+ * else 0. Only a state that differs lets the table name the shard, and then
+ * the shard named is the table's claim, which the arbiter's block
+ * re-execution (docs/arbiter.md) confirms or not. */
+int trn_false_shard_table(uint64_t step, int64_t shard_differs, bool state_right);
 
 /* trn_train_step with the step's shards spread over the processes of dp
  * (dp/dp.h; NULL: this process computes every shard). Collective:

@@ -34,6 +34,7 @@ typedef enum {
                                   honest outside challenger refutes it */
     DEVNET_LAZY_AUDITOR,       /* proof of replay: the named auditor copies the trainer's root and guesses its
                                   site hashes from step K on; it loses its bond */
+    DEVNET_FALSE_TABLE,        /* a sharded run whose log K carries a false shard table: fraud, no shard named */
     DEVNET_FAULT_COUNT
 } devnet_fault;
 

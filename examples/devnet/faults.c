@@ -54,6 +54,10 @@ static const struct {
                              "                      copies the trainer's root and guesses its site hashes from step\n"
                              "                      K on (it replayed only the steps before): the replay dispute\n"
                              "                      ends at K and it loses its bond"},
+    [DEVNET_FALSE_TABLE] = {"false-table", CHAIN_ARB_FRAUDULENT_LOG,
+                            "a sharded run (--shards S >= 2) computed honestly whose log K gives shard J\n"
+                            "                      a false gradient hash: the table blames a shard that did\n"
+                            "                      nothing wrong; fraudulent-log, and no shard is named"},
 };
 
 static bool challenger_fault(devnet_fault f)
@@ -194,7 +198,7 @@ int devnet_fault_parse(devnet_fault *out, const char *name)
     return ovt_fail(OVT_EINVAL, "unknown fault '%s' (none, bitflip, poisoned-batch, skipped-step, forged-log, "
                                 "withheld-inputs, lying-auditor, omitted-log, bitflip-shard, hidden-flip, "
                                 "lying-arbiter, silent-arbiter, colluding-arbiters, lying-challenger, "
-                                "colluding-auditor, lazy-auditor)",
+                                "colluding-auditor, lazy-auditor, false-table)",
                     name);
 }
 
@@ -228,11 +232,13 @@ bool devnet_outcome_ok(const devnet_opts *o, chain_arb_outcome out)
 
 bool devnet_as_expected(const devnet_opts *o, const devnet_result *r)
 {
-    /* bitflip-shard also expects the arbiter to have named the flipped shard */
+    /* bitflip-shard also expects the arbiter to have named the flipped shard;
+     * false-table, that it named none (the table's word blames nobody) */
     return devnet_outcome_ok(o, r->outcome) && !devnet_committee_check(o, r)[0] && !devnet_challengers_check(o, r)[0] &&
            (devnet_expected(o) == CHAIN_ARB_VERIFIED || o->silent || (r->has_step && r->step == o->at)) &&
            (o->fault != DEVNET_BITFLIP_SHARD || o->silent ||
-            (r->arbiter_named_shard && r->arbiter_shard == (int64_t)o->fault_shard));
+            (r->arbiter_named_shard && r->arbiter_shard == (int64_t)o->fault_shard)) &&
+           (o->fault != DEVNET_FALSE_TABLE || !r->arbiter_named_shard);
 }
 
 int devnet_opts_check(devnet_opts *o, bool have_at, bool have_fault_shard)
@@ -247,10 +253,11 @@ int devnet_opts_check(devnet_opts *o, bool have_at, bool have_fault_shard)
     if (o->shards % o->ranks != 0)
         return ovt_fail(OVT_EINVAL, "--ranks %u must divide --shards %u (each process computes S/R shards)",
                         o->ranks, o->shards);
-    if (o->fault == DEVNET_BITFLIP_SHARD && o->shards < 2)
-        return ovt_fail(OVT_EINVAL, "--fault bitflip-shard needs a sharded run: --shards S >= 2");
-    if (have_fault_shard && o->fault != DEVNET_BITFLIP_SHARD)
-        return ovt_fail(OVT_EINVAL, "--fault-shard goes with --fault bitflip-shard");
+    bool shard_fault = o->fault == DEVNET_BITFLIP_SHARD || o->fault == DEVNET_FALSE_TABLE;
+    if (shard_fault && o->shards < 2)
+        return ovt_fail(OVT_EINVAL, "--fault %s needs a sharded run: --shards S >= 2", faults[o->fault].name);
+    if (have_fault_shard && !shard_fault)
+        return ovt_fail(OVT_EINVAL, "--fault-shard goes with --fault bitflip-shard or false-table");
     if (!have_fault_shard)
         o->fault_shard = o->shards / 2;
     if (o->fault_shard >= o->shards)

@@ -137,7 +137,7 @@ int devnet_run_train(struct devnet *d)
         [DEVNET_WITHHELD_INPUTS] = "bitflip", [DEVNET_OMITTED_LOG] = "omitted-log",
         [DEVNET_BITFLIP_SHARD] = "bitflip-shard", [DEVNET_HIDDEN_FLIP] = "hidden-flip",
         [DEVNET_LYING_ARBITER] = "bitflip", [DEVNET_SILENT_ARBITER] = "bitflip", [DEVNET_COLLUDING_ARBITERS] = "bitflip",
-        [DEVNET_COLLUDING_AUDITOR] = "bitflip"};
+        [DEVNET_COLLUDING_AUDITOR] = "bitflip", [DEVNET_FALSE_TABLE] = "false-table"};
     if (o->band_rules) {
         arg(&c, "--band-rules");
         arg(&c, "%u", o->band_rules);
@@ -152,7 +152,7 @@ int devnet_run_train(struct devnet *d)
         arg(&c, "--fault-step");
         arg(&c, "%llu", (unsigned long long)o->at);
     }
-    if (o->fault == DEVNET_BITFLIP_SHARD) {
+    if (o->fault == DEVNET_BITFLIP_SHARD || o->fault == DEVNET_FALSE_TABLE) {
         arg(&c, "--fault-shard");
         arg(&c, "%u", o->fault_shard);
     }
@@ -162,8 +162,8 @@ int devnet_run_train(struct devnet *d)
     if (o->shards > 1)
         snprintf(sharded, sizeof sharded, " in %u shards on %u process%s%s", o->shards, o->ranks,
                  o->ranks == 1 ? "" : "es", o->ranks > 1 ? " (mpirun)" : "");
-    if (train_faults[o->fault] && o->fault == DEVNET_BITFLIP_SHARD)
-        snprintf(injecting, sizeof injecting, ", injecting bitflip-shard (shard %u)", o->fault_shard);
+    if (train_faults[o->fault] && (o->fault == DEVNET_BITFLIP_SHARD || o->fault == DEVNET_FALSE_TABLE))
+        snprintf(injecting, sizeof injecting, ", injecting %s (shard %u)", train_faults[o->fault], o->fault_shard);
     else if (train_faults[o->fault])
         snprintf(injecting, sizeof injecting, ", injecting %s", train_faults[o->fault]);
     devnet_progress(d, "trainer: training %s for %llu steps on the cpu backend%s%s", DEVNET_MODEL(o),

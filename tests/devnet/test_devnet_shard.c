@@ -8,7 +8,11 @@
  *   ranks2  the trainer as `mpirun -np 2` (J = 2: rank 1); exits 77 (skip)
  *           in a build without MPI
  *   ranks2-resnet  the same with resnet-mini on MNIST
- *   errors  the usage errors of --shards, --ranks and --fault-shard */
+ *   errors  the usage errors of --shards, --ranks and --fault-shard
+ *   false-table  an honest 4-shard run whose log 5 gives shard 2 a false
+ *           gradient hash (issue 42: blame from the re-execution, not from
+ *           the trainer's word): fraudulent-log at step 5, no shard named
+ *           by the arbiter or in its eval.json */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,10 +144,37 @@ static void dispute(const char *label, const char *ranks, const char *model, con
     json_decref(j);
 }
 
+static void false_table(const char *work)
+{
+    char keep[4200];
+    snprintf(keep, sizeof keep, "%s/devnet", work);
+    char *argv[] = {ovt,      "devnet", "--json",  "--fault", "false-table", "--shards", "4",   "--fault-shard", "2",
+                    "--steps", "8",     "--at",    "5",       "--keep",      keep,       "--timeout", "600", NULL};
+    char *text = NULL;
+    int st = tsup_run(argv, &text);
+    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+    CHECK_MSG(st == 0 && j, "false-table: ovt devnet exited %d: %s", st, text ? text : "(no output)");
+    free(text);
+    if (!j)
+        return;
+    CHECK_MSG(!strcmp(str(j, "outcome"), "fraudulent-log"), "false-table: outcome %s", str(j, "outcome"));
+    CHECK(!strcmp(str(j, "wrong_party"), "trainer"));
+    CHECK(json_integer_value(json_object_get(j, "step")) == 5);
+    CHECK(json_is_true(json_object_get(j, "as_expected")));
+    CHECK_MSG(!json_is_object(json_object_get(j, "arbiter_shard")), "false-table: the arbiter named a shard");
+    char eval_path[4600];
+    snprintf(eval_path, sizeof eval_path, "%s/arbiter/games/%s/eval.json", keep, str(j, "run_id") + 2);
+    json_t *ev = load_json(eval_path);
+    CHECK(!json_is_object(json_object_get(ev, "shard_differs")));
+    json_decref(ev);
+    printf("false-table: fraudulent-log at step 5, no shard named\n");
+    json_decref(j);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: test_devnet_shard ranks1|ranks2|ranks2-resnet|errors\n");
+        fprintf(stderr, "usage: test_devnet_shard ranks1|ranks2|ranks2-resnet|errors|false-table\n");
         return 2;
     }
     const char *bin = getenv("OVT_BINARY_DIR");
@@ -155,6 +186,8 @@ int main(int argc, char **argv)
     int skip = 0;
     if (!strcmp(argv[1], "errors")) {
         CHECK_RUN(usage_errors());
+    } else if (!strcmp(argv[1], "false-table")) {
+        CHECK_RUN(false_table(work));
     } else if (!strcmp(argv[1], "ranks1")) {
         CHECK_RUN(dispute("ranks1", "1", "gpt2-tiny", work));
     } else if (!strcmp(argv[1], "ranks2") || !strcmp(argv[1], "ranks2-resnet")) {

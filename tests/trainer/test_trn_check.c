@@ -284,6 +284,37 @@ static void check_fraud(const char *data)
     CHECK(run_ovt("step --run %s", run) == 2);
 }
 
+/* A sharded run whose step 2 log carries a false shard table (false-table:
+ * shard 1's gradient hash with one bit flipped, the step itself honest):
+ * `ovt step` rules it fraud and names no shard, where it used to say
+ * "match" with a note blaming shard 1; the auditor too. A flipped shard
+ * gradient (bitflip-shard) still names its shard: the state differs. */
+static void check_false_table(const char *data)
+{
+    char run[256], audit[256];
+    snprintf(run, sizeof run, "%s/false-table", dir);
+    CHECK(run_ovt("train --data %s --out %s --steps 3 --batch 2 --seq 16 --shards 2 --every 0 --checkpoint-every 1 "
+                  "--inject-fault false-table --fault-step 2 --fault-shard 1",
+                  data, run) == 0);
+    CHECK(run_ovt("step --run %s --step 1 --data %s", run, data) == 0);
+    CHECK(run_ovt("step --run %s --step 2 --data %s", run, data) == 1);
+    CHECK(output_has("FRAUD") && output_has("shard table is false") && output_has("shard 1"));
+    CHECK(run_ovt("step --run %s --step 2 --data %s --json", run, data) == 1);
+    CHECK(output_has("\"shard_differs\": null"));
+    snprintf(audit, sizeof audit, "%s/false-table-audit", dir);
+    CHECK(run_ovt("audit %s --data %s --out %s", run, data, audit) != 0);
+    CHECK(output_has("shard table is false"));
+    CHECK(run_ovt("train --data %s --out %s/one --steps 2 --batch 2 --seq 16 --inject-fault false-table --fault-step 1",
+                  data, dir) != 0);
+    CHECK(output_has("needs a sharded run"));
+    snprintf(run, sizeof run, "%s/flipped-shard", dir);
+    CHECK(run_ovt("train --data %s --out %s --steps 3 --batch 2 --seq 16 --shards 2 --every 0 --checkpoint-every 1 "
+                  "--inject-fault bitflip-shard --fault-step 2 --fault-shard 1",
+                  data, run) == 0);
+    CHECK(run_ovt("step --run %s --step 2 --data %s", run, data) == 1);
+    CHECK(!output_has("FRAUD") && output_has("shard 1"));
+}
+
 /* MLP samples with features of magnitude 2^127: the first matmul's
  * results pass FP32's range, and the step must fail with a clear error. */
 static void check_divergence(void)
@@ -344,6 +375,7 @@ int main(void)
     }
     trn_step_table_free(&t);
     CHECK_RUN(check_fraud(data));
+    CHECK_RUN(check_false_table(data));
     CHECK_RUN(check_divergence());
 
     cli_cleanup();
