@@ -34,6 +34,8 @@ typedef enum {
                                   honest outside challenger refutes it */
     DEVNET_LAZY_AUDITOR,       /* proof of replay: the named auditor copies the trainer's root and guesses its
                                   site hashes from step K on; it loses its bond */
+    DEVNET_FLIP_OUTPUT,        /* a deep fault: one element of the step's last site's output (the optimiser's
+                                  parameter update) flipped in step K (ovt train --inject-fault flip-output) */
     DEVNET_FAULT_COUNT
 } devnet_fault;
 
@@ -84,6 +86,13 @@ typedef struct {
                              process and key; --arbiters + N <= 5 (anvil's dev accounts) */
     bool replay_proof;    /* --replay-proof (implied by lazy-auditor): the trainer asks for proof of replay */
 } devnet_opts;
+
+/* flip-output's site and element for a model preset: the last site of
+ * its step (adamw.param, a site the block engine re-executes; an earlier
+ * site would make the trainer's log, recorded from the flipped values,
+ * fraud at a later site), element 40000 (a leaf inside the output, not the
+ * first). OVT_EINVAL for a preset with no known site count. */
+int devnet_flip_site(const char *model, uint32_t *site, uint64_t *element) OVT_MUST_USE;
 
 /* The most outside challengers: anvil's dev accounts after the parties and
  * one arbiter. */

@@ -54,7 +54,27 @@ static const struct {
                              "                      copies the trainer's root and guesses its site hashes from step\n"
                              "                      K on (it replayed only the steps before): the replay dispute\n"
                              "                      ends at K and it loses its bond"},
+    [DEVNET_FLIP_OUTPUT] = {"flip-output", CHAIN_ARB_AUDITOR_RIGHT,
+                            "a deep fault: bit 22 of one element of the last site's output (the\n"
+                            "                      parameter update) flips in step K, and training goes on"},
 };
+
+int devnet_flip_site(const char *model, uint32_t *site, uint64_t *element)
+{
+    /* the sites of one step (docs/arbiter.md, "One block of one site") */
+    static const struct {
+        const char *model;
+        uint32_t sites;
+    } counts[] = {{"gpt2-tiny", 151}, {"llama-tiny", 150}, {"resnet-mini", 174}, {"mlp-demo", 40}};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+        if (!strcmp(model, counts[i].model)) {
+            *site = counts[i].sites - 1;
+            *element = 40000;
+            return 0;
+        }
+    return ovt_fail(OVT_EINVAL, "--fault flip-output: no known site count for --model %s (gpt2-tiny, llama-tiny, "
+                                "resnet-mini, mlp)", model);
+}
 
 static bool challenger_fault(devnet_fault f)
 {
@@ -194,7 +214,7 @@ int devnet_fault_parse(devnet_fault *out, const char *name)
     return ovt_fail(OVT_EINVAL, "unknown fault '%s' (none, bitflip, poisoned-batch, skipped-step, forged-log, "
                                 "withheld-inputs, lying-auditor, omitted-log, bitflip-shard, hidden-flip, "
                                 "lying-arbiter, silent-arbiter, colluding-arbiters, lying-challenger, "
-                                "colluding-auditor, lazy-auditor)",
+                                "colluding-auditor, lazy-auditor, flip-output)",
                     name);
 }
 
@@ -247,6 +267,12 @@ int devnet_opts_check(devnet_opts *o, bool have_at, bool have_fault_shard)
     if (o->shards % o->ranks != 0)
         return ovt_fail(OVT_EINVAL, "--ranks %u must divide --shards %u (each process computes S/R shards)",
                         o->ranks, o->shards);
+    uint32_t flip_site;
+    uint64_t flip_element;
+    if (o->fault == DEVNET_FLIP_OUTPUT && devnet_flip_site(DEVNET_MODEL(o), &flip_site, &flip_element))
+        return -1;
+    if (o->fault == DEVNET_FLIP_OUTPUT && o->shards > 1)
+        return ovt_fail(OVT_EINVAL, "--fault flip-output plays on an unsharded run (no --shards)");
     if (o->fault == DEVNET_BITFLIP_SHARD && o->shards < 2)
         return ovt_fail(OVT_EINVAL, "--fault bitflip-shard needs a sharded run: --shards S >= 2");
     if (have_fault_shard && o->fault != DEVNET_BITFLIP_SHARD)

@@ -137,7 +137,7 @@ int devnet_run_train(struct devnet *d)
         [DEVNET_WITHHELD_INPUTS] = "bitflip", [DEVNET_OMITTED_LOG] = "omitted-log",
         [DEVNET_BITFLIP_SHARD] = "bitflip-shard", [DEVNET_HIDDEN_FLIP] = "hidden-flip",
         [DEVNET_LYING_ARBITER] = "bitflip", [DEVNET_SILENT_ARBITER] = "bitflip", [DEVNET_COLLUDING_ARBITERS] = "bitflip",
-        [DEVNET_COLLUDING_AUDITOR] = "bitflip"};
+        [DEVNET_COLLUDING_AUDITOR] = "bitflip", [DEVNET_FLIP_OUTPUT] = "flip-output"};
     if (o->band_rules) {
         arg(&c, "--band-rules");
         arg(&c, "%u", o->band_rules);
@@ -155,6 +155,16 @@ int devnet_run_train(struct devnet *d)
     if (o->fault == DEVNET_BITFLIP_SHARD) {
         arg(&c, "--fault-shard");
         arg(&c, "%u", o->fault_shard);
+    }
+    if (o->fault == DEVNET_FLIP_OUTPUT) {
+        uint32_t site;
+        uint64_t element;
+        if (devnet_flip_site(DEVNET_MODEL(o), &site, &element))
+            return -1;
+        arg(&c, "--fault-site");
+        arg(&c, "%u", site);
+        arg(&c, "--fault-element");
+        arg(&c, "%llu", (unsigned long long)element);
     }
     if (c.n >= 63)
         return ovt_fail(OVT_EINVAL, "the trainer's command line is too long");
