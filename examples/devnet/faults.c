@@ -55,25 +55,28 @@ static const struct {
                              "                      K on (it replayed only the steps before): the replay dispute\n"
                              "                      ends at K and it loses its bond"},
     [DEVNET_FLIP_OUTPUT] = {"flip-output", CHAIN_ARB_AUDITOR_RIGHT,
-                            "a deep fault: bit 22 of one element of the last site's output (the\n"
-                            "                      parameter update) flips in step K, and training goes on"},
+                            "a deep fault: bit 22 of one element of the last adamw.param site's output\n"
+                            "                      (the parameter update) flips in step K, and training goes on;\n"
+                            "                      the dispute narrows to that site and block (--narrow)"},
 };
 
 int devnet_flip_site(const char *model, uint32_t *site, uint64_t *element)
 {
-    /* the sites of one step (docs/arbiter.md, "One block of one site") */
+    /* each model's last adamw.param site (`ovt step --trace`; resnet-mini's
+     * last site, bn.running, is one the block engine leaves to the whole
+     * step); each output is over 40000 elements */
     static const struct {
         const char *model;
-        uint32_t sites;
-    } counts[] = {{"gpt2-tiny", 151}, {"llama-tiny", 150}, {"resnet-mini", 174}, {"mlp-demo", 40}};
-    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
-        if (!strcmp(model, counts[i].model)) {
-            *site = counts[i].sites - 1;
+        uint32_t site;
+    } sites[] = {{"gpt2-tiny", 150}, {"llama-tiny", 149}, {"resnet-mini", 172}};
+    for (size_t i = 0; i < sizeof sites / sizeof sites[0]; i++)
+        if (!strcmp(model, sites[i].model)) {
+            *site = sites[i].site;
             *element = 40000;
             return 0;
         }
-    return ovt_fail(OVT_EINVAL, "--fault flip-output: no known site count for --model %s (gpt2-tiny, llama-tiny, "
-                                "resnet-mini, mlp)", model);
+    return ovt_fail(OVT_EINVAL, "--fault flip-output: no late site known for --model %s (gpt2-tiny, llama-tiny, "
+                                "resnet-mini)", model);
 }
 
 static bool challenger_fault(devnet_fault f)
@@ -271,6 +274,11 @@ int devnet_opts_check(devnet_opts *o, bool have_at, bool have_fault_shard)
     uint64_t flip_element;
     if (o->fault == DEVNET_FLIP_OUTPUT && devnet_flip_site(DEVNET_MODEL(o), &flip_site, &flip_element))
         return -1;
+    if (o->fault == DEVNET_FLIP_OUTPUT)
+        o->narrow = true; /* the deep fault is what the narrowing is for */
+    if (o->narrow && o->replay_proof)
+        return ovt_fail(OVT_EINVAL, "--narrow plays without --replay-proof (a replay dispute is about a site "
+                                    "hash, not a step)");
     if (o->fault == DEVNET_FLIP_OUTPUT && o->shards > 1)
         return ovt_fail(OVT_EINVAL, "--fault flip-output plays on an unsharded run (no --shards)");
     if (o->fault == DEVNET_BITFLIP_SHARD && o->shards < 2)

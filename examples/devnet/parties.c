@@ -201,6 +201,10 @@ int devnet_run_commit(struct devnet *d)
     arg(&c, "1000000000000000000");
     arg(&c, "--move-timeout");
     arg(&c, "%u", d->o->move_timeout);
+    if (d->o->narrow) { /* the verdict window covers the narrowing (devnet.h) */
+        arg(&c, "--verdict-timeout");
+        arg(&c, "%llu", (unsigned long long)DEVNET_NARROW_ROUNDS * d->o->move_timeout + 600u);
+    }
     arg(&c, "--store");
     arg(&c, "%s", d->store_url);
     arg(&c, "--data");
@@ -240,6 +244,16 @@ int devnet_start_trainer_agent(struct devnet *d)
         arg(&c, "--withhold");
     if (d->o->challengers)
         arg(&c, "--defend");
+    if (d->o->narrow) {
+        arg(&c, "--narrow");
+        arg(&c, "%s", d->r->narrow_contract);
+    }
+    if (d->o->narrow && d->o->fault == DEVNET_FLIP_OUTPUT) {
+        arg(&c, "--narrow-fault-site");
+        arg(&c, "%u", d->r->fault_site);
+        arg(&c, "--narrow-fault-element");
+        arg(&c, "%llu", (unsigned long long)d->r->fault_element);
+    }
     devnet_progress(d, "trainer: its agent plays the game%s and publishes the disputed step's inputs%s",
                     d->o->challengers ? " and every challenge of its root" : "",
                     d->o->fault == DEVNET_WITHHELD_INPUTS ? " (no: it withholds them)" : "");
@@ -279,6 +293,10 @@ int devnet_start_auditor(struct devnet *d)
     if (d->o->fault == DEVNET_LAZY_AUDITOR) {
         arg(&c, "--guess-sites-from");
         arg(&c, "%llu", (unsigned long long)d->o->at);
+    }
+    if (d->o->narrow) {
+        arg(&c, "--narrow");
+        arg(&c, "%s", d->r->narrow_contract);
     }
     devnet_progress(d, "auditor: replaying the run on the %s backend%s, then playing the game", backend,
                     d->o->fault == DEVNET_LYING_AUDITOR       ? " (and lying from the fault step on)"
@@ -488,6 +506,10 @@ static int start_seat(struct devnet *d, unsigned k)
     arg(&c, "--input-wait");
     arg(&c, "5");
     arg(&c, "--json");
+    if (d->o->narrow) {
+        arg(&c, "--narrow");
+        arg(&c, "%s", d->r->narrow_contract);
+    }
     if (d->o->arbiter_metrics && k == 0) {
         arg(&c, "--metrics-addr");
         arg(&c, "%s", d->o->arbiter_metrics);

@@ -26,6 +26,7 @@ struct devnet {
     devnet_children kids;
     chain_rpc *rpc;
     chain_arb arb;
+    chain_narrow narrow; /* --narrow: OvtNarrow, bound to arb */
     chain_address addr[NKEYS];
     char exe[4096];
     char data_path[4200], run_dir[4200], store_dir[4200], store_url[4300];
