@@ -267,11 +267,18 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
         chain_u256_to_dec(won, &a->reward);
         ev[0] = '0', ev[1] = 'x';
         ovt_hex_encode(ev + 2, a->evidence.b, 32);
-        json_array_append_new(committee, json_pack("{s:s, s:s, s:s?, s:s?, s:s?, s:s, s:s}", "name", a->name,
-                                                   "address", a->address, "misbehave", a->misbehave, "verdict",
-                                                   a->revealed ? chain_arb_outcome_name(a->verdict) : NULL,
-                                                   "evidence", a->revealed ? ev : NULL, "forfeited", lost,
-                                                   "reward", won));
+        json_t *seat = json_pack("{s:s, s:s, s:s?, s:s?, s:s?, s:s, s:s}", "name", a->name, "address", a->address,
+                                 "misbehave", a->misbehave, "verdict",
+                                 a->revealed ? chain_arb_outcome_name(a->verdict) : NULL, "evidence",
+                                 a->revealed ? ev : NULL, "forfeited", lost, "reward", won);
+        if (o->narrow) /* what it re-executed: the narrowed block, or (null) the whole step */
+            json_object_set_new(seat, "block",
+                                a->ruled_on_block
+                                    ? json_pack("{s:I, s:I, s:i, s:f}", "site", (json_int_t)a->block_site, "block",
+                                                (json_int_t)a->block_index, "packages", a->block_packages, "seconds",
+                                                a->block_seconds)
+                                    : json_null());
+        json_array_append_new(committee, seat);
     }
     json_object_set_new(j, "arbiters", committee);
     for (unsigned k = 1; k < r->n_arbiters; k++)

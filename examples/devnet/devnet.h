@@ -132,6 +132,13 @@ typedef struct {
     ovt_hash evidence;
     bool settled;               /* its ArbiterSettled event was seen */
     chain_u256 forfeited, reward;
+    /* --narrow: its watcher's "narrow_evaluated" line, when it ruled from
+     * the narrowed block (the site and block it re-executed, from how many
+     * valid packages, in how many seconds) */
+    bool ruled_on_block;
+    uint64_t block_site, block_index;
+    int block_packages;
+    double block_seconds;
 } devnet_arbiter;
 
 typedef struct {

@@ -550,6 +550,31 @@ static void note_shard(devnet_result *r, const json_t *sd)
     }
 }
 
+void devnet_arbiter_blocks(struct devnet *d)
+{
+    for (unsigned k = 0; k < d->o->arbiters; k++) {
+        devnet_arbiter *a = &d->r->arbiters[k];
+        FILE *f = d->arbiters[k] ? fopen(d->arbiters[k]->log_path, "r") : NULL;
+        if (!f)
+            continue;
+        char line[8192];
+        while (fgets(line, sizeof line, f)) {
+            json_t *j = json_loads(line, 0, NULL);
+            const char *ev = json_string_value(json_object_get(j, "event"));
+            const char *run = json_string_value(json_object_get(j, "run_id"));
+            if (ev && run && !strcmp(ev, "narrow_evaluated") && !strcasecmp(run, d->r->run_id)) {
+                a->ruled_on_block = true;
+                a->block_site = (uint64_t)json_integer_value(json_object_get(j, "site"));
+                a->block_index = (uint64_t)json_integer_value(json_object_get(j, "block"));
+                a->block_packages = (int)json_integer_value(json_object_get(j, "packages"));
+                a->block_seconds = json_number_value(json_object_get(j, "seconds"));
+            }
+            json_decref(j);
+        }
+        fclose(f);
+    }
+}
+
 /* The arbiter watcher's own report of the settlement: its JSON log line
  * {"event": "settled", "run_id": ..., "message": ...}; 1 once found. On
  * the way, the processor its "start" line says it was built for. */

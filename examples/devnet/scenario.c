@@ -492,6 +492,8 @@ int devnet_run(const devnet_opts *o, devnet_result *r)
             rv = devnet_ledger_read(&r->ledger, d.rpc, d.deploy_block, head, &parties);
         if (!rv && o->narrow && (rv = chain_narrow_get(&d.narrow, &d.run_id, NULL, &r->narrow_end)) == 0)
             r->has_narrow_end = true;
+        if (!rv && o->narrow)
+            devnet_arbiter_blocks(&d);
     }
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", rv ? ovt_errmsg() : "");

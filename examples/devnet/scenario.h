@@ -76,6 +76,8 @@ int devnet_start_arbiter(struct devnet *d) OVT_MUST_USE;
  * says its replay agrees with the trainer's root. */
 int devnet_start_challengers(struct devnet *d) OVT_MUST_USE;
 bool devnet_challenger_agreed(struct devnet *d, unsigned k);
+/* --narrow: each seat's "narrow_evaluated" line, into r->arbiters. */
+void devnet_arbiter_blocks(struct devnet *d);
 /* 1 once the arbiter watcher's log (seat 0's) has its line on the settlement. */
 int devnet_arbiter_saw(struct devnet *d);
 

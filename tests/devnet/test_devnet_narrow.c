@@ -114,6 +114,14 @@ static void test_model(const char *model)
         CHECK(!strcmp(str(a, "evidence"), str(json_array_get(arbs, 0), "evidence")));
         CHECK_EQ_U64(count_calls(j, "commitVerdict", str(a, "name")), 1);
         CHECK_EQ_U64(count_calls(j, "revealVerdict", str(a, "name")), 1);
+        /* ... from the narrowed block alone, from both parties' packages */
+        const json_t *b = json_object_get(a, "block");
+        CHECK_MSG(json_is_object(b), "%s did not rule from the narrowed block", str(a, "name"));
+        CHECK_EQ_U64(num(b, "site"), num(fault, "site"));
+        CHECK_EQ_U64(num(b, "block"), num(fault, "block"));
+        CHECK_EQ_U64(num(b, "packages"), 2);
+        printf("figures %s: %s re-executed the block in %.3f s\n", model, str(a, "name"),
+               json_real_value(json_object_get(b, "seconds")));
     }
     narrowing_figures(j, model);
     json_decref(j);
