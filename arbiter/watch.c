@@ -484,7 +484,8 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
     if (nr != ARB_NARROW_DECIDED)
         rv = arb_evaluate(&e, w->store, arb_game_tree_id(g), run, game, w->o->threads, g->prep, trace, note,
                           sizeof note);
-    ovt_metrics_eval_seconds((double)(chain_now_ms() - t0) / 1000.0);
+    double eval_s = (double)(chain_now_ms() - t0) / 1000.0;
+    ovt_metrics_eval_seconds(eval_s);
     if (!rv && nr == ARB_NARROW_DECIDED)
         note[0] = '\0';
     if (!rv && sites)
@@ -509,6 +510,8 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
     } else {
         json_t *fields = json_pack("{s:I, s:o, s:s, s:s, s:s}", "step", (json_int_t)game->index, "inputs", inputs,
                                    "exec", ex[e.exec], "leaf", leaf, "note", note);
+        if (fields)
+            json_object_set_new(fields, "seconds", json_real(eval_s));
         if (fields && e.exec == ARB_EXEC_OK) {
             json_object_set_new(fields, "shards", json_integer(e.shards));
             json_object_set_new(fields, "shard_differs", arb_shard_json(&e));
