@@ -65,6 +65,8 @@ static void usage(FILE *f)
             "  --narrow           deploy OvtNarrow and play the dispute past the step: the parties narrow\n"
             "                     the step to one block of one site's output and the arbiters re-execute\n"
             "                     that block (implied by --fault flip-output; docs/devnet.md)\n"
+            "  --withhold-block   with --narrow: the honest auditor never publishes its block package;\n"
+            "                     the arbiters compute the block from the trainer's alone\n"
             "  --replay-proof     the trainer asks for proof of replay (ovt commit --replay-proof):\n"
             "                     the auditor commits the output hashes of a beacon-chosen site of\n"
             "                     every step, the trainer its own after it (docs/contract.md); an\n"
@@ -338,7 +340,7 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
 
 enum { O_FAULT = 256, O_AT, O_STEPS, O_MODEL, O_BATCH, O_SEQ, O_SILENT, O_MOVE, O_TIMEOUT, O_KEEP, O_ANVIL, O_JSON,
        O_NODE, O_BLOCK_TIME, O_CONF, O_STORE, O_ARB_METRICS, O_SHARDS, O_RANKS, O_FAULT_SHARD, O_AUD_BACKEND,
-       O_BAND_RULES, O_ARB_CMD, O_ARBITERS, O_LINGER, O_CHALLENGERS, O_REPLAY, O_NARROW };
+       O_BAND_RULES, O_ARB_CMD, O_ARBITERS, O_LINGER, O_CHALLENGERS, O_REPLAY, O_NARROW, O_WITHHOLD_BLOCK };
 
 struct devnet_args {
     devnet_opts o;
@@ -408,6 +410,7 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_CHALLENGERS: rv = ovt_parse_u32(&o->challengers, flag, arg, 0, DEVNET_MAX_CHALLENGERS); break;
     case O_REPLAY: o->replay_proof = true; break;
     case O_NARROW: o->narrow = true; break;
+    case O_WITHHOLD_BLOCK: o->withhold_block = true; break;
     case O_JSON: o->json = true; break;
     default: return cli_arg_unknown("devnet", given);
     }
@@ -433,6 +436,7 @@ int cmd_devnet(int argc, char **argv)
         {"challengers", required_argument, NULL, O_CHALLENGERS},
         {"replay-proof", no_argument, NULL, O_REPLAY},
         {"narrow", no_argument, NULL, O_NARROW},
+        {"withhold-block", no_argument, NULL, O_WITHHOLD_BLOCK},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};
     struct devnet_args a = {.o = {.steps = 64, .batch = 4, .seq = 32, .move_timeout = 600, .timeout_s = 900,
                                   .shards = 1, .ranks = 1}};

@@ -415,7 +415,11 @@ static int narrow_turn(struct agent *a, const chain_arb_game *g, uint64_t now, i
     if (rv)
         return rv;
     if (ng.phase == CHAIN_NARROW_PHASE_ENDED) {
-        if (ng.outcome == CHAIN_NARROW_NARROWED && a->narrow_loaded && !a->narrow_uploaded && o->store) {
+        if (ng.outcome == CHAIN_NARROW_NARROWED && a->narrow_loaded && !a->narrow_uploaded && o->withhold_block) {
+            agent_log(a, "withhold", json_pack("{s:I}", "block", (json_int_t)ng.block),
+                      "not publishing the package of block %llu (--withhold-block)", (unsigned long long)ng.block);
+            a->narrow_uploaded = true;
+        } else if (ng.outcome == CHAIN_NARROW_NARROWED && a->narrow_loaded && !a->narrow_uploaded && o->store) {
             if ((rv = narrow_upload(a, &ng))) {
                 agent_log(a, "block_publish_failed", NULL, "%s; trying again", ovt_errmsg());
                 return 0;

@@ -55,6 +55,7 @@ typedef struct {
     const chain_address *narrow;
     const char *narrow_dir;
     const char *narrow_data;
+    bool withhold_block;           /* testing only: never publish its block package */
     const trn_fault *narrow_fault; /* testing only: step K re-executed under this fault (the trainer's
                                       faulty hardware), so that its trace matches its committed state */
 } party_agent_opts;

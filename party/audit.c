@@ -187,6 +187,7 @@ static int commit_and_play(const party_audit_opts *o, const aud_report *r, json_
             ao.narrow_dir = ndir;
             ao.narrow_data = ndata;
             ao.store = store;
+            ao.withhold_block = o->withhold_block;
         }
         party_agent_install_signals();
         if (!rv && !(rv = party_agent_run(&s, &ao, &out->outcome)))

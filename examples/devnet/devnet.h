@@ -86,6 +86,7 @@ typedef struct {
     uint32_t challengers; /* --challengers N: outside challengers (`ovt audit --watch`), each its own
                              process and key; --arbiters + N <= 5 (anvil's dev accounts) */
     bool replay_proof;    /* --replay-proof (implied by lazy-auditor): the trainer asks for proof of replay */
+    bool withhold_block;  /* --withhold-block: the (honest) auditor never publishes its block package */
     bool narrow;          /* --narrow (implied by flip-output): OvtNarrow is deployed, the parties play the
                              narrowing of the disputed step and the arbiters rule on its block */
 } devnet_opts;

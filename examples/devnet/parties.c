@@ -298,6 +298,8 @@ int devnet_start_auditor(struct devnet *d)
         arg(&c, "--narrow");
         arg(&c, "%s", d->r->narrow_contract);
     }
+    if (d->o->withhold_block)
+        arg(&c, "--withhold-block");
     devnet_progress(d, "auditor: replaying the run on the %s backend%s, then playing the game", backend,
                     d->o->fault == DEVNET_LYING_AUDITOR       ? " (and lying from the fault step on)"
                     : d->o->fault == DEVNET_COLLUDING_AUDITOR ? " (and committing the trainer's root, not its own)"

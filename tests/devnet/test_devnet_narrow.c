@@ -7,7 +7,10 @@
  * element (level 3), publish their block packages to the store, and each
  * arbiter re-executes that block alone and reveals auditor-right. One
  * model per argument (each its own ctest entry): gpt2-tiny, llama-tiny,
- * resnet-mini. Asserted from chain state (`ovt devnet --json` reads it
+ * resnet-mini; and gpt2-tiny-withheld: one arbiter, and the honest auditor
+ * withholds its block package (--withhold-block), so the arbiter computes
+ * the block from the faulty trainer's package alone, whose proven inputs
+ * still give the auditor's leaf. Asserted from chain state (`ovt devnet --json` reads it
  * back: getNarrow after the settlement, the Settled credits, every
  * transaction and the revealed ballots); the devnet waits on chain events,
  * not sleeps. Prints the figures of docs/bench-chain.md ("A whole
@@ -55,10 +58,11 @@ static void narrowing_figures(const json_t *j, const char *model)
            json_real_value(json_object_get(j, "commit_to_verdict_s")), json_real_value(json_object_get(j, "total_s")));
 }
 
-static void test_model(const char *model)
+static void test_model(const char *model, int withheld)
 {
     char *argv[] = {ovt, "devnet", "--json", "--fault", "flip-output", "--model", (char *)model, "--steps", "8",
-                    "--at", "5", "--arbiters", "3", "--timeout", "600", NULL};
+                    "--at", "5", "--arbiters", withheld ? "1" : "3", "--timeout", "600",
+                    withheld ? "--withhold-block" : NULL, NULL};
     char *text = NULL;
     int st = tsup_run(argv, &text);
     json_t *j = text ? json_loads(text, 0, NULL) : NULL;
@@ -103,23 +107,23 @@ static void test_model(const char *model)
         CHECK_EQ_U64(count_calls(j, "revealRecord", party[k]), 1);
         CHECK(count_calls(j, "descend", party[k]) >= 2);
     }
-    CHECK_EQ_U64(count_calls(j, "verdict", NULL), 0);
+    CHECK_EQ_U64(count_calls(j, "verdict", NULL), withheld ? 1 : 0);
     /* each seat sealed and revealed auditor-right, with the same evidence */
     CHECK(!strcmp(str(j, "committee_check"), ""));
     const json_t *arbs = json_object_get(j, "arbiters");
-    CHECK_EQ_U64(json_array_size(arbs), 3);
+    CHECK_EQ_U64(json_array_size(arbs), withheld ? 1 : 3);
     for (size_t k = 0; k < json_array_size(arbs); k++) {
         const json_t *a = json_array_get(arbs, k);
         CHECK_MSG(!strcmp(str(a, "verdict"), "auditor-right"), "%s revealed %s", str(a, "name"), str(a, "verdict"));
         CHECK(!strcmp(str(a, "evidence"), str(json_array_get(arbs, 0), "evidence")));
-        CHECK_EQ_U64(count_calls(j, "commitVerdict", str(a, "name")), 1);
-        CHECK_EQ_U64(count_calls(j, "revealVerdict", str(a, "name")), 1);
+        CHECK_EQ_U64(count_calls(j, "commitVerdict", str(a, "name")), withheld ? 0 : 1);
+        CHECK_EQ_U64(count_calls(j, "revealVerdict", str(a, "name")), withheld ? 0 : 1);
         /* ... from the narrowed block alone, from both parties' packages */
         const json_t *b = json_object_get(a, "block");
         CHECK_MSG(json_is_object(b), "%s did not rule from the narrowed block", str(a, "name"));
         CHECK_EQ_U64(num(b, "site"), num(fault, "site"));
         CHECK_EQ_U64(num(b, "block"), num(fault, "block"));
-        CHECK_EQ_U64(num(b, "packages"), 2);
+        CHECK_EQ_U64(num(b, "packages"), withheld ? 1 : 2);
         printf("figures %s: %s re-executed the block in %.3f s\n", model, str(a, "name"),
                json_real_value(json_object_get(b, "seconds")));
     }
@@ -131,11 +135,13 @@ int main(int argc, char **argv)
 {
     const char *bin = getenv("OVT_BINARY_DIR");
     if (!bin || argc != 2 ||
-        (strcmp(argv[1], "gpt2-tiny") && strcmp(argv[1], "llama-tiny") && strcmp(argv[1], "resnet-mini"))) {
-        fprintf(stderr, "usage: OVT_BINARY_DIR=... %s gpt2-tiny|llama-tiny|resnet-mini\n", argv[0]);
+        (strcmp(argv[1], "gpt2-tiny") && strcmp(argv[1], "llama-tiny") && strcmp(argv[1], "resnet-mini") &&
+         strcmp(argv[1], "gpt2-tiny-withheld"))) {
+        fprintf(stderr, "usage: OVT_BINARY_DIR=... %s gpt2-tiny|llama-tiny|resnet-mini|gpt2-tiny-withheld\n", argv[0]);
         return 2;
     }
     snprintf(ovt, sizeof ovt, "%s/ovt", bin);
-    CHECK_RUN(test_model(argv[1]));
+    int withheld = !strcmp(argv[1], "gpt2-tiny-withheld");
+    CHECK_RUN(test_model(withheld ? "gpt2-tiny" : argv[1], withheld));
     return check_done();
 }
