@@ -421,7 +421,12 @@ static int narrow_turn(struct agent *a, const chain_arb_game *g, uint64_t now, i
             a->narrow_uploaded = true;
         } else if (ng.outcome == CHAIN_NARROW_NARROWED && a->narrow_loaded && !a->narrow_uploaded && o->store) {
             if ((rv = narrow_upload(a, &ng))) {
-                agent_log(a, "block_publish_failed", NULL, "%s; trying again", ovt_errmsg());
+                /* an op the block engine does not re-execute can never be packed: said once */
+                bool never = rv == OVT_EINVAL;
+                agent_log(a, "block_publish_failed", NULL, "%s%s", ovt_errmsg(),
+                          never ? " (the arbiters rule on the whole step)" : "; trying again");
+                a->narrow_uploaded = never;
+                a->narrow_over = never;
                 return 0;
             }
             a->narrow_uploaded = true;
