@@ -276,7 +276,8 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
         if (o->narrow) /* what it re-executed: the narrowed block, or (null) the whole step */
             json_object_set_new(seat, "block",
                                 a->ruled_on_block
-                                    ? json_pack("{s:I, s:I, s:i, s:f}", "site", (json_int_t)a->block_site, "block",
+                                    ? json_pack("{s:i, s:I, s:I, s:i, s:f}", "narrow_outcome", a->narrow_outcome,
+                                                "site", (json_int_t)a->block_site, "block",
                                                 (json_int_t)a->block_index, "packages", a->block_packages, "seconds",
                                                 a->block_seconds)
                                     : json_null());

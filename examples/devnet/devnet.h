@@ -140,6 +140,7 @@ typedef struct {
     uint64_t block_site, block_index;
     int block_packages;
     double block_seconds;
+    int narrow_outcome;         /* the narrowing's outcome it read (1 Narrowed, 5 TrainerLost, ...) */
 } devnet_arbiter;
 
 typedef struct {

@@ -570,6 +570,7 @@ void devnet_arbiter_blocks(struct devnet *d)
                 a->block_index = (uint64_t)json_integer_value(json_object_get(j, "block"));
                 a->block_packages = (int)json_integer_value(json_object_get(j, "packages"));
                 a->block_seconds = json_number_value(json_object_get(j, "seconds"));
+                a->narrow_outcome = (int)json_integer_value(json_object_get(j, "outcome"));
             }
             json_decref(j);
         }

@@ -382,7 +382,8 @@ static int play(struct devnet *d)
             return ovt_fail(OVT_ETIMEOUT, "the run did not settle within %.0f s%s", until,
                             d->o->keep ? "" : " (rerun with --keep DIR to keep every process's log)");
         }
-        if ((rv = devnet_follow_events(d)) || (rv = devnet_silence(d)) || (rv = devnet_skip_silent_arbiter(d)))
+        if ((rv = devnet_follow_events(d)) || (rv = devnet_silence(d)) || (rv = devnet_skip_silent_arbiter(d)) ||
+            (rv = devnet_narrow_clock(d)))
             return rv;
         devnet_reap(&d->kids);
         for (int i = 0; i < nparties; i++) {

@@ -41,6 +41,8 @@ struct devnet {
     bool window_closed;       /* the clock was moved past the challenge window */
     unsigned sealed;          /* VerdictCommitted events seen */
     bool verdict_due, clock_past_ballots;
+    bool narrow_stuck;            /* --narrow: a party's agent logged narrow_unplayable */
+    uint64_t narrow_clock_deadline; /* the narrowing deadline the clock was last moved past */
     /* the words that start the arbiter's ovt: this ovt, or --arbiter-cmd's
      * (the first resolved to a path); set by devnet_probe_arbiter */
     char *arbiter_argv[DEVNET_ARBITER_CMD_WORDS + 1];
@@ -89,5 +91,11 @@ int devnet_silence(struct devnet *d) OVT_MUST_USE;
  * clock jumps past the commit deadline so the reveals open without it. */
 int devnet_skip_silent_arbiter(struct devnet *d) OVT_MUST_USE;
 devnet_party devnet_wrong_party(chain_arb_outcome out);
+/* --narrow: once a party's agent has logged that it cannot play the
+ * narrowing (its committed state is not what its step re-executes to, as
+ * after bitflip or lying-auditor), anvil's clock moves past each narrowing
+ * deadline, so that the other party claims the timeout and the narrowing
+ * ends with the silent party lost, as on a chain after moveTimeout. */
+int devnet_narrow_clock(struct devnet *d) OVT_MUST_USE;
 
 #endif

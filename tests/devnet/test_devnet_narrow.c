@@ -121,6 +121,7 @@ static void test_model(const char *model, int withheld)
         /* ... from the narrowed block alone, from both parties' packages */
         const json_t *b = json_object_get(a, "block");
         CHECK_MSG(json_is_object(b), "%s did not rule from the narrowed block", str(a, "name"));
+        CHECK_EQ_U64(num(b, "narrow_outcome"), 1);
         CHECK_EQ_U64(num(b, "site"), num(fault, "site"));
         CHECK_EQ_U64(num(b, "block"), num(fault, "block"));
         CHECK_EQ_U64(num(b, "packages"), withheld ? 1 : 2);
@@ -131,16 +132,53 @@ static void test_model(const char *model, int withheld)
     json_decref(j);
 }
 
+/* A party that cannot play the narrowing (its committed state K is not
+ * what its step re-executes to: bitflip's trainer, whose bit flips after
+ * the step; the lying auditor, whose stateHashes are made up) never moves
+ * there; the devnet moves anvil's clock past the narrowing's deadline once
+ * its agent says so, the other party claims the timeout, the narrowing ends
+ * TrainerLost (5) / AuditorLost (6), and the arbiter rules from that alone. */
+static void test_lost(const char *fault, const char *outcome, const char *winner, json_int_t narrow_outcome)
+{
+    char *argv[] = {ovt, "devnet", "--json", "--fault", (char *)fault, "--narrow", "--steps", "8", "--at", "5",
+                    "--timeout", "600", NULL};
+    char *text = NULL;
+    int st = tsup_run(argv, &text);
+    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+    free(text);
+    CHECK_EQ_U64(st, 0);
+    if (!j)
+        return;
+    CHECK_MSG(!strcmp(str(j, "outcome"), outcome), "outcome %s", str(j, "outcome"));
+    CHECK(json_is_true(json_object_get(j, "as_expected")));
+    CHECK_MSG(!strcmp(str(json_object_get(j, "settled_credits"), winner), TWO_ETH), "%s credited %s", winner,
+              str(json_object_get(j, "settled_credits"), winner));
+    const json_t *end = json_object_get(json_object_get(j, "narrow"), "end");
+    CHECK_EQ_U64(num(end, "phase"), 4);
+    CHECK_EQ_U64(num(end, "outcome"), narrow_outcome);
+    CHECK_EQ_U64(count_calls(j, "timeout", winner), 1); /* the narrowing's, claimed by the party that played */
+    const json_t *b = json_object_get(json_array_get(json_object_get(j, "arbiters"), 0), "block");
+    CHECK_MSG(json_is_object(b), "the arbiter did not rule from the narrowing");
+    CHECK_EQ_U64(num(b, "narrow_outcome"), narrow_outcome);
+    json_decref(j);
+}
+
 int main(int argc, char **argv)
 {
     const char *bin = getenv("OVT_BINARY_DIR");
     if (!bin || argc != 2 ||
         (strcmp(argv[1], "gpt2-tiny") && strcmp(argv[1], "llama-tiny") && strcmp(argv[1], "resnet-mini") &&
-         strcmp(argv[1], "gpt2-tiny-withheld"))) {
-        fprintf(stderr, "usage: OVT_BINARY_DIR=... %s gpt2-tiny|llama-tiny|resnet-mini|gpt2-tiny-withheld\n", argv[0]);
+         strcmp(argv[1], "gpt2-tiny-withheld") && strcmp(argv[1], "lost"))) {
+        fprintf(stderr, "usage: OVT_BINARY_DIR=... %s gpt2-tiny|llama-tiny|resnet-mini|gpt2-tiny-withheld|lost\n",
+                argv[0]);
         return 2;
     }
     snprintf(ovt, sizeof ovt, "%s/ovt", bin);
+    if (!strcmp(argv[1], "lost")) {
+        CHECK_RUN(test_lost("bitflip", "auditor-right", "auditor", 5));
+        CHECK_RUN(test_lost("lying-auditor", "trainer-right", "trainer", 6));
+        return check_done();
+    }
     int withheld = !strcmp(argv[1], "gpt2-tiny-withheld");
     CHECK_RUN(test_model(withheld ? "gpt2-tiny" : argv[1], withheld));
     return check_done();
