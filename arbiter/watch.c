@@ -8,6 +8,7 @@
 
 #include "arbiter/decide.h"
 #include "arbiter/evaluate.h"
+#include "arbiter/narrow_eval.h"
 #include "arbiter/watch_state.h"
 #include "arbiter/watch_send.h"
 #include "chain/clock.h"
@@ -449,9 +450,44 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
     if (rv)
         return ovt_fail_wrap(rv, "preparing the replay dispute's trace");
     long long t0 = chain_now_ms();
-    rv = arb_evaluate(&e, w->store, arb_game_tree_id(g), run, game, w->o->threads, g->prep, trace, note,
-                      sizeof note);
-    ovt_metrics_eval_seconds((double)(chain_now_ms() - t0) / 1000.0);
+    arb_narrow_result nr = ARB_NARROW_WHOLE_STEP;
+    if (w->o->has_narrow && !sites && game->index > 0) {
+        /* the narrowing first (docs/arbiter.md, "Ruling on a narrowed step"); waited for until the
+         * whole step's fallback would no longer fit before the deadline */
+        chain_narrow n = {.rpc = w->arb->rpc, .address = w->o->narrow, .chain_id = w->arb->chain_id};
+        arb_narrow_finding nf;
+        uint64_t reserve = (uint64_t)w->o->deadline_margin + ARB_NARROW_RESERVE_S;
+        rv = arb_narrow_evaluate(&nr, &e, &nf, w->store, &n, &g->run_id, run, game, now,
+                                 deadline > reserve ? deadline - reserve : 0, &g->narrow_ended_seen,
+                                 w->o->input_wait, w->o->has_from_block ? w->o->from_block : 0, w->safe, w->o->threads, note,
+                                 sizeof note);
+        if (rv)
+            return ovt_fail_wrap(rv, "reading the narrowing of step %" PRIu64, game->index);
+        if (nr == ARB_NARROW_WAIT) {
+            bool packages = g->narrow_ended_seen != 0; /* one line for the game, one for the packages */
+            if (!g->narrow_waiting || (packages && g->narrow_waiting == 1))
+                arb_say(w, "narrow_wait", &g->run_id, json_pack("{s:I}", "step", (json_int_t)game->index), "%s",
+                        note);
+            g->narrow_waiting = packages ? 2 : 1;
+            return 0;
+        }
+        char rec[67];
+        arb_hex32(rec, &nf.recomputed);
+        arb_say(w, nr == ARB_NARROW_DECIDED ? "narrow_evaluated" : "narrow_fallback", &g->run_id,
+                json_pack("{s:I, s:i, s:I, s:s, s:I, s:s, s:i, s:f}", "step", (json_int_t)game->index, "outcome",
+                          (int)nf.outcome, "site", (json_int_t)nf.site, "op", nf.op, "block", (json_int_t)nf.block,
+                          "recomputed", rec, "packages", nf.packages, "seconds", nf.seconds),
+                "step %" PRIu64 ": %s", game->index, note);
+        if (nr == ARB_NARROW_WHOLE_STEP)
+            note[0] = '\0';
+    }
+    if (nr != ARB_NARROW_DECIDED)
+        rv = arb_evaluate(&e, w->store, arb_game_tree_id(g), run, game, w->o->threads, g->prep, trace, note,
+                          sizeof note);
+    double eval_s = (double)(chain_now_ms() - t0) / 1000.0;
+    ovt_metrics_eval_seconds(eval_s);
+    if (!rv && nr == ARB_NARROW_DECIDED)
+        note[0] = '\0';
     if (!rv && sites)
         arb_eval_site_leaf(&e, &rp.beacon, trace, arb_game_tree_id(g), game->index, note, sizeof note);
     krn_trace_free(trace);
@@ -474,6 +510,8 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
     } else {
         json_t *fields = json_pack("{s:I, s:o, s:s, s:s, s:s}", "step", (json_int_t)game->index, "inputs", inputs,
                                    "exec", ex[e.exec], "leaf", leaf, "note", note);
+        if (fields)
+            json_object_set_new(fields, "seconds", json_real(eval_s));
         if (fields && e.exec == ARB_EXEC_OK) {
             json_object_set_new(fields, "shards", json_integer(e.shards));
             json_object_set_new(fields, "shard_differs", arb_shard_json(&e));

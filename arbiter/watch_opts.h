@@ -30,6 +30,9 @@ typedef struct {
     uint32_t max_commit_timeout; /* the longest commit window of a run it sits on (default 7 days) */
     chain_address known[ARB_MAX_KNOWN]; /* --known-party: trainers it sits for before they commit */
     size_t nknown;
+    bool has_narrow;          /* --narrow: the OvtNarrow contract whose end state a tree-stateHash run's
+                                 verdict follows (arbiter/narrow_eval.h) */
+    chain_address narrow;
     arb_misbehave misbehave;  /* devnet fault injection (--misbehave); ARB_HONEST by default */
     bool once;                /* process up to the current head and return */
     bool json;                /* one JSON object per log line */

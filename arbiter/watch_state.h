@@ -48,6 +48,8 @@ typedef struct {
     const char *last_reason;
     trn_runner *prep;                /* not saved: the runner prepared when the dispute opened */
     bool prep_tried;                 /* not saved: preparing was tried (once per process) */
+    int narrow_waiting;              /* not saved: "waiting for the narrowing" was logged (1), and for its packages (2) */
+    uint64_t narrow_ended_seen;      /* not saved: when the narrowing was first seen ended (0: not yet) */
 } arb_game;
 
 /* cursor.json: OVT_ENOTFOUND when there is none yet. */

@@ -8,6 +8,8 @@
 #include "cli/commands.h"
 #include "cli/flags_chain.h"
 #include "cli/flags_policy.h"
+#include "chain/parse.h"
+#include "common/parse.h"
 #include "common/fileio.h"
 #include "party/agent.h"
 
@@ -40,17 +42,23 @@ static void usage(FILE *f)
             "  --state-dir D        per-game state, one folder per run (default DIR/agent)\n"
             "  --poll-interval S    seconds between turns (default 2)\n"
             "  --json               log lines as JSON objects\n"
+            "  --narrow ADDRESS     the OvtNarrow contract: once the game awaits the verdict on step K,\n"
+            "                       re-execute step K with its trace, play the narrowing to one block\n"
+            "                       and publish that block's package to --store (docs/agent.md)\n"
             "  --metrics-addr ADDR  serve /metrics (Prometheus text format) and /healthz on ADDR:\n"
             "                       PORT (on 127.0.0.1) or HOST:PORT; off unless given\n"
             "\n" CLI_POLICY_HELP
             "\n"
             "Fault injection (for devnet tests):\n"
             "  --withhold           trainer: never publish the disputed step's inputs\n"
+            "  --narrow-fault-site S --narrow-fault-element E  trainer: re-execute step K for the\n"
+            "                       narrowing with flip-output at site S, element E (what its run\n"
+            "                       was trained with: `ovt train --inject-fault flip-output`)\n"
             "  -h, --help           this help\n");
 }
 
 enum { O_ROLE = 256, O_RUN_ID, O_RUN, O_STORE, O_DATA, O_STATE_DIR, O_POLL, O_JSON, O_WITHHOLD, O_METRICS, O_GAME,
-       O_DEFEND };
+       O_DEFEND, O_NARROW, O_NARROW_SITE, O_NARROW_ELEMENT };
 
 struct agent_args {
     party_agent_play_opts po;
@@ -58,6 +66,9 @@ struct agent_args {
     cli_policy_args policy;
     const char *role;
     bool have_run_id;
+    chain_address narrow;
+    trn_fault fault;
+    bool have_site, have_element;
 };
 
 /* One flag, this command's own or of the chain and policy groups (given:
@@ -87,6 +98,18 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_JSON: o->json = true; break;
     case O_WITHHOLD: o->withhold = true; break;
     case O_METRICS: a->po.metrics_addr = arg; break;
+    case O_NARROW:
+        if (!(rv = chain_parse_address(&a->narrow, flag, arg)))
+            o->narrow = &a->narrow;
+        break;
+    case O_NARROW_SITE:
+        rv = ovt_parse_u32(&a->fault.site, flag, arg, 0, UINT32_MAX - 1);
+        a->have_site = true;
+        break;
+    case O_NARROW_ELEMENT:
+        rv = ovt_parse_u64(&a->fault.element, flag, arg, 0, UINT64_MAX / 2);
+        a->have_element = true;
+        break;
     default:
         if (cli_chain_take(&a->chain, c, arg) || cli_policy_take(&a->policy, c, arg))
             return 0;
@@ -108,6 +131,9 @@ int cmd_agent(int argc, char **argv)
         {"poll-interval", required_argument, NULL, O_POLL}, {"json", no_argument, NULL, O_JSON},
         {"withhold", no_argument, NULL, O_WITHHOLD},        {"help", no_argument, NULL, 'h'},
         {"metrics-addr", required_argument, NULL, O_METRICS},
+        {"narrow", required_argument, NULL, O_NARROW},
+        {"narrow-fault-site", required_argument, NULL, O_NARROW_SITE},
+        {"narrow-fault-element", required_argument, NULL, O_NARROW_ELEMENT},
         {NULL, 0, NULL, 0}};
     struct agent_args a;
     memset(&a, 0, sizeof a);
@@ -127,6 +153,13 @@ int cmd_agent(int argc, char **argv)
     o->is_trainer = !strcmp(a.role, "trainer");
     if (o->withhold && !o->is_trainer)
         return cli_usage_error("agent", "--withhold is a trainer fault");
+    if (a.have_site != a.have_element || ((a.have_site || a.have_element) && (!o->is_trainer || !o->narrow)))
+        return cli_usage_error("agent", "--narrow-fault-site and --narrow-fault-element go together, with "
+                                        "--role trainer and --narrow");
+    if (a.have_site) {
+        a.fault.kind = TRN_FAULT_FLIP_OUTPUT; /* its step is set when the narrowing knows K */
+        o->narrow_fault = &a.fault;
+    }
     char state_dir[4096];
     if (!o->state_dir) {
         if (ovt_path_join(state_dir, sizeof state_dir, o->run_dir, "agent"))

@@ -65,6 +65,10 @@ static void usage(FILE *out)
             "                        (repeatable, up to 16); any other run's seat is taken only once its\n"
             "                        trainer has committed (until then: seat_refused, decline\n"
             "                        \"uncommitted\")\n"
+            "  --narrow ADDRESS      the OvtNarrow contract: on a run with the tree stateHash, rule from\n"
+            "                        the narrowing's end (one block re-executed from the parties'\n"
+            "                        block packages in the store) and fall back to the whole step\n"
+            "                        when it ends without a block (docs/arbiter.md)\n"
             "  --misbehave lie|silent  for devnet simulations only: lie = seal and reveal (or give) a\n"
             "                        wrong verdict the contract accepts (the same one from every liar);\n"
             "                        silent = take the seat (and pay its bond), never seal, reveal or rule\n"
@@ -79,7 +83,7 @@ static void usage(FILE *out)
 
 enum { O_STORE = 256, O_STATE, O_CONF, O_POLL, O_FROM, O_RANGE,
        O_WAIT, O_MARGIN, O_THREADS, O_ONCE, O_JSON, O_MAX_DATASET, O_METRICS, O_MAX_BOND, O_MISBEHAVE,
-       O_MAX_COMMIT_TIMEOUT, O_KNOWN };
+       O_MAX_COMMIT_TIMEOUT, O_KNOWN, O_NARROW };
 
 struct watch_args {
     arb_daemon_opts d;
@@ -129,6 +133,10 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
         else if (!(rv = chain_parse_address(&o->known[o->nknown], flag, arg)))
             o->nknown++;
         break;
+    case O_NARROW:
+        if (!(rv = chain_parse_address(&o->narrow, flag, arg)))
+            o->has_narrow = true;
+        break;
     case O_MISBEHAVE:
         if (!strcmp(arg, "lie"))
             o->misbehave = ARB_MISBEHAVE_LIE;
@@ -155,6 +163,7 @@ static int watch_main(int argc, char **argv)
         {"metrics-addr", required_argument, NULL, O_METRICS},
         {"max-arbiter-bond", required_argument, NULL, O_MAX_BOND},
         {"misbehave", required_argument, NULL, O_MISBEHAVE},
+        {"narrow", required_argument, NULL, O_NARROW},
         {"max-commit-timeout", required_argument, NULL, O_MAX_COMMIT_TIMEOUT},
         {"known-party", required_argument, NULL, O_KNOWN},
         {"help", no_argument, NULL, 'h'},                  {NULL, 0, NULL, 0},

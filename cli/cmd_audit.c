@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/flags_chain.h"
 #include "cli/flags_policy.h"
+#include "chain/parse.h"
 #include "party/agent.h"
 #include "party/audit.h"
 #include "party/challenger.h"
@@ -57,6 +58,9 @@ static void usage(FILE *f)
             "                       play that challenge (docs/contract.md, \"Open challenges\")\n"
             "  --state-dir DIR      the agent's per-game state (default OUT/agent)\n"
             "  --poll-interval S    the agent's polling interval in seconds (default 2)\n"
+            "  --narrow ADDRESS     with --agent and a store source: the OvtNarrow contract; the agent\n"
+            "                       plays the narrowing of the disputed step and publishes its block\n"
+            "                       package to the store (docs/agent.md, \"Narrowing\")\n"
             "\n"
             "The challenger's daemon: ovt audit --watch STORE --state-dir DIR (chain flags, policy):\n"
             "  --watch              follow the contract: replay every run whose trainer commits (from\n"
@@ -72,6 +76,8 @@ static void usage(FILE *f)
             "  --lie-at STEP        a lying auditor: its history carries wrong stateHashes from STEP on\n"
             "  --copy-trainer-root  a colluding (or lazy) named auditor: commit the trainer's root,\n"
             "                       whatever the replay found (the trainer must have committed)\n"
+            "  --withhold-block     with --narrow: never publish the block package (the arbiters\n"
+            "                       compute the block from the trainer's alone)\n"
             "  --guess-sites-from STEP  a lazy named auditor on a run with proof of replay: its site\n"
             "                       hashes are guessed from STEP on, not its replay's\n"
             "  -h, --help           this help\n");
@@ -79,7 +85,7 @@ static void usage(FILE *f)
 
 enum { O_BACKEND = 256, O_THREADS, O_DATA, O_FROM, O_TO, O_OUT, O_RUN_ID, O_JSON, O_AGENT, O_STATE_DIR, O_POLL,
        O_LIE_AT, O_MAX_DATASET, O_FETCH_TIMEOUT, O_CHALLENGE, O_WATCH, O_FROM_BLOCK, O_ONCE, O_COPY_ROOT,
-       O_TRACE_STEP, O_TRACE_OUT, O_GUESS_SITES };
+       O_TRACE_STEP, O_TRACE_OUT, O_GUESS_SITES, O_NARROW, O_WITHHOLD_BLOCK };
 
 struct audit_args {
     party_audit_opts o;
@@ -88,6 +94,7 @@ struct audit_args {
     bool have_run_id;
     bool watch, once, has_from_block;
     uint64_t from_block;
+    chain_address narrow;
 };
 
 static void print_report(void *ctx, const aud_report *r, const json_t *j)
@@ -167,6 +174,11 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_COPY_ROOT: a->o.copy_trainer_root = true; break;
     case O_GUESS_SITES: rv = ovt_parse_u64(&a->o.guess_sites_from, flag, arg, 1, UINT64_MAX); break;
     case O_ONCE: a->once = true; break;
+    case O_WITHHOLD_BLOCK: a->o.withhold_block = true; break;
+    case O_NARROW:
+        if (!(rv = chain_parse_address(&a->narrow, flag, arg)))
+            a->o.narrow = &a->narrow;
+        break;
     case O_FROM_BLOCK:
         rv = ovt_parse_u64(&a->from_block, flag, arg, 0, UINT64_MAX);
         a->has_from_block = true;
@@ -210,6 +222,10 @@ static const char *problem(const struct audit_args *a)
         return "--agent needs the chain flags";
     if (a->o.challenge && !on_chain)
         return "--challenge needs the chain flags";
+    if (a->o.withhold_block && !a->o.narrow)
+        return "--withhold-block goes with --narrow";
+    if (a->o.narrow && (!a->o.agent || !from_store))
+        return "--narrow needs --agent and a store source (the block package goes to that store)";
     if ((a->o.copy_trainer_root || a->o.guess_sites_from) && (!on_chain || a->o.challenge || a->watch))
         return "--copy-trainer-root and --guess-sites-from are a named auditor's faults: they need the chain flags, "
                "not --challenge or --watch";
@@ -235,6 +251,8 @@ int cmd_audit(int argc, char **argv)
         {"max-dataset", required_argument, NULL, O_MAX_DATASET},
         {"fetch-timeout", required_argument, NULL, O_FETCH_TIMEOUT},
         {"trace-step", required_argument, NULL, O_TRACE_STEP}, {"trace-out", required_argument, NULL, O_TRACE_OUT},
+        {"narrow", required_argument, NULL, O_NARROW},
+        {"withhold-block", no_argument, NULL, O_WITHHOLD_BLOCK},
         {"help", no_argument, NULL, 'h'},                    {NULL, 0, NULL, 0}};
     struct audit_args a;
     memset(&a, 0, sizeof a);

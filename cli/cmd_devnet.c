@@ -63,6 +63,11 @@ static void usage(FILE *f)
             "                     (--defend); after the run and every challenge settle the devnet\n"
             "                     moves anvil's clock past the challenge window (default 0; 2 for\n"
             "                     lying-challenger, 1 for colluding-auditor)\n"
+            "  --narrow           deploy OvtNarrow and play the dispute past the step: the parties narrow\n"
+            "                     the step to one block of one site's output and the arbiters re-execute\n"
+            "                     that block (implied by --fault flip-output; docs/devnet.md)\n"
+            "  --withhold-block   with --narrow: the honest auditor never publishes its block package;\n"
+            "                     the arbiters compute the block from the trainer's alone\n"
             "  --replay-proof     the trainer asks for proof of replay (ovt commit --replay-proof):\n"
             "                     the auditor commits the output hashes of a beacon-chosen site of\n"
             "                     every step, the trainer its own after it (docs/contract.md); an\n"
@@ -207,6 +212,35 @@ static void print_text(const devnet_opts *o, const devnet_result *r, bool as_exp
         printf("work folder kept: %s\n", r->work_dir);
 }
 
+/* The narrowing's end state (getNarrow after the settlement) and, for
+ * flip-output, where the fault was: null without --narrow. */
+static json_t *narrow_json(const devnet_opts *o, const devnet_result *r)
+{
+    if (!o->narrow)
+        return json_null();
+    json_t *n = json_pack("{s:s}", "contract", r->narrow_contract);
+    if (r->has_narrow_end) {
+        const chain_narrow_game *g = &r->narrow_end;
+        char op[33], t[67], a[67];
+        memcpy(op, g->op.b, 32);
+        op[32] = '\0';
+        chain_hash_hex(t, &g->trainer_side.node);
+        chain_hash_hex(a, &g->auditor_side.node);
+        json_object_set_new(n, "end", json_pack("{s:i, s:i, s:i, s:I, s:I, s:s, s:o, s:I, s:s, s:s, s:i}", "phase",
+                                                (int)g->phase, "outcome", (int)g->outcome, "item_stage",
+                                                (int)g->item_stage, "step", (json_int_t)g->step, "site",
+                                                (json_int_t)g->item, "op", op, "block",
+                                                g->block == CHAIN_NARROW_NO_BLOCK ? json_null()
+                                                                                  : json_integer((json_int_t)g->block),
+                                                "elements", (json_int_t)g->trainer_side.elements, "trainer_leaf", t,
+                                                "auditor_leaf", a, "rounds", (int)g->round));
+    }
+    if (o->fault == DEVNET_FLIP_OUTPUT)
+        json_object_set_new(n, "fault", json_pack("{s:I, s:I, s:I}", "site", (json_int_t)r->fault_site, "element",
+                                                  (json_int_t)r->fault_element, "block", (json_int_t)r->fault_block));
+    return n;
+}
+
 static void print_json(const devnet_opts *o, const devnet_result *r, bool as_expected)
 {
     json_t *txs = json_array();
@@ -240,11 +274,19 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
         chain_u256_to_dec(won, &a->reward);
         ev[0] = '0', ev[1] = 'x';
         ovt_hex_encode(ev + 2, a->evidence.b, 32);
-        json_array_append_new(committee, json_pack("{s:s, s:s, s:s?, s:s?, s:s?, s:s, s:s}", "name", a->name,
-                                                   "address", a->address, "misbehave", a->misbehave, "verdict",
-                                                   a->revealed ? chain_arb_outcome_name(a->verdict) : NULL,
-                                                   "evidence", a->revealed ? ev : NULL, "forfeited", lost,
-                                                   "reward", won));
+        json_t *seat = json_pack("{s:s, s:s, s:s?, s:s?, s:s?, s:s, s:s}", "name", a->name, "address", a->address,
+                                 "misbehave", a->misbehave, "verdict",
+                                 a->revealed ? chain_arb_outcome_name(a->verdict) : NULL, "evidence",
+                                 a->revealed ? ev : NULL, "forfeited", lost, "reward", won);
+        if (o->narrow) /* what it re-executed: the narrowed block, or (null) the whole step */
+            json_object_set_new(seat, "block",
+                                a->ruled_on_block
+                                    ? json_pack("{s:i, s:I, s:I, s:i, s:f}", "narrow_outcome", a->narrow_outcome,
+                                                "site", (json_int_t)a->block_site, "block",
+                                                (json_int_t)a->block_index, "packages", a->block_packages, "seconds",
+                                                a->block_seconds)
+                                    : json_null());
+        json_array_append_new(committee, seat);
     }
     json_object_set_new(j, "arbiters", committee);
     for (unsigned k = 1; k < r->n_arbiters; k++)
@@ -293,6 +335,7 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
     chain_u256_to_dec(settled[1], &r->settled_auditor);
     json_object_set_new(j, "settled_credits", json_pack("{s:s, s:s}", "trainer", settled[0], "auditor", settled[1]));
     json_object_set_new(j, "replay_proof", json_boolean(o->replay_proof));
+    json_object_set_new(j, "narrow", narrow_json(o, r));
     json_object_set_new(j, "challengers_check", json_string(devnet_challengers_check(o, r)));
     if (o->keep)
         json_object_set_new(j, "work_dir", json_string(r->work_dir));
@@ -304,7 +347,7 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
 
 enum { O_FAULT = 256, O_AT, O_STEPS, O_MODEL, O_BATCH, O_SEQ, O_SILENT, O_MOVE, O_TIMEOUT, O_KEEP, O_ANVIL, O_JSON,
        O_NODE, O_BLOCK_TIME, O_CONF, O_STORE, O_ARB_METRICS, O_SHARDS, O_RANKS, O_FAULT_SHARD, O_AUD_BACKEND,
-       O_BAND_RULES, O_ARB_CMD, O_ARBITERS, O_LINGER, O_CHALLENGERS, O_REPLAY };
+       O_BAND_RULES, O_ARB_CMD, O_ARBITERS, O_LINGER, O_CHALLENGERS, O_REPLAY, O_NARROW, O_WITHHOLD_BLOCK };
 
 struct devnet_args {
     devnet_opts o;
@@ -373,6 +416,8 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_ARBITERS: rv = ovt_parse_u32(&o->arbiters, flag, arg, 1, CHAIN_ARB_MAX_ARBITERS); break;
     case O_CHALLENGERS: rv = ovt_parse_u32(&o->challengers, flag, arg, 0, DEVNET_MAX_CHALLENGERS); break;
     case O_REPLAY: o->replay_proof = true; break;
+    case O_NARROW: o->narrow = true; break;
+    case O_WITHHOLD_BLOCK: o->withhold_block = true; break;
     case O_JSON: o->json = true; break;
     default: return cli_arg_unknown("devnet", given);
     }
@@ -397,6 +442,8 @@ int cmd_devnet(int argc, char **argv)
         {"arbiters", required_argument, NULL, O_ARBITERS}, {"linger", required_argument, NULL, O_LINGER},
         {"challengers", required_argument, NULL, O_CHALLENGERS},
         {"replay-proof", no_argument, NULL, O_REPLAY},
+        {"narrow", no_argument, NULL, O_NARROW},
+        {"withhold-block", no_argument, NULL, O_WITHHOLD_BLOCK},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};
     struct devnet_args a = {.o = {.steps = 64, .batch = 4, .seq = 32, .move_timeout = 600, .timeout_s = 900,
                                   .shards = 1, .ranks = 1}};

@@ -13,6 +13,7 @@
 #include "common/metrics.h"
 #include "common/signals.h"
 #include "party/commit.h"
+#include "party/narrow.h"
 #include "party/sites.h"
 #include "trainer/checkpoint.h"
 #include "trainer/rundata.h"
@@ -128,6 +129,8 @@ struct agent {
     party_history hist;
     party_sites sites; /* a run with proof of replay: its site hashes, once needed */
     bool has_sites;
+    party_narrow_step narrow; /* step K re-executed with its trace, once the narrowing needs it */
+    bool narrow_loaded, narrow_over, narrow_uploaded;
     char dir[4096];
     json_t *state; /* {"role", "run_id", "published", "sent": [...], "outcome"} */
 };
@@ -362,6 +365,133 @@ static int reveal_sites(struct agent *a, int *wait)
     return rv;
 }
 
+/* --- the narrowing (levels 2 and 3) */
+
+static const char *narrow_move_name(chain_narrow_move_kind k)
+{
+    return k == CHAIN_NARROW_MOVE_POST      ? "post-trace"
+           : k == CHAIN_NARROW_MOVE_DESCEND ? "descend"
+           : k == CHAIN_NARROW_MOVE_REVEAL  ? "reveal-record"
+           : k == CHAIN_NARROW_MOVE_COMPARE ? "compare-states"
+                                            : "none";
+}
+
+/* Once the narrowing ended at a block of a site's output: that block's
+ * package, named by the leaf hash this party claims for it. */
+static int narrow_upload(struct agent *a, const chain_narrow_game *ng)
+{
+    const party_agent_opts *o = a->o;
+    const chain_narrow_side *own = o->is_trainer ? &ng->trainer_side : &ng->auditor_side;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int rv = party_narrow_pack(&a->narrow, ng->item, ng->block, &buf, &len);
+    if (!rv)
+        rv = store_put_block(o->store, &own->node, buf, len);
+    free(buf);
+    char claim[67];
+    chain_hash_hex(claim, &own->node);
+    if (rv)
+        return ovt_fail_wrap(rv, "the package of block %llu of site %llu", (unsigned long long)ng->block,
+                             (unsigned long long)ng->item);
+    agent_log(a, "block_published",
+              json_pack("{s:I, s:I, s:I, s:s, s:I}", "step", (json_int_t)ng->step, "site", (json_int_t)ng->item, "block",
+                        (json_int_t)ng->block, "claim", claim, "bytes", (json_int_t)len),
+              "package of step %llu, site %llu, block %llu (%zu bytes) published as block/%s",
+              (unsigned long long)ng->step, (unsigned long long)ng->item, (unsigned long long)ng->block, len, claim);
+    return 0;
+}
+
+/* One turn of the narrowing of the game, which awaits the verdict on step
+ * g->index: *acted when a transaction was sent. Failures that a later turn
+ * may mend are logged and retried; a step this party cannot re-execute ends
+ * its part (the arbiter then rules on what the chain shows). */
+static int narrow_turn(struct agent *a, const chain_arb_game *g, uint64_t now, int *acted)
+{
+    const party_agent_opts *o = a->o;
+    chain_narrow n = {.rpc = a->s->arb.rpc, .address = *o->narrow, .chain_id = a->s->arb.chain_id};
+    chain_narrow_game ng;
+    *acted = 0;
+    int rv = chain_narrow_get(&n, game_of(o), NULL, &ng);
+    if (rv)
+        return rv;
+    if (ng.phase == CHAIN_NARROW_PHASE_ENDED) {
+        if (ng.outcome == CHAIN_NARROW_NARROWED && a->narrow_loaded && !a->narrow_uploaded && o->withhold_block) {
+            agent_log(a, "withhold", json_pack("{s:I}", "block", (json_int_t)ng.block),
+                      "not publishing the package of block %llu (--withhold-block)", (unsigned long long)ng.block);
+            a->narrow_uploaded = true;
+        } else if (ng.outcome == CHAIN_NARROW_NARROWED && a->narrow_loaded && !a->narrow_uploaded && o->store) {
+            if ((rv = narrow_upload(a, &ng))) {
+                /* an op the block engine does not re-execute can never be packed: said once */
+                bool never = rv == OVT_EINVAL;
+                agent_log(a, "block_publish_failed", NULL, "%s%s", ovt_errmsg(),
+                          never ? " (the arbiters rule on the whole step)" : "; trying again");
+                a->narrow_uploaded = never;
+                a->narrow_over = never;
+                return 0;
+            }
+            a->narrow_uploaded = true;
+        }
+        a->narrow_over = true;
+        return 0;
+    }
+    if (!a->narrow_loaded) {
+        if (g->index == 0 || g->index >= a->hist.table.count) {
+            a->narrow_over = true;
+            return 0;
+        }
+        agent_log(a, "narrow_trace", json_pack("{s:I}", "step", (json_int_t)g->index),
+                  "re-executing step %llu with its trace for the narrowing", (unsigned long long)g->index);
+        trn_fault fault;
+        if (o->narrow_fault) {
+            fault = *o->narrow_fault;
+            fault.step = g->index;
+        }
+        rv = party_narrow_load(&a->narrow, o->narrow_dir ? o->narrow_dir : o->run_dir,
+                               o->narrow_data ? o->narrow_data : o->data_path, g->index,
+                               &a->hist.table.steps[g->index], o->narrow_fault ? &fault : NULL);
+        if (rv) {
+            agent_log(a, "narrow_unplayable", NULL, "cannot play the narrowing of step %llu: %s",
+                      (unsigned long long)g->index, ovt_errmsg());
+            a->narrow_over = true;
+            return 0;
+        }
+        a->narrow_loaded = true;
+    }
+    chain_narrow_party party = party_narrow_party(&a->narrow, o->is_trainer, ng.moved == 0);
+    chain_narrow_move mv;
+    chain_receipt r;
+    memset(&r, 0, sizeof r);
+    if ((rv = chain_narrow_plan_move(&mv, &ng, &party)))
+        return rv;
+    const char *what = narrow_move_name(mv.kind);
+    if (mv.kind != CHAIN_NARROW_MOVE_NONE) {
+        rv = chain_narrow_send_move(&n, &a->s->txm, game_of(o), &party, &mv, &r);
+    } else if (ng.phase != CHAIN_NARROW_PHASE_NONE && ng.deadline && now > ng.deadline) {
+        what = "narrow-timeout";
+        rv = chain_narrow_timeout(&n, &a->s->txm, game_of(o), &r);
+    } else {
+        return 0;
+    }
+    if (rv == OVT_EREVERT) {
+        agent_log(a, "refused", NULL, "%s of round %u refused (%s); re-reading the narrowing", what, mv.round,
+                  ovt_errmsg());
+        chain_receipt_free(&r);
+        return 0;
+    }
+    if (!rv) {
+        char tx[67];
+        chain_hash_hex(tx, &r.tx_hash);
+        agent_log(a, "narrow_moved",
+                  json_pack("{s:s, s:i, s:I, s:I, s:s}", "move", what, "round", (int)mv.round, "block",
+                            (json_int_t)r.block_number, "gas", (json_int_t)r.gas_used, "tx", tx),
+                  "%s round %u in tx %s", what, mv.round, tx);
+        rv = record_sent(a, what, mv.round, &r.tx_hash);
+        *acted = 1;
+    }
+    chain_receipt_free(&r);
+    return rv;
+}
+
 /* One turn: read, then at most one action. *done when settled; *wait is
  * whether to sleep before the next turn. */
 static int turn(struct agent *a, chain_arb_outcome *outcome, int *done, int *wait)
@@ -400,6 +530,13 @@ static int turn(struct agent *a, chain_arb_outcome *outcome, int *done, int *wai
             json_object_set_new(a->state, "published", json_true());
             if ((rv = save_state(a)))
                 return rv;
+        }
+    }
+    if (g.phase == CHAIN_ARB_PHASE_AWAITING_VERDICT && o->narrow && !a->narrow_over) {
+        int acted = 0;
+        if ((rv = narrow_turn(a, &g, now, &acted)) || acted) {
+            *wait = !acted;
+            return rv;
         }
     }
     chain_arb_move mv;
@@ -503,6 +640,7 @@ void party_game_free(party_game *g)
         return;
     party_history_free(&g->a.hist);
     party_sites_free(&g->a.sites);
+    party_narrow_free(&g->a.narrow);
     json_decref(g->a.state);
     free(g);
 }
@@ -609,6 +747,7 @@ static void defend_free(struct defence *d)
 {
     for (size_t k = 0; d && k < d->n; k++) {
         party_history_free(&d->game[k].hist);
+        party_narrow_free(&d->game[k].narrow);
         json_decref(d->game[k].state);
     }
     free(d);
@@ -669,6 +808,7 @@ done:
     defend_free(d);
     party_history_free(&a.hist);
     party_sites_free(&a.sites);
+    party_narrow_free(&a.narrow);
     json_decref(a.state);
     return rv;
 }

@@ -26,6 +26,7 @@
 
 #include "chain/session.h"
 #include "party/policy.h"
+#include "trainer/fault.h"
 #include "trainer/run.h"
 #include "store/store.h"
 
@@ -45,6 +46,18 @@ typedef struct {
                               return only once its own game and every challenge are settled and
                               the challenge window (commitTimeout from its commit) has closed */
     FILE *log;             /* log lines (stderr if NULL) */
+    /* The narrowing (docs/agent.md, "Narrowing"): with narrow set (the
+     * OvtNarrow contract bound to the arbitration contract), once the game
+     * awaits the verdict on step K the agent re-executes step K of
+     * narrow_dir (data: narrow_data) with its trace, plays levels 2 and 3
+     * with chain_narrow_plan_move, and when the narrowing ends at a block
+     * puts that block's package in store (block/<its claimed leaf>). */
+    const chain_address *narrow;
+    const char *narrow_dir;
+    const char *narrow_data;
+    bool withhold_block;           /* testing only: never publish its block package */
+    const trn_fault *narrow_fault; /* testing only: step K re-executed under this fault (the trainer's
+                                      faulty hardware), so that its trace matches its committed state */
 } party_agent_opts;
 
 /* Runs until the run is settled (*outcome gets it) or a stop signal

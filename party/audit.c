@@ -7,6 +7,7 @@
 #include "common/fileio.h"
 #include "party/agent.h"
 #include "party/sites.h"
+#include "store/store.h"
 
 /* Reads the run's terms and checks them against this auditor's policy and
  * key, before anything is fetched or sent. */
@@ -177,9 +178,21 @@ static int commit_and_play(const party_audit_opts *o, const aud_report *r, json_
                                .run_dir = o->audit.out,
                                .state_dir = o->state_dir ? o->state_dir : sdir, .poll_ms = o->poll_ms,
                                .json = o->json};
+        char ndir[4096], ndata[4096];
+        store_ctx *store = NULL;
+        if (!rv && o->narrow && !(rv = ovt_path_join(ndir, sizeof ndir, o->audit.out, "trainer")) &&
+            !(rv = ovt_path_join(ndata, sizeof ndata, ndir, "dataset.bin")) &&
+            !(rv = store_open(&store, o->audit.source))) {
+            ao.narrow = o->narrow;
+            ao.narrow_dir = ndir;
+            ao.narrow_data = ndata;
+            ao.store = store;
+            ao.withhold_block = o->withhold_block;
+        }
         party_agent_install_signals();
         if (!rv && !(rv = party_agent_run(&s, &ao, &out->outcome)))
             out->played = true;
+        store_close(store);
     }
     chain_session_close(&s);
     if (!rv && !reported)

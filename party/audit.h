@@ -29,6 +29,11 @@ typedef struct {
     const char *state_dir;           /* the agent's (NULL: OUT/agent) */
     long poll_ms;                    /* the agent's polling interval */
     bool json;                       /* the agent's log lines as JSON */
+    bool withhold_block;             /* fault injection (devnet tests only): with narrow, never publish
+                                        the block package */
+    const chain_address *narrow;     /* with agent and a store source: the OvtNarrow contract; the agent
+                                        plays the narrowing from OUT/trainer (the fetched copy of the
+                                        run) and puts its block package in that store */
     /* Called once with the report when it is final: after the commit, with
      * "root" (and "trainer_root_matches" once the trainer has committed)
      * added, and before the agent plays. */

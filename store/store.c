@@ -397,6 +397,16 @@ int store_get_state(store_ctx *s, const ovt_hash *state_hash, size_t max_len, ui
     return store_read(s, "state", state_hash, "", max_len, data, len);
 }
 
+int store_put_block(store_ctx *s, const ovt_hash *claim, const void *data, size_t len)
+{
+    return store_write(s, "block", claim, "", data, len, 0);
+}
+
+int store_get_block(store_ctx *s, const ovt_hash *claim, size_t max_len, uint8_t **data, size_t *len)
+{
+    return store_read(s, "block", claim, "", max_len, data, len);
+}
+
 static void hex_field(char out[65], const ovt_hash *h)
 {
     ovt_hex_encode(out, h->b, 32);

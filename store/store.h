@@ -16,6 +16,8 @@
  *                    by the hash of its bytes. The store keeps and serves its
  *                    bytes without reading them: the reader decodes them
  *                    (trn_checkpoint_decode) and checks the stateHash;
+ *   block/<hex>      a block package of the narrowing, named by the leaf
+ *                    hash its party claims (store_put_block);
  *   run/<runId>.json the run's manifest: which blobs make up the run. The
  *                    only name that is not a hash: its content is checked by
  *                    the reader against the chain (store_manifest).
@@ -92,6 +94,14 @@ int store_put_state(store_ctx *s, const ovt_hash *state_hash, const void *data, 
  * is state_hash; until then the bytes are only what the store served. */
 int store_get_state(store_ctx *s, const ovt_hash *state_hash, size_t max_len, uint8_t **data,
                     size_t *len) OVT_MUST_USE;
+
+/* A block package of the narrowing (docs/formats.md, "Block package") as
+ * block/<claim>, claim being the leaf hash the packing party claims for
+ * the block (its node at the narrowing's end, getNarrow), which the store
+ * takes as given: the arbiter reads the package and checks it against the
+ * chain. */
+int store_put_block(store_ctx *s, const ovt_hash *claim, const void *data, size_t len) OVT_MUST_USE;
+int store_get_block(store_ctx *s, const ovt_hash *claim, size_t max_len, uint8_t **data, size_t *len) OVT_MUST_USE;
 
 /* The run manifest (JSON, docs/store.md): the blobs of a committed run. */
 typedef struct {

@@ -115,6 +115,8 @@ static int replay_to(trn_runner *r, const char *dir, uint64_t k, trn_replay_resu
         trn_runner_collect_sites(r, last && rows);
         if (last && tr && (rv = trn_runner_trace_next(r, tr->trace)))
             return rv;
+        if (last && tr && tr->roots_before)
+            trn_state_digests(tr->roots_before, trn_runner_state(r));
         trn_runner_result res;
         rv = trn_runner_step(r, &res);
         out->batch_hash = res.batch_hash;
@@ -180,6 +182,8 @@ static int replay_run(const char *dir, const trn_run_data *d, uint64_t k, int th
     if ((rv = replay_to(r, dir, k, out, rows, nrows, tr)))
         goto done;
     trn_state_hash(&out->state_hash, trn_runner_state(r));
+    if (tr && tr->after)
+        rv = trn_state_clone(tr->after, trn_runner_state(r));
 done:
     trn_runner_free(r);
     trn_state_free(st);

@@ -65,6 +65,11 @@ typedef struct {
     krn_trace *trace;
     int trace_rc;
     ovt_hash root;
+    /* Optional, for a party narrowing the step (party/narrow.h): roots_before
+     * (room for 3 * TRN_MAX_TENSORS) gets state k-1's per-tensor digests
+     * (trn_state_digests), *after a copy of state k (the caller frees it). */
+    ovt_hash *roots_before;
+    trn_state **after;
 } trn_step_trace;
 
 /* trn_step_replay_run with step k re-executed as tr says, on a runner of

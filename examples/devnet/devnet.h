@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "chain/arbitration.h"
+#include "chain/narrow.h"
 #include "examples/devnet/ledger.h"
 
 typedef enum {
@@ -35,6 +36,8 @@ typedef enum {
     DEVNET_LAZY_AUDITOR,       /* proof of replay: the named auditor copies the trainer's root and guesses its
                                   site hashes from step K on; it loses its bond */
     DEVNET_FALSE_TABLE,        /* a sharded run whose log K carries a false shard table: fraud, no shard named */
+    DEVNET_FLIP_OUTPUT,        /* a deep fault: one element of the step's last adamw.param site's output (the
+                                  parameter update) flipped in step K (ovt train --inject-fault flip-output) */
     DEVNET_FAULT_COUNT
 } devnet_fault;
 
@@ -84,7 +87,26 @@ typedef struct {
     uint32_t challengers; /* --challengers N: outside challengers (`ovt audit --watch`), each its own
                              process and key; --arbiters + N <= 5 (anvil's dev accounts) */
     bool replay_proof;    /* --replay-proof (implied by lazy-auditor): the trainer asks for proof of replay */
+    bool withhold_block;  /* --withhold-block: the (honest) auditor never publishes its block package */
+    bool narrow;          /* --narrow (implied by flip-output): OvtNarrow is deployed, the parties play the
+                             narrowing of the disputed step and the arbiters rule on its block */
 } devnet_opts;
+
+/* The verdict window of a narrowed run (docs/devnet.md, "Narrowing"):
+ * OvtArbitration does not extend it while the narrowing is played, so it
+ * covers the narrowing's most rounds, each up to a move timeout, and the
+ * arbiter's whole-step fallback after it (ARB_NARROW_RESERVE_S, 60 s, plus
+ * the deadline margin): (2 + 2 * 32 + 2) move timeouts (the posts, a
+ * bisection over up to 2^32 sites and one over up to 2^32 leaves, the
+ * record reveal and the state comparison). */
+#define DEVNET_NARROW_ROUNDS 68u
+
+/* flip-output's site and element for a model preset: the step's last
+ * adamw.param site (a late site the block engine re-executes; a flip at an
+ * earlier site would make the trainer's log, recorded from the flipped
+ * values, fraud at a later site), element 40000 (in leaf 2, not the
+ * first). OVT_EINVAL for a preset with no known site. */
+int devnet_flip_site(const char *model, uint32_t *site, uint64_t *element) OVT_MUST_USE;
 
 /* The most outside challengers: anvil's dev accounts after the parties and
  * one arbiter. */
@@ -112,6 +134,14 @@ typedef struct {
     ovt_hash evidence;
     bool settled;               /* its ArbiterSettled event was seen */
     chain_u256 forfeited, reward;
+    /* --narrow: its watcher's "narrow_evaluated" line, when it ruled from
+     * the narrowed block (the site and block it re-executed, from how many
+     * valid packages, in how many seconds) */
+    bool ruled_on_block;
+    uint64_t block_site, block_index;
+    int block_packages;
+    double block_seconds;
+    int narrow_outcome;         /* the narrowing's outcome it read (1 Narrowed, 5 TrainerLost, ...) */
 } devnet_arbiter;
 
 typedef struct {
@@ -150,6 +180,11 @@ typedef struct {
     chain_u256 trainer_credit;  /* credit(trainer) at the end: its bond back, plus liars' bonds */
     chain_u256 settled_trainer, settled_auditor; /* what the run's Settled event credited each party */
     chain_u256 trainer_bond, auditor_bond; /* the run's */
+    char narrow_contract[43];   /* --narrow: OvtNarrow's address ("" without) */
+    bool has_narrow_end;        /* getNarrow(run) was read after the settlement */
+    chain_narrow_game narrow_end;
+    uint32_t fault_site;        /* flip-output: the flipped site, element and the leaf holding it */
+    uint64_t fault_element, fault_block;
 } devnet_result;
 
 /* Whether the challengers did what the fault implies: a lying one

@@ -58,7 +58,30 @@ static const struct {
                             "a sharded run (--shards S >= 2) computed honestly whose log K gives shard J\n"
                             "                      a false gradient hash: the table blames a shard that did\n"
                             "                      nothing wrong; fraudulent-log, and no shard is named"},
+    [DEVNET_FLIP_OUTPUT] = {"flip-output", CHAIN_ARB_AUDITOR_RIGHT,
+                            "a deep fault: bit 22 of one element of the last adamw.param site's output\n"
+                            "                      (the parameter update) flips in step K, and training goes on;\n"
+                            "                      the dispute narrows to that site and block (--narrow)"},
 };
+
+int devnet_flip_site(const char *model, uint32_t *site, uint64_t *element)
+{
+    /* each model's last adamw.param site (`ovt step --trace`; resnet-mini's
+     * last site, bn.running, is one the block engine leaves to the whole
+     * step); each output is over 40000 elements */
+    static const struct {
+        const char *model;
+        uint32_t site;
+    } sites[] = {{"gpt2-tiny", 150}, {"llama-tiny", 149}, {"resnet-mini", 172}};
+    for (size_t i = 0; i < sizeof sites / sizeof sites[0]; i++)
+        if (!strcmp(model, sites[i].model)) {
+            *site = sites[i].site;
+            *element = 40000;
+            return 0;
+        }
+    return ovt_fail(OVT_EINVAL, "--fault flip-output: no late site known for --model %s (gpt2-tiny, llama-tiny, "
+                                "resnet-mini)", model);
+}
 
 static bool challenger_fault(devnet_fault f)
 {
@@ -198,7 +221,7 @@ int devnet_fault_parse(devnet_fault *out, const char *name)
     return ovt_fail(OVT_EINVAL, "unknown fault '%s' (none, bitflip, poisoned-batch, skipped-step, forged-log, "
                                 "withheld-inputs, lying-auditor, omitted-log, bitflip-shard, hidden-flip, "
                                 "lying-arbiter, silent-arbiter, colluding-arbiters, lying-challenger, "
-                                "colluding-auditor, lazy-auditor, false-table)",
+                                "colluding-auditor, lazy-auditor, false-table, flip-output)",
                     name);
 }
 
@@ -253,6 +276,19 @@ int devnet_opts_check(devnet_opts *o, bool have_at, bool have_fault_shard)
     if (o->shards % o->ranks != 0)
         return ovt_fail(OVT_EINVAL, "--ranks %u must divide --shards %u (each process computes S/R shards)",
                         o->ranks, o->shards);
+    uint32_t flip_site;
+    uint64_t flip_element;
+    if (o->fault == DEVNET_FLIP_OUTPUT && devnet_flip_site(DEVNET_MODEL(o), &flip_site, &flip_element))
+        return -1;
+    if (o->fault == DEVNET_FLIP_OUTPUT)
+        o->narrow = true; /* the deep fault is what the narrowing is for */
+    if (o->withhold_block && !o->narrow)
+        return ovt_fail(OVT_EINVAL, "--withhold-block goes with --narrow (or --fault flip-output)");
+    if (o->narrow && o->replay_proof)
+        return ovt_fail(OVT_EINVAL, "--narrow plays without --replay-proof (a replay dispute is about a site "
+                                    "hash, not a step)");
+    if (o->fault == DEVNET_FLIP_OUTPUT && o->shards > 1)
+        return ovt_fail(OVT_EINVAL, "--fault flip-output plays on an unsharded run (no --shards)");
     bool shard_fault = o->fault == DEVNET_BITFLIP_SHARD || o->fault == DEVNET_FALSE_TABLE;
     if (shard_fault && o->shards < 2)
         return ovt_fail(OVT_EINVAL, "--fault %s needs a sharded run: --shards S >= 2", faults[o->fault].name);

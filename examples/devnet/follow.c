@@ -319,3 +319,44 @@ int devnet_silence(struct devnet *d)
     }
     return 0;
 }
+
+/* Whether c's log has a line with `needle`. */
+static bool log_has(const devnet_child *c, const char *needle)
+{
+    FILE *f = c ? fopen(c->log_path, "r") : NULL;
+    if (!f)
+        return false;
+    char line[8192];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, needle) != NULL;
+    fclose(f);
+    return found;
+}
+
+int devnet_narrow_clock(struct devnet *d)
+{
+    if (!d->o->narrow || !d->verdict_due || d->settled)
+        return 0;
+    if (!d->narrow_stuck) {
+        if (!log_has(d->trainer_agent, "narrow_unplayable") && !log_has(d->auditor, "narrow_unplayable"))
+            return 0;
+        d->narrow_stuck = true;
+    }
+    chain_narrow_game g;
+    chain_block_header h;
+    int found = 0;
+    if (chain_narrow_get(&d->narrow, &d->run_id, NULL, &g) || chain_rpc_block_header(d->rpc, &h, &found, "latest") ||
+        !found) {
+        ovt_err_clear(); /* the next pass reads again */
+        return 0;
+    }
+    if (g.phase == CHAIN_NARROW_PHASE_NONE || g.phase == CHAIN_NARROW_PHASE_ENDED ||
+        g.deadline == d->narrow_clock_deadline || h.timestamp > g.deadline)
+        return 0;
+    uint64_t by = g.deadline - h.timestamp + 1;
+    devnet_progress(d, "devnet: a party cannot play the narrowing; moving anvil's clock %llu s forward, past its "
+                       "deadline", (unsigned long long)by);
+    d->narrow_clock_deadline = g.deadline;
+    return devnet_advance_time(d->rpc, by);
+}

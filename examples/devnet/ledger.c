@@ -24,6 +24,12 @@ static const char *const functions[][2] = {
     {"commitReplay", "commitReplay(bytes32,bytes32,bytes32,bytes)"},
     {"revealSites", "revealSites(bytes32,bytes32)"},
     {"revealSite", "revealSite(bytes32,uint8,bytes32,(bytes32,bytes32,bytes32),(bytes32,bytes32,bytes32),bytes32[])"},
+    /* the narrowing contract's (OvtNarrow; its timeout(bytes32) is the same selector as the above) */
+    {"startNarrow", "start(bytes32)"},
+    {"postTrace", "postTrace(bytes32,(bytes32,bytes32,bytes32),bytes32,uint64,bytes32[],bytes32[],uint64[])"},
+    {"descend", "descend(bytes32,uint32,bytes32,bytes32)"},
+    {"revealRecord", "reveal(bytes32,uint32,bytes)"},
+    {"compareStates", "compareStates(bytes32,uint32,bytes32[],uint64[],bytes32[],uint64[])"},
 };
 
 const char *devnet_call_name(const uint8_t *input, size_t len, int creates)

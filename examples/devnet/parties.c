@@ -137,7 +137,8 @@ int devnet_run_train(struct devnet *d)
         [DEVNET_WITHHELD_INPUTS] = "bitflip", [DEVNET_OMITTED_LOG] = "omitted-log",
         [DEVNET_BITFLIP_SHARD] = "bitflip-shard", [DEVNET_HIDDEN_FLIP] = "hidden-flip",
         [DEVNET_LYING_ARBITER] = "bitflip", [DEVNET_SILENT_ARBITER] = "bitflip", [DEVNET_COLLUDING_ARBITERS] = "bitflip",
-        [DEVNET_COLLUDING_AUDITOR] = "bitflip", [DEVNET_FALSE_TABLE] = "false-table"};
+        [DEVNET_COLLUDING_AUDITOR] = "bitflip", [DEVNET_FALSE_TABLE] = "false-table",
+        [DEVNET_FLIP_OUTPUT] = "flip-output"};
     if (o->band_rules) {
         arg(&c, "--band-rules");
         arg(&c, "%u", o->band_rules);
@@ -155,6 +156,16 @@ int devnet_run_train(struct devnet *d)
     if (o->fault == DEVNET_BITFLIP_SHARD || o->fault == DEVNET_FALSE_TABLE) {
         arg(&c, "--fault-shard");
         arg(&c, "%u", o->fault_shard);
+    }
+    if (o->fault == DEVNET_FLIP_OUTPUT) {
+        uint32_t site;
+        uint64_t element;
+        if (devnet_flip_site(DEVNET_MODEL(o), &site, &element))
+            return -1;
+        arg(&c, "--fault-site");
+        arg(&c, "%u", site);
+        arg(&c, "--fault-element");
+        arg(&c, "%llu", (unsigned long long)element);
     }
     if (c.n >= 63)
         return ovt_fail(OVT_EINVAL, "the trainer's command line is too long");
@@ -191,6 +202,10 @@ int devnet_run_commit(struct devnet *d)
     arg(&c, "1000000000000000000");
     arg(&c, "--move-timeout");
     arg(&c, "%u", d->o->move_timeout);
+    if (d->o->narrow) { /* the verdict window covers the narrowing (devnet.h) */
+        arg(&c, "--verdict-timeout");
+        arg(&c, "%llu", (unsigned long long)DEVNET_NARROW_ROUNDS * d->o->move_timeout + 600u);
+    }
     arg(&c, "--store");
     arg(&c, "%s", d->store_url);
     arg(&c, "--data");
@@ -230,6 +245,16 @@ int devnet_start_trainer_agent(struct devnet *d)
         arg(&c, "--withhold");
     if (d->o->challengers)
         arg(&c, "--defend");
+    if (d->o->narrow) {
+        arg(&c, "--narrow");
+        arg(&c, "%s", d->r->narrow_contract);
+    }
+    if (d->o->narrow && d->o->fault == DEVNET_FLIP_OUTPUT) {
+        arg(&c, "--narrow-fault-site");
+        arg(&c, "%u", d->r->fault_site);
+        arg(&c, "--narrow-fault-element");
+        arg(&c, "%llu", (unsigned long long)d->r->fault_element);
+    }
     devnet_progress(d, "trainer: its agent plays the game%s and publishes the disputed step's inputs%s",
                     d->o->challengers ? " and every challenge of its root" : "",
                     d->o->fault == DEVNET_WITHHELD_INPUTS ? " (no: it withholds them)" : "");
@@ -270,6 +295,12 @@ int devnet_start_auditor(struct devnet *d)
         arg(&c, "--guess-sites-from");
         arg(&c, "%llu", (unsigned long long)d->o->at);
     }
+    if (d->o->narrow) {
+        arg(&c, "--narrow");
+        arg(&c, "%s", d->r->narrow_contract);
+    }
+    if (d->o->withhold_block)
+        arg(&c, "--withhold-block");
     devnet_progress(d, "auditor: replaying the run on the %s backend%s, then playing the game", backend,
                     d->o->fault == DEVNET_LYING_AUDITOR       ? " (and lying from the fault step on)"
                     : d->o->fault == DEVNET_COLLUDING_AUDITOR ? " (and committing the trainer's root, not its own)"
@@ -478,6 +509,10 @@ static int start_seat(struct devnet *d, unsigned k)
     arg(&c, "--input-wait");
     arg(&c, "5");
     arg(&c, "--json");
+    if (d->o->narrow) {
+        arg(&c, "--narrow");
+        arg(&c, "%s", d->r->narrow_contract);
+    }
     if (d->o->arbiter_metrics && k == 0) {
         arg(&c, "--metrics-addr");
         arg(&c, "%s", d->o->arbiter_metrics);
@@ -515,6 +550,32 @@ static void note_shard(devnet_result *r, const json_t *sd)
         r->arbiter_named_owner = true;
         r->arbiter_rank = (uint32_t)json_integer_value(rank);
         snprintf(r->arbiter_host, sizeof r->arbiter_host, "%s", json_string_value(host));
+    }
+}
+
+void devnet_arbiter_blocks(struct devnet *d)
+{
+    for (unsigned k = 0; k < d->o->arbiters; k++) {
+        devnet_arbiter *a = &d->r->arbiters[k];
+        FILE *f = d->arbiters[k] ? fopen(d->arbiters[k]->log_path, "r") : NULL;
+        if (!f)
+            continue;
+        char line[8192];
+        while (fgets(line, sizeof line, f)) {
+            json_t *j = json_loads(line, 0, NULL);
+            const char *ev = json_string_value(json_object_get(j, "event"));
+            const char *run = json_string_value(json_object_get(j, "run_id"));
+            if (ev && run && !strcmp(ev, "narrow_evaluated") && !strcasecmp(run, d->r->run_id)) {
+                a->ruled_on_block = true;
+                a->block_site = (uint64_t)json_integer_value(json_object_get(j, "site"));
+                a->block_index = (uint64_t)json_integer_value(json_object_get(j, "block"));
+                a->block_packages = (int)json_integer_value(json_object_get(j, "packages"));
+                a->block_seconds = json_number_value(json_object_get(j, "seconds"));
+                a->narrow_outcome = (int)json_integer_value(json_object_get(j, "outcome"));
+            }
+            json_decref(j);
+        }
+        fclose(f);
     }
 }
 

@@ -16,6 +16,7 @@
 #include "examples/devnet/devnet.h"
 #include "examples/devnet/node.h"
 #include "examples/devnet/scenario.h"
+#include "common/tree.h"
 #include "data/dataset.h"
 #include "data/images.h"
 
@@ -272,6 +273,12 @@ static int setup_chain(struct devnet *d)
     memset(&receipt, 0, sizeof receipt);
     if (!rv)
         rv = chain_arb_deploy(&d->arb, &m, &receipt);
+    chain_receipt nreceipt;
+    memset(&nreceipt, 0, sizeof nreceipt);
+    if (!rv && d->o->narrow && !(rv = chain_narrow_deploy(&d->narrow, &m, &d->arb.address, &nreceipt))) {
+        chain_address_to_string(d->r->narrow_contract, &d->narrow.address);
+        chain_receipt_free(&nreceipt);
+    }
     if (m.rpc)
         chain_txm_free(&m);
     if (rv)
@@ -283,6 +290,8 @@ static int setup_chain(struct devnet *d)
     chain_address_to_string(t, &d->addr[KEY_TRAINER]);
     chain_address_to_string(a, &d->addr[KEY_AUDITOR]);
     devnet_progress(d, "contract deployed at %s (block %llu)", d->r->contract, (unsigned long long)d->deploy_block);
+    if (d->o->narrow)
+        devnet_progress(d, "narrowing contract (OvtNarrow) deployed at %s", d->r->narrow_contract);
     devnet_progress(d, "parties (anvil dev accounts 1-%u): trainer %s, auditor %s", KEY_ARBITER + d->o->arbiters - 1, t,
                     a);
     for (unsigned k = 0; k < d->o->arbiters; k++) {
@@ -373,7 +382,8 @@ static int play(struct devnet *d)
             return ovt_fail(OVT_ETIMEOUT, "the run did not settle within %.0f s%s", until,
                             d->o->keep ? "" : " (rerun with --keep DIR to keep every process's log)");
         }
-        if ((rv = devnet_follow_events(d)) || (rv = devnet_silence(d)) || (rv = devnet_skip_silent_arbiter(d)))
+        if ((rv = devnet_follow_events(d)) || (rv = devnet_silence(d)) || (rv = devnet_skip_silent_arbiter(d)) ||
+            (rv = devnet_narrow_clock(d)))
             return rv;
         devnet_reap(&d->kids);
         for (int i = 0; i < nparties; i++) {
@@ -466,6 +476,9 @@ int devnet_run(const devnet_opts *o, devnet_result *r)
     d.r = r;
     clock_gettime(CLOCK_MONOTONIC, &d.t0);
     r->expected = devnet_expected(o);
+    if (o->fault == DEVNET_FLIP_OUTPUT && devnet_flip_site(DEVNET_MODEL(o), &r->fault_site, &r->fault_element))
+        return -1;
+    r->fault_block = r->fault_element * 4 / OVT_TREE_LEAF_BYTES;
     devnet_catch_signals();
     int rv = scenario(&d);
     if (rv == 0) {
@@ -478,6 +491,10 @@ int devnet_run(const devnet_opts *o, devnet_result *r)
         rv = chain_rpc_block_number(d.rpc, &head);
         if (!rv)
             rv = devnet_ledger_read(&r->ledger, d.rpc, d.deploy_block, head, &parties);
+        if (!rv && o->narrow && (rv = chain_narrow_get(&d.narrow, &d.run_id, NULL, &r->narrow_end)) == 0)
+            r->has_narrow_end = true;
+        if (!rv && o->narrow)
+            devnet_arbiter_blocks(&d);
     }
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", rv ? ovt_errmsg() : "");

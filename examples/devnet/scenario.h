@@ -26,6 +26,7 @@ struct devnet {
     devnet_children kids;
     chain_rpc *rpc;
     chain_arb arb;
+    chain_narrow narrow; /* --narrow: OvtNarrow, bound to arb */
     chain_address addr[NKEYS];
     char exe[4096];
     char data_path[4200], run_dir[4200], store_dir[4200], store_url[4300];
@@ -40,6 +41,8 @@ struct devnet {
     bool window_closed;       /* the clock was moved past the challenge window */
     unsigned sealed;          /* VerdictCommitted events seen */
     bool verdict_due, clock_past_ballots;
+    bool narrow_stuck;            /* --narrow: a party's agent logged narrow_unplayable */
+    uint64_t narrow_clock_deadline; /* the narrowing deadline the clock was last moved past */
     /* the words that start the arbiter's ovt: this ovt, or --arbiter-cmd's
      * (the first resolved to a path); set by devnet_probe_arbiter */
     char *arbiter_argv[DEVNET_ARBITER_CMD_WORDS + 1];
@@ -75,6 +78,8 @@ int devnet_start_arbiter(struct devnet *d) OVT_MUST_USE;
  * says its replay agrees with the trainer's root. */
 int devnet_start_challengers(struct devnet *d) OVT_MUST_USE;
 bool devnet_challenger_agreed(struct devnet *d, unsigned k);
+/* --narrow: each seat's "narrow_evaluated" line, into r->arbiters. */
+void devnet_arbiter_blocks(struct devnet *d);
 /* 1 once the arbiter watcher's log (seat 0's) has its line on the settlement. */
 int devnet_arbiter_saw(struct devnet *d);
 
@@ -86,5 +91,11 @@ int devnet_silence(struct devnet *d) OVT_MUST_USE;
  * clock jumps past the commit deadline so the reveals open without it. */
 int devnet_skip_silent_arbiter(struct devnet *d) OVT_MUST_USE;
 devnet_party devnet_wrong_party(chain_arb_outcome out);
+/* --narrow: once a party's agent has logged that it cannot play the
+ * narrowing (its committed state is not what its step re-executes to, as
+ * after bitflip or lying-auditor), anvil's clock moves past each narrowing
+ * deadline, so that the other party claims the timeout and the narrowing
+ * ends with the silent party lost, as on a chain after moveTimeout. */
+int devnet_narrow_clock(struct devnet *d) OVT_MUST_USE;
 
 #endif

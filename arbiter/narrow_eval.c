@@ -1,0 +1,320 @@
+/* The arbiter's verdict from the narrowing (see narrow_eval.h). */
+#include "arbiter/narrow_eval.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arbiter/block.h"
+#include "arbiter/block_file.h"
+#include "chain/clock.h"
+#include "common/tree.h"
+#include "trainer/config.h"
+#include "trainer/layout.h"
+#include "trainer/rundata.h"
+
+#define MAX_CONFIG_OBJECT 4096
+#define MAX_DATASET ((size_t)1 << 36)
+#define MAX_PACKAGE ((size_t)4 << 30)
+
+static void say(char *note, size_t cap, const char *fmt, ...) OVT_PRINTF(3, 4);
+
+static void say(char *note, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(note, cap, fmt, ap);
+    va_end(ap);
+}
+
+/* The batch of step k's arrays, as the trace registers them, with their
+ * tree roots: what a package's batch slices must prove against. */
+typedef struct {
+    char name[4][16];
+    ovt_hash root[4];
+    int n;
+} batch_roots;
+
+static int batch_roots_of(batch_roots *out, store_ctx *store, const chain_arb_params *run,
+                          const trn_run_config *rc0, uint64_t k)
+{
+    memset(out, 0, sizeof *out);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    trn_run_config rc = *rc0;
+    trn_run_data d;
+    trn_step_batch b;
+    int rv = store_get(store, &run->dataset_hash, MAX_DATASET, &buf, &len);
+    if (rv)
+        return rv;
+    rv = trn_run_data_parse(&d, buf, len, &rc, 0, "the run's dataset");
+    free(buf);
+    if (rv)
+        return rv;
+    if (!(rv = trn_step_batch_get(&b, &d, &rc, k))) {
+        const trn_batch *v = &b.view;
+        size_t bt = (size_t)v->B * v->T;
+        struct {
+            const char *name;
+            const void *p;
+            size_t n;
+        } arr[4] = {{"batch.inputs", v->inputs, bt},
+                    {"batch.targets", v->targets, bt},
+                    {"batch.x", v->x, (size_t)v->B * rc.model.in_dim},
+                    {"batch.labels", v->labels, v->B}};
+        for (int i = 0; i < 4 && !rv; i++) {
+            if (!arr[i].p)
+                continue;
+            snprintf(out->name[out->n], sizeof out->name[out->n], "%s", arr[i].name);
+            rv = ovt_tree_root_le32(&out->root[out->n], arr[i].p, arr[i].n * 4);
+            out->n++;
+        }
+        trn_step_batch_free(&b);
+    }
+    trn_run_data_free(&d);
+    return rv;
+}
+
+/* Where a state slice's root must come from: its index in state K-1's
+ * 3 * ntensors roots ("params/wte": section 0, tensor wte). */
+static int state_index(const trn_layout *l, const char *name, size_t *index)
+{
+    static const char *const section[3] = {"params/", "m/", "v/"};
+    for (size_t s = 0; s < 3; s++) {
+        size_t len = strlen(section[s]);
+        if (strncmp(name, section[s], len))
+            continue;
+        for (size_t i = 0; i < l->count; i++)
+            if (!strcmp(name + len, l->t[i].name)) {
+                *index = s * l->count + i;
+                return 0;
+            }
+    }
+    return -1;
+}
+
+/* Whether package p (fetched as the claim of `side`) is bound to the chain:
+ * "" when it is, else why not (into why). */
+static void bound(char *why, size_t cap, const arb_block_package *p, const chain_narrow_game *ng,
+                  const chain_narrow_side *side, const ovt_hash *config_hash, const trn_layout *layout,
+                  const chain_narrow_evidence *ev, const batch_roots *br)
+{
+    ovt_hash h;
+    trn_config_hash(&h, &p->config);
+    why[0] = '\0';
+    if (memcmp(h.b, config_hash->b, 32))
+        say(why, cap, "its run config is not the run's");
+    else if (memcmp(p->trace_root.b, side->trace_root.b, 32))
+        say(why, cap, "it is bound to another trace root than the party posted");
+    else if (memcmp(p->claim.b, side->node.b, 32))
+        say(why, cap, "its claim is not the leaf the party's narrowing ended on");
+    else if (p->task.step != ng->step || p->task.site != ng->item || p->task.leaf != ng->block ||
+             p->nrecords != side->sites)
+        say(why, cap, "it is of another step, site, block or trace length than the narrowing's");
+    for (size_t i = 0; !why[0] && i < p->task.nslices; i++) {
+        const arb_block_slice *s = &p->task.slices[i];
+        size_t at;
+        if (s->kind == KRN_TRACE_STATE) {
+            if (state_index(layout, s->name, &at) || at >= ev->nprevious)
+                say(why, cap, "slice of %s: no such state tensor", s->name);
+            else if (memcmp(s->root.b, ev->previous_roots[at].b, 32))
+                say(why, cap, "slice of %s: its root is not state K-1's (PreviousRoots)", s->name);
+        } else if (s->kind == KRN_TRACE_BATCH) {
+            int found = 0;
+            for (int b = 0; b < br->n; b++)
+                if (!strcmp(br->name[b], s->name)) {
+                    found = 1;
+                    if (memcmp(s->root.b, br->root[b].b, 32))
+                        say(why, cap, "slice of %s: its root is not batch K's", s->name);
+                }
+            if (!found && !why[0])
+                say(why, cap, "slice of %s: batch K has no such array", s->name);
+        }
+    }
+}
+
+static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *found, store_ctx *store,
+                    const chain_narrow *n, const ovt_hash *game_id, const chain_narrow_game *ng,
+                    const chain_arb_params *run, const chain_arb_game *g, const trn_run_config *rc,
+                    uint64_t from_block, uint64_t to_block, int threads, char *note, size_t cap)
+{
+    trn_layout layout;
+    chain_narrow_evidence ev;
+    batch_roots br;
+    int rv = trn_layout_build(&layout, &rc->model);
+    if (rv)
+        return rv;
+    if ((rv = chain_narrow_get_evidence(n, game_id, ng, from_block, to_block, &ev)))
+        return rv;
+    if (ev.nprevious != 3 * layout.count) {
+        say(note, cap, "the narrowing's PreviousRoots were not found (%zu roots)", ev.nprevious);
+        chain_narrow_evidence_free(&ev);
+        return 0;
+    }
+    if ((rv = batch_roots_of(&br, store, run, rc, ng->step))) {
+        say(note, cap, "batch %llu could not be rebuilt from the run's dataset: %s", (unsigned long long)ng->step,
+            ovt_errmsg());
+        chain_narrow_evidence_free(&ev);
+        return rv < 0 && rv != OVT_ENOTFOUND && rv != OVT_EIO && rv != OVT_ECRYPTO ? rv : 0;
+    }
+    const chain_narrow_side *sides[2] = {&ng->trainer_side, &ng->auditor_side};
+    static const char *const who[2] = {"trainer", "auditor"};
+    ovt_hash leaf[2];
+    int have[2] = {0, 0};
+    char why[2][256] = {"", ""};
+    long long t0 = chain_now_ms();
+    for (int k = 0; k < 2; k++) {
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        arb_block_package p;
+        arb_block_result r;
+        rv = store_get_block(store, &sides[k]->node, MAX_PACKAGE, &buf, &len);
+        if (rv) {
+            say(why[k], sizeof why[k], "no package (%s)", ovt_errmsg());
+            ovt_err_clear();
+            continue;
+        }
+        rv = arb_block_package_read(&p, buf, len);
+        free(buf);
+        if (rv) {
+            say(why[k], sizeof why[k], "a malformed package (%s)", ovt_errmsg());
+            ovt_err_clear();
+            continue;
+        }
+        bound(why[k], sizeof why[k], &p, ng, sides[k], &run->config_hash, &layout, &ev, &br);
+        if (!why[k][0]) {
+            p.task.threads = threads;
+            if ((rv = arb_block_run(&p.task, &r)) == 0) {
+                leaf[k] = r.leaf;
+                have[k] = 1;
+                arb_block_result_free(&r);
+            } else {
+                say(why[k], sizeof why[k], "refused (%s)", ovt_errmsg());
+                ovt_err_clear();
+            }
+        }
+        arb_block_package_free(&p);
+    }
+    found->seconds = (double)(chain_now_ms() - t0) / 1000.0;
+    chain_narrow_evidence_free(&ev);
+    found->packages = have[0] + have[1];
+    if (!have[0] && !have[1]) {
+        say(note, cap, "no valid block package: trainer's %s; auditor's %s", why[0], why[1]);
+        return 0;
+    }
+    if (have[0] && have[1] && memcmp(leaf[0].b, leaf[1].b, 32)) {
+        say(note, cap, "the two packages give two different blocks");
+        return 0;
+    }
+    ovt_hash block = have[0] ? leaf[0] : leaf[1];
+    found->recomputed = block;
+    memset(out, 0, sizeof *out);
+    arb_basis_of(&out->basis, g);
+    out->exec = ARB_EXEC_OK;
+    out->shards = 1;
+    out->shard_differs = -1;
+    if (!memcmp(block.b, ng->trainer_side.node.b, 32))
+        out->leaf = g->trainer_node;
+    else if (!memcmp(block.b, ng->auditor_side.node.b, 32))
+        out->leaf = g->auditor_node;
+    else
+        out->leaf = block; /* neither: the recomputed block's leaf, neither party's leaf K */
+    int lone = have[0] ? 1 : 0; /* the side without a valid package, when only one has one */
+    if (have[0] && have[1])
+        say(note, cap, "block %llu of site %llu (%s) recomputed from both packages", (unsigned long long)ng->block,
+            (unsigned long long)ng->item, found->op);
+    else
+        say(note, cap, "block %llu of site %llu (%s) recomputed from the %s's package; the %s's: %s",
+            (unsigned long long)ng->block, (unsigned long long)ng->item, found->op, who[!lone], who[lone], why[lone]);
+    *res = ARB_NARROW_DECIDED;
+    return 0;
+}
+
+int arb_narrow_evaluate(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *found, store_ctx *store,
+                        const chain_narrow *n, const ovt_hash *game_id, const chain_arb_params *run,
+                        const chain_arb_game *g, uint64_t now, uint64_t wait_until, uint64_t *ended_seen,
+                        uint32_t package_wait, uint64_t from_block, uint64_t to_block, int threads, char *note,
+                        size_t cap)
+{
+    *res = ARB_NARROW_WHOLE_STEP;
+    memset(found, 0, sizeof *found);
+    note[0] = '\0';
+    chain_narrow_game ng;
+    int rv = chain_narrow_get(n, game_id, NULL, &ng);
+    if (rv)
+        return rv;
+    found->outcome = ng.outcome;
+    if (ng.phase != CHAIN_NARROW_PHASE_ENDED) {
+        if (now < wait_until) {
+            *res = ARB_NARROW_WAIT;
+            say(note, cap, "the narrowing of step %llu is being played (phase %d)", (unsigned long long)g->index,
+                (int)ng.phase);
+        } else {
+            say(note, cap, "the narrowing did not end in time: the whole step");
+        }
+        return 0;
+    }
+    if (!*ended_seen)
+        *ended_seen = now;
+    if (ng.outcome == CHAIN_NARROW_NARROWED && now < wait_until && now < *ended_seen + package_wait) {
+        int present = 0;
+        for (int k = 0; k < 2; k++) {
+            uint8_t *pk = NULL;
+            size_t pl = 0;
+            const ovt_hash *claim = k ? &ng.auditor_side.node : &ng.trainer_side.node;
+            if (store_get_block(store, claim, MAX_PACKAGE, &pk, &pl) == 0)
+                present++;
+            free(pk);
+            ovt_err_clear();
+        }
+        if (present < 2) {
+            *res = ARB_NARROW_WAIT;
+            say(note, cap, "the narrowing ended at block %llu of site %llu; waiting for the parties' block packages "
+                           "(%d of 2 in the store)",
+                (unsigned long long)ng.block, (unsigned long long)ng.item, present);
+            return 0;
+        }
+    }
+    if (ng.step != g->index || memcmp(ng.trainer_leaf.b, g->trainer_node.b, 32) ||
+        memcmp(ng.auditor_leaf.b, g->auditor_node.b, 32)) {
+        say(note, cap, "the narrowing is of other leaves than the game's: the whole step");
+        return 0;
+    }
+    /* only a run with the tree stateHash weighs the narrowing */
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    trn_run_config rc;
+    if ((rv = store_get(store, &run->config_hash, MAX_CONFIG_OBJECT, &buf, &len))) {
+        say(note, cap, "the run config is not in the store (%s): the whole step", ovt_errmsg());
+        ovt_err_clear();
+        return 0;
+    }
+    rv = trn_config_decode(&rc, buf, len);
+    free(buf);
+    if (rv || rc.state_hash != TRN_STATE_HASH_TREE) {
+        say(note, cap, "%s: the whole step", rv ? "the run config does not decode" : "not a tree-stateHash run");
+        ovt_err_clear();
+        return 0;
+    }
+    found->site = ng.item;
+    found->block = ng.block;
+    memcpy(found->op, ng.op.b, 32);
+    found->op[32] = '\0';
+    if (ng.outcome == CHAIN_NARROW_TRAINER_LOST || ng.outcome == CHAIN_NARROW_AUDITOR_LOST) {
+        memset(out, 0, sizeof *out);
+        arb_basis_of(&out->basis, g);
+        out->exec = ARB_EXEC_OK;
+        out->shards = 1;
+        out->shard_differs = -1;
+        out->leaf = ng.outcome == CHAIN_NARROW_TRAINER_LOST ? g->auditor_node : g->trainer_node;
+        say(note, cap, "the %s lost the narrowing", ng.outcome == CHAIN_NARROW_TRAINER_LOST ? "trainer" : "auditor");
+        *res = ARB_NARROW_DECIDED;
+        return 0;
+    }
+    if (ng.outcome != CHAIN_NARROW_NARROWED || ng.item_stage != CHAIN_NARROW_STAGE_TRACE) {
+        say(note, cap, "the narrowing ended without a block of a site (outcome %d): the whole step", (int)ng.outcome);
+        return 0;
+    }
+    return narrowed(res, out, found, store, n, game_id, &ng, run, g, &rc, from_block, to_block, threads, note, cap);
+}

@@ -1,0 +1,64 @@
+#ifndef OVT_PARTY_NARROW_H
+#define OVT_PARTY_NARROW_H
+
+/* A party's side of the narrowing (docs/contract.md, "Narrowing a step";
+ * docs/agent.md, "Narrowing"): once the step game has fixed step K, the
+ * party re-executes step K of its run directory with the trace, and holds
+ * what chain_narrow_plan_move needs (its trace commitment, the records,
+ * the output trees of every site and of state K) and what the arbiter asks
+ * of it once the game ends at a block: that block's package
+ * (arbiter/block_file.h), made in memory.
+ *
+ * The step is traced in check mode (every write kept): simple, and small for
+ * the devnet's models; a party at scale re-runs the step for the package
+ * instead (`ovt block pack`'s two passes). */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "chain/narrow.h"
+#include "kernels/rlog.h"
+#include "kernels/trace.h"
+#include "trainer/fault.h"
+#include "trainer/layout.h"
+#include "trainer/state.h"
+
+typedef struct {
+    uint64_t step;
+    trn_run_config config;
+    krn_trace *trace;
+    krn_rlog *log;           /* the trainer's rounding log of step K */
+    trn_state *after;        /* state K as re-executed */
+    size_t nsites;
+    uint8_t **records;       /* nsites encodings (krn_trace_encode) */
+    size_t *record_lens;
+    ovt_hash *record_hashes; /* the trace's leaves */
+    size_t ntensors;
+    ovt_hash previous_roots[3 * TRN_MAX_TENSORS];
+    ovt_hash roots[3 * TRN_MAX_TENSORS];
+    uint64_t sizes[TRN_MAX_TENSORS];
+    chain_narrow_post post;  /* points into this struct */
+} party_narrow_step;
+
+/* Re-executes step k >= 1 of the run in dir (its config.bin, steps.bin,
+ * logs and checkpoints; data: the dataset) with the trace; leaf: the
+ * party's own leaf K preimage, as it revealed it. A run directory with no
+ * checkpoint at or before k-1 (an auditor's copy of the trainer's) gets
+ * the initial state as checkpoint 0 first, when the config derives it
+ * (no init_hash). fault (testing only, NULL: none): the step under that
+ * fault, as a faulty trainer's hardware ran it. Fails if the re-executed
+ * state K does not hash to leaf's stateHash (the party would lose its
+ * post), naming both. */
+int party_narrow_load(party_narrow_step *p, const char *dir, const char *data, uint64_t k,
+                      const chain_merkle_preimage *leaf, const trn_fault *fault) OVT_MUST_USE;
+void party_narrow_free(party_narrow_step *p);
+
+/* The party for chain_narrow_plan_move: posts the previous roots only when
+ * post_previous (the first to post; after that the contract ignores them). */
+chain_narrow_party party_narrow_party(party_narrow_step *p, int is_trainer, int post_previous);
+
+/* The block package of leaf `leaf` of site `site`'s output (*buf malloc'd). */
+int party_narrow_pack(const party_narrow_step *p, uint64_t site, uint64_t leaf, uint8_t **buf,
+                      size_t *len) OVT_MUST_USE;
+
+#endif

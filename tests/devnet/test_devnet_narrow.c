@@ -1,0 +1,185 @@
+/* `ovt devnet --fault flip-output` on a real anvil (issue 42): a dispute
+ * through all three levels with a committee of three. The trainer flips
+ * bit 22 of element 40000 of its step-5 output of the last adamw.param
+ * site (a deep fault: one element of one late site); the step game fixes
+ * step 5, the parties' agents narrow it on OvtNarrow to that site's trace
+ * record (level 2) and to the 64 KiB block of its output holding the
+ * element (level 3), publish their block packages to the store, and each
+ * arbiter re-executes that block alone and reveals auditor-right. One
+ * model per argument (each its own ctest entry): gpt2-tiny, llama-tiny,
+ * resnet-mini; and gpt2-tiny-withheld: one arbiter, and the honest auditor
+ * withholds its block package (--withhold-block), so the arbiter computes
+ * the block from the faulty trainer's package alone, whose proven inputs
+ * still give the auditor's leaf. Asserted from chain state (`ovt devnet --json` reads it
+ * back: getNarrow after the settlement, the Settled credits, every
+ * transaction and the revealed ballots); the devnet waits on chain events,
+ * not sleeps. Prints the figures of docs/bench-chain.md ("A whole
+ * three-level dispute"). */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "devnet_result.h"
+#include "support/proc.h"
+
+#define TWO_ETH "2000000000000000000"
+
+static char ovt[4096];
+
+static json_int_t num(const json_t *j, const char *key)
+{
+    return json_integer_value(json_object_get(j, key));
+}
+
+/* Gas and count of the narrowing's transactions (OvtNarrow's calls). */
+static void narrowing_figures(const json_t *j, const char *model)
+{
+    static const char *const calls[] = {"startNarrow", "postTrace", "descend", "revealRecord", "compareStates"};
+    json_int_t gas = 0, moves = 0, all_gas = 0, all = 0;
+    size_t i;
+    const json_t *t;
+    json_array_foreach(json_object_get(j, "transactions"), i, t)
+    {
+        const char *call = str(t, "call");
+        if (!strcmp(call, "deploy"))
+            continue;
+        all++;
+        all_gas += num(t, "gas_used");
+        for (size_t k = 0; k < sizeof calls / sizeof calls[0]; k++)
+            if (!strcmp(call, calls[k])) {
+                moves++;
+                gas += num(t, "gas_used");
+            }
+    }
+    printf("figures %s: narrowing %lld moves, %lld gas; whole dispute (deploys aside) %lld transactions, %lld gas; "
+           "commit to verdict %.1f s, total %.1f s\n",
+           model, (long long)moves, (long long)gas, (long long)all, (long long)all_gas,
+           json_real_value(json_object_get(j, "commit_to_verdict_s")), json_real_value(json_object_get(j, "total_s")));
+}
+
+static void test_model(const char *model, int withheld)
+{
+    char *argv[] = {ovt, "devnet", "--json", "--fault", "flip-output", "--model", (char *)model, "--steps", "8",
+                    "--at", "5", "--arbiters", withheld ? "1" : "3", "--timeout", "600",
+                    withheld ? "--withhold-block" : NULL, NULL};
+    char *text = NULL;
+    int st = tsup_run(argv, &text);
+    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+    if (!j)
+        fprintf(stderr, "ovt devnet printed no JSON: %s\n", text ? text : "(nothing)");
+    free(text);
+    CHECK_EQ_U64(st, 0);
+    if (!j)
+        return;
+    /* the outcome: the trainer wrong at step 5, its root refuted */
+    CHECK_MSG(!strcmp(str(j, "outcome"), "auditor-right"), "outcome %s", str(j, "outcome"));
+    CHECK(json_is_true(json_object_get(j, "as_expected")));
+    CHECK_EQ_U64(num(j, "step"), 5);
+    CHECK(!strcmp(str(j, "wrong_party"), "trainer"));
+    CHECK(!json_is_null(json_object_get(j, "refuted_by")));
+    /* the honest auditor's bond back, with the trainer's */
+    const json_t *credits = json_object_get(j, "settled_credits");
+    CHECK_MSG(!strcmp(str(credits, "auditor"), TWO_ETH), "auditor credited %s", str(credits, "auditor"));
+    CHECK_MSG(!strcmp(str(credits, "trainer"), "0"), "trainer credited %s", str(credits, "trainer"));
+    /* the narrowing's end state (getNarrow): Narrowed (1) in stage Trace (1)
+     * on the fault's site, at the leaf holding the flipped element */
+    const json_t *n = json_object_get(j, "narrow"), *end = json_object_get(n, "end"),
+                 *fault = json_object_get(n, "fault");
+    CHECK(end && fault);
+    if (!end || !fault) {
+        json_decref(j);
+        return;
+    }
+    CHECK_EQ_U64(num(end, "phase"), 4);
+    CHECK_EQ_U64(num(end, "outcome"), 1);
+    CHECK_EQ_U64(num(end, "item_stage"), 1);
+    CHECK_EQ_U64(num(end, "step"), 5);
+    CHECK_EQ_U64(num(end, "site"), num(fault, "site"));
+    CHECK_EQ_U64(num(end, "block"), num(fault, "block"));
+    CHECK_EQ_U64(num(fault, "block"), num(fault, "element") * 4 / 65536);
+    CHECK_MSG(!strcmp(str(end, "op"), "adamw.param"), "op %s", str(end, "op"));
+    CHECK(strcmp(str(end, "trainer_leaf"), str(end, "auditor_leaf")) != 0);
+    /* both parties played every level */
+    static const char *const party[2] = {"trainer", "auditor"};
+    for (int k = 0; k < 2; k++) {
+        CHECK_EQ_U64(count_calls(j, "postTrace", party[k]), 1);
+        CHECK_EQ_U64(count_calls(j, "revealRecord", party[k]), 1);
+        CHECK(count_calls(j, "descend", party[k]) >= 2);
+    }
+    CHECK_EQ_U64(count_calls(j, "verdict", NULL), withheld ? 1 : 0);
+    /* each seat sealed and revealed auditor-right, with the same evidence */
+    CHECK(!strcmp(str(j, "committee_check"), ""));
+    const json_t *arbs = json_object_get(j, "arbiters");
+    CHECK_EQ_U64(json_array_size(arbs), withheld ? 1 : 3);
+    for (size_t k = 0; k < json_array_size(arbs); k++) {
+        const json_t *a = json_array_get(arbs, k);
+        CHECK_MSG(!strcmp(str(a, "verdict"), "auditor-right"), "%s revealed %s", str(a, "name"), str(a, "verdict"));
+        CHECK(!strcmp(str(a, "evidence"), str(json_array_get(arbs, 0), "evidence")));
+        CHECK_EQ_U64(count_calls(j, "commitVerdict", str(a, "name")), withheld ? 0 : 1);
+        CHECK_EQ_U64(count_calls(j, "revealVerdict", str(a, "name")), withheld ? 0 : 1);
+        /* ... from the narrowed block alone, from both parties' packages */
+        const json_t *b = json_object_get(a, "block");
+        CHECK_MSG(json_is_object(b), "%s did not rule from the narrowed block", str(a, "name"));
+        CHECK_EQ_U64(num(b, "narrow_outcome"), 1);
+        CHECK_EQ_U64(num(b, "site"), num(fault, "site"));
+        CHECK_EQ_U64(num(b, "block"), num(fault, "block"));
+        CHECK_EQ_U64(num(b, "packages"), withheld ? 1 : 2);
+        printf("figures %s: %s re-executed the block in %.3f s\n", model, str(a, "name"),
+               json_real_value(json_object_get(b, "seconds")));
+    }
+    narrowing_figures(j, model);
+    json_decref(j);
+}
+
+/* A party that cannot play the narrowing (its committed state K is not
+ * what its step re-executes to: bitflip's trainer, whose bit flips after
+ * the step; the lying auditor, whose stateHashes are made up) never moves
+ * there; the devnet moves anvil's clock past the narrowing's deadline once
+ * its agent says so, the other party claims the timeout, the narrowing ends
+ * TrainerLost (5) / AuditorLost (6), and the arbiter rules from that alone. */
+static void test_lost(const char *fault, const char *outcome, const char *winner, json_int_t narrow_outcome)
+{
+    char *argv[] = {ovt, "devnet", "--json", "--fault", (char *)fault, "--narrow", "--steps", "8", "--at", "5",
+                    "--timeout", "600", NULL};
+    char *text = NULL;
+    int st = tsup_run(argv, &text);
+    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+    free(text);
+    CHECK_EQ_U64(st, 0);
+    if (!j)
+        return;
+    CHECK_MSG(!strcmp(str(j, "outcome"), outcome), "outcome %s", str(j, "outcome"));
+    CHECK(json_is_true(json_object_get(j, "as_expected")));
+    CHECK_MSG(!strcmp(str(json_object_get(j, "settled_credits"), winner), TWO_ETH), "%s credited %s", winner,
+              str(json_object_get(j, "settled_credits"), winner));
+    const json_t *end = json_object_get(json_object_get(j, "narrow"), "end");
+    CHECK_EQ_U64(num(end, "phase"), 4);
+    CHECK_EQ_U64(num(end, "outcome"), narrow_outcome);
+    CHECK_EQ_U64(count_calls(j, "timeout", winner), 1); /* the narrowing's, claimed by the party that played */
+    const json_t *b = json_object_get(json_array_get(json_object_get(j, "arbiters"), 0), "block");
+    CHECK_MSG(json_is_object(b), "the arbiter did not rule from the narrowing");
+    CHECK_EQ_U64(num(b, "narrow_outcome"), narrow_outcome);
+    json_decref(j);
+}
+
+int main(int argc, char **argv)
+{
+    const char *bin = getenv("OVT_BINARY_DIR");
+    if (!bin || argc != 2 ||
+        (strcmp(argv[1], "gpt2-tiny") && strcmp(argv[1], "llama-tiny") && strcmp(argv[1], "resnet-mini") &&
+         strcmp(argv[1], "gpt2-tiny-withheld") && strcmp(argv[1], "lost"))) {
+        fprintf(stderr, "usage: OVT_BINARY_DIR=... %s gpt2-tiny|llama-tiny|resnet-mini|gpt2-tiny-withheld|lost\n",
+                argv[0]);
+        return 2;
+    }
+    snprintf(ovt, sizeof ovt, "%s/ovt", bin);
+    if (!strcmp(argv[1], "lost")) {
+        CHECK_RUN(test_lost("bitflip", "auditor-right", "auditor", 5));
+        CHECK_RUN(test_lost("lying-auditor", "trainer-right", "trainer", 6));
+        return check_done();
+    }
+    int withheld = !strcmp(argv[1], "gpt2-tiny-withheld");
+    CHECK_RUN(test_model(withheld ? "gpt2-tiny" : argv[1], withheld));
+    return check_done();
+}
