@@ -289,11 +289,17 @@ int fx_play(fx_env *env, fx_run *run, fx_gas_fn gas_log, void *ctx)
 
 const char *fx_revert_name(fx_env *env, int who, const chain_u256 *value, const chain_buf *calldata)
 {
+    return fx_revert_name_at(env, who, &env->arb.address, value, calldata, chain_arb_revert_name);
+}
+
+const char *fx_revert_name_at(fx_env *env, int who, const chain_address *to, const chain_u256 *value,
+                              const chain_buf *calldata, fx_revert_namer namer)
+{
     static char name[64];
     chain_buf out;
     chain_buf_init(&out);
-    chain_call_msg msg = {.from = &env->addr[who], .to = &env->arb.address, .value = value,
-                          .data = calldata->data, .data_len = calldata->len};
+    chain_call_msg msg = {.from = &env->addr[who], .to = to, .value = value, .data = calldata->data,
+                          .data_len = calldata->len};
     int rc = chain_rpc_eth_call(env->rpc, &out, &msg, NULL);
     chain_buf_free(&out);
     if (rc == 0)
@@ -303,7 +309,7 @@ const char *fx_revert_name(fx_env *env, int who, const chain_u256 *value, const 
         return name;
     }
     const chain_rpc_error *e = chain_rpc_last_error(env->rpc);
-    chain_arb_revert_name(name, sizeof name, e->data, e->data_len);
+    namer(name, sizeof name, e->data, e->data_len);
     if (!name[0])
         snprintf(name, sizeof name, "(unknown revert)");
     return name;

@@ -104,9 +104,16 @@ int fx_preimage(void *ctx, uint64_t index, chain_merkle_preimage *out);
  * none is due). */
 int fx_plan(fx_env *env, fx_run *run, int party, chain_arb_move *mv);
 
-/* eth_call of calldata from account `who` with value (may be NULL): returns
- * the name of the custom error it reverts with ("" if it does not revert). */
+/* eth_call of calldata from account `who` with value (may be NULL) to the
+ * arbitration contract: returns the name of the custom error it reverts with
+ * ("" if it does not revert). */
 const char *fx_revert_name(fx_env *env, int who, const chain_u256 *value, const chain_buf *calldata);
+
+/* The same to the contract at `to`, whose custom errors `namer` names
+ * (chain_arb_revert_name, chain_narrow_revert_name). */
+typedef void (*fx_revert_namer)(char *out, size_t cap, const uint8_t *data, size_t len);
+const char *fx_revert_name_at(fx_env *env, int who, const chain_address *to, const chain_u256 *value,
+                              const chain_buf *calldata, fx_revert_namer namer);
 
 /* CHECKs that calldata from account `who` reverts with the custom error
  * `name` ("": does not revert); needs check.h. */

@@ -365,18 +365,7 @@ static int play(const fx_run *run, const party_step *t, const party_step *a, gas
 
 static const char *revert_of(int who, const chain_buf *calldata)
 {
-    static char name[64];
-    chain_buf out;
-    chain_buf_init(&out);
-    chain_call_msg msg = {.from = &env.addr[who], .to = &narrow.address, .data = calldata->data,
-                          .data_len = calldata->len};
-    int rc = chain_rpc_eth_call(env.rpc, &out, &msg, NULL);
-    chain_buf_free(&out);
-    if (rc == 0)
-        return "";
-    const chain_rpc_error *e = chain_rpc_last_error(env.rpc);
-    chain_narrow_revert_name(name, sizeof name, e->data, e->data_len);
-    return name;
+    return fx_revert_name_at(&env, who, &narrow.address, NULL, calldata, chain_narrow_revert_name);
 }
 
 #define CHECK_REVERT(who, buf, want)                                                          \

@@ -334,18 +334,9 @@ static void test_trainer_moves_sites(void)
     chain_buf start;
     chain_buf_init(&start);
     CHECK(chain_narrow_encode_start(&start, &run.run_id) == 0);
-    chain_buf out;
-    chain_buf_init(&out);
-    chain_call_msg msg = {.from = &env.addr[FX_TRAINER], .to = &narrow.address, .data = start.data,
-                          .data_len = start.len};
-    char name[64] = "";
-    if (chain_rpc_eth_call(env.rpc, &out, &msg, NULL) != 0) {
-        const chain_rpc_error *e = chain_rpc_last_error(env.rpc);
-        chain_narrow_revert_name(name, sizeof name, e->data, e->data_len);
-    }
+    const char *name = fx_revert_name_at(&env, FX_TRAINER, &narrow.address, NULL, &start, chain_narrow_revert_name);
     CHECK_MSG(strcmp(name, "ReplayDispute") == 0, "OvtNarrow.start on a replay dispute: expected ReplayDispute, got '%s'",
               name);
-    chain_buf_free(&out);
     chain_buf_free(&start);
     CHECK(site_verdict(&run, &honest, CHAIN_ARB_AUDITOR_RIGHT, NULL) == 0);
     CHECK(fx_game(&env, &run).outcome == CHAIN_ARB_AUDITOR_RIGHT);
