@@ -150,6 +150,10 @@ open(sys.argv[1] + "/lab.idx", "wb").write(struct.pack(">II", 0x801, 1024) + lab
 PY
 "$ovt" data idx --images "$out/img.idx" --labels "$out/lab.idx" --out "$images" >/dev/null
 
+# run_json RUNDIR EXPR: EXPR (Python, over j = RUNDIR/run.json) printed, or '?'
+run_json() { python3 -c "import json;j=json.load(open('$1/run.json'));print($2)" 2>/dev/null || echo '?'; }
+per_step='"%.4f" % (j["step_seconds_this_session"] / j["steps_this_session"])'
+
 # run MODEL B T: GPU record, CPU replay, CPU nearest; fills the table row.
 rows=()
 resident_rows=()
@@ -183,11 +187,11 @@ run_model() {
   n_host=$(paste -d' ' <(grep '^state ' "$dir/gpu.txt" | head -n "$hsteps") <(grep '^state ' "$dir/host.txt") |
            awk '$1=="state" && $2==$5 && $3==$6' | wc -l)
   local res_s host_s
-  res_s=$(python3 -c "import json;j=json.load(open('$dir/gpu/run.json'));print('%.4f'%(j['step_seconds_this_session']/j['steps_this_session']))" 2>/dev/null || echo '?')
-  host_s=$(python3 -c "import json;j=json.load(open('$dir/host/run.json'));print('%.4f'%(j['step_seconds_this_session']/j['steps_this_session']))" 2>/dev/null || echo '?')
+  res_s=$(run_json "$dir/gpu" "$per_step")
+  host_s=$(run_json "$dir/host" "$per_step")
   [ "$n_host" -eq "$hsteps" ] || all_ok=0
   local where
-  where=$(python3 -c "import json;print(json.load(open('$dir/gpu/run.json'))['tensors'])" 2>/dev/null || echo '?')
+  where=$(run_json "$dir/gpu" 'j["tensors"]')
   echo "host tensors: $n_host of $hsteps states identical; step $host_s s, resident $res_s s (the run's tensors: $where)"
   # on a GPU the run must really have kept its tensors in device memory
   if [ "$rehearsal" != 1 ] && [ "${OVT_CUDA_HOST_TENSORS:-0}" != 1 ] && [ "$where" != backend ]; then
@@ -217,8 +221,8 @@ run_model() {
   first_nearest=$(paste -d' ' "$dir/gpu.state" "$dir/nearest.state" | awk '$3!=$6 {print $2; exit}')
   if [ "$n_gpu" -eq "$steps" ] && [ "$n_match" -eq "$steps" ]; then replay=PASS; else replay=FAIL; all_ok=0; fi
   local entries bytes
-  entries=$(python3 -c "import json;print(json.load(open('$dir/gpu/run.json'))['log_entries_this_session'])" 2>/dev/null || echo '?')
-  bytes=$(python3 -c "import json;print(json.load(open('$dir/gpu/run.json'))['log_bytes_this_session'])" 2>/dev/null || echo '?')
+  entries=$(run_json "$dir/gpu" 'j["log_entries_this_session"]')
+  bytes=$(run_json "$dir/gpu" 'j["log_bytes_this_session"]')
   echo "replay with log: $n_match of $steps steps identical ($replay); ablation first differs at step ${first_nearest:-none}"
   local gpu_s cpu_s
   gpu_s=$(awk -v a="$t0" -v b="$t1" -v n="$steps" 'BEGIN {printf "%.3f", (b - a) / n}')
