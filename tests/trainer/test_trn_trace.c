@@ -29,39 +29,18 @@
 #include "trainer/trace.h"
 #include "support/cli_fixture.h"
 
-/* One step's inputs for a preset: its data and the batch of step 1. */
-typedef struct {
-    trn_run_config rc;
-    data_tokens tokens;
-    data_samples samples;
-    data_token_batch tb;
-    data_sample_batch sb;
-    trn_batch b;
-    bool lm;
-} fixture;
+/* One step's inputs for a preset (seed 3, batch 4, sequences of 8, 400
+ * generated tokens or 64 samples): its data and the batch of step 1. */
+typedef trn_test_step_data fixture;
 
 static void fixture_open(fixture *f, const char *preset, uint32_t shards)
 {
-    memset(f, 0, sizeof *f);
-    CHECK(trn_test_preset_run(&f->rc, &f->tokens, &f->samples, preset, 3, 4, shards, 37, 5) == 0);
-    f->lm = trn_model_is_lm(&f->rc.model);
-    if (f->lm) {
-        CHECK(trn_test_token_batch(&f->tb, &f->b, &f->tokens, &f->rc, 1) == 0);
-    } else {
-        CHECK(data_sample_batch_get(&f->sb, &f->samples, f->rc.seed, 1, f->rc.batch_size) == 0);
-        f->b = (trn_batch){.B = f->sb.B, .x = f->sb.x, .labels = f->sb.y};
-    }
+    CHECK(trn_test_step_data_open(f, preset, 3, 4, 8, shards, 400, 64) == 0);
 }
 
 static void fixture_close(fixture *f)
 {
-    if (f->lm) {
-        data_token_batch_free(&f->tb);
-        data_tokens_free(&f->tokens);
-    } else {
-        data_sample_batch_free(&f->sb);
-        data_samples_free(&f->samples);
-    }
+    trn_test_step_data_close(f);
 }
 
 /* One step of a copy of st0 on ctx (log: RECORD's or REPLAY's), traced
