@@ -28,8 +28,19 @@
  * - A real gpt2-tiny step traced by the step runner (krn_trace_encode's
  *   records, the tree stateHash of the real state): a bit flipped in a late
  *   site's output is narrowed to that site, its op and its one block.
+ * - Level 4 (a site that sums over the batch: matmul.bwd.dweight,
+ *   bias.bwd): synthetic chunk chains of C + 1 leaves (stand-ins for the
+ *   prefix sums' hashes, the block's output leaf last) played by the
+ *   planner for both sides, the chains first differing at chunk 0, a
+ *   middle chunk and C (only the final step), at C = 1, 8, 1024 and 8192;
+ *   the trainer losing on a chain its level-3 leaf contradicts (a proof
+ *   one bit off, another leaf's proof, the other party's chain, one leaf,
+ *   count 0); CountsDiffer; bad children in the chain descent; silence at
+ *   the chain posting (a party without chunk_leaves plans no move). A
+ *   matmul.fwd site still ends at level 3.
  * - The gas of every call, and of a whole narrowing at gpt2-small's size
- *   (741 sites, a 64 MiB output of 1024 leaves), for docs/contract.md. */
+ *   (741 sites, a 64 MiB output of 1024 leaves), and of a chunk stage at
+ *   8, 1024 and 8192 chunks, for docs/contract.md. */
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -58,6 +69,7 @@
 #define BIG_TENSOR_N (2u * 16384u + 7u) /* 3 leaves */
 #define MOVE_TIMEOUT 600
 #define NARROW_GAS_GPT2_SMALL 3300816u /* a whole narrowing, 741 sites, 1024 leaves (docs/contract.md) */
+#define CHUNK_GAS_8192 1888853u        /* a whole chunk stage, 8192 chunks (docs/contract.md) */
 
 static fx_env env;
 static chain_narrow narrow;
@@ -934,6 +946,9 @@ static void test_chunks(size_t chunks, size_t diff)
     printf("gas: chunk stage, %zu chunks (first difference at %zu): postChunks first %" PRIu64 ", second %" PRIu64
            "; %" PRIu64 " moves, %" PRIu64 " in all\n",
            chunks, diff, gl.chunk_post[0], gl.chunk_post[1], gl.nchunk, gl.chunk_total);
+    if (chunks == 8192) /* docs/contract.md's figure: a bound, so a change that costs more shows */
+        CHECK_MSG(gl.chunk_total <= CHUNK_GAS_8192 * 105 / 100, "%" PRIu64 " gas, more than 5%% over %u",
+                  gl.chunk_total, CHUNK_GAS_8192);
     fx_run_free(&run);
 }
 
