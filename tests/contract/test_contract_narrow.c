@@ -425,21 +425,30 @@ static const char *revert_of(int who, const chain_buf *calldata)
 
 static party_step honest, liar;
 
-static void test_honest_path(void)
+/* The liar's and the honest party's game played to its end by the
+ * planner: Narrowed in `stage` on the fault's site, op and block. */
+static chain_narrow_game play_narrowed(fx_run *run, gas_log *gl, chain_narrow_stage stage)
 {
-    fx_run run;
-    CHECK(run_to_verdict(&run, &liar, &honest) == 0);
-    gas_log gl = {0};
-    CHECK(play(&run, &liar, &honest, &gl) == 0);
-    chain_narrow_game g = game_of(&run);
+    CHECK(run_to_verdict(run, &liar, &honest) == 0);
+    CHECK(play(run, &liar, &honest, gl) == 0);
+    chain_narrow_game g = game_of(run);
     CHECK_EQ_U64(g.phase, CHAIN_NARROW_PHASE_ENDED);
     CHECK_EQ_U64(g.outcome, CHAIN_NARROW_NARROWED);
-    CHECK_EQ_U64(g.stage, CHAIN_NARROW_STAGE_OUTPUT); /* matmul.fwd sums over no batch: no level 4 */
+    CHECK_EQ_U64(g.stage, stage);
     CHECK_EQ_U64(g.step, sc.step);
     CHECK_EQ_U64(g.item_stage, CHAIN_NARROW_STAGE_TRACE);
     CHECK_EQ_U64(g.item, sc.fault_site);
-    CHECK_EQ_U64(g.block, sc.fault_element / 16384);
-    CHECK(memcmp(g.op.b, "matmul.fwd\0\0", 12) == 0);
+    CHECK_EQ_U64(g.block, sc.fault_element / 16384); /* at level 4 too */
+    CHECK(memcmp(g.op.b, sc.fault_op, strlen(sc.fault_op) + 1) == 0);
+    return g;
+}
+
+static void test_honest_path(void)
+{
+    fx_run run;
+    gas_log gl = {0};
+    /* matmul.fwd sums over no batch: no level 4 */
+    chain_narrow_game g = play_narrowed(&run, &gl, CHAIN_NARROW_STAGE_OUTPUT);
     size_t n;
     ovt_hash *lt = tensor_leaves(liar.out[sc.fault_site], sc.big_n, NULL, &n);
     ovt_hash *lh = tensor_leaves(honest.out[sc.fault_site], sc.big_n, NULL, &n);
@@ -913,18 +922,9 @@ static void test_chunks(size_t chunks, size_t diff)
     sc.chunks = chunks;
     liar.chain_diff = diff;
     fx_run run;
-    CHECK(run_to_verdict(&run, &liar, &honest) == 0);
     gas_log gl = {0};
-    CHECK(play(&run, &liar, &honest, &gl) == 0);
-    chain_narrow_game g = game_of(&run);
-    CHECK_EQ_U64(g.phase, CHAIN_NARROW_PHASE_ENDED);
-    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_NARROWED);
-    CHECK_EQ_U64(g.stage, CHAIN_NARROW_STAGE_CHUNKS);
-    CHECK_EQ_U64(g.item_stage, CHAIN_NARROW_STAGE_TRACE);
-    CHECK_EQ_U64(g.item, sc.fault_site);
-    CHECK_EQ_U64(g.block, sc.fault_element / 16384); /* the level-3 block stays readable */
+    chain_narrow_game g = play_narrowed(&run, &gl, CHAIN_NARROW_STAGE_CHUNKS);
     CHECK_EQ_U64(g.chunk, diff);
-    CHECK(memcmp(g.op.b, sc.fault_op, strlen(sc.fault_op)) == 0);
     ovt_hash *lt = NULL, *lh = NULL;
     size_t nt = 0, nh = 0;
     CHECK(chain_of(&liar, g.item, g.block, &lt, &nt) == 0 && chain_of(&honest, g.item, g.block, &lh, &nh) == 0);
