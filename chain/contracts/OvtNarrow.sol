@@ -487,7 +487,8 @@ contract OvtNarrow {
         bytes32 aLeaf = g.a.node;
         if (stage == Stage.Output) {
             g.blockIndex = index;
-            if (g.itemStage == Stage.Trace && _isChunkOp(g.op)) return _startChunks(gameId, g, tLeaf, aLeaf);
+            // a state entry's op is zero (no record revealed): only a trace site goes on
+            if (_isChunkOp(g.op)) return _startChunks(gameId, g, tLeaf, aLeaf);
         } else {
             g.chunk = index;
             emit ChunkNarrowed(gameId, index, g.count, tLeaf, aLeaf);

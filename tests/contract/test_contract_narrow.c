@@ -530,6 +530,7 @@ static void test_state_path(void)
     g = game_of(&run);
     CHECK_EQ_U64(g.outcome, CHAIN_NARROW_NARROWED);
     CHECK_EQ_U64(g.item_stage, CHAIN_NARROW_STAGE_STATES);
+    CHECK_EQ_U64(g.stage, CHAIN_NARROW_STAGE_OUTPUT); /* a state entry is a copy: no level 4 */
     CHECK_EQ_U64(g.item, SYN_NT + BIG_TENSOR);
     CHECK_EQ_U64(g.block, 2);
     CHECK_EQ_U64(g.trainer_side.elements, BIG_TENSOR_N);
@@ -1090,6 +1091,8 @@ int main(void)
     CHECK_RUN(test_chunks(8192, 4321));
     synthetic_scenario(SYN_SITES, 7, 5u * 16384u + 100u, 4u * 16384u + 9u, "bias.bwd");
     CHECK_RUN(test_chunks(8, 3));
+    synthetic_scenario(SYN_SITES, 7, 5u * 16384u + 100u, 4u * 16384u + 9u, "matmul.bwd.dbias");
+    CHECK_RUN(test_chunks(8, 6));
     free_step(&honest);
     free_step(&liar);
     CHECK_RUN(test_gpt2_tiny());
