@@ -113,6 +113,19 @@ int chain_narrow_encode_reveal(chain_buf *out, const ovt_hash *game_id, unsigned
     return chain_abi_enc_call(&enc, out, "reveal(bytes32,uint32,bytes)");
 }
 
+int chain_narrow_encode_post_chunks(chain_buf *out, const ovt_hash *game_id, unsigned round, const ovt_hash *root,
+                                    uint64_t count, const ovt_hash *proof, size_t nproof)
+{
+    chain_abi_enc enc;
+    chain_abi_enc_init(&enc);
+    chain_abi_put_bytes32(&enc, game_id);
+    chain_abi_put_uint(&enc, round);
+    chain_abi_put_bytes32(&enc, root);
+    chain_abi_put_uint(&enc, count);
+    chain_abi_put_bytes32_array(&enc, proof, nproof);
+    return chain_abi_enc_call(&enc, out, "postChunks(bytes32,uint32,bytes32,uint64,bytes32[])");
+}
+
 /* Word i as an unsigned of at most `bits` bits. */
 static int get_bits(const chain_abi_dec *dec, size_t i, unsigned bits, uint64_t *out)
 {
@@ -133,14 +146,18 @@ static int get_enum(const chain_abi_dec *dec, size_t i, uint64_t max, int *out)
     return 0;
 }
 
-/* Game.t or Game.a: 8 words from word i. */
+/* Game.t or Game.a: CHAIN_NARROW_SIDE_WORDS words from word i. */
+#define CHAIN_NARROW_SIDE_WORDS 11
 static int decode_side(chain_narrow_side *s, const chain_abi_dec *dec, size_t i)
 {
     ovt_hash *h[] = {&s->state_hash, &s->trace_root, &s->states_hash, &s->node, &s->header, &s->claim};
     for (size_t k = 0; k < 6; k++)
         TRY(chain_abi_get_bytes32(dec, i + k, h[k]));
     TRY(get_bits(dec, i + 6, 64, &s->sites));
-    return get_bits(dec, i + 7, 64, &s->elements);
+    TRY(get_bits(dec, i + 7, 64, &s->elements));
+    TRY(chain_abi_get_bytes32(dec, i + 8, &s->block_leaf));
+    TRY(chain_abi_get_bytes32(dec, i + 9, &s->chain_root));
+    return get_bits(dec, i + 10, 64, &s->chunks);
 }
 
 int chain_narrow_decode_game(chain_narrow_game *out, const uint8_t *data, size_t len)
@@ -153,7 +170,7 @@ int chain_narrow_decode_game(chain_narrow_game *out, const uint8_t *data, size_t
     TRY(chain_abi_get_address(&dec, 0, &out->trainer));
     TRY(get_bits(&dec, 1, 64, &out->deadline));
     TRY(get_enum(&dec, 2, CHAIN_NARROW_PHASE_ENDED, &phase));
-    TRY(get_enum(&dec, 3, CHAIN_NARROW_STAGE_OUTPUT, &stage));
+    TRY(get_enum(&dec, 3, CHAIN_NARROW_STAGE_CHUNKS, &stage));
     TRY(get_enum(&dec, 4, CHAIN_NARROW_BOTH_SILENT, &outcome));
     TRY(get_bits(&dec, 5, 8, &v[0]));
     TRY(chain_abi_get_address(&dec, 6, &out->auditor));
@@ -165,16 +182,17 @@ int chain_narrow_decode_game(chain_narrow_game *out, const uint8_t *data, size_t
     TRY(get_bits(&dec, 12, 8, &v[4]));
     TRY(get_bits(&dec, 13, 64, &out->count));
     TRY(get_bits(&dec, 14, 64, &out->index));
-    TRY(get_enum(&dec, 15, CHAIN_NARROW_STAGE_OUTPUT, &item_stage));
+    TRY(get_enum(&dec, 15, CHAIN_NARROW_STAGE_CHUNKS, &item_stage));
     TRY(get_bits(&dec, 16, 64, &out->item));
     TRY(get_bits(&dec, 17, 64, &out->block));
+    TRY(get_bits(&dec, 18, 64, &out->chunk));
     ovt_hash *h[] = {&out->op,           &out->config_hash,  &out->previous_state, &out->batch_hash,
                      &out->log_hash,     &out->trainer_leaf, &out->auditor_leaf,   &out->tree_id,
                      &out->pending_left, &out->pending_right};
     for (size_t k = 0; k < sizeof h / sizeof h[0]; k++)
-        TRY(chain_abi_get_bytes32(&dec, 18 + k, h[k]));
-    TRY(decode_side(&out->trainer_side, &dec, 28));
-    TRY(decode_side(&out->auditor_side, &dec, 36));
+        TRY(chain_abi_get_bytes32(&dec, 19 + k, h[k]));
+    TRY(decode_side(&out->trainer_side, &dec, 29));
+    TRY(decode_side(&out->auditor_side, &dec, 29 + CHAIN_NARROW_SIDE_WORDS));
     out->phase = (chain_narrow_phase)phase;
     out->stage = (chain_narrow_stage)stage;
     out->item_stage = (chain_narrow_stage)item_stage;
@@ -252,6 +270,17 @@ int chain_narrow_compare_states(const chain_narrow *n, chain_txm *m, const ovt_h
     chain_buf_init(&data);
     return send_encoded(n, m, &data, chain_narrow_encode_compare_states(&data, game_id, round, trainer, auditor),
                         receipt, "compareStates");
+}
+
+int chain_narrow_post_chunks(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, unsigned round,
+                            const ovt_hash *root, uint64_t count, const ovt_hash *proof, size_t nproof,
+                            chain_receipt *receipt)
+{
+    chain_buf data;
+    chain_buf_init(&data);
+    return send_encoded(n, m, &data,
+                        chain_narrow_encode_post_chunks(&data, game_id, round, root, count, proof, nproof), receipt,
+                        "postChunks");
 }
 
 int chain_narrow_timeout(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, chain_receipt *receipt)

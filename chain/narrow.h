@@ -3,8 +3,10 @@
 
 /* C bindings of the narrowing contract (chain/contracts/OvtNarrow.sol,
  * docs/contract.md, "Narrowing a step"): once the step game has fixed step
- * K, the parties bisect the step's trace to one site (level 2) and that
- * site's output tree to one 64 KiB block (level 3). The embedded bytecode,
+ * K, the parties bisect the step's trace to one site (level 2), that
+ * site's output tree to one 64 KiB block (level 3) and, when the site sums
+ * over the batch (a chunk op), that block's chunk chain to one 128-row
+ * chunk (level 4, docs/contract.md "Level 4"). The embedded bytecode,
  * the calldata of every call, the getNarrow view, the calls sent through
  * the transaction manager (chain/txm.h), and readable reverts. */
 
@@ -31,8 +33,13 @@ typedef enum {
     CHAIN_NARROW_STAGE_NONE = 0,
     CHAIN_NARROW_STAGE_TRACE,  /* level 2 over the trace's record hashes */
     CHAIN_NARROW_STAGE_STATES, /* level 2 when the traces agree: the first state K root that differs */
-    CHAIN_NARROW_STAGE_OUTPUT  /* level 3 over the found item's output tree */
+    CHAIN_NARROW_STAGE_OUTPUT, /* level 3 over the found item's output tree */
+    CHAIN_NARROW_STAGE_CHUNKS  /* level 4 over the found block's chunk chain (a chunk op's site) */
 } chain_narrow_stage;
+
+/* The contract's Reason for a chunk chain that loses (Lost event): under 2
+ * leaves, or a proof that does not end in the party's level-3 leaf. */
+#define CHAIN_NARROW_REASON_BAD_CHAIN 8
 
 typedef enum {
     CHAIN_NARROW_NONE = 0,
@@ -56,6 +63,9 @@ typedef struct {
     ovt_hash header; /* keccak256 of the revealed item with its root zeroed */
     ovt_hash claim;  /* the revealed item's output root */
     uint64_t sites, elements;
+    ovt_hash block_leaf; /* level 4: the party's level-3 leaf (its node when level 3 ended) */
+    ovt_hash chain_root; /* level 4: its posted chunk chain's root */
+    uint64_t chunks;     /* level 4: its chain's leaf count, C + 1 (0: not posted) */
 } chain_narrow_side;
 
 /* getNarrow: the whole game, its end state once phase is ENDED. */
@@ -68,6 +78,7 @@ typedef struct {
     unsigned moved, round, prev_count, level;
     uint32_t move_timeout;
     uint64_t step, count, index, item, block;
+    uint64_t chunk; /* level 4: the chain leaf found (c < C a chunk, C the final step) */
     ovt_hash op; /* the record's op name, zero padded (first 32 bytes) */
     ovt_hash config_hash, previous_state, batch_hash, log_hash;
     ovt_hash trainer_leaf, auditor_leaf, tree_id, pending_left, pending_right;
@@ -99,6 +110,10 @@ int chain_narrow_encode_reveal(chain_buf *out, const ovt_hash *game_id, unsigned
                                size_t len) OVT_MUST_USE;
 int chain_narrow_encode_compare_states(chain_buf *out, const ovt_hash *game_id, unsigned round,
                                        const chain_narrow_post *trainer, const chain_narrow_post *auditor) OVT_MUST_USE;
+/* postChunks: the chain's root, its leaf count and the proof of its last
+ * leaf (left siblings, bottom up: ovt_tree_proof of leaf count - 1). */
+int chain_narrow_encode_post_chunks(chain_buf *out, const ovt_hash *game_id, unsigned round, const ovt_hash *root,
+                                    uint64_t count, const ovt_hash *proof, size_t nproof) OVT_MUST_USE;
 int chain_narrow_encode_timeout(chain_buf *out, const ovt_hash *game_id) OVT_MUST_USE;
 int chain_narrow_encode_get(chain_buf *out, const ovt_hash *game_id) OVT_MUST_USE;
 int chain_narrow_decode_game(chain_narrow_game *out, const uint8_t *data, size_t len) OVT_MUST_USE;
@@ -130,6 +145,9 @@ int chain_narrow_reveal(const chain_narrow *n, chain_txm *m, const ovt_hash *gam
 int chain_narrow_compare_states(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, unsigned round,
                                 const chain_narrow_post *trainer, const chain_narrow_post *auditor,
                                 chain_receipt *receipt) OVT_MUST_USE;
+int chain_narrow_post_chunks(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, unsigned round,
+                            const ovt_hash *root, uint64_t count, const ovt_hash *proof, size_t nproof,
+                            chain_receipt *receipt) OVT_MUST_USE;
 int chain_narrow_timeout(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, chain_receipt *receipt) OVT_MUST_USE;
 
 /* getNarrow at block (NULL: latest). */
@@ -160,6 +178,12 @@ void chain_narrow_evidence_free(chain_narrow_evidence *e);
 typedef int (*chain_narrow_leaves_fn)(void *ctx, chain_narrow_stage item_stage, uint64_t item, ovt_hash **leaves,
                                       size_t *n);
 
+/* Level 4: the party's C + 1 chunk-chain leaf hashes of output leaf `block`
+ * of site `site` (docs/contract.md, "Level 4": leaf c < C the hash of the
+ * prefix sums P_c, leaf C the block's output leaf hash); *leaves malloc'd,
+ * the caller frees it. */
+typedef int (*chain_narrow_chunks_fn)(void *ctx, uint64_t site, uint64_t block, ovt_hash **leaves, size_t *n);
+
 /* What a party knows of its own step K, borrowed. */
 typedef struct {
     int is_trainer;
@@ -171,7 +195,9 @@ typedef struct {
     const uint8_t *const *records;   /* nsites encodings (docs/formats.md, "Step trace") */
     const size_t *record_lens;
     chain_narrow_leaves_fn output_leaves;
-    void *ctx;
+    chain_narrow_chunks_fn chunk_leaves; /* NULL: a party without level 4, which posts no chain and so
+                                            loses a chunk op's dispute by silence */
+    void *ctx;                           /* for both callbacks */
 } chain_narrow_party;
 
 typedef enum {
@@ -179,8 +205,12 @@ typedef enum {
     CHAIN_NARROW_MOVE_POST,
     CHAIN_NARROW_MOVE_DESCEND,
     CHAIN_NARROW_MOVE_REVEAL,
-    CHAIN_NARROW_MOVE_COMPARE
+    CHAIN_NARROW_MOVE_COMPARE,
+    CHAIN_NARROW_MOVE_POST_CHUNKS
 } chain_narrow_move_kind;
+
+/* The most hashes a chain's last-leaf proof holds: one per level. */
+#define CHAIN_NARROW_MAX_CHAIN_PROOF 64
 
 typedef struct {
     chain_narrow_move_kind kind;
@@ -188,12 +218,18 @@ typedef struct {
     ovt_hash left, right;  /* DESCEND */
     const uint8_t *record; /* REVEAL: borrowed from the party */
     size_t record_len;
+    ovt_hash chain_root;   /* POST_CHUNKS: the chain, its leaf count and its last leaf's proof */
+    uint64_t chain_count;
+    ovt_hash proof[CHAIN_NARROW_MAX_CHAIN_PROOF];
+    size_t nproof;
 } chain_narrow_move;
 
 /* The party's next move as a pure function of the game (as getNarrow read
  * it; a game not started yet has phase NONE and asks for the post) and its
- * own data: NONE once it has moved this round or the game has ended. Fails
- * if its data do not fit the game (a tree of another size). */
+ * own data: NONE once it has moved this round or the game has ended (or,
+ * at level 4, when it has no chunk_leaves). Fails if its data do not fit
+ * the game (a tree of another size, a chain whose last leaf is not the
+ * party's level-3 leaf). */
 int chain_narrow_plan_move(chain_narrow_move *out, const chain_narrow_game *g,
                            const chain_narrow_party *p) OVT_MUST_USE;
 

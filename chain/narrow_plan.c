@@ -28,6 +28,59 @@ static int node_at(ovt_hash *out, const ovt_hash *leaves, size_t n, unsigned lev
     return 0;
 }
 
+/* The party's chunk chain of the game's block (*leaves malloc'd): at
+ * least 2 leaves, the last one the party's level-3 leaf as the contract
+ * kept it, else the chain is not of this dispute and posting it would lose. */
+static int chunk_chain(ovt_hash **leaves, size_t *n, const chain_narrow_game *g, const chain_narrow_party *p)
+{
+    *leaves = NULL;
+    if (!p->chunk_leaves)
+        return ovt_fail(OVT_EINVAL, "narrowing: level 4 (site %llu is a batch reduction) needs the party's "
+                                    "chunk_leaves, which it lacks", (unsigned long long)g->item);
+    int rc = p->chunk_leaves(p->ctx, g->item, g->block, leaves, n);
+    if (rc != 0)
+        return ovt_fail_wrap(rc, "narrowing: the chunk chain of site %llu, block %llu", (unsigned long long)g->item,
+                             (unsigned long long)g->block);
+    const chain_narrow_side *own = p->is_trainer ? &g->trainer_side : &g->auditor_side;
+    if (*n < 2)
+        rc = ovt_fail(OVT_EINVAL, "narrowing: the chunk chain of site %llu, block %llu has %zu leaves, under 2 "
+                                  "(C chunks and the final step)", (unsigned long long)g->item,
+                      (unsigned long long)g->block, *n);
+    else if (memcmp((*leaves)[*n - 1].b, own->block_leaf.b, 32) != 0)
+        rc = ovt_fail(OVT_EINVAL, "narrowing: the last leaf of the chunk chain of site %llu, block %llu is not the "
+                                  "party's level-3 leaf on chain: the chain and the output tree disagree",
+                      (unsigned long long)g->item, (unsigned long long)g->block);
+    if (rc != 0) {
+        free(*leaves);
+        *leaves = NULL;
+    }
+    return rc;
+}
+
+/* Level 4's post: the chain's root, count and the proof of its last leaf. */
+static int plan_post_chunks(chain_narrow_move *out, const chain_narrow_game *g, const chain_narrow_party *p)
+{
+    if (!p->chunk_leaves)
+        return 0; /* an old party: it posts nothing and loses by silence (docs/contract.md) */
+    ovt_hash *leaves;
+    size_t n;
+    int rc = chunk_chain(&leaves, &n, g, p);
+    if (rc != 0)
+        return rc;
+    if (ovt_tree_proof_len(n, n - 1, 1) > CHAIN_NARROW_MAX_CHAIN_PROOF)
+        rc = ovt_fail(OVT_EINVAL, "narrowing: a chunk chain of %zu leaves is too long", n);
+    if (rc == 0)
+        rc = ovt_tree_proof(out->proof, &out->nproof, leaves, n, n - 1, 1);
+    if (rc == 0)
+        rc = node_at(&out->chain_root, leaves, n, 63, 0); /* level 63, node 0: the whole tree */
+    free(leaves);
+    if (rc == 0) {
+        out->chain_count = n;
+        out->kind = CHAIN_NARROW_MOVE_POST_CHUNKS;
+    }
+    return rc;
+}
+
 /* The children of the game's current node in the party's tree. */
 static int plan_descend(chain_narrow_move *out, const chain_narrow_game *g, const chain_narrow_party *p)
 {
@@ -35,8 +88,10 @@ static int plan_descend(chain_narrow_move *out, const chain_narrow_game *g, cons
     const ovt_hash *leaves = p->record_hashes;
     size_t n = p->nsites;
     int rc;
-    if (g->stage == CHAIN_NARROW_STAGE_OUTPUT) {
-        if ((rc = p->output_leaves(p->ctx, g->item_stage, g->item, &owned, &n)) != 0)
+    if (g->stage == CHAIN_NARROW_STAGE_OUTPUT || g->stage == CHAIN_NARROW_STAGE_CHUNKS) {
+        rc = g->stage == CHAIN_NARROW_STAGE_OUTPUT ? p->output_leaves(p->ctx, g->item_stage, g->item, &owned, &n)
+                                                    : chunk_chain(&owned, &n, g, p);
+        if (rc != 0)
             return rc;
         leaves = owned;
     }
@@ -56,6 +111,8 @@ int chain_narrow_plan_move(chain_narrow_move *out, const chain_narrow_game *g, c
     memset(out, 0, sizeof *out);
     out->round = g->round;
     unsigned bit = p->is_trainer ? 1u : 2u;
+    if (g->phase == CHAIN_NARROW_PHASE_POSTING && g->stage == CHAIN_NARROW_STAGE_CHUNKS)
+        return (g->moved & bit) ? 0 : plan_post_chunks(out, g, p);
     if (g->phase == CHAIN_NARROW_PHASE_NONE || g->phase == CHAIN_NARROW_PHASE_POSTING) {
         if (!(g->moved & bit))
             out->kind = CHAIN_NARROW_MOVE_POST;
@@ -93,6 +150,9 @@ int chain_narrow_send_move(const chain_narrow *n, chain_txm *m, const ovt_hash *
         return chain_narrow_descend(n, m, game_id, mv->round, &mv->left, &mv->right, receipt);
     case CHAIN_NARROW_MOVE_REVEAL:
         return chain_narrow_reveal(n, m, game_id, mv->round, mv->record, mv->record_len, receipt);
+    case CHAIN_NARROW_MOVE_POST_CHUNKS:
+        return chain_narrow_post_chunks(n, m, game_id, mv->round, &mv->chain_root, mv->chain_count, mv->proof,
+                                        mv->nproof, receipt);
     case CHAIN_NARROW_MOVE_COMPARE:
         return chain_narrow_compare_states(n, m, game_id, mv->round, p->is_trainer ? p->post : p->other,
                                            p->is_trainer ? p->other : p->post, receipt);

@@ -3,11 +3,13 @@ pragma solidity ^0.8.24;
 
 import {OvtArbitration} from "./OvtArbitration.sol";
 
-/// @title ovt narrowing: levels 2 and 3 of a dispute, after the step game.
+/// @title ovt narrowing: levels 2 to 4 of a dispute, after the step game.
 /// @notice Once OvtArbitration has fixed step K of a game and both leaves are
 /// revealed (AwaitingVerdict), the two parties narrow the step to one site of
-/// its trace (level 2) and to one 64 KiB leaf of that site's output tree
-/// (level 3), so the arbiter re-executes one block instead of the step. The
+/// its trace (level 2), to one 64 KiB leaf of that site's output tree
+/// (level 3) and, for a site that sums over the batch, to one 128-row chunk
+/// of that leaf's canonical chunk chain (level 4), so the arbiter
+/// re-executes one block instead of the step. The
 /// game, its binding to the committed leaves and its argument are in
 /// docs/contract.md ("Narrowing a step"); trees are SHA-256 tensor trees
 /// (common/tree.h): leaf SHA-256(0x00 || piece), node SHA-256(0x01 || l || r),
@@ -28,7 +30,8 @@ contract OvtNarrow {
         None,
         Trace,  // level 2: the trace's record hashes, one leaf per site
         States, // level 2 when the traces agree: the first state K tensor root that differs
-        Output  // level 3: the output tree of the site (or state tensor) found
+        Output, // level 3: the output tree of the site (or state tensor) found
+        Chunks  // level 4: the chunk chain of a batch reduction's output leaf (a chunk op's site)
     }
 
     enum Outcome {
@@ -50,7 +53,8 @@ contract OvtNarrow {
         BadRoots,     // the state K roots do not combine to the party's stateHash K, or have the wrong count
         BadTrace,     // a trace of no sites
         BadChildren,  // the children do not hash to the party's node
-        BadItem       // the revealed record or entry does not hash to the party's leaf, or is malformed
+        BadItem,      // the revealed record or entry does not hash to the party's leaf, or is malformed
+        BadChain      // a chunk chain of under 2 leaves, or whose proof does not end in the party's level-3 leaf
     }
 
     struct Side {
@@ -62,6 +66,9 @@ contract OvtNarrow {
         bytes32 claim;      // the revealed item's output root
         uint64 sites;
         uint64 elements;    // the revealed item's output elements
+        bytes32 blockLeaf;  // level 4: the party's level-3 leaf (the block's output leaf hash)
+        bytes32 chainRoot;  // level 4: its chunk chain's root
+        uint64 chunks;      // level 4: its chain's leaf count (chunks + 1)
     }
 
     struct Game {
@@ -83,6 +90,7 @@ contract OvtNarrow {
         Stage itemStage;    // Trace or States: what `item` indexes
         uint64 item;        // the site (Trace) or state root (States: section * ntensors + tensor) found
         uint64 blockIndex;  // the output leaf found at level 3
+        uint64 chunk;       // the chain leaf found at level 4 (chunk c, or C: the final step)
         bytes32 op;         // the record's op name (first 32 bytes), zero for a state entry
         bytes32 configHash;
         bytes32 previousState;
@@ -107,6 +115,10 @@ contract OvtNarrow {
     uint8 private constant AUDITOR = 2;
     uint256 private constant LEAF_BYTES = 65536;
     uint64 public constant NO_BLOCK = type(uint64).max;
+    // The ops whose sites sum over the batch: their level-3 leaf goes on to level 4 (docs/contract.md).
+    bytes32 public constant OP_DWEIGHT = "matmul.bwd.dweight";
+    bytes32 public constant OP_DBIAS = "matmul.bwd.dbias";
+    bytes32 public constant OP_BIAS_BWD = "bias.bwd";
 
     OvtArbitration public immutable arbitration;
     mapping(bytes32 => Game) private games;
@@ -127,6 +139,8 @@ contract OvtNarrow {
     event ItemRevealed(bytes32 indexed gameId, address indexed party, Stage stage, uint64 index, bytes item);
     event Narrowed(bytes32 indexed gameId, uint64 step, Stage stage, uint64 item, bytes32 op, uint64 blockIndex,
                    bytes32 trainerLeaf, bytes32 auditorLeaf, address lastMover);
+    event ChunksPosted(bytes32 indexed gameId, address indexed party, bytes32 root, uint64 count);
+    event ChunkNarrowed(bytes32 indexed gameId, uint64 chunk, uint64 count, bytes32 trainerNode, bytes32 auditorNode);
     event Ended(bytes32 indexed gameId, Outcome outcome);
     event Lost(bytes32 indexed gameId, address indexed party, Reason reason);
 
@@ -267,6 +281,46 @@ contract OvtNarrow {
         _nextRound(g);
         emit Descended(gameId, g.round, g.level, g.index, g.t.node, g.a.node, g.deadline);
         _skipSingles(gameId, g);
+    }
+
+    /// Level 4, after level 3 ended on a leaf of a chunk op's site: the
+    /// caller's chunk chain (root, count = C + 1 leaves) and the Merkle path
+    /// of its last leaf, which must be the caller's level-3 leaf: the left
+    /// siblings, bottom up (the last node of a level with no right partner
+    /// moves up unchanged, so only levels where it is a right child have
+    /// one). A bad proof, or count < 2, loses (BadChain). Both posted:
+    /// different counts end CountsDiffer, else the descent over the chains.
+    function postChunks(bytes32 gameId, uint32 round, bytes32 root, uint64 count, bytes32[] calldata proof) external {
+        Game storage g = games[gameId];
+        uint8 bit = _enter(g, Phase.Posting, round);
+        if (g.stage != Stage.Chunks) revert WrongStage(Stage.Chunks, g.stage);
+        Side storage s = bit == TRAINER ? g.t : g.a;
+        if (count < 2 || !_provesLast(root, count, s.blockLeaf, proof)) return _lose(gameId, g, bit, Reason.BadChain);
+        s.chainRoot = root;
+        s.chunks = count;
+        emit ChunksPosted(gameId, msg.sender, root, count);
+        if (!_moved(g, bit)) return;
+        if (g.t.chunks != g.a.chunks) return _end(gameId, g, Outcome.CountsDiffer);
+        _startStage(gameId, g, Stage.Chunks, count, g.t.chainRoot, g.a.chainRoot);
+    }
+
+    // Whether proof (left siblings, bottom up) takes leaf, the last of a
+    // tree of count leaves, to root. The last node of each level is the
+    // last one of the level above: it has a left sibling when its index is
+    // odd, and none (it moves up unchanged) when even.
+    function _provesLast(bytes32 root, uint64 count, bytes32 leaf, bytes32[] calldata proof)
+        private
+        pure
+        returns (bool)
+    {
+        bytes32 h = leaf;
+        uint256 k = 0;
+        for (uint256 i = count - 1; i > 0; i >>= 1) {
+            if (i & 1 == 0) continue;
+            if (k == proof.length) return false;
+            h = _node(proof[k++], h);
+        }
+        return k == proof.length && h == root;
     }
 
     /// The record at the trace leaf level 2 found: the record of site
@@ -424,16 +478,42 @@ contract OvtNarrow {
         g.level = level;
         g.index = index;
         if (level > 0) return;
-        if (g.stage != Stage.Output) {
+        Stage stage = g.stage;
+        if (stage == Stage.Trace || stage == Stage.States) {
             g.phase = Phase.Revealing;
             return;
         }
-        g.blockIndex = index;
+        bytes32 tLeaf = g.t.node;
+        bytes32 aLeaf = g.a.node;
+        if (stage == Stage.Output) {
+            g.blockIndex = index;
+            // a state entry's op is zero (no record revealed): only a trace site goes on
+            if (_isChunkOp(g.op)) return _startChunks(gameId, g, tLeaf, aLeaf);
+        } else {
+            g.chunk = index;
+            emit ChunkNarrowed(gameId, index, g.count, tLeaf, aLeaf);
+            tLeaf = g.t.blockLeaf;
+            aLeaf = g.a.blockLeaf;
+        }
         g.outcome = Outcome.Narrowed;
         g.phase = Phase.Ended;
         g.deadline = 0;
-        emit Narrowed(gameId, g.step, g.itemStage, g.item, g.op, index, g.t.node, g.a.node, g.lastMover);
+        emit Narrowed(gameId, g.step, g.itemStage, g.item, g.op, g.blockIndex, tLeaf, aLeaf, g.lastMover);
         emit Ended(gameId, Outcome.Narrowed);
+    }
+
+    function _isChunkOp(bytes32 op) private pure returns (bool) {
+        return op == OP_DWEIGHT || op == OP_DBIAS || op == OP_BIAS_BWD;
+    }
+
+    // Level 3 ended on a leaf of a chunk op's site: keep both level-3 leaves
+    // and wait for the chunk chains (the round and deadline are already fresh).
+    function _startChunks(bytes32 gameId, Game storage g, bytes32 tLeaf, bytes32 aLeaf) private {
+        g.t.blockLeaf = tLeaf;
+        g.a.blockLeaf = aLeaf;
+        g.stage = Stage.Chunks;
+        g.phase = Phase.Posting;
+        emit StageStarted(gameId, Stage.Chunks, 0, tLeaf, aLeaf, g.deadline);
     }
 
     // The revealed record's fields: it must name site `index`. at = the

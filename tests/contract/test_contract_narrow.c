@@ -28,8 +28,19 @@
  * - A real gpt2-tiny step traced by the step runner (krn_trace_encode's
  *   records, the tree stateHash of the real state): a bit flipped in a late
  *   site's output is narrowed to that site, its op and its one block.
+ * - Level 4 (a site that sums over the batch: matmul.bwd.dweight,
+ *   bias.bwd): synthetic chunk chains of C + 1 leaves (stand-ins for the
+ *   prefix sums' hashes, the block's output leaf last) played by the
+ *   planner for both sides, the chains first differing at chunk 0, a
+ *   middle chunk and C (only the final step), at C = 1, 8, 1024 and 8192;
+ *   the trainer losing on a chain its level-3 leaf contradicts (a proof
+ *   one bit off, another leaf's proof, the other party's chain, one leaf,
+ *   count 0); CountsDiffer; bad children in the chain descent; silence at
+ *   the chain posting (a party without chunk_leaves plans no move). A
+ *   matmul.fwd site still ends at level 3.
  * - The gas of every call, and of a whole narrowing at gpt2-small's size
- *   (741 sites, a 64 MiB output of 1024 leaves), for docs/contract.md. */
+ *   (741 sites, a 64 MiB output of 1024 leaves), and of a chunk stage at
+ *   8, 1024 and 8192 chunks, for docs/contract.md. */
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -57,7 +68,8 @@
 #define BIG_TENSOR 3
 #define BIG_TENSOR_N (2u * 16384u + 7u) /* 3 leaves */
 #define MOVE_TIMEOUT 600
-#define NARROW_GAS_GPT2_SMALL 3300816u /* a whole narrowing, 741 sites, 1024 leaves (docs/contract.md) */
+#define NARROW_GAS_GPT2_SMALL 3301831u /* a whole narrowing, 741 sites, 1024 leaves (docs/contract.md) */
+#define CHUNK_GAS_8192 1888853u        /* a whole chunk stage, 8192 chunks (docs/contract.md) */
 
 static fx_env env;
 static chain_narrow narrow;
@@ -68,6 +80,8 @@ static struct {
     size_t nsites, nt;
     size_t fault_site;                  /* synthetic: the site whose output the liar changes */
     uint64_t big_n, fault_element;      /* synthetic: that site's output elements, the one changed */
+    const char *fault_op;               /* synthetic: that site's op (a chunk op: level 4 follows) */
+    size_t chunks;                      /* synthetic, level 4: C, the chunks of the block's chain */
     uint64_t step;
     uint64_t sizes[MAX_NT];
     ovt_hash prev_roots[3 * MAX_NT], prev_state_hash, config_hash;
@@ -84,6 +98,8 @@ typedef struct {
     float *state[3 * MAX_NT];
     ovt_hash roots[3 * MAX_NT], state_hash;
     uint64_t sizes[MAX_NT]; /* as it posts them */
+    size_t chain_diff;      /* level 4: its chunk chain's leaves from this one on are its own (honest: none) */
+    size_t chain_extra;     /* level 4: chain leaves beyond C + 1 */
 } party_step;
 
 static void put_le(uint8_t *p, size_t *at, uint64_t v, int bytes)
@@ -176,7 +192,8 @@ static void honest_step(party_step *p)
         for (uint64_t k = 0; k < sc.sizes[j % sc.nt]; k++)
             p->state[j][k] = value(1000 + j, k);
     }
-    hash_all(p, "matmul.fwd");
+    p->chain_diff = SIZE_MAX;
+    hash_all(p, sc.fault_op);
 }
 
 static void free_step(party_step *p)
@@ -198,7 +215,7 @@ static void fault_trace(party_step *p)
     for (size_t i = sc.fault_site + 1; i < sc.nsites; i++)
         p->out[i][0] += 1.0f;
     p->state[0][1] += 1.0f; /* and its state K */
-    hash_all(p, "matmul.fwd");
+    hash_all(p, sc.fault_op);
 }
 
 /* Set: the auditor's leaf K has another batchHash than the trainer's. */
@@ -255,6 +272,7 @@ static chain_narrow_post post_of(const fx_run *run, const party_step *p, int who
 /* Gas of every kind of call, summed over a game (docs/contract.md). */
 typedef struct {
     uint64_t post[2], descend_first, descend_second, ndescend, reveal[2], descend_total;
+    uint64_t chunk_post[2], chunk_total, nchunk; /* level 4: postChunks, and every move of stage Chunks */
 } gas_log;
 
 static int post(const fx_run *run, const chain_narrow_post *p, int who, uint64_t *gas)
@@ -301,6 +319,31 @@ static int leaves_of(void *ctx, chain_narrow_stage stage, uint64_t item, ovt_has
     return 0;
 }
 
+/* Level 4: the party's chunk chain of (site, block), synthetic: leaf c < C
+ * the leaf hash of a stand-in for P_c, the same in every party's chain
+ * before its chain_diff and its own from there on; leaf C the block's own
+ * output leaf (the planner's callback). */
+static int chain_of(void *ctx, uint64_t site, uint64_t block, ovt_hash **leaves, size_t *n)
+{
+    const party_step *p = ctx;
+    size_t nl, count = sc.chunks + 1 + p->chain_extra;
+    ovt_hash *out = tensor_leaves(p->out[site], p->n[site], &p->out_root[site], &nl);
+    if (block >= nl) {
+        free(out);
+        return ovt_fail(OVT_EINVAL, "block %llu is outside site %llu's %zu leaves", (unsigned long long)block,
+                        (unsigned long long)site, nl);
+    }
+    *leaves = malloc(count * sizeof **leaves);
+    for (size_t c = 0; c + 1 < count; c++) {
+        uint64_t prefix[4] = {site, block, c, c >= p->chain_diff};
+        ovt_tree_leaf(&(*leaves)[c], prefix, sizeof prefix);
+    }
+    (*leaves)[count - 1] = out[block];
+    free(out);
+    *n = count;
+    return 0;
+}
+
 /* The party that plays p, for chain_narrow_plan_move; posts[0] and [1]
  * are the trainer's and the auditor's posts. */
 static chain_narrow_party party_of(const party_step *p, int who, const chain_narrow_post posts[2])
@@ -309,7 +352,7 @@ static chain_narrow_party party_of(const party_step *p, int who, const chain_nar
     chain_narrow_party party = {.is_trainer = t, .post = &posts[t ? 0 : 1], .other = &posts[t ? 1 : 0],
                                 .nsites = sc.nsites, .record_hashes = p->rec_hash,
                                 .records = (const uint8_t *const *)p->rec, .record_lens = p->rec_len,
-                                .output_leaves = leaves_of, .ctx = (void *)p};
+                                .output_leaves = leaves_of, .chunk_leaves = chain_of, .ctx = (void *)p};
     return party;
 }
 
@@ -333,6 +376,12 @@ static int move(const fx_run *run, const party_step *p, int who, gas_log *gl, in
     if (mv.kind == CHAIN_NARROW_MOVE_NONE)
         return 0;
     int second = g.moved != 0;
+    if (gl && g.stage == CHAIN_NARROW_STAGE_CHUNKS) {
+        gl->chunk_total += r.gas_used;
+        gl->nchunk++;
+        if (mv.kind == CHAIN_NARROW_MOVE_POST_CHUNKS)
+            gl->chunk_post[second] = r.gas_used;
+    }
     if (gl && mv.kind == CHAIN_NARROW_MOVE_POST)
         gl->post[second] = r.gas_used;
     if (gl && mv.kind == CHAIN_NARROW_MOVE_DESCEND) {
@@ -376,20 +425,30 @@ static const char *revert_of(int who, const chain_buf *calldata)
 
 static party_step honest, liar;
 
-static void test_honest_path(void)
+/* The liar's and the honest party's game played to its end by the
+ * planner: Narrowed in `stage` on the fault's site, op and block. */
+static chain_narrow_game play_narrowed(fx_run *run, gas_log *gl, chain_narrow_stage stage)
 {
-    fx_run run;
-    CHECK(run_to_verdict(&run, &liar, &honest) == 0);
-    gas_log gl = {0};
-    CHECK(play(&run, &liar, &honest, &gl) == 0);
-    chain_narrow_game g = game_of(&run);
+    CHECK(run_to_verdict(run, &liar, &honest) == 0);
+    CHECK(play(run, &liar, &honest, gl) == 0);
+    chain_narrow_game g = game_of(run);
     CHECK_EQ_U64(g.phase, CHAIN_NARROW_PHASE_ENDED);
     CHECK_EQ_U64(g.outcome, CHAIN_NARROW_NARROWED);
+    CHECK_EQ_U64(g.stage, stage);
     CHECK_EQ_U64(g.step, sc.step);
     CHECK_EQ_U64(g.item_stage, CHAIN_NARROW_STAGE_TRACE);
     CHECK_EQ_U64(g.item, sc.fault_site);
-    CHECK_EQ_U64(g.block, sc.fault_element / 16384);
-    CHECK(memcmp(g.op.b, "matmul.fwd\0\0", 12) == 0);
+    CHECK_EQ_U64(g.block, sc.fault_element / 16384); /* at level 4 too */
+    CHECK(memcmp(g.op.b, sc.fault_op, strlen(sc.fault_op) + 1) == 0);
+    return g;
+}
+
+static void test_honest_path(void)
+{
+    fx_run run;
+    gas_log gl = {0};
+    /* matmul.fwd sums over no batch: no level 4 */
+    chain_narrow_game g = play_narrowed(&run, &gl, CHAIN_NARROW_STAGE_OUTPUT);
     size_t n;
     ovt_hash *lt = tensor_leaves(liar.out[sc.fault_site], sc.big_n, NULL, &n);
     ovt_hash *lh = tensor_leaves(honest.out[sc.fault_site], sc.big_n, NULL, &n);
@@ -435,7 +494,7 @@ static void test_state_path(void)
     static party_step liar2;
     honest_step(&liar2);
     liar2.state[SYN_NT + BIG_TENSOR][2 * 16384 + 1] += 1.0f; /* m of tensor 3, its last leaf */
-    hash_all(&liar2, "matmul.fwd");
+    hash_all(&liar2, sc.fault_op);
     fx_run run;
     CHECK(run_to_verdict(&run, &liar2, &honest) == 0);
     chain_narrow_post pt = post_of(&run, &liar2, FX_TRAINER), pa = post_of(&run, &honest, FX_AUDITOR);
@@ -471,6 +530,7 @@ static void test_state_path(void)
     g = game_of(&run);
     CHECK_EQ_U64(g.outcome, CHAIN_NARROW_NARROWED);
     CHECK_EQ_U64(g.item_stage, CHAIN_NARROW_STAGE_STATES);
+    CHECK_EQ_U64(g.stage, CHAIN_NARROW_STAGE_OUTPUT); /* a state entry is a copy: no level 4 */
     CHECK_EQ_U64(g.item, SYN_NT + BIG_TENSOR);
     CHECK_EQ_U64(g.block, 2);
     CHECK_EQ_U64(g.trainer_side.elements, BIG_TENSOR_N);
@@ -518,21 +578,33 @@ static void test_bad_post(int what)
     fx_run_free(&run);
 }
 
+/* A game of the liar and the honest party played honestly (from the
+ * posts on) until it reaches `stage` in `phase`; *pt, *pa their posts. */
+static chain_narrow_game reach(const fx_run *run, chain_narrow_stage stage, chain_narrow_phase phase,
+                               chain_narrow_post *pt, chain_narrow_post *pa)
+{
+    *pt = post_of(run, &liar, FX_TRAINER);
+    *pa = post_of(run, &honest, FX_AUDITOR);
+    CHECK(post(run, pt, FX_TRAINER, NULL) == 0 && post(run, pa, FX_AUDITOR, NULL) == 0);
+    chain_narrow_game g = game_of(run);
+    for (int guard = 0; guard < 100 && !(g.stage == stage && g.phase == phase); guard++) {
+        int m;
+        CHECK(move(run, &liar, FX_TRAINER, NULL, &m) == 0 && move(run, &honest, FX_AUDITOR, NULL, &m) == 0);
+        g = game_of(run);
+    }
+    CHECK_EQ_U64(g.stage, stage);
+    CHECK_EQ_U64(g.phase, phase);
+    return g;
+}
+
 /* Plays honestly until the game reaches `stage` in `phase`, then the
  * trainer makes a move its commitments contradict. */
 static void test_bad_move(chain_narrow_stage stage, chain_narrow_phase phase)
 {
     fx_run run;
     CHECK(run_to_verdict(&run, &liar, &honest) == 0);
-    chain_narrow_post pt = post_of(&run, &liar, FX_TRAINER), pa = post_of(&run, &honest, FX_AUDITOR);
-    CHECK(post(&run, &pt, FX_TRAINER, NULL) == 0 && post(&run, &pa, FX_AUDITOR, NULL) == 0);
-    chain_narrow_game g = game_of(&run);
-    for (int guard = 0; guard < 100 && !(g.stage == stage && g.phase == phase); guard++) {
-        int m;
-        CHECK(move(&run, &liar, FX_TRAINER, NULL, &m) == 0 && move(&run, &honest, FX_AUDITOR, NULL, &m) == 0);
-        g = game_of(&run);
-    }
-    CHECK_EQ_U64(g.stage, stage);
+    chain_narrow_post pt, pa;
+    chain_narrow_game g = reach(&run, stage, phase, &pt, &pa);
     chain_narrow_post posts[2] = {pt, pa};
     chain_narrow_party party = party_of(&liar, FX_TRAINER, posts);
     chain_narrow_move mv;
@@ -669,11 +741,13 @@ static void test_other_ends(void)
 /* A synthetic step: nsites sites, 16 tensors, K = 3; site fault_site's
  * output is big_n elements, the liar's differs at fault_element; the
  * honest party's and the liar's steps. */
-static void synthetic_scenario(size_t nsites, size_t fault_site, uint64_t big_n, uint64_t fault_element)
+static void synthetic_scenario(size_t nsites, size_t fault_site, uint64_t big_n, uint64_t fault_element,
+                               const char *fault_op)
 {
     free_step(&honest);
     free_step(&liar);
     memset(&sc, 0, sizeof sc);
+    sc.fault_op = fault_op;
     sc.nsites = nsites;
     sc.fault_site = fault_site;
     sc.big_n = big_n;
@@ -828,6 +902,154 @@ static void test_gpt2_tiny(void)
     data_tokens_free(&tokens);
 }
 
+/* --- level 4: the chunk chains of a chunk op's block */
+
+/* The root of a chain's leaves. */
+static ovt_hash chain_root_of(const ovt_hash *leaves, size_t n)
+{
+    ovt_hash root, *copy = malloc(n * sizeof *copy);
+    memcpy(copy, leaves, n * sizeof *copy);
+    ovt_tree_root_of_leaves(&root, copy, n);
+    free(copy);
+    return root;
+}
+
+/* A whole chunk stage played by the planner for both sides: level 3 ends
+ * on the block, both post their chains of C + 1 leaves, and the descent
+ * ends on chunk diff, the first leaf where the liar's chain differs (diff
+ * = C: only the final step's leaf, the block's output leaf, differs). */
+static void test_chunks(size_t chunks, size_t diff)
+{
+    sc.chunks = chunks;
+    liar.chain_diff = diff;
+    fx_run run;
+    gas_log gl = {0};
+    chain_narrow_game g = play_narrowed(&run, &gl, CHAIN_NARROW_STAGE_CHUNKS);
+    CHECK_EQ_U64(g.chunk, diff);
+    ovt_hash *lt = NULL, *lh = NULL;
+    size_t nt = 0, nh = 0;
+    CHECK(chain_of(&liar, g.item, g.block, &lt, &nt) == 0 && chain_of(&honest, g.item, g.block, &lh, &nh) == 0);
+    CHECK_EQ_U64(nt, chunks + 1);
+    CHECK_EQ_U64(g.trainer_side.chunks, chunks + 1);
+    CHECK_EQ_U64(g.auditor_side.chunks, chunks + 1);
+    if (lt && lh && nt == nh && diff < nt) {
+        CHECK(memcmp(lt, lh, diff * sizeof *lt) == 0 && memcmp(lt[diff].b, lh[diff].b, 32) != 0);
+        CHECK_MEM(g.trainer_side.node.b, lt[diff].b, 32);
+        CHECK_MEM(g.auditor_side.node.b, lh[diff].b, 32);
+        CHECK_MEM(g.trainer_side.block_leaf.b, lt[nt - 1].b, 32); /* the level-3 leaves */
+        CHECK_MEM(g.auditor_side.block_leaf.b, lh[nh - 1].b, 32);
+        ovt_hash rt = chain_root_of(lt, nt), rh = chain_root_of(lh, nh);
+        CHECK_MEM(g.trainer_side.chain_root.b, rt.b, 32);
+        CHECK_MEM(g.auditor_side.chain_root.b, rh.b, 32);
+    }
+    free(lt);
+    free(lh);
+    printf("gas: chunk stage, %zu chunks (first difference at %zu): postChunks first %" PRIu64 ", second %" PRIu64
+           "; %" PRIu64 " moves, %" PRIu64 " in all\n",
+           chunks, diff, gl.chunk_post[0], gl.chunk_post[1], gl.nchunk, gl.chunk_total);
+    if (chunks == 8192) /* docs/contract.md's figure: a bound, so a change that costs more shows */
+        CHECK_MSG(gl.chunk_total <= CHUNK_GAS_8192 * 105 / 100, "%" PRIu64 " gas, more than 5%% over %u",
+                  gl.chunk_total, CHUNK_GAS_8192);
+    fx_run_free(&run);
+}
+
+/* At the chunk posting the trainer posts a chain its level-3 leaf
+ * contradicts, and loses: what 0 its proof one bit off, 1 the proof of
+ * another leaf (the one before the last), 2 the honest party's chain (its
+ * last leaf is not the trainer's), 3 a one-leaf chain, its level-3 leaf
+ * alone (a valid tree, but no chunk), 4 count 0. */
+static void test_chunk_bad_post(int what)
+{
+    fx_run run;
+    CHECK(run_to_verdict(&run, &liar, &honest) == 0);
+    chain_narrow_post pt, pa;
+    chain_narrow_game g = reach(&run, CHAIN_NARROW_STAGE_CHUNKS, CHAIN_NARROW_PHASE_POSTING, &pt, &pa);
+    chain_narrow_post posts[2] = {pt, pa};
+    chain_narrow_party party = party_of(what == 2 ? &honest : &liar, FX_TRAINER, posts);
+    chain_narrow_move mv;
+    if (what == 2) { /* the planner refuses to post a chain that is not its own */
+        CHECK(chain_narrow_plan_move(&mv, &g, &party) != 0);
+        CHECK_MSG(strstr(ovt_errmsg(), "level-3 leaf") != NULL, "%s", ovt_errmsg());
+        party = party_of(&honest, FX_AUDITOR, posts);
+        g.moved = 0;
+    }
+    CHECK(chain_narrow_plan_move(&mv, &g, &party) == 0);
+    CHECK_EQ_U64(mv.kind, CHAIN_NARROW_MOVE_POST_CHUNKS);
+    if (what == 0) {
+        CHECK(mv.nproof > 0);
+        mv.proof[0].b[3] ^= 1;
+    } else if (what == 1) {
+        ovt_hash *leaves;
+        size_t n;
+        CHECK(chain_of(&liar, g.item, g.block, &leaves, &n) == 0);
+        CHECK(ovt_tree_proof(mv.proof, &mv.nproof, leaves, n, n - 2, 1) == 0);
+        free(leaves);
+    } else if (what == 3) {
+        mv.chain_root = g.trainer_side.block_leaf;
+        mv.chain_count = 1;
+        mv.nproof = 0;
+    } else if (what == 4) {
+        mv.chain_count = 0;
+    }
+    chain_receipt r;
+    CHECK(chain_narrow_send_move(&narrow, &env.txm[FX_TRAINER], &run.run_id, &party, &mv, &r) == 0);
+    chain_receipt_free(&r);
+    g = game_of(&run);
+    CHECK_EQ_U64(g.stage, CHAIN_NARROW_STAGE_CHUNKS);
+    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_TRAINER_LOST);
+    fx_run_free(&run);
+}
+
+/* Chains of different lengths, each proved: CountsDiffer in stage Chunks
+ * (the arbiter rules on the count from the record's rows). */
+static void test_chunk_counts(void)
+{
+    liar.chain_extra = 1;
+    fx_run run;
+    CHECK(run_to_verdict(&run, &liar, &honest) == 0);
+    CHECK(play(&run, &liar, &honest, NULL) == 0);
+    chain_narrow_game g = game_of(&run);
+    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_COUNTS_DIFFER);
+    CHECK_EQ_U64(g.stage, CHAIN_NARROW_STAGE_CHUNKS);
+    CHECK_EQ_U64(g.trainer_side.chunks, sc.chunks + 2);
+    CHECK_EQ_U64(g.auditor_side.chunks, sc.chunks + 1);
+    fx_run_free(&run);
+    liar.chain_extra = 0;
+}
+
+/* Silence at the chunk posting: an old party (no chunk_leaves) plans no
+ * move, and the party that posted nothing loses at timeout. Before: a
+ * postChunks at the trace posting (phase Posting, round 0 too) reverts
+ * WrongStage. */
+static void test_chunk_silence(void)
+{
+    fx_run run;
+    CHECK(run_to_verdict(&run, &liar, &honest) == 0);
+    CHECK(chain_narrow_start(&narrow, &env.txm[FX_OUTSIDER], &run.run_id, NULL) == 0); /* posting, round 0 */
+    chain_buf data;
+    chain_buf_init(&data);
+    ovt_hash zero = {{0}};
+    CHECK(chain_narrow_encode_post_chunks(&data, &run.run_id, 0, &zero, 2, NULL, 0) == 0);
+    CHECK_REVERT(FX_TRAINER, &data, "WrongStage");
+    chain_buf_free(&data);
+    chain_narrow_post pt, pa;
+    chain_narrow_game g = reach(&run, CHAIN_NARROW_STAGE_CHUNKS, CHAIN_NARROW_PHASE_POSTING, &pt, &pa);
+    chain_narrow_post posts[2] = {pt, pa};
+    chain_narrow_party old = party_of(&liar, FX_TRAINER, posts);
+    old.chunk_leaves = NULL;
+    chain_narrow_move mv;
+    CHECK(chain_narrow_plan_move(&mv, &g, &old) == 0);
+    CHECK_EQ_U64(mv.kind, CHAIN_NARROW_MOVE_NONE);
+    int m;
+    CHECK(move(&run, &honest, FX_AUDITOR, NULL, &m) == 0 && m);
+    CHECK(fx_warp(&env, MOVE_TIMEOUT + 1) == 0);
+    CHECK(chain_narrow_timeout(&narrow, &env.txm[FX_OUTSIDER], &run.run_id, NULL) == 0);
+    g = game_of(&run);
+    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_TRAINER_LOST);
+    CHECK_EQ_U64(g.stage, CHAIN_NARROW_STAGE_CHUNKS);
+    fx_run_free(&run);
+}
+
 int main(void)
 {
     if (fx_start(&env) != 0)
@@ -842,7 +1064,7 @@ int main(void)
     printf("gas: deploy OvtNarrow %" PRIu64 "\n", r.gas_used);
     chain_receipt_free(&r);
     /* site 7's output 6 leaves, the liar's differs in leaf 4 */
-    synthetic_scenario(SYN_SITES, 7, 5u * 16384u + 100u, 4u * 16384u + 9u);
+    synthetic_scenario(SYN_SITES, 7, 5u * 16384u + 100u, 4u * 16384u + 9u, "matmul.fwd");
     CHECK_RUN(test_honest_path());
     CHECK_RUN(test_state_path());
     CHECK_RUN(test_bad_post(0));
@@ -852,11 +1074,30 @@ int main(void)
     CHECK_RUN(test_bad_move(CHAIN_NARROW_STAGE_OUTPUT, CHAIN_NARROW_PHASE_DESCENDING));
     CHECK_RUN(test_withholding());
     CHECK_RUN(test_other_ends());
+    /* level 4: site 7 is a weight gradient (sums over the batch), the same block, 8 chunks */
+    synthetic_scenario(SYN_SITES, 7, 5u * 16384u + 100u, 4u * 16384u + 9u, "matmul.bwd.dweight");
+    CHECK_RUN(test_chunks(8, 0));
+    CHECK_RUN(test_chunks(8, 5));
+    CHECK_RUN(test_chunks(8, 8));
+    CHECK_RUN(test_chunks(1, 1));
+    sc.chunks = 8;
+    liar.chain_diff = 5;
+    for (int what = 0; what <= 4; what++)
+        CHECK_RUN(test_chunk_bad_post(what));
+    CHECK_RUN(test_chunk_counts());
+    CHECK_RUN(test_bad_move(CHAIN_NARROW_STAGE_CHUNKS, CHAIN_NARROW_PHASE_DESCENDING));
+    CHECK_RUN(test_chunk_silence());
+    CHECK_RUN(test_chunks(1024, 777));
+    CHECK_RUN(test_chunks(8192, 4321));
+    synthetic_scenario(SYN_SITES, 7, 5u * 16384u + 100u, 4u * 16384u + 9u, "bias.bwd");
+    CHECK_RUN(test_chunks(8, 3));
+    synthetic_scenario(SYN_SITES, 7, 5u * 16384u + 100u, 4u * 16384u + 9u, "matmul.bwd.dbias");
+    CHECK_RUN(test_chunks(8, 6));
     free_step(&honest);
     free_step(&liar);
     CHECK_RUN(test_gpt2_tiny());
     /* gpt2-small's 741 sites; a 64 MiB output (1024 leaves) at site 600, the liar's leaf 777 */
-    synthetic_scenario(741, 600, 1024u * 16384u, 777u * 16384u + 5u);
+    synthetic_scenario(741, 600, 1024u * 16384u, 777u * 16384u + 5u, "matmul.fwd");
     CHECK_RUN(test_honest_path());
     free_step(&honest);
     free_step(&liar);
