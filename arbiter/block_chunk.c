@@ -193,24 +193,27 @@ static int acc_put(chunk_acc *a, uint8_t **bytes)
     return 0;
 }
 
-/* Chain leaf of the current state: SHA-256(0x00 || P). */
+int arb_chunk_state_leaf(ovt_hash *leaf, const uint8_t *state, size_t len)
+{
+    ovt_sha256_ctx *h = ovt_sha256_new();
+    if (h == NULL)
+        return ovt_fail(OVT_ENOMEM, "chunk: out of memory for a hash");
+    uint8_t zero = 0;
+    ovt_sha256_update(h, &zero, 1);
+    ovt_sha256_update(h, state, len);
+    ovt_sha256_final(h, leaf);
+    return 0;
+}
+
+/* Chain leaf of the current state. */
 static int acc_leaf(chunk_acc *a, ovt_hash *leaf)
 {
     uint8_t *p;
     int rc = acc_put(a, &p);
-    if (rc < 0)
-        return rc;
-    ovt_sha256_ctx *h = ovt_sha256_new();
-    if (h == NULL) {
-        free(p);
-        return ovt_fail(OVT_ENOMEM, "chunk: out of memory for a hash");
-    }
-    uint8_t zero = 0;
-    ovt_sha256_update(h, &zero, 1);
-    ovt_sha256_update(h, p, acc_bytes(a));
-    ovt_sha256_final(h, leaf);
+    if (rc == 0)
+        rc = arb_chunk_state_leaf(leaf, p, acc_bytes(a));
     free(p);
-    return 0;
+    return rc;
 }
 
 /* The leaf's FP64 values (old + exact sum, rounded once) and band

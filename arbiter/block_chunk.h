@@ -85,6 +85,17 @@ int arb_chunk_partial(const arb_block_task *task, uint64_t c, uint8_t **bytes, s
 int arb_chunk_step(const arb_block_task *task, uint64_t c, const uint8_t *prev, size_t prev_len, ovt_hash *leaf,
                    float *values) OVT_MUST_USE;
 
+/* The party's chain as it posts it: arb_chunk_chain_make's from record i
+ * of t (a trace that keeps the site's sources and output), with its last
+ * leaf the trace's own output leaf, the party's level-3 node (the same
+ * for an honest party; *recomputed_differs says whether it is not).
+ * task: as arb_block_from_trace fills it (config, step, threads set). */
+int arb_chunk_chain_from_trace(arb_chunk_chain *out, arb_block_task *task, const krn_trace *t, size_t i,
+                               const krn_rlog *log, uint64_t leaf, bool *recomputed_differs) OVT_MUST_USE;
+
+/* Chain leaf of a state: SHA-256(0x00 || P). OVT_ENOMEM. */
+int arb_chunk_state_leaf(ovt_hash *leaf, const uint8_t *state, size_t len) OVT_MUST_USE;
+
 /* The party's side: fills task (config, step, threads set by the caller)
  * for chunk c of the chain of leaf `leaf` of record i of t (a trace that
  * keeps the site's sources, as arb_block_from_trace takes): the record,

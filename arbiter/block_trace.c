@@ -239,3 +239,38 @@ done:
     task->nentries = own->nentries;
     return 0;
 }
+
+int arb_chunk_chain_from_trace(arb_chunk_chain *out, arb_block_task *task, const krn_trace *t, size_t i,
+                               const krn_rlog *log, uint64_t leaf, bool *recomputed_differs)
+{
+    memset(out, 0, sizeof *out);
+    *recomputed_differs = false;
+    arb_block_owned own;
+    int rc = arb_block_from_trace(task, &own, t, i, log, leaf);
+    if (rc == 0)
+        rc = arb_chunk_chain_make(task, out);
+    size_t n;
+    const float *y = rc == 0 ? krn_trace_written(t, KRN_TRACE_SITE, (uint32_t)i, &n) : NULL;
+    if (rc == 0 && y == NULL)
+        rc = ovt_fail(OVT_EINVAL, "chunk: the trace keeps no copy of site %zu's output", i);
+    ovt_hash *tmp = rc == 0 ? malloc((out->info.chunks + 1) * sizeof *tmp) : NULL;
+    if (rc == 0 && tmp == NULL)
+        rc = ovt_fail(OVT_ENOMEM, "chunk: out of memory for the chain's root");
+    if (rc == 0) {
+        ovt_hash mine;
+        ovt_tree_leaf_le32(&mine, y + out->info.first, out->info.count * 4);
+        *recomputed_differs = memcmp(mine.b, out->leaves[out->info.chunks].b, 32) != 0;
+        out->leaves[out->info.chunks] = mine;
+        memcpy(tmp, out->leaves, (out->info.chunks + 1) * sizeof *tmp);
+        ovt_tree_root_of_leaves(&out->root, tmp, out->info.chunks + 1);
+    }
+    free(tmp);
+    arb_block_owned_free(&own);
+    task->slices = NULL; /* they were own's */
+    task->nslices = 0;
+    task->entries = NULL;
+    task->nentries = 0;
+    if (rc < 0)
+        arb_chunk_chain_free(out);
+    return rc;
+}

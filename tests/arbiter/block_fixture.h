@@ -1,9 +1,10 @@
 #ifndef OVT_TESTS_ARBITER_BLOCK_FIXTURE_H
 #define OVT_TESTS_ARBITER_BLOCK_FIXTURE_H
 
-/* One real training step traced in check mode with its rounding log: the
- * fixture of the block engine's tests (test_arb_block.c) and the chunk
- * engine's (test_arb_chunk.c). */
+/* One real training step traced in check mode with its rounding log, and a
+ * hash from the `ovt` commands' JSON output: the fixtures of the block
+ * engine's tests (test_arb_block.c) and the chunk engine's
+ * (test_arb_chunk.c). */
 
 #include <string.h>
 
@@ -13,6 +14,7 @@
 #include "trainer/state.h"
 #include "trainer/trace.h"
 #include "trainer/trn_helpers.h"
+#include "support/cli_fixture.h"
 
 typedef struct {
     trn_test_step_data d;
@@ -60,6 +62,24 @@ static void step_close(step_fixture *f)
     krn_trace_free(f->t);
     krn_rlog_free(f->log);
     trn_test_step_data_close(&f->d);
+}
+
+/* The value of "key": "VALUE" in the last output, into out (67 bytes). */
+static bool output_hex(const char *key, char *out)
+{
+    char path[256], pat[64];
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    snprintf(pat, sizeof pat, "\"%s\": \"", key);
+    uint8_t *buf;
+    size_t len;
+    if (ovt_read_file(path, &buf, &len, 1 << 20))
+        return false;
+    const char *at = strstr((const char *)buf, pat);
+    bool ok = at && strlen(at + strlen(pat)) >= 66;
+    if (ok)
+        snprintf(out, 67, "%s", at + strlen(pat));
+    free(buf);
+    return ok;
 }
 
 #endif

@@ -313,24 +313,6 @@ static void test_package_bytes(void)
     step_close(&f);
 }
 
-/* The value of "key": "VALUE" in the last output, into out (67 bytes). */
-static bool output_hex(const char *key, char *out)
-{
-    char path[256], pat[64];
-    snprintf(path, sizeof path, "%s/out.txt", dir);
-    snprintf(pat, sizeof pat, "\"%s\": \"", key);
-    uint8_t *buf;
-    size_t len;
-    if (ovt_read_file(path, &buf, &len, 1 << 20))
-        return false;
-    const char *at = strstr((const char *)buf, pat);
-    bool ok = at && strlen(at + strlen(pat)) >= 66;
-    if (ok)
-        snprintf(out, 67, "%s", at + strlen(pat));
-    free(buf);
-    return ok;
-}
-
 static void test_cli(void)
 {
     char tok[512], run[512], honest[512], faulty[512], bad[512], line[256];

@@ -315,8 +315,112 @@ static void test_refusals(void)
     step_close(&f);
 }
 
+/* Line k (0-based) of a chain's leaves file, into out (67 bytes). */
+static bool leaf_line(const char *path, int k, char *out)
+{
+    uint8_t *buf;
+    size_t len;
+    if (ovt_read_file(path, &buf, &len, 1 << 20))
+        return false;
+    bool ok = len >= (size_t)(k + 1) * 67;
+    if (ok)
+        snprintf(out, 67, "%s", (const char *)buf + 67 * k);
+    free(buf);
+    return ok;
+}
+
+/* The commands on a gpt2-tiny run whose step 2 flipped bit 22 of element
+ * 100 of site 131 (matmul.bwd.dweight, 192 x 64, 512 rows: 4 chunks): the
+ * faulty party's chain differs from the honest one's only at its last
+ * leaf; the packages of that leaf name the auditor right; a middle chunk's
+ * package checks against the honest chain root and is refused against
+ * another root or with its state changed. */
+static void test_cli(void)
+{
+    char tok[512], run[512], hl[512], fl[512], h4[512], f4[512], h2[512], bad[512];
+    snprintf(tok, sizeof tok, "%s/t.tok", dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    snprintf(hl, sizeof hl, "%s/honest.leaves", dir);
+    snprintf(fl, sizeof fl, "%s/faulty.leaves", dir);
+    snprintf(h4, sizeof h4, "%s/h4.blk", dir);
+    snprintf(f4, sizeof f4, "%s/f4.blk", dir);
+    snprintf(h2, sizeof h2, "%s/h2.blk", dir);
+    snprintf(bad, sizeof bad, "%s/bad.blk", dir);
+    const char *fault = "--inject-fault flip-output --fault-element 100";
+    CHECK(cli_fox_tokens(tok, 300) == 0);
+    CHECK(run_ovt("train --model gpt2-tiny --data %s --out %s --steps 3 --batch 8 --seq 64 --every 0 "
+                  "--checkpoint-every 1 --inject-fault flip-output --fault-step 2 --fault-site 131 "
+                  "--fault-element 100",
+                  tok, run) == 0);
+    const char *at = "--step 2 --site 131 --leaf 0";
+
+    /* the two chains: 5 leaves each, the same but the last */
+    char honest_root[67], faulty_root[67];
+    CHECK(run_ovt("block chain %s %s --data %s --out %s --json", run, at, tok, hl) == 0);
+    CHECK(output_has("\"leaves\": 5,") && output_has("\"rows\": 512,") && output_has("\"output_recomputed\": true"));
+    CHECK(output_hex("chain_root", honest_root));
+    CHECK(run_ovt("block chain %s %s --data %s --out %s %s --json", run, at, tok, fl, fault) == 0);
+    CHECK(output_has("\"output_recomputed\": false"));
+    CHECK(output_hex("chain_root", faulty_root));
+    CHECK(strcmp(honest_root, faulty_root) != 0);
+    char a[67], b[67];
+    for (int k = 0; k < 5; k++) {
+        CHECK(leaf_line(hl, k, a) && leaf_line(fl, k, b));
+        CHECK_MSG((strcmp(a, b) == 0) == (k < 4), "chain leaf %d: %s / %s", k, a, b);
+    }
+    char trainer_node[67], auditor_node[67];
+    CHECK(leaf_line(fl, 4, trainer_node) && leaf_line(hl, 4, auditor_node));
+    CHECK(run_ovt("block chain %s %s --data %s", run, at, tok) == 0);
+    CHECK(output_has("512 rows in 4 chunks, a chain of 5 leaves"));
+
+    /* the last leaf: the faulty party's package differs from what it
+     * recomputes; the verdict names the auditor */
+    CHECK(run_ovt("block pack %s %s --data %s --chunk 4 --out %s", run, at, tok, h4) == 0);
+    CHECK(output_has("chunk 4;"));
+    CHECK(run_ovt("block pack %s %s --data %s --chunk 4 --out %s %s", run, at, tok, f4, fault) == 0);
+    CHECK(run_ovt("block check %s --trainer-node %s --auditor-node %s", f4, trainer_node, auditor_node) == 0);
+    CHECK(output_has("verdict: auditor-right") && output_has("DIFFERS: the packing party's chain is wrong"));
+    char line[96];
+    snprintf(line, sizeof line, "recomputed node %s", auditor_node);
+    CHECK(output_has(line));
+    CHECK(run_ovt("block check %s --chain-root %s --json", h4, honest_root) == 0);
+    CHECK(output_has("\"claim_matches\": true") && output_has("\"chunk\": 4"));
+
+    /* a middle chunk: from its rows and P_1 */
+    CHECK(run_ovt("block pack %s %s --data %s --chunk 2 --out %s", run, at, tok, h2) == 0);
+    CHECK(run_ovt("block check %s --chain-root %s --trainer-node %s --auditor-node %s", h2, honest_root,
+                  trainer_node, auditor_node) == 0);
+    CHECK(output_has("chunk 2 of a chain of 5 leaves") && output_has("matches") && output_has("verdict: neither"));
+    CHECK(run_ovt("block check %s --chain-root %s", h2, faulty_root) == 1);
+    CHECK(output_has("not the one --chain-root names"));
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    CHECK(ovt_read_file(h2, &buf, &len, 1 << 26) == 0 && len > 600000);
+    if (buf == NULL || len <= 600000)
+        return;
+    buf[500000] ^= 0x20; /* inside P_1 (about a megabyte from byte ~1400 on) */
+    CHECK(ovt_write_atomic(bad, buf, len, 0644) == 0);
+    CHECK(run_ovt("block check %s", bad) == 1);
+    CHECK(output_has("refused") && output_has("does not climb to its chain root"));
+    buf[500000] ^= 0x20;
+    buf[len - 100] ^= 0x01; /* a slice's value */
+    CHECK(ovt_write_atomic(bad, buf, len, 0644) == 0);
+    CHECK(run_ovt("block check %s", bad) == 1);
+    CHECK(output_has("does not prove against its root"));
+    free(buf);
+
+    /* what has no chain */
+    CHECK(run_ovt("block pack %s %s --data %s --chunk 9 --out %s", run, at, tok, bad) == 1);
+    CHECK(output_has("has leaves 0..4; 9 is none"));
+    CHECK(run_ovt("block chain %s --step 2 --site 150 --leaf 0 --data %s", run, tok) == 1);
+    CHECK(output_has("not a sum over the batch"));
+}
+
 int main(void)
 {
+    if (cli_setup("arb-chunk"))
+        return 1;
+    CHECK_RUN(test_cli());
     CHECK_RUN(test_xsum_random());
     CHECK_RUN(test_xsum_extremes());
     CHECK_RUN(test_refusals());
@@ -324,5 +428,6 @@ int main(void)
     CHECK_RUN(test_chain("llama-tiny", 8, 64, false));
     CHECK_RUN(test_chain("mlp-demo", 320, 0, true));
     CHECK_RUN(test_chain("mlp-mnist", 200, 0, false));
+    cli_cleanup();
     return check_done();
 }
