@@ -18,6 +18,7 @@
 
 #include "arbiter/block.h"
 #include "arbiter/block_chunk.h"
+#include "arbiter/block_file.h"
 #include "arbiter/xsum.h"
 #include "block_fixture.h"
 #include "check.h"
@@ -315,6 +316,43 @@ static void test_refusals(void)
     step_close(&f);
 }
 
+/* A chunk package made from a trace and read back: its chunk recomputes
+ * to the packing party's node; a chain of another count, a package cut
+ * short, a node's path changed are refused. */
+static void test_package(void)
+{
+    step_fixture f;
+    step_open(&f, "gpt2-tiny", 8, 64);
+    size_t i = 0;
+    uint64_t L = 0;
+    CHECK(find_dweight(&f, &i, &L));
+    ovt_hash root;
+    CHECK(krn_trace_finish(f.t, &root) == 0);
+    for (uint64_t c = 0; c <= 4; c += 2) {
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        CHECK(arb_chunk_package_make(&buf, &len, &f.rc, f.t, &root, 1, i, L, f.log, c) == 0);
+        arb_block_package p;
+        ovt_hash h;
+        CHECK(arb_block_package_read(&p, buf, len) == 0);
+        CHECK(p.version == ARB_BLOCK_VERSION_CHUNK && p.chunk.chunk == c && p.chunk.leaves == 5);
+        CHECK(arb_chunk_package_run(&p, &h, NULL) == 0 && memcmp(h.b, p.chunk.node.b, 32) == 0);
+        p.chunk.leaves++;
+        CHECK(arb_chunk_package_run(&p, &h, NULL) == OVT_EFRAUD);
+        CHECK(strstr(ovt_errmsg(), "the packing party's count is wrong") != NULL);
+        p.chunk.leaves--;
+        p.chunk.node.b[0] ^= 1;
+        CHECK(arb_chunk_package_run(&p, &h, NULL) == OVT_EFRAUD);
+        arb_block_package_free(&p);
+        int cuts = 0, refused = 0;
+        for (size_t cut = 0; cut < len; cut += cut < 4096 ? 13 : 65537, cuts++)
+            refused += arb_block_package_read(&p, buf, cut) < 0;
+        CHECK(refused == cuts);
+        free(buf);
+    }
+    step_close(&f);
+}
+
 /* Line k (0-based) of a chain's leaves file, into out (67 bytes). */
 static bool leaf_line(const char *path, int k, char *out)
 {
@@ -424,6 +462,7 @@ int main(void)
     CHECK_RUN(test_xsum_random());
     CHECK_RUN(test_xsum_extremes());
     CHECK_RUN(test_refusals());
+    CHECK_RUN(test_package());
     CHECK_RUN(test_chain("gpt2-tiny", 8, 64, true));
     CHECK_RUN(test_chain("llama-tiny", 8, 64, false));
     CHECK_RUN(test_chain("mlp-demo", 320, 0, true));
