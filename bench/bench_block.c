@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "arbiter/block.h"
+#include "arbiter/block_chunk.h"
 #include "arbiter/block_file.h"
 #include "bench_setup.h"
 #include "bench_util.h"
@@ -87,6 +88,35 @@ static int open_inputs(const model_ctx *m, bench_step_inputs *in)
     return rv ? rv : bench_step_inputs_new(in, &mc, m->shape.B, m->shape.T, &what);
 }
 
+/* The chunk packages of leaf `leaf` of a batch sum's site i: a middle
+ * chunk and the last (DIR/site-S-chunk-C.blk, listed). */
+static int chunk_packages(const model_ctx *m, const trn_run_config *rc, const krn_trace *t, const ovt_hash *root,
+                          size_t i, uint64_t leaf, const krn_rlog *log, FILE *list)
+{
+    arb_block_task task = {.config = rc, .step = 1};
+    arb_chunk_info info;
+    arb_block_owned own;
+    int rv = arb_block_from_trace(&task, &own, t, i, log, leaf);
+    if (rv == 0)
+        rv = arb_chunk_info_of(&task, &info);
+    arb_block_owned_free(&own);
+    uint64_t chunks[2] = {info.chunks / 2, info.chunks};
+    const krn_trace_record *rec = krn_trace_record_at(t, i);
+    for (int k = 0; k < 2 && rv == 0; k++) {
+        uint8_t *buf;
+        size_t len;
+        char path[256];
+        if ((rv = arb_chunk_package_make(&buf, &len, rc, t, root, 1, i, leaf, log, chunks[k])))
+            break;
+        snprintf(path, sizeof path, "%s/site-%zu-chunk-%llu.blk", m->dir, i, (unsigned long long)chunks[k]);
+        rv = ovt_write_atomic(path, buf, len, 0644);
+        free(buf);
+        fprintf(list, "%zu %s %llu %llu %zu %llu\n", i, rec->op, (unsigned long long)rec->n,
+                (unsigned long long)leaf, len, (unsigned long long)chunks[k]);
+    }
+    return rv;
+}
+
 /* The trainer: records the step with a check-mode trace and writes its log
  * and the package of the middle leaf of the largest site of every op the
  * engine knows (DIR/site-S.blk, listed in DIR/sites.txt). */
@@ -140,8 +170,10 @@ static int trainer_child(void *arg, child_report *rep)
         snprintf(path, sizeof path, "%s/site-%zu.blk", m->dir, i);
         rv = ovt_write_atomic(path, buf, len, 0644);
         free(buf);
-        fprintf(list, "%zu %s %llu %llu %zu\n", i, rec->op, (unsigned long long)rec->n, (unsigned long long)leaf,
+        fprintf(list, "%zu %s %llu %llu %zu -1\n", i, rec->op, (unsigned long long)rec->n, (unsigned long long)leaf,
                 len);
+        if (!rv && arb_chunk_supported(rec->op))
+            rv = chunk_packages(m, &in.rc, t, &root, i, leaf, trn_runner_log(r), list);
     }
     fclose(list);
 done:
@@ -196,7 +228,14 @@ static int block_child(void *arg, child_report *rep)
     if (rv)
         return rv;
     p.task.threads = j->threads;
-    if ((rv = arb_block_run(&p.task, &r)) == 0) {
+    if (p.version == ARB_BLOCK_VERSION_CHUNK) { /* `ovt block check` of a chunk package */
+        ovt_hash node;
+        if ((rv = arb_chunk_package_run(&p, &node, NULL)) == 0) {
+            rep->seconds = now() - t0;
+            if (memcmp(node.b, p.chunk.node.b, 32) != 0)
+                rv = ovt_fail(OVT_EINVAL, "the chunk's node is not the packing party's");
+        }
+    } else if ((rv = arb_block_run(&p.task, &r)) == 0) {
         rep->seconds = now() - t0;
         if (memcmp(r.leaf.b, p.claim.b, 32) != 0)
             rv = ovt_fail(OVT_EINVAL, "the block is not the trainer's leaf");
@@ -230,34 +269,53 @@ static int bench_model(bench_shape s)
     printf("arbiter, one block (middle leaf of the op's largest site), `ovt block check`:\n");
     printf("%-24s %6s %11s %10s %9s %8s %9s %9s\n", "op", "site", "elements", "package", "time s", "MB",
            "time/step", "MB/step");
+    printf("%-24s %6s %11s %10s %9s %8s %9s %9s\n", "  its chunk c of C", "", "", "", "", "", "time/leaf",
+           "MB/leaf");
     char path[256], line[256];
     snprintf(path, sizeof path, "%s/sites.txt", m.dir);
     FILE *list = fopen(path, "r");
-    double worst_s = 0, worst_mb = 0;
+    double worst_s = 0, worst_mb = 0, leaf_s = 0, leaf_mb = 0, chunk_s = 0, chunk_mb = 0;
     int rv = list ? 0 : 1;
     while (list && fgets(line, sizeof line, list)) {
         size_t site, len;
         char op[64];
         unsigned long long n, leaf;
-        if (sscanf(line, "%zu %63s %llu %llu %zu", &site, op, &n, &leaf, &len) != 5)
+        long long chunk;
+        if (sscanf(line, "%zu %63s %llu %llu %zu %lld", &site, op, &n, &leaf, &len, &chunk) != 6)
             continue;
         char file[256];
-        snprintf(file, sizeof file, "%s/site-%zu.blk", m.dir, site);
+        if (chunk >= 0)
+            snprintf(file, sizeof file, "%s/site-%zu-chunk-%lld.blk", m.dir, site, chunk);
+        else
+            snprintf(file, sizeof file, "%s/site-%zu.blk", m.dir, site);
         block_job j = {.path = file, .threads = s.threads};
         if (in_child(block_child, &j, &rep, &peak) || rep.rc) {
             fprintf(stderr, "bench_block: site %zu (%s): %s\n", site, op, rep.msg);
             rv = 1;
             continue;
         }
+        if (chunk >= 0) { /* against the leaf block of the same site, the line before */
+            char name[32];
+            snprintf(name, sizeof name, "  chunk %lld", chunk);
+            printf("%-24s %6zu %11llu %9.2fM %9.4f %8.0f %9.4f %9.3f\n", name, site, n, (double)len / 1e6,
+                   rep.seconds, peak, rep.seconds / leaf_s, peak / leaf_mb);
+            chunk_s = rep.seconds > chunk_s ? rep.seconds : chunk_s;
+            chunk_mb = peak > chunk_mb ? peak : chunk_mb;
+            continue;
+        }
         printf("%-24s %6zu %11llu %9.2fM %9.4f %8.0f %9.4f %9.3f\n", op, site, n, (double)len / 1e6, rep.seconds,
                peak, rep.seconds / whole_s, peak / whole_mb);
+        leaf_s = rep.seconds;
+        leaf_mb = peak;
         worst_s = rep.seconds > worst_s ? rep.seconds : worst_s;
         worst_mb = peak > worst_mb ? peak : worst_mb;
     }
     if (list)
         fclose(list);
-    printf("slowest block %.4f s (%.4f of the step), largest %.0f MB (%.3f of the step)\n", worst_s,
-           worst_s / whole_s, worst_mb, worst_mb / whole_mb);
+    printf("slowest block %.4f s (%.4f of the step), largest %.0f MB (%.3f of the step); slowest chunk block "
+           "%.4f s (%.4f of the step), largest %.0f MB (%.3f of the step)\n",
+           worst_s, worst_s / whole_s, worst_mb, worst_mb / whole_mb, chunk_s, chunk_s / whole_s, chunk_mb,
+           chunk_mb / whole_mb);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", m.dir);
     if (system(cmd) != 0)
@@ -392,6 +450,63 @@ static int op7b_child(void *arg, child_report *rep)
     return rv;
 }
 
+/* A chunk of the weight gradient dweight (OC,C) = dout^T (OC,N) @ inp
+ * (N,C): the chain's middle chunk (o->one: its last leaf) of the middle
+ * leaf, from generated slices of the chunk's 128 rows of dout and inp
+ * (proved against roots of the whole 2^20-row tensors) and a previous
+ * state (zeros: any state costs the same), as `ovt block check` runs it. */
+static int chunk7b_child(void *arg, child_report *rep)
+{
+    const op7b *o = arg;
+    trn_model_config mc;
+    trn_run_config rc;
+    int rv = trn_model_preset(&mc, "llama-110m");
+    if (rv)
+        return rv;
+    trn_config_default(&rc, &mc);
+    uint64_t n = o->OC * o->C;
+    arb_block_read reads[3] = {
+        {.src = {.kind = KRN_TRACE_SITE, .site = 0, .input = 0, .count = o->N * o->OC, .rows = 1}},
+        {.src = {.kind = KRN_TRACE_SITE, .site = 1, .input = 1, .count = o->N * o->C, .rows = 1}},
+        {.src = {.kind = KRN_TRACE_ZERO, .input = 2, .count = n, .rows = 1}}};
+    arb_block_task task = {.config = &rc, .step = 1, .site = 2, .n = n, .leaf = ovt_tree_leaves(n * 4) / 2,
+                           .reads = reads, .nreads = 3, .threads = o->threads};
+    snprintf(task.op, sizeof task.op, "%s", o->op);
+    arb_chunk_info info;
+    arb_block_plan plan = {0};
+    arb_block_slice sl[2] = {{0}};
+    uint8_t *prev = NULL;
+    if ((rv = arb_chunk_info_of(&task, &info)))
+        return rv;
+    uint64_t c = o->one ? info.chunks : info.chunks / 2, r0 = c * ARB_CHUNK_ROWS, r1 = r0 + ARB_CHUNK_ROWS;
+    if (!o->one && !(rv = arb_block_need_input(&task, 0, r0 * o->OC, r1 * o->OC, &plan)))
+        rv = arb_block_need_input(&task, 1, r0 * o->C, r1 * o->C, &plan);
+    for (size_t k = 0; k < plan.nneeds && !rv; k++) {
+        const arb_block_need *nd = &plan.needs[k];
+        uint64_t first = nd->lo / LEAF_ELEMS, last = (nd->hi - 1) / LEAF_ELEMS;
+        rv = gen_slice(&sl[k], nd->kind, nd->site, "", nd->site ? o->N * o->C : o->N * o->OC, first,
+                       last - first + 1, 3 + k, 1.0f);
+    }
+    task.slices = sl;
+    task.nslices = plan.nneeds;
+    arb_block_plan_free(&plan);
+    if (!rv && (prev = calloc(info.partial_len, 1)) == NULL)
+        rv = ovt_fail(OVT_ENOMEM, "out of memory for a state");
+    if (!rv) {
+        ovt_hash leaf;
+        double t0 = now();
+        rv = arb_chunk_step(&task, c, prev, info.partial_len, &leaf, NULL);
+        rep->seconds = now() - t0;
+        rep->flops = o->one ? 0 : 2.0 * ARB_CHUNK_ROWS * LEAF_ELEMS;
+    }
+    free(prev);
+    for (int k = 0; k < 2; k++) {
+        free(sl[k].data);
+        free(sl[k].proof);
+    }
+    return rv;
+}
+
 static int bench_llama7b(uint64_t tokens, int threads)
 {
     const op7b ops[] = {
@@ -402,6 +517,9 @@ static int bench_llama7b(uint64_t tokens, int threads)
         {"loss: row sums, a leaf", "xent.sum", tokens, 32000, 1, threads, false},
         {"loss: row sums, 1 element", "xent.sum", tokens, 32000, 1, threads, true},
         {"head forward, 1 element", "matmul.fwd", tokens, 4096, 32000, threads, true},
+        {"MLP up weight grad, chunk", "matmul.bwd.dweight", tokens, 4096, 11008, threads, false},
+        {"MLP down weight grad, chunk", "matmul.bwd.dweight", tokens, 11008, 4096, threads, false},
+        {"MLP up weight grad, last", "matmul.bwd.dweight", tokens, 4096, 11008, threads, true},
     };
     double rate = bench_dgemm_rate(1024, 1024, 1024, threads, NULL); /* GFLOP/s, this run's baseline */
     printf("Llama-7B shapes at %llu tokens, %d threads, generated tensors (only the block's inputs); the whole op "
@@ -413,7 +531,8 @@ static int bench_llama7b(uint64_t tokens, int threads)
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         child_report rep;
         double peak;
-        if (in_child(op7b_child, (void *)&ops[i], &rep, &peak) || rep.rc) {
+        bool chunk = strcmp(ops[i].op, "matmul.bwd.dweight") == 0;
+        if (in_child(chunk ? chunk7b_child : op7b_child, (void *)&ops[i], &rep, &peak) || rep.rc) {
             fprintf(stderr, "bench_block: %s: %s\n", ops[i].name, rep.msg);
             rv = 1;
             continue;

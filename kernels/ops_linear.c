@@ -223,6 +223,18 @@ int krn_bias_backward(krn_ctx *ctx, float *dbias, const float *dout, size_t N, s
     return column_sum_site(ctx, &be, "bias.bwd", dbias, dout, N, C);
 }
 
+/* The band is the ops' own (krn_colsum_site's, krn_matmul_backward's
+ * dweight band as an array: the outer product's element per element). */
+int krn_batch_sum_round(krn_ctx *ctx, const char *name, float *out, const double *x, const double *mag,
+                        size_t n, size_t K)
+{
+    if (strcmp(name, "matmul.bwd.dweight") && strcmp(name, "matmul.bwd.dbias") && strcmp(name, "bias.bwd"))
+        return ovt_fail(OVT_EINVAL, "krn_batch_sum_round: '%s' is not a sum over the batch it knows", name);
+    krn_band band = krn_band_reduction(KRN_BAND_ARRAY, K, 1.0, 1);
+    band.a = mag;
+    return krn_site(ctx, name, out, x, n, &band);
+}
+
 /* Sites and bands: kernels/ops.h, docs/op-bounds.md ("residual, accumulate"). */
 int krn_residual_forward(krn_ctx *ctx, float *out, const float *inp1, const float *inp2, size_t n)
 {

@@ -1,0 +1,397 @@
+/* The reduction's chunks: the canonical chain of a leaf of a sum over the
+ * batch and one step of it (arbiter/block_chunk.h). */
+#include "arbiter/block_chunk.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arbiter/xsum.h"
+#include "common/tree.h"
+#include "kernels/ops.h"
+#include "kernels/site.h"
+
+#define LEAF_ELEMS (OVT_TREE_LEAF_BYTES / 4)
+
+bool arb_chunk_supported(const char *op)
+{
+    return strcmp(op, "matmul.bwd.dweight") == 0 || strcmp(op, "matmul.bwd.dbias") == 0 ||
+           strcmp(op, "bias.bwd") == 0;
+}
+
+/* The exact state of one leaf: its elements' sums (and, for the column
+ * sums, magnitudes); the weight gradient's sums of squares of the leaf's
+ * dout columns [o0, o1) and inp columns [c0, c1). */
+typedef struct {
+    bool dweight;
+    unsigned old_input;     /* the input that is the old gradient */
+    uint64_t N, C, OC;      /* the column sums: C their count */
+    uint64_t first, count;
+    uint64_t o0, o1, c0, c1;
+    xsum *sum, *abs, *rsq, *csq;
+    size_t nx;              /* xsums in all, one allocation from sum on */
+} chunk_acc;
+
+static void acc_free(chunk_acc *a)
+{
+    free(a->sum);
+    memset(a, 0, sizeof *a);
+}
+
+static size_t acc_bytes(const chunk_acc *a)
+{
+    return a->nx * XSUM_BYTES;
+}
+
+/* The accumulator of the task's leaf, zero; OVT_EINVAL as arb_chunk_info_of. */
+static int acc_new(chunk_acc *a, const arb_block_task *task)
+{
+    memset(a, 0, sizeof *a);
+    if (!arb_chunk_supported(task->op))
+        return ovt_fail(OVT_EINVAL, "chunk: site %u's op '%s' is not a sum over the batch the chain covers "
+                                    "(matmul.bwd.dweight, matmul.bwd.dbias, bias.bwd)",
+                        task->site, task->op);
+    arb_block_plan plan;
+    uint64_t S[ARB_BLOCK_MAX_INPUTS];
+    size_t ninputs;
+    int rc = arb_block_plan_make(task, &plan); /* checks the sizes fit the op */
+    if (rc < 0 || (rc = arb_block_input_sizes(task, S, &ninputs)) < 0)
+        return rc;
+    a->dweight = strcmp(task->op, "matmul.bwd.dweight") == 0;
+    a->old_input = a->dweight ? 2 : 1;
+    a->N = plan.rows;
+    a->C = a->dweight ? S[1] / a->N : task->n;
+    a->OC = a->dweight ? S[0] / a->N : 1;
+    arb_block_plan_free(&plan);
+    a->first = task->leaf * LEAF_ELEMS;
+    if (a->first >= task->n)
+        return ovt_fail(OVT_EINVAL, "chunk: leaf %llu is outside site %u's output of %llu elements",
+                        (unsigned long long)task->leaf, task->site, (unsigned long long)task->n);
+    a->count = task->n - a->first < LEAF_ELEMS ? task->n - a->first : LEAF_ELEMS;
+    size_t per = a->dweight ? 1 : 2;
+    a->nx = a->count * per;
+    if (a->dweight) {
+        uint64_t last = a->first + a->count - 1;
+        a->o0 = a->first / a->C;
+        a->o1 = last / a->C + 1;
+        a->c0 = a->o1 - a->o0 > 1 ? 0 : a->first % a->C;
+        a->c1 = a->o1 - a->o0 > 1 ? a->C : last % a->C + 1;
+        a->nx += (a->o1 - a->o0) + (a->c1 - a->c0);
+    }
+    if ((a->sum = calloc(a->nx, sizeof(xsum))) == NULL)
+        return ovt_fail(OVT_ENOMEM, "chunk: out of memory for leaf %llu's exact sums", (unsigned long long)task->leaf);
+    a->abs = a->dweight ? NULL : a->sum + a->count;
+    a->rsq = a->dweight ? a->sum + a->count : NULL;
+    a->csq = a->dweight ? a->rsq + (a->o1 - a->o0) : NULL;
+    return 0;
+}
+
+int arb_chunk_info_of(const arb_block_task *task, arb_chunk_info *info)
+{
+    memset(info, 0, sizeof *info);
+    chunk_acc a;
+    int rc = acc_new(&a, task);
+    if (rc == 0)
+        *info = (arb_chunk_info){.rows = a.N, .chunks = (a.N + ARB_CHUNK_ROWS - 1) / ARB_CHUNK_ROWS,
+                                 .first = a.first, .count = a.count, .partial_len = acc_bytes(&a)};
+    acc_free(&a);
+    return rc;
+}
+
+/* ---- adding a chunk's rows ---- */
+
+/* Splits rows x width values (row-major, from column col0 on, cols
+ * columns) transposed into out[col][row]; false on a non-finite value. */
+static bool split_cols(xsum_f32 *out, const float *m, uint64_t rows, uint64_t width, uint64_t col0, uint64_t cols)
+{
+    bool ok = true;
+    for (uint64_t r = 0; r < rows; r++)
+        for (uint64_t j = 0; j < cols; j++)
+            ok &= xsum_split(m[r * width + col0 + j], &out[j * rows + r]);
+    return ok;
+}
+
+/* Sums of squares of the split columns into sq. */
+static void add_squares(xsum *sq, const xsum_f32 *cols, uint64_t ncols, uint64_t rows)
+{
+    for (uint64_t j = 0; j < ncols; j++)
+        for (uint64_t r = 0; r < rows; r++)
+            xsum_add_abs_product(&sq[j], cols[j * rows + r], cols[j * rows + r]);
+}
+
+static void add_dweight(chunk_acc *a, const xsum_f32 *dm, const xsum_f32 *im, uint64_t rows)
+{
+    for (uint64_t i = 0; i < a->count; i++) {
+        uint64_t e = a->first + i, o = e / a->C - a->o0, c = e % a->C - a->c0;
+        const xsum_f32 *g = dm + o * rows, *x = im + c * rows;
+        xsum *s = &a->sum[i];
+        for (uint64_t r = 0; r < rows; r++)
+            xsum_add_product(s, g[r], x[r]);
+    }
+    add_squares(a->rsq, dm, a->o1 - a->o0, rows);
+    add_squares(a->csq, im, a->c1 - a->c0, rows);
+}
+
+static void add_colsum(chunk_acc *a, const xsum_f32 *dm, uint64_t rows)
+{
+    for (uint64_t i = 0; i < a->count; i++) {
+        const xsum_f32 *g = dm + i * rows;
+        for (uint64_t r = 0; r < rows; r++) {
+            xsum_add_f32(&a->sum[i], g[r]);
+            xsum_add(&a->abs[i], g[r].m, g[r].e, 0);
+        }
+    }
+}
+
+/* Adds the terms of rows [r0, r1) from the task's slices, then carries. */
+static int acc_add_rows(chunk_acc *a, const arb_block_task *task, uint64_t r0, uint64_t r1)
+{
+    uint64_t rows = r1 - r0, w0 = a->dweight ? a->OC : a->C;
+    uint64_t n0 = a->dweight ? a->o1 - a->o0 : a->count, n1 = a->c1 - a->c0;
+    float *g = malloc(rows * w0 * sizeof *g), *x = a->dweight ? malloc(rows * a->C * sizeof *x) : NULL;
+    xsum_f32 *dm = malloc(rows * n0 * sizeof *dm), *im = a->dweight ? malloc(rows * n1 * sizeof *im) : NULL;
+    int rc = 0;
+    if (!g || !dm || (a->dweight && (!x || !im))) {
+        rc = ovt_fail(OVT_ENOMEM, "chunk: out of memory for rows %llu..%llu", (unsigned long long)r0,
+                      (unsigned long long)r1);
+        goto done;
+    }
+    if ((rc = arb_block_read_input(task, 0, r0 * w0, rows * w0, g)) < 0 ||
+        (a->dweight && (rc = arb_block_read_input(task, 1, r0 * a->C, rows * a->C, x)) < 0))
+        goto done;
+    bool finite = split_cols(dm, g, rows, w0, a->dweight ? a->o0 : a->first, n0);
+    if (a->dweight)
+        finite &= split_cols(im, x, rows, a->C, a->c0, n1);
+    if (!finite) {
+        rc = ovt_fail(OVT_EINVAL, "chunk: site %u (%s) reads a non-finite value in rows %llu..%llu: the step "
+                                  "itself fails there (its site is non-finite), no chain applies",
+                      task->site, task->op, (unsigned long long)r0, (unsigned long long)r1);
+        goto done;
+    }
+    if (a->dweight)
+        add_dweight(a, dm, im, rows);
+    else
+        add_colsum(a, dm, rows);
+    for (size_t k = 0; k < a->nx; k++)
+        xsum_normalize(&a->sum[k]);
+done:
+    free(g);
+    free(x);
+    free(dm);
+    free(im);
+    return rc;
+}
+
+/* ---- P_c, its leaf, and the last step ---- */
+
+static int acc_put(chunk_acc *a, uint8_t **bytes)
+{
+    if ((*bytes = malloc(acc_bytes(a))) == NULL)
+        return ovt_fail(OVT_ENOMEM, "chunk: out of memory for a chain state");
+    for (size_t k = 0; k < a->nx; k++)
+        xsum_put(&a->sum[k], *bytes + k * XSUM_BYTES);
+    return 0;
+}
+
+int arb_chunk_state_leaf(ovt_hash *leaf, const uint8_t *state, size_t len)
+{
+    ovt_sha256_ctx *h = ovt_sha256_new();
+    if (h == NULL)
+        return ovt_fail(OVT_ENOMEM, "chunk: out of memory for a hash");
+    uint8_t zero = 0;
+    ovt_sha256_update(h, &zero, 1);
+    ovt_sha256_update(h, state, len);
+    ovt_sha256_final(h, leaf);
+    return 0;
+}
+
+/* Chain leaf of the current state. */
+static int acc_leaf(chunk_acc *a, ovt_hash *leaf)
+{
+    uint8_t *p;
+    int rc = acc_put(a, &p);
+    if (rc == 0)
+        rc = arb_chunk_state_leaf(leaf, p, acc_bytes(a));
+    free(p);
+    return rc;
+}
+
+/* The leaf's FP64 values (old + exact sum, rounded once) and band
+ * magnitudes; OVT_EINVAL for a negative magnitude (not a chain state). */
+static int final_values(chunk_acc *a, const float *old, double *y, double *mag)
+{
+    for (uint64_t i = 0; i < a->count; i++) {
+        xsum s = a->sum[i];
+        xsum_f32 f;
+        (void)xsum_split(old[i], &f); /* finite: a grid value the record proves */
+        xsum_add_f32(&s, f);
+        y[i] = xsum_to_double(&s);
+        if (a->dweight) {
+            uint64_t e = a->first + i;
+            xsum r = a->rsq[e / a->C - a->o0], c = a->csq[e % a->C - a->c0];
+            mag[i] = sqrt(xsum_to_double(&r)) * sqrt(xsum_to_double(&c));
+        } else {
+            xsum m = a->abs[i];
+            mag[i] = xsum_to_double(&m);
+        }
+        if (!(mag[i] >= 0))
+            return ovt_fail(OVT_EINVAL, "chunk: the chain state's magnitude of element %llu is negative: not a "
+                                        "state of the chain",
+                            (unsigned long long)(a->first + i));
+    }
+    return 0;
+}
+
+/* Chain leaf C: the leaf's float32 values rounded by the site's rule from
+ * the state, the old gradient and the task's entries (a REPLAY ctx, the
+ * arbiter's strict verifier). */
+static int acc_final(chunk_acc *a, const arb_block_task *task, ovt_hash *leaf, float *values)
+{
+    float *old = malloc(a->count * sizeof *old), *out = malloc(a->count * sizeof *out);
+    double *y = malloc(a->count * sizeof *y), *mag = malloc(a->count * sizeof *mag);
+    krn_ctx *ctx = NULL;
+    krn_rlog *log = NULL;
+    int rc = 0;
+    if (!old || !out || !y || !mag) {
+        rc = ovt_fail(OVT_ENOMEM, "chunk: out of memory for the last step");
+        goto done;
+    }
+    if ((rc = arb_block_read_input(task, a->old_input, a->first, a->count, old)) < 0 ||
+        (rc = final_values(a, old, y, mag)) < 0)
+        goto done;
+    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_REPLAY, .verifier = KRN_VERIFY_ARBITER,
+                     .grid_bits = (int)task->config->grid_bits, .threads = 1, .rule = trn_config_rule(task->config)};
+    if ((rc = krn_ctx_new(&ctx, &kc)) < 0 || (rc = arb_block_sub_log(task, a->first, a->first + a->count, 0, &log)) < 0 ||
+        (rc = krn_step_begin(ctx, task->step, log)) < 0)
+        goto done;
+    rc = krn_batch_sum_round(ctx, task->op, out, y, mag, a->count, a->N);
+    krn_stats st;
+    int end = krn_step_end(ctx, &st);
+    if (rc == 0)
+        rc = end;
+    if (rc < 0) {
+        rc = ovt_fail_wrap(rc, "chunk: step %llu site %u (%s) leaf %llu, the chain's last step",
+                           (unsigned long long)task->step, task->site, task->op, (unsigned long long)task->leaf);
+        goto done;
+    }
+    ovt_tree_leaf_le32(leaf, out, a->count * 4);
+    if (values)
+        memcpy(values, out, a->count * 4);
+done:
+    krn_rlog_free(log);
+    krn_ctx_free(ctx);
+    free(old);
+    free(out);
+    free(y);
+    free(mag);
+    return rc;
+}
+
+/* ---- the chain ---- */
+
+void arb_chunk_chain_free(arb_chunk_chain *c)
+{
+    free(c->leaves);
+    memset(c, 0, sizeof *c);
+}
+
+static int verify_slices(const arb_block_task *task)
+{
+    int rc = 0;
+    for (size_t i = 0; i < task->nslices && rc == 0; i++)
+        rc = arb_block_slice_verify(&task->slices[i]);
+    return rc;
+}
+
+static uint64_t chunk_end(const chunk_acc *a, uint64_t c)
+{
+    uint64_t r1 = (c + 1) * ARB_CHUNK_ROWS;
+    return r1 < a->N ? r1 : a->N;
+}
+
+int arb_chunk_chain_make(const arb_block_task *task, arb_chunk_chain *out)
+{
+    memset(out, 0, sizeof *out);
+    chunk_acc a;
+    int rc = arb_chunk_info_of(task, &out->info);
+    if (rc == 0)
+        rc = acc_new(&a, task);
+    if (rc < 0)
+        return rc;
+    uint64_t C = out->info.chunks;
+    if ((rc = verify_slices(task)) < 0)
+        goto done;
+    if ((out->leaves = malloc((C + 1) * sizeof *out->leaves)) == NULL) {
+        rc = ovt_fail(OVT_ENOMEM, "chunk: out of memory for the chain's leaves");
+        goto done;
+    }
+    for (uint64_t c = 0; c < C && rc == 0; c++)
+        if ((rc = acc_add_rows(&a, task, c * ARB_CHUNK_ROWS, chunk_end(&a, c))) == 0)
+            rc = acc_leaf(&a, &out->leaves[c]);
+    if (rc == 0 && (rc = acc_final(&a, task, &out->leaves[C], NULL)) == 0) {
+        ovt_hash *tmp = malloc((C + 1) * sizeof *tmp);
+        if (tmp == NULL) {
+            rc = ovt_fail(OVT_ENOMEM, "chunk: out of memory for the chain's root");
+            goto done;
+        }
+        memcpy(tmp, out->leaves, (C + 1) * sizeof *tmp);
+        ovt_tree_root_of_leaves(&out->root, tmp, C + 1);
+        free(tmp);
+    }
+done:
+    acc_free(&a);
+    if (rc < 0)
+        arb_chunk_chain_free(out);
+    return rc;
+}
+
+int arb_chunk_partial(const arb_block_task *task, uint64_t c, uint8_t **bytes, size_t *len)
+{
+    *bytes = NULL;
+    *len = 0;
+    chunk_acc a;
+    int rc = acc_new(&a, task);
+    if (rc < 0)
+        return rc;
+    uint64_t C = (a.N + ARB_CHUNK_ROWS - 1) / ARB_CHUNK_ROWS;
+    if (c >= C)
+        rc = ovt_fail(OVT_EINVAL, "chunk: the chain of site %u has states P_0..P_%llu; P_%llu is none",
+                      task->site, (unsigned long long)(C - 1), (unsigned long long)c);
+    else
+        rc = verify_slices(task);
+    for (uint64_t k = 0; k <= c && rc == 0; k++)
+        rc = acc_add_rows(&a, task, k * ARB_CHUNK_ROWS, chunk_end(&a, k));
+    if (rc == 0 && (rc = acc_put(&a, bytes)) == 0)
+        *len = acc_bytes(&a);
+    acc_free(&a);
+    return rc;
+}
+
+int arb_chunk_step(const arb_block_task *task, uint64_t c, const uint8_t *prev, size_t prev_len, ovt_hash *leaf,
+                   float *values)
+{
+    memset(leaf, 0, sizeof *leaf);
+    chunk_acc a;
+    int rc = acc_new(&a, task);
+    if (rc < 0)
+        return rc;
+    uint64_t C = (a.N + ARB_CHUNK_ROWS - 1) / ARB_CHUNK_ROWS;
+    if (c > C)
+        rc = ovt_fail(OVT_EINVAL, "chunk: the chain of site %u leaf %llu has leaves 0..%llu; %llu is none",
+                      task->site, (unsigned long long)task->leaf, (unsigned long long)C, (unsigned long long)c);
+    else if (c == 0 && prev_len != 0)
+        rc = ovt_fail(OVT_EINVAL, "chunk: chunk 0 starts from the zero state; a previous state was given");
+    else if (c > 0 && (prev == NULL || prev_len != acc_bytes(&a)))
+        rc = ovt_fail(OVT_EINVAL, "chunk: the state before chunk %llu is %zu bytes; the chain's states are %zu",
+                      (unsigned long long)c, prev ? prev_len : 0, acc_bytes(&a));
+    else
+        rc = verify_slices(task);
+    for (size_t k = 0; k < a.nx && rc == 0 && c > 0; k++)
+        xsum_get(&a.sum[k], prev + k * XSUM_BYTES);
+    if (rc == 0 && c < C && (rc = acc_add_rows(&a, task, c * ARB_CHUNK_ROWS, chunk_end(&a, c))) == 0)
+        rc = acc_leaf(&a, leaf);
+    else if (rc == 0 && c == C)
+        rc = acc_final(&a, task, leaf, values);
+    acc_free(&a);
+    return rc;
+}
