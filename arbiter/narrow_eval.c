@@ -103,12 +103,22 @@ static void bound(char *why, size_t cap, const arb_block_package *p, const chain
     ovt_hash h;
     trn_config_hash(&h, &p->config);
     why[0] = '\0';
+    bool chunks = ng->stage == CHAIN_NARROW_STAGE_CHUNKS;
     if (memcmp(h.b, config_hash->b, 32))
         say(why, cap, "its run config is not the run's");
     else if (memcmp(p->trace_root.b, side->trace_root.b, 32))
         say(why, cap, "it is bound to another trace root than the party posted");
-    else if (memcmp(p->claim.b, side->node.b, 32))
+    else if (p->version != (chunks ? ARB_BLOCK_VERSION_CHUNK : ARB_BLOCK_VERSION))
+        say(why, cap, "it is a %s package, the narrowing ended at a %s", p->version == ARB_BLOCK_VERSION ? "block" : "chunk",
+            chunks ? "chunk of a block's chain" : "block");
+    else if (!chunks && memcmp(p->claim.b, side->node.b, 32))
         say(why, cap, "its claim is not the leaf the party's narrowing ended on");
+    else if (chunks && memcmp(p->claim.b, side->block_leaf.b, 32))
+        say(why, cap, "its claim is not the party's level-3 leaf");
+    else if (chunks && (memcmp(p->chunk.root.b, side->chain_root.b, 32) || p->chunk.leaves != side->chunks))
+        say(why, cap, "its chain is not the one the party posted (root or leaf count)");
+    else if (chunks && (p->chunk.chunk != ng->chunk || memcmp(p->chunk.node.b, side->node.b, 32)))
+        say(why, cap, "it is of another chunk, or another node there, than the narrowing ended on");
     else if (p->task.step != ng->step || p->task.site != ng->item || p->task.leaf != ng->block ||
              p->nrecords != side->sites)
         say(why, cap, "it is of another step, site, block or trace length than the narrowing's");
@@ -183,7 +193,16 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
             continue;
         }
         bound(why[k], sizeof why[k], &p, ng, sides[k], &run->config_hash, &layout, &ev, &br);
-        if (!why[k][0]) {
+        if (!why[k][0] && ng->stage == CHAIN_NARROW_STAGE_CHUNKS) {
+            /* level 4: chain leaf ng->chunk from P_{chunk-1} and the chunk's rows (or the final step) */
+            p.task.threads = threads;
+            if ((rv = arb_chunk_package_run(&p, &leaf[k], NULL)) == 0) {
+                have[k] = 1;
+            } else {
+                say(why[k], sizeof why[k], "refused (%s)", ovt_errmsg());
+                ovt_err_clear();
+            }
+        } else if (!why[k][0]) {
             p.task.threads = threads;
             if ((rv = arb_block_run(&p.task, &r)) == 0) {
                 leaf[k] = r.leaf;
@@ -221,7 +240,15 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
     else
         out->leaf = block; /* neither: the recomputed block's leaf, neither party's leaf K */
     int lone = have[0] ? 1 : 0; /* the side without a valid package, when only one has one */
-    if (have[0] && have[1])
+    if (ng->stage == CHAIN_NARROW_STAGE_CHUNKS && have[0] && have[1])
+        say(note, cap, "chunk %llu of the chain of block %llu of site %llu (%s) recomputed from both packages",
+            (unsigned long long)ng->chunk, (unsigned long long)ng->block, (unsigned long long)ng->item, found->op);
+    else if (ng->stage == CHAIN_NARROW_STAGE_CHUNKS)
+        say(note, cap, "chunk %llu of the chain of block %llu of site %llu (%s) recomputed from the %s's package; "
+                       "the %s's: %s",
+            (unsigned long long)ng->chunk, (unsigned long long)ng->block, (unsigned long long)ng->item, found->op,
+            who[!lone], who[lone], why[lone]);
+    else if (have[0] && have[1])
         say(note, cap, "block %llu of site %llu (%s) recomputed from both packages", (unsigned long long)ng->block,
             (unsigned long long)ng->item, found->op);
     else
@@ -270,9 +297,14 @@ int arb_narrow_evaluate(arb_narrow_result *res, arb_eval *out, arb_narrow_findin
         }
         if (present < 2) {
             *res = ARB_NARROW_WAIT;
-            say(note, cap, "the narrowing ended at block %llu of site %llu; waiting for the parties' block packages "
-                           "(%d of 2 in the store)",
-                (unsigned long long)ng.block, (unsigned long long)ng.item, present);
+            if (ng.stage == CHAIN_NARROW_STAGE_CHUNKS)
+                say(note, cap, "the narrowing ended at chunk %llu of block %llu of site %llu; waiting for the "
+                               "parties' chunk packages (%d of 2 in the store)",
+                    (unsigned long long)ng.chunk, (unsigned long long)ng.block, (unsigned long long)ng.item, present);
+            else
+                say(note, cap, "the narrowing ended at block %llu of site %llu; waiting for the parties' block "
+                               "packages (%d of 2 in the store)",
+                    (unsigned long long)ng.block, (unsigned long long)ng.item, present);
             return 0;
         }
     }
@@ -299,6 +331,8 @@ int arb_narrow_evaluate(arb_narrow_result *res, arb_eval *out, arb_narrow_findin
     }
     found->site = ng.item;
     found->block = ng.block;
+    found->chunked = ng.stage == CHAIN_NARROW_STAGE_CHUNKS;
+    found->chunk = found->chunked ? ng.chunk : 0;
     memcpy(found->op, ng.op.b, 32);
     found->op[32] = '\0';
     if (ng.outcome == CHAIN_NARROW_TRAINER_LOST || ng.outcome == CHAIN_NARROW_AUDITOR_LOST) {

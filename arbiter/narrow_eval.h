@@ -11,6 +11,7 @@
  * ItemsDiffer, CountsDiffer, BothSilent), a block of a state tensor
  * (stage States), and a block no valid package came for. */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,6 +34,8 @@ typedef enum {
 typedef struct {
     chain_narrow_outcome outcome;
     uint64_t site, block;
+    bool chunked;           /* level 4: the narrowing ended in stage Chunks, at chain leaf `chunk` */
+    uint64_t chunk;
     char op[33];
     ovt_hash recomputed;    /* the recomputed leaf of the block (outcome Narrowed) */
     int packages;           /* valid packages the block was computed from (0..2) */

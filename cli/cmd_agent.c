@@ -58,7 +58,7 @@ static void usage(FILE *f)
 }
 
 enum { O_ROLE = 256, O_RUN_ID, O_RUN, O_STORE, O_DATA, O_STATE_DIR, O_POLL, O_JSON, O_WITHHOLD, O_METRICS, O_GAME,
-       O_DEFEND, O_NARROW, O_NARROW_SITE, O_NARROW_ELEMENT };
+       O_DEFEND, O_NARROW, O_NARROW_SITE, O_NARROW_ELEMENT, O_NARROW_FORGE };
 
 struct agent_args {
     party_agent_play_opts po;
@@ -106,6 +106,7 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
         rv = ovt_parse_u32(&a->fault.site, flag, arg, 0, UINT32_MAX - 1);
         a->have_site = true;
         break;
+    case O_NARROW_FORGE: o->narrow_forge_chain = true; break;
     case O_NARROW_ELEMENT:
         rv = ovt_parse_u64(&a->fault.element, flag, arg, 0, UINT64_MAX / 2);
         a->have_element = true;
@@ -134,6 +135,7 @@ int cmd_agent(int argc, char **argv)
         {"narrow", required_argument, NULL, O_NARROW},
         {"narrow-fault-site", required_argument, NULL, O_NARROW_SITE},
         {"narrow-fault-element", required_argument, NULL, O_NARROW_ELEMENT},
+        {"narrow-forge-chain", no_argument, NULL, O_NARROW_FORGE},
         {NULL, 0, NULL, 0}};
     struct agent_args a;
     memset(&a, 0, sizeof a);
@@ -156,6 +158,8 @@ int cmd_agent(int argc, char **argv)
     if (a.have_site != a.have_element || ((a.have_site || a.have_element) && (!o->is_trainer || !o->narrow)))
         return cli_usage_error("agent", "--narrow-fault-site and --narrow-fault-element go together, with "
                                         "--role trainer and --narrow");
+    if (o->narrow_forge_chain && (!o->is_trainer || !o->narrow))
+        return cli_usage_error("agent", "--narrow-forge-chain goes with --role trainer and --narrow");
     if (a.have_site) {
         a.fault.kind = TRN_FAULT_FLIP_OUTPUT; /* its step is set when the narrowing knows K */
         o->narrow_fault = &a.fault;

@@ -66,6 +66,10 @@ static void usage(FILE *f)
             "  --narrow           deploy OvtNarrow and play the dispute past the step: the parties narrow\n"
             "                     the step to one block of one site's output and the arbiters re-execute\n"
             "                     that block (implied by --fault flip-output; docs/devnet.md)\n"
+            "  --fault-op OP      flip-output, forged-chain: flip the output of the step's last site of OP\n"
+            "                     (adamw.param, flip-output's default; matmul.bwd.dweight, forged-chain's\n"
+            "                     default; matmul.bwd.dbias): a batch sum's dispute goes on to level 4,\n"
+            "                     its chunk chain (docs/devnet.md)\n"
             "  --withhold-block   with --narrow: the honest auditor never publishes its block package;\n"
             "                     the arbiters compute the block from the trainer's alone\n"
             "  --replay-proof     the trainer asks for proof of replay (ovt commit --replay-proof):\n"
@@ -226,18 +230,28 @@ static json_t *narrow_json(const devnet_opts *o, const devnet_result *r)
         op[32] = '\0';
         chain_hash_hex(t, &g->trainer_side.node);
         chain_hash_hex(a, &g->auditor_side.node);
-        json_object_set_new(n, "end", json_pack("{s:i, s:i, s:i, s:I, s:I, s:s, s:o, s:I, s:s, s:s, s:i}", "phase",
-                                                (int)g->phase, "outcome", (int)g->outcome, "item_stage",
+        json_object_set_new(n, "end", json_pack("{s:i, s:i, s:i, s:i, s:I, s:I, s:s, s:o, s:o, s:I, s:I, s:I, s:s, "
+                                                "s:s, s:i}",
+                                                "phase", (int)g->phase, "outcome", (int)g->outcome, "stage",
+                                                (int)g->stage, "item_stage",
                                                 (int)g->item_stage, "step", (json_int_t)g->step, "site",
                                                 (json_int_t)g->item, "op", op, "block",
                                                 g->block == CHAIN_NARROW_NO_BLOCK ? json_null()
                                                                                   : json_integer((json_int_t)g->block),
+                                                /* level 4: the chain leaf found (null before stage Chunks) */
+                                                "chunk",
+                                                g->stage == CHAIN_NARROW_STAGE_CHUNKS
+                                                    ? json_integer((json_int_t)g->chunk)
+                                                    : json_null(),
+                                                "trainer_chunks", (json_int_t)g->trainer_side.chunks,
+                                                "auditor_chunks", (json_int_t)g->auditor_side.chunks,
                                                 "elements", (json_int_t)g->trainer_side.elements, "trainer_leaf", t,
                                                 "auditor_leaf", a, "rounds", (int)g->round));
     }
-    if (o->fault == DEVNET_FLIP_OUTPUT)
-        json_object_set_new(n, "fault", json_pack("{s:I, s:I, s:I}", "site", (json_int_t)r->fault_site, "element",
-                                                  (json_int_t)r->fault_element, "block", (json_int_t)r->fault_block));
+    if (devnet_flips_output(o))
+        json_object_set_new(n, "fault", json_pack("{s:I, s:s, s:I, s:I}", "site", (json_int_t)r->fault_site, "op",
+                                                  devnet_fault_op(o), "element", (json_int_t)r->fault_element,
+                                                  "block", (json_int_t)r->fault_block));
     return n;
 }
 
@@ -281,10 +295,12 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
         if (o->narrow) /* what it re-executed: the narrowed block, or (null) the whole step */
             json_object_set_new(seat, "block",
                                 a->ruled_on_block
-                                    ? json_pack("{s:i, s:I, s:I, s:i, s:f}", "narrow_outcome", a->narrow_outcome,
-                                                "site", (json_int_t)a->block_site, "block",
-                                                (json_int_t)a->block_index, "packages", a->block_packages, "seconds",
-                                                a->block_seconds)
+                                    ? json_pack("{s:i, s:I, s:I, s:o, s:i, s:f}", "narrow_outcome",
+                                                a->narrow_outcome, "site", (json_int_t)a->block_site, "block",
+                                                (json_int_t)a->block_index, "chunk",
+                                                a->block_chunked ? json_integer((json_int_t)a->block_chunk)
+                                                                 : json_null(),
+                                                "packages", a->block_packages, "seconds", a->block_seconds)
                                     : json_null());
         json_array_append_new(committee, seat);
     }
@@ -347,7 +363,8 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
 
 enum { O_FAULT = 256, O_AT, O_STEPS, O_MODEL, O_BATCH, O_SEQ, O_SILENT, O_MOVE, O_TIMEOUT, O_KEEP, O_ANVIL, O_JSON,
        O_NODE, O_BLOCK_TIME, O_CONF, O_STORE, O_ARB_METRICS, O_SHARDS, O_RANKS, O_FAULT_SHARD, O_AUD_BACKEND,
-       O_BAND_RULES, O_ARB_CMD, O_ARBITERS, O_LINGER, O_CHALLENGERS, O_REPLAY, O_NARROW, O_WITHHOLD_BLOCK };
+       O_BAND_RULES, O_ARB_CMD, O_ARBITERS, O_LINGER, O_CHALLENGERS, O_REPLAY, O_NARROW, O_WITHHOLD_BLOCK,
+       O_FAULT_OP };
 
 struct devnet_args {
     devnet_opts o;
@@ -418,6 +435,7 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_REPLAY: o->replay_proof = true; break;
     case O_NARROW: o->narrow = true; break;
     case O_WITHHOLD_BLOCK: o->withhold_block = true; break;
+    case O_FAULT_OP: o->fault_op = arg; break;
     case O_JSON: o->json = true; break;
     default: return cli_arg_unknown("devnet", given);
     }
@@ -444,6 +462,7 @@ int cmd_devnet(int argc, char **argv)
         {"replay-proof", no_argument, NULL, O_REPLAY},
         {"narrow", no_argument, NULL, O_NARROW},
         {"withhold-block", no_argument, NULL, O_WITHHOLD_BLOCK},
+        {"fault-op", required_argument, NULL, O_FAULT_OP},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};
     struct devnet_args a = {.o = {.steps = 64, .batch = 4, .seq = 32, .move_timeout = 600, .timeout_s = 900,
                                   .shards = 1, .ranks = 1}};

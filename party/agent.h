@@ -58,6 +58,8 @@ typedef struct {
     bool withhold_block;           /* testing only: never publish its block package */
     const trn_fault *narrow_fault; /* testing only: step K re-executed under this fault (the trainer's
                                       faulty hardware), so that its trace matches its committed state */
+    bool narrow_forge_chain;       /* testing only: at level 4, post a chunk chain whose leaves from the
+                                      middle chunk on (c >= C/2, c < C) are forged */
 } party_agent_opts;
 
 /* Runs until the run is settled (*outcome gets it) or a stop signal

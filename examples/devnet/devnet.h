@@ -38,6 +38,8 @@ typedef enum {
     DEVNET_FALSE_TABLE,        /* a sharded run whose log K carries a false shard table: fraud, no shard named */
     DEVNET_FLIP_OUTPUT,        /* a deep fault: one element of the step's last adamw.param site's output (the
                                   parameter update) flipped in step K (ovt train --inject-fault flip-output) */
+    DEVNET_FORGED_CHAIN,       /* flip-output at the last matmul.bwd.dweight site, and at level 4 the trainer's
+                                  agent posts a chunk chain forged from its middle chunk on */
     DEVNET_FAULT_COUNT
 } devnet_fault;
 
@@ -88,6 +90,8 @@ typedef struct {
                              process and key; --arbiters + N <= 5 (anvil's dev accounts) */
     bool replay_proof;    /* --replay-proof (implied by lazy-auditor): the trainer asks for proof of replay */
     bool withhold_block;  /* --withhold-block: the (honest) auditor never publishes its block package */
+    const char *fault_op; /* --fault-op: the op whose last site flip-output (forged-chain) flips (NULL: the
+                             fault's default, adamw.param (matmul.bwd.dweight)) */
     bool narrow;          /* --narrow (implied by flip-output): OvtNarrow is deployed, the parties play the
                              narrowing of the disputed step and the arbiters rule on its block */
 } devnet_opts;
@@ -101,12 +105,20 @@ typedef struct {
  * record reveal and the state comparison). */
 #define DEVNET_NARROW_ROUNDS 68u
 
-/* flip-output's site and element for a model preset: the step's last
- * adamw.param site (a late site the block engine re-executes; a flip at an
- * earlier site would make the trainer's log, recorded from the flipped
- * values, fraud at a later site), element 40000 (in leaf 2, not the
- * first). OVT_EINVAL for a preset with no known site. */
-int devnet_flip_site(const char *model, uint32_t *site, uint64_t *element) OVT_MUST_USE;
+/* flip-output's site and element for a model preset and o's fault op
+ * (devnet_fault_op): by default the step's last adamw.param site (a late
+ * site the block engine re-executes; a flip at an earlier site would make
+ * the trainer's log, recorded from the flipped values, fraud at a later
+ * site), element 40000 (in leaf 2, not the first); for a batch sum
+ * (matmul.bwd.dweight, matmul.bwd.dbias: level 4) the step's last site of
+ * that op, the middle element of its output. OVT_EINVAL for a preset or
+ * op with no known site. */
+int devnet_flip_site(const devnet_opts *o, uint32_t *site, uint64_t *element) OVT_MUST_USE;
+
+/* Whether o's fault flips a site's output (flip-output, forged-chain), and
+ * the op whose last site it flips. */
+bool devnet_flips_output(const devnet_opts *o);
+const char *devnet_fault_op(const devnet_opts *o);
 
 /* The most outside challengers: anvil's dev accounts after the parties and
  * one arbiter. */
@@ -140,6 +152,8 @@ typedef struct {
     bool ruled_on_block;
     uint64_t block_site, block_index;
     int block_packages;
+    bool block_chunked;         /* level 4: it recomputed chain leaf block_chunk of the block's chunk chain */
+    uint64_t block_chunk;
     double block_seconds;
     int narrow_outcome;         /* the narrowing's outcome it read (1 Narrowed, 5 TrainerLost, ...) */
 } devnet_arbiter;
