@@ -331,7 +331,7 @@ int arb_narrow_evaluate(arb_narrow_result *res, arb_eval *out, arb_narrow_findin
     }
     found->site = ng.item;
     found->block = ng.block;
-    found->chunked = ng.stage == CHAIN_NARROW_STAGE_CHUNKS;
+    found->chunked = ng.stage == CHAIN_NARROW_STAGE_CHUNKS && ng.outcome == CHAIN_NARROW_NARROWED;
     found->chunk = found->chunked ? ng.chunk : 0;
     memcpy(found->op, ng.op.b, 32);
     found->op[32] = '\0';

@@ -34,7 +34,7 @@ typedef enum {
 typedef struct {
     chain_narrow_outcome outcome;
     uint64_t site, block;
-    bool chunked;           /* level 4: the narrowing ended in stage Chunks, at chain leaf `chunk` */
+    bool chunked;           /* level 4: the narrowing ended Narrowed in stage Chunks, at chain leaf `chunk` */
     uint64_t chunk;
     char op[33];
     ovt_hash recomputed;    /* the recomputed leaf of the block (outcome Narrowed) */

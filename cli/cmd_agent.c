@@ -54,11 +54,15 @@ static void usage(FILE *f)
             "  --narrow-fault-site S --narrow-fault-element E  trainer: re-execute step K for the\n"
             "                       narrowing with flip-output at site S, element E (what its run\n"
             "                       was trained with: `ovt train --inject-fault flip-output`)\n"
+            "  --narrow-forge-chain trainer: at level 4 post a chunk chain forged from its middle\n"
+            "                       chunk on (leaves C/2 .. C-1), which the arbiters' recomputation\n"
+            "                       of that chunk refutes\n"
+            "  --narrow-no-chain    trainer: at level 4 post no chunk chain (it loses by silence)\n"
             "  -h, --help           this help\n");
 }
 
 enum { O_ROLE = 256, O_RUN_ID, O_RUN, O_STORE, O_DATA, O_STATE_DIR, O_POLL, O_JSON, O_WITHHOLD, O_METRICS, O_GAME,
-       O_DEFEND, O_NARROW, O_NARROW_SITE, O_NARROW_ELEMENT, O_NARROW_FORGE };
+       O_DEFEND, O_NARROW, O_NARROW_SITE, O_NARROW_ELEMENT, O_NARROW_FORGE, O_NARROW_NO_CHAIN };
 
 struct agent_args {
     party_agent_play_opts po;
@@ -107,6 +111,7 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
         a->have_site = true;
         break;
     case O_NARROW_FORGE: o->narrow_forge_chain = true; break;
+    case O_NARROW_NO_CHAIN: o->narrow_no_chain = true; break;
     case O_NARROW_ELEMENT:
         rv = ovt_parse_u64(&a->fault.element, flag, arg, 0, UINT64_MAX / 2);
         a->have_element = true;
@@ -136,6 +141,7 @@ int cmd_agent(int argc, char **argv)
         {"narrow-fault-site", required_argument, NULL, O_NARROW_SITE},
         {"narrow-fault-element", required_argument, NULL, O_NARROW_ELEMENT},
         {"narrow-forge-chain", no_argument, NULL, O_NARROW_FORGE},
+        {"narrow-no-chain", no_argument, NULL, O_NARROW_NO_CHAIN},
         {NULL, 0, NULL, 0}};
     struct agent_args a;
     memset(&a, 0, sizeof a);
@@ -158,8 +164,9 @@ int cmd_agent(int argc, char **argv)
     if (a.have_site != a.have_element || ((a.have_site || a.have_element) && (!o->is_trainer || !o->narrow)))
         return cli_usage_error("agent", "--narrow-fault-site and --narrow-fault-element go together, with "
                                         "--role trainer and --narrow");
-    if (o->narrow_forge_chain && (!o->is_trainer || !o->narrow))
-        return cli_usage_error("agent", "--narrow-forge-chain goes with --role trainer and --narrow");
+    if ((o->narrow_forge_chain || o->narrow_no_chain) && (!o->is_trainer || !o->narrow))
+        return cli_usage_error("agent", "--narrow-forge-chain and --narrow-no-chain go with --role trainer and "
+                                        "--narrow");
     if (a.have_site) {
         a.fault.kind = TRN_FAULT_FLIP_OUTPUT; /* its step is set when the narrowing knows K */
         o->narrow_fault = &a.fault;

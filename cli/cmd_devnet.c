@@ -238,9 +238,11 @@ static json_t *narrow_json(const devnet_opts *o, const devnet_result *r)
                                                 (json_int_t)g->item, "op", op, "block",
                                                 g->block == CHAIN_NARROW_NO_BLOCK ? json_null()
                                                                                   : json_integer((json_int_t)g->block),
-                                                /* level 4: the chain leaf found (null before stage Chunks) */
+                                                /* level 4: the chain leaf found (null unless Narrowed in
+                                                   stage Chunks) */
                                                 "chunk",
-                                                g->stage == CHAIN_NARROW_STAGE_CHUNKS
+                                                g->stage == CHAIN_NARROW_STAGE_CHUNKS &&
+                                                        g->outcome == CHAIN_NARROW_NARROWED
                                                     ? json_integer((json_int_t)g->chunk)
                                                     : json_null(),
                                                 "trainer_chunks", (json_int_t)g->trainer_side.chunks,

@@ -131,6 +131,7 @@ struct agent {
     bool has_sites;
     party_narrow_step narrow; /* step K re-executed with its trace, once the narrowing needs it */
     bool narrow_loaded, narrow_over, narrow_uploaded;
+    bool narrow_said_no_chain; /* --narrow-no-chain logged once */
     char dir[4096];
     json_t *state; /* {"role", "run_id", "published", "sent": [...], "outcome"} */
 };
@@ -477,6 +478,15 @@ static int narrow_turn(struct agent *a, const chain_arb_game *g, uint64_t now, i
         a->narrow.forge_chain = o->narrow_forge_chain;
     }
     chain_narrow_party party = party_narrow_party(&a->narrow, o->is_trainer, ng.moved == 0);
+    if (o->narrow_no_chain) {
+        party.chunk_leaves = NULL; /* a party without level 4: it posts no chain */
+        if (ng.stage == CHAIN_NARROW_STAGE_CHUNKS && !a->narrow_said_no_chain) {
+            agent_log(a, "narrow_no_chain", json_pack("{s:I}", "block", (json_int_t)ng.block),
+                      "not posting the chunk chain of block %llu of site %llu (--narrow-no-chain)",
+                      (unsigned long long)ng.block, (unsigned long long)ng.item);
+            a->narrow_said_no_chain = true;
+        }
+    }
     chain_narrow_move mv;
     chain_receipt r;
     memset(&r, 0, sizeof r);

@@ -60,6 +60,7 @@ typedef struct {
                                       faulty hardware), so that its trace matches its committed state */
     bool narrow_forge_chain;       /* testing only: at level 4, post a chunk chain whose leaves from the
                                       middle chunk on (c >= C/2, c < C) are forged */
+    bool narrow_no_chain;          /* testing only: at level 4, post no chunk chain (it loses by silence) */
 } party_agent_opts;
 
 /* Runs until the run is settled (*outcome gets it) or a stop signal

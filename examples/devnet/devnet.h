@@ -40,6 +40,8 @@ typedef enum {
                                   parameter update) flipped in step K (ovt train --inject-fault flip-output) */
     DEVNET_FORGED_CHAIN,       /* flip-output at the last matmul.bwd.dweight site, and at level 4 the trainer's
                                   agent posts a chunk chain forged from its middle chunk on */
+    DEVNET_NO_CHAIN,           /* flip-output at the last matmul.bwd.dweight site, and at level 4 the trainer's
+                                  agent posts no chunk chain: it loses the narrowing by silence */
     DEVNET_FAULT_COUNT
 } devnet_fault;
 

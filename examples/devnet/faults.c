@@ -69,16 +69,22 @@ static const struct {
                              "                      the trainer posts a chunk chain forged from its middle chunk on:\n"
                              "                      the arbiters recompute that chunk (needs C >= 2 chunks: e.g.\n"
                              "                      --batch 8 --seq 64)"},
+    [DEVNET_NO_CHAIN] = {"no-chain", CHAIN_ARB_AUDITOR_RIGHT,
+                         "flip-output at the last matmul.bwd.dweight site (--fault-op), and at level 4\n"
+                         "                      the trainer posts no chunk chain: the devnet moves anvil's clock past\n"
+                         "                      the move deadline and the trainer loses the narrowing by silence"},
 };
 
 bool devnet_flips_output(const devnet_opts *o)
 {
-    return o->fault == DEVNET_FLIP_OUTPUT || o->fault == DEVNET_FORGED_CHAIN;
+    return o->fault == DEVNET_FLIP_OUTPUT || o->fault == DEVNET_FORGED_CHAIN || o->fault == DEVNET_NO_CHAIN;
 }
 
 const char *devnet_fault_op(const devnet_opts *o)
 {
-    return o->fault_op ? o->fault_op : o->fault == DEVNET_FORGED_CHAIN ? "matmul.bwd.dweight" : "adamw.param";
+    return o->fault_op                   ? o->fault_op
+           : o->fault == DEVNET_FLIP_OUTPUT ? "adamw.param"
+                                            : "matmul.bwd.dweight"; /* forged-chain, no-chain: level 4 */
 }
 
 int devnet_flip_site(const devnet_opts *o, uint32_t *site, uint64_t *element)
@@ -246,7 +252,7 @@ int devnet_fault_parse(devnet_fault *out, const char *name)
     return ovt_fail(OVT_EINVAL, "unknown fault '%s' (none, bitflip, poisoned-batch, skipped-step, forged-log, "
                                 "withheld-inputs, lying-auditor, omitted-log, bitflip-shard, hidden-flip, "
                                 "lying-arbiter, silent-arbiter, colluding-arbiters, lying-challenger, "
-                                "colluding-auditor, lazy-auditor, false-table, flip-output, forged-chain)",
+                                "colluding-auditor, lazy-auditor, false-table, flip-output, forged-chain, no-chain)",
                     name);
 }
 
@@ -307,9 +313,11 @@ int devnet_opts_check(devnet_opts *o, bool have_at, bool have_fault_shard)
         return ovt_fail(OVT_EINVAL, "--fault-op goes with --fault flip-output or forged-chain");
     if (devnet_flips_output(o) && devnet_flip_site(o, &flip_site, &flip_element))
         return -1;
-    if (o->fault == DEVNET_FORGED_CHAIN && strcmp(devnet_fault_op(o), "adamw.param") == 0)
-        return ovt_fail(OVT_EINVAL, "--fault forged-chain forges a chunk chain: its --fault-op must be a batch sum "
-                                    "(matmul.bwd.dweight, matmul.bwd.dbias)");
+    if ((o->fault == DEVNET_FORGED_CHAIN || o->fault == DEVNET_NO_CHAIN) &&
+        strcmp(devnet_fault_op(o), "adamw.param") == 0)
+        return ovt_fail(OVT_EINVAL, "--fault %s plays level 4, a chunk chain: its --fault-op must be a batch sum "
+                                    "(matmul.bwd.dweight, matmul.bwd.dbias)",
+                        faults[o->fault].name);
     if (devnet_flips_output(o))
         o->narrow = true; /* the deep fault is what the narrowing is for */
     if (o->withhold_block && !o->narrow)

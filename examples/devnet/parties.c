@@ -138,7 +138,8 @@ int devnet_run_train(struct devnet *d)
         [DEVNET_BITFLIP_SHARD] = "bitflip-shard", [DEVNET_HIDDEN_FLIP] = "hidden-flip",
         [DEVNET_LYING_ARBITER] = "bitflip", [DEVNET_SILENT_ARBITER] = "bitflip", [DEVNET_COLLUDING_ARBITERS] = "bitflip",
         [DEVNET_COLLUDING_AUDITOR] = "bitflip", [DEVNET_FALSE_TABLE] = "false-table",
-        [DEVNET_FLIP_OUTPUT] = "flip-output", [DEVNET_FORGED_CHAIN] = "flip-output"};
+        [DEVNET_FLIP_OUTPUT] = "flip-output", [DEVNET_FORGED_CHAIN] = "flip-output",
+        [DEVNET_NO_CHAIN] = "flip-output"};
     if (o->band_rules) {
         arg(&c, "--band-rules");
         arg(&c, "%u", o->band_rules);
@@ -251,6 +252,8 @@ int devnet_start_trainer_agent(struct devnet *d)
     }
     if (d->o->fault == DEVNET_FORGED_CHAIN)
         arg(&c, "--narrow-forge-chain");
+    if (d->o->fault == DEVNET_NO_CHAIN)
+        arg(&c, "--narrow-no-chain");
     if (d->o->narrow && devnet_flips_output(d->o)) {
         arg(&c, "--narrow-fault-site");
         arg(&c, "%u", d->r->fault_site);
