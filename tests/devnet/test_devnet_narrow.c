@@ -14,7 +14,19 @@
  * back: getNarrow after the settlement, the Settled credits, every
  * transaction and the revealed ballots); the devnet waits on chain events,
  * not sleeps. Prints the figures of docs/bench-chain.md ("A whole
- * three-level dispute"). */
+ * three-level dispute").
+ *
+ * Level 4 (the chunk chain of a batch sum's leaf, docs/contract.md "Level
+ * 4"): chunk-gpt2-tiny, chunk-llama-tiny flip the last matmul.bwd.dweight
+ * site's output instead (--fault-op) on a batch of N = 8 x 64 = 512 rows
+ * (C = 4 chunks): the parties' chains differ only at their last leaf (the
+ * final rounding), the narrowing ends in stage Chunks at chunk C and each
+ * seat recomputes that chain leaf; chunk-forged: the trainer forges its
+ * chain from chunk C/2 = 2 on (--fault forged-chain), the narrowing ends at
+ * chunk 2, the trainer's package is refused (its chain is not the one it
+ * posted) and the auditor's decides; chunk-no-chain: the trainer posts no
+ * chain and loses the narrowing by silence. Prints the figures of
+ * docs/bench-chain.md ("A four-level dispute"). */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +47,8 @@ static json_int_t num(const json_t *j, const char *key)
 /* Gas and count of the narrowing's transactions (OvtNarrow's calls). */
 static void narrowing_figures(const json_t *j, const char *model)
 {
-    static const char *const calls[] = {"startNarrow", "postTrace", "descend", "revealRecord", "compareStates"};
+    static const char *const calls[] = {"startNarrow", "postTrace", "descend", "revealRecord", "compareStates",
+                                        "postChunks"};
     json_int_t gas = 0, moves = 0, all_gas = 0, all = 0;
     size_t i;
     const json_t *t;
@@ -132,6 +145,105 @@ static void test_model(const char *model, int withheld)
     json_decref(j);
 }
 
+/* Level 4's moves and gas: the chain posts and the descents after the
+ * first of them (the ledger is in chain order). */
+static void chunk_figures(const json_t *j, const char *name)
+{
+    json_int_t moves = 0, gas = 0;
+    int level4 = 0;
+    size_t i;
+    const json_t *t;
+    json_array_foreach(json_object_get(j, "transactions"), i, t)
+    {
+        const char *call = str(t, "call");
+        level4 |= !strcmp(call, "postChunks");
+        if (level4 && (!strcmp(call, "postChunks") || !strcmp(call, "descend"))) {
+            moves++;
+            gas += num(t, "gas_used");
+        }
+    }
+    printf("figures %s: level 4 (chunk chain) %lld moves, %lld gas\n", name, (long long)moves, (long long)gas);
+}
+
+/* kind: gpt2-tiny, llama-tiny (flip-output at the last matmul.bwd.dweight
+ * site), forged (forged-chain) or no-chain (see the top). */
+static void test_chunk(const char *kind)
+{
+    int forged = !strcmp(kind, "forged"), silent = !strcmp(kind, "no-chain");
+    const char *model = forged || silent ? "gpt2-tiny" : kind;
+    char *argv[] = {ovt, "devnet", "--json", "--fault", forged ? "forged-chain" : silent ? "no-chain" : "flip-output",
+                    "--fault-op", "matmul.bwd.dweight", "--model", (char *)model, "--batch", "8", "--seq", "64",
+                    "--steps", "8", "--at", "5", "--arbiters", silent ? "1" : "3", "--timeout", "600", NULL};
+    char *text = NULL;
+    int st = tsup_run(argv, &text);
+    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+    if (!j)
+        fprintf(stderr, "ovt devnet printed no JSON: %s\n", text ? text : "(nothing)");
+    free(text);
+    CHECK_EQ_U64(st, 0);
+    if (!j)
+        return;
+    CHECK_MSG(!strcmp(str(j, "outcome"), "auditor-right"), "outcome %s", str(j, "outcome"));
+    CHECK(json_is_true(json_object_get(j, "as_expected")));
+    CHECK_EQ_U64(num(j, "step"), 5);
+    CHECK(!strcmp(str(j, "wrong_party"), "trainer"));
+    const json_t *credits = json_object_get(j, "settled_credits");
+    CHECK_MSG(!strcmp(str(credits, "auditor"), TWO_ETH), "auditor credited %s", str(credits, "auditor"));
+    CHECK_MSG(!strcmp(str(credits, "trainer"), "0"), "trainer credited %s", str(credits, "trainer"));
+    const json_t *n = json_object_get(j, "narrow"), *end = json_object_get(n, "end"),
+                 *fault = json_object_get(n, "fault");
+    CHECK(end && fault);
+    if (!end || !fault) {
+        json_decref(j);
+        return;
+    }
+    /* level 3 ended on the flipped site's leaf, a batch sum: stage Chunks (4) */
+    CHECK_EQ_U64(num(end, "phase"), 4);
+    CHECK_EQ_U64(num(end, "outcome"), silent ? 5 : 1); /* TrainerLost / Narrowed */
+    CHECK_EQ_U64(num(end, "stage"), 4);
+    CHECK_EQ_U64(num(end, "step"), 5);
+    CHECK_EQ_U64(num(end, "site"), num(fault, "site"));
+    CHECK_EQ_U64(num(end, "block"), num(fault, "block"));
+    CHECK_MSG(!strcmp(str(end, "op"), "matmul.bwd.dweight"), "op %s", str(end, "op"));
+    /* N = 512 rows: C = 4 chunks, chains of C + 1 = 5 leaves */
+    CHECK_EQ_U64(num(end, "auditor_chunks"), 5);
+    CHECK_EQ_U64(num(end, "trainer_chunks"), silent ? 0 : 5);
+    json_int_t chunk = forged ? 2 : 4; /* the forged middle, or the final step (leaf C) */
+    if (silent)
+        CHECK(json_is_null(json_object_get(end, "chunk")));
+    else
+        CHECK_EQ_U64(num(end, "chunk"), chunk);
+    CHECK_EQ_U64(count_calls(j, "postChunks", "auditor"), 1);
+    CHECK_EQ_U64(count_calls(j, "postChunks", "trainer"), silent ? 0 : 1);
+    CHECK_EQ_U64(count_calls(j, "timeout", NULL), silent ? 1 : 0); /* claimed by either party: the trainer lost */
+    CHECK(!strcmp(str(j, "committee_check"), ""));
+    const json_t *arbs = json_object_get(j, "arbiters");
+    CHECK_EQ_U64(json_array_size(arbs), silent ? 1 : 3);
+    for (size_t k = 0; k < json_array_size(arbs); k++) {
+        const json_t *a = json_array_get(arbs, k);
+        CHECK_MSG(!strcmp(str(a, "verdict"), "auditor-right"), "%s revealed %s", str(a, "name"), str(a, "verdict"));
+        CHECK(!strcmp(str(a, "evidence"), str(json_array_get(arbs, 0), "evidence")));
+        const json_t *b = json_object_get(a, "block");
+        CHECK_MSG(json_is_object(b), "%s did not rule from the narrowing", str(a, "name"));
+        CHECK_EQ_U64(num(b, "narrow_outcome"), silent ? 5 : 1);
+        if (silent)
+            continue;
+        /* ... from chain leaf `chunk` recomputed: both packages, or the auditor's alone when the trainer's
+           chain is not the one it posted */
+        CHECK_EQ_U64(num(b, "site"), num(fault, "site"));
+        CHECK_EQ_U64(num(b, "block"), num(fault, "block"));
+        CHECK_EQ_U64(num(b, "chunk"), chunk);
+        CHECK_EQ_U64(num(b, "packages"), forged ? 1 : 2);
+        printf("figures chunk-%s: %s recomputed chunk %lld in %.3f s\n", kind, str(a, "name"), (long long)chunk,
+               json_real_value(json_object_get(b, "seconds")));
+    }
+    char name[64];
+    snprintf(name, sizeof name, "chunk-%s", kind);
+    narrowing_figures(j, name);
+    chunk_figures(j, name);
+    json_decref(j);
+}
+
 /* A party that cannot play the narrowing (its committed state K is not
  * what its step re-executes to: bitflip's trainer, whose bit flips after
  * the step; the lying auditor, whose stateHashes are made up) never moves
@@ -168,12 +280,23 @@ int main(int argc, char **argv)
     const char *bin = getenv("OVT_BINARY_DIR");
     if (!bin || argc != 2 ||
         (strcmp(argv[1], "gpt2-tiny") && strcmp(argv[1], "llama-tiny") && strcmp(argv[1], "resnet-mini") &&
-         strcmp(argv[1], "gpt2-tiny-withheld") && strcmp(argv[1], "lost"))) {
-        fprintf(stderr, "usage: OVT_BINARY_DIR=... %s gpt2-tiny|llama-tiny|resnet-mini|gpt2-tiny-withheld|lost\n",
+         strcmp(argv[1], "gpt2-tiny-withheld") && strcmp(argv[1], "lost") && strncmp(argv[1], "chunk-", 6))) {
+        fprintf(stderr, "usage: OVT_BINARY_DIR=... %s gpt2-tiny|llama-tiny|resnet-mini|gpt2-tiny-withheld|lost|"
+                        "chunk-gpt2-tiny|chunk-llama-tiny|chunk-forged|chunk-no-chain\n",
                 argv[0]);
         return 2;
     }
     snprintf(ovt, sizeof ovt, "%s/ovt", bin);
+    if (!strncmp(argv[1], "chunk-", 6)) {
+        const char *kind = argv[1] + 6;
+        if (strcmp(kind, "gpt2-tiny") && strcmp(kind, "llama-tiny") && strcmp(kind, "forged") &&
+            strcmp(kind, "no-chain")) {
+            fprintf(stderr, "unknown level-4 test %s\n", argv[1]);
+            return 2;
+        }
+        CHECK_RUN(test_chunk(kind));
+        return check_done();
+    }
     if (!strcmp(argv[1], "lost")) {
         CHECK_RUN(test_lost("bitflip", "auditor-right", "auditor", 5));
         CHECK_RUN(test_lost("lying-auditor", "trainer-right", "trainer", 6));
