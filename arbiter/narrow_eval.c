@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "arbiter/block.h"
+#include "arbiter/block_chunk.h"
 #include "arbiter/block_file.h"
 #include "chain/clock.h"
 #include "common/tree.h"
@@ -258,6 +259,56 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
     return 0;
 }
 
+/* Level 4 ended CountsDiffer: the parties' chains have different leaf
+ * counts. The right count is ceil(N / 128) + 1, N from the agreed record
+ * (revealed at level 2; the records agree apart from their output roots);
+ * the party whose count is not that is wrong. Both wrong, or no record:
+ * the whole step. */
+static int chunk_counts(arb_narrow_result *res, arb_eval *out, const chain_narrow *n, const ovt_hash *game_id,
+                        const chain_narrow_game *ng, const chain_arb_game *g, const trn_run_config *rc,
+                        uint64_t from_block, uint64_t to_block, char *note, size_t cap)
+{
+    chain_narrow_evidence ev;
+    int rv = chain_narrow_get_evidence(n, game_id, ng, from_block, to_block, &ev);
+    if (rv)
+        return rv;
+    int k = ev.record[0] ? 0 : 1;
+    arb_block_task task = {.config = rc, .step = ng->step, .leaf = ng->block};
+    arb_block_read *reads = NULL;
+    arb_chunk_info info;
+    if (!ev.record[k]) {
+        say(note, cap, "the chunk chains' counts differ, and no record was revealed: the whole step");
+    } else if (arb_block_record_task(&task, &reads, ev.record[k], ev.record_len[k]) ||
+               arb_chunk_info_of(&task, &info)) {
+        say(note, cap, "the chunk chains' counts differ, and the record gives no count (%s): the whole step",
+            ovt_errmsg());
+        ovt_err_clear();
+    } else {
+        uint64_t want = info.chunks + 1, t = ng->trainer_side.chunks, a = ng->auditor_side.chunks;
+        if ((t == want) == (a == want)) {
+            say(note, cap, "the chunk chains' counts differ (trainer %llu, auditor %llu) and neither is %llu "
+                           "(N = %llu rows): the whole step",
+                (unsigned long long)t, (unsigned long long)a, (unsigned long long)want,
+                (unsigned long long)info.rows);
+        } else {
+            memset(out, 0, sizeof *out);
+            arb_basis_of(&out->basis, g);
+            out->exec = ARB_EXEC_OK;
+            out->shards = 1;
+            out->shard_differs = -1;
+            out->leaf = t == want ? g->trainer_node : g->auditor_node;
+            say(note, cap, "the %s's chunk chain has %llu leaves, not the %llu that N = %llu rows make "
+                           "(ceil(N / 128) + 1)",
+                t == want ? "auditor" : "trainer", (unsigned long long)(t == want ? a : t),
+                (unsigned long long)want, (unsigned long long)info.rows);
+            *res = ARB_NARROW_DECIDED;
+        }
+    }
+    free(reads);
+    chain_narrow_evidence_free(&ev);
+    return 0;
+}
+
 int arb_narrow_evaluate(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *found, store_ctx *store,
                         const chain_narrow *n, const ovt_hash *game_id, const chain_arb_params *run,
                         const chain_arb_game *g, uint64_t now, uint64_t wait_until, uint64_t *ended_seen,
@@ -346,6 +397,8 @@ int arb_narrow_evaluate(arb_narrow_result *res, arb_eval *out, arb_narrow_findin
         *res = ARB_NARROW_DECIDED;
         return 0;
     }
+    if (ng.outcome == CHAIN_NARROW_COUNTS_DIFFER && ng.stage == CHAIN_NARROW_STAGE_CHUNKS)
+        return chunk_counts(res, out, n, game_id, &ng, g, &rc, from_block, to_block, note, cap);
     if (ng.outcome != CHAIN_NARROW_NARROWED || ng.item_stage != CHAIN_NARROW_STAGE_TRACE) {
         say(note, cap, "the narrowing ended without a block of a site (outcome %d): the whole step", (int)ng.outcome);
         return 0;

@@ -58,11 +58,13 @@ static void usage(FILE *f)
             "                       chunk on (leaves C/2 .. C-1), which the arbiters' recomputation\n"
             "                       of that chunk refutes\n"
             "  --narrow-no-chain    trainer: at level 4 post no chunk chain (it loses by silence)\n"
+            "  --narrow-chain-extra-leaf  trainer: at level 4 post a chunk chain of C + 2 leaves (its\n"
+            "                       first leaf twice): the counts differ and the arbiters rule it wrong\n"
             "  -h, --help           this help\n");
 }
 
 enum { O_ROLE = 256, O_RUN_ID, O_RUN, O_STORE, O_DATA, O_STATE_DIR, O_POLL, O_JSON, O_WITHHOLD, O_METRICS, O_GAME,
-       O_DEFEND, O_NARROW, O_NARROW_SITE, O_NARROW_ELEMENT, O_NARROW_FORGE, O_NARROW_NO_CHAIN };
+       O_DEFEND, O_NARROW, O_NARROW_SITE, O_NARROW_ELEMENT, O_NARROW_FORGE, O_NARROW_NO_CHAIN, O_NARROW_EXTRA };
 
 struct agent_args {
     party_agent_play_opts po;
@@ -110,7 +112,8 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
         rv = ovt_parse_u32(&a->fault.site, flag, arg, 0, UINT32_MAX - 1);
         a->have_site = true;
         break;
-    case O_NARROW_FORGE: o->narrow_forge_chain = true; break;
+    case O_NARROW_FORGE: o->narrow_forge_chain = PARTY_CHAIN_FORGED_MIDDLE; break;
+    case O_NARROW_EXTRA: o->narrow_forge_chain = PARTY_CHAIN_EXTRA_LEAF; break;
     case O_NARROW_NO_CHAIN: o->narrow_no_chain = true; break;
     case O_NARROW_ELEMENT:
         rv = ovt_parse_u64(&a->fault.element, flag, arg, 0, UINT64_MAX / 2);
@@ -142,6 +145,7 @@ int cmd_agent(int argc, char **argv)
         {"narrow-fault-element", required_argument, NULL, O_NARROW_ELEMENT},
         {"narrow-forge-chain", no_argument, NULL, O_NARROW_FORGE},
         {"narrow-no-chain", no_argument, NULL, O_NARROW_NO_CHAIN},
+        {"narrow-chain-extra-leaf", no_argument, NULL, O_NARROW_EXTRA},
         {NULL, 0, NULL, 0}};
     struct agent_args a;
     memset(&a, 0, sizeof a);
@@ -165,8 +169,8 @@ int cmd_agent(int argc, char **argv)
         return cli_usage_error("agent", "--narrow-fault-site and --narrow-fault-element go together, with "
                                         "--role trainer and --narrow");
     if ((o->narrow_forge_chain || o->narrow_no_chain) && (!o->is_trainer || !o->narrow))
-        return cli_usage_error("agent", "--narrow-forge-chain and --narrow-no-chain go with --role trainer and "
-                                        "--narrow");
+        return cli_usage_error("agent", "--narrow-forge-chain, --narrow-chain-extra-leaf and --narrow-no-chain go "
+                                        "with --role trainer and --narrow");
     if (a.have_site) {
         a.fault.kind = TRN_FAULT_FLIP_OUTPUT; /* its step is set when the narrowing knows K */
         o->narrow_fault = &a.fault;

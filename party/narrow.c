@@ -196,18 +196,20 @@ static int chunk_leaves(void *ctx, uint64_t site, uint64_t block, ovt_hash **lea
         if (rv)
             return rv;
         uint64_t C = p->chain.info.chunks;
-        for (uint64_t c = C / 2; p->forge_chain && c < C; c++)
+        for (uint64_t c = C / 2; p->forge_chain == PARTY_CHAIN_FORGED_MIDDLE && c < C; c++)
             p->chain.leaves[c].b[31] ^= 0x5a; /* a lie from the middle of the chain on; leaf C stays */
         p->has_chain = true;
         p->chain_site = site;
         p->chain_block = block;
         p->chain_differs = differs;
     }
-    size_t count = (size_t)p->chain.info.chunks + 1;
-    if (!(*leaves = malloc(count * sizeof **leaves)))
-        return ovt_fail(OVT_ENOMEM, "out of memory for %zu chain leaves", count);
-    memcpy(*leaves, p->chain.leaves, count * sizeof **leaves);
-    *n = count;
+    size_t count = (size_t)p->chain.info.chunks + 1, extra = p->forge_chain == PARTY_CHAIN_EXTRA_LEAF;
+    if (!(*leaves = malloc((count + extra) * sizeof **leaves)))
+        return ovt_fail(OVT_ENOMEM, "out of memory for %zu chain leaves", count + extra);
+    if (extra) /* a count off by one: leaf 0 twice */
+        (*leaves)[0] = p->chain.leaves[0];
+    memcpy(*leaves + extra, p->chain.leaves, count * sizeof **leaves);
+    *n = count + extra;
     return 0;
 }
 

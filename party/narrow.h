@@ -24,6 +24,13 @@
 #include "trainer/layout.h"
 #include "trainer/state.h"
 
+/* Testing only: how a lying party's chunk chain differs from its own. */
+typedef enum {
+    PARTY_CHAIN_HONEST = 0,
+    PARTY_CHAIN_FORGED_MIDDLE, /* leaves c >= C/2 (c < C) altered; the count and leaf C kept */
+    PARTY_CHAIN_EXTRA_LEAF     /* one leaf more at its head (C + 2 leaves); leaf C kept last */
+} party_chain_forgery;
+
 typedef struct {
     uint64_t step;
     trn_run_config config;
@@ -46,7 +53,7 @@ typedef struct {
     arb_chunk_chain chain;
     bool chain_differs;      /* the canonical chain's final leaf is not the party's own output leaf:
                                 its output is wrong (for an honest party this cannot happen) */
-    bool forge_chain;        /* testing only: post chain leaves c >= C/2 (c < C) altered */
+    party_chain_forgery forge_chain; /* testing only: a chain posted other than made */
 } party_narrow_step;
 
 /* Re-executes step k >= 1 of the run in dir (its config.bin, steps.bin,

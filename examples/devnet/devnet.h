@@ -42,6 +42,8 @@ typedef enum {
                                   agent posts a chunk chain forged from its middle chunk on */
     DEVNET_NO_CHAIN,           /* flip-output at the last matmul.bwd.dweight site, and at level 4 the trainer's
                                   agent posts no chunk chain: it loses the narrowing by silence */
+    DEVNET_CHAIN_COUNT,        /* flip-output at the last matmul.bwd.dweight site, and at level 4 the trainer's
+                                  agent posts a chain of C + 2 leaves: CountsDiffer, the arbiters rule it wrong */
     DEVNET_FAULT_COUNT
 } devnet_fault;
 

@@ -73,18 +73,24 @@ static const struct {
                          "flip-output at the last matmul.bwd.dweight site (--fault-op), and at level 4\n"
                          "                      the trainer posts no chunk chain: the devnet moves anvil's clock past\n"
                          "                      the move deadline and the trainer loses the narrowing by silence"},
+    [DEVNET_CHAIN_COUNT] = {"chain-count", CHAIN_ARB_AUDITOR_RIGHT,
+                            "flip-output at the last matmul.bwd.dweight site (--fault-op), and at level 4\n"
+                            "                      the trainer posts a chunk chain of C + 2 leaves: the narrowing ends\n"
+                            "                      CountsDiffer and the arbiters rule the count that is not\n"
+                            "                      ceil(N / 128) + 1 wrong"},
 };
 
 bool devnet_flips_output(const devnet_opts *o)
 {
-    return o->fault == DEVNET_FLIP_OUTPUT || o->fault == DEVNET_FORGED_CHAIN || o->fault == DEVNET_NO_CHAIN;
+    return o->fault == DEVNET_FLIP_OUTPUT || o->fault == DEVNET_FORGED_CHAIN || o->fault == DEVNET_NO_CHAIN ||
+           o->fault == DEVNET_CHAIN_COUNT;
 }
 
 const char *devnet_fault_op(const devnet_opts *o)
 {
     return o->fault_op                   ? o->fault_op
            : o->fault == DEVNET_FLIP_OUTPUT ? "adamw.param"
-                                            : "matmul.bwd.dweight"; /* forged-chain, no-chain: level 4 */
+                                            : "matmul.bwd.dweight"; /* forged-chain, ...: level 4 */
 }
 
 int devnet_flip_site(const devnet_opts *o, uint32_t *site, uint64_t *element)
@@ -252,7 +258,7 @@ int devnet_fault_parse(devnet_fault *out, const char *name)
     return ovt_fail(OVT_EINVAL, "unknown fault '%s' (none, bitflip, poisoned-batch, skipped-step, forged-log, "
                                 "withheld-inputs, lying-auditor, omitted-log, bitflip-shard, hidden-flip, "
                                 "lying-arbiter, silent-arbiter, colluding-arbiters, lying-challenger, "
-                                "colluding-auditor, lazy-auditor, false-table, flip-output, forged-chain, no-chain)",
+                                "colluding-auditor, lazy-auditor, false-table, flip-output, forged-chain, no-chain, chain-count)",
                     name);
 }
 
@@ -313,7 +319,7 @@ int devnet_opts_check(devnet_opts *o, bool have_at, bool have_fault_shard)
         return ovt_fail(OVT_EINVAL, "--fault-op goes with --fault flip-output or forged-chain");
     if (devnet_flips_output(o) && devnet_flip_site(o, &flip_site, &flip_element))
         return -1;
-    if ((o->fault == DEVNET_FORGED_CHAIN || o->fault == DEVNET_NO_CHAIN) &&
+    if ((o->fault == DEVNET_FORGED_CHAIN || o->fault == DEVNET_NO_CHAIN || o->fault == DEVNET_CHAIN_COUNT) &&
         strcmp(devnet_fault_op(o), "adamw.param") == 0)
         return ovt_fail(OVT_EINVAL, "--fault %s plays level 4, a chunk chain: its --fault-op must be a batch sum "
                                     "(matmul.bwd.dweight, matmul.bwd.dbias)",

@@ -139,7 +139,7 @@ int devnet_run_train(struct devnet *d)
         [DEVNET_LYING_ARBITER] = "bitflip", [DEVNET_SILENT_ARBITER] = "bitflip", [DEVNET_COLLUDING_ARBITERS] = "bitflip",
         [DEVNET_COLLUDING_AUDITOR] = "bitflip", [DEVNET_FALSE_TABLE] = "false-table",
         [DEVNET_FLIP_OUTPUT] = "flip-output", [DEVNET_FORGED_CHAIN] = "flip-output",
-        [DEVNET_NO_CHAIN] = "flip-output"};
+        [DEVNET_NO_CHAIN] = "flip-output", [DEVNET_CHAIN_COUNT] = "flip-output"};
     if (o->band_rules) {
         arg(&c, "--band-rules");
         arg(&c, "%u", o->band_rules);
@@ -254,6 +254,8 @@ int devnet_start_trainer_agent(struct devnet *d)
         arg(&c, "--narrow-forge-chain");
     if (d->o->fault == DEVNET_NO_CHAIN)
         arg(&c, "--narrow-no-chain");
+    if (d->o->fault == DEVNET_CHAIN_COUNT)
+        arg(&c, "--narrow-chain-extra-leaf");
     if (d->o->narrow && devnet_flips_output(d->o)) {
         arg(&c, "--narrow-fault-site");
         arg(&c, "%u", d->r->fault_site);

@@ -25,7 +25,9 @@
  * chain from chunk C/2 = 2 on (--fault forged-chain), the narrowing ends at
  * chunk 2, the trainer's package is refused (its chain is not the one it
  * posted) and the auditor's decides; chunk-no-chain: the trainer posts no
- * chain and loses the narrowing by silence. Prints the figures of
+ * chain and loses the narrowing by silence; chunk-count: the trainer posts
+ * a chain of C + 2 leaves, the narrowing ends CountsDiffer in stage Chunks
+ * and the arbiter rules from the counts (C + 1 from the record's N). Prints the figures of
  * docs/bench-chain.md ("A four-level dispute"). */
 #include <jansson.h>
 #include <stdlib.h>
@@ -169,11 +171,12 @@ static void chunk_figures(const json_t *j, const char *name)
  * site), forged (forged-chain) or no-chain (see the top). */
 static void test_chunk(const char *kind)
 {
-    int forged = !strcmp(kind, "forged"), silent = !strcmp(kind, "no-chain");
-    const char *model = forged || silent ? "gpt2-tiny" : kind;
-    char *argv[] = {ovt, "devnet", "--json", "--fault", forged ? "forged-chain" : silent ? "no-chain" : "flip-output",
-                    "--fault-op", "matmul.bwd.dweight", "--model", (char *)model, "--batch", "8", "--seq", "64",
-                    "--steps", "8", "--at", "5", "--arbiters", silent ? "1" : "3", "--timeout", "600", NULL};
+    int forged = !strcmp(kind, "forged"), silent = !strcmp(kind, "no-chain"), count = !strcmp(kind, "count");
+    const char *model = forged || silent || count ? "gpt2-tiny" : kind;
+    const char *fault_name = forged ? "forged-chain" : silent ? "no-chain" : count ? "chain-count" : "flip-output";
+    char *argv[] = {ovt, "devnet", "--json", "--fault", (char *)fault_name, "--fault-op", "matmul.bwd.dweight", "--model",
+                    (char *)model, "--batch", "8", "--seq", "64", "--steps", "8", "--at", "5", "--arbiters",
+                    silent || count ? "1" : "3", "--timeout", "600", NULL};
     char *text = NULL;
     int st = tsup_run(argv, &text);
     json_t *j = text ? json_loads(text, 0, NULL) : NULL;
@@ -199,7 +202,8 @@ static void test_chunk(const char *kind)
     }
     /* level 3 ended on the flipped site's leaf, a batch sum: stage Chunks (4) */
     CHECK_EQ_U64(num(end, "phase"), 4);
-    CHECK_EQ_U64(num(end, "outcome"), silent ? 5 : 1); /* TrainerLost / Narrowed */
+    json_int_t outcome = silent ? 5 : count ? 3 : 1; /* TrainerLost, CountsDiffer, Narrowed */
+    CHECK_EQ_U64(num(end, "outcome"), outcome);
     CHECK_EQ_U64(num(end, "stage"), 4);
     CHECK_EQ_U64(num(end, "step"), 5);
     CHECK_EQ_U64(num(end, "site"), num(fault, "site"));
@@ -207,9 +211,9 @@ static void test_chunk(const char *kind)
     CHECK_MSG(!strcmp(str(end, "op"), "matmul.bwd.dweight"), "op %s", str(end, "op"));
     /* N = 512 rows: C = 4 chunks, chains of C + 1 = 5 leaves */
     CHECK_EQ_U64(num(end, "auditor_chunks"), 5);
-    CHECK_EQ_U64(num(end, "trainer_chunks"), silent ? 0 : 5);
+    CHECK_EQ_U64(num(end, "trainer_chunks"), silent ? 0 : count ? 6 : 5);
     json_int_t chunk = forged ? 2 : 4; /* the forged middle, or the final step (leaf C) */
-    if (silent)
+    if (silent || count)
         CHECK(json_is_null(json_object_get(end, "chunk")));
     else
         CHECK_EQ_U64(num(end, "chunk"), chunk);
@@ -218,15 +222,15 @@ static void test_chunk(const char *kind)
     CHECK_EQ_U64(count_calls(j, "timeout", NULL), silent ? 1 : 0); /* claimed by either party: the trainer lost */
     CHECK(!strcmp(str(j, "committee_check"), ""));
     const json_t *arbs = json_object_get(j, "arbiters");
-    CHECK_EQ_U64(json_array_size(arbs), silent ? 1 : 3);
+    CHECK_EQ_U64(json_array_size(arbs), silent || count ? 1 : 3);
     for (size_t k = 0; k < json_array_size(arbs); k++) {
         const json_t *a = json_array_get(arbs, k);
         CHECK_MSG(!strcmp(str(a, "verdict"), "auditor-right"), "%s revealed %s", str(a, "name"), str(a, "verdict"));
         CHECK(!strcmp(str(a, "evidence"), str(json_array_get(arbs, 0), "evidence")));
         const json_t *b = json_object_get(a, "block");
         CHECK_MSG(json_is_object(b), "%s did not rule from the narrowing", str(a, "name"));
-        CHECK_EQ_U64(num(b, "narrow_outcome"), silent ? 5 : 1);
-        if (silent)
+        CHECK_EQ_U64(num(b, "narrow_outcome"), outcome); /* CountsDiffer: ruled from the counts, not the step */
+        if (silent || count)
             continue;
         /* ... from chain leaf `chunk` recomputed: both packages, or the auditor's alone when the trainer's
            chain is not the one it posted */
@@ -282,7 +286,7 @@ int main(int argc, char **argv)
         (strcmp(argv[1], "gpt2-tiny") && strcmp(argv[1], "llama-tiny") && strcmp(argv[1], "resnet-mini") &&
          strcmp(argv[1], "gpt2-tiny-withheld") && strcmp(argv[1], "lost") && strncmp(argv[1], "chunk-", 6))) {
         fprintf(stderr, "usage: OVT_BINARY_DIR=... %s gpt2-tiny|llama-tiny|resnet-mini|gpt2-tiny-withheld|lost|"
-                        "chunk-gpt2-tiny|chunk-llama-tiny|chunk-forged|chunk-no-chain\n",
+                        "chunk-gpt2-tiny|chunk-llama-tiny|chunk-forged|chunk-no-chain|chunk-count\n",
                 argv[0]);
         return 2;
     }
@@ -290,7 +294,7 @@ int main(int argc, char **argv)
     if (!strncmp(argv[1], "chunk-", 6)) {
         const char *kind = argv[1] + 6;
         if (strcmp(kind, "gpt2-tiny") && strcmp(kind, "llama-tiny") && strcmp(kind, "forged") &&
-            strcmp(kind, "no-chain")) {
+            strcmp(kind, "no-chain") && strcmp(kind, "count")) {
             fprintf(stderr, "unknown level-4 test %s\n", argv[1]);
             return 2;
         }
