@@ -106,8 +106,9 @@ typedef struct {
  * arbiter's whole-step fallback after it (ARB_NARROW_RESERVE_S, 60 s, plus
  * the deadline margin): (2 + 2 * 32 + 2) move timeouts (the posts, a
  * bisection over up to 2^32 sites and one over up to 2^32 leaves, the
- * record reveal and the state comparison). */
-#define DEVNET_NARROW_ROUNDS 68u
+ * record reveal and the state comparison), and level 4's (1 + 32): the
+ * chunk chains' post and a bisection over up to 2^32 chain leaves. */
+#define DEVNET_NARROW_ROUNDS 101u
 
 /* flip-output's site and element for a model preset and o's fault op
  * (devnet_fault_op): by default the step's last adamw.param site (a late
