@@ -387,15 +387,23 @@ static int gen_slice(arb_block_slice *s, krn_trace_kind kind, uint32_t site, con
     return rv;
 }
 
+/* A run config for the generated ops (llama-110m's: the grid, the rule). */
+static int config_7b(trn_run_config *rc)
+{
+    trn_model_config mc;
+    int rv = trn_model_preset(&mc, "llama-110m");
+    if (rv == 0)
+        trn_config_default(rc, &mc);
+    return rv;
+}
+
 static int op7b_child(void *arg, child_report *rep)
 {
     const op7b *o = arg;
-    trn_model_config mc;
     trn_run_config rc;
-    int rv = trn_model_preset(&mc, "llama-110m");
+    int rv = config_7b(&rc);
     if (rv)
         return rv;
-    trn_config_default(&rc, &mc);
     bool dinp = strcmp(o->op, "matmul.bwd.dinp") == 0, sum = strcmp(o->op, "xent.sum") == 0;
     /* the record: matmul.fwd reads inp (site 0) and the weight; dinp reads
      * dout (site 0), the weight and the zeroed old dinp; xent.sum the
@@ -458,12 +466,10 @@ static int op7b_child(void *arg, child_report *rep)
 static int chunk7b_child(void *arg, child_report *rep)
 {
     const op7b *o = arg;
-    trn_model_config mc;
     trn_run_config rc;
-    int rv = trn_model_preset(&mc, "llama-110m");
+    int rv = config_7b(&rc);
     if (rv)
         return rv;
-    trn_config_default(&rc, &mc);
     uint64_t n = o->OC * o->C;
     arb_block_read reads[3] = {
         {.src = {.kind = KRN_TRACE_SITE, .site = 0, .input = 0, .count = o->N * o->OC, .rows = 1}},

@@ -195,6 +195,18 @@ static int pack(const char *dir, const struct block_args *a)
     return rv ? cli_fail("block pack") : 0;
 }
 
+/* Prints o as one line of JSON (and frees it), with "verdict" (null when
+ * there is none) when has_verdict. */
+static void print_json(json_t *o, bool has_verdict, const char *verdict)
+{
+    if (has_verdict)
+        json_object_set_new(o, "verdict", verdict ? json_string(verdict) : json_null());
+    char *text = json_dumps(o, 0);
+    json_decref(o);
+    printf("%s\n", text ? text : "{}");
+    free(text);
+}
+
 /* ---- chain ---- */
 
 /* The leaves, one hex hash a line, to path (temporary file, fsync, rename). */
@@ -226,10 +238,7 @@ static void print_chain(const struct block_args *a, const krn_trace_record *r, c
                               (json_int_t)(ch->info.chunks + 1), "chain_root", root, "output_leaf", last,
                               "state_bytes", (json_int_t)ch->info.partial_len, "output_recomputed",
                               !differs);
-        char *text = json_dumps(o, 0);
-        json_decref(o);
-        printf("%s\n", text ? text : "{}");
-        free(text);
+        print_json(o, false, NULL);
         return;
     }
     printf("step %llu, site %llu (%s), leaf %llu: %llu rows in %llu chunks, a chain of %llu leaves (states of %zu "
@@ -292,11 +301,7 @@ static void print_check(const arb_block_package *p, const arb_block_result *r, c
                               "row_lo", (json_int_t)r->plan.row_lo, "row_hi", (json_int_t)r->plan.row_hi,
                               "whole_rows", r->plan.whole, "slices", (json_int_t)t->nslices, "entries",
                               (json_int_t)t->nentries);
-        json_object_set_new(o, "verdict", verdict ? json_string(verdict) : json_null());
-        char *text = json_dumps(o, 0);
-        json_decref(o);
-        printf("%s\n", text ? text : "{}");
-        free(text);
+        print_json(o, true, verdict);
         return;
     }
     printf("step %llu, site %u (%s), leaf %llu: re-executed rows %llu..%llu of %llu%s from %zu proven slices and "
@@ -328,11 +333,7 @@ static void print_chunk(const arb_block_package *p, const ovt_hash *leaf, const 
                               (json_int_t)ck->leaves, "recomputed_node", node, "claimed_node", claim,
                               "claim_matches", claim_ok, "chain_root", root, "trace_root", troot, "slices",
                               (json_int_t)t->nslices, "entries", (json_int_t)t->nentries);
-        json_object_set_new(o, "verdict", verdict ? json_string(verdict) : json_null());
-        char *text = json_dumps(o, 0);
-        json_decref(o);
-        printf("%s\n", text ? text : "{}");
-        free(text);
+        print_json(o, true, verdict);
         return;
     }
     printf("step %llu, site %u (%s), leaf %llu, chunk %llu of a chain of %llu leaves: %s from %zu proven slices%s "

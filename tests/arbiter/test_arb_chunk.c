@@ -232,13 +232,20 @@ static bool find_dweight(const step_fixture *f, size_t *site, uint64_t *leaf)
     return false;
 }
 
+/* A gpt2-tiny step (512 rows: 4 chunks), and a matmul.bwd.dweight site
+ * and leaf with a log entry. */
+static void open_dweight(step_fixture *f, size_t *i, uint64_t *L)
+{
+    step_open(f, "gpt2-tiny", 8, 64);
+    CHECK(find_dweight(f, i, L));
+}
+
 static void test_refusals(void)
 {
     step_fixture f;
-    step_open(&f, "gpt2-tiny", 8, 64);
     size_t i = 0;
     uint64_t L = 0;
-    CHECK(find_dweight(&f, &i, &L));
+    open_dweight(&f, &i, &L);
     arb_block_task whole = {.config = &f.rc, .step = 1, .threads = 1};
     arb_block_owned all;
     arb_chunk_chain ch;
@@ -322,10 +329,9 @@ static void test_refusals(void)
 static void test_package(void)
 {
     step_fixture f;
-    step_open(&f, "gpt2-tiny", 8, 64);
     size_t i = 0;
     uint64_t L = 0;
-    CHECK(find_dweight(&f, &i, &L));
+    open_dweight(&f, &i, &L);
     ovt_hash root;
     CHECK(krn_trace_finish(f.t, &root) == 0);
     for (uint64_t c = 0; c <= 4; c += 2) {
