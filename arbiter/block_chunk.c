@@ -16,16 +16,22 @@
 bool arb_chunk_supported(const char *op)
 {
     return strcmp(op, "matmul.bwd.dweight") == 0 || strcmp(op, "matmul.bwd.dbias") == 0 ||
-           strcmp(op, "bias.bwd") == 0;
+           strcmp(op, "bias.bwd") == 0 || strcmp(op, "gradnorm.sumsq") == 0;
 }
+
+/* What the site sums: dout^T @ inp (its row and column norms for the
+ * band), dout's columns (and their magnitudes), or the squares of one
+ * array (their sum is their magnitude). */
+typedef enum { CHUNK_DWEIGHT, CHUNK_COLSUM, CHUNK_SUMSQ } chunk_kind;
 
 /* The exact state of one leaf: its elements' sums (and, for the column
  * sums, magnitudes); the weight gradient's sums of squares of the leaf's
  * dout columns [o0, o1) and inp columns [c0, c1). */
 typedef struct {
-    bool dweight;
-    unsigned old_input;     /* the input that is the old gradient */
+    chunk_kind kind;
+    int old_input;          /* the input that is the old gradient; -1: none */
     uint64_t N, C, OC;      /* the column sums: C their count */
+    uint64_t w0, w1;        /* the row widths of the inputs summed (input 1: 0 when there is none) */
     uint64_t first, count;
     uint64_t o0, o1, c0, c1;
     xsum *sum, *abs, *rsq, *csq;
@@ -43,13 +49,26 @@ static size_t acc_bytes(const chunk_acc *a)
     return a->nx * XSUM_BYTES;
 }
 
+/* The kind's dimensions from the rows and the inputs' sizes. */
+static void acc_dims(chunk_acc *a, const arb_block_task *task, const uint64_t *S)
+{
+    if (strcmp(task->op, "matmul.bwd.dweight") == 0)
+        *a = (chunk_acc){.kind = CHUNK_DWEIGHT, .old_input = 2, .N = a->N, .C = S[1] / a->N, .OC = S[0] / a->N};
+    else if (strcmp(task->op, "gradnorm.sumsq") == 0)
+        *a = (chunk_acc){.kind = CHUNK_SUMSQ, .old_input = -1, .N = a->N, .C = 1, .OC = 1};
+    else
+        *a = (chunk_acc){.kind = CHUNK_COLSUM, .old_input = 1, .N = a->N, .C = task->n, .OC = 1};
+    a->w0 = a->kind == CHUNK_DWEIGHT ? a->OC : a->C;
+    a->w1 = a->kind == CHUNK_DWEIGHT ? a->C : 0;
+}
+
 /* The accumulator of the task's leaf, zero; OVT_EINVAL as arb_chunk_info_of. */
 static int acc_new(chunk_acc *a, const arb_block_task *task)
 {
     memset(a, 0, sizeof *a);
     if (!arb_chunk_supported(task->op))
         return ovt_fail(OVT_EINVAL, "chunk: site %u's op '%s' is not a sum over the batch the chain covers "
-                                    "(matmul.bwd.dweight, matmul.bwd.dbias, bias.bwd)",
+                                    "(matmul.bwd.dweight, matmul.bwd.dbias, bias.bwd, gradnorm.sumsq)",
                         task->site, task->op);
     arb_block_plan plan;
     uint64_t S[ARB_BLOCK_MAX_INPUTS];
@@ -57,20 +76,16 @@ static int acc_new(chunk_acc *a, const arb_block_task *task)
     int rc = arb_block_plan_make(task, &plan); /* checks the sizes fit the op */
     if (rc < 0 || (rc = arb_block_input_sizes(task, S, &ninputs)) < 0)
         return rc;
-    a->dweight = strcmp(task->op, "matmul.bwd.dweight") == 0;
-    a->old_input = a->dweight ? 2 : 1;
     a->N = plan.rows;
-    a->C = a->dweight ? S[1] / a->N : task->n;
-    a->OC = a->dweight ? S[0] / a->N : 1;
     arb_block_plan_free(&plan);
+    acc_dims(a, task, S);
     a->first = task->leaf * LEAF_ELEMS;
     if (a->first >= task->n)
         return ovt_fail(OVT_EINVAL, "chunk: leaf %llu is outside site %u's output of %llu elements",
                         (unsigned long long)task->leaf, task->site, (unsigned long long)task->n);
     a->count = task->n - a->first < LEAF_ELEMS ? task->n - a->first : LEAF_ELEMS;
-    size_t per = a->dweight ? 1 : 2;
-    a->nx = a->count * per;
-    if (a->dweight) {
+    a->nx = a->count * (a->kind == CHUNK_COLSUM ? 2 : 1);
+    if (a->kind == CHUNK_DWEIGHT) {
         uint64_t last = a->first + a->count - 1;
         a->o0 = a->first / a->C;
         a->o1 = last / a->C + 1;
@@ -80,9 +95,9 @@ static int acc_new(chunk_acc *a, const arb_block_task *task)
     }
     if ((a->sum = calloc(a->nx, sizeof(xsum))) == NULL)
         return ovt_fail(OVT_ENOMEM, "chunk: out of memory for leaf %llu's exact sums", (unsigned long long)task->leaf);
-    a->abs = a->dweight ? NULL : a->sum + a->count;
-    a->rsq = a->dweight ? a->sum + a->count : NULL;
-    a->csq = a->dweight ? a->rsq + (a->o1 - a->o0) : NULL;
+    a->abs = a->kind == CHUNK_COLSUM ? a->sum + a->count : NULL;
+    a->rsq = a->kind == CHUNK_DWEIGHT ? a->sum + a->count : NULL;
+    a->csq = a->kind == CHUNK_DWEIGHT ? a->rsq + (a->o1 - a->o0) : NULL;
     return 0;
 }
 
@@ -93,7 +108,8 @@ int arb_chunk_info_of(const arb_block_task *task, arb_chunk_info *info)
     int rc = acc_new(&a, task);
     if (rc == 0)
         *info = (arb_chunk_info){.rows = a.N, .chunks = (a.N + ARB_CHUNK_ROWS - 1) / ARB_CHUNK_ROWS,
-                                 .first = a.first, .count = a.count, .partial_len = acc_bytes(&a)};
+                                 .first = a.first, .count = a.count, .partial_len = acc_bytes(&a),
+                                 .summed_inputs = a.w1 ? 2 : 1, .old_input = a.old_input};
     acc_free(&a);
     return rc;
 }
@@ -143,42 +159,114 @@ static void add_colsum(chunk_acc *a, const xsum_f32 *dm, uint64_t rows)
     }
 }
 
-/* Adds the terms of rows [r0, r1) from the task's slices, then carries. */
-static int acc_add_rows(chunk_acc *a, const arb_block_task *task, uint64_t r0, uint64_t r1)
+/* Rows [r0, r1) of the inputs summed, read from the task's slices. */
+typedef struct {
+    uint64_t r0, r1;
+    float *g, *x; /* input 0's rows (width w0), input 1's (w1; NULL without one) */
+} chunk_rows;
+
+static void rows_free(chunk_rows *b)
 {
-    uint64_t rows = r1 - r0, w0 = a->dweight ? a->OC : a->C;
-    uint64_t n0 = a->dweight ? a->o1 - a->o0 : a->count, n1 = a->c1 - a->c0;
-    float *g = malloc(rows * w0 * sizeof *g), *x = a->dweight ? malloc(rows * a->C * sizeof *x) : NULL;
-    xsum_f32 *dm = malloc(rows * n0 * sizeof *dm), *im = a->dweight ? malloc(rows * n1 * sizeof *im) : NULL;
+    free(b->g);
+    free(b->x);
+    memset(b, 0, sizeof *b);
+}
+
+static int rows_read(const chunk_acc *a, const arb_block_task *task, uint64_t r0, uint64_t r1, chunk_rows *b)
+{
+    uint64_t rows = r1 - r0;
+    *b = (chunk_rows){.r0 = r0, .r1 = r1, .g = malloc(rows * a->w0 * sizeof(float)),
+                      .x = a->w1 ? malloc(rows * a->w1 * sizeof(float)) : NULL};
     int rc = 0;
-    if (!g || !dm || (a->dweight && (!x || !im))) {
+    if (b->g == NULL || (a->w1 && b->x == NULL))
+        rc = ovt_fail(OVT_ENOMEM, "chunk: out of memory for rows %llu..%llu", (unsigned long long)r0,
+                      (unsigned long long)r1);
+    else if ((rc = arb_block_read_input(task, 0, r0 * a->w0, rows * a->w0, b->g)) == 0 && a->w1)
+        rc = arb_block_read_input(task, 1, r0 * a->w1, rows * a->w1, b->x);
+    if (rc < 0)
+        rows_free(b);
+    return rc;
+}
+
+/* Adds the terms of rows [r0, r1) (within b), then carries. */
+static int acc_add(chunk_acc *a, const arb_block_task *task, const chunk_rows *b, uint64_t r0, uint64_t r1)
+{
+    uint64_t rows = r1 - r0, n0 = a->kind == CHUNK_DWEIGHT ? a->o1 - a->o0 : a->count, n1 = a->c1 - a->c0;
+    const float *g = b->g + (r0 - b->r0) * a->w0, *x = b->x ? b->x + (r0 - b->r0) * a->w1 : NULL;
+    xsum_f32 *dm = malloc(rows * n0 * sizeof *dm), *im = x ? malloc(rows * n1 * sizeof *im) : NULL;
+    int rc = 0;
+    if (dm == NULL || (x && im == NULL)) {
         rc = ovt_fail(OVT_ENOMEM, "chunk: out of memory for rows %llu..%llu", (unsigned long long)r0,
                       (unsigned long long)r1);
         goto done;
     }
-    if ((rc = arb_block_read_input(task, 0, r0 * w0, rows * w0, g)) < 0 ||
-        (a->dweight && (rc = arb_block_read_input(task, 1, r0 * a->C, rows * a->C, x)) < 0))
-        goto done;
-    bool finite = split_cols(dm, g, rows, w0, a->dweight ? a->o0 : a->first, n0);
-    if (a->dweight)
-        finite &= split_cols(im, x, rows, a->C, a->c0, n1);
+    bool finite = split_cols(dm, g, rows, a->w0, a->kind == CHUNK_DWEIGHT ? a->o0 : a->first, n0);
+    if (x)
+        finite &= split_cols(im, x, rows, a->w1, a->c0, n1);
     if (!finite) {
         rc = ovt_fail(OVT_EINVAL, "chunk: site %u (%s) reads a non-finite value in rows %llu..%llu: the step "
                                   "itself fails there (its site is non-finite), no chain applies",
                       task->site, task->op, (unsigned long long)r0, (unsigned long long)r1);
         goto done;
     }
-    if (a->dweight)
+    if (a->kind == CHUNK_DWEIGHT)
         add_dweight(a, dm, im, rows);
-    else
+    else if (a->kind == CHUNK_COLSUM)
         add_colsum(a, dm, rows);
+    else
+        add_squares(a->sum, dm, 1, rows);
     for (size_t k = 0; k < a->nx; k++)
         xsum_normalize(&a->sum[k]);
 done:
-    free(g);
-    free(x);
     free(dm);
     free(im);
+    return rc;
+}
+
+static uint64_t chunk_end(const chunk_acc *a, uint64_t c)
+{
+    uint64_t r1 = (c + 1) * ARB_CHUNK_ROWS;
+    return r1 < a->N ? r1 : a->N;
+}
+
+/* Adds chunk c's rows, read from the task's slices (the arbiter's step). */
+static int acc_add_chunk(chunk_acc *a, const arb_block_task *task, uint64_t c)
+{
+    chunk_rows b;
+    int rc = rows_read(a, task, c * ARB_CHUNK_ROWS, chunk_end(a, c), &b);
+    if (rc == 0)
+        rc = acc_add(a, task, &b, b.r0, b.r1);
+    rows_free(&b);
+    return rc;
+}
+
+/* The input floats read at once by acc_walk (64 MB; testing: fewer). */
+static uint64_t walk_floats = (uint64_t)1 << 24;
+
+void arb_chunk_walk_floats(uint64_t n)
+{
+    walk_floats = n ? n : (uint64_t)1 << 24;
+}
+
+static int acc_leaf(chunk_acc *a, ovt_hash *leaf);
+
+/* The party's walk: adds chunks 0 .. upto - 1, reading many chunks' rows
+ * at once, and puts chain leaf c into leaves[c] (leaves may be NULL). */
+static int acc_walk(chunk_acc *a, const arb_block_task *task, uint64_t upto, ovt_hash *leaves)
+{
+    uint64_t per = walk_floats / (a->w0 + a->w1) / ARB_CHUNK_ROWS; /* chunks per read */
+    per = per ? per : 1;
+    int rc = 0;
+    for (uint64_t c0 = 0; c0 < upto && rc == 0; c0 += per) {
+        uint64_t c1 = c0 + per < upto ? c0 + per : upto;
+        chunk_rows b;
+        if ((rc = rows_read(a, task, c0 * ARB_CHUNK_ROWS, chunk_end(a, c1 - 1), &b)) < 0)
+            break;
+        for (uint64_t c = c0; c < c1 && rc == 0; c++)
+            if ((rc = acc_add(a, task, &b, c * ARB_CHUNK_ROWS, chunk_end(a, c))) == 0 && leaves)
+                rc = acc_leaf(a, &leaves[c]);
+        rows_free(&b);
+    }
     return rc;
 }
 
@@ -226,13 +314,15 @@ static int final_values(chunk_acc *a, const float *old, double *y, double *mag)
         (void)xsum_split(old[i], &f); /* finite: a grid value the record proves */
         xsum_add_f32(&s, f);
         y[i] = xsum_to_double(&s);
-        if (a->dweight) {
+        if (a->kind == CHUNK_DWEIGHT) {
             uint64_t e = a->first + i;
             xsum r = a->rsq[e / a->C - a->o0], c = a->csq[e % a->C - a->c0];
             mag[i] = sqrt(xsum_to_double(&r)) * sqrt(xsum_to_double(&c));
-        } else {
+        } else if (a->kind == CHUNK_COLSUM) {
             xsum m = a->abs[i];
             mag[i] = xsum_to_double(&m);
+        } else {
+            mag[i] = y[i]; /* squares: the sum is the magnitude */
         }
         if (!(mag[i] >= 0))
             return ovt_fail(OVT_EINVAL, "chunk: the chain state's magnitude of element %llu is negative: not a "
@@ -256,8 +346,11 @@ static int acc_final(chunk_acc *a, const arb_block_task *task, ovt_hash *leaf, f
         rc = ovt_fail(OVT_ENOMEM, "chunk: out of memory for the last step");
         goto done;
     }
-    if ((rc = arb_block_read_input(task, a->old_input, a->first, a->count, old)) < 0 ||
-        (rc = final_values(a, old, y, mag)) < 0)
+    if (a->old_input < 0)
+        memset(old, 0, a->count * sizeof *old); /* nothing accumulated into (+0 changes no sum) */
+    else if ((rc = arb_block_read_input(task, (unsigned)a->old_input, a->first, a->count, old)) < 0)
+        goto done;
+    if ((rc = final_values(a, old, y, mag)) < 0)
         goto done;
     krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_REPLAY, .verifier = KRN_VERIFY_ARBITER,
                      .grid_bits = (int)task->config->grid_bits, .threads = 1, .rule = trn_config_rule(task->config)};
@@ -303,12 +396,6 @@ static int verify_slices(const arb_block_task *task)
     return rc;
 }
 
-static uint64_t chunk_end(const chunk_acc *a, uint64_t c)
-{
-    uint64_t r1 = (c + 1) * ARB_CHUNK_ROWS;
-    return r1 < a->N ? r1 : a->N;
-}
-
 int arb_chunk_chain_make(const arb_block_task *task, arb_chunk_chain *out)
 {
     memset(out, 0, sizeof *out);
@@ -325,9 +412,7 @@ int arb_chunk_chain_make(const arb_block_task *task, arb_chunk_chain *out)
         rc = ovt_fail(OVT_ENOMEM, "chunk: out of memory for the chain's leaves");
         goto done;
     }
-    for (uint64_t c = 0; c < C && rc == 0; c++)
-        if ((rc = acc_add_rows(&a, task, c * ARB_CHUNK_ROWS, chunk_end(&a, c))) == 0)
-            rc = acc_leaf(&a, &out->leaves[c]);
+    rc = acc_walk(&a, task, C, out->leaves);
     if (rc == 0 && (rc = acc_final(&a, task, &out->leaves[C], NULL)) == 0) {
         ovt_hash *tmp = malloc((C + 1) * sizeof *tmp);
         if (tmp == NULL) {
@@ -359,8 +444,8 @@ int arb_chunk_partial(const arb_block_task *task, uint64_t c, uint8_t **bytes, s
                       task->site, (unsigned long long)(C - 1), (unsigned long long)c);
     else
         rc = verify_slices(task);
-    for (uint64_t k = 0; k <= c && rc == 0; k++)
-        rc = acc_add_rows(&a, task, k * ARB_CHUNK_ROWS, chunk_end(&a, k));
+    if (rc == 0)
+        rc = acc_walk(&a, task, c + 1, NULL);
     if (rc == 0 && (rc = acc_put(&a, bytes)) == 0)
         *len = acc_bytes(&a);
     acc_free(&a);
@@ -388,7 +473,7 @@ int arb_chunk_step(const arb_block_task *task, uint64_t c, const uint8_t *prev, 
         rc = verify_slices(task);
     for (size_t k = 0; k < a.nx && rc == 0 && c > 0; k++)
         xsum_get(&a.sum[k], prev + k * XSUM_BYTES);
-    if (rc == 0 && c < C && (rc = acc_add_rows(&a, task, c * ARB_CHUNK_ROWS, chunk_end(&a, c))) == 0)
+    if (rc == 0 && c < C && (rc = acc_add_chunk(&a, task, c)) == 0)
         rc = acc_leaf(&a, leaf);
     else if (rc == 0 && c == C)
         rc = acc_final(&a, task, leaf, values);

@@ -203,7 +203,6 @@ int arb_chunk_from_trace(arb_block_task *task, arb_block_owned *own, const krn_t
     memset(&plan, 0, sizeof plan);
     if ((rc = arb_chunk_info_of(task, &info)) < 0)
         goto done;
-    bool dweight = strcmp(task->op, "matmul.bwd.dweight") == 0;
     if (c > info.chunks) {
         rc = ovt_fail(OVT_EINVAL, "chunk: site %zu leaf %llu has chain leaves 0..%llu; %llu is none", i,
                       (unsigned long long)leaf, (unsigned long long)info.chunks, (unsigned long long)c);
@@ -215,10 +214,11 @@ int arb_chunk_from_trace(arb_block_task *task, arb_block_owned *own, const krn_t
         size_t ninputs;
         if ((rc = arb_block_input_sizes(task, S, &ninputs)) < 0)
             goto done;
-        for (unsigned m = 0; m < (dweight ? 2u : 1u) && rc == 0; m++) /* row-major (N, width) inputs */
+        for (unsigned m = 0; m < info.summed_inputs && rc == 0; m++) /* row-major (N, width) inputs */
             rc = arb_block_need_input(task, m, r0 * (S[m] / info.rows), r1 * (S[m] / info.rows), &plan);
     } else { /* the last step: the old gradient of the leaf, and its entries */
-        rc = arb_block_need_input(task, dweight ? 2 : 1, info.first, info.first + info.count, &plan);
+        if (info.old_input >= 0)
+            rc = arb_block_need_input(task, (unsigned)info.old_input, info.first, info.first + info.count, &plan);
         own->entries = all.entries;
         own->nentries = all.nentries;
         all.entries = NULL;

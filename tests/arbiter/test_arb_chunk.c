@@ -172,6 +172,7 @@ static void test_chain(const char *preset, uint32_t batch, uint32_t seq, bool ev
     step_fixture f;
     step_open(&f, preset, batch, seq);
     int sites = 0, leaves = 0, same = 0, stepped = 0, step_same = 0, multi_chunk = 0;
+    uint64_t sumsq_chunks = 0;
     for (size_t i = 0; i < krn_trace_count(f.t); i++) {
         const krn_trace_record *rec = krn_trace_record_at(f.t, i);
         if (!arb_chunk_supported(rec->op))
@@ -186,18 +187,29 @@ static void test_chain(const char *preset, uint32_t batch, uint32_t seq, bool ev
             int rc = arb_chunk_chain_make(&task, &ch);
             CHECK_MSG(rc == 0, "%s site %zu (%s) leaf %llu: %s", preset, i, rec->op, (unsigned long long)L,
                       ovt_errmsg());
-            arb_block_owned_free(&own);
-            if (rc < 0)
+            if (rc < 0) {
+                arb_block_owned_free(&own);
                 continue;
+            }
             leaves++;
             multi_chunk += ch.info.chunks > 1;
+            sumsq_chunks += strcmp(rec->op, "gradnorm.sumsq") == 0 ? ch.info.chunks : 0;
+            arb_chunk_chain again; /* read a chunk or three at a time: the same chain */
+            arb_chunk_walk_floats(3 * ARB_CHUNK_ROWS * (rec->n > 1 ? 200 : 1));
+            CHECK(arb_chunk_chain_make(&task, &again) == 0);
+            arb_chunk_walk_floats(0);
+            CHECK(memcmp(again.root.b, ch.root.b, 32) == 0);
+            arb_chunk_chain_free(&again);
             ovt_hash want = traced_leaf(&f, i, L);
             bool ok = memcmp(ch.leaves[ch.info.chunks].b, want.b, 32) == 0;
             CHECK_MSG(ok, "%s site %zu (%s) leaf %llu: the chain's last leaf is not the step's output leaf", preset,
                       i, rec->op, (unsigned long long)L);
             same += ok;
             bool all_chunks = every_step || L == 0 || L == nleaves - 1;
-            for (uint64_t c = 0; all_chunks && c <= ch.info.chunks; c++) {
+            uint64_t C = ch.info.chunks;
+            for (uint64_t c = 0; all_chunks && c <= C; c = c < 1 || c + 1 >= C || C <= 8 ? c + 1
+                                                           : c < C / 2 ? C / 2 : C - 1) {
+                /* every chunk of a short chain; of a long one (gradnorm.sumsq) 0, 1, C/2, C-1, C */
                 ovt_hash got;
                 rc = step_of(&f, i, L, c, &got, NULL);
                 CHECK_MSG(rc == 0, "%s site %zu (%s) leaf %llu chunk %llu: %s", preset, i, rec->op,
@@ -206,14 +218,16 @@ static void test_chain(const char *preset, uint32_t batch, uint32_t seq, bool ev
                 step_same += rc == 0 && memcmp(got.b, ch.leaves[c].b, 32) == 0;
             }
             arb_chunk_chain_free(&ch);
+            arb_block_owned_free(&own);
         }
     }
     printf("%s: %d sites the chain covers, %d leaves (%d of several chunks): %d last leaves the step's; %d chunk "
-           "steps from their rows, %d the chain's\n",
-           preset, sites, leaves, multi_chunk, same, stepped, step_same);
+           "steps from their rows, %d the chain's; gradnorm.sumsq's chain %llu chunks\n",
+           preset, sites, leaves, multi_chunk, same, stepped, step_same, (unsigned long long)sumsq_chunks);
     CHECK(sites > 0 && leaves >= sites && same == leaves);
     CHECK(stepped > leaves && step_same == stepped);
     CHECK(multi_chunk > 0);
+    CHECK(sumsq_chunks > 8); /* every preset clips its gradient: gradnorm.sumsq is there */
     step_close(&f);
 }
 
