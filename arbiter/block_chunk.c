@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arbiter/block_ops.h"
 #include "arbiter/xsum.h"
 #include "common/tree.h"
 #include "kernels/ops.h"
@@ -16,12 +17,14 @@
 bool arb_chunk_supported(const char *op)
 {
     return strcmp(op, "matmul.bwd.dweight") == 0 || strcmp(op, "matmul.bwd.dbias") == 0 ||
-           strcmp(op, "bias.bwd") == 0 || strcmp(op, "gradnorm.sumsq") == 0;
+           strcmp(op, "bias.bwd") == 0 || strcmp(op, "gradnorm.sumsq") == 0 || strcmp(op, "conv.bwd.dweight") == 0;
 }
 
 /* What the site sums: dout^T @ inp (its row and column norms for the
- * band), dout's columns (and their magnitudes), or the squares of one
- * array (their sum is their magnitude). */
+ * band; a convolution's: dout (OC, N*P) @ im2col(inp)^T, a row being an
+ * (image, output position) pair in that order), dout's columns (and their
+ * magnitudes), or the squares of one array (their sum is their
+ * magnitude). */
 typedef enum { CHUNK_DWEIGHT, CHUNK_COLSUM, CHUNK_SUMSQ } chunk_kind;
 
 /* The exact state of one leaf: its elements' sums (and, for the column
@@ -30,8 +33,11 @@ typedef enum { CHUNK_DWEIGHT, CHUNK_COLSUM, CHUNK_SUMSQ } chunk_kind;
 typedef struct {
     chunk_kind kind;
     int old_input;          /* the input that is the old gradient; -1: none */
-    uint64_t N, C, OC;      /* the column sums: C their count */
-    uint64_t w0, w1;        /* the row widths of the inputs summed (input 1: 0 when there is none) */
+    uint64_t N, C, OC;      /* the column sums: C their count; a convolution: N*P rows, C = Cin*k*k */
+    uint64_t G;             /* rows per group of the inputs (a convolution: an image's P positions; else 1) */
+    uint64_t w0, w1;        /* elements per group of the inputs summed (input 1: 0 when there is none) */
+    bool conv;
+    uint64_t cin, H, k, stride, OH; /* a convolution's (square, padding k / 2) */
     uint64_t first, count;
     uint64_t o0, o1, c0, c1;
     xsum *sum, *abs, *rsq, *csq;
@@ -49,9 +55,33 @@ static size_t acc_bytes(const chunk_acc *a)
     return a->nx * XSUM_BYTES;
 }
 
-/* The kind's dimensions from the rows and the inputs' sizes. */
-static void acc_dims(chunk_acc *a, const arb_block_task *task, const uint64_t *S)
+/* A convolution's dimensions: the block engine's reading of its record. */
+static int conv_dims(chunk_acc *a, const arb_block_task *task, const uint64_t *S, size_t ninputs)
 {
+    blk_rec rec = {.n = task->n, .ninputs = ninputs, .cfg = task->config, .step = task->step};
+    memcpy(rec.S, S, sizeof rec.S);
+    blk_shape sh;
+    int rc = blk_op_find(task->op)->shape(&rec, &sh);
+    if (rc < 0)
+        return rc;
+    a->cin = sh.d[0];
+    a->H = sh.d[1];
+    a->k = sh.d[3];
+    a->stride = sh.d[4];
+    a->OH = (a->H + 2 * (a->k / 2) - a->k) / a->stride + 1;
+    *a = (chunk_acc){.kind = CHUNK_DWEIGHT, .conv = true, .old_input = 2, .N = sh.R * a->OH * a->OH,
+                     .C = a->cin * a->k * a->k, .OC = sh.d[2], .G = a->OH * a->OH, .cin = a->cin, .H = a->H,
+                     .k = a->k, .stride = a->stride, .OH = a->OH};
+    a->w0 = a->OC * a->G;
+    a->w1 = a->cin * a->H * a->H;
+    return 0;
+}
+
+/* The kind's dimensions from the rows and the inputs' sizes. */
+static int acc_dims(chunk_acc *a, const arb_block_task *task, const uint64_t *S, size_t ninputs)
+{
+    if (strcmp(task->op, "conv.bwd.dweight") == 0)
+        return conv_dims(a, task, S, ninputs);
     if (strcmp(task->op, "matmul.bwd.dweight") == 0)
         *a = (chunk_acc){.kind = CHUNK_DWEIGHT, .old_input = 2, .N = a->N, .C = S[1] / a->N, .OC = S[0] / a->N};
     else if (strcmp(task->op, "gradnorm.sumsq") == 0)
@@ -60,6 +90,8 @@ static void acc_dims(chunk_acc *a, const arb_block_task *task, const uint64_t *S
         *a = (chunk_acc){.kind = CHUNK_COLSUM, .old_input = 1, .N = a->N, .C = task->n, .OC = 1};
     a->w0 = a->kind == CHUNK_DWEIGHT ? a->OC : a->C;
     a->w1 = a->kind == CHUNK_DWEIGHT ? a->C : 0;
+    a->G = 1;
+    return 0;
 }
 
 /* The accumulator of the task's leaf, zero; OVT_EINVAL as arb_chunk_info_of. */
@@ -78,7 +110,8 @@ static int acc_new(chunk_acc *a, const arb_block_task *task)
         return rc;
     a->N = plan.rows;
     arb_block_plan_free(&plan);
-    acc_dims(a, task, S);
+    if ((rc = acc_dims(a, task, S, ninputs)) < 0)
+        return rc;
     a->first = task->leaf * LEAF_ELEMS;
     if (a->first >= task->n)
         return ovt_fail(OVT_EINVAL, "chunk: leaf %llu is outside site %u's output of %llu elements",
@@ -109,7 +142,8 @@ int arb_chunk_info_of(const arb_block_task *task, arb_chunk_info *info)
     if (rc == 0)
         *info = (arb_chunk_info){.rows = a.N, .chunks = (a.N + ARB_CHUNK_ROWS - 1) / ARB_CHUNK_ROWS,
                                  .first = a.first, .count = a.count, .partial_len = acc_bytes(&a),
-                                 .summed_inputs = a.w1 ? 2 : 1, .old_input = a.old_input};
+                                 .summed_inputs = a.w1 ? 2 : 1, .old_input = a.old_input, .group_rows = a.G,
+                                 .group_width = {a.w0, a.w1}};
     acc_free(&a);
     return rc;
 }
@@ -159,10 +193,11 @@ static void add_colsum(chunk_acc *a, const xsum_f32 *dm, uint64_t rows)
     }
 }
 
-/* Rows [r0, r1) of the inputs summed, read from the task's slices. */
+/* The groups of rows [r0, r1) of the inputs summed, read from the task's
+ * slices. */
 typedef struct {
-    uint64_t r0, r1;
-    float *g, *x; /* input 0's rows (width w0), input 1's (w1; NULL without one) */
+    uint64_t g0, g1; /* groups [g0, g1) */
+    float *g, *x;    /* input 0's groups (w0 elements each), input 1's (w1; NULL without one) */
 } chunk_rows;
 
 static void rows_free(chunk_rows *b)
@@ -174,25 +209,49 @@ static void rows_free(chunk_rows *b)
 
 static int rows_read(const chunk_acc *a, const arb_block_task *task, uint64_t r0, uint64_t r1, chunk_rows *b)
 {
-    uint64_t rows = r1 - r0;
-    *b = (chunk_rows){.r0 = r0, .r1 = r1, .g = malloc(rows * a->w0 * sizeof(float)),
-                      .x = a->w1 ? malloc(rows * a->w1 * sizeof(float)) : NULL};
+    uint64_t g0 = r0 / a->G, g1 = (r1 + a->G - 1) / a->G, groups = g1 - g0;
+    *b = (chunk_rows){.g0 = g0, .g1 = g1, .g = malloc(groups * a->w0 * sizeof(float)),
+                      .x = a->w1 ? malloc(groups * a->w1 * sizeof(float)) : NULL};
     int rc = 0;
     if (b->g == NULL || (a->w1 && b->x == NULL))
         rc = ovt_fail(OVT_ENOMEM, "chunk: out of memory for rows %llu..%llu", (unsigned long long)r0,
                       (unsigned long long)r1);
-    else if ((rc = arb_block_read_input(task, 0, r0 * a->w0, rows * a->w0, b->g)) == 0 && a->w1)
-        rc = arb_block_read_input(task, 1, r0 * a->w1, rows * a->w1, b->x);
+    else if ((rc = arb_block_read_input(task, 0, g0 * a->w0, groups * a->w0, b->g)) == 0 && a->w1)
+        rc = arb_block_read_input(task, 1, g0 * a->w1, groups * a->w1, b->x);
     if (rc < 0)
         rows_free(b);
     return rc;
+}
+
+/* A convolution's rows [r0, r1) split as split_cols does: dout's values
+ * of channels [o0, o1) into dm, the im2col values of taps [c0, c1) into
+ * im (zero outside the image); false on a non-finite value. */
+static bool split_conv(const chunk_acc *a, const chunk_rows *b, uint64_t r0, uint64_t r1, xsum_f32 *dm,
+                       xsum_f32 *im)
+{
+    uint64_t rows = r1 - r0, P = a->G, pad = a->k / 2, kk2 = a->k * a->k;
+    bool ok = true;
+    for (uint64_t r = r0; r < r1; r++) {
+        uint64_t n = r / P - b->g0, p = r % P, oy = p / a->OH, ox = p % a->OH;
+        const float *d = b->g + n * a->w0, *img = b->x + n * a->w1;
+        for (uint64_t o = a->o0; o < a->o1; o++)
+            ok &= xsum_split(d[o * P + p], &dm[(o - a->o0) * rows + (r - r0)]);
+        for (uint64_t t = a->c0; t < a->c1; t++) {
+            uint64_t c = t / kk2, ky = t / a->k % a->k, kx = t % a->k;
+            uint64_t iy = oy * a->stride + ky, ix = ox * a->stride + kx; /* + pad */
+            bool in = iy >= pad && ix >= pad && iy - pad < a->H && ix - pad < a->H;
+            float v = in ? img[c * a->H * a->H + (iy - pad) * a->H + (ix - pad)] : 0.0f;
+            ok &= xsum_split(v, &im[(t - a->c0) * rows + (r - r0)]);
+        }
+    }
+    return ok;
 }
 
 /* Adds the terms of rows [r0, r1) (within b), then carries. */
 static int acc_add(chunk_acc *a, const arb_block_task *task, const chunk_rows *b, uint64_t r0, uint64_t r1)
 {
     uint64_t rows = r1 - r0, n0 = a->kind == CHUNK_DWEIGHT ? a->o1 - a->o0 : a->count, n1 = a->c1 - a->c0;
-    const float *g = b->g + (r0 - b->r0) * a->w0, *x = b->x ? b->x + (r0 - b->r0) * a->w1 : NULL;
+    const float *g = b->g + (r0 - b->g0) * a->w0, *x = b->x ? b->x + (r0 - b->g0) * a->w1 : NULL; /* G = 1 */
     xsum_f32 *dm = malloc(rows * n0 * sizeof *dm), *im = x ? malloc(rows * n1 * sizeof *im) : NULL;
     int rc = 0;
     if (dm == NULL || (x && im == NULL)) {
@@ -200,9 +259,14 @@ static int acc_add(chunk_acc *a, const arb_block_task *task, const chunk_rows *b
                       (unsigned long long)r1);
         goto done;
     }
-    bool finite = split_cols(dm, g, rows, a->w0, a->kind == CHUNK_DWEIGHT ? a->o0 : a->first, n0);
-    if (x)
-        finite &= split_cols(im, x, rows, a->w1, a->c0, n1);
+    bool finite;
+    if (a->conv) {
+        finite = split_conv(a, b, r0, r1, dm, im);
+    } else {
+        finite = split_cols(dm, g, rows, a->w0, a->kind == CHUNK_DWEIGHT ? a->o0 : a->first, n0);
+        if (x)
+            finite &= split_cols(im, x, rows, a->w1, a->c0, n1);
+    }
     if (!finite) {
         rc = ovt_fail(OVT_EINVAL, "chunk: site %u (%s) reads a non-finite value in rows %llu..%llu: the step "
                                   "itself fails there (its site is non-finite), no chain applies",
@@ -233,9 +297,10 @@ static uint64_t chunk_end(const chunk_acc *a, uint64_t c)
 static int acc_add_chunk(chunk_acc *a, const arb_block_task *task, uint64_t c)
 {
     chunk_rows b;
-    int rc = rows_read(a, task, c * ARB_CHUNK_ROWS, chunk_end(a, c), &b);
+    uint64_t r0 = c * ARB_CHUNK_ROWS, r1 = chunk_end(a, c);
+    int rc = rows_read(a, task, r0, r1, &b);
     if (rc == 0)
-        rc = acc_add(a, task, &b, b.r0, b.r1);
+        rc = acc_add(a, task, &b, r0, r1);
     rows_free(&b);
     return rc;
 }

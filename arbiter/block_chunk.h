@@ -40,7 +40,10 @@
 /* Whether op is a site the chain covers: "matmul.bwd.dweight",
  * "matmul.bwd.dbias", "bias.bwd", "gradnorm.sumsq" (N = every gradient
  * element, one output: P_c is its exact sum of squares, which is also its
- * magnitude; nothing old is added). */
+ * magnitude; nothing old is added), "conv.bwd.dweight" (a ResNet's, as the
+ * block engine reads its record: N = images x output positions, image by
+ * image, a term dout * im2col(inp); P_c as the weight gradient's, its
+ * columns being the Cin*k*k taps). */
 bool arb_chunk_supported(const char *op);
 
 /* The chain's sizes for leaf task->leaf of the task's site. */
@@ -51,6 +54,9 @@ typedef struct {
     size_t partial_len;   /* the bytes of each P_c */
     unsigned summed_inputs; /* inputs 0 .. summed_inputs - 1 are summed, (N, width) row-major */
     int old_input;        /* the input that is the old gradient; -1: none (gradnorm.sumsq) */
+    uint64_t group_rows;  /* the summed inputs come in groups of this many rows (a convolution's
+                             image: its output positions; else 1) */
+    uint64_t group_width[2]; /* elements per group of inputs 0 and 1 */
 } arb_chunk_info;
 
 /* OVT_EINVAL for an op the chain does not cover, sizes that do not fit

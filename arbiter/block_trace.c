@@ -210,12 +210,9 @@ int arb_chunk_from_trace(arb_block_task *task, arb_block_owned *own, const krn_t
     }
     if (c < info.chunks) { /* the chunk's rows of every input summed */
         uint64_t r0 = c * ARB_CHUNK_ROWS, r1 = r0 + ARB_CHUNK_ROWS < info.rows ? r0 + ARB_CHUNK_ROWS : info.rows;
-        uint64_t S[ARB_BLOCK_MAX_INPUTS];
-        size_t ninputs;
-        if ((rc = arb_block_input_sizes(task, S, &ninputs)) < 0)
-            goto done;
-        for (unsigned m = 0; m < info.summed_inputs && rc == 0; m++) /* row-major (N, width) inputs */
-            rc = arb_block_need_input(task, m, r0 * (S[m] / info.rows), r1 * (S[m] / info.rows), &plan);
+        uint64_t g0 = r0 / info.group_rows, g1 = (r1 + info.group_rows - 1) / info.group_rows;
+        for (unsigned m = 0; m < info.summed_inputs && rc == 0; m++) /* the groups of rows that hold them */
+            rc = arb_block_need_input(task, m, g0 * info.group_width[m], g1 * info.group_width[m], &plan);
     } else { /* the last step: the old gradient of the leaf, and its entries */
         if (info.old_input >= 0)
             rc = arb_block_need_input(task, (unsigned)info.old_input, info.first, info.first + info.count, &plan);

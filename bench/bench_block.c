@@ -6,7 +6,9 @@
  *       the whole step as the arbiter re-executes it (a REPLAY runner with
  *       the trainer's log), then, for the largest site of every op the
  *       block engine knows, one block (its middle leaf) checked and
- *       re-executed from its package as `ovt block check` does. Each runs
+ *       re-executed from its package as `ovt block check` does; for a sum
+ *       over the batch (arbiter/block_chunk.h) also two chunks of that
+ *       leaf's chain (a middle one and the last), against the leaf block. Each runs
  *       in a child process, so its peak resident memory is its own
  *       (wait4's ru_maxrss); the ratios are against the whole step measured
  *       in the same run.
@@ -16,7 +18,10 @@
  *       2^20) from generated tensors: only the block's inputs exist (the
  *       rows of the activation it reads, with a proof against a root of
  *       the whole tensor, and the weight). Its time against the whole op's
- *       FLOPs at the rate the block itself reached. */
+ *       FLOPs at the rate the block itself reached. Then one chunk of the
+ *       MLP's weight gradients' chains (its 128 rows only), their last
+ *       step, and a chunk of the gradient norm's chain over Llama-2 7B's
+ *       6738415616 parameters. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -470,13 +475,14 @@ static int chunk7b_child(void *arg, child_report *rep)
     int rv = config_7b(&rc);
     if (rv)
         return rv;
-    uint64_t n = o->OC * o->C;
+    bool sumsq = strcmp(o->op, "gradnorm.sumsq") == 0; /* N gradient elements, one output */
+    uint64_t n = sumsq ? 1 : o->OC * o->C;
     arb_block_read reads[3] = {
         {.src = {.kind = KRN_TRACE_SITE, .site = 0, .input = 0, .count = o->N * o->OC, .rows = 1}},
         {.src = {.kind = KRN_TRACE_SITE, .site = 1, .input = 1, .count = o->N * o->C, .rows = 1}},
         {.src = {.kind = KRN_TRACE_ZERO, .input = 2, .count = n, .rows = 1}}};
     arb_block_task task = {.config = &rc, .step = 1, .site = 2, .n = n, .leaf = ovt_tree_leaves(n * 4) / 2,
-                           .reads = reads, .nreads = 3, .threads = o->threads};
+                           .reads = reads, .nreads = sumsq ? 1 : 3, .threads = o->threads};
     snprintf(task.op, sizeof task.op, "%s", o->op);
     arb_chunk_info info;
     arb_block_plan plan = {0};
@@ -485,7 +491,7 @@ static int chunk7b_child(void *arg, child_report *rep)
     if ((rv = arb_chunk_info_of(&task, &info)))
         return rv;
     uint64_t c = o->one ? info.chunks : info.chunks / 2, r0 = c * ARB_CHUNK_ROWS, r1 = r0 + ARB_CHUNK_ROWS;
-    if (!o->one && !(rv = arb_block_need_input(&task, 0, r0 * o->OC, r1 * o->OC, &plan)))
+    if (!o->one && !(rv = arb_block_need_input(&task, 0, r0 * o->OC, r1 * o->OC, &plan)) && !sumsq)
         rv = arb_block_need_input(&task, 1, r0 * o->C, r1 * o->C, &plan);
     for (size_t k = 0; k < plan.nneeds && !rv; k++) {
         const arb_block_need *nd = &plan.needs[k];
@@ -503,7 +509,7 @@ static int chunk7b_child(void *arg, child_report *rep)
         double t0 = now();
         rv = arb_chunk_step(&task, c, prev, info.partial_len, &leaf, NULL);
         rep->seconds = now() - t0;
-        rep->flops = o->one ? 0 : 2.0 * ARB_CHUNK_ROWS * LEAF_ELEMS;
+        rep->flops = o->one ? 0 : 2.0 * ARB_CHUNK_ROWS * (double)info.count;
     }
     free(prev);
     for (int k = 0; k < 2; k++) {
@@ -526,6 +532,8 @@ static int bench_llama7b(uint64_t tokens, int threads)
         {"MLP up weight grad, chunk", "matmul.bwd.dweight", tokens, 4096, 11008, threads, false},
         {"MLP down weight grad, chunk", "matmul.bwd.dweight", tokens, 11008, 4096, threads, false},
         {"MLP up weight grad, last", "matmul.bwd.dweight", tokens, 4096, 11008, threads, true},
+        {"gradient norm, chunk", "gradnorm.sumsq", (uint64_t)6738415616, 1, 1, threads, false},
+        {"gradient norm, last", "gradnorm.sumsq", (uint64_t)6738415616, 1, 1, threads, true},
     };
     double rate = bench_dgemm_rate(1024, 1024, 1024, threads, NULL); /* GFLOP/s, this run's baseline */
     printf("Llama-7B shapes at %llu tokens, %d threads, generated tensors (only the block's inputs); the whole op "
@@ -537,7 +545,7 @@ static int bench_llama7b(uint64_t tokens, int threads)
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         child_report rep;
         double peak;
-        bool chunk = strcmp(ops[i].op, "matmul.bwd.dweight") == 0;
+        bool chunk = arb_chunk_supported(ops[i].op);
         if (in_child(chunk ? chunk7b_child : op7b_child, (void *)&ops[i], &rep, &peak) || rep.rc) {
             fprintf(stderr, "bench_block: %s: %s\n", ops[i].name, rep.msg);
             rv = 1;

@@ -173,6 +173,7 @@ static void test_chain(const char *preset, uint32_t batch, uint32_t seq, bool ev
     step_open(&f, preset, batch, seq);
     int sites = 0, leaves = 0, same = 0, stepped = 0, step_same = 0, multi_chunk = 0;
     uint64_t sumsq_chunks = 0;
+    int conv_leaves = 0;
     for (size_t i = 0; i < krn_trace_count(f.t); i++) {
         const krn_trace_record *rec = krn_trace_record_at(f.t, i);
         if (!arb_chunk_supported(rec->op))
@@ -194,6 +195,7 @@ static void test_chain(const char *preset, uint32_t batch, uint32_t seq, bool ev
             leaves++;
             multi_chunk += ch.info.chunks > 1;
             sumsq_chunks += strcmp(rec->op, "gradnorm.sumsq") == 0 ? ch.info.chunks : 0;
+            conv_leaves += strcmp(rec->op, "conv.bwd.dweight") == 0;
             arb_chunk_chain again; /* read a chunk or three at a time: the same chain */
             arb_chunk_walk_floats(3 * ARB_CHUNK_ROWS * (rec->n > 1 ? 200 : 1));
             CHECK(arb_chunk_chain_make(&task, &again) == 0);
@@ -222,12 +224,14 @@ static void test_chain(const char *preset, uint32_t batch, uint32_t seq, bool ev
         }
     }
     printf("%s: %d sites the chain covers, %d leaves (%d of several chunks): %d last leaves the step's; %d chunk "
-           "steps from their rows, %d the chain's; gradnorm.sumsq's chain %llu chunks\n",
-           preset, sites, leaves, multi_chunk, same, stepped, step_same, (unsigned long long)sumsq_chunks);
+           "steps from their rows, %d the chain's; gradnorm.sumsq's chain %llu chunks; %d conv.bwd.dweight leaves\n",
+           preset, sites, leaves, multi_chunk, same, stepped, step_same, (unsigned long long)sumsq_chunks,
+           conv_leaves);
     CHECK(sites > 0 && leaves >= sites && same == leaves);
     CHECK(stepped > leaves && step_same == stepped);
     CHECK(multi_chunk > 0);
     CHECK(sumsq_chunks > 8); /* every preset clips its gradient: gradnorm.sumsq is there */
+    CHECK(conv_leaves > 0 || strncmp(preset, "resnet", 6) != 0);
     step_close(&f);
 }
 
@@ -487,6 +491,7 @@ int main(void)
     CHECK_RUN(test_chain("llama-tiny", 8, 64, false));
     CHECK_RUN(test_chain("mlp-demo", 320, 0, true));
     CHECK_RUN(test_chain("mlp-mnist", 200, 0, false));
+    CHECK_RUN(test_chain("resnet-mini", 4, 0, false));
     cli_cleanup();
     return check_done();
 }
