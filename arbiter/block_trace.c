@@ -216,8 +216,14 @@ int arb_chunk_from_trace(arb_block_task *task, arb_block_owned *own, const krn_t
     } else { /* the last step: the old gradient of the leaf, and its entries */
         if (info.old_input >= 0)
             rc = arb_block_need_input(task, (unsigned)info.old_input, info.first, info.first + info.count, &plan);
+        size_t k0 = 0, k1; /* the leaf's entries (the whole op's rows hold the site's) */
+        while (k0 < all.nentries && all.entries[k0].index < info.first)
+            k0++;
+        for (k1 = k0; k1 < all.nentries && all.entries[k1].index < info.first + info.count; k1++)
+            ;
+        memmove(all.entries, all.entries + k0, (k1 - k0) * sizeof *all.entries);
         own->entries = all.entries;
-        own->nentries = all.nentries;
+        own->nentries = k1 - k0;
         all.entries = NULL;
         all.nentries = 0;
     }

@@ -275,10 +275,12 @@ static int chain(const char *dir, const struct block_args *a)
 
 /* ---- check ---- */
 
-static const char *whose(const arb_block_result *r, const struct block_args *a)
+/* The verdict on a recomputed leaf (or chain node) given the parties'; NULL
+ * without them. */
+static const char *whose(const ovt_hash *leaf, const struct block_args *a)
 {
-    bool t = a->have_trainer && !memcmp(r->leaf.b, a->trainer.b, 32);
-    bool u = a->have_auditor && !memcmp(r->leaf.b, a->auditor.b, 32);
+    bool t = a->have_trainer && !memcmp(leaf->b, a->trainer.b, 32);
+    bool u = a->have_auditor && !memcmp(leaf->b, a->auditor.b, 32);
     if (!a->have_trainer && !a->have_auditor)
         return NULL;
     return t ? "trainer-right" : u ? "auditor-right" : "neither";
@@ -292,7 +294,7 @@ static void print_check(const arb_block_package *p, const arb_block_result *r, c
     chain_hash_hex(claim, &p->claim);
     chain_hash_hex(root, &p->trace_root);
     bool claim_ok = !memcmp(r->leaf.b, p->claim.b, 32);
-    const char *verdict = whose(r, a);
+    const char *verdict = whose(&r->leaf, a);
     if (a->json) {
         json_t *o = json_pack("{s:I, s:I, s:s, s:I, s:I, s:s, s:s, s:b, s:s, s:I, s:I, s:I, s:b, s:I, s:I}", "step",
                               (json_int_t)t->step, "site", (json_int_t)t->site, "op", t->op, "n", (json_int_t)t->n,
@@ -363,8 +365,7 @@ static int check_chunk(const char *file, const arb_block_package *p, const struc
     int rv = arb_chunk_package_run(p, &leaf, NULL);
     if (rv < 0)
         return ovt_fail_wrap(rv, "%s: refused", file);
-    arb_block_result r = {.leaf = leaf};
-    print_chunk(p, &leaf, whose(&r, a), a->json);
+    print_chunk(p, &leaf, whose(&leaf, a), a->json);
     return 0;
 }
 

@@ -372,6 +372,28 @@ static void test_package(void)
         for (size_t cut = 0; cut < len; cut += cut < 4096 ? 13 : 65537, cuts++)
             refused += arb_block_package_read(&p, buf, cut) < 0;
         CHECK(refused == cuts);
+        /* one byte changed anywhere: refused, or the same node (a byte the
+         * chunk does not use), or, in the run config the package carries
+         * unbound (--config-hash binds it), another */
+        size_t cfg_hi = 16 + (size_t)ovt_get_le32(buf + 12);
+        int flips = 0, bad = 0, same = 0, other = 0;
+        for (size_t at = 0; at < len; at += at < 4096 ? 5 : 4099, flips++) {
+            buf[at] ^= 0x08;
+            int rc = arb_block_package_read(&p, buf, len);
+            if (rc == 0) {
+                ovt_hash node = p.chunk.node;
+                rc = arb_chunk_package_run(&p, &h, NULL);
+                same += rc == 0 && memcmp(h.b, node.b, 32) == 0 && at >= cfg_hi;
+                other += rc == 0 && memcmp(h.b, node.b, 32) != 0 && at >= cfg_hi;
+                arb_block_package_free(&p);
+            }
+            bad += rc < 0;
+            buf[at] ^= 0x08;
+        }
+        printf("chunk %llu package of %zu bytes: of %d one-byte changes %d refused, %d the same node, %d another "
+               "outside the config\n",
+               (unsigned long long)c, len, flips, bad, same, other);
+        CHECK(other == 0 && bad > flips / 2);
         free(buf);
     }
     step_close(&f);
