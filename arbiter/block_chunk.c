@@ -370,13 +370,17 @@ static int acc_leaf(chunk_acc *a, ovt_hash *leaf)
 }
 
 /* The leaf's FP64 values (old + exact sum, rounded once) and band
- * magnitudes; OVT_EINVAL for a negative magnitude (not a chain state). */
+ * magnitudes; OVT_EINVAL for a non-finite old value (the step failed
+ * before) or a negative magnitude (not a chain state). */
 static int final_values(chunk_acc *a, const float *old, double *y, double *mag)
 {
     for (uint64_t i = 0; i < a->count; i++) {
         xsum s = a->sum[i];
         xsum_f32 f;
-        (void)xsum_split(old[i], &f); /* finite: a grid value the record proves */
+        if (!xsum_split(old[i], &f))
+            return ovt_fail(OVT_EINVAL, "chunk: the old value of element %llu is not finite: the step failed "
+                                        "before this site",
+                            (unsigned long long)(a->first + i));
         xsum_add_f32(&s, f);
         y[i] = xsum_to_double(&s);
         if (a->kind == CHUNK_DWEIGHT) {
