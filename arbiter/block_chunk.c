@@ -42,12 +42,25 @@ typedef struct {
     uint64_t o0, o1, c0, c1;
     xsum *sum, *abs, *rsq, *csq;
     size_t nx;              /* xsums in all, one allocation from sum on */
+    krn_ctx *par;           /* the threads the adds run on (task->threads > 1), or NULL */
 } chunk_acc;
 
 static void acc_free(chunk_acc *a)
 {
     free(a->sum);
+    krn_ctx_free(a->par);
     memset(a, 0, sizeof *a);
+}
+
+/* A ctx for the task's threads (its pool; it rounds nothing), when more
+ * than one. */
+static int acc_threads(chunk_acc *a, const arb_block_task *task)
+{
+    if (task->threads <= 1)
+        return 0;
+    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_NEAREST, .grid_bits = (int)task->config->grid_bits,
+                     .threads = task->threads};
+    return krn_ctx_new(&a->par, &kc);
 }
 
 static size_t acc_bytes(const chunk_acc *a)
@@ -169,27 +182,70 @@ static void add_squares(xsum *sq, const xsum_f32 *cols, uint64_t ncols, uint64_t
             xsum_add_abs_product(&sq[j], cols[j * rows + r], cols[j * rows + r]);
 }
 
-static void add_dweight(chunk_acc *a, const xsum_f32 *dm, const xsum_f32 *im, uint64_t rows)
+/* The weight gradient's elements [i0, i1) of the leaf. */
+static void add_dweight(chunk_acc *a, const xsum_f32 *dm, const xsum_f32 *im, uint64_t rows, uint64_t i0,
+                        uint64_t i1)
 {
-    for (uint64_t i = 0; i < a->count; i++) {
+    for (uint64_t i = i0; i < i1; i++) {
         uint64_t e = a->first + i, o = e / a->C - a->o0, c = e % a->C - a->c0;
         const xsum_f32 *g = dm + o * rows, *x = im + c * rows;
         xsum *s = &a->sum[i];
         for (uint64_t r = 0; r < rows; r++)
             xsum_add_product(s, g[r], x[r]);
     }
-    add_squares(a->rsq, dm, a->o1 - a->o0, rows);
-    add_squares(a->csq, im, a->c1 - a->c0, rows);
 }
 
-static void add_colsum(chunk_acc *a, const xsum_f32 *dm, uint64_t rows)
+/* The column sums' elements [i0, i1) and their magnitudes. */
+static void add_colsum(chunk_acc *a, const xsum_f32 *dm, uint64_t rows, uint64_t i0, uint64_t i1)
 {
-    for (uint64_t i = 0; i < a->count; i++) {
+    for (uint64_t i = i0; i < i1; i++) {
         const xsum_f32 *g = dm + i * rows;
         for (uint64_t r = 0; r < rows; r++) {
             xsum_add_f32(&a->sum[i], g[r]);
             xsum_add(&a->abs[i], g[r].m, g[r].e, 0);
         }
+    }
+}
+
+/* One chunk's split rows, added part by part on the ctx's threads: each
+ * part owns its elements' sums (and magnitudes), the last one the weight
+ * gradient's sums of squares, so the result is the same whatever thread
+ * runs which part. */
+typedef struct {
+    chunk_acc *a;
+    const xsum_f32 *dm, *im;
+    uint64_t rows;
+} add_job;
+
+#define ADD_PART 256 /* elements per part */
+
+static uint64_t add_parts(const chunk_acc *a)
+{
+    return (a->count + ADD_PART - 1) / ADD_PART + (a->kind == CHUNK_DWEIGHT);
+}
+
+static void add_part(void *arg, size_t part)
+{
+    const add_job *j = arg;
+    chunk_acc *a = j->a;
+    uint64_t i0 = (uint64_t)part * ADD_PART, i1 = i0 + ADD_PART < a->count ? i0 + ADD_PART : a->count;
+    if (i0 >= a->count) { /* the weight gradient's norms */
+        add_squares(a->rsq, j->dm, a->o1 - a->o0, j->rows);
+        add_squares(a->csq, j->im, a->c1 - a->c0, j->rows);
+        for (xsum *s = a->rsq; s < a->sum + a->nx; s++)
+            xsum_normalize(s);
+        return;
+    }
+    if (a->kind == CHUNK_DWEIGHT)
+        add_dweight(a, j->dm, j->im, j->rows, i0, i1);
+    else if (a->kind == CHUNK_COLSUM)
+        add_colsum(a, j->dm, j->rows, i0, i1);
+    else
+        add_squares(a->sum, j->dm, 1, j->rows);
+    for (uint64_t i = i0; i < i1; i++) {
+        xsum_normalize(&a->sum[i]);
+        if (a->abs)
+            xsum_normalize(&a->abs[i]);
     }
 }
 
@@ -273,14 +329,12 @@ static int acc_add(chunk_acc *a, const arb_block_task *task, const chunk_rows *b
                       task->site, task->op, (unsigned long long)r0, (unsigned long long)r1);
         goto done;
     }
-    if (a->kind == CHUNK_DWEIGHT)
-        add_dweight(a, dm, im, rows);
-    else if (a->kind == CHUNK_COLSUM)
-        add_colsum(a, dm, rows);
+    add_job job = {.a = a, .dm = dm, .im = im, .rows = rows};
+    if (a->par)
+        rc = krn_ctx_parallel(a->par, add_parts(a), add_part, &job);
     else
-        add_squares(a->sum, dm, 1, rows);
-    for (size_t k = 0; k < a->nx; k++)
-        xsum_normalize(&a->sum[k]);
+        for (uint64_t part = 0; part < add_parts(a); part++)
+            add_part(&job, part);
 done:
     free(dm);
     free(im);
@@ -475,7 +529,7 @@ int arb_chunk_chain_make(const arb_block_task *task, arb_chunk_chain *out)
     if (rc < 0)
         return rc;
     uint64_t C = out->info.chunks;
-    if ((rc = verify_slices(task)) < 0)
+    if ((rc = acc_threads(&a, task)) < 0 || (rc = verify_slices(task)) < 0)
         goto done;
     if ((out->leaves = malloc((C + 1) * sizeof *out->leaves)) == NULL) {
         rc = ovt_fail(OVT_ENOMEM, "chunk: out of memory for the chain's leaves");
@@ -511,7 +565,7 @@ int arb_chunk_partial(const arb_block_task *task, uint64_t c, uint8_t **bytes, s
     if (c >= C)
         rc = ovt_fail(OVT_EINVAL, "chunk: the chain of site %u has states P_0..P_%llu; P_%llu is none",
                       task->site, (unsigned long long)(C - 1), (unsigned long long)c);
-    else
+    else if ((rc = acc_threads(&a, task)) == 0)
         rc = verify_slices(task);
     if (rc == 0)
         rc = acc_walk(&a, task, c + 1, NULL);
@@ -538,7 +592,7 @@ int arb_chunk_step(const arb_block_task *task, uint64_t c, const uint8_t *prev, 
     else if (c > 0 && (prev == NULL || prev_len != acc_bytes(&a)))
         rc = ovt_fail(OVT_EINVAL, "chunk: the state before chunk %llu is %zu bytes; the chain's states are %zu",
                       (unsigned long long)c, prev ? prev_len : 0, acc_bytes(&a));
-    else
+    else if ((rc = acc_threads(&a, task)) == 0)
         rc = verify_slices(task);
     for (size_t k = 0; k < a.nx && rc == 0 && c > 0; k++)
         xsum_get(&a.sum[k], prev + k * XSUM_BYTES);

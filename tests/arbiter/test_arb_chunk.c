@@ -196,9 +196,11 @@ static void test_chain(const char *preset, uint32_t batch, uint32_t seq, bool ev
             multi_chunk += ch.info.chunks > 1;
             sumsq_chunks += strcmp(rec->op, "gradnorm.sumsq") == 0 ? ch.info.chunks : 0;
             conv_leaves += strcmp(rec->op, "conv.bwd.dweight") == 0;
-            arb_chunk_chain again; /* read a chunk or three at a time: the same chain */
+            arb_chunk_chain again; /* read a chunk or three at a time, on 3 threads: the same chain */
             arb_chunk_walk_floats(3 * ARB_CHUNK_ROWS * (rec->n > 1 ? 200 : 1));
+            task.threads = 3;
             CHECK(arb_chunk_chain_make(&task, &again) == 0);
+            task.threads = 1;
             arb_chunk_walk_floats(0);
             CHECK(memcmp(again.root.b, ch.root.b, 32) == 0);
             arb_chunk_chain_free(&again);
