@@ -21,7 +21,10 @@
  *       FLOPs at the rate the block itself reached. Then one chunk of the
  *       MLP's weight gradients' chains (its 128 rows only), their last
  *       step, and a chunk of the gradient norm's chain over Llama-2 7B's
- *       6738415616 parameters. */
+ *       6738415616 parameters.
+ *   bench_block --xsum
+ *       the exact accumulator's term add (arbiter/xsum.h) against the same
+ *       products summed in FP64, in the same run. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +35,7 @@
 #include "arbiter/block.h"
 #include "arbiter/block_chunk.h"
 #include "arbiter/block_file.h"
+#include "arbiter/xsum.h"
 #include "bench_setup.h"
 #include "bench_util.h"
 #include "common/fileio.h"
@@ -559,6 +563,51 @@ static int bench_llama7b(uint64_t tokens, int threads)
     return rv;
 }
 
+/* ---- the exact accumulator's term add ---- */
+
+/* 128 rows x `elems` products of a leaf's chunk (arbiter/xsum.h) against
+ * the same products summed in FP64, in the same run: ns per term and the
+ * ratio. */
+static int bench_xsum(void)
+{
+    enum { ROWS = 128, ELEMS = 16384, REPS = 8 };
+    float *a = malloc(ROWS * sizeof *a), *b = malloc((size_t)ROWS * ELEMS * sizeof *b);
+    xsum_f32 *sa = malloc(ROWS * sizeof *sa), *sb = malloc((size_t)ROWS * ELEMS * sizeof *sb);
+    xsum *acc = calloc(ELEMS, sizeof *acc);
+    double *d = calloc(ELEMS, sizeof *d);
+    if (!a || !b || !sa || !sb || !acc || !d)
+        return 1;
+    fill_values(a, ROWS, 1, 1.0f);
+    fill_values(b, (size_t)ROWS * ELEMS, 2, 1.0f);
+    for (size_t i = 0; i < ROWS; i++)
+        (void)xsum_split(a[i], &sa[i]);
+    for (size_t i = 0; i < (size_t)ROWS * ELEMS; i++)
+        (void)xsum_split(b[i], &sb[i]);
+    double t0 = now();
+    for (int rep = 0; rep < REPS; rep++)
+        for (size_t e = 0; e < ELEMS; e++) {
+            for (size_t r = 0; r < ROWS; r++)
+                xsum_add_product(&acc[e], sa[r], sb[e * ROWS + r]);
+            xsum_normalize(&acc[e]);
+        }
+    double exact = now() - t0;
+    t0 = now();
+    for (int rep = 0; rep < REPS; rep++)
+        for (size_t e = 0; e < ELEMS; e++) {
+            double s = d[e];
+            for (size_t r = 0; r < ROWS; r++)
+                s += (double)a[r] * (double)b[e * ROWS + r];
+            d[e] = s;
+        }
+    double fp64 = now() - t0;
+    double terms = (double)REPS * ROWS * ELEMS, check = xsum_to_double(&acc[0]) + d[0];
+    printf("exact accumulator: %.0f terms (a leaf's chunk, %d times), %.2f ns a term (carry once per chunk); the "
+           "same sums in FP64 (the baseline) %.2f ns: %.1fx (check %g)\n",
+           terms, REPS, exact / terms * 1e9, fp64 / terms * 1e9, exact / fp64, check);
+    free(a), free(b), free(sa), free(sb), free(acc), free(d);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     bench_shape s = {.model = "gpt2-tiny", .B = 4, .T = 64, .threads = 2};
@@ -567,13 +616,15 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--llama7b"))
             llama7b = true;
+        else if (!strcmp(argv[i], "--xsum"))
+            return bench_xsum();
         else if (i + 1 < argc && !strcmp(argv[i], "--tokens"))
             tokens = strtoull(argv[++i], NULL, 10);
         else if (i + 1 < argc && bench_shape_flag(&s, argv[i], argv[i + 1]))
             i++;
         else {
             fprintf(stderr, "usage: bench_block [--model M] [--batch B] [--seq T] [--threads N] | --llama7b "
-                            "[--tokens N] [--threads N]\n");
+                            "[--tokens N] [--threads N] | --xsum\n");
             return 2;
         }
     }
