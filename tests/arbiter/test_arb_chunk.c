@@ -23,6 +23,7 @@
 #include "block_fixture.h"
 #include "check.h"
 #include "common/tree.h"
+#include "kernels/ops.h"
 
 #define LEAF_ELEMS (OVT_TREE_LEAF_BYTES / 4)
 
@@ -235,6 +236,82 @@ static void test_chain(const char *preset, uint32_t batch, uint32_t seq, bool ev
     CHECK(sumsq_chunks > 8); /* every preset clips its gradient: gradnorm.sumsq is there */
     CHECK(conv_leaves > 0 || strncmp(preset, "resnet", 6) != 0);
     step_close(&f);
+}
+
+/* Values with 12-bit mantissas over a few binades (on every grid), signed. */
+static void fill_grid(float *v, size_t n, float scale)
+{
+    for (size_t i = 0; i < n; i++)
+        v[i] = ldexpf((float)((int)(rnd() % 4096) - 2048), -(int)(rnd() % 6) - 11) * scale;
+}
+
+/* The ops' sites with old gradients that are not zero (every model step
+ * starts its gradients from zero): matmul's dweight and dbias and
+ * bias.bwd, recorded with a check-mode trace of the ops alone; every leaf's
+ * chain ends at the site's traced output leaf. 300 rows (3 chunks), a
+ * 200 x 100 weight gradient (2 leaves, the second from mid-row). */
+static void test_old_gradients(void)
+{
+    enum { N = 300, C = 100, OC = 200 };
+    trn_model_config mc;
+    trn_run_config rc;
+    CHECK(trn_model_preset(&mc, "mlp-demo") == 0);
+    trn_config_default(&rc, &mc);
+    float *dout = malloc(N * OC * 4), *inp = malloc(N * C * 4), *w = malloc(OC * C * 4), *dw = malloc(OC * C * 4);
+    float *db = malloc(OC * 4), *db2 = malloc(OC * 4);
+    fill_grid(dout, N * OC, 1.0f);
+    fill_grid(inp, N * C, 4.0f);
+    fill_grid(w, OC * C, 1.0f);
+    fill_grid(dw, OC * C, 64.0f);
+    fill_grid(db, OC, 16.0f);
+    fill_grid(db2, OC, 16.0f);
+    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_RECORD, .grid_bits = (int)rc.grid_bits, .threads = 1};
+    krn_ctx *ctx;
+    krn_trace *t;
+    krn_rlog *log = krn_rlog_new();
+    CHECK(krn_ctx_new(&ctx, &kc) == 0 && krn_trace_new(&t, true) == 0 && krn_ctx_set_trace(ctx, t) == 0);
+    const char *names[6] = {"dout", "inp", "w", "dw", "db", "db2"};
+    float *regions[6] = {dout, inp, w, dw, db, db2};
+    size_t sizes[6] = {N * OC, N * C, OC * C, OC * C, OC, OC};
+    for (int k = 0; k < 6; k++)
+        CHECK(krn_trace_region(t, KRN_TRACE_STATE, names[k], regions[k], sizes[k]) == 0);
+    CHECK(krn_step_begin(ctx, 1, log) == 0);
+    CHECK(krn_matmul_backward(ctx, NULL, dw, db, dout, inp, w, N, C, OC) == 0);
+    CHECK(krn_bias_backward(ctx, db2, dout, N, OC) == 0);
+    krn_stats st;
+    ovt_hash root;
+    CHECK(krn_step_end(ctx, &st) == 0 && krn_trace_finish(t, &root) == 0);
+    int leaves = 0, same = 0;
+    for (size_t i = 0; i < krn_trace_count(t); i++) {
+        const krn_trace_record *rec = krn_trace_record_at(t, i);
+        CHECK(arb_chunk_supported(rec->op));
+        size_t n;
+        const float *out = krn_trace_written(t, KRN_TRACE_SITE, (uint32_t)i, &n);
+        for (uint64_t L = 0; L < ovt_tree_leaves(rec->n * 4); L++) {
+            arb_block_task task = {.config = &rc, .step = 1, .threads = 1};
+            arb_block_owned own;
+            arb_chunk_chain ch;
+            CHECK(arb_block_from_trace(&task, &own, t, i, log, L) == 0);
+            int r = arb_chunk_chain_make(&task, &ch);
+            CHECK_MSG(r == 0, "%s leaf %llu: %s", rec->op, (unsigned long long)L, ovt_errmsg());
+            if (r == 0) {
+                ovt_hash want;
+                uint64_t e0 = L * LEAF_ELEMS, e1 = e0 + LEAF_ELEMS < n ? e0 + LEAF_ELEMS : n;
+                ovt_tree_leaf_le32(&want, out + e0, (e1 - e0) * 4);
+                same += ch.info.chunks == 3 && memcmp(ch.leaves[3].b, want.b, 32) == 0;
+                arb_chunk_chain_free(&ch);
+            }
+            arb_block_owned_free(&own);
+            leaves++;
+        }
+    }
+    printf("old gradients not zero: %zu sites, %d leaves, %d the step's (%llu log entries)\n", krn_trace_count(t),
+           leaves, same, (unsigned long long)krn_rlog_nentries(log));
+    CHECK(krn_trace_count(t) == 3 && leaves == 4 && same == leaves);
+    krn_trace_free(t);
+    krn_rlog_free(log);
+    krn_ctx_free(ctx);
+    free(dout), free(inp), free(w), free(dw), free(db), free(db2);
 }
 
 /* A gpt2-tiny matmul.bwd.dweight leaf with a log entry and chunks >= 2. */
@@ -509,6 +586,7 @@ int main(void)
     CHECK_RUN(test_cli());
     CHECK_RUN(test_xsum_random());
     CHECK_RUN(test_xsum_extremes());
+    CHECK_RUN(test_old_gradients());
     CHECK_RUN(test_refusals());
     CHECK_RUN(test_package());
     CHECK_RUN(test_chain("gpt2-tiny", 8, 64, true));
