@@ -113,17 +113,18 @@ static int acc_new(chunk_acc *a, const arb_block_task *task)
     memset(a, 0, sizeof *a);
     if (!arb_chunk_supported(task->op))
         return ovt_fail(OVT_EINVAL, "chunk: site %u's op '%s' is not a sum over the batch the chain covers "
-                                    "(matmul.bwd.dweight, matmul.bwd.dbias, bias.bwd, gradnorm.sumsq)",
+                                    "(matmul.bwd.dweight, conv.bwd.dweight, matmul.bwd.dbias, bias.bwd, "
+                                    "gradnorm.sumsq)",
                         task->site, task->op);
     arb_block_plan plan;
     uint64_t S[ARB_BLOCK_MAX_INPUTS];
     size_t ninputs;
     int rc = arb_block_plan_make(task, &plan); /* checks the sizes fit the op */
-    if (rc < 0 || (rc = arb_block_input_sizes(task, S, &ninputs)) < 0)
+    if (rc < 0)
         return rc;
     a->N = plan.rows;
     arb_block_plan_free(&plan);
-    if ((rc = acc_dims(a, task, S, ninputs)) < 0)
+    if ((rc = arb_block_input_sizes(task, S, &ninputs)) < 0 || (rc = acc_dims(a, task, S, ninputs)) < 0)
         return rc;
     a->first = task->leaf * LEAF_ELEMS;
     if (a->first >= task->n)
