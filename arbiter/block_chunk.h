@@ -2,10 +2,10 @@
 #define OVT_ARBITER_BLOCK_CHUNK_H
 
 /* The arbiter's fourth level (issue 42, docs/arbiter.md "The reduction's
- * chunks"): a site that sums over the batch ("matmul.bwd.dweight",
- * "matmul.bwd.dbias", "bias.bwd") needs every row of its inputs for one
- * leaf, so the dispute bisects once more, over a canonical chain every
- * honest party computes identically whatever its hardware.
+ * chunks"): a site that sums over the batch (arb_chunk_supported) needs
+ * every row of its inputs for one leaf, so the dispute bisects once more,
+ * over a canonical chain every honest party computes identically whatever
+ * its hardware.
  *
  * For leaf L of such a site and its N rows, C = ceil(N / 128) chunks
  * (KRN_GEMM_CHUNK). P_c, for c < C, is the exact state after the terms of
@@ -25,7 +25,13 @@
  * (the norms: square roots of the sums rounded once), rounded by the
  * site's own rule (krn_batch_sum_round in a REPLAY ctx under the run's
  * rule, the arbiter's strict verifier). The chain's root is common/tree.h's
- * root over its C + 1 leaf hashes. */
+ * root over its C + 1 leaf hashes.
+ *
+ * On chain (OvtNarrow's stage Chunks), a party posts its chain's root, its
+ * leaf count C + 1 and the proof that its last leaf is its level-3 node
+ * (ovt_tree_proof over arb_chunk_chain_from_trace's leaves at C); a count
+ * other than arb_chunk_info_of's chunks + 1 for the agreed record is
+ * wrong. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -50,7 +56,7 @@ bool arb_chunk_supported(const char *op);
 typedef struct {
     uint64_t rows;        /* N, the reduction's length */
     uint64_t chunks;      /* C = ceil(N / ARB_CHUNK_ROWS); the chain has C + 1 leaves */
-    uint64_t first, count;/* the leaf's elements of the site's output */
+    uint64_t first, count; /* the leaf's elements of the site's output */
     size_t partial_len;   /* the bytes of each P_c */
     unsigned summed_inputs; /* inputs 0 .. summed_inputs - 1 are summed, (N, width) row-major */
     int old_input;        /* the input that is the old gradient; -1: none (gradnorm.sumsq) */
