@@ -168,10 +168,10 @@ static int step_of(const step_fixture *f, size_t i, uint64_t L, uint64_t c, ovt_
     return rc;
 }
 
-static void test_chain(const char *preset, uint32_t batch, uint32_t seq, bool every_step)
+static void test_chain(const char *preset, uint32_t batch, uint32_t seq, bool every_step, int steer)
 {
     step_fixture f;
-    step_open(&f, preset, batch, seq);
+    step_open_steered(&f, preset, batch, seq, steer);
     int sites = 0, leaves = 0, same = 0, stepped = 0, step_same = 0, multi_chunk = 0;
     uint64_t sumsq_chunks = 0;
     int conv_leaves = 0;
@@ -226,9 +226,9 @@ static void test_chain(const char *preset, uint32_t batch, uint32_t seq, bool ev
             arb_block_owned_free(&own);
         }
     }
-    printf("%s: %d sites the chain covers, %d leaves (%d of several chunks): %d last leaves the step's; %d chunk "
+    printf("%s%s: %d sites the chain covers, %d leaves (%d of several chunks): %d last leaves the step's; %d chunk "
            "steps from their rows, %d the chain's; gradnorm.sumsq's chain %llu chunks; %d conv.bwd.dweight leaves\n",
-           preset, sites, leaves, multi_chunk, same, stepped, step_same, (unsigned long long)sumsq_chunks,
+           preset, steer > 0 ? " (steered up)" : steer < 0 ? " (steered down)" : "", sites, leaves, multi_chunk, same, stepped, step_same, (unsigned long long)sumsq_chunks,
            conv_leaves);
     CHECK(sites > 0 && leaves >= sites && same == leaves);
     CHECK(stepped > leaves && step_same == stepped);
@@ -250,7 +250,19 @@ static void fill_grid(float *v, size_t n, float scale)
  * bias.bwd, recorded with a check-mode trace of the ops alone; every leaf's
  * chain ends at the site's traced output leaf. 300 rows (3 chunks), a
  * 200 x 100 weight gradient (2 leaves, the second from mid-row). */
+static void old_gradients(int steer);
 static void test_old_gradients(void)
+{
+    old_gradients(0);
+}
+
+static void test_steered(void)
+{
+    old_gradients(1);
+    old_gradients(-1);
+}
+
+static void old_gradients(int steer)
 {
     enum { N = 300, C = 100, OC = 200 };
     trn_model_config mc;
@@ -275,6 +287,7 @@ static void test_old_gradients(void)
     size_t sizes[6] = {N * OC, N * C, OC * C, OC * C, OC, OC};
     for (int k = 0; k < 6; k++)
         CHECK(krn_trace_region(t, KRN_TRACE_STATE, names[k], regions[k], sizes[k]) == 0);
+    krn_ctx_steer(ctx, steer);
     CHECK(krn_step_begin(ctx, 1, log) == 0);
     CHECK(krn_matmul_backward(ctx, NULL, dw, db, dout, inp, w, N, C, OC) == 0);
     CHECK(krn_bias_backward(ctx, db2, dout, N, OC) == 0);
@@ -305,8 +318,10 @@ static void test_old_gradients(void)
             leaves++;
         }
     }
-    printf("old gradients not zero: %zu sites, %d leaves, %d the step's (%llu log entries)\n", krn_trace_count(t),
-           leaves, same, (unsigned long long)krn_rlog_nentries(log));
+    printf("old gradients not zero%s: %zu sites, %d leaves, %d the step's (%llu log entries, %llu elements the "
+           "trainer's choice, rule %d)\n",
+           steer > 0 ? ", steered up" : steer < 0 ? ", steered down" : "", krn_trace_count(t), leaves, same,
+           (unsigned long long)krn_rlog_nentries(log), (unsigned long long)st.ambiguous, trn_config_rule(&rc));
     CHECK(krn_trace_count(t) == 3 && leaves == 4 && same == leaves);
     krn_trace_free(t);
     krn_rlog_free(log);
@@ -587,13 +602,16 @@ int main(void)
     CHECK_RUN(test_xsum_random());
     CHECK_RUN(test_xsum_extremes());
     CHECK_RUN(test_old_gradients());
+    CHECK_RUN(test_steered());
     CHECK_RUN(test_refusals());
     CHECK_RUN(test_package());
-    CHECK_RUN(test_chain("gpt2-tiny", 8, 64, true));
-    CHECK_RUN(test_chain("llama-tiny", 8, 64, false));
-    CHECK_RUN(test_chain("mlp-demo", 320, 0, true));
-    CHECK_RUN(test_chain("mlp-mnist", 200, 0, false));
-    CHECK_RUN(test_chain("resnet-mini", 4, 0, false));
+    CHECK_RUN(test_chain("gpt2-tiny", 8, 64, true, 0));
+    CHECK_RUN(test_chain("llama-tiny", 8, 64, false, 0));
+    CHECK_RUN(test_chain("mlp-demo", 320, 0, true, 0));
+    CHECK_RUN(test_chain("mlp-mnist", 200, 0, false, 0));
+    CHECK_RUN(test_chain("resnet-mini", 4, 0, false, 0));
+    CHECK_RUN(test_chain("gpt2-tiny", 8, 64, false, 1)); /* a trainer that uses rule 3's freedom */
+    CHECK_RUN(test_chain("llama-tiny", 8, 64, false, -1));
     cli_cleanup();
     return check_done();
 }
