@@ -115,8 +115,12 @@ static int chunk_packages(const model_ctx *m, const trn_run_config *rc, const kr
         uint8_t *buf;
         size_t len;
         char path[256];
+        double t0 = now();
         if ((rv = arb_chunk_package_make(&buf, &len, rc, t, root, 1, i, leaf, log, chunks[k])))
             break;
+        printf("party: site %zu (%s) leaf %llu, the package of chunk %llu of %llu (its chain and state): %.3f s\n",
+               i, rec->op, (unsigned long long)leaf, (unsigned long long)chunks[k], (unsigned long long)info.chunks,
+               now() - t0);
         snprintf(path, sizeof path, "%s/site-%zu-chunk-%llu.blk", m->dir, i, (unsigned long long)chunks[k]);
         rv = ovt_write_atomic(path, buf, len, 0644);
         free(buf);
