@@ -121,6 +121,7 @@ static int chunk_packages(const model_ctx *m, const trn_run_config *rc, const kr
         printf("party: site %zu (%s) leaf %llu, the package of chunk %llu of %llu (its chain and state): %.3f s\n",
                i, rec->op, (unsigned long long)leaf, (unsigned long long)chunks[k], (unsigned long long)info.chunks,
                now() - t0);
+        fflush(stdout); /* a child: it leaves by _exit */
         snprintf(path, sizeof path, "%s/site-%zu-chunk-%llu.blk", m->dir, i, (unsigned long long)chunks[k]);
         rv = ovt_write_atomic(path, buf, len, 0644);
         free(buf);
