@@ -2,10 +2,10 @@
 #define OVT_ARBITER_BLOCK_CHUNK_H
 
 /* The arbiter's fourth level (issue 42, docs/arbiter.md "The reduction's
- * chunks"): a site that sums over the batch ("matmul.bwd.dweight",
- * "matmul.bwd.dbias", "bias.bwd") needs every row of its inputs for one
- * leaf, so the dispute bisects once more, over a canonical chain every
- * honest party computes identically whatever its hardware.
+ * chunks"): a site that sums over the batch (arb_chunk_supported) needs
+ * every row of its inputs for one leaf, so the dispute bisects once more,
+ * over a canonical chain every honest party computes identically whatever
+ * its hardware.
  *
  * For leaf L of such a site and its N rows, C = ceil(N / 128) chunks
  * (KRN_GEMM_CHUNK). P_c, for c < C, is the exact state after the terms of
@@ -16,15 +16,22 @@
  *   values (80 bytes: the band's magnitude);
  * then, for "matmul.bwd.dweight" (whose band is the outer product of
  * norms), the exact sums of squares of dout's columns o0 .. o1 - 1 (the
- * leaf's rows of the weight gradient) and of all C of inp's columns (80
- * bytes each). Chain leaf c = SHA-256(0x00 || P_c); chain leaf C = the
+ * leaf's rows of the weight gradient) and of inp's columns c0 .. c1 - 1
+ * (the leaf's columns: all C when it spans more than one row), 80 bytes
+ * each. Chain leaf c = SHA-256(0x00 || P_c); chain leaf C = the
  * leaf's output leaf hash (ovt_tree_leaf_le32 of its float32 values),
  * computed from P_{C-1}, the old gradient and the log entries: y = the
  * exact old + sum rounded once to FP64, the band from the exact magnitudes
  * (the norms: square roots of the sums rounded once), rounded by the
  * site's own rule (krn_batch_sum_round in a REPLAY ctx under the run's
  * rule, the arbiter's strict verifier). The chain's root is common/tree.h's
- * root over its C + 1 leaf hashes. */
+ * root over its C + 1 leaf hashes.
+ *
+ * On chain (OvtNarrow's stage Chunks), a party posts its chain's root, its
+ * leaf count C + 1 and the proof that its last leaf is its level-3 node
+ * (ovt_tree_proof over arb_chunk_chain_from_trace's leaves at C); a count
+ * other than arb_chunk_info_of's chunks + 1 for the agreed record is
+ * wrong. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -36,15 +43,26 @@
 
 #define ARB_CHUNK_ROWS 128 /* KRN_GEMM_CHUNK: the chain's chunks are the contract's */
 
-/* Whether op is a site the chain covers. */
+/* Whether op is a site the chain covers: "matmul.bwd.dweight",
+ * "matmul.bwd.dbias", "bias.bwd", "gradnorm.sumsq" (N = every gradient
+ * element, one output: P_c is its exact sum of squares, which is also its
+ * magnitude; nothing old is added), "conv.bwd.dweight" (a ResNet's, as the
+ * block engine reads its record: N = images x output positions, image by
+ * image, a term dout * im2col(inp); P_c as the weight gradient's, its
+ * columns being the Cin*k*k taps). */
 bool arb_chunk_supported(const char *op);
 
 /* The chain's sizes for leaf task->leaf of the task's site. */
 typedef struct {
     uint64_t rows;        /* N, the reduction's length */
     uint64_t chunks;      /* C = ceil(N / ARB_CHUNK_ROWS); the chain has C + 1 leaves */
-    uint64_t first, count;/* the leaf's elements of the site's output */
+    uint64_t first, count; /* the leaf's elements of the site's output */
     size_t partial_len;   /* the bytes of each P_c */
+    unsigned summed_inputs; /* inputs 0 .. summed_inputs - 1 are summed, (N, width) row-major */
+    int old_input;        /* the input that is the old gradient; -1: none (gradnorm.sumsq) */
+    uint64_t group_rows;  /* the summed inputs come in groups of this many rows (a convolution's
+                             image: its output positions; else 1) */
+    uint64_t group_width[2]; /* elements per group of inputs 0 and 1 */
 } arb_chunk_info;
 
 /* OVT_EINVAL for an op the chain does not cover, sizes that do not fit
@@ -92,6 +110,10 @@ int arb_chunk_step(const arb_block_task *task, uint64_t c, const uint8_t *prev, 
  * task: as arb_block_from_trace fills it (config, step, threads set). */
 int arb_chunk_chain_from_trace(arb_chunk_chain *out, arb_block_task *task, const krn_trace *t, size_t i,
                                const krn_rlog *log, uint64_t leaf, bool *recomputed_differs) OVT_MUST_USE;
+
+/* Testing only: the party's walk over the rows reads n input floats at
+ * once (0: the default, 2^24), one chunk at least; the chain is the same. */
+void arb_chunk_walk_floats(uint64_t n);
 
 /* Chain leaf of a state: SHA-256(0x00 || P). OVT_ENOMEM. */
 int arb_chunk_state_leaf(ovt_hash *leaf, const uint8_t *state, size_t len) OVT_MUST_USE;

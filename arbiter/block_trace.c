@@ -203,7 +203,6 @@ int arb_chunk_from_trace(arb_block_task *task, arb_block_owned *own, const krn_t
     memset(&plan, 0, sizeof plan);
     if ((rc = arb_chunk_info_of(task, &info)) < 0)
         goto done;
-    bool dweight = strcmp(task->op, "matmul.bwd.dweight") == 0;
     if (c > info.chunks) {
         rc = ovt_fail(OVT_EINVAL, "chunk: site %zu leaf %llu has chain leaves 0..%llu; %llu is none", i,
                       (unsigned long long)leaf, (unsigned long long)info.chunks, (unsigned long long)c);
@@ -211,16 +210,20 @@ int arb_chunk_from_trace(arb_block_task *task, arb_block_owned *own, const krn_t
     }
     if (c < info.chunks) { /* the chunk's rows of every input summed */
         uint64_t r0 = c * ARB_CHUNK_ROWS, r1 = r0 + ARB_CHUNK_ROWS < info.rows ? r0 + ARB_CHUNK_ROWS : info.rows;
-        uint64_t S[ARB_BLOCK_MAX_INPUTS];
-        size_t ninputs;
-        if ((rc = arb_block_input_sizes(task, S, &ninputs)) < 0)
-            goto done;
-        for (unsigned m = 0; m < (dweight ? 2u : 1u) && rc == 0; m++) /* row-major (N, width) inputs */
-            rc = arb_block_need_input(task, m, r0 * (S[m] / info.rows), r1 * (S[m] / info.rows), &plan);
+        uint64_t g0 = r0 / info.group_rows, g1 = (r1 + info.group_rows - 1) / info.group_rows;
+        for (unsigned m = 0; m < info.summed_inputs && rc == 0; m++) /* the groups of rows that hold them */
+            rc = arb_block_need_input(task, m, g0 * info.group_width[m], g1 * info.group_width[m], &plan);
     } else { /* the last step: the old gradient of the leaf, and its entries */
-        rc = arb_block_need_input(task, dweight ? 2 : 1, info.first, info.first + info.count, &plan);
+        if (info.old_input >= 0)
+            rc = arb_block_need_input(task, (unsigned)info.old_input, info.first, info.first + info.count, &plan);
+        size_t k0 = 0, k1; /* the leaf's entries (the whole op's rows hold the site's) */
+        while (k0 < all.nentries && all.entries[k0].index < info.first)
+            k0++;
+        for (k1 = k0; k1 < all.nentries && all.entries[k1].index < info.first + info.count; k1++)
+            ;
+        memmove(all.entries, all.entries + k0, (k1 - k0) * sizeof *all.entries);
         own->entries = all.entries;
-        own->nentries = all.nentries;
+        own->nentries = k1 - k0;
         all.entries = NULL;
         all.nentries = 0;
     }

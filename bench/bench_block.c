@@ -6,7 +6,9 @@
  *       the whole step as the arbiter re-executes it (a REPLAY runner with
  *       the trainer's log), then, for the largest site of every op the
  *       block engine knows, one block (its middle leaf) checked and
- *       re-executed from its package as `ovt block check` does. Each runs
+ *       re-executed from its package as `ovt block check` does; for a sum
+ *       over the batch (arbiter/block_chunk.h) also two chunks of that
+ *       leaf's chain (a middle one and the last), against the leaf block. Each runs
  *       in a child process, so its peak resident memory is its own
  *       (wait4's ru_maxrss); the ratios are against the whole step measured
  *       in the same run.
@@ -16,7 +18,13 @@
  *       2^20) from generated tensors: only the block's inputs exist (the
  *       rows of the activation it reads, with a proof against a root of
  *       the whole tensor, and the weight). Its time against the whole op's
- *       FLOPs at the rate the block itself reached. */
+ *       FLOPs at the rate the block itself reached. Then one chunk of the
+ *       MLP's weight gradients' chains (its 128 rows only), their last
+ *       step, and a chunk of the gradient norm's chain over Llama-2 7B's
+ *       6738415616 parameters.
+ *   bench_block --xsum
+ *       the exact accumulator's term add (arbiter/xsum.h) against the same
+ *       products summed in FP64, in the same run. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +35,7 @@
 #include "arbiter/block.h"
 #include "arbiter/block_chunk.h"
 #include "arbiter/block_file.h"
+#include "arbiter/xsum.h"
 #include "bench_setup.h"
 #include "bench_util.h"
 #include "common/fileio.h"
@@ -106,8 +115,13 @@ static int chunk_packages(const model_ctx *m, const trn_run_config *rc, const kr
         uint8_t *buf;
         size_t len;
         char path[256];
+        double t0 = now();
         if ((rv = arb_chunk_package_make(&buf, &len, rc, t, root, 1, i, leaf, log, chunks[k])))
             break;
+        printf("party: site %zu (%s) leaf %llu, the package of chunk %llu of %llu (its chain and state): %.3f s\n",
+               i, rec->op, (unsigned long long)leaf, (unsigned long long)chunks[k], (unsigned long long)info.chunks,
+               now() - t0);
+        fflush(stdout); /* a child: it leaves by _exit */
         snprintf(path, sizeof path, "%s/site-%zu-chunk-%llu.blk", m->dir, i, (unsigned long long)chunks[k]);
         rv = ovt_write_atomic(path, buf, len, 0644);
         free(buf);
@@ -387,15 +401,23 @@ static int gen_slice(arb_block_slice *s, krn_trace_kind kind, uint32_t site, con
     return rv;
 }
 
+/* A run config for the generated ops (llama-110m's: the grid, the rule). */
+static int config_7b(trn_run_config *rc)
+{
+    trn_model_config mc;
+    int rv = trn_model_preset(&mc, "llama-110m");
+    if (rv == 0)
+        trn_config_default(rc, &mc);
+    return rv;
+}
+
 static int op7b_child(void *arg, child_report *rep)
 {
     const op7b *o = arg;
-    trn_model_config mc;
     trn_run_config rc;
-    int rv = trn_model_preset(&mc, "llama-110m");
+    int rv = config_7b(&rc);
     if (rv)
         return rv;
-    trn_config_default(&rc, &mc);
     bool dinp = strcmp(o->op, "matmul.bwd.dinp") == 0, sum = strcmp(o->op, "xent.sum") == 0;
     /* the record: matmul.fwd reads inp (site 0) and the weight; dinp reads
      * dout (site 0), the weight and the zeroed old dinp; xent.sum the
@@ -458,19 +480,18 @@ static int op7b_child(void *arg, child_report *rep)
 static int chunk7b_child(void *arg, child_report *rep)
 {
     const op7b *o = arg;
-    trn_model_config mc;
     trn_run_config rc;
-    int rv = trn_model_preset(&mc, "llama-110m");
+    int rv = config_7b(&rc);
     if (rv)
         return rv;
-    trn_config_default(&rc, &mc);
-    uint64_t n = o->OC * o->C;
+    bool sumsq = strcmp(o->op, "gradnorm.sumsq") == 0; /* N gradient elements, one output */
+    uint64_t n = sumsq ? 1 : o->OC * o->C;
     arb_block_read reads[3] = {
         {.src = {.kind = KRN_TRACE_SITE, .site = 0, .input = 0, .count = o->N * o->OC, .rows = 1}},
         {.src = {.kind = KRN_TRACE_SITE, .site = 1, .input = 1, .count = o->N * o->C, .rows = 1}},
         {.src = {.kind = KRN_TRACE_ZERO, .input = 2, .count = n, .rows = 1}}};
     arb_block_task task = {.config = &rc, .step = 1, .site = 2, .n = n, .leaf = ovt_tree_leaves(n * 4) / 2,
-                           .reads = reads, .nreads = 3, .threads = o->threads};
+                           .reads = reads, .nreads = sumsq ? 1 : 3, .threads = o->threads};
     snprintf(task.op, sizeof task.op, "%s", o->op);
     arb_chunk_info info;
     arb_block_plan plan = {0};
@@ -479,7 +500,7 @@ static int chunk7b_child(void *arg, child_report *rep)
     if ((rv = arb_chunk_info_of(&task, &info)))
         return rv;
     uint64_t c = o->one ? info.chunks : info.chunks / 2, r0 = c * ARB_CHUNK_ROWS, r1 = r0 + ARB_CHUNK_ROWS;
-    if (!o->one && !(rv = arb_block_need_input(&task, 0, r0 * o->OC, r1 * o->OC, &plan)))
+    if (!o->one && !(rv = arb_block_need_input(&task, 0, r0 * o->OC, r1 * o->OC, &plan)) && !sumsq)
         rv = arb_block_need_input(&task, 1, r0 * o->C, r1 * o->C, &plan);
     for (size_t k = 0; k < plan.nneeds && !rv; k++) {
         const arb_block_need *nd = &plan.needs[k];
@@ -497,7 +518,7 @@ static int chunk7b_child(void *arg, child_report *rep)
         double t0 = now();
         rv = arb_chunk_step(&task, c, prev, info.partial_len, &leaf, NULL);
         rep->seconds = now() - t0;
-        rep->flops = o->one ? 0 : 2.0 * ARB_CHUNK_ROWS * LEAF_ELEMS;
+        rep->flops = o->one ? 0 : 2.0 * ARB_CHUNK_ROWS * (double)info.count;
     }
     free(prev);
     for (int k = 0; k < 2; k++) {
@@ -520,6 +541,8 @@ static int bench_llama7b(uint64_t tokens, int threads)
         {"MLP up weight grad, chunk", "matmul.bwd.dweight", tokens, 4096, 11008, threads, false},
         {"MLP down weight grad, chunk", "matmul.bwd.dweight", tokens, 11008, 4096, threads, false},
         {"MLP up weight grad, last", "matmul.bwd.dweight", tokens, 4096, 11008, threads, true},
+        {"gradient norm, chunk", "gradnorm.sumsq", (uint64_t)6738415616, 1, 1, threads, false},
+        {"gradient norm, last", "gradnorm.sumsq", (uint64_t)6738415616, 1, 1, threads, true},
     };
     double rate = bench_dgemm_rate(1024, 1024, 1024, threads, NULL); /* GFLOP/s, this run's baseline */
     printf("Llama-7B shapes at %llu tokens, %d threads, generated tensors (only the block's inputs); the whole op "
@@ -531,7 +554,7 @@ static int bench_llama7b(uint64_t tokens, int threads)
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         child_report rep;
         double peak;
-        bool chunk = strcmp(ops[i].op, "matmul.bwd.dweight") == 0;
+        bool chunk = arb_chunk_supported(ops[i].op);
         if (in_child(chunk ? chunk7b_child : op7b_child, (void *)&ops[i], &rep, &peak) || rep.rc) {
             fprintf(stderr, "bench_block: %s: %s\n", ops[i].name, rep.msg);
             rv = 1;
@@ -545,6 +568,51 @@ static int bench_llama7b(uint64_t tokens, int threads)
     return rv;
 }
 
+/* ---- the exact accumulator's term add ---- */
+
+/* 128 rows x `elems` products of a leaf's chunk (arbiter/xsum.h) against
+ * the same products summed in FP64, in the same run: ns per term and the
+ * ratio. */
+static int bench_xsum(void)
+{
+    enum { ROWS = 128, ELEMS = 16384, REPS = 8 };
+    float *a = malloc(ROWS * sizeof *a), *b = malloc((size_t)ROWS * ELEMS * sizeof *b);
+    xsum_f32 *sa = malloc(ROWS * sizeof *sa), *sb = malloc((size_t)ROWS * ELEMS * sizeof *sb);
+    xsum *acc = calloc(ELEMS, sizeof *acc);
+    double *d = calloc(ELEMS, sizeof *d);
+    if (!a || !b || !sa || !sb || !acc || !d)
+        return 1;
+    fill_values(a, ROWS, 1, 1.0f);
+    fill_values(b, (size_t)ROWS * ELEMS, 2, 1.0f);
+    for (size_t i = 0; i < ROWS; i++)
+        (void)xsum_split(a[i], &sa[i]);
+    for (size_t i = 0; i < (size_t)ROWS * ELEMS; i++)
+        (void)xsum_split(b[i], &sb[i]);
+    double t0 = now();
+    for (int rep = 0; rep < REPS; rep++)
+        for (size_t e = 0; e < ELEMS; e++) {
+            for (size_t r = 0; r < ROWS; r++)
+                xsum_add_product(&acc[e], sa[r], sb[e * ROWS + r]);
+            xsum_normalize(&acc[e]);
+        }
+    double exact = now() - t0;
+    t0 = now();
+    for (int rep = 0; rep < REPS; rep++)
+        for (size_t e = 0; e < ELEMS; e++) {
+            double s = d[e];
+            for (size_t r = 0; r < ROWS; r++)
+                s += (double)a[r] * (double)b[e * ROWS + r];
+            d[e] = s;
+        }
+    double fp64 = now() - t0;
+    double terms = (double)REPS * ROWS * ELEMS, check = xsum_to_double(&acc[0]) + d[0];
+    printf("exact accumulator: %.0f terms (a leaf's chunk, %d times), %.2f ns a term (carry once per chunk); the "
+           "same sums in FP64 (the baseline) %.2f ns: %.1fx (check %g)\n",
+           terms, REPS, exact / terms * 1e9, fp64 / terms * 1e9, exact / fp64, check);
+    free(a), free(b), free(sa), free(sb), free(acc), free(d);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     bench_shape s = {.model = "gpt2-tiny", .B = 4, .T = 64, .threads = 2};
@@ -553,13 +621,15 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--llama7b"))
             llama7b = true;
+        else if (!strcmp(argv[i], "--xsum"))
+            return bench_xsum();
         else if (i + 1 < argc && !strcmp(argv[i], "--tokens"))
             tokens = strtoull(argv[++i], NULL, 10);
         else if (i + 1 < argc && bench_shape_flag(&s, argv[i], argv[i + 1]))
             i++;
         else {
             fprintf(stderr, "usage: bench_block [--model M] [--batch B] [--seq T] [--threads N] | --llama7b "
-                            "[--tokens N] [--threads N]\n");
+                            "[--tokens N] [--threads N] | --xsum\n");
             return 2;
         }
     }

@@ -35,6 +35,7 @@ static void usage(FILE *out)
             "usage: ovt block pack RUNDIR --step K --site S --leaf L --out FILE [--chunk C] [--data FILE]\n"
             "                      [--threads N] [--inject-fault flip-output --fault-element E]\n"
             "       ovt block chain RUNDIR --step K --site S --leaf L [--out FILE] [--data FILE] [--json]\n"
+            "                      [--threads N] [--inject-fault flip-output --fault-element E]\n"
             "       ovt block check FILE [--trace-root HEX] [--config-hash HEX] [--chain-root HEX]\n"
             "                      [--trainer-leaf HEX] [--auditor-leaf HEX] [--threads N] [--json]\n"
             "\n"
@@ -56,10 +57,12 @@ static void usage(FILE *out)
             "must be bound to; --config-hash: the run's configHash its run config must hash to.\n"
             "\n"
             "The fourth level (docs/arbiter.md, \"The reduction's chunks\"), for a site that sums over\n"
-            "the batch (matmul.bwd.dweight, matmul.bwd.dbias, bias.bwd): its leaf's canonical chain,\n"
-            "one leaf per chunk of 128 rows (the exact partial sums) and the output leaf last.\n"
+            "the batch (matmul.bwd.dweight, conv.bwd.dweight, matmul.bwd.dbias, bias.bwd) or over\n"
+            "every gradient (gradnorm.sumsq): its leaf's canonical chain, one leaf per chunk of 128\n"
+            "rows (the exact partial sums) and the output leaf last.\n"
             "chain: prints the chain's leaf count (C + 1) and root; --out writes its leaves, one hex\n"
-            "hash a line.\n"
+            "hash a line; its last leaf is the party's own output leaf (with --inject-fault, the\n"
+            "faulty party's), and it says whether its exact sums round to it.\n"
             "pack --chunk C: the package of chain leaf C: the chunk's rows (or, for the last leaf,\n"
             "the old gradient and the log entries), the state before it with its path in the packing\n"
             "party's chain. check of such a package: its chain must have the record's count, its\n"
@@ -195,6 +198,18 @@ static int pack(const char *dir, const struct block_args *a)
     return rv ? cli_fail("block pack") : 0;
 }
 
+/* Prints o as one line of JSON (and frees it), with "verdict" (null when
+ * there is none) when has_verdict. */
+static void print_json(json_t *o, bool has_verdict, const char *verdict)
+{
+    if (has_verdict)
+        json_object_set_new(o, "verdict", verdict ? json_string(verdict) : json_null());
+    char *text = json_dumps(o, 0);
+    json_decref(o);
+    printf("%s\n", text ? text : "{}");
+    free(text);
+}
+
 /* ---- chain ---- */
 
 /* The leaves, one hex hash a line, to path (temporary file, fsync, rename). */
@@ -226,10 +241,7 @@ static void print_chain(const struct block_args *a, const krn_trace_record *r, c
                               (json_int_t)(ch->info.chunks + 1), "chain_root", root, "output_leaf", last,
                               "state_bytes", (json_int_t)ch->info.partial_len, "output_recomputed",
                               !differs);
-        char *text = json_dumps(o, 0);
-        json_decref(o);
-        printf("%s\n", text ? text : "{}");
-        free(text);
+        print_json(o, false, NULL);
         return;
     }
     printf("step %llu, site %llu (%s), leaf %llu: %llu rows in %llu chunks, a chain of %llu leaves (states of %zu "
@@ -266,10 +278,12 @@ static int chain(const char *dir, const struct block_args *a)
 
 /* ---- check ---- */
 
-static const char *whose(const arb_block_result *r, const struct block_args *a)
+/* The verdict on a recomputed leaf (or chain node) given the parties'; NULL
+ * without them. */
+static const char *whose(const ovt_hash *leaf, const struct block_args *a)
 {
-    bool t = a->have_trainer && !memcmp(r->leaf.b, a->trainer.b, 32);
-    bool u = a->have_auditor && !memcmp(r->leaf.b, a->auditor.b, 32);
+    bool t = a->have_trainer && !memcmp(leaf->b, a->trainer.b, 32);
+    bool u = a->have_auditor && !memcmp(leaf->b, a->auditor.b, 32);
     if (!a->have_trainer && !a->have_auditor)
         return NULL;
     return t ? "trainer-right" : u ? "auditor-right" : "neither";
@@ -283,7 +297,7 @@ static void print_check(const arb_block_package *p, const arb_block_result *r, c
     chain_hash_hex(claim, &p->claim);
     chain_hash_hex(root, &p->trace_root);
     bool claim_ok = !memcmp(r->leaf.b, p->claim.b, 32);
-    const char *verdict = whose(r, a);
+    const char *verdict = whose(&r->leaf, a);
     if (a->json) {
         json_t *o = json_pack("{s:I, s:I, s:s, s:I, s:I, s:s, s:s, s:b, s:s, s:I, s:I, s:I, s:b, s:I, s:I}", "step",
                               (json_int_t)t->step, "site", (json_int_t)t->site, "op", t->op, "n", (json_int_t)t->n,
@@ -292,11 +306,7 @@ static void print_check(const arb_block_package *p, const arb_block_result *r, c
                               "row_lo", (json_int_t)r->plan.row_lo, "row_hi", (json_int_t)r->plan.row_hi,
                               "whole_rows", r->plan.whole, "slices", (json_int_t)t->nslices, "entries",
                               (json_int_t)t->nentries);
-        json_object_set_new(o, "verdict", verdict ? json_string(verdict) : json_null());
-        char *text = json_dumps(o, 0);
-        json_decref(o);
-        printf("%s\n", text ? text : "{}");
-        free(text);
+        print_json(o, true, verdict);
         return;
     }
     printf("step %llu, site %u (%s), leaf %llu: re-executed rows %llu..%llu of %llu%s from %zu proven slices and "
@@ -328,11 +338,7 @@ static void print_chunk(const arb_block_package *p, const ovt_hash *leaf, const 
                               (json_int_t)ck->leaves, "recomputed_node", node, "claimed_node", claim,
                               "claim_matches", claim_ok, "chain_root", root, "trace_root", troot, "slices",
                               (json_int_t)t->nslices, "entries", (json_int_t)t->nentries);
-        json_object_set_new(o, "verdict", verdict ? json_string(verdict) : json_null());
-        char *text = json_dumps(o, 0);
-        json_decref(o);
-        printf("%s\n", text ? text : "{}");
-        free(text);
+        print_json(o, true, verdict);
         return;
     }
     printf("step %llu, site %u (%s), leaf %llu, chunk %llu of a chain of %llu leaves: %s from %zu proven slices%s "
@@ -362,8 +368,7 @@ static int check_chunk(const char *file, const arb_block_package *p, const struc
     int rv = arb_chunk_package_run(p, &leaf, NULL);
     if (rv < 0)
         return ovt_fail_wrap(rv, "%s: refused", file);
-    arb_block_result r = {.leaf = leaf};
-    print_chunk(p, &leaf, whose(&r, a), a->json);
+    print_chunk(p, &leaf, whose(&leaf, a), a->json);
     return 0;
 }
 

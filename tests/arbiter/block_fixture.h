@@ -21,6 +21,7 @@ typedef struct {
     trn_run_config rc; /* d's, with a gradient clip (AdamW's scale read from clip.factor) */
     krn_trace *t;
     krn_rlog *log;
+    int steer; /* the trainer rounds the elements rule 3 leaves free up (> 0) or down (< 0): krn_ctx_steer */
 } step_fixture;
 
 /* Step 1 of f's run recorded into log, traced into t. */
@@ -30,6 +31,7 @@ static void run_traced(const step_fixture *f, krn_trace *t, krn_rlog *log)
                      .threads = 2};
     krn_ctx *ctx;
     CHECK(krn_ctx_new(&ctx, &kc) == 0);
+    krn_ctx_steer(ctx, f->steer);
     trn_state *st;
     trn_workspace *w;
     CHECK(trn_state_new(&st, &f->rc) == 0 && trn_workspace_new(&w, &f->rc) == 0);
@@ -46,15 +48,22 @@ static void run_traced(const step_fixture *f, krn_trace *t, krn_rlog *log)
 }
 
 /* Step 1 of preset, recorded with a check-mode trace. */
-static void step_open(step_fixture *f, const char *preset, uint32_t batch, uint32_t seq)
+static void step_open_steered(step_fixture *f, const char *preset, uint32_t batch, uint32_t seq, int steer)
 {
     memset(f, 0, sizeof *f);
+    f->steer = steer;
     CHECK(trn_test_step_data_open(&f->d, preset, 5, batch, seq, 1, (size_t)batch * seq * 4 + 16, 256) == 0);
     f->d.rc.grad_clip = 1.0;
     f->rc = f->d.rc;
     f->log = krn_rlog_new();
     CHECK(krn_trace_new(&f->t, true) == 0);
     run_traced(f, f->t, f->log);
+}
+
+/* Step 1 of preset, recorded with a check-mode trace. */
+static void step_open(step_fixture *f, const char *preset, uint32_t batch, uint32_t seq)
+{
+    step_open_steered(f, preset, batch, seq, 0);
 }
 
 static void step_close(step_fixture *f)

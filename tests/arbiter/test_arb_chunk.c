@@ -23,6 +23,7 @@
 #include "block_fixture.h"
 #include "check.h"
 #include "common/tree.h"
+#include "kernels/ops.h"
 
 #define LEAF_ELEMS (OVT_TREE_LEAF_BYTES / 4)
 
@@ -167,11 +168,13 @@ static int step_of(const step_fixture *f, size_t i, uint64_t L, uint64_t c, ovt_
     return rc;
 }
 
-static void test_chain(const char *preset, uint32_t batch, uint32_t seq, bool every_step)
+static void test_chain(const char *preset, uint32_t batch, uint32_t seq, bool every_step, int steer)
 {
     step_fixture f;
-    step_open(&f, preset, batch, seq);
+    step_open_steered(&f, preset, batch, seq, steer);
     int sites = 0, leaves = 0, same = 0, stepped = 0, step_same = 0, multi_chunk = 0;
+    uint64_t sumsq_chunks = 0;
+    int conv_leaves = 0;
     for (size_t i = 0; i < krn_trace_count(f.t); i++) {
         const krn_trace_record *rec = krn_trace_record_at(f.t, i);
         if (!arb_chunk_supported(rec->op))
@@ -186,18 +189,32 @@ static void test_chain(const char *preset, uint32_t batch, uint32_t seq, bool ev
             int rc = arb_chunk_chain_make(&task, &ch);
             CHECK_MSG(rc == 0, "%s site %zu (%s) leaf %llu: %s", preset, i, rec->op, (unsigned long long)L,
                       ovt_errmsg());
-            arb_block_owned_free(&own);
-            if (rc < 0)
+            if (rc < 0) {
+                arb_block_owned_free(&own);
                 continue;
+            }
             leaves++;
             multi_chunk += ch.info.chunks > 1;
+            sumsq_chunks += strcmp(rec->op, "gradnorm.sumsq") == 0 ? ch.info.chunks : 0;
+            conv_leaves += strcmp(rec->op, "conv.bwd.dweight") == 0;
+            arb_chunk_chain again; /* read a chunk or three at a time, on 3 threads: the same chain */
+            arb_chunk_walk_floats(3 * ARB_CHUNK_ROWS * (rec->n > 1 ? 200 : 1));
+            task.threads = 3;
+            CHECK(arb_chunk_chain_make(&task, &again) == 0);
+            task.threads = 1;
+            arb_chunk_walk_floats(0);
+            CHECK(memcmp(again.root.b, ch.root.b, 32) == 0);
+            arb_chunk_chain_free(&again);
             ovt_hash want = traced_leaf(&f, i, L);
             bool ok = memcmp(ch.leaves[ch.info.chunks].b, want.b, 32) == 0;
             CHECK_MSG(ok, "%s site %zu (%s) leaf %llu: the chain's last leaf is not the step's output leaf", preset,
                       i, rec->op, (unsigned long long)L);
             same += ok;
             bool all_chunks = every_step || L == 0 || L == nleaves - 1;
-            for (uint64_t c = 0; all_chunks && c <= ch.info.chunks; c++) {
+            uint64_t C = ch.info.chunks;
+            for (uint64_t c = 0; all_chunks && c <= C; c = c < 1 || c + 1 >= C || C <= 8 ? c + 1
+                                                           : c < C / 2 ? C / 2 : C - 1) {
+                /* every chunk of a short chain; of a long one (gradnorm.sumsq) 0, 1, C/2, C-1, C */
                 ovt_hash got;
                 rc = step_of(&f, i, L, c, &got, NULL);
                 CHECK_MSG(rc == 0, "%s site %zu (%s) leaf %llu chunk %llu: %s", preset, i, rec->op,
@@ -206,15 +223,123 @@ static void test_chain(const char *preset, uint32_t batch, uint32_t seq, bool ev
                 step_same += rc == 0 && memcmp(got.b, ch.leaves[c].b, 32) == 0;
             }
             arb_chunk_chain_free(&ch);
+            arb_block_owned_free(&own);
         }
     }
-    printf("%s: %d sites the chain covers, %d leaves (%d of several chunks): %d last leaves the step's; %d chunk "
-           "steps from their rows, %d the chain's\n",
-           preset, sites, leaves, multi_chunk, same, stepped, step_same);
+    printf("%s%s: %d sites the chain covers, %d leaves (%d of several chunks): %d last leaves the step's; %d chunk "
+           "steps from their rows, %d the chain's; gradnorm.sumsq's chain %llu chunks; %d conv.bwd.dweight leaves\n",
+           preset, steer > 0 ? " (steered up)" : steer < 0 ? " (steered down)" : "", sites, leaves, multi_chunk, same, stepped, step_same, (unsigned long long)sumsq_chunks,
+           conv_leaves);
     CHECK(sites > 0 && leaves >= sites && same == leaves);
     CHECK(stepped > leaves && step_same == stepped);
     CHECK(multi_chunk > 0);
+    CHECK(sumsq_chunks > 8); /* every preset clips its gradient: gradnorm.sumsq is there */
+    CHECK(conv_leaves > 0 || strncmp(preset, "resnet", 6) != 0);
     step_close(&f);
+}
+
+/* Values with 12-bit mantissas (bits 24: full float32 ones) over a few
+ * binades, signed. */
+static int fill_bits = 12;
+static void fill_grid(float *v, size_t n, float scale)
+{
+    int64_t span = (int64_t)1 << fill_bits;
+    for (size_t i = 0; i < n; i++)
+        v[i] = ldexpf((float)((int64_t)(rnd() % (uint64_t)span) - span / 2), -(int)(rnd() % 6) - fill_bits + 1) *
+               scale;
+}
+
+/* The ops' sites with old gradients that are not zero (every model step
+ * starts its gradients from zero): matmul's dweight and dbias and
+ * bias.bwd, recorded with a check-mode trace of the ops alone; every leaf's
+ * chain ends at the site's traced output leaf. 300 rows (3 chunks), a
+ * 200 x 100 weight gradient (2 leaves, the second from mid-row). */
+static void old_gradients(int steer);
+static void test_old_gradients(void)
+{
+    old_gradients(0);
+}
+
+/* Steered both ways; then 20 times each on full float32 values, whose
+ * sums are not exact in FP64 (the trainer's chunked value is not the
+ * chain's y): the strict rule 3 still accepts every steered entry. */
+static void test_steered(void)
+{
+    old_gradients(1);
+    old_gradients(-1);
+    fill_bits = 24;
+    for (int k = 0; k < 20; k++) {
+        old_gradients(1);
+        old_gradients(-1);
+    }
+    fill_bits = 12;
+}
+
+static void old_gradients(int steer)
+{
+    enum { N = 300, C = 100, OC = 200 };
+    trn_model_config mc;
+    trn_run_config rc;
+    CHECK(trn_model_preset(&mc, "mlp-demo") == 0);
+    trn_config_default(&rc, &mc);
+    float *dout = malloc(N * OC * 4), *inp = malloc(N * C * 4), *w = malloc(OC * C * 4), *dw = malloc(OC * C * 4);
+    float *db = malloc(OC * 4), *db2 = malloc(OC * 4);
+    fill_grid(dout, N * OC, 1.0f);
+    fill_grid(inp, N * C, 4.0f);
+    fill_grid(w, OC * C, 1.0f);
+    fill_grid(dw, OC * C, 64.0f);
+    fill_grid(db, OC, 16.0f);
+    fill_grid(db2, OC, 16.0f);
+    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_RECORD, .grid_bits = (int)rc.grid_bits, .threads = 1};
+    krn_ctx *ctx;
+    krn_trace *t;
+    krn_rlog *log = krn_rlog_new();
+    CHECK(krn_ctx_new(&ctx, &kc) == 0 && krn_trace_new(&t, true) == 0 && krn_ctx_set_trace(ctx, t) == 0);
+    const char *names[6] = {"dout", "inp", "w", "dw", "db", "db2"};
+    float *regions[6] = {dout, inp, w, dw, db, db2};
+    size_t sizes[6] = {N * OC, N * C, OC * C, OC * C, OC, OC};
+    for (int k = 0; k < 6; k++)
+        CHECK(krn_trace_region(t, KRN_TRACE_STATE, names[k], regions[k], sizes[k]) == 0);
+    krn_ctx_steer(ctx, steer);
+    CHECK(krn_step_begin(ctx, 1, log) == 0);
+    CHECK(krn_matmul_backward(ctx, NULL, dw, db, dout, inp, w, N, C, OC) == 0);
+    CHECK(krn_bias_backward(ctx, db2, dout, N, OC) == 0);
+    krn_stats st;
+    ovt_hash root;
+    CHECK(krn_step_end(ctx, &st) == 0 && krn_trace_finish(t, &root) == 0);
+    int leaves = 0, same = 0;
+    for (size_t i = 0; i < krn_trace_count(t); i++) {
+        const krn_trace_record *rec = krn_trace_record_at(t, i);
+        CHECK(arb_chunk_supported(rec->op));
+        size_t n;
+        const float *out = krn_trace_written(t, KRN_TRACE_SITE, (uint32_t)i, &n);
+        for (uint64_t L = 0; L < ovt_tree_leaves(rec->n * 4); L++) {
+            arb_block_task task = {.config = &rc, .step = 1, .threads = 1};
+            arb_block_owned own;
+            arb_chunk_chain ch;
+            CHECK(arb_block_from_trace(&task, &own, t, i, log, L) == 0);
+            int r = arb_chunk_chain_make(&task, &ch);
+            CHECK_MSG(r == 0, "%s leaf %llu: %s", rec->op, (unsigned long long)L, ovt_errmsg());
+            if (r == 0) {
+                ovt_hash want;
+                uint64_t e0 = L * LEAF_ELEMS, e1 = e0 + LEAF_ELEMS < n ? e0 + LEAF_ELEMS : n;
+                ovt_tree_leaf_le32(&want, out + e0, (e1 - e0) * 4);
+                same += ch.info.chunks == 3 && memcmp(ch.leaves[3].b, want.b, 32) == 0;
+                arb_chunk_chain_free(&ch);
+            }
+            arb_block_owned_free(&own);
+            leaves++;
+        }
+    }
+    printf("old gradients not zero%s: %zu sites, %d leaves, %d the step's (%llu log entries, %llu elements the "
+           "trainer's choice, rule %d)\n",
+           steer > 0 ? ", steered up" : steer < 0 ? ", steered down" : "", krn_trace_count(t), leaves, same,
+           (unsigned long long)krn_rlog_nentries(log), (unsigned long long)st.ambiguous, trn_config_rule(&rc));
+    CHECK(krn_trace_count(t) == 3 && leaves == 4 && same == leaves);
+    krn_trace_free(t);
+    krn_rlog_free(log);
+    krn_ctx_free(ctx);
+    free(dout), free(inp), free(w), free(dw), free(db), free(db2);
 }
 
 /* A gpt2-tiny matmul.bwd.dweight leaf with a log entry and chunks >= 2. */
@@ -232,13 +357,20 @@ static bool find_dweight(const step_fixture *f, size_t *site, uint64_t *leaf)
     return false;
 }
 
+/* A gpt2-tiny step (512 rows: 4 chunks), and a matmul.bwd.dweight site
+ * and leaf with a log entry. */
+static void open_dweight(step_fixture *f, size_t *i, uint64_t *L)
+{
+    step_open(f, "gpt2-tiny", 8, 64);
+    CHECK(find_dweight(f, i, L));
+}
+
 static void test_refusals(void)
 {
     step_fixture f;
-    step_open(&f, "gpt2-tiny", 8, 64);
     size_t i = 0;
     uint64_t L = 0;
-    CHECK(find_dweight(&f, &i, &L));
+    open_dweight(&f, &i, &L);
     arb_block_task whole = {.config = &f.rc, .step = 1, .threads = 1};
     arb_block_owned all;
     arb_chunk_chain ch;
@@ -322,10 +454,9 @@ static void test_refusals(void)
 static void test_package(void)
 {
     step_fixture f;
-    step_open(&f, "gpt2-tiny", 8, 64);
     size_t i = 0;
     uint64_t L = 0;
-    CHECK(find_dweight(&f, &i, &L));
+    open_dweight(&f, &i, &L);
     ovt_hash root;
     CHECK(krn_trace_finish(f.t, &root) == 0);
     for (uint64_t c = 0; c <= 4; c += 2) {
@@ -348,6 +479,28 @@ static void test_package(void)
         for (size_t cut = 0; cut < len; cut += cut < 4096 ? 13 : 65537, cuts++)
             refused += arb_block_package_read(&p, buf, cut) < 0;
         CHECK(refused == cuts);
+        /* one byte changed anywhere: refused, or the same node (a byte the
+         * chunk does not use), or, in the run config the package carries
+         * unbound (--config-hash binds it), another */
+        size_t cfg_hi = 16 + (size_t)ovt_get_le32(buf + 12);
+        int flips = 0, bad = 0, same = 0, other = 0;
+        for (size_t at = 0; at < len; at += at < 4096 ? 5 : 4099, flips++) {
+            buf[at] ^= 0x08;
+            int rc = arb_block_package_read(&p, buf, len);
+            if (rc == 0) {
+                ovt_hash node = p.chunk.node;
+                rc = arb_chunk_package_run(&p, &h, NULL);
+                same += rc == 0 && memcmp(h.b, node.b, 32) == 0 && at >= cfg_hi;
+                other += rc == 0 && memcmp(h.b, node.b, 32) != 0 && at >= cfg_hi;
+                arb_block_package_free(&p);
+            }
+            bad += rc < 0;
+            buf[at] ^= 0x08;
+        }
+        printf("chunk %llu package of %zu bytes: of %d one-byte changes %d refused, %d the same node, %d another "
+               "outside the config\n",
+               (unsigned long long)c, len, flips, bad, same, other);
+        CHECK(other == 0 && bad > flips / 2);
         free(buf);
     }
     step_close(&f);
@@ -461,12 +614,17 @@ int main(void)
     CHECK_RUN(test_cli());
     CHECK_RUN(test_xsum_random());
     CHECK_RUN(test_xsum_extremes());
+    CHECK_RUN(test_old_gradients());
+    CHECK_RUN(test_steered());
     CHECK_RUN(test_refusals());
     CHECK_RUN(test_package());
-    CHECK_RUN(test_chain("gpt2-tiny", 8, 64, true));
-    CHECK_RUN(test_chain("llama-tiny", 8, 64, false));
-    CHECK_RUN(test_chain("mlp-demo", 320, 0, true));
-    CHECK_RUN(test_chain("mlp-mnist", 200, 0, false));
+    CHECK_RUN(test_chain("gpt2-tiny", 8, 64, true, 0));
+    CHECK_RUN(test_chain("llama-tiny", 8, 64, false, 0));
+    CHECK_RUN(test_chain("mlp-demo", 320, 0, true, 0));
+    CHECK_RUN(test_chain("mlp-mnist", 200, 0, false, 0));
+    CHECK_RUN(test_chain("resnet-mini", 4, 0, false, 0));
+    CHECK_RUN(test_chain("gpt2-tiny", 8, 64, false, 1)); /* a trainer that uses rule 3's freedom */
+    CHECK_RUN(test_chain("llama-tiny", 8, 64, false, -1));
     cli_cleanup();
     return check_done();
 }
