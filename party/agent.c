@@ -503,7 +503,9 @@ static int narrow_turn(struct agent *a, const chain_arb_game *g, uint64_t now, i
     const char *what = narrow_move_name(mv.kind);
     if (mv.kind != CHAIN_NARROW_MOVE_NONE) {
         rv = chain_narrow_send_move(&n, &a->s->txm, game_of(o), &party, &mv, &r);
-    } else if (ng.phase != CHAIN_NARROW_PHASE_NONE && ng.deadline && now > ng.deadline) {
+    } else if (ng.phase != CHAIN_NARROW_PHASE_NONE && ng.deadline && now > ng.deadline &&
+               !(o->narrow_no_chain && ng.stage == CHAIN_NARROW_STAGE_CHUNKS)) {
+        /* (--narrow-no-chain: the silent party leaves the timeout it loses to the other) */
         what = "narrow-timeout";
         rv = chain_narrow_timeout(&n, &a->s->txm, game_of(o), &r);
     } else {

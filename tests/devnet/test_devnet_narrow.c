@@ -30,6 +30,7 @@
  * and the arbiter rules from the counts (C + 1 from the record's N). Prints the figures of
  * docs/bench-chain.md ("A four-level dispute"). */
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,11 +74,10 @@ static void narrowing_figures(const json_t *j, const char *model)
            json_real_value(json_object_get(j, "commit_to_verdict_s")), json_real_value(json_object_get(j, "total_s")));
 }
 
-static void test_model(const char *model, int withheld)
+/* `ovt devnet` run with argv: its --json, NULL (with a failed check)
+ * when it printed none; its exit status is checked to be 0. */
+static json_t *devnet_json(char **argv)
 {
-    char *argv[] = {ovt, "devnet", "--json", "--fault", "flip-output", "--model", (char *)model, "--steps", "8",
-                    "--at", "5", "--arbiters", withheld ? "1" : "3", "--timeout", "600",
-                    withheld ? "--withhold-block" : NULL, NULL};
     char *text = NULL;
     int st = tsup_run(argv, &text);
     json_t *j = text ? json_loads(text, 0, NULL) : NULL;
@@ -85,24 +85,43 @@ static void test_model(const char *model, int withheld)
         fprintf(stderr, "ovt devnet printed no JSON: %s\n", text ? text : "(nothing)");
     free(text);
     CHECK_EQ_U64(st, 0);
-    if (!j)
-        return;
-    /* the outcome: the trainer wrong at step 5, its root refuted */
+    CHECK(j != NULL);
+    return j;
+}
+
+/* The trainer wrong at step 5, its root refuted; the honest auditor's bond
+ * back, with the trainer's; *end and *fault: the narrowing's end state and
+ * the flip-output fault (false, with a failed check, when either is
+ * missing). */
+static bool check_auditor_won(const json_t *j, const json_t **end, const json_t **fault)
+{
     CHECK_MSG(!strcmp(str(j, "outcome"), "auditor-right"), "outcome %s", str(j, "outcome"));
     CHECK(json_is_true(json_object_get(j, "as_expected")));
     CHECK_EQ_U64(num(j, "step"), 5);
     CHECK(!strcmp(str(j, "wrong_party"), "trainer"));
     CHECK(!json_is_null(json_object_get(j, "refuted_by")));
-    /* the honest auditor's bond back, with the trainer's */
     const json_t *credits = json_object_get(j, "settled_credits");
     CHECK_MSG(!strcmp(str(credits, "auditor"), TWO_ETH), "auditor credited %s", str(credits, "auditor"));
     CHECK_MSG(!strcmp(str(credits, "trainer"), "0"), "trainer credited %s", str(credits, "trainer"));
+    const json_t *n = json_object_get(j, "narrow");
+    *end = json_object_get(n, "end");
+    *fault = json_object_get(n, "fault");
+    CHECK(*end && *fault);
+    return *end && *fault;
+}
+
+static void test_model(const char *model, int withheld)
+{
+    char *argv[] = {ovt, "devnet", "--json", "--fault", "flip-output", "--model", (char *)model, "--steps", "8",
+                    "--at", "5", "--arbiters", withheld ? "1" : "3", "--timeout", "600",
+                    withheld ? "--withhold-block" : NULL, NULL};
+    json_t *j = devnet_json(argv);
+    if (!j)
+        return;
     /* the narrowing's end state (getNarrow): Narrowed (1) in stage Trace (1)
      * on the fault's site, at the leaf holding the flipped element */
-    const json_t *n = json_object_get(j, "narrow"), *end = json_object_get(n, "end"),
-                 *fault = json_object_get(n, "fault");
-    CHECK(end && fault);
-    if (!end || !fault) {
+    const json_t *end, *fault;
+    if (!check_auditor_won(j, &end, &fault)) {
         json_decref(j);
         return;
     }
@@ -177,26 +196,11 @@ static void test_chunk(const char *kind)
     char *argv[] = {ovt, "devnet", "--json", "--fault", (char *)fault_name, "--fault-op", "matmul.bwd.dweight", "--model",
                     (char *)model, "--batch", "8", "--seq", "64", "--steps", "8", "--at", "5", "--arbiters",
                     silent || count ? "1" : "3", "--timeout", "600", NULL};
-    char *text = NULL;
-    int st = tsup_run(argv, &text);
-    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
-    if (!j)
-        fprintf(stderr, "ovt devnet printed no JSON: %s\n", text ? text : "(nothing)");
-    free(text);
-    CHECK_EQ_U64(st, 0);
+    json_t *j = devnet_json(argv);
     if (!j)
         return;
-    CHECK_MSG(!strcmp(str(j, "outcome"), "auditor-right"), "outcome %s", str(j, "outcome"));
-    CHECK(json_is_true(json_object_get(j, "as_expected")));
-    CHECK_EQ_U64(num(j, "step"), 5);
-    CHECK(!strcmp(str(j, "wrong_party"), "trainer"));
-    const json_t *credits = json_object_get(j, "settled_credits");
-    CHECK_MSG(!strcmp(str(credits, "auditor"), TWO_ETH), "auditor credited %s", str(credits, "auditor"));
-    CHECK_MSG(!strcmp(str(credits, "trainer"), "0"), "trainer credited %s", str(credits, "trainer"));
-    const json_t *n = json_object_get(j, "narrow"), *end = json_object_get(n, "end"),
-                 *fault = json_object_get(n, "fault");
-    CHECK(end && fault);
-    if (!end || !fault) {
+    const json_t *end, *fault;
+    if (!check_auditor_won(j, &end, &fault)) {
         json_decref(j);
         return;
     }
@@ -219,7 +223,8 @@ static void test_chunk(const char *kind)
         CHECK_EQ_U64(num(end, "chunk"), chunk);
     CHECK_EQ_U64(count_calls(j, "postChunks", "auditor"), 1);
     CHECK_EQ_U64(count_calls(j, "postChunks", "trainer"), silent ? 0 : 1);
-    CHECK_EQ_U64(count_calls(j, "timeout", NULL), silent ? 1 : 0); /* claimed by either party: the trainer lost */
+    CHECK_EQ_U64(count_calls(j, "timeout", "auditor"), silent ? 1 : 0); /* claimed by the party that posted */
+    CHECK_EQ_U64(count_calls(j, "timeout", "trainer"), 0);
     CHECK(!strcmp(str(j, "committee_check"), ""));
     const json_t *arbs = json_object_get(j, "arbiters");
     CHECK_EQ_U64(json_array_size(arbs), silent || count ? 1 : 3);
