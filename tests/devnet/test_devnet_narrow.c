@@ -27,7 +27,10 @@
  * posted) and the auditor's decides; chunk-no-chain: the trainer posts no
  * chain and loses the narrowing by silence; chunk-count: the trainer posts
  * a chain of C + 2 leaves, the narrowing ends CountsDiffer in stage Chunks
- * and the arbiter rules from the counts (C + 1 from the record's N). Prints the figures of
+ * and the arbiter rules from the counts (C + 1 from the record's N);
+ * chunk-withheld: the honest auditor withholds its chunk package
+ * (--withhold-block) and the arbiter recomputes chain leaf C from the
+ * trainer's, whose canonical final step is the auditor's leaf. Prints the figures of
  * docs/bench-chain.md ("A four-level dispute"). */
 #include <jansson.h>
 #include <stdbool.h>
@@ -190,12 +193,14 @@ static void chunk_figures(const json_t *j, const char *name)
  * site), forged (forged-chain) or no-chain (see the top). */
 static void test_chunk(const char *kind)
 {
-    int forged = !strcmp(kind, "forged"), silent = !strcmp(kind, "no-chain"), count = !strcmp(kind, "count");
-    const char *model = forged || silent || count ? "gpt2-tiny" : kind;
+    int forged = !strcmp(kind, "forged"), silent = !strcmp(kind, "no-chain"), count = !strcmp(kind, "count"),
+        withheld = !strcmp(kind, "withheld");
+    const char *model = forged || silent || count || withheld ? "gpt2-tiny" : kind;
     const char *fault_name = forged ? "forged-chain" : silent ? "no-chain" : count ? "chain-count" : "flip-output";
     char *argv[] = {ovt, "devnet", "--json", "--fault", (char *)fault_name, "--fault-op", "matmul.bwd.dweight", "--model",
                     (char *)model, "--batch", "8", "--seq", "64", "--steps", "8", "--at", "5", "--arbiters",
-                    silent || count ? "1" : "3", "--timeout", "600", NULL};
+                    silent || count || withheld ? "1" : "3", "--timeout", "600",
+                    withheld ? "--withhold-block" : NULL, NULL};
     json_t *j = devnet_json(argv);
     if (!j)
         return;
@@ -227,7 +232,7 @@ static void test_chunk(const char *kind)
     CHECK_EQ_U64(count_calls(j, "timeout", "trainer"), 0);
     CHECK(!strcmp(str(j, "committee_check"), ""));
     const json_t *arbs = json_object_get(j, "arbiters");
-    CHECK_EQ_U64(json_array_size(arbs), silent || count ? 1 : 3);
+    CHECK_EQ_U64(json_array_size(arbs), silent || count || withheld ? 1 : 3);
     for (size_t k = 0; k < json_array_size(arbs); k++) {
         const json_t *a = json_array_get(arbs, k);
         CHECK_MSG(!strcmp(str(a, "verdict"), "auditor-right"), "%s revealed %s", str(a, "name"), str(a, "verdict"));
@@ -242,7 +247,7 @@ static void test_chunk(const char *kind)
         CHECK_EQ_U64(num(b, "site"), num(fault, "site"));
         CHECK_EQ_U64(num(b, "block"), num(fault, "block"));
         CHECK_EQ_U64(num(b, "chunk"), chunk);
-        CHECK_EQ_U64(num(b, "packages"), forged ? 1 : 2);
+        CHECK_EQ_U64(num(b, "packages"), forged || withheld ? 1 : 2);
         printf("figures chunk-%s: %s recomputed chunk %lld in %.3f s\n", kind, str(a, "name"), (long long)chunk,
                json_real_value(json_object_get(b, "seconds")));
     }
@@ -291,7 +296,8 @@ int main(int argc, char **argv)
         (strcmp(argv[1], "gpt2-tiny") && strcmp(argv[1], "llama-tiny") && strcmp(argv[1], "resnet-mini") &&
          strcmp(argv[1], "gpt2-tiny-withheld") && strcmp(argv[1], "lost") && strncmp(argv[1], "chunk-", 6))) {
         fprintf(stderr, "usage: OVT_BINARY_DIR=... %s gpt2-tiny|llama-tiny|resnet-mini|gpt2-tiny-withheld|lost|"
-                        "chunk-gpt2-tiny|chunk-llama-tiny|chunk-forged|chunk-no-chain|chunk-count\n",
+                        "chunk-gpt2-tiny|chunk-llama-tiny|chunk-forged|chunk-no-chain|chunk-count|"
+                        "chunk-withheld\n",
                 argv[0]);
         return 2;
     }
@@ -299,7 +305,7 @@ int main(int argc, char **argv)
     if (!strncmp(argv[1], "chunk-", 6)) {
         const char *kind = argv[1] + 6;
         if (strcmp(kind, "gpt2-tiny") && strcmp(kind, "llama-tiny") && strcmp(kind, "forged") &&
-            strcmp(kind, "no-chain") && strcmp(kind, "count")) {
+            strcmp(kind, "no-chain") && strcmp(kind, "count") && strcmp(kind, "withheld")) {
             fprintf(stderr, "unknown level-4 test %s\n", argv[1]);
             return 2;
         }
