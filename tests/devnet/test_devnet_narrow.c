@@ -189,6 +189,28 @@ static void chunk_figures(const json_t *j, const char *name)
     printf("figures %s: level 4 (chunk chain) %lld moves, %lld gas\n", name, (long long)moves, (long long)gas);
 }
 
+/* --fault-op's usage errors (exit 2, the message naming what to do), before
+ * anvil starts. */
+static void test_fault_op_usage(void)
+{
+    static const struct {
+        const char *fault, *op, *model, *says;
+    } bad[] = {
+        {"bitflip", "matmul.bwd.dweight", "gpt2-tiny", "--fault-op goes with"},
+        {"forged-chain", "adamw.param", "gpt2-tiny", "must be a batch sum"},
+        {"flip-output", "matmul.bwd.dbias", "llama-tiny", "no site of op matmul.bwd.dbias"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *argv[] = {"/bin/sh", "-c", "\"$0\" devnet --fault \"$1\" --fault-op \"$2\" --model \"$3\" 2>&1",
+                        ovt, (char *)bad[i].fault, (char *)bad[i].op, (char *)bad[i].model, NULL};
+        char *out = NULL;
+        CHECK_EQ_U64(tsup_run(argv, &out), 2);
+        CHECK_MSG(out && strstr(out, bad[i].says), "--fault %s --fault-op %s: %s", bad[i].fault, bad[i].op,
+                  out ? out : "-");
+        free(out);
+    }
+}
+
 /* kind: gpt2-tiny, llama-tiny (flip-output at the last matmul.bwd.dweight
  * site), forged (forged-chain) or no-chain (see the top). */
 static void test_chunk(const char *kind)
@@ -309,6 +331,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "unknown level-4 test %s\n", argv[1]);
             return 2;
         }
+        if (!strcmp(kind, "gpt2-tiny"))
+            CHECK_RUN(test_fault_op_usage());
         CHECK_RUN(test_chunk(kind));
         return check_done();
     }
