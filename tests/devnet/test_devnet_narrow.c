@@ -110,7 +110,42 @@ static bool check_auditor_won(const json_t *j, const json_t **end, const json_t 
     *end = json_object_get(n, "end");
     *fault = json_object_get(n, "fault");
     CHECK(*end && *fault);
-    return *end && *fault;
+    if (!*end || !*fault)
+        return false;
+    /* ended (phase 4) on step 5, at the fault's site and the leaf holding the flipped element */
+    CHECK_EQ_U64(num(*end, "phase"), 4);
+    CHECK_EQ_U64(num(*end, "step"), 5);
+    CHECK_EQ_U64(num(*end, "site"), num(*fault, "site"));
+    CHECK_EQ_U64(num(*end, "block"), num(*fault, "block"));
+    return true;
+}
+
+/* devnet_json, then check_auditor_won: the result, or NULL (freed, with a
+ * failed check) when it has no narrowing end state or fault. */
+static json_t *devnet_won(char **argv, const json_t **end, const json_t **fault)
+{
+    json_t *j = devnet_json(argv);
+    if (j && !check_auditor_won(j, end, fault)) {
+        json_decref(j);
+        j = NULL;
+    }
+    return j;
+}
+
+/* Seat k of the committee arbs (of n seats; n > 1: sealed and revealed)
+ * revealed auditor-right with seat 0's evidence, ruling from the narrowing:
+ * its "block" object (a failed check when it has none). */
+static const json_t *seat_block(const json_t *j, const json_t *arbs, size_t k)
+{
+    const json_t *a = json_array_get(arbs, k);
+    int committee = json_array_size(arbs) > 1;
+    CHECK_MSG(!strcmp(str(a, "verdict"), "auditor-right"), "%s revealed %s", str(a, "name"), str(a, "verdict"));
+    CHECK(!strcmp(str(a, "evidence"), str(json_array_get(arbs, 0), "evidence")));
+    CHECK_EQ_U64(count_calls(j, "commitVerdict", str(a, "name")), committee ? 1 : 0);
+    CHECK_EQ_U64(count_calls(j, "revealVerdict", str(a, "name")), committee ? 1 : 0);
+    const json_t *b = json_object_get(a, "block");
+    CHECK_MSG(json_is_object(b), "%s did not rule from the narrowing", str(a, "name"));
+    return b;
 }
 
 static void test_model(const char *model, int withheld)
@@ -118,22 +153,14 @@ static void test_model(const char *model, int withheld)
     char *argv[] = {ovt, "devnet", "--json", "--fault", "flip-output", "--model", (char *)model, "--steps", "8",
                     "--at", "5", "--arbiters", withheld ? "1" : "3", "--timeout", "600",
                     withheld ? "--withhold-block" : NULL, NULL};
-    json_t *j = devnet_json(argv);
-    if (!j)
-        return;
     /* the narrowing's end state (getNarrow): Narrowed (1) in stage Trace (1)
      * on the fault's site, at the leaf holding the flipped element */
     const json_t *end, *fault;
-    if (!check_auditor_won(j, &end, &fault)) {
-        json_decref(j);
+    json_t *j = devnet_won(argv, &end, &fault);
+    if (!j)
         return;
-    }
-    CHECK_EQ_U64(num(end, "phase"), 4);
     CHECK_EQ_U64(num(end, "outcome"), 1);
     CHECK_EQ_U64(num(end, "item_stage"), 1);
-    CHECK_EQ_U64(num(end, "step"), 5);
-    CHECK_EQ_U64(num(end, "site"), num(fault, "site"));
-    CHECK_EQ_U64(num(end, "block"), num(fault, "block"));
     CHECK_EQ_U64(num(fault, "block"), num(fault, "element") * 4 / 65536);
     CHECK_MSG(!strcmp(str(end, "op"), "adamw.param"), "op %s", str(end, "op"));
     CHECK(strcmp(str(end, "trainer_leaf"), str(end, "auditor_leaf")) != 0);
@@ -151,13 +178,8 @@ static void test_model(const char *model, int withheld)
     CHECK_EQ_U64(json_array_size(arbs), withheld ? 1 : 3);
     for (size_t k = 0; k < json_array_size(arbs); k++) {
         const json_t *a = json_array_get(arbs, k);
-        CHECK_MSG(!strcmp(str(a, "verdict"), "auditor-right"), "%s revealed %s", str(a, "name"), str(a, "verdict"));
-        CHECK(!strcmp(str(a, "evidence"), str(json_array_get(arbs, 0), "evidence")));
-        CHECK_EQ_U64(count_calls(j, "commitVerdict", str(a, "name")), withheld ? 0 : 1);
-        CHECK_EQ_U64(count_calls(j, "revealVerdict", str(a, "name")), withheld ? 0 : 1);
         /* ... from the narrowed block alone, from both parties' packages */
-        const json_t *b = json_object_get(a, "block");
-        CHECK_MSG(json_is_object(b), "%s did not rule from the narrowed block", str(a, "name"));
+        const json_t *b = seat_block(j, arbs, k);
         CHECK_EQ_U64(num(b, "narrow_outcome"), 1);
         CHECK_EQ_U64(num(b, "site"), num(fault, "site"));
         CHECK_EQ_U64(num(b, "block"), num(fault, "block"));
@@ -223,22 +245,14 @@ static void test_chunk(const char *kind)
                     (char *)model, "--batch", "8", "--seq", "64", "--steps", "8", "--at", "5", "--arbiters",
                     silent || count || withheld ? "1" : "3", "--timeout", "600",
                     withheld ? "--withhold-block" : NULL, NULL};
-    json_t *j = devnet_json(argv);
+    const json_t *end, *fault;
+    json_t *j = devnet_won(argv, &end, &fault);
     if (!j)
         return;
-    const json_t *end, *fault;
-    if (!check_auditor_won(j, &end, &fault)) {
-        json_decref(j);
-        return;
-    }
     /* level 3 ended on the flipped site's leaf, a batch sum: stage Chunks (4) */
-    CHECK_EQ_U64(num(end, "phase"), 4);
     json_int_t outcome = silent ? 5 : count ? 3 : 1; /* TrainerLost, CountsDiffer, Narrowed */
     CHECK_EQ_U64(num(end, "outcome"), outcome);
     CHECK_EQ_U64(num(end, "stage"), 4);
-    CHECK_EQ_U64(num(end, "step"), 5);
-    CHECK_EQ_U64(num(end, "site"), num(fault, "site"));
-    CHECK_EQ_U64(num(end, "block"), num(fault, "block"));
     CHECK_MSG(!strcmp(str(end, "op"), "matmul.bwd.dweight"), "op %s", str(end, "op"));
     /* N = 512 rows: C = 4 chunks, chains of C + 1 = 5 leaves */
     CHECK_EQ_U64(num(end, "auditor_chunks"), 5);
@@ -256,11 +270,7 @@ static void test_chunk(const char *kind)
     const json_t *arbs = json_object_get(j, "arbiters");
     CHECK_EQ_U64(json_array_size(arbs), silent || count || withheld ? 1 : 3);
     for (size_t k = 0; k < json_array_size(arbs); k++) {
-        const json_t *a = json_array_get(arbs, k);
-        CHECK_MSG(!strcmp(str(a, "verdict"), "auditor-right"), "%s revealed %s", str(a, "name"), str(a, "verdict"));
-        CHECK(!strcmp(str(a, "evidence"), str(json_array_get(arbs, 0), "evidence")));
-        const json_t *b = json_object_get(a, "block");
-        CHECK_MSG(json_is_object(b), "%s did not rule from the narrowing", str(a, "name"));
+        const json_t *a = json_array_get(arbs, k), *b = seat_block(j, arbs, k);
         CHECK_EQ_U64(num(b, "narrow_outcome"), outcome); /* CountsDiffer: ruled from the counts, not the step */
         if (silent || count)
             continue;
