@@ -1,6 +1,9 @@
 /* Bindings of the narrowing contract (chain/narrow.h). */
 #include "chain/narrow.h"
 
+#include "chain/rpc.h"
+#include "chain/tx.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,6 +212,36 @@ int chain_narrow_deploy(chain_narrow *n, chain_txm *m, const chain_address *arbi
     memcpy(args + 12, arbitration->b, 20);
     return chain_arb_deploy_code(n, m, chain_narrow_bytecode_hex, args, sizeof args, "the narrowing contract",
                                  receipt);
+}
+
+int chain_narrow_deploy_pair(chain_arb *arb, chain_narrow *n, chain_txm *m, chain_receipt *arb_receipt,
+                             chain_receipt *narrow_receipt)
+{
+    memset(n, 0, sizeof *n);
+    uint64_t pending = 0;
+    int rc = chain_rpc_nonce(m->rpc, &pending, &m->from, "pending");
+    if (rc)
+        return ovt_fail_wrap(rc, "reading the deployer's nonce");
+    uint64_t nonce = pending > m->next_nonce ? pending : m->next_nonce; /* what its next send takes */
+    chain_address at_arb, at_narrow;
+    if ((rc = chain_create_address(&at_arb, &m->from, nonce)) ||
+        (rc = chain_create_address(&at_narrow, &m->from, nonce + 1)))
+        return rc;
+    if ((rc = chain_arb_deploy(arb, m, &at_narrow, arb_receipt)))
+        return rc;
+    if (!chain_address_eq(&arb->address, &at_arb))
+        return ovt_fail(OVT_EINVAL,
+                        "the arbitration contract was created with another nonce than %llu (another transaction of "
+                        "the deployer's account came between): no narrowing can bind to it, deploy both anew",
+                        (unsigned long long)nonce);
+    if ((rc = chain_narrow_deploy(n, m, &arb->address, narrow_receipt)))
+        return ovt_fail_wrap(rc, "deploying the narrowing contract at nonce %llu, the address the arbitration "
+                             "contract was bound to",
+                             (unsigned long long)(nonce + 1));
+    if (!chain_address_eq(&n->address, &at_narrow))
+        return ovt_fail(OVT_EINVAL, "the narrowing contract was created at another address than the one the "
+                                       "arbitration contract is bound to; deploy both anew");
+    return 0;
 }
 
 int chain_narrow_start(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, chain_receipt *receipt)

@@ -112,9 +112,20 @@ void chain_narrow_revert_name(char *out, size_t cap, const uint8_t *data, size_t
 typedef chain_arb chain_narrow;
 
 /* Deploys the embedded bytecode bound to the arbitration contract at
- * `arbitration` (its constructor argument). */
+ * `arbitration` (its constructor argument), which must have been deployed
+ * with this contract's address (the constructor checks it: OVT_EREVERT,
+ * NotNarrow, and nothing sent, otherwise). */
 int chain_narrow_deploy(chain_narrow *n, chain_txm *m, const chain_address *arbitration,
                         chain_receipt *receipt) OVT_MUST_USE;
+
+/* Deploys the two contracts bound to each other from m's account: the
+ * arbitration contract with its next nonce N, given the address OvtNarrow
+ * will have at N + 1, then OvtNarrow at N + 1 (docs/contract.md, "Narrowing
+ * a step"). Fails with a message saying to deploy anew when another
+ * transaction of the account took either nonce. Receipts may be NULL; when
+ * given the caller frees them. */
+int chain_narrow_deploy_pair(chain_arb *arb, chain_narrow *n, chain_txm *m, chain_receipt *arb_receipt,
+                             chain_receipt *narrow_receipt) OVT_MUST_USE;
 
 /* One transaction each (receipt may be NULL). A move its own commitments
  * contradict is mined and loses the game: it does not revert. */

@@ -44,12 +44,13 @@ int fx_start_with(fx_env *env, const char *const *anvil_args)
             chain_txm_init(&env->txm[i], env->rpc, &env->key[i], &t) != 0)
             goto fail;
     }
-    chain_receipt r;
-    if (chain_arb_deploy(&env->arb, &env->txm[FX_OPENER], &r) != 0)
+    chain_receipt r, nr;
+    if (chain_narrow_deploy_pair(&env->arb, &env->narrow, &env->txm[FX_OPENER], &r, &nr) != 0)
         goto fail;
-    printf("deployed at block %llu, gas %llu\n", (unsigned long long)r.block_number,
-           (unsigned long long)r.gas_used);
+    printf("deployed at block %llu, gas %llu (OvtNarrow, bound to it: gas %llu)\n", (unsigned long long)r.block_number,
+           (unsigned long long)r.gas_used, (unsigned long long)nr.gas_used);
     chain_receipt_free(&r);
+    chain_receipt_free(&nr);
     env->next_nonce = 1;
     return 0;
 fail:

@@ -1,12 +1,14 @@
 #ifndef OVT_TESTS_CONTRACT_FIXTURE_H
 #define OVT_TESTS_CONTRACT_FIXTURE_H
 
-/* A real anvil with the arbitration contract deployed, nine funded accounts
+/* A real anvil with the arbitration contract and the narrowing contract
+ * bound to it deployed (chain_narrow_deploy_pair), nine funded accounts
  * (opener, trainer, auditor, arbiter, outsider: anvil's dev keys 0..4; four
  * more arbiters for committees: keys 5..8), and
  * the helpers the game suites share: runs with random histories, both
  * parties playing from their own Merkle trees, reverts read back by name. */
 #include "chain/arbitration.h"
+#include "chain/narrow.h"
 #include "support/anvil.h"
 
 enum {
@@ -29,10 +31,11 @@ typedef struct {
     chain_address addr[FX_NACCOUNTS];
     chain_txm txm[FX_NACCOUNTS];
     chain_arb arb;
+    chain_narrow narrow; /* OvtNarrow, bound to arb */
     uint64_t next_nonce; /* run nonces */
 } fx_env;
 
-/* Starts anvil, opens the RPC client, deploys the contract. 0 or -1. */
+/* Starts anvil, opens the RPC client, deploys the two contracts. 0 or -1. */
 int fx_start(fx_env *env);
 /* The same with extra anvil arguments (e.g. {"--state", FILE, NULL}). */
 int fx_start_with(fx_env *env, const char *const *anvil_args);
