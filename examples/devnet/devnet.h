@@ -92,15 +92,6 @@ typedef struct {
                              narrowing of the disputed step and the arbiters rule on its block */
 } devnet_opts;
 
-/* The verdict window of a narrowed run (docs/devnet.md, "Narrowing"):
- * OvtArbitration does not extend it while the narrowing is played, so it
- * covers the narrowing's most rounds, each up to a move timeout, and the
- * arbiter's whole-step fallback after it (ARB_NARROW_RESERVE_S, 60 s, plus
- * the deadline margin): (2 + 2 * 32 + 2) move timeouts (the posts, a
- * bisection over up to 2^32 sites and one over up to 2^32 leaves, the
- * record reveal and the state comparison). */
-#define DEVNET_NARROW_ROUNDS 68u
-
 /* flip-output's site and element for a model preset: the step's last
  * adamw.param site (a late site the block engine re-executes; a flip at an
  * earlier site would make the trainer's log, recorded from the flipped
