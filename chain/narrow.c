@@ -335,9 +335,10 @@ static void *copy_bytes(const uint8_t *data, size_t len)
 
 static int take_log(chain_narrow_evidence *out, const chain_narrow_game *g, const chain_log *log)
 {
-    ovt_hash previous, item;
+    ovt_hash previous, item, lost;
     chain_abi_event_topic(&previous, "PreviousRoots(bytes32,bytes32[])");
     chain_abi_event_topic(&item, "ItemRevealed(bytes32,address,uint8,uint64,bytes)");
+    chain_abi_event_topic(&lost, "Lost(bytes32,address,uint8)");
     chain_abi_dec dec;
     const uint8_t *data;
     size_t len;
@@ -356,6 +357,14 @@ static int take_log(chain_narrow_evidence *out, const chain_narrow_game *g, cons
         if (!(out->record[k] = copy_bytes(data, len)))
             return OVT_ENOMEM;
         out->record_len[k] = len;
+    } else if (log->ntopics > 0 && memcmp(log->topics[0].b, lost.b, 32) == 0) {
+        uint64_t reason;
+        TRY(chain_abi_decode_log(&dec, log, "Lost(bytes32,address,uint8)", 2));
+        TRY(chain_abi_get_uint(&dec, 0, &reason));
+        if (reason < CHAIN_NARROW_REASON_TIMEOUT || reason > CHAIN_NARROW_REASON_BAD_ITEM)
+            return ovt_fail(OVT_EFORMAT, "a Lost event with reason %llu, which OvtNarrow does not have",
+                            (unsigned long long)reason);
+        out->lost = (chain_narrow_reason)reason;
     }
     return 0;
 }

@@ -150,11 +150,25 @@ int chain_narrow_get(const chain_narrow *n, const ovt_hash *game_id, const char 
 /* What an arbiter needs beyond getNarrow, from the game's events
  * (eth_getLogs over blocks [from_block, to_block]): the agreed state K-1's
  * tensor roots (PreviousRoots), against which a block's state reads are
- * proved, and the two records revealed at level 2 (ItemRevealed), whose
- * reads name the block's other inputs. Everything malloc'd. */
+ * proved, the two records revealed at level 2 (ItemRevealed), whose
+ * reads name the block's other inputs, and why a party lost (Lost).
+ * Everything malloc'd. */
+/* Why a party lost (the Lost event's reason, the contract's enum Reason). */
+typedef enum {
+    CHAIN_NARROW_REASON_NONE = 0, /* no Lost event in the range read */
+    CHAIN_NARROW_REASON_TIMEOUT,  /* it missed a deadline */
+    CHAIN_NARROW_REASON_BAD_LEAF,
+    CHAIN_NARROW_REASON_BAD_PREVIOUS,
+    CHAIN_NARROW_REASON_BAD_ROOTS,
+    CHAIN_NARROW_REASON_BAD_TRACE,
+    CHAIN_NARROW_REASON_BAD_CHILDREN,
+    CHAIN_NARROW_REASON_BAD_ITEM
+} chain_narrow_reason;
+
 typedef struct {
     ovt_hash *previous_roots;
     size_t nprevious;            /* 0: not posted in that range */
+    chain_narrow_reason lost;    /* why a party lost (outcome TrainerLost/AuditorLost), from Lost */
     uint8_t *record[2];          /* [0] the trainer's, [1] the auditor's; NULL: none revealed */
     size_t record_len[2];
 } chain_narrow_evidence;

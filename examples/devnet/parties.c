@@ -160,7 +160,7 @@ int devnet_run_train(struct devnet *d)
     if (o->fault == DEVNET_FLIP_OUTPUT) {
         uint32_t site;
         uint64_t element;
-        if (devnet_flip_site(DEVNET_MODEL(o), &site, &element))
+        if (devnet_flip_site(o, &site, &element))
             return -1;
         arg(&c, "--fault-site");
         arg(&c, "%u", site);

@@ -565,6 +565,22 @@ static void test_extend_rules(void)
     env.arb = saved;
 }
 
+/* Why the game's Lost event says a party lost (chain_narrow_get_evidence). */
+static chain_narrow_reason lost_reason(const fx_run *run)
+{
+    chain_narrow_game g = game_of(run);
+    chain_narrow_evidence ev;
+    uint64_t head = 0;
+    if (chain_rpc_block_number(env.rpc, &head) != 0 || chain_narrow_get_evidence(&narrow, &run->run_id, &g, 0, head,
+                                                                                  &ev) != 0) {
+        fprintf(stderr, "evidence: %s\n", ovt_errmsg());
+        return CHAIN_NARROW_REASON_NONE;
+    }
+    chain_narrow_reason why = ev.lost;
+    chain_narrow_evidence_free(&ev);
+    return why;
+}
+
 /* The traces agree; the liar's state K differs in one leaf of the big tensor. */
 static void test_state_path(void)
 {
@@ -651,6 +667,9 @@ static void test_bad_post(int what)
     chain_narrow_game g = game_of(&run);
     CHECK_EQ_U64(g.phase, CHAIN_NARROW_PHASE_ENDED);
     CHECK_EQ_U64(g.outcome, CHAIN_NARROW_TRAINER_LOST);
+    static const chain_narrow_reason why[3] = {CHAIN_NARROW_REASON_BAD_LEAF, CHAIN_NARROW_REASON_BAD_PREVIOUS,
+                                               CHAIN_NARROW_REASON_BAD_ROOTS};
+    CHECK_EQ_U64(lost_reason(&run), why[what]); /* what the arbiter reads: a contradiction decides */
     fx_run_free(&run);
 }
 
@@ -721,6 +740,7 @@ static void test_withholding(void)
     chain_receipt_free(&r);
     g = game_of(&run);
     CHECK_EQ_U64(g.outcome, CHAIN_NARROW_TRAINER_LOST);
+    CHECK_EQ_U64(lost_reason(&run), CHAIN_NARROW_REASON_TIMEOUT); /* the arbiter then rules on the whole step */
     CHECK_REVERT(FX_OUTSIDER, &data, "NotExpired"); /* ended */
     chain_buf_free(&data);
     fx_run_free(&run);

@@ -138,10 +138,24 @@ static void test_model(const char *model, int withheld)
  * there; the devnet moves anvil's clock past the narrowing's deadline once
  * its agent says so, the other party claims the timeout, the narrowing ends
  * TrainerLost (5) / AuditorLost (6), and the arbiter rules from that alone. */
-static void test_lost(const char *fault, const char *outcome, const char *winner, json_int_t narrow_outcome)
+/* A narrowing one party cannot play, so that it loses it by timeout: the
+ * arbiter does not take that loss as its verdict (an honest party that
+ * cannot trace step K because the other's log is fraudulent there loses
+ * so too) and rules on the whole step (its `block` is null). flip_site:
+ * NULL, or an early flip-output site (`--flip-site`), whose trainer's own
+ * log is fraud at a later site: the honest auditor is the one that cannot
+ * play, and the faulty trainer must still lose (fraudulent-log). */
+static void test_lost(const char *fault, const char *flip_site, const char *outcome, const char *winner,
+                      const char *claimer, json_int_t narrow_outcome)
 {
     char *argv[] = {ovt, "devnet", "--json", "--fault", (char *)fault, "--narrow", "--steps", "8", "--at", "5",
-                    "--timeout", "600", NULL};
+                    "--timeout", "600", NULL, NULL, NULL, NULL, NULL};
+    if (flip_site) {
+        argv[12] = "--flip-site";
+        argv[13] = (char *)flip_site;
+        argv[14] = "--flip-element";
+        argv[15] = "20000";
+    }
     char *text = NULL;
     int st = tsup_run(argv, &text);
     json_t *j = text ? json_loads(text, 0, NULL) : NULL;
@@ -149,17 +163,16 @@ static void test_lost(const char *fault, const char *outcome, const char *winner
     CHECK_EQ_U64(st, 0);
     if (!j)
         return;
-    CHECK_MSG(!strcmp(str(j, "outcome"), outcome), "outcome %s", str(j, "outcome"));
+    CHECK_MSG(!strcmp(str(j, "outcome"), outcome), "%s: outcome %s", fault, str(j, "outcome"));
     CHECK(json_is_true(json_object_get(j, "as_expected")));
     CHECK_MSG(!strcmp(str(json_object_get(j, "settled_credits"), winner), TWO_ETH), "%s credited %s", winner,
               str(json_object_get(j, "settled_credits"), winner));
     const json_t *end = json_object_get(json_object_get(j, "narrow"), "end");
     CHECK_EQ_U64(num(end, "phase"), 4);
     CHECK_EQ_U64(num(end, "outcome"), narrow_outcome);
-    CHECK_EQ_U64(count_calls(j, "timeout", winner), 1); /* the narrowing's, claimed by the party that played */
+    CHECK_EQ_U64(count_calls(j, "timeout", claimer), 1); /* the narrowing's, claimed by the party that played */
     const json_t *b = json_object_get(json_array_get(json_object_get(j, "arbiters"), 0), "block");
-    CHECK_MSG(json_is_object(b), "the arbiter did not rule from the narrowing");
-    CHECK_EQ_U64(num(b, "narrow_outcome"), narrow_outcome);
+    CHECK_MSG(json_is_null(b), "the arbiter ruled from a narrowing lost by timeout");
     json_decref(j);
 }
 
@@ -175,8 +188,10 @@ int main(int argc, char **argv)
     }
     snprintf(ovt, sizeof ovt, "%s/ovt", bin);
     if (!strcmp(argv[1], "lost")) {
-        CHECK_RUN(test_lost("bitflip", "auditor-right", "auditor", 5));
-        CHECK_RUN(test_lost("lying-auditor", "trainer-right", "trainer", 6));
+        CHECK_RUN(test_lost("bitflip", NULL, "auditor-right", "auditor", "auditor", 5));
+        CHECK_RUN(test_lost("lying-auditor", NULL, "trainer-right", "trainer", "trainer", 6));
+        /* gpt2-tiny's site 76 (gelu.bwd), far before its last adamw.param: the trainer wins the narrowing */
+        CHECK_RUN(test_lost("flip-output", "76", "fraudulent-log", "auditor", "trainer", 6));
         return check_done();
     }
     int withheld = !strcmp(argv[1], "gpt2-tiny-withheld");
