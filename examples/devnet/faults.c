@@ -297,8 +297,9 @@ int devnet_opts_check(devnet_opts *o, bool have_at, bool have_fault_shard)
     if (o->narrow && o->replay_proof)
         return ovt_fail(OVT_EINVAL, "--narrow plays without --replay-proof (a replay dispute is about a site "
                                     "hash, not a step)");
-    if (o->fault == DEVNET_FLIP_OUTPUT && o->shards > 1)
-        return ovt_fail(OVT_EINVAL, "--fault flip-output plays on an unsharded run (no --shards)");
+    if (o->fault == DEVNET_FLIP_OUTPUT && o->shards > 1 && !o->has_flip_site)
+        return ovt_fail(OVT_EINVAL, "--fault flip-output on a sharded run needs --flip-site S --flip-element E, a "
+                                    "site of one shard's range (the model's late site lies after the shards)");
     bool shard_fault = o->fault == DEVNET_BITFLIP_SHARD || o->fault == DEVNET_FALSE_TABLE;
     if (shard_fault && o->shards < 2)
         return ovt_fail(OVT_EINVAL, "--fault %s needs a sharded run: --shards S >= 2", faults[o->fault].name);

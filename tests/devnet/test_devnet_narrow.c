@@ -10,7 +10,10 @@
  * resnet-mini; and gpt2-tiny-withheld: one arbiter, and the honest auditor
  * withholds its block package (--withhold-block), so the arbiter computes
  * the block from the faulty trainer's package alone, whose proven inputs
- * still give the auditor's leaf. Asserted from chain state (`ovt devnet --json` reads it
+ * still give the auditor's leaf; gpt2-tiny-sharded: a run of 4 shards
+ * whose flip is in shard 2's last site (419, `--flip-site`): a sharded
+ * step narrows and its block re-executes like any other (the verdict names
+ * no shard yet: docs/arbiter.md, "Which shard"). Asserted from chain state (`ovt devnet --json` reads it
  * back: getNarrow after the settlement, the Settled credits, every
  * transaction and the revealed ballots); the devnet waits on chain events,
  * not sleeps. Prints the figures of docs/bench-chain.md ("A whole
@@ -58,11 +61,18 @@ static void narrowing_figures(const json_t *j, const char *model)
            json_real_value(json_object_get(j, "commit_to_verdict_s")), json_real_value(json_object_get(j, "total_s")));
 }
 
-static void test_model(const char *model, int withheld)
+static void test_model(const char *model, int withheld, int sharded)
 {
-    char *argv[] = {ovt, "devnet", "--json", "--fault", "flip-output", "--model", (char *)model, "--steps", "8",
-                    "--at", "5", "--arbiters", withheld ? "1" : "3", "--timeout", "600",
-                    withheld ? "--withhold-block" : NULL, NULL};
+    char *argv[24] = {ovt, "devnet", "--json", "--fault", "flip-output", "--model", (char *)model, "--steps", "8",
+                      "--at", "5", "--arbiters", withheld ? "1" : "3", "--timeout", "600"};
+    int argc = 15;
+    if (withheld)
+        argv[argc++] = "--withhold-block";
+    if (sharded) { /* 4 shards of 140 sites: site 419 is shard 2's last (encoder.bwd.dwpe), element 1000 in leaf 0 */
+        static char *more[] = {"--shards", "4", "--flip-site", "419", "--flip-element", "1000"};
+        for (size_t k = 0; k < 6; k++)
+            argv[argc++] = more[k];
+    }
     char *text = NULL;
     int st = tsup_run(argv, &text);
     json_t *j = text ? json_loads(text, 0, NULL) : NULL;
@@ -98,7 +108,10 @@ static void test_model(const char *model, int withheld)
     CHECK_EQ_U64(num(end, "site"), num(fault, "site"));
     CHECK_EQ_U64(num(end, "block"), num(fault, "block"));
     CHECK_EQ_U64(num(fault, "block"), num(fault, "element") * 4 / 65536);
-    CHECK_MSG(!strcmp(str(end, "op"), "adamw.param"), "op %s", str(end, "op"));
+    const char *op = sharded ? "encoder.bwd.dwpe" : "adamw.param";
+    CHECK_MSG(!strcmp(str(end, "op"), op), "op %s", str(end, "op"));
+    if (sharded) /* the site lies in shard 2's range (4 x 140 sites, then grad.sum) */
+        CHECK_EQ_U64(num(end, "site"), 2 * 140 + 139);
     CHECK(strcmp(str(end, "trainer_leaf"), str(end, "auditor_leaf")) != 0);
     /* both parties played every level */
     static const char *const party[2] = {"trainer", "auditor"};
@@ -136,8 +149,8 @@ static void test_model(const char *model, int withheld)
  * what its step re-executes to: bitflip's trainer, whose bit flips after
  * the step; the lying auditor, whose stateHashes are made up) never moves
  * there; the devnet moves anvil's clock past the narrowing's deadline once
- * its agent says so, the other party claims the timeout, the narrowing ends
- * TrainerLost (5) / AuditorLost (6), and the arbiter rules from that alone. */
+ * its agent says so, the other party claims the timeout, and the narrowing
+ * ends TrainerLost (5) / AuditorLost (6). */
 /* A narrowing one party cannot play, so that it loses it by timeout: the
  * arbiter does not take that loss as its verdict (an honest party that
  * cannot trace step K because the other's log is fraudulent there loses
@@ -181,8 +194,10 @@ int main(int argc, char **argv)
     const char *bin = getenv("OVT_BINARY_DIR");
     if (!bin || argc != 2 ||
         (strcmp(argv[1], "gpt2-tiny") && strcmp(argv[1], "llama-tiny") && strcmp(argv[1], "resnet-mini") &&
-         strcmp(argv[1], "gpt2-tiny-withheld") && strcmp(argv[1], "lost"))) {
-        fprintf(stderr, "usage: OVT_BINARY_DIR=... %s gpt2-tiny|llama-tiny|resnet-mini|gpt2-tiny-withheld|lost\n",
+         strcmp(argv[1], "gpt2-tiny-withheld") && strcmp(argv[1], "gpt2-tiny-sharded") && strcmp(argv[1], "lost"))) {
+        fprintf(stderr,
+                "usage: OVT_BINARY_DIR=... %s gpt2-tiny|llama-tiny|resnet-mini|gpt2-tiny-withheld|gpt2-tiny-sharded|"
+                "lost\n",
                 argv[0]);
         return 2;
     }
@@ -194,7 +209,7 @@ int main(int argc, char **argv)
         CHECK_RUN(test_lost("flip-output", "76", "fraudulent-log", "auditor", "trainer", 6));
         return check_done();
     }
-    int withheld = !strcmp(argv[1], "gpt2-tiny-withheld");
-    CHECK_RUN(test_model(withheld ? "gpt2-tiny" : argv[1], withheld));
+    int withheld = !strcmp(argv[1], "gpt2-tiny-withheld"), sharded = !strcmp(argv[1], "gpt2-tiny-sharded");
+    CHECK_RUN(test_model(withheld || sharded ? "gpt2-tiny" : argv[1], withheld, sharded));
     return check_done();
 }
