@@ -532,7 +532,8 @@ static uint64_t extend_to(const fx_run *run, uint64_t until, uint64_t *now)
  * nothing before the verdict is due; then the deadline becomes until +
  * arbiterTimeout, never earlier than it was, with until capped at now +
  * moveTimeout; nothing once the deadline has passed (the arbiter's timeout
- * is claimed). */
+ * is claimed). A committee's deadline becomes until + 2 x arbiterTimeout
+ * and its commit deadline until + arbiterTimeout. */
 static void test_extend_rules(void)
 {
     chain_arb saved = env.arb;
@@ -561,6 +562,25 @@ static void test_extend_rules(void)
     CHECK_EQ_U64(extend_to(&run, now + 10, &now), d2); /* past the deadline: no revival */
     CHECK(chain_arb_timeout(&env.arb, &env.txm[FX_OUTSIDER], &run.run_id, NULL) == 0);
     CHECK_EQ_U64(fx_game(&env, &run).outcome, CHAIN_ARB_ARBITER_TIMED_OUT);
+    fx_run_free(&run);
+
+    /* a committee of three: two windows, ballots until one window before the deadline; both move */
+    fx_params(&env, &p, 5, MOVE_TIMEOUT, 1000, 2000);
+    p.arbiters[1] = env.addr[FX_ARBITER2];
+    p.arbiters[2] = env.addr[FX_ARBITER3];
+    CHECK(fx_open(&env, &run, &p, NULL) == 0 && fx_histories(&run, 3) == 0 && fx_commit_both(&env, &run, NULL) == 0 &&
+          fx_play(&env, &run, NULL, NULL) == 0);
+    chain_arb_committee c;
+    CHECK(chain_arb_get_committee(&env.arb, &run.run_id, NULL, &c) == 0);
+    due = fx_game(&env, &run).deadline;
+    CHECK_EQ_U64(c.commit_deadline, due - window);
+    until = now + 30;
+    d = extend_to(&run, until, &now);
+    CHECK(until <= now + MOVE_TIMEOUT);
+    CHECK_EQ_U64(d, until + 2 * window);
+    CHECK(d > due);
+    CHECK(chain_arb_get_committee(&env.arb, &run.run_id, NULL, &c) == 0);
+    CHECK_EQ_U64(c.commit_deadline, until + window);
     fx_run_free(&run);
     env.arb = saved;
 }
