@@ -342,6 +342,17 @@ int fx_warp(fx_env *env, uint64_t seconds)
     return rc != 0 ? rc : fx_raw(env, "evm_mine", NULL);
 }
 
+uint64_t fx_now(fx_env *env)
+{
+    chain_block_header h;
+    int found = 0;
+    if (chain_rpc_block_header(env->rpc, &h, &found, "latest") != 0 || !found) {
+        fprintf(stderr, "latest block: %s\n", ovt_errmsg());
+        return 0;
+    }
+    return h.timestamp;
+}
+
 uint64_t fx_balance(fx_env *env)
 {
     chain_u256 b;

@@ -138,6 +138,9 @@ int fx_warp(fx_env *env, uint64_t seconds);
 /* The contract's balance in wei (UINT64_MAX, with a message, if unreadable). */
 uint64_t fx_balance(fx_env *env);
 
+/* The latest block's timestamp (0, with the error printed, on failure). */
+uint64_t fx_now(fx_env *env);
+
 /* Credit of an account (low 64 bits; fails the check if it is larger). */
 uint64_t fx_credit(fx_env *env, int who);
 

@@ -433,18 +433,6 @@ static void test_honest_path(void)
     fx_run_free(&run);
 }
 
-/* The timestamp of the latest block. */
-static uint64_t chain_now(void)
-{
-    chain_block_header h;
-    int found = 0;
-    if (chain_rpc_block_header(env.rpc, &h, &found, "latest") != 0 || !found) {
-        fprintf(stderr, "latest block: %s\n", ovt_errmsg());
-        return 0;
-    }
-    return h.timestamp;
-}
-
 /* A narrowing far longer than the run's verdict window (arbiterTimeout 100
  * s, each round played 550 s into its 600): every round moves the verdict
  * deadline to the round's deadline plus arbiterTimeout (OvtNarrow calls
@@ -487,7 +475,7 @@ static void test_verdict_follows_narrowing(void)
     }
     chain_narrow_game ng = game_of(&run);
     CHECK_EQ_U64(ng.outcome, CHAIN_NARROW_NARROWED);
-    uint64_t now = chain_now();
+    uint64_t now = fx_now(&env);
     CHECK_MSG(rounds >= 6 && now > first + 5 * MOVE_TIMEOUT, "%d rounds, ended at %" PRIu64
               " against the first deadline %" PRIu64, rounds, now, first);
     CHECK_MSG(last >= now + 100, "the arbiter has %" PRIu64 " s left, less than its window",
@@ -523,7 +511,7 @@ static uint64_t extend_to(const fx_run *run, uint64_t until, uint64_t *now)
     }
     chain_receipt_free(&r);
     chain_buf_free(&b);
-    *now = chain_now();
+    *now = fx_now(&env);
     return fx_game(&env, run).deadline;
 }
 
