@@ -302,13 +302,35 @@ int arb_narrow_evaluate(arb_narrow_result *res, arb_eval *out, arb_narrow_findin
     memcpy(found->op, ng.op.b, 32);
     found->op[32] = '\0';
     if (ng.outcome == CHAIN_NARROW_TRAINER_LOST || ng.outcome == CHAIN_NARROW_AUDITOR_LOST) {
+        /* A loss by timeout proves nothing: an honest party that cannot trace step K because the
+         * other's log is fraudulent there (a fault at an early site) times out too. Only a move its
+         * own commitments contradict decides without computing. */
+        const char *who = ng.outcome == CHAIN_NARROW_TRAINER_LOST ? "trainer" : "auditor";
+        chain_narrow_evidence ev;
+        if ((rv = chain_narrow_get_evidence(n, game_id, &ng, from_block, to_block, &ev)))
+            return rv;
+        chain_narrow_reason why = ev.lost;
+        chain_narrow_evidence_free(&ev);
+        if (why == CHAIN_NARROW_REASON_NONE && now < wait_until) { /* the end is newer than the blocks read */
+            *res = ARB_NARROW_WAIT;
+            say(note, cap, "the %s lost the narrowing; waiting for its Lost event to reach the blocks read", who);
+            return 0;
+        }
+        if (why == CHAIN_NARROW_REASON_TIMEOUT || why == CHAIN_NARROW_REASON_NONE) {
+            say(note, cap, "the %s lost the narrowing %s: the whole step", who,
+                why == CHAIN_NARROW_REASON_TIMEOUT ? "by timeout, which an honest party unable to trace the "
+                                                     "other's step also does"
+                                                   : "(its Lost event is not in the blocks read)");
+            return 0;
+        }
         memset(out, 0, sizeof *out);
         arb_basis_of(&out->basis, g);
         out->exec = ARB_EXEC_OK;
         out->shards = 1;
         out->shard_differs = -1;
         out->leaf = ng.outcome == CHAIN_NARROW_TRAINER_LOST ? g->auditor_node : g->trainer_node;
-        say(note, cap, "the %s lost the narrowing", ng.outcome == CHAIN_NARROW_TRAINER_LOST ? "trainer" : "auditor");
+        say(note, cap, "the %s lost the narrowing: a move its own commitments contradict (reason %d)", who,
+            (int)why);
         *res = ARB_NARROW_DECIDED;
         return 0;
     }

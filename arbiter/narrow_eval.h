@@ -20,7 +20,10 @@
 
 /* Seconds before the verdict's due time (less the watcher's deadline
  * margin) by which an unfinished narrowing is given up for the whole step:
- * the whole-step re-execution of the devnet's models takes seconds. */
+ * the whole-step re-execution of the devnet's models takes seconds. The
+ * chain moves the due time with every round of the narrowing
+ * (OvtArbitration.extendVerdict), so this only ends a narrowing that has
+ * stalled past its round's deadline. */
 #define ARB_NARROW_RESERVE_S 60
 
 typedef enum {

@@ -154,7 +154,7 @@ static int deploy(const chain_deploy_opts *o, chain_txm *m, chain_arb *arb, chai
         m->on_send_ctx = &j;
     }
     if (rc == 0 && !done) {
-        rc = chain_arb_deploy(arb, m, receipt);
+        rc = chain_arb_deploy(arb, m, NULL, receipt);
         if (rc == 0 && j.write_failed)
             rc = ovt_fail(OVT_EIO, "the contract is deployed but %s could not be written", o->record);
     }

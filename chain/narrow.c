@@ -1,6 +1,9 @@
 /* Bindings of the narrowing contract (chain/narrow.h). */
 #include "chain/narrow.h"
 
+#include "chain/rpc.h"
+#include "chain/tx.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,6 +232,36 @@ int chain_narrow_deploy(chain_narrow *n, chain_txm *m, const chain_address *arbi
                                  receipt);
 }
 
+int chain_narrow_deploy_pair(chain_arb *arb, chain_narrow *n, chain_txm *m, chain_receipt *arb_receipt,
+                             chain_receipt *narrow_receipt)
+{
+    memset(n, 0, sizeof *n);
+    uint64_t pending = 0;
+    int rc = chain_rpc_nonce(m->rpc, &pending, &m->from, "pending");
+    if (rc)
+        return ovt_fail_wrap(rc, "reading the deployer's nonce");
+    uint64_t nonce = pending > m->next_nonce ? pending : m->next_nonce; /* what its next send takes */
+    chain_address at_arb, at_narrow;
+    if ((rc = chain_create_address(&at_arb, &m->from, nonce)) ||
+        (rc = chain_create_address(&at_narrow, &m->from, nonce + 1)))
+        return rc;
+    if ((rc = chain_arb_deploy(arb, m, &at_narrow, arb_receipt)))
+        return rc;
+    if (!chain_address_eq(&arb->address, &at_arb))
+        return ovt_fail(OVT_EINVAL,
+                        "the arbitration contract was created with another nonce than %llu (another transaction of "
+                        "the deployer's account came between): no narrowing can bind to it, deploy both anew",
+                        (unsigned long long)nonce);
+    if ((rc = chain_narrow_deploy(n, m, &arb->address, narrow_receipt)))
+        return ovt_fail_wrap(rc, "deploying the narrowing contract at nonce %llu, the address the arbitration "
+                             "contract was bound to",
+                             (unsigned long long)(nonce + 1));
+    if (!chain_address_eq(&n->address, &at_narrow))
+        return ovt_fail(OVT_EINVAL, "the narrowing contract was created at another address than the one the "
+                                       "arbitration contract is bound to; deploy both anew");
+    return 0;
+}
+
 int chain_narrow_start(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, chain_receipt *receipt)
 {
     chain_buf data;
@@ -331,9 +364,10 @@ static void *copy_bytes(const uint8_t *data, size_t len)
 
 static int take_log(chain_narrow_evidence *out, const chain_narrow_game *g, const chain_log *log)
 {
-    ovt_hash previous, item;
+    ovt_hash previous, item, lost;
     chain_abi_event_topic(&previous, "PreviousRoots(bytes32,bytes32[])");
     chain_abi_event_topic(&item, "ItemRevealed(bytes32,address,uint8,uint64,bytes)");
+    chain_abi_event_topic(&lost, "Lost(bytes32,address,uint8)");
     chain_abi_dec dec;
     const uint8_t *data;
     size_t len;
@@ -352,6 +386,14 @@ static int take_log(chain_narrow_evidence *out, const chain_narrow_game *g, cons
         if (!(out->record[k] = copy_bytes(data, len)))
             return OVT_ENOMEM;
         out->record_len[k] = len;
+    } else if (log->ntopics > 0 && memcmp(log->topics[0].b, lost.b, 32) == 0) {
+        uint64_t reason;
+        TRY(chain_abi_decode_log(&dec, log, "Lost(bytes32,address,uint8)", 2));
+        TRY(chain_abi_get_uint(&dec, 0, &reason));
+        if (reason < CHAIN_NARROW_REASON_TIMEOUT || reason > CHAIN_NARROW_REASON_BAD_ITEM)
+            return ovt_fail(OVT_EFORMAT, "a Lost event with reason %llu, which OvtNarrow does not have",
+                            (unsigned long long)reason);
+        out->lost = (chain_narrow_reason)reason;
     }
     return 0;
 }

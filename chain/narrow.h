@@ -127,9 +127,20 @@ void chain_narrow_revert_name(char *out, size_t cap, const uint8_t *data, size_t
 typedef chain_arb chain_narrow;
 
 /* Deploys the embedded bytecode bound to the arbitration contract at
- * `arbitration` (its constructor argument). */
+ * `arbitration` (its constructor argument), which must have been deployed
+ * with this contract's address (the constructor checks it: OVT_EREVERT,
+ * NotNarrow, and nothing sent, otherwise). */
 int chain_narrow_deploy(chain_narrow *n, chain_txm *m, const chain_address *arbitration,
                         chain_receipt *receipt) OVT_MUST_USE;
+
+/* Deploys the two contracts bound to each other from m's account: the
+ * arbitration contract with its next nonce N, given the address OvtNarrow
+ * will have at N + 1, then OvtNarrow at N + 1 (docs/contract.md, "Narrowing
+ * a step"). Fails with a message saying to deploy anew when another
+ * transaction of the account took either nonce. Receipts may be NULL; when
+ * given the caller frees them. */
+int chain_narrow_deploy_pair(chain_arb *arb, chain_narrow *n, chain_txm *m, chain_receipt *arb_receipt,
+                             chain_receipt *narrow_receipt) OVT_MUST_USE;
 
 /* One transaction each (receipt may be NULL). A move its own commitments
  * contradict is mined and loses the game: it does not revert. */
@@ -157,11 +168,25 @@ int chain_narrow_get(const chain_narrow *n, const ovt_hash *game_id, const char 
 /* What an arbiter needs beyond getNarrow, from the game's events
  * (eth_getLogs over blocks [from_block, to_block]): the agreed state K-1's
  * tensor roots (PreviousRoots), against which a block's state reads are
- * proved, and the two records revealed at level 2 (ItemRevealed), whose
- * reads name the block's other inputs. Everything malloc'd. */
+ * proved, the two records revealed at level 2 (ItemRevealed), whose
+ * reads name the block's other inputs, and why a party lost (Lost).
+ * Everything malloc'd. */
+/* Why a party lost (the Lost event's reason, the contract's enum Reason). */
+typedef enum {
+    CHAIN_NARROW_REASON_NONE = 0, /* no Lost event in the range read */
+    CHAIN_NARROW_REASON_TIMEOUT,  /* it missed a deadline */
+    CHAIN_NARROW_REASON_BAD_LEAF,
+    CHAIN_NARROW_REASON_BAD_PREVIOUS,
+    CHAIN_NARROW_REASON_BAD_ROOTS,
+    CHAIN_NARROW_REASON_BAD_TRACE,
+    CHAIN_NARROW_REASON_BAD_CHILDREN,
+    CHAIN_NARROW_REASON_BAD_ITEM
+} chain_narrow_reason;
+
 typedef struct {
     ovt_hash *previous_roots;
     size_t nprevious;            /* 0: not posted in that range */
+    chain_narrow_reason lost;    /* why a party lost (outcome TrainerLost/AuditorLost), from Lost */
     uint8_t *record[2];          /* [0] the trainer's, [1] the auditor's; NULL: none revealed */
     size_t record_len[2];
 } chain_narrow_evidence;

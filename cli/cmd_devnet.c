@@ -66,6 +66,9 @@ static void usage(FILE *f)
             "  --narrow           deploy OvtNarrow and play the dispute past the step: the parties narrow\n"
             "                     the step to one block of one site's output and the arbiters re-execute\n"
             "                     that block (implied by --fault flip-output; docs/devnet.md)\n"
+            "  --flip-site S --flip-element E  flip-output: flip element E of site S instead of the\n"
+            "                     model's late site (an earlier site makes the trainer's own log fraud\n"
+            "                     at a later one: fraudulent-log, and the auditor cannot trace step K)\n"
             "  --withhold-block   with --narrow: the honest auditor never publishes its block package;\n"
             "                     the arbiters compute the block from the trainer's alone\n"
             "  --replay-proof     the trainer asks for proof of replay (ovt commit --replay-proof):\n"
@@ -347,7 +350,8 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
 
 enum { O_FAULT = 256, O_AT, O_STEPS, O_MODEL, O_BATCH, O_SEQ, O_SILENT, O_MOVE, O_TIMEOUT, O_KEEP, O_ANVIL, O_JSON,
        O_NODE, O_BLOCK_TIME, O_CONF, O_STORE, O_ARB_METRICS, O_SHARDS, O_RANKS, O_FAULT_SHARD, O_AUD_BACKEND,
-       O_BAND_RULES, O_ARB_CMD, O_ARBITERS, O_LINGER, O_CHALLENGERS, O_REPLAY, O_NARROW, O_WITHHOLD_BLOCK };
+       O_BAND_RULES, O_ARB_CMD, O_ARBITERS, O_LINGER, O_CHALLENGERS, O_REPLAY, O_NARROW, O_WITHHOLD_BLOCK,
+       O_FLIP_SITE, O_FLIP_ELEMENT };
 
 struct devnet_args {
     devnet_opts o;
@@ -418,6 +422,8 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_REPLAY: o->replay_proof = true; break;
     case O_NARROW: o->narrow = true; break;
     case O_WITHHOLD_BLOCK: o->withhold_block = true; break;
+    case O_FLIP_SITE: rv = ovt_parse_u32(&o->flip_site, flag, arg, 0, UINT32_MAX - 1); o->has_flip_site = true; break;
+    case O_FLIP_ELEMENT: rv = ovt_parse_u64(&o->flip_element, flag, arg, 0, UINT64_MAX - 1); break;
     case O_JSON: o->json = true; break;
     default: return cli_arg_unknown("devnet", given);
     }
@@ -444,6 +450,7 @@ int cmd_devnet(int argc, char **argv)
         {"replay-proof", no_argument, NULL, O_REPLAY},
         {"narrow", no_argument, NULL, O_NARROW},
         {"withhold-block", no_argument, NULL, O_WITHHOLD_BLOCK},
+        {"flip-site", required_argument, NULL, O_FLIP_SITE}, {"flip-element", required_argument, NULL, O_FLIP_ELEMENT},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};
     struct devnet_args a = {.o = {.steps = 64, .batch = 4, .seq = 32, .move_timeout = 600, .timeout_s = 900,
                                   .shards = 1, .ranks = 1}};

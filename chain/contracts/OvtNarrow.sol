@@ -158,8 +158,12 @@ contract OvtNarrow {
     error NotPosted(address party);
     error WrongStage(Stage expected, Stage actual);
 
+    /// arbitration_ must have been constructed with this contract's address
+    /// (its CREATE address, from the deployer's next nonce): the probe is a
+    /// no-op there, and reverts NotNarrow on any other arbitration contract.
     constructor(OvtArbitration arbitration_) {
         arbitration = arbitration_;
+        arbitration_.extendVerdict(bytes32(0), 0);
     }
 
     // ---------------------------------------------------------------- views
@@ -214,6 +218,7 @@ contract OvtNarrow {
         g.phase = Phase.Posting;
         uint64 deadline = uint64(block.timestamp) + r.moveTimeout;
         g.deadline = deadline;
+        arbitration.extendVerdict(gameId, deadline);
         emit NarrowStarted(gameId, v.index, v.previousState, v.trainerBatch, v.trainerLog, deadline);
     }
 
@@ -278,7 +283,7 @@ contract OvtNarrow {
         (bit == TRAINER ? g.a : g.t).node = goLeft ? g.pendingLeft : g.pendingRight;
         g.index = g.index * 2 + (goLeft ? 0 : 1);
         g.level -= 1;
-        _nextRound(g);
+        _nextRound(gameId, g);
         emit Descended(gameId, g.round, g.level, g.index, g.t.node, g.a.node, g.deadline);
         _skipSingles(gameId, g);
     }
@@ -435,7 +440,7 @@ contract OvtNarrow {
             // The traces agree, so some state K root differs (else the stateHashes would).
             g.stage = Stage.States;
             g.phase = Phase.Revealing;
-            _nextRound(g);
+            _nextRound(gameId, g);
             emit StageStarted(gameId, Stage.States, g.prevCount, g.t.statesHash, g.a.statesHash, g.deadline);
         }
     }
@@ -451,15 +456,19 @@ contract OvtNarrow {
         g.t.node = trainerNode;
         g.a.node = auditorNode;
         g.phase = Phase.Descending;
-        _nextRound(g);
+        _nextRound(gameId, g);
         emit StageStarted(gameId, stage, count, trainerNode, auditorNode, g.deadline);
         _skipSingles(gameId, g);
     }
 
-    function _nextRound(Game storage g) private {
+    // A fresh round, due within moveTimeout; the verdict's deadline follows
+    // it (OvtArbitration.extendVerdict).
+    function _nextRound(bytes32 gameId, Game storage g) private {
         g.round += 1;
         g.moved = 0;
-        g.deadline = uint64(block.timestamp) + g.moveTimeout;
+        uint64 deadline = uint64(block.timestamp) + g.moveTimeout;
+        g.deadline = deadline;
+        arbitration.extendVerdict(gameId, deadline);
     }
 
     // A node whose level below has no right neighbour for it is its only

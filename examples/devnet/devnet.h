@@ -88,25 +88,19 @@ typedef struct {
                              process and key; --arbiters + N <= 5 (anvil's dev accounts) */
     bool replay_proof;    /* --replay-proof (implied by lazy-auditor): the trainer asks for proof of replay */
     bool withhold_block;  /* --withhold-block: the (honest) auditor never publishes its block package */
+    bool has_flip_site;   /* --flip-site S --flip-element E: flip-output's site and element (else the model's) */
+    uint32_t flip_site;
+    uint64_t flip_element;
     bool narrow;          /* --narrow (implied by flip-output): OvtNarrow is deployed, the parties play the
                              narrowing of the disputed step and the arbiters rule on its block */
 } devnet_opts;
-
-/* The verdict window of a narrowed run (docs/devnet.md, "Narrowing"):
- * OvtArbitration does not extend it while the narrowing is played, so it
- * covers the narrowing's most rounds, each up to a move timeout, and the
- * arbiter's whole-step fallback after it (ARB_NARROW_RESERVE_S, 60 s, plus
- * the deadline margin): (2 + 2 * 32 + 2) move timeouts (the posts, a
- * bisection over up to 2^32 sites and one over up to 2^32 leaves, the
- * record reveal and the state comparison). */
-#define DEVNET_NARROW_ROUNDS 68u
 
 /* flip-output's site and element for a model preset: the step's last
  * adamw.param site (a late site the block engine re-executes; a flip at an
  * earlier site would make the trainer's log, recorded from the flipped
  * values, fraud at a later site), element 40000 (in leaf 2, not the
  * first). OVT_EINVAL for a preset with no known site. */
-int devnet_flip_site(const char *model, uint32_t *site, uint64_t *element) OVT_MUST_USE;
+int devnet_flip_site(const devnet_opts *o, uint32_t *site, uint64_t *element) OVT_MUST_USE;
 
 /* The most outside challengers: anvil's dev accounts after the parties and
  * one arbiter. */

@@ -64,8 +64,14 @@ static const struct {
                             "                      the dispute narrows to that site and block (--narrow)"},
 };
 
-int devnet_flip_site(const char *model, uint32_t *site, uint64_t *element)
+int devnet_flip_site(const devnet_opts *o, uint32_t *site, uint64_t *element)
 {
+    if (o->has_flip_site) {
+        *site = o->flip_site;
+        *element = o->flip_element;
+        return 0;
+    }
+    const char *model = DEVNET_MODEL(o);
     /* each model's last adamw.param site (`ovt step --trace`; resnet-mini's
      * last site, bn.running, is one the block engine leaves to the whole
      * step); each output is over 40000 elements */
@@ -250,6 +256,8 @@ bool devnet_outcome_ok(const devnet_opts *o, chain_arb_outcome out)
         return true;
     /* a log recorded on a poisoned batch may hold entries the schedule's
      * batch does not support: the trainer is then caught by its log */
+    if (!o->silent && o->fault == DEVNET_FLIP_OUTPUT && o->has_flip_site && out == CHAIN_ARB_FRAUDULENT_LOG)
+        return true; /* an early flip: the trainer's log, recorded from the flipped values, is fraud later */
     return !o->silent && o->fault == DEVNET_POISONED_BATCH && out == CHAIN_ARB_FRAUDULENT_LOG;
 }
 
@@ -278,7 +286,9 @@ int devnet_opts_check(devnet_opts *o, bool have_at, bool have_fault_shard)
                         o->ranks, o->shards);
     uint32_t flip_site;
     uint64_t flip_element;
-    if (o->fault == DEVNET_FLIP_OUTPUT && devnet_flip_site(DEVNET_MODEL(o), &flip_site, &flip_element))
+    if (o->has_flip_site && o->fault != DEVNET_FLIP_OUTPUT)
+        return ovt_fail(OVT_EINVAL, "--flip-site goes with --fault flip-output");
+    if (o->fault == DEVNET_FLIP_OUTPUT && devnet_flip_site(o, &flip_site, &flip_element))
         return -1;
     if (o->fault == DEVNET_FLIP_OUTPUT)
         o->narrow = true; /* the deep fault is what the narrowing is for */
@@ -287,8 +297,9 @@ int devnet_opts_check(devnet_opts *o, bool have_at, bool have_fault_shard)
     if (o->narrow && o->replay_proof)
         return ovt_fail(OVT_EINVAL, "--narrow plays without --replay-proof (a replay dispute is about a site "
                                     "hash, not a step)");
-    if (o->fault == DEVNET_FLIP_OUTPUT && o->shards > 1)
-        return ovt_fail(OVT_EINVAL, "--fault flip-output plays on an unsharded run (no --shards)");
+    if (o->fault == DEVNET_FLIP_OUTPUT && o->shards > 1 && !o->has_flip_site)
+        return ovt_fail(OVT_EINVAL, "--fault flip-output on a sharded run needs --flip-site S --flip-element E, a "
+                                    "site of one shard's range (the model's late site lies after the shards)");
     bool shard_fault = o->fault == DEVNET_BITFLIP_SHARD || o->fault == DEVNET_FALSE_TABLE;
     if (shard_fault && o->shards < 2)
         return ovt_fail(OVT_EINVAL, "--fault %s needs a sharded run: --shards S >= 2", faults[o->fault].name);

@@ -271,11 +271,12 @@ static int setup_chain(struct devnet *d)
     ovt_wipe(&key, sizeof key);
     chain_receipt receipt;
     memset(&receipt, 0, sizeof receipt);
-    if (!rv)
-        rv = chain_arb_deploy(&d->arb, &m, &receipt);
     chain_receipt nreceipt;
     memset(&nreceipt, 0, sizeof nreceipt);
-    if (!rv && d->o->narrow && !(rv = chain_narrow_deploy(&d->narrow, &m, &d->arb.address, &nreceipt))) {
+    /* with --narrow, OvtNarrow is bound to it: the verdict's deadline follows the narrowing */
+    if (!rv && !d->o->narrow)
+        rv = chain_arb_deploy(&d->arb, &m, NULL, &receipt);
+    else if (!rv && !(rv = chain_narrow_deploy_pair(&d->arb, &d->narrow, &m, &receipt, &nreceipt))) {
         chain_address_to_string(d->r->narrow_contract, &d->narrow.address);
         chain_receipt_free(&nreceipt);
     }
@@ -476,7 +477,7 @@ int devnet_run(const devnet_opts *o, devnet_result *r)
     d.r = r;
     clock_gettime(CLOCK_MONOTONIC, &d.t0);
     r->expected = devnet_expected(o);
-    if (o->fault == DEVNET_FLIP_OUTPUT && devnet_flip_site(DEVNET_MODEL(o), &r->fault_site, &r->fault_element))
+    if (o->fault == DEVNET_FLIP_OUTPUT && devnet_flip_site(o, &r->fault_site, &r->fault_element))
         return -1;
     r->fault_block = r->fault_element * 4 / OVT_TREE_LEAF_BYTES;
     devnet_catch_signals();

@@ -68,8 +68,8 @@
 #define BIG_TENSOR 3
 #define BIG_TENSOR_N (2u * 16384u + 7u) /* 3 leaves */
 #define MOVE_TIMEOUT 600
-#define NARROW_GAS_GPT2_SMALL 3301831u /* a whole narrowing, 741 sites, 1024 leaves (docs/contract.md) */
-#define CHUNK_GAS_8192 1888853u        /* a whole chunk stage, 8192 chunks (docs/contract.md) */
+#define NARROW_GAS_GPT2_SMALL 3573967u /* a whole narrowing, 741 sites, 1024 leaves (docs/contract.md) */
+#define CHUNK_GAS_8192 2080912u        /* a whole chunk stage, 8192 chunks (docs/contract.md) */
 
 static fx_env env;
 static chain_narrow narrow;
@@ -220,6 +220,8 @@ static void fault_trace(party_step *p)
 
 /* Set: the auditor's leaf K has another batchHash than the trainer's. */
 static bool auditor_batch_differs;
+/* The arbiterTimeout the next run_to_verdict opens with (0: fx_params'). */
+static uint32_t verdict_window;
 
 /* A run whose leaves K-1 and K carry these stateHashes (the trainer's and
  * the auditor's at K), played to AwaitingVerdict. */
@@ -231,6 +233,8 @@ static int run_to_verdict(fx_run *run, const party_step *trainer, const party_st
     chain_arb_params p;
     fx_params(&env, &p, 5, MOVE_TIMEOUT, 1000, 2000);
     p.config_hash = sc.config_hash;
+    if (verdict_window)
+        p.arbiter_timeout = verdict_window;
     if (fx_open(&env, run, &p, NULL) != 0 || fx_histories(run, sc.step) != 0)
         return -1;
     fx_history *h[2] = {&run->trainer, &run->auditor};
@@ -488,6 +492,162 @@ static void test_honest_path(void)
     fx_run_free(&run);
 }
 
+/* A narrowing far longer than the run's verdict window (arbiterTimeout 100
+ * s, each round played 550 s into its 600): every round moves the verdict
+ * deadline to the round's deadline plus arbiterTimeout (OvtNarrow calls
+ * extendVerdict), never earlier; the verdict's timeout cannot be claimed
+ * while the narrowing runs; once it ends the arbiter still has its window
+ * and rules, long after the first deadline. Nobody else may extend it, and
+ * an OvtNarrow deployed against an arbitration contract not bound to it is
+ * refused. */
+static void test_verdict_follows_narrowing(void)
+{
+    fx_run run;
+    verdict_window = 100;
+    int rc = run_to_verdict(&run, &liar, &honest);
+    verdict_window = 0;
+    CHECK(rc == 0);
+    uint64_t first = fx_game(&env, &run).deadline, last = first;
+    chain_buf claim, extend;
+    chain_buf_init(&claim);
+    chain_buf_init(&extend);
+    CHECK(chain_arb_encode_timeout(&claim, &run.run_id) == 0);
+    CHECK(chain_arb_encode_extend_verdict(&extend, &run.run_id, first + 100000) == 0);
+    int rounds = 0, m1 = 1, m2 = 1;
+    for (int guard = 0; guard < 100 && (m1 || m2); guard++) {
+        CHECK(move(&run, &liar, FX_TRAINER, NULL, &m1) == 0 && move(&run, &honest, FX_AUDITOR, NULL, &m2) == 0);
+        chain_narrow_game ng = game_of(&run);
+        chain_arb_game g = fx_game(&env, &run);
+        CHECK_EQ_U64(g.phase, CHAIN_ARB_PHASE_AWAITING_VERDICT);
+        CHECK_MSG(g.deadline >= last, "the verdict deadline moved earlier: %" PRIu64 " after %" PRIu64, g.deadline,
+                  last);
+        last = g.deadline;
+        if (ng.phase != CHAIN_NARROW_PHASE_ENDED) {
+            CHECK_EQ_U64(g.deadline, ng.deadline + 100);
+            rounds++;
+        }
+        FX_CHECK_REVERT(&env, FX_OUTSIDER, NULL, &claim, "NotExpired");
+        FX_CHECK_REVERT(&env, FX_OUTSIDER, NULL, &extend, "NotNarrow");
+        FX_CHECK_REVERT(&env, FX_ARBITER, NULL, &extend, "NotNarrow");
+        if (ng.phase != CHAIN_NARROW_PHASE_ENDED)
+            CHECK(fx_warp(&env, MOVE_TIMEOUT - 50) == 0); /* a slow narrowing: late in every round */
+    }
+    chain_narrow_game ng = game_of(&run);
+    CHECK_EQ_U64(ng.outcome, CHAIN_NARROW_NARROWED);
+    uint64_t now = fx_now(&env);
+    CHECK_MSG(rounds >= 6 && now > first + 5 * MOVE_TIMEOUT, "%d rounds, ended at %" PRIu64
+              " against the first deadline %" PRIu64, rounds, now, first);
+    CHECK_MSG(last >= now + 100, "the arbiter has %" PRIu64 " s left, less than its window",
+              last > now ? last - now : 0);
+    CHECK(chain_arb_verdict(&env.arb, &env.txm[FX_ARBITER], &run.run_id, sc.step, CHAIN_ARB_AUDITOR_RIGHT,
+                            &run.auditor.leaves[sc.step], NULL) == 0);
+    chain_arb_game g = fx_game(&env, &run);
+    CHECK_EQ_U64(g.phase, CHAIN_ARB_PHASE_SETTLED);
+    CHECK_EQ_U64(g.outcome, CHAIN_ARB_AUDITOR_RIGHT);
+    printf("verdict window: %d narrowing rounds over %" PRIu64 " s, the verdict %" PRIu64
+           " s after its first deadline\n", rounds, now - (first - 100), now - first);
+    chain_buf_free(&claim);
+    chain_buf_free(&extend);
+    fx_run_free(&run);
+    /* a second OvtNarrow: env.arb is bound to the first */
+    chain_narrow other;
+    CHECK(chain_narrow_deploy(&other, &env.txm[FX_OUTSIDER], &env.arb.address, NULL) != 0);
+    CHECK_MSG(strstr(ovt_errmsg(), "NotNarrow") != NULL, "deploy refused with: %s", ovt_errmsg());
+}
+
+/* extendVerdict(gameId, until) from an account the deadline of env.arb's run
+ * is read back after. */
+static uint64_t extend_to(const fx_run *run, uint64_t until, uint64_t *now)
+{
+    chain_buf b;
+    chain_buf_init(&b);
+    chain_receipt r;
+    if (chain_arb_encode_extend_verdict(&b, &run->run_id, until) != 0 ||
+        chain_txm_send(&env.txm[FX_OUTSIDER], &r, &env.arb.address, NULL, b.data, b.len) != 0) {
+        fprintf(stderr, "extendVerdict: %s\n", ovt_errmsg());
+        chain_buf_free(&b);
+        return 0;
+    }
+    chain_receipt_free(&r);
+    chain_buf_free(&b);
+    *now = fx_now(&env);
+    return fx_game(&env, run).deadline;
+}
+
+/* extendVerdict's rules, on an arbitration contract bound to an account
+ * (FX_OUTSIDER) instead of an OvtNarrow, so that the test picks `until`:
+ * nothing before the verdict is due; then the deadline becomes until +
+ * arbiterTimeout, never earlier than it was, with until capped at now +
+ * moveTimeout; nothing once the deadline has passed (the arbiter's timeout
+ * is claimed). A committee's deadline becomes until + 2 x arbiterTimeout
+ * and its commit deadline until + arbiterTimeout. */
+static void test_extend_rules(void)
+{
+    chain_arb saved = env.arb;
+    CHECK(chain_arb_deploy(&env.arb, &env.txm[FX_OPENER], &env.addr[FX_OUTSIDER], NULL) == 0);
+    fx_run run;
+    chain_arb_params p;
+    fx_params(&env, &p, 5, MOVE_TIMEOUT, 1000, 2000);
+    CHECK(fx_open(&env, &run, &p, NULL) == 0 && fx_histories(&run, 3) == 0 && fx_commit_both(&env, &run, NULL) == 0);
+    uint64_t now, bisecting = fx_game(&env, &run).deadline;
+    CHECK_EQ_U64(extend_to(&run, UINT64_MAX / 2, &now), bisecting); /* not awaiting the verdict: no change */
+    CHECK(fx_play(&env, &run, NULL, NULL) == 0);
+    chain_arb_game g = fx_game(&env, &run);
+    CHECK_EQ_U64(g.phase, CHAIN_ARB_PHASE_AWAITING_VERDICT);
+    uint64_t due = g.deadline, window = p.arbiter_timeout;
+    CHECK_EQ_U64(extend_to(&run, due - window, &now), due); /* until + window is the deadline: no change */
+    CHECK_EQ_U64(extend_to(&run, 1, &now), due);             /* earlier: no change */
+    uint64_t until = now + 20; /* under the cap: the next block's now + moveTimeout */
+    uint64_t d = extend_to(&run, until, &now);
+    CHECK(until <= now + MOVE_TIMEOUT);
+    CHECK_EQ_U64(d, until + window);
+    uint64_t d2 = extend_to(&run, UINT64_MAX / 2, &now); /* capped at now + moveTimeout */
+    CHECK_EQ_U64(d2, now + MOVE_TIMEOUT + window);
+    CHECK(d2 > d);
+    CHECK_EQ_U64(extend_to(&run, now, &now), d2); /* a later now, an earlier until: no change */
+    CHECK(fx_warp(&env, d2 - now + 1) == 0);
+    CHECK_EQ_U64(extend_to(&run, now + 10, &now), d2); /* past the deadline: no revival */
+    CHECK(chain_arb_timeout(&env.arb, &env.txm[FX_OUTSIDER], &run.run_id, NULL) == 0);
+    CHECK_EQ_U64(fx_game(&env, &run).outcome, CHAIN_ARB_ARBITER_TIMED_OUT);
+    fx_run_free(&run);
+
+    /* a committee of three: two windows, ballots until one window before the deadline; both move */
+    fx_params(&env, &p, 5, MOVE_TIMEOUT, 1000, 2000);
+    p.arbiters[1] = env.addr[FX_ARBITER2];
+    p.arbiters[2] = env.addr[FX_ARBITER3];
+    CHECK(fx_open(&env, &run, &p, NULL) == 0 && fx_histories(&run, 3) == 0 && fx_commit_both(&env, &run, NULL) == 0 &&
+          fx_play(&env, &run, NULL, NULL) == 0);
+    chain_arb_committee c;
+    CHECK(chain_arb_get_committee(&env.arb, &run.run_id, NULL, &c) == 0);
+    due = fx_game(&env, &run).deadline;
+    CHECK_EQ_U64(c.commit_deadline, due - window);
+    until = now + 30;
+    d = extend_to(&run, until, &now);
+    CHECK(until <= now + MOVE_TIMEOUT);
+    CHECK_EQ_U64(d, until + 2 * window);
+    CHECK(d > due);
+    CHECK(chain_arb_get_committee(&env.arb, &run.run_id, NULL, &c) == 0);
+    CHECK_EQ_U64(c.commit_deadline, until + window);
+    fx_run_free(&run);
+    env.arb = saved;
+}
+
+/* Why the game's Lost event says a party lost (chain_narrow_get_evidence). */
+static chain_narrow_reason lost_reason(const fx_run *run)
+{
+    chain_narrow_game g = game_of(run);
+    chain_narrow_evidence ev;
+    uint64_t head = 0;
+    if (chain_rpc_block_number(env.rpc, &head) != 0 || chain_narrow_get_evidence(&narrow, &run->run_id, &g, 0, head,
+                                                                                  &ev) != 0) {
+        fprintf(stderr, "evidence: %s\n", ovt_errmsg());
+        return CHAIN_NARROW_REASON_NONE;
+    }
+    chain_narrow_reason why = ev.lost;
+    chain_narrow_evidence_free(&ev);
+    return why;
+}
+
 /* The traces agree; the liar's state K differs in one leaf of the big tensor. */
 static void test_state_path(void)
 {
@@ -575,6 +735,9 @@ static void test_bad_post(int what)
     chain_narrow_game g = game_of(&run);
     CHECK_EQ_U64(g.phase, CHAIN_NARROW_PHASE_ENDED);
     CHECK_EQ_U64(g.outcome, CHAIN_NARROW_TRAINER_LOST);
+    static const chain_narrow_reason why[3] = {CHAIN_NARROW_REASON_BAD_LEAF, CHAIN_NARROW_REASON_BAD_PREVIOUS,
+                                               CHAIN_NARROW_REASON_BAD_ROOTS};
+    CHECK_EQ_U64(lost_reason(&run), why[what]); /* what the arbiter reads: a contradiction decides */
     fx_run_free(&run);
 }
 
@@ -657,6 +820,7 @@ static void test_withholding(void)
     chain_receipt_free(&r);
     g = game_of(&run);
     CHECK_EQ_U64(g.outcome, CHAIN_NARROW_TRAINER_LOST);
+    CHECK_EQ_U64(lost_reason(&run), CHAIN_NARROW_REASON_TIMEOUT); /* the arbiter then rules on the whole step */
     CHECK_REVERT(FX_OUTSIDER, &data, "NotExpired"); /* ended */
     chain_buf_free(&data);
     fx_run_free(&run);
@@ -1055,17 +1219,12 @@ int main(void)
     if (fx_start(&env) != 0)
         return 1;
     fx_seed(42);
-    chain_receipt r;
-    if (chain_narrow_deploy(&narrow, &env.txm[FX_OPENER], &env.arb.address, &r) != 0) {
-        fprintf(stderr, "%s\n", ovt_errmsg());
-        fx_stop(&env);
-        return 1;
-    }
-    printf("gas: deploy OvtNarrow %" PRIu64 "\n", r.gas_used);
-    chain_receipt_free(&r);
+    narrow = env.narrow; /* deployed bound to env.arb by the fixture */
     /* site 7's output 6 leaves, the liar's differs in leaf 4 */
     synthetic_scenario(SYN_SITES, 7, 5u * 16384u + 100u, 4u * 16384u + 9u, "matmul.fwd");
     CHECK_RUN(test_honest_path());
+    CHECK_RUN(test_verdict_follows_narrowing());
+    CHECK_RUN(test_extend_rules());
     CHECK_RUN(test_state_path());
     CHECK_RUN(test_bad_post(0));
     CHECK_RUN(test_bad_post(1));

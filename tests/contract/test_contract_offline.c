@@ -691,6 +691,7 @@ static void test_abi_json(void)
         "revealSite(bytes32,uint8,bytes32,(bytes32,bytes32,bytes32),(bytes32,bytes32,bytes32),bytes32[])",
         "replays(bytes32)",
         "siteLeafHash(bytes32,uint64,bytes32)",
+        "extendVerdict(bytes32,uint64)",
     };
     size_t nfunctions = sizeof functions / sizeof functions[0];
     size_t seen_events = 0, seen_errors = 0, seen_functions = 0, i;
