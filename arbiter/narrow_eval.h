@@ -36,6 +36,7 @@ typedef struct {
     char op[33];
     ovt_hash recomputed;    /* the recomputed leaf of the block (outcome Narrowed) */
     int packages;           /* valid packages the block was computed from (0..2) */
+    int entries_replaced;   /* of those read, packages whose log entries were not the trainer's log's (0..2) */
     double seconds;         /* the block's re-execution */
 } arb_narrow_finding;
 
@@ -47,7 +48,10 @@ typedef struct {
  * block; state slices proved against state K-1's tensor roots from the
  * PreviousRoots event over blocks [from_block, to_block], batch slices
  * against the batch of step K rebuilt from the run's dataset) and
- * re-executes the block from each; the leaf all of them give decides.
+ * re-executes the block from each, rounding with the trainer's committed
+ * log of step K (blob/<the narrowing's logHash>), never the package's own
+ * entries (arb_block_entries_from_log); the leaf all of them give decides.
+ * A log that cannot be had is ruled on the whole step.
  * wait_until: while the chain's clock is before it, an unfinished
  * narrowing is waited for (ARB_NARROW_WAIT); after it, the whole step.
  * *ended_seen (0 at first): when the caller first saw the narrowing ended;

@@ -88,6 +88,7 @@ typedef struct {
                              process and key; --arbiters + N <= 5 (anvil's dev accounts) */
     bool replay_proof;    /* --replay-proof (implied by lazy-auditor): the trainer asks for proof of replay */
     bool withhold_block;  /* --withhold-block: the (honest) auditor never publishes its block package */
+    bool forge_block_entries; /* --forge-block-entries: the trainer's block package's log entries are forged */
     bool narrow;          /* --narrow (implied by flip-output): OvtNarrow is deployed, the parties play the
                              narrowing of the disputed step and the arbiters rule on its block */
 } devnet_opts;
@@ -140,6 +141,7 @@ typedef struct {
     bool ruled_on_block;
     uint64_t block_site, block_index;
     int block_packages;
+    int block_entries_replaced; /* packages whose log entries were not the trainer's log's */
     double block_seconds;
     int narrow_outcome;         /* the narrowing's outcome it read (1 Narrowed, 5 TrainerLost, ...) */
 } devnet_arbiter;

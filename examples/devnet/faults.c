@@ -284,6 +284,8 @@ int devnet_opts_check(devnet_opts *o, bool have_at, bool have_fault_shard)
         o->narrow = true; /* the deep fault is what the narrowing is for */
     if (o->withhold_block && !o->narrow)
         return ovt_fail(OVT_EINVAL, "--withhold-block goes with --narrow (or --fault flip-output)");
+    if (o->forge_block_entries && !o->narrow)
+        return ovt_fail(OVT_EINVAL, "--forge-block-entries goes with --narrow (or --fault flip-output)");
     if (o->narrow && o->replay_proof)
         return ovt_fail(OVT_EINVAL, "--narrow plays without --replay-proof (a replay dispute is about a site "
                                     "hash, not a step)");
