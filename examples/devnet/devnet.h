@@ -105,8 +105,9 @@ typedef struct {
 /* flip-output's site and element for a model preset: the step's last
  * adamw.param site (a late site the block engine re-executes; a flip at an
  * earlier site would make the trainer's log, recorded from the flipped
- * values, fraud at a later site), element 40000 (in leaf 2, not the
- * first). OVT_EINVAL for a preset with no known site. */
+ * values, fraud at a later site), an element of its leaf 2, not the
+ * first (40000; the MLP's 37152 parameters: 35000). OVT_EINVAL for a
+ * preset with no known site. */
 int devnet_flip_site(const char *model, uint32_t *site, uint64_t *element) OVT_MUST_USE;
 
 /* The most outside challengers: anvil's dev accounts after the parties and
