@@ -167,7 +167,8 @@ static int trainer_log(krn_rlog **log, store_ctx *store, const chain_narrow_game
 static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *found, store_ctx *store,
                     const chain_narrow *n, const ovt_hash *game_id, const chain_narrow_game *ng,
                     const chain_arb_params *run, const chain_arb_game *g, const trn_run_config *rc,
-                    uint64_t from_block, uint64_t to_block, int threads, char *note, size_t cap)
+                    uint64_t from_block, uint64_t to_block, uint64_t log_window, int threads, char *note,
+                    size_t cap)
 {
     trn_layout layout;
     chain_narrow_evidence ev;
@@ -175,10 +176,17 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
     int rv = trn_layout_build(&layout, &rc->model);
     if (rv)
         return rv;
-    if ((rv = chain_narrow_get_evidence(n, game_id, ng, from_block, to_block, &ev)))
+    if ((rv = chain_narrow_get_evidence(n, game_id, ng, from_block, to_block, log_window, &ev)))
         return rv;
+    found->log_window = ev.window;
+    char events[160] = "";
+    if (log_window && ev.window < log_window)
+        snprintf(events, sizeof events, "; the node refused eth_getLogs over %llu blocks: the narrowing's events "
+                                        "were read in windows of %llu",
+                 (unsigned long long)log_window, (unsigned long long)ev.window);
     if (ev.nprevious != 3 * layout.count) {
-        say(note, cap, "the narrowing's PreviousRoots were not found (%zu roots)", ev.nprevious);
+        say(note, cap, "the narrowing's PreviousRoots were not found (%zu roots, blocks %llu..%llu)%s", ev.nprevious,
+            (unsigned long long)from_block, (unsigned long long)to_block, events);
         chain_narrow_evidence_free(&ev);
         return 0;
     }
@@ -270,13 +278,13 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
                  replaced[0] && replaced[1] ? "both packages'" : who[replaced[1]],
                  replaced[0] && replaced[1] ? "" : "'s package's");
     if (have[0] && have[1])
-        say(note, cap, "block %llu of site %llu (%s) recomputed from both packages with the trainer's log%s",
-            (unsigned long long)ng->block, (unsigned long long)ng->item, found->op, entries);
+        say(note, cap, "block %llu of site %llu (%s) recomputed from both packages with the trainer's log%s%s",
+            (unsigned long long)ng->block, (unsigned long long)ng->item, found->op, entries, events);
     else
         say(note, cap, "block %llu of site %llu (%s) recomputed from the %s's package with the trainer's log; the "
-                       "%s's: %s%s",
+                       "%s's: %s%s%s",
             (unsigned long long)ng->block, (unsigned long long)ng->item, found->op, who[!lone], who[lone], why[lone],
-            entries);
+            entries, events);
     *res = ARB_NARROW_DECIDED;
     return 0;
 }
@@ -284,8 +292,8 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
 int arb_narrow_evaluate(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *found, store_ctx *store,
                         const chain_narrow *n, const ovt_hash *game_id, const chain_arb_params *run,
                         const chain_arb_game *g, uint64_t now, uint64_t wait_until, uint64_t *ended_seen,
-                        uint32_t package_wait, uint64_t from_block, uint64_t to_block, int threads, char *note,
-                        size_t cap)
+                        uint32_t package_wait, uint64_t from_block, uint64_t to_block, uint64_t log_window,
+                        int threads, char *note, size_t cap)
 {
     *res = ARB_NARROW_WHOLE_STEP;
     memset(found, 0, sizeof *found);
@@ -366,5 +374,6 @@ int arb_narrow_evaluate(arb_narrow_result *res, arb_eval *out, arb_narrow_findin
         say(note, cap, "the narrowing ended without a block of a site (outcome %d): the whole step", (int)ng.outcome);
         return 0;
     }
-    return narrowed(res, out, found, store, n, game_id, &ng, run, g, &rc, from_block, to_block, threads, note, cap);
+    return narrowed(res, out, found, store, n, game_id, &ng, run, g, &rc, from_block, to_block, log_window, threads,
+                    note, cap);
 }
