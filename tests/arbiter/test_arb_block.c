@@ -591,24 +591,36 @@ static bool output_hex(const char *key, char *out)
     return ok;
 }
 
+/* dir/name into out (512 bytes). */
+static void in_dir(char *out, const char *name)
+{
+    snprintf(out, 512, "%s/%s", dir, name);
+}
+
+/* A gpt2-tiny run of `steps` steps (4 x 32 tokens, a checkpoint each) in
+ * dir/name on tok's tokens, with extra flags. */
+static void tiny_run(char *tok, char *run, const char *name, int steps, const char *extra)
+{
+    in_dir(tok, "t.tok");
+    in_dir(run, name);
+    CHECK(cli_fox_tokens(tok, 300) == 0);
+    CHECK(run_ovt("train --model gpt2-tiny --data %s --out %s --steps %d --batch 4 --seq 32 --every 0 "
+                  "--checkpoint-every 1%s",
+                  tok, run, steps, extra) == 0);
+}
+
 static void test_cli(void)
 {
     char tok[512], run[512], honest[512], faulty[512], bad[512], line[256];
-    snprintf(tok, sizeof tok, "%s/t.tok", dir);
-    snprintf(run, sizeof run, "%s/run", dir);
-    snprintf(honest, sizeof honest, "%s/honest.blk", dir);
-    snprintf(faulty, sizeof faulty, "%s/faulty.blk", dir);
-    snprintf(bad, sizeof bad, "%s/bad.blk", dir);
-    CHECK(cli_fox_tokens(tok, 300) == 0);
+    in_dir(honest, "honest.blk");
+    in_dir(faulty, "faulty.blk");
+    in_dir(bad, "bad.blk");
     /* site 150 of gpt2-tiny's step: adamw.param, the last site (120576
      * elements, 8 leaves); element 40000 lies in leaf 2. (A flip in an
      * earlier site makes the trainer's log, recorded from the flipped
      * values, fail the fraud check at a later site: the step level then
      * decides, FraudulentLog.) */
-    CHECK(run_ovt("train --model gpt2-tiny --data %s --out %s --steps 3 --batch 4 --seq 32 --every 0 "
-                  "--checkpoint-every 1 --inject-fault flip-output --fault-step 2 --fault-site 150 "
-                  "--fault-element 40000",
-                  tok, run) == 0);
+    tiny_run(tok, run, "run", 3, " --inject-fault flip-output --fault-step 2 --fault-site 150 --fault-element 40000");
     CHECK(run_ovt("step --run %s --step 2 --data %s", run, tok) == 1);
     CHECK(output_has("does NOT match the step table"));
     CHECK(run_ovt("block pack %s --step 2 --site 150 --leaf 2 --out %s --data %s", run, honest, tok) == 0);
@@ -679,16 +691,11 @@ static void test_cli(void)
 static void test_cli_log(void)
 {
     char tok[512], run[512], honest[512], forged[512], logfile[600], other_log[600];
-    snprintf(tok, sizeof tok, "%s/t.tok", dir);
-    snprintf(run, sizeof run, "%s/run-log", dir);
-    snprintf(honest, sizeof honest, "%s/log-honest.blk", dir);
-    snprintf(forged, sizeof forged, "%s/log-forged.blk", dir);
+    in_dir(honest, "log-honest.blk");
+    in_dir(forged, "log-forged.blk");
+    tiny_run(tok, run, "run-log", 2, "");
     snprintf(logfile, sizeof logfile, "%s/logs/step-00000002.rlog", run);
     snprintf(other_log, sizeof other_log, "%s/logs/step-00000001.rlog", run);
-    CHECK(cli_fox_tokens(tok, 300) == 0);
-    CHECK(run_ovt("train --model gpt2-tiny --data %s --out %s --steps 2 --batch 4 --seq 32 --every 0 "
-                  "--checkpoint-every 1",
-                  tok, run) == 0);
     /* the first site of step 2's log whose first entry's leaf has an entry
      * that, changed, fools the package's entries: packed by the honest
      * party, then the lie written into a copy */
