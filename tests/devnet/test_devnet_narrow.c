@@ -1,23 +1,24 @@
 /* `ovt devnet --fault flip-output` on a real anvil (issue 42): a dispute
- * through all three levels with a committee of three. The trainer flips
- * bit 22 of element 40000 of its step-5 output of the last adamw.param
- * site (a deep fault: one element of one late site); the step game fixes
- * step 5, the parties' agents narrow it on OvtNarrow to that site's trace
- * record (level 2) and to the 64 KiB block of its output holding the
- * element (level 3), publish their block packages to the store, and each
- * arbiter re-executes that block alone and reveals auditor-right. One
- * model per argument (each its own ctest entry): gpt2-tiny, llama-tiny,
- * resnet-mini; and gpt2-tiny-withheld: one arbiter, and the honest auditor
- * withholds its block package (--withhold-block), so the arbiter computes
- * the block from the faulty trainer's package alone, whose proven inputs
- * still give the auditor's leaf; gpt2-tiny-forged: one arbiter, and the
- * faulty trainer's package carries log entries that are not its log's
- * (--forge-block-entries), which the arbiter replaces by the log's
- * (logHash_K) and still rules auditor-right from both packages. Asserted from chain state (`ovt devnet --json` reads it
- * back: getNarrow after the settlement, the Settled credits, every
- * transaction and the revealed ballots); the devnet waits on chain events,
- * not sleeps. Prints the figures of docs/bench-chain.md ("A whole
- * three-level dispute"). */
+ * through all three levels with a committee of three. The trainer flips bit
+ * 22 of element 40000 of its step-5 output of the last adamw.param site (a
+ * deep fault: one element of one late site); the step game fixes step 5,
+ * the parties' agents narrow it on OvtNarrow to that site's trace record
+ * (level 2) and to the 64 KiB block of its output holding the element
+ * (level 3), publish their block packages to the store, and each arbiter
+ * re-executes that block alone and reveals auditor-right. One model per
+ * argument (each its own ctest entry): gpt2-tiny, llama-tiny, resnet-mini,
+ * mlp-demo (its site 39, element 35000); and gpt2-tiny-withheld: one
+ * arbiter, and the honest auditor withholds its block package
+ * (--withhold-block), so the arbiter computes the block from the faulty
+ * trainer's package alone, whose proven inputs still give the auditor's
+ * leaf; gpt2-tiny-forged: one arbiter, and the faulty trainer's package
+ * carries log entries that are not its log's (--forge-block-entries), which
+ * the arbiter replaces by the log's (logHash_K) and still rules
+ * auditor-right from both packages. Asserted from chain state (`ovt devnet
+ * --json` reads it back: getNarrow after the settlement, the Settled
+ * credits, every transaction and the revealed ballots); the devnet waits on
+ * chain events, not sleeps. Prints the figures of docs/bench-chain.md ("A
+ * whole three-level dispute"). */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
