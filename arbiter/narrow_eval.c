@@ -8,6 +8,7 @@
 
 #include "arbiter/block.h"
 #include "arbiter/block_file.h"
+#include "arbiter/evaluate.h"
 #include "chain/clock.h"
 #include "common/tree.h"
 #include "trainer/config.h"
@@ -134,10 +135,40 @@ static void bound(char *why, size_t cap, const arb_block_package *p, const chain
     }
 }
 
+/* The trainer's committed rounding log of step K, the narrowing's logHash
+ * (both parties' leaves K carry it, else the game ended InputsDiffer):
+ * 0 and *log, or why not (note) with *log NULL. Negative only for memory. */
+static int trainer_log(krn_rlog **log, store_ctx *store, const chain_narrow_game *ng, char *note, size_t cap)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    *log = krn_rlog_new();
+    if (*log == NULL)
+        return ovt_fail(OVT_ENOMEM, "out of memory for a rounding log");
+    int rv = arb_log_bytes(&buf, &len, store, &ng->log_hash, ng->step);
+    if (rv == 0)
+        rv = krn_rlog_decode(*log, buf, len);
+    free(buf);
+    if (rv == 0 && krn_rlog_step(*log) != ng->step)
+        rv = ovt_fail(OVT_EFORMAT, "it is the log of step %llu", (unsigned long long)krn_rlog_step(*log));
+    if (rv == 0)
+        return 0;
+    krn_rlog_free(*log);
+    *log = NULL;
+    if (rv == OVT_ENOMEM)
+        return rv;
+    say(note, cap, "the trainer's rounding log of step %llu (the narrowing's logHash) could not be had (%s): the "
+                   "whole step",
+        (unsigned long long)ng->step, ovt_errmsg());
+    ovt_err_clear();
+    return 0;
+}
+
 static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *found, store_ctx *store,
                     const chain_narrow *n, const ovt_hash *game_id, const chain_narrow_game *ng,
                     const chain_arb_params *run, const chain_arb_game *g, const trn_run_config *rc,
-                    uint64_t from_block, uint64_t to_block, int threads, char *note, size_t cap)
+                    uint64_t from_block, uint64_t to_block, uint64_t log_window, int threads, char *note,
+                    size_t cap)
 {
     trn_layout layout;
     chain_narrow_evidence ev;
@@ -145,10 +176,17 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
     int rv = trn_layout_build(&layout, &rc->model);
     if (rv)
         return rv;
-    if ((rv = chain_narrow_get_evidence(n, game_id, ng, from_block, to_block, &ev)))
+    if ((rv = chain_narrow_get_evidence(n, game_id, ng, from_block, to_block, log_window, &ev)))
         return rv;
+    found->log_window = ev.window;
+    char events[160] = "";
+    if (log_window && ev.window < log_window)
+        snprintf(events, sizeof events, "; the node refused eth_getLogs over %llu blocks: the narrowing's events "
+                                        "were read in windows of %llu",
+                 (unsigned long long)log_window, (unsigned long long)ev.window);
     if (ev.nprevious != 3 * layout.count) {
-        say(note, cap, "the narrowing's PreviousRoots were not found (%zu roots)", ev.nprevious);
+        say(note, cap, "the narrowing's PreviousRoots were not found (%zu roots, blocks %llu..%llu)%s", ev.nprevious,
+            (unsigned long long)from_block, (unsigned long long)to_block, events);
         chain_narrow_evidence_free(&ev);
         return 0;
     }
@@ -158,10 +196,15 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
         chain_narrow_evidence_free(&ev);
         return rv < 0 && rv != OVT_ENOTFOUND && rv != OVT_EIO && rv != OVT_ECRYPTO ? rv : 0;
     }
+    krn_rlog *log;
+    if ((rv = trainer_log(&log, store, ng, note, cap)) < 0 || log == NULL) {
+        chain_narrow_evidence_free(&ev);
+        return rv;
+    }
     const chain_narrow_side *sides[2] = {&ng->trainer_side, &ng->auditor_side};
     static const char *const who[2] = {"trainer", "auditor"};
     ovt_hash leaf[2];
-    int have[2] = {0, 0};
+    int have[2] = {0, 0}, replaced[2] = {0, 0};
     char why[2][256] = {"", ""};
     long long t0 = chain_now_ms();
     for (int k = 0; k < 2; k++) {
@@ -183,6 +226,12 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
             continue;
         }
         bound(why[k], sizeof why[k], &p, ng, sides[k], &run->config_hash, &layout, &ev, &br);
+        bool differed = false;
+        if (!why[k][0] && (rv = arb_block_entries_from_log(&p.task, &p.own, log, &differed)) < 0) {
+            say(why[k], sizeof why[k], "refused (%s)", ovt_errmsg());
+            ovt_err_clear();
+        }
+        replaced[k] = differed;
         if (!why[k][0]) {
             p.task.threads = threads;
             if ((rv = arb_block_run(&p.task, &r)) == 0) {
@@ -198,6 +247,8 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
     }
     found->seconds = (double)(chain_now_ms() - t0) / 1000.0;
     chain_narrow_evidence_free(&ev);
+    krn_rlog_free(log);
+    found->entries_replaced = replaced[0] + replaced[1];
     found->packages = have[0] + have[1];
     if (!have[0] && !have[1]) {
         say(note, cap, "no valid block package: trainer's %s; auditor's %s", why[0], why[1]);
@@ -221,12 +272,19 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
     else
         out->leaf = block; /* neither: the recomputed block's leaf, neither party's leaf K */
     int lone = have[0] ? 1 : 0; /* the side without a valid package, when only one has one */
+    char entries[160] = "";
+    if (replaced[0] || replaced[1])
+        snprintf(entries, sizeof entries, "; %s%s log entries differ from the trainer's log: replaced by the log's",
+                 replaced[0] && replaced[1] ? "both packages'" : who[replaced[1]],
+                 replaced[0] && replaced[1] ? "" : "'s package's");
     if (have[0] && have[1])
-        say(note, cap, "block %llu of site %llu (%s) recomputed from both packages", (unsigned long long)ng->block,
-            (unsigned long long)ng->item, found->op);
+        say(note, cap, "block %llu of site %llu (%s) recomputed from both packages with the trainer's log%s%s",
+            (unsigned long long)ng->block, (unsigned long long)ng->item, found->op, entries, events);
     else
-        say(note, cap, "block %llu of site %llu (%s) recomputed from the %s's package; the %s's: %s",
-            (unsigned long long)ng->block, (unsigned long long)ng->item, found->op, who[!lone], who[lone], why[lone]);
+        say(note, cap, "block %llu of site %llu (%s) recomputed from the %s's package with the trainer's log; the "
+                       "%s's: %s%s%s",
+            (unsigned long long)ng->block, (unsigned long long)ng->item, found->op, who[!lone], who[lone], why[lone],
+            entries, events);
     *res = ARB_NARROW_DECIDED;
     return 0;
 }
@@ -234,8 +292,8 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
 int arb_narrow_evaluate(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *found, store_ctx *store,
                         const chain_narrow *n, const ovt_hash *game_id, const chain_arb_params *run,
                         const chain_arb_game *g, uint64_t now, uint64_t wait_until, uint64_t *ended_seen,
-                        uint32_t package_wait, uint64_t from_block, uint64_t to_block, int threads, char *note,
-                        size_t cap)
+                        uint32_t package_wait, uint64_t from_block, uint64_t to_block, uint64_t log_window,
+                        int threads, char *note, size_t cap)
 {
     *res = ARB_NARROW_WHOLE_STEP;
     memset(found, 0, sizeof *found);
@@ -307,7 +365,7 @@ int arb_narrow_evaluate(arb_narrow_result *res, arb_eval *out, arb_narrow_findin
          * own commitments contradict decides without computing. */
         const char *who = ng.outcome == CHAIN_NARROW_TRAINER_LOST ? "trainer" : "auditor";
         chain_narrow_evidence ev;
-        if ((rv = chain_narrow_get_evidence(n, game_id, &ng, from_block, to_block, &ev)))
+        if ((rv = chain_narrow_get_evidence(n, game_id, &ng, from_block, to_block, log_window, &ev)))
             return rv;
         chain_narrow_reason why = ev.lost;
         chain_narrow_evidence_free(&ev);
@@ -338,5 +396,6 @@ int arb_narrow_evaluate(arb_narrow_result *res, arb_eval *out, arb_narrow_findin
         say(note, cap, "the narrowing ended without a block of a site (outcome %d): the whole step", (int)ng.outcome);
         return 0;
     }
-    return narrowed(res, out, found, store, n, game_id, &ng, run, g, &rc, from_block, to_block, threads, note, cap);
+    return narrowed(res, out, found, store, n, game_id, &ng, run, g, &rc, from_block, to_block, log_window, threads,
+                    note, cap);
 }

@@ -459,8 +459,8 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
         uint64_t reserve = (uint64_t)w->o->deadline_margin + ARB_NARROW_RESERVE_S;
         rv = arb_narrow_evaluate(&nr, &e, &nf, w->store, &n, &g->run_id, run, game, now,
                                  deadline > reserve ? deadline - reserve : 0, &g->narrow_ended_seen,
-                                 w->o->input_wait, w->o->has_from_block ? w->o->from_block : 0, w->safe, w->o->threads, note,
-                                 sizeof note);
+                                 w->o->input_wait, w->o->has_from_block ? w->o->from_block : 0, w->safe,
+                                 w->o->log_range, w->o->threads, note, sizeof note);
         if (rv)
             return ovt_fail_wrap(rv, "reading the narrowing of step %" PRIu64, game->index);
         if (nr == ARB_NARROW_WAIT) {
@@ -474,9 +474,10 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
         char rec[67];
         arb_hex32(rec, &nf.recomputed);
         arb_say(w, nr == ARB_NARROW_DECIDED ? "narrow_evaluated" : "narrow_fallback", &g->run_id,
-                json_pack("{s:I, s:i, s:I, s:s, s:I, s:s, s:i, s:f}", "step", (json_int_t)game->index, "outcome",
-                          (int)nf.outcome, "site", (json_int_t)nf.site, "op", nf.op, "block", (json_int_t)nf.block,
-                          "recomputed", rec, "packages", nf.packages, "seconds", nf.seconds),
+                json_pack("{s:I, s:i, s:I, s:s, s:I, s:s, s:i, s:i, s:I, s:f}", "step", (json_int_t)game->index,
+                          "outcome", (int)nf.outcome, "site", (json_int_t)nf.site, "op", nf.op, "block",
+                          (json_int_t)nf.block, "recomputed", rec, "packages", nf.packages, "entries_replaced",
+                          nf.entries_replaced, "log_window", (json_int_t)nf.log_window, "seconds", nf.seconds),
                 "step %" PRIu64 ": %s", game->index, note);
         if (nr == ARB_NARROW_WHOLE_STEP)
             note[0] = '\0';

@@ -398,25 +398,84 @@ static int take_log(chain_narrow_evidence *out, const chain_narrow_game *g, cons
     return 0;
 }
 
+/* The index of the game's last NarrowStarted in logs[0..n), or n. */
+static size_t last_start(const chain_log *logs, size_t n)
+{
+    ovt_hash started;
+    chain_abi_event_topic(&started, "NarrowStarted(bytes32,uint64,bytes32,bytes32,bytes32,uint64)");
+    size_t at = n;
+    for (size_t i = 0; i < n; i++)
+        if (logs[i].ntopics > 0 && memcmp(logs[i].topics[0].b, started.b, 32) == 0)
+            at = i;
+    return at;
+}
+
+/* The windows read, newest first. */
+typedef struct {
+    chain_log *logs;
+    size_t n;
+} log_window;
+
+/* Reads the game's events back from to_block, window by window, until a
+ * window holds its NarrowStarted (*first: its index there; the window is
+ * the last of *w) or from_block is read. */
+static int read_back(const chain_narrow *n, const ovt_hash *game_id, uint64_t from_block, uint64_t to_block,
+                     chain_narrow_evidence *out, log_window **w, size_t *nw, size_t *first)
+{
+    *first = 0;
+    for (uint64_t hi = to_block;;) {
+        uint64_t lo = hi - from_block + 1 > out->window ? hi - out->window + 1 : from_block;
+        log_window *more = realloc(*w, (*nw + 1) * sizeof **w);
+        if (more == NULL)
+            return ovt_fail(OVT_ENOMEM, "out of memory for the narrowing's events");
+        *w = more;
+        log_window *at = &(*w)[*nw];
+        chain_log_filter f;
+        memset(&f, 0, sizeof f);
+        f.address = &n->address;
+        f.from_block = lo;
+        f.to_block = hi;
+        f.topics[1] = game_id;
+        f.ntopics = 2;
+        f.chunk = out->window;
+        f.chunk_taken = &out->window;
+        int rc = chain_rpc_get_logs(n->rpc, &at->logs, &at->n, &f);
+        if (rc != 0)
+            return ovt_fail_wrap(rc, "reading the narrowing's events");
+        ++*nw;
+        out->windows++;
+        *first = last_start(at->logs, at->n);
+        if (*first < at->n) {
+            out->start_block = at->logs[*first].block_number;
+            return 0;
+        }
+        *first = 0;
+        if (lo == from_block)
+            return 0;
+        hi = lo - 1;
+    }
+}
+
 int chain_narrow_get_evidence(const chain_narrow *n, const ovt_hash *game_id, const chain_narrow_game *g,
-                              uint64_t from_block, uint64_t to_block, chain_narrow_evidence *out)
+                              uint64_t from_block, uint64_t to_block, uint64_t window,
+                              chain_narrow_evidence *out)
 {
     memset(out, 0, sizeof *out);
-    chain_log_filter f;
-    memset(&f, 0, sizeof f);
-    f.address = &n->address;
-    f.from_block = from_block;
-    f.to_block = to_block;
-    f.topics[1] = game_id;
-    f.ntopics = 2;
-    chain_log *logs = NULL;
-    size_t nlogs = 0;
-    int rc = chain_rpc_get_logs(n->rpc, &logs, &nlogs, &f);
-    if (rc != 0)
-        return ovt_fail_wrap(rc, "reading the narrowing's events");
-    for (size_t i = 0; i < nlogs && rc == 0; i++)
-        rc = take_log(out, g, &logs[i]);
-    chain_logs_free(logs, nlogs);
+    out->start_block = UINT64_MAX;
+    out->window = window ? window : CHAIN_NARROW_LOG_WINDOW;
+    if (from_block > to_block)
+        return ovt_fail(OVT_EINVAL, "the narrowing's events: from block %llu is after block %llu",
+                        (unsigned long long)from_block, (unsigned long long)to_block);
+    log_window *w = NULL;
+    size_t nw = 0, first = 0;
+    int rc = read_back(n, game_id, from_block, to_block, out, &w, &nw, &first);
+    /* in the chain's order: the oldest window from the start on, then the newer ones */
+    for (size_t k = nw; k-- > 0 && rc == 0;)
+        for (size_t i = k == nw - 1 ? first : 0; i < w[k].n && rc == 0; i++)
+            rc = take_log(out, g, &w[k].logs[i]);
+    for (size_t k = 0; k < nw; k++)
+        chain_logs_free(w[k].logs, w[k].n);
+    free(w);
     if (rc != 0)
         chain_narrow_evidence_free(out);
     return rc;

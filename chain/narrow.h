@@ -165,12 +165,6 @@ int chain_narrow_timeout(const chain_narrow *n, chain_txm *m, const ovt_hash *ga
 int chain_narrow_get(const chain_narrow *n, const ovt_hash *game_id, const char *block,
                      chain_narrow_game *out) OVT_MUST_USE;
 
-/* What an arbiter needs beyond getNarrow, from the game's events
- * (eth_getLogs over blocks [from_block, to_block]): the agreed state K-1's
- * tensor roots (PreviousRoots), against which a block's state reads are
- * proved, the two records revealed at level 2 (ItemRevealed), whose
- * reads name the block's other inputs, and why a party lost (Lost).
- * Everything malloc'd. */
 /* Why a party lost (the Lost event's reason, the contract's enum Reason). */
 typedef enum {
     CHAIN_NARROW_REASON_NONE = 0, /* no Lost event in the range read */
@@ -183,16 +177,33 @@ typedef enum {
     CHAIN_NARROW_REASON_BAD_ITEM
 } chain_narrow_reason;
 
+/* The evidence's default window: the widest block range one eth_getLogs asks for. */
+#define CHAIN_NARROW_LOG_WINDOW 10000u
+
+/* What an arbiter needs beyond getNarrow, from the game's events: the
+ * agreed state K-1's tensor roots (PreviousRoots), against which a block's
+ * state reads are proved, and the two records revealed at level 2
+ * (ItemRevealed), whose reads name the block's other inputs, and why a party
+ * lost (Lost). Read back
+ * from to_block in windows of `window` blocks (0: CHAIN_NARROW_LOG_WINDOW;
+ * a public node refuses long ranges: a window it refuses is halved, and the
+ * rest read at the size it took), down to the game's latest NarrowStarted event
+ * (the narrowing's start: the events before it are none of this
+ * narrowing's) or from_block when none is found. Everything malloc'd. */
 typedef struct {
     ovt_hash *previous_roots;
     size_t nprevious;            /* 0: not posted in that range */
     chain_narrow_reason lost;    /* why a party lost (outcome TrainerLost/AuditorLost), from Lost */
     uint8_t *record[2];          /* [0] the trainer's, [1] the auditor's; NULL: none revealed */
     size_t record_len[2];
+    uint64_t start_block;        /* the NarrowStarted event's block; UINT64_MAX: not found down to from_block */
+    uint64_t window;             /* the range the node took: the window asked for, less after a refusal */
+    unsigned windows;            /* the windows read */
 } chain_narrow_evidence;
 
 int chain_narrow_get_evidence(const chain_narrow *n, const ovt_hash *game_id, const chain_narrow_game *g,
-                              uint64_t from_block, uint64_t to_block, chain_narrow_evidence *out) OVT_MUST_USE;
+                              uint64_t from_block, uint64_t to_block, uint64_t window,
+                              chain_narrow_evidence *out) OVT_MUST_USE;
 void chain_narrow_evidence_free(chain_narrow_evidence *e);
 
 /* --- a party's moves (chain/narrow_plan.c) */

@@ -54,11 +54,13 @@ static void usage(FILE *f)
             "  --narrow-fault-site S --narrow-fault-element E  trainer: re-execute step K for the\n"
             "                       narrowing with flip-output at site S, element E (what its run\n"
             "                       was trained with: `ovt train --inject-fault flip-output`)\n"
+            "  --forge-block-entries  with --narrow: its block package's log entries are not the\n"
+            "                       trainer's log's (one added or removed); the arbiters must use the log's\n"
             "  -h, --help           this help\n");
 }
 
 enum { O_ROLE = 256, O_RUN_ID, O_RUN, O_STORE, O_DATA, O_STATE_DIR, O_POLL, O_JSON, O_WITHHOLD, O_METRICS, O_GAME,
-       O_DEFEND, O_NARROW, O_NARROW_SITE, O_NARROW_ELEMENT };
+       O_DEFEND, O_NARROW, O_NARROW_SITE, O_NARROW_ELEMENT, O_FORGE_ENTRIES };
 
 struct agent_args {
     party_agent_play_opts po;
@@ -97,6 +99,7 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
         break;
     case O_JSON: o->json = true; break;
     case O_WITHHOLD: o->withhold = true; break;
+    case O_FORGE_ENTRIES: o->forge_block_entries = true; break;
     case O_METRICS: a->po.metrics_addr = arg; break;
     case O_NARROW:
         if (!(rv = chain_parse_address(&a->narrow, flag, arg)))
@@ -134,6 +137,7 @@ int cmd_agent(int argc, char **argv)
         {"narrow", required_argument, NULL, O_NARROW},
         {"narrow-fault-site", required_argument, NULL, O_NARROW_SITE},
         {"narrow-fault-element", required_argument, NULL, O_NARROW_ELEMENT},
+        {"forge-block-entries", no_argument, NULL, O_FORGE_ENTRIES},
         {NULL, 0, NULL, 0}};
     struct agent_args a;
     memset(&a, 0, sizeof a);
@@ -156,6 +160,8 @@ int cmd_agent(int argc, char **argv)
     if (a.have_site != a.have_element || ((a.have_site || a.have_element) && (!o->is_trainer || !o->narrow)))
         return cli_usage_error("agent", "--narrow-fault-site and --narrow-fault-element go together, with "
                                         "--role trainer and --narrow");
+    if (o->forge_block_entries && !o->narrow)
+        return cli_usage_error("agent", "--forge-block-entries goes with --narrow");
     if (a.have_site) {
         a.fault.kind = TRN_FAULT_FLIP_OUTPUT; /* its step is set when the narrowing knows K */
         o->narrow_fault = &a.fault;

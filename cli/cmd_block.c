@@ -34,7 +34,7 @@ static void usage(FILE *out)
             "usage: ovt block pack RUNDIR --step K --site S --leaf L --out FILE [--data FILE]\n"
             "                      [--threads N] [--inject-fault flip-output --fault-element E]\n"
             "       ovt block check FILE [--trace-root HEX] [--config-hash HEX] [--trainer-leaf HEX]\n"
-            "                      [--auditor-leaf HEX] [--threads N] [--json]\n"
+            "                      [--auditor-leaf HEX] [--log LOGFILE] [--threads N] [--json]\n"
             "\n"
             "The third level of a dispute (docs/arbiter.md, \"One block of one site\"): once step K,\n"
             "site S of its trace and leaf L of S's output (16384 elements) are fixed, a party packs\n"
@@ -51,20 +51,23 @@ static void usage(FILE *out)
             "check: verifies every proof, re-executes the block and says which claim its leaf\n"
             "matches: the package's own, and --trainer-leaf / --auditor-leaf (the parties' leaf\n"
             "hashes from the chain) when given; --trace-root: the agreed trace root the package\n"
-            "must be bound to; --config-hash: the run's configHash its run config must hash to.\n"
+            "must be bound to; --config-hash: the run's configHash its run config must hash to;\n"
+            "--log: the trainer's rounding log of step K (the run directory's logs/ file, whose\n"
+            "SHA-256 is logHash_K): the block rounds with its entries of the site over the rows\n"
+            "computed, not the package's, and the check says whether the package's differed.\n"
             "Status 1 when the package is refused (a proof fails, an input is missing, a slice\n"
             "was changed, another trace root or run config) or the block cannot be computed.\n");
 }
 
 enum {
     O_STEP = 256, O_SITE, O_LEAF, O_OUT, O_DATA, O_THREADS, O_FAULT, O_FAULT_ELEMENT, O_TRACE_ROOT,
-    O_TRAINER_LEAF, O_AUDITOR_LEAF, O_JSON, O_CONFIG_HASH
+    O_TRAINER_LEAF, O_AUDITOR_LEAF, O_JSON, O_CONFIG_HASH, O_LOG
 };
 
 struct block_args {
     uint64_t step, site, leaf, element;
     bool have_step, have_site, have_leaf, have_element, json, have_root, have_trainer, have_auditor, have_config;
-    const char *out, *data, *fault;
+    const char *out, *data, *fault, *log;
     int threads;
     ovt_hash root, trainer, auditor, config;
 };
@@ -80,6 +83,7 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_FAULT_ELEMENT: rv = ovt_parse_u64(&a->element, flag, arg, 0, UINT64_MAX / 2); a->have_element = true; break;
     case O_OUT: a->out = arg; break;
     case O_DATA: a->data = arg; break;
+    case O_LOG: a->log = arg; break;
     case O_FAULT: a->fault = arg; break;
     case O_THREADS: rv = ovt_parse_int(&a->threads, flag, arg, 0, 256); break;
     case O_TRACE_ROOT: rv = chain_parse_hash(&a->root, flag, arg); a->have_root = true; break;
@@ -170,8 +174,14 @@ static const char *whose(const arb_block_result *r, const struct block_args *a)
     return t ? "trainer-right" : u ? "auditor-right" : "neither";
 }
 
-static void print_check(const arb_block_package *p, const arb_block_result *r, const struct block_args *a)
+/* What the block rounded with: the package's entries (no --log), the
+ * log's equal to them, or the log's in place of different ones. */
+typedef enum { ENTRIES_PACKAGE, ENTRIES_LOG_SAME, ENTRIES_LOG_REPLACED } entries_from;
+
+static void print_check(const arb_block_package *p, const arb_block_result *r, const struct block_args *a,
+                        entries_from from)
 {
+    static const char *const from_name[] = {"package", "log", "log-replaced"};
     const arb_block_task *t = &p->task;
     char leaf[67], claim[67], root[67];
     chain_hash_hex(leaf, &r->leaf);
@@ -188,6 +198,7 @@ static void print_check(const arb_block_package *p, const arb_block_result *r, c
                               "whole_rows", r->plan.whole, "slices", (json_int_t)t->nslices, "entries",
                               (json_int_t)t->nentries);
         json_object_set_new(o, "verdict", verdict ? json_string(verdict) : json_null());
+        json_object_set_new(o, "entries_from", json_string(from_name[from]));
         char *text = json_dumps(o, 0);
         json_decref(o);
         printf("%s\n", text ? text : "{}");
@@ -199,11 +210,30 @@ static void print_check(const arb_block_package *p, const arb_block_result *r, c
            (unsigned long long)t->step, t->site, t->op, (unsigned long long)t->leaf,
            (unsigned long long)r->plan.row_lo, (unsigned long long)r->plan.row_hi, (unsigned long long)r->plan.rows,
            r->plan.whole ? " (the op needs every row)" : "", t->nslices, t->nentries);
+    if (from == ENTRIES_LOG_REPLACED)
+        printf("  the package's log entries differ from the trainer's log: replaced by the log's\n");
+    else if (from == ENTRIES_LOG_SAME)
+        printf("  the package's log entries are the trainer's log's\n");
+    else
+        printf("  log entries as the package gives them (not checked: no --log)\n");
     printf("  recomputed leaf %s\n", leaf);
     printf("  package's claim %s  %s\n", claim, claim_ok ? "matches" : "DIFFERS: the packing party's block is wrong");
     printf("  trace root      %s\n", root);
     if (verdict)
         printf("verdict: %s\n", verdict);
+}
+
+/* The package's entries replaced by the trainer's log file's (--log). */
+static int entries_of_log(arb_block_package *p, const char *path, entries_from *from)
+{
+    krn_rlog *log = krn_rlog_new();
+    bool differed = false;
+    int rv = log ? krn_rlog_read_file(log, path) : ovt_fail(OVT_ENOMEM, "out of memory");
+    if (!rv && (rv = arb_block_entries_from_log(&p->task, &p->own, log, &differed)) < 0)
+        rv = ovt_fail_wrap(rv, "--log %s", path);
+    krn_rlog_free(log);
+    *from = differed ? ENTRIES_LOG_REPLACED : ENTRIES_LOG_SAME;
+    return rv;
 }
 
 static int check(const char *file, const struct block_args *a)
@@ -229,10 +259,13 @@ static int check(const char *file, const struct block_args *a)
     trn_config_hash(&config_hash, &p.config);
     if (!rv && a->have_config && memcmp(a->config.b, config_hash.b, 32) != 0)
         rv = ovt_fail(OVT_EFRAUD, "%s carries another run config than the one --config-hash names", file);
+    entries_from from = ENTRIES_PACKAGE;
+    if (!rv && a->log)
+        rv = entries_of_log(&p, a->log, &from);
     if (!rv && (rv = arb_block_run(&p.task, &r)) < 0)
         rv = ovt_fail_wrap(rv, "%s: refused", file);
     if (!rv) {
-        print_check(&p, &r, a);
+        print_check(&p, &r, a, from);
         arb_block_result_free(&r);
     }
     arb_block_package_free(&p);
@@ -255,6 +288,7 @@ int cmd_block(int argc, char **argv)
         {"trainer-leaf", required_argument, NULL, O_TRAINER_LEAF},
         {"auditor-leaf", required_argument, NULL, O_AUDITOR_LEAF},
         {"json", no_argument, NULL, O_JSON},
+        {"log", required_argument, NULL, O_LOG},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     if (argc < 2 || (strcmp(argv[1], "pack") && strcmp(argv[1], "check"))) {
@@ -280,10 +314,12 @@ int cmd_block(int argc, char **argv)
             return cli_usage_error("block", "pack needs --step, --site, --leaf and --out");
         if (a.fault && (strcmp(a.fault, "flip-output") || !a.have_element))
             return cli_usage_error("block", "--inject-fault takes flip-output, with --fault-element E");
+        if (a.log)
+            return cli_usage_error("block", "--log is check's: pack reads step K's log from RUNDIR");
         return pack(operand, &a);
     }
     if (a.out || a.have_step || a.have_site || a.have_leaf || a.fault)
         return cli_usage_error("block", "check takes FILE and --trace-root, --config-hash, --trainer-leaf, "
-                                        "--auditor-leaf, --threads, --json");
+                                        "--auditor-leaf, --log, --threads, --json");
     return check(operand, &a);
 }

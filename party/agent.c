@@ -384,7 +384,7 @@ static int narrow_upload(struct agent *a, const chain_narrow_game *ng)
     const chain_narrow_side *own = o->is_trainer ? &ng->trainer_side : &ng->auditor_side;
     uint8_t *buf = NULL;
     size_t len = 0;
-    int rv = party_narrow_pack(&a->narrow, ng->item, ng->block, &buf, &len);
+    int rv = party_narrow_pack(&a->narrow, ng->item, ng->block, o->forge_block_entries, &buf, &len);
     if (!rv)
         rv = store_put_block(o->store, &own->node, buf, len);
     free(buf);

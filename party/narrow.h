@@ -57,8 +57,12 @@ void party_narrow_free(party_narrow_step *p);
  * post_previous (the first to post; after that the contract ignores them). */
 chain_narrow_party party_narrow_party(party_narrow_step *p, int is_trainer, int post_previous);
 
-/* The block package of leaf `leaf` of site `site`'s output (*buf malloc'd). */
-int party_narrow_pack(const party_narrow_step *p, uint64_t site, uint64_t leaf, uint8_t **buf,
+/* The block package of leaf `leaf` of site `site`'s output (*buf malloc'd).
+ * forge_entries (testing only: a lying packer): its log entries are not the
+ * trainer's log's, one entry at the leaf's first element added (or, when
+ * the log has one there, removed); the arbiter must round with the log's
+ * (docs/arbiter.md, "Ruling on a narrowed step"). */
+int party_narrow_pack(const party_narrow_step *p, uint64_t site, uint64_t leaf, bool forge_entries, uint8_t **buf,
                       size_t *len) OVT_MUST_USE;
 
 #endif

@@ -91,6 +91,7 @@ typedef struct {
     bool has_flip_site;   /* --flip-site S --flip-element E: flip-output's site and element (else the model's) */
     uint32_t flip_site;
     uint64_t flip_element;
+    bool forge_block_entries; /* --forge-block-entries: the trainer's block package's log entries are forged */
     bool narrow;          /* --narrow (implied by flip-output): OvtNarrow is deployed, the parties play the
                              narrowing of the disputed step and the arbiters rule on its block */
 } devnet_opts;
@@ -98,8 +99,9 @@ typedef struct {
 /* flip-output's site and element for a model preset: the step's last
  * adamw.param site (a late site the block engine re-executes; a flip at an
  * earlier site would make the trainer's log, recorded from the flipped
- * values, fraud at a later site), element 40000 (in leaf 2, not the
- * first). OVT_EINVAL for a preset with no known site. */
+ * values, fraud at a later site), an element of its leaf 2, not the
+ * first (40000; the MLP's 37152 parameters: 35000), unless --flip-site
+ * gives them. OVT_EINVAL for a preset with no known site. */
 int devnet_flip_site(const devnet_opts *o, uint32_t *site, uint64_t *element) OVT_MUST_USE;
 
 /* The most outside challengers: anvil's dev accounts after the parties and
@@ -134,6 +136,7 @@ typedef struct {
     bool ruled_on_block;
     uint64_t block_site, block_index;
     int block_packages;
+    int block_entries_replaced; /* packages whose log entries were not the trainer's log's */
     double block_seconds;
     int narrow_outcome;         /* the narrowing's outcome it read (1 Narrowed, 5 TrainerLost, ...) */
 } devnet_arbiter;

@@ -74,19 +74,22 @@ int devnet_flip_site(const devnet_opts *o, uint32_t *site, uint64_t *element)
     const char *model = DEVNET_MODEL(o);
     /* each model's last adamw.param site (`ovt step --trace`; resnet-mini's
      * last site, bn.running, is one the block engine leaves to the whole
-     * step); each output is over 40000 elements */
+     * step) and an element of its leaf 2: 40000 of outputs over 40000
+     * elements, 35000 of the MLP's 37152 (its whole parameter vector) */
     static const struct {
         const char *model;
         uint32_t site;
-    } sites[] = {{"gpt2-tiny", 150}, {"llama-tiny", 149}, {"resnet-mini", 172}};
+        uint64_t element;
+    } sites[] = {{"gpt2-tiny", 150, 40000}, {"llama-tiny", 149, 40000}, {"resnet-mini", 172, 40000},
+                 {"mlp-demo", 39, 35000}};
     for (size_t i = 0; i < sizeof sites / sizeof sites[0]; i++)
         if (!strcmp(model, sites[i].model)) {
             *site = sites[i].site;
-            *element = 40000;
+            *element = sites[i].element;
             return 0;
         }
     return ovt_fail(OVT_EINVAL, "--fault flip-output: no late site known for --model %s (gpt2-tiny, llama-tiny, "
-                                "resnet-mini)", model);
+                                "resnet-mini, mlp-demo)", model);
 }
 
 static bool challenger_fault(devnet_fault f)
@@ -294,6 +297,8 @@ int devnet_opts_check(devnet_opts *o, bool have_at, bool have_fault_shard)
         o->narrow = true; /* the deep fault is what the narrowing is for */
     if (o->withhold_block && !o->narrow)
         return ovt_fail(OVT_EINVAL, "--withhold-block goes with --narrow (or --fault flip-output)");
+    if (o->forge_block_entries && !o->narrow)
+        return ovt_fail(OVT_EINVAL, "--forge-block-entries goes with --narrow (or --fault flip-output)");
     if (o->narrow && o->replay_proof)
         return ovt_fail(OVT_EINVAL, "--narrow plays without --replay-proof (a replay dispute is about a site "
                                     "hash, not a step)");

@@ -247,6 +247,8 @@ int devnet_start_trainer_agent(struct devnet *d)
         arg(&c, "--narrow");
         arg(&c, "%s", d->r->narrow_contract);
     }
+    if (d->o->forge_block_entries)
+        arg(&c, "--forge-block-entries");
     if (d->o->narrow && d->o->fault == DEVNET_FLIP_OUTPUT) {
         arg(&c, "--narrow-fault-site");
         arg(&c, "%u", d->r->fault_site);
@@ -568,6 +570,7 @@ void devnet_arbiter_blocks(struct devnet *d)
                 a->block_site = (uint64_t)json_integer_value(json_object_get(j, "site"));
                 a->block_index = (uint64_t)json_integer_value(json_object_get(j, "block"));
                 a->block_packages = (int)json_integer_value(json_object_get(j, "packages"));
+                a->block_entries_replaced = (int)json_integer_value(json_object_get(j, "entries_replaced"));
                 a->block_seconds = json_number_value(json_object_get(j, "seconds"));
                 a->narrow_outcome = (int)json_integer_value(json_object_get(j, "outcome"));
             }

@@ -49,6 +49,7 @@
 
 #include "chain/narrow.h"
 #include "check.h"
+#include "support/rpcproxy.h"
 #include "common/tree.h"
 #include "fixture.h"
 #include "data/dataset.h"
@@ -429,6 +430,74 @@ static const char *revert_of(int who, const chain_buf *calldata)
 
 static party_step honest, liar;
 
+/* Mines `blocks` empty blocks (anvil_mine; anvil slows down as its chain
+ * grows, to seconds per thousand blocks past 10,000, so the test scales
+ * the window down rather than the chain up). */
+static void mine(uint64_t blocks)
+{
+    char count[24];
+    snprintf(count, sizeof count, "0x%llx", (unsigned long long)blocks);
+    CHECK(fx_raw(&env, "anvil_mine", json_pack("[s]", count)) == 0);
+}
+
+/* The evidence's window in the test: 100 blocks (CHAIN_NARROW_LOG_WINDOW's
+ * 10,000 scaled down with the chain). */
+#define WINDOW 100u
+
+/* The evidence of game g read again over blocks [0, head]: the same as ev0,
+ * read back in windows down to the NarrowStarted block, not to block 0
+ * (the first window is WINDOW blocks, the others the size the node took). */
+static void same_evidence(const chain_narrow *n, const fx_run *run, const chain_narrow_game *g,
+                          const chain_narrow_evidence *ev0, uint64_t head, chain_narrow_evidence *ev)
+{
+    CHECK(chain_narrow_get_evidence(n, &run->run_id, g, 0, head, WINDOW, ev) == 0);
+    CHECK_EQ_U64(ev->nprevious, ev0->nprevious);
+    CHECK(ev->previous_roots && memcmp(ev->previous_roots, ev0->previous_roots, ev0->nprevious * 32) == 0);
+    for (int k = 0; k < 2; k++)
+        CHECK(ev->record[k] && ev->record_len[k] == ev0->record_len[k] &&
+              memcmp(ev->record[k], ev0->record[k], ev0->record_len[k]) == 0);
+    CHECK(ev->start_block != UINT64_MAX && ev->start_block <= head);
+    CHECK(ev->windows <= (head - ev->start_block) / ev->window + 1);
+}
+
+/* A narrowing whose events lie far behind the block read: its evidence is
+ * found in windows of WINDOW blocks back to its start (250 empty blocks
+ * mined after it, 120 before the scenarios), and through a node that
+ * refuses eth_getLogs over 30 blocks in the windows the node takes, saying
+ * so (window). */
+static void long_history(const fx_run *run, const chain_narrow_game *g, const chain_narrow_evidence *ev0)
+{
+    uint64_t before = 0, head = 0;
+    CHECK(chain_rpc_block_number(env.rpc, &before) == 0);
+    mine(250);
+    CHECK(chain_rpc_block_number(env.rpc, &head) == 0);
+    CHECK(head >= before + 250);
+    chain_narrow_evidence ev;
+    same_evidence(&narrow, run, g, ev0, head, &ev);
+    CHECK_EQ_U64(ev.window, WINDOW);
+    CHECK_EQ_U64(ev.windows, (head - ev.start_block) / WINDOW + 1); /* not those down to block 0 */
+    CHECK(ev.windows >= 3 && ev.windows < head / WINDOW + 1 && ev.start_block >= 120 && ev.start_block <= before);
+    printf("evidence of a narrowing started at block %llu read at block %llu: %u windows of %llu blocks\n",
+           (unsigned long long)ev.start_block, (unsigned long long)head, ev.windows, (unsigned long long)ev.window);
+    chain_narrow_evidence_free(&ev);
+    tsup_rpcproxy proxy;
+    memset(&proxy, 0, sizeof proxy);
+    chain_rpc *capped = NULL;
+    CHECK(tsup_rpcproxy_start(&proxy, env.node.url) == 0);
+    proxy.logs_cap = 30;
+    CHECK(chain_rpc_open(&capped, proxy.httpd.url, NULL) == 0);
+    chain_narrow through = narrow;
+    through.rpc = capped;
+    same_evidence(&through, run, g, ev0, head, &ev);
+    CHECK(ev.window <= 30 && ev.window >= 15);
+    CHECK(proxy.logs_refused > 0 && proxy.widest_logs_range <= 30);
+    printf("through a node capping eth_getLogs at 30 blocks: %u windows of %llu blocks, %d refused\n", ev.windows,
+           (unsigned long long)ev.window, proxy.logs_refused);
+    chain_narrow_evidence_free(&ev);
+    chain_rpc_close(capped);
+    tsup_rpcproxy_stop(&proxy);
+}
+
 /* The liar's and the honest party's game played to its end by the
  * planner: Narrowed in `stage` on the fault's site, op and block. */
 static chain_narrow_game play_narrowed(fx_run *run, gas_log *gl, chain_narrow_stage stage)
@@ -447,7 +516,7 @@ static chain_narrow_game play_narrowed(fx_run *run, gas_log *gl, chain_narrow_st
     return g;
 }
 
-static void test_honest_path(void)
+static void test_honest_path(bool far_behind)
 {
     fx_run run;
     gas_log gl = {0};
@@ -471,13 +540,15 @@ static void test_honest_path(void)
     chain_narrow_evidence ev;
     uint64_t head = 0;
     CHECK(chain_rpc_block_number(env.rpc, &head) == 0);
-    CHECK(chain_narrow_get_evidence(&narrow, &run.run_id, &g, 0, head, &ev) == 0);
+    CHECK(chain_narrow_get_evidence(&narrow, &run.run_id, &g, 0, head, 0, &ev) == 0);
     CHECK_EQ_U64(ev.nprevious, 3 * sc.nt);
     CHECK(ev.previous_roots && memcmp(ev.previous_roots, sc.prev_roots, 3 * sc.nt * sizeof(ovt_hash)) == 0);
     CHECK(ev.record[0] && ev.record_len[0] == liar.rec_len[g.item] &&
           memcmp(ev.record[0], liar.rec[g.item], ev.record_len[0]) == 0);
     CHECK(ev.record[1] && ev.record_len[1] == honest.rec_len[g.item] &&
           memcmp(ev.record[1], honest.rec[g.item], ev.record_len[1]) == 0);
+    if (far_behind)
+        long_history(&run, &g, &ev);
     chain_narrow_evidence_free(&ev);
     printf("gas: postTrace first %" PRIu64 ", second %" PRIu64 "; descend %" PRIu64 " moves, %" PRIu64
            " total (first movers %" PRIu64 ", second %" PRIu64 "); reveal first %" PRIu64 ", second %" PRIu64 "\n",
@@ -639,7 +710,7 @@ static chain_narrow_reason lost_reason(const fx_run *run)
     chain_narrow_evidence ev;
     uint64_t head = 0;
     if (chain_rpc_block_number(env.rpc, &head) != 0 || chain_narrow_get_evidence(&narrow, &run->run_id, &g, 0, head,
-                                                                                  &ev) != 0) {
+                                                                                  0, &ev) != 0) {
         fprintf(stderr, "evidence: %s\n", ovt_errmsg());
         return CHAIN_NARROW_REASON_NONE;
     }
@@ -1222,7 +1293,8 @@ int main(void)
     narrow = env.narrow; /* deployed bound to env.arb by the fixture */
     /* site 7's output 6 leaves, the liar's differs in leaf 4 */
     synthetic_scenario(SYN_SITES, 7, 5u * 16384u + 100u, 4u * 16384u + 9u, "matmul.fwd");
-    CHECK_RUN(test_honest_path());
+    mine(120); /* a chain with a past: the narrowing's events are not near block 0 */
+    CHECK_RUN(test_honest_path(true));
     CHECK_RUN(test_verdict_follows_narrowing());
     CHECK_RUN(test_extend_rules());
     CHECK_RUN(test_state_path());
@@ -1257,7 +1329,7 @@ int main(void)
     CHECK_RUN(test_gpt2_tiny());
     /* gpt2-small's 741 sites; a 64 MiB output (1024 leaves) at site 600, the liar's leaf 777 */
     synthetic_scenario(741, 600, 1024u * 16384u, 777u * 16384u + 5u, "matmul.fwd");
-    CHECK_RUN(test_honest_path());
+    CHECK_RUN(test_honest_path(false));
     free_step(&honest);
     free_step(&liar);
     fx_stop(&env);

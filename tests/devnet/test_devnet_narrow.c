@@ -1,23 +1,27 @@
 /* `ovt devnet --fault flip-output` on a real anvil (issue 42): a dispute
- * through all three levels with a committee of three. The trainer flips
- * bit 22 of element 40000 of its step-5 output of the last adamw.param
- * site (a deep fault: one element of one late site); the step game fixes
- * step 5, the parties' agents narrow it on OvtNarrow to that site's trace
- * record (level 2) and to the 64 KiB block of its output holding the
- * element (level 3), publish their block packages to the store, and each
- * arbiter re-executes that block alone and reveals auditor-right. One
- * model per argument (each its own ctest entry): gpt2-tiny, llama-tiny,
- * resnet-mini; and gpt2-tiny-withheld: one arbiter, and the honest auditor
- * withholds its block package (--withhold-block), so the arbiter computes
- * the block from the faulty trainer's package alone, whose proven inputs
- * still give the auditor's leaf; gpt2-tiny-sharded: a run of 4 shards
+ * through all three levels with a committee of three. The trainer flips bit
+ * 22 of element 40000 of its step-5 output of the last adamw.param site (a
+ * deep fault: one element of one late site); the step game fixes step 5,
+ * the parties' agents narrow it on OvtNarrow to that site's trace record
+ * (level 2) and to the 64 KiB block of its output holding the element
+ * (level 3), publish their block packages to the store, and each arbiter
+ * re-executes that block alone and reveals auditor-right. One model per
+ * argument (each its own ctest entry): gpt2-tiny, llama-tiny, resnet-mini,
+ * mlp-demo (its site 39, element 35000); and gpt2-tiny-withheld: one
+ * arbiter, and the honest auditor withholds its block package
+ * (--withhold-block), so the arbiter computes the block from the faulty
+ * trainer's package alone, whose proven inputs still give the auditor's
+ * leaf; gpt2-tiny-forged: one arbiter, and the faulty trainer's package
+ * carries log entries that are not its log's (--forge-block-entries), which
+ * the arbiter replaces by the log's (logHash_K) and still rules
+ * auditor-right from both packages; gpt2-tiny-sharded: a run of 4 shards
  * whose flip is in shard 2's last site (419, `--flip-site`): a sharded
  * step narrows and its block re-executes like any other (the verdict names
- * no shard yet: docs/arbiter.md, "Which shard"). Asserted from chain state (`ovt devnet --json` reads it
- * back: getNarrow after the settlement, the Settled credits, every
- * transaction and the revealed ballots); the devnet waits on chain events,
- * not sleeps. Prints the figures of docs/bench-chain.md ("A whole
- * three-level dispute"). */
+ * no shard yet: docs/arbiter.md, "Which shard"). Asserted from chain state (`ovt devnet
+ * --json` reads it back: getNarrow after the settlement, the Settled
+ * credits, every transaction and the revealed ballots); the devnet waits on
+ * chain events, not sleeps. Prints the figures of docs/bench-chain.md ("A
+ * whole three-level dispute"). */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,13 +65,16 @@ static void narrowing_figures(const json_t *j, const char *model)
            json_real_value(json_object_get(j, "commit_to_verdict_s")), json_real_value(json_object_get(j, "total_s")));
 }
 
-static void test_model(const char *model, int withheld, int sharded)
+static void test_model(const char *model, int withheld, int sharded, int forged)
 {
+    int single = withheld || forged; /* one arbiter, which sends the verdict itself */
     char *argv[24] = {ovt, "devnet", "--json", "--fault", "flip-output", "--model", (char *)model, "--steps", "8",
-                      "--at", "5", "--arbiters", withheld ? "1" : "3", "--timeout", "600"};
+                      "--at", "5", "--arbiters", single ? "1" : "3", "--timeout", "600"};
     int argc = 15;
     if (withheld)
         argv[argc++] = "--withhold-block";
+    if (forged)
+        argv[argc++] = "--forge-block-entries";
     if (sharded) { /* 4 shards of 140 sites: site 419 is shard 2's last (encoder.bwd.dwpe), element 1000 in leaf 0 */
         static char *more[] = {"--shards", "4", "--flip-site", "419", "--flip-element", "1000"};
         for (size_t k = 0; k < 6; k++)
@@ -120,17 +127,17 @@ static void test_model(const char *model, int withheld, int sharded)
         CHECK_EQ_U64(count_calls(j, "revealRecord", party[k]), 1);
         CHECK(count_calls(j, "descend", party[k]) >= 2);
     }
-    CHECK_EQ_U64(count_calls(j, "verdict", NULL), withheld ? 1 : 0);
+    CHECK_EQ_U64(count_calls(j, "verdict", NULL), single ? 1 : 0);
     /* each seat sealed and revealed auditor-right, with the same evidence */
     CHECK(!strcmp(str(j, "committee_check"), ""));
     const json_t *arbs = json_object_get(j, "arbiters");
-    CHECK_EQ_U64(json_array_size(arbs), withheld ? 1 : 3);
+    CHECK_EQ_U64(json_array_size(arbs), single ? 1 : 3);
     for (size_t k = 0; k < json_array_size(arbs); k++) {
         const json_t *a = json_array_get(arbs, k);
         CHECK_MSG(!strcmp(str(a, "verdict"), "auditor-right"), "%s revealed %s", str(a, "name"), str(a, "verdict"));
         CHECK(!strcmp(str(a, "evidence"), str(json_array_get(arbs, 0), "evidence")));
-        CHECK_EQ_U64(count_calls(j, "commitVerdict", str(a, "name")), withheld ? 0 : 1);
-        CHECK_EQ_U64(count_calls(j, "revealVerdict", str(a, "name")), withheld ? 0 : 1);
+        CHECK_EQ_U64(count_calls(j, "commitVerdict", str(a, "name")), single ? 0 : 1);
+        CHECK_EQ_U64(count_calls(j, "revealVerdict", str(a, "name")), single ? 0 : 1);
         /* ... from the narrowed block alone, from both parties' packages */
         const json_t *b = json_object_get(a, "block");
         CHECK_MSG(json_is_object(b), "%s did not rule from the narrowed block", str(a, "name"));
@@ -138,6 +145,10 @@ static void test_model(const char *model, int withheld, int sharded)
         CHECK_EQ_U64(num(b, "site"), num(fault, "site"));
         CHECK_EQ_U64(num(b, "block"), num(fault, "block"));
         CHECK_EQ_U64(num(b, "packages"), withheld ? 1 : 2);
+        /* forged: the trainer's package's entries were not its log's; the
+         * block was computed with the log's from both packages (taking them
+         * as given would have made two different blocks: the whole step) */
+        CHECK_EQ_U64(num(b, "entries_replaced"), forged ? 1 : 0);
         printf("figures %s: %s re-executed the block in %.3f s\n", model, str(a, "name"),
                json_real_value(json_object_get(b, "seconds")));
     }
@@ -194,10 +205,11 @@ int main(int argc, char **argv)
     const char *bin = getenv("OVT_BINARY_DIR");
     if (!bin || argc != 2 ||
         (strcmp(argv[1], "gpt2-tiny") && strcmp(argv[1], "llama-tiny") && strcmp(argv[1], "resnet-mini") &&
-         strcmp(argv[1], "gpt2-tiny-withheld") && strcmp(argv[1], "gpt2-tiny-sharded") && strcmp(argv[1], "lost"))) {
+         strcmp(argv[1], "mlp-demo") && strcmp(argv[1], "gpt2-tiny-withheld") && strcmp(argv[1], "gpt2-tiny-sharded") &&
+         strcmp(argv[1], "gpt2-tiny-forged") && strcmp(argv[1], "lost"))) {
         fprintf(stderr,
-                "usage: OVT_BINARY_DIR=... %s gpt2-tiny|llama-tiny|resnet-mini|gpt2-tiny-withheld|gpt2-tiny-sharded|"
-                "lost\n",
+                "usage: OVT_BINARY_DIR=... %s "
+                "gpt2-tiny|llama-tiny|resnet-mini|mlp-demo|gpt2-tiny-withheld|gpt2-tiny-sharded|gpt2-tiny-forged|lost\n",
                 argv[0]);
         return 2;
     }
@@ -209,7 +221,8 @@ int main(int argc, char **argv)
         CHECK_RUN(test_lost("flip-output", "76", "fraudulent-log", "auditor", "trainer", 6));
         return check_done();
     }
-    int withheld = !strcmp(argv[1], "gpt2-tiny-withheld"), sharded = !strcmp(argv[1], "gpt2-tiny-sharded");
-    CHECK_RUN(test_model(withheld || sharded ? "gpt2-tiny" : argv[1], withheld, sharded));
+    int withheld = !strcmp(argv[1], "gpt2-tiny-withheld"), sharded = !strcmp(argv[1], "gpt2-tiny-sharded"),
+        forged = !strcmp(argv[1], "gpt2-tiny-forged");
+    CHECK_RUN(test_model(withheld || sharded || forged ? "gpt2-tiny" : argv[1], withheld, sharded, forged));
     return check_done();
 }
