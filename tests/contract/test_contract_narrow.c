@@ -38,9 +38,19 @@
  *   count 0); CountsDiffer; bad children in the chain descent; silence at
  *   the chain posting (a party without chunk_leaves plans no move). A
  *   matmul.fwd site still ends at level 3.
+ * - Level 4 of an element op (one value per row: xent.sum, layernorm.mean,
+ *   ...): both parties' element trees over the leaf's values, played by
+ *   the planner, the liar's value differing at element 0, in the middle
+ *   and at the last of a full leaf, and in the output's short last leaf
+ *   (100 elements); every one of the 13 element ops enters the stage and
+ *   layernorm.fwd (one value per element) does not; equal roots (the liar
+ *   posting the honest tree, which its planner refuses to build) end
+ *   ElementsAgree; bad children lose; silence at the element posting loses
+ *   (a party without element_values plans no move).
  * - The gas of every call, and of a whole narrowing at gpt2-small's size
- *   (741 sites, a 64 MiB output of 1024 leaves), and of a chunk stage at
- *   8, 1024 and 8192 chunks, for docs/contract.md. */
+ *   (741 sites, a 64 MiB output of 1024 leaves), of a chunk stage at 8,
+ *   1024 and 8192 chunks and of an element stage of 16384 elements, and
+ *   OvtNarrow's runtime size, for docs/contract.md. */
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -70,6 +80,8 @@
 #define MOVE_TIMEOUT 600
 #define NARROW_GAS_GPT2_SMALL 3301831u /* a whole narrowing, 741 sites, 1024 leaves (docs/contract.md) */
 #define CHUNK_GAS_8192 1888853u        /* a whole chunk stage, 8192 chunks (docs/contract.md) */
+#define ELEMENT_GAS_16384 1852360u     /* a whole element stage, 16384 elements, the last differing (docs/contract.md) */
+#define EIP170_LIMIT 24576u            /* the most runtime code a contract may have */
 
 static fx_env env;
 static chain_narrow narrow;
@@ -272,7 +284,8 @@ static chain_narrow_post post_of(const fx_run *run, const party_step *p, int who
 /* Gas of every kind of call, summed over a game (docs/contract.md). */
 typedef struct {
     uint64_t post[2], descend_first, descend_second, ndescend, reveal[2], descend_total;
-    uint64_t chunk_post[2], chunk_total, nchunk; /* level 4: postChunks, and every move of stage Chunks */
+    uint64_t chunk_post[2], chunk_total, nchunk; /* level 4: postChunks (postElements), and every move of
+                                                    stage Chunks (Elements) */
 } gas_log;
 
 static int post(const fx_run *run, const chain_narrow_post *p, int who, uint64_t *gas)
@@ -344,6 +357,22 @@ static int chain_of(void *ctx, uint64_t site, uint64_t block, ovt_hash **leaves,
     return 0;
 }
 
+/* Level 4 of an element op: the party's values of (site, block), a
+ * copy of its output's leaf (the planner's callback). */
+static int values_of(void *ctx, uint64_t site, uint64_t block, float **values, size_t *n)
+{
+    const party_step *p = ctx;
+    uint64_t first = block * CHAIN_NARROW_LEAF_ELEMENTS;
+    if (!p->out[site] || first >= p->n[site])
+        return ovt_fail(OVT_EINVAL, "block %llu is outside site %llu's output", (unsigned long long)block,
+                        (unsigned long long)site);
+    uint64_t rest = p->n[site] - first;
+    *n = rest < CHAIN_NARROW_LEAF_ELEMENTS ? (size_t)rest : CHAIN_NARROW_LEAF_ELEMENTS;
+    *values = malloc(*n * sizeof **values);
+    memcpy(*values, p->out[site] + first, *n * sizeof **values);
+    return 0;
+}
+
 /* The party that plays p, for chain_narrow_plan_move; posts[0] and [1]
  * are the trainer's and the auditor's posts. */
 static chain_narrow_party party_of(const party_step *p, int who, const chain_narrow_post posts[2])
@@ -352,7 +381,8 @@ static chain_narrow_party party_of(const party_step *p, int who, const chain_nar
     chain_narrow_party party = {.is_trainer = t, .post = &posts[t ? 0 : 1], .other = &posts[t ? 1 : 0],
                                 .nsites = sc.nsites, .record_hashes = p->rec_hash,
                                 .records = (const uint8_t *const *)p->rec, .record_lens = p->rec_len,
-                                .output_leaves = leaves_of, .chunk_leaves = chain_of, .ctx = (void *)p};
+                                .output_leaves = leaves_of, .chunk_leaves = chain_of,
+                                .element_values = values_of, .ctx = (void *)p};
     return party;
 }
 
@@ -376,10 +406,10 @@ static int move(const fx_run *run, const party_step *p, int who, gas_log *gl, in
     if (mv.kind == CHAIN_NARROW_MOVE_NONE)
         return 0;
     int second = g.moved != 0;
-    if (gl && g.stage == CHAIN_NARROW_STAGE_CHUNKS) {
+    if (gl && (g.stage == CHAIN_NARROW_STAGE_CHUNKS || g.stage == CHAIN_NARROW_STAGE_ELEMENTS)) {
         gl->chunk_total += r.gas_used;
         gl->nchunk++;
-        if (mv.kind == CHAIN_NARROW_MOVE_POST_CHUNKS)
+        if (mv.kind == CHAIN_NARROW_MOVE_POST_CHUNKS || mv.kind == CHAIN_NARROW_MOVE_POST_ELEMENTS)
             gl->chunk_post[second] = r.gas_used;
     }
     if (gl && mv.kind == CHAIN_NARROW_MOVE_POST)
@@ -1050,6 +1080,151 @@ static void test_chunk_silence(void)
     fx_run_free(&run);
 }
 
+/* --- level 4: the elements of an element op's block (one value per row) */
+
+/* The element leaves of p's leaf `block` of the fault site (*n of them). */
+static ovt_hash *element_leaves_of(const party_step *p, uint64_t block, size_t *n)
+{
+    float *v = NULL;
+    if (values_of((void *)p, sc.fault_site, block, &v, n) != 0)
+        return NULL;
+    ovt_hash *h = malloc(*n * sizeof *h);
+    chain_narrow_element_leaves(h, v, *n);
+    free(v);
+    return h;
+}
+
+/* A whole element stage played by the planner for both sides, over the
+ * scenario's op: level 3 ends on the fault's block, both post their
+ * element roots and the descent ends on the fault's element in that leaf,
+ * the two nodes the two values' element leaves. */
+static void test_elements(void)
+{
+    fx_run run;
+    gas_log gl = {0};
+    chain_narrow_game g = play_narrowed(&run, &gl, CHAIN_NARROW_STAGE_ELEMENTS);
+    uint64_t e = sc.fault_element % CHAIN_NARROW_LEAF_ELEMENTS;
+    CHECK_EQ_U64(g.chunk, e);
+    size_t nt = 0, nh = 0;
+    ovt_hash *lt = element_leaves_of(&liar, g.block, &nt), *lh = element_leaves_of(&honest, g.block, &nh);
+    uint64_t rest = sc.big_n - g.block * CHAIN_NARROW_LEAF_ELEMENTS;
+    CHECK_EQ_U64(nt, rest < CHAIN_NARROW_LEAF_ELEMENTS ? rest : CHAIN_NARROW_LEAF_ELEMENTS);
+    CHECK_EQ_U64(g.count, nt); /* the contract's count: the record's elements past the leaf's first */
+    if (lt && lh && nt == nh && e < nt) {
+        CHECK(memcmp(lt, lh, e * sizeof *lt) == 0 && memcmp(lt[e].b, lh[e].b, 32) != 0);
+        CHECK_MEM(g.trainer_side.node.b, lt[e].b, 32);
+        CHECK_MEM(g.auditor_side.node.b, lh[e].b, 32);
+        ovt_hash rt = chain_root_of(lt, nt), rh = chain_root_of(lh, nh);
+        CHECK_MEM(g.trainer_side.chain_root.b, rt.b, 32);
+        CHECK_MEM(g.auditor_side.chain_root.b, rh.b, 32);
+        /* the value at e, as a block package would carry it, hashes to the node */
+        ovt_hash one;
+        chain_narrow_element_leaves(&one, &honest.out[sc.fault_site][sc.fault_element], 1);
+        CHECK_MEM(one.b, g.auditor_side.node.b, 32);
+    }
+    size_t nl;
+    ovt_hash *out_t = tensor_leaves(liar.out[sc.fault_site], sc.big_n, NULL, &nl);
+    ovt_hash *out_h = tensor_leaves(honest.out[sc.fault_site], sc.big_n, NULL, &nl);
+    CHECK_MEM(g.trainer_side.block_leaf.b, out_t[g.block].b, 32); /* the level-3 leaves */
+    CHECK_MEM(g.auditor_side.block_leaf.b, out_h[g.block].b, 32);
+    free(out_t);
+    free(out_h);
+    free(lt);
+    free(lh);
+    printf("gas: element stage (%s), %zu elements (first difference at %" PRIu64 "): postElements first %" PRIu64
+           ", second %" PRIu64 "; %" PRIu64 " moves, %" PRIu64 " in all\n",
+           sc.fault_op, nt, e, gl.chunk_post[0], gl.chunk_post[1], gl.nchunk, gl.chunk_total);
+    if (nt == CHAIN_NARROW_LEAF_ELEMENTS) /* docs/contract.md's figure: a bound, so a change that costs more shows */
+        CHECK_MSG(gl.chunk_total <= ELEMENT_GAS_16384 * 105 / 100, "%" PRIu64 " gas, more than 5%% over %u",
+                  gl.chunk_total, ELEMENT_GAS_16384);
+    fx_run_free(&run);
+}
+
+/* The scenario with the liar's value of site 7 (op) differing at element
+ * `element` of its 6-leaf output (the last leaf 100 elements). */
+static void element_scenario(const char *op, uint64_t element)
+{
+    synthetic_scenario(SYN_SITES, 7, 5u * 16384u + 100u, element, op);
+}
+
+/* The liar posts the honest party's element root (its planner refuses to
+ * build a tree of values that are not its level-3 leaf's): equal roots end
+ * ElementsAgree in stage Elements, the arbiter ruling from the block
+ * packages; both roots stay in getNarrow. */
+static void test_elements_agree(void)
+{
+    fx_run run;
+    CHECK(run_to_verdict(&run, &liar, &honest) == 0);
+    chain_narrow_post pt, pa;
+    chain_narrow_game g = reach(&run, CHAIN_NARROW_STAGE_ELEMENTS, CHAIN_NARROW_PHASE_POSTING, &pt, &pa);
+    CHECK_EQ_U64(g.count, CHAIN_NARROW_LEAF_ELEMENTS);
+    chain_narrow_post posts[2] = {pt, pa};
+    chain_narrow_party party = party_of(&honest, FX_TRAINER, posts);
+    chain_narrow_move mv;
+    CHECK(chain_narrow_plan_move(&mv, &g, &party) != 0);
+    CHECK_MSG(strstr(ovt_errmsg(), "level-3 leaf") != NULL, "%s", ovt_errmsg());
+    party = party_of(&honest, FX_AUDITOR, posts);
+    CHECK(chain_narrow_plan_move(&mv, &g, &party) == 0);
+    CHECK_EQ_U64(mv.kind, CHAIN_NARROW_MOVE_POST_ELEMENTS);
+    CHECK(chain_narrow_post_elements(&narrow, &env.txm[FX_TRAINER], &run.run_id, g.round, &mv.chain_root, NULL) == 0);
+    int m;
+    CHECK(move(&run, &honest, FX_AUDITOR, NULL, &m) == 0 && m);
+    g = game_of(&run);
+    CHECK_EQ_U64(g.phase, CHAIN_NARROW_PHASE_ENDED);
+    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_ELEMENTS_AGREE);
+    CHECK_EQ_U64(g.stage, CHAIN_NARROW_STAGE_ELEMENTS);
+    CHECK_MEM(g.trainer_side.chain_root.b, mv.chain_root.b, 32);
+    CHECK_MEM(g.auditor_side.chain_root.b, mv.chain_root.b, 32);
+    CHECK(memcmp(g.trainer_side.block_leaf.b, g.auditor_side.block_leaf.b, 32) != 0);
+    fx_run_free(&run);
+}
+
+/* Silence at the element posting: a party without element_values plans
+ * no move and loses at timeout. Before: postElements at the trace posting
+ * reverts WrongStage. */
+static void test_elements_silence(void)
+{
+    fx_run run;
+    CHECK(run_to_verdict(&run, &liar, &honest) == 0);
+    CHECK(chain_narrow_start(&narrow, &env.txm[FX_OUTSIDER], &run.run_id, NULL) == 0);
+    chain_buf data;
+    chain_buf_init(&data);
+    ovt_hash zero = {{0}};
+    CHECK(chain_narrow_encode_post_elements(&data, &run.run_id, 0, &zero) == 0);
+    CHECK_REVERT(FX_TRAINER, &data, "WrongStage");
+    chain_buf_free(&data);
+    chain_narrow_post pt, pa;
+    chain_narrow_game g = reach(&run, CHAIN_NARROW_STAGE_ELEMENTS, CHAIN_NARROW_PHASE_POSTING, &pt, &pa);
+    chain_narrow_post posts[2] = {pt, pa};
+    chain_narrow_party old = party_of(&liar, FX_TRAINER, posts);
+    old.element_values = NULL;
+    chain_narrow_move mv;
+    CHECK(chain_narrow_plan_move(&mv, &g, &old) == 0);
+    CHECK_EQ_U64(mv.kind, CHAIN_NARROW_MOVE_NONE);
+    int m;
+    CHECK(move(&run, &honest, FX_AUDITOR, NULL, &m) == 0 && m);
+    CHECK(fx_warp(&env, MOVE_TIMEOUT + 1) == 0);
+    CHECK(chain_narrow_timeout(&narrow, &env.txm[FX_OUTSIDER], &run.run_id, NULL) == 0);
+    g = game_of(&run);
+    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_TRAINER_LOST);
+    CHECK_EQ_U64(g.stage, CHAIN_NARROW_STAGE_ELEMENTS);
+    fx_run_free(&run);
+}
+
+/* OvtNarrow's runtime code size (eth_getCode), under EIP-170's limit. */
+static void test_code_size(void)
+{
+    char addr[43];
+    chain_address_to_string(addr, &narrow.address);
+    json_t *code = NULL;
+    CHECK(chain_rpc_call(env.rpc, &code, "eth_getCode", json_pack("[s,s]", addr, "latest")) == 0);
+    const char *hex = json_string_value(code);
+    size_t bytes = hex && strlen(hex) > 2 ? (strlen(hex) - 2) / 2 : 0;
+    printf("OvtNarrow runtime code: %zu bytes (EIP-170: %u)\n", bytes, EIP170_LIMIT);
+    CHECK(bytes > 0 && bytes <= EIP170_LIMIT);
+    json_decref(code);
+}
+
 int main(void)
 {
     if (fx_start(&env) != 0)
@@ -1093,6 +1268,28 @@ int main(void)
     CHECK_RUN(test_chunks(8, 3));
     synthetic_scenario(SYN_SITES, 7, 5u * 16384u + 100u, 4u * 16384u + 9u, "matmul.bwd.dbias");
     CHECK_RUN(test_chunks(8, 6));
+    /* level 4 of an element op: site 7 is xent.sum, its leaf 4 full, its leaf 5 (the last) 100 elements */
+    static const uint64_t element_faults[] = {4u * 16384u, 4u * 16384u + 9u, 4u * 16384u + 16383u, 5u * 16384u,
+                                              5u * 16384u + 99u};
+    for (size_t k = 0; k < sizeof element_faults / sizeof element_faults[0]; k++) {
+        element_scenario("xent.sum", element_faults[k]);
+        CHECK_RUN(test_elements());
+    }
+    static const char *const element_ops[] = {"xent.logsum", "xent.losses", "layernorm.mean", "layernorm.var",
+                                              "layernorm.rstd", "layernorm.bwd.dmean", "layernorm.bwd.dnmean",
+                                              "rmsnorm.ms", "rmsnorm.rstd", "rmsnorm.bwd.dnmean", "attn.sum",
+                                              "attn.bwd.r"};
+    for (size_t k = 0; k < sizeof element_ops / sizeof element_ops[0]; k++) {
+        element_scenario(element_ops[k], 4u * 16384u + 9u);
+        CHECK_RUN(test_elements());
+    }
+    element_scenario("layernorm.fwd", 4u * 16384u + 9u); /* one value per element: level 3 is the end */
+    CHECK_RUN(test_honest_path());
+    element_scenario("xent.sum", 4u * 16384u + 777u);
+    CHECK_RUN(test_elements_agree());
+    CHECK_RUN(test_bad_move(CHAIN_NARROW_STAGE_ELEMENTS, CHAIN_NARROW_PHASE_DESCENDING));
+    CHECK_RUN(test_elements_silence());
+    CHECK_RUN(test_code_size());
     free_step(&honest);
     free_step(&liar);
     CHECK_RUN(test_gpt2_tiny());
