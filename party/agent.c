@@ -373,6 +373,7 @@ static const char *narrow_move_name(chain_narrow_move_kind k)
            : k == CHAIN_NARROW_MOVE_DESCEND ? "descend"
            : k == CHAIN_NARROW_MOVE_REVEAL  ? "reveal-record"
            : k == CHAIN_NARROW_MOVE_COMPARE ? "compare-states"
+           : k == CHAIN_NARROW_MOVE_POST_ELEMENTS ? "post-elements"
                                             : "none";
 }
 
@@ -384,7 +385,9 @@ static int narrow_upload(struct agent *a, const chain_narrow_game *ng)
     const chain_narrow_side *own = o->is_trainer ? &ng->trainer_side : &ng->auditor_side;
     uint8_t *buf = NULL;
     size_t len = 0;
-    int rv = party_narrow_pack(&a->narrow, ng->item, ng->block, &buf, &len);
+    int rv = ng->stage == CHAIN_NARROW_STAGE_ELEMENTS /* an element: its own package, named by its element leaf */
+                 ? party_narrow_pack_element(&a->narrow, ng->item, ng->block, ng->chunk, &buf, &len)
+                 : party_narrow_pack(&a->narrow, ng->item, ng->block, &buf, &len);
     if (!rv)
         rv = store_put_block(o->store, &own->node, buf, len);
     free(buf);

@@ -24,6 +24,8 @@
 #include "arbiter/block.h"
 #include "arbiter/block_file.h"
 #include "chain/narrow.h"
+#include "party/narrow.h"
+#include "trainer/run.h"
 #include "check.h"
 #include "common/tree.h"
 #include "data/dataset.h"
@@ -606,6 +608,49 @@ static void test_element_cli(void)
     CHECK(run_ovt("block pack %s --step 2 --site %zu --leaf 0 --element 128 --out %s --data %s", run, site, pkg,
                   tok) == 1);
     CHECK(output_has("not within leaf 0"));
+
+    /* the party agent's side (party/narrow.c): at the element posting its
+     * planner posts the root of the leaf's element tree, and the package it
+     * publishes for element 77 is the command's, byte for byte */
+    CHECK(run_ovt("block pack %s --step 2 --site %zu --leaf 0 --element 77 --out %s --data %s", run, site, pkg,
+                  tok) == 0);
+    char steps[600];
+    snprintf(steps, sizeof steps, "%s/steps.bin", run);
+    trn_step_table table;
+    CHECK(trn_step_table_read(&table, steps) == 0);
+    party_narrow_step ps;
+    CHECK_MSG(party_narrow_load(&ps, run, tok, 2, &table.steps[2], NULL) == 0, "%s", ovt_errmsg());
+    size_t n = 0;
+    const float *out = krn_trace_written(ps.trace, KRN_TRACE_SITE, (uint32_t)site, &n);
+    CHECK(out && n == 128);
+    chain_narrow_game g;
+    memset(&g, 0, sizeof g);
+    g.phase = CHAIN_NARROW_PHASE_POSTING;
+    g.stage = CHAIN_NARROW_STAGE_ELEMENTS;
+    g.item_stage = CHAIN_NARROW_STAGE_TRACE;
+    g.item = site;
+    g.count = n;
+    if (out)
+        ovt_tree_leaf_le32(&g.auditor_side.block_leaf, out, n * 4);
+    chain_narrow_party party = party_narrow_party(&ps, 0, 0);
+    chain_narrow_move mv;
+    CHECK_MSG(chain_narrow_plan_move(&mv, &g, &party) == 0, "%s", ovt_errmsg());
+    CHECK_EQ_U64(mv.kind, CHAIN_NARROW_MOVE_POST_ELEMENTS);
+    ovt_hash leaves[128], want;
+    if (out && n == 128) {
+        chain_narrow_element_leaves(leaves, out, n);
+        ovt_tree_root_of_leaves(&want, leaves, n);
+        CHECK_MEM(mv.chain_root.b, want.b, 32);
+    }
+    uint8_t *mine = NULL, *theirs = NULL;
+    size_t mine_len = 0, theirs_len = 0;
+    CHECK(party_narrow_pack_element(&ps, site, 0, 77, &mine, &mine_len) == 0);
+    CHECK(ovt_read_file(pkg, &theirs, &theirs_len, 1 << 26) == 0);
+    CHECK(mine && theirs && mine_len == theirs_len && memcmp(mine, theirs, mine_len) == 0);
+    free(mine);
+    free(theirs);
+    party_narrow_free(&ps);
+    trn_step_table_free(&table);
 }
 
 int main(void)
