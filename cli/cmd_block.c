@@ -193,6 +193,16 @@ static const char *whose(const arb_block_result *r, const struct block_args *a)
     return t ? "trainer-right" : u ? "auditor-right" : "neither";
 }
 
+/* o with the verdict (NULL: null) as one line; o is consumed. */
+static void print_json(json_t *o, const char *verdict)
+{
+    json_object_set_new(o, "verdict", verdict ? json_string(verdict) : json_null());
+    char *text = json_dumps(o, 0);
+    json_decref(o);
+    printf("%s\n", text ? text : "{}");
+    free(text);
+}
+
 static void print_check(const arb_block_package *p, const arb_block_result *r, const struct block_args *a)
 {
     const arb_block_task *t = &p->task;
@@ -210,11 +220,7 @@ static void print_check(const arb_block_package *p, const arb_block_result *r, c
                               "row_lo", (json_int_t)r->plan.row_lo, "row_hi", (json_int_t)r->plan.row_hi,
                               "whole_rows", r->plan.whole, "slices", (json_int_t)t->nslices, "entries",
                               (json_int_t)t->nentries);
-        json_object_set_new(o, "verdict", verdict ? json_string(verdict) : json_null());
-        char *text = json_dumps(o, 0);
-        json_decref(o);
-        printf("%s\n", text ? text : "{}");
-        free(text);
+        print_json(o, verdict);
         return;
     }
     printf("step %llu, site %u (%s), leaf %llu: re-executed rows %llu..%llu of %llu%s from %zu proven slices and "
@@ -253,11 +259,7 @@ static void print_element_check(const arb_block_package *p, const arb_block_resu
                               (json_int_t)bits, "element_node", hex, "trace_root", root, "row_lo",
                               (json_int_t)r->plan.row_lo, "row_hi", (json_int_t)r->plan.row_hi, "slices",
                               (json_int_t)t->nslices, "entries", (json_int_t)t->nentries);
-        json_object_set_new(o, "verdict", verdict ? json_string(verdict) : json_null());
-        char *text = json_dumps(o, 0);
-        json_decref(o);
-        printf("%s\n", text ? text : "{}");
-        free(text);
+        print_json(o, verdict);
         return;
     }
     printf("step %llu, site %u (%s), leaf %llu, element %llu (output element %llu): re-executed rows %llu..%llu of "

@@ -546,22 +546,6 @@ static void test_element_package(const char *preset, uint32_t batch, uint32_t se
     step_close(&f);
 }
 
-/* The value of the JSON number "key": N in the last output. */
-static bool output_u64(const char *key, uint64_t *v)
-{
-    char path[256], pat[64];
-    snprintf(path, sizeof path, "%s/out.txt", dir);
-    snprintf(pat, sizeof pat, "\"%s\": ", key);
-    uint8_t *buf;
-    size_t len;
-    if (ovt_read_file(path, &buf, &len, 1 << 20))
-        return false;
-    const char *at = strstr((const char *)buf, pat);
-    bool ok = at && sscanf(at + strlen(pat), "%" SCNu64, v) == 1;
-    free(buf);
-    return ok;
-}
-
 /* `ovt block pack --element` of gpt2-tiny's xent.sum site and `ovt block
  * check` of it: the element's node decides between two element leaves. */
 static void test_element_cli(void)
@@ -585,11 +569,9 @@ static void test_element_cli(void)
     CHECK(output_has("(xent.sum, 128 elements), leaf 0 of 1") && output_has("element 77 of the leaf"));
     CHECK(run_ovt("block check %s --json", pkg) == 0);
     char node[67], other[67] = "0x";
-    uint64_t element = 0, rows = 0;
-    CHECK(output_hex("element_node", node) && output_u64("element", &element) && output_u64("row_hi", &rows));
-    CHECK_EQ_U64(element, 77);
+    CHECK(output_hex("element_node", node) && output_has("\"element\": 77,"));
     CHECK(output_has("\"verdict\": null") && output_has("\"op\": \"xent.sum\""));
-    CHECK_EQ_U64(rows, 78); /* the rows 0..77 of the plan: only row 77's logits are read */
+    CHECK(output_has("\"row_lo\": 77,") && output_has("\"row_hi\": 78,")); /* only row 77's logits are read */
     for (int k = 0; k < 64; k++)
         other[2 + k] = node[2 + k] == 'a' ? 'b' : 'a';
     other[66] = 0;

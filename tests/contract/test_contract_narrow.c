@@ -1047,11 +1047,11 @@ static void test_chunk_counts(void)
     liar.chain_extra = 0;
 }
 
-/* Silence at the chunk posting: an old party (no chunk_leaves) plans no
- * move, and the party that posted nothing loses at timeout. Before: a
- * postChunks at the trace posting (phase Posting, round 0 too) reverts
- * WrongStage. */
-static void test_chunk_silence(void)
+/* Silence at level 4's posting (stage CHUNKS or ELEMENTS): an old party
+ * (no chunk_leaves, no element_values) plans no move, and the party that
+ * posted nothing loses at timeout. Before: a postChunks (postElements) at
+ * the trace posting (phase Posting, round 0 too) reverts WrongStage. */
+static void test_level4_silence(chain_narrow_stage stage)
 {
     fx_run run;
     CHECK(run_to_verdict(&run, &liar, &honest) == 0);
@@ -1059,14 +1059,16 @@ static void test_chunk_silence(void)
     chain_buf data;
     chain_buf_init(&data);
     ovt_hash zero = {{0}};
-    CHECK(chain_narrow_encode_post_chunks(&data, &run.run_id, 0, &zero, 2, NULL, 0) == 0);
+    CHECK((stage == CHAIN_NARROW_STAGE_CHUNKS ? chain_narrow_encode_post_chunks(&data, &run.run_id, 0, &zero, 2, NULL, 0)
+                                              : chain_narrow_encode_post_elements(&data, &run.run_id, 0, &zero)) == 0);
     CHECK_REVERT(FX_TRAINER, &data, "WrongStage");
     chain_buf_free(&data);
     chain_narrow_post pt, pa;
-    chain_narrow_game g = reach(&run, CHAIN_NARROW_STAGE_CHUNKS, CHAIN_NARROW_PHASE_POSTING, &pt, &pa);
+    chain_narrow_game g = reach(&run, stage, CHAIN_NARROW_PHASE_POSTING, &pt, &pa);
     chain_narrow_post posts[2] = {pt, pa};
     chain_narrow_party old = party_of(&liar, FX_TRAINER, posts);
     old.chunk_leaves = NULL;
+    old.element_values = NULL;
     chain_narrow_move mv;
     CHECK(chain_narrow_plan_move(&mv, &g, &old) == 0);
     CHECK_EQ_U64(mv.kind, CHAIN_NARROW_MOVE_NONE);
@@ -1076,7 +1078,7 @@ static void test_chunk_silence(void)
     CHECK(chain_narrow_timeout(&narrow, &env.txm[FX_OUTSIDER], &run.run_id, NULL) == 0);
     g = game_of(&run);
     CHECK_EQ_U64(g.outcome, CHAIN_NARROW_TRAINER_LOST);
-    CHECK_EQ_U64(g.stage, CHAIN_NARROW_STAGE_CHUNKS);
+    CHECK_EQ_U64(g.stage, stage);
     fx_run_free(&run);
 }
 
@@ -1179,38 +1181,6 @@ static void test_elements_agree(void)
     fx_run_free(&run);
 }
 
-/* Silence at the element posting: a party without element_values plans
- * no move and loses at timeout. Before: postElements at the trace posting
- * reverts WrongStage. */
-static void test_elements_silence(void)
-{
-    fx_run run;
-    CHECK(run_to_verdict(&run, &liar, &honest) == 0);
-    CHECK(chain_narrow_start(&narrow, &env.txm[FX_OUTSIDER], &run.run_id, NULL) == 0);
-    chain_buf data;
-    chain_buf_init(&data);
-    ovt_hash zero = {{0}};
-    CHECK(chain_narrow_encode_post_elements(&data, &run.run_id, 0, &zero) == 0);
-    CHECK_REVERT(FX_TRAINER, &data, "WrongStage");
-    chain_buf_free(&data);
-    chain_narrow_post pt, pa;
-    chain_narrow_game g = reach(&run, CHAIN_NARROW_STAGE_ELEMENTS, CHAIN_NARROW_PHASE_POSTING, &pt, &pa);
-    chain_narrow_post posts[2] = {pt, pa};
-    chain_narrow_party old = party_of(&liar, FX_TRAINER, posts);
-    old.element_values = NULL;
-    chain_narrow_move mv;
-    CHECK(chain_narrow_plan_move(&mv, &g, &old) == 0);
-    CHECK_EQ_U64(mv.kind, CHAIN_NARROW_MOVE_NONE);
-    int m;
-    CHECK(move(&run, &honest, FX_AUDITOR, NULL, &m) == 0 && m);
-    CHECK(fx_warp(&env, MOVE_TIMEOUT + 1) == 0);
-    CHECK(chain_narrow_timeout(&narrow, &env.txm[FX_OUTSIDER], &run.run_id, NULL) == 0);
-    g = game_of(&run);
-    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_TRAINER_LOST);
-    CHECK_EQ_U64(g.stage, CHAIN_NARROW_STAGE_ELEMENTS);
-    fx_run_free(&run);
-}
-
 /* OvtNarrow's runtime code size (eth_getCode), under EIP-170's limit. */
 static void test_code_size(void)
 {
@@ -1261,7 +1231,7 @@ int main(void)
         CHECK_RUN(test_chunk_bad_post(what));
     CHECK_RUN(test_chunk_counts());
     CHECK_RUN(test_bad_move(CHAIN_NARROW_STAGE_CHUNKS, CHAIN_NARROW_PHASE_DESCENDING));
-    CHECK_RUN(test_chunk_silence());
+    CHECK_RUN(test_level4_silence(CHAIN_NARROW_STAGE_CHUNKS));
     CHECK_RUN(test_chunks(1024, 777));
     CHECK_RUN(test_chunks(8192, 4321));
     synthetic_scenario(SYN_SITES, 7, 5u * 16384u + 100u, 4u * 16384u + 9u, "bias.bwd");
@@ -1288,7 +1258,7 @@ int main(void)
     element_scenario("xent.sum", 4u * 16384u + 777u);
     CHECK_RUN(test_elements_agree());
     CHECK_RUN(test_bad_move(CHAIN_NARROW_STAGE_ELEMENTS, CHAIN_NARROW_PHASE_DESCENDING));
-    CHECK_RUN(test_elements_silence());
+    CHECK_RUN(test_level4_silence(CHAIN_NARROW_STAGE_ELEMENTS));
     CHECK_RUN(test_code_size());
     free_step(&honest);
     free_step(&liar);
