@@ -57,6 +57,14 @@ typedef enum {
 /* A level-3 leaf's elements: 16384 float32 (the output's last leaf fewer). */
 #define CHAIN_NARROW_LEAF_ELEMENTS 16384u
 
+/* Whether an ended game leaves the arbiter a block to recompute: Narrowed,
+ * or ElementsAgree (the element trees proved nothing, so the level-3 leaf's
+ * block decides, from its packages named by the parties' level-3 nodes). */
+static inline int chain_narrow_ends_on_block(chain_narrow_outcome o)
+{
+    return o == CHAIN_NARROW_NARROWED || o == CHAIN_NARROW_ELEMENTS_AGREE;
+}
+
 /* The contract's NO_BLOCK: the end state's block when no block was found. */
 #define CHAIN_NARROW_NO_BLOCK UINT64_MAX
 

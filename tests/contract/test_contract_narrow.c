@@ -1178,6 +1178,9 @@ static void test_elements_agree(void)
     CHECK_MEM(g.trainer_side.chain_root.b, mv.chain_root.b, 32);
     CHECK_MEM(g.auditor_side.chain_root.b, mv.chain_root.b, 32);
     CHECK(memcmp(g.trainer_side.block_leaf.b, g.auditor_side.block_leaf.b, 32) != 0);
+    /* the nodes stay the level-3 leaves: the leaf packages are named by them */
+    CHECK_MEM(g.trainer_side.node.b, g.trainer_side.block_leaf.b, 32);
+    CHECK_MEM(g.auditor_side.node.b, g.auditor_side.block_leaf.b, 32);
     fx_run_free(&run);
 }
 
