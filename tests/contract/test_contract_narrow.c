@@ -46,7 +46,10 @@
  *   layernorm.fwd (one value per element) does not; equal roots (the liar
  *   posting the honest tree, which its planner refuses to build) end
  *   ElementsAgree; bad children lose; silence at the element posting loses
- *   (a party without element_values plans no move).
+ *   (a party without element_values plans no move). And real: gpt2-tiny
+ *   steps whose liar flips bit 3 of element 17 of the xent.sum site, and of
+ *   the first layernorm.bwd.dmean site, narrowed through the element stage
+ *   to element 17, the nodes those of the two real values.
  * - The gas of every call, and of a whole narrowing at gpt2-small's size
  *   (741 sites, a 64 MiB output of 1024 leaves), of a chunk stage at 8,
  *   1024 and 8192 chunks and of an element stage of 16384 elements, and
@@ -822,6 +825,12 @@ static void real_step(party_step *p, const krn_trace *t, const trn_state *st)
     trn_state_hash(&p->state_hash, st);
 }
 
+/* traced_step's element flip: the element of flip_site whose bit 3 flips,
+ * and a site whose output values the party keeps (for the element stage;
+ * SIZE_MAX: none). */
+static uint64_t flip_element;
+static size_t keep_site = SIZE_MAX;
+
 /* One traced gpt2-tiny step of a copy of st0 (flip_site >= 0: one bit of
  * that site's output flipped, every later site computing from it). */
 static int traced_step(party_step *p, const trn_state *st0, const trn_batch *b, long flip_site)
@@ -836,16 +845,20 @@ static int traced_step(party_step *p, const trn_state *st0, const trn_batch *b, 
     ovt_hash root;
     trn_step_info info;
     if (!log || krn_ctx_new(&ctx, &kc) != 0 || trn_state_clone(&st, st0) != 0 ||
-        trn_workspace_new(&w, &st0->config) != 0 || krn_trace_new(&t, false) != 0)
+        trn_workspace_new(&w, &st0->config) != 0 || krn_trace_new(&t, keep_site != SIZE_MAX) != 0)
         goto out;
     if (flip_site >= 0)
-        krn_ctx_flip_output_bit(ctx, (uint32_t)flip_site, 0, 3);
+        krn_ctx_flip_output_bit(ctx, (uint32_t)flip_site, flip_element, 3);
     if (trn_train_step_traced(ctx, w, st, b, log, t, &info, &trace_rc, &root) != 0 || trace_rc != 0)
         goto out;
     sc.nsites = krn_trace_count(t);
     if (sc.nsites > MAX_SITES)
         goto out;
     real_step(p, t, st);
+    size_t kept = 0;
+    const float *v = keep_site < sc.nsites ? krn_trace_written(t, KRN_TRACE_SITE, (uint32_t)keep_site, &kept) : NULL;
+    if (v && kept == p->n[keep_site] && (p->out[keep_site] = malloc(kept * sizeof(float))))
+        memcpy(p->out[keep_site], v, kept * sizeof(float));
     rc = memcmp(root.b, p->trace_root.b, 32) == 0 ? 0 : -1; /* the trace's own root is the tree here */
 out:
     if (rc)
@@ -861,8 +874,11 @@ out:
 /* A real gpt2-tiny step (B 4, T 8, the tree stateHash): the liar flips one
  * bit of a late site's output whose tree is one leaf; the narrowing ends on
  * that site and its block 0, the claims being the records' output roots,
- * and the op named by the real record. */
-static void test_gpt2_tiny(void)
+ * and the op named by the real record. op (not NULL): the liar flips bit 3
+ * of element 17 of the first site of op (an element op), and the narrowing
+ * goes on to the element stage and ends on element 17, the two nodes the
+ * element leaves of the two real values. */
+static void test_gpt2_tiny(const char *op)
 {
     trn_model_config m;
     trn_run_config rc;
@@ -903,11 +919,19 @@ static void test_gpt2_tiny(void)
     static party_step real_honest, real_liar;
     CHECK(traced_step(&real_honest, st0, &b, -1) == 0);
     size_t site = sc.nsites; /* the last site past the middle whose output is one leaf of 64 or more */
-    for (size_t i = sc.nsites - 2; i >= sc.nsites / 2 && site == sc.nsites; i--)
+    for (size_t i = sc.nsites - 2; !op && i >= sc.nsites / 2 && site == sc.nsites; i--)
         if (real_honest.n[i] >= 64 && real_honest.n[i] * 4 <= OVT_TREE_LEAF_BYTES)
             site = i;
+    for (size_t i = 0; op && i < sc.nsites && site == sc.nsites; i++) /* the first site of op */
+        if (real_honest.rec[i][4] == strlen(op) && !memcmp(real_honest.rec[i] + 5, op, strlen(op)))
+            site = i;
     CHECK(site < sc.nsites);
+    flip_element = op ? 17 : 0;
+    keep_site = op ? site : SIZE_MAX;
+    free_step(&real_honest);
+    CHECK(traced_step(&real_honest, st0, &b, -1) == 0);
     CHECK(traced_step(&real_liar, st0, &b, (long)site) == 0);
+    keep_site = SIZE_MAX;
     printf("gpt2-tiny: %zu sites, %zu tensors; the liar flips site %zu (%.*s, %" PRIu64 " elements)\n", sc.nsites,
            sc.nt, site, (int)real_honest.rec[site][4], (const char *)real_honest.rec[site] + 5, real_honest.n[site]);
 
@@ -919,8 +943,22 @@ static void test_gpt2_tiny(void)
     CHECK_EQ_U64(g.item_stage, CHAIN_NARROW_STAGE_TRACE);
     CHECK_EQ_U64(g.item, site);
     CHECK_EQ_U64(g.block, 0);
-    CHECK_MEM(g.trainer_side.node.b, real_liar.out_root[site].b, 32);
-    CHECK_MEM(g.auditor_side.node.b, real_honest.out_root[site].b, 32);
+    CHECK_EQ_U64(g.stage, op ? CHAIN_NARROW_STAGE_ELEMENTS : CHAIN_NARROW_STAGE_OUTPUT);
+    const ovt_hash *leaf_t = op ? &g.trainer_side.block_leaf : &g.trainer_side.node;
+    const ovt_hash *leaf_a = op ? &g.auditor_side.block_leaf : &g.auditor_side.node;
+    CHECK_MEM(leaf_t->b, real_liar.out_root[site].b, 32);
+    CHECK_MEM(leaf_a->b, real_honest.out_root[site].b, 32);
+    if (op && real_liar.out[site] && real_honest.out[site]) {
+        CHECK_EQ_U64(g.chunk, 17);
+        CHECK_EQ_U64(g.count, real_honest.n[site]);
+        ovt_hash et, eh;
+        chain_narrow_element_leaves(&et, &real_liar.out[site][17], 1);
+        chain_narrow_element_leaves(&eh, &real_honest.out[site][17], 1);
+        CHECK(memcmp(et.b, eh.b, 32) != 0);
+        CHECK_MEM(g.trainer_side.node.b, et.b, 32);
+        CHECK_MEM(g.auditor_side.node.b, eh.b, 32);
+        printf("gpt2-tiny: %s site %zu narrowed to element 17 of %" PRIu64 "\n", op, site, real_honest.n[site]);
+    }
     CHECK_EQ_U64(g.auditor_side.elements, real_honest.n[site]);
     const uint8_t *rec = real_honest.rec[site]; /* u32 site, u8 length, the op's name */
     CHECK(rec[4] <= 32 && memcmp(g.op.b, rec + 5, rec[4]) == 0);
@@ -1265,7 +1303,9 @@ int main(void)
     CHECK_RUN(test_code_size());
     free_step(&honest);
     free_step(&liar);
-    CHECK_RUN(test_gpt2_tiny());
+    CHECK_RUN(test_gpt2_tiny(NULL));
+    CHECK_RUN(test_gpt2_tiny("xent.sum"));
+    CHECK_RUN(test_gpt2_tiny("layernorm.bwd.dmean"));
     /* gpt2-small's 741 sites; a 64 MiB output (1024 leaves) at site 600, the liar's leaf 777 */
     synthetic_scenario(741, 600, 1024u * 16384u, 777u * 16384u + 5u, "matmul.fwd");
     CHECK_RUN(test_honest_path());
