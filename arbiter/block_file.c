@@ -116,12 +116,23 @@ static int put_claim(wbuf *w, const krn_trace *t, size_t i, uint64_t leaf)
     return rc;
 }
 
-int arb_block_package_make(uint8_t **buf, size_t *len, const trn_run_config *rc, const krn_trace *t,
-                           const ovt_hash *root, uint64_t step, size_t i, uint64_t leaf, const krn_rlog *log)
+/* No element: the whole leaf's package (version 1). */
+#define NO_ELEMENT UINT64_MAX
+
+/* The package of leaf `leaf`, or of element `element` within it (version
+ * ARB_BLOCK_VERSION_ELEMENT: the slices and entries of that element's rows
+ * only). */
+static int package_make(uint8_t **buf, size_t *len, const trn_run_config *rc, const krn_trace *t,
+                        const ovt_hash *root, uint64_t step, size_t i, uint64_t leaf, const krn_rlog *log,
+                        uint64_t element)
 {
     *buf = NULL;
     *len = 0;
     arb_block_task task = {.config = rc, .step = step};
+    if (element != NO_ELEMENT) {
+        task.span_first = leaf * LEAF_ELEMS + element;
+        task.span_count = 1;
+    }
     arb_block_owned own;
     int r = arb_block_from_trace(&task, &own, t, i, log, leaf);
     if (r < 0)
@@ -138,7 +149,7 @@ int arb_block_package_make(uint8_t **buf, size_t *len, const trn_run_config *rc,
     for (size_t k = 0; k < nrec; k++)
         all[k] = krn_trace_record_at(t, k)->hash;
     put(&w, ARB_BLOCK_MAGIC, 8);
-    put_u32(&w, ARB_BLOCK_VERSION);
+    put_u32(&w, element == NO_ELEMENT ? ARB_BLOCK_VERSION : ARB_BLOCK_VERSION_ELEMENT);
     put_u32(&w, (uint32_t)cfg_len);
     put(&w, cfg, cfg_len);
     put(&w, root->b, 32);
@@ -148,6 +159,8 @@ int arb_block_package_make(uint8_t **buf, size_t *len, const trn_run_config *rc,
     put_u64(&w, leaf);
     if ((r = put_claim(&w, t, i, leaf)) < 0 || (r = put_record(&w, t, i, all, nrec)) < 0)
         goto done;
+    if (element != NO_ELEMENT)
+        put_u64(&w, element);
     put_u32(&w, (uint32_t)task.nentries);
     for (size_t k = 0; k < task.nentries; k++) {
         put_u64(&w, task.entries[k].index);
@@ -185,6 +198,22 @@ done:
     *buf = w.p;
     *len = w.len;
     return 0;
+}
+
+int arb_block_package_make(uint8_t **buf, size_t *len, const trn_run_config *rc, const krn_trace *t,
+                           const ovt_hash *root, uint64_t step, size_t i, uint64_t leaf, const krn_rlog *log)
+{
+    return package_make(buf, len, rc, t, root, step, i, leaf, log, NO_ELEMENT);
+}
+
+int arb_block_element_package_make(uint8_t **buf, size_t *len, const trn_run_config *rc, const krn_trace *t,
+                                   const ovt_hash *root, uint64_t step, size_t i, uint64_t leaf, const krn_rlog *log,
+                                   uint64_t element)
+{
+    if (element >= LEAF_ELEMS)
+        return ovt_fail(OVT_EINVAL, "block package: element %llu is not within a leaf of %u elements",
+                        (unsigned long long)element, (unsigned)LEAF_ELEMS);
+    return package_make(buf, len, rc, t, root, step, i, leaf, log, element);
 }
 
 /* ---- reading ---- */
@@ -395,6 +424,22 @@ static int read_slices(rbuf *r, arb_block_package *p)
     return 0;
 }
 
+/* An element package's element (within the leaf): the task's span, one
+ * element of the leaf. */
+static int read_element(rbuf *r, arb_block_task *t)
+{
+    uint64_t e = get_u64(r, "element");
+    if (r->bad)
+        return ovt_fail(OVT_EFORMAT, "block package: truncated at the %s", r->what);
+    uint64_t first = t->leaf * LEAF_ELEMS;
+    if (first >= t->n || e >= LEAF_ELEMS || e >= t->n - first)
+        return ovt_fail(OVT_EFORMAT, "block package: element %llu is not within leaf %llu of site %u's %llu elements",
+                        (unsigned long long)e, (unsigned long long)t->leaf, t->site, (unsigned long long)t->n);
+    t->span_first = first + e;
+    t->span_count = 1;
+    return 0;
+}
+
 int arb_block_package_read(arb_block_package *p, const uint8_t *buf, size_t len)
 {
     memset(p, 0, sizeof *p);
@@ -403,9 +448,9 @@ int arb_block_package_read(arb_block_package *p, const uint8_t *buf, size_t len)
     if (magic == NULL || memcmp(magic, ARB_BLOCK_MAGIC, 8) != 0)
         return ovt_fail(OVT_EFORMAT, "block package: not a block package (no %s magic)", ARB_BLOCK_MAGIC);
     uint32_t version = get_u32(&r, "version");
-    if (version != ARB_BLOCK_VERSION)
-        return ovt_fail(OVT_EFORMAT, "block package: version %u; this ovt reads version %u", version,
-                        ARB_BLOCK_VERSION);
+    if (version != ARB_BLOCK_VERSION && version != ARB_BLOCK_VERSION_ELEMENT)
+        return ovt_fail(OVT_EFORMAT, "block package: version %u; this ovt reads versions %u and %u", version,
+                        ARB_BLOCK_VERSION, ARB_BLOCK_VERSION_ELEMENT);
     uint32_t cfg_len = get_u32(&r, "config length");
     const uint8_t *cfg = take(&r, cfg_len, "config");
     int rc;
@@ -438,6 +483,10 @@ int arb_block_package_read(arb_block_package *p, const uint8_t *buf, size_t len)
     p->own.nreads = v.nreads;
     t->reads = v.reads;
     t->nreads = v.nreads;
+    if (version == ARB_BLOCK_VERSION_ELEMENT && (rc = read_element(&r, t)) < 0) {
+        arb_block_package_free(p);
+        return rc;
+    }
     if (!ovt_tree_verify(&v.root, ovt_tree_leaves(v.n * 4), t->leaf, 1, &p->claim, cproof, cplen)) {
         arb_block_package_free(p);
         return ovt_fail(OVT_EFRAUD, "block package: its claimed leaf %llu does not prove against site %u's output "

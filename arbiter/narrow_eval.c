@@ -95,6 +95,30 @@ static int state_index(const trn_layout *l, const char *name, size_t *index)
     return -1;
 }
 
+/* Whether the game ended on one element (level 4 of an element op): the
+ * packages are element packages. (ElementsAgree ends on the whole leaf.) */
+static bool on_element(const chain_narrow_game *ng)
+{
+    return ng->stage == CHAIN_NARROW_STAGE_ELEMENTS && ng->outcome == CHAIN_NARROW_NARROWED;
+}
+
+/* The leaf a package's claim must be: the party's level-3 leaf (on an
+ * element kept as block_leaf, the node being the element's). */
+static const ovt_hash *claimed_leaf(const chain_narrow_game *ng, const chain_narrow_side *side)
+{
+    return on_element(ng) ? &side->block_leaf : &side->node;
+}
+
+/* What a package's recomputation is compared with on chain: the block's
+ * leaf hash, or at the element stage the element's leaf. */
+static void recomputed_node(ovt_hash *out, const chain_narrow_game *ng, const arb_block_result *r)
+{
+    if (on_element(ng))
+        chain_narrow_element_leaves(out, r->values, 1);
+    else
+        *out = r->leaf;
+}
+
 /* Whether package p (fetched as the claim of `side`) is bound to the chain:
  * "" when it is, else why not (into why). */
 static void bound(char *why, size_t cap, const arb_block_package *p, const chain_narrow_game *ng,
@@ -108,8 +132,13 @@ static void bound(char *why, size_t cap, const arb_block_package *p, const chain
         say(why, cap, "its run config is not the run's");
     else if (memcmp(p->trace_root.b, side->trace_root.b, 32))
         say(why, cap, "it is bound to another trace root than the party posted");
-    else if (memcmp(p->claim.b, side->node.b, 32))
+    else if (memcmp(p->claim.b, claimed_leaf(ng, side)->b, 32))
         say(why, cap, "its claim is not the leaf the party's narrowing ended on");
+    else if (on_element(ng)
+                 ? p->task.span_count != 1 || p->task.span_first != ng->block * CHAIN_NARROW_LEAF_ELEMENTS + ng->chunk
+                 : p->task.span_count != 0)
+        say(why, cap, "it is not the package of the %s the narrowing ended on",
+            on_element(ng) ? "element" : "whole block");
     else if (p->task.step != ng->step || p->task.site != ng->item || p->task.leaf != ng->block ||
              p->nrecords != side->sites)
         say(why, cap, "it is of another step, site, block or trace length than the narrowing's");
@@ -235,7 +264,7 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
         if (!why[k][0]) {
             p.task.threads = threads;
             if ((rv = arb_block_run(&p.task, &r)) == 0) {
-                leaf[k] = r.leaf;
+                recomputed_node(&leaf[k], ng, &r);
                 have[k] = 1;
                 arb_block_result_free(&r);
             } else {
@@ -315,7 +344,7 @@ int arb_narrow_evaluate(arb_narrow_result *res, arb_eval *out, arb_narrow_findin
     }
     if (!*ended_seen)
         *ended_seen = now;
-    if (ng.outcome == CHAIN_NARROW_NARROWED && now < wait_until && now < *ended_seen + package_wait) {
+    if (chain_narrow_ends_on_block(ng.outcome) && now < wait_until && now < *ended_seen + package_wait) {
         int present = 0;
         for (int k = 0; k < 2; k++) {
             uint8_t *pk = NULL;
@@ -392,7 +421,7 @@ int arb_narrow_evaluate(arb_narrow_result *res, arb_eval *out, arb_narrow_findin
         *res = ARB_NARROW_DECIDED;
         return 0;
     }
-    if (ng.outcome != CHAIN_NARROW_NARROWED || ng.item_stage != CHAIN_NARROW_STAGE_TRACE) {
+    if (!chain_narrow_ends_on_block(ng.outcome) || ng.item_stage != CHAIN_NARROW_STAGE_TRACE) {
         say(note, cap, "the narrowing ended without a block of a site (outcome %d): the whole step", (int)ng.outcome);
         return 0;
     }

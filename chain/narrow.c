@@ -129,6 +129,16 @@ int chain_narrow_encode_post_chunks(chain_buf *out, const ovt_hash *game_id, uns
     return chain_abi_enc_call(&enc, out, "postChunks(bytes32,uint32,bytes32,uint64,bytes32[])");
 }
 
+int chain_narrow_encode_post_elements(chain_buf *out, const ovt_hash *game_id, unsigned round, const ovt_hash *root)
+{
+    chain_abi_enc enc;
+    chain_abi_enc_init(&enc);
+    chain_abi_put_bytes32(&enc, game_id);
+    chain_abi_put_uint(&enc, round);
+    chain_abi_put_bytes32(&enc, root);
+    return chain_abi_enc_call(&enc, out, "postElements(bytes32,uint32,bytes32)");
+}
+
 /* Word i as an unsigned of at most `bits` bits. */
 static int get_bits(const chain_abi_dec *dec, size_t i, unsigned bits, uint64_t *out)
 {
@@ -173,8 +183,8 @@ int chain_narrow_decode_game(chain_narrow_game *out, const uint8_t *data, size_t
     TRY(chain_abi_get_address(&dec, 0, &out->trainer));
     TRY(get_bits(&dec, 1, 64, &out->deadline));
     TRY(get_enum(&dec, 2, CHAIN_NARROW_PHASE_ENDED, &phase));
-    TRY(get_enum(&dec, 3, CHAIN_NARROW_STAGE_CHUNKS, &stage));
-    TRY(get_enum(&dec, 4, CHAIN_NARROW_BOTH_SILENT, &outcome));
+    TRY(get_enum(&dec, 3, CHAIN_NARROW_STAGE_ELEMENTS, &stage));
+    TRY(get_enum(&dec, 4, CHAIN_NARROW_ELEMENTS_AGREE, &outcome));
     TRY(get_bits(&dec, 5, 8, &v[0]));
     TRY(chain_abi_get_address(&dec, 6, &out->auditor));
     TRY(get_bits(&dec, 7, 32, &v[1]));
@@ -185,7 +195,7 @@ int chain_narrow_decode_game(chain_narrow_game *out, const uint8_t *data, size_t
     TRY(get_bits(&dec, 12, 8, &v[4]));
     TRY(get_bits(&dec, 13, 64, &out->count));
     TRY(get_bits(&dec, 14, 64, &out->index));
-    TRY(get_enum(&dec, 15, CHAIN_NARROW_STAGE_CHUNKS, &item_stage));
+    TRY(get_enum(&dec, 15, CHAIN_NARROW_STAGE_ELEMENTS, &item_stage));
     TRY(get_bits(&dec, 16, 64, &out->item));
     TRY(get_bits(&dec, 17, 64, &out->block));
     TRY(get_bits(&dec, 18, 64, &out->chunk));
@@ -314,6 +324,15 @@ int chain_narrow_post_chunks(const chain_narrow *n, chain_txm *m, const ovt_hash
     return send_encoded(n, m, &data,
                         chain_narrow_encode_post_chunks(&data, game_id, round, root, count, proof, nproof), receipt,
                         "postChunks");
+}
+
+int chain_narrow_post_elements(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, unsigned round,
+                               const ovt_hash *root, chain_receipt *receipt)
+{
+    chain_buf data;
+    chain_buf_init(&data);
+    return send_encoded(n, m, &data, chain_narrow_encode_post_elements(&data, game_id, round, root), receipt,
+                        "postElements");
 }
 
 int chain_narrow_timeout(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, chain_receipt *receipt)

@@ -11,6 +11,7 @@
 
 #include "arbiter/block.h"
 #include "arbiter/block_file.h"
+#include "chain/narrow.h"
 #include "chain/parse.h"
 #include "chain/session.h"
 #include "cli/args.h"
@@ -33,8 +34,10 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: ovt block pack RUNDIR --step K --site S --leaf L --out FILE [--data FILE]\n"
             "                      [--threads N] [--inject-fault flip-output --fault-element E]\n"
+            "                      [--element E]\n"
             "       ovt block check FILE [--trace-root HEX] [--config-hash HEX] [--trainer-leaf HEX]\n"
-            "                      [--auditor-leaf HEX] [--log LOGFILE] [--threads N] [--json]\n"
+            "                      [--auditor-leaf HEX] [--trainer-node HEX] [--auditor-node HEX]\n"
+            "                      [--log LOGFILE] [--threads N] [--json]\n"
             "\n"
             "The third level of a dispute (docs/arbiter.md, \"One block of one site\"): once step K,\n"
             "site S of its trace and leaf L of S's output (16384 elements) are fixed, a party packs\n"
@@ -48,6 +51,8 @@ static void usage(FILE *out)
             "writes the package to FILE (temporary file, fsync, rename).\n"
             "  --inject-fault flip-output --fault-element E   testing only: the package of a party\n"
             "                whose step K flipped bit 22 of element E of site S (a deep fault)\n"
+            "  --element E   an element package: element E (0..16383) of leaf L alone, with only the\n"
+            "                rows it needs (level 4 of a one-value-per-row site, docs/contract.md)\n"
             "check: verifies every proof, re-executes the block and says which claim its leaf\n"
             "matches: the package's own, and --trainer-leaf / --auditor-leaf (the parties' leaf\n"
             "hashes from the chain) when given; --trace-root: the agreed trace root the package\n"
@@ -55,13 +60,16 @@ static void usage(FILE *out)
             "--log: the trainer's rounding log of step K (the run directory's logs/ file, whose\n"
             "SHA-256 is logHash_K): the block rounds with its entries of the site over the rows\n"
             "computed, not the package's, and the check says whether the package's differed.\n"
+            "An element package: the recomputed element's node, SHA-256(0x00 || value, 4 bytes LE),\n"
+            "compared with --trainer-node / --auditor-node (the two element leaves on chain).\n"
             "Status 1 when the package is refused (a proof fails, an input is missing, a slice\n"
             "was changed, another trace root or run config) or the block cannot be computed.\n");
 }
 
 enum {
     O_STEP = 256, O_SITE, O_LEAF, O_OUT, O_DATA, O_THREADS, O_FAULT, O_FAULT_ELEMENT, O_TRACE_ROOT,
-    O_TRAINER_LEAF, O_AUDITOR_LEAF, O_JSON, O_CONFIG_HASH, O_LOG
+    O_TRAINER_LEAF, O_AUDITOR_LEAF, O_JSON, O_CONFIG_HASH, O_LOG,
+    O_ELEMENT, O_TRAINER_NODE, O_AUDITOR_NODE
 };
 
 struct block_args {
@@ -70,6 +78,9 @@ struct block_args {
     const char *out, *data, *fault, *log;
     int threads;
     ovt_hash root, trainer, auditor, config;
+    uint64_t elem; /* --element: an element package; --trainer-node, --auditor-node: its two element leaves */
+    bool have_elem, have_tnode, have_anode;
+    ovt_hash tnode, anode;
 };
 
 static int take(void *ctx, int c, const char *flag, const char *arg, const char *given)
@@ -91,6 +102,12 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_AUDITOR_LEAF: rv = chain_parse_hash(&a->auditor, flag, arg); a->have_auditor = true; break;
     case O_CONFIG_HASH: rv = chain_parse_hash(&a->config, flag, arg); a->have_config = true; break;
     case O_JSON: a->json = true; break;
+    case O_ELEMENT:
+        rv = ovt_parse_u64(&a->elem, flag, arg, 0, CHAIN_NARROW_LEAF_ELEMENTS - 1);
+        a->have_elem = true;
+        break;
+    case O_TRAINER_NODE: rv = chain_parse_hash(&a->tnode, flag, arg); a->have_tnode = true; break;
+    case O_AUDITOR_NODE: rv = chain_parse_hash(&a->anode, flag, arg); a->have_anode = true; break;
     default: return cli_arg_unknown("block", given);
     }
     return rv ? cli_usage_fail("block") : 0;
@@ -143,7 +160,10 @@ static int pack(const char *dir, const struct block_args *a)
                       (unsigned long long)a->step);
     if (!rv && !(rv = trn_run_path(path, sizeof path, dir, "logs", a->step, "rlog")))
         rv = krn_rlog_read_file(log, path);
-    if (!rv)
+    if (!rv && a->have_elem)
+        rv = arb_block_element_package_make(&buf, &len, &rc, t, &root, a->step, (size_t)a->site, a->leaf, log,
+                                            a->elem);
+    else if (!rv)
         rv = arb_block_package_make(&buf, &len, &rc, t, &root, a->step, (size_t)a->site, a->leaf, log);
     if (!rv)
         rv = ovt_write_atomic(a->out, buf, len, 0644);
@@ -155,6 +175,9 @@ static int pack(const char *dir, const struct block_args *a)
                "root %s\n",
                a->out, (unsigned long long)a->step, (unsigned long long)a->site, r->op, (unsigned long long)r->n,
                (unsigned long long)a->leaf, ovt_tree_leaves(r->n * 4), len, hex);
+        if (a->have_elem)
+            printf("  element %llu of the leaf (output element %llu) alone\n", (unsigned long long)a->elem,
+                   (unsigned long long)(a->leaf * CHAIN_NARROW_LEAF_ELEMENTS + a->elem));
     }
     free(buf);
     krn_rlog_free(log);
@@ -178,6 +201,16 @@ static const char *whose(const arb_block_result *r, const struct block_args *a)
  * log's equal to them, or the log's in place of different ones. */
 typedef enum { ENTRIES_PACKAGE, ENTRIES_LOG_SAME, ENTRIES_LOG_REPLACED } entries_from;
 
+/* o with the verdict (NULL: null) as one line; o is consumed. */
+static void print_json(json_t *o, const char *verdict)
+{
+    json_object_set_new(o, "verdict", verdict ? json_string(verdict) : json_null());
+    char *text = json_dumps(o, 0);
+    json_decref(o);
+    printf("%s\n", text ? text : "{}");
+    free(text);
+}
+
 static void print_check(const arb_block_package *p, const arb_block_result *r, const struct block_args *a,
                         entries_from from)
 {
@@ -197,12 +230,8 @@ static void print_check(const arb_block_package *p, const arb_block_result *r, c
                               "row_lo", (json_int_t)r->plan.row_lo, "row_hi", (json_int_t)r->plan.row_hi,
                               "whole_rows", r->plan.whole, "slices", (json_int_t)t->nslices, "entries",
                               (json_int_t)t->nentries);
-        json_object_set_new(o, "verdict", verdict ? json_string(verdict) : json_null());
         json_object_set_new(o, "entries_from", json_string(from_name[from]));
-        char *text = json_dumps(o, 0);
-        json_decref(o);
-        printf("%s\n", text ? text : "{}");
-        free(text);
+        print_json(o, verdict);
         return;
     }
     printf("step %llu, site %u (%s), leaf %llu: re-executed rows %llu..%llu of %llu%s from %zu proven slices and "
@@ -236,6 +265,45 @@ static int entries_of_log(arb_block_package *p, const char *path, entries_from *
     return rv;
 }
 
+/* An element package's result: the element's value and node, and whose
+ * element leaf on chain it is. */
+static void print_element_check(const arb_block_package *p, const arb_block_result *r, const struct block_args *a)
+{
+    const arb_block_task *t = &p->task;
+    ovt_hash node;
+    chain_narrow_element_leaves(&node, &r->values[0], 1);
+    char hex[67], root[67];
+    chain_hash_hex(hex, &node);
+    chain_hash_hex(root, &p->trace_root);
+    uint32_t bits;
+    memcpy(&bits, &r->values[0], 4);
+    bool tr = a->have_tnode && !memcmp(node.b, a->tnode.b, 32), au = a->have_anode && !memcmp(node.b, a->anode.b, 32);
+    const char *verdict = !a->have_tnode && !a->have_anode ? NULL : tr ? "trainer-right" : au ? "auditor-right"
+                                                                                              : "neither";
+    uint64_t e = t->span_first - t->leaf * CHAIN_NARROW_LEAF_ELEMENTS;
+    if (a->json) {
+        json_t *o = json_pack("{s:I, s:I, s:s, s:I, s:I, s:I, s:I, s:f, s:I, s:s, s:s, s:I, s:I, s:I, s:I}", "step",
+                              (json_int_t)t->step, "site", (json_int_t)t->site, "op", t->op, "n", (json_int_t)t->n,
+                              "leaf", (json_int_t)t->leaf, "element", (json_int_t)e, "output_element",
+                              (json_int_t)t->span_first, "value", (double)r->values[0], "value_bits",
+                              (json_int_t)bits, "element_node", hex, "trace_root", root, "row_lo",
+                              (json_int_t)r->plan.row_lo, "row_hi", (json_int_t)r->plan.row_hi, "slices",
+                              (json_int_t)t->nslices, "entries", (json_int_t)t->nentries);
+        print_json(o, verdict);
+        return;
+    }
+    printf("step %llu, site %u (%s), leaf %llu, element %llu (output element %llu): re-executed rows %llu..%llu of "
+           "%llu from %zu proven slices and %zu log entries\n",
+           (unsigned long long)t->step, t->site, t->op, (unsigned long long)t->leaf, (unsigned long long)e,
+           (unsigned long long)t->span_first, (unsigned long long)r->plan.row_lo, (unsigned long long)r->plan.row_hi,
+           (unsigned long long)r->plan.rows, t->nslices, t->nentries);
+    printf("  value           %.9g (bits 0x%08x)\n", (double)r->values[0], bits);
+    printf("  element node    %s\n", hex);
+    printf("  trace root      %s\n", root);
+    if (verdict)
+        printf("verdict: %s\n", verdict);
+}
+
 static int check(const char *file, const struct block_args *a)
 {
     uint8_t *buf = NULL;
@@ -260,11 +328,17 @@ static int check(const char *file, const struct block_args *a)
     if (!rv && a->have_config && memcmp(a->config.b, config_hash.b, 32) != 0)
         rv = ovt_fail(OVT_EFRAUD, "%s carries another run config than the one --config-hash names", file);
     entries_from from = ENTRIES_PACKAGE;
+    if (!rv && p.task.span_count == 0 && (a->have_tnode || a->have_anode))
+        rv = ovt_fail(OVT_EINVAL, "%s is a leaf package: --trainer-node / --auditor-node compare an element "
+                                  "package's element (use --trainer-leaf / --auditor-leaf)", file);
     if (!rv && a->log)
         rv = entries_of_log(&p, a->log, &from);
     if (!rv && (rv = arb_block_run(&p.task, &r)) < 0)
         rv = ovt_fail_wrap(rv, "%s: refused", file);
-    if (!rv) {
+    if (!rv && p.task.span_count == 1) {
+        print_element_check(&p, &r, a);
+        arb_block_result_free(&r);
+    } else if (!rv) {
         print_check(&p, &r, a, from);
         arb_block_result_free(&r);
     }
@@ -289,6 +363,9 @@ int cmd_block(int argc, char **argv)
         {"auditor-leaf", required_argument, NULL, O_AUDITOR_LEAF},
         {"json", no_argument, NULL, O_JSON},
         {"log", required_argument, NULL, O_LOG},
+        {"element", required_argument, NULL, O_ELEMENT},
+        {"trainer-node", required_argument, NULL, O_TRAINER_NODE},
+        {"auditor-node", required_argument, NULL, O_AUDITOR_NODE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     if (argc < 2 || (strcmp(argv[1], "pack") && strcmp(argv[1], "check"))) {
@@ -318,8 +395,8 @@ int cmd_block(int argc, char **argv)
             return cli_usage_error("block", "--log is check's: pack reads step K's log from RUNDIR");
         return pack(operand, &a);
     }
-    if (a.out || a.have_step || a.have_site || a.have_leaf || a.fault)
+    if (a.out || a.have_step || a.have_site || a.have_leaf || a.fault || a.have_elem)
         return cli_usage_error("block", "check takes FILE and --trace-root, --config-hash, --trainer-leaf, "
-                                        "--auditor-leaf, --log, --threads, --json");
+                                        "--auditor-leaf, --trainer-node, --auditor-node, --log, --threads, --json");
     return check(operand, &a);
 }

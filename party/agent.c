@@ -373,6 +373,7 @@ static const char *narrow_move_name(chain_narrow_move_kind k)
            : k == CHAIN_NARROW_MOVE_DESCEND ? "descend"
            : k == CHAIN_NARROW_MOVE_REVEAL  ? "reveal-record"
            : k == CHAIN_NARROW_MOVE_COMPARE ? "compare-states"
+           : k == CHAIN_NARROW_MOVE_POST_ELEMENTS ? "post-elements"
                                             : "none";
 }
 
@@ -384,7 +385,11 @@ static int narrow_upload(struct agent *a, const chain_narrow_game *ng)
     const chain_narrow_side *own = o->is_trainer ? &ng->trainer_side : &ng->auditor_side;
     uint8_t *buf = NULL;
     size_t len = 0;
-    int rv = party_narrow_pack(&a->narrow, ng->item, ng->block, o->forge_block_entries, &buf, &len);
+    int rv = ng->outcome == CHAIN_NARROW_NARROWED && ng->stage == CHAIN_NARROW_STAGE_ELEMENTS /* an element: its own
+                                                                                                package, named by its
+                                                                                                element leaf */
+                 ? party_narrow_pack_element(&a->narrow, ng->item, ng->block, ng->chunk, &buf, &len)
+                 : party_narrow_pack(&a->narrow, ng->item, ng->block, o->forge_block_entries, &buf, &len);
     if (!rv)
         rv = store_put_block(o->store, &own->node, buf, len);
     free(buf);
@@ -415,11 +420,12 @@ static int narrow_turn(struct agent *a, const chain_arb_game *g, uint64_t now, i
     if (rv)
         return rv;
     if (ng.phase == CHAIN_NARROW_PHASE_ENDED) {
-        if (ng.outcome == CHAIN_NARROW_NARROWED && a->narrow_loaded && !a->narrow_uploaded && o->withhold_block) {
+        bool block_due = chain_narrow_ends_on_block(ng.outcome);
+        if (block_due && a->narrow_loaded && !a->narrow_uploaded && o->withhold_block) {
             agent_log(a, "withhold", json_pack("{s:I}", "block", (json_int_t)ng.block),
                       "not publishing the package of block %llu (--withhold-block)", (unsigned long long)ng.block);
             a->narrow_uploaded = true;
-        } else if (ng.outcome == CHAIN_NARROW_NARROWED && a->narrow_loaded && !a->narrow_uploaded && o->store) {
+        } else if (block_due && a->narrow_loaded && !a->narrow_uploaded && o->store) {
             if ((rv = narrow_upload(a, &ng))) {
                 /* an op the block engine does not re-execute can never be packed: said once */
                 bool never = rv == OVT_EINVAL;

@@ -174,12 +174,30 @@ static int output_leaves(void *ctx, chain_narrow_stage stage, uint64_t item, ovt
     return float_leaves(base + t->offset, t->size, leaves, n);
 }
 
+/* Level 4 of an element op: the values of leaf `block` of site `site`'s output. */
+static int element_values(void *ctx, uint64_t site, uint64_t block, float **values, size_t *n)
+{
+    const party_narrow_step *p = ctx;
+    size_t count = 0;
+    const float *v = site < p->nsites ? krn_trace_written(p->trace, KRN_TRACE_SITE, (uint32_t)site, &count) : NULL;
+    uint64_t first = block * CHAIN_NARROW_LEAF_ELEMENTS;
+    if (!v || first >= count)
+        return ovt_fail(OVT_ENOTFOUND, "narrowing: the party's trace keeps no leaf %llu of site %llu's output",
+                        (unsigned long long)block, (unsigned long long)site);
+    *n = count - first < CHAIN_NARROW_LEAF_ELEMENTS ? count - first : CHAIN_NARROW_LEAF_ELEMENTS;
+    if (!(*values = malloc(*n * sizeof **values)))
+        return ovt_fail(OVT_ENOMEM, "out of memory for %zu values", *n);
+    memcpy(*values, v + first, *n * sizeof **values);
+    return 0;
+}
+
 chain_narrow_party party_narrow_party(party_narrow_step *p, int is_trainer, int post_previous)
 {
     p->post.nprevious = post_previous ? 3 * p->ntensors : 0;
     chain_narrow_party party = {.is_trainer = is_trainer, .post = &p->post, .other = NULL, .nsites = p->nsites,
                                 .record_hashes = p->record_hashes, .records = (const uint8_t *const *)p->records,
-                                .record_lens = p->record_lens, .output_leaves = output_leaves, .ctx = p};
+                                .record_lens = p->record_lens, .output_leaves = output_leaves,
+                                .element_values = element_values, .ctx = p};
     return party;
 }
 
@@ -241,4 +259,14 @@ int party_narrow_pack(const party_narrow_step *p, uint64_t site, uint64_t leaf, 
                                     lie);
     krn_rlog_free(lie);
     return rv;
+}
+
+int party_narrow_pack_element(const party_narrow_step *p, uint64_t site, uint64_t leaf, uint64_t element,
+                              uint8_t **buf, size_t *len)
+{
+    if (site >= p->nsites)
+        return ovt_fail(OVT_EINVAL, "element package: site %llu of a step of %zu sites", (unsigned long long)site,
+                        p->nsites);
+    return arb_block_element_package_make(buf, len, &p->config, p->trace, &p->post.trace_root, p->step,
+                                          (size_t)site, leaf, p->log, element);
 }

@@ -11,13 +11,21 @@
  * element of a late site's output flipped in step 2) is packed by the
  * honest party and by the faulty one; `ovt block check` re-executes the
  * block, names the site and leaf, says whose claim is right, and refuses a
- * changed, truncated or foreign-rooted package. */
+ * changed, truncated or foreign-rooted package. Element packages (level
+ * 4 of a one-value-per-row site, version 3): one element of a leaf of
+ * xent.sum, layernorm.mean, layernorm.bwd.dmean (gpt2-tiny) and
+ * rmsnorm.rstd (llama-tiny), bit for bit the step's, from a package smaller
+ * than the leaf's, refused when a slice changes; `ovt block pack
+ * --element`, `ovt block check --trainer-node --auditor-node`. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arbiter/block.h"
 #include "arbiter/block_file.h"
+#include "chain/narrow.h"
+#include "party/narrow.h"
+#include "trainer/run.h"
 #include "check.h"
 #include "common/tree.h"
 #include "data/dataset.h"
@@ -753,6 +761,173 @@ static void test_cli_log(void)
     CHECK(run_ovt("block pack %s --step 2 --site 0 --leaf 0 --out %s --log %s", run, forged, logfile) == 2);
 }
 
+/* The first site of op in f's step (SIZE_MAX: none). */
+static size_t site_of_op(const step_fixture *f, const char *op)
+{
+    for (size_t k = 0; k < krn_trace_count(f->t); k++)
+        if (strcmp(krn_trace_record_at(f->t, k)->op, op) == 0)
+            return k;
+    return SIZE_MAX;
+}
+
+/* Element packages of the last leaf of the first site of op: elements 0,
+ * the middle one and the last of the leaf, each re-executed alone to the
+ * traced output's bits (its element node the hash of those bits) from a
+ * package smaller than the leaf's (smaller: strictly; else the leaf's
+ * inputs are one tree leaf anyway, and the package is the leaf's and its
+ * 8-byte element); a changed slice word is refused, an element past the
+ * leaf cannot be packed. */
+static void test_element_package(const char *preset, uint32_t batch, uint32_t seq, const char *op, bool smaller)
+{
+    step_fixture f;
+    step_open(&f, preset, batch, seq);
+    size_t i = site_of_op(&f, op);
+    CHECK_MSG(i != SIZE_MAX, "%s has no %s site", preset, op);
+    ovt_hash root;
+    memset(&root, 0, sizeof root);
+    CHECK(krn_trace_finish(f.t, &root) == 0);
+    const krn_trace_record *rec = i == SIZE_MAX ? NULL : krn_trace_record_at(f.t, i);
+    uint8_t *leaf_buf = NULL, *buf = NULL;
+    size_t leaf_len = 0, len = 0, n = 0;
+    uint64_t L = rec ? ovt_tree_leaves(rec->n * 4) - 1 : 0, count = rec ? rec->n - L * LEAF_ELEMS : 0;
+    if (rec)
+        CHECK(arb_block_package_make(&leaf_buf, &leaf_len, &f.rc, f.t, &root, 1, i, L, f.log) == 0);
+    const float *out = rec ? krn_trace_written(f.t, KRN_TRACE_SITE, (uint32_t)i, &n) : NULL;
+    uint64_t es[3] = {0, count / 2, count ? count - 1 : 0};
+    for (int k = 0; k < 3 && rec && out; k++) {
+        CHECK(arb_block_element_package_make(&buf, &len, &f.rc, f.t, &root, 1, i, L, f.log, es[k]) == 0);
+        CHECK_MSG(smaller ? len < leaf_len : len <= leaf_len + 8, "%s element package %zu bytes, the leaf's %zu", op,
+                  len, leaf_len);
+        arb_block_package p;
+        arb_block_result r;
+        CHECK(arb_block_package_read(&p, buf, len) == 0);
+        CHECK_EQ_U64(p.task.span_first, L * LEAF_ELEMS + es[k]);
+        CHECK_EQ_U64(p.task.span_count, 1);
+        int rc = arb_block_run(&p.task, &r);
+        CHECK_MSG(rc == 0, "%s %s element %llu: %s", preset, op, (unsigned long long)es[k], ovt_errmsg());
+        if (rc == 0) {
+            const float *want = out + L * LEAF_ELEMS + es[k];
+            CHECK(r.count == 1 && memcmp(&r.values[0], want, 4) == 0);
+            ovt_hash node, direct;
+            chain_narrow_element_leaves(&node, &r.values[0], 1);
+            uint8_t le[4];
+            uint32_t bits;
+            memcpy(&bits, want, 4);
+            ovt_put_le32(le, bits);
+            ovt_tree_leaf(&direct, le, 4);
+            CHECK_MEM(node.b, direct.b, 32);
+            arb_block_result_free(&r);
+        }
+        if (k == 1)
+            printf("%s %s: element package %zu bytes, the leaf's %zu (%.1f%%), rows %zu slices\n", preset, op, len,
+                   leaf_len, 100.0 * (double)len / (double)leaf_len, p.task.nslices);
+        arb_block_package_free(&p);
+        buf[len - 3] ^= 0x01; /* a word of the last slice */
+        CHECK(arb_block_package_read(&p, buf, len) == 0);
+        rc = arb_block_run(&p.task, &r);
+        CHECK_MSG(rc == OVT_EFRAUD, "a changed slice gave %d", rc);
+        if (rc == 0)
+            arb_block_result_free(&r);
+        arb_block_package_free(&p);
+        free(buf);
+        buf = NULL;
+    }
+    if (rec && count < LEAF_ELEMS)
+        CHECK(arb_block_element_package_make(&buf, &len, &f.rc, f.t, &root, 1, i, L, f.log, count) != 0);
+    free(buf);
+    free(leaf_buf);
+    step_close(&f);
+}
+
+/* `ovt block pack --element` of gpt2-tiny's xent.sum site and `ovt block
+ * check` of it: the element's node decides between two element leaves. */
+static void test_element_cli(void)
+{
+    step_fixture f;
+    step_open(&f, "gpt2-tiny", 4, 32);
+    size_t site = site_of_op(&f, "xent.sum");
+    step_close(&f);
+    CHECK(site != SIZE_MAX);
+    char tok[512], run[512], pkg[512], leaf_pkg[512];
+    snprintf(tok, sizeof tok, "%s/e.tok", dir);
+    snprintf(run, sizeof run, "%s/erun", dir);
+    snprintf(pkg, sizeof pkg, "%s/element.blk", dir);
+    snprintf(leaf_pkg, sizeof leaf_pkg, "%s/leaf.blk", dir);
+    CHECK(cli_fox_tokens(tok, 300) == 0);
+    CHECK(run_ovt("train --model gpt2-tiny --data %s --out %s --steps 2 --batch 4 --seq 32 --every 0 "
+                  "--checkpoint-every 1",
+                  tok, run) == 0);
+    CHECK(run_ovt("block pack %s --step 2 --site %zu --leaf 0 --element 77 --out %s --data %s", run, site, pkg,
+                  tok) == 0);
+    CHECK(output_has("(xent.sum, 128 elements), leaf 0 of 1") && output_has("element 77 of the leaf"));
+    CHECK(run_ovt("block check %s --json", pkg) == 0);
+    char node[67], other[67] = "0x";
+    CHECK(output_hex("element_node", node) && output_has("\"element\": 77,"));
+    CHECK(output_has("\"verdict\": null") && output_has("\"op\": \"xent.sum\""));
+    CHECK(output_has("\"row_lo\": 77,") && output_has("\"row_hi\": 78,")); /* only row 77's logits are read */
+    for (int k = 0; k < 64; k++)
+        other[2 + k] = node[2 + k] == 'a' ? 'b' : 'a';
+    other[66] = 0;
+    CHECK(run_ovt("block check %s --trainer-node %s --auditor-node %s", pkg, other, node) == 0);
+    CHECK(output_has("verdict: auditor-right") && output_has("element 77"));
+    CHECK(run_ovt("block check %s --trainer-node %s --auditor-node %s", pkg, node, other) == 0);
+    CHECK(output_has("verdict: trainer-right"));
+    CHECK(run_ovt("block check %s --trainer-node %s --auditor-node %s", pkg, other, other) == 0);
+    CHECK(output_has("verdict: neither"));
+    /* the leaf package of the same leaf: no element to compare */
+    CHECK(run_ovt("block pack %s --step 2 --site %zu --leaf 0 --out %s --data %s", run, site, leaf_pkg, tok) == 0);
+    CHECK(run_ovt("block check %s --trainer-node %s", leaf_pkg, node) == 1);
+    CHECK(output_has("is a leaf package"));
+    CHECK(run_ovt("block pack %s --step 2 --site %zu --leaf 0 --element 16384 --out %s --data %s", run, site, pkg,
+                  tok) == 2);
+    CHECK(run_ovt("block pack %s --step 2 --site %zu --leaf 0 --element 128 --out %s --data %s", run, site, pkg,
+                  tok) == 1);
+    CHECK(output_has("not within leaf 0"));
+
+    /* the party agent's side (party/narrow.c): at the element posting its
+     * planner posts the root of the leaf's element tree, and the package it
+     * publishes for element 77 is the command's, byte for byte */
+    CHECK(run_ovt("block pack %s --step 2 --site %zu --leaf 0 --element 77 --out %s --data %s", run, site, pkg,
+                  tok) == 0);
+    char steps[600];
+    snprintf(steps, sizeof steps, "%s/steps.bin", run);
+    trn_step_table table;
+    CHECK(trn_step_table_read(&table, steps) == 0);
+    party_narrow_step ps;
+    CHECK_MSG(party_narrow_load(&ps, run, tok, 2, &table.steps[2], NULL) == 0, "%s", ovt_errmsg());
+    size_t n = 0;
+    const float *out = krn_trace_written(ps.trace, KRN_TRACE_SITE, (uint32_t)site, &n);
+    CHECK(out && n == 128);
+    chain_narrow_game g;
+    memset(&g, 0, sizeof g);
+    g.phase = CHAIN_NARROW_PHASE_POSTING;
+    g.stage = CHAIN_NARROW_STAGE_ELEMENTS;
+    g.item_stage = CHAIN_NARROW_STAGE_TRACE;
+    g.item = site;
+    g.count = n;
+    if (out)
+        ovt_tree_leaf_le32(&g.auditor_side.block_leaf, out, n * 4);
+    chain_narrow_party party = party_narrow_party(&ps, 0, 0);
+    chain_narrow_move mv;
+    CHECK_MSG(chain_narrow_plan_move(&mv, &g, &party) == 0, "%s", ovt_errmsg());
+    CHECK_EQ_U64(mv.kind, CHAIN_NARROW_MOVE_POST_ELEMENTS);
+    ovt_hash leaves[128], want;
+    if (out && n == 128) {
+        chain_narrow_element_leaves(leaves, out, n);
+        ovt_tree_root_of_leaves(&want, leaves, n);
+        CHECK_MEM(mv.chain_root.b, want.b, 32);
+    }
+    uint8_t *mine = NULL, *theirs = NULL;
+    size_t mine_len = 0, theirs_len = 0;
+    CHECK(party_narrow_pack_element(&ps, site, 0, 77, &mine, &mine_len) == 0);
+    CHECK(ovt_read_file(pkg, &theirs, &theirs_len, 1 << 26) == 0);
+    CHECK(mine && theirs && mine_len == theirs_len && memcmp(mine, theirs, mine_len) == 0);
+    free(mine);
+    free(theirs);
+    party_narrow_free(&ps);
+    trn_step_table_free(&table);
+}
+
 int main(int argc, char **argv)
 {
     if (cli_setup("arb-block"))
@@ -765,6 +940,11 @@ int main(int argc, char **argv)
         return check_done();
     }
     CHECK_RUN(test_cli());
+    CHECK_RUN(test_element_package("gpt2-tiny", 8, 64, "xent.sum", true));
+    CHECK_RUN(test_element_package("gpt2-tiny", 8, 64, "layernorm.mean", true));
+    CHECK_RUN(test_element_package("gpt2-tiny", 8, 64, "layernorm.bwd.dmean", true));
+    CHECK_RUN(test_element_package("llama-tiny", 8, 64, "rmsnorm.rstd", false));
+    CHECK_RUN(test_element_cli());
     CHECK_RUN(test_package_bytes());
     CHECK_RUN(test_log_entries());
     CHECK_RUN(test_elements("gpt2-tiny", 8, 64));

@@ -38,9 +38,22 @@
  *   count 0); CountsDiffer; bad children in the chain descent; silence at
  *   the chain posting (a party without chunk_leaves plans no move). A
  *   matmul.fwd site still ends at level 3.
+ * - Level 4 of an element op (one value per row: xent.sum, layernorm.mean,
+ *   ...): both parties' element trees over the leaf's values, played by
+ *   the planner, the liar's value differing at element 0, in the middle
+ *   and at the last of a full leaf, and in the output's short last leaf
+ *   (100 elements); every one of the 13 element ops enters the stage and
+ *   layernorm.fwd (one value per element) does not; equal roots (the liar
+ *   posting the honest tree, which its planner refuses to build) end
+ *   ElementsAgree; bad children lose; silence at the element posting loses
+ *   (a party without element_values plans no move). And real: gpt2-tiny
+ *   steps whose liar flips bit 3 of element 17 of the xent.sum site, and of
+ *   the first layernorm.bwd.dmean site, narrowed through the element stage
+ *   to element 17, the nodes those of the two real values.
  * - The gas of every call, and of a whole narrowing at gpt2-small's size
- *   (741 sites, a 64 MiB output of 1024 leaves), and of a chunk stage at
- *   8, 1024 and 8192 chunks, for docs/contract.md. */
+ *   (741 sites, a 64 MiB output of 1024 leaves), of a chunk stage at 8,
+ *   1024 and 8192 chunks and of an element stage of 16384 elements, and
+ *   OvtNarrow's runtime size, for docs/contract.md. */
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -71,6 +84,8 @@
 #define MOVE_TIMEOUT 600
 #define NARROW_GAS_GPT2_SMALL 3573967u /* a whole narrowing, 741 sites, 1024 leaves (docs/contract.md) */
 #define CHUNK_GAS_8192 2080912u        /* a whole chunk stage, 8192 chunks (docs/contract.md) */
+#define ELEMENT_GAS_16384 2041360u     /* a whole element stage, 16384 elements, the last differing (docs/contract.md) */
+#define EIP170_LIMIT 24576u            /* the most runtime code a contract may have */
 
 static fx_env env;
 static chain_narrow narrow;
@@ -277,7 +292,8 @@ static chain_narrow_post post_of(const fx_run *run, const party_step *p, int who
 /* Gas of every kind of call, summed over a game (docs/contract.md). */
 typedef struct {
     uint64_t post[2], descend_first, descend_second, ndescend, reveal[2], descend_total;
-    uint64_t chunk_post[2], chunk_total, nchunk; /* level 4: postChunks, and every move of stage Chunks */
+    uint64_t chunk_post[2], chunk_total, nchunk; /* level 4: postChunks (postElements), and every move of
+                                                    stage Chunks (Elements) */
 } gas_log;
 
 static int post(const fx_run *run, const chain_narrow_post *p, int who, uint64_t *gas)
@@ -349,6 +365,22 @@ static int chain_of(void *ctx, uint64_t site, uint64_t block, ovt_hash **leaves,
     return 0;
 }
 
+/* Level 4 of an element op: the party's values of (site, block), a
+ * copy of its output's leaf (the planner's callback). */
+static int values_of(void *ctx, uint64_t site, uint64_t block, float **values, size_t *n)
+{
+    const party_step *p = ctx;
+    uint64_t first = block * CHAIN_NARROW_LEAF_ELEMENTS;
+    if (!p->out[site] || first >= p->n[site])
+        return ovt_fail(OVT_EINVAL, "block %llu is outside site %llu's output", (unsigned long long)block,
+                        (unsigned long long)site);
+    uint64_t rest = p->n[site] - first;
+    *n = rest < CHAIN_NARROW_LEAF_ELEMENTS ? (size_t)rest : CHAIN_NARROW_LEAF_ELEMENTS;
+    *values = malloc(*n * sizeof **values);
+    memcpy(*values, p->out[site] + first, *n * sizeof **values);
+    return 0;
+}
+
 /* The party that plays p, for chain_narrow_plan_move; posts[0] and [1]
  * are the trainer's and the auditor's posts. */
 static chain_narrow_party party_of(const party_step *p, int who, const chain_narrow_post posts[2])
@@ -357,7 +389,8 @@ static chain_narrow_party party_of(const party_step *p, int who, const chain_nar
     chain_narrow_party party = {.is_trainer = t, .post = &posts[t ? 0 : 1], .other = &posts[t ? 1 : 0],
                                 .nsites = sc.nsites, .record_hashes = p->rec_hash,
                                 .records = (const uint8_t *const *)p->rec, .record_lens = p->rec_len,
-                                .output_leaves = leaves_of, .chunk_leaves = chain_of, .ctx = (void *)p};
+                                .output_leaves = leaves_of, .chunk_leaves = chain_of,
+                                .element_values = values_of, .ctx = (void *)p};
     return party;
 }
 
@@ -381,10 +414,10 @@ static int move(const fx_run *run, const party_step *p, int who, gas_log *gl, in
     if (mv.kind == CHAIN_NARROW_MOVE_NONE)
         return 0;
     int second = g.moved != 0;
-    if (gl && g.stage == CHAIN_NARROW_STAGE_CHUNKS) {
+    if (gl && (g.stage == CHAIN_NARROW_STAGE_CHUNKS || g.stage == CHAIN_NARROW_STAGE_ELEMENTS)) {
         gl->chunk_total += r.gas_used;
         gl->nchunk++;
-        if (mv.kind == CHAIN_NARROW_MOVE_POST_CHUNKS)
+        if (mv.kind == CHAIN_NARROW_MOVE_POST_CHUNKS || mv.kind == CHAIN_NARROW_MOVE_POST_ELEMENTS)
             gl->chunk_post[second] = r.gas_used;
     }
     if (gl && mv.kind == CHAIN_NARROW_MOVE_POST)
@@ -1027,6 +1060,12 @@ static void real_step(party_step *p, const krn_trace *t, const trn_state *st)
     trn_state_hash(&p->state_hash, st);
 }
 
+/* traced_step's element flip: the element of flip_site whose bit 3 flips,
+ * and a site whose output values the party keeps (for the element stage;
+ * SIZE_MAX: none). */
+static uint64_t flip_element;
+static size_t keep_site = SIZE_MAX;
+
 /* One traced gpt2-tiny step of a copy of st0 (flip_site >= 0: one bit of
  * that site's output flipped, every later site computing from it). */
 static int traced_step(party_step *p, const trn_state *st0, const trn_batch *b, long flip_site)
@@ -1041,16 +1080,20 @@ static int traced_step(party_step *p, const trn_state *st0, const trn_batch *b, 
     ovt_hash root;
     trn_step_info info;
     if (!log || krn_ctx_new(&ctx, &kc) != 0 || trn_state_clone(&st, st0) != 0 ||
-        trn_workspace_new(&w, &st0->config) != 0 || krn_trace_new(&t, false) != 0)
+        trn_workspace_new(&w, &st0->config) != 0 || krn_trace_new(&t, keep_site != SIZE_MAX) != 0)
         goto out;
     if (flip_site >= 0)
-        krn_ctx_flip_output_bit(ctx, (uint32_t)flip_site, 0, 3);
+        krn_ctx_flip_output_bit(ctx, (uint32_t)flip_site, flip_element, 3);
     if (trn_train_step_traced(ctx, w, st, b, log, t, &info, &trace_rc, &root) != 0 || trace_rc != 0)
         goto out;
     sc.nsites = krn_trace_count(t);
     if (sc.nsites > MAX_SITES)
         goto out;
     real_step(p, t, st);
+    size_t kept = 0;
+    const float *v = keep_site < sc.nsites ? krn_trace_written(t, KRN_TRACE_SITE, (uint32_t)keep_site, &kept) : NULL;
+    if (v && kept == p->n[keep_site] && (p->out[keep_site] = malloc(kept * sizeof(float))))
+        memcpy(p->out[keep_site], v, kept * sizeof(float));
     rc = memcmp(root.b, p->trace_root.b, 32) == 0 ? 0 : -1; /* the trace's own root is the tree here */
 out:
     if (rc)
@@ -1066,8 +1109,11 @@ out:
 /* A real gpt2-tiny step (B 4, T 8, the tree stateHash): the liar flips one
  * bit of a late site's output whose tree is one leaf; the narrowing ends on
  * that site and its block 0, the claims being the records' output roots,
- * and the op named by the real record. */
-static void test_gpt2_tiny(void)
+ * and the op named by the real record. op (not NULL): the liar flips bit 3
+ * of element 17 of the first site of op (an element op), and the narrowing
+ * goes on to the element stage and ends on element 17, the two nodes the
+ * element leaves of the two real values. */
+static void test_gpt2_tiny(const char *op)
 {
     trn_model_config m;
     trn_run_config rc;
@@ -1108,11 +1154,19 @@ static void test_gpt2_tiny(void)
     static party_step real_honest, real_liar;
     CHECK(traced_step(&real_honest, st0, &b, -1) == 0);
     size_t site = sc.nsites; /* the last site past the middle whose output is one leaf of 64 or more */
-    for (size_t i = sc.nsites - 2; i >= sc.nsites / 2 && site == sc.nsites; i--)
+    for (size_t i = sc.nsites - 2; !op && i >= sc.nsites / 2 && site == sc.nsites; i--)
         if (real_honest.n[i] >= 64 && real_honest.n[i] * 4 <= OVT_TREE_LEAF_BYTES)
             site = i;
+    for (size_t i = 0; op && i < sc.nsites && site == sc.nsites; i++) /* the first site of op */
+        if (real_honest.rec[i][4] == strlen(op) && !memcmp(real_honest.rec[i] + 5, op, strlen(op)))
+            site = i;
     CHECK(site < sc.nsites);
+    flip_element = op ? 17 : 0;
+    keep_site = op ? site : SIZE_MAX;
+    free_step(&real_honest);
+    CHECK(traced_step(&real_honest, st0, &b, -1) == 0);
     CHECK(traced_step(&real_liar, st0, &b, (long)site) == 0);
+    keep_site = SIZE_MAX;
     printf("gpt2-tiny: %zu sites, %zu tensors; the liar flips site %zu (%.*s, %" PRIu64 " elements)\n", sc.nsites,
            sc.nt, site, (int)real_honest.rec[site][4], (const char *)real_honest.rec[site] + 5, real_honest.n[site]);
 
@@ -1124,8 +1178,22 @@ static void test_gpt2_tiny(void)
     CHECK_EQ_U64(g.item_stage, CHAIN_NARROW_STAGE_TRACE);
     CHECK_EQ_U64(g.item, site);
     CHECK_EQ_U64(g.block, 0);
-    CHECK_MEM(g.trainer_side.node.b, real_liar.out_root[site].b, 32);
-    CHECK_MEM(g.auditor_side.node.b, real_honest.out_root[site].b, 32);
+    CHECK_EQ_U64(g.stage, op ? CHAIN_NARROW_STAGE_ELEMENTS : CHAIN_NARROW_STAGE_OUTPUT);
+    const ovt_hash *leaf_t = op ? &g.trainer_side.block_leaf : &g.trainer_side.node;
+    const ovt_hash *leaf_a = op ? &g.auditor_side.block_leaf : &g.auditor_side.node;
+    CHECK_MEM(leaf_t->b, real_liar.out_root[site].b, 32);
+    CHECK_MEM(leaf_a->b, real_honest.out_root[site].b, 32);
+    if (op && real_liar.out[site] && real_honest.out[site]) {
+        CHECK_EQ_U64(g.chunk, 17);
+        CHECK_EQ_U64(g.count, real_honest.n[site]);
+        ovt_hash et, eh;
+        chain_narrow_element_leaves(&et, &real_liar.out[site][17], 1);
+        chain_narrow_element_leaves(&eh, &real_honest.out[site][17], 1);
+        CHECK(memcmp(et.b, eh.b, 32) != 0);
+        CHECK_MEM(g.trainer_side.node.b, et.b, 32);
+        CHECK_MEM(g.auditor_side.node.b, eh.b, 32);
+        printf("gpt2-tiny: %s site %zu narrowed to element 17 of %" PRIu64 "\n", op, site, real_honest.n[site]);
+    }
     CHECK_EQ_U64(g.auditor_side.elements, real_honest.n[site]);
     const uint8_t *rec = real_honest.rec[site]; /* u32 site, u8 length, the op's name */
     CHECK(rec[4] <= 32 && memcmp(g.op.b, rec + 5, rec[4]) == 0);
@@ -1252,11 +1320,11 @@ static void test_chunk_counts(void)
     liar.chain_extra = 0;
 }
 
-/* Silence at the chunk posting: an old party (no chunk_leaves) plans no
- * move, and the party that posted nothing loses at timeout. Before: a
- * postChunks at the trace posting (phase Posting, round 0 too) reverts
- * WrongStage. */
-static void test_chunk_silence(void)
+/* Silence at level 4's posting (stage CHUNKS or ELEMENTS): an old party
+ * (no chunk_leaves, no element_values) plans no move, and the party that
+ * posted nothing loses at timeout. Before: a postChunks (postElements) at
+ * the trace posting (phase Posting, round 0 too) reverts WrongStage. */
+static void test_level4_silence(chain_narrow_stage stage)
 {
     fx_run run;
     CHECK(run_to_verdict(&run, &liar, &honest) == 0);
@@ -1264,14 +1332,16 @@ static void test_chunk_silence(void)
     chain_buf data;
     chain_buf_init(&data);
     ovt_hash zero = {{0}};
-    CHECK(chain_narrow_encode_post_chunks(&data, &run.run_id, 0, &zero, 2, NULL, 0) == 0);
+    CHECK((stage == CHAIN_NARROW_STAGE_CHUNKS ? chain_narrow_encode_post_chunks(&data, &run.run_id, 0, &zero, 2, NULL, 0)
+                                              : chain_narrow_encode_post_elements(&data, &run.run_id, 0, &zero)) == 0);
     CHECK_REVERT(FX_TRAINER, &data, "WrongStage");
     chain_buf_free(&data);
     chain_narrow_post pt, pa;
-    chain_narrow_game g = reach(&run, CHAIN_NARROW_STAGE_CHUNKS, CHAIN_NARROW_PHASE_POSTING, &pt, &pa);
+    chain_narrow_game g = reach(&run, stage, CHAIN_NARROW_PHASE_POSTING, &pt, &pa);
     chain_narrow_post posts[2] = {pt, pa};
     chain_narrow_party old = party_of(&liar, FX_TRAINER, posts);
     old.chunk_leaves = NULL;
+    old.element_values = NULL;
     chain_narrow_move mv;
     CHECK(chain_narrow_plan_move(&mv, &g, &old) == 0);
     CHECK_EQ_U64(mv.kind, CHAIN_NARROW_MOVE_NONE);
@@ -1281,8 +1351,124 @@ static void test_chunk_silence(void)
     CHECK(chain_narrow_timeout(&narrow, &env.txm[FX_OUTSIDER], &run.run_id, NULL) == 0);
     g = game_of(&run);
     CHECK_EQ_U64(g.outcome, CHAIN_NARROW_TRAINER_LOST);
-    CHECK_EQ_U64(g.stage, CHAIN_NARROW_STAGE_CHUNKS);
+    CHECK_EQ_U64(g.stage, stage);
     fx_run_free(&run);
+}
+
+/* --- level 4: the elements of an element op's block (one value per row) */
+
+/* The element leaves of p's leaf `block` of the fault site (*n of them). */
+static ovt_hash *element_leaves_of(const party_step *p, uint64_t block, size_t *n)
+{
+    float *v = NULL;
+    if (values_of((void *)p, sc.fault_site, block, &v, n) != 0)
+        return NULL;
+    ovt_hash *h = malloc(*n * sizeof *h);
+    chain_narrow_element_leaves(h, v, *n);
+    free(v);
+    return h;
+}
+
+/* A whole element stage played by the planner for both sides, over the
+ * scenario's op: level 3 ends on the fault's block, both post their
+ * element roots and the descent ends on the fault's element in that leaf,
+ * the two nodes the two values' element leaves. */
+static void test_elements(void)
+{
+    fx_run run;
+    gas_log gl = {0};
+    chain_narrow_game g = play_narrowed(&run, &gl, CHAIN_NARROW_STAGE_ELEMENTS);
+    uint64_t e = sc.fault_element % CHAIN_NARROW_LEAF_ELEMENTS;
+    CHECK_EQ_U64(g.chunk, e);
+    size_t nt = 0, nh = 0;
+    ovt_hash *lt = element_leaves_of(&liar, g.block, &nt), *lh = element_leaves_of(&honest, g.block, &nh);
+    uint64_t rest = sc.big_n - g.block * CHAIN_NARROW_LEAF_ELEMENTS;
+    CHECK_EQ_U64(nt, rest < CHAIN_NARROW_LEAF_ELEMENTS ? rest : CHAIN_NARROW_LEAF_ELEMENTS);
+    CHECK_EQ_U64(g.count, nt); /* the contract's count: the record's elements past the leaf's first */
+    if (lt && lh && nt == nh && e < nt) {
+        CHECK(memcmp(lt, lh, e * sizeof *lt) == 0 && memcmp(lt[e].b, lh[e].b, 32) != 0);
+        CHECK_MEM(g.trainer_side.node.b, lt[e].b, 32);
+        CHECK_MEM(g.auditor_side.node.b, lh[e].b, 32);
+        ovt_hash rt = chain_root_of(lt, nt), rh = chain_root_of(lh, nh);
+        CHECK_MEM(g.trainer_side.chain_root.b, rt.b, 32);
+        CHECK_MEM(g.auditor_side.chain_root.b, rh.b, 32);
+        /* the value at e, as a block package would carry it, hashes to the node */
+        ovt_hash one;
+        chain_narrow_element_leaves(&one, &honest.out[sc.fault_site][sc.fault_element], 1);
+        CHECK_MEM(one.b, g.auditor_side.node.b, 32);
+    }
+    size_t nl;
+    ovt_hash *out_t = tensor_leaves(liar.out[sc.fault_site], sc.big_n, NULL, &nl);
+    ovt_hash *out_h = tensor_leaves(honest.out[sc.fault_site], sc.big_n, NULL, &nl);
+    CHECK_MEM(g.trainer_side.block_leaf.b, out_t[g.block].b, 32); /* the level-3 leaves */
+    CHECK_MEM(g.auditor_side.block_leaf.b, out_h[g.block].b, 32);
+    free(out_t);
+    free(out_h);
+    free(lt);
+    free(lh);
+    printf("gas: element stage (%s), %zu elements (first difference at %" PRIu64 "): postElements first %" PRIu64
+           ", second %" PRIu64 "; %" PRIu64 " moves, %" PRIu64 " in all\n",
+           sc.fault_op, nt, e, gl.chunk_post[0], gl.chunk_post[1], gl.nchunk, gl.chunk_total);
+    if (nt == CHAIN_NARROW_LEAF_ELEMENTS) /* docs/contract.md's figure: a bound, so a change that costs more shows */
+        CHECK_MSG(gl.chunk_total <= ELEMENT_GAS_16384 * 105 / 100, "%" PRIu64 " gas, more than 5%% over %u",
+                  gl.chunk_total, ELEMENT_GAS_16384);
+    fx_run_free(&run);
+}
+
+/* The scenario with the liar's value of site 7 (op) differing at element
+ * `element` of its 6-leaf output (the last leaf 100 elements). */
+static void element_scenario(const char *op, uint64_t element)
+{
+    synthetic_scenario(SYN_SITES, 7, 5u * 16384u + 100u, element, op);
+}
+
+/* The liar posts the honest party's element root (its planner refuses to
+ * build a tree of values that are not its level-3 leaf's): equal roots end
+ * ElementsAgree in stage Elements, the arbiter ruling from the block
+ * packages; both roots stay in getNarrow. */
+static void test_elements_agree(void)
+{
+    fx_run run;
+    CHECK(run_to_verdict(&run, &liar, &honest) == 0);
+    chain_narrow_post pt, pa;
+    chain_narrow_game g = reach(&run, CHAIN_NARROW_STAGE_ELEMENTS, CHAIN_NARROW_PHASE_POSTING, &pt, &pa);
+    CHECK_EQ_U64(g.count, CHAIN_NARROW_LEAF_ELEMENTS);
+    chain_narrow_post posts[2] = {pt, pa};
+    chain_narrow_party party = party_of(&honest, FX_TRAINER, posts);
+    chain_narrow_move mv;
+    CHECK(chain_narrow_plan_move(&mv, &g, &party) != 0);
+    CHECK_MSG(strstr(ovt_errmsg(), "level-3 leaf") != NULL, "%s", ovt_errmsg());
+    party = party_of(&honest, FX_AUDITOR, posts);
+    CHECK(chain_narrow_plan_move(&mv, &g, &party) == 0);
+    CHECK_EQ_U64(mv.kind, CHAIN_NARROW_MOVE_POST_ELEMENTS);
+    CHECK(chain_narrow_post_elements(&narrow, &env.txm[FX_TRAINER], &run.run_id, g.round, &mv.chain_root, NULL) == 0);
+    int m;
+    CHECK(move(&run, &honest, FX_AUDITOR, NULL, &m) == 0 && m);
+    g = game_of(&run);
+    CHECK_EQ_U64(g.phase, CHAIN_NARROW_PHASE_ENDED);
+    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_ELEMENTS_AGREE);
+    CHECK_EQ_U64(g.stage, CHAIN_NARROW_STAGE_ELEMENTS);
+    CHECK_MEM(g.trainer_side.chain_root.b, mv.chain_root.b, 32);
+    CHECK_MEM(g.auditor_side.chain_root.b, mv.chain_root.b, 32);
+    CHECK(memcmp(g.trainer_side.block_leaf.b, g.auditor_side.block_leaf.b, 32) != 0);
+    /* the nodes stay the level-3 leaves: the leaf packages are named by them */
+    CHECK_MEM(g.trainer_side.node.b, g.trainer_side.block_leaf.b, 32);
+    CHECK_MEM(g.auditor_side.node.b, g.auditor_side.block_leaf.b, 32);
+    fx_run_free(&run);
+}
+
+/* OvtNarrow's runtime code size (eth_getCode), under EIP-170's limit. */
+static void test_code_size(void)
+{
+    char addr[43];
+    chain_address_to_string(addr, &narrow.address);
+    json_t *code = NULL;
+    CHECK(chain_rpc_call(env.rpc, &code, "eth_getCode", json_pack("[s,s]", addr, "latest")) == 0);
+    const char *hex = json_string_value(code);
+    size_t bytes = hex && strlen(hex) > 2 ? (strlen(hex) - 2) / 2 : 0;
+    printf("OvtNarrow runtime code: %zu bytes (EIP-170: %u)\n", bytes, EIP170_LIMIT);
+    CHECK(bytes > 0 && bytes <= EIP170_LIMIT);
+    json_decref(code);
 }
 
 int main(void)
@@ -1317,16 +1503,40 @@ int main(void)
         CHECK_RUN(test_chunk_bad_post(what));
     CHECK_RUN(test_chunk_counts());
     CHECK_RUN(test_bad_move(CHAIN_NARROW_STAGE_CHUNKS, CHAIN_NARROW_PHASE_DESCENDING));
-    CHECK_RUN(test_chunk_silence());
+    CHECK_RUN(test_level4_silence(CHAIN_NARROW_STAGE_CHUNKS));
     CHECK_RUN(test_chunks(1024, 777));
     CHECK_RUN(test_chunks(8192, 4321));
     synthetic_scenario(SYN_SITES, 7, 5u * 16384u + 100u, 4u * 16384u + 9u, "bias.bwd");
     CHECK_RUN(test_chunks(8, 3));
     synthetic_scenario(SYN_SITES, 7, 5u * 16384u + 100u, 4u * 16384u + 9u, "matmul.bwd.dbias");
     CHECK_RUN(test_chunks(8, 6));
+    /* level 4 of an element op: site 7 is xent.sum, its leaf 4 full, its leaf 5 (the last) 100 elements */
+    static const uint64_t element_faults[] = {4u * 16384u, 4u * 16384u + 9u, 4u * 16384u + 16383u, 5u * 16384u,
+                                              5u * 16384u + 99u};
+    for (size_t k = 0; k < sizeof element_faults / sizeof element_faults[0]; k++) {
+        element_scenario("xent.sum", element_faults[k]);
+        CHECK_RUN(test_elements());
+    }
+    static const char *const element_ops[] = {"xent.logsum", "xent.losses", "layernorm.mean", "layernorm.var",
+                                              "layernorm.rstd", "layernorm.bwd.dmean", "layernorm.bwd.dnmean",
+                                              "rmsnorm.ms", "rmsnorm.rstd", "rmsnorm.bwd.dnmean", "attn.sum",
+                                              "attn.bwd.r"};
+    for (size_t k = 0; k < sizeof element_ops / sizeof element_ops[0]; k++) {
+        element_scenario(element_ops[k], 4u * 16384u + 9u);
+        CHECK_RUN(test_elements());
+    }
+    element_scenario("layernorm.fwd", 4u * 16384u + 9u); /* one value per element: level 3 is the end */
+    CHECK_RUN(test_honest_path(false));
+    element_scenario("xent.sum", 4u * 16384u + 777u);
+    CHECK_RUN(test_elements_agree());
+    CHECK_RUN(test_bad_move(CHAIN_NARROW_STAGE_ELEMENTS, CHAIN_NARROW_PHASE_DESCENDING));
+    CHECK_RUN(test_level4_silence(CHAIN_NARROW_STAGE_ELEMENTS));
+    CHECK_RUN(test_code_size());
     free_step(&honest);
     free_step(&liar);
-    CHECK_RUN(test_gpt2_tiny());
+    CHECK_RUN(test_gpt2_tiny(NULL));
+    CHECK_RUN(test_gpt2_tiny("xent.sum"));
+    CHECK_RUN(test_gpt2_tiny("layernorm.bwd.dmean"));
     /* gpt2-small's 741 sites; a 64 MiB output (1024 leaves) at site 600, the liar's leaf 777 */
     synthetic_scenario(741, 600, 1024u * 16384u, 777u * 16384u + 5u, "matmul.fwd");
     CHECK_RUN(test_honest_path(false));

@@ -757,6 +757,7 @@ static void test_narrow_abi_json(void)
         "reveal(bytes32,uint32,bytes)",
         "compareStates(bytes32,uint32,bytes32[],uint64[],bytes32[],uint64[])",
         "postChunks(bytes32,uint32,bytes32,uint64,bytes32[])",
+        "postElements(bytes32,uint32,bytes32)",
         "timeout(bytes32)",
         "getNarrow(bytes32)",
     };
