@@ -358,20 +358,64 @@ static void block_fill(void *arg, unsigned m, float *p, size_t width, size_t str
         fill_range(fs, m, lo + (uint64_t)r * width, width, p + r * stride);
 }
 
+int arb_block_read_input(const arb_block_task *task, unsigned m, uint64_t pos, uint64_t len, float *dst)
+{
+    blk_inputs in;
+    int rc = inputs_of(task, &in);
+    if (rc == 0 && (m >= in.rec.ninputs || len > in.rec.S[m] || pos > in.rec.S[m] - len))
+        rc = ovt_fail(OVT_EINVAL, "block: site %u has no elements %llu..%llu of input %u", task->site,
+                      (unsigned long long)pos, (unsigned long long)(pos + len), m);
+    if (rc == 0) {
+        fill_state fs = {.task = task, .in = &in};
+        fill_range(&fs, m, pos, len, dst);
+        if (fs.rc < 0)
+            rc = ovt_fail(fs.rc, "%s", fs.msg);
+    }
+    inputs_free(&in);
+    return rc;
+}
+
+int arb_block_need_input(const arb_block_task *task, unsigned m, uint64_t lo, uint64_t hi, arb_block_plan *p)
+{
+    blk_inputs in;
+    int rc = inputs_of(task, &in);
+    if (rc == 0 && (m >= in.rec.ninputs || hi > in.rec.S[m] || lo > hi))
+        rc = ovt_fail(OVT_EINVAL, "block: site %u has no elements %llu..%llu of input %u", task->site,
+                      (unsigned long long)lo, (unsigned long long)hi, m);
+    for (size_t i = rc == 0 ? run_at(&in, m, lo) : 0; rc == 0 && i < in.nruns[m] && in.runs[m][i].dst < hi; i++) {
+        const blk_run *r = &in.runs[m][i];
+        uint64_t a = lo > r->dst ? lo : r->dst, b = hi < r->dst + r->count ? hi : r->dst + r->count;
+        rc = need_add(p, r->read, r->offset + (a - r->dst), r->offset + (b - r->dst));
+    }
+    inputs_free(&in);
+    return rc;
+}
+
+_Static_assert(BLK_MAX_INPUTS == ARB_BLOCK_MAX_INPUTS, "one input limit");
+
+int arb_block_input_sizes(const arb_block_task *task, uint64_t sizes[ARB_BLOCK_MAX_INPUTS], size_t *ninputs)
+{
+    blk_inputs in;
+    int rc = inputs_of(task, &in);
+    *ninputs = rc == 0 ? in.rec.ninputs : 0;
+    for (size_t m = 0; m < *ninputs; m++)
+        sizes[m] = in.rec.S[m];
+    inputs_free(&in);
+    return rc;
+}
+
 /* ---- the run ---- */
 
-/* The REPLAY log of the sub-run: the site's entries over the rows computed,
- * as site `target` of out_hi - out_lo elements. */
-static int sub_log(const arb_block_task *task, const arb_block_plan *p, unsigned target, krn_rlog **out)
+int arb_block_sub_log(const arb_block_task *task, uint64_t lo, uint64_t hi, unsigned target, krn_rlog **out)
 {
     *out = krn_rlog_new();
     if (*out == NULL)
         return ovt_fail(OVT_ENOMEM, "block: out of memory for the log");
     krn_rlog_reset(*out, task->step);
     size_t k0 = 0, k1 = 0;
-    while (k0 < task->nentries && task->entries[k0].index < p->out_lo)
+    while (k0 < task->nentries && task->entries[k0].index < lo)
         k0++;
-    for (k1 = k0; k1 < task->nentries && task->entries[k1].index < p->out_hi; k1++)
+    for (k1 = k0; k1 < task->nentries && task->entries[k1].index < hi; k1++)
         ;
     if (k1 == k0)
         return 0;
@@ -380,9 +424,9 @@ static int sub_log(const arb_block_task *task, const arb_block_plan *p, unsigned
         return ovt_fail(OVT_ENOMEM, "block: out of memory for the log");
     for (size_t k = k0; k < k1; k++) {
         e[k - k0] = task->entries[k];
-        e[k - k0].index -= p->out_lo;
+        e[k - k0].index -= lo;
     }
-    int rc = krn_rlog_add_site(*out, target, p->out_hi - p->out_lo, e, k1 - k0);
+    int rc = krn_rlog_add_site(*out, target, hi - lo, e, k1 - k0);
     free(e);
     if (rc < 0)
         return ovt_fail_wrap(rc, "block: site %u's log entries", task->site);
@@ -419,7 +463,7 @@ static int sub_run(const arb_block_task *task, const blk_op *op, const blk_input
     if (rc == 0 && task->record && (log = krn_rlog_new()) == NULL)
         rc = ovt_fail(OVT_ENOMEM, "block: out of memory for the log");
     else if (rc == 0 && !task->record)
-        rc = sub_log(task, p, op->target, &log);
+        rc = arb_block_sub_log(task, p->out_lo, p->out_hi, op->target, &log);
     if (rc == 0)
         rc = krn_step_begin(ctx, task->step, log);
     if (rc < 0)

@@ -170,4 +170,31 @@ int arb_block_entries_from_log(arb_block_task *task, arb_block_owned *own, const
 int arb_block_keep_for(krn_trace *dst, const krn_trace *t, size_t i, const trn_run_config *cfg, uint64_t step,
                        uint64_t leaf) OVT_MUST_USE;
 
+/* ---- what the chunk engine (arbiter/block_chunk.h) shares ---- */
+
+#define ARB_BLOCK_MAX_INPUTS 16
+
+/* The sizes (elements) of the site's inputs, from its reads. */
+int arb_block_input_sizes(const arb_block_task *task, uint64_t sizes[ARB_BLOCK_MAX_INPUTS],
+                          size_t *ninputs) OVT_MUST_USE;
+
+/* Elements [pos, pos + len) of the site's input m, from the task's slices
+ * (not verified here: arb_block_slice_verify). OVT_ENOTFOUND naming the
+ * source range no slice holds; OVT_EINVAL for a range outside the input. */
+int arb_block_read_input(const arb_block_task *task, unsigned m, uint64_t pos, uint64_t len,
+                         float *dst) OVT_MUST_USE;
+
+/* Adds to plan's needs the source ranges of the site's input m's elements
+ * [lo, hi) (widening a source's need already there). */
+int arb_block_need_input(const arb_block_task *task, unsigned m, uint64_t lo, uint64_t hi,
+                         arb_block_plan *plan) OVT_MUST_USE;
+
+/* The proven slice of one need from a trace that keeps its source. */
+int arb_block_slice_make(arb_block_slice *s, const krn_trace *t, const arb_block_need *nd) OVT_MUST_USE;
+
+/* A REPLAY log for a sub-run: the task's entries over the site's elements
+ * [lo, hi), renumbered from lo, as site `target` of hi - lo elements. */
+int arb_block_sub_log(const arb_block_task *task, uint64_t lo, uint64_t hi, unsigned target,
+                      krn_rlog **out) OVT_MUST_USE;
+
 #endif

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arbiter/block_chunk.h"
 #include "common/tree.h"
 
 #define LEAF_ELEMS (OVT_TREE_LEAF_BYTES / 4)
@@ -119,6 +120,92 @@ static int put_claim(wbuf *w, const krn_trace *t, size_t i, uint64_t leaf)
 /* No element: the whole leaf's package (version 1). */
 #define NO_ELEMENT UINT64_MAX
 
+/* Version 2's part: the packing party's chain and the state before the
+ * chunk, each with its path. */
+static void put_chunk(wbuf *w, const arb_chunk_part *ck)
+{
+    put_u64(w, ck->chunk);
+    put_u64(w, ck->leaves);
+    put(w, ck->root.b, 32);
+    put(w, ck->node.b, 32);
+    put_hashes(w, ck->node_proof, ck->node_proof_len);
+    put_u32(w, (uint32_t)ck->prev_len);
+    put(w, ck->prev, ck->prev_len);
+    put_hashes(w, ck->prev_proof, ck->prev_proof_len);
+}
+
+/* The package of task (record i of t, leaf `leaf`): version 1, 2 with
+ * the chunk's part ck, or 3 with the element (NO_ELEMENT: none). */
+static int package_write(wbuf *w, const trn_run_config *rc, const krn_trace *t, const ovt_hash *root, uint64_t step,
+                         size_t i, uint64_t leaf, const arb_block_task *task, const arb_chunk_part *ck,
+                         uint64_t element)
+{
+    size_t nrec = krn_trace_count(t);
+    ovt_hash *all = malloc(nrec * sizeof *all);
+    uint8_t cfg[TRN_CONFIG_ENC_MAX];
+    size_t cfg_len = trn_config_encode(cfg, rc);
+    if (all == NULL)
+        return ovt_fail(OVT_ENOMEM, "block package: out of memory");
+    for (size_t k = 0; k < nrec; k++)
+        all[k] = krn_trace_record_at(t, k)->hash;
+    put(w, ARB_BLOCK_MAGIC, 8);
+    put_u32(w, ck ? ARB_BLOCK_VERSION_CHUNK : element != NO_ELEMENT ? ARB_BLOCK_VERSION_ELEMENT : ARB_BLOCK_VERSION);
+    put_u32(w, (uint32_t)cfg_len);
+    put(w, cfg, cfg_len);
+    put(w, root->b, 32);
+    put_u32(w, (uint32_t)nrec);
+    put_u64(w, step);
+    put_u32(w, (uint32_t)i);
+    put_u64(w, leaf);
+    int r = put_claim(w, t, i, leaf);
+    if (r == 0)
+        r = put_record(w, t, i, all, nrec);
+    if (r == 0 && ck)
+        put_chunk(w, ck);
+    if (r == 0 && element != NO_ELEMENT)
+        put_u64(w, element);
+    put_u32(w, (uint32_t)task->nentries);
+    for (size_t k = 0; k < task->nentries && r == 0; k++) {
+        put_u64(w, task->entries[k].index);
+        put_u8(w, (uint8_t)task->entries[k].dir);
+        put_words(w, &task->entries[k].value, 1);
+    }
+    put_u32(w, (uint32_t)task->nslices);
+    for (size_t k = 0; k < task->nslices && r == 0; k++) {
+        const arb_block_slice *s = &task->slices[k];
+        put_u8(w, (uint8_t)s->kind);
+        if (s->kind == KRN_TRACE_SITE) {
+            r = put_record(w, t, s->site, all, nrec);
+        } else {
+            size_t nl = strlen(s->name);
+            put_u8(w, (uint8_t)nl);
+            put(w, s->name, nl);
+            put_u64(w, s->n);
+            put(w, s->root.b, 32);
+        }
+        put_u64(w, s->first_leaf);
+        put_u64(w, s->nleaves);
+        put_hashes(w, s->proof, s->proof_len);
+        uint64_t e0 = s->first_leaf * LEAF_ELEMS, e1 = (s->first_leaf + s->nleaves) * LEAF_ELEMS;
+        put_words(w, s->data, (e1 < s->n ? e1 : s->n) - e0);
+    }
+    if (r == 0 && w->oom)
+        r = ovt_fail(OVT_ENOMEM, "block package: out of memory");
+    free(all);
+    return r;
+}
+
+static int package_done(wbuf *w, int r, uint8_t **buf, size_t *len)
+{
+    if (r < 0) {
+        free(w->p);
+        return r;
+    }
+    *buf = w->p;
+    *len = w->len;
+    return 0;
+}
+
 /* The package of leaf `leaf`, or of element `element` within it (version
  * ARB_BLOCK_VERSION_ELEMENT: the slices and entries of that element's rows
  * only). */
@@ -137,67 +224,64 @@ static int package_make(uint8_t **buf, size_t *len, const trn_run_config *rc, co
     int r = arb_block_from_trace(&task, &own, t, i, log, leaf);
     if (r < 0)
         return r;
-    size_t nrec = krn_trace_count(t);
-    ovt_hash *all = malloc(nrec * sizeof *all);
     wbuf w = {0};
-    uint8_t cfg[TRN_CONFIG_ENC_MAX];
-    size_t cfg_len = trn_config_encode(cfg, rc);
-    if (all == NULL) {
-        r = ovt_fail(OVT_ENOMEM, "block package: out of memory");
-        goto done;
-    }
-    for (size_t k = 0; k < nrec; k++)
-        all[k] = krn_trace_record_at(t, k)->hash;
-    put(&w, ARB_BLOCK_MAGIC, 8);
-    put_u32(&w, element == NO_ELEMENT ? ARB_BLOCK_VERSION : ARB_BLOCK_VERSION_ELEMENT);
-    put_u32(&w, (uint32_t)cfg_len);
-    put(&w, cfg, cfg_len);
-    put(&w, root->b, 32);
-    put_u32(&w, (uint32_t)nrec);
-    put_u64(&w, step);
-    put_u32(&w, (uint32_t)i);
-    put_u64(&w, leaf);
-    if ((r = put_claim(&w, t, i, leaf)) < 0 || (r = put_record(&w, t, i, all, nrec)) < 0)
-        goto done;
-    if (element != NO_ELEMENT)
-        put_u64(&w, element);
-    put_u32(&w, (uint32_t)task.nentries);
-    for (size_t k = 0; k < task.nentries; k++) {
-        put_u64(&w, task.entries[k].index);
-        put_u8(&w, (uint8_t)task.entries[k].dir);
-        put_words(&w, &task.entries[k].value, 1);
-    }
-    put_u32(&w, (uint32_t)task.nslices);
-    for (size_t k = 0; k < task.nslices && r == 0; k++) {
-        const arb_block_slice *s = &task.slices[k];
-        put_u8(&w, (uint8_t)s->kind);
-        if (s->kind == KRN_TRACE_SITE) {
-            r = put_record(&w, t, s->site, all, nrec);
-        } else {
-            size_t nl = strlen(s->name);
-            put_u8(&w, (uint8_t)nl);
-            put(&w, s->name, nl);
-            put_u64(&w, s->n);
-            put(&w, s->root.b, 32);
-        }
-        put_u64(&w, s->first_leaf);
-        put_u64(&w, s->nleaves);
-        put_hashes(&w, s->proof, s->proof_len);
-        uint64_t e0 = s->first_leaf * LEAF_ELEMS, e1 = (s->first_leaf + s->nleaves) * LEAF_ELEMS;
-        put_words(&w, s->data, (e1 < s->n ? e1 : s->n) - e0);
-    }
-    if (r == 0 && w.oom)
-        r = ovt_fail(OVT_ENOMEM, "block package: out of memory");
-done:
-    free(all);
+    r = package_write(&w, rc, t, root, step, i, leaf, &task, NULL, element);
     arb_block_owned_free(&own);
-    if (r < 0) {
-        free(w.p);
+    return package_done(&w, r, buf, len);
+}
+
+/* The packing party's chain: its root, node at ck->chunk with its path,
+ * and P_{chunk-1} with its path. */
+static int chunk_part_of(arb_chunk_part *ck, const arb_block_task *whole, const krn_trace *t, size_t i,
+                         const krn_rlog *log, uint64_t chunk)
+{
+    arb_chunk_chain ch;
+    arb_block_task task = {.config = whole->config, .step = whole->step, .threads = whole->threads};
+    bool differs;
+    int r = arb_chunk_chain_from_trace(&ch, &task, t, i, log, whole->leaf, &differs);
+    if (r < 0)
         return r;
+    size_t n = ch.info.chunks + 1;
+    if (chunk >= n) {
+        r = ovt_fail(OVT_EINVAL, "chunk package: the chain of site %u leaf %llu has leaves 0..%zu; %llu is none",
+                     whole->site, (unsigned long long)whole->leaf, n - 1, (unsigned long long)chunk);
+        goto done;
     }
-    *buf = w.p;
-    *len = w.len;
-    return 0;
+    ck->chunk = chunk;
+    ck->leaves = n;
+    ck->root = ch.root;
+    ck->node = ch.leaves[chunk];
+    if ((r = ovt_tree_proof(ck->node_proof, &ck->node_proof_len, ch.leaves, n, chunk, 1)) < 0)
+        goto done;
+    if (chunk > 0 && (r = arb_chunk_partial(whole, chunk - 1, &ck->prev, &ck->prev_len)) == 0)
+        r = ovt_tree_proof(ck->prev_proof, &ck->prev_proof_len, ch.leaves, n, chunk - 1, 1);
+done:
+    arb_chunk_chain_free(&ch);
+    return r;
+}
+
+int arb_chunk_package_make(uint8_t **buf, size_t *len, const trn_run_config *rc, const krn_trace *t,
+                           const ovt_hash *root, uint64_t step, size_t i, uint64_t leaf, const krn_rlog *log,
+                           uint64_t chunk)
+{
+    *buf = NULL;
+    *len = 0;
+    arb_block_task whole = {.config = rc, .step = step}, task = whole;
+    arb_block_owned all, own;
+    arb_chunk_part ck;
+    memset(&ck, 0, sizeof ck);
+    memset(&own, 0, sizeof own);
+    wbuf w = {0};
+    int r = arb_block_from_trace(&whole, &all, t, i, log, leaf);
+    if (r < 0)
+        return r;
+    if ((r = chunk_part_of(&ck, &whole, t, i, log, chunk)) == 0 &&
+        (r = arb_chunk_from_trace(&task, &own, t, i, log, leaf, chunk)) == 0)
+        r = package_write(&w, rc, t, root, step, i, leaf, &task, &ck, NO_ELEMENT);
+    free(ck.prev);
+    arb_block_owned_free(&own);
+    arb_block_owned_free(&all);
+    return package_done(&w, r, buf, len);
 }
 
 int arb_block_package_make(uint8_t **buf, size_t *len, const trn_run_config *rc, const krn_trace *t,
@@ -375,6 +459,7 @@ static int get_record(rbuf *r, const arb_block_package *p, uint32_t index, rec_v
 void arb_block_package_free(arb_block_package *p)
 {
     arb_block_owned_free(&p->own);
+    free(p->chunk.prev);
     memset(p, 0, sizeof *p);
 }
 
@@ -440,6 +525,27 @@ static int read_element(rbuf *r, arb_block_task *t)
     return 0;
 }
 
+/* Version 2's part. */
+static int read_chunk(rbuf *r, arb_chunk_part *ck)
+{
+    ck->chunk = get_u64(r, "chunk");
+    ck->leaves = get_u64(r, "chain leaf count");
+    get_hash(r, &ck->root, "chain root");
+    get_hash(r, &ck->node, "chain node");
+    ck->node_proof_len = get_proof(r, ck->node_proof, "chain node proof");
+    ck->prev_len = get_u32(r, "state length");
+    if (r->bad || ck->prev_len > r->len - r->at)
+        return ovt_fail(OVT_EFORMAT, "block package: truncated at the %s", r->bad ? r->what : "chain state");
+    if (ck->prev_len && (ck->prev = malloc(ck->prev_len)) == NULL)
+        return ovt_fail(OVT_ENOMEM, "block package: out of memory for the chain state");
+    if (ck->prev_len)
+        memcpy(ck->prev, take(r, ck->prev_len, "chain state"), ck->prev_len);
+    ck->prev_proof_len = get_proof(r, ck->prev_proof, "chain state proof");
+    if (r->bad)
+        return ovt_fail(OVT_EFORMAT, "block package: truncated at the %s", r->what);
+    return 0;
+}
+
 int arb_block_package_read(arb_block_package *p, const uint8_t *buf, size_t len)
 {
     memset(p, 0, sizeof *p);
@@ -448,9 +554,10 @@ int arb_block_package_read(arb_block_package *p, const uint8_t *buf, size_t len)
     if (magic == NULL || memcmp(magic, ARB_BLOCK_MAGIC, 8) != 0)
         return ovt_fail(OVT_EFORMAT, "block package: not a block package (no %s magic)", ARB_BLOCK_MAGIC);
     uint32_t version = get_u32(&r, "version");
-    if (version != ARB_BLOCK_VERSION && version != ARB_BLOCK_VERSION_ELEMENT)
-        return ovt_fail(OVT_EFORMAT, "block package: version %u; this ovt reads versions %u and %u", version,
-                        ARB_BLOCK_VERSION, ARB_BLOCK_VERSION_ELEMENT);
+    if (version != ARB_BLOCK_VERSION && version != ARB_BLOCK_VERSION_CHUNK && version != ARB_BLOCK_VERSION_ELEMENT)
+        return ovt_fail(OVT_EFORMAT, "block package: version %u; this ovt reads versions %u, %u and %u", version,
+                        ARB_BLOCK_VERSION, ARB_BLOCK_VERSION_CHUNK, ARB_BLOCK_VERSION_ELEMENT);
+    p->version = version;
     uint32_t cfg_len = get_u32(&r, "config length");
     const uint8_t *cfg = take(&r, cfg_len, "config");
     int rc;
@@ -493,6 +600,10 @@ int arb_block_package_read(arb_block_package *p, const uint8_t *buf, size_t len)
                                     "root",
                         (unsigned long long)t->leaf, site);
     }
+    if (version == ARB_BLOCK_VERSION_CHUNK && (rc = read_chunk(&r, &p->chunk)) < 0) {
+        arb_block_package_free(p);
+        return rc;
+    }
     uint32_t ne = get_u32(&r, "entry count");
     if (r.bad || ne > (r.len - r.at) / 13) {
         arb_block_package_free(p);
@@ -524,4 +635,47 @@ int arb_block_package_read(arb_block_package *p, const uint8_t *buf, size_t len)
     t->slices = p->own.slices;
     t->nslices = p->own.nslices;
     return 0;
+}
+
+/* ---- a chunk package's check ---- */
+
+/* Whether chain leaf `at` (hash leaf) climbs with proof to ck's root. */
+static bool chain_has(const arb_chunk_part *ck, uint64_t at, const ovt_hash *leaf, const ovt_hash *proof,
+                      size_t plen)
+{
+    return ovt_tree_verify(&ck->root, ck->leaves, at, 1, leaf, proof, plen);
+}
+
+int arb_chunk_package_run(const arb_block_package *p, ovt_hash *leaf, float *values)
+{
+    memset(leaf, 0, sizeof *leaf);
+    const arb_chunk_part *ck = &p->chunk;
+    const arb_block_task *t = &p->task;
+    if (p->version != ARB_BLOCK_VERSION_CHUNK)
+        return ovt_fail(OVT_EINVAL, "block package: version %u is not a chunk package", p->version);
+    arb_chunk_info info;
+    int rc = arb_chunk_info_of(t, &info);
+    if (rc < 0)
+        return rc;
+    if (ck->leaves != info.chunks + 1)
+        return ovt_fail(OVT_EFRAUD, "chunk package: its chain has %llu leaves; site %u's %llu rows make %llu "
+                                    "chunks, so %llu (the packing party's count is wrong)",
+                        (unsigned long long)ck->leaves, t->site, (unsigned long long)info.rows,
+                        (unsigned long long)info.chunks, (unsigned long long)(info.chunks + 1));
+    if (ck->chunk > info.chunks)
+        return ovt_fail(OVT_EFORMAT, "chunk package: chunk %llu of a chain of %llu leaves",
+                        (unsigned long long)ck->chunk, (unsigned long long)ck->leaves);
+    if (!chain_has(ck, ck->chunk, &ck->node, ck->node_proof, ck->node_proof_len))
+        return ovt_fail(OVT_EFRAUD, "chunk package: its node at chunk %llu does not climb to its chain root",
+                        (unsigned long long)ck->chunk);
+    if (ck->chunk > 0) {
+        ovt_hash prev;
+        if ((rc = arb_chunk_state_leaf(&prev, ck->prev, ck->prev_len)) < 0)
+            return rc;
+        if (!chain_has(ck, ck->chunk - 1, &prev, ck->prev_proof, ck->prev_proof_len))
+            return ovt_fail(OVT_EFRAUD, "chunk package: its state P_%llu does not climb to its chain root (a "
+                                        "changed state or path)",
+                            (unsigned long long)(ck->chunk - 1));
+    }
+    return arb_chunk_step(t, ck->chunk, ck->prev, ck->prev_len, leaf, values);
 }

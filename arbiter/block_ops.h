@@ -13,7 +13,7 @@
 #include "kernels/site.h"
 #include "trainer/config.h"
 
-#define BLK_MAX_INPUTS 16
+#define BLK_MAX_INPUTS 16 /* ARB_BLOCK_MAX_INPUTS */
 
 /* What the record says: its output size and each input's size. */
 typedef struct {

@@ -3,6 +3,8 @@
  * against the whole step. */
 #include "arbiter/block.h"
 
+#include "arbiter/block_chunk.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +36,7 @@ static uint32_t region_index(const krn_trace *t, const char *name)
 
 /* The slice of need nd: its leaves' elements and their proof against the
  * source's root. */
-static int slice_make(arb_block_slice *s, const krn_trace *t, const arb_block_need *nd)
+int arb_block_slice_make(arb_block_slice *s, const krn_trace *t, const arb_block_need *nd)
 {
     memset(s, 0, sizeof *s);
     uint32_t id = nd->kind == KRN_TRACE_SITE ? nd->site : region_index(t, nd->name);
@@ -197,7 +199,7 @@ int arb_block_from_trace(arb_block_task *task, arb_block_owned *own, const krn_t
     if ((own->slices = calloc(plan.nneeds ? plan.nneeds : 1, sizeof *own->slices)) == NULL)
         rc = ovt_fail(OVT_ENOMEM, "block: out of memory for the slices");
     for (size_t k = 0; k < plan.nneeds && rc == 0; k++, own->nslices++)
-        rc = slice_make(&own->slices[k], t, &plan.needs[k]);
+        rc = arb_block_slice_make(&own->slices[k], t, &plan.needs[k]);
     if (rc == 0)
         rc = cut_entries(&own->entries, &own->nentries, log, rec->site, &plan);
     arb_block_plan_free(&plan);
@@ -210,5 +212,114 @@ int arb_block_from_trace(arb_block_task *task, arb_block_owned *own, const krn_t
     return 0;
 fail:
     arb_block_owned_free(own);
+    return rc;
+}
+
+/* The slices of needs into own (appended). */
+static int slices_of(arb_block_owned *own, const krn_trace *t, const arb_block_plan *plan)
+{
+    arb_block_slice *s = realloc(own->slices, (own->nslices + plan->nneeds + 1) * sizeof *s);
+    if (s == NULL)
+        return ovt_fail(OVT_ENOMEM, "chunk: out of memory for the slices");
+    own->slices = s;
+    int rc = 0;
+    for (size_t k = 0; k < plan->nneeds && rc == 0; k++, own->nslices++)
+        rc = arb_block_slice_make(&own->slices[own->nslices], t, &plan->needs[k]);
+    return rc;
+}
+
+int arb_chunk_from_trace(arb_block_task *task, arb_block_owned *own, const krn_trace *t, size_t i,
+                         const krn_rlog *log, uint64_t leaf, uint64_t c)
+{
+    arb_block_task whole = *task;
+    arb_block_owned all;
+    int rc = arb_block_from_trace(&whole, &all, t, i, log, leaf);
+    if (rc < 0)
+        return rc;
+    memset(own, 0, sizeof *own);
+    *task = whole;
+    task->slices = NULL;
+    task->nslices = 0;
+    task->entries = NULL;
+    task->nentries = 0;
+    own->reads = all.reads; /* the record's reads move over */
+    all.reads = NULL;
+    arb_chunk_info info;
+    arb_block_plan plan;
+    memset(&plan, 0, sizeof plan);
+    if ((rc = arb_chunk_info_of(task, &info)) < 0)
+        goto done;
+    if (c > info.chunks) {
+        rc = ovt_fail(OVT_EINVAL, "chunk: site %zu leaf %llu has chain leaves 0..%llu; %llu is none", i,
+                      (unsigned long long)leaf, (unsigned long long)info.chunks, (unsigned long long)c);
+        goto done;
+    }
+    if (c < info.chunks) { /* the chunk's rows of every input summed */
+        uint64_t r0 = c * ARB_CHUNK_ROWS, r1 = r0 + ARB_CHUNK_ROWS < info.rows ? r0 + ARB_CHUNK_ROWS : info.rows;
+        uint64_t g0 = r0 / info.group_rows, g1 = (r1 + info.group_rows - 1) / info.group_rows;
+        for (unsigned m = 0; m < info.summed_inputs && rc == 0; m++) /* the groups of rows that hold them */
+            rc = arb_block_need_input(task, m, g0 * info.group_width[m], g1 * info.group_width[m], &plan);
+    } else { /* the last step: the old gradient of the leaf, and its entries */
+        if (info.old_input >= 0)
+            rc = arb_block_need_input(task, (unsigned)info.old_input, info.first, info.first + info.count, &plan);
+        size_t k0 = 0, k1; /* the leaf's entries (the whole op's rows hold the site's) */
+        while (k0 < all.nentries && all.entries[k0].index < info.first)
+            k0++;
+        for (k1 = k0; k1 < all.nentries && all.entries[k1].index < info.first + info.count; k1++)
+            ;
+        memmove(all.entries, all.entries + k0, (k1 - k0) * sizeof *all.entries);
+        own->entries = all.entries;
+        own->nentries = k1 - k0;
+        all.entries = NULL;
+        all.nentries = 0;
+    }
+    if (rc == 0)
+        rc = slices_of(own, t, &plan);
+done:
+    arb_block_plan_free(&plan);
+    arb_block_owned_free(&all);
+    if (rc < 0) {
+        arb_block_owned_free(own);
+        return rc;
+    }
+    task->slices = own->slices;
+    task->nslices = own->nslices;
+    task->entries = own->entries;
+    task->nentries = own->nentries;
+    return 0;
+}
+
+int arb_chunk_chain_from_trace(arb_chunk_chain *out, arb_block_task *task, const krn_trace *t, size_t i,
+                               const krn_rlog *log, uint64_t leaf, bool *recomputed_differs)
+{
+    memset(out, 0, sizeof *out);
+    *recomputed_differs = false;
+    arb_block_owned own;
+    int rc = arb_block_from_trace(task, &own, t, i, log, leaf);
+    if (rc == 0)
+        rc = arb_chunk_chain_make(task, out);
+    size_t n;
+    const float *y = rc == 0 ? krn_trace_written(t, KRN_TRACE_SITE, (uint32_t)i, &n) : NULL;
+    if (rc == 0 && y == NULL)
+        rc = ovt_fail(OVT_EINVAL, "chunk: the trace keeps no copy of site %zu's output", i);
+    ovt_hash *tmp = rc == 0 ? malloc((out->info.chunks + 1) * sizeof *tmp) : NULL;
+    if (rc == 0 && tmp == NULL)
+        rc = ovt_fail(OVT_ENOMEM, "chunk: out of memory for the chain's root");
+    if (rc == 0) {
+        ovt_hash mine;
+        ovt_tree_leaf_le32(&mine, y + out->info.first, out->info.count * 4);
+        *recomputed_differs = memcmp(mine.b, out->leaves[out->info.chunks].b, 32) != 0;
+        out->leaves[out->info.chunks] = mine;
+        memcpy(tmp, out->leaves, (out->info.chunks + 1) * sizeof *tmp);
+        ovt_tree_root_of_leaves(&out->root, tmp, out->info.chunks + 1);
+    }
+    free(tmp);
+    arb_block_owned_free(&own);
+    task->slices = NULL; /* they were own's */
+    task->nslices = 0;
+    task->entries = NULL;
+    task->nentries = 0;
+    if (rc < 0)
+        arb_chunk_chain_free(out);
     return rc;
 }

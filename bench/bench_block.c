@@ -6,7 +6,9 @@
  *       the whole step as the arbiter re-executes it (a REPLAY runner with
  *       the trainer's log), then, for the largest site of every op the
  *       block engine knows, one block (its middle leaf) checked and
- *       re-executed from its package as `ovt block check` does. Each runs
+ *       re-executed from its package as `ovt block check` does; for a sum
+ *       over the batch (arbiter/block_chunk.h) also two chunks of that
+ *       leaf's chain (a middle one and the last), against the leaf block. Each runs
  *       in a child process, so its peak resident memory is its own
  *       (wait4's ru_maxrss); the ratios are against the whole step measured
  *       in the same run.
@@ -16,7 +18,13 @@
  *       2^20) from generated tensors: only the block's inputs exist (the
  *       rows of the activation it reads, with a proof against a root of
  *       the whole tensor, and the weight). Its time against the whole op's
- *       FLOPs at the rate the block itself reached. */
+ *       FLOPs at the rate the block itself reached. Then one chunk of the
+ *       MLP's weight gradients' chains (its 128 rows only), their last
+ *       step, and a chunk of the gradient norm's chain over Llama-2 7B's
+ *       6738415616 parameters.
+ *   bench_block --xsum
+ *       the exact accumulator's term add (arbiter/xsum.h) against the same
+ *       products summed in FP64, in the same run. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +33,9 @@
 #include <unistd.h>
 
 #include "arbiter/block.h"
+#include "arbiter/block_chunk.h"
 #include "arbiter/block_file.h"
+#include "arbiter/xsum.h"
 #include "bench_setup.h"
 #include "bench_util.h"
 #include "common/fileio.h"
@@ -87,6 +97,40 @@ static int open_inputs(const model_ctx *m, bench_step_inputs *in)
     return rv ? rv : bench_step_inputs_new(in, &mc, m->shape.B, m->shape.T, &what);
 }
 
+/* The chunk packages of leaf `leaf` of a batch sum's site i: a middle
+ * chunk and the last (DIR/site-S-chunk-C.blk, listed). */
+static int chunk_packages(const model_ctx *m, const trn_run_config *rc, const krn_trace *t, const ovt_hash *root,
+                          size_t i, uint64_t leaf, const krn_rlog *log, FILE *list)
+{
+    arb_block_task task = {.config = rc, .step = 1};
+    arb_chunk_info info;
+    arb_block_owned own;
+    int rv = arb_block_from_trace(&task, &own, t, i, log, leaf);
+    if (rv == 0)
+        rv = arb_chunk_info_of(&task, &info);
+    arb_block_owned_free(&own);
+    uint64_t chunks[2] = {info.chunks / 2, info.chunks};
+    const krn_trace_record *rec = krn_trace_record_at(t, i);
+    for (int k = 0; k < 2 && rv == 0; k++) {
+        uint8_t *buf;
+        size_t len;
+        char path[256];
+        double t0 = now();
+        if ((rv = arb_chunk_package_make(&buf, &len, rc, t, root, 1, i, leaf, log, chunks[k])))
+            break;
+        printf("party: site %zu (%s) leaf %llu, the package of chunk %llu of %llu (its chain and state): %.3f s\n",
+               i, rec->op, (unsigned long long)leaf, (unsigned long long)chunks[k], (unsigned long long)info.chunks,
+               now() - t0);
+        fflush(stdout); /* a child: it leaves by _exit */
+        snprintf(path, sizeof path, "%s/site-%zu-chunk-%llu.blk", m->dir, i, (unsigned long long)chunks[k]);
+        rv = ovt_write_atomic(path, buf, len, 0644);
+        free(buf);
+        fprintf(list, "%zu %s %llu %llu %zu %llu\n", i, rec->op, (unsigned long long)rec->n,
+                (unsigned long long)leaf, len, (unsigned long long)chunks[k]);
+    }
+    return rv;
+}
+
 /* The trainer: records the step with a check-mode trace and writes its log
  * and the package of the middle leaf of the largest site of every op the
  * engine knows (DIR/site-S.blk, listed in DIR/sites.txt). */
@@ -140,8 +184,10 @@ static int trainer_child(void *arg, child_report *rep)
         snprintf(path, sizeof path, "%s/site-%zu.blk", m->dir, i);
         rv = ovt_write_atomic(path, buf, len, 0644);
         free(buf);
-        fprintf(list, "%zu %s %llu %llu %zu\n", i, rec->op, (unsigned long long)rec->n, (unsigned long long)leaf,
+        fprintf(list, "%zu %s %llu %llu %zu -1\n", i, rec->op, (unsigned long long)rec->n, (unsigned long long)leaf,
                 len);
+        if (!rv && arb_chunk_supported(rec->op))
+            rv = chunk_packages(m, &in.rc, t, &root, i, leaf, trn_runner_log(r), list);
     }
     fclose(list);
 done:
@@ -196,7 +242,14 @@ static int block_child(void *arg, child_report *rep)
     if (rv)
         return rv;
     p.task.threads = j->threads;
-    if ((rv = arb_block_run(&p.task, &r)) == 0) {
+    if (p.version == ARB_BLOCK_VERSION_CHUNK) { /* `ovt block check` of a chunk package */
+        ovt_hash node;
+        if ((rv = arb_chunk_package_run(&p, &node, NULL)) == 0) {
+            rep->seconds = now() - t0;
+            if (memcmp(node.b, p.chunk.node.b, 32) != 0)
+                rv = ovt_fail(OVT_EINVAL, "the chunk's node is not the packing party's");
+        }
+    } else if ((rv = arb_block_run(&p.task, &r)) == 0) {
         rep->seconds = now() - t0;
         if (memcmp(r.leaf.b, p.claim.b, 32) != 0)
             rv = ovt_fail(OVT_EINVAL, "the block is not the trainer's leaf");
@@ -230,34 +283,53 @@ static int bench_model(bench_shape s)
     printf("arbiter, one block (middle leaf of the op's largest site), `ovt block check`:\n");
     printf("%-24s %6s %11s %10s %9s %8s %9s %9s\n", "op", "site", "elements", "package", "time s", "MB",
            "time/step", "MB/step");
+    printf("%-24s %6s %11s %10s %9s %8s %9s %9s\n", "  its chunk c of C", "", "", "", "", "", "time/leaf",
+           "MB/leaf");
     char path[256], line[256];
     snprintf(path, sizeof path, "%s/sites.txt", m.dir);
     FILE *list = fopen(path, "r");
-    double worst_s = 0, worst_mb = 0;
+    double worst_s = 0, worst_mb = 0, leaf_s = 0, leaf_mb = 0, chunk_s = 0, chunk_mb = 0;
     int rv = list ? 0 : 1;
     while (list && fgets(line, sizeof line, list)) {
         size_t site, len;
         char op[64];
         unsigned long long n, leaf;
-        if (sscanf(line, "%zu %63s %llu %llu %zu", &site, op, &n, &leaf, &len) != 5)
+        long long chunk;
+        if (sscanf(line, "%zu %63s %llu %llu %zu %lld", &site, op, &n, &leaf, &len, &chunk) != 6)
             continue;
         char file[256];
-        snprintf(file, sizeof file, "%s/site-%zu.blk", m.dir, site);
+        if (chunk >= 0)
+            snprintf(file, sizeof file, "%s/site-%zu-chunk-%lld.blk", m.dir, site, chunk);
+        else
+            snprintf(file, sizeof file, "%s/site-%zu.blk", m.dir, site);
         block_job j = {.path = file, .threads = s.threads};
         if (in_child(block_child, &j, &rep, &peak) || rep.rc) {
             fprintf(stderr, "bench_block: site %zu (%s): %s\n", site, op, rep.msg);
             rv = 1;
             continue;
         }
+        if (chunk >= 0) { /* against the leaf block of the same site, the line before */
+            char name[32];
+            snprintf(name, sizeof name, "  chunk %lld", chunk);
+            printf("%-24s %6zu %11llu %9.2fM %9.4f %8.0f %9.4f %9.3f\n", name, site, n, (double)len / 1e6,
+                   rep.seconds, peak, rep.seconds / leaf_s, peak / leaf_mb);
+            chunk_s = rep.seconds > chunk_s ? rep.seconds : chunk_s;
+            chunk_mb = peak > chunk_mb ? peak : chunk_mb;
+            continue;
+        }
         printf("%-24s %6zu %11llu %9.2fM %9.4f %8.0f %9.4f %9.3f\n", op, site, n, (double)len / 1e6, rep.seconds,
                peak, rep.seconds / whole_s, peak / whole_mb);
+        leaf_s = rep.seconds;
+        leaf_mb = peak;
         worst_s = rep.seconds > worst_s ? rep.seconds : worst_s;
         worst_mb = peak > worst_mb ? peak : worst_mb;
     }
     if (list)
         fclose(list);
-    printf("slowest block %.4f s (%.4f of the step), largest %.0f MB (%.3f of the step)\n", worst_s,
-           worst_s / whole_s, worst_mb, worst_mb / whole_mb);
+    printf("slowest block %.4f s (%.4f of the step), largest %.0f MB (%.3f of the step); slowest chunk block "
+           "%.4f s (%.4f of the step), largest %.0f MB (%.3f of the step)\n",
+           worst_s, worst_s / whole_s, worst_mb, worst_mb / whole_mb, chunk_s, chunk_s / whole_s, chunk_mb,
+           chunk_mb / whole_mb);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", m.dir);
     if (system(cmd) != 0)
@@ -329,15 +401,23 @@ static int gen_slice(arb_block_slice *s, krn_trace_kind kind, uint32_t site, con
     return rv;
 }
 
+/* A run config for the generated ops (llama-110m's: the grid, the rule). */
+static int config_7b(trn_run_config *rc)
+{
+    trn_model_config mc;
+    int rv = trn_model_preset(&mc, "llama-110m");
+    if (rv == 0)
+        trn_config_default(rc, &mc);
+    return rv;
+}
+
 static int op7b_child(void *arg, child_report *rep)
 {
     const op7b *o = arg;
-    trn_model_config mc;
     trn_run_config rc;
-    int rv = trn_model_preset(&mc, "llama-110m");
+    int rv = config_7b(&rc);
     if (rv)
         return rv;
-    trn_config_default(&rc, &mc);
     bool dinp = strcmp(o->op, "matmul.bwd.dinp") == 0, sum = strcmp(o->op, "xent.sum") == 0;
     /* the record: matmul.fwd reads inp (site 0) and the weight; dinp reads
      * dout (site 0), the weight and the zeroed old dinp; xent.sum the
@@ -392,6 +472,62 @@ static int op7b_child(void *arg, child_report *rep)
     return rv;
 }
 
+/* A chunk of the weight gradient dweight (OC,C) = dout^T (OC,N) @ inp
+ * (N,C): the chain's middle chunk (o->one: its last leaf) of the middle
+ * leaf, from generated slices of the chunk's 128 rows of dout and inp
+ * (proved against roots of the whole 2^20-row tensors) and a previous
+ * state (zeros: any state costs the same), as `ovt block check` runs it. */
+static int chunk7b_child(void *arg, child_report *rep)
+{
+    const op7b *o = arg;
+    trn_run_config rc;
+    int rv = config_7b(&rc);
+    if (rv)
+        return rv;
+    bool sumsq = strcmp(o->op, "gradnorm.sumsq") == 0; /* N gradient elements, one output */
+    uint64_t n = sumsq ? 1 : o->OC * o->C;
+    arb_block_read reads[3] = {
+        {.src = {.kind = KRN_TRACE_SITE, .site = 0, .input = 0, .count = o->N * o->OC, .rows = 1}},
+        {.src = {.kind = KRN_TRACE_SITE, .site = 1, .input = 1, .count = o->N * o->C, .rows = 1}},
+        {.src = {.kind = KRN_TRACE_ZERO, .input = 2, .count = n, .rows = 1}}};
+    arb_block_task task = {.config = &rc, .step = 1, .site = 2, .n = n, .leaf = ovt_tree_leaves(n * 4) / 2,
+                           .reads = reads, .nreads = sumsq ? 1 : 3, .threads = o->threads};
+    snprintf(task.op, sizeof task.op, "%s", o->op);
+    arb_chunk_info info;
+    arb_block_plan plan = {0};
+    arb_block_slice sl[2] = {{0}};
+    uint8_t *prev = NULL;
+    if ((rv = arb_chunk_info_of(&task, &info)))
+        return rv;
+    uint64_t c = o->one ? info.chunks : info.chunks / 2, r0 = c * ARB_CHUNK_ROWS, r1 = r0 + ARB_CHUNK_ROWS;
+    if (!o->one && !(rv = arb_block_need_input(&task, 0, r0 * o->OC, r1 * o->OC, &plan)) && !sumsq)
+        rv = arb_block_need_input(&task, 1, r0 * o->C, r1 * o->C, &plan);
+    for (size_t k = 0; k < plan.nneeds && !rv; k++) {
+        const arb_block_need *nd = &plan.needs[k];
+        uint64_t first = nd->lo / LEAF_ELEMS, last = (nd->hi - 1) / LEAF_ELEMS;
+        rv = gen_slice(&sl[k], nd->kind, nd->site, "", nd->site ? o->N * o->C : o->N * o->OC, first,
+                       last - first + 1, 3 + k, 1.0f);
+    }
+    task.slices = sl;
+    task.nslices = plan.nneeds;
+    arb_block_plan_free(&plan);
+    if (!rv && (prev = calloc(info.partial_len, 1)) == NULL)
+        rv = ovt_fail(OVT_ENOMEM, "out of memory for a state");
+    if (!rv) {
+        ovt_hash leaf;
+        double t0 = now();
+        rv = arb_chunk_step(&task, c, prev, info.partial_len, &leaf, NULL);
+        rep->seconds = now() - t0;
+        rep->flops = o->one ? 0 : 2.0 * ARB_CHUNK_ROWS * (double)info.count;
+    }
+    free(prev);
+    for (int k = 0; k < 2; k++) {
+        free(sl[k].data);
+        free(sl[k].proof);
+    }
+    return rv;
+}
+
 static int bench_llama7b(uint64_t tokens, int threads)
 {
     const op7b ops[] = {
@@ -402,6 +538,11 @@ static int bench_llama7b(uint64_t tokens, int threads)
         {"loss: row sums, a leaf", "xent.sum", tokens, 32000, 1, threads, false},
         {"loss: row sums, 1 element", "xent.sum", tokens, 32000, 1, threads, true},
         {"head forward, 1 element", "matmul.fwd", tokens, 4096, 32000, threads, true},
+        {"MLP up weight grad, chunk", "matmul.bwd.dweight", tokens, 4096, 11008, threads, false},
+        {"MLP down weight grad, chunk", "matmul.bwd.dweight", tokens, 11008, 4096, threads, false},
+        {"MLP up weight grad, last", "matmul.bwd.dweight", tokens, 4096, 11008, threads, true},
+        {"gradient norm, chunk", "gradnorm.sumsq", (uint64_t)6738415616, 1, 1, threads, false},
+        {"gradient norm, last", "gradnorm.sumsq", (uint64_t)6738415616, 1, 1, threads, true},
     };
     double rate = bench_dgemm_rate(1024, 1024, 1024, threads, NULL); /* GFLOP/s, this run's baseline */
     printf("Llama-7B shapes at %llu tokens, %d threads, generated tensors (only the block's inputs); the whole op "
@@ -413,7 +554,8 @@ static int bench_llama7b(uint64_t tokens, int threads)
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         child_report rep;
         double peak;
-        if (in_child(op7b_child, (void *)&ops[i], &rep, &peak) || rep.rc) {
+        bool chunk = arb_chunk_supported(ops[i].op);
+        if (in_child(chunk ? chunk7b_child : op7b_child, (void *)&ops[i], &rep, &peak) || rep.rc) {
             fprintf(stderr, "bench_block: %s: %s\n", ops[i].name, rep.msg);
             rv = 1;
             continue;
@@ -426,6 +568,51 @@ static int bench_llama7b(uint64_t tokens, int threads)
     return rv;
 }
 
+/* ---- the exact accumulator's term add ---- */
+
+/* 128 rows x `elems` products of a leaf's chunk (arbiter/xsum.h) against
+ * the same products summed in FP64, in the same run: ns per term and the
+ * ratio. */
+static int bench_xsum(void)
+{
+    enum { ROWS = 128, ELEMS = 16384, REPS = 8 };
+    float *a = malloc(ROWS * sizeof *a), *b = malloc((size_t)ROWS * ELEMS * sizeof *b);
+    xsum_f32 *sa = malloc(ROWS * sizeof *sa), *sb = malloc((size_t)ROWS * ELEMS * sizeof *sb);
+    xsum *acc = calloc(ELEMS, sizeof *acc);
+    double *d = calloc(ELEMS, sizeof *d);
+    if (!a || !b || !sa || !sb || !acc || !d)
+        return 1;
+    fill_values(a, ROWS, 1, 1.0f);
+    fill_values(b, (size_t)ROWS * ELEMS, 2, 1.0f);
+    for (size_t i = 0; i < ROWS; i++)
+        (void)xsum_split(a[i], &sa[i]);
+    for (size_t i = 0; i < (size_t)ROWS * ELEMS; i++)
+        (void)xsum_split(b[i], &sb[i]);
+    double t0 = now();
+    for (int rep = 0; rep < REPS; rep++)
+        for (size_t e = 0; e < ELEMS; e++) {
+            for (size_t r = 0; r < ROWS; r++)
+                xsum_add_product(&acc[e], sa[r], sb[e * ROWS + r]);
+            xsum_normalize(&acc[e]);
+        }
+    double exact = now() - t0;
+    t0 = now();
+    for (int rep = 0; rep < REPS; rep++)
+        for (size_t e = 0; e < ELEMS; e++) {
+            double s = d[e];
+            for (size_t r = 0; r < ROWS; r++)
+                s += (double)a[r] * (double)b[e * ROWS + r];
+            d[e] = s;
+        }
+    double fp64 = now() - t0;
+    double terms = (double)REPS * ROWS * ELEMS, check = xsum_to_double(&acc[0]) + d[0];
+    printf("exact accumulator: %.0f terms (a leaf's chunk, %d times), %.2f ns a term (carry once per chunk); the "
+           "same sums in FP64 (the baseline) %.2f ns: %.1fx (check %g)\n",
+           terms, REPS, exact / terms * 1e9, fp64 / terms * 1e9, exact / fp64, check);
+    free(a), free(b), free(sa), free(sb), free(acc), free(d);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     bench_shape s = {.model = "gpt2-tiny", .B = 4, .T = 64, .threads = 2};
@@ -434,13 +621,15 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--llama7b"))
             llama7b = true;
+        else if (!strcmp(argv[i], "--xsum"))
+            return bench_xsum();
         else if (i + 1 < argc && !strcmp(argv[i], "--tokens"))
             tokens = strtoull(argv[++i], NULL, 10);
         else if (i + 1 < argc && bench_shape_flag(&s, argv[i], argv[i + 1]))
             i++;
         else {
             fprintf(stderr, "usage: bench_block [--model M] [--batch B] [--seq T] [--threads N] | --llama7b "
-                            "[--tokens N] [--threads N]\n");
+                            "[--tokens N] [--threads N] | --xsum\n");
             return 2;
         }
     }

@@ -74,6 +74,19 @@ int krn_bias_forward(krn_ctx *ctx, float *out, const float *inp, const float *bi
 /* dbias (C) += column sums of dout (N,C). Site: "bias.bwd" (C, reduction over N). */
 int krn_bias_backward(krn_ctx *ctx, float *dbias, const float *dout, size_t N, size_t C) OVT_MUST_USE;
 
+/* The arbiter's fourth level (docs/arbiter.md, "The reduction's chunks"):
+ * rounds n elements of a site that sums over K rows ("matmul.bwd.dweight",
+ * "conv.bwd.dweight", "matmul.bwd.dbias", "bias.bwd"; "gradnorm.sumsq",
+ * n = 1, K = every gradient element) as the next site, from FP64 values x that
+ * are not the op's own chunked sums but another correct value of them (the
+ * exact sum plus the old gradient, rounded once), with the op's band:
+ * mag[i] is element i's magnitude as the op's band takes it (the column
+ * sums: sum |terms|; the weight gradient: the product of its row's and
+ * column's norms; the sum of squares: the sum itself). OVT_EINVAL for
+ * another op. */
+int krn_batch_sum_round(krn_ctx *ctx, const char *name, float *out, const double *x, const double *mag,
+                        size_t n, size_t K) OVT_MUST_USE;
+
 /* ---- activations ------------------------------------------------------- */
 
 /* GPT-2's tanh GELU: out = 0.5*x*(1 + tanh(s*(x + 0.044715*x^3))),

@@ -223,6 +223,25 @@ int krn_bias_backward(krn_ctx *ctx, float *dbias, const float *dout, size_t N, s
     return column_sum_site(ctx, &be, "bias.bwd", dbias, dout, N, C);
 }
 
+/* The band is the ops' own (krn_colsum_site's, krn_matmul_backward's
+ * dweight band as an array: the outer product's element per element;
+ * krn_grad_norm's for its one sum of squares). */
+int krn_batch_sum_round(krn_ctx *ctx, const char *name, float *out, const double *x, const double *mag,
+                        size_t n, size_t K)
+{
+    if (strcmp(name, "gradnorm.sumsq") == 0 && n == 1) { /* krn_grad_norm's: nothing added after the sum */
+        krn_band band = krn_band_reduction(KRN_BAND_CONST, K, 1.0, 0);
+        band.scale *= mag[0];
+        return krn_site(ctx, name, out, x, n, &band);
+    }
+    if (strcmp(name, "matmul.bwd.dweight") && strcmp(name, "matmul.bwd.dbias") && strcmp(name, "bias.bwd") &&
+        strcmp(name, "conv.bwd.dweight")) /* krn_conv2d_backward's: an outer band over N*P, one add after */
+        return ovt_fail(OVT_EINVAL, "krn_batch_sum_round: '%s' is not a sum over the batch it knows", name);
+    krn_band band = krn_band_reduction(KRN_BAND_ARRAY, K, 1.0, 1);
+    band.a = mag;
+    return krn_site(ctx, name, out, x, n, &band);
+}
+
 /* Sites and bands: kernels/ops.h, docs/op-bounds.md ("residual, accumulate"). */
 int krn_residual_forward(krn_ctx *ctx, float *out, const float *inp1, const float *inp2, size_t n)
 {

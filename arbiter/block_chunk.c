@@ -1,0 +1,606 @@
+/* The reduction's chunks: the canonical chain of a leaf of a sum over the
+ * batch and one step of it (arbiter/block_chunk.h). */
+#include "arbiter/block_chunk.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arbiter/block_ops.h"
+#include "arbiter/xsum.h"
+#include "common/tree.h"
+#include "kernels/ops.h"
+#include "kernels/site.h"
+
+#define LEAF_ELEMS (OVT_TREE_LEAF_BYTES / 4)
+
+bool arb_chunk_supported(const char *op)
+{
+    return strcmp(op, "matmul.bwd.dweight") == 0 || strcmp(op, "matmul.bwd.dbias") == 0 ||
+           strcmp(op, "bias.bwd") == 0 || strcmp(op, "gradnorm.sumsq") == 0 || strcmp(op, "conv.bwd.dweight") == 0;
+}
+
+/* What the site sums: dout^T @ inp (its row and column norms for the
+ * band; a convolution's: dout (OC, N*P) @ im2col(inp)^T, a row being an
+ * (image, output position) pair in that order), dout's columns (and their
+ * magnitudes), or the squares of one array (their sum is their
+ * magnitude). */
+typedef enum { CHUNK_DWEIGHT, CHUNK_COLSUM, CHUNK_SUMSQ } chunk_kind;
+
+/* The exact state of one leaf: its elements' sums (and, for the column
+ * sums, magnitudes); the weight gradient's sums of squares of the leaf's
+ * dout columns [o0, o1) and inp columns [c0, c1). */
+typedef struct {
+    chunk_kind kind;
+    int old_input;          /* the input that is the old gradient; -1: none */
+    uint64_t N, C, OC;      /* the column sums: C their count; a convolution: N*P rows, C = Cin*k*k */
+    uint64_t G;             /* rows per group of the inputs (a convolution: an image's P positions; else 1) */
+    uint64_t w0, w1;        /* elements per group of the inputs summed (input 1: 0 when there is none) */
+    bool conv;
+    uint64_t cin, H, k, stride, OH; /* a convolution's (square, padding k / 2) */
+    uint64_t first, count;
+    uint64_t o0, o1, c0, c1;
+    xsum *sum, *abs, *rsq, *csq;
+    size_t nx;              /* xsums in all, one allocation from sum on */
+    krn_ctx *par;           /* the threads the adds run on (task->threads > 1), or NULL */
+} chunk_acc;
+
+static void acc_free(chunk_acc *a)
+{
+    free(a->sum);
+    krn_ctx_free(a->par);
+    memset(a, 0, sizeof *a);
+}
+
+/* A ctx for the task's threads (its pool; it rounds nothing), when more
+ * than one. */
+static int acc_threads(chunk_acc *a, const arb_block_task *task)
+{
+    if (task->threads <= 1)
+        return 0;
+    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_NEAREST, .grid_bits = (int)task->config->grid_bits,
+                     .threads = task->threads};
+    return krn_ctx_new(&a->par, &kc);
+}
+
+static size_t acc_bytes(const chunk_acc *a)
+{
+    return a->nx * XSUM_BYTES;
+}
+
+/* A convolution's dimensions: the block engine's reading of its record. */
+static int conv_dims(chunk_acc *a, const arb_block_task *task, const uint64_t *S, size_t ninputs)
+{
+    blk_rec rec = {.n = task->n, .ninputs = ninputs, .cfg = task->config, .step = task->step};
+    memcpy(rec.S, S, sizeof rec.S);
+    blk_shape sh;
+    int rc = blk_op_find(task->op)->shape(&rec, &sh);
+    if (rc < 0)
+        return rc;
+    a->cin = sh.d[0];
+    a->H = sh.d[1];
+    a->k = sh.d[3];
+    a->stride = sh.d[4];
+    a->OH = (a->H + 2 * (a->k / 2) - a->k) / a->stride + 1;
+    *a = (chunk_acc){.kind = CHUNK_DWEIGHT, .conv = true, .old_input = 2, .N = sh.R * a->OH * a->OH,
+                     .C = a->cin * a->k * a->k, .OC = sh.d[2], .G = a->OH * a->OH, .cin = a->cin, .H = a->H,
+                     .k = a->k, .stride = a->stride, .OH = a->OH};
+    a->w0 = a->OC * a->G;
+    a->w1 = a->cin * a->H * a->H;
+    return 0;
+}
+
+/* The kind's dimensions from the rows and the inputs' sizes. */
+static int acc_dims(chunk_acc *a, const arb_block_task *task, const uint64_t *S, size_t ninputs)
+{
+    if (strcmp(task->op, "conv.bwd.dweight") == 0)
+        return conv_dims(a, task, S, ninputs);
+    if (strcmp(task->op, "matmul.bwd.dweight") == 0)
+        *a = (chunk_acc){.kind = CHUNK_DWEIGHT, .old_input = 2, .N = a->N, .C = S[1] / a->N, .OC = S[0] / a->N};
+    else if (strcmp(task->op, "gradnorm.sumsq") == 0)
+        *a = (chunk_acc){.kind = CHUNK_SUMSQ, .old_input = -1, .N = a->N, .C = 1, .OC = 1};
+    else
+        *a = (chunk_acc){.kind = CHUNK_COLSUM, .old_input = 1, .N = a->N, .C = task->n, .OC = 1};
+    a->w0 = a->kind == CHUNK_DWEIGHT ? a->OC : a->C;
+    a->w1 = a->kind == CHUNK_DWEIGHT ? a->C : 0;
+    a->G = 1;
+    return 0;
+}
+
+/* The accumulator of the task's leaf, zero; OVT_EINVAL as arb_chunk_info_of. */
+static int acc_new(chunk_acc *a, const arb_block_task *task)
+{
+    memset(a, 0, sizeof *a);
+    if (!arb_chunk_supported(task->op))
+        return ovt_fail(OVT_EINVAL, "chunk: site %u's op '%s' is not a sum over the batch the chain covers "
+                                    "(matmul.bwd.dweight, conv.bwd.dweight, matmul.bwd.dbias, bias.bwd, "
+                                    "gradnorm.sumsq)",
+                        task->site, task->op);
+    arb_block_plan plan;
+    uint64_t S[ARB_BLOCK_MAX_INPUTS];
+    size_t ninputs;
+    int rc = arb_block_plan_make(task, &plan); /* checks the sizes fit the op */
+    if (rc < 0)
+        return rc;
+    a->N = plan.rows;
+    arb_block_plan_free(&plan);
+    if ((rc = arb_block_input_sizes(task, S, &ninputs)) < 0 || (rc = acc_dims(a, task, S, ninputs)) < 0)
+        return rc;
+    a->first = task->leaf * LEAF_ELEMS;
+    if (a->first >= task->n)
+        return ovt_fail(OVT_EINVAL, "chunk: leaf %llu is outside site %u's output of %llu elements",
+                        (unsigned long long)task->leaf, task->site, (unsigned long long)task->n);
+    a->count = task->n - a->first < LEAF_ELEMS ? task->n - a->first : LEAF_ELEMS;
+    a->nx = a->count * (a->kind == CHUNK_COLSUM ? 2 : 1);
+    if (a->kind == CHUNK_DWEIGHT) {
+        uint64_t last = a->first + a->count - 1;
+        a->o0 = a->first / a->C;
+        a->o1 = last / a->C + 1;
+        a->c0 = a->o1 - a->o0 > 1 ? 0 : a->first % a->C;
+        a->c1 = a->o1 - a->o0 > 1 ? a->C : last % a->C + 1;
+        a->nx += (a->o1 - a->o0) + (a->c1 - a->c0);
+    }
+    if ((a->sum = calloc(a->nx, sizeof(xsum))) == NULL)
+        return ovt_fail(OVT_ENOMEM, "chunk: out of memory for leaf %llu's exact sums", (unsigned long long)task->leaf);
+    a->abs = a->kind == CHUNK_COLSUM ? a->sum + a->count : NULL;
+    a->rsq = a->kind == CHUNK_DWEIGHT ? a->sum + a->count : NULL;
+    a->csq = a->kind == CHUNK_DWEIGHT ? a->rsq + (a->o1 - a->o0) : NULL;
+    return 0;
+}
+
+int arb_chunk_info_of(const arb_block_task *task, arb_chunk_info *info)
+{
+    memset(info, 0, sizeof *info);
+    chunk_acc a;
+    int rc = acc_new(&a, task);
+    if (rc == 0)
+        *info = (arb_chunk_info){.rows = a.N, .chunks = (a.N + ARB_CHUNK_ROWS - 1) / ARB_CHUNK_ROWS,
+                                 .first = a.first, .count = a.count, .partial_len = acc_bytes(&a),
+                                 .summed_inputs = a.w1 ? 2 : 1, .old_input = a.old_input, .group_rows = a.G,
+                                 .group_width = {a.w0, a.w1}};
+    acc_free(&a);
+    return rc;
+}
+
+/* ---- adding a chunk's rows ---- */
+
+/* Splits rows x width values (row-major, from column col0 on, cols
+ * columns) transposed into out[col][row]; false on a non-finite value. */
+static bool split_cols(xsum_f32 *out, const float *m, uint64_t rows, uint64_t width, uint64_t col0, uint64_t cols)
+{
+    bool ok = true;
+    for (uint64_t r = 0; r < rows; r++)
+        for (uint64_t j = 0; j < cols; j++)
+            ok &= xsum_split(m[r * width + col0 + j], &out[j * rows + r]);
+    return ok;
+}
+
+/* Sums of squares of the split columns into sq. */
+static void add_squares(xsum *sq, const xsum_f32 *cols, uint64_t ncols, uint64_t rows)
+{
+    for (uint64_t j = 0; j < ncols; j++)
+        for (uint64_t r = 0; r < rows; r++)
+            xsum_add_abs_product(&sq[j], cols[j * rows + r], cols[j * rows + r]);
+}
+
+/* The weight gradient's elements [i0, i1) of the leaf. */
+static void add_dweight(chunk_acc *a, const xsum_f32 *dm, const xsum_f32 *im, uint64_t rows, uint64_t i0,
+                        uint64_t i1)
+{
+    for (uint64_t i = i0; i < i1; i++) {
+        uint64_t e = a->first + i, o = e / a->C - a->o0, c = e % a->C - a->c0;
+        const xsum_f32 *g = dm + o * rows, *x = im + c * rows;
+        xsum *s = &a->sum[i];
+        for (uint64_t r = 0; r < rows; r++)
+            xsum_add_product(s, g[r], x[r]);
+    }
+}
+
+/* The column sums' elements [i0, i1) and their magnitudes. */
+static void add_colsum(chunk_acc *a, const xsum_f32 *dm, uint64_t rows, uint64_t i0, uint64_t i1)
+{
+    for (uint64_t i = i0; i < i1; i++) {
+        const xsum_f32 *g = dm + i * rows;
+        for (uint64_t r = 0; r < rows; r++) {
+            xsum_add_f32(&a->sum[i], g[r]);
+            xsum_add(&a->abs[i], g[r].m, g[r].e, 0);
+        }
+    }
+}
+
+/* One chunk's split rows, added part by part on the ctx's threads: each
+ * part owns its elements' sums (and magnitudes), the last one the weight
+ * gradient's sums of squares, so the result is the same whatever thread
+ * runs which part. */
+typedef struct {
+    chunk_acc *a;
+    const xsum_f32 *dm, *im;
+    uint64_t rows;
+} add_job;
+
+#define ADD_PART 256 /* elements per part */
+
+static uint64_t add_parts(const chunk_acc *a)
+{
+    return (a->count + ADD_PART - 1) / ADD_PART + (a->kind == CHUNK_DWEIGHT);
+}
+
+static void add_part(void *arg, size_t part)
+{
+    const add_job *j = arg;
+    chunk_acc *a = j->a;
+    uint64_t i0 = (uint64_t)part * ADD_PART, i1 = i0 + ADD_PART < a->count ? i0 + ADD_PART : a->count;
+    if (i0 >= a->count) { /* the weight gradient's norms */
+        add_squares(a->rsq, j->dm, a->o1 - a->o0, j->rows);
+        add_squares(a->csq, j->im, a->c1 - a->c0, j->rows);
+        for (xsum *s = a->rsq; s < a->sum + a->nx; s++)
+            xsum_normalize(s);
+        return;
+    }
+    if (a->kind == CHUNK_DWEIGHT)
+        add_dweight(a, j->dm, j->im, j->rows, i0, i1);
+    else if (a->kind == CHUNK_COLSUM)
+        add_colsum(a, j->dm, j->rows, i0, i1);
+    else
+        add_squares(a->sum, j->dm, 1, j->rows);
+    for (uint64_t i = i0; i < i1; i++) {
+        xsum_normalize(&a->sum[i]);
+        if (a->abs)
+            xsum_normalize(&a->abs[i]);
+    }
+}
+
+/* The groups of rows [r0, r1) of the inputs summed, read from the task's
+ * slices. */
+typedef struct {
+    uint64_t g0, g1; /* groups [g0, g1) */
+    float *g, *x;    /* input 0's groups (w0 elements each), input 1's (w1; NULL without one) */
+} chunk_rows;
+
+static void rows_free(chunk_rows *b)
+{
+    free(b->g);
+    free(b->x);
+    memset(b, 0, sizeof *b);
+}
+
+static int rows_read(const chunk_acc *a, const arb_block_task *task, uint64_t r0, uint64_t r1, chunk_rows *b)
+{
+    uint64_t g0 = r0 / a->G, g1 = (r1 + a->G - 1) / a->G, groups = g1 - g0;
+    *b = (chunk_rows){.g0 = g0, .g1 = g1, .g = malloc(groups * a->w0 * sizeof(float)),
+                      .x = a->w1 ? malloc(groups * a->w1 * sizeof(float)) : NULL};
+    int rc = 0;
+    if (b->g == NULL || (a->w1 && b->x == NULL))
+        rc = ovt_fail(OVT_ENOMEM, "chunk: out of memory for rows %llu..%llu", (unsigned long long)r0,
+                      (unsigned long long)r1);
+    else if ((rc = arb_block_read_input(task, 0, g0 * a->w0, groups * a->w0, b->g)) == 0 && a->w1)
+        rc = arb_block_read_input(task, 1, g0 * a->w1, groups * a->w1, b->x);
+    if (rc < 0)
+        rows_free(b);
+    return rc;
+}
+
+/* A convolution's rows [r0, r1) split as split_cols does: dout's values
+ * of channels [o0, o1) into dm, the im2col values of taps [c0, c1) into
+ * im (zero outside the image); false on a non-finite value. */
+static bool split_conv(const chunk_acc *a, const chunk_rows *b, uint64_t r0, uint64_t r1, xsum_f32 *dm,
+                       xsum_f32 *im)
+{
+    uint64_t rows = r1 - r0, P = a->G, pad = a->k / 2, kk2 = a->k * a->k;
+    bool ok = true;
+    for (uint64_t r = r0; r < r1; r++) {
+        uint64_t n = r / P - b->g0, p = r % P, oy = p / a->OH, ox = p % a->OH;
+        const float *d = b->g + n * a->w0, *img = b->x + n * a->w1;
+        for (uint64_t o = a->o0; o < a->o1; o++)
+            ok &= xsum_split(d[o * P + p], &dm[(o - a->o0) * rows + (r - r0)]);
+        for (uint64_t t = a->c0; t < a->c1; t++) {
+            uint64_t c = t / kk2, ky = t / a->k % a->k, kx = t % a->k;
+            uint64_t iy = oy * a->stride + ky, ix = ox * a->stride + kx; /* + pad */
+            bool in = iy >= pad && ix >= pad && iy - pad < a->H && ix - pad < a->H;
+            float v = in ? img[c * a->H * a->H + (iy - pad) * a->H + (ix - pad)] : 0.0f;
+            ok &= xsum_split(v, &im[(t - a->c0) * rows + (r - r0)]);
+        }
+    }
+    return ok;
+}
+
+/* Adds the terms of rows [r0, r1) (within b), then carries. */
+static int acc_add(chunk_acc *a, const arb_block_task *task, const chunk_rows *b, uint64_t r0, uint64_t r1)
+{
+    uint64_t rows = r1 - r0, n0 = a->kind == CHUNK_DWEIGHT ? a->o1 - a->o0 : a->count, n1 = a->c1 - a->c0;
+    const float *g = b->g + (r0 - b->g0) * a->w0, *x = b->x ? b->x + (r0 - b->g0) * a->w1 : NULL; /* G = 1 */
+    xsum_f32 *dm = malloc(rows * n0 * sizeof *dm), *im = x ? malloc(rows * n1 * sizeof *im) : NULL;
+    int rc = 0;
+    if (dm == NULL || (x && im == NULL)) {
+        rc = ovt_fail(OVT_ENOMEM, "chunk: out of memory for rows %llu..%llu", (unsigned long long)r0,
+                      (unsigned long long)r1);
+        goto done;
+    }
+    bool finite;
+    if (a->conv) {
+        finite = split_conv(a, b, r0, r1, dm, im);
+    } else {
+        finite = split_cols(dm, g, rows, a->w0, a->kind == CHUNK_DWEIGHT ? a->o0 : a->first, n0);
+        if (x)
+            finite &= split_cols(im, x, rows, a->w1, a->c0, n1);
+    }
+    if (!finite) {
+        rc = ovt_fail(OVT_EINVAL, "chunk: site %u (%s) reads a non-finite value in rows %llu..%llu: the step "
+                                  "itself fails there (its site is non-finite), no chain applies",
+                      task->site, task->op, (unsigned long long)r0, (unsigned long long)r1);
+        goto done;
+    }
+    add_job job = {.a = a, .dm = dm, .im = im, .rows = rows};
+    if (a->par)
+        rc = krn_ctx_parallel(a->par, add_parts(a), add_part, &job);
+    else
+        for (uint64_t part = 0; part < add_parts(a); part++)
+            add_part(&job, part);
+done:
+    free(dm);
+    free(im);
+    return rc;
+}
+
+static uint64_t chunk_end(const chunk_acc *a, uint64_t c)
+{
+    uint64_t r1 = (c + 1) * ARB_CHUNK_ROWS;
+    return r1 < a->N ? r1 : a->N;
+}
+
+/* Adds chunk c's rows, read from the task's slices (the arbiter's step). */
+static int acc_add_chunk(chunk_acc *a, const arb_block_task *task, uint64_t c)
+{
+    chunk_rows b;
+    uint64_t r0 = c * ARB_CHUNK_ROWS, r1 = chunk_end(a, c);
+    int rc = rows_read(a, task, r0, r1, &b);
+    if (rc == 0)
+        rc = acc_add(a, task, &b, r0, r1);
+    rows_free(&b);
+    return rc;
+}
+
+/* The input floats read at once by acc_walk (64 MB; testing: fewer). */
+static uint64_t walk_floats = (uint64_t)1 << 24;
+
+void arb_chunk_walk_floats(uint64_t n)
+{
+    walk_floats = n ? n : (uint64_t)1 << 24;
+}
+
+static int acc_leaf(chunk_acc *a, ovt_hash *leaf);
+
+/* The party's walk: adds chunks 0 .. upto - 1, reading many chunks' rows
+ * at once, and puts chain leaf c into leaves[c] (leaves may be NULL). */
+static int acc_walk(chunk_acc *a, const arb_block_task *task, uint64_t upto, ovt_hash *leaves)
+{
+    uint64_t per = walk_floats / (a->w0 + a->w1) / ARB_CHUNK_ROWS; /* chunks per read */
+    per = per ? per : 1;
+    int rc = 0;
+    for (uint64_t c0 = 0; c0 < upto && rc == 0; c0 += per) {
+        uint64_t c1 = c0 + per < upto ? c0 + per : upto;
+        chunk_rows b;
+        if ((rc = rows_read(a, task, c0 * ARB_CHUNK_ROWS, chunk_end(a, c1 - 1), &b)) < 0)
+            break;
+        for (uint64_t c = c0; c < c1 && rc == 0; c++)
+            if ((rc = acc_add(a, task, &b, c * ARB_CHUNK_ROWS, chunk_end(a, c))) == 0 && leaves)
+                rc = acc_leaf(a, &leaves[c]);
+        rows_free(&b);
+    }
+    return rc;
+}
+
+/* ---- P_c, its leaf, and the last step ---- */
+
+static int acc_put(chunk_acc *a, uint8_t **bytes)
+{
+    if ((*bytes = malloc(acc_bytes(a))) == NULL)
+        return ovt_fail(OVT_ENOMEM, "chunk: out of memory for a chain state");
+    for (size_t k = 0; k < a->nx; k++)
+        xsum_put(&a->sum[k], *bytes + k * XSUM_BYTES);
+    return 0;
+}
+
+int arb_chunk_state_leaf(ovt_hash *leaf, const uint8_t *state, size_t len)
+{
+    ovt_sha256_ctx *h = ovt_sha256_new();
+    if (h == NULL)
+        return ovt_fail(OVT_ENOMEM, "chunk: out of memory for a hash");
+    uint8_t zero = 0;
+    ovt_sha256_update(h, &zero, 1);
+    ovt_sha256_update(h, state, len);
+    ovt_sha256_final(h, leaf);
+    return 0;
+}
+
+/* Chain leaf of the current state. */
+static int acc_leaf(chunk_acc *a, ovt_hash *leaf)
+{
+    uint8_t *p;
+    int rc = acc_put(a, &p);
+    if (rc == 0)
+        rc = arb_chunk_state_leaf(leaf, p, acc_bytes(a));
+    free(p);
+    return rc;
+}
+
+/* The leaf's FP64 values (old + exact sum, rounded once) and band
+ * magnitudes; OVT_EINVAL for a non-finite old value (the step failed
+ * before) or a negative magnitude (not a chain state). */
+static int final_values(chunk_acc *a, const float *old, double *y, double *mag)
+{
+    for (uint64_t i = 0; i < a->count; i++) {
+        xsum s = a->sum[i];
+        xsum_f32 f;
+        if (!xsum_split(old[i], &f))
+            return ovt_fail(OVT_EINVAL, "chunk: the old value of element %llu is not finite: the step failed "
+                                        "before this site",
+                            (unsigned long long)(a->first + i));
+        xsum_add_f32(&s, f);
+        y[i] = xsum_to_double(&s);
+        if (a->kind == CHUNK_DWEIGHT) {
+            uint64_t e = a->first + i;
+            xsum r = a->rsq[e / a->C - a->o0], c = a->csq[e % a->C - a->c0];
+            mag[i] = sqrt(xsum_to_double(&r)) * sqrt(xsum_to_double(&c));
+        } else if (a->kind == CHUNK_COLSUM) {
+            xsum m = a->abs[i];
+            mag[i] = xsum_to_double(&m);
+        } else {
+            mag[i] = y[i]; /* squares: the sum is the magnitude */
+        }
+        if (!(mag[i] >= 0))
+            return ovt_fail(OVT_EINVAL, "chunk: the chain state's magnitude of element %llu is negative: not a "
+                                        "state of the chain",
+                            (unsigned long long)(a->first + i));
+    }
+    return 0;
+}
+
+/* Chain leaf C: the leaf's float32 values rounded by the site's rule from
+ * the state, the old gradient and the task's entries (a REPLAY ctx, the
+ * arbiter's strict verifier). */
+static int acc_final(chunk_acc *a, const arb_block_task *task, ovt_hash *leaf, float *values)
+{
+    float *old = malloc(a->count * sizeof *old), *out = malloc(a->count * sizeof *out);
+    double *y = malloc(a->count * sizeof *y), *mag = malloc(a->count * sizeof *mag);
+    krn_ctx *ctx = NULL;
+    krn_rlog *log = NULL;
+    int rc = 0;
+    if (!old || !out || !y || !mag) {
+        rc = ovt_fail(OVT_ENOMEM, "chunk: out of memory for the last step");
+        goto done;
+    }
+    if (a->old_input < 0)
+        memset(old, 0, a->count * sizeof *old); /* nothing accumulated into (+0 changes no sum) */
+    else if ((rc = arb_block_read_input(task, (unsigned)a->old_input, a->first, a->count, old)) < 0)
+        goto done;
+    if ((rc = final_values(a, old, y, mag)) < 0)
+        goto done;
+    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_REPLAY, .verifier = KRN_VERIFY_ARBITER,
+                     .grid_bits = (int)task->config->grid_bits, .threads = 1, .rule = trn_config_rule(task->config)};
+    if ((rc = krn_ctx_new(&ctx, &kc)) < 0 || (rc = arb_block_sub_log(task, a->first, a->first + a->count, 0, &log)) < 0 ||
+        (rc = krn_step_begin(ctx, task->step, log)) < 0)
+        goto done;
+    rc = krn_batch_sum_round(ctx, task->op, out, y, mag, a->count, a->N);
+    krn_stats st;
+    int end = krn_step_end(ctx, &st);
+    if (rc == 0)
+        rc = end;
+    if (rc < 0) {
+        rc = ovt_fail_wrap(rc, "chunk: step %llu site %u (%s) leaf %llu, the chain's last step",
+                           (unsigned long long)task->step, task->site, task->op, (unsigned long long)task->leaf);
+        goto done;
+    }
+    ovt_tree_leaf_le32(leaf, out, a->count * 4);
+    if (values)
+        memcpy(values, out, a->count * 4);
+done:
+    krn_rlog_free(log);
+    krn_ctx_free(ctx);
+    free(old);
+    free(out);
+    free(y);
+    free(mag);
+    return rc;
+}
+
+/* ---- the chain ---- */
+
+void arb_chunk_chain_free(arb_chunk_chain *c)
+{
+    free(c->leaves);
+    memset(c, 0, sizeof *c);
+}
+
+static int verify_slices(const arb_block_task *task)
+{
+    int rc = 0;
+    for (size_t i = 0; i < task->nslices && rc == 0; i++)
+        rc = arb_block_slice_verify(&task->slices[i]);
+    return rc;
+}
+
+int arb_chunk_chain_make(const arb_block_task *task, arb_chunk_chain *out)
+{
+    memset(out, 0, sizeof *out);
+    chunk_acc a;
+    int rc = arb_chunk_info_of(task, &out->info);
+    if (rc == 0)
+        rc = acc_new(&a, task);
+    if (rc < 0)
+        return rc;
+    uint64_t C = out->info.chunks;
+    if ((rc = acc_threads(&a, task)) < 0 || (rc = verify_slices(task)) < 0)
+        goto done;
+    if ((out->leaves = malloc((C + 1) * sizeof *out->leaves)) == NULL) {
+        rc = ovt_fail(OVT_ENOMEM, "chunk: out of memory for the chain's leaves");
+        goto done;
+    }
+    rc = acc_walk(&a, task, C, out->leaves);
+    if (rc == 0 && (rc = acc_final(&a, task, &out->leaves[C], NULL)) == 0) {
+        ovt_hash *tmp = malloc((C + 1) * sizeof *tmp);
+        if (tmp == NULL) {
+            rc = ovt_fail(OVT_ENOMEM, "chunk: out of memory for the chain's root");
+            goto done;
+        }
+        memcpy(tmp, out->leaves, (C + 1) * sizeof *tmp);
+        ovt_tree_root_of_leaves(&out->root, tmp, C + 1);
+        free(tmp);
+    }
+done:
+    acc_free(&a);
+    if (rc < 0)
+        arb_chunk_chain_free(out);
+    return rc;
+}
+
+int arb_chunk_partial(const arb_block_task *task, uint64_t c, uint8_t **bytes, size_t *len)
+{
+    *bytes = NULL;
+    *len = 0;
+    chunk_acc a;
+    int rc = acc_new(&a, task);
+    if (rc < 0)
+        return rc;
+    uint64_t C = (a.N + ARB_CHUNK_ROWS - 1) / ARB_CHUNK_ROWS;
+    if (c >= C)
+        rc = ovt_fail(OVT_EINVAL, "chunk: the chain of site %u has states P_0..P_%llu; P_%llu is none",
+                      task->site, (unsigned long long)(C - 1), (unsigned long long)c);
+    else if ((rc = acc_threads(&a, task)) == 0)
+        rc = verify_slices(task);
+    if (rc == 0)
+        rc = acc_walk(&a, task, c + 1, NULL);
+    if (rc == 0 && (rc = acc_put(&a, bytes)) == 0)
+        *len = acc_bytes(&a);
+    acc_free(&a);
+    return rc;
+}
+
+int arb_chunk_step(const arb_block_task *task, uint64_t c, const uint8_t *prev, size_t prev_len, ovt_hash *leaf,
+                   float *values)
+{
+    memset(leaf, 0, sizeof *leaf);
+    chunk_acc a;
+    int rc = acc_new(&a, task);
+    if (rc < 0)
+        return rc;
+    uint64_t C = (a.N + ARB_CHUNK_ROWS - 1) / ARB_CHUNK_ROWS;
+    if (c > C)
+        rc = ovt_fail(OVT_EINVAL, "chunk: the chain of site %u leaf %llu has leaves 0..%llu; %llu is none",
+                      task->site, (unsigned long long)task->leaf, (unsigned long long)C, (unsigned long long)c);
+    else if (c == 0 && prev_len != 0)
+        rc = ovt_fail(OVT_EINVAL, "chunk: chunk 0 starts from the zero state; a previous state was given");
+    else if (c > 0 && (prev == NULL || prev_len != acc_bytes(&a)))
+        rc = ovt_fail(OVT_EINVAL, "chunk: the state before chunk %llu is %zu bytes; the chain's states are %zu",
+                      (unsigned long long)c, prev ? prev_len : 0, acc_bytes(&a));
+    else if ((rc = acc_threads(&a, task)) == 0)
+        rc = verify_slices(task);
+    for (size_t k = 0; k < a.nx && rc == 0 && c > 0; k++)
+        xsum_get(&a.sum[k], prev + k * XSUM_BYTES);
+    if (rc == 0 && c < C && (rc = acc_add_chunk(&a, task, c)) == 0)
+        rc = acc_leaf(&a, leaf);
+    else if (rc == 0 && c == C)
+        rc = acc_final(&a, task, leaf, values);
+    acc_free(&a);
+    return rc;
+}
