@@ -93,7 +93,7 @@ static int session_open(struct session *r, const char *dir, const char *data_pat
     r->threads = threads;
     trn_runner_opts ro = {.backend = backend, .mode = KRN_REPLAY,
                           .verifier = canonical && !r->canon_check ? KRN_VERIFY_ARBITER : KRN_VERIFY_AUDITOR,
-                          .threads = threads, .hash_later = true};
+                          .threads = threads, .hash_later = true, .tolerant = !r->canon_check};
     if ((rv = trn_runner_open(&r->run, &r->rc, &r->data, &ro)))
         goto fail;
     return 0;
@@ -253,7 +253,22 @@ static int session_step(struct session *r, chain_merkle_preimage *leaf, int *fra
         rv = ovt_fail_wrap(rv, "step %llu", (unsigned long long)i);
         goto done;
     }
-    if (res.info.shard_differs >= 0 && r->shard_step == 0) {
+    /* The tolerant replay went past a violation of the log: fraud, with the
+     * strict replay's message, and the state of our own is the tolerant
+     * replay's (docs/numeric-contract.md, "The tolerant replay"), except
+     * where it is the trainer's: a log that lies only about decisions the
+     * trainer did not take would leave the leaves equal and the fraud
+     * undisputed, so the state stays zero there, as for every other fraud. */
+    const krn_finding *v = trn_runner_violation(r->run);
+    if (v->rule != KRN_RULE_NONE) {
+        *fraud = 1;
+        snprintf(detail, cap, "the rounding log of step %llu is fraudulent: %s", (unsigned long long)i, v->message);
+        trn_state_hash(&leaf->state_hash, trn_runner_state(r->run));
+        if (i >= r->trainer.count || !memcmp(leaf->state_hash.b, r->trainer.steps[i].state_hash.b, 32))
+            memset(&leaf->state_hash, 0, sizeof leaf->state_hash);
+        goto done;
+    }
+        if (res.info.shard_differs >= 0 && r->shard_step == 0) {
         r->shard_step = i;
         r->shard = (uint32_t)res.info.shard_differs;
     }
