@@ -17,7 +17,13 @@
  * auditor-right from both packages; gpt2-tiny-sharded: a run of 4 shards
  * whose flip is in shard 2's last site (419, `--flip-site`): a sharded
  * step narrows and its block re-executes like any other (the verdict names
- * no shard yet: docs/arbiter.md, "Which shard"). Asserted from chain state (`ovt devnet
+ * no shard yet: docs/arbiter.md, "Which shard"); gpt2-tiny-early: the
+ * flip at site 76 (gelu.bwd), an early site, so that the trainer's log,
+ * recorded from the flipped values, is fraud at a later site: the honest
+ * auditor commits and traces the tolerant replay's state (its leaf would
+ * be zero, and its trace impossible, otherwise) and the narrowing still
+ * ends on site 76, where every seat rules auditor-right from the block
+ * (before: lost by timeout, the whole step re-executed). Asserted from chain state (`ovt devnet
  * --json` reads it back: getNarrow after the settlement, the Settled
  * credits, every transaction and the revealed ballots); the devnet waits on
  * chain events, not sleeps. Prints the figures of docs/bench-chain.md ("A
@@ -65,7 +71,7 @@ static void narrowing_figures(const json_t *j, const char *model)
            json_real_value(json_object_get(j, "commit_to_verdict_s")), json_real_value(json_object_get(j, "total_s")));
 }
 
-static void test_model(const char *model, int withheld, int sharded, int forged)
+static void test_model(const char *model, int withheld, int sharded, int forged, int early)
 {
     int single = withheld || forged; /* one arbiter, which sends the verdict itself */
     char *argv[24] = {ovt, "devnet", "--json", "--fault", "flip-output", "--model", (char *)model, "--steps", "8",
@@ -78,6 +84,11 @@ static void test_model(const char *model, int withheld, int sharded, int forged)
     if (sharded) { /* 4 shards of 140 sites: site 419 is shard 2's last (encoder.bwd.dwpe), element 1000 in leaf 0 */
         static char *more[] = {"--shards", "4", "--flip-site", "419", "--flip-element", "1000"};
         for (size_t k = 0; k < 6; k++)
+            argv[argc++] = more[k];
+    }
+    if (early) { /* gpt2-tiny's site 76 (gelu.bwd), far before the step's end: element 20000 in block 1 */
+        static char *more[] = {"--flip-site", "76", "--flip-element", "20000"};
+        for (size_t k = 0; k < 4; k++)
             argv[argc++] = more[k];
     }
     char *text = NULL;
@@ -115,10 +126,12 @@ static void test_model(const char *model, int withheld, int sharded, int forged)
     CHECK_EQ_U64(num(end, "site"), num(fault, "site"));
     CHECK_EQ_U64(num(end, "block"), num(fault, "block"));
     CHECK_EQ_U64(num(fault, "block"), num(fault, "element") * 4 / 65536);
-    const char *op = sharded ? "encoder.bwd.dwpe" : "adamw.param";
+    const char *op = sharded ? "encoder.bwd.dwpe" : early ? "gelu.bwd" : "adamw.param";
     CHECK_MSG(!strcmp(str(end, "op"), op), "op %s", str(end, "op"));
     if (sharded) /* the site lies in shard 2's range (4 x 140 sites, then grad.sum) */
         CHECK_EQ_U64(num(end, "site"), 2 * 140 + 139);
+    if (early) /* the honest auditor traced the step tolerantly past the trainer's fraudulent log */
+        CHECK_EQ_U64(num(end, "site"), 76);
     CHECK(strcmp(str(end, "trainer_leaf"), str(end, "auditor_leaf")) != 0);
     /* both parties played every level */
     static const char *const party[2] = {"trainer", "auditor"};
@@ -166,9 +179,7 @@ static void test_model(const char *model, int withheld, int sharded, int forged)
  * arbiter does not take that loss as its verdict (an honest party that
  * cannot trace step K because the other's log is fraudulent there loses
  * so too) and rules on the whole step (its `block` is null). flip_site:
- * NULL, or an early flip-output site (`--flip-site`), whose trainer's own
- * log is fraud at a later site: the honest auditor is the one that cannot
- * play, and the faulty trainer must still lose (fraudulent-log). */
+ * NULL, or a flip-output site (`--flip-site`). */
 static void test_lost(const char *fault, const char *flip_site, const char *outcome, const char *winner,
                       const char *claimer, json_int_t narrow_outcome)
 {
@@ -206,10 +217,11 @@ int main(int argc, char **argv)
     if (!bin || argc != 2 ||
         (strcmp(argv[1], "gpt2-tiny") && strcmp(argv[1], "llama-tiny") && strcmp(argv[1], "resnet-mini") &&
          strcmp(argv[1], "mlp-demo") && strcmp(argv[1], "gpt2-tiny-withheld") && strcmp(argv[1], "gpt2-tiny-sharded") &&
-         strcmp(argv[1], "gpt2-tiny-forged") && strcmp(argv[1], "lost"))) {
+         strcmp(argv[1], "gpt2-tiny-forged") && strcmp(argv[1], "gpt2-tiny-early") && strcmp(argv[1], "lost"))) {
         fprintf(stderr,
                 "usage: OVT_BINARY_DIR=... %s "
-                "gpt2-tiny|llama-tiny|resnet-mini|mlp-demo|gpt2-tiny-withheld|gpt2-tiny-sharded|gpt2-tiny-forged|lost\n",
+                "gpt2-tiny|llama-tiny|resnet-mini|mlp-demo|gpt2-tiny-withheld|gpt2-tiny-sharded|gpt2-tiny-forged|"
+                "gpt2-tiny-early|lost\n",
                 argv[0]);
         return 2;
     }
@@ -217,12 +229,11 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "lost")) {
         CHECK_RUN(test_lost("bitflip", NULL, "auditor-right", "auditor", "auditor", 5));
         CHECK_RUN(test_lost("lying-auditor", NULL, "trainer-right", "trainer", "trainer", 6));
-        /* gpt2-tiny's site 76 (gelu.bwd), far before its last adamw.param: the trainer wins the narrowing */
-        CHECK_RUN(test_lost("flip-output", "76", "fraudulent-log", "auditor", "trainer", 6));
         return check_done();
     }
     int withheld = !strcmp(argv[1], "gpt2-tiny-withheld"), sharded = !strcmp(argv[1], "gpt2-tiny-sharded"),
-        forged = !strcmp(argv[1], "gpt2-tiny-forged");
-    CHECK_RUN(test_model(withheld || sharded || forged ? "gpt2-tiny" : argv[1], withheld, sharded, forged));
+        forged = !strcmp(argv[1], "gpt2-tiny-forged"), early = !strcmp(argv[1], "gpt2-tiny-early");
+    CHECK_RUN(test_model(withheld || sharded || forged || early ? "gpt2-tiny" : argv[1], withheld, sharded, forged,
+                         early));
     return check_done();
 }
