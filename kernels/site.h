@@ -104,6 +104,9 @@ typedef struct {
                               Never for a verdict: the party's trace of a fraudulent step and the
                               auditor's own state there (docs/numeric-contract.md, "The tolerant
                               replay") */
+    bool follow_log;       /* testing only, with tolerant: an entry the rule rejects is still followed (the
+                              output is the logged one): a faulty trainer re-executing its own forged log
+                              for the narrowing (`ovt agent --narrow-forged`) */
 } krn_config;
 
 /* Per-step counters, for progress lines and benchmarks. */

@@ -128,7 +128,7 @@ int krn_site_apply_entry(site_job *job, const krn_rlog_entry *e, double xi, doub
     }
     /* tolerant: an entry the role fails on is not followed; the element
      * rounds to nearest, as an unlogged one */
-    *outi = krn_canonical_zero(failed && ctx->cfg.tolerant ? pos.nearest : v);
+    *outi = krn_canonical_zero(failed && ctx->cfg.tolerant && !ctx->cfg.follow_log ? pos.nearest : v);
     double ratio = dist / tau;
     if (ratio > ctx->stats.max_dist_over_tau)
         ctx->stats.max_dist_over_tau = ratio;

@@ -71,6 +71,7 @@ int trn_runner_open(trn_runner **out, const trn_run_config *rc, const trn_run_da
                      .threads = o->threads, .rule = trn_config_rule(rc)};
     kc.mem_guard = o->mem_guard;
     kc.tolerant = o->mode == KRN_REPLAY && o->tolerant;
+    kc.follow_log = kc.tolerant && o->follow_log;
     int rv;
     bool resident = false;
     if ((rv = krn_ctx_new(&r->ctx, &kc)) || (rv = krn_mem_placement(r->ctx, &resident)))

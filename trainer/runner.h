@@ -78,6 +78,7 @@ typedef struct {
     bool tolerant;           /* REPLAY, off by default: a violation of the log does not fail the step
                                 (krn_config.tolerant; the first one: trn_runner_violation). Never for a
                                 verdict */
+    bool follow_log;         /* testing only, with tolerant: rejected entries are followed (krn_config) */
 } trn_runner_opts;
 
 typedef struct trn_runner trn_runner;

@@ -168,6 +168,13 @@ static int replay_run(const char *dir, const trn_run_data *d, uint64_t k, int th
     trn_runner *r = NULL;
     trn_runner_opts ro = {.backend = KRN_BACKEND_CPU, .mode = KRN_REPLAY, .threads = threads, .hash_later = true,
                           .fault = tr ? tr->fault : NULL, .tolerant = tr && tr->tolerant};
+    if (tr && tr->fault && tr->fault->kind == TRN_FAULT_FORGED_LOG) {
+        /* the forging trainer's own re-execution: its forged entries
+         * followed, as its machine computed the step (the forgery itself
+         * is a RECORD hook, not run here) */
+        ro.fault = NULL;
+        ro.tolerant = ro.follow_log = true;
+    }
     int rv;
     if ((rv = trn_run_load_config(dir, &rc, &config_hash)) ||
         (rv = trn_run_path(path, sizeof path, dir, NULL, 0, "steps.bin")) ||

@@ -61,7 +61,9 @@ int trn_step_replay_run(const char *dir, const trn_run_data *d, uint64_t k, int 
  * trace_rc (its message in krn_trace_error) and root. */
 typedef struct {
     krn_backend_kind backend;
-    const trn_fault *fault; /* testing only: step k under this fault (`ovt block pack --inject-fault`); NULL */
+    const trn_fault *fault; /* testing only: step k under this fault (`ovt block pack --inject-fault`; forged-log:
+                               replayed tolerantly following the log's rejected entries, as the forging
+                               trainer computed it); NULL */
     krn_trace *trace;
     int trace_rc;
     ovt_hash root;
