@@ -283,7 +283,7 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
     chain_narrow_evidence_free(&ev);
     krn_rlog_free(log);
     found->entries_replaced = replaced[0] + replaced[1];
-    found->packages = have[0] + have[1];
+    found->packages = have[0] + have[1] + fraud[0] + fraud[1];
     if (!have[0] && !have[1] && (fraud[0] || fraud[1])) {
         /* the block, from proven inputs, with the trainer's committed log
          * entries fails the strict rule: the whole step's verdict for a

@@ -211,21 +211,67 @@ static void test_lost(const char *fault, const char *flip_site, const char *outc
     json_decref(j);
 }
 
+/* forged-log with --narrow (one arbiter): the trainer rounds one element
+ * of an early site to the wrong side and logs it so; its agent traces the
+ * step following its own log (--narrow-forged), the honest auditor
+ * tolerantly (rounding that element to nearest), so the narrowing ends on
+ * the forged site's block, whose re-execution with the trainer's log fails
+ * the strict rule: the arbiter rules fraudulent-log from the block (before:
+ * the auditor could not trace, whole step). */
+static void test_forged_log(void)
+{
+    char *argv[] = {ovt, "devnet", "--json", "--fault", "forged-log", "--narrow", "--steps", "8", "--at", "5",
+                    "--timeout", "600", NULL};
+    char *text = NULL;
+    int st = tsup_run(argv, &text);
+    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+    free(text);
+    CHECK_EQ_U64(st, 0);
+    if (!j)
+        return;
+    CHECK_MSG(!strcmp(str(j, "outcome"), "fraudulent-log"), "outcome %s", str(j, "outcome"));
+    CHECK(json_is_true(json_object_get(j, "as_expected")));
+    CHECK_MSG(!strcmp(str(json_object_get(j, "settled_credits"), "auditor"), TWO_ETH), "auditor credited %s",
+              str(json_object_get(j, "settled_credits"), "auditor"));
+    const json_t *end = json_object_get(json_object_get(j, "narrow"), "end");
+    CHECK_EQ_U64(num(end, "phase"), 4);
+    CHECK_EQ_U64(num(end, "outcome"), 1); /* Narrowed: both parties traced the step */
+    CHECK_EQ_U64(num(end, "item_stage"), 1);
+    CHECK_EQ_U64(num(end, "step"), 5);
+    for (int k = 0; k < 2; k++)
+        CHECK_EQ_U64(count_calls(j, "postTrace", k ? "auditor" : "trainer"), 1);
+    const json_t *a = json_array_get(json_object_get(j, "arbiters"), 0);
+    CHECK_MSG(!strcmp(str(a, "verdict"), "fraudulent-log"), "verdict %s", str(a, "verdict"));
+    const json_t *b = json_object_get(a, "block");
+    CHECK_MSG(json_is_object(b), "the arbiter did not rule from the narrowed block");
+    CHECK_EQ_U64(num(b, "narrow_outcome"), 1);
+    CHECK_EQ_U64(num(b, "site"), num(end, "site"));
+    CHECK_EQ_U64(num(b, "block"), num(end, "block"));
+    CHECK(num(b, "packages") >= 1);
+    printf("forged-log: narrowed to site %lld (%s) block %lld, ruled %s from the block\n", (long long)num(end, "site"),
+           str(end, "op"), (long long)num(end, "block"), str(a, "verdict"));
+    json_decref(j);
+}
+
 int main(int argc, char **argv)
 {
     const char *bin = getenv("OVT_BINARY_DIR");
     if (!bin || argc != 2 ||
         (strcmp(argv[1], "gpt2-tiny") && strcmp(argv[1], "llama-tiny") && strcmp(argv[1], "resnet-mini") &&
          strcmp(argv[1], "mlp-demo") && strcmp(argv[1], "gpt2-tiny-withheld") && strcmp(argv[1], "gpt2-tiny-sharded") &&
-         strcmp(argv[1], "gpt2-tiny-forged") && strcmp(argv[1], "gpt2-tiny-early") && strcmp(argv[1], "lost"))) {
+         strcmp(argv[1], "gpt2-tiny-forged") && strcmp(argv[1], "gpt2-tiny-early") && strcmp(argv[1], "forged-log") && strcmp(argv[1], "lost"))) {
         fprintf(stderr,
                 "usage: OVT_BINARY_DIR=... %s "
                 "gpt2-tiny|llama-tiny|resnet-mini|mlp-demo|gpt2-tiny-withheld|gpt2-tiny-sharded|gpt2-tiny-forged|"
-                "gpt2-tiny-early|lost\n",
+                "gpt2-tiny-early|forged-log|lost\n",
                 argv[0]);
         return 2;
     }
     snprintf(ovt, sizeof ovt, "%s/ovt", bin);
+    if (!strcmp(argv[1], "forged-log")) {
+        CHECK_RUN(test_forged_log());
+        return check_done();
+    }
     if (!strcmp(argv[1], "lost")) {
         CHECK_RUN(test_lost("bitflip", NULL, "auditor-right", "auditor", "auditor", 5));
         CHECK_RUN(test_lost("lying-auditor", NULL, "trainer-right", "trainer", "trainer", 6));
