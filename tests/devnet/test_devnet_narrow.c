@@ -23,7 +23,9 @@
  * auditor commits and traces the tolerant replay's state (its leaf would
  * be zero, and its trace impossible, otherwise) and the narrowing still
  * ends on site 76, where every seat rules auditor-right from the block
- * (before: lost by timeout, the whole step re-executed). Asserted from chain state (`ovt devnet
+ * (before: lost by timeout, the whole step re-executed); gpt2-tiny-element:
+ * the same at site 57 (xent.sum, one value per row), which narrows on
+ * through the element stage. Asserted from chain state (`ovt devnet
  * --json` reads it back: getNarrow after the settlement, the Settled
  * credits, every transaction and the revealed ballots); the devnet waits on
  * chain events, not sleeps. Prints the figures of docs/bench-chain.md ("A
@@ -71,7 +73,13 @@ static void narrowing_figures(const json_t *j, const char *model)
            json_real_value(json_object_get(j, "commit_to_verdict_s")), json_real_value(json_object_get(j, "total_s")));
 }
 
-static void test_model(const char *model, int withheld, int sharded, int forged, int early)
+/* An early flip (gpt2-tiny-early, gpt2-tiny-element): the site, element and op. */
+typedef struct {
+    char *site, *element;
+    const char *op;
+} early_flip;
+
+static void test_model(const char *model, int withheld, int sharded, int forged, const early_flip *early)
 {
     int single = withheld || forged; /* one arbiter, which sends the verdict itself */
     char *argv[24] = {ovt, "devnet", "--json", "--fault", "flip-output", "--model", (char *)model, "--steps", "8",
@@ -86,10 +94,11 @@ static void test_model(const char *model, int withheld, int sharded, int forged,
         for (size_t k = 0; k < 6; k++)
             argv[argc++] = more[k];
     }
-    if (early) { /* gpt2-tiny's site 76 (gelu.bwd), far before the step's end: element 20000 in block 1 */
-        static char *more[] = {"--flip-site", "76", "--flip-element", "20000"};
-        for (size_t k = 0; k < 4; k++)
-            argv[argc++] = more[k];
+    if (early) {
+        argv[argc++] = "--flip-site";
+        argv[argc++] = early->site;
+        argv[argc++] = "--flip-element";
+        argv[argc++] = early->element;
     }
     char *text = NULL;
     int st = tsup_run(argv, &text);
@@ -126,12 +135,16 @@ static void test_model(const char *model, int withheld, int sharded, int forged,
     CHECK_EQ_U64(num(end, "site"), num(fault, "site"));
     CHECK_EQ_U64(num(end, "block"), num(fault, "block"));
     CHECK_EQ_U64(num(fault, "block"), num(fault, "element") * 4 / 65536);
-    const char *op = sharded ? "encoder.bwd.dwpe" : early ? "gelu.bwd" : "adamw.param";
+    const char *op = sharded ? "encoder.bwd.dwpe" : early ? early->op : "adamw.param";
     CHECK_MSG(!strcmp(str(end, "op"), op), "op %s", str(end, "op"));
     if (sharded) /* the site lies in shard 2's range (4 x 140 sites, then grad.sum) */
         CHECK_EQ_U64(num(end, "site"), 2 * 140 + 139);
     if (early) /* the honest auditor traced the step tolerantly past the trainer's fraudulent log */
-        CHECK_EQ_U64(num(end, "site"), 76);
+        CHECK_EQ_U64(num(end, "site"), strtoull(early->site, NULL, 10));
+    /* an element op's leaf is bisected further, over its elements (level 4:
+     * postElements, then 7 more rounds of descent over xent.sum's 128) */
+    if (early && !strcmp(early->op, "xent.sum"))
+        CHECK_MSG(count_calls(j, "descend", NULL) > 2 * 12, "%lld descents", (long long)count_calls(j, "descend", NULL));
     CHECK(strcmp(str(end, "trainer_leaf"), str(end, "auditor_leaf")) != 0);
     /* both parties played every level */
     static const char *const party[2] = {"trainer", "auditor"};
@@ -259,11 +272,12 @@ int main(int argc, char **argv)
     if (!bin || argc != 2 ||
         (strcmp(argv[1], "gpt2-tiny") && strcmp(argv[1], "llama-tiny") && strcmp(argv[1], "resnet-mini") &&
          strcmp(argv[1], "mlp-demo") && strcmp(argv[1], "gpt2-tiny-withheld") && strcmp(argv[1], "gpt2-tiny-sharded") &&
-         strcmp(argv[1], "gpt2-tiny-forged") && strcmp(argv[1], "gpt2-tiny-early") && strcmp(argv[1], "forged-log") && strcmp(argv[1], "lost"))) {
+         strcmp(argv[1], "gpt2-tiny-forged") && strcmp(argv[1], "gpt2-tiny-early") && strcmp(argv[1], "gpt2-tiny-element") &&
+         strcmp(argv[1], "forged-log") && strcmp(argv[1], "lost"))) {
         fprintf(stderr,
                 "usage: OVT_BINARY_DIR=... %s "
                 "gpt2-tiny|llama-tiny|resnet-mini|mlp-demo|gpt2-tiny-withheld|gpt2-tiny-sharded|gpt2-tiny-forged|"
-                "gpt2-tiny-early|forged-log|lost\n",
+                "gpt2-tiny-early|gpt2-tiny-element|forged-log|lost\n",
                 argv[0]);
         return 2;
     }
@@ -278,7 +292,13 @@ int main(int argc, char **argv)
         return check_done();
     }
     int withheld = !strcmp(argv[1], "gpt2-tiny-withheld"), sharded = !strcmp(argv[1], "gpt2-tiny-sharded"),
-        forged = !strcmp(argv[1], "gpt2-tiny-forged"), early = !strcmp(argv[1], "gpt2-tiny-early");
+        forged = !strcmp(argv[1], "gpt2-tiny-forged");
+    /* gpt2-tiny's site 76 (gelu.bwd), far before the step's end: element
+     * 20000 in block 1; its site 57 (xent.sum, one value per row): element 3 */
+    static const early_flip gelu = {"76", "20000", "gelu.bwd"}, xent = {"57", "3", "xent.sum"};
+    const early_flip *early = !strcmp(argv[1], "gpt2-tiny-early")     ? &gelu
+                              : !strcmp(argv[1], "gpt2-tiny-element") ? &xent
+                                                                      : NULL;
     CHECK_RUN(test_model(withheld || sharded || forged || early ? "gpt2-tiny" : argv[1], withheld, sharded, forged,
                          early));
     return check_done();
