@@ -193,8 +193,10 @@ static void test_model(const char *model, int withheld, int sharded, int forged,
  * cannot trace step K because the other's log is fraudulent there loses
  * so too) and rules on the whole step (its `block` is null). flip_site:
  * NULL, or a flip-output site (`--flip-site`). */
-static void test_lost(const char *fault, const char *flip_site, const char *outcome, const char *winner,
-                      const char *claimer, json_int_t narrow_outcome)
+/* `ovt devnet --json --fault FAULT --narrow` (steps 8, K = 5; flip_site:
+ * NULL, or `--flip-site` with element 20000): its JSON, once the run
+ * exited 0 with `outcome` and `as_expected`; NULL otherwise. */
+static json_t *narrow_devnet(const char *fault, const char *flip_site, const char *outcome)
 {
     char *argv[] = {ovt, "devnet", "--json", "--fault", (char *)fault, "--narrow", "--steps", "8", "--at", "5",
                     "--timeout", "600", NULL, NULL, NULL, NULL, NULL};
@@ -209,10 +211,19 @@ static void test_lost(const char *fault, const char *flip_site, const char *outc
     json_t *j = text ? json_loads(text, 0, NULL) : NULL;
     free(text);
     CHECK_EQ_U64(st, 0);
+    if (j) {
+        CHECK_MSG(!strcmp(str(j, "outcome"), outcome), "%s: outcome %s", fault, str(j, "outcome"));
+        CHECK(json_is_true(json_object_get(j, "as_expected")));
+    }
+    return j;
+}
+
+static void test_lost(const char *fault, const char *flip_site, const char *outcome, const char *winner,
+                      const char *claimer, json_int_t narrow_outcome)
+{
+    json_t *j = narrow_devnet(fault, flip_site, outcome);
     if (!j)
         return;
-    CHECK_MSG(!strcmp(str(j, "outcome"), outcome), "%s: outcome %s", fault, str(j, "outcome"));
-    CHECK(json_is_true(json_object_get(j, "as_expected")));
     CHECK_MSG(!strcmp(str(json_object_get(j, "settled_credits"), winner), TWO_ETH), "%s credited %s", winner,
               str(json_object_get(j, "settled_credits"), winner));
     const json_t *end = json_object_get(json_object_get(j, "narrow"), "end");
@@ -233,17 +244,9 @@ static void test_lost(const char *fault, const char *flip_site, const char *outc
  * the auditor could not trace, whole step). */
 static void test_forged_log(void)
 {
-    char *argv[] = {ovt, "devnet", "--json", "--fault", "forged-log", "--narrow", "--steps", "8", "--at", "5",
-                    "--timeout", "600", NULL};
-    char *text = NULL;
-    int st = tsup_run(argv, &text);
-    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
-    free(text);
-    CHECK_EQ_U64(st, 0);
+    json_t *j = narrow_devnet("forged-log", NULL, "fraudulent-log");
     if (!j)
         return;
-    CHECK_MSG(!strcmp(str(j, "outcome"), "fraudulent-log"), "outcome %s", str(j, "outcome"));
-    CHECK(json_is_true(json_object_get(j, "as_expected")));
     CHECK_MSG(!strcmp(str(json_object_get(j, "settled_credits"), "auditor"), TWO_ETH), "auditor credited %s",
               str(json_object_get(j, "settled_credits"), "auditor"));
     const json_t *end = json_object_get(json_object_get(j, "narrow"), "end");
