@@ -233,8 +233,8 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
     const chain_narrow_side *sides[2] = {&ng->trainer_side, &ng->auditor_side};
     static const char *const who[2] = {"trainer", "auditor"};
     ovt_hash leaf[2];
-    int have[2] = {0, 0}, replaced[2] = {0, 0};
-    char why[2][256] = {"", ""};
+    int have[2] = {0, 0}, replaced[2] = {0, 0}, fraud[2] = {0, 0};
+    char why[2][256] = {"", ""}, fraud_msg[512] = "";
     long long t0 = chain_now_ms();
     for (int k = 0; k < 2; k++) {
         uint8_t *buf = NULL;
@@ -267,6 +267,11 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
                 recomputed_node(&leaf[k], ng, &r);
                 have[k] = 1;
                 arb_block_result_free(&r);
+            } else if (rv == OVT_EFRAUD) { /* the trainer's committed entries fail the strict rule */
+                fraud[k] = 1;
+                snprintf(fraud_msg, sizeof fraud_msg, "%s", ovt_errmsg());
+                say(why[k], sizeof why[k], "the trainer's log is fraudulent there");
+                ovt_err_clear();
             } else {
                 say(why[k], sizeof why[k], "refused (%s)", ovt_errmsg());
                 ovt_err_clear();
@@ -278,7 +283,23 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
     chain_narrow_evidence_free(&ev);
     krn_rlog_free(log);
     found->entries_replaced = replaced[0] + replaced[1];
-    found->packages = have[0] + have[1];
+    found->packages = have[0] + have[1] + fraud[0] + fraud[1];
+    if (!have[0] && !have[1] && (fraud[0] || fraud[1])) {
+        /* the block, from proven inputs, with the trainer's committed log
+         * entries fails the strict rule: the whole step's verdict for a
+         * fraudulent log (FraudulentLog, logHash_K), from the block */
+        memset(out, 0, sizeof *out);
+        arb_basis_of(&out->basis, g);
+        out->exec = ARB_EXEC_FRAUD;
+        out->shard_differs = -1;
+        say(note, cap, "block %llu of site %llu (%s) re-executed from the %s with the trainer's log: the log is "
+                       "fraudulent there: %s%s",
+            (unsigned long long)ng->block, (unsigned long long)ng->item, found->op,
+            fraud[0] && fraud[1] ? "both packages" : fraud[0] ? "trainer's package" : "auditor's package", fraud_msg,
+            events);
+        *res = ARB_NARROW_DECIDED;
+        return 0;
+    }
     if (!have[0] && !have[1]) {
         say(note, cap, "no valid block package: trainer's %s; auditor's %s", why[0], why[1]);
         return 0;

@@ -54,13 +54,17 @@ static void usage(FILE *f)
             "  --narrow-fault-site S --narrow-fault-element E  trainer: re-execute step K for the\n"
             "                       narrowing with flip-output at site S, element E (what its run\n"
             "                       was trained with: `ovt train --inject-fault flip-output`)\n"
+            "  --narrow-forged      trainer: re-execute step K for the narrowing following its own log\n"
+            "                       where the rule rejects it (what its run was trained with:\n"
+            "                       `ovt train --inject-fault forged-log`)\n"
             "  --forge-block-entries  with --narrow: its block package's log entries are not the\n"
             "                       trainer's log's (one added or removed); the arbiters must use the log's\n"
             "  -h, --help           this help\n");
 }
 
 enum { O_ROLE = 256, O_RUN_ID, O_RUN, O_STORE, O_DATA, O_STATE_DIR, O_POLL, O_JSON, O_WITHHOLD, O_METRICS, O_GAME,
-       O_DEFEND, O_NARROW, O_NARROW_SITE, O_NARROW_ELEMENT, O_FORGE_ENTRIES };
+       O_DEFEND, O_NARROW, O_NARROW_SITE, O_NARROW_ELEMENT, O_FORGE_ENTRIES,
+       O_NARROW_FORGED };
 
 struct agent_args {
     party_agent_play_opts po;
@@ -70,7 +74,7 @@ struct agent_args {
     bool have_run_id;
     chain_address narrow;
     trn_fault fault;
-    bool have_site, have_element;
+    bool have_site, have_element, forged;
 };
 
 /* One flag, this command's own or of the chain and policy groups (given:
@@ -100,6 +104,7 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_JSON: o->json = true; break;
     case O_WITHHOLD: o->withhold = true; break;
     case O_FORGE_ENTRIES: o->forge_block_entries = true; break;
+    case O_NARROW_FORGED: a->forged = true; break;
     case O_METRICS: a->po.metrics_addr = arg; break;
     case O_NARROW:
         if (!(rv = chain_parse_address(&a->narrow, flag, arg)))
@@ -138,6 +143,7 @@ int cmd_agent(int argc, char **argv)
         {"narrow-fault-site", required_argument, NULL, O_NARROW_SITE},
         {"narrow-fault-element", required_argument, NULL, O_NARROW_ELEMENT},
         {"forge-block-entries", no_argument, NULL, O_FORGE_ENTRIES},
+        {"narrow-forged", no_argument, NULL, O_NARROW_FORGED},
         {NULL, 0, NULL, 0}};
     struct agent_args a;
     memset(&a, 0, sizeof a);
@@ -162,8 +168,12 @@ int cmd_agent(int argc, char **argv)
                                         "--role trainer and --narrow");
     if (o->forge_block_entries && !o->narrow)
         return cli_usage_error("agent", "--forge-block-entries goes with --narrow");
-    if (a.have_site) {
-        a.fault.kind = TRN_FAULT_FLIP_OUTPUT; /* its step is set when the narrowing knows K */
+    if (a.forged && (a.have_site || !o->is_trainer || !o->narrow))
+        return cli_usage_error("agent", "--narrow-forged goes with --role trainer and --narrow, without "
+                                        "--narrow-fault-site");
+    if (a.have_site || a.forged) {
+        /* its step is set when the narrowing knows K */
+        a.fault.kind = a.forged ? TRN_FAULT_FORGED_LOG : TRN_FAULT_FLIP_OUTPUT;
         o->narrow_fault = &a.fault;
     }
     char state_dir[4096];

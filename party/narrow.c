@@ -45,8 +45,10 @@ static int ensure_start(const char *dir, const trn_run_config *rc, uint64_t k)
 static int trace_step(party_narrow_step *p, const char *dir, const char *data, uint64_t k, const trn_fault *fault)
 {
     ovt_hash root;
+    /* tolerant: a party that disputes step K as fraud committed the state of
+     * the tolerant replay (auditor/replay.c), and traces the step to it */
     trn_step_trace tr = {.backend = KRN_BACKEND_CPU, .fault = fault, .trace = p->trace,
-                         .roots_before = p->previous_roots, .after = &p->after};
+                         .roots_before = p->previous_roots, .after = &p->after, .tolerant = true};
     trn_step_check s;
     int rv = trn_step_check_traced(&s, dir, data, k, 0, &tr);
     if (!rv && s.verdict == TRN_CHECK_FRAUD)

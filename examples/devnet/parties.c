@@ -249,6 +249,8 @@ int devnet_start_trainer_agent(struct devnet *d)
     }
     if (d->o->forge_block_entries)
         arg(&c, "--forge-block-entries");
+    if (d->o->narrow && d->o->fault == DEVNET_FORGED_LOG)
+        arg(&c, "--narrow-forged"); /* its trace follows its forged entries, as it trained */
     if (d->o->narrow && d->o->fault == DEVNET_FLIP_OUTPUT) {
         arg(&c, "--narrow-fault-site");
         arg(&c, "%u", d->r->fault_site);

@@ -17,7 +17,15 @@
  * auditor-right from both packages; gpt2-tiny-sharded: a run of 4 shards
  * whose flip is in shard 2's last site (419, `--flip-site`): a sharded
  * step narrows and its block re-executes like any other (the verdict names
- * no shard yet: docs/arbiter.md, "Which shard"). Asserted from chain state (`ovt devnet
+ * no shard yet: docs/arbiter.md, "Which shard"); gpt2-tiny-early: the
+ * flip at site 76 (gelu.bwd), an early site, so that the trainer's log,
+ * recorded from the flipped values, is fraud at a later site: the honest
+ * auditor commits and traces the tolerant replay's state (its leaf would
+ * be zero, and its trace impossible, otherwise) and the narrowing still
+ * ends on site 76, where every seat rules auditor-right from the block
+ * (before: lost by timeout, the whole step re-executed); gpt2-tiny-element:
+ * the same at site 57 (xent.sum, one value per row), which narrows on
+ * through the element stage. Asserted from chain state (`ovt devnet
  * --json` reads it back: getNarrow after the settlement, the Settled
  * credits, every transaction and the revealed ballots); the devnet waits on
  * chain events, not sleeps. Prints the figures of docs/bench-chain.md ("A
@@ -65,7 +73,13 @@ static void narrowing_figures(const json_t *j, const char *model)
            json_real_value(json_object_get(j, "commit_to_verdict_s")), json_real_value(json_object_get(j, "total_s")));
 }
 
-static void test_model(const char *model, int withheld, int sharded, int forged)
+/* An early flip (gpt2-tiny-early, gpt2-tiny-element): the site, element and op. */
+typedef struct {
+    char *site, *element;
+    const char *op;
+} early_flip;
+
+static void test_model(const char *model, int withheld, int sharded, int forged, const early_flip *early)
 {
     int single = withheld || forged; /* one arbiter, which sends the verdict itself */
     char *argv[24] = {ovt, "devnet", "--json", "--fault", "flip-output", "--model", (char *)model, "--steps", "8",
@@ -79,6 +93,12 @@ static void test_model(const char *model, int withheld, int sharded, int forged)
         static char *more[] = {"--shards", "4", "--flip-site", "419", "--flip-element", "1000"};
         for (size_t k = 0; k < 6; k++)
             argv[argc++] = more[k];
+    }
+    if (early) {
+        argv[argc++] = "--flip-site";
+        argv[argc++] = early->site;
+        argv[argc++] = "--flip-element";
+        argv[argc++] = early->element;
     }
     char *text = NULL;
     int st = tsup_run(argv, &text);
@@ -115,10 +135,16 @@ static void test_model(const char *model, int withheld, int sharded, int forged)
     CHECK_EQ_U64(num(end, "site"), num(fault, "site"));
     CHECK_EQ_U64(num(end, "block"), num(fault, "block"));
     CHECK_EQ_U64(num(fault, "block"), num(fault, "element") * 4 / 65536);
-    const char *op = sharded ? "encoder.bwd.dwpe" : "adamw.param";
+    const char *op = sharded ? "encoder.bwd.dwpe" : early ? early->op : "adamw.param";
     CHECK_MSG(!strcmp(str(end, "op"), op), "op %s", str(end, "op"));
     if (sharded) /* the site lies in shard 2's range (4 x 140 sites, then grad.sum) */
         CHECK_EQ_U64(num(end, "site"), 2 * 140 + 139);
+    if (early) /* the honest auditor traced the step tolerantly past the trainer's fraudulent log */
+        CHECK_EQ_U64(num(end, "site"), strtoull(early->site, NULL, 10));
+    /* an element op's leaf is bisected further, over its elements (level 4:
+     * postElements, then 7 more rounds of descent over xent.sum's 128) */
+    if (early && !strcmp(early->op, "xent.sum"))
+        CHECK_MSG(count_calls(j, "descend", NULL) > 2 * 12, "%lld descents", (long long)count_calls(j, "descend", NULL));
     CHECK(strcmp(str(end, "trainer_leaf"), str(end, "auditor_leaf")) != 0);
     /* both parties played every level */
     static const char *const party[2] = {"trainer", "auditor"};
@@ -166,11 +192,11 @@ static void test_model(const char *model, int withheld, int sharded, int forged)
  * arbiter does not take that loss as its verdict (an honest party that
  * cannot trace step K because the other's log is fraudulent there loses
  * so too) and rules on the whole step (its `block` is null). flip_site:
- * NULL, or an early flip-output site (`--flip-site`), whose trainer's own
- * log is fraud at a later site: the honest auditor is the one that cannot
- * play, and the faulty trainer must still lose (fraudulent-log). */
-static void test_lost(const char *fault, const char *flip_site, const char *outcome, const char *winner,
-                      const char *claimer, json_int_t narrow_outcome)
+ * NULL, or a flip-output site (`--flip-site`). */
+/* `ovt devnet --json --fault FAULT --narrow` (steps 8, K = 5; flip_site:
+ * NULL, or `--flip-site` with element 20000): its JSON, once the run
+ * exited 0 with `outcome` and `as_expected`; NULL otherwise. */
+static json_t *narrow_devnet(const char *fault, const char *flip_site, const char *outcome)
 {
     char *argv[] = {ovt, "devnet", "--json", "--fault", (char *)fault, "--narrow", "--steps", "8", "--at", "5",
                     "--timeout", "600", NULL, NULL, NULL, NULL, NULL};
@@ -185,10 +211,19 @@ static void test_lost(const char *fault, const char *flip_site, const char *outc
     json_t *j = text ? json_loads(text, 0, NULL) : NULL;
     free(text);
     CHECK_EQ_U64(st, 0);
+    if (j) {
+        CHECK_MSG(!strcmp(str(j, "outcome"), outcome), "%s: outcome %s", fault, str(j, "outcome"));
+        CHECK(json_is_true(json_object_get(j, "as_expected")));
+    }
+    return j;
+}
+
+static void test_lost(const char *fault, const char *flip_site, const char *outcome, const char *winner,
+                      const char *claimer, json_int_t narrow_outcome)
+{
+    json_t *j = narrow_devnet(fault, flip_site, outcome);
     if (!j)
         return;
-    CHECK_MSG(!strcmp(str(j, "outcome"), outcome), "%s: outcome %s", fault, str(j, "outcome"));
-    CHECK(json_is_true(json_object_get(j, "as_expected")));
     CHECK_MSG(!strcmp(str(json_object_get(j, "settled_credits"), winner), TWO_ETH), "%s credited %s", winner,
               str(json_object_get(j, "settled_credits"), winner));
     const json_t *end = json_object_get(json_object_get(j, "narrow"), "end");
@@ -200,29 +235,74 @@ static void test_lost(const char *fault, const char *flip_site, const char *outc
     json_decref(j);
 }
 
+/* forged-log with --narrow (one arbiter): the trainer rounds one element
+ * of an early site to the wrong side and logs it so; its agent traces the
+ * step following its own log (--narrow-forged), the honest auditor
+ * tolerantly (rounding that element to nearest), so the narrowing ends on
+ * the forged site's block, whose re-execution with the trainer's log fails
+ * the strict rule: the arbiter rules fraudulent-log from the block (before:
+ * the auditor could not trace, whole step). */
+static void test_forged_log(void)
+{
+    json_t *j = narrow_devnet("forged-log", NULL, "fraudulent-log");
+    if (!j)
+        return;
+    CHECK_MSG(!strcmp(str(json_object_get(j, "settled_credits"), "auditor"), TWO_ETH), "auditor credited %s",
+              str(json_object_get(j, "settled_credits"), "auditor"));
+    const json_t *end = json_object_get(json_object_get(j, "narrow"), "end");
+    CHECK_EQ_U64(num(end, "phase"), 4);
+    CHECK_EQ_U64(num(end, "outcome"), 1); /* Narrowed: both parties traced the step */
+    CHECK_EQ_U64(num(end, "item_stage"), 1);
+    CHECK_EQ_U64(num(end, "step"), 5);
+    for (int k = 0; k < 2; k++)
+        CHECK_EQ_U64(count_calls(j, "postTrace", k ? "auditor" : "trainer"), 1);
+    const json_t *a = json_array_get(json_object_get(j, "arbiters"), 0);
+    CHECK_MSG(!strcmp(str(a, "verdict"), "fraudulent-log"), "verdict %s", str(a, "verdict"));
+    const json_t *b = json_object_get(a, "block");
+    CHECK_MSG(json_is_object(b), "the arbiter did not rule from the narrowed block");
+    CHECK_EQ_U64(num(b, "narrow_outcome"), 1);
+    CHECK_EQ_U64(num(b, "site"), num(end, "site"));
+    CHECK_EQ_U64(num(b, "block"), num(end, "block"));
+    CHECK(num(b, "packages") >= 1);
+    printf("forged-log: narrowed to site %lld (%s) block %lld, ruled %s from the block\n", (long long)num(end, "site"),
+           str(end, "op"), (long long)num(end, "block"), str(a, "verdict"));
+    json_decref(j);
+}
+
 int main(int argc, char **argv)
 {
     const char *bin = getenv("OVT_BINARY_DIR");
     if (!bin || argc != 2 ||
         (strcmp(argv[1], "gpt2-tiny") && strcmp(argv[1], "llama-tiny") && strcmp(argv[1], "resnet-mini") &&
          strcmp(argv[1], "mlp-demo") && strcmp(argv[1], "gpt2-tiny-withheld") && strcmp(argv[1], "gpt2-tiny-sharded") &&
-         strcmp(argv[1], "gpt2-tiny-forged") && strcmp(argv[1], "lost"))) {
+         strcmp(argv[1], "gpt2-tiny-forged") && strcmp(argv[1], "gpt2-tiny-early") && strcmp(argv[1], "gpt2-tiny-element") &&
+         strcmp(argv[1], "forged-log") && strcmp(argv[1], "lost"))) {
         fprintf(stderr,
                 "usage: OVT_BINARY_DIR=... %s "
-                "gpt2-tiny|llama-tiny|resnet-mini|mlp-demo|gpt2-tiny-withheld|gpt2-tiny-sharded|gpt2-tiny-forged|lost\n",
+                "gpt2-tiny|llama-tiny|resnet-mini|mlp-demo|gpt2-tiny-withheld|gpt2-tiny-sharded|gpt2-tiny-forged|"
+                "gpt2-tiny-early|gpt2-tiny-element|forged-log|lost\n",
                 argv[0]);
         return 2;
     }
     snprintf(ovt, sizeof ovt, "%s/ovt", bin);
+    if (!strcmp(argv[1], "forged-log")) {
+        CHECK_RUN(test_forged_log());
+        return check_done();
+    }
     if (!strcmp(argv[1], "lost")) {
         CHECK_RUN(test_lost("bitflip", NULL, "auditor-right", "auditor", "auditor", 5));
         CHECK_RUN(test_lost("lying-auditor", NULL, "trainer-right", "trainer", "trainer", 6));
-        /* gpt2-tiny's site 76 (gelu.bwd), far before its last adamw.param: the trainer wins the narrowing */
-        CHECK_RUN(test_lost("flip-output", "76", "fraudulent-log", "auditor", "trainer", 6));
         return check_done();
     }
     int withheld = !strcmp(argv[1], "gpt2-tiny-withheld"), sharded = !strcmp(argv[1], "gpt2-tiny-sharded"),
         forged = !strcmp(argv[1], "gpt2-tiny-forged");
-    CHECK_RUN(test_model(withheld || sharded || forged ? "gpt2-tiny" : argv[1], withheld, sharded, forged));
+    /* gpt2-tiny's site 76 (gelu.bwd), far before the step's end: element
+     * 20000 in block 1; its site 57 (xent.sum, one value per row): element 3 */
+    static const early_flip gelu = {"76", "20000", "gelu.bwd"}, xent = {"57", "3", "xent.sum"};
+    const early_flip *early = !strcmp(argv[1], "gpt2-tiny-early")     ? &gelu
+                              : !strcmp(argv[1], "gpt2-tiny-element") ? &xent
+                                                                      : NULL;
+    CHECK_RUN(test_model(withheld || sharded || forged || early ? "gpt2-tiny" : argv[1], withheld, sharded, forged,
+                         early));
     return check_done();
 }
