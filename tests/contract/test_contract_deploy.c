@@ -1,8 +1,10 @@
 /* `ovt deploy` and `ovt game` (the built binary, OVT_BINARY_DIR/ovt) against a real anvil:
  * with --private-key and with a keystore + password file; the address is
  * the one cast computes for the deployer's nonce, the code there answers a
- * pure call through cast, and bad invocations fail with clear messages that
- * never repeat the key; a node before Shanghai is named as such. */
+ * pure call through cast, OvtNarrow is at the next nonce and bound to it
+ * (its arbitration() is the arbitration contract), --no-narrow deploys the
+ * arbitration contract alone, and bad invocations fail with clear messages
+ * that never repeat the key; a node before Shanghai is named as such. */
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,9 +38,22 @@ static int sh(char **out, const char *fmt, ...)
     return tsup_runl(out, "/bin/sh", "-c", full, NULL);
 }
 
+/* The address cast computes for the deployer at nonce. */
+static int address_at(char out[43], const char *deployer, unsigned nonce)
+{
+    char *want = NULL, nonce_s[16];
+    snprintf(nonce_s, sizeof nonce_s, "%u", nonce);
+    int rc = tsup_runl(&want, cast, "compute-address", deployer, "--nonce", nonce_s, NULL);
+    const char *at = want ? strstr(want, "0x") : NULL;
+    snprintf(out, 43, "%s", rc == 0 && at ? at : "-");
+    free(want);
+    return rc == 0 && at ? 0 : -1;
+}
+
 /* Checks one --json result: address = cast compute-address of the deployer
- * at `nonce`, and the code there computes depthOf(7) = 3. */
-static void check_deployed(const char *out, const char *deployer, unsigned nonce)
+ * at `nonce`, and the code there computes depthOf(7) = 3; with `pair`,
+ * narrow.address is at nonce + 1 and its arbitration() is address. */
+static void check_deployed(const char *out, const char *deployer, unsigned nonce, int pair)
 {
     json_error_t jerr;
     json_t *o = out ? json_loads(out, 0, &jerr) : NULL;
@@ -50,15 +65,26 @@ static void check_deployed(const char *out, const char *deployer, unsigned nonce
     CHECK(addr && from && strcasecmp(from, deployer) == 0);
     CHECK(json_integer_value(json_object_get(o, "chain_id")) == 31337);
     CHECK(json_integer_value(json_object_get(o, "gas_used")) > 1000000);
-    char *want = NULL, nonce_s[16];
-    snprintf(nonce_s, sizeof nonce_s, "%u", nonce);
-    CHECK(tsup_runl(&want, cast, "compute-address", deployer, "--nonce", nonce_s, NULL) == 0);
-    CHECK_MSG(want && addr && strstr(want, addr) != NULL, "cast: %s, ovt: %s", want ? want : "-", addr ? addr : "-");
+    char want[43];
+    CHECK(address_at(want, deployer, nonce) == 0);
+    CHECK_MSG(addr && strcasecmp(want, addr) == 0, "cast: %s, ovt: %s", want, addr ? addr : "-");
     char *depth = NULL;
     CHECK(addr && tsup_runl(&depth, cast, "call", "--rpc-url", node.url, addr, "depthOf(uint64)(uint8)", "7", NULL) == 0);
     CHECK_MSG(depth && strcmp(depth, "3") == 0, "depthOf(7) = %s", depth ? depth : "-");
     free(depth);
-    free(want);
+    json_t *narrow = json_object_get(o, "narrow");
+    CHECK_MSG(pair == (narrow != NULL), "narrow %s: %s", pair ? "missing" : "printed with --no-narrow", out);
+    const char *naddr = json_string_value(json_object_get(narrow, "address"));
+    if (pair && addr && naddr) {
+        CHECK(address_at(want, deployer, nonce + 1) == 0);
+        CHECK_MSG(strcasecmp(want, naddr) == 0, "OvtNarrow: cast %s, ovt %s", want, naddr);
+        CHECK(json_integer_value(json_object_get(narrow, "gas_used")) > 1000000);
+        char *bound = NULL;
+        CHECK(tsup_runl(&bound, cast, "call", "--rpc-url", node.url, naddr, "arbitration()(address)", NULL) == 0);
+        CHECK_MSG(bound && strcasecmp(bound, addr) == 0, "OvtNarrow.arbitration() = %s, not %s", bound ? bound : "-",
+                  addr);
+        free(bound);
+    }
     json_decref(o);
 }
 
@@ -66,11 +92,15 @@ static void test_private_key(void)
 {
     char *out = NULL;
     CHECK(sh(&out, "%s deploy --rpc-url %s --private-key %s --json", ovt, node.url, KEY0) == 0);
-    check_deployed(out, "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", 0);
+    check_deployed(out, "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", 0, 1);
     free(out);
-    /* the text form names the contract too */
+    /* the text form names both contracts too */
     CHECK(sh(&out, "ETH_RPC_URL=%s %s deploy --private-key %s", node.url, ovt, KEY0) == 0);
-    CHECK(out && strstr(out, "contract  0x") != NULL);
+    CHECK(out && strstr(out, "contract  0x") != NULL && strstr(out, "narrow    0x") != NULL);
+    free(out);
+    /* alone: one transaction, at nonce 4 after the two pairs */
+    CHECK(sh(&out, "%s deploy --rpc-url %s --private-key %s --no-narrow --json", ovt, node.url, KEY0) == 0);
+    check_deployed(out, "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", 4, 0);
     free(out);
 }
 
@@ -93,7 +123,7 @@ static void test_keystore(void)
                     NULL) == 0);
     free(out);
     CHECK(sh(&out, "%s deploy --rpc-url %s --keystore %s --password-file %s --json", ovt, node.url, ks, pw) == 0);
-    check_deployed(out, a, 0);
+    check_deployed(out, a, 0, 1);
     free(out);
 
     CHECK(ovt_write_atomic(pw, "wrong horse\n", 12, 0600) == 0);
