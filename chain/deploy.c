@@ -282,7 +282,12 @@ static int narrow_nonce_free(chain_txm *m, uint64_t nonce, const chain_address *
                         "can never be, so it cannot narrow; deploy the pair again (move the --out file away) from "
                         "an account nothing else uses meanwhile",
                         (unsigned long long)nonce, a, n);
-    if (pending > nonce || latest < nonce)
+    if (latest < nonce)
+        return ovt_fail(OVT_EINVAL,
+                        "the deployer's nonce is %llu, below %llu where OvtNarrow must be created (the chain lost "
+                        "the arbitration contract's creation in a reorg?); run again with the same --out",
+                        (unsigned long long)latest, (unsigned long long)nonce);
+    if (pending > nonce)
         return ovt_fail(OVT_EINVAL,
                         "another transaction of the deployer is pending at nonce %llu, where OvtNarrow (%s, the "
                         "address the arbitration contract at %s is bound to) must be created: wait until it is "

@@ -102,6 +102,24 @@ static void test_private_key(void)
     CHECK(sh(&out, "%s deploy --rpc-url %s --private-key %s --no-narrow --json", ovt, node.url, KEY0) == 0);
     check_deployed(out, "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", 4, 0);
     free(out);
+    /* a record of the contract alone is not taken for a pair, and reported again with --no-narrow */
+    char dir[] = "/tmp/ovt_deploy_XXXXXX", rec[300];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(rec, sizeof rec, "%s/deployment.json", dir);
+    CHECK(sh(&out, "%s deploy --rpc-url %s --private-key %s --no-narrow --out %s --json", ovt, node.url, KEY0, rec) ==
+          0);
+    check_deployed(out, "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", 5, 0);
+    free(out);
+    CHECK(sh(&out, "%s deploy --rpc-url %s --private-key %s --out %s", ovt, node.url, KEY0, rec) == 1);
+    CHECK_MSG(out && strstr(out, "records the arbitration contract alone") && strstr(out, "--no-narrow"), "%s",
+              out ? out : "-");
+    free(out);
+    CHECK(sh(&out, "%s deploy --rpc-url %s --private-key %s --no-narrow --out %s --json", ovt, node.url, KEY0, rec) ==
+          0);
+    check_deployed(out, "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", 5, 0);
+    free(out);
+    unlink(rec);
+    rmdir(dir);
 }
 
 static void test_keystore(void)
