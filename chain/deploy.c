@@ -160,8 +160,10 @@ static int parse_record(struct deploy_journal *j)
     j->chain_id = (uint64_t)json_integer_value(cid);
     j->pair = narrow != NULL;
     rc = parse_tx(&j->tx[TX_ARB], o, j->path);
-    if (rc == 0 && narrow)
-        rc = parse_tx(&j->tx[TX_NARROW], narrow, j->path);
+    if (rc == 0 && narrow && (rc = parse_tx(&j->tx[TX_NARROW], narrow, j->path)) == 0 && j->tx[TX_NARROW].nonce == 0)
+        rc = ovt_fail(OVT_EFORMAT, "%s: OvtNarrow's nonce 0 leaves none for the arbitration contract before it "
+                                   "(move the file away to deploy anew)",
+                      j->path);
     json_decref(o);
     return rc;
 }
