@@ -118,6 +118,35 @@ static void test_private_key(void)
           0);
     check_deployed(out, "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", 5, 0);
     free(out);
+    /* a pair's record whose arbitration contract is not at the nonce before
+     * OvtNarrow's: refused (the two cannot be bound), and nothing sent */
+    CHECK(sh(&out, "%s deploy --rpc-url %s --private-key %s --out %s.pair", ovt, node.url, KEY0, rec) == 0);
+    free(out);
+    char pair[320];
+    snprintf(pair, sizeof pair, "%s.pair", rec);
+    json_t *r = json_load_file(pair, 0, NULL);
+    json_t *n = json_object_get(r, "narrow");
+    CHECK(json_integer_value(json_object_get(n, "nonce")) == 7);
+    json_object_set_new(n, "nonce", json_integer(9));
+    json_object_del(n, "tx_hash");
+    json_object_set_new(n, "tx_hashes", json_array());
+    CHECK(r && json_dump_file(r, pair, 0) == 0);
+    json_decref(r);
+    char *before = NULL, *after = NULL;
+    CHECK(tsup_runl(&before, cast, "nonce", "--rpc-url", node.url, "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
+                    NULL) == 0);
+    CHECK(sh(&out, "%s deploy --rpc-url %s --private-key %s --out %s", ovt, node.url, KEY0, pair) == 1);
+    CHECK_MSG(out && strstr(out, "the arbitration contract was created at") && strstr(out, "nonce 8") &&
+                  strstr(out, "deploy the pair again"),
+              "%s", out ? out : "-");
+    free(out);
+    CHECK(tsup_runl(&after, cast, "nonce", "--rpc-url", node.url, "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
+                    NULL) == 0);
+    CHECK_MSG(before && after && strcmp(before, after) == 0, "nonce %s then %s", before ? before : "-",
+              after ? after : "-");
+    free(before);
+    free(after);
+    unlink(pair);
     unlink(rec);
     rmdir(dir);
 }
