@@ -68,7 +68,10 @@ void arb_shard_phrase(char *out, size_t cap, const arb_eval *e)
     out[0] = 0;
     if (e->shard_differs < 0)
         return;
-    if (e->has_owner)
+    if (e->shard_from_site)
+        snprintf(out, cap, "; shard %" PRId64 " of %u: the narrowed site is among its sites", e->shard_differs,
+                 e->shards);
+    else if (e->has_owner)
         snprintf(out, cap,
                  "; shard %" PRId64 " of %u: its gradient differs from the trainer's shard table (computed by rank "
                  "%u on host %s, per %s)",

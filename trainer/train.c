@@ -653,12 +653,13 @@ int trn_eval_loss(krn_ctx *ctx, trn_workspace *w, const trn_state *st, const trn
 int trn_shard_sites(const trn_run_config *rc, uint32_t *P)
 {
     *P = 0;
-    trn_run_config c = *rc; /* one shard of one sample (of one token): the same ops, fewest elements */
+    trn_run_config c = *rc; /* one shard of one sample (of one token), zero parameters: the same ops, the
+                               fewest elements, nothing drawn */
     c.shards = 1;
     c.batch_size = 1;
     if (trn_model_is_lm(&c.model))
         c.seq_len = 1;
-    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_NEAREST, .grid_bits = (int)c.grid_bits, .threads = 1};
+    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_NEAREST, .grid_bits = (int)c.grid_bits};
     krn_ctx *ctx = NULL;
     trn_workspace *w = NULL;
     trn_state *st = NULL;
@@ -667,7 +668,6 @@ int trn_shard_sites(const trn_run_config *rc, uint32_t *P)
     int32_t *tok = calloc(2, sizeof *tok); /* labels or inputs, and targets: class and token 0 */
     int rv = x && tok ? 0 : ovt_fail(OVT_ENOMEM, "out of memory for a one-sample batch");
     if (!rv && !(rv = krn_ctx_new(&ctx, &kc)) && !(rv = trn_workspace_new(&w, &c)) && !(rv = trn_state_new(&st, &c))) {
-        trn_state_init(st);
         trn_batch b = {.B = 1, .T = c.seq_len, .x = x, .labels = tok, .inputs = tok, .targets = tok + 1};
         float loss;
         if (!(rv = krn_step_begin(ctx, 1, NULL))) {

@@ -16,8 +16,8 @@
  * the arbiter replaces by the log's (logHash_K) and still rules
  * auditor-right from both packages; gpt2-tiny-sharded: a run of 4 shards
  * whose flip is in shard 2's last site (419, `--flip-site`): a sharded
- * step narrows and its block re-executes like any other (the verdict names
- * no shard yet: docs/arbiter.md, "Which shard"). Asserted from chain state (`ovt devnet
+ * step narrows, its block re-executes like any other, and the arbiter names
+ * shard 2 from the site (docs/arbiter.md, "Which shard"). Asserted from chain state (`ovt devnet
  * --json` reads it back: getNarrow after the settlement, the Settled
  * credits, every transaction and the revealed ballots); the devnet waits on
  * chain events, not sleeps. Prints the figures of docs/bench-chain.md ("A
@@ -119,6 +119,14 @@ static void test_model(const char *model, int withheld, int sharded, int forged)
     CHECK_MSG(!strcmp(str(end, "op"), op), "op %s", str(end, "op"));
     if (sharded) /* the site lies in shard 2's range (4 x 140 sites, then grad.sum) */
         CHECK_EQ_U64(num(end, "site"), 2 * 140 + 139);
+    /* the arbiter names the shard from the narrowed site (trn_shard_sites: site / P), none unsharded */
+    const json_t *named = json_object_get(j, "arbiter_shard");
+    CHECK_MSG(sharded ? json_is_object(named) : !json_is_object(named), "arbiter_shard: %s",
+              json_is_object(named) ? "named" : "none");
+    if (sharded && json_is_object(named)) {
+        CHECK_EQ_U64(num(named, "shard"), 2);
+        CHECK_EQ_U64(num(named, "shards"), 4);
+    }
     CHECK(strcmp(str(end, "trainer_leaf"), str(end, "auditor_leaf")) != 0);
     /* both parties played every level */
     static const char *const party[2] = {"trainer", "auditor"};
