@@ -126,6 +126,10 @@ static void test_model(const char *model, int withheld, int sharded, int forged)
     if (sharded && json_is_object(named)) {
         CHECK_EQ_U64(num(named, "shard"), 2);
         CHECK_EQ_U64(num(named, "shards"), 4);
+        /* one process computed every shard: rank 0, by the trainer's ranks.json */
+        CHECK_MSG(json_is_integer(json_object_get(named, "rank")) && num(named, "rank") == 0 &&
+                      json_is_string(json_object_get(named, "host")) && str(named, "host")[0],
+                  "rank and host of the named shard: %s", json_is_integer(json_object_get(named, "rank")) ? "ok" : "none");
     }
     CHECK(strcmp(str(end, "trainer_leaf"), str(end, "auditor_leaf")) != 0);
     /* both parties played every level */
