@@ -4,7 +4,9 @@
  * pure call through cast, OvtNarrow is at the next nonce and bound to it
  * (its arbitration() is the arbitration contract), --no-narrow deploys the
  * arbitration contract alone, and bad invocations fail with clear messages
- * that never repeat the key; a node before Shanghai is named as such. */
+ * that never repeat the key; a node before Shanghai is named as such;
+ * chain_narrow_check_bound (--narrow of the agents and the arbiter) takes
+ * the bound OvtNarrow only. */
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 
 #include "chain/arbitration.h"
 #include "chain/keystore.h"
+#include "chain/narrow.h"
 #include "check.h"
 #include "common/fileio.h"
 #include "support/anvil.h"
@@ -211,6 +214,50 @@ static void test_bad_invocations(void)
     free(out);
 }
 
+/* --narrow of the agents and the arbiter: the OvtNarrow bound to the
+ * contract is accepted; another pair's, the arbitration contract itself and
+ * an account are refused at startup with the address to give instead. */
+static void test_narrow_bound(void)
+{
+    char *out = NULL, addr[2][2][43];
+    for (int k = 0; k < 2; k++) {
+        CHECK(sh(&out, "%s deploy --rpc-url %s --private-key %s --json", ovt, node.url, KEY0) == 0);
+        json_t *o = out ? json_loads(out, 0, NULL) : NULL;
+        const char *a = json_string_value(json_object_get(o, "address"));
+        const char *n = json_string_value(json_object_get(json_object_get(o, "narrow"), "address"));
+        snprintf(addr[k][0], 43, "%s", a ? a : "");
+        snprintf(addr[k][1], 43, "%s", n ? n : "");
+        json_decref(o);
+        free(out);
+    }
+    chain_rpc *rpc = NULL;
+    chain_arb arb;
+    chain_address a, n;
+    CHECK(chain_rpc_open(&rpc, node.url, NULL) == 0);
+    CHECK(chain_address_from_string(&a, addr[0][0]) == 0 && chain_arb_attach(&arb, rpc, &a) == 0);
+    CHECK(chain_address_from_string(&n, addr[0][1]) == 0 && chain_narrow_check_bound(&arb, &n) == 0);
+    CHECK(chain_address_from_string(&n, addr[1][1]) == 0 && chain_narrow_check_bound(&arb, &n) == OVT_EINVAL);
+    CHECK_MSG(strstr(ovt_errmsg(), "of another arbitration contract") && strstr(ovt_errmsg(), "narrow.address"), "%s",
+              ovt_errmsg());
+    CHECK(chain_narrow_check_bound(&arb, &a) == OVT_EINVAL);
+    CHECK_MSG(strstr(ovt_errmsg(), "is not an OvtNarrow contract"), "%s", ovt_errmsg());
+    CHECK(chain_address_from_string(&n, "0x70997970C51812dc3A010C7d01b50e0d17dc79C8") == 0 &&
+          chain_narrow_check_bound(&arb, &n) == OVT_EINVAL);
+    ovt_err_clear();
+    chain_rpc_close(rpc);
+    /* ovt arbiter watch says it at startup, before watching anything */
+    char dir[] = "/tmp/ovt_deploy_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK(sh(&out,
+             "%s arbiter watch --rpc-url %s --contract %s --narrow %s --private-key %s --store file://%s/store "
+             "--state-dir %s/state",
+             ovt, node.url, addr[0][0], addr[1][1], KEY0, dir, dir) == 1);
+    CHECK_MSG(out && strstr(out, "of another arbitration contract") && strstr(out, addr[0][0]), "%s",
+              out ? out : "-");
+    free(out);
+    CHECK(tsup_runl(NULL, "/bin/rm", "-rf", dir, NULL) == 0);
+}
+
 /* `ovt game` on a run opened with cast: the fields read back, an unknown run
  * is a clear error. */
 static void test_game_command(void)
@@ -330,6 +377,7 @@ int main(void)
     CHECK_RUN(test_keystore());
     CHECK_RUN(test_bad_invocations());
     CHECK_RUN(test_game_command());
+    CHECK_RUN(test_narrow_bound());
     CHECK_RUN(test_node_before_shanghai());
     tsup_anvil_stop(&node);
     return check_done();
