@@ -192,14 +192,14 @@ static arb_input get_log(uint8_t **buf, size_t *len, int *err, store_ctx *store,
                         cap);
 }
 
-/* Which process computed shard out->shard_differs of step j, from the
+/* Which process computed shard out->shard_differs of step j (evaluate.h), from the
  * trainer's ranks.json: the blob the run's manifest names as "ranks". Its
  * record is the trainer's own, committed nowhere, so nothing here changes
  * the verdict: a manifest or ranks.json that is missing, unreachable,
  * forged or malformed leaves out->has_owner false and says why in the note.
  * Both fetches are bounded like every other (the manifest by the store,
  * ranks.json at DP_RANKS_MAX_FILE). */
-static void find_owner(arb_eval *out, store_ctx *store, const ovt_hash *run_id, uint64_t j, char *note, size_t cap)
+void arb_eval_find_owner(arb_eval *out, store_ctx *store, const ovt_hash *run_id, uint64_t j, char *note, size_t cap)
 {
     store_manifest m;
     uint8_t *buf = NULL;
@@ -324,7 +324,7 @@ int arb_evaluate(arb_eval *out, store_ctx *store, const ovt_hash *run_id, const 
         out->exec = ARB_EXEC_FRAUD;
         out->shard_differs = -1;
     } else if (out->shard_differs >= 0)
-        find_owner(out, store, run_id, g->index, note, cap);
+        arb_eval_find_owner(out, store, run_id, g->index, note, cap);
 done:
     if (runner) { /* the prepared runner keeps its memory, not the state or the data */
         trn_state_free(trn_runner_release(runner));

@@ -44,6 +44,13 @@ int arb_evaluate(arb_eval *out, store_ctx *store, const ovt_hash *run_id, const 
 int arb_log_bytes(uint8_t **buf, size_t *len, store_ctx *store, const ovt_hash *log_hash,
                   uint64_t step) OVT_MUST_USE;
 
+/* Which process computed shard out->shard_differs (>= 0) of step j of
+ * run run_id, by the trainer's ranks.json that the run manifest names:
+ * sets out->has_owner, owner_rank and owner_host, or appends to note why
+ * not. A hint, never an input of the verdict; nothing here fails. */
+void arb_eval_find_owner(arb_eval *out, store_ctx *store, const ovt_hash *run_id, uint64_t j, char *note,
+                         size_t cap);
+
 /* A replay dispute (docs/contract.md, "Proof of replay"): turns an
  * evaluation of step j, traced into t (arb_evaluate's trace), into the site
  * leaf of the beacon's site (its index: the beacon modulo the step's

@@ -14,6 +14,7 @@
 #include "trainer/config.h"
 #include "trainer/layout.h"
 #include "trainer/rundata.h"
+#include "trainer/train.h"
 
 #define MAX_CONFIG_OBJECT 4096
 #define MAX_DATASET ((size_t)1 << 36)
@@ -193,6 +194,32 @@ static int trainer_log(krn_rlog **log, store_ctx *store, const chain_narrow_game
     return 0;
 }
 
+/* A sharded run's narrowed site names its shard (docs/arbiter.md, "Which
+ * shard"): the first site the parties' traces disagree on lies in shard
+ * site / P's forward and backward when below S*P, in no shard's after
+ * (grad.sum, loss.mean, the optimizer). Only when the trainer's block is
+ * not the recomputed one, and only a finding: a count that fails names
+ * none. */
+static void name_shard(arb_eval *out, const trn_run_config *rc, uint64_t site, bool trainer_right, char *shard,
+                       size_t cap)
+{
+    uint32_t S = trn_config_shards(rc), P = 0;
+    out->shards = S;
+    shard[0] = '\0';
+    if (S < 2 || trainer_right)
+        return;
+    if (trn_shard_sites(rc, &P)) {
+        snprintf(shard, cap, "; no shard named (%s)", ovt_errmsg());
+        ovt_err_clear();
+    } else if (site < (uint64_t)S * P) {
+        out->shard_differs = (int64_t)(site / P);
+        out->shard_from_site = true;
+        snprintf(shard, cap, "; shard %lld of %u (%u sites each)", (long long)out->shard_differs, S, P);
+    } else {
+        snprintf(shard, cap, "; after the %u shards' sites (%u each): no shard's", S, P);
+    }
+}
+
 static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *found, store_ctx *store,
                     const chain_narrow *n, const ovt_hash *game_id, const chain_narrow_game *ng,
                     const chain_arb_params *run, const chain_arb_game *g, const trn_run_config *rc,
@@ -321,6 +348,8 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
         out->leaf = g->auditor_node;
     else
         out->leaf = block; /* neither: the recomputed block's leaf, neither party's leaf K */
+    char shard[160];
+    name_shard(out, rc, ng->item, !memcmp(block.b, ng->trainer_side.node.b, 32), shard, sizeof shard);
     int lone = have[0] ? 1 : 0; /* the side without a valid package, when only one has one */
     char entries[160] = "";
     if (replaced[0] || replaced[1])
@@ -328,13 +357,13 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
                  replaced[0] && replaced[1] ? "both packages'" : who[replaced[1]],
                  replaced[0] && replaced[1] ? "" : "'s package's");
     if (have[0] && have[1])
-        say(note, cap, "block %llu of site %llu (%s) recomputed from both packages with the trainer's log%s%s",
-            (unsigned long long)ng->block, (unsigned long long)ng->item, found->op, entries, events);
+        say(note, cap, "block %llu of site %llu (%s) recomputed from both packages with the trainer's log%s%s%s",
+            (unsigned long long)ng->block, (unsigned long long)ng->item, found->op, shard, entries, events);
     else
-        say(note, cap, "block %llu of site %llu (%s) recomputed from the %s's package with the trainer's log; the "
+        say(note, cap, "block %llu of site %llu (%s) recomputed from the %s's package with the trainer's log%s; the "
                        "%s's: %s%s%s",
-            (unsigned long long)ng->block, (unsigned long long)ng->item, found->op, who[!lone], who[lone], why[lone],
-            entries, events);
+            (unsigned long long)ng->block, (unsigned long long)ng->item, found->op, who[!lone], shard, who[lone],
+            why[lone], entries, events);
     *res = ARB_NARROW_DECIDED;
     return 0;
 }

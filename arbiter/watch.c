@@ -487,8 +487,11 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
                           sizeof note);
     double eval_s = (double)(chain_now_ms() - t0) / 1000.0;
     ovt_metrics_eval_seconds(eval_s);
-    if (!rv && nr == ARB_NARROW_DECIDED)
+    if (!rv && nr == ARB_NARROW_DECIDED) {
         note[0] = '\0';
+        if (e.shard_differs >= 0) /* named from the narrowed site: whose process, by the trainer's ranks.json */
+            arb_eval_find_owner(&e, w->store, arb_game_tree_id(g), game->index, note, sizeof note);
+    }
     if (!rv && sites)
         arb_eval_site_leaf(&e, &rp.beacon, trace, arb_game_tree_id(g), game->index, note, sizeof note);
     krn_trace_free(trace);

@@ -272,6 +272,40 @@ int chain_narrow_deploy_pair(chain_arb *arb, chain_narrow *n, chain_txm *m, chai
     return 0;
 }
 
+int chain_narrow_check_bound(const chain_arb *arb, const chain_address *address)
+{
+    static const uint8_t arbitration_sel[4] = {0x9b, 0x73, 0x23, 0x50}; /* arbitration() */
+    char at[43], want[43];
+    chain_address_to_string(at, address);
+    chain_address_to_string(want, &arb->address);
+    chain_buf ret;
+    chain_buf_init(&ret);
+    chain_call_msg msg = {.to = address, .data = arbitration_sel, .data_len = sizeof arbitration_sel};
+    int rc = chain_rpc_eth_call(arb->rpc, &ret, &msg, NULL);
+    int ok = rc == 0 && ret.len == 32 && !memcmp(ret.data + 12, arb->address.b, 20);
+    char got[43] = "";
+    if (rc == 0 && ret.len == 32) {
+        chain_address a;
+        memcpy(a.b, ret.data + 12, 20);
+        chain_address_to_string(got, &a);
+    }
+    chain_buf_free(&ret);
+    if (rc == OVT_ERPC || rc == OVT_ETIMEOUT || rc == OVT_EIO)
+        return ovt_fail_wrap(rc, "reading arbitration() of the narrowing contract %s", at);
+    ovt_err_clear();
+    if (ok)
+        return 0;
+    if (got[0])
+        return ovt_fail(OVT_EINVAL,
+                        "--narrow %s is the narrowing contract of another arbitration contract (%s), not of %s: give "
+                        "the narrow address ovt deploy printed with this contract (narrow.address)",
+                        at, got, want);
+    return ovt_fail(OVT_EINVAL,
+                    "--narrow %s is not an OvtNarrow contract (it answers no arbitration()): give the narrow address "
+                    "ovt deploy printed with the contract %s (narrow.address), or deploy the pair with ovt deploy",
+                    at, want);
+}
+
 int chain_narrow_start(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, chain_receipt *receipt)
 {
     chain_buf data;

@@ -159,6 +159,13 @@ int chain_narrow_deploy(chain_narrow *n, chain_txm *m, const chain_address *arbi
 int chain_narrow_deploy_pair(chain_arb *arb, chain_narrow *n, chain_txm *m, chain_receipt *arb_receipt,
                              chain_receipt *narrow_receipt) OVT_MUST_USE;
 
+/* Checks that `address` holds an OvtNarrow bound to the arbitration
+ * contract arb (its arbitration() is arb->address; the other direction
+ * its constructor checked): what `--narrow ADDRESS` of the agents and the
+ * arbiter must name. OVT_EINVAL saying which address to give otherwise
+ * (no code there, not OvtNarrow, or another deployment's). */
+int chain_narrow_check_bound(const chain_arb *arb, const chain_address *address) OVT_MUST_USE;
+
 /* One transaction each (receipt may be NULL). A move its own commitments
  * contradict is mined and loses the game: it does not revert. */
 int chain_narrow_start(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, chain_receipt *receipt) OVT_MUST_USE;

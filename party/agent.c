@@ -864,7 +864,9 @@ int party_agent_play(const party_agent_play_opts *po, chain_arb_outcome *outcome
     if (!rv && !(rv = chain_session_open(&s, po->chain, 1))) {
         party_agent_install_signals();
         /* The run's terms against this party's policy before any move. */
-        if (!(rv = chain_arb_get_run(&s.arb, &o.run_id, NULL, &terms)))
+        if (o.narrow) /* a --narrow that cannot narrow this contract's games: said now, not when it is needed */
+            rv = chain_narrow_check_bound(&s.arb, o.narrow);
+        if (!rv && !(rv = chain_arb_get_run(&s.arb, &o.run_id, NULL, &terms)))
             rv = party_policy_check(po->policy, &terms, s.arb.chain_id, &s.arb.address, o.is_trainer);
         if (!rv)
             rv = party_agent_run(&s, &o, outcome);

@@ -16,8 +16,8 @@
  * the arbiter replaces by the log's (logHash_K) and still rules
  * auditor-right from both packages; gpt2-tiny-sharded: a run of 4 shards
  * whose flip is in shard 2's last site (419, `--flip-site`): a sharded
- * step narrows and its block re-executes like any other (the verdict names
- * no shard yet: docs/arbiter.md, "Which shard"); gpt2-tiny-early: the
+ * step narrows, its block re-executes like any other, and the arbiter names
+ * shard 2 from the site (docs/arbiter.md, "Which shard"); gpt2-tiny-early: the
  * flip at site 76 (gelu.bwd), an early site, so that the trainer's log,
  * recorded from the flipped values, is fraud at a later site: the honest
  * auditor commits and traces the tolerant replay's state (its leaf would
@@ -145,6 +145,18 @@ static void test_model(const char *model, int withheld, int sharded, int forged,
      * postElements, then 7 more rounds of descent over xent.sum's 128) */
     if (early && !strcmp(early->op, "xent.sum"))
         CHECK_MSG(count_calls(j, "descend", NULL) > 2 * 12, "%lld descents", (long long)count_calls(j, "descend", NULL));
+    /* the arbiter names the shard from the narrowed site (trn_shard_sites: site / P), none unsharded */
+    const json_t *named = json_object_get(j, "arbiter_shard");
+    CHECK_MSG(sharded ? json_is_object(named) : !json_is_object(named), "arbiter_shard: %s",
+              json_is_object(named) ? "named" : "none");
+    if (sharded && json_is_object(named)) {
+        CHECK_EQ_U64(num(named, "shard"), 2);
+        CHECK_EQ_U64(num(named, "shards"), 4);
+        /* one process computed every shard: rank 0, by the trainer's ranks.json */
+        CHECK_MSG(json_is_integer(json_object_get(named, "rank")) && num(named, "rank") == 0 &&
+                      json_is_string(json_object_get(named, "host")) && str(named, "host")[0],
+                  "rank and host of the named shard: %s", json_is_integer(json_object_get(named, "rank")) ? "ok" : "none");
+    }
     CHECK(strcmp(str(end, "trainer_leaf"), str(end, "auditor_leaf")) != 0);
     /* both parties played every level */
     static const char *const party[2] = {"trainer", "auditor"};
