@@ -151,6 +151,17 @@ void arb_block_owned_free(arb_block_owned *o);
 int arb_block_from_trace(arb_block_task *task, arb_block_owned *own, const krn_trace *t, size_t i,
                          const krn_rlog *log, uint64_t leaf) OVT_MUST_USE;
 
+/* The arbiter's side of the entries (docs/arbiter.md, "One block of one
+ * site"): replaces task's entries, owned by own (a package's, or
+ * arb_block_from_trace's), with site task->site's entries of log, the
+ * trainer's committed rounding log of step task->step (logHash_K), over the
+ * block's rows (plan.out_lo .. out_hi), so that the block never rounds with
+ * entries the packing party chose. *differed: whether the entries it had
+ * were not those. OVT_EINVAL for a log of another step or a task
+ * arb_block_plan_make refuses; task is then unchanged. */
+int arb_block_entries_from_log(arb_block_task *task, arb_block_owned *own, const krn_rlog *log,
+                               bool *differed) OVT_MUST_USE;
+
 /* For a party that re-runs the step twice instead of keeping every output:
  * registers with dst (a fresh trace, not check mode, for the same step
  * again) the sources leaf `leaf` of record i of t (any trace of the step)

@@ -117,6 +117,9 @@ static int put_claim(wbuf *w, const krn_trace *t, size_t i, uint64_t leaf)
     return rc;
 }
 
+/* No element: the whole leaf's package (version 1). */
+#define NO_ELEMENT UINT64_MAX
+
 /* Version 2's part: the packing party's chain and the state before the
  * chunk, each with its path. */
 static void put_chunk(wbuf *w, const arb_chunk_part *ck)
@@ -131,10 +134,11 @@ static void put_chunk(wbuf *w, const arb_chunk_part *ck)
     put_hashes(w, ck->prev_proof, ck->prev_proof_len);
 }
 
-/* The package of task (record i of t, leaf `leaf`): version 1, or 2 with
- * the chunk's part ck. */
+/* The package of task (record i of t, leaf `leaf`): version 1, 2 with
+ * the chunk's part ck, or 3 with the element (NO_ELEMENT: none). */
 static int package_write(wbuf *w, const trn_run_config *rc, const krn_trace *t, const ovt_hash *root, uint64_t step,
-                         size_t i, uint64_t leaf, const arb_block_task *task, const arb_chunk_part *ck)
+                         size_t i, uint64_t leaf, const arb_block_task *task, const arb_chunk_part *ck,
+                         uint64_t element)
 {
     size_t nrec = krn_trace_count(t);
     ovt_hash *all = malloc(nrec * sizeof *all);
@@ -145,7 +149,7 @@ static int package_write(wbuf *w, const trn_run_config *rc, const krn_trace *t, 
     for (size_t k = 0; k < nrec; k++)
         all[k] = krn_trace_record_at(t, k)->hash;
     put(w, ARB_BLOCK_MAGIC, 8);
-    put_u32(w, ck ? ARB_BLOCK_VERSION_CHUNK : ARB_BLOCK_VERSION);
+    put_u32(w, ck ? ARB_BLOCK_VERSION_CHUNK : element != NO_ELEMENT ? ARB_BLOCK_VERSION_ELEMENT : ARB_BLOCK_VERSION);
     put_u32(w, (uint32_t)cfg_len);
     put(w, cfg, cfg_len);
     put(w, root->b, 32);
@@ -158,6 +162,8 @@ static int package_write(wbuf *w, const trn_run_config *rc, const krn_trace *t, 
         r = put_record(w, t, i, all, nrec);
     if (r == 0 && ck)
         put_chunk(w, ck);
+    if (r == 0 && element != NO_ELEMENT)
+        put_u64(w, element);
     put_u32(w, (uint32_t)task->nentries);
     for (size_t k = 0; k < task->nentries && r == 0; k++) {
         put_u64(w, task->entries[k].index);
@@ -200,18 +206,26 @@ static int package_done(wbuf *w, int r, uint8_t **buf, size_t *len)
     return 0;
 }
 
-int arb_block_package_make(uint8_t **buf, size_t *len, const trn_run_config *rc, const krn_trace *t,
-                           const ovt_hash *root, uint64_t step, size_t i, uint64_t leaf, const krn_rlog *log)
+/* The package of leaf `leaf`, or of element `element` within it (version
+ * ARB_BLOCK_VERSION_ELEMENT: the slices and entries of that element's rows
+ * only). */
+static int package_make(uint8_t **buf, size_t *len, const trn_run_config *rc, const krn_trace *t,
+                        const ovt_hash *root, uint64_t step, size_t i, uint64_t leaf, const krn_rlog *log,
+                        uint64_t element)
 {
     *buf = NULL;
     *len = 0;
     arb_block_task task = {.config = rc, .step = step};
+    if (element != NO_ELEMENT) {
+        task.span_first = leaf * LEAF_ELEMS + element;
+        task.span_count = 1;
+    }
     arb_block_owned own;
     int r = arb_block_from_trace(&task, &own, t, i, log, leaf);
     if (r < 0)
         return r;
     wbuf w = {0};
-    r = package_write(&w, rc, t, root, step, i, leaf, &task, NULL);
+    r = package_write(&w, rc, t, root, step, i, leaf, &task, NULL, element);
     arb_block_owned_free(&own);
     return package_done(&w, r, buf, len);
 }
@@ -263,11 +277,27 @@ int arb_chunk_package_make(uint8_t **buf, size_t *len, const trn_run_config *rc,
         return r;
     if ((r = chunk_part_of(&ck, &whole, t, i, log, chunk)) == 0 &&
         (r = arb_chunk_from_trace(&task, &own, t, i, log, leaf, chunk)) == 0)
-        r = package_write(&w, rc, t, root, step, i, leaf, &task, &ck);
+        r = package_write(&w, rc, t, root, step, i, leaf, &task, &ck, NO_ELEMENT);
     free(ck.prev);
     arb_block_owned_free(&own);
     arb_block_owned_free(&all);
     return package_done(&w, r, buf, len);
+}
+
+int arb_block_package_make(uint8_t **buf, size_t *len, const trn_run_config *rc, const krn_trace *t,
+                           const ovt_hash *root, uint64_t step, size_t i, uint64_t leaf, const krn_rlog *log)
+{
+    return package_make(buf, len, rc, t, root, step, i, leaf, log, NO_ELEMENT);
+}
+
+int arb_block_element_package_make(uint8_t **buf, size_t *len, const trn_run_config *rc, const krn_trace *t,
+                                   const ovt_hash *root, uint64_t step, size_t i, uint64_t leaf, const krn_rlog *log,
+                                   uint64_t element)
+{
+    if (element >= LEAF_ELEMS)
+        return ovt_fail(OVT_EINVAL, "block package: element %llu is not within a leaf of %u elements",
+                        (unsigned long long)element, (unsigned)LEAF_ELEMS);
+    return package_make(buf, len, rc, t, root, step, i, leaf, log, element);
 }
 
 /* ---- reading ---- */
@@ -479,6 +509,22 @@ static int read_slices(rbuf *r, arb_block_package *p)
     return 0;
 }
 
+/* An element package's element (within the leaf): the task's span, one
+ * element of the leaf. */
+static int read_element(rbuf *r, arb_block_task *t)
+{
+    uint64_t e = get_u64(r, "element");
+    if (r->bad)
+        return ovt_fail(OVT_EFORMAT, "block package: truncated at the %s", r->what);
+    uint64_t first = t->leaf * LEAF_ELEMS;
+    if (first >= t->n || e >= LEAF_ELEMS || e >= t->n - first)
+        return ovt_fail(OVT_EFORMAT, "block package: element %llu is not within leaf %llu of site %u's %llu elements",
+                        (unsigned long long)e, (unsigned long long)t->leaf, t->site, (unsigned long long)t->n);
+    t->span_first = first + e;
+    t->span_count = 1;
+    return 0;
+}
+
 /* Version 2's part. */
 static int read_chunk(rbuf *r, arb_chunk_part *ck)
 {
@@ -508,9 +554,9 @@ int arb_block_package_read(arb_block_package *p, const uint8_t *buf, size_t len)
     if (magic == NULL || memcmp(magic, ARB_BLOCK_MAGIC, 8) != 0)
         return ovt_fail(OVT_EFORMAT, "block package: not a block package (no %s magic)", ARB_BLOCK_MAGIC);
     uint32_t version = get_u32(&r, "version");
-    if (version != ARB_BLOCK_VERSION && version != ARB_BLOCK_VERSION_CHUNK)
-        return ovt_fail(OVT_EFORMAT, "block package: version %u; this ovt reads versions %u and %u", version,
-                        ARB_BLOCK_VERSION, ARB_BLOCK_VERSION_CHUNK);
+    if (version != ARB_BLOCK_VERSION && version != ARB_BLOCK_VERSION_CHUNK && version != ARB_BLOCK_VERSION_ELEMENT)
+        return ovt_fail(OVT_EFORMAT, "block package: version %u; this ovt reads versions %u, %u and %u", version,
+                        ARB_BLOCK_VERSION, ARB_BLOCK_VERSION_CHUNK, ARB_BLOCK_VERSION_ELEMENT);
     p->version = version;
     uint32_t cfg_len = get_u32(&r, "config length");
     const uint8_t *cfg = take(&r, cfg_len, "config");
@@ -544,6 +590,10 @@ int arb_block_package_read(arb_block_package *p, const uint8_t *buf, size_t len)
     p->own.nreads = v.nreads;
     t->reads = v.reads;
     t->nreads = v.nreads;
+    if (version == ARB_BLOCK_VERSION_ELEMENT && (rc = read_element(&r, t)) < 0) {
+        arb_block_package_free(p);
+        return rc;
+    }
     if (!ovt_tree_verify(&v.root, ovt_tree_leaves(v.n * 4), t->leaf, 1, &p->claim, cproof, cplen)) {
         arb_block_package_free(p);
         return ovt_fail(OVT_EFRAUD, "block package: its claimed leaf %llu does not prove against site %u's output "

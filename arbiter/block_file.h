@@ -25,6 +25,7 @@
 #define ARB_BLOCK_MAGIC "OVTBLOCK"
 #define ARB_BLOCK_VERSION 1u
 #define ARB_BLOCK_VERSION_CHUNK 2u /* a chunk of a batch sum's chain (arbiter/block_chunk.h) */
+#define ARB_BLOCK_VERSION_ELEMENT 3u /* one element of a leaf (level 4 of a one-value-per-row site) */
 
 /* The package of leaf `leaf` of record i of t (a check-mode trace of step
  * `step` whose root is root, made with log and config rc): *buf malloc'd.
@@ -32,6 +33,15 @@
 int arb_block_package_make(uint8_t **buf, size_t *len, const trn_run_config *rc, const krn_trace *t,
                            const ovt_hash *root, uint64_t step, size_t i, uint64_t leaf,
                            const krn_rlog *log) OVT_MUST_USE;
+
+/* The package of element `element` (0 .. 16383, within the leaf) of leaf
+ * `leaf` of record i (version ARB_BLOCK_VERSION_ELEMENT, docs/formats.md
+ * "Block package"): as arb_block_package_make's, the leaf's claim kept,
+ * with only the slices and log entries of the rows that element needs. Read
+ * back, its task has span_first = leaf * 16384 + element, span_count = 1. */
+int arb_block_element_package_make(uint8_t **buf, size_t *len, const trn_run_config *rc, const krn_trace *t,
+                                   const ovt_hash *root, uint64_t step, size_t i, uint64_t leaf, const krn_rlog *log,
+                                   uint64_t element) OVT_MUST_USE;
 
 /* The package of chunk `chunk` of the chain of leaf `leaf` of record i
  * (version 2, docs/formats.md "Block package"): as arb_block_package_make's,

@@ -125,6 +125,63 @@ int arb_block_keep_for(krn_trace *dst, const krn_trace *t, size_t i, const trn_r
     return rc;
 }
 
+/* Site `site`'s entries of log (NULL: none) over the plan's output range
+ * out_lo .. out_hi, the ones the block rounds with: *out malloc'd, NULL
+ * when there are none. */
+static int cut_entries(krn_rlog_entry **out, size_t *n, const krn_rlog *log, uint32_t site,
+                       const arb_block_plan *plan)
+{
+    *out = NULL;
+    *n = 0;
+    const krn_rlog_site *ls = log ? krn_rlog_find(log, site) : NULL;
+    size_t k0 = 0, k1;
+    while (ls && k0 < ls->count && ls->entries[k0].index < plan->out_lo)
+        k0++;
+    for (k1 = k0; ls && k1 < ls->count && ls->entries[k1].index < plan->out_hi; k1++)
+        ;
+    if (k1 == k0)
+        return 0;
+    if ((*out = malloc((k1 - k0) * sizeof **out)) == NULL)
+        return ovt_fail(OVT_ENOMEM, "block: out of memory for the entries");
+    memcpy(*out, ls->entries + k0, (k1 - k0) * sizeof **out);
+    *n = k1 - k0;
+    return 0;
+}
+
+/* Whether two entries round alike: the value counts only for a value entry. */
+static bool entry_same(const krn_rlog_entry *a, const krn_rlog_entry *b)
+{
+    return a->index == b->index && a->dir == b->dir &&
+           (a->dir != KRN_DIR_VALUE || memcmp(&a->value, &b->value, sizeof a->value) == 0);
+}
+
+int arb_block_entries_from_log(arb_block_task *task, arb_block_owned *own, const krn_rlog *log, bool *differed)
+{
+    *differed = false;
+    if (krn_rlog_step(log) != task->step)
+        return ovt_fail(OVT_EINVAL, "block: the rounding log is of step %llu, the block of step %llu",
+                        (unsigned long long)krn_rlog_step(log), (unsigned long long)task->step);
+    arb_block_plan plan;
+    int rc = arb_block_plan_make(task, &plan);
+    if (rc < 0)
+        return rc;
+    krn_rlog_entry *e;
+    size_t n;
+    rc = cut_entries(&e, &n, log, task->site, &plan);
+    arb_block_plan_free(&plan);
+    if (rc < 0)
+        return rc;
+    *differed = n != task->nentries;
+    for (size_t k = 0; k < n && !*differed; k++)
+        *differed = !entry_same(&e[k], &task->entries[k]);
+    free(own->entries);
+    own->entries = e;
+    own->nentries = n;
+    task->entries = e;
+    task->nentries = n;
+    return 0;
+}
+
 int arb_block_from_trace(arb_block_task *task, arb_block_owned *own, const krn_trace *t, size_t i,
                          const krn_rlog *log, uint64_t leaf)
 {
@@ -143,19 +200,8 @@ int arb_block_from_trace(arb_block_task *task, arb_block_owned *own, const krn_t
         rc = ovt_fail(OVT_ENOMEM, "block: out of memory for the slices");
     for (size_t k = 0; k < plan.nneeds && rc == 0; k++, own->nslices++)
         rc = arb_block_slice_make(&own->slices[k], t, &plan.needs[k]);
-    const krn_rlog_site *ls = log ? krn_rlog_find(log, rec->site) : NULL;
-    size_t k0 = 0, k1 = 0;
-    while (ls && k0 < ls->count && ls->entries[k0].index < plan.out_lo)
-        k0++;
-    for (k1 = k0; ls && k1 < ls->count && ls->entries[k1].index < plan.out_hi; k1++)
-        ;
-    if (rc == 0 && k1 > k0) {
-        if ((own->entries = malloc((k1 - k0) * sizeof *own->entries)) == NULL)
-            rc = ovt_fail(OVT_ENOMEM, "block: out of memory for the entries");
-        else
-            memcpy(own->entries, ls->entries + k0, (k1 - k0) * sizeof *own->entries);
-        own->nentries = k1 - k0;
-    }
+    if (rc == 0)
+        rc = cut_entries(&own->entries, &own->nentries, log, rec->site, &plan);
     arb_block_plan_free(&plan);
     if (rc < 0)
         goto fail;

@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include "arbiter/status.h"
+#include "chain/narrow.h"
 #include "common/metrics.h"
 #include "common/signals.h"
 
@@ -31,6 +32,8 @@ int arb_daemon_run(const arb_daemon_opts *o)
     chain_session ses;
     store_ctx *store = NULL;
     rc = chain_session_open(&ses, o->chain, 1);
+    if (rc == 0 && w.has_narrow) /* a --narrow that cannot narrow this contract's games: said now, not at a verdict */
+        rc = chain_narrow_check_bound(&ses.arb, &w.narrow);
     if (rc == 0 && w.confirmations == 0) {
         const char *why;
         rc = arb_watch_confirmations(ses.rpc, &w.confirmations, &why);

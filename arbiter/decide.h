@@ -58,6 +58,8 @@ typedef struct {
     uint32_t shards;       /* ARB_EXEC_OK: the run's S (1 for a step in one shard; 0 not known) */
     int64_t shard_differs; /* ARB_EXEC_OK: the first shard whose recomputed gradient hash differs from
                               the trainer's log's shard table; -1 when none does */
+    bool shard_from_site;  /* shard_differs is the shard whose sites hold the narrowed site (site / P),
+                              not the table's (arbiter/narrow_eval.c) */
     bool has_owner;        /* shard_differs >= 0 and the trainer's ranks.json (the manifest's "ranks")
                               named the process that computed it: a hint, not committed */
     uint32_t owner_rank;

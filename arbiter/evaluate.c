@@ -160,39 +160,46 @@ static arb_input get_state(trn_state **st, int *err, store_ctx *store, const cha
     return ARB_INPUT_MISMATCH;
 }
 
-/* The trainer's log j: fetched (or, for an empty log, built: its bytes are
- * fixed by the step number) and checked against logHash_j. */
-static arb_input get_log(uint8_t **buf, size_t *len, int *err, store_ctx *store, const chain_arb_game *g,
-                         char *note, size_t cap)
+int arb_log_bytes(uint8_t **buf, size_t *len, store_ctx *store, const ovt_hash *log_hash, uint64_t step)
 {
+    *buf = NULL;
+    *len = 0;
     krn_rlog *empty = krn_rlog_new();
     if (empty) {
-        krn_rlog_reset(empty, g->index);
+        krn_rlog_reset(empty, step);
         if (krn_rlog_encode(empty, buf, len) == 0) {
             ovt_hash h;
             ovt_sha256(&h, *buf, *len);
-            if (memcmp(h.b, g->trainer_log.b, 32) == 0) {
+            if (memcmp(h.b, log_hash->b, 32) == 0) {
                 krn_rlog_free(empty);
-                return ARB_INPUT_OK;
+                return 0;
             }
             free(*buf);
             *buf = NULL;
+            *len = 0;
         }
         krn_rlog_free(empty);
     }
     /* At most what the log format allows (kernels/rlog.h). */
-    return store_status(store_get(store, &g->trainer_log, KRN_RLOG_MAX_FILE, buf, len), err, "rounding log j",
-                        note, cap);
+    return store_get(store, log_hash, KRN_RLOG_MAX_FILE, buf, len);
 }
 
-/* Which process computed shard out->shard_differs of step j, from the
+/* The trainer's log j, checked against logHash_j (arb_log_bytes). */
+static arb_input get_log(uint8_t **buf, size_t *len, int *err, store_ctx *store, const chain_arb_game *g,
+                         char *note, size_t cap)
+{
+    return store_status(arb_log_bytes(buf, len, store, &g->trainer_log, g->index), err, "rounding log j", note,
+                        cap);
+}
+
+/* Which process computed shard out->shard_differs of step j (evaluate.h), from the
  * trainer's ranks.json: the blob the run's manifest names as "ranks". Its
  * record is the trainer's own, committed nowhere, so nothing here changes
  * the verdict: a manifest or ranks.json that is missing, unreachable,
  * forged or malformed leaves out->has_owner false and says why in the note.
  * Both fetches are bounded like every other (the manifest by the store,
  * ranks.json at DP_RANKS_MAX_FILE). */
-static void find_owner(arb_eval *out, store_ctx *store, const ovt_hash *run_id, uint64_t j, char *note, size_t cap)
+void arb_eval_find_owner(arb_eval *out, store_ctx *store, const ovt_hash *run_id, uint64_t j, char *note, size_t cap)
 {
     store_manifest m;
     uint8_t *buf = NULL;
@@ -317,7 +324,7 @@ int arb_evaluate(arb_eval *out, store_ctx *store, const ovt_hash *run_id, const 
         out->exec = ARB_EXEC_FRAUD;
         out->shard_differs = -1;
     } else if (out->shard_differs >= 0)
-        find_owner(out, store, run_id, g->index, note, cap);
+        arb_eval_find_owner(out, store, run_id, g->index, note, cap);
 done:
     if (runner) { /* the prepared runner keeps its memory, not the state or the data */
         trn_state_free(trn_runner_release(runner));

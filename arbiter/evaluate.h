@@ -5,6 +5,7 @@
  * only expensive work, and the only part that reads the store. */
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "arbiter/decide.h"
 #include "trainer/runner.h"
@@ -34,6 +35,21 @@
 int arb_evaluate(arb_eval *out, store_ctx *store, const ovt_hash *run_id, const chain_arb_params *run,
                  const chain_arb_game *g, int threads, trn_runner *prep, krn_trace *trace, char *note,
                  size_t cap) OVT_MUST_USE;
+
+/* The bytes of the trainer's rounding log of step `step` named log_hash
+ * (*buf malloc'd): built when it is the step's empty log (its bytes are
+ * fixed by the step number, so no store need hold it), else fetched from
+ * store, which checks them against their name; at most KRN_RLOG_MAX_FILE
+ * bytes. Errors as store_get's. */
+int arb_log_bytes(uint8_t **buf, size_t *len, store_ctx *store, const ovt_hash *log_hash,
+                  uint64_t step) OVT_MUST_USE;
+
+/* Which process computed shard out->shard_differs (>= 0) of step j of
+ * run run_id, by the trainer's ranks.json that the run manifest names:
+ * sets out->has_owner, owner_rank and owner_host, or appends to note why
+ * not. A hint, never an input of the verdict; nothing here fails. */
+void arb_eval_find_owner(arb_eval *out, store_ctx *store, const ovt_hash *run_id, uint64_t j, char *note,
+                         size_t cap);
 
 /* A replay dispute (docs/contract.md, "Proof of replay"): turns an
  * evaluation of step j, traced into t (arb_evaluate's trace), into the site

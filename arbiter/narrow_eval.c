@@ -9,11 +9,13 @@
 #include "arbiter/block.h"
 #include "arbiter/block_chunk.h"
 #include "arbiter/block_file.h"
+#include "arbiter/evaluate.h"
 #include "chain/clock.h"
 #include "common/tree.h"
 #include "trainer/config.h"
 #include "trainer/layout.h"
 #include "trainer/rundata.h"
+#include "trainer/train.h"
 
 #define MAX_CONFIG_OBJECT 4096
 #define MAX_DATASET ((size_t)1 << 36)
@@ -95,6 +97,46 @@ static int state_index(const trn_layout *l, const char *name, size_t *index)
     return -1;
 }
 
+/* Whether the game ended on one element (level 4 of an element op): the
+ * packages are element packages. (ElementsAgree ends on the whole leaf.) */
+static bool on_element(const chain_narrow_game *ng)
+{
+    return ng->stage == CHAIN_NARROW_STAGE_ELEMENTS && ng->outcome == CHAIN_NARROW_NARROWED;
+}
+
+/* The leaf a package's claim must be: the party's level-3 leaf (on an
+ * element kept as block_leaf, the node being the element's). */
+static const ovt_hash *claimed_leaf(const chain_narrow_game *ng, const chain_narrow_side *side)
+{
+    return on_element(ng) ? &side->block_leaf : &side->node;
+}
+
+/* What a package's recomputation is compared with on chain: the block's
+ * leaf hash, or at the element stage the element's leaf. */
+static void recomputed_node(ovt_hash *out, const chain_narrow_game *ng, const arb_block_result *r)
+{
+    if (on_element(ng))
+        chain_narrow_element_leaves(out, r->values, 1);
+    else
+        *out = r->leaf;
+}
+
+/* The package version the narrowing's end needs: a chunk package at stage
+ * Chunks, an element package on one element, else the whole leaf's. */
+static uint32_t package_version(const chain_narrow_game *ng)
+{
+    if (ng->stage == CHAIN_NARROW_STAGE_CHUNKS)
+        return ARB_BLOCK_VERSION_CHUNK;
+    return on_element(ng) ? ARB_BLOCK_VERSION_ELEMENT : ARB_BLOCK_VERSION;
+}
+
+static const char *version_name(uint32_t version)
+{
+    return version == ARB_BLOCK_VERSION_CHUNK     ? "chunk"
+           : version == ARB_BLOCK_VERSION_ELEMENT ? "element"
+                                                  : "block";
+}
+
 /* Whether package p (fetched as the claim of `side`) is bound to the chain:
  * "" when it is, else why not (into why). */
 static void bound(char *why, size_t cap, const arb_block_package *p, const chain_narrow_game *ng,
@@ -109,10 +151,10 @@ static void bound(char *why, size_t cap, const arb_block_package *p, const chain
         say(why, cap, "its run config is not the run's");
     else if (memcmp(p->trace_root.b, side->trace_root.b, 32))
         say(why, cap, "it is bound to another trace root than the party posted");
-    else if (p->version != (chunks ? ARB_BLOCK_VERSION_CHUNK : ARB_BLOCK_VERSION))
-        say(why, cap, "it is a %s package, the narrowing ended at a %s", p->version == ARB_BLOCK_VERSION ? "block" : "chunk",
-            chunks ? "chunk of a block's chain" : "block");
-    else if (!chunks && memcmp(p->claim.b, side->node.b, 32))
+    else if (p->version != package_version(ng))
+        say(why, cap, "it is a %s package, the narrowing ended at a %s", version_name(p->version),
+            version_name(package_version(ng)));
+    else if (!chunks && memcmp(p->claim.b, claimed_leaf(ng, side)->b, 32))
         say(why, cap, "its claim is not the leaf the party's narrowing ended on");
     else if (chunks && memcmp(p->claim.b, side->block_leaf.b, 32))
         say(why, cap, "its claim is not the party's level-3 leaf");
@@ -120,6 +162,11 @@ static void bound(char *why, size_t cap, const arb_block_package *p, const chain
         say(why, cap, "its chain is not the one the party posted (root or leaf count)");
     else if (chunks && (p->chunk.chunk != ng->chunk || memcmp(p->chunk.node.b, side->node.b, 32)))
         say(why, cap, "it is of another chunk, or another node there, than the narrowing ended on");
+    else if (!chunks && (on_element(ng) ? p->task.span_count != 1 ||
+                                              p->task.span_first != ng->block * CHAIN_NARROW_LEAF_ELEMENTS + ng->chunk
+                                        : p->task.span_count != 0))
+        say(why, cap, "it is not the package of the %s the narrowing ended on",
+            on_element(ng) ? "element" : "whole block");
     else if (p->task.step != ng->step || p->task.site != ng->item || p->task.leaf != ng->block ||
              p->nrecords != side->sites)
         say(why, cap, "it is of another step, site, block or trace length than the narrowing's");
@@ -145,10 +192,66 @@ static void bound(char *why, size_t cap, const arb_block_package *p, const chain
     }
 }
 
+/* The trainer's committed rounding log of step K, the narrowing's logHash
+ * (both parties' leaves K carry it, else the game ended InputsDiffer):
+ * 0 and *log, or why not (note) with *log NULL. Negative only for memory. */
+static int trainer_log(krn_rlog **log, store_ctx *store, const chain_narrow_game *ng, char *note, size_t cap)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    *log = krn_rlog_new();
+    if (*log == NULL)
+        return ovt_fail(OVT_ENOMEM, "out of memory for a rounding log");
+    int rv = arb_log_bytes(&buf, &len, store, &ng->log_hash, ng->step);
+    if (rv == 0)
+        rv = krn_rlog_decode(*log, buf, len);
+    free(buf);
+    if (rv == 0 && krn_rlog_step(*log) != ng->step)
+        rv = ovt_fail(OVT_EFORMAT, "it is the log of step %llu", (unsigned long long)krn_rlog_step(*log));
+    if (rv == 0)
+        return 0;
+    krn_rlog_free(*log);
+    *log = NULL;
+    if (rv == OVT_ENOMEM)
+        return rv;
+    say(note, cap, "the trainer's rounding log of step %llu (the narrowing's logHash) could not be had (%s): the "
+                   "whole step",
+        (unsigned long long)ng->step, ovt_errmsg());
+    ovt_err_clear();
+    return 0;
+}
+
+/* A sharded run's narrowed site names its shard (docs/arbiter.md, "Which
+ * shard"): the first site the parties' traces disagree on lies in shard
+ * site / P's forward and backward when below S*P, in no shard's after
+ * (grad.sum, loss.mean, the optimizer). Only when the trainer's block is
+ * not the recomputed one, and only a finding: a count that fails names
+ * none. */
+static void name_shard(arb_eval *out, const trn_run_config *rc, uint64_t site, bool trainer_right, char *shard,
+                       size_t cap)
+{
+    uint32_t S = trn_config_shards(rc), P = 0;
+    out->shards = S;
+    shard[0] = '\0';
+    if (S < 2 || trainer_right)
+        return;
+    if (trn_shard_sites(rc, &P)) {
+        snprintf(shard, cap, "; no shard named (%s)", ovt_errmsg());
+        ovt_err_clear();
+    } else if (site < (uint64_t)S * P) {
+        out->shard_differs = (int64_t)(site / P);
+        out->shard_from_site = true;
+        snprintf(shard, cap, "; shard %lld of %u (%u sites each)", (long long)out->shard_differs, S, P);
+    } else {
+        snprintf(shard, cap, "; after the %u shards' sites (%u each): no shard's", S, P);
+    }
+}
+
 static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *found, store_ctx *store,
                     const chain_narrow *n, const ovt_hash *game_id, const chain_narrow_game *ng,
                     const chain_arb_params *run, const chain_arb_game *g, const trn_run_config *rc,
-                    uint64_t from_block, uint64_t to_block, int threads, char *note, size_t cap)
+                    uint64_t from_block, uint64_t to_block, uint64_t log_window, int threads, char *note,
+                    size_t cap)
 {
     trn_layout layout;
     chain_narrow_evidence ev;
@@ -156,10 +259,17 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
     int rv = trn_layout_build(&layout, &rc->model);
     if (rv)
         return rv;
-    if ((rv = chain_narrow_get_evidence(n, game_id, ng, from_block, to_block, &ev)))
+    if ((rv = chain_narrow_get_evidence(n, game_id, ng, from_block, to_block, log_window, &ev)))
         return rv;
+    found->log_window = ev.window;
+    char events[160] = "";
+    if (log_window && ev.window < log_window)
+        snprintf(events, sizeof events, "; the node refused eth_getLogs over %llu blocks: the narrowing's events "
+                                        "were read in windows of %llu",
+                 (unsigned long long)log_window, (unsigned long long)ev.window);
     if (ev.nprevious != 3 * layout.count) {
-        say(note, cap, "the narrowing's PreviousRoots were not found (%zu roots)", ev.nprevious);
+        say(note, cap, "the narrowing's PreviousRoots were not found (%zu roots, blocks %llu..%llu)%s", ev.nprevious,
+            (unsigned long long)from_block, (unsigned long long)to_block, events);
         chain_narrow_evidence_free(&ev);
         return 0;
     }
@@ -169,11 +279,16 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
         chain_narrow_evidence_free(&ev);
         return rv < 0 && rv != OVT_ENOTFOUND && rv != OVT_EIO && rv != OVT_ECRYPTO ? rv : 0;
     }
+    krn_rlog *log;
+    if ((rv = trainer_log(&log, store, ng, note, cap)) < 0 || log == NULL) {
+        chain_narrow_evidence_free(&ev);
+        return rv;
+    }
     const chain_narrow_side *sides[2] = {&ng->trainer_side, &ng->auditor_side};
     static const char *const who[2] = {"trainer", "auditor"};
     ovt_hash leaf[2];
-    int have[2] = {0, 0};
-    char why[2][256] = {"", ""};
+    int have[2] = {0, 0}, replaced[2] = {0, 0}, fraud[2] = {0, 0};
+    char why[2][256] = {"", ""}, fraud_msg[512] = "";
     long long t0 = chain_now_ms();
     for (int k = 0; k < 2; k++) {
         uint8_t *buf = NULL;
@@ -194,7 +309,17 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
             continue;
         }
         bound(why[k], sizeof why[k], &p, ng, sides[k], &run->config_hash, &layout, &ev, &br);
-        if (!why[k][0] && ng->stage == CHAIN_NARROW_STAGE_CHUNKS) {
+        bool differed = false, chunks = ng->stage == CHAIN_NARROW_STAGE_CHUNKS;
+        /* the trainer's committed entries replace the package's: a block's or
+         * an element's, and at level 4 the chain's last step's (chunk C), the
+         * only chunk that rounds */
+        if (!why[k][0] && (!chunks || p.chunk.chunk + 1 == p.chunk.leaves) &&
+            (rv = arb_block_entries_from_log(&p.task, &p.own, log, &differed)) < 0) {
+            say(why[k], sizeof why[k], "refused (%s)", ovt_errmsg());
+            ovt_err_clear();
+        }
+        replaced[k] = differed;
+        if (!why[k][0] && chunks) {
             /* level 4: chain leaf ng->chunk from P_{chunk-1} and the chunk's rows (or the final step) */
             p.task.threads = threads;
             if ((rv = arb_chunk_package_run(&p, &leaf[k], NULL)) == 0) {
@@ -206,9 +331,14 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
         } else if (!why[k][0]) {
             p.task.threads = threads;
             if ((rv = arb_block_run(&p.task, &r)) == 0) {
-                leaf[k] = r.leaf;
+                recomputed_node(&leaf[k], ng, &r);
                 have[k] = 1;
                 arb_block_result_free(&r);
+            } else if (rv == OVT_EFRAUD) { /* the trainer's committed entries fail the strict rule */
+                fraud[k] = 1;
+                snprintf(fraud_msg, sizeof fraud_msg, "%s", ovt_errmsg());
+                say(why[k], sizeof why[k], "the trainer's log is fraudulent there");
+                ovt_err_clear();
             } else {
                 say(why[k], sizeof why[k], "refused (%s)", ovt_errmsg());
                 ovt_err_clear();
@@ -218,7 +348,25 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
     }
     found->seconds = (double)(chain_now_ms() - t0) / 1000.0;
     chain_narrow_evidence_free(&ev);
-    found->packages = have[0] + have[1];
+    krn_rlog_free(log);
+    found->entries_replaced = replaced[0] + replaced[1];
+    found->packages = have[0] + have[1] + fraud[0] + fraud[1];
+    if (!have[0] && !have[1] && (fraud[0] || fraud[1])) {
+        /* the block, from proven inputs, with the trainer's committed log
+         * entries fails the strict rule: the whole step's verdict for a
+         * fraudulent log (FraudulentLog, logHash_K), from the block */
+        memset(out, 0, sizeof *out);
+        arb_basis_of(&out->basis, g);
+        out->exec = ARB_EXEC_FRAUD;
+        out->shard_differs = -1;
+        say(note, cap, "block %llu of site %llu (%s) re-executed from the %s with the trainer's log: the log is "
+                       "fraudulent there: %s%s",
+            (unsigned long long)ng->block, (unsigned long long)ng->item, found->op,
+            fraud[0] && fraud[1] ? "both packages" : fraud[0] ? "trainer's package" : "auditor's package", fraud_msg,
+            events);
+        *res = ARB_NARROW_DECIDED;
+        return 0;
+    }
     if (!have[0] && !have[1]) {
         say(note, cap, "no valid block package: trainer's %s; auditor's %s", why[0], why[1]);
         return 0;
@@ -240,21 +388,27 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
         out->leaf = g->auditor_node;
     else
         out->leaf = block; /* neither: the recomputed block's leaf, neither party's leaf K */
+    char shard[160];
+    name_shard(out, rc, ng->item, !memcmp(block.b, ng->trainer_side.node.b, 32), shard, sizeof shard);
     int lone = have[0] ? 1 : 0; /* the side without a valid package, when only one has one */
-    if (ng->stage == CHAIN_NARROW_STAGE_CHUNKS && have[0] && have[1])
-        say(note, cap, "chunk %llu of the chain of block %llu of site %llu (%s) recomputed from both packages",
-            (unsigned long long)ng->chunk, (unsigned long long)ng->block, (unsigned long long)ng->item, found->op);
-    else if (ng->stage == CHAIN_NARROW_STAGE_CHUNKS)
-        say(note, cap, "chunk %llu of the chain of block %llu of site %llu (%s) recomputed from the %s's package; "
-                       "the %s's: %s",
-            (unsigned long long)ng->chunk, (unsigned long long)ng->block, (unsigned long long)ng->item, found->op,
-            who[!lone], who[lone], why[lone]);
-    else if (have[0] && have[1])
-        say(note, cap, "block %llu of site %llu (%s) recomputed from both packages", (unsigned long long)ng->block,
-            (unsigned long long)ng->item, found->op);
+    char entries[160] = "";
+    if (replaced[0] || replaced[1])
+        snprintf(entries, sizeof entries, "; %s%s log entries differ from the trainer's log: replaced by the log's",
+                 replaced[0] && replaced[1] ? "both packages'" : who[replaced[1]],
+                 replaced[0] && replaced[1] ? "" : "'s package's");
+    char what[160];
+    if (ng->stage == CHAIN_NARROW_STAGE_CHUNKS)
+        snprintf(what, sizeof what, "chunk %llu of the chain of block %llu", (unsigned long long)ng->chunk,
+                 (unsigned long long)ng->block);
     else
-        say(note, cap, "block %llu of site %llu (%s) recomputed from the %s's package; the %s's: %s",
-            (unsigned long long)ng->block, (unsigned long long)ng->item, found->op, who[!lone], who[lone], why[lone]);
+        snprintf(what, sizeof what, "block %llu", (unsigned long long)ng->block);
+    if (have[0] && have[1])
+        say(note, cap, "%s of site %llu (%s) recomputed from both packages with the trainer's log%s%s%s", what,
+            (unsigned long long)ng->item, found->op, shard, entries, events);
+    else
+        say(note, cap, "%s of site %llu (%s) recomputed from the %s's package with the trainer's log%s; the "
+                       "%s's: %s%s%s",
+            what, (unsigned long long)ng->item, found->op, who[!lone], shard, who[lone], why[lone], entries, events);
     *res = ARB_NARROW_DECIDED;
     return 0;
 }
@@ -266,10 +420,10 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
  * the whole step. */
 static int chunk_counts(arb_narrow_result *res, arb_eval *out, const chain_narrow *n, const ovt_hash *game_id,
                         const chain_narrow_game *ng, const chain_arb_game *g, const trn_run_config *rc,
-                        uint64_t from_block, uint64_t to_block, char *note, size_t cap)
+                        uint64_t from_block, uint64_t to_block, uint64_t log_window, char *note, size_t cap)
 {
     chain_narrow_evidence ev;
-    int rv = chain_narrow_get_evidence(n, game_id, ng, from_block, to_block, &ev);
+    int rv = chain_narrow_get_evidence(n, game_id, ng, from_block, to_block, log_window, &ev);
     if (rv)
         return rv;
     int k = ev.record[0] ? 0 : 1;
@@ -312,8 +466,8 @@ static int chunk_counts(arb_narrow_result *res, arb_eval *out, const chain_narro
 int arb_narrow_evaluate(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *found, store_ctx *store,
                         const chain_narrow *n, const ovt_hash *game_id, const chain_arb_params *run,
                         const chain_arb_game *g, uint64_t now, uint64_t wait_until, uint64_t *ended_seen,
-                        uint32_t package_wait, uint64_t from_block, uint64_t to_block, int threads, char *note,
-                        size_t cap)
+                        uint32_t package_wait, uint64_t from_block, uint64_t to_block, uint64_t log_window,
+                        int threads, char *note, size_t cap)
 {
     *res = ARB_NARROW_WHOLE_STEP;
     memset(found, 0, sizeof *found);
@@ -335,7 +489,7 @@ int arb_narrow_evaluate(arb_narrow_result *res, arb_eval *out, arb_narrow_findin
     }
     if (!*ended_seen)
         *ended_seen = now;
-    if (ng.outcome == CHAIN_NARROW_NARROWED && now < wait_until && now < *ended_seen + package_wait) {
+    if (chain_narrow_ends_on_block(ng.outcome) && now < wait_until && now < *ended_seen + package_wait) {
         int present = 0;
         for (int k = 0; k < 2; k++) {
             uint8_t *pk = NULL;
@@ -387,21 +541,44 @@ int arb_narrow_evaluate(arb_narrow_result *res, arb_eval *out, arb_narrow_findin
     memcpy(found->op, ng.op.b, 32);
     found->op[32] = '\0';
     if (ng.outcome == CHAIN_NARROW_TRAINER_LOST || ng.outcome == CHAIN_NARROW_AUDITOR_LOST) {
+        /* A loss by timeout proves nothing: an honest party that cannot trace step K because the
+         * other's log is fraudulent there (a fault at an early site) times out too. Only a move its
+         * own commitments contradict decides without computing. */
+        const char *who = ng.outcome == CHAIN_NARROW_TRAINER_LOST ? "trainer" : "auditor";
+        chain_narrow_evidence ev;
+        if ((rv = chain_narrow_get_evidence(n, game_id, &ng, from_block, to_block, log_window, &ev)))
+            return rv;
+        chain_narrow_reason why = ev.lost;
+        chain_narrow_evidence_free(&ev);
+        if (why == CHAIN_NARROW_REASON_NONE && now < wait_until) { /* the end is newer than the blocks read */
+            *res = ARB_NARROW_WAIT;
+            say(note, cap, "the %s lost the narrowing; waiting for its Lost event to reach the blocks read", who);
+            return 0;
+        }
+        if (why == CHAIN_NARROW_REASON_TIMEOUT || why == CHAIN_NARROW_REASON_NONE) {
+            say(note, cap, "the %s lost the narrowing %s: the whole step", who,
+                why == CHAIN_NARROW_REASON_TIMEOUT ? "by timeout, which an honest party unable to trace the "
+                                                     "other's step also does"
+                                                   : "(its Lost event is not in the blocks read)");
+            return 0;
+        }
         memset(out, 0, sizeof *out);
         arb_basis_of(&out->basis, g);
         out->exec = ARB_EXEC_OK;
         out->shards = 1;
         out->shard_differs = -1;
         out->leaf = ng.outcome == CHAIN_NARROW_TRAINER_LOST ? g->auditor_node : g->trainer_node;
-        say(note, cap, "the %s lost the narrowing", ng.outcome == CHAIN_NARROW_TRAINER_LOST ? "trainer" : "auditor");
+        say(note, cap, "the %s lost the narrowing: a move its own commitments contradict (reason %d)", who,
+            (int)why);
         *res = ARB_NARROW_DECIDED;
         return 0;
     }
     if (ng.outcome == CHAIN_NARROW_COUNTS_DIFFER && ng.stage == CHAIN_NARROW_STAGE_CHUNKS)
-        return chunk_counts(res, out, n, game_id, &ng, g, &rc, from_block, to_block, note, cap);
-    if (ng.outcome != CHAIN_NARROW_NARROWED || ng.item_stage != CHAIN_NARROW_STAGE_TRACE) {
+        return chunk_counts(res, out, n, game_id, &ng, g, &rc, from_block, to_block, log_window, note, cap);
+    if (!chain_narrow_ends_on_block(ng.outcome) || ng.item_stage != CHAIN_NARROW_STAGE_TRACE) {
         say(note, cap, "the narrowing ended without a block of a site (outcome %d): the whole step", (int)ng.outcome);
         return 0;
     }
-    return narrowed(res, out, found, store, n, game_id, &ng, run, g, &rc, from_block, to_block, threads, note, cap);
+    return narrowed(res, out, found, store, n, game_id, &ng, run, g, &rc, from_block, to_block, log_window, threads,
+                    note, cap);
 }

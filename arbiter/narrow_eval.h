@@ -24,7 +24,10 @@
 
 /* Seconds before the verdict's due time (less the watcher's deadline
  * margin) by which an unfinished narrowing is given up for the whole step:
- * the whole-step re-execution of the devnet's models takes seconds. */
+ * the whole-step re-execution of the devnet's models takes seconds. The
+ * chain moves the due time with every round of the narrowing
+ * (OvtArbitration.extendVerdict), so this only ends a narrowing that has
+ * stalled past its round's deadline. */
 #define ARB_NARROW_RESERVE_S 60
 
 typedef enum {
@@ -42,6 +45,8 @@ typedef struct {
     char op[33];
     ovt_hash recomputed;    /* the recomputed leaf of the block (outcome Narrowed) */
     int packages;           /* valid packages the block was computed from (0..2) */
+    int entries_replaced;   /* of those read, packages whose log entries were not the trainer's log's (0..2) */
+    uint64_t log_window;    /* the block range eth_getLogs took for the narrowing's events (0: not read) */
     double seconds;         /* the block's re-execution */
 } arb_narrow_finding;
 
@@ -51,9 +56,13 @@ typedef struct {
  * packages from store (block/<claimed leaf>), keeps those that are bound to
  * the chain (the party's trace root, the run's config, step, site and
  * block; state slices proved against state K-1's tensor roots from the
- * PreviousRoots event over blocks [from_block, to_block], batch slices
+ * PreviousRoots event over blocks [from_block, to_block], read back in
+ * windows of log_window blocks (chain_narrow_get_evidence), batch slices
  * against the batch of step K rebuilt from the run's dataset) and
- * re-executes the block from each; the leaf all of them give decides.
+ * re-executes the block from each, rounding with the trainer's committed
+ * log of step K (blob/<the narrowing's logHash>), never the package's own
+ * entries (arb_block_entries_from_log); the leaf all of them give decides.
+ * A log that cannot be had is ruled on the whole step.
  * wait_until: while the chain's clock is before it, an unfinished
  * narrowing is waited for (ARB_NARROW_WAIT); after it, the whole step.
  * *ended_seen (0 at first): when the caller first saw the narrowing ended;
@@ -65,7 +74,7 @@ typedef struct {
 int arb_narrow_evaluate(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *found, store_ctx *store,
                         const chain_narrow *n, const ovt_hash *game_id, const chain_arb_params *run,
                         const chain_arb_game *g, uint64_t now, uint64_t wait_until, uint64_t *ended_seen,
-                        uint32_t package_wait, uint64_t from_block, uint64_t to_block, int threads, char *note,
-                        size_t cap) OVT_MUST_USE;
+                        uint32_t package_wait, uint64_t from_block, uint64_t to_block, uint64_t log_window,
+                        int threads, char *note, size_t cap) OVT_MUST_USE;
 
 #endif

@@ -459,8 +459,8 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
         uint64_t reserve = (uint64_t)w->o->deadline_margin + ARB_NARROW_RESERVE_S;
         rv = arb_narrow_evaluate(&nr, &e, &nf, w->store, &n, &g->run_id, run, game, now,
                                  deadline > reserve ? deadline - reserve : 0, &g->narrow_ended_seen,
-                                 w->o->input_wait, w->o->has_from_block ? w->o->from_block : 0, w->safe, w->o->threads, note,
-                                 sizeof note);
+                                 w->o->input_wait, w->o->has_from_block ? w->o->from_block : 0, w->safe,
+                                 w->o->log_range, w->o->threads, note, sizeof note);
         if (rv)
             return ovt_fail_wrap(rv, "reading the narrowing of step %" PRIu64, game->index);
         if (nr == ARB_NARROW_WAIT) {
@@ -474,10 +474,12 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
         char rec[67];
         arb_hex32(rec, &nf.recomputed);
         arb_say(w, nr == ARB_NARROW_DECIDED ? "narrow_evaluated" : "narrow_fallback", &g->run_id,
-                json_pack("{s:I, s:i, s:I, s:s, s:I, s:o, s:s, s:i, s:f}", "step", (json_int_t)game->index, "outcome",
-                          (int)nf.outcome, "site", (json_int_t)nf.site, "op", nf.op, "block", (json_int_t)nf.block,
-                          "chunk", nf.chunked ? json_integer((json_int_t)nf.chunk) : json_null(), /* level 4 */
-                          "recomputed", rec, "packages", nf.packages, "seconds", nf.seconds),
+                json_pack("{s:I, s:i, s:I, s:s, s:I, s:o, s:s, s:i, s:i, s:I, s:f}", "step", (json_int_t)game->index,
+                          "outcome", (int)nf.outcome, "site", (json_int_t)nf.site, "op", nf.op, "block",
+                          (json_int_t)nf.block, "chunk",
+                          nf.chunked ? json_integer((json_int_t)nf.chunk) : json_null(), /* level 4 */
+                          "recomputed", rec, "packages", nf.packages, "entries_replaced", nf.entries_replaced,
+                          "log_window", (json_int_t)nf.log_window, "seconds", nf.seconds),
                 "step %" PRIu64 ": %s", game->index, note);
         if (nr == ARB_NARROW_WHOLE_STEP)
             note[0] = '\0';
@@ -487,8 +489,11 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
                           sizeof note);
     double eval_s = (double)(chain_now_ms() - t0) / 1000.0;
     ovt_metrics_eval_seconds(eval_s);
-    if (!rv && nr == ARB_NARROW_DECIDED)
+    if (!rv && nr == ARB_NARROW_DECIDED) {
         note[0] = '\0';
+        if (e.shard_differs >= 0) /* named from the narrowed site: whose process, by the trainer's ranks.json */
+            arb_eval_find_owner(&e, w->store, arb_game_tree_id(g), game->index, note, sizeof note);
+    }
     if (!rv && sites)
         arb_eval_site_leaf(&e, &rp.beacon, trace, arb_game_tree_id(g), game->index, note, sizeof note);
     krn_trace_free(trace);

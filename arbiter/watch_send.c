@@ -68,14 +68,13 @@ void arb_shard_phrase(char *out, size_t cap, const arb_eval *e)
     out[0] = 0;
     if (e->shard_differs < 0)
         return;
+    const char *why = e->shard_from_site ? "the narrowed site is among its sites"
+                                         : "its gradient differs from the trainer's shard table";
     if (e->has_owner)
-        snprintf(out, cap,
-                 "; shard %" PRId64 " of %u: its gradient differs from the trainer's shard table (computed by rank "
-                 "%u on host %s, per %s)",
-                 e->shard_differs, e->shards, e->owner_rank, e->owner_host, ARB_OWNER_SOURCE);
+        snprintf(out, cap, "; shard %" PRId64 " of %u: %s (computed by rank %u on host %s, per %s)", e->shard_differs,
+                 e->shards, why, e->owner_rank, e->owner_host, ARB_OWNER_SOURCE);
     else
-        snprintf(out, cap, "; shard %" PRId64 " of %u: its gradient differs from the trainer's shard table",
-                 e->shard_differs, e->shards);
+        snprintf(out, cap, "; shard %" PRId64 " of %u: %s", e->shard_differs, e->shards, why);
 }
 
 /* One of the game's transactions: NAME_sent and NAME_mined in the log. */

@@ -93,7 +93,7 @@ static int session_open(struct session *r, const char *dir, const char *data_pat
     r->threads = threads;
     trn_runner_opts ro = {.backend = backend, .mode = KRN_REPLAY,
                           .verifier = canonical && !r->canon_check ? KRN_VERIFY_ARBITER : KRN_VERIFY_AUDITOR,
-                          .threads = threads, .hash_later = true};
+                          .threads = threads, .hash_later = true, .tolerant = !r->canon_check};
     if ((rv = trn_runner_open(&r->run, &r->rc, &r->data, &ro)))
         goto fail;
     return 0;
@@ -114,19 +114,38 @@ static int session_start(struct session *r, uint64_t step)
     return rv;
 }
 
+/* The stateHash of our own at fraudulent step i (docs/numeric-contract.md,
+ * "The tolerant replay"): the tolerant replay's state st, so that the
+ * narrowing can find the fault in the step; zero where there is none (st
+ * NULL: the log failed otherwise, as a malformed one) or where it is the
+ * trainer's: a log that lies only about decisions the trainer did not take
+ * would otherwise leave the leaves equal and the fraud undisputed. */
+static void fraud_state(const struct session *r, uint64_t i, const trn_state *st, chain_merkle_preimage *leaf)
+{
+    memset(&leaf->state_hash, 0, sizeof leaf->state_hash);
+    if (!st)
+        return;
+    ovt_hash h;
+    trn_state_hash(&h, st);
+    if (i < r->trainer.count && memcmp(h.b, r->trainer.steps[i].state_hash.b, 32) != 0)
+        leaf->state_hash = h;
+}
+
 /* Band rules 2, the auditor on another backend than cpu: step i had a
  * finding that a canonical view within the op's bound of the auditor's
- * could make (rule 3 as an auditor, kernels/site.h), so the step is
- * re-executed as the arbiter will, on the cpu backend from the state
- * before it (r->pre) with its log (the file's bytes), and that view
- * decides: a log it rejects is fraud (the dispute is then won), and
- * otherwise its state is the auditor's. */
+ * could make (rule 3 as an auditor, kernels/site.h), or a certain violation
+ * (*fraud already 1, detail said), so the step is re-executed as the
+ * arbiter will, on the cpu backend from the state before it (r->pre) with
+ * its log (the file's bytes), tolerantly, and that view decides: a log it
+ * rejects is fraud (the dispute is then won; leaf's stateHash: fraud_state
+ * of the canonical tolerant replay), and otherwise its state is the
+ * auditor's. */
 static int canonical_step(struct session *r, const uint8_t *log, size_t log_len, int *fraud, char *detail,
-                          size_t cap)
+                          size_t cap, chain_merkle_preimage *leaf)
 {
     int rv = 0;
     trn_runner_opts ro = {.backend = KRN_BACKEND_CPU, .mode = KRN_REPLAY, .threads = r->threads, .prefault = true,
-                          .hash_later = true};
+                          .hash_later = true, .tolerant = true};
     if (!r->canon && (rv = trn_runner_open(&r->canon, &r->rc, &r->data, &ro)))
         return ovt_fail_wrap(rv, "preparing the canonical re-execution (the cpu backend)");
     uint64_t i = r->pre->step + 1;
@@ -136,10 +155,13 @@ static int canonical_step(struct session *r, const uint8_t *log, size_t log_len,
         return rv;
     rv = trn_runner_step(r->canon, &res);
     r->canonical_steps++;
-    if (rv == OVT_EFRAUD) {
+    const krn_finding *v = trn_runner_violation(r->canon);
+    if (rv == OVT_EFRAUD || (!rv && (v->rule != KRN_RULE_NONE || *fraud))) {
+        if (!*fraud)
+            snprintf(detail, cap, "the rounding log of step %llu is fraudulent by the canonical re-execution (the "
+                     "arbiter's computation, rule 3): %s", (unsigned long long)i, rv ? ovt_errmsg() : v->message);
         *fraud = 1;
-        snprintf(detail, cap, "the rounding log of step %llu is fraudulent by the canonical re-execution (the "
-                 "arbiter's computation, rule 3): %s", (unsigned long long)i, ovt_errmsg());
+        fraud_state(r, i, rv ? NULL : trn_runner_state(r->canon), leaf);
         return 0;
     }
     if (!rv)
@@ -246,11 +268,22 @@ static int session_step(struct session *r, chain_merkle_preimage *leaf, int *fra
     if (rv == OVT_EFRAUD) {
         *fraud = 1;
         snprintf(detail, cap, "the rounding log of step %llu is fraudulent: %s", (unsigned long long)i, ovt_errmsg());
-        rv = 0;
+        /* on another backend, a certain violation of our own view: the
+         * state of our own is the canonical tolerant replay's */
+        rv = r->canon_check ? canonical_step(r, bytes, len, fraud, detail, cap, leaf) : 0;
         goto done;
     }
     if (rv) {
         rv = ovt_fail_wrap(rv, "step %llu", (unsigned long long)i);
+        goto done;
+    }
+    /* The tolerant replay went past a violation of the log: fraud, with the
+     * strict replay's message (fraud_state says which state is ours). */
+    const krn_finding *v = trn_runner_violation(r->run);
+    if (v->rule != KRN_RULE_NONE) {
+        *fraud = 1;
+        snprintf(detail, cap, "the rounding log of step %llu is fraudulent: %s", (unsigned long long)i, v->message);
+        fraud_state(r, i, trn_runner_state(r->run), leaf);
         goto done;
     }
     if (res.info.shard_differs >= 0 && r->shard_step == 0) {
@@ -259,7 +292,7 @@ static int session_step(struct session *r, chain_merkle_preimage *leaf, int *fra
     }
     const krn_finding *f = trn_runner_finding(r->run);
     if (f->rule != KRN_RULE_NONE && r->canon_check) {
-        if ((rv = canonical_step(r, bytes, len, fraud, detail, cap)) || *fraud)
+        if ((rv = canonical_step(r, bytes, len, fraud, detail, cap, leaf)) || *fraud)
             goto done;
     } else if (f->rule != KRN_RULE_NONE && r->suspect_step == 0) {
         r->suspect_step = i;

@@ -282,6 +282,15 @@ int chain_arb_encode_verdict(chain_buf *out, const ovt_hash *run_id, uint64_t st
     return finish(&enc, out, "verdict(bytes32,uint64,uint8,bytes32)");
 }
 
+int chain_arb_encode_extend_verdict(chain_buf *out, const ovt_hash *game_id, uint64_t until)
+{
+    chain_abi_enc enc;
+    chain_abi_enc_init(&enc);
+    chain_abi_put_bytes32(&enc, game_id);
+    chain_abi_put_uint(&enc, until);
+    return finish(&enc, out, "extendVerdict(bytes32,uint64)");
+}
+
 /* A call whose only argument is a runId. */
 static int encode_run_call(chain_buf *out, const char *signature, const ovt_hash *run_id)
 {
@@ -828,6 +837,7 @@ const char *const chain_arb_errors[] = {
     "NoBeacon()",
     "SitesNotDue()",
     "WrongReveal()",
+    "NotNarrow(address)",
     NULL,
 };
 

@@ -212,6 +212,9 @@ int chain_arb_encode_commit_verdict(chain_buf *out, const ovt_hash *run_id, cons
 int chain_arb_encode_reveal_verdict(chain_buf *out, const ovt_hash *run_id, uint64_t step, chain_arb_outcome outcome,
                                     const ovt_hash *evidence, const ovt_hash *salt) OVT_MUST_USE;
 int chain_arb_encode_timeout(chain_buf *out, const ovt_hash *run_id) OVT_MUST_USE;
+/* extendVerdict(gameId, until): only the bound OvtNarrow may call it (tests
+ * call it from an account an arbitration contract was deployed with). */
+int chain_arb_encode_extend_verdict(chain_buf *out, const ovt_hash *game_id, uint64_t until) OVT_MUST_USE;
 /* challenge(runId, root): an open challenge of the trainer's root (docs/contract.md). */
 int chain_arb_encode_challenge(chain_buf *out, const ovt_hash *run_id, const ovt_hash *root) OVT_MUST_USE;
 /* refutedBy(runId): the game that proved the trainer's root wrong, or zero. */
@@ -421,8 +424,11 @@ typedef struct {
 int chain_arb_attach(chain_arb *arb, chain_rpc *rpc, const chain_address *address) OVT_MUST_USE;
 
 /* Deploys the embedded bytecode from m's account and binds arb to the new
- * contract. receipt may be NULL; when given the caller frees it. */
-int chain_arb_deploy(chain_arb *arb, chain_txm *m, chain_receipt *receipt) OVT_MUST_USE;
+ * contract. narrow: the narrowing contract (OvtNarrow) that may extend its
+ * verdict deadlines, whose CREATE address the caller has computed; NULL for
+ * none (no narrowing can be bound to it). chain_narrow_deploy_pair deploys
+ * both. receipt may be NULL; when given the caller frees it. */
+int chain_arb_deploy(chain_arb *arb, chain_txm *m, const chain_address *narrow, chain_receipt *receipt) OVT_MUST_USE;
 /* Deploys any embedded contract: its creation bytecode (hex) followed by
  * its ABI-encoded constructor arguments (args_len bytes; may be 0); what
  * names it in messages ("the arbitration contract"). chain_arb_deploy and

@@ -53,9 +53,13 @@ static int before_shanghai(const char *msg)
     return strstr(msg, "NotActivated") || strstr(msg, "PUSH0") || strstr(msg, "opcode 0x5f");
 }
 
-int chain_arb_deploy(chain_arb *arb, chain_txm *m, chain_receipt *receipt)
+int chain_arb_deploy(chain_arb *arb, chain_txm *m, const chain_address *narrow, chain_receipt *receipt)
 {
-    return chain_arb_deploy_code(arb, m, chain_arb_bytecode_hex, NULL, 0, "the arbitration contract", receipt);
+    uint8_t args[32] = {0}; /* constructor(address narrow) */
+    if (narrow)
+        memcpy(args + 12, narrow->b, 20);
+    return chain_arb_deploy_code(arb, m, chain_arb_bytecode_hex, args, sizeof args, "the arbitration contract",
+                                 receipt);
 }
 
 int chain_arb_deploy_code(chain_arb *arb, chain_txm *m, const char *bytecode_hex, const uint8_t *args,

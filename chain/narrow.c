@@ -1,6 +1,9 @@
 /* Bindings of the narrowing contract (chain/narrow.h). */
 #include "chain/narrow.h"
 
+#include "chain/rpc.h"
+#include "chain/tx.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +129,16 @@ int chain_narrow_encode_post_chunks(chain_buf *out, const ovt_hash *game_id, uns
     return chain_abi_enc_call(&enc, out, "postChunks(bytes32,uint32,bytes32,uint64,bytes32[])");
 }
 
+int chain_narrow_encode_post_elements(chain_buf *out, const ovt_hash *game_id, unsigned round, const ovt_hash *root)
+{
+    chain_abi_enc enc;
+    chain_abi_enc_init(&enc);
+    chain_abi_put_bytes32(&enc, game_id);
+    chain_abi_put_uint(&enc, round);
+    chain_abi_put_bytes32(&enc, root);
+    return chain_abi_enc_call(&enc, out, "postElements(bytes32,uint32,bytes32)");
+}
+
 /* Word i as an unsigned of at most `bits` bits. */
 static int get_bits(const chain_abi_dec *dec, size_t i, unsigned bits, uint64_t *out)
 {
@@ -170,8 +183,8 @@ int chain_narrow_decode_game(chain_narrow_game *out, const uint8_t *data, size_t
     TRY(chain_abi_get_address(&dec, 0, &out->trainer));
     TRY(get_bits(&dec, 1, 64, &out->deadline));
     TRY(get_enum(&dec, 2, CHAIN_NARROW_PHASE_ENDED, &phase));
-    TRY(get_enum(&dec, 3, CHAIN_NARROW_STAGE_CHUNKS, &stage));
-    TRY(get_enum(&dec, 4, CHAIN_NARROW_BOTH_SILENT, &outcome));
+    TRY(get_enum(&dec, 3, CHAIN_NARROW_STAGE_ELEMENTS, &stage));
+    TRY(get_enum(&dec, 4, CHAIN_NARROW_ELEMENTS_AGREE, &outcome));
     TRY(get_bits(&dec, 5, 8, &v[0]));
     TRY(chain_abi_get_address(&dec, 6, &out->auditor));
     TRY(get_bits(&dec, 7, 32, &v[1]));
@@ -182,7 +195,7 @@ int chain_narrow_decode_game(chain_narrow_game *out, const uint8_t *data, size_t
     TRY(get_bits(&dec, 12, 8, &v[4]));
     TRY(get_bits(&dec, 13, 64, &out->count));
     TRY(get_bits(&dec, 14, 64, &out->index));
-    TRY(get_enum(&dec, 15, CHAIN_NARROW_STAGE_CHUNKS, &item_stage));
+    TRY(get_enum(&dec, 15, CHAIN_NARROW_STAGE_ELEMENTS, &item_stage));
     TRY(get_bits(&dec, 16, 64, &out->item));
     TRY(get_bits(&dec, 17, 64, &out->block));
     TRY(get_bits(&dec, 18, 64, &out->chunk));
@@ -227,6 +240,70 @@ int chain_narrow_deploy(chain_narrow *n, chain_txm *m, const chain_address *arbi
     memcpy(args + 12, arbitration->b, 20);
     return chain_arb_deploy_code(n, m, chain_narrow_bytecode_hex, args, sizeof args, "the narrowing contract",
                                  receipt);
+}
+
+int chain_narrow_deploy_pair(chain_arb *arb, chain_narrow *n, chain_txm *m, chain_receipt *arb_receipt,
+                             chain_receipt *narrow_receipt)
+{
+    memset(n, 0, sizeof *n);
+    uint64_t pending = 0;
+    int rc = chain_rpc_nonce(m->rpc, &pending, &m->from, "pending");
+    if (rc)
+        return ovt_fail_wrap(rc, "reading the deployer's nonce");
+    uint64_t nonce = pending > m->next_nonce ? pending : m->next_nonce; /* what its next send takes */
+    chain_address at_arb, at_narrow;
+    if ((rc = chain_create_address(&at_arb, &m->from, nonce)) ||
+        (rc = chain_create_address(&at_narrow, &m->from, nonce + 1)))
+        return rc;
+    if ((rc = chain_arb_deploy(arb, m, &at_narrow, arb_receipt)))
+        return rc;
+    if (!chain_address_eq(&arb->address, &at_arb))
+        return ovt_fail(OVT_EINVAL,
+                        "the arbitration contract was created with another nonce than %llu (another transaction of "
+                        "the deployer's account came between): no narrowing can bind to it, deploy both anew",
+                        (unsigned long long)nonce);
+    if ((rc = chain_narrow_deploy(n, m, &arb->address, narrow_receipt)))
+        return ovt_fail_wrap(rc, "deploying the narrowing contract at nonce %llu, the address the arbitration "
+                             "contract was bound to",
+                             (unsigned long long)(nonce + 1));
+    if (!chain_address_eq(&n->address, &at_narrow))
+        return ovt_fail(OVT_EINVAL, "the narrowing contract was created at another address than the one the "
+                                       "arbitration contract is bound to; deploy both anew");
+    return 0;
+}
+
+int chain_narrow_check_bound(const chain_arb *arb, const chain_address *address)
+{
+    static const uint8_t arbitration_sel[4] = {0x9b, 0x73, 0x23, 0x50}; /* arbitration() */
+    char at[43], want[43];
+    chain_address_to_string(at, address);
+    chain_address_to_string(want, &arb->address);
+    chain_buf ret;
+    chain_buf_init(&ret);
+    chain_call_msg msg = {.to = address, .data = arbitration_sel, .data_len = sizeof arbitration_sel};
+    int rc = chain_rpc_eth_call(arb->rpc, &ret, &msg, NULL);
+    int ok = rc == 0 && ret.len == 32 && !memcmp(ret.data + 12, arb->address.b, 20);
+    char got[43] = "";
+    if (rc == 0 && ret.len == 32) {
+        chain_address a;
+        memcpy(a.b, ret.data + 12, 20);
+        chain_address_to_string(got, &a);
+    }
+    chain_buf_free(&ret);
+    if (rc == OVT_ERPC || rc == OVT_ETIMEOUT || rc == OVT_EIO)
+        return ovt_fail_wrap(rc, "reading arbitration() of the narrowing contract %s", at);
+    ovt_err_clear();
+    if (ok)
+        return 0;
+    if (got[0])
+        return ovt_fail(OVT_EINVAL,
+                        "--narrow %s is the narrowing contract of another arbitration contract (%s), not of %s: give "
+                        "the narrow address ovt deploy printed with this contract (narrow.address)",
+                        at, got, want);
+    return ovt_fail(OVT_EINVAL,
+                    "--narrow %s is not an OvtNarrow contract (it answers no arbitration()): give the narrow address "
+                    "ovt deploy printed with the contract %s (narrow.address), or deploy the pair with ovt deploy",
+                    at, want);
 }
 
 int chain_narrow_start(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, chain_receipt *receipt)
@@ -283,6 +360,15 @@ int chain_narrow_post_chunks(const chain_narrow *n, chain_txm *m, const ovt_hash
                         "postChunks");
 }
 
+int chain_narrow_post_elements(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, unsigned round,
+                               const ovt_hash *root, chain_receipt *receipt)
+{
+    chain_buf data;
+    chain_buf_init(&data);
+    return send_encoded(n, m, &data, chain_narrow_encode_post_elements(&data, game_id, round, root), receipt,
+                        "postElements");
+}
+
 int chain_narrow_timeout(const chain_narrow *n, chain_txm *m, const ovt_hash *game_id, chain_receipt *receipt)
 {
     chain_buf data;
@@ -331,9 +417,10 @@ static void *copy_bytes(const uint8_t *data, size_t len)
 
 static int take_log(chain_narrow_evidence *out, const chain_narrow_game *g, const chain_log *log)
 {
-    ovt_hash previous, item;
+    ovt_hash previous, item, lost;
     chain_abi_event_topic(&previous, "PreviousRoots(bytes32,bytes32[])");
     chain_abi_event_topic(&item, "ItemRevealed(bytes32,address,uint8,uint64,bytes)");
+    chain_abi_event_topic(&lost, "Lost(bytes32,address,uint8)");
     chain_abi_dec dec;
     const uint8_t *data;
     size_t len;
@@ -352,29 +439,96 @@ static int take_log(chain_narrow_evidence *out, const chain_narrow_game *g, cons
         if (!(out->record[k] = copy_bytes(data, len)))
             return OVT_ENOMEM;
         out->record_len[k] = len;
+    } else if (log->ntopics > 0 && memcmp(log->topics[0].b, lost.b, 32) == 0) {
+        uint64_t reason;
+        TRY(chain_abi_decode_log(&dec, log, "Lost(bytes32,address,uint8)", 2));
+        TRY(chain_abi_get_uint(&dec, 0, &reason));
+        if (reason < CHAIN_NARROW_REASON_TIMEOUT || reason > CHAIN_NARROW_REASON_BAD_ITEM)
+            return ovt_fail(OVT_EFORMAT, "a Lost event with reason %llu, which OvtNarrow does not have",
+                            (unsigned long long)reason);
+        out->lost = (chain_narrow_reason)reason;
     }
     return 0;
 }
 
+/* The index of the game's last NarrowStarted in logs[0..n), or n. */
+static size_t last_start(const chain_log *logs, size_t n)
+{
+    ovt_hash started;
+    chain_abi_event_topic(&started, "NarrowStarted(bytes32,uint64,bytes32,bytes32,bytes32,uint64)");
+    size_t at = n;
+    for (size_t i = 0; i < n; i++)
+        if (logs[i].ntopics > 0 && memcmp(logs[i].topics[0].b, started.b, 32) == 0)
+            at = i;
+    return at;
+}
+
+/* The windows read, newest first. */
+typedef struct {
+    chain_log *logs;
+    size_t n;
+} log_window;
+
+/* Reads the game's events back from to_block, window by window, until a
+ * window holds its NarrowStarted (*first: its index there; the window is
+ * the last of *w) or from_block is read. */
+static int read_back(const chain_narrow *n, const ovt_hash *game_id, uint64_t from_block, uint64_t to_block,
+                     chain_narrow_evidence *out, log_window **w, size_t *nw, size_t *first)
+{
+    *first = 0;
+    for (uint64_t hi = to_block;;) {
+        uint64_t lo = hi - from_block + 1 > out->window ? hi - out->window + 1 : from_block;
+        log_window *more = realloc(*w, (*nw + 1) * sizeof **w);
+        if (more == NULL)
+            return ovt_fail(OVT_ENOMEM, "out of memory for the narrowing's events");
+        *w = more;
+        log_window *at = &(*w)[*nw];
+        chain_log_filter f;
+        memset(&f, 0, sizeof f);
+        f.address = &n->address;
+        f.from_block = lo;
+        f.to_block = hi;
+        f.topics[1] = game_id;
+        f.ntopics = 2;
+        f.chunk = out->window;
+        f.chunk_taken = &out->window;
+        int rc = chain_rpc_get_logs(n->rpc, &at->logs, &at->n, &f);
+        if (rc != 0)
+            return ovt_fail_wrap(rc, "reading the narrowing's events");
+        ++*nw;
+        out->windows++;
+        *first = last_start(at->logs, at->n);
+        if (*first < at->n) {
+            out->start_block = at->logs[*first].block_number;
+            return 0;
+        }
+        *first = 0;
+        if (lo == from_block)
+            return 0;
+        hi = lo - 1;
+    }
+}
+
 int chain_narrow_get_evidence(const chain_narrow *n, const ovt_hash *game_id, const chain_narrow_game *g,
-                              uint64_t from_block, uint64_t to_block, chain_narrow_evidence *out)
+                              uint64_t from_block, uint64_t to_block, uint64_t window,
+                              chain_narrow_evidence *out)
 {
     memset(out, 0, sizeof *out);
-    chain_log_filter f;
-    memset(&f, 0, sizeof f);
-    f.address = &n->address;
-    f.from_block = from_block;
-    f.to_block = to_block;
-    f.topics[1] = game_id;
-    f.ntopics = 2;
-    chain_log *logs = NULL;
-    size_t nlogs = 0;
-    int rc = chain_rpc_get_logs(n->rpc, &logs, &nlogs, &f);
-    if (rc != 0)
-        return ovt_fail_wrap(rc, "reading the narrowing's events");
-    for (size_t i = 0; i < nlogs && rc == 0; i++)
-        rc = take_log(out, g, &logs[i]);
-    chain_logs_free(logs, nlogs);
+    out->start_block = UINT64_MAX;
+    out->window = window ? window : CHAIN_NARROW_LOG_WINDOW;
+    if (from_block > to_block)
+        return ovt_fail(OVT_EINVAL, "the narrowing's events: from block %llu is after block %llu",
+                        (unsigned long long)from_block, (unsigned long long)to_block);
+    log_window *w = NULL;
+    size_t nw = 0, first = 0;
+    int rc = read_back(n, game_id, from_block, to_block, out, &w, &nw, &first);
+    /* in the chain's order: the oldest window from the start on, then the newer ones */
+    for (size_t k = nw; k-- > 0 && rc == 0;)
+        for (size_t i = k == nw - 1 ? first : 0; i < w[k].n && rc == 0; i++)
+            rc = take_log(out, g, &w[k].logs[i]);
+    for (size_t k = 0; k < nw; k++)
+        chain_logs_free(w[k].logs, w[k].n);
+    free(w);
     if (rc != 0)
         chain_narrow_evidence_free(out);
     return rc;

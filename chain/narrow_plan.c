@@ -81,6 +81,71 @@ static int plan_post_chunks(chain_narrow_move *out, const chain_narrow_game *g, 
     return rc;
 }
 
+void chain_narrow_element_leaves(ovt_hash *leaves, const float *values, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t w;
+        memcpy(&w, &values[i], 4);
+        uint8_t le[4] = {(uint8_t)w, (uint8_t)(w >> 8), (uint8_t)(w >> 16), (uint8_t)(w >> 24)};
+        ovt_tree_leaf(&leaves[i], le, 4);
+    }
+}
+
+/* The party's element leaves of the game's block (*leaves malloc'd): as
+ * many as the contract counts (g->count), from values that hash to the
+ * party's level-3 leaf as the contract kept it, else the tree is not of
+ * this dispute's leaf and would lose at the arbiter. */
+static int element_tree(ovt_hash **leaves, size_t *n, const chain_narrow_game *g, const chain_narrow_party *p)
+{
+    *leaves = NULL;
+    if (!p->element_values)
+        return ovt_fail(OVT_EINVAL, "narrowing: level 4 (site %llu has one value per row) needs the party's "
+                                    "element_values, which it lacks", (unsigned long long)g->item);
+    float *values = NULL;
+    int rc = p->element_values(p->ctx, g->item, g->block, &values, n);
+    if (rc != 0)
+        return ovt_fail_wrap(rc, "narrowing: the elements of site %llu, block %llu", (unsigned long long)g->item,
+                             (unsigned long long)g->block);
+    const chain_narrow_side *own = p->is_trainer ? &g->trainer_side : &g->auditor_side;
+    ovt_hash leaf;
+    if (*n == 0 || *n > CHAIN_NARROW_LEAF_ELEMENTS)
+        rc = ovt_fail(OVT_EINVAL, "narrowing: site %llu, block %llu has %zu elements: a leaf holds 1 to %u",
+                      (unsigned long long)g->item, (unsigned long long)g->block, *n, CHAIN_NARROW_LEAF_ELEMENTS);
+    if (rc == 0) {
+        ovt_tree_leaf_le32(&leaf, values, *n * 4);
+        if (memcmp(leaf.b, own->block_leaf.b, 32) != 0)
+            rc = ovt_fail(OVT_EINVAL, "narrowing: the elements of site %llu, block %llu do not hash to the party's "
+                                      "level-3 leaf on chain: the values and the output tree disagree",
+                          (unsigned long long)g->item, (unsigned long long)g->block);
+    }
+    if (rc == 0 && !(*leaves = malloc(*n * sizeof **leaves)))
+        rc = ovt_fail(OVT_ENOMEM, "out of memory for %zu element leaves", *n);
+    if (rc == 0)
+        chain_narrow_element_leaves(*leaves, values, *n);
+    free(values);
+    return rc;
+}
+
+/* Level 4's post of an element op: the root of the tree over the block's
+ * elements. */
+static int plan_post_elements(chain_narrow_move *out, const chain_narrow_game *g, const chain_narrow_party *p)
+{
+    if (!p->element_values)
+        return 0; /* an old party: it posts nothing and loses by silence (docs/contract.md) */
+    ovt_hash *leaves;
+    size_t n;
+    int rc = element_tree(&leaves, &n, g, p);
+    if (rc == 0 && n != g->count)
+        rc = ovt_fail(OVT_EINVAL, "narrowing: site %llu, block %llu has %zu elements, the contract counts %llu",
+                      (unsigned long long)g->item, (unsigned long long)g->block, n, (unsigned long long)g->count);
+    if (rc == 0)
+        rc = node_at(&out->chain_root, leaves, n, 63, 0);
+    free(leaves);
+    if (rc == 0)
+        out->kind = CHAIN_NARROW_MOVE_POST_ELEMENTS;
+    return rc;
+}
+
 /* The children of the game's current node in the party's tree. */
 static int plan_descend(chain_narrow_move *out, const chain_narrow_game *g, const chain_narrow_party *p)
 {
@@ -88,9 +153,11 @@ static int plan_descend(chain_narrow_move *out, const chain_narrow_game *g, cons
     const ovt_hash *leaves = p->record_hashes;
     size_t n = p->nsites;
     int rc;
-    if (g->stage == CHAIN_NARROW_STAGE_OUTPUT || g->stage == CHAIN_NARROW_STAGE_CHUNKS) {
-        rc = g->stage == CHAIN_NARROW_STAGE_OUTPUT ? p->output_leaves(p->ctx, g->item_stage, g->item, &owned, &n)
-                                                    : chunk_chain(&owned, &n, g, p);
+    if (g->stage == CHAIN_NARROW_STAGE_OUTPUT || g->stage == CHAIN_NARROW_STAGE_CHUNKS ||
+        g->stage == CHAIN_NARROW_STAGE_ELEMENTS) {
+        rc = g->stage == CHAIN_NARROW_STAGE_OUTPUT   ? p->output_leaves(p->ctx, g->item_stage, g->item, &owned, &n)
+             : g->stage == CHAIN_NARROW_STAGE_CHUNKS ? chunk_chain(&owned, &n, g, p)
+                                                     : element_tree(&owned, &n, g, p);
         if (rc != 0)
             return rc;
         leaves = owned;
@@ -113,6 +180,8 @@ int chain_narrow_plan_move(chain_narrow_move *out, const chain_narrow_game *g, c
     unsigned bit = p->is_trainer ? 1u : 2u;
     if (g->phase == CHAIN_NARROW_PHASE_POSTING && g->stage == CHAIN_NARROW_STAGE_CHUNKS)
         return (g->moved & bit) ? 0 : plan_post_chunks(out, g, p);
+    if (g->phase == CHAIN_NARROW_PHASE_POSTING && g->stage == CHAIN_NARROW_STAGE_ELEMENTS)
+        return (g->moved & bit) ? 0 : plan_post_elements(out, g, p);
     if (g->phase == CHAIN_NARROW_PHASE_NONE || g->phase == CHAIN_NARROW_PHASE_POSTING) {
         if (!(g->moved & bit))
             out->kind = CHAIN_NARROW_MOVE_POST;
@@ -153,6 +222,8 @@ int chain_narrow_send_move(const chain_narrow *n, chain_txm *m, const ovt_hash *
     case CHAIN_NARROW_MOVE_POST_CHUNKS:
         return chain_narrow_post_chunks(n, m, game_id, mv->round, &mv->chain_root, mv->chain_count, mv->proof,
                                         mv->nproof, receipt);
+    case CHAIN_NARROW_MOVE_POST_ELEMENTS:
+        return chain_narrow_post_elements(n, m, game_id, mv->round, &mv->chain_root, receipt);
     case CHAIN_NARROW_MOVE_COMPARE:
         return chain_narrow_compare_states(n, m, game_id, mv->round, p->is_trainer ? p->post : p->other,
                                            p->is_trainer ? p->other : p->post, receipt);

@@ -142,10 +142,13 @@ typedef struct {
     size_t ntopics;
     uint64_t from_block, to_block; /* inclusive */
     uint64_t chunk;                /* first range size, default (0) 2000 blocks */
+    uint64_t *chunk_taken;         /* not NULL: set, on success, to the range size the node last took (below
+                                      chunk when it refused wider ones) */
 } chain_log_filter;
 
 /* eth_getLogs over [from_block, to_block] in chunks; a chunk the node
- * refuses (an error object) is halved and retried, down to one block.
+ * refuses (an error object) is halved and retried, down to one block, and
+ * the smaller size kept for the rest of the range.
  * *logs is malloc'd (chain_logs_free), in the node's order. */
 int chain_rpc_get_logs(chain_rpc *rpc, chain_log **logs, size_t *n, const chain_log_filter *f) OVT_MUST_USE;
 

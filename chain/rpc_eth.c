@@ -509,8 +509,11 @@ int chain_rpc_get_logs(chain_rpc *rpc, chain_log **logs, size_t *n, const chain_
             return ovt_fail_wrap(rc, "logs of blocks %llu..%llu", (unsigned long long)cursor,
                                  (unsigned long long)end);
         }
-        if (end == f->to_block)
+        if (end == f->to_block) {
+            if (f->chunk_taken)
+                *f->chunk_taken = chunk;
             return 0;
+        }
         cursor = end + 1;
     }
 }

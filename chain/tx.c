@@ -216,3 +216,22 @@ int chain_tx_decode_signed(chain_tx *tx, chain_sig *sig, chain_address *sender, 
         return rc;
     return chain_recover_address(sender, sig, &h);
 }
+
+int chain_create_address(chain_address *out, const chain_address *from, uint64_t nonce)
+{
+    memset(out, 0, sizeof *out);
+    chain_buf b;
+    chain_buf_init(&b);
+    size_t list = chain_rlp_list_begin(&b);
+    chain_rlp_put_bytes(&b, from->b, sizeof from->b);
+    chain_rlp_put_uint(&b, nonce);
+    chain_rlp_list_end(&b, list);
+    int rc = chain_buf_check(&b);
+    if (rc == 0) {
+        ovt_hash h;
+        chain_keccak256(&h, b.data, b.len);
+        memcpy(out->b, h.b + 12, sizeof out->b);
+    }
+    chain_buf_free(&b);
+    return rc;
+}

@@ -42,4 +42,9 @@ int chain_tx_sign(chain_buf *raw, ovt_hash *tx_hash, const chain_tx *tx, const c
 int chain_tx_decode_signed(chain_tx *tx, chain_sig *sig, chain_address *sender, const uint8_t *raw,
                            size_t len) OVT_MUST_USE;
 
+/* The address of the contract that account `from` creates with its
+ * transaction of nonce `nonce` (CREATE): the last 20 bytes of
+ * keccak256(rlp([from, nonce])). OVT_ENOMEM only. */
+int chain_create_address(chain_address *out, const chain_address *from, uint64_t nonce) OVT_MUST_USE;
+
 #endif

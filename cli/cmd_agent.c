@@ -60,11 +60,17 @@ static void usage(FILE *f)
             "  --narrow-no-chain    trainer: at level 4 post no chunk chain (it loses by silence)\n"
             "  --narrow-chain-extra-leaf  trainer: at level 4 post a chunk chain of C + 2 leaves (its\n"
             "                       first leaf twice): the counts differ and the arbiters rule it wrong\n"
+            "  --narrow-forged      trainer: re-execute step K for the narrowing following its own log\n"
+            "                       where the rule rejects it (what its run was trained with:\n"
+            "                       `ovt train --inject-fault forged-log`)\n"
+            "  --forge-block-entries  with --narrow: its block package's log entries are not the\n"
+            "                       trainer's log's (one added or removed); the arbiters must use the log's\n"
             "  -h, --help           this help\n");
 }
 
 enum { O_ROLE = 256, O_RUN_ID, O_RUN, O_STORE, O_DATA, O_STATE_DIR, O_POLL, O_JSON, O_WITHHOLD, O_METRICS, O_GAME,
-       O_DEFEND, O_NARROW, O_NARROW_SITE, O_NARROW_ELEMENT, O_NARROW_FORGE, O_NARROW_NO_CHAIN, O_NARROW_EXTRA };
+       O_DEFEND, O_NARROW, O_NARROW_SITE, O_NARROW_ELEMENT, O_NARROW_FORGE, O_NARROW_NO_CHAIN, O_NARROW_EXTRA,
+       O_FORGE_ENTRIES, O_NARROW_FORGED };
 
 struct agent_args {
     party_agent_play_opts po;
@@ -74,7 +80,7 @@ struct agent_args {
     bool have_run_id;
     chain_address narrow;
     trn_fault fault;
-    bool have_site, have_element;
+    bool have_site, have_element, forged;
 };
 
 /* One flag, this command's own or of the chain and policy groups (given:
@@ -103,6 +109,8 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
         break;
     case O_JSON: o->json = true; break;
     case O_WITHHOLD: o->withhold = true; break;
+    case O_FORGE_ENTRIES: o->forge_block_entries = true; break;
+    case O_NARROW_FORGED: a->forged = true; break;
     case O_METRICS: a->po.metrics_addr = arg; break;
     case O_NARROW:
         if (!(rv = chain_parse_address(&a->narrow, flag, arg)))
@@ -146,6 +154,8 @@ int cmd_agent(int argc, char **argv)
         {"narrow-forge-chain", no_argument, NULL, O_NARROW_FORGE},
         {"narrow-no-chain", no_argument, NULL, O_NARROW_NO_CHAIN},
         {"narrow-chain-extra-leaf", no_argument, NULL, O_NARROW_EXTRA},
+        {"forge-block-entries", no_argument, NULL, O_FORGE_ENTRIES},
+        {"narrow-forged", no_argument, NULL, O_NARROW_FORGED},
         {NULL, 0, NULL, 0}};
     struct agent_args a;
     memset(&a, 0, sizeof a);
@@ -171,8 +181,14 @@ int cmd_agent(int argc, char **argv)
     if ((o->narrow_forge_chain || o->narrow_no_chain) && (!o->is_trainer || !o->narrow))
         return cli_usage_error("agent", "--narrow-forge-chain, --narrow-chain-extra-leaf and --narrow-no-chain go "
                                         "with --role trainer and --narrow");
-    if (a.have_site) {
-        a.fault.kind = TRN_FAULT_FLIP_OUTPUT; /* its step is set when the narrowing knows K */
+    if (o->forge_block_entries && !o->narrow)
+        return cli_usage_error("agent", "--forge-block-entries goes with --narrow");
+    if (a.forged && (a.have_site || !o->is_trainer || !o->narrow))
+        return cli_usage_error("agent", "--narrow-forged goes with --role trainer and --narrow, without "
+                                        "--narrow-fault-site");
+    if (a.have_site || a.forged) {
+        /* its step is set when the narrowing knows K */
+        a.fault.kind = a.forged ? TRN_FAULT_FORGED_LOG : TRN_FAULT_FLIP_OUTPUT;
         o->narrow_fault = &a.fault;
     }
     char state_dir[4096];

@@ -12,6 +12,7 @@
 #include "arbiter/block.h"
 #include "arbiter/block_chunk.h"
 #include "arbiter/block_file.h"
+#include "chain/narrow.h"
 #include "chain/parse.h"
 #include "chain/session.h"
 #include "cli/args.h"
@@ -34,10 +35,12 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: ovt block pack RUNDIR --step K --site S --leaf L --out FILE [--chunk C] [--data FILE]\n"
             "                      [--threads N] [--inject-fault flip-output --fault-element E]\n"
+            "                      [--element E]\n"
             "       ovt block chain RUNDIR --step K --site S --leaf L [--out FILE] [--data FILE] [--json]\n"
             "                      [--threads N] [--inject-fault flip-output --fault-element E]\n"
             "       ovt block check FILE [--trace-root HEX] [--config-hash HEX] [--chain-root HEX]\n"
-            "                      [--trainer-leaf HEX] [--auditor-leaf HEX] [--threads N] [--json]\n"
+            "                      [--trainer-leaf HEX] [--auditor-leaf HEX] [--trainer-node HEX] [--auditor-node HEX]\n"
+            "                      [--log LOGFILE] [--threads N] [--json]\n"
             "\n"
             "The third level of a dispute (docs/arbiter.md, \"One block of one site\"): once step K,\n"
             "site S of its trace and leaf L of S's output (16384 elements) are fixed, a party packs\n"
@@ -51,10 +54,17 @@ static void usage(FILE *out)
             "writes the package to FILE (temporary file, fsync, rename).\n"
             "  --inject-fault flip-output --fault-element E   testing only: the package of a party\n"
             "                whose step K flipped bit 22 of element E of site S (a deep fault)\n"
+            "  --element E   an element package: element E (0..16383) of leaf L alone, with only the\n"
+            "                rows it needs (level 4 of a one-value-per-row site, docs/contract.md)\n"
             "check: verifies every proof, re-executes the block and says which claim its leaf\n"
             "matches: the package's own, and --trainer-leaf / --auditor-leaf (the parties' leaf\n"
             "hashes from the chain) when given; --trace-root: the agreed trace root the package\n"
-            "must be bound to; --config-hash: the run's configHash its run config must hash to.\n"
+            "must be bound to; --config-hash: the run's configHash its run config must hash to;\n"
+            "--log: the trainer's rounding log of step K (the run directory's logs/ file, whose\n"
+            "SHA-256 is logHash_K): the block rounds with its entries of the site over the rows\n"
+            "computed, not the package's, and the check says whether the package's differed.\n"
+            "An element package: the recomputed element's node, SHA-256(0x00 || value, 4 bytes LE),\n"
+            "compared with --trainer-node / --auditor-node (the two element leaves on chain).\n"
             "\n"
             "The fourth level (docs/arbiter.md, \"The reduction's chunks\"), for a site that sums over\n"
             "the batch (matmul.bwd.dweight, conv.bwd.dweight, matmul.bwd.dbias, bias.bwd) or over\n"
@@ -67,24 +77,29 @@ static void usage(FILE *out)
             "the old gradient and the log entries), the state before it with its path in the packing\n"
             "party's chain. check of such a package: its chain must have the record's count, its\n"
             "state's path must climb to its chain root (--chain-root: the root the party posted),\n"
-            "and --trainer-node / --auditor-node (aliases of the -leaf flags) are the parties'\n"
-            "chain nodes at C.\n"
+            "and --trainer-node / --auditor-node (else the -leaf flags) are the parties' chain nodes\n"
+            "at C.\n"
             "Status 1 when the package is refused (a proof fails, an input is missing, a slice\n"
             "was changed, another trace root or run config) or the block cannot be computed.\n");
 }
 
 enum {
     O_STEP = 256, O_SITE, O_LEAF, O_OUT, O_DATA, O_THREADS, O_FAULT, O_FAULT_ELEMENT, O_TRACE_ROOT,
-    O_TRAINER_LEAF, O_AUDITOR_LEAF, O_JSON, O_CONFIG_HASH, O_CHUNK, O_CHAIN_ROOT
+    O_TRAINER_LEAF, O_AUDITOR_LEAF, O_JSON, O_CONFIG_HASH, O_LOG,
+    O_ELEMENT, O_TRAINER_NODE, O_AUDITOR_NODE, O_CHUNK, O_CHAIN_ROOT
 };
 
 struct block_args {
     uint64_t step, site, leaf, element, chunk;
     bool have_step, have_site, have_leaf, have_element, json, have_root, have_trainer, have_auditor, have_config;
     bool have_chunk, have_chain_root;
-    const char *out, *data, *fault;
+    const char *out, *data, *fault, *log;
     int threads;
     ovt_hash root, trainer, auditor, config, chain_root;
+    uint64_t elem; /* --element: an element package; --trainer-node, --auditor-node: its two element leaves
+                      (or a chunk package's two chain nodes) */
+    bool have_elem, have_tnode, have_anode;
+    ovt_hash tnode, anode;
 };
 
 static int take(void *ctx, int c, const char *flag, const char *arg, const char *given)
@@ -98,6 +113,7 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_FAULT_ELEMENT: rv = ovt_parse_u64(&a->element, flag, arg, 0, UINT64_MAX / 2); a->have_element = true; break;
     case O_OUT: a->out = arg; break;
     case O_DATA: a->data = arg; break;
+    case O_LOG: a->log = arg; break;
     case O_FAULT: a->fault = arg; break;
     case O_THREADS: rv = ovt_parse_int(&a->threads, flag, arg, 0, 256); break;
     case O_TRACE_ROOT: rv = chain_parse_hash(&a->root, flag, arg); a->have_root = true; break;
@@ -107,6 +123,12 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_CHUNK: rv = ovt_parse_u64(&a->chunk, flag, arg, 0, UINT64_MAX / 2); a->have_chunk = true; break;
     case O_CHAIN_ROOT: rv = chain_parse_hash(&a->chain_root, flag, arg); a->have_chain_root = true; break;
     case O_JSON: a->json = true; break;
+    case O_ELEMENT:
+        rv = ovt_parse_u64(&a->elem, flag, arg, 0, CHAIN_NARROW_LEAF_ELEMENTS - 1);
+        a->have_elem = true;
+        break;
+    case O_TRAINER_NODE: rv = chain_parse_hash(&a->tnode, flag, arg); a->have_tnode = true; break;
+    case O_AUDITOR_NODE: rv = chain_parse_hash(&a->anode, flag, arg); a->have_anode = true; break;
     default: return cli_arg_unknown("block", given);
     }
     return rv ? cli_usage_fail("block") : 0;
@@ -176,9 +198,11 @@ static int pack(const char *dir, const struct block_args *a)
     size_t len = 0;
     int rv = log ? step_kept(dir, a, &rc, &t, &root, log) : ovt_fail(OVT_ENOMEM, "out of memory");
     if (!rv)
-        rv = a->have_chunk ? arb_chunk_package_make(&buf, &len, &rc, t, &root, a->step, (size_t)a->site, a->leaf,
-                                                    log, a->chunk)
-                           : arb_block_package_make(&buf, &len, &rc, t, &root, a->step, (size_t)a->site, a->leaf, log);
+        rv = a->have_chunk  ? arb_chunk_package_make(&buf, &len, &rc, t, &root, a->step, (size_t)a->site, a->leaf,
+                                                     log, a->chunk)
+             : a->have_elem ? arb_block_element_package_make(&buf, &len, &rc, t, &root, a->step, (size_t)a->site,
+                                                             a->leaf, log, a->elem)
+                            : arb_block_package_make(&buf, &len, &rc, t, &root, a->step, (size_t)a->site, a->leaf, log);
     if (!rv)
         rv = ovt_write_atomic(a->out, buf, len, 0644);
     if (!rv) {
@@ -191,6 +215,9 @@ static int pack(const char *dir, const struct block_args *a)
                "root %s\n",
                a->out, (unsigned long long)a->step, (unsigned long long)a->site, r->op, (unsigned long long)r->n,
                (unsigned long long)a->leaf, ovt_tree_leaves(r->n * 4), chunk, len, hex);
+        if (a->have_elem)
+            printf("  element %llu of the leaf (output element %llu) alone\n", (unsigned long long)a->elem,
+                   (unsigned long long)(a->leaf * CHAIN_NARROW_LEAF_ELEMENTS + a->elem));
     }
     free(buf);
     krn_rlog_free(log);
@@ -282,15 +309,23 @@ static int chain(const char *dir, const struct block_args *a)
  * without them. */
 static const char *whose(const ovt_hash *leaf, const struct block_args *a)
 {
-    bool t = a->have_trainer && !memcmp(leaf->b, a->trainer.b, 32);
-    bool u = a->have_auditor && !memcmp(leaf->b, a->auditor.b, 32);
-    if (!a->have_trainer && !a->have_auditor)
+    bool have_t = a->have_tnode || a->have_trainer, have_u = a->have_anode || a->have_auditor;
+    const ovt_hash *th = a->have_tnode ? &a->tnode : &a->trainer, *uh = a->have_anode ? &a->anode : &a->auditor;
+    bool t = have_t && !memcmp(leaf->b, th->b, 32);
+    bool u = have_u && !memcmp(leaf->b, uh->b, 32);
+    if (!have_t && !have_u)
         return NULL;
     return t ? "trainer-right" : u ? "auditor-right" : "neither";
 }
 
-static void print_check(const arb_block_package *p, const arb_block_result *r, const struct block_args *a)
+/* What the block rounded with: the package's entries (no --log), the
+ * log's equal to them, or the log's in place of different ones. */
+typedef enum { ENTRIES_PACKAGE, ENTRIES_LOG_SAME, ENTRIES_LOG_REPLACED } entries_from;
+
+static void print_check(const arb_block_package *p, const arb_block_result *r, const struct block_args *a,
+                        entries_from from)
 {
+    static const char *const from_name[] = {"package", "log", "log-replaced"};
     const arb_block_task *t = &p->task;
     char leaf[67], claim[67], root[67];
     chain_hash_hex(leaf, &r->leaf);
@@ -306,6 +341,7 @@ static void print_check(const arb_block_package *p, const arb_block_result *r, c
                               "row_lo", (json_int_t)r->plan.row_lo, "row_hi", (json_int_t)r->plan.row_hi,
                               "whole_rows", r->plan.whole, "slices", (json_int_t)t->nslices, "entries",
                               (json_int_t)t->nentries);
+        json_object_set_new(o, "entries_from", json_string(from_name[from]));
         print_json(o, true, verdict);
         return;
     }
@@ -314,8 +350,66 @@ static void print_check(const arb_block_package *p, const arb_block_result *r, c
            (unsigned long long)t->step, t->site, t->op, (unsigned long long)t->leaf,
            (unsigned long long)r->plan.row_lo, (unsigned long long)r->plan.row_hi, (unsigned long long)r->plan.rows,
            r->plan.whole ? " (the op needs every row)" : "", t->nslices, t->nentries);
+    if (from == ENTRIES_LOG_REPLACED)
+        printf("  the package's log entries differ from the trainer's log: replaced by the log's\n");
+    else if (from == ENTRIES_LOG_SAME)
+        printf("  the package's log entries are the trainer's log's\n");
+    else
+        printf("  log entries as the package gives them (not checked: no --log)\n");
     printf("  recomputed leaf %s\n", leaf);
     printf("  package's claim %s  %s\n", claim, claim_ok ? "matches" : "DIFFERS: the packing party's block is wrong");
+    printf("  trace root      %s\n", root);
+    if (verdict)
+        printf("verdict: %s\n", verdict);
+}
+
+/* The package's entries replaced by the trainer's log file's (--log). */
+static int entries_of_log(arb_block_package *p, const char *path, entries_from *from)
+{
+    krn_rlog *log = krn_rlog_new();
+    bool differed = false;
+    int rv = log ? krn_rlog_read_file(log, path) : ovt_fail(OVT_ENOMEM, "out of memory");
+    if (!rv && (rv = arb_block_entries_from_log(&p->task, &p->own, log, &differed)) < 0)
+        rv = ovt_fail_wrap(rv, "--log %s", path);
+    krn_rlog_free(log);
+    *from = differed ? ENTRIES_LOG_REPLACED : ENTRIES_LOG_SAME;
+    return rv;
+}
+
+/* An element package's result: the element's value and node, and whose
+ * element leaf on chain it is. */
+static void print_element_check(const arb_block_package *p, const arb_block_result *r, const struct block_args *a)
+{
+    const arb_block_task *t = &p->task;
+    ovt_hash node;
+    chain_narrow_element_leaves(&node, &r->values[0], 1);
+    char hex[67], root[67];
+    chain_hash_hex(hex, &node);
+    chain_hash_hex(root, &p->trace_root);
+    uint32_t bits;
+    memcpy(&bits, &r->values[0], 4);
+    bool tr = a->have_tnode && !memcmp(node.b, a->tnode.b, 32), au = a->have_anode && !memcmp(node.b, a->anode.b, 32);
+    const char *verdict = !a->have_tnode && !a->have_anode ? NULL : tr ? "trainer-right" : au ? "auditor-right"
+                                                                                              : "neither";
+    uint64_t e = t->span_first - t->leaf * CHAIN_NARROW_LEAF_ELEMENTS;
+    if (a->json) {
+        json_t *o = json_pack("{s:I, s:I, s:s, s:I, s:I, s:I, s:I, s:f, s:I, s:s, s:s, s:I, s:I, s:I, s:I}", "step",
+                              (json_int_t)t->step, "site", (json_int_t)t->site, "op", t->op, "n", (json_int_t)t->n,
+                              "leaf", (json_int_t)t->leaf, "element", (json_int_t)e, "output_element",
+                              (json_int_t)t->span_first, "value", (double)r->values[0], "value_bits",
+                              (json_int_t)bits, "element_node", hex, "trace_root", root, "row_lo",
+                              (json_int_t)r->plan.row_lo, "row_hi", (json_int_t)r->plan.row_hi, "slices",
+                              (json_int_t)t->nslices, "entries", (json_int_t)t->nentries);
+        print_json(o, true, verdict);
+        return;
+    }
+    printf("step %llu, site %u (%s), leaf %llu, element %llu (output element %llu): re-executed rows %llu..%llu of "
+           "%llu from %zu proven slices and %zu log entries\n",
+           (unsigned long long)t->step, t->site, t->op, (unsigned long long)t->leaf, (unsigned long long)e,
+           (unsigned long long)t->span_first, (unsigned long long)r->plan.row_lo, (unsigned long long)r->plan.row_hi,
+           (unsigned long long)r->plan.rows, t->nslices, t->nentries);
+    printf("  value           %.9g (bits 0x%08x)\n", (double)r->values[0], bits);
+    printf("  element node    %s\n", hex);
     printf("  trace root      %s\n", root);
     if (verdict)
         printf("verdict: %s\n", verdict);
@@ -395,12 +489,22 @@ static int check(const char *file, const struct block_args *a)
     trn_config_hash(&config_hash, &p.config);
     if (!rv && a->have_config && memcmp(a->config.b, config_hash.b, 32) != 0)
         rv = ovt_fail(OVT_EFRAUD, "%s carries another run config than the one --config-hash names", file);
+    entries_from from = ENTRIES_PACKAGE;
+    if (!rv && p.version != ARB_BLOCK_VERSION_CHUNK && p.task.span_count == 0 && (a->have_tnode || a->have_anode))
+        rv = ovt_fail(OVT_EINVAL, "%s is a leaf package: --trainer-node / --auditor-node compare an element "
+                                  "package's element or a chunk package's chain nodes (use --trainer-leaf / "
+                                  "--auditor-leaf)", file);
+    if (!rv && a->log)
+        rv = entries_of_log(&p, a->log, &from);
     if (!rv && p.version == ARB_BLOCK_VERSION_CHUNK)
         rv = check_chunk(file, &p, a);
     else if (!rv && (rv = arb_block_run(&p.task, &r)) < 0)
         rv = ovt_fail_wrap(rv, "%s: refused", file);
-    else if (!rv) {
-        print_check(&p, &r, a);
+    else if (!rv && p.task.span_count == 1) {
+        print_element_check(&p, &r, a);
+        arb_block_result_free(&r);
+    } else if (!rv) {
+        print_check(&p, &r, a, from);
         arb_block_result_free(&r);
     }
     arb_block_package_free(&p);
@@ -422,11 +526,13 @@ int cmd_block(int argc, char **argv)
         {"config-hash", required_argument, NULL, O_CONFIG_HASH},
         {"trainer-leaf", required_argument, NULL, O_TRAINER_LEAF},
         {"auditor-leaf", required_argument, NULL, O_AUDITOR_LEAF},
-        {"trainer-node", required_argument, NULL, O_TRAINER_LEAF},
-        {"auditor-node", required_argument, NULL, O_AUDITOR_LEAF},
         {"chunk", required_argument, NULL, O_CHUNK},
         {"chain-root", required_argument, NULL, O_CHAIN_ROOT},
         {"json", no_argument, NULL, O_JSON},
+        {"log", required_argument, NULL, O_LOG},
+        {"element", required_argument, NULL, O_ELEMENT},
+        {"trainer-node", required_argument, NULL, O_TRAINER_NODE},
+        {"auditor-node", required_argument, NULL, O_AUDITOR_NODE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     if (argc < 2 || (strcmp(argv[1], "pack") && strcmp(argv[1], "check") && strcmp(argv[1], "chain"))) {
@@ -460,11 +566,13 @@ int cmd_block(int argc, char **argv)
             return cli_usage_error("block", "pack needs --step, --site, --leaf and --out");
         if (a.fault && (strcmp(a.fault, "flip-output") || !a.have_element))
             return cli_usage_error("block", "--inject-fault takes flip-output, with --fault-element E");
+        if (a.log)
+            return cli_usage_error("block", "--log is check's: pack reads step K's log from RUNDIR");
         return pack(operand, &a);
     }
-    if (a.out || a.have_step || a.have_site || a.have_leaf || a.fault || a.have_chunk)
+    if (a.out || a.have_step || a.have_site || a.have_leaf || a.fault || a.have_elem || a.have_chunk)
         return cli_usage_error("block", "check takes FILE and --trace-root, --config-hash, --chain-root, "
-                                        "--trainer-leaf (--trainer-node), --auditor-leaf (--auditor-node), "
+                                        "--trainer-leaf, --auditor-leaf, --trainer-node, --auditor-node, --log, "
                                         "--threads, --json");
     return check(operand, &a);
 }

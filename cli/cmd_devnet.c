@@ -70,8 +70,13 @@ static void usage(FILE *f)
             "                     flip the output of the step's last site of OP (adamw.param, flip-output's\n"
             "                     default; matmul.bwd.dweight, the others'; matmul.bwd.dbias): a batch\n"
             "                     sum's dispute goes on to level 4, its chunk chain (docs/devnet.md)\n"
+            "  --flip-site S --flip-element E  flip-output: flip element E of site S instead of the\n"
+            "                     model's late site (an earlier site makes the trainer's own log fraud\n"
+            "                     at a later one: fraudulent-log, and the auditor cannot trace step K)\n"
             "  --withhold-block   with --narrow: the honest auditor never publishes its block package;\n"
             "                     the arbiters compute the block from the trainer's alone\n"
+            "  --forge-block-entries  with --narrow: the trainer's block package carries log entries\n"
+            "                     that are not its log's; the arbiters round with the log's\n"
             "  --replay-proof     the trainer asks for proof of replay (ovt commit --replay-proof):\n"
             "                     the auditor commits the output hashes of a beacon-chosen site of\n"
             "                     every step, the trainer its own after it (docs/contract.md); an\n"
@@ -297,12 +302,13 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
         if (o->narrow) /* what it re-executed: the narrowed block, or (null) the whole step */
             json_object_set_new(seat, "block",
                                 a->ruled_on_block
-                                    ? json_pack("{s:i, s:I, s:I, s:o, s:i, s:f}", "narrow_outcome",
+                                    ? json_pack("{s:i, s:I, s:I, s:o, s:i, s:i, s:f}", "narrow_outcome",
                                                 a->narrow_outcome, "site", (json_int_t)a->block_site, "block",
                                                 (json_int_t)a->block_index, "chunk",
                                                 a->block_chunked ? json_integer((json_int_t)a->block_chunk)
                                                                  : json_null(),
-                                                "packages", a->block_packages, "seconds", a->block_seconds)
+                                                "packages", a->block_packages, "entries_replaced",
+                                                a->block_entries_replaced, "seconds", a->block_seconds)
                                     : json_null());
         json_array_append_new(committee, seat);
     }
@@ -366,7 +372,7 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
 enum { O_FAULT = 256, O_AT, O_STEPS, O_MODEL, O_BATCH, O_SEQ, O_SILENT, O_MOVE, O_TIMEOUT, O_KEEP, O_ANVIL, O_JSON,
        O_NODE, O_BLOCK_TIME, O_CONF, O_STORE, O_ARB_METRICS, O_SHARDS, O_RANKS, O_FAULT_SHARD, O_AUD_BACKEND,
        O_BAND_RULES, O_ARB_CMD, O_ARBITERS, O_LINGER, O_CHALLENGERS, O_REPLAY, O_NARROW, O_WITHHOLD_BLOCK,
-       O_FAULT_OP };
+       O_FAULT_OP, O_FLIP_SITE, O_FLIP_ELEMENT, O_FORGE_ENTRIES };
 
 struct devnet_args {
     devnet_opts o;
@@ -438,6 +444,9 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_NARROW: o->narrow = true; break;
     case O_WITHHOLD_BLOCK: o->withhold_block = true; break;
     case O_FAULT_OP: o->fault_op = arg; break;
+    case O_FLIP_SITE: rv = ovt_parse_u32(&o->flip_site, flag, arg, 0, UINT32_MAX - 1); o->has_flip_site = true; break;
+    case O_FLIP_ELEMENT: rv = ovt_parse_u64(&o->flip_element, flag, arg, 0, UINT64_MAX - 1); break;
+    case O_FORGE_ENTRIES: o->forge_block_entries = true; break;
     case O_JSON: o->json = true; break;
     default: return cli_arg_unknown("devnet", given);
     }
@@ -465,6 +474,8 @@ int cmd_devnet(int argc, char **argv)
         {"narrow", no_argument, NULL, O_NARROW},
         {"withhold-block", no_argument, NULL, O_WITHHOLD_BLOCK},
         {"fault-op", required_argument, NULL, O_FAULT_OP},
+        {"flip-site", required_argument, NULL, O_FLIP_SITE}, {"flip-element", required_argument, NULL, O_FLIP_ELEMENT},
+        {"forge-block-entries", no_argument, NULL, O_FORGE_ENTRIES},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};
     struct devnet_args a = {.o = {.steps = 64, .batch = 4, .seq = 32, .move_timeout = 600, .timeout_s = 900,
                                   .shards = 1, .ranks = 1}};

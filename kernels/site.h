@@ -98,6 +98,15 @@ typedef struct {
     int rule;              /* REPLAY only: KRN_RULE_V2 (0 reads as it) or KRN_RULE_V3 */
     bool mem_guard;        /* testing, CPU backends: krn_mem_alloc's memory stands in for a device's
                               (kernels/mem.h, "the guard") */
+    bool tolerant;         /* REPLAY only, off by default: a violation the role fails on does not fail the
+                              site; the element rounds to nearest (as an unlogged one), the step's first
+                              such violation is kept (krn_ctx_violation) and the step runs to its end.
+                              Never for a verdict: the party's trace of a fraudulent step and the
+                              auditor's own state there (docs/numeric-contract.md, "The tolerant
+                              replay") */
+    bool follow_log;       /* testing only, with tolerant: an entry the rule rejects is still followed (the
+                              output is the logged one): a faulty trainer re-executing its own forged log
+                              for the narrowing (`ovt agent --narrow-forged`) */
 } krn_config;
 
 /* Per-step counters, for progress lines and benchmarks. */
@@ -293,6 +302,13 @@ const krn_site_stats *krn_ctx_site_stats(const krn_ctx *ctx, size_t *count);
 /* The first finding of the current (or last ended) REPLAY step; rule is
  * KRN_RULE_NONE when the strict rule found nothing. Points into ctx. */
 const krn_finding *krn_ctx_finding(const krn_ctx *ctx);
+
+/* A tolerant REPLAY (krn_config.tolerant): the first violation of the
+ * current (or last ended) step that the strict replay of the same role
+ * fails on (lowest site, then lowest element; its message is the strict
+ * failure's); rule is KRN_RULE_NONE when there is none (and in every
+ * other mode). Points into ctx. */
+const krn_finding *krn_ctx_violation(const krn_ctx *ctx);
 
 /* Testing only: on (true) the sites round with their portable loops even
  * where the CPU has the AVX-512 one; both give the same bits. */

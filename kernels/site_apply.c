@@ -66,9 +66,10 @@ int krn_site_entry_beyond(const site_job *job, const krn_rlog_entry *e)
  * outside the thresholds widened by delta' (what no honest arbiter
  * accepts). The output follows the entry wherever the entry is well formed;
  * a site with a finding its role fails on fails as a whole
- * (krn_site_findings_close). A malformed entry (exact element, not a grid
- * value, unknown kind, past the largest grid value) fails at once with
- * OVT_EFRAUD. */
+ * (krn_site_findings_close), except in a tolerant replay, where that
+ * element rounds to nearest instead and the site goes on. A malformed
+ * entry (exact element, not a grid value, unknown kind, past the largest
+ * grid value) fails at once with OVT_EFRAUD, tolerant or not. */
 int krn_site_apply_entry(site_job *job, const krn_rlog_entry *e, double xi, double tau, float *outi)
 {
     krn_ctx *ctx = job->ctx;
@@ -85,6 +86,7 @@ int krn_site_apply_entry(site_job *job, const krn_rlog_entry *e, double xi, doub
     char what[240];
     float v;
     double dist;
+    bool failed = false;
     if (e->dir == KRN_DIR_VALUE) {
         double lo, hi;
         if (krn_grid_interval(e->value, b, &lo, &hi) < 0)
@@ -94,7 +96,7 @@ int krn_site_apply_entry(site_job *job, const krn_rlog_entry *e, double xi, doub
             snprintf(what, sizeof what, "own value is %.3g tau from the logged value's rounding "
                                         "interval (limit %.3g, rule %d, tau = %.17g)",
                      dist / tau, limit / tau, krn_site_rule_v3(job) ? 3 : 2, tau);
-            krn_site_note_finding(job, i, KRN_RULE_VALUE_FAR, dist, tau, !(dist <= certain), what);
+            failed |= krn_site_note_finding(job, i, KRN_RULE_VALUE_FAR, dist, tau, !(dist <= certain), what);
         }
         v = e->value;
     } else if (e->dir == KRN_DIR_DOWN || e->dir == KRN_DIR_UP) {
@@ -103,12 +105,12 @@ int krn_site_apply_entry(site_job *job, const krn_rlog_entry *e, double xi, doub
         if (!(2.0 * tau <= 0.25 * pos.spacing)) {
             snprintf(what, sizeof what, "2 tau = %.17g is more than a quarter of the grid step %.17g",
                      2.0 * tau, pos.spacing);
-            krn_site_note_finding(job, i, KRN_RULE_DIRECTION_WIDE, dist, tau,
+            failed |= krn_site_note_finding(job, i, KRN_RULE_DIRECTION_WIDE, dist, tau,
                          !(2.0 * tau * (1.0 - 0x1p-20) <= 0.25 * pos.spacing), what);
         } else if (!(dist <= 2.0 * tau)) {
             snprintf(what, sizeof what, "own value is %.3g tau from the nearest midpoint (limit 2, "
                                         "tau = %.17g)", dist / tau, tau);
-            krn_site_note_finding(job, i, KRN_RULE_DIRECTION_FAR, dist, tau, !(dist <= 2.0 * tau + w), what);
+            failed |= krn_site_note_finding(job, i, KRN_RULE_DIRECTION_FAR, dist, tau, !(dist <= 2.0 * tau + w), what);
         } else if (dist > limit && e->dir != own) {
             snprintf(what, sizeof what, "the log says %s, but own value is %.3g tau %s the midpoint "
                                         "(rule %d: beyond %.3g tau every honest value is on that side; "
@@ -116,7 +118,7 @@ int krn_site_apply_entry(site_job *job, const krn_rlog_entry *e, double xi, doub
                      e->dir == KRN_DIR_UP ? "up" : "down", dist / tau,
                      own == KRN_DIR_UP ? "above" : "below", krn_site_rule_v3(job) ? 3 : 2,
                      krn_site_rule_v3(job) ? w / tau : 0.5, tau);
-            krn_site_note_finding(job, i, KRN_RULE_IMPOSSIBLE_DIRECTION, dist, tau, dist > certain, what);
+            failed |= krn_site_note_finding(job, i, KRN_RULE_IMPOSSIBLE_DIRECTION, dist, tau, dist > certain, what);
         }
         v = e->dir == KRN_DIR_UP ? pos.above : pos.below;
         if (isinf(v))
@@ -124,7 +126,9 @@ int krn_site_apply_entry(site_job *job, const krn_rlog_entry *e, double xi, doub
     } else {
         return fraud(job, i, "unknown entry kind %d", (int)e->dir);
     }
-    *outi = krn_canonical_zero(v);
+    /* tolerant: an entry the role fails on is not followed; the element
+     * rounds to nearest, as an unlogged one */
+    *outi = krn_canonical_zero(failed && ctx->cfg.tolerant && !ctx->cfg.follow_log ? pos.nearest : v);
     double ratio = dist / tau;
     if (ratio > ctx->stats.max_dist_over_tau)
         ctx->stats.max_dist_over_tau = ratio;

@@ -145,6 +145,7 @@ int krn_step_begin(krn_ctx *ctx, uint64_t step, krn_rlog *log)
     ctx->forge.flipped = false;
     ctx->forge.bit_made = false;
     memset(&ctx->finding, 0, sizeof ctx->finding);
+    memset(&ctx->violation, 0, sizeof ctx->violation);
     ctx->sites.on = ctx->sites.next && logs;
     ctx->sites.n = 0;
     ctx->step.open = true;
@@ -309,4 +310,9 @@ int krn_site_row(const site_job *job)
 const krn_finding *krn_ctx_finding(const krn_ctx *ctx)
 {
     return &ctx->finding;
+}
+
+const krn_finding *krn_ctx_violation(const krn_ctx *ctx)
+{
+    return &ctx->violation;
 }

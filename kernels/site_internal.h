@@ -112,6 +112,7 @@ struct krn_ctx {
         size_t result_cap, result_n;
     } block;
     krn_finding finding; /* REPLAY: the step's first strict finding */
+    krn_finding violation; /* tolerant REPLAY: the step's first failing finding (krn_ctx_violation) */
     struct { /* per-site counts (krn_ctx_collect_sites) */
         bool next;            /* counted from the next step on */
         bool on;              /* counted in this step */
@@ -207,7 +208,7 @@ bool krn_site_rule_v3(const site_job *job);
  * delta' for both. Rule 3, an auditor on another backend: 0 (anything
  * a canonical value within delta' could reject) and 2 delta'. */
 void krn_site_limits(const site_job *job, double tau, double *limit, double *certain);
-void krn_site_note_finding(site_job *job, size_t i, krn_rule rule, double dist, double tau, bool certain,
+bool krn_site_note_finding(site_job *job, size_t i, krn_rule rule, double dist, double tau, bool certain,
                            const char *what);
 void krn_site_check_unlogged(site_job *job, size_t i, double dist, double tau);
 int krn_site_findings_close(site_job *job) OVT_MUST_USE;

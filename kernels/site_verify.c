@@ -54,8 +54,9 @@ void krn_site_limits(const site_job *job, double tau, double *limit, double *cer
 /* A violation of the strict rule at element i (dist: d' or the distance to a
  * value's interval): kept as the job's first finding if it has the lowest
  * index so far, and as the site's failure if the role fails on it (the
- * arbiter on any, the auditor on a certain one). what says the numbers. */
-void krn_site_note_finding(site_job *job, size_t i, krn_rule rule, double dist, double tau, bool certain,
+ * arbiter on any, the auditor on a certain one). what says the numbers.
+ * Returns whether the role fails on it. */
+bool krn_site_note_finding(site_job *job, size_t i, krn_rule rule, double dist, double tau, bool certain,
                            const char *what)
 {
     krn_ctx *ctx = job->ctx;
@@ -72,10 +73,12 @@ void krn_site_note_finding(site_job *job, size_t i, krn_rule rule, double dist, 
         pthread_mutex_lock(&job->err_mu);
     if (job->first.rule == KRN_RULE_NONE || i < job->first.element)
         job->first = f;
-    if ((!auditor || certain) && (job->fail.rule == KRN_RULE_NONE || i < job->fail.element))
+    bool fails = !auditor || certain;
+    if (fails && (job->fail.rule == KRN_RULE_NONE || i < job->fail.element))
         job->fail = f;
     if (job->mu_live)
         pthread_mutex_unlock(&job->err_mu);
+    return fails;
 }
 
 /* True if the site's log has an entry for element i (entries are in index
@@ -116,13 +119,19 @@ void krn_site_check_unlogged(site_job *job, size_t i, double dist, double tau)
 
 /* The failure the site's findings call for (OVT_EFRAUD with the message of
  * the failing finding at the lowest index), or 0; keeps the step's first
- * finding in the ctx. */
+ * finding in the ctx. A tolerant replay does not fail: it keeps the step's
+ * first failing finding as its violation (the sites close in site order)
+ * and goes on. */
 int krn_site_findings_close(site_job *job)
 {
     krn_ctx *ctx = job->ctx;
     if (ctx->finding.rule == KRN_RULE_NONE && job->first.rule != KRN_RULE_NONE)
         ctx->finding = job->first;
-    if (job->fail.rule != KRN_RULE_NONE)
+    if (job->fail.rule == KRN_RULE_NONE)
+        return 0;
+    if (!ctx->cfg.tolerant)
         return ovt_fail(OVT_EFRAUD, "%s", job->fail.message);
+    if (ctx->violation.rule == KRN_RULE_NONE)
+        ctx->violation = job->fail;
     return 0;
 }

@@ -375,6 +375,7 @@ static const char *narrow_move_name(chain_narrow_move_kind k)
            : k == CHAIN_NARROW_MOVE_REVEAL  ? "reveal-record"
            : k == CHAIN_NARROW_MOVE_COMPARE ? "compare-states"
            : k == CHAIN_NARROW_MOVE_POST_CHUNKS ? "post-chunks"
+           : k == CHAIN_NARROW_MOVE_POST_ELEMENTS ? "post-elements"
                                             : "none";
 }
 
@@ -389,8 +390,11 @@ static int narrow_upload(struct agent *a, const chain_narrow_game *ng)
     uint8_t *buf = NULL;
     size_t len = 0;
     bool chunks = ng->stage == CHAIN_NARROW_STAGE_CHUNKS; /* level 4: the chunk's package, named by its chain leaf */
-    int rv = chunks ? party_narrow_pack_chunk(&a->narrow, ng->item, ng->block, ng->chunk, &buf, &len)
-                    : party_narrow_pack(&a->narrow, ng->item, ng->block, &buf, &len);
+    bool element = ng->outcome == CHAIN_NARROW_NARROWED && ng->stage == CHAIN_NARROW_STAGE_ELEMENTS; /* an element:
+                                                                      its own package, named by its element leaf */
+    int rv = chunks    ? party_narrow_pack_chunk(&a->narrow, ng->item, ng->block, ng->chunk, &buf, &len)
+             : element ? party_narrow_pack_element(&a->narrow, ng->item, ng->block, ng->chunk, &buf, &len)
+                       : party_narrow_pack(&a->narrow, ng->item, ng->block, o->forge_block_entries, &buf, &len);
     if (!rv)
         rv = store_put_block(o->store, &own->node, buf, len);
     free(buf);
@@ -434,11 +438,12 @@ static int narrow_turn(struct agent *a, const chain_arb_game *g, uint64_t now, i
     if (rv)
         return rv;
     if (ng.phase == CHAIN_NARROW_PHASE_ENDED) {
-        if (ng.outcome == CHAIN_NARROW_NARROWED && a->narrow_loaded && !a->narrow_uploaded && o->withhold_block) {
+        bool block_due = chain_narrow_ends_on_block(ng.outcome);
+        if (block_due && a->narrow_loaded && !a->narrow_uploaded && o->withhold_block) {
             agent_log(a, "withhold", json_pack("{s:I}", "block", (json_int_t)ng.block),
                       "not publishing the package of block %llu (--withhold-block)", (unsigned long long)ng.block);
             a->narrow_uploaded = true;
-        } else if (ng.outcome == CHAIN_NARROW_NARROWED && a->narrow_loaded && !a->narrow_uploaded && o->store) {
+        } else if (block_due && a->narrow_loaded && !a->narrow_uploaded && o->store) {
             if ((rv = narrow_upload(a, &ng))) {
                 /* an op the block engine does not re-execute can never be packed: said once */
                 bool never = rv == OVT_EINVAL;
@@ -897,7 +902,9 @@ int party_agent_play(const party_agent_play_opts *po, chain_arb_outcome *outcome
     if (!rv && !(rv = chain_session_open(&s, po->chain, 1))) {
         party_agent_install_signals();
         /* The run's terms against this party's policy before any move. */
-        if (!(rv = chain_arb_get_run(&s.arb, &o.run_id, NULL, &terms)))
+        if (o.narrow) /* a --narrow that cannot narrow this contract's games: said now, not when it is needed */
+            rv = chain_narrow_check_bound(&s.arb, o.narrow);
+        if (!rv && !(rv = chain_arb_get_run(&s.arb, &o.run_id, NULL, &terms)))
             rv = party_policy_check(po->policy, &terms, s.arb.chain_id, &s.arb.address, o.is_trainer);
         if (!rv)
             rv = party_agent_run(&s, &o, outcome);

@@ -57,6 +57,8 @@ typedef struct {
     const char *narrow_dir;
     const char *narrow_data;
     bool withhold_block;           /* testing only: never publish its block package */
+    bool forge_block_entries;      /* testing only: its block package's log entries are not the trainer's
+                                      log's (party_narrow_pack's forge_entries) */
     const trn_fault *narrow_fault; /* testing only: step K re-executed under this fault (the trainer's
                                       faulty hardware), so that its trace matches its committed state */
     party_chain_forgery narrow_forge_chain; /* testing only: at level 4, post a chunk chain forged

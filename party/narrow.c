@@ -45,8 +45,10 @@ static int ensure_start(const char *dir, const trn_run_config *rc, uint64_t k)
 static int trace_step(party_narrow_step *p, const char *dir, const char *data, uint64_t k, const trn_fault *fault)
 {
     ovt_hash root;
+    /* tolerant: a party that disputes step K as fraud committed the state of
+     * the tolerant replay (auditor/replay.c), and traces the step to it */
     trn_step_trace tr = {.backend = KRN_BACKEND_CPU, .fault = fault, .trace = p->trace,
-                         .roots_before = p->previous_roots, .after = &p->after};
+                         .roots_before = p->previous_roots, .after = &p->after, .tolerant = true};
     trn_step_check s;
     int rv = trn_step_check_traced(&s, dir, data, k, 0, &tr);
     if (!rv && s.verdict == TRN_CHECK_FRAUD)
@@ -213,23 +215,101 @@ static int chunk_leaves(void *ctx, uint64_t site, uint64_t block, ovt_hash **lea
     return 0;
 }
 
+/* Level 4 of an element op: the values of leaf `block` of site `site`'s output. */
+static int element_values(void *ctx, uint64_t site, uint64_t block, float **values, size_t *n)
+{
+    const party_narrow_step *p = ctx;
+    size_t count = 0;
+    const float *v = site < p->nsites ? krn_trace_written(p->trace, KRN_TRACE_SITE, (uint32_t)site, &count) : NULL;
+    uint64_t first = block * CHAIN_NARROW_LEAF_ELEMENTS;
+    if (!v || first >= count)
+        return ovt_fail(OVT_ENOTFOUND, "narrowing: the party's trace keeps no leaf %llu of site %llu's output",
+                        (unsigned long long)block, (unsigned long long)site);
+    *n = count - first < CHAIN_NARROW_LEAF_ELEMENTS ? count - first : CHAIN_NARROW_LEAF_ELEMENTS;
+    if (!(*values = malloc(*n * sizeof **values)))
+        return ovt_fail(OVT_ENOMEM, "out of memory for %zu values", *n);
+    memcpy(*values, v + first, *n * sizeof **values);
+    return 0;
+}
+
 chain_narrow_party party_narrow_party(party_narrow_step *p, int is_trainer, int post_previous)
 {
     p->post.nprevious = post_previous ? 3 * p->ntensors : 0;
     chain_narrow_party party = {.is_trainer = is_trainer, .post = &p->post, .other = NULL, .nsites = p->nsites,
                                 .record_hashes = p->record_hashes, .records = (const uint8_t *const *)p->records,
                                 .record_lens = p->record_lens, .output_leaves = output_leaves,
-                                .chunk_leaves = chunk_leaves, .ctx = p};
+                                .chunk_leaves = chunk_leaves, .element_values = element_values, .ctx = p};
     return party;
 }
 
-int party_narrow_pack(const party_narrow_step *p, uint64_t site, uint64_t leaf, uint8_t **buf, size_t *len)
+/* A copy of log whose site `site` has an entry at element e added, or
+ * removed when it has one (a lying packer's entries). */
+static int forged_log(krn_rlog *out, const krn_rlog *log, uint32_t site, uint64_t n, uint64_t e)
+{
+    krn_rlog_reset(out, krn_rlog_step(log));
+    const krn_rlog_site *at = krn_rlog_find(log, site);
+    krn_rlog_entry *x = malloc(((at ? at->count : 0) + 1) * sizeof *x);
+    size_t nx = 0;
+    int rv = x ? 0 : ovt_fail(OVT_ENOMEM, "out of memory for a forged log");
+    bool placed = false;
+    for (size_t k = 0; at && k < at->count && rv == 0; k++) {
+        if (!placed && at->entries[k].index >= e) {
+            placed = true;
+            if (at->entries[k].index == e)
+                continue; /* removed */
+            x[nx++] = (krn_rlog_entry){.index = e, .dir = KRN_DIR_UP};
+        }
+        x[nx++] = at->entries[k];
+    }
+    if (rv == 0 && !placed)
+        x[nx++] = (krn_rlog_entry){.index = e, .dir = KRN_DIR_UP};
+    bool added = false;
+    for (size_t i = 0; i < krn_rlog_nsites(log) && rv == 0; i++) {
+        const krn_rlog_site *s = krn_rlog_site_at(log, i);
+        if (!added && s->site >= site) {
+            added = true;
+            if (nx)
+                rv = krn_rlog_add_site(out, site, n, x, nx);
+            if (s->site == site)
+                continue;
+        }
+        if (rv == 0)
+            rv = krn_rlog_add_site(out, s->site, s->n, s->entries, s->count);
+    }
+    if (rv == 0 && !added && nx)
+        rv = krn_rlog_add_site(out, site, n, x, nx);
+    free(x);
+    return rv;
+}
+
+int party_narrow_pack(const party_narrow_step *p, uint64_t site, uint64_t leaf, bool forge_entries, uint8_t **buf,
+                      size_t *len)
 {
     if (site >= p->nsites)
         return ovt_fail(OVT_EINVAL, "block package: site %llu of a step of %zu sites", (unsigned long long)site,
                         p->nsites);
-    return arb_block_package_make(buf, len, &p->config, p->trace, &p->post.trace_root, p->step, (size_t)site, leaf,
-                                  p->log);
+    if (!forge_entries)
+        return arb_block_package_make(buf, len, &p->config, p->trace, &p->post.trace_root, p->step, (size_t)site,
+                                      leaf, p->log);
+    const krn_trace_record *rec = krn_trace_record_at(p->trace, (size_t)site);
+    krn_rlog *lie = krn_rlog_new();
+    int rv = lie ? forged_log(lie, p->log, rec->site, rec->n, leaf * (OVT_TREE_LEAF_BYTES / 4))
+                 : ovt_fail(OVT_ENOMEM, "out of memory for a forged log");
+    if (rv == 0)
+        rv = arb_block_package_make(buf, len, &p->config, p->trace, &p->post.trace_root, p->step, (size_t)site, leaf,
+                                    lie);
+    krn_rlog_free(lie);
+    return rv;
+}
+
+int party_narrow_pack_element(const party_narrow_step *p, uint64_t site, uint64_t leaf, uint64_t element,
+                              uint8_t **buf, size_t *len)
+{
+    if (site >= p->nsites)
+        return ovt_fail(OVT_EINVAL, "element package: site %llu of a step of %zu sites", (unsigned long long)site,
+                        p->nsites);
+    return arb_block_element_package_make(buf, len, &p->config, p->trace, &p->post.trace_root, p->step,
+                                          (size_t)site, leaf, p->log, element);
 }
 
 int party_narrow_pack_chunk(const party_narrow_step *p, uint64_t site, uint64_t leaf, uint64_t chunk, uint8_t **buf,

@@ -5,7 +5,8 @@
  * docs/agent.md, "Narrowing"): once the step game has fixed step K, the
  * party re-executes step K of its run directory with the trace, and holds
  * what chain_narrow_plan_move needs (its trace commitment, the records,
- * the output trees of every site and of state K) and what the arbiter asks
+ * the output trees of every site and of state K, a leaf's values for the
+ * element stage) and what the arbiter asks
  * of it once the game ends at a block: that block's package
  * (arbiter/block_file.h), made in memory.
  *
@@ -82,8 +83,18 @@ chain_narrow_party party_narrow_party(party_narrow_step *p, int is_trainer, int 
 int party_narrow_pack_chunk(const party_narrow_step *p, uint64_t site, uint64_t leaf, uint64_t chunk, uint8_t **buf,
                             size_t *len) OVT_MUST_USE;
 
-/* The block package of leaf `leaf` of site `site`'s output (*buf malloc'd). */
-int party_narrow_pack(const party_narrow_step *p, uint64_t site, uint64_t leaf, uint8_t **buf,
+/* The block package of leaf `leaf` of site `site`'s output (*buf malloc'd).
+ * forge_entries (testing only: a lying packer): its log entries are not the
+ * trainer's log's, one entry at the leaf's first element added (or, when
+ * the log has one there, removed); the arbiter must round with the log's
+ * (docs/arbiter.md, "Ruling on a narrowed step"). */
+int party_narrow_pack(const party_narrow_step *p, uint64_t site, uint64_t leaf, bool forge_entries, uint8_t **buf,
                       size_t *len) OVT_MUST_USE;
+
+/* The element package of element `element` (within the leaf) of leaf
+ * `leaf` of site `site` (level 4 of a one-value-per-row site; *buf
+ * malloc'd). */
+int party_narrow_pack_element(const party_narrow_step *p, uint64_t site, uint64_t leaf, uint64_t element,
+                              uint8_t **buf, size_t *len) OVT_MUST_USE;
 
 #endif

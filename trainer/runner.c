@@ -70,6 +70,8 @@ int trn_runner_open(trn_runner **out, const trn_run_config *rc, const trn_run_da
                      .grid_bits = (int)rc->grid_bits, .shuffle_seed = o->shuffle_seed ? o->shuffle_seed : rc->seed,
                      .threads = o->threads, .rule = trn_config_rule(rc)};
     kc.mem_guard = o->mem_guard;
+    kc.tolerant = o->mode == KRN_REPLAY && o->tolerant;
+    kc.follow_log = kc.tolerant && o->follow_log;
     int rv;
     bool resident = false;
     if ((rv = krn_ctx_new(&r->ctx, &kc)) || (rv = krn_mem_placement(r->ctx, &resident)))
@@ -470,6 +472,11 @@ const krn_site_stats *trn_runner_site_stats(const trn_runner *r, size_t *n)
 const krn_finding *trn_runner_finding(const trn_runner *r)
 {
     return krn_ctx_finding(r->ctx);
+}
+
+const krn_finding *trn_runner_violation(const trn_runner *r)
+{
+    return krn_ctx_violation(r->ctx);
 }
 
 int trn_runner_eval(trn_runner *r, const trn_state *st, const trn_batch *batch, uint64_t step, float *loss)

@@ -75,6 +75,10 @@ typedef struct {
     bool mem_guard;          /* testing, CPU backends (krn_config.mem_guard): a resident runner whose tensors
                                 are PROT_NONE between its steps, so that a host access to them outside
                                 kernels/mem.h faults */
+    bool tolerant;           /* REPLAY, off by default: a violation of the log does not fail the step
+                                (krn_config.tolerant; the first one: trn_runner_violation). Never for a
+                                verdict */
+    bool follow_log;         /* testing only, with tolerant: rejected entries are followed (krn_config) */
 } trn_runner_opts;
 
 typedef struct trn_runner trn_runner;
@@ -178,6 +182,11 @@ const krn_site_stats *trn_runner_site_stats(const trn_runner *r, size_t *n);
 
 /* What the REPLAY rule found in the last step (krn_ctx_finding). */
 const krn_finding *trn_runner_finding(const trn_runner *r);
+
+/* A tolerant runner's first violation of the last step (krn_ctx_violation):
+ * what the strict replay would have failed the step with; rule is
+ * KRN_RULE_NONE when there was none. */
+const krn_finding *trn_runner_violation(const trn_runner *r);
 
 /* An evaluation runner: the mean loss of batch (of up to eval_batch
  * samples or sequences) under state st (NULL: the runner's own), forward

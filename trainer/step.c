@@ -132,6 +132,15 @@ static int replay_to(trn_runner *r, const char *dir, uint64_t k, trn_replay_resu
             int copied = copy_sites(r, rows, nrows);
             rv = rv ? rv : copied;
         }
+        /* tolerant (tr->tolerant): only step k goes past a violation; the
+         * steps before it fail as the strict replay does, with its message */
+        const krn_finding *v = trn_runner_violation(r);
+        if (!rv && v->rule != KRN_RULE_NONE) {
+            if (!last)
+                rv = ovt_fail(OVT_EFRAUD, "%s", v->message);
+            else if (tr)
+                tr->violation = *v;
+        }
         if (rv)
             return ovt_fail_wrap(rv, "re-executing step %llu", (unsigned long long)i);
     }
@@ -158,7 +167,14 @@ static int replay_run(const char *dir, const trn_run_data *d, uint64_t k, int th
     trn_step_table table = {0};
     trn_runner *r = NULL;
     trn_runner_opts ro = {.backend = KRN_BACKEND_CPU, .mode = KRN_REPLAY, .threads = threads, .hash_later = true,
-                          .fault = tr ? tr->fault : NULL};
+                          .fault = tr ? tr->fault : NULL, .tolerant = tr && tr->tolerant};
+    if (tr && tr->fault && tr->fault->kind == TRN_FAULT_FORGED_LOG) {
+        /* the forging trainer's own re-execution: its forged entries
+         * followed, as its machine computed the step (the forgery itself
+         * is a RECORD hook, not run here) */
+        ro.fault = NULL;
+        ro.tolerant = ro.follow_log = true;
+    }
     int rv;
     if ((rv = trn_run_load_config(dir, &rc, &config_hash)) ||
         (rv = trn_run_path(path, sizeof path, dir, NULL, 0, "steps.bin")) ||
@@ -201,6 +217,7 @@ int trn_step_replay_traced(const char *dir, const trn_run_data *d, uint64_t k, i
                            trn_replay_result *out)
 {
     tr->trace_rc = OVT_EINVAL; /* until the traced step ran */
+    memset(&tr->violation, 0, sizeof tr->violation);
     memset(&tr->root, 0, sizeof tr->root);
     return replay_run(dir, d, k, threads, out, NULL, NULL, tr);
 }

@@ -61,7 +61,9 @@ int trn_step_replay_run(const char *dir, const trn_run_data *d, uint64_t k, int 
  * trace_rc (its message in krn_trace_error) and root. */
 typedef struct {
     krn_backend_kind backend;
-    const trn_fault *fault; /* testing only: step k under this fault (`ovt block pack --inject-fault`); NULL */
+    const trn_fault *fault; /* testing only: step k under this fault (`ovt block pack --inject-fault`; forged-log:
+                               replayed tolerantly following the log's rejected entries, as the forging
+                               trainer computed it); NULL */
     krn_trace *trace;
     int trace_rc;
     ovt_hash root;
@@ -70,6 +72,14 @@ typedef struct {
      * (trn_state_digests), *after a copy of state k (the caller frees it). */
     ovt_hash *roots_before;
     trn_state **after;
+    /* Optional: step k replayed tolerantly (trn_runner_opts.tolerant; the
+     * steps before it stay strict): a violation of its log does not fail
+     * it, the first one comes back in violation (rule KRN_RULE_NONE: none)
+     * and the state and trace are the tolerant replay's. For the party's
+     * trace of a step it disputes as fraud (party/narrow.c); never for a
+     * verdict. */
+    bool tolerant;
+    krn_finding violation;
 } trn_step_trace;
 
 /* trn_step_replay_run with step k re-executed as tr says, on a runner of

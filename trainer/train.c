@@ -649,3 +649,42 @@ int trn_eval_loss(krn_ctx *ctx, trn_workspace *w, const trn_state *st, const trn
     krn_stats stats;
     return krn_step_end(ctx, &stats);
 }
+
+int trn_shard_sites(const trn_run_config *rc, uint32_t *P)
+{
+    *P = 0;
+    trn_run_config c = *rc; /* one shard of one sample (of one token), zero parameters: the same ops, the
+                               fewest elements, nothing drawn */
+    c.shards = 1;
+    c.batch_size = 1;
+    if (trn_model_is_lm(&c.model))
+        c.seq_len = 1;
+    krn_config kc = {.backend = KRN_BACKEND_CPU, .mode = KRN_NEAREST, .grid_bits = (int)c.grid_bits};
+    krn_ctx *ctx = NULL;
+    trn_workspace *w = NULL;
+    trn_state *st = NULL;
+    size_t per = trn_model_is_lm(&c.model) ? 1 : c.model.in_dim;
+    float *x = calloc(per, sizeof *x);
+    int32_t *tok = calloc(2, sizeof *tok); /* labels or inputs, and targets: class and token 0 */
+    int rv = x && tok ? 0 : ovt_fail(OVT_ENOMEM, "out of memory for a one-sample batch");
+    if (!rv && !(rv = krn_ctx_new(&ctx, &kc)) && !(rv = trn_workspace_new(&w, &c)) && !(rv = trn_state_new(&st, &c))) {
+        trn_batch b = {.B = 1, .T = c.seq_len, .x = x, .labels = tok, .inputs = tok, .targets = tok + 1};
+        float loss;
+        if (!(rv = krn_step_begin(ctx, 1, NULL))) {
+            if (!(rv = krn_mem_zero(ctx, w->grads, st->layout.nparams * sizeof(float))) &&
+                !(rv = model_forward(ctx, w, st->params, &b, &loss)) && !(rv = model_backward(ctx, w, st->params, &b)))
+                *P = krn_ctx_next_site(ctx);
+            krn_stats stats;
+            if (rv)
+                abandon_step(ctx, rv);
+            else
+                rv = krn_step_end(ctx, &stats);
+        }
+    }
+    trn_state_free(st);
+    trn_workspace_free(w);
+    krn_ctx_free(ctx);
+    free(x);
+    free(tok);
+    return rv ? ovt_fail_wrap(rv, "counting the sites of one shard") : 0;
+}

@@ -79,6 +79,14 @@ void trn_workspace_free(trn_workspace *w);
 int trn_train_step(krn_ctx *ctx, trn_workspace *w, trn_state *st, const trn_batch *batch, krn_rlog *log,
                    trn_step_info *info) OVT_MUST_USE;
 
+/* P, the rounding sites one shard's forward and backward make under rc
+ * (a sharded step numbers shard s's as s*P .. (s+1)*P - 1, then grad.sum
+ * on): counted by running them once in NEAREST on the cpu backend on one
+ * sample (of one token) of zeros with zero parameters, since the sites are
+ * the model's ops, whatever the batch's size and the values. A step's site below S*P is shard site / P's;
+ * the others (grad.sum, loss.mean, the optimizer) are no shard's. */
+int trn_shard_sites(const trn_run_config *rc, uint32_t *P) OVT_MUST_USE;
+
 /* The rule every checker of a replayed sharded step applies (ovt step, the
  * auditor, the arbiter; docs/data-parallel.md, "Blame"): a shard whose
  * recomputed gradient hash differs from the log's table (shard_differs >= 0)

@@ -272,13 +272,21 @@ contract OvtArbitration {
                                             // after the auditor's commit
     error SitesNotDue();                    // revealSites while no site root is due from the trainer
     error WrongReveal();                    // revealLeaf in a replay dispute, revealSite in a root dispute
+    error NotNarrow(address caller);        // extendVerdict by anyone but the bound narrowing contract
 
     // ------------------------------------------------------------ EIP-712
 
     bytes32 private immutable cachedDomainSeparator;
     uint256 private immutable cachedChainId;
+    // The narrowing contract (OvtNarrow) bound to this one: the only caller
+    // of extendVerdict. Fixed at construction (the deployer gives the
+    // address its next creation will have); zero: no narrowing extends.
+    // Private: a public getter costs 100 bytes of the EIP-170 room, and
+    // OvtNarrow's constructor checks the binding (docs/contract.md).
+    address private immutable narrow;
 
-    constructor() {
+    constructor(address narrow_) {
+        narrow = narrow_;
         cachedChainId = block.chainid;
         cachedDomainSeparator = _domainSeparator();
     }
@@ -846,14 +854,38 @@ contract OvtArbitration {
         flags |= bit;
         r.flags = flags;
         if (flags & (TRAINER | AUDITOR) == TRAINER | AUDITOR) {
-            // A committee has two windows of arbiterTimeout: ballots, then reveals.
-            uint64 window = r.arbiterTimeout;
-            uint64 deadline = uint64(block.timestamp) + (r.arbiterCount > 1 ? 2 * window : window);
+            uint64 deadline = uint64(block.timestamp) + _verdictWindow(r);
             r.phase = Phase.AwaitingVerdict;
             r.round = r.depth + 1;
             r.deadline = deadline;
             emit VerdictDue(runId, step, deadline);
         }
+    }
+
+    // Seconds from VerdictDue to the verdict's deadline. A committee has two
+    // windows of arbiterTimeout: ballots, then reveals.
+    function _verdictWindow(Run storage r) private view returns (uint64) {
+        uint64 window = r.arbiterTimeout;
+        return r.arbiterCount > 1 ? 2 * window : window;
+    }
+
+    /// OvtNarrow only (`narrow`): the narrowing of gameId has a move due by
+    /// `until` (a round it has just started). While the game awaits its
+    /// verdict and its deadline has not passed, the deadline moves to
+    /// `until` plus the verdict's window (a committee's ballots then close
+    /// one arbiterTimeout before it), if that is later: the arbiter keeps
+    /// its whole window after the narrowing ends. `until` counts as at most
+    /// now + moveTimeout, so a narrowing holds the verdict for at most its
+    /// own rounds, which end by timeouts. Never earlier; a game in another
+    /// phase, or past its deadline, is left as it is.
+    function extendVerdict(bytes32 gameId, uint64 until) external {
+        if (msg.sender != narrow) revert NotNarrow(msg.sender);
+        Run storage r = runs[gameId];
+        uint64 deadline = r.deadline;
+        if (r.phase != Phase.AwaitingVerdict || block.timestamp > deadline) return;
+        uint64 cap = uint64(block.timestamp) + r.moveTimeout;
+        until = (until < cap ? until : cap) + _verdictWindow(r);
+        if (until > deadline) r.deadline = until;
     }
 
     // A replay dispute's first reveal: the run's leaf j (its batch and log

@@ -31,7 +31,8 @@ contract OvtNarrow {
         Trace,  // level 2: the trace's record hashes, one leaf per site
         States, // level 2 when the traces agree: the first state K tensor root that differs
         Output, // level 3: the output tree of the site (or state tensor) found
-        Chunks  // level 4: the chunk chain of a batch reduction's output leaf (a chunk op's site)
+        Chunks,  // level 4: the chunk chain of a batch reduction's output leaf (a chunk op's site)
+        Elements // level 4: the elements of a one-value-per-row op's output leaf (an element op's site)
     }
 
     enum Outcome {
@@ -42,7 +43,8 @@ contract OvtNarrow {
         InputsDiffer, // the leaves disagree on batchHash or logHash: the step's own verdict applies
         TrainerLost,  // the trainer missed a deadline or posted a move its commitments contradict
         AuditorLost,
-        BothSilent    // neither moved in time
+        BothSilent,   // neither moved in time
+        ElementsAgree // level 4: both posted the same element root: the arbiter rules from the block packages
     }
 
     enum Reason {
@@ -67,7 +69,7 @@ contract OvtNarrow {
         uint64 sites;
         uint64 elements;    // the revealed item's output elements
         bytes32 blockLeaf;  // level 4: the party's level-3 leaf (the block's output leaf hash)
-        bytes32 chainRoot;  // level 4: its chunk chain's root
+        bytes32 chainRoot;  // level 4: its chunk chain's root, or its element tree's root (stage Elements)
         uint64 chunks;      // level 4: its chain's leaf count (chunks + 1)
     }
 
@@ -90,7 +92,7 @@ contract OvtNarrow {
         Stage itemStage;    // Trace or States: what `item` indexes
         uint64 item;        // the site (Trace) or state root (States: section * ntensors + tensor) found
         uint64 blockIndex;  // the output leaf found at level 3
-        uint64 chunk;       // the chain leaf found at level 4 (chunk c, or C: the final step)
+        uint64 chunk;       // the leaf found at level 4: chunk c (or C: the final step), or element e
         bytes32 op;         // the record's op name (first 32 bytes), zero for a state entry
         bytes32 configHash;
         bytes32 previousState;
@@ -119,6 +121,21 @@ contract OvtNarrow {
     bytes32 public constant OP_DWEIGHT = "matmul.bwd.dweight";
     bytes32 public constant OP_DBIAS = "matmul.bwd.dbias";
     bytes32 public constant OP_BIAS_BWD = "bias.bwd";
+    // The ops with one value per row: their level-3 leaf goes on to its elements (isElementOp, docs/contract.md).
+    bytes32 private constant OP_XENT_SUM = "xent.sum";
+    bytes32 private constant OP_XENT_LOGSUM = "xent.logsum";
+    bytes32 private constant OP_XENT_LOSSES = "xent.losses";
+    bytes32 private constant OP_LN_MEAN = "layernorm.mean";
+    bytes32 private constant OP_LN_VAR = "layernorm.var";
+    bytes32 private constant OP_LN_RSTD = "layernorm.rstd";
+    bytes32 private constant OP_LN_DMEAN = "layernorm.bwd.dmean";
+    bytes32 private constant OP_LN_DNMEAN = "layernorm.bwd.dnmean";
+    bytes32 private constant OP_RMS_MS = "rmsnorm.ms";
+    bytes32 private constant OP_RMS_RSTD = "rmsnorm.rstd";
+    bytes32 private constant OP_RMS_DNMEAN = "rmsnorm.bwd.dnmean";
+    bytes32 private constant OP_ATTN_SUM = "attn.sum";
+    bytes32 private constant OP_ATTN_R = "attn.bwd.r";
+    uint64 private constant LEAF_ELEMENTS = 16384; // float32 elements in a 64 KiB leaf
 
     OvtArbitration public immutable arbitration;
     mapping(bytes32 => Game) private games;
@@ -141,6 +158,9 @@ contract OvtNarrow {
                    bytes32 trainerLeaf, bytes32 auditorLeaf, address lastMover);
     event ChunksPosted(bytes32 indexed gameId, address indexed party, bytes32 root, uint64 count);
     event ChunkNarrowed(bytes32 indexed gameId, uint64 chunk, uint64 count, bytes32 trainerNode, bytes32 auditorNode);
+    event ElementsPosted(bytes32 indexed gameId, address indexed party, bytes32 root);
+    event ElementNarrowed(bytes32 indexed gameId, uint64 element, uint64 count, bytes32 trainerNode,
+                          bytes32 auditorNode);
     event Ended(bytes32 indexed gameId, Outcome outcome);
     event Lost(bytes32 indexed gameId, address indexed party, Reason reason);
 
@@ -158,8 +178,12 @@ contract OvtNarrow {
     error NotPosted(address party);
     error WrongStage(Stage expected, Stage actual);
 
+    /// arbitration_ must have been constructed with this contract's address
+    /// (its CREATE address, from the deployer's next nonce): the probe is a
+    /// no-op there, and reverts NotNarrow on any other arbitration contract.
     constructor(OvtArbitration arbitration_) {
         arbitration = arbitration_;
+        arbitration_.extendVerdict(bytes32(0), 0);
     }
 
     // ---------------------------------------------------------------- views
@@ -214,6 +238,7 @@ contract OvtNarrow {
         g.phase = Phase.Posting;
         uint64 deadline = uint64(block.timestamp) + r.moveTimeout;
         g.deadline = deadline;
+        arbitration.extendVerdict(gameId, deadline);
         emit NarrowStarted(gameId, v.index, v.previousState, v.trainerBatch, v.trainerLog, deadline);
     }
 
@@ -278,7 +303,7 @@ contract OvtNarrow {
         (bit == TRAINER ? g.a : g.t).node = goLeft ? g.pendingLeft : g.pendingRight;
         g.index = g.index * 2 + (goLeft ? 0 : 1);
         g.level -= 1;
-        _nextRound(g);
+        _nextRound(gameId, g);
         emit Descended(gameId, g.round, g.level, g.index, g.t.node, g.a.node, g.deadline);
         _skipSingles(gameId, g);
     }
@@ -302,6 +327,33 @@ contract OvtNarrow {
         if (!_moved(g, bit)) return;
         if (g.t.chunks != g.a.chunks) return _end(gameId, g, Outcome.CountsDiffer);
         _startStage(gameId, g, Stage.Chunks, count, g.t.chainRoot, g.a.chainRoot);
+    }
+
+    /// Level 4, after level 3 ended on a leaf of an element op's site
+    /// (one value per row): the caller's root of the tree over that leaf's
+    /// `count` elements (getNarrow's count: 16384, fewer in the output's
+    /// last leaf), leaf i = SHA-256(0x00 || element i, 4 bytes little
+    /// endian). Not checked against the party's level-3 leaf (a flat hash
+    /// of the 64 KiB): the descent ends on the first element where the two
+    /// trees differ, and the arbiter recomputes that element alone. Both
+    /// posted: equal roots end ElementsAgree, else the descent.
+    function postElements(bytes32 gameId, uint32 round, bytes32 root) external {
+        Game storage g = games[gameId];
+        uint8 bit = _enter(g, Phase.Posting, round);
+        if (g.stage != Stage.Elements) revert WrongStage(Stage.Elements, g.stage);
+        (bit == TRAINER ? g.t : g.a).chainRoot = root;
+        emit ElementsPosted(gameId, msg.sender, root);
+        if (!_moved(g, bit)) return;
+        if (g.t.chainRoot == g.a.chainRoot) return _end(gameId, g, Outcome.ElementsAgree);
+        _startStage(gameId, g, Stage.Elements, g.count, g.t.chainRoot, g.a.chainRoot);
+    }
+
+    /// Whether the sites of `op` have one value per row, so that a level-3
+    /// leaf of theirs goes on to stage Elements.
+    function isElementOp(bytes32 op) public pure returns (bool) {
+        return op == OP_XENT_SUM || op == OP_XENT_LOGSUM || op == OP_XENT_LOSSES || op == OP_LN_MEAN
+            || op == OP_LN_VAR || op == OP_LN_RSTD || op == OP_LN_DMEAN || op == OP_LN_DNMEAN || op == OP_RMS_MS
+            || op == OP_RMS_RSTD || op == OP_RMS_DNMEAN || op == OP_ATTN_SUM || op == OP_ATTN_R;
     }
 
     // Whether proof (left siblings, bottom up) takes leaf, the last of a
@@ -435,7 +487,7 @@ contract OvtNarrow {
             // The traces agree, so some state K root differs (else the stateHashes would).
             g.stage = Stage.States;
             g.phase = Phase.Revealing;
-            _nextRound(g);
+            _nextRound(gameId, g);
             emit StageStarted(gameId, Stage.States, g.prevCount, g.t.statesHash, g.a.statesHash, g.deadline);
         }
     }
@@ -451,15 +503,19 @@ contract OvtNarrow {
         g.t.node = trainerNode;
         g.a.node = auditorNode;
         g.phase = Phase.Descending;
-        _nextRound(g);
+        _nextRound(gameId, g);
         emit StageStarted(gameId, stage, count, trainerNode, auditorNode, g.deadline);
         _skipSingles(gameId, g);
     }
 
-    function _nextRound(Game storage g) private {
+    // A fresh round, due within moveTimeout; the verdict's deadline follows
+    // it (OvtArbitration.extendVerdict).
+    function _nextRound(bytes32 gameId, Game storage g) private {
         g.round += 1;
         g.moved = 0;
-        g.deadline = uint64(block.timestamp) + g.moveTimeout;
+        uint64 deadline = uint64(block.timestamp) + g.moveTimeout;
+        g.deadline = deadline;
+        arbitration.extendVerdict(gameId, deadline);
     }
 
     // A node whose level below has no right neighbour for it is its only
@@ -489,9 +545,12 @@ contract OvtNarrow {
             g.blockIndex = index;
             // a state entry's op is zero (no record revealed): only a trace site goes on
             if (_isChunkOp(g.op)) return _startChunks(gameId, g, tLeaf, aLeaf);
+            if (isElementOp(g.op) && g.t.elements > index * LEAF_ELEMENTS)
+                return _startElements(gameId, g, tLeaf, aLeaf);
         } else {
             g.chunk = index;
-            emit ChunkNarrowed(gameId, index, g.count, tLeaf, aLeaf);
+            if (stage == Stage.Chunks) emit ChunkNarrowed(gameId, index, g.count, tLeaf, aLeaf);
+            else emit ElementNarrowed(gameId, index, g.count, tLeaf, aLeaf);
             tLeaf = g.t.blockLeaf;
             aLeaf = g.a.blockLeaf;
         }
@@ -514,6 +573,20 @@ contract OvtNarrow {
         g.stage = Stage.Chunks;
         g.phase = Phase.Posting;
         emit StageStarted(gameId, Stage.Chunks, 0, tLeaf, aLeaf, g.deadline);
+    }
+
+    // Level 3 ended on a leaf of an element op's site: keep both level-3
+    // leaves and wait for the element trees over that leaf's elements (the
+    // record's output elements past the leaf's first, at most a leaf's).
+    function _startElements(bytes32 gameId, Game storage g, bytes32 tLeaf, bytes32 aLeaf) private {
+        uint64 rest = g.t.elements - g.blockIndex * LEAF_ELEMENTS;
+        uint64 count = rest < LEAF_ELEMENTS ? rest : LEAF_ELEMENTS;
+        g.t.blockLeaf = tLeaf;
+        g.a.blockLeaf = aLeaf;
+        g.stage = Stage.Elements;
+        g.phase = Phase.Posting;
+        g.count = count;
+        emit StageStarted(gameId, Stage.Elements, count, tLeaf, aLeaf, g.deadline);
     }
 
     // The revealed record's fields: it must name site `index`. at = the

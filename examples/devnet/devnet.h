@@ -96,25 +96,20 @@ typedef struct {
     bool withhold_block;  /* --withhold-block: the (honest) auditor never publishes its block package */
     const char *fault_op; /* --fault-op: the op whose last site flip-output (forged-chain) flips (NULL: the
                              fault's default, adamw.param (matmul.bwd.dweight)) */
+    bool has_flip_site;   /* --flip-site S --flip-element E: flip-output's site and element (else the model's) */
+    uint32_t flip_site;
+    uint64_t flip_element;
+    bool forge_block_entries; /* --forge-block-entries: the trainer's block package's log entries are forged */
     bool narrow;          /* --narrow (implied by flip-output): OvtNarrow is deployed, the parties play the
                              narrowing of the disputed step and the arbiters rule on its block */
 } devnet_opts;
 
-/* The verdict window of a narrowed run (docs/devnet.md, "Narrowing"):
- * OvtArbitration does not extend it while the narrowing is played, so it
- * covers the narrowing's most rounds, each up to a move timeout, and the
- * arbiter's whole-step fallback after it (ARB_NARROW_RESERVE_S, 60 s, plus
- * the deadline margin): (2 + 2 * 32 + 2) move timeouts (the posts, a
- * bisection over up to 2^32 sites and one over up to 2^32 leaves, the
- * record reveal and the state comparison), and level 4's (1 + 32): the
- * chunk chains' post and a bisection over up to 2^32 chain leaves. */
-#define DEVNET_NARROW_ROUNDS 101u
-
 /* flip-output's site and element for a model preset and o's fault op
- * (devnet_fault_op): by default the step's last adamw.param site (a late
- * site the block engine re-executes; a flip at an earlier site would make
- * the trainer's log, recorded from the flipped values, fraud at a later
- * site), element 40000 (in leaf 2, not the first); for a batch sum
+ * (devnet_fault_op), unless --flip-site gives them: by default the step's
+ * last adamw.param site (a late site the block engine re-executes; a flip
+ * at an earlier site would make the trainer's log, recorded from the
+ * flipped values, fraud at a later site), an element of its leaf 2, not
+ * the first (40000; the MLP's 37152 parameters: 35000); for a batch sum
  * (matmul.bwd.dweight, matmul.bwd.dbias: level 4) the step's last site of
  * that op, the middle element of its output. OVT_EINVAL for a preset or
  * op with no known site. */
@@ -159,6 +154,7 @@ typedef struct {
     int block_packages;
     bool block_chunked;         /* level 4: it recomputed chain leaf block_chunk of the block's chunk chain */
     uint64_t block_chunk;
+    int block_entries_replaced; /* packages whose log entries were not the trainer's log's */
     double block_seconds;
     int narrow_outcome;         /* the narrowing's outcome it read (1 Narrowed, 5 TrainerLost, ...) */
 } devnet_arbiter;

@@ -95,18 +95,25 @@ const char *devnet_fault_op(const devnet_opts *o)
 
 int devnet_flip_site(const devnet_opts *o, uint32_t *site, uint64_t *element)
 {
+    if (o->has_flip_site) {
+        *site = o->flip_site;
+        *element = o->flip_element;
+        return 0;
+    }
     /* each model's last site of the op (`ovt step --trace --json`; the
-     * site indices do not depend on --batch or --seq). adamw.param: each
-     * output is over 40000 elements (resnet-mini's last site, bn.running,
-     * is one the block engine leaves to the whole step); the batch sums'
-     * outputs fit one leaf: their middle element */
+     * site indices do not depend on --batch or --seq). adamw.param: an
+     * element of its leaf 2: 40000 of outputs over 40000 elements, 35000
+     * of the MLP's 37152 (its whole parameter vector; resnet-mini's last
+     * site, bn.running, is one the block engine leaves to the whole step);
+     * the batch sums' outputs fit one leaf: their middle element */
     static const struct {
         const char *model, *op;
         uint32_t site;
         uint64_t element;
     } sites[] = {{"gpt2-tiny", "adamw.param", 150, 40000},        {"llama-tiny", "adamw.param", 149, 40000},
-                 {"resnet-mini", "adamw.param", 172, 40000},      {"gpt2-tiny", "matmul.bwd.dweight", 131, 6144},
-                 {"gpt2-tiny", "matmul.bwd.dbias", 132, 96},      {"llama-tiny", "matmul.bwd.dweight", 134, 1024}};
+                 {"resnet-mini", "adamw.param", 172, 40000},      {"mlp-demo", "adamw.param", 39, 35000},
+                 {"gpt2-tiny", "matmul.bwd.dweight", 131, 6144},  {"gpt2-tiny", "matmul.bwd.dbias", 132, 96},
+                 {"llama-tiny", "matmul.bwd.dweight", 134, 1024}};
     const char *model = DEVNET_MODEL(o), *op = devnet_fault_op(o);
     for (size_t i = 0; i < sizeof sites / sizeof sites[0]; i++)
         if (!strcmp(model, sites[i].model) && !strcmp(op, sites[i].op)) {
@@ -115,8 +122,8 @@ int devnet_flip_site(const devnet_opts *o, uint32_t *site, uint64_t *element)
             return 0;
         }
     return ovt_fail(OVT_EINVAL, "--fault %s: no site of op %s known for --model %s (adamw.param: gpt2-tiny, "
-                                "llama-tiny, resnet-mini; matmul.bwd.dweight: gpt2-tiny, llama-tiny; "
-                                "matmul.bwd.dbias: gpt2-tiny)",
+                                "llama-tiny, resnet-mini, mlp-demo; matmul.bwd.dweight: gpt2-tiny, llama-tiny; "
+                                "matmul.bwd.dbias: gpt2-tiny), and no --flip-site",
                     faults[o->fault].name, op, model);
 }
 
@@ -287,6 +294,8 @@ bool devnet_outcome_ok(const devnet_opts *o, chain_arb_outcome out)
         return true;
     /* a log recorded on a poisoned batch may hold entries the schedule's
      * batch does not support: the trainer is then caught by its log */
+    if (!o->silent && o->fault == DEVNET_FLIP_OUTPUT && o->has_flip_site && out == CHAIN_ARB_FRAUDULENT_LOG)
+        return true; /* an early flip: the trainer's log, recorded from the flipped values, is fraud later */
     return !o->silent && o->fault == DEVNET_POISONED_BATCH && out == CHAIN_ARB_FRAUDULENT_LOG;
 }
 
@@ -317,6 +326,10 @@ int devnet_opts_check(devnet_opts *o, bool have_at, bool have_fault_shard)
     uint64_t flip_element;
     if (o->fault_op && !devnet_flips_output(o))
         return ovt_fail(OVT_EINVAL, "--fault-op goes with --fault flip-output or forged-chain");
+    if (o->has_flip_site && o->fault != DEVNET_FLIP_OUTPUT)
+        return ovt_fail(OVT_EINVAL, "--flip-site goes with --fault flip-output");
+    if (o->has_flip_site && o->fault_op)
+        return ovt_fail(OVT_EINVAL, "--flip-site and --fault-op both name the flipped site: give one");
     if (devnet_flips_output(o) && devnet_flip_site(o, &flip_site, &flip_element))
         return -1;
     if ((o->fault == DEVNET_FORGED_CHAIN || o->fault == DEVNET_NO_CHAIN || o->fault == DEVNET_CHAIN_COUNT) &&
@@ -328,10 +341,15 @@ int devnet_opts_check(devnet_opts *o, bool have_at, bool have_fault_shard)
         o->narrow = true; /* the deep fault is what the narrowing is for */
     if (o->withhold_block && !o->narrow)
         return ovt_fail(OVT_EINVAL, "--withhold-block goes with --narrow (or --fault flip-output)");
+    if (o->forge_block_entries && !o->narrow)
+        return ovt_fail(OVT_EINVAL, "--forge-block-entries goes with --narrow (or --fault flip-output)");
     if (o->narrow && o->replay_proof)
         return ovt_fail(OVT_EINVAL, "--narrow plays without --replay-proof (a replay dispute is about a site "
                                     "hash, not a step)");
-    if (devnet_flips_output(o) && o->shards > 1)
+    if (o->fault == DEVNET_FLIP_OUTPUT && o->shards > 1 && !o->has_flip_site)
+        return ovt_fail(OVT_EINVAL, "--fault flip-output on a sharded run needs --flip-site S --flip-element E, a "
+                                    "site of one shard's range (the model's late site lies after the shards)");
+    if (devnet_flips_output(o) && o->fault != DEVNET_FLIP_OUTPUT && o->shards > 1)
         return ovt_fail(OVT_EINVAL, "--fault %s plays on an unsharded run (no --shards)", faults[o->fault].name);
     bool shard_fault = o->fault == DEVNET_BITFLIP_SHARD || o->fault == DEVNET_FALSE_TABLE;
     if (shard_fault && o->shards < 2)

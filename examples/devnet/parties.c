@@ -203,10 +203,8 @@ int devnet_run_commit(struct devnet *d)
     arg(&c, "1000000000000000000");
     arg(&c, "--move-timeout");
     arg(&c, "%u", d->o->move_timeout);
-    if (d->o->narrow) { /* the verdict window covers the narrowing (devnet.h) */
-        arg(&c, "--verdict-timeout");
-        arg(&c, "%llu", (unsigned long long)DEVNET_NARROW_ROUNDS * d->o->move_timeout + 600u);
-    }
+    /* with --narrow the default verdict window (3600 s) is enough: the chain moves its
+     * deadline with every round of the narrowing (docs/contract.md, "Narrowing a step") */
     arg(&c, "--store");
     arg(&c, "%s", d->store_url);
     arg(&c, "--data");
@@ -256,6 +254,10 @@ int devnet_start_trainer_agent(struct devnet *d)
         arg(&c, "--narrow-no-chain");
     if (d->o->fault == DEVNET_CHAIN_COUNT)
         arg(&c, "--narrow-chain-extra-leaf");
+    if (d->o->forge_block_entries)
+        arg(&c, "--forge-block-entries");
+    if (d->o->narrow && d->o->fault == DEVNET_FORGED_LOG)
+        arg(&c, "--narrow-forged"); /* its trace follows its forged entries, as it trained */
     if (d->o->narrow && devnet_flips_output(d->o)) {
         arg(&c, "--narrow-fault-site");
         arg(&c, "%u", d->r->fault_site);
@@ -580,6 +582,7 @@ void devnet_arbiter_blocks(struct devnet *d)
                 const json_t *chunk = json_object_get(j, "chunk"); /* level 4 */
                 a->block_chunked = json_is_integer(chunk);
                 a->block_chunk = a->block_chunked ? (uint64_t)json_integer_value(chunk) : 0;
+                a->block_entries_replaced = (int)json_integer_value(json_object_get(j, "entries_replaced"));
                 a->block_seconds = json_number_value(json_object_get(j, "seconds"));
                 a->narrow_outcome = (int)json_integer_value(json_object_get(j, "outcome"));
             }

@@ -271,11 +271,12 @@ static int setup_chain(struct devnet *d)
     ovt_wipe(&key, sizeof key);
     chain_receipt receipt;
     memset(&receipt, 0, sizeof receipt);
-    if (!rv)
-        rv = chain_arb_deploy(&d->arb, &m, &receipt);
     chain_receipt nreceipt;
     memset(&nreceipt, 0, sizeof nreceipt);
-    if (!rv && d->o->narrow && !(rv = chain_narrow_deploy(&d->narrow, &m, &d->arb.address, &nreceipt))) {
+    /* with --narrow, OvtNarrow is bound to it: the verdict's deadline follows the narrowing */
+    if (!rv && !d->o->narrow)
+        rv = chain_arb_deploy(&d->arb, &m, NULL, &receipt);
+    else if (!rv && !(rv = chain_narrow_deploy_pair(&d->arb, &d->narrow, &m, &receipt, &nreceipt))) {
         chain_address_to_string(d->r->narrow_contract, &d->narrow.address);
         chain_receipt_free(&nreceipt);
     }

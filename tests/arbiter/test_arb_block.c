@@ -11,13 +11,21 @@
  * element of a late site's output flipped in step 2) is packed by the
  * honest party and by the faulty one; `ovt block check` re-executes the
  * block, names the site and leaf, says whose claim is right, and refuses a
- * changed, truncated or foreign-rooted package. */
+ * changed, truncated or foreign-rooted package. Element packages (level
+ * 4 of a one-value-per-row site, version 3): one element of a leaf of
+ * xent.sum, layernorm.mean, layernorm.bwd.dmean (gpt2-tiny) and
+ * rmsnorm.rstd (llama-tiny), bit for bit the step's, from a package smaller
+ * than the leaf's, refused when a slice changes; `ovt block pack
+ * --element`, `ovt block check --trainer-node --auditor-node`. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arbiter/block.h"
 #include "arbiter/block_file.h"
+#include "chain/narrow.h"
+#include "party/narrow.h"
+#include "trainer/run.h"
 #include "block_fixture.h"
 #include "check.h"
 #include "common/tree.h"
@@ -160,26 +168,29 @@ static void test_elements(const char *preset, uint32_t batch, uint32_t seq)
     step_close(&f);
 }
 
-/* The first site named op with a leaf whose rows hold a log entry. */
-static bool find_logged(const step_fixture *f, const char *op, size_t *site, uint64_t *leaf)
+/* The first site named op with a leaf that holds at least min log entries. */
+static bool find_logged(const step_fixture *f, const char *op, size_t min, size_t *site, uint64_t *leaf)
 {
     for (size_t i = 0; i < krn_trace_count(f->t); i++) {
         const krn_trace_record *rec = krn_trace_record_at(f->t, i);
         const krn_rlog_site *ls = krn_rlog_find(f->log, rec->site);
-        if (strcmp(rec->op, op) || ls == NULL || ls->count == 0)
+        if (strcmp(rec->op, op) || ls == NULL)
             continue;
-        *site = i;
-        *leaf = ls->entries[0].index / LEAF_ELEMS;
-        return true;
+        for (size_t k = 0; k + min <= ls->count && min > 0; k++)
+            if (ls->entries[k].index / LEAF_ELEMS == ls->entries[k + min - 1].index / LEAF_ELEMS) {
+                *site = i;
+                *leaf = ls->entries[k].index / LEAF_ELEMS;
+                return true;
+            }
     }
     return false;
 }
 
-/* A gpt2-tiny step, and a matmul.fwd site and leaf with a log entry. */
-static void open_logged_matmul(step_fixture *f, size_t *i, uint64_t *L)
+/* A gpt2-tiny step, and a matmul.fwd site and leaf with min log entries. */
+static void open_logged_matmul(step_fixture *f, size_t min, size_t *i, uint64_t *L)
 {
     step_open(f, "gpt2-tiny", 8, 64);
-    CHECK(find_logged(f, "matmul.fwd", i, L));
+    CHECK(find_logged(f, "matmul.fwd", min, i, L));
 }
 
 /* What must fail, on gpt2-tiny. */
@@ -188,7 +199,7 @@ static void test_refusals(void)
     step_fixture f;
     size_t i = 0;
     uint64_t L = 0;
-    open_logged_matmul(&f, &i, &L);
+    open_logged_matmul(&f, 1, &i, &L);
     arb_block_task task = {.config = &f.rc, .step = 1, .threads = 1};
     arb_block_owned own;
     arb_block_result r;
@@ -248,7 +259,7 @@ static void test_package_bytes(void)
     step_fixture f;
     size_t i = 0;
     uint64_t L = 0;
-    open_logged_matmul(&f, &i, &L);
+    open_logged_matmul(&f, 1, &i, &L);
     ovt_hash root;
     memset(&root, 0, sizeof root);
     CHECK(krn_trace_finish(f.t, &root) == 0);
@@ -313,24 +324,246 @@ static void test_package_bytes(void)
     step_close(&f);
 }
 
+/* ---- the trainer's log in place of the package's entries ---- */
+
+/* Where a package's entry count lies: after the header, the run config,
+ * the claim with its proof and the disputed record with its proof
+ * (docs/formats.md, "Block package"). */
+static size_t entries_at(const uint8_t *buf, size_t len)
+{
+    size_t at = 16 + (size_t)ovt_get_le32(buf + 12); /* magic, version, config length, config */
+    at += 32 + 4 + 8 + 4 + 8 + 32;                   /* trace root, records, step, site, leaf, claim */
+    at += 4 + 32 * (size_t)ovt_get_le32(buf + at);   /* the claim's proof */
+    at += 4 + (size_t)ovt_get_le32(buf + at);        /* the record */
+    at += 4 + 32 * (size_t)ovt_get_le32(buf + at);   /* its proof */
+    CHECK(at + 4 <= len);
+    return at;
+}
+
+/* buf with its entries replaced by e[0..n): what a lying packer hands over
+ * (nothing binds the entries; *out malloc'd). */
+static void forge_entries(uint8_t **out, size_t *out_len, const uint8_t *buf, size_t len, const krn_rlog_entry *e,
+                          size_t n)
+{
+    size_t at = entries_at(buf, len), tail = at + 4 + 13 * (size_t)ovt_get_le32(buf + at);
+    *out_len = at + 4 + 13 * n + (len - tail);
+    *out = malloc(*out_len);
+    CHECK(*out != NULL);
+    if (*out == NULL)
+        return;
+    memcpy(*out, buf, at);
+    ovt_put_le32(*out + at, (uint32_t)n);
+    for (size_t k = 0; k < n; k++) {
+        uint8_t *q = *out + at + 4 + 13 * k;
+        uint32_t u;
+        memcpy(&u, &e[k].value, 4);
+        ovt_put_le64(q, e[k].index);
+        q[8] = (uint8_t)e[k].dir;
+        ovt_put_le32(q + 9, u);
+    }
+    memcpy(*out + at + 4 + 13 * n, buf + tail, len - tail);
+}
+
+/* The package's entries with direction entry `which` (counted from the
+ * first at or after element `from`) turned the other way and, when drop,
+ * another entry dropped: one changed, one dropped. *e malloc'd; false
+ * when there is no such entry. */
+static bool lie_about_entries(krn_rlog_entry **e, size_t *n, const arb_block_task *t, uint64_t from, size_t which,
+                              bool drop)
+{
+    *e = malloc((t->nentries + 1) * sizeof **e);
+    CHECK(*e != NULL);
+    if (*e == NULL)
+        return false;
+    memcpy(*e, t->entries, t->nentries * sizeof **e);
+    *n = t->nentries;
+    size_t changed = SIZE_MAX;
+    for (size_t k = 0; k < *n && changed == SIZE_MAX; k++)
+        if ((*e)[k].index >= from && (*e)[k].dir != KRN_DIR_VALUE && which-- == 0) {
+            (*e)[k].dir = (*e)[k].dir == KRN_DIR_UP ? KRN_DIR_DOWN : KRN_DIR_UP;
+            changed = k;
+        }
+    if (drop && *n >= 2) {
+        size_t d = changed == *n - 1 ? *n - 2 : *n - 1;
+        memmove(*e + d, *e + d + 1, (*n - d - 1) * sizeof **e);
+        (*n)--;
+    }
+    if (changed == SIZE_MAX) {
+        free(*e);
+        *e = NULL;
+    }
+    return changed != SIZE_MAX;
+}
+
+/* The block of package bytes, with the log's entries (log) or the
+ * package's (NULL): 0 and *leaf, or the refusal. */
+static int check_package(const uint8_t *buf, size_t len, const krn_rlog *log, ovt_hash *leaf, bool *differed)
+{
+    arb_block_package p;
+    arb_block_result r;
+    int rc = arb_block_package_read(&p, buf, len);
+    if (rc < 0)
+        return rc;
+    *differed = false;
+    if (log && (rc = arb_block_entries_from_log(&p.task, &p.own, log, differed)) < 0) {
+        arb_block_package_free(&p);
+        return rc;
+    }
+    if ((rc = arb_block_run(&p.task, &r)) == 0) {
+        *leaf = r.leaf;
+        arb_block_result_free(&r);
+    }
+    arb_block_package_free(&p);
+    return rc;
+}
+
+/* Which direction entry of the package's leaf, turned the other way,
+ * fools an arbiter that takes the package's entries: the block is then
+ * accepted (the arbiter's rule allows either direction where its own value
+ * is that close to the midpoint) and is not the honest one. */
+static bool fooling_change(const uint8_t *buf, size_t len, const ovt_hash *honest, size_t *which)
+{
+    arb_block_package p;
+    if (arb_block_package_read(&p, buf, len) < 0)
+        return false;
+    krn_rlog_entry *e;
+    size_t n;
+    bool found = false;
+    for (*which = 0; !found && lie_about_entries(&e, &n, &p.task, p.task.leaf * LEAF_ELEMS, *which, false);
+         ++*which) {
+        uint8_t *forged = NULL;
+        size_t flen = 0;
+        ovt_hash leaf;
+        bool differed;
+        forge_entries(&forged, &flen, buf, len, e, n);
+        found = check_package(forged, flen, NULL, &leaf, &differed) == 0 && memcmp(leaf.b, honest->b, 32) != 0;
+        free(forged);
+        free(e);
+    }
+    ovt_err_clear();
+    if (found)
+        --*which;
+    arb_block_package_free(&p);
+    return found;
+}
+
+/* A package whose entries were changed (one turned the other way) and one
+ * dropped: with its own entries the block is not the trainer's (the
+ * package fools an arbiter that takes them); with the trainer's log's it is
+ * the true block. */
+static void test_log_entries(void)
+{
+    step_fixture f;
+    step_open(&f, "gpt2-tiny", 8, 64);
+    ovt_hash root, honest, leaf;
+    memset(&root, 0, sizeof root);
+    CHECK(krn_trace_finish(f.t, &root) == 0);
+    CHECK(krn_rlog_step(f.log) == 1);
+    /* the first site and leaf (of at least two entries) where one changed
+     * entry fools the package's own entries */
+    uint8_t *buf = NULL, *forged = NULL;
+    size_t len = 0, flen = 0, which = 0, i, tried = 0;
+    uint64_t L = 0;
+    bool differed = true, found = false;
+    for (i = 0; i < krn_trace_count(f.t) && !found; i++) {
+        const krn_trace_record *rec = krn_trace_record_at(f.t, i);
+        const krn_rlog_site *ls = krn_rlog_find(f.log, rec->site);
+        if (ls == NULL || ls->count < 2 || !arb_block_supported(rec->op))
+            continue;
+        L = ls->entries[0].index / LEAF_ELEMS;
+        if (ls->entries[1].index / LEAF_ELEMS != L)
+            continue;
+        free(buf);
+        buf = NULL;
+        tried++;
+        CHECK(arb_block_package_make(&buf, &len, &f.rc, f.t, &root, 1, i, L, f.log) == 0);
+        CHECK(check_package(buf, len, NULL, &honest, &differed) == 0);
+        found = fooling_change(buf, len, &honest, &which);
+    }
+    i--;
+    CHECK_MSG(found, "no entry of %zu sites' first leaves fools the package's entries", tried);
+    if (!found) {
+        free(buf);
+        step_close(&f);
+        return;
+    }
+    /* the honest package: the log's entries are its own */
+    CHECK(check_package(buf, len, f.log, &leaf, &differed) == 0);
+    CHECK(!differed);
+    CHECK_MEM(leaf.b, honest.b, 32);
+    arb_block_package p;
+    CHECK(arb_block_package_read(&p, buf, len) == 0);
+    krn_rlog_entry *e = NULL;
+    size_t n = 0;
+    /* one entry changed: the package's entries give another block (fooled);
+     * the log's the true one */
+    CHECK(lie_about_entries(&e, &n, &p.task, L * LEAF_ELEMS, which, false));
+    forge_entries(&forged, &flen, buf, len, e, n);
+    int rc = check_package(forged, flen, NULL, &leaf, &differed);
+    CHECK_MSG(rc == 0 && memcmp(leaf.b, honest.b, 32) != 0, "a changed entry: rc %d (%s)", rc, ovt_errmsg());
+    CHECK(check_package(forged, flen, f.log, &leaf, &differed) == 0);
+    CHECK(differed);
+    CHECK_MEM(leaf.b, honest.b, 32);
+    free(forged);
+    free(e);
+    /* one changed and one dropped: refused or another block without the
+     * log; the true block with it */
+    CHECK(lie_about_entries(&e, &n, &p.task, L * LEAF_ELEMS, which, true));
+    CHECK(n + 1 == p.task.nentries);
+    forge_entries(&forged, &flen, buf, len, e, n);
+    rc = check_package(forged, flen, NULL, &leaf, &differed);
+    CHECK_MSG(rc == OVT_EFRAUD || (rc == 0 && memcmp(leaf.b, honest.b, 32) != 0), "rc %d", rc);
+    CHECK(check_package(forged, flen, f.log, &leaf, &differed) == 0);
+    CHECK(differed);
+    CHECK_MEM(leaf.b, honest.b, 32);
+    printf("site %zu (%s) leaf %llu, %zu entries: entry %zu changed fools the package's entries; with one dropped "
+           "too: %s; with the trainer's log both give the true block\n",
+           i, p.task.op, (unsigned long long)L, p.task.nentries, which, rc ? "refused" : "another block");
+    free(forged);
+    free(e);
+    /* a log of another step is refused, the package's entries kept */
+    krn_rlog *other = krn_rlog_new();
+    krn_rlog_reset(other, 7);
+    size_t before = p.task.nentries;
+    CHECK(arb_block_entries_from_log(&p.task, &p.own, other, &differed) == OVT_EINVAL);
+    CHECK(strstr(ovt_errmsg(), "of step 7") != NULL);
+    CHECK(p.task.nentries == before);
+    krn_rlog_free(other);
+    arb_block_package_free(&p);
+    free(buf);
+    step_close(&f);
+}
+
+/* dir/name into out (512 bytes). */
+static void in_dir(char *out, const char *name)
+{
+    snprintf(out, 512, "%s/%s", dir, name);
+}
+
+/* A gpt2-tiny run of `steps` steps (4 x 32 tokens, a checkpoint each) in
+ * dir/name on tok's tokens, with extra flags. */
+static void tiny_run(char *tok, char *run, const char *name, int steps, const char *extra)
+{
+    in_dir(tok, "t.tok");
+    in_dir(run, name);
+    CHECK(cli_fox_tokens(tok, 300) == 0);
+    CHECK(run_ovt("train --model gpt2-tiny --data %s --out %s --steps %d --batch 4 --seq 32 --every 0 "
+                  "--checkpoint-every 1%s",
+                  tok, run, steps, extra) == 0);
+}
+
 static void test_cli(void)
 {
     char tok[512], run[512], honest[512], faulty[512], bad[512], line[256];
-    snprintf(tok, sizeof tok, "%s/t.tok", dir);
-    snprintf(run, sizeof run, "%s/run", dir);
-    snprintf(honest, sizeof honest, "%s/honest.blk", dir);
-    snprintf(faulty, sizeof faulty, "%s/faulty.blk", dir);
-    snprintf(bad, sizeof bad, "%s/bad.blk", dir);
-    CHECK(cli_fox_tokens(tok, 300) == 0);
+    in_dir(honest, "honest.blk");
+    in_dir(faulty, "faulty.blk");
+    in_dir(bad, "bad.blk");
     /* site 150 of gpt2-tiny's step: adamw.param, the last site (120576
      * elements, 8 leaves); element 40000 lies in leaf 2. (A flip in an
      * earlier site makes the trainer's log, recorded from the flipped
      * values, fail the fraud check at a later site: the step level then
      * decides, FraudulentLog.) */
-    CHECK(run_ovt("train --model gpt2-tiny --data %s --out %s --steps 3 --batch 4 --seq 32 --every 0 "
-                  "--checkpoint-every 1 --inject-fault flip-output --fault-step 2 --fault-site 150 "
-                  "--fault-element 40000",
-                  tok, run) == 0);
+    tiny_run(tok, run, "run", 3, " --inject-fault flip-output --fault-step 2 --fault-site 150 --fault-element 40000");
     CHECK(run_ovt("step --run %s --step 2 --data %s", run, tok) == 1);
     CHECK(output_has("does NOT match the step table"));
     CHECK(run_ovt("block pack %s --step 2 --site 150 --leaf 2 --out %s --data %s", run, honest, tok) == 0);
@@ -395,12 +628,260 @@ static void test_cli(void)
     CHECK(run_ovt("block frob") == 2);
 }
 
-int main(void)
+/* `ovt block check --log`: a package whose entries a lying packer changed
+ * gives another block from its own entries and the true one with the
+ * trainer's log file of the run. */
+static void test_cli_log(void)
+{
+    char tok[512], run[512], honest[512], forged[512], logfile[600], other_log[600];
+    in_dir(honest, "log-honest.blk");
+    in_dir(forged, "log-forged.blk");
+    tiny_run(tok, run, "run-log", 2, "");
+    snprintf(logfile, sizeof logfile, "%s/logs/step-00000002.rlog", run);
+    snprintf(other_log, sizeof other_log, "%s/logs/step-00000001.rlog", run);
+    /* the first site of step 2's log whose first entry's leaf has an entry
+     * that, changed, fools the package's entries: packed by the honest
+     * party, then the lie written into a copy */
+    krn_rlog *log = krn_rlog_new();
+    CHECK(krn_rlog_read_file(log, logfile) == 0);
+    char truth[67], got[67];
+    uint8_t *buf = NULL, *bad = NULL;
+    size_t len = 0, blen = 0, n = 0, which = 0;
+    bool found = false;
+    for (size_t k = 0; k < krn_rlog_nsites(log) && k < 24 && !found; k++) {
+        const krn_rlog_site *ls = krn_rlog_site_at(log, k);
+        uint64_t L = ls->entries[0].index / LEAF_ELEMS;
+        free(buf);
+        buf = NULL;
+        if (run_ovt("block pack %s --step 2 --site %u --leaf %llu --out %s --data %s", run, ls->site,
+                    (unsigned long long)L, honest, tok) != 0 ||
+            run_ovt("block check %s --json --log %s", honest, logfile) != 0)
+            continue;
+        CHECK(output_has("\"claim_matches\": true") && output_has("\"entries_from\": \"log\""));
+        CHECK(output_hex("recomputed_leaf", truth));
+        ovt_hash h;
+        CHECK(ovt_hex_decode(h.b, 32, truth + 2) == 0);
+        CHECK(ovt_read_file(honest, &buf, &len, 1 << 26) == 0);
+        found = buf && fooling_change(buf, len, &h, &which);
+    }
+    krn_rlog_free(log);
+    CHECK_MSG(found, "no site of step 2's log has an entry whose change fools the package's entries");
+    arb_block_package p;
+    krn_rlog_entry *e = NULL;
+    if (!found || arb_block_package_read(&p, buf, len) < 0) {
+        free(buf);
+        return;
+    }
+    CHECK(lie_about_entries(&e, &n, &p.task, p.task.leaf * LEAF_ELEMS, which, false));
+    forge_entries(&bad, &blen, buf, len, e, n);
+    arb_block_package_free(&p);
+    CHECK(ovt_write_atomic(forged, bad, blen, 0644) == 0);
+    free(e);
+    free(bad);
+    free(buf);
+    /* without the log: another block (the arbiter fooled) */
+    CHECK(run_ovt("block check %s --json", forged) == 0);
+    CHECK(output_has("\"entries_from\": \"package\""));
+    CHECK(output_hex("recomputed_leaf", got) && strcmp(got, truth) != 0);
+    /* with it: the true block, and it says the entries were replaced */
+    CHECK(run_ovt("block check %s --json --log %s", forged, logfile) == 0);
+    CHECK(output_has("\"claim_matches\": true") && output_has("\"entries_from\": \"log-replaced\""));
+    CHECK(output_hex("recomputed_leaf", got) && strcmp(got, truth) == 0);
+    CHECK(run_ovt("block check %s --log %s", forged, logfile) == 0);
+    CHECK(output_has("differ from the trainer's log: replaced"));
+    /* another step's log, a missing one, --log with pack: refused */
+    CHECK(run_ovt("block check %s --log %s", forged, other_log) == 1);
+    CHECK(output_has("is of step 1, the block of step 2"));
+    CHECK(run_ovt("block check %s --log %s/nope.rlog", forged, dir) == 1);
+    CHECK(run_ovt("block pack %s --step 2 --site 0 --leaf 0 --out %s --log %s", run, forged, logfile) == 2);
+}
+
+/* The first site of op in f's step (SIZE_MAX: none). */
+static size_t site_of_op(const step_fixture *f, const char *op)
+{
+    for (size_t k = 0; k < krn_trace_count(f->t); k++)
+        if (strcmp(krn_trace_record_at(f->t, k)->op, op) == 0)
+            return k;
+    return SIZE_MAX;
+}
+
+/* Element packages of the last leaf of the first site of op: elements 0,
+ * the middle one and the last of the leaf, each re-executed alone to the
+ * traced output's bits (its element node the hash of those bits) from a
+ * package smaller than the leaf's (smaller: strictly; else the leaf's
+ * inputs are one tree leaf anyway, and the package is the leaf's and its
+ * 8-byte element); a changed slice word is refused, an element past the
+ * leaf cannot be packed. */
+static void test_element_package(const char *preset, uint32_t batch, uint32_t seq, const char *op, bool smaller)
+{
+    step_fixture f;
+    step_open(&f, preset, batch, seq);
+    size_t i = site_of_op(&f, op);
+    CHECK_MSG(i != SIZE_MAX, "%s has no %s site", preset, op);
+    ovt_hash root;
+    memset(&root, 0, sizeof root);
+    CHECK(krn_trace_finish(f.t, &root) == 0);
+    const krn_trace_record *rec = i == SIZE_MAX ? NULL : krn_trace_record_at(f.t, i);
+    uint8_t *leaf_buf = NULL, *buf = NULL;
+    size_t leaf_len = 0, len = 0, n = 0;
+    uint64_t L = rec ? ovt_tree_leaves(rec->n * 4) - 1 : 0, count = rec ? rec->n - L * LEAF_ELEMS : 0;
+    if (rec)
+        CHECK(arb_block_package_make(&leaf_buf, &leaf_len, &f.rc, f.t, &root, 1, i, L, f.log) == 0);
+    const float *out = rec ? krn_trace_written(f.t, KRN_TRACE_SITE, (uint32_t)i, &n) : NULL;
+    uint64_t es[3] = {0, count / 2, count ? count - 1 : 0};
+    for (int k = 0; k < 3 && rec && out; k++) {
+        CHECK(arb_block_element_package_make(&buf, &len, &f.rc, f.t, &root, 1, i, L, f.log, es[k]) == 0);
+        CHECK_MSG(smaller ? len < leaf_len : len <= leaf_len + 8, "%s element package %zu bytes, the leaf's %zu", op,
+                  len, leaf_len);
+        arb_block_package p;
+        arb_block_result r;
+        CHECK(arb_block_package_read(&p, buf, len) == 0);
+        CHECK_EQ_U64(p.task.span_first, L * LEAF_ELEMS + es[k]);
+        CHECK_EQ_U64(p.task.span_count, 1);
+        int rc = arb_block_run(&p.task, &r);
+        CHECK_MSG(rc == 0, "%s %s element %llu: %s", preset, op, (unsigned long long)es[k], ovt_errmsg());
+        if (rc == 0) {
+            const float *want = out + L * LEAF_ELEMS + es[k];
+            CHECK(r.count == 1 && memcmp(&r.values[0], want, 4) == 0);
+            ovt_hash node, direct;
+            chain_narrow_element_leaves(&node, &r.values[0], 1);
+            uint8_t le[4];
+            uint32_t bits;
+            memcpy(&bits, want, 4);
+            ovt_put_le32(le, bits);
+            ovt_tree_leaf(&direct, le, 4);
+            CHECK_MEM(node.b, direct.b, 32);
+            arb_block_result_free(&r);
+        }
+        if (k == 1)
+            printf("%s %s: element package %zu bytes, the leaf's %zu (%.1f%%), rows %zu slices\n", preset, op, len,
+                   leaf_len, 100.0 * (double)len / (double)leaf_len, p.task.nslices);
+        arb_block_package_free(&p);
+        buf[len - 3] ^= 0x01; /* a word of the last slice */
+        CHECK(arb_block_package_read(&p, buf, len) == 0);
+        rc = arb_block_run(&p.task, &r);
+        CHECK_MSG(rc == OVT_EFRAUD, "a changed slice gave %d", rc);
+        if (rc == 0)
+            arb_block_result_free(&r);
+        arb_block_package_free(&p);
+        free(buf);
+        buf = NULL;
+    }
+    if (rec && count < LEAF_ELEMS)
+        CHECK(arb_block_element_package_make(&buf, &len, &f.rc, f.t, &root, 1, i, L, f.log, count) != 0);
+    free(buf);
+    free(leaf_buf);
+    step_close(&f);
+}
+
+/* `ovt block pack --element` of gpt2-tiny's xent.sum site and `ovt block
+ * check` of it: the element's node decides between two element leaves. */
+static void test_element_cli(void)
+{
+    step_fixture f;
+    step_open(&f, "gpt2-tiny", 4, 32);
+    size_t site = site_of_op(&f, "xent.sum");
+    step_close(&f);
+    CHECK(site != SIZE_MAX);
+    char tok[512], run[512], pkg[512], leaf_pkg[512];
+    snprintf(tok, sizeof tok, "%s/e.tok", dir);
+    snprintf(run, sizeof run, "%s/erun", dir);
+    snprintf(pkg, sizeof pkg, "%s/element.blk", dir);
+    snprintf(leaf_pkg, sizeof leaf_pkg, "%s/leaf.blk", dir);
+    CHECK(cli_fox_tokens(tok, 300) == 0);
+    CHECK(run_ovt("train --model gpt2-tiny --data %s --out %s --steps 2 --batch 4 --seq 32 --every 0 "
+                  "--checkpoint-every 1",
+                  tok, run) == 0);
+    CHECK(run_ovt("block pack %s --step 2 --site %zu --leaf 0 --element 77 --out %s --data %s", run, site, pkg,
+                  tok) == 0);
+    CHECK(output_has("(xent.sum, 128 elements), leaf 0 of 1") && output_has("element 77 of the leaf"));
+    CHECK(run_ovt("block check %s --json", pkg) == 0);
+    char node[67], other[67] = "0x";
+    CHECK(output_hex("element_node", node) && output_has("\"element\": 77,"));
+    CHECK(output_has("\"verdict\": null") && output_has("\"op\": \"xent.sum\""));
+    CHECK(output_has("\"row_lo\": 77,") && output_has("\"row_hi\": 78,")); /* only row 77's logits are read */
+    for (int k = 0; k < 64; k++)
+        other[2 + k] = node[2 + k] == 'a' ? 'b' : 'a';
+    other[66] = 0;
+    CHECK(run_ovt("block check %s --trainer-node %s --auditor-node %s", pkg, other, node) == 0);
+    CHECK(output_has("verdict: auditor-right") && output_has("element 77"));
+    CHECK(run_ovt("block check %s --trainer-node %s --auditor-node %s", pkg, node, other) == 0);
+    CHECK(output_has("verdict: trainer-right"));
+    CHECK(run_ovt("block check %s --trainer-node %s --auditor-node %s", pkg, other, other) == 0);
+    CHECK(output_has("verdict: neither"));
+    /* the leaf package of the same leaf: no element to compare */
+    CHECK(run_ovt("block pack %s --step 2 --site %zu --leaf 0 --out %s --data %s", run, site, leaf_pkg, tok) == 0);
+    CHECK(run_ovt("block check %s --trainer-node %s", leaf_pkg, node) == 1);
+    CHECK(output_has("is a leaf package"));
+    CHECK(run_ovt("block pack %s --step 2 --site %zu --leaf 0 --element 16384 --out %s --data %s", run, site, pkg,
+                  tok) == 2);
+    CHECK(run_ovt("block pack %s --step 2 --site %zu --leaf 0 --element 128 --out %s --data %s", run, site, pkg,
+                  tok) == 1);
+    CHECK(output_has("not within leaf 0"));
+
+    /* the party agent's side (party/narrow.c): at the element posting its
+     * planner posts the root of the leaf's element tree, and the package it
+     * publishes for element 77 is the command's, byte for byte */
+    CHECK(run_ovt("block pack %s --step 2 --site %zu --leaf 0 --element 77 --out %s --data %s", run, site, pkg,
+                  tok) == 0);
+    char steps[600];
+    snprintf(steps, sizeof steps, "%s/steps.bin", run);
+    trn_step_table table;
+    CHECK(trn_step_table_read(&table, steps) == 0);
+    party_narrow_step ps;
+    CHECK_MSG(party_narrow_load(&ps, run, tok, 2, &table.steps[2], NULL) == 0, "%s", ovt_errmsg());
+    size_t n = 0;
+    const float *out = krn_trace_written(ps.trace, KRN_TRACE_SITE, (uint32_t)site, &n);
+    CHECK(out && n == 128);
+    chain_narrow_game g;
+    memset(&g, 0, sizeof g);
+    g.phase = CHAIN_NARROW_PHASE_POSTING;
+    g.stage = CHAIN_NARROW_STAGE_ELEMENTS;
+    g.item_stage = CHAIN_NARROW_STAGE_TRACE;
+    g.item = site;
+    g.count = n;
+    if (out)
+        ovt_tree_leaf_le32(&g.auditor_side.block_leaf, out, n * 4);
+    chain_narrow_party party = party_narrow_party(&ps, 0, 0);
+    chain_narrow_move mv;
+    CHECK_MSG(chain_narrow_plan_move(&mv, &g, &party) == 0, "%s", ovt_errmsg());
+    CHECK_EQ_U64(mv.kind, CHAIN_NARROW_MOVE_POST_ELEMENTS);
+    ovt_hash leaves[128], want;
+    if (out && n == 128) {
+        chain_narrow_element_leaves(leaves, out, n);
+        ovt_tree_root_of_leaves(&want, leaves, n);
+        CHECK_MEM(mv.chain_root.b, want.b, 32);
+    }
+    uint8_t *mine = NULL, *theirs = NULL;
+    size_t mine_len = 0, theirs_len = 0;
+    CHECK(party_narrow_pack_element(&ps, site, 0, 77, &mine, &mine_len) == 0);
+    CHECK(ovt_read_file(pkg, &theirs, &theirs_len, 1 << 26) == 0);
+    CHECK(mine && theirs && mine_len == theirs_len && memcmp(mine, theirs, mine_len) == 0);
+    free(mine);
+    free(theirs);
+    party_narrow_free(&ps);
+    trn_step_table_free(&table);
+}
+
+int main(int argc, char **argv)
 {
     if (cli_setup("arb-block"))
         return 1;
+    if (argc == 2 && !strcmp(argv[1], "log")) {
+        /* test_arb_block_log: the trainer's log in place of the package's entries alone */
+        CHECK_RUN(test_log_entries());
+        CHECK_RUN(test_cli_log());
+        cli_cleanup();
+        return check_done();
+    }
     CHECK_RUN(test_cli());
+    CHECK_RUN(test_element_package("gpt2-tiny", 8, 64, "xent.sum", true));
+    CHECK_RUN(test_element_package("gpt2-tiny", 8, 64, "layernorm.mean", true));
+    CHECK_RUN(test_element_package("gpt2-tiny", 8, 64, "layernorm.bwd.dmean", true));
+    CHECK_RUN(test_element_package("llama-tiny", 8, 64, "rmsnorm.rstd", false));
+    CHECK_RUN(test_element_cli());
     CHECK_RUN(test_package_bytes());
+    CHECK_RUN(test_log_entries());
     CHECK_RUN(test_elements("gpt2-tiny", 8, 64));
     CHECK_RUN(test_elements("resnet-mini", 4, 0));
     CHECK_RUN(test_refusals());

@@ -93,7 +93,7 @@ int main(void)
     /* eth_getLogs capped at 10 blocks. */
     chain_arb arb;
     chain_receipt r;
-    CHECK(chain_arb_deploy(&arb, &m, &r) == 0);
+    CHECK(chain_arb_deploy(&arb, &m, NULL, &r) == 0);
     uint64_t deployed = r.block_number;
     chain_receipt_free(&r);
     chain_arb_params p;

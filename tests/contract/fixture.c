@@ -44,12 +44,13 @@ int fx_start_with(fx_env *env, const char *const *anvil_args)
             chain_txm_init(&env->txm[i], env->rpc, &env->key[i], &t) != 0)
             goto fail;
     }
-    chain_receipt r;
-    if (chain_arb_deploy(&env->arb, &env->txm[FX_OPENER], &r) != 0)
+    chain_receipt r, nr;
+    if (chain_narrow_deploy_pair(&env->arb, &env->narrow, &env->txm[FX_OPENER], &r, &nr) != 0)
         goto fail;
-    printf("deployed at block %llu, gas %llu\n", (unsigned long long)r.block_number,
-           (unsigned long long)r.gas_used);
+    printf("deployed at block %llu, gas %llu (OvtNarrow, bound to it: gas %llu)\n", (unsigned long long)r.block_number,
+           (unsigned long long)r.gas_used, (unsigned long long)nr.gas_used);
     chain_receipt_free(&r);
+    chain_receipt_free(&nr);
     env->next_nonce = 1;
     return 0;
 fail:
@@ -339,6 +340,17 @@ int fx_warp(fx_env *env, uint64_t seconds)
 {
     int rc = fx_raw(env, "evm_increaseTime", json_pack("[I]", (json_int_t)seconds));
     return rc != 0 ? rc : fx_raw(env, "evm_mine", NULL);
+}
+
+uint64_t fx_now(fx_env *env)
+{
+    chain_block_header h;
+    int found = 0;
+    if (chain_rpc_block_header(env->rpc, &h, &found, "latest") != 0 || !found) {
+        fprintf(stderr, "latest block: %s\n", ovt_errmsg());
+        return 0;
+    }
+    return h.timestamp;
 }
 
 uint64_t fx_balance(fx_env *env)

@@ -1,12 +1,14 @@
 #ifndef OVT_TESTS_CONTRACT_FIXTURE_H
 #define OVT_TESTS_CONTRACT_FIXTURE_H
 
-/* A real anvil with the arbitration contract deployed, nine funded accounts
+/* A real anvil with the arbitration contract and the narrowing contract
+ * bound to it deployed (chain_narrow_deploy_pair), nine funded accounts
  * (opener, trainer, auditor, arbiter, outsider: anvil's dev keys 0..4; four
  * more arbiters for committees: keys 5..8), and
  * the helpers the game suites share: runs with random histories, both
  * parties playing from their own Merkle trees, reverts read back by name. */
 #include "chain/arbitration.h"
+#include "chain/narrow.h"
 #include "support/anvil.h"
 
 enum {
@@ -29,10 +31,11 @@ typedef struct {
     chain_address addr[FX_NACCOUNTS];
     chain_txm txm[FX_NACCOUNTS];
     chain_arb arb;
+    chain_narrow narrow; /* OvtNarrow, bound to arb */
     uint64_t next_nonce; /* run nonces */
 } fx_env;
 
-/* Starts anvil, opens the RPC client, deploys the contract. 0 or -1. */
+/* Starts anvil, opens the RPC client, deploys the two contracts. 0 or -1. */
 int fx_start(fx_env *env);
 /* The same with extra anvil arguments (e.g. {"--state", FILE, NULL}). */
 int fx_start_with(fx_env *env, const char *const *anvil_args);
@@ -134,6 +137,9 @@ int fx_warp(fx_env *env, uint64_t seconds);
 
 /* The contract's balance in wei (UINT64_MAX, with a message, if unreadable). */
 uint64_t fx_balance(fx_env *env);
+
+/* The latest block's timestamp (0, with the error printed, on failure). */
+uint64_t fx_now(fx_env *env);
 
 /* Credit of an account (low 64 bits; fails the check if it is larger). */
 uint64_t fx_credit(fx_env *env, int who);

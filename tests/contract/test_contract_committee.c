@@ -63,21 +63,10 @@ static uint64_t balance(const chain_address *a)
     return lo64(&b);
 }
 
-static uint64_t head_time(void)
-{
-    chain_block_header h;
-    int found = 0;
-    if (chain_rpc_block_header(env.rpc, &h, &found, "latest") != 0 || !found) {
-        fprintf(stderr, "latest block: %s\n", ovt_errmsg());
-        return 0;
-    }
-    return h.timestamp;
-}
-
 /* Mines a block just past unix time `when`. */
 static int warp_past(uint64_t when)
 {
-    uint64_t now = head_time();
+    uint64_t now = fx_now(&env);
     return fx_warp(&env, when >= now ? when - now + 1 : 1);
 }
 
@@ -126,7 +115,7 @@ static int to_verdict(fx_run *run, unsigned n)
     CHECK_MSG(rc == 0, "playing to the verdict: %s", ovt_errmsg());
     chain_arb_game g = game(run);
     CHECK(g.phase == CHAIN_ARB_PHASE_AWAITING_VERDICT);
-    CHECK_EQ_U64(g.deadline - head_time(), n > 1 ? 2 * WINDOW : WINDOW);
+    CHECK_EQ_U64(g.deadline - fx_now(&env), n > 1 ? 2 * WINDOW : WINDOW);
     return rc != 0 || g.phase != CHAIN_ARB_PHASE_AWAITING_VERDICT ? -1 : 0;
 }
 

@@ -1,8 +1,12 @@
 /* `ovt deploy` and `ovt game` (the built binary, OVT_BINARY_DIR/ovt) against a real anvil:
  * with --private-key and with a keystore + password file; the address is
  * the one cast computes for the deployer's nonce, the code there answers a
- * pure call through cast, and bad invocations fail with clear messages that
- * never repeat the key; a node before Shanghai is named as such. */
+ * pure call through cast, OvtNarrow is at the next nonce and bound to it
+ * (its arbitration() is the arbitration contract), --no-narrow deploys the
+ * arbitration contract alone, and bad invocations fail with clear messages
+ * that never repeat the key; a node before Shanghai is named as such;
+ * chain_narrow_check_bound (--narrow of the agents and the arbiter) takes
+ * the bound OvtNarrow only. */
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,6 +16,7 @@
 
 #include "chain/arbitration.h"
 #include "chain/keystore.h"
+#include "chain/narrow.h"
 #include "check.h"
 #include "common/fileio.h"
 #include "support/anvil.h"
@@ -36,9 +41,22 @@ static int sh(char **out, const char *fmt, ...)
     return tsup_runl(out, "/bin/sh", "-c", full, NULL);
 }
 
+/* The address cast computes for the deployer at nonce. */
+static int address_at(char out[43], const char *deployer, unsigned nonce)
+{
+    char *want = NULL, nonce_s[16];
+    snprintf(nonce_s, sizeof nonce_s, "%u", nonce);
+    int rc = tsup_runl(&want, cast, "compute-address", deployer, "--nonce", nonce_s, NULL);
+    const char *at = want ? strstr(want, "0x") : NULL;
+    snprintf(out, 43, "%s", rc == 0 && at ? at : "-");
+    free(want);
+    return rc == 0 && at ? 0 : -1;
+}
+
 /* Checks one --json result: address = cast compute-address of the deployer
- * at `nonce`, and the code there computes depthOf(7) = 3. */
-static void check_deployed(const char *out, const char *deployer, unsigned nonce)
+ * at `nonce`, and the code there computes depthOf(7) = 3; with `pair`,
+ * narrow.address is at nonce + 1 and its arbitration() is address. */
+static void check_deployed(const char *out, const char *deployer, unsigned nonce, int pair)
 {
     json_error_t jerr;
     json_t *o = out ? json_loads(out, 0, &jerr) : NULL;
@@ -50,15 +68,26 @@ static void check_deployed(const char *out, const char *deployer, unsigned nonce
     CHECK(addr && from && strcasecmp(from, deployer) == 0);
     CHECK(json_integer_value(json_object_get(o, "chain_id")) == 31337);
     CHECK(json_integer_value(json_object_get(o, "gas_used")) > 1000000);
-    char *want = NULL, nonce_s[16];
-    snprintf(nonce_s, sizeof nonce_s, "%u", nonce);
-    CHECK(tsup_runl(&want, cast, "compute-address", deployer, "--nonce", nonce_s, NULL) == 0);
-    CHECK_MSG(want && addr && strstr(want, addr) != NULL, "cast: %s, ovt: %s", want ? want : "-", addr ? addr : "-");
+    char want[43];
+    CHECK(address_at(want, deployer, nonce) == 0);
+    CHECK_MSG(addr && strcasecmp(want, addr) == 0, "cast: %s, ovt: %s", want, addr ? addr : "-");
     char *depth = NULL;
     CHECK(addr && tsup_runl(&depth, cast, "call", "--rpc-url", node.url, addr, "depthOf(uint64)(uint8)", "7", NULL) == 0);
     CHECK_MSG(depth && strcmp(depth, "3") == 0, "depthOf(7) = %s", depth ? depth : "-");
     free(depth);
-    free(want);
+    json_t *narrow = json_object_get(o, "narrow");
+    CHECK_MSG(pair == (narrow != NULL), "narrow %s: %s", pair ? "missing" : "printed with --no-narrow", out);
+    const char *naddr = json_string_value(json_object_get(narrow, "address"));
+    if (pair && addr && naddr) {
+        CHECK(address_at(want, deployer, nonce + 1) == 0);
+        CHECK_MSG(strcasecmp(want, naddr) == 0, "OvtNarrow: cast %s, ovt %s", want, naddr);
+        CHECK(json_integer_value(json_object_get(narrow, "gas_used")) > 1000000);
+        char *bound = NULL;
+        CHECK(tsup_runl(&bound, cast, "call", "--rpc-url", node.url, naddr, "arbitration()(address)", NULL) == 0);
+        CHECK_MSG(bound && strcasecmp(bound, addr) == 0, "OvtNarrow.arbitration() = %s, not %s", bound ? bound : "-",
+                  addr);
+        free(bound);
+    }
     json_decref(o);
 }
 
@@ -66,12 +95,63 @@ static void test_private_key(void)
 {
     char *out = NULL;
     CHECK(sh(&out, "%s deploy --rpc-url %s --private-key %s --json", ovt, node.url, KEY0) == 0);
-    check_deployed(out, "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", 0);
+    check_deployed(out, "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", 0, 1);
     free(out);
-    /* the text form names the contract too */
+    /* the text form names both contracts too */
     CHECK(sh(&out, "ETH_RPC_URL=%s %s deploy --private-key %s", node.url, ovt, KEY0) == 0);
-    CHECK(out && strstr(out, "contract  0x") != NULL);
+    CHECK(out && strstr(out, "contract  0x") != NULL && strstr(out, "narrow    0x") != NULL);
     free(out);
+    /* alone: one transaction, at nonce 4 after the two pairs */
+    CHECK(sh(&out, "%s deploy --rpc-url %s --private-key %s --no-narrow --json", ovt, node.url, KEY0) == 0);
+    check_deployed(out, "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", 4, 0);
+    free(out);
+    /* a record of the contract alone is not taken for a pair, and reported again with --no-narrow */
+    char dir[] = "/tmp/ovt_deploy_XXXXXX", rec[300];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(rec, sizeof rec, "%s/deployment.json", dir);
+    CHECK(sh(&out, "%s deploy --rpc-url %s --private-key %s --no-narrow --out %s --json", ovt, node.url, KEY0, rec) ==
+          0);
+    check_deployed(out, "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", 5, 0);
+    free(out);
+    CHECK(sh(&out, "%s deploy --rpc-url %s --private-key %s --out %s", ovt, node.url, KEY0, rec) == 1);
+    CHECK_MSG(out && strstr(out, "records the arbitration contract alone") && strstr(out, "--no-narrow"), "%s",
+              out ? out : "-");
+    free(out);
+    CHECK(sh(&out, "%s deploy --rpc-url %s --private-key %s --no-narrow --out %s --json", ovt, node.url, KEY0, rec) ==
+          0);
+    check_deployed(out, "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", 5, 0);
+    free(out);
+    /* a pair's record whose arbitration contract is not at the nonce before
+     * OvtNarrow's: refused (the two cannot be bound), and nothing sent */
+    CHECK(sh(&out, "%s deploy --rpc-url %s --private-key %s --out %s.pair", ovt, node.url, KEY0, rec) == 0);
+    free(out);
+    char pair[320];
+    snprintf(pair, sizeof pair, "%s.pair", rec);
+    json_t *r = json_load_file(pair, 0, NULL);
+    json_t *n = json_object_get(r, "narrow");
+    CHECK(json_integer_value(json_object_get(n, "nonce")) == 7);
+    json_object_set_new(n, "nonce", json_integer(9));
+    json_object_del(n, "tx_hash");
+    json_object_set_new(n, "tx_hashes", json_array());
+    CHECK(r && json_dump_file(r, pair, 0) == 0);
+    json_decref(r);
+    char *before = NULL, *after = NULL;
+    CHECK(tsup_runl(&before, cast, "nonce", "--rpc-url", node.url, "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
+                    NULL) == 0);
+    CHECK(sh(&out, "%s deploy --rpc-url %s --private-key %s --out %s", ovt, node.url, KEY0, pair) == 1);
+    CHECK_MSG(out && strstr(out, "the arbitration contract was created at") && strstr(out, "nonce 8") &&
+                  strstr(out, "deploy the pair again"),
+              "%s", out ? out : "-");
+    free(out);
+    CHECK(tsup_runl(&after, cast, "nonce", "--rpc-url", node.url, "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
+                    NULL) == 0);
+    CHECK_MSG(before && after && strcmp(before, after) == 0, "nonce %s then %s", before ? before : "-",
+              after ? after : "-");
+    free(before);
+    free(after);
+    unlink(pair);
+    unlink(rec);
+    rmdir(dir);
 }
 
 static void test_keystore(void)
@@ -93,7 +173,7 @@ static void test_keystore(void)
                     NULL) == 0);
     free(out);
     CHECK(sh(&out, "%s deploy --rpc-url %s --keystore %s --password-file %s --json", ovt, node.url, ks, pw) == 0);
-    check_deployed(out, a, 0);
+    check_deployed(out, a, 0, 1);
     free(out);
 
     CHECK(ovt_write_atomic(pw, "wrong horse\n", 12, 0600) == 0);
@@ -132,6 +212,50 @@ static void test_bad_invocations(void)
     free(out);
     CHECK(sh(&out, "%s deploy --rpc-url %s --private-key %s --confirmations 0", ovt, node.url, KEY0) == 2);
     free(out);
+}
+
+/* --narrow of the agents and the arbiter: the OvtNarrow bound to the
+ * contract is accepted; another pair's, the arbitration contract itself and
+ * an account are refused at startup with the address to give instead. */
+static void test_narrow_bound(void)
+{
+    char *out = NULL, addr[2][2][43];
+    for (int k = 0; k < 2; k++) {
+        CHECK(sh(&out, "%s deploy --rpc-url %s --private-key %s --json", ovt, node.url, KEY0) == 0);
+        json_t *o = out ? json_loads(out, 0, NULL) : NULL;
+        const char *a = json_string_value(json_object_get(o, "address"));
+        const char *n = json_string_value(json_object_get(json_object_get(o, "narrow"), "address"));
+        snprintf(addr[k][0], 43, "%s", a ? a : "");
+        snprintf(addr[k][1], 43, "%s", n ? n : "");
+        json_decref(o);
+        free(out);
+    }
+    chain_rpc *rpc = NULL;
+    chain_arb arb;
+    chain_address a, n;
+    CHECK(chain_rpc_open(&rpc, node.url, NULL) == 0);
+    CHECK(chain_address_from_string(&a, addr[0][0]) == 0 && chain_arb_attach(&arb, rpc, &a) == 0);
+    CHECK(chain_address_from_string(&n, addr[0][1]) == 0 && chain_narrow_check_bound(&arb, &n) == 0);
+    CHECK(chain_address_from_string(&n, addr[1][1]) == 0 && chain_narrow_check_bound(&arb, &n) == OVT_EINVAL);
+    CHECK_MSG(strstr(ovt_errmsg(), "of another arbitration contract") && strstr(ovt_errmsg(), "narrow.address"), "%s",
+              ovt_errmsg());
+    CHECK(chain_narrow_check_bound(&arb, &a) == OVT_EINVAL);
+    CHECK_MSG(strstr(ovt_errmsg(), "is not an OvtNarrow contract"), "%s", ovt_errmsg());
+    CHECK(chain_address_from_string(&n, "0x70997970C51812dc3A010C7d01b50e0d17dc79C8") == 0 &&
+          chain_narrow_check_bound(&arb, &n) == OVT_EINVAL);
+    ovt_err_clear();
+    chain_rpc_close(rpc);
+    /* ovt arbiter watch says it at startup, before watching anything */
+    char dir[] = "/tmp/ovt_deploy_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK(sh(&out,
+             "%s arbiter watch --rpc-url %s --contract %s --narrow %s --private-key %s --store file://%s/store "
+             "--state-dir %s/state",
+             ovt, node.url, addr[0][0], addr[1][1], KEY0, dir, dir) == 1);
+    CHECK_MSG(out && strstr(out, "of another arbitration contract") && strstr(out, addr[0][0]), "%s",
+              out ? out : "-");
+    free(out);
+    CHECK(tsup_runl(NULL, "/bin/rm", "-rf", dir, NULL) == 0);
 }
 
 /* `ovt game` on a run opened with cast: the fields read back, an unknown run
@@ -253,6 +377,7 @@ int main(void)
     CHECK_RUN(test_keystore());
     CHECK_RUN(test_bad_invocations());
     CHECK_RUN(test_game_command());
+    CHECK_RUN(test_narrow_bound());
     CHECK_RUN(test_node_before_shanghai());
     tsup_anvil_stop(&node);
     return check_done();

@@ -38,9 +38,22 @@
  *   count 0); CountsDiffer; bad children in the chain descent; silence at
  *   the chain posting (a party without chunk_leaves plans no move). A
  *   matmul.fwd site still ends at level 3.
+ * - Level 4 of an element op (one value per row: xent.sum, layernorm.mean,
+ *   ...): both parties' element trees over the leaf's values, played by
+ *   the planner, the liar's value differing at element 0, in the middle
+ *   and at the last of a full leaf, and in the output's short last leaf
+ *   (100 elements); every one of the 13 element ops enters the stage and
+ *   layernorm.fwd (one value per element) does not; equal roots (the liar
+ *   posting the honest tree, which its planner refuses to build) end
+ *   ElementsAgree; bad children lose; silence at the element posting loses
+ *   (a party without element_values plans no move). And real: gpt2-tiny
+ *   steps whose liar flips bit 3 of element 17 of the xent.sum site, and of
+ *   the first layernorm.bwd.dmean site, narrowed through the element stage
+ *   to element 17, the nodes those of the two real values.
  * - The gas of every call, and of a whole narrowing at gpt2-small's size
- *   (741 sites, a 64 MiB output of 1024 leaves), and of a chunk stage at
- *   8, 1024 and 8192 chunks, for docs/contract.md. */
+ *   (741 sites, a 64 MiB output of 1024 leaves), of a chunk stage at 8,
+ *   1024 and 8192 chunks and of an element stage of 16384 elements, and
+ *   OvtNarrow's runtime size, for docs/contract.md. */
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -49,6 +62,7 @@
 
 #include "chain/narrow.h"
 #include "check.h"
+#include "support/rpcproxy.h"
 #include "common/tree.h"
 #include "fixture.h"
 #include "data/dataset.h"
@@ -68,8 +82,10 @@
 #define BIG_TENSOR 3
 #define BIG_TENSOR_N (2u * 16384u + 7u) /* 3 leaves */
 #define MOVE_TIMEOUT 600
-#define NARROW_GAS_GPT2_SMALL 3301831u /* a whole narrowing, 741 sites, 1024 leaves (docs/contract.md) */
-#define CHUNK_GAS_8192 1888853u        /* a whole chunk stage, 8192 chunks (docs/contract.md) */
+#define NARROW_GAS_GPT2_SMALL 3573967u /* a whole narrowing, 741 sites, 1024 leaves (docs/contract.md) */
+#define CHUNK_GAS_8192 2080912u        /* a whole chunk stage, 8192 chunks (docs/contract.md) */
+#define ELEMENT_GAS_16384 2041360u     /* a whole element stage, 16384 elements, the last differing (docs/contract.md) */
+#define EIP170_LIMIT 24576u            /* the most runtime code a contract may have */
 
 static fx_env env;
 static chain_narrow narrow;
@@ -220,6 +236,8 @@ static void fault_trace(party_step *p)
 
 /* Set: the auditor's leaf K has another batchHash than the trainer's. */
 static bool auditor_batch_differs;
+/* The arbiterTimeout the next run_to_verdict opens with (0: fx_params'). */
+static uint32_t verdict_window;
 
 /* A run whose leaves K-1 and K carry these stateHashes (the trainer's and
  * the auditor's at K), played to AwaitingVerdict. */
@@ -231,6 +249,8 @@ static int run_to_verdict(fx_run *run, const party_step *trainer, const party_st
     chain_arb_params p;
     fx_params(&env, &p, 5, MOVE_TIMEOUT, 1000, 2000);
     p.config_hash = sc.config_hash;
+    if (verdict_window)
+        p.arbiter_timeout = verdict_window;
     if (fx_open(&env, run, &p, NULL) != 0 || fx_histories(run, sc.step) != 0)
         return -1;
     fx_history *h[2] = {&run->trainer, &run->auditor};
@@ -272,7 +292,8 @@ static chain_narrow_post post_of(const fx_run *run, const party_step *p, int who
 /* Gas of every kind of call, summed over a game (docs/contract.md). */
 typedef struct {
     uint64_t post[2], descend_first, descend_second, ndescend, reveal[2], descend_total;
-    uint64_t chunk_post[2], chunk_total, nchunk; /* level 4: postChunks, and every move of stage Chunks */
+    uint64_t chunk_post[2], chunk_total, nchunk; /* level 4: postChunks (postElements), and every move of
+                                                    stage Chunks (Elements) */
 } gas_log;
 
 static int post(const fx_run *run, const chain_narrow_post *p, int who, uint64_t *gas)
@@ -344,6 +365,22 @@ static int chain_of(void *ctx, uint64_t site, uint64_t block, ovt_hash **leaves,
     return 0;
 }
 
+/* Level 4 of an element op: the party's values of (site, block), a
+ * copy of its output's leaf (the planner's callback). */
+static int values_of(void *ctx, uint64_t site, uint64_t block, float **values, size_t *n)
+{
+    const party_step *p = ctx;
+    uint64_t first = block * CHAIN_NARROW_LEAF_ELEMENTS;
+    if (!p->out[site] || first >= p->n[site])
+        return ovt_fail(OVT_EINVAL, "block %llu is outside site %llu's output", (unsigned long long)block,
+                        (unsigned long long)site);
+    uint64_t rest = p->n[site] - first;
+    *n = rest < CHAIN_NARROW_LEAF_ELEMENTS ? (size_t)rest : CHAIN_NARROW_LEAF_ELEMENTS;
+    *values = malloc(*n * sizeof **values);
+    memcpy(*values, p->out[site] + first, *n * sizeof **values);
+    return 0;
+}
+
 /* The party that plays p, for chain_narrow_plan_move; posts[0] and [1]
  * are the trainer's and the auditor's posts. */
 static chain_narrow_party party_of(const party_step *p, int who, const chain_narrow_post posts[2])
@@ -352,7 +389,8 @@ static chain_narrow_party party_of(const party_step *p, int who, const chain_nar
     chain_narrow_party party = {.is_trainer = t, .post = &posts[t ? 0 : 1], .other = &posts[t ? 1 : 0],
                                 .nsites = sc.nsites, .record_hashes = p->rec_hash,
                                 .records = (const uint8_t *const *)p->rec, .record_lens = p->rec_len,
-                                .output_leaves = leaves_of, .chunk_leaves = chain_of, .ctx = (void *)p};
+                                .output_leaves = leaves_of, .chunk_leaves = chain_of,
+                                .element_values = values_of, .ctx = (void *)p};
     return party;
 }
 
@@ -376,10 +414,10 @@ static int move(const fx_run *run, const party_step *p, int who, gas_log *gl, in
     if (mv.kind == CHAIN_NARROW_MOVE_NONE)
         return 0;
     int second = g.moved != 0;
-    if (gl && g.stage == CHAIN_NARROW_STAGE_CHUNKS) {
+    if (gl && (g.stage == CHAIN_NARROW_STAGE_CHUNKS || g.stage == CHAIN_NARROW_STAGE_ELEMENTS)) {
         gl->chunk_total += r.gas_used;
         gl->nchunk++;
-        if (mv.kind == CHAIN_NARROW_MOVE_POST_CHUNKS)
+        if (mv.kind == CHAIN_NARROW_MOVE_POST_CHUNKS || mv.kind == CHAIN_NARROW_MOVE_POST_ELEMENTS)
             gl->chunk_post[second] = r.gas_used;
     }
     if (gl && mv.kind == CHAIN_NARROW_MOVE_POST)
@@ -425,6 +463,74 @@ static const char *revert_of(int who, const chain_buf *calldata)
 
 static party_step honest, liar;
 
+/* Mines `blocks` empty blocks (anvil_mine; anvil slows down as its chain
+ * grows, to seconds per thousand blocks past 10,000, so the test scales
+ * the window down rather than the chain up). */
+static void mine(uint64_t blocks)
+{
+    char count[24];
+    snprintf(count, sizeof count, "0x%llx", (unsigned long long)blocks);
+    CHECK(fx_raw(&env, "anvil_mine", json_pack("[s]", count)) == 0);
+}
+
+/* The evidence's window in the test: 100 blocks (CHAIN_NARROW_LOG_WINDOW's
+ * 10,000 scaled down with the chain). */
+#define WINDOW 100u
+
+/* The evidence of game g read again over blocks [0, head]: the same as ev0,
+ * read back in windows down to the NarrowStarted block, not to block 0
+ * (the first window is WINDOW blocks, the others the size the node took). */
+static void same_evidence(const chain_narrow *n, const fx_run *run, const chain_narrow_game *g,
+                          const chain_narrow_evidence *ev0, uint64_t head, chain_narrow_evidence *ev)
+{
+    CHECK(chain_narrow_get_evidence(n, &run->run_id, g, 0, head, WINDOW, ev) == 0);
+    CHECK_EQ_U64(ev->nprevious, ev0->nprevious);
+    CHECK(ev->previous_roots && memcmp(ev->previous_roots, ev0->previous_roots, ev0->nprevious * 32) == 0);
+    for (int k = 0; k < 2; k++)
+        CHECK(ev->record[k] && ev->record_len[k] == ev0->record_len[k] &&
+              memcmp(ev->record[k], ev0->record[k], ev0->record_len[k]) == 0);
+    CHECK(ev->start_block != UINT64_MAX && ev->start_block <= head);
+    CHECK(ev->windows <= (head - ev->start_block) / ev->window + 1);
+}
+
+/* A narrowing whose events lie far behind the block read: its evidence is
+ * found in windows of WINDOW blocks back to its start (250 empty blocks
+ * mined after it, 120 before the scenarios), and through a node that
+ * refuses eth_getLogs over 30 blocks in the windows the node takes, saying
+ * so (window). */
+static void long_history(const fx_run *run, const chain_narrow_game *g, const chain_narrow_evidence *ev0)
+{
+    uint64_t before = 0, head = 0;
+    CHECK(chain_rpc_block_number(env.rpc, &before) == 0);
+    mine(250);
+    CHECK(chain_rpc_block_number(env.rpc, &head) == 0);
+    CHECK(head >= before + 250);
+    chain_narrow_evidence ev;
+    same_evidence(&narrow, run, g, ev0, head, &ev);
+    CHECK_EQ_U64(ev.window, WINDOW);
+    CHECK_EQ_U64(ev.windows, (head - ev.start_block) / WINDOW + 1); /* not those down to block 0 */
+    CHECK(ev.windows >= 3 && ev.windows < head / WINDOW + 1 && ev.start_block >= 120 && ev.start_block <= before);
+    printf("evidence of a narrowing started at block %llu read at block %llu: %u windows of %llu blocks\n",
+           (unsigned long long)ev.start_block, (unsigned long long)head, ev.windows, (unsigned long long)ev.window);
+    chain_narrow_evidence_free(&ev);
+    tsup_rpcproxy proxy;
+    memset(&proxy, 0, sizeof proxy);
+    chain_rpc *capped = NULL;
+    CHECK(tsup_rpcproxy_start(&proxy, env.node.url) == 0);
+    proxy.logs_cap = 30;
+    CHECK(chain_rpc_open(&capped, proxy.httpd.url, NULL) == 0);
+    chain_narrow through = narrow;
+    through.rpc = capped;
+    same_evidence(&through, run, g, ev0, head, &ev);
+    CHECK(ev.window <= 30 && ev.window >= 15);
+    CHECK(proxy.logs_refused > 0 && proxy.widest_logs_range <= 30);
+    printf("through a node capping eth_getLogs at 30 blocks: %u windows of %llu blocks, %d refused\n", ev.windows,
+           (unsigned long long)ev.window, proxy.logs_refused);
+    chain_narrow_evidence_free(&ev);
+    chain_rpc_close(capped);
+    tsup_rpcproxy_stop(&proxy);
+}
+
 /* The liar's and the honest party's game played to its end by the
  * planner: Narrowed in `stage` on the fault's site, op and block. */
 static chain_narrow_game play_narrowed(fx_run *run, gas_log *gl, chain_narrow_stage stage)
@@ -443,7 +549,7 @@ static chain_narrow_game play_narrowed(fx_run *run, gas_log *gl, chain_narrow_st
     return g;
 }
 
-static void test_honest_path(void)
+static void test_honest_path(bool far_behind)
 {
     fx_run run;
     gas_log gl = {0};
@@ -467,13 +573,15 @@ static void test_honest_path(void)
     chain_narrow_evidence ev;
     uint64_t head = 0;
     CHECK(chain_rpc_block_number(env.rpc, &head) == 0);
-    CHECK(chain_narrow_get_evidence(&narrow, &run.run_id, &g, 0, head, &ev) == 0);
+    CHECK(chain_narrow_get_evidence(&narrow, &run.run_id, &g, 0, head, 0, &ev) == 0);
     CHECK_EQ_U64(ev.nprevious, 3 * sc.nt);
     CHECK(ev.previous_roots && memcmp(ev.previous_roots, sc.prev_roots, 3 * sc.nt * sizeof(ovt_hash)) == 0);
     CHECK(ev.record[0] && ev.record_len[0] == liar.rec_len[g.item] &&
           memcmp(ev.record[0], liar.rec[g.item], ev.record_len[0]) == 0);
     CHECK(ev.record[1] && ev.record_len[1] == honest.rec_len[g.item] &&
           memcmp(ev.record[1], honest.rec[g.item], ev.record_len[1]) == 0);
+    if (far_behind)
+        long_history(&run, &g, &ev);
     chain_narrow_evidence_free(&ev);
     printf("gas: postTrace first %" PRIu64 ", second %" PRIu64 "; descend %" PRIu64 " moves, %" PRIu64
            " total (first movers %" PRIu64 ", second %" PRIu64 "); reveal first %" PRIu64 ", second %" PRIu64 "\n",
@@ -486,6 +594,162 @@ static void test_honest_path(void)
         CHECK_MSG(total <= NARROW_GAS_GPT2_SMALL * 105 / 100, "%" PRIu64 " gas, more than 5%% over %u", total,
                   NARROW_GAS_GPT2_SMALL);
     fx_run_free(&run);
+}
+
+/* A narrowing far longer than the run's verdict window (arbiterTimeout 100
+ * s, each round played 550 s into its 600): every round moves the verdict
+ * deadline to the round's deadline plus arbiterTimeout (OvtNarrow calls
+ * extendVerdict), never earlier; the verdict's timeout cannot be claimed
+ * while the narrowing runs; once it ends the arbiter still has its window
+ * and rules, long after the first deadline. Nobody else may extend it, and
+ * an OvtNarrow deployed against an arbitration contract not bound to it is
+ * refused. */
+static void test_verdict_follows_narrowing(void)
+{
+    fx_run run;
+    verdict_window = 100;
+    int rc = run_to_verdict(&run, &liar, &honest);
+    verdict_window = 0;
+    CHECK(rc == 0);
+    uint64_t first = fx_game(&env, &run).deadline, last = first;
+    chain_buf claim, extend;
+    chain_buf_init(&claim);
+    chain_buf_init(&extend);
+    CHECK(chain_arb_encode_timeout(&claim, &run.run_id) == 0);
+    CHECK(chain_arb_encode_extend_verdict(&extend, &run.run_id, first + 100000) == 0);
+    int rounds = 0, m1 = 1, m2 = 1;
+    for (int guard = 0; guard < 100 && (m1 || m2); guard++) {
+        CHECK(move(&run, &liar, FX_TRAINER, NULL, &m1) == 0 && move(&run, &honest, FX_AUDITOR, NULL, &m2) == 0);
+        chain_narrow_game ng = game_of(&run);
+        chain_arb_game g = fx_game(&env, &run);
+        CHECK_EQ_U64(g.phase, CHAIN_ARB_PHASE_AWAITING_VERDICT);
+        CHECK_MSG(g.deadline >= last, "the verdict deadline moved earlier: %" PRIu64 " after %" PRIu64, g.deadline,
+                  last);
+        last = g.deadline;
+        if (ng.phase != CHAIN_NARROW_PHASE_ENDED) {
+            CHECK_EQ_U64(g.deadline, ng.deadline + 100);
+            rounds++;
+        }
+        FX_CHECK_REVERT(&env, FX_OUTSIDER, NULL, &claim, "NotExpired");
+        FX_CHECK_REVERT(&env, FX_OUTSIDER, NULL, &extend, "NotNarrow");
+        FX_CHECK_REVERT(&env, FX_ARBITER, NULL, &extend, "NotNarrow");
+        if (ng.phase != CHAIN_NARROW_PHASE_ENDED)
+            CHECK(fx_warp(&env, MOVE_TIMEOUT - 50) == 0); /* a slow narrowing: late in every round */
+    }
+    chain_narrow_game ng = game_of(&run);
+    CHECK_EQ_U64(ng.outcome, CHAIN_NARROW_NARROWED);
+    uint64_t now = fx_now(&env);
+    CHECK_MSG(rounds >= 6 && now > first + 5 * MOVE_TIMEOUT, "%d rounds, ended at %" PRIu64
+              " against the first deadline %" PRIu64, rounds, now, first);
+    CHECK_MSG(last >= now + 100, "the arbiter has %" PRIu64 " s left, less than its window",
+              last > now ? last - now : 0);
+    CHECK(chain_arb_verdict(&env.arb, &env.txm[FX_ARBITER], &run.run_id, sc.step, CHAIN_ARB_AUDITOR_RIGHT,
+                            &run.auditor.leaves[sc.step], NULL) == 0);
+    chain_arb_game g = fx_game(&env, &run);
+    CHECK_EQ_U64(g.phase, CHAIN_ARB_PHASE_SETTLED);
+    CHECK_EQ_U64(g.outcome, CHAIN_ARB_AUDITOR_RIGHT);
+    printf("verdict window: %d narrowing rounds over %" PRIu64 " s, the verdict %" PRIu64
+           " s after its first deadline\n", rounds, now - (first - 100), now - first);
+    chain_buf_free(&claim);
+    chain_buf_free(&extend);
+    fx_run_free(&run);
+    /* a second OvtNarrow: env.arb is bound to the first */
+    chain_narrow other;
+    CHECK(chain_narrow_deploy(&other, &env.txm[FX_OUTSIDER], &env.arb.address, NULL) != 0);
+    CHECK_MSG(strstr(ovt_errmsg(), "NotNarrow") != NULL, "deploy refused with: %s", ovt_errmsg());
+}
+
+/* extendVerdict(gameId, until) from an account the deadline of env.arb's run
+ * is read back after. */
+static uint64_t extend_to(const fx_run *run, uint64_t until, uint64_t *now)
+{
+    chain_buf b;
+    chain_buf_init(&b);
+    chain_receipt r;
+    if (chain_arb_encode_extend_verdict(&b, &run->run_id, until) != 0 ||
+        chain_txm_send(&env.txm[FX_OUTSIDER], &r, &env.arb.address, NULL, b.data, b.len) != 0) {
+        fprintf(stderr, "extendVerdict: %s\n", ovt_errmsg());
+        chain_buf_free(&b);
+        return 0;
+    }
+    chain_receipt_free(&r);
+    chain_buf_free(&b);
+    *now = fx_now(&env);
+    return fx_game(&env, run).deadline;
+}
+
+/* extendVerdict's rules, on an arbitration contract bound to an account
+ * (FX_OUTSIDER) instead of an OvtNarrow, so that the test picks `until`:
+ * nothing before the verdict is due; then the deadline becomes until +
+ * arbiterTimeout, never earlier than it was, with until capped at now +
+ * moveTimeout; nothing once the deadline has passed (the arbiter's timeout
+ * is claimed). A committee's deadline becomes until + 2 x arbiterTimeout
+ * and its commit deadline until + arbiterTimeout. */
+static void test_extend_rules(void)
+{
+    chain_arb saved = env.arb;
+    CHECK(chain_arb_deploy(&env.arb, &env.txm[FX_OPENER], &env.addr[FX_OUTSIDER], NULL) == 0);
+    fx_run run;
+    chain_arb_params p;
+    fx_params(&env, &p, 5, MOVE_TIMEOUT, 1000, 2000);
+    CHECK(fx_open(&env, &run, &p, NULL) == 0 && fx_histories(&run, 3) == 0 && fx_commit_both(&env, &run, NULL) == 0);
+    uint64_t now, bisecting = fx_game(&env, &run).deadline;
+    CHECK_EQ_U64(extend_to(&run, UINT64_MAX / 2, &now), bisecting); /* not awaiting the verdict: no change */
+    CHECK(fx_play(&env, &run, NULL, NULL) == 0);
+    chain_arb_game g = fx_game(&env, &run);
+    CHECK_EQ_U64(g.phase, CHAIN_ARB_PHASE_AWAITING_VERDICT);
+    uint64_t due = g.deadline, window = p.arbiter_timeout;
+    CHECK_EQ_U64(extend_to(&run, due - window, &now), due); /* until + window is the deadline: no change */
+    CHECK_EQ_U64(extend_to(&run, 1, &now), due);             /* earlier: no change */
+    uint64_t until = now + 20; /* under the cap: the next block's now + moveTimeout */
+    uint64_t d = extend_to(&run, until, &now);
+    CHECK(until <= now + MOVE_TIMEOUT);
+    CHECK_EQ_U64(d, until + window);
+    uint64_t d2 = extend_to(&run, UINT64_MAX / 2, &now); /* capped at now + moveTimeout */
+    CHECK_EQ_U64(d2, now + MOVE_TIMEOUT + window);
+    CHECK(d2 > d);
+    CHECK_EQ_U64(extend_to(&run, now, &now), d2); /* a later now, an earlier until: no change */
+    CHECK(fx_warp(&env, d2 - now + 1) == 0);
+    CHECK_EQ_U64(extend_to(&run, now + 10, &now), d2); /* past the deadline: no revival */
+    CHECK(chain_arb_timeout(&env.arb, &env.txm[FX_OUTSIDER], &run.run_id, NULL) == 0);
+    CHECK_EQ_U64(fx_game(&env, &run).outcome, CHAIN_ARB_ARBITER_TIMED_OUT);
+    fx_run_free(&run);
+
+    /* a committee of three: two windows, ballots until one window before the deadline; both move */
+    fx_params(&env, &p, 5, MOVE_TIMEOUT, 1000, 2000);
+    p.arbiters[1] = env.addr[FX_ARBITER2];
+    p.arbiters[2] = env.addr[FX_ARBITER3];
+    CHECK(fx_open(&env, &run, &p, NULL) == 0 && fx_histories(&run, 3) == 0 && fx_commit_both(&env, &run, NULL) == 0 &&
+          fx_play(&env, &run, NULL, NULL) == 0);
+    chain_arb_committee c;
+    CHECK(chain_arb_get_committee(&env.arb, &run.run_id, NULL, &c) == 0);
+    due = fx_game(&env, &run).deadline;
+    CHECK_EQ_U64(c.commit_deadline, due - window);
+    until = now + 30;
+    d = extend_to(&run, until, &now);
+    CHECK(until <= now + MOVE_TIMEOUT);
+    CHECK_EQ_U64(d, until + 2 * window);
+    CHECK(d > due);
+    CHECK(chain_arb_get_committee(&env.arb, &run.run_id, NULL, &c) == 0);
+    CHECK_EQ_U64(c.commit_deadline, until + window);
+    fx_run_free(&run);
+    env.arb = saved;
+}
+
+/* Why the game's Lost event says a party lost (chain_narrow_get_evidence). */
+static chain_narrow_reason lost_reason(const fx_run *run)
+{
+    chain_narrow_game g = game_of(run);
+    chain_narrow_evidence ev;
+    uint64_t head = 0;
+    if (chain_rpc_block_number(env.rpc, &head) != 0 || chain_narrow_get_evidence(&narrow, &run->run_id, &g, 0, head,
+                                                                                  0, &ev) != 0) {
+        fprintf(stderr, "evidence: %s\n", ovt_errmsg());
+        return CHAIN_NARROW_REASON_NONE;
+    }
+    chain_narrow_reason why = ev.lost;
+    chain_narrow_evidence_free(&ev);
+    return why;
 }
 
 /* The traces agree; the liar's state K differs in one leaf of the big tensor. */
@@ -575,6 +839,9 @@ static void test_bad_post(int what)
     chain_narrow_game g = game_of(&run);
     CHECK_EQ_U64(g.phase, CHAIN_NARROW_PHASE_ENDED);
     CHECK_EQ_U64(g.outcome, CHAIN_NARROW_TRAINER_LOST);
+    static const chain_narrow_reason why[3] = {CHAIN_NARROW_REASON_BAD_LEAF, CHAIN_NARROW_REASON_BAD_PREVIOUS,
+                                               CHAIN_NARROW_REASON_BAD_ROOTS};
+    CHECK_EQ_U64(lost_reason(&run), why[what]); /* what the arbiter reads: a contradiction decides */
     fx_run_free(&run);
 }
 
@@ -657,6 +924,7 @@ static void test_withholding(void)
     chain_receipt_free(&r);
     g = game_of(&run);
     CHECK_EQ_U64(g.outcome, CHAIN_NARROW_TRAINER_LOST);
+    CHECK_EQ_U64(lost_reason(&run), CHAIN_NARROW_REASON_TIMEOUT); /* the arbiter then rules on the whole step */
     CHECK_REVERT(FX_OUTSIDER, &data, "NotExpired"); /* ended */
     chain_buf_free(&data);
     fx_run_free(&run);
@@ -792,6 +1060,12 @@ static void real_step(party_step *p, const krn_trace *t, const trn_state *st)
     trn_state_hash(&p->state_hash, st);
 }
 
+/* traced_step's element flip: the element of flip_site whose bit 3 flips,
+ * and a site whose output values the party keeps (for the element stage;
+ * SIZE_MAX: none). */
+static uint64_t flip_element;
+static size_t keep_site = SIZE_MAX;
+
 /* One traced gpt2-tiny step of a copy of st0 (flip_site >= 0: one bit of
  * that site's output flipped, every later site computing from it). */
 static int traced_step(party_step *p, const trn_state *st0, const trn_batch *b, long flip_site)
@@ -806,16 +1080,20 @@ static int traced_step(party_step *p, const trn_state *st0, const trn_batch *b, 
     ovt_hash root;
     trn_step_info info;
     if (!log || krn_ctx_new(&ctx, &kc) != 0 || trn_state_clone(&st, st0) != 0 ||
-        trn_workspace_new(&w, &st0->config) != 0 || krn_trace_new(&t, false) != 0)
+        trn_workspace_new(&w, &st0->config) != 0 || krn_trace_new(&t, keep_site != SIZE_MAX) != 0)
         goto out;
     if (flip_site >= 0)
-        krn_ctx_flip_output_bit(ctx, (uint32_t)flip_site, 0, 3);
+        krn_ctx_flip_output_bit(ctx, (uint32_t)flip_site, flip_element, 3);
     if (trn_train_step_traced(ctx, w, st, b, log, t, &info, &trace_rc, &root) != 0 || trace_rc != 0)
         goto out;
     sc.nsites = krn_trace_count(t);
     if (sc.nsites > MAX_SITES)
         goto out;
     real_step(p, t, st);
+    size_t kept = 0;
+    const float *v = keep_site < sc.nsites ? krn_trace_written(t, KRN_TRACE_SITE, (uint32_t)keep_site, &kept) : NULL;
+    if (v && kept == p->n[keep_site] && (p->out[keep_site] = malloc(kept * sizeof(float))))
+        memcpy(p->out[keep_site], v, kept * sizeof(float));
     rc = memcmp(root.b, p->trace_root.b, 32) == 0 ? 0 : -1; /* the trace's own root is the tree here */
 out:
     if (rc)
@@ -831,8 +1109,11 @@ out:
 /* A real gpt2-tiny step (B 4, T 8, the tree stateHash): the liar flips one
  * bit of a late site's output whose tree is one leaf; the narrowing ends on
  * that site and its block 0, the claims being the records' output roots,
- * and the op named by the real record. */
-static void test_gpt2_tiny(void)
+ * and the op named by the real record. op (not NULL): the liar flips bit 3
+ * of element 17 of the first site of op (an element op), and the narrowing
+ * goes on to the element stage and ends on element 17, the two nodes the
+ * element leaves of the two real values. */
+static void test_gpt2_tiny(const char *op)
 {
     trn_model_config m;
     trn_run_config rc;
@@ -873,11 +1154,19 @@ static void test_gpt2_tiny(void)
     static party_step real_honest, real_liar;
     CHECK(traced_step(&real_honest, st0, &b, -1) == 0);
     size_t site = sc.nsites; /* the last site past the middle whose output is one leaf of 64 or more */
-    for (size_t i = sc.nsites - 2; i >= sc.nsites / 2 && site == sc.nsites; i--)
+    for (size_t i = sc.nsites - 2; !op && i >= sc.nsites / 2 && site == sc.nsites; i--)
         if (real_honest.n[i] >= 64 && real_honest.n[i] * 4 <= OVT_TREE_LEAF_BYTES)
             site = i;
+    for (size_t i = 0; op && i < sc.nsites && site == sc.nsites; i++) /* the first site of op */
+        if (real_honest.rec[i][4] == strlen(op) && !memcmp(real_honest.rec[i] + 5, op, strlen(op)))
+            site = i;
     CHECK(site < sc.nsites);
+    flip_element = op ? 17 : 0;
+    keep_site = op ? site : SIZE_MAX;
+    free_step(&real_honest);
+    CHECK(traced_step(&real_honest, st0, &b, -1) == 0);
     CHECK(traced_step(&real_liar, st0, &b, (long)site) == 0);
+    keep_site = SIZE_MAX;
     printf("gpt2-tiny: %zu sites, %zu tensors; the liar flips site %zu (%.*s, %" PRIu64 " elements)\n", sc.nsites,
            sc.nt, site, (int)real_honest.rec[site][4], (const char *)real_honest.rec[site] + 5, real_honest.n[site]);
 
@@ -889,8 +1178,22 @@ static void test_gpt2_tiny(void)
     CHECK_EQ_U64(g.item_stage, CHAIN_NARROW_STAGE_TRACE);
     CHECK_EQ_U64(g.item, site);
     CHECK_EQ_U64(g.block, 0);
-    CHECK_MEM(g.trainer_side.node.b, real_liar.out_root[site].b, 32);
-    CHECK_MEM(g.auditor_side.node.b, real_honest.out_root[site].b, 32);
+    CHECK_EQ_U64(g.stage, op ? CHAIN_NARROW_STAGE_ELEMENTS : CHAIN_NARROW_STAGE_OUTPUT);
+    const ovt_hash *leaf_t = op ? &g.trainer_side.block_leaf : &g.trainer_side.node;
+    const ovt_hash *leaf_a = op ? &g.auditor_side.block_leaf : &g.auditor_side.node;
+    CHECK_MEM(leaf_t->b, real_liar.out_root[site].b, 32);
+    CHECK_MEM(leaf_a->b, real_honest.out_root[site].b, 32);
+    if (op && real_liar.out[site] && real_honest.out[site]) {
+        CHECK_EQ_U64(g.chunk, 17);
+        CHECK_EQ_U64(g.count, real_honest.n[site]);
+        ovt_hash et, eh;
+        chain_narrow_element_leaves(&et, &real_liar.out[site][17], 1);
+        chain_narrow_element_leaves(&eh, &real_honest.out[site][17], 1);
+        CHECK(memcmp(et.b, eh.b, 32) != 0);
+        CHECK_MEM(g.trainer_side.node.b, et.b, 32);
+        CHECK_MEM(g.auditor_side.node.b, eh.b, 32);
+        printf("gpt2-tiny: %s site %zu narrowed to element 17 of %" PRIu64 "\n", op, site, real_honest.n[site]);
+    }
     CHECK_EQ_U64(g.auditor_side.elements, real_honest.n[site]);
     const uint8_t *rec = real_honest.rec[site]; /* u32 site, u8 length, the op's name */
     CHECK(rec[4] <= 32 && memcmp(g.op.b, rec + 5, rec[4]) == 0);
@@ -1017,11 +1320,11 @@ static void test_chunk_counts(void)
     liar.chain_extra = 0;
 }
 
-/* Silence at the chunk posting: an old party (no chunk_leaves) plans no
- * move, and the party that posted nothing loses at timeout. Before: a
- * postChunks at the trace posting (phase Posting, round 0 too) reverts
- * WrongStage. */
-static void test_chunk_silence(void)
+/* Silence at level 4's posting (stage CHUNKS or ELEMENTS): an old party
+ * (no chunk_leaves, no element_values) plans no move, and the party that
+ * posted nothing loses at timeout. Before: a postChunks (postElements) at
+ * the trace posting (phase Posting, round 0 too) reverts WrongStage. */
+static void test_level4_silence(chain_narrow_stage stage)
 {
     fx_run run;
     CHECK(run_to_verdict(&run, &liar, &honest) == 0);
@@ -1029,14 +1332,16 @@ static void test_chunk_silence(void)
     chain_buf data;
     chain_buf_init(&data);
     ovt_hash zero = {{0}};
-    CHECK(chain_narrow_encode_post_chunks(&data, &run.run_id, 0, &zero, 2, NULL, 0) == 0);
+    CHECK((stage == CHAIN_NARROW_STAGE_CHUNKS ? chain_narrow_encode_post_chunks(&data, &run.run_id, 0, &zero, 2, NULL, 0)
+                                              : chain_narrow_encode_post_elements(&data, &run.run_id, 0, &zero)) == 0);
     CHECK_REVERT(FX_TRAINER, &data, "WrongStage");
     chain_buf_free(&data);
     chain_narrow_post pt, pa;
-    chain_narrow_game g = reach(&run, CHAIN_NARROW_STAGE_CHUNKS, CHAIN_NARROW_PHASE_POSTING, &pt, &pa);
+    chain_narrow_game g = reach(&run, stage, CHAIN_NARROW_PHASE_POSTING, &pt, &pa);
     chain_narrow_post posts[2] = {pt, pa};
     chain_narrow_party old = party_of(&liar, FX_TRAINER, posts);
     old.chunk_leaves = NULL;
+    old.element_values = NULL;
     chain_narrow_move mv;
     CHECK(chain_narrow_plan_move(&mv, &g, &old) == 0);
     CHECK_EQ_U64(mv.kind, CHAIN_NARROW_MOVE_NONE);
@@ -1046,8 +1351,124 @@ static void test_chunk_silence(void)
     CHECK(chain_narrow_timeout(&narrow, &env.txm[FX_OUTSIDER], &run.run_id, NULL) == 0);
     g = game_of(&run);
     CHECK_EQ_U64(g.outcome, CHAIN_NARROW_TRAINER_LOST);
-    CHECK_EQ_U64(g.stage, CHAIN_NARROW_STAGE_CHUNKS);
+    CHECK_EQ_U64(g.stage, stage);
     fx_run_free(&run);
+}
+
+/* --- level 4: the elements of an element op's block (one value per row) */
+
+/* The element leaves of p's leaf `block` of the fault site (*n of them). */
+static ovt_hash *element_leaves_of(const party_step *p, uint64_t block, size_t *n)
+{
+    float *v = NULL;
+    if (values_of((void *)p, sc.fault_site, block, &v, n) != 0)
+        return NULL;
+    ovt_hash *h = malloc(*n * sizeof *h);
+    chain_narrow_element_leaves(h, v, *n);
+    free(v);
+    return h;
+}
+
+/* A whole element stage played by the planner for both sides, over the
+ * scenario's op: level 3 ends on the fault's block, both post their
+ * element roots and the descent ends on the fault's element in that leaf,
+ * the two nodes the two values' element leaves. */
+static void test_elements(void)
+{
+    fx_run run;
+    gas_log gl = {0};
+    chain_narrow_game g = play_narrowed(&run, &gl, CHAIN_NARROW_STAGE_ELEMENTS);
+    uint64_t e = sc.fault_element % CHAIN_NARROW_LEAF_ELEMENTS;
+    CHECK_EQ_U64(g.chunk, e);
+    size_t nt = 0, nh = 0;
+    ovt_hash *lt = element_leaves_of(&liar, g.block, &nt), *lh = element_leaves_of(&honest, g.block, &nh);
+    uint64_t rest = sc.big_n - g.block * CHAIN_NARROW_LEAF_ELEMENTS;
+    CHECK_EQ_U64(nt, rest < CHAIN_NARROW_LEAF_ELEMENTS ? rest : CHAIN_NARROW_LEAF_ELEMENTS);
+    CHECK_EQ_U64(g.count, nt); /* the contract's count: the record's elements past the leaf's first */
+    if (lt && lh && nt == nh && e < nt) {
+        CHECK(memcmp(lt, lh, e * sizeof *lt) == 0 && memcmp(lt[e].b, lh[e].b, 32) != 0);
+        CHECK_MEM(g.trainer_side.node.b, lt[e].b, 32);
+        CHECK_MEM(g.auditor_side.node.b, lh[e].b, 32);
+        ovt_hash rt = chain_root_of(lt, nt), rh = chain_root_of(lh, nh);
+        CHECK_MEM(g.trainer_side.chain_root.b, rt.b, 32);
+        CHECK_MEM(g.auditor_side.chain_root.b, rh.b, 32);
+        /* the value at e, as a block package would carry it, hashes to the node */
+        ovt_hash one;
+        chain_narrow_element_leaves(&one, &honest.out[sc.fault_site][sc.fault_element], 1);
+        CHECK_MEM(one.b, g.auditor_side.node.b, 32);
+    }
+    size_t nl;
+    ovt_hash *out_t = tensor_leaves(liar.out[sc.fault_site], sc.big_n, NULL, &nl);
+    ovt_hash *out_h = tensor_leaves(honest.out[sc.fault_site], sc.big_n, NULL, &nl);
+    CHECK_MEM(g.trainer_side.block_leaf.b, out_t[g.block].b, 32); /* the level-3 leaves */
+    CHECK_MEM(g.auditor_side.block_leaf.b, out_h[g.block].b, 32);
+    free(out_t);
+    free(out_h);
+    free(lt);
+    free(lh);
+    printf("gas: element stage (%s), %zu elements (first difference at %" PRIu64 "): postElements first %" PRIu64
+           ", second %" PRIu64 "; %" PRIu64 " moves, %" PRIu64 " in all\n",
+           sc.fault_op, nt, e, gl.chunk_post[0], gl.chunk_post[1], gl.nchunk, gl.chunk_total);
+    if (nt == CHAIN_NARROW_LEAF_ELEMENTS) /* docs/contract.md's figure: a bound, so a change that costs more shows */
+        CHECK_MSG(gl.chunk_total <= ELEMENT_GAS_16384 * 105 / 100, "%" PRIu64 " gas, more than 5%% over %u",
+                  gl.chunk_total, ELEMENT_GAS_16384);
+    fx_run_free(&run);
+}
+
+/* The scenario with the liar's value of site 7 (op) differing at element
+ * `element` of its 6-leaf output (the last leaf 100 elements). */
+static void element_scenario(const char *op, uint64_t element)
+{
+    synthetic_scenario(SYN_SITES, 7, 5u * 16384u + 100u, element, op);
+}
+
+/* The liar posts the honest party's element root (its planner refuses to
+ * build a tree of values that are not its level-3 leaf's): equal roots end
+ * ElementsAgree in stage Elements, the arbiter ruling from the block
+ * packages; both roots stay in getNarrow. */
+static void test_elements_agree(void)
+{
+    fx_run run;
+    CHECK(run_to_verdict(&run, &liar, &honest) == 0);
+    chain_narrow_post pt, pa;
+    chain_narrow_game g = reach(&run, CHAIN_NARROW_STAGE_ELEMENTS, CHAIN_NARROW_PHASE_POSTING, &pt, &pa);
+    CHECK_EQ_U64(g.count, CHAIN_NARROW_LEAF_ELEMENTS);
+    chain_narrow_post posts[2] = {pt, pa};
+    chain_narrow_party party = party_of(&honest, FX_TRAINER, posts);
+    chain_narrow_move mv;
+    CHECK(chain_narrow_plan_move(&mv, &g, &party) != 0);
+    CHECK_MSG(strstr(ovt_errmsg(), "level-3 leaf") != NULL, "%s", ovt_errmsg());
+    party = party_of(&honest, FX_AUDITOR, posts);
+    CHECK(chain_narrow_plan_move(&mv, &g, &party) == 0);
+    CHECK_EQ_U64(mv.kind, CHAIN_NARROW_MOVE_POST_ELEMENTS);
+    CHECK(chain_narrow_post_elements(&narrow, &env.txm[FX_TRAINER], &run.run_id, g.round, &mv.chain_root, NULL) == 0);
+    int m;
+    CHECK(move(&run, &honest, FX_AUDITOR, NULL, &m) == 0 && m);
+    g = game_of(&run);
+    CHECK_EQ_U64(g.phase, CHAIN_NARROW_PHASE_ENDED);
+    CHECK_EQ_U64(g.outcome, CHAIN_NARROW_ELEMENTS_AGREE);
+    CHECK_EQ_U64(g.stage, CHAIN_NARROW_STAGE_ELEMENTS);
+    CHECK_MEM(g.trainer_side.chain_root.b, mv.chain_root.b, 32);
+    CHECK_MEM(g.auditor_side.chain_root.b, mv.chain_root.b, 32);
+    CHECK(memcmp(g.trainer_side.block_leaf.b, g.auditor_side.block_leaf.b, 32) != 0);
+    /* the nodes stay the level-3 leaves: the leaf packages are named by them */
+    CHECK_MEM(g.trainer_side.node.b, g.trainer_side.block_leaf.b, 32);
+    CHECK_MEM(g.auditor_side.node.b, g.auditor_side.block_leaf.b, 32);
+    fx_run_free(&run);
+}
+
+/* OvtNarrow's runtime code size (eth_getCode), under EIP-170's limit. */
+static void test_code_size(void)
+{
+    char addr[43];
+    chain_address_to_string(addr, &narrow.address);
+    json_t *code = NULL;
+    CHECK(chain_rpc_call(env.rpc, &code, "eth_getCode", json_pack("[s,s]", addr, "latest")) == 0);
+    const char *hex = json_string_value(code);
+    size_t bytes = hex && strlen(hex) > 2 ? (strlen(hex) - 2) / 2 : 0;
+    printf("OvtNarrow runtime code: %zu bytes (EIP-170: %u)\n", bytes, EIP170_LIMIT);
+    CHECK(bytes > 0 && bytes <= EIP170_LIMIT);
+    json_decref(code);
 }
 
 int main(void)
@@ -1055,17 +1476,13 @@ int main(void)
     if (fx_start(&env) != 0)
         return 1;
     fx_seed(42);
-    chain_receipt r;
-    if (chain_narrow_deploy(&narrow, &env.txm[FX_OPENER], &env.arb.address, &r) != 0) {
-        fprintf(stderr, "%s\n", ovt_errmsg());
-        fx_stop(&env);
-        return 1;
-    }
-    printf("gas: deploy OvtNarrow %" PRIu64 "\n", r.gas_used);
-    chain_receipt_free(&r);
+    narrow = env.narrow; /* deployed bound to env.arb by the fixture */
     /* site 7's output 6 leaves, the liar's differs in leaf 4 */
     synthetic_scenario(SYN_SITES, 7, 5u * 16384u + 100u, 4u * 16384u + 9u, "matmul.fwd");
-    CHECK_RUN(test_honest_path());
+    mine(120); /* a chain with a past: the narrowing's events are not near block 0 */
+    CHECK_RUN(test_honest_path(true));
+    CHECK_RUN(test_verdict_follows_narrowing());
+    CHECK_RUN(test_extend_rules());
     CHECK_RUN(test_state_path());
     CHECK_RUN(test_bad_post(0));
     CHECK_RUN(test_bad_post(1));
@@ -1086,19 +1503,43 @@ int main(void)
         CHECK_RUN(test_chunk_bad_post(what));
     CHECK_RUN(test_chunk_counts());
     CHECK_RUN(test_bad_move(CHAIN_NARROW_STAGE_CHUNKS, CHAIN_NARROW_PHASE_DESCENDING));
-    CHECK_RUN(test_chunk_silence());
+    CHECK_RUN(test_level4_silence(CHAIN_NARROW_STAGE_CHUNKS));
     CHECK_RUN(test_chunks(1024, 777));
     CHECK_RUN(test_chunks(8192, 4321));
     synthetic_scenario(SYN_SITES, 7, 5u * 16384u + 100u, 4u * 16384u + 9u, "bias.bwd");
     CHECK_RUN(test_chunks(8, 3));
     synthetic_scenario(SYN_SITES, 7, 5u * 16384u + 100u, 4u * 16384u + 9u, "matmul.bwd.dbias");
     CHECK_RUN(test_chunks(8, 6));
+    /* level 4 of an element op: site 7 is xent.sum, its leaf 4 full, its leaf 5 (the last) 100 elements */
+    static const uint64_t element_faults[] = {4u * 16384u, 4u * 16384u + 9u, 4u * 16384u + 16383u, 5u * 16384u,
+                                              5u * 16384u + 99u};
+    for (size_t k = 0; k < sizeof element_faults / sizeof element_faults[0]; k++) {
+        element_scenario("xent.sum", element_faults[k]);
+        CHECK_RUN(test_elements());
+    }
+    static const char *const element_ops[] = {"xent.logsum", "xent.losses", "layernorm.mean", "layernorm.var",
+                                              "layernorm.rstd", "layernorm.bwd.dmean", "layernorm.bwd.dnmean",
+                                              "rmsnorm.ms", "rmsnorm.rstd", "rmsnorm.bwd.dnmean", "attn.sum",
+                                              "attn.bwd.r"};
+    for (size_t k = 0; k < sizeof element_ops / sizeof element_ops[0]; k++) {
+        element_scenario(element_ops[k], 4u * 16384u + 9u);
+        CHECK_RUN(test_elements());
+    }
+    element_scenario("layernorm.fwd", 4u * 16384u + 9u); /* one value per element: level 3 is the end */
+    CHECK_RUN(test_honest_path(false));
+    element_scenario("xent.sum", 4u * 16384u + 777u);
+    CHECK_RUN(test_elements_agree());
+    CHECK_RUN(test_bad_move(CHAIN_NARROW_STAGE_ELEMENTS, CHAIN_NARROW_PHASE_DESCENDING));
+    CHECK_RUN(test_level4_silence(CHAIN_NARROW_STAGE_ELEMENTS));
+    CHECK_RUN(test_code_size());
     free_step(&honest);
     free_step(&liar);
-    CHECK_RUN(test_gpt2_tiny());
+    CHECK_RUN(test_gpt2_tiny(NULL));
+    CHECK_RUN(test_gpt2_tiny("xent.sum"));
+    CHECK_RUN(test_gpt2_tiny("layernorm.bwd.dmean"));
     /* gpt2-small's 741 sites; a 64 MiB output (1024 leaves) at site 600, the liar's leaf 777 */
     synthetic_scenario(741, 600, 1024u * 16384u, 777u * 16384u + 5u, "matmul.fwd");
-    CHECK_RUN(test_honest_path());
+    CHECK_RUN(test_honest_path(false));
     free_step(&honest);
     free_step(&liar);
     fx_stop(&env);

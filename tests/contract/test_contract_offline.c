@@ -691,6 +691,7 @@ static void test_abi_json(void)
         "revealSite(bytes32,uint8,bytes32,(bytes32,bytes32,bytes32),(bytes32,bytes32,bytes32),bytes32[])",
         "replays(bytes32)",
         "siteLeafHash(bytes32,uint64,bytes32)",
+        "extendVerdict(bytes32,uint64)",
     };
     size_t nfunctions = sizeof functions / sizeof functions[0];
     size_t seen_events = 0, seen_errors = 0, seen_functions = 0, i;
@@ -756,6 +757,7 @@ static void test_narrow_abi_json(void)
         "reveal(bytes32,uint32,bytes)",
         "compareStates(bytes32,uint32,bytes32[],uint64[],bytes32[],uint64[])",
         "postChunks(bytes32,uint32,bytes32,uint64,bytes32[])",
+        "postElements(bytes32,uint32,bytes32)",
         "timeout(bytes32)",
         "getNarrow(bytes32)",
     };

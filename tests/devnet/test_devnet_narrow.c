@@ -25,13 +25,31 @@
  * chain from chunk C/2 = 2 on (--fault forged-chain), the narrowing ends at
  * chunk 2, the trainer's package is refused (its chain is not the one it
  * posted) and the auditor's decides; chunk-no-chain: the trainer posts no
- * chain and loses the narrowing by silence; chunk-count: the trainer posts
+ * chain and loses the narrowing by silence, which is no verdict: the
+ * arbiter rules on the whole step (see test_lost); chunk-count: the trainer posts
  * a chain of C + 2 leaves, the narrowing ends CountsDiffer in stage Chunks
  * and the arbiter rules from the counts (C + 1 from the record's N);
  * chunk-withheld: the honest auditor withholds its chunk package
  * (--withhold-block) and the arbiter recomputes chain leaf C from the
- * trainer's, whose canonical final step is the auditor's leaf. Prints the figures of
- * docs/bench-chain.md ("A four-level dispute"). */
+ * trainer's, whose canonical final step is the auditor's leaf. Prints the
+ * figures of docs/bench-chain.md ("A four-level dispute").
+ *
+ * Also: mlp-demo (its site 39, element 35000); gpt2-tiny-forged:
+ * one arbiter, and the faulty trainer's package carries log entries that
+ * are not its log's (--forge-block-entries), which the arbiter replaces by
+ * the log's (logHash_K) and still rules auditor-right from both packages;
+ * gpt2-tiny-sharded: a run of 4 shards whose flip is in shard 2's last site
+ * (419, `--flip-site`): a sharded step narrows, its block re-executes like
+ * any other, and the arbiter names shard 2 from the site (docs/arbiter.md,
+ * "Which shard"); gpt2-tiny-early: the flip at site 76 (gelu.bwd), an early
+ * site, so that the trainer's log, recorded from the flipped values, is
+ * fraud at a later site: the honest auditor commits and traces the
+ * tolerant replay's state (its leaf would be zero, and its trace
+ * impossible, otherwise) and the narrowing still ends on site 76, where
+ * every seat rules auditor-right from the block (before: lost by timeout,
+ * the whole step re-executed); gpt2-tiny-element: the same at site 57
+ * (xent.sum, one value per row), which narrows on through the element
+ * stage; forged-log: see test_forged_log; lost: see test_lost. */
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -148,11 +166,33 @@ static const json_t *seat_block(const json_t *j, const json_t *arbs, size_t k)
     return b;
 }
 
-static void test_model(const char *model, int withheld)
+/* An early flip (gpt2-tiny-early, gpt2-tiny-element): the site, element and op. */
+typedef struct {
+    char *site, *element;
+    const char *op;
+} early_flip;
+
+static void test_model(const char *model, int withheld, int sharded, int forged, const early_flip *early)
 {
-    char *argv[] = {ovt, "devnet", "--json", "--fault", "flip-output", "--model", (char *)model, "--steps", "8",
-                    "--at", "5", "--arbiters", withheld ? "1" : "3", "--timeout", "600",
-                    withheld ? "--withhold-block" : NULL, NULL};
+    int single = withheld || forged; /* one arbiter, which sends the verdict itself */
+    char *argv[24] = {ovt, "devnet", "--json", "--fault", "flip-output", "--model", (char *)model, "--steps", "8",
+                      "--at", "5", "--arbiters", single ? "1" : "3", "--timeout", "600"};
+    int argc = 15;
+    if (withheld)
+        argv[argc++] = "--withhold-block";
+    if (forged)
+        argv[argc++] = "--forge-block-entries";
+    if (sharded) { /* 4 shards of 140 sites: site 419 is shard 2's last (encoder.bwd.dwpe), element 1000 in leaf 0 */
+        static char *more[] = {"--shards", "4", "--flip-site", "419", "--flip-element", "1000"};
+        for (size_t k = 0; k < 6; k++)
+            argv[argc++] = more[k];
+    }
+    if (early) {
+        argv[argc++] = "--flip-site";
+        argv[argc++] = early->site;
+        argv[argc++] = "--flip-element";
+        argv[argc++] = early->element;
+    }
     /* the narrowing's end state (getNarrow): Narrowed (1) in stage Trace (1)
      * on the fault's site, at the leaf holding the flipped element */
     const json_t *end, *fault;
@@ -162,7 +202,28 @@ static void test_model(const char *model, int withheld)
     CHECK_EQ_U64(num(end, "outcome"), 1);
     CHECK_EQ_U64(num(end, "item_stage"), 1);
     CHECK_EQ_U64(num(fault, "block"), num(fault, "element") * 4 / 65536);
-    CHECK_MSG(!strcmp(str(end, "op"), "adamw.param"), "op %s", str(end, "op"));
+    const char *op = sharded ? "encoder.bwd.dwpe" : early ? early->op : "adamw.param";
+    CHECK_MSG(!strcmp(str(end, "op"), op), "op %s", str(end, "op"));
+    if (sharded) /* the site lies in shard 2's range (4 x 140 sites, then grad.sum) */
+        CHECK_EQ_U64(num(end, "site"), 2 * 140 + 139);
+    if (early) /* the honest auditor traced the step tolerantly past the trainer's fraudulent log */
+        CHECK_EQ_U64(num(end, "site"), strtoull(early->site, NULL, 10));
+    /* an element op's leaf is bisected further, over its elements (level 4:
+     * postElements, then 7 more rounds of descent over xent.sum's 128) */
+    if (early && !strcmp(early->op, "xent.sum"))
+        CHECK_MSG(count_calls(j, "descend", NULL) > 2 * 12, "%lld descents", (long long)count_calls(j, "descend", NULL));
+    /* the arbiter names the shard from the narrowed site (trn_shard_sites: site / P), none unsharded */
+    const json_t *named = json_object_get(j, "arbiter_shard");
+    CHECK_MSG(sharded ? json_is_object(named) : !json_is_object(named), "arbiter_shard: %s",
+              json_is_object(named) ? "named" : "none");
+    if (sharded && json_is_object(named)) {
+        CHECK_EQ_U64(num(named, "shard"), 2);
+        CHECK_EQ_U64(num(named, "shards"), 4);
+        /* one process computed every shard: rank 0, by the trainer's ranks.json */
+        CHECK_MSG(json_is_integer(json_object_get(named, "rank")) && num(named, "rank") == 0 &&
+                      json_is_string(json_object_get(named, "host")) && str(named, "host")[0],
+                  "rank and host of the named shard: %s", json_is_integer(json_object_get(named, "rank")) ? "ok" : "none");
+    }
     CHECK(strcmp(str(end, "trainer_leaf"), str(end, "auditor_leaf")) != 0);
     /* both parties played every level */
     static const char *const party[2] = {"trainer", "auditor"};
@@ -171,11 +232,11 @@ static void test_model(const char *model, int withheld)
         CHECK_EQ_U64(count_calls(j, "revealRecord", party[k]), 1);
         CHECK(count_calls(j, "descend", party[k]) >= 2);
     }
-    CHECK_EQ_U64(count_calls(j, "verdict", NULL), withheld ? 1 : 0);
+    CHECK_EQ_U64(count_calls(j, "verdict", NULL), single ? 1 : 0);
     /* each seat sealed and revealed auditor-right, with the same evidence */
     CHECK(!strcmp(str(j, "committee_check"), ""));
     const json_t *arbs = json_object_get(j, "arbiters");
-    CHECK_EQ_U64(json_array_size(arbs), withheld ? 1 : 3);
+    CHECK_EQ_U64(json_array_size(arbs), single ? 1 : 3);
     for (size_t k = 0; k < json_array_size(arbs); k++) {
         const json_t *a = json_array_get(arbs, k);
         /* ... from the narrowed block alone, from both parties' packages */
@@ -184,6 +245,10 @@ static void test_model(const char *model, int withheld)
         CHECK_EQ_U64(num(b, "site"), num(fault, "site"));
         CHECK_EQ_U64(num(b, "block"), num(fault, "block"));
         CHECK_EQ_U64(num(b, "packages"), withheld ? 1 : 2);
+        /* forged: the trainer's package's entries were not its log's; the
+         * block was computed with the log's from both packages (taking them
+         * as given would have made two different blocks: the whole step) */
+        CHECK_EQ_U64(num(b, "entries_replaced"), forged ? 1 : 0);
         printf("figures %s: %s re-executed the block in %.3f s\n", model, str(a, "name"),
                json_real_value(json_object_get(b, "seconds")));
     }
@@ -270,9 +335,16 @@ static void test_chunk(const char *kind)
     const json_t *arbs = json_object_get(j, "arbiters");
     CHECK_EQ_U64(json_array_size(arbs), silent || count || withheld ? 1 : 3);
     for (size_t k = 0; k < json_array_size(arbs); k++) {
-        const json_t *a = json_array_get(arbs, k), *b = seat_block(j, arbs, k);
+        const json_t *a = json_array_get(arbs, k);
+        if (silent) { /* a narrowing lost by timeout is no verdict: the arbiter rules on the whole step */
+            CHECK_MSG(!strcmp(str(a, "verdict"), "auditor-right"), "%s revealed %s", str(a, "name"),
+                      str(a, "verdict"));
+            CHECK_MSG(json_is_null(json_object_get(a, "block")), "the arbiter ruled from a narrowing lost by timeout");
+            continue;
+        }
+        const json_t *b = seat_block(j, arbs, k);
         CHECK_EQ_U64(num(b, "narrow_outcome"), outcome); /* CountsDiffer: ruled from the counts, not the step */
-        if (silent || count)
+        if (count)
             continue;
         /* ... from chain leaf `chunk` recomputed: both packages, or the auditor's alone when the trainer's
            chain is not the one it posted */
@@ -294,30 +366,86 @@ static void test_chunk(const char *kind)
  * what its step re-executes to: bitflip's trainer, whose bit flips after
  * the step; the lying auditor, whose stateHashes are made up) never moves
  * there; the devnet moves anvil's clock past the narrowing's deadline once
- * its agent says so, the other party claims the timeout, the narrowing ends
- * TrainerLost (5) / AuditorLost (6), and the arbiter rules from that alone. */
-static void test_lost(const char *fault, const char *outcome, const char *winner, json_int_t narrow_outcome)
+ * its agent says so, the other party claims the timeout, and the narrowing
+ * ends TrainerLost (5) / AuditorLost (6). */
+/* A narrowing one party cannot play, so that it loses it by timeout: the
+ * arbiter does not take that loss as its verdict (an honest party that
+ * cannot trace step K because the other's log is fraudulent there loses
+ * so too) and rules on the whole step (its `block` is null). flip_site:
+ * NULL, or a flip-output site (`--flip-site`). */
+/* `ovt devnet --json --fault FAULT --narrow` (steps 8, K = 5; flip_site:
+ * NULL, or `--flip-site` with element 20000): its JSON, once the run
+ * exited 0 with `outcome` and `as_expected`; NULL otherwise. */
+static json_t *narrow_devnet(const char *fault, const char *flip_site, const char *outcome)
 {
     char *argv[] = {ovt, "devnet", "--json", "--fault", (char *)fault, "--narrow", "--steps", "8", "--at", "5",
-                    "--timeout", "600", NULL};
+                    "--timeout", "600", NULL, NULL, NULL, NULL, NULL};
+    if (flip_site) {
+        argv[12] = "--flip-site";
+        argv[13] = (char *)flip_site;
+        argv[14] = "--flip-element";
+        argv[15] = "20000";
+    }
     char *text = NULL;
     int st = tsup_run(argv, &text);
     json_t *j = text ? json_loads(text, 0, NULL) : NULL;
     free(text);
     CHECK_EQ_U64(st, 0);
+    if (j) {
+        CHECK_MSG(!strcmp(str(j, "outcome"), outcome), "%s: outcome %s", fault, str(j, "outcome"));
+        CHECK(json_is_true(json_object_get(j, "as_expected")));
+    }
+    return j;
+}
+
+static void test_lost(const char *fault, const char *flip_site, const char *outcome, const char *winner,
+                      const char *claimer, json_int_t narrow_outcome)
+{
+    json_t *j = narrow_devnet(fault, flip_site, outcome);
     if (!j)
         return;
-    CHECK_MSG(!strcmp(str(j, "outcome"), outcome), "outcome %s", str(j, "outcome"));
-    CHECK(json_is_true(json_object_get(j, "as_expected")));
     CHECK_MSG(!strcmp(str(json_object_get(j, "settled_credits"), winner), TWO_ETH), "%s credited %s", winner,
               str(json_object_get(j, "settled_credits"), winner));
     const json_t *end = json_object_get(json_object_get(j, "narrow"), "end");
     CHECK_EQ_U64(num(end, "phase"), 4);
     CHECK_EQ_U64(num(end, "outcome"), narrow_outcome);
-    CHECK_EQ_U64(count_calls(j, "timeout", winner), 1); /* the narrowing's, claimed by the party that played */
+    CHECK_EQ_U64(count_calls(j, "timeout", claimer), 1); /* the narrowing's, claimed by the party that played */
     const json_t *b = json_object_get(json_array_get(json_object_get(j, "arbiters"), 0), "block");
-    CHECK_MSG(json_is_object(b), "the arbiter did not rule from the narrowing");
-    CHECK_EQ_U64(num(b, "narrow_outcome"), narrow_outcome);
+    CHECK_MSG(json_is_null(b), "the arbiter ruled from a narrowing lost by timeout");
+    json_decref(j);
+}
+
+/* forged-log with --narrow (one arbiter): the trainer rounds one element
+ * of an early site to the wrong side and logs it so; its agent traces the
+ * step following its own log (--narrow-forged), the honest auditor
+ * tolerantly (rounding that element to nearest), so the narrowing ends on
+ * the forged site's block, whose re-execution with the trainer's log fails
+ * the strict rule: the arbiter rules fraudulent-log from the block (before:
+ * the auditor could not trace, whole step). */
+static void test_forged_log(void)
+{
+    json_t *j = narrow_devnet("forged-log", NULL, "fraudulent-log");
+    if (!j)
+        return;
+    CHECK_MSG(!strcmp(str(json_object_get(j, "settled_credits"), "auditor"), TWO_ETH), "auditor credited %s",
+              str(json_object_get(j, "settled_credits"), "auditor"));
+    const json_t *end = json_object_get(json_object_get(j, "narrow"), "end");
+    CHECK_EQ_U64(num(end, "phase"), 4);
+    CHECK_EQ_U64(num(end, "outcome"), 1); /* Narrowed: both parties traced the step */
+    CHECK_EQ_U64(num(end, "item_stage"), 1);
+    CHECK_EQ_U64(num(end, "step"), 5);
+    for (int k = 0; k < 2; k++)
+        CHECK_EQ_U64(count_calls(j, "postTrace", k ? "auditor" : "trainer"), 1);
+    const json_t *a = json_array_get(json_object_get(j, "arbiters"), 0);
+    CHECK_MSG(!strcmp(str(a, "verdict"), "fraudulent-log"), "verdict %s", str(a, "verdict"));
+    const json_t *b = json_object_get(a, "block");
+    CHECK_MSG(json_is_object(b), "the arbiter did not rule from the narrowed block");
+    CHECK_EQ_U64(num(b, "narrow_outcome"), 1);
+    CHECK_EQ_U64(num(b, "site"), num(end, "site"));
+    CHECK_EQ_U64(num(b, "block"), num(end, "block"));
+    CHECK(num(b, "packages") >= 1);
+    printf("forged-log: narrowed to site %lld (%s) block %lld, ruled %s from the block\n", (long long)num(end, "site"),
+           str(end, "op"), (long long)num(end, "block"), str(a, "verdict"));
     json_decref(j);
 }
 
@@ -326,10 +454,14 @@ int main(int argc, char **argv)
     const char *bin = getenv("OVT_BINARY_DIR");
     if (!bin || argc != 2 ||
         (strcmp(argv[1], "gpt2-tiny") && strcmp(argv[1], "llama-tiny") && strcmp(argv[1], "resnet-mini") &&
-         strcmp(argv[1], "gpt2-tiny-withheld") && strcmp(argv[1], "lost") && strncmp(argv[1], "chunk-", 6))) {
-        fprintf(stderr, "usage: OVT_BINARY_DIR=... %s gpt2-tiny|llama-tiny|resnet-mini|gpt2-tiny-withheld|lost|"
-                        "chunk-gpt2-tiny|chunk-llama-tiny|chunk-forged|chunk-no-chain|chunk-count|"
-                        "chunk-withheld\n",
+         strcmp(argv[1], "mlp-demo") && strcmp(argv[1], "gpt2-tiny-withheld") && strcmp(argv[1], "gpt2-tiny-sharded") &&
+         strcmp(argv[1], "gpt2-tiny-forged") && strcmp(argv[1], "gpt2-tiny-early") && strcmp(argv[1], "gpt2-tiny-element") &&
+         strcmp(argv[1], "forged-log") && strcmp(argv[1], "lost") && strncmp(argv[1], "chunk-", 6))) {
+        fprintf(stderr,
+                "usage: OVT_BINARY_DIR=... %s "
+                "gpt2-tiny|llama-tiny|resnet-mini|mlp-demo|gpt2-tiny-withheld|gpt2-tiny-sharded|gpt2-tiny-forged|"
+                "gpt2-tiny-early|gpt2-tiny-element|forged-log|lost|chunk-gpt2-tiny|chunk-llama-tiny|chunk-forged|"
+                "chunk-no-chain|chunk-count|chunk-withheld\n",
                 argv[0]);
         return 2;
     }
@@ -346,12 +478,24 @@ int main(int argc, char **argv)
         CHECK_RUN(test_chunk(kind));
         return check_done();
     }
-    if (!strcmp(argv[1], "lost")) {
-        CHECK_RUN(test_lost("bitflip", "auditor-right", "auditor", 5));
-        CHECK_RUN(test_lost("lying-auditor", "trainer-right", "trainer", 6));
+    if (!strcmp(argv[1], "forged-log")) {
+        CHECK_RUN(test_forged_log());
         return check_done();
     }
-    int withheld = !strcmp(argv[1], "gpt2-tiny-withheld");
-    CHECK_RUN(test_model(withheld ? "gpt2-tiny" : argv[1], withheld));
+    if (!strcmp(argv[1], "lost")) {
+        CHECK_RUN(test_lost("bitflip", NULL, "auditor-right", "auditor", "auditor", 5));
+        CHECK_RUN(test_lost("lying-auditor", NULL, "trainer-right", "trainer", "trainer", 6));
+        return check_done();
+    }
+    int withheld = !strcmp(argv[1], "gpt2-tiny-withheld"), sharded = !strcmp(argv[1], "gpt2-tiny-sharded"),
+        forged = !strcmp(argv[1], "gpt2-tiny-forged");
+    /* gpt2-tiny's site 76 (gelu.bwd), far before the step's end: element
+     * 20000 in block 1; its site 57 (xent.sum, one value per row): element 3 */
+    static const early_flip gelu = {"76", "20000", "gelu.bwd"}, xent = {"57", "3", "xent.sum"};
+    const early_flip *early = !strcmp(argv[1], "gpt2-tiny-early")     ? &gelu
+                              : !strcmp(argv[1], "gpt2-tiny-element") ? &xent
+                                                                      : NULL;
+    CHECK_RUN(test_model(withheld || sharded || forged || early ? "gpt2-tiny" : argv[1], withheld, sharded, forged,
+                         early));
     return check_done();
 }

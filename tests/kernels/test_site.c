@@ -296,6 +296,52 @@ static int replay_one(krn_rlog *log, uint64_t step, const double *x, size_t n, d
     return rc;
 }
 
+/* The tolerant replay (krn_config.tolerant): a forged direction at element
+ * 3 of site 0 and a forged value at element 5 of site 1 do not fail the
+ * step; both elements round to nearest (not as the log says), every other
+ * output is the strict replay's, and the step's first violation is the
+ * strict failure (site 0, element 3, its message). */
+static void test_tolerant(void)
+{
+    double x[8] = {1.0, 2.0, 3.0, 1.5, -0.75, 0.375, 5.0, 6.0};
+    double tau = 0x1p-30;
+    krn_band band = {.kind = KRN_BAND_CONST, .scale = tau};
+    krn_rlog *log = krn_rlog_new();
+    krn_rlog_reset(log, 5);
+    CHECK(krn_rlog_add(log, 0, 8, 3, KRN_DIR_UP, 0) == 0);
+    CHECK(krn_rlog_add(log, 1, 8, 5, KRN_DIR_VALUE, 0.5f) == 0);
+    float strict_out[8], out[2][8];
+    krn_ctx *strict = new_ctx(KRN_REPLAY, 32, 1);
+    CHECK(krn_step_begin(strict, 5, log) == 0);
+    CHECK(krn_site(strict, "forged.op", strict_out, x, 8, &band) == OVT_EFRAUD);
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", ovt_errmsg());
+    krn_ctx_free(strict);
+    krn_config cfg = {.backend = KRN_BACKEND_CPU, .mode = KRN_REPLAY, .grid_bits = 32, .threads = 1,
+                      .tolerant = true};
+    krn_ctx *ctx = NULL;
+    CHECK(krn_ctx_new(&ctx, &cfg) == 0);
+    if (!ctx)
+        return;
+    CHECK(krn_step_begin(ctx, 5, log) == 0);
+    CHECK(krn_site(ctx, "forged.op", out[0], x, 8, &band) == 0);
+    CHECK(krn_site(ctx, "forged.op", out[1], x, 8, &band) == 0);
+    CHECK_MSG(krn_step_end(ctx, NULL) == 0, "%s", ovt_errmsg());
+    const krn_finding *v = krn_ctx_violation(ctx);
+    CHECK(v->rule == KRN_RULE_DIRECTION_FAR && v->site == 0 && v->element == 3 && v->step == 5);
+    CHECK_MSG(strcmp(v->message, msg) == 0, "tolerant: %s; strict: %s", v->message, msg);
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i < 8; i++)
+            CHECK_MSG(out[s][i] == (float)x[i], "site %d element %d: %a", s, i, (double)out[s][i]);
+    /* an honest log: no violation */
+    krn_rlog_reset(log, 6);
+    CHECK(krn_step_begin(ctx, 6, log) == 0 && krn_site(ctx, "forged.op", out[0], x, 8, &band) == 0 &&
+          krn_step_end(ctx, NULL) == 0);
+    CHECK(krn_ctx_violation(ctx)->rule == KRN_RULE_NONE);
+    krn_ctx_free(ctx);
+    krn_rlog_free(log);
+}
+
 static void test_fraud(void)
 {
     /* x[3] = 1.5 is a grid value, half a step from the nearest midpoints */
@@ -1380,6 +1426,7 @@ int main(void)
     CHECK_RUN(test_threads());
     CHECK_RUN(test_bands());
     CHECK_RUN(test_fraud());
+    CHECK_RUN(test_tolerant());
     CHECK_RUN(test_rule_v2_random());
     CHECK_RUN(test_missing_entry_site());
     CHECK_RUN(test_errors());

@@ -1,9 +1,14 @@
 /* Commands run again after any failure, on anvil with a 1 s block time and
  * confirmations above one (so being mined is not being confirmed):
- *   ovt deploy --out F killed right after its transaction left (test-only
- *   OVT_TEST_EXIT_AFTER_SEND) and run again: one deployment, the same
- *   address, the deployer's nonce used once; run a third time it reports the
- *   same deployment and sends nothing;
+ *   ovt deploy --out F killed right after its first transaction left
+ *   (test-only OVT_TEST_EXIT_AFTER_SEND), between the arbitration contract
+ *   and OvtNarrow, and run again: one pair, the same addresses, OvtNarrow
+ *   sent at the nonce the arbitration contract was bound to, the deployer's
+ *   nonce used twice; run a third time it reports the same deployment and
+ *   sends nothing; killed right after OvtNarrow's transaction left: the same;
+ *   killed after the first, with OvtNarrow's nonce then taken by another
+ *   transaction of the account: run again it refuses, names the lost
+ *   binding and says to deploy again, and sends nothing, each time;
  *   ovt commit killed at each point (after the open is sent, after it is
  *   confirmed, after the commit is sent, after it is confirmed) and run
  *   again: each time exactly one more run on chain, opened once, committed
@@ -49,7 +54,9 @@ static uint64_t nonce_of(int who)
     return n;
 }
 
-static void deploy(const char *out_path, const char *exit_after, int want_rc, char address[43])
+/* ovt deploy --out out_path, killed after its Nth send (exit_after) or not;
+ * the printed addresses of the pair (may be NULL). */
+static void deploy(const char *out_path, const char *exit_after, int want_rc, char address[43], char narrow[43])
 {
     char *out = NULL;
     if (exit_after)
@@ -60,19 +67,48 @@ static void deploy(const char *out_path, const char *exit_after, int want_rc, ch
     CHECK_MSG(rc == want_rc, "ovt deploy exited %d, not %d", rc, want_rc);
     if (address)
         json_str(out, "address", address, 43);
+    if (narrow) {
+        json_t *j = json_loads(out ? out : "", 0, NULL);
+        const char *v = json_string_value(json_object_get(json_object_get(j, "narrow"), "address"));
+        snprintf(narrow, 43, "%s", v ? v : "");
+        json_decref(j);
+    }
     free(out);
+}
+
+/* OvtNarrow at `narrow` has code and is bound to the arbitration contract
+ * at `address`, at the deployer's nonces n and n + 1. */
+static void check_pair(const char *address, const char *narrow, uint64_t n)
+{
+    chain_address deployer, a, nw, want;
+    CHECK(chain_address_from_string(&deployer, addr[DEPLOYER]) == 0);
+    CHECK(chain_address_from_string(&a, address) == 0 && chain_address_from_string(&nw, narrow) == 0);
+    CHECK(chain_create_address(&want, &deployer, n) == 0 && chain_address_eq(&want, &a));
+    CHECK(chain_create_address(&want, &deployer, n + 1) == 0 && chain_address_eq(&want, &nw));
+    chain_arb at;
+    CHECK(chain_arb_attach(&at, rpc, &nw) == 0);
+    json_t *res = NULL;
+    const char *data = "0x9b732350"; /* arbitration() */
+    int rc = chain_rpc_call(rpc, &res, "eth_call", json_pack("[{s:s, s:s}, s]", "to", narrow, "data", data, "latest"));
+    const char *word = json_string_value(res);
+    char bound[43] = "";
+    if (rc == 0 && word && strlen(word) == 66)
+        snprintf(bound, sizeof bound, "0x%s", word + 26);
+    CHECK_MSG(strcasecmp(bound, address) == 0, "OvtNarrow.arbitration() = %s, not %s", bound, address);
+    json_decref(res);
 }
 
 static void test_deploy(void)
 {
-    char path[600], a1[43] = "", a2[43] = "";
+    char path[600], a1[43] = "", a2[43] = "", n1[43] = "", n2[43] = "";
     snprintf(path, sizeof path, "%s/deployment.json", af_dir);
-    deploy(path, "1", 86, NULL); /* killed with its creation transaction just sent */
-    deploy(path, NULL, 0, a1);
-    CHECK_EQ_U64(nonce_of(DEPLOYER), 1);
-    deploy(path, NULL, 0, a2); /* and again: the same deployment, nothing sent */
-    CHECK(strlen(a1) == 42 && strcmp(a1, a2) == 0);
-    CHECK_EQ_U64(nonce_of(DEPLOYER), 1);
+    deploy(path, "1", 86, NULL, NULL); /* killed with the arbitration contract's creation just sent */
+    deploy(path, NULL, 0, a1, n1);
+    CHECK_EQ_U64(nonce_of(DEPLOYER), 2);
+    deploy(path, NULL, 0, a2, n2); /* and again: the same deployment, nothing sent */
+    CHECK(strlen(a1) == 42 && strcmp(a1, a2) == 0 && strcmp(n1, n2) == 0);
+    CHECK_EQ_U64(nonce_of(DEPLOYER), 2);
+    check_pair(a1, n1, 0);
     uint8_t *buf;
     size_t len;
     CHECK(ovt_read_file(path, &buf, &len, 1 << 20) == 0);
@@ -80,9 +116,49 @@ static void test_deploy(void)
     json_str((char *)buf, "address", rec, sizeof rec);
     json_t *j = json_loads((char *)buf, 0, NULL);
     CHECK(strcmp(rec, a1) == 0 && json_integer_value(json_object_get(j, "block_number")) > 0);
+    CHECK(json_integer_value(json_object_get(json_object_get(j, "narrow"), "nonce")) == 1);
     json_decref(j);
     free(buf);
     snprintf(contract, sizeof contract, "%s", a1);
+
+    /* killed with OvtNarrow's creation just sent */
+    snprintf(path, sizeof path, "%s/deployment2.json", af_dir);
+    deploy(path, "2", 86, NULL, NULL);
+    deploy(path, NULL, 0, a1, n1);
+    CHECK_EQ_U64(nonce_of(DEPLOYER), 4);
+    check_pair(a1, n1, 2);
+}
+
+/* Killed between the two; another transaction of the account takes
+ * OvtNarrow's nonce: refused, twice, with nothing sent. */
+static void test_deploy_nonce_taken(void)
+{
+    char path[600], cmd[2048];
+    snprintf(path, sizeof path, "%s/deployment3.json", af_dir);
+    uint64_t n = nonce_of(DEPLOYER);
+    deploy(path, "1", 86, NULL, NULL);
+    chain_privkey k;
+    chain_txm m;
+    chain_receipt r;
+    chain_address to;
+    CHECK(chain_key_from_hex(&k, keys[DEPLOYER]) == 0 && chain_txm_init(&m, rpc, &k, NULL) == 0);
+    ovt_wipe(&k, sizeof k);
+    CHECK(chain_address_from_string(&to, addr[ARBITER]) == 0);
+    CHECK(chain_txm_send(&m, &r, &to, NULL, NULL, 0) == 0); /* takes n + 1: the creation holds n */
+    chain_receipt_free(&r);
+    chain_txm_free(&m);
+    CHECK_EQ_U64(nonce_of(DEPLOYER), n + 2);
+    snprintf(cmd, sizeof cmd, "%s deploy --rpc-url %s --private-key %s --out %s 2>&1", af_ovt, node.url,
+             keys[DEPLOYER], path);
+    for (int i = 0; i < 2; i++) {
+        char *out = NULL;
+        int rc = tsup_runl(&out, "/bin/sh", "-c", cmd, NULL);
+        CHECK_MSG(rc == 1 && out && strstr(out, "was taken by another transaction") &&
+                      strstr(out, "deploy the pair again") && !strstr(out, keys[DEPLOYER] + 2),
+                  "rc %d: %s", rc, out ? out : "-");
+        free(out);
+        CHECK_EQ_U64(nonce_of(DEPLOYER), n + 2);
+    }
 }
 
 static size_t count_events(chain_arb_event_kind kind, const ovt_hash *run_id)
@@ -152,6 +228,7 @@ int main(void)
     }
     CHECK(chain_rpc_open(&rpc, node.url, NULL) == 0);
     CHECK_RUN(test_deploy());
+    CHECK_RUN(test_deploy_nonce_taken());
     chain_address ca;
     if (chain_address_from_string(&ca, contract) || chain_arb_attach(&arb, rpc, &ca)) {
         fprintf(stderr, "no contract: %s\n", ovt_errmsg());

@@ -13,7 +13,10 @@
  *     by a replay as shard 2, and its state differs; a table changed after the
  *     fact is named but changes no state (a hint, not a commitment the state
  *     depends on); a sharded step's log without a table, or a one-shard
- *     step's with one, is fraud (ranks.json: tests/dp/test_dp_ranks.c). */
+ *     step's with one, is fraud (ranks.json: tests/dp/test_dp_ranks.c);
+ *   - trn_shard_sites, P counted on one sample of one token, is the P of
+ *     real sharded steps of each model kind: steps of S = 2 and S = 4 (B 8,
+ *     T 16) count 2P + Q and 4P + Q sites. */
 #include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -228,10 +231,47 @@ static void test_one_shard_table(void)
     data_samples_free(&data);
 }
 
+static void shard_sites_of(const char *preset, uint32_t want)
+{
+    uint32_t P = 0;
+    uint64_t sites[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        trn_test_step_data f;
+        CHECK(trn_test_step_data_open(&f, preset, 5, 8, 16, k ? 4 : 2, 2000, 64) == 0);
+        if (k == 0)
+            CHECK_MSG(trn_shard_sites(&f.rc, &P) == 0, "%s: %s", preset, ovt_errmsg());
+        trn_state *st = NULL;
+        trn_workspace *w = NULL;
+        CHECK(trn_state_new(&st, &f.rc) == 0 && trn_workspace_new(&w, &f.rc) == 0);
+        trn_state_init(st);
+        krn_ctx *ctx = trn_test_ctx(KRN_BACKEND_CPU, KRN_NEAREST, 1);
+        trn_step_info info;
+        CHECK_MSG(trn_train_step(ctx, w, st, &f.b, NULL, &info) == 0, "%s: %s", preset, ovt_errmsg());
+        sites[k] = info.stats.sites;
+        krn_ctx_free(ctx);
+        trn_workspace_free(w);
+        trn_state_free(st);
+        trn_test_step_data_close(&f);
+    }
+    CHECK_MSG(P > 0 && sites[1] - sites[0] == 2 * (uint64_t)P, "%s: P %u, steps of 2 and 4 shards %llu and %llu sites",
+              preset, P, (unsigned long long)sites[0], (unsigned long long)sites[1]);
+    if (want)
+        CHECK_MSG(P == want, "%s: P %u, not %u", preset, P, want);
+}
+
+static void test_shard_sites(void)
+{
+    shard_sites_of("gpt2-tiny", 140); /* test_devnet_narrow's 4 x 140 */
+    shard_sites_of("llama-tiny", 0);
+    shard_sites_of("mlp-demo", 0);
+    shard_sites_of("resnet-mini", 0);
+}
+
 int main(void)
 {
     CHECK_RUN(test_sum_is_the_batch_gradient());
     CHECK_RUN(test_replay_and_ablation());
     CHECK_RUN(test_one_shard_table());
+    CHECK_RUN(test_shard_sites());
     return check_done();
 }
