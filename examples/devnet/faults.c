@@ -72,7 +72,8 @@ static const struct {
     [DEVNET_NO_CHAIN] = {"no-chain", CHAIN_ARB_AUDITOR_RIGHT,
                          "flip-output at the last matmul.bwd.dweight site (--fault-op), and at level 4\n"
                          "                      the trainer posts no chunk chain: the devnet moves anvil's clock past\n"
-                         "                      the move deadline and the trainer loses the narrowing by silence"},
+                         "                      the move deadline and the trainer loses the narrowing by silence,\n"
+                         "                      which is no verdict: the arbiters rule on the whole step"},
     [DEVNET_CHAIN_COUNT] = {"chain-count", CHAIN_ARB_AUDITOR_RIGHT,
                             "flip-output at the last matmul.bwd.dweight site (--fault-op), and at level 4\n"
                             "                      the trainer posts a chunk chain of C + 2 leaves: the narrowing ends\n"
