@@ -679,3 +679,22 @@ int arb_chunk_package_run(const arb_block_package *p, ovt_hash *leaf, float *val
     }
     return arb_chunk_step(t, ck->chunk, ck->prev, ck->prev_len, leaf, values);
 }
+
+/* ---- a record alone (the watcher's, for a chain count) ---- */
+
+int arb_block_record_task(arb_block_task *task, arb_block_read **reads, const uint8_t *enc, size_t len)
+{
+    *reads = NULL;
+    rec_view v;
+    int rc = decode_record(&v, enc, len, true);
+    if (rc < 0)
+        return rc;
+    task->site = v.site;
+    memcpy(task->op, v.op, sizeof task->op);
+    task->n = v.n;
+    task->root = v.root;
+    task->reads = v.reads;
+    task->nreads = v.nreads;
+    *reads = v.reads;
+    return 0;
+}

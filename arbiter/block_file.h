@@ -97,4 +97,12 @@ void arb_block_package_free(arb_block_package *p);
  * arb_chunk_step's. */
 int arb_chunk_package_run(const arb_block_package *p, ovt_hash *leaf, float *values) OVT_MUST_USE;
 
+/* A task's record part (site, op, n, root, reads) from a trace record's
+ * encoding alone (docs/formats.md "Step trace"; e.g. as revealed on chain),
+ * enough for arb_block_plan_make and arb_chunk_info_of once the caller has
+ * set config, step and leaf. *reads (malloc'd, the caller frees it) backs
+ * task->reads. OVT_EFORMAT for a malformed record. */
+int arb_block_record_task(arb_block_task *task, arb_block_read **reads, const uint8_t *enc,
+                          size_t len) OVT_MUST_USE;
+
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "arbiter/block.h"
+#include "arbiter/block_chunk.h"
 #include "arbiter/block_file.h"
 #include "arbiter/evaluate.h"
 #include "chain/clock.h"
@@ -120,6 +121,22 @@ static void recomputed_node(ovt_hash *out, const chain_narrow_game *ng, const ar
         *out = r->leaf;
 }
 
+/* The package version the narrowing's end needs: a chunk package at stage
+ * Chunks, an element package on one element, else the whole leaf's. */
+static uint32_t package_version(const chain_narrow_game *ng)
+{
+    if (ng->stage == CHAIN_NARROW_STAGE_CHUNKS)
+        return ARB_BLOCK_VERSION_CHUNK;
+    return on_element(ng) ? ARB_BLOCK_VERSION_ELEMENT : ARB_BLOCK_VERSION;
+}
+
+static const char *version_name(uint32_t version)
+{
+    return version == ARB_BLOCK_VERSION_CHUNK     ? "chunk"
+           : version == ARB_BLOCK_VERSION_ELEMENT ? "element"
+                                                  : "block";
+}
+
 /* Whether package p (fetched as the claim of `side`) is bound to the chain:
  * "" when it is, else why not (into why). */
 static void bound(char *why, size_t cap, const arb_block_package *p, const chain_narrow_game *ng,
@@ -129,15 +146,25 @@ static void bound(char *why, size_t cap, const arb_block_package *p, const chain
     ovt_hash h;
     trn_config_hash(&h, &p->config);
     why[0] = '\0';
+    bool chunks = ng->stage == CHAIN_NARROW_STAGE_CHUNKS;
     if (memcmp(h.b, config_hash->b, 32))
         say(why, cap, "its run config is not the run's");
     else if (memcmp(p->trace_root.b, side->trace_root.b, 32))
         say(why, cap, "it is bound to another trace root than the party posted");
-    else if (memcmp(p->claim.b, claimed_leaf(ng, side)->b, 32))
+    else if (p->version != package_version(ng))
+        say(why, cap, "it is a %s package, the narrowing ended at a %s", version_name(p->version),
+            version_name(package_version(ng)));
+    else if (!chunks && memcmp(p->claim.b, claimed_leaf(ng, side)->b, 32))
         say(why, cap, "its claim is not the leaf the party's narrowing ended on");
-    else if (on_element(ng)
-                 ? p->task.span_count != 1 || p->task.span_first != ng->block * CHAIN_NARROW_LEAF_ELEMENTS + ng->chunk
-                 : p->task.span_count != 0)
+    else if (chunks && memcmp(p->claim.b, side->block_leaf.b, 32))
+        say(why, cap, "its claim is not the party's level-3 leaf");
+    else if (chunks && (memcmp(p->chunk.root.b, side->chain_root.b, 32) || p->chunk.leaves != side->chunks))
+        say(why, cap, "its chain is not the one the party posted (root or leaf count)");
+    else if (chunks && (p->chunk.chunk != ng->chunk || memcmp(p->chunk.node.b, side->node.b, 32)))
+        say(why, cap, "it is of another chunk, or another node there, than the narrowing ended on");
+    else if (!chunks && (on_element(ng) ? p->task.span_count != 1 ||
+                                              p->task.span_first != ng->block * CHAIN_NARROW_LEAF_ELEMENTS + ng->chunk
+                                        : p->task.span_count != 0))
         say(why, cap, "it is not the package of the %s the narrowing ended on",
             on_element(ng) ? "element" : "whole block");
     else if (p->task.step != ng->step || p->task.site != ng->item || p->task.leaf != ng->block ||
@@ -282,13 +309,26 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
             continue;
         }
         bound(why[k], sizeof why[k], &p, ng, sides[k], &run->config_hash, &layout, &ev, &br);
-        bool differed = false;
-        if (!why[k][0] && (rv = arb_block_entries_from_log(&p.task, &p.own, log, &differed)) < 0) {
+        bool differed = false, chunks = ng->stage == CHAIN_NARROW_STAGE_CHUNKS;
+        /* the trainer's committed entries replace the package's: a block's or
+         * an element's, and at level 4 the chain's last step's (chunk C), the
+         * only chunk that rounds */
+        if (!why[k][0] && (!chunks || p.chunk.chunk + 1 == p.chunk.leaves) &&
+            (rv = arb_block_entries_from_log(&p.task, &p.own, log, &differed)) < 0) {
             say(why[k], sizeof why[k], "refused (%s)", ovt_errmsg());
             ovt_err_clear();
         }
         replaced[k] = differed;
-        if (!why[k][0]) {
+        if (!why[k][0] && chunks) {
+            /* level 4: chain leaf ng->chunk from P_{chunk-1} and the chunk's rows (or the final step) */
+            p.task.threads = threads;
+            if ((rv = arb_chunk_package_run(&p, &leaf[k], NULL)) == 0) {
+                have[k] = 1;
+            } else {
+                say(why[k], sizeof why[k], "refused (%s)", ovt_errmsg());
+                ovt_err_clear();
+            }
+        } else if (!why[k][0]) {
             p.task.threads = threads;
             if ((rv = arb_block_run(&p.task, &r)) == 0) {
                 recomputed_node(&leaf[k], ng, &r);
@@ -356,15 +396,70 @@ static int narrowed(arb_narrow_result *res, arb_eval *out, arb_narrow_finding *f
         snprintf(entries, sizeof entries, "; %s%s log entries differ from the trainer's log: replaced by the log's",
                  replaced[0] && replaced[1] ? "both packages'" : who[replaced[1]],
                  replaced[0] && replaced[1] ? "" : "'s package's");
-    if (have[0] && have[1])
-        say(note, cap, "block %llu of site %llu (%s) recomputed from both packages with the trainer's log%s%s%s",
-            (unsigned long long)ng->block, (unsigned long long)ng->item, found->op, shard, entries, events);
+    char what[160];
+    if (ng->stage == CHAIN_NARROW_STAGE_CHUNKS)
+        snprintf(what, sizeof what, "chunk %llu of the chain of block %llu", (unsigned long long)ng->chunk,
+                 (unsigned long long)ng->block);
     else
-        say(note, cap, "block %llu of site %llu (%s) recomputed from the %s's package with the trainer's log%s; the "
+        snprintf(what, sizeof what, "block %llu", (unsigned long long)ng->block);
+    if (have[0] && have[1])
+        say(note, cap, "%s of site %llu (%s) recomputed from both packages with the trainer's log%s%s%s", what,
+            (unsigned long long)ng->item, found->op, shard, entries, events);
+    else
+        say(note, cap, "%s of site %llu (%s) recomputed from the %s's package with the trainer's log%s; the "
                        "%s's: %s%s%s",
-            (unsigned long long)ng->block, (unsigned long long)ng->item, found->op, who[!lone], shard, who[lone],
-            why[lone], entries, events);
+            what, (unsigned long long)ng->item, found->op, who[!lone], shard, who[lone], why[lone], entries, events);
     *res = ARB_NARROW_DECIDED;
+    return 0;
+}
+
+/* Level 4 ended CountsDiffer: the parties' chains have different leaf
+ * counts. The right count is ceil(N / 128) + 1, N from the agreed record
+ * (revealed at level 2; the records agree apart from their output roots);
+ * the party whose count is not that is wrong. Both wrong, or no record:
+ * the whole step. */
+static int chunk_counts(arb_narrow_result *res, arb_eval *out, const chain_narrow *n, const ovt_hash *game_id,
+                        const chain_narrow_game *ng, const chain_arb_game *g, const trn_run_config *rc,
+                        uint64_t from_block, uint64_t to_block, uint64_t log_window, char *note, size_t cap)
+{
+    chain_narrow_evidence ev;
+    int rv = chain_narrow_get_evidence(n, game_id, ng, from_block, to_block, log_window, &ev);
+    if (rv)
+        return rv;
+    int k = ev.record[0] ? 0 : 1;
+    arb_block_task task = {.config = rc, .step = ng->step, .leaf = ng->block};
+    arb_block_read *reads = NULL;
+    arb_chunk_info info;
+    if (!ev.record[k]) {
+        say(note, cap, "the chunk chains' counts differ, and no record was revealed: the whole step");
+    } else if (arb_block_record_task(&task, &reads, ev.record[k], ev.record_len[k]) ||
+               arb_chunk_info_of(&task, &info)) {
+        say(note, cap, "the chunk chains' counts differ, and the record gives no count (%s): the whole step",
+            ovt_errmsg());
+        ovt_err_clear();
+    } else {
+        uint64_t want = info.chunks + 1, t = ng->trainer_side.chunks, a = ng->auditor_side.chunks;
+        if ((t == want) == (a == want)) {
+            say(note, cap, "the chunk chains' counts differ (trainer %llu, auditor %llu) and neither is %llu "
+                           "(N = %llu rows): the whole step",
+                (unsigned long long)t, (unsigned long long)a, (unsigned long long)want,
+                (unsigned long long)info.rows);
+        } else {
+            memset(out, 0, sizeof *out);
+            arb_basis_of(&out->basis, g);
+            out->exec = ARB_EXEC_OK;
+            out->shards = 1;
+            out->shard_differs = -1;
+            out->leaf = t == want ? g->trainer_node : g->auditor_node;
+            say(note, cap, "the %s's chunk chain has %llu leaves, not the %llu that N = %llu rows make "
+                           "(ceil(N / 128) + 1)",
+                t == want ? "auditor" : "trainer", (unsigned long long)(t == want ? a : t),
+                (unsigned long long)want, (unsigned long long)info.rows);
+            *res = ARB_NARROW_DECIDED;
+        }
+    }
+    free(reads);
+    chain_narrow_evidence_free(&ev);
     return 0;
 }
 
@@ -407,9 +502,14 @@ int arb_narrow_evaluate(arb_narrow_result *res, arb_eval *out, arb_narrow_findin
         }
         if (present < 2) {
             *res = ARB_NARROW_WAIT;
-            say(note, cap, "the narrowing ended at block %llu of site %llu; waiting for the parties' block packages "
-                           "(%d of 2 in the store)",
-                (unsigned long long)ng.block, (unsigned long long)ng.item, present);
+            if (ng.stage == CHAIN_NARROW_STAGE_CHUNKS)
+                say(note, cap, "the narrowing ended at chunk %llu of block %llu of site %llu; waiting for the "
+                               "parties' chunk packages (%d of 2 in the store)",
+                    (unsigned long long)ng.chunk, (unsigned long long)ng.block, (unsigned long long)ng.item, present);
+            else
+                say(note, cap, "the narrowing ended at block %llu of site %llu; waiting for the parties' block "
+                               "packages (%d of 2 in the store)",
+                    (unsigned long long)ng.block, (unsigned long long)ng.item, present);
             return 0;
         }
     }
@@ -436,6 +536,8 @@ int arb_narrow_evaluate(arb_narrow_result *res, arb_eval *out, arb_narrow_findin
     }
     found->site = ng.item;
     found->block = ng.block;
+    found->chunked = ng.stage == CHAIN_NARROW_STAGE_CHUNKS && ng.outcome == CHAIN_NARROW_NARROWED;
+    found->chunk = found->chunked ? ng.chunk : 0;
     memcpy(found->op, ng.op.b, 32);
     found->op[32] = '\0';
     if (ng.outcome == CHAIN_NARROW_TRAINER_LOST || ng.outcome == CHAIN_NARROW_AUDITOR_LOST) {
@@ -471,6 +573,8 @@ int arb_narrow_evaluate(arb_narrow_result *res, arb_eval *out, arb_narrow_findin
         *res = ARB_NARROW_DECIDED;
         return 0;
     }
+    if (ng.outcome == CHAIN_NARROW_COUNTS_DIFFER && ng.stage == CHAIN_NARROW_STAGE_CHUNKS)
+        return chunk_counts(res, out, n, game_id, &ng, g, &rc, from_block, to_block, log_window, note, cap);
     if (!chain_narrow_ends_on_block(ng.outcome) || ng.item_stage != CHAIN_NARROW_STAGE_TRACE) {
         say(note, cap, "the narrowing ended without a block of a site (outcome %d): the whole step", (int)ng.outcome);
         return 0;

@@ -8,9 +8,13 @@
  * without a block. Only a run whose config has the tree stateHash (v3)
  * weighs it; everything else is the whole-step re-execution
  * (arbiter/evaluate.h), as are the ends without a block (InputsDiffer,
- * ItemsDiffer, CountsDiffer, BothSilent), a block of a state tensor
- * (stage States), and a block no valid package came for. */
+ * ItemsDiffer, CountsDiffer of the traces, BothSilent), a block of a state
+ * tensor (stage States), and a block no valid package came for. Level 4
+ * (stage Chunks): a chain leaf of a batch sum's block, recomputed from the
+ * parties' chunk packages bound to the chains they posted; CountsDiffer
+ * there is ruled from the count N gives (ceil(N / 128) + 1). */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,6 +40,8 @@ typedef enum {
 typedef struct {
     chain_narrow_outcome outcome;
     uint64_t site, block;
+    bool chunked;           /* level 4: the narrowing ended Narrowed in stage Chunks, at chain leaf `chunk` */
+    uint64_t chunk;
     char op[33];
     ovt_hash recomputed;    /* the recomputed leaf of the block (outcome Narrowed) */
     int packages;           /* valid packages the block was computed from (0..2) */

@@ -474,10 +474,12 @@ static int evaluate(watcher *w, arb_game *g, const chain_arb_params *run, const 
         char rec[67];
         arb_hex32(rec, &nf.recomputed);
         arb_say(w, nr == ARB_NARROW_DECIDED ? "narrow_evaluated" : "narrow_fallback", &g->run_id,
-                json_pack("{s:I, s:i, s:I, s:s, s:I, s:s, s:i, s:i, s:I, s:f}", "step", (json_int_t)game->index,
+                json_pack("{s:I, s:i, s:I, s:s, s:I, s:o, s:s, s:i, s:i, s:I, s:f}", "step", (json_int_t)game->index,
                           "outcome", (int)nf.outcome, "site", (json_int_t)nf.site, "op", nf.op, "block",
-                          (json_int_t)nf.block, "recomputed", rec, "packages", nf.packages, "entries_replaced",
-                          nf.entries_replaced, "log_window", (json_int_t)nf.log_window, "seconds", nf.seconds),
+                          (json_int_t)nf.block, "chunk",
+                          nf.chunked ? json_integer((json_int_t)nf.chunk) : json_null(), /* level 4 */
+                          "recomputed", rec, "packages", nf.packages, "entries_replaced", nf.entries_replaced,
+                          "log_window", (json_int_t)nf.log_window, "seconds", nf.seconds),
                 "step %" PRIu64 ": %s", game->index, note);
         if (nr == ARB_NARROW_WHOLE_STEP)
             note[0] = '\0';

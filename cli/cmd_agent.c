@@ -54,6 +54,12 @@ static void usage(FILE *f)
             "  --narrow-fault-site S --narrow-fault-element E  trainer: re-execute step K for the\n"
             "                       narrowing with flip-output at site S, element E (what its run\n"
             "                       was trained with: `ovt train --inject-fault flip-output`)\n"
+            "  --narrow-forge-chain trainer: at level 4 post a chunk chain forged from its middle\n"
+            "                       chunk on (leaves C/2 .. C-1), which the arbiters' recomputation\n"
+            "                       of that chunk refutes\n"
+            "  --narrow-no-chain    trainer: at level 4 post no chunk chain (it loses by silence)\n"
+            "  --narrow-chain-extra-leaf  trainer: at level 4 post a chunk chain of C + 2 leaves (its\n"
+            "                       first leaf twice): the counts differ and the arbiters rule it wrong\n"
             "  --narrow-forged      trainer: re-execute step K for the narrowing following its own log\n"
             "                       where the rule rejects it (what its run was trained with:\n"
             "                       `ovt train --inject-fault forged-log`)\n"
@@ -63,8 +69,8 @@ static void usage(FILE *f)
 }
 
 enum { O_ROLE = 256, O_RUN_ID, O_RUN, O_STORE, O_DATA, O_STATE_DIR, O_POLL, O_JSON, O_WITHHOLD, O_METRICS, O_GAME,
-       O_DEFEND, O_NARROW, O_NARROW_SITE, O_NARROW_ELEMENT, O_FORGE_ENTRIES,
-       O_NARROW_FORGED };
+       O_DEFEND, O_NARROW, O_NARROW_SITE, O_NARROW_ELEMENT, O_NARROW_FORGE, O_NARROW_NO_CHAIN, O_NARROW_EXTRA,
+       O_FORGE_ENTRIES, O_NARROW_FORGED };
 
 struct agent_args {
     party_agent_play_opts po;
@@ -114,6 +120,9 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
         rv = ovt_parse_u32(&a->fault.site, flag, arg, 0, UINT32_MAX - 1);
         a->have_site = true;
         break;
+    case O_NARROW_FORGE: o->narrow_forge_chain = PARTY_CHAIN_FORGED_MIDDLE; break;
+    case O_NARROW_EXTRA: o->narrow_forge_chain = PARTY_CHAIN_EXTRA_LEAF; break;
+    case O_NARROW_NO_CHAIN: o->narrow_no_chain = true; break;
     case O_NARROW_ELEMENT:
         rv = ovt_parse_u64(&a->fault.element, flag, arg, 0, UINT64_MAX / 2);
         a->have_element = true;
@@ -142,6 +151,9 @@ int cmd_agent(int argc, char **argv)
         {"narrow", required_argument, NULL, O_NARROW},
         {"narrow-fault-site", required_argument, NULL, O_NARROW_SITE},
         {"narrow-fault-element", required_argument, NULL, O_NARROW_ELEMENT},
+        {"narrow-forge-chain", no_argument, NULL, O_NARROW_FORGE},
+        {"narrow-no-chain", no_argument, NULL, O_NARROW_NO_CHAIN},
+        {"narrow-chain-extra-leaf", no_argument, NULL, O_NARROW_EXTRA},
         {"forge-block-entries", no_argument, NULL, O_FORGE_ENTRIES},
         {"narrow-forged", no_argument, NULL, O_NARROW_FORGED},
         {NULL, 0, NULL, 0}};
@@ -166,6 +178,9 @@ int cmd_agent(int argc, char **argv)
     if (a.have_site != a.have_element || ((a.have_site || a.have_element) && (!o->is_trainer || !o->narrow)))
         return cli_usage_error("agent", "--narrow-fault-site and --narrow-fault-element go together, with "
                                         "--role trainer and --narrow");
+    if ((o->narrow_forge_chain || o->narrow_no_chain) && (!o->is_trainer || !o->narrow))
+        return cli_usage_error("agent", "--narrow-forge-chain, --narrow-chain-extra-leaf and --narrow-no-chain go "
+                                        "with --role trainer and --narrow");
     if (o->forge_block_entries && !o->narrow)
         return cli_usage_error("agent", "--forge-block-entries goes with --narrow");
     if (a.forged && (a.have_site || !o->is_trainer || !o->narrow))

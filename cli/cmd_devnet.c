@@ -66,6 +66,10 @@ static void usage(FILE *f)
             "  --narrow           deploy OvtNarrow and play the dispute past the step: the parties narrow\n"
             "                     the step to one block of one site's output and the arbiters re-execute\n"
             "                     that block (implied by --fault flip-output; docs/devnet.md)\n"
+            "  --fault-op OP      flip-output and the level-4 faults (forged-chain, no-chain, chain-count):\n"
+            "                     flip the output of the step's last site of OP (adamw.param, flip-output's\n"
+            "                     default; matmul.bwd.dweight, the others'; matmul.bwd.dbias): a batch\n"
+            "                     sum's dispute goes on to level 4, its chunk chain (docs/devnet.md)\n"
             "  --flip-site S --flip-element E  flip-output: flip element E of site S instead of the\n"
             "                     model's late site (an earlier site makes the trainer's own log fraud\n"
             "                     at a later one: fraudulent-log, and the auditor cannot trace step K)\n"
@@ -231,18 +235,30 @@ static json_t *narrow_json(const devnet_opts *o, const devnet_result *r)
         op[32] = '\0';
         chain_hash_hex(t, &g->trainer_side.node);
         chain_hash_hex(a, &g->auditor_side.node);
-        json_object_set_new(n, "end", json_pack("{s:i, s:i, s:i, s:I, s:I, s:s, s:o, s:I, s:s, s:s, s:i}", "phase",
-                                                (int)g->phase, "outcome", (int)g->outcome, "item_stage",
+        json_object_set_new(n, "end", json_pack("{s:i, s:i, s:i, s:i, s:I, s:I, s:s, s:o, s:o, s:I, s:I, s:I, s:s, "
+                                                "s:s, s:i}",
+                                                "phase", (int)g->phase, "outcome", (int)g->outcome, "stage",
+                                                (int)g->stage, "item_stage",
                                                 (int)g->item_stage, "step", (json_int_t)g->step, "site",
                                                 (json_int_t)g->item, "op", op, "block",
                                                 g->block == CHAIN_NARROW_NO_BLOCK ? json_null()
                                                                                   : json_integer((json_int_t)g->block),
+                                                /* level 4: the chain leaf found (null unless Narrowed in
+                                                   stage Chunks) */
+                                                "chunk",
+                                                g->stage == CHAIN_NARROW_STAGE_CHUNKS &&
+                                                        g->outcome == CHAIN_NARROW_NARROWED
+                                                    ? json_integer((json_int_t)g->chunk)
+                                                    : json_null(),
+                                                "trainer_chunks", (json_int_t)g->trainer_side.chunks,
+                                                "auditor_chunks", (json_int_t)g->auditor_side.chunks,
                                                 "elements", (json_int_t)g->trainer_side.elements, "trainer_leaf", t,
                                                 "auditor_leaf", a, "rounds", (int)g->round));
     }
-    if (o->fault == DEVNET_FLIP_OUTPUT)
-        json_object_set_new(n, "fault", json_pack("{s:I, s:I, s:I}", "site", (json_int_t)r->fault_site, "element",
-                                                  (json_int_t)r->fault_element, "block", (json_int_t)r->fault_block));
+    if (devnet_flips_output(o))
+        json_object_set_new(n, "fault", json_pack("{s:I, s:s, s:I, s:I}", "site", (json_int_t)r->fault_site, "op",
+                                                  devnet_fault_op(o), "element", (json_int_t)r->fault_element,
+                                                  "block", (json_int_t)r->fault_block));
     return n;
 }
 
@@ -286,11 +302,13 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
         if (o->narrow) /* what it re-executed: the narrowed block, or (null) the whole step */
             json_object_set_new(seat, "block",
                                 a->ruled_on_block
-                                    ? json_pack("{s:i, s:I, s:I, s:i, s:i, s:f}", "narrow_outcome",
+                                    ? json_pack("{s:i, s:I, s:I, s:o, s:i, s:i, s:f}", "narrow_outcome",
                                                 a->narrow_outcome, "site", (json_int_t)a->block_site, "block",
-                                                (json_int_t)a->block_index, "packages", a->block_packages,
-                                                "entries_replaced", a->block_entries_replaced, "seconds",
-                                                a->block_seconds)
+                                                (json_int_t)a->block_index, "chunk",
+                                                a->block_chunked ? json_integer((json_int_t)a->block_chunk)
+                                                                 : json_null(),
+                                                "packages", a->block_packages, "entries_replaced",
+                                                a->block_entries_replaced, "seconds", a->block_seconds)
                                     : json_null());
         json_array_append_new(committee, seat);
     }
@@ -354,7 +372,7 @@ static void print_json(const devnet_opts *o, const devnet_result *r, bool as_exp
 enum { O_FAULT = 256, O_AT, O_STEPS, O_MODEL, O_BATCH, O_SEQ, O_SILENT, O_MOVE, O_TIMEOUT, O_KEEP, O_ANVIL, O_JSON,
        O_NODE, O_BLOCK_TIME, O_CONF, O_STORE, O_ARB_METRICS, O_SHARDS, O_RANKS, O_FAULT_SHARD, O_AUD_BACKEND,
        O_BAND_RULES, O_ARB_CMD, O_ARBITERS, O_LINGER, O_CHALLENGERS, O_REPLAY, O_NARROW, O_WITHHOLD_BLOCK,
-       O_FLIP_SITE, O_FLIP_ELEMENT, O_FORGE_ENTRIES };
+       O_FAULT_OP, O_FLIP_SITE, O_FLIP_ELEMENT, O_FORGE_ENTRIES };
 
 struct devnet_args {
     devnet_opts o;
@@ -425,6 +443,7 @@ static int take(void *ctx, int c, const char *flag, const char *arg, const char 
     case O_REPLAY: o->replay_proof = true; break;
     case O_NARROW: o->narrow = true; break;
     case O_WITHHOLD_BLOCK: o->withhold_block = true; break;
+    case O_FAULT_OP: o->fault_op = arg; break;
     case O_FLIP_SITE: rv = ovt_parse_u32(&o->flip_site, flag, arg, 0, UINT32_MAX - 1); o->has_flip_site = true; break;
     case O_FLIP_ELEMENT: rv = ovt_parse_u64(&o->flip_element, flag, arg, 0, UINT64_MAX - 1); break;
     case O_FORGE_ENTRIES: o->forge_block_entries = true; break;
@@ -454,6 +473,7 @@ int cmd_devnet(int argc, char **argv)
         {"replay-proof", no_argument, NULL, O_REPLAY},
         {"narrow", no_argument, NULL, O_NARROW},
         {"withhold-block", no_argument, NULL, O_WITHHOLD_BLOCK},
+        {"fault-op", required_argument, NULL, O_FAULT_OP},
         {"flip-site", required_argument, NULL, O_FLIP_SITE}, {"flip-element", required_argument, NULL, O_FLIP_ELEMENT},
         {"forge-block-entries", no_argument, NULL, O_FORGE_ENTRIES},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};

@@ -131,6 +131,7 @@ struct agent {
     bool has_sites;
     party_narrow_step narrow; /* step K re-executed with its trace, once the narrowing needs it */
     bool narrow_loaded, narrow_over, narrow_uploaded;
+    bool narrow_said_no_chain; /* --narrow-no-chain logged once */
     char dir[4096];
     json_t *state; /* {"role", "run_id", "published", "sent": [...], "outcome"} */
 };
@@ -365,7 +366,7 @@ static int reveal_sites(struct agent *a, int *wait)
     return rv;
 }
 
-/* --- the narrowing (levels 2 and 3) */
+/* --- the narrowing (levels 2, 3 and 4) */
 
 static const char *narrow_move_name(chain_narrow_move_kind k)
 {
@@ -373,31 +374,48 @@ static const char *narrow_move_name(chain_narrow_move_kind k)
            : k == CHAIN_NARROW_MOVE_DESCEND ? "descend"
            : k == CHAIN_NARROW_MOVE_REVEAL  ? "reveal-record"
            : k == CHAIN_NARROW_MOVE_COMPARE ? "compare-states"
+           : k == CHAIN_NARROW_MOVE_POST_CHUNKS ? "post-chunks"
            : k == CHAIN_NARROW_MOVE_POST_ELEMENTS ? "post-elements"
                                             : "none";
 }
 
 /* Once the narrowing ended at a block of a site's output: that block's
- * package, named by the leaf hash this party claims for it. */
+ * package, named by the leaf hash this party claims for it; at level 4
+ * (stage Chunks) the package of the chunk found, named by the party's
+ * chain leaf there. */
 static int narrow_upload(struct agent *a, const chain_narrow_game *ng)
 {
     const party_agent_opts *o = a->o;
     const chain_narrow_side *own = o->is_trainer ? &ng->trainer_side : &ng->auditor_side;
     uint8_t *buf = NULL;
     size_t len = 0;
-    int rv = ng->outcome == CHAIN_NARROW_NARROWED && ng->stage == CHAIN_NARROW_STAGE_ELEMENTS /* an element: its own
-                                                                                                package, named by its
-                                                                                                element leaf */
-                 ? party_narrow_pack_element(&a->narrow, ng->item, ng->block, ng->chunk, &buf, &len)
-                 : party_narrow_pack(&a->narrow, ng->item, ng->block, o->forge_block_entries, &buf, &len);
+    bool chunks = ng->stage == CHAIN_NARROW_STAGE_CHUNKS; /* level 4: the chunk's package, named by its chain leaf */
+    bool element = ng->outcome == CHAIN_NARROW_NARROWED && ng->stage == CHAIN_NARROW_STAGE_ELEMENTS; /* an element:
+                                                                      its own package, named by its element leaf */
+    int rv = chunks    ? party_narrow_pack_chunk(&a->narrow, ng->item, ng->block, ng->chunk, &buf, &len)
+             : element ? party_narrow_pack_element(&a->narrow, ng->item, ng->block, ng->chunk, &buf, &len)
+                       : party_narrow_pack(&a->narrow, ng->item, ng->block, o->forge_block_entries, &buf, &len);
     if (!rv)
         rv = store_put_block(o->store, &own->node, buf, len);
     free(buf);
     char claim[67];
     chain_hash_hex(claim, &own->node);
+    if (rv && chunks)
+        return ovt_fail_wrap(rv, "the package of chunk %llu of block %llu of site %llu", (unsigned long long)ng->chunk,
+                             (unsigned long long)ng->block, (unsigned long long)ng->item);
     if (rv)
         return ovt_fail_wrap(rv, "the package of block %llu of site %llu", (unsigned long long)ng->block,
                              (unsigned long long)ng->item);
+    if (chunks) {
+        agent_log(a, "block_published",
+                  json_pack("{s:I, s:I, s:I, s:I, s:s, s:I}", "step", (json_int_t)ng->step, "site",
+                            (json_int_t)ng->item, "block", (json_int_t)ng->block, "chunk", (json_int_t)ng->chunk,
+                            "claim", claim, "bytes", (json_int_t)len),
+                  "package of step %llu, site %llu, block %llu, chunk %llu (%zu bytes) published as block/%s",
+                  (unsigned long long)ng->step, (unsigned long long)ng->item, (unsigned long long)ng->block,
+                  (unsigned long long)ng->chunk, len, claim);
+        return 0;
+    }
     agent_log(a, "block_published",
               json_pack("{s:I, s:I, s:I, s:s, s:I}", "step", (json_int_t)ng->step, "site", (json_int_t)ng->item, "block",
                         (json_int_t)ng->block, "claim", claim, "bytes", (json_int_t)len),
@@ -462,17 +480,37 @@ static int narrow_turn(struct agent *a, const chain_arb_game *g, uint64_t now, i
             return 0;
         }
         a->narrow_loaded = true;
+        a->narrow.forge_chain = o->narrow_forge_chain;
     }
     chain_narrow_party party = party_narrow_party(&a->narrow, o->is_trainer, ng.moved == 0);
+    if (o->narrow_no_chain) {
+        party.chunk_leaves = NULL; /* a party without level 4: it posts no chain */
+        if (ng.stage == CHAIN_NARROW_STAGE_CHUNKS && !a->narrow_said_no_chain) {
+            agent_log(a, "narrow_no_chain", json_pack("{s:I}", "block", (json_int_t)ng.block),
+                      "not posting the chunk chain of block %llu of site %llu (--narrow-no-chain)",
+                      (unsigned long long)ng.block, (unsigned long long)ng.item);
+            a->narrow_said_no_chain = true;
+        }
+    }
     chain_narrow_move mv;
     chain_receipt r;
     memset(&r, 0, sizeof r);
+    bool had_chain = a->narrow.has_chain;
     if ((rv = chain_narrow_plan_move(&mv, &ng, &party)))
         return rv;
+    if (!had_chain && a->narrow.has_chain && a->narrow.chain_differs)
+        agent_log(a, "chunk_chain_differs",
+                  json_pack("{s:I, s:I, s:I}", "step", (json_int_t)ng.step, "site", (json_int_t)ng.item, "block",
+                            (json_int_t)ng.block),
+                  "WARNING: the canonical chunk chain of step %llu, site %llu, block %llu ends in another leaf "
+                  "than this party's own output: its output of that block is wrong, and it will lose level 4",
+                  (unsigned long long)ng.step, (unsigned long long)ng.item, (unsigned long long)ng.block);
     const char *what = narrow_move_name(mv.kind);
     if (mv.kind != CHAIN_NARROW_MOVE_NONE) {
         rv = chain_narrow_send_move(&n, &a->s->txm, game_of(o), &party, &mv, &r);
-    } else if (ng.phase != CHAIN_NARROW_PHASE_NONE && ng.deadline && now > ng.deadline) {
+    } else if (ng.phase != CHAIN_NARROW_PHASE_NONE && ng.deadline && now > ng.deadline &&
+               !(o->narrow_no_chain && ng.stage == CHAIN_NARROW_STAGE_CHUNKS)) {
+        /* (--narrow-no-chain: the silent party leaves the timeout it loses to the other) */
         what = "narrow-timeout";
         rv = chain_narrow_timeout(&n, &a->s->txm, game_of(o), &r);
     } else {

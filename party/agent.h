@@ -26,6 +26,7 @@
 
 #include "chain/session.h"
 #include "party/policy.h"
+#include "party/narrow.h"
 #include "trainer/fault.h"
 #include "trainer/run.h"
 #include "store/store.h"
@@ -60,6 +61,9 @@ typedef struct {
                                       log's (party_narrow_pack's forge_entries) */
     const trn_fault *narrow_fault; /* testing only: step K re-executed under this fault (the trainer's
                                       faulty hardware), so that its trace matches its committed state */
+    party_chain_forgery narrow_forge_chain; /* testing only: at level 4, post a chunk chain forged
+                                               (from the middle chunk on, or with a leaf too many) */
+    bool narrow_no_chain;          /* testing only: at level 4, post no chunk chain (it loses by silence) */
 } party_agent_opts;
 
 /* Runs until the run is settled (*outcome gets it) or a stop signal

@@ -134,6 +134,8 @@ void party_narrow_free(party_narrow_step *p)
     free(p->records);
     free(p->record_lens);
     free(p->record_hashes);
+    if (p->has_chain)
+        arb_chunk_chain_free(&p->chain);
     krn_trace_free(p->trace);
     krn_rlog_free(p->log);
     trn_state_free(p->after);
@@ -176,6 +178,43 @@ static int output_leaves(void *ctx, chain_narrow_stage stage, uint64_t item, ovt
     return float_leaves(base + t->offset, t->size, leaves, n);
 }
 
+/* Level 4: the chain of output leaf `block` of site `site`, made once
+ * (every row of the site's inputs is in the check-mode trace). */
+static int chunk_leaves(void *ctx, uint64_t site, uint64_t block, ovt_hash **leaves, size_t *n)
+{
+    party_narrow_step *p = ctx;
+    *leaves = NULL;
+    *n = 0;
+    if (site >= p->nsites)
+        return ovt_fail(OVT_EINVAL, "narrowing: site %llu of a step of %zu sites", (unsigned long long)site,
+                        p->nsites);
+    if (!p->has_chain || p->chain_site != site || p->chain_block != block) {
+        if (p->has_chain)
+            arb_chunk_chain_free(&p->chain);
+        p->has_chain = false;
+        arb_block_task task = {.config = &p->config, .step = p->step};
+        bool differs = false;
+        int rv = arb_chunk_chain_from_trace(&p->chain, &task, p->trace, (size_t)site, p->log, block, &differs);
+        if (rv)
+            return rv;
+        uint64_t C = p->chain.info.chunks;
+        for (uint64_t c = C / 2; p->forge_chain == PARTY_CHAIN_FORGED_MIDDLE && c < C; c++)
+            p->chain.leaves[c].b[31] ^= 0x5a; /* a lie from the middle of the chain on; leaf C stays */
+        p->has_chain = true;
+        p->chain_site = site;
+        p->chain_block = block;
+        p->chain_differs = differs;
+    }
+    size_t count = (size_t)p->chain.info.chunks + 1, extra = p->forge_chain == PARTY_CHAIN_EXTRA_LEAF;
+    if (!(*leaves = malloc((count + extra) * sizeof **leaves)))
+        return ovt_fail(OVT_ENOMEM, "out of memory for %zu chain leaves", count + extra);
+    if (extra) /* a count off by one: leaf 0 twice */
+        (*leaves)[0] = p->chain.leaves[0];
+    memcpy(*leaves + extra, p->chain.leaves, count * sizeof **leaves);
+    *n = count + extra;
+    return 0;
+}
+
 /* Level 4 of an element op: the values of leaf `block` of site `site`'s output. */
 static int element_values(void *ctx, uint64_t site, uint64_t block, float **values, size_t *n)
 {
@@ -199,7 +238,7 @@ chain_narrow_party party_narrow_party(party_narrow_step *p, int is_trainer, int 
     chain_narrow_party party = {.is_trainer = is_trainer, .post = &p->post, .other = NULL, .nsites = p->nsites,
                                 .record_hashes = p->record_hashes, .records = (const uint8_t *const *)p->records,
                                 .record_lens = p->record_lens, .output_leaves = output_leaves,
-                                .element_values = element_values, .ctx = p};
+                                .chunk_leaves = chunk_leaves, .element_values = element_values, .ctx = p};
     return party;
 }
 
@@ -271,4 +310,14 @@ int party_narrow_pack_element(const party_narrow_step *p, uint64_t site, uint64_
                         p->nsites);
     return arb_block_element_package_make(buf, len, &p->config, p->trace, &p->post.trace_root, p->step,
                                           (size_t)site, leaf, p->log, element);
+}
+
+int party_narrow_pack_chunk(const party_narrow_step *p, uint64_t site, uint64_t leaf, uint64_t chunk, uint8_t **buf,
+                            size_t *len)
+{
+    if (site >= p->nsites)
+        return ovt_fail(OVT_EINVAL, "chunk package: site %llu of a step of %zu sites", (unsigned long long)site,
+                        p->nsites);
+    return arb_chunk_package_make(buf, len, &p->config, p->trace, &p->post.trace_root, p->step, (size_t)site, leaf,
+                                  p->log, chunk);
 }

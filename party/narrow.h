@@ -17,12 +17,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arbiter/block_chunk.h"
 #include "chain/narrow.h"
 #include "kernels/rlog.h"
 #include "kernels/trace.h"
 #include "trainer/fault.h"
 #include "trainer/layout.h"
 #include "trainer/state.h"
+
+/* Testing only: how a lying party's chunk chain differs from its own. */
+typedef enum {
+    PARTY_CHAIN_HONEST = 0,
+    PARTY_CHAIN_FORGED_MIDDLE, /* leaves c >= C/2 (c < C) altered; the count and leaf C kept */
+    PARTY_CHAIN_EXTRA_LEAF     /* one leaf more at its head (C + 2 leaves); leaf C kept last */
+} party_chain_forgery;
 
 typedef struct {
     uint64_t step;
@@ -39,6 +47,14 @@ typedef struct {
     ovt_hash roots[3 * TRN_MAX_TENSORS];
     uint64_t sizes[TRN_MAX_TENSORS];
     chain_narrow_post post;  /* points into this struct */
+    /* level 4 (docs/contract.md "Level 4"): the chunk chain of one output
+     * leaf of a batch-sum site, made once when the narrowing first asks */
+    bool has_chain;
+    uint64_t chain_site, chain_block;
+    arb_chunk_chain chain;
+    bool chain_differs;      /* the canonical chain's final leaf is not the party's own output leaf:
+                                its output is wrong (for an honest party this cannot happen) */
+    party_chain_forgery forge_chain; /* testing only: a chain posted other than made */
 } party_narrow_step;
 
 /* Re-executes step k >= 1 of the run in dir (its config.bin, steps.bin,
@@ -55,8 +71,17 @@ int party_narrow_load(party_narrow_step *p, const char *dir, const char *data, u
 void party_narrow_free(party_narrow_step *p);
 
 /* The party for chain_narrow_plan_move: posts the previous roots only when
- * post_previous (the first to post; after that the contract ignores them). */
+ * post_previous (the first to post; after that the contract ignores them).
+ * Its chunk_leaves gives the chain arb_chunk_chain_from_trace makes from
+ * the party's trace and log, its last leaf the party's own output leaf
+ * (p->chain_differs says whether the canonical final step disagrees). */
 chain_narrow_party party_narrow_party(party_narrow_step *p, int is_trainer, int post_previous);
+
+/* The chunk package of chunk `chunk` of the chain of leaf `leaf` of site
+ * `site`'s output (arbiter/block_file.h, version 2; *buf malloc'd): the
+ * party's canonical chain, whatever chain it posted. */
+int party_narrow_pack_chunk(const party_narrow_step *p, uint64_t site, uint64_t leaf, uint64_t chunk, uint8_t **buf,
+                            size_t *len) OVT_MUST_USE;
 
 /* The block package of leaf `leaf` of site `site`'s output (*buf malloc'd).
  * forge_entries (testing only: a lying packer): its log entries are not the

@@ -38,6 +38,12 @@ typedef enum {
     DEVNET_FALSE_TABLE,        /* a sharded run whose log K carries a false shard table: fraud, no shard named */
     DEVNET_FLIP_OUTPUT,        /* a deep fault: one element of the step's last adamw.param site's output (the
                                   parameter update) flipped in step K (ovt train --inject-fault flip-output) */
+    DEVNET_FORGED_CHAIN,       /* flip-output at the last matmul.bwd.dweight site, and at level 4 the trainer's
+                                  agent posts a chunk chain forged from its middle chunk on */
+    DEVNET_NO_CHAIN,           /* flip-output at the last matmul.bwd.dweight site, and at level 4 the trainer's
+                                  agent posts no chunk chain: it loses the narrowing by silence */
+    DEVNET_CHAIN_COUNT,        /* flip-output at the last matmul.bwd.dweight site, and at level 4 the trainer's
+                                  agent posts a chain of C + 2 leaves: CountsDiffer, the arbiters rule it wrong */
     DEVNET_FAULT_COUNT
 } devnet_fault;
 
@@ -88,6 +94,8 @@ typedef struct {
                              process and key; --arbiters + N <= 5 (anvil's dev accounts) */
     bool replay_proof;    /* --replay-proof (implied by lazy-auditor): the trainer asks for proof of replay */
     bool withhold_block;  /* --withhold-block: the (honest) auditor never publishes its block package */
+    const char *fault_op; /* --fault-op: the op whose last site flip-output (forged-chain) flips (NULL: the
+                             fault's default, adamw.param (matmul.bwd.dweight)) */
     bool has_flip_site;   /* --flip-site S --flip-element E: flip-output's site and element (else the model's) */
     uint32_t flip_site;
     uint64_t flip_element;
@@ -96,13 +104,21 @@ typedef struct {
                              narrowing of the disputed step and the arbiters rule on its block */
 } devnet_opts;
 
-/* flip-output's site and element for a model preset: the step's last
- * adamw.param site (a late site the block engine re-executes; a flip at an
- * earlier site would make the trainer's log, recorded from the flipped
- * values, fraud at a later site), an element of its leaf 2, not the
- * first (40000; the MLP's 37152 parameters: 35000), unless --flip-site
- * gives them. OVT_EINVAL for a preset with no known site. */
+/* flip-output's site and element for a model preset and o's fault op
+ * (devnet_fault_op), unless --flip-site gives them: by default the step's
+ * last adamw.param site (a late site the block engine re-executes; a flip
+ * at an earlier site would make the trainer's log, recorded from the
+ * flipped values, fraud at a later site), an element of its leaf 2, not
+ * the first (40000; the MLP's 37152 parameters: 35000); for a batch sum
+ * (matmul.bwd.dweight, matmul.bwd.dbias: level 4) the step's last site of
+ * that op, the middle element of its output. OVT_EINVAL for a preset or
+ * op with no known site. */
 int devnet_flip_site(const devnet_opts *o, uint32_t *site, uint64_t *element) OVT_MUST_USE;
+
+/* Whether o's fault flips a site's output (flip-output, forged-chain), and
+ * the op whose last site it flips. */
+bool devnet_flips_output(const devnet_opts *o);
+const char *devnet_fault_op(const devnet_opts *o);
 
 /* The most outside challengers: anvil's dev accounts after the parties and
  * one arbiter. */
@@ -136,6 +152,8 @@ typedef struct {
     bool ruled_on_block;
     uint64_t block_site, block_index;
     int block_packages;
+    bool block_chunked;         /* level 4: it recomputed chain leaf block_chunk of the block's chunk chain */
+    uint64_t block_chunk;
     int block_entries_replaced; /* packages whose log entries were not the trainer's log's */
     double block_seconds;
     int narrow_outcome;         /* the narrowing's outcome it read (1 Narrowed, 5 TrainerLost, ...) */

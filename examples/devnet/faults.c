@@ -61,8 +61,38 @@ static const struct {
     [DEVNET_FLIP_OUTPUT] = {"flip-output", CHAIN_ARB_AUDITOR_RIGHT,
                             "a deep fault: bit 22 of one element of the last adamw.param site's output\n"
                             "                      (the parameter update) flips in step K, and training goes on;\n"
-                            "                      the dispute narrows to that site and block (--narrow)"},
+                            "                      the dispute narrows to that site and block (--narrow); --fault-op\n"
+                            "                      matmul.bwd.dweight (or matmul.bwd.dbias) flips the last site of that\n"
+                            "                      batch sum instead, and the narrowing goes on to its chunk chain"},
+    [DEVNET_FORGED_CHAIN] = {"forged-chain", CHAIN_ARB_AUDITOR_RIGHT,
+                             "flip-output at the last matmul.bwd.dweight site (--fault-op), and at level 4\n"
+                             "                      the trainer posts a chunk chain forged from its middle chunk on:\n"
+                             "                      the arbiters recompute that chunk (needs C >= 2 chunks: e.g.\n"
+                             "                      --batch 8 --seq 64)"},
+    [DEVNET_NO_CHAIN] = {"no-chain", CHAIN_ARB_AUDITOR_RIGHT,
+                         "flip-output at the last matmul.bwd.dweight site (--fault-op), and at level 4\n"
+                         "                      the trainer posts no chunk chain: the devnet moves anvil's clock past\n"
+                         "                      the move deadline and the trainer loses the narrowing by silence,\n"
+                         "                      which is no verdict: the arbiters rule on the whole step"},
+    [DEVNET_CHAIN_COUNT] = {"chain-count", CHAIN_ARB_AUDITOR_RIGHT,
+                            "flip-output at the last matmul.bwd.dweight site (--fault-op), and at level 4\n"
+                            "                      the trainer posts a chunk chain of C + 2 leaves: the narrowing ends\n"
+                            "                      CountsDiffer and the arbiters rule the count that is not\n"
+                            "                      ceil(N / 128) + 1 wrong"},
 };
+
+bool devnet_flips_output(const devnet_opts *o)
+{
+    return o->fault == DEVNET_FLIP_OUTPUT || o->fault == DEVNET_FORGED_CHAIN || o->fault == DEVNET_NO_CHAIN ||
+           o->fault == DEVNET_CHAIN_COUNT;
+}
+
+const char *devnet_fault_op(const devnet_opts *o)
+{
+    return o->fault_op                   ? o->fault_op
+           : o->fault == DEVNET_FLIP_OUTPUT ? "adamw.param"
+                                            : "matmul.bwd.dweight"; /* forged-chain, ...: level 4 */
+}
 
 int devnet_flip_site(const devnet_opts *o, uint32_t *site, uint64_t *element)
 {
@@ -71,25 +101,31 @@ int devnet_flip_site(const devnet_opts *o, uint32_t *site, uint64_t *element)
         *element = o->flip_element;
         return 0;
     }
-    const char *model = DEVNET_MODEL(o);
-    /* each model's last adamw.param site (`ovt step --trace`; resnet-mini's
-     * last site, bn.running, is one the block engine leaves to the whole
-     * step) and an element of its leaf 2: 40000 of outputs over 40000
-     * elements, 35000 of the MLP's 37152 (its whole parameter vector) */
+    /* each model's last site of the op (`ovt step --trace --json`; the
+     * site indices do not depend on --batch or --seq). adamw.param: an
+     * element of its leaf 2: 40000 of outputs over 40000 elements, 35000
+     * of the MLP's 37152 (its whole parameter vector; resnet-mini's last
+     * site, bn.running, is one the block engine leaves to the whole step);
+     * the batch sums' outputs fit one leaf: their middle element */
     static const struct {
-        const char *model;
+        const char *model, *op;
         uint32_t site;
         uint64_t element;
-    } sites[] = {{"gpt2-tiny", 150, 40000}, {"llama-tiny", 149, 40000}, {"resnet-mini", 172, 40000},
-                 {"mlp-demo", 39, 35000}};
+    } sites[] = {{"gpt2-tiny", "adamw.param", 150, 40000},        {"llama-tiny", "adamw.param", 149, 40000},
+                 {"resnet-mini", "adamw.param", 172, 40000},      {"mlp-demo", "adamw.param", 39, 35000},
+                 {"gpt2-tiny", "matmul.bwd.dweight", 131, 6144},  {"gpt2-tiny", "matmul.bwd.dbias", 132, 96},
+                 {"llama-tiny", "matmul.bwd.dweight", 134, 1024}};
+    const char *model = DEVNET_MODEL(o), *op = devnet_fault_op(o);
     for (size_t i = 0; i < sizeof sites / sizeof sites[0]; i++)
-        if (!strcmp(model, sites[i].model)) {
+        if (!strcmp(model, sites[i].model) && !strcmp(op, sites[i].op)) {
             *site = sites[i].site;
             *element = sites[i].element;
             return 0;
         }
-    return ovt_fail(OVT_EINVAL, "--fault flip-output: no late site known for --model %s (gpt2-tiny, llama-tiny, "
-                                "resnet-mini, mlp-demo)", model);
+    return ovt_fail(OVT_EINVAL, "--fault %s: no site of op %s known for --model %s (adamw.param: gpt2-tiny, "
+                                "llama-tiny, resnet-mini, mlp-demo; matmul.bwd.dweight: gpt2-tiny, llama-tiny; "
+                                "matmul.bwd.dbias: gpt2-tiny), and no --flip-site",
+                    faults[o->fault].name, op, model);
 }
 
 static bool challenger_fault(devnet_fault f)
@@ -230,7 +266,7 @@ int devnet_fault_parse(devnet_fault *out, const char *name)
     return ovt_fail(OVT_EINVAL, "unknown fault '%s' (none, bitflip, poisoned-batch, skipped-step, forged-log, "
                                 "withheld-inputs, lying-auditor, omitted-log, bitflip-shard, hidden-flip, "
                                 "lying-arbiter, silent-arbiter, colluding-arbiters, lying-challenger, "
-                                "colluding-auditor, lazy-auditor, false-table, flip-output)",
+                                "colluding-auditor, lazy-auditor, false-table, flip-output, forged-chain, no-chain, chain-count)",
                     name);
 }
 
@@ -289,11 +325,20 @@ int devnet_opts_check(devnet_opts *o, bool have_at, bool have_fault_shard)
                         o->ranks, o->shards);
     uint32_t flip_site;
     uint64_t flip_element;
+    if (o->fault_op && !devnet_flips_output(o))
+        return ovt_fail(OVT_EINVAL, "--fault-op goes with --fault flip-output or forged-chain");
     if (o->has_flip_site && o->fault != DEVNET_FLIP_OUTPUT)
         return ovt_fail(OVT_EINVAL, "--flip-site goes with --fault flip-output");
-    if (o->fault == DEVNET_FLIP_OUTPUT && devnet_flip_site(o, &flip_site, &flip_element))
+    if (o->has_flip_site && o->fault_op)
+        return ovt_fail(OVT_EINVAL, "--flip-site and --fault-op both name the flipped site: give one");
+    if (devnet_flips_output(o) && devnet_flip_site(o, &flip_site, &flip_element))
         return -1;
-    if (o->fault == DEVNET_FLIP_OUTPUT)
+    if ((o->fault == DEVNET_FORGED_CHAIN || o->fault == DEVNET_NO_CHAIN || o->fault == DEVNET_CHAIN_COUNT) &&
+        strcmp(devnet_fault_op(o), "adamw.param") == 0)
+        return ovt_fail(OVT_EINVAL, "--fault %s plays level 4, a chunk chain: its --fault-op must be a batch sum "
+                                    "(matmul.bwd.dweight, matmul.bwd.dbias)",
+                        faults[o->fault].name);
+    if (devnet_flips_output(o))
         o->narrow = true; /* the deep fault is what the narrowing is for */
     if (o->withhold_block && !o->narrow)
         return ovt_fail(OVT_EINVAL, "--withhold-block goes with --narrow (or --fault flip-output)");
@@ -305,6 +350,8 @@ int devnet_opts_check(devnet_opts *o, bool have_at, bool have_fault_shard)
     if (o->fault == DEVNET_FLIP_OUTPUT && o->shards > 1 && !o->has_flip_site)
         return ovt_fail(OVT_EINVAL, "--fault flip-output on a sharded run needs --flip-site S --flip-element E, a "
                                     "site of one shard's range (the model's late site lies after the shards)");
+    if (devnet_flips_output(o) && o->fault != DEVNET_FLIP_OUTPUT && o->shards > 1)
+        return ovt_fail(OVT_EINVAL, "--fault %s plays on an unsharded run (no --shards)", faults[o->fault].name);
     bool shard_fault = o->fault == DEVNET_BITFLIP_SHARD || o->fault == DEVNET_FALSE_TABLE;
     if (shard_fault && o->shards < 2)
         return ovt_fail(OVT_EINVAL, "--fault %s needs a sharded run: --shards S >= 2", faults[o->fault].name);

@@ -339,7 +339,8 @@ int devnet_narrow_clock(struct devnet *d)
     if (!d->o->narrow || !d->verdict_due || d->settled)
         return 0;
     if (!d->narrow_stuck) {
-        if (!log_has(d->trainer_agent, "narrow_unplayable") && !log_has(d->auditor, "narrow_unplayable"))
+        if (!log_has(d->trainer_agent, "narrow_unplayable") && !log_has(d->auditor, "narrow_unplayable") &&
+            !log_has(d->trainer_agent, "narrow_no_chain")) /* --fault no-chain: it never posts its chain */
             return 0;
         d->narrow_stuck = true;
     }
@@ -353,6 +354,9 @@ int devnet_narrow_clock(struct devnet *d)
     }
     if (g.phase == CHAIN_NARROW_PHASE_NONE || g.phase == CHAIN_NARROW_PHASE_ENDED ||
         g.deadline == d->narrow_clock_deadline || h.timestamp > g.deadline)
+        return 0;
+    /* --fault no-chain: only once the auditor has posted its chain, so that the trainer alone is silent */
+    if (d->o->fault == DEVNET_NO_CHAIN && (g.stage != CHAIN_NARROW_STAGE_CHUNKS || g.auditor_side.chunks == 0))
         return 0;
     uint64_t by = g.deadline - h.timestamp + 1;
     devnet_progress(d, "devnet: a party cannot play the narrowing; moving anvil's clock %llu s forward, past its "

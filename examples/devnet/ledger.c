@@ -30,6 +30,7 @@ static const char *const functions[][2] = {
     {"descend", "descend(bytes32,uint32,bytes32,bytes32)"},
     {"revealRecord", "reveal(bytes32,uint32,bytes)"},
     {"compareStates", "compareStates(bytes32,uint32,bytes32[],uint64[],bytes32[],uint64[])"},
+    {"postChunks", "postChunks(bytes32,uint32,bytes32,uint64,bytes32[])"}, /* level 4 */
 };
 
 const char *devnet_call_name(const uint8_t *input, size_t len, int creates)

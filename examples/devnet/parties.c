@@ -138,7 +138,8 @@ int devnet_run_train(struct devnet *d)
         [DEVNET_BITFLIP_SHARD] = "bitflip-shard", [DEVNET_HIDDEN_FLIP] = "hidden-flip",
         [DEVNET_LYING_ARBITER] = "bitflip", [DEVNET_SILENT_ARBITER] = "bitflip", [DEVNET_COLLUDING_ARBITERS] = "bitflip",
         [DEVNET_COLLUDING_AUDITOR] = "bitflip", [DEVNET_FALSE_TABLE] = "false-table",
-        [DEVNET_FLIP_OUTPUT] = "flip-output"};
+        [DEVNET_FLIP_OUTPUT] = "flip-output", [DEVNET_FORGED_CHAIN] = "flip-output",
+        [DEVNET_NO_CHAIN] = "flip-output", [DEVNET_CHAIN_COUNT] = "flip-output"};
     if (o->band_rules) {
         arg(&c, "--band-rules");
         arg(&c, "%u", o->band_rules);
@@ -157,7 +158,7 @@ int devnet_run_train(struct devnet *d)
         arg(&c, "--fault-shard");
         arg(&c, "%u", o->fault_shard);
     }
-    if (o->fault == DEVNET_FLIP_OUTPUT) {
+    if (devnet_flips_output(o)) {
         uint32_t site;
         uint64_t element;
         if (devnet_flip_site(o, &site, &element))
@@ -247,11 +248,17 @@ int devnet_start_trainer_agent(struct devnet *d)
         arg(&c, "--narrow");
         arg(&c, "%s", d->r->narrow_contract);
     }
+    if (d->o->fault == DEVNET_FORGED_CHAIN)
+        arg(&c, "--narrow-forge-chain");
+    if (d->o->fault == DEVNET_NO_CHAIN)
+        arg(&c, "--narrow-no-chain");
+    if (d->o->fault == DEVNET_CHAIN_COUNT)
+        arg(&c, "--narrow-chain-extra-leaf");
     if (d->o->forge_block_entries)
         arg(&c, "--forge-block-entries");
     if (d->o->narrow && d->o->fault == DEVNET_FORGED_LOG)
         arg(&c, "--narrow-forged"); /* its trace follows its forged entries, as it trained */
-    if (d->o->narrow && d->o->fault == DEVNET_FLIP_OUTPUT) {
+    if (d->o->narrow && devnet_flips_output(d->o)) {
         arg(&c, "--narrow-fault-site");
         arg(&c, "%u", d->r->fault_site);
         arg(&c, "--narrow-fault-element");
@@ -572,6 +579,9 @@ void devnet_arbiter_blocks(struct devnet *d)
                 a->block_site = (uint64_t)json_integer_value(json_object_get(j, "site"));
                 a->block_index = (uint64_t)json_integer_value(json_object_get(j, "block"));
                 a->block_packages = (int)json_integer_value(json_object_get(j, "packages"));
+                const json_t *chunk = json_object_get(j, "chunk"); /* level 4 */
+                a->block_chunked = json_is_integer(chunk);
+                a->block_chunk = a->block_chunked ? (uint64_t)json_integer_value(chunk) : 0;
                 a->block_entries_replaced = (int)json_integer_value(json_object_get(j, "entries_replaced"));
                 a->block_seconds = json_number_value(json_object_get(j, "seconds"));
                 a->narrow_outcome = (int)json_integer_value(json_object_get(j, "outcome"));

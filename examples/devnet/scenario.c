@@ -477,7 +477,7 @@ int devnet_run(const devnet_opts *o, devnet_result *r)
     d.r = r;
     clock_gettime(CLOCK_MONOTONIC, &d.t0);
     r->expected = devnet_expected(o);
-    if (o->fault == DEVNET_FLIP_OUTPUT && devnet_flip_site(o, &r->fault_site, &r->fault_element))
+    if (devnet_flips_output(o) && devnet_flip_site(o, &r->fault_site, &r->fault_element))
         return -1;
     r->fault_block = r->fault_element * 4 / OVT_TREE_LEAF_BYTES;
     devnet_catch_signals();
