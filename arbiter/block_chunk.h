@@ -42,6 +42,7 @@
 #include "common/err.h"
 
 #define ARB_CHUNK_ROWS 128 /* KRN_GEMM_CHUNK: the chain's chunks are the contract's */
+#define ARB_CHUNK_MAX_SUMMED 4 /* the most inputs a chained site sums over (layernorm.bwd.dweight's) */
 
 /* Whether op is a site the chain covers: "matmul.bwd.dweight",
  * "matmul.bwd.dbias", "bias.bwd", "gradnorm.sumsq" (N = every gradient
@@ -62,7 +63,7 @@ typedef struct {
     int old_input;        /* the input that is the old gradient; -1: none (gradnorm.sumsq) */
     uint64_t group_rows;  /* the summed inputs come in groups of this many rows (a convolution's
                              image: its output positions; else 1) */
-    uint64_t group_width[2]; /* elements per group of inputs 0 and 1 */
+    uint64_t group_width[ARB_CHUNK_MAX_SUMMED]; /* elements per group of inputs 0 .. summed_inputs - 1 */
 } arb_chunk_info;
 
 /* OVT_EINVAL for an op the chain does not cover, sizes that do not fit
