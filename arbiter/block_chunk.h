@@ -12,8 +12,9 @@
  * rows [0, 128(c+1)), as canonical bytes (arbiter/xsum.h), element by
  * element of the leaf:
  *   the exact sum of its terms (80 bytes), and for the column sums
- *   ("matmul.bwd.dbias", "bias.bwd") the exact sum of their absolute
- *   values (80 bytes: the band's magnitude);
+ *   ("matmul.bwd.dbias", "bias.bwd", the norms' "layernorm.bwd.dbias",
+ *   "layernorm.bwd.dweight", "rmsnorm.bwd.dweight") the exact sum of their
+ *   absolute values (80 bytes: the band's magnitude);
  * then, for "matmul.bwd.dweight" (whose band is the outer product of
  * norms), the exact sums of squares of dout's columns o0 .. o1 - 1 (the
  * leaf's rows of the weight gradient) and of inp's columns c0 .. c1 - 1
@@ -50,7 +51,12 @@
  * magnitude; nothing old is added), "conv.bwd.dweight" (a ResNet's, as the
  * block engine reads its record: N = images x output positions, image by
  * image, a term dout * im2col(inp); P_c as the weight gradient's, its
- * columns being the Cin*k*k taps). */
+ * columns being the Cin*k*k taps), the norms' column sums
+ * "layernorm.bwd.dbias" (a float32 term: dout), "layernorm.bwd.dweight" and
+ * "rmsnorm.bwd.dweight" (a term is the kernel's FP64 expression
+ * ((inp - mean) * rstd) * dout of float32 values, mean 0.0 for RMSNorm,
+ * rounded identically on every IEEE machine and summed exactly; a term with
+ * a set bit below 2^-320, or of 2^256 or more, is refused: no chain). */
 bool arb_chunk_supported(const char *op);
 
 /* The chain's sizes for leaf task->leaf of the task's site. */

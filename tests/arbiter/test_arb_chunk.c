@@ -536,6 +536,41 @@ static void test_package(void)
     step_close(&f);
 }
 
+/* A norm's column sum (several summed inputs: layernorm's four, RMSNorm's
+ * three) through the chunk package: a middle chunk and the last step
+ * recompute the packing party's node; another node is refused. */
+static void test_norm_package(const char *preset, const char *op)
+{
+    step_fixture f;
+    step_open(&f, preset, 8, 64);
+    ovt_hash root;
+    CHECK(krn_trace_finish(f.t, &root) == 0);
+    size_t i = 0;
+    while (i < krn_trace_count(f.t) && strcmp(krn_trace_record_at(f.t, i)->op, op) != 0)
+        i++;
+    CHECK_MSG(i < krn_trace_count(f.t), "%s has no %s site", preset, op);
+    int checked = 0;
+    for (uint64_t c = 1; i < krn_trace_count(f.t) && c <= 4; c += 3) { /* 512 rows: chunks 0..3, the last step 4 */
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        int rc = arb_chunk_package_make(&buf, &len, &f.rc, f.t, &root, 1, i, 0, f.log, c);
+        CHECK_MSG(rc == 0, "%s %s chunk %llu: %s", preset, op, (unsigned long long)c, ovt_errmsg());
+        arb_block_package p;
+        ovt_hash h;
+        if (rc == 0 && arb_block_package_read(&p, buf, len) == 0) {
+            CHECK(p.chunk.chunk == c && p.chunk.leaves == 5);
+            CHECK(arb_chunk_package_run(&p, &h, NULL) == 0 && memcmp(h.b, p.chunk.node.b, 32) == 0);
+            p.chunk.node.b[3] ^= 1;
+            CHECK(arb_chunk_package_run(&p, &h, NULL) == OVT_EFRAUD);
+            arb_block_package_free(&p);
+            checked++;
+        }
+        free(buf);
+    }
+    CHECK(checked == 2);
+    step_close(&f);
+}
+
 /* Line k (0-based) of a chain's leaves file, into out (67 bytes). */
 static bool leaf_line(const char *path, int k, char *out)
 {
@@ -649,6 +684,9 @@ int main(void)
     CHECK_RUN(test_steered());
     CHECK_RUN(test_refusals());
     CHECK_RUN(test_package());
+    CHECK_RUN(test_norm_package("gpt2-tiny", "layernorm.bwd.dweight"));
+    CHECK_RUN(test_norm_package("gpt2-tiny", "layernorm.bwd.dbias"));
+    CHECK_RUN(test_norm_package("llama-tiny", "rmsnorm.bwd.dweight"));
     CHECK_RUN(test_chain("gpt2-tiny", 8, 64, true, 0));
     CHECK_RUN(test_chain("llama-tiny", 8, 64, false, 0));
     CHECK_RUN(test_chain("mlp-demo", 320, 0, true, 0));
