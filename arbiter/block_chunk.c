@@ -16,8 +16,13 @@
 
 bool arb_chunk_supported(const char *op)
 {
-    return strcmp(op, "matmul.bwd.dweight") == 0 || strcmp(op, "matmul.bwd.dbias") == 0 ||
-           strcmp(op, "bias.bwd") == 0 || strcmp(op, "gradnorm.sumsq") == 0 || strcmp(op, "conv.bwd.dweight") == 0;
+    static const char *const ops[] = {"matmul.bwd.dweight", "matmul.bwd.dbias", "bias.bwd", "gradnorm.sumsq",
+                                      "conv.bwd.dweight", "layernorm.bwd.dbias", "layernorm.bwd.dweight",
+                                      "rmsnorm.bwd.dweight"};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (strcmp(op, ops[i]) == 0)
+            return true;
+    return false;
 }
 
 /* What the site sums: dout^T @ inp (its row and column norms for the
@@ -25,7 +30,17 @@ bool arb_chunk_supported(const char *op)
  * (image, output position) pair in that order), dout's columns (and their
  * magnitudes), or the squares of one array (their sum is their
  * magnitude). */
-typedef enum { CHUNK_DWEIGHT, CHUNK_COLSUM, CHUNK_SUMSQ } chunk_kind;
+typedef enum { CHUNK_DWEIGHT, CHUNK_COLSUM, CHUNK_SUMSQ, CHUNK_NORM } chunk_kind;
+
+/* A norm's weight gradient (CHUNK_NORM): a column sum whose term is the
+ * FP64 expression ((inp - mean) * rstd) * dout of float32 grid values,
+ * rounded as the kernel rounds it (kernels/ops_norm.c norm_rows and
+ * normdout_rows; RMSNorm's mean 0.0), the same double on every IEEE
+ * machine; the inputs' indices in the record. */
+typedef struct {
+    int mean; /* -1: none (RMSNorm) */
+    int rstd, dout;
+} norm_inputs;
 
 /* The exact state of one leaf: its elements' sums (and, for the column
  * sums, magnitudes); the weight gradient's sums of squares of the leaf's
@@ -35,7 +50,9 @@ typedef struct {
     int old_input;          /* the input that is the old gradient; -1: none */
     uint64_t N, C, OC;      /* the column sums: C their count; a convolution: N*P rows, C = Cin*k*k */
     uint64_t G;             /* rows per group of the inputs (a convolution: an image's P positions; else 1) */
-    uint64_t w0, w1;        /* elements per group of the inputs summed (input 1: 0 when there is none) */
+    unsigned nsum;          /* the inputs summed: 0 .. nsum - 1 */
+    uint64_t w[ARB_CHUNK_MAX_SUMMED]; /* elements per group of each */
+    norm_inputs norm;       /* CHUNK_NORM's */
     bool conv;
     uint64_t cin, H, k, stride, OH; /* a convolution's (square, padding k / 2) */
     uint64_t first, count;
@@ -85,8 +102,30 @@ static int conv_dims(chunk_acc *a, const arb_block_task *task, const uint64_t *S
     *a = (chunk_acc){.kind = CHUNK_DWEIGHT, .conv = true, .old_input = 2, .N = sh.R * a->OH * a->OH,
                      .C = a->cin * a->k * a->k, .OC = sh.d[2], .G = a->OH * a->OH, .cin = a->cin, .H = a->H,
                      .k = a->k, .stride = a->stride, .OH = a->OH};
-    a->w0 = a->OC * a->G;
-    a->w1 = a->cin * a->H * a->H;
+    a->nsum = 2;
+    a->w[0] = a->OC * a->G;
+    a->w[1] = a->cin * a->H * a->H;
+    return 0;
+}
+
+/* A norm's weight gradient: layernorm's record reads (inp, mean, rstd,
+ * dout, dweight), RMSNorm's (inp, rstd, dout, dweight). */
+static int norm_dims(chunk_acc *a, const arb_block_task *task, const uint64_t *S, size_t ninputs)
+{
+    bool ln = strcmp(task->op, "layernorm.bwd.dweight") == 0;
+    uint64_t N = a->N, C = task->n;
+    *a = (chunk_acc){.kind = CHUNK_NORM, .old_input = ln ? 4 : 3, .N = N, .C = C, .OC = 1, .G = 1,
+                     .nsum = ln ? 4 : 3, .norm = {.mean = ln ? 1 : -1, .rstd = ln ? 2 : 1, .dout = ln ? 3 : 2}};
+    a->w[0] = C;
+    a->w[a->norm.rstd] = 1;
+    a->w[a->norm.dout] = C;
+    if (ln)
+        a->w[a->norm.mean] = 1;
+    if (ninputs != a->nsum + 1 || S[0] != N * C || S[a->norm.rstd] != N || S[a->norm.dout] != N * C ||
+        (ln && S[a->norm.mean] != N) || S[a->old_input] != C)
+        return ovt_fail(OVT_EINVAL, "chunk: site %u (%s)'s record does not read (inp, %srstd, dout, dweight) of "
+                                    "%llu rows x %llu columns",
+                        task->site, task->op, ln ? "mean, " : "", (unsigned long long)N, (unsigned long long)C);
     return 0;
 }
 
@@ -97,12 +136,15 @@ static int acc_dims(chunk_acc *a, const arb_block_task *task, const uint64_t *S,
         return conv_dims(a, task, S, ninputs);
     if (strcmp(task->op, "matmul.bwd.dweight") == 0)
         *a = (chunk_acc){.kind = CHUNK_DWEIGHT, .old_input = 2, .N = a->N, .C = S[1] / a->N, .OC = S[0] / a->N};
+    else if (strcmp(task->op, "layernorm.bwd.dweight") == 0 || strcmp(task->op, "rmsnorm.bwd.dweight") == 0)
+        return norm_dims(a, task, S, ninputs);
     else if (strcmp(task->op, "gradnorm.sumsq") == 0)
         *a = (chunk_acc){.kind = CHUNK_SUMSQ, .old_input = -1, .N = a->N, .C = 1, .OC = 1};
     else
         *a = (chunk_acc){.kind = CHUNK_COLSUM, .old_input = 1, .N = a->N, .C = task->n, .OC = 1};
-    a->w0 = a->kind == CHUNK_DWEIGHT ? a->OC : a->C;
-    a->w1 = a->kind == CHUNK_DWEIGHT ? a->C : 0;
+    a->nsum = a->kind == CHUNK_DWEIGHT ? 2 : 1;
+    a->w[0] = a->kind == CHUNK_DWEIGHT ? a->OC : a->C;
+    a->w[1] = a->kind == CHUNK_DWEIGHT ? a->C : 0;
     a->G = 1;
     return 0;
 }
@@ -114,7 +156,8 @@ static int acc_new(chunk_acc *a, const arb_block_task *task)
     if (!arb_chunk_supported(task->op))
         return ovt_fail(OVT_EINVAL, "chunk: site %u's op '%s' is not a sum over the batch the chain covers "
                                     "(matmul.bwd.dweight, conv.bwd.dweight, matmul.bwd.dbias, bias.bwd, "
-                                    "gradnorm.sumsq)",
+                                    "gradnorm.sumsq, layernorm.bwd.dbias, layernorm.bwd.dweight, "
+                                    "rmsnorm.bwd.dweight)",
                         task->site, task->op);
     arb_block_plan plan;
     uint64_t S[ARB_BLOCK_MAX_INPUTS];
@@ -131,7 +174,7 @@ static int acc_new(chunk_acc *a, const arb_block_task *task)
         return ovt_fail(OVT_EINVAL, "chunk: leaf %llu is outside site %u's output of %llu elements",
                         (unsigned long long)task->leaf, task->site, (unsigned long long)task->n);
     a->count = task->n - a->first < LEAF_ELEMS ? task->n - a->first : LEAF_ELEMS;
-    a->nx = a->count * (a->kind == CHUNK_COLSUM ? 2 : 1);
+    a->nx = a->count * (a->kind == CHUNK_COLSUM || a->kind == CHUNK_NORM ? 2 : 1);
     if (a->kind == CHUNK_DWEIGHT) {
         uint64_t last = a->first + a->count - 1;
         a->o0 = a->first / a->C;
@@ -142,7 +185,7 @@ static int acc_new(chunk_acc *a, const arb_block_task *task)
     }
     if ((a->sum = calloc(a->nx, sizeof(xsum))) == NULL)
         return ovt_fail(OVT_ENOMEM, "chunk: out of memory for leaf %llu's exact sums", (unsigned long long)task->leaf);
-    a->abs = a->kind == CHUNK_COLSUM ? a->sum + a->count : NULL;
+    a->abs = a->kind == CHUNK_COLSUM || a->kind == CHUNK_NORM ? a->sum + a->count : NULL;
     a->rsq = a->kind == CHUNK_DWEIGHT ? a->sum + a->count : NULL;
     a->csq = a->kind == CHUNK_DWEIGHT ? a->rsq + (a->o1 - a->o0) : NULL;
     return 0;
@@ -153,11 +196,12 @@ int arb_chunk_info_of(const arb_block_task *task, arb_chunk_info *info)
     memset(info, 0, sizeof *info);
     chunk_acc a;
     int rc = acc_new(&a, task);
-    if (rc == 0)
+    if (rc == 0) {
         *info = (arb_chunk_info){.rows = a.N, .chunks = (a.N + ARB_CHUNK_ROWS - 1) / ARB_CHUNK_ROWS,
                                  .first = a.first, .count = a.count, .partial_len = acc_bytes(&a),
-                                 .summed_inputs = a.w1 ? 2 : 1, .old_input = a.old_input, .group_rows = a.G,
-                                 .group_width = {a.w0, a.w1}};
+                                 .summed_inputs = a.nsum, .old_input = a.old_input, .group_rows = a.G};
+        memcpy(info->group_width, a.w, sizeof a.w);
+    }
     acc_free(&a);
     return rc;
 }
@@ -208,6 +252,19 @@ static void add_colsum(chunk_acc *a, const xsum_f32 *dm, uint64_t rows, uint64_t
     }
 }
 
+/* A norm's column sums' elements [i0, i1) and their magnitudes, from the
+ * split FP64 terms (tm[i * rows + r]: element i's term of row r). */
+static void add_norm(chunk_acc *a, const xsum_f64 *tm, uint64_t rows, uint64_t i0, uint64_t i1)
+{
+    for (uint64_t i = i0; i < i1; i++) {
+        const xsum_f64 *t = tm + i * rows;
+        for (uint64_t r = 0; r < rows; r++) {
+            xsum_add_f64(&a->sum[i], t[r]);
+            xsum_add_abs_f64(&a->abs[i], t[r]);
+        }
+    }
+}
+
 /* One chunk's split rows, added part by part on the ctx's threads: each
  * part owns its elements' sums (and magnitudes), the last one the weight
  * gradient's sums of squares, so the result is the same whatever thread
@@ -215,6 +272,7 @@ static void add_colsum(chunk_acc *a, const xsum_f32 *dm, uint64_t rows, uint64_t
 typedef struct {
     chunk_acc *a;
     const xsum_f32 *dm, *im;
+    const xsum_f64 *tm; /* CHUNK_NORM's terms */
     uint64_t rows;
 } add_job;
 
@@ -241,6 +299,8 @@ static void add_part(void *arg, size_t part)
         add_dweight(a, j->dm, j->im, j->rows, i0, i1);
     else if (a->kind == CHUNK_COLSUM)
         add_colsum(a, j->dm, j->rows, i0, i1);
+    else if (a->kind == CHUNK_NORM)
+        add_norm(a, j->tm, j->rows, i0, i1);
     else
         add_squares(a->sum, j->dm, 1, j->rows);
     for (uint64_t i = i0; i < i1; i++) {
@@ -254,27 +314,27 @@ static void add_part(void *arg, size_t part)
  * slices. */
 typedef struct {
     uint64_t g0, g1; /* groups [g0, g1) */
-    float *g, *x;    /* input 0's groups (w0 elements each), input 1's (w1; NULL without one) */
+    float *v[ARB_CHUNK_MAX_SUMMED]; /* input m's groups (w[m] elements each; NULL past nsum) */
 } chunk_rows;
 
 static void rows_free(chunk_rows *b)
 {
-    free(b->g);
-    free(b->x);
+    for (unsigned m = 0; m < ARB_CHUNK_MAX_SUMMED; m++)
+        free(b->v[m]);
     memset(b, 0, sizeof *b);
 }
 
 static int rows_read(const chunk_acc *a, const arb_block_task *task, uint64_t r0, uint64_t r1, chunk_rows *b)
 {
     uint64_t g0 = r0 / a->G, g1 = (r1 + a->G - 1) / a->G, groups = g1 - g0;
-    *b = (chunk_rows){.g0 = g0, .g1 = g1, .g = malloc(groups * a->w0 * sizeof(float)),
-                      .x = a->w1 ? malloc(groups * a->w1 * sizeof(float)) : NULL};
+    *b = (chunk_rows){.g0 = g0, .g1 = g1};
     int rc = 0;
-    if (b->g == NULL || (a->w1 && b->x == NULL))
-        rc = ovt_fail(OVT_ENOMEM, "chunk: out of memory for rows %llu..%llu", (unsigned long long)r0,
-                      (unsigned long long)r1);
-    else if ((rc = arb_block_read_input(task, 0, g0 * a->w0, groups * a->w0, b->g)) == 0 && a->w1)
-        rc = arb_block_read_input(task, 1, g0 * a->w1, groups * a->w1, b->x);
+    for (unsigned m = 0; m < a->nsum && rc == 0; m++)
+        if ((b->v[m] = malloc(groups * a->w[m] * sizeof(float))) == NULL)
+            rc = ovt_fail(OVT_ENOMEM, "chunk: out of memory for rows %llu..%llu", (unsigned long long)r0,
+                          (unsigned long long)r1);
+        else
+            rc = arb_block_read_input(task, m, g0 * a->w[m], groups * a->w[m], b->v[m]);
     if (rc < 0)
         rows_free(b);
     return rc;
@@ -290,7 +350,7 @@ static bool split_conv(const chunk_acc *a, const chunk_rows *b, uint64_t r0, uin
     bool ok = true;
     for (uint64_t r = r0; r < r1; r++) {
         uint64_t n = r / P - b->g0, p = r % P, oy = p / a->OH, ox = p % a->OH;
-        const float *d = b->g + n * a->w0, *img = b->x + n * a->w1;
+        const float *d = b->v[0] + n * a->w[0], *img = b->v[1] + n * a->w[1];
         for (uint64_t o = a->o0; o < a->o1; o++)
             ok &= xsum_split(d[o * P + p], &dm[(o - a->o0) * rows + (r - r0)]);
         for (uint64_t t = a->c0; t < a->c1; t++) {
@@ -304,25 +364,56 @@ static bool split_conv(const chunk_acc *a, const chunk_rows *b, uint64_t r0, uin
     return ok;
 }
 
+/* A norm's FP64 terms of rows [r0, r1) (within b), the kernel's
+ * expression, split into tm[i * rows + r]; OVT_EINVAL for a term that is
+ * not finite, or that the fixed point cannot hold exactly (a set bit below
+ * 2^-320 or a magnitude of 2^256: no chain applies). */
+static int split_norm(const chunk_acc *a, const arb_block_task *task, const chunk_rows *b, uint64_t r0, uint64_t r1,
+                      xsum_f64 *tm)
+{
+    uint64_t rows = r1 - r0, C = a->C;
+    const float *inp = b->v[0] + (r0 - b->g0) * C, *dout = b->v[a->norm.dout] + (r0 - b->g0) * C;
+    const float *rstd = b->v[a->norm.rstd] + (r0 - b->g0), *mean = a->norm.mean < 0 ? NULL : b->v[a->norm.mean] + (r0 - b->g0);
+    for (uint64_t r = 0; r < rows; r++)
+        for (uint64_t i = 0; i < a->count; i++) {
+            uint64_t k = r * C + a->first + i;
+            double norm = ((double)inp[k] - (mean ? (double)mean[r] : 0.0)) * (double)rstd[r];
+            double t = norm * (double)dout[k];
+            if (!xsum_split64(t, &tm[i * rows + r]))
+                return ovt_fail(OVT_EINVAL, "chunk: site %u (%s) row %llu column %llu: the term %a is %s, no chain "
+                                            "applies",
+                                task->site, task->op, (unsigned long long)(r0 + r),
+                                (unsigned long long)(a->first + i), t,
+                                isfinite(t) ? "not a multiple of 2^-320 below 2^256 (the exact sum's range)"
+                                            : "not finite: the step itself fails there");
+        }
+    return 0;
+}
+
 /* Adds the terms of rows [r0, r1) (within b), then carries. */
 static int acc_add(chunk_acc *a, const arb_block_task *task, const chunk_rows *b, uint64_t r0, uint64_t r1)
 {
     uint64_t rows = r1 - r0, n0 = a->kind == CHUNK_DWEIGHT ? a->o1 - a->o0 : a->count, n1 = a->c1 - a->c0;
-    const float *g = b->g + (r0 - b->g0) * a->w0, *x = b->x ? b->x + (r0 - b->g0) * a->w1 : NULL; /* G = 1 */
-    xsum_f32 *dm = malloc(rows * n0 * sizeof *dm), *im = x ? malloc(rows * n1 * sizeof *im) : NULL;
+    bool norm = a->kind == CHUNK_NORM, two = !norm && a->nsum > 1;
+    const float *g = b->v[0] + (r0 - b->g0) * a->w[0], *x = two ? b->v[1] + (r0 - b->g0) * a->w[1] : NULL; /* G = 1 */
+    xsum_f32 *dm = norm ? NULL : malloc(rows * n0 * sizeof *dm), *im = x ? malloc(rows * n1 * sizeof *im) : NULL;
+    xsum_f64 *tm = norm ? malloc(rows * a->count * sizeof *tm) : NULL;
     int rc = 0;
-    if (dm == NULL || (x && im == NULL)) {
+    if ((!norm && dm == NULL) || (x && im == NULL) || (norm && tm == NULL)) {
         rc = ovt_fail(OVT_ENOMEM, "chunk: out of memory for rows %llu..%llu", (unsigned long long)r0,
                       (unsigned long long)r1);
         goto done;
     }
-    bool finite;
-    if (a->conv) {
+    bool finite = true;
+    if (norm) {
+        if ((rc = split_norm(a, task, b, r0, r1, tm)) < 0)
+            goto done;
+    } else if (a->conv) {
         finite = split_conv(a, b, r0, r1, dm, im);
     } else {
-        finite = split_cols(dm, g, rows, a->w0, a->kind == CHUNK_DWEIGHT ? a->o0 : a->first, n0);
+        finite = split_cols(dm, g, rows, a->w[0], a->kind == CHUNK_DWEIGHT ? a->o0 : a->first, n0);
         if (x)
-            finite &= split_cols(im, x, rows, a->w1, a->c0, n1);
+            finite &= split_cols(im, x, rows, a->w[1], a->c0, n1);
     }
     if (!finite) {
         rc = ovt_fail(OVT_EINVAL, "chunk: site %u (%s) reads a non-finite value in rows %llu..%llu: the step "
@@ -330,7 +421,7 @@ static int acc_add(chunk_acc *a, const arb_block_task *task, const chunk_rows *b
                       task->site, task->op, (unsigned long long)r0, (unsigned long long)r1);
         goto done;
     }
-    add_job job = {.a = a, .dm = dm, .im = im, .rows = rows};
+    add_job job = {.a = a, .dm = dm, .im = im, .tm = tm, .rows = rows};
     if (a->par)
         rc = krn_ctx_parallel(a->par, add_parts(a), add_part, &job);
     else
@@ -339,6 +430,7 @@ static int acc_add(chunk_acc *a, const arb_block_task *task, const chunk_rows *b
 done:
     free(dm);
     free(im);
+    free(tm);
     return rc;
 }
 
@@ -374,7 +466,10 @@ static int acc_leaf(chunk_acc *a, ovt_hash *leaf);
  * at once, and puts chain leaf c into leaves[c] (leaves may be NULL). */
 static int acc_walk(chunk_acc *a, const arb_block_task *task, uint64_t upto, ovt_hash *leaves)
 {
-    uint64_t per = walk_floats / (a->w0 + a->w1) / ARB_CHUNK_ROWS; /* chunks per read */
+    uint64_t width = 0;
+    for (unsigned m = 0; m < a->nsum; m++)
+        width += a->w[m];
+    uint64_t per = walk_floats / width / ARB_CHUNK_ROWS; /* chunks per read */
     per = per ? per : 1;
     int rc = 0;
     for (uint64_t c0 = 0; c0 < upto && rc == 0; c0 += per) {
@@ -442,7 +537,7 @@ static int final_values(chunk_acc *a, const float *old, double *y, double *mag)
             uint64_t e = a->first + i;
             xsum r = a->rsq[e / a->C - a->o0], c = a->csq[e % a->C - a->c0];
             mag[i] = sqrt(xsum_to_double(&r)) * sqrt(xsum_to_double(&c));
-        } else if (a->kind == CHUNK_COLSUM) {
+        } else if (a->kind == CHUNK_COLSUM || a->kind == CHUNK_NORM) {
             xsum m = a->abs[i];
             mag[i] = xsum_to_double(&m);
         } else {

@@ -12,8 +12,9 @@
  * rows [0, 128(c+1)), as canonical bytes (arbiter/xsum.h), element by
  * element of the leaf:
  *   the exact sum of its terms (80 bytes), and for the column sums
- *   ("matmul.bwd.dbias", "bias.bwd") the exact sum of their absolute
- *   values (80 bytes: the band's magnitude);
+ *   ("matmul.bwd.dbias", "bias.bwd", the norms' "layernorm.bwd.dbias",
+ *   "layernorm.bwd.dweight", "rmsnorm.bwd.dweight") the exact sum of their
+ *   absolute values (80 bytes: the band's magnitude);
  * then, for "matmul.bwd.dweight" (whose band is the outer product of
  * norms), the exact sums of squares of dout's columns o0 .. o1 - 1 (the
  * leaf's rows of the weight gradient) and of inp's columns c0 .. c1 - 1
@@ -42,6 +43,7 @@
 #include "common/err.h"
 
 #define ARB_CHUNK_ROWS 128 /* KRN_GEMM_CHUNK: the chain's chunks are the contract's */
+#define ARB_CHUNK_MAX_SUMMED 4 /* the most inputs a chained site sums over (layernorm.bwd.dweight's) */
 
 /* Whether op is a site the chain covers: "matmul.bwd.dweight",
  * "matmul.bwd.dbias", "bias.bwd", "gradnorm.sumsq" (N = every gradient
@@ -49,7 +51,12 @@
  * magnitude; nothing old is added), "conv.bwd.dweight" (a ResNet's, as the
  * block engine reads its record: N = images x output positions, image by
  * image, a term dout * im2col(inp); P_c as the weight gradient's, its
- * columns being the Cin*k*k taps). */
+ * columns being the Cin*k*k taps), the norms' column sums
+ * "layernorm.bwd.dbias" (a float32 term: dout), "layernorm.bwd.dweight" and
+ * "rmsnorm.bwd.dweight" (a term is the kernel's FP64 expression
+ * ((inp - mean) * rstd) * dout of float32 values, mean 0.0 for RMSNorm,
+ * rounded identically on every IEEE machine and summed exactly; a term with
+ * a set bit below 2^-320, or of 2^256 or more, is refused: no chain). */
 bool arb_chunk_supported(const char *op);
 
 /* The chain's sizes for leaf task->leaf of the task's site. */
@@ -62,7 +69,7 @@ typedef struct {
     int old_input;        /* the input that is the old gradient; -1: none (gradnorm.sumsq) */
     uint64_t group_rows;  /* the summed inputs come in groups of this many rows (a convolution's
                              image: its output positions; else 1) */
-    uint64_t group_width[2]; /* elements per group of inputs 0 and 1 */
+    uint64_t group_width[ARB_CHUNK_MAX_SUMMED]; /* elements per group of inputs 0 .. summed_inputs - 1 */
 } arb_chunk_info;
 
 /* OVT_EINVAL for an op the chain does not cover, sizes that do not fit

@@ -1037,3 +1037,13 @@ const blk_op *blk_op_find(const char *name)
             return &ops[i];
     return NULL;
 }
+
+size_t blk_op_count(void)
+{
+    return sizeof ops / sizeof ops[0];
+}
+
+const char *blk_op_name(size_t i)
+{
+    return i < blk_op_count() ? ops[i].name : NULL;
+}

@@ -46,4 +46,9 @@ typedef struct {
 /* The op of a site name, or NULL. */
 const blk_op *blk_op_find(const char *name);
 
+/* The table's op names, 0 .. blk_op_count() - 1 (a test checks that every
+ * one the chunk chain covers is also the contract's chunk op, and no other). */
+size_t blk_op_count(void);
+const char *blk_op_name(size_t i);
+
 #endif

@@ -76,6 +76,49 @@ static inline void xsum_add_f32(xsum *s, xsum_f32 a)
     xsum_add(s, a.m, a.e, a.neg);
 }
 
+/* A double split as (-1)^neg * m * 2^e, m < 2^53 (m = 0 for a zero);
+ * false for an infinity, a NaN, or a value the fixed point cannot hold
+ * exactly: a set bit below 2^-XSUM_SHIFT, or |value| >= 2^256 (so that, as
+ * for the float32 products, 2^63 terms fit). The norms' column-sum terms
+ * are such doubles (arbiter/block_chunk.h). */
+typedef struct {
+    uint64_t m;
+    int32_t e;
+    uint32_t neg;
+} xsum_f64;
+
+static inline bool xsum_split64(double d, xsum_f64 *out)
+{
+    union {
+        double d;
+        uint64_t u;
+    } v = {.d = d};
+    uint64_t E = v.u >> 52 & 0x7ffu, M = v.u & (((uint64_t)1 << 52) - 1);
+    out->neg = (uint32_t)(v.u >> 63);
+    out->m = E ? M | (uint64_t)1 << 52 : M;
+    out->e = E ? (int32_t)E - 1075 : -1074;
+    if (!(d < 0x1p256 && d > -0x1p256)) /* an infinity, a NaN, or too large */
+        return false;
+    if (out->m == 0)
+        out->e = 0;
+    while (out->e < -XSUM_SHIFT && (out->m & 1u) == 0) { /* small: its lowest set bit decides */
+        out->m >>= 1;
+        out->e++;
+    }
+    return out->e >= -XSUM_SHIFT;
+}
+
+/* Adds a split double, or its absolute value. */
+static inline void xsum_add_f64(xsum *s, xsum_f64 a)
+{
+    xsum_add(s, a.m, a.e, a.neg);
+}
+
+static inline void xsum_add_abs_f64(xsum *s, xsum_f64 a)
+{
+    xsum_add(s, a.m, a.e, 0);
+}
+
 /* Carries: limbs 0..18 in [0, 2^32), limb 19 the signed top. The value
  * does not change. */
 void xsum_normalize(xsum *s);

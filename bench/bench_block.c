@@ -485,28 +485,36 @@ static int chunk7b_child(void *arg, child_report *rep)
     if (rv)
         return rv;
     bool sumsq = strcmp(o->op, "gradnorm.sumsq") == 0; /* N gradient elements, one output */
+    bool norm = strcmp(o->op, "rmsnorm.bwd.dweight") == 0; /* (inp, rstd, dout, dweight): C columns over N rows */
     uint64_t n = sumsq ? 1 : o->OC * o->C;
-    arb_block_read reads[3] = {
+    arb_block_read reads[4] = {
         {.src = {.kind = KRN_TRACE_SITE, .site = 0, .input = 0, .count = o->N * o->OC, .rows = 1}},
         {.src = {.kind = KRN_TRACE_SITE, .site = 1, .input = 1, .count = o->N * o->C, .rows = 1}},
         {.src = {.kind = KRN_TRACE_ZERO, .input = 2, .count = n, .rows = 1}}};
-    arb_block_task task = {.config = &rc, .step = 1, .site = 2, .n = n, .leaf = ovt_tree_leaves(n * 4) / 2,
-                           .reads = reads, .nreads = sumsq ? 1 : 3, .threads = o->threads};
+    if (norm) {
+        reads[0].src.count = o->N * o->C;
+        reads[1].src.count = o->N;
+        reads[2] = (arb_block_read){.src = {.kind = KRN_TRACE_SITE, .site = 2, .input = 2, .count = o->N * o->C,
+                                            .rows = 1}};
+        reads[3] = (arb_block_read){.src = {.kind = KRN_TRACE_ZERO, .input = 3, .count = n, .rows = 1}};
+    }
+    arb_block_task task = {.config = &rc, .step = 1, .site = 3, .n = n, .leaf = ovt_tree_leaves(n * 4) / 2,
+                           .reads = reads, .nreads = sumsq ? 1 : norm ? 4 : 3, .threads = o->threads};
     snprintf(task.op, sizeof task.op, "%s", o->op);
     arb_chunk_info info;
     arb_block_plan plan = {0};
-    arb_block_slice sl[2] = {{0}};
+    arb_block_slice sl[3] = {{0}};
     uint8_t *prev = NULL;
     if ((rv = arb_chunk_info_of(&task, &info)))
         return rv;
     uint64_t c = o->one ? info.chunks : info.chunks / 2, r0 = c * ARB_CHUNK_ROWS, r1 = r0 + ARB_CHUNK_ROWS;
-    if (!o->one && !(rv = arb_block_need_input(&task, 0, r0 * o->OC, r1 * o->OC, &plan)) && !sumsq)
-        rv = arb_block_need_input(&task, 1, r0 * o->C, r1 * o->C, &plan);
+    for (unsigned m = 0; m < info.summed_inputs && !o->one && !rv; m++) /* the chunk's rows of each */
+        rv = arb_block_need_input(&task, m, r0 * info.group_width[m], r1 * info.group_width[m], &plan);
     for (size_t k = 0; k < plan.nneeds && !rv; k++) {
         const arb_block_need *nd = &plan.needs[k];
         uint64_t first = nd->lo / LEAF_ELEMS, last = (nd->hi - 1) / LEAF_ELEMS;
-        rv = gen_slice(&sl[k], nd->kind, nd->site, "", nd->site ? o->N * o->C : o->N * o->OC, first,
-                       last - first + 1, 3 + k, 1.0f);
+        rv = gen_slice(&sl[k], nd->kind, nd->site, "", reads[nd->site].src.count, first, last - first + 1, 3 + k,
+                       1.0f);
     }
     task.slices = sl;
     task.nslices = plan.nneeds;
@@ -521,14 +529,14 @@ static int chunk7b_child(void *arg, child_report *rep)
         rep->flops = o->one ? 0 : 2.0 * ARB_CHUNK_ROWS * (double)info.count;
     }
     free(prev);
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         free(sl[k].data);
         free(sl[k].proof);
     }
     return rv;
 }
 
-static int bench_llama7b(uint64_t tokens, int threads)
+static int bench_llama7b(uint64_t tokens, int threads, const char *only)
 {
     const op7b ops[] = {
         {"MLP up (and gate) forward", "matmul.fwd", tokens, 4096, 11008, threads, false},
@@ -543,6 +551,8 @@ static int bench_llama7b(uint64_t tokens, int threads)
         {"MLP up weight grad, last", "matmul.bwd.dweight", tokens, 4096, 11008, threads, true},
         {"gradient norm, chunk", "gradnorm.sumsq", (uint64_t)6738415616, 1, 1, threads, false},
         {"gradient norm, last", "gradnorm.sumsq", (uint64_t)6738415616, 1, 1, threads, true},
+        {"RMSNorm weight grad, chunk", "rmsnorm.bwd.dweight", tokens, 4096, 1, threads, false},
+        {"RMSNorm weight grad, last", "rmsnorm.bwd.dweight", tokens, 4096, 1, threads, true},
     };
     double rate = bench_dgemm_rate(1024, 1024, 1024, threads, NULL); /* GFLOP/s, this run's baseline */
     printf("Llama-7B shapes at %llu tokens, %d threads, generated tensors (only the block's inputs); the whole op "
@@ -554,6 +564,8 @@ static int bench_llama7b(uint64_t tokens, int threads)
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         child_report rep;
         double peak;
+        if (only && strcmp(ops[i].op, only) != 0)
+            continue; /* --op: that site's rows alone */
         bool chunk = arb_chunk_supported(ops[i].op);
         if (in_child(chunk ? chunk7b_child : op7b_child, (void *)&ops[i], &rep, &peak) || rep.rc) {
             fprintf(stderr, "bench_block: %s: %s\n", ops[i].name, rep.msg);
@@ -617,21 +629,24 @@ int main(int argc, char **argv)
 {
     bench_shape s = {.model = "gpt2-tiny", .B = 4, .T = 64, .threads = 2};
     bool llama7b = false;
+    const char *only = NULL;
     uint64_t tokens = (uint64_t)1 << 20;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--llama7b"))
             llama7b = true;
         else if (!strcmp(argv[i], "--xsum"))
             return bench_xsum();
+        else if (i + 1 < argc && !strcmp(argv[i], "--op"))
+            only = argv[++i];
         else if (i + 1 < argc && !strcmp(argv[i], "--tokens"))
             tokens = strtoull(argv[++i], NULL, 10);
         else if (i + 1 < argc && bench_shape_flag(&s, argv[i], argv[i + 1]))
             i++;
         else {
             fprintf(stderr, "usage: bench_block [--model M] [--batch B] [--seq T] [--threads N] | --llama7b "
-                            "[--tokens N] [--threads N] | --xsum\n");
+                            "[--tokens N] [--threads N] [--op SITE_OP] | --xsum\n");
             return 2;
         }
     }
-    return llama7b ? bench_llama7b(tokens, s.threads) : bench_model(s);
+    return llama7b ? bench_llama7b(tokens, s.threads, only) : bench_model(s);
 }

@@ -77,7 +77,9 @@ int krn_bias_backward(krn_ctx *ctx, float *dbias, const float *dout, size_t N, s
 /* The arbiter's fourth level (docs/arbiter.md, "The reduction's chunks"):
  * rounds n elements of a site that sums over K rows ("matmul.bwd.dweight",
  * "conv.bwd.dweight", "matmul.bwd.dbias", "bias.bwd"; "gradnorm.sumsq",
- * n = 1, K = every gradient element) as the next site, from FP64 values x that
+ * n = 1, K = every gradient element; the norms' column sums
+ * "layernorm.bwd.dbias", "layernorm.bwd.dweight", "rmsnorm.bwd.dweight",
+ * whose band is "bias.bwd"'s) as the next site, from FP64 values x that
  * are not the op's own chunked sums but another correct value of them (the
  * exact sum plus the old gradient, rounded once), with the op's band:
  * mag[i] is element i's magnitude as the op's band takes it (the column

@@ -117,10 +117,15 @@ contract OvtNarrow {
     uint8 private constant AUDITOR = 2;
     uint256 private constant LEAF_BYTES = 65536;
     uint64 public constant NO_BLOCK = type(uint64).max;
-    // The ops whose sites sum over the batch: their level-3 leaf goes on to level 4 (docs/contract.md).
+    // The ops whose sites sum over the batch: their level-3 leaf goes on to level 4 (isChunkOp, docs/contract.md).
     bytes32 public constant OP_DWEIGHT = "matmul.bwd.dweight";
     bytes32 public constant OP_DBIAS = "matmul.bwd.dbias";
     bytes32 public constant OP_BIAS_BWD = "bias.bwd";
+    bytes32 private constant OP_CONV_DWEIGHT = "conv.bwd.dweight";
+    bytes32 private constant OP_GRADNORM_SUMSQ = "gradnorm.sumsq";
+    bytes32 private constant OP_LN_DBIAS = "layernorm.bwd.dbias";
+    bytes32 private constant OP_LN_DWEIGHT = "layernorm.bwd.dweight";
+    bytes32 private constant OP_RMS_DWEIGHT = "rmsnorm.bwd.dweight";
     // The ops with one value per row: their level-3 leaf goes on to its elements (isElementOp, docs/contract.md).
     bytes32 private constant OP_XENT_SUM = "xent.sum";
     bytes32 private constant OP_XENT_LOGSUM = "xent.logsum";
@@ -544,7 +549,7 @@ contract OvtNarrow {
         if (stage == Stage.Output) {
             g.blockIndex = index;
             // a state entry's op is zero (no record revealed): only a trace site goes on
-            if (_isChunkOp(g.op)) return _startChunks(gameId, g, tLeaf, aLeaf);
+            if (isChunkOp(g.op)) return _startChunks(gameId, g, tLeaf, aLeaf);
             if (isElementOp(g.op) && g.t.elements > index * LEAF_ELEMENTS)
                 return _startElements(gameId, g, tLeaf, aLeaf);
         } else {
@@ -561,8 +566,12 @@ contract OvtNarrow {
         emit Ended(gameId, Outcome.Narrowed);
     }
 
-    function _isChunkOp(bytes32 op) private pure returns (bool) {
-        return op == OP_DWEIGHT || op == OP_DBIAS || op == OP_BIAS_BWD;
+    /// Whether the sites of `op` sum over the batch, so that a level-3 leaf
+    /// of theirs goes on to stage Chunks: the chunk engine's set
+    /// (arb_chunk_supported), which test_contract_narrow keeps equal to this.
+    function isChunkOp(bytes32 op) public pure returns (bool) {
+        return op == OP_DWEIGHT || op == OP_DBIAS || op == OP_BIAS_BWD || op == OP_CONV_DWEIGHT
+            || op == OP_GRADNORM_SUMSQ || op == OP_LN_DBIAS || op == OP_LN_DWEIGHT || op == OP_RMS_DWEIGHT;
     }
 
     // Level 3 ended on a leaf of a chunk op's site: keep both level-3 leaves

@@ -101,6 +101,31 @@ static double sum_of(const float *a, const float *b, int n, uint8_t *bytes)
     return xsum_to_double(&s);
 }
 
+/* The norms' FP64 terms: held exactly when every set bit is at or above
+ * 2^-320 and the value below 2^256, refused otherwise. */
+static void test_xsum_f64(void)
+{
+    static const double ok[] = {0.0, -0.0, 1.0, -0x1.fffffffffffffp+255, 0x1p-320, -0x1.8p-319,
+                                0x1.0000000000001p-268, 0x1p-1074 * 0x1p754, 3.0e-60, -7.25e60, 0x1.8p-299};
+    for (size_t k = 0; k < sizeof ok / sizeof ok[0]; k++) {
+        xsum s = {{0}}, t = {{0}};
+        xsum_f64 f;
+        CHECK_MSG(xsum_split64(ok[k], &f), "%a", ok[k]);
+        xsum_add_f64(&s, f);
+        xsum_add_f64(&s, f);
+        xsum_add_abs_f64(&t, f);
+        xsum_normalize(&s);
+        xsum_normalize(&t);
+        CHECK_MSG(xsum_to_double(&s) == 2 * ok[k] && xsum_to_double(&t) == fabs(ok[k]), "%a", ok[k]);
+    }
+    static const double refused[] = {0x1p-321, 0x1.0000000000001p-269, 3.0e-90, 0x1p256, -0x1p300, INFINITY, NAN,
+                                     0x1p-1074};
+    for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++) {
+        xsum_f64 f;
+        CHECK_MSG(!xsum_split64(refused[k], &f), "%a", refused[k]);
+    }
+}
+
 static void test_xsum_extremes(void)
 {
     float tiny = ldexpf(1.0f, -149);
@@ -174,7 +199,7 @@ static void test_chain(const char *preset, uint32_t batch, uint32_t seq, bool ev
     step_open_steered(&f, preset, batch, seq, steer);
     int sites = 0, leaves = 0, same = 0, stepped = 0, step_same = 0, multi_chunk = 0;
     uint64_t sumsq_chunks = 0;
-    int conv_leaves = 0;
+    int conv_leaves = 0, norm_leaves = 0;
     for (size_t i = 0; i < krn_trace_count(f.t); i++) {
         const krn_trace_record *rec = krn_trace_record_at(f.t, i);
         if (!arb_chunk_supported(rec->op))
@@ -197,6 +222,7 @@ static void test_chain(const char *preset, uint32_t batch, uint32_t seq, bool ev
             multi_chunk += ch.info.chunks > 1;
             sumsq_chunks += strcmp(rec->op, "gradnorm.sumsq") == 0 ? ch.info.chunks : 0;
             conv_leaves += strcmp(rec->op, "conv.bwd.dweight") == 0;
+            norm_leaves += strncmp(rec->op, "layernorm.bwd.", 14) == 0 || strncmp(rec->op, "rmsnorm.bwd.", 12) == 0;
             arb_chunk_chain again; /* read a chunk or three at a time, on 3 threads: the same chain */
             arb_chunk_walk_floats(3 * ARB_CHUNK_ROWS * (rec->n > 1 ? 200 : 1));
             task.threads = 3;
@@ -227,9 +253,12 @@ static void test_chain(const char *preset, uint32_t batch, uint32_t seq, bool ev
         }
     }
     printf("%s%s: %d sites the chain covers, %d leaves (%d of several chunks): %d last leaves the step's; %d chunk "
-           "steps from their rows, %d the chain's; gradnorm.sumsq's chain %llu chunks; %d conv.bwd.dweight leaves\n",
+           "steps from their rows, %d the chain's; gradnorm.sumsq's chain %llu chunks; %d conv.bwd.dweight leaves; %d "
+           "norm column-sum leaves\n",
            preset, steer > 0 ? " (steered up)" : steer < 0 ? " (steered down)" : "", sites, leaves, multi_chunk, same, stepped, step_same, (unsigned long long)sumsq_chunks,
-           conv_leaves);
+           conv_leaves, norm_leaves);
+    /* the norms' column sums (FP64 terms): gpt2-tiny's layernorms, llama-tiny's RMSNorms */
+    CHECK(norm_leaves > 0 || (strncmp(preset, "gpt2", 4) != 0 && strncmp(preset, "llama", 5) != 0));
     CHECK(sites > 0 && leaves >= sites && same == leaves);
     CHECK(stepped > leaves && step_same == stepped);
     CHECK(multi_chunk > 0);
@@ -436,7 +465,8 @@ static void test_refusals(void)
     snprintf(other.op, sizeof other.op, "matmul.bwd.dinp");
     arb_chunk_info info;
     CHECK(arb_chunk_info_of(&other, &info) == OVT_EINVAL);
-    CHECK(!arb_chunk_supported("layernorm.bwd.dweight") && arb_chunk_supported("bias.bwd"));
+    CHECK(!arb_chunk_supported("encoder.bwd.dwte") && !arb_chunk_supported("layernorm.bwd.dinp") &&
+          arb_chunk_supported("bias.bwd") && arb_chunk_supported("rmsnorm.bwd.dweight"));
 
     free(p0);
     free(pl);
@@ -503,6 +533,41 @@ static void test_package(void)
         CHECK(other == 0 && bad > flips / 2);
         free(buf);
     }
+    step_close(&f);
+}
+
+/* A norm's column sum (several summed inputs: layernorm's four, RMSNorm's
+ * three) through the chunk package: a middle chunk and the last step
+ * recompute the packing party's node; another node is refused. */
+static void test_norm_package(const char *preset, const char *op)
+{
+    step_fixture f;
+    step_open(&f, preset, 8, 64);
+    ovt_hash root;
+    CHECK(krn_trace_finish(f.t, &root) == 0);
+    size_t i = 0;
+    while (i < krn_trace_count(f.t) && strcmp(krn_trace_record_at(f.t, i)->op, op) != 0)
+        i++;
+    CHECK_MSG(i < krn_trace_count(f.t), "%s has no %s site", preset, op);
+    int checked = 0;
+    for (uint64_t c = 1; i < krn_trace_count(f.t) && c <= 4; c += 3) { /* 512 rows: chunks 0..3, the last step 4 */
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        int rc = arb_chunk_package_make(&buf, &len, &f.rc, f.t, &root, 1, i, 0, f.log, c);
+        CHECK_MSG(rc == 0, "%s %s chunk %llu: %s", preset, op, (unsigned long long)c, ovt_errmsg());
+        arb_block_package p;
+        ovt_hash h;
+        if (rc == 0 && arb_block_package_read(&p, buf, len) == 0) {
+            CHECK(p.chunk.chunk == c && p.chunk.leaves == 5);
+            CHECK(arb_chunk_package_run(&p, &h, NULL) == 0 && memcmp(h.b, p.chunk.node.b, 32) == 0);
+            p.chunk.node.b[3] ^= 1;
+            CHECK(arb_chunk_package_run(&p, &h, NULL) == OVT_EFRAUD);
+            arb_block_package_free(&p);
+            checked++;
+        }
+        free(buf);
+    }
+    CHECK(checked == 2);
     step_close(&f);
 }
 
@@ -614,10 +679,14 @@ int main(void)
     CHECK_RUN(test_cli());
     CHECK_RUN(test_xsum_random());
     CHECK_RUN(test_xsum_extremes());
+    CHECK_RUN(test_xsum_f64());
     CHECK_RUN(test_old_gradients());
     CHECK_RUN(test_steered());
     CHECK_RUN(test_refusals());
     CHECK_RUN(test_package());
+    CHECK_RUN(test_norm_package("gpt2-tiny", "layernorm.bwd.dweight"));
+    CHECK_RUN(test_norm_package("gpt2-tiny", "layernorm.bwd.dbias"));
+    CHECK_RUN(test_norm_package("llama-tiny", "rmsnorm.bwd.dweight"));
     CHECK_RUN(test_chain("gpt2-tiny", 8, 64, true, 0));
     CHECK_RUN(test_chain("llama-tiny", 8, 64, false, 0));
     CHECK_RUN(test_chain("mlp-demo", 320, 0, true, 0));

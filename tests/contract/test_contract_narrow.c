@@ -29,7 +29,10 @@
  *   records, the tree stateHash of the real state): a bit flipped in a late
  *   site's output is narrowed to that site, its op and its one block.
  * - Level 4 (a site that sums over the batch: matmul.bwd.dweight,
- *   bias.bwd): synthetic chunk chains of C + 1 leaves (stand-ins for the
+ *   bias.bwd, matmul.bwd.dbias, conv.bwd.dweight, gradnorm.sumsq, the
+ *   norms' column sums; the
+ *   contract's set equal to the engine's arb_chunk_supported over every op
+ *   of the block engine's table): synthetic chunk chains of C + 1 leaves (stand-ins for the
  *   prefix sums' hashes, the block's output leaf last) played by the
  *   planner for both sides, the chains first differing at chunk 0, a
  *   middle chunk and C (only the final step), at C = 1, 8, 1024 and 8192;
@@ -60,6 +63,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arbiter/block_chunk.h"
+#include "arbiter/block_ops.h"
+#include "chain/abi.h"
 #include "chain/narrow.h"
 #include "check.h"
 #include "support/rpcproxy.h"
@@ -1457,6 +1463,47 @@ static void test_elements_agree(void)
     fx_run_free(&run);
 }
 
+/* OvtNarrow's isChunkOp(op), by eth_call on the deployed contract. */
+static int contract_chunk_op(const char *op, bool *yes)
+{
+    uint8_t data[4 + 32] = {0};
+    chain_abi_selector(data, "isChunkOp(bytes32)");
+    size_t len = strlen(op);
+    if (len > 32)
+        return -1;
+    memcpy(data + 4, op, len); /* the name zero padded to 32 bytes, as the records' op */
+    chain_call_msg msg = {.to = &narrow.address, .data = data, .data_len = sizeof data};
+    chain_buf out;
+    chain_buf_init(&out);
+    int rc = chain_rpc_eth_call(env.rpc, &out, &msg, NULL);
+    if (rc == 0 && out.len != 32)
+        rc = -1;
+    if (rc == 0)
+        *yes = out.data[31] != 0;
+    chain_buf_free(&out);
+    return rc;
+}
+
+/* The contract's chunk op set is the chunk engine's (arb_chunk_supported),
+ * for every op the block engine's table knows: a site the engine can chain
+ * goes on to stage Chunks, and no other does, so the two never drift. */
+static void test_chunk_op_sets(void)
+{
+    size_t n = blk_op_count(), chunk_ops = 0;
+    CHECK(n > 0);
+    for (size_t i = 0; i < n; i++) {
+        const char *op = blk_op_name(i);
+        bool on_chain = false;
+        CHECK_MSG(contract_chunk_op(op, &on_chain) == 0, "isChunkOp('%s'): %s", op, ovt_errmsg());
+        CHECK_MSG(on_chain == arb_chunk_supported(op), "op '%s': the contract's isChunkOp says %d, the engine's "
+                  "arb_chunk_supported %d", op, on_chain, arb_chunk_supported(op));
+        chunk_ops += on_chain;
+    }
+    CHECK(blk_op_name(n) == NULL);
+    printf("chunk ops: %zu of the engine's %zu ops on chain\n", chunk_ops, n);
+    CHECK(chunk_ops >= 8);
+}
+
 /* OvtNarrow's runtime code size (eth_getCode), under EIP-170's limit. */
 static void test_code_size(void)
 {
@@ -1510,6 +1557,13 @@ int main(void)
     CHECK_RUN(test_chunks(8, 3));
     synthetic_scenario(SYN_SITES, 7, 5u * 16384u + 100u, 4u * 16384u + 9u, "matmul.bwd.dbias");
     CHECK_RUN(test_chunks(8, 6));
+    synthetic_scenario(SYN_SITES, 7, 5u * 16384u + 100u, 4u * 16384u + 9u, "conv.bwd.dweight");
+    CHECK_RUN(test_chunks(8, 2));
+    synthetic_scenario(SYN_SITES, 7, 5u * 16384u + 100u, 4u * 16384u + 9u, "gradnorm.sumsq");
+    CHECK_RUN(test_chunks(8, 7));
+    synthetic_scenario(SYN_SITES, 7, 5u * 16384u + 100u, 4u * 16384u + 9u, "rmsnorm.bwd.dweight");
+    CHECK_RUN(test_chunks(8, 4));
+    CHECK_RUN(test_chunk_op_sets());
     /* level 4 of an element op: site 7 is xent.sum, its leaf 4 full, its leaf 5 (the last) 100 elements */
     static const uint64_t element_faults[] = {4u * 16384u, 4u * 16384u + 9u, 4u * 16384u + 16383u, 5u * 16384u,
                                               5u * 16384u + 99u};
