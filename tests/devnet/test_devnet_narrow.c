@@ -364,6 +364,41 @@ static void test_chunk(const char *kind)
     json_decref(j);
 }
 
+/* Level 4 of the chunk ops reached by `--flip-site` on gpt2-tiny's default
+ * batch (4 x 32 = 128 rows): gradnorm.sumsq (site 140, a chain of one chunk
+ * per 128 squared gradient elements) and layernorm.bwd.dweight (site 136,
+ * one chunk of rows): the faulty trainer's chain differs only at its last
+ * leaf, so the narrowing ends in stage Chunks at chunk C (the final
+ * rounding) and every seat of three rules auditor-right from that chain
+ * leaf recomputed, from both packages. */
+static void test_chunk_site(const char *site, const char *op)
+{
+    char *argv[] = {ovt, "devnet", "--json", "--fault", "flip-output", "--flip-site", (char *)site, "--flip-element",
+                    "0", "--steps", "8", "--at", "5", "--arbiters", "3", "--timeout", "600", NULL};
+    const json_t *end, *fault;
+    json_t *j = devnet_won(argv, &end, &fault);
+    if (!j)
+        return;
+    CHECK_EQ_U64(num(end, "outcome"), 1); /* Narrowed */
+    CHECK_EQ_U64(num(end, "stage"), 4);   /* Chunks */
+    CHECK_EQ_U64(num(end, "site"), strtoull(site, NULL, 10));
+    CHECK_MSG(!strcmp(str(end, "op"), op), "op %s, not %s", str(end, "op"), op);
+    json_int_t leaves = num(end, "auditor_chunks");
+    CHECK(leaves >= 2);
+    CHECK_EQ_U64(num(end, "trainer_chunks"), leaves);
+    CHECK_EQ_U64(num(end, "chunk"), leaves - 1); /* the last chain leaf: the rounding of the agreed sums */
+    const json_t *arbs = json_object_get(j, "arbiters");
+    CHECK_EQ_U64(json_array_size(arbs), 3);
+    for (size_t k = 0; k < json_array_size(arbs); k++) {
+        const json_t *b = seat_block(j, arbs, k);
+        CHECK_EQ_U64(num(b, "chunk"), leaves - 1);
+        CHECK_EQ_U64(num(b, "packages"), 2);
+    }
+    printf("figures chunk-%s: chain of %lld leaves, ended at %lld\n", op, (long long)leaves,
+           (long long)num(end, "chunk"));
+    json_decref(j);
+}
+
 /* A party that cannot play the narrowing (its committed state K is not
  * what its step re-executes to: bitflip's trainer, whose bit flips after
  * the step; the lying auditor, whose stateHashes are made up) never moves
@@ -463,13 +498,18 @@ int main(int argc, char **argv)
                 "usage: OVT_BINARY_DIR=... %s "
                 "gpt2-tiny|llama-tiny|resnet-mini|mlp-demo|gpt2-tiny-withheld|gpt2-tiny-sharded|gpt2-tiny-forged|"
                 "gpt2-tiny-early|gpt2-tiny-element|forged-log|lost|chunk-gpt2-tiny|chunk-llama-tiny|chunk-forged|"
-                "chunk-no-chain|chunk-count|chunk-withheld\n",
+                "chunk-no-chain|chunk-count|chunk-withheld|chunk-gradnorm|chunk-layernorm\n",
                 argv[0]);
         return 2;
     }
     snprintf(ovt, sizeof ovt, "%s/ovt", bin);
     if (!strncmp(argv[1], "chunk-", 6)) {
         const char *kind = argv[1] + 6;
+        if (!strcmp(kind, "gradnorm") || !strcmp(kind, "layernorm")) {
+            int gn = !strcmp(kind, "gradnorm");
+            CHECK_RUN(test_chunk_site(gn ? "140" : "136", gn ? "gradnorm.sumsq" : "layernorm.bwd.dweight"));
+            return check_done();
+        }
         if (strcmp(kind, "gpt2-tiny") && strcmp(kind, "llama-tiny") && strcmp(kind, "forged") &&
             strcmp(kind, "no-chain") && strcmp(kind, "count") && strcmp(kind, "withheld")) {
             fprintf(stderr, "unknown level-4 test %s\n", argv[1]);
