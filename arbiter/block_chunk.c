@@ -18,7 +18,7 @@ bool arb_chunk_supported(const char *op)
 {
     static const char *const ops[] = {"matmul.bwd.dweight", "matmul.bwd.dbias", "bias.bwd", "gradnorm.sumsq",
                                       "conv.bwd.dweight", "layernorm.bwd.dbias", "layernorm.bwd.dweight",
-                                      "rmsnorm.bwd.dweight"};
+                                      "rmsnorm.bwd.dweight", "encoder.bwd.dwpe"};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if (strcmp(op, ops[i]) == 0)
             return true;
@@ -157,7 +157,7 @@ static int acc_new(chunk_acc *a, const arb_block_task *task)
         return ovt_fail(OVT_EINVAL, "chunk: site %u's op '%s' is not a sum over the batch the chain covers "
                                     "(matmul.bwd.dweight, conv.bwd.dweight, matmul.bwd.dbias, bias.bwd, "
                                     "gradnorm.sumsq, layernorm.bwd.dbias, layernorm.bwd.dweight, "
-                                    "rmsnorm.bwd.dweight)",
+                                    "rmsnorm.bwd.dweight, encoder.bwd.dwpe)",
                         task->site, task->op);
     arb_block_plan plan;
     uint64_t S[ARB_BLOCK_MAX_INPUTS];

@@ -235,10 +235,12 @@ int krn_batch_sum_round(krn_ctx *ctx, const char *name, float *out, const double
         return krn_site(ctx, name, out, x, n, &band);
     }
     /* krn_conv2d_backward's: an outer band over N*P, one add after; the
-     * norms' column sums are krn_colsum_site's, the band of bias.bwd */
+     * norms' column sums are krn_colsum_site's, the band of bias.bwd, and
+     * so is encoder.bwd.dwpe's (a sum over B per position, + old) */
     if (strcmp(name, "matmul.bwd.dweight") && strcmp(name, "matmul.bwd.dbias") && strcmp(name, "bias.bwd") &&
         strcmp(name, "conv.bwd.dweight") && strcmp(name, "layernorm.bwd.dbias") &&
-        strcmp(name, "layernorm.bwd.dweight") && strcmp(name, "rmsnorm.bwd.dweight"))
+        strcmp(name, "layernorm.bwd.dweight") && strcmp(name, "rmsnorm.bwd.dweight") &&
+        strcmp(name, "encoder.bwd.dwpe"))
         return ovt_fail(OVT_EINVAL, "krn_batch_sum_round: '%s' is not a sum over the batch it knows", name);
     krn_band band = krn_band_reduction(KRN_BAND_ARRAY, K, 1.0, 1);
     band.a = mag;

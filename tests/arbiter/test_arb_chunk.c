@@ -199,7 +199,7 @@ static void test_chain(const char *preset, uint32_t batch, uint32_t seq, bool ev
     step_open_steered(&f, preset, batch, seq, steer);
     int sites = 0, leaves = 0, same = 0, stepped = 0, step_same = 0, multi_chunk = 0;
     uint64_t sumsq_chunks = 0;
-    int conv_leaves = 0, norm_leaves = 0;
+    int conv_leaves = 0, norm_leaves = 0, dwpe_leaves = 0;
     for (size_t i = 0; i < krn_trace_count(f.t); i++) {
         const krn_trace_record *rec = krn_trace_record_at(f.t, i);
         if (!arb_chunk_supported(rec->op))
@@ -223,6 +223,7 @@ static void test_chain(const char *preset, uint32_t batch, uint32_t seq, bool ev
             sumsq_chunks += strcmp(rec->op, "gradnorm.sumsq") == 0 ? ch.info.chunks : 0;
             conv_leaves += strcmp(rec->op, "conv.bwd.dweight") == 0;
             norm_leaves += strncmp(rec->op, "layernorm.bwd.", 14) == 0 || strncmp(rec->op, "rmsnorm.bwd.", 12) == 0;
+            dwpe_leaves += strcmp(rec->op, "encoder.bwd.dwpe") == 0;
             arb_chunk_chain again; /* read a chunk or three at a time, on 3 threads: the same chain */
             arb_chunk_walk_floats(3 * ARB_CHUNK_ROWS * (rec->n > 1 ? 200 : 1));
             task.threads = 3;
@@ -254,12 +255,13 @@ static void test_chain(const char *preset, uint32_t batch, uint32_t seq, bool ev
     }
     printf("%s%s: %d sites the chain covers, %d leaves (%d of several chunks): %d last leaves the step's; %d chunk "
            "steps from their rows, %d the chain's; gradnorm.sumsq's chain %llu chunks; %d conv.bwd.dweight leaves; %d "
-           "norm column-sum leaves\n",
+           "norm column-sum leaves; %d encoder.bwd.dwpe leaves\n",
            preset, steer > 0 ? " (steered up)" : steer < 0 ? " (steered down)" : "", sites, leaves, multi_chunk, same, stepped, step_same, (unsigned long long)sumsq_chunks,
-           conv_leaves, norm_leaves);
+           conv_leaves, norm_leaves, dwpe_leaves);
     /* the norms' column sums (FP64 terms): gpt2-tiny's layernorms, llama-tiny's RMSNorms */
     CHECK(norm_leaves > 0 || (strncmp(preset, "gpt2", 4) != 0 && strncmp(preset, "llama", 5) != 0));
     CHECK(sites > 0 && leaves >= sites && same == leaves);
+    CHECK(dwpe_leaves > 0 || strncmp(preset, "gpt2", 4) != 0); /* GPT-2's position table (Llama has none) */
     CHECK(stepped > leaves && step_same == stepped);
     CHECK(multi_chunk > 0);
     CHECK(sumsq_chunks > 8); /* every preset clips its gradient: gradnorm.sumsq is there */
