@@ -1506,7 +1506,7 @@ static void test_chunk_op_sets(void)
     }
     CHECK(blk_op_name(n) == NULL);
     printf("chunk ops: %zu of the engine's %zu ops on chain\n", chunk_ops, n);
-    CHECK(chunk_ops >= 9);
+    CHECK(chunk_ops >= 10);
 }
 
 /* OvtNarrow's runtime code size (eth_getCode), under EIP-170's limit. */
