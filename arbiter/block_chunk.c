@@ -10,6 +10,7 @@
 #include "arbiter/xsum.h"
 #include "common/tree.h"
 #include "kernels/ops.h"
+#include "kernels/reduce.h"
 #include "kernels/site.h"
 
 #define LEAF_ELEMS (OVT_TREE_LEAF_BYTES / 4)
@@ -18,7 +19,7 @@ bool arb_chunk_supported(const char *op)
 {
     static const char *const ops[] = {"matmul.bwd.dweight", "matmul.bwd.dbias", "bias.bwd", "gradnorm.sumsq",
                                       "conv.bwd.dweight", "layernorm.bwd.dbias", "layernorm.bwd.dweight",
-                                      "rmsnorm.bwd.dweight"};
+                                      "rmsnorm.bwd.dweight", "encoder.bwd.dwpe", "encoder.bwd.dwte"};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if (strcmp(op, ops[i]) == 0)
             return true;
@@ -29,8 +30,10 @@ bool arb_chunk_supported(const char *op)
  * band; a convolution's: dout (OC, N*P) @ im2col(inp)^T, a row being an
  * (image, output position) pair in that order), dout's columns (and their
  * magnitudes), or the squares of one array (their sum is their
- * magnitude). */
-typedef enum { CHUNK_DWEIGHT, CHUNK_COLSUM, CHUNK_SUMSQ, CHUNK_NORM } chunk_kind;
+ * magnitude), or the token embedding's gradient (CHUNK_SCATTER: dout's
+ * row r added to the table's row tokens[r]; its magnitudes and each
+ * table row's count of tokens). */
+typedef enum { CHUNK_DWEIGHT, CHUNK_COLSUM, CHUNK_SUMSQ, CHUNK_NORM, CHUNK_SCATTER } chunk_kind;
 
 /* A norm's weight gradient (CHUNK_NORM): a column sum whose term is the
  * FP64 expression ((inp - mean) * rstd) * dout of float32 grid values,
@@ -48,7 +51,8 @@ typedef struct {
 typedef struct {
     chunk_kind kind;
     int old_input;          /* the input that is the old gradient; -1: none */
-    uint64_t N, C, OC;      /* the column sums: C their count; a convolution: N*P rows, C = Cin*k*k */
+    uint64_t N, C, OC;      /* the column sums: C their count; a convolution: N*P rows, C = Cin*k*k;
+                               the scatter: C the table's width, OC its rows (the vocabulary) */
     uint64_t G;             /* rows per group of the inputs (a convolution: an image's P positions; else 1) */
     unsigned nsum;          /* the inputs summed: 0 .. nsum - 1 */
     uint64_t w[ARB_CHUNK_MAX_SUMMED]; /* elements per group of each */
@@ -58,6 +62,7 @@ typedef struct {
     uint64_t first, count;
     uint64_t o0, o1, c0, c1;
     xsum *sum, *abs, *rsq, *csq;
+    xsum *cnt;              /* CHUNK_SCATTER: the tokens naming table rows o0 .. o1 - 1 */
     size_t nx;              /* xsums in all, one allocation from sum on */
     krn_ctx *par;           /* the threads the adds run on (task->threads > 1), or NULL */
 } chunk_acc;
@@ -129,11 +134,29 @@ static int norm_dims(chunk_acc *a, const arb_block_task *task, const uint64_t *S
     return 0;
 }
 
+/* The token embedding's gradient: its record reads (dout, tokens, dwte);
+ * a row is a position of the batch (B*T of them), not a sequence. */
+static int scatter_dims(chunk_acc *a, const arb_block_task *task, const uint64_t *S, size_t ninputs)
+{
+    if (ninputs != 3 || S[1] == 0 || S[0] % S[1] || S[0] / S[1] == 0 || S[2] % (S[0] / S[1]) ||
+        S[2] != task->n)
+        return ovt_fail(OVT_EINVAL, "chunk: site %u (%s)'s record does not read (dout, tokens, dwte) of one "
+                                    "row of dout per token and a table as wide as dout",
+                        task->site, task->op);
+    uint64_t N = S[1], W = S[0] / N;
+    *a = (chunk_acc){.kind = CHUNK_SCATTER, .old_input = 2, .N = N, .C = W, .OC = S[2] / W, .G = 1, .nsum = 2};
+    a->w[0] = W;
+    a->w[1] = 1;
+    return 0;
+}
+
 /* The kind's dimensions from the rows and the inputs' sizes. */
 static int acc_dims(chunk_acc *a, const arb_block_task *task, const uint64_t *S, size_t ninputs)
 {
     if (strcmp(task->op, "conv.bwd.dweight") == 0)
         return conv_dims(a, task, S, ninputs);
+    if (strcmp(task->op, "encoder.bwd.dwte") == 0)
+        return scatter_dims(a, task, S, ninputs);
     if (strcmp(task->op, "matmul.bwd.dweight") == 0)
         *a = (chunk_acc){.kind = CHUNK_DWEIGHT, .old_input = 2, .N = a->N, .C = S[1] / a->N, .OC = S[0] / a->N};
     else if (strcmp(task->op, "layernorm.bwd.dweight") == 0 || strcmp(task->op, "rmsnorm.bwd.dweight") == 0)
@@ -157,7 +180,7 @@ static int acc_new(chunk_acc *a, const arb_block_task *task)
         return ovt_fail(OVT_EINVAL, "chunk: site %u's op '%s' is not a sum over the batch the chain covers "
                                     "(matmul.bwd.dweight, conv.bwd.dweight, matmul.bwd.dbias, bias.bwd, "
                                     "gradnorm.sumsq, layernorm.bwd.dbias, layernorm.bwd.dweight, "
-                                    "rmsnorm.bwd.dweight)",
+                                    "rmsnorm.bwd.dweight, encoder.bwd.dwpe, encoder.bwd.dwte)",
                         task->site, task->op);
     arb_block_plan plan;
     uint64_t S[ARB_BLOCK_MAX_INPUTS];
@@ -174,18 +197,20 @@ static int acc_new(chunk_acc *a, const arb_block_task *task)
         return ovt_fail(OVT_EINVAL, "chunk: leaf %llu is outside site %u's output of %llu elements",
                         (unsigned long long)task->leaf, task->site, (unsigned long long)task->n);
     a->count = task->n - a->first < LEAF_ELEMS ? task->n - a->first : LEAF_ELEMS;
-    a->nx = a->count * (a->kind == CHUNK_COLSUM || a->kind == CHUNK_NORM ? 2 : 1);
-    if (a->kind == CHUNK_DWEIGHT) {
+    bool mags = a->kind == CHUNK_COLSUM || a->kind == CHUNK_NORM || a->kind == CHUNK_SCATTER;
+    a->nx = a->count * (mags ? 2 : 1);
+    if (a->kind == CHUNK_DWEIGHT || a->kind == CHUNK_SCATTER) {
         uint64_t last = a->first + a->count - 1;
         a->o0 = a->first / a->C;
         a->o1 = last / a->C + 1;
         a->c0 = a->o1 - a->o0 > 1 ? 0 : a->first % a->C;
         a->c1 = a->o1 - a->o0 > 1 ? a->C : last % a->C + 1;
-        a->nx += (a->o1 - a->o0) + (a->c1 - a->c0);
+        a->nx += a->kind == CHUNK_DWEIGHT ? (a->o1 - a->o0) + (a->c1 - a->c0) : a->o1 - a->o0;
     }
     if ((a->sum = calloc(a->nx, sizeof(xsum))) == NULL)
         return ovt_fail(OVT_ENOMEM, "chunk: out of memory for leaf %llu's exact sums", (unsigned long long)task->leaf);
-    a->abs = a->kind == CHUNK_COLSUM || a->kind == CHUNK_NORM ? a->sum + a->count : NULL;
+    a->abs = mags ? a->sum + a->count : NULL;
+    a->cnt = a->kind == CHUNK_SCATTER ? a->abs + a->count : NULL;
     a->rsq = a->kind == CHUNK_DWEIGHT ? a->sum + a->count : NULL;
     a->csq = a->kind == CHUNK_DWEIGHT ? a->rsq + (a->o1 - a->o0) : NULL;
     return 0;
@@ -265,6 +290,33 @@ static void add_norm(chunk_acc *a, const xsum_f64 *tm, uint64_t rows, uint64_t i
     }
 }
 
+/* The scatter's elements [i0, i1): a row's dout value where the row's
+ * token names the element's table row (dm: the leaf's columns c0 .. c1 - 1
+ * split as split_cols does). */
+static void add_scatter(chunk_acc *a, const xsum_f32 *dm, const uint32_t *tok, uint64_t rows, uint64_t i0,
+                        uint64_t i1)
+{
+    for (uint64_t i = i0; i < i1; i++) {
+        uint64_t e = a->first + i, v = e / a->C;
+        const xsum_f32 *g = dm + (e % a->C - a->c0) * rows;
+        for (uint64_t r = 0; r < rows; r++)
+            if (tok[r] == v) {
+                xsum_add_f32(&a->sum[i], g[r]);
+                xsum_add(&a->abs[i], g[r].m, g[r].e, 0);
+            }
+    }
+}
+
+/* The scatter's counts of the tokens naming the leaf's table rows. */
+static void add_counts(chunk_acc *a, const uint32_t *tok, uint64_t rows)
+{
+    for (uint64_t r = 0; r < rows; r++)
+        if (tok[r] >= a->o0 && tok[r] < a->o1)
+            xsum_add(&a->cnt[tok[r] - a->o0], 1, 0, 0);
+    for (uint64_t v = 0; v < a->o1 - a->o0; v++)
+        xsum_normalize(&a->cnt[v]);
+}
+
 /* One chunk's split rows, added part by part on the ctx's threads: each
  * part owns its elements' sums (and magnitudes), the last one the weight
  * gradient's sums of squares, so the result is the same whatever thread
@@ -273,6 +325,7 @@ typedef struct {
     chunk_acc *a;
     const xsum_f32 *dm, *im;
     const xsum_f64 *tm; /* CHUNK_NORM's terms */
+    const uint32_t *tok; /* CHUNK_SCATTER's tokens */
     uint64_t rows;
 } add_job;
 
@@ -280,7 +333,7 @@ typedef struct {
 
 static uint64_t add_parts(const chunk_acc *a)
 {
-    return (a->count + ADD_PART - 1) / ADD_PART + (a->kind == CHUNK_DWEIGHT);
+    return (a->count + ADD_PART - 1) / ADD_PART + (a->kind == CHUNK_DWEIGHT || a->kind == CHUNK_SCATTER);
 }
 
 static void add_part(void *arg, size_t part)
@@ -288,6 +341,10 @@ static void add_part(void *arg, size_t part)
     const add_job *j = arg;
     chunk_acc *a = j->a;
     uint64_t i0 = (uint64_t)part * ADD_PART, i1 = i0 + ADD_PART < a->count ? i0 + ADD_PART : a->count;
+    if (i0 >= a->count && a->kind == CHUNK_SCATTER) { /* the table rows' counts */
+        add_counts(a, j->tok, j->rows);
+        return;
+    }
     if (i0 >= a->count) { /* the weight gradient's norms */
         add_squares(a->rsq, j->dm, a->o1 - a->o0, j->rows);
         add_squares(a->csq, j->im, a->c1 - a->c0, j->rows);
@@ -301,6 +358,8 @@ static void add_part(void *arg, size_t part)
         add_colsum(a, j->dm, j->rows, i0, i1);
     else if (a->kind == CHUNK_NORM)
         add_norm(a, j->tm, j->rows, i0, i1);
+    else if (a->kind == CHUNK_SCATTER)
+        add_scatter(a, j->dm, j->tok, j->rows, i0, i1);
     else
         add_squares(a->sum, j->dm, 1, j->rows);
     for (uint64_t i = i0; i < i1; i++) {
@@ -390,16 +449,37 @@ static int split_norm(const chunk_acc *a, const arb_block_task *task, const chun
     return 0;
 }
 
+/* The scatter's tokens of rows [r0, r0 + rows): the record's int32 words
+ * (read as float32 bits); OVT_EINVAL for one outside the vocabulary (the
+ * kernel refuses it: the step itself fails, no chain applies). */
+static int read_tokens(const chunk_acc *a, const arb_block_task *task, const float *words, uint64_t r0,
+                       uint64_t rows, uint32_t *tok)
+{
+    for (uint64_t r = 0; r < rows; r++) {
+        int32_t t;
+        memcpy(&t, &words[r], sizeof t);
+        if (t < 0 || (uint64_t)t >= a->OC)
+            return ovt_fail(OVT_EINVAL, "chunk: site %u (%s) row %llu reads token %d, outside the vocabulary "
+                                        "[0, %llu): the step itself fails there, no chain applies",
+                            task->site, task->op, (unsigned long long)(r0 + r), (int)t,
+                            (unsigned long long)a->OC);
+        tok[r] = (uint32_t)t;
+    }
+    return 0;
+}
+
 /* Adds the terms of rows [r0, r1) (within b), then carries. */
 static int acc_add(chunk_acc *a, const arb_block_task *task, const chunk_rows *b, uint64_t r0, uint64_t r1)
 {
-    uint64_t rows = r1 - r0, n0 = a->kind == CHUNK_DWEIGHT ? a->o1 - a->o0 : a->count, n1 = a->c1 - a->c0;
-    bool norm = a->kind == CHUNK_NORM, two = !norm && a->nsum > 1;
+    bool norm = a->kind == CHUNK_NORM, scatter = a->kind == CHUNK_SCATTER, two = !norm && !scatter && a->nsum > 1;
+    uint64_t rows = r1 - r0, n1 = a->c1 - a->c0;
+    uint64_t n0 = a->kind == CHUNK_DWEIGHT ? a->o1 - a->o0 : scatter ? n1 : a->count;
     const float *g = b->v[0] + (r0 - b->g0) * a->w[0], *x = two ? b->v[1] + (r0 - b->g0) * a->w[1] : NULL; /* G = 1 */
     xsum_f32 *dm = norm ? NULL : malloc(rows * n0 * sizeof *dm), *im = x ? malloc(rows * n1 * sizeof *im) : NULL;
     xsum_f64 *tm = norm ? malloc(rows * a->count * sizeof *tm) : NULL;
+    uint32_t *tok = scatter ? malloc(rows * sizeof *tok) : NULL;
     int rc = 0;
-    if ((!norm && dm == NULL) || (x && im == NULL) || (norm && tm == NULL)) {
+    if ((!norm && dm == NULL) || (x && im == NULL) || (norm && tm == NULL) || (scatter && tok == NULL)) {
         rc = ovt_fail(OVT_ENOMEM, "chunk: out of memory for rows %llu..%llu", (unsigned long long)r0,
                       (unsigned long long)r1);
         goto done;
@@ -410,6 +490,10 @@ static int acc_add(chunk_acc *a, const arb_block_task *task, const chunk_rows *b
             goto done;
     } else if (a->conv) {
         finite = split_conv(a, b, r0, r1, dm, im);
+    } else if (scatter) {
+        if ((rc = read_tokens(a, task, b->v[1] + (r0 - b->g0), r0, rows, tok)) < 0)
+            goto done;
+        finite = split_cols(dm, g, rows, a->w[0], a->c0, n1);
     } else {
         finite = split_cols(dm, g, rows, a->w[0], a->kind == CHUNK_DWEIGHT ? a->o0 : a->first, n0);
         if (x)
@@ -421,7 +505,7 @@ static int acc_add(chunk_acc *a, const arb_block_task *task, const chunk_rows *b
                       task->site, task->op, (unsigned long long)r0, (unsigned long long)r1);
         goto done;
     }
-    add_job job = {.a = a, .dm = dm, .im = im, .tm = tm, .rows = rows};
+    add_job job = {.a = a, .dm = dm, .im = im, .tm = tm, .tok = tok, .rows = rows};
     if (a->par)
         rc = krn_ctx_parallel(a->par, add_parts(a), add_part, &job);
     else
@@ -431,6 +515,7 @@ done:
     free(dm);
     free(im);
     free(tm);
+    free(tok);
     return rc;
 }
 
@@ -537,6 +622,15 @@ static int final_values(chunk_acc *a, const float *old, double *y, double *mag)
             uint64_t e = a->first + i;
             xsum r = a->rsq[e / a->C - a->o0], c = a->csq[e % a->C - a->c0];
             mag[i] = sqrt(xsum_to_double(&r)) * sqrt(xsum_to_double(&c));
+        } else if (a->kind == CHUNK_SCATTER) {
+            /* krn_encoder_backward's band: the row's count of tokens sets gamma */
+            xsum m = a->abs[i], k = a->cnt[(a->first + i) / a->C - a->o0];
+            double cnt = xsum_to_double(&k);
+            if (!(cnt >= 0 && cnt <= (double)a->N && cnt == floor(cnt)))
+                return ovt_fail(OVT_EINVAL, "chunk: the chain state's token count of element %llu is not a count "
+                                            "of 0 .. %llu rows: not a state of the chain",
+                                (unsigned long long)(a->first + i), (unsigned long long)a->N);
+            mag[i] = krn_chunked_gamma((size_t)cnt) * xsum_to_double(&m);
         } else if (a->kind == CHUNK_COLSUM || a->kind == CHUNK_NORM) {
             xsum m = a->abs[i];
             mag[i] = xsum_to_double(&m);

@@ -56,7 +56,13 @@
  * "rmsnorm.bwd.dweight" (a term is the kernel's FP64 expression
  * ((inp - mean) * rstd) * dout of float32 values, mean 0.0 for RMSNorm,
  * rounded identically on every IEEE machine and summed exactly; a term with
- * a set bit below 2^-320, or of 2^256 or more, is refused: no chain). */
+ * a set bit below 2^-320, or of 2^256 or more, is refused: no chain),
+ * "encoder.bwd.dwpe" (a column sum over the B sequences, bias.bwd's) and
+ * "encoder.bwd.dwte" (a scatter: N = B*T positions, the summed inputs dout
+ * and the tokens; P_c holds per element its exact sum and magnitude over
+ * the rows whose token names its table row, then per table row the leaf
+ * touches its count of tokens, which sets the kernel's per-token band; a
+ * token outside the vocabulary is refused). */
 bool arb_chunk_supported(const char *op);
 
 /* The chain's sizes for leaf task->leaf of the task's site. */

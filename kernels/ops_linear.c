@@ -223,6 +223,15 @@ int krn_bias_backward(krn_ctx *ctx, float *dbias, const float *dout, size_t N, s
     return column_sum_site(ctx, &be, "bias.bwd", dbias, dout, N, C);
 }
 
+/* encoder.bwd.dwte's band: an array whose element holds gamma(count of its
+ * token) * sum |dout| (the count differs per token), one add after. */
+static krn_band dwte_band(void)
+{
+    krn_band band = krn_band_reduction(KRN_BAND_ARRAY, 1, 1.0, 1);
+    band.scale = KRN_BAND_WIDTH * 2.0;
+    return band;
+}
+
 /* The band is the ops' own (krn_colsum_site's, krn_matmul_backward's
  * dweight band as an array: the outer product's element per element;
  * krn_grad_norm's for its one sum of squares). */
@@ -234,11 +243,18 @@ int krn_batch_sum_round(krn_ctx *ctx, const char *name, float *out, const double
         band.scale *= mag[0];
         return krn_site(ctx, name, out, x, n, &band);
     }
+    if (strcmp(name, "encoder.bwd.dwte") == 0) { /* krn_encoder_backward's: mag holds gamma(count) */
+        krn_band band = dwte_band();
+        band.a = mag;
+        return krn_site(ctx, name, out, x, n, &band);
+    }
     /* krn_conv2d_backward's: an outer band over N*P, one add after; the
-     * norms' column sums are krn_colsum_site's, the band of bias.bwd */
+     * norms' column sums are krn_colsum_site's, the band of bias.bwd, and
+     * so is encoder.bwd.dwpe's (a sum over B per position, + old) */
     if (strcmp(name, "matmul.bwd.dweight") && strcmp(name, "matmul.bwd.dbias") && strcmp(name, "bias.bwd") &&
         strcmp(name, "conv.bwd.dweight") && strcmp(name, "layernorm.bwd.dbias") &&
-        strcmp(name, "layernorm.bwd.dweight") && strcmp(name, "rmsnorm.bwd.dweight"))
+        strcmp(name, "layernorm.bwd.dweight") && strcmp(name, "rmsnorm.bwd.dweight") &&
+        strcmp(name, "encoder.bwd.dwpe"))
         return ovt_fail(OVT_EINVAL, "krn_batch_sum_round: '%s' is not a sum over the batch it knows", name);
     krn_band band = krn_band_reduction(KRN_BAND_ARRAY, K, 1.0, 1);
     band.a = mag;
@@ -425,8 +441,7 @@ int krn_encoder_backward(krn_ctx *ctx, float *dwte, float *dwpe, const float *do
      * value dwte already holds and a zero band, and is kept as it is
      * (krn_site_part_keep); runs of the batch's tokens are handed over from
      * their compact rows. */
-    krn_band band = krn_band_reduction(KRN_BAND_ARRAY, 1, 1.0, 1);
-    band.scale = KRN_BAND_WIDTH * 2.0;
+    krn_band band = dwte_band();
     krn_site_parts *sp = NULL;
     if ((rc = krn_site_parts_begin(ctx, &sp, "encoder.bwd.dwte", dwte, nv, &band)))
         goto done;

@@ -126,6 +126,8 @@ contract OvtNarrow {
     bytes32 private constant OP_LN_DBIAS = "layernorm.bwd.dbias";
     bytes32 private constant OP_LN_DWEIGHT = "layernorm.bwd.dweight";
     bytes32 private constant OP_RMS_DWEIGHT = "rmsnorm.bwd.dweight";
+    bytes32 private constant OP_ENC_DWPE = "encoder.bwd.dwpe";
+    bytes32 private constant OP_ENC_DWTE = "encoder.bwd.dwte";
     // The ops with one value per row: their level-3 leaf goes on to its elements (isElementOp, docs/contract.md).
     bytes32 private constant OP_XENT_SUM = "xent.sum";
     bytes32 private constant OP_XENT_LOGSUM = "xent.logsum";
@@ -571,7 +573,8 @@ contract OvtNarrow {
     /// (arb_chunk_supported), which test_contract_narrow keeps equal to this.
     function isChunkOp(bytes32 op) public pure returns (bool) {
         return op == OP_DWEIGHT || op == OP_DBIAS || op == OP_BIAS_BWD || op == OP_CONV_DWEIGHT
-            || op == OP_GRADNORM_SUMSQ || op == OP_LN_DBIAS || op == OP_LN_DWEIGHT || op == OP_RMS_DWEIGHT;
+            || op == OP_GRADNORM_SUMSQ || op == OP_LN_DBIAS || op == OP_LN_DWEIGHT || op == OP_RMS_DWEIGHT
+            || op == OP_ENC_DWPE || op == OP_ENC_DWTE;
     }
 
     // Level 3 ended on a leaf of a chunk op's site: keep both level-3 leaves

@@ -199,7 +199,7 @@ static void test_chain(const char *preset, uint32_t batch, uint32_t seq, bool ev
     step_open_steered(&f, preset, batch, seq, steer);
     int sites = 0, leaves = 0, same = 0, stepped = 0, step_same = 0, multi_chunk = 0;
     uint64_t sumsq_chunks = 0;
-    int conv_leaves = 0, norm_leaves = 0;
+    int conv_leaves = 0, norm_leaves = 0, dwpe_leaves = 0, dwte_leaves = 0;
     for (size_t i = 0; i < krn_trace_count(f.t); i++) {
         const krn_trace_record *rec = krn_trace_record_at(f.t, i);
         if (!arb_chunk_supported(rec->op))
@@ -223,6 +223,8 @@ static void test_chain(const char *preset, uint32_t batch, uint32_t seq, bool ev
             sumsq_chunks += strcmp(rec->op, "gradnorm.sumsq") == 0 ? ch.info.chunks : 0;
             conv_leaves += strcmp(rec->op, "conv.bwd.dweight") == 0;
             norm_leaves += strncmp(rec->op, "layernorm.bwd.", 14) == 0 || strncmp(rec->op, "rmsnorm.bwd.", 12) == 0;
+            dwpe_leaves += strcmp(rec->op, "encoder.bwd.dwpe") == 0;
+            dwte_leaves += strcmp(rec->op, "encoder.bwd.dwte") == 0;
             arb_chunk_chain again; /* read a chunk or three at a time, on 3 threads: the same chain */
             arb_chunk_walk_floats(3 * ARB_CHUNK_ROWS * (rec->n > 1 ? 200 : 1));
             task.threads = 3;
@@ -254,12 +256,14 @@ static void test_chain(const char *preset, uint32_t batch, uint32_t seq, bool ev
     }
     printf("%s%s: %d sites the chain covers, %d leaves (%d of several chunks): %d last leaves the step's; %d chunk "
            "steps from their rows, %d the chain's; gradnorm.sumsq's chain %llu chunks; %d conv.bwd.dweight leaves; %d "
-           "norm column-sum leaves\n",
+           "norm column-sum leaves; %d encoder.bwd.dwpe, %d encoder.bwd.dwte leaves\n",
            preset, steer > 0 ? " (steered up)" : steer < 0 ? " (steered down)" : "", sites, leaves, multi_chunk, same, stepped, step_same, (unsigned long long)sumsq_chunks,
-           conv_leaves, norm_leaves);
+           conv_leaves, norm_leaves, dwpe_leaves, dwte_leaves);
     /* the norms' column sums (FP64 terms): gpt2-tiny's layernorms, llama-tiny's RMSNorms */
     CHECK(norm_leaves > 0 || (strncmp(preset, "gpt2", 4) != 0 && strncmp(preset, "llama", 5) != 0));
     CHECK(sites > 0 && leaves >= sites && same == leaves);
+    CHECK(dwpe_leaves > 0 || strncmp(preset, "gpt2", 4) != 0); /* GPT-2's position table (Llama has none) */
+    CHECK(dwte_leaves > 0 || (strncmp(preset, "gpt2", 4) != 0 && strncmp(preset, "llama", 5) != 0));
     CHECK(stepped > leaves && step_same == stepped);
     CHECK(multi_chunk > 0);
     CHECK(sumsq_chunks > 8); /* every preset clips its gradient: gradnorm.sumsq is there */
@@ -386,6 +390,70 @@ static bool find_dweight(const step_fixture *f, size_t *site, uint64_t *leaf)
     return false;
 }
 
+/* encoder.bwd.dwte (the token embedding's gradient, a scatter by token):
+ * gpt2-tiny's 512 positions are 4 chunks; chunk 1's tokens come from the
+ * batch's slice, proven against its root: a changed token is refused, a
+ * changed state gives another leaf, and the last step is the step's. */
+static void test_dwte_tokens(void)
+{
+    step_fixture f;
+    step_open(&f, "gpt2-tiny", 8, 64);
+    size_t i = krn_trace_count(f.t);
+    for (size_t k = 0; k < krn_trace_count(f.t) && i == krn_trace_count(f.t); k++)
+        if (strcmp(krn_trace_record_at(f.t, k)->op, "encoder.bwd.dwte") == 0)
+            i = k;
+    CHECK(i < krn_trace_count(f.t));
+    if (i == krn_trace_count(f.t)) {
+        step_close(&f);
+        return;
+    }
+    arb_block_task whole = {.config = &f.rc, .step = 1, .threads = 1}, t1 = whole;
+    arb_block_owned all, o1;
+    arb_chunk_chain ch;
+    CHECK(arb_block_from_trace(&whole, &all, f.t, i, f.log, 0) == 0);
+    int rc = arb_chunk_chain_make(&whole, &ch);
+    CHECK_MSG(rc == 0, "encoder.bwd.dwte leaf 0: %s", ovt_errmsg());
+    if (rc < 0) {
+        arb_block_owned_free(&all);
+        step_close(&f);
+        return;
+    }
+    CHECK(ch.info.rows == 512 && ch.info.chunks == 4 && ch.info.summed_inputs == 2 && ch.info.old_input == 2);
+    uint8_t *p0 = NULL;
+    size_t len0 = 0;
+    CHECK(arb_chunk_partial(&whole, 0, &p0, &len0) == 0 && len0 == ch.info.partial_len);
+    CHECK(arb_chunk_from_trace(&t1, &o1, f.t, i, f.log, 0, 1) == 0);
+    ovt_hash h;
+    CHECK(arb_chunk_step(&t1, 1, p0, len0, &h, NULL) == 0 && memcmp(h.b, ch.leaves[1].b, 32) == 0);
+    arb_block_slice *tok = NULL; /* the batch's tokens: the slice that is not a site's output */
+    for (size_t k = 0; k < o1.nslices; k++)
+        if (o1.slices[k].kind == KRN_TRACE_BATCH)
+            tok = &o1.slices[k];
+    CHECK(tok != NULL);
+    if (tok) { /* row 128 (chunk 1's first) names the next token: its proof fails */
+        int32_t v, w;
+        uint64_t at = 128 - tok->first_leaf * LEAF_ELEMS;
+        memcpy(&v, &tok->data[at], 4);
+        w = v + 1;
+        memcpy(&tok->data[at], &w, 4);
+        CHECK(arb_chunk_step(&t1, 1, p0, len0, &h, NULL) == OVT_EFRAUD);
+        CHECK(strstr(ovt_errmsg(), "does not prove against its root") != NULL);
+        memcpy(&tok->data[at], &v, 4);
+        CHECK(arb_chunk_step(&t1, 1, p0, len0, &h, NULL) == 0 && memcmp(h.b, ch.leaves[1].b, 32) == 0);
+    }
+    /* another state before chunk 1 (one byte of an element's sum): another leaf */
+    p0[7] ^= 0x10;
+    CHECK(arb_chunk_step(&t1, 1, p0, len0, &h, NULL) == 0 && memcmp(h.b, ch.leaves[1].b, 32) != 0);
+    printf("encoder.bwd.dwte: %llu rows in %llu chunks, states of %zu bytes; a changed token refused: %s\n",
+           (unsigned long long)ch.info.rows, (unsigned long long)ch.info.chunks, len0,
+           tok ? "yes" : "no slice");
+    free(p0);
+    arb_chunk_chain_free(&ch);
+    arb_block_owned_free(&o1);
+    arb_block_owned_free(&all);
+    step_close(&f);
+}
+
 /* A gpt2-tiny step (512 rows: 4 chunks), and a matmul.bwd.dweight site
  * and leaf with a log entry. */
 static void open_dweight(step_fixture *f, size_t *i, uint64_t *L)
@@ -465,7 +533,7 @@ static void test_refusals(void)
     snprintf(other.op, sizeof other.op, "matmul.bwd.dinp");
     arb_chunk_info info;
     CHECK(arb_chunk_info_of(&other, &info) == OVT_EINVAL);
-    CHECK(!arb_chunk_supported("encoder.bwd.dwte") && !arb_chunk_supported("layernorm.bwd.dinp") &&
+    CHECK(!arb_chunk_supported("encoder.fwd") && !arb_chunk_supported("layernorm.bwd.dinp") &&
           arb_chunk_supported("bias.bwd") && arb_chunk_supported("rmsnorm.bwd.dweight"));
 
     free(p0);
@@ -687,6 +755,7 @@ int main(void)
     CHECK_RUN(test_norm_package("gpt2-tiny", "layernorm.bwd.dweight"));
     CHECK_RUN(test_norm_package("gpt2-tiny", "layernorm.bwd.dbias"));
     CHECK_RUN(test_norm_package("llama-tiny", "rmsnorm.bwd.dweight"));
+    CHECK_RUN(test_dwte_tokens());
     CHECK_RUN(test_chain("gpt2-tiny", 8, 64, true, 0));
     CHECK_RUN(test_chain("llama-tiny", 8, 64, false, 0));
     CHECK_RUN(test_chain("mlp-demo", 320, 0, true, 0));
