@@ -306,6 +306,23 @@ static void fill_fail(fill_state *fs, int rc, const char *fmt, ...)
     fs->rc = rc;
 }
 
+/* Whether dst[0 .. n) shares an element with any slice's memory (which
+ * the block only reads: the slices are the caller's). */
+static bool in_slices(const arb_block_task *task, const float *dst, uint64_t n)
+{
+    uintptr_t a = (uintptr_t)dst, b = a + n * 4;
+    for (size_t i = 0; i < task->nslices; i++) {
+        const arb_block_slice *s = &task->slices[i];
+        uint64_t count = s->nleaves * LEAF_ELEMS;
+        if (count > s->n - s->first_leaf * LEAF_ELEMS)
+            count = s->n - s->first_leaf * LEAF_ELEMS;
+        uintptr_t lo = (uintptr_t)s->data;
+        if (a < lo + count * 4 && lo < b)
+            return true;
+    }
+    return false;
+}
+
 /* Writes input m's positions [pos, pos + len) to dst from the slices. */
 static void fill_range(fill_state *fs, unsigned m, uint64_t pos, uint64_t len, float *dst)
 {
@@ -330,7 +347,15 @@ static void fill_range(fill_state *fs, unsigned m, uint64_t pos, uint64_t len, f
                                  r->read->src.kind == KRN_TRACE_SITE ? "site" : "region", r->read->name,
                                  r->read->src.kind == KRN_TRACE_SITE ? r->read->src.site : 0,
                                  (unsigned long long)off, (unsigned long long)(off + n), fs->task->site);
-            memcpy(dst, s->data + (off - s->first_leaf * LEAF_ELEMS), n * 4);
+            const float *src = s->data + (off - s->first_leaf * LEAF_ELEMS);
+            if (dst != src && in_slices(fs->task, dst, n))
+                return fill_fail(fs, OVT_EINVAL,
+                                 "block: site %u's op reads input %u (elements %llu..%llu) into a proven slice's "
+                                 "memory, not where it holds them (an engine bug: a slice's memory is read in "
+                                 "place only where it already holds the input, never written)",
+                                 fs->task->site, m, (unsigned long long)off, (unsigned long long)(off + n));
+            if (dst != src) /* the op reads the slice in place (blk_shape.given): nothing to copy */
+                memcpy(dst, src, n * 4);
         }
         dst += n;
         pos = b;
@@ -405,6 +430,26 @@ int arb_block_input_sizes(const arb_block_task *task, uint64_t sizes[ARB_BLOCK_M
 }
 
 /* ---- the run ---- */
+
+/* Sets sh->given[m] for each input m read whole from one slice: one run
+ * of one source covering the input, held by one (verified) slice, so that
+ * an op that only reads it takes the slice's memory instead of a copy
+ * (issue 42: the LM head's weight, 512 MB at Llama-7B's shapes, was held
+ * twice). The op's values are the same bits either way. */
+static void given_of(const arb_block_task *task, const blk_inputs *in, blk_shape *sh)
+{
+    for (size_t m = 0; m < in->rec.ninputs; m++) {
+        sh->given[m] = NULL;
+        if (!(sh->whole || (sh->whole_inputs >> m & 1u)) || in->nruns[m] != 1)
+            continue;
+        const blk_run *r = &in->runs[m][0];
+        if (r->dst != 0 || r->count != in->rec.S[m] || r->read->src.kind == KRN_TRACE_ZERO)
+            continue;
+        const arb_block_slice *s = slice_for(task, r->read, r->offset, r->offset + r->count);
+        if (s != NULL)
+            sh->given[m] = s->data + (r->offset - s->first_leaf * LEAF_ELEMS);
+    }
+}
 
 int arb_block_sub_log(const arb_block_task *task, uint64_t lo, uint64_t hi, unsigned target, krn_rlog **out)
 {
@@ -509,6 +554,7 @@ int arb_block_run(const arb_block_task *task, arb_block_result *out)
         rc = arb_block_slice_verify(&task->slices[i]);
     if (rc < 0)
         goto done;
+    given_of(task, &in, &sh);
     const arb_block_plan *p = &out->plan;
     if ((all = malloc((p->out_hi - p->out_lo) * sizeof *all)) == NULL) {
         rc = ovt_fail(OVT_ENOMEM, "block: out of memory for rows %llu..%llu of site %u",

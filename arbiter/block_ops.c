@@ -88,9 +88,12 @@ static int call_mm_fwd(krn_ctx *ctx, const blk_shape *s, uint64_t rows, const tr
     uint64_t C = s->d[0], OC = s->d[1];
     float *a[3];
     bufs b;
-    int rc = bufs_alloc(&b, "matmul.fwd", 3, (uint64_t[]){rows * OC, rows * C, OC * C}, a);
+    /* the weight (OC x C: the LM head's is 512 MB at Llama-7B's shapes) is
+     * read in place from its proven slice when the engine gives it */
+    const float *weight = s->given[1];
+    int rc = bufs_alloc(&b, "matmul.fwd", weight ? 2 : 3, (uint64_t[]){rows * OC, rows * C, OC * C}, a);
     if (rc == 0)
-        rc = krn_matmul_forward(ctx, a[0], a[1], a[2], NULL, rows, C, OC);
+        rc = krn_matmul_forward(ctx, a[0], a[1], weight ? weight : a[2], NULL, rows, C, OC);
     bufs_free(&b);
     return rc;
 }
@@ -150,9 +153,13 @@ static int call_mm_dinp(krn_ctx *ctx, const blk_shape *s, uint64_t rows, const t
     uint64_t C = s->d[0], OC = s->d[1];
     float *a[5]; /* dinp, dweight, dout, inp, weight */
     bufs b;
-    int rc = bufs_alloc(&b, "matmul.bwd.dinp", 5, (uint64_t[]){rows * C, OC * C, rows * OC, rows * C, OC * C}, a);
+    /* the weight read in place when the engine gives it, as matmul.fwd's
+     * (dweight's buffer is never written: block mode stops after dinp) */
+    const float *weight = s->given[1];
+    int rc = bufs_alloc(&b, "matmul.bwd.dinp", weight ? 4 : 5,
+                        (uint64_t[]){rows * C, OC * C, rows * OC, rows * C, OC * C}, a);
     if (rc == 0)
-        rc = krn_matmul_backward(ctx, a[0], a[1], NULL, a[2], a[3], a[4], rows, C, OC);
+        rc = krn_matmul_backward(ctx, a[0], a[1], NULL, a[2], a[3], weight ? weight : a[4], rows, C, OC);
     bufs_free(&b);
     return rc;
 }

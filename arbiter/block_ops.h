@@ -26,12 +26,17 @@ typedef struct {
 
 /* The op's shape: R leading rows (every input read by rows has R of them,
  * as has the output), its dimensions d[] (the op's own), whether one block
- * needs every row, and the inputs read whole (bit m: input m). */
+ * needs every row, and the inputs read whole (bit m: input m). given[m] is
+ * the engine's, not the shape's: the proven slice's own memory when input m
+ * is read whole from one slice (else NULL), which a call that only reads
+ * input m takes as its buffer instead of a copy (block mode's fill then
+ * finds it already in place); a call must never write to it. */
 typedef struct {
     uint64_t R;
     uint64_t d[6];
     bool whole;
     uint32_t whole_inputs;
+    const float *given[BLK_MAX_INPUTS];
 } blk_shape;
 
 typedef struct {

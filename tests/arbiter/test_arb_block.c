@@ -124,6 +124,13 @@ static void test_preset(const char *preset, uint32_t batch, uint32_t seq, size_t
     step_close(&f);
 }
 
+/* A slice's bytes (its leaves' elements, the last leaf maybe short). */
+static size_t slice_bytes(const arb_block_slice *s)
+{
+    uint64_t e0 = s->first_leaf * LEAF_ELEMS, e1 = (s->first_leaf + s->nleaves) * LEAF_ELEMS;
+    return (size_t)((e1 < s->n ? e1 : s->n) - e0) * 4;
+}
+
 /* One element alone (the span of a single element: the rows it needs, not
  * the leaf's), for every site the engine knows: the step's value, from
  * fewer rows where the op has rows. */
@@ -146,8 +153,20 @@ static void test_elements(const char *preset, uint32_t batch, uint32_t seq)
         CHECK(arb_block_plan_make(&task, &whole_leaf) == 0);
         task.span_first = e;
         task.span_count = 1;
+        /* the run reads the slices in place where it can (a weight read
+         * whole): it must leave their bytes as they were */
+        float *before[8] = {0};
+        size_t nb = own.nslices < 8 ? own.nslices : 8;
+        for (size_t k = 0; k < nb; k++)
+            if ((before[k] = malloc(slice_bytes(&own.slices[k]))) != NULL)
+                memcpy(before[k], own.slices[k].data, slice_bytes(&own.slices[k]));
         arb_block_result r;
         int rc = arb_block_run(&task, &r);
+        for (size_t k = 0; k < nb; k++) {
+            CHECK_MSG(before[k] && memcmp(before[k], own.slices[k].data, slice_bytes(&own.slices[k])) == 0,
+                      "%s site %zu (%s): the block changed its slice %zu", preset, i, rec->op, k);
+            free(before[k]);
+        }
         CHECK_MSG(rc == 0, "%s site %zu (%s) element %llu: %s", preset, i, rec->op, (unsigned long long)e,
                   ovt_errmsg());
         size_t n;
