@@ -83,12 +83,8 @@ static int plan_post_chunks(chain_narrow_move *out, const chain_narrow_game *g, 
 
 void chain_narrow_element_leaves(ovt_hash *leaves, const float *values, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        uint32_t w;
-        memcpy(&w, &values[i], 4);
-        uint8_t le[4] = {(uint8_t)w, (uint8_t)(w >> 8), (uint8_t)(w >> 16), (uint8_t)(w >> 24)};
-        ovt_tree_leaf(&leaves[i], le, 4);
-    }
+    for (size_t i = 0; i < n; i++)
+        ovt_tree_leaf_le32(&leaves[i], &values[i], 4);
 }
 
 /* The party's element leaves of the game's block (*leaves malloc'd): as
