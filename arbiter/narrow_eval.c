@@ -15,6 +15,7 @@
 #include "trainer/config.h"
 #include "trainer/layout.h"
 #include "trainer/rundata.h"
+#include "trainer/trace.h"
 #include "trainer/train.h"
 
 #define MAX_CONFIG_OBJECT 4096
@@ -34,9 +35,9 @@ static void say(char *note, size_t cap, const char *fmt, ...)
 /* The batch of step k's arrays, as the trace registers them, with their
  * tree roots: what a package's batch slices must prove against. */
 typedef struct {
-    char name[4][16];
-    ovt_hash root[4];
-    int n;
+    char name[TRN_BATCH_ARRAYS][16];
+    ovt_hash root[TRN_BATCH_ARRAYS];
+    size_t n;
 } batch_roots;
 
 static int batch_roots_of(batch_roots *out, store_ctx *store, const chain_arb_params *run,
@@ -56,21 +57,11 @@ static int batch_roots_of(batch_roots *out, store_ctx *store, const chain_arb_pa
     if (rv)
         return rv;
     if (!(rv = trn_step_batch_get(&b, &d, &rc, k))) {
-        const trn_batch *v = &b.view;
-        size_t bt = (size_t)v->B * v->T;
-        struct {
-            const char *name;
-            const void *p;
-            size_t n;
-        } arr[4] = {{"batch.inputs", v->inputs, bt},
-                    {"batch.targets", v->targets, bt},
-                    {"batch.x", v->x, (size_t)v->B * rc.model.in_dim},
-                    {"batch.labels", v->labels, v->B}};
-        for (int i = 0; i < 4 && !rv; i++) {
-            if (!arr[i].p)
-                continue;
+        trn_batch_array arr[TRN_BATCH_ARRAYS];
+        size_t n = trn_batch_arrays(arr, &b.view, rc.model.in_dim);
+        for (size_t i = 0; i < n && !rv; i++) {
             snprintf(out->name[out->n], sizeof out->name[out->n], "%s", arr[i].name);
-            rv = ovt_tree_root_le32(&out->root[out->n], arr[i].p, arr[i].n * 4);
+            rv = ovt_tree_root_le32(&out->root[out->n], arr[i].words, arr[i].n * 4);
             out->n++;
         }
         trn_step_batch_free(&b);
@@ -180,7 +171,7 @@ static void bound(char *why, size_t cap, const arb_block_package *p, const chain
                 say(why, cap, "slice of %s: its root is not state K-1's (PreviousRoots)", s->name);
         } else if (s->kind == KRN_TRACE_BATCH) {
             int found = 0;
-            for (int b = 0; b < br->n; b++)
+            for (size_t b = 0; b < br->n; b++)
                 if (!strcmp(br->name[b], s->name)) {
                     found = 1;
                     if (memcmp(s->root.b, br->root[b].b, 32))

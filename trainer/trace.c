@@ -4,6 +4,20 @@
 #include <stdio.h>
 #include <string.h>
 
+size_t trn_batch_arrays(trn_batch_array out[TRN_BATCH_ARRAYS], const trn_batch *batch, size_t in_dim)
+{
+    size_t bt = (size_t)batch->B * batch->T;
+    const trn_batch_array all[TRN_BATCH_ARRAYS] = {{"batch.inputs", batch->inputs, bt},
+                                                   {"batch.targets", batch->targets, bt},
+                                                   {"batch.x", batch->x, (size_t)batch->B * in_dim},
+                                                   {"batch.labels", batch->labels, batch->B}};
+    size_t n = 0;
+    for (size_t i = 0; i < TRN_BATCH_ARRAYS; i++)
+        if (all[i].words)
+            out[n++] = all[i];
+    return n;
+}
+
 int trn_trace_regions(krn_trace *t, const trn_state *st, const trn_batch *batch)
 {
     static const char *const section[3] = {"params", "m", "v"};
@@ -16,16 +30,10 @@ int trn_trace_regions(krn_trace *t, const trn_state *st, const trn_batch *batch)
             snprintf(name, sizeof name, "%s/%s", section[s], l->t[i].name);
             rv = krn_trace_region(t, KRN_TRACE_STATE, name, base[s] + l->t[i].offset, l->t[i].size);
         }
-    size_t bt = (size_t)batch->B * batch->T;
-    size_t in_dim = st->config.model.in_dim;
-    if (!rv && batch->inputs)
-        rv = krn_trace_region(t, KRN_TRACE_BATCH, "batch.inputs", batch->inputs, bt);
-    if (!rv && batch->targets)
-        rv = krn_trace_region(t, KRN_TRACE_BATCH, "batch.targets", batch->targets, bt);
-    if (!rv && batch->x)
-        rv = krn_trace_region(t, KRN_TRACE_BATCH, "batch.x", batch->x, (size_t)batch->B * in_dim);
-    if (!rv && batch->labels)
-        rv = krn_trace_region(t, KRN_TRACE_BATCH, "batch.labels", batch->labels, batch->B);
+    trn_batch_array arr[TRN_BATCH_ARRAYS];
+    size_t n = trn_batch_arrays(arr, batch, st->config.model.in_dim);
+    for (size_t i = 0; i < n && !rv; i++)
+        rv = krn_trace_region(t, KRN_TRACE_BATCH, arr[i].name, arr[i].words, arr[i].n);
     return rv;
 }
 

@@ -10,6 +10,23 @@
 #include "kernels/trace.h"
 #include "trainer/train.h"
 
+/* One array of a batch as the trace registers it: its region name, its
+ * 32-bit words and their count. */
+typedef struct {
+    const char *name;
+    const void *words;
+    size_t n;
+} trn_batch_array;
+
+#define TRN_BATCH_ARRAYS 4
+
+/* The batch's arrays in registration order ("batch.inputs",
+ * "batch.targets", "batch.x", "batch.labels"; those it has), x of in_dim
+ * words a sample: out[0 .. return). The trace (trn_trace_regions) and an
+ * arbiter proving a block's batch slices (arbiter/narrow_eval.c) both take
+ * them from here. */
+size_t trn_batch_arrays(trn_batch_array out[TRN_BATCH_ARRAYS], const trn_batch *batch, size_t in_dim);
+
 /* Registers st's params, m and v tensor by tensor ("params/wte",
  * "m/wte", "v/wte", ... in layout order) and the batch's arrays
  * ("batch.inputs", "batch.targets" or "batch.x", "batch.labels") with t. */
